@@ -1,0 +1,186 @@
+"""The ``judgegraph`` command.
+
+Exit statuses of ``judgegraph eval`` (documented in the README):
+  0  every metric passed (or was not applicable)
+  1  at least one conversation failed a metric's threshold
+  2  the command line was wrong (unknown metric, bad option)
+  3  something could not be judged: bad input records, judge errors, a failed run
+     (results for everything else are still printed and written)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ERRORS = 0, 1, 2, 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="judgegraph", description="Judge chatbot conversations with LangGraph metric graphs.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ev = sub.add_parser("eval", help="judge conversations in files", description="Judge the conversations in FILE(s).")
+    ev.add_argument("files", nargs="+", metavar="FILE", help=".jsonl, .json or .yaml (judgegraph, deepeval, promptfoo or OpenAI messages)")
+    ev.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC",
+                    help="metric to run, repeatable (default: turn-relevancy, or the file's own assertion)")
+    ev.add_argument("--model", help="LLM judge, e.g. openai:gpt-4.1-mini (default: the offline embedding judge)")
+    ev.add_argument("--base-url", help="OpenAI-compatible server for --model (vLLM, Ollama, llama.cpp)")
+    ev.add_argument("--window-size", type=int, help="exchanges per sliding window")
+    ev.add_argument("--threshold", type=float, help="passing score, 0..1")
+    ev.add_argument("--strict", action="store_true", default=None, dest="strict_mode", help="score 1 or 0, threshold 1")
+    ev.add_argument("--reason", choices=["deterministic", "llm", "none"], help="how the reason is written (default deterministic: no extra call)")
+    ev.add_argument("--rubric", help="custom relevance rubric text, or @FILE to read it from a file")
+    ev.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once, across all conversations (default 16)")
+    ev.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the model's output is invalid (default 3)")
+    ev.add_argument("--out", default="judgegraph-results.jsonl", help="where the full results go (default %(default)s)")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.add_argument("-q", "--quiet", action="store_true", help="no table, only the summary line")
+
+    gr = sub.add_parser("graph", help="print a metric's graph as Mermaid")
+    gr.add_argument("metric")
+    gr.add_argument("--xray", action="store_true", help="draw subgraphs expanded")
+
+    sub.add_parser("metrics", help="list the metrics")
+    return p
+
+
+def _rubric(value: str | None) -> str | None:
+    if value and value.startswith("@"):
+        return Path(value[1:]).read_text(encoding="utf-8")
+    return value
+
+
+def _judge(args: argparse.Namespace):
+    from .judges import resolve_judge
+
+    kwargs: dict[str, Any] = {}
+    if args.base_url:
+        kwargs["base_url"] = args.base_url
+    if args.model is None and args.base_url:
+        raise ValueError("--base-url needs --model (the model name the server serves)")
+    return resolve_judge(model=args.model, max_concurrency=args.concurrency, max_tries=args.max_tries, **kwargs)
+
+
+def _fmt_score(score: float | None) -> str:
+    return "—" if score is None else f"{score:.2f}"
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from .loaders import load_files
+    from .runner import MetricPlan, ResultsWriter, evaluate_async
+
+    out = Console()
+    err = Console(stderr=True)
+    if args.concurrency < 1:
+        err.print("[red]error:[/] --concurrency must be >= 1")
+        return EXIT_USAGE
+    try:
+        judge = _judge(args)
+        plan = MetricPlan(args.metrics, judge, {
+            "window_size": args.window_size, "threshold": args.threshold, "strict_mode": args.strict_mode,
+            "reason": args.reason, "rubric": _rubric(args.rubric),
+        })
+        if args.reason == "llm" and judge.kind != "llm":
+            raise ValueError("--reason llm needs an LLM judge (--model)")
+        if args.window_size is not None and args.window_size < 1:
+            raise ValueError(f"--window-size must be >= 1, got {args.window_size}")
+    except (KeyError, ValueError, OSError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        return EXIT_USAGE
+
+    loaded = load_files(args.files)
+    if judge.kind == "offline":
+        err.print("judge: [bold]offline[/] all-MiniLM-L6-v2 sentence embeddings (no LLM, no API key; pass --model for an LLM judge)")
+    else:
+        err.print(f"judge: [bold]{judge.name}[/]")
+    for e in loaded.errors:
+        err.print(f"[red]input error:[/] {e}")
+
+    writer = ResultsWriter(args.out)
+    for e in loaded.errors:
+        writer.input_error(e)
+    try:
+        with Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err, disable=args.no_progress, transient=True) as progress:
+            task = progress.add_task("judging", total=len(loaded.conversations))
+
+            def done(outcome) -> None:
+                writer.outcome(outcome)
+                progress.advance(task)
+
+            summary = asyncio.run(evaluate_async(loaded.conversations, plan, on_outcome=done,
+                                                 max_conversations=max(4, args.concurrency * 2)))
+    finally:
+        writer.close()
+    summary.input_errors = list(loaded.errors)
+
+    order = {item.conversation.id: i for i, item in enumerate(loaded.conversations)}
+    outcomes = sorted(summary.outcomes, key=lambda o: order.get(o.conversation_id, 0))
+    if not args.quiet:
+        table = Table(title="judgegraph results", show_lines=False)
+        for col in ("conversation", "metric", "score", "result", "reason"):
+            table.add_column(col, overflow="fold", max_width=70 if col == "reason" else None)
+        style = {"passed": "green", "failed": "red", "error": "magenta", "not_applicable": "dim"}
+        for o in outcomes:
+            if o.error:
+                table.add_row(o.conversation_id, "—", "—", "[magenta]error[/]", o.error)
+            for r in o.results.values():
+                label = {"not_applicable": "n/a"}.get(r.status, r.status)
+                if r.errors and r.status in ("passed", "failed"):
+                    label += f" ({len(r.errors)} judge err)"
+                table.add_row(o.conversation_id, r.key, _fmt_score(r.score), f"[{style[r.status]}]{label}[/]", r.reason)
+        out.print(table)
+    u = summary.usage
+    if judge.kind == "llm":
+        cost = f"calls {u.calls}, tokens {u.input_tokens} in / {u.output_tokens} out{' (estimated)' if u.estimated else ''}"
+    else:
+        cost = "no LLM calls"
+    out.print(
+        f"{len(outcomes)} conversations, {len(summary.results)} results: "
+        f"{summary.count('passed')} passed, {summary.count('failed')} failed, "
+        f"{summary.count('error')} errors, {summary.count('not_applicable')} n/a; "
+        f"{summary.judge_errors} judge errors, {len(summary.input_errors)} input errors. "
+        f"judge: {judge.name} ({cost}). results: {args.out}"
+    )
+    return summary.exit_code
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from .metrics import create_metric
+
+    try:
+        graph = create_metric(args.metric)
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return EXIT_USAGE
+    print(graph.get_graph(xray=args.xray).draw_mermaid())
+    return EXIT_OK
+
+
+def cmd_metrics(_: argparse.Namespace) -> int:
+    from .metrics import registry
+
+    for spec in registry().values():
+        print(f"{spec.name.replace('_', '-'):28} {spec.summary}")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return {"eval": cmd_eval, "graph": cmd_graph, "metrics": cmd_metrics}[args.command](args)
+    except BrokenPipeError:  # e.g. `judgegraph graph ... | head`
+        sys.stderr.close()
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

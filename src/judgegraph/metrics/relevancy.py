@@ -1,0 +1,396 @@
+"""Turn relevancy (deepeval semantics) and conversation relevance (promptfoo
+semantics): one graph, two presets.
+
+    START → window_turns ─Send per window→ judge_turn → reduce_score [→ write_reason] → END
+
+* ``window_turns`` splits the conversation into exchanges and one sliding
+  window per exchange (:mod:`judgegraph.windows`).
+* ``judge_turn`` runs once per window, all windows concurrently (bounded by
+  the judge's global limit on calls in flight): is the window's last reply
+  relevant to the latest user message, given the earlier messages?
+* ``reduce_score``: score = relevant verdicts / verdicts the judge could make.
+  Judge errors are reported and counted, never scored. Strict mode makes the
+  score 1 or 0 and the threshold 1.
+* ``write_reason`` (only with ``reason="llm"``): one extra call that writes the
+  reason; otherwise the reason is built from the verdicts, with no call.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
+from pydantic import BaseModel, Field, field_validator
+
+from ..conversation import Conversation, as_conversation
+from ..judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ..nodes import judge_step, render_messages
+from ..prompts import Prompt, load_prompt
+from ..results import JudgeErrorInfo, MetricResult, Usage, WindowVerdict, merge_results
+from ..windows import Window, check_window_size, sliding_windows
+
+JUDGE_STEP = "turn_relevancy/judge_turn"
+REASON_STEP = "turn_relevancy/write_reason"
+DEFAULT_RUBRIC_STEP = "turn_relevancy/rubric"
+
+ReasonMode = Literal["deterministic", "llm", "none"]
+
+
+class TurnVerdict(BaseModel):
+    """The judge's answer for one window. The reason comes first so the model
+    reasons before it commits to a verdict."""
+
+    reason: str = Field(description="One or two sentences explaining the verdict.")
+    verdict: Literal["yes", "no"] = Field(
+        description="'yes' if the reply is relevant to the latest user message, otherwise 'no'."
+    )
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _normalise(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+
+class WrittenReason(BaseModel):
+    reason: str = Field(description="A short explanation of the score for a reader.")
+
+
+# -- state ---------------------------------------------------------------------
+
+
+class MetricInput(TypedDict):
+    conversation: Conversation | dict[str, Any]
+
+
+class MetricOutput(TypedDict):
+    results: Annotated[dict[str, MetricResult], merge_results]
+
+
+class RelevancyState(TypedDict, total=False):
+    conversation: Conversation | dict[str, Any]
+    windows: list[Window]
+    verdicts: Annotated[list[WindowVerdict], operator.add]
+    results: Annotated[dict[str, MetricResult], merge_results]
+
+
+class WindowTask(TypedDict):
+    window: Window
+
+
+@dataclass(frozen=True)
+class RelevancySettings:
+    name: str
+    judge: Judge
+    window_size: int
+    threshold: float
+    strict_mode: bool = False
+    reason: ReasonMode = "deterministic"
+    rubric: str | None = None
+
+    @property
+    def effective_threshold(self) -> float:
+        return 1.0 if self.strict_mode else self.threshold
+
+
+# -- nodes ---------------------------------------------------------------------
+
+
+def _window_turns(settings: RelevancySettings):
+    def window_turns(state: RelevancyState) -> dict[str, Any]:
+        conversation = as_conversation(state["conversation"])
+        return {"conversation": conversation, "windows": sliding_windows(conversation, settings.window_size)}
+
+    return window_turns
+
+
+def fan_out_windows(state: RelevancyState) -> list[Send] | str:
+    windows = state.get("windows") or []
+    if not windows:
+        return "reduce_score"
+    return [Send("judge_turn", WindowTask(window=w)) for w in windows]
+
+
+def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -> JudgeRequest:
+    target = window.target
+    context = [(r, c) for ex in window.context for r, c in _exchange_pairs(ex)]
+    tools = [(it.turn.role, it.turn.content) for it in target.tool]
+    return JudgeRequest(
+        task="turn_relevance",
+        step=JUDGE_STEP,
+        schema=TurnVerdict,
+        prompt=prompt,
+        values={
+            "rubric": rubric,
+            "system": "\n\n".join(window.system) or "(none)",
+            "context": render_messages(context + tools, empty="(none: this is the first exchange)"),
+            "user_message": target.user_text or "(none: the assistant spoke first)",
+            "reply": target.reply_text,
+        },
+        inputs={
+            "reply": target.reply_text,
+            "latest_user": target.user_text,
+            "context": [f"{r}: {c}" for r, c in context],
+        },
+    )
+
+
+def _exchange_pairs(ex) -> list[tuple[str, str]]:
+    turns = sorted((*ex.user, *ex.assistant, *ex.tool), key=lambda t: t.index)
+    return [(it.turn.role, it.turn.content) for it in turns]
+
+
+def _judge_turn(settings: RelevancySettings):
+    rubric = settings.rubric if settings.rubric is not None else load_prompt(DEFAULT_RUBRIC_STEP).template.strip()
+
+    def build(task: WindowTask) -> JudgeRequest:
+        return turn_request(task["window"], rubric=rubric)
+
+    def finish(task: WindowTask, outcome: JudgeOutcome) -> dict[str, Any]:
+        window = task["window"]
+        value = outcome.value if outcome.ok else None
+        verdict = WindowVerdict(
+            window=window.index,
+            turns=list(window.target.reply_turn_indices),
+            verdict=getattr(value, "verdict", None),
+            reason=getattr(value, "reason", ""),
+            score=outcome.score,
+            reply=window.target.reply_text,
+            error=None if value is not None else (outcome.error or "no verdict"),
+            attempts=outcome.attempts,
+            usage=outcome.usage,
+        )
+        return {"verdicts": [verdict]}
+
+    return judge_step("judge_turn", settings.judge, build, finish)
+
+
+def _turn_label(v: WindowVerdict) -> str:
+    turns = ", ".join(str(t + 1) for t in v.turns)
+    return f"turn {turns}" if len(v.turns) == 1 else f"turns {turns}"
+
+
+def _quote(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return f'"{text[: limit - 1]}…"' if len(text) > limit else f'"{text}"'
+
+
+def deterministic_reason(score: float | None, threshold: float, verdicts: list[WindowVerdict]) -> str:
+    valid = [v for v in verdicts if v.verdict is not None]
+    failed = [v for v in verdicts if v.verdict is None]
+    if not verdicts:
+        return "No assistant reply to judge: the conversation has no user→assistant exchange."
+    if not valid:
+        return f"No window could be judged: {len(failed)} judge error(s); see errors."
+    relevant = sum(1 for v in valid if v.relevant)
+    cmp = ">=" if score is not None and score >= threshold else "<"
+    parts = [f"{relevant} of {len(valid)} replies judged relevant (score {score:.2f} {cmp} threshold {threshold:.2f})."]
+    irrelevant = [v for v in valid if not v.relevant]
+    if irrelevant:
+        parts.append("Irrelevant: " + "; ".join(
+            f"{_turn_label(v)} {_quote(v.reply)}: {v.reason}" if v.reply else f"{_turn_label(v)}: {v.reason}"
+            for v in irrelevant
+        ))
+    if failed:
+        parts.append(f"{len(failed)} window(s) not judged (judge error), left out of the score.")
+    return " ".join(parts)
+
+
+def _reduce_score(settings: RelevancySettings):
+    def reduce_score(state: RelevancyState) -> dict[str, Any]:
+        conversation = as_conversation(state["conversation"])
+        verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.window)
+        valid = [v for v in verdicts if v.verdict is not None]
+        threshold = settings.effective_threshold
+        errors = [
+            JudgeErrorInfo(where=f"window {v.window} ({_turn_label(v)})", step=JUDGE_STEP, message=v.error or "", attempts=v.attempts)
+            for v in verdicts
+            if v.verdict is None
+        ]
+        score: float | None = None
+        if not verdicts:
+            status, passed = "not_applicable", None
+        elif not valid:
+            status, passed = "error", None
+        else:
+            score = sum(1 for v in valid if v.relevant) / len(valid)
+            if settings.strict_mode:
+                score = 1.0 if score == 1.0 else 0.0
+            passed = score >= threshold
+            status = "passed" if passed else "failed"
+        reason = "" if settings.reason == "none" else deterministic_reason(score, threshold, verdicts)
+        result = MetricResult(
+            key=settings.name,
+            conversation_id=conversation.id,
+            score=score,
+            threshold=threshold,
+            passed=passed,
+            status=status,
+            reason=reason,
+            judge=settings.judge.name,
+            strict_mode=settings.strict_mode,
+            verdicts=verdicts,
+            errors=errors,
+            usage=Usage.total(v.usage for v in verdicts),
+            details={
+                "window_size": settings.window_size,
+                "windows": len(verdicts),
+                "judged": len(valid),
+                **({"judge_rule": settings.judge.rule} if settings.judge.rule else {}),
+            },
+        )
+        return {"results": {settings.name: result}}
+
+    return reduce_score
+
+
+def _write_reason(settings: RelevancySettings):
+    def build(state: RelevancyState) -> JudgeRequest:
+        result = state["results"][settings.name]
+        lines = [
+            f"- {_turn_label(v)}: {'relevant' if v.relevant else 'irrelevant' if v.verdict else 'not judged'}"
+            f" — {v.reason or v.error}"
+            for v in result.verdicts
+        ]
+        return JudgeRequest(
+            task="write_reason",
+            step=REASON_STEP,
+            schema=WrittenReason,
+            values={
+                "score": "n/a" if result.score is None else f"{result.score:.2f}",
+                "threshold": f"{result.threshold:.2f}",
+                "verdicts": "\n".join(lines) or "(no verdicts)",
+            },
+        )
+
+    def finish(state: RelevancyState, outcome: JudgeOutcome) -> dict[str, Any]:
+        result = state["results"][settings.name]
+        update: dict[str, Any] = {"usage": result.usage + outcome.usage}
+        if outcome.ok:
+            update["reason"] = outcome.value.reason  # type: ignore[union-attr]
+        else:
+            update["errors"] = [
+                *result.errors,
+                JudgeErrorInfo(where="reason", step=REASON_STEP, message=outcome.error or "", attempts=outcome.attempts),
+            ]
+        return {"results": {settings.name: result.model_copy(update=update)}}
+
+    return judge_step("write_reason", settings.judge, build, finish)
+
+
+# -- factories -----------------------------------------------------------------
+
+
+def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
+    """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
+    check_window_size(settings.window_size)
+    if not 0.0 <= settings.threshold <= 1.0:
+        raise ValueError(f"threshold must be between 0 and 1, got {settings.threshold}")
+    if settings.reason == "llm" and settings.judge.kind != "llm":
+        raise ValueError("reason='llm' needs an LLM judge (pass model=...)")
+    builder = StateGraph(RelevancyState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("window_turns", _window_turns(settings))
+    builder.add_node("judge_turn", _judge_turn(settings))
+    builder.add_node("reduce_score", _reduce_score(settings))
+    builder.add_edge(START, "window_turns")
+    builder.add_conditional_edges("window_turns", fan_out_windows, ["judge_turn", "reduce_score"])
+    builder.add_edge("judge_turn", "reduce_score")
+    if settings.reason == "llm":
+        builder.add_node("write_reason", _write_reason(settings))
+        builder.add_edge("reduce_score", "write_reason")
+        builder.add_edge("write_reason", END)
+    else:
+        builder.add_edge("reduce_score", END)
+    return builder
+
+
+def _create(
+    name: str,
+    *,
+    model: Any,
+    judge: Judge | None,
+    window_size: int,
+    threshold: float,
+    strict_mode: bool,
+    reason: ReasonMode,
+    rubric: str | None,
+    max_concurrency: int,
+    max_tries: int,
+    **model_kwargs: Any,
+) -> CompiledStateGraph:
+    settings = RelevancySettings(
+        name=name,
+        judge=resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries, **model_kwargs),
+        window_size=window_size,
+        threshold=threshold,
+        strict_mode=strict_mode,
+        reason=reason,
+        rubric=rubric,
+    )
+    return build_relevancy_graph(settings).compile(name=name)
+
+
+def create_turn_relevancy_judge(
+    *,
+    model: Any = None,
+    judge: Judge | None = None,
+    window_size: int = 10,
+    threshold: float = 0.5,
+    strict_mode: bool = False,
+    reason: ReasonMode = "deterministic",
+    rubric: str | None = None,
+    max_concurrency: int = 16,
+    max_tries: int = 3,
+    name: str = "turn_relevancy",
+    **model_kwargs: Any,
+) -> CompiledStateGraph:
+    """Turn relevancy, deepeval's semantics: windows of ``window_size``
+    exchanges (default 10), threshold 0.5, optional strict mode.
+
+    ``model``: a LangChain chat model or a string like ``openai:gpt-4.1-mini``;
+    leave it out for the offline embedding judge. ``rubric`` replaces the
+    default instructions on what counts as relevant."""
+    return _create(
+        name, model=model, judge=judge, window_size=window_size, threshold=threshold, strict_mode=strict_mode,
+        reason=reason, rubric=rubric, max_concurrency=max_concurrency, max_tries=max_tries, **model_kwargs,
+    )
+
+
+def create_conversation_relevance_judge(
+    *,
+    model: Any = None,
+    judge: Judge | None = None,
+    window_size: int = 5,
+    threshold: float = 0.5,
+    strict_mode: bool = False,
+    reason: ReasonMode = "deterministic",
+    rubric: str | None = None,
+    max_concurrency: int = 16,
+    max_tries: int = 3,
+    name: str = "conversation_relevance",
+    **model_kwargs: Any,
+) -> CompiledStateGraph:
+    """Conversation relevance, promptfoo's semantics: one window per
+    input/output pair holding it and up to ``window_size - 1`` earlier pairs
+    (default 5); ``rubric`` is promptfoo's ``rubricPrompt``."""
+    return _create(
+        name, model=model, judge=judge, window_size=window_size, threshold=threshold, strict_mode=strict_mode,
+        reason=reason, rubric=rubric, max_concurrency=max_concurrency, max_tries=max_tries, **model_kwargs,
+    )
+
+
+__all__ = [
+    "MetricInput",
+    "MetricOutput",
+    "RelevancySettings",
+    "RelevancyState",
+    "TurnVerdict",
+    "build_relevancy_graph",
+    "create_conversation_relevance_judge",
+    "create_turn_relevancy_judge",
+    "deterministic_reason",
+    "turn_request",
+]

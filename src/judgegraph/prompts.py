@@ -1,0 +1,97 @@
+"""Prompt files: one per node step, under ``prompts/<metric>/<step>.md``.
+
+A prompt file starts with an HTML comment that documents its placeholders::
+
+    <!--
+    placeholders:
+      reply: the assistant reply being judged
+    -->
+
+and the body uses ``{{ name }}`` for each. Rendering is one pass of plain
+substitution over the *template*: the values (conversation content) are data
+and are never scanned for placeholders, so a message containing
+``{{ env.SECRET }}`` or ``{reply}`` reaches the judge as literal text.
+
+Where prompts are read from, first match wins: ``$JUDGEGRAPH_PROMPTS_DIR``
+(override any prompt without touching the package), the ``prompts`` folder
+inside the installed wheel, the repository's top-level ``prompts/`` (editable
+installs).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_HEADER = re.compile(r"\A\s*<!--(.*?)-->\s*", re.S)
+_DOC_LINE = re.compile(r"^\s{2,}([A-Za-z_][A-Za-z0-9_]*)\s*:", re.M)
+
+
+class PromptError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Prompt:
+    name: str
+    template: str
+    documented: frozenset[str]
+    path: Path | None = None
+
+    @property
+    def placeholders(self) -> frozenset[str]:
+        return frozenset(PLACEHOLDER.findall(self.template))
+
+    def render(self, values: dict[str, str]) -> str:
+        missing = self.placeholders - values.keys()
+        extra = values.keys() - self.placeholders
+        if missing or extra:
+            raise PromptError(
+                f"prompt {self.name!r}: placeholders do not match the values given"
+                f" (missing {sorted(missing)}, unexpected {sorted(extra)})"
+            )
+        return PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), self.template)
+
+
+def prompt_dirs() -> list[Path]:
+    dirs = []
+    if env := os.environ.get("JUDGEGRAPH_PROMPTS_DIR"):
+        dirs.append(Path(env))
+    here = Path(__file__).resolve().parent
+    dirs.append(here / "prompts")  # inside a built wheel
+    dirs.append(here.parent.parent / "prompts")  # editable install: <repo>/src/judgegraph
+    return dirs
+
+
+def parse_prompt(name: str, text: str, path: Path | None = None) -> Prompt:
+    documented: frozenset[str] = frozenset()
+    if header := _HEADER.match(text):
+        documented = frozenset(_DOC_LINE.findall(header.group(1)))
+        text = text[header.end() :]
+    return Prompt(name, text.strip() + "\n", documented, path)
+
+
+@lru_cache(maxsize=None)
+def _load(name: str, dirs: tuple[Path, ...]) -> Prompt:
+    for d in dirs:
+        path = d / f"{name}.md"
+        if path.is_file():
+            return parse_prompt(name, path.read_text(encoding="utf-8"), path)
+    raise PromptError(f"prompt {name!r} not found in {', '.join(str(d) for d in dirs)}")
+
+
+def load_prompt(name: str) -> Prompt:
+    """Load ``prompts/<name>.md``, e.g. ``load_prompt("turn_relevancy/judge_turn")``."""
+    return _load(name, tuple(prompt_dirs()))
+
+
+def all_prompt_names() -> list[str]:
+    names: set[str] = set()
+    for d in prompt_dirs():
+        if d.is_dir():
+            names.update(str(p.relative_to(d).with_suffix("")) for p in d.rglob("*.md"))
+    return sorted(names)

@@ -1,0 +1,88 @@
+"""What a metric returns: scores, per-window verdicts, judge errors, usage."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Status = Literal["passed", "failed", "error", "not_applicable"]
+
+
+class Usage(BaseModel):
+    """Judge calls and tokens. ``estimated`` is set when a provider reported no
+    token counts and they were counted locally with tiktoken."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    estimated: bool = False
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            calls=self.calls + other.calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            estimated=self.estimated or other.estimated,
+        )
+
+    @classmethod
+    def total(cls, usages: Any) -> Usage:
+        out = cls()
+        for u in usages:
+            out = out + u
+        return out
+
+
+class JudgeErrorInfo(BaseModel):
+    """A judgement that could not be made. Never counted as relevant or irrelevant."""
+
+    where: str  # e.g. "window 3 (turn 7)"
+    step: str  # prompt/step name, e.g. "turn_relevancy/judge_turn"
+    message: str
+    attempts: int = 0
+
+
+class WindowVerdict(BaseModel):
+    window: int  # index of the window == index of its last exchange
+    turns: list[int]  # conversation turn indices of the judged reply
+    reply: str = ""  # the judged reply, for reading results without the input file
+    verdict: Literal["yes", "no"] | None  # None: the judge failed (see ``error``)
+    reason: str = ""
+    score: float | None = None  # offline judge: the similarity behind the verdict
+    error: str | None = None
+    attempts: int = 0
+    usage: Usage = Field(default_factory=Usage)
+
+    @property
+    def relevant(self) -> bool | None:
+        return None if self.verdict is None else self.verdict == "yes"
+
+
+class MetricResult(BaseModel):
+    key: str  # metric name
+    conversation_id: str
+    score: float | None
+    threshold: float
+    passed: bool | None
+    status: Status
+    reason: str
+    judge: str  # which judge ran, e.g. "offline:all-MiniLM-L6-v2" or "llm:gpt-4.1-mini"
+    strict_mode: bool = False
+    verdicts: list[WindowVerdict] = Field(default_factory=list)
+    errors: list[JudgeErrorInfo] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    def to_feedback(self) -> dict[str, Any]:
+        """A LangSmith/MLflow-style feedback dict."""
+        return {"key": self.key, "score": self.score, "comment": self.reason, "value": self.passed}
+
+
+def merge_results(left: dict[str, MetricResult] | None, right: dict[str, MetricResult] | None):
+    """Reducer for ``results``: metrics running in parallel each add their key."""
+    return {**(left or {}), **(right or {})}

