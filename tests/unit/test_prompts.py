@@ -1,16 +1,29 @@
+import importlib
+
 import pytest
 
-from judgegraph.metrics.relevancy import DEFAULT_RUBRIC_STEP, JUDGE_STEP, REASON_STEP, turn_request
-from judgegraph.prompts import PromptError, all_prompt_names, load_prompt, parse_prompt
 from judgegraph.conversation import Conversation
+from judgegraph.metrics import METRIC_MODULES
+from judgegraph.metrics.relevancy import DEFAULT_RUBRIC_STEP, JUDGE_STEP, turn_request
+from judgegraph.prompts import PromptError, all_prompt_names, load_prompt, parse_prompt
 from judgegraph.windows import sliding_windows
 
-# The values each node passes to its prompt, by step. A new prompt file must be added here.
-NODE_VALUES = {
-    JUDGE_STEP: {"rubric", "system", "context", "user_message", "reply"},
-    REASON_STEP: {"score", "threshold", "verdicts"},
-    DEFAULT_RUBRIC_STEP: set(),
-}
+
+def _declared():
+    """Each module with prompt steps declares PROMPT_VALUES: {step: values its node passes}."""
+    values = {}
+    for name in [f"judgegraph.metrics.{m}" for m in METRIC_MODULES] + ["judgegraph.custom"]:
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        values.update(getattr(mod, "PROMPT_VALUES", {}))
+    return values
+
+
+NODE_VALUES = _declared()
 
 
 def test_every_prompt_file_is_known_and_loads():

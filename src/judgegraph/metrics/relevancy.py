@@ -382,6 +382,27 @@ def create_conversation_relevance_judge(
     )
 
 
+def _specs():
+    from . import MetricSpec
+
+    opts = frozenset({"window_size", "threshold", "strict_mode", "reason", "rubric"})
+    return [
+        MetricSpec("turn_relevancy", create_turn_relevancy_judge,
+                   "Is each assistant reply relevant to its window of the conversation? (deepeval; window 10)", opts),
+        MetricSpec("conversation_relevance", create_conversation_relevance_judge,
+                   "Share of replies relevant in sliding windows of input/output pairs (promptfoo; window 5)", opts),
+    ]
+
+
+METRIC_SPECS = _specs()
+
+#: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
+PROMPT_VALUES = {
+    JUDGE_STEP: {"rubric", "system", "context", "user_message", "reply"},
+    REASON_STEP: {"score", "threshold", "verdicts"},
+    DEFAULT_RUBRIC_STEP: set(),
+}
+
 __all__ = [
     "MetricInput",
     "MetricOutput",

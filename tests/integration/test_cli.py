@@ -1,0 +1,87 @@
+"""`judgegraph` as a user runs it, with the offline judge (no key, no LLM)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from judgegraph.cli import main
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+EX = ROOT / "examples"
+
+
+def records(path):
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+def test_first_readme_command_prints_a_table_and_writes_results(tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    code = main(["eval", str(EX / "support_chats.jsonl"), "--out", str(out), "--no-progress"])
+    printed = capsys.readouterr()
+    assert code == 0
+    assert "offline" in printed.err and "all-MiniLM-L6-v2" in printed.err
+    assert "judgegraph results" in printed.out and "refund-ok" in printed.out and "turn_relevancy" in printed.out
+    rows = records(out)
+    assert {r["conversation_id"] for r in rows} == {"refund-ok", "password-reset", "shipping-delay", "size-exchange", "warranty-policy", "discount-code"}
+    shipping = next(r for r in rows if r["conversation_id"] == "shipping-delay")["results"]["turn_relevancy"]
+    assert [v["verdict"] for v in shipping["verdicts"]].count("no") == 1  # the running-shoe history detour
+    assert shipping["judge"] == "offline:all-MiniLM-L6-v2" and "judge_rule" in shipping["details"]
+
+
+def test_failed_threshold_exits_1_and_file_options_are_honoured(tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    assert main(["eval", str(EX / "promptfoo_tests.yaml"), "--out", str(out), "--no-progress"]) == 1
+    math = next(r for r in records(out) if r["conversation_id"].startswith("math"))["results"]["conversation_relevance"]
+    assert math["threshold"] == 0.8 and math["details"]["window_size"] == 2
+    assert math["score"] == pytest.approx(2 / 3) and math["passed"] is False
+
+
+def test_command_line_overrides_the_file(tmp_path):
+    out = tmp_path / "r.jsonl"
+    assert main(["eval", str(EX / "promptfoo_tests.yaml"), "--threshold", "0.5", "--out", str(out), "--no-progress", "-q"]) == 0
+    assert {r["results"]["conversation_relevance"]["threshold"] for r in records(out)} == {0.5}
+
+
+def test_bad_records_are_reported_the_rest_judged_exit_3(tmp_path, capsys):
+    bad = tmp_path / "mixed.jsonl"
+    good = (EX / "support_chats.jsonl").read_text().splitlines()[0]
+    bad.write_text("\n".join([good, '{"id": "x", "turns": [{"role": "bot", "content": "hi"}]}', "{not json"]) + "\n")
+    out = tmp_path / "r.jsonl"
+    assert main(["eval", str(bad), "--out", str(out), "--no-progress"]) == 3
+    err = capsys.readouterr().err
+    assert f"{bad}:2: turns.0.role" in err and f"{bad}:3" in err
+    rows = records(out)
+    assert [r["conversation_id"] for r in rows if r["type"] == "conversation"] == ["refund-ok"]
+    assert [(r["line"], r["field"]) for r in rows if r["type"] == "input_error"] == [(2, "turns.0.role"), (3, None)]
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["-m", "no-such-metric"], "unknown metric"),
+    (["--window-size", "0"], "window-size"),
+    (["--reason", "llm"], "needs an LLM judge"),
+])
+def test_usage_errors_exit_2(argv, msg, capsys, tmp_path):
+    assert main(["eval", str(EX / "support_chats.jsonl"), "--out", str(tmp_path / "r.jsonl"), *argv]) == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_graph_command_prints_mermaid(capsys):
+    assert main(["graph", "turn-relevancy"]) == 0
+    text = capsys.readouterr().out
+    assert "window_turns" in text and "judge_turn" in text and "reduce_score" in text and "graph TD" in text
+
+
+def test_metrics_command_lists_both(capsys):
+    assert main(["metrics"]) == 0
+    out = capsys.readouterr().out
+    assert "turn-relevancy" in out and "conversation-relevance" in out
+
+
+def test_installed_console_script_runs(tmp_path):
+    exe = Path(sys.executable).with_name("judgegraph")
+    proc = subprocess.run([str(exe), "graph", "conversation-relevance"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "judge_turn" in proc.stdout
