@@ -32,6 +32,9 @@ _EXPORTS = {
     "EmbeddingJudge": "judges.offline",
     "CallLimiter": "judges.limiter",
     "resolve_judge": "judges",
+    "JudgeCache": "judges.base",
+    "create_report_graph": "report",
+    "build_report_graph": "report",
 }
 
 __all__ = sorted(_EXPORTS)

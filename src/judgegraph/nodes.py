@@ -38,3 +38,17 @@ def render_messages(pairs: list[tuple[str, str]], *, empty: str = "(none)") -> s
     if not pairs:
         return empty
     return "\n\n".join(f"[{role}]\n{content}" for role, content in pairs)
+
+
+def conversation_json(conversation: Any, *, numbered: bool = True) -> str:
+    """The whole conversation as a JSON list of ``{turn, role, content}`` (MLflow's
+    session transcript shape, plus 1-based turn numbers so judges can cite turns).
+    It is a value for a prompt placeholder: data, never template source."""
+    import json
+
+    rows = []
+    for i, turn in enumerate(conversation.turns):
+        row: dict[str, Any] = {"turn": i + 1} if numbered else {}
+        row.update(role=turn.role, content=turn.content)
+        rows.append(row)
+    return json.dumps(rows, ensure_ascii=False, indent=1)

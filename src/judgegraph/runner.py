@@ -16,6 +16,7 @@ from langgraph.graph.state import CompiledStateGraph
 from .judges import Judge
 from .loaders import InputError, LoadedConversation
 from .metrics import canonical_name, get_metric
+from .report import build_report_graph
 from .results import MetricResult, Usage
 
 
@@ -79,22 +80,30 @@ class MetricPlan:
             get_metric(m)  # unknown names fail before any work
         self.judge = judge
         self.overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
-        self._graphs: dict[tuple, CompiledStateGraph] = {}
+        self._graphs: dict[str, CompiledStateGraph] = {}
 
-    def graphs_for(self, item: LoadedConversation) -> list[CompiledStateGraph]:
+    def metric_options(self, item: LoadedConversation) -> list[tuple[str, dict[str, Any]]]:
         hinted = item.options.get("metric")
         names = self.metrics or ([canonical_name(hinted)] if hinted else ["turn_relevancy"])
-        graphs = []
+        chosen = []
         for name in names:
             spec = get_metric(name)
             file_opts = item.options if (not hinted or canonical_name(hinted) == name) else {}
             opts = {k: v for k, v in file_opts.items() if k in spec.options}
             opts.update({k: v for k, v in self.overrides.items() if k in spec.options})
-            key = (name, tuple(sorted(opts.items())))
-            if key not in self._graphs:
-                self._graphs[key] = spec.factory(judge=self.judge, **opts)
-            graphs.append(self._graphs[key])
-        return graphs
+            chosen.append((name, opts))
+        return chosen
+
+    def report_for(self, item: LoadedConversation) -> CompiledStateGraph:
+        """The report graph (all chosen metrics as subgraphs of one graph) for
+        this conversation's metric set and options; one compiled graph per
+        distinct set, all sharing this plan's judge."""
+        chosen = self.metric_options(item)
+        key = repr([(name, sorted(opts.items())) for name, opts in chosen])
+        if key not in self._graphs:
+            metrics = [get_metric(name).factory(judge=self.judge, **opts) for name, opts in chosen]
+            self._graphs[key] = build_report_graph(metrics).compile(name="report")
+        return self._graphs[key]
 
 
 async def evaluate_async(
@@ -112,10 +121,8 @@ async def evaluate_async(
         async with gate:
             outcome = ConversationOutcome(item.conversation.id, item.source)
             try:
-                graphs = plan.graphs_for(item)
-                outs = await asyncio.gather(*(g.ainvoke({"conversation": item.conversation}) for g in graphs))
-                for out in outs:
-                    outcome.results.update(out["results"])
+                out = await plan.report_for(item).ainvoke({"conversation": item.conversation})
+                outcome.results.update(out["results"])
             except Exception as exc:  # noqa: BLE001 - one conversation's failure is reported, the run goes on
                 outcome.error = f"{type(exc).__name__}: {exc}"
             return outcome

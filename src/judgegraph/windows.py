@@ -117,9 +117,11 @@ def exchanges(conversation: Conversation) -> list[Exchange]:
 
 def sliding_windows(conversation: Conversation, window_size: int) -> list[Window]:
     """One window per exchange: the last ``min(i + 1, window_size)`` exchanges."""
+    return windows_from_exchanges(conversation, exchanges(conversation), window_size)
+
+
+def windows_from_exchanges(conversation: Conversation, exs: list[Exchange], window_size: int) -> list[Window]:
+    """:func:`sliding_windows` over exchanges computed once (e.g. by a report graph)."""
     check_window_size(window_size)
     system = tuple(t.content for t in conversation.turns if t.role == "system")
-    exs = exchanges(conversation)
-    return [
-        Window(i, tuple(exs[max(0, i - window_size + 1) : i + 1]), system) for i in range(len(exs))
-    ]
+    return [Window(i, tuple(exs[max(0, i - window_size + 1) : i + 1]), system) for i in range(len(exs))]

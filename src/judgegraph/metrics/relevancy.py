@@ -31,7 +31,8 @@ from ..judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
 from ..nodes import judge_step, render_messages
 from ..prompts import Prompt, load_prompt
 from ..results import JudgeErrorInfo, MetricResult, Usage, WindowVerdict, merge_results
-from ..windows import Window, check_window_size, sliding_windows
+from ..state import MetricInput, MetricOutput
+from ..windows import Exchange, Window, check_window_size, exchanges, windows_from_exchanges
 
 JUDGE_STEP = "turn_relevancy/judge_turn"
 REASON_STEP = "turn_relevancy/write_reason"
@@ -62,16 +63,9 @@ class WrittenReason(BaseModel):
 # -- state ---------------------------------------------------------------------
 
 
-class MetricInput(TypedDict):
-    conversation: Conversation | dict[str, Any]
-
-
-class MetricOutput(TypedDict):
-    results: Annotated[dict[str, MetricResult], merge_results]
-
-
 class RelevancyState(TypedDict, total=False):
     conversation: Conversation | dict[str, Any]
+    exchanges: list[Exchange]
     windows: list[Window]
     verdicts: Annotated[list[WindowVerdict], operator.add]
     results: Annotated[dict[str, MetricResult], merge_results]
@@ -102,7 +96,10 @@ class RelevancySettings:
 def _window_turns(settings: RelevancySettings):
     def window_turns(state: RelevancyState) -> dict[str, Any]:
         conversation = as_conversation(state["conversation"])
-        return {"conversation": conversation, "windows": sliding_windows(conversation, settings.window_size)}
+        exs = state.get("exchanges")
+        if exs is None:
+            exs = exchanges(conversation)
+        return {"conversation": conversation, "windows": windows_from_exchanges(conversation, exs, settings.window_size)}
 
     return window_turns
 
