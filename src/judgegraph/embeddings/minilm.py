@@ -637,17 +637,20 @@ class MiniLMEmbeddings(Embeddings):
 
     # ---- encoding ---------------------------------------------------------
 
-    def encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
-        """Embed ``texts``: float32 array of shape ``(len(texts), 384)``, unit-norm rows."""
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        """Embed ``texts``: float32 array of shape ``(len(texts), 384)``, unit-norm rows.
+
+        Texts are batched by similar token length (at most ``batch_size`` per
+        forward pass); the output keeps the input order.
+        """
         if isinstance(texts, str):
             raise TypeError("encode() takes a list of strings; use embed_query() for one text")
-        size = self.batch_size if batch_size is None else batch_size
-        if size < 1:
+        if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
-        return self._get_model().encode(list(texts), batch_size=size)
+        return self._get_model().encode(list(texts), batch_size=batch_size)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self.encode(texts).tolist()
+        return self.encode(texts, batch_size=self.batch_size).tolist()
 
     def embed_query(self, text: str) -> list[float]:
         return self.encode([text])[0].tolist()
