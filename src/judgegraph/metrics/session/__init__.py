@@ -1,0 +1,85 @@
+"""Session-level judges: they read the whole conversation (MLflow's multi-turn
+judges, split into steps that run concurrently where they can).
+
+=========================== ========================================= ==================================
+metric                      value                                     score
+=========================== ========================================= ==================================
+conversation_completeness   "yes" / "no" (every request satisfied)    satisfied / requests judged
+knowledge_retention         "yes" / "no" (no turn lost a fact)        retaining turns / turns judged
+user_frustration            "none" / "resolved" / "unresolved"        1.0 / 0.5 / 0.0
+conversational_guidelines   "yes" / "no" (every guideline followed)   followed / applicable guidelines
+role_adherence              "yes" / "no" (every turn in role)         in-role turns / turns judged
+=========================== ========================================= ==================================
+
+Each needs an LLM judge: with the offline judge the result is status
+``error``, reason "needs an LLM judge (pass --model)", at once.
+"""
+
+from __future__ import annotations
+
+from . import completeness, frustration, guidelines, retention, role
+from .common import NEEDS_LLM, SessionSettings
+from .completeness import GoalVerdict, build_completeness_graph, create_conversation_completeness_judge
+from .frustration import FrustrationVerdict, build_frustration_graph, create_user_frustration_judge
+from .guidelines import (
+    GuidelineSettings, GuidelineVerdict, build_guidelines_graph, create_conversational_guidelines_judge,
+)
+from .retention import LapseInfo, RetentionVerdict, build_retention_graph, create_knowledge_retention_judge
+from .role import RoleSettings, RoleVerdict, build_role_graph, create_role_adherence_judge
+
+
+def _specs():
+    from .. import MetricSpec
+
+    base = frozenset({"threshold", "strict_mode"})
+    return [
+        MetricSpec("conversation_completeness", create_conversation_completeness_judge,
+                   "Were all the user's requests satisfied by the end? yes/no, share satisfied (LLM judge)", base),
+        MetricSpec("knowledge_retention", create_knowledge_retention_judge,
+                   "Does each reply keep the facts the user gave earlier? yes/no, share of turns (LLM judge)", base),
+        MetricSpec("user_frustration", create_user_frustration_judge,
+                   "Was the user frustrated, and was it resolved? none/resolved/unresolved (LLM judge)", base),
+        MetricSpec("conversational_guidelines", create_conversational_guidelines_judge,
+                   "Did the assistant follow each given guideline? yes/no, share followed (LLM judge)",
+                   base | {"guidelines"}),
+        MetricSpec("role_adherence", create_role_adherence_judge,
+                   "Does each reply stay within the chatbot role? yes/no, share in role (LLM judge)",
+                   base | {"role", "batch_size"}),
+    ]
+
+
+METRIC_SPECS = _specs()
+
+#: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
+PROMPT_VALUES = {
+    **completeness.PROMPT_VALUES,
+    **retention.PROMPT_VALUES,
+    **frustration.PROMPT_VALUES,
+    **guidelines.PROMPT_VALUES,
+    **role.PROMPT_VALUES,
+}
+
+__all__ = [
+    "NEEDS_LLM",
+    "FrustrationVerdict",
+    "GoalVerdict",
+    "GuidelineSettings",
+    "GuidelineVerdict",
+    "LapseInfo",
+    "METRIC_SPECS",
+    "PROMPT_VALUES",
+    "RetentionVerdict",
+    "RoleSettings",
+    "RoleVerdict",
+    "SessionSettings",
+    "build_completeness_graph",
+    "build_frustration_graph",
+    "build_guidelines_graph",
+    "build_retention_graph",
+    "build_role_graph",
+    "create_conversation_completeness_judge",
+    "create_conversational_guidelines_judge",
+    "create_knowledge_retention_judge",
+    "create_role_adherence_judge",
+    "create_user_frustration_judge",
+]

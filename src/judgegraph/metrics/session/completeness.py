@@ -1,0 +1,248 @@
+"""Conversation completeness: did the assistant satisfy every request the user made?
+
+    START ─→ extract_goals ─Send per request→ judge_goal → reduce_score → END
+      │              └──(no request)─────────────────────────↗
+      └──(offline judge, no user turn)───────────────────────↗
+
+* ``extract_goals`` (one call) lists the user's distinct requests, each with
+  the user turns where it was asked.
+* ``judge_goal`` (one call per request, all concurrently) decides whether the
+  request was satisfied by the end of the conversation, citing the assistant
+  turns that addressed it.
+* ``reduce_score``: value "yes" when every judged request was satisfied;
+  score = satisfied / judged requests. A failed judgement is reported and left
+  out; a failed extraction is status ``error``; no request is ``not_applicable``.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
+from pydantic import BaseModel, Field, field_validator
+
+from ...conversation import Conversation, as_conversation
+from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ...nodes import conversation_json, judge_step
+from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results
+from ...state import MetricInput, MetricOutput
+from .common import (
+    SessionSettings, cited_turns, clause, error_info, error_result, lower, needs_llm, needs_llm_result,
+    not_applicable, quote, role_indices, share_result, turn_label,
+)
+
+EXTRACT_STEP = "conversation_completeness/extract_goals"
+JUDGE_STEP = "conversation_completeness/judge_goal"
+TASKS = ("goal_extraction", "goal_satisfaction")
+
+
+class Goal(BaseModel):
+    request: str = Field(description="The request in one short sentence, in the user's terms.")
+    asked_in_turns: list[int] = Field(description="1-based numbers of the user turns where it was asked.")
+
+
+class Goals(BaseModel):
+    goals: list[Goal] = Field(description="Every distinct request the user made; empty if none.")
+
+
+class GoalJudgement(BaseModel):
+    reason: str = Field(description="One or two sentences, citing turn numbers.")
+    answered_in_turns: list[int] = Field(
+        description="1-based numbers of the assistant turns that respond to the request, fully or in part."
+    )
+    verdict: Literal["yes", "no"] = Field(description="'yes' if the request was satisfied, otherwise 'no'.")
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return lower(value)
+
+
+class GoalVerdict(Verdict):
+    """One user request: ``verdict`` "yes" (satisfied), "no", or None (judge error).
+    ``turns`` = the user turns that asked it + the assistant turns that respond to it."""
+
+    goal: int  # position in the extracted list
+    request: str
+    asked_in: list[int] = Field(default_factory=list)  # 0-based user turns
+    answered_in: list[int] = Field(default_factory=list)  # 0-based assistant turns that respond to it
+    verdict: Literal["yes", "no"] | None = None
+
+
+class GoalTask(TypedDict):
+    goal: int
+    request: str
+    asked_in: list[int]
+    conversation: Conversation
+    transcript: str
+
+
+class CompletenessState(TypedDict, total=False):
+    conversation: Conversation | dict[str, Any]
+    exchanges: list[Any]
+    transcript: str
+    goals: list[GoalTask]
+    extract_errors: list[JudgeErrorInfo]
+    extract_usage: Usage
+    verdicts: Annotated[list[GoalVerdict], operator.add]
+    results: Annotated[dict[str, MetricResult], merge_results]
+
+
+def route_start(settings: SessionSettings):
+    def route(state: CompletenessState) -> str:
+        conversation = as_conversation(state["conversation"])
+        if needs_llm(settings.judge, TASKS) or not role_indices(conversation, "user"):
+            return "reduce_score"
+        return "extract_goals"
+
+    return route
+
+
+def _extract_goals(settings: SessionSettings):
+    def build(state: CompletenessState) -> JudgeRequest:
+        conversation = as_conversation(state["conversation"])
+        return JudgeRequest(task="goal_extraction", step=EXTRACT_STEP, schema=Goals,
+                            values={"conversation": conversation_json(conversation)})
+
+    def finish(state: CompletenessState, outcome: JudgeOutcome) -> dict[str, Any]:
+        conversation = as_conversation(state["conversation"])
+        transcript = conversation_json(conversation)
+        update: dict[str, Any] = {"conversation": conversation, "transcript": transcript,
+                                  "extract_usage": outcome.usage}
+        if not outcome.ok:
+            update["extract_errors"] = [error_info("conversation", EXTRACT_STEP, outcome.error, outcome.attempts)]
+            update["goals"] = []
+            return update
+        goals: list[GoalTask] = []
+        seen: dict[str, GoalTask] = {}
+        for g in outcome.value.goals:  # type: ignore[union-attr]
+            text = " ".join(g.request.split())
+            if not text:
+                continue
+            asked = cited_turns(g.asked_in_turns, conversation, ("user",))
+            key = text.lower()
+            if key in seen:  # the same request listed twice: one request, asked in both places
+                seen[key]["asked_in"] = sorted(set(seen[key]["asked_in"]) | set(asked))
+                continue
+            task = GoalTask(goal=len(goals), request=text, asked_in=asked, conversation=conversation,
+                            transcript=transcript)
+            seen[key] = task
+            goals.append(task)
+        update["goals"] = goals
+        return update
+
+    return judge_step("extract_goals", settings.judge, build, finish)
+
+
+def fan_out_goals(state: CompletenessState) -> list[Send] | str:
+    goals = state.get("goals") or []
+    if not goals:
+        return "reduce_score"
+    return [Send("judge_goal", g) for g in goals]
+
+
+def _judge_goal(settings: SessionSettings):
+    def build(task: GoalTask) -> JudgeRequest:
+        asked = ", ".join(str(i + 1) for i in task["asked_in"]) or "(not cited)"
+        return JudgeRequest(task="goal_satisfaction", step=JUDGE_STEP, schema=GoalJudgement,
+                            values={"conversation": task["transcript"], "request": task["request"], "asked_in": asked})
+
+    def finish(task: GoalTask, outcome: JudgeOutcome) -> dict[str, Any]:
+        value = outcome.value if outcome.ok else None
+        answered = cited_turns(getattr(value, "answered_in_turns", []), task["conversation"], ("assistant",))
+        return {"verdicts": [GoalVerdict(
+            goal=task["goal"], request=task["request"], asked_in=task["asked_in"], answered_in=answered,
+            turns=sorted(set(task["asked_in"]) | set(answered)), verdict=getattr(value, "verdict", None),
+            reason=getattr(value, "reason", ""), error=None if value is not None else (outcome.error or "no verdict"),
+            attempts=outcome.attempts, usage=outcome.usage,
+        )]}
+
+    return judge_step("judge_goal", settings.judge, build, finish)
+
+
+def _describe(v: GoalVerdict) -> str:
+    asked = f"asked in {turn_label(v.asked_in)}" if v.asked_in else "asked"
+    answered = f"; responses in {turn_label(v.answered_in)}" if v.answered_in else "; no response"
+    return f"request {v.goal + 1} {quote(v.request)} ({asked}{answered}): {clause(v.reason)}"
+
+
+def _reduce_score(settings: SessionSettings):
+    def reduce_score(state: CompletenessState) -> dict[str, Any]:
+        conversation = as_conversation(state["conversation"])
+        if needs_llm(settings.judge, TASKS):
+            return {"results": {settings.name: needs_llm_result(settings, conversation, EXTRACT_STEP)}}
+        if not role_indices(conversation, "user"):
+            result = not_applicable(settings, conversation, "No user turn: the user asked for nothing.")
+            return {"results": {settings.name: result}}
+        verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.goal)
+        extract_errors = state.get("extract_errors") or []
+        usage = (state.get("extract_usage") or Usage()) + Usage.total(v.usage for v in verdicts)
+        details: dict[str, Any] = {"requests": len(verdicts)}
+        if extract_errors:
+            result = error_result(settings, conversation,
+                                  "The user's requests could not be extracted (judge error); see errors.",
+                                  errors=extract_errors, usage=usage, details=details)
+            return {"results": {settings.name: result}}
+        if not verdicts:
+            result = not_applicable(settings, conversation, "The judge found no request from the user.", usage=usage,
+                                    details=details)
+            return {"results": {settings.name: result}}
+        judged = [v for v in verdicts if v.verdict is not None]
+        good = sum(1 for v in judged if v.verdict == "yes")
+        errors = [error_info(f"request {v.goal + 1} {quote(v.request, 50)}", JUDGE_STEP, v.error, v.attempts)
+                  for v in verdicts if v.verdict is None]
+        unmet = [v for v in judged if v.verdict == "no"]
+        problems = ["Not satisfied: " + "; ".join(_describe(v) for v in unmet) + "."] if unmet else []
+        details.update(judged=len(judged), satisfied=good)
+        result = share_result(settings, conversation, good=good, judged=len(judged), what="user requests satisfied",
+                              verdicts=verdicts, errors=errors, usage=usage, problems=problems, details=details)
+        return {"results": {settings.name: result}}
+
+    return reduce_score
+
+
+def build_completeness_graph(settings: SessionSettings) -> StateGraph:
+    """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
+    settings.check()
+    builder = StateGraph(CompletenessState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("extract_goals", _extract_goals(settings))
+    builder.add_node("judge_goal", _judge_goal(settings))
+    builder.add_node("reduce_score", _reduce_score(settings))
+    builder.add_conditional_edges(START, route_start(settings), ["extract_goals", "reduce_score"])
+    builder.add_conditional_edges("extract_goals", fan_out_goals, ["judge_goal", "reduce_score"])
+    builder.add_edge("judge_goal", "reduce_score")
+    builder.add_edge("reduce_score", END)
+    return builder
+
+
+def create_conversation_completeness_judge(
+    *,
+    model: Any = None,
+    judge: Judge | None = None,
+    threshold: float = 0.5,
+    strict_mode: bool = False,
+    max_concurrency: int = 16,
+    max_tries: int = 3,
+    name: str = "conversation_completeness",
+    **model_kwargs: Any,
+) -> CompiledStateGraph:
+    """Were all the user's requests satisfied by the end of the conversation?
+
+    Value "yes"/"no" (every judged request satisfied); score = satisfied /
+    judged requests; passes when score >= ``threshold`` (default 0.5). Calls:
+    1 extraction + 1 per request. Needs an LLM judge."""
+    settings = SessionSettings(
+        name=name, threshold=threshold, strict_mode=strict_mode,
+        judge=resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
+                            **model_kwargs),
+    )
+    return build_completeness_graph(settings).compile(name=name)
+
+
+PROMPT_VALUES = {
+    EXTRACT_STEP: {"conversation"},
+    JUDGE_STEP: {"conversation", "request", "asked_in"},
+}

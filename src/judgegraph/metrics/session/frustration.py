@@ -1,0 +1,186 @@
+"""User frustration: did the user get frustrated, and was it resolved?
+
+    START ─→ judge_frustration → reduce_score → END
+      └──(offline judge, no user turn)──↗
+
+One call reads the whole conversation and answers "none" (no frustration),
+"resolved" (frustration shown, then resolved) or "unresolved", with the user
+turns that show it and the assistant turns that resolved it.
+
+Score: none 1.0, resolved 0.5, unresolved 0.0; passes when score >=
+``threshold`` (default 0.5, i.e. unless "unresolved"). Strict mode: score 1 for
+"none" else 0, threshold 1 (any frustration fails).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from ...conversation import Conversation, as_conversation
+from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ...nodes import conversation_json, judge_step
+from ...results import MetricResult, Verdict, merge_results
+from ...state import MetricInput, MetricOutput
+from .common import (
+    SessionSettings, base_result, cited_turns, error_info, error_result, lower, needs_llm, needs_llm_result,
+    not_applicable, role_indices, turn_label,
+)
+
+JUDGE_STEP = "user_frustration/judge_frustration"
+TASKS = ("user_frustration",)
+SCORES = {"none": 1.0, "resolved": 0.5, "unresolved": 0.0}
+
+
+class FrustrationJudgement(BaseModel):
+    reason: str = Field(description="Two or three sentences, citing turn numbers.")
+    frustrated_turns: list[int] = Field(description="1-based numbers of the user turns that show frustration.")
+    resolved_by_turns: list[int] = Field(
+        description="1-based numbers of the assistant turns that resolved it (empty unless 'resolved')."
+    )
+    verdict: Literal["none", "resolved", "unresolved"] = Field(
+        description="'none': no frustration; 'resolved': frustration shown, then resolved; 'unresolved': "
+        "frustration shown and not resolved by the end."
+    )
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return lower(value)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> FrustrationJudgement:
+        if self.verdict == "none" and self.frustrated_turns:
+            raise ValueError("verdict 'none' means no frustrated turn: empty 'frustrated_turns' or change the verdict")
+        if self.verdict != "none" and not self.frustrated_turns:
+            raise ValueError(f"verdict '{self.verdict}' needs the user turns that show frustration")
+        return self
+
+
+class FrustrationVerdict(Verdict):
+    """``verdict``: "none" | "resolved" | "unresolved" (None on a judge error).
+    ``turns`` = frustrated user turns + resolving assistant turns (0-based)."""
+
+    verdict: Literal["none", "resolved", "unresolved"] | None = None
+    frustrated_turns: list[int] = Field(default_factory=list)
+    resolved_by_turns: list[int] = Field(default_factory=list)
+
+
+class FrustrationState(TypedDict, total=False):
+    conversation: Conversation | dict[str, Any]
+    exchanges: list[Any]
+    verdicts: list[FrustrationVerdict]
+    results: Annotated[dict[str, MetricResult], merge_results]
+
+
+def route_start(settings: SessionSettings):
+    def route(state: FrustrationState) -> str:
+        conversation = as_conversation(state["conversation"])
+        if needs_llm(settings.judge, TASKS) or not role_indices(conversation, "user"):
+            return "reduce_score"
+        return "judge_frustration"
+
+    return route
+
+
+def _judge_frustration(settings: SessionSettings):
+    def build(state: FrustrationState) -> JudgeRequest:
+        conversation = as_conversation(state["conversation"])
+        return JudgeRequest(task="user_frustration", step=JUDGE_STEP, schema=FrustrationJudgement,
+                            values={"conversation": conversation_json(conversation)})
+
+    def finish(state: FrustrationState, outcome: JudgeOutcome) -> dict[str, Any]:
+        conversation = as_conversation(state["conversation"])
+        value = outcome.value if outcome.ok else None
+        frustrated = cited_turns(getattr(value, "frustrated_turns", []), conversation, ("user",))
+        resolved_by = []
+        if getattr(value, "verdict", None) == "resolved":
+            resolved_by = cited_turns(value.resolved_by_turns, conversation, ("assistant",))  # type: ignore[union-attr]
+        verdict = FrustrationVerdict(
+            verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""),
+            frustrated_turns=frustrated, resolved_by_turns=resolved_by, turns=sorted({*frustrated, *resolved_by}),
+            error=None if value is not None else (outcome.error or "no verdict"), attempts=outcome.attempts,
+            usage=outcome.usage,
+        )
+        return {"conversation": conversation, "verdicts": [verdict]}
+
+    return judge_step("judge_frustration", settings.judge, build, finish)
+
+
+def _reduce_score(settings: SessionSettings):
+    def reduce_score(state: FrustrationState) -> dict[str, Any]:
+        conversation = as_conversation(state["conversation"])
+        if needs_llm(settings.judge, TASKS):
+            return {"results": {settings.name: needs_llm_result(settings, conversation, JUDGE_STEP)}}
+        verdicts = state.get("verdicts") or []
+        if not verdicts:
+            reason = "No user turn: there is no user to be frustrated."
+            return {"results": {settings.name: not_applicable(settings, conversation, reason)}}
+        (v,) = verdicts
+        if v.verdict is None:
+            errors = [error_info("conversation", JUDGE_STEP, v.error, v.attempts)]
+            result = error_result(settings, conversation,
+                                  "The conversation could not be judged (judge error); see errors.",
+                                  errors=errors, usage=v.usage, verdicts=verdicts)
+            return {"results": {settings.name: result}}
+        score = SCORES[v.verdict]
+        if settings.strict_mode:
+            score = 1.0 if v.verdict == "none" else 0.0
+        threshold = settings.effective_threshold
+        passed = score >= threshold
+        cmp = ">=" if passed else "<"
+        head = {
+            "none": "No user frustration",
+            "resolved": f"Frustration resolved: shown in {turn_label(v.frustrated_turns)}"
+                        + (f", resolved by {turn_label(v.resolved_by_turns)}" if v.resolved_by_turns else ""),
+            "unresolved": f"Frustration unresolved: shown in {turn_label(v.frustrated_turns)}",
+        }[v.verdict]
+        reason = f"{head} (score {score:.2f} {cmp} threshold {threshold:.2f}). {v.reason}".strip()
+        result = base_result(
+            settings, conversation, score=score, passed=passed, status="passed" if passed else "failed",
+            value=v.verdict, reason=reason, verdicts=verdicts, usage=v.usage,
+            details={"frustrated_turns": v.frustrated_turns, "resolved_by_turns": v.resolved_by_turns},
+        )
+        return {"results": {settings.name: result}}
+
+    return reduce_score
+
+
+def build_frustration_graph(settings: SessionSettings) -> StateGraph:
+    """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
+    settings.check()
+    builder = StateGraph(FrustrationState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("judge_frustration", _judge_frustration(settings))
+    builder.add_node("reduce_score", _reduce_score(settings))
+    builder.add_conditional_edges(START, route_start(settings), ["judge_frustration", "reduce_score"])
+    builder.add_edge("judge_frustration", "reduce_score")
+    builder.add_edge("reduce_score", END)
+    return builder
+
+
+def create_user_frustration_judge(
+    *,
+    model: Any = None,
+    judge: Judge | None = None,
+    threshold: float = 0.5,
+    strict_mode: bool = False,
+    max_concurrency: int = 16,
+    max_tries: int = 3,
+    name: str = "user_frustration",
+    **model_kwargs: Any,
+) -> CompiledStateGraph:
+    """Was the user frustrated, and was it resolved? Value "none" | "resolved" |
+    "unresolved"; score 1.0 / 0.5 / 0.0; passes unless "unresolved" (threshold
+    0.5); strict mode: only "none" passes. One call. Needs an LLM judge."""
+    settings = SessionSettings(
+        name=name, threshold=threshold, strict_mode=strict_mode,
+        judge=resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
+                            **model_kwargs),
+    )
+    return build_frustration_graph(settings).compile(name=name)
+
+
+PROMPT_VALUES = {JUDGE_STEP: {"conversation"}}

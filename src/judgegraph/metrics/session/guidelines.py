@@ -1,0 +1,224 @@
+"""Conversational guidelines: did the assistant follow each guideline throughout?
+
+    START ─Send per guideline→ judge_guideline → reduce_score → END
+      └──(offline judge, no assistant turn)────────↗
+
+``judge_guideline`` runs once per guideline, all concurrently: "yes" (followed
+in every assistant turn), "no" (with the violating assistant turns) or
+"not_applicable" (the conversation never gives it occasion to apply, e.g. a
+refund rule in a conversation about opening hours). ``reduce_score``: value
+"yes" when every applicable judged guideline was followed; score = followed /
+applicable judged guidelines; not-applicable guidelines are left out of the
+score (all of them not applicable → status ``not_applicable``).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from ...conversation import Conversation, as_conversation
+from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ...nodes import conversation_json, judge_step
+from ...results import MetricResult, Usage, Verdict, merge_results
+from ...state import MetricInput, MetricOutput
+from .common import (
+    SessionSettings, cited_turns, clause, error_info, lower, needs_llm, needs_llm_result, not_applicable,
+    quote, role_indices, share_result, turn_label,
+)
+
+JUDGE_STEP = "conversational_guidelines/judge_guideline"
+TASKS = ("guideline_adherence",)
+
+
+class GuidelineJudgement(BaseModel):
+    reason: str = Field(description="One or two sentences, citing turn numbers.")
+    violating_turns: list[int] = Field(
+        description="1-based numbers of the assistant turns that break the guideline (empty unless 'no')."
+    )
+    verdict: Literal["yes", "no", "not_applicable"] = Field(
+        description="'yes': followed throughout; 'no': broken in at least one assistant turn; "
+        "'not_applicable': nothing in the conversation gives the guideline occasion to apply."
+    )
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        value = lower(value)
+        if isinstance(value, str):
+            value = "not_applicable" if value == "n/a" else value.replace(" ", "_").replace("-", "_")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GuidelineJudgement:
+        if self.verdict == "no" and not self.violating_turns:
+            raise ValueError("verdict 'no' needs the assistant turns that break the guideline")
+        if self.verdict != "no" and self.violating_turns:
+            raise ValueError(
+                f"verdict '{self.verdict}' means no violating turn: empty 'violating_turns' or answer 'no'"
+            )
+        return self
+
+
+class GuidelineVerdict(Verdict):
+    """One guideline: ``verdict`` "yes" | "no" | "not_applicable" | None (judge
+    error); ``turns`` = the violating assistant turns (0-based)."""
+
+    guideline: str
+    index: int  # position in the guidelines list
+    verdict: Literal["yes", "no", "not_applicable"] | None = None
+
+
+@dataclass(frozen=True)
+class GuidelineSettings(SessionSettings):
+    guidelines: tuple[str, ...] = ()
+
+
+def check_guidelines(guidelines: Any) -> tuple[str, ...]:
+    """A str is one guideline; a list/tuple of non-blank strings is several.
+    None, empty, or a blank guideline is a ValueError."""
+    if isinstance(guidelines, str):
+        guidelines = [guidelines]
+    if guidelines is None or not isinstance(guidelines, Sequence) or not guidelines:
+        raise ValueError(
+            "conversational_guidelines needs guidelines=[...]: a non-empty list of guidelines the assistant must"
+            " follow, e.g. guidelines=['Apologise when the user reports a problem.']"
+        )
+    out = []
+    for i, g in enumerate(guidelines):
+        if not isinstance(g, str) or not g.strip():
+            raise ValueError(f"guideline {i + 1} must be a non-empty string, got {g!r}")
+        out.append(g.strip())
+    return tuple(out)
+
+
+class GuidelineTask(TypedDict):
+    index: int
+    guideline: str
+    conversation: Conversation
+    transcript: str
+
+
+class GuidelinesState(TypedDict, total=False):
+    conversation: Conversation | dict[str, Any]
+    exchanges: list[Any]
+    verdicts: Annotated[list[GuidelineVerdict], operator.add]
+    results: Annotated[dict[str, MetricResult], merge_results]
+
+
+def fan_out(settings: GuidelineSettings):
+    def route(state: GuidelinesState) -> list[Send] | str:
+        conversation = as_conversation(state["conversation"])
+        if needs_llm(settings.judge, TASKS) or not role_indices(conversation, "assistant"):
+            return "reduce_score"
+        transcript = conversation_json(conversation)
+        return [Send("judge_guideline", GuidelineTask(index=i, guideline=g, conversation=conversation,
+                                                       transcript=transcript))
+                for i, g in enumerate(settings.guidelines)]
+
+    return route
+
+
+def _judge_guideline(settings: GuidelineSettings):
+    def build(task: GuidelineTask) -> JudgeRequest:
+        return JudgeRequest(task="guideline_adherence", step=JUDGE_STEP, schema=GuidelineJudgement,
+                            values={"conversation": task["transcript"], "guideline": task["guideline"]})
+
+    def finish(task: GuidelineTask, outcome: JudgeOutcome) -> dict[str, Any]:
+        value = outcome.value if outcome.ok else None
+        violating = cited_turns(getattr(value, "violating_turns", []), task["conversation"], ("assistant",))
+        return {"verdicts": [GuidelineVerdict(
+            guideline=task["guideline"], index=task["index"], turns=violating, verdict=getattr(value, "verdict", None),
+            reason=getattr(value, "reason", ""), error=None if value is not None else (outcome.error or "no verdict"),
+            attempts=outcome.attempts, usage=outcome.usage,
+        )]}
+
+    return judge_step("judge_guideline", settings.judge, build, finish)
+
+
+def _label(v: GuidelineVerdict) -> str:
+    return f"guideline {v.index + 1} {quote(v.guideline, 60)}"
+
+
+def _reduce_score(settings: GuidelineSettings):
+    def reduce_score(state: GuidelinesState) -> dict[str, Any]:
+        conversation = as_conversation(state["conversation"])
+        if needs_llm(settings.judge, TASKS):
+            return {"results": {settings.name: needs_llm_result(settings, conversation, JUDGE_STEP)}}
+        if not role_indices(conversation, "assistant"):
+            reason = "No assistant turn: there is nothing to hold to the guidelines."
+            return {"results": {settings.name: not_applicable(settings, conversation, reason)}}
+        verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.index)
+        usage = Usage.total(v.usage for v in verdicts)
+        judged = [v for v in verdicts if v.verdict in ("yes", "no")]
+        skipped = [v for v in verdicts if v.verdict == "not_applicable"]
+        errors = [error_info(_label(v), JUDGE_STEP, v.error, v.attempts) for v in verdicts if v.verdict is None]
+        details: dict[str, Any] = {"guidelines": len(verdicts), "judged": len(judged), "not_applicable": len(skipped)}
+        if not judged and not errors:
+            reason = "None of the guidelines applies to this conversation: " + "; ".join(
+                f"{_label(v)}: {clause(v.reason)}" for v in skipped) + "."
+            return {"results": {settings.name: not_applicable(settings, conversation, reason, usage=usage,
+                                                              details=details, verdicts=verdicts)}}
+        broken = [v for v in judged if v.verdict == "no"]
+        good = len(judged) - len(broken)
+        problems = []
+        if broken:
+            problems.append("Violated: " + "; ".join(f"{_label(v)} in {turn_label(v.turns)}: {clause(v.reason)}"
+                                                     for v in broken) + ".")
+        if skipped:
+            problems.append("Not applicable (left out of the score): " + "; ".join(_label(v) for v in skipped) + ".")
+        details["followed"] = good
+        result = share_result(settings, conversation, good=good, judged=len(judged), what="guidelines followed",
+                              verdicts=verdicts, errors=errors, usage=usage, problems=problems, details=details)
+        return {"results": {settings.name: result}}
+
+    return reduce_score
+
+
+def build_guidelines_graph(settings: GuidelineSettings) -> StateGraph:
+    """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
+    settings.check()
+    check_guidelines(settings.guidelines)
+    builder = StateGraph(GuidelinesState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("judge_guideline", _judge_guideline(settings))
+    builder.add_node("reduce_score", _reduce_score(settings))
+    builder.add_conditional_edges(START, fan_out(settings), ["judge_guideline", "reduce_score"])
+    builder.add_edge("judge_guideline", "reduce_score")
+    builder.add_edge("reduce_score", END)
+    return builder
+
+
+def create_conversational_guidelines_judge(
+    *,
+    guidelines: Sequence[str] | str | None = None,
+    model: Any = None,
+    judge: Judge | None = None,
+    threshold: float = 0.5,
+    strict_mode: bool = False,
+    max_concurrency: int = 16,
+    max_tries: int = 3,
+    name: str = "conversational_guidelines",
+    **model_kwargs: Any,
+) -> CompiledStateGraph:
+    """Did the assistant follow each of ``guidelines`` throughout the conversation?
+
+    Value "yes"/"no" (every applicable guideline followed); score = followed /
+    applicable guidelines; passes when score >= ``threshold`` (default 0.5).
+    One call per guideline, concurrently. No guidelines → ValueError."""
+    checked = check_guidelines(guidelines)
+    settings = GuidelineSettings(
+        name=name, threshold=threshold, strict_mode=strict_mode, guidelines=checked,
+        judge=resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
+                            **model_kwargs),
+    )
+    return build_guidelines_graph(settings).compile(name=name)
+
+
+PROMPT_VALUES = {JUDGE_STEP: {"conversation", "guideline"}}

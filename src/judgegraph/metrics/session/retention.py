@@ -1,0 +1,310 @@
+"""Knowledge retention: does the assistant keep what the user told it?
+
+    START ─→ extract_facts ─Send per assistant turn→ check_turn → reduce_score → END
+      │              └──(no fact, no later assistant turn)───────────────↗
+      └──(offline judge, no user turn answered)───────────────────────────↗
+
+* ``extract_facts`` (one call) lists the facts the user stated, each tagged
+  with the user turn that stated it (a correction is a new fact at its turn).
+* ``check_turn`` (one call per assistant turn that comes after a fact, all
+  concurrently) shows the judge the conversation up to and including that
+  turn and the facts stated before it, and asks for every *lapse*: a fact the
+  turn contradicts, or forgets (asks for again, or ignores where it matters).
+* ``reduce_score``: value "yes" when no judged turn has a lapse; score =
+  assistant turns that retained / assistant turns judged. Each failing turn's
+  verdict names the turn, the fact, where the fact was stated and the kind.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from ...conversation import Conversation, as_conversation
+from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ...nodes import conversation_json, judge_step
+from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results
+from ...state import MetricInput, MetricOutput
+from .common import (
+    SessionSettings, cited_turns, clause, error_info, error_result, lower, needs_llm, needs_llm_result,
+    not_applicable, quote, role_indices, share_result,
+)
+
+EXTRACT_STEP = "knowledge_retention/extract_facts"
+CHECK_STEP = "knowledge_retention/check_turn"
+TASKS = ("fact_extraction", "fact_retention")
+
+
+class Fact(BaseModel):
+    turn: int = Field(description="1-based number of the user turn that stated it.")
+    fact: str = Field(description="The fact in one short, self-contained sentence.")
+
+
+class Facts(BaseModel):
+    facts: list[Fact] = Field(description="Every fact the user stated, in turn order; empty if none.")
+
+
+class Lapse(BaseModel):
+    fact: str = Field(description="The fact that was not retained, as listed.")
+    stated_in_turn: int = Field(description="1-based number of the user turn that stated it.")
+    kind: Literal["contradicted", "forgotten"] = Field(
+        description="'contradicted': the turn states or assumes something that conflicts with the fact; "
+        "'forgotten': it asks for the fact again, or ignores it where it matters."
+    )
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return lower(value)
+
+
+class TurnRetention(BaseModel):
+    reason: str = Field(description="One or two sentences, citing turn numbers.")
+    lapses: list[Lapse] = Field(description="Every fact the judged turn contradicts or forgets; empty if none.")
+    verdict: Literal["yes", "no"] = Field(description="'yes' if the turn retained every fact (no lapse), else 'no'.")
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return lower(value)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TurnRetention:
+        if self.verdict == "no" and not self.lapses:
+            raise ValueError("verdict 'no' needs at least one lapse: name the fact that was not retained")
+        if self.verdict == "yes" and self.lapses:
+            raise ValueError("verdict 'yes' means no lapse: either empty 'lapses' or answer 'no'")
+        return self
+
+
+class LapseInfo(BaseModel):
+    fact: str
+    stated_in: int | None  # 0-based user turn (None when the judge cited no valid user turn)
+    kind: Literal["contradicted", "forgotten"]
+
+
+class RetentionVerdict(Verdict):
+    """One assistant turn: ``verdict`` "yes" (retained), "no" (a lapse), None
+    (judge error). ``turns`` = the judged turn + the turns that stated the facts it lost."""
+
+    turn: int  # 0-based index of the judged assistant turn
+    reply: str = ""
+    lapses: list[LapseInfo] = Field(default_factory=list)
+    verdict: Literal["yes", "no"] | None = None
+
+
+class FactItem(TypedDict):
+    turn: int  # 0-based user turn
+    fact: str
+
+
+class TurnTask(TypedDict):
+    turn: int
+    facts: list[FactItem]
+    conversation: Conversation
+
+
+class RetentionState(TypedDict, total=False):
+    conversation: Conversation | dict[str, Any]
+    exchanges: list[Any]
+    facts: list[FactItem]
+    dropped_facts: int
+    extract_errors: list[JudgeErrorInfo]
+    extract_usage: Usage
+    verdicts: Annotated[list[RetentionVerdict], operator.add]
+    results: Annotated[dict[str, MetricResult], merge_results]
+
+
+def judged_turns(conversation: Conversation, facts: list[FactItem]) -> list[int]:
+    """Assistant turns with a non-blank text that come after at least one fact."""
+    if not facts:
+        return []
+    first = min(f["turn"] for f in facts)
+    return [i for i in role_indices(conversation, "assistant") if i > first and conversation.turns[i].content.strip()]
+
+
+def _has_replies(conversation: Conversation) -> bool:
+    users = role_indices(conversation, "user")
+    return bool(users) and any(i > users[0] for i in role_indices(conversation, "assistant"))
+
+
+def route_start(settings: SessionSettings):
+    def route(state: RetentionState) -> str:
+        conversation = as_conversation(state["conversation"])
+        if needs_llm(settings.judge, TASKS) or not _has_replies(conversation):
+            return "reduce_score"
+        return "extract_facts"
+
+    return route
+
+
+def _extract_facts(settings: SessionSettings):
+    def build(state: RetentionState) -> JudgeRequest:
+        conversation = as_conversation(state["conversation"])
+        return JudgeRequest(task="fact_extraction", step=EXTRACT_STEP, schema=Facts,
+                            values={"conversation": conversation_json(conversation)})
+
+    def finish(state: RetentionState, outcome: JudgeOutcome) -> dict[str, Any]:
+        conversation = as_conversation(state["conversation"])
+        update: dict[str, Any] = {"conversation": conversation, "extract_usage": outcome.usage, "facts": []}
+        if not outcome.ok:
+            update["extract_errors"] = [error_info("conversation", EXTRACT_STEP, outcome.error, outcome.attempts)]
+            return update
+        facts: list[FactItem] = []
+        dropped = 0
+        for f in outcome.value.facts:  # type: ignore[union-attr]
+            turn = cited_turns([f.turn], conversation, ("user",))
+            text = " ".join(f.fact.split())
+            if not turn or not text:
+                dropped += 1  # not tied to a real user turn: it cannot be placed before or after a reply
+                continue
+            item = FactItem(turn=turn[0], fact=text)
+            if item not in facts:
+                facts.append(item)
+        update["facts"] = sorted(facts, key=lambda f: f["turn"])
+        update["dropped_facts"] = dropped
+        return update
+
+    return judge_step("extract_facts", settings.judge, build, finish)
+
+
+def fan_out_turns(state: RetentionState) -> list[Send] | str:
+    conversation = as_conversation(state["conversation"])
+    facts = state.get("facts") or []
+    turns = judged_turns(conversation, facts)
+    if not turns:
+        return "reduce_score"
+    return [Send("check_turn", TurnTask(turn=t, facts=[f for f in facts if f["turn"] < t], conversation=conversation))
+            for t in turns]
+
+
+def _check_turn(settings: SessionSettings):
+    def build(task: TurnTask) -> JudgeRequest:
+        conversation = task["conversation"]
+        upto = conversation.model_copy(update={"turns": conversation.turns[: task["turn"] + 1]})
+        facts = "\n".join(f"- (turn {f['turn'] + 1}) {f['fact']}" for f in task["facts"])
+        return JudgeRequest(task="fact_retention", step=CHECK_STEP, schema=TurnRetention, values={
+            "conversation": conversation_json(upto), "facts": facts, "turn": str(task["turn"] + 1),
+        })
+
+    def finish(task: TurnTask, outcome: JudgeOutcome) -> dict[str, Any]:
+        conversation = task["conversation"]
+        value = outcome.value if outcome.ok else None
+        lapses = []
+        for lapse in getattr(value, "lapses", []):
+            stated = cited_turns([lapse.stated_in_turn], conversation, ("user",))
+            stated = [s for s in stated if s < task["turn"]]
+            lapses.append(LapseInfo(fact=lapse.fact, stated_in=stated[0] if stated else None, kind=lapse.kind))
+        turns = {task["turn"], *(lp.stated_in for lp in lapses if lp.stated_in is not None)}
+        return {"verdicts": [RetentionVerdict(
+            turn=task["turn"], reply=conversation.turns[task["turn"]].content, lapses=lapses, turns=sorted(turns),
+            verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""),
+            error=None if value is not None else (outcome.error or "no verdict"), attempts=outcome.attempts,
+            usage=outcome.usage,
+        )]}
+
+    return judge_step("check_turn", settings.judge, build, finish)
+
+
+def _describe(v: RetentionVerdict) -> str:
+    lost = "; ".join(
+        f"{lp.kind} {quote(lp.fact, 60)}"
+        + (f" (stated in turn {lp.stated_in + 1})" if lp.stated_in is not None else "")
+        for lp in v.lapses
+    )
+    return f"turn {v.turn + 1} {quote(v.reply, 50)} {lost}: {clause(v.reason)}"
+
+
+def _reduce_score(settings: SessionSettings):
+    def reduce_score(state: RetentionState) -> dict[str, Any]:
+        conversation = as_conversation(state["conversation"])
+        if needs_llm(settings.judge, TASKS):
+            return {"results": {settings.name: needs_llm_result(settings, conversation, EXTRACT_STEP)}}
+        if not _has_replies(conversation):
+            reason = "No assistant turn after a user turn: there is nothing to retain."
+            return {"results": {settings.name: not_applicable(settings, conversation, reason)}}
+        facts = state.get("facts") or []
+        verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.turn)
+        usage = (state.get("extract_usage") or Usage()) + Usage.total(v.usage for v in verdicts)
+        details: dict[str, Any] = {
+            "facts": [{"turn": f["turn"], "fact": f["fact"]} for f in facts],
+            "dropped_facts": state.get("dropped_facts", 0),
+            "assistant_turns": len(verdicts),
+        }
+        if extract_errors := state.get("extract_errors"):
+            result = error_result(settings, conversation,
+                                  "The user's facts could not be extracted (judge error); see errors.",
+                                  errors=extract_errors, usage=usage, details=details)
+            return {"results": {settings.name: result}}
+        if not facts:
+            reason = "The user stated no fact for the assistant to retain."
+            return {"results": {settings.name: not_applicable(settings, conversation, reason, usage=usage,
+                                                              details=details)}}
+        if not verdicts:
+            reason = "No assistant turn comes after a fact the user stated."
+            return {"results": {settings.name: not_applicable(settings, conversation, reason, usage=usage,
+                                                              details=details)}}
+        judged = [v for v in verdicts if v.verdict is not None]
+        good = sum(1 for v in judged if v.verdict == "yes")
+        errors = [error_info(f"turn {v.turn + 1}", CHECK_STEP, v.error, v.attempts) for v in verdicts
+                  if v.verdict is None]
+        failed = [v for v in judged if v.verdict == "no"]
+        problems = ["Lapses: " + "; ".join(_describe(v) for v in failed) + "."] if failed else []
+        details.update(judged=len(judged), retained=good,
+                       failed_turns=[v.turn for v in failed])
+        result = share_result(settings, conversation, good=good, judged=len(judged),
+                              what="assistant turns retained what the user said", verdicts=verdicts, errors=errors,
+                              usage=usage, problems=problems, details=details)
+        return {"results": {settings.name: result}}
+
+    return reduce_score
+
+
+def build_retention_graph(settings: SessionSettings) -> StateGraph:
+    """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
+    settings.check()
+    builder = StateGraph(RetentionState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("extract_facts", _extract_facts(settings))
+    builder.add_node("check_turn", _check_turn(settings))
+    builder.add_node("reduce_score", _reduce_score(settings))
+    builder.add_conditional_edges(START, route_start(settings), ["extract_facts", "reduce_score"])
+    builder.add_conditional_edges("extract_facts", fan_out_turns, ["check_turn", "reduce_score"])
+    builder.add_edge("check_turn", "reduce_score")
+    builder.add_edge("reduce_score", END)
+    return builder
+
+
+def create_knowledge_retention_judge(
+    *,
+    model: Any = None,
+    judge: Judge | None = None,
+    threshold: float = 0.5,
+    strict_mode: bool = False,
+    max_concurrency: int = 16,
+    max_tries: int = 3,
+    name: str = "knowledge_retention",
+    **model_kwargs: Any,
+) -> CompiledStateGraph:
+    """Does each assistant turn keep the facts the user stated before it?
+
+    Value "yes"/"no" (no judged turn has a lapse); score = assistant turns that
+    retained / assistant turns judged; passes when score >= ``threshold``
+    (default 0.5). Calls: 1 extraction + 1 per assistant turn after the first
+    fact. Needs an LLM judge."""
+    settings = SessionSettings(
+        name=name, threshold=threshold, strict_mode=strict_mode,
+        judge=resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
+                            **model_kwargs),
+    )
+    return build_retention_graph(settings).compile(name=name)
+
+
+PROMPT_VALUES = {
+    EXTRACT_STEP: {"conversation"},
+    CHECK_STEP: {"conversation", "facts", "turn"},
+}

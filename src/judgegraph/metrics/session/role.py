@@ -1,0 +1,227 @@
+"""Role adherence: does every assistant turn stay within the chatbot's role?
+
+    START ─Send per batch of assistant turns→ judge_turns → reduce_score → END
+      └──(offline judge, no role, no assistant turn)──────────↗
+
+The role is the factory's ``role=``, else the conversation's ``chatbot_role``;
+with neither the result is ``not_applicable`` (no call). Assistant turns with
+text are judged in batches of ``batch_size`` (default 8), one call per batch,
+all batches concurrently; each call sees the whole conversation and gives one
+verdict per listed turn. A turn the judge leaves out of its answer is a judge
+error for that turn (reported, left out of the score), never a silent pass.
+Score = in-role turns / judged turns; value "yes" when every judged turn is in role.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
+from pydantic import BaseModel, Field, field_validator
+
+from ...conversation import Conversation, as_conversation
+from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ...nodes import conversation_json, judge_step
+from ...results import MetricResult, Usage, Verdict, merge_results
+from ...state import MetricInput, MetricOutput
+from .common import (
+    SessionSettings, clause, error_info, lower, needs_llm, needs_llm_result, not_applicable, quote, share_result,
+)
+
+JUDGE_STEP = "role_adherence/judge_turns"
+TASKS = ("role_adherence",)
+DEFAULT_BATCH_SIZE = 8
+
+
+class TurnRole(BaseModel):
+    turn: int = Field(description="1-based number of the judged assistant turn.")
+    reason: str = Field(description="One sentence on why the turn is or is not in role.")
+    verdict: Literal["yes", "no"] = Field(description="'yes' if the turn stays within the role, otherwise 'no'.")
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return lower(value)
+
+
+class RoleJudgement(BaseModel):
+    verdicts: list[TurnRole] = Field(description="One entry per listed assistant turn, in order.")
+
+
+class RoleVerdict(Verdict):
+    """One assistant turn: ``verdict`` "yes" (in role), "no", or None (judge error)."""
+
+    turn: int  # 0-based
+    batch: int
+    reply: str = ""
+    verdict: Literal["yes", "no"] | None = None
+
+
+@dataclass(frozen=True)
+class RoleSettings(SessionSettings):
+    role: str | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
+
+    def check(self) -> None:
+        super().check()
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a whole number >= 1, got {self.batch_size!r}")
+        if self.role is not None and (not isinstance(self.role, str) or not self.role.strip()):
+            raise ValueError(f"role must be a non-empty string (or None to use the conversation's chatbot_role), "
+                             f"got {self.role!r}")
+
+
+def role_of(settings: RoleSettings, conversation: Conversation) -> str | None:
+    """The factory's role wins over the conversation's ``chatbot_role``."""
+    for role in (settings.role, conversation.chatbot_role):
+        if role and role.strip():
+            return role.strip()
+    return None
+
+
+def assistant_turns(conversation: Conversation) -> list[int]:
+    return [i for i, t in enumerate(conversation.turns) if t.role == "assistant" and t.content.strip()]
+
+
+class BatchTask(TypedDict):
+    batch: int
+    turns: list[int]
+    role: str
+    conversation: Conversation
+    transcript: str
+
+
+class RoleState(TypedDict, total=False):
+    conversation: Conversation | dict[str, Any]
+    exchanges: list[Any]
+    verdicts: Annotated[list[RoleVerdict], operator.add]
+    results: Annotated[dict[str, MetricResult], merge_results]
+
+
+def fan_out(settings: RoleSettings):
+    def route(state: RoleState) -> list[Send] | str:
+        conversation = as_conversation(state["conversation"])
+        role = role_of(settings, conversation)
+        turns = assistant_turns(conversation)
+        if needs_llm(settings.judge, TASKS) or role is None or not turns:
+            return "reduce_score"
+        transcript = conversation_json(conversation)
+        size = settings.batch_size
+        return [Send("judge_turns", BatchTask(batch=b, turns=turns[s: s + size], role=role,
+                                              conversation=conversation, transcript=transcript))
+                for b, s in enumerate(range(0, len(turns), size))]
+
+    return route
+
+
+def _judge_turns(settings: RoleSettings):
+    def build(task: BatchTask) -> JudgeRequest:
+        return JudgeRequest(task="role_adherence", step=JUDGE_STEP, schema=RoleJudgement, values={
+            "role": task["role"], "conversation": task["transcript"],
+            "turns": ", ".join(str(t + 1) for t in task["turns"]),
+        })
+
+    def finish(task: BatchTask, outcome: JudgeOutcome) -> dict[str, Any]:
+        conversation = task["conversation"]
+        answers: dict[int, TurnRole] = {}
+        if outcome.ok:
+            for item in outcome.value.verdicts:  # type: ignore[union-attr]
+                answers.setdefault(item.turn - 1, item)  # the first answer for a turn counts
+        out = []
+        for k, t in enumerate(task["turns"]):
+            item = answers.get(t)
+            if outcome.ok and item is None:
+                error = f"the judge gave no verdict for turn {t + 1}"
+            else:
+                error = None if outcome.ok else (outcome.error or "no verdict")
+            # the call's usage is booked once, on the batch's first turn, so totals add up
+            out.append(RoleVerdict(
+                turn=t, batch=task["batch"], reply=conversation.turns[t].content, turns=[t],
+                verdict=item.verdict if item else None, reason=item.reason if item else "", error=error,
+                attempts=outcome.attempts, usage=outcome.usage if k == 0 else Usage(),
+            ))
+        return {"verdicts": out}
+
+    return judge_step("judge_turns", settings.judge, build, finish)
+
+
+def _reduce_score(settings: RoleSettings):
+    def reduce_score(state: RoleState) -> dict[str, Any]:
+        conversation = as_conversation(state["conversation"])
+        if needs_llm(settings.judge, TASKS):
+            return {"results": {settings.name: needs_llm_result(settings, conversation, JUDGE_STEP)}}
+        role = role_of(settings, conversation)
+        if role is None:
+            reason = ("No chatbot role to judge against: pass role=... (CLI: the role option) or give the"
+                      " conversation a chatbot_role.")
+            return {"results": {settings.name: not_applicable(settings, conversation, reason)}}
+        if not assistant_turns(conversation):
+            reason = "No assistant turn with text: there is nothing to hold to the role."
+            return {"results": {settings.name: not_applicable(settings, conversation, reason,
+                                                              details={"role": role})}}
+        verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.turn)
+        judged = [v for v in verdicts if v.verdict is not None]
+        out_of_role = [v for v in judged if v.verdict == "no"]
+        errors = [error_info(f"turn {v.turn + 1}", JUDGE_STEP, v.error, v.attempts) for v in verdicts
+                  if v.verdict is None]
+        problems = []
+        if out_of_role:
+            problems.append("Out of role: " + "; ".join(f"turn {v.turn + 1} {quote(v.reply, 50)}: {clause(v.reason)}"
+                                                        for v in out_of_role) + ".")
+        details = {
+            "role": role, "assistant_turns": len(verdicts), "judged": len(judged),
+            "batches": len({v.batch for v in verdicts}), "batch_size": settings.batch_size,
+            "out_of_role_turns": [v.turn for v in out_of_role],
+        }
+        result = share_result(settings, conversation, good=len(judged) - len(out_of_role), judged=len(judged),
+                              what="assistant turns in role", verdicts=verdicts, errors=errors,
+                              usage=Usage.total(v.usage for v in verdicts), problems=problems, details=details)
+        return {"results": {settings.name: result}}
+
+    return reduce_score
+
+
+def build_role_graph(settings: RoleSettings) -> StateGraph:
+    """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
+    settings.check()
+    builder = StateGraph(RoleState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("judge_turns", _judge_turns(settings))
+    builder.add_node("reduce_score", _reduce_score(settings))
+    builder.add_conditional_edges(START, fan_out(settings), ["judge_turns", "reduce_score"])
+    builder.add_edge("judge_turns", "reduce_score")
+    builder.add_edge("reduce_score", END)
+    return builder
+
+
+def create_role_adherence_judge(
+    *,
+    role: str | None = None,
+    model: Any = None,
+    judge: Judge | None = None,
+    threshold: float = 0.5,
+    strict_mode: bool = False,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_concurrency: int = 16,
+    max_tries: int = 3,
+    name: str = "role_adherence",
+    **model_kwargs: Any,
+) -> CompiledStateGraph:
+    """Does each assistant turn stay within the chatbot's role (``role=``, else
+    the conversation's ``chatbot_role``; neither → ``not_applicable``)?
+
+    Value "yes"/"no"; score = in-role turns / judged assistant turns; passes
+    when score >= ``threshold`` (default 0.5). Calls: ceil(assistant turns /
+    ``batch_size``), concurrently."""
+    settings = RoleSettings(
+        name=name, threshold=threshold, strict_mode=strict_mode, role=role, batch_size=batch_size,
+        judge=resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
+                            **model_kwargs),
+    )
+    return build_role_graph(settings).compile(name=name)
+
+
+PROMPT_VALUES = {JUDGE_STEP: {"role", "conversation", "turns"}}
