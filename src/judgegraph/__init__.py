@@ -23,6 +23,7 @@ _EXPORTS = {
     "create_conversation_relevance_judge": "metrics.relevancy",
     "build_relevancy_graph": "metrics.relevancy",
     "create_metric": "metrics",
+    "make_judge": "custom",
     "load_file": "loaders",
     "load_files": "loaders",
     "load_conversations": "loaders",

@@ -4,16 +4,37 @@ A *judge step* is a graph node that turns its input into one
 :class:`~judgegraph.judges.JudgeRequest`, asks a judge, and turns the outcome
 into a state update. :func:`judge_step` makes one such node that works under
 ``invoke`` and ``ainvoke`` alike from the same two pure functions.
+
+The blocks a custom metric graph is made of (``docs/custom_judges.md`` walks
+through a whole one, ``examples/policy_judge/``):
+
+* :func:`window_node` — ``conversation`` → ``windows`` (one per exchange);
+* :func:`fan_out` — a conditional edge: one ``Send`` per item of a state list;
+* :func:`judge_step` — one LLM judgement per node run, sync and async, under
+  the judge's concurrency limit, re-ask, cache and token accounting;
+* :func:`outcome_fields` — the :class:`~judgegraph.results.Verdict` fields a
+  judge outcome fills (error, attempts, usage, score);
+* :func:`make_result` — verdicts → :class:`~judgegraph.results.MetricResult`
+  with the status rules every built-in metric uses;
+* :func:`render_messages`, :func:`conversation_json` — conversation content as
+  prompt values (data, never template source);
+* ``extract_statements_step``, ``judge_statements_step``, ``verify_step`` and
+  their models (``Statement``, ``StatementVerdict``, ...), re-exported
+  lazily from :mod:`judgegraph.metrics.contextual` when it provides them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableLambda
+from langgraph.types import Send
 
+from .conversation import Conversation, as_conversation
 from .judges.base import Judge, JudgeOutcome, JudgeRequest
+from .results import JudgeErrorInfo, MetricResult, Status, Usage, Verdict
+from .windows import check_window_size, exchanges, windows_from_exchanges
 
 
 def judge_step(
@@ -52,3 +73,236 @@ def conversation_json(conversation: Any, *, numbered: bool = True) -> str:
         row.update(role=turn.role, content=turn.content)
         rows.append(row)
     return json.dumps(rows, ensure_ascii=False, indent=1)
+
+
+# -- building blocks for custom metric graphs ------------------------------------
+
+ReasonWriter = Callable[[float | None, float | None, list[Any]], str]
+
+
+def window_node(window_size: int, *, name: str = "window_turns") -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """A node: ``state["conversation"]`` (a :class:`Conversation` or a dict in
+    judgegraph's format) → ``{"conversation": Conversation, "windows": [Window, ...]}``,
+    one window per exchange holding it and up to ``window_size - 1`` earlier
+    exchanges (:mod:`judgegraph.windows`). It reuses ``state["exchanges"]`` when a
+    report graph computed them once. ``window_size`` is checked here, when the
+    graph is built: ``< 1`` or not a whole number is a ``ValueError``."""
+    check_window_size(window_size)
+
+    def window_turns(state: Mapping[str, Any]) -> dict[str, Any]:
+        conversation = as_conversation(state["conversation"])
+        exs = state.get("exchanges")
+        if exs is None:
+            exs = exchanges(conversation)
+        return {"conversation": conversation, "windows": windows_from_exchanges(conversation, exs, window_size)}
+
+    window_turns.__name__ = window_turns.__qualname__ = name
+    return window_turns
+
+
+def fan_out(
+    target: str,
+    key: str,
+    *,
+    item: str,
+    empty: str,
+    extra: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
+) -> Callable[[Mapping[str, Any]], list[Send] | str]:
+    """A router for ``add_conditional_edges``: one ``Send(target, {item: x})``
+    per element ``x`` of ``state[key]`` (plus ``extra(state)``'s keys in every
+    task), or the node ``empty`` when the list is missing or empty. All the
+    tasks run in the same step, concurrently; a plain edge from ``target`` to
+    the next node runs that node once, after all of them::
+
+        builder.add_conditional_edges("window_turns",
+                                      fan_out("judge_turn", "windows", item="window", empty="reduce_score"),
+                                      ["judge_turn", "reduce_score"])
+    """
+
+    def route(state: Mapping[str, Any]) -> list[Send] | str:
+        items = state.get(key) or []
+        if not items:
+            return empty
+        shared = dict(extra(state)) if extra else {}
+        return [Send(target, {**shared, item: x}) for x in items]
+
+    route.__name__ = route.__qualname__ = f"fan_out_{key}"
+    return route
+
+
+def outcome_fields(outcome: JudgeOutcome) -> dict[str, Any]:
+    """The :class:`~judgegraph.results.Verdict` fields a judge outcome fills:
+    ``error`` (None on success; the judge's message, or "no verdict", on
+    failure), ``attempts``, ``usage`` and ``score``. Use it in a judge step's
+    ``finish`` and set ``verdict`` to None when ``outcome.ok`` is false::
+
+        Verdict(verdict=outcome.value.verdict if outcome.ok else None, **outcome_fields(outcome))
+    """
+    return {
+        "error": None if outcome.ok else (outcome.error or "no verdict"),
+        "attempts": outcome.attempts,
+        "usage": outcome.usage,
+        "score": outcome.score,
+    }
+
+
+def _default_where(v: Verdict, i: int) -> str:
+    if v.turns:
+        nums = ", ".join(str(t + 1) for t in v.turns)
+        return f"turn {nums}" if len(v.turns) == 1 else f"turns {nums}"
+    return f"verdict {i + 1}"
+
+
+def _default_reason(positive: Collection[str], where: Callable[[Verdict, int], str], what: str) -> ReasonWriter:
+    label = " or ".join(repr(p) for p in sorted(positive))
+
+    def write(score: float | None, threshold: float | None, verdicts: list[Any]) -> str:
+        if not verdicts:
+            return "Nothing to judge."
+        valid = [(i, v) for i, v in enumerate(verdicts) if v.verdict is not None]
+        failed = len(verdicts) - len(valid)
+        if not valid:
+            return f"Nothing could be judged: {failed} judge error(s); see errors."
+        good = sum(1 for _, v in valid if v.verdict in positive)
+        if score is None:
+            head = f"{good} of {len(valid)} {what} {label}."
+        elif threshold is None:
+            head = f"{good} of {len(valid)} {what} {label} (score {score:.2f}; no threshold, not gated)."
+        else:
+            cmp = ">=" if score >= threshold else "<"
+            head = f"{good} of {len(valid)} {what} {label} (score {score:.2f} {cmp} threshold {threshold:.2f})."
+        parts = [head]
+        bad = [(i, v) for i, v in valid if v.verdict not in positive]
+        if bad:
+            parts.append("Not " + label + ": " + "; ".join(f"{where(v, i)}: {v.reason.rstrip('. ')}" for i, v in bad) + ".")
+        if failed:
+            parts.append(f"{failed} not judged (judge error), left out of the score.")
+        return " ".join(parts)
+
+    return write
+
+
+def make_result(
+    name: str,
+    conversation: Conversation | str,
+    verdicts: Sequence[Verdict],
+    *,
+    judge: Judge | str,
+    threshold: float | None,
+    positive: str | Collection[str] = "yes",
+    score: Callable[[list[Verdict]], float | None] | None = None,
+    strict_mode: bool = False,
+    step: str = "",
+    where: Callable[[Verdict], str] | None = None,
+    reason: str | ReasonWriter | None = None,
+    what: str = "verdicts",
+    value: Any = None,
+    details: Mapping[str, Any] | None = None,
+    usage: Usage | None = None,
+) -> MetricResult:
+    """Verdicts → a :class:`~judgegraph.results.MetricResult`, with the rules
+    every built-in metric follows:
+
+    * a verdict whose ``verdict`` is None is a **judge error**: it is listed in
+      ``errors`` (``where``, ``step``, its ``error`` message and ``attempts``)
+      and left out of the score — never counted as a pass or a fail;
+    * ``score`` = share of the judged verdicts whose ``verdict`` is in
+      ``positive`` (default ``"yes"``), or ``score(judged_verdicts)`` when given;
+    * ``strict_mode``: score 1 when it is 1, else 0; threshold forced to 1;
+    * status: no verdicts at all → ``not_applicable`` (score None, nothing to
+      judge); verdicts but none judged → ``error`` (score None); a score and a
+      threshold → ``passed`` when ``score >= threshold``, else ``failed``; no
+      score or ``threshold=None`` → ``not_applicable`` with the score kept
+      (recorded, not gated: it never fails a run);
+    * ``usage`` = the verdicts' usage, plus ``usage`` for calls made outside
+      them; ``details`` defaults to ``{"verdicts": n, "judged": k}`` and gets
+      the judge's rule (``judge_rule``) for a non-LLM judge;
+    * ``reason``: a string, a function ``(score, threshold, verdicts) -> str``,
+      or None for a deterministic reason naming each non-positive verdict
+      (``"2 of 3 claims 'supported' (score 0.67 < threshold 1.00). Not
+      'supported': turn 4: ..."``, ``what`` naming the verdicts).
+
+    ``where(verdict)`` labels an error (default: its turn numbers, 1-based);
+    ``step`` is the prompt step the verdicts come from (a verdict's own
+    ``step`` attribute wins)."""
+    positives = frozenset({positive} if isinstance(positive, str) else positive)
+    items = list(verdicts)
+    locate: Callable[[Verdict, int], str] = (lambda v, i: where(v)) if where else _default_where
+    errors = [
+        JudgeErrorInfo(where=locate(v, i), step=getattr(v, "step", None) or step,
+                       message=v.error or "no verdict", attempts=v.attempts)
+        for i, v in enumerate(items)
+        if v.verdict is None
+    ]
+    valid = [v for v in items if v.verdict is not None]
+    if strict_mode:
+        threshold = 1.0
+    computed: float | None = None
+    passed: bool | None = None
+    status: Status
+    if not items:
+        status = "not_applicable"
+    elif not valid:
+        status = "error"
+    else:
+        computed = score(valid) if score else sum(1 for v in valid if v.verdict in positives) / len(valid)
+        if strict_mode and computed is not None:
+            computed = 1.0 if computed == 1.0 else 0.0
+        if computed is None or threshold is None:
+            status = "not_applicable"
+        else:
+            passed = computed >= threshold
+            status = "passed" if passed else "failed"
+    if reason is None:
+        reason = _default_reason(positives, locate, what)
+    text = reason if isinstance(reason, str) else reason(computed, threshold, items)
+    judge_name = judge if isinstance(judge, str) else judge.name
+    rule = None if isinstance(judge, str) else judge.rule
+    info = dict(details) if details is not None else {"verdicts": len(items), "judged": len(valid)}
+    if rule and "judge_rule" not in info:
+        info["judge_rule"] = rule
+    return MetricResult(
+        key=name,
+        conversation_id=conversation if isinstance(conversation, str) else conversation.id,
+        score=computed,
+        threshold=threshold,
+        passed=passed,
+        status=status,
+        reason=text,
+        judge=judge_name,
+        strict_mode=strict_mode,
+        value=value,
+        verdicts=items,
+        errors=errors,
+        usage=Usage.total(v.usage for v in items) + (usage or Usage()),
+        details=info,
+    )
+
+
+# Re-exported lazily from judgegraph.metrics.contextual (importing it here
+# would be circular: the metrics import this module). Retrieval-context steps:
+# extract_statements_step (nodes -> statements), judge_statements_step
+# (statements vs a user message), verify_step (second look at "no" verdicts),
+# and the models they read and write.
+CONTEXTUAL_EXPORTS = (
+    "extract_statements_step",
+    "judge_statements_step",
+    "verify_step",
+    "Statement",
+    "StatementVerdict",
+    "ExtractedStatements",
+    "StatementVerdicts",
+    "JudgeCall",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in CONTEXTUAL_EXPORTS:
+        import importlib
+
+        contextual = importlib.import_module(".metrics.contextual", __package__)
+        try:
+            return getattr(contextual, name)
+        except AttributeError:
+            raise AttributeError(f"judgegraph.metrics.contextual provides no {name!r}") from None
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -76,7 +76,7 @@ class MetricResult(BaseModel):
     key: str  # metric name
     conversation_id: str
     score: float | None
-    threshold: float
+    threshold: float | None  # None: no pass/fail rule, the score is recorded only (custom judges)
     passed: bool | None
     status: Status
     reason: str

@@ -92,11 +92,14 @@ def _invalid_input(exc: BaseException) -> str:
     errors = getattr(exc, "errors", None)
     if callable(errors):
         try:
-            value = errors()[0].get("input")
+            first = errors()[0]
+            value = first.get("input")
         except Exception:  # noqa: BLE001
-            value = None
+            first, value = {}, None
         if isinstance(value, str):
             return value
+        if isinstance(value, dict) and not first.get("loc"):
+            return json.dumps(value, ensure_ascii=False)  # a whole-answer (model_validator) error: the reply itself
     return getattr(exc, "llm_output", None) or ""
 
 
@@ -113,6 +116,28 @@ def _usage(raw: BaseMessage | None, prompt_messages: list[BaseMessage], *, repor
         output_tokens=count_tokens(out_text),
         estimated=True,
     )
+
+
+def _error_summary(exc: BaseException) -> str:
+    """One line for the re-ask. For a pydantic ValidationError (raised, or the
+    cause of a parser's exception) each error as ``field: message``: the first
+    line of ``str(ValidationError)`` only names the model, not what is wrong."""
+    from pydantic import ValidationError
+
+    cause: BaseException | None = exc
+    for _ in range(5):
+        if cause is None or isinstance(cause, ValidationError):
+            break
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(cause, ValidationError):
+        parts = []
+        for err in cause.errors(include_url=False):
+            loc = ".".join(str(p) for p in err.get("loc", ()))
+            msg = str(err.get("msg", "")).removeprefix("Value error, ")
+            parts.append(f"{loc}: {msg}" if loc else msg)
+        return "; ".join(parts)[:500]
+    text = str(exc)
+    return text.splitlines()[0][:500] if text else text
 
 
 def _raw_text(raw: BaseMessage | None) -> str:
@@ -181,8 +206,7 @@ class LLMJudge(Judge):
                 if not isinstance(parsed, request.schema):
                     parsed = request.schema.model_validate(parsed)
                 return JudgeOutcome(parsed, None, attempt, usage)
-            error = str(parsing_error) if parsing_error else "the reply held no structured answer"
-            error = error.splitlines()[0][:500] if error else error
+            error = _error_summary(parsing_error) if parsing_error else "the reply held no structured answer"
             messages = [
                 *messages,
                 AIMessage(_raw_text(raw) or "(empty reply)"),

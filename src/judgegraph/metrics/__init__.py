@@ -9,6 +9,9 @@ graph, or a factory called with the options.
 from __future__ import annotations
 
 import importlib
+import inspect
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -48,18 +51,82 @@ def canonical_name(name: str) -> str:
     return name.strip().lower().replace("-", "_")
 
 
-def _import_path(path: str) -> MetricSpec:
+class MetricNotFound(KeyError):
+    """An unknown metric name, or a custom metric that cannot be imported
+    (a ``KeyError``, printed without quotes)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+#: Options the CLI and input files give metrics; a custom factory gets those it names.
+CLI_OPTIONS = frozenset({"window_size", "threshold", "strict_mode", "reason", "rubric"})
+
+
+def _import_attr(path: str) -> Any:
     module, _, attr = path.partition(":")
+    if not module or not attr or not all(p.isidentifier() for p in module.split(".") + attr.split(".")):
+        raise MetricNotFound(f"custom metric {path!r}: expected module.path:attribute, e.g. mypkg.judges:politeness")
+    # Like uvicorn/gunicorn: a module in the current directory imports even when
+    # the console script did not put it on sys.path (last, so it shadows nothing).
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.append(cwd)
     try:
-        obj = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise KeyError(f"custom metric {path!r} could not be imported: {exc}") from exc
+        obj: Any = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        where = "" if exc.name != module.split(".")[0] else " (not on PYTHONPATH or in the current directory)"
+        raise MetricNotFound(f"custom metric {path!r} could not be imported: {exc}{where}") from exc
+    except Exception as exc:  # noqa: BLE001 - a module that fails on import is a usage error, reported
+        raise MetricNotFound(f"custom metric {path!r}: importing {module!r} failed: {type(exc).__name__}: {exc}") from exc
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as exc:
+            raise MetricNotFound(f"custom metric {path!r}: module {module!r} has no attribute {attr!r}") from exc
+    return obj
+
+
+def _factory_spec(path: str, fn: Callable[..., Any]) -> MetricSpec:
+    """A callable returning a compiled graph: called with ``judge=`` (the run's
+    judge, e.g. the CLI's ``--model``) when it takes ``judge``, and with the
+    options in :data:`CLI_OPTIONS` it names."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        params = {}  # type: ignore[assignment]
+    named = {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    required = [n for n, p in params.items()
+                if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                and n not in CLI_OPTIONS | {"judge"}]
+    if required:
+        raise MetricNotFound(f"custom metric {path!r} needs arguments the command line cannot give: {', '.join(required)}")
+    takes_judge = "judge" in named
+    options = frozenset(named & CLI_OPTIONS)
+
+    def factory(*, judge: Any = None, **opts: Any) -> CompiledStateGraph:
+        kwargs = {k: v for k, v in opts.items() if k in options}
+        if takes_judge and judge is not None:
+            kwargs["judge"] = judge
+        graph = fn(**kwargs)
+        if not isinstance(graph, CompiledStateGraph):
+            raise TypeError(f"custom metric {path!r} returned {type(graph).__name__}, not a compiled graph")
+        return graph
+
+    return MetricSpec(path, factory, f"custom metric {path}", options)
+
+
+def _import_path(path: str) -> MetricSpec:
+    """A custom metric by import path ``module.path:attribute``: a compiled
+    graph (used as it is, with its own judge), or a callable returning one
+    (``make_judge``-style factories, ``functools.partial(make_judge, ...)``)."""
+    obj = _import_attr(path)
     if isinstance(obj, CompiledStateGraph):
         graph = obj
         return MetricSpec(path, lambda **_: graph, f"custom metric {path}", frozenset())
     if callable(obj):
-        return MetricSpec(path, obj, f"custom metric {path}", frozenset({"threshold"}))
-    raise KeyError(f"custom metric {path!r} is neither a compiled graph nor a factory")
+        return _factory_spec(path, obj)
+    raise MetricNotFound(f"custom metric {path!r} is {type(obj).__name__}: neither a compiled graph nor a factory")
 
 
 def get_metric(name: str) -> MetricSpec:
@@ -68,7 +135,7 @@ def get_metric(name: str) -> MetricSpec:
         return _import_path(key)
     specs = registry()
     if key not in specs:
-        raise KeyError(f"unknown metric {name!r}; known: {', '.join(n.replace('_', '-') for n in specs)}")
+        raise MetricNotFound(f"unknown metric {name!r}; known: {', '.join(n.replace('_', '-') for n in specs)}")
     return specs[key]
 
 

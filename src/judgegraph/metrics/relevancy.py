@@ -28,9 +28,9 @@ from pydantic import BaseModel, Field, field_validator
 
 from ..conversation import Conversation, as_conversation
 from ..judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
-from ..nodes import judge_step, render_messages
+from ..nodes import judge_step, make_result, render_messages
 from ..prompts import Prompt, load_prompt
-from ..results import JudgeErrorInfo, MetricResult, Usage, WindowVerdict, merge_results
+from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_results
 from ..state import MetricInput, MetricOutput
 from ..windows import Exchange, Window, check_window_size, exchanges, windows_from_exchanges
 
@@ -200,43 +200,16 @@ def _reduce_score(settings: RelevancySettings):
     def reduce_score(state: RelevancyState) -> dict[str, Any]:
         conversation = as_conversation(state["conversation"])
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.window)
-        valid = [v for v in verdicts if v.verdict is not None]
-        threshold = settings.effective_threshold
-        errors = [
-            JudgeErrorInfo(where=f"window {v.window} ({_turn_label(v)})", step=JUDGE_STEP, message=v.error or "", attempts=v.attempts)
-            for v in verdicts
-            if v.verdict is None
-        ]
-        score: float | None = None
-        if not verdicts:
-            status, passed = "not_applicable", None
-        elif not valid:
-            status, passed = "error", None
-        else:
-            score = sum(1 for v in valid if v.relevant) / len(valid)
-            if settings.strict_mode:
-                score = 1.0 if score == 1.0 else 0.0
-            passed = score >= threshold
-            status = "passed" if passed else "failed"
-        reason = "" if settings.reason == "none" else deterministic_reason(score, threshold, verdicts)
-        result = MetricResult(
-            key=settings.name,
-            conversation_id=conversation.id,
-            score=score,
-            threshold=threshold,
-            passed=passed,
-            status=status,
-            reason=reason,
-            judge=settings.judge.name,
-            strict_mode=settings.strict_mode,
-            verdicts=verdicts,
-            errors=errors,
-            usage=Usage.total(v.usage for v in verdicts),
+        # Status rules shared by every metric: judgegraph.nodes.make_result.
+        result = make_result(
+            settings.name, conversation, verdicts,
+            judge=settings.judge, threshold=settings.effective_threshold, strict_mode=settings.strict_mode,
+            step=JUDGE_STEP, where=lambda v: f"window {v.window} ({_turn_label(v)})",
+            reason="" if settings.reason == "none" else deterministic_reason,
             details={
                 "window_size": settings.window_size,
                 "windows": len(verdicts),
-                "judged": len(valid),
-                **({"judge_rule": settings.judge.rule} if settings.judge.rule else {}),
+                "judged": sum(1 for v in verdicts if v.verdict is not None),
             },
         )
         return {"results": {settings.name: result}}

@@ -1,0 +1,276 @@
+"""A custom multi-step judge built from judgegraph's nodes: did the bot answer
+from the policy it retrieved?
+
+    START → window_turns ─Send per reply→ extract_claims → plan_checks ─Send per claim→ verify_claim → reduce_score → END
+            (no reply: → reduce_score)                      (no claim to check: → reduce_score)
+
+* ``window_turns`` (``judgegraph.nodes.window_node``): one window per
+  exchange; its target is the reply, the earlier exchanges are context.
+* ``extract_claims`` (an LLM step, ``judge_step``): the reply's checkable
+  claims, made self-contained with the window's earlier messages.
+* ``plan_checks``: runs once, after every extraction. A claim whose reply had
+  no retrieval context is unsupported at once (nothing backs it; no call);
+  the others are sent to ``verify_claim``.
+* ``verify_claim`` (an LLM step, one per claim, concurrently): supported or
+  unsupported by the reply's own ``retrieval_context``.
+* ``reduce_score`` (``judgegraph.nodes.make_result``): score = supported
+  claims / judged claims; a failed extraction or check is a judge error,
+  reported and left out of the score.
+
+The prompts are this folder's own files (``prompts/*.md``), loaded with
+``judgegraph.prompts.parse_prompt``; conversation content fills their
+placeholders as data, in one pass.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from pydantic import BaseModel, Field, field_validator
+
+from judgegraph.conversation import Conversation, as_conversation
+from judgegraph.judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from judgegraph.nodes import fan_out, judge_step, make_result, outcome_fields, render_messages, window_node
+from judgegraph.prompts import Prompt, parse_prompt
+from judgegraph.results import MetricResult, Usage, Verdict, merge_results
+from judgegraph.state import MetricInput, MetricOutput
+from judgegraph.windows import Exchange, Window
+
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
+EXTRACT_STEP = "policy_judge/extract_claims"
+VERIFY_STEP = "policy_judge/verify_claim"
+
+#: The values each LLM node passes to its prompt file (checked by the tests).
+PROMPT_VALUES = {
+    EXTRACT_STEP: {"context", "user_message", "reply"},
+    VERIFY_STEP: {"policy", "claim"},
+}
+
+NO_POLICY = "No policy text was retrieved for this reply, so nothing backs the claim."
+
+
+@lru_cache(maxsize=None)
+def load_prompt(step: str) -> Prompt:
+    path = PROMPTS_DIR / f"{step.split('/', 1)[1]}.md"
+    return parse_prompt(step, path.read_text(encoding="utf-8"), path)
+
+
+# -- structured outputs ------------------------------------------------------------
+
+
+class Claims(BaseModel):
+    claims: list[str] = Field(description="The reply's checkable claims, each self-contained, in order.")
+
+
+class ClaimCheck(BaseModel):
+    reason: str = Field(description="A short reason citing the policy text number, before the verdict.")
+    verdict: Literal["supported", "unsupported"] = Field(
+        description="'supported' if the policy texts back the claim, otherwise 'unsupported'."
+    )
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _normalise(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+
+# -- state -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claim:
+    window: int  # the window (== exchange) whose reply made the claim
+    index: int  # position among that reply's claims
+    turns: tuple[int, ...]  # the reply's turn indices (0-based)
+    text: str
+    policy: tuple[str, ...]  # the reply's retrieval_context texts
+
+
+class ClaimVerdict(Verdict):
+    window: int
+    claim: str = ""
+    index: int = 0
+    verdict: Literal["supported", "unsupported"] | None = None
+
+
+class PolicyState(TypedDict, total=False):
+    conversation: Conversation | dict[str, Any]
+    exchanges: list[Exchange]
+    windows: list[Window]
+    claims: Annotated[list[Claim], operator.add]
+    checks: list[Claim]
+    verdicts: Annotated[list[ClaimVerdict], operator.add]
+    usage: Annotated[list[Usage], operator.add]  # extraction calls (not tied to one verdict)
+    results: Annotated[dict[str, MetricResult], merge_results]
+
+
+@dataclass(frozen=True)
+class PolicySettings:
+    name: str
+    judge: Judge
+    window_size: int = 3
+    threshold: float = 1.0
+
+
+# -- nodes -------------------------------------------------------------------------
+
+
+def _pairs(ex: Exchange) -> list[tuple[str, str]]:
+    return [(it.turn.role, it.turn.content) for it in sorted((*ex.user, *ex.assistant, *ex.tool), key=lambda t: t.index)]
+
+
+def extract_request(window: Window) -> JudgeRequest:
+    target = window.target
+    return JudgeRequest(
+        task="extract_claims",
+        step=EXTRACT_STEP,
+        schema=Claims,
+        prompt=load_prompt(EXTRACT_STEP),
+        values={
+            "context": render_messages([p for ex in window.context for p in _pairs(ex)],
+                                       empty="(none: this is the first exchange)"),
+            "user_message": target.user_text or "(none: the assistant spoke first)",
+            "reply": target.reply_text,
+        },
+    )
+
+
+def _turn_label(turns: tuple[int, ...] | list[int]) -> str:
+    nums = ", ".join(str(t + 1) for t in turns)
+    return f"turn {nums}" if len(turns) == 1 else f"turns {nums}"
+
+
+def _extract_claims(settings: PolicySettings):
+    def finish(task: dict[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
+        window: Window = task["window"]
+        turns = window.target.reply_turn_indices
+        if not outcome.ok:
+            failed = ClaimVerdict(window=window.index, turns=list(turns), step=EXTRACT_STEP, **outcome_fields(outcome))
+            return {"verdicts": [failed]}
+        policy = tuple(node.context for it in window.target.assistant for node in it.turn.retrieval_context)
+        texts = [c.strip() for c in outcome.value.claims if c.strip()]  # type: ignore[union-attr]
+        claims = [Claim(window.index, i, turns, text, policy) for i, text in enumerate(texts)]
+        return {"claims": claims, "usage": [outcome.usage]}
+
+    return judge_step("extract_claims", settings.judge, lambda task: extract_request(task["window"]), finish)
+
+
+def plan_checks(state: PolicyState) -> dict[str, Any]:
+    """Runs once after all extractions: claims with no retrieved policy are
+    unsupported without a call; the rest go to ``verify_claim``."""
+    claims = sorted(state.get("claims") or [], key=lambda c: (c.window, c.index))
+    unbacked = [
+        ClaimVerdict(window=c.window, index=c.index, turns=list(c.turns), claim=c.text, verdict="unsupported",
+                     reason=NO_POLICY)
+        for c in claims
+        if not c.policy
+    ]
+    return {"checks": [c for c in claims if c.policy], "verdicts": unbacked}
+
+
+def verify_request(claim: Claim) -> JudgeRequest:
+    return JudgeRequest(
+        task="verify_claim",
+        step=VERIFY_STEP,
+        schema=ClaimCheck,
+        prompt=load_prompt(VERIFY_STEP),
+        values={
+            "policy": "\n\n".join(f"[{i}] {text}" for i, text in enumerate(claim.policy, 1)),
+            "claim": claim.text,
+        },
+    )
+
+
+def _verify_claim(settings: PolicySettings):
+    def finish(task: dict[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
+        claim: Claim = task["claim"]
+        value = outcome.value if outcome.ok else None
+        verdict = ClaimVerdict(
+            window=claim.window, index=claim.index, turns=list(claim.turns), claim=claim.text,
+            verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""), **outcome_fields(outcome),
+        )
+        return {"verdicts": [verdict]}
+
+    return judge_step("verify_claim", settings.judge, lambda task: verify_request(task["claim"]), finish)
+
+
+def _where(v: Verdict) -> str:
+    label = _turn_label(v.turns)
+    claim = getattr(v, "claim", "")
+    return f"{label}, claim {claim!r}" if claim else f"{label} (claim extraction)"
+
+
+def _reduce_score(settings: PolicySettings):
+    def reduce_score(state: PolicyState) -> dict[str, Any]:
+        conversation = as_conversation(state["conversation"])
+        verdicts = sorted(state.get("verdicts") or [], key=lambda v: (v.window, v.index))
+        result = make_result(
+            settings.name, conversation, verdicts,
+            judge=settings.judge, threshold=settings.threshold, positive="supported",
+            step=VERIFY_STEP, where=_where, what="claims",
+            details={
+                "window_size": settings.window_size,
+                "replies": len(state.get("windows") or []),
+                "claims": len(state.get("claims") or []),
+                "judged": sum(1 for v in verdicts if v.verdict is not None),
+            },
+            usage=Usage.total(state.get("usage") or []),
+        )
+        if result.status == "not_applicable":
+            result = result.model_copy(update={"reason": "No reply made a claim that could be checked."})
+        return {"results": {settings.name: result}}
+
+    return reduce_score
+
+
+# -- graph ---------------------------------------------------------------------------
+
+
+def build_policy_graph(settings: PolicySettings) -> StateGraph:
+    if not 0.0 <= settings.threshold <= 1.0:
+        raise ValueError(f"threshold must be between 0 and 1, got {settings.threshold}")
+    builder = StateGraph(PolicyState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("window_turns", window_node(settings.window_size))
+    builder.add_node("extract_claims", _extract_claims(settings))
+    builder.add_node("plan_checks", plan_checks)
+    builder.add_node("verify_claim", _verify_claim(settings))
+    builder.add_node("reduce_score", _reduce_score(settings))
+    builder.add_edge(START, "window_turns")
+    builder.add_conditional_edges("window_turns", fan_out("extract_claims", "windows", item="window", empty="reduce_score"),
+                                  ["extract_claims", "reduce_score"])
+    builder.add_edge("extract_claims", "plan_checks")  # runs once, after every extraction
+    builder.add_conditional_edges("plan_checks", fan_out("verify_claim", "checks", item="claim", empty="reduce_score"),
+                                  ["verify_claim", "reduce_score"])
+    builder.add_edge("verify_claim", "reduce_score")
+    builder.add_edge("reduce_score", END)
+    return builder
+
+
+def create_policy_judge(
+    *,
+    model: Any = None,
+    judge: Judge | None = None,
+    window_size: int = 3,
+    threshold: float = 1.0,
+    max_concurrency: int = 16,
+    max_tries: int = 3,
+    name: str = "policy_grounding",
+    **model_kwargs: Any,
+) -> CompiledStateGraph:
+    """Did every claim of every reply come from the policy the bot retrieved?
+    Score = supported claims / judged claims; threshold 1.0 by default (one
+    unsupported claim fails the conversation). Needs an LLM judge."""
+    settings = PolicySettings(
+        name=name,
+        judge=resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
+                            **model_kwargs),
+        window_size=window_size,
+        threshold=threshold,
+    )
+    return build_policy_graph(settings).compile(name=name)

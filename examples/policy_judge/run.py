@@ -1,0 +1,72 @@
+"""Run the policy judge (did the bot answer from the policy it retrieved?).
+
+    python examples/policy_judge/run.py                     # canned answers, loopback server, no key
+    python examples/policy_judge/run.py --model openai:gpt-4.1-mini
+    python examples/policy_judge/run.py --model openai:qwen2.5 --base-url http://localhost:8000/v1 FILE
+    python examples/policy_judge/run.py --graph             # the graph as Mermaid
+
+Without ``--model`` it starts judgegraph's loopback OpenAI-compatible server
+(``judgegraph.testing.FakeOpenAIServer``) answering from
+``canned_answers.json``, and says so: the real langchain-openai client, HTTP
+and structured output run, but the verdicts are canned, not judged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # so `policy_judge` imports when run as a script
+
+from policy_judge import create_policy_judge  # noqa: E402
+from policy_judge.canned import responder  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("file", nargs="?", default=str(HERE / "chats.jsonl"), help="conversations (default: chats.jsonl)")
+    p.add_argument("--model", help="LLM judge, e.g. openai:gpt-4.1-mini (default: canned answers)")
+    p.add_argument("--base-url", help="OpenAI-compatible server for --model")
+    p.add_argument("--threshold", type=float, default=1.0, help="share of supported claims to pass (default 1.0)")
+    p.add_argument("--graph", action="store_true", help="print the graph as Mermaid and exit")
+    args = p.parse_args(argv)
+
+    from judgegraph import load_conversations
+
+    if args.graph:
+        print(create_policy_judge().get_graph().draw_mermaid())  # drawing needs no model
+        return 0
+    with ExitStack() as stack:
+        kwargs = {"base_url": args.base_url} if args.base_url else {}
+        model = args.model
+        if model is None:
+            from judgegraph.testing.openai_server import FakeOpenAIServer
+
+            server = stack.enter_context(FakeOpenAIServer(responder()))
+            model, kwargs = "openai:policy-demo", {"base_url": server.base_url}
+            print(f"no --model: canned answers from a loopback OpenAI-compatible server at {server.base_url}"
+                  " (no LLM, no key; the verdicts are canned, not judged)")
+        graph = create_policy_judge(model=model, threshold=args.threshold, **kwargs)
+        conversations = load_conversations(args.file)
+        outputs = graph.batch([{"conversation": c} for c in conversations])
+
+    calls = 0
+    for conversation, out in zip(conversations, outputs):
+        for result in out["results"].values():
+            calls += result.usage.calls
+            score = "—" if result.score is None else f"{result.score:.2f}"
+            print(f"\n{conversation.id}: {result.status} (score {score}, threshold {result.threshold})")
+            print(f"  {result.reason}")
+            for v in result.verdicts:
+                mark = {"supported": "+", "unsupported": "-", None: "!"}[v.verdict]
+                what = v.claim or "(claim extraction)"
+                print(f"  {mark} turn {', '.join(str(t + 1) for t in v.turns)}: {what} — {v.reason or v.error}")
+    print(f"\n{len(conversations)} conversations, {calls} judge calls")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

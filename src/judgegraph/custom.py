@@ -1,0 +1,470 @@
+"""Custom judges from instructions: :func:`make_judge` (MLflow's ``make_judge``,
+as a LangGraph graph with judgegraph's error handling).
+
+    START → judge_conversation → reduce_score → END
+    (with {{ expectations }}: START -.-> judge_conversation | reduce_score, the
+     second when the conversation has no expectations: an error, no call)
+
+* ``judge_conversation``: one LLM call over the whole conversation. The
+  author's instructions are the template; the conversation (a JSON list of
+  ``{turn, role, content}``, in ``<conversation>`` tags) and the expectations
+  (in ``<expectations>`` tags) are inserted as data in one pass, never
+  rendered. Structured output ``{reason, value}``; ``value`` has the type
+  given as ``feedback_type``; invalid output is re-asked with the validation
+  error (``max_tries``) and then reported as a judge error.
+* ``reduce_score``: the value → score → pass/fail (see :func:`make_judge`).
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypedDict, get_args, get_origin
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validator
+
+from .conversation import Conversation, as_conversation
+from .judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from .nodes import conversation_json, judge_step, make_result, outcome_fields
+from .prompts import Prompt, load_prompt, parse_prompt
+from .results import MetricResult, Verdict, merge_results
+from .state import MetricInput, MetricOutput
+from .windows import Exchange
+
+STEP = "custom_judge/judge_conversation"
+TASK = "custom_judge"
+VARIABLES = ("conversation", "expectations")
+_MLFLOW_SINGLE_TURN = {"inputs", "outputs", "trace"}
+_ANY_VARIABLE = re.compile(r"\{\{(.*?)\}\}", re.S)
+
+#: The values the wrapper prompt file takes (checked by tests/unit/test_prompts.py).
+PROMPT_VALUES = {STEP: {"instructions", "value_format"}}
+
+Kind = Literal["bool", "int", "float", "str", "literal"]
+
+
+# -- feedback types --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FeedbackSpec:
+    """What ``feedback_type`` means: the value's kind, its allowed values (bool
+    and Literal), the JSON-schema bounds (for the prompt), and the scoring."""
+
+    kind: Kind
+    type: Any
+    choices: tuple[Any, ...] = ()
+    scores: dict[Any, float] | None = None
+    threshold: float | None = None
+    description: str = ""
+
+    def score(self, value: Any) -> float | None:
+        if self.scores is not None:
+            return self.scores[value]
+        if self.kind in ("int", "float"):
+            return float(value)
+        return None
+
+    def label(self, value: Any) -> str:
+        if self.kind == "bool":
+            return "yes" if value else "no"
+        return str(value)
+
+
+def _base_type(tp: Any) -> Any:
+    while get_origin(tp) is Annotated:
+        tp = get_args(tp)[0]
+    return tp
+
+
+def _kind(tp: Any) -> tuple[Kind, tuple[Any, ...]]:
+    base = _base_type(tp)
+    if base is bool:
+        return "bool", (True, False)
+    if base is int:
+        return "int", ()
+    if base is float:
+        return "float", ()
+    if base is str:
+        return "str", ()
+    if get_origin(base) is Literal:
+        values = get_args(base)
+        if not values or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in values):
+            raise ValueError(f"feedback_type {tp!r}: Literal values must be strings or whole numbers")
+        if len(set(values)) != len(values):
+            raise ValueError(f"feedback_type {tp!r}: Literal values must be distinct")
+        return "literal", tuple(values)
+    raise ValueError(
+        f"feedback_type must be bool, int, float, str or Literal[...] (optionally Annotated with pydantic"
+        f" Field constraints such as Field(ge=1, le=5)), got {tp!r}"
+    )
+
+
+def _bounds(tp: Any) -> str:
+    schema = TypeAdapter(tp).json_schema()
+    lo, hi = schema.get("minimum"), schema.get("maximum")
+    xlo, xhi = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+    if lo is not None and hi is not None:
+        return f" from {lo} to {hi}"
+    parts = []
+    if lo is not None:
+        parts.append(f"at least {lo}")
+    if xlo is not None:
+        parts.append(f"greater than {xlo}")
+    if hi is not None:
+        parts.append(f"at most {hi}")
+    if xhi is not None:
+        parts.append(f"less than {xhi}")
+    return (" " + " and ".join(parts)) if parts else ""
+
+
+def _describe(kind: Kind, tp: Any, choices: tuple[Any, ...]) -> str:
+    if kind == "bool":
+        return "true or false"
+    if kind == "int":
+        return "a whole number" + _bounds(tp)
+    if kind == "float":
+        return "a number" + _bounds(tp)
+    if kind == "str":
+        return "a short text"
+    return "exactly one of " + ", ".join(json.dumps(c) for c in choices)
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise ValueError(f"{what} must be a number, got {value!r}")
+    return float(value)
+
+
+def feedback_spec(
+    feedback_type: Any, *, threshold: float | None = None, scores: dict[Any, float] | None = None
+) -> FeedbackSpec:
+    """Check ``feedback_type``, ``threshold`` and ``scores`` together and say
+    how a value is scored. Every mistake is a ``ValueError`` naming it."""
+    kind, choices = _kind(feedback_type)
+    if scores is not None:
+        if kind not in ("bool", "literal"):
+            raise ValueError(f"scores= maps each possible value to a score: it needs a bool or Literal feedback_type, not {kind}")
+        if not isinstance(scores, dict):
+            raise ValueError(f"scores must be a dict of value -> number, got {type(scores).__name__}")
+        missing = [c for c in choices if c not in scores]
+        extra = [k for k in scores if k not in choices]
+        if missing or extra:
+            raise ValueError(f"scores must give a score to every value {list(choices)}: missing {missing}, unexpected {extra}")
+        scores = {k: _number(v, f"scores[{k!r}]") for k, v in scores.items()}
+    if threshold is not None:
+        threshold = _number(threshold, "threshold")
+        if kind == "str":
+            raise ValueError("a str feedback has no score, so threshold= cannot apply; use bool, int, float or Literal with scores=")
+        if kind == "literal" and scores is None:
+            raise ValueError("threshold= with a Literal feedback_type needs scores= (a score for each value)")
+    if kind == "bool":
+        scores = scores if scores is not None else {True: 1.0, False: 0.0}
+        threshold = 0.5 if threshold is None else threshold
+    return FeedbackSpec(kind, feedback_type, choices, scores, threshold, _describe(kind, feedback_type, choices))
+
+
+def _schema_name(name: str) -> str:
+    words = re.findall(r"[A-Za-z0-9]+", name) or ["custom"]
+    return ("".join(w[:1].upper() + w[1:] for w in words) + "Feedback")[:64]
+
+
+def feedback_schema(name: str, spec: FeedbackSpec) -> type[BaseModel]:
+    """The structured-output schema ``{reason, value}``: the reason comes first
+    so the model reasons before it commits to a value. String Literal values
+    are matched case- and space-insensitively (``" Mostly_Polite"`` is
+    ``"mostly_polite"``)."""
+    value_type = spec.type
+    if spec.kind == "float":
+        value_type = Annotated[spec.type, Field(allow_inf_nan=False)]
+    validators: dict[str, Any] = {}
+    if spec.kind == "literal":
+        by_lower = {}
+        for c in spec.choices:
+            if isinstance(c, str):
+                by_lower.setdefault(c.strip().lower(), []).append(c)
+
+        def _normalise(cls: Any, value: Any) -> Any:
+            if isinstance(value, str) and value not in spec.choices:
+                hits = by_lower.get(value.strip().lower(), [])
+                if len(hits) == 1:
+                    return hits[0]
+            return value
+
+        validators["_normalise"] = field_validator("value", mode="before")(classmethod(_normalise))
+    return create_model(
+        _schema_name(name),
+        __validators__=validators or None,
+        reason=(str, Field(description="Your reasoning, before the value: what in the conversation supports it.")),
+        value=(value_type, Field(description=f"The judgement: {spec.description}.")),
+    )
+
+
+# -- instructions ----------------------------------------------------------------
+
+
+def check_instructions(instructions: str) -> frozenset[str]:
+    """The template variables ``instructions`` use. ``{{ conversation }}`` is
+    required, ``{{ expectations }}`` optional; anything else between double
+    braces is a ``ValueError`` naming it."""
+    if not isinstance(instructions, str) or not instructions.strip():
+        raise ValueError("instructions must be a non-empty string containing {{ conversation }}")
+    found = [m.group(1).strip() for m in _ANY_VARIABLE.finditer(instructions)]
+    unknown = list(dict.fromkeys(f for f in found if f not in VARIABLES))
+    if unknown:
+        names = ", ".join("{{ " + u + " }}" for u in unknown)
+        hint = ""
+        if set(unknown) & _MLFLOW_SINGLE_TURN:
+            hint = " ({{ inputs }}, {{ outputs }} and {{ trace }} are MLflow's single-turn variables: the conversation holds every turn)"
+        raise ValueError(
+            f"instructions use unknown template variable(s) {names}; a conversation judge knows"
+            f" {{{{ conversation }}}} and {{{{ expectations }}}}{hint}"
+        )
+    if "conversation" not in found:
+        hint = " (found {conversation}: use double braces)" if re.search(r"\{\s*conversation\s*\}", instructions) else ""
+        raise ValueError(f"instructions must contain {{{{ conversation }}}}: where the conversation goes{hint}")
+    return frozenset(found)
+
+
+def build_prompt(name: str, instructions: str, value_format: str) -> Prompt:
+    """The judge's template: the shipped wrapper (``prompts/custom_judge/
+    judge_conversation.md``) around the author's instructions. Its only
+    placeholders are the author's ``{{ conversation }}`` / ``{{ expectations }}``."""
+    own = parse_prompt(f"custom_judge/{name}", instructions)  # a leading <!-- comment --> documents, like prompt files
+    used = check_instructions(own.template)
+    wrapper = load_prompt(STEP)
+    text = wrapper.render({"instructions": own.template.strip(), "value_format": value_format})
+    prompt = parse_prompt(f"custom_judge/{name}", text)
+    if prompt.placeholders != used:
+        raise ValueError(
+            f"judge {name!r}: the feedback values must not contain template variables"
+            f" (found {sorted(prompt.placeholders - used)})"
+        )
+    return Prompt(prompt.name, prompt.template, used, None)
+
+
+def expectations_of(conversation: Conversation) -> dict[str, Any] | None:
+    """What ``{{ expectations }}`` holds: ``expected_outcome`` and the
+    conversation's ``metadata["expectations"]`` (a dict is merged in, any other
+    value is kept under ``"expectations"``). None when there is neither."""
+    out: dict[str, Any] = {}
+    if conversation.expected_outcome:
+        out["expected_outcome"] = conversation.expected_outcome
+    extra = conversation.metadata.get("expectations")
+    if isinstance(extra, dict):
+        out.update(extra)
+    elif extra not in (None, "", [], {}):
+        out["expectations"] = extra
+    return out or None
+
+
+def render_values(conversation: Conversation, used: frozenset[str]) -> dict[str, str]:
+    """Placeholder values: tagged data, inserted in one pass, never rendered."""
+    values = {"conversation": f"<conversation>\n{conversation_json(conversation)}\n</conversation>"}
+    if "expectations" in used:
+        exp = expectations_of(conversation)
+        body = json.dumps(exp, ensure_ascii=False, indent=1) if exp is not None else "(none)"
+        values["expectations"] = f"<expectations>\n{body}\n</expectations>"
+    return {k: v for k, v in values.items() if k in used}
+
+
+# -- graph -----------------------------------------------------------------------
+
+
+class FeedbackVerdict(Verdict):
+    """The judge's answer for the whole conversation: ``value`` (typed as
+    ``feedback_type``), ``verdict`` its label (bool: "yes"/"no"; else
+    ``str(value)``), ``reason``. ``verdict`` is None when the judge failed."""
+
+    value: Any = None
+
+
+class CustomJudgeState(TypedDict, total=False):
+    conversation: Conversation | dict[str, Any]
+    exchanges: list[Exchange]  # a report graph's; unused here
+    verdicts: Annotated[list[FeedbackVerdict], operator.add]
+    results: Annotated[dict[str, MetricResult], merge_results]
+
+
+@dataclass(frozen=True)
+class CustomJudgeSettings:
+    """Everything a :func:`make_judge` graph is built from; use
+    :meth:`create` to check and derive the prompt and schema."""
+
+    name: str
+    judge: Judge
+    feedback: FeedbackSpec
+    prompt: Prompt
+    schema: type[BaseModel]
+
+    @classmethod
+    def create(cls, *, name: str, judge: Judge, instructions: str, feedback: FeedbackSpec) -> CustomJudgeSettings:
+        return cls(name, judge, feedback, build_prompt(name, instructions, feedback.description),
+                   feedback_schema(name, feedback))
+
+    @property
+    def uses_expectations(self) -> bool:
+        return "expectations" in self.prompt.documented
+
+
+def _missing_expectations(settings: CustomJudgeSettings, conversation: Conversation) -> bool:
+    return settings.uses_expectations and expectations_of(conversation) is None
+
+
+def request_for(settings: CustomJudgeSettings, conversation: Conversation) -> JudgeRequest:
+    return JudgeRequest(
+        task=TASK,
+        step=STEP,
+        schema=settings.schema,
+        values=render_values(conversation, settings.prompt.documented),
+        prompt=settings.prompt,
+    )
+
+
+def _judge_conversation(settings: CustomJudgeSettings):
+    def build(state: CustomJudgeState) -> JudgeRequest:
+        return request_for(settings, as_conversation(state["conversation"]))
+
+    def finish(state: CustomJudgeState, outcome: JudgeOutcome) -> dict[str, Any]:
+        value = outcome.value if outcome.ok else None
+        verdict = FeedbackVerdict(
+            verdict=None if value is None else settings.feedback.label(value.value),  # type: ignore[attr-defined]
+            value=None if value is None else value.value,  # type: ignore[attr-defined]
+            reason=getattr(value, "reason", ""),
+            **outcome_fields(outcome),
+        )
+        return {"verdicts": [verdict]}
+
+    return judge_step("judge_conversation", settings.judge, build, finish)
+
+
+def _route(settings: CustomJudgeSettings):
+    def check_expectations(state: CustomJudgeState) -> str:
+        conversation = as_conversation(state["conversation"])
+        return "reduce_score" if _missing_expectations(settings, conversation) else "judge_conversation"
+
+    return check_expectations
+
+
+def _reduce_score(settings: CustomJudgeSettings):
+    spec = settings.feedback
+    details = {"feedback_type": spec.description, "pass_rule": (
+        "none: the value is recorded, not gated" if spec.threshold is None else f"score >= {spec.threshold:g}")}
+
+    def reason(score: float | None, threshold: float | None, verdicts: list[Any]) -> str:
+        (v,) = verdicts
+        if v.verdict is None:
+            return f"Not judged: {v.error}"
+        return f"{v.verdict}: {v.reason}"
+
+    def reduce_score(state: CustomJudgeState) -> dict[str, Any]:
+        conversation = as_conversation(state["conversation"])
+        verdicts = list(state.get("verdicts") or [])
+        if not verdicts and _missing_expectations(settings, conversation):
+            msg = ("the instructions use {{ expectations }} but the conversation has none"
+                   " (give it expected_outcome or metadata.expectations)")
+            verdicts = [FeedbackVerdict(error=msg)]
+        value = verdicts[0].value if verdicts and verdicts[0].verdict is not None else None
+        result = make_result(
+            settings.name, conversation, verdicts,
+            judge=settings.judge, threshold=spec.threshold,
+            score=lambda valid: spec.score(valid[0].value),
+            step=STEP, where=lambda v: "conversation", reason=reason, value=value, details=details,
+        )
+        return {"results": {settings.name: result}}
+
+    return reduce_score
+
+
+def build_custom_graph(settings: CustomJudgeSettings) -> StateGraph:
+    """The uncompiled graph of a :func:`make_judge` judge."""
+    builder = StateGraph(CustomJudgeState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("judge_conversation", _judge_conversation(settings))
+    builder.add_node("reduce_score", _reduce_score(settings))
+    if settings.uses_expectations:
+        builder.add_conditional_edges(START, _route(settings), ["judge_conversation", "reduce_score"])
+    else:
+        builder.add_edge(START, "judge_conversation")
+    builder.add_edge("judge_conversation", "reduce_score")
+    builder.add_edge("reduce_score", END)
+    return builder
+
+
+def _model_string(model: Any) -> Any:
+    """MLflow spells models ``openai:/gpt-4o``; judgegraph ``openai:gpt-4o``."""
+    if isinstance(model, str):
+        return re.sub(r"^([A-Za-z0-9_-]+):/+", r"\1:", model.strip())
+    return model
+
+
+def make_judge(
+    *,
+    name: str,
+    instructions: str,
+    feedback_type: Any = None,
+    model: Any = None,
+    judge: Judge | None = None,
+    threshold: float | None = None,
+    scores: dict[Any, float] | None = None,
+    max_tries: int = 3,
+    max_concurrency: int = 16,
+    feedback_value_type: Any = None,
+    **model_kwargs: Any,
+) -> CompiledStateGraph:
+    """A judge of whole conversations from instructions, as a compiled graph.
+
+    ``instructions`` is a template that must contain ``{{ conversation }}`` and
+    may contain ``{{ expectations }}``; any other ``{{ ... }}`` is a
+    ``ValueError`` raised here. ``feedback_type`` (MLflow's
+    ``feedback_value_type`` is accepted too; default ``bool``): ``bool``,
+    ``int``, ``float``, ``str`` or ``Literal["a", "b", ...]``, optionally
+    ``Annotated`` with pydantic constraints (``Annotated[int, Field(ge=1, le=5)]``).
+
+    Scores and pass/fail:
+
+    * ``bool``: score 1 (true) or 0 (false), or ``scores={True: .., False: ..}``;
+      threshold 0.5 unless given: true passes;
+    * ``int`` / ``float``: score = the value; passed = value >= ``threshold``
+      when a threshold is given;
+    * ``Literal``: score = ``scores[value]`` when ``scores`` is given (it must
+      name every value); passed = score >= ``threshold`` when both are given;
+    * ``str``: no score.
+
+    Without a pass/fail rule the status is ``not_applicable``: the value (and
+    score) is recorded and never fails a run. A judge error (invalid output
+    after ``max_tries``, a provider error, the offline judge, which "needs an
+    LLM judge") is status ``error`` with the error in ``errors``.
+    """
+    if feedback_value_type is not None:
+        if feedback_type is not None:
+            raise ValueError("pass feedback_type or feedback_value_type (MLflow's name), not both")
+        feedback_type = feedback_value_type
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError("name must be a non-empty string")
+    name = name.strip()
+    spec = feedback_spec(bool if feedback_type is None else feedback_type, threshold=threshold, scores=scores)
+    prompt = build_prompt(name, instructions, spec.description)  # template errors before any model is built
+    schema = feedback_schema(name, spec)
+    made = resolve_judge(model=_model_string(model), judge=judge, max_concurrency=max_concurrency,
+                         max_tries=max_tries, **model_kwargs)
+    settings = CustomJudgeSettings(name, made, spec, prompt, schema)
+    return build_custom_graph(settings).compile(name=name)
+
+
+__all__ = [
+    "CustomJudgeSettings",
+    "CustomJudgeState",
+    "FeedbackSpec",
+    "FeedbackVerdict",
+    "build_custom_graph",
+    "build_prompt",
+    "check_instructions",
+    "expectations_of",
+    "feedback_schema",
+    "feedback_spec",
+    "make_judge",
+]
