@@ -9,7 +9,8 @@ Supported files (by extension, case-insensitive):
 
 Each record's format is detected on its own (see :func:`detect_format`):
 judgegraph's own format, deepeval ``ConversationalTestCase`` dicts, promptfoo
-tests, or OpenAI ``{"messages": [...]}`` records.
+tests, OpenAI ``{"messages": [...]}`` records, or ragas samples
+(``{user_input, response, retrieved_contexts}``).
 
 Problems never raise while reading: every bad file or record becomes an
 :class:`InputError` naming the file, the line (or record index) and the field,
@@ -45,7 +46,7 @@ __all__ = [
     "load_files",
 ]
 
-FORMATS: tuple[str, ...] = ("judgegraph", "deepeval", "promptfoo", "openai")
+FORMATS: tuple[str, ...] = ("judgegraph", "deepeval", "promptfoo", "openai", "ragas")
 EXTENSIONS: dict[str, str] = {".jsonl": "jsonl", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 MAX_ERRORS_PER_RECORD = 5
 
@@ -201,6 +202,25 @@ OPENAI_MESSAGE_KEYS = (
 OPENAI_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool",
                 "developer": "system", "function": "tool"}
 
+# ragas SingleTurnSample / MultiTurnSample keys (and the older 0.1 names), mapped to
+# the metadata key they are kept under (None: converted, not kept as metadata).
+RAGAS_KEYS: dict[str, str | None] = {
+    "user_input": None, "question": None,
+    "response": None, "answer": None,
+    "retrieved_contexts": None, "contexts": None,
+    "id": None, "metadata": None,
+    "reference": "reference", "ground_truth": "ground_truth", "ground_truths": "ground_truths",
+    "reference_contexts": "reference_contexts", "retrieved_context_ids": "retrieved_context_ids",
+    "reference_context_ids": "reference_context_ids", "multi_responses": "multi_responses",
+    "rubrics": "rubrics", "persona_name": "persona_name", "query_style": "query_style",
+    "query_length": "query_length", "reference_tool_calls": "reference_tool_calls",
+    "reference_topics": "reference_topics",
+}
+#: A record is a ragas sample when it has one of these (and no turns, messages or promptfoo key).
+RAGAS_DETECT_KEYS = ("user_input", "response", "retrieved_contexts", "question", "answer", "contexts")
+RAGAS_MESSAGE_KEYS = ("type", "content", "metadata", "tool_calls")
+RAGAS_TYPES = {"human": "user", "ai": "assistant", "tool": "tool"}
+
 
 def detect_format(record: Any) -> str:
     """Which format a single record (a parsed dict) is in.
@@ -211,6 +231,8 @@ def detect_format(record: Any) -> str:
     * has ``messages`` -> ``openai``;
     * has a promptfoo test key (``vars``, ``assert``, ``description``,
       ``output``, ...) -> ``promptfoo``;
+    * has a ragas sample key (``user_input``, ``response``, ``retrieved_contexts``,
+      or the older ``question``, ``answer``, ``contexts``) -> ``ragas``;
     * anything else -> ``judgegraph`` (whose validation then names what is wrong).
     """
     if not isinstance(record, dict):
@@ -228,6 +250,8 @@ def detect_format(record: Any) -> str:
         return "openai"
     if any(k in PROMPTFOO_TEST_KEYS for k in record):
         return "promptfoo"
+    if any(k in RAGAS_DETECT_KEYS for k in record):
+        return "ragas"
     return "judgegraph"
 
 
@@ -582,6 +606,90 @@ def _from_openai(rec: dict[str, Any], ctx: _Ctx) -> tuple[Conversation, dict[str
     return _validate(data, [(("turns",), ("messages",))]), {}
 
 
+# ---- ragas
+
+
+def _ragas_messages(messages: list[Any], path: Path_) -> tuple[list[dict[str, Any]], list[tuple[Path_, Path_]]]:
+    """A MultiTurnSample's ``user_input``: ragas messages ``{type: human|ai|tool, content, ...}``."""
+    problems: list[tuple[Path_, str]] = []
+    turns: list[dict[str, Any]] = []
+    renames: list[tuple[Path_, Path_]] = []
+    for i, msg in enumerate(messages):
+        mpath = path + (i,)
+        if not isinstance(msg, dict):
+            problems.append((mpath, f"a message must be an object (got {type(msg).__name__})"))
+            continue
+        problems.extend(_check_keys(msg, RAGAS_MESSAGE_KEYS, mpath))
+        kind = msg.get("type")
+        if kind not in RAGAS_TYPES:
+            problems.append((mpath + ("type",), "Field required" if "type" not in msg else
+                             f"unknown message type {kind!r}; expected one of " + ", ".join(RAGAS_TYPES)))
+            continue
+        calls = msg.get("tool_calls") or []
+        if not isinstance(calls, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in calls):
+            problems.append((mpath + ("tool_calls",), "must be a list of {name, args}"))
+            continue
+        tool_calls = [{"name": c["name"], "arguments": c.get("args", c.get("arguments"))} for c in calls]
+        renames.append((("turns", len(turns)), mpath))
+        turns.append({"role": RAGAS_TYPES[kind], "content": msg.get("content"), "tool_calls": tool_calls,
+                      "metadata": msg.get("metadata") or {}})
+    if problems:
+        raise _RecordErrors(problems)
+    return turns, renames
+
+
+def _from_ragas(rec: dict[str, Any], ctx: _Ctx) -> tuple[Conversation, dict[str, Any]]:
+    """A ragas sample. Single-turn (``user_input`` a string): one user turn and
+    one assistant turn holding ``retrieved_contexts``. Multi-turn (``user_input``
+    a list of ragas messages): one turn per message. Other ragas fields
+    (``reference``, ``ground_truth``, ...) are kept in the metadata."""
+    problems = _check_keys(rec, RAGAS_KEYS, ())
+    if problems:
+        raise _RecordErrors(problems)
+    meta: dict[str, Any] = {}
+    _merge_meta(meta, rec.get("metadata"), ("metadata",))
+    for key, meta_key in RAGAS_KEYS.items():
+        if meta_key and rec.get(key) is not None:
+            meta[meta_key] = rec[key]
+    ukey, user = _pick(rec, (), "user_input", "question")
+    rkey, response = _pick(rec, (), "response", "answer")
+    ckey, contexts = _pick(rec, (), "retrieved_contexts", "contexts")
+    if ukey is None:
+        raise _fail(("user_input",), "Field required (the user's message; 'question' in older ragas)")
+    if isinstance(user, list):
+        for key in (rkey, ckey):
+            if key is not None:
+                problems.append(((key,), "not used with a multi-turn user_input (a list of messages): the replies"
+                                          " are its 'ai' messages"))
+        if problems:
+            raise _RecordErrors(problems)
+        if not user:
+            raise _fail((ukey,), "a conversation needs at least one message")
+        turns, renames = _ragas_messages(user, (ukey,))
+    else:
+        if not isinstance(user, str):
+            problems.append(((ukey,), f"Input should be a valid string or a list of messages (got {type(user).__name__})"))
+        if rkey is None:
+            problems.append((("response",), "Field required (the assistant's reply; 'answer' in older ragas)"))
+        elif not isinstance(response, str):
+            problems.append(((rkey,), f"Input should be a valid string (got {type(response).__name__})"))
+        if contexts is not None:
+            if not isinstance(contexts, list):
+                problems.append(((ckey,), f"must be a list of strings (got {type(contexts).__name__})"))
+            else:
+                problems.extend(((ckey, j), f"must be a non-empty string (got {type(c).__name__ if not isinstance(c, str) else 'an empty string'})")
+                                for j, c in enumerate(contexts) if not isinstance(c, str) or not c.strip())
+        if problems:
+            raise _RecordErrors(problems)
+        turns = [{"role": "user", "content": user},
+                 {"role": "assistant", "content": response, "retrieval_context": list(contexts or [])}]
+        renames = [(("turns", 0, "content"), (ukey,)), (("turns", 1, "content"), (rkey,))]
+        if ckey:
+            renames.append((("turns", 1, "retrieval_context"), (ckey,)))
+    data = {"id": _clean_id(rec.get("id"), ctx, ("id",)), "turns": turns, "metadata": meta}
+    return _validate(data, renames), {}
+
+
 # ---- promptfoo
 
 ASSERTION_TYPE = "conversation-relevance"
@@ -775,6 +883,7 @@ _CONVERTERS = {
     "deepeval": _from_deepeval,
     "promptfoo": _from_promptfoo,
     "openai": _from_openai,
+    "ragas": _from_ragas,
 }
 
 

@@ -402,7 +402,92 @@ def test_deepeval_errors_name_raw_keys(tmp_path):
         ({"vars": {}}, "promptfoo"),
         ({"description": "d", "output": "o"}, "promptfoo"),
         ({"foo": 1}, "judgegraph"),
+        ({"user_input": "q", "response": "a"}, "ragas"),
+        ({"question": "q", "answer": "a", "contexts": []}, "ragas"),
+        ({"retrieved_contexts": []}, "ragas"),
+        ({"user_input": "q", "turns": []}, "judgegraph"),  # turns, messages and promptfoo keys win
+        ({"question": "q", "messages": []}, "openai"),
+        ({"question": "q", "vars": {}}, "promptfoo"),
     ],
 )
 def test_detect_format(record, fmt):
     assert detect_format(record) == fmt
+
+
+# --------------------------------------------------------------------------- ragas
+
+
+def test_ragas_example_single_turn_samples():
+    result = load_file(ex("ragas_samples.jsonl"))
+    assert result.ok, messages(result)
+    convs = result.conversations
+    assert len(convs) == 5 and {c.format for c in convs} == {"ragas"}
+    first = convs[0].conversation
+    assert first.id == "ragas_samples:1" and convs[0].source == "examples/ragas_samples.jsonl:1"
+    assert [(t.role, t.content) for t in first.turns] == [
+        ("user", "When was the first Super Bowl played?"),
+        ("assistant", "The first Super Bowl was played on January 15, 1967, at the Los Angeles Memorial Coliseum."),
+    ]
+    assert first.turns[1].retrieval_context[0].context.startswith("The First AFL-NFL World Championship Game")
+    assert first.turns[0].retrieval_context == []
+    assert first.metadata == {"reference": "January 15, 1967"}
+    assert convs[0].options == {}
+    old = convs[4].conversation  # the older ragas names: question, answer, contexts, ground_truth
+    assert [t.content for t in old.turns][0] == "What do plants need for photosynthesis?"
+    assert len(old.turns[1].retrieval_context) == 1 and old.metadata == {"ground_truth": "Light, water and carbon dioxide."}
+
+
+def test_ragas_multi_turn_messages_and_extras(tmp_path):
+    f = tmp_path / "mt.json"
+    f.write_text("""[{"id": "mt", "user_input": [
+        {"type": "human", "content": "Book a table for two"},
+        {"type": "ai", "content": "", "tool_calls": [{"name": "book", "args": {"people": 2}}]},
+        {"type": "tool", "content": "booked"},
+        {"type": "ai", "content": "Done: a table for two at 8pm."}],
+      "reference": "A table is booked", "reference_tool_calls": [{"name": "book", "args": {"people": 2}}],
+      "metadata": {"source": "ragas"}}]""")
+    [c] = load_file(f).conversations
+    conv = c.conversation
+    assert c.format == "ragas" and conv.id == "mt"
+    assert [t.role for t in conv.turns] == ["user", "assistant", "tool", "assistant"]
+    assert conv.turns[1].tool_calls[0].name == "book" and conv.turns[1].tool_calls[0].arguments == {"people": 2}
+    assert conv.metadata == {"source": "ragas", "reference": "A table is booked",
+                             "reference_tool_calls": [{"name": "book", "args": {"people": 2}}]}
+
+
+def test_ragas_errors_name_file_line_and_field(tmp_path):
+    f = tmp_path / "r.jsonl"
+    f.write_text("\n".join([
+        '{"user_input": "q", "response": "a", "retrieved_context": ["c"]}',
+        '{"user_input": "q"}',
+        '{"user_input": "q", "question": "q2", "response": "a"}',
+        '{"user_input": "q", "response": 3, "retrieved_contexts": "one string"}',
+        '{"user_input": "q", "response": "a", "retrieved_contexts": ["ok", 7, ""]}',
+        '{"user_input": [{"type": "human", "content": "hi"}, {"type": "bot", "content": "yo"}]}',
+        '{"user_input": [{"type": "human", "content": "hi"}], "response": "a"}',
+        '{"answer": "only an answer"}',
+        '{"question": "q", "answer": "a", "contexts": null, "ground_truths": ["g"]}',
+    ]) + "\n")
+    result = load_file(f)
+    [ok] = result.conversations
+    assert ok.source.endswith(":9") and ok.conversation.metadata == {"ground_truths": ["g"]}
+    errs = [(e.line, e.field) for e in result.errors]
+    assert errs == [
+        (1, "retrieved_context"),
+        (2, "response"),
+        (3, "question"),
+        (4, "response"),
+        (4, "retrieved_contexts"),
+        (5, "retrieved_contexts.1"),
+        (5, "retrieved_contexts.2"),
+        (6, "user_input.1.type"),
+        (7, "response"),
+        (8, "user_input"),
+    ]
+    by_line = {e.line: str(e) for e in result.errors}
+    assert "did you mean 'retrieved_contexts'" in by_line[1]
+    assert str(result.errors[0]).startswith(f"{f}:1: retrieved_context: unknown key 'retrieved_context' (did you mean")
+    assert "[ragas format]" in str(result.errors[0])
+    assert "give only one of 'user_input', 'question'" in by_line[3]
+    assert "unknown message type 'bot'" in by_line[6]
+    assert "not used with a multi-turn user_input" in by_line[7]

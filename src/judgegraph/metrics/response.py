@@ -1,0 +1,687 @@
+"""Response relevancy (ragas ``ResponseRelevancy`` semantics, done better).
+
+For every exchange (a user message and the assistant reply that answers it),
+an LLM reads the reply ALONE and writes N questions it answers; the closer
+those questions are to what the user really asked, the more relevant the reply.
+
+With an LLM judge::
+
+    START → split_exchanges ─Send per exchange→ generate_questions → embed_questions → reduce_score → END
+
+* ``split_exchanges``: the conversation's exchanges (:func:`judgegraph.windows.exchanges`);
+  one ``Send`` per exchange that has both a user message and a reply.
+* ``generate_questions`` (one judge call per exchange): N *distinct* questions
+  in ONE structured call, each with a ``noncommittal`` flag. The schema
+  requires exactly N questions, pairwise different after normalisation; a
+  violation is a validation error, so the LLM judge re-asks with it.
+* ``embed_questions`` (no judge call): ONE ``embed_documents([user_input, q1..qN])``
+  call per exchange; exchange score = mean cosine(q_i, user_input) (clamped at
+  0), multiplied by 0 when ALL N questions are noncommittal (ragas's rule).
+* ``reduce_score``: conversation score = mean over judged exchanges.
+
+With the offline judge (no LLM, so no question generation)::
+
+    START → split_exchanges ─Send per exchange→ embed_response → reduce_score → END
+
+``embed_response`` scores cosine(response, user_input) with the embeddings and
+every result says so (``details["mode"]`` and the reason).
+
+Judge errors (generation never valid, provider errors) and embedding errors
+are reported in ``errors``, never scored, and the other exchanges are kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import re
+import threading
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Annotated, Any, ClassVar, Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command, Send
+from pydantic import BaseModel, Field, create_model, field_validator, model_validator
+
+from ..conversation import Conversation, as_conversation
+from ..judges import CallLimiter, Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ..nodes import judge_step
+from ..results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results
+from ..state import MetricInput, MetricOutput
+from ..windows import Exchange, exchanges
+
+GENERATE_STEP = "response_relevancy/generate_questions"
+EMBED_STEP = "response_relevancy/embed_questions"  # no prompt file: an embeddings call
+OFFLINE_STEP = "response_relevancy/embed_response"  # no prompt file: an embeddings call
+
+LLM_MODE = "llm: mean cosine(generated questions, input), x0 when every question is noncommittal"
+OFFLINE_MODE = "offline: cosine(response, input) — no question generation without an LLM"
+
+
+# -- structured output ---------------------------------------------------------
+
+
+def normalise_question(text: str) -> str:
+    """What two questions are compared on: NFKC, case-folded, punctuation and
+    extra spaces removed ("What is X?" == "what is x")."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(re.sub(r"[^\w]+", " ", text).split())
+
+
+class GeneratedQuestion(BaseModel):
+    question: str = Field(description="One question the response answers directly.")
+    noncommittal: bool = Field(
+        description="true if the response evades, hedges without answering, says it does not know, "
+        "or refuses; false if it commits to an answer."
+    )
+
+
+class GeneratedQuestions(BaseModel):
+    """The judge's answer for one response. The reason comes first so the
+    model reads the response before it writes the questions."""
+
+    n_questions: ClassVar[int] = 3
+
+    reason: str = Field(description="What the response answers, and whether it commits to an answer.")
+    questions: list[GeneratedQuestion] = Field(description="Different questions the response answers.")
+
+    @field_validator("questions", mode="before")
+    @classmethod
+    def _accept_strings(cls, value: Any) -> Any:
+        # a bare string means a committal question; anything else is validated as given
+        if isinstance(value, list):
+            return [{"question": v, "noncommittal": False} if isinstance(v, str) else v for v in value]
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_n_distinct(self) -> GeneratedQuestions:
+        n = type(self).n_questions
+        got = len(self.questions)
+        if got != n:
+            raise ValueError(f"questions: expected exactly {n} questions, got {got}; write {n} different questions")
+        seen: dict[str, int] = {}
+        for i, q in enumerate(self.questions, start=1):
+            key = normalise_question(q.question)
+            if not key:
+                raise ValueError(f"questions: question {i} is empty; write {n} non-empty questions")
+            if key in seen:
+                raise ValueError(
+                    f"questions: questions {seen[key]} and {i} are the same ({q.question.strip()!r}) once case"
+                    f" and punctuation are ignored; write {n} questions that differ in wording or angle"
+                )
+            seen[key] = i
+        return self
+
+
+@lru_cache(maxsize=None)
+def questions_schema(n: int) -> type[GeneratedQuestions]:
+    """The structured-output schema asking for exactly ``n`` distinct questions."""
+    model = create_model(
+        "GeneratedQuestions",
+        __base__=GeneratedQuestions,
+        __doc__=GeneratedQuestions.__doc__,
+        questions=(list[GeneratedQuestion], Field(description=f"Exactly {n} different questions the response answers.")),
+    )
+    model.n_questions = n
+    return model
+
+
+# -- results -------------------------------------------------------------------
+
+
+class ExchangeVerdict(Verdict):
+    """One exchange's judgement. ``score`` is the exchange score; ``verdict`` is
+    "yes" when it reaches the threshold, "no" when not, None on a judge error."""
+
+    exchange: int  # index of the exchange in the conversation
+    verdict: Literal["yes", "no"] | None = None
+    user_input: str = ""
+    response: str = ""
+    questions: list[str] = Field(default_factory=list)
+    noncommittal: list[bool] = Field(default_factory=list)  # one flag per question
+    noncommittal_count: int = 0
+    all_noncommittal: bool = False  # ragas's rule fired: the score was multiplied by 0
+    similarities: list[float] = Field(default_factory=list)  # cosine(q_i, input); offline: [cosine(response, input)]
+    mean_cosine: float | None = None  # before clamping and the noncommittal rule
+    embedded_texts: int = 0  # texts sent in this exchange's single embeddings call (0: no call)
+    step: str | None = None  # the step that failed, when ``error`` is set
+
+
+# -- embeddings ----------------------------------------------------------------
+
+
+def _has_native_async(embeddings: Any) -> bool:
+    from langchain_core.embeddings import Embeddings
+
+    impl = getattr(type(embeddings), "aembed_documents", None)
+    return impl is not None and impl is not Embeddings.aembed_documents
+
+
+def embeddings_name(embeddings: Any) -> str:
+    model = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)
+    kind = type(embeddings).__name__
+    return f"{kind}:{model}" if isinstance(model, str) and model else kind
+
+
+def resolve_embeddings(embeddings: Any = None, *, base_url: str | None = None, api_key: str | None = None) -> Any:
+    """A LangChain ``Embeddings`` from an object or a string.
+
+    * ``None``, ``"minilm"``, ``"offline"`` or ``"all-MiniLM-L6-v2"``: the offline
+      numpy all-MiniLM-L6-v2 (weights load on first use, not here);
+    * ``"openai:text-embedding-3-small"`` (or a bare model name): ``OpenAIEmbeddings``,
+      pointed at ``base_url`` when given (no key needed then), sending raw strings
+      (``check_embedding_ctx_length=False``: no tiktoken download, and what
+      OpenAI-compatible servers expect);
+    * ``"provider:model"``: ``langchain.embeddings.init_embeddings`` when installed;
+    * any object with ``embed_documents``: used as it is.
+    """
+    if embeddings is None:
+        from ..embeddings.minilm import get_default_embeddings
+
+        return get_default_embeddings()
+    if not isinstance(embeddings, str):
+        if not callable(getattr(embeddings, "embed_documents", None)):
+            raise TypeError(f"embeddings must be a LangChain Embeddings or a string, got {type(embeddings).__name__}")
+        return embeddings
+    spec = embeddings.strip()
+    if spec.lower() in {"minilm", "offline", "all-minilm-l6-v2"}:
+        return resolve_embeddings(None)
+    provider, _, name = spec.partition(":") if ":" in spec else ("openai", "", spec)
+    if not name:
+        raise ValueError(f"embeddings {embeddings!r}: give a model name, e.g. 'openai:text-embedding-3-small'")
+    if provider == "openai" or base_url:
+        import os
+
+        from langchain_openai import OpenAIEmbeddings
+
+        from ..judges.llm import ModelConfigError
+
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key and not base_url:
+            raise ModelConfigError(
+                f"embeddings {embeddings!r} need OPENAI_API_KEY (or embeddings_base_url for an OpenAI-compatible"
+                " server); leave embeddings out to use the offline all-MiniLM-L6-v2"
+            )
+        return OpenAIEmbeddings(model=name, base_url=base_url, api_key=key or "not-needed",
+                                check_embedding_ctx_length=False, max_retries=3, request_timeout=120)
+    try:
+        from langchain.embeddings import init_embeddings  # type: ignore[import-not-found]
+    except ImportError as exc:
+        from ..judges.llm import ModelConfigError
+
+        raise ModelConfigError(
+            f"embeddings {embeddings!r}: only 'openai:' embeddings are built in; install 'langchain' and the"
+            f" provider's package for {provider!r}, or pass an Embeddings object"
+        ) from exc
+    return init_embeddings(spec)
+
+
+class EmbeddingRunner:
+    """Makes the embeddings calls of one metric graph: sync or async, bounded
+    to ``max_concurrency`` calls in flight, off the event loop in async
+    (the Embeddings' own ``aembed_documents`` when it has a native one, else a
+    worker thread). Local (numpy) embedders run one call at a time."""
+
+    def __init__(self, embeddings: Any, *, max_concurrency: int = 16) -> None:
+        self.embeddings = embeddings
+        self.limiter = CallLimiter(max_concurrency)
+        self.native_async = _has_native_async(embeddings)
+        self._local = threading.Lock() if _is_local(embeddings) else None
+
+    def _call(self, texts: list[str]) -> list[list[float]]:
+        if self._local is None:
+            return self.embeddings.embed_documents(texts)
+        with self._local:
+            return self.embeddings.embed_documents(texts)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        with self.limiter.slot():
+            return _check_vectors(self._call(texts), len(texts))
+
+    async def aembed(self, texts: list[str]) -> list[list[float]]:
+        if self.native_async:
+            async with self.limiter.aslot():
+                return _check_vectors(await self.embeddings.aembed_documents(texts), len(texts))
+        return await asyncio.to_thread(self.embed, texts)
+
+
+def _is_local(embeddings: Any) -> bool:
+    return any(c.__name__ == "MiniLMEmbeddings" for c in type(embeddings).__mro__)
+
+
+def _check_vectors(vectors: Any, n: int) -> list[list[float]]:
+    vectors = [list(map(float, v)) for v in vectors]
+    if len(vectors) != n:
+        raise ValueError(f"the embeddings returned {len(vectors)} vectors for {n} texts")
+    return vectors
+
+
+def cosines(vectors: list[list[float]]) -> list[float]:
+    """cosine(vectors[i], vectors[0]) for i >= 1."""
+    import numpy as np
+
+    arr = np.asarray(vectors, dtype="float64")
+    if arr.ndim != 2 or arr.shape[1] == 0:
+        raise ValueError("the embeddings returned no usable vectors")
+    norms = np.linalg.norm(arr, axis=1)
+    if not np.all(np.isfinite(arr)) or np.any(norms == 0):
+        raise ValueError("the embeddings returned a zero or non-finite vector")
+    unit = arr / norms[:, None]
+    return [float(x) for x in unit[1:] @ unit[0]]
+
+
+# -- state ---------------------------------------------------------------------
+
+
+class ResponseRelevancyState(TypedDict, total=False):
+    conversation: Conversation | dict[str, Any]
+    exchanges: list[Exchange]
+    skipped: list[dict[str, Any]]
+    generations: Annotated[list[dict[str, Any]], operator.add]  # what generate_questions produced, per exchange
+    verdicts: Annotated[list[ExchangeVerdict], operator.add]
+    results: Annotated[dict[str, MetricResult], merge_results]
+
+
+class ExchangeTask(TypedDict):
+    exchange: int
+    turns: list[int]  # the reply's turn indices
+    user_input: str
+    response: str
+
+
+class EmbedTask(ExchangeTask):
+    generation: dict[str, Any]  # questions, reason, error, attempts, usage
+
+
+@dataclass(frozen=True)
+class ResponseRelevancySettings:
+    name: str
+    judge: Judge
+    embeddings: Any  # a LangChain Embeddings
+    n_questions: int = 3
+    threshold: float = 0.5
+    strict_mode: bool = False
+    max_concurrency: int = 16  # embeddings calls in flight (judge calls are bounded by the judge)
+
+    @property
+    def offline(self) -> bool:
+        return self.judge.kind == "offline"
+
+    @property
+    def effective_threshold(self) -> float:
+        return 1.0 if self.strict_mode else self.threshold
+
+
+# -- nodes ---------------------------------------------------------------------
+
+
+def _reply_text(ex: Exchange) -> str:
+    return "\n\n".join(t.turn.content for t in ex.assistant if t.turn.content.strip())
+
+
+def split_exchanges(state: ResponseRelevancyState) -> dict[str, Any]:
+    conversation = as_conversation(state["conversation"])
+    exs = state.get("exchanges")
+    if exs is None:
+        exs = exchanges(conversation)
+    skipped = []
+    for ex in exs:
+        why = None
+        if not ex.user_text.strip():
+            why = "no user message before the reply (the assistant spoke first): nothing to compare it with"
+        elif not _reply_text(ex):
+            why = "the reply has no text"
+        if why:
+            skipped.append({"exchange": ex.index, "turns": list(ex.reply_turn_indices), "why": why})
+    return {"conversation": conversation, "exchanges": exs, "skipped": skipped}
+
+
+def _fan_out(target: str):
+    def fan_out_exchanges(state: ResponseRelevancyState) -> list[Send] | str:
+        skipped = {s["exchange"] for s in state.get("skipped") or []}
+        tasks = [
+            Send(target, ExchangeTask(exchange=ex.index, turns=list(ex.reply_turn_indices),
+                                      user_input=ex.user_text, response=_reply_text(ex)))
+            for ex in state.get("exchanges") or []
+            if ex.index not in skipped
+        ]
+        return tasks or "reduce_score"
+
+    return fan_out_exchanges
+
+
+def questions_request(response: str, n_questions: int) -> JudgeRequest:
+    return JudgeRequest(
+        task="response_questions",
+        step=GENERATE_STEP,
+        schema=questions_schema(n_questions),
+        values={"n_questions": str(n_questions), "response": response},
+        inputs={"response": response, "n_questions": n_questions},
+    )
+
+
+def _generate_questions(settings: ResponseRelevancySettings):
+    def build(task: ExchangeTask) -> JudgeRequest:
+        return questions_request(task["response"], settings.n_questions)
+
+    def finish(task: ExchangeTask, outcome: JudgeOutcome) -> Command:
+        value = outcome.value if outcome.ok else None
+        record = {
+            "exchange": task["exchange"],
+            "questions": [q.model_dump() for q in value.questions] if value is not None else [],  # type: ignore[union-attr]
+            "reason": getattr(value, "reason", ""),
+            "error": None if value is not None else (outcome.error or "no questions"),
+            "attempts": outcome.attempts,
+            "usage": outcome.usage,
+        }
+        # every exchange goes on to embed_questions, which makes no call for a failed generation
+        return Command(update={"generations": [record]}, goto=Send("embed_questions", EmbedTask(**task, generation=record)))
+
+    return judge_step("generate_questions", settings.judge, build, finish)
+
+
+def _verdict(task: ExchangeTask, threshold: float, **kw: Any) -> ExchangeVerdict:
+    score = kw.get("score")
+    verdict = None if kw.get("error") or score is None else ("yes" if score >= threshold else "no")
+    return ExchangeVerdict(exchange=task["exchange"], turns=list(task["turns"]), user_input=task["user_input"],
+                           response=task["response"], verdict=verdict, **kw)
+
+
+def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunner):
+    def texts_for(task: EmbedTask) -> list[str] | None:
+        gen = task["generation"]
+        if gen["error"] is not None:
+            return None
+        return [task["user_input"], *(q["question"] for q in gen["questions"])]
+
+    def finish(task: EmbedTask, texts: list[str] | None, vectors: Any) -> dict[str, Any]:
+        gen = task["generation"]
+        base = {"attempts": gen["attempts"], "usage": gen["usage"]}
+        if texts is None:  # the generation failed: reported, no embeddings call
+            return {"verdicts": [_verdict(task, settings.threshold, error=gen["error"], step=GENERATE_STEP, **base)]}
+        questions = [q["question"] for q in gen["questions"]]
+        flags = [bool(q["noncommittal"]) for q in gen["questions"]]
+        common = {"questions": questions, "noncommittal": flags, "noncommittal_count": sum(flags),
+                  "all_noncommittal": all(flags), "reason": gen["reason"], "embedded_texts": len(texts), **base}
+        try:
+            if isinstance(vectors, BaseException):
+                raise vectors
+            sims = cosines(vectors)
+        except Exception as exc:  # noqa: BLE001 - an embeddings failure is a judge error for this exchange
+            return {"verdicts": [_verdict(task, settings.threshold, error=f"{type(exc).__name__}: {exc}",
+                                          step=EMBED_STEP, **common)]}
+        mean = sum(sims) / len(sims)
+        score = 0.0 if all(flags) else max(0.0, mean)
+        return {"verdicts": [_verdict(task, settings.threshold, similarities=sims, mean_cosine=mean,
+                                      score=score, **common)]}
+
+    def run(task: EmbedTask) -> dict[str, Any]:
+        texts = texts_for(task)
+        vectors: Any = None
+        if texts is not None:
+            try:
+                vectors = runner.embed(texts)
+            except Exception as exc:  # noqa: BLE001
+                vectors = exc
+        return finish(task, texts, vectors)
+
+    async def arun(task: EmbedTask) -> dict[str, Any]:
+        texts = texts_for(task)
+        vectors: Any = None
+        if texts is not None:
+            try:
+                vectors = await runner.aembed(texts)
+            except Exception as exc:  # noqa: BLE001
+                vectors = exc
+        return finish(task, texts, vectors)
+
+    from langchain_core.runnables import RunnableLambda
+
+    return RunnableLambda(run, afunc=arun, name="embed_questions")
+
+
+def _embed_response(settings: ResponseRelevancySettings, runner: EmbeddingRunner):
+    """The offline fallback: cosine(response, input), one embeddings call per exchange."""
+
+    def finish(task: ExchangeTask, vectors: Any) -> dict[str, Any]:
+        try:
+            if isinstance(vectors, BaseException):
+                raise vectors
+            (sim,) = cosines(vectors)
+        except Exception as exc:  # noqa: BLE001
+            return {"verdicts": [_verdict(task, settings.threshold, error=f"{type(exc).__name__}: {exc}",
+                                          step=OFFLINE_STEP, embedded_texts=2)]}
+        return {"verdicts": [_verdict(task, settings.threshold, similarities=[sim], mean_cosine=sim,
+                                      score=max(0.0, sim), embedded_texts=2,
+                                      reason=f"offline: cosine(response, input) = {sim:.2f}")]}
+
+    def run(task: ExchangeTask) -> dict[str, Any]:
+        try:
+            vectors: Any = runner.embed([task["user_input"], task["response"]])
+        except Exception as exc:  # noqa: BLE001
+            vectors = exc
+        return finish(task, vectors)
+
+    async def arun(task: ExchangeTask) -> dict[str, Any]:
+        try:
+            vectors: Any = await runner.aembed([task["user_input"], task["response"]])
+        except Exception as exc:  # noqa: BLE001
+            vectors = exc
+        return finish(task, vectors)
+
+    from langchain_core.runnables import RunnableLambda
+
+    return RunnableLambda(run, afunc=arun, name="embed_response")
+
+
+def _turn_label(v: Verdict) -> str:
+    turns = ", ".join(str(t + 1) for t in v.turns)
+    return f"turn {turns}" if len(v.turns) == 1 else f"turns {turns}"
+
+
+def _quote(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return f'"{text[: limit - 1]}…"' if len(text) > limit else f'"{text}"'
+
+
+def deterministic_reason(
+    score: float | None, settings: ResponseRelevancySettings, verdicts: list[ExchangeVerdict],
+    skipped: list[dict[str, Any]],
+) -> str:
+    prefix = "Offline: cosine(response, input), no question generation without an LLM. " if settings.offline else ""
+    valid = [v for v in verdicts if v.verdict is not None]
+    failed = [v for v in verdicts if v.verdict is None]
+    if not verdicts:
+        why = "no exchange with both a user message and a reply" if skipped else "no user→assistant exchange"
+        return prefix + f"Nothing to judge: {why}."
+    if not valid:
+        return prefix + f"No exchange could be judged: {len(failed)} error(s); see errors."
+    threshold = settings.effective_threshold
+    cmp = ">=" if score is not None and score >= threshold else "<"
+    if settings.strict_mode:
+        reached = sum(1 for v in valid if v.verdict == "yes")
+        head = (f"Strict mode: {reached} of {len(valid)} exchanges reach {settings.threshold:.2f}"
+                f" (score {score:.2f} {cmp} threshold {threshold:.2f}).")
+    else:
+        k = len(valid)
+        head = f"Score {score:.2f} over {k} exchange{'s' if k != 1 else ''} ({cmp} threshold {threshold:.2f})."
+    parts = [prefix + head]
+    low = [v for v in valid if v.verdict == "no"]
+    if low:
+        items = []
+        for v in low:
+            item = f"{_turn_label(v)} {_quote(v.response)} scored {v.score:.2f}"
+            if v.all_noncommittal:
+                item += f" (all {len(v.questions)} generated questions noncommittal: score set to 0)"
+            elif v.questions:
+                item += f" (it answers {_quote(v.questions[0], 80)}, asked {_quote(v.user_input, 80)})"
+            items.append(item)
+        parts.append(f"Below {settings.threshold:.2f}: " + "; ".join(items) + ".")
+    if failed:
+        parts.append(f"{len(failed)} exchange(s) not judged (judge or embeddings error), left out of the score.")
+    if skipped:
+        parts.append(f"{len(skipped)} exchange(s) skipped (no user message or no reply text).")
+    return " ".join(parts)
+
+
+def _reduce_score(settings: ResponseRelevancySettings):
+    def reduce_score(state: ResponseRelevancyState) -> dict[str, Any]:
+        conversation = as_conversation(state["conversation"])
+        verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.exchange)
+        skipped = list(state.get("skipped") or [])
+        valid = [v for v in verdicts if v.verdict is not None]
+        threshold = settings.effective_threshold
+        errors = [
+            JudgeErrorInfo(where=f"exchange {v.exchange} ({_turn_label(v)})", step=v.step or GENERATE_STEP,
+                           message=v.error or "", attempts=v.attempts)
+            for v in verdicts
+            if v.verdict is None
+        ]
+        score: float | None = None
+        if not verdicts:
+            status, passed = "not_applicable", None
+        elif not valid:
+            status, passed = "error", None
+        else:
+            score = sum(v.score or 0.0 for v in valid) / len(valid)
+            if settings.strict_mode:
+                score = 1.0 if all(v.verdict == "yes" for v in valid) else 0.0
+            passed = score >= threshold
+            status = "passed" if passed else "failed"
+        calls = sum(1 for v in verdicts if v.embedded_texts)
+        details: dict[str, Any] = {
+            "mode": OFFLINE_MODE if settings.offline else LLM_MODE,
+            "exchanges": len(verdicts) + len(skipped),
+            "judged": len(valid),
+            "embeddings": embeddings_name(settings.embeddings),
+            "embedding_calls": calls,
+            "embedded_texts": sum(v.embedded_texts for v in verdicts),
+        }
+        if not settings.offline:
+            details.update(
+                n_questions=settings.n_questions,
+                noncommittal_questions=sum(v.noncommittal_count for v in verdicts),
+                all_noncommittal_exchanges=sum(1 for v in valid if v.all_noncommittal),
+            )
+        if skipped:
+            details["skipped"] = skipped
+        result = MetricResult(
+            key=settings.name,
+            conversation_id=conversation.id,
+            score=score,
+            threshold=threshold,
+            passed=passed,
+            status=status,
+            reason=deterministic_reason(score, settings, verdicts, skipped),
+            judge=settings.judge.name,
+            strict_mode=settings.strict_mode,
+            verdicts=verdicts,
+            errors=errors,
+            usage=Usage.total(v.usage for v in verdicts),
+            details=details,
+        )
+        return {"results": {settings.name: result}}
+
+    return reduce_score
+
+
+# -- factories -----------------------------------------------------------------
+
+
+def build_response_relevancy_graph(settings: ResponseRelevancySettings) -> StateGraph:
+    """The uncompiled graph. With an offline judge the question-generation
+    nodes are replaced by ``embed_response`` (cosine(response, input))."""
+    n = settings.n_questions
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n_questions must be a whole number >= 1, got {n!r}")
+    if not 0.0 <= settings.threshold <= 1.0:
+        raise ValueError(f"threshold must be between 0 and 1, got {settings.threshold}")
+    runner = EmbeddingRunner(settings.embeddings, max_concurrency=settings.max_concurrency)
+    builder = StateGraph(ResponseRelevancyState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("split_exchanges", split_exchanges)
+    builder.add_edge(START, "split_exchanges")
+    if settings.offline:
+        builder.add_node("embed_response", _embed_response(settings, runner))
+        builder.add_conditional_edges("split_exchanges", _fan_out("embed_response"), ["embed_response", "reduce_score"])
+        builder.add_edge("embed_response", "reduce_score")
+    else:
+        builder.add_node("generate_questions", _generate_questions(settings), destinations=("embed_questions",))
+        builder.add_node("embed_questions", _embed_questions(settings, runner))
+        builder.add_conditional_edges("split_exchanges", _fan_out("generate_questions"),
+                                      ["generate_questions", "reduce_score"])
+        builder.add_edge("embed_questions", "reduce_score")
+    builder.add_node("reduce_score", _reduce_score(settings))
+    builder.add_edge("reduce_score", END)
+    return builder
+
+
+def create_response_relevancy_judge(
+    *,
+    model: Any = None,
+    judge: Judge | None = None,
+    embeddings: Any = None,
+    embeddings_base_url: str | None = None,
+    n_questions: int = 3,
+    threshold: float = 0.5,
+    strict_mode: bool = False,
+    max_concurrency: int = 16,
+    max_tries: int = 3,
+    name: str = "response_relevancy",
+    **model_kwargs: Any,
+) -> CompiledStateGraph:
+    """Response relevancy, ragas's semantics: per exchange, N questions written
+    from the reply alone, scored by mean cosine similarity to the user's message.
+
+    ``model``: a LangChain chat model or a string like ``openai:gpt-4.1-mini``;
+    leave it out for the offline fallback (cosine(response, input), labelled).
+    ``embeddings``: any LangChain ``Embeddings`` or a string such as
+    ``openai:text-embedding-3-small`` (``embeddings_base_url`` points it at an
+    OpenAI-compatible server; it defaults to the model's ``base_url``); default:
+    the offline all-MiniLM-L6-v2, or the offline judge's own embeddings."""
+    made = resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries, **model_kwargs)
+    if embeddings is None and made.kind == "offline" and getattr(made, "_embeddings", None) is not None:
+        embeddings = made._embeddings  # an offline judge built with its own embeddings: use the same
+    emb = resolve_embeddings(embeddings, base_url=embeddings_base_url or model_kwargs.get("base_url"),
+                             api_key=model_kwargs.get("api_key"))
+    settings = ResponseRelevancySettings(
+        name=name, judge=made, embeddings=emb, n_questions=n_questions, threshold=threshold,
+        strict_mode=strict_mode, max_concurrency=max_concurrency,
+    )
+    return build_response_relevancy_graph(settings).compile(name=name)
+
+
+def _specs():
+    from . import MetricSpec
+
+    return [
+        MetricSpec(
+            "response_relevancy", create_response_relevancy_judge,
+            "Does each reply answer what was asked? Mean cosine of N questions written from the reply to the "
+            "user's message (ragas); offline: cosine(reply, message)",
+            frozenset({"threshold", "strict_mode", "n_questions"}),
+        )
+    ]
+
+
+METRIC_SPECS = _specs()
+
+#: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
+PROMPT_VALUES = {GENERATE_STEP: {"n_questions", "response"}}
+
+__all__ = [
+    "EmbeddingRunner",
+    "ExchangeVerdict",
+    "GeneratedQuestion",
+    "GeneratedQuestions",
+    "ResponseRelevancySettings",
+    "ResponseRelevancyState",
+    "build_response_relevancy_graph",
+    "create_response_relevancy_judge",
+    "normalise_question",
+    "questions_request",
+    "questions_schema",
+    "resolve_embeddings",
+]
