@@ -35,6 +35,13 @@ _EXPORTS = {
     "resolve_judge": "judges",
     "JudgeCache": "judges.base",
     "create_report_graph": "report",
+    "create_turn_contextual_relevancy_judge": "metrics.contextual",
+    "create_response_relevancy_judge": "metrics.response",
+    "create_conversation_completeness_judge": "metrics.session",
+    "create_knowledge_retention_judge": "metrics.session",
+    "create_user_frustration_judge": "metrics.session",
+    "create_conversational_guidelines_judge": "metrics.session",
+    "create_role_adherence_judge": "metrics.session",
     "build_report_graph": "report",
 }
 

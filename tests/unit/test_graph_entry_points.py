@@ -1,0 +1,26 @@
+"""Every graph listed in langgraph.json imports with no API key and is a compiled graph."""
+
+import json
+import runpy
+from pathlib import Path
+
+import pytest
+from langgraph.graph.state import CompiledStateGraph
+
+ROOT = Path(__file__).resolve().parents[2]
+ENTRIES = json.loads((ROOT / "langgraph.json").read_text())["graphs"]
+
+
+def test_every_graphs_file_is_listed():
+    listed = {Path(p.split(":")[0]).name for p in ENTRIES.values()}
+    assert listed == {p.name for p in (ROOT / "graphs").glob("*.py")}
+
+
+@pytest.mark.parametrize("name", sorted(ENTRIES))
+def test_entry_point_builds_without_a_key(name, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("JUDGEGRAPH_MODEL", raising=False)
+    path, attr = ENTRIES[name].split(":")
+    graph = runpy.run_path(str(ROOT / path))[attr]
+    assert isinstance(graph, CompiledStateGraph)
+    assert graph.get_graph().nodes
