@@ -23,8 +23,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="judgegraph", description="Judge chatbot conversations with LangGraph metric graphs.")
     sub = p.add_subparsers(dest="command", required=True)
 
-    ev = sub.add_parser("eval", help="judge conversations in files", description="Judge the conversations in FILE(s).")
-    ev.add_argument("files", nargs="+", metavar="FILE", help=".jsonl, .json or .yaml (judgegraph, deepeval, promptfoo or OpenAI messages)")
+    ev = sub.add_parser("eval", help="judge conversations in files or MLflow sessions",
+                        description="Judge the conversations in FILE(s) and/or the trace sessions of an MLflow experiment.")
+    ev.add_argument("files", nargs="*", metavar="FILE", help=".jsonl, .json or .yaml (judgegraph, deepeval, promptfoo or OpenAI messages)")
     ev.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC",
                     help="metric to run, repeatable (default: turn-relevancy, or the file's own assertion)")
     ev.add_argument("--model", help="LLM judge, e.g. openai:gpt-4.1-mini (default: the offline embedding judge)")
@@ -39,6 +40,14 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", default="judgegraph-results.jsonl", help="where the full results go (default %(default)s)")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.add_argument("-q", "--quiet", action="store_true", help="no table, only the summary line")
+    ml = ev.add_argument_group("MLflow", "judge the trace sessions of an MLflow experiment (pip install 'judgegraph[mlflow]')")
+    ml.add_argument("--mlflow-uri", metavar="URI", help="MLflow tracking URI, e.g. http://127.0.0.1:5000")
+    ml.add_argument("--experiment", metavar="NAME", help="experiment name (or id) whose traces are read")
+    ml.add_argument("--log-assessments", action="store_true", help="write the results back to MLflow as assessments")
+    ml.add_argument("--session-key", metavar="KEY", default="mlflow.trace.session", help="trace metadata key grouping traces into sessions (default %(default)s)")
+    ml.add_argument("--max-traces", metavar="N", type=int, help="read the newest N traces (and the rest of their sessions)")
+    ml.add_argument("--request-key", metavar="ARG", help="name of the traced function's argument holding the user message, when ambiguous")
+    ml.add_argument("--response-key", metavar="KEY", help="key of the traced function's output holding the reply, when ambiguous")
 
     gr = sub.add_parser("graph", help="print a metric's graph as Mermaid")
     gr.add_argument("metric")
@@ -82,6 +91,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         err.print("[red]error:[/] --concurrency must be >= 1")
         return EXIT_USAGE
+    usage = _mlflow_usage_error(args)
+    if usage:
+        err.print(f"[red]error:[/] {usage}")
+        return EXIT_USAGE
     try:
         judge = _judge(args)
         plan = MetricPlan(args.metrics, judge, {
@@ -97,6 +110,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
     loaded = load_files(args.files)
+    sessions = _load_mlflow(args, loaded) if args.mlflow_uri else []
     if judge.kind == "offline":
         err.print("judge: [bold]offline[/] all-MiniLM-L6-v2 sentence embeddings (no LLM, no API key; pass --model for an LLM judge)")
     else:
@@ -121,6 +135,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     finally:
         writer.close()
     summary.input_errors = list(loaded.errors)
+    logged = None
+    if args.log_assessments:
+        from .integrations.mlflow import log_assessments
+
+        logged = log_assessments(args.mlflow_uri, summary, sessions)
+        for failure in logged.failures:
+            err.print(f"[red]MLflow write failed:[/] {failure}")
 
     order = {item.conversation.id: i for i, item in enumerate(loaded.conversations)}
     outcomes = sorted(summary.outcomes, key=lambda o: order.get(o.conversation_id, 0))
@@ -150,7 +171,50 @@ def cmd_eval(args: argparse.Namespace) -> int:
         f"{summary.judge_errors} judge errors, {len(summary.input_errors)} input errors. "
         f"judge: {judge.name} ({cost}). results: {args.out}"
     )
+    if logged is not None:
+        out.print(f"MLflow: {logged} (experiment {args.experiment!r} at {args.mlflow_uri})")
+        if logged.failures:
+            return EXIT_ERRORS
     return summary.exit_code
+
+
+def _mlflow_usage_error(args: argparse.Namespace) -> str | None:
+    if not args.mlflow_uri and (args.experiment or args.log_assessments or args.max_traces is not None):
+        return "--experiment, --log-assessments and --max-traces need --mlflow-uri URI"
+    if not args.files and not args.mlflow_uri:
+        return "nothing to judge: give at least one FILE, or --mlflow-uri URI --experiment NAME"
+    if args.mlflow_uri and not args.experiment:
+        return "--mlflow-uri needs --experiment NAME (the experiment whose trace sessions are judged)"
+    if args.max_traces is not None and args.max_traces < 1:
+        return f"--max-traces must be >= 1, got {args.max_traces}"
+    if args.mlflow_uri:
+        from importlib.util import find_spec
+
+        if find_spec("mlflow") is None:  # checked without importing it
+            return "--mlflow-uri needs MLflow: pip install 'judgegraph[mlflow]'"
+    return None
+
+
+def _load_mlflow(args: argparse.Namespace, loaded: Any) -> list[Any]:
+    """Add the experiment's sessions (and their unreadable traces) to ``loaded``."""
+    from .integrations.mlflow import load_sessions
+    from .loaders import InputError
+
+    sessions = load_sessions(args.mlflow_uri, args.experiment, session_key=args.session_key,
+                             max_traces=args.max_traces, request_key=args.request_key,
+                             response_key=args.response_key)
+    loaded.errors.extend(sessions.errors)
+    seen = {item.conversation.id: item.source for item in loaded.conversations}
+    kept = []
+    for item in sessions:
+        cid = item.conversation.id
+        if cid in seen:
+            loaded.errors.append(InputError(args.mlflow_uri, None, cid, "session",  # type: ignore[arg-type]
+                                            f"duplicate conversation id {cid!r} (first seen at {seen[cid]})"))
+            continue
+        kept.append(item)
+    loaded.conversations.extend(kept)
+    return kept
 
 
 def cmd_graph(args: argparse.Namespace) -> int:

@@ -1,0 +1,383 @@
+"""MLflow sessions in, assessments out, against a real ``mlflow server`` on
+127.0.0.1 with a SQLite backend (one server per test session). Traces are
+logged with MLflow's own tracing API and assessments read back with MLflow's
+own client. Nothing is skipped: without MLflow these tests fail."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from judgegraph.cli import main
+from judgegraph.integrations.mlflow import TraceRecord, _Msg, build_sessions, load_sessions, log_assessments, new_messages
+from judgegraph.judges import resolve_judge
+from judgegraph.runner import MetricPlan, evaluate_async
+from judgegraph.testing.fake_chat import ScriptedChatModel
+
+pytestmark = pytest.mark.integration
+
+# MLflow reads these when it is first imported (client and server): no telemetry.
+QUIET = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
+os.environ.update(QUIET)
+SESSION = "mlflow.trace.session"
+
+
+# --------------------------------------------------------------------------- the server
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthy(uri: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{uri}/health", timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def mlflow_uri(tmp_path_factory):
+    """`mlflow server` with SQLite in a temporary folder; stopped (whole process
+    group) at the end of the session."""
+    import mlflow  # noqa: F401 - fails (not skips) when MLflow is missing
+
+    root = tmp_path_factory.mktemp("mlflow")
+    port = _free_port()
+    uri = f"http://127.0.0.1:{port}"
+    env = {**os.environ, **QUIET, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}  # no job-runner processes
+    log = (root / "server.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+         "--default-artifact-root", str(root / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
+         "--workers", "1"],
+        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not _healthy(uri):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("mlflow server did not start:\n" + (root / "server.log").read_text()[-3000:])
+            time.sleep(0.1)
+        yield uri
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+# --------------------------------------------------------------------------- traces logged with MLflow's API
+
+SHOES = [
+    ("Can I return my running shoes?", "Yes: unworn shoes can be returned within 30 days for a full refund."),
+    ("Do you ship to Canada?", "The capital of France is Paris."),
+    ("How long does delivery to Toronto take?", "Delivery to Toronto takes 5 to 7 business days."),
+]
+SYSTEM = "You are a maths tutor."
+MATH = [
+    ("What is 2+2?", "2+2 equals 4."),
+    ("And 3+3?", "Seven-ish?? QQQ"),  # the scripted judge answers this one with garbage: a judge error
+    ("Can you solve 5+5?", "5+5 equals 10."),
+]
+
+
+def _log_traces(uri: str, experiment: str) -> dict:
+    """Three sessions and one trace without a session, with MLflow's tracing API."""
+    import mlflow
+
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    try:
+        exp_id = mlflow.set_experiment(experiment).experiment_id
+
+        # 1. A chatbot function traced with @mlflow.trace: inputs are its arguments.
+        @mlflow.trace
+        def shop_bot(question: str, session_id: str) -> str:
+            mlflow.update_current_trace(metadata={SESSION: session_id})
+            return dict(SHOES)[question]
+
+        shoes = []
+        for question, _ in SHOES:
+            shop_bot(question, "shoes")
+            shoes.append(mlflow.get_last_active_trace_id())
+
+        # 2. OpenAI-style requests carrying the whole history, logged out of order
+        #    with explicit start times (turn 3, then 1, then 2).
+        base = time.time_ns() - 3_600 * 10**9
+        history = [{"role": "system", "content": SYSTEM}]
+        requests = []
+        for question, answer in MATH:
+            history = history + [{"role": "user", "content": question}]
+            requests.append((list(history), answer))
+            history = history + [{"role": "assistant", "content": answer}]
+        math = {}
+        for k in (2, 0, 1):
+            messages, answer = requests[k]
+            start = base + k * 10**9
+            span = mlflow.start_span_no_context("chat", inputs={"messages": messages, "temperature": 0},
+                                                metadata={SESSION: "math-history"}, experiment_id=exp_id,
+                                                start_time_ns=start)
+            span.end(outputs={"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}]},
+                     end_time_ns=start + 10**8)
+            math[k] = span.trace_id
+
+        # 3. A trace with no session: a conversation of its own.
+        @mlflow.trace
+        def lonely(prompt: str) -> dict:
+            return {"role": "assistant", "content": "ZZZ unjudgeable"}
+
+        lonely("Tell me a joke")
+        lonely_id = mlflow.get_last_active_trace_id()
+
+        # 4. A session whose only trace cannot be read (which argument is the message?).
+        @mlflow.trace
+        def odd(a: str, b: str) -> str:
+            mlflow.update_current_trace(metadata={SESSION: "broken"})
+            return "?"
+
+        odd("x", "y")
+        broken = mlflow.get_last_active_trace_id()
+        mlflow.flush_trace_async_logging()
+    finally:
+        mlflow.set_tracking_uri(previous)
+    return {"experiment": experiment, "shoes": shoes, "math": [math[0], math[1], math[2]], "lonely": lonely_id,
+            "broken": broken}
+
+
+@pytest.fixture(scope="session")
+def logged(mlflow_uri):
+    return _log_traces(mlflow_uri, "judgegraph-tests")
+
+
+# --------------------------------------------------------------------------- load_sessions
+
+
+def turns(item):
+    return [(t.role, t.content) for t in item.conversation.turns]
+
+
+def test_sessions_are_grouped_ordered_and_not_duplicated(mlflow_uri, logged):
+    sessions = load_sessions(mlflow_uri, logged["experiment"])
+    by_id = {item.conversation.id: item for item in sessions}
+    assert set(by_id) == {"shoes", "math-history", logged["lonely"]}
+    assert [item.format for item in sessions] == ["mlflow"] * 3
+
+    shoes = by_id["shoes"]
+    assert shoes.source == "mlflow:judgegraph-tests/shoes"
+    assert turns(shoes) == [(r, t) for q, a in SHOES for r, t in (("user", q), ("assistant", a))]
+    assert [t.metadata["mlflow_trace_id"] for t in shoes.conversation.turns] == [i for i in logged["shoes"] for _ in (0, 1)]
+    assert shoes.conversation.metadata["mlflow_first_trace_id"] == logged["shoes"][0]
+
+    # full history in every request, logged out of order: each message once, in time order
+    math = by_id["math-history"]
+    assert turns(math) == [("system", SYSTEM)] + [(r, t) for q, a in MATH for r, t in (("user", q), ("assistant", a))]
+    assert [t.metadata["mlflow_trace_id"] for t in math.conversation.turns] == [
+        logged["math"][0]] * 3 + [logged["math"][1]] * 2 + [logged["math"][2]] * 2
+    assert [t.metadata["mlflow_part"] for t in math.conversation.turns[1:3]] == ["request", "response"]
+    assert math.conversation.metadata["mlflow_trace_ids"] == logged["math"]
+
+    lonely = by_id[logged["lonely"]]
+    assert turns(lonely) == [("user", "Tell me a joke"), ("assistant", "ZZZ unjudgeable")]
+    assert lonely.conversation.metadata["mlflow_session"] is None
+
+    # the unreadable trace is an input error naming the server, the trace and the field; the rest went on
+    (error,) = sessions.errors
+    assert (error.file, error.record, error.field) == (mlflow_uri, logged["broken"], "request")
+    assert "keys: a, b" in error.message and "broken" in error.message
+    assert sessions.traces == 8
+
+
+def test_max_traces_reads_whole_sessions(mlflow_uri, logged):
+    sessions = load_sessions(mlflow_uri, logged["experiment"], max_traces=2)
+    # the two newest traces are the broken one and the lonely one: no session is cut
+    assert [s.conversation.id for s in sessions] == [logged["lonely"]] and sessions.traces == 2
+    sessions = load_sessions(mlflow_uri, logged["experiment"], max_traces=4)  # reaches into "shoes": all 3 read
+    assert len(next(s for s in sessions if s.conversation.id == "shoes").conversation.turns) == 6
+
+
+def test_unknown_experiment_and_unreachable_server_are_input_errors(mlflow_uri):
+    (e,) = load_sessions(mlflow_uri, "no-such-experiment").errors
+    assert e.field == "experiment" and "not found" in e.message
+    started = time.monotonic()
+    (e,) = load_sessions(f"http://127.0.0.1:{_free_port()}", "x").errors
+    assert "cannot reach" in e.message and time.monotonic() - started < 10  # not MLflow's minutes of retries
+
+
+# --------------------------------------------------------------------------- log_assessments
+
+
+def _scripted_judge():
+    model = ScriptedChatModel(
+        rules=[("Paris", [{"reason": "It names a capital instead of answering about shipping.", "verdict": "no"}]),
+               ("QQQ", ["not a verdict"]), ("ZZZ", ["still not a verdict"])],
+        default={"reason": "It answers the question.", "verdict": "yes"},
+        section="reply_to_judge",
+    )
+    return resolve_judge(model=model, max_tries=1)
+
+
+def _feedback(client, trace_id, name):
+    found = [a for a in client.get_trace(trace_id).info.assessments if a.name == name]
+    assert len(found) == 1, (trace_id, name, found)
+    return found[0]
+
+
+def test_results_are_written_back_as_assessments(mlflow_uri, logged):
+    from mlflow import MlflowClient
+
+    sessions = load_sessions(mlflow_uri, logged["experiment"])
+    plan = MetricPlan(["turn-relevancy"], _scripted_judge())
+    summary = asyncio.run(evaluate_async(sessions, plan))
+    results = {o.conversation_id: o.results["turn_relevancy"] for o in summary.outcomes}
+    assert results["shoes"].score == pytest.approx(2 / 3) and results[logged["lonely"]].status == "error"
+
+    log = log_assessments(mlflow_uri, summary, sessions)
+    assert (log.session, log.turn, log.errors, log.failures) == (3, 7, 3, [])
+
+    client = MlflowClient(mlflow_uri)
+    # session level: on the session's first trace
+    shoes = _feedback(client, logged["shoes"][0], "turn_relevancy")
+    assert shoes.value == pytest.approx(2 / 3) and shoes.rationale == results["shoes"].reason
+    assert "Paris" in shoes.rationale
+    assert (shoes.source.source_type, shoes.source.source_id) == ("LLM_JUDGE", "llm:scripted")
+    assert {k: shoes.metadata[k] for k in ("threshold", "passed", "status", "judge_errors")} == {
+        "threshold": "0.5", "passed": "true", "status": "passed", "judge_errors": "0"}
+    assert shoes.error is None
+    # per turn: on each reply's own trace
+    second = _feedback(client, logged["shoes"][1], "turn_relevancy/turn")
+    assert second.value == "no" and "capital" in second.rationale and json.loads(second.metadata["turns"]) == [3]
+    assert _feedback(client, logged["shoes"][0], "turn_relevancy/turn").value == "yes"
+
+    # a judge error on one window: the session keeps its score, that turn carries the error, not a value
+    math = _feedback(client, logged["math"][0], "turn_relevancy")
+    assert math.value == pytest.approx(1.0) and math.metadata["judge_errors"] == "1"
+    failed = _feedback(client, logged["math"][1], "turn_relevancy/turn")
+    assert failed.value is None and failed.error.error_code == "JUDGE_ERROR" and failed.error.error_message
+    # nothing could be judged: the session-level feedback is an error, never a pass or a fail
+    lonely = _feedback(client, logged["lonely"], "turn_relevancy")
+    assert lonely.value is None and lonely.error.error_code == "JUDGE_ERROR"
+    assert lonely.metadata["status"] == "error"
+
+    # MLflow's search sees them too
+    exp_id = client.get_experiment_by_name(logged["experiment"]).experiment_id
+    found = client.search_traces(locations=[exp_id], filter_string="metadata.`mlflow.trace.session` = 'shoes'")
+    names = {a.name for t in found for a in t.info.assessments}
+    assert {"turn_relevancy", "turn_relevancy/turn"} <= names
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_cli_round_trip(mlflow_uri, tmp_path):
+    import mlflow
+    from mlflow import MlflowClient
+
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(mlflow_uri)
+    try:
+        mlflow.set_experiment("judgegraph-cli")
+
+        @mlflow.trace
+        def bot(question: str) -> str:
+            mlflow.update_current_trace(metadata={SESSION: "cli-session"})
+            return {"How do I reset my password?": "Click 'Forgot password' on the login page and follow the email link.",
+                    "Which email do you send it to?": "We send the password reset link to your account's email address."}[question]
+
+        bot("How do I reset my password?")
+        first = mlflow.get_last_active_trace_id()
+        bot("Which email do you send it to?")
+        mlflow.flush_trace_async_logging()
+    finally:
+        mlflow.set_tracking_uri(previous)
+    out = tmp_path / "r.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "judgegraph.cli", "eval", "--mlflow-uri", mlflow_uri, "--experiment", "judgegraph-cli",
+         "--log-assessments", "--out", str(out), "--no-progress"],
+        capture_output=True, text=True, env={**os.environ, **QUIET}, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "cli-session" in proc.stdout and "3 assessments written to MLflow (1 session-level, 2 per-turn)" in proc.stdout
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["conversation_id"] == "cli-session" and row["source"] == "mlflow:judgegraph-cli/cli-session"
+    fb = _feedback(MlflowClient(mlflow_uri), first, "turn_relevancy")
+    assert fb.value == 1.0 and (fb.source.source_type, fb.source.source_id) == ("CODE", "offline:all-MiniLM-L6-v2")
+
+
+@pytest.mark.parametrize("argv,msg", [
+    ([], "nothing to judge"),
+    (["--mlflow-uri", "http://127.0.0.1:1"], "needs --experiment"),
+    (["--experiment", "x"], "need --mlflow-uri"),
+    (["--log-assessments", "x.jsonl"], "need --mlflow-uri"),
+])
+def test_cli_usage_errors_exit_2(argv, msg, capsys, tmp_path):
+    assert main(["eval", *argv, "--out", str(tmp_path / "r.jsonl")]) == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_cli_unreachable_server_is_an_input_error_exit_3(capsys, tmp_path):
+    argv = ["eval", "--mlflow-uri", f"http://127.0.0.1:{_free_port()}", "--experiment", "x", "--no-progress",
+            "--out", str(tmp_path / "r.jsonl")]
+    assert main(argv) == 3
+    assert "cannot reach the MLflow tracking server" in capsys.readouterr().err
+
+
+def test_importing_judgegraph_does_not_import_mlflow():
+    code = ("import sys, judgegraph, judgegraph.cli, judgegraph.integrations.mlflow; "
+            "assert 'mlflow' not in sys.modules, 'mlflow imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# --------------------------------------------------------------------------- history de-duplication (no server)
+
+
+def msgs(*pairs):
+    return [_Msg(role, content) for role, content in pairs]
+
+
+def test_history_trimmed_at_the_front_still_lines_up():
+    prior = msgs(("system", "S"), ("user", "u1"), ("assistant", "a1"), ("user", "u2"), ("assistant", "a2"))
+    new, mismatch = new_messages(prior, msgs(("system", "S"), ("user", "u2"), ("assistant", "a2"), ("user", "u3")))
+    assert new == msgs(("user", "u3")) and not mismatch
+
+
+def test_rewritten_history_keeps_only_what_follows_its_last_reply():
+    prior = msgs(("user", "u1"), ("assistant", "a1"))
+    new, mismatch = new_messages(prior, msgs(("user", "summary of u1/a1"), ("assistant", "ok"), ("user", "u2")))
+    assert new == msgs(("user", "u2")) and mismatch
+
+
+def test_single_message_requests_and_repeated_questions_are_kept():
+    prior = msgs(("system", "S"), ("user", "yes"), ("assistant", "a1"))
+    assert new_messages(prior, msgs(("system", "S"), ("user", "yes"))) == (msgs(("user", "yes")), False)
+
+
+def test_build_sessions_without_a_server_and_ties_broken_by_trace_id():
+    records = [
+        TraceRecord("tr-b", "s", 5, {"messages": [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "r1"},
+                                                  {"role": "user", "content": "q2"}]}, "r2"),
+        TraceRecord("tr-a", "s", 5, {"question": "q1", "session_id": "s"}, [{"role": "assistant", "content": "r1"}]),
+        TraceRecord("tr-c", "s", 9, "q3", None, state="ERROR"),
+    ]
+    out = build_sessions(records, tracking_uri="file:x", experiment="e")
+    assert [(t.role, t.content) for t in out[0].conversation.turns] == [
+        ("user", "q1"), ("assistant", "r1"), ("user", "q2"), ("assistant", "r2")]
+    (err,) = out.errors
+    assert (err.record, err.field) == ("tr-c", "response") and "state ERROR" in err.message
