@@ -35,6 +35,12 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--strict", action="store_true", default=None, dest="strict_mode", help="score 1 or 0, threshold 1")
     ev.add_argument("--reason", choices=["deterministic", "llm", "none"], help="how the reason is written (default deterministic: no extra call)")
     ev.add_argument("--rubric", help="custom relevance rubric text, or @FILE to read it from a file")
+    ev.add_argument("--verify", action="store_true", default=None,
+                    help="turn-contextual-relevancy: a second look at every 'irrelevant' statement verdict")
+    ev.add_argument("--n-questions", type=int, help="response-relevancy: questions generated per reply (default 3)")
+    ev.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
+                    help="conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
+    ev.add_argument("--role", help="role-adherence: the chatbot's role (default: each conversation's chatbot_role)")
     ev.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once, across all conversations (default 16)")
     ev.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the model's output is invalid (default 3)")
     ev.add_argument("--out", default="judgegraph-results.jsonl", help="where the full results go (default %(default)s)")
@@ -49,12 +55,24 @@ def _parser() -> argparse.ArgumentParser:
     ml.add_argument("--request-key", metavar="ARG", help="name of the traced function's argument holding the user message, when ambiguous")
     ml.add_argument("--response-key", metavar="KEY", help="key of the traced function's output holding the reply, when ambiguous")
 
-    gr = sub.add_parser("graph", help="print a metric's graph as Mermaid")
-    gr.add_argument("metric")
+    gr = sub.add_parser("graph", help="print a metric's graph (several: the report graph) as Mermaid")
+    gr.add_argument("metrics", nargs="+", metavar="METRIC")
     gr.add_argument("--xray", action="store_true", help="draw subgraphs expanded")
 
     sub.add_parser("metrics", help="list the metrics")
     return p
+
+
+def _guidelines(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    out: list[str] = []
+    for value in values:
+        if value.startswith("@"):
+            out.extend(line.strip() for line in Path(value[1:]).read_text(encoding="utf-8").splitlines() if line.strip())
+        else:
+            out.append(value)
+    return out
 
 
 def _rubric(value: str | None) -> str | None:
@@ -99,8 +117,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         judge = _judge(args)
         plan = MetricPlan(args.metrics, judge, {
             "window_size": args.window_size, "threshold": args.threshold, "strict_mode": args.strict_mode,
-            "reason": args.reason, "rubric": _rubric(args.rubric),
+            "reason": args.reason, "rubric": _rubric(args.rubric), "verify": args.verify,
+            "n_questions": args.n_questions, "guidelines": _guidelines(args.guidelines), "role": args.role,
         })
+        plan.check()
         if args.reason == "llm" and judge.kind != "llm":
             raise ValueError("--reason llm needs an LLM judge (--model)")
         if args.window_size is not None and args.window_size < 1:
@@ -219,13 +239,17 @@ def _load_mlflow(args: argparse.Namespace, loaded: Any) -> list[Any]:
 
 def cmd_graph(args: argparse.Namespace) -> int:
     from .metrics import create_metric
+    from .report import create_report_graph
 
     try:
-        graph = create_metric(args.metric)
-    except KeyError as exc:
-        print(f"error: {exc.args[0]}", file=sys.stderr)
+        if len(args.metrics) == 1:
+            graph = create_metric(args.metrics[0])
+        else:
+            graph = create_report_graph(args.metrics)
+    except (KeyError, ValueError) as exc:
+        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(graph.get_graph(xray=args.xray).draw_mermaid())
+    print(graph.get_graph(xray=1 if args.xray or len(args.metrics) > 1 else False).draw_mermaid())
     return EXIT_OK
 
 

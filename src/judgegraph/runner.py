@@ -82,6 +82,14 @@ class MetricPlan:
         self.overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
         self._graphs: dict[str, CompiledStateGraph] = {}
 
+    def check(self) -> None:
+        """Build each chosen metric once with the overrides, so a bad setting
+        (e.g. conversational-guidelines without guidelines) is a usage error
+        before any work, not an error in every conversation."""
+        for name in self.metrics or []:
+            spec = get_metric(name)
+            spec.factory(judge=self.judge, **{k: v for k, v in self.overrides.items() if k in spec.options})
+
     def metric_options(self, item: LoadedConversation) -> list[tuple[str, dict[str, Any]]]:
         hinted = item.options.get("metric")
         names = self.metrics or ([canonical_name(hinted)] if hinted else ["turn_relevancy"])

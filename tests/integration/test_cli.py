@@ -85,3 +85,40 @@ def test_installed_console_script_runs(tmp_path):
     exe = Path(sys.executable).with_name("judgegraph")
     proc = subprocess.run([str(exe), "graph", "conversation-relevance"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "judge_turn" in proc.stdout
+
+
+def test_graph_of_several_metrics_draws_the_report(capsys):
+    assert main(["graph", "turn-relevancy", "response-relevancy"]) == 0
+    text = capsys.readouterr().out
+    assert "prepare" in text and "turn_relevancy" in text and "response_relevancy" in text and "subgraph" in text
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["-m", "conversational-guidelines"], "needs guidelines"),
+    (["-m", "turn-contextual-relevancy", "--verify"], "needs an LLM judge"),
+])
+def test_metric_settings_are_checked_before_any_work(argv, msg, capsys, tmp_path):
+    out = tmp_path / "r.jsonl"
+    assert main(["eval", str(EX / "session_chats.jsonl"), "--out", str(out), *argv]) == 2
+    assert msg in capsys.readouterr().err and not out.exists()
+
+
+def test_guidelines_and_role_reach_the_judge(tmp_path):
+    from judgegraph.testing.openai_server import FakeOpenAIServer, schema_responder
+
+    rules = tmp_path / "rules.txt"
+    rules.write_text("Never ask for the card number.\n\nAlways offer a human agent.\n")
+    with FakeOpenAIServer(schema_responder) as server:
+        proc = subprocess.run(
+            [sys.executable, "-m", "judgegraph.cli", "eval", str(EX / "session_chats.jsonl"), "-q", "--no-progress",
+             "-m", "conversational-guidelines", "--guideline", "Apologise for problems.", "--guideline", f"@{rules}",
+             "-m", "role-adherence", "--role", "A cheerful pirate.",
+             "--model", "openai:judge", "--base-url", server.base_url, "--out", str(tmp_path / "r.jsonl")],
+            capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        )
+        bodies = json.dumps(server.requests)
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    for text in ("Apologise for problems.", "Never ask for the card number.", "Always offer a human agent.", "A cheerful pirate."):
+        assert text in bodies
+    keys = {k for r in records(tmp_path / "r.jsonl") for k in r["results"]}
+    assert keys == {"conversational_guidelines", "role_adherence"}
