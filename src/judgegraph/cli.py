@@ -125,7 +125,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise ValueError("--reason llm needs an LLM judge (--model)")
         if args.window_size is not None and args.window_size < 1:
             raise ValueError(f"--window-size must be >= 1, got {args.window_size}")
-    except (KeyError, ValueError, OSError) as exc:
+    except (KeyError, ValueError, TypeError, OSError) as exc:
         err.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
 

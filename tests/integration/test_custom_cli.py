@@ -107,13 +107,14 @@ def test_import_failures_are_usage_errors_exit_2(importable, metric, msg, capsys
     assert msg in capsys.readouterr().err.replace("\n", "")
 
 
-def test_factory_returning_something_else_is_reported_per_conversation(importable, tmp_path):
+def test_factory_returning_something_else_is_a_usage_error_before_any_work(importable, tmp_path, capsys):
+    # every chosen metric is built once before the run, so this surfaces as exit 2, not once per conversation
     data = tmp_path / "one.jsonl"
     data.write_text(json.dumps(CHATS[0]) + "\n")
     out = tmp_path / "r.jsonl"
-    assert main(["eval", str(data), "-m", "tonemod2:not_a_graph", "--out", str(out), "--no-progress", "-q"]) == 3
-    (row,) = map(json.loads, out.read_text().splitlines())
-    assert "returned str, not a compiled graph" in row["error"]
+    assert main(["eval", str(data), "-m", "tonemod2:not_a_graph", "--out", str(out), "--no-progress", "-q"]) == 2
+    assert "returned str, not a compiled graph" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_graph_command_draws_a_custom_judge(importable, capsys):

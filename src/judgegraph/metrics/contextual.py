@@ -48,10 +48,10 @@ from pydantic.json_schema import SkipJsonSchema
 
 from ..conversation import Conversation, RetrievalNode, as_conversation
 from ..judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
-from ..nodes import judge_step, render_messages
+from ..nodes import judge_step, render_messages, window_node
 from ..results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results
 from ..state import MetricInput, MetricOutput
-from ..windows import Exchange, Window, check_window_size, exchanges, windows_from_exchanges
+from ..windows import Exchange, Window, check_window_size
 
 METRIC = "turn_contextual_relevancy"
 EXTRACT_STEP = f"{METRIC}/extract_statements"
@@ -558,13 +558,11 @@ def _then(step: Runnable, route: Callable[[Any, dict[str, Any]], Any], name: str
 
 
 def _window_turns(settings: ContextualSettings):
+    windows = window_node(settings.window_size)
+
     def window_turns(state: ContextualState) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
-        exs = state.get("exchanges")
-        if exs is None:
-            exs = exchanges(conversation)
-        windows = windows_from_exchanges(conversation, exs, settings.window_size)
-        return {"conversation": conversation, "turn_contexts": [turn_context(w) for w in windows]}
+        out = windows(state)
+        return {"conversation": out["conversation"], "turn_contexts": [turn_context(w) for w in out["windows"]]}
 
     return window_turns
 

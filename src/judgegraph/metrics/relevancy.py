@@ -23,12 +23,11 @@ from typing import Annotated, Any, Literal, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Send
 from pydantic import BaseModel, Field, field_validator
 
 from ..conversation import Conversation, as_conversation
 from ..judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
-from ..nodes import judge_step, make_result, render_messages
+from ..nodes import fan_out, judge_step, make_result, outcome_fields, render_messages
 from ..prompts import Prompt, load_prompt
 from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_results
 from ..state import MetricInput, MetricOutput
@@ -104,11 +103,8 @@ def _window_turns(settings: RelevancySettings):
     return window_turns
 
 
-def fan_out_windows(state: RelevancyState) -> list[Send] | str:
-    windows = state.get("windows") or []
-    if not windows:
-        return "reduce_score"
-    return [Send("judge_turn", WindowTask(window=w)) for w in windows]
+#: One ``judge_turn`` task (a :class:`WindowTask`) per window, or reduce_score when there is none.
+fan_out_windows = fan_out("judge_turn", "windows", item="window", empty="reduce_score")
 
 
 def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -> JudgeRequest:
@@ -154,11 +150,8 @@ def _judge_turn(settings: RelevancySettings):
             turns=list(window.target.reply_turn_indices),
             verdict=getattr(value, "verdict", None),
             reason=getattr(value, "reason", ""),
-            score=outcome.score,
             reply=window.target.reply_text,
-            error=None if value is not None else (outcome.error or "no verdict"),
-            attempts=outcome.attempts,
-            usage=outcome.usage,
+            **outcome_fields(outcome),
         )
         return {"verdicts": [verdict]}
 

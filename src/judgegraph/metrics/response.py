@@ -48,8 +48,8 @@ from pydantic import BaseModel, Field, create_model, field_validator, model_vali
 
 from ..conversation import Conversation, as_conversation
 from ..judges import CallLimiter, Judge, JudgeOutcome, JudgeRequest, resolve_judge
-from ..nodes import judge_step
-from ..results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results
+from ..nodes import judge_step, make_result
+from ..results import MetricResult, Verdict, merge_results
 from ..state import MetricInput, MetricOutput
 from ..windows import Exchange, exchanges
 
@@ -533,24 +533,6 @@ def _reduce_score(settings: ResponseRelevancySettings):
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.exchange)
         skipped = list(state.get("skipped") or [])
         valid = [v for v in verdicts if v.verdict is not None]
-        threshold = settings.effective_threshold
-        errors = [
-            JudgeErrorInfo(where=f"exchange {v.exchange} ({_turn_label(v)})", step=v.step or GENERATE_STEP,
-                           message=v.error or "", attempts=v.attempts)
-            for v in verdicts
-            if v.verdict is None
-        ]
-        score: float | None = None
-        if not verdicts:
-            status, passed = "not_applicable", None
-        elif not valid:
-            status, passed = "error", None
-        else:
-            score = sum(v.score or 0.0 for v in valid) / len(valid)
-            if settings.strict_mode:
-                score = 1.0 if all(v.verdict == "yes" for v in valid) else 0.0
-            passed = score >= threshold
-            status = "passed" if passed else "failed"
         calls = sum(1 for v in verdicts if v.embedded_texts)
         details: dict[str, Any] = {
             "mode": OFFLINE_MODE if settings.offline else LLM_MODE,
@@ -568,19 +550,18 @@ def _reduce_score(settings: ResponseRelevancySettings):
             )
         if skipped:
             details["skipped"] = skipped
-        result = MetricResult(
-            key=settings.name,
-            conversation_id=conversation.id,
-            score=score,
-            threshold=threshold,
-            passed=passed,
-            status=status,
-            reason=deterministic_reason(score, settings, verdicts, skipped),
-            judge=settings.judge.name,
-            strict_mode=settings.strict_mode,
-            verdicts=verdicts,
-            errors=errors,
-            usage=Usage.total(v.usage for v in verdicts),
+        # Status rules shared by every metric: judgegraph.nodes.make_result. The score is the mean
+        # exchange score; strict mode asks every exchange to reach the threshold (verdict "yes").
+        result = make_result(
+            settings.name, conversation, verdicts,
+            judge=settings.judge.name,  # by name: the mode is in details, no judge_rule
+            threshold=settings.effective_threshold, strict_mode=settings.strict_mode, step=GENERATE_STEP,
+            score=lambda judged: (
+                (1.0 if all(v.verdict == "yes" for v in judged) else 0.0) if settings.strict_mode
+                else sum(v.score or 0.0 for v in judged) / len(judged)
+            ),
+            where=lambda v: f"exchange {v.exchange} ({_turn_label(v)})",
+            reason=lambda score, threshold, judged: deterministic_reason(score, settings, verdicts, skipped),
             details=details,
         )
         return {"results": {settings.name: result}}

@@ -10,17 +10,22 @@ turn), is dropped: it cannot point a reader at the wrong message.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel
 
-from ...conversation import Conversation
-from ...judges import Judge
+from ...conversation import Conversation, as_conversation
+from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ...nodes import conversation_json, outcome_fields
 from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict
+from ...state import MetricInput, MetricOutput
 
 NEEDS_LLM = "needs an LLM judge (pass --model)"
+REDUCE = "reduce_score"
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,80 @@ class SessionSettings:
             raise ValueError(f"threshold must be between 0 and 1, got {self.threshold}")
 
 
+def compile_session_judge(
+    build_graph: Callable[[Any], StateGraph],
+    settings_class: type[SessionSettings] = SessionSettings,
+    *,
+    model: Any,
+    judge: Judge | None,
+    max_concurrency: int,
+    max_tries: int,
+    model_kwargs: Mapping[str, Any],
+    **settings: Any,
+) -> CompiledStateGraph:
+    """What every session judge's factory does: resolve the judge, make the
+    settings (``name``, ``threshold``, ... in ``settings``), build and compile."""
+    resolved = resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
+                             **model_kwargs)
+    return build_graph(settings_class(judge=resolved, **settings)).compile(name=settings["name"])
+
+
+def session_graph(
+    settings: SessionSettings,
+    state: type,
+    route: Callable[[Any], Any],
+    steps: Sequence[tuple[str, Any]],
+    reduce: Any,
+    fan_out: Callable[[Any], Any] | None = None,
+) -> StateGraph:
+    """The shape of every session judge, checked settings first::
+
+        START ─route→ steps[0] [─fan_out→ steps[1]] → reduce_score → END
+
+    ``route`` (and ``fan_out``, with a second step) may go straight to reduce_score."""
+    if len(steps) != (2 if fan_out else 1):
+        raise ValueError("session_graph: one step, or two steps joined by fan_out")
+    settings.check()
+    builder = StateGraph(state, input_schema=MetricInput, output_schema=MetricOutput)
+    for name, node in steps:
+        builder.add_node(name, node)
+    builder.add_node(REDUCE, reduce)
+    builder.add_conditional_edges(START, route, [steps[0][0], REDUCE])
+    if fan_out:
+        builder.add_conditional_edges(steps[0][0], fan_out, [steps[1][0], REDUCE])
+    builder.add_edge(steps[-1][0], REDUCE)
+    builder.add_edge(REDUCE, END)
+    return builder
+
+
+def route_start(
+    settings: SessionSettings, tasks: Iterable[str], first: str, applies: Callable[[Conversation], bool]
+) -> Callable[[Any], str]:
+    """START's router: ``first``, or straight to reduce_score (no call) when the
+    judge cannot answer ``tasks`` or ``applies(conversation)`` is false."""
+
+    def route(state: Mapping[str, Any]) -> str:
+        conversation = as_conversation(state["conversation"])
+        if needs_llm(settings.judge, tasks) or not applies(conversation):
+            return REDUCE
+        return first
+
+    return route
+
+
+def conversation_request(
+    task: str, step: str, schema: type[BaseModel]
+) -> Callable[[Mapping[str, Any]], JudgeRequest]:
+    """A judge step's ``build`` that shows the judge the whole conversation
+    (``{conversation}``, :func:`judgegraph.nodes.conversation_json`)."""
+
+    def build(state: Mapping[str, Any]) -> JudgeRequest:
+        transcript = conversation_json(as_conversation(state["conversation"]))
+        return JudgeRequest(task=task, step=step, schema=schema, values={"conversation": transcript})
+
+    return build
+
+
 def lower(value: Any) -> Any:
     """Verdicts are read case-insensitively: ``" Yes "`` is ``"yes"``."""
     return value.strip().lower() if isinstance(value, str) else value
@@ -54,6 +133,10 @@ def lower(value: Any) -> Any:
 
 def role_indices(conversation: Conversation, role: str) -> list[int]:
     return [i for i, t in enumerate(conversation.turns) if t.role == role]
+
+
+def has_user(conversation: Conversation) -> bool:
+    return bool(role_indices(conversation, "user"))
 
 
 def cited_turns(numbers: Iterable[Any], conversation: Conversation, roles: Sequence[str] | None = None) -> list[int]:
@@ -119,6 +202,19 @@ def needs_llm_result(settings: SessionSettings, conversation: Conversation, step
     )
 
 
+def early_result(
+    settings: SessionSettings, conversation: Conversation, tasks: Iterable[str], step: str, applies: bool, reason: str,
+) -> MetricResult | None:
+    """reduce_score's answer when no call was made (see :func:`route_start`):
+    the "needs an LLM judge" error, or ``not_applicable`` with ``reason`` when
+    the conversation gives the judge nothing to judge; None otherwise."""
+    if needs_llm(settings.judge, tasks):
+        return needs_llm_result(settings, conversation, step)
+    if not applies:
+        return not_applicable(settings, conversation, reason)
+    return None
+
+
 def not_applicable(
     settings: SessionSettings, conversation: Conversation, reason: str, *, usage: Usage | None = None,
     details: dict[str, Any] | None = None, verdicts: list[Verdict] | None = None,
@@ -174,6 +270,27 @@ def error_result(
     """Status ``error``: nothing could be judged. Score, value and passed are None."""
     return base_result(settings, conversation, status="error", reason=reason, errors=errors, usage=usage,
                        details=details or {}, verdicts=verdicts or [])
+
+
+def tally(
+    verdicts: Sequence[Any], step: str, where: Callable[[Any], str]
+) -> tuple[list[Any], int, list[JudgeErrorInfo]]:
+    """Yes/no verdicts → (the judged ones: "yes" or "no"; how many "yes"; one
+    error per judge error, labelled ``where(verdict)``). Other answers (e.g.
+    "not_applicable") are neither judged nor errors."""
+    judged = [v for v in verdicts if v.verdict in ("yes", "no")]
+    good = sum(1 for v in judged if v.verdict == "yes")
+    errors = [error_info(where(v), step, v.error, v.attempts) for v in verdicts if v.verdict is None]
+    return judged, good, errors
+
+
+def outcome_info(outcome: JudgeOutcome) -> dict[str, Any]:
+    """The Verdict fields a judge outcome fills in a session verdict: ``error``,
+    ``attempts``, ``usage`` (:func:`judgegraph.nodes.outcome_fields` without the
+    score: session verdicts are categorical)."""
+    fields = outcome_fields(outcome)
+    del fields["score"]
+    return fields
 
 
 def error_info(where: str, step: str, error: str | None, attempts: int) -> JudgeErrorInfo:

@@ -19,19 +19,19 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, Literal, TypedDict
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field, field_validator
 
 from ...conversation import Conversation, as_conversation
-from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ...judges import Judge, JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step
 from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results
-from ...state import MetricInput, MetricOutput
 from .common import (
-    SessionSettings, cited_turns, clause, error_info, error_result, lower, needs_llm, needs_llm_result,
-    not_applicable, quote, role_indices, share_result, turn_label,
+    SessionSettings, cited_turns, clause, compile_session_judge, conversation_request, early_result, error_info,
+    error_result, has_user, lower, not_applicable, outcome_info, quote, route_start, session_graph, share_result,
+    tally, turn_label,
 )
 
 EXTRACT_STEP = "conversation_completeness/extract_goals"
@@ -91,21 +91,8 @@ class CompletenessState(TypedDict, total=False):
     results: Annotated[dict[str, MetricResult], merge_results]
 
 
-def route_start(settings: SessionSettings):
-    def route(state: CompletenessState) -> str:
-        conversation = as_conversation(state["conversation"])
-        if needs_llm(settings.judge, TASKS) or not role_indices(conversation, "user"):
-            return "reduce_score"
-        return "extract_goals"
-
-    return route
-
-
 def _extract_goals(settings: SessionSettings):
-    def build(state: CompletenessState) -> JudgeRequest:
-        conversation = as_conversation(state["conversation"])
-        return JudgeRequest(task="goal_extraction", step=EXTRACT_STEP, schema=Goals,
-                            values={"conversation": conversation_json(conversation)})
+    build = conversation_request("goal_extraction", EXTRACT_STEP, Goals)
 
     def finish(state: CompletenessState, outcome: JudgeOutcome) -> dict[str, Any]:
         conversation = as_conversation(state["conversation"])
@@ -156,8 +143,7 @@ def _judge_goal(settings: SessionSettings):
         return {"verdicts": [GoalVerdict(
             goal=task["goal"], request=task["request"], asked_in=task["asked_in"], answered_in=answered,
             turns=sorted(set(task["asked_in"]) | set(answered)), verdict=getattr(value, "verdict", None),
-            reason=getattr(value, "reason", ""), error=None if value is not None else (outcome.error or "no verdict"),
-            attempts=outcome.attempts, usage=outcome.usage,
+            reason=getattr(value, "reason", ""), **outcome_info(outcome),
         )]}
 
     return judge_step("judge_goal", settings.judge, build, finish)
@@ -172,11 +158,9 @@ def _describe(v: GoalVerdict) -> str:
 def _reduce_score(settings: SessionSettings):
     def reduce_score(state: CompletenessState) -> dict[str, Any]:
         conversation = as_conversation(state["conversation"])
-        if needs_llm(settings.judge, TASKS):
-            return {"results": {settings.name: needs_llm_result(settings, conversation, EXTRACT_STEP)}}
-        if not role_indices(conversation, "user"):
-            result = not_applicable(settings, conversation, "No user turn: the user asked for nothing.")
-            return {"results": {settings.name: result}}
+        if early := early_result(settings, conversation, TASKS, EXTRACT_STEP, has_user(conversation),
+                                 "No user turn: the user asked for nothing."):
+            return {"results": {settings.name: early}}
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.goal)
         extract_errors = state.get("extract_errors") or []
         usage = (state.get("extract_usage") or Usage()) + Usage.total(v.usage for v in verdicts)
@@ -190,10 +174,7 @@ def _reduce_score(settings: SessionSettings):
             result = not_applicable(settings, conversation, "The judge found no request from the user.", usage=usage,
                                     details=details)
             return {"results": {settings.name: result}}
-        judged = [v for v in verdicts if v.verdict is not None]
-        good = sum(1 for v in judged if v.verdict == "yes")
-        errors = [error_info(f"request {v.goal + 1} {quote(v.request, 50)}", JUDGE_STEP, v.error, v.attempts)
-                  for v in verdicts if v.verdict is None]
+        judged, good, errors = tally(verdicts, JUDGE_STEP, lambda v: f"request {v.goal + 1} {quote(v.request, 50)}")
         unmet = [v for v in judged if v.verdict == "no"]
         problems = ["Not satisfied: " + "; ".join(_describe(v) for v in unmet) + "."] if unmet else []
         details.update(judged=len(judged), satisfied=good)
@@ -206,16 +187,11 @@ def _reduce_score(settings: SessionSettings):
 
 def build_completeness_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    settings.check()
-    builder = StateGraph(CompletenessState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("extract_goals", _extract_goals(settings))
-    builder.add_node("judge_goal", _judge_goal(settings))
-    builder.add_node("reduce_score", _reduce_score(settings))
-    builder.add_conditional_edges(START, route_start(settings), ["extract_goals", "reduce_score"])
-    builder.add_conditional_edges("extract_goals", fan_out_goals, ["judge_goal", "reduce_score"])
-    builder.add_edge("judge_goal", "reduce_score")
-    builder.add_edge("reduce_score", END)
-    return builder
+    return session_graph(
+        settings, CompletenessState, route_start(settings, TASKS, "extract_goals", has_user),
+        [("extract_goals", _extract_goals(settings)), ("judge_goal", _judge_goal(settings))],
+        _reduce_score(settings), fan_out=fan_out_goals,
+    )
 
 
 def create_conversation_completeness_judge(
@@ -234,12 +210,10 @@ def create_conversation_completeness_judge(
     Value "yes"/"no" (every judged request satisfied); score = satisfied /
     judged requests; passes when score >= ``threshold`` (default 0.5). Calls:
     1 extraction + 1 per request. Needs an LLM judge."""
-    settings = SessionSettings(
-        name=name, threshold=threshold, strict_mode=strict_mode,
-        judge=resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
-                            **model_kwargs),
+    return compile_session_judge(
+        build_completeness_graph, name=name, threshold=threshold, strict_mode=strict_mode,
+        model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries, model_kwargs=model_kwargs,
     )
-    return build_completeness_graph(settings).compile(name=name)
 
 
 PROMPT_VALUES = {

@@ -16,18 +16,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypedDict
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ...conversation import Conversation, as_conversation
-from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
-from ...nodes import conversation_json, judge_step
+from ...judges import Judge, JudgeOutcome
+from ...nodes import judge_step
 from ...results import MetricResult, Verdict, merge_results
-from ...state import MetricInput, MetricOutput
 from .common import (
-    SessionSettings, base_result, cited_turns, error_info, error_result, lower, needs_llm, needs_llm_result,
-    not_applicable, role_indices, turn_label,
+    SessionSettings, base_result, cited_turns, compile_session_judge, conversation_request, early_result,
+    error_info, error_result, has_user, lower, outcome_info, route_start, session_graph, turn_label,
 )
 
 JUDGE_STEP = "user_frustration/judge_frustration"
@@ -76,21 +75,8 @@ class FrustrationState(TypedDict, total=False):
     results: Annotated[dict[str, MetricResult], merge_results]
 
 
-def route_start(settings: SessionSettings):
-    def route(state: FrustrationState) -> str:
-        conversation = as_conversation(state["conversation"])
-        if needs_llm(settings.judge, TASKS) or not role_indices(conversation, "user"):
-            return "reduce_score"
-        return "judge_frustration"
-
-    return route
-
-
 def _judge_frustration(settings: SessionSettings):
-    def build(state: FrustrationState) -> JudgeRequest:
-        conversation = as_conversation(state["conversation"])
-        return JudgeRequest(task="user_frustration", step=JUDGE_STEP, schema=FrustrationJudgement,
-                            values={"conversation": conversation_json(conversation)})
+    build = conversation_request("user_frustration", JUDGE_STEP, FrustrationJudgement)
 
     def finish(state: FrustrationState, outcome: JudgeOutcome) -> dict[str, Any]:
         conversation = as_conversation(state["conversation"])
@@ -102,8 +88,7 @@ def _judge_frustration(settings: SessionSettings):
         verdict = FrustrationVerdict(
             verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""),
             frustrated_turns=frustrated, resolved_by_turns=resolved_by, turns=sorted({*frustrated, *resolved_by}),
-            error=None if value is not None else (outcome.error or "no verdict"), attempts=outcome.attempts,
-            usage=outcome.usage,
+            **outcome_info(outcome),
         )
         return {"conversation": conversation, "verdicts": [verdict]}
 
@@ -113,12 +98,10 @@ def _judge_frustration(settings: SessionSettings):
 def _reduce_score(settings: SessionSettings):
     def reduce_score(state: FrustrationState) -> dict[str, Any]:
         conversation = as_conversation(state["conversation"])
-        if needs_llm(settings.judge, TASKS):
-            return {"results": {settings.name: needs_llm_result(settings, conversation, JUDGE_STEP)}}
-        verdicts = state.get("verdicts") or []
-        if not verdicts:
-            reason = "No user turn: there is no user to be frustrated."
-            return {"results": {settings.name: not_applicable(settings, conversation, reason)}}
+        if early := early_result(settings, conversation, TASKS, JUDGE_STEP, has_user(conversation),
+                                 "No user turn: there is no user to be frustrated."):
+            return {"results": {settings.name: early}}
+        verdicts = state["verdicts"]
         (v,) = verdicts
         if v.verdict is None:
             errors = [error_info("conversation", JUDGE_STEP, v.error, v.attempts)]
@@ -151,14 +134,8 @@ def _reduce_score(settings: SessionSettings):
 
 def build_frustration_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    settings.check()
-    builder = StateGraph(FrustrationState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("judge_frustration", _judge_frustration(settings))
-    builder.add_node("reduce_score", _reduce_score(settings))
-    builder.add_conditional_edges(START, route_start(settings), ["judge_frustration", "reduce_score"])
-    builder.add_edge("judge_frustration", "reduce_score")
-    builder.add_edge("reduce_score", END)
-    return builder
+    return session_graph(settings, FrustrationState, route_start(settings, TASKS, "judge_frustration", has_user),
+                         [("judge_frustration", _judge_frustration(settings))], _reduce_score(settings))
 
 
 def create_user_frustration_judge(
@@ -175,12 +152,10 @@ def create_user_frustration_judge(
     """Was the user frustrated, and was it resolved? Value "none" | "resolved" |
     "unresolved"; score 1.0 / 0.5 / 0.0; passes unless "unresolved" (threshold
     0.5); strict mode: only "none" passes. One call. Needs an LLM judge."""
-    settings = SessionSettings(
-        name=name, threshold=threshold, strict_mode=strict_mode,
-        judge=resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
-                            **model_kwargs),
+    return compile_session_judge(
+        build_frustration_graph, name=name, threshold=threshold, strict_mode=strict_mode,
+        model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries, model_kwargs=model_kwargs,
     )
-    return build_frustration_graph(settings).compile(name=name)
 
 
 PROMPT_VALUES = {JUDGE_STEP: {"conversation"}}

@@ -19,19 +19,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypedDict
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ...conversation import Conversation, as_conversation
-from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ...judges import Judge, JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step
 from ...results import MetricResult, Usage, Verdict, merge_results
-from ...state import MetricInput, MetricOutput
 from .common import (
-    SessionSettings, cited_turns, clause, error_info, lower, needs_llm, needs_llm_result, not_applicable,
-    quote, role_indices, share_result, turn_label,
+    SessionSettings, cited_turns, clause, compile_session_judge, early_result, lower, needs_llm, not_applicable,
+    outcome_info, quote, role_indices, session_graph, share_result, tally, turn_label,
 )
 
 JUDGE_STEP = "conversational_guidelines/judge_guideline"
@@ -79,6 +78,10 @@ class GuidelineVerdict(Verdict):
 @dataclass(frozen=True)
 class GuidelineSettings(SessionSettings):
     guidelines: tuple[str, ...] = ()
+
+    def check(self) -> None:
+        super().check()
+        check_guidelines(self.guidelines)
 
 
 def check_guidelines(guidelines: Any) -> tuple[str, ...]:
@@ -136,8 +139,7 @@ def _judge_guideline(settings: GuidelineSettings):
         violating = cited_turns(getattr(value, "violating_turns", []), task["conversation"], ("assistant",))
         return {"verdicts": [GuidelineVerdict(
             guideline=task["guideline"], index=task["index"], turns=violating, verdict=getattr(value, "verdict", None),
-            reason=getattr(value, "reason", ""), error=None if value is not None else (outcome.error or "no verdict"),
-            attempts=outcome.attempts, usage=outcome.usage,
+            reason=getattr(value, "reason", ""), **outcome_info(outcome),
         )]}
 
     return judge_step("judge_guideline", settings.judge, build, finish)
@@ -150,16 +152,14 @@ def _label(v: GuidelineVerdict) -> str:
 def _reduce_score(settings: GuidelineSettings):
     def reduce_score(state: GuidelinesState) -> dict[str, Any]:
         conversation = as_conversation(state["conversation"])
-        if needs_llm(settings.judge, TASKS):
-            return {"results": {settings.name: needs_llm_result(settings, conversation, JUDGE_STEP)}}
-        if not role_indices(conversation, "assistant"):
-            reason = "No assistant turn: there is nothing to hold to the guidelines."
-            return {"results": {settings.name: not_applicable(settings, conversation, reason)}}
+        has_assistant = bool(role_indices(conversation, "assistant"))
+        if early := early_result(settings, conversation, TASKS, JUDGE_STEP, has_assistant,
+                                 "No assistant turn: there is nothing to hold to the guidelines."):
+            return {"results": {settings.name: early}}
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.index)
         usage = Usage.total(v.usage for v in verdicts)
-        judged = [v for v in verdicts if v.verdict in ("yes", "no")]
+        judged, good, errors = tally(verdicts, JUDGE_STEP, _label)
         skipped = [v for v in verdicts if v.verdict == "not_applicable"]
-        errors = [error_info(_label(v), JUDGE_STEP, v.error, v.attempts) for v in verdicts if v.verdict is None]
         details: dict[str, Any] = {"guidelines": len(verdicts), "judged": len(judged), "not_applicable": len(skipped)}
         if not judged and not errors:
             reason = "None of the guidelines applies to this conversation: " + "; ".join(
@@ -167,7 +167,6 @@ def _reduce_score(settings: GuidelineSettings):
             return {"results": {settings.name: not_applicable(settings, conversation, reason, usage=usage,
                                                               details=details, verdicts=verdicts)}}
         broken = [v for v in judged if v.verdict == "no"]
-        good = len(judged) - len(broken)
         problems = []
         if broken:
             problems.append("Violated: " + "; ".join(f"{_label(v)} in {turn_label(v.turns)}: {clause(v.reason)}"
@@ -184,15 +183,8 @@ def _reduce_score(settings: GuidelineSettings):
 
 def build_guidelines_graph(settings: GuidelineSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    settings.check()
-    check_guidelines(settings.guidelines)
-    builder = StateGraph(GuidelinesState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("judge_guideline", _judge_guideline(settings))
-    builder.add_node("reduce_score", _reduce_score(settings))
-    builder.add_conditional_edges(START, fan_out(settings), ["judge_guideline", "reduce_score"])
-    builder.add_edge("judge_guideline", "reduce_score")
-    builder.add_edge("reduce_score", END)
-    return builder
+    return session_graph(settings, GuidelinesState, fan_out(settings),
+                         [("judge_guideline", _judge_guideline(settings))], _reduce_score(settings))
 
 
 def create_conversational_guidelines_judge(
@@ -213,12 +205,11 @@ def create_conversational_guidelines_judge(
     applicable guidelines; passes when score >= ``threshold`` (default 0.5).
     One call per guideline, concurrently. No guidelines → ValueError."""
     checked = check_guidelines(guidelines)
-    settings = GuidelineSettings(
-        name=name, threshold=threshold, strict_mode=strict_mode, guidelines=checked,
-        judge=resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
-                            **model_kwargs),
+    return compile_session_judge(
+        build_guidelines_graph, GuidelineSettings, name=name, threshold=threshold, strict_mode=strict_mode,
+        guidelines=checked, model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
+        model_kwargs=model_kwargs,
     )
-    return build_guidelines_graph(settings).compile(name=name)
 
 
 PROMPT_VALUES = {JUDGE_STEP: {"conversation", "guideline"}}

@@ -20,19 +20,19 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, Literal, TypedDict
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ...conversation import Conversation, as_conversation
-from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ...judges import Judge, JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step
 from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results
-from ...state import MetricInput, MetricOutput
 from .common import (
-    SessionSettings, cited_turns, clause, error_info, error_result, lower, needs_llm, needs_llm_result,
-    not_applicable, quote, role_indices, share_result,
+    SessionSettings, cited_turns, clause, compile_session_judge, conversation_request, early_result, error_info,
+    error_result, lower, not_applicable, outcome_info, quote, role_indices, route_start, session_graph,
+    share_result, tally,
 )
 
 EXTRACT_STEP = "knowledge_retention/extract_facts"
@@ -133,21 +133,8 @@ def _has_replies(conversation: Conversation) -> bool:
     return bool(users) and any(i > users[0] for i in role_indices(conversation, "assistant"))
 
 
-def route_start(settings: SessionSettings):
-    def route(state: RetentionState) -> str:
-        conversation = as_conversation(state["conversation"])
-        if needs_llm(settings.judge, TASKS) or not _has_replies(conversation):
-            return "reduce_score"
-        return "extract_facts"
-
-    return route
-
-
 def _extract_facts(settings: SessionSettings):
-    def build(state: RetentionState) -> JudgeRequest:
-        conversation = as_conversation(state["conversation"])
-        return JudgeRequest(task="fact_extraction", step=EXTRACT_STEP, schema=Facts,
-                            values={"conversation": conversation_json(conversation)})
+    build = conversation_request("fact_extraction", EXTRACT_STEP, Facts)
 
     def finish(state: RetentionState, outcome: JudgeOutcome) -> dict[str, Any]:
         conversation = as_conversation(state["conversation"])
@@ -203,9 +190,7 @@ def _check_turn(settings: SessionSettings):
         turns = {task["turn"], *(lp.stated_in for lp in lapses if lp.stated_in is not None)}
         return {"verdicts": [RetentionVerdict(
             turn=task["turn"], reply=conversation.turns[task["turn"]].content, lapses=lapses, turns=sorted(turns),
-            verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""),
-            error=None if value is not None else (outcome.error or "no verdict"), attempts=outcome.attempts,
-            usage=outcome.usage,
+            verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""), **outcome_info(outcome),
         )]}
 
     return judge_step("check_turn", settings.judge, build, finish)
@@ -223,11 +208,9 @@ def _describe(v: RetentionVerdict) -> str:
 def _reduce_score(settings: SessionSettings):
     def reduce_score(state: RetentionState) -> dict[str, Any]:
         conversation = as_conversation(state["conversation"])
-        if needs_llm(settings.judge, TASKS):
-            return {"results": {settings.name: needs_llm_result(settings, conversation, EXTRACT_STEP)}}
-        if not _has_replies(conversation):
-            reason = "No assistant turn after a user turn: there is nothing to retain."
-            return {"results": {settings.name: not_applicable(settings, conversation, reason)}}
+        if early := early_result(settings, conversation, TASKS, EXTRACT_STEP, _has_replies(conversation),
+                                 "No assistant turn after a user turn: there is nothing to retain."):
+            return {"results": {settings.name: early}}
         facts = state.get("facts") or []
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.turn)
         usage = (state.get("extract_usage") or Usage()) + Usage.total(v.usage for v in verdicts)
@@ -249,10 +232,7 @@ def _reduce_score(settings: SessionSettings):
             reason = "No assistant turn comes after a fact the user stated."
             return {"results": {settings.name: not_applicable(settings, conversation, reason, usage=usage,
                                                               details=details)}}
-        judged = [v for v in verdicts if v.verdict is not None]
-        good = sum(1 for v in judged if v.verdict == "yes")
-        errors = [error_info(f"turn {v.turn + 1}", CHECK_STEP, v.error, v.attempts) for v in verdicts
-                  if v.verdict is None]
+        judged, good, errors = tally(verdicts, CHECK_STEP, lambda v: f"turn {v.turn + 1}")
         failed = [v for v in judged if v.verdict == "no"]
         problems = ["Lapses: " + "; ".join(_describe(v) for v in failed) + "."] if failed else []
         details.update(judged=len(judged), retained=good,
@@ -267,16 +247,11 @@ def _reduce_score(settings: SessionSettings):
 
 def build_retention_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    settings.check()
-    builder = StateGraph(RetentionState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("extract_facts", _extract_facts(settings))
-    builder.add_node("check_turn", _check_turn(settings))
-    builder.add_node("reduce_score", _reduce_score(settings))
-    builder.add_conditional_edges(START, route_start(settings), ["extract_facts", "reduce_score"])
-    builder.add_conditional_edges("extract_facts", fan_out_turns, ["check_turn", "reduce_score"])
-    builder.add_edge("check_turn", "reduce_score")
-    builder.add_edge("reduce_score", END)
-    return builder
+    return session_graph(
+        settings, RetentionState, route_start(settings, TASKS, "extract_facts", _has_replies),
+        [("extract_facts", _extract_facts(settings)), ("check_turn", _check_turn(settings))],
+        _reduce_score(settings), fan_out=fan_out_turns,
+    )
 
 
 def create_knowledge_retention_judge(
@@ -296,12 +271,10 @@ def create_knowledge_retention_judge(
     retained / assistant turns judged; passes when score >= ``threshold``
     (default 0.5). Calls: 1 extraction + 1 per assistant turn after the first
     fact. Needs an LLM judge."""
-    settings = SessionSettings(
-        name=name, threshold=threshold, strict_mode=strict_mode,
-        judge=resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
-                            **model_kwargs),
+    return compile_session_judge(
+        build_retention_graph, name=name, threshold=threshold, strict_mode=strict_mode,
+        model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries, model_kwargs=model_kwargs,
     )
-    return build_retention_graph(settings).compile(name=name)
 
 
 PROMPT_VALUES = {

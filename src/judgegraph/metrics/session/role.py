@@ -18,18 +18,18 @@ import operator
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypedDict
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field, field_validator
 
 from ...conversation import Conversation, as_conversation
-from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ...judges import Judge, JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step
 from ...results import MetricResult, Usage, Verdict, merge_results
-from ...state import MetricInput, MetricOutput
 from .common import (
-    SessionSettings, clause, error_info, lower, needs_llm, needs_llm_result, not_applicable, quote, share_result,
+    SessionSettings, clause, compile_session_judge, early_result, lower, needs_llm, not_applicable, quote,
+    session_graph, share_result, tally,
 )
 
 JUDGE_STEP = "role_adherence/judge_turns"
@@ -152,22 +152,18 @@ def _judge_turns(settings: RoleSettings):
 def _reduce_score(settings: RoleSettings):
     def reduce_score(state: RoleState) -> dict[str, Any]:
         conversation = as_conversation(state["conversation"])
-        if needs_llm(settings.judge, TASKS):
-            return {"results": {settings.name: needs_llm_result(settings, conversation, JUDGE_STEP)}}
         role = role_of(settings, conversation)
-        if role is None:
-            reason = ("No chatbot role to judge against: pass role=... (CLI: the role option) or give the"
-                      " conversation a chatbot_role.")
-            return {"results": {settings.name: not_applicable(settings, conversation, reason)}}
+        if early := early_result(settings, conversation, TASKS, JUDGE_STEP, role is not None,
+                                 "No chatbot role to judge against: pass role=... (CLI: the role option) or give the"
+                                 " conversation a chatbot_role."):
+            return {"results": {settings.name: early}}
         if not assistant_turns(conversation):
             reason = "No assistant turn with text: there is nothing to hold to the role."
             return {"results": {settings.name: not_applicable(settings, conversation, reason,
                                                               details={"role": role})}}
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.turn)
-        judged = [v for v in verdicts if v.verdict is not None]
+        judged, good, errors = tally(verdicts, JUDGE_STEP, lambda v: f"turn {v.turn + 1}")
         out_of_role = [v for v in judged if v.verdict == "no"]
-        errors = [error_info(f"turn {v.turn + 1}", JUDGE_STEP, v.error, v.attempts) for v in verdicts
-                  if v.verdict is None]
         problems = []
         if out_of_role:
             problems.append("Out of role: " + "; ".join(f"turn {v.turn + 1} {quote(v.reply, 50)}: {clause(v.reason)}"
@@ -177,7 +173,7 @@ def _reduce_score(settings: RoleSettings):
             "batches": len({v.batch for v in verdicts}), "batch_size": settings.batch_size,
             "out_of_role_turns": [v.turn for v in out_of_role],
         }
-        result = share_result(settings, conversation, good=len(judged) - len(out_of_role), judged=len(judged),
+        result = share_result(settings, conversation, good=good, judged=len(judged),
                               what="assistant turns in role", verdicts=verdicts, errors=errors,
                               usage=Usage.total(v.usage for v in verdicts), problems=problems, details=details)
         return {"results": {settings.name: result}}
@@ -187,14 +183,8 @@ def _reduce_score(settings: RoleSettings):
 
 def build_role_graph(settings: RoleSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    settings.check()
-    builder = StateGraph(RoleState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("judge_turns", _judge_turns(settings))
-    builder.add_node("reduce_score", _reduce_score(settings))
-    builder.add_conditional_edges(START, fan_out(settings), ["judge_turns", "reduce_score"])
-    builder.add_edge("judge_turns", "reduce_score")
-    builder.add_edge("reduce_score", END)
-    return builder
+    return session_graph(settings, RoleState, fan_out(settings), [("judge_turns", _judge_turns(settings))],
+                         _reduce_score(settings))
 
 
 def create_role_adherence_judge(
@@ -216,12 +206,11 @@ def create_role_adherence_judge(
     Value "yes"/"no"; score = in-role turns / judged assistant turns; passes
     when score >= ``threshold`` (default 0.5). Calls: ceil(assistant turns /
     ``batch_size``), concurrently."""
-    settings = RoleSettings(
-        name=name, threshold=threshold, strict_mode=strict_mode, role=role, batch_size=batch_size,
-        judge=resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
-                            **model_kwargs),
+    return compile_session_judge(
+        build_role_graph, RoleSettings, name=name, threshold=threshold, strict_mode=strict_mode, role=role,
+        batch_size=batch_size, model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
+        model_kwargs=model_kwargs,
     )
-    return build_role_graph(settings).compile(name=name)
 
 
 PROMPT_VALUES = {JUDGE_STEP: {"role", "conversation", "turns"}}
