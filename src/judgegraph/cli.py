@@ -38,6 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--verify", action="store_true", default=None,
                     help="turn-contextual-relevancy: a second look at every 'irrelevant' statement verdict")
     ev.add_argument("--n-questions", type=int, help="response-relevancy: questions generated per reply (default 3)")
+    ev.add_argument("--embeddings", help="response-relevancy: embeddings model, e.g. openai:text-embedding-3-small "
+                                         "(default: the offline all-MiniLM-L6-v2); served at --base-url when given")
     ev.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
                     help="conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
     ev.add_argument("--role", help="role-adherence: the chatbot's role (default: each conversation's chatbot_role)")
@@ -119,6 +121,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "window_size": args.window_size, "threshold": args.threshold, "strict_mode": args.strict_mode,
             "reason": args.reason, "rubric": _rubric(args.rubric), "verify": args.verify,
             "n_questions": args.n_questions, "guidelines": _guidelines(args.guidelines), "role": args.role,
+            "embeddings": args.embeddings, "embeddings_base_url": args.base_url if args.embeddings else None,
         })
         plan.check()
         if args.reason == "llm" and judge.kind != "llm":

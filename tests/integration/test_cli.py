@@ -122,3 +122,25 @@ def test_guidelines_and_role_reach_the_judge(tmp_path):
         assert text in bodies
     keys = {k for r in records(tmp_path / "r.jsonl") for k in r["results"]}
     assert keys == {"conversational_guidelines", "role_adherence"}
+
+
+def test_response_relevancy_with_llm_questions_and_server_embeddings(tmp_path):
+    from judgegraph.testing.openai_server import FakeOpenAIServer, structured
+
+    def responder(request):
+        return structured({"reason": "what the reply answers", "questions": [
+            {"question": f"Question {i} about the reply?", "noncommittal": False} for i in range(1, 4)]})
+
+    out = tmp_path / "r.jsonl"
+    with FakeOpenAIServer(responder) as server:
+        proc = subprocess.run(
+            [sys.executable, "-m", "judgegraph.cli", "eval", str(EX / "ragas_samples.jsonl"), "-q", "--no-progress",
+             "-m", "response-relevancy", "--n-questions", "3", "--embeddings", "openai:text-embedding-3-small",
+             "--model", "openai:judge", "--base-url", server.base_url, "--out", str(out)],
+            capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        )
+        chats, embeds = server.calls["/v1/chat/completions"], server.calls["/v1/embeddings"]
+    assert proc.returncode in (0, 1), proc.stderr
+    rows = [r for r in records(out) if r["type"] == "conversation"]
+    assert chats == embeds == len(rows) == 5  # one generation and one embedding batch per exchange
+    assert all(r["results"]["response_relevancy"]["details"]["embedding_calls"] == 1 for r in rows)

@@ -642,7 +642,7 @@ def _specs():
             "response_relevancy", create_response_relevancy_judge,
             "Does each reply answer what was asked? Mean cosine of N questions written from the reply to the "
             "user's message (ragas); offline: cosine(reply, message)",
-            frozenset({"threshold", "strict_mode", "n_questions"}),
+            frozenset({"threshold", "strict_mode", "n_questions", "embeddings", "embeddings_base_url"}),
         )
     ]
 
