@@ -383,7 +383,7 @@ def test_resolve_embeddings_strings():
 
 def test_registered_for_the_cli_and_files():
     spec = get_metric("response-relevancy")
-    assert spec.name == "response_relevancy" and spec.options == {"threshold", "strict_mode", "n_questions"}
+    assert spec.name == "response_relevancy" and spec.options == {"threshold", "strict_mode", "n_questions", "embeddings", "embeddings_base_url"}
     graph = create_metric("response-relevancy", judge=LLMJudge(model()), n_questions=2, embeddings=FixedEmbeddings())
     assert "generate_questions" in graph.get_graph().nodes
 
