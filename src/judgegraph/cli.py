@@ -59,7 +59,8 @@ def _parser() -> argparse.ArgumentParser:
 
     gr = sub.add_parser("graph", help="print a metric's graph (several: the report graph) as Mermaid")
     gr.add_argument("metrics", nargs="+", metavar="METRIC")
-    gr.add_argument("--xray", action="store_true", help="draw subgraphs expanded")
+    gr.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
+                    help="conversational-guidelines needs at least one to be built (repeatable)")
 
     sub.add_parser("metrics", help="list the metrics")
     return p
@@ -87,11 +88,26 @@ def _judge(args: argparse.Namespace):
     from .judges import resolve_judge
 
     kwargs: dict[str, Any] = {}
-    if args.base_url:
+    if args.base_url and args.model:
         kwargs["base_url"] = args.base_url
-    if args.model is None and args.base_url:
-        raise ValueError("--base-url needs --model (the model name the server serves)")
+    if args.model is None and args.base_url and not getattr(args, "embeddings", None):
+        raise ValueError("--base-url needs --model (the model name the server serves) or --embeddings")
     return resolve_judge(model=args.model, max_concurrency=args.concurrency, max_tries=args.max_tries, **kwargs)
+
+
+def _bad_number(args: argparse.Namespace) -> str | None:
+    """Option values checked before any work, whichever metrics run."""
+    if args.concurrency < 1:
+        return f"--concurrency must be >= 1, got {args.concurrency}"
+    if args.max_tries < 1:
+        return f"--max-tries must be >= 1, got {args.max_tries}"
+    if args.threshold is not None and not 0.0 <= args.threshold <= 1.0:  # NaN fails the comparison too
+        return f"--threshold must be between 0 and 1, got {args.threshold}"
+    if args.window_size is not None and args.window_size < 1:
+        return f"--window-size must be >= 1, got {args.window_size}"
+    if args.n_questions is not None and args.n_questions < 1:
+        return f"--n-questions must be >= 1, got {args.n_questions}"
+    return None
 
 
 def _fmt_score(score: float | None) -> str:
@@ -107,9 +123,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .runner import MetricPlan, ResultsWriter, evaluate_async
 
     out = Console()
+    if not out.is_terminal:
+        out = Console(width=160)  # a log or a pipe: do not squeeze the table into 80 columns
     err = Console(stderr=True, soft_wrap=True, highlight=False)
-    if args.concurrency < 1:
-        err.print("[red]error:[/] --concurrency must be >= 1")
+    bad = _bad_number(args)
+    if bad:
+        err.print(f"[red]error:[/] {bad}")
         return EXIT_USAGE
     usage = _mlflow_usage_error(args)
     if usage:
@@ -126,8 +145,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
         plan.check()
         if args.reason == "llm" and judge.kind != "llm":
             raise ValueError("--reason llm needs an LLM judge (--model)")
-        if args.window_size is not None and args.window_size < 1:
-            raise ValueError(f"--window-size must be >= 1, got {args.window_size}")
     except (KeyError, ValueError, TypeError, OSError) as exc:
         err.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
@@ -183,6 +200,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 table.add_row(o.conversation_id, r.key, _fmt_score(r.score), f"[{style[r.status]}]{label}[/]", r.reason)
         out.print(table)
     u = summary.usage
+    failed_runs = sum(1 for o in outcomes if o.error)
     if judge.kind == "llm":
         cost = f"calls {u.calls}, tokens {u.input_tokens} in / {u.output_tokens} out{' (estimated)' if u.estimated else ''}"
     else:
@@ -191,7 +209,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         f"{len(outcomes)} conversations, {len(summary.results)} results: "
         f"{summary.count('passed')} passed, {summary.count('failed')} failed, "
         f"{summary.count('error')} errors, {summary.count('not_applicable')} n/a; "
-        f"{summary.judge_errors} judge errors, {len(summary.input_errors)} input errors. "
+        f"{summary.judge_errors} judge errors, {len(summary.input_errors)} input errors"
+        f"{f', {failed_runs} failed runs' if failed_runs else ''}. "
         f"judge: {judge.name} ({cost}). results: {args.out}"
     )
     if logged is not None:
@@ -241,18 +260,22 @@ def _load_mlflow(args: argparse.Namespace, loaded: Any) -> list[Any]:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from .metrics import create_metric
+    from .metrics import create_metric, get_metric
     from .report import create_report_graph
 
     try:
+        guidelines = _guidelines(args.guidelines)
+        options = {m: {"guidelines": guidelines} for m in args.metrics
+                   if guidelines and "guidelines" in get_metric(m).options}
         if len(args.metrics) == 1:
-            graph = create_metric(args.metrics[0])
+            graph = create_metric(args.metrics[0], **options.get(args.metrics[0], {}))
         else:
-            graph = create_report_graph(args.metrics)
-    except (KeyError, ValueError) as exc:
+            graph = create_report_graph(args.metrics, options=options)
+    except (KeyError, ValueError, TypeError, OSError) as exc:
         print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(graph.get_graph(xray=1 if args.xray or len(args.metrics) > 1 else False).draw_mermaid())
+    # a report is drawn with its metrics' subgraphs expanded
+    print(graph.get_graph(xray=1 if len(args.metrics) > 1 else False).draw_mermaid())
     return EXIT_OK
 
 

@@ -21,7 +21,9 @@ import json
 import operator
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypedDict, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph

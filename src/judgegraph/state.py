@@ -8,7 +8,9 @@ its metrics the conversation's ``exchanges``, computed once.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NotRequired, TypedDict
+from typing import Annotated, Any
+
+from typing_extensions import NotRequired, TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from .conversation import Conversation
 from .results import MetricResult, merge_results

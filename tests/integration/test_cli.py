@@ -63,6 +63,10 @@ def test_bad_records_are_reported_the_rest_judged_exit_3(tmp_path, capsys):
     (["-m", "no-such-metric"], "unknown metric"),
     (["--window-size", "0"], "window-size"),
     (["--reason", "llm"], "needs an LLM judge"),
+    (["--threshold", "1.5"], "--threshold must be between 0 and 1"),
+    (["--threshold", "nan"], "--threshold must be between 0 and 1"),
+    (["--max-tries", "0"], "--max-tries must be >= 1"),
+    (["--base-url", "http://127.0.0.1:9/v1"], "--base-url needs --model"),
 ])
 def test_usage_errors_exit_2(argv, msg, capsys, tmp_path):
     assert main(["eval", str(EX / "support_chats.jsonl"), "--out", str(tmp_path / "r.jsonl"), *argv]) == 2
@@ -73,6 +77,13 @@ def test_graph_command_prints_mermaid(capsys):
     assert main(["graph", "turn-relevancy"]) == 0
     text = capsys.readouterr().out
     assert "window_turns" in text and "judge_turn" in text and "reduce_score" in text and "graph TD" in text
+
+
+def test_graph_command_takes_the_options_a_metric_needs(capsys):
+    assert main(["graph", "conversational-guidelines"]) == 2
+    assert "needs guidelines" in capsys.readouterr().err
+    assert main(["graph", "conversational-guidelines", "--guideline", "Be kind."]) == 0
+    assert "judge_guideline" in capsys.readouterr().out
 
 
 def test_metrics_command_lists_both(capsys):
