@@ -39,14 +39,6 @@ STATEMENT_RULE = (
 )
 
 
-def _previous_user(context: list[str]) -> str:
-    for entry in reversed(context):
-        role, sep, content = entry.partition(":")
-        if sep and role.strip().lower() == "user":
-            return content.strip()
-    return ""
-
-
 def statement_scores(encode: Any, statements: list[str], user_message: str, context: list[str]) -> list[float]:
     """One similarity per statement (about -1..1, higher is more relevant), all
     texts in ONE ``encode`` call. ``context`` holds the window's earlier messages
@@ -54,12 +46,14 @@ def statement_scores(encode: Any, statements: list[str], user_message: str, cont
     ``ValueError`` when there is no user message to compare with."""
     import numpy as np
 
+    from .offline_scoring import previous_message
+
     user_message = user_message.strip()
     if not user_message:
         raise ValueError("no user message to judge the statements against")
     if not statements:
         return []
-    previous = _previous_user(context) if len(user_message.split()) <= STATEMENT_FOLLOWUP_MAX_WORDS else ""
+    previous = previous_message(context, "user") if len(user_message.split()) <= STATEMENT_FOLLOWUP_MAX_WORDS else ""
     queries = [user_message] + ([f"{previous}\n{user_message}"] if previous else [])
     vectors = np.asarray(encode([*queries, *statements]), dtype=np.float32)
     if vectors.shape[0] != len(queries) + len(statements):

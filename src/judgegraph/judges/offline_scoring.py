@@ -40,6 +40,7 @@ __all__ = [
     "followup_query",
     "is_short_followup",
     "previous_assistant",
+    "previous_message",
     "relevance_score",
 ]
 
@@ -64,13 +65,18 @@ RULE = (
 )
 
 
-def previous_assistant(context: Sequence[str]) -> str:
-    """Content of the last ``"assistant: ..."`` entry of ``context`` ("" if none)."""
+def previous_message(context: Sequence[str], role: str) -> str:
+    """Content of the last ``"<role>: ..."`` entry of ``context`` ("" if none)."""
     for entry in reversed(context):
-        role, sep, content = entry.partition(":")
-        if sep and role.strip().lower() == "assistant":
+        who, sep, content = entry.partition(":")
+        if sep and who.strip().lower() == role:
             return content.strip()
     return ""
+
+
+def previous_assistant(context: Sequence[str]) -> str:
+    """Content of the last ``"assistant: ..."`` entry of ``context`` ("" if none)."""
+    return previous_message(context, "assistant")
 
 
 def is_short_followup(latest_user: str) -> bool:
