@@ -18,6 +18,8 @@ through a whole one, ``examples/policy_judge/``):
   with the status rules every built-in metric uses;
 * :func:`render_messages`, :func:`conversation_json` — conversation content as
   prompt values (data, never template source);
+* :func:`quote`, :func:`turn_label` — quoted snippets and 1-based turn labels
+  for deterministic reasons;
 * ``extract_statements_step``, ``judge_statements_step``, ``verify_step`` and
   their models (``Statement``, ``StatementVerdict``, ...), re-exported
   lazily from :mod:`judgegraph.metrics.contextual` when it provides them.
@@ -25,7 +27,7 @@ through a whole one, ``examples/policy_judge/``):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableLambda
@@ -59,6 +61,20 @@ def render_messages(pairs: list[tuple[str, str]], *, empty: str = "(none)") -> s
     if not pairs:
         return empty
     return "\n\n".join(f"[{role}]\n{content}" for role, content in pairs)
+
+
+def quote(text: str, limit: int = 60) -> str:
+    """Text for a reason: whitespace folded, in quotes, cut to ``limit`` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return f'"{text[: limit - 1]}…"' if len(text) > limit else f'"{text}"'
+
+
+def turn_label(indices: Iterable[int]) -> str:
+    """0-based turn indices → ``"turn 3"`` / ``"turns 3, 5"`` (1-based, as reasons print them)."""
+    nums = [str(i + 1) for i in sorted(set(indices))]
+    if not nums:
+        return "no turn cited"
+    return f"turn {nums[0]}" if len(nums) == 1 else f"turns {', '.join(nums)}"
 
 
 def conversation_json(conversation: Any, *, numbered: bool = True) -> str:

@@ -50,7 +50,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from ..conversation import Conversation, RetrievalNode, as_conversation
 from ..judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
-from ..nodes import judge_step, render_messages, window_node
+from ..nodes import judge_step, quote, render_messages, window_node
 from ..results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results
 from ..state import MetricInput, MetricOutput
 from ..windows import Exchange, Window, check_window_size
@@ -643,11 +643,6 @@ def _label_list(labels: list[str]) -> str:
     return ", ".join(labels)
 
 
-def _quote(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return f'"{text[: limit - 1]}…"' if len(text) > limit else f'"{text}"'
-
-
 def contextual_reason(
     score: float | None, threshold: float, turns: list[dict[str, Any]], verdicts: list[StatementVerdict],
     *, max_nodes: int = 8,
@@ -682,7 +677,7 @@ def contextual_reason(
         if no:
             label = node_label(turns_[0] if turns_ else None, node)
             src = f" ({no[0].source})" if no[0].source else ""
-            bad.append(f"{label}{src}: {len(no)} of {len(vs)} irrelevant, e.g. {_quote(no[0].statement)} — {no[0].reason}")
+            bad.append(f"{label}{src}: {len(no)} of {len(vs)} irrelevant, e.g. {quote(no[0].statement)} — {no[0].reason}")
     if bad:
         more = f"; and {len(bad) - max_nodes} more node(s)" if len(bad) > max_nodes else ""
         parts.append("Irrelevant: " + "; ".join(bad[:max_nodes]) + more + ".")

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from ..conversation import Conversation, as_conversation
 from ..judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
-from ..nodes import fan_out, judge_step, make_result, outcome_fields, render_messages
+from ..nodes import fan_out, judge_step, make_result, outcome_fields, quote, render_messages, turn_label
 from ..prompts import Prompt, load_prompt
 from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_results
 from ..state import MetricInput, MetricOutput
@@ -160,16 +160,6 @@ def _judge_turn(settings: RelevancySettings):
     return judge_step("judge_turn", settings.judge, build, finish)
 
 
-def _turn_label(v: WindowVerdict) -> str:
-    turns = ", ".join(str(t + 1) for t in v.turns)
-    return f"turn {turns}" if len(v.turns) == 1 else f"turns {turns}"
-
-
-def _quote(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return f'"{text[: limit - 1]}…"' if len(text) > limit else f'"{text}"'
-
-
 def deterministic_reason(score: float | None, threshold: float, verdicts: list[WindowVerdict]) -> str:
     valid = [v for v in verdicts if v.verdict is not None]
     failed = [v for v in verdicts if v.verdict is None]
@@ -183,7 +173,7 @@ def deterministic_reason(score: float | None, threshold: float, verdicts: list[W
     irrelevant = [v for v in valid if not v.relevant]
     if irrelevant:
         parts.append("Irrelevant: " + "; ".join(
-            f"{_turn_label(v)} {_quote(v.reply)}: {v.reason}" if v.reply else f"{_turn_label(v)}: {v.reason}"
+            f"{turn_label(v.turns)} {quote(v.reply)}: {v.reason}" if v.reply else f"{turn_label(v.turns)}: {v.reason}"
             for v in irrelevant
         ))
     if failed:
@@ -199,7 +189,7 @@ def _reduce_score(settings: RelevancySettings):
         result = make_result(
             settings.name, conversation, verdicts,
             judge=settings.judge, threshold=settings.effective_threshold, strict_mode=settings.strict_mode,
-            step=JUDGE_STEP, where=lambda v: f"window {v.window} ({_turn_label(v)})",
+            step=JUDGE_STEP, where=lambda v: f"window {v.window} ({turn_label(v.turns)})",
             reason="" if settings.reason == "none" else deterministic_reason,
             details={
                 "window_size": settings.window_size,
@@ -216,7 +206,7 @@ def _write_reason(settings: RelevancySettings):
     def build(state: RelevancyState) -> JudgeRequest:
         result = state["results"][settings.name]
         lines = [
-            f"- {_turn_label(v)}: {'relevant' if v.relevant else 'irrelevant' if v.verdict else 'not judged'}"
+            f"- {turn_label(v.turns)}: {'relevant' if v.relevant else 'irrelevant' if v.verdict else 'not judged'}"
             f" — {v.reason or v.error}"
             for v in result.verdicts
         ]

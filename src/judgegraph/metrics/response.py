@@ -50,7 +50,7 @@ from pydantic import BaseModel, Field, create_model, field_validator, model_vali
 
 from ..conversation import Conversation, as_conversation
 from ..judges import CallLimiter, Judge, JudgeOutcome, JudgeRequest, resolve_judge
-from ..nodes import judge_step, make_result
+from ..nodes import judge_step, make_result, quote, turn_label
 from ..results import MetricResult, Verdict, merge_results
 from ..state import MetricInput, MetricOutput
 from ..windows import Exchange, exchanges
@@ -479,16 +479,6 @@ def _embed_response(settings: ResponseRelevancySettings, runner: EmbeddingRunner
     return RunnableLambda(run, afunc=arun, name="embed_response")
 
 
-def _turn_label(v: Verdict) -> str:
-    turns = ", ".join(str(t + 1) for t in v.turns)
-    return f"turn {turns}" if len(v.turns) == 1 else f"turns {turns}"
-
-
-def _quote(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return f'"{text[: limit - 1]}…"' if len(text) > limit else f'"{text}"'
-
-
 def deterministic_reason(
     score: float | None, settings: ResponseRelevancySettings, verdicts: list[ExchangeVerdict],
     skipped: list[dict[str, Any]],
@@ -515,11 +505,11 @@ def deterministic_reason(
     if low:
         items = []
         for v in low:
-            item = f"{_turn_label(v)} {_quote(v.response)} scored {v.score:.2f}"
+            item = f"{turn_label(v.turns)} {quote(v.response)} scored {v.score:.2f}"
             if v.all_noncommittal:
                 item += f" (all {len(v.questions)} generated questions noncommittal: score set to 0)"
             elif v.questions:
-                item += f" (it answers {_quote(v.questions[0], 80)}, asked {_quote(v.user_input, 80)})"
+                item += f" (it answers {quote(v.questions[0], 80)}, asked {quote(v.user_input, 80)})"
             items.append(item)
         parts.append(f"Below {settings.threshold:.2f}: " + "; ".join(items) + ".")
     if failed:
@@ -562,7 +552,7 @@ def _reduce_score(settings: ResponseRelevancySettings):
                 (1.0 if all(v.verdict == "yes" for v in judged) else 0.0) if settings.strict_mode
                 else sum(v.score or 0.0 for v in judged) / len(judged)
             ),
-            where=lambda v: f"exchange {v.exchange} ({_turn_label(v)})",
+            where=lambda v: f"exchange {v.exchange} ({turn_label(v.turns)})",
             reason=lambda score, threshold, judged: deterministic_reason(score, settings, verdicts, skipped),
             details=details,
         )

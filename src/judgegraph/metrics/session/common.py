@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from ...conversation import Conversation, as_conversation
 from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
-from ...nodes import conversation_json, outcome_fields
+from ...nodes import conversation_json, outcome_fields, quote, turn_label  # noqa: F401 - re-exported
 from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict
 from ...state import MetricInput, MetricOutput
 
@@ -152,22 +152,9 @@ def cited_turns(numbers: Iterable[Any], conversation: Conversation, roles: Seque
     return sorted(out)
 
 
-def turn_label(indices: Iterable[int]) -> str:
-    """0-based indices → ``"turn 3"`` / ``"turns 3, 5"`` (1-based)."""
-    nums = [str(i + 1) for i in sorted(set(indices))]
-    if not nums:
-        return "no turn cited"
-    return f"turn {nums[0]}" if len(nums) == 1 else f"turns {', '.join(nums)}"
-
-
 def clause(text: str) -> str:
     """A judge's reason as a clause inside our own sentence: no trailing period."""
     return " ".join(text.split()).rstrip(" .")
-
-
-def quote(text: str, limit: int = 70) -> str:
-    text = " ".join(text.split())
-    return f'"{text[: limit - 1]}…"' if len(text) > limit else f'"{text}"'
 
 
 # -- results -------------------------------------------------------------------

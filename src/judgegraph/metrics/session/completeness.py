@@ -154,7 +154,7 @@ def _judge_goal(settings: SessionSettings):
 def _describe(v: GoalVerdict) -> str:
     asked = f"asked in {turn_label(v.asked_in)}" if v.asked_in else "asked"
     answered = f"; responses in {turn_label(v.answered_in)}" if v.answered_in else "; no response"
-    return f"request {v.goal + 1} {quote(v.request)} ({asked}{answered}): {clause(v.reason)}"
+    return f"request {v.goal + 1} {quote(v.request, 70)} ({asked}{answered}): {clause(v.reason)}"
 
 
 def _reduce_score(settings: SessionSettings):
