@@ -89,8 +89,32 @@ class MetricResult(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
     def to_feedback(self) -> dict[str, Any]:
-        """A LangSmith/MLflow-style feedback dict."""
-        return {"key": self.key, "score": self.score, "comment": self.reason, "value": self.passed}
+        """The result as one feedback record: ``{key, score, value, comment, extra}``.
+
+        The shape LangSmith takes (``Client.create_feedback(run_id, **fb)``, or an
+        evaluator's return value) and the one the MLflow writer maps to an
+        assessment: ``key`` the metric name; ``score`` the numeric score (None
+        when nothing could be judged); ``value`` the judge's declared value where
+        the metric has one (``"resolved"``, a custom judge's label), else whether
+        it passed (None when not gated); ``comment`` the reason; ``extra`` the
+        status, threshold, judge, judge errors, usage and conversation id."""
+        return {
+            "key": self.key,
+            "score": self.score,
+            "value": self.value if self.value is not None else self.passed,
+            "comment": self.reason,
+            "extra": {
+                "status": self.status,
+                "passed": self.passed,
+                "threshold": self.threshold,
+                "strict_mode": self.strict_mode,
+                "judge": self.judge,
+                "conversation_id": self.conversation_id,
+                "judge_errors": len(self.errors),
+                "errors": [e.model_dump() for e in self.errors],
+                "usage": self.usage.model_dump(),
+            },
+        }
 
 
 def merge_results(left: dict[str, MetricResult] | None, right: dict[str, MetricResult] | None):

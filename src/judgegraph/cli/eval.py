@@ -1,28 +1,15 @@
-"""The ``judgegraph`` command.
-
-Exit statuses of ``judgegraph eval`` (documented in the README):
-  0  every metric passed (or was not applicable)
-  1  at least one conversation failed a metric's threshold
-  2  the command line was wrong (unknown metric, bad option)
-  3  something could not be judged: bad input records, judge errors, a failed run
-     (results for everything else are still printed and written)
-"""
+"""``judgegraph eval``: judge the conversations in files and/or MLflow sessions."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
-from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ERRORS = 0, 1, 2, 3
+from .common import EXIT_ERRORS, EXIT_USAGE, read_guidelines, read_rubric
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="judgegraph", description="Judge chatbot conversations with LangGraph metric graphs.")
-    sub = p.add_subparsers(dest="command", required=True)
-
+def register(sub: Any) -> None:
     ev = sub.add_parser("eval", help="judge conversations in files or MLflow sessions",
                         description="Judge the conversations in FILE(s) and/or the trace sessions of an MLflow experiment.")
     ev.add_argument("files", nargs="*", metavar="FILE", help=".jsonl, .json or .yaml (judgegraph, deepeval, promptfoo or OpenAI messages)")
@@ -56,36 +43,11 @@ def _parser() -> argparse.ArgumentParser:
     ml.add_argument("--max-traces", metavar="N", type=int, help="read the newest N traces (and the rest of their sessions)")
     ml.add_argument("--request-key", metavar="ARG", help="name of the traced function's argument holding the user message, when ambiguous")
     ml.add_argument("--response-key", metavar="KEY", help="key of the traced function's output holding the reply, when ambiguous")
-
-    gr = sub.add_parser("graph", help="print a metric's graph (several: the report graph) as Mermaid")
-    gr.add_argument("metrics", nargs="+", metavar="METRIC")
-    gr.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
-                    help="conversational-guidelines needs at least one to be built (repeatable)")
-
-    sub.add_parser("metrics", help="list the metrics")
-    return p
-
-
-def _guidelines(values: list[str] | None) -> list[str] | None:
-    if not values:
-        return None
-    out: list[str] = []
-    for value in values:
-        if value.startswith("@"):
-            out.extend(line.strip() for line in Path(value[1:]).read_text(encoding="utf-8").splitlines() if line.strip())
-        else:
-            out.append(value)
-    return out
-
-
-def _rubric(value: str | None) -> str | None:
-    if value and value.startswith("@"):
-        return Path(value[1:]).read_text(encoding="utf-8")
-    return value
+    ev.set_defaults(run=run)
 
 
 def _judge(args: argparse.Namespace):
-    from .judges import resolve_judge
+    from ..judges import resolve_judge
 
     kwargs: dict[str, Any] = {}
     if args.base_url and args.model:
@@ -114,13 +76,13 @@ def _fmt_score(score: float | None) -> str:
     return "—" if score is None else f"{score:.2f}"
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from .loaders import load_files
-    from .runner import MetricPlan, ResultsWriter, evaluate_async
+    from ..loaders import load_files
+    from ..runner import MetricPlan, ResultsWriter, evaluate_async
 
     out = Console()
     if not out.is_terminal:
@@ -138,8 +100,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         judge = _judge(args)
         plan = MetricPlan(args.metrics, judge, {
             "window_size": args.window_size, "threshold": args.threshold, "strict_mode": args.strict_mode,
-            "reason": args.reason, "rubric": _rubric(args.rubric), "verify": args.verify,
-            "n_questions": args.n_questions, "guidelines": _guidelines(args.guidelines), "role": args.role,
+            "reason": args.reason, "rubric": read_rubric(args.rubric), "verify": args.verify,
+            "n_questions": args.n_questions, "guidelines": read_guidelines(args.guidelines), "role": args.role,
             "embeddings": args.embeddings, "embeddings_base_url": args.base_url if args.embeddings else None,
         })
         plan.check()
@@ -177,7 +139,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     summary.input_errors = list(loaded.errors)
     logged = None
     if args.log_assessments:
-        from .integrations.mlflow import log_assessments
+        from ..integrations.mlflow import log_assessments
 
         logged = log_assessments(args.mlflow_uri, summary, sessions)
         for failure in logged.failures:
@@ -239,8 +201,8 @@ def _mlflow_usage_error(args: argparse.Namespace) -> str | None:
 
 def _load_mlflow(args: argparse.Namespace, loaded: Any) -> list[Any]:
     """Add the experiment's sessions (and their unreadable traces) to ``loaded``."""
-    from .integrations.mlflow import load_sessions
-    from .loaders import InputError
+    from ..integrations.mlflow import load_sessions
+    from ..loaders import InputError
 
     sessions = load_sessions(args.mlflow_uri, args.experiment, session_key=args.session_key,
                              max_traces=args.max_traces, request_key=args.request_key,
@@ -259,42 +221,3 @@ def _load_mlflow(args: argparse.Namespace, loaded: Any) -> list[Any]:
     return kept
 
 
-def cmd_graph(args: argparse.Namespace) -> int:
-    from .metrics import create_metric, get_metric
-    from .report import create_report_graph
-
-    try:
-        guidelines = _guidelines(args.guidelines)
-        options = {m: {"guidelines": guidelines} for m in args.metrics
-                   if guidelines and "guidelines" in get_metric(m).options}
-        if len(args.metrics) == 1:
-            graph = create_metric(args.metrics[0], **options.get(args.metrics[0], {}))
-        else:
-            graph = create_report_graph(args.metrics, options=options)
-    except (KeyError, ValueError, TypeError, OSError) as exc:
-        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return EXIT_USAGE
-    # a report is drawn with its metrics' subgraphs expanded
-    print(graph.get_graph(xray=1 if len(args.metrics) > 1 else False).draw_mermaid())
-    return EXIT_OK
-
-
-def cmd_metrics(_: argparse.Namespace) -> int:
-    from .metrics import registry
-
-    for spec in registry().values():
-        print(f"{spec.name.replace('_', '-'):28} {spec.summary}")
-    return EXIT_OK
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        return {"eval": cmd_eval, "graph": cmd_graph, "metrics": cmd_metrics}[args.command](args)
-    except BrokenPipeError:  # e.g. `judgegraph graph ... | head`
-        sys.stderr.close()
-        return EXIT_OK
-
-
-if __name__ == "__main__":
-    sys.exit(main())
