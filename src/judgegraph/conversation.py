@@ -100,3 +100,68 @@ def as_conversation(value: Conversation | dict[str, Any]) -> Conversation:
     if isinstance(value, Conversation):
         return value
     return Conversation.model_validate(value)
+
+
+# -- LangChain messages ------------------------------------------------------------
+
+#: Where a message may carry the retrieval context its reply was written from.
+RETRIEVAL_KEYS = ("retrieval_context", "retrievalContext")
+
+_ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool",
+                 "HumanMessageChunk": "user", "AIMessageChunk": "assistant"}
+
+
+def _message_objects(messages: Any) -> list[Any]:
+    """BaseMessage objects from objects, ``model_dump()`` dicts, ``messages_to_dict``
+    dumps (``{"type", "data"}``) or OpenAI-style ``{"role", "content"}`` dicts."""
+    from langchain_core.messages import BaseMessage, convert_to_messages, messages_from_dict
+
+    out: list[Any] = []
+    for i, message in enumerate(messages):
+        if isinstance(message, BaseMessage):
+            out.append(message)
+        elif isinstance(message, dict) and set(message) == {"type", "data"} and isinstance(message["data"], dict):
+            out.extend(messages_from_dict([message]))
+        elif isinstance(message, dict):
+            out.extend(convert_to_messages([message]))
+        else:
+            raise ValueError(f"messages[{i}]: expected a LangChain message or a dict, got {type(message).__name__}")
+    return out
+
+
+def _retrieval(message: Any) -> list[Any]:
+    for where in (message.additional_kwargs, message.response_metadata):
+        for key in RETRIEVAL_KEYS:
+            if where.get(key):
+                return list(where[key]) if isinstance(where[key], (list, tuple)) else [where[key]]
+    return []
+
+
+def from_messages(messages: Any, **fields: Any) -> Conversation:
+    """A :class:`Conversation` from LangChain messages (``MessagesState``'s
+    ``messages``): objects, their ``model_dump()`` or ``messages_to_dict`` dicts,
+    or ``{"role", "content"}`` dicts.
+
+    Human → ``user``, AI → ``assistant`` (its ``tool_calls`` kept, each with the
+    output of the tool message answering it), system → ``system``, tool →
+    ``tool``. A message's retrieval context is read from
+    ``additional_kwargs["retrieval_context"]`` (or ``response_metadata``): a list
+    of strings or ``{"context", "source"}`` dicts. ``fields`` are the
+    conversation's own (``id``, ``chatbot_role``, ``expected_outcome``, ``metadata``)."""
+    objs = _message_objects(list(messages))
+    outputs = {m.tool_call_id: m.text for m in objs if getattr(m, "tool_call_id", None)}
+    turns: list[Turn] = []
+    for i, m in enumerate(objs):
+        role = _ROLE_OF_TYPE.get(m.type)
+        if role is None:
+            raise ValueError(f"messages[{i}]: a {m.type!r} message has no conversation role"
+                             " (human, ai, system and tool messages do)")
+        calls = [
+            ToolCall(name=c["name"], arguments=c.get("args"), id=c.get("id"), output=outputs.get(c.get("id")))
+            for c in getattr(m, "tool_calls", None) or []
+        ]
+        meta = {k: v for k, v in (("id", m.id), ("name", m.name), ("tool_call_id", getattr(m, "tool_call_id", None)))
+                if v}
+        turns.append(Turn(role=role, content=m.text, tool_calls=calls,  # type: ignore[arg-type]
+                          retrieval_context=_retrieval(m), metadata=meta))
+    return Conversation(turns=turns, **fields)
