@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -114,6 +114,18 @@ class MetricPlan:
         return self._graphs[key]
 
 
+async def judge_conversation(plan: MetricPlan, item: LoadedConversation) -> ConversationOutcome:
+    """One conversation in, its outcome out (never raises): the unit of work a
+    worker process or a Ray actor runs (:mod:`judgegraph.scale`)."""
+    outcome = ConversationOutcome(item.conversation.id, item.source)
+    try:
+        out = await plan.report_for(item).ainvoke({"conversation": item.conversation})
+        outcome.results.update(out["results"])
+    except Exception as exc:  # noqa: BLE001 - one conversation's failure is reported, the run goes on
+        outcome.error = f"{type(exc).__name__}: {exc}"
+    return outcome
+
+
 async def evaluate_async(
     items: Iterable[LoadedConversation | InputError],
     plan: MetricPlan,
@@ -121,19 +133,17 @@ async def evaluate_async(
     max_conversations: int = 32,
     on_outcome: Callable[[ConversationOutcome], None] | None = None,
     on_input_error: Callable[[InputError], None] | None = None,
+    judge_one: Callable[[LoadedConversation], Awaitable[ConversationOutcome]] | None = None,
 ) -> RunSummary:
+    """``judge_one`` (default: :func:`judge_conversation` with ``plan`` in this
+    process) judges one conversation; worker pools pass their own."""
     summary = RunSummary(judge=plan.judge.name)
     gate = asyncio.Semaphore(max_conversations)
+    work = judge_one or (lambda item: judge_conversation(plan, item))
 
     async def run_one(item: LoadedConversation) -> ConversationOutcome:
         async with gate:
-            outcome = ConversationOutcome(item.conversation.id, item.source)
-            try:
-                out = await plan.report_for(item).ainvoke({"conversation": item.conversation})
-                outcome.results.update(out["results"])
-            except Exception as exc:  # noqa: BLE001 - one conversation's failure is reported, the run goes on
-                outcome.error = f"{type(exc).__name__}: {exc}"
-            return outcome
+            return await work(item)
 
     tasks = []
     for item in items:

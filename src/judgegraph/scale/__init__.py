@@ -1,0 +1,29 @@
+"""Judging at scale: worker processes on one machine, Ray actors on a cluster.
+
+``evaluate(items, PlanSpec(metrics, judge={...}), workers=N)`` or ``ray=ADDRESS``;
+the CLI's ``judgegraph eval --workers N`` / ``--ray [ADDRESS]``. See docs/scale.md.
+Nothing here imports Ray unless a Ray run is asked for.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "PlanSpec": "spec",
+    "auto_workers": "spec",
+    "split_budget": "limits",
+    "WorkerPool": "workers",
+    "RayPool": "ray_backend",
+    "aevaluate": "run",
+    "evaluate": "run",
+}
+
+__all__ = ["PlanSpec", "RayPool", "WorkerPool", "aevaluate", "auto_workers", "evaluate", "split_budget"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module 'judgegraph.scale' has no attribute {name!r}")

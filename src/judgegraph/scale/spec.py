@@ -1,0 +1,65 @@
+"""What a worker needs to rebuild the run's metric plan in its own process:
+settings, never live objects (a chat model holds HTTP clients and locks that
+do not cross a process boundary; the offline model loads once per worker)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .limits import split_budget, usable_workers
+
+
+@dataclass(frozen=True)
+class PlanSpec:
+    """``MetricPlan(metrics, resolve_judge(**judge), overrides)``, as data.
+
+    ``judge`` holds :func:`judgegraph.judges.resolve_judge` keyword arguments:
+    ``model`` must be a string (``"openai:gpt-4.1-mini"``) or None (the offline
+    judge); ``max_concurrency`` (and ``rpm`` / ``tpm`` when the judge takes
+    them) is the budget of the WHOLE run, split across workers.
+    """
+
+    metrics: list[str] | None = None
+    judge: dict[str, Any] = field(default_factory=dict)
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        model = self.judge.get("model")
+        if model is not None and not isinstance(model, str):
+            raise TypeError(
+                "worker processes rebuild the judge from its settings: pass model as a string such as "
+                f"'openai:gpt-4.1-mini' (with base_url=... for other servers), not a {type(model).__name__} object"
+            )
+        if "judge" in self.judge:
+            raise TypeError("worker processes rebuild the judge from its settings: pass model=..., not judge=...")
+
+    @property
+    def kind(self) -> str:
+        """``"llm"`` or ``"offline"``, without building anything."""
+        return "offline" if self.judge.get("model") is None else "llm"
+
+    def build(self) -> Any:
+        """The :class:`~judgegraph.runner.MetricPlan` these settings describe."""
+        from ..judges import resolve_judge
+        from ..runner import MetricPlan
+
+        return MetricPlan(self.metrics, resolve_judge(**self.judge), self.overrides)
+
+    def shares(self, workers: int) -> list[PlanSpec]:
+        """One spec per worker, each with its share of the run's budget."""
+        n = usable_workers(workers, self.judge)
+        return [replace(self, judge=share) for share in split_budget(self.judge, n)]
+
+
+def auto_workers(kind: str, cpus: int | None = None) -> int:
+    """The default number of worker processes, measured on a 2-core machine
+    (docs/scale.md): the LLM path is bound by client CPU (~10 ms per call), so
+    one process per core, up to 4 (beyond that one run rarely has the rate
+    limit to feed them); the offline judge is bound by BLAS work that already
+    uses every core, so one process."""
+    cpus = cpus or os.cpu_count() or 1
+    if kind == "offline":
+        return 1
+    return max(1, min(cpus, 4))
