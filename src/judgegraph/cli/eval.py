@@ -35,6 +35,13 @@ def register(sub: Any) -> None:
     ev.add_argument("--out", default="judgegraph-results.jsonl", help="where the full results go (default %(default)s)")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.add_argument("-q", "--quiet", action="store_true", help="no table, only the summary line")
+    sc = ev.add_argument_group("scale", "judge on every core, or on a Ray cluster (docs/scale.md)")
+    sc.add_argument("--workers", type=_workers_arg, default="auto", metavar="N",
+                    help="worker processes, each with its own event loop; --concurrency is the total of all of them "
+                         "(default auto: one per core, up to 4, for an LLM judge and 64+ conversations; else 1)")
+    sc.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS",
+                    help="run on a Ray cluster (pip install 'judgegraph[ray]'): ADDRESS such as 10.0.0.5:6379, or none "
+                         "for the cluster ray.init() finds; --workers actors (default one per cluster CPU)")
     ml = ev.add_argument_group("MLflow", "judge the trace sessions of an MLflow experiment (pip install 'judgegraph[mlflow]')")
     ml.add_argument("--mlflow-uri", metavar="URI", help="MLflow tracking URI, e.g. http://127.0.0.1:5000")
     ml.add_argument("--experiment", metavar="NAME", help="experiment name (or id) whose traces are read")
@@ -46,21 +53,51 @@ def register(sub: Any) -> None:
     ev.set_defaults(run=run)
 
 
-def _judge(args: argparse.Namespace):
-    from ..judges import resolve_judge
-
+def _judge_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """``resolve_judge`` keyword arguments (data: worker processes rebuild the judge from them)."""
     kwargs: dict[str, Any] = {}
     if args.base_url and args.model:
         kwargs["base_url"] = args.base_url
     if args.model is None and args.base_url and not getattr(args, "embeddings", None):
         raise ValueError("--base-url needs --model (the model name the server serves) or --embeddings")
-    return resolve_judge(model=args.model, max_concurrency=args.concurrency, max_tries=args.max_tries, **kwargs)
+    return dict(model=args.model, max_concurrency=args.concurrency, max_tries=args.max_tries, **kwargs)
+
+
+def _judge(args: argparse.Namespace):
+    from ..judges import resolve_judge
+
+    return resolve_judge(**_judge_settings(args))
+
+
+def _workers_arg(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
+
+
+def _workers(args: argparse.Namespace, kind: str, conversations: int) -> int | None:
+    """``--workers``, with ``auto`` resolved (measured: docs/scale.md); None on
+    Ray: one actor per CPU of the cluster."""
+    from ..scale.spec import AUTO_MIN_CONVERSATIONS, auto_workers
+
+    if args.workers != "auto":
+        return int(args.workers)
+    if args.ray:
+        return None
+    return 1 if conversations < AUTO_MIN_CONVERSATIONS else auto_workers(kind)
 
 
 def _bad_number(args: argparse.Namespace) -> str | None:
     """Option values checked before any work, whichever metrics run."""
     if args.concurrency < 1:
         return f"--concurrency must be >= 1, got {args.concurrency}"
+    if args.workers != "auto" and args.workers < 1:
+        return f"--workers must be >= 1, got {args.workers}"
+    if args.workers != "auto" and args.workers > args.concurrency:
+        return f"--workers {args.workers} cannot share --concurrency {args.concurrency} (each needs at least 1)"
     if args.max_tries < 1:
         return f"--max-tries must be >= 1, got {args.max_tries}"
     if args.threshold is not None and not 0.0 <= args.threshold <= 1.0:  # NaN fails the comparison too
@@ -92,18 +129,19 @@ def run(args: argparse.Namespace) -> int:
     if bad:
         err.print(f"[red]error:[/] {bad}")
         return EXIT_USAGE
-    usage = _mlflow_usage_error(args)
+    usage = _mlflow_usage_error(args) or _ray_usage_error(args)
     if usage:
         err.print(f"[red]error:[/] {usage}")
         return EXIT_USAGE
     try:
         judge = _judge(args)
-        plan = MetricPlan(args.metrics, judge, {
+        overrides = {
             "window_size": args.window_size, "threshold": args.threshold, "strict_mode": args.strict_mode,
             "reason": args.reason, "rubric": read_rubric(args.rubric), "verify": args.verify,
             "n_questions": args.n_questions, "guidelines": read_guidelines(args.guidelines), "role": args.role,
             "embeddings": args.embeddings, "embeddings_base_url": args.base_url if args.embeddings else None,
-        })
+        }
+        plan = MetricPlan(args.metrics, judge, overrides)
         plan.check()
         if args.reason == "llm" and judge.kind != "llm":
             raise ValueError("--reason llm needs an LLM judge (--model)")
@@ -132,8 +170,17 @@ def run(args: argparse.Namespace) -> int:
                 writer.outcome(outcome)
                 progress.advance(task)
 
-            summary = asyncio.run(evaluate_async(loaded.conversations, plan, on_outcome=done,
-                                                 max_conversations=max(4, args.concurrency * 2)))
+            workers = _workers(args, judge.kind, len(loaded.conversations))
+            if args.ray or (workers or 1) > 1:
+                from ..scale import PlanSpec, aevaluate
+
+                spec = PlanSpec(args.metrics, _judge_settings(args), overrides)
+                run = aevaluate(loaded.conversations, spec, workers=workers, ray=args.ray, on_outcome=done,
+                                max_conversations=max(4, args.concurrency * 2))
+            else:
+                run = evaluate_async(loaded.conversations, plan, on_outcome=done,
+                                     max_conversations=max(4, args.concurrency * 2))
+            summary = asyncio.run(run)
     finally:
         writer.close()
     summary.input_errors = list(loaded.errors)
@@ -180,6 +227,17 @@ def run(args: argparse.Namespace) -> int:
         if logged.failures:
             return EXIT_ERRORS
     return summary.exit_code
+
+
+def _ray_usage_error(args: argparse.Namespace) -> str | None:
+    if args.ray:
+        from importlib.util import find_spec
+
+        if find_spec("ray") is None:  # checked without importing it
+            from ..scale.ray_backend import RAY_MISSING
+
+            return RAY_MISSING
+    return None
 
 
 def _mlflow_usage_error(args: argparse.Namespace) -> str | None:

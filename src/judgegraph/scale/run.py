@@ -17,7 +17,7 @@ async def aevaluate(
     items: Iterable[LoadedConversation | InputError],
     spec: PlanSpec,
     *,
-    workers: int = 1,
+    workers: int | None = None,
     ray: str | bool | None = None,
     max_conversations: int | None = None,
     on_outcome: Callable[[ConversationOutcome], None] | None = None,
@@ -26,8 +26,8 @@ async def aevaluate(
 ) -> RunSummary:
     """Judge ``items`` with the plan ``spec`` describes.
 
-    ``workers=1`` and no ``ray``: in this process. ``workers=N``: N worker
-    processes on this machine. ``ray=True`` (a running cluster, found as
+    No ``workers`` (or 1) and no ``ray``: in this process. ``workers=N``: N
+    worker processes on this machine. ``ray=True`` (a running cluster, found as
     ``ray.init()`` finds it) or ``ray="HOST:PORT"``: Ray actors on the cluster's
     nodes, ``workers`` of them (default: one per CPU of the cluster). The
     judge budget in ``spec`` (``max_concurrency``, rates) is the total of the
@@ -39,17 +39,17 @@ async def aevaluate(
     max_conversations = max_conversations or max(4, concurrency * 2)
     kwargs = dict(max_conversations=max_conversations, on_outcome=on_outcome, on_input_error=on_input_error,
                   **run_options)
-    if not ray and workers == 1:
+    if not ray and (workers or 1) == 1:
         return await evaluate_async(items, plan, **kwargs)
     pool: Any
     if ray:
         from .ray_backend import RayPool
 
-        pool = RayPool(spec, address=None if ray is True else str(ray), workers=None if workers == 1 else workers)
+        pool = RayPool(spec, address=None if ray is True else str(ray), workers=workers)
     else:
         from .workers import WorkerPool
 
-        pool = WorkerPool(spec, workers=workers)
+        pool = WorkerPool(spec, workers=workers or 1)
     async with pool:
         return await evaluate_async(items, plan, judge_one=pool.judge, **kwargs)
 

@@ -53,6 +53,11 @@ class PlanSpec:
         return [replace(self, judge=share) for share in split_budget(self.judge, n)]
 
 
+#: ``--workers auto`` starts processes only for runs of at least this many
+#: conversations: a worker takes ~1.2 s to start (imports), which a short run does not win back.
+AUTO_MIN_CONVERSATIONS = 64
+
+
 def auto_workers(kind: str, cpus: int | None = None) -> int:
     """The default number of worker processes, measured on a 2-core machine
     (docs/scale.md): the LLM path is bound by client CPU (~10 ms per call), so

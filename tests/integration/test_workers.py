@@ -1,0 +1,162 @@
+"""Worker processes against the loopback OpenAI server: the same results as
+one process, one global bound on calls in flight, a lost worker costs only
+its own conversations, and the CLI's --workers writes one results file."""
+
+import asyncio
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from judgegraph.cli import main
+from judgegraph.conversation import Conversation
+from judgegraph.loaders import LoadedConversation
+from judgegraph.runner import evaluate_async
+from judgegraph.scale import PlanSpec, WorkerPool, evaluate
+from judgegraph.testing.openai_server import FakeOpenAIServer, structured
+
+pytestmark = pytest.mark.integration
+
+
+def conversations(n: int, exchanges: int = 3) -> list[LoadedConversation]:
+    out = []
+    for c in range(n):
+        turns = []
+        for e in range(exchanges):
+            turns.append({"role": "user", "content": f"Chat {c}: how do I track parcel {c}-{e}?"})
+            off = (c + e) % 4 == 1
+            turns.append({"role": "assistant", "content": "OFFTOPIC tulips are nice." if off
+                          else f"Parcel {c}-{e} can be tracked on the orders page."})
+        out.append(LoadedConversation(Conversation(id=f"c{c}", turns=turns), f"test#{c}", "judgegraph", {}))
+    return out
+
+
+class Responder:
+    """Verdicts keyed by content; counts calls in flight at the server (the
+    responder holds each request for ``hold`` seconds)."""
+
+    def __init__(self, hold: float = 0.0) -> None:
+        self.hold = hold
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.peak = 0
+
+    def __call__(self, request):
+        with self.lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        try:
+            if self.hold:
+                time.sleep(self.hold)
+            target = request.text.split("<reply_to_judge>")[-1]
+            verdict = "no" if "OFFTOPIC" in target else "yes"
+            return structured({"reason": f"verdict {verdict}", "verdict": verdict})
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+
+def comparable(summary) -> dict:
+    def strip(obj):  # timings differ from run to run; everything else must not
+        if isinstance(obj, dict):
+            return {k: strip(v) for k, v in obj.items() if k not in ("latency_s",)}
+        if isinstance(obj, list):
+            return [strip(v) for v in obj]
+        return obj
+
+    return {o.conversation_id: strip(o.to_json()) for o in summary.outcomes}
+
+
+def test_two_workers_give_the_results_of_one_process_under_one_global_bound():
+    responder = Responder(hold=0.03)
+    items = conversations(24)
+    with FakeOpenAIServer(responder) as server:
+        spec = PlanSpec(["turn-relevancy"], {"model": "gpt-4.1-mini", "base_url": server.base_url,
+                                             "max_concurrency": 6})
+        local = evaluate(items, spec)
+        local_peak, responder.peak = responder.peak, 0
+        calls = server.calls["/v1/chat/completions"]
+        scaled = evaluate(items, spec, workers=2)
+        assert server.calls["/v1/chat/completions"] == 2 * calls
+    assert comparable(scaled) == comparable(local)
+    assert len(scaled.outcomes) == 24 and not any(o.error for o in scaled.outcomes)
+    assert scaled.count("failed") + scaled.count("passed") == 24
+    # The total holds across both processes (each has a share of 3), and both shares were used at once.
+    assert local_peak <= 6 and 3 < responder.peak <= 6
+
+
+def test_each_worker_gets_its_share_and_work_goes_to_both():
+    responder = Responder(hold=0.02)
+    items = conversations(16)
+    with FakeOpenAIServer(responder) as server:
+        spec = PlanSpec(["turn-relevancy"], {"model": "gpt-4.1-mini", "base_url": server.base_url,
+                                             "max_concurrency": 5})
+
+        async def run():
+            async with WorkerPool(spec, workers=2) as pool:
+                assert [s.judge["max_concurrency"] for s in pool.shares] == [3, 2]
+                assert len(set(pool.pids)) == 2 and os.getpid() not in pool.pids
+                return pool.pids, await evaluate_async(items, spec.build(), judge_one=pool.judge, max_conversations=8)
+
+        pids, summary = asyncio.run(run())
+    assert len(summary.outcomes) == 16 and not any(o.error for o in summary.outcomes)
+    for pid in pids:  # the pool shut its workers down
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_a_worker_that_dies_fails_only_its_conversations_in_flight():
+    responder = Responder(hold=0.2)
+    items = conversations(12)
+    with FakeOpenAIServer(responder) as server:
+        spec = PlanSpec(["turn-relevancy"], {"model": "gpt-4.1-mini", "base_url": server.base_url,
+                                             "max_concurrency": 8})
+
+        async def run():
+            async with WorkerPool(spec, workers=2) as pool:
+                victim = pool.pids[0]
+
+                async def kill_soon():
+                    await asyncio.sleep(0.1)  # conversations are in flight on both workers
+                    os.kill(victim, signal.SIGKILL)
+
+                killer = asyncio.create_task(kill_soon())
+                summary = await evaluate_async(items, spec.build(), judge_one=pool.judge, max_conversations=12)
+                await killer
+                return summary
+
+        summary = asyncio.run(run())
+    assert sorted(o.conversation_id for o in summary.outcomes) == sorted(i.conversation.id for i in items)
+    failed = [o for o in summary.outcomes if o.error]
+    assert failed and all("worker process 0" in o.error and not o.results for o in failed)
+    assert len(failed) < 12 and all(o.results for o in summary.outcomes if not o.error)
+    assert summary.exit_code == 3  # a failed conversation is never a pass
+
+
+def test_cli_workers_write_one_results_file_like_one_process(tmp_path):
+    data = tmp_path / "chats.jsonl"
+    data.write_text("".join(json.dumps({"id": i.conversation.id, "turns": i.conversation.model_dump()["turns"]}) + "\n"
+                            for i in conversations(10)))
+    with FakeOpenAIServer(Responder()) as server:
+        common = ["eval", str(data), "--model", "gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "4",
+                  "--no-progress", "-q"]
+        one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+        code_one = main([*common, "--workers", "1", "--out", str(one)])
+        code_two = main([*common, "--workers", "2", "--out", str(two)])
+    assert code_one == code_two
+    rows = {json.loads(line)["conversation_id"]: json.loads(line) for line in two.read_text().splitlines()}
+    assert rows == {json.loads(line)["conversation_id"]: json.loads(line) for line in one.read_text().splitlines()}
+    assert len(rows) == 10
+
+
+@pytest.mark.parametrize("flags,message", [(["--workers", "0"], "--workers must be >= 1"),
+                                           (["--workers", "8", "--concurrency", "4"], "cannot share --concurrency 4")])
+def test_cli_rejects_bad_worker_counts_before_any_work(tmp_path, capsys, flags, message):
+    out = tmp_path / "r.jsonl"
+    assert main(["eval", str(Path(__file__).parents[2] / "examples" / "support_chats.jsonl"), *flags,
+                 "--out", str(out)]) == 2
+    assert message in capsys.readouterr().err and not out.exists()
