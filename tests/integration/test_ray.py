@@ -1,0 +1,111 @@
+"""A real local Ray cluster on 127.0.0.1 (``ray start --head``, 2 CPUs): an
+evaluation through ``judgegraph eval --ray ADDRESS`` against the loopback
+OpenAI server writes the results a local run writes. Skipped only when Ray is
+not installed (``pip install 'judgegraph[ray]'``)."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+
+from judgegraph.cli import main
+from judgegraph.testing.openai_server import FakeOpenAIServer, structured
+
+pytestmark = [pytest.mark.integration, pytest.mark.ray,
+              pytest.mark.skipif(find_spec("ray") is None, reason="ray not installed: pip install 'judgegraph[ray]'")]
+
+RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def ray_cluster():
+    """``ray start --head --block`` in its own process group; stopped (the whole
+    group: GCS, raylet, workers) in teardown whatever happened."""
+    port = free_port()
+    temp = tempfile.mkdtemp(prefix="jgray", dir="/tmp")  # short: Ray's unix sockets live under it
+    ray_bin = shutil.which("ray", path=os.path.dirname(sys.executable)) or "ray"
+    log = open(Path(temp) / "head.log", "w")  # noqa: SIM115 - closed in teardown
+    head = subprocess.Popen(
+        [ray_bin, "start", "--head", "--block", "--num-cpus", "2", "--node-ip-address", "127.0.0.1",
+         "--port", str(port), "--include-dashboard=false", "--disable-usage-stats", "--temp-dir", temp],
+        env={**os.environ, **RAY_ENV}, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert head.poll() is None, f"ray start exited: {(Path(temp) / 'head.log').read_text()[-2000:]}"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the Ray head did not come up in 60 s"
+                time.sleep(0.5)
+        yield f"127.0.0.1:{port}"
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)
+        try:
+            head.wait(5)  # past that Ray would drain for 30 s more: nothing is left to drain
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+            head.wait(10)
+        log.close()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def responder(request):
+    target = request.text.split("<reply_to_judge>")[-1]
+    verdict = "no" if "OFFTOPIC" in target else "yes"
+    return structured({"reason": f"the reply gets verdict {verdict}", "verdict": verdict})
+
+
+def chats(n: int) -> str:
+    lines = []
+    for c in range(n):
+        turns = []
+        for e in range(3):
+            turns += [{"role": "user", "content": f"Chat {c}: where is parcel {c}-{e}?"},
+                      {"role": "assistant", "content": "OFFTOPIC tulips." if (c + e) % 3 == 0
+                       else f"Parcel {c}-{e} is on its way."}]
+        lines.append(json.dumps({"id": f"ray-{c}", "turns": turns}))
+    return "\n".join(lines) + "\n"
+
+
+def rows(path: Path) -> dict:
+    return {r["conversation_id"]: r for r in map(json.loads, path.read_text().splitlines())}
+
+
+def test_ray_cluster_run_writes_the_results_of_a_local_run(tmp_path, ray_cluster):
+    data = tmp_path / "chats.jsonl"
+    data.write_text(chats(8))
+    local, on_ray = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
+    with FakeOpenAIServer(responder) as server:
+        common = ["eval", str(data), "--model", "gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "4",
+                  "--no-progress", "-q"]
+        local_code = main([*common, "--workers", "1", "--out", str(local)])
+        local_calls = server.calls["/v1/chat/completions"]
+        done = subprocess.run(
+            [sys.executable, "-m", "judgegraph.cli", *common, "--ray", ray_cluster, "--workers", "2",
+             "--out", str(on_ray)],
+            env={**os.environ, **RAY_ENV}, capture_output=True, text=True, timeout=240, check=False,
+        )
+        ray_calls = server.calls["/v1/chat/completions"] - local_calls
+    assert done.returncode == local_code, done.stderr[-3000:]
+    assert rows(on_ray) == rows(local) and len(rows(local)) == 8
+    assert ray_calls == local_calls == 8 * 3  # every window judged once, on the cluster's actors
+    assert "8 conversations" in done.stdout
