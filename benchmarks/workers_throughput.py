@@ -12,6 +12,8 @@ one run:
 2. The bound: 100 ms latency, concurrency 16, 2,000 windows (200 conversations
    x 10 exchanges), with 2 workers: wall with and without the workers' start,
    as a ratio of the bound. Target <= 1.2.
+3. The offline judge: windows/s with 1 and 2 workers (what ``--workers auto``
+   picks for it).
 
     python benchmarks/workers_throughput.py                 # both parts, ~1 minute
     python benchmarks/workers_throughput.py --calls 300     # a shorter part 1
@@ -60,13 +62,16 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-async def measure(spec: PlanSpec, items, workers: int, concurrency: int) -> dict:
-    """One configuration: start (and warm up) the workers, then time the run alone."""
+async def measure(spec: PlanSpec, items, workers: int, concurrency: int, *, in_process: bool | None = None) -> dict:
+    """One configuration: start (and warm up) the workers, then time the run alone.
+    ``workers=1`` runs in this process (today's path) unless ``in_process=False``."""
     t_start = time.perf_counter()
     plan = spec.build()
     warm = make_conversations(10_000 + workers, 1)[10_000:]  # one per worker, texts of their own
     run_kw = {"max_conversations": max(4, concurrency * 2)}
-    if workers == 1:
+    if in_process is None:
+        in_process = workers == 1
+    if in_process:
         await evaluate_async(warm, plan, **run_kw)
         pids: list[int] = []
         t0, c0 = time.perf_counter(), time.process_time()
@@ -86,7 +91,8 @@ async def measure(spec: PlanSpec, items, workers: int, concurrency: int) -> dict
             cpu += sum(cpu_s(p) for p in pids) - w0
             mem = max(rss_mb(p) for p in pids)
     calls = summary.usage.calls
-    return {"workers": workers, "conversations": len(items), "calls": calls, "errors": summary.judge_errors + sum(
+    windows = sum(len(r.verdicts) for r in summary.results)
+    return {"windows": windows, "windows_per_s": windows / wall, "in_process": in_process, "workers": workers, "conversations": len(items), "calls": calls, "errors": summary.judge_errors + sum(
         1 for o in summary.outcomes if o.error), "wall_s": wall, "startup_s": startup, "calls_per_s": calls / wall,
         "cpu_ms_per_call": 1000 * cpu / calls if calls else float("nan"), "peak_rss_mb_per_process": mem}
 
@@ -110,7 +116,9 @@ def with_server(latency: float, fn):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=600, help="windows judged per configuration in part 1 (default 600)")
-    ap.add_argument("--skip-bound", action="store_true", help="part 1 only")
+    ap.add_argument("--skip-bound", action="store_true", help="no part 2")
+    ap.add_argument("--offline-windows", type=int, default=200,
+                    help="part 3: windows judged by the offline judge with 1 and 2 workers (default 200; 0 skips)")
     args = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
 
@@ -154,6 +162,18 @@ def main() -> int:
               f"client CPU {r['cpu_ms_per_call']:.2f} ms/call")
         print(f"target (ratio <= 1.2): {'MET' if ratio <= 1.2 else 'NOT MET'}")
         ok = ok and ratio <= 1.2
+    if args.offline_windows:
+        items = make_conversations(max(1, args.offline_windows // 5), 5)
+        spec = PlanSpec(["turn_relevancy"], {}, {"window_size": 10})
+        print("\n3) the offline judge (no server), windows/s after each worker loaded its model; numpy BLAS threads:"
+              " this process as set, each worker cores/workers")
+        off = [asyncio.run(measure(spec, items, w, 16, in_process=p)) for w, p in ((1, True), (1, False), (2, False))]
+        for r in off:
+            where = "in this process" if r["in_process"] else f"{r['workers']} worker process(es)"
+            print(f"{where}: {r['windows']} windows in {r['wall_s']:.2f} s = {r['windows_per_s']:.1f} "
+                  f"windows/s ({r['errors']} errors; start and model load {r['startup_s']:.2f} s)")
+        print(f"2 workers / 1 worker: {off[2]['windows_per_s'] / off[1]['windows_per_s']:.2f}x; "
+              f"2 workers / this process: {off[2]['windows_per_s'] / off[0]['windows_per_s']:.2f}x")
     print(f"load average {os.getloadavg()[0]:.1f} at the end (the machine is shared: other processes take CPU too)")
     return 0 if ok else 1
 
