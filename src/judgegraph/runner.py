@@ -114,7 +114,7 @@ class MetricPlan:
         return self._graphs[key]
 
 
-async def judge_conversation(plan: MetricPlan, item: LoadedConversation) -> ConversationOutcome:
+async def judge_conversation(item: LoadedConversation, plan: MetricPlan) -> ConversationOutcome:
     """One conversation in, its outcome out (never raises): the unit of work a
     worker process or a Ray actor runs (:mod:`judgegraph.scale`)."""
     outcome = ConversationOutcome(item.conversation.id, item.source)
@@ -139,7 +139,7 @@ async def evaluate_async(
     process) judges one conversation; worker pools pass their own."""
     summary = RunSummary(judge=plan.judge.name)
     gate = asyncio.Semaphore(max_conversations)
-    work = judge_one or (lambda item: judge_conversation(plan, item))
+    work = judge_one or (lambda item: judge_conversation(item, plan))
 
     async def run_one(item: LoadedConversation) -> ConversationOutcome:
         async with gate:

@@ -170,17 +170,16 @@ def run(args: argparse.Namespace) -> int:
                 writer.outcome(outcome)
                 progress.advance(task)
 
-            workers = _workers(args, judge.kind, len(loaded.conversations))
-            if args.ray or (workers or 1) > 1:
-                from ..scale import PlanSpec, aevaluate
+            async def judged():
+                from ..scale import PlanSpec, judge_pool
 
+                workers = _workers(args, judge.kind, len(loaded.conversations))
                 spec = PlanSpec(args.metrics, _judge_settings(args), overrides)
-                run = aevaluate(loaded.conversations, spec, workers=workers, ray=args.ray, on_outcome=done,
-                                max_conversations=max(4, args.concurrency * 2))
-            else:
-                run = evaluate_async(loaded.conversations, plan, on_outcome=done,
-                                     max_conversations=max(4, args.concurrency * 2))
-            summary = asyncio.run(run)
+                async with judge_pool(spec, workers=workers, ray=args.ray) as judge_one:  # None: this process
+                    return await evaluate_async(loaded.conversations, plan, on_outcome=done, judge_one=judge_one,
+                                                max_conversations=max(4, args.concurrency * 2))
+
+            summary = asyncio.run(judged())
     finally:
         writer.close()
     summary.input_errors = list(loaded.errors)

@@ -18,9 +18,11 @@ _EXPORTS = {
     "RayPool": "ray_backend",
     "aevaluate": "run",
     "evaluate": "run",
+    "judge_pool": "run",
 }
 
-__all__ = ["PlanSpec", "RayPool", "WorkerPool", "aevaluate", "auto_workers", "evaluate", "split_budget"]
+__all__ = ["PlanSpec", "RayPool", "WorkerPool", "aevaluate", "auto_workers", "evaluate", "judge_pool",
+           "split_budget"]
 
 
 def __getattr__(name: str) -> Any:

@@ -46,7 +46,7 @@ class JudgeActor:
     async def judge(self, item: LoadedConversation) -> ConversationOutcome:
         from ..runner import judge_conversation
 
-        return await judge_conversation(self.plan, item)
+        return await judge_conversation(item, self.plan)
 
 
 def import_ray() -> Any:

@@ -85,7 +85,7 @@ async def _serve(conn: Any, spec: PlanSpec) -> None:
     running: set[asyncio.Task[None]] = set()
 
     async def one(job: int, item: LoadedConversation) -> None:
-        outcome = await judge_conversation(plan, item)
+        outcome = await judge_conversation(item, plan)
         try:
             conn.send(("done", job, outcome))
         except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable result: still report the conversation
