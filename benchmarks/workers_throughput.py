@@ -18,7 +18,8 @@ one run:
     python benchmarks/workers_throughput.py                 # both parts, ~1 minute
     python benchmarks/workers_throughput.py --calls 300     # a shorter part 1
 
-Bounded: part 1 sends ``--calls`` windows per configuration, part 2 2,000.
+Bounded: part 1 sends ``--calls`` windows per configuration, part 2 2,000,
+part 3 ``--offline-windows`` per configuration.
 """
 
 from __future__ import annotations
@@ -117,8 +118,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=600, help="windows judged per configuration in part 1 (default 600)")
     ap.add_argument("--skip-bound", action="store_true", help="no part 2")
-    ap.add_argument("--offline-windows", type=int, default=200,
-                    help="part 3: windows judged by the offline judge with 1 and 2 workers (default 200; 0 skips)")
+    ap.add_argument("--offline-windows", type=int, default=100,
+                    help="part 3: windows judged by the offline judge in process, with 1 and 2 workers "
+                         "(default 100; 0 skips)")
     args = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
 

@@ -45,9 +45,8 @@ def test_a_worker_rebuilds_the_judge_from_settings_not_objects():
     assert PlanSpec(None, {}).kind == "offline" and PlanSpec(None, {"model": "openai:x"}).kind == "llm"
 
 
-def test_auto_workers_measured_defaults():
-    assert auto_workers("offline", cpus=8) == 1
-    assert auto_workers("llm", cpus=2) == 2 and auto_workers("llm", cpus=1) == 1 and auto_workers("llm", cpus=32) == 4
+def test_auto_workers_one_per_core_up_to_4():
+    assert [auto_workers(cpus=c) for c in (1, 2, 3, 32)] == [1, 2, 3, 4]
 
 
 def test_ray_is_not_imported_unless_asked_for():
@@ -57,3 +56,16 @@ def test_ray_is_not_imported_unless_asked_for():
             "assert 'ray' not in sys.modules, 'ray imported'")
     done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_cli_workers_auto_starts_processes_only_for_big_runs():
+    from argparse import Namespace
+
+    from judgegraph.cli.eval import _workers
+    from judgegraph.scale.spec import AUTO_MIN_CONVERSATIONS
+
+    auto = Namespace(workers="auto", ray=None)
+    assert _workers(auto, AUTO_MIN_CONVERSATIONS - 1) == 1
+    assert _workers(auto, AUTO_MIN_CONVERSATIONS) == auto_workers()
+    assert _workers(Namespace(workers="auto", ray="127.0.0.1:6379"), 10_000) is None  # Ray: one actor per CPU
+    assert _workers(Namespace(workers=3, ray=None), 5) == 3

@@ -58,13 +58,12 @@ class PlanSpec:
 AUTO_MIN_CONVERSATIONS = 64
 
 
-def auto_workers(kind: str, cpus: int | None = None) -> int:
-    """The default number of worker processes, measured on a 2-core machine
-    (docs/scale.md): the LLM path is bound by client CPU (~10 ms per call), so
-    one process per core, up to 4 (beyond that one run rarely has the rate
-    limit to feed them); the offline judge is bound by BLAS work that already
-    uses every core, so one process."""
+def auto_workers(cpus: int | None = None) -> int:
+    """The default number of worker processes (for runs of at least
+    :data:`AUTO_MIN_CONVERSATIONS`), measured on a 2-core machine
+    (docs/scale.md): one per core, up to 4. An LLM judge's event loop is bound
+    by one core of client CPU (~8-9 ms per call); the offline judge's numpy
+    work runs one BLAS thread per worker, which scales across cores and does
+    not collapse on a busy machine as one process with a BLAS pool per core does."""
     cpus = cpus or os.cpu_count() or 1
-    if kind == "offline":
-        return 1
     return max(1, min(cpus, 4))
