@@ -109,3 +109,12 @@ def test_ray_cluster_run_writes_the_results_of_a_local_run(tmp_path, ray_cluster
     assert rows(on_ray) == rows(local) and len(rows(local)) == 8
     assert ray_calls == local_calls == 8 * 3  # every window judged once, on the cluster's actors
     assert "8 conversations" in done.stdout
+
+
+def test_an_unreachable_cluster_is_a_clear_error_at_once(tmp_path, capsys):
+    port = free_port()  # nothing listens there
+    started = time.monotonic()
+    code = main(["eval", str(Path(__file__).parents[2] / "examples" / "support_chats.jsonl"), "--ray",
+                 f"127.0.0.1:{port}", "--out", str(tmp_path / "r.jsonl"), "--no-progress"])
+    assert code == 3 and f"no Ray cluster answers at 127.0.0.1:{port}" in capsys.readouterr().err
+    assert time.monotonic() - started < 60  # not ray.init's minutes of retries

@@ -120,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..loaders import load_files
     from ..runner import MetricPlan, ResultsWriter, evaluate_async
+    from ..scale.limits import ScaleStartError
 
     out = Console()
     if not out.is_terminal:
@@ -179,7 +180,13 @@ def run(args: argparse.Namespace) -> int:
                     return await evaluate_async(loaded.conversations, plan, on_outcome=done, judge_one=judge_one,
                                                 max_conversations=max(4, args.concurrency * 2))
 
-            summary = asyncio.run(judged())
+            try:
+                summary = asyncio.run(judged())
+            except ScaleStartError as exc:
+                from rich.markup import escape
+
+                err.print(f"[red]error:[/] {escape(str(exc))}")
+                return EXIT_ERRORS
     finally:
         writer.close()
     summary.input_errors = list(loaded.errors)

@@ -20,6 +20,10 @@ INT_BUDGETS = ("max_concurrency",)
 RATE_BUDGETS = ("rpm", "tpm", "requests_per_minute", "tokens_per_minute")
 
 
+class ScaleStartError(RuntimeError):
+    """The workers or the cluster could not be started (no conversation was sent)."""
+
+
 def split_int(total: int, n: int) -> list[int]:
     """``total`` as ``n`` integer shares differing by at most one, summing to ``total``."""
     if n < 1:

@@ -20,12 +20,14 @@ Ray is imported only when a :class:`RayPool` starts. Usage statistics are off
 from __future__ import annotations
 
 import os
+import socket
 from typing import Any
 
 from typing_extensions import Self
 
 from ..loaders import LoadedConversation
 from ..runner import ConversationOutcome
+from .limits import ScaleStartError
 from .spec import PlanSpec
 
 RAY_MISSING = "--ray needs Ray: pip install 'judgegraph[ray]'"
@@ -39,8 +41,6 @@ class JudgeActor:
         self.plan = spec.build()
 
     async def ready(self) -> str:
-        import socket
-
         return f"{socket.gethostname()}:{os.getpid()}"
 
     async def judge(self, item: LoadedConversation) -> ConversationOutcome:
@@ -54,8 +54,21 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise RuntimeError(RAY_MISSING) from exc
+        raise ScaleStartError(RAY_MISSING) from exc
     return ray
+
+
+def _check_reachable(address: str | None, timeout: float = 5.0) -> None:
+    """A ``HOST:PORT`` nobody answers at fails now: ``ray.init`` would retry for minutes."""
+    if not address or "://" in address or address == "auto":
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ScaleStartError(f"--ray: expected HOST:PORT (or ray://HOST:PORT), got {address!r}")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ScaleStartError(f"no Ray cluster answers at {address}: {exc}") from exc
 
 
 class RayPool:
@@ -87,21 +100,23 @@ class RayPool:
         self.close()
 
     def start(self) -> None:
+        _check_reachable(self.address)
         ray = self._ray = import_ray()
-        if not ray.is_initialized():
-            ray.init(address=self.address, include_dashboard=False, configure_logging=False,
-                     log_to_driver=False, logging_level="WARNING")
-            self._connected_here = True
-        workers = self.requested or max(1, int(ray.cluster_resources().get("CPU", 1) // self.num_cpus))
-        shares = self.spec.shares(workers)
-        remote = ray.remote(JudgeActor)
-        self.actors = [remote.options(num_cpus=self.num_cpus).remote(share) for share in shares]
-        self.in_flight = [0] * len(self.actors)
         try:
+            if not ray.is_initialized():
+                ray.init(address=self.address, include_dashboard=False, configure_logging=False,
+                         log_to_driver=False, logging_level="WARNING")
+                self._connected_here = True
+            workers = self.requested or max(1, int(ray.cluster_resources().get("CPU", 1) // self.num_cpus))
+            shares = self.spec.shares(workers)
+            remote = ray.remote(JudgeActor)
+            self.actors = [remote.options(num_cpus=self.num_cpus).remote(share) for share in shares]
+            self.in_flight = [0] * len(self.actors)
             self.where = ray.get([a.ready.remote() for a in self.actors])
-        except Exception:
+        except Exception as exc:
             self.close()
-            raise
+            where = f"at {self.address}" if self.address else "(ray.init's default)"
+            raise ScaleStartError(f"Ray cluster {where}: {type(exc).__name__}: {exc}") from exc
 
     @property
     def workers(self) -> int:

@@ -30,6 +30,7 @@ from typing_extensions import Self
 
 from ..loaders import LoadedConversation
 from ..runner import ConversationOutcome
+from .limits import ScaleStartError
 from .spec import PlanSpec
 
 #: How long a worker may take to import and build its judge before the run gives up on it.
@@ -172,6 +173,9 @@ class WorkerPool:
         try:
             self.pids = list(await asyncio.wait_for(
                 asyncio.gather(*(w.started for w in self._workers if w.started)), START_TIMEOUT_S))
+        except (RuntimeError, asyncio.TimeoutError) as exc:
+            await self.close()
+            raise ScaleStartError(str(exc) or f"the workers did not start in {START_TIMEOUT_S:.0f} s") from exc
         except BaseException:
             await self.close()
             raise
