@@ -1,0 +1,89 @@
+"""Which format a record is in, and its conversion into a :class:`LoadedConversation`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .base import (
+    MAX_ERRORS_PER_RECORD,
+    Ctx,
+    InputError,
+    LoadedConversation,
+    RecordErrors,
+)
+from .formats.deepeval import DEEPEVAL_CASE_KEYS, DEEPEVAL_TURN_KEYS, from_deepeval
+from .formats.judgegraph import from_judgegraph
+from .formats.openai import from_openai
+from .formats.promptfoo import PROMPTFOO_TEST_KEYS, from_promptfoo
+from .formats.ragas import RAGAS_DETECT_KEYS, from_ragas
+
+FORMATS: tuple[str, ...] = ("judgegraph", "deepeval", "promptfoo", "openai", "ragas")
+
+
+def detect_format(record: Any) -> str:
+    """Which format a single record (a parsed dict) is in.
+
+    * has ``turns`` -> ``deepeval`` if the record or any turn has a deepeval-only
+      key (``scenario``, ``name``, ``expectedOutcome``, ``tools_called``,
+      ``user_id``, ``additional_metadata``, ...), else ``judgegraph``;
+    * has ``messages`` -> ``openai``;
+    * has a promptfoo test key (``vars``, ``assert``, ``description``,
+      ``output``, ...) -> ``promptfoo``;
+    * has a ragas sample key (``user_input``, ``response``, ``retrieved_contexts``,
+      or the older ``question``, ``answer``, ``contexts``) -> ``ragas``;
+    * anything else -> ``judgegraph`` (whose validation then names what is wrong).
+    """
+    if not isinstance(record, dict):
+        return "judgegraph"
+    if "turns" in record:
+        if any(k in DEEPEVAL_CASE_KEYS for k in record):
+            return "deepeval"
+        turns = record["turns"]
+        if isinstance(turns, list) and any(
+            isinstance(t, dict) and any(k in DEEPEVAL_TURN_KEYS for k in t) for t in turns
+        ):
+            return "deepeval"
+        return "judgegraph"
+    if "messages" in record:
+        return "openai"
+    if any(k in PROMPTFOO_TEST_KEYS for k in record):
+        return "promptfoo"
+    if any(k in RAGAS_DETECT_KEYS for k in record):
+        return "ragas"
+    return "judgegraph"
+
+
+# --------------------------------------------------------------------------- internals: errors
+
+
+CONVERTERS = {
+    "judgegraph": from_judgegraph,
+    "deepeval": from_deepeval,
+    "promptfoo": from_promptfoo,
+    "openai": from_openai,
+    "ragas": from_ragas,
+}
+
+
+def convert(rec: Any, ctx: Ctx, fmt: str | None = None) -> Iterator[LoadedConversation | InputError]:
+    if not isinstance(rec, dict):
+        yield ctx.error((), f"a record must be an object (got {type(rec).__name__})")
+        return
+    if isinstance(rec.get("tests"), (list, str)) and "turns" not in rec and "messages" not in rec:
+        yield ctx.error(("tests",), "a promptfoo document cannot be nested inside a list or a .jsonl line")
+        return
+    fmt = fmt or detect_format(rec)
+    try:
+        conv, options = CONVERTERS[fmt](rec, ctx)
+    except RecordErrors as exc:
+        problems = exc.problems
+        for path, message in problems[:MAX_ERRORS_PER_RECORD]:
+            yield ctx.error(path, f"{message} [{fmt} format]" if fmt != "judgegraph" else message)
+        if len(problems) > MAX_ERRORS_PER_RECORD:
+            yield ctx.error((), f"... and {len(problems) - MAX_ERRORS_PER_RECORD} more errors in this record")
+        return
+    yield LoadedConversation(conversation=conv, source=ctx.source, format=fmt, options=options)
+
+
+# --------------------------------------------------------------------------- internals: files
