@@ -11,11 +11,14 @@ import difflib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from judgegraph.conversation import Conversation
+
+from .limits import Limits
 
 Path_ = tuple[Any, ...]  # a path of keys / indexes inside a parsed document
 
@@ -168,6 +171,9 @@ class Ctx:
     prefix: Path_ = ()  # shown before fields (("tests", 3) for promptfoo documents)
     line_of: Callable[[Path_], int | None] | None = None
     doc: dict[str, Any] | None = None  # promptfoo document (prompts, defaultTest)
+    limits: Limits = field(default_factory=Limits)
+    folder: Path | None = None  # the file's folder: where promptfoo file:// references are read from
+    allow_outside_files: bool = False  # file:// references may leave that folder
 
     @property
     def fallback_id(self) -> str:

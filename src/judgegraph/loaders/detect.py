@@ -17,6 +17,7 @@ from .formats.judgegraph import from_judgegraph
 from .formats.openai import from_openai
 from .formats.promptfoo import PROMPTFOO_TEST_KEYS, from_promptfoo
 from .formats.ragas import RAGAS_DETECT_KEYS, from_ragas
+from .limits import check_record
 
 FORMATS: tuple[str, ...] = ("judgegraph", "deepeval", "promptfoo", "openai", "ragas")
 
@@ -69,6 +70,11 @@ CONVERTERS = {
 def convert(rec: Any, ctx: Ctx, fmt: str | None = None) -> Iterator[LoadedConversation | InputError]:
     if not isinstance(rec, dict):
         yield ctx.error((), f"a record must be an object (got {type(rec).__name__})")
+        return
+    unsafe = check_record(rec, ctx.limits)
+    if unsafe:
+        for path, message in unsafe[:MAX_ERRORS_PER_RECORD]:
+            yield ctx.error(path, message)
         return
     if isinstance(rec.get("tests"), (list, str)) and "turns" not in rec and "messages" not in rec:
         yield ctx.error(("tests",), "a promptfoo document cannot be nested inside a list or a .jsonl line")

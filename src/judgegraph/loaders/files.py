@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import bisect
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,31 +17,54 @@ import yaml
 
 from judgegraph.conversation import Conversation
 
+from . import yaml_safe
 from .base import Ctx, InputError, LoadedConversation, LoadResult, Path_, RecordErrors
 from .detect import convert
 from .formats.promptfoo import level_options
+from .limits import Limits, Refused, check_record
 
 EXTENSIONS: dict[str, str] = {".jsonl": "jsonl", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 
 
-def iter_records(path: str | Path) -> Iterator[LoadedConversation | InputError]:
+@dataclass(frozen=True)
+class _Options:
+    limits: Limits
+    allow_outside_files: bool
+
+
+def _options(limits: Limits | None, allow_outside_files: bool | None) -> _Options:
+    if allow_outside_files is None:
+        allow_outside_files = os.environ.get("JUDGEGRAPH_ALLOW_OUTSIDE_FILES", "").strip().lower() in (
+            "1", "true", "yes")
+    return _Options(limits or Limits.from_env(), allow_outside_files)
+
+
+def iter_records(path: str | Path, *, limits: Limits | None = None,
+                 allow_outside_files: bool | None = None) -> Iterator[LoadedConversation | InputError]:
     """Yield every conversation of one file, or an :class:`InputError` per problem.
 
-    Duplicate conversation ids inside the file are reported (the later ones).
+    Lazy: a ``.jsonl`` file is read one line at a time. Duplicate conversation ids
+    inside the file are reported (the later ones). ``limits`` caps record size and
+    nesting (default :meth:`Limits.from_env`); ``allow_outside_files`` lets a
+    promptfoo ``file://`` reference leave the config file's folder (default: the
+    ``JUDGEGRAPH_ALLOW_OUTSIDE_FILES`` environment variable, else no).
     """
-    yield from _iter_file(path, {})
+    yield from _iter_file(path, {}, _options(limits, allow_outside_files))
 
 
-def load_file(path: str | Path) -> LoadResult:
-    return load_files([path])
+def load_file(path: str | Path, *, limits: Limits | None = None,
+              allow_outside_files: bool | None = None) -> LoadResult:
+    return load_files([path], limits=limits, allow_outside_files=allow_outside_files)
 
 
-def load_files(paths: Iterable[str | Path]) -> LoadResult:
+def load_files(paths: Iterable[str | Path], *, limits: Limits | None = None,
+               allow_outside_files: bool | None = None) -> LoadResult:
     """Load several files; a conversation id seen before (in any file) is an error."""
     result = LoadResult()
     seen: dict[str, str] = {}
+    opts = _options(limits, allow_outside_files)
     for path in paths:
-        for item in _iter_file(path, seen):
+        for item in _iter_file(path, seen, opts):
             if isinstance(item, InputError):
                 result.errors.append(item)
             else:
@@ -58,7 +83,7 @@ def load_conversations(path: str | Path | Iterable[str | Path]) -> list[Conversa
 # --------------------------------------------------------------------------- format detection
 
 
-def _iter_file(path: str | Path, seen: dict[str, str]) -> Iterator[LoadedConversation | InputError]:
+def _iter_file(path: str | Path, seen: dict[str, str], opts: _Options) -> Iterator[LoadedConversation | InputError]:
     name = str(path)
     p = Path(path)
     kind = EXTENSIONS.get(p.suffix.lower())
@@ -74,8 +99,10 @@ def _iter_file(path: str | Path, seen: dict[str, str]) -> Iterator[LoadedConvers
         yield InputError(name, None, None, None, "is a directory, not a file")
         return
     reader = _iter_jsonl if kind == "jsonl" else _iter_document
+    found = 0
     try:
-        for item in reader(p, name, kind):
+        for item in reader(p, name, kind, opts):
+            found += 1
             if isinstance(item, LoadedConversation):
                 cid = item.conversation.id
                 if cid in seen:
@@ -84,7 +111,10 @@ def _iter_file(path: str | Path, seen: dict[str, str]) -> Iterator[LoadedConvers
                 seen[cid] = item.source
             yield item
     except OSError as exc:
+        found += 1
         yield InputError(name, None, None, None, f"cannot read file: {exc.strerror or exc}")
+    if not found:  # an empty file must never pass a gate as "nothing failed"
+        yield InputError(name, None, None, None, "file is empty: no records")
 
 
 def _duplicate(item: LoadedConversation, cid: str, first: str, name: str) -> InputError:
@@ -94,7 +124,7 @@ def _duplicate(item: LoadedConversation, cid: str, first: str, name: str) -> Inp
     return InputError(name, line, record, "id", f"duplicate conversation id {cid!r} (first seen at {first})")
 
 
-def _iter_jsonl(p: Path, name: str, kind: str) -> Iterator[LoadedConversation | InputError]:
+def _iter_jsonl(p: Path, name: str, kind: str, opts: _Options) -> Iterator[LoadedConversation | InputError]:
     record = 0
     with p.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
@@ -109,13 +139,20 @@ def _iter_jsonl(p: Path, name: str, kind: str) -> Iterator[LoadedConversation | 
             stripped = text.strip()
             if not stripped or stripped.startswith("//"):
                 continue
-            ctx = Ctx(name, p.stem, kind, record, lineno, ())
+            ctx = Ctx(name, p.stem, kind, record, lineno, (), limits=opts.limits, folder=p.parent,
+                      allow_outside_files=opts.allow_outside_files)
             record += 1
+            if len(stripped) > opts.limits.max_record_chars:
+                yield InputError(name, lineno, ctx.record, None, _too_big(len(stripped), opts.limits))
+                continue
             try:
                 value = json.loads(stripped)
             except json.JSONDecodeError as exc:
                 col = exc.colno + (len(text) - len(text.lstrip()))
                 yield InputError(name, lineno, ctx.record, None, f"invalid JSON: {exc.msg} (column {col})")
+                continue
+            except RecursionError:
+                yield InputError(name, lineno, ctx.record, None, _too_deep(opts.limits))
                 continue
             yield from convert(value, ctx)
 
@@ -129,23 +166,36 @@ def _read_text(p: Path, name: str) -> str | InputError:
         return InputError(name, line, None, None, f"not valid UTF-8 (byte offset {exc.start})")
 
 
-def _iter_document(p: Path, name: str, kind: str) -> Iterator[LoadedConversation | InputError]:
+def _too_big(chars: int, limits: Limits) -> str:
+    return (f"the record holds {chars:,} characters, more than the limit of {limits.max_record_chars:,}: refused; "
+            "raise JUDGEGRAPH_MAX_RECORD_CHARS if it is genuine")
+
+
+def _too_deep(limits: Limits) -> str:
+    return f"nested too deeply (the limit is {limits.max_depth} levels): refused"
+
+
+def _iter_document(p: Path, name: str, kind: str, opts: _Options) -> Iterator[LoadedConversation | InputError]:
     text = _read_text(p, name)
     if isinstance(text, InputError):
         yield text
         return
+    if not text.strip():
+        return  # reported as an empty file
     if kind == "json":
         try:
             value = json.loads(text)
+        except RecursionError:
+            yield from _iter_json_list_one_by_one(text, p, name, opts)
+            return
         except json.JSONDecodeError as exc:
             yield InputError(name, exc.lineno, None, None, f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
             return
         line_of = _json_lines(text, value)
     else:
-        loader = yaml.SafeLoader(text)
         try:
-            node = loader.get_single_node()
-            value = loader.construct_document(node) if node is not None else None
+            node = yaml_safe.compose(text, opts.limits)
+            value = yaml_safe.construct(node) if node is not None else None
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -155,19 +205,21 @@ def _iter_document(p: Path, name: str, kind: str) -> Iterator[LoadedConversation
         except yaml.YAMLError as exc:
             yield InputError(name, None, None, None, f"invalid YAML: {exc}")
             return
-        finally:
-            loader.dispose()
         line_of = _yaml_lines(node)
-    yield from _iter_value(value, p, name, kind, line_of)
+    yield from _iter_value(value, p, name, kind, line_of, opts)
 
 
-def _iter_value(value: Any, p: Path, name: str, kind: str,
-                line_of: Callable[[Path_], int | None]) -> Iterator[LoadedConversation | InputError]:
+def _iter_value(value: Any, p: Path, name: str, kind: str, line_of: Callable[[Path_], int | None],
+                opts: _Options) -> Iterator[LoadedConversation | InputError]:
     def ctx(record: int, base: Path_, **kw: Any) -> Ctx:
-        return Ctx(name, p.stem, kind, record, line_of(base), base, line_of=line_of, **kw)
+        return Ctx(name, p.stem, kind, record, line_of(base), base, line_of=line_of, limits=opts.limits,
+                   folder=p.parent, allow_outside_files=opts.allow_outside_files, **kw)
 
     if value is None:
         yield InputError(name, None, None, None, "file is empty")
+        return
+    if isinstance(value, Refused):
+        yield InputError(name, 1, None, None, value.message)
         return
     if isinstance(value, list):
         for i, rec in enumerate(value):
@@ -179,7 +231,7 @@ def _iter_value(value: Any, p: Path, name: str, kind: str,
         ))
         return
     if "tests" in value and "turns" not in value and "messages" not in value:
-        yield from _iter_promptfoo_doc(value, p, name, kind, line_of)
+        yield from _iter_promptfoo_doc(value, p, name, kind, line_of, opts)
         return
     if "conversations" in value and "turns" not in value and "messages" not in value:
         extra = [k for k in value if k != "conversations"]
@@ -196,8 +248,13 @@ def _iter_value(value: Any, p: Path, name: str, kind: str,
     yield from convert(value, ctx(0, ()))
 
 
-def _iter_promptfoo_doc(doc: dict[str, Any], p: Path, name: str, kind: str,
-                        line_of: Callable[[Path_], int | None]) -> Iterator[LoadedConversation | InputError]:
+def _iter_promptfoo_doc(doc: dict[str, Any], p: Path, name: str, kind: str, line_of: Callable[[Path_], int | None],
+                        opts: _Options) -> Iterator[LoadedConversation | InputError]:
+    unsafe = check_record({k: v for k, v in doc.items() if k != "tests"}, opts.limits)
+    if unsafe:  # prompts / defaultTest are part of every test
+        for path, message in unsafe:
+            yield InputError(name, line_of(path), None, ".".join(map(str, path)) or None, message)
+        return
     tests = doc["tests"]
     if not isinstance(tests, list):
         yield InputError(name, line_of(("tests",)), None, "tests", (
@@ -217,7 +274,8 @@ def _iter_promptfoo_doc(doc: dict[str, Any], p: Path, name: str, kind: str,
             doc = {**doc, "defaultTest": {k: v for k, v in default.items() if k not in ("assert", "options")}}
     for i, test in enumerate(tests):
         base = ("tests", i)
-        c = Ctx(name, p.stem, kind, i, line_of(base), base, prefix=base, line_of=line_of, doc=doc)
+        c = Ctx(name, p.stem, kind, i, line_of(base), base, prefix=base, line_of=line_of, doc=doc,
+                limits=opts.limits, folder=p.parent, allow_outside_files=opts.allow_outside_files)
         if isinstance(test, str):
             yield c.error((), f"external test references are not supported (got {test!r})")
             continue
@@ -249,6 +307,65 @@ def _yaml_lines(root: yaml.Node | None) -> Callable[[Path_], int | None]:
 
 
 _WS = re.compile(r"[ \t\n\r]*")
+
+
+def _skip_json_value(text: str, i: int) -> int:
+    """End of the JSON value starting at ``i``, found by counting brackets outside
+    strings (no recursion, whatever the nesting)."""
+    depth, in_string, escaped = 0, False, False
+    for j in range(i, len(text)):
+        ch = text[j]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    raise ValueError("unterminated JSON value")
+
+
+def _iter_json_list_one_by_one(text: str, p: Path, name: str,
+                               opts: _Options) -> Iterator[LoadedConversation | InputError]:
+    """A ``.json`` list too deep for ``json.loads`` as a whole: each record is
+    parsed on its own, so only the too-deep ones are refused."""
+    newlines = [m.start() for m in re.finditer("\n", text)]
+
+    def line(at: int) -> int:
+        return bisect.bisect_left(newlines, at) + 1
+
+    dec = json.JSONDecoder()
+    i = _WS.match(text, 0).end()  # type: ignore[union-attr]
+    if not text.startswith("[", i):
+        yield InputError(name, line(i), None, None, _too_deep(opts.limits))
+        return
+    i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+    n = 0
+    try:
+        while i < len(text) and text[i] != "]":
+            ctx = Ctx(name, p.stem, "json", n, line(i), (n,), limits=opts.limits, folder=p.parent,
+                      allow_outside_files=opts.allow_outside_files)
+            try:
+                value, end = dec.raw_decode(text, i)
+            except RecursionError:
+                end = _skip_json_value(text, i)
+                yield InputError(name, line(i), n, None, _too_deep(opts.limits))
+            else:
+                yield from convert(value, ctx)
+            i = _WS.match(text, end).end()  # type: ignore[union-attr]
+            if i < len(text) and text[i] == ",":
+                i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+            n += 1
+    except (ValueError, IndexError) as exc:
+        yield InputError(name, line(i), n, None, f"invalid JSON: {exc}")
 
 
 def _json_lines(text: str, value: Any) -> Callable[[Path_], int | None]:
