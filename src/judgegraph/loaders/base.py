@@ -61,6 +61,9 @@ class LoadedConversation:
     source: str
     format: str
     options: dict[str, Any] = field(default_factory=dict)
+    #: every metric the file asks for, in order (promptfoo: one per (not-)conversation-relevance
+    #: assertion), each an options dict like ``options`` plus ``negate`` / ``key`` where set
+    assertions: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass

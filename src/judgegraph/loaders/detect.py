@@ -89,7 +89,8 @@ def convert(rec: Any, ctx: Ctx, fmt: str | None = None) -> Iterator[LoadedConver
         if len(problems) > MAX_ERRORS_PER_RECORD:
             yield ctx.error((), f"... and {len(problems) - MAX_ERRORS_PER_RECORD} more errors in this record")
         return
-    yield LoadedConversation(conversation=conv, source=ctx.source, format=fmt, options=options)
+    assertions = tuple(options.pop("assertions", ()))
+    yield LoadedConversation(conversation=conv, source=ctx.source, format=fmt, options=options, assertions=assertions)
 
 
 # --------------------------------------------------------------------------- internals: files

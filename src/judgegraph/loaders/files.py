@@ -20,7 +20,7 @@ from judgegraph.conversation import Conversation
 from . import yaml_safe
 from .base import Ctx, InputError, LoadedConversation, LoadResult, Path_, RecordErrors
 from .detect import convert
-from .formats.promptfoo import level_options
+from .formats.promptfoo import level_assertions
 from .limits import Limits, Refused, check_record
 
 EXTENSIONS: dict[str, str] = {".jsonl": "jsonl", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
@@ -266,8 +266,10 @@ def _iter_promptfoo_doc(doc: dict[str, Any], p: Path, name: str, kind: str, line
     if default is not None and not isinstance(default, dict):
         yield InputError(name, line_of(("defaultTest",)), None, "defaultTest", "must be an inline object")
     elif isinstance(default, dict):
-        try:  # report a bad defaultTest once, not once per test
-            level_options(default, ("defaultTest",))
+        try:  # report a bad defaultTest once, not once per test (its rubric's vars come from each test)
+            check = Ctx(name, p.stem, kind, 0, None, (), limits=opts.limits, folder=p.parent,
+                        allow_outside_files=opts.allow_outside_files)
+            level_assertions(default, ("defaultTest",), check, _AnyVars())
         except RecordErrors as exc:
             for path, message in exc.problems:
                 yield InputError(name, line_of(path), None, ".".join(map(str, path)), message)
@@ -280,6 +282,16 @@ def _iter_promptfoo_doc(doc: dict[str, Any], p: Path, name: str, kind: str, line
             yield c.error((), f"external test references are not supported (got {test!r})")
             continue
         yield from convert(test, c, "promptfoo" if isinstance(test, dict) else None)
+
+
+class _AnyVars(dict):  # type: ignore[type-arg]
+    """Variables that fill any placeholder: checks a template's other problems."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __missing__(self, key: str) -> str:
+        return ""
 
 
 def _yaml_lines(root: yaml.Node | None) -> Callable[[Path_], int | None]:

@@ -33,7 +33,7 @@ class _Constructor(yaml.SafeLoader):
     """SafeLoader whose constructor also builds :class:`Refused` markers and
     whose scanner refuses absurd flow nesting."""
 
-    def fetch_flow_collection_start(self, TokenClass: Any) -> None:  # noqa: N803 - PyYAML's name
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:
         if self.flow_level >= MAX_FLOW_NESTING:
             raise yaml.scanner.ScannerError(
                 None, None, f"collections nested more than {MAX_FLOW_NESTING:,} levels deep: the file is refused",

@@ -55,15 +55,65 @@ def _provider_id(value: Any) -> str | None:
     return None
 
 
-def _assertion_options(asserts: Any, path: Path_) -> dict[str, Any] | None:
-    """Options of the first conversation-relevance assertion in a list (None: no such assertion)."""
+NEGATED_TYPE = "not-" + ASSERTION_TYPE
+_ANY_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
+
+
+def _read_rubric(value: Any, path: Path_, ctx: Ctx | None, variables: dict[str, Any]) -> str:
+    """A ``rubricPrompt``: ``file://`` read relative to the config file's folder
+    (never outside it unless allowed); promptfoo variables filled from the test's
+    vars in one pass; a placeholder that cannot be filled (``{{ messages }}``,
+    which promptfoo fills per window) is refused, never sent with its braces."""
+    text = _as_text(value)
+    if text.startswith("file://"):
+        if ctx is None or ctx.folder is None:
+            raise fail(path, "a file:// rubricPrompt needs the config file's folder")
+        text = _read_file(text[len("file://"):], path, ctx)
+    unfilled = _TEMPLATE_VAR.sub(lambda m: "" if m.group(1) in variables else m.group(0), text)
+    left = _ANY_TEMPLATE.search(unfilled)  # looked for in the template, never in the values filled in
+    if left:
+        raise fail(path, (
+            f"rubricPrompt uses the template {left.group(0)!r}, which judgegraph does not fill: the rubric is the "
+            "judging criteria only (the conversation window is given to the judge separately, so drop "
+            "{{ messages }} / {{ output }}); test vars such as {{ topic }} are filled in one pass"
+        ))
+    return _render_prompt(text, variables)
+
+
+def _read_file(ref: str, path: Path_, ctx: Ctx) -> str:
+    assert ctx.folder is not None
+    folder = ctx.folder.resolve()
+    target = (folder / ref).resolve()
+    if not ctx.allow_outside_files and not target.is_relative_to(folder):
+        raise fail(path, (
+            f"file://{ref} leaves the folder of {ctx.file} ({folder}): refused; pass --allow-outside-files "
+            "(or set JUDGEGRAPH_ALLOW_OUTSIDE_FILES=1) to allow it"
+        ))
+    try:
+        data = target.read_bytes()
+    except OSError as exc:
+        raise fail(path, f"cannot read file://{ref}: {exc.strerror or exc}") from None
+    if len(data) > ctx.limits.max_record_chars:
+        raise fail(path, f"file://{ref} is larger than {ctx.limits.max_record_chars:,} bytes: refused")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise fail(path, f"file://{ref} is not valid UTF-8") from None
+
+
+def _assertions(asserts: Any, path: Path_, ctx: Ctx | None,
+                variables: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every (not-)conversation-relevance assertion of a list, in order, as options."""
     if not isinstance(asserts, list):
-        return None
+        return []
+    out: list[dict[str, Any]] = []
     for j, a in enumerate(asserts):
-        if not (isinstance(a, dict) and a.get("type") == ASSERTION_TYPE):
+        if not (isinstance(a, dict) and a.get("type") in (ASSERTION_TYPE, NEGATED_TYPE)):
             continue
         p = path + (j,)
         opts: dict[str, Any] = {"metric": "conversation_relevance"}
+        if a["type"] == NEGATED_TYPE:
+            opts["negate"] = True
         if "threshold" in a and a["threshold"] is not None:
             t = a["threshold"]
             if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 1:
@@ -78,25 +128,61 @@ def _assertion_options(asserts: Any, path: Path_) -> dict[str, Any] | None:
                 raise fail(p + ("config", "windowSize"), f"windowSize must be a positive integer (got {window!r})")
             opts["window_size"] = window
         if a.get("rubricPrompt") is not None:
-            opts["rubric"] = _as_text(a["rubricPrompt"])
+            opts["rubric"] = _read_rubric(a["rubricPrompt"], p + ("rubricPrompt",), ctx, variables)
         model = _provider_id(a.get("provider"))
         if model:
             opts["model"] = model
-        return opts
-    return None
+        out.append(opts)
+    return out
 
 
-def level_options(level: dict[str, Any], path: Path_) -> dict[str, Any]:
-    """Options a test (or defaultTest) gives: its assertion plus options.provider/rubricPrompt."""
-    opts = _assertion_options(level.get("assert"), path + ("assert",)) or {}
+def _level_extra(level: dict[str, Any], path: Path_, ctx: Ctx | None, variables: dict[str, Any]) -> dict[str, Any]:
+    """A level's ``options.provider`` / ``options.rubricPrompt`` (apply to every assertion)."""
     extra = level.get("options")
+    out: dict[str, Any] = {}
     if isinstance(extra, dict):
         model = _provider_id(extra.get("provider"))
         if model:
-            opts.setdefault("model", model)
+            out["model"] = model
         if extra.get("rubricPrompt") is not None:
-            opts.setdefault("rubric", _as_text(extra["rubricPrompt"]))
-    return opts
+            out["rubric"] = _read_rubric(extra["rubricPrompt"], path + ("options", "rubricPrompt"), ctx, variables)
+    return out
+
+
+def level_options(level: dict[str, Any], path: Path_, ctx: Ctx | None = None,
+                  variables: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Options a test (or defaultTest) gives: its first assertion plus options.provider/rubricPrompt."""
+    return level_assertions(level, path, ctx, variables)[0]
+
+
+def level_assertions(level: dict[str, Any], path: Path_, ctx: Ctx | None = None,
+                     variables: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Each assertion of a level with the level's options under it (at least one, maybe empty, entry)."""
+    variables = variables or {}
+    found = _assertions(level.get("assert"), path + ("assert",), ctx, variables) or [{}]
+    extra = _level_extra(level, path, ctx, variables)
+    return [{**extra, **a} for a in found]
+
+
+def test_assertions(rec: dict[str, Any], default: dict[str, Any], ctx: Ctx,
+                    variables: dict[str, Any]) -> list[dict[str, Any]]:
+    """The assertions a test runs: its own (each over defaultTest's first, field by
+    field, the test's winning), or defaultTest's when it has none. Each gets the
+    result key it is written under: the first plain one the metric's own name,
+    ``not-conversation-relevance`` for a negated one, ``#2``, ``#3`` ... after repeats."""
+    base = level_assertions(default, ("defaultTest",), ctx, variables) if default else [{}]
+    own = level_assertions(rec, (), ctx, variables)
+    if own == [{}]:
+        chosen = base
+    else:
+        chosen = [{**base[0], **a} for a in own]
+    seen: dict[str, int] = {}
+    for opts in chosen:
+        kind = NEGATED_TYPE if opts.get("negate") else ASSERTION_TYPE
+        seen[kind] = seen.get(kind, 0) + 1
+        if opts.get("negate") or seen[kind] > 1:
+            opts["key"] = kind if seen[kind] == 1 else f"{kind}#{seen[kind]}"
+    return chosen
 
 
 def _first_prompt(doc: dict[str, Any] | None) -> str | None:
@@ -129,27 +215,33 @@ def from_promptfoo(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[st
 
     turns: list[dict[str, Any]] = []
     renames: list[tuple[Path_, Path_]] = []
-    if "_conversation" in variables:
-        conv = variables["_conversation"]
+    conv = variables.get("_conversation")
+    if conv is not None and conv != []:  # promptfoo: an empty (or absent) conversation means the single turn
         cpath: Path_ = ("vars", "_conversation")
         if not isinstance(conv, list):
             raise fail(cpath, f"_conversation must be a list of {{input, output}} (got {type(conv).__name__})")
-        if not conv:
-            raise fail(cpath, "a conversation needs at least one exchange")
         problems: list[tuple[Path_, str]] = []
         for k, ex in enumerate(conv):
             if not isinstance(ex, dict):
-                problems.append((cpath + (k,), f"an exchange must be an object with input and output (got {type(ex).__name__})"))
+                problems.append((cpath + (k,), (
+                    f"an exchange must be an object with input and output (got {type(ex).__name__})")))
                 continue
-            for side, role in (("input", "user"), ("output", "assistant")):
-                if side not in ex:
-                    problems.append((cpath + (k, side), "Field required"))
-                elif not isinstance(ex[side], str):
-                    problems.append((cpath + (k, side), f"Input should be a valid string (got {type(ex[side]).__name__})"))
-                else:
-                    renames.append((("turns", len(turns)), cpath + (k, side)))
-                    turns.append({"role": role, "content": ex[side]})
-            problems.extend(check_keys(ex, ("input", "output", "metadata"), cpath + (k,)))
+            problems.extend(check_keys(ex, ("input", "prompt", "output", "metadata"), cpath + (k,)))
+            # promptfoo's own items carry the rendered `prompt`; `input` (when given) is the user's message
+            side_in = "input" if "input" in ex else "prompt" if "prompt" in ex else None
+            for side, role in ((side_in, "user"), ("output", "assistant")):
+                if side is None or side not in ex:
+                    problems.append((cpath + (k, side or "input"), "Field required (input, or promptfoo's prompt)"
+                                     if role == "user" else "Field required"))
+                    continue
+                value = ex[side]
+                if isinstance(value, (dict, list)):  # an object output (or chat prompt) as promptfoo shows it
+                    value = json.dumps(value, ensure_ascii=False)
+                if not isinstance(value, str):
+                    problems.append((cpath + (k, side), f"Input should be a valid string (got {type(value).__name__})"))
+                    continue
+                renames.append((("turns", len(turns)), cpath + (k, side)))
+                turns.append({"role": role, "content": value})
         if problems:
             raise RecordErrors(problems)
     else:
@@ -180,10 +272,9 @@ def from_promptfoo(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[st
         turns = [{"role": "user", "content": prompt}, {"role": "assistant", "content": output}]
         renames = [(("turns", 0), prompt_path), (("turns", 1), out_path)]
 
-    # options: test assertion > defaultTest assertion, field by field
-    options = level_options(default, ("defaultTest",)) if default else {}
-    for key, value in level_options(rec, ()).items():
-        options[key] = value
+    # options: test assertion > defaultTest assertion, field by field; every assertion kept
+    assertions = test_assertions(rec, default, ctx, variables)
+    options = {**assertions[0], "assertions": assertions}
 
     meta: dict[str, Any] = {}
     merge_meta(meta, rec.get("metadata"), ("metadata",))
