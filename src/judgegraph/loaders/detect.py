@@ -14,12 +14,13 @@ from .base import (
 )
 from .formats.deepeval import DEEPEVAL_CASE_KEYS, DEEPEVAL_TURN_KEYS, from_deepeval
 from .formats.judgegraph import from_judgegraph
+from .formats.langchain import from_langchain, is_langchain_message
 from .formats.openai import from_openai
 from .formats.promptfoo import PROMPTFOO_TEST_KEYS, from_promptfoo
 from .formats.ragas import RAGAS_DETECT_KEYS, from_ragas
 from .limits import check_record
 
-FORMATS: tuple[str, ...] = ("judgegraph", "deepeval", "promptfoo", "openai", "ragas")
+FORMATS: tuple[str, ...] = ("judgegraph", "deepeval", "promptfoo", "openai", "langchain", "ragas")
 
 
 def detect_format(record: Any) -> str:
@@ -28,7 +29,8 @@ def detect_format(record: Any) -> str:
     * has ``turns`` -> ``deepeval`` if the record or any turn has a deepeval-only
       key (``scenario``, ``name``, ``expectedOutcome``, ``tools_called``,
       ``user_id``, ``additional_metadata``, ...), else ``judgegraph``;
-    * has ``messages`` -> ``openai``;
+    * has ``messages`` -> ``langchain`` when its messages are LangChain dumps
+      (``{"type": "human", ...}``), else ``openai`` (``{"role": ...}``);
     * has a promptfoo test key (``vars``, ``assert``, ``description``,
       ``output``, ...) -> ``promptfoo``;
     * has a ragas sample key (``user_input``, ``response``, ``retrieved_contexts``,
@@ -47,7 +49,9 @@ def detect_format(record: Any) -> str:
             return "deepeval"
         return "judgegraph"
     if "messages" in record:
-        return "openai"
+        messages = record["messages"]
+        first = next((m for m in messages if isinstance(m, dict)), None) if isinstance(messages, list) else None
+        return "langchain" if is_langchain_message(first) else "openai"
     if any(k in PROMPTFOO_TEST_KEYS for k in record):
         return "promptfoo"
     if any(k in RAGAS_DETECT_KEYS for k in record):
@@ -63,6 +67,7 @@ CONVERTERS = {
     "deepeval": from_deepeval,
     "promptfoo": from_promptfoo,
     "openai": from_openai,
+    "langchain": from_langchain,
     "ragas": from_ragas,
 }
 

@@ -20,6 +20,7 @@ from judgegraph.conversation import Conversation
 from . import yaml_safe
 from .base import Ctx, InputError, LoadedConversation, LoadResult, Path_, RecordErrors
 from .detect import convert
+from .formats.langchain import is_langchain_message
 from .formats.promptfoo import level_assertions
 from .limits import Limits, Refused, check_record
 
@@ -220,6 +221,10 @@ def _iter_value(value: Any, p: Path, name: str, kind: str, line_of: Callable[[Pa
         return
     if isinstance(value, Refused):
         yield InputError(name, 1, None, None, value.message)
+        return
+    if isinstance(value, list) and value and all(is_langchain_message(m) for m in value):
+        # a file that is one LangChain message list (json.dump(messages_to_dict(messages)))
+        yield from convert({"messages": value}, ctx(0, ()), "langchain")
         return
     if isinstance(value, list):
         for i, rec in enumerate(value):

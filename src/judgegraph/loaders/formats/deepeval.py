@@ -34,6 +34,12 @@ DEEPEVAL_CASE_KEYS: dict[str, str | None] = {
     "tags": "tags",
     "mcp_servers": "mcp_servers",
     "mcpServers": "mcp_servers",
+    # deepeval 4: ConversationalTestCase.model_dump() writes these too (flags kept only when set)
+    "multimodal": "multimodal",
+    "voice": "voice",
+    "flaky": "flaky",
+    "expected_labels": "expected_labels",
+    "expectedLabels": "expected_labels",
     "_dataset_rank": "dataset_rank",
     "_dataset_alias": "dataset_alias",
     "_dataset_id": "dataset_id",
@@ -51,6 +57,11 @@ DEEPEVAL_TURN_KEYS: dict[str, str | None] = {
     "mcp_resources_called": "mcp_resources_called",
     "mcpResourcesCalled": "mcp_resources_called",
     "mcp_prompts_called": "mcp_prompts_called",
+    # deepeval 4 voice turns
+    "audio": "audio",
+    "latency_ms": "latency_ms",
+    "latencyMs": "latency_ms",
+    "interrupted": "interrupted",
     "mcpPromptsCalled": "mcp_prompts_called",
 }
 
@@ -78,7 +89,7 @@ def from_deepeval(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str
     _, extra = pick(rec, (), "additional_metadata", "additionalMetadata")
     merge_meta(meta, extra, ("additional_metadata",))
     for key, meta_key in DEEPEVAL_CASE_KEYS.items():
-        if meta_key and key in rec and rec[key] is not None:
+        if meta_key and key in rec and rec[key] is not None and rec[key] is not False:
             meta[meta_key] = rec[key]
     id_key, id_value = pick(rec, (), "id", "conversation_id")
     if id_value in (None, "") and rec.get("name") not in (None, ""):
@@ -113,7 +124,7 @@ def from_deepeval(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str
             _, extra = pick(turn, path, "additional_metadata", "additionalMetadata")
             merge_meta(tmeta, extra, path + ("additional_metadata",))
             for k, meta_key in DEEPEVAL_TURN_KEYS.items():
-                if meta_key and k in turn and turn[k] is not None:
+                if meta_key and k in turn and turn[k] is not None and turn[k] is not False:
                     tmeta[meta_key] = turn[k]
             t["metadata"] = tmeta
             key, value = pick(turn, path, "retrieval_context", "retrievalContext")
