@@ -88,9 +88,9 @@ def from_deepeval(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str
     merge_meta(meta, rec.get("metadata"), ("metadata",))
     _, extra = pick(rec, (), "additional_metadata", "additionalMetadata")
     merge_meta(meta, extra, ("additional_metadata",))
-    for key, meta_key in DEEPEVAL_CASE_KEYS.items():
-        if meta_key and key in rec and rec[key] is not None and rec[key] is not False:
-            meta[meta_key] = rec[key]
+    for name, meta_key in DEEPEVAL_CASE_KEYS.items():
+        if meta_key and name in rec and rec[name] is not None and rec[name] is not False:
+            meta[meta_key] = rec[name]
     id_key, id_value = pick(rec, (), "id", "conversation_id")
     if id_value in (None, "") and rec.get("name") not in (None, ""):
         id_key, id_value = "name", rec["name"]

@@ -203,13 +203,13 @@ def _first_prompt(doc: dict[str, Any] | None) -> str | None:
 
 def from_promptfoo(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, Any]]:
     doc = ctx.doc or {}
-    default = doc.get("defaultTest") if isinstance(doc.get("defaultTest"), dict) else {}
+    default: dict[str, Any] = doc["defaultTest"] if isinstance(doc.get("defaultTest"), dict) else {}
     test_vars = rec.get("vars", {})
     if test_vars is None:
         test_vars = {}
     if not isinstance(test_vars, dict):
         raise fail(("vars",), f"vars must be an object (got {type(test_vars).__name__})")
-    dvars = default.get("vars") if isinstance(default.get("vars"), dict) else {}
+    dvars: dict[str, Any] = default["vars"] if isinstance(default.get("vars"), dict) else {}
     variables = {**dvars, **test_vars}
     index = ctx.prefix[-1] if ctx.prefix else ctx.record
 
@@ -246,7 +246,8 @@ def from_promptfoo(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[st
             raise RecordErrors(problems)
     else:
         if "output" in test_vars:
-            out_path, output = ("vars", "output"), test_vars["output"]
+            out_path: Path_ = ("vars", "output")
+            output = test_vars["output"]
         elif "output" in rec:
             out_path, output = ("output",), rec["output"]
         else:
@@ -258,7 +259,8 @@ def from_promptfoo(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[st
             raise fail(out_path, f"output must be a string (got {type(output).__name__})")
         prompt_key = next((k for k in ("prompt", "input", "query") if k in variables), None)
         if prompt_key is not None:
-            prompt, prompt_path = variables[prompt_key], ("vars", prompt_key)
+            prompt: Any = variables[prompt_key]
+            prompt_path: Path_ = ("vars", prompt_key)
             if not isinstance(prompt, str):
                 raise fail(prompt_path, f"{prompt_key} must be a string (got {type(prompt).__name__})")
         else:
