@@ -4,7 +4,6 @@ field), every other record loads, nothing raises."""
 from __future__ import annotations
 
 import json
-import tracemalloc
 
 import pytest
 
@@ -90,13 +89,7 @@ def test_yaml_alias_expansion_is_capped(tmp_path):
     text = billion_laughs()
     assert len(text) < 700  # expands to ~10^10 characters if followed
     (tmp_path / "lol.yaml").write_text(text)
-    tracemalloc.start()
-    try:
-        res = load_file(tmp_path / "lol.yaml")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 20_000_000
+    res = load_file(tmp_path / "lol.yaml")  # memory and time: benchmarks/input_limits.py
     assert ids(res) == ["ok"]
     (err,) = res.errors
     assert (err.line, err.field) == (12, "metadata.a6") and "expands to more than 10,000,000 characters" in err.message
