@@ -31,13 +31,19 @@ EXTENSIONS: dict[str, str] = {".jsonl": "jsonl", ".json": "json", ".yaml": "yaml
 class _Options:
     limits: Limits
     allow_outside_files: bool
+    problem: str | None = None  # a bad setting (environment variable): every file reports it, none is read
 
 
 def _options(limits: Limits | None, allow_outside_files: bool | None) -> _Options:
     if allow_outside_files is None:
         allow_outside_files = os.environ.get("JUDGEGRAPH_ALLOW_OUTSIDE_FILES", "").strip().lower() in (
             "1", "true", "yes")
-    return _Options(limits or Limits.from_env(), allow_outside_files)
+    if limits is None:
+        try:
+            limits = Limits.from_env()
+        except ValueError as exc:
+            return _Options(Limits(), allow_outside_files, str(exc))
+    return _Options(limits, allow_outside_files)
 
 
 def iter_records(path: str | Path, *, limits: Limits | None = None,
@@ -98,6 +104,9 @@ def _iter_file(path: str | Path, seen: dict[str, str], opts: _Options) -> Iterat
         return
     if p.is_dir():
         yield InputError(name, None, None, None, "is a directory, not a file")
+        return
+    if opts.problem:
+        yield InputError(name, None, None, None, opts.problem)
         return
     reader = _iter_jsonl if kind == "jsonl" else _iter_document
     found = 0
