@@ -9,7 +9,8 @@ documented in the README):
 * consecutive user turns open one exchange; consecutive assistant turns are
   one reply (judged together, joined with a blank line);
 * assistant turns before the first user turn (a greeting) join the first
-  exchange as its ``opening``: context shown to the judge, never judged; the
+  exchange as its ``opening``: context (in ``Exchange.turns`` and
+  ``Window.transcript``), never judged; the
   exchange's judged reply is the assistant turn(s) after its user turn(s), as
   in deepeval (``[A greet, U q, A reply]`` is ONE exchange judged on ``reply``);
 * assistant turns with no user turn anywhere before a reply (``[A, A, U]``,
