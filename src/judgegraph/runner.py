@@ -14,12 +14,12 @@ from typing import IO, Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from .judges import Judge
+from .judges import Judge, NeedsLLMJudge
 from .loaders import InputError, LoadedConversation
 from .metrics import canonical_name, get_metric
 from .report import build_report_graph
-from .results import MetricResult, Usage
-from .state import MetricInput, MetricOutput
+from .results import JudgeErrorInfo, MetricResult, Usage, build_result
+from .state import MetricInput, MetricOutput, conversation_of
 
 
 @dataclass
@@ -87,10 +87,19 @@ class MetricPlan:
     def check(self) -> None:
         """Build each chosen metric once with the overrides, so a bad setting
         (e.g. conversational-guidelines without guidelines) is a usage error
-        before any work, not an error in every conversation."""
+        before any work, not an error in every conversation. A metric that
+        needs an LLM judge is not a usage error: each conversation gets its
+        error result (:meth:`build`) and the other metrics run."""
         for name in self.metrics or []:
-            spec = get_metric(name)
-            spec.factory(judge=self.judge, **{k: v for k, v in self.overrides.items() if k in spec.options})
+            self.build(name, {k: v for k, v in self.overrides.items() if k in get_metric(name).options})
+
+    def build(self, name: str, options: dict[str, Any]) -> CompiledStateGraph:
+        """The metric graph, or — when the metric needs an LLM judge and the
+        run's judge is not one — a graph that gives that metric's error result."""
+        try:
+            return get_metric(name).factory(model=self.judge, **options)
+        except NeedsLLMJudge as exc:
+            return unavailable_metric(name, self.judge, str(exc))
 
     def metric_options(self, item: LoadedConversation) -> list[tuple[str, dict[str, Any]]]:
         """(metric, options) for each metric run on this conversation: one per
@@ -123,7 +132,7 @@ class MetricPlan:
             metrics = []
             for name, opts in chosen:
                 negate = opts.pop("negate", False)
-                graph = get_metric(name).factory(judge=self.judge, **opts)
+                graph = self.build(name, opts)
                 metrics.append(_negated(graph, opts.get("name", name)) if negate else graph)
             self._graphs[key] = build_report_graph(metrics).compile(name="report")
         return self._graphs[key]
@@ -163,6 +172,26 @@ def negate_result(result: MetricResult) -> MetricResult:
                    f"{result.threshold:g} — {'it is' if passed else 'it is not'}; the metric said: {result.reason}"),
         "details": {**result.details, "negated": True, "metric_score": result.score, "metric_passed": result.passed},
     })
+
+
+class UnavailableState(MetricInput, MetricOutput, total=False):
+    pass
+
+
+def unavailable_metric(name: str, judge: Judge, message: str) -> CompiledStateGraph:
+    """A one-node graph whose result is ``name``'s error: the metric could not
+    be built with ``judge`` (``message`` says why). No call is made."""
+
+    def reduce_score(state: dict[str, Any]) -> dict[str, Any]:
+        error = JudgeErrorInfo(where="conversation", step=name, message=message)
+        result = build_result(name, conversation_of(state), judge=judge, threshold=None, status="error",
+                              reason=message, errors=[error])
+        return {"results": {name: result}}
+
+    builder = StateGraph(UnavailableState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("reduce_score", reduce_score)
+    builder.add_edge(START, "reduce_score")
+    return builder.compile(name=name)
 
 
 async def evaluate_async(
