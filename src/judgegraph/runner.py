@@ -144,9 +144,13 @@ class _NegatedState(MetricInput, MetricOutput):
 
 def _negated(metric: CompiledStateGraph, key: str) -> CompiledStateGraph:
     """``metric`` followed by :func:`negate_result` on its result ``key``."""
+
+    def negate(state: _NegatedState) -> dict[str, Any]:
+        return {"results": {key: negate_result(state["results"][key])}}
+
     builder = StateGraph(_NegatedState, input_schema=MetricInput, output_schema=MetricOutput)
     builder.add_node("metric", metric)
-    builder.add_node("negate", lambda state: {"results": {key: negate_result(state["results"][key])}})
+    builder.add_node("negate", negate)
     builder.add_edge(START, "metric")
     builder.add_edge("metric", "negate")
     builder.add_edge("negate", END)
