@@ -1,0 +1,40 @@
+"""``judgegraph report``: one self-contained HTML page from a results file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("report", help="write an HTML report (one offline file) from a results file",
+                       description="Write one self-contained HTML page (no network, no server) from RESULTS, "
+                                   "the JSONL file `judgegraph eval` writes.")
+    p.add_argument("results", metavar="RESULTS", help="results JSONL (judgegraph eval --out)")
+    p.add_argument("-o", "--out", default="judgegraph-report.html", help="HTML file to write (default %(default)s)")
+    p.add_argument("--input", action="append", dest="inputs", default=[], metavar="FILE",
+                   help="the judged input file(s), to show every turn (repeatable)")
+    p.add_argument("--title", help="page title (default: from the results file name)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..reporting.html import write_report
+
+    try:
+        made = write_report(args.results, args.out, inputs=args.inputs, title=args.title)
+    except OSError as exc:
+        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return report_written(made)
+
+
+def report_written(made: Any) -> int:
+    """Say what was written; problems (unreadable lines, unreadable input) make exit status 3."""
+    for problem in made.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    print(f"report: {made.path} ({made.conversations} conversations, {made.bytes / 1024:.0f} KiB)", file=sys.stderr)
+    return EXIT_ERRORS if made.problems else EXIT_OK
