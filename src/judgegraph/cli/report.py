@@ -29,12 +29,31 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
+    for problem in made.input_problems:
+        print(f"warning: {problem}", file=sys.stderr)
     return report_written(made)
 
 
 def report_written(made: Any) -> int:
-    """Say what was written; problems (unreadable lines, unreadable input) make exit status 3."""
+    """Say what was written; unreadable results lines make exit status 3."""
     for problem in made.problems:
         print(f"warning: {problem}", file=sys.stderr)
     print(f"report: {made.path} ({made.conversations} conversations, {made.bytes / 1024:.0f} KiB)", file=sys.stderr)
     return EXIT_ERRORS if made.problems else EXIT_OK
+
+
+def html_after_eval(args: argparse.Namespace, plan: Any, loaded: Any) -> int:
+    """``judgegraph eval --html FILE``: the report of the results file just written,
+    with the turns of the judged files and the report graphs as they ran."""
+    from ..reporting.html import write_report
+
+    graphs: dict[int, Any] = {}
+    for item in loaded.conversations:  # one compiled graph per distinct metric set and options
+        graph = plan.report_for(item)
+        graphs.setdefault(id(graph), graph)
+    try:
+        made = write_report(args.out, args.html, inputs=list(args.files), graphs=list(graphs.values()) or None)
+    except OSError as exc:
+        print(f"error: HTML report {args.html}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_ERRORS
+    return report_written(made)

@@ -42,7 +42,8 @@ class ReportFile:
     path: Path
     bytes: int
     conversations: int
-    problems: list[str]  # unreadable results lines, input files that could not be read
+    problems: list[str]  # unreadable results lines
+    input_problems: list[str] = field(default_factory=list)  # records of the input files that could not be read
 
 
 def read_results(path: str | Path) -> ResultsFile:
@@ -232,4 +233,5 @@ def write_report(
     if path.parent != Path(""):
         path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")
-    return ReportFile(path, len(html.encode("utf-8")), len(data["conversations"]), problems)
+    return ReportFile(path, len(html.encode("utf-8")), len(data["conversations"]), list(parsed.unreadable),
+                      [p for p in problems if p not in parsed.unreadable])
