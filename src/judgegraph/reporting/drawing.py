@@ -222,13 +222,13 @@ def draw_svg(graph: Any, *, title: str | None = None, id_prefix: str = "jg") -> 
     name = title if title is not None else str(getattr(graph, "name", "") or "graph")
     marker = f"{id_prefix}-arrow"
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="judgegraph-graph" width="{_f(lay.width)}" '
-        f'height="{_f(lay.height)}" viewBox="0 0 {_f(lay.width)} {_f(lay.height)}" role="img" '
-        f'aria-label={quoteattr(name)} font-family="DejaVu Sans, Liberation Sans, Arial, sans-serif" '
-        f'font-size="{FONT_SIZE}">',
+        (f'<svg xmlns="http://www.w3.org/2000/svg" class="judgegraph-graph" width="{_f(lay.width)}" '
+         f'height="{_f(lay.height)}" viewBox="0 0 {_f(lay.width)} {_f(lay.height)}" role="img" '
+         f'aria-label={quoteattr(name)} font-family="DejaVu Sans, Liberation Sans, Arial, sans-serif" '
+         f'font-size="{FONT_SIZE}">'),
         f"<title>{escape(name)}</title>",
-        f'<defs><marker id="{marker}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" '
-        f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{STROKE}"/></marker></defs>',
+        (f'<defs><marker id="{marker}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" '
+         f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{STROKE}"/></marker></defs>'),
         '<rect width="100%" height="100%" fill="#ffffff"/>',
     ]
     for gr in lay.groups:
