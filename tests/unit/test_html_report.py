@@ -71,11 +71,16 @@ def test_bad_lines_are_reported_not_raised(tmp_path, capsys):
     with results.open("a") as fh:
         fh.write("{not json\n")
         fh.write(json.dumps({"type": "mystery"}) + "\n")
+        fh.write(json.dumps({"type": "conversation", "conversation_id": "x", "results": {"m": {"verdicts": "no"}}}) + "\n")
+        fh.write(json.dumps({"type": "conversation", "conversation_id": "y",
+                             "results": {"m": {"verdicts": [{"transcript": "hi"}]}}}) + "\n")
     parsed = read_results(results)
     assert len(parsed.conversations) == 3
     assert parsed.unreadable == [
         f"{results}:5: not JSON (Expecting property name enclosed in double quotes at column 2)",
         f"{results}:6: field 'type': expected a 'conversation' or 'input_error' record, got 'mystery'",
+        f"{results}:7: field 'results.m.verdicts': expected a list of objects",
+        f"{results}:8: field 'results.m.verdicts[0].transcript': expected a list of objects",
     ]
     out = tmp_path / "r.html"
     assert main(["report", str(results), "-o", str(out)]) == 3

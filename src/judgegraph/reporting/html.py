@@ -59,7 +59,11 @@ def read_results(path: str | Path) -> ResultsFile:
                 out.unreadable.append(f"{path}:{n}: not JSON ({exc.msg} at column {exc.colno})")
                 continue
             kind = record.get("type") if isinstance(record, dict) else None
-            if kind == "conversation" and isinstance(record.get("results", {}), dict):
+            if kind == "conversation":
+                wrong = _wrong_shape(record)
+                if wrong:
+                    out.unreadable.append(f"{path}:{n}: {wrong}")
+                    continue
                 out.conversations.append(record)
             elif kind == "input_error":
                 out.input_errors.append(record)
@@ -67,6 +71,28 @@ def read_results(path: str | Path) -> ResultsFile:
                 out.unreadable.append(f"{path}:{n}: field 'type': expected a 'conversation' or 'input_error' record, "
                                       f"got {kind!r}")
     return out
+
+
+def _wrong_shape(record: dict[str, Any]) -> str | None:
+    """What keeps a conversation record from being shown, naming the field; None when it can be."""
+    if not isinstance(record.get("conversation_id"), str):
+        return "field 'conversation_id': expected a string"
+    results = record.setdefault("results", {})
+    if not isinstance(results, dict):
+        return "field 'results': expected an object of metric results"
+    for metric, result in results.items():
+        if not isinstance(result, dict):
+            return f"field 'results.{metric}': expected an object"
+        for key in ("verdicts", "errors"):
+            items = result.setdefault(key, [])
+            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+                return f"field 'results.{metric}.{key}': expected a list of objects"
+        for i, verdict in enumerate(result["verdicts"]):
+            transcript = verdict.get("transcript")
+            if transcript is not None and (not isinstance(transcript, list)
+                                           or not all(isinstance(a, dict) for a in transcript)):
+                return f"field 'results.{metric}.verdicts[{i}].transcript': expected a list of objects"
+    return None
 
 
 def _turns_by_id(inputs: Sequence[str | Path]) -> tuple[dict[str, list[dict[str, str]]], list[str]]:
@@ -110,7 +136,7 @@ def report_data(results: ResultsFile, *, inputs: Sequence[str | Path] = ()) -> t
     turns, problems = _turns_by_id(inputs)
     problems = list(results.unreadable) + problems
     metrics: list[str] = []
-    conversations = []
+    conversations: list[dict[str, Any]] = []
     for record in results.conversations:
         res = record.get("results") or {}
         for m in res:

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict
+from ..results import JudgeErrorInfo, MetricResult, Status, Usage, Verdict, WindowVerdict
 
 __all__ = ["HOSTILE_IMG", "HOSTILE_SCRIPT", "sample_run", "write_sample_run"]
 
@@ -52,7 +52,7 @@ def _conversation(i: int, turns_per_conversation: int) -> dict[str, Any]:
 
 def _results(conv: dict[str, Any], i: int, transcripts: bool) -> dict[str, Any]:
     cid = conv["id"]
-    verdicts = []
+    verdicts: list[Verdict] = []
     errors = []
     for w, k in enumerate(range(1, len(conv["turns"]), 2)):
         reply = conv["turns"][k]["content"]
@@ -80,7 +80,7 @@ def _results(conv: dict[str, Any], i: int, transcripts: bool) -> dict[str, Any]:
     score = sum(v.verdict == "yes" for v in judged) / len(judged) if judged else None
     threshold = 0.8
     passed = None if score is None else score >= threshold
-    status = "error" if score is None else ("passed" if passed else "failed")
+    status: Status = "error" if score is None else ("passed" if passed else "failed")
     relevancy = MetricResult(
         key="turn_relevancy", conversation_id=cid, score=score, threshold=threshold, passed=passed, status=status,
         reason=f"{sum(v.verdict == 'yes' for v in judged)} of {len(judged)} replies judged relevant.",
