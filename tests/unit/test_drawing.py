@@ -7,9 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
-from typing_extensions import TypedDict
-
 from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
 
 from judgegraph.cli import main
 from judgegraph.metrics import create_metric
