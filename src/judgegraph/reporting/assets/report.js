@@ -100,7 +100,11 @@
       }
       tr.appendChild(td);
     });
+    tr.tabIndex = 0;  // rows open from the keyboard too
     tr.addEventListener("click", function () { toggle(tr, c); });
+    tr.addEventListener("keydown", function (ev) {
+      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); toggle(tr, c); }
+    });
     tbody.appendChild(tr);
     return tr;
   });
