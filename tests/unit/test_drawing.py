@@ -6,11 +6,11 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from judgegraph.cli import main
+from judgegraph.judges import NoModel
 from judgegraph.metrics import create_metric
 from judgegraph.report import create_report_graph
 from judgegraph.reporting.drawing import PngUnavailable, draw_png, draw_svg, graph_layout
@@ -51,7 +51,7 @@ def test_metric_svg_has_a_labelled_box_per_node_and_every_edge():
 
 
 def test_report_svg_draws_each_metric_as_a_labelled_group_around_its_nodes():
-    report = create_report_graph(["turn_relevancy", "knowledge_retention"])
+    report = create_report_graph(["turn_relevancy", "knowledge_retention"], model=NoModel())
     root = _parse(draw_svg(report.get_graph(xray=1)))
     clusters = {g.get("data-name"): g for g in root.iterfind(".//s:g[@class='cluster']", NS)}
     assert set(clusters) == {"turn_relevancy", "knowledge_retention"}
@@ -69,7 +69,7 @@ def test_report_svg_draws_each_metric_as_a_labelled_group_around_its_nodes():
 def test_optional_nodes_are_drawn_when_configured(tmp_path):
     plain = _nodes(_parse(draw_svg(create_metric("turn_contextual_relevancy"))))
     verified = _nodes(_parse(draw_svg(create_metric("turn_contextual_relevancy", verify=True,
-                                                    model=FakeListChatModel(responses=[""])))))
+                                                    model=NoModel()))))
     assert "verify_verdict" not in plain and verified["verify_verdict"] == "verify_verdict"
     out = tmp_path / "g.svg"
     assert main(["graph", "turn-contextual-relevancy", "--verify", "-o", str(out)]) == 0

@@ -97,3 +97,14 @@ def test_cli_report_usage(tmp_path, capsys):
     html = out.read_text()
     assert "<title>a &lt;b&gt; title</title>" in html
     assert 'class="cluster" data-name="turn_relevancy"' in html  # the metrics' graph is drawn in the page
+
+
+def test_graph_of_offline_results_with_a_metric_only_an_llm_judge_runs(tmp_path):
+    chats, results = write_sample_run(tmp_path, 3)
+    lines = [json.loads(x) for x in results.read_text().splitlines()]
+    for record in lines:
+        for r in record.get("results", {}).values():
+            r["judge"] = "offline:all-MiniLM-L6-v2"
+    results.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    html = write_report(results, tmp_path / "r.html").path.read_text()
+    assert 'data-name="turn_relevancy"' in html and 'data-name="knowledge_retention"' in html

@@ -26,8 +26,6 @@ def register(sub: Any) -> None:
                    help="turn-contextual-relevancy: draw the optional verify_verdict node")
     p.add_argument("--reason", choices=["deterministic", "llm", "none"],
                    help="'llm' draws the optional write_reason node")
-    p.add_argument("--model", help="draw the graph as built for this LLM judge (never called; default: as "
-                                   "built for the offline judge, or for an LLM judge when an option needs one)")
     p.set_defaults(run=run)
 
 
@@ -39,21 +37,17 @@ def _format(args: argparse.Namespace) -> str:
 
 
 def _build(args: argparse.Namespace) -> Any:
+    from ..judges import NoModel
     from ..metrics import create_metric, get_metric
     from ..report import create_report_graph
 
     guidelines = read_guidelines(args.guidelines)
     settings = {"guidelines": guidelines, "verify": args.verify, "reason": args.reason}
     options = {m: {k: v for k, v in settings.items() if v and k in get_metric(m).options} for m in args.metrics}
-    model: Any = None
-    if args.verify or args.reason == "llm" or args.model:
-        # drawn, never run: the graph as built for an LLM judge, with no key and no connection
-        from langchain_core.language_models.fake_chat_models import FakeListChatModel
-
-        model = FakeListChatModel(responses=[""], name=args.model or "llm")
+    # drawn, never run: the graph as built for an LLM judge, with no model, no key, no connection
     if len(args.metrics) == 1:
-        return create_metric(args.metrics[0], model=model, **options[args.metrics[0]])
-    return create_report_graph(args.metrics, model=model, options=options)
+        return create_metric(args.metrics[0], model=NoModel(), **options[args.metrics[0]])
+    return create_report_graph(args.metrics, model=NoModel(), options=options)
 
 
 def run(args: argparse.Namespace) -> int:

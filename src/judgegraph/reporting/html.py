@@ -199,8 +199,7 @@ def _graph_svgs(metrics: list[str], graphs: Iterable[Any] | None, *, llm: bool =
 def _default_report_graph(metrics: list[str], *, llm: bool) -> Any:
     """The report graph of the results' metric names (built for an LLM judge when
     ``llm``, else the offline one), or why it cannot be drawn."""
-    from langchain_core.language_models.fake_chat_models import FakeListChatModel
-
+    from ..judges import NoModel
     from ..metrics import get_metric
     from ..report import create_report_graph
 
@@ -213,11 +212,16 @@ def _default_report_graph(metrics: list[str], *, llm: bool) -> Any:
         known.append((m, spec))
     if not known:
         return "no graph: the results' metrics are not registered here"
-    # drawn, never run: a stand-in chat model stands for the run's LLM judge
-    model = FakeListChatModel(responses=[""]) if llm else None
     options = {m: {"guidelines": ["(the run's guidelines)"]} for m, spec in known if "guidelines" in spec.options}
+    names = [m for m, _ in known]
+    if not llm:
+        try:
+            return create_report_graph(names, options=options)
+        except (ValueError, TypeError, KeyError):
+            pass  # a metric that needs an LLM judge: drawn as built for one
     try:
-        return create_report_graph([m for m, _ in known], model=model, options=options)
+        # drawn, never run: NoModel stands for the run's LLM judge
+        return create_report_graph(names, model=NoModel(), options=options)
     except (ValueError, TypeError, KeyError) as exc:
         return f"no graph: {exc}"
 
