@@ -100,7 +100,7 @@ def test_cli_report_usage(tmp_path, capsys):
 
 
 def test_graph_of_offline_results_with_a_metric_only_an_llm_judge_runs(tmp_path):
-    chats, results = write_sample_run(tmp_path, 3)
+    _, results = write_sample_run(tmp_path, 3)
     lines = [json.loads(x) for x in results.read_text().splitlines()]
     for record in lines:
         for r in record.get("results", {}).values():
