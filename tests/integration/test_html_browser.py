@@ -179,3 +179,15 @@ def test_eval_html_opens_in_the_browser(browser, tmp_path):
     assert "Can I return them?" in detail.text  # a user turn: the input file's turns are shown
     assert "no transcript recorded" in detail.text or detail.find_elements(By.CSS_SELECTOR, "details.transcript")
     assert browser.find_elements(By.CSS_SELECTOR, "#graphs svg g.node[data-id='turn_relevancy:judge_turn']")
+
+
+def test_unreadable_results_lines_are_listed_on_the_page(browser, tmp_path):
+    _, results = write_sample_run(tmp_path, 2)
+    with results.open("a") as fh:
+        fh.write("{oops\n")
+    out = tmp_path / "r.html"
+    assert main(["report", str(results), "-o", str(out)]) == 3
+    By = _open(browser, out)
+    assert len(_visible_rows(browser, By)) == 2
+    problems = browser.find_element(By.CSS_SELECTOR, "#summary ul.problems").text
+    assert f"{results}:4: not JSON" in problems

@@ -39,6 +39,11 @@
     t.passed + " passed, " + t.failed + " failed, " + t.error + " errors, " + t.not_applicable + " n/a; " +
     t.judge_errors + " judge errors, " + t.run_errors + " failed runs, " + t.input_errors + " input errors" +
     (t.unreadable_lines ? ", " + t.unreadable_lines + " unreadable results lines" : "") + ".";
+  if (DATA.problems.length) {  // results lines that could not be shown, input records that could not be read
+    var plist = el("ul", "problems");
+    DATA.problems.forEach(function (p) { plist.appendChild(el("li", "judge-error", p)); });
+    document.getElementById("totals").after(plist);
+  }
   var sbody = document.querySelector("#summary-table tbody");
   DATA.metrics.forEach(function (m) {
     var s = DATA.summary[m];
