@@ -142,9 +142,8 @@ def test_xray_drawing_snapshot():
 def test_reading_checkpoints_logs_no_unregistered_type_warning(caplog):
     import logging
 
-    from langgraph.checkpoint.memory import InMemorySaver
-
     import langgraph.checkpoint.serde.jsonplus as jsonplus
+    from langgraph.checkpoint.memory import InMemorySaver
 
     jsonplus._warned_unregistered_types.clear()  # LangGraph warns once per type and process
     report = create_report_graph(["turn_relevancy", "turn_contextual_relevancy"], model=fake(),
