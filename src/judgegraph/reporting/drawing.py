@@ -109,9 +109,9 @@ class _EdgeView:
 
 def graph_layout(graph: Any) -> Layout:
     """Positions of every node, edge and subgraph group of ``graph``."""
-    from grandalf.graphs import Edge, Graph, Vertex  # type: ignore[import-untyped]
-    from grandalf.layouts import SugiyamaLayout  # type: ignore[import-untyped]
-    from grandalf.routing import route_with_lines  # type: ignore[import-untyped]
+    from grandalf.graphs import Edge, Graph, Vertex
+    from grandalf.layouts import SugiyamaLayout
+    from grandalf.routing import route_with_lines
 
     g = _drawable(graph)
     nodes = list(g.nodes.values())

@@ -175,7 +175,7 @@ def _json_for_script(data: Any) -> str:
 
 
 def _asset(name: str) -> str:
-    return resources.files("judgegraph.reporting").joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files("judgegraph.reporting").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def _graph_svgs(metrics: list[str], graphs: Iterable[Any] | None, *, llm: bool = False) -> list[str]:
