@@ -39,7 +39,7 @@ def ray_cluster():
     port = free_port()
     temp = tempfile.mkdtemp(prefix="jgray", dir="/tmp")  # short: Ray's unix sockets live under it
     ray_bin = shutil.which("ray", path=os.path.dirname(sys.executable)) or "ray"
-    log = open(Path(temp) / "head.log", "w")  # noqa: SIM115 - closed in teardown
+    log = open(Path(temp) / "head.log", "w")  # closed in teardown
     head = subprocess.Popen(
         [ray_bin, "start", "--head", "--block", "--num-cpus", "2", "--node-ip-address", "127.0.0.1",
          "--port", str(port), "--include-dashboard=false", "--disable-usage-stats", "--temp-dir", temp],

@@ -139,7 +139,7 @@ class RayPool:
         for actor in self.actors:
             try:
                 ray.kill(actor)
-            except Exception:  # noqa: BLE001, S110 - already gone
+            except Exception:  # noqa: BLE001 - already gone
                 pass
         self.actors = []
         if self._connected_here:
