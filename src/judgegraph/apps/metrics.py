@@ -1,0 +1,75 @@
+"""Metrics given as names or compiled graphs → one compiled judge graph.
+
+Shared by the judge node, the evaluators, the assertions and the simulator,
+so each of them takes metrics the same way: a compiled metric graph, a metric
+name (``"turn_relevancy"``, ``"turn-relevancy"``, ``"mypkg.judges:politeness"``),
+or a list of these. Names are built with one judge made from ``model`` (a chat
+model, a ``"provider:model"`` string, a :class:`~judgegraph.judges.Judge`, or
+None for the offline embedding judge), so they share its limit on calls in
+flight and its cache.
+
+Several metrics run as parallel subgraphs of one graph. Unlike the report
+graph this one has no ``prepare`` node: the ``exchanges`` its caller passes
+(e.g. only the latest exchange) reach every metric unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from ..judges import Judge, resolve_judge
+from ..metrics import create_metric
+from ..report import ReportState
+from ..state import MetricInput, MetricOutput
+
+MetricLike = CompiledStateGraph | str
+
+RESERVED = {"conversation", "exchanges", "results"}
+
+
+def as_judge(model: Any = None) -> Judge:
+    """``model`` as a :class:`Judge` (a Judge is used as it is)."""
+    return model if isinstance(model, Judge) else resolve_judge(model=model)
+
+
+def metric_graphs(metrics: MetricLike | Sequence[MetricLike], *, model: Any = None) -> list[CompiledStateGraph]:
+    """Compiled metric graphs for ``metrics``; names share one judge made from ``model``."""
+    items = [metrics] if isinstance(metrics, (str, CompiledStateGraph)) else list(metrics)
+    if not items:
+        raise ValueError("no metric given: pass a metric name, a compiled metric graph, or a list of them")
+    judge: Judge | None = None
+    graphs: list[CompiledStateGraph] = []
+    for item in items:
+        if isinstance(item, CompiledStateGraph):
+            graphs.append(item)
+        elif isinstance(item, str):
+            judge = judge or as_judge(model)
+            graphs.append(create_metric(item, judge=judge))
+        else:
+            raise TypeError(f"a metric is a name or a compiled metric graph, got {type(item).__name__}")
+    return graphs
+
+
+def judge_graph(metrics: MetricLike | Sequence[MetricLike], *, model: Any = None) -> CompiledStateGraph:
+    """One compiled graph reading ``conversation`` (and optional ``exchanges``)
+    and writing ``results`` for every metric: the metric's own graph when
+    there is one, else the metrics as parallel subgraphs."""
+    graphs = metric_graphs(metrics, model=model)
+    if len(graphs) == 1:
+        return graphs[0]
+    builder = StateGraph(ReportState, input_schema=MetricInput, output_schema=MetricOutput)
+    taken: set[str] = set()
+    for graph in graphs:
+        base = (graph.name or "metric").replace(":", "_").replace(".", "_")
+        node, n = base, 2
+        while node in taken or node in RESERVED:
+            node, n = f"{base}_{n}", n + 1
+        taken.add(node)
+        builder.add_node(node, graph)
+        builder.add_edge(START, node)
+        builder.add_edge(node, END)
+    return builder.compile(name="judges")

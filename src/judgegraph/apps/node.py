@@ -1,0 +1,124 @@
+"""A judge as a node of your own LangGraph graph, and a guardrail that routes
+on its verdict.
+
+    builder = StateGraph(State)                       # State: MessagesState + judgements
+    builder.add_node("chatbot", chatbot)
+    builder.add_node("judge", judge_node("turn_relevancy", model=judge_llm, scope="latest"))
+    builder.add_node("regenerate", regenerate)        # reads verdict_reason(state, "turn_relevancy")
+    builder.add_edge(START, "chatbot")
+    builder.add_edge("chatbot", "judge")
+    route = route_on_verdict("turn_relevancy", passed=END, failed="regenerate")
+    builder.add_conditional_edges("judge", route, route.destinations)
+
+The node writes ``{metric name: MetricResult}`` to ``results_key``: the full
+result (score, status, per-turn verdicts with reasons, judge errors, usage),
+so a router can read the status and a regenerate node the reasons;
+``result.to_feedback()`` gives the flat ``{key, score, value, comment, extra}``
+record when that is what you log. Declare the key in your state, e.g.
+``judgements: dict[str, MetricResult]`` (any type that takes a dict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableLambda
+from langgraph.graph import END
+
+from ..results import MetricResult
+from .messages import Scope, metric_input, to_conversation
+from .metrics import MetricLike, judge_graph
+
+
+def judge_node(
+    metrics: MetricLike | Sequence[MetricLike],
+    *,
+    model: Any = None,
+    messages_key: str = "messages",
+    results_key: str = "judgements",
+    scope: Scope = "conversation",
+    conversation_id: str | None = None,
+    name: str = "judge",
+) -> RunnableLambda:
+    """A node for ``StateGraph.add_node`` that judges the messages in
+    ``state[messages_key]`` (LangChain messages or their dicts) and writes
+    ``{results_key: {metric: MetricResult}}``.
+
+    ``metrics``: a metric name, a compiled metric graph, or a list of them
+    (names are built with ``model``: a chat model, a ``"provider:model"``
+    string, a Judge, or None for the offline judge). ``scope="conversation"``
+    judges every exchange; ``scope="latest"`` judges only the last
+    user→assistant exchange, with the earlier messages as its context — one
+    window, one judgement per metric step, for online evaluation after each
+    turn. Session-level metrics (completeness, frustration, ...) always read
+    the whole conversation. Works under ``invoke`` and ``ainvoke`` alike.
+    ``conversation_id`` defaults to the run's ``thread_id`` when there is one."""
+    if scope not in ("conversation", "latest"):
+        raise ValueError(f"scope must be 'conversation' or 'latest', got {scope!r}")
+    graph = judge_graph(metrics, model=model)
+
+    def prepare(state: Mapping[str, Any], config: Any) -> dict[str, Any]:
+        if messages_key not in state:
+            raise KeyError(f"judge_node: the state has no {messages_key!r} key (state keys: {sorted(state)});"
+                           " pass messages_key= to name the key holding the messages")
+        cid = conversation_id or str(((config or {}).get("configurable") or {}).get("thread_id") or "")
+        return metric_input(to_conversation(state[messages_key], id=cid), scope)
+
+    def run(state: Mapping[str, Any], config: Any = None) -> dict[str, Any]:
+        return {results_key: graph.invoke(prepare(state, config))["results"]}
+
+    async def arun(state: Mapping[str, Any], config: Any = None) -> dict[str, Any]:
+        return {results_key: (await graph.ainvoke(prepare(state, config)))["results"]}
+
+    return RunnableLambda(run, afunc=arun, name=name)
+
+
+def _result(state: Mapping[str, Any], metric: str, results_key: str) -> MetricResult | None:
+    results = state.get(results_key) or {}
+    value = results.get(metric)
+    if value is None:
+        return None
+    return value if isinstance(value, MetricResult) else MetricResult.model_validate(value)
+
+
+def route_on_verdict(
+    metric: str,
+    *,
+    results_key: str = "judgements",
+    passed: str = END,
+    failed: str = "regenerate",
+    error: str | None = None,
+    not_applicable: str | None = None,
+):
+    """A router for ``add_conditional_edges`` on ``metric``'s result in
+    ``state[results_key]``: its status picks the next node.
+
+    ``passed`` / ``failed``: where a passing / failing result goes. ``error``
+    (the judge could not judge, or no result): default the ``failed`` node, so a
+    guardrail fails closed — a judge error is never taken as a pass.
+    ``not_applicable`` (nothing to judge, e.g. no reply yet): default ``passed``.
+    The returned function has ``destinations``, the path map to pass along."""
+    targets = {"passed": passed, "failed": failed, "error": error or failed,
+               "not_applicable": not_applicable or passed}
+
+    def route(state: Mapping[str, Any]) -> str:
+        result = _result(state, metric, results_key)
+        return targets["error" if result is None else result.status]
+
+    route.destinations = sorted(set(targets.values()))  # type: ignore[attr-defined]
+    route.__name__ = f"route_on_{metric.replace(':', '_').replace('.', '_')}"
+    return route
+
+
+def verdict_reason(state: Mapping[str, Any], metric: str, *, results_key: str = "judgements") -> str:
+    """Why ``metric`` did not pass, for a regenerate node's prompt: the reasons
+    of the failing verdicts (a judge error says so), else the result's reason."""
+    result = _result(state, metric, results_key)
+    if result is None:
+        return f"{metric} has not judged this conversation ({results_key!r} has no result for it)."
+    if result.status == "error" or (result.errors and not result.verdicts):
+        messages = "; ".join(e.message for e in result.errors)
+        return f"The judge could not judge the reply: {messages}" if messages else result.reason
+    bad = [v.reason for v in result.verdicts if v.verdict == "no"]
+    return " ".join(r for r in bad if r) or result.reason
