@@ -35,7 +35,7 @@ _EXPORTS = {
     "create_simulator": "simulate",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
