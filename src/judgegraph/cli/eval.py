@@ -33,6 +33,7 @@ def register(sub: Any) -> None:
     ev.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once, across all conversations (default 16)")
     ev.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the model's output is invalid (default 3)")
     ev.add_argument("--out", default="judgegraph-results.jsonl", help="where the full results go (default %(default)s)")
+    ev.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per conversation × metric")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.add_argument("-q", "--quiet", action="store_true", help="no table, only the summary line")
     ml = ev.add_argument_group("MLflow", "judge the trace sessions of an MLflow experiment (pip install 'judgegraph[mlflow]')")
@@ -136,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
                                                  max_conversations=max(4, args.concurrency * 2)))
     finally:
         writer.close()
+    if getattr(args, "junit", None):
+        from ..apps.junit import write_junit
+
+        write_junit(args.out, args.junit)
     summary.input_errors = list(loaded.errors)
     logged = None
     if args.log_assessments:
