@@ -82,7 +82,7 @@ def junit_from_results(records: Iterable[dict[str, Any]], *, name: str = SUITE) 
             where = f"{rec.get('file')}:{rec.get('line')}" if rec.get("line") else str(rec.get("file"))
             where += f" {rec['field']}" if rec.get("field") else ""
             case = _case(suite, "input", where)
-            ET.SubElement(case, "error", type="input_error", message=str(rec.get("message") or rec.get("error"))).text = \
+            ET.SubElement(case, "error", type="input_error", message=str(rec.get("error") or rec.get("message"))).text = \
                 str(rec.get("error") or "")
             counts["tests"] += 1
             counts["error"] += 1
