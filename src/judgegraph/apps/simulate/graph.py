@@ -226,7 +226,7 @@ def build_simulator(
     return builder
 
 
-def user_judge(user_model: Any, *, judge: Judge | None = None, max_tries: int = 3) -> Judge:
+def user_judge(user_model: Any, *, judge: Judge | None = None, max_tries: int = 3, **model_kwargs: Any) -> Judge:
     """The simulated user's model as a Judge (structured output, re-asks,
     usage), sharing the metrics judge's limit on calls in flight when that
     judge has one; never cached, so repeated scenarios may differ."""
@@ -234,7 +234,7 @@ def user_judge(user_model: Any, *, judge: Judge | None = None, max_tries: int = 
         return user_model
     if user_model is None:
         raise ValueError("simulate needs user_model: the LLM that plays the user (a chat model or 'provider:model')")
-    made = resolve_judge(model=user_model, max_tries=max_tries, cache=False)
+    made = resolve_judge(model=user_model, max_tries=max_tries, cache=False, **model_kwargs)
     limiter = getattr(judge, "limiter", None)
     if limiter is not None and hasattr(made, "limiter"):
         made.limiter = limiter  # type: ignore[attr-defined]
