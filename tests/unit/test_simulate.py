@@ -8,8 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage
 from langgraph.graph import START, MessagesState, StateGraph
 
-from judgegraph.apps.simulate import create_simulator, load_scenarios, simulate
-from judgegraph.apps.simulate import asimulate
+from judgegraph.apps.simulate import asimulate, create_simulator, load_scenarios, simulate
 from judgegraph.apps.simulate.scenarios import ScenarioError
 from judgegraph.testing.fake_chat import ScriptedChatModel
 

@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         for col in ("scenario", "ended", "turns", "metric", "score", "result", "reason"):
             table.add_column(col, overflow="fold", max_width=60 if col == "reason" else None)
         for r in runs:
-            rows = list(r.results.values()) or [None]
+            rows: list[Any] = list(r.results.values()) or [None]
             for i, res in enumerate(rows):
                 head = (r.scenario.id, r.status, str(r.turns)) if i == 0 else ("", "", "")
                 if res is None:

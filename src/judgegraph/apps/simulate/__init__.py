@@ -103,8 +103,8 @@ def simulate(
     (names built with ``model``, or compiled graphs). A scenario whose app or
     simulated user fails keeps its messages so far, is still judged, and says
     why in ``errors``. Results come back in the order of ``scenarios``."""
-    graph, items = _prepare(app, scenarios, dict(user_model=user_model, metrics=metrics, model=model,
-                                                 max_turns=max_turns))
+    graph, items = _prepare(app, scenarios, {"user_model": user_model, "metrics": metrics,
+                                                 "model": model, "max_turns": max_turns})
     configs = _configs(items, max_concurrency, _recursion(items, max_turns))
     outs = graph.batch([{"scenario": s} for s in items], configs, return_exceptions=True)
     return [_result(s, o) for s, o in zip(items, outs)]
@@ -121,8 +121,8 @@ async def asimulate(
     max_concurrency: int = 8,
 ) -> list[SimulationResult]:
     """:func:`simulate` under asyncio (the same graph, run with ``abatch``)."""
-    graph, items = _prepare(app, scenarios, dict(user_model=user_model, metrics=metrics, model=model,
-                                                 max_turns=max_turns))
+    graph, items = _prepare(app, scenarios, {"user_model": user_model, "metrics": metrics,
+                                                 "model": model, "max_turns": max_turns})
     configs = _configs(items, max_concurrency, _recursion(items, max_turns))
     outs = await graph.abatch([{"scenario": s} for s in items], configs, return_exceptions=True)
     return [_result(s, o) for s, o in zip(items, outs)]

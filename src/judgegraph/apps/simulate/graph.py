@@ -23,6 +23,7 @@ Input ``{"scenario": Scenario | dict}``; output the ``messages``, ``status``
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
@@ -87,12 +88,12 @@ def conversation_of(state: SimulationState) -> Conversation:
                          chatbot_role=s.chatbot_role)
 
 
-def _seen_by_user(messages: list[BaseMessage]) -> str:
+def _seen_by_user(messages: Sequence[BaseMessage]) -> str:
     pairs = [("you" if m.type == "human" else "chatbot", m.text) for m in messages if m.type in ("human", "ai")]
     return render_messages([(r, c) for r, c in pairs if c], empty="(none yet: you write the first message)")
 
 
-def user_request(scenario: Scenario, messages: list[BaseMessage], turns_left: int) -> JudgeRequest:
+def user_request(scenario: Scenario, messages: Sequence[BaseMessage], turns_left: int) -> JudgeRequest:
     return JudgeRequest(
         task="simulate_user",
         step=USER_STEP,

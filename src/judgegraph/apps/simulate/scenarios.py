@@ -70,29 +70,28 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
     else:
         try:
             if p.suffix in (".yaml", ".yml"):
-                import yaml
+                import yaml  # type: ignore[import-untyped]
 
                 data = yaml.safe_load(text)
             else:
                 data = json.loads(text)
-        except Exception as exc:  # noqa: BLE001 - any parse error is reported with the file
-            line = getattr(getattr(exc, "problem_mark", None), "line", None)
-            raise ScenarioError(str(p), (line + 1) if line is not None else getattr(exc, "lineno", None), None,
-                                f"cannot parse: {exc}") from exc
+        except Exception as exc:  # any parse error is reported with the file
+            mark = getattr(getattr(exc, "problem_mark", None), "line", None)
+            at = mark + 1 if isinstance(mark, int) else getattr(exc, "lineno", None)
+            raise ScenarioError(str(p), at, None, f"cannot parse: {exc}") from exc
         if isinstance(data, dict):
             data = data.get("scenarios", [data])
         if not isinstance(data, list):
             raise ScenarioError(str(p), None, None, "expected a list of scenarios (or {scenarios: [...]})")
         records = [(None, item) for item in data]
     out = []
-    for i, (line, record) in enumerate(records):
+    for i, (lineno, record) in enumerate(records):
         try:
             scenario = Scenario.model_validate(record)
         except ValidationError as exc:
             err = exc.errors()[0]
-            field = ".".join(str(x) for x in err["loc"]) or None
-            where = line if line is not None else None
-            raise ScenarioError(str(p), where, field if line is not None else f"[{i}].{field}", err["msg"]) from exc
+            field = ".".join(str(x) for x in err["loc"])
+            raise ScenarioError(str(p), lineno, field if lineno is not None else f"[{i}].{field}", err["msg"]) from exc
         out.append(scenario if scenario.id else scenario.model_copy(update={"id": f"{p.stem}-{i + 1}"}))
     if not out:
         raise ScenarioError(str(p), None, None, "no scenarios in the file")
