@@ -28,7 +28,7 @@ FALLBACK = "Sorry, I can only help with your Acme account and cards. Could you r
 
 
 class ChatState(MessagesState):
-    judgements: dict[str, Any]  # {metric: MetricResult}, written by the judge node
+    judgements: dict[str, Any]  # {metric: result as JSON}, written by the judge node
     retries: int
 
 
@@ -94,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     for step in app.stream({"messages": [HumanMessage(args.question)]}, stream_mode="updates"):
         for node, update in step.items():
             if node == "judge":
-                res = update["judgements"]["turn_relevancy"]
-                print(f"judge       {res.status:8} {res.reason}")
+                res = update["judgements"]["turn_relevancy"]  # MetricResult.model_dump(mode="json")
+                print(f"judge       {res['status']:8} {res['reason']}")
             elif update and update.get("messages"):
                 print(f"{node:11} {update['messages'][-1].content}")
     return 0

@@ -1,6 +1,7 @@
 """judge_node / route_on_verdict / verdict_reason inside real LangGraph graphs."""
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -43,8 +44,9 @@ def app_with(node):
 def test_whole_conversation_is_judged_from_messages_state():
     m = judge_model()
     out = app_with(judge_node("turn_relevancy", model=m)).invoke({"messages": HISTORY})
-    res = out["judgements"]["turn_relevancy"]
-    assert isinstance(res, MetricResult)
+    written = out["judgements"]["turn_relevancy"]
+    assert isinstance(written, dict) and json.loads(json.dumps(written)) == written  # plain JSON by default
+    res = MetricResult.model_validate(written)
     assert [v.verdict for v in res.verdicts] == ["yes", "no", "yes"]
     assert res.verdicts[1].turns == [4]  # the Paris reply, counted in the messages as given (system first)
     assert m.call_count == 3
@@ -52,8 +54,8 @@ def test_whole_conversation_is_judged_from_messages_state():
 
 def test_latest_scope_makes_one_call_with_the_earlier_turns_as_context():
     m = judge_model()
-    out = app_with(judge_node(create_turn_relevancy_judge(model=m), scope="latest")).invoke({"messages": HISTORY})
-    res = out["judgements"]["turn_relevancy"]
+    node = judge_node(create_turn_relevancy_judge(model=m), scope="latest", output="result")
+    res = app_with(node).invoke({"messages": HISTORY})["judgements"]["turn_relevancy"]
     assert m.call_count == 1
     assert [v.verdict for v in res.verdicts] == ["yes"] and res.verdicts[0].turns == [6]
     (prompt,) = m.prompts
@@ -68,8 +70,41 @@ def test_latest_scope_judges_the_off_topic_reply_when_it_is_the_latest():
     m = judge_model()
     out = app_with(judge_node("turn_relevancy", model=m, scope="latest")).invoke({"messages": HISTORY[:5]})
     res = out["judgements"]["turn_relevancy"]
-    assert (res.status, m.call_count) == ("failed", 1)
+    assert (res["status"], m.call_count) == ("failed", 1)
     assert verdict_reason(out, "turn_relevancy") == NO["reason"]
+
+
+def test_latest_scope_keeps_the_metrics_window_and_sends_the_same_prompt_as_its_last_window():
+    m = judge_model()
+    metric = create_turn_relevancy_judge(model=m, window_size=2)
+    app_with(judge_node(metric)).invoke({"messages": HISTORY})
+    whole = next(p for p in m.prompts if "<reply_to_judge>\n5+5 equals 10." in p)
+    out = app_with(judge_node(metric, scope="latest", window_size=2)).invoke({"messages": HISTORY})
+    assert m.call_count == 4 and m.prompts[-1] == whole
+    assert out["judgements"]["turn_relevancy"]["verdicts"][0]["turns"] == [6]
+    earlier = whole.split("<earlier_messages>")[1].split("</earlier_messages>")[0]
+    assert "What about 3+3?" in earlier and "What is 2+2?" not in earlier
+
+
+def test_every_output_form_routes_and_explains_alike():
+    for output in ("dict", "result", "feedback"):
+        node = judge_node("turn_relevancy", model=judge_model(), scope="latest", output=output)
+        out = app_with(node).invoke({"messages": HISTORY[:5]})
+        route = route_on_verdict("turn_relevancy", passed="ok", failed="again")
+        assert route(out) == "again", output
+        assert NO["reason"] in verdict_reason(out, "turn_relevancy"), output
+    assert set(out["judgements"]["turn_relevancy"]) == {"key", "score", "value", "comment", "extra"}
+
+
+def test_results_in_a_checkpointed_state_need_no_custom_serializer(recwarn):
+    app = StateGraph(State)
+    app.add_node("judge", judge_node("turn_relevancy", model=judge_model(), scope="latest"))
+    app.add_edge(START, "judge")
+    graph = app.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"messages": HISTORY[:5]}, config)
+    assert graph.get_state(config).values["judgements"]["turn_relevancy"]["status"] == "failed"
+    assert not [w for w in recwarn if "unregistered type" in str(w.message)]
 
 
 def test_async_runs_the_same_node_and_names_the_thread():
@@ -80,7 +115,7 @@ def test_async_runs_the_same_node_and_names_the_thread():
     graph = app.compile(checkpointer=InMemorySaver())
     out = asyncio.run(graph.ainvoke({"messages": HISTORY[:5]}, {"configurable": {"thread_id": "t-7"}}))
     res = out["judgements"]["turn_relevancy"]
-    assert res.status == "failed" and res.conversation_id == "t-7" and m.call_count == 1
+    assert res["status"] == "failed" and res["conversation_id"] == "t-7" and m.call_count == 1
 
 
 def test_several_metrics_in_one_node_share_the_latest_scope():
@@ -92,7 +127,7 @@ def test_several_metrics_in_one_node_share_the_latest_scope():
     out = builder.compile().invoke({"messages": HISTORY})
     assert set(out["checks"]) == {"turn_relevancy", "conversation_relevance"}
     assert m.call_count == 1  # both ask the same question of one judge: the second is a cache hit
-    assert all(len(r.verdicts) == 1 for r in out["checks"].values())
+    assert all(len(r["verdicts"]) == 1 for r in out["checks"].values())
 
 
 class _ChecksState(MessagesState):

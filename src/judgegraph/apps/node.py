@@ -10,18 +10,22 @@ on its verdict.
     route = route_on_verdict("turn_relevancy", passed=END, failed="regenerate")
     builder.add_conditional_edges("judge", route, route.destinations)
 
-The node writes ``{metric name: MetricResult}`` to ``results_key``: the full
-result (score, status, per-turn verdicts with reasons, judge errors, usage),
-so a router can read the status and a regenerate node the reasons;
-``result.to_feedback()`` gives the flat ``{key, score, value, comment, extra}``
-record when that is what you log. Declare the key in your state, e.g.
-``judgements: dict[str, MetricResult]`` (any type that takes a dict).
+The node writes ``{metric name: result}`` to ``results_key``. By default a
+result is ``MetricResult.model_dump(mode="json")``: the full result (score,
+status, per-turn verdicts with reasons, judge errors, usage) as plain JSON, so
+it survives any checkpointer's serializer and LangGraph's API server
+(``MetricResult.model_validate(d)`` turns it back into an object).
+``output="result"`` writes the MetricResult objects; ``output="feedback"``
+the flat ``{key, score, value, comment, extra}`` records of
+``MetricResult.to_feedback()``. Declare the key in your state, e.g.
+``judgements: dict[str, Any]``. The routers and :func:`verdict_reason` read
+all three forms.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END
@@ -39,6 +43,8 @@ def judge_node(
     results_key: str = "judgements",
     scope: Scope = "conversation",
     conversation_id: str | None = None,
+    window_size: int | None = 10,
+    output: Literal["dict", "result", "feedback"] = "dict",
     name: str = "judge",
 ) -> RunnableLambda:
     """A node for ``StateGraph.add_node`` that judges the messages in
@@ -52,34 +58,54 @@ def judge_node(
     user→assistant exchange, with the earlier messages as its context — one
     window, one judgement per metric step, for online evaluation after each
     turn. Session-level metrics (completeness, frustration, ...) always read
-    the whole conversation. Works under ``invoke`` and ``ainvoke`` alike.
-    ``conversation_id`` defaults to the run's ``thread_id`` when there is one."""
+    the whole conversation. ``window_size`` (latest scope): how many
+    exchanges the judged window holds, the latest included — set it to the
+    metric's own (turn relevancy 10, conversation relevance 5) and the judgement
+    is the very request that metric's last window makes; None: every earlier
+    turn. Works under ``invoke`` and ``ainvoke`` alike. ``conversation_id``
+    defaults to the run's ``thread_id`` when there is one. ``output``: what is
+    written per metric (see the module docs)."""
     if scope not in ("conversation", "latest"):
         raise ValueError(f"scope must be 'conversation' or 'latest', got {scope!r}")
+    if output not in ("dict", "result", "feedback"):
+        raise ValueError(f"output must be 'dict', 'result' or 'feedback', got {output!r}")
     graph = judge_graph(metrics, model=model)
+
+    def shape(results: dict[str, MetricResult]) -> dict[str, Any]:
+        if output == "result":
+            return {results_key: dict(results)}
+        if output == "feedback":
+            return {results_key: {k: r.to_feedback() for k, r in results.items()}}
+        return {results_key: {k: r.model_dump(mode="json") for k, r in results.items()}}
 
     def prepare(state: Mapping[str, Any], config: Any) -> dict[str, Any]:
         if messages_key not in state:
             raise KeyError(f"judge_node: the state has no {messages_key!r} key (state keys: {sorted(state)});"
                            " pass messages_key= to name the key holding the messages")
         cid = conversation_id or str(((config or {}).get("configurable") or {}).get("thread_id") or "")
-        return metric_input(to_conversation(state[messages_key], id=cid), scope)
+        return metric_input(to_conversation(state[messages_key], id=cid), scope, window_size)
 
     def run(state: Mapping[str, Any], config: Any = None) -> dict[str, Any]:
-        return {results_key: graph.invoke(prepare(state, config))["results"]}
+        return shape(graph.invoke(prepare(state, config))["results"])
 
     async def arun(state: Mapping[str, Any], config: Any = None) -> dict[str, Any]:
-        return {results_key: (await graph.ainvoke(prepare(state, config)))["results"]}
+        return shape((await graph.ainvoke(prepare(state, config)))["results"])
 
     return RunnableLambda(run, afunc=arun, name=name)
 
 
 def _result(state: Mapping[str, Any], metric: str, results_key: str) -> MetricResult | None:
-    results = state.get(results_key) or {}
-    value = results.get(metric)
-    if value is None:
-        return None
-    return value if isinstance(value, MetricResult) else MetricResult.model_validate(value)
+    """The metric's result in any of the node's output forms."""
+    value = (state.get(results_key) or {}).get(metric)
+    if value is None or isinstance(value, MetricResult):
+        return value
+    if isinstance(value, Mapping) and "extra" in value and "status" not in value:  # a to_feedback() record
+        extra = value["extra"]
+        return MetricResult(key=value["key"], conversation_id=extra.get("conversation_id", ""), score=value["score"],
+                            threshold=extra.get("threshold"), passed=extra.get("passed"), status=extra["status"],
+                            reason=value.get("comment") or "", judge=extra.get("judge", ""),
+                            errors=extra.get("errors") or [])
+    return MetricResult.model_validate(value)
 
 
 def route_on_verdict(
