@@ -149,3 +149,21 @@ def test_scenario_files_with_errors_name_the_file_line_and_field(tmp_path):
     bad.write_text('{"id": "a", "goal": "x", "max_turns": 0}\n')
     with pytest.raises(ScenarioError, match=r"s\.jsonl:1: max_turns"):
         load_scenarios(bad)
+
+
+def test_an_app_with_a_checkpointer_gets_its_own_thread_and_no_duplicates():
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    model = bot()
+
+    def chatbot(state: MessagesState):
+        return {"messages": [model.invoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("chatbot", chatbot)
+    builder.add_edge(START, "chatbot")
+    app = builder.compile(checkpointer=InMemorySaver())
+    (run,) = simulate(app, [SCENARIO], user_model=user(), max_turns=5)
+    assert run.status == "goal_reached" and len(run.conversation.turns) == 5
+    stored = app.get_state({"configurable": {"thread_id": "simulate-lost-card"}}).values["messages"]
+    assert [m.text for m in stored] == [t.content for t in run.conversation.turns[:4]]
