@@ -15,6 +15,7 @@ graph this one has no ``prepare`` node: the ``exchanges`` its caller passes
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from ..judges import Judge, resolve_judge
-from ..metrics import create_metric
+from ..metrics import get_metric
 from ..report import ReportState
 from ..state import MetricInput, MetricOutput
 
@@ -34,6 +35,18 @@ RESERVED = {"conversation", "exchanges", "results"}
 def as_judge(model: Any = None) -> Judge:
     """``model`` as a :class:`Judge` (a Judge is used as it is)."""
     return model if isinstance(model, Judge) else resolve_judge(model=model)
+
+
+def build_metric(name: str, judge: Judge, **options: Any) -> CompiledStateGraph:
+    """The metric ``name`` built with ``judge`` (passed as ``judge=`` to factories
+    that have that parameter, else as ``model=``, which takes a Judge)."""
+    factory = get_metric(name).factory
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        params = {}  # type: ignore[assignment]
+    key = "judge" if "judge" in params else "model"
+    return factory(**{key: judge}, **options)
 
 
 def metric_graphs(metrics: MetricLike | Sequence[MetricLike], *, model: Any = None) -> list[CompiledStateGraph]:
@@ -48,7 +61,7 @@ def metric_graphs(metrics: MetricLike | Sequence[MetricLike], *, model: Any = No
             graphs.append(item)
         elif isinstance(item, str):
             judge = judge or as_judge(model)
-            graphs.append(create_metric(item, judge=judge))
+            graphs.append(build_metric(item, judge))
         else:
             raise TypeError(f"a metric is a name or a compiled metric graph, got {type(item).__name__}")
     return graphs

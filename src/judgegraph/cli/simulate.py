@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from ..apps.metrics import build_metric
     from ..apps.simulate import load_scenarios, simulate
     from ..apps.simulate.graph import user_judge
     from ..judges import resolve_judge
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             spec = get_metric(name)
             opts = {k: v for k, v in (("threshold", args.threshold), ("window_size", args.window_size))
                     if v is not None and k in spec.options}
-            metrics.append(spec.factory(judge=judge, **opts))
+            metrics.append(build_metric(name, judge, **opts))  # type: ignore[arg-type]  # set when there are metrics
     except (KeyError, ValueError, TypeError, OSError) as exc:
         err.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
