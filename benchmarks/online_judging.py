@@ -47,7 +47,7 @@ class State(MessagesState):
 def run(exchanges: int, scope: str, cache: bool, latency: float) -> dict[str, float]:
     model = Slow(default={"reason": "It answers.", "verdict": "yes"}, section="reply_to_judge", latency=latency)
     judge = resolve_judge(model=model, cache=cache)
-    node = judge_node(create_metric("turn_relevancy", judge=judge), scope=scope)  # type: ignore[arg-type]
+    node = judge_node(create_metric("turn_relevancy", model=judge), scope=scope)  # type: ignore[arg-type]
 
     def chatbot(state: State) -> dict[str, Any]:
         return {"messages": [AIMessage(f"Answer {len(state['messages'])}: here is what you asked for.")]}

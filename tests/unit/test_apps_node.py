@@ -74,13 +74,20 @@ def test_latest_scope_judges_the_off_topic_reply_when_it_is_the_latest():
     assert verdict_reason(out, "turn_relevancy") == NO["reason"]
 
 
-def test_latest_scope_keeps_the_metrics_window_and_sends_the_same_prompt_as_its_last_window():
+def test_latest_scope_keeps_the_metrics_window_and_sends_the_same_request_as_its_last_window():
+    from judgegraph.judges import resolve_judge
+
     m = judge_model()
-    metric = create_turn_relevancy_judge(model=m, window_size=2)
+    metric = create_turn_relevancy_judge(model=resolve_judge(m), window_size=2)  # one judge, one cache
     app_with(judge_node(metric)).invoke({"messages": HISTORY})
     whole = next(p for p in m.prompts if "<reply_to_judge>\n5+5 equals 10." in p)
-    out = app_with(judge_node(metric, scope="latest", window_size=2)).invoke({"messages": HISTORY})
-    assert m.call_count == 4 and m.prompts[-1] == whole
+    assert m.call_count == 3
+    out = app_with(judge_node(metric, scope="latest")).invoke({"messages": HISTORY})
+    assert m.call_count == 3  # the very request the whole-conversation run made: a cache hit
+    fresh = judge_model()
+    app_with(judge_node(create_turn_relevancy_judge(model=fresh, window_size=2), scope="latest")).invoke(
+        {"messages": HISTORY})
+    assert fresh.prompts == [whole]
     assert out["judgements"]["turn_relevancy"]["verdicts"][0]["turns"] == [6]
     earlier = whole.split("<earlier_messages>")[1].split("</earlier_messages>")[0]
     assert "What about 3+3?" in earlier and "What is 2+2?" not in earlier
@@ -96,15 +103,21 @@ def test_every_output_form_routes_and_explains_alike():
     assert set(out["judgements"]["turn_relevancy"]) == {"key", "score", "value", "comment", "extra"}
 
 
-def test_results_in_a_checkpointed_state_need_no_custom_serializer(recwarn):
-    app = StateGraph(State)
-    app.add_node("judge", judge_node("turn_relevancy", model=judge_model(), scope="latest"))
-    app.add_edge(START, "judge")
-    graph = app.compile(checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "t"}}
-    graph.invoke({"messages": HISTORY[:5]}, config)
-    assert graph.get_state(config).values["judgements"]["turn_relevancy"]["status"] == "failed"
-    assert not [w for w in recwarn if "unregistered type" in str(w.message)]
+def test_results_in_a_checkpointed_state_survive_a_strict_serializer():
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    def stored(output):
+        app = StateGraph(State)
+        app.add_node("judge", judge_node("turn_relevancy", model=judge_model(), scope="latest", output=output))
+        app.add_edge(START, "judge")
+        # only LangGraph's own safe types may come back from this checkpointer (strict msgpack)
+        graph = app.compile(checkpointer=InMemorySaver(serde=JsonPlusSerializer(allowed_msgpack_modules=None)))
+        config = {"configurable": {"thread_id": "t"}}
+        graph.invoke({"messages": HISTORY[:5]}, config)
+        return graph.get_state(config).values["judgements"]["turn_relevancy"]
+
+    assert stored("dict")["status"] == "failed"
+    assert not isinstance(stored("result"), MetricResult)  # objects do not survive it
 
 
 def test_async_runs_the_same_node_and_names_the_thread():
@@ -155,3 +168,30 @@ def test_route_on_verdict_follows_the_status_and_fails_closed_on_judge_errors(st
 def test_route_without_a_result_is_an_error_route():
     route = route_on_verdict("turn_relevancy", passed="respond", failed="regenerate", error="apologise")
     assert route({"messages": []}) == "apologise"
+
+
+def test_latest_scope_judges_only_the_latest_replys_retrieval_context():
+    import re
+
+    from judgegraph.metrics.contextual import create_turn_contextual_relevancy_judge
+
+    def in_section(name, text):
+        return lambda p: bool(m := re.search(rf"<{name}>(.*?)</{name}>", p, re.DOTALL)) and text in m.group(1)
+
+    m = ScriptedChatModel(rules=[
+        (in_section("retrieved_nodes", "Sale items"),
+         [{"nodes": [{"node": 1, "statements": ["Sale items: 14 days.", "We are hiring."]}]}]),
+        (lambda p: "<statements>" in p, [{"verdicts": [{"statement": 1, "reason": "on topic", "verdict": "yes"},
+                                                        {"statement": 2, "reason": "hiring", "verdict": "no"}]}]),
+    ])
+    messages = [
+        HumanMessage("Can I return shoes?"),
+        AIMessage("Yes, within 30 days.", additional_kwargs={"retrieval_context": ["Unworn shoes: 30 days."]}),
+        HumanMessage("Do sale items count too?"),
+        AIMessage("Yes, within 14 days.",
+                  additional_kwargs={"retrieval_context": ["Sale items can be returned within 14 days. We are hiring."]}),
+    ]
+    node = judge_node(create_turn_contextual_relevancy_judge(model=m), scope="latest")
+    res = app_with(node).invoke({"messages": messages})["judgements"]["turn_contextual_relevancy"]
+    assert m.call_count == 2  # one extraction and one judgement, for the latest reply only
+    assert res["score"] == 0.5 and {tuple(v["turns"]) for v in res["verdicts"]} == {(3,)}

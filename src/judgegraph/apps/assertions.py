@@ -22,7 +22,7 @@ from typing import Any
 
 from ..nodes import quote, turn_label
 from ..results import MetricResult
-from .messages import Scope, metric_input, to_conversation
+from .messages import Scope, to_conversation
 from .metrics import MetricLike, judge_graph
 
 #: Verdict values that count against a metric (turn-level "no", user frustration "unresolved").
@@ -75,7 +75,8 @@ def assert_judged(
     ``fields`` set conversation fields (``id``, ``chatbot_role``,
     ``expected_outcome``)."""
     conv = to_conversation(conversation, **fields)
-    results: dict[str, MetricResult] = judge_graph(metrics, model=model).invoke(metric_input(conv, scope))["results"]
+    results: dict[str, MetricResult] = judge_graph(metrics, model=model, scope=scope).invoke(
+        {"conversation": conv})["results"]
     for listener in listeners:
         listener(conv.id, results)
     ok = {"passed", "not_applicable"} if allow_not_applicable else {"passed"}

@@ -39,7 +39,7 @@ from typing import Any
 
 from ..conversation import Conversation, from_messages
 from ..results import MetricResult
-from .messages import Scope, metric_input
+from .messages import Scope
 from .metrics import MetricLike, judge_graph
 
 OUTPUT_KEYS = ("output", "answer", "response", "content")
@@ -115,7 +115,7 @@ def as_evaluator(
     (names are built with ``model``). ``scope="latest"`` judges only the last
     exchange (one window). Use ``aevaluate`` / ``await evaluator.acall(...)``
     in async code: the same graph runs under ``ainvoke``."""
-    graph = judge_graph(metrics, model=model)
+    graph = judge_graph(metrics, model=model, scope=scope)
 
     def args(inputs: Any, outputs: Any, reference_outputs: Any, run: Any, example: Any) -> dict[str, Any]:
         if run is None and hasattr(inputs, "outputs") and hasattr(inputs, "inputs"):  # called as (run, example)
@@ -127,7 +127,7 @@ def as_evaluator(
             if reference_outputs is None and example is not None:
                 reference_outputs = getattr(example, "outputs", None) or {}
         cid = str(getattr(example, "id", "") or getattr(run, "id", "") or "")
-        return metric_input(find_conversation(inputs, outputs, reference_outputs, conversation_id=cid), scope)
+        return {"conversation": find_conversation(inputs, outputs, reference_outputs, conversation_id=cid)}
 
     def shape(results: dict[str, MetricResult]) -> dict[str, Any]:
         items = [feedback(r) for r in results.values()]

@@ -8,9 +8,8 @@ model, a ``"provider:model"`` string, a :class:`~judgegraph.judges.Judge`, or
 None for the offline embedding judge), so they share its limit on calls in
 flight and its cache.
 
-Several metrics run as parallel subgraphs of one graph. Unlike the report
-graph this one has no ``prepare`` node: the ``exchanges`` its caller passes
-(e.g. only the latest exchange) reach every metric unchanged.
+Several metrics run as parallel nodes of one graph (its callers pass a
+validated :class:`Conversation`, so there is no ``prepare`` node).
 """
 
 from __future__ import annotations
@@ -26,6 +25,8 @@ from ..judges import Judge, resolve_judge
 from ..metrics import get_metric
 from ..report import ReportState
 from ..state import MetricInput, MetricOutput
+from .latest import latest_runner
+from .messages import Scope
 
 MetricLike = CompiledStateGraph | str
 
@@ -67,11 +68,17 @@ def metric_graphs(metrics: MetricLike | Sequence[MetricLike], *, model: Any = No
     return graphs
 
 
-def judge_graph(metrics: MetricLike | Sequence[MetricLike], *, model: Any = None) -> CompiledStateGraph:
-    """One compiled graph reading ``conversation`` (and optional ``exchanges``)
-    and writing ``results`` for every metric: the metric's own graph when
-    there is one, else the metrics as parallel subgraphs."""
-    graphs = metric_graphs(metrics, model=model)
+def judge_graph(metrics: MetricLike | Sequence[MetricLike], *, model: Any = None,
+                scope: Scope = "conversation") -> Any:
+    """One runnable reading ``{"conversation": Conversation}`` and writing
+    ``results`` for every metric: the metric's own graph when there is one,
+    else the metrics as parallel nodes of one graph. ``scope="latest"`` runs
+    each metric on the latest exchange only (:func:`.latest.latest_runner`)."""
+    if scope not in ("conversation", "latest"):
+        raise ValueError(f"scope must be 'conversation' or 'latest', got {scope!r}")
+    graphs: list[Any] = metric_graphs(metrics, model=model)
+    if scope == "latest":
+        graphs = [latest_runner(g) for g in graphs]
     if len(graphs) == 1:
         return graphs[0]
     builder = StateGraph(ReportState, input_schema=MetricInput, output_schema=MetricOutput)

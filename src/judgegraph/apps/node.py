@@ -31,7 +31,7 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END
 
 from ..results import MetricResult
-from .messages import Scope, metric_input, to_conversation
+from .messages import Scope, to_conversation
 from .metrics import MetricLike, judge_graph
 
 
@@ -43,7 +43,6 @@ def judge_node(
     results_key: str = "judgements",
     scope: Scope = "conversation",
     conversation_id: str | None = None,
-    window_size: int | None = 10,
     output: Literal["dict", "result", "feedback"] = "dict",
     name: str = "judge",
 ) -> RunnableLambda:
@@ -58,18 +57,14 @@ def judge_node(
     user→assistant exchange, with the earlier messages as its context — one
     window, one judgement per metric step, for online evaluation after each
     turn. Session-level metrics (completeness, frustration, ...) always read
-    the whole conversation. ``window_size`` (latest scope): how many
-    exchanges the judged window holds, the latest included — set it to the
-    metric's own (turn relevancy 10, conversation relevance 5) and the judgement
-    is the very request that metric's last window makes; None: every earlier
-    turn. Works under ``invoke`` and ``ainvoke`` alike. ``conversation_id``
+    the whole conversation. In the latest scope the judge gets the very
+    request the metric's own last window makes (:mod:`judgegraph.apps.latest`).
+    Works under ``invoke`` and ``ainvoke`` alike. ``conversation_id``
     defaults to the run's ``thread_id`` when there is one. ``output``: what is
     written per metric (see the module docs)."""
-    if scope not in ("conversation", "latest"):
-        raise ValueError(f"scope must be 'conversation' or 'latest', got {scope!r}")
     if output not in ("dict", "result", "feedback"):
         raise ValueError(f"output must be 'dict', 'result' or 'feedback', got {output!r}")
-    graph = judge_graph(metrics, model=model)
+    graph = judge_graph(metrics, model=model, scope=scope)
 
     def shape(results: dict[str, MetricResult]) -> dict[str, Any]:
         if output == "result":
@@ -83,7 +78,7 @@ def judge_node(
             raise KeyError(f"judge_node: the state has no {messages_key!r} key (state keys: {sorted(state)});"
                            " pass messages_key= to name the key holding the messages")
         cid = conversation_id or str(((config or {}).get("configurable") or {}).get("thread_id") or "")
-        return metric_input(to_conversation(state[messages_key], id=cid), scope, window_size)
+        return {"conversation": to_conversation(state[messages_key], id=cid)}
 
     def run(state: Mapping[str, Any], config: Any = None) -> dict[str, Any]:
         return shape(graph.invoke(prepare(state, config))["results"])

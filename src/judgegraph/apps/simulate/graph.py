@@ -38,7 +38,6 @@ from ...conversation import Conversation, from_messages
 from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
 from ...nodes import render_messages
 from ...results import MetricResult, Usage, merge_results
-from ..messages import metric_input
 from ..metrics import MetricLike, as_judge, judge_graph
 from .app import as_app, new_messages
 from .scenarios import Scenario
@@ -213,7 +212,7 @@ def build_simulator(
         judged = metrics
 
         def judge_input(state: SimulationState) -> dict[str, Any]:
-            return metric_input(conversation_of(state))
+            return {"conversation": conversation_of(state)}
 
         def judge_conversation(state: SimulationState) -> dict[str, Any]:
             return {"results": judged.invoke(judge_input(state))["results"]}
