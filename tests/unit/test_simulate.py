@@ -167,3 +167,16 @@ def test_an_app_with_a_checkpointer_gets_its_own_thread_and_no_duplicates():
     assert run.status == "goal_reached" and len(run.conversation.turns) == 5
     stored = app.get_state({"configurable": {"thread_id": "simulate-lost-card"}}).values["messages"]
     assert [m.text for m in stored] == [t.content for t in run.conversation.turns[:4]]
+
+
+@pytest.mark.parametrize("name,metrics", [("simulator", None), ("simulator_judged", "turn_relevancy")])
+def test_mermaid_snapshot(name, metrics):
+    import os
+    from pathlib import Path
+
+    drawing = create_simulator(bot(), user_model=user(), metrics=metrics, model=judge()).get_graph().draw_mermaid()
+    path = Path(__file__).parent / "snapshots" / f"{name}.mmd"
+    if os.environ.get("UPDATE_SNAPSHOTS"):
+        path.write_text(drawing)
+    assert path.exists(), f"no snapshot {path.name}: run with UPDATE_SNAPSHOTS=1 and review it"
+    assert drawing == path.read_text()
