@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Union
-
-from typing_extensions import TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 from .base import Judge, JudgeCache, JudgeOutcome, JudgeRequest
 from .limiter import CallLimiter

@@ -38,7 +38,7 @@ import re
 import threading
 import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import END, START, StateGraph
@@ -128,7 +128,7 @@ class GeneratedQuestions(BaseModel):
         return self
 
 
-@lru_cache(maxsize=None)
+@cache
 def questions_schema(n: int) -> type[GeneratedQuestions]:
     """The structured-output schema asking for exactly ``n`` distinct questions."""
     model = create_model(
