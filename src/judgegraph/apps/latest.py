@@ -61,7 +61,7 @@ def latest_runner(graph: CompiledStateGraph) -> RunnableLambda:
         return RunnableLambda(lambda state: graph.invoke(state), afunc=graph.ainvoke, name=graph.name)
     # A private saver for this graph only: it holds this run's own state between two calls, in memory, and is
     # emptied after each run.
-    saver = InMemorySaver(serde=_InProcess())  # type: ignore[arg-type]
+    saver = InMemorySaver(serde=_InProcess())
     paused = graph.copy(update={"checkpointer": saver, "interrupt_after_nodes": [node]})
 
     def start(state: dict[str, Any]) -> tuple[RunnableConfig, int]:

@@ -237,7 +237,7 @@ def user_judge(user_model: Any, *, judge: Judge | None = None, max_tries: int = 
     made = resolve_judge(model=user_model, max_tries=max_tries, cache=False, **model_kwargs)
     limiter = getattr(judge, "limiter", None)
     if limiter is not None and hasattr(made, "limiter"):
-        made.limiter = limiter  # type: ignore[attr-defined]
+        made.limiter = limiter
     return made
 
 

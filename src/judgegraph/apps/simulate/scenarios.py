@@ -70,7 +70,7 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
     else:
         try:
             if p.suffix in (".yaml", ".yml"):
-                import yaml  # type: ignore[import-untyped]
+                import yaml
 
                 data = yaml.safe_load(text)
             else:
