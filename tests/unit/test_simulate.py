@@ -180,3 +180,28 @@ def test_mermaid_snapshot(name, metrics):
         path.write_text(drawing)
     assert path.exists(), f"no snapshot {path.name}: run with UPDATE_SNAPSHOTS=1 and review it"
     assert drawing == path.read_text()
+
+
+def test_simulated_users_and_judges_share_the_judges_limit_on_calls_in_flight():
+    from judgegraph.judges import resolve_judge
+
+    in_flight, peak, lock = [0], [0], threading.Lock()
+
+    class SlowModel(ScriptedChatModel):
+        def _generate(self, *args, **kwargs):
+            with lock:
+                in_flight[0] += 1
+                peak[0] = max(peak[0], in_flight[0])
+            time.sleep(0.02)
+            with lock:
+                in_flight[0] -= 1
+            return super()._generate(*args, **kwargs)
+
+    slow_user = SlowModel(section="conversation", rules=user().rules, default=user().default)
+    slow_judge = SlowModel(rules=[("weather", [NO])], default=YES, section="reply_to_judge")
+    judge = resolve_judge(slow_judge, max_concurrency=2)
+    scenarios = [{**SCENARIO, "id": f"s{i}"} for i in range(6)]
+    runs = simulate(bot(), scenarios, user_model=slow_user, metrics="turn_relevancy", model=judge, max_concurrency=6)
+    assert all(r.status == "goal_reached" for r in runs)
+    assert slow_user.call_count == 18 and slow_judge.call_count >= 2  # the judge cache answers repeated windows
+    assert peak[0] == 2  # six conversations at once, never more than two LLM calls (user or judge) in flight
