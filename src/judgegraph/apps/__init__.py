@@ -15,6 +15,7 @@ Everything is imported lazily; nothing is built at import time.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import import_module
 from typing import Any
 
@@ -36,6 +37,11 @@ _EXPORTS = {
 }
 
 __all__ = list(_EXPORTS)
+
+#: Called with ``(conversation id, {metric: MetricResult})`` after every
+#: :func:`assert_judged`. The pytest plugin's summary listens here (kept in this
+#: light module so loading the plugin imports no LangChain).
+listeners: list[Callable[[str, dict[str, Any]], None]] = []
 
 
 def __getattr__(name: str) -> Any:

@@ -17,19 +17,17 @@ counted in the session's summary.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..nodes import quote, turn_label
 from ..results import MetricResult
+from . import listeners
 from .messages import Scope, to_conversation
 from .metrics import MetricLike, judge_graph
 
 #: Verdict values that count against a metric (turn-level "no", user frustration "unresolved").
 NEGATIVE = frozenset({"no", "unresolved"})
-
-#: Called with (conversation id, {metric: result}) after every assert_judged; the pytest plugin listens here.
-listeners: list[Callable[[str, dict[str, MetricResult]], None]] = []
 
 
 class JudgementFailed(AssertionError):

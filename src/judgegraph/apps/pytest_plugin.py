@@ -26,7 +26,7 @@ def pytest_addoption(parser: Any) -> None:
 
 
 def pytest_configure(config: Any) -> None:
-    from . import assertions
+    from . import listeners
 
     tally: dict[str, Any] = {"conversations": 0, "metrics": defaultdict(lambda: defaultdict(int)),
                              "calls": 0, "tokens": 0, "judge_errors": 0}
@@ -40,15 +40,15 @@ def pytest_configure(config: Any) -> None:
             tally["judge_errors"] += len(r.errors)
 
     config.stash[_KEY] = {"tally": tally, "record": record}
-    assertions.listeners.append(record)
+    listeners.append(record)
 
 
 def pytest_unconfigure(config: Any) -> None:
-    from . import assertions
+    from . import listeners
 
     entry = config.stash.get(_KEY, None)
-    if entry and entry["record"] in assertions.listeners:
-        assertions.listeners.remove(entry["record"])
+    if entry and entry["record"] in listeners:
+        listeners.remove(entry["record"])
 
 
 @pytest.fixture
