@@ -32,6 +32,7 @@ def register(sub: Any) -> None:
     ev.add_argument("--role", help="role-adherence: the chatbot's role (default: each conversation's chatbot_role)")
     ev.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once, across all conversations (default 16)")
     ev.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the model's output is invalid (default 3)")
+    ev.add_argument("--allow-outside-files", action="store_true", default=None, help="promptfoo file:// references may leave the config file's folder")
     ev.add_argument("--out", default="judgegraph-results.jsonl", help="where the full results go (default %(default)s)")
     ev.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per conversation × metric")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
 
-    loaded = load_files(args.files)
+    loaded = load_files(args.files, allow_outside_files=args.allow_outside_files)
     sessions = _load_mlflow(args, loaded) if args.mlflow_uri else []
     if judge.kind == "offline":
         err.print("judge: [bold]offline[/] all-MiniLM-L6-v2 sentence embeddings (no LLM, no API key; pass --model for an LLM judge)")

@@ -17,7 +17,6 @@ semantics): one graph, two presets.
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -43,7 +42,7 @@ from ..nodes import (
     window_node,
 )
 from ..prompts import Prompt, load_prompt
-from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_results
+from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_results, merge_verdicts
 from ..state import MetricInput, MetricOutput, conversation_of
 from ..windows import Exchange, Window, check_window_size
 
@@ -80,7 +79,7 @@ class RelevancyState(TypedDict, total=False):
     conversation: Conversation | dict[str, Any]
     exchanges: list[Exchange]
     windows: list[Window]
-    verdicts: Annotated[list[WindowVerdict], operator.add]
+    verdicts: Annotated[list[WindowVerdict], merge_verdicts]
     results: Annotated[dict[str, MetricResult], merge_results]
 
 
@@ -112,7 +111,9 @@ fan_out_windows = fan_out("judge_turn", "windows", item="window", empty="reduce_
 
 def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -> JudgeRequest:
     target = window.target
-    context = [(r, c) for ex in window.context for r, c in _exchange_pairs(ex)]
+    # earlier exchanges, then a greeting the assistant opened the conversation with (deepeval: part of exchange 1)
+    context = [(it.turn.role, it.turn.content) for ex in (*window.context, target) for it in ex.turns
+               if ex is not target or it in target.opening]
     tools = [(it.turn.role, it.turn.content) for it in target.tool]
     return JudgeRequest(
         task="turn_relevance",
@@ -132,11 +133,6 @@ def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -
             "context": [f"{r}: {c}" for r, c in context],
         },
     )
-
-
-def _exchange_pairs(ex) -> list[tuple[str, str]]:
-    turns = sorted((*ex.user, *ex.assistant, *ex.tool), key=lambda t: t.index)
-    return [(it.turn.role, it.turn.content) for it in turns]
 
 
 def _judge_turn(settings: RelevancySettings):
