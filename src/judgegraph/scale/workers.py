@@ -43,6 +43,7 @@ START_TIMEOUT_S = 120.0
 
 
 BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+_GONE = "parent gone"  # the inbox's mark for a closed connection (``None`` is the parent's "finish")
 
 
 def worker_main(fd: int) -> None:
@@ -76,9 +77,9 @@ async def _serve(conn: Any, spec: PlanSpec) -> None:
             try:
                 msg = conn.recv()
             except (EOFError, OSError):  # the parent is gone
-                msg = None
+                msg = _GONE
             loop.call_soon_threadsafe(inbox.put_nowait, msg)
-            if msg is None:
+            if msg is None or msg is _GONE:
                 return
 
     threading.Thread(target=pump, name="judgegraph-worker-inbox", daemon=True).start()
@@ -88,18 +89,27 @@ async def _serve(conn: Any, spec: PlanSpec) -> None:
     async def one(job: int, item: LoadedConversation) -> None:
         outcome = await judge_conversation(item, plan)
         try:
-            conn.send(("done", job, outcome))
-        except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable result: still report the conversation
-            failed = ConversationOutcome(outcome.conversation_id, outcome.source,
-                                         error=f"worker could not send the result: {type(exc).__name__}: {exc}")
-            conn.send(("done", job, failed))
+            try:
+                conn.send(("done", job, outcome))
+            except (OSError, ValueError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable result: still report the conversation
+                conn.send(("done", job, ConversationOutcome(
+                    outcome.conversation_id, outcome.source,
+                    error=f"worker could not send the result: {type(exc).__name__}: {exc}")))
+        except (OSError, ValueError):  # the parent is gone: nobody to tell
+            pass
 
     while (msg := await inbox.get()) is not None:
+        if msg is _GONE:  # nobody will read the results: stop now
+            for task in running:
+                task.cancel()
+            break
         task = asyncio.create_task(one(*msg))
         running.add(task)
         task.add_done_callback(running.discard)
     if running:
-        await asyncio.gather(*running)
+        await asyncio.gather(*running, return_exceptions=True)
 
 
 def _spawn(spec: PlanSpec, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], Connection]:
@@ -108,6 +118,7 @@ def _spawn(spec: PlanSpec, env: dict[str, str]) -> tuple[subprocess.Popen[bytes]
         proc = subprocess.Popen(
             [sys.executable, "-c", f"from judgegraph.scale.workers import worker_main; worker_main({theirs.fileno()})"],
             pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,  # the parent's stdout is the run's table or JSON; stderr stays for warnings
         )
     conn = Connection(ours.detach())
     conn.send(spec)
