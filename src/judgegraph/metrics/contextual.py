@@ -269,7 +269,7 @@ def _label_list(labels: list[str]) -> str:
 
 
 def contextual_reason(
-    score: float | None, threshold: float, turns: list[dict[str, Any]], verdicts: list[StatementVerdict],
+    score: float | None, threshold: float | None, turns: list[dict[str, Any]], verdicts: list[StatementVerdict],
     *, max_nodes: int = 8,
 ) -> str:
     """The deterministic reason: the score, then each node with irrelevant
@@ -287,10 +287,10 @@ def contextual_reason(
     scored = [t for t in with_context if t["status"] == "scored"]
     relevant = sum(t["relevant"] for t in scored)
     judged = sum(t["judged"] for t in scored)
-    cmp = ">=" if score >= threshold else "<"
+    cmp = ">=" if threshold is None or score >= threshold else "<"
     parts = [
         f"{relevant} of {judged} retrieved statements relevant; mean over {len(scored)} turn(s) with retrieval"
-        f" context {score:.2f} {cmp} threshold {threshold:.2f}."
+        f" context {score:.2f} {cmp} threshold {threshold or 0.0:.2f}."
     ]
     by_node: dict[tuple[Any, ...], list[StatementVerdict]] = {}
     for v in verdicts:
@@ -338,21 +338,23 @@ def _reduce_score(settings: ContextualSettings):
             mine = [v for v in verdicts if v.exchange == turn.exchange]
             judged = [v for v in mine if v.verdict is not None]
             relevant = sum(1 for v in judged if v.verdict == "yes")
+            turn_score: float | None = None
             if not turn.nodes:
-                status, turn_score = "no context", None
+                turn_status = "no context"
             elif judged:
-                status, turn_score = "scored", relevant / len(judged)
+                turn_status, turn_score = "scored", relevant / len(judged)
             else:
-                status, turn_score = "not judged", None
+                turn_status = "not judged"
             turns.append({
                 "exchange": turn.exchange, "turns": [t + 1 for t in turn.turns], "label": turn.label,
-                "status": status, "score": turn_score, "nodes": len(turn.nodes), "statements": len(mine),
+                "status": turn_status, "score": turn_score, "nodes": len(turn.nodes), "statements": len(mine),
                 "judged": len(judged), "relevant": relevant,
             })
         scores = [t["score"] for t in turns if t["status"] == "scored"]
         with_context = [t for t in turns if t["status"] != "no context"]
         score = sum(scores) / len(scores) if scores else None
-        status = "not_applicable" if not with_context else "error" if not scores else None
+        status: Literal["error", "not_applicable"] | None = (
+            "not_applicable" if not with_context else "error" if not scores else None)
         errors = [
             JudgeErrorInfo(where=c.where, step=c.step, message=c.error, attempts=c.attempts) for c in calls if c.error
         ]

@@ -194,7 +194,7 @@ def feedback_schema(name: str, spec: FeedbackSpec) -> type[BaseModel]:
         value_type = Annotated[spec.type, Field(allow_inf_nan=False)]
     validators: dict[str, Any] = {}
     if spec.kind == "literal":
-        by_lower = {}
+        by_lower: dict[str, Any] = {}
         for c in spec.choices:
             if isinstance(c, str):
                 by_lower.setdefault(c.strip().lower(), []).append(c)
@@ -385,7 +385,7 @@ def _reduce_score(settings: CustomJudgeSettings):
         result = make_result(
             settings.name, conversation, verdicts,
             judge=settings.judge, threshold=spec.threshold,
-            score=lambda valid: spec.score(valid[0].value),
+            score=lambda valid: spec.score(getattr(valid[0], "value", None)),
             step=STEP, where=lambda v: "conversation", reason=reason, value=value, details=details,
         )
         return {"results": {settings.name: result}}

@@ -160,7 +160,7 @@ def _judge_turn(settings: RelevancySettings):
     return judge_step("judge_turn", settings.judge, build, finish)
 
 
-def deterministic_reason(score: float | None, threshold: float, verdicts: list[WindowVerdict]) -> str:
+def deterministic_reason(score: float | None, threshold: float | None, verdicts: list[Any]) -> str:
     valid = [v for v in verdicts if v.verdict is not None]
     failed = [v for v in verdicts if v.verdict is None]
     if not verdicts:
@@ -168,7 +168,9 @@ def deterministic_reason(score: float | None, threshold: float, verdicts: list[W
     if not valid:
         return f"No window could be judged: {len(failed)} judge error(s); see errors."
     relevant = sum(1 for v in valid if v.relevant)
-    cmp = ">=" if score is not None and score >= threshold else "<"
+    threshold = 0.0 if threshold is None else threshold
+    score = 0.0 if score is None else score
+    cmp = ">=" if score >= threshold else "<"
     parts = [f"{relevant} of {len(valid)} replies judged relevant (score {score:.2f} {cmp} threshold {threshold:.2f})."]
     irrelevant = [v for v in valid if not v.relevant]
     if irrelevant:
@@ -189,7 +191,7 @@ def _reduce_score(settings: RelevancySettings):
         result = make_result(
             settings.name, conversation, verdicts,
             judge=settings.judge, threshold=settings.effective_threshold, strict_mode=settings.strict_mode,
-            step=JUDGE_STEP, where=lambda v: f"window {v.window} ({turn_label(v.turns)})",
+            step=JUDGE_STEP, where=lambda v: f"window {getattr(v, 'window', '?')} ({turn_label(v.turns)})",
             reason="" if settings.reason == "none" else deterministic_reason,
             details={
                 "window_size": settings.window_size,

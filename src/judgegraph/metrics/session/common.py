@@ -98,7 +98,7 @@ def session_graph(
     if len(steps) != (2 if fan_out else 1):
         raise ValueError("session_graph: one step, or two steps joined by fan_out")
     settings.check()
-    builder = StateGraph(state, input_schema=MetricInput, output_schema=MetricOutput)
+    builder: StateGraph = StateGraph(state, input_schema=MetricInput, output_schema=MetricOutput)
     for name, node in steps:
         builder.add_node(name, node)
     builder.add_node(REDUCE, reduce)
@@ -192,7 +192,7 @@ def early_result(settings: SessionSettings, conversation: Conversation, applies:
 
 def not_applicable(
     settings: SessionSettings, conversation: Conversation, reason: str, *, usage: Usage | None = None,
-    details: dict[str, Any] | None = None, verdicts: list[Verdict] | None = None,
+    details: dict[str, Any] | None = None, verdicts: Sequence[Verdict] | None = None,
 ) -> MetricResult:
     return base_result(
         settings, conversation, status="not_applicable", reason=reason, usage=usage or Usage(),
@@ -207,7 +207,7 @@ def share_result(
     good: int,
     judged: int,
     what: str,
-    verdicts: list[Verdict],
+    verdicts: Sequence[Verdict],
     errors: list[JudgeErrorInfo],
     usage: Usage,
     problems: list[str],
@@ -237,7 +237,7 @@ def share_result(
 
 def error_result(
     settings: SessionSettings, conversation: Conversation, reason: str, *, errors: list[JudgeErrorInfo],
-    usage: Usage, details: dict[str, Any] | None = None, verdicts: list[Verdict] | None = None,
+    usage: Usage, details: dict[str, Any] | None = None, verdicts: Sequence[Verdict] | None = None,
 ) -> MetricResult:
     """Status ``error``: nothing could be judged. Score, value and passed are None."""
     return base_result(settings, conversation, status="error", reason=reason, errors=errors, usage=usage,

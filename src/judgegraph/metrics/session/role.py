@@ -149,6 +149,7 @@ def _judge_turns(settings: RoleSettings):
         out = []
         for k, t in enumerate(task["turns"]):
             item = answers.get(t)
+            error: str | None
             if outcome.ok and item is None:
                 error = f"the judge gave no verdict for turn {t + 1}"
             else:
