@@ -30,7 +30,7 @@ from typing_extensions import (  # pydantic reads these schemas; typing's TypedD
     Unpack,
 )
 
-from ..compiling import CompileOptions, compile_graph
+from ..compiling import CompileOptions, check_options, compile_graph
 from ..conversation import Conversation
 from ..judges import (
     Judge,
@@ -461,6 +461,7 @@ def make_judge(
     spec = feedback_spec(bool if feedback_type is None else feedback_type, threshold=threshold, scores=scores)
     prompt = build_prompt(name, instructions, spec.description)  # template errors before any model is built
     schema = feedback_schema(name, spec)
+    check_options(compile, make_judge)
     made = require_tasks(resolve_judge(_model_string(model)), [TASK], name)
     settings = CustomJudgeSettings(name, made, spec, prompt, schema)
     return compile_graph(build_custom_graph(settings), name, compile, make_judge)

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel
+from typing_extensions import Unpack
 
-from ...compiling import compile_graph
+from ...compiling import CompileOptions, check_options, compile_graph
 from ...conversation import Conversation
 from ...judges import (
     Judge,
@@ -78,8 +79,40 @@ def compile_session_judge(
     cannot answer ``tasks`` is :class:`~judgegraph.judges.NeedsLLMJudge`, at
     once), make the settings (``name``, ``threshold``, ... in ``settings``),
     build, and compile with the caller's compile options."""
+    check_options(compile, factory)  # a misspelt keyword first, before any judge is looked at
     judge = require_tasks(resolve_judge(model), tasks, settings["name"])
     return compile_graph(build_graph(settings_class(judge=judge, **settings)), settings["name"], compile, factory)
+
+
+class SessionJudgeFactory(Protocol):
+    """A session judge's factory: the options every session judge has."""
+
+    __name__: str
+
+    def __call__(
+        self, *, model: ModelLike = None, threshold: float = 0.5, strict_mode: bool = False, review: bool = False,
+        name: str = ..., **compile: Unpack[CompileOptions],
+    ) -> CompiledStateGraph: ...
+
+
+def session_factory(
+    metric: str, build_graph: Callable[[SessionSettings], StateGraph], tasks: Iterable[str], doc: str
+) -> SessionJudgeFactory:
+    """``create_<metric>_judge`` for a session judge with no options of its own:
+    ``model``, ``threshold``, ``strict_mode``, ``review``, ``name`` and LangGraph
+    compile options (see :func:`compile_session_judge`)."""
+    tasks = tuple(tasks)
+
+    def factory(
+        *, model: ModelLike = None, threshold: float = 0.5, strict_mode: bool = False, review: bool = False,
+        name: str = metric, **compile: Unpack[CompileOptions],
+    ) -> CompiledStateGraph:
+        return compile_session_judge(build_graph, name=name, threshold=threshold, strict_mode=strict_mode,
+                                     review=review, tasks=tasks, model=model, compile=compile, factory=factory)
+
+    factory.__name__ = factory.__qualname__ = f"create_{metric}_judge"
+    factory.__doc__ = doc
+    return factory
 
 
 def session_graph(
