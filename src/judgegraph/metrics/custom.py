@@ -26,7 +26,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validator
 from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    TypedDict,
     Unpack,
 )
 
@@ -42,9 +41,8 @@ from ..judges import (
 )
 from ..nodes import conversation_json, judge_step, make_result, outcome_fields
 from ..prompts import Prompt, load_prompt, parse_prompt
-from ..results import MetricResult, Verdict, merge_results, merge_verdicts
-from ..state import MetricInput, MetricOutput, conversation_of
-from ..windows import Exchange
+from ..results import Verdict, merge_verdicts
+from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 
 STEP = "custom_judge/judge_conversation"
 TASK = "custom_judge"
@@ -296,11 +294,8 @@ class FeedbackVerdict(Verdict):
     value: Any = None
 
 
-class CustomJudgeState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Exchange]  # a report graph's; unused here
+class CustomJudgeState(MetricState, total=False):
     verdicts: Annotated[list[FeedbackVerdict], merge_verdicts]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 @dataclass(frozen=True)

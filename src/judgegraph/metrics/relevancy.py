@@ -29,7 +29,6 @@ from typing_extensions import (  # pydantic reads these schemas; typing's TypedD
 )
 
 from ..compiling import CompileOptions, compile_graph
-from ..conversation import Conversation
 from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
 from ..nodes import (
     REVIEW_NODE,
@@ -44,9 +43,9 @@ from ..nodes import (
     window_node,
 )
 from ..prompts import Prompt, load_prompt
-from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_results, merge_verdicts
-from ..state import MetricInput, MetricOutput, conversation_of
-from ..windows import Exchange, Window, check_window_size
+from ..results import JudgeErrorInfo, WindowVerdict, merge_verdicts
+from ..state import MetricInput, MetricOutput, MetricState, conversation_of
+from ..windows import Window, check_window_size
 
 JUDGE_STEP = "turn_relevancy/judge_turn"
 REASON_STEP = "turn_relevancy/write_reason"
@@ -77,12 +76,9 @@ class WrittenReason(BaseModel):
 # -- state ---------------------------------------------------------------------
 
 
-class RelevancyState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Exchange]
+class RelevancyState(MetricState, total=False):
     windows: list[Window]
     verdicts: Annotated[list[WindowVerdict], merge_verdicts]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 class WindowTask(TypedDict):

@@ -28,8 +28,8 @@ from typing_extensions import (  # pydantic reads these schemas; typing's TypedD
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step
-from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results, merge_verdicts
-from ...state import conversation_of
+from ...results import JudgeErrorInfo, Usage, Verdict, merge_verdicts
+from ...state import MetricState, conversation_of
 from .common import (
     SessionSettings,
     cited_turns,
@@ -99,15 +99,12 @@ class GoalTask(TypedDict):
     transcript: str
 
 
-class CompletenessState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Any]
+class CompletenessState(MetricState, total=False):
     transcript: str
     goals: list[GoalTask]
     extract_errors: list[JudgeErrorInfo]
     extract_usage: Usage
     verdicts: Annotated[list[GoalVerdict], merge_verdicts]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 def _extract_goals(settings: SessionSettings):

@@ -14,19 +14,15 @@ Score: none 1.0, resolved 0.5, unresolved 0.0; passes when score >=
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field, field_validator, model_validator
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    TypedDict,
-)
 
-from ...conversation import Conversation
 from ...judges import JudgeOutcome
 from ...nodes import judge_step
-from ...results import MetricResult, Verdict, merge_results, strict
-from ...state import conversation_of
+from ...results import Verdict, strict
+from ...state import MetricState, conversation_of
 from .common import (
     SessionSettings,
     base_result,
@@ -85,11 +81,8 @@ class FrustrationVerdict(Verdict):
     resolved_by_turns: list[int] = Field(default_factory=list)
 
 
-class FrustrationState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Any]
+class FrustrationState(MetricState, total=False):
     verdicts: list[FrustrationVerdict]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 def _judge_frustration(settings: SessionSettings):

@@ -29,8 +29,8 @@ from typing_extensions import (  # pydantic reads these schemas; typing's TypedD
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step
-from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results, merge_verdicts
-from ...state import conversation_of
+from ...results import JudgeErrorInfo, Usage, Verdict, merge_verdicts
+from ...state import MetricState, conversation_of
 from .common import (
     SessionSettings,
     cited_turns,
@@ -127,15 +127,12 @@ class TurnTask(TypedDict):
     conversation: Conversation
 
 
-class RetentionState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Any]
+class RetentionState(MetricState, total=False):
     facts: list[FactItem]
     dropped_facts: int
     extract_errors: list[JudgeErrorInfo]
     extract_usage: Usage
     verdicts: Annotated[list[RetentionVerdict], merge_verdicts]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 def judged_turns(conversation: Conversation, facts: list[FactItem]) -> list[int]:
