@@ -22,12 +22,13 @@ from typing import Annotated, Any, Literal, Protocol
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
     TypedDict,
     Unpack,
 )
 
+from ..answers import YesNo
 from ..compiling import CompileOptions, compile_graph
 from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
 from ..nodes import (
@@ -59,14 +60,9 @@ class TurnVerdict(BaseModel):
     reasons before it commits to a verdict."""
 
     reason: str = Field(description="One or two sentences explaining the verdict.")
-    verdict: Literal["yes", "no"] = Field(
+    verdict: YesNo = Field(
         description="'yes' if the reply is relevant to the latest user message, otherwise 'no'."
     )
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _normalise(cls, value: Any) -> Any:
-        return value.strip().lower() if isinstance(value, str) else value
 
 
 class WrittenReason(BaseModel):

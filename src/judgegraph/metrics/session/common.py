@@ -172,11 +172,6 @@ def conversation_request(
     return build
 
 
-def lower(value: Any) -> Any:
-    """Verdicts are read case-insensitively: ``" Yes "`` is ``"yes"``."""
-    return value.strip().lower() if isinstance(value, str) else value
-
-
 # -- turns ---------------------------------------------------------------------
 
 

@@ -20,11 +20,12 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.types import Send
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
     TypedDict,
 )
 
+from ...answers import YesNo
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step
@@ -39,7 +40,6 @@ from .common import (
     error_info,
     error_result,
     has_user,
-    lower,
     not_applicable,
     outcome_info,
     quote,
@@ -70,12 +70,7 @@ class GoalJudgement(BaseModel):
     answered_in_turns: list[int] = Field(
         description="1-based numbers of the assistant turns that respond to the request, fully or in part."
     )
-    verdict: Literal["yes", "no"] = Field(description="'yes' if the request was satisfied, otherwise 'no'.")
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return lower(value)
+    verdict: YesNo = Field(description="'yes' if the request was satisfied, otherwise 'no'.")
 
 
 class GoalVerdict(Verdict):

@@ -14,11 +14,12 @@ Score: none 1.0, resolved 0.5, unresolved 0.0; passes when score >=
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
+from ...answers import read_choice
 from ...judges import JudgeOutcome
 from ...nodes import judge_step
 from ...results import Verdict, strict
@@ -32,7 +33,6 @@ from .common import (
     error_info,
     error_result,
     has_user,
-    lower,
     outcome_info,
     route_start,
     session_factory,
@@ -51,15 +51,11 @@ class FrustrationJudgement(BaseModel):
     resolved_by_turns: list[int] = Field(
         description="1-based numbers of the assistant turns that resolved it (empty unless 'resolved')."
     )
-    verdict: Literal["none", "resolved", "unresolved"] = Field(
+    verdict: Annotated[Literal["none", "resolved", "unresolved"],
+                       BeforeValidator(read_choice(("none", "resolved", "unresolved")))] = Field(
         description="'none': no frustration; 'resolved': frustration shown, then resolved; 'unresolved': "
         "frustration shown and not resolved by the end."
     )
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return lower(value)
 
     @model_validator(mode="after")
     def _consistent(self) -> FrustrationJudgement:

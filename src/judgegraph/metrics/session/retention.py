@@ -21,11 +21,12 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.types import Send
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
 from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
     TypedDict,
 )
 
+from ...answers import YesNo, read_choice
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step
@@ -39,7 +40,6 @@ from .common import (
     early_result,
     error_info,
     error_result,
-    lower,
     not_applicable,
     outcome_info,
     quote,
@@ -68,26 +68,17 @@ class Facts(BaseModel):
 class Lapse(BaseModel):
     fact: str = Field(description="The fact that was not retained, as listed.")
     stated_in_turn: int = Field(description="1-based number of the user turn that stated it.")
-    kind: Literal["contradicted", "forgotten"] = Field(
+    kind: Annotated[Literal["contradicted", "forgotten"],
+                    BeforeValidator(read_choice(("contradicted", "forgotten")))] = Field(
         description="'contradicted': the turn states or assumes something that conflicts with the fact; "
         "'forgotten': it asks for the fact again, or ignores it where it matters."
     )
-
-    @field_validator("kind", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return lower(value)
 
 
 class TurnRetention(BaseModel):
     reason: str = Field(description="One or two sentences, citing turn numbers.")
     lapses: list[Lapse] = Field(description="Every fact the judged turn contradicts or forgets; empty if none.")
-    verdict: Literal["yes", "no"] = Field(description="'yes' if the turn retained every fact (no lapse), else 'no'.")
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return lower(value)
+    verdict: YesNo = Field(description="'yes' if the turn retained every fact (no lapse), else 'no'.")
 
     @model_validator(mode="after")
     def _consistent(self) -> TurnRetention:

@@ -20,12 +20,13 @@ from typing import Annotated, Any, ClassVar, Literal
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
     TypedDict,
     Unpack,
 )
 
+from ...answers import YesNo
 from ...compiling import CompileOptions
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike
@@ -37,7 +38,6 @@ from .common import (
     clause,
     compile_session_judge,
     early_result,
-    lower,
     not_applicable,
     quote,
     session_graph,
@@ -53,12 +53,7 @@ DEFAULT_BATCH_SIZE = 8
 class TurnRole(BaseModel):
     turn: int = Field(description="1-based number of the judged assistant turn.")
     reason: str = Field(description="One sentence on why the turn is or is not in role.")
-    verdict: Literal["yes", "no"] = Field(description="'yes' if the turn stays within the role, otherwise 'no'.")
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return lower(value)
+    verdict: YesNo = Field(description="'yes' if the turn stays within the role, otherwise 'no'.")
 
 
 class RoleJudgement(BaseModel):
