@@ -33,7 +33,7 @@ class RateBucket:
         now = time.monotonic() if now is None else now
         with self._lock:
             tat = max(self._tat, now)
-            start = max(now, tat - self.burst / self.rate)
+            start = max(now, tat - (self.burst - 1.0) / self.rate)
             self._tat = tat + cost / self.rate
         return start - now
 

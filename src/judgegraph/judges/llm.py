@@ -390,9 +390,9 @@ class LLMJudge(Judge):
         transcript: list[JudgeAttempt] = []
         sent = asks = retries = 0
         while True:
-            if sent and self.breaker.reason:
-                return JudgeOutcome(None, self.breaker.reason, sent, usage, transcript=transcript)
             result, latency = yield messages
+            if result is None:  # the breaker tripped while this request waited for its slot: not sent
+                return JudgeOutcome(None, self.breaker.reason, sent, usage, transcript=transcript)
             sent += 1
             if isinstance(result, BaseException) and not _is_invalid_output(result):
                 error = _transport_error(result)
@@ -459,6 +459,9 @@ class LLMJudge(Judge):
                 continue
             tokens = _estimate_tokens(step) if self.limiter.tpm is not None else 0
             with self.limiter.slot(tokens):
+                if self.breaker.reason is not None:
+                    sent = (None, None)
+                    continue
                 start = time.perf_counter()
                 try:
                     result: Any = runnable.invoke(step)
@@ -481,6 +484,9 @@ class LLMJudge(Judge):
                 continue
             tokens = _estimate_tokens(step) if self.limiter.tpm is not None else 0
             async with self.limiter.aslot(tokens):
+                if self.breaker.reason is not None:
+                    sent = (None, None)
+                    continue
                 start = time.perf_counter()
                 try:
                     result: Any = await runnable.ainvoke(step)
