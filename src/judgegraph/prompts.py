@@ -28,12 +28,12 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-_HEADER = re.compile(r"\A\s*<!--(.*?)-->\s*", re.S)
-_DOC_LINE = re.compile(r"^\s{2,}([A-Za-z_][A-Za-z0-9_]*)\s*:", re.M)
+_HEADER = re.compile(r"\A\s*<!--(.*?)-->\s*", re.DOTALL)
+_DOC_LINE = re.compile(r"^\s{2,}([A-Za-z_][A-Za-z0-9_]*)\s*:", re.MULTILINE)
 _TAG = re.compile(r"</?\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*>")
 
 
@@ -42,7 +42,7 @@ def _tag_pattern(names: frozenset[str]) -> re.Pattern[str] | None:
     if not names:
         return None
     alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    return re.compile(rf"<(\s*/?\s*(?:{alt})\s*)>", re.I)
+    return re.compile(rf"<(\s*/?\s*(?:{alt})\s*)>", re.IGNORECASE)
 
 
 def neutralise_tags(value: str, pattern: re.Pattern[str] | None) -> str:
@@ -102,7 +102,7 @@ def parse_prompt(name: str, text: str, path: Path | None = None) -> Prompt:
     return Prompt(name, text.strip() + "\n", documented, path)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(name: str, dirs: tuple[Path, ...]) -> Prompt:
     for d in dirs:
         path = d / f"{name}.md"

@@ -32,7 +32,7 @@ def conversations(tmp_path, n=20):
 
 def cli(*args, tmp_path, timeout=60):
     env = {**os.environ, "HOME": str(tmp_path)}
-    return subprocess.run([sys.executable, "-m", "judgegraph.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "judgegraph.cli", *args], capture_output=True, text=True, check=False,
                           timeout=timeout, env=env)
 
 

@@ -99,7 +99,7 @@ def test_a_sentence_that_is_no_verdict_is_still_reasked():
 def test_a_refused_connection_stops_the_judge_after_the_first_request():
     url = f"http://127.0.0.1:{dead_port()}/v1"
     started = time.monotonic()
-    res, judge = judged("openai:judge-model", base_url=url, max_concurrency=1, cache=False)
+    res, _ = judged("openai:judge-model", base_url=url, max_concurrency=1, cache=False)
     assert time.monotonic() - started < 10
     assert res.status == "error" and len(res.errors) == 3
     first = [e for e in res.errors if e.attempts == 1]

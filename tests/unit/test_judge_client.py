@@ -56,7 +56,7 @@ def test_transcript_records_each_ask_and_hits_are_marked_cached():
     model = ScriptedChatModel(rules=[("hello", ["junk", YES])], default=YES)
     judge = resolve_judge(model=model)
     first, again = judge.run(request()), judge.run(request())
-    assert [a.reply for a in first.transcript][0] == "junk" and first.transcript[0].error
+    assert first.transcript[0].reply == "junk" and first.transcript[0].error
     assert len(first.transcript) == 2 and first.transcript[1].error is None and first.attempts == 2
     assert first.transcript[1].messages[0]["role"] == "user" and first.transcript[1].messages[1]["role"] == "assistant"
     assert again.cached and again.attempts == 0 and again.usage.calls == 0

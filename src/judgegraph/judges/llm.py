@@ -23,6 +23,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from pydantic import SecretStr
 
 from ..results import JudgeAttempt, Usage
 from .base import Judge, JudgeOutcome, JudgeRequest
@@ -78,7 +79,7 @@ def resolve_model(
         kwargs: dict[str, Any] = {"model": name, "timeout": timeout, "max_retries": max_retries}
         if temperature is not None:
             kwargs["temperature"] = temperature
-        return ChatOpenAI(api_key=key or "not-needed", base_url=base_url, **kwargs)
+        return ChatOpenAI(api_key=SecretStr(key or "not-needed"), base_url=base_url, **kwargs)
     try:
         from langchain.chat_models import init_chat_model  # type: ignore[import-not-found]
     except ImportError as exc:
@@ -315,7 +316,9 @@ class LLMJudge(Judge):
         if max_prompt_tokens is not None and max_prompt_tokens < 1:
             raise ValueError(f"max_prompt_tokens must be >= 1, got {max_prompt_tokens}")
         built = not isinstance(model, BaseChatModel)
-        self.model = resolve_model(model, timeout=timeout, max_retries=0, **model_kwargs) if built else model
+        self.model: BaseChatModel = (
+            resolve_model(model, timeout=timeout, max_retries=0, **model_kwargs) if built else model  # type: ignore[assignment]
+        )
         self.max_tries = max_tries
         self.max_retries = max_retries if max_retries is not None else (DEFAULT_MAX_RETRIES if built else 0)
         self.timeout = timeout if built else getattr(model, "request_timeout", None)
