@@ -30,7 +30,7 @@ def conversations(tmp_path, n=20):
     return path
 
 
-def cli(*args, tmp_path, timeout=60):
+def cli(*args, tmp_path, timeout=180):
     env = {**os.environ, "HOME": str(tmp_path)}
     return subprocess.run([sys.executable, "-m", "judgegraph.cli", *args], capture_output=True, text=True, check=False,
                           timeout=timeout, env=env)

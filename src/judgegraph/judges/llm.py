@@ -23,7 +23,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 
 from ..results import JudgeAttempt, Usage
 from .base import Judge, JudgeOutcome, JudgeRequest
@@ -346,9 +346,20 @@ class LLMJudge(Judge):
         return self.settings.get("temperature") == 0
 
     def _structured(self, schema: type) -> Any:
+        """What a request is sent through. For an OpenAI chat model with the
+        default ``json_schema`` method: the model bound once to the schema's
+        ``response_format`` (the same request on the wire as
+        ``with_structured_output``, without rebuilding the JSON schema and
+        running a parser chain on every call); the reply is validated in
+        :meth:`_attempts`. Any other model: ``with_structured_output``."""
         if schema not in self._runnables:
-            kw = {"method": self.method} if self.method else {}
-            self._runnables[schema] = self.model.with_structured_output(schema, include_raw=True, **kw)
+            if self.method in (None, "json_schema") and _is_openai_chat(self.model):
+                fmt = {"type": "json_schema",
+                       "json_schema": {"name": schema.__name__, "schema": strict_json_schema(schema), "strict": True}}
+                self._runnables[schema] = self.model.bind(response_format=fmt)
+            else:
+                kw = {"method": self.method} if self.method else {}
+                self._runnables[schema] = self.model.with_structured_output(schema, include_raw=True, **kw)
         return self._runnables[schema]
 
     def cache_key(self, request: JudgeRequest) -> str:
@@ -413,6 +424,8 @@ class LLMJudge(Judge):
                     continue
                 suffix = f" ({sent} requests)" if sent > 1 else ""
                 return JudgeOutcome(None, f"{error}{suffix}", sent, usage, transcript=transcript)
+            if isinstance(result, BaseMessage):  # the bound OpenAI path: validated here
+                result = _read_reply(result, request.schema)
             if isinstance(result, BaseException):
                 # Some clients parse inside the call (OpenAI's json_schema path)
                 # and raise instead of returning a parsing error.
@@ -496,6 +509,49 @@ class LLMJudge(Judge):
                 except Exception as exc:  # noqa: BLE001 - reported as a judge error
                     result = exc
                 sent = (result, time.perf_counter() - start)
+
+
+def _is_openai_chat(model: Any) -> bool:
+    """A ``langchain_openai.ChatOpenAI`` (checked without importing the package)."""
+    module = __import__("sys").modules.get("langchain_openai")
+    cls = getattr(module, "ChatOpenAI", None) if module is not None else None
+    return cls is not None and type(model) is cls
+
+
+def _read_reply(raw: BaseMessage, schema: type[BaseModel]) -> dict[str, Any]:
+    """``with_structured_output(include_raw=True)``'s shape for a JSON reply."""
+    text = raw.text
+    refusal = (getattr(raw, "additional_kwargs", None) or {}).get("refusal")
+    if refusal and not text.strip():
+        return {"raw": raw, "parsed": None, "parsing_error": ValueError(f"the model refused: {refusal}")}
+    try:
+        return {"raw": raw, "parsed": schema.model_validate_json(text), "parsing_error": None}
+    except ValueError as exc:  # pydantic's ValidationError, invalid JSON included
+        return {"raw": raw, "parsed": None, "parsing_error": exc}
+
+
+def strict_json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """The schema's JSON schema in OpenAI's strict form: every object closed
+    (``additionalProperties: false``) with all its properties required, and
+    no ``null`` defaults (what the OpenAI SDK sends for a pydantic schema)."""
+
+    def fix(node: Any) -> Any:
+        if isinstance(node, list):
+            return [fix(x) for x in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: fix(v) for k, v in node.items() if not (k == "default" and v is None)}
+        if out.get("type") == "object" and "properties" in out:
+            out["additionalProperties"] = False
+            out["required"] = list(out["properties"])
+        if "properties" in node:  # property names, not schema keywords
+            out["properties"] = {k: fix(v) for k, v in node["properties"].items()}
+        if len(out.get("allOf", ())) == 1 and "$ref" in out["allOf"][0]:
+            ref = out.pop("allOf")[0]
+            out.update(ref)
+        return out
+
+    return fix(schema.model_json_schema())
 
 
 def _estimate_tokens(messages: list[BaseMessage]) -> int:
