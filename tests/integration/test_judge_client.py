@@ -246,3 +246,21 @@ def test_only_valid_answers_are_stored(tmp_path):
         good, _ = judged("openai:judge-model", base_url=server.base_url, cache=path, max_tries=1)
         assert server.calls["/v1/chat/completions"] == 3 + 1
     assert bad.verdicts[1].verdict is None and good.verdicts[1].verdict == "no"
+
+
+def test_the_request_on_the_wire_is_the_strict_json_schema_structured_output_sends():
+    from openai.lib._pydantic import to_strict_json_schema  # the SDK's own, as with_structured_output sends it
+
+    from judgegraph.metrics.contextual import StatementVerdicts
+    from judgegraph.metrics.relevancy import TurnVerdict
+
+    with FakeOpenAIServer(ScriptedResponder([], default=YES)) as server:
+        judged("openai:judge-model", base_url=server.base_url, cache=False)
+        (body, *_) = server.chat_requests
+    fmt = body["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+    assert fmt["json_schema"]["name"] == "TurnVerdict"
+    assert fmt["json_schema"]["schema"] == to_strict_json_schema(TurnVerdict)
+    from judgegraph.judges.llm import strict_json_schema
+
+    assert strict_json_schema(StatementVerdicts) == to_strict_json_schema(StatementVerdicts)

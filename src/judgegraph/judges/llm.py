@@ -356,7 +356,10 @@ class LLMJudge(Judge):
             if self.method in (None, "json_schema") and _is_openai_chat(self.model):
                 fmt = {"type": "json_schema",
                        "json_schema": {"name": schema.__name__, "schema": strict_json_schema(schema), "strict": True}}
-                self._runnables[schema] = self.model.bind(response_format=fmt)
+                # As a ready JSON body field: the SDK neither re-walks the schema
+                # nor takes its parse path on every call; the request is the same.
+                extra = dict(getattr(self.model, "extra_body", None) or {})
+                self._runnables[schema] = self.model.bind(extra_body={**extra, "response_format": fmt})
             else:
                 kw = {"method": self.method} if self.method else {}
                 self._runnables[schema] = self.model.with_structured_output(schema, include_raw=True, **kw)
