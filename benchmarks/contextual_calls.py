@@ -24,9 +24,9 @@ from judgegraph.judges import resolve_judge  # noqa: E402
 from judgegraph.metrics.contextual import (  # noqa: E402
     ContextualSettings,
     build_turn_contextual_relevancy_graph,
-    split_sentences,
 )
 from judgegraph.results import Usage  # noqa: E402
+from judgegraph.statements import split_sentences  # noqa: E402
 from judgegraph.testing.fake_chat import ScriptedChatModel  # noqa: E402
 
 TOPICS = [

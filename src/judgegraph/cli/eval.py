@@ -66,12 +66,13 @@ def _judge(args: argparse.Namespace):
         kwargs["base_url"] = args.base_url
     if args.model is None and args.base_url and not getattr(args, "embeddings", None):
         raise ValueError("--base-url needs --model (the model name the server serves) or --embeddings")
+    if args.model is None:
+        return resolve_judge()  # the judge client flags are for LLM judges
     for name in ("timeout", "max_retries", "rpm", "tpm", "max_prompt_tokens"):
         if getattr(args, name, None) is not None:
             kwargs[name] = getattr(args, name)
     cache: Any = False if getattr(args, "no_cache", False) else (getattr(args, "cache", None) or True)
-    return resolve_judge(model=args.model, max_concurrency=args.concurrency, max_tries=args.max_tries,
-                         cache=cache, **kwargs)
+    return resolve_judge(args.model, max_concurrency=args.concurrency, max_tries=args.max_tries, cache=cache, **kwargs)
 
 
 def _bad_number(args: argparse.Namespace) -> str | None:
@@ -109,7 +110,13 @@ def _fmt_score(score: float | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
     from rich.table import Table
 
     from ..loaders import load_files

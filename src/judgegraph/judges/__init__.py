@@ -4,20 +4,30 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
+
+from typing_extensions import TypeAlias
 
 from .base import Judge, JudgeOutcome, JudgeRequest
 from .cache import DiskCache, JudgeCache, default_cache_path
 from .limiter import CallLimiter, RateBucket
 
-__all__ = ["CallLimiter", "DiskCache", "Judge", "JudgeCache", "JudgeOutcome", "JudgeRequest", "RateBucket",
-           "default_cache_path", "resolve_judge"]
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+__all__ = [
+    "CallLimiter", "DiskCache", "Judge", "JudgeCache", "JudgeOutcome", "JudgeRequest", "ModelLike", "NeedsLLMJudge",
+    "NoModel", "RateBucket", "default_cache_path", "require_tasks", "resolve_judge",
+]
+
+#: What every metric factory's ``model`` takes: a ready :class:`Judge`, a chat
+#: model, a model string (``openai:gpt-4.1-mini``), or None (the offline judge).
+ModelLike: TypeAlias = Union[str, "BaseChatModel", Judge, None]
 
 
 def resolve_judge(
-    *,
     model: Any = None,
-    judge: Judge | None = None,
+    *,
     max_concurrency: int = 16,
     max_tries: int = 3,
     cache: bool | str | os.PathLike[str] = True,
@@ -26,47 +36,60 @@ def resolve_judge(
     rpm: float | None = None,
     tpm: float | None = None,
     max_prompt_tokens: int | None = None,
-    **model_kwargs: Any,
+    **client: Any,
 ) -> Judge:
-    """``judge`` if given; an :class:`~judgegraph.judges.llm.LLMJudge` for
-    ``model`` (a chat model object or a string such as ``openai:gpt-4.1-mini``);
-    otherwise the offline embedding judge.
+    """The judge for ``model``, with the client settings every judge call uses.
 
-    Client settings (LLM judges): ``max_concurrency`` calls in flight and
-    ``rpm``/``tpm`` requests/tokens per minute, for everything this judge
-    judges (one limiter per judge, so per run); ``max_tries`` asks per
-    judgement when the reply is unusable; ``timeout`` seconds per request and
-    ``max_retries`` re-sends after a transport failure; ``max_prompt_tokens``
-    the largest prompt sent (default 120,000 tokens).
+    ``model``: a :class:`Judge` (returned as it is; give no settings then), a
+    LangChain chat model or a string such as ``openai:gpt-4.1-mini`` (an
+    :class:`~judgegraph.judges.llm.LLMJudge`), or None for the offline embedding
+    judge. ``max_concurrency`` bounds calls in flight, ``max_tries`` asks per
+    judgement when the output is invalid; ``client`` goes to the model
+    (``base_url``, ``temperature`` ...).
+
+    LLM judge client settings (docs/judges.md): ``rpm``/``tpm`` requests and
+    tokens per minute, beside ``max_concurrency``, for everything this judge
+    judges (one limiter per judge, so per run); ``timeout`` seconds per request
+    and ``max_retries`` re-sends after a transport failure (429, 5xx, timeout);
+    ``max_prompt_tokens`` the largest prompt sent (default 120,000 tokens).
 
     ``cache``: True (default) makes identical requests through this judge once
     (:class:`JudgeCache`, in memory) and, for an LLM judge whose generation is
     deterministic (temperature 0), keeps valid answers on disk
     (:class:`DiskCache` at :func:`default_cache_path`); a path keeps them in
-    that SQLite file whatever the temperature; False turns both off."""
-    if judge is not None:
-        if model is not None:
-            raise ValueError("pass either model= or judge=, not both")
-        return judge
-    if rpm is not None and not rpm > 0:
-        raise ValueError(f"rpm must be > 0, got {rpm}")
-    if tpm is not None and not tpm > 0:
-        raise ValueError(f"tpm must be > 0, got {tpm}")
+    that SQLite file whatever the temperature; False turns both off.
+
+    Metric factories take the same ``model`` and call this with no settings; to
+    share one judge (one limit on calls in flight, one cache) between metrics,
+    or to change its settings, build it here and pass it as ``model``."""
+    settings = {k: v for k, v in {"timeout": timeout, "max_retries": max_retries, "rpm": rpm, "tpm": tpm,
+                                   "max_prompt_tokens": max_prompt_tokens}.items() if v is not None}
+    if isinstance(model, Judge):
+        client = {**client, **settings}
+        if client:
+            raise TypeError(f"settings for a ready judge: {', '.join(sorted(client))} (give them when it is built)")
+        return model
     if model is None:
         from .offline import EmbeddingJudge
 
+        if client or settings:
+            raise TypeError(f"the offline judge takes no model settings: {', '.join(sorted({**client, **settings}))}")
         made: Judge = EmbeddingJudge()
     else:
         from .llm import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_TIMEOUT_S, LLMJudge
 
+        if rpm is not None and not rpm > 0:
+            raise ValueError(f"rpm must be > 0, got {rpm}")
+        if tpm is not None and not tpm > 0:
+            raise ValueError(f"tpm must be > 0, got {tpm}")
         made = LLMJudge(model, max_tries=max_tries, limiter=CallLimiter(max_concurrency, rpm=rpm, tpm=tpm),
                         timeout=timeout if timeout is not None else DEFAULT_TIMEOUT_S, max_retries=max_retries,
-                        max_prompt_tokens=max_prompt_tokens or DEFAULT_MAX_PROMPT_TOKENS, **model_kwargs)
+                        max_prompt_tokens=max_prompt_tokens or DEFAULT_MAX_PROMPT_TOKENS, **client)
     made.cache = _make_cache(made, cache)
     return made
 
 
-def _make_cache(judge: Judge, cache: bool | str | os.PathLike[str]) -> JudgeCache | None:
+def _make_cache(judge: Judge, cache: bool | str | os.PathLike[str] | None) -> JudgeCache | None:
     if cache is False or cache is None:
         return None
     disk = None
@@ -80,3 +103,29 @@ def _make_cache(judge: Judge, cache: bool | str | os.PathLike[str]) -> JudgeCach
 def _disk_default_on() -> bool:
     """``$JUDGEGRAPH_JUDGE_CACHE=off`` (or 0/false/none) turns the default disk cache off."""
     return os.environ.get("JUDGEGRAPH_JUDGE_CACHE", "").strip().lower() not in ("off", "0", "false", "none")
+
+
+class NeedsLLMJudge(ValueError):
+    """A metric only an LLM judge can run was built with another judge (the
+    offline one). Raised when the metric is built, never mid-run: the runner
+    turns it into that metric's error result and the rest of the run goes on."""
+
+
+def require_tasks(judge: Judge, tasks: Any, metric: str) -> Judge:
+    """``judge`` when it answers every task of ``metric``; otherwise :class:`NeedsLLMJudge`."""
+    missing = [t for t in tasks if not judge.supports(t)]
+    if missing:
+        raise NeedsLLMJudge(f"{metric} needs an LLM judge (pass --model, or model=...): the {judge.kind} judge"
+                            f" cannot answer {', '.join(missing)}")
+    return judge
+
+
+class NoModel(Judge):
+    """An LLM judge with no model: it builds any metric's graph (to draw it, or
+    to inspect its nodes) and answers every judgement with an error, making no call."""
+
+    kind = "llm"
+    name = "llm:(no model)"
+
+    def judge(self, request: JudgeRequest) -> JudgeOutcome:
+        return JudgeOutcome(None, f"{request.step}: no model was given (pass --model, or model=...)")
