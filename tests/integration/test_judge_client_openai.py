@@ -251,7 +251,7 @@ def test_only_valid_answers_are_stored(tmp_path):
 def test_the_request_on_the_wire_is_the_strict_json_schema_structured_output_sends():
     from openai.lib._pydantic import to_strict_json_schema  # the SDK's own, as with_structured_output sends it
 
-    from judgegraph.metrics.contextual import StatementVerdicts
+    from judgegraph.statements import StatementVerdicts
     from judgegraph.metrics.relevancy import TurnVerdict
 
     with FakeOpenAIServer(ScriptedResponder([], default=YES)) as server:
