@@ -13,7 +13,13 @@ from langchain_openai import ChatOpenAI
 
 from judgegraph.judges import resolve_judge
 from judgegraph.metrics.relevancy import create_turn_relevancy_judge
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
+from judgegraph.testing.openai_server import (
+    FakeOpenAIServer,
+    ScriptedResponder,
+    error,
+    structured,
+    text,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -249,10 +255,12 @@ def test_only_valid_answers_are_stored(tmp_path):
 
 
 def test_the_request_on_the_wire_is_the_strict_json_schema_structured_output_sends():
-    from openai.lib._pydantic import to_strict_json_schema  # the SDK's own, as with_structured_output sends it
+    from openai.lib._pydantic import (
+        to_strict_json_schema,  # the SDK's own, as with_structured_output sends it
+    )
 
-    from judgegraph.statements import StatementVerdicts
     from judgegraph.metrics.relevancy import TurnVerdict
+    from judgegraph.statements import StatementVerdicts
 
     with FakeOpenAIServer(ScriptedResponder([], default=YES)) as server:
         judged("openai:judge-model", base_url=server.base_url, cache=False)
