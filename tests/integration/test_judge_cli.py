@@ -95,8 +95,8 @@ def test_rerun_makes_zero_calls_with_identical_results_and_cache_subcommand(tmp_
     assert "15 answers from the cache" in " ".join(second.stdout.split())
 
     def scores(name):
-        return [(r["conversation_id"], k, v["score"], [x["verdict"] for x in v["verdicts"]])
-                for r in records(tmp_path / name) if r["type"] == "conversation" for k, v in r["results"].items()]
+        return sorted((r["conversation_id"], k, v["score"], [x["verdict"] for x in v["verdicts"]])
+                      for r in records(tmp_path / name) if r["type"] == "conversation" for k, v in r["results"].items())
 
     assert scores("1.jsonl") == scores("2.jsonl")
     verdict = next(r for r in records(tmp_path / "2.jsonl") if r["type"] == "conversation")["results"]
