@@ -115,3 +115,22 @@ def test_bad_judge_settings_are_usage_errors(tmp_path, flag, value):
     proc = cli("eval", str(conversations(tmp_path, 1)), "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
                flag, value, "--out", str(tmp_path / "r.jsonl"), tmp_path=tmp_path)
     assert proc.returncode == 2 and flag in proc.stderr
+
+
+def test_rpm_on_the_command_line_paces_the_whole_run(tmp_path):
+    import threading
+
+    times: list[float] = []
+    lock = threading.Lock()
+
+    def responder(request):
+        with lock:
+            times.append(time.monotonic())
+        return YES
+
+    with FakeOpenAIServer(responder) as server:
+        proc = cli("eval", str(conversations(tmp_path, n=2)), "--model", "judge-model", "--base-url", server.base_url,
+                   "--rpm", "120", "--no-cache", "--out", str(tmp_path / "r.jsonl"), "--no-progress", tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # 6 requests at 120/min (2 a second, a burst of 2): the last starts at least 2 s after the first
+    assert len(times) == 6 and max(times) - min(times) >= 2 * 0.95

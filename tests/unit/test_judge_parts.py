@@ -197,3 +197,9 @@ def test_disk_cache_opens_nothing_until_used(tmp_path):
     disk = DiskCache(tmp_path / "sub" / "c.sqlite")
     assert not (tmp_path / "sub").exists()
     assert disk.info()["exists"] is False and disk.clear() == 0
+
+
+def test_tpm_paces_on_estimated_tokens():
+    limiter = CallLimiter(8, tpm=6000)  # 100 tokens a second, a burst of 100
+    waits = [limiter.delay(tokens=100) for _ in range(3)]
+    assert waits[0] == 0 and waits[1] == pytest.approx(1.0, abs=0.02) and waits[2] == pytest.approx(2.0, abs=0.02)

@@ -33,7 +33,7 @@ class RateBucket:
         now = time.monotonic() if now is None else now
         with self._lock:
             tat = max(self._tat, now)
-            start = max(now, tat - (self.burst - 1.0) / self.rate)
+            start = max(now, tat - max(0.0, self.burst - cost) / self.rate)  # a cost over the burst waits for an empty bucket
             self._tat = tat + cost / self.rate
         return start - now
 
