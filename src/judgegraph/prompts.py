@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -78,7 +78,7 @@ class Prompt:
         tags = self.tag_pattern
         return PLACEHOLDER.sub(lambda m: neutralise_tags(str(values[m.group(1)]), tags), self.template)
 
-    @property
+    @cached_property
     def tag_pattern(self) -> re.Pattern[str] | None:
         """Matches the tags the template itself uses (opening or closing)."""
         return _tag_pattern(frozenset(n.lower() for n in _TAG.findall(PLACEHOLDER.sub("", self.template))))

@@ -67,7 +67,7 @@ def _judge(args: argparse.Namespace):
     if args.model is None and args.base_url and not getattr(args, "embeddings", None):
         raise ValueError("--base-url needs --model (the model name the server serves) or --embeddings")
     if args.model is None:
-        return resolve_judge()  # the judge client flags are for LLM judges
+        return resolve_judge(cache=not args.no_cache)  # the other judge client flags are for LLM judges
     for name in ("timeout", "max_retries", "rpm", "tpm", "max_prompt_tokens"):
         if getattr(args, name, None) is not None:
             kwargs[name] = getattr(args, name)
