@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -73,7 +73,7 @@ PROMPT_VALUES = {
 NO_POLICY = "No policy text was retrieved for this reply, so nothing backs the claim."
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(step: str) -> Prompt:
     path = PROMPTS_DIR / f"{step.split('/', 1)[1]}.md"
     return parse_prompt(step, path.read_text(encoding="utf-8"), path)

@@ -24,7 +24,13 @@ if TYPE_CHECKING:
     from .metrics.custom import make_judge
     from .metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
     from .metrics.response import create_response_relevancy_judge
-    from .metrics.session import create_conversation_completeness_judge, create_conversational_guidelines_judge, create_knowledge_retention_judge, create_role_adherence_judge, create_user_frustration_judge
+    from .metrics.session import (
+        create_conversation_completeness_judge,
+        create_conversational_guidelines_judge,
+        create_knowledge_retention_judge,
+        create_role_adherence_judge,
+        create_user_frustration_judge,
+    )
     from .report import build_report_graph, create_report_graph
     from .results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict, build_result
     from .windows import exchanges, sliding_windows

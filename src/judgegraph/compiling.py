@@ -7,13 +7,18 @@ own options, so a checkpointer or interrupts can be added to any metric::
     judge = create_turn_relevancy_judge(checkpointer=InMemorySaver(), interrupt_before=["reduce_score"])
 
 and a misspelt option is a ``TypeError`` naming it (with a suggestion), never
-silently ignored.
+silently ignored. A checkpointer with LangGraph's default serializer gets
+judgegraph's state types registered (:func:`register_types`), so reading a
+checkpoint back logs no "unregistered type" warning.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import difflib
 import inspect
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -53,4 +58,43 @@ def compile_graph(
     for key in options:
         if key not in COMPILE_KEYS:
             raise unexpected_keyword(factory, key)
+    options = dict(options)
+    if options.get("checkpointer") not in (None, True, False):
+        options["checkpointer"] = register_types(options["checkpointer"])
     return builder.compile(name=name, **options)
+
+
+def checkpoint_types() -> list[tuple[str, str]]:
+    """``(module, class)`` of every type judgegraph keeps in a graph's state: the
+    pydantic models and dataclasses of its loaded modules, and LangChain's
+    message classes (a ``messages`` input)."""
+    from langchain_core import messages
+    from pydantic import BaseModel
+
+    out: set[tuple[str, str]] = set()
+    for name, module in list(sys.modules.items()):
+        if not (name == "judgegraph" or name.startswith("judgegraph.")) or module is None:
+            continue
+        for value in vars(module).values():
+            if isinstance(value, type) and (issubclass(value, BaseModel) or dataclasses.is_dataclass(value)) \
+                    and value.__module__.startswith("judgegraph"):
+                out.add((value.__module__, value.__name__))
+    for cls in vars(messages).values():
+        if isinstance(cls, type) and issubclass(cls, messages.BaseMessage):
+            out.add((cls.__module__, cls.__name__))
+    return sorted(out)
+
+
+def register_types(checkpointer: Any) -> Any:
+    """A copy of ``checkpointer`` (same storage) whose serializer allows
+    judgegraph's state types explicitly. A checkpointer with a serializer of
+    its own (encrypted, strict, custom) is returned as it is: its owner decides."""
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.checkpoint.serde.base import maybe_add_typed_methods
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    if not isinstance(checkpointer, BaseCheckpointSaver) or type(checkpointer.serde) is not JsonPlusSerializer:
+        return checkpointer
+    clone = copy.copy(checkpointer)
+    clone.serde = maybe_add_typed_methods(JsonPlusSerializer(allowed_msgpack_modules=checkpoint_types()))
+    return clone

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from functools import lru_cache
+from functools import cache
 from typing import Any, ClassVar, Literal
 
 from langchain_core.runnables import Runnable, RunnableLambda
@@ -163,13 +163,13 @@ def _check_numbers(seen: list[int], expected: int | None, what: str) -> None:
         raise ValueError(f"give exactly one entry for each {what} 1 to {expected}: " + "; ".join(problems))
 
 
-@lru_cache(maxsize=None)
+@cache
 def extraction_schema(nodes: int) -> type[ExtractedStatements]:
     """:class:`ExtractedStatements` that requires exactly ``nodes`` entries."""
     return type("ExtractedStatements", (ExtractedStatements,), {"expected_nodes": nodes, "__module__": __name__})
 
 
-@lru_cache(maxsize=None)
+@cache
 def verdicts_schema(statements: int) -> type[StatementVerdicts]:
     """:class:`StatementVerdicts` that requires exactly ``statements`` entries."""
     return type("StatementVerdicts", (StatementVerdicts,), {"expected_statements": statements, "__module__": __name__})
@@ -193,6 +193,8 @@ class Statement(BaseModel):
 
 class StatementVerdict(Verdict):
     """One statement's verdict. ``verdict`` is None when the judge failed."""
+
+    id_fields: ClassVar[tuple[str, ...]] = ("exchange", "turns", "node", "index")
 
     verdict: Literal["yes", "no"] | None = None
     statement: str

@@ -9,11 +9,12 @@ import operator
 import os
 import re
 from pathlib import Path
-from typing import Annotated, TypedDict
+from typing import Annotated
 
 import numpy as np
 import pytest
 from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
 
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.offline import (

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from langgraph.types import Send
 
-from judgegraph import nodes
 from judgegraph.conversation import Conversation
 from judgegraph.judges import JudgeOutcome, JudgeRequest
 from judgegraph.judges.base import Judge
@@ -22,7 +21,6 @@ from judgegraph.nodes import (
     window_node,
 )
 from judgegraph.results import Usage, Verdict
-from judgegraph.windows import exchanges
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = Path(__file__).parent / "snapshots"

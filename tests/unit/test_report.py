@@ -137,3 +137,21 @@ def test_xray_drawing_snapshot():
         path.write_text(drawing)
     assert path.exists(), "run with UPDATE_SNAPSHOTS=1 and review the snapshot"
     assert drawing == path.read_text()
+
+
+def test_reading_checkpoints_logs_no_unregistered_type_warning(caplog):
+    import logging
+
+    import langgraph.checkpoint.serde.jsonplus as jsonplus
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    jsonplus._warned_unregistered_types.clear()  # LangGraph warns once per type and process
+    report = create_report_graph(["turn_relevancy", "turn_contextual_relevancy"], model=fake(),
+                                 checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "t"}}
+    with caplog.at_level(logging.WARNING, logger="langgraph.checkpoint.serde.jsonplus"):
+        report.invoke({"conversation": CONV}, cfg)
+        state = report.get_state(cfg, subgraphs=True)
+        history = list(report.get_state_history(cfg))
+    assert state.values["results"]["turn_relevancy"].key == "turn_relevancy" and len(history) > 2
+    assert not [r for r in caplog.records if "unregistered" in r.getMessage()]

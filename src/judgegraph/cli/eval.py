@@ -32,6 +32,7 @@ def register(sub: Any) -> None:
     ev.add_argument("--role", help="role-adherence: the chatbot's role (default: each conversation's chatbot_role)")
     ev.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once, across all conversations (default 16)")
     ev.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the model's output is invalid (default 3)")
+    ev.add_argument("--allow-outside-files", action="store_true", default=None, help="promptfoo file:// references may leave the config file's folder")
     jg = ev.add_argument_group("judge client", "LLM judge settings (docs/judges.md)")
     jg.add_argument("--timeout", type=float, metavar="S", help="seconds per judge request (default 120)")
     jg.add_argument("--max-retries", type=int, metavar="N",
@@ -45,6 +46,7 @@ def register(sub: Any) -> None:
                     "$JUDGEGRAPH_CACHE_DIR/judge-cache.sqlite, used when the judge runs at temperature 0)")
     jg.add_argument("--no-cache", action="store_true", help="no judge cache at all: every judgement is asked")
     ev.add_argument("--out", default="judgegraph-results.jsonl", help="where the full results go (default %(default)s)")
+    ev.add_argument("--html", metavar="FILE", help="also write an HTML report of the results (judgegraph report)")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.add_argument("-q", "--quiet", action="store_true", help="no table, only the summary line")
     ml = ev.add_argument_group("MLflow", "judge the trace sessions of an MLflow experiment (pip install 'judgegraph[mlflow]')")
@@ -149,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
 
-    loaded = load_files(args.files)
+    loaded = load_files(args.files, allow_outside_files=args.allow_outside_files)
     sessions = _load_mlflow(args, loaded) if args.mlflow_uri else []
     if judge.kind == "offline":
         err.print("judge: [bold]offline[/] all-MiniLM-L6-v2 sentence embeddings (no LLM, no API key; pass --model for an LLM judge)")
@@ -218,6 +220,11 @@ def run(args: argparse.Namespace) -> int:
         f"{f', {failed_runs} failed runs' if failed_runs else ''}. "
         f"judge: {judge.name} ({cost}). results: {args.out}"
     )
+    if args.html:
+        from .report import html_after_eval
+
+        if html_after_eval(args, plan, loaded) != 0 and summary.exit_code < EXIT_ERRORS:
+            return EXIT_ERRORS
     if logged is not None:
         out.print(f"MLflow: {logged} (experiment {args.experiment!r} at {args.mlflow_uri})")
         if logged.failures:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
-
-from typing_extensions import TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 from .base import Judge, JudgeOutcome, JudgeRequest
 from .cache import DiskCache, JudgeCache, default_cache_path

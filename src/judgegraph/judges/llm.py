@@ -81,7 +81,7 @@ def resolve_model(
             kwargs["temperature"] = temperature
         return ChatOpenAI(api_key=SecretStr(key or "not-needed"), base_url=base_url, **kwargs)
     try:
-        from langchain.chat_models import init_chat_model  # type: ignore[import-not-found]
+        from langchain.chat_models import init_chat_model  # type: ignore[import-not-found, unused-ignore]
     except ImportError as exc:
         raise ModelConfigError(
             f"model {model!r}: only 'openai:' models are built in; install 'langchain' and the"

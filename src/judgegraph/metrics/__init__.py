@@ -77,7 +77,7 @@ def _import_attr(path: str) -> Any:
     except ModuleNotFoundError as exc:
         where = "" if exc.name != module.split(".")[0] else " (not on PYTHONPATH or in the current directory)"
         raise MetricNotFound(f"custom metric {path!r} could not be imported: {exc}{where}") from exc
-    except Exception as exc:  # noqa: BLE001 - a module that fails on import is a usage error, reported
+    except Exception as exc:
         raise MetricNotFound(f"custom metric {path!r}: importing {module!r} failed: {type(exc).__name__}: {exc}") from exc
     for part in attr.split("."):
         try:

@@ -17,7 +17,6 @@ semantics): one graph, two presets.
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -33,17 +32,19 @@ from ..compiling import CompileOptions, compile_graph
 from ..conversation import Conversation
 from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
 from ..nodes import (
+    REVIEW_NODE,
     fan_out,
     judge_step,
     make_result,
     outcome_fields,
     quote,
     render_messages,
+    review_node,
     turn_label,
     window_node,
 )
 from ..prompts import Prompt, load_prompt
-from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_results
+from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_results, merge_verdicts
 from ..state import MetricInput, MetricOutput, conversation_of
 from ..windows import Exchange, Window, check_window_size
 
@@ -80,7 +81,7 @@ class RelevancyState(TypedDict, total=False):
     conversation: Conversation | dict[str, Any]
     exchanges: list[Exchange]
     windows: list[Window]
-    verdicts: Annotated[list[WindowVerdict], operator.add]
+    verdicts: Annotated[list[WindowVerdict], merge_verdicts]
     results: Annotated[dict[str, MetricResult], merge_results]
 
 
@@ -97,6 +98,7 @@ class RelevancySettings:
     strict_mode: bool = False
     reason: ReasonMode = "deterministic"
     rubric: str | None = None
+    review: bool = False
 
     @property
     def effective_threshold(self) -> float:
@@ -112,7 +114,9 @@ fan_out_windows = fan_out("judge_turn", "windows", item="window", empty="reduce_
 
 def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -> JudgeRequest:
     target = window.target
-    context = [(r, c) for ex in window.context for r, c in _exchange_pairs(ex)]
+    # earlier exchanges, then a greeting the assistant opened the conversation with (deepeval: part of exchange 1)
+    context = [(it.turn.role, it.turn.content) for ex in (*window.context, target) for it in ex.turns
+               if ex is not target or it in target.opening]
     tools = [(it.turn.role, it.turn.content) for it in target.tool]
     return JudgeRequest(
         task="turn_relevance",
@@ -132,11 +136,6 @@ def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -
             "context": [f"{r}: {c}" for r, c in context],
         },
     )
-
-
-def _exchange_pairs(ex) -> list[tuple[str, str]]:
-    turns = sorted((*ex.user, *ex.assistant, *ex.tool), key=lambda t: t.index)
-    return [(it.turn.role, it.turn.content) for it in turns]
 
 
 def _judge_turn(settings: RelevancySettings):
@@ -253,7 +252,12 @@ def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
     builder.add_node("reduce_score", _reduce_score(settings))
     builder.add_edge(START, "window_turns")
     builder.add_conditional_edges("window_turns", fan_out_windows, ["judge_turn", "reduce_score"])
-    builder.add_edge("judge_turn", "reduce_score")
+    if settings.review:
+        builder.add_node(REVIEW_NODE, review_node(settings.name))
+        builder.add_edge("judge_turn", REVIEW_NODE)
+        builder.add_edge(REVIEW_NODE, "reduce_score")
+    else:
+        builder.add_edge("judge_turn", "reduce_score")
     if settings.reason == "llm":
         builder.add_node("write_reason", _write_reason(settings))
         builder.add_edge("reduce_score", "write_reason")
@@ -271,6 +275,7 @@ def create_turn_relevancy_judge(
     strict_mode: bool = False,
     reason: ReasonMode = "deterministic",
     rubric: str | None = None,
+    review: bool = False,
     name: str = "turn_relevancy",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
@@ -280,9 +285,12 @@ def create_turn_relevancy_judge(
     ``model``: a chat model, a string like ``openai:gpt-4.1-mini``, or a ready
     judge (:func:`~judgegraph.resolve_judge`); leave it out for the offline
     embedding judge. ``rubric`` replaces the default instructions on what counts
-    as relevant. ``compile``: LangGraph compile options (``checkpointer``, ...)."""
+    as relevant. ``review``: a ``review_verdicts`` node before the score, where a
+    person can override verdicts (needs a checkpointer; see
+    :func:`judgegraph.nodes.review_node`). ``compile``: LangGraph compile
+    options (``checkpointer``, ``interrupt_before``, ...)."""
     settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
-                                 strict_mode=strict_mode, reason=reason, rubric=rubric)
+                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review)
     return compile_graph(build_relevancy_graph(settings), name, compile, create_turn_relevancy_judge)
 
 
@@ -294,6 +302,7 @@ def create_conversation_relevance_judge(
     strict_mode: bool = False,
     reason: ReasonMode = "deterministic",
     rubric: str | None = None,
+    review: bool = False,
     name: str = "conversation_relevance",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
@@ -302,7 +311,7 @@ def create_conversation_relevance_judge(
     (default 5); ``rubric`` is promptfoo's ``rubricPrompt``. Same graph as
     :func:`create_turn_relevancy_judge`, other defaults."""
     settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
-                                 strict_mode=strict_mode, reason=reason, rubric=rubric)
+                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review)
     return compile_graph(build_relevancy_graph(settings), name, compile, create_conversation_relevance_judge)
 
 

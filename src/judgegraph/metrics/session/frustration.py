@@ -14,7 +14,7 @@ Score: none 1.0, resolved 0.5, unresolved 0.0; passes when score >=
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -80,6 +80,8 @@ class FrustrationJudgement(BaseModel):
 class FrustrationVerdict(Verdict):
     """``verdict``: "none" | "resolved" | "unresolved" (None on a judge error).
     ``turns`` = frustrated user turns + resolving assistant turns (0-based)."""
+
+    id_fields: ClassVar[tuple[str, ...]] = ()
 
     verdict: Literal["none", "resolved", "unresolved"] | None = None
     frustrated_turns: list[int] = Field(default_factory=list)
@@ -157,6 +159,7 @@ def create_user_frustration_judge(
     model: ModelLike = None,
     threshold: float = 0.5,
     strict_mode: bool = False,
+    review: bool = False,
     name: str = "user_frustration",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
@@ -164,7 +167,7 @@ def create_user_frustration_judge(
     "unresolved"; score 1.0 / 0.5 / 0.0; passes unless "unresolved" (threshold
     0.5); strict mode: only "none" passes. One call. Needs an LLM judge."""
     return compile_session_judge(
-        build_frustration_graph, name=name, threshold=threshold, strict_mode=strict_mode,
+        build_frustration_graph, name=name, threshold=threshold, strict_mode=strict_mode, review=review,
         tasks=TASKS, model=model, compile=compile, factory=create_user_frustration_judge,
     )
 

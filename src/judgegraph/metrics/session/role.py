@@ -14,9 +14,8 @@ Score = in-role turns / judged turns; value "yes" when every judged turn is in r
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -31,7 +30,7 @@ from ...compiling import CompileOptions
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike
 from ...nodes import conversation_json, judge_step
-from ...results import MetricResult, Usage, Verdict, merge_results
+from ...results import MetricResult, Usage, Verdict, merge_results, merge_verdicts
 from ...state import conversation_of
 from .common import (
     SessionSettings,
@@ -68,6 +67,8 @@ class RoleJudgement(BaseModel):
 
 class RoleVerdict(Verdict):
     """One assistant turn: ``verdict`` "yes" (in role), "no", or None (judge error)."""
+
+    id_fields: ClassVar[tuple[str, ...]] = ("turn",)
 
     turn: int  # 0-based
     batch: int
@@ -112,7 +113,7 @@ class BatchTask(TypedDict):
 class RoleState(TypedDict, total=False):
     conversation: Conversation | dict[str, Any]
     exchanges: list[Any]
-    verdicts: Annotated[list[RoleVerdict], operator.add]
+    verdicts: Annotated[list[RoleVerdict], merge_verdicts]
     results: Annotated[dict[str, MetricResult], merge_results]
 
 
@@ -208,6 +209,7 @@ def create_role_adherence_judge(
     threshold: float = 0.5,
     strict_mode: bool = False,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    review: bool = False,
     name: str = "role_adherence",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
@@ -218,7 +220,7 @@ def create_role_adherence_judge(
     when score >= ``threshold`` (default 0.5). Calls: ceil(assistant turns /
     ``batch_size``), concurrently."""
     return compile_session_judge(
-        build_role_graph, RoleSettings, name=name, threshold=threshold, strict_mode=strict_mode, role=role,
+        build_role_graph, RoleSettings, name=name, threshold=threshold, strict_mode=strict_mode, review=review, role=role,
         batch_size=batch_size, tasks=TASKS, model=model, compile=compile,
         factory=create_role_adherence_judge,
     )
