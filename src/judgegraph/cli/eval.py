@@ -47,6 +47,7 @@ def register(sub: Any) -> None:
     jg.add_argument("--no-cache", action="store_true", help="no judge cache at all: every judgement is asked")
     ev.add_argument("--out", default="judgegraph-results.jsonl", help="where the full results go (default %(default)s)")
     ev.add_argument("--html", metavar="FILE", help="also write an HTML report of the results (judgegraph report)")
+    ev.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per conversation × metric")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.add_argument("-q", "--quiet", action="store_true", help="no table, only the summary line")
     ml = ev.add_argument_group("MLflow", "judge the trace sessions of an MLflow experiment (pip install 'judgegraph[mlflow]')")
@@ -179,6 +180,10 @@ def run(args: argparse.Namespace) -> int:
                                                  max_conversations=max(4, args.concurrency * 2)))
     finally:
         writer.close()
+    if args.junit:
+        from ..apps.junit import write_junit
+
+        write_junit(args.out, args.junit)
     summary.input_errors = list(loaded.errors)
     logged = None
     if args.log_assessments:
