@@ -60,15 +60,17 @@ class Responder:
                 self.in_flight -= 1
 
 
-def comparable(summary) -> dict:
-    def strip(obj):  # timings differ from run to run; everything else must not
-        if isinstance(obj, dict):
-            return {k: strip(v) for k, v in obj.items() if k not in ("latency_s",)}
-        if isinstance(obj, list):
-            return [strip(v) for v in obj]
-        return obj
+def untimed(obj):
+    """Without the transcripts' latencies (they differ from run to run; nothing else may)."""
+    if isinstance(obj, dict):
+        return {k: untimed(v) for k, v in obj.items() if k != "latency_s"}
+    if isinstance(obj, list):
+        return [untimed(v) for v in obj]
+    return obj
 
-    return {o.conversation_id: strip(o.to_json()) for o in summary.outcomes}
+
+def comparable(summary) -> dict:
+    return {o.conversation_id: untimed(o.to_json()) for o in summary.outcomes}
 
 
 def test_two_workers_give_the_results_of_one_process_under_one_global_bound():
@@ -76,7 +78,7 @@ def test_two_workers_give_the_results_of_one_process_under_one_global_bound():
     items = conversations(24)
     with FakeOpenAIServer(responder) as server:
         spec = PlanSpec(["turn-relevancy"], {"model": "gpt-4.1-mini", "base_url": server.base_url,
-                                             "max_concurrency": 6})
+                                             "max_concurrency": 6, "cache": False})  # every call made, both runs
         local = evaluate(items, spec)
         local_peak, responder.peak = responder.peak, 0
         calls = server.calls["/v1/chat/completions"]
@@ -87,6 +89,23 @@ def test_two_workers_give_the_results_of_one_process_under_one_global_bound():
     assert scaled.count("failed") + scaled.count("passed") == 24
     # The total holds across both processes (each has a share of 3), and both shares were used at once.
     assert local_peak <= 6 and 3 < responder.peak <= 6
+
+
+def test_workers_share_the_persistent_judge_cache(tmp_path):
+    items = conversations(12)
+    with FakeOpenAIServer(Responder()) as server:
+        spec = PlanSpec(["turn-relevancy"], {"model": "gpt-4.1-mini", "base_url": server.base_url,
+                                             "max_concurrency": 4, "cache": str(tmp_path / "judge-cache.sqlite")})
+        first = evaluate(items, spec, workers=2)
+        calls = server.calls["/v1/chat/completions"]
+        again = evaluate(items, spec, workers=2)  # other processes, the same cache file
+        assert calls == 12 * 3 and server.calls["/v1/chat/completions"] == calls  # nothing asked twice
+
+    def verdicts(summary):
+        return {o.conversation_id: [(k, r.score, [v.verdict for v in r.verdicts]) for k, r in o.results.items()]
+                for o in summary.outcomes}
+
+    assert verdicts(again) == verdicts(first) and again.usage.calls == 0
 
 
 def test_each_worker_gets_its_share_and_work_goes_to_both():
@@ -143,14 +162,17 @@ def test_cli_workers_write_one_results_file_like_one_process(tmp_path):
                             for i in conversations(10)))
     with FakeOpenAIServer(Responder()) as server:
         common = ["eval", str(data), "--model", "gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "4",
-                  "--no-progress", "-q"]
+                  "--no-progress", "-q", "--no-cache"]  # both runs ask every window
         one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
         code_one = main([*common, "--workers", "1", "--out", str(one)])
         code_two = main([*common, "--workers", "2", "--out", str(two)])
     assert code_one == code_two
-    rows = {json.loads(line)["conversation_id"]: json.loads(line) for line in two.read_text().splitlines()}
-    assert rows == {json.loads(line)["conversation_id"]: json.loads(line) for line in one.read_text().splitlines()}
-    assert len(rows) == 10
+    def rows(path):
+        return {r["conversation_id"]: untimed(r) for r in map(json.loads, path.read_text().splitlines())}
+
+    rows_one = rows(one)
+    assert rows(two) == rows_one and len(rows_one) == 10
+    assert all("transcript" in v for r in rows_one.values() for v in r["results"]["turn_relevancy"]["verdicts"])
 
 
 @pytest.mark.parametrize("flags,message", [(["--workers", "0"], "--workers must be >= 1"),
