@@ -129,7 +129,8 @@ def main() -> int:
     items = make_conversations(max(1, args.calls // 10), 10)
 
     def part1(base_url: str):
-        spec = PlanSpec(["turn_relevancy"], {"model": "bench-judge", "base_url": base_url, "max_concurrency": conc},
+        spec = PlanSpec(["turn_relevancy"], {"model": "bench-judge", "base_url": base_url, "max_concurrency": conc,
+                                             "cache": False},
                         {"window_size": 10})
         return [asyncio.run(measure(spec, items, w, conc)) for w in (1, 2)]
 
@@ -150,7 +151,7 @@ def main() -> int:
 
         def part2(base_url: str):
             spec = PlanSpec(["turn_relevancy"], {"model": "bench-judge", "base_url": base_url,
-                                                 "max_concurrency": conc}, {"window_size": 10})
+                                                 "max_concurrency": conc, "cache": False}, {"window_size": 10})
             return asyncio.run(measure(spec, items, 2, conc))
 
         r, served = with_server(latency, part2)
@@ -166,7 +167,7 @@ def main() -> int:
         ok = ok and ratio <= 1.2
     if args.offline_windows:
         items = make_conversations(max(1, args.offline_windows // 5), 5)
-        spec = PlanSpec(["turn_relevancy"], {}, {"window_size": 10})
+        spec = PlanSpec(["turn_relevancy"], {"cache": False}, {"window_size": 10})
         print("\n3) the offline judge (no server), windows/s after each worker loaded its model; numpy BLAS threads:"
               " this process as set, each worker cores/workers")
         off = [asyncio.run(measure(spec, items, w, 16, in_process=p)) for w, p in ((1, True), (1, False), (2, False))]
