@@ -42,6 +42,7 @@ from .windows import Window, exchanges, windows_from_exchanges
 #: Metrics whose verdicts can be re-judged (the relevancy graph under its two presets).
 REJUDGE_METRICS = ("turn_relevancy", "conversation_relevance")
 JUDGE_NODE = "judge_turn"
+REVIEW_NODE = "review_verdicts"
 
 
 class RejudgeError(ValueError):
@@ -129,6 +130,11 @@ def _check_graph(graph: CompiledStateGraph) -> None:
                            f" the relevancy graphs ({', '.join(REJUDGE_METRICS)})")
 
 
+def _writer(graph: CompiledStateGraph, review: bool) -> str:
+    """The node the new verdicts are written as: the next node to run is the one after it."""
+    return REVIEW_NODE if REVIEW_NODE in graph.nodes and not review else JUDGE_NODE
+
+
 def _no_checkpointer(graph: CompiledStateGraph, exc: ValueError) -> RejudgeError:
     return RejudgeError(f"graph {graph.name!r} has no checkpointer ({exc}): build it with checkpointer=...")
 
@@ -156,6 +162,7 @@ def rejudge(
     verdict_ids: Iterable[int | str] | None = None,
     rubric: str | None = None,
     prompt: PromptLike = None,
+    review: bool = False,
 ) -> MetricResult | None:
     """Re-judge windows of a checkpointed thread and recompute its score.
 
@@ -165,8 +172,11 @@ def rejudge(
     None). ``rubric`` / ``prompt`` (a :class:`Prompt` or a prompt file path):
     what changes (``rubric`` None: the default rubric). ``model``: the judge
     (model string, chat model, or :class:`Judge`). Only the chosen windows cost
-    calls; the others keep their verdicts. Returns the recomputed result (None
-    when the graph paused before computing it, e.g. for a review).
+    calls; the others keep their verdicts. A graph built with ``review=True``
+    goes straight on to the score (the person asked for this re-judge) unless
+    ``review`` is true: then it pauses in ``review_verdicts`` again with the new
+    verdicts. Returns the recomputed result (None when the graph paused before
+    computing it).
     """
     _check_graph(graph)
     try:
@@ -176,7 +186,7 @@ def rejudge(
     todo = _thread_plan(graph, snapshot, verdict_ids, rubric, prompt)
     judge = resolve_judge(model)
     verdicts = [window_verdict(w, judge.run(r)) for w, r in zip(todo.windows, todo.requests, strict=True)]
-    cfg = graph.update_state(config, {"verdicts": verdicts}, as_node=JUDGE_NODE)
+    cfg = graph.update_state(config, {"verdicts": verdicts}, as_node=_writer(graph, review))
     output = graph.invoke(None, cfg)
     return _result_of(graph, output, graph.get_state(cfg))
 
@@ -189,6 +199,7 @@ async def arejudge(
     verdict_ids: Iterable[int | str] | None = None,
     rubric: str | None = None,
     prompt: PromptLike = None,
+    review: bool = False,
 ) -> MetricResult | None:
     """:func:`rejudge` for async code: the chosen windows are judged concurrently."""
     _check_graph(graph)
@@ -200,7 +211,7 @@ async def arejudge(
     judge = resolve_judge(model)
     outcomes = await asyncio.gather(*(judge.arun(r) for r in todo.requests))
     verdicts = [window_verdict(w, o) for w, o in zip(todo.windows, outcomes, strict=True)]
-    cfg = await graph.aupdate_state(config, {"verdicts": verdicts}, as_node=JUDGE_NODE)
+    cfg = await graph.aupdate_state(config, {"verdicts": verdicts}, as_node=_writer(graph, review))
     output = await graph.ainvoke(None, cfg)
     return _result_of(graph, output, await graph.aget_state(cfg))
 
@@ -248,7 +259,7 @@ def rejudge_result(
     cfg: Any = {"configurable": {"thread_id": str(uuid.uuid4())}}
     # kept first, fresh second: the reducer is keyed by window, so a fresh verdict replaces its old one
     cfg = graph.update_state(cfg, {"conversation": conversation, "verdicts": kept}, as_node=JUDGE_NODE)
-    cfg = graph.update_state(cfg, {"verdicts": fresh}, as_node=JUDGE_NODE)
+    cfg = graph.update_state(cfg, {"verdicts": fresh}, as_node=_writer(graph, review))
     output = graph.invoke(None, cfg)
     new = _result_of(graph, output, graph.get_state(cfg))
     if new is None:
