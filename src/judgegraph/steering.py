@@ -259,7 +259,7 @@ def rejudge_result(
     cfg: Any = {"configurable": {"thread_id": str(uuid.uuid4())}}
     # kept first, fresh second: the reducer is keyed by window, so a fresh verdict replaces its old one
     cfg = graph.update_state(cfg, {"conversation": conversation, "verdicts": kept}, as_node=JUDGE_NODE)
-    cfg = graph.update_state(cfg, {"verdicts": fresh}, as_node=_writer(graph, review))
+    cfg = graph.update_state(cfg, {"verdicts": fresh}, as_node=JUDGE_NODE)
     output = graph.invoke(None, cfg)
     new = _result_of(graph, output, graph.get_state(cfg))
     if new is None:

@@ -31,3 +31,13 @@ def test_report_example_streams_every_metric_and_prints_results():
 def test_custom_judges_example_runs_on_canned_answers():
     out = run("examples/custom_judges.py")
     assert "canned" in out.lower() and "politeness" in out
+
+
+def test_review_loop_example_reviews_resumes_and_rejudges_one_window():
+    out = run("examples/review_loop.py")
+    assert "paused for review: 3 verdicts, 3 judge calls" in out
+    after_review = out.split("== after review")[1].split("==")[0]
+    assert "score 0.67 (passed)" in after_review and "[person; judge said 'yes']" in after_review
+    last = out.split("stricter rubric")[1]
+    assert "(1 call): score 0.33 (failed)" in last
+    assert "window 1: no  Opening hours" in last and "window 2: no  'Usually'" in last

@@ -100,3 +100,24 @@ def test_rejudge_result_keeps_the_other_verdicts_without_calls():
     assert new.verdicts[1].reason == NO["reason"] and new.verdicts[0].reason == YES["reason"]
     assert (new.threshold, new.details["window_size"], new.details["rejudged"]["windows"]) == (0.8, 2, [1])
     assert new.usage.calls == 3  # two kept calls + one new
+
+
+def test_rejudge_on_a_reviewed_thread_keeps_the_person_s_verdict_and_can_pause_again():
+    from langgraph.types import Command
+
+    first = ScriptedChatModel(default=YES)
+    graph = create_turn_relevancy_judge(model=first, review=True, checkpointer=InMemorySaver())
+    out = graph.invoke({"conversation": MATH}, CFG)
+    assert out["__interrupt__"] and "results" not in out
+    out = graph.invoke(Command(resume={"1": {"verdict": "no", "reason": "Paris."}}), CFG)
+    assert out["results"]["turn_relevancy"].score == pytest.approx(2 / 3)
+    strict = strict_model()
+    res = rejudge(graph, CFG, model=strict, verdict_ids=["0"], rubric="STRICT RUBRIC")
+    assert res.score == pytest.approx(1 / 3) and strict.call_count == 1
+    assert res.verdicts[1].review is not None and res.verdicts[1].verdict == "no"
+    # review=True: the new verdicts go to the person first
+    assert rejudge(graph, CFG, model=strict, verdict_ids=["2"], rubric="STRICT RUBRIC", review=True) is None
+    state = graph.get_state(CFG)
+    assert state.next == ("review_verdicts",)
+    out = graph.invoke(Command(resume=[]), CFG)
+    assert out["results"]["turn_relevancy"].score == 0.0
