@@ -148,6 +148,8 @@ def _thread_plan(graph: CompiledStateGraph, snapshot: Any, verdict_ids: Iterable
 
 
 def _result_of(graph: CompiledStateGraph, output: Any, snapshot: Any) -> MetricResult | None:
+    if snapshot.next:  # paused (a review, an interrupt): the score is not recomputed yet
+        return None
     results = (output or {}).get("results") if isinstance(output, Mapping) else None
     if not results:
         results = (snapshot.values or {}).get("results") or {}
