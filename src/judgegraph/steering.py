@@ -147,6 +147,12 @@ def _thread_plan(graph: CompiledStateGraph, snapshot: Any, verdict_ids: Iterable
     return plan(values["windows"], verdict_ids, rubric=rubric, prompt=prompt)
 
 
+def _latest(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The thread's config without a checkpoint id: its latest state."""
+    conf = {k: v for k, v in (config.get("configurable") or {}).items() if k not in ("checkpoint_id", "checkpoint_ns")}
+    return {**config, "configurable": conf}
+
+
 def _result_of(graph: CompiledStateGraph, output: Any, snapshot: Any) -> MetricResult | None:
     if snapshot.next:  # paused (a review, an interrupt): the score is not recomputed yet
         return None
@@ -190,7 +196,7 @@ def rejudge(
     verdicts = [window_verdict(w, judge.run(r)) for w, r in zip(todo.windows, todo.requests, strict=True)]
     cfg = graph.update_state(config, {"verdicts": verdicts}, as_node=_writer(graph, review))
     output = graph.invoke(None, cfg)
-    return _result_of(graph, output, graph.get_state(cfg))
+    return _result_of(graph, output, graph.get_state(_latest(cfg)))
 
 
 async def arejudge(
@@ -215,7 +221,7 @@ async def arejudge(
     verdicts = [window_verdict(w, o) for w, o in zip(todo.windows, outcomes, strict=True)]
     cfg = await graph.aupdate_state(config, {"verdicts": verdicts}, as_node=_writer(graph, review))
     output = await graph.ainvoke(None, cfg)
-    return _result_of(graph, output, await graph.aget_state(cfg))
+    return _result_of(graph, output, await graph.aget_state(_latest(cfg)))
 
 
 # -- a result read back from a results file ----------------------------------------------
@@ -263,7 +269,7 @@ def rejudge_result(
     cfg = graph.update_state(cfg, {"conversation": conversation, "verdicts": kept}, as_node=JUDGE_NODE)
     cfg = graph.update_state(cfg, {"verdicts": fresh}, as_node=JUDGE_NODE)
     output = graph.invoke(None, cfg)
-    new = _result_of(graph, output, graph.get_state(cfg))
+    new = _result_of(graph, output, graph.get_state(_latest(cfg)))
     if new is None:
         raise RejudgeError(f"{old.key}: the graph computed no result")
     how = {"windows": [w.index for w in todo.windows], "judge": judge.name}

@@ -22,15 +22,7 @@ from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 __all__ = ["EXIT_ERRORS", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 
 #: Subcommand modules, in the order ``judgegraph --help`` lists them.
-<<<<<<< HEAD
-SUBCOMMANDS = ("eval", "report", "graph", "metrics", "rejudge")
-=======
-<<<<<<< HEAD
-SUBCOMMANDS = ("eval", "report", "graph", "metrics")
-=======
-SUBCOMMANDS = ("eval", "graph", "metrics", "simulate")
->>>>>>> apps
->>>>>>> main
+SUBCOMMANDS = ("eval", "report", "graph", "simulate", "metrics", "rejudge")
 
 
 def parser() -> argparse.ArgumentParser:
