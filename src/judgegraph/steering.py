@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
 from .conversation import Conversation
@@ -147,7 +148,7 @@ def _thread_plan(graph: CompiledStateGraph, snapshot: Any, verdict_ids: Iterable
     return plan(values["windows"], verdict_ids, rubric=rubric, prompt=prompt)
 
 
-def _latest(config: Mapping[str, Any]) -> dict[str, Any]:
+def _latest(config: RunnableConfig) -> RunnableConfig:
     """The thread's config without a checkpoint id: its latest state."""
     conf = {k: v for k, v in (config.get("configurable") or {}).items() if k not in ("checkpoint_id", "checkpoint_ns")}
     return {**config, "configurable": conf}
@@ -164,7 +165,7 @@ def _result_of(graph: CompiledStateGraph, output: Any, snapshot: Any) -> MetricR
 
 def rejudge(
     graph: CompiledStateGraph,
-    config: Mapping[str, Any],
+    config: RunnableConfig,
     *,
     model: ModelLike,
     verdict_ids: Iterable[int | str] | None = None,
@@ -201,7 +202,7 @@ def rejudge(
 
 async def arejudge(
     graph: CompiledStateGraph,
-    config: Mapping[str, Any],
+    config: RunnableConfig,
     *,
     model: ModelLike,
     verdict_ids: Iterable[int | str] | None = None,
@@ -264,7 +265,7 @@ def rejudge_result(
     threshold = 0.5 if old.threshold is None else old.threshold
     graph = get_metric(old.key).factory(model=judge, window_size=window_size, threshold=threshold,
                                         strict_mode=old.strict_mode, rubric=rubric, checkpointer=InMemorySaver())
-    cfg: Any = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    cfg: RunnableConfig = {"configurable": {"thread_id": str(uuid.uuid4())}}
     # kept first, fresh second: the reducer is keyed by window, so a fresh verdict replaces its old one
     cfg = graph.update_state(cfg, {"conversation": conversation, "verdicts": kept}, as_node=JUDGE_NODE)
     cfg = graph.update_state(cfg, {"verdicts": fresh}, as_node=JUDGE_NODE)

@@ -106,7 +106,9 @@ def metric_builder(metric: str) -> Builder:
     return build
 
 
-def configurable(metric: str, build: Builder | None = None, *, name: str | None = None) -> CompiledStateGraph:
+def configurable(
+    metric: str, build: Builder | None = None, *, name: str | None = None
+) -> CompiledStateGraph[Any, Any, Any, Any]:
     """A graph running ``metric`` with the settings of each run (:class:`JudgeSettings`).
 
     ``build`` makes the graph for one combination of settings (default: the
@@ -145,7 +147,7 @@ def configurable(metric: str, build: Builder | None = None, *, name: str | None 
 
 
 def _inputs(state: StudioState) -> dict[str, Any]:
-    return {k: state[k] for k in ("conversation", "messages") if state.get(k) is not None}  # type: ignore[literal-required]
+    return {k: state[k] for k in ("conversation", "messages") if state.get(k) is not None}
 
 
 __all__ = ["JudgeSettings", "configurable", "judge_for", "metric_builder", "options_for", "resolved"]

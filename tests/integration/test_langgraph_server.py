@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("langgraph_api", reason="needs the studio extra: pip install 'judgegraph[studio]'")
-from langgraph_sdk import get_client  # noqa: E402
+from langgraph_sdk import get_client
 
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text  # noqa: E402
+from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
 
 pytestmark = pytest.mark.integration
 
