@@ -217,3 +217,23 @@ def test_review_interrupts_and_a_resume_overrides_a_verdict(server):
     assert res["verdicts"][1]["verdict"] == "no" and res["verdicts"][1]["review"]["by"] == "human"
     assert res["verdicts"][1]["reason"] == "Paris is off topic."
     check_log(log)
+
+
+def test_report_with_an_llm_judge_runs_every_metric_and_the_session_judges(server):
+    url, log = server
+    from judgegraph.testing.openai_server import schema_responder
+
+    async def go(base_url):
+        client = get_client(url=url)
+        thread = await client.threads.create()
+        return await client.runs.wait(thread["thread_id"], "report", input={"conversation": MATH},
+                                      context={"model": "gpt-4.1-mini", "base_url": base_url})
+
+    with FakeOpenAIServer(schema_responder) as llm:
+        out = run(go(llm.base_url))
+        assert llm.calls["/v1/chat/completions"] > 5
+    assert {"turn_relevancy", "turn_contextual_relevancy", "response_relevancy", "conversation_completeness",
+            "knowledge_retention", "user_frustration"} <= set(out["results"])
+    for name, res in out["results"].items():
+        assert res["judge"] == "llm:gpt-4.1-mini", (name, res["judge"])
+    check_log(log)
