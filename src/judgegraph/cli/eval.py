@@ -233,7 +233,7 @@ def _load_mlflow(args: argparse.Namespace, loaded: Any) -> list[Any]:
     for item in sessions:
         cid = item.conversation.id
         if cid in seen:
-            loaded.errors.append(InputError(args.mlflow_uri, None, cid, "session",  # type: ignore[arg-type]
+            loaded.errors.append(InputError(args.mlflow_uri, None, cid, "session",
                                             f"duplicate conversation id {cid!r} (first seen at {seen[cid]})"))
             continue
         kept.append(item)

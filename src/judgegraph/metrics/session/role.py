@@ -30,8 +30,8 @@ from ...compiling import CompileOptions
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike
 from ...nodes import conversation_json, judge_step
-from ...results import MetricResult, Usage, Verdict, merge_results, merge_verdicts
-from ...state import conversation_of
+from ...results import Usage, Verdict, merge_verdicts
+from ...state import MetricState, conversation_of
 from .common import (
     SessionSettings,
     clause,
@@ -110,11 +110,8 @@ class BatchTask(TypedDict):
     transcript: str
 
 
-class RoleState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Any]
+class RoleState(MetricState, total=False):
     verdicts: Annotated[list[RoleVerdict], merge_verdicts]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 def fan_out(settings: RoleSettings):
@@ -149,6 +146,7 @@ def _judge_turns(settings: RoleSettings):
         out = []
         for k, t in enumerate(task["turns"]):
             item = answers.get(t)
+            error: str | None
             if outcome.ok and item is None:
                 error = f"the judge gave no verdict for turn {t + 1}"
             else:
