@@ -34,8 +34,9 @@ def test_settings_come_from_each_run_s_context_and_each_combination_is_built_onc
     res = graph.invoke({"conversation": MATH}, context=JudgeSettings(threshold=0.9))["results"]["turn_relevancy"]
     assert (res.threshold, res.status) == (0.9, "failed")
     graph.invoke({"conversation": MATH}, context={"threshold": 0.4})
-    res = asyncio.run(graph.ainvoke({"conversation": MATH}, context={"threshold": 0.4}))
-    assert res["results"]["turn_relevancy"].status == "passed"
+    res = asyncio.run(graph.ainvoke({"messages": [{"type": "human", "content": "What is 2+2?"},
+                                                  {"type": "ai", "content": "4."}]}, context={"threshold": 0.4}))
+    assert res["results"]["turn_relevancy"].score == 1.0  # LangChain messages in, as the metric takes them
     assert [b.threshold for b in built] == [0.4, 0.9]  # the third and fourth runs reused the first graph
     res = graph.invoke({"conversation": MATH})["results"]["turn_relevancy"]  # no context: the metric's defaults
     assert res.threshold == 0.5 and res.details["window_size"] == 10

@@ -121,9 +121,9 @@ def run(args: argparse.Namespace) -> int:
                         redone = set(new.details.get("rejudged", {}).get("windows", []))
                         calls += sum(v.usage.calls for v in new.verdicts if getattr(v, "window", None) in redone)
                         results[metric] = new.model_dump(mode="json")
-                        for err in new.errors:
+                        for judge_error in new.errors:
                             print(f"judgegraph rejudge: {where}: conversation {cid!r}, {metric}: judge error at"
-                                  f" {err.where}: {err.message}", file=sys.stderr)
+                                  f" {judge_error.where}: {judge_error.message}", file=sys.stderr)
                         problems += len(new.errors)
                         failed = failed or new.status == "failed"
                         changed.append(f"{cid}: {_score(old.get('score'))} → {_score(new.score)} ({new.status})")
