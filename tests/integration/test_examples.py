@@ -35,6 +35,16 @@ def test_custom_judges_example_runs_on_canned_answers():
     assert "canned" in out.lower() and "politeness" in out
 
 
+def test_review_loop_example_reviews_resumes_and_rejudges_one_window():
+    out = run("examples/review_loop.py")
+    assert "paused for review: 3 verdicts, 3 judge calls" in out
+    after_review = out.split("== after review")[1].split("==")[0]
+    assert "score 0.67 (passed)" in after_review and "[person; judge said 'yes']" in after_review
+    last = out.split("stricter rubric")[1]
+    assert "(1 call): score 0.33 (failed)" in last
+    assert "window 1: no  Opening hours" in last and "window 2: no  'Usually'" in last
+
+
 def test_guardrail_chatbot_regenerates_the_off_topic_reply_with_the_judges_reason():
     out = run("examples/guardrail_chatbot.py")
     lines = [line for line in out.splitlines() if line.split(" ")[0] in ("chatbot", "judge", "regenerate")]
