@@ -18,7 +18,8 @@ import urllib.request
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.integrations.mlflow import TraceRecord, _Msg, build_sessions, load_sessions, log_assessments, new_messages
+from judgegraph.integrations.mlflow import TraceRecord, build_sessions, load_sessions, log_assessments, new_messages
+from judgegraph.integrations.mlflow.messages import Msg
 from judgegraph.judges import resolve_judge
 from judgegraph.runner import MetricPlan, evaluate_async
 from judgegraph.testing.fake_chat import ScriptedChatModel
@@ -349,7 +350,7 @@ def test_importing_judgegraph_does_not_import_mlflow():
 
 
 def msgs(*pairs):
-    return [_Msg(role, content) for role, content in pairs]
+    return [Msg(role, content) for role, content in pairs]
 
 
 def test_history_trimmed_at_the_front_still_lines_up():
