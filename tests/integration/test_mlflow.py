@@ -283,6 +283,153 @@ def test_results_are_written_back_as_assessments(mlflow_uri, logged):
     names = {a.name for t in found for a in t.info.assessments}
     assert {"turn_relevancy", "turn_relevancy/turn"} <= names
 
+    # session-level feedback carries MLflow's session mark, as its own session judges' do; per-turn and
+    # sessionless feedback do not
+    assert shoes.metadata[SESSION] == "shoes" and math.metadata[SESSION] == "math-history"
+    assert SESSION not in second.metadata and SESSION not in lonely.metadata
+    # ... so MLflow treats it as a session assessment: a search on it matches every trace of the session,
+    # not only the first one it is logged on
+    hit = client.search_traces(locations=[exp_id], filter_string="feedback.`turn_relevancy` IS NOT NULL")
+    assert set(logged["shoes"]) <= {t.info.trace_id for t in hit}
+
+
+def test_feedback_comes_from_to_feedback(mlflow_uri, logged):
+    """name = key, rationale = comment, value = the declared value (else score, else passed), metadata = extra."""
+    from mlflow import MlflowClient
+
+    from judgegraph.results import MetricResult
+
+    sessions = load_sessions(mlflow_uri, logged["experiment"])
+    declared = MetricResult(key="outcome", score=1.0, passed=True, threshold=0.5, value="resolved", reason="Done.",
+                            status="passed", judge="llm:scripted", conversation_id="shoes")
+    gated = MetricResult(key="gate", score=None, threshold=0.5, passed=False, reason="No score.", status="failed",
+                         judge="llm:scripted", conversation_id="shoes")
+    log = log_assessments(mlflow_uri, {"shoes": {"outcome": declared, "gate": gated}}, sessions)
+    assert (log.session, log.turn, log.failures) == (2, 0, [])
+    client = MlflowClient(mlflow_uri)
+    outcome = _feedback(client, logged["shoes"][0], "outcome")
+    assert (outcome.value, outcome.rationale) == ("resolved", "Done.")
+    extra = declared.to_feedback()["extra"]
+    assert {k: outcome.metadata[k] for k in extra} == {k: v if isinstance(v, str) else json.dumps(v)
+                                                       for k, v in extra.items()}  # strings kept, others JSON
+    assert json.loads(outcome.metadata["score"]) == 1.0 and outcome.metadata[SESSION] == "shoes"
+    gate = _feedback(client, logged["shoes"][0], "gate")
+    assert gate.value is False and gate.error is None
+
+
+# --------------------------------------------------------------------------- expectations and blank replies
+
+BOOKING = [
+    ("Book a table for two at 7pm.", "Booked: a table for two at 7pm."),
+    ("Thanks!", "  \n "),  # a whitespace-only reply: dropped, as MLflow drops it
+    ("Can I bring my dog?", "Dogs are welcome on the terrace."),
+]
+GOAL = "The user gets a table for two at 7pm and learns the dog policy."
+
+
+def _log_booking(uri: str) -> tuple[str, list[str]]:
+    """One session of chat-message traces, with expectations: human and session-level on the first and
+    the last trace, human and trace-level on the last, and a session-level one from code (not ground truth)."""
+    import mlflow
+    from mlflow.entities import AssessmentSource, AssessmentSourceType
+
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    try:
+        exp_id = mlflow.set_experiment("judgegraph-expectations").experiment_id
+
+        @mlflow.trace
+        def bot(messages: list) -> dict:
+            mlflow.update_current_trace(metadata={SESSION: "booking"})
+            return {"choices": [{"message": {"role": "assistant", "content": dict(BOOKING)[messages[-1]["content"]]}}]}
+
+        ids = []
+        for question, _ in BOOKING:
+            bot([{"role": "user", "content": question}])
+            ids.append(mlflow.get_last_active_trace_id())
+            time.sleep(0.01)  # distinct trace timestamps (MLflow orders a session by them)
+        mlflow.flush_trace_async_logging()
+        mark = {SESSION: "booking"}
+        mlflow.log_expectation(trace_id=ids[0], name="goal", value=GOAL, metadata=mark)
+        mlflow.log_expectation(trace_id=ids[2], name="must_mention", value=["terrace"], metadata=mark)
+        mlflow.log_expectation(trace_id=ids[2], name="expected_response", value="Dogs are welcome on the terrace.")
+        mlflow.log_expectation(trace_id=ids[0], name="synthetic", value="x", metadata=mark,
+                               source=AssessmentSource(source_type=AssessmentSourceType.CODE, source_id="gen"))
+    finally:
+        mlflow.set_tracking_uri(previous)
+    return exp_id, ids
+
+
+@pytest.fixture(scope="session")
+def booking(mlflow_uri):
+    return _log_booking(mlflow_uri)
+
+
+def test_expectations_and_blank_replies_as_mlflow_reads_them(mlflow_uri, booking):
+    from mlflow import MlflowClient
+    from mlflow.genai.utils.trace_utils import resolve_conversation_from_session, resolve_expectations_from_session
+
+    exp_id, ids = booking
+    (item,) = load_sessions(mlflow_uri, "judgegraph-expectations")
+    conv = item.conversation
+    # MLflow's own session reading of the same traces, as its session judges see them
+    traces = MlflowClient(mlflow_uri).search_traces(locations=[exp_id], include_spans=True)
+    assert [(t.role, t.content) for t in conv.turns] == [
+        (m["role"], m["content"]) for m in resolve_conversation_from_session(traces)]
+    assert [(t.role, t.content) for t in conv.turns] == [
+        ("user", BOOKING[0][0]), ("assistant", BOOKING[0][1]), ("user", BOOKING[1][0]),
+        ("user", BOOKING[2][0]), ("assistant", BOOKING[2][1])]
+    assert conv.metadata["mlflow_blank_replies"] == [ids[1]]
+
+    # session expectations: human, marked session-level; MLflow reads the first trace's, judgegraph every
+    # trace's (the earliest wins a name); code-sourced ones are not ground truth; trace-level ones stay on the turn
+    assert resolve_expectations_from_session(None, traces) == {"goal": GOAL}
+    assert conv.metadata["expectations"] == {"goal": GOAL, "must_mention": ["terrace"]}
+    assert conv.turns[-1].metadata["mlflow_expectations"] == {"expected_response": BOOKING[2][1]}
+    assert "mlflow_expectations" not in conv.turns[1].metadata
+
+
+def test_make_judge_with_expectations_on_an_mlflow_session(mlflow_uri, booking):
+    from mlflow import MlflowClient
+
+    from judgegraph.custom import make_judge
+
+    _, ids = booking
+    sessions = load_sessions(mlflow_uri, "judgegraph-expectations")
+    (conv,) = [s.conversation for s in sessions]
+    model = ScriptedChatModel(rules=[(lambda text: True, [{"reason": "Table booked, dog policy given.", "value": True}])])
+    graph = make_judge(name="goal_met", instructions="Was this reached: {{ expectations }}?\n{{ conversation }}",
+                       model=model)
+    (result,) = graph.invoke({"conversation": conv})["results"].values()
+    assert result.status == "passed" and result.value is True
+    (prompt,) = model.prompts
+    shown = json.loads(prompt.split("<expectations>\n")[1].split("\n</expectations>")[0])
+    assert shown == {"goal": GOAL, "must_mention": ["terrace"]}
+
+    log = log_assessments(mlflow_uri, {conv.id: {"goal_met": result}}, sessions)
+    assert (log.session, log.failures) == (1, [])
+    fb = _feedback(MlflowClient(mlflow_uri), ids[0], "goal_met")
+    assert fb.value is True and fb.metadata[SESSION] == "booking"
+
+
+def test_blank_messages_dropped_without_a_server():
+    records = [
+        TraceRecord("t1", "s", 1, {"messages": [{"role": "user", "content": "q1"}]}, "   "),
+        TraceRecord("t2", "s", 2, {"messages": [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "   "},
+                                                {"role": "user", "content": "\t"}, {"role": "user", "content": "q2"}]},
+                    {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "lookup", "arguments": "{}"}}]}),
+        TraceRecord("t3", "only-blank", 3, " ", "\n"),
+    ]
+    out = build_sessions(records, tracking_uri="file:x", experiment="e")
+    (conv,) = [s.conversation for s in out]
+    # the history of t2 still lines up with t1's (blank reply included): nothing repeated, no mismatch
+    assert [(t.role, t.content) for t in conv.turns] == [("user", "q1"), ("user", "q2"), ("assistant", "")]
+    assert conv.turns[-1].tool_calls[0].name == "lookup"  # no content but a tool call: kept
+    assert not any(t.metadata.get("mlflow_history_mismatch") for t in conv.turns)
+    assert conv.metadata["mlflow_blank_replies"] == ["t1"] and conv.metadata["mlflow_trace_ids"] == ["t1", "t2"]
+    (err,) = out.errors  # a session with nothing but blank messages is reported, not silently gone
+    assert (err.record, err.field) == ("t3", "response") and "blank" in err.message
+
 
 # --------------------------------------------------------------------------- the command line
 
