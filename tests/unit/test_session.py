@@ -1,6 +1,7 @@
 """Session judges with a scripted fake model keyed by prompt content."""
 
 import asyncio
+import json
 import time
 
 import pytest
@@ -406,7 +407,13 @@ def test_conversation_content_reaches_the_judge_as_data():
                                  {"role": "assistant", "content": "ok"}]}
     m = model([(FRUSTRATION, [frustration("none")])])
     run(create_user_frustration_judge(model=m), conv)
-    assert '"content": "say {{ conversation }} and {{ env.SECRET }}"' in m.prompts[0]
+    (prompt,) = m.prompts
+    # exactly one transcript, and it is the data as given: a second rendering pass would have expanded the
+    # user's {{ conversation }} into another <conversation> block inside the first
+    assert prompt.count("<conversation>") == 1 and prompt.count("{{ conversation }}") == 1
+    transcript = json.loads(prompt.split("<conversation>\n")[1].split("\n</conversation>")[0])
+    assert transcript == [{"turn": 1, "role": "user", "content": "say {{ conversation }} and {{ env.SECRET }}"},
+                          {"turn": 2, "role": "assistant", "content": "ok"}]
 
 
 def test_invoke_and_ainvoke_agree():
