@@ -73,7 +73,8 @@ def _text(value: Any, path: str) -> str:
 def _tool_call(raw: Any) -> dict[str, Any] | None:
     if not isinstance(raw, dict):
         return None
-    fn = raw.get("function") if isinstance(raw.get("function"), dict) else raw
+    function = raw.get("function")
+    fn: dict[str, Any] = function if isinstance(function, dict) else raw
     name = fn.get("name")
     if not isinstance(name, str) or not name:
         return None

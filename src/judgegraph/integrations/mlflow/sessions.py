@@ -206,7 +206,8 @@ def build_sessions(
             groups.setdefault(rec.session, []).append(rec)
         else:
             sessionless.append(rec)
-    units = [(sid, sorted(recs, key=_order)) for sid, recs in groups.items()]
+    units: list[tuple[str | None, list[TraceRecord]]] = [(sid, sorted(recs, key=_order))
+                                                         for sid, recs in groups.items()]
     units += [(None, [rec]) for rec in sessionless]
     units.sort(key=lambda u: _order(u[1][0]))
 
