@@ -1,7 +1,9 @@
 """MLflow sessions in, assessments out, against a real ``mlflow server`` on
 127.0.0.1 with a SQLite backend (one server per test session). Traces are
 logged with MLflow's own tracing API and assessments read back with MLflow's
-own client. Nothing is skipped: without MLflow these tests fail."""
+own client. Nothing is skipped: without MLflow these tests fail. What needs
+no server (request shapes, history de-duplication, blank messages, the
+expectations rule) is in tests/unit/test_mlflow_sessions.py."""
 
 from __future__ import annotations
 
@@ -18,14 +20,7 @@ import urllib.request
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.integrations.mlflow import (
-    TraceRecord,
-    build_sessions,
-    load_sessions,
-    log_assessments,
-    new_messages,
-)
-from judgegraph.integrations.mlflow.messages import Msg
+from judgegraph.integrations.mlflow import load_sessions, log_assessments
 from judgegraph.judges import resolve_judge
 from judgegraph.runner import MetricPlan, evaluate_async
 from judgegraph.testing.fake_chat import ScriptedChatModel
@@ -421,25 +416,6 @@ def test_make_judge_with_expectations_on_an_mlflow_session(mlflow_uri, booking):
     assert fb.value is True and fb.metadata[SESSION] == "booking"
 
 
-def test_blank_messages_dropped_without_a_server():
-    records = [
-        TraceRecord("t1", "s", 1, {"messages": [{"role": "user", "content": "q1"}]}, "   "),
-        TraceRecord("t2", "s", 2, {"messages": [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "   "},
-                                                {"role": "user", "content": "\t"}, {"role": "user", "content": "q2"}]},
-                    {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "lookup", "arguments": "{}"}}]}),
-        TraceRecord("t3", "only-blank", 3, " ", "\n"),
-    ]
-    out = build_sessions(records, tracking_uri="file:x", experiment="e")
-    (conv,) = [s.conversation for s in out]
-    # the history of t2 still lines up with t1's (blank reply included): nothing repeated, no mismatch
-    assert [(t.role, t.content) for t in conv.turns] == [("user", "q1"), ("user", "q2"), ("assistant", "")]
-    assert conv.turns[-1].tool_calls[0].name == "lookup"  # no content but a tool call: kept
-    assert not any(t.metadata.get("mlflow_history_mismatch") for t in conv.turns)
-    assert conv.metadata["mlflow_blank_replies"] == ["t1"] and conv.metadata["mlflow_trace_ids"] == ["t1", "t2"]
-    (err,) = out.errors  # a session with nothing but blank messages is reported, not silently gone
-    assert (err.record, err.field) == ("t3", "response") and "blank" in err.message
-
-
 # --------------------------------------------------------------------------- the command line
 
 
@@ -500,41 +476,3 @@ def test_importing_judgegraph_does_not_import_mlflow():
     code = ("import sys, judgegraph, judgegraph.cli, judgegraph.integrations.mlflow; "
             "assert 'mlflow' not in sys.modules, 'mlflow imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
-
-
-# --------------------------------------------------------------------------- history de-duplication (no server)
-
-
-def msgs(*pairs):
-    return [Msg(role, content) for role, content in pairs]
-
-
-def test_history_trimmed_at_the_front_still_lines_up():
-    prior = msgs(("system", "S"), ("user", "u1"), ("assistant", "a1"), ("user", "u2"), ("assistant", "a2"))
-    new, mismatch = new_messages(prior, msgs(("system", "S"), ("user", "u2"), ("assistant", "a2"), ("user", "u3")))
-    assert new == msgs(("user", "u3")) and not mismatch
-
-
-def test_rewritten_history_keeps_only_what_follows_its_last_reply():
-    prior = msgs(("user", "u1"), ("assistant", "a1"))
-    new, mismatch = new_messages(prior, msgs(("user", "summary of u1/a1"), ("assistant", "ok"), ("user", "u2")))
-    assert new == msgs(("user", "u2")) and mismatch
-
-
-def test_single_message_requests_and_repeated_questions_are_kept():
-    prior = msgs(("system", "S"), ("user", "yes"), ("assistant", "a1"))
-    assert new_messages(prior, msgs(("system", "S"), ("user", "yes"))) == (msgs(("user", "yes")), False)
-
-
-def test_build_sessions_without_a_server_and_ties_broken_by_trace_id():
-    records = [
-        TraceRecord("tr-b", "s", 5, {"messages": [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "r1"},
-                                                  {"role": "user", "content": "q2"}]}, "r2"),
-        TraceRecord("tr-a", "s", 5, {"question": "q1", "session_id": "s"}, [{"role": "assistant", "content": "r1"}]),
-        TraceRecord("tr-c", "s", 9, "q3", None, state="ERROR"),
-    ]
-    out = build_sessions(records, tracking_uri="file:x", experiment="e")
-    assert [(t.role, t.content) for t in out[0].conversation.turns] == [
-        ("user", "q1"), ("assistant", "r1"), ("user", "q2"), ("assistant", "r2")]
-    (err,) = out.errors
-    assert (err.record, err.field) == ("tr-c", "response") and "state ERROR" in err.message
