@@ -396,7 +396,7 @@ def test_expectations_and_blank_replies_as_mlflow_reads_them(mlflow_uri, booking
 def test_make_judge_with_expectations_on_an_mlflow_session(mlflow_uri, booking):
     from mlflow import MlflowClient
 
-    from judgegraph.custom import make_judge
+    from judgegraph import make_judge
 
     _, ids = booking
     sessions = load_sessions(mlflow_uri, "judgegraph-expectations")
