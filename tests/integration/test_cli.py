@@ -114,7 +114,7 @@ def test_metric_settings_are_checked_before_any_work(argv, msg, capsys, tmp_path
     assert msg in capsys.readouterr().err and not out.exists()
 
 
-def test_guidelines_and_role_reach_the_judge(tmp_path):
+def test_guidelines_and_role_reach_the_judge(tmp_path, bare_env):
     from judgegraph.testing.openai_server import FakeOpenAIServer, schema_responder, structured
 
     def responder(request):
@@ -133,7 +133,7 @@ def test_guidelines_and_role_reach_the_judge(tmp_path):
              "-m", "conversational-guidelines", "--guideline", "Apologise for problems.", "--guideline", f"@{rules}",
              "-m", "role-adherence", "--role", "A cheerful pirate.",
              "--model", "openai:judge", "--base-url", server.base_url, "--out", str(tmp_path / "r.jsonl")],
-            capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+            capture_output=True, text=True, timeout=120, env={**bare_env, "HOME": str(tmp_path)},
         )
         bodies = json.dumps(server.requests)
     assert proc.returncode == 0, proc.stdout + proc.stderr  # judged, every conversation passed; 3 would be errors
@@ -144,7 +144,7 @@ def test_guidelines_and_role_reach_the_judge(tmp_path):
     assert {res["status"] for r in rows for res in r["results"].values()} == {"passed"}
 
 
-def test_response_relevancy_with_llm_questions_and_server_embeddings(tmp_path):
+def test_response_relevancy_with_llm_questions_and_server_embeddings(tmp_path, bare_env):
     from judgegraph.testing.openai_server import FakeOpenAIServer, structured
 
     def responder(request):
@@ -157,7 +157,7 @@ def test_response_relevancy_with_llm_questions_and_server_embeddings(tmp_path):
             [sys.executable, "-m", "judgegraph.cli", "eval", str(EX / "ragas_samples.jsonl"), "-q", "--no-progress",
              "-m", "response-relevancy", "--n-questions", "3", "--embeddings", "openai:text-embedding-3-small",
              "--model", "openai:judge", "--base-url", server.base_url, "--out", str(out)],
-            capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+            capture_output=True, text=True, timeout=120, env={**bare_env, "HOME": str(tmp_path)},
         )
         chats, embeds = server.calls["/v1/chat/completions"], server.calls["/v1/embeddings"]
     assert proc.returncode in (0, 1), proc.stderr

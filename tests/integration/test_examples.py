@@ -11,15 +11,15 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(*argv, timeout=180):
+def run(env, *argv, timeout=180):
     proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(Path.home()), "HF_HUB_OFFLINE": "1"})
+                          env={**env, "HOME": str(Path.home()), "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return proc.stdout
 
 
-def test_report_example_streams_every_metric_and_prints_results():
-    out = run("examples/report.py")
+def test_report_example_streams_every_metric_and_prints_results(bare_env):
+    out = run(bare_env, "examples/report.py")
     assert "subgraph turn_contextual_relevancy" in out
     for metric in ("turn_relevancy", "turn_contextual_relevancy", "response_relevancy"):
         assert f"{metric:28} window_turns" in out or f"{metric:28} split_exchanges" in out
@@ -28,6 +28,6 @@ def test_report_example_streams_every_metric_and_prints_results():
     assert re.search(r"turn_contextual_relevancy\s+0\.17\s+failed", bad)
 
 
-def test_custom_judges_example_runs_on_canned_answers():
-    out = run("examples/custom_judges.py")
+def test_custom_judges_example_runs_on_canned_answers(bare_env):
+    out = run(bare_env, "examples/custom_judges.py")
     assert "canned" in out.lower() and "politeness" in out
