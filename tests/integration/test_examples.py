@@ -31,3 +31,12 @@ def test_report_example_streams_every_metric_and_prints_results(bare_env):
 def test_custom_judges_example_runs_on_canned_answers(bare_env):
     out = run(bare_env, "examples/custom_judges.py")
     assert "canned" in out.lower() and "politeness" in out
+
+
+def test_guardrail_chatbot_regenerates_the_off_topic_reply_with_the_judges_reason(bare_env):
+    out = run(bare_env, "examples/guardrail_chatbot.py")
+    lines = [line for line in out.splitlines() if line.split(" ")[0] in ("chatbot", "judge", "regenerate")]
+    assert [line.split()[0] for line in lines] == ["chatbot", "judge", "regenerate", "judge"]
+    assert "Sunny" in lines[0] and lines[1].split()[1] == "failed" and "weather" in lines[1]
+    assert "Block card" in lines[2] and lines[3].split()[1] == "passed"
+    assert "judge -.-> regenerate" in out and "regenerate --> judge" in out

@@ -456,3 +456,11 @@ def test_mermaid_snapshot(name, mermaid):
     factory, kw = FACTORIES[name]
     drawing = factory(model=model([]), **kw).get_graph().draw_mermaid(with_styles=False)
     assert drawing == mermaid
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+def test_a_misspelt_keyword_is_named_before_the_judge_is_looked_at(name):
+    factory, kw = FACTORIES[name]
+    with pytest.raises(TypeError, match=rf"create_{name}_judge\(\) got an unexpected keyword argument 'treshold' "
+                                        r"\(did you mean 'threshold'\?\)"):
+        factory(treshold=0.9, **kw)  # no model: it would be NeedsLLMJudge otherwise

@@ -34,6 +34,8 @@ def register(sub: Any) -> None:
     ev.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the model's output is invalid (default 3)")
     ev.add_argument("--allow-outside-files", action="store_true", default=None, help="promptfoo file:// references may leave the config file's folder")
     ev.add_argument("--out", default="judgegraph-results.jsonl", help="where the full results go (default %(default)s)")
+    ev.add_argument("--html", metavar="FILE", help="also write an HTML report of the results (judgegraph report)")
+    ev.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per conversation × metric")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.add_argument("-q", "--quiet", action="store_true", help="no table, only the summary line")
     ml = ev.add_argument_group("MLflow", "judge the trace sessions of an MLflow experiment (pip install 'judgegraph[mlflow]')")
@@ -145,6 +147,10 @@ def run(args: argparse.Namespace) -> int:
                                                  max_conversations=max(4, args.concurrency * 2)))
     finally:
         writer.close()
+    if args.junit:
+        from ..apps.junit import write_junit
+
+        write_junit(args.out, args.junit)
     summary.input_errors = list(loaded.errors)
     logged = None
     if args.log_assessments:
@@ -184,6 +190,11 @@ def run(args: argparse.Namespace) -> int:
         f"{f', {failed_runs} failed runs' if failed_runs else ''}. "
         f"judge: {judge.name} ({cost}). results: {args.out}"
     )
+    if args.html:
+        from .report import html_after_eval
+
+        if html_after_eval(args, plan, loaded) != 0 and summary.exit_code < EXIT_ERRORS:
+            return EXIT_ERRORS
     if logged is not None:
         out.print(f"MLflow: {logged} (experiment {args.experiment!r} at {args.mlflow_uri})")
         if logged.failures:
@@ -222,7 +233,7 @@ def _load_mlflow(args: argparse.Namespace, loaded: Any) -> list[Any]:
     for item in sessions:
         cid = item.conversation.id
         if cid in seen:
-            loaded.errors.append(InputError(args.mlflow_uri, None, cid, "session",  # type: ignore[arg-type]
+            loaded.errors.append(InputError(args.mlflow_uri, None, cid, "session",
                                             f"duplicate conversation id {cid!r} (first seen at {seen[cid]})"))
             continue
         kept.append(item)

@@ -30,7 +30,7 @@ from typing_extensions import (  # pydantic reads these schemas; typing's TypedD
     Unpack,
 )
 
-from ..compiling import CompileOptions, compile_graph
+from ..compiling import CompileOptions, check_options, compile_graph
 from ..conversation import Conversation
 from ..judges import (
     Judge,
@@ -194,7 +194,7 @@ def feedback_schema(name: str, spec: FeedbackSpec) -> type[BaseModel]:
         value_type = Annotated[spec.type, Field(allow_inf_nan=False)]
     validators: dict[str, Any] = {}
     if spec.kind == "literal":
-        by_lower = {}
+        by_lower: dict[str, Any] = {}
         for c in spec.choices:
             if isinstance(c, str):
                 by_lower.setdefault(c.strip().lower(), []).append(c)
@@ -385,7 +385,7 @@ def _reduce_score(settings: CustomJudgeSettings):
         result = make_result(
             settings.name, conversation, verdicts,
             judge=settings.judge, threshold=spec.threshold,
-            score=lambda valid: spec.score(valid[0].value),
+            score=lambda valid: spec.score(getattr(valid[0], "value", None)),
             step=STEP, where=lambda v: "conversation", reason=reason, value=value, details=details,
         )
         return {"results": {settings.name: result}}
@@ -461,6 +461,7 @@ def make_judge(
     spec = feedback_spec(bool if feedback_type is None else feedback_type, threshold=threshold, scores=scores)
     prompt = build_prompt(name, instructions, spec.description)  # template errors before any model is built
     schema = feedback_schema(name, spec)
+    check_options(compile, make_judge)
     made = require_tasks(resolve_judge(_model_string(model)), [TASK], name)
     settings = CustomJudgeSettings(name, made, spec, prompt, schema)
     return compile_graph(build_custom_graph(settings), name, compile, make_judge)

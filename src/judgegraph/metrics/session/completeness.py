@@ -19,17 +19,14 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field, field_validator
 from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
     TypedDict,
-    Unpack,
 )
 
-from ...compiling import CompileOptions
 from ...conversation import Conversation
-from ...judges import JudgeOutcome, JudgeRequest, ModelLike
+from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step
 from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results, merge_verdicts
 from ...state import conversation_of
@@ -37,7 +34,6 @@ from .common import (
     SessionSettings,
     cited_turns,
     clause,
-    compile_session_judge,
     conversation_request,
     early_result,
     error_info,
@@ -48,6 +44,7 @@ from .common import (
     outcome_info,
     quote,
     route_start,
+    session_factory,
     session_graph,
     share_result,
     tally,
@@ -216,23 +213,14 @@ def build_completeness_graph(settings: SessionSettings) -> StateGraph:
     )
 
 
-def create_conversation_completeness_judge(
-    *,
-    model: ModelLike = None,
-    threshold: float = 0.5,
-    strict_mode: bool = False,
-    name: str = "conversation_completeness",
-    **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
+create_conversation_completeness_judge = session_factory(
+    "conversation_completeness", build_completeness_graph, TASKS,
     """Were all the user's requests satisfied by the end of the conversation?
 
     Value "yes"/"no" (every judged request satisfied); score = satisfied /
     judged requests; passes when score >= ``threshold`` (default 0.5). Calls:
-    1 extraction + 1 per request. Needs an LLM judge."""
-    return compile_session_judge(
-        build_completeness_graph, name=name, threshold=threshold, strict_mode=strict_mode,
-        tasks=TASKS, model=model, compile=compile, factory=create_conversation_completeness_judge,
-    )
+    1 extraction + 1 per request. Needs an LLM judge.""",
+)
 
 
 PROMPT_VALUES = {

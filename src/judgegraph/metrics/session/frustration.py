@@ -17,16 +17,13 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, field_validator, model_validator
 from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
     TypedDict,
-    Unpack,
 )
 
-from ...compiling import CompileOptions
 from ...conversation import Conversation
-from ...judges import JudgeOutcome, ModelLike
+from ...judges import JudgeOutcome
 from ...nodes import judge_step
 from ...results import MetricResult, Verdict, merge_results, strict
 from ...state import conversation_of
@@ -34,7 +31,6 @@ from .common import (
     SessionSettings,
     base_result,
     cited_turns,
-    compile_session_judge,
     conversation_request,
     early_result,
     error_info,
@@ -43,6 +39,7 @@ from .common import (
     lower,
     outcome_info,
     route_start,
+    session_factory,
     session_graph,
     turn_label,
 )
@@ -154,21 +151,12 @@ def build_frustration_graph(settings: SessionSettings) -> StateGraph:
                          [("judge_frustration", _judge_frustration(settings))], _reduce_score(settings))
 
 
-def create_user_frustration_judge(
-    *,
-    model: ModelLike = None,
-    threshold: float = 0.5,
-    strict_mode: bool = False,
-    name: str = "user_frustration",
-    **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
+create_user_frustration_judge = session_factory(
+    "user_frustration", build_frustration_graph, TASKS,
     """Was the user frustrated, and was it resolved? Value "none" | "resolved" |
     "unresolved"; score 1.0 / 0.5 / 0.0; passes unless "unresolved" (threshold
-    0.5); strict mode: only "none" passes. One call. Needs an LLM judge."""
-    return compile_session_judge(
-        build_frustration_graph, name=name, threshold=threshold, strict_mode=strict_mode,
-        tasks=TASKS, model=model, compile=compile, factory=create_user_frustration_judge,
-    )
+    0.5); strict mode: only "none" passes. One call. Needs an LLM judge.""",
+)
 
 
 PROMPT_VALUES = {JUDGE_STEP: {"conversation"}}

@@ -20,17 +20,14 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field, field_validator, model_validator
 from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
     TypedDict,
-    Unpack,
 )
 
-from ...compiling import CompileOptions
 from ...conversation import Conversation
-from ...judges import JudgeOutcome, JudgeRequest, ModelLike
+from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step
 from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results, merge_verdicts
 from ...state import conversation_of
@@ -38,7 +35,6 @@ from .common import (
     SessionSettings,
     cited_turns,
     clause,
-    compile_session_judge,
     conversation_request,
     early_result,
     error_info,
@@ -49,6 +45,7 @@ from .common import (
     quote,
     role_indices,
     route_start,
+    session_factory,
     session_graph,
     share_result,
     tally,
@@ -275,24 +272,15 @@ def build_retention_graph(settings: SessionSettings) -> StateGraph:
     )
 
 
-def create_knowledge_retention_judge(
-    *,
-    model: ModelLike = None,
-    threshold: float = 0.5,
-    strict_mode: bool = False,
-    name: str = "knowledge_retention",
-    **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
+create_knowledge_retention_judge = session_factory(
+    "knowledge_retention", build_retention_graph, TASKS,
     """Does each assistant turn keep the facts the user stated before it?
 
     Value "yes"/"no" (no judged turn has a lapse); score = assistant turns that
     retained / assistant turns judged; passes when score >= ``threshold``
     (default 0.5). Calls: 1 extraction + 1 per assistant turn after the first
-    fact. Needs an LLM judge."""
-    return compile_session_judge(
-        build_retention_graph, name=name, threshold=threshold, strict_mode=strict_mode,
-        tasks=TASKS, model=model, compile=compile, factory=create_knowledge_retention_judge,
-    )
+    fact. Needs an LLM judge.""",
+)
 
 
 PROMPT_VALUES = {
