@@ -15,12 +15,7 @@ from langchain_openai import ChatOpenAI
 
 from judgegraph.cli import main
 from judgegraph.metrics.custom import make_judge
-from judgegraph.testing.openai_server import (
-    FakeOpenAIServer,
-    ScriptedResponder,
-    structured,
-    text,
-)
+from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

@@ -368,10 +368,7 @@ def booking(mlflow_uri):
 
 def test_expectations_and_blank_replies_as_mlflow_reads_them(mlflow_uri, booking):
     from mlflow import MlflowClient
-    from mlflow.genai.utils.trace_utils import (
-        resolve_conversation_from_session,
-        resolve_expectations_from_session,
-    )
+    from mlflow.genai.utils.trace_utils import resolve_conversation_from_session, resolve_expectations_from_session
 
     exp_id, ids = booking
     (item,) = load_sessions(mlflow_uri, "judgegraph-expectations")

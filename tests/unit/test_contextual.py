@@ -16,11 +16,7 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from judgegraph.judges import resolve_judge
-from judgegraph.judges.offline import (
-    STATEMENT_THRESHOLD,
-    EmbeddingJudge,
-    statement_scores,
-)
+from judgegraph.judges.offline import STATEMENT_THRESHOLD, EmbeddingJudge, statement_scores
 from judgegraph.loaders import load_file
 from judgegraph.metrics import get_metric
 from judgegraph.metrics.contextual import (

@@ -11,13 +11,7 @@ import judgegraph
 from judgegraph.judges import NeedsLLMJudge, resolve_judge
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
-from judgegraph.metrics.custom import (
-    STEP,
-    check_instructions,
-    feedback_schema,
-    feedback_spec,
-    make_judge,
-)
+from judgegraph.metrics.custom import STEP, check_instructions, feedback_schema, feedback_spec, make_judge
 from judgegraph.metrics.relevancy import create_turn_relevancy_judge
 from judgegraph.report import create_report_graph
 from judgegraph.testing.fake_chat import ScriptedChatModel

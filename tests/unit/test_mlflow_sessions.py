@@ -1,12 +1,7 @@
 """Reading MLflow sessions without a server: history de-duplication, blank
 messages and the expectations rule, on plain TraceRecords (build_sessions)."""
 
-from judgegraph.integrations.mlflow import (
-    ExpectationRecord,
-    TraceRecord,
-    build_sessions,
-    new_messages,
-)
+from judgegraph.integrations.mlflow import ExpectationRecord, TraceRecord, build_sessions, new_messages
 from judgegraph.integrations.mlflow.messages import Msg
 
 

@@ -12,13 +12,7 @@ from judgegraph.conversation import Conversation
 from judgegraph.judges import JudgeOutcome, JudgeRequest
 from judgegraph.judges.base import Judge
 from judgegraph.loaders import load_conversations
-from judgegraph.nodes import (
-    fan_out,
-    judge_step,
-    make_result,
-    outcome_fields,
-    window_node,
-)
+from judgegraph.nodes import fan_out, judge_step, make_result, outcome_fields, window_node
 from judgegraph.results import Usage, Verdict
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,10 +5,7 @@ import pytest
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
-from judgegraph.metrics.relevancy import (
-    create_conversation_relevance_judge,
-    create_turn_relevancy_judge,
-)
+from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
 from judgegraph.testing.fake_chat import ScriptedChatModel
 
 YES = {"reason": "It answers the question.", "verdict": "yes"}

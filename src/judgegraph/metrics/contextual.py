@@ -41,25 +41,14 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    TypedDict,
-    Unpack,
-)
+from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ..compiling import CompileOptions, compile_graph
-from ..conversation import Conversation, RetrievalNode
+from ..conversation import RetrievalNode
 from ..judges import Judge, ModelLike, resolve_judge
 from ..nodes import REVIEW_NODE, quote, review_node, window_node
-from ..results import (
-    JudgeErrorInfo,
-    MetricResult,
-    Usage,
-    build_result,
-    merge_results,
-    merge_verdicts,
-    strict,
-)
-from ..state import MetricInput, MetricOutput, conversation_of
+from ..results import JudgeErrorInfo, Usage, build_result, merge_verdicts, strict
+from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
 from ..statements import (
     JudgeCall,
@@ -69,7 +58,7 @@ from ..statements import (
     judge_statements_step,
     verify_step,
 )
-from ..windows import Exchange, Window, check_window_size
+from ..windows import Window, check_window_size
 
 METRIC = "turn_contextual_relevancy"
 
@@ -117,15 +106,12 @@ def node_label(turn: int | None, node: int) -> str:
 # -- the metric graph --------------------------------------------------------------
 
 
-class ContextualState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Exchange]
+class ContextualState(MetricState, total=False):
     turn_contexts: list[TurnContext]
     statements: Annotated[list[Statement], operator.add]
     verdicts: Annotated[list[StatementVerdict], merge_verdicts]
     verified: Annotated[list[StatementVerdict], merge_verdicts]  # second looks and reviews: they win
     calls: Annotated[list[JudgeCall], operator.add]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 class ExtractTask(TypedDict):

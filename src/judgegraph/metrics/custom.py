@@ -25,26 +25,15 @@ from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validator
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    TypedDict,
-    Unpack,
-)
+from typing_extensions import Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ..compiling import CompileOptions, check_options, compile_graph
 from ..conversation import Conversation
-from ..judges import (
-    Judge,
-    JudgeOutcome,
-    JudgeRequest,
-    ModelLike,
-    require_tasks,
-    resolve_judge,
-)
+from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
 from ..nodes import conversation_json, judge_step, make_result, outcome_fields
 from ..prompts import Prompt, load_prompt, parse_prompt
-from ..results import MetricResult, Verdict, merge_results, merge_verdicts
-from ..state import MetricInput, MetricOutput, conversation_of
-from ..windows import Exchange
+from ..results import Verdict, merge_verdicts
+from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 
 STEP = "custom_judge/judge_conversation"
 TASK = "custom_judge"
@@ -296,11 +285,8 @@ class FeedbackVerdict(Verdict):
     value: Any = None
 
 
-class CustomJudgeState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Exchange]  # a report graph's; unused here
+class CustomJudgeState(MetricState, total=False):
     verdicts: Annotated[list[FeedbackVerdict], merge_verdicts]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 @dataclass(frozen=True)

@@ -45,24 +45,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    TypedDict,
-    Unpack,
-)
+from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ..compiling import CompileOptions, compile_graph
-from ..conversation import Conversation
-from ..judges import (
-    CallLimiter,
-    Judge,
-    JudgeOutcome,
-    JudgeRequest,
-    ModelLike,
-    resolve_judge,
-)
+from ..judges import CallLimiter, Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
 from ..nodes import judge_step, make_result, quote, turn_label
-from ..results import MetricResult, Verdict, merge_results, merge_verdicts
-from ..state import MetricInput, MetricOutput, conversation_of
+from ..results import Verdict, merge_verdicts
+from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..windows import Exchange, exchanges
 
 GENERATE_STEP = "response_relevancy/generate_questions"
@@ -292,13 +281,11 @@ def cosines(vectors: list[list[float]]) -> list[float]:
 # -- state ---------------------------------------------------------------------
 
 
-class ResponseRelevancyState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
+class ResponseRelevancyState(MetricState, total=False):
     exchanges: list[Exchange]
     skipped: list[dict[str, Any]]
     generations: Annotated[list[dict[str, Any]], operator.add]  # what generate_questions produced, per exchange
     verdicts: Annotated[list[ExchangeVerdict], merge_verdicts]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 class ExchangeTask(TypedDict):

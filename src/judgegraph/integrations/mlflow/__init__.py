@@ -20,14 +20,7 @@ server you name.
 from .assessments import AssessmentLog, log_assessments
 from .common import SESSION_KEY, TRACE_ID_KEY
 from .messages import new_messages
-from .sessions import (
-    ExpectationRecord,
-    SessionList,
-    TraceRecord,
-    build_sessions,
-    load_sessions,
-    session_expectations,
-)
+from .sessions import ExpectationRecord, SessionList, TraceRecord, build_sessions, load_sessions, session_expectations
 
 __all__ = [
     "SESSION_KEY",

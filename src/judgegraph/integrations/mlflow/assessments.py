@@ -19,14 +19,7 @@ from typing import Any
 
 from ...conversation import Conversation
 from ...loaders import LoadedConversation
-from .common import (
-    FIRST_TRACE_KEY,
-    SESSION_ID_KEY,
-    SESSION_KEY,
-    TRACE_ID_KEY,
-    import_mlflow,
-    unreachable,
-)
+from .common import FIRST_TRACE_KEY, SESSION_ID_KEY, SESSION_KEY, TRACE_ID_KEY, import_mlflow, unreachable
 
 MAX_ERRORS_IN_METADATA = 20  # a result's judge errors listed in its metadata (all are counted in judge_errors)
 

@@ -21,23 +21,8 @@ from typing import Any
 
 from ...conversation import Conversation
 from ...loaders import InputError, LoadedConversation
-from .common import (
-    FIRST_TRACE_KEY,
-    PART_KEY,
-    SESSION_ID_KEY,
-    SESSION_KEY,
-    TRACE_ID_KEY,
-    import_mlflow,
-    unreachable,
-)
-from .messages import (
-    Msg,
-    Unreadable,
-    new_messages,
-    pick,
-    reply_message,
-    request_messages,
-)
+from .common import FIRST_TRACE_KEY, PART_KEY, SESSION_ID_KEY, SESSION_KEY, TRACE_ID_KEY, import_mlflow, unreachable
+from .messages import Msg, Unreadable, new_messages, pick, reply_message, request_messages
 
 FORMAT = "mlflow"
 PAGE_SIZE = 200

@@ -20,16 +20,15 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.types import Send
-from pydantic import BaseModel, Field, field_validator
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    TypedDict,
-)
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
+from ...answers import YesNo
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step
-from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results, merge_verdicts
-from ...state import conversation_of
+from ...results import JudgeErrorInfo, Usage, Verdict, merge_verdicts
+from ...state import MetricState, conversation_of
 from .common import (
     SessionSettings,
     cited_turns,
@@ -39,7 +38,6 @@ from .common import (
     error_info,
     error_result,
     has_user,
-    lower,
     not_applicable,
     outcome_info,
     quote,
@@ -70,12 +68,7 @@ class GoalJudgement(BaseModel):
     answered_in_turns: list[int] = Field(
         description="1-based numbers of the assistant turns that respond to the request, fully or in part."
     )
-    verdict: Literal["yes", "no"] = Field(description="'yes' if the request was satisfied, otherwise 'no'.")
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return lower(value)
+    verdict: YesNo = Field(description="'yes' if the request was satisfied, otherwise 'no'.")
 
 
 class GoalVerdict(Verdict):
@@ -99,15 +92,12 @@ class GoalTask(TypedDict):
     transcript: str
 
 
-class CompletenessState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Any]
+class CompletenessState(MetricState, total=False):
     transcript: str
     goals: list[GoalTask]
     extract_errors: list[JudgeErrorInfo]
     extract_usage: Usage
     verdicts: Annotated[list[GoalVerdict], merge_verdicts]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 def _extract_goals(settings: SessionSettings):

@@ -17,16 +17,13 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
-from pydantic import BaseModel, Field, field_validator, model_validator
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    TypedDict,
-)
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
-from ...conversation import Conversation
+from ...answers import read_choice
 from ...judges import JudgeOutcome
 from ...nodes import judge_step
-from ...results import MetricResult, Verdict, merge_results, strict
-from ...state import conversation_of
+from ...results import Verdict, strict
+from ...state import MetricState, conversation_of
 from .common import (
     SessionSettings,
     base_result,
@@ -36,7 +33,6 @@ from .common import (
     error_info,
     error_result,
     has_user,
-    lower,
     outcome_info,
     route_start,
     session_factory,
@@ -55,15 +51,11 @@ class FrustrationJudgement(BaseModel):
     resolved_by_turns: list[int] = Field(
         description="1-based numbers of the assistant turns that resolved it (empty unless 'resolved')."
     )
-    verdict: Literal["none", "resolved", "unresolved"] = Field(
+    verdict: Annotated[Literal["none", "resolved", "unresolved"],
+                       BeforeValidator(read_choice(("none", "resolved", "unresolved")))] = Field(
         description="'none': no frustration; 'resolved': frustration shown, then resolved; 'unresolved': "
         "frustration shown and not resolved by the end."
     )
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return lower(value)
 
     @model_validator(mode="after")
     def _consistent(self) -> FrustrationJudgement:
@@ -85,11 +77,8 @@ class FrustrationVerdict(Verdict):
     resolved_by_turns: list[int] = Field(default_factory=list)
 
 
-class FrustrationState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Any]
+class FrustrationState(MetricState, total=False):
     verdicts: list[FrustrationVerdict]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 def _judge_frustration(settings: SessionSettings):

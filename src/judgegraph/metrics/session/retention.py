@@ -21,16 +21,15 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.types import Send
-from pydantic import BaseModel, Field, field_validator, model_validator
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    TypedDict,
-)
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
+from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
+from ...answers import YesNo, read_choice
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step
-from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results, merge_verdicts
-from ...state import conversation_of
+from ...results import JudgeErrorInfo, Usage, Verdict, merge_verdicts
+from ...state import MetricState, conversation_of
 from .common import (
     SessionSettings,
     cited_turns,
@@ -39,7 +38,6 @@ from .common import (
     early_result,
     error_info,
     error_result,
-    lower,
     not_applicable,
     outcome_info,
     quote,
@@ -68,26 +66,17 @@ class Facts(BaseModel):
 class Lapse(BaseModel):
     fact: str = Field(description="The fact that was not retained, as listed.")
     stated_in_turn: int = Field(description="1-based number of the user turn that stated it.")
-    kind: Literal["contradicted", "forgotten"] = Field(
+    kind: Annotated[Literal["contradicted", "forgotten"],
+                    BeforeValidator(read_choice(("contradicted", "forgotten")))] = Field(
         description="'contradicted': the turn states or assumes something that conflicts with the fact; "
         "'forgotten': it asks for the fact again, or ignores it where it matters."
     )
-
-    @field_validator("kind", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return lower(value)
 
 
 class TurnRetention(BaseModel):
     reason: str = Field(description="One or two sentences, citing turn numbers.")
     lapses: list[Lapse] = Field(description="Every fact the judged turn contradicts or forgets; empty if none.")
-    verdict: Literal["yes", "no"] = Field(description="'yes' if the turn retained every fact (no lapse), else 'no'.")
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return lower(value)
+    verdict: YesNo = Field(description="'yes' if the turn retained every fact (no lapse), else 'no'.")
 
     @model_validator(mode="after")
     def _consistent(self) -> TurnRetention:
@@ -127,15 +116,12 @@ class TurnTask(TypedDict):
     conversation: Conversation
 
 
-class RetentionState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Any]
+class RetentionState(MetricState, total=False):
     facts: list[FactItem]
     dropped_facts: int
     extract_errors: list[JudgeErrorInfo]
     extract_usage: Usage
     verdicts: Annotated[list[RetentionVerdict], merge_verdicts]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 def judged_turns(conversation: Conversation, facts: list[FactItem]) -> list[int]:
