@@ -13,13 +13,7 @@ from langchain_openai import ChatOpenAI
 
 from judgegraph.judges import resolve_judge
 from judgegraph.metrics.relevancy import create_turn_relevancy_judge
-from judgegraph.testing.openai_server import (
-    FakeOpenAIServer,
-    ScriptedResponder,
-    error,
-    structured,
-    text,
-)
+from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
 
 pytestmark = pytest.mark.integration
 
@@ -255,9 +249,7 @@ def test_only_valid_answers_are_stored(tmp_path):
 
 
 def test_the_request_on_the_wire_is_the_strict_json_schema_structured_output_sends():
-    from openai.lib._pydantic import (
-        to_strict_json_schema,  # the SDK's own, as with_structured_output sends it
-    )
+    from openai.lib._pydantic import to_strict_json_schema  # the SDK's own, as with_structured_output sends it
 
     from judgegraph.metrics.relevancy import TurnVerdict
     from judgegraph.statements import StatementVerdicts
