@@ -137,12 +137,28 @@ class Judge(ABC):
 
         return self.cache.get_or_compute(key, compute)
 
+    def prepare(self, request: JudgeRequest) -> None:
+        """Load what judging ``request``'s step reads from disk (an LLM judge: its
+        prompt file): :meth:`arun` calls it once per step in a worker thread, so
+        no file is read on the event loop (``langgraph dev`` raises on blocking
+        calls there). Nothing by default."""
+
     async def arun(self, request: JudgeRequest) -> JudgeOutcome:
+        prepared = self.__dict__.setdefault("_prepared", set())
+        if request.step not in prepared:
+            await asyncio.to_thread(self.prepare, request)
+            prepared.add(request.step)
         if self.cache is None:
             return await self.ajudge(request)
         key = self.cache_key(request)
 
         async def compute() -> JudgeOutcome:
-            return self._persistent(request, key) or self._keep(request, key, await self.ajudge(request))
+            if self.cache is None or self.cache.disk is None:
+                return await self.ajudge(request)
+            # the SQLite file is read and written off the event loop, like every file
+            stored = await asyncio.to_thread(self._persistent, request, key)
+            if stored is not None:
+                return stored
+            return await asyncio.to_thread(self._keep, request, key, await self.ajudge(request))
 
         return await self.cache.aget_or_compute(key, compute)

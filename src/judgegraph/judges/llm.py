@@ -488,6 +488,14 @@ class LLMJudge(Judge):
                     result = exc
                 sent = (result, time.perf_counter() - start)
 
+    def prepare(self, request: JudgeRequest) -> None:
+        """The prompt file and the tokenizer (re-asks and unreported usage count tokens)."""
+        if request.prompt is None:
+            from ..prompts import load_prompt
+
+            load_prompt(request.step)
+        _encoding()
+
     async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
         steps = self._attempts(request)
         runnable = self._structured(request.schema)
