@@ -124,7 +124,7 @@ class EmbeddingJudge(Judge):
         return self._threshold
 
     @property
-    def rule(self) -> str:
+    def rule(self) -> str:  # type: ignore[override]
         from .offline_scoring import RULE
 
         return f"{RULE}; relevant when >= {self.threshold:.2f}"
