@@ -20,9 +20,8 @@ through a whole one, ``examples/policy_judge/``):
   prompt values (data, never template source);
 * :func:`quote`, :func:`turn_label` — quoted snippets and 1-based turn labels
   for deterministic reasons;
-* ``extract_statements_step``, ``judge_statements_step``, ``verify_step`` and
-  their models (``Statement``, ``StatementVerdict``, ...), re-exported
-  lazily from :mod:`judgegraph.metrics.contextual` when it provides them.
+* statement steps (``extract_statements_step``, ``judge_statements_step``,
+  ``verify_step``) and their models live in :mod:`judgegraph.statements`.
 """
 
 from __future__ import annotations
@@ -33,9 +32,10 @@ from typing import Any
 from langchain_core.runnables import RunnableLambda
 from langgraph.types import Send
 
-from .conversation import Conversation, as_conversation
+from .conversation import Conversation
 from .judges.base import Judge, JudgeOutcome, JudgeRequest
-from .results import JudgeErrorInfo, MetricResult, Status, Usage, Verdict
+from .results import JudgeErrorInfo, MetricResult, Review, Usage, Verdict, build_result, strict
+from .state import conversation_of
 from .windows import check_window_size, exchanges, windows_from_exchanges
 
 
@@ -97,20 +97,18 @@ ReasonWriter = Callable[[float | None, float | None, list[Any]], str]
 
 
 def window_node(window_size: int, *, name: str = "window_turns") -> Callable[[Mapping[str, Any]], dict[str, Any]]:
-    """A node: ``state["conversation"]`` (a :class:`Conversation` or a dict in
-    judgegraph's format) → ``{"conversation": Conversation, "windows": [Window, ...]}``,
+    """A node: the state's conversation (``conversation``, a :class:`Conversation`
+    or a dict in judgegraph's format, or ``messages``) → ``{"conversation":
+    Conversation, "windows": [Window, ...]}``,
     one window per exchange holding it and up to ``window_size - 1`` earlier
-    exchanges (:mod:`judgegraph.windows`). It reuses ``state["exchanges"]`` when a
-    report graph computed them once. ``window_size`` is checked here, when the
+    exchanges (:mod:`judgegraph.windows`). ``window_size`` is checked here, when the
     graph is built: ``< 1`` or not a whole number is a ``ValueError``."""
     check_window_size(window_size)
 
     def window_turns(state: Mapping[str, Any]) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
-        exs = state.get("exchanges")
-        if exs is None:
-            exs = exchanges(conversation)
-        return {"conversation": conversation, "windows": windows_from_exchanges(conversation, exs, window_size)}
+        conversation = conversation_of(state)
+        return {"conversation": conversation,
+                "windows": windows_from_exchanges(conversation, exchanges(conversation), window_size)}
 
     window_turns.__name__ = window_turns.__qualname__ = name
     return window_turns
@@ -251,74 +249,73 @@ def make_result(
         if v.verdict is None
     ]
     valid = [v for v in items if v.verdict is not None]
-    if strict_mode:
-        threshold = 1.0
     computed: float | None = None
-    passed: bool | None = None
-    status: Status
-    if not items:
-        status = "not_applicable"
-    elif not valid:
-        status = "error"
-    else:
+    if valid:
         computed = score(valid) if score else sum(1 for v in valid if v.verdict in positives) / len(valid)
-        if strict_mode and computed is not None:
-            computed = 1.0 if computed == 1.0 else 0.0
-        if computed is None or threshold is None:
-            status = "not_applicable"
-        else:
-            passed = computed >= threshold
-            status = "passed" if passed else "failed"
     if reason is None:
         reason = _default_reason(positives, locate, what)
-    text = reason if isinstance(reason, str) else reason(computed, threshold, items)
-    judge_name = judge if isinstance(judge, str) else judge.name
-    rule = None if isinstance(judge, str) else judge.rule
-    info = dict(details) if details is not None else {"verdicts": len(items), "judged": len(valid)}
-    if rule and "judge_rule" not in info:
-        info["judge_rule"] = rule
-    return MetricResult(
-        key=name,
-        conversation_id=conversation if isinstance(conversation, str) else conversation.id,
-        score=computed,
-        threshold=threshold,
-        passed=passed,
-        status=status,
-        reason=text,
-        judge=judge_name,
-        strict_mode=strict_mode,
-        value=value,
-        verdicts=items,
-        errors=errors,
-        usage=Usage.total(v.usage for v in items) + (usage or Usage()),
-        details=info,
+    text = reason if isinstance(reason, str) else reason(*strict(computed, threshold, strict_mode), items)
+    return build_result(
+        name, conversation, judge=judge, threshold=threshold, score=computed, strict_mode=strict_mode,
+        status="not_applicable" if valid and computed is None else None, reason=text, value=value,
+        verdicts=items, errors=errors, usage=Usage.total(v.usage for v in items) + (usage or Usage()),
+        details=details if details is not None else {"verdicts": len(items), "judged": len(valid)},
     )
 
 
-# Re-exported lazily from judgegraph.metrics.contextual (importing it here
-# would be circular: the metrics import this module). Retrieval-context steps:
-# extract_statements_step (nodes -> statements), judge_statements_step
-# (statements vs a user message), verify_step (second look at "no" verdicts),
-# and the models they read and write.
-CONTEXTUAL_EXPORTS = (
-    "extract_statements_step",
-    "judge_statements_step",
-    "verify_step",
-    "Statement",
-    "StatementVerdict",
-    "ExtractedStatements",
-    "StatementVerdicts",
-    "JudgeCall",
-)
+# -- human review --------------------------------------------------------------------
+
+REVIEW_NODE = "review_verdicts"
 
 
-def __getattr__(name: str) -> Any:
-    if name in CONTEXTUAL_EXPORTS:
-        import importlib
+def apply_review(verdicts: Sequence[Verdict], decisions: Any, *, by: str = "human") -> list[Any]:
+    """``verdicts`` with a person's ``decisions`` applied: ``{verdict id: {"verdict": ..., "reason": ...}}``
+    (or ``{id: "yes"}``, or a list of ``{"id", "verdict", "reason"}`` records; ``[]`` keeps every verdict —
+    LangGraph reads an empty dict given to ``Command(resume=...)`` as no answer). Each overridden verdict is validated by its own model, records ``review`` (who set it
+    and what the judge had said) and loses its judge error; the others are returned unchanged. An id that is not
+    one of the verdicts is a ``ValueError`` naming the known ids."""
+    if isinstance(decisions, (list, tuple)):  # [{"id": ..., "verdict": ..., "reason": ...}, ...]
+        decisions = {str(d["id"]): {k: x for k, x in d.items() if k != "id"} for d in decisions}
+    decisions = {str(k): d for k, d in (decisions or {}).items()}
+    by_id = {v.id: v for v in verdicts}
+    unknown = sorted(set(map(str, decisions)) - set(by_id))
+    if unknown:
+        raise ValueError(f"review: no verdict with id {', '.join(unknown)}; the verdicts are {', '.join(by_id)}")
+    out = []
+    for v in verdicts:
+        decision = decisions.get(v.id)
+        if decision is None:
+            out.append(v)
+            continue
+        decision = {"verdict": decision} if isinstance(decision, str) else dict(decision)
+        review = Review(by=decision.pop("by", by), judge_verdict=v.verdict, judge_reason=v.reason,
+                        note=decision.pop("note", ""))
+        data = {**v.model_dump(), "reason": decision.get("reason", v.reason), **decision,
+                "error": None, "review": review}
+        out.append(type(v).model_validate(data))
+    return out
 
-        contextual = importlib.import_module(".metrics.contextual", __package__)
-        try:
-            return getattr(contextual, name)
-        except AttributeError:
-            raise AttributeError(f"judgegraph.metrics.contextual provides no {name!r}") from None
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def review_node(
+    metric: str,
+    *,
+    read: Callable[[Mapping[str, Any]], Sequence[Verdict]] = lambda state: state.get("verdicts") or [],
+    write: str = "verdicts",
+) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """A ``review_verdicts`` node: it interrupts the run (``langgraph.types.interrupt``; the graph needs a
+    checkpointer) with ``{"metric", "verdicts": [{id, verdict, reason, turns, error}, ...]}``; resuming with
+    ``Command(resume={verdict id: {"verdict": ..., "reason": ...}})`` (``[]`` keeps them all) overrides the chosen
+    verdicts (:func:`apply_review`), and the next node computes the score from the reviewed verdicts."""
+    from langgraph.types import interrupt
+
+    def review_verdicts(state: Mapping[str, Any]) -> dict[str, Any]:
+        verdicts = list(read(state))
+        if not verdicts:
+            return {}
+        shown = [{"id": v.id, "verdict": v.verdict, "reason": v.reason, "turns": v.turns, "error": v.error}
+                 for v in verdicts]
+        decisions = interrupt({"metric": metric, "verdicts": shown})
+        return {write: apply_review(verdicts, decisions)}
+
+    review_verdicts.__name__ = review_verdicts.__qualname__ = REVIEW_NODE
+    return review_verdicts

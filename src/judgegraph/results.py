@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
+
+if TYPE_CHECKING:
+    from .judges.base import Judge
 
 Status = Literal["passed", "failed", "error", "not_applicable"]
 
@@ -47,11 +51,26 @@ class JudgeErrorInfo(BaseModel):
     attempts: int = 0
 
 
+class Review(BaseModel):
+    """A person's decision on a verdict (``review_verdicts``), with what the judge had said."""
+
+    by: str = "human"
+    judge_verdict: str | None = None
+    judge_reason: str = ""
+    note: str = ""
+
+
 class Verdict(BaseModel):
     """One judgement inside a metric. Metrics subclass it with their own fields
-    (a window, a statement, a goal); ``verdict`` is None when the judge failed."""
+    (a window, a statement, a goal); ``verdict`` is None when the judge failed.
+
+    Each verdict has an :attr:`id` — its window, statement, goal or turn, from
+    the fields named in ``id_fields`` — and graph state keeps verdicts keyed by
+    it (:func:`merge_verdicts`): a state update or a review with a verdict of
+    the same id replaces it, never adds one."""
 
     model_config = ConfigDict(extra="allow")
+    id_fields: ClassVar[tuple[str, ...]] = ("turns",)
 
     turns: list[int] = Field(default_factory=list)  # conversation turn indices (0-based) it is about
     verdict: str | None = None
@@ -60,13 +79,33 @@ class Verdict(BaseModel):
     error: str | None = None
     attempts: int = 0
     usage: Usage = Field(default_factory=Usage)
+    review: Review | None = None  # set when a person decided this verdict
 
     @property
     def relevant(self) -> bool | None:
         return None if self.verdict is None else self.verdict == "yes"
 
+    @property
+    def id(self) -> str:
+        """``"3"`` (window 3), ``"2/0,1/1/4"`` (exchange/turns/node/statement): what identifies it in its metric."""
+        parts = []
+        for name in self.id_fields:
+            value = getattr(self, name, None)
+            parts.append(",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value))
+        return "/".join(parts) or "conversation"
+
+
+def merge_verdicts(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
+    """Reducer for verdict lists: keyed by :attr:`Verdict.id`; a verdict whose
+    id is already there replaces it (in place), a new one is added."""
+    merged = {v.id: v for v in left or []}
+    for v in right or []:
+        merged[v.id] = v
+    return list(merged.values())
+
 
 class WindowVerdict(Verdict):
+    id_fields: ClassVar[tuple[str, ...]] = ("window",)
     window: int  # index of the window == index of its last exchange
     reply: str = ""  # the judged reply, for reading results without the input file
     verdict: Literal["yes", "no"] | None = None
@@ -115,6 +154,72 @@ class MetricResult(BaseModel):
                 "usage": self.usage.model_dump(),
             },
         }
+
+
+def strict(score: float | None, threshold: float | None, strict_mode: bool) -> tuple[float | None, float | None]:
+    """deepeval's strict mode: the score 1 when it is 1, else 0; the threshold 1."""
+    if not strict_mode:
+        return score, threshold
+    return (None if score is None else 1.0 if score == 1.0 else 0.0), 1.0
+
+
+def build_result(
+    name: str,
+    conversation: Any,
+    *,
+    judge: Judge | str,
+    threshold: float | None,
+    score: float | None = None,
+    strict_mode: bool = False,
+    status: Literal["error", "not_applicable"] | None = None,
+    reason: str = "",
+    value: Any = None,
+    verdicts: Iterable[Verdict] = (),
+    errors: Iterable[JudgeErrorInfo] = (),
+    usage: Usage | None = None,
+    details: Mapping[str, Any] | None = None,
+) -> MetricResult:
+    """The one place a :class:`MetricResult` is made; every metric's result goes
+    through it, so every metric follows the same status rules:
+
+    * ``strict_mode``: the threshold is 1 and the score 1 when it is 1, else 0;
+    * ``status`` forced to ``error`` or ``not_applicable`` (nothing was judged,
+      or the metric does not apply): score and passed are None;
+    * no score: ``error`` when there are judge errors (nothing could be
+      judged), else ``not_applicable`` (nothing to judge);
+    * a score and no threshold: ``not_applicable`` with the score kept
+      (recorded, not gated: it never fails a run);
+    * a score and a threshold: ``passed`` when ``score >= threshold``, else ``failed``.
+
+    ``conversation`` is a Conversation or its id; ``judge`` a Judge or its name
+    (a non-LLM judge's rule is added to ``details`` as ``judge_rule``)."""
+    errors = list(errors)
+    score, threshold = strict(score, threshold, strict_mode)
+    if status is not None:
+        score = None
+    elif score is None:
+        status = "error" if errors else "not_applicable"
+    passed = None if score is None or threshold is None or status is not None else score >= threshold
+    info = dict(details or {})
+    rule = None if isinstance(judge, str) else judge.rule
+    if rule and "judge_rule" not in info:
+        info["judge_rule"] = rule
+    return MetricResult(
+        key=name,
+        conversation_id=conversation if isinstance(conversation, str) else conversation.id,
+        score=score,
+        threshold=threshold,
+        passed=passed,
+        status=status or ("not_applicable" if passed is None else "passed" if passed else "failed"),
+        reason=reason,
+        judge=judge if isinstance(judge, str) else judge.name,
+        strict_mode=strict_mode,
+        value=value,
+        verdicts=list(verdicts),
+        errors=errors,
+        usage=usage or Usage(),
+        details=info,
+    )
 
 
 def merge_results(left: dict[str, MetricResult] | None, right: dict[str, MetricResult] | None):

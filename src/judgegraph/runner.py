@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from .judges import Judge
+from .judges import Judge, NeedsLLMJudge
 from .loaders import InputError, LoadedConversation
 from .metrics import canonical_name, get_metric
 from .report import build_report_graph
-from .results import MetricResult, Usage
+from .results import JudgeErrorInfo, MetricResult, Usage, build_result
+from .state import MetricInput, MetricOutput, conversation_of
 
 
 @dataclass
@@ -85,21 +87,39 @@ class MetricPlan:
     def check(self) -> None:
         """Build each chosen metric once with the overrides, so a bad setting
         (e.g. conversational-guidelines without guidelines) is a usage error
-        before any work, not an error in every conversation."""
+        before any work, not an error in every conversation. A metric that
+        needs an LLM judge is not a usage error: each conversation gets its
+        error result (:meth:`build`) and the other metrics run."""
         for name in self.metrics or []:
-            spec = get_metric(name)
-            spec.factory(judge=self.judge, **{k: v for k, v in self.overrides.items() if k in spec.options})
+            self.build(name, {k: v for k, v in self.overrides.items() if k in get_metric(name).options})
+
+    def build(self, name: str, options: dict[str, Any]) -> CompiledStateGraph:
+        """The metric graph, or — when the metric needs an LLM judge and the
+        run's judge is not one — a graph that gives that metric's error result."""
+        try:
+            return get_metric(name).factory(model=self.judge, **options)
+        except NeedsLLMJudge as exc:
+            return unavailable_metric(name, self.judge, str(exc))
 
     def metric_options(self, item: LoadedConversation) -> list[tuple[str, dict[str, Any]]]:
-        hinted = item.options.get("metric")
-        names = self.metrics or ([canonical_name(hinted)] if hinted else ["turn_relevancy"])
+        """(metric, options) for each metric run on this conversation: one per
+        assertion the file asks for (two promptfoo assertions: two results), with
+        ``name`` set where a result needs its own key and ``negate`` for a
+        ``not-`` assertion."""
+        asked = [a for a in (item.assertions or (item.options,)) if a.get("metric")]
+        names = self.metrics or list(dict.fromkeys(canonical_name(a["metric"]) for a in asked)) or ["turn_relevancy"]
         chosen = []
         for name in names:
             spec = get_metric(name)
-            file_opts = item.options if (not hinted or canonical_name(hinted) == name) else {}
-            opts = {k: v for k, v in file_opts.items() if k in spec.options}
-            opts.update({k: v for k, v in self.overrides.items() if k in spec.options})
-            chosen.append((name, opts))
+            mine = [a for a in asked if canonical_name(a["metric"]) == name]
+            for file_opts in (mine if asked else [item.options]) or [{}]:
+                opts = {k: v for k, v in file_opts.items() if k in spec.options}
+                opts.update({k: v for k, v in self.overrides.items() if k in spec.options})
+                if file_opts.get("key"):
+                    opts["name"] = file_opts["key"]
+                if file_opts.get("negate"):
+                    opts["negate"] = True
+                chosen.append((name, opts))
         return chosen
 
     def report_for(self, item: LoadedConversation) -> CompiledStateGraph:
@@ -109,9 +129,73 @@ class MetricPlan:
         chosen = self.metric_options(item)
         key = repr([(name, sorted(opts.items())) for name, opts in chosen])
         if key not in self._graphs:
-            metrics = [get_metric(name).factory(judge=self.judge, **opts) for name, opts in chosen]
+            metrics = []
+            for name, opts in chosen:
+                negate = opts.pop("negate", False)
+                graph = self.build(name, opts)
+                metrics.append(_negated(graph, opts.get("name", name)) if negate else graph)
             self._graphs[key] = build_report_graph(metrics).compile(name="report")
         return self._graphs[key]
+
+
+class _NegatedState(MetricInput, MetricOutput):
+    pass
+
+
+def _negated(metric: CompiledStateGraph, key: str) -> CompiledStateGraph:
+    """``metric`` followed by :func:`negate_result` on its result ``key``."""
+
+    def negate(state: _NegatedState) -> dict[str, Any]:
+        return {"results": {key: negate_result(state["results"][key])}}
+
+    builder = StateGraph(_NegatedState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("metric", metric)
+    builder.add_node("negate", negate)
+    builder.add_edge(START, "metric")
+    builder.add_edge("metric", "negate")
+    builder.add_edge("negate", END)
+    return builder.compile(name=key)
+
+
+def negate_result(result: MetricResult) -> MetricResult:
+    """A negated assertion's result (promptfoo's ``not-`` rules for scored
+    assertions): passes when the score is at or below the threshold; the score
+    becomes ``1 - score``. A result that could not be judged (error, not
+    applicable, no score) is never flipped into a pass: it is returned as is,
+    its reason saying so."""
+    note = f"negated assertion {result.key!r}"
+    if result.status in ("error", "not_applicable") or result.score is None or result.threshold is None:
+        return result.model_copy(update={"reason": f"{note}: not flipped ({result.status}); {result.reason}",
+                                         "details": {**result.details, "negated": True}})
+    passed = result.score <= result.threshold
+    return result.model_copy(update={
+        "score": 1.0 - result.score,
+        "passed": passed,
+        "status": "passed" if passed else "failed",
+        "reason": (f"{note}: passes when the metric's score {result.score:.2f} is at or below the threshold "
+                   f"{result.threshold:g} — {'it is' if passed else 'it is not'}; the metric said: {result.reason}"),
+        "details": {**result.details, "negated": True, "metric_score": result.score, "metric_passed": result.passed},
+    })
+
+
+class UnavailableState(MetricInput, MetricOutput, total=False):
+    pass
+
+
+def unavailable_metric(name: str, judge: Judge, message: str) -> CompiledStateGraph:
+    """A one-node graph whose result is ``name``'s error: the metric could not
+    be built with ``judge`` (``message`` says why). No call is made."""
+
+    def reduce_score(state: dict[str, Any]) -> dict[str, Any]:
+        error = JudgeErrorInfo(where="conversation", step=name, message=message)
+        result = build_result(name, conversation_of(state), judge=judge, threshold=None, status="error",
+                              reason=message, errors=[error])
+        return {"results": {name: result}}
+
+    builder = StateGraph(UnavailableState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("reduce_score", reduce_score)
+    builder.add_edge(START, "reduce_score")
+    return builder.compile(name=name)
 
 
 async def evaluate_async(

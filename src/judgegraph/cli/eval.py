@@ -32,7 +32,10 @@ def register(sub: Any) -> None:
     ev.add_argument("--role", help="role-adherence: the chatbot's role (default: each conversation's chatbot_role)")
     ev.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once, across all conversations (default 16)")
     ev.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the model's output is invalid (default 3)")
+    ev.add_argument("--allow-outside-files", action="store_true", default=None, help="promptfoo file:// references may leave the config file's folder")
     ev.add_argument("--out", default="judgegraph-results.jsonl", help="where the full results go (default %(default)s)")
+    ev.add_argument("--html", metavar="FILE", help="also write an HTML report of the results (judgegraph report)")
+    ev.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per conversation × metric")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.add_argument("-q", "--quiet", action="store_true", help="no table, only the summary line")
     ml = ev.add_argument_group("MLflow", "judge the trace sessions of an MLflow experiment (pip install 'judgegraph[mlflow]')")
@@ -54,7 +57,9 @@ def _judge(args: argparse.Namespace):
         kwargs["base_url"] = args.base_url
     if args.model is None and args.base_url and not getattr(args, "embeddings", None):
         raise ValueError("--base-url needs --model (the model name the server serves) or --embeddings")
-    return resolve_judge(model=args.model, max_concurrency=args.concurrency, max_tries=args.max_tries, **kwargs)
+    if args.model is None:
+        return resolve_judge()
+    return resolve_judge(args.model, max_concurrency=args.concurrency, max_tries=args.max_tries, **kwargs)
 
 
 def _bad_number(args: argparse.Namespace) -> str | None:
@@ -78,7 +83,13 @@ def _fmt_score(score: float | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
     from rich.table import Table
 
     from ..loaders import load_files
@@ -111,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE
 
-    loaded = load_files(args.files)
+    loaded = load_files(args.files, allow_outside_files=args.allow_outside_files)
     sessions = _load_mlflow(args, loaded) if args.mlflow_uri else []
     if judge.kind == "offline":
         err.print("judge: [bold]offline[/] all-MiniLM-L6-v2 sentence embeddings (no LLM, no API key; pass --model for an LLM judge)")
@@ -136,6 +147,10 @@ def run(args: argparse.Namespace) -> int:
                                                  max_conversations=max(4, args.concurrency * 2)))
     finally:
         writer.close()
+    if args.junit:
+        from ..apps.junit import write_junit
+
+        write_junit(args.out, args.junit)
     summary.input_errors = list(loaded.errors)
     logged = None
     if args.log_assessments:
@@ -175,6 +190,11 @@ def run(args: argparse.Namespace) -> int:
         f"{f', {failed_runs} failed runs' if failed_runs else ''}. "
         f"judge: {judge.name} ({cost}). results: {args.out}"
     )
+    if args.html:
+        from .report import html_after_eval
+
+        if html_after_eval(args, plan, loaded) != 0 and summary.exit_code < EXIT_ERRORS:
+            return EXIT_ERRORS
     if logged is not None:
         out.print(f"MLflow: {logged} (experiment {args.experiment!r} at {args.mlflow_uri})")
         if logged.failures:

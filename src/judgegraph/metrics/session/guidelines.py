@@ -14,25 +14,40 @@ score (all of them not applicable → status ``not_applicable``).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
-
-from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
+from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field, field_validator, model_validator
+from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
+    TypedDict,
+    Unpack,
+)
 
-from ...conversation import Conversation, as_conversation
-from ...judges import Judge, JudgeOutcome, JudgeRequest
+from ...compiling import CompileOptions
+from ...conversation import Conversation
+from ...judges import JudgeOutcome, JudgeRequest, ModelLike
 from ...nodes import conversation_json, judge_step
-from ...results import MetricResult, Usage, Verdict, merge_results
+from ...results import MetricResult, Usage, Verdict, merge_results, merge_verdicts
+from ...state import conversation_of
 from .common import (
-    SessionSettings, cited_turns, clause, compile_session_judge, early_result, lower, needs_llm, not_applicable,
-    outcome_info, quote, role_indices, session_graph, share_result, tally, turn_label,
+    SessionSettings,
+    cited_turns,
+    clause,
+    compile_session_judge,
+    early_result,
+    lower,
+    not_applicable,
+    outcome_info,
+    quote,
+    role_indices,
+    session_graph,
+    share_result,
+    tally,
+    turn_label,
 )
 
 JUDGE_STEP = "conversational_guidelines/judge_guideline"
@@ -71,6 +86,8 @@ class GuidelineJudgement(BaseModel):
 class GuidelineVerdict(Verdict):
     """One guideline: ``verdict`` "yes" | "no" | "not_applicable" | None (judge
     error); ``turns`` = the violating assistant turns (0-based)."""
+
+    id_fields: ClassVar[tuple[str, ...]] = ("index",)
 
     guideline: str
     index: int  # position in the guidelines list
@@ -114,14 +131,14 @@ class GuidelineTask(TypedDict):
 class GuidelinesState(TypedDict, total=False):
     conversation: Conversation | dict[str, Any]
     exchanges: list[Any]
-    verdicts: Annotated[list[GuidelineVerdict], operator.add]
+    verdicts: Annotated[list[GuidelineVerdict], merge_verdicts]
     results: Annotated[dict[str, MetricResult], merge_results]
 
 
 def fan_out(settings: GuidelineSettings):
     def route(state: GuidelinesState) -> list[Send] | str:
-        conversation = as_conversation(state["conversation"])
-        if needs_llm(settings.judge, TASKS) or not role_indices(conversation, "assistant"):
+        conversation = conversation_of(state)
+        if not role_indices(conversation, "assistant"):
             return "reduce_score"
         transcript = conversation_json(conversation)
         return [Send("judge_guideline", GuidelineTask(index=i, guideline=g, conversation=conversation,
@@ -153,9 +170,9 @@ def _label(v: GuidelineVerdict) -> str:
 
 def _reduce_score(settings: GuidelineSettings):
     def reduce_score(state: GuidelinesState) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
+        conversation = conversation_of(state)
         has_assistant = bool(role_indices(conversation, "assistant"))
-        if early := early_result(settings, conversation, TASKS, JUDGE_STEP, has_assistant,
+        if early := early_result(settings, conversation, has_assistant,
                                  "No assistant turn: there is nothing to hold to the guidelines."):
             return {"results": {settings.name: early}}
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.index)
@@ -192,14 +209,12 @@ def build_guidelines_graph(settings: GuidelineSettings) -> StateGraph:
 def create_conversational_guidelines_judge(
     *,
     guidelines: Sequence[str] | str | None = None,
-    model: Any = None,
-    judge: Judge | None = None,
+    model: ModelLike = None,
     threshold: float = 0.5,
     strict_mode: bool = False,
-    max_concurrency: int = 16,
-    max_tries: int = 3,
+    review: bool = False,
     name: str = "conversational_guidelines",
-    **model_kwargs: Any,
+    **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Did the assistant follow each of ``guidelines`` throughout the conversation?
 
@@ -208,9 +223,9 @@ def create_conversational_guidelines_judge(
     One call per guideline, concurrently. No guidelines → ValueError."""
     checked = check_guidelines(guidelines)
     return compile_session_judge(
-        build_guidelines_graph, GuidelineSettings, name=name, threshold=threshold, strict_mode=strict_mode,
-        guidelines=checked, model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
-        model_kwargs=model_kwargs,
+        build_guidelines_graph, GuidelineSettings, name=name, threshold=threshold, strict_mode=strict_mode, review=review,
+        guidelines=checked, tasks=TASKS, model=model, compile=compile,
+        factory=create_conversational_guidelines_judge,
     )
 
 

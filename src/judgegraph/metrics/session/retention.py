@@ -17,24 +17,41 @@
 
 from __future__ import annotations
 
-import operator
-from typing import Annotated, Any, Literal
-
-from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
+from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field, field_validator, model_validator
+from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
+    TypedDict,
+    Unpack,
+)
 
-from ...conversation import Conversation, as_conversation
-from ...judges import Judge, JudgeOutcome, JudgeRequest
+from ...compiling import CompileOptions
+from ...conversation import Conversation
+from ...judges import JudgeOutcome, JudgeRequest, ModelLike
 from ...nodes import conversation_json, judge_step
-from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results
+from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results, merge_verdicts
+from ...state import conversation_of
 from .common import (
-    SessionSettings, cited_turns, clause, compile_session_judge, conversation_request, early_result, error_info,
-    error_result, lower, not_applicable, outcome_info, quote, role_indices, route_start, session_graph,
-    share_result, tally,
+    SessionSettings,
+    cited_turns,
+    clause,
+    compile_session_judge,
+    conversation_request,
+    early_result,
+    error_info,
+    error_result,
+    lower,
+    not_applicable,
+    outcome_info,
+    quote,
+    role_indices,
+    route_start,
+    session_graph,
+    share_result,
+    tally,
 )
 
 EXTRACT_STEP = "knowledge_retention/extract_facts"
@@ -94,6 +111,8 @@ class RetentionVerdict(Verdict):
     """One assistant turn: ``verdict`` "yes" (retained), "no" (a lapse), None
     (judge error). ``turns`` = the judged turn + the turns that stated the facts it lost."""
 
+    id_fields: ClassVar[tuple[str, ...]] = ("turn",)
+
     turn: int  # 0-based index of the judged assistant turn
     reply: str = ""
     lapses: list[LapseInfo] = Field(default_factory=list)
@@ -118,7 +137,7 @@ class RetentionState(TypedDict, total=False):
     dropped_facts: int
     extract_errors: list[JudgeErrorInfo]
     extract_usage: Usage
-    verdicts: Annotated[list[RetentionVerdict], operator.add]
+    verdicts: Annotated[list[RetentionVerdict], merge_verdicts]
     results: Annotated[dict[str, MetricResult], merge_results]
 
 
@@ -139,7 +158,7 @@ def _extract_facts(settings: SessionSettings):
     build = conversation_request("fact_extraction", EXTRACT_STEP, Facts)
 
     def finish(state: RetentionState, outcome: JudgeOutcome) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
+        conversation = conversation_of(state)
         update: dict[str, Any] = {"conversation": conversation, "extract_usage": outcome.usage, "facts": []}
         if not outcome.ok:
             update["extract_errors"] = [error_info("conversation", EXTRACT_STEP, outcome.error, outcome.attempts)]
@@ -163,7 +182,7 @@ def _extract_facts(settings: SessionSettings):
 
 
 def fan_out_turns(state: RetentionState) -> list[Send] | str:
-    conversation = as_conversation(state["conversation"])
+    conversation = conversation_of(state)
     facts = state.get("facts") or []
     turns = judged_turns(conversation, facts)
     if not turns:
@@ -209,8 +228,8 @@ def _describe(v: RetentionVerdict) -> str:
 
 def _reduce_score(settings: SessionSettings):
     def reduce_score(state: RetentionState) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
-        if early := early_result(settings, conversation, TASKS, EXTRACT_STEP, _has_replies(conversation),
+        conversation = conversation_of(state)
+        if early := early_result(settings, conversation, _has_replies(conversation),
                                  "No assistant turn after a user turn: there is nothing to retain."):
             return {"results": {settings.name: early}}
         facts = state.get("facts") or []
@@ -250,7 +269,7 @@ def _reduce_score(settings: SessionSettings):
 def build_retention_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     return session_graph(
-        settings, RetentionState, route_start(settings, TASKS, "extract_facts", _has_replies),
+        settings, RetentionState, route_start("extract_facts", _has_replies),
         [("extract_facts", _extract_facts(settings)), ("check_turn", _check_turn(settings))],
         _reduce_score(settings), fan_out=fan_out_turns,
     )
@@ -258,14 +277,12 @@ def build_retention_graph(settings: SessionSettings) -> StateGraph:
 
 def create_knowledge_retention_judge(
     *,
-    model: Any = None,
-    judge: Judge | None = None,
+    model: ModelLike = None,
     threshold: float = 0.5,
     strict_mode: bool = False,
-    max_concurrency: int = 16,
-    max_tries: int = 3,
+    review: bool = False,
     name: str = "knowledge_retention",
-    **model_kwargs: Any,
+    **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Does each assistant turn keep the facts the user stated before it?
 
@@ -274,8 +291,8 @@ def create_knowledge_retention_judge(
     (default 0.5). Calls: 1 extraction + 1 per assistant turn after the first
     fact. Needs an LLM judge."""
     return compile_session_judge(
-        build_retention_graph, name=name, threshold=threshold, strict_mode=strict_mode,
-        model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries, model_kwargs=model_kwargs,
+        build_retention_graph, name=name, threshold=threshold, strict_mode=strict_mode, review=review,
+        tasks=TASKS, model=model, compile=compile, factory=create_knowledge_retention_judge,
     )
 
 
