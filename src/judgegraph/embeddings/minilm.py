@@ -474,7 +474,7 @@ class _MiniLMModel:
             layer.ln2_w = get(p + "output.LayerNorm.weight")
             layer.ln2_b = get(p + "output.LayerNorm.bias")
             self.layers.append(layer)
-        del w
+        w.clear()  # the weights now live in the arrays above
 
     # ---- tokenisation -----------------------------------------------------
 
