@@ -186,7 +186,7 @@ def unavailable_metric(name: str, judge: Judge, message: str) -> CompiledStateGr
     """A one-node graph whose result is ``name``'s error: the metric could not
     be built with ``judge`` (``message`` says why). No call is made."""
 
-    def reduce_score(state: dict[str, Any]) -> dict[str, Any]:
+    def reduce_score(state: UnavailableState) -> dict[str, Any]:
         error = JudgeErrorInfo(where="conversation", step=name, message=message)
         result = build_result(name, conversation_of(state), judge=judge, threshold=None, status="error",
                               reason=message, errors=[error])

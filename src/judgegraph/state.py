@@ -11,10 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    NotRequired,
-    TypedDict,
-)
+from typing_extensions import NotRequired, TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from .conversation import Conversation, as_conversation, from_messages
 from .results import MetricResult, merge_results
@@ -26,6 +23,16 @@ class MetricInput(TypedDict):
 
 
 class MetricOutput(TypedDict):
+    results: Annotated[dict[str, MetricResult], merge_results]
+
+
+class MetricState(TypedDict, total=False):
+    """What every metric graph's state holds besides its own keys: the input
+    (``conversation`` or ``messages``) and the ``results`` it writes. Metric
+    states extend it: ``class RelevancyState(MetricState, total=False): ...``."""
+
+    conversation: Conversation | dict[str, Any]
+    messages: list[Any]
     results: Annotated[dict[str, MetricResult], merge_results]
 
 

@@ -22,7 +22,7 @@ from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 __all__ = ["EXIT_ERRORS", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 
 #: Subcommand modules, in the order ``judgegraph --help`` lists them.
-SUBCOMMANDS = ("eval", "report", "graph", "simulate", "metrics")
+SUBCOMMANDS = ("eval", "rejudge", "report", "graph", "simulate", "cache", "metrics")
 
 
 def parser() -> argparse.ArgumentParser:
