@@ -138,13 +138,10 @@ class Judge(ABC):
         return self.cache.get_or_compute(key, compute)
 
     def prepare(self, request: JudgeRequest) -> None:
-        """Load what judging ``request``'s step reads from disk (its prompt file):
-        :meth:`arun` calls it once per step in a worker thread, so no file is read
-        on the event loop (``langgraph dev`` raises on blocking calls there)."""
-        if request.prompt is None:
-            from ..prompts import load_prompt
-
-            load_prompt(request.step)
+        """Load what judging ``request``'s step reads from disk (an LLM judge: its
+        prompt file): :meth:`arun` calls it once per step in a worker thread, so
+        no file is read on the event loop (``langgraph dev`` raises on blocking
+        calls there). Nothing by default."""
 
     async def arun(self, request: JudgeRequest) -> JudgeOutcome:
         prepared = self.__dict__.setdefault("_prepared", set())

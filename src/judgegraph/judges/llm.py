@@ -490,7 +490,10 @@ class LLMJudge(Judge):
 
     def prepare(self, request: JudgeRequest) -> None:
         """The prompt file and the tokenizer (re-asks and unreported usage count tokens)."""
-        super().prepare(request)
+        if request.prompt is None:
+            from ..prompts import load_prompt
+
+            load_prompt(request.step)
         _encoding()
 
     async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
