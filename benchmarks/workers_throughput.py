@@ -29,9 +29,11 @@ import asyncio
 import multiprocessing
 import os
 import resource
+import socket
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from relevancy_throughput import make_conversations, responder
@@ -43,7 +45,24 @@ from judgegraph.testing.openai_server import FakeOpenAIServer
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def serve(latency: float, conn) -> None:
+def _send_at_once() -> None:
+    """In the server's own process: replies go out at once, as real endpoints send them (uvicorn and nginx set
+    TCP_NODELAY). The loopback server writes headers and body separately; without this, Nagle's algorithm holds
+    the body until the client's delayed ACK, ~40-60 ms per call that are not the judge's time."""
+    from judgegraph.testing import openai_server
+
+    setup = openai_server._Handler.setup
+
+    def setup_nodelay(self) -> None:
+        setup(self)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    openai_server._Handler.setup = setup_nodelay  # type: ignore[method-assign]
+
+
+def serve(latency: float, conn, nodelay: bool = True) -> None:
+    if nodelay:
+        _send_at_once()
     with FakeOpenAIServer(responder, latency=latency) as server:
         conn.send(server.base_url)
         conn.recv()
@@ -69,7 +88,7 @@ async def measure(spec: PlanSpec, items, workers: int, concurrency: int, *, in_p
     t_start = time.perf_counter()
     plan = spec.build()
     warm = make_conversations(10_000 + workers, 1)[10_000:]  # one per worker, texts of their own
-    run_kw = {"max_conversations": max(4, concurrency * 2)}
+    run_kw: dict[str, Any] = {"max_conversations": max(4, concurrency * 2)}
     if in_process is None:
         in_process = workers == 1
     if in_process:
@@ -98,9 +117,9 @@ async def measure(spec: PlanSpec, items, workers: int, concurrency: int, *, in_p
         "cpu_ms_per_call": 1000 * cpu / calls if calls else float("nan"), "peak_rss_mb_per_process": mem}
 
 
-def with_server(latency: float, fn):
+def with_server(latency: float, fn, nodelay: bool = True):
     parent, child = multiprocessing.Pipe()
-    proc = multiprocessing.Process(target=serve, args=(latency, child), daemon=True)
+    proc = multiprocessing.Process(target=serve, args=(latency, child, nodelay), daemon=True)
     proc.start()
     try:
         base_url = parent.recv()
@@ -118,11 +137,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=600, help="windows judged per configuration in part 1 (default 600)")
     ap.add_argument("--skip-bound", action="store_true", help="no part 2")
+    ap.add_argument("--nagle", action="store_true",
+                    help="leave the loopback server's sockets as they are (replies held ~40 ms by Nagle + delayed ACK)")
     ap.add_argument("--offline-windows", type=int, default=100,
                     help="part 3: windows judged by the offline judge in process, with 1 and 2 workers "
                          "(default 100; 0 skips)")
     args = ap.parse_args()
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; loopback server "
+          f"{'as it is (Nagle on)' if args.nagle else 'replying at once (TCP_NODELAY)'} in its own process")
 
     # Part 1: throughput at 5 ms, concurrency 64.
     conc = 64
@@ -134,7 +156,7 @@ def main() -> int:
                         {"window_size": 10})
         return [asyncio.run(measure(spec, items, w, conc)) for w in (1, 2)]
 
-    results, _ = with_server(0.005, part1)
+    results, _ = with_server(0.005, part1, not args.nagle)
     print("\n1) latency 5 ms, concurrency 64 (total)")
     print(f"{'workers':>7} {'calls':>6} {'errors':>6} {'wall s':>7} {'calls/s':>8} {'CPU ms/call':>11} {'start s':>7} "
           f"{'peak RSS MB/proc':>16}")
@@ -154,7 +176,7 @@ def main() -> int:
                                                  "max_concurrency": conc, "cache": False}, {"window_size": 10})
             return asyncio.run(measure(spec, items, 2, conc))
 
-        r, served = with_server(latency, part2)
+        r, served = with_server(latency, part2, not args.nagle)
         bound = r["calls"] * latency / conc
         ratio = r["wall_s"] / bound
         ratio_all = (r["wall_s"] + r["startup_s"]) / bound

@@ -45,8 +45,9 @@ def test_a_worker_rebuilds_the_judge_from_settings_not_objects():
     assert PlanSpec(None, {}).kind == "offline" and PlanSpec(None, {"model": "openai:x"}).kind == "llm"
 
 
-def test_auto_workers_one_per_core_up_to_4():
-    assert [auto_workers(cpus=c) for c in (1, 2, 3, 32)] == [1, 2, 3, 4]
+def test_auto_workers_one_per_core_up_to_4_for_an_llm_judge():
+    assert [auto_workers("llm", cpus=c) for c in (1, 2, 3, 32)] == [1, 2, 3, 4]
+    assert auto_workers("offline", cpus=8) == 1
 
 
 def test_ray_is_not_imported_unless_asked_for():
@@ -66,6 +67,7 @@ def test_cli_workers_auto_starts_processes_only_for_big_runs():
 
     auto = Namespace(workers="auto", ray=None)
     assert _workers(auto, AUTO_MIN_CONVERSATIONS - 1) == 1
-    assert _workers(auto, AUTO_MIN_CONVERSATIONS) == auto_workers()
+    assert _workers(auto, AUTO_MIN_CONVERSATIONS) == auto_workers("llm")
+    assert _workers(auto, AUTO_MIN_CONVERSATIONS, "offline") == 1
     assert _workers(Namespace(workers="auto", ray="127.0.0.1:6379"), 10_000) is None  # Ray: one actor per CPU
     assert _workers(Namespace(workers=3, ray=None), 5) == 3

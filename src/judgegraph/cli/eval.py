@@ -53,7 +53,7 @@ def register(sub: Any) -> None:
     sc = ev.add_argument_group("scale", "judge on every core, or on a Ray cluster (docs/scale.md)")
     sc.add_argument("--workers", type=_workers_arg, default="auto", metavar="N",
                     help="worker processes, each with its own event loop; --concurrency is the total of all of them "
-                         "(default auto: one per core, up to 4, for 64+ conversations; else 1)")
+                         "(default auto: one per core, up to 4, for an LLM judge and 64+ conversations; else 1)")
     sc.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS",
                     help="run on a Ray cluster (pip install 'judgegraph[ray]'): ADDRESS such as 10.0.0.5:6379, or none "
                          "for the cluster ray.init() finds; --workers actors (default one per cluster CPU)")
@@ -99,7 +99,7 @@ def _workers_arg(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
 
 
-def _workers(args: argparse.Namespace, conversations: int) -> int | None:
+def _workers(args: argparse.Namespace, conversations: int, kind: str = "llm") -> int | None:
     """``--workers``, with ``auto`` resolved (measured: docs/scale.md); None on
     Ray: one actor per CPU of the cluster."""
     from ..scale.spec import AUTO_MIN_CONVERSATIONS, auto_workers
@@ -108,7 +108,7 @@ def _workers(args: argparse.Namespace, conversations: int) -> int | None:
         return int(args.workers)
     if args.ray:
         return None
-    return 1 if conversations < AUTO_MIN_CONVERSATIONS else auto_workers()
+    return 1 if conversations < AUTO_MIN_CONVERSATIONS else auto_workers(kind)
 
 
 def _bad_number(args: argparse.Namespace) -> str | None:
@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
             async def judged():
                 from ..scale import PlanSpec, judge_pool
 
-                workers = _workers(args, len(loaded.conversations))
+                workers = _workers(args, len(loaded.conversations), judge.kind)
                 spec = PlanSpec(args.metrics, _judge_settings(args), overrides)
                 async with judge_pool(spec, workers=workers, ray=args.ray) as judge_one:  # None: this process
                     return await evaluate_async(loaded.conversations, plan, on_outcome=done, judge_one=judge_one,

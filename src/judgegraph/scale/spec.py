@@ -58,12 +58,14 @@ class PlanSpec:
 AUTO_MIN_CONVERSATIONS = 64
 
 
-def auto_workers(cpus: int | None = None) -> int:
+def auto_workers(kind: str = "llm", cpus: int | None = None) -> int:
     """The default number of worker processes (for runs of at least
     :data:`AUTO_MIN_CONVERSATIONS`), measured on a 2-core machine
-    (docs/scale.md): one per core, up to 4. An LLM judge's event loop is bound
-    by one core of client CPU (~8-9 ms per call); the offline judge's numpy
-    work runs one BLAS thread per worker, which scales across cores and does
-    not collapse on a busy machine as one process with a BLAS pool per core does."""
+    (docs/scale.md). An LLM judge: one per core, up to 4 (each event loop is
+    bound by one core of client CPU, ~4 ms per call). The offline judge: 1 (its
+    batched encoder judged ~100 windows/s in one process and 0.87x that with 2
+    workers, each loading the model)."""
+    if kind == "offline":
+        return 1
     cpus = cpus or os.cpu_count() or 1
     return max(1, min(cpus, 4))
