@@ -1,23 +1,61 @@
-"""Run metrics over many conversations: concurrently, under one limit on judge
-calls in flight, writing each conversation's results as soon as it is done (a
-run that dies keeps everything finished before)."""
+"""Run metrics over many conversations: streamed from the input as they are
+judged, a bounded number in flight, each conversation's results written as soon
+as it is done and then dropped (the summary keeps counters and a bounded set of
+rows to show). A run that dies keeps everything finished before; a resumed run
+judges only what the results file does not hold yet.
+
+The pieces, for callers that distribute the work (worker processes, Ray):
+
+* :func:`judge_conversation` — one conversation in, one :class:`ConversationOutcome` out;
+* :class:`RunSummary` — counters fed with :meth:`RunSummary.add`, in any order;
+* :mod:`judgegraph.resultsfile` — the writer and the resume scan of the file.
+
+:func:`evaluate_async` runs items in this process; :func:`evaluate_to_file`
+adds the results file (``resume`` / ``overwrite``, transcripts, prices).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Callable, Iterable
+import itertools
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
 from .judges import Judge
-from .loaders import InputError, LoadedConversation
+from .loaders import InputError, LoadedConversation, iter_records
 from .metrics import canonical_name, get_metric
+from .pricing import Prices
 from .report import build_report_graph
 from .results import MetricResult, Usage
+from .resultsfile import (
+    ResultsFileError,
+    ResultsWriter,
+    check_out_path,
+    is_nonempty,
+    scan_results,
+)
+
+__all__ = [
+    "ConversationOutcome",
+    "MetricPlan",
+    "ResultsFileError",
+    "ResultsWriter",
+    "RunSummary",
+    "evaluate_async",
+    "evaluate_to_file",
+    "iter_inputs",
+    "judge_conversation",
+]
+
+#: Rows of outcomes a summary keeps to show (failures and errors first).
+DEFAULT_ROWS = 50
+#: Input errors a summary keeps whole (the rest are counted).
+KEPT_INPUT_ERRORS = 1000
 
 
 @dataclass
@@ -35,33 +73,130 @@ class ConversationOutcome:
             "error": self.error,
         }
 
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> ConversationOutcome:
+        """An outcome read back from a results line."""
+        return cls(
+            conversation_id=str(record.get("conversation_id")),
+            source=str(record.get("source") or ""),
+            results={k: MetricResult.model_validate(v) for k, v in (record.get("results") or {}).items()},
+            error=record.get("error"),
+        )
+
+    @property
+    def usage(self) -> Usage:
+        return Usage.total(r.usage for r in self.results.values())
+
+    @property
+    def priority(self) -> int:
+        """How much a reader needs to see this outcome: errors, then failures, then judge errors."""
+        if self.error or any(r.status == "error" for r in self.results.values()):
+            return 3
+        if any(r.status == "failed" for r in self.results.values()):
+            return 2
+        if any(r.errors for r in self.results.values()):
+            return 1
+        return 0
+
 
 @dataclass
 class RunSummary:
+    """Counters over every conversation of a run, plus a bounded set of rows.
+
+    ``outcomes`` holds every outcome only when ``keep_outcomes`` (the Python
+    default, e.g. for :func:`~judgegraph.integrations.mlflow.log_assessments`);
+    the CLI keeps none and shows ``rows`` (errors and failures first, at most
+    ``max_rows``, in input order), saying how many it left out."""
+
+    judge: str = ""
+    keep_outcomes: bool = True
+    max_rows: int = DEFAULT_ROWS
+    prices: Prices | None = None
     outcomes: list[ConversationOutcome] = field(default_factory=list)
     input_errors: list[InputError] = field(default_factory=list)
-    judge: str = ""
+    input_error_count: int = 0
+    conversations: int = 0
+    resumed: int = 0  # of ``conversations``: already complete in the results file
+    statuses: Counter[str] = field(default_factory=Counter)
+    metric_statuses: dict[str, Counter[str]] = field(default_factory=dict)
+    judge_error_count: int = 0
+    failed_runs: int = 0
+    total_usage: Usage = field(default_factory=Usage)
+    interrupted: bool = False
+    _rows: list[tuple[int, ConversationOutcome]] = field(default_factory=list, repr=False)
+    _seq: Iterator[int] = field(default_factory=lambda: itertools.count(-(10**12)), repr=False)
+
+    def add(self, outcome: ConversationOutcome, *, resumed: bool = False, order: int | None = None) -> None:
+        """Count one finished conversation (any order, from any worker);
+        ``order`` (e.g. its position in the input) sorts the rows shown."""
+        self.conversations += 1
+        self.resumed += resumed
+        self.failed_runs += bool(outcome.error)
+        for key, r in outcome.results.items():
+            self.statuses[r.status] += 1
+            self.metric_statuses.setdefault(key, Counter())[r.status] += 1
+            self.judge_error_count += len(r.errors)
+            self.total_usage = self.total_usage + r.usage
+        if self.keep_outcomes:
+            self.outcomes.append(outcome)
+        seq = next(self._seq) if order is None else order
+        if self.max_rows <= 0:
+            return
+        if len(self._rows) < self.max_rows:
+            self._rows.append((seq, outcome))
+            return
+        low = min(range(len(self._rows)), key=lambda i: (self._rows[i][1].priority, -self._rows[i][0]))
+        if outcome.priority > self._rows[low][1].priority:
+            self._rows[low] = (seq, outcome)
+
+    def add_input_error(self, error: InputError) -> None:
+        self.input_error_count += 1
+        if len(self.input_errors) < KEPT_INPUT_ERRORS:
+            self.input_errors.append(error)
+
+    @property
+    def rows(self) -> list[ConversationOutcome]:
+        """The outcomes kept to show, in input order (resumed ones first)."""
+        return [o for _, o in sorted(self._rows, key=lambda t: t[0])]
+
+    @property
+    def rows_left_out(self) -> int:
+        return self.conversations - len(self._rows)
 
     @property
     def results(self) -> list[MetricResult]:
+        """Every result (needs ``keep_outcomes``)."""
         return [r for o in self.outcomes for r in o.results.values()]
 
     @property
     def usage(self) -> Usage:
-        return Usage.total(r.usage for r in self.results)
+        return self.total_usage
+
+    @property
+    def cost_usd(self) -> float | None:
+        return None if self.prices is None else self.prices.cost(self.total_usage)
 
     def count(self, status: str) -> int:
-        return sum(1 for r in self.results if r.status == status)
+        return self.statuses[status]
+
+    @property
+    def result_count(self) -> int:
+        return sum(self.statuses.values())
 
     @property
     def judge_errors(self) -> int:
-        return sum(len(r.errors) for r in self.results)
+        return self.judge_error_count
 
     @property
     def exit_code(self) -> int:
         """0 all passed (or not applicable); 1 a metric failed its threshold;
-        3 something could not be judged (bad input, judge errors, a failed run)."""
-        if self.input_errors or self.judge_errors or self.count("error") or any(o.error for o in self.outcomes):
+        3 something could not be judged (bad input, judge errors, a failed run)
+        or nothing was judged at all (an empty input is never a pass);
+        130 stopped by Ctrl-C (everything finished is written)."""
+        if self.interrupted:
+            return 130
+        if (self.input_error_count or self.judge_error_count or self.count("error") or self.failed_runs
+                or not self.conversations):
             return 3
         if self.count("failed"):
             return 1
@@ -114,6 +249,41 @@ class MetricPlan:
         return self._graphs[key]
 
 
+def iter_inputs(paths: Iterable[str | Path], *, seen: set[str] | None = None) -> Iterator[LoadedConversation | InputError]:
+    """Every conversation of several files, read as it is needed (never the
+    whole file list at once). A conversation id seen before in another file is
+    an input error; a file that holds nothing at all (empty or blank) is an
+    input error, never a run that passes by judging nothing."""
+    seen = set() if seen is None else seen
+    for path in paths:
+        yielded = False
+        for item in iter_records(path):
+            yielded = True
+            if isinstance(item, LoadedConversation):
+                cid = item.conversation.id
+                if cid in seen:
+                    src = item.source[len(str(path)):]
+                    line = int(src[1:]) if src.startswith(":") and src[1:].isdigit() else None
+                    yield InputError(str(path), line, None, "id", f"duplicate conversation id {cid!r} (an earlier file has it)")
+                    continue
+                seen.add(cid)
+            yield item
+        if not yielded:
+            yield InputError(str(path), None, None, None, "no conversations: the file is empty or blank")
+
+
+async def judge_conversation(item: LoadedConversation, plan: MetricPlan) -> ConversationOutcome:
+    """The unit of work: one conversation through its report graph. Never
+    raises for a failure of the conversation's run: it is the outcome's ``error``."""
+    outcome = ConversationOutcome(item.conversation.id, item.source)
+    try:
+        out = await plan.report_for(item).ainvoke({"conversation": item.conversation})
+        outcome.results.update(out["results"])
+    except Exception as exc:  # noqa: BLE001 - one conversation's failure is reported, the run goes on
+        outcome.error = f"{type(exc).__name__}: {exc}"
+    return outcome
+
+
 async def evaluate_async(
     items: Iterable[LoadedConversation | InputError],
     plan: MetricPlan,
@@ -121,54 +291,135 @@ async def evaluate_async(
     max_conversations: int = 32,
     on_outcome: Callable[[ConversationOutcome], None] | None = None,
     on_input_error: Callable[[InputError], None] | None = None,
+    summary: RunSummary | None = None,
+    skip: set[str] | frozenset[str] = frozenset(),
+    stop: asyncio.Event | None = None,
 ) -> RunSummary:
-    summary = RunSummary(judge=plan.judge.name)
-    gate = asyncio.Semaphore(max_conversations)
+    """Judge ``items`` (read lazily: a generator is consumed as room frees up),
+    at most ``max_conversations`` at once. Conversations whose id is in ``skip``
+    (already in a results file) are passed over. Setting ``stop`` ends the run
+    cleanly: nothing new starts, conversations in flight are cancelled (not
+    written, not counted), ``summary.interrupted`` is set."""
+    if max_conversations < 1:
+        raise ValueError(f"max_conversations must be >= 1, got {max_conversations}")
+    summary = summary if summary is not None else RunSummary(judge=plan.judge.name)
+    pending: set[asyncio.Task[ConversationOutcome]] = set()
+    stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
+    submitted = 0
 
-    async def run_one(item: LoadedConversation) -> ConversationOutcome:
-        async with gate:
-            outcome = ConversationOutcome(item.conversation.id, item.source)
-            try:
-                out = await plan.report_for(item).ainvoke({"conversation": item.conversation})
-                outcome.results.update(out["results"])
-            except Exception as exc:  # noqa: BLE001 - one conversation's failure is reported, the run goes on
-                outcome.error = f"{type(exc).__name__}: {exc}"
-            return outcome
+    order: dict[asyncio.Task[ConversationOutcome], int] = {}
 
-    tasks = []
-    for item in items:
-        if isinstance(item, InputError):
-            summary.input_errors.append(item)
-            if on_input_error:
-                on_input_error(item)
-        else:
-            tasks.append(asyncio.ensure_future(run_one(item)))
-    for fut in asyncio.as_completed(tasks):
-        outcome = await fut
-        summary.outcomes.append(outcome)
-        if on_outcome:
-            on_outcome(outcome)
+    def finish(done: set[asyncio.Task[ConversationOutcome]]) -> None:
+        for task in done:
+            outcome = task.result()
+            summary.add(outcome, order=order.pop(task, None))
+            if on_outcome:
+                on_outcome(outcome)
+
+    async def wait_some(*, all_: bool = False) -> bool:
+        """Wait for a finished conversation (or the stop); False when stopped."""
+        nonlocal pending
+        waits: set[asyncio.Future[Any]] = set(pending)
+        if stopper is not None:
+            waits.add(stopper)
+        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finished = {t for t in done if t is not stopper}
+        pending -= finished
+        finish(finished)  # type: ignore[arg-type]
+        return not (stop is not None and stop.is_set())
+
+    try:
+        for item in items:
+            if stop is not None and stop.is_set():
+                break
+            if isinstance(item, InputError):
+                summary.add_input_error(item)
+                if on_input_error:
+                    on_input_error(item)
+                continue
+            if item.conversation.id in skip:
+                continue
+            while len(pending) >= max_conversations:
+                if not await wait_some():
+                    break
+            if stop is not None and stop.is_set():
+                break
+            task = asyncio.ensure_future(judge_conversation(item, plan))
+            order[task] = submitted = submitted + 1
+            pending.add(task)
+            await asyncio.sleep(0)  # let it start before reading the next record
+        while pending and (stop is None or not stop.is_set()):
+            await wait_some()
+    finally:
+        if stop is not None and stop.is_set():
+            summary.interrupted = True
+        finished = {t for t in pending if t.done() and not t.cancelled()}
+        finish(finished)
+        pending -= finished
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        if stopper is not None:
+            stopper.cancel()
     return summary
 
 
-class ResultsWriter:
-    """Appends one JSON line per conversation (and per input error), flushed at once."""
+async def evaluate_to_file(
+    inputs: Iterable[str | Path] | Iterable[LoadedConversation | InputError],
+    plan: MetricPlan,
+    out: str | Path,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    transcripts: str = "full",
+    prices: Prices | None = None,
+    max_conversations: int = 32,
+    keep_outcomes: bool = True,
+    max_rows: int = DEFAULT_ROWS,
+    on_outcome: Callable[[ConversationOutcome], None] | None = None,
+    on_input_error: Callable[[InputError], None] | None = None,
+    on_resumed: Callable[[int], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> RunSummary:
+    """Judge ``inputs`` (file paths, or loaded items) into the results file ``out``.
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh: IO[str] = self.path.open("w", encoding="utf-8")
+    ``resume``: conversations already complete in ``out`` are neither judged
+    nor written again (they are counted in the summary); the rest are appended.
+    A torn last line left by a kill is cut off first. Without ``resume`` an
+    existing non-empty ``out`` is refused (:class:`ResultsFileError`) unless
+    ``overwrite``. ``transcripts``: ``full`` | ``errors`` | ``none``."""
+    if resume and overwrite:
+        raise ResultsFileError("resume and overwrite exclude each other")
+    items = list(inputs) if not isinstance(inputs, Iterator) else inputs
+    paths = [i for i in items if isinstance(i, (str, Path))] if isinstance(items, list) else []
+    check_out_path(out, paths)
+    if is_nonempty(out) and not resume and not overwrite:
+        raise ResultsFileError(f"{out} already holds results; resume it (--resume) or replace it (--overwrite)")
+    summary = RunSummary(judge=plan.judge.name, keep_outcomes=keep_outcomes, max_rows=max_rows, prices=prices)
+    done: set[str] = set()
+    known_errors: set[tuple[Any, ...]] = set()
+    if resume:
+        state = scan_results(out, lambda rec: summary.add(ConversationOutcome.from_json(rec), resumed=True))
+        done, known_errors = state.done, state.input_errors
+        if on_resumed:
+            on_resumed(len(done))
+    stream = iter_inputs(paths, seen=set()) if paths else iter(items)
+    writer = ResultsWriter(out, mode="a" if resume else "w", transcripts=transcripts,
+                           skip_input_errors=known_errors, cost=prices.cost if prices else None)
 
-    def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._fh.flush()
+    def wrote(outcome: ConversationOutcome) -> None:
+        writer.outcome(outcome)
+        if on_outcome:
+            on_outcome(outcome)
 
-    def outcome(self, outcome: ConversationOutcome) -> None:
-        self.write({"type": "conversation", **outcome.to_json()})
+    def bad(error: InputError) -> None:
+        writer.input_error(error)
+        if on_input_error:
+            on_input_error(error)
 
-    def input_error(self, error: InputError) -> None:
-        self.write({"type": "input_error", "file": error.file, "line": error.line, "record": error.record,
-                    "field": error.field, "message": error.message, "error": str(error)})
-
-    def close(self) -> None:
-        self._fh.close()
+    try:
+        return await evaluate_async(stream, plan, max_conversations=max_conversations, on_outcome=wrote,
+                                    on_input_error=bad, summary=summary, skip=done, stop=stop)
+    finally:
+        writer.close()
