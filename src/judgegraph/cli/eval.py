@@ -96,10 +96,8 @@ def _fmt_score(score: float | None) -> str:
 
 
 def _out_error(args: argparse.Namespace) -> str | None:
-    """``--out`` checked before any work: not an input, not a directory, writable,
-    and not a results file that would be lost (unless --resume / --overwrite)."""
-    from pathlib import Path
-
+    """``--out`` checked before any work: not an input, not a directory, and not
+    a results file that would be lost (unless --resume / --overwrite)."""
     from ..resultsfile import ResultsFileError, check_out_path, is_nonempty
 
     try:
@@ -109,8 +107,13 @@ def _out_error(args: argparse.Namespace) -> str | None:
     if is_nonempty(args.out) and not args.resume and not args.overwrite:
         return (f"{args.out} already holds results: pass --resume to continue that run, "
                 "or --overwrite to replace it (or choose another --out)")
-    if args.dry_run:
-        return None
+    return None
+
+
+def _out_unwritable(args: argparse.Namespace) -> str | None:
+    """Open ``--out`` for appending (creating it), the last check before any work."""
+    from pathlib import Path
+
     p = Path(args.out)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -167,6 +170,10 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--reason llm needs an LLM judge (--model)")
     except (KeyError, ValueError, TypeError, OSError) as exc:
         err.print(f"[red]error:[/] {markup_safe(exc)}")
+        return EXIT_USAGE
+    unwritable = None if args.dry_run else _out_unwritable(args)
+    if unwritable:
+        err.print(f"[red]error:[/] {markup_safe(unwritable)}")
         return EXIT_USAGE
 
     if judge.kind == "offline":
