@@ -23,9 +23,9 @@ import argparse
 import json
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -138,7 +138,7 @@ class CachedEncode:
                 self._cache[text] = vec
         return np.stack([self._cache[t] for t in texts])
 
-    def prefetch(self, fns: Sequence[Callable[..., float]], items: Sequence["Item"], dim: int = 384) -> None:
+    def prefetch(self, fns: Sequence[Callable[..., float]], items: Sequence[Item], dim: int = 384) -> None:
         """Embed, in large batches, every text ``fns`` will ask for on ``items``.
 
         The rules embed 2-4 texts per call; batching them up front makes the
@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
           f"(dev {int(dev.sum())}, test {int(test.sum())}); irrelevant {int((~rel).sum())} "
           f"({(~rel).mean():.1%}: dev {(~rel[dev]).mean():.1%}, test {(~rel[test]).mean():.1%})")
     domains = Counter(c["metadata"]["domain"] for c in convs)
-    print("domains (%d): " % len(domains) + ", ".join(f"{d} {n}" for d, n in sorted(domains.items())))
+    print(f"domains ({len(domains)}): " + ", ".join(f"{d} {n}" for d, n in sorted(domains.items())))
     cases = Counter((it.case, it.relevant) for it in items)
     print("cases: " + ", ".join(f"{c}/{'rel' if r else 'irr'} {n}" for (c, r), n in sorted(cases.items())))
     print(f"window size {WINDOW_SIZE}; threshold = argmax of dev balanced accuracy on a 0.01 grid")
@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'rule':22s} {'thr':>5s} | {'dev acc':>7s} {'bal':>5s} {'irrP':>5s} {'irrR':>5s} | "
           f"{'test acc':>8s} {'bal':>5s} {'irrP':>5s} {'irrR':>5s}")
     results = {}
-    for name, desc, fn in CANDIDATES:
+    for name, _desc, fn in CANDIDATES:
         scores = score_items(fn, encode, items)
         t = best_threshold(scores[dev], rel[dev])
         md, mt = metrics(scores[dev], rel[dev], t), metrics(scores[test], rel[test], t)

@@ -20,14 +20,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from judgegraph.judges import resolve_judge  # noqa: E402
-from judgegraph.metrics.contextual import (  # noqa: E402
+from judgegraph.judges import resolve_judge
+from judgegraph.metrics.contextual import (
     ContextualSettings,
     build_turn_contextual_relevancy_graph,
-    split_sentences,
 )
-from judgegraph.results import Usage  # noqa: E402
-from judgegraph.testing.fake_chat import ScriptedChatModel  # noqa: E402
+from judgegraph.results import Usage
+from judgegraph.statements import split_sentences
+from judgegraph.testing.fake_chat import ScriptedChatModel
 
 TOPICS = [
     ("returns", "Can I still return the {thing} I bought {when}? It does not fit well."),
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         res = run(conv, W, extract_per, judge_per, verify)
         by = res.details["usage_by_step"]
         rows[(extract_per, judge_per, verify)] = (res, by)
-        get = lambda step: by.get(step, {}).get("calls", 0)  # noqa: E731
+        get = lambda step, by=by: by.get(step, {}).get("calls", 0)  # noqa: E731
         print(f"{extract_per:<12}{judge_per:<11}{'yes' if verify else 'no':<8}{get('extract_statements'):>9}"
               f"{get('judge_statements'):>7}{get('verify_verdict'):>8}{res.usage.calls:>7}{res.usage.input_tokens:>9}"
               f"{res.usage.output_tokens:>9}{res.score:>7.3f}")

@@ -78,7 +78,7 @@ def make_corpus(n: int) -> list[str]:
     rng = random.Random(99)
     pool = QUESTIONS + ANSWERS
     out = []
-    for i in range(n):
+    for _ in range(n):
         k = rng.choice([1, 1, 1, 2, 2, 3])
         out.append(" ".join(rng.choice(pool) for _ in range(k)))
     return out

@@ -26,10 +26,10 @@ from collections import Counter
 
 from langchain_openai import ChatOpenAI
 
+from judgegraph.conversation import Conversation
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
 from judgegraph.loaders import LoadedConversation
-from judgegraph.conversation import Conversation
 from judgegraph.runner import MetricPlan, evaluate_async
 from judgegraph.testing.openai_server import FakeOpenAIServer, structured
 

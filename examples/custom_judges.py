@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from judgegraph import load_conversations, make_judge
+from judgegraph import load_conversations, make_judge, resolve_judge
 from judgegraph.report import create_report_graph
 
 HERE = Path(__file__).resolve().parent
@@ -31,8 +31,9 @@ CANNED = {  # by schema (judge) name: the canned structured answer
 }
 
 
-def judges(**kw):
-    """Three judges, one per feedback type; ``kw`` is ``model=``/``judge=`` and client options."""
+def judges(model):
+    """Three judges, one per feedback type, sharing ``model`` (a ready judge: one limit, one cache)."""
+    kw = {"model": model}
     politeness = make_judge(
         name="politeness",
         instructions="Rate the assistant's tone in the {{ conversation }}: 'consistently_polite', "
@@ -64,7 +65,12 @@ def main(argv: list[str] | None = None) -> int:
         kw = {"base_url": args.base_url} if args.base_url else {}
         model = args.model
         if model is None:
-            from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
+            from judgegraph.testing.openai_server import (
+                FakeOpenAIServer,
+                ScriptedResponder,
+                structured,
+                text,
+            )
 
             def canned(request):
                 answer = CANNED.get(request.schema_name or "")
@@ -74,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             model, kw = "openai:canned", {"base_url": server.base_url}
             print(f"no --model: canned answers from a loopback OpenAI-compatible server at {server.base_url}"
                   " (no LLM, no key; the values are canned, not judged)")
-        report = create_report_graph(judges(model=model, **kw))
+        report = create_report_graph(judges(resolve_judge(model, **kw)))
         conversations = load_conversations(args.file)
         outputs = report.batch([{"conversation": c} for c in conversations])
 

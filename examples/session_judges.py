@@ -230,11 +230,11 @@ def canned_responder(conversations):
 
 def judges(shared):
     return {
-        "conversation_completeness": create_conversation_completeness_judge(judge=shared),
-        "knowledge_retention": create_knowledge_retention_judge(judge=shared),
-        "user_frustration": create_user_frustration_judge(judge=shared),
-        "conversational_guidelines": create_conversational_guidelines_judge(judge=shared, guidelines=GUIDELINES),
-        "role_adherence": create_role_adherence_judge(judge=shared),
+        "conversation_completeness": create_conversation_completeness_judge(model=shared),
+        "knowledge_retention": create_knowledge_retention_judge(model=shared),
+        "user_frustration": create_user_frustration_judge(model=shared),
+        "conversational_guidelines": create_conversational_guidelines_judge(model=shared, guidelines=GUIDELINES),
+        "role_adherence": create_role_adherence_judge(model=shared),
     }
 
 

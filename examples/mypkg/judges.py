@@ -3,7 +3,7 @@
 An attribute the CLI can use is either
 
 * a **factory** — a callable returning a compiled graph. When it takes
-  ``judge=``, the CLI passes the judge built from ``--model`` (so every metric
+  ``model=``, the CLI passes the judge built from ``--model`` (so every metric
   of the run shares one concurrency limit and cache); it also gets the
   command-line options it names (``threshold``, ``window_size``, ...);
 * a **compiled graph**, used as it is, with the model it was built with.
@@ -24,21 +24,19 @@ Read the {{ conversation }} and rate the assistant's tone across all of its repl
 Judge the tone only, not whether the answers are correct."""
 
 
-def politeness(*, judge: Any = None, model: Any = None, threshold: float = 0.5, **model_kwargs: Any):
-    """A factory: ``judge`` and ``threshold`` come from the command line."""
+def politeness(*, model: Any = None, threshold: float = 0.5):
+    """A factory: ``model`` (the run's judge) and ``threshold`` come from the command line."""
     return make_judge(
         name="politeness",
         instructions=POLITENESS,
         feedback_type=Literal["consistently_polite", "mostly_polite", "impolite"],
         scores={"consistently_polite": 1.0, "mostly_polite": 0.5, "impolite": 0.0},
         threshold=threshold,
-        judge=judge,
         model=model,
-        **model_kwargs,
     )
 
 
-#: A partial of make_judge is a factory too (it takes ``judge=``).
+#: A partial of make_judge is a factory too (it takes ``model=``).
 goal_met = partial(
     make_judge,
     name="goal_met",

@@ -26,19 +26,35 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
-
-from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, field_validator
+from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
+    TypedDict,
+    Unpack,
+)
 
+from judgegraph.compiling import CompileOptions, compile_graph
 from judgegraph.conversation import Conversation, as_conversation
-from judgegraph.judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
-from judgegraph.nodes import fan_out, judge_step, make_result, outcome_fields, render_messages, window_node
+from judgegraph.judges import (
+    Judge,
+    JudgeOutcome,
+    JudgeRequest,
+    ModelLike,
+    resolve_judge,
+)
+from judgegraph.nodes import (
+    fan_out,
+    judge_step,
+    make_result,
+    outcome_fields,
+    render_messages,
+    window_node,
+)
 from judgegraph.prompts import Prompt, parse_prompt
 from judgegraph.results import MetricResult, Usage, Verdict, merge_results
 from judgegraph.state import MetricInput, MetricOutput
@@ -57,7 +73,7 @@ PROMPT_VALUES = {
 NO_POLICY = "No policy text was retrieved for this reply, so nothing backs the claim."
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(step: str) -> Prompt:
     path = PROMPTS_DIR / f"{step.split('/', 1)[1]}.md"
     return parse_prompt(step, path.read_text(encoding="utf-8"), path)
@@ -256,23 +272,17 @@ def build_policy_graph(settings: PolicySettings) -> StateGraph:
 
 def create_policy_judge(
     *,
-    model: Any = None,
-    judge: Judge | None = None,
+    model: ModelLike = None,
     window_size: int = 3,
     threshold: float = 1.0,
-    max_concurrency: int = 16,
-    max_tries: int = 3,
     name: str = "policy_grounding",
-    **model_kwargs: Any,
+    **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Did every claim of every reply come from the policy the bot retrieved?
     Score = supported claims / judged claims; threshold 1.0 by default (one
-    unsupported claim fails the conversation). Needs an LLM judge."""
-    settings = PolicySettings(
-        name=name,
-        judge=resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
-                            **model_kwargs),
-        window_size=window_size,
-        threshold=threshold,
-    )
-    return build_policy_graph(settings).compile(name=name)
+    unsupported claim fails the conversation). Needs an LLM judge to judge;
+    built without one it still draws. ``model``: as every judgegraph factory
+    (a chat model, a model string, or a ready judge); ``compile``: LangGraph
+    compile options (``checkpointer``, ``interrupt_before``, ...)."""
+    settings = PolicySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold)
+    return compile_graph(build_policy_graph(settings), name, compile, create_policy_judge)

@@ -21,6 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # so `policy_judge` imports when run as a script
 
+from judgegraph import resolve_judge  # noqa: E402
 from policy_judge import create_policy_judge  # noqa: E402
 from policy_judge.canned import responder  # noqa: E402
 
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
             model, kwargs = "openai:policy-demo", {"base_url": server.base_url}
             print(f"no --model: canned answers from a loopback OpenAI-compatible server at {server.base_url}"
                   " (no LLM, no key; the verdicts are canned, not judged)")
-        graph = create_policy_judge(model=model, threshold=args.threshold, **kwargs)
+        graph = create_policy_judge(model=resolve_judge(model, **kwargs), threshold=args.threshold)
         conversations = load_conversations(args.file)
         outputs = graph.batch([{"conversation": c} for c in conversations])
 

@@ -1,40 +1,54 @@
 """judgegraph: LLM judges for chatbot conversations, built as LangGraph graphs.
 
 Everything is imported lazily: ``import judgegraph`` builds no model, loads no
-weights and opens no connection.
+weights and opens no connection. Type checkers see the exports through the
+``TYPE_CHECKING`` imports below (the package ships ``py.typed``).
 """
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .compiling import CompileOptions
+    from .conversation import Conversation, RetrievalNode, ToolCall, Turn, from_messages
+    from .judges import CallLimiter, Judge, JudgeCache, ModelLike, NeedsLLMJudge, resolve_judge
+    from .judges.llm import LLMJudge
+    from .judges.offline import EmbeddingJudge
+    from .loaders import load_conversations, load_file, load_files
+    from .metrics import create_metric
+    from .metrics.contextual import create_turn_contextual_relevancy_judge
+    from .metrics.custom import make_judge
+    from .metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
+    from .metrics.response import create_response_relevancy_judge
+    from .metrics.session import (
+        create_conversation_completeness_judge,
+        create_conversational_guidelines_judge,
+        create_knowledge_retention_judge,
+        create_role_adherence_judge,
+        create_user_frustration_judge,
+    )
+    from .report import build_report_graph, create_report_graph
+    from .results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict, build_result
+    from .windows import exchanges, sliding_windows
 
 _EXPORTS = {
     "Conversation": "conversation",
     "Turn": "conversation",
     "RetrievalNode": "conversation",
     "ToolCall": "conversation",
+    "from_messages": "conversation",
     "MetricResult": "results",
+    "Verdict": "results",
     "WindowVerdict": "results",
+    "JudgeErrorInfo": "results",
     "Usage": "results",
+    "build_result": "results",
     "create_turn_relevancy_judge": "metrics.relevancy",
     "create_conversation_relevance_judge": "metrics.relevancy",
-    "build_relevancy_graph": "metrics.relevancy",
-    "create_metric": "metrics",
-    "make_judge": "custom",
-    "load_file": "loaders",
-    "load_files": "loaders",
-    "load_conversations": "loaders",
-    "exchanges": "windows",
-    "sliding_windows": "windows",
-    "LLMJudge": "judges.llm",
-    "EmbeddingJudge": "judges.offline",
-    "CallLimiter": "judges.limiter",
-    "resolve_judge": "judges",
-    "JudgeCache": "judges.base",
-    "create_report_graph": "report",
     "create_turn_contextual_relevancy_judge": "metrics.contextual",
     "create_response_relevancy_judge": "metrics.response",
     "create_conversation_completeness_judge": "metrics.session",
@@ -42,7 +56,24 @@ _EXPORTS = {
     "create_user_frustration_judge": "metrics.session",
     "create_conversational_guidelines_judge": "metrics.session",
     "create_role_adherence_judge": "metrics.session",
+    "make_judge": "metrics.custom",
+    "create_metric": "metrics",
+    "create_report_graph": "report",
     "build_report_graph": "report",
+    "CompileOptions": "compiling",
+    "load_file": "loaders",
+    "load_files": "loaders",
+    "load_conversations": "loaders",
+    "exchanges": "windows",
+    "sliding_windows": "windows",
+    "Judge": "judges",
+    "ModelLike": "judges",
+    "NeedsLLMJudge": "judges",
+    "resolve_judge": "judges",
+    "JudgeCache": "judges",
+    "CallLimiter": "judges",
+    "LLMJudge": "judges.llm",
+    "EmbeddingJudge": "judges.offline",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -52,3 +83,7 @@ def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
     raise AttributeError(f"module 'judgegraph' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -20,9 +20,8 @@ through a whole one, ``examples/policy_judge/``):
   prompt values (data, never template source);
 * :func:`quote`, :func:`turn_label` — quoted snippets and 1-based turn labels
   for deterministic reasons;
-* ``extract_statements_step``, ``judge_statements_step``, ``verify_step`` and
-  their models (``Statement``, ``StatementVerdict``, ...), re-exported
-  lazily from :mod:`judgegraph.metrics.contextual` when it provides them.
+* statement steps (``extract_statements_step``, ``judge_statements_step``,
+  ``verify_step``) and their models live in :mod:`judgegraph.statements`.
 """
 
 from __future__ import annotations
@@ -33,9 +32,10 @@ from typing import Any
 from langchain_core.runnables import RunnableLambda
 from langgraph.types import Send
 
-from .conversation import Conversation, as_conversation
+from .conversation import Conversation
 from .judges.base import Judge, JudgeOutcome, JudgeRequest
-from .results import JudgeErrorInfo, MetricResult, Status, Usage, Verdict
+from .results import JudgeErrorInfo, MetricResult, Usage, Verdict, build_result, strict
+from .state import conversation_of
 from .windows import check_window_size, exchanges, windows_from_exchanges
 
 
@@ -97,20 +97,18 @@ ReasonWriter = Callable[[float | None, float | None, list[Any]], str]
 
 
 def window_node(window_size: int, *, name: str = "window_turns") -> Callable[[Mapping[str, Any]], dict[str, Any]]:
-    """A node: ``state["conversation"]`` (a :class:`Conversation` or a dict in
-    judgegraph's format) → ``{"conversation": Conversation, "windows": [Window, ...]}``,
+    """A node: the state's conversation (``conversation``, a :class:`Conversation`
+    or a dict in judgegraph's format, or ``messages``) → ``{"conversation":
+    Conversation, "windows": [Window, ...]}``,
     one window per exchange holding it and up to ``window_size - 1`` earlier
-    exchanges (:mod:`judgegraph.windows`). It reuses ``state["exchanges"]`` when a
-    report graph computed them once. ``window_size`` is checked here, when the
+    exchanges (:mod:`judgegraph.windows`). ``window_size`` is checked here, when the
     graph is built: ``< 1`` or not a whole number is a ``ValueError``."""
     check_window_size(window_size)
 
     def window_turns(state: Mapping[str, Any]) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
-        exs = state.get("exchanges")
-        if exs is None:
-            exs = exchanges(conversation)
-        return {"conversation": conversation, "windows": windows_from_exchanges(conversation, exs, window_size)}
+        conversation = conversation_of(state)
+        return {"conversation": conversation,
+                "windows": windows_from_exchanges(conversation, exchanges(conversation), window_size)}
 
     window_turns.__name__ = window_turns.__qualname__ = name
     return window_turns
@@ -251,74 +249,15 @@ def make_result(
         if v.verdict is None
     ]
     valid = [v for v in items if v.verdict is not None]
-    if strict_mode:
-        threshold = 1.0
     computed: float | None = None
-    passed: bool | None = None
-    status: Status
-    if not items:
-        status = "not_applicable"
-    elif not valid:
-        status = "error"
-    else:
+    if valid:
         computed = score(valid) if score else sum(1 for v in valid if v.verdict in positives) / len(valid)
-        if strict_mode and computed is not None:
-            computed = 1.0 if computed == 1.0 else 0.0
-        if computed is None or threshold is None:
-            status = "not_applicable"
-        else:
-            passed = computed >= threshold
-            status = "passed" if passed else "failed"
     if reason is None:
         reason = _default_reason(positives, locate, what)
-    text = reason if isinstance(reason, str) else reason(computed, threshold, items)
-    judge_name = judge if isinstance(judge, str) else judge.name
-    rule = None if isinstance(judge, str) else judge.rule
-    info = dict(details) if details is not None else {"verdicts": len(items), "judged": len(valid)}
-    if rule and "judge_rule" not in info:
-        info["judge_rule"] = rule
-    return MetricResult(
-        key=name,
-        conversation_id=conversation if isinstance(conversation, str) else conversation.id,
-        score=computed,
-        threshold=threshold,
-        passed=passed,
-        status=status,
-        reason=text,
-        judge=judge_name,
-        strict_mode=strict_mode,
-        value=value,
-        verdicts=items,
-        errors=errors,
-        usage=Usage.total(v.usage for v in items) + (usage or Usage()),
-        details=info,
+    text = reason if isinstance(reason, str) else reason(*strict(computed, threshold, strict_mode), items)
+    return build_result(
+        name, conversation, judge=judge, threshold=threshold, score=computed, strict_mode=strict_mode,
+        status="not_applicable" if valid and computed is None else None, reason=text, value=value,
+        verdicts=items, errors=errors, usage=Usage.total(v.usage for v in items) + (usage or Usage()),
+        details=details if details is not None else {"verdicts": len(items), "judged": len(valid)},
     )
-
-
-# Re-exported lazily from judgegraph.metrics.contextual (importing it here
-# would be circular: the metrics import this module). Retrieval-context steps:
-# extract_statements_step (nodes -> statements), judge_statements_step
-# (statements vs a user message), verify_step (second look at "no" verdicts),
-# and the models they read and write.
-CONTEXTUAL_EXPORTS = (
-    "extract_statements_step",
-    "judge_statements_step",
-    "verify_step",
-    "Statement",
-    "StatementVerdict",
-    "ExtractedStatements",
-    "StatementVerdicts",
-    "JudgeCall",
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name in CONTEXTUAL_EXPORTS:
-        import importlib
-
-        contextual = importlib.import_module(".metrics.contextual", __package__)
-        try:
-            return getattr(contextual, name)
-        except AttributeError:
-            raise AttributeError(f"judgegraph.metrics.contextual provides no {name!r}") from None
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -75,7 +75,7 @@ def parse_prompt(name: str, text: str, path: Path | None = None) -> Prompt:
     return Prompt(name, text.strip() + "\n", documented, path)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(name: str, dirs: tuple[Path, ...]) -> Prompt:
     for d in dirs:
         path = d / f"{name}.md"

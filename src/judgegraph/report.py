@@ -5,8 +5,8 @@ named subgraphs in parallel from a single invocation.
                      ├→ turn_contextual_relevancy ├→ END
                      └→ my_custom_judge ─────────┘
 
-``prepare`` validates the conversation once and computes its exchanges once;
-every metric reads them. Metrics built here by name share one judge, so they
+``prepare`` validates the conversation once (or converts ``messages`` once);
+every metric reads it. Metrics built here by name share one judge, so they
 share one limit on judge calls in flight and one cache: a statement extraction
 two metrics need is made once.
 
@@ -17,55 +17,57 @@ run; ``report.get_graph(xray=1)`` draws the nested graph.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
-
-from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from .conversation import Conversation, as_conversation
-from .judges import Judge, resolve_judge
+from .compiling import CompileOptions, compile_graph
+from .conversation import Conversation
+from .judges import ModelLike, resolve_judge
 from .results import MetricResult, merge_results
-from .state import MetricInput, MetricOutput
-from .windows import Exchange, exchanges
+from .state import MetricInput, MetricOutput, conversation_of
 
-RESERVED = {"prepare", "conversation", "exchanges", "results"}
+RESERVED = {"prepare", "conversation", "messages", "results"}
 
 
 class ReportState(TypedDict, total=False):
     conversation: Conversation | dict[str, Any]
-    exchanges: list[Exchange]
+    messages: list[Any]
     results: Annotated[dict[str, MetricResult], merge_results]
 
 
 def prepare(state: ReportState) -> dict[str, Any]:
-    conversation = as_conversation(state["conversation"])
-    return {"conversation": conversation, "exchanges": exchanges(conversation)}
+    """Validate the conversation once (or convert the messages once) for every metric."""
+    return {"conversation": conversation_of(state)}
 
 
-def _node_name(graph: CompiledStateGraph, taken: set[str]) -> str:
-    base = (graph.name or "metric").replace(":", "_").replace(".", "_")
-    name, n = base, 2
-    while name in taken or name in RESERVED:
-        name, n = f"{base}_{n}", n + 1
-    taken.add(name)
-    return name
+def _node_name(name: str) -> str:
+    base = name.replace(":", "_").replace(".", "_")
+    return f"{base}_metric" if base in RESERVED else base
 
 
 def build_report_graph(metrics: Sequence[CompiledStateGraph]) -> StateGraph:
-    """The uncompiled report graph over compiled metric graphs."""
+    """The uncompiled report graph over compiled metric graphs. Each metric's
+    result is keyed by its graph's name, so two metrics with the same name are a
+    ``ValueError`` naming them (rename one: every factory takes ``name=``)."""
     if not metrics:
         raise ValueError("a report needs at least one metric")
-    builder = StateGraph(ReportState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("prepare", prepare)
-    builder.add_edge(START, "prepare")
-    taken: set[str] = set()
     for graph in metrics:
         if not isinstance(graph, CompiledStateGraph):
             raise TypeError(f"report metrics must be compiled graphs or metric names, got {type(graph).__name__}")
-        node = _node_name(graph, taken)
+    names = [graph.name or "metric" for graph in metrics]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"two metrics of the report have the same name: {', '.join(twice)}"
+                         " (give one another name=...; each result is keyed by its metric's name)")
+    builder = StateGraph(ReportState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("prepare", prepare)
+    builder.add_edge(START, "prepare")
+    for name, graph in zip(names, metrics):
+        node = _node_name(name)
         builder.add_node(node, graph)
         builder.add_edge("prepare", node)
         builder.add_edge(node, END)
@@ -75,30 +77,25 @@ def build_report_graph(metrics: Sequence[CompiledStateGraph]) -> StateGraph:
 def create_report_graph(
     metrics: Sequence[CompiledStateGraph | str],
     *,
-    model: Any = None,
-    judge: Judge | None = None,
-    max_concurrency: int = 16,
-    max_tries: int = 3,
-    options: dict[str, dict[str, Any]] | None = None,
+    model: ModelLike = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
     name: str = "report",
-    **model_kwargs: Any,
+    **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """A report over ``metrics``: compiled metric graphs (built-in or custom,
     used as they are) and/or metric names (``"turn_relevancy"``,
-    ``"mypkg.judges:politeness"``), built here with one shared judge and
-    ``options[name]`` as their keyword options."""
+    ``"mypkg.judges:politeness"``), built here with one shared judge (``model``:
+    see :func:`~judgegraph.resolve_judge`) and ``options[name]`` as their keyword
+    options. An option a metric does not take is a ``TypeError``; options for a
+    metric that is not in the report are a ``ValueError``."""
     from .metrics import canonical_name, get_metric
 
-    shared: Judge | None = None
-    graphs: list[CompiledStateGraph] = []
-    for metric in metrics:
-        if isinstance(metric, str):
-            if shared is None:
-                shared = resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency,
-                                       max_tries=max_tries, **model_kwargs)
-            spec = get_metric(metric)
-            opts = dict((options or {}).get(metric) or (options or {}).get(canonical_name(metric)) or {})
-            graphs.append(spec.factory(judge=shared, **opts))
-        else:
-            graphs.append(metric)
-    return build_report_graph(graphs).compile(name=name)
+    by_name = {canonical_name(k): dict(v) for k, v in (options or {}).items()}
+    asked = {canonical_name(m) for m in metrics if isinstance(m, str)}
+    stray = sorted(set(by_name) - asked)
+    if stray:
+        raise ValueError(f"options for metrics not in the report: {', '.join(stray)}")
+    shared = resolve_judge(model) if asked else None
+    graphs = [get_metric(m).factory(model=shared, **by_name.get(canonical_name(m), {})) if isinstance(m, str) else m
+              for m in metrics]
+    return compile_graph(build_report_graph(graphs), name, compile, create_report_graph)

@@ -24,14 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from .judges import Judge
+from .judges import Judge, NeedsLLMJudge
 from .loaders import InputError, LoadedConversation, iter_records
 from .metrics import canonical_name, get_metric
 from .pricing import Prices
 from .report import build_report_graph
-from .results import MetricResult, Usage
+from .results import JudgeErrorInfo, MetricResult, Usage, build_result
 from .resultsfile import (
     ResultsFileError,
     ResultsWriter,
@@ -39,6 +40,7 @@ from .resultsfile import (
     is_nonempty,
     scan_results,
 )
+from .state import MetricInput, MetricOutput, conversation_of
 
 __all__ = [
     "ConversationOutcome",
@@ -220,10 +222,19 @@ class MetricPlan:
     def check(self) -> None:
         """Build each chosen metric once with the overrides, so a bad setting
         (e.g. conversational-guidelines without guidelines) is a usage error
-        before any work, not an error in every conversation."""
+        before any work, not an error in every conversation. A metric that
+        needs an LLM judge is not a usage error: each conversation gets its
+        error result (:meth:`build`) and the other metrics run."""
         for name in self.metrics or []:
-            spec = get_metric(name)
-            spec.factory(judge=self.judge, **{k: v for k, v in self.overrides.items() if k in spec.options})
+            self.build(name, {k: v for k, v in self.overrides.items() if k in get_metric(name).options})
+
+    def build(self, name: str, options: dict[str, Any]) -> CompiledStateGraph:
+        """The metric graph, or — when the metric needs an LLM judge and the
+        run's judge is not one — a graph that gives that metric's error result."""
+        try:
+            return get_metric(name).factory(model=self.judge, **options)
+        except NeedsLLMJudge as exc:
+            return unavailable_metric(name, self.judge, str(exc))
 
     def metric_options(self, item: LoadedConversation) -> list[tuple[str, dict[str, Any]]]:
         hinted = item.options.get("metric")
@@ -244,9 +255,29 @@ class MetricPlan:
         chosen = self.metric_options(item)
         key = repr([(name, sorted(opts.items())) for name, opts in chosen])
         if key not in self._graphs:
-            metrics = [get_metric(name).factory(judge=self.judge, **opts) for name, opts in chosen]
+            metrics = [self.build(name, opts) for name, opts in chosen]
             self._graphs[key] = build_report_graph(metrics).compile(name="report")
         return self._graphs[key]
+
+
+class UnavailableState(MetricInput, MetricOutput, total=False):
+    pass
+
+
+def unavailable_metric(name: str, judge: Judge, message: str) -> CompiledStateGraph:
+    """A one-node graph whose result is ``name``'s error: the metric could not
+    be built with ``judge`` (``message`` says why). No call is made."""
+
+    def reduce_score(state: dict[str, Any]) -> dict[str, Any]:
+        error = JudgeErrorInfo(where="conversation", step=name, message=message)
+        result = build_result(name, conversation_of(state), judge=judge, threshold=None, status="error",
+                              reason=message, errors=[error])
+        return {"results": {name: result}}
+
+    builder = StateGraph(UnavailableState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("reduce_score", reduce_score)
+    builder.add_edge(START, "reduce_score")
+    return builder.compile(name=name)
 
 
 def iter_inputs(paths: Iterable[str | Path], *, seen: set[str] | None = None) -> Iterator[LoadedConversation | InputError]:

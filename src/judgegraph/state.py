@@ -1,26 +1,40 @@
 """The public contract every metric graph shares, so metrics compose.
 
 A metric graph reads ``conversation`` (a :class:`Conversation` or a dict in
-judgegraph's format) and writes ``results``: ``{metric name: MetricResult}``,
-merged across metrics by :func:`merge_results`. A report graph may also hand
-its metrics the conversation's ``exchanges``, computed once.
+judgegraph's format) or ``messages`` (LangChain messages, as in LangGraph's
+``MessagesState``: objects or their dict dumps) and writes ``results``:
+``{metric name: MetricResult}``, merged across metrics by :func:`merge_results`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
-from typing_extensions import NotRequired, TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
+from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
+    NotRequired,
+    TypedDict,
+)
 
-from .conversation import Conversation
+from .conversation import Conversation, as_conversation, from_messages
 from .results import MetricResult, merge_results
-from .windows import Exchange
 
 
 class MetricInput(TypedDict):
-    conversation: Conversation | dict[str, Any]
-    exchanges: NotRequired[list[Exchange]]  # precomputed by a report graph; metrics may reuse them
+    conversation: NotRequired[Conversation | dict[str, Any]]
+    messages: NotRequired[list[Any]]  # LangChain messages, when there is no ``conversation``
 
 
 class MetricOutput(TypedDict):
     results: Annotated[dict[str, MetricResult], merge_results]
+
+
+def conversation_of(state: Mapping[str, Any]) -> Conversation:
+    """The conversation a graph's state holds: ``conversation`` (validated), or
+    its ``messages`` converted (:func:`judgegraph.conversation.from_messages`)."""
+    if state.get("conversation") is not None:
+        return as_conversation(state["conversation"])
+    if state.get("messages"):
+        return from_messages(state["messages"])
+    raise ValueError("a judge graph's input needs 'conversation' (a Conversation or a dict in judgegraph's format)"
+                     " or 'messages' (LangChain messages)")

@@ -9,8 +9,16 @@ import json
 import pytest
 from langchain_openai import ChatOpenAI
 
-from judgegraph.metrics.contextual import EXTRACT_STEP, create_turn_contextual_relevancy_judge
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
+from judgegraph.judges import resolve_judge
+from judgegraph.metrics.contextual import create_turn_contextual_relevancy_judge
+from judgegraph.statements import EXTRACT_STEP
+from judgegraph.testing.openai_server import (
+    FakeOpenAIServer,
+    ScriptedResponder,
+    error,
+    structured,
+    text,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -86,7 +94,7 @@ def test_an_extraction_missing_a_node_is_reasked_with_what_is_missing():
 def test_extraction_that_never_becomes_valid_is_a_counted_judge_error():
     responder = ScriptedResponder([(extraction, text("Sorry, I cannot do that.")), (judgement, structured(JUDGED))])
     with FakeOpenAIServer(responder) as server:
-        res = create_turn_contextual_relevancy_judge(model=chat(server), max_tries=2).invoke(
+        res = create_turn_contextual_relevancy_judge(model=resolve_judge(chat(server), max_tries=2)).invoke(
             {"conversation": CONV})["results"][KEY]
         assert server.calls["/v1/chat/completions"] == 2  # no judgement: nothing was extracted
     assert res.status == "error" and res.score is None
@@ -102,7 +110,7 @@ def test_function_calling_async_and_verify_over_http():
             {"statement": 1, "reason": "Customers can return at the Berlin store.", "verdict": "yes"}]})]),
     ])
     with FakeOpenAIServer(responder) as server:
-        graph = create_turn_contextual_relevancy_judge(model=chat(server, max_retries=1), method="function_calling", verify=True)
+        graph = create_turn_contextual_relevancy_judge(model=resolve_judge(chat(server, max_retries=1), method="function_calling"), verify=True)
         out = asyncio.run(graph.ainvoke({"conversation": CONV}))  # one event loop for this model
         assert all("tools" in r for r in server.requests)
         assert server.calls["/v1/chat/completions"] == 4  # the 500 was retried by the client

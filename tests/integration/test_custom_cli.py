@@ -14,8 +14,13 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from judgegraph.cli import main
-from judgegraph.custom import make_judge
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
+from judgegraph.metrics.custom import make_judge
+from judgegraph.testing.openai_server import (
+    FakeOpenAIServer,
+    ScriptedResponder,
+    structured,
+    text,
+)
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,8 +10,18 @@ from pathlib import Path
 import pytest
 from langchain_openai import ChatOpenAI
 
-from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
+from judgegraph.judges import resolve_judge
+from judgegraph.metrics.relevancy import (
+    create_conversation_relevance_judge,
+    create_turn_relevancy_judge,
+)
+from judgegraph.testing.openai_server import (
+    FakeOpenAIServer,
+    ScriptedResponder,
+    error,
+    structured,
+    text,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +72,7 @@ def test_malformed_reply_is_reasked_and_succeeds():
 def test_reply_that_never_becomes_valid_is_a_counted_judge_error():
     responder = ScriptedResponder([(reply_is("Paris"), text("I think it is fine."))], default=YES)
     with FakeOpenAIServer(responder) as server:
-        res = only(create_turn_relevancy_judge(model=chat(server), max_tries=3).invoke({"conversation": MATH}))
+        res = only(create_turn_relevancy_judge(model=resolve_judge(chat(server), max_tries=3)).invoke({"conversation": MATH}))
         assert server.calls["/v1/chat/completions"] == 2 + 3
     assert res.verdicts[1].verdict is None and res.verdicts[1].attempts == 3
     assert len(res.errors) == 1 and "invalid output after 3 tries" in res.errors[0].message
@@ -96,7 +106,7 @@ def test_slow_reply_times_out_into_a_judge_error():
 def test_async_path_and_function_calling_method():
     responder = ScriptedResponder([(reply_is("Paris"), NO)], default=YES)
     with FakeOpenAIServer(responder) as server:
-        graph = create_turn_relevancy_judge(model=chat(server), method="function_calling")
+        graph = create_turn_relevancy_judge(model=resolve_judge(chat(server), method="function_calling"))
         outs = asyncio.run(graph.abatch([{"conversation": {**MATH, "id": str(i)}} for i in range(3)]))
         assert all("tools" in r for r in server.requests)
     assert [only(o).score for o in outs] == [pytest.approx(2 / 3)] * 3

@@ -18,7 +18,14 @@ import urllib.request
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.integrations.mlflow import TraceRecord, _Msg, build_sessions, load_sessions, log_assessments, new_messages
+from judgegraph.integrations.mlflow import (
+    TraceRecord,
+    _Msg,
+    build_sessions,
+    load_sessions,
+    log_assessments,
+    new_messages,
+)
 from judgegraph.judges import resolve_judge
 from judgegraph.runner import MetricPlan, evaluate_async
 from judgegraph.testing.fake_chat import ScriptedChatModel

@@ -11,8 +11,15 @@ import math
 import pytest
 from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
+from judgegraph.judges import resolve_judge
 from judgegraph.metrics.response import EMBED_STEP, create_response_relevancy_judge
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, hashing_embedding, structured, text
+from judgegraph.testing.openai_server import (
+    FakeOpenAIServer,
+    ScriptedResponder,
+    hashing_embedding,
+    structured,
+    text,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -121,7 +128,7 @@ def test_async_path_a_failing_embeddings_request_and_a_failing_generation():
 
     never = text("I will not answer in JSON.")
     with FakeOpenAIServer(responder(**{"hard to say": never}), embedder=embedder) as server:
-        graph = create_response_relevancy_judge(model="openai:gpt-4.1-mini", base_url=server.base_url, max_tries=2,
+        graph = create_response_relevancy_judge(model=resolve_judge("openai:gpt-4.1-mini", base_url=server.base_url, max_tries=2),
                                                 embeddings=embeddings(server, max_retries=0))
         res = result(asyncio.run(graph.ainvoke({"conversation": CONV})))  # one event loop for both clients
         assert server.calls["/v1/embeddings"] == 2

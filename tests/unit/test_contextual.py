@@ -5,32 +5,38 @@ not_applicable, strict mode, the offline mode, the drawings."""
 import asyncio
 import hashlib
 import json
-import os
 import operator
+import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Annotated
 
 import numpy as np
 import pytest
 from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
 
 from judgegraph.judges import resolve_judge
-from judgegraph.judges.offline import STATEMENT_THRESHOLD, EmbeddingJudge, statement_scores
+from judgegraph.judges.offline import (
+    STATEMENT_THRESHOLD,
+    EmbeddingJudge,
+    statement_scores,
+)
 from judgegraph.loaders import load_file
 from judgegraph.metrics import get_metric
 from judgegraph.metrics.contextual import (
-    EXTRACT_STEP,
-    JUDGE_STEP,
     OFFLINE_MODE,
-    VERIFY_STEP,
     ContextualSettings,
-    ExtractedStatements,
-    JudgeCall,
-    Statement,
-    StatementVerdict,
     build_turn_contextual_relevancy_graph,
     create_turn_contextual_relevancy_judge,
+)
+from judgegraph.statements import (
+    EXTRACT_STEP,
+    JUDGE_STEP,
+    VERIFY_STEP,
+    ExtractedStatements,
+    JudgeCall,
+    StatementVerdict,
     extract_statements_step,
     extraction_schema,
     judge_statements_step,
@@ -222,8 +228,8 @@ def test_two_graphs_sharing_one_judge_extract_once_through_its_cache():
     m = _echo_model()
     judge = resolve_judge(model=m)
     conv = _long_conversation(exchanges=3, nodes=2)
-    wide = create_turn_contextual_relevancy_judge(judge=judge, window_size=10)
-    narrow = create_turn_contextual_relevancy_judge(judge=judge, window_size=1, name="ctx_narrow")
+    wide = create_turn_contextual_relevancy_judge(model=judge, window_size=10)
+    narrow = create_turn_contextual_relevancy_judge(model=judge, window_size=1, name="ctx_narrow")
 
     class Mine(TypedDict, total=False):  # a custom graph reusing the public extraction step
         retrieval_context: list
@@ -255,7 +261,7 @@ def test_two_graphs_sharing_one_judge_extract_once_through_its_cache():
 
 def test_a_failed_judgement_is_counted_and_the_rest_kept():
     m = model([(is_judgement("sale items"), ["not a tool call"])])
-    res = result(create_turn_contextual_relevancy_judge(model=m, max_tries=2))
+    res = result(create_turn_contextual_relevancy_judge(model=resolve_judge(m, max_tries=2)))
     assert res.score == 0.75 and res.status == "passed"  # turn 6 left out, not scored 0 or 1
     assert [t["status"] for t in res.details["turns"]] == ["scored", "no context", "not judged"]
     bad = [v for v in res.verdicts if v.turns == [5]]
@@ -290,7 +296,7 @@ def test_per_statement_judging_keeps_the_other_statements_of_a_turn():
 
 
 def test_every_judgement_failing_is_status_error_with_no_score():
-    res = result(create_turn_contextual_relevancy_judge(model=ScriptedChatModel(default="junk"), max_tries=1))
+    res = result(create_turn_contextual_relevancy_judge(model=resolve_judge(ScriptedChatModel(default="junk"), max_tries=1)))
     assert (res.status, res.score, res.passed) == ("error", None, None) and len(res.errors) == 2
     assert "No statement could be judged" in res.reason
 
@@ -318,7 +324,7 @@ def test_schemas_check_every_number_and_clean_statements():
 
 
 def get_schema_for_llm():
-    from judgegraph.metrics.contextual import verdicts_schema
+    from judgegraph.statements import verdicts_schema
 
     return verdicts_schema(3).model_json_schema()
 
@@ -460,7 +466,7 @@ class BagOfWords:
 
 
 def test_offline_mode_splits_sentences_and_judges_by_similarity_with_no_call():
-    graph = create_turn_contextual_relevancy_judge(judge=EmbeddingJudge(BagOfWords()))
+    graph = create_turn_contextual_relevancy_judge(model=EmbeddingJudge(BagOfWords()))
     res = result(graph)
     assert res.details["mode"] == OFFLINE_MODE == "offline: sentences + embeddings"
     assert "cos(statement, user message)" in res.details["judge_rule"]
@@ -559,7 +565,7 @@ def test_offline_statement_threshold_on_the_labelled_examples(minilm):
 
 @pytest.mark.slow
 def test_offline_mode_on_the_rag_support_example(minilm):
-    graph = create_turn_contextual_relevancy_judge(judge=EmbeddingJudge(minilm))
+    graph = create_turn_contextual_relevancy_judge(model=EmbeddingJudge(minilm))
     loaded = load_file(ROOT / "examples" / "rag_support.jsonl")
     assert loaded.errors == []
     res = {item.conversation.id: result(graph, item.conversation) for item in loaded.conversations}

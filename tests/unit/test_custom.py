@@ -10,9 +10,16 @@ import pytest
 from pydantic import Field, ValidationError
 
 import judgegraph
-from judgegraph.custom import STEP, check_instructions, feedback_schema, feedback_spec, make_judge
+from judgegraph.judges import NeedsLLMJudge, resolve_judge
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
+from judgegraph.metrics.custom import (
+    STEP,
+    check_instructions,
+    feedback_schema,
+    feedback_spec,
+    make_judge,
+)
 from judgegraph.metrics.relevancy import create_turn_relevancy_judge
 from judgegraph.report import create_report_graph
 from judgegraph.testing.fake_chat import ScriptedChatModel
@@ -36,9 +43,11 @@ def run(graph, conv=CONV):
     return res
 
 
-def judge(feedback_type=bool, *answers, instructions="Judge the {{ conversation }}.", **kw):
+def judge(feedback_type=bool, *answers, instructions="Judge the {{ conversation }}.", max_tries=3, **kw):
     model = fake(*answers)
-    return make_judge(name="j", instructions=instructions, feedback_type=feedback_type, model=model, **kw), model
+    graph = make_judge(name="j", instructions=instructions, feedback_type=feedback_type,
+                       model=resolve_judge(model, max_tries=max_tries), **kw)
+    return graph, model
 
 
 # -- feedback types and their schemas ------------------------------------------
@@ -107,10 +116,15 @@ def test_provider_error_is_a_judge_error():
     assert res.status == "error" and res.errors[0].message == "RuntimeError: 503 upstream"
 
 
-def test_offline_judge_says_it_needs_an_llm_judge():
-    res = run(make_judge(name="j", instructions="{{ conversation }}"))
-    assert res.status == "error" and res.judge.startswith("offline")
-    assert "needs an LLM judge" in res.errors[0].message and res.usage.calls == 0
+def test_offline_judge_is_refused_when_the_judge_is_made():
+    with pytest.raises(NeedsLLMJudge, match="j needs an LLM judge"):
+        make_judge(name="j", instructions="{{ conversation }}")
+
+
+def test_an_unknown_keyword_is_a_type_error_naming_it():
+    with pytest.raises(TypeError, match=r"make_judge\(\) got an unexpected keyword argument 'treshold' "
+                                        r"\(did you mean 'threshold'\?\)"):
+        make_judge(name="j", instructions="{{ conversation }}", model=fake(), treshold=0.5)
 
 
 # -- scores, thresholds, pass/fail ----------------------------------------------
@@ -216,14 +230,14 @@ def test_wrapper_prompt_and_instruction_comments():
 
 def test_mlflow_spellings_are_accepted():
     graph = make_judge(name="j", instructions="{{ conversation }}", feedback_value_type=TONE,
-                       model="openai:/gpt-4o", base_url="http://127.0.0.1:9/v1")
+                       model=resolve_judge("openai:/gpt-4o", base_url="http://127.0.0.1:9/v1"))
     assert graph.get_graph().nodes  # built without a key: base_url given
     with pytest.raises(ValueError, match="not both"):
         make_judge(name="j", instructions="{{ conversation }}", feedback_type=bool, feedback_value_type=bool)
 
 
 def test_model_string_drops_mlflows_slash():
-    from judgegraph.custom import _model_string
+    from judgegraph.metrics.custom import _model_string
 
     assert _model_string("openai:/gpt-4o") == "openai:gpt-4o" and _model_string("gpt-4o") == "gpt-4o"
 
@@ -245,8 +259,8 @@ def test_invoke_ainvoke_batch_and_stream_agree():
 def test_shared_judge_and_report_composition():
     shared = LLMJudge(ScriptedChatModel(rules=[("<reply_to_judge>", [{"reason": "ok", "verdict": "yes"}])],
                                         default={"reason": "fine", "value": True}), limiter=CallLimiter(2))
-    custom = make_judge(name="friendly", instructions="Is the {{ conversation }} friendly?", judge=shared)
-    report = create_report_graph([create_turn_relevancy_judge(judge=shared), custom])
+    custom = make_judge(name="friendly", instructions="Is the {{ conversation }} friendly?", model=shared)
+    report = create_report_graph([create_turn_relevancy_judge(model=shared), custom])
     results = report.invoke({"conversation": CONV})["results"]
     assert results["friendly"].status == "passed" and results["turn_relevancy"].score == 1.0
     assert results["friendly"].judge == "llm:scripted"

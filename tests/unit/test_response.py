@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
+from judgegraph.judges import resolve_judge
 from judgegraph.judges.llm import LLMJudge, ModelConfigError
 from judgegraph.judges.offline import EmbeddingJudge
 from judgegraph.loaders import load_file
@@ -208,7 +209,7 @@ def test_questions_that_never_become_distinct_are_a_counted_judge_error_and_the_
     same = questions("Which sum equals 4?", "Which sum equals 4?", "Which sum equals 4?")
     emb = FixedEmbeddings()
     m = model([("It is 4.", [same]), ("could not say", [EVASIVE])])
-    res = run(create_response_relevancy_judge(model=m, embeddings=emb, max_tries=2))
+    res = run(create_response_relevancy_judge(model=resolve_judge(m, max_tries=2), embeddings=emb))
     bad, good = res.verdicts
     assert bad.verdict is None and bad.score is None and bad.attempts == 2 and bad.step == GENERATE_STEP
     assert "invalid output after 2 tries" in bad.error and "are the same" in bad.error
@@ -249,7 +250,7 @@ def test_wrong_number_of_vectors_is_an_embeddings_error():
 
 
 def test_every_exchange_failing_is_status_error_with_no_score():
-    res = run(create_response_relevancy_judge(model=model(default="not json"), embeddings=FixedEmbeddings(), max_tries=1))
+    res = run(create_response_relevancy_judge(model=resolve_judge(model(default="not json"), max_tries=1), embeddings=FixedEmbeddings()))
     assert res.status == "error" and res.score is None and res.passed is None and len(res.errors) == 2
 
 
@@ -334,7 +335,7 @@ def test_composes_in_a_report_graph_with_precomputed_exchanges():
 
 def test_offline_judge_falls_back_to_cosine_of_response_and_input_with_its_own_embeddings():
     emb = FixedEmbeddings({**VECTORS, "It is 4.": [0.6, 0.8], "I really could not say.": [0.0, 1.0]})
-    graph = create_response_relevancy_judge(judge=EmbeddingJudge(emb))
+    graph = create_response_relevancy_judge(model=EmbeddingJudge(emb))
     assert set(graph.get_graph().nodes) == {"__start__", "split_exchanges", "embed_response", "reduce_score", "__end__"}
     res = run(graph)
     assert [v.score for v in res.verdicts] == pytest.approx([0.6, 1.0])
@@ -377,20 +378,31 @@ def test_resolve_embeddings_strings():
     with pytest.raises(ModelConfigError, match="OPENAI_API_KEY"):
         resolve_embeddings("openai:text-embedding-3-small")
     graph = create_response_relevancy_judge(model=model(), embeddings="openai:text-embedding-3-large",
-                                            base_url="http://127.0.0.1:9/v1")
+                                            embeddings_base_url="http://127.0.0.1:9/v1")
     assert graph.get_graph().nodes  # built, nothing called
+
+
+def test_embeddings_are_served_beside_an_openai_compatible_judge_by_default(monkeypatch):
+    import judgegraph.metrics.response as response
+
+    seen = {}
+    real = response.resolve_embeddings
+    monkeypatch.setattr(response, "resolve_embeddings", lambda e, **kw: seen.update(kw) or real(e, **kw))
+    judge = resolve_judge("openai:gpt-4.1-mini", base_url="http://127.0.0.1:9/v1")
+    create_response_relevancy_judge(model=judge, embeddings="openai:text-embedding-3-small")
+    assert seen["base_url"] == "http://127.0.0.1:9/v1" and seen["api_key"]
 
 
 def test_registered_for_the_cli_and_files():
     spec = get_metric("response-relevancy")
     assert spec.name == "response_relevancy" and spec.options == {"threshold", "strict_mode", "n_questions", "embeddings", "embeddings_base_url"}
-    graph = create_metric("response-relevancy", judge=LLMJudge(model()), n_questions=2, embeddings=FixedEmbeddings())
+    graph = create_metric("response-relevancy", model=LLMJudge(model()), n_questions=2, embeddings=FixedEmbeddings())
     assert "generate_questions" in graph.get_graph().nodes
 
 
 @pytest.mark.parametrize("name,offline", [("response_relevancy", False), ("response_relevancy_offline", True)])
 def test_mermaid_snapshot(name, offline):
-    kw = {"judge": EmbeddingJudge(FixedEmbeddings())} if offline else {"model": model(), "embeddings": FixedEmbeddings()}
+    kw = {"model": EmbeddingJudge(FixedEmbeddings())} if offline else {"model": model(), "embeddings": FixedEmbeddings()}
     drawing = create_response_relevancy_judge(**kw).get_graph().draw_mermaid()
     path = SNAPSHOTS / f"{name}.mmd"
     if os.environ.get("UPDATE_SNAPSHOTS"):

@@ -2,15 +2,14 @@
 
 import asyncio
 import os
-import time
 from pathlib import Path
 
 import pytest
 
+from judgegraph.judges import NeedsLLMJudge, resolve_judge
 from judgegraph.judges.offline import EmbeddingJudge
 from judgegraph.metrics import create_metric, registry
 from judgegraph.metrics.session import (
-    NEEDS_LLM,
     create_conversation_completeness_judge,
     create_conversational_guidelines_judge,
     create_knowledge_retention_judge,
@@ -113,7 +112,7 @@ def test_completeness_goal_judge_error_is_counted_and_the_rest_kept():
 
 def test_completeness_extraction_error_is_status_error_and_nothing_else_runs():
     m = completeness_model(extract=["not a tool call"])
-    res = run(create_conversation_completeness_judge(model=m, max_tries=2))
+    res = run(create_conversation_completeness_judge(model=resolve_judge(m, max_tries=2)))
     assert res.status == "error" and res.score is None and res.value is None and res.passed is None
     assert m.call_count == 2 and "invalid output after 2 tries" in res.errors[0].message
 
@@ -203,7 +202,7 @@ def test_retention_inconsistent_answer_is_reasked_with_the_error():
 
 def test_retention_one_turn_error_is_counted_and_the_rest_kept():
     m = retention_model({9: ["garbage"]})
-    res = run(create_knowledge_retention_judge(model=m, max_tries=1))
+    res = run(create_knowledge_retention_judge(model=resolve_judge(m, max_tries=1)))
     assert res.verdicts[3].verdict is None and res.errors[0].where == "turn 9"
     assert res.score == pytest.approx(1 / 3) and res.details["judged"] == 3 and res.status == "failed"
 
@@ -293,7 +292,7 @@ def test_guidelines_scores_followed_over_applicable_and_cites_turns():
 
 def test_guidelines_error_in_one_is_counted_and_the_rest_kept():
     m = guidelines_model(Respect=["nonsense"])
-    res = run(create_conversational_guidelines_judge(model=m, guidelines=GUIDELINES, max_tries=2))
+    res = run(create_conversational_guidelines_judge(model=resolve_judge(m, max_tries=2), guidelines=GUIDELINES))
     assert (res.value, res.score) == ("yes", 1.0)
     assert res.errors[0].where.startswith("guideline 2 ") and res.errors[0].attempts == 2
 
@@ -378,22 +377,41 @@ FACTORIES = {
 
 
 @pytest.mark.parametrize("name", FACTORIES)
-def test_offline_judge_is_an_immediate_needs_llm_error(name):
+def test_offline_judge_is_refused_when_the_metric_is_built(name):
     factory, kw = FACTORIES[name]
     judge = EmbeddingJudge()
-    start = time.perf_counter()
-    res = run(factory(judge=judge, **kw))
-    assert res.status == "error" and res.reason == NEEDS_LLM and res.score is None
-    assert res.errors and NEEDS_LLM in res.errors[0].message
-    assert judge._embeddings is None and time.perf_counter() - start < 1  # no model loaded
+    with pytest.raises(NeedsLLMJudge, match=f"{name} needs an LLM judge"):
+        factory(model=judge, **kw)
+    with pytest.raises(NeedsLLMJudge):
+        factory(**kw)  # no model: the offline judge
+    assert judge._embeddings is None  # refused before any model was loaded
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+def test_the_runner_turns_needs_llm_into_that_metrics_error_result(name):
+    import asyncio
+
+    from judgegraph.conversation import as_conversation
+    from judgegraph.loaders import LoadedConversation
+    from judgegraph.runner import MetricPlan, evaluate_async
+
+    _, kw = FACTORIES[name]
+    plan = MetricPlan([name, "turn_relevancy"], resolve_judge(EmbeddingJudge()), kw)
+    plan.check()  # not a usage error
+    summary = asyncio.run(evaluate_async([LoadedConversation(as_conversation(TRIP), "mem", "judgegraph")], plan))
+    (outcome,) = summary.outcomes
+    res = outcome.results[name]
+    assert res.status == "error" and res.score is None and "needs an LLM judge" in res.reason
+    assert res.errors and "needs an LLM judge" in res.errors[0].message
+    assert outcome.results["turn_relevancy"].status in ("passed", "failed")  # the other metric still ran
 
 
 @pytest.mark.parametrize("name", FACTORIES)
 def test_registered_and_created_by_cli_name(name):
     assert name in registry()
     _, kw = FACTORIES[name]
-    graph = create_metric(name.replace("_", "-"), judge=EmbeddingJudge(), **kw)
-    assert run(graph).key == name
+    graph = create_metric(name.replace("_", "-"), model=ScriptedChatModel(default="{}"), **kw)
+    assert graph.name == name and run(graph).key == name
 
 
 @pytest.mark.parametrize("name", FACTORIES)

@@ -66,7 +66,9 @@ def _judge(args: argparse.Namespace):
         kwargs["base_url"] = args.base_url
     if args.model is None and args.base_url and not getattr(args, "embeddings", None):
         raise ValueError("--base-url needs --model (the model name the server serves) or --embeddings")
-    return resolve_judge(model=args.model, max_concurrency=args.concurrency, max_tries=args.max_tries, **kwargs)
+    if args.model is None:
+        return resolve_judge()
+    return resolve_judge(args.model, max_concurrency=args.concurrency, max_tries=args.max_tries, **kwargs)
 
 
 def _bad_number(args: argparse.Namespace) -> str | None:

@@ -18,6 +18,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..judges import NoModel
     from ..metrics import create_metric, get_metric
     from ..report import create_report_graph
 
@@ -26,9 +27,9 @@ def run(args: argparse.Namespace) -> int:
         options = {m: {"guidelines": guidelines} for m in args.metrics
                    if guidelines and "guidelines" in get_metric(m).options}
         if len(args.metrics) == 1:
-            graph = create_metric(args.metrics[0], **options.get(args.metrics[0], {}))
+            graph = create_metric(args.metrics[0], model=NoModel(), **options.get(args.metrics[0], {}))
         else:
-            graph = create_report_graph(args.metrics, options=options)
+            graph = create_report_graph(args.metrics, model=NoModel(), options=options)
     except (KeyError, ValueError, TypeError, OSError) as exc:
         print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -31,8 +31,8 @@ import sys
 import tempfile
 import threading
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -619,7 +619,7 @@ class MiniLMEmbeddings(Embeddings):
                     self._model = model
         return model
 
-    def load(self) -> "MiniLMEmbeddings":
+    def load(self) -> MiniLMEmbeddings:
         """Load the model now (otherwise it loads on first use)."""
         self._get_model()
         return self

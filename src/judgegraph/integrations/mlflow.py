@@ -126,7 +126,7 @@ def _unreachable(uri: str, timeout: float = 5.0) -> str | None:
     if not uri.startswith(("http://", "https://")):
         return None
     try:
-        urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout).close()  # noqa: S310 - the user's URI
+        urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout).close()
     except urllib.error.HTTPError:
         return None  # it answered
     except (urllib.error.URLError, OSError, ValueError) as exc:
@@ -742,7 +742,7 @@ def log_assessments(
                     if trace_id is None:
                         continue
                     vmeta = _meta(turns=list(verdict.turns), conversation_id=cid, attempts=verdict.attempts,
-                                  **({"window": getattr(verdict, "window")} if hasattr(verdict, "window") else {}),
+                                  **({"window": verdict.window} if hasattr(verdict, "window") else {}),
                                   **({"score": verdict.score} if verdict.score is not None else {}),
                                   judgegraph_version=__version__)
                     if verdict.verdict is None:

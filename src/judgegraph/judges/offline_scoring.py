@@ -27,7 +27,7 @@ all texts of one call to :func:`relevance_score` go through ONE ``encode`` call.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

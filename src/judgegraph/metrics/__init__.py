@@ -77,7 +77,7 @@ def _import_attr(path: str) -> Any:
     except ModuleNotFoundError as exc:
         where = "" if exc.name != module.split(".")[0] else " (not on PYTHONPATH or in the current directory)"
         raise MetricNotFound(f"custom metric {path!r} could not be imported: {exc}{where}") from exc
-    except Exception as exc:  # noqa: BLE001 - a module that fails on import is a usage error, reported
+    except Exception as exc:
         raise MetricNotFound(f"custom metric {path!r}: importing {module!r} failed: {type(exc).__name__}: {exc}") from exc
     for part in attr.split("."):
         try:
@@ -88,9 +88,10 @@ def _import_attr(path: str) -> Any:
 
 
 def _factory_spec(path: str, fn: Callable[..., Any]) -> MetricSpec:
-    """A callable returning a compiled graph: called with ``judge=`` (the run's
-    judge, e.g. the CLI's ``--model``) when it takes ``judge``, and with the
-    options in :data:`CLI_OPTIONS` it names."""
+    """A callable returning a compiled graph: called with the run's judge
+    (e.g. the CLI's ``--model``) as ``model=`` when it takes ``model`` (or as
+    ``judge=``, an older spelling), and with the options in
+    :data:`CLI_OPTIONS` it names."""
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -98,16 +99,16 @@ def _factory_spec(path: str, fn: Callable[..., Any]) -> MetricSpec:
     named = {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     required = [n for n, p in params.items()
                 if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-                and n not in CLI_OPTIONS | {"judge"}]
+                and n not in CLI_OPTIONS | {"judge", "model"}]
     if required:
         raise MetricNotFound(f"custom metric {path!r} needs arguments the command line cannot give: {', '.join(required)}")
-    takes_judge = "judge" in named
+    judge_arg = "model" if "model" in named else "judge" if "judge" in named else None
     options = frozenset(named & CLI_OPTIONS)
 
-    def factory(*, judge: Any = None, **opts: Any) -> CompiledStateGraph:
+    def factory(*, model: Any = None, **opts: Any) -> CompiledStateGraph:
         kwargs = {k: v for k, v in opts.items() if k in options}
-        if takes_judge and judge is not None:
-            kwargs["judge"] = judge
+        if judge_arg and model is not None:
+            kwargs[judge_arg] = model
         graph = fn(**kwargs)
         if not isinstance(graph, CompiledStateGraph):
             raise TypeError(f"custom metric {path!r} returned {type(graph).__name__}, not a compiled graph")

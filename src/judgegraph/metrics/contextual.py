@@ -33,32 +33,44 @@ Each node of each turn is extracted and judged once, whatever the window size:
 from __future__ import annotations
 
 import operator
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Annotated, Any, ClassVar, Literal
-
-from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
+from typing import Annotated, Any, Literal
 
 from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic.json_schema import SkipJsonSchema
+from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
+    TypedDict,
+    Unpack,
+)
 
-from ..conversation import Conversation, RetrievalNode, as_conversation
-from ..judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
-from ..nodes import judge_step, quote, render_messages, window_node
-from ..results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results
-from ..state import MetricInput, MetricOutput
+from ..compiling import CompileOptions, compile_graph
+from ..conversation import Conversation, RetrievalNode
+from ..judges import Judge, ModelLike, resolve_judge
+from ..nodes import quote, window_node
+from ..results import (
+    JudgeErrorInfo,
+    MetricResult,
+    Usage,
+    build_result,
+    merge_results,
+    strict,
+)
+from ..state import MetricInput, MetricOutput, conversation_of
+from ..statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
+from ..statements import (
+    JudgeCall,
+    Statement,
+    StatementVerdict,
+    extract_statements_step,
+    judge_statements_step,
+    verify_step,
+)
 from ..windows import Exchange, Window, check_window_size
 
 METRIC = "turn_contextual_relevancy"
-EXTRACT_STEP = f"{METRIC}/extract_statements"
-JUDGE_STEP = f"{METRIC}/judge_statements"
-VERIFY_STEP = f"{METRIC}/verify_verdict"
 
 OFFLINE_MODE = "offline: sentences + embeddings"
 LLM_MODE = "llm: extracted statements"
@@ -66,179 +78,6 @@ LLM_MODE = "llm: extracted statements"
 ExtractPer = Literal["turn", "node"]
 JudgePer = Literal["turn", "node", "statement"]
 _GRAIN = {"turn": 0, "node": 1, "statement": 2}
-
-
-# -- sentence splitting (the offline judge's "extraction") ---------------------
-
-_ABBREVIATIONS = frozenset(
-    "e.g i.e etc vs approx mr mrs ms dr prof st no nos fig inc ltd co corp jr sr dept est min max "
-    "a.m p.m u.s u.k jan feb mar apr jun jul aug sep sept oct nov dec".split()
-)
-_BLOCKS = re.compile(r"\n\s*\n|\n(?=[ \t]*(?:[-*•]|\d{1,3}[.)])\s)")
-_BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+")
-_BOUNDARY = re.compile(r"""[.!?]+["')\]]*\s+(?=["'(\[]?[A-Z0-9])""")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``, dependency-free: paragraphs and list items are
-    split first, then sentences end at ``.``, ``!`` or ``?`` followed by a space
-    and a capital letter or digit — except after common abbreviations ("e.g.",
-    "Dr.", "p.m.") and single-letter initials. Decimals ("3.5") never split.
-    Fragments without a letter or digit are dropped; whitespace is collapsed."""
-    out: list[str] = []
-    for block in _BLOCKS.split(text):
-        block = " ".join(_BULLET.sub("", block).split())
-        start = 0
-        for m in _BOUNDARY.finditer(block):
-            before = block[start : m.start() + 1].rstrip(".!?\"')]").split()
-            last = before[-1].lower().rstrip(".") if before else ""
-            if block[m.start()] == "." and (last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha())):
-                continue
-            out.append(block[start : m.end()].strip())
-            start = m.end()
-        out.append(block[start:].strip())
-    return [s for s in out if any(ch.isalnum() for ch in s)]
-
-
-# -- schemas --------------------------------------------------------------------
-
-
-class NodeStatements(BaseModel):
-    node: int = Field(description="The node's number, as given.")
-    statements: list[str] = Field(description="The node's statements, in the node's order.")
-
-    @field_validator("statements")
-    @classmethod
-    def _clean(cls, value: list[str]) -> list[str]:
-        return [" ".join(s.split()) for s in value if s and s.strip()]
-
-
-class ExtractedStatements(BaseModel):
-    """The answer of ``extract_statements``: one entry per node, numbered from 1.
-    :func:`extraction_schema` makes the subclass that checks every node of a
-    request is answered exactly once (a wrong answer is re-asked with the error)."""
-
-    nodes: list[NodeStatements] = Field(description="One entry per retrieved node, in order.")
-    expected_nodes: ClassVar[int | None] = None
-
-    @model_validator(mode="after")
-    def _complete(self) -> ExtractedStatements:
-        _check_numbers([e.node for e in self.nodes], self.expected_nodes, "node")
-        empty = [e.node for e in self.nodes if not e.statements]
-        if empty:
-            raise ValueError(
-                f"node(s) {_join(empty)} have no statement: give every node at least one"
-                " (its text as one statement if it holds nothing else)"
-            )
-        self.nodes = sorted(self.nodes, key=lambda e: e.node)
-        return self
-
-
-class StatementJudgement(BaseModel):
-    statement: int = Field(description="The statement's number, as given.")
-    reason: str = Field(description="One short sentence explaining the verdict.")
-    verdict: Literal["yes", "no"] = Field(
-        description="'yes' if the statement is relevant to the latest user message, otherwise 'no'."
-    )
-    # Set by the offline judge only; absent from the JSON schema an LLM is given.
-    similarity: SkipJsonSchema[float | None] = None
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _normalise(cls, value: Any) -> Any:
-        return value.strip().lower() if isinstance(value, str) else value
-
-
-class StatementVerdicts(BaseModel):
-    """The answer of ``judge_statements`` and ``verify_verdict``: one entry per
-    statement, numbered from 1 (:func:`verdicts_schema` checks the count)."""
-
-    verdicts: list[StatementJudgement] = Field(description="One entry per statement, in order.")
-    expected_statements: ClassVar[int | None] = None
-
-    @model_validator(mode="after")
-    def _complete(self) -> StatementVerdicts:
-        _check_numbers([v.statement for v in self.verdicts], self.expected_statements, "statement")
-        self.verdicts = sorted(self.verdicts, key=lambda v: v.statement)
-        return self
-
-
-def _join(numbers: Sequence[int]) -> str:
-    return ", ".join(str(n) for n in numbers)
-
-
-def _check_numbers(seen: list[int], expected: int | None, what: str) -> None:
-    if expected is None:
-        return
-    missing = [n for n in range(1, expected + 1) if n not in seen]
-    unknown = sorted({n for n in seen if not 1 <= n <= expected})
-    repeated = sorted({n for n in seen if seen.count(n) > 1 and 1 <= n <= expected})
-    problems = []
-    if missing:
-        problems.append(f"{what}(s) {_join(missing)} missing")
-    if unknown:
-        problems.append(f"there is no {what} {_join(unknown)}")
-    if repeated:
-        problems.append(f"{what}(s) {_join(repeated)} answered more than once")
-    if problems:
-        raise ValueError(f"give exactly one entry for each {what} 1 to {expected}: " + "; ".join(problems))
-
-
-@lru_cache(maxsize=None)
-def extraction_schema(nodes: int) -> type[ExtractedStatements]:
-    """:class:`ExtractedStatements` that requires exactly ``nodes`` entries."""
-    return type("ExtractedStatements", (ExtractedStatements,), {"expected_nodes": nodes, "__module__": __name__})
-
-
-@lru_cache(maxsize=None)
-def verdicts_schema(statements: int) -> type[StatementVerdicts]:
-    """:class:`StatementVerdicts` that requires exactly ``statements`` entries."""
-    return type("StatementVerdicts", (StatementVerdicts,), {"expected_statements": statements, "__module__": __name__})
-
-
-# -- what flows through the graph --------------------------------------------------
-
-
-class Statement(BaseModel):
-    """One statement of a retrieved node, before it is judged."""
-
-    model_config = ConfigDict(frozen=True)
-
-    text: str
-    node: int  # 0-based index of its node in the retrieval_context (of ``turn``, inside the metric)
-    index: int  # 0-based position among its node's statements
-    source: str | None = None
-    turn: int | None = None  # 0-based conversation turn whose retrieval_context holds the node
-    exchange: int | None = None
-
-
-class StatementVerdict(Verdict):
-    """One statement's verdict. ``verdict`` is None when the judge failed."""
-
-    verdict: Literal["yes", "no"] | None = None
-    statement: str
-    node: int  # 0-based index of its node in the turn's retrieval_context
-    index: int  # 0-based position among the node's statements
-    source: str | None = None
-    exchange: int | None = None
-    verified: bool = False  # verify_verdict took a second look
-    flipped: bool = False  # ... and changed the first "no" to "yes"
-    first_reason: str | None = None  # the first judgement's reason, when verified
-
-    @property
-    def key(self) -> tuple[Any, ...]:
-        return (self.exchange, tuple(self.turns), self.node, self.index)
-
-
-class JudgeCall(BaseModel):
-    """One judge request made by a step (a cache hit has ``cached`` and no usage)."""
-
-    step: str  # prompt step, e.g. "turn_contextual_relevancy/extract_statements"
-    where: str  # e.g. "turn 4" or "turn 4 node 2"
-    usage: Usage = Field(default_factory=Usage)
-    attempts: int = 0
-    error: str | None = None
-    cached: bool = False
 
 
 @dataclass(frozen=True)
@@ -270,224 +109,6 @@ def turn_context(window: Window) -> TurnContext:
 
 def node_label(turn: int | None, node: int) -> str:
     return f"node {node + 1}" if turn is None else f"turn {turn + 1} node {node + 1}"
-
-
-# -- requests (public: build your own nodes from them) -----------------------------
-
-
-def _node_texts(value: Any) -> list[RetrievalNode]:
-    out = []
-    for v in value or []:
-        if isinstance(v, RetrievalNode):
-            out.append(v)
-        elif isinstance(v, str):
-            out.append(RetrievalNode(context=v))
-        else:
-            out.append(RetrievalNode.model_validate(v))
-    return out
-
-
-def extraction_request(nodes: Sequence[str]) -> JudgeRequest:
-    """Extract the statements of ``nodes`` (texts) in one request. It holds the
-    texts only, so identical node lists share one cached judgement."""
-    rendered = "\n\n".join(f"[node {i}]\n{text}" for i, text in enumerate(nodes, 1))
-    return JudgeRequest(
-        task="extract_statements",
-        step=EXTRACT_STEP,
-        schema=extraction_schema(len(nodes)),
-        values={"nodes": rendered},
-        inputs={"nodes": list(nodes)},
-    )
-
-
-def _context_values(context: Sequence[tuple[str, str]]) -> tuple[str, list[str]]:
-    pairs = [(r, c) for r, c in context]
-    return render_messages(pairs, empty="(none: this is the first exchange)"), [f"{r}: {c}" for r, c in pairs]
-
-
-def judgement_request(
-    statements: Sequence[str], user_message: str, context: Sequence[tuple[str, str]] = ()
-) -> JudgeRequest:
-    """Judge ``statements`` against ``user_message``, with the window's earlier
-    messages as ``(role, content)`` pairs. Task ``statement_relevance`` (the
-    offline judge answers it too)."""
-    rendered_context, context_inputs = _context_values(context)
-    return JudgeRequest(
-        task="statement_relevance",
-        step=JUDGE_STEP,
-        schema=verdicts_schema(len(statements)),
-        values={
-            "context": rendered_context,
-            "user_message": user_message or "(none: the assistant spoke first)",
-            "statements": "\n".join(f"{i}. {' '.join(s.split())}" for i, s in enumerate(statements, 1)),
-        },
-        inputs={"statements": list(statements), "user_message": user_message, "context": context_inputs},
-    )
-
-
-def verification_request(
-    statements: Sequence[tuple[str, str]], user_message: str, context: Sequence[tuple[str, str]] = ()
-) -> JudgeRequest:
-    """A second look at statements judged irrelevant: ``(statement, first reason)`` pairs."""
-    rendered_context, context_inputs = _context_values(context)
-    return JudgeRequest(
-        task="statement_relevance_check",
-        step=VERIFY_STEP,
-        schema=verdicts_schema(len(statements)),
-        values={
-            "context": rendered_context,
-            "user_message": user_message or "(none: the assistant spoke first)",
-            "statements": "\n".join(
-                f"{i}. {' '.join(s.split())}\n   First reviewer: {' '.join(r.split())}"
-                for i, (s, r) in enumerate(statements, 1)
-            ),
-        },
-        inputs={"statements": [s for s, _ in statements], "user_message": user_message, "context": context_inputs},
-    )
-
-
-# -- steps (public nodes) ----------------------------------------------------------
-
-
-def _call(step: str, state: dict[str, Any], outcome: JudgeOutcome) -> JudgeCall:
-    return JudgeCall(
-        step=step, where=state.get("where", ""), usage=outcome.usage, attempts=outcome.attempts,
-        error=None if outcome.ok else (outcome.error or "no answer"), cached=outcome.cached,
-    )
-
-
-def _unless_empty(step: Runnable, is_empty: Callable[[Any], bool], empty: dict[str, Any], name: str) -> RunnableLambda:
-    """``step``, except that an input with nothing to do returns ``empty`` with no judge call."""
-
-    def run(state: Any) -> dict[str, Any]:
-        return dict(empty) if is_empty(state) else step.invoke(state)
-
-    async def arun(state: Any) -> dict[str, Any]:
-        return dict(empty) if is_empty(state) else await step.ainvoke(state)
-
-    return RunnableLambda(run, afunc=arun, name=name)
-
-
-def _selected(state: dict[str, Any]) -> tuple[list[RetrievalNode], list[int]]:
-    nodes = _node_texts(state.get("retrieval_context"))
-    indices = state.get("node_indices")
-    return nodes, list(range(len(nodes))) if indices is None else list(indices)
-
-
-def extract_statements_step(judge: Judge, *, name: str = "extract_statements") -> RunnableLambda:
-    """A node that splits retrieved nodes into statements.
-
-    Reads ``retrieval_context`` (a list of :class:`RetrievalNode`, dicts or
-    strings), optionally ``node_indices`` (which of them; default all) and
-    ``where`` (a label for errors). Writes ``statements`` (a list of
-    :class:`Statement`, ``node`` being the index in ``retrieval_context``) and
-    ``calls`` (a list of :class:`JudgeCall`). An LLM judge makes one request
-    for all the selected nodes; the offline judge makes none: statements are
-    the nodes' sentences (:func:`split_sentences`). Give ``statements`` and
-    ``calls`` an ``operator.add`` reducer when the node runs in a fan-out."""
-    empty: dict[str, Any] = {"statements": [], "calls": []}
-
-    if judge.kind == "offline":
-
-        def split(state: dict[str, Any]) -> dict[str, Any]:
-            nodes, indices = _selected(state)
-            statements = [
-                Statement(text=text, node=i, index=k, source=nodes[i].source)
-                for i in indices
-                for k, text in enumerate(split_sentences(nodes[i].context) or [" ".join(nodes[i].context.split())])
-            ]
-            return {"statements": statements, "calls": []}
-
-        return RunnableLambda(split, name=name)
-
-    def build(state: dict[str, Any]) -> JudgeRequest:
-        nodes, indices = _selected(state)
-        return extraction_request([nodes[i].context for i in indices])
-
-    def finish(state: dict[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
-        call = _call(EXTRACT_STEP, state, outcome)
-        if not outcome.ok:
-            return {"statements": [], "calls": [call]}
-        nodes, indices = _selected(state)
-        statements = [
-            Statement(text=text, node=indices[entry.node - 1], index=k, source=nodes[indices[entry.node - 1]].source)
-            for entry in outcome.value.nodes  # type: ignore[union-attr]
-            for k, text in enumerate(entry.statements)
-        ]
-        return {"statements": statements, "calls": [call]}
-
-    return _unless_empty(judge_step(name, judge, build, finish), lambda s: not _selected(s)[1], empty, name)
-
-
-def _statements(state: dict[str, Any]) -> list[Statement]:
-    return [s if isinstance(s, Statement) else Statement(text=str(s), node=0, index=i)
-            for i, s in enumerate(state.get("statements") or [])]
-
-
-def judge_statements_step(judge: Judge, *, name: str = "judge_statements") -> RunnableLambda:
-    """A node that judges statements against a user message in one request.
-
-    Reads ``statements`` (:class:`Statement` or strings), ``user_message``,
-    optionally ``context`` (the earlier messages as ``(role, content)`` pairs)
-    and ``where``. Writes ``verdicts`` (one :class:`StatementVerdict` per
-    statement; ``verdict`` None and ``error`` set when the judge failed) and
-    ``calls``. Works with the offline judge (embedding similarity)."""
-
-    def build(state: dict[str, Any]) -> JudgeRequest:
-        return judgement_request([s.text for s in _statements(state)], state.get("user_message", ""),
-                                 state.get("context") or ())
-
-    def finish(state: dict[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
-        call = _call(JUDGE_STEP, state, outcome)
-        answers = outcome.value.verdicts if outcome.ok else None  # type: ignore[union-attr]
-        verdicts = []
-        for i, s in enumerate(_statements(state)):
-            a = answers[i] if answers is not None else None
-            verdicts.append(StatementVerdict(
-                turns=[] if s.turn is None else [s.turn], exchange=s.exchange, node=s.node, index=s.index,
-                statement=s.text, source=s.source,
-                verdict=a.verdict if a else None, reason=a.reason if a else "",
-                score=a.similarity if a else None,
-                error=None if a else call.error, attempts=outcome.attempts,
-            ))
-        return {"verdicts": verdicts, "calls": [call]}
-
-    empty: dict[str, Any] = {"verdicts": [], "calls": []}
-    return _unless_empty(judge_step(name, judge, build, finish), lambda s: not s.get("statements"), empty, name)
-
-
-def verify_step(judge: Judge, *, name: str = "verify_verdict") -> RunnableLambda:
-    """A node that takes a second look at the "no" verdicts it is given.
-
-    Reads ``verdicts`` (:class:`StatementVerdict`; only those with verdict
-    "no" are looked at, in one request), ``user_message``, optionally
-    ``context`` and ``where``. Writes ``verified``: the looked-at verdicts with
-    the second judgement (``verified=True``, ``first_reason`` kept, ``flipped``
-    when "no" became "yes"), and ``calls``. When the second look fails, the
-    first verdicts stand (``verified`` is empty) and the call records the error."""
-
-    def looked_at(state: dict[str, Any]) -> list[StatementVerdict]:
-        return [v for v in state.get("verdicts") or [] if v.verdict == "no"]
-
-    def build(state: dict[str, Any]) -> JudgeRequest:
-        return verification_request([(v.statement, v.reason) for v in looked_at(state)],
-                                    state.get("user_message", ""), state.get("context") or ())
-
-    def finish(state: dict[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
-        call = _call(VERIFY_STEP, state, outcome)
-        if not outcome.ok:
-            return {"verified": [], "calls": [call]}
-        verified = [
-            v.model_copy(update={
-                "verified": True, "first_reason": v.reason, "reason": a.reason, "verdict": a.verdict,
-                "flipped": a.verdict != v.verdict,
-            })
-            for v, a in zip(looked_at(state), outcome.value.verdicts)  # type: ignore[union-attr]
-        ]
-        return {"verified": verified, "calls": [call]}
-
-    empty: dict[str, Any] = {"verified": [], "calls": []}
-    return _unless_empty(judge_step(name, judge, build, finish), lambda s: not looked_at(s), empty, name)
 
 
 # -- the metric graph --------------------------------------------------------------
@@ -696,7 +317,7 @@ def contextual_reason(
 
 def _reduce_score(settings: ContextualSettings):
     def reduce_score(state: ContextualState) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
+        conversation = conversation_of(state)
         second = {v.key: v for v in state.get("verified") or []}
         verdicts = sorted(
             (second.get(v.key, v) for v in state.get("verdicts") or []),
@@ -721,18 +342,8 @@ def _reduce_score(settings: ContextualSettings):
             })
         scores = [t["score"] for t in turns if t["status"] == "scored"]
         with_context = [t for t in turns if t["status"] != "no context"]
-        threshold = settings.effective_threshold
-        score: float | None = None
-        if not with_context:
-            status, passed = "not_applicable", None
-        elif not scores:
-            status, passed = "error", None
-        else:
-            score = sum(scores) / len(scores)
-            if settings.strict_mode:
-                score = 1.0 if score == 1.0 else 0.0
-            passed = score >= threshold
-            status = "passed" if passed else "failed"
+        score = sum(scores) / len(scores) if scores else None
+        status = "not_applicable" if not with_context else "error" if not scores else None
         errors = [
             JudgeErrorInfo(where=c.where, step=c.step, message=c.error, attempts=c.attempts) for c in calls if c.error
         ]
@@ -759,20 +370,11 @@ def _reduce_score(settings: ContextualSettings):
         }
         if settings.offline:
             details["judge_rule"] = getattr(settings.judge, "statement_rule", None) or settings.judge.rule
-        result = MetricResult(
-            key=settings.name,
-            conversation_id=conversation.id,
-            score=score,
-            threshold=threshold,
-            passed=passed,
-            status=status,
-            reason=contextual_reason(score, threshold, turns, verdicts),
-            judge=settings.judge.name,
-            strict_mode=settings.strict_mode,
-            verdicts=verdicts,
-            errors=errors,
-            usage=Usage.total(c.usage for c in calls),
-            details=details,
+        result = build_result(
+            settings.name, conversation, judge=settings.judge.name, threshold=settings.threshold, score=score,
+            strict_mode=settings.strict_mode, status=status,
+            reason=contextual_reason(*strict(score, settings.threshold, settings.strict_mode), turns, verdicts),
+            verdicts=verdicts, errors=errors, usage=Usage.total(c.usage for c in calls), details=details,
         )
         return {"results": {settings.name: result}}
 
@@ -811,34 +413,26 @@ def build_turn_contextual_relevancy_graph(settings: ContextualSettings) -> State
 
 def create_turn_contextual_relevancy_judge(
     *,
-    model: Any = None,
-    judge: Judge | None = None,
+    model: ModelLike = None,
     window_size: int = 10,
     threshold: float = 0.5,
     strict_mode: bool = False,
     verify: bool = False,
-    max_concurrency: int = 16,
-    max_tries: int = 3,
     name: str = METRIC,
-    **model_kwargs: Any,
+    **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Turn contextual relevancy: the share of retrieved statements relevant to
     each turn's user message, averaged over the turns with retrieval context.
 
-    ``model``: a LangChain chat model or a string like ``openai:gpt-4.1-mini``;
-    leave it out for the offline judge (sentences + embeddings). ``judge``: a
-    ready judge shared with other metrics (one concurrency limit, one cache).
-    ``window_size`` (exchanges) sets how many earlier messages the judge reads;
-    ``verify`` adds a second look at every "irrelevant" verdict (LLM only)."""
-    settings = ContextualSettings(
-        name=name,
-        judge=resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries, **model_kwargs),
-        window_size=window_size,
-        threshold=threshold,
-        strict_mode=strict_mode,
-        verify=verify,
-    )
-    return build_turn_contextual_relevancy_graph(settings).compile(name=name)
+    ``model``: a chat model, a string like ``openai:gpt-4.1-mini``, or a ready
+    judge shared with other metrics (one concurrency limit, one cache); leave it
+    out for the offline judge (sentences + embeddings). ``window_size``
+    (exchanges) sets how many earlier messages the judge reads; ``verify`` adds
+    a second look at every "irrelevant" verdict (LLM only)."""
+    settings = ContextualSettings(name=name, judge=resolve_judge(model), window_size=window_size,
+                                  threshold=threshold, strict_mode=strict_mode, verify=verify)
+    return compile_graph(build_turn_contextual_relevancy_graph(settings), name, compile,
+                         create_turn_contextual_relevancy_judge)
 
 
 def _specs():
@@ -856,34 +450,14 @@ def _specs():
 METRIC_SPECS = _specs()
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
-PROMPT_VALUES = {
-    EXTRACT_STEP: {"nodes"},
-    JUDGE_STEP: {"context", "user_message", "statements"},
-    VERIFY_STEP: {"context", "user_message", "statements"},
-}
+PROMPT_VALUES = STATEMENT_PROMPT_VALUES
 
 __all__ = [
     "ContextualSettings",
     "ContextualState",
-    "ExtractedStatements",
-    "JudgeCall",
-    "NodeStatements",
-    "Statement",
-    "StatementJudgement",
-    "StatementVerdict",
-    "StatementVerdicts",
     "TurnContext",
     "build_turn_contextual_relevancy_graph",
     "contextual_reason",
     "create_turn_contextual_relevancy_judge",
-    "extract_statements_step",
-    "extraction_request",
-    "extraction_schema",
-    "judge_statements_step",
-    "judgement_request",
-    "split_sentences",
     "turn_context",
-    "verdicts_schema",
-    "verification_request",
-    "verify_step",
 ]

@@ -21,19 +21,31 @@ import operator
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
-
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, field_validator
+from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
+    TypedDict,
+    Unpack,
+)
 
-from ..conversation import Conversation, as_conversation
-from ..judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
-from ..nodes import fan_out, judge_step, make_result, outcome_fields, quote, render_messages, turn_label
+from ..compiling import CompileOptions, compile_graph
+from ..conversation import Conversation
+from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
+from ..nodes import (
+    fan_out,
+    judge_step,
+    make_result,
+    outcome_fields,
+    quote,
+    render_messages,
+    turn_label,
+    window_node,
+)
 from ..prompts import Prompt, load_prompt
 from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_results
-from ..state import MetricInput, MetricOutput
-from ..windows import Exchange, Window, check_window_size, exchanges, windows_from_exchanges
+from ..state import MetricInput, MetricOutput, conversation_of
+from ..windows import Exchange, Window, check_window_size
 
 JUDGE_STEP = "turn_relevancy/judge_turn"
 REASON_STEP = "turn_relevancy/write_reason"
@@ -92,17 +104,6 @@ class RelevancySettings:
 
 
 # -- nodes ---------------------------------------------------------------------
-
-
-def _window_turns(settings: RelevancySettings):
-    def window_turns(state: RelevancyState) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
-        exs = state.get("exchanges")
-        if exs is None:
-            exs = exchanges(conversation)
-        return {"conversation": conversation, "windows": windows_from_exchanges(conversation, exs, settings.window_size)}
-
-    return window_turns
 
 
 #: One ``judge_turn`` task (a :class:`WindowTask`) per window, or reduce_score when there is none.
@@ -183,7 +184,7 @@ def deterministic_reason(score: float | None, threshold: float, verdicts: list[W
 
 def _reduce_score(settings: RelevancySettings):
     def reduce_score(state: RelevancyState) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
+        conversation = conversation_of(state)
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.window)
         # Status rules shared by every metric: judgegraph.nodes.make_result.
         result = make_result(
@@ -247,7 +248,7 @@ def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
     if settings.reason == "llm" and settings.judge.kind != "llm":
         raise ValueError("reason='llm' needs an LLM judge (pass model=...)")
     builder = StateGraph(RelevancyState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("window_turns", _window_turns(settings))
+    builder.add_node("window_turns", window_node(settings.window_size))
     builder.add_node("judge_turn", _judge_turn(settings))
     builder.add_node("reduce_score", _reduce_score(settings))
     builder.add_edge(START, "window_turns")
@@ -262,79 +263,47 @@ def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
     return builder
 
 
-def _create(
-    name: str,
-    *,
-    model: Any,
-    judge: Judge | None,
-    window_size: int,
-    threshold: float,
-    strict_mode: bool,
-    reason: ReasonMode,
-    rubric: str | None,
-    max_concurrency: int,
-    max_tries: int,
-    **model_kwargs: Any,
-) -> CompiledStateGraph:
-    settings = RelevancySettings(
-        name=name,
-        judge=resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries, **model_kwargs),
-        window_size=window_size,
-        threshold=threshold,
-        strict_mode=strict_mode,
-        reason=reason,
-        rubric=rubric,
-    )
-    return build_relevancy_graph(settings).compile(name=name)
-
-
 def create_turn_relevancy_judge(
     *,
-    model: Any = None,
-    judge: Judge | None = None,
+    model: ModelLike = None,
     window_size: int = 10,
     threshold: float = 0.5,
     strict_mode: bool = False,
     reason: ReasonMode = "deterministic",
     rubric: str | None = None,
-    max_concurrency: int = 16,
-    max_tries: int = 3,
     name: str = "turn_relevancy",
-    **model_kwargs: Any,
+    **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Turn relevancy, deepeval's semantics: windows of ``window_size``
     exchanges (default 10), threshold 0.5, optional strict mode.
 
-    ``model``: a LangChain chat model or a string like ``openai:gpt-4.1-mini``;
-    leave it out for the offline embedding judge. ``rubric`` replaces the
-    default instructions on what counts as relevant."""
-    return _create(
-        name, model=model, judge=judge, window_size=window_size, threshold=threshold, strict_mode=strict_mode,
-        reason=reason, rubric=rubric, max_concurrency=max_concurrency, max_tries=max_tries, **model_kwargs,
-    )
+    ``model``: a chat model, a string like ``openai:gpt-4.1-mini``, or a ready
+    judge (:func:`~judgegraph.resolve_judge`); leave it out for the offline
+    embedding judge. ``rubric`` replaces the default instructions on what counts
+    as relevant. ``compile``: LangGraph compile options (``checkpointer``, ...)."""
+    settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
+                                 strict_mode=strict_mode, reason=reason, rubric=rubric)
+    return compile_graph(build_relevancy_graph(settings), name, compile, create_turn_relevancy_judge)
 
 
 def create_conversation_relevance_judge(
     *,
-    model: Any = None,
-    judge: Judge | None = None,
+    model: ModelLike = None,
     window_size: int = 5,
     threshold: float = 0.5,
     strict_mode: bool = False,
     reason: ReasonMode = "deterministic",
     rubric: str | None = None,
-    max_concurrency: int = 16,
-    max_tries: int = 3,
     name: str = "conversation_relevance",
-    **model_kwargs: Any,
+    **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Conversation relevance, promptfoo's semantics: one window per
     input/output pair holding it and up to ``window_size - 1`` earlier pairs
-    (default 5); ``rubric`` is promptfoo's ``rubricPrompt``."""
-    return _create(
-        name, model=model, judge=judge, window_size=window_size, threshold=threshold, strict_mode=strict_mode,
-        reason=reason, rubric=rubric, max_concurrency=max_concurrency, max_tries=max_tries, **model_kwargs,
-    )
+    (default 5); ``rubric`` is promptfoo's ``rubricPrompt``. Same graph as
+    :func:`create_turn_relevancy_judge`, other defaults."""
+    settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
+                                 strict_mode=strict_mode, reason=reason, rubric=rubric)
+    return compile_graph(build_relevancy_graph(settings), name, compile, create_conversation_relevance_judge)
 
 
 def _specs():

@@ -38,21 +38,31 @@ import re
 import threading
 import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Annotated, Any, ClassVar, Literal
-
-from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
+from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
+    TypedDict,
+    Unpack,
+)
 
-from ..conversation import Conversation, as_conversation
-from ..judges import CallLimiter, Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ..compiling import CompileOptions, compile_graph
+from ..conversation import Conversation
+from ..judges import (
+    CallLimiter,
+    Judge,
+    JudgeOutcome,
+    JudgeRequest,
+    ModelLike,
+    resolve_judge,
+)
 from ..nodes import judge_step, make_result, quote, turn_label
 from ..results import MetricResult, Verdict, merge_results
-from ..state import MetricInput, MetricOutput
+from ..state import MetricInput, MetricOutput, conversation_of
 from ..windows import Exchange, exchanges
 
 GENERATE_STEP = "response_relevancy/generate_questions"
@@ -118,7 +128,7 @@ class GeneratedQuestions(BaseModel):
         return self
 
 
-@lru_cache(maxsize=None)
+@cache
 def questions_schema(n: int) -> type[GeneratedQuestions]:
     """The structured-output schema asking for exactly ``n`` distinct questions."""
     model = create_model(
@@ -325,10 +335,8 @@ def _reply_text(ex: Exchange) -> str:
 
 
 def split_exchanges(state: ResponseRelevancyState) -> dict[str, Any]:
-    conversation = as_conversation(state["conversation"])
-    exs = state.get("exchanges")
-    if exs is None:
-        exs = exchanges(conversation)
+    conversation = conversation_of(state)
+    exs = exchanges(conversation)
     skipped = []
     for ex in exs:
         why = None
@@ -521,7 +529,7 @@ def deterministic_reason(
 
 def _reduce_score(settings: ResponseRelevancySettings):
     def reduce_score(state: ResponseRelevancyState) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
+        conversation = conversation_of(state)
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.exchange)
         skipped = list(state.get("skipped") or [])
         valid = [v for v in verdicts if v.verdict is not None]
@@ -591,39 +599,42 @@ def build_response_relevancy_graph(settings: ResponseRelevancySettings) -> State
     return builder
 
 
+def _client_of(judge: Judge) -> tuple[str | None, str | None]:
+    """The base URL and API key of an OpenAI-compatible judge's client, so
+    embeddings served beside the judge's model need no second setting."""
+    client = getattr(judge, "model", None)
+    key = getattr(client, "openai_api_key", None)
+    return getattr(client, "openai_api_base", None), key.get_secret_value() if key is not None else None
+
+
 def create_response_relevancy_judge(
     *,
-    model: Any = None,
-    judge: Judge | None = None,
+    model: ModelLike = None,
     embeddings: Any = None,
     embeddings_base_url: str | None = None,
     n_questions: int = 3,
     threshold: float = 0.5,
     strict_mode: bool = False,
-    max_concurrency: int = 16,
-    max_tries: int = 3,
     name: str = "response_relevancy",
-    **model_kwargs: Any,
+    **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Response relevancy, ragas's semantics: per exchange, N questions written
     from the reply alone, scored by mean cosine similarity to the user's message.
 
-    ``model``: a LangChain chat model or a string like ``openai:gpt-4.1-mini``;
-    leave it out for the offline fallback (cosine(response, input), labelled).
-    ``embeddings``: any LangChain ``Embeddings`` or a string such as
+    ``model``: a chat model, a string like ``openai:gpt-4.1-mini`` or a ready
+    judge; leave it out for the offline fallback (cosine(response, input),
+    labelled). ``embeddings``: any LangChain ``Embeddings`` or a string such as
     ``openai:text-embedding-3-small`` (``embeddings_base_url`` points it at an
-    OpenAI-compatible server; it defaults to the model's ``base_url``); default:
+    OpenAI-compatible server; it defaults to the judge's own server); default:
     the offline all-MiniLM-L6-v2, or the offline judge's own embeddings."""
-    made = resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries, **model_kwargs)
+    made = resolve_judge(model)
     if embeddings is None and made.kind == "offline" and getattr(made, "_embeddings", None) is not None:
         embeddings = made._embeddings  # an offline judge built with its own embeddings: use the same
-    emb = resolve_embeddings(embeddings, base_url=embeddings_base_url or model_kwargs.get("base_url"),
-                             api_key=model_kwargs.get("api_key"))
-    settings = ResponseRelevancySettings(
-        name=name, judge=made, embeddings=emb, n_questions=n_questions, threshold=threshold,
-        strict_mode=strict_mode, max_concurrency=max_concurrency,
-    )
-    return build_response_relevancy_graph(settings).compile(name=name)
+    base_url, api_key = _client_of(made)
+    emb = resolve_embeddings(embeddings, base_url=embeddings_base_url or base_url, api_key=api_key)
+    settings = ResponseRelevancySettings(name=name, judge=made, embeddings=emb, n_questions=n_questions,
+                                         threshold=threshold, strict_mode=strict_mode)
+    return compile_graph(build_response_relevancy_graph(settings), name, compile, create_response_relevancy_judge)
 
 
 def _specs():

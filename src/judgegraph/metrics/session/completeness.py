@@ -19,21 +19,40 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, Literal
 
-from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
-
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field, field_validator
+from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
+    TypedDict,
+    Unpack,
+)
 
-from ...conversation import Conversation, as_conversation
-from ...judges import Judge, JudgeOutcome, JudgeRequest
+from ...compiling import CompileOptions
+from ...conversation import Conversation
+from ...judges import JudgeOutcome, JudgeRequest, ModelLike
 from ...nodes import conversation_json, judge_step
 from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results
+from ...state import conversation_of
 from .common import (
-    SessionSettings, cited_turns, clause, compile_session_judge, conversation_request, early_result, error_info,
-    error_result, has_user, lower, not_applicable, outcome_info, quote, route_start, session_graph, share_result,
-    tally, turn_label,
+    SessionSettings,
+    cited_turns,
+    clause,
+    compile_session_judge,
+    conversation_request,
+    early_result,
+    error_info,
+    error_result,
+    has_user,
+    lower,
+    not_applicable,
+    outcome_info,
+    quote,
+    route_start,
+    session_graph,
+    share_result,
+    tally,
+    turn_label,
 )
 
 EXTRACT_STEP = "conversation_completeness/extract_goals"
@@ -97,7 +116,7 @@ def _extract_goals(settings: SessionSettings):
     build = conversation_request("goal_extraction", EXTRACT_STEP, Goals)
 
     def finish(state: CompletenessState, outcome: JudgeOutcome) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
+        conversation = conversation_of(state)
         transcript = conversation_json(conversation)
         update: dict[str, Any] = {"conversation": conversation, "transcript": transcript,
                                   "extract_usage": outcome.usage}
@@ -159,8 +178,8 @@ def _describe(v: GoalVerdict) -> str:
 
 def _reduce_score(settings: SessionSettings):
     def reduce_score(state: CompletenessState) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
-        if early := early_result(settings, conversation, TASKS, EXTRACT_STEP, has_user(conversation),
+        conversation = conversation_of(state)
+        if early := early_result(settings, conversation, has_user(conversation),
                                  "No user turn: the user asked for nothing."):
             return {"results": {settings.name: early}}
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.goal)
@@ -190,7 +209,7 @@ def _reduce_score(settings: SessionSettings):
 def build_completeness_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     return session_graph(
-        settings, CompletenessState, route_start(settings, TASKS, "extract_goals", has_user),
+        settings, CompletenessState, route_start("extract_goals", has_user),
         [("extract_goals", _extract_goals(settings)), ("judge_goal", _judge_goal(settings))],
         _reduce_score(settings), fan_out=fan_out_goals,
     )
@@ -198,14 +217,11 @@ def build_completeness_graph(settings: SessionSettings) -> StateGraph:
 
 def create_conversation_completeness_judge(
     *,
-    model: Any = None,
-    judge: Judge | None = None,
+    model: ModelLike = None,
     threshold: float = 0.5,
     strict_mode: bool = False,
-    max_concurrency: int = 16,
-    max_tries: int = 3,
     name: str = "conversation_completeness",
-    **model_kwargs: Any,
+    **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Were all the user's requests satisfied by the end of the conversation?
 
@@ -214,7 +230,7 @@ def create_conversation_completeness_judge(
     1 extraction + 1 per request. Needs an LLM judge."""
     return compile_session_judge(
         build_completeness_graph, name=name, threshold=threshold, strict_mode=strict_mode,
-        model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries, model_kwargs=model_kwargs,
+        tasks=TASKS, model=model, compile=compile, factory=create_conversation_completeness_judge,
     )
 
 

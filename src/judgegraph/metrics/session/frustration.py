@@ -16,19 +16,35 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
-
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, field_validator, model_validator
+from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
+    TypedDict,
+    Unpack,
+)
 
-from ...conversation import Conversation, as_conversation
-from ...judges import Judge, JudgeOutcome
+from ...compiling import CompileOptions
+from ...conversation import Conversation
+from ...judges import JudgeOutcome, ModelLike
 from ...nodes import judge_step
-from ...results import MetricResult, Verdict, merge_results
+from ...results import MetricResult, Verdict, merge_results, strict
+from ...state import conversation_of
 from .common import (
-    SessionSettings, base_result, cited_turns, compile_session_judge, conversation_request, early_result,
-    error_info, error_result, has_user, lower, outcome_info, route_start, session_graph, turn_label,
+    SessionSettings,
+    base_result,
+    cited_turns,
+    compile_session_judge,
+    conversation_request,
+    early_result,
+    error_info,
+    error_result,
+    has_user,
+    lower,
+    outcome_info,
+    route_start,
+    session_graph,
+    turn_label,
 )
 
 JUDGE_STEP = "user_frustration/judge_frustration"
@@ -81,7 +97,7 @@ def _judge_frustration(settings: SessionSettings):
     build = conversation_request("user_frustration", JUDGE_STEP, FrustrationJudgement)
 
     def finish(state: FrustrationState, outcome: JudgeOutcome) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
+        conversation = conversation_of(state)
         value = outcome.value if outcome.ok else None
         frustrated = cited_turns(getattr(value, "frustrated_turns", []), conversation, ("user",))
         resolved_by = []
@@ -99,8 +115,8 @@ def _judge_frustration(settings: SessionSettings):
 
 def _reduce_score(settings: SessionSettings):
     def reduce_score(state: FrustrationState) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
-        if early := early_result(settings, conversation, TASKS, JUDGE_STEP, has_user(conversation),
+        conversation = conversation_of(state)
+        if early := early_result(settings, conversation, has_user(conversation),
                                  "No user turn: there is no user to be frustrated."):
             return {"results": {settings.name: early}}
         verdicts = state["verdicts"]
@@ -111,11 +127,8 @@ def _reduce_score(settings: SessionSettings):
                                   "The conversation could not be judged (judge error); see errors.",
                                   errors=errors, usage=v.usage, verdicts=verdicts)
             return {"results": {settings.name: result}}
-        score = SCORES[v.verdict]
-        if settings.strict_mode:
-            score = 1.0 if v.verdict == "none" else 0.0
-        threshold = settings.effective_threshold
-        passed = score >= threshold
+        score, threshold = strict(SCORES[v.verdict], settings.threshold, settings.strict_mode)
+        passed = score is not None and threshold is not None and score >= threshold
         cmp = ">=" if passed else "<"
         head = {
             "none": "No user frustration",
@@ -125,8 +138,7 @@ def _reduce_score(settings: SessionSettings):
         }[v.verdict]
         reason = f"{head} (score {score:.2f} {cmp} threshold {threshold:.2f}). {v.reason}".strip()
         result = base_result(
-            settings, conversation, score=score, passed=passed, status="passed" if passed else "failed",
-            value=v.verdict, reason=reason, verdicts=verdicts, usage=v.usage,
+            settings, conversation, score=SCORES[v.verdict], value=v.verdict, reason=reason, verdicts=verdicts, usage=v.usage,
             details={"frustrated_turns": v.frustrated_turns, "resolved_by_turns": v.resolved_by_turns},
         )
         return {"results": {settings.name: result}}
@@ -136,27 +148,24 @@ def _reduce_score(settings: SessionSettings):
 
 def build_frustration_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    return session_graph(settings, FrustrationState, route_start(settings, TASKS, "judge_frustration", has_user),
+    return session_graph(settings, FrustrationState, route_start("judge_frustration", has_user),
                          [("judge_frustration", _judge_frustration(settings))], _reduce_score(settings))
 
 
 def create_user_frustration_judge(
     *,
-    model: Any = None,
-    judge: Judge | None = None,
+    model: ModelLike = None,
     threshold: float = 0.5,
     strict_mode: bool = False,
-    max_concurrency: int = 16,
-    max_tries: int = 3,
     name: str = "user_frustration",
-    **model_kwargs: Any,
+    **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Was the user frustrated, and was it resolved? Value "none" | "resolved" |
     "unresolved"; score 1.0 / 0.5 / 0.0; passes unless "unresolved" (threshold
     0.5); strict mode: only "none" passes. One call. Needs an LLM judge."""
     return compile_session_judge(
         build_frustration_graph, name=name, threshold=threshold, strict_mode=strict_mode,
-        model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries, model_kwargs=model_kwargs,
+        tasks=TASKS, model=model, compile=compile, factory=create_user_frustration_judge,
     )
 
 

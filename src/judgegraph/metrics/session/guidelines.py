@@ -19,20 +19,36 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
-
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field, field_validator, model_validator
+from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
+    TypedDict,
+    Unpack,
+)
 
-from ...conversation import Conversation, as_conversation
-from ...judges import Judge, JudgeOutcome, JudgeRequest
+from ...compiling import CompileOptions
+from ...conversation import Conversation
+from ...judges import JudgeOutcome, JudgeRequest, ModelLike
 from ...nodes import conversation_json, judge_step
 from ...results import MetricResult, Usage, Verdict, merge_results
+from ...state import conversation_of
 from .common import (
-    SessionSettings, cited_turns, clause, compile_session_judge, early_result, lower, needs_llm, not_applicable,
-    outcome_info, quote, role_indices, session_graph, share_result, tally, turn_label,
+    SessionSettings,
+    cited_turns,
+    clause,
+    compile_session_judge,
+    early_result,
+    lower,
+    not_applicable,
+    outcome_info,
+    quote,
+    role_indices,
+    session_graph,
+    share_result,
+    tally,
+    turn_label,
 )
 
 JUDGE_STEP = "conversational_guidelines/judge_guideline"
@@ -120,8 +136,8 @@ class GuidelinesState(TypedDict, total=False):
 
 def fan_out(settings: GuidelineSettings):
     def route(state: GuidelinesState) -> list[Send] | str:
-        conversation = as_conversation(state["conversation"])
-        if needs_llm(settings.judge, TASKS) or not role_indices(conversation, "assistant"):
+        conversation = conversation_of(state)
+        if not role_indices(conversation, "assistant"):
             return "reduce_score"
         transcript = conversation_json(conversation)
         return [Send("judge_guideline", GuidelineTask(index=i, guideline=g, conversation=conversation,
@@ -153,9 +169,9 @@ def _label(v: GuidelineVerdict) -> str:
 
 def _reduce_score(settings: GuidelineSettings):
     def reduce_score(state: GuidelinesState) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
+        conversation = conversation_of(state)
         has_assistant = bool(role_indices(conversation, "assistant"))
-        if early := early_result(settings, conversation, TASKS, JUDGE_STEP, has_assistant,
+        if early := early_result(settings, conversation, has_assistant,
                                  "No assistant turn: there is nothing to hold to the guidelines."):
             return {"results": {settings.name: early}}
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.index)
@@ -192,14 +208,11 @@ def build_guidelines_graph(settings: GuidelineSettings) -> StateGraph:
 def create_conversational_guidelines_judge(
     *,
     guidelines: Sequence[str] | str | None = None,
-    model: Any = None,
-    judge: Judge | None = None,
+    model: ModelLike = None,
     threshold: float = 0.5,
     strict_mode: bool = False,
-    max_concurrency: int = 16,
-    max_tries: int = 3,
     name: str = "conversational_guidelines",
-    **model_kwargs: Any,
+    **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Did the assistant follow each of ``guidelines`` throughout the conversation?
 
@@ -209,8 +222,8 @@ def create_conversational_guidelines_judge(
     checked = check_guidelines(guidelines)
     return compile_session_judge(
         build_guidelines_graph, GuidelineSettings, name=name, threshold=threshold, strict_mode=strict_mode,
-        guidelines=checked, model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
-        model_kwargs=model_kwargs,
+        guidelines=checked, tasks=TASKS, model=model, compile=compile,
+        factory=create_conversational_guidelines_judge,
     )
 
 

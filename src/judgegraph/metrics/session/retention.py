@@ -20,21 +20,39 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, Literal
 
-from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
-
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field, field_validator, model_validator
+from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
+    TypedDict,
+    Unpack,
+)
 
-from ...conversation import Conversation, as_conversation
-from ...judges import Judge, JudgeOutcome, JudgeRequest
+from ...compiling import CompileOptions
+from ...conversation import Conversation
+from ...judges import JudgeOutcome, JudgeRequest, ModelLike
 from ...nodes import conversation_json, judge_step
 from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results
+from ...state import conversation_of
 from .common import (
-    SessionSettings, cited_turns, clause, compile_session_judge, conversation_request, early_result, error_info,
-    error_result, lower, not_applicable, outcome_info, quote, role_indices, route_start, session_graph,
-    share_result, tally,
+    SessionSettings,
+    cited_turns,
+    clause,
+    compile_session_judge,
+    conversation_request,
+    early_result,
+    error_info,
+    error_result,
+    lower,
+    not_applicable,
+    outcome_info,
+    quote,
+    role_indices,
+    route_start,
+    session_graph,
+    share_result,
+    tally,
 )
 
 EXTRACT_STEP = "knowledge_retention/extract_facts"
@@ -139,7 +157,7 @@ def _extract_facts(settings: SessionSettings):
     build = conversation_request("fact_extraction", EXTRACT_STEP, Facts)
 
     def finish(state: RetentionState, outcome: JudgeOutcome) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
+        conversation = conversation_of(state)
         update: dict[str, Any] = {"conversation": conversation, "extract_usage": outcome.usage, "facts": []}
         if not outcome.ok:
             update["extract_errors"] = [error_info("conversation", EXTRACT_STEP, outcome.error, outcome.attempts)]
@@ -163,7 +181,7 @@ def _extract_facts(settings: SessionSettings):
 
 
 def fan_out_turns(state: RetentionState) -> list[Send] | str:
-    conversation = as_conversation(state["conversation"])
+    conversation = conversation_of(state)
     facts = state.get("facts") or []
     turns = judged_turns(conversation, facts)
     if not turns:
@@ -209,8 +227,8 @@ def _describe(v: RetentionVerdict) -> str:
 
 def _reduce_score(settings: SessionSettings):
     def reduce_score(state: RetentionState) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
-        if early := early_result(settings, conversation, TASKS, EXTRACT_STEP, _has_replies(conversation),
+        conversation = conversation_of(state)
+        if early := early_result(settings, conversation, _has_replies(conversation),
                                  "No assistant turn after a user turn: there is nothing to retain."):
             return {"results": {settings.name: early}}
         facts = state.get("facts") or []
@@ -250,7 +268,7 @@ def _reduce_score(settings: SessionSettings):
 def build_retention_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     return session_graph(
-        settings, RetentionState, route_start(settings, TASKS, "extract_facts", _has_replies),
+        settings, RetentionState, route_start("extract_facts", _has_replies),
         [("extract_facts", _extract_facts(settings)), ("check_turn", _check_turn(settings))],
         _reduce_score(settings), fan_out=fan_out_turns,
     )
@@ -258,14 +276,11 @@ def build_retention_graph(settings: SessionSettings) -> StateGraph:
 
 def create_knowledge_retention_judge(
     *,
-    model: Any = None,
-    judge: Judge | None = None,
+    model: ModelLike = None,
     threshold: float = 0.5,
     strict_mode: bool = False,
-    max_concurrency: int = 16,
-    max_tries: int = 3,
     name: str = "knowledge_retention",
-    **model_kwargs: Any,
+    **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Does each assistant turn keep the facts the user stated before it?
 
@@ -275,7 +290,7 @@ def create_knowledge_retention_judge(
     fact. Needs an LLM judge."""
     return compile_session_judge(
         build_retention_graph, name=name, threshold=threshold, strict_mode=strict_mode,
-        model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries, model_kwargs=model_kwargs,
+        tasks=TASKS, model=model, compile=compile, factory=create_knowledge_retention_judge,
     )
 
 

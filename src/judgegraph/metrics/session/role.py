@@ -18,20 +18,32 @@ import operator
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
-
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field, field_validator
+from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
+    TypedDict,
+    Unpack,
+)
 
-from ...conversation import Conversation, as_conversation
-from ...judges import Judge, JudgeOutcome, JudgeRequest
+from ...compiling import CompileOptions
+from ...conversation import Conversation
+from ...judges import JudgeOutcome, JudgeRequest, ModelLike
 from ...nodes import conversation_json, judge_step
 from ...results import MetricResult, Usage, Verdict, merge_results
+from ...state import conversation_of
 from .common import (
-    SessionSettings, clause, compile_session_judge, early_result, lower, needs_llm, not_applicable, quote,
-    session_graph, share_result, tally,
+    SessionSettings,
+    clause,
+    compile_session_judge,
+    early_result,
+    lower,
+    not_applicable,
+    quote,
+    session_graph,
+    share_result,
+    tally,
 )
 
 JUDGE_STEP = "role_adherence/judge_turns"
@@ -106,10 +118,10 @@ class RoleState(TypedDict, total=False):
 
 def fan_out(settings: RoleSettings):
     def route(state: RoleState) -> list[Send] | str:
-        conversation = as_conversation(state["conversation"])
+        conversation = conversation_of(state)
         role = role_of(settings, conversation)
         turns = assistant_turns(conversation)
-        if needs_llm(settings.judge, TASKS) or role is None or not turns:
+        if role is None or not turns:
             return "reduce_score"
         transcript = conversation_json(conversation)
         size = settings.batch_size
@@ -153,9 +165,9 @@ def _judge_turns(settings: RoleSettings):
 
 def _reduce_score(settings: RoleSettings):
     def reduce_score(state: RoleState) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
+        conversation = conversation_of(state)
         role = role_of(settings, conversation)
-        if early := early_result(settings, conversation, TASKS, JUDGE_STEP, role is not None,
+        if early := early_result(settings, conversation, role is not None,
                                  "No chatbot role to judge against: pass role=... (CLI: the role option) or give the"
                                  " conversation a chatbot_role."):
             return {"results": {settings.name: early}}
@@ -192,15 +204,12 @@ def build_role_graph(settings: RoleSettings) -> StateGraph:
 def create_role_adherence_judge(
     *,
     role: str | None = None,
-    model: Any = None,
-    judge: Judge | None = None,
+    model: ModelLike = None,
     threshold: float = 0.5,
     strict_mode: bool = False,
     batch_size: int = DEFAULT_BATCH_SIZE,
-    max_concurrency: int = 16,
-    max_tries: int = 3,
     name: str = "role_adherence",
-    **model_kwargs: Any,
+    **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Does each assistant turn stay within the chatbot's role (``role=``, else
     the conversation's ``chatbot_role``; neither → ``not_applicable``)?
@@ -210,8 +219,8 @@ def create_role_adherence_judge(
     ``batch_size``), concurrently."""
     return compile_session_judge(
         build_role_graph, RoleSettings, name=name, threshold=threshold, strict_mode=strict_mode, role=role,
-        batch_size=batch_size, model=model, judge=judge, max_concurrency=max_concurrency, max_tries=max_tries,
-        model_kwargs=model_kwargs,
+        batch_size=batch_size, tasks=TASKS, model=model, compile=compile,
+        factory=create_role_adherence_judge,
     )
 
 

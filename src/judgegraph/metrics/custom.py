@@ -23,19 +23,29 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
-
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validator
+from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
+    TypedDict,
+    Unpack,
+)
 
-from .conversation import Conversation, as_conversation
-from .judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
-from .nodes import conversation_json, judge_step, make_result, outcome_fields
-from .prompts import Prompt, load_prompt, parse_prompt
-from .results import MetricResult, Verdict, merge_results
-from .state import MetricInput, MetricOutput
-from .windows import Exchange
+from ..compiling import CompileOptions, compile_graph
+from ..conversation import Conversation
+from ..judges import (
+    Judge,
+    JudgeOutcome,
+    JudgeRequest,
+    ModelLike,
+    require_tasks,
+    resolve_judge,
+)
+from ..nodes import conversation_json, judge_step, make_result, outcome_fields
+from ..prompts import Prompt, load_prompt, parse_prompt
+from ..results import MetricResult, Verdict, merge_results
+from ..state import MetricInput, MetricOutput, conversation_of
+from ..windows import Exchange
 
 STEP = "custom_judge/judge_conversation"
 TASK = "custom_judge"
@@ -329,7 +339,7 @@ def request_for(settings: CustomJudgeSettings, conversation: Conversation) -> Ju
 
 def _judge_conversation(settings: CustomJudgeSettings):
     def build(state: CustomJudgeState) -> JudgeRequest:
-        return request_for(settings, as_conversation(state["conversation"]))
+        return request_for(settings, conversation_of(state))
 
     def finish(state: CustomJudgeState, outcome: JudgeOutcome) -> dict[str, Any]:
         value = outcome.value if outcome.ok else None
@@ -346,7 +356,7 @@ def _judge_conversation(settings: CustomJudgeSettings):
 
 def _route(settings: CustomJudgeSettings):
     def check_expectations(state: CustomJudgeState) -> str:
-        conversation = as_conversation(state["conversation"])
+        conversation = conversation_of(state)
         return "reduce_score" if _missing_expectations(settings, conversation) else "judge_conversation"
 
     return check_expectations
@@ -364,7 +374,7 @@ def _reduce_score(settings: CustomJudgeSettings):
         return f"{v.verdict}: {v.reason}"
 
     def reduce_score(state: CustomJudgeState) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
+        conversation = conversation_of(state)
         verdicts = list(state.get("verdicts") or [])
         if not verdicts and _missing_expectations(settings, conversation):
             msg = ("the instructions use {{ expectations }} but the conversation has none"
@@ -408,14 +418,11 @@ def make_judge(
     name: str,
     instructions: str,
     feedback_type: Any = None,
-    model: Any = None,
-    judge: Judge | None = None,
+    model: ModelLike = None,
     threshold: float | None = None,
     scores: dict[Any, float] | None = None,
-    max_tries: int = 3,
-    max_concurrency: int = 16,
     feedback_value_type: Any = None,
-    **model_kwargs: Any,
+    **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """A judge of whole conversations from instructions, as a compiled graph.
 
@@ -438,8 +445,10 @@ def make_judge(
 
     Without a pass/fail rule the status is ``not_applicable``: the value (and
     score) is recorded and never fails a run. A judge error (invalid output
-    after ``max_tries``, a provider error, the offline judge, which "needs an
-    LLM judge") is status ``error`` with the error in ``errors``.
+    after the judge's ``max_tries``, a provider error) is status ``error`` with
+    the error in ``errors``. ``model``: a chat model, a model string (MLflow's
+    ``openai:/gpt-4o`` spelling too) or a ready judge; it must be an LLM judge
+    (the offline one is :class:`~judgegraph.judges.NeedsLLMJudge`, here).
     """
     if feedback_value_type is not None:
         if feedback_type is not None:
@@ -451,10 +460,9 @@ def make_judge(
     spec = feedback_spec(bool if feedback_type is None else feedback_type, threshold=threshold, scores=scores)
     prompt = build_prompt(name, instructions, spec.description)  # template errors before any model is built
     schema = feedback_schema(name, spec)
-    made = resolve_judge(model=_model_string(model), judge=judge, max_concurrency=max_concurrency,
-                         max_tries=max_tries, **model_kwargs)
+    made = require_tasks(resolve_judge(_model_string(model)), [TASK], name)
     settings = CustomJudgeSettings(name, made, spec, prompt, schema)
-    return build_custom_graph(settings).compile(name=name)
+    return compile_graph(build_custom_graph(settings), name, compile, make_judge)
 
 
 __all__ = [

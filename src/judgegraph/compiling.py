@@ -1,0 +1,100 @@
+"""What every metric factory does last: compile its builder with the caller's
+LangGraph compile options, refusing a keyword it does not know.
+
+Every ``create_*`` factory takes ``**compile: Unpack[CompileOptions]`` after its
+own options, so a checkpointer or interrupts can be added to any metric::
+
+    judge = create_turn_relevancy_judge(checkpointer=InMemorySaver(), interrupt_before=["reduce_score"])
+
+and a misspelt option is a ``TypeError`` naming it (with a suggestion), never
+silently ignored. A checkpointer with LangGraph's default serializer gets
+judgegraph's state types registered (:func:`register_types`), so reading a
+checkpoint back logs no "unregistered type" warning.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import difflib
+import inspect
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from typing_extensions import TypedDict
+
+
+class CompileOptions(TypedDict, total=False):
+    """``StateGraph.compile`` options a factory passes on (see LangGraph's docs)."""
+
+    checkpointer: Any  # a BaseCheckpointSaver, True/False/None
+    store: Any  # a BaseStore
+    interrupt_before: Sequence[str] | Any  # node names, or "*"
+    interrupt_after: Sequence[str] | Any
+    debug: bool
+
+
+COMPILE_KEYS = frozenset(CompileOptions.__annotations__)
+
+
+def unexpected_keyword(factory: Callable[..., Any] | str, key: str, known: Sequence[str] = ()) -> TypeError:
+    """``TypeError`` for an unknown keyword, naming the closest known one."""
+    name = factory if isinstance(factory, str) else factory.__name__
+    if not known and not isinstance(factory, str):
+        known = [p for p in inspect.signature(factory).parameters if p != "compile"] + sorted(COMPILE_KEYS)
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return TypeError(f"{name}() got an unexpected keyword argument {key!r}{hint}")
+
+
+def compile_graph(
+    builder: StateGraph, name: str, options: Mapping[str, Any], factory: Callable[..., Any]
+) -> CompiledStateGraph:
+    """``builder.compile(name=name, **options)`` after checking ``options`` are
+    compile options; ``factory`` names the caller in the error."""
+    for key in options:
+        if key not in COMPILE_KEYS:
+            raise unexpected_keyword(factory, key)
+    options = dict(options)
+    if options.get("checkpointer") not in (None, True, False):
+        options["checkpointer"] = register_types(options["checkpointer"])
+    return builder.compile(name=name, **options)
+
+
+def checkpoint_types() -> list[tuple[str, str]]:
+    """``(module, class)`` of every type judgegraph keeps in a graph's state: the
+    pydantic models and dataclasses of its loaded modules, and LangChain's
+    message classes (a ``messages`` input)."""
+    from langchain_core import messages
+    from pydantic import BaseModel
+
+    out: set[tuple[str, str]] = set()
+    for name, module in list(sys.modules.items()):
+        if not (name == "judgegraph" or name.startswith("judgegraph.")) or module is None:
+            continue
+        for value in vars(module).values():
+            if isinstance(value, type) and (issubclass(value, BaseModel) or dataclasses.is_dataclass(value)) \
+                    and value.__module__.startswith("judgegraph"):
+                out.add((value.__module__, value.__name__))
+    for cls in vars(messages).values():
+        if isinstance(cls, type) and issubclass(cls, messages.BaseMessage):
+            out.add((cls.__module__, cls.__name__))
+    return sorted(out)
+
+
+def register_types(checkpointer: Any) -> Any:
+    """A copy of ``checkpointer`` (same storage) whose serializer allows
+    judgegraph's state types explicitly. A checkpointer with a serializer of
+    its own (encrypted, strict, custom) is returned as it is: its owner decides."""
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.checkpoint.serde.base import maybe_add_typed_methods
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    if not isinstance(checkpointer, BaseCheckpointSaver) or type(checkpointer.serde) is not JsonPlusSerializer:
+        return checkpointer
+    clone = copy.copy(checkpointer)
+    clone.serde = maybe_add_typed_methods(JsonPlusSerializer(allowed_msgpack_modules=checkpoint_types()))
+    return clone
