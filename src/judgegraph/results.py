@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
@@ -51,11 +51,26 @@ class JudgeErrorInfo(BaseModel):
     attempts: int = 0
 
 
+class Review(BaseModel):
+    """A person's decision on a verdict (``review_verdicts``), with what the judge had said."""
+
+    by: str = "human"
+    judge_verdict: str | None = None
+    judge_reason: str = ""
+    note: str = ""
+
+
 class Verdict(BaseModel):
     """One judgement inside a metric. Metrics subclass it with their own fields
-    (a window, a statement, a goal); ``verdict`` is None when the judge failed."""
+    (a window, a statement, a goal); ``verdict`` is None when the judge failed.
+
+    Each verdict has an :attr:`id` — its window, statement, goal or turn, from
+    the fields named in ``id_fields`` — and graph state keeps verdicts keyed by
+    it (:func:`merge_verdicts`): a state update or a review with a verdict of
+    the same id replaces it, never adds one."""
 
     model_config = ConfigDict(extra="allow")
+    id_fields: ClassVar[tuple[str, ...]] = ("turns",)
 
     turns: list[int] = Field(default_factory=list)  # conversation turn indices (0-based) it is about
     verdict: str | None = None
@@ -64,13 +79,33 @@ class Verdict(BaseModel):
     error: str | None = None
     attempts: int = 0
     usage: Usage = Field(default_factory=Usage)
+    review: Review | None = None  # set when a person decided this verdict
 
     @property
     def relevant(self) -> bool | None:
         return None if self.verdict is None else self.verdict == "yes"
 
+    @property
+    def id(self) -> str:
+        """``"3"`` (window 3), ``"2/0,1/1/4"`` (exchange/turns/node/statement): what identifies it in its metric."""
+        parts = []
+        for name in self.id_fields:
+            value = getattr(self, name, None)
+            parts.append(",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value))
+        return "/".join(parts) or "conversation"
+
+
+def merge_verdicts(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
+    """Reducer for verdict lists: keyed by :attr:`Verdict.id`; a verdict whose
+    id is already there replaces it (in place), a new one is added."""
+    merged = {v.id: v for v in left or []}
+    for v in right or []:
+        merged[v.id] = v
+    return list(merged.values())
+
 
 class WindowVerdict(Verdict):
+    id_fields: ClassVar[tuple[str, ...]] = ("window",)
     window: int  # index of the window == index of its last exchange
     reply: str = ""  # the judged reply, for reading results without the input file
     verdict: Literal["yes", "no"] | None = None

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langgraph.graph import START, StateGraph
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from .judges import Judge, NeedsLLMJudge
@@ -237,15 +237,24 @@ class MetricPlan:
             return unavailable_metric(name, self.judge, str(exc))
 
     def metric_options(self, item: LoadedConversation) -> list[tuple[str, dict[str, Any]]]:
-        hinted = item.options.get("metric")
-        names = self.metrics or ([canonical_name(hinted)] if hinted else ["turn_relevancy"])
+        """(metric, options) for each metric run on this conversation: one per
+        assertion the file asks for (two promptfoo assertions: two results), with
+        ``name`` set where a result needs its own key and ``negate`` for a
+        ``not-`` assertion."""
+        asked = [a for a in (item.assertions or (item.options,)) if a.get("metric")]
+        names = self.metrics or list(dict.fromkeys(canonical_name(a["metric"]) for a in asked)) or ["turn_relevancy"]
         chosen = []
         for name in names:
             spec = get_metric(name)
-            file_opts = item.options if (not hinted or canonical_name(hinted) == name) else {}
-            opts = {k: v for k, v in file_opts.items() if k in spec.options}
-            opts.update({k: v for k, v in self.overrides.items() if k in spec.options})
-            chosen.append((name, opts))
+            mine = [a for a in asked if canonical_name(a["metric"]) == name]
+            for file_opts in (mine if asked else [item.options]) or [{}]:
+                opts = {k: v for k, v in file_opts.items() if k in spec.options}
+                opts.update({k: v for k, v in self.overrides.items() if k in spec.options})
+                if file_opts.get("key"):
+                    opts["name"] = file_opts["key"]
+                if file_opts.get("negate"):
+                    opts["negate"] = True
+                chosen.append((name, opts))
         return chosen
 
     def report_for(self, item: LoadedConversation) -> CompiledStateGraph:
@@ -255,9 +264,53 @@ class MetricPlan:
         chosen = self.metric_options(item)
         key = repr([(name, sorted(opts.items())) for name, opts in chosen])
         if key not in self._graphs:
-            metrics = [self.build(name, opts) for name, opts in chosen]
+            metrics = []
+            for name, opts in chosen:
+                negate = opts.pop("negate", False)
+                graph = self.build(name, opts)
+                metrics.append(_negated(graph, opts.get("name", name)) if negate else graph)
             self._graphs[key] = build_report_graph(metrics).compile(name="report")
         return self._graphs[key]
+
+
+class _NegatedState(MetricInput, MetricOutput):
+    pass
+
+
+def _negated(metric: CompiledStateGraph, key: str) -> CompiledStateGraph:
+    """``metric`` followed by :func:`negate_result` on its result ``key``."""
+
+    def negate(state: _NegatedState) -> dict[str, Any]:
+        return {"results": {key: negate_result(state["results"][key])}}
+
+    builder = StateGraph(_NegatedState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("metric", metric)
+    builder.add_node("negate", negate)
+    builder.add_edge(START, "metric")
+    builder.add_edge("metric", "negate")
+    builder.add_edge("negate", END)
+    return builder.compile(name=key)
+
+
+def negate_result(result: MetricResult) -> MetricResult:
+    """A negated assertion's result (promptfoo's ``not-`` rules for scored
+    assertions): passes when the score is at or below the threshold; the score
+    becomes ``1 - score``. A result that could not be judged (error, not
+    applicable, no score) is never flipped into a pass: it is returned as is,
+    its reason saying so."""
+    note = f"negated assertion {result.key!r}"
+    if result.status in ("error", "not_applicable") or result.score is None or result.threshold is None:
+        return result.model_copy(update={"reason": f"{note}: not flipped ({result.status}); {result.reason}",
+                                         "details": {**result.details, "negated": True}})
+    passed = result.score <= result.threshold
+    return result.model_copy(update={
+        "score": 1.0 - result.score,
+        "passed": passed,
+        "status": "passed" if passed else "failed",
+        "reason": (f"{note}: passes when the metric's score {result.score:.2f} is at or below the threshold "
+                   f"{result.threshold:g} — {'it is' if passed else 'it is not'}; the metric said: {result.reason}"),
+        "details": {**result.details, "negated": True, "metric_score": result.score, "metric_passed": result.passed},
+    })
 
 
 class UnavailableState(MetricInput, MetricOutput, total=False):
@@ -280,15 +333,17 @@ def unavailable_metric(name: str, judge: Judge, message: str) -> CompiledStateGr
     return builder.compile(name=name)
 
 
-def iter_inputs(paths: Iterable[str | Path], *, seen: set[str] | None = None) -> Iterator[LoadedConversation | InputError]:
+def iter_inputs(paths: Iterable[str | Path], *, seen: set[str] | None = None,
+                **options: Any) -> Iterator[LoadedConversation | InputError]:
     """Every conversation of several files, read as it is needed (never the
-    whole file list at once). A conversation id seen before in another file is
-    an input error; a file that holds nothing at all (empty or blank) is an
-    input error, never a run that passes by judging nothing."""
+    whole file list at once); ``options`` go to :func:`~judgegraph.loaders.iter_records`
+    (``limits``, ``allow_outside_files``). A conversation id seen before in
+    another file is an input error; a file that holds nothing at all (empty or
+    blank) is an input error, never a run that passes by judging nothing."""
     seen = set() if seen is None else seen
     for path in paths:
         yielded = False
-        for item in iter_records(path):
+        for item in iter_records(path, **options):
             yielded = True
             if isinstance(item, LoadedConversation):
                 cid = item.conversation.id

@@ -194,6 +194,8 @@ class Statement(BaseModel):
 class StatementVerdict(Verdict):
     """One statement's verdict. ``verdict`` is None when the judge failed."""
 
+    id_fields: ClassVar[tuple[str, ...]] = ("exchange", "turns", "node", "index")
+
     verdict: Literal["yes", "no"] | None = None
     statement: str
     node: int  # 0-based index of its node in the turn's retrieval_context

@@ -8,8 +8,13 @@ documented in the README):
 
 * consecutive user turns open one exchange; consecutive assistant turns are
   one reply (judged together, joined with a blank line);
-* a leading assistant turn (a greeting before the user spoke) joins the first
-  exchange, whose user part is then empty;
+* assistant turns before the first user turn (a greeting) join the first
+  exchange as its ``opening``: context (in ``Exchange.turns`` and
+  ``Window.transcript``), never judged; the
+  exchange's judged reply is the assistant turn(s) after its user turn(s), as
+  in deepeval (``[A greet, U q, A reply]`` is ONE exchange judged on ``reply``);
+* assistant turns with no user turn anywhere before a reply (``[A, A, U]``,
+  ``[A]``) give no exchange: nothing answers a user, so nothing is judged;
 * a trailing user turn with no reply is dropped: there is nothing to judge;
 * system turns belong to no exchange: they are kept aside as instructions
   (``Window.system``) and shown to the judge, never judged;
@@ -37,6 +42,12 @@ class Exchange:
     user: tuple[IndexedTurn, ...]
     assistant: tuple[IndexedTurn, ...]
     tool: tuple[IndexedTurn, ...] = ()
+    opening: tuple[IndexedTurn, ...] = ()  # assistant turns before the first user turn (a greeting)
+
+    @property
+    def turns(self) -> tuple[IndexedTurn, ...]:
+        """Every turn of the exchange in conversation order (opening, user, reply, tool)."""
+        return tuple(sorted((*self.opening, *self.user, *self.assistant, *self.tool), key=lambda t: t.index))
 
     @property
     def user_text(self) -> str:
@@ -48,7 +59,7 @@ class Exchange:
 
     @property
     def turn_indices(self) -> tuple[int, ...]:
-        return tuple(sorted(t.index for t in (*self.user, *self.assistant, *self.tool)))
+        return tuple(t.index for t in self.turns)
 
     @property
     def reply_turn_indices(self) -> tuple[int, ...]:
@@ -73,9 +84,8 @@ class Window:
         """(role, content) pairs in order, tool turns included."""
         out: list[tuple[str, str]] = []
         for ex in self.exchanges:
-            turns = sorted((*ex.user, *ex.assistant, *ex.tool), key=lambda t: t.index)
-            for it in turns:
-                if ex is self.target and it.turn.role == "assistant" and not include_target_reply:
+            for it in ex.turns:
+                if ex is self.target and it in ex.assistant and not include_target_reply:
                     continue
                 out.append((it.turn.role, it.turn.content))
         return out
@@ -90,15 +100,19 @@ def check_window_size(window_size: int) -> int:
 def exchanges(conversation: Conversation) -> list[Exchange]:
     """Group the turns of a conversation into user→assistant exchanges."""
     result: list[Exchange] = []
+    opening: list[IndexedTurn] = []
     user: list[IndexedTurn] = []
     assistant: list[IndexedTurn] = []
     tool: list[IndexedTurn] = []
 
     def close() -> None:
-        nonlocal user, assistant, tool
+        nonlocal opening, user, assistant, tool
+        if not user:  # no user spoke yet: what the assistant said opens the first exchange
+            opening, assistant = opening + assistant, []
+            return
         if assistant:
-            result.append(Exchange(len(result), tuple(user), tuple(assistant), tuple(tool)))
-            user, assistant, tool = [], [], []
+            result.append(Exchange(len(result), tuple(user), tuple(assistant), tuple(tool), tuple(opening)))
+            opening, user, assistant, tool = [], [], [], []
 
     for i, turn in enumerate(conversation.turns):
         it = IndexedTurn(i, turn)

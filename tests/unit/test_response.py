@@ -257,7 +257,7 @@ def test_every_exchange_failing_is_status_error_with_no_score():
 # -- what is judged ---------------------------------------------------------------
 
 
-def test_no_exchange_is_not_applicable_and_a_greeting_before_the_user_is_skipped():
+def test_no_exchange_is_not_applicable_and_a_greeting_before_the_user_joins_the_first_exchange():
     m = model(default=GOOD)
     emb = FixedEmbeddings()
     graph = create_response_relevancy_judge(model=m, embeddings=emb)
@@ -265,9 +265,9 @@ def test_no_exchange_is_not_applicable_and_a_greeting_before_the_user_is_skipped
     assert res.status == "not_applicable" and res.score is None and m.call_count == 0 and emb.calls == []
     greeting = {"id": "g", "turns": [{"role": "assistant", "content": "Hi! How can I help?"}, *CONV["turns"][:2]]}
     res = run(graph, greeting)
-    assert [v.exchange for v in res.verdicts] == [1] and m.call_count == 1
-    assert res.details["skipped"] == [{"exchange": 0, "turns": [0], "why": res.details["skipped"][0]["why"]}]
-    assert "assistant spoke first" in res.details["skipped"][0]["why"] and "1 exchange(s) skipped" in res.reason
+    # as in deepeval, the greeting is context of the first exchange, not an exchange of its own
+    assert [v.exchange for v in res.verdicts] == [0] and m.call_count == 1
+    assert not res.details.get("skipped") and "skipped" not in res.reason
 
 
 def test_identical_responses_are_generated_once_but_embedded_per_exchange():

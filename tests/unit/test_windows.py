@@ -39,12 +39,31 @@ def test_consecutive_user_turns_open_one_exchange():
     assert ex.user_text == "hi\n\nare you there?"
 
 
-def test_leading_assistant_joins_first_exchange():
+def test_greeting_before_the_user_joins_the_first_exchange_as_deepeval():
+    # deepeval's get_unit_interactions: [A greet, U q, A reply] is ONE unit, judged on its last reply
     c = conv(("assistant", "Welcome!"), ("user", "hi"), ("assistant", "hello"))
-    exs = exchanges(c)
-    assert len(exs) == 2
-    assert exs[0].user == () and exs[0].reply_text == "Welcome!"
-    assert exs[1].user_text == "hi"
+    (ex,) = exchanges(c)
+    assert ex.user_text == "hi" and ex.reply_text == "hello"
+    assert ex.reply_turn_indices == (2,)
+    assert [t.turn.content for t in ex.opening] == ["Welcome!"]
+    assert ex.turn_indices == (0, 1, 2)
+    (w,) = sliding_windows(c, 3)
+    assert w.transcript(include_target_reply=False) == [("assistant", "Welcome!"), ("user", "hi")]
+    assert w.transcript() == [("assistant", "Welcome!"), ("user", "hi"), ("assistant", "hello")]
+
+
+def test_greeting_then_two_exchanges_gives_two_windows():
+    c = conv(("assistant", "g"), ("user", "u1"), ("assistant", "a1"), ("user", "u2"), ("assistant", "a2"))
+    assert shape(c, 1) == [[("u1", "a1")], [("u2", "a2")]]
+
+
+@pytest.mark.parametrize("turns", [
+    [("assistant", "a"), ("assistant", "b"), ("user", "u")],  # deepeval: no unit without a user before a reply
+    [("assistant", "only the bot spoke")],
+])
+def test_assistant_turns_with_no_user_turn_give_no_window(turns):
+    assert exchanges(conv(*turns)) == []
+    assert sliding_windows(conv(*turns), 3) == []
 
 
 def test_trailing_user_turn_without_reply_is_dropped():

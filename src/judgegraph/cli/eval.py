@@ -32,6 +32,7 @@ def register(sub: Any) -> None:
     ev.add_argument("--role", help="role-adherence: the chatbot's role (default: each conversation's chatbot_role)")
     ev.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once, across all conversations (default 16)")
     ev.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the model's output is invalid (default 3)")
+    ev.add_argument("--allow-outside-files", action="store_true", default=None, help="promptfoo file:// references may leave the config file's folder")
     ev.add_argument("--out", default="judgegraph-results.jsonl", help="where the full results go (default %(default)s)")
     runs = ev.add_argument_group("runs", "durable runs: resume, cost, transcripts (docs/runs.md)")
     runs.add_argument("--resume", action="store_true",
@@ -211,7 +212,8 @@ def _inputs(args: argparse.Namespace, err: Any) -> tuple[Any, list[Any]]:
             seen.add(cid)
             yield item
 
-    return itertools.chain(iter_inputs(args.files, seen=seen), from_mlflow()), sessions
+    files = iter_inputs(args.files, seen=seen, allow_outside_files=args.allow_outside_files)
+    return itertools.chain(files, from_mlflow()), sessions
 
 
 def _dry_run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) -> int:

@@ -18,10 +18,9 @@ as a LangGraph graph with judgegraph's error handling).
 from __future__ import annotations
 
 import json
-import operator
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -43,7 +42,7 @@ from ..judges import (
 )
 from ..nodes import conversation_json, judge_step, make_result, outcome_fields
 from ..prompts import Prompt, load_prompt, parse_prompt
-from ..results import MetricResult, Verdict, merge_results
+from ..results import MetricResult, Verdict, merge_results, merge_verdicts
 from ..state import MetricInput, MetricOutput, conversation_of
 from ..windows import Exchange
 
@@ -292,13 +291,15 @@ class FeedbackVerdict(Verdict):
     ``feedback_type``), ``verdict`` its label (bool: "yes"/"no"; else
     ``str(value)``), ``reason``. ``verdict`` is None when the judge failed."""
 
+    id_fields: ClassVar[tuple[str, ...]] = ()
+
     value: Any = None
 
 
 class CustomJudgeState(TypedDict, total=False):
     conversation: Conversation | dict[str, Any]
     exchanges: list[Exchange]  # a report graph's; unused here
-    verdicts: Annotated[list[FeedbackVerdict], operator.add]
+    verdicts: Annotated[list[FeedbackVerdict], merge_verdicts]
     results: Annotated[dict[str, MetricResult], merge_results]
 
 

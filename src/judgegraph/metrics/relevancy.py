@@ -17,7 +17,6 @@ semantics): one graph, two presets.
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -43,7 +42,7 @@ from ..nodes import (
     window_node,
 )
 from ..prompts import Prompt, load_prompt
-from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_results
+from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_results, merge_verdicts
 from ..state import MetricInput, MetricOutput, conversation_of
 from ..windows import Exchange, Window, check_window_size
 
@@ -80,7 +79,7 @@ class RelevancyState(TypedDict, total=False):
     conversation: Conversation | dict[str, Any]
     exchanges: list[Exchange]
     windows: list[Window]
-    verdicts: Annotated[list[WindowVerdict], operator.add]
+    verdicts: Annotated[list[WindowVerdict], merge_verdicts]
     results: Annotated[dict[str, MetricResult], merge_results]
 
 

@@ -61,7 +61,7 @@ from ..judges import (
     resolve_judge,
 )
 from ..nodes import judge_step, make_result, quote, turn_label
-from ..results import MetricResult, Verdict, merge_results
+from ..results import MetricResult, Verdict, merge_results, merge_verdicts
 from ..state import MetricInput, MetricOutput, conversation_of
 from ..windows import Exchange, exchanges
 
@@ -147,6 +147,8 @@ def questions_schema(n: int) -> type[GeneratedQuestions]:
 class ExchangeVerdict(Verdict):
     """One exchange's judgement. ``score`` is the exchange score; ``verdict`` is
     "yes" when it reaches the threshold, "no" when not, None on a judge error."""
+
+    id_fields: ClassVar[tuple[str, ...]] = ("exchange",)
 
     exchange: int  # index of the exchange in the conversation
     verdict: Literal["yes", "no"] | None = None
@@ -293,7 +295,7 @@ class ResponseRelevancyState(TypedDict, total=False):
     exchanges: list[Exchange]
     skipped: list[dict[str, Any]]
     generations: Annotated[list[dict[str, Any]], operator.add]  # what generate_questions produced, per exchange
-    verdicts: Annotated[list[ExchangeVerdict], operator.add]
+    verdicts: Annotated[list[ExchangeVerdict], merge_verdicts]
     results: Annotated[dict[str, MetricResult], merge_results]
 
 

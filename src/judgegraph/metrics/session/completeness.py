@@ -16,8 +16,7 @@
 
 from __future__ import annotations
 
-import operator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -32,7 +31,7 @@ from ...compiling import CompileOptions
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike
 from ...nodes import conversation_json, judge_step
-from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results
+from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results, merge_verdicts
 from ...state import conversation_of
 from .common import (
     SessionSettings,
@@ -86,6 +85,8 @@ class GoalVerdict(Verdict):
     """One user request: ``verdict`` "yes" (satisfied), "no", or None (judge error).
     ``turns`` = the user turns that asked it + the assistant turns that respond to it."""
 
+    id_fields: ClassVar[tuple[str, ...]] = ("goal",)
+
     goal: int  # position in the extracted list
     request: str
     asked_in: list[int] = Field(default_factory=list)  # 0-based user turns
@@ -108,7 +109,7 @@ class CompletenessState(TypedDict, total=False):
     goals: list[GoalTask]
     extract_errors: list[JudgeErrorInfo]
     extract_usage: Usage
-    verdicts: Annotated[list[GoalVerdict], operator.add]
+    verdicts: Annotated[list[GoalVerdict], merge_verdicts]
     results: Annotated[dict[str, MetricResult], merge_results]
 
 

@@ -14,7 +14,7 @@ Score: none 1.0, resolved 0.5, unresolved 0.0; passes when score >=
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -80,6 +80,8 @@ class FrustrationJudgement(BaseModel):
 class FrustrationVerdict(Verdict):
     """``verdict``: "none" | "resolved" | "unresolved" (None on a judge error).
     ``turns`` = frustrated user turns + resolving assistant turns (0-based)."""
+
+    id_fields: ClassVar[tuple[str, ...]] = ()
 
     verdict: Literal["none", "resolved", "unresolved"] | None = None
     frustrated_turns: list[int] = Field(default_factory=list)

@@ -14,10 +14,9 @@ score (all of them not applicable → status ``not_applicable``).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -32,7 +31,7 @@ from ...compiling import CompileOptions
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike
 from ...nodes import conversation_json, judge_step
-from ...results import MetricResult, Usage, Verdict, merge_results
+from ...results import MetricResult, Usage, Verdict, merge_results, merge_verdicts
 from ...state import conversation_of
 from .common import (
     SessionSettings,
@@ -88,6 +87,8 @@ class GuidelineVerdict(Verdict):
     """One guideline: ``verdict`` "yes" | "no" | "not_applicable" | None (judge
     error); ``turns`` = the violating assistant turns (0-based)."""
 
+    id_fields: ClassVar[tuple[str, ...]] = ("index",)
+
     guideline: str
     index: int  # position in the guidelines list
     verdict: Literal["yes", "no", "not_applicable"] | None = None
@@ -130,7 +131,7 @@ class GuidelineTask(TypedDict):
 class GuidelinesState(TypedDict, total=False):
     conversation: Conversation | dict[str, Any]
     exchanges: list[Any]
-    verdicts: Annotated[list[GuidelineVerdict], operator.add]
+    verdicts: Annotated[list[GuidelineVerdict], merge_verdicts]
     results: Annotated[dict[str, MetricResult], merge_results]
 
 

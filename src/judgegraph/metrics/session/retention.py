@@ -17,8 +17,7 @@
 
 from __future__ import annotations
 
-import operator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -33,7 +32,7 @@ from ...compiling import CompileOptions
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike
 from ...nodes import conversation_json, judge_step
-from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results
+from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results, merge_verdicts
 from ...state import conversation_of
 from .common import (
     SessionSettings,
@@ -112,6 +111,8 @@ class RetentionVerdict(Verdict):
     """One assistant turn: ``verdict`` "yes" (retained), "no" (a lapse), None
     (judge error). ``turns`` = the judged turn + the turns that stated the facts it lost."""
 
+    id_fields: ClassVar[tuple[str, ...]] = ("turn",)
+
     turn: int  # 0-based index of the judged assistant turn
     reply: str = ""
     lapses: list[LapseInfo] = Field(default_factory=list)
@@ -136,7 +137,7 @@ class RetentionState(TypedDict, total=False):
     dropped_facts: int
     extract_errors: list[JudgeErrorInfo]
     extract_usage: Usage
-    verdicts: Annotated[list[RetentionVerdict], operator.add]
+    verdicts: Annotated[list[RetentionVerdict], merge_verdicts]
     results: Annotated[dict[str, MetricResult], merge_results]
 
 

@@ -14,9 +14,8 @@ Score = in-role turns / judged turns; value "yes" when every judged turn is in r
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -31,7 +30,7 @@ from ...compiling import CompileOptions
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike
 from ...nodes import conversation_json, judge_step
-from ...results import MetricResult, Usage, Verdict, merge_results
+from ...results import MetricResult, Usage, Verdict, merge_results, merge_verdicts
 from ...state import conversation_of
 from .common import (
     SessionSettings,
@@ -68,6 +67,8 @@ class RoleJudgement(BaseModel):
 
 class RoleVerdict(Verdict):
     """One assistant turn: ``verdict`` "yes" (in role), "no", or None (judge error)."""
+
+    id_fields: ClassVar[tuple[str, ...]] = ("turn",)
 
     turn: int  # 0-based
     batch: int
@@ -112,7 +113,7 @@ class BatchTask(TypedDict):
 class RoleState(TypedDict, total=False):
     conversation: Conversation | dict[str, Any]
     exchanges: list[Any]
-    verdicts: Annotated[list[RoleVerdict], operator.add]
+    verdicts: Annotated[list[RoleVerdict], merge_verdicts]
     results: Annotated[dict[str, MetricResult], merge_results]
 
 

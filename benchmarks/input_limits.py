@@ -1,0 +1,83 @@
+"""Hostile input files: how big they are, how long loading takes, how much
+memory it needs, and what is reported — each in a fresh process, so the peak
+memory (ru_maxrss) is the file's own.
+
+    python benchmarks/input_limits.py
+
+Goal (issue 8): every case loads the good record, refuses the bad one with its
+line and field, and stays far below the memory the input would cost if followed
+(a billion-laughs file expands to ~10^10 characters, 12+ GB).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GOOD = json.dumps({"id": "ok", "turns": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]})
+GOOD_YAML = "- id: ok\n  turns: [{role: user, content: q}, {role: assistant, content: a}]\n"
+
+
+def laughs() -> str:
+    anchors = ['a0: &a0 "lololololol"'] + [
+        f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]
+    return GOOD_YAML + "- id: lol\n  metadata:\n" + "".join(f"    {a}\n" for a in anchors)
+
+
+CASES: dict[str, tuple[str, str, float]] = {  # name: (file name, content, characters if followed)
+    "billion laughs (YAML aliases)": ("lol.yaml", laughs(), 11 * 10**9),
+    "JSONL nested 100,000 deep": ("deep.jsonl", GOOD + "\n" + '{"metadata": ' + "[" * 100_000 + "]" * 100_000 + "}\n", 0),
+    "JSON list, one record 100,000 deep": ("deep.json", "[" + GOOD + ', {"metadata": ' + "[" * 100_000
+                                           + "]" * 100_000 + "}]", 0),
+    "YAML nested 1,200 deep (flow)": ("deep.yaml", GOOD_YAML + "- metadata: " + "[" * 1200 + "]" * 1200 + "\n", 0),
+    "YAML 1,000,000 '[' (absurd)": ("absurd.yaml", GOOD_YAML + "- metadata: " + "[" * 1_000_000 + "\n", 0),
+    "lone surrogate": ("sur.jsonl", GOOD + "\n" + '{"turns": [{"role": "user", "content": "\\udfff"}]}\n', 0),
+}
+
+
+def measure(path: str, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    from judgegraph.loaders import load_file
+
+    start, cpu = time.perf_counter(), time.process_time()
+    res = load_file(path)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    queue.put((wall, cpu, peak_mb, [c.conversation.id for c in res.conversations], [str(e)[-90:] for e in res.errors]))
+
+
+def main() -> int:
+    ctx = multiprocessing.get_context("spawn")
+    baseline_q = ctx.Queue()
+    with tempfile.TemporaryDirectory() as tmp:
+        empty = Path(tmp) / "one.jsonl"
+        empty.write_text(GOOD + "\n")
+        p = ctx.Process(target=measure, args=(str(empty), baseline_q))
+        p.start(), p.join()
+        base = baseline_q.get()[2]
+        print(f"baseline: one good record, peak RSS {base:.0f} MB\n")
+        print(f"{'case':38} {'file':>9} {'if followed':>12} {'wall s':>7} {'cpu s':>6} {'peak MB':>8} {'+MB':>5}  loaded / refused")
+        for name, (fname, content, followed) in CASES.items():
+            path = Path(tmp) / fname
+            path.write_text(content)
+            q = ctx.Queue()
+            p = ctx.Process(target=measure, args=(str(path), q))
+            p.start(), p.join(120)
+            if p.is_alive():
+                p.terminate()
+                print(f"{name:38} did not finish in 120 s")
+                continue
+            wall, cpu, peak, ok, errors = q.get()
+            size = f"{len(content.encode()):,}"
+            follow = f"{followed:.1e}" if followed else "—"
+            print(f"{name:38} {size:>9} {follow:>12} {wall:7.2f} {cpu:6.2f} {peak:8.0f} {peak - base:5.0f}  {ok} / "
+                  f"{errors[0] if errors else '-'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

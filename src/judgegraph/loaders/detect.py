@@ -1,0 +1,101 @@
+"""Which format a record is in, and its conversion into a :class:`LoadedConversation`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .base import (
+    MAX_ERRORS_PER_RECORD,
+    Ctx,
+    InputError,
+    LoadedConversation,
+    RecordErrors,
+)
+from .formats.deepeval import DEEPEVAL_CASE_KEYS, DEEPEVAL_TURN_KEYS, from_deepeval
+from .formats.judgegraph import from_judgegraph
+from .formats.langchain import from_langchain, is_langchain_message
+from .formats.openai import from_openai
+from .formats.promptfoo import PROMPTFOO_TEST_KEYS, from_promptfoo
+from .formats.ragas import RAGAS_DETECT_KEYS, from_ragas
+from .limits import check_record
+
+FORMATS: tuple[str, ...] = ("judgegraph", "deepeval", "promptfoo", "openai", "langchain", "ragas")
+
+
+def detect_format(record: Any) -> str:
+    """Which format a single record (a parsed dict) is in.
+
+    * has ``turns`` -> ``deepeval`` if the record or any turn has a deepeval-only
+      key (``scenario``, ``name``, ``expectedOutcome``, ``tools_called``,
+      ``user_id``, ``additional_metadata``, ...), else ``judgegraph``;
+    * has ``messages`` -> ``langchain`` when its messages are LangChain dumps
+      (``{"type": "human", ...}``), else ``openai`` (``{"role": ...}``);
+    * has a promptfoo test key (``vars``, ``assert``, ``description``,
+      ``output``, ...) -> ``promptfoo``;
+    * has a ragas sample key (``user_input``, ``response``, ``retrieved_contexts``,
+      or the older ``question``, ``answer``, ``contexts``) -> ``ragas``;
+    * anything else -> ``judgegraph`` (whose validation then names what is wrong).
+    """
+    if not isinstance(record, dict):
+        return "judgegraph"
+    if "turns" in record:
+        if any(k in DEEPEVAL_CASE_KEYS for k in record):
+            return "deepeval"
+        turns = record["turns"]
+        if isinstance(turns, list) and any(
+            isinstance(t, dict) and any(k in DEEPEVAL_TURN_KEYS for k in t) for t in turns
+        ):
+            return "deepeval"
+        return "judgegraph"
+    if "messages" in record:
+        messages = record["messages"]
+        first = next((m for m in messages if isinstance(m, dict)), None) if isinstance(messages, list) else None
+        return "langchain" if is_langchain_message(first) else "openai"
+    if any(k in PROMPTFOO_TEST_KEYS for k in record):
+        return "promptfoo"
+    if any(k in RAGAS_DETECT_KEYS for k in record):
+        return "ragas"
+    return "judgegraph"
+
+
+# --------------------------------------------------------------------------- internals: errors
+
+
+CONVERTERS = {
+    "judgegraph": from_judgegraph,
+    "deepeval": from_deepeval,
+    "promptfoo": from_promptfoo,
+    "openai": from_openai,
+    "langchain": from_langchain,
+    "ragas": from_ragas,
+}
+
+
+def convert(rec: Any, ctx: Ctx, fmt: str | None = None) -> Iterator[LoadedConversation | InputError]:
+    if not isinstance(rec, dict):
+        yield ctx.error((), f"a record must be an object (got {type(rec).__name__})")
+        return
+    unsafe = check_record(rec, ctx.limits)
+    if unsafe:
+        for path, message in unsafe[:MAX_ERRORS_PER_RECORD]:
+            yield ctx.error(path, message)
+        return
+    if isinstance(rec.get("tests"), (list, str)) and "turns" not in rec and "messages" not in rec:
+        yield ctx.error(("tests",), "a promptfoo document cannot be nested inside a list or a .jsonl line")
+        return
+    fmt = fmt or detect_format(rec)
+    try:
+        conv, options = CONVERTERS[fmt](rec, ctx)
+    except RecordErrors as exc:
+        problems = exc.problems
+        for path, message in problems[:MAX_ERRORS_PER_RECORD]:
+            yield ctx.error(path, f"{message} [{fmt} format]" if fmt != "judgegraph" else message)
+        if len(problems) > MAX_ERRORS_PER_RECORD:
+            yield ctx.error((), f"... and {len(problems) - MAX_ERRORS_PER_RECORD} more errors in this record")
+        return
+    assertions = tuple(options.pop("assertions", ()))
+    yield LoadedConversation(conversation=conv, source=ctx.source, format=fmt, options=options, assertions=assertions)
+
+
+# --------------------------------------------------------------------------- internals: files

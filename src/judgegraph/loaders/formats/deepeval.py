@@ -1,0 +1,146 @@
+"""deepeval ``ConversationalTestCase`` dicts (snake_case and camelCase keys)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judgegraph.conversation import Conversation
+
+from ..base import (
+    Ctx,
+    Path_,
+    RecordErrors,
+    check_keys,
+    clean_id,
+    merge_meta,
+    pick,
+    validate,
+)
+from .judgegraph import JUDGEGRAPH_KEYS, JUDGEGRAPH_TURN_KEYS
+
+# deepeval ConversationalTestCase keys that judgegraph's own format does not have,
+# mapped to the snake_case name used in metadata (None: handled specially).
+DEEPEVAL_CASE_KEYS: dict[str, str | None] = {
+    "name": None,
+    "scenario": "scenario",
+    "expectedOutcome": None,
+    "chatbotRole": None,
+    "user_description": "user_description",
+    "userDescription": "user_description",
+    "context": "context",
+    "additional_metadata": None,
+    "additionalMetadata": None,
+    "comments": "comments",
+    "tags": "tags",
+    "mcp_servers": "mcp_servers",
+    "mcpServers": "mcp_servers",
+    # deepeval 4: ConversationalTestCase.model_dump() writes these too (flags kept only when set)
+    "multimodal": "multimodal",
+    "voice": "voice",
+    "flaky": "flaky",
+    "expected_labels": "expected_labels",
+    "expectedLabels": "expected_labels",
+    "_dataset_rank": "dataset_rank",
+    "_dataset_alias": "dataset_alias",
+    "_dataset_id": "dataset_id",
+}
+DEEPEVAL_TURN_KEYS: dict[str, str | None] = {
+    "retrievalContext": None,
+    "tools_called": None,
+    "toolsCalled": None,
+    "user_id": "user_id",
+    "userId": "user_id",
+    "additional_metadata": None,
+    "additionalMetadata": None,
+    "mcp_tools_called": "mcp_tools_called",
+    "mcpToolsCalled": "mcp_tools_called",
+    "mcp_resources_called": "mcp_resources_called",
+    "mcpResourcesCalled": "mcp_resources_called",
+    "mcp_prompts_called": "mcp_prompts_called",
+    # deepeval 4 voice turns
+    "audio": "audio",
+    "latency_ms": "latency_ms",
+    "latencyMs": "latency_ms",
+    "interrupted": "interrupted",
+    "mcpPromptsCalled": "mcp_prompts_called",
+}
+
+
+def _deepeval_tool(raw: Any, path: Path_) -> Any:
+    if not isinstance(raw, dict):
+        return raw
+    out: dict[str, Any] = {}
+    _, args = pick(raw, path, "input_parameters", "inputParameters", "arguments")
+    for key, value in raw.items():
+        if key in ("input_parameters", "inputParameters", "arguments"):
+            continue
+        out[key] = value
+    if args is not None:
+        out["arguments"] = args
+    return out
+
+
+def from_deepeval(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, Any]]:
+    problems = check_keys(rec, [*JUDGEGRAPH_KEYS, "conversation_id", *DEEPEVAL_CASE_KEYS], ())
+    if problems:
+        raise RecordErrors(problems)
+    meta: dict[str, Any] = {}
+    merge_meta(meta, rec.get("metadata"), ("metadata",))
+    _, extra = pick(rec, (), "additional_metadata", "additionalMetadata")
+    merge_meta(meta, extra, ("additional_metadata",))
+    for name, meta_key in DEEPEVAL_CASE_KEYS.items():
+        if meta_key and name in rec and rec[name] is not None and rec[name] is not False:
+            meta[meta_key] = rec[name]
+    id_key, id_value = pick(rec, (), "id", "conversation_id")
+    if id_value in (None, "") and rec.get("name") not in (None, ""):
+        id_key, id_value = "name", rec["name"]
+    elif rec.get("name") not in (None, ""):
+        meta["name"] = rec["name"]
+    data: dict[str, Any] = {"id": clean_id(id_value, ctx, (id_key or "id",))}
+    renames: list[tuple[Path_, Path_]] = [(("id",), (id_key or "id",))]
+    key, value = pick(rec, (), "expected_outcome", "expectedOutcome")
+    if key:
+        data["expected_outcome"] = value
+        renames.append((("expected_outcome",), (key,)))
+    key, value = pick(rec, (), "chatbot_role", "chatbotRole")
+    if key:
+        data["chatbot_role"] = value
+        renames.append((("chatbot_role",), (key,)))
+    data["metadata"] = meta
+
+    turns = rec.get("turns")
+    if isinstance(turns, list):
+        allowed = [*JUDGEGRAPH_TURN_KEYS, *DEEPEVAL_TURN_KEYS]
+        out_turns: list[Any] = []
+        for i, turn in enumerate(turns):
+            if not isinstance(turn, dict):
+                out_turns.append(turn)
+                continue
+            path = ("turns", i)
+            problems.extend(check_keys(turn, allowed, path))
+            t: dict[str, Any] = {k: turn[k] for k in ("role", "content") if k in turn}
+            tmeta: dict[str, Any] = {}
+            merge_meta(tmeta, turn.get("metadata"), path + ("metadata",))
+            _, extra = pick(turn, path, "additional_metadata", "additionalMetadata")
+            merge_meta(tmeta, extra, path + ("additional_metadata",))
+            for k, meta_key in DEEPEVAL_TURN_KEYS.items():
+                if meta_key and k in turn and turn[k] is not None and turn[k] is not False:
+                    tmeta[meta_key] = turn[k]
+            t["metadata"] = tmeta
+            key, value = pick(turn, path, "retrieval_context", "retrievalContext")
+            if key:
+                t["retrieval_context"] = value
+                renames.append((path + ("retrieval_context",), path + (key,)))
+            key, value = pick(turn, path, "tool_calls", "tools_called", "toolsCalled")
+            if key:
+                renames.append((path + ("tool_calls",), path + (key,)))
+                if isinstance(value, list):
+                    value = [_deepeval_tool(v, path + (key, j)) for j, v in enumerate(value)]
+                t["tool_calls"] = value
+            out_turns.append(t)
+        data["turns"] = out_turns
+    elif "turns" in rec:
+        data["turns"] = turns
+    if problems:
+        raise RecordErrors(problems)
+    return validate(data, renames), {}

@@ -1,0 +1,63 @@
+"""LangChain messages: a record ``{"messages": [...]}`` whose messages are
+``messages_to_dict`` dumps (``{"type": "human", "data": {...}}``) or
+``BaseMessage.model_dump()`` dicts (``{"type": "ai", "content": ..., ...}``),
+converted by :func:`judgegraph.conversation.from_messages` (LangChain's own
+``messages_from_dict`` / ``convert_to_messages``, no hand-written map)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from judgegraph.conversation import Conversation, from_messages
+
+from ..base import Ctx, RecordErrors, check_keys, clean_id, fail, merge_meta
+
+LANGCHAIN_KEYS = ("messages", "id", "metadata", "chatbot_role", "expected_outcome")
+#: ``type`` of the message dicts LangChain writes (``model_dump`` / ``messages_to_dict``).
+MESSAGE_TYPES = frozenset({"human", "ai", "system", "tool", "HumanMessageChunk", "AIMessageChunk",
+                           "SystemMessageChunk", "ToolMessageChunk", "chat", "function"})
+
+
+def is_langchain_message(value: Any) -> bool:
+    """A dict as LangChain dumps a message (not an OpenAI ``{"role", ...}`` dict)."""
+    return isinstance(value, dict) and "role" not in value and value.get("type") in MESSAGE_TYPES
+
+
+def _problem(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in err.get("loc", ()))
+        return f"not a LangChain message: {where + ': ' if where else ''}{err.get('msg', 'invalid')}"
+    return str(exc).split(": ", 1)[-1] if str(exc).startswith("messages[") else str(exc)
+
+
+def from_langchain(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, Any]]:
+    problems = check_keys(rec, LANGCHAIN_KEYS, ())
+    messages = rec.get("messages")
+    if not isinstance(messages, list):
+        problems.append((("messages",), f"must be a list of messages (got {type(messages).__name__})"))
+    if problems:
+        raise RecordErrors(problems)
+    if not messages:
+        raise fail(("messages",), "a conversation needs at least one message")
+    for i, message in enumerate(messages):  # each alone first, so an error names its message
+        try:
+            from_messages([message])
+        except (ValueError, TypeError, KeyError) as exc:
+            problems.append((("messages", i), _problem(exc)))
+    if problems:
+        raise RecordErrors(problems)
+    meta: dict[str, Any] = {}
+    merge_meta(meta, rec.get("metadata"), ("metadata",))
+    fields: dict[str, Any] = {"id": clean_id(rec.get("id"), ctx, ("id",)), "metadata": meta}
+    for key in ("chatbot_role", "expected_outcome"):
+        if rec.get(key) is not None:
+            if not isinstance(rec[key], str):
+                raise fail((key,), f"must be a string (got {type(rec[key]).__name__})")
+            fields[key] = rec[key]
+    try:
+        return from_messages(messages, **fields), {}
+    except (ValueError, TypeError) as exc:
+        raise fail(("messages",), _problem(exc)) from None

@@ -1,0 +1,135 @@
+"""OpenAI chat ``{"messages": [...]}`` records (fine-tuning / chat-completions shape)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from judgegraph.conversation import Conversation
+
+from ..base import (
+    Ctx,
+    Path_,
+    RecordErrors,
+    check_keys,
+    clean_id,
+    fail,
+    merge_meta,
+    validate,
+)
+
+OPENAI_KEYS = ("messages", "id", "metadata", "tools", "functions", "parallel_tool_calls")
+OPENAI_MESSAGE_KEYS = (
+    "role", "content", "name", "tool_calls", "tool_call_id", "function_call",
+    "refusal", "weight", "audio", "annotations", "reasoning_content",
+)
+OPENAI_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool",
+                "developer": "system", "function": "tool"}
+
+
+
+
+def _openai_content(value: Any, path: Path_) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        texts: list[str] = []
+        for j, part in enumerate(value):
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict):
+                if part.get("type", "text") in ("text", "input_text", "output_text"):
+                    text = part.get("text")
+                    if not isinstance(text, str):
+                        raise fail(path + (j, "text"), "a text part needs a string 'text'")
+                    texts.append(text)
+                # image_url, input_audio, file, refusal, ... parts are skipped
+            else:
+                raise fail(path + (j,), f"content part must be an object (got {type(part).__name__})")
+        return "\n".join(texts)
+    raise fail(path, f"content must be a string or a list of parts (got {type(value).__name__})")
+
+
+def _openai_tool_call(raw: Any, path: Path_) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise fail(path, f"a tool call must be an object (got {type(raw).__name__})")
+    fn = raw.get("function")
+    if not isinstance(fn, dict):
+        raise fail(path + ("function",), "a tool call needs a 'function' object with 'name' and 'arguments'")
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        raise fail(path + ("function", "name"), "a tool call needs a function name")
+    args = fn.get("arguments")
+    if isinstance(args, str):
+        try:
+            parsed = json.loads(args)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            args = parsed
+    elif args is not None and not isinstance(args, dict):
+        args = json.dumps(args)
+    out: dict[str, Any] = {"name": name, "arguments": args}
+    if raw.get("id") is not None:
+        out["id"] = str(raw["id"])
+    return out
+
+
+def from_openai(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, Any]]:
+    problems = check_keys(rec, OPENAI_KEYS, ())
+    messages = rec.get("messages")
+    if not isinstance(messages, list):
+        problems.append((("messages",), f"must be a list of messages (got {type(messages).__name__})"))
+    if problems:
+        raise RecordErrors(problems)
+    if not messages:
+        raise fail(("messages",), "a conversation needs at least one message")
+    meta: dict[str, Any] = {}
+    merge_meta(meta, rec.get("metadata"), ("metadata",))
+    for key in ("tools", "functions", "parallel_tool_calls"):
+        if rec.get(key) is not None:
+            meta[key] = rec[key]
+    turns: list[Any] = []
+    for i, msg in enumerate(messages):
+        path = ("messages", i)
+        if not isinstance(msg, dict):
+            raise fail(path, f"a message must be an object (got {type(msg).__name__})")
+        problems.extend(check_keys(msg, OPENAI_MESSAGE_KEYS, path))
+        role = msg.get("role")
+        if not isinstance(role, str) or role not in OPENAI_ROLES:
+            problems.append((path + ("role",), (
+                "Field required" if "role" not in msg else
+                f"unknown role {role!r}; expected one of " + ", ".join(OPENAI_ROLES)
+            )))
+            continue
+        if "content" not in msg and not msg.get("tool_calls") and not msg.get("function_call"):
+            problems.append((path + ("content",), "Field required"))
+            continue
+        try:
+            content = _openai_content(msg.get("content"), path + ("content",))
+            calls = msg.get("tool_calls") or []
+            if not isinstance(calls, list):
+                raise fail(path + ("tool_calls",), "must be a list")
+            tool_calls = [_openai_tool_call(c, path + ("tool_calls", j)) for j, c in enumerate(calls)]
+            if isinstance(msg.get("function_call"), dict):
+                tool_calls.append(
+                    _openai_tool_call({"function": msg["function_call"]}, path + ("function_call",))
+                )
+        except RecordErrors as exc:
+            problems.extend(exc.problems)
+            continue
+        tmeta = {k: msg[k] for k in ("name", "tool_call_id", "refusal", "weight", "audio", "annotations",
+                                     "reasoning_content") if msg.get(k) not in (None, [])}
+        if role != OPENAI_ROLES[role]:
+            tmeta["openai_role"] = role
+        turns.append({"role": OPENAI_ROLES[role], "content": content, "tool_calls": tool_calls,
+                      "metadata": tmeta})
+    if problems:
+        raise RecordErrors(problems)
+    data = {"id": clean_id(rec.get("id"), ctx, ("id",)), "turns": turns, "metadata": meta}
+    return validate(data, [(("turns",), ("messages",))]), {}
+
+
+# ---- ragas

@@ -1,0 +1,293 @@
+"""promptfoo tests: ``vars._conversation`` (or a single prompt/output) and the
+``conversation-relevance`` assertion's options."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from judgegraph.conversation import Conversation
+
+from ..base import Ctx, Path_, RecordErrors, check_keys, fail, merge_meta, validate
+
+PROMPTFOO_TEST_KEYS = ("vars", "assert", "description", "output", "options", "provider", "threshold")
+# ---- promptfoo
+
+ASSERTION_TYPE = "conversation-relevance"
+_TEMPLATE_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:80]
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    return "" if value is None else str(value)
+
+
+def _render_prompt(template: str, variables: dict[str, Any]) -> str:
+    """Replace ``{{name}}`` / ``{{ name }}`` with the variable's value, in one pass.
+
+    Substituted values are never rendered again, so ``{{ env.SECRET }}`` inside a
+    value stays literal; placeholders naming unknown variables are left as-is.
+    """
+
+    def sub(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return _as_text(variables[name]) if name in variables else match.group(0)
+
+    return _TEMPLATE_VAR.sub(sub, template)
+
+
+def _provider_id(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        if isinstance(value.get("id"), str):
+            return value["id"]
+        if "text" in value:
+            return _provider_id(value["text"])
+    return None
+
+
+NEGATED_TYPE = "not-" + ASSERTION_TYPE
+_ANY_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
+
+
+def _read_rubric(value: Any, path: Path_, ctx: Ctx | None, variables: dict[str, Any]) -> str:
+    """A ``rubricPrompt``: ``file://`` read relative to the config file's folder
+    (never outside it unless allowed); promptfoo variables filled from the test's
+    vars in one pass; a placeholder that cannot be filled (``{{ messages }}``,
+    which promptfoo fills per window) is refused, never sent with its braces."""
+    text = _as_text(value)
+    if text.startswith("file://"):
+        if ctx is None or ctx.folder is None:
+            raise fail(path, "a file:// rubricPrompt needs the config file's folder")
+        text = _read_file(text[len("file://"):], path, ctx)
+    unfilled = _TEMPLATE_VAR.sub(lambda m: "" if m.group(1) in variables else m.group(0), text)
+    left = _ANY_TEMPLATE.search(unfilled)  # looked for in the template, never in the values filled in
+    if left:
+        raise fail(path, (
+            f"rubricPrompt uses the template {left.group(0)!r}, which judgegraph does not fill: the rubric is the "
+            "judging criteria only (the conversation window is given to the judge separately, so drop "
+            "{{ messages }} / {{ output }}); test vars such as {{ topic }} are filled in one pass"
+        ))
+    return _render_prompt(text, variables)
+
+
+def _read_file(ref: str, path: Path_, ctx: Ctx) -> str:
+    assert ctx.folder is not None
+    folder = ctx.folder.resolve()
+    target = (folder / ref).resolve()
+    if not ctx.allow_outside_files and not target.is_relative_to(folder):
+        raise fail(path, (
+            f"file://{ref} leaves the folder of {ctx.file} ({folder}): refused; pass --allow-outside-files "
+            "(or set JUDGEGRAPH_ALLOW_OUTSIDE_FILES=1) to allow it"
+        ))
+    try:
+        data = target.read_bytes()
+    except OSError as exc:
+        raise fail(path, f"cannot read file://{ref}: {exc.strerror or exc}") from None
+    if len(data) > ctx.limits.max_record_chars:
+        raise fail(path, f"file://{ref} is larger than {ctx.limits.max_record_chars:,} bytes: refused")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise fail(path, f"file://{ref} is not valid UTF-8") from None
+
+
+def _assertions(asserts: Any, path: Path_, ctx: Ctx | None,
+                variables: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every (not-)conversation-relevance assertion of a list, in order, as options."""
+    if not isinstance(asserts, list):
+        return []
+    out: list[dict[str, Any]] = []
+    for j, a in enumerate(asserts):
+        if not (isinstance(a, dict) and a.get("type") in (ASSERTION_TYPE, NEGATED_TYPE)):
+            continue
+        p = path + (j,)
+        opts: dict[str, Any] = {"metric": "conversation_relevance"}
+        if a["type"] == NEGATED_TYPE:
+            opts["negate"] = True
+        if "threshold" in a and a["threshold"] is not None:
+            t = a["threshold"]
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 1:
+                raise fail(p + ("threshold",), f"threshold must be a number between 0 and 1 (got {t!r})")
+            opts["threshold"] = float(t)
+        config = a.get("config")
+        if config is not None and not isinstance(config, dict):
+            raise fail(p + ("config",), "must be an object")
+        window = (config or {}).get("windowSize")
+        if window is not None:
+            if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+                raise fail(p + ("config", "windowSize"), f"windowSize must be a positive integer (got {window!r})")
+            opts["window_size"] = window
+        if a.get("rubricPrompt") is not None:
+            opts["rubric"] = _read_rubric(a["rubricPrompt"], p + ("rubricPrompt",), ctx, variables)
+        model = _provider_id(a.get("provider"))
+        if model:
+            opts["model"] = model
+        out.append(opts)
+    return out
+
+
+def _level_extra(level: dict[str, Any], path: Path_, ctx: Ctx | None, variables: dict[str, Any]) -> dict[str, Any]:
+    """A level's ``options.provider`` / ``options.rubricPrompt`` (apply to every assertion)."""
+    extra = level.get("options")
+    out: dict[str, Any] = {}
+    if isinstance(extra, dict):
+        model = _provider_id(extra.get("provider"))
+        if model:
+            out["model"] = model
+        if extra.get("rubricPrompt") is not None:
+            out["rubric"] = _read_rubric(extra["rubricPrompt"], path + ("options", "rubricPrompt"), ctx, variables)
+    return out
+
+
+def level_options(level: dict[str, Any], path: Path_, ctx: Ctx | None = None,
+                  variables: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Options a test (or defaultTest) gives: its first assertion plus options.provider/rubricPrompt."""
+    return level_assertions(level, path, ctx, variables)[0]
+
+
+def level_assertions(level: dict[str, Any], path: Path_, ctx: Ctx | None = None,
+                     variables: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Each assertion of a level with the level's options under it (at least one, maybe empty, entry)."""
+    variables = variables or {}
+    found = _assertions(level.get("assert"), path + ("assert",), ctx, variables) or [{}]
+    extra = _level_extra(level, path, ctx, variables)
+    return [{**extra, **a} for a in found]
+
+
+def test_assertions(rec: dict[str, Any], default: dict[str, Any], ctx: Ctx,
+                    variables: dict[str, Any]) -> list[dict[str, Any]]:
+    """The assertions a test runs: its own (each over defaultTest's first, field by
+    field, the test's winning), or defaultTest's when it has none. Each gets the
+    result key it is written under: the first plain one the metric's own name,
+    ``not-conversation-relevance`` for a negated one, ``#2``, ``#3`` ... after repeats."""
+    base = level_assertions(default, ("defaultTest",), ctx, variables) if default else [{}]
+    own = level_assertions(rec, (), ctx, variables)
+    if own == [{}]:
+        chosen = base
+    else:
+        chosen = [{**base[0], **a} for a in own]
+    seen: dict[str, int] = {}
+    for opts in chosen:
+        kind = NEGATED_TYPE if opts.get("negate") else ASSERTION_TYPE
+        seen[kind] = seen.get(kind, 0) + 1
+        if opts.get("negate") or seen[kind] > 1:
+            opts["key"] = kind if seen[kind] == 1 else f"{kind}#{seen[kind]}"
+    return chosen
+
+
+def _first_prompt(doc: dict[str, Any] | None) -> str | None:
+    if not doc:
+        return None
+    prompts = doc.get("prompts")
+    if isinstance(prompts, (str, dict)):
+        prompts = [prompts]
+    if not isinstance(prompts, list) or not prompts:
+        return None
+    first = prompts[0]
+    if isinstance(first, dict):
+        first = first.get("raw")
+    if not isinstance(first, str) or first.startswith("file://"):
+        return None
+    return first
+
+
+def from_promptfoo(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, Any]]:
+    doc = ctx.doc or {}
+    default: dict[str, Any] = doc["defaultTest"] if isinstance(doc.get("defaultTest"), dict) else {}
+    test_vars = rec.get("vars", {})
+    if test_vars is None:
+        test_vars = {}
+    if not isinstance(test_vars, dict):
+        raise fail(("vars",), f"vars must be an object (got {type(test_vars).__name__})")
+    dvars: dict[str, Any] = default["vars"] if isinstance(default.get("vars"), dict) else {}
+    variables = {**dvars, **test_vars}
+    index = ctx.prefix[-1] if ctx.prefix else ctx.record
+
+    turns: list[dict[str, Any]] = []
+    renames: list[tuple[Path_, Path_]] = []
+    conv = variables.get("_conversation")
+    if conv is not None and conv != []:  # promptfoo: an empty (or absent) conversation means the single turn
+        cpath: Path_ = ("vars", "_conversation")
+        if not isinstance(conv, list):
+            raise fail(cpath, f"_conversation must be a list of {{input, output}} (got {type(conv).__name__})")
+        problems: list[tuple[Path_, str]] = []
+        for k, ex in enumerate(conv):
+            if not isinstance(ex, dict):
+                problems.append((cpath + (k,), (
+                    f"an exchange must be an object with input and output (got {type(ex).__name__})")))
+                continue
+            problems.extend(check_keys(ex, ("input", "prompt", "output", "metadata"), cpath + (k,)))
+            # promptfoo's own items carry the rendered `prompt`; `input` (when given) is the user's message
+            side_in = "input" if "input" in ex else "prompt" if "prompt" in ex else None
+            for side, role in ((side_in, "user"), ("output", "assistant")):
+                if side is None or side not in ex:
+                    problems.append((cpath + (k, side or "input"), "Field required (input, or promptfoo's prompt)"
+                                     if role == "user" else "Field required"))
+                    continue
+                value = ex[side]
+                if isinstance(value, (dict, list)):  # an object output (or chat prompt) as promptfoo shows it
+                    value = json.dumps(value, ensure_ascii=False)
+                if not isinstance(value, str):
+                    problems.append((cpath + (k, side), f"Input should be a valid string (got {type(value).__name__})"))
+                    continue
+                renames.append((("turns", len(turns)), cpath + (k, side)))
+                turns.append({"role": role, "content": value})
+        if problems:
+            raise RecordErrors(problems)
+    else:
+        if "output" in test_vars:
+            out_path: Path_ = ("vars", "output")
+            output = test_vars["output"]
+        elif "output" in rec:
+            out_path, output = ("output",), rec["output"]
+        else:
+            raise fail(("vars", "output"), (
+                f"test {index} has no conversation and no output: give vars._conversation "
+                "(a list of {input, output}) or an output (vars.output) with a prompt"
+            ))
+        if not isinstance(output, str):
+            raise fail(out_path, f"output must be a string (got {type(output).__name__})")
+        prompt_key = next((k for k in ("prompt", "input", "query") if k in variables), None)
+        if prompt_key is not None:
+            prompt: Any = variables[prompt_key]
+            prompt_path: Path_ = ("vars", prompt_key)
+            if not isinstance(prompt, str):
+                raise fail(prompt_path, f"{prompt_key} must be a string (got {type(prompt).__name__})")
+        else:
+            template = _first_prompt(ctx.doc)
+            if template is None:
+                raise fail(("vars", "prompt"), (
+                    f"test {index} has an output but no prompt: give vars.prompt "
+                    "(or vars.input / vars.query) or a prompts entry in the file"
+                ))
+            prompt, prompt_path = _render_prompt(template, variables), ("vars",)
+        turns = [{"role": "user", "content": prompt}, {"role": "assistant", "content": output}]
+        renames = [(("turns", 0), prompt_path), (("turns", 1), out_path)]
+
+    # options: test assertion > defaultTest assertion, field by field; every assertion kept
+    assertions = test_assertions(rec, default, ctx, variables)
+    options = {**assertions[0], "assertions": assertions}
+
+    meta: dict[str, Any] = {}
+    merge_meta(meta, rec.get("metadata"), ("metadata",))
+    description = rec.get("description")
+    if description is not None:
+        meta["description"] = description
+    other_vars = {k: v for k, v in variables.items() if k not in ("_conversation", "output")}
+    if other_vars:
+        meta["vars"] = other_vars
+    conv_id = ctx.fallback_id
+    if isinstance(description, str) and _slug(description):
+        conv_id = _slug(description)
+    data = {"id": conv_id, "turns": turns, "metadata": meta}
+    return validate(data, renames), options

@@ -1,0 +1,183 @@
+"""Safe YAML: PyYAML's safe parser and constructor with a composer of our own
+that never recurses and never lets aliases expand past a limit.
+
+PyYAML's composer builds nodes recursively (a document nested 1,000 levels deep
+raises ``RecursionError``) and follows aliases freely (a 500-byte "billion
+laughs" file becomes gigabytes once anything walks or prints it). Here the node
+tree is built from the parser's events with an explicit stack; every node knows
+how many characters it expands to (aliases counted as often as they are used),
+and a collection nested past ``max_depth`` or expanding past
+``max_record_chars`` is replaced by a :class:`Refused` value naming the problem:
+the record holding it is refused, the rest of the file loads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from .limits import Limits, Refused
+
+REFUSED_TAG = "tag:judgegraph.dev,2026:refused"
+
+
+#: Flow collections (``[[[...]]]``) nested deeper than this stop the file at once:
+#: PyYAML's scanner slows quadratically with flow nesting, so a file of a million
+#: ``[`` must be refused before it is scanned. Deeper than ``Limits.max_depth``
+#: but up to this, only the record holding it is refused.
+MAX_FLOW_NESTING = 1_500
+
+
+class _Constructor(yaml.SafeLoader):
+    """SafeLoader whose constructor also builds :class:`Refused` markers and
+    whose scanner refuses absurd flow nesting."""
+
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:
+        if self.flow_level >= MAX_FLOW_NESTING:
+            raise yaml.scanner.ScannerError(
+                None, None, f"collections nested more than {MAX_FLOW_NESTING:,} levels deep: the file is refused",
+                self.get_mark())
+        super().fetch_flow_collection_start(TokenClass)  # type: ignore[misc]
+
+
+def _construct_refused(loader: yaml.SafeLoader, node: yaml.Node) -> Refused:
+    return Refused(str(node.value))
+
+
+_Constructor.add_constructor(REFUSED_TAG, _construct_refused)
+
+
+def _refused(node: yaml.Node, message: str) -> yaml.ScalarNode:
+    return yaml.ScalarNode(REFUSED_TAG, message, node.start_mark, node.end_mark)
+
+
+def compose(text: str, limits: Limits) -> yaml.Node | None:
+    """The single document of ``text`` as a node tree (None: no document).
+
+    Raises ``yaml.YAMLError`` (with marks) for bad YAML, like PyYAML does."""
+    loader = _Constructor(text)
+    try:
+        return _compose(loader, limits)
+    finally:
+        loader.dispose()
+
+
+def construct(node: yaml.Node) -> Any:
+    """Python values from a node tree made by :func:`compose` (never recursive
+    on collections: PyYAML's constructor defers children through generators)."""
+    loader = _Constructor("")
+    try:
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _compose(loader: yaml.SafeLoader, limits: Limits) -> yaml.Node | None:
+    anchors: dict[str, yaml.Node] = {}
+    size: dict[int, int] = {}  # id(node) -> characters it expands to
+    keep: list[yaml.Node] = []  # keeps ids stable
+    stack: list[list[Any]] = []  # [collection node being built, its pending mapping key or None]
+    root: yaml.Node | None = None
+    skip = 0  # depth inside a collection being skipped (too deep)
+    skipped_at: yaml.Node | None = None
+    documents = 0
+
+    def sized(node: yaml.Node, chars: int) -> None:
+        size[id(node)] = chars
+        keep.append(node)
+
+    def add(node: yaml.Node) -> None:
+        nonlocal root
+        if not stack:
+            root = node
+            return
+        top = stack[-1]
+        parent = top[0]
+        if isinstance(parent, yaml.SequenceNode):
+            parent.value.append(node)
+        elif top[1] is None:
+            top[1] = node
+        else:
+            parent.value.append((top[1], node))
+            top[1] = None
+
+    def close(node: yaml.Node) -> yaml.Node:
+        if isinstance(node, yaml.SequenceNode):
+            chars = 1 + sum(size.get(id(n), 0) for n in node.value)
+        else:
+            chars = 1 + sum(size.get(id(k), 0) + size.get(id(v), 0) for k, v in node.value)
+        if chars > limits.max_record_chars:
+            node = _refused(node, (
+                f"expands to more than {limits.max_record_chars:,} characters (YAML aliases repeat it): "
+                "refused; raise JUDGEGRAPH_MAX_RECORD_CHARS if it is genuine"
+            ))
+            chars = len(node.value)
+        sized(node, chars)
+        return node
+
+    while loader.check_event():
+        event = loader.get_event()
+        if isinstance(event, yaml.DocumentStartEvent):
+            documents += 1
+            if documents > 1:
+                raise yaml.composer.ComposerError(
+                    "expected a single document in the stream", None, "but found another document",
+                    event.start_mark)
+            continue
+        if isinstance(event, (yaml.StreamStartEvent, yaml.StreamEndEvent, yaml.DocumentEndEvent)):
+            continue
+        if skip:
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                skip += 1
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                skip -= 1
+                if skip == 0 and skipped_at is not None:
+                    node = _refused(skipped_at, f"nested more than {limits.max_depth} levels deep: refused")
+                    sized(node, len(node.value))
+                    add(node)
+            continue
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor not in anchors:
+                raise yaml.composer.ComposerError(
+                    None, None, f"found undefined alias {event.anchor!r}", event.start_mark)
+            target = anchors[event.anchor]
+            if any(entry[0] is target for entry in stack):
+                raise yaml.composer.ComposerError(
+                    None, None, f"alias {event.anchor!r} refers to a collection that contains it", event.start_mark)
+            add(target)
+            continue
+        if isinstance(event, yaml.ScalarEvent):
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+            node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+            sized(node, len(event.value) + 1)
+            if event.anchor is not None:
+                anchors[event.anchor] = node
+            add(node)
+            continue
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            if len(stack) >= limits.max_depth:
+                skip, skipped_at = 1, yaml.ScalarNode("", "", event.start_mark, event.end_mark)
+                continue
+            is_seq = isinstance(event, yaml.SequenceStartEvent)
+            kind = yaml.SequenceNode if is_seq else yaml.MappingNode
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = loader.resolve(kind, None, event.implicit)
+            node = kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
+            if event.anchor is not None:
+                anchors[event.anchor] = node
+            stack.append([node, None])
+            continue
+        if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            node, _ = stack.pop()
+            node.end_mark = event.end_mark
+            closed = close(node)
+            if closed is not node:
+                for name, anchored in anchors.items():
+                    if anchored is node:
+                        anchors[name] = closed
+            add(closed)
+    return root

@@ -1,0 +1,59 @@
+"""Input that cannot break a run, as a user meets it on the command line."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from judgegraph.cli import main
+
+pytestmark = pytest.mark.integration
+EX = Path(__file__).resolve().parents[2] / "examples"
+
+
+def rows(path):
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+@pytest.mark.parametrize("name,content", [("empty.jsonl", ""), ("blank.yaml", "\n\n"), ("none.json", "[]")])
+def test_empty_input_file_exits_3_never_a_passing_gate(tmp_path, capsys, name, content):
+    path = tmp_path / name
+    path.write_text(content)
+    out = tmp_path / "r.jsonl"
+    assert main(["eval", str(path), "--out", str(out), "--no-progress"]) == 3
+    assert "file is empty" in capsys.readouterr().err
+    assert [r["type"] for r in rows(out)] == ["input_error"]
+
+
+def test_bad_records_of_every_kind_are_reported_the_rest_judged(tmp_path, capsys):
+    good = (EX / "support_chats.jsonl").read_text().splitlines()[0]
+    lol = ['a0: &a0 "lololololol"'] + [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]
+    (tmp_path / "lol.yaml").write_text("- id: lol\n  turns: [{role: user, content: q}, {role: assistant, content: a}]\n"
+                                       "  metadata:\n" + "".join(f"    {a}\n" for a in lol))
+    (tmp_path / "mix.jsonl").write_text("\n".join([
+        good,
+        '{"id": "sur", "turns": [{"role": "user", "content": "\\udfff"}, {"role": "assistant", "content": "a"}]}',
+        '{"id": "deep", "metadata": ' + "[" * 3000 + "]" * 3000 + "}",
+    ]) + "\n")
+    out = tmp_path / "r.jsonl"
+    code = main(["eval", str(tmp_path / "mix.jsonl"), str(tmp_path / "lol.yaml"), "--out", str(out), "--no-progress"])
+    assert code == 3
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    results = rows(out)
+    assert [r["conversation_id"] for r in results if r["type"] == "conversation"] == ["refund-ok"]
+    errors = [(Path(r["file"]).name, r["line"], r["field"]) for r in results if r["type"] == "input_error"]
+    assert errors == [("mix.jsonl", 2, "turns.0.content"), ("mix.jsonl", 3, None), ("lol.yaml", 10, "metadata.a6")]
+
+
+def test_allow_outside_files_flag(tmp_path, capsys):
+    (tmp_path / "rubric.txt").write_text("Shipping questions only.\n")
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "promptfooconfig.yaml").write_text(
+        "tests:\n  - vars:\n      _conversation: [{input: q, output: a}]\n    assert:\n"
+        "      - type: conversation-relevance\n        rubricPrompt: file://../rubric.txt\n")
+    args = ["eval", str(cfg / "promptfooconfig.yaml"), "--out", str(tmp_path / "r.jsonl"), "--no-progress", "-q"]
+    assert main(args) == 3
+    assert "leaves the folder" in capsys.readouterr().err
+    assert main([*args, "--allow-outside-files"]) in (0, 1)
