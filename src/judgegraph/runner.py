@@ -321,7 +321,7 @@ def unavailable_metric(name: str, judge: Judge, message: str) -> CompiledStateGr
     """A one-node graph whose result is ``name``'s error: the metric could not
     be built with ``judge`` (``message`` says why). No call is made."""
 
-    def reduce_score(state: dict[str, Any]) -> dict[str, Any]:
+    def reduce_score(state: UnavailableState) -> dict[str, Any]:
         error = JudgeErrorInfo(where="conversation", step=name, message=message)
         result = build_result(name, conversation_of(state), judge=judge, threshold=None, status="error",
                               reason=message, errors=[error])
@@ -402,7 +402,7 @@ async def evaluate_async(
             if on_outcome:
                 on_outcome(outcome)
 
-    async def wait_some(*, all_: bool = False) -> bool:
+    async def wait_some() -> bool:
         """Wait for a finished conversation (or the stop); False when stopped."""
         nonlocal pending
         waits: set[asyncio.Future[Any]] = set(pending)
@@ -411,7 +411,7 @@ async def evaluate_async(
         done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finished = {t for t in done if t is not stopper}
         pending -= finished
-        finish(finished)  # type: ignore[arg-type]
+        finish(finished)
         return not (stop is not None and stop.is_set())
 
     try:
