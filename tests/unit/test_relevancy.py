@@ -183,3 +183,14 @@ def test_mermaid_snapshot(name, factory, kw):
         path.write_text(drawing)
     assert path.exists(), f"no snapshot {path.name}: run with UPDATE_SNAPSHOTS=1 and review it"
     assert drawing == path.read_text()
+
+
+def test_a_greeting_before_the_user_speaks_is_context_of_exchange_one_not_a_judged_reply():
+    m = ScriptedChatModel(default={"reason": "ok", "verdict": "yes"})
+    conv = {"id": "g", "turns": [{"role": "assistant", "content": "Hi! I am Bob, the booking bot."},
+                                 {"role": "user", "content": "Weather?"}, {"role": "assistant", "content": "Sunny."}]}
+    res = create_turn_relevancy_judge(model=m).invoke({"conversation": conv})["results"]["turn_relevancy"]
+    assert [v.reply for v in res.verdicts] == ["Sunny."] and m.call_count == 1  # deepeval: one exchange
+    (prompt,) = m.prompts
+    earlier = prompt.split("<earlier_messages>")[1].split("</earlier_messages>")[0]
+    assert "Hi! I am Bob, the booking bot." in earlier

@@ -100,9 +100,11 @@ class TurnContext:
 def turn_context(window: Window) -> TurnContext:
     target = window.target
     context: list[tuple[str, str]] = []
-    for ex in window.context:  # earlier exchanges: user and assistant messages (tool output left out)
-        for it in sorted((*ex.user, *ex.assistant), key=lambda t: t.index):
+    # earlier exchanges' user and assistant messages (tool output left out), then the target's opening greeting
+    for ex in window.context:
+        for it in sorted((*ex.opening, *ex.user, *ex.assistant), key=lambda t: t.index):
             context.append((it.turn.role, it.turn.content))
+    context.extend((it.turn.role, it.turn.content) for it in target.opening)
     nodes = tuple((it.index, n, node) for it in target.assistant for n, node in enumerate(it.turn.retrieval_context))
     return TurnContext(target.index, target.reply_turn_indices, target.user_text, tuple(context), nodes)
 

@@ -111,7 +111,9 @@ fan_out_windows = fan_out("judge_turn", "windows", item="window", empty="reduce_
 
 def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -> JudgeRequest:
     target = window.target
-    context = [(r, c) for ex in window.context for r, c in _exchange_pairs(ex)]
+    # earlier exchanges, then a greeting the assistant opened the conversation with (deepeval: part of exchange 1)
+    context = [(it.turn.role, it.turn.content) for ex in (*window.context, target) for it in ex.turns
+               if ex is not target or it in target.opening]
     tools = [(it.turn.role, it.turn.content) for it in target.tool]
     return JudgeRequest(
         task="turn_relevance",
@@ -131,11 +133,6 @@ def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -
             "context": [f"{r}: {c}" for r, c in context],
         },
     )
-
-
-def _exchange_pairs(ex) -> list[tuple[str, str]]:
-    turns = sorted((*ex.user, *ex.assistant, *ex.tool), key=lambda t: t.index)
-    return [(it.turn.role, it.turn.content) for it in turns]
 
 
 def _judge_turn(settings: RelevancySettings):
