@@ -116,6 +116,7 @@ class ResumeState:
     lines: int = 0
     torn: bool = False  # a partial last line (a kill mid-write) was cut off
     bad_lines: list[int] = field(default_factory=list)  # unreadable complete lines (left in place, ignored)
+    retried: int = 0  # conversation lines with errors taken out to be judged again (retry_errors)
 
 
 def check_out_path(out: str | Path, inputs: list[str | Path]) -> None:
@@ -143,18 +144,29 @@ def is_nonempty(path: str | Path) -> bool:
     return p.is_file() and p.stat().st_size > 0
 
 
+def has_errors(record: dict[str, Any]) -> bool:
+    """A conversation line whose run failed or that holds judge errors."""
+    if record.get("error"):
+        return True
+    return any(r.get("status") == "error" or r.get("errors") for r in (record.get("results") or {}).values()
+               if isinstance(r, dict))
+
+
 def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] | None = None,
-                 *, repair: bool = True) -> ResumeState:
+                 *, repair: bool = True, retry_errors: bool = False) -> ResumeState:
     """Read an existing results file for a resume. A last line without its
     newline (a kill mid-write) is cut off when ``repair``; complete lines that
     are not valid JSON are reported in ``bad_lines`` and ignored. Each
     conversation record is passed to ``on_record`` (e.g. to count it in the
-    summary) without keeping it."""
+    summary) without keeping it. With ``retry_errors``, conversation lines with
+    a failed run or judge errors are taken out of the file (rewritten whole, then
+    put in place atomically) so that they are judged again."""
     state = ResumeState()
     p = Path(path)
     if not p.exists():
         return state
     good_end = 0
+    dropped = 0
     with p.open("rb") as fh:
         offset = 0
         for lineno, raw in enumerate(fh, start=1):
@@ -177,15 +189,47 @@ def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] |
             if record.get("type") == "conversation" and isinstance(record.get("conversation_id"), str):
                 if record["conversation_id"] in state.done:
                     continue  # never counted twice, even in a file written by hand
+                if retry_errors and has_errors(record):
+                    dropped += 1
+                    continue
                 state.done.add(record["conversation_id"])
                 if on_record is not None:
                     on_record(record)
             elif record.get("type") == "input_error":
                 state.input_errors.add(_input_error_key(record))
-    if state.torn and repair:
+    state.retried = dropped
+    if dropped and repair:
+        _rewrite_without_errors(p, good_end)
+    elif state.torn and repair:
         with p.open("r+b") as fh:
             fh.truncate(good_end)
     return state
+
+
+def _rewrite_without_errors(p: Path, end: int) -> None:
+    """The file without its conversation lines that have errors (and without a
+    torn tail), written beside it and moved into place: never half a file."""
+    tmp = p.with_name(p.name + ".resume-tmp")
+    with p.open("rb") as src, tmp.open("wb") as dst:
+        seen: set[str] = set()
+        offset = 0
+        for raw in src:
+            offset += len(raw)
+            if offset > end:
+                break
+            try:
+                record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
+            except ValueError:
+                record = None
+            if isinstance(record, dict) and record.get("type") == "conversation":
+                cid = str(record.get("conversation_id"))
+                if cid in seen or has_errors(record):
+                    continue
+                seen.add(cid)
+            dst.write(raw)
+        dst.flush()
+        os.fsync(dst.fileno())
+    os.replace(tmp, p)
 
 
 def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:

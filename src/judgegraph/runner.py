@@ -36,6 +36,7 @@ from .results import JudgeErrorInfo, MetricResult, Usage, build_result
 from .resultsfile import (
     ResultsFileError,
     ResultsWriter,
+    ResumeState,
     check_out_path,
     is_nonempty,
     scan_results,
@@ -457,6 +458,7 @@ async def evaluate_to_file(
     out: str | Path,
     *,
     resume: bool = False,
+    retry_errors: bool = False,
     overwrite: bool = False,
     transcripts: str = "full",
     prices: Prices | None = None,
@@ -465,18 +467,22 @@ async def evaluate_to_file(
     max_rows: int = DEFAULT_ROWS,
     on_outcome: Callable[[ConversationOutcome], None] | None = None,
     on_input_error: Callable[[InputError], None] | None = None,
-    on_resumed: Callable[[int], None] | None = None,
+    on_resumed: Callable[[ResumeState], None] | None = None,
     stop: asyncio.Event | None = None,
 ) -> RunSummary:
     """Judge ``inputs`` (file paths, or loaded items) into the results file ``out``.
 
     ``resume``: conversations already complete in ``out`` are neither judged
     nor written again (they are counted in the summary); the rest are appended.
-    A torn last line left by a kill is cut off first. Without ``resume`` an
+    A torn last line left by a kill is cut off first. ``retry_errors`` (with
+    ``resume``): conversations written with a failed run or judge errors are
+    taken out of the file and judged again. Without ``resume`` an
     existing non-empty ``out`` is refused (:class:`ResultsFileError`) unless
     ``overwrite``. ``transcripts``: ``full`` | ``errors`` | ``none``."""
     if resume and overwrite:
         raise ResultsFileError("resume and overwrite exclude each other")
+    if retry_errors and not resume:
+        raise ResultsFileError("retry_errors needs resume")
     items = list(inputs) if not isinstance(inputs, Iterator) else inputs
     paths = [i for i in items if isinstance(i, (str, Path))] if isinstance(items, list) else []
     check_out_path(out, paths)
@@ -486,10 +492,11 @@ async def evaluate_to_file(
     done: set[str] = set()
     known_errors: set[tuple[Any, ...]] = set()
     if resume:
-        state = scan_results(out, lambda rec: summary.add(ConversationOutcome.from_json(rec), resumed=True))
+        state = scan_results(out, lambda rec: summary.add(ConversationOutcome.from_json(rec), resumed=True),
+                             retry_errors=retry_errors)
         done, known_errors = state.done, state.input_errors
         if on_resumed:
-            on_resumed(len(done))
+            on_resumed(state)
     stream = iter_inputs(paths, seen=set()) if paths else iter(items)
     writer = ResultsWriter(out, mode="a" if resume else "w", transcripts=transcripts,
                            skip_input_errors=known_errors, cost=prices.cost if prices else None)

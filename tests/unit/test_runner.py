@@ -174,3 +174,23 @@ def test_prices_table_snapshots_and_overrides():
     assert lookup("gpt-4.1-minimal") is None and prices_for("llm:my-model") is None
     assert prices_for("llm:gpt-4.1-mini", price_out=3.0).output == 3.0
     assert prices_for("llm:my-model", 1.0, 2.0).cost(Usage(input_tokens=500_000, output_tokens=250_000)) == 1.0
+
+
+def test_resume_with_retry_errors_judges_again_what_failed_and_keeps_each_conversation_once(tmp_path):
+    out = tmp_path / "r.jsonl"
+    broken = ScriptedChatModel(rules=[("answer 1", [RuntimeError("HTTP 401 at http://127.0.0.1:1/v1")])], default=YES)
+    first = asyncio.run(evaluate_to_file([item(i) for i in range(3)], plan(broken), out))
+    assert first.judge_errors == 1 and first.exit_code == 3
+    plain = asyncio.run(evaluate_to_file([item(i) for i in range(3)], plan(ScriptedChatModel(default=YES)), out,
+                                         resume=True))
+    assert plain.exit_code == 3 and plain.resumed == 3  # judge errors are complete for a plain resume
+    with pytest.raises(ResultsFileError):
+        asyncio.run(evaluate_to_file([item(0)], plan(), out, retry_errors=True))
+    model = ScriptedChatModel(default=YES)
+    again = asyncio.run(evaluate_to_file([item(i) for i in range(3)], plan(model), out, resume=True,
+                                         retry_errors=True))
+    assert model.call_count == 1 and again.exit_code == 0 and again.conversations == 3
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["conversation_id"] for r in lines) == ["c0", "c1", "c2"]
+    assert not any(r["results"]["turn_relevancy"]["errors"] for r in lines)
+    assert not (tmp_path / "r.jsonl.resume-tmp").exists()

@@ -37,6 +37,8 @@ def register(sub: Any) -> None:
     runs = ev.add_argument_group("runs", "durable runs: resume, cost, transcripts (docs/runs.md)")
     runs.add_argument("--resume", action="store_true",
                       help="continue the run in --out: conversations already there are neither judged nor written again")
+    runs.add_argument("--retry-errors", action="store_true",
+                      help="with --resume: judge again the conversations written with judge errors or a failed run")
     runs.add_argument("--overwrite", action="store_true", help="replace a non-empty --out (refused without it)")
     runs.add_argument("--dry-run", action="store_true",
                       help="print the judge calls, tokens and cost the run will make, per metric; make no call")
@@ -89,6 +91,8 @@ def _bad_number(args: argparse.Namespace) -> str | None:
             return f"{flag} must be >= 0 dollars per million tokens, got {value}"
     if args.max_rows < 0:
         return f"--max-rows must be >= 0, got {args.max_rows}"
+    if args.retry_errors and not args.resume:
+        return "--retry-errors goes with --resume (it judges again what the results file holds with errors)"
     if args.resume and args.overwrite:
         return "--resume and --overwrite exclude each other: continue the results file, or replace it"
     return None
@@ -224,7 +228,7 @@ def _dry_run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any
 
     done: set[str] = set()
     if args.resume:
-        done = scan_results(args.out, repair=False).done
+        done = scan_results(args.out, repair=False, retry_errors=args.retry_errors).done
     stream, _ = _inputs(args, err)
     summary = asyncio.run(evaluate_async(stream, plan, skip=done, max_conversations=max(4, args.concurrency * 2)))
     summary.keep_outcomes = False
@@ -286,13 +290,17 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
                       console=err, disable=args.no_progress, transient=True) as progress:
             task = progress.add_task("judging", total=None)
             return await evaluate_to_file(
-                stream, plan, args.out, resume=args.resume, overwrite=args.overwrite, transcripts=args.transcripts,
+                stream, plan, args.out, resume=args.resume, retry_errors=args.retry_errors, overwrite=args.overwrite,
+                transcripts=args.transcripts,
                 prices=prices, max_conversations=max(4, args.concurrency * 2), keep_outcomes=keep,
                 max_rows=args.max_rows,
                 on_outcome=lambda _o: progress.advance(task),
                 on_input_error=lambda e: err.print(f"[red]input error:[/] {markup_safe(e)}"),
-                on_resumed=lambda n: err.print(f"resuming {markup_safe(args.out)}: {n} conversations already judged")
-                if args.resume else None,
+                on_resumed=lambda state: err.print(
+                    f"resuming {markup_safe(args.out)}: {len(state.done)} conversations already judged"
+                    + (f", {state.retried} with errors to judge again" if state.retried else "")
+                    + (", a torn last line cut off" if state.torn else "")
+                    + (f", unreadable lines left as they are: {state.bad_lines[:5]}" if state.bad_lines else "")),
                 stop=stop)
 
     summary = asyncio.run(main())
@@ -319,7 +327,7 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
         f"{summary.judge_errors} judge errors, {summary.input_error_count} input errors"
         f"{f', {summary.failed_runs} failed runs' if summary.failed_runs else ''}. "
         f"judge: {markup_safe(judge.name)} ({cost}). results: {markup_safe(args.out)}",
-        highlight=False,
+        highlight=False, soft_wrap=True,
     )
     if summary.interrupted:
         out.print(f"[yellow]interrupted[/]: the {summary.conversations} conversations above are written; "
