@@ -223,15 +223,24 @@ def _inputs(args: argparse.Namespace, err: Any) -> tuple[Any, list[Any]]:
 def _dry_run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) -> int:
     from rich.table import Table
 
+    from ..loaders import InputError
     from ..resultsfile import scan_results
-    from ..runner import evaluate_async
+    from ..runner import RunSummary, evaluate_async
 
     done: set[str] = set()
     if args.resume:
         done = scan_results(args.out, repair=False, retry_errors=args.retry_errors).done
     stream, _ = _inputs(args, err)
-    summary = asyncio.run(evaluate_async(stream, plan, skip=done, max_conversations=max(4, args.concurrency * 2)))
-    summary.keep_outcomes = False
+    summary = RunSummary(keep_outcomes=False, max_rows=0)
+    if judge.kind == "llm":
+        asyncio.run(evaluate_async(stream, plan, skip=done, summary=summary,
+                                   max_conversations=max(4, args.concurrency * 2)))
+    else:  # the offline judge costs nothing: count, judge nothing
+        for item in stream:
+            if isinstance(item, InputError):
+                summary.add_input_error(item)
+            elif item.conversation.id not in done:
+                summary.conversations += 1
     for e in summary.input_errors:
         err.print(f"[red]input error:[/] {markup_safe(e)}")
     todo = summary.conversations
