@@ -34,7 +34,7 @@ from langgraph.types import Send
 
 from .conversation import Conversation
 from .judges.base import Judge, JudgeOutcome, JudgeRequest
-from .results import JudgeErrorInfo, MetricResult, Usage, Verdict, build_result, strict
+from .results import JudgeErrorInfo, MetricResult, Review, Usage, Verdict, build_result, strict
 from .state import conversation_of
 from .windows import check_window_size, exchanges, windows_from_exchanges
 
@@ -261,3 +261,61 @@ def make_result(
         verdicts=items, errors=errors, usage=Usage.total(v.usage for v in items) + (usage or Usage()),
         details=details if details is not None else {"verdicts": len(items), "judged": len(valid)},
     )
+
+
+# -- human review --------------------------------------------------------------------
+
+REVIEW_NODE = "review_verdicts"
+
+
+def apply_review(verdicts: Sequence[Verdict], decisions: Any, *, by: str = "human") -> list[Any]:
+    """``verdicts`` with a person's ``decisions`` applied: ``{verdict id: {"verdict": ..., "reason": ...}}``
+    (or ``{id: "yes"}``, or a list of ``{"id", "verdict", "reason"}`` records; ``[]`` keeps every verdict —
+    LangGraph reads an empty dict given to ``Command(resume=...)`` as no answer). Each overridden verdict is validated by its own model, records ``review`` (who set it
+    and what the judge had said) and loses its judge error; the others are returned unchanged. An id that is not
+    one of the verdicts is a ``ValueError`` naming the known ids."""
+    if isinstance(decisions, (list, tuple)):  # [{"id": ..., "verdict": ..., "reason": ...}, ...]
+        decisions = {str(d["id"]): {k: x for k, x in d.items() if k != "id"} for d in decisions}
+    decisions = {str(k): d for k, d in (decisions or {}).items()}
+    by_id = {v.id: v for v in verdicts}
+    unknown = sorted(set(map(str, decisions)) - set(by_id))
+    if unknown:
+        raise ValueError(f"review: no verdict with id {', '.join(unknown)}; the verdicts are {', '.join(by_id)}")
+    out = []
+    for v in verdicts:
+        decision = decisions.get(v.id)
+        if decision is None:
+            out.append(v)
+            continue
+        decision = {"verdict": decision} if isinstance(decision, str) else dict(decision)
+        review = Review(by=decision.pop("by", by), judge_verdict=v.verdict, judge_reason=v.reason,
+                        note=decision.pop("note", ""))
+        data = {**v.model_dump(), "reason": decision.get("reason", v.reason), **decision,
+                "error": None, "review": review}
+        out.append(type(v).model_validate(data))
+    return out
+
+
+def review_node(
+    metric: str,
+    *,
+    read: Callable[[Mapping[str, Any]], Sequence[Verdict]] = lambda state: state.get("verdicts") or [],
+    write: str = "verdicts",
+) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """A ``review_verdicts`` node: it interrupts the run (``langgraph.types.interrupt``; the graph needs a
+    checkpointer) with ``{"metric", "verdicts": [{id, verdict, reason, turns, error}, ...]}``; resuming with
+    ``Command(resume={verdict id: {"verdict": ..., "reason": ...}})`` (``[]`` keeps them all) overrides the chosen
+    verdicts (:func:`apply_review`), and the next node computes the score from the reviewed verdicts."""
+    from langgraph.types import interrupt
+
+    def review_verdicts(state: Mapping[str, Any]) -> dict[str, Any]:
+        verdicts = list(read(state))
+        if not verdicts:
+            return {}
+        shown = [{"id": v.id, "verdict": v.verdict, "reason": v.reason, "turns": v.turns, "error": v.error}
+                 for v in verdicts]
+        decisions = interrupt({"metric": metric, "verdicts": shown})
+        return {write: apply_review(verdicts, decisions)}
+
+    review_verdicts.__name__ = review_verdicts.__qualname__ = REVIEW_NODE
+    return review_verdicts

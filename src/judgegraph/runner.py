@@ -258,6 +258,11 @@ class MetricPlan:
                 chosen.append((name, opts))
         return chosen
 
+    @property
+    def graphs(self) -> list[CompiledStateGraph]:
+        """The report graphs compiled so far (one per distinct metric set and options)."""
+        return list(self._graphs.values())
+
     def report_for(self, item: LoadedConversation) -> CompiledStateGraph:
         """The report graph (all chosen metrics as subgraphs of one graph) for
         this conversation's metric set and options; one compiled graph per

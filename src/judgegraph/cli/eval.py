@@ -34,6 +34,7 @@ def register(sub: Any) -> None:
     ev.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the model's output is invalid (default 3)")
     ev.add_argument("--allow-outside-files", action="store_true", default=None, help="promptfoo file:// references may leave the config file's folder")
     ev.add_argument("--out", default="judgegraph-results.jsonl", help="where the full results go (default %(default)s)")
+    ev.add_argument("--html", metavar="FILE", help="also write an HTML report of the results (judgegraph report)")
     runs = ev.add_argument_group("runs", "durable runs: resume, cost, transcripts (docs/runs.md)")
     runs.add_argument("--resume", action="store_true",
                       help="continue the run in --out: conversations already there are neither judged nor written again")
@@ -341,6 +342,15 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
     if summary.interrupted:
         out.print(f"[yellow]interrupted[/]: the {summary.conversations} conversations above are written; "
                   f"continue with the same command and --resume.")
+    if args.html:
+        from types import SimpleNamespace
+
+        from .report import html_after_eval
+
+        # The input was streamed, not kept: the report graphs the run compiled stand in for the conversations.
+        ran = SimpleNamespace(report_for=lambda graph: graph)
+        if html_after_eval(args, ran, SimpleNamespace(conversations=plan.graphs)) != 0 and summary.exit_code < EXIT_ERRORS:
+            return EXIT_ERRORS
     if logged is not None:
         out.print(f"MLflow: {markup_safe(logged)} (experiment {markup_safe(repr(args.experiment))} at "
                   f"{markup_safe(args.mlflow_uri)})")

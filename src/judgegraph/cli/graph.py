@@ -4,35 +4,86 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
-from .common import EXIT_OK, EXIT_USAGE, read_guidelines
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, read_guidelines
+
+FORMATS = ("mermaid", "svg", "png")
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("graph", help="print a metric's graph (several: the report graph) as Mermaid")
+    p = sub.add_parser("graph", help="draw a metric's graph (several: the report graph) as Mermaid, SVG or PNG",
+                       description="Draw a metric's graph; several metrics draw the report graph, each metric a "
+                                   "labelled group. SVG and PNG are drawn here, with no network.")
     p.add_argument("metrics", nargs="+", metavar="METRIC")
+    p.add_argument("--format", choices=FORMATS,
+                   help="mermaid (default), svg, or png (pip install 'judgegraph[png]'); default: from -o's suffix")
+    p.add_argument("-o", "--out", metavar="FILE", help="write the picture here (default: print Mermaid/SVG)")
     p.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
                    help="conversational-guidelines needs at least one to be built (repeatable)")
+    p.add_argument("--verify", action="store_true", default=None,
+                   help="turn-contextual-relevancy: draw the optional verify_verdict node")
+    p.add_argument("--reason", choices=["deterministic", "llm", "none"],
+                   help="'llm' draws the optional write_reason node")
     p.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def _format(args: argparse.Namespace) -> str:
+    if args.format:
+        return str(args.format)
+    suffix = Path(args.out).suffix.lower().lstrip(".") if args.out else ""
+    return {"svg": "svg", "png": "png", "mmd": "mermaid", "mermaid": "mermaid"}.get(suffix, "mermaid")
+
+
+def _build(args: argparse.Namespace) -> Any:
     from ..judges import NoModel
     from ..metrics import create_metric, get_metric
     from ..report import create_report_graph
 
+    guidelines = read_guidelines(args.guidelines)
+    settings = {"guidelines": guidelines, "verify": args.verify, "reason": args.reason}
+    options = {m: {k: v for k, v in settings.items() if v and k in get_metric(m).options} for m in args.metrics}
+    # drawn, never run: the graph as built for an LLM judge, with no model, no key, no connection
+    if len(args.metrics) == 1:
+        return create_metric(args.metrics[0], model=NoModel(), **options[args.metrics[0]])
+    return create_report_graph(args.metrics, model=NoModel(), options=options)
+
+
+def run(args: argparse.Namespace) -> int:
+    fmt = _format(args)
     try:
-        guidelines = read_guidelines(args.guidelines)
-        options = {m: {"guidelines": guidelines} for m in args.metrics
-                   if guidelines and "guidelines" in get_metric(m).options}
-        if len(args.metrics) == 1:
-            graph = create_metric(args.metrics[0], model=NoModel(), **options.get(args.metrics[0], {}))
-        else:
-            graph = create_report_graph(args.metrics, model=NoModel(), options=options)
+        graph = _build(args)
     except (KeyError, ValueError, TypeError, OSError) as exc:
         print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return EXIT_USAGE
     # a report is drawn with its metrics' subgraphs expanded
-    print(graph.get_graph(xray=1 if len(args.metrics) > 1 else False).draw_mermaid())
+    drawable = graph.get_graph(xray=1 if len(args.metrics) > 1 else False)
+    if fmt == "mermaid":
+        text = drawable.draw_mermaid()
+    else:
+        from ..reporting.drawing import PngUnavailable, draw_png, draw_svg
+
+        text = draw_svg(drawable, title=graph.name or "graph")
+        if fmt == "png":
+            if not args.out:
+                print("error: --format png needs -o FILE", file=sys.stderr)
+                return EXIT_USAGE
+            try:
+                Path(args.out).write_bytes(draw_png(text))
+            except PngUnavailable as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return EXIT_ERRORS
+            except OSError as exc:
+                print(f"error: {args.out}: {exc.strerror or exc}", file=sys.stderr)
+                return EXIT_ERRORS
+            return EXIT_OK
+    if args.out:
+        try:
+            Path(args.out).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        except OSError as exc:
+            print(f"error: {args.out}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_ERRORS
+    else:
+        print(text, end="" if text.endswith("\n") else "\n")
     return EXIT_OK

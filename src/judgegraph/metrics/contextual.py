@@ -49,13 +49,14 @@ from typing_extensions import (  # pydantic reads these schemas; typing's TypedD
 from ..compiling import CompileOptions, compile_graph
 from ..conversation import Conversation, RetrievalNode
 from ..judges import Judge, ModelLike, resolve_judge
-from ..nodes import quote, window_node
+from ..nodes import REVIEW_NODE, quote, review_node, window_node
 from ..results import (
     JudgeErrorInfo,
     MetricResult,
     Usage,
     build_result,
     merge_results,
+    merge_verdicts,
     strict,
 )
 from ..state import MetricInput, MetricOutput, conversation_of
@@ -121,8 +122,8 @@ class ContextualState(TypedDict, total=False):
     exchanges: list[Exchange]
     turn_contexts: list[TurnContext]
     statements: Annotated[list[Statement], operator.add]
-    verdicts: Annotated[list[StatementVerdict], operator.add]
-    verified: Annotated[list[StatementVerdict], operator.add]
+    verdicts: Annotated[list[StatementVerdict], merge_verdicts]
+    verified: Annotated[list[StatementVerdict], merge_verdicts]  # second looks and reviews: they win
     calls: Annotated[list[JudgeCall], operator.add]
     results: Annotated[dict[str, MetricResult], merge_results]
 
@@ -158,6 +159,7 @@ class ContextualSettings:
     threshold: float = 0.5
     strict_mode: bool = False
     verify: bool = False
+    review: bool = False  # a review_verdicts node before reduce_score
     extract_per: ExtractPer = "turn"  # one extraction request per turn (all its nodes) or per node
     judge_per: JudgePer = "turn"  # one judgement request per turn, per node or per statement
 
@@ -317,14 +319,19 @@ def contextual_reason(
     return " ".join(parts)
 
 
+def final_verdicts(state: ContextualState) -> list[StatementVerdict]:
+    """Each statement's last word: a review or a second look (``verified``) over the first judgement."""
+    second = {v.id: v for v in state.get("verified") or []}
+    return sorted(
+        (second.get(v.id, v) for v in state.get("verdicts") or []),
+        key=lambda v: (v.exchange if v.exchange is not None else -1, v.turns, v.node, v.index),
+    )
+
+
 def _reduce_score(settings: ContextualSettings):
     def reduce_score(state: ContextualState) -> dict[str, Any]:
         conversation = conversation_of(state)
-        second = {v.key: v for v in state.get("verified") or []}
-        verdicts = sorted(
-            (second.get(v.key, v) for v in state.get("verdicts") or []),
-            key=lambda v: (v.exchange if v.exchange is not None else -1, v.turns, v.node, v.index),
-        )
+        verdicts = final_verdicts(state)
         calls = state.get("calls") or []
         turns: list[dict[str, Any]] = []
         for turn in state.get("turn_contexts") or []:
@@ -401,13 +408,17 @@ def build_turn_contextual_relevancy_graph(settings: ContextualSettings) -> State
     builder.add_node("extract_statements", _extract_node(settings), destinations=("judge_statements",))
     builder.add_edge(START, "window_turns")
     builder.add_conditional_edges("window_turns", _fan_out_extractions(settings), ["extract_statements", "reduce_score"])
+    scored = REVIEW_NODE if settings.review else "reduce_score"  # where the judged statements go
     if settings.verify:
         builder.add_node("judge_statements", _judge_node(settings), destinations=("verify_verdict",))
         builder.add_node("verify_verdict", verify_step(settings.judge))
-        builder.add_edge("verify_verdict", "reduce_score")
+        builder.add_edge("verify_verdict", scored)
     else:
         builder.add_node("judge_statements", _judge_node(settings))
-        builder.add_edge("judge_statements", "reduce_score")
+        builder.add_edge("judge_statements", scored)
+    if settings.review:
+        builder.add_node(REVIEW_NODE, review_node(settings.name, read=final_verdicts, write="verified"))
+        builder.add_edge(REVIEW_NODE, "reduce_score")
     builder.add_node("reduce_score", _reduce_score(settings))
     builder.add_edge("reduce_score", END)
     return builder
@@ -420,6 +431,7 @@ def create_turn_contextual_relevancy_judge(
     threshold: float = 0.5,
     strict_mode: bool = False,
     verify: bool = False,
+    review: bool = False,
     name: str = METRIC,
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
@@ -432,7 +444,7 @@ def create_turn_contextual_relevancy_judge(
     (exchanges) sets how many earlier messages the judge reads; ``verify`` adds
     a second look at every "irrelevant" verdict (LLM only)."""
     settings = ContextualSettings(name=name, judge=resolve_judge(model), window_size=window_size,
-                                  threshold=threshold, strict_mode=strict_mode, verify=verify)
+                                  threshold=threshold, strict_mode=strict_mode, verify=verify, review=review)
     return compile_graph(build_turn_contextual_relevancy_graph(settings), name, compile,
                          create_turn_contextual_relevancy_judge)
 

@@ -32,12 +32,14 @@ from ..compiling import CompileOptions, compile_graph
 from ..conversation import Conversation
 from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
 from ..nodes import (
+    REVIEW_NODE,
     fan_out,
     judge_step,
     make_result,
     outcome_fields,
     quote,
     render_messages,
+    review_node,
     turn_label,
     window_node,
 )
@@ -96,6 +98,7 @@ class RelevancySettings:
     strict_mode: bool = False
     reason: ReasonMode = "deterministic"
     rubric: str | None = None
+    review: bool = False
 
     @property
     def effective_threshold(self) -> float:
@@ -249,7 +252,12 @@ def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
     builder.add_node("reduce_score", _reduce_score(settings))
     builder.add_edge(START, "window_turns")
     builder.add_conditional_edges("window_turns", fan_out_windows, ["judge_turn", "reduce_score"])
-    builder.add_edge("judge_turn", "reduce_score")
+    if settings.review:
+        builder.add_node(REVIEW_NODE, review_node(settings.name))
+        builder.add_edge("judge_turn", REVIEW_NODE)
+        builder.add_edge(REVIEW_NODE, "reduce_score")
+    else:
+        builder.add_edge("judge_turn", "reduce_score")
     if settings.reason == "llm":
         builder.add_node("write_reason", _write_reason(settings))
         builder.add_edge("reduce_score", "write_reason")
@@ -267,6 +275,7 @@ def create_turn_relevancy_judge(
     strict_mode: bool = False,
     reason: ReasonMode = "deterministic",
     rubric: str | None = None,
+    review: bool = False,
     name: str = "turn_relevancy",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
@@ -276,9 +285,12 @@ def create_turn_relevancy_judge(
     ``model``: a chat model, a string like ``openai:gpt-4.1-mini``, or a ready
     judge (:func:`~judgegraph.resolve_judge`); leave it out for the offline
     embedding judge. ``rubric`` replaces the default instructions on what counts
-    as relevant. ``compile``: LangGraph compile options (``checkpointer``, ...)."""
+    as relevant. ``review``: a ``review_verdicts`` node before the score, where a
+    person can override verdicts (needs a checkpointer; see
+    :func:`judgegraph.nodes.review_node`). ``compile``: LangGraph compile
+    options (``checkpointer``, ``interrupt_before``, ...)."""
     settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
-                                 strict_mode=strict_mode, reason=reason, rubric=rubric)
+                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review)
     return compile_graph(build_relevancy_graph(settings), name, compile, create_turn_relevancy_judge)
 
 
@@ -290,6 +302,7 @@ def create_conversation_relevance_judge(
     strict_mode: bool = False,
     reason: ReasonMode = "deterministic",
     rubric: str | None = None,
+    review: bool = False,
     name: str = "conversation_relevance",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
@@ -298,7 +311,7 @@ def create_conversation_relevance_judge(
     (default 5); ``rubric`` is promptfoo's ``rubricPrompt``. Same graph as
     :func:`create_turn_relevancy_judge`, other defaults."""
     settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
-                                 strict_mode=strict_mode, reason=reason, rubric=rubric)
+                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review)
     return compile_graph(build_relevancy_graph(settings), name, compile, create_conversation_relevance_judge)
 
 

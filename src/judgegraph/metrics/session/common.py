@@ -28,7 +28,7 @@ from ...judges import (
     require_tasks,
     resolve_judge,
 )
-from ...nodes import conversation_json, outcome_fields, quote, turn_label  # noqa: F401 - re-exported
+from ...nodes import REVIEW_NODE, conversation_json, outcome_fields, quote, review_node, turn_label  # noqa: F401 - re-exported
 from ...results import (
     JudgeErrorInfo,
     MetricResult,
@@ -51,6 +51,7 @@ class SessionSettings:
     judge: Judge
     threshold: float = 0.5
     strict_mode: bool = False
+    review: bool = False  # a review_verdicts node before reduce_score (judgegraph.nodes.review_node)
 
     @property
     def effective_threshold(self) -> float:
@@ -104,7 +105,12 @@ def session_graph(
     builder.add_conditional_edges(START, route, [steps[0][0], REDUCE])
     if fan_out:
         builder.add_conditional_edges(steps[0][0], fan_out, [steps[1][0], REDUCE])
-    builder.add_edge(steps[-1][0], REDUCE)
+    if settings.review:
+        builder.add_node(REVIEW_NODE, review_node(settings.name))
+        builder.add_edge(steps[-1][0], REVIEW_NODE)
+        builder.add_edge(REVIEW_NODE, REDUCE)
+    else:
+        builder.add_edge(steps[-1][0], REDUCE)
     builder.add_edge(REDUCE, END)
     return builder
 

@@ -221,6 +221,7 @@ def create_conversation_completeness_judge(
     model: ModelLike = None,
     threshold: float = 0.5,
     strict_mode: bool = False,
+    review: bool = False,
     name: str = "conversation_completeness",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
@@ -230,7 +231,7 @@ def create_conversation_completeness_judge(
     judged requests; passes when score >= ``threshold`` (default 0.5). Calls:
     1 extraction + 1 per request. Needs an LLM judge."""
     return compile_session_judge(
-        build_completeness_graph, name=name, threshold=threshold, strict_mode=strict_mode,
+        build_completeness_graph, name=name, threshold=threshold, strict_mode=strict_mode, review=review,
         tasks=TASKS, model=model, compile=compile, factory=create_conversation_completeness_judge,
     )
 

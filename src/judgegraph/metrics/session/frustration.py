@@ -159,6 +159,7 @@ def create_user_frustration_judge(
     model: ModelLike = None,
     threshold: float = 0.5,
     strict_mode: bool = False,
+    review: bool = False,
     name: str = "user_frustration",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
@@ -166,7 +167,7 @@ def create_user_frustration_judge(
     "unresolved"; score 1.0 / 0.5 / 0.0; passes unless "unresolved" (threshold
     0.5); strict mode: only "none" passes. One call. Needs an LLM judge."""
     return compile_session_judge(
-        build_frustration_graph, name=name, threshold=threshold, strict_mode=strict_mode,
+        build_frustration_graph, name=name, threshold=threshold, strict_mode=strict_mode, review=review,
         tasks=TASKS, model=model, compile=compile, factory=create_user_frustration_judge,
     )
 

@@ -212,6 +212,7 @@ def create_conversational_guidelines_judge(
     model: ModelLike = None,
     threshold: float = 0.5,
     strict_mode: bool = False,
+    review: bool = False,
     name: str = "conversational_guidelines",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
@@ -222,7 +223,7 @@ def create_conversational_guidelines_judge(
     One call per guideline, concurrently. No guidelines → ValueError."""
     checked = check_guidelines(guidelines)
     return compile_session_judge(
-        build_guidelines_graph, GuidelineSettings, name=name, threshold=threshold, strict_mode=strict_mode,
+        build_guidelines_graph, GuidelineSettings, name=name, threshold=threshold, strict_mode=strict_mode, review=review,
         guidelines=checked, tasks=TASKS, model=model, compile=compile,
         factory=create_conversational_guidelines_judge,
     )

@@ -280,6 +280,7 @@ def create_knowledge_retention_judge(
     model: ModelLike = None,
     threshold: float = 0.5,
     strict_mode: bool = False,
+    review: bool = False,
     name: str = "knowledge_retention",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
@@ -290,7 +291,7 @@ def create_knowledge_retention_judge(
     (default 0.5). Calls: 1 extraction + 1 per assistant turn after the first
     fact. Needs an LLM judge."""
     return compile_session_judge(
-        build_retention_graph, name=name, threshold=threshold, strict_mode=strict_mode,
+        build_retention_graph, name=name, threshold=threshold, strict_mode=strict_mode, review=review,
         tasks=TASKS, model=model, compile=compile, factory=create_knowledge_retention_judge,
     )
 

@@ -209,6 +209,7 @@ def create_role_adherence_judge(
     threshold: float = 0.5,
     strict_mode: bool = False,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    review: bool = False,
     name: str = "role_adherence",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
@@ -219,7 +220,7 @@ def create_role_adherence_judge(
     when score >= ``threshold`` (default 0.5). Calls: ceil(assistant turns /
     ``batch_size``), concurrently."""
     return compile_session_judge(
-        build_role_graph, RoleSettings, name=name, threshold=threshold, strict_mode=strict_mode, role=role,
+        build_role_graph, RoleSettings, name=name, threshold=threshold, strict_mode=strict_mode, review=review, role=role,
         batch_size=batch_size, tasks=TASKS, model=model, compile=compile,
         factory=create_role_adherence_judge,
     )

@@ -1,0 +1,59 @@
+"""``judgegraph report``: one self-contained HTML page from a results file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("report", help="write an HTML report (one offline file) from a results file",
+                       description="Write one self-contained HTML page (no network, no server) from RESULTS, "
+                                   "the JSONL file `judgegraph eval` writes.")
+    p.add_argument("results", metavar="RESULTS", help="results JSONL (judgegraph eval --out)")
+    p.add_argument("-o", "--out", default="judgegraph-report.html", help="HTML file to write (default %(default)s)")
+    p.add_argument("--input", action="append", dest="inputs", default=[], metavar="FILE",
+                   help="the judged input file(s), to show every turn (repeatable)")
+    p.add_argument("--title", help="page title (default: from the results file name)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..reporting.html import write_report
+
+    try:
+        made = write_report(args.results, args.out, inputs=args.inputs, title=args.title)
+    except OSError as exc:
+        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for problem in made.input_problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    return report_written(made)
+
+
+def report_written(made: Any) -> int:
+    """Say what was written; unreadable results lines make exit status 3."""
+    for problem in made.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    print(f"report: {made.path} ({made.conversations} conversations, {made.bytes / 1024:.0f} KiB)", file=sys.stderr)
+    return EXIT_ERRORS if made.problems else EXIT_OK
+
+
+def html_after_eval(args: argparse.Namespace, plan: Any, loaded: Any) -> int:
+    """``judgegraph eval --html FILE``: the report of the results file just written,
+    with the turns of the judged files and the report graphs as they ran."""
+    from ..reporting.html import write_report
+
+    graphs: dict[int, Any] = {}
+    for item in loaded.conversations:  # one compiled graph per distinct metric set and options
+        graph = plan.report_for(item)
+        graphs.setdefault(id(graph), graph)
+    try:
+        made = write_report(args.out, args.html, inputs=list(args.files), graphs=list(graphs.values()) or None)
+    except OSError as exc:
+        print(f"error: HTML report {args.html}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_ERRORS
+    return report_written(made)

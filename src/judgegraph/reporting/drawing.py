@@ -1,0 +1,278 @@
+"""Graph pictures with no network and no system packages: SVG laid out by
+grandalf (pure Python, a Sugiyama layered layout), PNG through resvg-py when
+installed (``pip install 'judgegraph[png]'``).
+
+``draw_svg(graph)`` takes a compiled graph or the ``langchain_core`` drawable
+graph ``compiled.get_graph(xray=...)`` returns. Node ids of an x-rayed graph
+are ``"<subgraph>:<node>"``; every subgraph (a report's metrics) is drawn as a
+labelled group around its nodes. Conditional edges are dashed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+__all__ = ["PngUnavailable", "draw_png", "draw_svg", "graph_layout"]
+
+FONT_SIZE = 13
+CHAR_W = 7.4  # average advance of a 13px sans-serif glyph; boxes are sized from it
+BOX_H = 34
+PAD_X = 14
+CLUSTER_PAD = 16
+CLUSTER_LABEL = 18
+MARGIN = 16
+
+# the shapes and colours, matching the Mermaid drawing's palette
+NODE_FILL = "#f2f0ff"
+END_FILL = "#bfb6fc"
+STROKE = "#4b3f99"
+CLUSTER_FILLS = ("#fbfaf3", "#f3f8fb", "#f7f3fb")
+
+
+class PngUnavailable(RuntimeError):
+    """No SVG-to-PNG converter is installed."""
+
+
+@dataclass
+class Box:
+    id: str
+    label: str
+    x: float  # centre
+    y: float
+    w: float
+    h: float
+    terminal: bool = False
+
+
+@dataclass
+class Line:
+    source: str
+    target: str
+    points: list[tuple[float, float]]
+    conditional: bool = False
+    label: str = ""
+
+
+@dataclass
+class Group:
+    name: str
+    depth: int
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+
+@dataclass
+class Layout:
+    boxes: list[Box] = field(default_factory=list)
+    lines: list[Line] = field(default_factory=list)
+    groups: list[Group] = field(default_factory=list)
+    width: float = 0.0
+    height: float = 0.0
+
+
+def _drawable(graph: Any) -> Any:
+    if hasattr(graph, "nodes") and hasattr(graph, "edges") and not hasattr(graph, "get_graph"):
+        return graph
+    return graph.get_graph()
+
+
+def _label(node: Any) -> str:
+    last = str(node.id).rsplit(":", 1)[-1]
+    if last in ("__start__", "__end__"):  # a subgraph's own entry/exit keeps its place, in lower case
+        word = last.strip("_")
+        return word.upper() if last == node.id else word
+    return str(node.name or node.id).rsplit(":", 1)[-1]
+
+
+def _prefixes(node_id: str) -> list[str]:
+    parts = node_id.split(":")[:-1]
+    return [":".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+class _VertexView:
+    def __init__(self, w: float, h: float) -> None:
+        self.w, self.h = w, h
+        self.xy = (0.0, 0.0)
+
+
+class _EdgeView:
+    def __init__(self) -> None:
+        self.pts: list[tuple[float, float]] = []
+
+    def setpath(self, pts: list[Any]) -> None:
+        self.pts = [(float(x), float(y)) for x, y in pts]
+
+
+def graph_layout(graph: Any) -> Layout:
+    """Positions of every node, edge and subgraph group of ``graph``."""
+    from grandalf.graphs import Edge, Graph, Vertex
+    from grandalf.layouts import SugiyamaLayout
+    from grandalf.routing import route_with_lines
+
+    g = _drawable(graph)
+    nodes = list(g.nodes.values())
+    vertices: dict[str, Any] = {}
+    for node in nodes:
+        label = _label(node)
+        v = Vertex(node.id)
+        v.view = _VertexView(max(len(label) * CHAR_W + 2 * PAD_X, 60.0), BOX_H)
+        vertices[node.id] = v
+    edges: list[tuple[Any, Any]] = []
+    self_loops = []
+    for e in g.edges:
+        if e.source == e.target:
+            self_loops.append(e)
+            continue
+        ge = Edge(vertices[e.source], vertices[e.target], data=e)
+        ge.view = _EdgeView()
+        edges.append((ge, e))
+    core = Graph(list(vertices.values()), [ge for ge, _ in edges])
+
+    out = Layout()
+    offset_x = 0.0
+    for component in core.C:
+        sug = SugiyamaLayout(component)
+        sug.xspace = 40
+        sug.yspace = 46 + 2 * CLUSTER_LABEL
+        sug.route_edge = route_with_lines
+        roots = [v for v in component.sV if v.data == "__start__"] or None
+        sug.init_all(roots=roots)
+        sug.draw(N=3)
+        xs = [v.view.xy[0] - v.view.w / 2 for v in component.sV]
+        shift = offset_x - min(xs)
+        for v in component.sV:
+            v.view.xy = (v.view.xy[0] + shift, v.view.xy[1])
+        for ge in component.sE:
+            ge.view.pts = [(x + shift, y) for x, y in ge.view.pts]
+        offset_x = max(v.view.xy[0] + v.view.w / 2 for v in component.sV) + 60
+
+    by_id = {n.id: n for n in nodes}
+    for node_id, v in vertices.items():
+        x, y = v.view.xy
+        out.boxes.append(Box(node_id, _label(by_id[node_id]), x, y, v.view.w, BOX_H,
+                             terminal=node_id.rsplit(":", 1)[-1] in ("__start__", "__end__")))
+    for ge, e in edges:
+        pts = list(ge.view.pts) or [vertices[e.source].view.xy, vertices[e.target].view.xy]
+        tx, ty = vertices[e.target].view.xy
+        sx, sy = vertices[e.source].view.xy
+        if _dist(pts[0], (tx, ty)) < _dist(pts[0], (sx, sy)):  # an edge grandalf inverted to break a cycle
+            pts.reverse()
+        out.lines.append(Line(e.source, e.target, pts, bool(e.conditional), "" if e.data is None else str(e.data)))
+    for e in self_loops:
+        x, y = vertices[e.source].view.xy
+        w = vertices[e.source].view.w
+        out.lines.append(Line(e.source, e.target,
+                              [(x + w / 2, y - 6), (x + w / 2 + 26, y - 10), (x + w / 2 + 26, y + 10), (x + w / 2, y + 6)],
+                              bool(e.conditional), "" if e.data is None else str(e.data)))
+
+    # a group per subgraph prefix, outer groups around inner ones
+    members: dict[str, list[Box]] = {}
+    for box in out.boxes:
+        for prefix in _prefixes(box.id):
+            members.setdefault(prefix, []).append(box)
+    max_depth = max((p.count(":") for p in members), default=0)
+    for name in sorted(members, key=lambda p: p.count(":")):
+        boxes = members[name]
+        depth = name.count(":")
+        pad = CLUSTER_PAD + 8 * (max_depth - depth)
+        inside = {b.id for b in boxes}
+        # the bends of the group's own edges stay inside its frame
+        bends = [pt for ln in out.lines if ln.source in inside and ln.target in inside for pt in ln.points[1:-1]]
+        out.groups.append(Group(
+            name, depth,
+            min([b.x - b.w / 2 for b in boxes] + [x for x, _ in bends]) - pad,
+            min(b.y - b.h / 2 for b in boxes) - pad - CLUSTER_LABEL,
+            max([b.x + b.w / 2 for b in boxes] + [x for x, _ in bends]) + pad,
+            max(b.y + b.h / 2 for b in boxes) + pad,
+        ))
+
+    # move everything into positive coordinates with a margin
+    xs = [b.x - b.w / 2 for b in out.boxes] + [gr.x0 for gr in out.groups]
+    ys = [b.y - b.h / 2 for b in out.boxes] + [gr.y0 for gr in out.groups]
+    dx, dy = MARGIN - min(xs), MARGIN - min(ys)
+    for b in out.boxes:
+        b.x, b.y = b.x + dx, b.y + dy
+    for ln in out.lines:
+        ln.points = [(x + dx, y + dy) for x, y in ln.points]
+        xs.extend(x - dx for x, _ in ln.points)
+    for gr in out.groups:
+        gr.x0, gr.x1, gr.y0, gr.y1 = gr.x0 + dx, gr.x1 + dx, gr.y0 + dy, gr.y1 + dy
+    out.width = max([b.x + b.w / 2 for b in out.boxes] + [gr.x1 for gr in out.groups]
+                    + [x for ln in out.lines for x, _ in ln.points]) + MARGIN
+    out.height = max([b.y + b.h / 2 for b in out.boxes] + [gr.y1 for gr in out.groups]) + MARGIN
+    return out
+
+
+def _dist(a: tuple[float, float], b: tuple[float, float]) -> float:
+    return (a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2
+
+
+def _f(v: float) -> str:
+    return f"{v:.1f}".rstrip("0").rstrip(".")
+
+
+def draw_svg(graph: Any, *, title: str | None = None, id_prefix: str = "jg") -> str:
+    """An SVG document of ``graph``: a labelled box per node, an arrow per
+    edge (dashed when conditional), a labelled frame per subgraph."""
+    lay = graph_layout(graph)
+    name = title if title is not None else str(getattr(graph, "name", "") or "graph")
+    marker = f"{id_prefix}-arrow"
+    parts = [
+        (f'<svg xmlns="http://www.w3.org/2000/svg" class="judgegraph-graph" width="{_f(lay.width)}" '
+         f'height="{_f(lay.height)}" viewBox="0 0 {_f(lay.width)} {_f(lay.height)}" role="img" '
+         f'aria-label={quoteattr(name)} font-family="DejaVu Sans, Liberation Sans, Arial, sans-serif" '
+         f'font-size="{FONT_SIZE}">'),
+        f"<title>{escape(name)}</title>",
+        (f'<defs><marker id="{marker}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" '
+         f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{STROKE}"/></marker></defs>'),
+        '<rect width="100%" height="100%" fill="#ffffff"/>',
+    ]
+    for gr in lay.groups:
+        label = gr.name.rsplit(":", 1)[-1]
+        parts.append(
+            f'<g class="cluster" data-name={quoteattr(gr.name)}>'
+            f'<rect x="{_f(gr.x0)}" y="{_f(gr.y0)}" width="{_f(gr.x1 - gr.x0)}" height="{_f(gr.y1 - gr.y0)}" rx="6" '
+            f'fill="{CLUSTER_FILLS[gr.depth % len(CLUSTER_FILLS)]}" stroke="#9a93c9" stroke-width="1"/>'
+            f'<text x="{_f(gr.x0 + 8)}" y="{_f(gr.y0 + 15)}" font-weight="bold" fill="#333">{escape(label)}</text></g>'
+        )
+    for ln in lay.lines:
+        d = "M" + " L".join(f"{_f(x)},{_f(y)}" for x, y in ln.points)
+        dash = ' stroke-dasharray="5,4"' if ln.conditional else ""
+        parts.append(
+            f'<g class="edge" data-source={quoteattr(ln.source)} data-target={quoteattr(ln.target)}>'
+            f'<path d="{d}" fill="none" stroke="{STROKE}" stroke-width="1.3"{dash} marker-end="url(#{marker})"/>'
+        )
+        if ln.label:
+            mx, my = ln.points[len(ln.points) // 2]
+            parts.append(f'<text x="{_f(mx + 4)}" y="{_f(my)}" font-size="11" fill="#555">{escape(ln.label)}</text>')
+        parts.append("</g>")
+    for b in lay.boxes:
+        rx = b.h / 2 if b.terminal else 5
+        fill = END_FILL if b.id == "__end__" else ("#ffffff" if b.terminal else NODE_FILL)
+        parts.append(
+            f'<g class="node" data-id={quoteattr(b.id)}>'
+            f'<rect x="{_f(b.x - b.w / 2)}" y="{_f(b.y - b.h / 2)}" width="{_f(b.w)}" height="{_f(b.h)}" rx="{_f(rx)}" '
+            f'fill="{fill}" stroke="{STROKE}" stroke-width="1.2"/>'
+            f'<text x="{_f(b.x)}" y="{_f(b.y + FONT_SIZE * 0.35)}" text-anchor="middle" fill="#111">'
+            f"{escape(b.label)}</text></g>"
+        )
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def draw_png(graph_or_svg: Any, *, scale: float = 2.0) -> bytes:
+    """PNG bytes of a graph (or of an SVG string), through resvg-py.
+
+    Raises :class:`PngUnavailable` naming the package to install when it is absent."""
+    try:
+        import resvg_py
+    except ImportError as exc:
+        raise PngUnavailable(
+            "PNG needs an SVG renderer: pip install 'judgegraph[png]' (resvg-py), or use --format svg"
+        ) from exc
+    svg = graph_or_svg if isinstance(graph_or_svg, str) else draw_svg(graph_or_svg)
+    return bytes(resvg_py.svg_to_bytes(svg_string=svg, zoom=scale, background="#ffffff"))

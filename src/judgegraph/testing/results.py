@@ -1,0 +1,122 @@
+"""Made-up results files for tests and benchmarks of the HTML report.
+
+``sample_run(n)`` returns ``(conversations, records)``: input conversations (the
+judgegraph JSONL shape) and the results JSONL records ``judgegraph eval`` would
+write for them, built from the real result models, with judge transcripts in the
+shared ``JudgeAttempt`` shape. Among them, when ``n`` allows: a failing reply,
+a judge error with re-asks, a failed run, and replies that carry markup
+(``<script>``, ``<img onerror>``) which a page must show as text.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..results import JudgeErrorInfo, MetricResult, Status, Usage, Verdict, WindowVerdict
+
+__all__ = ["HOSTILE_IMG", "HOSTILE_SCRIPT", "sample_run", "write_sample_run"]
+
+HOSTILE_SCRIPT = "<script>window.__pwned = 1; document.title = 'pwned'</script>Sure, here is the refund policy."
+HOSTILE_IMG = '<img src=x onerror="window.__pwned = 2">Your order ships tomorrow. </script><b>bold?</b>'
+FAILING_REASON = "The reply talks about the weather in Lisbon, not the refund the user asked about."
+
+
+def _attempt(step: str, prompt: str, reply: str | None, error: str | None = None) -> dict[str, Any]:
+    return {
+        "step": step,
+        "messages": [{"role": "system", "content": f"You judge {step.split('/')[0]}. Answer in JSON."},
+                     {"role": "user", "content": prompt}],
+        "reply": reply, "error": error, "latency_s": 0.42,
+        "usage": Usage(calls=1, input_tokens=180, output_tokens=24).model_dump(),
+        "model": "gpt-4.1-mini", "settings": {"temperature": 0.0}, "cached": False,
+    }
+
+
+def _conversation(i: int, turns_per_conversation: int) -> dict[str, Any]:
+    turns = []
+    for t in range(turns_per_conversation // 2):
+        turns.append({"role": "user", "content": f"Question {t + 1} of conversation {i}: how do I return shoes "
+                                                 f"that do not fit, and when is my money back?"})
+        turns.append({"role": "assistant", "content": f"Answer {t + 1}: go to Orders, pick the order and click "
+                                                      f"'Return items'; refunds take 5 business days."})
+    if i == 1:
+        turns[1]["content"] = HOSTILE_SCRIPT
+    if i == 2 and len(turns) > 3:
+        turns[3]["content"] = HOSTILE_IMG
+    if i == 3:
+        turns[1]["content"] = "It is sunny in Lisbon today."
+    return {"id": f"conv-{i:04d}", "turns": turns}
+
+
+def _results(conv: dict[str, Any], i: int, transcripts: bool) -> dict[str, Any]:
+    cid = conv["id"]
+    verdicts: list[Verdict] = []
+    errors = []
+    for w, k in enumerate(range(1, len(conv["turns"]), 2)):
+        reply = conv["turns"][k]["content"]
+        prompt = json.dumps({"window": conv["turns"][max(0, k - 3): k + 1]}, ensure_ascii=False)
+        step = "turn_relevancy/judge_turn"
+        if i == 3 and w == 0:
+            fields: dict[str, Any] = {"verdict": "no", "reason": FAILING_REASON, "attempts": 1}
+            tr = [_attempt(step, prompt, json.dumps({"reason": FAILING_REASON, "verdict": "no"}))]
+        elif i == 4 and w == 0:
+            msg = "the judge's reply was not valid JSON after 3 tries"
+            fields = {"verdict": None, "error": msg, "attempts": 3}
+            tr = [_attempt(step, prompt, "Sure! The reply is relevant.", "invalid JSON: Expecting value at 1:1"),
+                  _attempt(step, prompt + "\nYour last answer was not valid JSON. Answer with JSON only.",
+                           "{'verdict': yes}", "invalid JSON: Expecting property name at 1:2"),
+                  _attempt(step, prompt + "\nAnswer with JSON only.", "verdict=yes", "invalid JSON: Expecting value")]
+            errors.append(JudgeErrorInfo(where=f"window {w} (turn {k + 1})", step=step, message=msg, attempts=3))
+        else:
+            fields = {"verdict": "yes", "reason": "The reply answers the user's question.", "attempts": 1}
+            tr = [_attempt(step, prompt, json.dumps({"reason": "The reply answers the user's question.",
+                                                     "verdict": "yes"}))]
+        if transcripts:
+            fields["transcript"] = tr  # the shared JudgeAttempt shape (an extra field until results.py has it)
+        verdicts.append(WindowVerdict(window=w, turns=[k], reply=reply, **fields))
+    judged = [v for v in verdicts if v.verdict is not None]
+    score = sum(v.verdict == "yes" for v in judged) / len(judged) if judged else None
+    threshold = 0.8
+    passed = None if score is None else score >= threshold
+    status: Status = "error" if score is None else ("passed" if passed else "failed")
+    relevancy = MetricResult(
+        key="turn_relevancy", conversation_id=cid, score=score, threshold=threshold, passed=passed, status=status,
+        reason=f"{sum(v.verdict == 'yes' for v in judged)} of {len(judged)} replies judged relevant.",
+        judge="llm:gpt-4.1-mini", verdicts=verdicts, errors=errors,
+        usage=Usage(calls=len(verdicts), input_tokens=180 * len(verdicts), output_tokens=24 * len(verdicts)),
+    )
+    retention = MetricResult(
+        key="knowledge_retention", conversation_id=cid, score=1.0, threshold=0.5, passed=True, status="passed",
+        reason="No reply forgets what the user said.", judge="llm:gpt-4.1-mini",
+        verdicts=[Verdict(turns=[len(conv["turns"]) - 1], verdict="yes", reason="Keeps the order number.")],
+    )
+    return {"type": "conversation", "conversation_id": cid, "source": f"chats.jsonl:{i + 1}",
+            "results": {r.key: r.model_dump(mode="json") for r in (relevancy, retention)}, "error": None}
+
+
+def sample_run(n: int = 6, *, turns_per_conversation: int = 4,
+               transcripts: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    conversations = [_conversation(i, turns_per_conversation) for i in range(n)]
+    records = []
+    for i, conv in enumerate(conversations):
+        if i == 5:
+            records.append({"type": "conversation", "conversation_id": conv["id"], "source": f"chats.jsonl:{i + 1}",
+                            "results": {}, "error": "RuntimeError: the judge's server went away"})
+        else:
+            records.append(_results(conv, i, transcripts))
+    records.append({"type": "input_error", "file": "chats.jsonl", "line": n + 1, "record": None, "field": "turns",
+                    "message": "missing", "error": f"chats.jsonl:{n + 1}: field 'turns': missing"})
+    return conversations, records
+
+
+def write_sample_run(directory: str | Path, n: int = 6, **kwargs: Any) -> tuple[Path, Path]:
+    """Write ``chats.jsonl`` and ``results.jsonl`` into ``directory``; returns their paths."""
+    conversations, records = sample_run(n, **kwargs)
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    chats, results = d / "chats.jsonl", d / "results.jsonl"
+    chats.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in conversations), encoding="utf-8")
+    results.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return chats, results
