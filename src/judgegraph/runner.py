@@ -106,7 +106,8 @@ class ConversationOutcome:
 class RunSummary:
     """Counters over every conversation of a run, plus a bounded set of rows.
 
-    ``outcomes`` holds every outcome only when ``keep_outcomes`` (the Python
+    ``outcomes`` holds every outcome judged in this run (not those resumed from
+    the results file) only when ``keep_outcomes`` (the Python
     default, e.g. for :func:`~judgegraph.integrations.mlflow.log_assessments`);
     the CLI keeps none and shows ``rows`` (errors and failures first, at most
     ``max_rows``, in input order), saying how many it left out."""
@@ -140,7 +141,7 @@ class RunSummary:
             self.metric_statuses.setdefault(key, Counter())[r.status] += 1
             self.judge_error_count += len(r.errors)
             self.total_usage = self.total_usage + r.usage
-        if self.keep_outcomes:
+        if self.keep_outcomes and not resumed:  # judged in this run (MLflow writes must not repeat the resumed)
             self.outcomes.append(outcome)
         seq = next(self._seq) if order is None else order
         if self.max_rows <= 0:

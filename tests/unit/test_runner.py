@@ -103,6 +103,7 @@ def test_resume_skips_what_the_file_holds_and_repairs_a_torn_line(tmp_path):
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(r["conversation_id"] for r in lines) == [f"c{i}" for i in range(6)]  # each once, valid JSON
     assert summary.conversations == 6 and summary.resumed == 3 and summary.count("passed") == 6
+    assert sorted(o.conversation_id for o in summary.outcomes) == ["c3", "c4", "c5"]  # e.g. MLflow writes: no repeats
 
 
 def test_scan_reports_bad_lines_and_never_counts_an_id_twice(tmp_path):
