@@ -1,5 +1,6 @@
 """The runnable examples run as a new user would run them, with no key."""
 
+import os
 import re
 import subprocess
 import sys
@@ -13,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run(*argv, timeout=180):
     proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(Path.home()), "HF_HUB_OFFLINE": "1"})
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(Path.home()), "HF_HUB_OFFLINE": "1",
+                               **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}})
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return proc.stdout
 
@@ -31,3 +33,12 @@ def test_report_example_streams_every_metric_and_prints_results():
 def test_custom_judges_example_runs_on_canned_answers():
     out = run("examples/custom_judges.py")
     assert "canned" in out.lower() and "politeness" in out
+
+
+def test_guardrail_chatbot_regenerates_the_off_topic_reply_with_the_judges_reason():
+    out = run("examples/guardrail_chatbot.py")
+    lines = [line for line in out.splitlines() if line.split(" ")[0] in ("chatbot", "judge", "regenerate")]
+    assert [line.split()[0] for line in lines] == ["chatbot", "judge", "regenerate", "judge"]
+    assert "Sunny" in lines[0] and lines[1].split()[1] == "failed" and "weather" in lines[1]
+    assert "Block card" in lines[2] and lines[3].split()[1] == "passed"
+    assert "judge -.-> regenerate" in out and "regenerate --> judge" in out

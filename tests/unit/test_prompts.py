@@ -12,7 +12,8 @@ from judgegraph.windows import sliding_windows
 def _declared():
     """Each module with prompt steps declares PROMPT_VALUES: {step: values its node passes}."""
     values = {}
-    for name in [f"judgegraph.metrics.{m}" for m in METRIC_MODULES] + ["judgegraph.metrics.custom", "judgegraph.statements"]:
+    for name in [f"judgegraph.metrics.{m}" for m in METRIC_MODULES] + ["judgegraph.metrics.custom", "judgegraph.statements",
+                                                                           "judgegraph.apps.simulate.graph"]:
         try:
             mod = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -72,3 +73,15 @@ def test_prompts_dir_override(tmp_path, monkeypatch):
     monkeypatch.setenv("JUDGEGRAPH_PROMPTS_DIR", str(tmp_path))
     assert load_prompt(DEFAULT_RUBRIC_STEP).template.strip() == "Only answers about cats are relevant."
     assert load_prompt(JUDGE_STEP).path.parent.parent != tmp_path  # others fall back to the shipped files
+
+
+def test_simulated_user_node_passes_exactly_the_prompt_placeholders():
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from judgegraph.apps.simulate.graph import USER_STEP, user_request
+    from judgegraph.apps.simulate.scenarios import Scenario
+
+    request = user_request(Scenario(goal="block my card {{ persona }}"), [HumanMessage("hi"), AIMessage("{{ goal }}")], 3)
+    assert set(request.values) == load_prompt(USER_STEP).placeholders
+    text = request.render()
+    assert "<goal>\nblock my card {{ persona }}\n</goal>" in text and "[chatbot]\n{{ goal }}" in text

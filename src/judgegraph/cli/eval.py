@@ -35,6 +35,7 @@ def register(sub: Any) -> None:
     ev.add_argument("--allow-outside-files", action="store_true", default=None, help="promptfoo file:// references may leave the config file's folder")
     ev.add_argument("--out", default="judgegraph-results.jsonl", help="where the full results go (default %(default)s)")
     ev.add_argument("--html", metavar="FILE", help="also write an HTML report of the results (judgegraph report)")
+    ev.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per conversation × metric")
     runs = ev.add_argument_group("runs", "durable runs: resume, cost, transcripts (docs/runs.md)")
     runs.add_argument("--resume", action="store_true",
                       help="continue the run in --out: conversations already there are neither judged nor written again")
@@ -314,6 +315,10 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
                 stop=stop)
 
     summary = asyncio.run(main())
+    if args.junit:
+        from ..apps.junit import write_junit
+
+        write_junit(args.out, args.junit)
     logged = None
     if args.log_assessments and not summary.interrupted:
         from ..integrations.mlflow import log_assessments

@@ -1,0 +1,50 @@
+"""Judges inside LangChain and LangGraph apps.
+
+* :func:`judge_node` — a judge as a node of your own ``StateGraph`` (whole
+  conversation, or only the latest exchange after each turn);
+  :func:`route_on_verdict` and :func:`verdict_reason` — a guardrail that routes
+  on the verdict and hands the judge's reason to a regenerate node;
+* :func:`as_evaluator` — a LangSmith / openevals-style evaluator;
+* :func:`assert_judged` — a pytest assertion (plus the ``judgegraph`` pytest
+  plugin); :func:`write_junit` — JUnit XML for CI;
+* :func:`simulate` — a simulated user talks to your chatbot, then the
+  conversations are judged.
+
+Everything is imported lazily; nothing is built at import time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "judge_node": "node",
+    "route_on_verdict": "node",
+    "verdict_reason": "node",
+    "latest_exchange": "node",
+    "judge_graph": "metrics",
+    "as_evaluator": "evaluators",
+    "assert_judged": "assertions",
+    "JudgementFailed": "assertions",
+    "write_junit": "junit",
+    "junit_from_results": "junit",
+    "simulate": "simulate",
+    "asimulate": "simulate",
+    "Scenario": "simulate",
+    "create_simulator": "simulate",
+}
+
+__all__ = list(_EXPORTS)
+
+#: Called with ``(conversation id, {metric: MetricResult})`` after every
+#: :func:`assert_judged`. The pytest plugin's summary listens here (kept in this
+#: light module so loading the plugin imports no LangChain).
+listeners: list[Callable[[str, dict[str, Any]], None]] = []
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

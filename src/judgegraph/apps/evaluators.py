@@ -1,0 +1,146 @@
+"""judgegraph metrics as LangSmith and openevals-style evaluators.
+
+    from langsmith import evaluate
+    evaluate(target, data="support-chats", evaluators=[as_evaluator("turn_relevancy", model="openai:gpt-4.1-mini")])
+
+    relevancy = as_evaluator("turn_relevancy", model=judge_llm)
+    relevancy(inputs={"messages": [...]}, outputs={"messages": [...]})       # openevals convention
+    relevancy(run, example)                                                   # LangSmith's older (run, example)
+
+Where the conversation is found (the first that applies):
+
+1. ``outputs["messages"]`` — a LangGraph app's final ``MessagesState``: the
+   whole conversation when it starts with ``inputs["messages"]`` (an app that
+   returns its full state), otherwise ``inputs["messages"]`` followed by it
+   (an app that returns only the new messages). ``outputs`` may itself be a
+   list of messages (openevals' trajectory convention).
+2. ``outputs["output"]`` / ``["answer"]`` / ``["response"]`` / ``["content"]``
+   — a reply (a string or a message): ``inputs["messages"]`` (or a user
+   message from ``inputs["question"]`` / ``["input"]`` / ``["query"]``), then
+   the reply as an assistant message.
+
+Messages are LangChain messages, their dicts, or ``{"role", "content"}``
+dicts (:func:`judgegraph.conversation.from_messages`; retrieval context in a
+message's ``additional_kwargs["retrieval_context"]``).
+``reference_outputs["expected_outcome"]`` (or ``["outcome"]``) becomes the
+conversation's expected outcome, ``reference_outputs["chatbot_role"]`` its role.
+
+The evaluator returns ``{key, score, value, comment, metadata}`` built from
+:meth:`MetricResult.to_feedback` (``metadata`` is its ``extra``: status,
+threshold, judge, judge errors, usage); with several metrics,
+``{"results": [...]}``, one per metric. A judge error is a result with status
+``"error"``, score None and the error in the comment — never a pass or a fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..conversation import Conversation, from_messages
+from ..results import MetricResult
+from .messages import Scope
+from .metrics import MetricLike, judge_graph
+
+OUTPUT_KEYS = ("output", "answer", "response", "content")
+QUESTION_KEYS = ("question", "input", "query")
+
+
+def _messages(value: Any) -> list[Any]:
+    return list(value.get("messages") or []) if isinstance(value, dict) else []
+
+
+def _text_of(value: Any) -> Any:
+    return value.get("content") if isinstance(value, dict) and "role" not in value and "type" not in value else value
+
+
+def _key(message: Any) -> tuple[str, str]:
+    (turn,) = from_messages([message]).turns
+    return turn.role, turn.content
+
+
+def find_conversation(inputs: Any = None, outputs: Any = None, reference_outputs: Any = None,
+                      *, conversation_id: str = "") -> Conversation:
+    """The conversation an evaluator judges (the mapping above)."""
+    inputs = inputs or {}
+    asked = _messages(inputs)
+    if not asked:
+        question = next((inputs[k] for k in QUESTION_KEYS if isinstance(inputs, dict) and inputs.get(k)), None)
+        asked = [{"role": "user", "content": str(question)}] if question is not None else []
+    if isinstance(outputs, (list, tuple)):
+        outputs = {"messages": list(outputs)}
+    outputs = outputs or {}
+    answered = _messages(outputs)
+    if answered:
+        starts_with_inputs = len(answered) >= len(asked) and [_key(m) for m in answered[: len(asked)]] == [
+            _key(m) for m in asked]
+        messages = answered if starts_with_inputs else [*asked, *answered]
+    else:
+        reply = next((outputs[k] for k in OUTPUT_KEYS if isinstance(outputs, dict) and outputs.get(k) is not None),
+                     None)
+        if reply is None:
+            raise ValueError("no conversation to judge: expected outputs['messages'] or a reply in outputs['output']"
+                             f" (or {', '.join(OUTPUT_KEYS[1:])}); got outputs keys {sorted(outputs)}")
+        reply = _text_of(reply)
+        messages = [*asked, reply if not isinstance(reply, str) else {"role": "assistant", "content": reply}]
+    fields: dict[str, Any] = {"id": conversation_id}
+    ref = reference_outputs if isinstance(reference_outputs, dict) else {}
+    outcome = ref.get("expected_outcome") or ref.get("outcome")
+    if outcome:
+        fields["expected_outcome"] = str(outcome)
+    if ref.get("chatbot_role"):
+        fields["chatbot_role"] = str(ref["chatbot_role"])
+    return from_messages(messages, **fields)
+
+
+def feedback(result: MetricResult) -> dict[str, Any]:
+    """One LangSmith evaluation result from a metric result."""
+    fb = result.to_feedback()
+    return {"key": fb["key"], "score": fb["score"], "value": fb["value"], "comment": fb["comment"],
+            "metadata": fb["extra"]}
+
+
+def as_evaluator(
+    metrics: MetricLike | Sequence[MetricLike],
+    *,
+    model: Any = None,
+    scope: Scope = "conversation",
+    name: str | None = None,
+) -> Callable[..., dict[str, Any]]:
+    """An evaluator for ``langsmith.evaluate(..., evaluators=[...])`` and for
+    direct openevals-style calls (``inputs=``, ``outputs=``,
+    ``reference_outputs=``); also callable as ``evaluator(run, example)``.
+
+    ``metrics``: a metric name, a compiled metric graph, or a list of them
+    (names are built with ``model``). ``scope="latest"`` judges only the last
+    exchange (one window). Use ``aevaluate`` / ``await evaluator.acall(...)``
+    in async code: the same graph runs under ``ainvoke``."""
+    graph = judge_graph(metrics, model=model, scope=scope)
+
+    def args(inputs: Any, outputs: Any, reference_outputs: Any, run: Any, example: Any) -> dict[str, Any]:
+        if run is None and hasattr(inputs, "outputs") and hasattr(inputs, "inputs"):  # called as (run, example)
+            run, example, inputs, outputs = inputs, outputs, None, None
+        if run is not None:
+            example_inputs = getattr(example, "inputs", None) or {}
+            inputs = inputs if inputs is not None else (example_inputs or getattr(run, "inputs", None) or {})
+            outputs = outputs if outputs is not None else (getattr(run, "outputs", None) or {})
+            if reference_outputs is None and example is not None:
+                reference_outputs = getattr(example, "outputs", None) or {}
+        cid = str(getattr(example, "id", "") or getattr(run, "id", "") or "")
+        return {"conversation": find_conversation(inputs, outputs, reference_outputs, conversation_id=cid)}
+
+    def shape(results: dict[str, MetricResult]) -> dict[str, Any]:
+        items = [feedback(r) for r in results.values()]
+        return items[0] if len(items) == 1 else {"results": items}
+
+    def evaluator(inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, *,
+                  run: Any = None, example: Any = None, **_: Any) -> dict[str, Any]:
+        return shape(graph.invoke(args(inputs, outputs, reference_outputs, run, example))["results"])
+
+    async def acall(inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, *,
+                    run: Any = None, example: Any = None, **_: Any) -> dict[str, Any]:
+        return shape((await graph.ainvoke(args(inputs, outputs, reference_outputs, run, example)))["results"])
+
+    evaluator.__name__ = name or (graph.name if graph.name and graph.name != "judges" else "judgegraph")
+    evaluator.acall = acall  # type: ignore[attr-defined]
+    return evaluator

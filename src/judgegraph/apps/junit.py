@@ -1,0 +1,119 @@
+"""JUnit XML from judgegraph results, for CI systems that read it.
+
+One ``<testcase>`` per conversation × metric (``classname`` the conversation
+id, ``name`` the metric):
+
+* status ``failed`` → ``<failure type="threshold">`` with the reason;
+* status ``error``, or any judge error inside a result (some judgement could
+  not be made) → ``<error type="judge_error">`` listing the errors — never
+  a pass or a failure;
+* ``not_applicable`` → ``<skipped>``;
+* a conversation whose run failed → one ``<testcase name="run">`` with an
+  ``<error type="run_error">``; a bad input record → a ``<testcase>`` in class
+  ``input`` with an ``<error type="input_error">`` naming file, line and field.
+
+The input is the results JSONL that ``judgegraph eval --out`` writes (or its
+records as dicts), so it can be made after any run: ``judgegraph eval ...
+--junit report.xml``, or :func:`write_junit` from Python. Conversation text
+is escaped as XML character data, never markup.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+SUITE = "judgegraph"
+
+
+def read_records(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a results JSONL file (lines that are not JSON are skipped)."""
+    records = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def _case(suite: ET.Element, classname: str, name: str, body: str = "") -> ET.Element:
+    case = ET.SubElement(suite, "testcase", classname=classname, name=name, time="0")
+    if body:
+        ET.SubElement(case, "system-out").text = body
+    return case
+
+
+def _result_case(suite: ET.Element, cid: str, key: str, r: dict[str, Any]) -> str:
+    score = "—" if r.get("score") is None else f"{r['score']:.2f}"
+    threshold = "—" if r.get("threshold") is None else f"{r['threshold']:.2f}"
+    body = f"score {score} threshold {threshold} judge {r.get('judge', '')}\n{r.get('reason', '')}"
+    case = _case(suite, cid, key, body)
+    errors = r.get("errors") or []
+    status = r.get("status")
+    if status == "failed":
+        el = ET.SubElement(case, "failure", type="threshold", message=f"score {score} < threshold {threshold}")
+        el.text = r.get("reason", "")
+        return "failure"
+    if status == "error" or errors:
+        n = len(errors)
+        el = ET.SubElement(case, "error", type="judge_error",
+                           message=f"{n} judgement(s) could not be made" if n else (r.get("reason") or "not judged"))
+        el.text = "\n".join(f"{e.get('where')} ({e.get('step')}): {e.get('message')}" for e in errors) or r.get(
+            "reason", "")
+        return "error"
+    if status == "not_applicable":
+        ET.SubElement(case, "skipped", message=r.get("reason") or "nothing to judge")
+        return "skipped"
+    return "passed"
+
+
+def junit_from_results(records: Iterable[dict[str, Any]], *, name: str = SUITE) -> ET.ElementTree:
+    """A JUnit ``<testsuites>`` tree from results records."""
+    root = ET.Element("testsuites", name=name)
+    suite = ET.SubElement(root, "testsuite", name=name)
+    counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0}
+    for rec in records:
+        kind = rec.get("type", "conversation")
+        if kind == "input_error":
+            where = f"{rec.get('file')}:{rec.get('line')}" if rec.get("line") else str(rec.get("file"))
+            where += f" {rec['field']}" if rec.get("field") else ""
+            case = _case(suite, "input", where)
+            ET.SubElement(case, "error", type="input_error", message=str(rec.get("error") or rec.get("message"))).text = \
+                str(rec.get("error") or "")
+            counts["tests"] += 1
+            counts["error"] += 1
+            continue
+        if kind != "conversation":
+            continue
+        cid = str(rec.get("conversation_id") or rec.get("source") or "conversation")
+        for key, r in (rec.get("results") or {}).items():
+            outcome = _result_case(suite, cid, key, r)
+            counts["tests"] += 1
+            if outcome != "passed":
+                counts[outcome] += 1
+        if rec.get("error"):
+            case = _case(suite, cid, "run")
+            ET.SubElement(case, "error", type="run_error", message=str(rec["error"])).text = str(rec["error"])
+            counts["tests"] += 1
+            counts["error"] += 1
+    for el in (root, suite):
+        el.set("tests", str(counts["tests"]))
+        el.set("failures", str(counts["failure"]))
+        el.set("errors", str(counts["error"]))
+        el.set("skipped", str(counts["skipped"]))
+    return ET.ElementTree(root)
+
+
+def write_junit(results: str | Path | Iterable[dict[str, Any]], path: str | Path, *, name: str = SUITE) -> Path:
+    """Write JUnit XML for ``results`` (a results JSONL path, or its records) to ``path``."""
+    records = read_records(results) if isinstance(results, (str, Path)) else list(results)
+    tree = junit_from_results(records, name=name)
+    ET.indent(tree)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tree.write(out, encoding="utf-8", xml_declaration=True)
+    return out

@@ -1,0 +1,145 @@
+"""A judge as a node of your own LangGraph graph, and a guardrail that routes
+on its verdict.
+
+    builder = StateGraph(State)                       # State: MessagesState + judgements
+    builder.add_node("chatbot", chatbot)
+    builder.add_node("judge", judge_node("turn_relevancy", model=judge_llm, scope="latest"))
+    builder.add_node("regenerate", regenerate)        # reads verdict_reason(state, "turn_relevancy")
+    builder.add_edge(START, "chatbot")
+    builder.add_edge("chatbot", "judge")
+    route = route_on_verdict("turn_relevancy", passed=END, failed="regenerate")
+    builder.add_conditional_edges("judge", route, route.destinations)
+
+The node writes ``{metric name: result}`` to ``results_key``. By default a
+result is ``MetricResult.model_dump(mode="json")``: the full result (score,
+status, per-turn verdicts with reasons, judge errors, usage) as plain JSON, so
+it survives any checkpointer's serializer and LangGraph's API server
+(``MetricResult.model_validate(d)`` turns it back into an object).
+``output="result"`` writes the MetricResult objects; ``output="feedback"``
+the flat ``{key, score, value, comment, extra}`` records of
+``MetricResult.to_feedback()``. Declare the key in your state, e.g.
+``judgements: dict[str, Any]``. The routers and :func:`verdict_reason` read
+all three forms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from langchain_core.runnables import RunnableLambda
+from langgraph.graph import END
+
+from ..results import MetricResult
+from .messages import Scope, to_conversation
+from .metrics import MetricLike, judge_graph
+
+
+def judge_node(
+    metrics: MetricLike | Sequence[MetricLike],
+    *,
+    model: Any = None,
+    messages_key: str = "messages",
+    results_key: str = "judgements",
+    scope: Scope = "conversation",
+    conversation_id: str | None = None,
+    output: Literal["dict", "result", "feedback"] = "dict",
+    name: str = "judge",
+) -> RunnableLambda:
+    """A node for ``StateGraph.add_node`` that judges the messages in
+    ``state[messages_key]`` (LangChain messages or their dicts) and writes
+    ``{results_key: {metric: MetricResult}}``.
+
+    ``metrics``: a metric name, a compiled metric graph, or a list of them
+    (names are built with ``model``: a chat model, a ``"provider:model"``
+    string, a Judge, or None for the offline judge). ``scope="conversation"``
+    judges every exchange; ``scope="latest"`` judges only the last
+    user→assistant exchange, with the earlier messages as its context — one
+    window, one judgement per metric step, for online evaluation after each
+    turn. Session-level metrics (completeness, frustration, ...) always read
+    the whole conversation. In the latest scope the judge gets the very
+    request the metric's own last window makes (:mod:`judgegraph.apps.latest`).
+    Works under ``invoke`` and ``ainvoke`` alike. ``conversation_id``
+    defaults to the run's ``thread_id`` when there is one. ``output``: what is
+    written per metric (see the module docs)."""
+    if output not in ("dict", "result", "feedback"):
+        raise ValueError(f"output must be 'dict', 'result' or 'feedback', got {output!r}")
+    graph = judge_graph(metrics, model=model, scope=scope)
+
+    def shape(results: dict[str, MetricResult]) -> dict[str, Any]:
+        if output == "result":
+            return {results_key: dict(results)}
+        if output == "feedback":
+            return {results_key: {k: r.to_feedback() for k, r in results.items()}}
+        return {results_key: {k: r.model_dump(mode="json") for k, r in results.items()}}
+
+    def prepare(state: Mapping[str, Any], config: Any) -> dict[str, Any]:
+        if messages_key not in state:
+            raise KeyError(f"judge_node: the state has no {messages_key!r} key (state keys: {sorted(state)});"
+                           " pass messages_key= to name the key holding the messages")
+        cid = conversation_id or str(((config or {}).get("configurable") or {}).get("thread_id") or "")
+        return {"conversation": to_conversation(state[messages_key], id=cid)}
+
+    def run(state: Mapping[str, Any], config: Any = None) -> dict[str, Any]:
+        return shape(graph.invoke(prepare(state, config))["results"])
+
+    async def arun(state: Mapping[str, Any], config: Any = None) -> dict[str, Any]:
+        return shape((await graph.ainvoke(prepare(state, config)))["results"])
+
+    return RunnableLambda(run, afunc=arun, name=name)
+
+
+def _result(state: Mapping[str, Any], metric: str, results_key: str) -> MetricResult | None:
+    """The metric's result in any of the node's output forms."""
+    value = (state.get(results_key) or {}).get(metric)
+    if value is None or isinstance(value, MetricResult):
+        return value
+    if isinstance(value, Mapping) and "extra" in value and "status" not in value:  # a to_feedback() record
+        extra = value["extra"]
+        return MetricResult(key=value["key"], conversation_id=extra.get("conversation_id", ""), score=value["score"],
+                            threshold=extra.get("threshold"), passed=extra.get("passed"), status=extra["status"],
+                            reason=value.get("comment") or "", judge=extra.get("judge", ""),
+                            errors=extra.get("errors") or [])
+    return MetricResult.model_validate(value)
+
+
+def route_on_verdict(
+    metric: str,
+    *,
+    results_key: str = "judgements",
+    passed: str = END,
+    failed: str = "regenerate",
+    error: str | None = None,
+    not_applicable: str | None = None,
+):
+    """A router for ``add_conditional_edges`` on ``metric``'s result in
+    ``state[results_key]``: its status picks the next node.
+
+    ``passed`` / ``failed``: where a passing / failing result goes. ``error``
+    (the judge could not judge, or no result): default the ``failed`` node, so a
+    guardrail fails closed — a judge error is never taken as a pass.
+    ``not_applicable`` (nothing to judge, e.g. no reply yet): default ``passed``.
+    The returned function has ``destinations``, the path map to pass along."""
+    targets = {"passed": passed, "failed": failed, "error": error or failed,
+               "not_applicable": not_applicable or passed}
+
+    def route(state: Mapping[str, Any]) -> str:
+        result = _result(state, metric, results_key)
+        return targets["error" if result is None else result.status]
+
+    route.destinations = sorted(set(targets.values()))  # type: ignore[attr-defined]
+    route.__name__ = f"route_on_{metric.replace(':', '_').replace('.', '_')}"
+    return route
+
+
+def verdict_reason(state: Mapping[str, Any], metric: str, *, results_key: str = "judgements") -> str:
+    """Why ``metric`` did not pass, for a regenerate node's prompt: the reasons
+    of the failing verdicts (a judge error says so), else the result's reason."""
+    result = _result(state, metric, results_key)
+    if result is None:
+        return f"{metric} has not judged this conversation ({results_key!r} has no result for it)."
+    if result.status == "error" or (result.errors and not result.verdicts):
+        messages = "; ".join(e.message for e in result.errors)
+        return f"The judge could not judge the reply: {messages}" if messages else result.reason
+    bad = [v.reason for v in result.verdicts if v.verdict == "no"]
+    return " ".join(r for r in bad if r) or result.reason

@@ -1,0 +1,133 @@
+"""Simulated conversations: a simulated user (an LLM with a persona, a goal
+and a scenario) talks to your chatbot until the goal is reached, the user
+gives up, or a turn limit; then the conversation is judged.
+
+    from judgegraph.apps import simulate
+
+    runs = simulate(chatbot, [{"id": "lost-card", "goal": "Block my lost card", "persona": "In a hurry"}],
+                    user_model="openai:gpt-4.1-mini", metrics=["turn_relevancy", "conversation_completeness"],
+                    model="openai:gpt-4.1-mini", max_turns=6)
+    for run in runs:
+        print(run.scenario.id, run.status, {k: r.score for k, r in run.results.items()})
+
+The simulator itself is a LangGraph graph (:func:`create_simulator`,
+:mod:`.graph`); scenarios run concurrently (``max_concurrency`` at once), and
+every simulated-user and judge call shares the judge's limit on calls in flight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...conversation import Conversation
+from ...results import MetricResult, Usage
+from ..metrics import MetricLike
+from .graph import SimulationState, build_simulator, conversation_of, create_simulator
+from .scenarios import Scenario, ScenarioError, as_scenarios, load_scenarios
+
+__all__ = [
+    "Scenario", "ScenarioError", "SimulationResult", "asimulate", "build_simulator", "create_simulator",
+    "load_scenarios", "simulate",
+]
+
+
+class SimulationResult(BaseModel):
+    """One simulated conversation and its judgements."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    scenario: Scenario
+    conversation: Conversation | None
+    status: str  # goal_reached, gave_up, max_turns, app_error, user_error, or error (the simulation itself failed)
+    turns: int = 0  # user messages sent
+    results: dict[str, MetricResult] = Field(default_factory=dict)
+    errors: list[str] = Field(default_factory=list)
+    user_usage: Usage = Field(default_factory=Usage)
+
+    @property
+    def error(self) -> str | None:
+        """Why the conversation ended early (app or simulated-user failure), else None."""
+        return "; ".join(self.errors) or None
+
+    def to_record(self, source: str = "simulate") -> dict[str, Any]:
+        """A results-JSONL line (the ``judgegraph eval`` shape) carrying the
+        simulated conversation and how the simulation went."""
+        return {
+            "type": "conversation",
+            "conversation_id": self.scenario.id,
+            "source": source,
+            "results": {k: v.model_dump(mode="json") for k, v in self.results.items()},
+            "error": self.error,
+            "simulation": {"status": self.status, "turns": self.turns, "user_usage": self.user_usage.model_dump(),
+                           "scenario": self.scenario.model_dump(mode="json", exclude_defaults=True)},
+            "conversation": None if self.conversation is None else self.conversation.model_dump(mode="json"),
+        }
+
+
+def _result(scenario: Scenario, out: Any) -> SimulationResult:
+    if isinstance(out, BaseException):
+        return SimulationResult(scenario=scenario, conversation=None, status="error",
+                                errors=[f"simulation: {type(out).__name__}: {out}"])
+    state: SimulationState = {**out, "scenario": scenario}
+    conversation = conversation_of(state) if state.get("messages") else None
+    return SimulationResult(scenario=scenario, conversation=conversation, status=out.get("status", "error"),
+                            turns=out.get("turns", 0), results=out.get("results") or {},
+                            errors=list(out.get("errors") or []), user_usage=out.get("user_usage") or Usage())
+
+
+def _prepare(app: Any, scenarios: Any, kw: dict[str, Any]) -> tuple[Any, list[Scenario]]:
+    return create_simulator(app, **kw), as_scenarios(scenarios)
+
+
+def _configs(items: list[Scenario], max_concurrency: int, recursion: int) -> list[dict[str, Any]]:
+    return [{"max_concurrency": max_concurrency, "recursion_limit": recursion,
+             "configurable": {"thread_id": s.id}} for s in items]
+
+
+def simulate(
+    app: Any,
+    scenarios: Scenario | dict[str, Any] | Sequence[Scenario | dict[str, Any]],
+    *,
+    user_model: Any,
+    metrics: MetricLike | Sequence[MetricLike] | None = None,
+    model: Any = None,
+    max_turns: int = 6,
+    max_concurrency: int = 8,
+) -> list[SimulationResult]:
+    """Simulate one conversation per scenario with ``app`` (a compiled
+    LangGraph graph over messages, a Runnable, or a callable taking messages),
+    ``max_concurrency`` scenarios at a time, and judge each with ``metrics``
+    (names built with ``model``, or compiled graphs). A scenario whose app or
+    simulated user fails keeps its messages so far, is still judged, and says
+    why in ``errors``. Results come back in the order of ``scenarios``."""
+    graph, items = _prepare(app, scenarios, {"user_model": user_model, "metrics": metrics,
+                                                 "model": model, "max_turns": max_turns})
+    configs = _configs(items, max_concurrency, _recursion(items, max_turns))
+    outs = graph.batch([{"scenario": s} for s in items], configs, return_exceptions=True)
+    return [_result(s, o) for s, o in zip(items, outs)]
+
+
+async def asimulate(
+    app: Any,
+    scenarios: Scenario | dict[str, Any] | Sequence[Scenario | dict[str, Any]],
+    *,
+    user_model: Any,
+    metrics: MetricLike | Sequence[MetricLike] | None = None,
+    model: Any = None,
+    max_turns: int = 6,
+    max_concurrency: int = 8,
+) -> list[SimulationResult]:
+    """:func:`simulate` under asyncio (the same graph, run with ``abatch``)."""
+    graph, items = _prepare(app, scenarios, {"user_model": user_model, "metrics": metrics,
+                                                 "model": model, "max_turns": max_turns})
+    configs = _configs(items, max_concurrency, _recursion(items, max_turns))
+    outs = await graph.abatch([{"scenario": s} for s in items], configs, return_exceptions=True)
+    return [_result(s, o) for s, o in zip(items, outs)]
+
+
+def _recursion(items: list[Scenario], max_turns: int) -> int:
+    """Graph steps a conversation may take: three per user turn, plus the ends."""
+    return 3 * max([max_turns, *(s.max_turns or 0 for s in items)]) + 10

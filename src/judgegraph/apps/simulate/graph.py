@@ -1,0 +1,264 @@
+"""The conversation simulator as a LangGraph graph:
+
+    START → simulate_user ─continue→ call_app → check_stop ─go on→ simulate_user …
+                 └─goal reached / gave up / error─┐   └─turn limit / app error─┐
+                                                  └──→ judge_conversation → END   (with metrics)
+
+* ``simulate_user``: the simulated user (an LLM with a persona, a goal and a
+  scenario; structured output ``{reason, status, message}``) writes the next
+  message, or says the goal is reached, or gives up. A scenario's
+  ``opening`` is sent as the first message without a call.
+* ``call_app``: the chatbot answers (:mod:`.app`); an exception ends the
+  conversation with status ``app_error``, the messages so far kept.
+* ``check_stop``: the turn limit (user messages).
+* ``judge_conversation`` (only with metrics): the finished conversation is
+  judged by every metric, results in ``results``.
+
+Input ``{"scenario": Scenario | dict}``; output the ``messages``, ``status``
+(``goal_reached``, ``gave_up``, ``max_turns``, ``app_error``, ``user_error``),
+``turns``, ``errors``, ``user_usage`` and ``results``. Draw it with
+``get_graph()``, follow it with ``stream()``.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
+from pydantic import BaseModel, Field
+from typing_extensions import NotRequired, TypedDict
+
+from ...conversation import Conversation, from_messages
+from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ...nodes import render_messages
+from ...results import MetricResult, Usage, merge_results
+from ..metrics import MetricLike, as_judge, judge_graph
+from .app import as_app, new_messages
+from .scenarios import Scenario
+
+USER_STEP = "simulated_user/simulate_user"
+STOPPED = ("goal_reached", "gave_up", "max_turns", "app_error", "user_error")
+
+
+class UserTurn(BaseModel):
+    """The simulated user's next step. The reason comes first."""
+
+    reason: str = Field(description="How far the goal is from being reached, in one sentence.")
+    status: Literal["continue", "goal_reached", "gave_up"] = Field(
+        description="'continue' to keep trying, 'goal_reached' when the chatbot did what the user wanted, "
+                    "'gave_up' when this user would stop here.")
+    message: str = Field(default="", description="What the user types next (a closing message when stopping).")
+
+
+def _add_usage(left: Usage | None, right: Usage | None) -> Usage:
+    return (left or Usage()) + (right or Usage())
+
+
+class SimulationInput(TypedDict):
+    scenario: Scenario | dict[str, Any]
+    messages: NotRequired[list[AnyMessage]]  # an earlier history to continue from
+
+
+class SimulationState(TypedDict, total=False):
+    scenario: Scenario | dict[str, Any]
+    messages: Annotated[list[AnyMessage], add_messages]
+    turns: int
+    status: str
+    errors: Annotated[list[str], operator.add]
+    user_usage: Annotated[Usage, _add_usage]
+    results: Annotated[dict[str, MetricResult], merge_results]
+
+
+def scenario_of(state: SimulationState) -> Scenario:
+    s = state["scenario"]
+    return s if isinstance(s, Scenario) else Scenario.model_validate(s)
+
+
+def conversation_of(state: SimulationState) -> Conversation:
+    """The simulated conversation, with the scenario's goal as its expected outcome."""
+    s = scenario_of(state)
+    return from_messages(state.get("messages") or [], id=s.id, expected_outcome=s.expected_outcome or s.goal,
+                         chatbot_role=s.chatbot_role)
+
+
+def _seen_by_user(messages: Sequence[BaseMessage]) -> str:
+    pairs = [("you" if m.type == "human" else "chatbot", m.text) for m in messages if m.type in ("human", "ai")]
+    return render_messages([(r, c) for r, c in pairs if c], empty="(none yet: you write the first message)")
+
+
+def user_request(scenario: Scenario, messages: Sequence[BaseMessage], turns_left: int) -> JudgeRequest:
+    return JudgeRequest(
+        task="simulate_user",
+        step=USER_STEP,
+        schema=UserTurn,
+        values={
+            "persona": scenario.persona,
+            "goal": scenario.goal,
+            "scenario": scenario.scenario or "(nothing more)",
+            "conversation": _seen_by_user(messages),
+            "turns_left": str(turns_left),
+        },
+    )
+
+
+def build_simulator(
+    app: Any,
+    *,
+    user: Judge,
+    max_turns: int = 6,
+    metrics: CompiledStateGraph | None = None,
+) -> StateGraph:
+    """The uncompiled simulator graph (``user`` is the simulated user's model as a Judge)."""
+    if max_turns < 1:
+        raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+    runnable, takes_state = as_app(app)
+
+    def limit(state: SimulationState) -> int:
+        return scenario_of(state).max_turns or max_turns
+
+    def user_update(state: SimulationState, outcome: JudgeOutcome | None) -> dict[str, Any]:
+        turns = state.get("turns", 0)
+        if outcome is None:  # the scenario's opening line
+            return {"messages": [HumanMessage(scenario_of(state).opening or "")], "turns": turns + 1,
+                    "status": "running"}
+        update: dict[str, Any] = {"user_usage": outcome.usage}
+        if not outcome.ok:
+            return {**update, "status": "user_error", "errors": [f"simulated user: {outcome.error}"]}
+        turn: UserTurn = outcome.value  # type: ignore[assignment]
+        message = turn.message.strip()
+        if turn.status == "continue" and not message:
+            return {**update, "status": "user_error", "errors": ["simulated user: 'continue' with an empty message"]}
+        if message:
+            update["messages"] = [HumanMessage(message)]
+        if turn.status == "continue":
+            return {**update, "turns": turns + 1, "status": "running"}
+        return {**update, "status": turn.status}
+
+    def request(state: SimulationState) -> JudgeRequest | None:
+        if state.get("turns", 0) == 0 and scenario_of(state).opening:
+            return None
+        return user_request(scenario_of(state), state.get("messages") or [], limit(state) - state.get("turns", 0))
+
+    def simulate_user(state: SimulationState) -> dict[str, Any]:
+        req = request(state)
+        return user_update(state, None if req is None else user.run(req))
+
+    async def asimulate_user(state: SimulationState) -> dict[str, Any]:
+        req = request(state)
+        return user_update(state, None if req is None else await user.arun(req))
+
+    def app_input(state: SimulationState) -> Any:
+        messages = list(state.get("messages") or [])
+        return ({"messages": messages} if takes_state else messages), messages
+
+    def app_config(state: SimulationState) -> RunnableConfig:
+        return {"configurable": {"thread_id": f"simulate-{scenario_of(state).id}"}}
+
+    def app_update(sent: list[BaseMessage], out: Any) -> dict[str, Any]:
+        try:
+            reply = new_messages(sent, out)
+        except (TypeError, ValueError) as exc:
+            return {"status": "app_error", "errors": [f"app: {exc}"]}
+        if not any(isinstance(m, AIMessage) for m in reply):
+            return {"messages": reply, "status": "app_error", "errors": ["app: no assistant message in the reply"]}
+        return {"messages": reply}
+
+    def call_app(state: SimulationState) -> dict[str, Any]:
+        inp, sent = app_input(state)
+        try:
+            out = runnable.invoke(inp, app_config(state))
+        except Exception as exc:  # noqa: BLE001 - the app's failure ends this conversation, reported
+            return {"status": "app_error", "errors": [f"app: {type(exc).__name__}: {exc}"]}
+        return app_update(sent, out)
+
+    async def acall_app(state: SimulationState) -> dict[str, Any]:
+        inp, sent = app_input(state)
+        try:
+            out = await runnable.ainvoke(inp, app_config(state))
+        except Exception as exc:  # noqa: BLE001
+            return {"status": "app_error", "errors": [f"app: {type(exc).__name__}: {exc}"]}
+        return app_update(sent, out)
+
+    def check_stop(state: SimulationState) -> dict[str, Any]:
+        if state.get("status") in STOPPED:
+            return {}
+        if state.get("turns", 0) >= limit(state):
+            return {"status": "max_turns"}
+        return {}
+
+    finish = "judge_conversation" if metrics is not None else END
+
+    def after_user(state: SimulationState) -> str:
+        return "call_app" if state.get("status") == "running" else finish
+
+    def after_check(state: SimulationState) -> str:
+        return finish if state.get("status") in STOPPED else "simulate_user"
+
+    builder = StateGraph(SimulationState, input_schema=SimulationInput)
+    builder.add_node("simulate_user", RunnableLambda(simulate_user, afunc=asimulate_user, name="simulate_user"))
+    builder.add_node("call_app", RunnableLambda(call_app, afunc=acall_app, name="call_app"))
+    builder.add_node("check_stop", check_stop)
+    builder.add_edge(START, "simulate_user")
+    builder.add_conditional_edges("simulate_user", after_user, ["call_app", finish])
+    builder.add_edge("call_app", "check_stop")
+    builder.add_conditional_edges("check_stop", after_check, ["simulate_user", finish])
+    if metrics is not None:
+        judged = metrics
+
+        def judge_input(state: SimulationState) -> dict[str, Any]:
+            return {"conversation": conversation_of(state)}
+
+        def judge_conversation(state: SimulationState) -> dict[str, Any]:
+            return {"results": judged.invoke(judge_input(state))["results"]}
+
+        async def ajudge_conversation(state: SimulationState) -> dict[str, Any]:
+            return {"results": (await judged.ainvoke(judge_input(state)))["results"]}
+
+        builder.add_node("judge_conversation",
+                         RunnableLambda(judge_conversation, afunc=ajudge_conversation, name="judge_conversation"))
+        builder.add_edge("judge_conversation", END)
+    return builder
+
+
+def user_judge(user_model: Any, *, judge: Judge | None = None, max_tries: int = 3, **model_kwargs: Any) -> Judge:
+    """The simulated user's model as a Judge (structured output, re-asks,
+    usage), sharing the metrics judge's limit on calls in flight when that
+    judge has one; never cached, so repeated scenarios may differ."""
+    if isinstance(user_model, Judge):
+        return user_model
+    if user_model is None:
+        raise ValueError("simulate needs user_model: the LLM that plays the user (a chat model or 'provider:model')")
+    made = resolve_judge(model=user_model, max_tries=max_tries, cache=False, **model_kwargs)
+    limiter = getattr(judge, "limiter", None)
+    if limiter is not None and hasattr(made, "limiter"):
+        made.limiter = limiter
+    return made
+
+
+def create_simulator(
+    app: Any,
+    *,
+    user_model: Any,
+    metrics: MetricLike | list[MetricLike] | None = None,
+    model: Any = None,
+    max_turns: int = 6,
+) -> CompiledStateGraph:
+    """The compiled simulator for ``app``: ``invoke({"scenario": {...}})``.
+
+    ``user_model`` plays the user; ``metrics`` (names built with ``model``, the
+    judge, or compiled graphs) judge each finished conversation in the same run."""
+    names = [metrics] if isinstance(metrics, (str, CompiledStateGraph)) else list(metrics or [])
+    judge = as_judge(model) if any(isinstance(m, str) for m in names) else None
+    graph = judge_graph(names, model=judge) if names else None
+    builder = build_simulator(app, user=user_judge(user_model, judge=judge), max_turns=max_turns, metrics=graph)
+    return builder.compile(name="simulator")
+
+
+#: The values the simulate_user node passes to its prompt file (checked by tests/unit/test_prompts.py).
+PROMPT_VALUES = {USER_STEP: {"persona", "goal", "scenario", "conversation", "turns_left"}}

@@ -1,0 +1,151 @@
+"""``judgegraph simulate``: simulated users talk to your chatbot; the
+conversations are judged and written with their results."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("simulate", help="simulate users talking to a chatbot, then judge the conversations",
+                       description="A simulated user (an LLM with a persona, a goal and a scenario) talks to APP until "
+                                   "the goal is reached, the user gives up, or --max-turns; the conversations are then "
+                                   "judged with the metrics and written, with their results, to --out.")
+    p.add_argument("app", metavar="MODULE:APP", help="the chatbot: a compiled LangGraph graph over messages, a Runnable, "
+                                                     "or a callable taking the list of messages (module on PYTHONPATH or in the current directory)")
+    p.add_argument("--scenarios", required=True, metavar="FILE", help=".jsonl, .json or .yaml: id, goal, persona, scenario, "
+                                                                      "opening, max_turns, expected_outcome, chatbot_role")
+    p.add_argument("--user-model", required=True, metavar="MODEL", help="the LLM playing the user, e.g. openai:gpt-4.1-mini")
+    p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC",
+                   help="metric judging each conversation, repeatable (default: none, only simulate)")
+    p.add_argument("--model", help="LLM judge for the metrics (default: the offline embedding judge)")
+    p.add_argument("--base-url", help="OpenAI-compatible server for --user-model and --model")
+    p.add_argument("--threshold", type=float, help="passing score for the metrics, 0..1")
+    p.add_argument("--window-size", type=int, help="exchanges per sliding window")
+    p.add_argument("--max-turns", type=int, default=6, help="user messages per conversation at most (default %(default)s)")
+    p.add_argument("--concurrency", type=int, default=8, help="conversations simulated at once (default %(default)s)")
+    p.add_argument("--max-calls", type=int, default=16, help="LLM calls in flight at once, user and judge (default %(default)s)")
+    p.add_argument("--out", default="judgegraph-simulations.jsonl", help="results, one line per conversation with the "
+                                                                         "conversation itself (default %(default)s)")
+    p.add_argument("--conversations", metavar="FILE", help="also write the conversations as judgegraph JSONL "
+                                                           "(re-judge them later with judgegraph eval FILE)")
+    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per conversation × metric")
+    p.add_argument("-q", "--quiet", action="store_true", help="no table, only the summary line")
+    p.set_defaults(run=run)
+
+
+def import_app(spec: str) -> Any:
+    """``module:attr`` (attr may be dotted) → the object; the current directory is importable."""
+    module, sep, attr = spec.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"APP must be MODULE:APP, e.g. mybot:graph; got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module)
+    except ImportError as exc:
+        raise ValueError(f"{spec}: module {module!r} could not be imported: {exc}") from exc
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"{spec}: {module!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _bad_number(args: argparse.Namespace) -> str | None:
+    for flag, value in (("--max-turns", args.max_turns), ("--concurrency", args.concurrency),
+                        ("--max-calls", args.max_calls), ("--window-size", args.window_size)):
+        if value is not None and value < 1:
+            return f"{flag} must be >= 1, got {value}"
+    if args.threshold is not None and not 0.0 <= args.threshold <= 1.0:
+        return f"--threshold must be between 0 and 1, got {args.threshold}"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..apps.metrics import build_metric
+    from ..apps.simulate import load_scenarios, simulate
+    from ..apps.simulate.graph import user_judge
+    from ..judges import resolve_judge
+    from ..metrics import get_metric
+    from ..runner import ResultsWriter
+
+    out, err = Console(width=None if sys.stdout.isatty() else 160), Console(stderr=True, highlight=False)
+    bad = _bad_number(args)
+    if bad:
+        err.print(f"[red]error:[/] {bad}")
+        return EXIT_USAGE
+    kwargs = {"base_url": args.base_url} if args.base_url else {}
+    try:
+        app = import_app(args.app)
+        scenarios = load_scenarios(args.scenarios)
+        judge = resolve_judge(model=args.model, max_concurrency=args.max_calls,
+                              **(kwargs if args.model else {})) if args.metrics else None
+        user = user_judge(args.user_model, judge=judge, max_concurrency=args.max_calls, **kwargs)
+        metrics = []
+        for name in args.metrics or []:
+            spec = get_metric(name)
+            opts = {k: v for k, v in (("threshold", args.threshold), ("window_size", args.window_size))
+                    if v is not None and k in spec.options}
+            metrics.append(build_metric(name, judge, **opts))  # type: ignore[arg-type]  # set when there are metrics
+    except (KeyError, ValueError, TypeError, OSError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        return EXIT_USAGE
+
+    err.print(f"simulating {len(scenarios)} conversation(s) with {args.app} (user: {user.name}"
+              f"{f'; judge: {judge.name}' if judge else ''})")
+    runs = simulate(app, scenarios, user_model=user, metrics=metrics or None, max_turns=args.max_turns,
+                    max_concurrency=args.concurrency)
+    writer = ResultsWriter(args.out)
+    try:
+        for r in runs:
+            writer.write(r.to_record(f"simulate:{args.scenarios}"))
+    finally:
+        writer.close()
+    if args.conversations:
+        path = Path(args.conversations)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r.conversation.model_dump(mode="json", exclude_defaults=True),
+                                           ensure_ascii=False) + "\n" for r in runs if r.conversation), encoding="utf-8")
+    if args.junit:
+        from ..apps.junit import write_junit
+
+        write_junit(args.out, args.junit)
+
+    results = [res for r in runs for res in r.results.values()]
+    if not args.quiet:
+        table = Table(title="judgegraph simulations")
+        for col in ("scenario", "ended", "turns", "metric", "score", "result", "reason"):
+            table.add_column(col, overflow="fold", max_width=60 if col == "reason" else None)
+        for r in runs:
+            rows: list[Any] = list(r.results.values()) or [None]
+            for i, res in enumerate(rows):
+                head = (r.scenario.id, r.status, str(r.turns)) if i == 0 else ("", "", "")
+                if res is None:
+                    table.add_row(*head, "—", "—", "—", r.error or "")
+                else:
+                    score = "—" if res.score is None else f"{res.score:.2f}"
+                    table.add_row(*head, res.key, score, res.status, res.reason)
+        out.print(table)
+    count = {s: sum(1 for res in results if res.status == s) for s in ("passed", "failed", "error")}
+    judge_errors = sum(len(res.errors) for res in results)
+    failed_runs = [r for r in runs if r.error]
+    ended = {s: sum(1 for r in runs if r.status == s) for s in sorted({r.status for r in runs})}
+    calls = sum(r.user_usage.calls for r in runs) + sum(res.usage.calls for res in results)
+    out.print(f"{len(runs)} conversations ({', '.join(f'{n} {s}' for s, n in ended.items())}); "
+              f"{len(results)} results: {count['passed']} passed, {count['failed']} failed, {count['error']} errors; "
+              f"{judge_errors} judge errors, {len(failed_runs)} failed runs; {calls} LLM calls. results: {args.out}")
+    if failed_runs or judge_errors or count["error"]:
+        return EXIT_ERRORS
+    return EXIT_FAILED if count["failed"] else EXIT_OK

@@ -1,0 +1,100 @@
+"""`judgegraph simulate MODULE:APP --scenarios FILE -m METRIC --out FILE` against a
+small LangGraph app, the simulated user and the judge served by the loopback
+OpenAI-compatible server."""
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from judgegraph.cli import main
+from judgegraph.loaders import load_conversations
+from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured
+
+pytestmark = pytest.mark.integration
+
+APP = '''
+from langgraph.graph import START, MessagesState, StateGraph
+from judgegraph.testing.fake_chat import ScriptedChatModel
+
+bot = ScriptedChatModel(rules=[
+    ("No, I need to block", ["Open the app, choose Cards, then Block card."]),
+    ("How do I block", ["Lovely weather for a walk today."]),
+    ("PIN", ["Go to Settings, then PIN."]),
+], default="Hello!")
+
+
+def chatbot(state: MessagesState):
+    return {"messages": [bot.invoke(state["messages"])]}
+
+
+builder = StateGraph(MessagesState)
+builder.add_node("chatbot", chatbot)
+builder.add_edge(START, "chatbot")
+graph = builder.compile()
+'''
+
+SCENARIOS = """\
+- id: lost-card
+  goal: Block the lost card
+  persona: In a hurry
+- id: pin
+  goal: Change the PIN
+  opening: How do I change my PIN?
+"""
+
+
+def user_says(status, message):
+    return structured({"reason": "r", "status": status, "message": message})
+
+
+def is_user(*needles):
+    return lambda r: "role-playing a user" in r.text and all(n in r.text for n in needles)
+
+
+def test_simulate_writes_judged_conversations_junit_and_a_rejudgeable_file(tmp_path, monkeypatch, capsys):
+    (tmp_path / "sim_bank_app.py").write_text(APP)
+    (tmp_path / "scenarios.yaml").write_text(SCENARIOS)
+    monkeypatch.chdir(tmp_path)
+    responder = ScriptedResponder([
+        (is_user("Block card"), user_says("goal_reached", "Thanks!")),
+        (is_user("Settings, then PIN"), user_says("goal_reached", "")),
+        (is_user("weather"), user_says("continue", "No, I need to block my card!")),
+        (is_user(), user_says("continue", "How do I block my card?")),
+        (lambda r: "<reply_to_judge>\nLovely weather" in r.text,
+         structured({"reason": "Weather, not cards.", "verdict": "no"})),
+    ], default=structured({"reason": "On topic.", "verdict": "yes"}))
+    with FakeOpenAIServer(responder) as server:
+        code = main(["simulate", "sim_bank_app:graph", "--scenarios", "scenarios.yaml", "-m", "turn-relevancy",
+                     "--threshold", "0.6", "--user-model", "openai:user", "--model", "openai:judge",
+                     "--base-url", server.base_url, "--out", "out/sim.jsonl", "--conversations", "out/convs.jsonl",
+                     "--junit", "out/junit.xml"])
+        chat_calls = server.calls["/v1/chat/completions"]
+    printed = capsys.readouterr().out
+    assert code == 1  # lost-card fails turn relevancy at 0.6 (1 of 2 replies on topic)
+    assert "2 conversations (2 goal_reached); 2 results: 1 passed, 1 failed" in printed
+    assert chat_calls == 3 + 1 + 2 + 1  # user turns (3 + 1, the PIN opening sent as is) + judge calls
+    records = {r["conversation_id"]: r for r in map(json.loads, (tmp_path / "out/sim.jsonl").read_text().splitlines())}
+    card = records["lost-card"]
+    assert card["simulation"]["status"] == "goal_reached" and card["simulation"]["turns"] == 2
+    assert card["results"]["turn_relevancy"]["score"] == 0.5 and card["error"] is None
+    assert [t["content"] for t in card["conversation"]["turns"]][-2:] == [
+        "Open the app, choose Cards, then Block card.", "Thanks!"]
+    assert records["pin"]["conversation"]["turns"][0]["content"] == "How do I change my PIN?"
+    convs = {c.id: c for c in load_conversations(tmp_path / "out/convs.jsonl")}
+    assert set(convs) == {"lost-card", "pin"} and convs["lost-card"].expected_outcome == "Block the lost card"
+    suite = ET.parse(tmp_path / "out/junit.xml").getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("2", "1", "0")
+
+
+def test_simulate_usage_errors_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.jsonl").write_text('{"id": "a"}\n')
+    assert main(["simulate", "nosuchmodule_xyz:app", "--scenarios", "s.jsonl", "--user-model", "openai:u",
+                 "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert "could not be imported" in capsys.readouterr().err
+    (tmp_path / "okapp.py").write_text("def app(messages):\n    return 'hi'\n")
+    assert main(["simulate", "okapp:app", "--scenarios", "s.jsonl", "--user-model", "openai:u",
+                 "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert "s.jsonl:1: goal: Field required" in capsys.readouterr().err
+    assert main(["simulate", "okapp:app", "--scenarios", "s.jsonl", "--user-model", "u", "--max-turns", "0"]) == 2
