@@ -13,6 +13,10 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from .apps.assertions import assert_judged
+    from .apps.evaluators import as_evaluator
+    from .apps.node import judge_node, route_on_verdict, verdict_reason
+    from .apps.simulate import Scenario, asimulate, simulate
     from .compiling import CompileOptions
     from .conversation import Conversation, RetrievalNode, ToolCall, Turn, from_messages
     from .judges import CallLimiter, Judge, JudgeCache, ModelLike, NeedsLLMJudge, resolve_judge
@@ -74,6 +78,14 @@ _EXPORTS = {
     "CallLimiter": "judges",
     "LLMJudge": "judges.llm",
     "EmbeddingJudge": "judges.offline",
+    "judge_node": "apps.node",
+    "route_on_verdict": "apps.node",
+    "verdict_reason": "apps.node",
+    "as_evaluator": "apps.evaluators",
+    "assert_judged": "apps.assertions",
+    "simulate": "apps.simulate",
+    "asimulate": "apps.simulate",
+    "Scenario": "apps.simulate",
 }
 
 __all__ = sorted(_EXPORTS)

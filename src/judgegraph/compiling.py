@@ -50,14 +50,19 @@ def unexpected_keyword(factory: Callable[..., Any] | str, key: str, known: Seque
     return TypeError(f"{name}() got an unexpected keyword argument {key!r}{hint}")
 
 
+def check_options(options: Mapping[str, Any], factory: Callable[..., Any]) -> None:
+    """A ``TypeError`` for a keyword in ``options`` that is not a compile option."""
+    for key in options:
+        if key not in COMPILE_KEYS:
+            raise unexpected_keyword(factory, key)
+
+
 def compile_graph(
     builder: StateGraph, name: str, options: Mapping[str, Any], factory: Callable[..., Any]
 ) -> CompiledStateGraph:
     """``builder.compile(name=name, **options)`` after checking ``options`` are
     compile options; ``factory`` names the caller in the error."""
-    for key in options:
-        if key not in COMPILE_KEYS:
-            raise unexpected_keyword(factory, key)
+    check_options(options, factory)
     options = dict(options)
     if options.get("checkpointer") not in (None, True, False):
         options["checkpointer"] = register_types(options["checkpointer"])

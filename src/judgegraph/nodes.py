@@ -27,7 +27,7 @@ through a whole one, ``examples/policy_judge/``):
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.types import Send
@@ -43,7 +43,7 @@ def judge_step(
     name: str,
     judge: Judge,
     build: Callable[[Any], JudgeRequest],
-    finish: Callable[[Any, JudgeOutcome], dict[str, Any]],
+    finish: Callable[[Any, JudgeOutcome], Any],
 ) -> RunnableLambda:
     """A node: ``finish(input, judge(build(input)))``, sync and async."""
 
@@ -56,7 +56,7 @@ def judge_step(
     return RunnableLambda(run, afunc=arun, name=name)
 
 
-def render_messages(pairs: list[tuple[str, str]], *, empty: str = "(none)") -> str:
+def render_messages(pairs: Sequence[tuple[str, str]], *, empty: str = "(none)") -> str:
     """Messages as data for a prompt: one ``role: content`` block each."""
     if not pairs:
         return empty
@@ -96,7 +96,13 @@ def conversation_json(conversation: Any, *, numbered: bool = True) -> str:
 ReasonWriter = Callable[[float | None, float | None, list[Any]], str]
 
 
-def window_node(window_size: int, *, name: str = "window_turns") -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+class Node(Protocol):
+    """What the node factories here return: a function of the graph state (LangGraph's own node protocol)."""
+
+    def __call__(self, state: Any) -> dict[str, Any]: ...
+
+
+def window_node(window_size: int, *, name: str = "window_turns") -> Node:
     """A node: the state's conversation (``conversation``, a :class:`Conversation`
     or a dict in judgegraph's format, or ``messages``) → ``{"conversation":
     Conversation, "windows": [Window, ...]}``,
@@ -105,7 +111,7 @@ def window_node(window_size: int, *, name: str = "window_turns") -> Callable[[Ma
     graph is built: ``< 1`` or not a whole number is a ``ValueError``."""
     check_window_size(window_size)
 
-    def window_turns(state: Mapping[str, Any]) -> dict[str, Any]:
+    def window_turns(state: Any) -> dict[str, Any]:
         conversation = conversation_of(state)
         return {"conversation": conversation,
                 "windows": windows_from_exchanges(conversation, exchanges(conversation), window_size)}
@@ -299,16 +305,16 @@ def apply_review(verdicts: Sequence[Verdict], decisions: Any, *, by: str = "huma
 def review_node(
     metric: str,
     *,
-    read: Callable[[Mapping[str, Any]], Sequence[Verdict]] = lambda state: state.get("verdicts") or [],
+    read: Callable[[Any], Sequence[Verdict]] = lambda state: state.get("verdicts") or [],
     write: str = "verdicts",
-) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+) -> Node:
     """A ``review_verdicts`` node: it interrupts the run (``langgraph.types.interrupt``; the graph needs a
     checkpointer) with ``{"metric", "verdicts": [{id, verdict, reason, turns, error}, ...]}``; resuming with
     ``Command(resume={verdict id: {"verdict": ..., "reason": ...}})`` (``[]`` keeps them all) overrides the chosen
     verdicts (:func:`apply_review`), and the next node computes the score from the reviewed verdicts."""
     from langgraph.types import interrupt
 
-    def review_verdicts(state: Mapping[str, Any]) -> dict[str, Any]:
+    def review_verdicts(state: Any) -> dict[str, Any]:
         verdicts = list(read(state))
         if not verdicts:
             return {}

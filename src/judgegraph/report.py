@@ -18,25 +18,20 @@ run; ``report.get_graph(xray=1)`` draws the nested graph.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any
+from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
+from typing_extensions import Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from .compiling import CompileOptions, compile_graph
-from .conversation import Conversation
 from .judges import ModelLike, resolve_judge
-from .results import MetricResult, merge_results
-from .state import MetricInput, MetricOutput, conversation_of
+from .state import MetricInput, MetricOutput, MetricState, conversation_of
 
 RESERVED = {"prepare", "conversation", "messages", "results"}
 
 
-class ReportState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    messages: list[Any]
-    results: Annotated[dict[str, MetricResult], merge_results]
+ReportState = MetricState  # the report holds nothing of its own: the input and every metric's result
 
 
 def prepare(state: ReportState) -> dict[str, Any]:

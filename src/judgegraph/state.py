@@ -29,6 +29,16 @@ class MetricOutput(TypedDict):
     results: Annotated[dict[str, MetricResult], merge_results]
 
 
+class MetricState(TypedDict, total=False):
+    """What every metric graph's state holds besides its own keys: the input
+    (``conversation`` or ``messages``) and the ``results`` it writes. Metric
+    states extend it: ``class RelevancyState(MetricState, total=False): ...``."""
+
+    conversation: Conversation | dict[str, Any]
+    messages: list[Any]
+    results: Annotated[dict[str, MetricResult], merge_results]
+
+
 def conversation_of(state: Mapping[str, Any]) -> Conversation:
     """The conversation a graph's state holds: ``conversation`` (validated), or
     its ``messages`` converted (:func:`judgegraph.conversation.from_messages`)."""

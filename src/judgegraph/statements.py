@@ -29,6 +29,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from .answers import YesNo
 from .conversation import RetrievalNode
 from .judges.base import Judge, JudgeOutcome, JudgeRequest
 from .nodes import judge_step, render_messages
@@ -116,16 +117,11 @@ class ExtractedStatements(BaseModel):
 class StatementJudgement(BaseModel):
     statement: int = Field(description="The statement's number, as given.")
     reason: str = Field(description="One short sentence explaining the verdict.")
-    verdict: Literal["yes", "no"] = Field(
+    verdict: YesNo = Field(
         description="'yes' if the statement is relevant to the latest user message, otherwise 'no'."
     )
     # Set by the offline judge only; absent from the JSON schema an LLM is given.
     similarity: SkipJsonSchema[float | None] = None
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _normalise(cls, value: Any) -> Any:
-        return value.strip().lower() if isinstance(value, str) else value
 
 
 class StatementVerdicts(BaseModel):

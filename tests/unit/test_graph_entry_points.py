@@ -40,3 +40,18 @@ def test_every_metric_publishes_its_input_and_output_json_schema():
     for graph in graphs:
         assert set(graph.get_input_jsonschema()["properties"]) == {"conversation", "messages"}, graph.name
         assert set(graph.get_output_jsonschema()["properties"]) == {"results"}, graph.name
+
+
+def test_every_metric_takes_langchain_messages_as_its_input():
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from judgegraph.judges import NoModel
+    from judgegraph.metrics import registry
+
+    messages = [HumanMessage("Where is my order?"), AIMessage("It ships tomorrow.")]
+    for spec in registry().values():
+        extra = {"guidelines": ["Be kind."]} if "guidelines" in spec.options else {}
+        graph = spec.factory(model=NoModel(), **extra)
+        (result,) = graph.invoke({"messages": messages})["results"].values()
+        assert result.conversation_id == "" and result.key == spec.name  # read, not "needs 'conversation'"
+        assert result.status in ("error", "not_applicable"), (spec.name, result.status)  # NoModel makes no call

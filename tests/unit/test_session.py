@@ -458,3 +458,11 @@ def test_mermaid_snapshot(name):
         path.write_text(drawing)
     assert path.exists(), f"no snapshot {path.name}: run with UPDATE_SNAPSHOTS=1 and review it"
     assert drawing == path.read_text()
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+def test_a_misspelt_keyword_is_named_before_the_judge_is_looked_at(name):
+    factory, kw = FACTORIES[name]
+    with pytest.raises(TypeError, match=rf"create_{name}_judge\(\) got an unexpected keyword argument 'treshold' "
+                                        r"\(did you mean 'threshold'\?\)"):
+        factory(treshold=0.9, **kw)  # no model: it would be NeedsLLMJudge otherwise

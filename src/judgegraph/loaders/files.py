@@ -298,7 +298,7 @@ def _iter_promptfoo_doc(doc: dict[str, Any], p: Path, name: str, kind: str, line
         yield from convert(test, c, "promptfoo" if isinstance(test, dict) else None)
 
 
-class _AnyVars(dict):  # type: ignore[type-arg]
+class _AnyVars(dict[str, Any]):
     """Variables that fill any placeholder: checks a template's other problems."""
 
     def __contains__(self, key: object) -> bool:

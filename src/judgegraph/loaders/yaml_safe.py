@@ -38,7 +38,7 @@ class _Constructor(yaml.SafeLoader):
             raise yaml.scanner.ScannerError(
                 None, None, f"collections nested more than {MAX_FLOW_NESTING:,} levels deep: the file is refused",
                 self.get_mark())
-        super().fetch_flow_collection_start(TokenClass)  # type: ignore[misc]
+        super().fetch_flow_collection_start(TokenClass)
 
 
 def _construct_refused(loader: yaml.SafeLoader, node: yaml.Node) -> Refused:

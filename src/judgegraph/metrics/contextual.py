@@ -47,19 +47,17 @@ from typing_extensions import (  # pydantic reads these schemas; typing's TypedD
 )
 
 from ..compiling import CompileOptions, compile_graph
-from ..conversation import Conversation, RetrievalNode
+from ..conversation import RetrievalNode
 from ..judges import Judge, ModelLike, resolve_judge
 from ..nodes import REVIEW_NODE, quote, review_node, window_node
 from ..results import (
     JudgeErrorInfo,
-    MetricResult,
     Usage,
     build_result,
-    merge_results,
     merge_verdicts,
     strict,
 )
-from ..state import MetricInput, MetricOutput, conversation_of
+from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
 from ..statements import (
     JudgeCall,
@@ -69,7 +67,7 @@ from ..statements import (
     judge_statements_step,
     verify_step,
 )
-from ..windows import Exchange, Window, check_window_size
+from ..windows import Window, check_window_size
 
 METRIC = "turn_contextual_relevancy"
 
@@ -117,15 +115,12 @@ def node_label(turn: int | None, node: int) -> str:
 # -- the metric graph --------------------------------------------------------------
 
 
-class ContextualState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Exchange]
+class ContextualState(MetricState, total=False):
     turn_contexts: list[TurnContext]
     statements: Annotated[list[Statement], operator.add]
     verdicts: Annotated[list[StatementVerdict], merge_verdicts]
     verified: Annotated[list[StatementVerdict], merge_verdicts]  # second looks and reviews: they win
     calls: Annotated[list[JudgeCall], operator.add]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 class ExtractTask(TypedDict):
@@ -269,7 +264,7 @@ def _label_list(labels: list[str]) -> str:
 
 
 def contextual_reason(
-    score: float | None, threshold: float, turns: list[dict[str, Any]], verdicts: list[StatementVerdict],
+    score: float | None, threshold: float | None, turns: list[dict[str, Any]], verdicts: list[StatementVerdict],
     *, max_nodes: int = 8,
 ) -> str:
     """The deterministic reason: the score, then each node with irrelevant
@@ -287,10 +282,10 @@ def contextual_reason(
     scored = [t for t in with_context if t["status"] == "scored"]
     relevant = sum(t["relevant"] for t in scored)
     judged = sum(t["judged"] for t in scored)
-    cmp = ">=" if score >= threshold else "<"
+    cmp = ">=" if threshold is None or score >= threshold else "<"
     parts = [
         f"{relevant} of {judged} retrieved statements relevant; mean over {len(scored)} turn(s) with retrieval"
-        f" context {score:.2f} {cmp} threshold {threshold:.2f}."
+        f" context {score:.2f} {cmp} threshold {threshold or 0.0:.2f}."
     ]
     by_node: dict[tuple[Any, ...], list[StatementVerdict]] = {}
     for v in verdicts:
@@ -338,21 +333,23 @@ def _reduce_score(settings: ContextualSettings):
             mine = [v for v in verdicts if v.exchange == turn.exchange]
             judged = [v for v in mine if v.verdict is not None]
             relevant = sum(1 for v in judged if v.verdict == "yes")
+            turn_score: float | None = None
             if not turn.nodes:
-                status, turn_score = "no context", None
+                turn_status = "no context"
             elif judged:
-                status, turn_score = "scored", relevant / len(judged)
+                turn_status, turn_score = "scored", relevant / len(judged)
             else:
-                status, turn_score = "not judged", None
+                turn_status = "not judged"
             turns.append({
                 "exchange": turn.exchange, "turns": [t + 1 for t in turn.turns], "label": turn.label,
-                "status": status, "score": turn_score, "nodes": len(turn.nodes), "statements": len(mine),
+                "status": turn_status, "score": turn_score, "nodes": len(turn.nodes), "statements": len(mine),
                 "judged": len(judged), "relevant": relevant,
             })
         scores = [t["score"] for t in turns if t["status"] == "scored"]
         with_context = [t for t in turns if t["status"] != "no context"]
         score = sum(scores) / len(scores) if scores else None
-        status = "not_applicable" if not with_context else "error" if not scores else None
+        status: Literal["error", "not_applicable"] | None = (
+            "not_applicable" if not with_context else "error" if not scores else None)
         errors = [
             JudgeErrorInfo(where=c.where, step=c.step, message=c.error, attempts=c.attempts) for c in calls if c.error
         ]

@@ -26,11 +26,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validator
 from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    TypedDict,
     Unpack,
 )
 
-from ..compiling import CompileOptions, compile_graph
+from ..compiling import CompileOptions, check_options, compile_graph
 from ..conversation import Conversation
 from ..judges import (
     Judge,
@@ -42,9 +41,8 @@ from ..judges import (
 )
 from ..nodes import conversation_json, judge_step, make_result, outcome_fields
 from ..prompts import Prompt, load_prompt, parse_prompt
-from ..results import MetricResult, Verdict, merge_results, merge_verdicts
-from ..state import MetricInput, MetricOutput, conversation_of
-from ..windows import Exchange
+from ..results import Verdict, merge_verdicts
+from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 
 STEP = "custom_judge/judge_conversation"
 TASK = "custom_judge"
@@ -194,7 +192,7 @@ def feedback_schema(name: str, spec: FeedbackSpec) -> type[BaseModel]:
         value_type = Annotated[spec.type, Field(allow_inf_nan=False)]
     validators: dict[str, Any] = {}
     if spec.kind == "literal":
-        by_lower = {}
+        by_lower: dict[str, Any] = {}
         for c in spec.choices:
             if isinstance(c, str):
                 by_lower.setdefault(c.strip().lower(), []).append(c)
@@ -296,11 +294,8 @@ class FeedbackVerdict(Verdict):
     value: Any = None
 
 
-class CustomJudgeState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Exchange]  # a report graph's; unused here
+class CustomJudgeState(MetricState, total=False):
     verdicts: Annotated[list[FeedbackVerdict], merge_verdicts]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 @dataclass(frozen=True)
@@ -385,7 +380,7 @@ def _reduce_score(settings: CustomJudgeSettings):
         result = make_result(
             settings.name, conversation, verdicts,
             judge=settings.judge, threshold=spec.threshold,
-            score=lambda valid: spec.score(valid[0].value),
+            score=lambda valid: spec.score(getattr(valid[0], "value", None)),
             step=STEP, where=lambda v: "conversation", reason=reason, value=value, details=details,
         )
         return {"results": {settings.name: result}}
@@ -461,6 +456,7 @@ def make_judge(
     spec = feedback_spec(bool if feedback_type is None else feedback_type, threshold=threshold, scores=scores)
     prompt = build_prompt(name, instructions, spec.description)  # template errors before any model is built
     schema = feedback_schema(name, spec)
+    check_options(compile, make_judge)
     made = require_tasks(resolve_judge(_model_string(model)), [TASK], name)
     settings = CustomJudgeSettings(name, made, spec, prompt, schema)
     return compile_graph(build_custom_graph(settings), name, compile, make_judge)

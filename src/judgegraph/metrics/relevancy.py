@@ -18,18 +18,18 @@ semantics): one graph, two presets.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
     TypedDict,
     Unpack,
 )
 
+from ..answers import YesNo
 from ..compiling import CompileOptions, compile_graph
-from ..conversation import Conversation
 from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
 from ..nodes import (
     REVIEW_NODE,
@@ -44,9 +44,9 @@ from ..nodes import (
     window_node,
 )
 from ..prompts import Prompt, load_prompt
-from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_results, merge_verdicts
-from ..state import MetricInput, MetricOutput, conversation_of
-from ..windows import Exchange, Window, check_window_size
+from ..results import JudgeErrorInfo, WindowVerdict, merge_verdicts
+from ..state import MetricInput, MetricOutput, MetricState, conversation_of
+from ..windows import Window, check_window_size
 
 JUDGE_STEP = "turn_relevancy/judge_turn"
 REASON_STEP = "turn_relevancy/write_reason"
@@ -60,14 +60,9 @@ class TurnVerdict(BaseModel):
     reasons before it commits to a verdict."""
 
     reason: str = Field(description="One or two sentences explaining the verdict.")
-    verdict: Literal["yes", "no"] = Field(
+    verdict: YesNo = Field(
         description="'yes' if the reply is relevant to the latest user message, otherwise 'no'."
     )
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _normalise(cls, value: Any) -> Any:
-        return value.strip().lower() if isinstance(value, str) else value
 
 
 class WrittenReason(BaseModel):
@@ -77,12 +72,9 @@ class WrittenReason(BaseModel):
 # -- state ---------------------------------------------------------------------
 
 
-class RelevancyState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Exchange]
+class RelevancyState(MetricState, total=False):
     windows: list[Window]
     verdicts: Annotated[list[WindowVerdict], merge_verdicts]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 class WindowTask(TypedDict):
@@ -160,7 +152,7 @@ def _judge_turn(settings: RelevancySettings):
     return judge_step("judge_turn", settings.judge, build, finish)
 
 
-def deterministic_reason(score: float | None, threshold: float, verdicts: list[WindowVerdict]) -> str:
+def deterministic_reason(score: float | None, threshold: float | None, verdicts: list[Any]) -> str:
     valid = [v for v in verdicts if v.verdict is not None]
     failed = [v for v in verdicts if v.verdict is None]
     if not verdicts:
@@ -168,7 +160,9 @@ def deterministic_reason(score: float | None, threshold: float, verdicts: list[W
     if not valid:
         return f"No window could be judged: {len(failed)} judge error(s); see errors."
     relevant = sum(1 for v in valid if v.relevant)
-    cmp = ">=" if score is not None and score >= threshold else "<"
+    threshold = 0.0 if threshold is None else threshold
+    score = 0.0 if score is None else score
+    cmp = ">=" if score >= threshold else "<"
     parts = [f"{relevant} of {len(valid)} replies judged relevant (score {score:.2f} {cmp} threshold {threshold:.2f})."]
     irrelevant = [v for v in valid if not v.relevant]
     if irrelevant:
@@ -189,7 +183,7 @@ def _reduce_score(settings: RelevancySettings):
         result = make_result(
             settings.name, conversation, verdicts,
             judge=settings.judge, threshold=settings.effective_threshold, strict_mode=settings.strict_mode,
-            step=JUDGE_STEP, where=lambda v: f"window {v.window} ({turn_label(v.turns)})",
+            step=JUDGE_STEP, where=lambda v: f"window {getattr(v, 'window', '?')} ({turn_label(v.turns)})",
             reason="" if settings.reason == "none" else deterministic_reason,
             details={
                 "window_size": settings.window_size,
@@ -267,20 +261,35 @@ def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
     return builder
 
 
-def create_turn_relevancy_judge(
-    *,
-    model: ModelLike = None,
-    window_size: int = 10,
-    threshold: float = 0.5,
-    strict_mode: bool = False,
-    reason: ReasonMode = "deterministic",
-    rubric: str | None = None,
-    review: bool = False,
-    name: str = "turn_relevancy",
-    **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
-    """Turn relevancy, deepeval's semantics: windows of ``window_size``
-    exchanges (default 10), threshold 0.5, optional strict mode.
+class RelevancyFactory(Protocol):
+    """The signature of both relevancy presets (they differ in defaults only)."""
+
+    __name__: str
+
+    def __call__(
+        self, *, model: ModelLike = None, window_size: int = ..., threshold: float = 0.5, strict_mode: bool = False,
+        reason: ReasonMode = "deterministic", rubric: str | None = None, review: bool = False, name: str = ...,
+        **compile: Unpack[CompileOptions],
+    ) -> CompiledStateGraph: ...
+
+
+def _preset(metric: str, default_window: int, doc: str) -> RelevancyFactory:
+    def factory(
+        *, model: ModelLike = None, window_size: int = default_window, threshold: float = 0.5,
+        strict_mode: bool = False, reason: ReasonMode = "deterministic", rubric: str | None = None,
+        review: bool = False, name: str = metric, **compile: Unpack[CompileOptions],
+    ) -> CompiledStateGraph:
+        settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size,
+                                     threshold=threshold, strict_mode=strict_mode, reason=reason, rubric=rubric,
+                                     review=review)
+        return compile_graph(build_relevancy_graph(settings), name, compile, factory)
+
+    factory.__name__ = factory.__qualname__ = f"create_{metric}_judge"
+    factory.__doc__ = doc + _COMMON_DOC
+    return factory
+
+
+_COMMON_DOC = """
 
     ``model``: a chat model, a string like ``openai:gpt-4.1-mini``, or a ready
     judge (:func:`~judgegraph.resolve_judge`); leave it out for the offline
@@ -289,30 +298,19 @@ def create_turn_relevancy_judge(
     person can override verdicts (needs a checkpointer; see
     :func:`judgegraph.nodes.review_node`). ``compile``: LangGraph compile
     options (``checkpointer``, ``interrupt_before``, ...)."""
-    settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
-                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review)
-    return compile_graph(build_relevancy_graph(settings), name, compile, create_turn_relevancy_judge)
 
+create_turn_relevancy_judge = _preset(
+    "turn_relevancy", 10,
+    """Turn relevancy, deepeval's semantics: windows of ``window_size``
+    exchanges (default 10), threshold 0.5, optional strict mode.""",
+)
 
-def create_conversation_relevance_judge(
-    *,
-    model: ModelLike = None,
-    window_size: int = 5,
-    threshold: float = 0.5,
-    strict_mode: bool = False,
-    reason: ReasonMode = "deterministic",
-    rubric: str | None = None,
-    review: bool = False,
-    name: str = "conversation_relevance",
-    **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
+create_conversation_relevance_judge = _preset(
+    "conversation_relevance", 5,
     """Conversation relevance, promptfoo's semantics: one window per
     input/output pair holding it and up to ``window_size - 1`` earlier pairs
-    (default 5); ``rubric`` is promptfoo's ``rubricPrompt``. Same graph as
-    :func:`create_turn_relevancy_judge`, other defaults."""
-    settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
-                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review)
-    return compile_graph(build_relevancy_graph(settings), name, compile, create_conversation_relevance_judge)
+    (default 5); ``rubric`` is promptfoo's ``rubricPrompt``.""",
+)
 
 
 def _specs():

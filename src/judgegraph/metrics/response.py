@@ -51,7 +51,6 @@ from typing_extensions import (  # pydantic reads these schemas; typing's TypedD
 )
 
 from ..compiling import CompileOptions, compile_graph
-from ..conversation import Conversation
 from ..judges import (
     CallLimiter,
     Judge,
@@ -61,8 +60,8 @@ from ..judges import (
     resolve_judge,
 )
 from ..nodes import judge_step, make_result, quote, turn_label
-from ..results import MetricResult, Verdict, merge_results, merge_verdicts
-from ..state import MetricInput, MetricOutput, conversation_of
+from ..results import Verdict, merge_verdicts
+from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..windows import Exchange, exchanges
 
 GENERATE_STEP = "response_relevancy/generate_questions"
@@ -219,10 +218,12 @@ def resolve_embeddings(embeddings: Any = None, *, base_url: str | None = None, a
                 f"embeddings {embeddings!r} need OPENAI_API_KEY (or embeddings_base_url for an OpenAI-compatible"
                 " server); leave embeddings out to use the offline all-MiniLM-L6-v2"
             )
-        return OpenAIEmbeddings(model=name, base_url=base_url, api_key=key or "not-needed",
-                                check_embedding_ctx_length=False, max_retries=3, request_timeout=120)
+        from pydantic import SecretStr
+
+        return OpenAIEmbeddings(model=name, base_url=base_url, api_key=SecretStr(key or "not-needed"),
+                                check_embedding_ctx_length=False, max_retries=3, timeout=120)
     try:
-        from langchain.embeddings import init_embeddings  # type: ignore[import-not-found]
+        from langchain.embeddings import init_embeddings
     except ImportError as exc:
         from ..judges.llm import ModelConfigError
 
@@ -290,13 +291,11 @@ def cosines(vectors: list[list[float]]) -> list[float]:
 # -- state ---------------------------------------------------------------------
 
 
-class ResponseRelevancyState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
+class ResponseRelevancyState(MetricState, total=False):
     exchanges: list[Exchange]
     skipped: list[dict[str, Any]]
     generations: Annotated[list[dict[str, Any]], operator.add]  # what generate_questions produced, per exchange
     verdicts: Annotated[list[ExchangeVerdict], merge_verdicts]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 class ExchangeTask(TypedDict):
@@ -383,7 +382,7 @@ def _generate_questions(settings: ResponseRelevancySettings):
         value = outcome.value if outcome.ok else None
         record = {
             "exchange": task["exchange"],
-            "questions": [q.model_dump() for q in value.questions] if value is not None else [],  # type: ignore[union-attr]
+            "questions": [q.model_dump() for q in getattr(value, "questions", [])],
             "reason": getattr(value, "reason", ""),
             "error": None if value is not None else (outcome.error or "no questions"),
             "attempts": outcome.attempts,
@@ -397,7 +396,8 @@ def _generate_questions(settings: ResponseRelevancySettings):
 
 def _verdict(task: ExchangeTask, threshold: float, **kw: Any) -> ExchangeVerdict:
     score = kw.get("score")
-    verdict = None if kw.get("error") or score is None else ("yes" if score >= threshold else "no")
+    verdict: Literal["yes", "no"] | None = (
+        None if kw.get("error") or score is None else ("yes" if score >= threshold else "no"))
     return ExchangeVerdict(exchange=task["exchange"], turns=list(task["turns"]), user_input=task["user_input"],
                            response=task["response"], verdict=verdict, **kw)
 
@@ -562,7 +562,7 @@ def _reduce_score(settings: ResponseRelevancySettings):
                 (1.0 if all(v.verdict == "yes" for v in judged) else 0.0) if settings.strict_mode
                 else sum(v.score or 0.0 for v in judged) / len(judged)
             ),
-            where=lambda v: f"exchange {v.exchange} ({turn_label(v.turns)})",
+            where=lambda v: f"exchange {getattr(v, 'exchange', '?')} ({turn_label(v.turns)})",
             reason=lambda score, threshold, judged: deterministic_reason(score, settings, verdicts, skipped),
             details=details,
         )
@@ -630,8 +630,8 @@ def create_response_relevancy_judge(
     OpenAI-compatible server; it defaults to the judge's own server); default:
     the offline all-MiniLM-L6-v2, or the offline judge's own embeddings."""
     made = resolve_judge(model)
-    if embeddings is None and made.kind == "offline" and getattr(made, "_embeddings", None) is not None:
-        embeddings = made._embeddings  # an offline judge built with its own embeddings: use the same
+    if embeddings is None and made.kind == "offline":
+        embeddings = getattr(made, "_embeddings", None)  # an offline judge built with its own embeddings: the same
     base_url, api_key = _client_of(made)
     emb = resolve_embeddings(embeddings, base_url=embeddings_base_url or base_url, api_key=api_key)
     settings = ResponseRelevancySettings(name=name, judge=made, embeddings=emb, n_questions=n_questions,

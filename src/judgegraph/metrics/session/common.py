@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel
+from typing_extensions import Unpack
 
-from ...compiling import compile_graph
+from ...compiling import CompileOptions, check_options, compile_graph
 from ...conversation import Conversation
 from ...judges import (
     Judge,
@@ -78,8 +79,40 @@ def compile_session_judge(
     cannot answer ``tasks`` is :class:`~judgegraph.judges.NeedsLLMJudge`, at
     once), make the settings (``name``, ``threshold``, ... in ``settings``),
     build, and compile with the caller's compile options."""
+    check_options(compile, factory)  # a misspelt keyword first, before any judge is looked at
     judge = require_tasks(resolve_judge(model), tasks, settings["name"])
     return compile_graph(build_graph(settings_class(judge=judge, **settings)), settings["name"], compile, factory)
+
+
+class SessionJudgeFactory(Protocol):
+    """A session judge's factory: the options every session judge has."""
+
+    __name__: str
+
+    def __call__(
+        self, *, model: ModelLike = None, threshold: float = 0.5, strict_mode: bool = False, review: bool = False,
+        name: str = ..., **compile: Unpack[CompileOptions],
+    ) -> CompiledStateGraph: ...
+
+
+def session_factory(
+    metric: str, build_graph: Callable[[SessionSettings], StateGraph], tasks: Iterable[str], doc: str
+) -> SessionJudgeFactory:
+    """``create_<metric>_judge`` for a session judge with no options of its own:
+    ``model``, ``threshold``, ``strict_mode``, ``review``, ``name`` and LangGraph
+    compile options (see :func:`compile_session_judge`)."""
+    tasks = tuple(tasks)
+
+    def factory(
+        *, model: ModelLike = None, threshold: float = 0.5, strict_mode: bool = False, review: bool = False,
+        name: str = metric, **compile: Unpack[CompileOptions],
+    ) -> CompiledStateGraph:
+        return compile_session_judge(build_graph, name=name, threshold=threshold, strict_mode=strict_mode,
+                                     review=review, tasks=tasks, model=model, compile=compile, factory=factory)
+
+    factory.__name__ = factory.__qualname__ = f"create_{metric}_judge"
+    factory.__doc__ = doc
+    return factory
 
 
 def session_graph(
@@ -98,7 +131,7 @@ def session_graph(
     if len(steps) != (2 if fan_out else 1):
         raise ValueError("session_graph: one step, or two steps joined by fan_out")
     settings.check()
-    builder = StateGraph(state, input_schema=MetricInput, output_schema=MetricOutput)
+    builder: StateGraph = StateGraph(state, input_schema=MetricInput, output_schema=MetricOutput)
     for name, node in steps:
         builder.add_node(name, node)
     builder.add_node(REDUCE, reduce)
@@ -137,11 +170,6 @@ def conversation_request(
         return JudgeRequest(task=task, step=step, schema=schema, values={"conversation": transcript})
 
     return build
-
-
-def lower(value: Any) -> Any:
-    """Verdicts are read case-insensitively: ``" Yes "`` is ``"yes"``."""
-    return value.strip().lower() if isinstance(value, str) else value
 
 
 # -- turns ---------------------------------------------------------------------
@@ -192,7 +220,7 @@ def early_result(settings: SessionSettings, conversation: Conversation, applies:
 
 def not_applicable(
     settings: SessionSettings, conversation: Conversation, reason: str, *, usage: Usage | None = None,
-    details: dict[str, Any] | None = None, verdicts: list[Verdict] | None = None,
+    details: dict[str, Any] | None = None, verdicts: Sequence[Verdict] | None = None,
 ) -> MetricResult:
     return base_result(
         settings, conversation, status="not_applicable", reason=reason, usage=usage or Usage(),
@@ -207,7 +235,7 @@ def share_result(
     good: int,
     judged: int,
     what: str,
-    verdicts: list[Verdict],
+    verdicts: Sequence[Verdict],
     errors: list[JudgeErrorInfo],
     usage: Usage,
     problems: list[str],
@@ -237,7 +265,7 @@ def share_result(
 
 def error_result(
     settings: SessionSettings, conversation: Conversation, reason: str, *, errors: list[JudgeErrorInfo],
-    usage: Usage, details: dict[str, Any] | None = None, verdicts: list[Verdict] | None = None,
+    usage: Usage, details: dict[str, Any] | None = None, verdicts: Sequence[Verdict] | None = None,
 ) -> MetricResult:
     """Status ``error``: nothing could be judged. Score, value and passed are None."""
     return base_result(settings, conversation, status="error", reason=reason, errors=errors, usage=usage,

@@ -19,35 +19,32 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
     TypedDict,
-    Unpack,
 )
 
-from ...compiling import CompileOptions
+from ...answers import YesNo
 from ...conversation import Conversation
-from ...judges import JudgeOutcome, JudgeRequest, ModelLike
+from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step
-from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results, merge_verdicts
-from ...state import conversation_of
+from ...results import JudgeErrorInfo, Usage, Verdict, merge_verdicts
+from ...state import MetricState, conversation_of
 from .common import (
     SessionSettings,
     cited_turns,
     clause,
-    compile_session_judge,
     conversation_request,
     early_result,
     error_info,
     error_result,
     has_user,
-    lower,
     not_applicable,
     outcome_info,
     quote,
     route_start,
+    session_factory,
     session_graph,
     share_result,
     tally,
@@ -73,12 +70,7 @@ class GoalJudgement(BaseModel):
     answered_in_turns: list[int] = Field(
         description="1-based numbers of the assistant turns that respond to the request, fully or in part."
     )
-    verdict: Literal["yes", "no"] = Field(description="'yes' if the request was satisfied, otherwise 'no'.")
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return lower(value)
+    verdict: YesNo = Field(description="'yes' if the request was satisfied, otherwise 'no'.")
 
 
 class GoalVerdict(Verdict):
@@ -102,15 +94,12 @@ class GoalTask(TypedDict):
     transcript: str
 
 
-class CompletenessState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Any]
+class CompletenessState(MetricState, total=False):
     transcript: str
     goals: list[GoalTask]
     extract_errors: list[JudgeErrorInfo]
     extract_usage: Usage
     verdicts: Annotated[list[GoalVerdict], merge_verdicts]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 def _extract_goals(settings: SessionSettings):
@@ -216,24 +205,14 @@ def build_completeness_graph(settings: SessionSettings) -> StateGraph:
     )
 
 
-def create_conversation_completeness_judge(
-    *,
-    model: ModelLike = None,
-    threshold: float = 0.5,
-    strict_mode: bool = False,
-    review: bool = False,
-    name: str = "conversation_completeness",
-    **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
+create_conversation_completeness_judge = session_factory(
+    "conversation_completeness", build_completeness_graph, TASKS,
     """Were all the user's requests satisfied by the end of the conversation?
 
     Value "yes"/"no" (every judged request satisfied); score = satisfied /
     judged requests; passes when score >= ``threshold`` (default 0.5). Calls:
-    1 extraction + 1 per request. Needs an LLM judge."""
-    return compile_session_judge(
-        build_completeness_graph, name=name, threshold=threshold, strict_mode=strict_mode, review=review,
-        tasks=TASKS, model=model, compile=compile, factory=create_conversation_completeness_judge,
-    )
+    1 extraction + 1 per request. Needs an LLM judge.""",
+)
 
 
 PROMPT_VALUES = {

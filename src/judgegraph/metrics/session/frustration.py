@@ -17,32 +17,25 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
-from langgraph.graph.state import CompiledStateGraph
-from pydantic import BaseModel, Field, field_validator, model_validator
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    TypedDict,
-    Unpack,
-)
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
-from ...compiling import CompileOptions
-from ...conversation import Conversation
-from ...judges import JudgeOutcome, ModelLike
+from ...answers import read_choice
+from ...judges import JudgeOutcome
 from ...nodes import judge_step
-from ...results import MetricResult, Verdict, merge_results, strict
-from ...state import conversation_of
+from ...results import Verdict, strict
+from ...state import MetricState, conversation_of
 from .common import (
     SessionSettings,
     base_result,
     cited_turns,
-    compile_session_judge,
     conversation_request,
     early_result,
     error_info,
     error_result,
     has_user,
-    lower,
     outcome_info,
     route_start,
+    session_factory,
     session_graph,
     turn_label,
 )
@@ -58,15 +51,11 @@ class FrustrationJudgement(BaseModel):
     resolved_by_turns: list[int] = Field(
         description="1-based numbers of the assistant turns that resolved it (empty unless 'resolved')."
     )
-    verdict: Literal["none", "resolved", "unresolved"] = Field(
+    verdict: Annotated[Literal["none", "resolved", "unresolved"],
+                       BeforeValidator(read_choice(("none", "resolved", "unresolved")))] = Field(
         description="'none': no frustration; 'resolved': frustration shown, then resolved; 'unresolved': "
         "frustration shown and not resolved by the end."
     )
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return lower(value)
 
     @model_validator(mode="after")
     def _consistent(self) -> FrustrationJudgement:
@@ -88,11 +77,8 @@ class FrustrationVerdict(Verdict):
     resolved_by_turns: list[int] = Field(default_factory=list)
 
 
-class FrustrationState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Any]
+class FrustrationState(MetricState, total=False):
     verdicts: list[FrustrationVerdict]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 def _judge_frustration(settings: SessionSettings):
@@ -154,22 +140,12 @@ def build_frustration_graph(settings: SessionSettings) -> StateGraph:
                          [("judge_frustration", _judge_frustration(settings))], _reduce_score(settings))
 
 
-def create_user_frustration_judge(
-    *,
-    model: ModelLike = None,
-    threshold: float = 0.5,
-    strict_mode: bool = False,
-    review: bool = False,
-    name: str = "user_frustration",
-    **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
+create_user_frustration_judge = session_factory(
+    "user_frustration", build_frustration_graph, TASKS,
     """Was the user frustrated, and was it resolved? Value "none" | "resolved" |
     "unresolved"; score 1.0 / 0.5 / 0.0; passes unless "unresolved" (threshold
-    0.5); strict mode: only "none" passes. One call. Needs an LLM judge."""
-    return compile_session_judge(
-        build_frustration_graph, name=name, threshold=threshold, strict_mode=strict_mode, review=review,
-        tasks=TASKS, model=model, compile=compile, factory=create_user_frustration_judge,
-    )
+    0.5); strict mode: only "none" passes. One call. Needs an LLM judge.""",
+)
 
 
 PROMPT_VALUES = {JUDGE_STEP: {"conversation"}}

@@ -21,25 +21,25 @@ from typing import Annotated, Any, ClassVar, Literal
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
 from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
     TypedDict,
     Unpack,
 )
 
+from ...answers import read_choice
 from ...compiling import CompileOptions
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike
 from ...nodes import conversation_json, judge_step
-from ...results import MetricResult, Usage, Verdict, merge_results, merge_verdicts
-from ...state import conversation_of
+from ...results import Usage, Verdict, merge_verdicts
+from ...state import MetricState, conversation_of
 from .common import (
     SessionSettings,
     cited_turns,
     clause,
     compile_session_judge,
     early_result,
-    lower,
     not_applicable,
     outcome_info,
     quote,
@@ -59,18 +59,11 @@ class GuidelineJudgement(BaseModel):
     violating_turns: list[int] = Field(
         description="1-based numbers of the assistant turns that break the guideline (empty unless 'no')."
     )
-    verdict: Literal["yes", "no", "not_applicable"] = Field(
+    verdict: Annotated[Literal["yes", "no", "not_applicable"], BeforeValidator(
+        read_choice(("yes", "no", "not_applicable"), {"n/a": "not_applicable"}))] = Field(
         description="'yes': followed throughout; 'no': broken in at least one assistant turn; "
         "'not_applicable': nothing in the conversation gives the guideline occasion to apply."
     )
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        value = lower(value)
-        if isinstance(value, str):
-            value = "not_applicable" if value == "n/a" else value.replace(" ", "_").replace("-", "_")
-        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> GuidelineJudgement:
@@ -128,11 +121,8 @@ class GuidelineTask(TypedDict):
     transcript: str
 
 
-class GuidelinesState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Any]
+class GuidelinesState(MetricState, total=False):
     verdicts: Annotated[list[GuidelineVerdict], merge_verdicts]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 def fan_out(settings: GuidelineSettings):

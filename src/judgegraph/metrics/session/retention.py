@@ -20,35 +20,32 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
 from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
     TypedDict,
-    Unpack,
 )
 
-from ...compiling import CompileOptions
+from ...answers import YesNo, read_choice
 from ...conversation import Conversation
-from ...judges import JudgeOutcome, JudgeRequest, ModelLike
+from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step
-from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_results, merge_verdicts
-from ...state import conversation_of
+from ...results import JudgeErrorInfo, Usage, Verdict, merge_verdicts
+from ...state import MetricState, conversation_of
 from .common import (
     SessionSettings,
     cited_turns,
     clause,
-    compile_session_judge,
     conversation_request,
     early_result,
     error_info,
     error_result,
-    lower,
     not_applicable,
     outcome_info,
     quote,
     role_indices,
     route_start,
+    session_factory,
     session_graph,
     share_result,
     tally,
@@ -71,26 +68,17 @@ class Facts(BaseModel):
 class Lapse(BaseModel):
     fact: str = Field(description="The fact that was not retained, as listed.")
     stated_in_turn: int = Field(description="1-based number of the user turn that stated it.")
-    kind: Literal["contradicted", "forgotten"] = Field(
+    kind: Annotated[Literal["contradicted", "forgotten"],
+                    BeforeValidator(read_choice(("contradicted", "forgotten")))] = Field(
         description="'contradicted': the turn states or assumes something that conflicts with the fact; "
         "'forgotten': it asks for the fact again, or ignores it where it matters."
     )
-
-    @field_validator("kind", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return lower(value)
 
 
 class TurnRetention(BaseModel):
     reason: str = Field(description="One or two sentences, citing turn numbers.")
     lapses: list[Lapse] = Field(description="Every fact the judged turn contradicts or forgets; empty if none.")
-    verdict: Literal["yes", "no"] = Field(description="'yes' if the turn retained every fact (no lapse), else 'no'.")
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return lower(value)
+    verdict: YesNo = Field(description="'yes' if the turn retained every fact (no lapse), else 'no'.")
 
     @model_validator(mode="after")
     def _consistent(self) -> TurnRetention:
@@ -130,15 +118,12 @@ class TurnTask(TypedDict):
     conversation: Conversation
 
 
-class RetentionState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Any]
+class RetentionState(MetricState, total=False):
     facts: list[FactItem]
     dropped_facts: int
     extract_errors: list[JudgeErrorInfo]
     extract_usage: Usage
     verdicts: Annotated[list[RetentionVerdict], merge_verdicts]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 def judged_turns(conversation: Conversation, facts: list[FactItem]) -> list[int]:
@@ -275,25 +260,15 @@ def build_retention_graph(settings: SessionSettings) -> StateGraph:
     )
 
 
-def create_knowledge_retention_judge(
-    *,
-    model: ModelLike = None,
-    threshold: float = 0.5,
-    strict_mode: bool = False,
-    review: bool = False,
-    name: str = "knowledge_retention",
-    **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
+create_knowledge_retention_judge = session_factory(
+    "knowledge_retention", build_retention_graph, TASKS,
     """Does each assistant turn keep the facts the user stated before it?
 
     Value "yes"/"no" (no judged turn has a lapse); score = assistant turns that
     retained / assistant turns judged; passes when score >= ``threshold``
     (default 0.5). Calls: 1 extraction + 1 per assistant turn after the first
-    fact. Needs an LLM judge."""
-    return compile_session_judge(
-        build_retention_graph, name=name, threshold=threshold, strict_mode=strict_mode, review=review,
-        tasks=TASKS, model=model, compile=compile, factory=create_knowledge_retention_judge,
-    )
+    fact. Needs an LLM judge.""",
+)
 
 
 PROMPT_VALUES = {

@@ -20,24 +20,24 @@ from typing import Annotated, Any, ClassVar, Literal
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
     TypedDict,
     Unpack,
 )
 
+from ...answers import YesNo
 from ...compiling import CompileOptions
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike
 from ...nodes import conversation_json, judge_step
-from ...results import MetricResult, Usage, Verdict, merge_results, merge_verdicts
-from ...state import conversation_of
+from ...results import Usage, Verdict, merge_verdicts
+from ...state import MetricState, conversation_of
 from .common import (
     SessionSettings,
     clause,
     compile_session_judge,
     early_result,
-    lower,
     not_applicable,
     quote,
     session_graph,
@@ -53,12 +53,7 @@ DEFAULT_BATCH_SIZE = 8
 class TurnRole(BaseModel):
     turn: int = Field(description="1-based number of the judged assistant turn.")
     reason: str = Field(description="One sentence on why the turn is or is not in role.")
-    verdict: Literal["yes", "no"] = Field(description="'yes' if the turn stays within the role, otherwise 'no'.")
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return lower(value)
+    verdict: YesNo = Field(description="'yes' if the turn stays within the role, otherwise 'no'.")
 
 
 class RoleJudgement(BaseModel):
@@ -110,11 +105,8 @@ class BatchTask(TypedDict):
     transcript: str
 
 
-class RoleState(TypedDict, total=False):
-    conversation: Conversation | dict[str, Any]
-    exchanges: list[Any]
+class RoleState(MetricState, total=False):
     verdicts: Annotated[list[RoleVerdict], merge_verdicts]
-    results: Annotated[dict[str, MetricResult], merge_results]
 
 
 def fan_out(settings: RoleSettings):
@@ -149,6 +141,7 @@ def _judge_turns(settings: RoleSettings):
         out = []
         for k, t in enumerate(task["turns"]):
             item = answers.get(t)
+            error: str | None
             if outcome.ok and item is None:
                 error = f"the judge gave no verdict for turn {t + 1}"
             else:
