@@ -10,6 +10,10 @@ and the growth from the end of the first quarter of the run to the end.
     python benchmarks/memory_flat.py --n 20000 --latency 0.003 --concurrency 32
 
 Goal (issue 10 §6): growth under 20 % from the first quarter to the end.
+
+``--in-process cache|nocache`` runs the runner in this process instead, with no
+HTTP (the dry-run recording judge answers at once), with the judge's in-memory
+answer cache on or off: it separates the runner's own memory from the cache's.
 """
 
 from __future__ import annotations
@@ -51,8 +55,12 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=32, help="judge calls in flight (default 32)")
     ap.add_argument("--interval", type=float, default=1.0, help="seconds between RSS samples")
     ap.add_argument("--max-seconds", type=float, default=3600, help="stop the run after this long (default 3600)")
+    ap.add_argument("--in-process", choices=["cache", "nocache"],
+                    help="the runner in this process, no HTTP, judge answer cache on/off")
     ap.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="more `judgegraph eval` arguments")
     args = ap.parse_args()
+    if args.in_process:
+        return in_process(args.n, cache=args.in_process == "cache")
 
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer(schema_responder, latency=args.latency) as server:
         chats, out = Path(tmp) / "chats.jsonl", Path(tmp) / "results.jsonl"
@@ -96,6 +104,40 @@ def main() -> int:
         peak = max(kb for _, _, kb in samples)
         print(f"RSS at the first quarter ({quarter[1]} written): {quarter[2] / 1024:.1f} MB; at the end ({written}): "
               f"{last_kb / 1024:.1f} MB; growth {growth:+.1f} % (goal < 20 %); peak {peak / 1024:.1f} MB")
+    return 0
+
+
+def in_process(n: int, *, cache: bool) -> int:
+    import asyncio
+
+    from judgegraph.dryrun import DryRunJudge
+    from judgegraph.runner import MetricPlan, evaluate_to_file
+
+    marks: list[tuple[int, int]] = []
+    done = 0
+
+    def counted(_outcome) -> None:
+        nonlocal done
+        done += 1
+        if done % max(1, n // 8) == 0:
+            marks.append((done, rss_kb(os.getpid()) or 0))
+
+    judge = DryRunJudge("llm:gpt-4.1-mini")
+    if not cache:
+        judge.cache = None
+    with tempfile.TemporaryDirectory() as tmp:
+        chats = Path(tmp) / "chats.jsonl"
+        write_chats(chats, n)
+        start = time.monotonic()
+        asyncio.run(evaluate_to_file([str(chats)], MetricPlan(["turn_relevancy"], judge), Path(tmp) / "r.jsonl",
+                                     keep_outcomes=False, on_outcome=counted, max_conversations=64))
+        wall = time.monotonic() - start
+    print(f"in process, no HTTP, judge answer cache {'on' if cache else 'off'}: {n} conversations in {wall:.0f} s")
+    print(f"{'written':>9} {'RSS (MB)':>9}")
+    for d, kb in marks:
+        print(f"{d:9d} {kb / 1024:9.1f}")
+    quarter = next(kb for d, kb in marks if d >= n / 4)
+    print(f"growth from the first quarter to the end: {(marks[-1][1] - quarter) / quarter * 100:+.1f} % (goal < 20 %)")
     return 0
 
 
