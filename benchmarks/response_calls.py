@@ -31,10 +31,7 @@ from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
-from judgegraph.metrics.response import (
-    create_response_relevancy_judge,
-    questions_request,
-)
+from judgegraph.metrics.response import create_response_relevancy_judge, questions_request
 from judgegraph.results import Usage
 from judgegraph.testing.openai_server import FakeOpenAIServer, structured
 

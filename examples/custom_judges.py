@@ -65,12 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         kw = {"base_url": args.base_url} if args.base_url else {}
         model = args.model
         if model is None:
-            from judgegraph.testing.openai_server import (
-                FakeOpenAIServer,
-                ScriptedResponder,
-                structured,
-                text,
-            )
+            from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
 
             def canned(request):
                 answer = CANNED.get(request.schema_name or "")

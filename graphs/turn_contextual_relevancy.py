@@ -1,7 +1,10 @@
-"""Entry point for `langgraph dev`: turn contextual relevancy (JUDGEGRAPH_MODEL, or the offline judge)."""
+"""Entry point for `langgraph dev` / LangGraph Studio: the turn_contextual_relevancy graph.
 
-import os
+Run-time settings (model, base_url, threshold, window_size, strict_mode, review, max_tries) come from each run's
+context (:class:`judgegraph.studio.JudgeSettings`, a form in Studio); an empty model falls back to
+JUDGEGRAPH_MODEL, then to the offline embedding judge. Nothing is built until a run asks for it.
+"""
 
-from judgegraph.metrics.contextual import create_turn_contextual_relevancy_judge
+from judgegraph.studio import configurable
 
-graph = create_turn_contextual_relevancy_judge(model=os.environ.get("JUDGEGRAPH_MODEL") or None)
+graph = configurable("turn_contextual_relevancy")

@@ -1,11 +1,10 @@
-"""Entry point for `langgraph dev` / LangGraph Studio: the turn relevancy graph.
+"""Entry point for `langgraph dev` / LangGraph Studio: the turn_relevancy graph.
 
-Uses an LLM judge when JUDGEGRAPH_MODEL is set (e.g. openai:gpt-4.1-mini),
-otherwise the offline embedding judge. Nothing is loaded until the first run.
+Run-time settings (model, base_url, threshold, window_size, strict_mode, review, max_tries) come from each run's
+context (:class:`judgegraph.studio.JudgeSettings`, a form in Studio); an empty model falls back to
+JUDGEGRAPH_MODEL, then to the offline embedding judge. Nothing is built until a run asks for it.
 """
 
-import os
+from judgegraph.studio import configurable
 
-from judgegraph.metrics.relevancy import create_turn_relevancy_judge
-
-graph = create_turn_relevancy_judge(model=os.environ.get("JUDGEGRAPH_MODEL") or None)
+graph = configurable("turn_relevancy")

@@ -1,5 +1,27 @@
 import os
 
+import pytest
+
 # Tests never reach a hub or a provider; no key exists.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.pop("OPENAI_API_KEY", None)
+
+# What a bare subprocess environment keeps: the code under test (PYTHONPATH, e.g. a worktree's src/), the
+# per-test judge cache below, the model cache CI points at, and the offline switch.
+PASSED_TO_SUBPROCESSES = ("PYTHONPATH", "JUDGEGRAPH_JUDGE_CACHE", "JUDGEGRAPH_CACHE_DIR", "HF_HUB_OFFLINE")
+
+
+@pytest.fixture(autouse=True)
+def _judge_cache_per_test(tmp_path_factory, monkeypatch):
+    """The persistent judge cache (on by default for LLM judges at temperature 0)
+    goes to a fresh file per test, never to the user's cache folder: a second
+    run of the suite must not be answered from the first."""
+    monkeypatch.setenv("JUDGEGRAPH_JUDGE_CACHE", str(tmp_path_factory.mktemp("judge-cache") / "judge-cache.sqlite"))
+
+
+@pytest.fixture
+def bare_env():
+    """A minimal environment for a subprocess: PATH (no keys, no proxies, no user
+    settings) plus PASSED_TO_SUBPROCESSES when set, so the subprocess runs the
+    judgegraph under test, not whichever one is installed, with this test's cache."""
+    return {"PATH": "/usr/bin:/bin", **{k: os.environ[k] for k in PASSED_TO_SUBPROCESSES if os.environ.get(k)}}

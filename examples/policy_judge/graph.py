@@ -33,28 +33,12 @@ from typing import Annotated, Any, Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, field_validator
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    TypedDict,
-    Unpack,
-)
+from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from judgegraph.compiling import CompileOptions, compile_graph
 from judgegraph.conversation import Conversation, as_conversation
-from judgegraph.judges import (
-    Judge,
-    JudgeOutcome,
-    JudgeRequest,
-    ModelLike,
-    resolve_judge,
-)
-from judgegraph.nodes import (
-    fan_out,
-    judge_step,
-    make_result,
-    outcome_fields,
-    render_messages,
-    window_node,
-)
+from judgegraph.judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
+from judgegraph.nodes import fan_out, judge_step, make_result, outcome_fields, render_messages, window_node
 from judgegraph.prompts import Prompt, parse_prompt
 from judgegraph.results import MetricResult, Usage, Verdict, merge_results
 from judgegraph.state import MetricInput, MetricOutput

@@ -10,14 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import (
-    AliasChoices,
-    BaseModel,
-    ConfigDict,
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Role = Literal["user", "assistant", "system", "tool"]
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
@@ -121,11 +114,7 @@ _ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool":
 def _message_objects(messages: Any) -> list[Any]:
     """BaseMessage objects from objects, ``model_dump()`` dicts, ``messages_to_dict``
     dumps (``{"type", "data"}``) or OpenAI-style ``{"role", "content"}`` dicts."""
-    from langchain_core.messages import (
-        BaseMessage,
-        convert_to_messages,
-        messages_from_dict,
-    )
+    from langchain_core.messages import BaseMessage, convert_to_messages, messages_from_dict
 
     out: list[Any] = []
     for i, message in enumerate(messages):

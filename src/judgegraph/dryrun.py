@@ -138,6 +138,11 @@ class DryRunJudge(Judge):
         self._inner = resolve_judge(model=self.chat, max_tries=max_tries, max_concurrency=64, cache=False)
         self.cache = JudgeCache()  # identical requests are made once, as in the real run
 
+    def prepare(self, request: JudgeRequest) -> None:
+        prepare = getattr(self._inner, "prepare", None)
+        if prepare is not None:
+            prepare(request)
+
     def judge(self, request: JudgeRequest) -> JudgeOutcome:
         token = _step.set(request.step)
         try:

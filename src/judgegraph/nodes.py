@@ -13,7 +13,7 @@ through a whole one, ``examples/policy_judge/``):
 * :func:`judge_step` — one LLM judgement per node run, sync and async, under
   the judge's concurrency limit, re-ask, cache and token accounting;
 * :func:`outcome_fields` — the :class:`~judgegraph.results.Verdict` fields a
-  judge outcome fills (error, attempts, usage, score);
+  judge outcome fills (error, attempts, usage, score, transcript);
 * :func:`make_result` — verdicts → :class:`~judgegraph.results.MetricResult`
   with the status rules every built-in metric uses;
 * :func:`render_messages`, :func:`conversation_json` — conversation content as
@@ -153,7 +153,7 @@ def fan_out(
 def outcome_fields(outcome: JudgeOutcome) -> dict[str, Any]:
     """The :class:`~judgegraph.results.Verdict` fields a judge outcome fills:
     ``error`` (None on success; the judge's message, or "no verdict", on
-    failure), ``attempts``, ``usage`` and ``score``. Use it in a judge step's
+    failure), ``attempts``, ``usage``, ``score`` and ``transcript``. Use it in a judge step's
     ``finish`` and set ``verdict`` to None when ``outcome.ok`` is false::
 
         Verdict(verdict=outcome.value.verdict if outcome.ok else None, **outcome_fields(outcome))
@@ -163,6 +163,7 @@ def outcome_fields(outcome: JudgeOutcome) -> dict[str, Any]:
         "attempts": outcome.attempts,
         "usage": outcome.usage,
         "score": outcome.score,
+        "transcript": outcome.transcript,
     }
 
 

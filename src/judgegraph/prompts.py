@@ -12,6 +12,11 @@ substitution over the *template*: the values (conversation content) are data
 and are never scanned for placeholders, so a message containing
 ``{{ env.SECRET }}`` or ``{reply}`` reaches the judge as literal text.
 
+The sections a template tags (``<reply_to_judge>...</reply_to_judge>``) cannot
+be closed or opened early by a value: in values, a tag with one of the
+template's own tag names is neutralised (``</reply_to_judge>`` becomes
+``&lt;/reply_to_judge&gt;``). Other text, and the template, are untouched.
+
 Where prompts are read from, first match wins: ``$JUDGEGRAPH_PROMPTS_DIR``
 (override any prompt without touching the package), the ``prompts`` folder
 inside the installed wheel, the repository's top-level ``prompts/`` (editable
@@ -23,12 +28,28 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-_HEADER = re.compile(r"\A\s*<!--(.*?)-->\s*", re.S)
-_DOC_LINE = re.compile(r"^\s{2,}([A-Za-z_][A-Za-z0-9_]*)\s*:", re.M)
+_HEADER = re.compile(r"\A\s*<!--(.*?)-->\s*", re.DOTALL)
+_DOC_LINE = re.compile(r"^\s{2,}([A-Za-z_][A-Za-z0-9_]*)\s*:", re.MULTILINE)
+_TAG = re.compile(r"</?\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*>")
+
+
+@lru_cache(maxsize=256)
+def _tag_pattern(names: frozenset[str]) -> re.Pattern[str] | None:
+    if not names:
+        return None
+    alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"<(\s*/?\s*(?:{alt})\s*)>", re.IGNORECASE)
+
+
+def neutralise_tags(value: str, pattern: re.Pattern[str] | None) -> str:
+    """``value`` with every tag ``pattern`` matches written as ``&lt;...&gt;``."""
+    if pattern is None or "<" not in value:
+        return value
+    return pattern.sub(r"&lt;\1&gt;", value)
 
 
 class PromptError(ValueError):
@@ -54,7 +75,13 @@ class Prompt:
                 f"prompt {self.name!r}: placeholders do not match the values given"
                 f" (missing {sorted(missing)}, unexpected {sorted(extra)})"
             )
-        return PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), self.template)
+        tags = self.tag_pattern
+        return PLACEHOLDER.sub(lambda m: neutralise_tags(str(values[m.group(1)]), tags), self.template)
+
+    @cached_property
+    def tag_pattern(self) -> re.Pattern[str] | None:
+        """Matches the tags the template itself uses (opening or closing)."""
+        return _tag_pattern(frozenset(n.lower() for n in _TAG.findall(PLACEHOLDER.sub("", self.template))))
 
 
 def prompt_dirs() -> list[Path]:

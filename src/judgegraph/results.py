@@ -42,6 +42,21 @@ class Usage(BaseModel):
         return out
 
 
+class JudgeAttempt(BaseModel):
+    """One request behind a verdict, as sent and as answered (re-asks and
+    transport retries each get their own). Never holds API keys or headers."""
+
+    step: str  # prompt step, e.g. "turn_relevancy/judge_turn"
+    messages: list[dict[str, str]] = Field(default_factory=list)  # [{"role", "content"}] exactly as sent
+    reply: str | None = None  # the raw reply text (content, or tool-call/JSON arguments)
+    error: str | None = None  # this attempt's parse/validation/transport error
+    latency_s: float | None = None
+    usage: Usage = Field(default_factory=Usage)
+    model: str = ""
+    settings: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens, ... never keys or headers
+    cached: bool = False  # answered from the judge cache: no request was sent
+
+
 class JudgeErrorInfo(BaseModel):
     """A judgement that could not be made. Never counted as relevant or irrelevant."""
 
@@ -79,6 +94,7 @@ class Verdict(BaseModel):
     error: str | None = None
     attempts: int = 0
     usage: Usage = Field(default_factory=Usage)
+    transcript: list[JudgeAttempt] = Field(default_factory=list)  # every call behind the verdict, in order
     review: Review | None = None  # set when a person decided this verdict
 
     @property

@@ -33,14 +33,7 @@ from .metrics import canonical_name, get_metric
 from .pricing import Prices
 from .report import build_report_graph
 from .results import JudgeErrorInfo, MetricResult, Usage, build_result
-from .resultsfile import (
-    ResultsFileError,
-    ResultsWriter,
-    ResumeState,
-    check_out_path,
-    is_nonempty,
-    scan_results,
-)
+from .resultsfile import ResultsFileError, ResultsWriter, ResumeState, check_out_path, is_nonempty, scan_results
 from .state import MetricInput, MetricOutput, conversation_of
 
 __all__ = [

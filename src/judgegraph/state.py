@@ -11,10 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    NotRequired,
-    TypedDict,
-)
+from typing_extensions import NotRequired, TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from .conversation import Conversation, as_conversation, from_messages
 from .results import MetricResult, merge_results

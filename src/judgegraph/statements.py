@@ -251,45 +251,39 @@ def _context_values(context: Sequence[tuple[str, str]]) -> tuple[str, list[str]]
     return render_messages(pairs, empty="(none: this is the first exchange)"), [f"{r}: {c}" for r, c in pairs]
 
 
+def _statements_request(task: str, step: str, numbered: Sequence[str], statements: Sequence[str],
+                        user_message: str, context: Sequence[tuple[str, str]]) -> JudgeRequest:
+    rendered_context, context_inputs = _context_values(context)
+    return JudgeRequest(
+        task=task,
+        step=step,
+        schema=verdicts_schema(len(numbered)),
+        values={
+            "context": rendered_context,
+            "user_message": user_message or "(none: the assistant spoke first)",
+            "statements": "\n".join(f"{i}. {text}" for i, text in enumerate(numbered, 1)),
+        },
+        inputs={"statements": list(statements), "user_message": user_message, "context": context_inputs},
+    )
+
+
 def judgement_request(
     statements: Sequence[str], user_message: str, context: Sequence[tuple[str, str]] = ()
 ) -> JudgeRequest:
     """Judge ``statements`` against ``user_message``, with the window's earlier
     messages as ``(role, content)`` pairs. Task ``statement_relevance`` (the
     offline judge answers it too)."""
-    rendered_context, context_inputs = _context_values(context)
-    return JudgeRequest(
-        task="statement_relevance",
-        step=JUDGE_STEP,
-        schema=verdicts_schema(len(statements)),
-        values={
-            "context": rendered_context,
-            "user_message": user_message or "(none: the assistant spoke first)",
-            "statements": "\n".join(f"{i}. {' '.join(s.split())}" for i, s in enumerate(statements, 1)),
-        },
-        inputs={"statements": list(statements), "user_message": user_message, "context": context_inputs},
-    )
+    return _statements_request("statement_relevance", JUDGE_STEP, [" ".join(s.split()) for s in statements],
+                               statements, user_message, context)
 
 
 def verification_request(
     statements: Sequence[tuple[str, str]], user_message: str, context: Sequence[tuple[str, str]] = ()
 ) -> JudgeRequest:
     """A second look at statements judged irrelevant: ``(statement, first reason)`` pairs."""
-    rendered_context, context_inputs = _context_values(context)
-    return JudgeRequest(
-        task="statement_relevance_check",
-        step=VERIFY_STEP,
-        schema=verdicts_schema(len(statements)),
-        values={
-            "context": rendered_context,
-            "user_message": user_message or "(none: the assistant spoke first)",
-            "statements": "\n".join(
-                f"{i}. {' '.join(s.split())}\n   First reviewer: {' '.join(r.split())}"
-                for i, (s, r) in enumerate(statements, 1)
-            ),
-        },
-        inputs={"statements": [s for s, _ in statements], "user_message": user_message, "context": context_inputs},
-    )
+    numbered = [f"{' '.join(s.split())}\n   First reviewer: {' '.join(r.split())}" for s, r in statements]
+    return _statements_request("statement_relevance_check", VERIFY_STEP, numbered, [s for s, _ in statements],
+                               user_message, context)
 
 
 # -- steps (public nodes) ----------------------------------------------------------

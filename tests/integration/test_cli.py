@@ -114,28 +114,37 @@ def test_metric_settings_are_checked_before_any_work(argv, msg, capsys, tmp_path
     assert msg in capsys.readouterr().err and not out.exists()
 
 
-def test_guidelines_and_role_reach_the_judge(tmp_path):
-    from judgegraph.testing.openai_server import FakeOpenAIServer, schema_responder
+def test_guidelines_and_role_reach_the_judge(tmp_path, bare_env):
+    from judgegraph.testing.openai_server import FakeOpenAIServer, schema_responder, structured
+
+    def responder(request):
+        """A verdict for each turn a role-adherence call lists; a schema example for the rest."""
+        if "<turns_to_judge>" not in request.text:
+            return schema_responder(request)
+        listed = request.text.split("<turns_to_judge>\n")[1].split("\n</turns_to_judge>")[0]
+        return structured({"verdicts": [{"turn": int(n), "reason": "In role.", "verdict": "yes"}
+                                        for n in listed.split(",")]})
 
     rules = tmp_path / "rules.txt"
     rules.write_text("Never ask for the card number.\n\nAlways offer a human agent.\n")
-    with FakeOpenAIServer(schema_responder) as server:
+    with FakeOpenAIServer(responder) as server:
         proc = subprocess.run(
             [sys.executable, "-m", "judgegraph.cli", "eval", str(EX / "session_chats.jsonl"), "-q", "--no-progress",
              "-m", "conversational-guidelines", "--guideline", "Apologise for problems.", "--guideline", f"@{rules}",
              "-m", "role-adherence", "--role", "A cheerful pirate.",
              "--model", "openai:judge", "--base-url", server.base_url, "--out", str(tmp_path / "r.jsonl")],
-            capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+            capture_output=True, text=True, timeout=120, env={**bare_env, "HOME": str(tmp_path)},
         )
         bodies = json.dumps(server.requests)
-    assert proc.returncode in (0, 1, 3), proc.stderr
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # judged, every conversation passed; 3 would be errors
     for text in ("Apologise for problems.", "Never ask for the card number.", "Always offer a human agent.", "A cheerful pirate."):
         assert text in bodies
-    keys = {k for r in records(tmp_path / "r.jsonl") for k in r["results"]}
-    assert keys == {"conversational_guidelines", "role_adherence"}
+    rows = [r for r in records(tmp_path / "r.jsonl") if r["type"] == "conversation"]
+    assert {k for r in rows for k in r["results"]} == {"conversational_guidelines", "role_adherence"}
+    assert {res["status"] for r in rows for res in r["results"].values()} == {"passed"}
 
 
-def test_response_relevancy_with_llm_questions_and_server_embeddings(tmp_path):
+def test_response_relevancy_with_llm_questions_and_server_embeddings(tmp_path, bare_env):
     from judgegraph.testing.openai_server import FakeOpenAIServer, structured
 
     def responder(request):
@@ -148,7 +157,7 @@ def test_response_relevancy_with_llm_questions_and_server_embeddings(tmp_path):
             [sys.executable, "-m", "judgegraph.cli", "eval", str(EX / "ragas_samples.jsonl"), "-q", "--no-progress",
              "-m", "response-relevancy", "--n-questions", "3", "--embeddings", "openai:text-embedding-3-small",
              "--model", "openai:judge", "--base-url", server.base_url, "--out", str(out)],
-            capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+            capture_output=True, text=True, timeout=120, env={**bare_env, "HOME": str(tmp_path)},
         )
         chats, embeds = server.calls["/v1/chat/completions"], server.calls["/v1/embeddings"]
     assert proc.returncode in (0, 1), proc.stderr

@@ -15,12 +15,7 @@ from langchain_openai import ChatOpenAI
 
 from judgegraph.cli import main
 from judgegraph.metrics.custom import make_judge
-from judgegraph.testing.openai_server import (
-    FakeOpenAIServer,
-    ScriptedResponder,
-    structured,
-    text,
-)
+from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,7 +60,8 @@ def test_cli_runs_custom_judges_by_import_path_with_the_cli_judge(tmp_path):
     data = tmp_path / "chats.jsonl"
     data.write_text("\n".join(json.dumps(c) for c in CHATS) + "\n")
     out = tmp_path / "r.jsonl"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EXAMPLES), str(tmp_path)])}
+    paths = [str(EXAMPLES), str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])]  # + the code under test
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     env.pop("OPENAI_API_KEY", None)
     with FakeOpenAIServer(ScriptedResponder(default=judged)) as server:
         proc = subprocess.run(

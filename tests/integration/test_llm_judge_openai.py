@@ -11,17 +11,8 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from judgegraph.judges import resolve_judge
-from judgegraph.metrics.relevancy import (
-    create_conversation_relevance_judge,
-    create_turn_relevancy_judge,
-)
-from judgegraph.testing.openai_server import (
-    FakeOpenAIServer,
-    ScriptedResponder,
-    error,
-    structured,
-    text,
-)
+from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
+from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
 
 pytestmark = pytest.mark.integration
 
@@ -112,14 +103,14 @@ def test_async_path_and_function_calling_method():
     assert [only(o).score for o in outs] == [pytest.approx(2 / 3)] * 3
 
 
-def test_cli_with_model_and_base_url(tmp_path):
+def test_cli_with_model_and_base_url(tmp_path, bare_env):
     responder = ScriptedResponder([(reply_is("Paris"), NO)], default=YES)
     out = tmp_path / "results.jsonl"
     with FakeOpenAIServer(responder) as server:
         proc = subprocess.run(
             [sys.executable, "-m", "judgegraph.cli", "eval", str(ROOT / "examples/promptfoo_tests.yaml"),
              "--model", "openai:judge-model", "--base-url", server.base_url, "--out", str(out), "--no-progress"],
-            capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+            capture_output=True, text=True, timeout=120, env={**bare_env, "HOME": str(tmp_path)},
         )
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the 2+2 conversation fails its 0.8 threshold
     assert "judge: llm:judge-model" in proc.stderr

@@ -1,7 +1,9 @@
 """MLflow sessions in, assessments out, against a real ``mlflow server`` on
 127.0.0.1 with a SQLite backend (one server per test session). Traces are
 logged with MLflow's own tracing API and assessments read back with MLflow's
-own client. Nothing is skipped: without MLflow these tests fail."""
+own client. Nothing is skipped: without MLflow these tests fail. What needs
+no server (request shapes, history de-duplication, blank messages, the
+expectations rule) is in tests/unit/test_mlflow_sessions.py."""
 
 from __future__ import annotations
 
@@ -18,14 +20,7 @@ import urllib.request
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.integrations.mlflow import (
-    TraceRecord,
-    _Msg,
-    build_sessions,
-    load_sessions,
-    log_assessments,
-    new_messages,
-)
+from judgegraph.integrations.mlflow import load_sessions, log_assessments
 from judgegraph.judges import resolve_judge
 from judgegraph.runner import MetricPlan, evaluate_async
 from judgegraph.testing.fake_chat import ScriptedChatModel
@@ -289,6 +284,134 @@ def test_results_are_written_back_as_assessments(mlflow_uri, logged):
     names = {a.name for t in found for a in t.info.assessments}
     assert {"turn_relevancy", "turn_relevancy/turn"} <= names
 
+    # session-level feedback carries MLflow's session mark, as its own session judges' do; per-turn and
+    # sessionless feedback do not
+    assert shoes.metadata[SESSION] == "shoes" and math.metadata[SESSION] == "math-history"
+    assert SESSION not in second.metadata and SESSION not in lonely.metadata
+    # ... so MLflow treats it as a session assessment: a search on it matches every trace of the session,
+    # not only the first one it is logged on
+    hit = client.search_traces(locations=[exp_id], filter_string="feedback.`turn_relevancy` IS NOT NULL")
+    assert set(logged["shoes"]) <= {t.info.trace_id for t in hit}
+
+
+def test_feedback_comes_from_to_feedback(mlflow_uri, logged):
+    """name = key, rationale = comment, value = the declared value (else score, else passed), metadata = extra."""
+    from mlflow import MlflowClient
+
+    from judgegraph.results import MetricResult
+
+    sessions = load_sessions(mlflow_uri, logged["experiment"])
+    declared = MetricResult(key="outcome", score=1.0, passed=True, threshold=0.5, value="resolved", reason="Done.",
+                            status="passed", judge="llm:scripted", conversation_id="shoes")
+    gated = MetricResult(key="gate", score=None, threshold=0.5, passed=False, reason="No score.", status="failed",
+                         judge="llm:scripted", conversation_id="shoes")
+    log = log_assessments(mlflow_uri, {"shoes": {"outcome": declared, "gate": gated}}, sessions)
+    assert (log.session, log.turn, log.failures) == (2, 0, [])
+    client = MlflowClient(mlflow_uri)
+    outcome = _feedback(client, logged["shoes"][0], "outcome")
+    assert (outcome.value, outcome.rationale) == ("resolved", "Done.")
+    extra = declared.to_feedback()["extra"]
+    assert {k: outcome.metadata[k] for k in extra} == {k: v if isinstance(v, str) else json.dumps(v)
+                                                       for k, v in extra.items()}  # strings kept, others JSON
+    assert json.loads(outcome.metadata["score"]) == 1.0 and outcome.metadata[SESSION] == "shoes"
+    gate = _feedback(client, logged["shoes"][0], "gate")
+    assert gate.value is False and gate.error is None
+
+
+# --------------------------------------------------------------------------- expectations and blank replies
+
+BOOKING = [
+    ("Book a table for two at 7pm.", "Booked: a table for two at 7pm."),
+    ("Thanks!", "  \n "),  # a whitespace-only reply: dropped, as MLflow drops it
+    ("Can I bring my dog?", "Dogs are welcome on the terrace."),
+]
+GOAL = "The user gets a table for two at 7pm and learns the dog policy."
+
+
+def _log_booking(uri: str) -> tuple[str, list[str]]:
+    """One session of chat-message traces, with expectations: human and session-level on the first and
+    the last trace, human and trace-level on the last, and a session-level one from code (not ground truth)."""
+    import mlflow
+    from mlflow.entities import AssessmentSource, AssessmentSourceType
+
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
+    try:
+        exp_id = mlflow.set_experiment("judgegraph-expectations").experiment_id
+
+        @mlflow.trace
+        def bot(messages: list) -> dict:
+            mlflow.update_current_trace(metadata={SESSION: "booking"})
+            return {"choices": [{"message": {"role": "assistant", "content": dict(BOOKING)[messages[-1]["content"]]}}]}
+
+        ids = []
+        for question, _ in BOOKING:
+            bot([{"role": "user", "content": question}])
+            ids.append(mlflow.get_last_active_trace_id())
+            time.sleep(0.01)  # distinct trace timestamps (MLflow orders a session by them)
+        mlflow.flush_trace_async_logging()
+        mark = {SESSION: "booking"}
+        mlflow.log_expectation(trace_id=ids[0], name="goal", value=GOAL, metadata=mark)
+        mlflow.log_expectation(trace_id=ids[2], name="must_mention", value=["terrace"], metadata=mark)
+        mlflow.log_expectation(trace_id=ids[2], name="expected_response", value="Dogs are welcome on the terrace.")
+        mlflow.log_expectation(trace_id=ids[0], name="synthetic", value="x", metadata=mark,
+                               source=AssessmentSource(source_type=AssessmentSourceType.CODE, source_id="gen"))
+    finally:
+        mlflow.set_tracking_uri(previous)
+    return exp_id, ids
+
+
+@pytest.fixture(scope="session")
+def booking(mlflow_uri):
+    return _log_booking(mlflow_uri)
+
+
+def test_expectations_and_blank_replies_as_mlflow_reads_them(mlflow_uri, booking):
+    from mlflow import MlflowClient
+    from mlflow.genai.utils.trace_utils import resolve_conversation_from_session, resolve_expectations_from_session
+
+    exp_id, ids = booking
+    (item,) = load_sessions(mlflow_uri, "judgegraph-expectations")
+    conv = item.conversation
+    # MLflow's own session reading of the same traces, as its session judges see them
+    traces = MlflowClient(mlflow_uri).search_traces(locations=[exp_id], include_spans=True)
+    assert [(t.role, t.content) for t in conv.turns] == [
+        (m["role"], m["content"]) for m in resolve_conversation_from_session(traces)]
+    assert [(t.role, t.content) for t in conv.turns] == [
+        ("user", BOOKING[0][0]), ("assistant", BOOKING[0][1]), ("user", BOOKING[1][0]),
+        ("user", BOOKING[2][0]), ("assistant", BOOKING[2][1])]
+    assert conv.metadata["mlflow_blank_replies"] == [ids[1]]
+
+    # session expectations: human, marked session-level; MLflow reads the first trace's, judgegraph every
+    # trace's (the earliest wins a name); code-sourced ones are not ground truth; trace-level ones stay on the turn
+    assert resolve_expectations_from_session(None, traces) == {"goal": GOAL}
+    assert conv.metadata["expectations"] == {"goal": GOAL, "must_mention": ["terrace"]}
+    assert conv.turns[-1].metadata["mlflow_expectations"] == {"expected_response": BOOKING[2][1]}
+    assert "mlflow_expectations" not in conv.turns[1].metadata
+
+
+def test_make_judge_with_expectations_on_an_mlflow_session(mlflow_uri, booking):
+    from mlflow import MlflowClient
+
+    from judgegraph import make_judge
+
+    _, ids = booking
+    sessions = load_sessions(mlflow_uri, "judgegraph-expectations")
+    (conv,) = [s.conversation for s in sessions]
+    model = ScriptedChatModel(rules=[(lambda text: True, [{"reason": "Table booked, dog policy given.", "value": True}])])
+    graph = make_judge(name="goal_met", instructions="Was this reached: {{ expectations }}?\n{{ conversation }}",
+                       model=model)
+    (result,) = graph.invoke({"conversation": conv})["results"].values()
+    assert result.status == "passed" and result.value is True
+    (prompt,) = model.prompts
+    shown = json.loads(prompt.split("<expectations>\n")[1].split("\n</expectations>")[0])
+    assert shown == {"goal": GOAL, "must_mention": ["terrace"]}
+
+    log = log_assessments(mlflow_uri, {conv.id: {"goal_met": result}}, sessions)
+    assert (log.session, log.failures) == (1, [])
+    fb = _feedback(MlflowClient(mlflow_uri), ids[0], "goal_met")
+    assert fb.value is True and fb.metadata[SESSION] == "booking"
+
 
 # --------------------------------------------------------------------------- the command line
 
@@ -318,7 +441,7 @@ def test_cli_round_trip(mlflow_uri, tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "judgegraph.cli", "eval", "--mlflow-uri", mlflow_uri, "--experiment", "judgegraph-cli",
          "--log-assessments", "--out", str(out), "--no-progress"],
-        capture_output=True, text=True, env={**os.environ, **QUIET}, timeout=120,
+        capture_output=True, text=True, env={**os.environ, **QUIET}, timeout=120, check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "cli-session" in proc.stdout and "3 assessments written to MLflow (1 session-level, 2 per-turn)" in proc.stdout
@@ -350,41 +473,3 @@ def test_importing_judgegraph_does_not_import_mlflow():
     code = ("import sys, judgegraph, judgegraph.cli, judgegraph.integrations.mlflow; "
             "assert 'mlflow' not in sys.modules, 'mlflow imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
-
-
-# --------------------------------------------------------------------------- history de-duplication (no server)
-
-
-def msgs(*pairs):
-    return [_Msg(role, content) for role, content in pairs]
-
-
-def test_history_trimmed_at_the_front_still_lines_up():
-    prior = msgs(("system", "S"), ("user", "u1"), ("assistant", "a1"), ("user", "u2"), ("assistant", "a2"))
-    new, mismatch = new_messages(prior, msgs(("system", "S"), ("user", "u2"), ("assistant", "a2"), ("user", "u3")))
-    assert new == msgs(("user", "u3")) and not mismatch
-
-
-def test_rewritten_history_keeps_only_what_follows_its_last_reply():
-    prior = msgs(("user", "u1"), ("assistant", "a1"))
-    new, mismatch = new_messages(prior, msgs(("user", "summary of u1/a1"), ("assistant", "ok"), ("user", "u2")))
-    assert new == msgs(("user", "u2")) and mismatch
-
-
-def test_single_message_requests_and_repeated_questions_are_kept():
-    prior = msgs(("system", "S"), ("user", "yes"), ("assistant", "a1"))
-    assert new_messages(prior, msgs(("system", "S"), ("user", "yes"))) == (msgs(("user", "yes")), False)
-
-
-def test_build_sessions_without_a_server_and_ties_broken_by_trace_id():
-    records = [
-        TraceRecord("tr-b", "s", 5, {"messages": [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "r1"},
-                                                  {"role": "user", "content": "q2"}]}, "r2"),
-        TraceRecord("tr-a", "s", 5, {"question": "q1", "session_id": "s"}, [{"role": "assistant", "content": "r1"}]),
-        TraceRecord("tr-c", "s", 9, "q3", None, state="ERROR"),
-    ]
-    out = build_sessions(records, tracking_uri="file:x", experiment="e")
-    assert [(t.role, t.content) for t in out[0].conversation.turns] == [
-        ("user", "q1"), ("assistant", "r1"), ("user", "q2"), ("assistant", "r2")]
-    (err,) = out.errors
-    assert (err.record, err.field) == ("tr-c", "response") and "state ERROR" in err.message

@@ -2,8 +2,6 @@
 
 import asyncio
 import json
-import os
-from pathlib import Path
 from typing import Annotated, Literal
 
 import pytest
@@ -13,18 +11,11 @@ import judgegraph
 from judgegraph.judges import NeedsLLMJudge, resolve_judge
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
-from judgegraph.metrics.custom import (
-    STEP,
-    check_instructions,
-    feedback_schema,
-    feedback_spec,
-    make_judge,
-)
+from judgegraph.metrics.custom import STEP, check_instructions, feedback_schema, feedback_spec, make_judge
 from judgegraph.metrics.relevancy import create_turn_relevancy_judge
 from judgegraph.report import create_report_graph
 from judgegraph.testing.fake_chat import ScriptedChatModel
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
 CONV = {"id": "c1", "expected_outcome": "The user learns the store's opening hours.", "turns": [
     {"role": "user", "content": "When do you open?"},
     {"role": "assistant", "content": "We open at 9am, Monday to Saturday."},
@@ -270,14 +261,10 @@ def test_exported_from_the_package():
     assert judgegraph.make_judge is make_judge
 
 
-@pytest.mark.parametrize("snapshot,instructions", [
-    ("custom_make_judge", "Is the {{ conversation }} polite?"),
-    ("custom_make_judge_expectations", "{{ conversation }} reached {{ expectations }}?"),
-])
-def test_mermaid_snapshot(snapshot, instructions):
-    drawing = make_judge(name="j", instructions=instructions, model=fake()).get_graph().draw_mermaid()
-    path = SNAPSHOTS / f"{snapshot}.mmd"
-    if os.environ.get("UPDATE_SNAPSHOTS"):
-        path.write_text(drawing)
-    assert path.exists(), f"no snapshot {path.name}: run with UPDATE_SNAPSHOTS=1 and review it"
-    assert drawing == path.read_text()
+@pytest.mark.parametrize("instructions", [
+    "Is the {{ conversation }} polite?",
+    "{{ conversation }} reached {{ expectations }}?",
+], ids=["plain", "expectations"])
+def test_mermaid_snapshot(instructions, mermaid):
+    drawing = make_judge(name="j", instructions=instructions, model=fake()).get_graph().draw_mermaid(with_styles=False)
+    assert drawing == mermaid

@@ -1,13 +1,7 @@
 """LangChain messages → Conversation (judgegraph.conversation.from_messages)."""
 
 import pytest
-from langchain_core.messages import (
-    AIMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-    messages_to_dict,
-)
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage, messages_to_dict
 
 from judgegraph.conversation import from_messages
 

@@ -142,11 +142,10 @@ def test_encode_returning_wrong_row_count_is_an_error() -> None:
         relevance_score(lambda texts: np.ones((1, 3), dtype=np.float32), "R", "a question here please now", [])
 
 
-def test_threshold_and_rule_are_published() -> None:
-    assert isinstance(DEFAULT_THRESHOLD, float)
-    assert round(DEFAULT_THRESHOLD, 2) == DEFAULT_THRESHOLD
-    assert 0.0 < DEFAULT_THRESHOLD < 1.0
-    assert str(FOLLOWUP_MAX_WORDS) in RULE and "cos(reply, user)" in RULE
+def test_results_publish_the_rule_and_threshold_really_used() -> None:
+    for options, shown in (({}, "relevant when >= 0.29"), ({"threshold": 0.42}, "relevant when >= 0.42")):
+        res = _run({"on topic": 0.9}, **options)
+        assert res.details["judge_rule"] == f"{RULE}; {shown}"
 
 
 def test_threshold_decides_the_verdict() -> None:
@@ -160,11 +159,39 @@ def test_threshold_decides_the_verdict() -> None:
     assert relevance_score(enc, "B", user, []) < t
 
 
-def test_offline_judge_uses_the_default_threshold() -> None:
-    from judgegraph.judges.offline import EmbeddingJudge
+class _Encoder:
+    """Embeddings with an ``encode`` for the offline judge: fixed vectors per text."""
 
-    assert EmbeddingJudge(embeddings=object()).threshold == DEFAULT_THRESHOLD
-    assert EmbeddingJudge(embeddings=object(), threshold=0.5).threshold == 0.5
+    def __init__(self, vectors: dict[str, np.ndarray]) -> None:
+        self.encode = FakeEncode(vectors)
+
+
+def _run(replies: dict[str, float], **judge_options: float):
+    """Turn relevancy with the offline judge, each reply at the given similarity to one long user question."""
+    from judgegraph.judges.offline import EmbeddingJudge
+    from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+
+    user = "a long enough user question to be self contained"
+    vectors = {user: unit(1, 0), **{r: unit(s, np.sqrt(1 - s * s)) for r, s in replies.items()}}
+    turns = [t for r in replies for t in ({"role": "user", "content": user}, {"role": "assistant", "content": r})]
+    graph = create_turn_relevancy_judge(model=EmbeddingJudge(_Encoder(vectors), **judge_options))
+    (res,) = graph.invoke({"conversation": {"id": "c", "turns": turns}})["results"].values()
+    return res
+
+
+def _verdicts(replies: dict[str, float], **judge_options: float) -> dict[str, str]:
+    """Each reply's offline verdict when its similarity to one long user question is the given value."""
+    res = _run(replies, **judge_options)
+    replies_in_order = list(replies)
+    return {replies_in_order[v.turns[-1] // 2]: v.verdict for v in res.verdicts}
+
+
+def test_offline_judge_decides_at_the_calibrated_threshold() -> None:
+    """The judge's verdicts flip at DEFAULT_THRESHOLD (the calibrated 0.29) unless another threshold is given."""
+    assert DEFAULT_THRESHOLD == 0.29  # benchmarks/calibrate_offline_judge.py, dev split; change both together
+    t = DEFAULT_THRESHOLD
+    assert _verdicts({"above": t + 0.01, "below": t - 0.01}) == {"above": "yes", "below": "no"}
+    assert _verdicts({"above": t + 0.01, "high": 0.51}, threshold=0.5) == {"above": "no", "high": "yes"}
 
 
 # -- the labelled set and the calibration program's windows ----------------------------------

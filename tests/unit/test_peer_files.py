@@ -5,13 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from langchain_core.messages import (
-    AIMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-    messages_to_dict,
-)
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage, messages_to_dict
 
 from judgegraph.loaders import detect_format, load_file
 

@@ -1,16 +1,11 @@
 import asyncio
-import os
-from pathlib import Path
 
 import pytest
 
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
-from judgegraph.metrics.relevancy import (
-    create_conversation_relevance_judge,
-    create_turn_relevancy_judge,
-)
+from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
 from judgegraph.testing.fake_chat import ScriptedChatModel
 
 YES = {"reason": "It answers the question.", "verdict": "yes"}
@@ -22,7 +17,6 @@ MATH = {"id": "math", "turns": [
     {"role": "user", "content": "Can you solve 5+5?"}, {"role": "assistant", "content": "5+5 equals 10."},
 ]}
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 
 def model(rules=(), default=YES, **kw):
@@ -170,19 +164,14 @@ def test_limiter_bounds_threads_too():
     assert 1 <= limiter.peak <= 2
 
 
-@pytest.mark.parametrize("name,factory,kw", [
-    ("turn_relevancy", create_turn_relevancy_judge, {}),
-    ("turn_relevancy_llm_reason", create_turn_relevancy_judge, {"reason": "llm"}),
-    ("conversation_relevance", create_conversation_relevance_judge, {}),
-])
-def test_mermaid_snapshot(name, factory, kw):
-    drawing = factory(model=model(), **kw).get_graph().draw_mermaid()
-    path = SNAPSHOTS / f"{name}.mmd"
-    if os.environ.get("UPDATE_SNAPSHOTS"):
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(drawing)
-    assert path.exists(), f"no snapshot {path.name}: run with UPDATE_SNAPSHOTS=1 and review it"
-    assert drawing == path.read_text()
+@pytest.mark.parametrize("factory,kw", [
+    (create_turn_relevancy_judge, {}),
+    (create_turn_relevancy_judge, {"reason": "llm"}),
+    (create_conversation_relevance_judge, {}),
+], ids=["turn_relevancy", "turn_relevancy_llm_reason", "conversation_relevance"])
+def test_mermaid_snapshot(factory, kw, mermaid):
+    drawing = factory(model=model(), **kw).get_graph().draw_mermaid(with_styles=False)
+    assert drawing == mermaid
 
 
 def test_a_greeting_before_the_user_speaks_is_context_of_exchange_one_not_a_judged_reply():

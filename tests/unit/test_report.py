@@ -1,14 +1,9 @@
-import os
-from pathlib import Path
 
 import pytest
 
 import judgegraph.report as report_mod
 from judgegraph.conversation import as_conversation
-from judgegraph.metrics.relevancy import (
-    create_conversation_relevance_judge,
-    create_turn_relevancy_judge,
-)
+from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
 from judgegraph.report import create_report_graph
 from judgegraph.testing.fake_chat import ScriptedChatModel
 
@@ -19,7 +14,6 @@ CONV = {"id": "r", "turns": [
     {"role": "assistant", "content": "OFF: tulips" if i == 5 else f"answer {i}"}
     for i in range(7) for r in ("user", "assistant")
 ]}
-SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 
 def fake():
@@ -130,13 +124,9 @@ def test_no_metrics_is_an_error():
         create_report_graph([])
 
 
-def test_xray_drawing_snapshot():
-    drawing = create_report_graph(["turn_relevancy", "conversation_relevance"], model=fake()).get_graph(xray=1).draw_mermaid()
-    path = SNAPSHOTS / "report_xray.mmd"
-    if os.environ.get("UPDATE_SNAPSHOTS"):
-        path.write_text(drawing)
-    assert path.exists(), "run with UPDATE_SNAPSHOTS=1 and review the snapshot"
-    assert drawing == path.read_text()
+def test_xray_drawing_snapshot(mermaid):
+    drawing = create_report_graph(["turn_relevancy", "conversation_relevance"], model=fake()).get_graph(xray=1).draw_mermaid(with_styles=False)
+    assert drawing == mermaid
 
 
 def test_reading_checkpoints_logs_no_unregistered_type_warning(caplog):

@@ -1,8 +1,7 @@
 """Session judges with a scripted fake model keyed by prompt content."""
 
 import asyncio
-import os
-from pathlib import Path
+import json
 
 import pytest
 
@@ -17,8 +16,6 @@ from judgegraph.metrics.session import (
     create_user_frustration_judge,
 )
 from judgegraph.testing.fake_chat import ScriptedChatModel
-
-SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 # 1-based turn numbers in comments: the judge sees and cites these.
 TRIP = {"id": "trip", "chatbot_role": "Travel-booking assistant for hotels and restaurants in Portugal.", "turns": [
@@ -427,7 +424,13 @@ def test_conversation_content_reaches_the_judge_as_data():
                                  {"role": "assistant", "content": "ok"}]}
     m = model([(FRUSTRATION, [frustration("none")])])
     run(create_user_frustration_judge(model=m), conv)
-    assert '"content": "say {{ conversation }} and {{ env.SECRET }}"' in m.prompts[0]
+    (prompt,) = m.prompts
+    # exactly one transcript, and it is the data as given: a second rendering pass would have expanded the
+    # user's {{ conversation }} into another <conversation> block inside the first
+    assert prompt.count("<conversation>") == 1 and prompt.count("{{ conversation }}") == 1
+    transcript = json.loads(prompt.split("<conversation>\n")[1].split("\n</conversation>")[0])
+    assert transcript == [{"turn": 1, "role": "user", "content": "say {{ conversation }} and {{ env.SECRET }}"},
+                          {"turn": 2, "role": "assistant", "content": "ok"}]
 
 
 def test_invoke_and_ainvoke_agree():
@@ -449,15 +452,10 @@ def test_metrics_compose_in_a_report_and_results_merge():
 
 
 @pytest.mark.parametrize("name", FACTORIES)
-def test_mermaid_snapshot(name):
+def test_mermaid_snapshot(name, mermaid):
     factory, kw = FACTORIES[name]
-    drawing = factory(model=model([]), **kw).get_graph().draw_mermaid()
-    path = SNAPSHOTS / f"{name}.mmd"
-    if os.environ.get("UPDATE_SNAPSHOTS"):
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(drawing)
-    assert path.exists(), f"no snapshot {path.name}: run with UPDATE_SNAPSHOTS=1 and review it"
-    assert drawing == path.read_text()
+    drawing = factory(model=model([]), **kw).get_graph().draw_mermaid(with_styles=False)
+    assert drawing == mermaid
 
 
 @pytest.mark.parametrize("name", FACTORIES)

@@ -33,6 +33,18 @@ def register(sub: Any) -> None:
     ev.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once, across all conversations (default 16)")
     ev.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the model's output is invalid (default 3)")
     ev.add_argument("--allow-outside-files", action="store_true", default=None, help="promptfoo file:// references may leave the config file's folder")
+    jg = ev.add_argument_group("judge client", "LLM judge settings (docs/judges.md)")
+    jg.add_argument("--timeout", type=float, metavar="S", help="seconds per judge request (default 120)")
+    jg.add_argument("--max-retries", type=int, metavar="N",
+                    help="re-sends after a 429, 5xx, timeout or dropped connection (default 3); "
+                         "401/403/404 and refused connections stop the judge at once")
+    jg.add_argument("--rpm", type=float, metavar="N", help="judge requests per minute, for the whole run")
+    jg.add_argument("--tpm", type=float, metavar="N", help="judge tokens per minute, for the whole run")
+    jg.add_argument("--max-prompt-tokens", type=int, metavar="N",
+                    help="a longer judge prompt is a judge error, not a call (default 120000)")
+    jg.add_argument("--cache", metavar="PATH", help="the persistent judge cache file (SQLite; default: "
+                    "$JUDGEGRAPH_CACHE_DIR/judge-cache.sqlite, used when the judge runs at temperature 0)")
+    jg.add_argument("--no-cache", action="store_true", help="no judge cache at all: every judgement is asked")
     ev.add_argument("--out", default="judgegraph-results.jsonl", help="where the full results go (default %(default)s)")
     ev.add_argument("--html", metavar="FILE", help="also write an HTML report of the results (judgegraph report)")
     ev.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per conversation × metric")
@@ -72,8 +84,12 @@ def _judge(args: argparse.Namespace):
     if args.model is None and args.base_url and not getattr(args, "embeddings", None):
         raise ValueError("--base-url needs --model (the model name the server serves) or --embeddings")
     if args.model is None:
-        return resolve_judge()
-    return resolve_judge(args.model, max_concurrency=args.concurrency, max_tries=args.max_tries, **kwargs)
+        return resolve_judge(cache=not args.no_cache)  # the other judge client flags are for LLM judges
+    for name in ("timeout", "max_retries", "rpm", "tpm", "max_prompt_tokens"):
+        if getattr(args, name, None) is not None:
+            kwargs[name] = getattr(args, name)
+    cache: Any = False if getattr(args, "no_cache", False) else (getattr(args, "cache", None) or True)
+    return resolve_judge(args.model, max_concurrency=args.concurrency, max_tries=args.max_tries, cache=cache, **kwargs)
 
 
 def _bad_number(args: argparse.Namespace) -> str | None:
@@ -82,6 +98,9 @@ def _bad_number(args: argparse.Namespace) -> str | None:
         return f"--concurrency must be >= 1, got {args.concurrency}"
     if args.max_tries < 1:
         return f"--max-tries must be >= 1, got {args.max_tries}"
+    judge_bad = _bad_judge_setting(args)
+    if judge_bad:
+        return judge_bad
     if args.threshold is not None and not 0.0 <= args.threshold <= 1.0:  # NaN fails the comparison too
         return f"--threshold must be between 0 and 1, got {args.threshold}"
     if args.window_size is not None and args.window_size < 1:
@@ -97,6 +116,17 @@ def _bad_number(args: argparse.Namespace) -> str | None:
         return "--retry-errors goes with --resume (it judges again what the results file holds with errors)"
     if args.resume and args.overwrite:
         return "--resume and --overwrite exclude each other: continue the results file, or replace it"
+    return None
+
+
+def _bad_judge_setting(args: argparse.Namespace) -> str | None:
+    for flag, value, low, strict in (("--timeout", args.timeout, 0, True), ("--max-retries", args.max_retries, 0, False),
+                                     ("--rpm", args.rpm, 0, True), ("--tpm", args.tpm, 0, True),
+                                     ("--max-prompt-tokens", args.max_prompt_tokens, 1, False)):
+        if value is not None and not (value > low if strict else value >= low):  # NaN fails too
+            return f"{flag} must be {'>' if strict else '>='} {low}, got {value}"
+    if args.cache and args.no_cache:
+        return "--cache and --no-cache cannot be used together"
     return None
 
 
@@ -189,6 +219,9 @@ def run(args: argparse.Namespace) -> int:
         err.print("judge: [bold]offline[/] all-MiniLM-L6-v2 sentence embeddings (no LLM, no API key; pass --model for an LLM judge)")
     else:
         err.print(f"judge: [bold]{markup_safe(judge.name)}[/]")
+        disk = judge.cache.disk if judge.cache is not None else None
+        err.print(f"judge cache: {disk.path}" if disk is not None else "judge cache: off (on disk only at temperature 0)",
+                  markup=False)
     if args.dry_run:
         return _dry_run(args, judge, plan, out, err)
     return _run(args, judge, plan, out, err)
@@ -332,6 +365,8 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
     if judge.kind == "llm":
         cost = (f"calls {u.calls}, tokens {u.input_tokens} in / {u.output_tokens} out"
                 f"{' (estimated)' if u.estimated else ''}, {_fmt_cost(summary.cost_usd)}")
+        if judge.cache is not None and (hits := judge.cache.hits + (judge.cache.disk.hits if judge.cache.disk else 0)):
+            cost += f", {hits} answers from the cache"
     else:
         cost = "no LLM calls"
     out.print(

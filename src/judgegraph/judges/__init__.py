@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
-from .base import Judge, JudgeCache, JudgeOutcome, JudgeRequest
-from .limiter import CallLimiter
+from .base import Judge, JudgeOutcome, JudgeRequest
+from .cache import DiskCache, JudgeCache, default_cache_path
+from .limiter import CallLimiter, RateBucket
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
 __all__ = [
-    "CallLimiter", "Judge", "JudgeCache", "JudgeOutcome", "JudgeRequest", "ModelLike", "NeedsLLMJudge", "NoModel", "require_tasks",
-    "resolve_judge",
+    "CallLimiter", "DiskCache", "Judge", "JudgeCache", "JudgeOutcome", "JudgeRequest", "ModelLike", "NeedsLLMJudge",
+    "NoModel", "RateBucket", "default_cache_path", "require_tasks", "resolve_judge",
 ]
 
 #: What every metric factory's ``model`` takes: a ready :class:`Judge`, a chat
@@ -25,7 +28,12 @@ def resolve_judge(
     *,
     max_concurrency: int = 16,
     max_tries: int = 3,
-    cache: bool = True,
+    cache: bool | str | os.PathLike[str] = True,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+    rpm: float | None = None,
+    tpm: float | None = None,
+    max_prompt_tokens: int | None = None,
     **client: Any,
 ) -> Judge:
     """The judge for ``model``, with the client settings every judge call uses.
@@ -35,28 +43,64 @@ def resolve_judge(
     :class:`~judgegraph.judges.llm.LLMJudge`), or None for the offline embedding
     judge. ``max_concurrency`` bounds calls in flight, ``max_tries`` asks per
     judgement when the output is invalid; ``client`` goes to the model
-    (``base_url``, ``timeout``, ``temperature`` ...). With ``cache`` (default),
-    identical requests through this judge are made once (:class:`JudgeCache`).
+    (``base_url``, ``temperature`` ...).
+
+    LLM judge client settings (docs/judges.md): ``rpm``/``tpm`` requests and
+    tokens per minute, beside ``max_concurrency``, for everything this judge
+    judges (one limiter per judge, so per run); ``timeout`` seconds per request
+    and ``max_retries`` re-sends after a transport failure (429, 5xx, timeout);
+    ``max_prompt_tokens`` the largest prompt sent (default 120,000 tokens).
+
+    ``cache``: True (default) makes identical requests through this judge once
+    (:class:`JudgeCache`, in memory) and, for an LLM judge whose generation is
+    deterministic (temperature 0), keeps valid answers on disk
+    (:class:`DiskCache` at :func:`default_cache_path`); a path keeps them in
+    that SQLite file whatever the temperature; False turns both off.
 
     Metric factories take the same ``model`` and call this with no settings; to
     share one judge (one limit on calls in flight, one cache) between metrics,
     or to change its settings, build it here and pass it as ``model``."""
+    settings = {k: v for k, v in {"timeout": timeout, "max_retries": max_retries, "rpm": rpm, "tpm": tpm,
+                                   "max_prompt_tokens": max_prompt_tokens}.items() if v is not None}
     if isinstance(model, Judge):
+        client = {**client, **settings}
         if client:
             raise TypeError(f"settings for a ready judge: {', '.join(sorted(client))} (give them when it is built)")
         return model
     if model is None:
         from .offline import EmbeddingJudge
 
-        if client:
-            raise TypeError(f"the offline judge takes no model settings: {', '.join(sorted(client))}")
+        if client or settings:
+            raise TypeError(f"the offline judge takes no model settings: {', '.join(sorted({**client, **settings}))}")
         made: Judge = EmbeddingJudge()
     else:
-        from .llm import LLMJudge
+        from .llm import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_TIMEOUT_S, LLMJudge
 
-        made = LLMJudge(model, max_tries=max_tries, limiter=CallLimiter(max_concurrency), **client)
-    made.cache = JudgeCache() if cache else None
+        if rpm is not None and not rpm > 0:
+            raise ValueError(f"rpm must be > 0, got {rpm}")
+        if tpm is not None and not tpm > 0:
+            raise ValueError(f"tpm must be > 0, got {tpm}")
+        made = LLMJudge(model, max_tries=max_tries, limiter=CallLimiter(max_concurrency, rpm=rpm, tpm=tpm),
+                        timeout=timeout if timeout is not None else DEFAULT_TIMEOUT_S, max_retries=max_retries,
+                        max_prompt_tokens=max_prompt_tokens or DEFAULT_MAX_PROMPT_TOKENS, **client)
+    made.cache = _make_cache(made, cache)
     return made
+
+
+def _make_cache(judge: Judge, cache: bool | str | os.PathLike[str] | None) -> JudgeCache | None:
+    if cache is False or cache is None:
+        return None
+    disk = None
+    if cache is not True:
+        disk = DiskCache(Path(cache))
+    elif judge.kind == "llm" and getattr(judge, "deterministic", False) and _disk_default_on():
+        disk = DiskCache()
+    return JudgeCache(disk=disk)
+
+
+def _disk_default_on() -> bool:
+    """``$JUDGEGRAPH_JUDGE_CACHE=off`` (or 0/false/none) turns the default disk cache off."""
+    return os.environ.get("JUDGEGRAPH_JUDGE_CACHE", "").strip().lower() not in ("off", "0", "false", "none")
 
 
 class NeedsLLMJudge(ValueError):

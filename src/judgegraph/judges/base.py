@@ -13,16 +13,18 @@ import asyncio
 import dataclasses
 import hashlib
 import json
-import threading
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel
 
 from ..prompts import Prompt, load_prompt
-from ..results import Usage
+from ..results import JudgeAttempt, Usage
+from .cache import CachedAnswer, DiskCache, JudgeCache
+
+__all__ = ["DiskCache", "Judge", "JudgeCache", "JudgeOutcome", "JudgeRequest"]
 
 
 @dataclass(frozen=True)
@@ -34,8 +36,17 @@ class JudgeRequest:
     inputs: dict[str, Any] = field(default_factory=dict)  # raw inputs for non-LLM judges
     prompt: Prompt | None = None  # an override of the step's prompt file
 
+    @property
+    def template(self) -> Prompt:
+        return self.prompt or load_prompt(self.step)
+
+    @cached_property
+    def rendered(self) -> str:
+        """The prompt text sent (rendered once per request)."""
+        return self.template.render(self.values)
+
     def render(self) -> str:
-        return (self.prompt or load_prompt(self.step)).render(self.values)
+        return self.rendered
 
     def cache_key(self) -> str:
         payload = [self.task, self.step, self.schema.__name__, self.values, self.inputs,
@@ -51,74 +62,18 @@ class JudgeOutcome:
     usage: Usage = field(default_factory=Usage)
     score: float | None = None  # a similarity or probability behind the value, if any
     cached: bool = False  # answered from the judge's cache: no call was made
+    transcript: list[JudgeAttempt] = field(default_factory=list)  # every request behind it, in order
 
     @property
     def ok(self) -> bool:
         return self.value is not None and self.error is None
 
-
-class JudgeCache:
-    """Identical judge requests are made once per cache (e.g. one run): a
-    statement extraction shared by two metrics, or by every window holding the
-    same turn, costs one call. Concurrent identical requests wait for the first.
-    Only successful outcomes are kept; a failed judgement is asked again."""
-
-    def __init__(self) -> None:
-        self._values: dict[str, JudgeOutcome] = {}
-        self._locks: dict[str, threading.Lock] = {}
-        self._pending: dict[tuple[int, str], asyncio.Future] = {}
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def _hit(self, key: str) -> JudgeOutcome | None:
-        with self._lock:
-            out = self._values.get(key)
-            if out is not None:
-                self.hits += 1
-                return dataclasses.replace(out, usage=Usage(), cached=True)
-        return None
-
-    def _store(self, key: str, out: JudgeOutcome) -> None:
-        with self._lock:
-            self.misses += 1
-            if out.ok:
-                self._values[key] = out
-
-    def get_or_compute(self, key: str, compute: Callable[[], JudgeOutcome]) -> JudgeOutcome:
-        if (hit := self._hit(key)) is not None:
-            return hit
-        with self._lock:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            if (hit := self._hit(key)) is not None:
-                return hit
-            out = compute()
-            self._store(key, out)
-            return out
-
-    async def aget_or_compute(self, key: str, compute: Callable[[], Awaitable[JudgeOutcome]]) -> JudgeOutcome:
-        if (hit := self._hit(key)) is not None:
-            return hit
-        loop = asyncio.get_running_loop()
-        pkey = (id(loop), key)
-        with self._lock:
-            fut = self._pending.get(pkey)
-            owner = fut is None
-            if owner:
-                fut = self._pending[pkey] = loop.create_future()
-        if not owner:
-            await asyncio.shield(fut)
-            return self._hit(key) or await self.aget_or_compute(key, compute)
-        try:
-            out = await compute()
-            self._store(key, out)
-            return out
-        finally:
-            with self._lock:
-                self._pending.pop(pkey, None)
-            if not fut.done():
-                fut.set_result(None)
+    def as_cached(self) -> JudgeOutcome:
+        """This outcome given again from a cache: no call, 0 tokens, its last
+        attempt (the answer) marked ``cached``."""
+        last = [a.model_copy(update={"cached": True, "usage": Usage(), "latency_s": None, "error": None})
+                for a in self.transcript[-1:]]
+        return dataclasses.replace(self, attempts=0, usage=Usage(), cached=True, transcript=last)
 
 
 class Judge(ABC):
@@ -139,13 +94,71 @@ class Judge(ABC):
     async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
         return await asyncio.to_thread(self.judge, request)
 
+    def cache_key(self, request: JudgeRequest) -> str:
+        """What identifies a request's answer for this judge (the disk cache's
+        key too: an LLM judge adds its model and settings, see ``LLMJudge``)."""
+        return request.cache_key()
+
+    def from_cache(self, request: JudgeRequest, hit: CachedAnswer) -> JudgeOutcome:
+        """An outcome from a stored answer: 0 calls, 0 tokens, marked cached."""
+        value = request.schema.model_validate_json(hit.value_json)
+        attempt = JudgeAttempt(step=request.step, messages=[{"role": "user", "content": request.rendered}],
+                               reply=hit.reply, model=hit.model, cached=True)
+        return JudgeOutcome(value, None, 0, Usage(), cached=True, transcript=[attempt])
+
+    def _persistent(self, request: JudgeRequest, key: str) -> JudgeOutcome | None:
+        disk = self.cache.disk if self.cache is not None else None
+        if disk is None:
+            return None
+        hit = disk.get(key)
+        if hit is None:
+            return None
+        try:
+            return self.from_cache(request, hit)
+        except ValueError:  # a stored answer the schema no longer accepts: ask again
+            return None
+
+    def _keep(self, request: JudgeRequest, key: str, out: JudgeOutcome) -> JudgeOutcome:
+        disk = self.cache.disk if self.cache is not None else None
+        if disk is not None and out.ok and not out.cached and out.value is not None:
+            last = out.transcript[-1] if out.transcript else None
+            disk.put(key, out.value.model_dump_json(), reply=last.reply if last else None,
+                     model=last.model if last else self.name, step=request.step)
+        return out
+
     def run(self, request: JudgeRequest) -> JudgeOutcome:
-        """:meth:`judge`, through the cache when there is one. Nodes call this."""
+        """:meth:`judge`, through the caches when there are any. Nodes call this."""
         if self.cache is None:
             return self.judge(request)
-        return self.cache.get_or_compute(request.cache_key(), lambda: self.judge(request))
+        key = self.cache_key(request)
+
+        def compute() -> JudgeOutcome:
+            return self._persistent(request, key) or self._keep(request, key, self.judge(request))
+
+        return self.cache.get_or_compute(key, compute)
+
+    def prepare(self, request: JudgeRequest) -> None:
+        """Load what judging ``request``'s step reads from disk (an LLM judge: its
+        prompt file): :meth:`arun` calls it once per step in a worker thread, so
+        no file is read on the event loop (``langgraph dev`` raises on blocking
+        calls there). Nothing by default."""
 
     async def arun(self, request: JudgeRequest) -> JudgeOutcome:
+        prepared = self.__dict__.setdefault("_prepared", set())
+        if request.step not in prepared:
+            await asyncio.to_thread(self.prepare, request)
+            prepared.add(request.step)
         if self.cache is None:
             return await self.ajudge(request)
-        return await self.cache.aget_or_compute(request.cache_key(), lambda: self.ajudge(request))
+        key = self.cache_key(request)
+
+        async def compute() -> JudgeOutcome:
+            if self.cache is None or self.cache.disk is None:
+                return await self.ajudge(request)
+            # the SQLite file is read and written off the event loop, like every file
+            stored = await asyncio.to_thread(self._persistent, request, key)
+            if stored is not None:
+                return stored
+            return await asyncio.to_thread(self._keep, request, key, await self.ajudge(request))
+
+        return await self.cache.aget_or_compute(key, compute)

@@ -1,20 +1,42 @@
 """The LLM judge: a prompt file rendered, any LangChain chat model, structured
-output, and a re-ask with the validation error when the reply is invalid."""
+output, and a re-ask with the validation error when the reply is invalid.
+
+Every request it sends is recorded in the outcome's ``transcript``. Transport
+failures are retried here (``max_retries``, ``Retry-After`` on 429 honoured),
+so ``attempts`` counts the requests really made; a 401/403/404 or a refused
+connection trips the judge's :class:`Breaker`: every later judgement through
+the same judge fails fast, naming the cause and the URL, without a request.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 import os
+import random
+import threading
+import time
 from collections.abc import Generator
 from functools import lru_cache
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from pydantic import BaseModel, SecretStr
 
-from ..results import Usage
+from ..results import JudgeAttempt, Usage
 from .base import Judge, JudgeOutcome, JudgeRequest
 from .limiter import CallLimiter
+from .replies import lenient_parse
+
+DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_MAX_RETRIES = 3
+DEFAULT_MAX_PROMPT_TOKENS = 120_000  # fits the common 128k context windows with room for the reply
+MAX_RETRY_AFTER_S = 120.0
+#: Generation settings recorded in transcripts and keyed in the cache (never keys or headers).
+SETTING_NAMES = ("temperature", "max_tokens", "max_completion_tokens", "top_p", "seed", "frequency_penalty",
+                 "presence_penalty", "reasoning_effort", "n", "stop", "top_k", "num_predict")
 
 REASK = (
     "Your previous reply could not be used: {error}\n"
@@ -32,13 +54,14 @@ def resolve_model(
     base_url: str | None = None,
     api_key: str | None = None,
     temperature: float | None = 0.0,
-    timeout: float | None = 120.0,
-    max_retries: int = 3,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+    max_retries: int = 0,
 ) -> BaseChatModel:
     """A chat model from an object or a string: ``openai:gpt-4.1-mini``,
     ``gpt-4.1-mini`` (OpenAI), or ``provider:model`` through ``langchain``'s
     ``init_chat_model`` when that package is installed. ``base_url`` points the
-    OpenAI client at any OpenAI-compatible server (vLLM, Ollama, llama.cpp)."""
+    OpenAI client at any OpenAI-compatible server (vLLM, Ollama, llama.cpp).
+    ``max_retries`` is the client's own (0: :class:`LLMJudge` retries, and counts)."""
     if isinstance(model, BaseChatModel):
         return model
     if not isinstance(model, str) or not model.strip():
@@ -56,9 +79,9 @@ def resolve_model(
         kwargs: dict[str, Any] = {"model": name, "timeout": timeout, "max_retries": max_retries}
         if temperature is not None:
             kwargs["temperature"] = temperature
-        return ChatOpenAI(api_key=key or "not-needed", base_url=base_url, **kwargs)
+        return ChatOpenAI(api_key=SecretStr(key or "not-needed"), base_url=base_url, **kwargs)
     try:
-        from langchain.chat_models import init_chat_model  # type: ignore[import-not-found]
+        from langchain.chat_models import init_chat_model  # type: ignore[import-not-found, unused-ignore]
     except ImportError as exc:
         raise ModelConfigError(
             f"model {model!r}: only 'openai:' models are built in; install 'langchain' and the"
@@ -144,7 +167,7 @@ def _raw_text(raw: BaseMessage | None) -> str:
     if raw is None:
         return ""
     if isinstance(raw, AIMessage) and raw.tool_calls:
-        return str(raw.tool_calls[0].get("args"))
+        return json.dumps(raw.tool_calls[0].get("args"), ensure_ascii=False, default=str)
     extra = getattr(raw, "additional_kwargs", {}) or {}
     calls = extra.get("tool_calls") or []
     if calls:
@@ -152,7 +175,123 @@ def _raw_text(raw: BaseMessage | None) -> str:
     return raw.text
 
 
+
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+def _as_dicts(messages: list[BaseMessage]) -> list[dict[str, str]]:
+    return [{"role": _ROLES.get(m.type, m.type), "content": m.text} for m in messages]
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and len(out) < 8:
+        out.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return out
+
+
+def _status(exc: BaseException) -> int | None:
+    code = getattr(exc, "status_code", None)
+    if code is None:
+        code = getattr(getattr(exc, "response", None), "status_code", None)
+    return code if isinstance(code, int) else None
+
+
+def _refused(exc: BaseException) -> bool:
+    """A connection that could not be made at all (refused, unknown host)."""
+    return any(isinstance(e, ConnectionRefusedError) or type(e).__name__ == "ConnectError" for e in _chain(exc))
+
+
+def _timed_out(exc: BaseException) -> bool:
+    return any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in _chain(exc))
+
+
+def _is_fatal(exc: BaseException) -> bool:
+    """Retrying, or sending anything else, cannot help: wrong key, no access,
+    wrong URL or model, nothing listening."""
+    return _status(exc) in (401, 403, 404) or (_refused(exc) and not _timed_out(exc))
+
+
+def _is_transient(exc: BaseException) -> bool:
+    status = _status(exc)
+    if status is not None:
+        return status in (408, 409, 429) or status >= 500
+    return _timed_out(exc) or any("Connection" in type(e).__name__ for e in _chain(exc))
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    try:
+        if (ms := headers.get("retry-after-ms")) is not None:
+            return float(ms) / 1000
+        if (s := headers.get("retry-after")) is not None:
+            return float(s)
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
+def _url(exc: BaseException, fallback: str) -> str:
+    for e in _chain(exc):
+        request = getattr(e, "request", None)
+        url = getattr(request, "url", None)
+        if url is not None:
+            return str(url)
+    return fallback
+
+
+def _transport_error(exc: BaseException) -> str:
+    status = _status(exc)
+    text = " ".join(str(exc).split())[:300]
+    if _refused(exc) and not text.lower().startswith("connection refused"):
+        text = f"{text} (connection refused)" if text else "connection refused"
+    return f"{type(exc).__name__}{f' (HTTP {status})' if status else ''}: {text}"
+
+
+class Breaker:
+    """Shared by every judgement of a judge (of a run): after the first failure
+    that retrying cannot fix, it holds the reason and nothing more is sent."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self._lock = threading.Lock()
+
+    def trip(self, reason: str) -> None:
+        with self._lock:
+            if self.reason is None:
+                self.reason = reason
+
+    def reset(self) -> None:
+        with self._lock:
+            self.reason = None
+
+
+def _model_settings(model: BaseChatModel) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in SETTING_NAMES:
+        value = getattr(model, name, None)
+        if isinstance(value, (str, int, float, bool, list, tuple)):
+            out[name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
 class LLMJudge(Judge):
+    """Judges with a LangChain chat model.
+
+    ``model`` a chat model object or a string (see :func:`resolve_model`);
+    ``max_tries`` asks per judgement when the reply is unusable (re-asks);
+    ``max_retries`` re-sends after a transport failure (429, 5xx, timeout,
+    dropped connection; default 3 for a model built from a string, whose
+    client then does not retry, 0 for a model object, whose client keeps its
+    own retries); ``timeout`` seconds per request (models built from a string);
+    ``max_prompt_tokens`` a prompt longer than this is a judge error, not a
+    call; ``limiter`` the run's concurrency and rate limits; ``breaker`` the
+    run's stop switch (one per judge unless given)."""
+
     kind = "llm"
 
     def __init__(
@@ -162,84 +301,271 @@ class LLMJudge(Judge):
         max_tries: int = 3,
         limiter: CallLimiter | None = None,
         method: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT_S,
+        max_retries: int | None = None,
+        max_prompt_tokens: int | None = DEFAULT_MAX_PROMPT_TOKENS,
+        breaker: Breaker | None = None,
         **model_kwargs: Any,
     ) -> None:
         if max_tries < 1:
             raise ValueError(f"max_tries must be >= 1, got {max_tries}")
-        self.model = resolve_model(model, **model_kwargs)
+        if max_retries is not None and max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
+        if max_prompt_tokens is not None and max_prompt_tokens < 1:
+            raise ValueError(f"max_prompt_tokens must be >= 1, got {max_prompt_tokens}")
+        built = not isinstance(model, BaseChatModel)
+        self.model: BaseChatModel = (
+            resolve_model(model, timeout=timeout, max_retries=0, **model_kwargs) if built else model  # type: ignore[assignment]
+        )
         self.max_tries = max_tries
+        self.max_retries = max_retries if max_retries is not None else (DEFAULT_MAX_RETRIES if built else 0)
+        self.timeout = timeout if built else getattr(model, "request_timeout", None)
+        self.max_prompt_tokens = max_prompt_tokens
         self.limiter = limiter or CallLimiter(16)
+        self.breaker = breaker or Breaker()
         self.method = method
         model_name = getattr(self.model, "model_name", None) or getattr(self.model, "model", None)
-        self.name = f"llm:{model_name or type(self.model).__name__}"
+        self.model_name = str(model_name or type(self.model).__name__)
+        self.name = f"llm:{self.model_name}"
+        self.base_url = str(getattr(self.model, "openai_api_base", None) or getattr(self.model, "base_url", None) or "")
+        self.settings: dict[str, Any] = _model_settings(self.model)
+        if self.timeout is not None:
+            self.settings["timeout"] = self.timeout
+        self.settings["max_retries"] = self.max_retries
+        if method:
+            self.settings["method"] = method
         self._runnables: dict[type, Any] = {}
+        self._schema_ids: dict[type, str] = {}
+
+    @property
+    def deterministic(self) -> bool:
+        """Generation at temperature 0: the same request gets the same answer,
+        so answers may be kept on disk (the persistent cache's default)."""
+        return self.settings.get("temperature") == 0
 
     def _structured(self, schema: type) -> Any:
+        """What a request is sent through. For an OpenAI chat model with the
+        default ``json_schema`` method: the model bound once to the schema's
+        ``response_format`` (the same request on the wire as
+        ``with_structured_output``, without rebuilding the JSON schema and
+        running a parser chain on every call); the reply is validated in
+        :meth:`_attempts`. Any other model: ``with_structured_output``."""
         if schema not in self._runnables:
-            kw = {"method": self.method} if self.method else {}
-            self._runnables[schema] = self.model.with_structured_output(schema, include_raw=True, **kw)
+            if self.method in (None, "json_schema") and _is_openai_chat(self.model):
+                fmt = {"type": "json_schema",
+                       "json_schema": {"name": schema.__name__, "schema": strict_json_schema(schema), "strict": True}}
+                # As a ready JSON body field: the SDK neither re-walks the schema
+                # nor takes its parse path on every call; the request is the same.
+                extra = dict(getattr(self.model, "extra_body", None) or {})
+                self._runnables[schema] = self.model.bind(extra_body={**extra, "response_format": fmt})
+            else:
+                kw = {"method": self.method} if self.method else {}
+                self._runnables[schema] = self.model.with_structured_output(schema, include_raw=True, **kw)
         return self._runnables[schema]
 
-    def _attempts(self, request: JudgeRequest) -> Generator[list[BaseMessage], Any, JudgeOutcome]:
-        """The one implementation of a judgement: yields the messages to send,
-        receives the model's result (or the exception it raised)."""
-        messages: list[BaseMessage] = [HumanMessage(request.render())]
+    def cache_key(self, request: JudgeRequest) -> str:
+        """Model identity and generation settings, the prompt template text, the
+        rendered request and the output schema."""
+        schema = request.schema
+        if schema not in self._schema_ids:
+            self._schema_ids[schema] = json.dumps(schema.model_json_schema(), sort_keys=True)
+        model = type(self.model)
+        payload = [
+            f"{model.__module__}.{model.__qualname__}", self.model_name, self.base_url, self.method,
+            {k: v for k, v in self.settings.items() if k not in ("timeout", "max_retries")},
+            request.task, request.step, request.template.template, request.rendered, self._schema_ids[schema],
+        ]
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+    def _too_long(self, text: str) -> str | None:
+        limit = self.max_prompt_tokens
+        if limit is None or len(text) * 4 <= limit or len(text.encode("utf-8", "surrogatepass")) <= limit:
+            return None  # a token is at least one UTF-8 byte
+        n = count_tokens(text)
+        if n <= limit:
+            return None
+        return f"prompt too long: {n} tokens, over the limit of {limit} (max_prompt_tokens); not sent"
+
+    def _attempt(self, request: JudgeRequest, messages: list[BaseMessage], latency: float | None, *,
+                 reply: str | None = None, error: str | None = None, usage: Usage | None = None) -> JudgeAttempt:
+        return JudgeAttempt(step=request.step, messages=_as_dicts(messages), reply=reply, error=error,
+                            latency_s=latency, usage=usage or Usage(), model=self.model_name, settings=self.settings)
+
+    def _attempts(self, request: JudgeRequest) -> Generator[list[BaseMessage] | float, Any, JudgeOutcome]:
+        """The one implementation of a judgement. Yields the messages to send
+        (and receives ``(result or exception, latency)``) or a number of
+        seconds to wait before the next request (and receives None)."""
+        if self.breaker.reason:
+            return JudgeOutcome(None, self.breaker.reason, 0)
+        text = request.rendered
+        if (too_long := self._too_long(text)) is not None:
+            return JudgeOutcome(None, too_long, 0)
+        messages: list[BaseMessage] = [HumanMessage(text)]
         usage = Usage()
-        error = "no attempt made"
-        for attempt in range(1, self.max_tries + 1):
-            result = yield messages
+        transcript: list[JudgeAttempt] = []
+        sent = asks = retries = 0
+        while True:
+            result, latency = yield messages
+            if result is None:  # the breaker tripped while this request waited for its slot: not sent
+                return JudgeOutcome(None, self.breaker.reason, sent, usage, transcript=transcript)
+            sent += 1
             if isinstance(result, BaseException) and not _is_invalid_output(result):
-                # The client already retried transport errors (429s, timeouts):
-                # what reaches us is final for this judgement.
-                error = f"{type(result).__name__}: {result}"
-                return JudgeOutcome(None, error, attempt, usage)
+                error = _transport_error(result)
+                transcript.append(self._attempt(request, messages, latency, error=error))
+                if _is_fatal(result):
+                    url = _url(result, self.base_url)
+                    self.breaker.trip(f"judge stopped: {error} at {url} (no further requests are sent)")
+                    return JudgeOutcome(None, f"{error} at {url}", sent, usage, transcript=transcript)
+                if _is_transient(result) and retries < self.max_retries:
+                    retries += 1
+                    wait = _retry_after(result)
+                    if wait is None:
+                        wait = min(30.0, 0.5 * 2 ** (retries - 1)) * (0.5 + random.random() / 2)
+                    yield min(max(wait, 0.0), MAX_RETRY_AFTER_S)
+                    continue
+                suffix = f" ({sent} requests)" if sent > 1 else ""
+                return JudgeOutcome(None, f"{error}{suffix}", sent, usage, transcript=transcript)
+            if isinstance(result, BaseMessage):  # the bound OpenAI path: validated here
+                result = _read_reply(result, request.schema)
             if isinstance(result, BaseException):
                 # Some clients parse inside the call (OpenAI's json_schema path)
                 # and raise instead of returning a parsing error.
                 bad = _invalid_input(result)
                 result = {"raw": AIMessage(bad), "parsed": None, "parsing_error": result}
-                usage = usage + _usage(result["raw"], messages, reported=False)
+                used = _usage(result["raw"], messages, reported=False)
             else:
-                usage = usage + _usage(result.get("raw"), messages)
+                used = _usage(result.get("raw"), messages)
+            usage = usage + used
+            if self.limiter.tpm is not None:
+                self.limiter.settle(_estimate_tokens(messages), used.total_tokens)
+            asks += 1
             raw, parsed, parsing_error = result.get("raw"), result.get("parsed"), result.get("parsing_error")
+            reply = _raw_text(raw)
+            if parsed is None or parsing_error is not None:
+                parsed = lenient_parse(reply, request.schema)  # fenced JSON, "No, this is off-topic."
+                if parsed is not None:
+                    parsing_error = None
             if parsed is not None and parsing_error is None:
                 if not isinstance(parsed, request.schema):
                     parsed = request.schema.model_validate(parsed)
-                return JudgeOutcome(parsed, None, attempt, usage)
+                transcript.append(self._attempt(request, messages, latency, reply=reply, usage=used))
+                return JudgeOutcome(parsed, None, sent, usage, transcript=transcript)
             error = _error_summary(parsing_error) if parsing_error else "the reply held no structured answer"
+            transcript.append(self._attempt(request, messages, latency, reply=reply, error=error, usage=used))
+            if asks >= self.max_tries:
+                return JudgeOutcome(None, f"invalid output after {self.max_tries} tries: {error}", sent, usage,
+                                    transcript=transcript)
             messages = [
                 *messages,
-                AIMessage(_raw_text(raw) or "(empty reply)"),
+                AIMessage(reply or "(empty reply)"),
                 HumanMessage(REASK.format(error=error)),
             ]
-        return JudgeOutcome(None, f"invalid output after {self.max_tries} tries: {error}", self.max_tries, usage)
 
     def judge(self, request: JudgeRequest) -> JudgeOutcome:
         steps = self._attempts(request)
         runnable = self._structured(request.schema)
-        messages = next(steps)
+        sent: Any = None
         while True:
             try:
-                with self.limiter.slot():
-                    result: Any = runnable.invoke(messages)
-            except Exception as exc:  # noqa: BLE001 - reported as a judge error
-                result = exc
-            try:
-                messages = steps.send(result)
+                step = steps.send(sent)
             except StopIteration as done:
                 return done.value
+            if isinstance(step, float):
+                time.sleep(step)
+                sent = None
+                continue
+            tokens = _estimate_tokens(step) if self.limiter.tpm is not None else 0
+            with self.limiter.slot(tokens):
+                if self.breaker.reason is not None:
+                    sent = (None, None)
+                    continue
+                start = time.perf_counter()
+                try:
+                    result: Any = runnable.invoke(step)
+                except Exception as exc:  # noqa: BLE001 - reported as a judge error
+                    result = exc
+                sent = (result, time.perf_counter() - start)
+
+    def prepare(self, request: JudgeRequest) -> None:
+        """The prompt file and the tokenizer (re-asks and unreported usage count tokens)."""
+        if request.prompt is None:
+            from ..prompts import load_prompt
+
+            load_prompt(request.step)
+        _encoding()
 
     async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
         steps = self._attempts(request)
         runnable = self._structured(request.schema)
-        messages = next(steps)
+        sent: Any = None
         while True:
             try:
-                async with self.limiter.aslot():
-                    result: Any = await runnable.ainvoke(messages)
-            except Exception as exc:  # noqa: BLE001 - reported as a judge error
-                result = exc
-            try:
-                messages = steps.send(result)
+                step = steps.send(sent)
             except StopIteration as done:
                 return done.value
+            if isinstance(step, float):
+                await asyncio.sleep(step)
+                sent = None
+                continue
+            tokens = _estimate_tokens(step) if self.limiter.tpm is not None else 0
+            async with self.limiter.aslot(tokens):
+                if self.breaker.reason is not None:
+                    sent = (None, None)
+                    continue
+                start = time.perf_counter()
+                try:
+                    result: Any = await runnable.ainvoke(step)
+                except Exception as exc:  # noqa: BLE001 - reported as a judge error
+                    result = exc
+                sent = (result, time.perf_counter() - start)
+
+
+def _is_openai_chat(model: Any) -> bool:
+    """A ``langchain_openai.ChatOpenAI`` (checked without importing the package)."""
+    module = __import__("sys").modules.get("langchain_openai")
+    cls = getattr(module, "ChatOpenAI", None) if module is not None else None
+    return cls is not None and type(model) is cls
+
+
+def _read_reply(raw: BaseMessage, schema: type[BaseModel]) -> dict[str, Any]:
+    """``with_structured_output(include_raw=True)``'s shape for a JSON reply."""
+    text = raw.text
+    refusal = (getattr(raw, "additional_kwargs", None) or {}).get("refusal")
+    if refusal and not text.strip():
+        return {"raw": raw, "parsed": None, "parsing_error": ValueError(f"the model refused: {refusal}")}
+    try:
+        return {"raw": raw, "parsed": schema.model_validate_json(text), "parsing_error": None}
+    except ValueError as exc:  # pydantic's ValidationError, invalid JSON included
+        return {"raw": raw, "parsed": None, "parsing_error": exc}
+
+
+def strict_json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """The schema's JSON schema in OpenAI's strict form: every object closed
+    (``additionalProperties: false``) with all its properties required, and
+    no ``null`` defaults (what the OpenAI SDK sends for a pydantic schema)."""
+
+    def fix(node: Any) -> Any:
+        if isinstance(node, list):
+            return [fix(x) for x in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: fix(v) for k, v in node.items() if not (k == "default" and v is None)}
+        if out.get("type") == "object" and "properties" in out:
+            out["additionalProperties"] = False
+            out["required"] = list(out["properties"])
+        if "properties" in node:  # property names, not schema keywords
+            out["properties"] = {k: fix(v) for k, v in node["properties"].items()}
+        if len(out.get("allOf", ())) == 1 and "$ref" in out["allOf"][0]:
+            ref = out.pop("allOf")[0]
+            out.update(ref)
+        return out
+
+    return fix(schema.model_json_schema())
+
+
+def _estimate_tokens(messages: list[BaseMessage]) -> int:
+    """A cheap estimate for pacing (about 4 characters a token); settled with
+    the real count after the reply."""
+    return sum(len(m.text) for m in messages) // 4 + 1

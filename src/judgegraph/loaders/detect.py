@@ -5,13 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .base import (
-    MAX_ERRORS_PER_RECORD,
-    Ctx,
-    InputError,
-    LoadedConversation,
-    RecordErrors,
-)
+from .base import MAX_ERRORS_PER_RECORD, Ctx, InputError, LoadedConversation, RecordErrors
 from .formats.deepeval import DEEPEVAL_CASE_KEYS, DEEPEVAL_TURN_KEYS, from_deepeval
 from .formats.judgegraph import from_judgegraph
 from .formats.langchain import from_langchain, is_langchain_message

@@ -41,22 +41,13 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    TypedDict,
-    Unpack,
-)
+from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ..compiling import CompileOptions, compile_graph
 from ..conversation import RetrievalNode
 from ..judges import Judge, ModelLike, resolve_judge
 from ..nodes import REVIEW_NODE, quote, review_node, window_node
-from ..results import (
-    JudgeErrorInfo,
-    Usage,
-    build_result,
-    merge_verdicts,
-    strict,
-)
+from ..results import JudgeErrorInfo, Usage, build_result, merge_verdicts, strict
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
 from ..statements import (

@@ -25,20 +25,11 @@ from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validator
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    Unpack,
-)
+from typing_extensions import Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ..compiling import CompileOptions, check_options, compile_graph
 from ..conversation import Conversation
-from ..judges import (
-    Judge,
-    JudgeOutcome,
-    JudgeRequest,
-    ModelLike,
-    require_tasks,
-    resolve_judge,
-)
+from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
 from ..nodes import conversation_json, judge_step, make_result, outcome_fields
 from ..prompts import Prompt, load_prompt, parse_prompt
 from ..results import Verdict, merge_verdicts

@@ -23,10 +23,7 @@ from typing import Annotated, Any, Literal, Protocol
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    TypedDict,
-    Unpack,
-)
+from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ..answers import YesNo
 from ..compiling import CompileOptions, compile_graph

@@ -45,20 +45,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    TypedDict,
-    Unpack,
-)
+from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ..compiling import CompileOptions, compile_graph
-from ..judges import (
-    CallLimiter,
-    Judge,
-    JudgeOutcome,
-    JudgeRequest,
-    ModelLike,
-    resolve_judge,
-)
+from ..judges import CallLimiter, Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
 from ..nodes import judge_step, make_result, quote, turn_label
 from ..results import Verdict, merge_verdicts
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of

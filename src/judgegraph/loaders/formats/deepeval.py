@@ -6,16 +6,7 @@ from typing import Any
 
 from judgegraph.conversation import Conversation
 
-from ..base import (
-    Ctx,
-    Path_,
-    RecordErrors,
-    check_keys,
-    clean_id,
-    merge_meta,
-    pick,
-    validate,
-)
+from ..base import Ctx, Path_, RecordErrors, check_keys, clean_id, merge_meta, pick, validate
 from .judgegraph import JUDGEGRAPH_KEYS, JUDGEGRAPH_TURN_KEYS
 
 # deepeval ConversationalTestCase keys that judgegraph's own format does not have,

@@ -7,16 +7,7 @@ from typing import Any
 
 from judgegraph.conversation import Conversation
 
-from ..base import (
-    Ctx,
-    Path_,
-    RecordErrors,
-    check_keys,
-    clean_id,
-    fail,
-    merge_meta,
-    validate,
-)
+from ..base import Ctx, Path_, RecordErrors, check_keys, clean_id, fail, merge_meta, validate
 
 OPENAI_KEYS = ("messages", "id", "metadata", "tools", "functions", "parallel_tool_calls")
 OPENAI_MESSAGE_KEYS = (

@@ -7,17 +7,7 @@ from typing import Any
 
 from judgegraph.conversation import Conversation
 
-from ..base import (
-    Ctx,
-    Path_,
-    RecordErrors,
-    check_keys,
-    clean_id,
-    fail,
-    merge_meta,
-    pick,
-    validate,
-)
+from ..base import Ctx, Path_, RecordErrors, check_keys, clean_id, fail, merge_meta, pick, validate
 
 # ragas SingleTurnSample / MultiTurnSample keys (and the older 0.1 names), mapped to
 # the metadata key they are kept under (None: converted, not kept as metadata).

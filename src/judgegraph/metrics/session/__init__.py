@@ -20,34 +20,16 @@ from __future__ import annotations
 
 from . import completeness, frustration, guidelines, retention, role
 from .common import SessionSettings
-from .completeness import (
-    GoalVerdict,
-    build_completeness_graph,
-    create_conversation_completeness_judge,
-)
-from .frustration import (
-    FrustrationVerdict,
-    build_frustration_graph,
-    create_user_frustration_judge,
-)
+from .completeness import GoalVerdict, build_completeness_graph, create_conversation_completeness_judge
+from .frustration import FrustrationVerdict, build_frustration_graph, create_user_frustration_judge
 from .guidelines import (
     GuidelineSettings,
     GuidelineVerdict,
     build_guidelines_graph,
     create_conversational_guidelines_judge,
 )
-from .retention import (
-    LapseInfo,
-    RetentionVerdict,
-    build_retention_graph,
-    create_knowledge_retention_judge,
-)
-from .role import (
-    RoleSettings,
-    RoleVerdict,
-    build_role_graph,
-    create_role_adherence_judge,
-)
+from .retention import LapseInfo, RetentionVerdict, build_retention_graph, create_knowledge_retention_judge
+from .role import RoleSettings, RoleVerdict, build_role_graph, create_role_adherence_judge
 
 
 def _specs():

@@ -22,10 +22,7 @@ from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    TypedDict,
-    Unpack,
-)
+from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ...answers import read_choice
 from ...compiling import CompileOptions

@@ -22,9 +22,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from langgraph.graph import StateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
-from typing_extensions import (  # pydantic reads these schemas; typing's TypedDict needs 3.12
-    TypedDict,
-)
+from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ...answers import YesNo, read_choice
 from ...conversation import Conversation

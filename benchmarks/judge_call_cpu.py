@@ -1,0 +1,147 @@
+"""Client CPU per LLM judge call, through the real langchain-openai client.
+
+The loopback OpenAI-compatible server runs in its own process (as a real
+endpoint would), so this process's CPU time is the judge client's alone:
+LangGraph scheduling, LangChain runnables and callbacks, structured-output
+parsing, pydantic validation, transcripts, the cache, the HTTP client.
+Prints CPU ms per call (process CPU time / calls) for three layers:
+
+* ``runner``: turn relevancy through ``evaluate_async`` (what ``judgegraph eval`` does);
+* ``judge``: ``LLMJudge.arun`` on prepared requests (no graph);
+* ``client``: the bare ``with_structured_output(...).ainvoke`` (the floor: no judgegraph).
+
+    python benchmarks/judge_call_cpu.py                  # 1,000 windows, 5 ms latency, concurrency 32
+    python benchmarks/judge_call_cpu.py --profile        # and a pyinstrument profile of the judge layer
+
+Target (issue 13 §1): runner <= 6 ms of client CPU per call on the 2-core dev machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import sys
+import time
+
+from judgegraph.conversation import Conversation
+from judgegraph.judges import resolve_judge
+from judgegraph.loaders import LoadedConversation
+from judgegraph.metrics.relevancy import TurnVerdict
+from judgegraph.runner import MetricPlan, evaluate_async
+from judgegraph.testing.openai_server import FakeOpenAIServer, structured
+
+
+def responder(request):
+    return structured({"reason": "The reply answers the question.", "verdict": "yes"})
+
+
+def serve(latency: float, conn) -> None:
+    with FakeOpenAIServer(responder, latency=latency) as server:
+        conn.send(server.base_url)
+        conn.recv()
+        conn.send(server.calls["/v1/chat/completions"])
+
+
+def conversations(n: int, exchanges: int, tag: str) -> list[LoadedConversation]:
+    out = []
+    for c in range(n):
+        turns = []
+        for e in range(exchanges):
+            turns.append({"role": "user", "content": f"[{tag}] conversation {c}, question {e}: when is order {c}-{e} due?"})
+            turns.append({"role": "assistant", "content": f"Order {c}-{e} arrives on Tuesday, tracking number {c * 31 + e}."})
+        out.append(LoadedConversation(Conversation(id=f"{tag}-{c}", turns=turns), f"bench#{c}", "judgegraph", {}))
+    return out
+
+
+async def measure(args, base_url):
+    from judgegraph.metrics.relevancy import turn_request
+    from judgegraph.prompts import load_prompt
+    from judgegraph.windows import sliding_windows
+
+    judge = resolve_judge(model="openai:bench-judge", base_url=base_url, max_concurrency=args.concurrency, cache=False)
+    plan = MetricPlan(["turn_relevancy"], judge, {"window_size": args.window_size})
+    n_conv = max(1, args.calls // args.exchanges)
+    figures = {}
+
+    await evaluate_async(conversations(2, 2, "warmup"), plan)  # the SDK imports much of itself on the first call
+    items = conversations(n_conv, args.exchanges, "runner")
+    c0, t0 = time.process_time(), time.perf_counter()
+    summary = await evaluate_async(items, plan, max_conversations=max(4, args.concurrency * 2))
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    calls = summary.usage.calls
+    figures["runner"] = (calls, cpu, wall, summary.judge_errors)
+
+    rubric = load_prompt("turn_relevancy/rubric").template.strip()
+    requests = [turn_request(w, rubric=rubric) for it in conversations(n_conv, args.exchanges, "judge")
+                for w in sliding_windows(it.conversation, args.window_size)]
+    profiler = None
+    if args.profile:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(async_mode="enabled")
+        profiler.start()
+    c0, t0 = time.process_time(), time.perf_counter()
+    outs = await asyncio.gather(*(judge.arun(r) for r in requests))
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    if profiler is not None:
+        profiler.stop()
+    figures["judge"] = (len(outs), cpu, wall, sum(1 for o in outs if not o.ok))
+
+    prompts = [r.render() + " (client)" for r in requests]
+    runnable = judge.model.with_structured_output(TurnVerdict, include_raw=True)
+    sem = asyncio.Semaphore(args.concurrency)
+
+    async def one(p):
+        async with sem:
+            return await runnable.ainvoke(p)
+
+    c0, t0 = time.process_time(), time.perf_counter()
+    raw = await asyncio.gather(*(one(p) for p in prompts))
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    figures["client"] = (len(raw), cpu, wall, sum(1 for r in raw if r.get("parsed") is None))
+    return figures, profiler
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--calls", type=int, default=1000, help="judge calls per layer (default 1000)")
+    ap.add_argument("--exchanges", type=int, default=10)
+    ap.add_argument("--window-size", type=int, default=3)
+    ap.add_argument("--latency", type=float, default=0.005, help="seconds per call at the server (default 0.005)")
+    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--profile", action="store_true", help="print a pyinstrument profile of the judge layer")
+    ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
+    args = ap.parse_args()
+
+    parent, child = multiprocessing.Pipe()
+    proc = multiprocessing.Process(target=serve, args=(args.latency, child), daemon=True)
+    proc.start()
+    try:
+        base_url = parent.recv()
+        figures, profiler = asyncio.run(measure(args, base_url))
+        parent.send("done")
+        served = parent.recv()
+    finally:
+        proc.join(timeout=10)
+        if proc.is_alive():
+            proc.terminate()
+    out = {"latency_s": args.latency, "concurrency": args.concurrency, "server_calls": served}
+    print(f"{'layer':<8} {'calls':>6} {'errors':>6} {'cpu_s':>7} {'wall_s':>7} {'calls/s':>8} {'cpu_ms/call':>12}")
+    for layer, (calls, cpu, wall, errors) in figures.items():
+        per = 1000 * cpu / calls if calls else float("nan")
+        print(f"{layer:<8} {calls:>6} {errors:>6} {cpu:>7.2f} {wall:>7.2f} {calls / wall:>8.1f} {per:>12.2f}")
+        out[f"{layer}_cpu_ms_per_call"] = round(per, 2)
+        out[f"{layer}_calls_per_s"] = round(calls / wall, 1)
+    target = out["runner_cpu_ms_per_call"] <= 6.0
+    print(f"target (runner <= 6 ms client CPU per call): {'MET' if target else 'NOT MET'}")
+    if args.json:
+        print(json.dumps(out))
+    if profiler is not None:
+        print(profiler.output_text(unicode=True, color=False, show_all=False))
+    return 0 if target else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

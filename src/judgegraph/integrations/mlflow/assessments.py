@@ -1,0 +1,256 @@
+"""Writing: judgegraph's results back to MLflow as feedback assessments.
+
+:func:`log_assessments` writes one feedback per metric result on the
+session's first trace, built from :meth:`MetricResult.to_feedback()
+<judgegraph.results.MetricResult.to_feedback>` and marked as a session
+assessment (``metadata["mlflow.trace.session"]``, as MLflow's own session
+judges mark theirs), and one feedback per verdict (``<metric>/turn``) on the
+trace the verdict is about. A judge error is written as feedback carrying an
+error, never as a value.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...conversation import Conversation
+from ...loaders import LoadedConversation
+from .common import FIRST_TRACE_KEY, SESSION_ID_KEY, SESSION_KEY, TRACE_ID_KEY, import_mlflow, unreachable
+
+MAX_ERRORS_IN_METADATA = 20  # a result's judge errors listed in its metadata (all are counted in judge_errors)
+
+
+@dataclass
+class AssessmentLog:
+    """What :func:`log_assessments` wrote."""
+
+    session: int = 0  # session-level feedback (one per metric result), on each session's first trace
+    turn: int = 0  # per-verdict feedback ("<metric>/turn") on the verdict's trace
+    errors: int = 0  # of those, feedback carrying a judge error instead of a value
+    skipped: list[str] = field(default_factory=list)  # not written, and why
+    failures: list[str] = field(default_factory=list)  # writes MLflow refused or that failed
+    assessment_ids: list[str] = field(default_factory=list)
+
+    @property
+    def written(self) -> int:
+        return self.session + self.turn
+
+    def __str__(self) -> str:
+        parts = [f"{self.written} assessments written to MLflow ({self.session} session-level, {self.turn} per-turn"
+                 + (f", {self.errors} judge errors" if self.errors else "") + ")"]
+        if self.skipped:
+            parts.append(f"{len(self.skipped)} skipped")
+        if self.failures:
+            parts.append(f"{len(self.failures)} failed")
+        return "; ".join(parts)
+
+
+def _meta(**values: Any) -> dict[str, str]:
+    """MLflow keeps assessment metadata as strings: JSON-encode everything else."""
+    return {k: v if isinstance(v, str) else json.dumps(v, default=str) for k, v in values.items()}
+
+
+def _iter_results(outcomes: Any) -> Iterable[tuple[str, dict[str, Any], str | None]]:
+    """(conversation id, {metric: MetricResult}, run error) from a RunSummary, a
+    list of ConversationOutcome or MetricResult, or {conversation id: {metric: result}}."""
+    outcomes = getattr(outcomes, "outcomes", outcomes)
+    if isinstance(outcomes, Mapping):
+        for cid, results in outcomes.items():
+            yield str(cid), dict(results), None
+        return
+    flat: dict[str, dict[str, Any]] = {}
+    for item in outcomes:
+        if hasattr(item, "results") and hasattr(item, "conversation_id"):
+            yield item.conversation_id, dict(item.results), getattr(item, "error", None)
+        elif hasattr(item, "key") and hasattr(item, "conversation_id"):
+            flat.setdefault(item.conversation_id, {})[item.key] = item
+        else:
+            raise TypeError(f"log_assessments: cannot read results from {type(item).__name__}")
+    for cid, results in flat.items():
+        yield cid, results, None
+
+
+def _conversations(sessions: Any) -> dict[str, Conversation]:
+    out: dict[str, Conversation] = {}
+    for item in sessions:
+        conv = getattr(item, "conversation", item)
+        if isinstance(conv, Conversation):
+            out[conv.id] = conv
+        else:
+            conv = Conversation.model_validate(conv)
+            out[conv.id] = conv
+    return out
+
+
+def _source(judge: str, source_id: str | None) -> Any:
+    from mlflow.entities import AssessmentSource, AssessmentSourceType
+
+    kind = AssessmentSourceType.LLM_JUDGE if judge.startswith("llm") else AssessmentSourceType.CODE
+    return AssessmentSource(source_type=kind, source_id=source_id or judge or "judgegraph")
+
+
+def log_assessments(
+    tracking_uri: str,
+    outcomes: Any,
+    sessions: Iterable[LoadedConversation | Conversation],
+    *,
+    source_id: str | None = None,
+    per_turn: bool = True,
+    max_workers: int = 4,
+) -> AssessmentLog:
+    """Write judgegraph's results back to MLflow as feedback assessments.
+
+    ``outcomes``: a :class:`~judgegraph.runner.RunSummary`, a list of
+    ``ConversationOutcome`` or ``MetricResult``, or ``{conversation id: {metric:
+    MetricResult}}``. ``sessions``: the conversations :func:`load_sessions`
+    returned (they say which trace each turn came from); results of other
+    conversations are skipped.
+
+    * One feedback per metric result on the session's **first trace** (as MLflow
+      does for its own session-level judges), from ``result.to_feedback()``:
+      name = ``key``, rationale = ``comment``, value = the metric's declared
+      value if it has one (e.g. ``"resolved"``), else the ``score``, else
+      ``passed``; metadata = ``extra`` (status, passed, threshold, strict_mode,
+      judge, conversation_id, judge_errors, errors, usage) plus ``score``,
+      ``judgegraph_version`` and, for a session, ``mlflow.trace.session`` = the
+      session id, which makes it a session assessment in MLflow (JSON-encoded
+      strings, except the session id).
+    * With ``per_turn``, one feedback per verdict, named ``<metric>/turn``, on
+      the trace holding the verdict's last turn: value = the verdict (``"yes"``
+      / ``"no"`` ...), rationale = its reason, metadata = turns, window, score,
+      attempts.
+    * A judge error is never a value: a result with status ``error`` and a
+      verdict the judge could not make are logged as feedback carrying an
+      ``AssessmentError`` (code ``JUDGE_ERROR``) and no value. A result that
+      could be scored despite some judge errors keeps its value; its metadata
+      counts them and the failed verdicts carry the errors.
+    * ``not_applicable`` results (nothing to judge) are not written.
+    * The source is ``LLM_JUDGE`` for an LLM judge and ``CODE`` for the offline
+      embedding judge, with ``source_id`` (default: the judge's name, e.g.
+      ``llm:gpt-4.1-mini``).
+
+    MLflow keeps every assessment: running this twice writes them twice.
+    """
+    from ... import __version__
+
+    import_mlflow()
+    from mlflow.entities import AssessmentError, Feedback
+    from mlflow.tracing.client import TracingClient
+
+    log = AssessmentLog()
+    why = unreachable(tracking_uri)
+    if why:
+        log.failures.append(why)
+        return log
+    convs = _conversations(sessions)
+    jobs: list[tuple[str, str, Any]] = []  # (kind, trace id, Feedback)
+
+    for cid, results, run_error in _iter_results(outcomes):
+        conv = convs.get(cid)
+        first = conv.metadata.get(FIRST_TRACE_KEY) if conv is not None else None
+        if conv is None or not first:
+            log.skipped.extend(f"{cid}/{key}: not an MLflow session" for key in results or ["(run)"])
+            continue
+        sid = conv.metadata.get(SESSION_ID_KEY)
+        session_mark = {SESSION_KEY: str(sid)} if sid else {}  # MLflow's mark of a session assessment
+        if run_error:
+            jobs.append(("session", first, Feedback(
+                name="judgegraph", source=_source("", source_id),
+                error=AssessmentError(error_code="JUDGEGRAPH_RUN_ERROR", error_message=run_error),
+                metadata={**_meta(conversation_id=cid, judgegraph_version=__version__), **session_mark})))
+        for key, result in results.items():
+            if result.status == "not_applicable":
+                log.skipped.append(f"{cid}/{key}: not applicable ({result.reason or 'nothing to judge'})")
+                continue
+            fb = result.to_feedback()
+            name = fb["key"] or key
+            source = _source(result.judge, source_id)
+            extra = dict(fb["extra"])
+            if len(extra.get("errors") or []) > MAX_ERRORS_IN_METADATA:
+                extra["errors"] = extra["errors"][:MAX_ERRORS_IN_METADATA]
+            meta = {**_meta(score=fb["score"], **extra, judgegraph_version=__version__), **session_mark}
+            value = _value(result, fb)
+            if result.status == "error" or value is None:
+                detail = "; ".join(f"{e.where}: {e.message}" for e in result.errors[:5]) or fb["comment"]
+                feedback = Feedback(name=name, source=source, rationale=fb["comment"] or None, metadata=meta,
+                                    error=AssessmentError(error_code="JUDGE_ERROR",
+                                                          error_message=detail or "the judge could not decide"))
+            else:
+                feedback = Feedback(name=name, source=source, value=value, rationale=fb["comment"] or None,
+                                    metadata=meta)
+            jobs.append(("session", first, feedback))
+            if per_turn:
+                jobs += _verdict_jobs(conv, cid, name, result.verdicts, source, __version__)
+
+    client = TracingClient(tracking_uri)
+
+    def write(job: tuple[str, str, Any]) -> tuple[str, Any, str | None]:
+        kind, trace_id, feedback = job
+        try:
+            return kind, client.log_assessment(trace_id, feedback), None
+        except Exception as exc:  # noqa: BLE001 - reported, the other writes go on
+            return kind, feedback, f"{trace_id} {feedback.name}: {exc}"
+
+    with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
+        for kind, written, failure in pool.map(write, jobs):
+            if failure:
+                log.failures.append(failure)
+                continue
+            if kind == "session":
+                log.session += 1
+            else:
+                log.turn += 1
+            if getattr(written, "error", None) is not None:
+                log.errors += 1
+            if getattr(written, "assessment_id", None):
+                log.assessment_ids.append(written.assessment_id)
+    return log
+
+
+def _value(result: Any, fb: dict[str, Any]) -> Any:
+    """One MLflow value: the metric's declared value, else the score, else passed.
+    (``to_feedback()["value"]`` is the declared value or passed: LangSmith keeps
+    the score apart, MLflow has one value.)"""
+    if getattr(result, "value", None) is not None:
+        return fb["value"]
+    return fb["score"] if fb["score"] is not None else fb["value"]
+
+
+def _verdict_jobs(conv: Conversation, cid: str, name: str, verdicts: Iterable[Any], source: Any,
+                  version: str) -> list[tuple[str, str, Any]]:
+    """One per-turn feedback (``<metric>/turn``) per verdict, on the trace of its last turn."""
+    from mlflow.entities import AssessmentError, Feedback
+
+    jobs: list[tuple[str, str, Any]] = []
+    for verdict in verdicts:
+        trace_id = _trace_of(conv, verdict.turns)
+        if trace_id is None:
+            continue
+        vmeta = _meta(turns=list(verdict.turns), conversation_id=cid, attempts=verdict.attempts,
+                      **({"window": verdict.window} if hasattr(verdict, "window") else {}),
+                      **({"score": verdict.score} if verdict.score is not None else {}),
+                      judgegraph_version=version)
+        if verdict.verdict is None:
+            jobs.append(("turn", trace_id, Feedback(
+                name=f"{name}/turn", source=source, metadata=vmeta, rationale=verdict.reason or None,
+                error=AssessmentError(error_code="JUDGE_ERROR", error_message=verdict.error or "no verdict"))))
+        else:
+            jobs.append(("turn", trace_id, Feedback(
+                name=f"{name}/turn", source=source, value=verdict.verdict, rationale=verdict.reason or None,
+                metadata=vmeta)))
+    return jobs
+
+
+def _trace_of(conv: Conversation, turns: Iterable[int]) -> str | None:
+    """The trace of the last of these turns that came from a trace."""
+    for index in sorted(turns, reverse=True):
+        if 0 <= index < len(conv.turns):
+            trace_id = conv.turns[index].metadata.get(TRACE_ID_KEY)
+            if trace_id:
+                return str(trace_id)
+    return None
+

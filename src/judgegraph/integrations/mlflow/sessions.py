@@ -1,0 +1,371 @@
+"""Reading: an MLflow experiment's traces, grouped into sessions, as conversations.
+
+:func:`load_sessions` reads the traces of an experiment, groups them into
+sessions by the trace metadata key ``mlflow.trace.session``, orders each
+session by time and builds one :class:`~judgegraph.conversation.Conversation`
+per session from each trace's request (the user's input) and response (the
+assistant's output); see :mod:`.messages` for the shapes understood and the
+history de-duplication. Every turn keeps the id of its trace in
+``turn.metadata["mlflow_trace_id"]``. The session's human ``Expectation``
+assessments become ``conversation.metadata["expectations"]``, what a custom
+judge's ``{{ expectations }}`` shows. :func:`build_sessions` is the same on
+plain :class:`TraceRecord` values, without MLflow.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ...conversation import Conversation
+from ...loaders import InputError, LoadedConversation
+from .common import FIRST_TRACE_KEY, PART_KEY, SESSION_ID_KEY, SESSION_KEY, TRACE_ID_KEY, import_mlflow, unreachable
+from .messages import Msg, Unreadable, new_messages, pick, reply_message, request_messages
+
+FORMAT = "mlflow"
+PAGE_SIZE = 200
+EXPECTATIONS_KEY = "expectations"  # conversation metadata: the session's expectations, {name: value}
+TURN_EXPECTATIONS_KEY = "mlflow_expectations"  # reply-turn metadata: its trace's own expectations, {name: value}
+EXPECTATION_SOURCE = "HUMAN"  # MLflow's judges read only human expectations (resolve_expectations_from_session)
+
+
+class SessionList(list):
+    """What :func:`load_sessions` returns: a ``list`` of
+    :class:`~judgegraph.loaders.LoadedConversation` (one per session, oldest
+    first) with the problems found on the side, like
+    :class:`~judgegraph.loaders.LoadResult`:
+
+    * ``errors``: one :class:`~judgegraph.loaders.InputError` per unreadable
+      trace (``file`` = tracking URI, ``record`` = trace id, ``field`` =
+      ``request`` / ``response`` / ``experiment``);
+    * ``experiment_id``, ``traces`` (how many traces were read).
+    """
+
+    def __init__(self, items: Iterable[LoadedConversation] = (), *, errors: list[InputError] | None = None,
+                 experiment_id: str | None = None, traces: int = 0) -> None:
+        super().__init__(items)
+        self.errors: list[InputError] = list(errors or [])
+        self.experiment_id = experiment_id
+        self.traces = traces
+
+
+# --------------------------------------------------------------------------- MLflow access
+
+
+def _experiment_id(client: Any, experiment: str) -> str | None:
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None and str(experiment).isdigit():
+        try:
+            exp = client.get_experiment(str(experiment))
+        except Exception:  # noqa: BLE001 - not found
+            exp = None
+    return None if exp is None else exp.experiment_id
+
+
+def _search(client: Any, experiment_id: str, filter_string: str | None, limit: int | None) -> list[Any]:
+    """Traces of the experiment, newest first, all pages (up to ``limit``)."""
+    where = ({"locations": [experiment_id]} if "locations" in inspect.signature(client.search_traces).parameters
+             else {"experiment_ids": [experiment_id]})
+    out: list[Any] = []
+    token = None
+    while limit is None or len(out) < limit:
+        page = client.search_traces(**where, filter_string=filter_string, order_by=["timestamp_ms DESC"],
+                                    max_results=PAGE_SIZE if limit is None else min(PAGE_SIZE, limit - len(out)),
+                                    page_token=token, include_spans=True)
+        out.extend(page)
+        token = getattr(page, "token", None)
+        if not token or not len(page):
+            break
+    return out
+
+
+# --------------------------------------------------------------------------- traces -> records
+
+
+@dataclass(frozen=True)
+class ExpectationRecord:
+    """An ``Expectation`` assessment of a trace: its name and value, whether it
+    is session-level (its metadata holds ``mlflow.trace.session``, as MLflow
+    writes and reads session expectations) and its source type."""
+
+    name: str
+    value: Any
+    session_level: bool = False
+    source: str = EXPECTATION_SOURCE
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    """What judgegraph needs of one trace: its id, session, start time (ns),
+    the root span's inputs and outputs, its state and its expectations."""
+
+    trace_id: str
+    session: str | None
+    timestamp_ns: int
+    inputs: Any = None
+    outputs: Any = None
+    state: str = "OK"
+    has_root: bool = True
+    expectations: tuple[ExpectationRecord, ...] = ()
+
+
+def _record(trace: Any, session_key: str) -> TraceRecord:
+    info = trace.info
+    spans = list(getattr(trace.data, "spans", None) or [])
+    root = next((s for s in spans if getattr(s, "parent_id", None) is None), None)
+    meta = dict(getattr(info, "trace_metadata", None) or {})
+    tags = dict(getattr(info, "tags", None) or {})
+    session = meta.get(session_key) or tags.get(session_key) or None
+    ms = getattr(info, "request_time", None) or getattr(info, "timestamp_ms", 0) or 0
+    start = getattr(root, "start_time_ns", None) if root is not None else None
+    state = getattr(info, "state", "OK")
+    return TraceRecord(
+        trace_id=info.trace_id,
+        session=str(session) if session is not None else None,
+        timestamp_ns=int(start) if start else int(ms) * 1_000_000,
+        inputs=root.inputs if root is not None else None,
+        outputs=root.outputs if root is not None else None,
+        state=str(getattr(state, "value", state)),
+        has_root=root is not None,
+        expectations=_expectations(trace),
+    )
+
+
+def _expectations(trace: Any) -> tuple[ExpectationRecord, ...]:
+    """The trace's valid (not overridden) ``Expectation`` assessments."""
+    search = getattr(trace, "search_assessments", None)
+    out = []
+    for exp in search(type="expectation") if search is not None else ():
+        source = getattr(getattr(exp, "source", None), "source_type", None)
+        out.append(ExpectationRecord(name=exp.name, value=exp.value, session_level=SESSION_KEY in (exp.metadata or {}),
+                                     source=str(getattr(source, "value", source))))
+    return tuple(out)
+
+
+def _turn(msg: Msg, trace_id: str, part: str, **extra: Any) -> dict[str, Any]:
+    meta = {TRACE_ID_KEY: trace_id, PART_KEY: part, **dict(msg.meta), **extra}
+    return {"role": msg.role, "content": msg.content, "tool_calls": [dict(c) for c in msg.tool_calls],
+            "metadata": meta}
+
+
+def session_expectations(sid: str | None, records: list[TraceRecord]) -> dict[str, Any]:
+    """A conversation's expectations, ``{name: value}``, from its traces (in time order).
+
+    * A session: its human expectations marked session-level (metadata
+      ``mlflow.trace.session``), on any of its traces; the earliest trace wins
+      a name. (MLflow's own judges read them from the first trace only; a
+      session expectation logged on a later trace is taken here as well.)
+    * A trace of its own (no session): its human expectations, as MLflow's
+      judges read a single trace's.
+    Other sources (``CODE``, ``LLM_JUDGE``) are not ground truth and are skipped, as MLflow does."""
+    out: dict[str, Any] = {}
+    for rec in records:
+        for exp in rec.expectations:
+            if exp.source == EXPECTATION_SOURCE and (exp.session_level or sid is None):
+                out.setdefault(exp.name, exp.value)
+    return out
+
+
+def _trace_expectations(rec: TraceRecord) -> dict[str, Any]:
+    """A trace's own (not session-level) human expectations, kept on its reply turn."""
+    return {e.name: e.value for e in rec.expectations if e.source == EXPECTATION_SOURCE and not e.session_level}
+
+
+def build_sessions(
+    records: Iterable[TraceRecord],
+    *,
+    tracking_uri: str = "",
+    experiment: str = "",
+    experiment_id: str | None = None,
+    request_key: str | None = None,
+    response_key: str | None = None,
+) -> SessionList:
+    """Group trace records into sessions and build one conversation per session
+    (see :func:`load_sessions`). Pure: no MLflow needed."""
+    groups: dict[str, list[TraceRecord]] = {}
+    sessionless: list[TraceRecord] = []
+    for rec in records:
+        if rec.session:
+            groups.setdefault(rec.session, []).append(rec)
+        else:
+            sessionless.append(rec)
+    units: list[tuple[str | None, list[TraceRecord]]] = [(sid, sorted(recs, key=_order))
+                                                         for sid, recs in groups.items()]
+    units += [(None, [rec]) for rec in sessionless]
+    units.sort(key=lambda u: _order(u[1][0]))
+
+    out = SessionList(experiment_id=experiment_id)
+    for sid, recs in units:
+        out.traces += len(recs)
+        turns: list[dict[str, Any]] = []
+        prior: list[Msg] = []
+        used: list[str] = []
+        blank: list[str] = []
+        where = f"session {sid!r}: " if sid else ""
+        for rec in recs:
+            try:
+                if not rec.has_root:
+                    raise Unreadable("request", "the trace has no spans")
+                request = request_messages(pick(rec.inputs, request_key, "request"),
+                                           "request" if request_key is None else f"request.{request_key}")
+                if rec.outputs is None and rec.state != "OK":
+                    raise Unreadable("response", f"the trace ended in state {rec.state} with no response")
+                reply = reply_message(pick(rec.outputs, response_key, "response"),
+                                      "response" if response_key is None else f"response.{response_key}")
+            except Unreadable as exc:
+                out.errors.append(InputError(tracking_uri, None, rec.trace_id, exc.field,  # type: ignore[arg-type]
+                                             f"{where}{exc.message}"))
+                continue
+            new, mismatch = new_messages(prior, request)
+            prior += new + [reply]  # the history as sent, blank messages included, so later requests line up
+            extra = {"mlflow_history_mismatch": True} if mismatch else {}
+            added = [_turn(m, rec.trace_id, "request", **extra) for m in new if not m.blank]
+            if reply.blank:  # a whitespace-only reply is dropped, as MLflow's session judges drop it
+                blank.append(rec.trace_id)
+            else:
+                own = _trace_expectations(rec)
+                added.append(_turn(reply, rec.trace_id, "response",
+                                   **({TURN_EXPECTATIONS_KEY: own} if own and sid is not None else {})))
+            if added:
+                turns += added
+                used.append(rec.trace_id)
+        if not turns:
+            if blank:
+                out.errors.append(InputError(tracking_uri, None, recs[0].trace_id, "response",  # type: ignore[arg-type]
+                                             f"{where}nothing to judge: every message is blank"))
+            continue
+        cid = sid if sid is not None else recs[0].trace_id
+        metadata: dict[str, Any] = {
+            "mlflow_experiment": experiment,
+            "mlflow_experiment_id": experiment_id,
+            SESSION_ID_KEY: sid,
+            FIRST_TRACE_KEY: recs[0].trace_id,  # where session-level assessments go
+            "mlflow_trace_ids": used,
+        }
+        if blank:
+            metadata["mlflow_blank_replies"] = blank
+        expectations = session_expectations(sid, recs)
+        if expectations:
+            metadata[EXPECTATIONS_KEY] = expectations
+        conversation = Conversation.model_validate({"id": cid, "turns": turns, "metadata": metadata})
+        out.append(LoadedConversation(conversation=conversation, source=f"mlflow:{experiment}/{cid}",
+                                      format=FORMAT, options={}))
+    return out
+
+
+def _order(rec: TraceRecord) -> tuple[int, str]:
+    return (rec.timestamp_ns, rec.trace_id)
+
+
+# --------------------------------------------------------------------------- load_sessions
+
+
+def load_sessions(
+    tracking_uri: str,
+    experiment: str,
+    *,
+    session_key: str = SESSION_KEY,
+    max_traces: int | None = None,
+    filter_string: str | None = None,
+    request_key: str | None = None,
+    response_key: str | None = None,
+) -> SessionList:
+    """Read an experiment's traces as conversations, one per session.
+
+    * Traces are grouped by the trace metadata key ``session_key`` (default
+      ``mlflow.trace.session``, which ``mlflow.update_current_trace(session_id=...)``
+      sets; a trace tag of that name also counts), and ordered by their root
+      span's start time (nanoseconds; the trace id breaks ties).
+    * Each trace adds its request's new messages (the user's message; see
+      :func:`new_messages` for requests that carry the whole history) and its
+      response as one assistant turn. Requests and responses may be a string,
+      ``{"messages": [...]}`` (OpenAI or LangChain messages), OpenAI Responses
+      ``input``/``output`` items, a chat completion (``choices[0].message``), a
+      message dict, or a dict of the traced function's arguments in which the
+      message is found by name (``question``, ``query``, ``prompt``, ...) or as
+      the only text; ``request_key`` / ``response_key`` name the argument when
+      that is ambiguous.
+    * A trace with no session becomes a conversation of its own (id = trace id).
+    * The conversation id is the session id; ``source`` is
+      ``mlflow:<experiment>/<session id>``; each turn has
+      ``metadata["mlflow_trace_id"]`` (and ``mlflow_part``: ``request`` or
+      ``response``).
+    * A blank message (whitespace only, no tool calls) is dropped, as MLflow's
+      session judges drop it; the traces whose reply was dropped are listed in
+      ``metadata["mlflow_blank_replies"]``.
+    * Expectations: the session's human ``Expectation`` assessments marked
+      session-level go to ``metadata["expectations"]`` (``{name: value}``, what
+      ``{{ expectations }}`` shows); see :func:`session_expectations`. A
+      trace's other human expectations stay on its reply turn
+      (``metadata["mlflow_expectations"]``).
+    * An unreadable trace becomes an :class:`~judgegraph.loaders.InputError`
+      in ``.errors`` (file = tracking URI, record = trace id, field) and the
+      rest of its session is still read. So do an unknown experiment and an
+      unreachable server (with no conversations).
+    * ``max_traces``: read the newest N traces, then the rest of every session
+      they touch, so no session is judged in part. ``filter_string`` is passed
+      to MLflow's ``search_traces`` (e.g. ``"timestamp_ms > 1700000000000"``).
+    """
+    if max_traces is not None and max_traces < 1:
+        raise ValueError(f"max_traces must be >= 1, got {max_traces}")
+    why = unreachable(tracking_uri)
+    if why:
+        return SessionList(errors=[InputError(tracking_uri, None, None, None, why)])
+    import_mlflow()
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    try:
+        experiment_id = _experiment_id(client, experiment)
+    except Exception as exc:  # noqa: BLE001 - reported as an input error, like an unreadable file
+        why = f"cannot read experiment {experiment!r}: {exc}"
+        return SessionList(errors=[InputError(tracking_uri, None, None, "experiment", why)])
+    if experiment_id is None:
+        why = f"experiment {experiment!r} not found"
+        return SessionList(errors=[InputError(tracking_uri, None, None, "experiment", why)])
+    try:
+        traces = _search(client, experiment_id, filter_string, max_traces)
+        if max_traces is not None and len(traces) >= max_traces:
+            traces = _complete_sessions(client, experiment_id, filter_string, session_key, traces)
+    except Exception as exc:  # noqa: BLE001
+        return SessionList(errors=[InputError(tracking_uri, None, None, None, f"cannot search traces: {exc}")],
+                           experiment_id=experiment_id)
+    errors: list[InputError] = []
+    records = []
+    for trace in traces:
+        try:
+            records.append(_record(trace, session_key))
+        except Exception as exc:  # noqa: BLE001 - one odd trace does not stop the rest
+            tid = getattr(getattr(trace, "info", None), "trace_id", None)
+            errors.append(InputError(tracking_uri, None, tid, None, f"unreadable trace: {exc}"))
+    out = build_sessions(records, tracking_uri=tracking_uri, experiment=experiment, experiment_id=experiment_id,
+                         request_key=request_key, response_key=response_key)
+    out.errors[:0] = errors
+    return out
+
+
+def _complete_sessions(client: Any, experiment_id: str, filter_string: str | None, session_key: str,
+                       traces: list[Any]) -> list[Any]:
+    """Add the traces of every session seen that the limit cut off."""
+    have = {t.info.trace_id for t in traces}
+    sessions = []
+    for t in traces:
+        sid = (t.info.trace_metadata or {}).get(session_key)
+        if sid and sid not in sessions:
+            sessions.append(sid)
+    out = list(traces)
+    for sid in sessions:
+        if "'" in sid or "`" in session_key:
+            continue  # not expressible in a filter string; read as far as the limit went
+        where = f"metadata.`{session_key}` = '{sid}'"
+        if filter_string:
+            where = f"({filter_string}) AND {where}"
+        for t in _search(client, experiment_id, where, None):
+            if t.info.trace_id not in have:
+                have.add(t.info.trace_id)
+                out.append(t)
+    return out
+
+

@@ -1,0 +1,153 @@
+"""Graphs for LangGraph Studio and the LangGraph server, with run-time settings.
+
+``configurable("turn_relevancy")`` is a small graph whose one node runs the
+metric's graph built for the run's settings: the judge model, its server,
+threshold, window size, strict mode, review. The settings are the graph's
+``context_schema`` (:class:`JudgeSettings`), so Studio shows them as a form and
+a client sets them per run (``client.runs.wait(..., context={"model": ...})``,
+or ``graph.invoke(input, context=JudgeSettings(model=...))`` in Python). A
+setting left empty falls back to the environment (``JUDGEGRAPH_MODEL``,
+``JUDGEGRAPH_BASE_URL``), then to the metric's default; the offline judge when
+there is no model at all.
+
+Each combination of settings is built once (when a run first asks for it, in
+a worker thread under async: building a judge reads files) and cached.
+Nothing is built at import: ``graphs/*.py`` import with no API key.
+
+The metric graph runs as a subgraph of the node, so its checkpoints, its
+``review_verdicts`` interrupt (``review=True``) and its streamed updates
+(``stream_subgraphs``) go through the server like any graph's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from typing import Annotated, Any
+
+from langchain_core.runnables import RunnableLambda
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import get_runtime
+from typing_extensions import NotRequired, TypedDict
+
+from .results import MetricResult, merge_results
+from .state import MetricInput, MetricOutput
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """Run-time settings of a judge graph (its LangGraph context)."""
+
+    model: str = ""  # e.g. "openai:gpt-4.1-mini"; empty: $JUDGEGRAPH_MODEL, else the offline judge
+    base_url: str = ""  # an OpenAI-compatible server for the model; empty: $JUDGEGRAPH_BASE_URL
+    threshold: float | None = None  # empty: the metric's default
+    window_size: int | None = None  # exchanges per window; empty: the metric's default
+    strict_mode: bool = False
+    review: bool = False  # pause in review_verdicts so a person can override verdicts (needs a checkpointer)
+    max_tries: int = 3  # asks per judgement when the model's reply is invalid
+
+
+class StudioState(TypedDict):
+    conversation: NotRequired[Any]
+    messages: NotRequired[list[Any]]
+    results: NotRequired[Annotated[dict[str, MetricResult], merge_results]]
+
+
+Builder = Callable[[JudgeSettings], CompiledStateGraph]
+
+
+def resolved(settings: JudgeSettings | dict[str, Any] | None) -> JudgeSettings:
+    """``settings`` (a dict from a client, or None) with the environment's defaults filled in."""
+    if settings is None:
+        settings = JudgeSettings()
+    elif isinstance(settings, dict):
+        known = {f.name for f in fields(JudgeSettings)}
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise ValueError(f"unknown judge settings {unknown}; known: {sorted(known)}")
+        settings = JudgeSettings(**settings)
+    model = settings.model or os.environ.get("JUDGEGRAPH_MODEL", "")
+    base_url = settings.base_url or os.environ.get("JUDGEGRAPH_BASE_URL", "")
+    return JudgeSettings(**{**asdict(settings), "model": model, "base_url": base_url})
+
+
+def judge_for(s: JudgeSettings) -> Any:
+    """The judge the settings name: an LLM judge for ``model`` (at ``base_url``), else the offline judge."""
+    from .judges import resolve_judge
+
+    client: dict[str, Any] = {"base_url": s.base_url} if s.base_url else {}
+    return resolve_judge(s.model, max_tries=s.max_tries, **client) if s.model else resolve_judge()
+
+
+def options_for(metric: str, s: JudgeSettings) -> dict[str, Any]:
+    """The settings a metric's factory takes (a metric with no window has no ``window_size``)."""
+    import inspect
+
+    from .metrics import get_metric
+
+    params = inspect.signature(get_metric(metric).factory).parameters
+    wanted = {"threshold": s.threshold, "window_size": s.window_size,
+              "strict_mode": s.strict_mode or None, "review": s.review or None}
+    return {k: v for k, v in wanted.items() if v is not None and k in params}
+
+
+def metric_builder(metric: str) -> Builder:
+    """A :data:`Builder` for a registered metric: its factory with the settings it takes."""
+
+    def build(s: JudgeSettings) -> CompiledStateGraph:
+        from .metrics import get_metric
+
+        return get_metric(metric).factory(model=judge_for(s), **options_for(metric, s))
+
+    return build
+
+
+def configurable(
+    metric: str, build: Builder | None = None, *, name: str | None = None
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """A graph running ``metric`` with the settings of each run (:class:`JudgeSettings`).
+
+    ``build`` makes the graph for one combination of settings (default: the
+    registered metric's factory, :func:`metric_builder`); its results come out
+    under ``results`` as the metric's own do."""
+    make = build or metric_builder(metric)
+    cache: dict[JudgeSettings, CompiledStateGraph] = {}
+    lock = threading.Lock()
+
+    def graph_for(settings: JudgeSettings) -> CompiledStateGraph:
+        with lock:
+            if settings not in cache:
+                cache[settings] = make(settings)
+            return cache[settings]
+
+    def settings_now() -> JudgeSettings:
+        return resolved(get_runtime(JudgeSettings).context)
+
+    def run(state: StudioState) -> dict[str, Any]:
+        out = graph_for(settings_now()).invoke(_inputs(state))
+        return {"results": out.get("results") or {}}
+
+    async def arun(state: StudioState) -> dict[str, Any]:
+        graph = await asyncio.to_thread(graph_for, settings_now())  # building reads prompt files, loads clients
+        out = await graph.ainvoke(_inputs(state))
+        return {"results": out.get("results") or {}}
+
+    builder = StateGraph(StudioState, context_schema=JudgeSettings, input_schema=MetricInput,
+                         output_schema=MetricOutput)
+    builder.add_node(metric, RunnableLambda(run, afunc=arun, name=metric))
+    builder.add_edge(START, metric)
+    builder.add_edge(metric, END)
+    graph = builder.compile(name=name or metric)
+    graph.graph_for = graph_for  # type: ignore[attr-defined]  # for tests and warm-up
+    return graph
+
+
+def _inputs(state: StudioState) -> dict[str, Any]:
+    return {k: state[k] for k in ("conversation", "messages") if state.get(k) is not None}
+
+
+__all__ = ["JudgeSettings", "configurable", "judge_for", "metric_builder", "options_for", "resolved"]

@@ -1,0 +1,239 @@
+"""Every judge runs under the real ``langgraph dev`` server (blocking calls in async paths are errors there,
+blockbuster): through ``langgraph_sdk`` with run-time settings in the run's context, a re-asked judge reply
+from the loopback OpenAI server, streaming, and an interrupt-and-resume review."""
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langgraph_api", reason="needs the studio extra: pip install 'judgegraph[studio]'")
+from langgraph_sdk import get_client
+
+from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT = 120  # seconds for the server to come up
+RUN_TIMEOUT = 60  # seconds per run
+YES = structured({"reason": "It answers the question.", "verdict": "yes"})
+NO = structured({"reason": "It is about Paris, not arithmetic.", "verdict": "no"})
+MATH = {"id": "math", "turns": [
+    {"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "2+2 equals 4."},
+    {"role": "user", "content": "What about 3+3?"}, {"role": "assistant", "content": "The capital of France is Paris."},
+]}
+
+
+def reply_is(fragment):
+    return lambda req: fragment in req.text.split("<reply_to_judge>")[-1]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def langgraph_bin():
+    found = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph")
+    if not found:
+        pytest.skip("the langgraph CLI is not installed (pip install 'judgegraph[studio]')")
+    return found
+
+
+@pytest.fixture(scope="module")
+def openai_server():
+    # the Paris reply is judged twice: a malformed first reply, re-asked, then a valid "no"
+    responder = ScriptedResponder([(reply_is("Paris"), [text("this is not JSON"), NO])], default=YES)
+    with FakeOpenAIServer(responder) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    work = tmp_path_factory.mktemp("langgraph_dev")  # the server's .langgraph_api folder goes here
+    port = free_port()
+    # the repository's langgraph.json with absolute paths (langgraph dev reads them from its working folder)
+    spec = json.loads((ROOT / "langgraph.json").read_text(encoding="utf-8"))
+    spec["dependencies"] = [str(ROOT)]
+    spec["graphs"] = {k: str(ROOT / v.split(":")[0]) + ":" + v.split(":")[1] for k, v in spec["graphs"].items()}
+    (work / "langgraph.json").write_text(json.dumps(spec), encoding="utf-8")
+    env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false",
+           "LANGCHAIN_TRACING_V2": "false", "LANGSMITH_API_KEY": "", "HF_HUB_OFFLINE": "1",
+           "PYTHONUNBUFFERED": "1"}
+    env.pop("JUDGEGRAPH_MODEL", None)
+    env.pop("OPENAI_API_KEY", None)
+    log = (work / "server.log").open("w")
+    proc = subprocess.Popen(
+        [langgraph_bin(), "dev", "--config", str(work / "langgraph.json"), "--host", "127.0.0.1", "--port",
+         str(port), "--no-browser", "--no-reload"],
+        cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"langgraph dev exited with {proc.returncode}:\n{(work / 'server.log').read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/ok", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"langgraph dev did not start in {START_TIMEOUT}s:\n"
+                            f"{(work / 'server.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield url, work / "server.log"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+        log.close()
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, RUN_TIMEOUT))
+
+
+def check_log(log):
+    text = log.read_text()
+    assert "BlockingError" not in text, text[-3000:]
+
+
+def test_every_graph_is_served(server):
+    url, log = server
+
+    async def go():
+        client = get_client(url=url)
+        found = await client.assistants.search(limit=50)
+        names = {a["graph_id"] for a in found}
+        turn = next(a for a in found if a["graph_id"] == "turn_relevancy")
+        schemas = await client.assistants.get_schemas(turn["assistant_id"])
+        return names, schemas
+
+    names, schemas = run(go())
+    assert {"turn_relevancy", "conversation_relevance", "turn_contextual_relevancy", "response_relevancy",
+            "report"} <= names
+    context = schemas.get("context_schema") or schemas.get("config_schema") or {}
+    assert {"model", "base_url", "threshold", "window_size", "review"} <= set(context.get("properties", {}))
+
+
+@pytest.mark.parametrize("graph", ["turn_relevancy", "conversation_relevance", "turn_contextual_relevancy",
+                                   "response_relevancy", "report"])
+def test_offline_judge_runs_every_graph(server, graph):
+    url, log = server
+
+    async def go():
+        client = get_client(url=url)
+        thread = await client.threads.create()
+        return await client.runs.wait(thread["thread_id"], graph, input={"conversation": MATH})
+
+    out = run(go())
+    assert out["results"], out
+    for name, res in out["results"].items():
+        assert res["status"] in ("passed", "failed", "not_applicable"), (name, res)
+        assert res["judge"].startswith("offline"), (name, res)
+    check_log(log)
+
+
+def test_llm_judge_with_a_re_asked_reply_and_run_time_settings(server, openai_server):
+    url, log = server
+    before = openai_server.calls["/v1/chat/completions"]
+
+    async def go():
+        client = get_client(url=url)
+        thread = await client.threads.create()
+        return await client.runs.wait(
+            thread["thread_id"], "turn_relevancy", input={"conversation": MATH},
+            context={"model": "gpt-4.1-mini", "base_url": openai_server.base_url, "threshold": 0.9})
+
+    out = run(go())
+    res = out["results"]["turn_relevancy"]
+    assert res["judge"] == "llm:gpt-4.1-mini" and res["threshold"] == 0.9
+    assert [v["verdict"] for v in res["verdicts"]] == ["yes", "no"]
+    assert res["verdicts"][1]["attempts"] == 2  # re-asked after the malformed reply
+    assert res["score"] == 0.5 and res["status"] == "failed" and not res["errors"]
+    assert openai_server.calls["/v1/chat/completions"] - before == 3
+    check_log(log)
+
+
+def test_stream_shows_the_metric_s_nodes(server):
+    url, log = server
+
+    async def go():
+        client = get_client(url=url)
+        thread = await client.threads.create()
+        seen = []
+        async for part in client.runs.stream(thread["thread_id"], "conversation_relevance",
+                                             input={"conversation": MATH}, context={"window_size": 1},
+                                             stream_mode="updates", stream_subgraphs=True):
+            seen.append((part.event, part.data))
+        return seen
+
+    seen = run(go())
+    nodes = {k for event, data in seen if event.startswith("updates") and isinstance(data, dict) for k in data}
+    assert {"window_turns", "judge_turn", "reduce_score", "conversation_relevance"} <= nodes, nodes
+    final = [d for e, d in seen if e.startswith("updates") and isinstance(d, dict) and "conversation_relevance" in d]
+    res = final[-1]["conversation_relevance"]["results"]["conversation_relevance"]
+    assert res["details"]["window_size"] == 1
+    check_log(log)
+
+
+def test_review_interrupts_and_a_resume_overrides_a_verdict(server):
+    url, log = server
+
+    async def go():
+        client = get_client(url=url)
+        thread = await client.threads.create()
+        tid = thread["thread_id"]
+        first = await client.runs.wait(tid, "turn_relevancy", input={"conversation": MATH},
+                                       context={"review": True})
+        state = await client.threads.get_state(tid)
+        second = await client.runs.wait(
+            tid, "turn_relevancy", command={"resume": {"1": {"verdict": "no", "reason": "Paris is off topic."}}},
+            context={"review": True})
+        return first, state, second
+
+    first, state, second = run(go())
+    interrupts = [i for task in state["tasks"] for i in task.get("interrupts", [])]
+    assert interrupts and [v["id"] for v in interrupts[0]["value"]["verdicts"]] == ["0", "1"]
+    assert not first.get("results"), first
+    res = second["results"]["turn_relevancy"]
+    assert res["verdicts"][1]["verdict"] == "no" and res["verdicts"][1]["review"]["by"] == "human"
+    assert res["verdicts"][1]["reason"] == "Paris is off topic."
+    check_log(log)
+
+
+def test_report_with_an_llm_judge_runs_every_metric_and_the_session_judges(server):
+    url, log = server
+    from judgegraph.testing.openai_server import schema_responder
+
+    async def go(base_url):
+        client = get_client(url=url)
+        thread = await client.threads.create()
+        return await client.runs.wait(thread["thread_id"], "report", input={"conversation": MATH},
+                                      context={"model": "gpt-4.1-mini", "base_url": base_url})
+
+    with FakeOpenAIServer(schema_responder) as llm:
+        out = run(go(llm.base_url))
+        assert llm.calls["/v1/chat/completions"] > 5
+    assert {"turn_relevancy", "turn_contextual_relevancy", "response_relevancy", "conversation_completeness",
+            "knowledge_retention", "user_frustration"} <= set(out["results"])
+    for name, res in out["results"].items():
+        assert res["judge"] == "llm:gpt-4.1-mini", (name, res["judge"])
+    check_log(log)

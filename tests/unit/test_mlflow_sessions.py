@@ -1,0 +1,85 @@
+"""Reading MLflow sessions without a server: history de-duplication, blank
+messages and the expectations rule, on plain TraceRecords (build_sessions)."""
+
+from judgegraph.integrations.mlflow import ExpectationRecord, TraceRecord, build_sessions, new_messages
+from judgegraph.integrations.mlflow.messages import Msg
+
+
+def msgs(*pairs):
+    return [Msg(role, content) for role, content in pairs]
+
+
+def test_history_trimmed_at_the_front_still_lines_up():
+    prior = msgs(("system", "S"), ("user", "u1"), ("assistant", "a1"), ("user", "u2"), ("assistant", "a2"))
+    new, mismatch = new_messages(prior, msgs(("system", "S"), ("user", "u2"), ("assistant", "a2"), ("user", "u3")))
+    assert new == msgs(("user", "u3")) and not mismatch
+
+
+def test_rewritten_history_keeps_only_what_follows_its_last_reply():
+    prior = msgs(("user", "u1"), ("assistant", "a1"))
+    new, mismatch = new_messages(prior, msgs(("user", "summary of u1/a1"), ("assistant", "ok"), ("user", "u2")))
+    assert new == msgs(("user", "u2")) and mismatch
+
+
+def test_single_message_requests_and_repeated_questions_are_kept():
+    prior = msgs(("system", "S"), ("user", "yes"), ("assistant", "a1"))
+    assert new_messages(prior, msgs(("system", "S"), ("user", "yes"))) == (msgs(("user", "yes")), False)
+
+
+def test_build_sessions_without_a_server_and_ties_broken_by_trace_id():
+    records = [
+        TraceRecord("tr-b", "s", 5, {"messages": [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "r1"},
+                                                  {"role": "user", "content": "q2"}]}, "r2"),
+        TraceRecord("tr-a", "s", 5, {"question": "q1", "session_id": "s"}, [{"role": "assistant", "content": "r1"}]),
+        TraceRecord("tr-c", "s", 9, "q3", None, state="ERROR"),
+    ]
+    out = build_sessions(records, tracking_uri="file:x", experiment="e")
+    assert [(t.role, t.content) for t in out[0].conversation.turns] == [
+        ("user", "q1"), ("assistant", "r1"), ("user", "q2"), ("assistant", "r2")]
+    (err,) = out.errors
+    assert (err.record, err.field) == ("tr-c", "response") and "state ERROR" in err.message
+
+
+def test_blank_messages_dropped_without_a_server():
+    records = [
+        TraceRecord("t1", "s", 1, {"messages": [{"role": "user", "content": "q1"}]}, "   "),
+        TraceRecord("t2", "s", 2, {"messages": [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "   "},
+                                                {"role": "user", "content": "\t"}, {"role": "user", "content": "q2"}]},
+                    {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "lookup", "arguments": "{}"}}]}),
+        TraceRecord("t3", "only-blank", 3, " ", "\n"),
+    ]
+    out = build_sessions(records, tracking_uri="file:x", experiment="e")
+    (conv,) = [s.conversation for s in out]
+    # the history of t2 still lines up with t1's (blank reply included): nothing repeated, no mismatch
+    assert [(t.role, t.content) for t in conv.turns] == [("user", "q1"), ("user", "q2"), ("assistant", "")]
+    assert conv.turns[-1].tool_calls[0].name == "lookup"  # no content but a tool call: kept
+    assert not any(t.metadata.get("mlflow_history_mismatch") for t in conv.turns)
+    assert conv.metadata["mlflow_blank_replies"] == ["t1"] and conv.metadata["mlflow_trace_ids"] == ["t1", "t2"]
+    (err,) = out.errors  # a session with nothing but blank messages is reported, not silently gone
+    assert (err.record, err.field) == ("t3", "response") and "blank" in err.message
+
+
+def test_expectations_rule_without_a_server():
+    records = [
+        TraceRecord("t2", "s", 2, "q2", "a2", expectations=(
+            ExpectationRecord("goal", "later goal", session_level=True),  # the earliest trace wins a name
+            ExpectationRecord("must_mention", "terrace", session_level=True),  # a later trace adds a name
+            ExpectationRecord("expected_response", "a2!"),  # trace-level: stays on the reply turn
+        )),
+        TraceRecord("t1", "s", 1, "q1", "a1", expectations=(
+            ExpectationRecord("goal", "first goal", session_level=True, source="HUMAN"),
+            ExpectationRecord("synthetic", "x", session_level=True, source="CODE"),  # not ground truth
+            ExpectationRecord("judged", "y", session_level=True, source="LLM_JUDGE"),
+        )),
+        TraceRecord("solo", None, 3, "q", "a", expectations=(ExpectationRecord("expected_response", "a"),
+                                                             ExpectationRecord("auto", "z", source="CODE"))),
+        TraceRecord("bare", "plain", 4, "q", "a"),
+    ]
+    convs = {s.conversation.id: s.conversation for s in build_sessions(records)}
+    s = convs["s"]
+    assert s.metadata["expectations"] == {"goal": "first goal", "must_mention": "terrace"}
+    assert [t.metadata.get("mlflow_expectations") for t in s.turns] == [None, None, None, {"expected_response": "a2!"}]
+    # a trace of its own: its human expectations are the conversation's, as MLflow reads a single trace's
+    assert convs["solo"].metadata["expectations"] == {"expected_response": "a"}
+    assert "mlflow_expectations" not in convs["solo"].turns[-1].metadata
+    assert "expectations" not in convs["plain"].metadata
