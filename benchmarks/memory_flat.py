@@ -67,7 +67,7 @@ def main() -> int:
         write_chats(chats, args.n)
         cmd = [sys.executable, "-m", "judgegraph.cli", "eval", str(chats), "--model", "openai:gpt-4.1-mini",
                "--base-url", server.base_url, "--concurrency", str(args.concurrency), "--no-progress", "-q",
-               "--out", str(out), *args.extra]
+               "--out", str(out), "--cache", str(Path(tmp) / "judge-cache.sqlite"), *args.extra]
         env = {**os.environ, "OPENAI_API_KEY": ""}
         start = time.monotonic()
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
