@@ -192,25 +192,17 @@ def resolve_embeddings(embeddings: Any = None, *, base_url: str | None = None, a
     spec = embeddings.strip()
     if spec.lower() in {"minilm", "offline", "all-minilm-l6-v2"}:
         return resolve_embeddings(None)
-    provider, _, name = spec.partition(":") if ":" in spec else ("openai", "", spec)
+    from ..judges.llm import openai_key, split_model
+
+    provider, name = split_model(spec)
     if not name:
         raise ValueError(f"embeddings {embeddings!r}: give a model name, e.g. 'openai:text-embedding-3-small'")
     if provider == "openai" or base_url:
-        import os
-
         from langchain_openai import OpenAIEmbeddings
 
-        from ..judges.llm import ModelConfigError
-
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key and not base_url:
-            raise ModelConfigError(
-                f"embeddings {embeddings!r} need OPENAI_API_KEY (or embeddings_base_url for an OpenAI-compatible"
-                " server); leave embeddings out to use the offline all-MiniLM-L6-v2"
-            )
-        from pydantic import SecretStr
-
-        return OpenAIEmbeddings(model=name, base_url=base_url, api_key=SecretStr(key or "not-needed"),
+        key = openai_key(api_key, base_url, f"embeddings {embeddings!r} need OPENAI_API_KEY (or embeddings_base_url"
+                         " for an OpenAI-compatible server); leave embeddings out to use the offline all-MiniLM-L6-v2")
+        return OpenAIEmbeddings(model=name, base_url=base_url, api_key=key,
                                 check_embedding_ctx_length=False, max_retries=3, timeout=120)
     try:
         from langchain.embeddings import init_embeddings
