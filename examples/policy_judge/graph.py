@@ -127,20 +127,20 @@ def _pairs(ex: Exchange) -> list[tuple[str, str]]:
     return [(it.turn.role, it.turn.content) for it in sorted((*ex.user, *ex.assistant, *ex.tool), key=lambda t: t.index)]
 
 
+def _request(step: str, schema: type[BaseModel], values: dict[str, str]) -> JudgeRequest:
+    """A request for one of this judge's prompt files (the task is the step's name)."""
+    return JudgeRequest(task=step.rsplit("/", 1)[-1], step=step, schema=schema, prompt=load_prompt(step),
+                        values=values)
+
+
 def extract_request(window: Window) -> JudgeRequest:
     target = window.target
-    return JudgeRequest(
-        task="extract_claims",
-        step=EXTRACT_STEP,
-        schema=Claims,
-        prompt=load_prompt(EXTRACT_STEP),
-        values={
-            "context": render_messages([p for ex in window.context for p in _pairs(ex)],
-                                       empty="(none: this is the first exchange)"),
-            "user_message": target.user_text or "(none: the assistant spoke first)",
-            "reply": target.reply_text,
-        },
-    )
+    return _request(EXTRACT_STEP, Claims, {
+        "context": render_messages([p for ex in window.context for p in _pairs(ex)],
+                                   empty="(none: this is the first exchange)"),
+        "user_message": target.user_text or "(none: the assistant spoke first)",
+        "reply": target.reply_text,
+    })
 
 
 def _turn_label(turns: tuple[int, ...] | list[int]) -> str:
@@ -177,16 +177,10 @@ def plan_checks(state: PolicyState) -> dict[str, Any]:
 
 
 def verify_request(claim: Claim) -> JudgeRequest:
-    return JudgeRequest(
-        task="verify_claim",
-        step=VERIFY_STEP,
-        schema=ClaimCheck,
-        prompt=load_prompt(VERIFY_STEP),
-        values={
-            "policy": "\n\n".join(f"[{i}] {text}" for i, text in enumerate(claim.policy, 1)),
-            "claim": claim.text,
-        },
-    )
+    return _request(VERIFY_STEP, ClaimCheck, {
+        "policy": "\n\n".join(f"[{i}] {text}" for i, text in enumerate(claim.policy, 1)),
+        "claim": claim.text,
+    })
 
 
 def _verify_claim(settings: PolicySettings):
