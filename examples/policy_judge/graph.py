@@ -36,9 +36,9 @@ from pydantic import BaseModel, Field, field_validator
 from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from judgegraph.compiling import CompileOptions, compile_graph
-from judgegraph.conversation import Conversation, as_conversation
+from judgegraph.conversation import Conversation
 from judgegraph.judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
-from judgegraph.nodes import fan_out, judge_step, make_result, outcome_fields, render_messages, window_node
+from judgegraph.nodes import fan_out, judge_step, make_result, outcome_fields, render_messages, score_node, window_node
 from judgegraph.prompts import Prompt, parse_prompt
 from judgegraph.results import MetricResult, Usage, Verdict, merge_results
 from judgegraph.state import MetricInput, MetricOutput
@@ -203,9 +203,7 @@ def _where(v: Verdict) -> str:
 
 
 def _reduce_score(settings: PolicySettings):
-    def reduce_score(state: PolicyState) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
-        verdicts = sorted(state.get("verdicts") or [], key=lambda v: (v.window, v.index))
+    def score(state: PolicyState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
         result = make_result(
             settings.name, conversation, verdicts,
             judge=settings.judge, threshold=settings.threshold, positive="supported",
@@ -220,9 +218,9 @@ def _reduce_score(settings: PolicySettings):
         )
         if result.status == "not_applicable":
             result = result.model_copy(update={"reason": "No reply made a claim that could be checked."})
-        return {"results": {settings.name: result}}
+        return result
 
-    return reduce_score
+    return score_node(settings.name, score, order=lambda v: (v.window, v.index))
 
 
 # -- graph ---------------------------------------------------------------------------
