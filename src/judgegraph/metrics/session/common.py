@@ -23,7 +23,7 @@ from typing_extensions import Unpack
 from ...compiling import CompileOptions, check_options, compile_graph
 from ...conversation import Conversation
 from ...judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
-from ...nodes import REVIEW_NODE, conversation_json, outcome_fields, quote, review_node, turn_label  # noqa: F401 - re-exported
+from ...nodes import REVIEW_NODE, conversation_json, outcome_fields, review_node
 from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, build_result, strict
 from ...state import MetricInput, MetricOutput, conversation_of
 

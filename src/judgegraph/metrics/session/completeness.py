@@ -26,7 +26,7 @@ from typing_extensions import TypedDict  # pydantic reads these schemas; typing'
 from ...answers import YesNo
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
-from ...nodes import conversation_json, judge_step
+from ...nodes import conversation_json, judge_step, quote, turn_label
 from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_verdicts
 from ...state import MetricState, conversation_of
 from .common import (
@@ -40,14 +40,12 @@ from .common import (
     has_user,
     not_applicable,
     outcome_info,
-    quote,
     reduce_node,
     route_start,
     session_factory,
     session_graph,
     share_result,
     tally,
-    turn_label,
 )
 
 EXTRACT_STEP = "conversation_completeness/extract_goals"

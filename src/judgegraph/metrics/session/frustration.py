@@ -22,7 +22,7 @@ from pydantic import BaseModel, BeforeValidator, Field, model_validator
 from ...answers import read_choice
 from ...conversation import Conversation
 from ...judges import JudgeOutcome
-from ...nodes import judge_step
+from ...nodes import judge_step, turn_label
 from ...results import MetricResult, Verdict, strict
 from ...state import MetricState, conversation_of
 from .common import (
@@ -38,7 +38,6 @@ from .common import (
     route_start,
     session_factory,
     session_graph,
-    turn_label,
 )
 
 JUDGE_STEP = "user_frustration/judge_frustration"

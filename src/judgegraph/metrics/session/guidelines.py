@@ -27,7 +27,7 @@ from ...answers import read_choice
 from ...compiling import CompileOptions
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike
-from ...nodes import judge_step
+from ...nodes import judge_step, quote, turn_label
 from ...results import MetricResult, Usage, Verdict, merge_verdicts
 from ...state import MetricState
 from .common import (
@@ -38,14 +38,12 @@ from .common import (
     failures,
     not_applicable,
     outcome_info,
-    quote,
     reduce_node,
     role_indices,
     send_each,
     session_graph,
     share_result,
     tally,
-    turn_label,
 )
 
 JUDGE_STEP = "conversational_guidelines/judge_guideline"

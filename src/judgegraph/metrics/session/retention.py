@@ -27,7 +27,7 @@ from typing_extensions import TypedDict  # pydantic reads these schemas; typing'
 from ...answers import YesNo, read_choice
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
-from ...nodes import conversation_json, judge_step
+from ...nodes import conversation_json, judge_step, quote
 from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_verdicts
 from ...state import MetricState, conversation_of
 from .common import (
@@ -40,7 +40,6 @@ from .common import (
     failures,
     not_applicable,
     outcome_info,
-    quote,
     reduce_node,
     role_indices,
     route_start,

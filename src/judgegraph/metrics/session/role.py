@@ -26,7 +26,7 @@ from ...answers import YesNo
 from ...compiling import CompileOptions
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike
-from ...nodes import judge_step
+from ...nodes import judge_step, quote
 from ...results import MetricResult, Usage, Verdict, merge_verdicts
 from ...state import MetricState
 from .common import (
@@ -35,7 +35,6 @@ from .common import (
     compile_session_judge,
     failures,
     not_applicable,
-    quote,
     reduce_node,
     send_each,
     session_graph,
