@@ -25,7 +25,7 @@ from ...conversation import Conversation
 from ...judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
 from ...nodes import REVIEW_NODE, conversation_json, outcome_fields, review_node
 from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, build_result, strict
-from ...state import MetricInput, MetricOutput, conversation_of
+from ...state import MetricInput, MetricOutput, MetricState, conversation_of
 
 REDUCE = "reduce_score"
 
@@ -228,6 +228,23 @@ def reduce_node(
         return {"results": {settings.name: result}}
 
     return reduce_score
+
+
+class ExtractState(MetricState, total=False):
+    """The state of an extract-then-judge session judge: what its extraction
+    call cost and, when it failed, its error."""
+
+    extract_errors: list[JudgeErrorInfo]
+    extract_usage: Usage
+
+
+def extraction_update(conversation: Conversation, outcome: JudgeOutcome, step: str, **fields: Any) -> dict[str, Any]:
+    """The extraction node's update: the conversation, the call's usage, its
+    error when it failed (``extract_errors``), and ``fields``."""
+    update: dict[str, Any] = {"conversation": conversation, "extract_usage": outcome.usage, **fields}
+    if not outcome.ok:
+        update["extract_errors"] = [error_info("conversation", step, outcome.error, outcome.attempts)]
+    return update
 
 
 def extraction_failure(

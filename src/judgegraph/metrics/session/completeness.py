@@ -27,15 +27,16 @@ from ...answers import YesNo
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step, quote, turn_label
-from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_verdicts
-from ...state import MetricState, conversation_of
+from ...results import MetricResult, Verdict, merge_verdicts
+from ...state import conversation_of
 from .common import (
+    ExtractState,
     SessionSettings,
     cited_turns,
     clause,
     conversation_request,
-    error_info,
     extraction_failure,
+    extraction_update,
     failures,
     has_user,
     not_applicable,
@@ -91,11 +92,9 @@ class GoalTask(TypedDict):
     transcript: str
 
 
-class CompletenessState(MetricState, total=False):
+class CompletenessState(ExtractState, total=False):
     transcript: str
     goals: list[GoalTask]
-    extract_errors: list[JudgeErrorInfo]
-    extract_usage: Usage
     verdicts: Annotated[list[GoalVerdict], merge_verdicts]
 
 
@@ -105,11 +104,8 @@ def _extract_goals(settings: SessionSettings):
     def finish(state: CompletenessState, outcome: JudgeOutcome) -> dict[str, Any]:
         conversation = conversation_of(state)
         transcript = conversation_json(conversation)
-        update: dict[str, Any] = {"conversation": conversation, "transcript": transcript,
-                                  "extract_usage": outcome.usage}
+        update = extraction_update(conversation, outcome, EXTRACT_STEP, transcript=transcript, goals=[])
         if not outcome.ok:
-            update["extract_errors"] = [error_info("conversation", EXTRACT_STEP, outcome.error, outcome.attempts)]
-            update["goals"] = []
             return update
         goals: list[GoalTask] = []
         seen: dict[str, GoalTask] = {}

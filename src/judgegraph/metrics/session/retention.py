@@ -28,15 +28,16 @@ from ...answers import YesNo, read_choice
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step, quote
-from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, merge_verdicts
-from ...state import MetricState, conversation_of
+from ...results import MetricResult, Verdict, merge_verdicts
+from ...state import conversation_of
 from .common import (
+    ExtractState,
     SessionSettings,
     cited_turns,
     clause,
     conversation_request,
-    error_info,
     extraction_failure,
+    extraction_update,
     failures,
     not_applicable,
     outcome_info,
@@ -116,11 +117,9 @@ class TurnTask(TypedDict):
     conversation: Conversation
 
 
-class RetentionState(MetricState, total=False):
+class RetentionState(ExtractState, total=False):
     facts: list[FactItem]
     dropped_facts: int
-    extract_errors: list[JudgeErrorInfo]
-    extract_usage: Usage
     verdicts: Annotated[list[RetentionVerdict], merge_verdicts]
 
 
@@ -142,9 +141,8 @@ def _extract_facts(settings: SessionSettings):
 
     def finish(state: RetentionState, outcome: JudgeOutcome) -> dict[str, Any]:
         conversation = conversation_of(state)
-        update: dict[str, Any] = {"conversation": conversation, "extract_usage": outcome.usage, "facts": []}
+        update = extraction_update(conversation, outcome, EXTRACT_STEP, facts=[])
         if not outcome.ok:
-            update["extract_errors"] = [error_info("conversation", EXTRACT_STEP, outcome.error, outcome.attempts)]
             return update
         facts: list[FactItem] = []
         dropped = 0
