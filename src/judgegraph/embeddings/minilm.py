@@ -378,7 +378,19 @@ def _layer_norm_(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float
 
 
 class _Layer:
-    __slots__ = ("w_qkv", "b_qkv", "w_o", "b_o", "ln1_w", "ln1_b", "w_in", "b_in", "w_out", "b_out", "ln2_w", "ln2_b")
+    __slots__ = ("b_in", "b_o", "b_out", "b_qkv", "ln1_b", "ln1_w", "ln2_b", "ln2_w", "w_in", "w_o", "w_out", "w_qkv")
+    w_qkv: np.ndarray
+    b_qkv: np.ndarray
+    w_o: np.ndarray
+    b_o: np.ndarray
+    ln1_w: np.ndarray
+    ln1_b: np.ndarray
+    w_in: np.ndarray
+    b_in: np.ndarray
+    w_out: np.ndarray
+    b_out: np.ndarray
+    ln2_w: np.ndarray
+    ln2_b: np.ndarray
 
 
 class _MiniLMModel:
@@ -462,7 +474,7 @@ class _MiniLMModel:
             layer.ln2_w = get(p + "output.LayerNorm.weight")
             layer.ln2_b = get(p + "output.LayerNorm.bias")
             self.layers.append(layer)
-        del w
+        w.clear()  # the weights now live in the arrays above
 
     # ---- tokenisation -----------------------------------------------------
 

@@ -137,7 +137,7 @@ class Judge(ABC):
 
         return self.cache.get_or_compute(key, compute)
 
-    def prepare(self, request: JudgeRequest) -> None:
+    def prepare(self, request: JudgeRequest) -> None:  # noqa: B027 - a hook: most judges load nothing
         """Load what judging ``request``'s step reads from disk (an LLM judge: its
         prompt file): :meth:`arun` calls it once per step in a worker thread, so
         no file is read on the event loop (``langgraph dev`` raises on blocking

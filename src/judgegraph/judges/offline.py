@@ -16,6 +16,7 @@ a clear judge error saying it needs an LLM judge, and the rest of the run goes o
 from __future__ import annotations
 
 import threading
+from collections.abc import Generator
 from typing import Any
 
 from ..results import Usage
@@ -39,11 +40,11 @@ STATEMENT_RULE = (
 )
 
 
-def statement_scores(encode: Any, statements: list[str], user_message: str, context: list[str]) -> list[float]:
-    """One similarity per statement (about -1..1, higher is more relevant), all
-    texts in ONE ``encode`` call. ``context`` holds the window's earlier messages
-    as ``"user: ..."`` / ``"assistant: ..."`` strings, oldest first. Raises
-    ``ValueError`` when there is no user message to compare with."""
+def statement_steps(
+    statements: list[str], user_message: str, context: list[str]
+) -> Generator[list[str], Any, list[float]]:
+    """:func:`statement_scores` as a generator: yields the texts to embed (at
+    most once), receives their vectors, returns the scores."""
     import numpy as np
 
     from .offline_scoring import previous_message
@@ -55,7 +56,7 @@ def statement_scores(encode: Any, statements: list[str], user_message: str, cont
         return []
     previous = previous_message(context, "user") if len(user_message.split()) <= STATEMENT_FOLLOWUP_MAX_WORDS else ""
     queries = [user_message] + ([f"{previous}\n{user_message}"] if previous else [])
-    vectors = np.asarray(encode([*queries, *statements]), dtype=np.float32)
+    vectors = np.asarray((yield [*queries, *statements]), dtype=np.float32)
     if vectors.shape[0] != len(queries) + len(statements):
         raise ValueError(f"encode returned {vectors.shape[0]} vectors for {len(queries) + len(statements)} texts")
     sims = vectors[len(queries):] @ vectors[: len(queries)].T  # (statements, queries)
@@ -65,13 +66,31 @@ def statement_scores(encode: Any, statements: list[str], user_message: str, cont
     return [float(x) for x in scores]
 
 
+def statement_scores(encode: Any, statements: list[str], user_message: str, context: list[str]) -> list[float]:
+    """One similarity per statement (about -1..1, higher is more relevant), all
+    texts in ONE ``encode`` call. ``context`` holds the window's earlier messages
+    as ``"user: ..."`` / ``"assistant: ..."`` strings, oldest first. Raises
+    ``ValueError`` when there is no user message to compare with."""
+    from ..embeddings.batching import drive
+
+    return drive(statement_steps(statements, user_message, context), encode)
+
+
 class EmbeddingJudge(Judge):
+    """The offline judge. Its texts go through a :class:`~judgegraph.embeddings.batching.BatchingEncoder`
+    (micro-batched across concurrent windows, each distinct text embedded once,
+    BLAS threads bounded): the process-wide one for the default MiniLM, its own
+    one for ``embeddings`` given here, or ``encoder``. :meth:`judge` and
+    :meth:`ajudge` drive the same scoring generator; async callers never block
+    the event loop."""
+
     kind = "offline"
 
-    def __init__(self, embeddings: Any = None, *, threshold: float | None = None) -> None:
+    def __init__(self, embeddings: Any = None, *, threshold: float | None = None, encoder: Any = None) -> None:
         self._embeddings = embeddings
         self._threshold = threshold
-        self._lock = threading.Lock()  # numpy BERT is CPU-bound: one at a time
+        self._encoder = encoder
+        self._encoder_lock = threading.Lock()
         self.name = "offline:all-MiniLM-L6-v2" if embeddings is None else f"offline:{type(embeddings).__name__}"
 
     @property
@@ -83,6 +102,20 @@ class EmbeddingJudge(Judge):
         return self._embeddings
 
     @property
+    def encoder(self) -> Any:
+        """The :class:`~judgegraph.embeddings.batching.BatchingEncoder` this judge embeds with (made on first use)."""
+        if self._encoder is None:
+            with self._encoder_lock:
+                if self._encoder is None:
+                    from ..embeddings.batching import BatchingEncoder, get_default_encoder
+
+                    if self._embeddings is None:
+                        self._encoder = get_default_encoder()
+                    else:
+                        self._encoder = BatchingEncoder.for_embeddings(self._embeddings)
+        return self._encoder
+
+    @property
     def threshold(self) -> float:
         if self._threshold is None:
             from .offline_scoring import DEFAULT_THRESHOLD
@@ -91,69 +124,78 @@ class EmbeddingJudge(Judge):
         return self._threshold
 
     @property
-    def rule(self) -> str:
+    def rule(self) -> str:  # type: ignore[override]
         from .offline_scoring import RULE
 
         return f"{RULE}; relevant when >= {self.threshold:.2f}"
-
-    def supports(self, task: str) -> bool:
-        return task in OFFLINE_TASKS
-
-    def _encode(self, texts: list[str]) -> Any:
-        import numpy as np
-
-        enc = getattr(self.embeddings, "encode", None)
-        if enc is not None:
-            return enc(texts)
-        vecs = np.asarray(self.embeddings.embed_documents(texts), dtype="float32")
-        return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
 
     @property
     def statement_rule(self) -> str:
         return f"{STATEMENT_RULE}; relevant when >= {STATEMENT_THRESHOLD:.2f}"
 
-    def _judge_statements(self, request: JudgeRequest) -> JudgeOutcome:
-        """``statement_relevance``: inputs ``statements`` (list of str),
-        ``user_message``, ``context``; the value is ``request.schema`` validated
-        from ``{"verdicts": [{"statement": n, "reason", "verdict", "similarity"}]}``."""
-        inputs = request.inputs
-        try:
-            with self._lock:
-                scores = statement_scores(
-                    self._encode, list(inputs["statements"]), inputs["user_message"], list(inputs.get("context", []))
-                )
-            verdicts = []
-            for n, score in enumerate(scores, 1):
-                relevant = score >= STATEMENT_THRESHOLD
-                sign = ">=" if relevant else "<"
-                verdicts.append({
-                    "statement": n,
-                    "reason": f"embedding similarity {score:.2f} {sign} {STATEMENT_THRESHOLD:.2f}",
-                    "verdict": "yes" if relevant else "no",
-                    "similarity": score,
-                })
-            value = request.schema.model_validate({"verdicts": verdicts})
-        except Exception as exc:  # noqa: BLE001 - a judge error, reported and counted
-            return JudgeOutcome(None, f"{type(exc).__name__}: {exc}", 1)
-        return JudgeOutcome(value, None, 1, Usage())
+    def supports(self, task: str) -> bool:
+        return task in OFFLINE_TASKS
 
-    def judge(self, request: JudgeRequest) -> JudgeOutcome:
-        if not self.supports(request.task):
-            return JudgeOutcome(None, f"{request.step} needs an LLM judge (pass --model)", 0)
+    # ---- one scoring generator per request, driven sync or async ----------------
+
+    def _steps(self, request: JudgeRequest) -> Generator[list[str], Any, JudgeOutcome]:
+        """Yields the texts to embed, receives their vectors, returns the outcome."""
+        inputs = request.inputs
         if request.task == "statement_relevance":
-            return self._judge_statements(request)
-        from .offline_scoring import relevance_score
+            scores = yield from statement_steps(
+                list(inputs["statements"]), inputs["user_message"], list(inputs.get("context", []))
+            )
+            return self._statement_outcome(request, scores)
+        from .offline_scoring import relevance_steps
 
-        inputs = request.inputs
-        try:
-            with self._lock:
-                score = float(
-                    relevance_score(self._encode, inputs["reply"], inputs["latest_user"], list(inputs["context"]))
-                )
-        except Exception as exc:  # noqa: BLE001 - a judge error, reported and counted
-            return JudgeOutcome(None, f"{type(exc).__name__}: {exc}", 1)
+        score = float((yield from relevance_steps(inputs["reply"], inputs["latest_user"], list(inputs["context"]))))
         relevant = score >= self.threshold
         sign = ">=" if relevant else "<"
         reason = f"embedding similarity {score:.2f} {sign} {self.threshold:.2f}"
         value = request.schema.model_validate({"reason": reason, "verdict": "yes" if relevant else "no"})
         return JudgeOutcome(value, None, 1, Usage(), score=score)
+
+    @staticmethod
+    def _statement_outcome(request: JudgeRequest, scores: list[float]) -> JudgeOutcome:
+        """``statement_relevance``: inputs ``statements`` (list of str),
+        ``user_message``, ``context``; the value is ``request.schema`` validated
+        from ``{"verdicts": [{"statement": n, "reason", "verdict", "similarity"}]}``."""
+        verdicts = []
+        for n, score in enumerate(scores, 1):
+            relevant = score >= STATEMENT_THRESHOLD
+            sign = ">=" if relevant else "<"
+            verdicts.append({
+                "statement": n,
+                "reason": f"embedding similarity {score:.2f} {sign} {STATEMENT_THRESHOLD:.2f}",
+                "verdict": "yes" if relevant else "no",
+                "similarity": score,
+            })
+        return JudgeOutcome(request.schema.model_validate({"verdicts": verdicts}), None, 1, Usage())
+
+    @staticmethod
+    def _needs_llm(request: JudgeRequest) -> JudgeOutcome:
+        return JudgeOutcome(None, f"{request.step} needs an LLM judge (pass --model)", 0)
+
+    @staticmethod
+    def _error(exc: Exception) -> JudgeOutcome:
+        return JudgeOutcome(None, f"{type(exc).__name__}: {exc}", 1)  # a judge error, reported and counted
+
+    def judge(self, request: JudgeRequest) -> JudgeOutcome:
+        if not self.supports(request.task):
+            return self._needs_llm(request)
+        from ..embeddings.batching import drive
+
+        try:
+            return drive(self._steps(request), lambda texts: self.encoder.encode(texts))
+        except Exception as exc:  # noqa: BLE001 - reported and counted by the metric
+            return self._error(exc)
+
+    async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
+        if not self.supports(request.task):
+            return self._needs_llm(request)
+        from ..embeddings.batching import adrive
+
+        try:
+            return await adrive(self._steps(request), lambda texts: self.encoder.aencode(texts))
+        except Exception as exc:  # noqa: BLE001 - reported and counted by the metric
+            return self._error(exc)

@@ -23,11 +23,13 @@ the dev split and are not used (see the calibration program's output).
 Only numpy is used; nothing is loaded at import time. ``encode`` is any
 callable mapping a list of texts to an ``(n, d)`` array of L2-normalised rows;
 all texts of one call to :func:`relevance_score` go through ONE ``encode`` call.
+:func:`relevance_steps` is the same rule as a generator (yield texts, receive
+vectors), so sync and async callers share it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 
 import numpy as np
 
@@ -42,6 +44,7 @@ __all__ = [
     "previous_assistant",
     "previous_message",
     "relevance_score",
+    "relevance_steps",
 ]
 
 Encode = Callable[[list[str]], np.ndarray]
@@ -93,16 +96,11 @@ def followup_query(previous: str, latest_user: str) -> str:
     return f"{previous}\n{latest_user}"
 
 
-def relevance_score(encode: Encode, reply: str, latest_user: str, context: list[str]) -> float:
-    """Relevance of ``reply`` to ``latest_user`` given the window's earlier messages.
-
-    ``context`` holds the earlier messages of the window, oldest first, as
-    ``"user: ..."`` / ``"assistant: ..."`` strings. Returns a cosine similarity
-    (about -1..1; higher is more relevant). Edge cases, decided without calling
-    ``encode``: an empty reply scores 0.0; a reply with no user message and no
-    earlier assistant message to refer to (the assistant spoke first) scores 1.0,
-    as there is nothing it could be irrelevant to.
-    """
+def relevance_steps(reply: str, latest_user: str, context: list[str]) -> Generator[list[str], np.ndarray, float]:
+    """The rule as a generator: yields the texts to embed (at most once), receives
+    their vectors, returns the score. :func:`relevance_score` drives it with a
+    sync ``encode``; the offline judge drives the same generator sync or async
+    through its batching encoder (:func:`judgegraph.embeddings.batching.drive`)."""
     reply = reply.strip()
     latest_user = latest_user.strip()
     if not reply:
@@ -115,7 +113,7 @@ def relevance_score(encode: Encode, reply: str, latest_user: str, context: list[
         texts.append(followup_query(previous, latest_user) if latest_user else previous)
     if len(texts) == 1:
         return 1.0
-    vectors = np.asarray(encode(texts), dtype=np.float32)
+    vectors = np.asarray((yield texts), dtype=np.float32)
     if vectors.shape[0] != len(texts):
         raise ValueError(f"encode returned {vectors.shape[0]} vectors for {len(texts)} texts")
     sims = vectors[1:] @ vectors[0]
@@ -126,3 +124,18 @@ def relevance_score(encode: Encode, reply: str, latest_user: str, context: list[
     else:  # only the previous assistant message to relate the reply to
         score = CONTEXT_WEIGHT * float(sims[0])
     return score
+
+
+def relevance_score(encode: Encode, reply: str, latest_user: str, context: list[str]) -> float:
+    """Relevance of ``reply`` to ``latest_user`` given the window's earlier messages.
+
+    ``context`` holds the earlier messages of the window, oldest first, as
+    ``"user: ..."`` / ``"assistant: ..."`` strings. Returns a cosine similarity
+    (about -1..1; higher is more relevant). Edge cases, decided without calling
+    ``encode``: an empty reply scores 0.0; a reply with no user message and no
+    earlier assistant message to refer to (the assistant spoke first) scores 1.0,
+    as there is nothing it could be irrelevant to.
+    """
+    from ..embeddings.batching import drive
+
+    return drive(relevance_steps(reply, latest_user, context), encode)
