@@ -36,9 +36,9 @@ from pydantic import BaseModel, Field, field_validator
 from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from judgegraph.compiling import CompileOptions, compile_graph
-from judgegraph.conversation import Conversation, as_conversation
+from judgegraph.conversation import Conversation
 from judgegraph.judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
-from judgegraph.nodes import fan_out, judge_step, make_result, outcome_fields, render_messages, window_node
+from judgegraph.nodes import fan_out, judge_step, make_result, outcome_fields, render_messages, score_node, window_node
 from judgegraph.prompts import Prompt, parse_prompt
 from judgegraph.results import MetricResult, Usage, Verdict, merge_results
 from judgegraph.state import MetricInput, MetricOutput
@@ -127,20 +127,20 @@ def _pairs(ex: Exchange) -> list[tuple[str, str]]:
     return [(it.turn.role, it.turn.content) for it in sorted((*ex.user, *ex.assistant, *ex.tool), key=lambda t: t.index)]
 
 
+def _request(step: str, schema: type[BaseModel], values: dict[str, str]) -> JudgeRequest:
+    """A request for one of this judge's prompt files (the task is the step's name)."""
+    return JudgeRequest(task=step.rsplit("/", 1)[-1], step=step, schema=schema, prompt=load_prompt(step),
+                        values=values)
+
+
 def extract_request(window: Window) -> JudgeRequest:
     target = window.target
-    return JudgeRequest(
-        task="extract_claims",
-        step=EXTRACT_STEP,
-        schema=Claims,
-        prompt=load_prompt(EXTRACT_STEP),
-        values={
-            "context": render_messages([p for ex in window.context for p in _pairs(ex)],
-                                       empty="(none: this is the first exchange)"),
-            "user_message": target.user_text or "(none: the assistant spoke first)",
-            "reply": target.reply_text,
-        },
-    )
+    return _request(EXTRACT_STEP, Claims, {
+        "context": render_messages([p for ex in window.context for p in _pairs(ex)],
+                                   empty="(none: this is the first exchange)"),
+        "user_message": target.user_text or "(none: the assistant spoke first)",
+        "reply": target.reply_text,
+    })
 
 
 def _turn_label(turns: tuple[int, ...] | list[int]) -> str:
@@ -177,16 +177,10 @@ def plan_checks(state: PolicyState) -> dict[str, Any]:
 
 
 def verify_request(claim: Claim) -> JudgeRequest:
-    return JudgeRequest(
-        task="verify_claim",
-        step=VERIFY_STEP,
-        schema=ClaimCheck,
-        prompt=load_prompt(VERIFY_STEP),
-        values={
-            "policy": "\n\n".join(f"[{i}] {text}" for i, text in enumerate(claim.policy, 1)),
-            "claim": claim.text,
-        },
-    )
+    return _request(VERIFY_STEP, ClaimCheck, {
+        "policy": "\n\n".join(f"[{i}] {text}" for i, text in enumerate(claim.policy, 1)),
+        "claim": claim.text,
+    })
 
 
 def _verify_claim(settings: PolicySettings):
@@ -209,9 +203,7 @@ def _where(v: Verdict) -> str:
 
 
 def _reduce_score(settings: PolicySettings):
-    def reduce_score(state: PolicyState) -> dict[str, Any]:
-        conversation = as_conversation(state["conversation"])
-        verdicts = sorted(state.get("verdicts") or [], key=lambda v: (v.window, v.index))
+    def score(state: PolicyState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
         result = make_result(
             settings.name, conversation, verdicts,
             judge=settings.judge, threshold=settings.threshold, positive="supported",
@@ -226,9 +218,9 @@ def _reduce_score(settings: PolicySettings):
         )
         if result.status == "not_applicable":
             result = result.model_copy(update={"reason": "No reply made a claim that could be checked."})
-        return {"results": {settings.name: result}}
+        return result
 
-    return reduce_score
+    return score_node(settings.name, score, order=lambda v: (v.window, v.index))
 
 
 # -- graph ---------------------------------------------------------------------------

@@ -102,6 +102,21 @@ class Node(Protocol):
     def __call__(self, state: Any) -> dict[str, Any]: ...
 
 
+def score_node(
+    name: str, score: Callable[[Any, Conversation, list[Any]], MetricResult], *, order: Callable[[Any], Any] | None = None
+) -> Node:
+    """The ``reduce_score`` node: ``score(state, conversation, verdicts)`` as the
+    state's ``results[name]``, the verdicts sorted by ``order`` (None: as the
+    state holds them)."""
+
+    def reduce_score(state: Any) -> dict[str, Any]:
+        held = state.get("verdicts") or []
+        verdicts = list(held) if order is None else sorted(held, key=order)
+        return {"results": {name: score(state, conversation_of(state), verdicts)}}
+
+    return reduce_score
+
+
 def window_node(window_size: int, *, name: str = "window_turns") -> Node:
     """A node: the state's conversation (``conversation``, a :class:`Conversation`
     or a dict in judgegraph's format, or ``messages``) → ``{"conversation":

@@ -1,25 +1,57 @@
-"""Run metrics over many conversations: concurrently, under one limit on judge
-calls in flight, writing each conversation's results as soon as it is done (a
-run that dies keeps everything finished before)."""
+"""Run metrics over many conversations: streamed from the input as they are
+judged, a bounded number in flight, each conversation's results written as soon
+as it is done and then dropped (the summary keeps counters and a bounded set of
+rows to show). A run that dies keeps everything finished before; a resumed run
+judges only what the results file does not hold yet.
+
+The pieces, for callers that distribute the work (worker processes, Ray):
+
+* :func:`judge_conversation` — one conversation in, one :class:`ConversationOutcome` out;
+* :class:`RunSummary` — counters fed with :meth:`RunSummary.add`, in any order;
+* :mod:`judgegraph.resultsfile` — the writer and the resume scan of the file.
+
+:func:`evaluate_async` runs items in this process; :func:`evaluate_to_file`
+adds the results file (``resume`` / ``overwrite``, transcripts, prices).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Awaitable, Callable, Iterable
+import itertools
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from .judges import Judge, NeedsLLMJudge
-from .loaders import InputError, LoadedConversation
+from .loaders import InputError, LoadedConversation, iter_records
 from .metrics import canonical_name, get_metric
+from .pricing import Prices
 from .report import build_report_graph
 from .results import JudgeErrorInfo, MetricResult, Usage, build_result
+from .resultsfile import ResultsFileError, ResultsWriter, ResumeState, check_out_path, is_nonempty, scan_results
 from .state import MetricInput, MetricOutput, conversation_of
+
+__all__ = [
+    "ConversationOutcome",
+    "MetricPlan",
+    "ResultsFileError",
+    "ResultsWriter",
+    "RunSummary",
+    "evaluate_async",
+    "evaluate_to_file",
+    "iter_inputs",
+    "judge_conversation",
+]
+
+#: Rows of outcomes a summary keeps to show (failures and errors first).
+DEFAULT_ROWS = 50
+#: Input errors a summary keeps whole (the rest are counted).
+KEPT_INPUT_ERRORS = 1000
 
 
 @dataclass
@@ -37,33 +69,131 @@ class ConversationOutcome:
             "error": self.error,
         }
 
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> ConversationOutcome:
+        """An outcome read back from a results line."""
+        return cls(
+            conversation_id=str(record.get("conversation_id")),
+            source=str(record.get("source") or ""),
+            results={k: MetricResult.model_validate(v) for k, v in (record.get("results") or {}).items()},
+            error=record.get("error"),
+        )
+
+    @property
+    def usage(self) -> Usage:
+        return Usage.total(r.usage for r in self.results.values())
+
+    @property
+    def priority(self) -> int:
+        """How much a reader needs to see this outcome: errors, then failures, then judge errors."""
+        if self.error or any(r.status == "error" for r in self.results.values()):
+            return 3
+        if any(r.status == "failed" for r in self.results.values()):
+            return 2
+        if any(r.errors for r in self.results.values()):
+            return 1
+        return 0
+
 
 @dataclass
 class RunSummary:
+    """Counters over every conversation of a run, plus a bounded set of rows.
+
+    ``outcomes`` holds every outcome judged in this run (not those resumed from
+    the results file) only when ``keep_outcomes`` (the Python
+    default, e.g. for :func:`~judgegraph.integrations.mlflow.log_assessments`);
+    the CLI keeps none and shows ``rows`` (errors and failures first, at most
+    ``max_rows``, in input order), saying how many it left out."""
+
+    judge: str = ""
+    keep_outcomes: bool = True
+    max_rows: int = DEFAULT_ROWS
+    prices: Prices | None = None
     outcomes: list[ConversationOutcome] = field(default_factory=list)
     input_errors: list[InputError] = field(default_factory=list)
-    judge: str = ""
+    input_error_count: int = 0
+    conversations: int = 0
+    resumed: int = 0  # of ``conversations``: already complete in the results file
+    statuses: Counter[str] = field(default_factory=Counter)
+    metric_statuses: dict[str, Counter[str]] = field(default_factory=dict)
+    judge_error_count: int = 0
+    failed_runs: int = 0
+    total_usage: Usage = field(default_factory=Usage)
+    interrupted: bool = False
+    _rows: list[tuple[int, ConversationOutcome]] = field(default_factory=list, repr=False)
+    _seq: Iterator[int] = field(default_factory=lambda: itertools.count(-(10**12)), repr=False)
+
+    def add(self, outcome: ConversationOutcome, *, resumed: bool = False, order: int | None = None) -> None:
+        """Count one finished conversation (any order, from any worker);
+        ``order`` (e.g. its position in the input) sorts the rows shown."""
+        self.conversations += 1
+        self.resumed += resumed
+        self.failed_runs += bool(outcome.error)
+        for key, r in outcome.results.items():
+            self.statuses[r.status] += 1
+            self.metric_statuses.setdefault(key, Counter())[r.status] += 1
+            self.judge_error_count += len(r.errors)
+            self.total_usage = self.total_usage + r.usage
+        if self.keep_outcomes and not resumed:  # judged in this run (MLflow writes must not repeat the resumed)
+            self.outcomes.append(outcome)
+        seq = next(self._seq) if order is None else order
+        if self.max_rows <= 0:
+            return
+        if len(self._rows) < self.max_rows:
+            self._rows.append((seq, outcome))
+            return
+        low = min(range(len(self._rows)), key=lambda i: (self._rows[i][1].priority, -self._rows[i][0]))
+        if outcome.priority > self._rows[low][1].priority:
+            self._rows[low] = (seq, outcome)
+
+    def add_input_error(self, error: InputError) -> None:
+        self.input_error_count += 1
+        if len(self.input_errors) < KEPT_INPUT_ERRORS:
+            self.input_errors.append(error)
+
+    @property
+    def rows(self) -> list[ConversationOutcome]:
+        """The outcomes kept to show, in input order (resumed ones first)."""
+        return [o for _, o in sorted(self._rows, key=lambda t: t[0])]
+
+    @property
+    def rows_left_out(self) -> int:
+        return self.conversations - len(self._rows)
 
     @property
     def results(self) -> list[MetricResult]:
+        """Every result (needs ``keep_outcomes``)."""
         return [r for o in self.outcomes for r in o.results.values()]
 
     @property
     def usage(self) -> Usage:
-        return Usage.total(r.usage for r in self.results)
+        return self.total_usage
+
+    @property
+    def cost_usd(self) -> float | None:
+        return None if self.prices is None else self.prices.cost(self.total_usage)
 
     def count(self, status: str) -> int:
-        return sum(1 for r in self.results if r.status == status)
+        return self.statuses[status]
+
+    @property
+    def result_count(self) -> int:
+        return sum(self.statuses.values())
 
     @property
     def judge_errors(self) -> int:
-        return sum(len(r.errors) for r in self.results)
+        return self.judge_error_count
 
     @property
     def exit_code(self) -> int:
         """0 all passed (or not applicable); 1 a metric failed its threshold;
-        3 something could not be judged (bad input, judge errors, a failed run)."""
-        if self.input_errors or self.judge_errors or self.count("error") or any(o.error for o in self.outcomes):
+        3 something could not be judged (bad input, judge errors, a failed run)
+        or nothing was judged at all (an empty input is never a pass);
+        130 stopped by Ctrl-C (everything finished is written)."""
+        if self.interrupted:
+            return 130
+        if (self.input_error_count or self.judge_error_count or self.count("error") or self.failed_runs
+                or not self.conversations):
             return 3
         if self.count("failed"):
             return 1
@@ -122,6 +252,11 @@ class MetricPlan:
                 chosen.append((name, opts))
         return chosen
 
+    @property
+    def graphs(self) -> list[CompiledStateGraph]:
+        """The report graphs compiled so far (one per distinct metric set and options)."""
+        return list(self._graphs.values())
+
     def report_for(self, item: LoadedConversation) -> CompiledStateGraph:
         """The report graph (all chosen metrics as subgraphs of one graph) for
         this conversation's metric set and options; one compiled graph per
@@ -136,18 +271,6 @@ class MetricPlan:
                 metrics.append(_negated(graph, opts.get("name", name)) if negate else graph)
             self._graphs[key] = build_report_graph(metrics).compile(name="report")
         return self._graphs[key]
-
-
-async def judge_conversation(item: LoadedConversation, plan: MetricPlan) -> ConversationOutcome:
-    """One conversation in, its outcome out (never raises): the unit of work a
-    worker process or a Ray actor runs (:mod:`judgegraph.scale`)."""
-    outcome = ConversationOutcome(item.conversation.id, item.source)
-    try:
-        out = await plan.report_for(item).ainvoke({"conversation": item.conversation})
-        outcome.results.update(out["results"])
-    except Exception as exc:  # noqa: BLE001 - one conversation's failure is reported, the run goes on
-        outcome.error = f"{type(exc).__name__}: {exc}"
-    return outcome
 
 
 class _NegatedState(MetricInput, MetricOutput):
@@ -210,6 +333,43 @@ def unavailable_metric(name: str, judge: Judge, message: str) -> CompiledStateGr
     return builder.compile(name=name)
 
 
+def iter_inputs(paths: Iterable[str | Path], *, seen: set[str] | None = None,
+                **options: Any) -> Iterator[LoadedConversation | InputError]:
+    """Every conversation of several files, read as it is needed (never the
+    whole file list at once); ``options`` go to :func:`~judgegraph.loaders.iter_records`
+    (``limits``, ``allow_outside_files``). A conversation id seen before in
+    another file is an input error; a file that holds nothing at all (empty or
+    blank) is an input error, never a run that passes by judging nothing."""
+    seen = set() if seen is None else seen
+    for path in paths:
+        yielded = False
+        for item in iter_records(path, **options):
+            yielded = True
+            if isinstance(item, LoadedConversation):
+                cid = item.conversation.id
+                if cid in seen:
+                    src = item.source[len(str(path)):]
+                    line = int(src[1:]) if src.startswith(":") and src[1:].isdigit() else None
+                    yield InputError(str(path), line, None, "id", f"duplicate conversation id {cid!r} (an earlier file has it)")
+                    continue
+                seen.add(cid)
+            yield item
+        if not yielded:
+            yield InputError(str(path), None, None, None, "no conversations: the file is empty or blank")
+
+
+async def judge_conversation(item: LoadedConversation, plan: MetricPlan) -> ConversationOutcome:
+    """The unit of work: one conversation through its report graph. Never
+    raises for a failure of the conversation's run: it is the outcome's ``error``."""
+    outcome = ConversationOutcome(item.conversation.id, item.source)
+    try:
+        out = await plan.report_for(item).ainvoke({"conversation": item.conversation})
+        outcome.results.update(out["results"])
+    except Exception as exc:  # noqa: BLE001 - one conversation's failure is reported, the run goes on
+        outcome.error = f"{type(exc).__name__}: {exc}"
+    return outcome
+
+
 async def evaluate_async(
     items: Iterable[LoadedConversation | InputError],
     plan: MetricPlan,
@@ -217,52 +377,148 @@ async def evaluate_async(
     max_conversations: int = 32,
     on_outcome: Callable[[ConversationOutcome], None] | None = None,
     on_input_error: Callable[[InputError], None] | None = None,
+    summary: RunSummary | None = None,
+    skip: set[str] | frozenset[str] = frozenset(),
+    stop: asyncio.Event | None = None,
     judge_one: Callable[[LoadedConversation], Awaitable[ConversationOutcome]] | None = None,
 ) -> RunSummary:
-    """``judge_one`` (default: :func:`judge_conversation` with ``plan`` in this
-    process) judges one conversation; worker pools pass their own."""
-    summary = RunSummary(judge=plan.judge.name)
-    gate = asyncio.Semaphore(max_conversations)
-    work = judge_one or (lambda item: judge_conversation(item, plan))
+    """Judge ``items`` (read lazily: a generator is consumed as room frees up),
+    at most ``max_conversations`` at once. Conversations whose id is in ``skip``
+    (already in a results file) are passed over. Setting ``stop`` ends the run
+    cleanly: nothing new starts, conversations in flight are cancelled (not
+    written, not counted), ``summary.interrupted`` is set. ``judge_one``
+    (default: :func:`judge_conversation` with ``plan``, in this process) judges
+    one conversation: worker pools (:mod:`judgegraph.scale`) pass their own."""
+    if max_conversations < 1:
+        raise ValueError(f"max_conversations must be >= 1, got {max_conversations}")
+    summary = summary if summary is not None else RunSummary(judge=plan.judge.name)
+    pending: set[asyncio.Task[ConversationOutcome]] = set()
+    stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
+    submitted = 0
 
-    async def run_one(item: LoadedConversation) -> ConversationOutcome:
-        async with gate:
-            return await work(item)
+    order: dict[asyncio.Task[ConversationOutcome], int] = {}
 
-    tasks = []
-    for item in items:
-        if isinstance(item, InputError):
-            summary.input_errors.append(item)
-            if on_input_error:
-                on_input_error(item)
-        else:
-            tasks.append(asyncio.ensure_future(run_one(item)))
-    for fut in asyncio.as_completed(tasks):
-        outcome = await fut
-        summary.outcomes.append(outcome)
-        if on_outcome:
-            on_outcome(outcome)
+    def work(item: LoadedConversation) -> Awaitable[ConversationOutcome]:
+        return judge_one(item) if judge_one is not None else judge_conversation(item, plan)
+
+    def finish(done: set[asyncio.Task[ConversationOutcome]]) -> None:
+        for task in done:
+            outcome = task.result()
+            summary.add(outcome, order=order.pop(task, None))
+            if on_outcome:
+                on_outcome(outcome)
+
+    async def wait_some() -> bool:
+        """Wait for a finished conversation (or the stop); False when stopped."""
+        nonlocal pending
+        waits: set[asyncio.Future[Any]] = set(pending)
+        if stopper is not None:
+            waits.add(stopper)
+        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finished = {t for t in done if t is not stopper}
+        pending -= finished
+        finish(finished)
+        return not (stop is not None and stop.is_set())
+
+    try:
+        for item in items:
+            if stop is not None and stop.is_set():
+                break
+            if isinstance(item, InputError):
+                summary.add_input_error(item)
+                if on_input_error:
+                    on_input_error(item)
+                continue
+            if item.conversation.id in skip:
+                continue
+            while len(pending) >= max_conversations:
+                if not await wait_some():
+                    break
+            if stop is not None and stop.is_set():
+                break
+            task = asyncio.ensure_future(work(item))
+            order[task] = submitted = submitted + 1
+            pending.add(task)
+            await asyncio.sleep(0)  # let it start before reading the next record
+        while pending and (stop is None or not stop.is_set()):
+            await wait_some()
+    finally:
+        if stop is not None and stop.is_set():
+            summary.interrupted = True
+        finished = {t for t in pending if t.done() and not t.cancelled()}
+        finish(finished)
+        pending -= finished
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        if stopper is not None:
+            stopper.cancel()
     return summary
 
 
-class ResultsWriter:
-    """Appends one JSON line per conversation (and per input error), flushed at once."""
+async def evaluate_to_file(
+    inputs: Iterable[str | Path] | Iterable[LoadedConversation | InputError],
+    plan: MetricPlan,
+    out: str | Path,
+    *,
+    resume: bool = False,
+    retry_errors: bool = False,
+    overwrite: bool = False,
+    transcripts: str = "full",
+    prices: Prices | None = None,
+    max_conversations: int = 32,
+    keep_outcomes: bool = True,
+    max_rows: int = DEFAULT_ROWS,
+    on_outcome: Callable[[ConversationOutcome], None] | None = None,
+    on_input_error: Callable[[InputError], None] | None = None,
+    on_resumed: Callable[[ResumeState], None] | None = None,
+    stop: asyncio.Event | None = None,
+    judge_one: Callable[[LoadedConversation], Awaitable[ConversationOutcome]] | None = None,
+) -> RunSummary:
+    """Judge ``inputs`` (file paths, or loaded items) into the results file ``out``.
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh: IO[str] = self.path.open("w", encoding="utf-8")
+    ``resume``: conversations already complete in ``out`` are neither judged
+    nor written again (they are counted in the summary); the rest are appended.
+    A torn last line left by a kill is cut off first. ``retry_errors`` (with
+    ``resume``): conversations written with a failed run or judge errors are
+    taken out of the file and judged again. Without ``resume`` an
+    existing non-empty ``out`` is refused (:class:`ResultsFileError`) unless
+    ``overwrite``. ``transcripts``: ``full`` | ``errors`` | ``none``."""
+    if resume and overwrite:
+        raise ResultsFileError("resume and overwrite exclude each other")
+    if retry_errors and not resume:
+        raise ResultsFileError("retry_errors needs resume")
+    items = list(inputs) if not isinstance(inputs, Iterator) else inputs
+    paths = [i for i in items if isinstance(i, (str, Path))] if isinstance(items, list) else []
+    check_out_path(out, paths)
+    if is_nonempty(out) and not resume and not overwrite:
+        raise ResultsFileError(f"{out} already holds results; resume it (--resume) or replace it (--overwrite)")
+    summary = RunSummary(judge=plan.judge.name, keep_outcomes=keep_outcomes, max_rows=max_rows, prices=prices)
+    done: set[str] = set()
+    known_errors: set[tuple[Any, ...]] = set()
+    if resume:
+        state = scan_results(out, lambda rec: summary.add(ConversationOutcome.from_json(rec), resumed=True),
+                             retry_errors=retry_errors)
+        done, known_errors = state.done, state.input_errors
+        if on_resumed:
+            on_resumed(state)
+    stream = iter_inputs(paths, seen=set()) if paths else iter(items)
+    writer = ResultsWriter(out, mode="a" if resume else "w", transcripts=transcripts,
+                           skip_input_errors=known_errors, cost=prices.cost if prices else None)
 
-    def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._fh.flush()
+    def wrote(outcome: ConversationOutcome) -> None:
+        writer.outcome(outcome)
+        if on_outcome:
+            on_outcome(outcome)
 
-    def outcome(self, outcome: ConversationOutcome) -> None:
-        self.write({"type": "conversation", **outcome.to_json()})
+    def bad(error: InputError) -> None:
+        writer.input_error(error)
+        if on_input_error:
+            on_input_error(error)
 
-    def input_error(self, error: InputError) -> None:
-        self.write({"type": "input_error", "file": error.file, "line": error.line, "record": error.record,
-                    "field": error.field, "message": error.message, "error": str(error)})
-
-    def close(self) -> None:
-        self._fh.close()
+    try:
+        return await evaluate_async(stream, plan, max_conversations=max_conversations, on_outcome=wrote,
+                                    on_input_error=bad, summary=summary, skip=done, stop=stop, judge_one=judge_one)
+    finally:
+        writer.close()

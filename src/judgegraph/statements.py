@@ -148,13 +148,11 @@ def _check_numbers(seen: list[int], expected: int | None, what: str) -> None:
     missing = [n for n in range(1, expected + 1) if n not in seen]
     unknown = sorted({n for n in seen if not 1 <= n <= expected})
     repeated = sorted({n for n in seen if seen.count(n) > 1 and 1 <= n <= expected})
-    problems = []
-    if missing:
-        problems.append(f"{what}(s) {_join(missing)} missing")
-    if unknown:
-        problems.append(f"there is no {what} {_join(unknown)}")
-    if repeated:
-        problems.append(f"{what}(s) {_join(repeated)} answered more than once")
+    problems = [text for found, text in (
+        (missing, f"{what}(s) {_join(missing)} missing"),
+        (unknown, f"there is no {what} {_join(unknown)}"),
+        (repeated, f"{what}(s) {_join(repeated)} answered more than once"),
+    ) if found]
     if problems:
         raise ValueError(f"give exactly one entry for each {what} 1 to {expected}: " + "; ".join(problems))
 

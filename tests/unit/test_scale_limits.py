@@ -63,11 +63,11 @@ def test_cli_workers_auto_starts_processes_only_for_big_runs():
     from argparse import Namespace
 
     from judgegraph.cli.eval import _workers
-    from judgegraph.scale.spec import AUTO_MIN_CONVERSATIONS
+    from judgegraph.scale.spec import AUTO_MIN_INPUT_BYTES
 
     auto = Namespace(workers="auto", ray=None)
-    assert _workers(auto, AUTO_MIN_CONVERSATIONS - 1) == 1
-    assert _workers(auto, AUTO_MIN_CONVERSATIONS) == auto_workers("llm")
-    assert _workers(auto, AUTO_MIN_CONVERSATIONS, "offline") == 1
+    assert _workers(auto, AUTO_MIN_INPUT_BYTES - 1) == 1
+    assert _workers(auto, AUTO_MIN_INPUT_BYTES) == auto_workers("llm")
+    assert _workers(auto, AUTO_MIN_INPUT_BYTES, "offline") == 1
     assert _workers(Namespace(workers="auto", ray="127.0.0.1:6379"), 10_000) is None  # Ray: one actor per CPU
     assert _workers(Namespace(workers=3, ray=None), 5) == 3

@@ -7,22 +7,27 @@ Exit statuses (documented in the README):
   0  every metric passed (or was not applicable)
   1  at least one conversation failed a metric's threshold
   2  the command line was wrong (unknown metric, bad option)
-  3  something could not be judged: bad input records, judge errors, a failed run
-     (results for everything else are still printed and written)
+  3  something could not be judged: bad input records (an empty input file
+     included), judge errors, a failed run (results for everything else are
+     still printed and written)
+  4  an internal failure of judgegraph itself (a bug: please report it); what
+     was finished before it is written
+  130 stopped by Ctrl-C: what finished is written and summarised; --resume continues
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from importlib import import_module
 
-from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, markup_safe
 
-__all__ = ["EXIT_ERRORS", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_ERRORS", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
 #: Subcommand modules, in the order ``judgegraph --help`` lists them.
-SUBCOMMANDS = ("eval", "rejudge", "report", "graph", "simulate", "cache", "metrics")
+SUBCOMMANDS = ("eval", "rejudge", "report", "show", "graph", "simulate", "cache", "metrics")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -40,3 +45,17 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `judgegraph graph ... | head`
         sys.stderr.close()
         return EXIT_OK
+    except KeyboardInterrupt:  # a second Ctrl-C, or one outside a run: no traceback
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - an internal failure gets its own status, not a traceback
+        from rich.console import Console
+
+        Console(stderr=True, soft_wrap=True, highlight=False).print(
+            f"[red]internal error:[/] {markup_safe(f'{type(exc).__name__}: {exc}')} "
+            f"(a bug in judgegraph, exit {EXIT_INTERNAL}; set JUDGEGRAPH_DEBUG=1 for the traceback)")
+        if os.environ.get("JUDGEGRAPH_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        return EXIT_INTERNAL

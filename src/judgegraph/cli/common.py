@@ -25,3 +25,34 @@ def read_rubric(value: str | None) -> str | None:
     if value and value.startswith("@"):
         return Path(value[1:]).read_text(encoding="utf-8")
     return value
+
+
+EXIT_INTERNAL, EXIT_INTERRUPTED = 4, 130
+
+
+def safe(text: object) -> str:
+    """Text from data (ids, replies, reasons, error messages, paths) made safe to
+    print: control characters (ANSI escapes included) and lone surrogates shown
+    as visible escapes, never sent raw to the terminal. Print the result as a
+    ``rich.text.Text`` (or escape it) so ``[bold]`` and ``[/]`` stay literal."""
+    s = str(text)
+    if s.isprintable():
+        return s
+    out = []
+    for ch in s:
+        if ch in "\n\t" or ch.isprintable() or ch == " ":
+            out.append(ch)
+        elif ord(ch) < 0x100:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) <= 0xFFFF:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return "".join(out)
+
+
+def markup_safe(text: object) -> str:
+    """:func:`safe`, escaped for a rich markup string (``[/]`` printed literally)."""
+    from rich.markup import escape
+
+    return escape(safe(text))

@@ -6,7 +6,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from .common import EXIT_ERRORS, EXIT_USAGE, read_guidelines, read_rubric
+from .common import EXIT_ERRORS, EXIT_USAGE, markup_safe, read_guidelines, read_rubric, safe
 
 
 def register(sub: Any) -> None:
@@ -48,12 +48,26 @@ def register(sub: Any) -> None:
     ev.add_argument("--out", default="judgegraph-results.jsonl", help="where the full results go (default %(default)s)")
     ev.add_argument("--html", metavar="FILE", help="also write an HTML report of the results (judgegraph report)")
     ev.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per conversation × metric")
+    runs = ev.add_argument_group("runs", "durable runs: resume, cost, transcripts (docs/runs.md)")
+    runs.add_argument("--resume", action="store_true",
+                      help="continue the run in --out: conversations already there are neither judged nor written again")
+    runs.add_argument("--retry-errors", action="store_true",
+                      help="with --resume: judge again the conversations written with judge errors or a failed run")
+    runs.add_argument("--overwrite", action="store_true", help="replace a non-empty --out (refused without it)")
+    runs.add_argument("--dry-run", action="store_true",
+                      help="print the judge calls, tokens and cost the run will make, per metric; make no call")
+    runs.add_argument("--price-in", type=float, metavar="USD", help="judge input price, dollars per million tokens")
+    runs.add_argument("--price-out", type=float, metavar="USD", help="judge output price, dollars per million tokens")
+    runs.add_argument("--transcripts", choices=["full", "errors", "none"], default="full",
+                      help="what the results keep of each verdict's judge calls (default full; 'judgegraph show' reads them)")
+    runs.add_argument("--max-rows", type=int, default=50, metavar="N",
+                      help="table rows at most, errors and failures first (default 50; all results are in --out)")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.add_argument("-q", "--quiet", action="store_true", help="no table, only the summary line")
     sc = ev.add_argument_group("scale", "judge on every core, or on a Ray cluster (docs/scale.md)")
     sc.add_argument("--workers", type=_workers_arg, default="auto", metavar="N",
                     help="worker processes, each with its own event loop; --concurrency is the total of all of them "
-                         "(default auto: one per core, up to 4, for an LLM judge and 64+ conversations; else 1)")
+                         "(default auto: one per core, up to 4, for an LLM judge and 256 KB+ of input; else 1)")
     sc.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS",
                     help="run on a Ray cluster (pip install 'judgegraph[ray]'): ADDRESS such as 10.0.0.5:6379, or none "
                          "for the cluster ray.init() finds; --workers actors (default one per cluster CPU)")
@@ -99,16 +113,23 @@ def _workers_arg(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
 
 
-def _workers(args: argparse.Namespace, conversations: int, kind: str = "llm") -> int | None:
+def _input_bytes(args: argparse.Namespace) -> int:
+    """The size of the input files (the input is streamed: conversations are not counted before the run)."""
+    import os
+
+    return sum(os.path.getsize(f) for f in args.files if os.path.isfile(f))
+
+
+def _workers(args: argparse.Namespace, input_bytes: int, kind: str = "llm") -> int | None:
     """``--workers``, with ``auto`` resolved (measured: docs/scale.md); None on
     Ray: one actor per CPU of the cluster."""
-    from ..scale.spec import AUTO_MIN_CONVERSATIONS, auto_workers
+    from ..scale.spec import AUTO_MIN_INPUT_BYTES, auto_workers
 
     if args.workers != "auto":
         return int(args.workers)
     if args.ray:
         return None
-    return 1 if conversations < AUTO_MIN_CONVERSATIONS else auto_workers(kind)
+    return 1 if input_bytes < AUTO_MIN_INPUT_BYTES else auto_workers(kind)
 
 
 def _bad_number(args: argparse.Namespace) -> str | None:
@@ -130,6 +151,15 @@ def _bad_number(args: argparse.Namespace) -> str | None:
         return f"--window-size must be >= 1, got {args.window_size}"
     if args.n_questions is not None and args.n_questions < 1:
         return f"--n-questions must be >= 1, got {args.n_questions}"
+    for flag, value in (("--price-in", args.price_in), ("--price-out", args.price_out)):
+        if value is not None and not value >= 0.0:
+            return f"{flag} must be >= 0 dollars per million tokens, got {value}"
+    if args.max_rows < 0:
+        return f"--max-rows must be >= 0, got {args.max_rows}"
+    if args.retry_errors and not args.resume:
+        return "--retry-errors goes with --resume (it judges again what the results file holds with errors)"
+    if args.resume and args.overwrite:
+        return "--resume and --overwrite exclude each other: continue the results file, or replace it"
     return None
 
 
@@ -148,137 +178,276 @@ def _fmt_score(score: float | None) -> str:
     return "—" if score is None else f"{score:.2f}"
 
 
+def _out_error(args: argparse.Namespace) -> str | None:
+    """``--out`` checked before any work: not an input, not a directory, and not
+    a results file that would be lost (unless --resume / --overwrite)."""
+    from ..resultsfile import ResultsFileError, check_out_path, is_nonempty
+
+    try:
+        check_out_path(args.out, args.files)
+    except ResultsFileError as exc:
+        return str(exc)
+    if is_nonempty(args.out) and not args.resume and not args.overwrite:
+        return (f"{args.out} already holds results: pass --resume to continue that run, "
+                "or --overwrite to replace it (or choose another --out)")
+    return None
+
+
+def _out_unwritable(args: argparse.Namespace) -> str | None:
+    """Open ``--out`` for appending (creating it), the last check before any work."""
+    from pathlib import Path
+
+    p = Path(args.out)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with p.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        return f"cannot write --out {args.out}: {exc.strerror or exc}"
+    return None
+
+
+def _prices(args: argparse.Namespace, judge: Any) -> Any:
+    from ..pricing import prices_for
+
+    if judge.kind != "llm":
+        return None
+    return prices_for(judge.name, args.price_in, args.price_out)
+
+
+def _fmt_cost(dollars: float | None) -> str:
+    if dollars is None:
+        return "cost unknown (no price for this model: --price-in/--price-out)"
+    return f"${dollars:.4f}" if dollars < 1 else f"${dollars:.2f}"
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Table
 
-    from ..loaders import load_files
-    from ..runner import MetricPlan, ResultsWriter, evaluate_async
-    from ..scale.limits import ScaleStartError
+    from ..runner import MetricPlan
 
     out = Console()
     if not out.is_terminal:
         out = Console(width=160)  # a log or a pipe: do not squeeze the table into 80 columns
     err = Console(stderr=True, soft_wrap=True, highlight=False)
-    bad = _bad_number(args)
-    if bad:
-        err.print(f"[red]error:[/] {bad}")
-        return EXIT_USAGE
-    usage = _mlflow_usage_error(args) or _ray_usage_error(args)
-    if usage:
-        err.print(f"[red]error:[/] {usage}")
-        return EXIT_USAGE
+    for check in (_bad_number, _mlflow_usage_error, _out_error, _ray_usage_error):
+        bad = check(args)
+        if bad:
+            err.print(f"[red]error:[/] {markup_safe(bad)}")
+            return EXIT_USAGE
     try:
         judge = _judge(args)
-        overrides = {
+        plan_judge = judge
+        if args.dry_run and judge.kind == "llm":
+            from ..dryrun import DryRunJudge
+
+            plan_judge = DryRunJudge(judge.name, max_tries=args.max_tries)
+        plan = MetricPlan(args.metrics, plan_judge, {
             "window_size": args.window_size, "threshold": args.threshold, "strict_mode": args.strict_mode,
             "reason": args.reason, "rubric": read_rubric(args.rubric), "verify": args.verify,
             "n_questions": args.n_questions, "guidelines": read_guidelines(args.guidelines), "role": args.role,
             "embeddings": args.embeddings, "embeddings_base_url": args.base_url if args.embeddings else None,
-        }
-        plan = MetricPlan(args.metrics, judge, overrides)
+        })
         plan.check()
         if args.reason == "llm" and judge.kind != "llm":
             raise ValueError("--reason llm needs an LLM judge (--model)")
     except (KeyError, ValueError, TypeError, OSError) as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {markup_safe(exc)}")
+        return EXIT_USAGE
+    unwritable = None if args.dry_run else _out_unwritable(args)
+    if unwritable:
+        err.print(f"[red]error:[/] {markup_safe(unwritable)}")
         return EXIT_USAGE
 
-    loaded = load_files(args.files, allow_outside_files=args.allow_outside_files)
-    sessions = _load_mlflow(args, loaded) if args.mlflow_uri else []
     if judge.kind == "offline":
         err.print("judge: [bold]offline[/] all-MiniLM-L6-v2 sentence embeddings (no LLM, no API key; pass --model for an LLM judge)")
     else:
-        err.print(f"judge: [bold]{judge.name}[/]")
+        err.print(f"judge: [bold]{markup_safe(judge.name)}[/]")
         disk = judge.cache.disk if judge.cache is not None else None
         err.print(f"judge cache: {disk.path}" if disk is not None else "judge cache: off (on disk only at temperature 0)",
                   markup=False)
-    for e in loaded.errors:
-        err.print(f"[red]input error:[/] {e}")
+    if args.dry_run:
+        return _dry_run(args, judge, plan, out, err)
+    return _run(args, judge, plan, out, err)
 
-    writer = ResultsWriter(args.out)
-    for e in loaded.errors:
-        writer.input_error(e)
-    try:
-        with Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+
+def _inputs(args: argparse.Namespace, err: Any) -> tuple[Any, list[Any]]:
+    """The stream of conversations (files read as judged, then MLflow sessions)
+    and the sessions (kept for --log-assessments)."""
+    import itertools
+
+    from ..loaders import InputError
+    from ..runner import iter_inputs
+
+    seen: set[str] = set()
+    sessions: list[Any] = []
+    errors: list[Any] = []
+    if args.mlflow_uri:
+        sessions, errors = _load_mlflow(args)
+
+    def from_mlflow():
+        yield from errors
+        for item in sessions:
+            cid = item.conversation.id
+            if cid in seen:
+                yield InputError(args.mlflow_uri, None, None, "session", f"duplicate conversation id {cid!r}")
+                continue
+            seen.add(cid)
+            yield item
+
+    files = iter_inputs(args.files, seen=seen, allow_outside_files=args.allow_outside_files)
+    return itertools.chain(files, from_mlflow()), sessions
+
+
+def _dry_run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) -> int:
+    from rich.table import Table
+
+    from ..loaders import InputError
+    from ..resultsfile import scan_results
+    from ..runner import RunSummary, evaluate_async
+
+    done: set[str] = set()
+    if args.resume:
+        done = scan_results(args.out, repair=False, retry_errors=args.retry_errors).done
+    stream, _ = _inputs(args, err)
+    summary = RunSummary(keep_outcomes=False, max_rows=0)
+    if judge.kind == "llm":
+        asyncio.run(evaluate_async(stream, plan, skip=done, summary=summary,
+                                   max_conversations=max(4, args.concurrency * 2)))
+    else:  # the offline judge costs nothing: count, judge nothing
+        for item in stream:
+            if isinstance(item, InputError):
+                summary.add_input_error(item)
+            elif item.conversation.id not in done:
+                summary.conversations += 1
+    for e in summary.input_errors:
+        err.print(f"[red]input error:[/] {markup_safe(e)}")
+    todo = summary.conversations
+    head = (f"dry run: {todo} conversations to judge"
+            + (f" ({len(done)} already in {markup_safe(args.out)}, skipped)" if done else "")
+            + (f", {summary.input_error_count} input errors" if summary.input_error_count else ""))
+    if judge.kind != "llm":
+        out.print(f"{head}; the offline judge makes no LLM calls: nothing to pay. No call was made.")
+        return EXIT_ERRORS if summary.input_error_count or not (todo or done) else 0
+    est = plan.judge.estimate(_prices(args, judge))
+    table = Table(title=head)
+    for col in ("metric / step", "calls", "input tokens", "output tokens (est.)", "cost"):
+        table.add_column(col, justify="left" if col.startswith("metric") else "right")
+    by_metric = est.by_metric()
+    for metric, cost in by_metric.items():
+        table.add_row(metric, str(cost.calls), str(cost.input_tokens), f"~{cost.output_tokens}", _fmt_cost(est.cost_usd(cost)))
+        for step, c in est.steps.items():
+            if step.split("/", 1)[0] == metric and len([s for s in est.steps if s.startswith(metric + "/")]) > 1:
+                table.add_row(f"  {step.split('/', 1)[1]}", str(c.calls), str(c.input_tokens), f"~{c.output_tokens}", "")
+    total = est.total
+    table.add_row("total", str(total.calls), str(total.input_tokens), f"~{total.output_tokens}", _fmt_cost(est.cost_usd()),
+                  style="bold")
+    out.print(table)
+    out.print(f"basis: {markup_safe(est.basis)}.")
+    if est.prices is not None:
+        out.print(f"prices: {markup_safe(est.prices.describe())}.")
+    out.print("No call was made.")
+    return EXIT_ERRORS if summary.input_error_count or not (todo or done) else 0
+
+
+def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) -> int:
+    import signal
+
+    from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from ..runner import RunSummary, evaluate_to_file
+    from ..scale import PlanSpec, judge_pool
+
+    stream, sessions = _inputs(args, err)
+    prices = _prices(args, judge)
+    keep = bool(args.log_assessments)  # MLflow writes need every result; otherwise finished results are dropped
+
+    async def main() -> RunSummary:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def interrupt() -> None:
+            stop.set()
+            loop.remove_signal_handler(signal.SIGINT)  # a second Ctrl-C stops at once
+            err.print("[yellow]interrupted:[/] finishing the results file (Ctrl-C again to stop at once)")
+
+        try:
+            loop.add_signal_handler(signal.SIGINT, interrupt)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            pass
+        with Progress(SpinnerColumn(), TextColumn("judging"), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, disable=args.no_progress, transient=True) as progress:
-            task = progress.add_task("judging", total=len(loaded.conversations))
+            task = progress.add_task("judging", total=None)
+            spec = PlanSpec(args.metrics, _judge_settings(args), plan.overrides)
+            async with judge_pool(spec, workers=_workers(args, _input_bytes(args), judge.kind),
+                                  ray=args.ray) as judge_one:  # None: judged in this process
+                return await evaluate_to_file(
+                    stream, plan, args.out, resume=args.resume, retry_errors=args.retry_errors, overwrite=args.overwrite,
+                    transcripts=args.transcripts,
+                    prices=prices, max_conversations=max(4, args.concurrency * 2), keep_outcomes=keep,
+                    max_rows=args.max_rows,
+                    on_outcome=lambda _o: progress.advance(task),
+                    on_input_error=lambda e: err.print(f"[red]input error:[/] {markup_safe(e)}"),
+                    on_resumed=lambda state: err.print(
+                        f"resuming {markup_safe(args.out)}: {len(state.done)} conversations already judged"
+                        + (f", {state.retried} with errors to judge again" if state.retried else "")
+                        + (", a torn last line cut off" if state.torn else "")
+                        + (f", unreadable lines left as they are: {state.bad_lines[:5]}" if state.bad_lines else "")),
+                    stop=stop, judge_one=judge_one)
 
-            def done(outcome) -> None:
-                writer.outcome(outcome)
-                progress.advance(task)
+    from ..scale.limits import ScaleStartError
 
-            async def judged():
-                from ..scale import PlanSpec, judge_pool
-
-                workers = _workers(args, len(loaded.conversations), judge.kind)
-                spec = PlanSpec(args.metrics, _judge_settings(args), overrides)
-                async with judge_pool(spec, workers=workers, ray=args.ray) as judge_one:  # None: this process
-                    return await evaluate_async(loaded.conversations, plan, on_outcome=done, judge_one=judge_one,
-                                                max_conversations=max(4, args.concurrency * 2))
-
-            try:
-                summary = asyncio.run(judged())
-            except ScaleStartError as exc:
-                from rich.markup import escape
-
-                err.print(f"[red]error:[/] {escape(str(exc))}")
-                return EXIT_ERRORS
-    finally:
-        writer.close()
+    try:
+        summary = asyncio.run(main())
+    except ScaleStartError as exc:
+        err.print(f"[red]error:[/] {markup_safe(exc)}")
+        return EXIT_ERRORS
     if args.junit:
         from ..apps.junit import write_junit
 
         write_junit(args.out, args.junit)
-    summary.input_errors = list(loaded.errors)
     logged = None
-    if args.log_assessments:
+    if args.log_assessments and not summary.interrupted:
         from ..integrations.mlflow import log_assessments
 
         logged = log_assessments(args.mlflow_uri, summary, sessions)
         for failure in logged.failures:
-            err.print(f"[red]MLflow write failed:[/] {failure}")
-
-    order = {item.conversation.id: i for i, item in enumerate(loaded.conversations)}
-    outcomes = sorted(summary.outcomes, key=lambda o: order.get(o.conversation_id, 0))
+            err.print(f"[red]MLflow write failed:[/] {markup_safe(failure)}")
     if not args.quiet:
-        table = Table(title="judgegraph results", show_lines=False)
-        for col in ("conversation", "metric", "score", "result", "reason"):
-            table.add_column(col, overflow="fold", max_width=70 if col == "reason" else None)
-        style = {"passed": "green", "failed": "red", "error": "magenta", "not_applicable": "dim"}
-        for o in outcomes:
-            if o.error:
-                table.add_row(o.conversation_id, "—", "—", "[magenta]error[/]", o.error)
-            for r in o.results.values():
-                label = {"not_applicable": "n/a"}.get(r.status, r.status)
-                if r.errors and r.status in ("passed", "failed"):
-                    label += f" ({len(r.errors)} judge err)"
-                table.add_row(o.conversation_id, r.key, _fmt_score(r.score), f"[{style[r.status]}]{label}[/]", r.reason)
-        out.print(table)
+        _print_table(out, summary)
     u = summary.usage
-    failed_runs = sum(1 for o in outcomes if o.error)
     if judge.kind == "llm":
-        cost = f"calls {u.calls}, tokens {u.input_tokens} in / {u.output_tokens} out{' (estimated)' if u.estimated else ''}"
+        cost = (f"calls {u.calls}, tokens {u.input_tokens} in / {u.output_tokens} out"
+                f"{' (estimated)' if u.estimated else ''}, {_fmt_cost(summary.cost_usd)}")
         if judge.cache is not None and (hits := judge.cache.hits + (judge.cache.disk.hits if judge.cache.disk else 0)):
             cost += f", {hits} answers from the cache"
     else:
         cost = "no LLM calls"
     out.print(
-        f"{len(outcomes)} conversations, {len(summary.results)} results: "
+        f"{summary.conversations} conversations"
+        f"{f' ({summary.resumed} from the resumed file)' if summary.resumed else ''}, {summary.result_count} results: "
         f"{summary.count('passed')} passed, {summary.count('failed')} failed, "
         f"{summary.count('error')} errors, {summary.count('not_applicable')} n/a; "
-        f"{summary.judge_errors} judge errors, {len(summary.input_errors)} input errors"
-        f"{f', {failed_runs} failed runs' if failed_runs else ''}. "
-        f"judge: {judge.name} ({cost}). results: {args.out}"
+        f"{summary.judge_errors} judge errors, {summary.input_error_count} input errors"
+        f"{f', {summary.failed_runs} failed runs' if summary.failed_runs else ''}. "
+        f"judge: {markup_safe(judge.name)} ({cost}). results: {markup_safe(args.out)}",
+        highlight=False, soft_wrap=True,
     )
+    if summary.interrupted:
+        out.print(f"[yellow]interrupted[/]: the {summary.conversations} conversations above are written; "
+                  f"continue with the same command and --resume.")
     if args.html:
+        from types import SimpleNamespace
+
         from .report import html_after_eval
 
-        if html_after_eval(args, plan, loaded) != 0 and summary.exit_code < EXIT_ERRORS:
+        # The input was streamed, not kept: the report graphs the run compiled stand in for the conversations.
+        ran = SimpleNamespace(report_for=lambda graph: graph)
+        if html_after_eval(args, ran, SimpleNamespace(conversations=plan.graphs)) != 0 and summary.exit_code < EXIT_ERRORS:
             return EXIT_ERRORS
     if logged is not None:
-        out.print(f"MLflow: {logged} (experiment {args.experiment!r} at {args.mlflow_uri})")
+        out.print(f"MLflow: {markup_safe(logged)} (experiment {markup_safe(repr(args.experiment))} at "
+                  f"{markup_safe(args.mlflow_uri)})")
         if logged.failures:
             return EXIT_ERRORS
     return summary.exit_code
@@ -293,6 +462,30 @@ def _ray_usage_error(args: argparse.Namespace) -> str | None:
 
             return RAY_MISSING
     return None
+
+
+def _print_table(out: Any, summary: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="judgegraph results", show_lines=False)
+    for col in ("conversation", "metric", "score", "result", "reason"):
+        table.add_column(col, overflow="fold", max_width=70 if col == "reason" else None)
+    style = {"passed": "green", "failed": "red", "error": "magenta", "not_applicable": "dim"}
+    for o in summary.rows:
+        cid = Text(safe(o.conversation_id))
+        if o.error:
+            table.add_row(cid, "—", "—", Text("error", style="magenta"), Text(safe(o.error)))
+        for r in o.results.values():
+            label = {"not_applicable": "n/a"}.get(r.status, r.status)
+            if r.errors and r.status in ("passed", "failed"):
+                label += f" ({len(r.errors)} judge err)"
+            table.add_row(cid, Text(safe(r.key)), _fmt_score(r.score), Text(label, style=style[r.status]),
+                          Text(safe(r.reason)))
+    out.print(table)
+    if summary.rows_left_out > 0:
+        out.print(f"{summary.rows_left_out} more conversations not shown (errors and failures are shown first; "
+                  f"--max-rows N shows more; every result is in the results file)")
 
 
 def _mlflow_usage_error(args: argparse.Namespace) -> str | None:
@@ -312,25 +505,12 @@ def _mlflow_usage_error(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _load_mlflow(args: argparse.Namespace, loaded: Any) -> list[Any]:
-    """Add the experiment's sessions (and their unreadable traces) to ``loaded``."""
+def _load_mlflow(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
+    """The experiment's sessions and the input errors of its unreadable traces."""
     from ..integrations.mlflow import load_sessions
-    from ..loaders import InputError
 
     sessions = load_sessions(args.mlflow_uri, args.experiment, session_key=args.session_key,
                              max_traces=args.max_traces, request_key=args.request_key,
                              response_key=args.response_key)
-    loaded.errors.extend(sessions.errors)
-    seen = {item.conversation.id: item.source for item in loaded.conversations}
-    kept = []
-    for item in sessions:
-        cid = item.conversation.id
-        if cid in seen:
-            loaded.errors.append(InputError(args.mlflow_uri, None, cid, "session",
-                                            f"duplicate conversation id {cid!r} (first seen at {seen[cid]})"))
-            continue
-        kept.append(item)
-    loaded.conversations.extend(kept)
-    return kept
-
+    return list(sessions), list(sessions.errors)
 

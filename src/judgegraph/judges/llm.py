@@ -48,6 +48,22 @@ class ModelConfigError(ValueError):
     pass
 
 
+def split_model(spec: str) -> tuple[str, str]:
+    """``"provider:name"`` → (provider, name); a bare name is OpenAI's."""
+    provider, _, name = spec.partition(":") if ":" in spec else ("openai", "", spec)
+    return provider, name
+
+
+def openai_key(api_key: str | None, base_url: str | None, missing: str) -> SecretStr:
+    """The key for an OpenAI client: ``api_key``, else ``OPENAI_API_KEY``, else
+    (an OpenAI-compatible server at ``base_url`` needs none) a placeholder;
+    with neither key nor ``base_url``: ModelConfigError(``missing``)."""
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    if not key and not base_url:
+        raise ModelConfigError(missing)
+    return SecretStr(key or "not-needed")
+
+
 def resolve_model(
     model: str | BaseChatModel,
     *,
@@ -66,20 +82,16 @@ def resolve_model(
         return model
     if not isinstance(model, str) or not model.strip():
         raise ModelConfigError(f"model must be a chat model object or a string, got {model!r}")
-    provider, _, name = model.partition(":") if ":" in model else ("openai", "", model)
+    provider, name = split_model(model)
     if provider == "openai" or base_url:
         from langchain_openai import ChatOpenAI
 
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key and not base_url:
-            raise ModelConfigError(
-                f"model {model!r} needs OPENAI_API_KEY (or --base-url for an OpenAI-compatible"
-                " server); leave the model out to use the offline judge"
-            )
+        key = openai_key(api_key, base_url, f"model {model!r} needs OPENAI_API_KEY (or --base-url for an"
+                         " OpenAI-compatible server); leave the model out to use the offline judge")
         kwargs: dict[str, Any] = {"model": name, "timeout": timeout, "max_retries": max_retries}
         if temperature is not None:
             kwargs["temperature"] = temperature
-        return ChatOpenAI(api_key=SecretStr(key or "not-needed"), base_url=base_url, **kwargs)
+        return ChatOpenAI(api_key=key, base_url=base_url, **kwargs)
     try:
         from langchain.chat_models import init_chat_model  # type: ignore[import-not-found, unused-ignore]
     except ImportError as exc:

@@ -120,6 +120,21 @@ def check_keys(obj: dict[str, Any], allowed: Iterable[str], path: Path_) -> list
     return [(path + (k,), unknown_key(k, allowed)) for k in obj if k not in allowed]
 
 
+def record_messages(rec: dict[str, Any], allowed: Iterable[str]) -> list[Any]:
+    """The messages of a ``{"messages": [...], ...}`` record: RecordErrors
+    naming every key not in ``allowed`` and a ``messages`` that is not a
+    list; a RecordError for an empty list."""
+    problems = check_keys(rec, allowed, ())
+    messages = rec.get("messages")
+    if not isinstance(messages, list):
+        problems.append((("messages",), f"must be a list of messages (got {type(messages).__name__})"))
+    if problems:
+        raise RecordErrors(problems)
+    if not messages:
+        raise fail(("messages",), "a conversation needs at least one message")
+    return messages
+
+
 _TYPE_TAG = re.compile(r"[\[\]()]|^(str|int|float|bool|dict|list|none|bytes|function-\w+)$")
 
 

@@ -30,9 +30,9 @@ from typing_extensions import Unpack  # pydantic reads these schemas; typing's T
 from ..compiling import CompileOptions, check_options, compile_graph
 from ..conversation import Conversation
 from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
-from ..nodes import conversation_json, judge_step, make_result, outcome_fields
+from ..nodes import conversation_json, judge_step, make_result, outcome_fields, score_node
 from ..prompts import Prompt, load_prompt, parse_prompt
-from ..results import Verdict, merge_verdicts
+from ..results import MetricResult, Verdict, merge_verdicts
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 
 STEP = "custom_judge/judge_conversation"
@@ -360,23 +360,20 @@ def _reduce_score(settings: CustomJudgeSettings):
             return f"Not judged: {v.error}"
         return f"{v.verdict}: {v.reason}"
 
-    def reduce_score(state: CustomJudgeState) -> dict[str, Any]:
-        conversation = conversation_of(state)
-        verdicts = list(state.get("verdicts") or [])
+    def score(state: CustomJudgeState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
         if not verdicts and _missing_expectations(settings, conversation):
             msg = ("the instructions use {{ expectations }} but the conversation has none"
                    " (give it expected_outcome or metadata.expectations)")
             verdicts = [FeedbackVerdict(error=msg)]
         value = verdicts[0].value if verdicts and verdicts[0].verdict is not None else None
-        result = make_result(
+        return make_result(
             settings.name, conversation, verdicts,
             judge=settings.judge, threshold=spec.threshold,
             score=lambda valid: spec.score(getattr(valid[0], "value", None)),
             step=STEP, where=lambda v: "conversation", reason=reason, value=value, details=details,
         )
-        return {"results": {settings.name: result}}
 
-    return reduce_score
+    return score_node(settings.name, score)
 
 
 def build_custom_graph(settings: CustomJudgeSettings) -> StateGraph:

@@ -27,6 +27,7 @@ from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas;
 
 from ..answers import YesNo
 from ..compiling import CompileOptions, compile_graph
+from ..conversation import Conversation
 from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
 from ..nodes import (
     REVIEW_NODE,
@@ -37,12 +38,13 @@ from ..nodes import (
     quote,
     render_messages,
     review_node,
+    score_node,
     turn_label,
     window_node,
 )
 from ..prompts import Prompt, load_prompt
-from ..results import JudgeErrorInfo, WindowVerdict, merge_verdicts
-from ..state import MetricInput, MetricOutput, MetricState, conversation_of
+from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_verdicts
+from ..state import MetricInput, MetricOutput, MetricState
 from ..windows import Window, check_window_size
 
 JUDGE_STEP = "turn_relevancy/judge_turn"
@@ -173,11 +175,9 @@ def deterministic_reason(score: float | None, threshold: float | None, verdicts:
 
 
 def _reduce_score(settings: RelevancySettings):
-    def reduce_score(state: RelevancyState) -> dict[str, Any]:
-        conversation = conversation_of(state)
-        verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.window)
+    def score(state: RelevancyState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
         # Status rules shared by every metric: judgegraph.nodes.make_result.
-        result = make_result(
+        return make_result(
             settings.name, conversation, verdicts,
             judge=settings.judge, threshold=settings.effective_threshold, strict_mode=settings.strict_mode,
             step=JUDGE_STEP, where=lambda v: f"window {getattr(v, 'window', '?')} ({turn_label(v.turns)})",
@@ -188,9 +188,8 @@ def _reduce_score(settings: RelevancySettings):
                 "judged": sum(1 for v in verdicts if v.verdict is not None),
             },
         )
-        return {"results": {settings.name: result}}
 
-    return reduce_score
+    return score_node(settings.name, score, order=lambda v: v.window)
 
 
 def _write_reason(settings: RelevancySettings):

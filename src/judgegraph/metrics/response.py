@@ -48,9 +48,10 @@ from pydantic import BaseModel, Field, create_model, field_validator, model_vali
 from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ..compiling import CompileOptions, compile_graph
+from ..conversation import Conversation
 from ..judges import CallLimiter, Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
-from ..nodes import judge_step, make_result, quote, turn_label
-from ..results import Verdict, merge_verdicts
+from ..nodes import judge_step, make_result, quote, score_node, turn_label
+from ..results import MetricResult, Verdict, merge_verdicts
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..windows import Exchange, exchanges
 
@@ -192,25 +193,17 @@ def resolve_embeddings(embeddings: Any = None, *, base_url: str | None = None, a
     spec = embeddings.strip()
     if spec.lower() in {"minilm", "offline", "all-minilm-l6-v2"}:
         return resolve_embeddings(None)
-    provider, _, name = spec.partition(":") if ":" in spec else ("openai", "", spec)
+    from ..judges.llm import openai_key, split_model
+
+    provider, name = split_model(spec)
     if not name:
         raise ValueError(f"embeddings {embeddings!r}: give a model name, e.g. 'openai:text-embedding-3-small'")
     if provider == "openai" or base_url:
-        import os
-
         from langchain_openai import OpenAIEmbeddings
 
-        from ..judges.llm import ModelConfigError
-
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key and not base_url:
-            raise ModelConfigError(
-                f"embeddings {embeddings!r} need OPENAI_API_KEY (or embeddings_base_url for an OpenAI-compatible"
-                " server); leave embeddings out to use the offline all-MiniLM-L6-v2"
-            )
-        from pydantic import SecretStr
-
-        return OpenAIEmbeddings(model=name, base_url=base_url, api_key=SecretStr(key or "not-needed"),
+        key = openai_key(api_key, base_url, f"embeddings {embeddings!r} need OPENAI_API_KEY (or embeddings_base_url"
+                         " for an OpenAI-compatible server); leave embeddings out to use the offline all-MiniLM-L6-v2")
+        return OpenAIEmbeddings(model=name, base_url=base_url, api_key=key,
                                 check_embedding_ctx_length=False, max_retries=3, timeout=120)
     try:
         from langchain.embeddings import init_embeddings
@@ -520,9 +513,7 @@ def deterministic_reason(
 
 
 def _reduce_score(settings: ResponseRelevancySettings):
-    def reduce_score(state: ResponseRelevancyState) -> dict[str, Any]:
-        conversation = conversation_of(state)
-        verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.exchange)
+    def score(state: ResponseRelevancyState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
         skipped = list(state.get("skipped") or [])
         valid = [v for v in verdicts if v.verdict is not None]
         calls = sum(1 for v in verdicts if v.embedded_texts)
@@ -544,7 +535,7 @@ def _reduce_score(settings: ResponseRelevancySettings):
             details["skipped"] = skipped
         # Status rules shared by every metric: judgegraph.nodes.make_result. The score is the mean
         # exchange score; strict mode asks every exchange to reach the threshold (verdict "yes").
-        result = make_result(
+        return make_result(
             settings.name, conversation, verdicts,
             judge=settings.judge.name,  # by name: the mode is in details, no judge_rule
             threshold=settings.effective_threshold, strict_mode=settings.strict_mode, step=GENERATE_STEP,
@@ -556,9 +547,8 @@ def _reduce_score(settings: ResponseRelevancySettings):
             reason=lambda score, threshold, judged: deterministic_reason(score, settings, verdicts, skipped),
             details=details,
         )
-        return {"results": {settings.name: result}}
 
-    return reduce_score
+    return score_node(settings.name, score, order=lambda v: v.exchange)
 
 
 # -- factories -----------------------------------------------------------------

@@ -53,14 +53,15 @@ class PlanSpec:
         return [replace(self, judge=share) for share in split_budget(self.judge, n)]
 
 
-#: ``--workers auto`` starts processes only for runs of at least this many
-#: conversations: a worker takes ~1.2 s to start (imports), which a short run does not win back.
-AUTO_MIN_CONVERSATIONS = 64
+#: ``--workers auto`` starts processes only for inputs of at least this many
+#: bytes (~100 conversations of 10 exchanges): a worker takes 1-3 s to start
+#: (imports), which a short run does not win back.
+AUTO_MIN_INPUT_BYTES = 256 * 1024
 
 
 def auto_workers(kind: str = "llm", cpus: int | None = None) -> int:
     """The default number of worker processes (for runs of at least
-    :data:`AUTO_MIN_CONVERSATIONS`), measured on a 2-core machine
+    :data:`AUTO_MIN_INPUT_BYTES` of input), measured on a 2-core machine
     (docs/scale.md). An LLM judge: one per core, up to 4 (each event loop is
     bound by one core of client CPU, ~4 ms per call). The offline judge: 1 (its
     batched encoder judged ~100 windows/s in one process and 0.87x that with 2

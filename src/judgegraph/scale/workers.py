@@ -51,6 +51,9 @@ def worker_main(fd: int) -> None:
     parent's end of a socket pair on ``FD``. A fresh interpreter, not a fork
     (no copy of the parent's threads and open clients) and not
     ``multiprocessing``'s spawn (which re-runs the caller's ``__main__``)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
     conn = Connection(fd)
     try:
         spec = conn.recv()
@@ -245,6 +248,10 @@ class WorkerPool:
             return ConversationOutcome(item.conversation.id, item.source, error=f"{type(exc).__name__}: {exc}")
 
     async def close(self, timeout: float = 30.0) -> None:
+        """Workers finish what they hold and exit; when the run was stopped
+        (conversations abandoned in flight) they are terminated at once."""
+        if any(w.jobs for w in self._workers):
+            timeout = 0.0
         for w in self._workers:
             if w.alive:
                 try:
@@ -254,7 +261,7 @@ class WorkerPool:
                     pass
         for w in self._workers:
             try:
-                await asyncio.to_thread(w.process.wait, timeout)
+                await asyncio.to_thread(w.process.wait, max(timeout, 0.01))
             except subprocess.TimeoutExpired:
                 w.process.terminate()
                 await asyncio.to_thread(w.process.wait, 5)

@@ -5,8 +5,11 @@ no MLflow needed."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 # Where the user's message is looked for in a trace's inputs (a dict of the traced
 # function's arguments), and the reply in its outputs, when the shape is not a chat one.
@@ -133,21 +136,29 @@ def request_messages(value: Any, path: str = "request", depth: int = 0) -> list[
     if isinstance(value, dict) and depth < _DEPTH:
         if _is_message(value):
             return [_message(value, path)]
-        for key in REQUEST_KEYS:
-            if key in value and isinstance(value[key], (str, list, dict)):
-                try:
-                    return request_messages(value[key], f"{path}.{key}", depth + 1)
-                except Unreadable:
-                    continue
-        found = _only_value(value)
-        if found is not None:
-            return request_messages(found[1], f"{path}.{found[0]}", depth + 1)
-        keys = ", ".join(map(str, value)) or "(none)"
-        raise Unreadable(path, f"cannot tell which input is the user's message (keys: {keys}); "
-                                "pass request_key= (--request-key) to name it")
+        return _under_keys(value, REQUEST_KEYS, path, depth, request_messages,
+                           "cannot tell which input is the user's message", "request_key= (--request-key)")
     if value is None:
         raise Unreadable(path, "the trace has no inputs")
     raise Unreadable(path, f"cannot read a user message from a {type(value).__name__}")
+
+
+def _under_keys(value: dict[str, Any], keys: Sequence[str], path: str, depth: int, read: Callable[[Any, str, int], T],
+                unsure: str, option: str) -> T:
+    """``read`` of the first of ``keys`` that reads, else of the only entry
+    that can hold a message (:func:`_only_value`); else Unreadable(``unsure``,
+    naming the keys and the ``option`` that names the right one)."""
+    for key in keys:
+        if key in value and isinstance(value[key], (str, list, dict)):
+            try:
+                return read(value[key], f"{path}.{key}", depth + 1)
+            except Unreadable:
+                continue
+    found = _only_value(value)
+    if found is not None:
+        return read(found[1], f"{path}.{found[0]}", depth + 1)
+    names = ", ".join(map(str, value)) or "(none)"
+    raise Unreadable(path, f"{unsure} (keys: {names}); pass {option} to name it")
 
 
 def _only_value(value: dict[str, Any]) -> tuple[str, Any] | None:
@@ -185,18 +196,8 @@ def reply_message(value: Any, path: str = "response", depth: int = 0) -> Msg:
             return _last_assistant(_messages(value["messages"], f"{path}.messages"), f"{path}.messages")
         if isinstance(value.get("output"), list):  # OpenAI Responses API
             return _last_assistant(_messages(value["output"], f"{path}.output"), f"{path}.output")
-        for key in RESPONSE_KEYS:
-            if key in value and isinstance(value[key], (str, list, dict)):
-                try:
-                    return reply_message(value[key], f"{path}.{key}", depth + 1)
-                except Unreadable:
-                    continue
-        found = _only_value(value)
-        if found is not None:
-            return reply_message(found[1], f"{path}.{found[0]}", depth + 1)
-        keys = ", ".join(map(str, value)) or "(none)"
-        raise Unreadable(path, f"cannot tell which output is the assistant's reply (keys: {keys}); "
-                                "pass response_key= (--response-key) to name it")
+        return _under_keys(value, RESPONSE_KEYS, path, depth, reply_message,
+                           "cannot tell which output is the assistant's reply", "response_key= (--response-key)")
     if value is None:
         raise Unreadable(path, "the trace has no outputs")
     raise Unreadable(path, f"cannot read a reply from a {type(value).__name__}")

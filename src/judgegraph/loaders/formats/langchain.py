@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from judgegraph.conversation import Conversation, from_messages
 
-from ..base import Ctx, RecordErrors, check_keys, clean_id, fail, merge_meta
+from ..base import Ctx, Path_, RecordErrors, clean_id, fail, merge_meta, record_messages
 
 LANGCHAIN_KEYS = ("messages", "id", "metadata", "chatbot_role", "expected_outcome")
 #: ``type`` of the message dicts LangChain writes (``model_dump`` / ``messages_to_dict``).
@@ -34,14 +34,8 @@ def _problem(exc: Exception) -> str:
 
 
 def from_langchain(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, Any]]:
-    problems = check_keys(rec, LANGCHAIN_KEYS, ())
-    messages = rec.get("messages")
-    if not isinstance(messages, list):
-        problems.append((("messages",), f"must be a list of messages (got {type(messages).__name__})"))
-    if problems:
-        raise RecordErrors(problems)
-    if not messages:
-        raise fail(("messages",), "a conversation needs at least one message")
+    messages = record_messages(rec, LANGCHAIN_KEYS)
+    problems: list[tuple[Path_, str]] = []
     for i, message in enumerate(messages):  # each alone first, so an error names its message
         try:
             from_messages([message])

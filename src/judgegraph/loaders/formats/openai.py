@@ -7,7 +7,7 @@ from typing import Any
 
 from judgegraph.conversation import Conversation
 
-from ..base import Ctx, Path_, RecordErrors, check_keys, clean_id, fail, merge_meta, validate
+from ..base import Ctx, Path_, RecordErrors, check_keys, clean_id, fail, merge_meta, record_messages, validate
 
 OPENAI_KEYS = ("messages", "id", "metadata", "tools", "functions", "parallel_tool_calls")
 OPENAI_MESSAGE_KEYS = (
@@ -69,14 +69,8 @@ def _openai_tool_call(raw: Any, path: Path_) -> dict[str, Any]:
 
 
 def from_openai(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, Any]]:
-    problems = check_keys(rec, OPENAI_KEYS, ())
-    messages = rec.get("messages")
-    if not isinstance(messages, list):
-        problems.append((("messages",), f"must be a list of messages (got {type(messages).__name__})"))
-    if problems:
-        raise RecordErrors(problems)
-    if not messages:
-        raise fail(("messages",), "a conversation needs at least one message")
+    messages = record_messages(rec, OPENAI_KEYS)
+    problems: list[tuple[Path_, str]] = []
     meta: dict[str, Any] = {}
     merge_meta(meta, rec.get("metadata"), ("metadata",))
     for key in ("tools", "functions", "parallel_tool_calls"):

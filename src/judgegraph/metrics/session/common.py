@@ -16,15 +16,16 @@ from typing import Any, Protocol
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
 from pydantic import BaseModel
 from typing_extensions import Unpack
 
 from ...compiling import CompileOptions, check_options, compile_graph
 from ...conversation import Conversation
 from ...judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
-from ...nodes import REVIEW_NODE, conversation_json, outcome_fields, quote, review_node, turn_label  # noqa: F401 - re-exported
+from ...nodes import REVIEW_NODE, conversation_json, outcome_fields, review_node
 from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, build_result, strict
-from ...state import MetricInput, MetricOutput, conversation_of
+from ...state import MetricInput, MetricOutput, MetricState, conversation_of
 
 REDUCE = "reduce_score"
 
@@ -145,6 +146,22 @@ def route_start(first: str, applies: Callable[[Conversation], bool]) -> Callable
     return route
 
 
+def send_each(node: str, tasks: Callable[[Conversation], list[dict[str, Any]]]) -> Callable[[Any], list[Send] | str]:
+    """START's router for a one-step fan-out: one ``node`` call per task of
+    ``tasks(conversation)`` (each also given the conversation and its
+    transcript), or straight to reduce_score (no call) when there is none."""
+
+    def route(state: Mapping[str, Any]) -> list[Send] | str:
+        conversation = conversation_of(state)
+        todo = tasks(conversation)
+        if not todo:
+            return REDUCE
+        transcript = conversation_json(conversation)
+        return [Send(node, {**task, "conversation": conversation, "transcript": transcript}) for task in todo]
+
+    return route
+
+
 def conversation_request(
     task: str, step: str, schema: type[BaseModel]
 ) -> Callable[[Mapping[str, Any]], JudgeRequest]:
@@ -197,11 +214,58 @@ def base_result(settings: SessionSettings, conversation: Conversation, **fields:
                         strict_mode=settings.strict_mode, **fields)
 
 
-def early_result(settings: SessionSettings, conversation: Conversation, applies: bool, reason: str) -> MetricResult | None:
-    """reduce_score's answer when no call was made (see :func:`route_start`):
-    ``not_applicable`` with ``reason`` when the conversation gives the judge
-    nothing to judge; None otherwise."""
-    return None if applies else not_applicable(settings, conversation, reason)
+def reduce_node(
+    settings: SessionSettings, applies: Callable[[Conversation], bool], reason: str,
+    score: Callable[[Any, Conversation], MetricResult],
+) -> Callable[[Any], dict[str, Any]]:
+    """The reduce_score node: ``not_applicable`` with ``reason`` when
+    ``applies(conversation)`` is false (the router made no call, see
+    :func:`route_start`), else ``score(state, conversation)``."""
+
+    def reduce_score(state: Any) -> dict[str, Any]:
+        conversation = conversation_of(state)
+        result = score(state, conversation) if applies(conversation) else not_applicable(settings, conversation, reason)
+        return {"results": {settings.name: result}}
+
+    return reduce_score
+
+
+class ExtractState(MetricState, total=False):
+    """The state of an extract-then-judge session judge: what its extraction
+    call cost and, when it failed, its error."""
+
+    extract_errors: list[JudgeErrorInfo]
+    extract_usage: Usage
+
+
+def extraction_update(conversation: Conversation, outcome: JudgeOutcome, step: str, **fields: Any) -> dict[str, Any]:
+    """The extraction node's update: the conversation, the call's usage, its
+    error when it failed (``extract_errors``), and ``fields``."""
+    update: dict[str, Any] = {"conversation": conversation, "extract_usage": outcome.usage, **fields}
+    if not outcome.ok:
+        update["extract_errors"] = [error_info("conversation", step, outcome.error, outcome.attempts)]
+    return update
+
+
+def extraction_failure(
+    settings: SessionSettings, conversation: Conversation, state: Mapping[str, Any], verdicts: Sequence[Verdict],
+    *, what: str, details: dict[str, Any],
+) -> tuple[Usage, MetricResult | None]:
+    """For an extract-then-judge metric: the usage of the extraction call and
+    the verdicts, and the ``error`` result when the extraction failed (``what``
+    could not be extracted; nothing was judged), else None."""
+    usage = (state.get("extract_usage") or Usage()) + Usage.total(v.usage for v in verdicts)
+    if extract_errors := state.get("extract_errors"):
+        return usage, error_result(settings, conversation, f"The user's {what} could not be extracted (judge error);"
+                                   " see errors.", errors=extract_errors, usage=usage, details=details)
+    return usage, None
+
+
+def failures(verdicts: Sequence[Any], heading: str, describe: Callable[[Any], str]) -> tuple[list[Any], list[str]]:
+    """The verdicts answered "no", and the problem sentence that lists them
+    (``heading: describe(v); ...``; none when there is no such verdict)."""
+    failed = [v for v in verdicts if v.verdict == "no"]
+    return failed, [f"{heading}: " + "; ".join(describe(v) for v in failed) + "."] if failed else []
 
 
 def not_applicable(

@@ -26,27 +26,27 @@ from typing_extensions import TypedDict  # pydantic reads these schemas; typing'
 from ...answers import YesNo
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
-from ...nodes import conversation_json, judge_step
-from ...results import JudgeErrorInfo, Usage, Verdict, merge_verdicts
-from ...state import MetricState, conversation_of
+from ...nodes import conversation_json, judge_step, quote, turn_label
+from ...results import MetricResult, Verdict, merge_verdicts
+from ...state import conversation_of
 from .common import (
+    ExtractState,
     SessionSettings,
     cited_turns,
     clause,
     conversation_request,
-    early_result,
-    error_info,
-    error_result,
+    extraction_failure,
+    extraction_update,
+    failures,
     has_user,
     not_applicable,
     outcome_info,
-    quote,
+    reduce_node,
     route_start,
     session_factory,
     session_graph,
     share_result,
     tally,
-    turn_label,
 )
 
 EXTRACT_STEP = "conversation_completeness/extract_goals"
@@ -92,11 +92,9 @@ class GoalTask(TypedDict):
     transcript: str
 
 
-class CompletenessState(MetricState, total=False):
+class CompletenessState(ExtractState, total=False):
     transcript: str
     goals: list[GoalTask]
-    extract_errors: list[JudgeErrorInfo]
-    extract_usage: Usage
     verdicts: Annotated[list[GoalVerdict], merge_verdicts]
 
 
@@ -106,11 +104,8 @@ def _extract_goals(settings: SessionSettings):
     def finish(state: CompletenessState, outcome: JudgeOutcome) -> dict[str, Any]:
         conversation = conversation_of(state)
         transcript = conversation_json(conversation)
-        update: dict[str, Any] = {"conversation": conversation, "transcript": transcript,
-                                  "extract_usage": outcome.usage}
+        update = extraction_update(conversation, outcome, EXTRACT_STEP, transcript=transcript, goals=[])
         if not outcome.ok:
-            update["extract_errors"] = [error_info("conversation", EXTRACT_STEP, outcome.error, outcome.attempts)]
-            update["goals"] = []
             return update
         goals: list[GoalTask] = []
         seen: dict[str, GoalTask] = {}
@@ -164,34 +159,23 @@ def _describe(v: GoalVerdict) -> str:
     return f"request {v.goal + 1} {quote(v.request, 70)} ({asked}{answered}): {clause(v.reason)}"
 
 
-def _reduce_score(settings: SessionSettings):
-    def reduce_score(state: CompletenessState) -> dict[str, Any]:
-        conversation = conversation_of(state)
-        if early := early_result(settings, conversation, has_user(conversation),
-                                 "No user turn: the user asked for nothing."):
-            return {"results": {settings.name: early}}
+def _score(settings: SessionSettings):
+    def score(state: CompletenessState, conversation: Conversation) -> MetricResult:
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.goal)
-        extract_errors = state.get("extract_errors") or []
-        usage = (state.get("extract_usage") or Usage()) + Usage.total(v.usage for v in verdicts)
         details: dict[str, Any] = {"requests": len(verdicts)}
-        if extract_errors:
-            result = error_result(settings, conversation,
-                                  "The user's requests could not be extracted (judge error); see errors.",
-                                  errors=extract_errors, usage=usage, details=details)
-            return {"results": {settings.name: result}}
+        usage, failed = extraction_failure(settings, conversation, state, verdicts, what="requests", details=details)
+        if failed:
+            return failed
         if not verdicts:
-            result = not_applicable(settings, conversation, "The judge found no request from the user.", usage=usage,
-                                    details=details)
-            return {"results": {settings.name: result}}
+            return not_applicable(settings, conversation, "The judge found no request from the user.", usage=usage,
+                                  details=details)
         judged, good, errors = tally(verdicts, JUDGE_STEP, lambda v: f"request {v.goal + 1} {quote(v.request, 50)}")
-        unmet = [v for v in judged if v.verdict == "no"]
-        problems = ["Not satisfied: " + "; ".join(_describe(v) for v in unmet) + "."] if unmet else []
+        _, problems = failures(judged, "Not satisfied", _describe)
         details.update(judged=len(judged), satisfied=good)
-        result = share_result(settings, conversation, good=good, judged=len(judged), what="user requests satisfied",
-                              verdicts=verdicts, errors=errors, usage=usage, problems=problems, details=details)
-        return {"results": {settings.name: result}}
+        return share_result(settings, conversation, good=good, judged=len(judged), what="user requests satisfied",
+                            verdicts=verdicts, errors=errors, usage=usage, problems=problems, details=details)
 
-    return reduce_score
+    return reduce_node(settings, has_user, "No user turn: the user asked for nothing.", score)
 
 
 def build_completeness_graph(settings: SessionSettings) -> StateGraph:
@@ -199,7 +183,7 @@ def build_completeness_graph(settings: SessionSettings) -> StateGraph:
     return session_graph(
         settings, CompletenessState, route_start("extract_goals", has_user),
         [("extract_goals", _extract_goals(settings)), ("judge_goal", _judge_goal(settings))],
-        _reduce_score(settings), fan_out=fan_out_goals,
+        _score(settings), fan_out=fan_out_goals,
     )
 
 

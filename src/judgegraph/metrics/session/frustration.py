@@ -20,24 +20,24 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from ...answers import read_choice
+from ...conversation import Conversation
 from ...judges import JudgeOutcome
-from ...nodes import judge_step
-from ...results import Verdict, strict
+from ...nodes import judge_step, turn_label
+from ...results import MetricResult, Verdict, strict
 from ...state import MetricState, conversation_of
 from .common import (
     SessionSettings,
     base_result,
     cited_turns,
     conversation_request,
-    early_result,
     error_info,
     error_result,
     has_user,
     outcome_info,
+    reduce_node,
     route_start,
     session_factory,
     session_graph,
-    turn_label,
 )
 
 JUDGE_STEP = "user_frustration/judge_frustration"
@@ -101,20 +101,15 @@ def _judge_frustration(settings: SessionSettings):
     return judge_step("judge_frustration", settings.judge, build, finish)
 
 
-def _reduce_score(settings: SessionSettings):
-    def reduce_score(state: FrustrationState) -> dict[str, Any]:
-        conversation = conversation_of(state)
-        if early := early_result(settings, conversation, has_user(conversation),
-                                 "No user turn: there is no user to be frustrated."):
-            return {"results": {settings.name: early}}
+def _score(settings: SessionSettings):
+    def scored(state: FrustrationState, conversation: Conversation) -> MetricResult:
         verdicts = state["verdicts"]
         (v,) = verdicts
         if v.verdict is None:
             errors = [error_info("conversation", JUDGE_STEP, v.error, v.attempts)]
-            result = error_result(settings, conversation,
-                                  "The conversation could not be judged (judge error); see errors.",
-                                  errors=errors, usage=v.usage, verdicts=verdicts)
-            return {"results": {settings.name: result}}
+            return error_result(settings, conversation,
+                                "The conversation could not be judged (judge error); see errors.",
+                                errors=errors, usage=v.usage, verdicts=verdicts)
         score, threshold = strict(SCORES[v.verdict], settings.threshold, settings.strict_mode)
         passed = score is not None and threshold is not None and score >= threshold
         cmp = ">=" if passed else "<"
@@ -125,19 +120,18 @@ def _reduce_score(settings: SessionSettings):
             "unresolved": f"Frustration unresolved: shown in {turn_label(v.frustrated_turns)}",
         }[v.verdict]
         reason = f"{head} (score {score:.2f} {cmp} threshold {threshold:.2f}). {v.reason}".strip()
-        result = base_result(
+        return base_result(
             settings, conversation, score=SCORES[v.verdict], value=v.verdict, reason=reason, verdicts=verdicts, usage=v.usage,
             details={"frustrated_turns": v.frustrated_turns, "resolved_by_turns": v.resolved_by_turns},
         )
-        return {"results": {settings.name: result}}
 
-    return reduce_score
+    return reduce_node(settings, has_user, "No user turn: there is no user to be frustrated.", scored)
 
 
 def build_frustration_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     return session_graph(settings, FrustrationState, route_start("judge_frustration", has_user),
-                         [("judge_frustration", _judge_frustration(settings))], _reduce_score(settings))
+                         [("judge_frustration", _judge_frustration(settings))], _score(settings))
 
 
 create_user_frustration_judge = session_factory(

@@ -20,7 +20,6 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Send
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
@@ -28,23 +27,23 @@ from ...answers import read_choice
 from ...compiling import CompileOptions
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike
-from ...nodes import conversation_json, judge_step
-from ...results import Usage, Verdict, merge_verdicts
-from ...state import MetricState, conversation_of
+from ...nodes import judge_step, quote, turn_label
+from ...results import MetricResult, Usage, Verdict, merge_verdicts
+from ...state import MetricState
 from .common import (
     SessionSettings,
     cited_turns,
     clause,
     compile_session_judge,
-    early_result,
+    failures,
     not_applicable,
     outcome_info,
-    quote,
+    reduce_node,
     role_indices,
+    send_each,
     session_graph,
     share_result,
     tally,
-    turn_label,
 )
 
 JUDGE_STEP = "conversational_guidelines/judge_guideline"
@@ -122,17 +121,17 @@ class GuidelinesState(MetricState, total=False):
     verdicts: Annotated[list[GuidelineVerdict], merge_verdicts]
 
 
-def fan_out(settings: GuidelineSettings):
-    def route(state: GuidelinesState) -> list[Send] | str:
-        conversation = conversation_of(state)
-        if not role_indices(conversation, "assistant"):
-            return "reduce_score"
-        transcript = conversation_json(conversation)
-        return [Send("judge_guideline", GuidelineTask(index=i, guideline=g, conversation=conversation,
-                                                       transcript=transcript))
-                for i, g in enumerate(settings.guidelines)]
+def _has_assistant(conversation: Conversation) -> bool:
+    return bool(role_indices(conversation, "assistant"))
 
-    return route
+
+def fan_out(settings: GuidelineSettings):
+    def tasks(conversation: Conversation) -> list[dict[str, Any]]:
+        if not _has_assistant(conversation):
+            return []
+        return [{"index": i, "guideline": g} for i, g in enumerate(settings.guidelines)]
+
+    return send_each("judge_guideline", tasks)
 
 
 def _judge_guideline(settings: GuidelineSettings):
@@ -155,13 +154,8 @@ def _label(v: GuidelineVerdict) -> str:
     return f"guideline {v.index + 1} {quote(v.guideline, 60)}"
 
 
-def _reduce_score(settings: GuidelineSettings):
-    def reduce_score(state: GuidelinesState) -> dict[str, Any]:
-        conversation = conversation_of(state)
-        has_assistant = bool(role_indices(conversation, "assistant"))
-        if early := early_result(settings, conversation, has_assistant,
-                                 "No assistant turn: there is nothing to hold to the guidelines."):
-            return {"results": {settings.name: early}}
+def _score(settings: GuidelineSettings):
+    def score(state: GuidelinesState, conversation: Conversation) -> MetricResult:
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.index)
         usage = Usage.total(v.usage for v in verdicts)
         judged, good, errors = tally(verdicts, JUDGE_STEP, _label)
@@ -170,27 +164,21 @@ def _reduce_score(settings: GuidelineSettings):
         if not judged and not errors:
             reason = "None of the guidelines applies to this conversation: " + "; ".join(
                 f"{_label(v)}: {clause(v.reason)}" for v in skipped) + "."
-            return {"results": {settings.name: not_applicable(settings, conversation, reason, usage=usage,
-                                                              details=details, verdicts=verdicts)}}
-        broken = [v for v in judged if v.verdict == "no"]
-        problems = []
-        if broken:
-            problems.append("Violated: " + "; ".join(f"{_label(v)} in {turn_label(v.turns)}: {clause(v.reason)}"
-                                                     for v in broken) + ".")
+            return not_applicable(settings, conversation, reason, usage=usage, details=details, verdicts=verdicts)
+        _, problems = failures(judged, "Violated", lambda v: f"{_label(v)} in {turn_label(v.turns)}: {clause(v.reason)}")
         if skipped:
             problems.append("Not applicable (left out of the score): " + "; ".join(_label(v) for v in skipped) + ".")
         details["followed"] = good
-        result = share_result(settings, conversation, good=good, judged=len(judged), what="guidelines followed",
-                              verdicts=verdicts, errors=errors, usage=usage, problems=problems, details=details)
-        return {"results": {settings.name: result}}
+        return share_result(settings, conversation, good=good, judged=len(judged), what="guidelines followed",
+                            verdicts=verdicts, errors=errors, usage=usage, problems=problems, details=details)
 
-    return reduce_score
+    return reduce_node(settings, _has_assistant, "No assistant turn: there is nothing to hold to the guidelines.", score)
 
 
 def build_guidelines_graph(settings: GuidelineSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     return session_graph(settings, GuidelinesState, fan_out(settings),
-                         [("judge_guideline", _judge_guideline(settings))], _reduce_score(settings))
+                         [("judge_guideline", _judge_guideline(settings))], _score(settings))
 
 
 def create_conversational_guidelines_judge(

@@ -27,20 +27,21 @@ from typing_extensions import TypedDict  # pydantic reads these schemas; typing'
 from ...answers import YesNo, read_choice
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
-from ...nodes import conversation_json, judge_step
-from ...results import JudgeErrorInfo, Usage, Verdict, merge_verdicts
-from ...state import MetricState, conversation_of
+from ...nodes import conversation_json, judge_step, quote
+from ...results import MetricResult, Verdict, merge_verdicts
+from ...state import conversation_of
 from .common import (
+    ExtractState,
     SessionSettings,
     cited_turns,
     clause,
     conversation_request,
-    early_result,
-    error_info,
-    error_result,
+    extraction_failure,
+    extraction_update,
+    failures,
     not_applicable,
     outcome_info,
-    quote,
+    reduce_node,
     role_indices,
     route_start,
     session_factory,
@@ -116,11 +117,9 @@ class TurnTask(TypedDict):
     conversation: Conversation
 
 
-class RetentionState(MetricState, total=False):
+class RetentionState(ExtractState, total=False):
     facts: list[FactItem]
     dropped_facts: int
-    extract_errors: list[JudgeErrorInfo]
-    extract_usage: Usage
     verdicts: Annotated[list[RetentionVerdict], merge_verdicts]
 
 
@@ -142,9 +141,8 @@ def _extract_facts(settings: SessionSettings):
 
     def finish(state: RetentionState, outcome: JudgeOutcome) -> dict[str, Any]:
         conversation = conversation_of(state)
-        update: dict[str, Any] = {"conversation": conversation, "extract_usage": outcome.usage, "facts": []}
+        update = extraction_update(conversation, outcome, EXTRACT_STEP, facts=[])
         if not outcome.ok:
-            update["extract_errors"] = [error_info("conversation", EXTRACT_STEP, outcome.error, outcome.attempts)]
             return update
         facts: list[FactItem] = []
         dropped = 0
@@ -209,44 +207,34 @@ def _describe(v: RetentionVerdict) -> str:
     return f"turn {v.turn + 1} {quote(v.reply, 50)} {lost}: {clause(v.reason)}"
 
 
-def _reduce_score(settings: SessionSettings):
-    def reduce_score(state: RetentionState) -> dict[str, Any]:
-        conversation = conversation_of(state)
-        if early := early_result(settings, conversation, _has_replies(conversation),
-                                 "No assistant turn after a user turn: there is nothing to retain."):
-            return {"results": {settings.name: early}}
+def _score(settings: SessionSettings):
+    def score(state: RetentionState, conversation: Conversation) -> MetricResult:
         facts = state.get("facts") or []
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.turn)
-        usage = (state.get("extract_usage") or Usage()) + Usage.total(v.usage for v in verdicts)
         details: dict[str, Any] = {
             "facts": [{"turn": f["turn"], "fact": f["fact"]} for f in facts],
             "dropped_facts": state.get("dropped_facts", 0),
             "assistant_turns": len(verdicts),
         }
-        if extract_errors := state.get("extract_errors"):
-            result = error_result(settings, conversation,
-                                  "The user's facts could not be extracted (judge error); see errors.",
-                                  errors=extract_errors, usage=usage, details=details)
-            return {"results": {settings.name: result}}
+        usage, failed_extraction = extraction_failure(settings, conversation, state, verdicts, what="facts",
+                                                      details=details)
+        if failed_extraction:
+            return failed_extraction
         if not facts:
-            reason = "The user stated no fact for the assistant to retain."
-            return {"results": {settings.name: not_applicable(settings, conversation, reason, usage=usage,
-                                                              details=details)}}
+            return not_applicable(settings, conversation, "The user stated no fact for the assistant to retain.",
+                                  usage=usage, details=details)
         if not verdicts:
-            reason = "No assistant turn comes after a fact the user stated."
-            return {"results": {settings.name: not_applicable(settings, conversation, reason, usage=usage,
-                                                              details=details)}}
+            return not_applicable(settings, conversation, "No assistant turn comes after a fact the user stated.",
+                                  usage=usage, details=details)
         judged, good, errors = tally(verdicts, CHECK_STEP, lambda v: f"turn {v.turn + 1}")
-        failed = [v for v in judged if v.verdict == "no"]
-        problems = ["Lapses: " + "; ".join(_describe(v) for v in failed) + "."] if failed else []
-        details.update(judged=len(judged), retained=good,
-                       failed_turns=[v.turn for v in failed])
-        result = share_result(settings, conversation, good=good, judged=len(judged),
-                              what="assistant turns retained what the user said", verdicts=verdicts, errors=errors,
-                              usage=usage, problems=problems, details=details)
-        return {"results": {settings.name: result}}
+        failed, problems = failures(judged, "Lapses", _describe)
+        details.update(judged=len(judged), retained=good, failed_turns=[v.turn for v in failed])
+        return share_result(settings, conversation, good=good, judged=len(judged),
+                            what="assistant turns retained what the user said", verdicts=verdicts, errors=errors,
+                            usage=usage, problems=problems, details=details)
 
-    return reduce_score
+    return reduce_node(settings, _has_replies, "No assistant turn after a user turn: there is nothing to retain.",
+                       score)
 
 
 def build_retention_graph(settings: SessionSettings) -> StateGraph:
@@ -254,7 +242,7 @@ def build_retention_graph(settings: SessionSettings) -> StateGraph:
     return session_graph(
         settings, RetentionState, route_start("extract_facts", _has_replies),
         [("extract_facts", _extract_facts(settings)), ("check_turn", _check_turn(settings))],
-        _reduce_score(settings), fan_out=fan_out_turns,
+        _score(settings), fan_out=fan_out_turns,
     )
 
 

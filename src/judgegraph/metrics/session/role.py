@@ -19,7 +19,6 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Send
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
@@ -27,16 +26,17 @@ from ...answers import YesNo
 from ...compiling import CompileOptions
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike
-from ...nodes import conversation_json, judge_step
-from ...results import Usage, Verdict, merge_verdicts
-from ...state import MetricState, conversation_of
+from ...nodes import judge_step, quote
+from ...results import MetricResult, Usage, Verdict, merge_verdicts
+from ...state import MetricState
 from .common import (
     SessionSettings,
     clause,
     compile_session_judge,
-    early_result,
+    failures,
     not_applicable,
-    quote,
+    reduce_node,
+    send_each,
     session_graph,
     share_result,
     tally,
@@ -107,19 +107,15 @@ class RoleState(MetricState, total=False):
 
 
 def fan_out(settings: RoleSettings):
-    def route(state: RoleState) -> list[Send] | str:
-        conversation = conversation_of(state)
+    def tasks(conversation: Conversation) -> list[dict[str, Any]]:
         role = role_of(settings, conversation)
         turns = assistant_turns(conversation)
         if role is None or not turns:
-            return "reduce_score"
-        transcript = conversation_json(conversation)
+            return []
         size = settings.batch_size
-        return [Send("judge_turns", BatchTask(batch=b, turns=turns[s: s + size], role=role,
-                                              conversation=conversation, transcript=transcript))
-                for b, s in enumerate(range(0, len(turns), size))]
+        return [{"batch": b, "turns": turns[s: s + size], "role": role} for b, s in enumerate(range(0, len(turns), size))]
 
-    return route
+    return send_each("judge_turns", tasks)
 
 
 def _judge_turns(settings: RoleSettings):
@@ -154,42 +150,34 @@ def _judge_turns(settings: RoleSettings):
     return judge_step("judge_turns", settings.judge, build, finish)
 
 
-def _reduce_score(settings: RoleSettings):
-    def reduce_score(state: RoleState) -> dict[str, Any]:
-        conversation = conversation_of(state)
+def _score(settings: RoleSettings):
+    def score(state: RoleState, conversation: Conversation) -> MetricResult:
         role = role_of(settings, conversation)
-        if early := early_result(settings, conversation, role is not None,
-                                 "No chatbot role to judge against: pass role=... (CLI: the role option) or give the"
-                                 " conversation a chatbot_role."):
-            return {"results": {settings.name: early}}
         if not assistant_turns(conversation):
             reason = "No assistant turn with text: there is nothing to hold to the role."
-            return {"results": {settings.name: not_applicable(settings, conversation, reason,
-                                                              details={"role": role})}}
+            return not_applicable(settings, conversation, reason, details={"role": role})
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.turn)
         judged, good, errors = tally(verdicts, JUDGE_STEP, lambda v: f"turn {v.turn + 1}")
-        out_of_role = [v for v in judged if v.verdict == "no"]
-        problems = []
-        if out_of_role:
-            problems.append("Out of role: " + "; ".join(f"turn {v.turn + 1} {quote(v.reply, 50)}: {clause(v.reason)}"
-                                                        for v in out_of_role) + ".")
+        out_of_role, problems = failures(judged, "Out of role",
+                                         lambda v: f"turn {v.turn + 1} {quote(v.reply, 50)}: {clause(v.reason)}")
         details = {
             "role": role, "assistant_turns": len(verdicts), "judged": len(judged),
             "batches": len({v.batch for v in verdicts}), "batch_size": settings.batch_size,
             "out_of_role_turns": [v.turn for v in out_of_role],
         }
-        result = share_result(settings, conversation, good=good, judged=len(judged),
-                              what="assistant turns in role", verdicts=verdicts, errors=errors,
-                              usage=Usage.total(v.usage for v in verdicts), problems=problems, details=details)
-        return {"results": {settings.name: result}}
+        return share_result(settings, conversation, good=good, judged=len(judged),
+                            what="assistant turns in role", verdicts=verdicts, errors=errors,
+                            usage=Usage.total(v.usage for v in verdicts), problems=problems, details=details)
 
-    return reduce_score
+    return reduce_node(settings, lambda conversation: role_of(settings, conversation) is not None,
+                       "No chatbot role to judge against: pass role=... (CLI: the role option) or give the"
+                       " conversation a chatbot_role.", score)
 
 
 def build_role_graph(settings: RoleSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     return session_graph(settings, RoleState, fan_out(settings), [("judge_turns", _judge_turns(settings))],
-                         _reduce_score(settings))
+                         _score(settings))
 
 
 def create_role_adherence_judge(

@@ -1,0 +1,72 @@
+"""``judgegraph show``: print one verdict's judge transcript from a results file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .common import EXIT_OK, EXIT_USAGE, safe
+
+
+def register(sub: Any) -> None:
+    sh = sub.add_parser("show", help="print the judge transcript behind a verdict in a results file",
+                        description="Print what the judge was sent (the exact prompt text, each attempt) and what it "
+                                    "replied, for one conversation's metric (and one window) of a results file.")
+    sh.add_argument("results", metavar="RESULTS", help="a results file written by 'judgegraph eval --out'")
+    sh.add_argument("--conversation", metavar="ID", help="conversation id (default: the first in the file)")
+    sh.add_argument("--metric", metavar="NAME", help="metric (default: the conversation's first)")
+    sh.add_argument("--window", metavar="N", type=int, help="the verdict of window N (default: every verdict)")
+    sh.set_defaults(run=run)
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..resultsfile import iter_records
+    from ..transcripts import transcript_of
+
+    def fail(message: str) -> int:
+        print(f"error: {safe(message)}", file=sys.stderr)
+        return EXIT_USAGE
+
+    try:
+        records = iter_records(args.results)
+        record = None
+        ids: list[str] = []
+        for _, rec in records:
+            if rec.get("type") != "conversation":
+                continue
+            cid = str(rec.get("conversation_id"))
+            if args.conversation is None or cid == args.conversation:
+                record = rec
+                break
+            if len(ids) < 10:
+                ids.append(cid)
+    except OSError as exc:
+        return fail(f"cannot read {args.results}: {exc.strerror or exc}")
+    if record is None:
+        if args.conversation is None:
+            return fail(f"{args.results} holds no conversation results")
+        return fail(f"no conversation {args.conversation!r} in {args.results} (first ids: {', '.join(ids) or 'none'})")
+    results = record.get("results") or {}
+    if record.get("error") and not results:
+        print(safe(f"{record.get('conversation_id')}: the run of this conversation failed: {record['error']}"))
+        return EXIT_OK
+    if args.metric is None:
+        if not results:
+            return fail(f"conversation {record.get('conversation_id')!r} has no metric results")
+        key = next(iter(results))
+    else:
+        key = next((k for k in results if _norm(k) == _norm(args.metric)), None)
+        if key is None:
+            return fail(f"conversation {record.get('conversation_id')!r} has no {args.metric!r} result "
+                        f"(metrics: {', '.join(results) or 'none'})")
+    try:
+        text = transcript_of(results[key], args.window)
+    except LookupError as exc:
+        return fail(str(exc.args[0] if exc.args else exc))
+    print(safe(text))
+    return EXIT_OK

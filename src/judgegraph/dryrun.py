@@ -1,0 +1,212 @@
+"""What a run will cost, before it is made: ``judgegraph eval ... --dry-run``.
+
+The run is made for real — same metrics, same graphs, the same LLM judge code
+rendering the same prompt files — but the chat model is a recorder that sends
+nothing: it counts every request (calls and input tokens, per metric and step)
+and answers each with a schema-conforming placeholder so the graphs go on.
+
+Exact: the calls and input tokens of every step that does not depend on what
+the judge answers (one call per window, per conversation, per guideline...),
+counted on the rendered messages with OpenAI's accounting (3 tokens per
+message + its role and content, + 3 to prime the reply; cl100k tokens).
+A provider also counts the output schema it is sent as input: not included.
+
+Estimated, and said so: steps that fan out over what an earlier step extracted
+(statements, goals, facts, questions) are counted for ONE extracted item each
+where a placeholder answer passes the metric's own checks, and named as not
+counted where it does not (the placeholder is never re-asked);
+output tokens are assumed at :data:`ASSUMED_OUTPUT_TOKENS` per call; re-asks of
+an invalid reply are not included (each would resend the prompt, up to
+``max_tries`` times).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import uuid
+from collections import Counter
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from .judges import Judge, JudgeCache, JudgeOutcome, JudgeRequest, resolve_judge
+from .pricing import Prices
+from .results import Usage
+
+#: Output tokens assumed per judge call (a short reason and a verdict as JSON).
+ASSUMED_OUTPUT_TOKENS = 100
+
+_step: ContextVar[str] = ContextVar("judgegraph_dry_run_step", default="unknown/unknown")
+
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+def count_tokens(text: str) -> int:
+    from .judges.llm import count_tokens as count
+
+    return count(text)
+
+
+def prompt_tokens(messages: list[BaseMessage]) -> int:
+    """Input tokens of a chat request, by OpenAI's accounting."""
+    total = 3
+    for m in messages:
+        total += 3 + count_tokens(_ROLES.get(m.type, m.type)) + count_tokens(m.text)
+    return total
+
+
+def _at_least_one(schema: Any) -> Any:
+    """The schema with every array asking for at least one item, so steps that
+    fan out over an extraction are counted for one item each."""
+    if isinstance(schema, dict):
+        out = {k: _at_least_one(v) for k, v in schema.items()}
+        if out.get("type") == "array":
+            out["minItems"] = max(1, int(out.get("minItems") or 0))
+        return out
+    if isinstance(schema, list):
+        return [_at_least_one(v) for v in schema]
+    return schema
+
+
+def placeholder_answer(schema: type[BaseModel] | dict[str, Any]) -> dict[str, Any]:
+    """A value conforming to ``schema`` (every list with one item)."""
+    from .testing.openai_server import example_from_schema
+
+    js = schema.model_json_schema() if isinstance(schema, type) else copy.deepcopy(schema.get("parameters", schema))
+    value = example_from_schema(_at_least_one(js))
+    return value if isinstance(value, dict) else {}
+
+
+class RecordingChatModel(GenericFakeChatModel):
+    """A chat model that sends nothing: it counts each request against the
+    current step and answers with a schema-conforming placeholder."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    model_name: str = "dry-run"
+    tool: Any = None
+    messages: Any = iter(())  # GenericFakeChatModel's canned replies: unused
+    _counts: dict[str, Counter[str]] = PrivateAttr(default_factory=dict)
+    _lock: Any = PrivateAttr(default_factory=threading.Lock)  # requests arrive on several threads
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> RecordingChatModel:
+        bound = self.model_copy(update={"tool": tools[0] if tools else None})
+        bound._counts, bound._lock = self._counts, self._lock
+        return bound
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        step = _step.get()
+        tokens = prompt_tokens(messages)
+        with self._lock:
+            counts = self._counts.setdefault(step, Counter())
+            if any(m.type == "ai" for m in messages):
+                # A re-ask: the placeholder did not pass the metric's own checks. Not a
+                # call the real run would make; what follows this step is not counted.
+                counts["refused"] += 1
+            else:
+                counts["calls"] += 1
+                counts["input_tokens"] += tokens
+        tool = self.tool
+        name = getattr(tool, "__name__", None) or (tool.get("name") if isinstance(tool, dict) else None) or "answer"
+        args = placeholder_answer(tool) if tool is not None else {}
+        message = AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:8]}"}])
+        message.usage_metadata = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    @property
+    def _llm_type(self) -> str:
+        return "judgegraph-dry-run"
+
+
+class DryRunJudge(Judge):
+    """An LLM judge that records instead of sending (see the module doc).
+    ``name`` is the real judge's, so results and prices read the same."""
+
+    kind = "llm"
+
+    def __init__(self, name: str, *, max_tries: int = 3) -> None:
+        self.name = name
+        self.max_tries = max_tries
+        self.chat = RecordingChatModel()
+        self._inner = resolve_judge(model=self.chat, max_tries=max_tries, max_concurrency=64, cache=False)
+        self.cache = JudgeCache()  # identical requests are made once, as in the real run
+
+    def prepare(self, request: JudgeRequest) -> None:
+        prepare = getattr(self._inner, "prepare", None)
+        if prepare is not None:
+            prepare(request)
+
+    def judge(self, request: JudgeRequest) -> JudgeOutcome:
+        token = _step.set(request.step)
+        try:
+            return self._inner.judge(request)
+        finally:
+            _step.reset(token)
+
+    async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
+        token = _step.set(request.step)
+        try:
+            return await self._inner.ajudge(request)
+        finally:
+            _step.reset(token)
+
+    def estimate(self, prices: Prices | None = None) -> CostEstimate:
+        counts = sorted(self.chat._counts.items())
+        steps = {step: StepCost(c["calls"], c["input_tokens"]) for step, c in counts}
+        refused = [step for step, c in counts if c["refused"]]
+        return CostEstimate(steps=steps, prices=prices, max_tries=self.max_tries, uncounted_after=refused)
+
+
+@dataclass
+class StepCost:
+    calls: int
+    input_tokens: int
+
+    @property
+    def output_tokens(self) -> int:
+        return self.calls * ASSUMED_OUTPUT_TOKENS
+
+
+@dataclass
+class CostEstimate:
+    """Calls and tokens per prompt step (``metric/step``), with totals and cost."""
+
+    steps: dict[str, StepCost] = field(default_factory=dict)
+    prices: Prices | None = None
+    max_tries: int = 3
+    uncounted_after: list[str] = field(default_factory=list)  # steps whose answer-dependent followers were not counted
+
+    def by_metric(self) -> dict[str, StepCost]:
+        out: dict[str, StepCost] = {}
+        for step, c in self.steps.items():
+            metric = step.split("/", 1)[0]
+            prev = out.get(metric, StepCost(0, 0))
+            out[metric] = StepCost(prev.calls + c.calls, prev.input_tokens + c.input_tokens)
+        return out
+
+    @property
+    def total(self) -> StepCost:
+        return StepCost(sum(c.calls for c in self.steps.values()), sum(c.input_tokens for c in self.steps.values()))
+
+    def usage(self, cost: StepCost | None = None) -> Usage:
+        c = cost or self.total
+        return Usage(calls=c.calls, input_tokens=c.input_tokens, output_tokens=c.output_tokens, estimated=True)
+
+    def cost_usd(self, cost: StepCost | None = None) -> float | None:
+        return None if self.prices is None else self.prices.cost(self.usage(cost))
+
+    @property
+    def basis(self) -> str:
+        return (f"calls and input tokens counted on the rendered requests (exact for steps that do not depend on an "
+                f"answer; steps after an extraction counted for one extracted item each); output tokens assumed "
+                f"{ASSUMED_OUTPUT_TOKENS} per call; re-asks of invalid replies not included (each resends the "
+                f"prompt, at most {self.max_tries} tries)"
+                + (f"; not counted: the steps that follow {', '.join(self.uncounted_after)} for each item it "
+                   f"extracts (a placeholder answer cannot stand in for it)" if self.uncounted_after else ""))

@@ -1,0 +1,85 @@
+"""Judge prices: a small table of list prices for common models, in US dollars
+per million tokens (input, output), overridable per run (``--price-in`` /
+``--price-out``, or :func:`Prices` in Python).
+
+The table was taken on **2025-08-15** from the providers' public pricing pages
+(standard tier, no batch or cached-input discounts). Prices change: pass your
+own when it matters. A model not in the table has no price, and the cost is
+shown as unknown rather than guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .results import Usage
+
+#: The date the table below was taken.
+TABLE_DATE = "2025-08-15"
+
+#: model name (without provider prefix) -> (input, output) dollars per million tokens.
+PRICES: dict[str, tuple[float, float]] = {
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "o3": (2.00, 8.00),
+    "o4-mini": (1.10, 4.40),
+    "claude-opus-4-1": (15.00, 75.00),
+    "claude-sonnet-4-0": (3.00, 15.00),
+    "claude-3-5-haiku-latest": (0.80, 4.00),
+    "gemini-2.5-pro": (1.25, 10.00),
+    "gemini-2.5-flash": (0.30, 2.50),
+}
+
+
+@dataclass(frozen=True)
+class Prices:
+    """Dollars per million tokens; ``source`` says where they came from."""
+
+    input: float
+    output: float
+    source: str
+
+    def cost(self, usage: Usage) -> float:
+        return (usage.input_tokens * self.input + usage.output_tokens * self.output) / 1_000_000
+
+    def describe(self) -> str:
+        return f"${self.input:g} in / ${self.output:g} out per 1M tokens ({self.source})"
+
+
+def _bare(model: str) -> str:
+    name = model.split(":", 1)[1] if ":" in model else model  # "llm:gpt-4.1-mini", "openai:gpt-4.1-mini"
+    return name.strip().lower()
+
+
+def lookup(model: str) -> tuple[float, float] | None:
+    """The table's prices for ``model``; a dated snapshot name such as
+    ``gpt-4.1-mini-2025-04-14`` takes its base model's price."""
+    name = _bare(model)
+    if name in PRICES:
+        return PRICES[name]
+    best = max((k for k in PRICES if name.startswith(k + "-")), key=len, default=None)
+    if best is not None and name[len(best) + 1:][:4].isdigit():
+        return PRICES[best]
+    return None
+
+
+def prices_for(model: str, price_in: float | None = None, price_out: float | None = None) -> Prices | None:
+    """The prices for a judge model: the overrides where given, else the
+    table; None when neither knows both."""
+    table = lookup(model)
+    if price_in is not None and price_out is not None:
+        return Prices(price_in, price_out, "given on the command line")
+    if table is None:
+        if price_in is not None or price_out is not None:
+            return Prices(price_in or 0.0, price_out or 0.0, "given on the command line (the other price 0)")
+        return None
+    if price_in is not None or price_out is not None:
+        return Prices(price_in if price_in is not None else table[0], price_out if price_out is not None else table[1],
+                      f"partly given, rest from the table of {TABLE_DATE}")
+    return Prices(table[0], table[1], f"judgegraph price table of {TABLE_DATE}")

@@ -1,0 +1,246 @@
+"""The results file: one JSON line per conversation (and per input error),
+written as each conversation finishes, safe to resume after any kill.
+
+* :class:`ResultsWriter` appends lines, flushed at once, so a run killed at any
+  moment keeps every conversation finished before it (at worst the last line is
+  torn; :func:`scan_results` repairs that).
+* :func:`scan_results` reads an existing file for ``--resume``: the ids of the
+  conversations already complete, their records (for the summary) and the
+  input errors already written; a torn last line is cut off.
+* :func:`iter_records` streams the records of a results file (``judgegraph show``).
+* ``transcripts``: what the writer keeps of each verdict's judge transcript —
+  ``full`` (every attempt), ``errors`` (only verdicts whose judgement failed or
+  needed a re-ask), ``none``.
+
+A parent process that collects outcomes from workers uses the same writer and
+scan: the file format does not depend on where a conversation was judged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal
+
+Transcripts = Literal["full", "errors", "none"]
+TRANSCRIPT_MODES: tuple[str, ...] = ("full", "errors", "none")
+
+
+class ResultsFileError(ValueError):
+    """The results file cannot be used as asked (exists without resume, is an input, a directory...)."""
+
+
+def _input_error_key(record: dict[str, Any]) -> tuple[Any, ...]:
+    return (record.get("file"), record.get("line"), record.get("record"), record.get("field"), record.get("message"))
+
+
+def input_error_record(error: Any) -> dict[str, Any]:
+    return {"type": "input_error", "file": error.file, "line": error.line, "record": error.record,
+            "field": error.field, "message": error.message, "error": str(error)}
+
+
+def _attempt_failed(attempt: Any) -> bool:
+    return bool(attempt.get("error")) if isinstance(attempt, dict) else bool(getattr(attempt, "error", None))
+
+
+def filter_transcripts(record: dict[str, Any], mode: str) -> dict[str, Any]:
+    """``record`` (a conversation line, as JSON data) with each verdict's
+    ``transcript`` kept whole (``full``), kept only where the judgement failed or
+    was re-asked (``errors``), or emptied (``none``). Changes ``record`` in place."""
+    if mode == "full":
+        return record
+    for result in (record.get("results") or {}).values():
+        for verdict in result.get("verdicts") or []:
+            if not isinstance(verdict, dict) or "transcript" not in verdict:
+                continue
+            keep = mode == "errors" and (verdict.get("error") or any(_attempt_failed(a) for a in verdict["transcript"]))
+            if not keep:
+                verdict["transcript"] = []
+    return record
+
+
+class ResultsWriter:
+    """Appends one JSON line per conversation (and per input error), flushed at once.
+
+    ``mode``: ``"w"`` starts the file afresh, ``"a"`` appends (``--resume``).
+    ``skip_input_errors``: keys of input errors already in the file (not written again).
+    ``cost``: a function ``usage -> dollars | None`` giving each line's ``cost_usd``."""
+
+    def __init__(self, path: str | Path, *, mode: str = "w", transcripts: str = "full",
+                 skip_input_errors: set[tuple[Any, ...]] | None = None,
+                 cost: Callable[[Any], float | None] | None = None) -> None:
+        if transcripts not in TRANSCRIPT_MODES:
+            raise ValueError(f"transcripts must be one of {', '.join(TRANSCRIPT_MODES)}, got {transcripts!r}")
+        self.path = Path(path)
+        self.transcripts = transcripts
+        self.cost = cost
+        self._skip = skip_input_errors or set()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # A lone surrogate (from "\udfff" in the input) cannot be encoded as UTF-8:
+        # written as the JSON escape "\udfff" it reads back as the same string.
+        self._fh: IO[str] = self.path.open(mode, encoding="utf-8", errors="backslashreplace")
+        self.lines = 0
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._fh.flush()
+        self.lines += 1
+
+    def outcome(self, outcome: Any) -> None:
+        record = {"type": "conversation", **outcome.to_json()}
+        if self.cost is not None:
+            from .results import Usage
+
+            record["cost_usd"] = self.cost(Usage.total(r.usage for r in outcome.results.values()))
+        self.write(filter_transcripts(record, self.transcripts))
+
+    def input_error(self, error: Any) -> None:
+        record = input_error_record(error)
+        if _input_error_key(record) in self._skip:
+            return
+        self.write(record)
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+@dataclass
+class ResumeState:
+    """What an existing results file already holds."""
+
+    done: set[str] = field(default_factory=set)  # conversation ids complete in the file
+    input_errors: set[tuple[Any, ...]] = field(default_factory=set)
+    lines: int = 0
+    torn: bool = False  # a partial last line (a kill mid-write) was cut off
+    bad_lines: list[int] = field(default_factory=list)  # unreadable complete lines (left in place, ignored)
+    retried: int = 0  # conversation lines with errors taken out to be judged again (retry_errors)
+
+
+def check_out_path(out: str | Path, inputs: list[str | Path]) -> None:
+    """Refuse an ``--out`` that is a directory or one of the input files."""
+    p = Path(out)
+    if p.is_dir():
+        raise ResultsFileError(f"--out {out} is a directory; give a file path such as {p / 'results.jsonl'}")
+    if p.exists():
+        for inp in inputs:
+            try:
+                same = Path(inp).exists() and os.path.samefile(p, inp)
+            except OSError:
+                same = False
+            if same:
+                raise ResultsFileError(f"--out {out} is one of the input files; writing results there would destroy it")
+    else:
+        resolved = p.resolve()
+        for inp in inputs:
+            if Path(inp).resolve() == resolved:
+                raise ResultsFileError(f"--out {out} is one of the input files")
+
+
+def is_nonempty(path: str | Path) -> bool:
+    p = Path(path)
+    return p.is_file() and p.stat().st_size > 0
+
+
+def has_errors(record: dict[str, Any]) -> bool:
+    """A conversation line whose run failed or that holds judge errors."""
+    if record.get("error"):
+        return True
+    return any(r.get("status") == "error" or r.get("errors") for r in (record.get("results") or {}).values()
+               if isinstance(r, dict))
+
+
+def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] | None = None,
+                 *, repair: bool = True, retry_errors: bool = False) -> ResumeState:
+    """Read an existing results file for a resume. A last line without its
+    newline (a kill mid-write) is cut off when ``repair``; complete lines that
+    are not valid JSON are reported in ``bad_lines`` and ignored. Each
+    conversation record is passed to ``on_record`` (e.g. to count it in the
+    summary) without keeping it. With ``retry_errors``, conversation lines with
+    a failed run or judge errors are taken out of the file (rewritten whole, then
+    put in place atomically) so that they are judged again."""
+    state = ResumeState()
+    p = Path(path)
+    if not p.exists():
+        return state
+    good_end = 0
+    dropped = 0
+    with p.open("rb") as fh:
+        offset = 0
+        for lineno, raw in enumerate(fh, start=1):
+            offset += len(raw)
+            if not raw.endswith(b"\n"):
+                state.torn = True
+                break
+            good_end = offset
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
+            except ValueError:
+                state.bad_lines.append(lineno)
+                continue
+            if not isinstance(record, dict):
+                state.bad_lines.append(lineno)
+                continue
+            state.lines += 1
+            if record.get("type") == "conversation" and isinstance(record.get("conversation_id"), str):
+                if record["conversation_id"] in state.done:
+                    continue  # never counted twice, even in a file written by hand
+                if retry_errors and has_errors(record):
+                    dropped += 1
+                    continue
+                state.done.add(record["conversation_id"])
+                if on_record is not None:
+                    on_record(record)
+            elif record.get("type") == "input_error":
+                state.input_errors.add(_input_error_key(record))
+    state.retried = dropped
+    if dropped and repair:
+        _rewrite_without_errors(p, good_end)
+    elif state.torn and repair:
+        with p.open("r+b") as fh:
+            fh.truncate(good_end)
+    return state
+
+
+def _rewrite_without_errors(p: Path, end: int) -> None:
+    """The file without its conversation lines that have errors (and without a
+    torn tail), written beside it and moved into place: never half a file."""
+    tmp = p.with_name(p.name + ".resume-tmp")
+    with p.open("rb") as src, tmp.open("wb") as dst:
+        seen: set[str] = set()
+        offset = 0
+        for raw in src:
+            offset += len(raw)
+            if offset > end:
+                break
+            try:
+                record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
+            except ValueError:
+                record = None
+            if isinstance(record, dict) and record.get("type") == "conversation":
+                cid = str(record.get("conversation_id"))
+                if cid in seen or has_errors(record):
+                    continue
+                seen.add(cid)
+            dst.write(raw)
+        dst.flush()
+        os.fsync(dst.fileno())
+    os.replace(tmp, p)
+
+
+def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) for every readable line of a results file, streamed."""
+    with Path(path).open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                yield lineno, record

@@ -1,0 +1,102 @@
+"""Reading judge transcripts back: what exactly the judge was asked, and what
+it answered, for one verdict.
+
+Every verdict carries ``transcript``: a list of judge attempts (see
+:class:`judgegraph.results.JudgeAttempt`): the messages sent (re-asks included),
+the raw reply, the error, latency, usage, model, settings, whether cached.
+
+From Python, on a result object or on a results-file line::
+
+    from judgegraph.transcripts import transcript_of
+    print(transcript_of(result, window=3))       # a MetricResult, or its JSON dict
+
+From the shell: ``judgegraph show results.jsonl --conversation ID --metric NAME --window N``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    if isinstance(obj, dict):
+        return obj
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    return dict(vars(obj))
+
+
+def verdicts_of(result: Any, window: int | None = None) -> list[dict[str, Any]]:
+    """The verdicts of ``result`` (a MetricResult or its JSON dict); with
+    ``window``, the one whose ``window`` is N (or, for verdicts without a
+    window, the N-th verdict, 0-based). Raises ``LookupError`` naming what exists."""
+    verdicts = [_as_dict(v) for v in (_as_dict(result).get("verdicts") or [])]
+    if window is None:
+        return verdicts
+    if any("window" in v for v in verdicts):
+        chosen = [v for v in verdicts if v.get("window") == window]
+        if not chosen:
+            have = ", ".join(str(v.get("window")) for v in verdicts) or "none"
+            raise LookupError(f"no verdict for window {window} (windows: {have})")
+        return chosen
+    if not 0 <= window < len(verdicts):
+        raise LookupError(f"no verdict {window}: this result has {len(verdicts)} verdicts (0 to {len(verdicts) - 1})")
+    return [verdicts[window]]
+
+
+def _label(verdict: dict[str, Any], index: int) -> str:
+    where = f"window {verdict['window']}" if "window" in verdict else f"verdict {index}"
+    turns = verdict.get("turns") or []
+    if turns:
+        where += f" (turns {', '.join(str(t) for t in turns)})"
+    answer = verdict.get("verdict")
+    status = f"error: {verdict.get('error')}" if answer is None and verdict.get("error") else f"verdict: {answer}"
+    return f"{where} · {status}"
+
+
+def format_attempts(attempts: list[Any]) -> str:
+    """The attempts as text: each message sent (role, then its exact content), then the raw reply."""
+    lines: list[str] = []
+    for i, raw in enumerate(attempts, start=1):
+        a = _as_dict(raw)
+        usage = a.get("usage") or {}
+        facts = [a.get("step") or "", a.get("model") or ""]
+        if a.get("latency_s") is not None:
+            facts.append(f"{a['latency_s']:.2f}s")
+        facts.append(f"{usage.get('input_tokens', 0)} tokens in / {usage.get('output_tokens', 0)} out")
+        if a.get("cached"):
+            facts.append("from the cache (no call)")
+        settings = a.get("settings") or {}
+        if settings:
+            facts.append(", ".join(f"{k}={v}" for k, v in sorted(settings.items())))
+        lines.append(f"── attempt {i}: {' · '.join(f for f in facts if f)}")
+        for m in a.get("messages") or []:
+            lines.append(f"[{m.get('role', '?')}]")
+            lines.append(str(m.get("content", "")))
+        lines.append("[reply]")
+        lines.append(a["reply"] if a.get("reply") is not None else "(no reply)")
+        if a.get("error"):
+            lines.append(f"[error] {a['error']}")
+    return "\n".join(lines)
+
+
+def transcript_of(result: Any, window: int | None = None) -> str:
+    """One metric result's judge transcripts as readable text (all verdicts, or
+    the verdict of ``window``): the exact prompt text sent, then the raw reply,
+    for each attempt."""
+    data = _as_dict(result)
+    parts = [f"{data.get('conversation_id')} · {data.get('key')} · score {data.get('score')} · {data.get('status')}"]
+    all_verdicts = [_as_dict(v) for v in (data.get("verdicts") or [])]
+    for v in verdicts_of(data, window):
+        index = all_verdicts.index(v) if v in all_verdicts else 0
+        parts.append("")
+        parts.append(f"═ {_label(v, index)}")
+        if v.get("reason"):
+            parts.append(f"reason: {v['reason']}")
+        attempts = v.get("transcript") or []
+        parts.append(format_attempts(attempts) if attempts else
+                     "(no transcript kept: the run used --transcripts errors/none, or the judge recorded none)")
+    if len(parts) == 1:
+        parts.append("(no verdicts)")
+    return "\n".join(parts)
