@@ -182,3 +182,21 @@ def test_cli_rejects_bad_worker_counts_before_any_work(tmp_path, capsys, flags, 
     assert main(["eval", str(Path(__file__).parents[2] / "examples" / "support_chats.jsonl"), *flags,
                  "--out", str(out)]) == 2
     assert message in capsys.readouterr().err and not out.exists()
+
+
+def test_cli_resume_with_workers_judges_only_what_the_file_lacks(tmp_path):
+    data = tmp_path / "chats.jsonl"
+    data.write_text("".join(json.dumps({"id": i.conversation.id, "turns": i.conversation.model_dump()["turns"]}) + "\n"
+                            for i in conversations(10)))
+    out = tmp_path / "r.jsonl"
+    with FakeOpenAIServer(Responder()) as server:
+        common = ["eval", str(data), "--model", "gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "4",
+                  "--no-progress", "-q", "--no-cache", "--workers", "2", "--out", str(out)]
+        main(common)
+        lines = out.read_text().splitlines()
+        out.write_text("\n".join(lines[:4]) + "\n")  # as if the run had died after 4 conversations
+        calls = server.calls["/v1/chat/completions"]
+        main([*common, "--resume"])
+        assert server.calls["/v1/chat/completions"] - calls == 6 * 3  # only the 6 missing conversations
+    ids = [json.loads(line)["conversation_id"] for line in out.read_text().splitlines()]
+    assert sorted(ids) == sorted(f"c{i}" for i in range(10))
