@@ -21,9 +21,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing
 import sys
 import time
+
+from _loopback import with_server  # benchmarks/ beside this script
 
 from judgegraph.conversation import Conversation
 from judgegraph.judges import resolve_judge
@@ -115,18 +116,7 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     args = ap.parse_args()
 
-    parent, child = multiprocessing.Pipe()
-    proc = multiprocessing.Process(target=serve, args=(args.latency, child), daemon=True)
-    proc.start()
-    try:
-        base_url = parent.recv()
-        figures, profiler = asyncio.run(measure(args, base_url))
-        parent.send("done")
-        served = parent.recv()
-    finally:
-        proc.join(timeout=10)
-        if proc.is_alive():
-            proc.terminate()
+    (figures, profiler), served = with_server(serve, (args.latency,), lambda url: asyncio.run(measure(args, url)))
     out = {"latency_s": args.latency, "concurrency": args.concurrency, "server_calls": served}
     print(f"{'layer':<8} {'calls':>6} {'errors':>6} {'cpu_s':>7} {'wall_s':>7} {'calls/s':>8} {'cpu_ms/call':>12}")
     for layer, (calls, cpu, wall, errors) in figures.items():

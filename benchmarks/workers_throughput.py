@@ -26,16 +26,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import os
 import resource
-import socket
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _loopback as loopback
 from relevancy_throughput import make_conversations, responder
 
 from judgegraph.runner import evaluate_async
@@ -45,25 +44,10 @@ from judgegraph.testing.openai_server import FakeOpenAIServer
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _send_at_once() -> None:
-    """In the server's own process: replies go out at once, as real endpoints send them (uvicorn and nginx set
-    TCP_NODELAY). The loopback server writes headers and body separately; without this, Nagle's algorithm holds
-    the body until the client's delayed ACK, ~40-60 ms per call that are not the judge's time."""
-    from judgegraph.testing import openai_server
-
-    setup = openai_server._Handler.setup
-
-    def setup_nodelay(self) -> None:
-        setup(self)
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    openai_server._Handler.setup = setup_nodelay  # type: ignore[method-assign]
-
-
-def serve(latency: float, conn, nodelay: bool = True) -> None:
-    if nodelay:
-        _send_at_once()
-    with FakeOpenAIServer(responder, latency=latency) as server:
+def serve(latency: float, nodelay: bool, conn) -> None:
+    # nodelay: replies go out at once, as real endpoints send them (uvicorn and nginx set TCP_NODELAY); without it
+    # Nagle's algorithm holds each reply's body until the client's delayed ACK, ~40 ms per call that are not the judge's
+    with FakeOpenAIServer(responder, latency=latency, nodelay=nodelay) as server:
         conn.send(server.base_url)
         conn.recv()
         conn.send(server.calls["/v1/chat/completions"])
@@ -118,19 +102,7 @@ async def measure(spec: PlanSpec, items, workers: int, concurrency: int, *, in_p
 
 
 def with_server(latency: float, fn, nodelay: bool = True):
-    parent, child = multiprocessing.Pipe()
-    proc = multiprocessing.Process(target=serve, args=(latency, child, nodelay), daemon=True)
-    proc.start()
-    try:
-        base_url = parent.recv()
-        out = fn(base_url)
-        parent.send("done")
-        served = parent.recv()
-    finally:
-        proc.join(timeout=10)
-        if proc.is_alive():
-            proc.terminate()
-    return out, served
+    return loopback.with_server(serve, (latency, nodelay), fn)
 
 
 def main() -> int:

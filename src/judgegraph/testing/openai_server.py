@@ -592,6 +592,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s - " + format, self.address_string(), *args)
 
+    def setup(self) -> None:
+        super().setup()
+        if self.server.owner.nodelay:  # reply at once, as uvicorn and nginx do (not held by Nagle + delayed ACK)
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     # --- plumbing -------------------------------------------------------- #
 
     def _read_body(self) -> bytes:
@@ -859,7 +864,10 @@ class FakeOpenAIServer:
     :func:`schema_responder`). ``latency`` is added to every request, on top of each
     reply's own ``delay``. ``embedder(list[str]) -> list[vector]`` replaces the default
     hashing bag-of-words embedding (``embedding_dim`` = 64, or the request's
-    ``dimensions``). Use as a context manager or call :meth:`start` / :meth:`stop`.
+    ``dimensions``). ``nodelay`` (default) sends each reply at once (``TCP_NODELAY``,
+    as real servers do); ``False`` leaves replies to Nagle's algorithm (each one
+    then waits ~40 ms for the client's delayed ACK). Use as a context manager or
+    call :meth:`start` / :meth:`stop`.
     """
 
     def __init__(
@@ -872,8 +880,10 @@ class FakeOpenAIServer:
         embedder: Callable[[list[str]], Sequence[Sequence[float]]] | None = None,
         embedding_dim: int = 64,
         models: Sequence[str] = MODELS,
+        nodelay: bool = True,
     ) -> None:
         self.responder: Responder = responder if responder is not None else schema_responder
+        self.nodelay = nodelay
         self.latency = float(latency)
         self.host = host
         self.port = int(port)
