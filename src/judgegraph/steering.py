@@ -31,6 +31,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
+from typing_extensions import Required, TypedDict, Unpack
 
 from .conversation import Conversation
 from .judges import JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
@@ -163,16 +164,21 @@ def _result_of(graph: CompiledStateGraph, output: Any, snapshot: Any) -> MetricR
     return results.get(graph.name) or next(iter(results.values()), None)
 
 
-def rejudge(
-    graph: CompiledStateGraph,
-    config: RunnableConfig,
-    *,
-    model: ModelLike,
-    verdict_ids: Iterable[int | str] | None = None,
-    rubric: str | None = None,
-    prompt: PromptLike = None,
-    review: bool = False,
-) -> MetricResult | None:
+class RejudgeOptions(TypedDict, total=False):
+    """What :func:`rejudge` and :func:`arejudge` take (one definition for both)."""
+
+    model: Required[ModelLike]  # the judge: model string, chat model, or Judge
+    verdict_ids: Iterable[int | str] | None  # the windows to judge again (Verdict.id); all when None
+    rubric: str | None  # the new rubric (None: the default one)
+    prompt: PromptLike  # a Prompt or a prompt file path replacing judge_turn's
+    review: bool  # on a review=True graph: pause in review_verdicts again with the new verdicts
+
+
+def _start(graph: CompiledStateGraph, snapshot: Any, options: RejudgeOptions) -> Plan:
+    return _thread_plan(graph, snapshot, options.get("verdict_ids"), options.get("rubric"), options.get("prompt"))
+
+
+def rejudge(graph: CompiledStateGraph, config: RunnableConfig, **options: Unpack[RejudgeOptions]) -> MetricResult | None:
     """Re-judge windows of a checkpointed thread and recompute its score.
 
     ``graph``: a relevancy graph built with a checkpointer, already run on the
@@ -192,23 +198,16 @@ def rejudge(
         snapshot = graph.get_state(config)
     except ValueError as exc:
         raise _no_checkpointer(graph, exc) from exc
-    todo = _thread_plan(graph, snapshot, verdict_ids, rubric, prompt)
-    judge = resolve_judge(model)
+    todo = _start(graph, snapshot, options)
+    judge = resolve_judge(options["model"])
     verdicts = [window_verdict(w, judge.run(r)) for w, r in zip(todo.windows, todo.requests, strict=True)]
-    cfg = graph.update_state(config, {"verdicts": verdicts}, as_node=_writer(graph, review))
+    cfg = graph.update_state(config, {"verdicts": verdicts}, as_node=_writer(graph, options.get("review", False)))
     output = graph.invoke(None, cfg)
     return _result_of(graph, output, graph.get_state(_latest(cfg)))
 
 
 async def arejudge(
-    graph: CompiledStateGraph,
-    config: RunnableConfig,
-    *,
-    model: ModelLike,
-    verdict_ids: Iterable[int | str] | None = None,
-    rubric: str | None = None,
-    prompt: PromptLike = None,
-    review: bool = False,
+    graph: CompiledStateGraph, config: RunnableConfig, **options: Unpack[RejudgeOptions]
 ) -> MetricResult | None:
     """:func:`rejudge` for async code: the chosen windows are judged concurrently."""
     _check_graph(graph)
@@ -216,11 +215,12 @@ async def arejudge(
         snapshot = await graph.aget_state(config)
     except ValueError as exc:
         raise _no_checkpointer(graph, exc) from exc
-    todo = await asyncio.to_thread(_thread_plan, graph, snapshot, verdict_ids, rubric, prompt)  # reads prompt files
-    judge = resolve_judge(model)
+    todo = await asyncio.to_thread(_start, graph, snapshot, options)  # reads prompt files
+    judge = resolve_judge(options["model"])
     outcomes = await asyncio.gather(*(judge.arun(r) for r in todo.requests))
     verdicts = [window_verdict(w, o) for w, o in zip(todo.windows, outcomes, strict=True)]
-    cfg = await graph.aupdate_state(config, {"verdicts": verdicts}, as_node=_writer(graph, review))
+    cfg = await graph.aupdate_state(config, {"verdicts": verdicts},
+                                    as_node=_writer(graph, options.get("review", False)))
     output = await graph.ainvoke(None, cfg)
     return _result_of(graph, output, await graph.aget_state(_latest(cfg)))
 

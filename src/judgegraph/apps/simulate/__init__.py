@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import Required, TypedDict, Unpack
 
 from ...conversation import Conversation
 from ...results import MetricResult, Usage
@@ -78,52 +79,46 @@ def _result(scenario: Scenario, out: Any) -> SimulationResult:
                             errors=list(out.get("errors") or []), user_usage=out.get("user_usage") or Usage())
 
 
-def _prepare(app: Any, scenarios: Any, kw: dict[str, Any]) -> tuple[Any, list[Scenario]]:
-    return create_simulator(app, **kw), as_scenarios(scenarios)
+class SimulateOptions(TypedDict, total=False):
+    """What :func:`simulate` and :func:`asimulate` take (one definition for both)."""
+
+    user_model: Required[Any]  # the LLM playing the user
+    metrics: MetricLike | Sequence[MetricLike] | None  # judge each conversation (names built with ``model``)
+    model: Any  # the judge for metric names (default: the offline judge)
+    max_turns: int  # user messages per conversation at most (default 6)
+    max_concurrency: int  # scenarios at a time (default 8)
 
 
-def _configs(items: list[Scenario], max_concurrency: int, recursion: int) -> list[dict[str, Any]]:
-    return [{"max_concurrency": max_concurrency, "recursion_limit": recursion,
-             "configurable": {"thread_id": s.id}} for s in items]
+Scenarios = Scenario | dict[str, Any] | Sequence[Scenario | dict[str, Any]]
 
 
-def simulate(
-    app: Any,
-    scenarios: Scenario | dict[str, Any] | Sequence[Scenario | dict[str, Any]],
-    *,
-    user_model: Any,
-    metrics: MetricLike | Sequence[MetricLike] | None = None,
-    model: Any = None,
-    max_turns: int = 6,
-    max_concurrency: int = 8,
-) -> list[SimulationResult]:
+def _plan(app: Any, scenarios: Scenarios, options: SimulateOptions) -> tuple[Any, list[Scenario], list[dict[str, Any]]]:
+    """The simulator graph, the scenarios, and one run config each."""
+    max_turns = options.get("max_turns", 6)
+    graph = create_simulator(app, user_model=options["user_model"], metrics=options.get("metrics"),
+                             model=options.get("model"), max_turns=max_turns)
+    items = as_scenarios(scenarios)
+    recursion = _recursion(items, max_turns)
+    configs = [{"max_concurrency": options.get("max_concurrency", 8), "recursion_limit": recursion,
+                "configurable": {"thread_id": s.id}} for s in items]
+    return graph, items, configs
+
+
+def simulate(app: Any, scenarios: Scenarios, **options: Unpack[SimulateOptions]) -> list[SimulationResult]:
     """Simulate one conversation per scenario with ``app`` (a compiled
     LangGraph graph over messages, a Runnable, or a callable taking messages),
     ``max_concurrency`` scenarios at a time, and judge each with ``metrics``
     (names built with ``model``, or compiled graphs). A scenario whose app or
     simulated user fails keeps its messages so far, is still judged, and says
     why in ``errors``. Results come back in the order of ``scenarios``."""
-    graph, items = _prepare(app, scenarios, {"user_model": user_model, "metrics": metrics,
-                                                 "model": model, "max_turns": max_turns})
-    configs = _configs(items, max_concurrency, _recursion(items, max_turns))
+    graph, items, configs = _plan(app, scenarios, options)
     outs = graph.batch([{"scenario": s} for s in items], configs, return_exceptions=True)
     return [_result(s, o) for s, o in zip(items, outs)]
 
 
-async def asimulate(
-    app: Any,
-    scenarios: Scenario | dict[str, Any] | Sequence[Scenario | dict[str, Any]],
-    *,
-    user_model: Any,
-    metrics: MetricLike | Sequence[MetricLike] | None = None,
-    model: Any = None,
-    max_turns: int = 6,
-    max_concurrency: int = 8,
-) -> list[SimulationResult]:
+async def asimulate(app: Any, scenarios: Scenarios, **options: Unpack[SimulateOptions]) -> list[SimulationResult]:
     """:func:`simulate` under asyncio (the same graph, run with ``abatch``)."""
-    graph, items = _prepare(app, scenarios, {"user_model": user_model, "metrics": metrics,
-                                                 "model": model, "max_turns": max_turns})
-    configs = _configs(items, max_concurrency, _recursion(items, max_turns))
+    graph, items, configs = _plan(app, scenarios, options)
     outs = await graph.abatch([{"scenario": s} for s in items], configs, return_exceptions=True)
     return [_result(s, o) for s, o in zip(items, outs)]
 

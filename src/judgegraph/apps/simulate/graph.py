@@ -245,7 +245,7 @@ def create_simulator(
     app: Any,
     *,
     user_model: Any,
-    metrics: MetricLike | list[MetricLike] | None = None,
+    metrics: MetricLike | Sequence[MetricLike] | None = None,
     model: Any = None,
     max_turns: int = 6,
 ) -> CompiledStateGraph:
