@@ -3,7 +3,8 @@
 Starts the loopback OpenAI-compatible server (a few milliseconds of latency per
 call), writes N short conversations (one exchange each: one judge call), runs
 the real CLI as a subprocess on them and samples its resident memory
-(/proc/PID/status VmRSS) as the results file grows. Prints RSS against progress
+(/proc/PID/status VmRSS, summed over the CLI and its ``--workers`` processes)
+as the results file grows. Prints RSS against progress
 and the growth from the end of the first quarter of the run to the end.
 
     python benchmarks/memory_flat.py                 # 100,000 conversations
@@ -38,6 +39,22 @@ def rss_kb(pid: int) -> int | None:
     except OSError:
         return None
     return None
+
+
+def tree_rss_kb(pid: int) -> int | None:
+    """RSS of ``pid`` and every process below it (``--workers`` children too)."""
+    own = rss_kb(pid)
+    if own is None:
+        return None
+    total = own
+    for task in Path(f"/proc/{pid}").glob("task/*/children"):
+        try:
+            children = task.read_text().split()
+        except OSError:
+            continue
+        for child in children:
+            total += tree_rss_kb(int(child)) or 0
+    return total
 
 
 def write_chats(path: Path, n: int) -> None:
@@ -75,7 +92,7 @@ def main() -> int:
         stopped = False
         while proc.poll() is None:
             time.sleep(args.interval)
-            kb = rss_kb(proc.pid)
+            kb = tree_rss_kb(proc.pid)
             done = out.read_bytes().count(b"\n") if out.exists() else 0
             if kb is not None:
                 samples.append((time.monotonic() - start, done, kb))
