@@ -149,12 +149,6 @@ def _level_extra(level: dict[str, Any], path: Path_, ctx: Ctx | None, variables:
     return out
 
 
-def level_options(level: dict[str, Any], path: Path_, ctx: Ctx | None = None,
-                  variables: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Options a test (or defaultTest) gives: its first assertion plus options.provider/rubricPrompt."""
-    return level_assertions(level, path, ctx, variables)[0]
-
-
 def level_assertions(level: dict[str, Any], path: Path_, ctx: Ctx | None = None,
                      variables: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Each assertion of a level with the level's options under it (at least one, maybe empty, entry)."""

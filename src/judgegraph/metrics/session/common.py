@@ -345,7 +345,3 @@ def outcome_info(outcome: JudgeOutcome) -> dict[str, Any]:
 
 def error_info(where: str, step: str, error: str | None, attempts: int) -> JudgeErrorInfo:
     return JudgeErrorInfo(where=where, step=step, message=error or "no verdict", attempts=attempts)
-
-
-def value_of(outcome: Any) -> BaseModel | None:
-    return outcome.value if outcome.ok else None
