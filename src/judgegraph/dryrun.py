@@ -116,8 +116,8 @@ class RecordingChatModel(GenericFakeChatModel):
         tool = self.tool
         name = getattr(tool, "__name__", None) or (tool.get("name") if isinstance(tool, dict) else None) or "answer"
         args = placeholder_answer(tool) if tool is not None else {}
-        message = AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:8]}"}])
-        message.usage_metadata = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+        message = AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:8]}"}],
+                            usage_metadata={"input_tokens": 0, "output_tokens": 0, "total_tokens": 0})
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     @property

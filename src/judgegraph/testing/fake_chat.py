@@ -90,19 +90,13 @@ class ScriptedChatModel(GenericFakeChatModel):
         reply = self._pick(text)
         if isinstance(reply, BaseException):
             raise reply
+        in_tokens, out_tokens = count_tokens(text), count_tokens(str(reply))
+        usage = {"input_tokens": in_tokens, "output_tokens": out_tokens, "total_tokens": in_tokens + out_tokens}
         if isinstance(reply, dict):
             call = {"name": self.tool_name or "answer", "args": reply, "id": f"call_{uuid.uuid4().hex[:8]}"}
-            message = AIMessage(content="", tool_calls=[call])
-            out_tokens = count_tokens(str(reply))
+            message = AIMessage(content="", tool_calls=[call], usage_metadata=usage)
         else:
-            message = AIMessage(content=str(reply))
-            out_tokens = count_tokens(str(reply))
-        in_tokens = count_tokens(text)
-        message.usage_metadata = {
-            "input_tokens": in_tokens,
-            "output_tokens": out_tokens,
-            "total_tokens": in_tokens + out_tokens,
-        }
+            message = AIMessage(content=str(reply), usage_metadata=usage)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     @property
