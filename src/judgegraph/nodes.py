@@ -29,12 +29,13 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from langchain_core.runnables import RunnableLambda
-from langgraph.types import Send
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.types import Command, Send
 
 from .conversation import Conversation
 from .judges.base import Judge, JudgeOutcome, JudgeRequest
-from .results import JudgeErrorInfo, MetricResult, Review, Usage, Verdict, build_result, strict
+from .replay import Steer, probe, steer_of
+from .results import JudgeAttempt, JudgeErrorInfo, MetricResult, Review, Usage, Verdict, build_result, strict
 from .state import conversation_of
 from .windows import check_window_size, exchanges, windows_from_exchanges
 
@@ -45,15 +46,65 @@ def judge_step(
     build: Callable[[Any], JudgeRequest],
     finish: Callable[[Any, JudgeOutcome], Any],
 ) -> RunnableLambda:
-    """A node: ``finish(input, judge(build(input)))``, sync and async."""
+    """A node: ``finish(input, judge(build(input)))``, sync and async.
 
-    def run(task: Any) -> dict[str, Any]:
-        return finish(task, judge.run(build(task)))
+    Every attempt's transcript entry is stamped with the request's key; an
+    update that holds no verdict (an extraction, say) also gets the
+    transcript as ``judge_calls``, which the score node puts in the result, so
+    every request behind a result is kept. A :class:`~judgegraph.replay.Steer`
+    in the run's config may keep verdicts, replay earlier answers or replace
+    the step's prompt (re-judging, :mod:`judgegraph.steering`)."""
 
-    async def arun(task: Any) -> dict[str, Any]:
-        return finish(task, await judge.arun(build(task)))
+    def before(task: Any, config: RunnableConfig | None) -> tuple[Steer | None, JudgeRequest, Any]:
+        steer = steer_of(config)
+        request = build(task)
+        if steer is None:
+            return None, request, None
+        try:
+            update = probe(finish, task)
+        except Exception:  # noqa: BLE001 - a finish that cannot take a failed outcome writes no known verdicts
+            update = None
+        request, early = steer.plan(update, request)
+        return steer, request, early
+
+    def after(task: Any, request: JudgeRequest, outcome: JudgeOutcome, steer: Steer | None) -> Any:
+        key = request.cache_key()
+        outcome.transcript = [a.model_copy(update={"request": key}) for a in outcome.transcript]
+        update = finish(task, outcome)
+        if steer is not None and not outcome.cached:
+            steer.note(update)
+        return with_calls(update, outcome.transcript)
+
+    def run(task: Any, config: RunnableConfig) -> Any:
+        steer, request, early = before(task, config)
+        if isinstance(early, JudgeOutcome):
+            return after(task, request, early, steer)
+        if early is not None:
+            return early
+        return after(task, request, (steer and steer.judge or judge).run(request), steer)
+
+    async def arun(task: Any, config: RunnableConfig) -> Any:
+        steer, request, early = before(task, config)
+        if isinstance(early, JudgeOutcome):
+            return after(task, request, early, steer)
+        if early is not None:
+            return early
+        return after(task, request, await (steer and steer.judge or judge).arun(request), steer)
 
     return RunnableLambda(run, afunc=arun, name=name)
+
+
+def with_calls(update: Any, transcript: list[JudgeAttempt]) -> Any:
+    """``update`` plus ``judge_calls`` (the transcript) when it writes no verdict that holds it."""
+    inner = update.update if isinstance(update, Command) else update
+    if not transcript or not isinstance(inner, dict):
+        return update
+    if any(v.transcript for v in inner.get("verdicts") or () if isinstance(v, Verdict)):
+        return update
+    inner = {**inner, "judge_calls": [*inner.get("judge_calls", ()), *transcript]}
+    if isinstance(update, Command):
+        return Command(graph=update.graph, update=inner, resume=update.resume, goto=update.goto)
+    return inner
 
 
 def render_messages(pairs: Sequence[tuple[str, str]], *, empty: str = "(none)") -> str:
@@ -112,9 +163,16 @@ def score_node(
     def reduce_score(state: Any) -> dict[str, Any]:
         held = state.get("verdicts") or []
         verdicts = list(held) if order is None else sorted(held, key=order)
-        return {"results": {name: score(state, conversation_of(state), verdicts)}}
+        return {"results": {name: with_transcript(score(state, conversation_of(state), verdicts), state)}}
 
     return reduce_score
+
+
+def with_transcript(result: MetricResult, state: Mapping[str, Any]) -> MetricResult:
+    """``result`` holding the requests of the state's ``judge_calls`` (extractions and the like,
+    see :func:`judge_step`) in its ``transcript``."""
+    calls = state.get("judge_calls") or []
+    return result.model_copy(update={"transcript": [*result.transcript, *calls]}) if calls else result
 
 
 def window_node(window_size: int, *, name: str = "window_turns") -> Node:
@@ -330,9 +388,10 @@ def review_node(
     verdicts (:func:`apply_review`), and the next node computes the score from the reviewed verdicts."""
     from langgraph.types import interrupt
 
-    def review_verdicts(state: Any) -> dict[str, Any]:
+    def review_verdicts(state: Any, config: RunnableConfig) -> dict[str, Any]:
         verdicts = list(read(state))
-        if not verdicts:
+        steer = steer_of(config)
+        if not verdicts or (steer is not None and not steer.review):  # a re-judge the person asked for: no pause
             return {}
         shown = [{"id": v.id, "verdict": v.verdict, "reason": v.reason, "turns": v.turns, "error": v.error}
                  for v in verdicts]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, computed_field
 
 if TYPE_CHECKING:
     from .judges.base import Judge
@@ -55,6 +55,7 @@ class JudgeAttempt(BaseModel):
     model: str = ""
     settings: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens, ... never keys or headers
     cached: bool = False  # answered from the judge cache: no request was sent
+    request: str | None = None  # the request's key (JudgeRequest.cache_key): the same request has the same key
 
 
 class JudgeErrorInfo(BaseModel):
@@ -101,9 +102,18 @@ class Verdict(BaseModel):
     def relevant(self) -> bool | None:
         return None if self.verdict is None else self.verdict == "yes"
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def id(self) -> str:
-        """``"3"`` (window 3), ``"2/0,1/1/4"`` (exchange/turns/node/statement): what identifies it in its metric."""
+        """``"3"`` (window 3), ``"2/0,1/1/4"`` (exchange/turns/node/statement): what identifies it in its
+        metric. Written in every dump, so a verdict read back as a plain :class:`Verdict` (a results file, a
+        checkpoint) keeps its id."""
+        if type(self) is Verdict:
+            extra = self.__pydantic_extra__ or {}
+            if extra.get("id") is not None:
+                return str(extra["id"])
+            if extra.get("window") is not None:  # a window verdict written before ids were stored
+                return str(extra["window"])
         parts = []
         for name in self.id_fields:
             value = getattr(self, name, None)
@@ -142,6 +152,10 @@ class MetricResult(BaseModel):
     errors: list[JudgeErrorInfo] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     details: dict[str, Any] = Field(default_factory=dict)
+    #: Every judge request of this result that is no single verdict's own (an extraction the verdicts were
+    #: judged from, a written reason), in the order made: with the verdicts' own transcripts, every request
+    #: behind the result.
+    transcript: list[JudgeAttempt] = Field(default_factory=list)
 
     def to_feedback(self) -> dict[str, Any]:
         """The result as one feedback record: ``{key, score, value, comment, extra}``.
@@ -241,3 +255,11 @@ def build_result(
 def merge_results(left: dict[str, MetricResult] | None, right: dict[str, MetricResult] | None):
     """Reducer for ``results``: metrics running in parallel each add their key."""
     return {**(left or {}), **(right or {})}
+
+
+def merge_calls(left: list[JudgeAttempt] | None, right: list[JudgeAttempt] | None) -> list[JudgeAttempt]:
+    """Reducer for a state's ``judge_calls``: the attempts of a request (same
+    ``request`` key) replace that request's earlier ones, so a graph run again on
+    the same thread keeps each request once; other attempts are added in order."""
+    incoming = {a.request for a in right or [] if a.request}
+    return [a for a in left or [] if not a.request or a.request not in incoming] + list(right or [])

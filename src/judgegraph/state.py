@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from typing_extensions import NotRequired, TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from .conversation import Conversation, as_conversation, from_messages
-from .results import MetricResult, merge_results
+from .results import JudgeAttempt, MetricResult, merge_calls, merge_results
 
 
 class MetricInput(TypedDict):
@@ -34,6 +34,9 @@ class MetricState(TypedDict, total=False):
     conversation: Conversation | dict[str, Any]
     messages: list[Any]
     results: Annotated[dict[str, MetricResult], merge_results]
+    #: Requests of judge steps whose update holds no verdict (extractions, ...): the score node puts them in
+    #: the result's ``transcript`` (:func:`judgegraph.nodes.judge_step` fills it).
+    judge_calls: Annotated[list[JudgeAttempt], merge_calls]
 
 
 def conversation_of(state: Mapping[str, Any]) -> Conversation:

@@ -1,31 +1,34 @@
-"""Re-judge chosen windows of a judged conversation with a changed rubric or
-prompt, paying only for those windows.
+"""Re-judge chosen verdicts of any metric with a changed rubric, prompt or
+judge, paying only for those verdicts.
 
-Two ways in, one mechanism:
+One mechanism for every metric (built-in, session judge, ``make_judge``, your
+own graph built from :func:`judgegraph.nodes.judge_step`): the metric's graph
+runs again on the conversation with a :class:`~judgegraph.replay.Steer` in its
+config. Verdicts not chosen are kept as they are (no call); a request the
+earlier run made and that no chosen verdict depends on (an extraction) gets
+its earlier answer from the result's transcripts (no call); the chosen
+verdicts' requests go to the judge, with the new rubric, prompt or model. The
+metric's own reduce node computes the new score, status and reason.
+
+Two ways in:
 
 * :func:`rejudge` / :func:`arejudge` on a **checkpointed thread** of a metric
-  graph: the chosen windows are judged again, the new verdicts are written to
-  the thread with ``update_state(..., as_node="judge_turn")`` (verdicts are
-  keyed by window, so they *replace* the old ones), and the graph is resumed
-  with ``invoke(None, config)``: it runs the metric's own ``reduce_score`` from
-  there, so the score, status and reason follow the metric's rules.
+  graph: the graph runs again on that thread, so its state and history hold
+  the re-judge; a graph built with ``review=True`` pauses in
+  ``review_verdicts`` again only when ``review=True`` is asked for;
 * :func:`rejudge_result` on a **results file** line (``judgegraph rejudge``):
-  the verdicts not chosen are read back from the result (0 calls), the chosen
-  ones judged again, and the same update-then-resume is done on a fresh thread
-  of the metric's graph (an in-memory checkpointer) to recompute the result.
+  the metric is built again from the result's own options (threshold, strict
+  mode, window size) and run once.
 
-Covered metrics: the relevancy graph (``turn_relevancy`` and
-``conversation_relevance``, and any name given to them): one ``judge_turn``
-per window, requests built by :func:`judgegraph.metrics.relevancy.turn_request`.
+The unit judged again is a judge request: choosing one statement of a request
+that judged five re-judges the five (``details["rejudged"]`` lists them).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,120 +36,152 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import Required, TypedDict, Unpack
 
-from .conversation import Conversation
-from .judges import JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
-from .metrics.relevancy import DEFAULT_RUBRIC_STEP, turn_request
-from .nodes import outcome_fields
-from .prompts import Prompt, load_prompt, parse_prompt
-from .results import MetricResult, WindowVerdict
-from .windows import Window, exchanges, windows_from_exchanges
+from .conversation import Conversation, as_conversation
+from .judges import ModelLike, resolve_judge
+from .prompts import Prompt, parse_prompt
+from .replay import Steer, answers_of, with_steer
+from .results import MetricResult, Verdict
 
-#: Metrics whose verdicts can be re-judged (the relevancy graph under its two presets).
-REJUDGE_METRICS = ("turn_relevancy", "conversation_relevance")
-JUDGE_NODE = "judge_turn"
 REVIEW_NODE = "review_verdicts"
 
 
 class RejudgeError(ValueError):
-    """A re-judge that cannot be done as asked (unknown window, a graph that is not a relevancy graph, ...)."""
+    """A re-judge that cannot be done as asked (unknown verdict, no checkpointer, a thread never run, ...)."""
 
 
 PromptLike = Prompt | str | os.PathLike[str] | None
 
 
 def as_prompt(prompt: PromptLike) -> Prompt | None:
-    """A :class:`~judgegraph.prompts.Prompt`, or a path to a prompt file (same
-    placeholders as ``prompts/turn_relevancy/judge_turn.md``)."""
+    """A :class:`~judgegraph.prompts.Prompt`, or a path to a prompt file. It
+    replaces the prompt of the steps that write verdicts; its placeholders must
+    be among the values those steps fill (checked when the request is made)."""
     if prompt is None or isinstance(prompt, Prompt):
         return prompt
     path = Path(prompt)
     if not path.is_file():
         raise RejudgeError(f"prompt file {str(path)!r} not found")
-    parsed = parse_prompt(path.stem, path.read_text(encoding="utf-8"), path)
-    from .metrics.relevancy import JUDGE_STEP, PROMPT_VALUES
-
-    expected = PROMPT_VALUES[JUDGE_STEP]
-    if parsed.placeholders - expected:
-        raise RejudgeError(f"prompt file {str(path)!r}: unknown placeholders {sorted(parsed.placeholders - expected)}"
-                           f" (a judge_turn prompt can use {sorted(expected)})")
-    if "reply" not in parsed.placeholders:
-        raise RejudgeError(f"prompt file {str(path)!r} never shows the reply: it needs {{{{ reply }}}}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RejudgeError(f"prompt file {str(path)!r} cannot be read: {exc}") from exc
+    parsed = parse_prompt(path.stem, text, path)
+    if not parsed.placeholders:
+        raise RejudgeError(f"prompt file {str(path)!r} has no placeholder: it would never show the judge the"
+                           " conversation ({{ reply }}, {{ conversation }}, ...)")
     return parsed
 
 
-def _with_prompt(request: JudgeRequest, prompt: Prompt | None) -> JudgeRequest:
-    """The request with ``prompt``, given only the values it uses (a prompt may leave some out)."""
-    if prompt is None:
-        return request
-    return replace(request, prompt=prompt, values={k: v for k, v in request.values.items() if k in prompt.placeholders})
+def _ids(chosen: Iterable[int | str] | None) -> frozenset[str] | None:
+    return None if chosen is None else frozenset(str(c) for c in chosen)
 
 
-@dataclass(frozen=True)
-class Plan:
-    """What a re-judge asks: one request per chosen window."""
-
-    windows: list[Window]
-    requests: list[JudgeRequest]
-
-
-def plan(windows: Sequence[Window], chosen: Iterable[int | str] | None, *, rubric: str | None,
-         prompt: PromptLike = None) -> Plan:
-    """The requests for the ``chosen`` window indices (or verdict ids, which are
-    the same strings for window verdicts); all windows when ``chosen`` is None.
-    ``rubric`` None: the metric's default rubric."""
-    by_index = {w.index: w for w in windows}
+def _check_ids(chosen: frozenset[str] | None, verdicts: list[Verdict]) -> None:
     if chosen is None:
-        picked = list(windows)
-    else:
-        picked = []
-        for key in chosen:
-            try:
-                index = int(key)
-            except (TypeError, ValueError):
-                raise RejudgeError(f"verdict id {key!r} is not a window number") from None
-            if index not in by_index:
-                raise RejudgeError(f"no window {index}: the conversation has windows {sorted(by_index)}")
-            if by_index[index] not in picked:
-                picked.append(by_index[index])
-    text = rubric if rubric is not None else load_prompt(DEFAULT_RUBRIC_STEP).template.strip()
-    template = as_prompt(prompt)
-    return Plan(picked, [_with_prompt(turn_request(w, rubric=text), template) for w in picked])
+        return
+    known = [v.id for v in verdicts]
+    unknown = sorted(chosen - set(known))
+    if unknown:
+        what = "window" if any(hasattr(v, "window") for v in verdicts) else "verdict"
+        raise RejudgeError(f"no {what} {', '.join(unknown)}: the {what}s are {', '.join(known) or 'none'}")
 
 
-def window_verdict(window: Window, outcome: JudgeOutcome) -> WindowVerdict:
-    """The verdict ``judge_turn`` records for ``window`` (same fields)."""
-    value = outcome.value if outcome.ok else None
-    return WindowVerdict(
-        window=window.index,
-        turns=list(window.target.reply_turn_indices),
-        verdict=getattr(value, "verdict", None),
-        reason=getattr(value, "reason", ""),
-        reply=window.target.reply_text,
-        **outcome_fields(outcome),
-    )
+def steer_for(old: MetricResult | None, verdicts: list[Verdict], chosen: frozenset[str] | None, *,
+              rubric: str | None, prompt: PromptLike, judge: Any = None, review: bool = False) -> Steer:
+    """The :class:`Steer` for re-judging ``chosen`` of ``verdicts`` (all when None)."""
+    _check_ids(chosen, verdicts)
+    results = [old] if old is not None else []
+    replay = answers_of(results, leave_out=lambda v: chosen is None or v.id in chosen)
+    return Steer(keep={v.id: v for v in verdicts}, chosen=chosen, replay=replay, prompt=as_prompt(prompt),
+                 values={} if rubric is None else {"rubric": rubric}, judge=judge, review=review)
 
 
-def _check_graph(graph: CompiledStateGraph) -> None:
-    if JUDGE_NODE not in graph.nodes or "reduce_score" not in graph.nodes:
-        raise RejudgeError(f"graph {graph.name!r} has no {JUDGE_NODE!r}/'reduce_score' nodes: re-judging covers"
-                           f" the relevancy graphs ({', '.join(REJUDGE_METRICS)})")
+def _finish(new: MetricResult | None, steer: Steer, judge_name: str, rubric: str | None,
+            prompt: PromptLike) -> MetricResult | None:
+    if new is None:
+        return None
+    if rubric is not None and "rubric" not in steer.replaced and steer.rejudged:
+        raise RejudgeError(f"metric {new.key!r} has no rubric to change: give a prompt file instead")
+    done = sorted(steer.rejudged)
+    how: dict[str, Any] = {"verdicts": done, "judge": judge_name}
+    windows = [getattr(v, "window") for v in new.verdicts if v.id in steer.rejudged and hasattr(v, "window")]
+    if windows:
+        how["windows"] = sorted(windows)
+    if rubric is not None:
+        how["rubric"] = rubric
+    if prompt is not None:
+        how["prompt"] = str(getattr(as_prompt(prompt), "path", "") or "")
+    return new.model_copy(update={"details": {**new.details, "rejudged": how}})
 
 
-def _writer(graph: CompiledStateGraph, review: bool) -> str:
-    """The node the new verdicts are written as: the next node to run is the one after it."""
-    return REVIEW_NODE if REVIEW_NODE in graph.nodes and not review else JUDGE_NODE
+# -- a checkpointed thread -------------------------------------------------------------
 
 
-def _no_checkpointer(graph: CompiledStateGraph, exc: ValueError) -> RejudgeError:
+class RejudgeOptions(TypedDict, total=False):
+    """What :func:`rejudge` and :func:`arejudge` take (one definition for both)."""
+
+    model: Required[ModelLike]  # the judge: model string, chat model, or Judge
+    verdict_ids: Iterable[int | str] | None  # the verdicts to judge again (Verdict.id); all when None
+    rubric: str | None  # a new rubric, for metrics that have one
+    prompt: PromptLike  # a Prompt or a prompt file replacing the prompt of the steps that write verdicts
+    review: bool  # on a review=True graph: pause in review_verdicts again with the new verdicts
+
+
+def _thread(graph: CompiledStateGraph, values: Mapping[str, Any], options: RejudgeOptions) -> tuple[Steer, Conversation]:
+    result = (values.get("results") or {}).get(graph.name)
+    verdicts = list(result.verdicts) if result is not None else list(values.get("verdicts") or [])
+    if values.get("conversation") is None or (result is None and not verdicts):
+        raise RejudgeError("the thread has no judged verdicts yet: run the graph on it first")
+    judge = resolve_judge(options["model"])
+    steer = steer_for(result, verdicts, _ids(options.get("verdict_ids")), rubric=options.get("rubric"),
+                      prompt=options.get("prompt"), judge=judge, review=options.get("review", False))
+    return steer, as_conversation(values["conversation"])
+
+
+def _no_checkpointer(graph: CompiledStateGraph, exc: Exception) -> RejudgeError:
     return RejudgeError(f"graph {graph.name!r} has no checkpointer ({exc}): build it with checkpointer=...")
 
 
-def _thread_plan(graph: CompiledStateGraph, snapshot: Any, verdict_ids: Iterable[int | str] | None,
-                 rubric: str | None, prompt: PromptLike) -> Plan:
-    values = snapshot.values or {}
-    if "windows" not in values:
-        raise RejudgeError("the thread has no judged windows yet: run the graph on it first")
-    return plan(values["windows"], verdict_ids, rubric=rubric, prompt=prompt)
+def _paused_or_result(graph: CompiledStateGraph, output: Any, snapshot: Any) -> MetricResult | None:
+    if snapshot.next:  # paused (a review, an interrupt): the score is not recomputed yet
+        return None
+    results = (output or {}).get("results") if isinstance(output, Mapping) else None
+    return (results or (snapshot.values or {}).get("results") or {}).get(graph.name)
+
+
+def rejudge(graph: CompiledStateGraph, config: RunnableConfig, **options: Unpack[RejudgeOptions]) -> MetricResult | None:
+    """Re-judge verdicts of a checkpointed thread and recompute its score.
+
+    ``graph``: a metric graph built with a checkpointer, already run on the
+    thread ``config``. ``verdict_ids``: the verdicts to judge again
+    (``Verdict.id``: a window number, a statement's or a goal's id; all when
+    None). ``rubric`` / ``prompt`` (a :class:`Prompt` or a prompt file path):
+    what changes. ``model``: the judge of the new verdicts. Only the chosen
+    verdicts cost calls. Returns the recomputed result, or None when the graph
+    paused (``review=True``) before computing it."""
+    try:
+        snapshot = graph.get_state(config)
+    except ValueError as exc:
+        raise _no_checkpointer(graph, exc) from exc
+    steer, conversation = _thread(graph, snapshot.values or {}, options)
+    cfg = with_steer(_latest(config), steer)
+    output = graph.invoke({"conversation": conversation}, cfg)
+    new = _paused_or_result(graph, output, graph.get_state(_latest(config)))
+    return _finish(new, steer, steer.judge.name if steer.judge else "", options.get("rubric"), options.get("prompt"))
+
+
+async def arejudge(
+    graph: CompiledStateGraph, config: RunnableConfig, **options: Unpack[RejudgeOptions]
+) -> MetricResult | None:
+    """:func:`rejudge` for async code: the chosen verdicts are judged concurrently."""
+    try:
+        snapshot = await graph.aget_state(config)
+    except ValueError as exc:
+        raise _no_checkpointer(graph, exc) from exc
+    steer, conversation = await asyncio.to_thread(_thread, graph, snapshot.values or {}, options)  # reads files
+    output = await graph.ainvoke({"conversation": conversation}, with_steer(_latest(config), steer))
+    new = _paused_or_result(graph, output, await graph.aget_state(_latest(config)))
+    return _finish(new, steer, steer.judge.name if steer.judge else "", options.get("rubric"), options.get("prompt"))
 
 
 def _latest(config: RunnableConfig) -> RunnableConfig:
@@ -155,81 +190,21 @@ def _latest(config: RunnableConfig) -> RunnableConfig:
     return {**config, "configurable": conf}
 
 
-def _result_of(graph: CompiledStateGraph, output: Any, snapshot: Any) -> MetricResult | None:
-    if snapshot.next:  # paused (a review, an interrupt): the score is not recomputed yet
-        return None
-    results = (output or {}).get("results") if isinstance(output, Mapping) else None
-    if not results:
-        results = (snapshot.values or {}).get("results") or {}
-    return results.get(graph.name) or next(iter(results.values()), None)
-
-
-class RejudgeOptions(TypedDict, total=False):
-    """What :func:`rejudge` and :func:`arejudge` take (one definition for both)."""
-
-    model: Required[ModelLike]  # the judge: model string, chat model, or Judge
-    verdict_ids: Iterable[int | str] | None  # the windows to judge again (Verdict.id); all when None
-    rubric: str | None  # the new rubric (None: the default one)
-    prompt: PromptLike  # a Prompt or a prompt file path replacing judge_turn's
-    review: bool  # on a review=True graph: pause in review_verdicts again with the new verdicts
-
-
-def _start(graph: CompiledStateGraph, snapshot: Any, options: RejudgeOptions) -> Plan:
-    return _thread_plan(graph, snapshot, options.get("verdict_ids"), options.get("rubric"), options.get("prompt"))
-
-
-def rejudge(graph: CompiledStateGraph, config: RunnableConfig, **options: Unpack[RejudgeOptions]) -> MetricResult | None:
-    """Re-judge windows of a checkpointed thread and recompute its score.
-
-    ``graph``: a relevancy graph built with a checkpointer, already run on the
-    thread ``config`` (``{"configurable": {"thread_id": ...}}``). ``verdict_ids``:
-    the windows to judge again (``Verdict.id``, i.e. window numbers; all when
-    None). ``rubric`` / ``prompt`` (a :class:`Prompt` or a prompt file path):
-    what changes (``rubric`` None: the default rubric). ``model``: the judge
-    (model string, chat model, or :class:`Judge`). Only the chosen windows cost
-    calls; the others keep their verdicts. A graph built with ``review=True``
-    goes straight on to the score (the person asked for this re-judge) unless
-    ``review`` is true: then it pauses in ``review_verdicts`` again with the new
-    verdicts. Returns the recomputed result (None when the graph paused before
-    computing it).
-    """
-    _check_graph(graph)
-    try:
-        snapshot = graph.get_state(config)
-    except ValueError as exc:
-        raise _no_checkpointer(graph, exc) from exc
-    todo = _start(graph, snapshot, options)
-    judge = resolve_judge(options["model"])
-    verdicts = [window_verdict(w, judge.run(r)) for w, r in zip(todo.windows, todo.requests, strict=True)]
-    cfg = graph.update_state(config, {"verdicts": verdicts}, as_node=_writer(graph, options.get("review", False)))
-    output = graph.invoke(None, cfg)
-    return _result_of(graph, output, graph.get_state(_latest(cfg)))
-
-
-async def arejudge(
-    graph: CompiledStateGraph, config: RunnableConfig, **options: Unpack[RejudgeOptions]
-) -> MetricResult | None:
-    """:func:`rejudge` for async code: the chosen windows are judged concurrently."""
-    _check_graph(graph)
-    try:
-        snapshot = await graph.aget_state(config)
-    except ValueError as exc:
-        raise _no_checkpointer(graph, exc) from exc
-    todo = await asyncio.to_thread(_start, graph, snapshot, options)  # reads prompt files
-    judge = resolve_judge(options["model"])
-    outcomes = await asyncio.gather(*(judge.arun(r) for r in todo.requests))
-    verdicts = [window_verdict(w, o) for w, o in zip(todo.windows, outcomes, strict=True)]
-    cfg = await graph.aupdate_state(config, {"verdicts": verdicts},
-                                    as_node=_writer(graph, options.get("review", False)))
-    output = await graph.ainvoke(None, cfg)
-    return _result_of(graph, output, await graph.aget_state(_latest(cfg)))
-
-
 # -- a result read back from a results file ----------------------------------------------
 
 
-def windows_of(conversation: Conversation, window_size: int) -> list[Window]:
-    return windows_from_exchanges(conversation, exchanges(conversation), window_size)
+def result_options(result: MetricResult, takes: Iterable[str]) -> dict[str, Any]:
+    """The options ``result`` was computed with, among those its metric ``takes``."""
+    known = set(takes)
+    opts: dict[str, Any] = {}
+    if "threshold" in known and result.threshold is not None and not result.strict_mode:
+        opts["threshold"] = result.threshold
+    if "strict_mode" in known and result.strict_mode:
+        opts["strict_mode"] = True
+    for key in ("window_size", "verify", "n_questions", "batch_size"):
+        if key in known and result.details.get(key) is not None:
+            opts[key] = result.details[key]
+    return opts
 
 
 def rejudge_result(
@@ -237,56 +212,56 @@ def rejudge_result(
     conversation: Conversation,
     *,
     model: ModelLike,
+    verdict_ids: Iterable[int | str] | None = None,
     windows: Iterable[int | str] | None = None,
     rubric: str | None = None,
     prompt: PromptLike = None,
+    metric: str | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> MetricResult:
-    """A results-file result with the chosen ``windows`` judged again (all when
-    None): the other verdicts are kept as they are (0 calls) and the result is
-    recomputed by the metric's own ``reduce_score``. The metric, window size,
-    threshold and strict mode are the result's own; ``conversation`` is the one
-    the result was computed for (from the input file)."""
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from .metrics import get_metric
+    """A results-file result with the chosen verdicts judged again (all when
+    None; ``windows`` is the same for window verdicts): the others are kept as
+    they are (0 calls) and the result is recomputed by the metric's own reduce
+    node. ``metric``: the metric's name or import path (default: the result's
+    key); it is built with the result's own options (threshold, strict mode,
+    window size, ...) plus ``options`` (e.g. a session judge's guidelines,
+    which results do not record). ``conversation`` is the one the result was
+    computed for (from the input file)."""
+    from .metrics import MetricNotFound, get_metric
 
     old = result if isinstance(result, MetricResult) else MetricResult.model_validate(result)
-    if old.key not in REJUDGE_METRICS:
-        raise RejudgeError(f"metric {old.key!r} cannot be re-judged yet: covered are {', '.join(REJUDGE_METRICS)}")
     if old.conversation_id != conversation.id:
         raise RejudgeError(f"result is for conversation {old.conversation_id!r}, not {conversation.id!r}")
-    window_size = int(old.details.get("window_size") or 0)
-    if window_size < 1:
-        raise RejudgeError(f"result for {old.conversation_id!r} ({old.key}) records no window_size")
-    kept = [WindowVerdict.model_validate(v.model_dump() if hasattr(v, "model_dump") else v) for v in old.verdicts]
-    todo = plan(windows_of(conversation, window_size), windows, rubric=rubric, prompt=prompt)
+    try:
+        spec = get_metric(metric or old.key)
+    except MetricNotFound as exc:
+        raise RejudgeError(f"{exc}; name the metric the result came from (-m)") from exc
+    if rubric is not None and "rubric" not in spec.options:
+        raise RejudgeError(f"metric {spec.name!r} has no rubric to change: give a prompt file instead")
     judge = resolve_judge(model)
-    fresh = [window_verdict(w, judge.run(r)) for w, r in zip(todo.windows, todo.requests, strict=True)]
-    threshold = 0.5 if old.threshold is None else old.threshold
-    graph = get_metric(old.key).factory(model=judge, window_size=window_size, threshold=threshold,
-                                        strict_mode=old.strict_mode, rubric=rubric, checkpointer=InMemorySaver())
-    cfg: RunnableConfig = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    # kept first, fresh second: the reducer is keyed by window, so a fresh verdict replaces its old one
-    cfg = graph.update_state(cfg, {"conversation": conversation, "verdicts": kept}, as_node=JUDGE_NODE)
-    cfg = graph.update_state(cfg, {"verdicts": fresh}, as_node=JUDGE_NODE)
-    output = graph.invoke(None, cfg)
-    new = _result_of(graph, output, graph.get_state(_latest(cfg)))
+    chosen = _ids(verdict_ids if verdict_ids is not None else windows)
+    steer = steer_for(old, list(old.verdicts), chosen, rubric=rubric, prompt=prompt)
+    opts = {**result_options(old, spec.options), **dict(options or {})}
+    if spec.name != old.key:  # the result was given its own name (name=..., a promptfoo metric key)
+        opts["name"] = old.key
+    try:
+        graph = spec.factory(model=judge, **opts)
+        output = graph.invoke({"conversation": conversation}, with_steer(None, steer))
+    except (TypeError, ValueError) as exc:
+        raise RejudgeError(f"{old.key}: {exc}") from exc
+    new = _finish((output.get("results") or {}).get(graph.name), steer, judge.name, rubric, prompt)
     if new is None:
         raise RejudgeError(f"{old.key}: the graph computed no result")
-    how = {"windows": [w.index for w in todo.windows], "judge": judge.name}
-    how.update({"rubric": rubric} if rubric is not None else {})
-    how.update({"prompt": str(getattr(as_prompt(prompt), "path", "") or "")} if prompt is not None else {})
-    return new.model_copy(update={"details": {**new.details, "rejudged": how}})
+    return new
 
 
 __all__ = [
-    "REJUDGE_METRICS",
-    "Plan",
     "RejudgeError",
+    "RejudgeOptions",
     "arejudge",
     "as_prompt",
-    "plan",
     "rejudge",
     "rejudge_result",
-    "window_verdict",
+    "result_options",
+    "steer_for",
 ]

@@ -1,5 +1,6 @@
-"""``judgegraph rejudge``: judge chosen windows of a results file again with a
-changed rubric or prompt; everything not chosen is copied (0 calls)."""
+"""``judgegraph rejudge``: judge chosen verdicts of a results file again with a
+changed rubric, prompt or model; everything not chosen is copied (0 calls).
+Every metric can be re-judged (:mod:`judgegraph.steering`)."""
 
 from __future__ import annotations
 
@@ -15,22 +16,26 @@ from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, read_rubric
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "rejudge", help="re-judge chosen windows of a results file with a new rubric or prompt",
-        description="Re-judge chosen windows of RESULTS (a judgegraph eval --out file) with a changed rubric or "
-                    "prompt. Verdicts not chosen are kept (no calls); each changed result is recomputed with its "
-                    "metric's own rules; every other line is copied as it is. Metrics: turn-relevancy, "
-                    "conversation-relevance.")
+        "rejudge", help="re-judge chosen verdicts of a results file with a new rubric, prompt or model",
+        description="Re-judge chosen verdicts of RESULTS (a judgegraph eval --out file) with a changed rubric, "
+                    "prompt or model. Verdicts not chosen are kept (no calls), and so are the answers they were "
+                    "judged from; each changed result is recomputed with its metric's own rules; every other line "
+                    "is copied as it is. Any metric, built-in or custom (-m module:attr).")
     p.add_argument("results", metavar="RESULTS", help="results file (.jsonl) written by judgegraph eval")
     p.add_argument("--input", required=True, metavar="FILE", action="append", dest="inputs",
                    help="the conversations the results were computed from (repeatable)")
     p.add_argument("-m", "--metric", required=True, metavar="METRIC", help="the metric whose verdicts are re-judged")
     p.add_argument("--conversation", action="append", dest="conversations", metavar="ID",
                    help="conversation to re-judge, repeatable (default: every conversation in RESULTS)")
-    p.add_argument("--window", action="append", dest="windows", type=int, metavar="N",
-                   help="window number (a verdict's 'window'), repeatable (default: every window)")
-    what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--rubric", help="the new rubric text, or @FILE to read it from a file")
-    what.add_argument("--prompt", metavar="FILE", help="a new judge_turn prompt file (same placeholders)")
+    p.add_argument("--verdict", action="append", dest="verdicts", metavar="ID",
+                   help="a verdict's id, as `judgegraph show` prints it (a window number, a goal, a statement),"
+                        " repeatable (default: every verdict)")
+    p.add_argument("--window", action="append", dest="verdicts", metavar="N",
+                   help="the same as --verdict, for window verdicts (turn-relevancy, conversation-relevance)")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--rubric", help="the new rubric text, or @FILE to read it from a file (metrics with a rubric)")
+    what.add_argument("--prompt", metavar="FILE", help="a new prompt file for the step that makes the verdicts"
+                                                       " (placeholders among those the step fills)")
     p.add_argument("--model", help="LLM judge, e.g. openai:gpt-4.1-mini (needed: a rubric or prompt steers an LLM)")
     p.add_argument("--base-url", help="OpenAI-compatible server for --model")
     p.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the output is invalid (default 3)")
@@ -48,17 +53,15 @@ def run(args: argparse.Namespace) -> int:
     from ..judges import resolve_judge
     from ..loaders import load_files
     from ..metrics import MetricNotFound, canonical_name, get_metric
-    from ..steering import REJUDGE_METRICS, RejudgeError, as_prompt, rejudge_result
+    from ..steering import RejudgeError, as_prompt, rejudge_result
 
-    metric = canonical_name(args.metric)
     try:
-        get_metric(metric)
+        spec = get_metric(args.metric)
     except MetricNotFound as exc:
         return _fail(str(exc))
-    if metric not in REJUDGE_METRICS:
-        return _fail(f"metric {args.metric!r} cannot be re-judged; covered: {', '.join(REJUDGE_METRICS)}")
+    metric = spec.name if ":" not in args.metric else canonical_name(args.metric)
     if not args.model:
-        return _fail("a rubric or prompt steers an LLM judge: give --model (and --base-url for a local server)")
+        return _fail("re-judging asks an LLM judge: give --model (and --base-url for a local server)")
     if args.max_tries < 1 or args.concurrency < 1:
         return _fail("--max-tries and --concurrency must be >= 1")
     results_path = Path(args.results)
@@ -99,8 +102,9 @@ def run(args: argparse.Namespace) -> int:
                 problems += 1
             cid = record.get("conversation_id") if isinstance(record, dict) else None
             results = record.get("results") if isinstance(record, dict) else None
+            key = _result_key(results, metric, spec.name) if isinstance(results, dict) else None
             chosen = (isinstance(record, dict) and record.get("type") == "conversation" and isinstance(results, dict)
-                      and metric in results and (not wanted or cid in wanted))
+                      and key is not None and (not wanted or cid in wanted))
             if chosen and isinstance(record, dict) and isinstance(results, dict):
                 seen.add(str(cid))
                 conversation = conversations.get(str(cid))
@@ -109,18 +113,17 @@ def run(args: argparse.Namespace) -> int:
                           f" {', '.join(args.inputs)}; its result is kept", file=sys.stderr)
                     problems += 1
                 else:
-                    old = results[metric]
+                    old = results[key]
                     try:
-                        new = rejudge_result(old, conversation, model=judge, windows=args.windows,
-                                             rubric=rubric, prompt=prompt)
+                        new = rejudge_result(old, conversation, model=judge, verdict_ids=args.verdicts,
+                                             rubric=rubric, prompt=prompt, metric=args.metric)
                     except (RejudgeError, ValueError) as exc:
                         print(f"judgegraph rejudge: {where}: conversation {cid!r}, {metric}: {exc};"
                               " its result is kept", file=sys.stderr)
                         problems += 1
                     else:
-                        redone = set(new.details.get("rejudged", {}).get("windows", []))
-                        calls += sum(v.usage.calls for v in new.verdicts if getattr(v, "window", None) in redone)
-                        results[metric] = new.model_dump(mode="json")
+                        calls += new_calls(old, new)
+                        results[key] = new.model_dump(mode="json")
                         for judge_error in new.errors:
                             print(f"judgegraph rejudge: {where}: conversation {cid!r}, {metric}: judge error at"
                                   f" {judge_error.where}: {judge_error.message}", file=sys.stderr)
@@ -143,3 +146,28 @@ def run(args: argparse.Namespace) -> int:
 
 def _score(value: Any) -> str:
     return "—" if value is None else f"{value:.2f}"
+
+
+def _result_key(results: dict[str, Any], metric: str, name: str) -> str | None:
+    """The key of the metric's result in a results line (its name, or for an import path the one custom result)."""
+    for key in (metric, name):
+        if key in results:
+            return key
+    if ":" in metric and len(results) == 1:
+        return next(iter(results))
+    return None
+
+
+def new_calls(old: Any, new: Any) -> int:
+    """Judge requests the re-judge sent: attempts in the new result's transcripts that are neither cached
+    nor in the old result's."""
+    def attempts(result: Any) -> list[Any]:
+        data = result if isinstance(result, dict) else result.model_dump(mode="json")
+        out = list(data.get("transcript") or [])
+        for v in data.get("verdicts") or []:
+            out.extend(v.get("transcript") or [])
+        return out
+
+    seen = {(a.get("request"), a.get("reply"), a.get("latency_s")) for a in attempts(old)}
+    return sum(1 for a in attempts(new)
+               if not a.get("cached") and (a.get("request"), a.get("reply"), a.get("latency_s")) not in seen)

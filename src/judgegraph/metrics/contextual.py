@@ -46,7 +46,7 @@ from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas;
 from ..compiling import CompileOptions, compile_graph
 from ..conversation import RetrievalNode
 from ..judges import Judge, ModelLike, resolve_judge
-from ..nodes import REVIEW_NODE, quote, review_node, window_node
+from ..nodes import REVIEW_NODE, quote, review_node, window_node, with_transcript
 from ..results import JudgeErrorInfo, Usage, build_result, merge_verdicts, strict
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
@@ -373,7 +373,7 @@ def _reduce_score(settings: ContextualSettings):
             reason=contextual_reason(*strict(score, settings.threshold, settings.strict_mode), turns, verdicts),
             verdicts=verdicts, errors=errors, usage=Usage.total(c.usage for c in calls), details=details,
         )
-        return {"results": {settings.name: result}}
+        return {"results": {settings.name: with_transcript(result, state)}}
 
     return reduce_score
 

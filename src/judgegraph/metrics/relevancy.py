@@ -213,7 +213,8 @@ def _write_reason(settings: RelevancySettings):
 
     def finish(state: RelevancyState, outcome: JudgeOutcome) -> dict[str, Any]:
         result = state["results"][settings.name]
-        update: dict[str, Any] = {"usage": result.usage + outcome.usage}
+        update: dict[str, Any] = {"usage": result.usage + outcome.usage,
+                                  "transcript": [*result.transcript, *outcome.transcript]}
         if outcome.ok:
             update["reason"] = outcome.value.reason  # type: ignore[union-attr]
         else:

@@ -23,7 +23,7 @@ from typing_extensions import Unpack
 from ...compiling import CompileOptions, check_options, compile_graph
 from ...conversation import Conversation
 from ...judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
-from ...nodes import REVIEW_NODE, conversation_json, outcome_fields, review_node
+from ...nodes import REVIEW_NODE, conversation_json, outcome_fields, review_node, with_transcript
 from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, build_result, strict
 from ...state import MetricInput, MetricOutput, MetricState, conversation_of
 
@@ -225,7 +225,7 @@ def reduce_node(
     def reduce_score(state: Any) -> dict[str, Any]:
         conversation = conversation_of(state)
         result = score(state, conversation) if applies(conversation) else not_applicable(settings, conversation, reason)
-        return {"results": {settings.name: result}}
+        return {"results": {settings.name: with_transcript(result, state)}}
 
     return reduce_score
 

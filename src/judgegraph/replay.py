@@ -1,0 +1,145 @@
+"""Steering a metric's judge steps at run time: what lets every metric judge
+chosen verdicts again, and only those, with no metric-specific code.
+
+A :class:`Steer` travels in the run's config (``config["configurable"]
+[STEER_KEY]``) and every :func:`judgegraph.nodes.judge_step` consults it
+before it asks its judge:
+
+1. **kept**: a step whose verdicts (found by calling the step's own ``finish``
+   with a failed outcome, which makes no call) all have ids in ``keep`` and
+   none in ``chosen`` returns those kept verdicts: no call;
+2. **replayed**: a step that writes no verdict (an extraction the verdicts
+   are judged from) and makes a request made before (same
+   :meth:`JudgeRequest.cache_key`, found in the earlier run's transcripts)
+   gets its earlier answer: no call;
+3. otherwise the judge is asked, with ``prompts[step]`` replacing the step's
+   prompt when one is given.
+
+The metric's own reduce node then scores the kept and the new verdicts by the
+metric's own rules. Nothing here names a node or a metric.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from .judges.base import Judge, JudgeOutcome, JudgeRequest
+from .prompts import Prompt
+from .results import JudgeAttempt, MetricResult, Usage, Verdict
+
+STEER_KEY = "judgegraph_steer"
+PROBE = "(steering probe: no call made)"
+
+
+@dataclass(frozen=True)
+class Steer:
+    """Run-time steering of judge steps (see the module docs).
+
+    ``keep``: verdicts by id that stay as they are unless chosen; ``chosen``:
+    the ids to judge again (None: every one); ``replay``: earlier answers by
+    request key; ``prompt``: a prompt replacing the prompt of every step that
+    writes verdicts; ``values``: placeholder values replacing a request's own
+    (``{"rubric": ...}``); ``judge``: a judge replacing the graph's own;
+    ``review``: whether a review node pauses again (default: no, the person
+    who asked for this re-judge has decided)."""
+
+    keep: Mapping[str, Verdict] = field(default_factory=dict)
+    chosen: frozenset[str] | None = None
+    replay: Mapping[str, JudgeAttempt] = field(default_factory=dict)
+    prompt: Prompt | None = None
+    values: Mapping[str, str] = field(default_factory=dict)
+    judge: Judge | None = None
+    review: bool = False
+    #: filled as the run goes: ids of the verdicts judged again, requests answered by replay, values replaced
+    rejudged: set[str] = field(default_factory=set)
+    replayed: list[str] = field(default_factory=list)
+    replaced: set[str] = field(default_factory=set)
+
+    def plan(self, probe: Any, request: JudgeRequest) -> tuple[JudgeRequest, Any | JudgeOutcome | None]:
+        """The request to send (prompt and values replaced) and what the step
+        does instead of asking the judge, from ``probe`` (its update for a
+        failed outcome): the update with the kept verdicts when it writes
+        verdicts that are all kept and none chosen; the earlier answer when it
+        writes no verdict (an extraction) and the same request was made before;
+        None (ask the judge) otherwise."""
+        update = probe.update if isinstance(probe, Command) else probe
+        verdicts = update.get("verdicts") if isinstance(update, Mapping) else None
+        if not verdicts:
+            return self._values(request), self.answer(request)
+        ids = [v.id for v in verdicts]
+        if all(i in self.keep for i in ids) and self.chosen is not None and not any(i in self.chosen for i in ids):
+            return request, {"verdicts": [self.keep[i] for i in ids]}
+        request = self._values(request)
+        if self.prompt is not None:
+            unknown = self.prompt.placeholders - request.values.keys()
+            if unknown:
+                raise ValueError(f"the new prompt uses {sorted(unknown)}, which step {request.step!r} does not fill"
+                                 f" (it fills {sorted(request.values)})")
+            request = dataclasses.replace(request, prompt=self.prompt, values={
+                k: v for k, v in request.values.items() if k in self.prompt.placeholders})
+        return request, None
+
+    def _values(self, request: JudgeRequest) -> JudgeRequest:
+        mine = {k: v for k, v in self.values.items() if k in request.values}
+        if not mine:
+            return request
+        self.replaced.update(mine)
+        return dataclasses.replace(request, values={**request.values, **mine})
+
+    def answer(self, request: JudgeRequest) -> JudgeOutcome | None:
+        """The earlier answer to the same request, as an outcome with no call; None when there is none
+        (or it no longer fits the request's schema)."""
+        key = request.cache_key()
+        attempt = self.replay.get(key)
+        if attempt is None or attempt.reply is None:
+            return None
+        try:
+            value = request.schema.model_validate_json(attempt.reply)
+        except ValueError:
+            return None
+        self.replayed.append(key)
+        again = attempt.model_copy(update={"cached": True, "usage": Usage(), "latency_s": None})
+        return JudgeOutcome(value, None, 0, Usage(), cached=True, transcript=[again])
+
+    def note(self, update: Any) -> None:
+        """Record the ids of the verdicts a step judged (again)."""
+        inner = update.update if isinstance(update, Command) else update
+        for v in (inner.get("verdicts") or []) if isinstance(inner, Mapping) else []:
+            self.rejudged.add(v.id)
+
+
+def steer_of(config: RunnableConfig | None) -> Steer | None:
+    steer = ((config or {}).get("configurable") or {}).get(STEER_KEY)
+    return steer if isinstance(steer, Steer) else None
+
+
+def with_steer(config: RunnableConfig | None, steer: Steer) -> RunnableConfig:
+    base: RunnableConfig = dict(config or {})  # type: ignore[assignment]
+    base["configurable"] = {**(base.get("configurable") or {}), STEER_KEY: steer}
+    return base
+
+
+def probe(finish: Callable[[Any, JudgeOutcome], Any], task: Any) -> Any:
+    """The step's update for a failed outcome: which verdicts it writes, with no call."""
+    return finish(task, JudgeOutcome(None, error=PROBE))
+
+
+def answers_of(results: Iterable[MetricResult], *, leave_out: Callable[[Verdict], bool]) -> dict[str, JudgeAttempt]:
+    """Every valid answer in ``results``' transcripts by request key: the results'
+    own calls and the verdicts' (less those ``leave_out`` picks: they are judged again)."""
+    out: dict[str, JudgeAttempt] = {}
+    for result in results:
+        attempts = list(result.transcript)
+        for v in result.verdicts:
+            if not leave_out(v):
+                attempts.extend(v.transcript)
+        for a in attempts:
+            if a.request and a.error is None and a.reply is not None:
+                out[a.request] = a
+    return out
