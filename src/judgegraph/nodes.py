@@ -381,7 +381,7 @@ def review_node(
     *,
     read: Callable[[Any], Sequence[Verdict]] = lambda state: state.get("verdicts") or [],
     write: str = "verdicts",
-) -> Node:
+) -> Callable[[Any, RunnableConfig], dict[str, Any]]:
     """A ``review_verdicts`` node: it interrupts the run (``langgraph.types.interrupt``; the graph needs a
     checkpointer) with ``{"metric", "verdicts": [{id, verdict, reason, turns, error}, ...]}``; resuming with
     ``Command(resume={verdict id: {"verdict": ..., "reason": ...}})`` (``[]`` keeps them all) overrides the chosen

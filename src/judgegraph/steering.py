@@ -104,7 +104,8 @@ def _finish(new: MetricResult | None, steer: Steer, judge_name: str, rubric: str
         raise RejudgeError(f"metric {new.key!r} has no rubric to change: give a prompt file instead")
     done = sorted(steer.rejudged)
     how: dict[str, Any] = {"verdicts": done, "judge": judge_name}
-    windows = [getattr(v, "window") for v in new.verdicts if v.id in steer.rejudged and hasattr(v, "window")]
+    windows = [getattr(v, "window", None) for v in new.verdicts if v.id in steer.rejudged]
+    windows = [w for w in windows if w is not None]
     if windows:
         how["windows"] = sorted(windows)
     if rubric is not None:
