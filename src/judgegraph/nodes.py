@@ -381,7 +381,7 @@ def review_node(
     *,
     read: Callable[[Any], Sequence[Verdict]] = lambda state: state.get("verdicts") or [],
     write: str = "verdicts",
-) -> Callable[[Any, RunnableConfig], dict[str, Any]]:
+) -> RunnableLambda:
     """A ``review_verdicts`` node: it interrupts the run (``langgraph.types.interrupt``; the graph needs a
     checkpointer) with ``{"metric", "verdicts": [{id, verdict, reason, turns, error}, ...]}``; resuming with
     ``Command(resume={verdict id: {"verdict": ..., "reason": ...}})`` (``[]`` keeps them all) overrides the chosen
@@ -398,5 +398,4 @@ def review_node(
         decisions = interrupt({"metric": metric, "verdicts": shown})
         return {write: apply_review(verdicts, decisions)}
 
-    review_verdicts.__name__ = review_verdicts.__qualname__ = REVIEW_NODE
-    return review_verdicts
+    return RunnableLambda(review_verdicts, name=REVIEW_NODE)
