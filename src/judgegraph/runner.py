@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -294,20 +295,23 @@ def _negated(metric: CompiledStateGraph, key: str) -> CompiledStateGraph:
 
 def negate_result(result: MetricResult) -> MetricResult:
     """A negated assertion's result (promptfoo's ``not-`` rules for scored
-    assertions): passes when the score is at or below the threshold; the score
-    becomes ``1 - score``. A result that could not be judged (error, not
-    applicable, no score) is never flipped into a pass: it is returned as is,
-    its reason saying so."""
+    assertions): passes only when the score is **strictly below** the
+    threshold — promptfoo 0.121.20 computes ``pass = (score >= threshold -
+    EPSILON) !== inverse``, so a score equal to the threshold fails the negated
+    assertion, and at threshold 0 it can never pass; the score becomes
+    ``1 - score``. A result that could not be judged (error, not applicable, no
+    score) is never flipped into a pass: it is returned as is, its reason
+    saying so."""
     note = f"negated assertion {result.key!r}"
     if result.status in ("error", "not_applicable") or result.score is None or result.threshold is None:
         return result.model_copy(update={"reason": f"{note}: not flipped ({result.status}); {result.reason}",
                                          "details": {**result.details, "negated": True}})
-    passed = result.score <= result.threshold
+    passed = not result.score >= result.threshold - sys.float_info.epsilon  # promptfoo's Number.EPSILON
     return result.model_copy(update={
         "score": 1.0 - result.score,
         "passed": passed,
         "status": "passed" if passed else "failed",
-        "reason": (f"{note}: passes when the metric's score {result.score:.2f} is at or below the threshold "
+        "reason": (f"{note}: passes when the metric's score {result.score:.2f} is below the threshold "
                    f"{result.threshold:g} — {'it is' if passed else 'it is not'}; the metric said: {result.reason}"),
         "details": {**result.details, "negated": True, "metric_score": result.score, "metric_passed": result.passed},
     })

@@ -314,10 +314,13 @@ def test_promptfoo_single_turn_options_and_errors():
     }
     assert direct.conversation.id == "promptfoo_single#1"
     assert [t.content for t in direct.conversation.turns] == ["Direct prompt var", "Test-level output"]
-    assert direct.options == {
-        "metric": "conversation_relevance", "threshold": 0.9,
-        "model": "openai:gpt-4o-mini", "rubric": "Custom rubric",
-    }
+    # promptfoo runs defaultTest's assertions and then the test's own (both), each with its own fields
+    assert direct.assertions == (
+        {"metric": "conversation_relevance", "threshold": 0.6, "model": "openai:gpt-4o",
+         "rubric": "Judge relevance strictly."},
+        {"metric": "conversation_relevance", "threshold": 0.9, "model": "openai:gpt-4o-mini",
+         "rubric": "Custom rubric", "key": "conversation-relevance#2"},
+    )
     errs = {(e.line, e.record, e.field) for e in result.errors}
     assert errs == {
         (28, 2, "tests.2.vars.output"),

@@ -32,12 +32,17 @@ def test_build_sessions_without_a_server_and_ties_broken_by_trace_id():
                                                   {"role": "user", "content": "q2"}]}, "r2"),
         TraceRecord("tr-a", "s", 5, {"question": "q1", "session_id": "s"}, [{"role": "assistant", "content": "r1"}]),
         TraceRecord("tr-c", "s", 9, "q3", None, state="ERROR"),
+        TraceRecord("tr-d", "s", 12, "q4", "r4"),
     ]
     out = build_sessions(records, tracking_uri="file:x", experiment="e")
+    # an ERROR trace with no response keeps its user message, unanswered (MLflow 3.17.2
+    # resolve_conversation_from_session appends the user message, then the reply only if there is one)
     assert [(t.role, t.content) for t in out[0].conversation.turns] == [
-        ("user", "q1"), ("assistant", "r1"), ("user", "q2"), ("assistant", "r2")]
-    (err,) = out.errors
-    assert (err.record, err.field) == ("tr-c", "response") and "state ERROR" in err.message
+        ("user", "q1"), ("assistant", "r1"), ("user", "q2"), ("assistant", "r2"), ("user", "q3"),
+        ("user", "q4"), ("assistant", "r4")]
+    assert out.errors == []
+    assert out[0].conversation.metadata["mlflow_no_response"] == ["tr-c"]
+    assert out[0].conversation.metadata["mlflow_trace_ids"] == ["tr-a", "tr-b", "tr-c", "tr-d"]
 
 
 def test_blank_messages_dropped_without_a_server():

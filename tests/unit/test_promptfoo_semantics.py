@@ -68,10 +68,21 @@ def test_negated_assertion_fails_when_the_metric_passes(tmp_path):
     assert (res.status, res.passed, res.score) == ("failed", False, 0.0)
 
 
-def test_score_equal_to_the_threshold_passes_negated_as_promptfoo():
-    base = MetricResult(key="k", conversation_id="c", score=0.5, threshold=0.5, passed=True, status="passed",
-                        reason="r", judge="j")
-    assert negate_result(base).passed is True  # promptfoo: inverse ? score <= threshold : score >= threshold
+@pytest.mark.parametrize(("score", "threshold", "passed"), [
+    (0.5, 0.5, False),  # at the threshold: the metric passes, so its negation fails
+    (0.0, 0.0, False),  # threshold 0: the negation can never pass
+    (1.0, 1.0, False),
+    (0.5, 1.0, True),   # strictly below: passes
+    (0.49, 0.5, True),
+    (0.5 - 1e-17, 0.5, False),  # within promptfoo's Number.EPSILON of the threshold counts as reaching it
+])
+def test_negated_assertion_passes_only_strictly_below_the_threshold_as_promptfoo(score, threshold, passed):
+    # promptfoo 0.121.20, src/external/assertions/deepeval.ts: pass = score >= threshold - Number.EPSILON !== inverse
+    base = MetricResult(key="k", conversation_id="c", score=score, threshold=threshold, passed=score >= threshold,
+                        status="passed" if score >= threshold else "failed", reason="r", judge="j")
+    out = negate_result(base)
+    assert (out.passed, out.status) == (passed, "passed" if passed else "failed")
+    assert out.score == pytest.approx(1 - score)
 
 
 @pytest.mark.parametrize("status", ["error", "not_applicable"])
@@ -92,6 +103,35 @@ def test_two_assertions_in_one_test_both_run(tmp_path):
     assert (res["conversation_relevance"].status, res["conversation_relevance"].threshold) == ("passed", 0.5)
     assert (res["conversation-relevance#2"].status, res["conversation-relevance#2"].threshold) == ("failed", 0.9)
     assert res["not-conversation-relevance"].status == "passed"
+
+
+def test_default_test_assertions_and_the_tests_own_both_run(tmp_path):
+    # promptfoo 0.121.20 prepareTestCaseForEval: assert = [...defaultTest.assert, ...test.assert]
+    doc = {"defaultTest": {"assert": [{"type": "conversation-relevance", "threshold": 0.5}]},
+           **pf_test("both", {"type": "conversation-relevance", "threshold": 0.9, "config": {"windowSize": 1}})}
+    path = write(tmp_path, doc)
+    (item,) = load_file(path).conversations
+    assert item.assertions == ({"metric": "conversation_relevance", "threshold": 0.5},
+                               {"metric": "conversation_relevance", "threshold": 0.9, "window_size": 1,
+                                "key": "conversation-relevance#2"})
+    results, _ = run(path, ("weather", [NO]))
+    res = results["both"]
+    assert (res["conversation_relevance"].status, res["conversation_relevance"].threshold) == ("passed", 0.5)
+    assert (res["conversation-relevance#2"].status, res["conversation-relevance#2"].threshold) == ("failed", 0.9)
+
+
+def test_disable_default_asserts_runs_only_the_tests_own(tmp_path):
+    doc = {"defaultTest": {"assert": [{"type": "not-conversation-relevance", "threshold": 0.5}],
+                           "options": {"rubricPrompt": "Be strict."}},
+           "tests": [{"description": "own only", "vars": {"_conversation": CONV},
+                      "options": {"disableDefaultAsserts": True},
+                      "assert": [{"type": "conversation-relevance", "threshold": 0.7}]},
+                     {"description": "defaults only", "vars": {"_conversation": CONV}}]}
+    own, defaults = load_file(write(tmp_path, doc)).conversations
+    # options still merge (the test's winning); only defaultTest.assert is dropped
+    assert own.assertions == ({"metric": "conversation_relevance", "threshold": 0.7, "rubric": "Be strict."},)
+    assert defaults.assertions == ({"metric": "conversation_relevance", "negate": True, "threshold": 0.5,
+                                    "rubric": "Be strict.", "key": "not-conversation-relevance"},)
 
 
 # -- 8.3 _conversation: [] and promptfoo's own item keys ----------------------------

@@ -352,8 +352,17 @@ def test_role_turn_missing_from_the_answer_is_a_judge_error_not_a_pass():
 
 def test_role_missing_is_not_applicable_without_a_call():
     m = model([])
-    res = run(create_role_adherence_judge(model=m), {**TRIP, "chatbot_role": None})
+    res = run(create_role_adherence_judge(model=m), {**TRIP, "chatbot_role": None, "turns": TRIP["turns"][1:]})
     assert res.status == "not_applicable" and "chatbot_role" in res.reason and m.call_count == 0
+
+
+def test_role_from_the_system_message_when_no_role_is_given():
+    # MLflow 3.17.2 ConversationalRoleAdherence: "The assistant's assigned role is defined by the system message"
+    m = model([(batch("3, 5, 7, 9\n"), [role_answer((3, "ok", "yes"), (5, "ok", "yes"), (7, "ok", "yes"), (9, "ok", "yes"))])])
+    res = run(create_role_adherence_judge(model=m), {**TRIP, "chatbot_role": None})
+    assert (res.status, res.score, m.call_count) == ("passed", 1.0, 1)
+    assert "<chatbot_role>\nYou are TravelBuddy.\n</chatbot_role>" in m.prompts[0]
+    assert res.details["role"] == "You are TravelBuddy."
 
 
 @pytest.mark.parametrize("kw", [{"batch_size": 0}, {"role": "  "}, {"threshold": 2}])

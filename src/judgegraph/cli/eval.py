@@ -29,7 +29,7 @@ def register(sub: Any) -> None:
                                          "(default: the offline all-MiniLM-L6-v2); served at --base-url when given")
     ev.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
                     help="conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
-    ev.add_argument("--role", help="role-adherence: the chatbot's role (default: each conversation's chatbot_role)")
+    ev.add_argument("--role", help="role-adherence: the chatbot's role (default: each conversation's chatbot_role, else its system message)")
     ev.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once, across all conversations (default 16)")
     ev.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the model's output is invalid (default 3)")
     ev.add_argument("--allow-outside-files", action="store_true", default=None, help="promptfoo file:// references may leave the config file's folder")

@@ -203,6 +203,7 @@ def build_sessions(
         prior: list[Msg] = []
         used: list[str] = []
         blank: list[str] = []
+        unanswered: list[str] = []
         where = f"session {sid!r}: " if sid else ""
         for rec in recs:
             try:
@@ -210,19 +211,22 @@ def build_sessions(
                     raise Unreadable("request", "the trace has no spans")
                 request = request_messages(pick(rec.inputs, request_key, "request"),
                                            "request" if request_key is None else f"request.{request_key}")
-                if rec.outputs is None and rec.state != "OK":
-                    raise Unreadable("response", f"the trace ended in state {rec.state} with no response")
-                reply = reply_message(pick(rec.outputs, response_key, "response"),
-                                      "response" if response_key is None else f"response.{response_key}")
+                # no response (an ERROR trace, one cut short): the user's message stays in the conversation
+                # with no reply, as MLflow's resolve_conversation_from_session keeps it
+                reply = None if rec.outputs is None else reply_message(
+                    pick(rec.outputs, response_key, "response"),
+                    "response" if response_key is None else f"response.{response_key}")
             except Unreadable as exc:
                 out.errors.append(InputError(tracking_uri, None, rec.trace_id, exc.field,  # type: ignore[arg-type]
                                              f"{where}{exc.message}"))
                 continue
             new, mismatch = new_messages(prior, request)
-            prior += new + [reply]  # the history as sent, blank messages included, so later requests line up
+            prior += new + ([reply] if reply is not None else [])  # the history as sent, blank messages included
             extra = {"mlflow_history_mismatch": True} if mismatch else {}
             added = [_turn(m, rec.trace_id, "request", **extra) for m in new if not m.blank]
-            if reply.blank:  # a whitespace-only reply is dropped, as MLflow's session judges drop it
+            if reply is None:
+                unanswered.append(rec.trace_id)
+            elif reply.blank:  # a whitespace-only reply is dropped, as MLflow's session judges drop it
                 blank.append(rec.trace_id)
             else:
                 own = _trace_expectations(rec)
@@ -246,6 +250,8 @@ def build_sessions(
         }
         if blank:
             metadata["mlflow_blank_replies"] = blank
+        if unanswered:
+            metadata["mlflow_no_response"] = unanswered  # traces whose user message has no reply (e.g. ERROR)
         expectations = session_expectations(sid, recs)
         if expectations:
             metadata[EXPECTATIONS_KEY] = expectations
@@ -292,6 +298,9 @@ def load_sessions(
       ``mlflow:<experiment>/<session id>``; each turn has
       ``metadata["mlflow_trace_id"]`` (and ``mlflow_part``: ``request`` or
       ``response``).
+    * A trace with no response (state ERROR, or no outputs) keeps its user
+      message, with no reply after it, as MLflow's session judges see it; such
+      traces are listed in ``metadata["mlflow_no_response"]``.
     * A blank message (whitespace only, no tool calls) is dropped, as MLflow's
       session judges drop it; the traces whose reply was dropped are listed in
       ``metadata["mlflow_blank_replies"]``.

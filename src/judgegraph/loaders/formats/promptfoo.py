@@ -160,16 +160,23 @@ def level_assertions(level: dict[str, Any], path: Path_, ctx: Ctx | None = None,
 
 def test_assertions(rec: dict[str, Any], default: dict[str, Any], ctx: Ctx,
                     variables: dict[str, Any]) -> list[dict[str, Any]]:
-    """The assertions a test runs: its own (each over defaultTest's first, field by
-    field, the test's winning), or defaultTest's when it has none. Each gets the
-    result key it is written under: the first plain one the metric's own name,
-    ``not-conversation-relevance`` for a negated one, ``#2``, ``#3`` ... after repeats."""
-    base = level_assertions(default, ("defaultTest",), ctx, variables) if default else [{}]
-    own = level_assertions(rec, (), ctx, variables)
-    if own == [{}]:
-        chosen = base
-    else:
-        chosen = [{**base[0], **a} for a in own]
+    """The assertions a test runs, as promptfoo runs them: ``defaultTest``'s
+    assertions **followed by** the test's own (promptfoo 0.121.20 concatenates
+    the two lists, ``prepareTestCaseForEval``; both run), unless the test sets
+    ``options.disableDefaultAsserts: true``. ``options`` merge key by key (the
+    test's winning, as promptfoo spreads them) and an assertion's own
+    ``provider`` / ``rubricPrompt`` win over them (promptfoo's
+    ``getFinalTest``). Each gets the result key it is written under: the first
+    plain one the metric's own name, ``not-conversation-relevance`` for a
+    negated one, ``#2``, ``#3`` ... after repeats."""
+    own_options = rec.get("options")
+    skip_default = isinstance(own_options, dict) and own_options.get("disableDefaultAsserts") is True
+    found = [] if skip_default or not default else _assertions(default.get("assert"), ("defaultTest", "assert"),
+                                                                ctx, variables)
+    found += _assertions(rec.get("assert"), ("assert",), ctx, variables)
+    extra = {**(_level_extra(default, ("defaultTest",), ctx, variables) if default else {}),
+             **_level_extra(rec, (), ctx, variables)}
+    chosen = [{**extra, **a} for a in found or [{}]]
     seen: dict[str, int] = {}
     for opts in chosen:
         kind = NEGATED_TYPE if opts.get("negate") else ASSERTION_TYPE
@@ -268,7 +275,7 @@ def from_promptfoo(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[st
         turns = [{"role": "user", "content": prompt}, {"role": "assistant", "content": output}]
         renames = [(("turns", 0), prompt_path), (("turns", 1), out_path)]
 
-    # options: test assertion > defaultTest assertion, field by field; every assertion kept
+    # defaultTest's assertions, then the test's own: every one runs, as in promptfoo
     assertions = test_assertions(rec, default, ctx, variables)
     options = {**assertions[0], "assertions": assertions}
 

@@ -3,8 +3,9 @@
     START ─Send per batch of assistant turns→ judge_turns → reduce_score → END
       └──(offline judge, no role, no assistant turn)──────────↗
 
-The role is the factory's ``role=``, else the conversation's ``chatbot_role``;
-with neither the result is ``not_applicable`` (no call). Assistant turns with
+The role is the factory's ``role=``, else the conversation's ``chatbot_role``,
+else its system message(s) (as MLflow's ConversationalRoleAdherence reads the
+role from the system message); with none the result is ``not_applicable`` (no call). Assistant turns with
 text are judged in batches of ``batch_size`` (default 8), one call per batch,
 all batches concurrently; each call sees the whole conversation and gives one
 verdict per listed turn. A turn the judge leaves out of its answer is a judge
@@ -83,8 +84,11 @@ class RoleSettings(SessionSettings):
 
 
 def role_of(settings: RoleSettings, conversation: Conversation) -> str | None:
-    """The factory's role wins over the conversation's ``chatbot_role``."""
-    for role in (settings.role, conversation.chatbot_role):
+    """The factory's role, else the conversation's ``chatbot_role``, else its
+    system message(s) joined — where MLflow's ConversationalRoleAdherence takes
+    the assigned role from."""
+    system = "\n\n".join(t.content.strip() for t in conversation.turns if t.role == "system" and t.content.strip())
+    for role in (settings.role, conversation.chatbot_role, system):
         if role and role.strip():
             return role.strip()
     return None
@@ -170,8 +174,8 @@ def _score(settings: RoleSettings):
                             usage=Usage.total(v.usage for v in verdicts), problems=problems, details=details)
 
     return reduce_node(settings, lambda conversation: role_of(settings, conversation) is not None,
-                       "No chatbot role to judge against: pass role=... (CLI: the role option) or give the"
-                       " conversation a chatbot_role.", score)
+                       "No chatbot role to judge against: pass role=... (CLI: the role option), or give the"
+                       " conversation a chatbot_role or a system message.", score)
 
 
 def build_role_graph(settings: RoleSettings) -> StateGraph:
@@ -192,7 +196,8 @@ def create_role_adherence_judge(
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Does each assistant turn stay within the chatbot's role (``role=``, else
-    the conversation's ``chatbot_role``; neither → ``not_applicable``)?
+    the conversation's ``chatbot_role``, else its system message(s); none →
+    ``not_applicable``)?
 
     Value "yes"/"no"; score = in-role turns / judged assistant turns; passes
     when score >= ``threshold`` (default 0.5). Calls: ceil(assistant turns /
