@@ -27,7 +27,7 @@ through a whole one, ``examples/policy_judge/``):
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Optional, Protocol
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.types import Command, Send
@@ -175,7 +175,7 @@ def with_transcript(result: MetricResult, state: Mapping[str, Any]) -> MetricRes
     return result.model_copy(update={"transcript": [*result.transcript, *calls]}) if calls else result
 
 
-def window_node(window_size: int, *, name: str = "window_turns") -> Node:
+def window_node(window_size: int, *, name: str = "window_turns") -> Callable[..., dict[str, Any]]:
     """A node: the state's conversation (``conversation``, a :class:`Conversation`
     or a dict in judgegraph's format, or ``messages``) → ``{"conversation":
     Conversation, "windows": [Window, ...]}``,
@@ -184,13 +184,34 @@ def window_node(window_size: int, *, name: str = "window_turns") -> Node:
     graph is built: ``< 1`` or not a whole number is a ``ValueError``."""
     check_window_size(window_size)
 
-    def window_turns(state: Any) -> dict[str, Any]:
+    # "Optional[RunnableConfig]": the spelling LangGraph recognises (under postponed annotations) to pass the config
+    def window_turns(state: Any, config: Optional[RunnableConfig] = None) -> dict[str, Any]:
         conversation = conversation_of(state)
-        return {"conversation": conversation,
-                "windows": windows_from_exchanges(conversation, exchanges(conversation), window_size)}
+        windows = windows_from_exchanges(conversation, exchanges(conversation), window_size)
+        return {"conversation": conversation, "windows": in_scope(windows, config)}
 
     window_turns.__name__ = window_turns.__qualname__ = name
     return window_turns
+
+
+# -- the latest exchange only -------------------------------------------------------
+
+#: The run-time scope, in ``config["configurable"]``: ``"latest"`` judges only the latest exchange.
+SCOPE_KEY = "judgegraph_scope"
+
+
+def latest_scope(config: RunnableConfig | None) -> bool:
+    """Whether the run judges only the latest exchange (``configurable[SCOPE_KEY] == "latest"``)."""
+    return ((config or {}).get("configurable") or {}).get(SCOPE_KEY) == "latest"
+
+
+def in_scope(items: Sequence[Any], config: RunnableConfig | None) -> list[Any]:
+    """The per-exchange items (windows, exchanges) a run judges: every one, or
+    under the latest scope only the last (its earlier turns stay its context).
+    The blocks that split a conversation per exchange call it, so every metric
+    built from them can judge only the latest exchange with no code of its own;
+    a metric that reads the whole conversation (a session judge) ignores it."""
+    return list(items[-1:]) if latest_scope(config) else list(items)
 
 
 def fan_out(
@@ -344,6 +365,22 @@ def make_result(
 
 
 # -- human review --------------------------------------------------------------------
+
+
+def scoring_edges(builder: Any, sources: Sequence[str], *, review: bool, metric: str,
+                  reduce: str = "reduce_score", **review_options: Any) -> None:
+    """The edges from the nodes that make verdicts (``sources``) to the reduce
+    node; with ``review``, through a :func:`review_node` (``review_verdicts``)
+    where a person can override verdicts before they are scored
+    (``review_options``: :func:`review_node`'s ``read`` and ``write``). Every
+    metric graph ends this way, so every one can be reviewed."""
+    target = reduce
+    if review:
+        builder.add_node(REVIEW_NODE, review_node(metric, **review_options))
+        builder.add_edge(REVIEW_NODE, reduce)
+        target = REVIEW_NODE
+    for source in sources:
+        builder.add_edge(source, target)
 
 REVIEW_NODE = "review_verdicts"
 

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
@@ -46,7 +46,7 @@ from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas;
 from ..compiling import CompileOptions, compile_graph
 from ..conversation import RetrievalNode
 from ..judges import Judge, ModelLike, resolve_judge
-from ..nodes import REVIEW_NODE, quote, review_node, window_node, with_transcript
+from ..nodes import quote, scoring_edges, window_node, with_transcript
 from ..results import JudgeErrorInfo, Usage, build_result, merge_verdicts, strict
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
@@ -173,8 +173,8 @@ def _then(step: Runnable, route: Callable[[Any, dict[str, Any]], Any], name: str
 def _window_turns(settings: ContextualSettings):
     windows = window_node(settings.window_size)
 
-    def window_turns(state: ContextualState) -> dict[str, Any]:
-        out = windows(state)
+    def window_turns(state: ContextualState, config: RunnableConfig) -> dict[str, Any]:
+        out = windows(state, config)
         return {"conversation": out["conversation"], "turn_contexts": [turn_context(w) for w in out["windows"]]}
 
     return window_turns
@@ -396,17 +396,13 @@ def build_turn_contextual_relevancy_graph(settings: ContextualSettings) -> State
     builder.add_node("extract_statements", _extract_node(settings), destinations=("judge_statements",))
     builder.add_edge(START, "window_turns")
     builder.add_conditional_edges("window_turns", _fan_out_extractions(settings), ["extract_statements", "reduce_score"])
-    scored = REVIEW_NODE if settings.review else "reduce_score"  # where the judged statements go
     if settings.verify:
         builder.add_node("judge_statements", _judge_node(settings), destinations=("verify_verdict",))
         builder.add_node("verify_verdict", verify_step(settings.judge))
-        builder.add_edge("verify_verdict", scored)
     else:
         builder.add_node("judge_statements", _judge_node(settings))
-        builder.add_edge("judge_statements", scored)
-    if settings.review:
-        builder.add_node(REVIEW_NODE, review_node(settings.name, read=final_verdicts, write="verified"))
-        builder.add_edge(REVIEW_NODE, "reduce_score")
+    scoring_edges(builder, ["verify_verdict" if settings.verify else "judge_statements"], review=settings.review,
+                  metric=settings.name, read=final_verdicts, write="verified")
     builder.add_node("reduce_score", _reduce_score(settings))
     builder.add_edge("reduce_score", END)
     return builder

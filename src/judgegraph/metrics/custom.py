@@ -30,7 +30,7 @@ from typing_extensions import Unpack  # pydantic reads these schemas; typing's T
 from ..compiling import CompileOptions, check_options, compile_graph
 from ..conversation import Conversation
 from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
-from ..nodes import conversation_json, judge_step, make_result, outcome_fields, score_node
+from ..nodes import conversation_json, judge_step, make_result, outcome_fields, score_node, scoring_edges
 from ..prompts import Prompt, load_prompt, parse_prompt
 from ..results import MetricResult, Verdict, merge_verdicts
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
@@ -299,11 +299,13 @@ class CustomJudgeSettings:
     feedback: FeedbackSpec
     prompt: Prompt
     schema: type[BaseModel]
+    review: bool = False  # a review_verdicts node before reduce_score (judgegraph.nodes.review_node)
 
     @classmethod
-    def create(cls, *, name: str, judge: Judge, instructions: str, feedback: FeedbackSpec) -> CustomJudgeSettings:
+    def create(cls, *, name: str, judge: Judge, instructions: str, feedback: FeedbackSpec,
+               review: bool = False) -> CustomJudgeSettings:
         return cls(name, judge, feedback, build_prompt(name, instructions, feedback.description),
-                   feedback_schema(name, feedback))
+                   feedback_schema(name, feedback), review)
 
     @property
     def uses_expectations(self) -> bool:
@@ -385,7 +387,7 @@ def build_custom_graph(settings: CustomJudgeSettings) -> StateGraph:
         builder.add_conditional_edges(START, _route(settings), ["judge_conversation", "reduce_score"])
     else:
         builder.add_edge(START, "judge_conversation")
-    builder.add_edge("judge_conversation", "reduce_score")
+    scoring_edges(builder, ["judge_conversation"], review=settings.review, metric=settings.name)
     builder.add_edge("reduce_score", END)
     return builder
 
@@ -406,6 +408,7 @@ def make_judge(
     threshold: float | None = None,
     scores: dict[Any, float] | None = None,
     feedback_value_type: Any = None,
+    review: bool = False,
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """A judge of whole conversations from instructions, as a compiled graph.
@@ -433,6 +436,8 @@ def make_judge(
     the error in ``errors``. ``model``: a chat model, a model string (MLflow's
     ``openai:/gpt-4o`` spelling too) or a ready judge; it must be an LLM judge
     (the offline one is :class:`~judgegraph.judges.NeedsLLMJudge`, here).
+    ``review``: a ``review_verdicts`` node before the score, where a person can
+    override the value (needs a checkpointer; :func:`judgegraph.nodes.review_node`).
     """
     if feedback_value_type is not None:
         if feedback_type is not None:
@@ -446,7 +451,7 @@ def make_judge(
     schema = feedback_schema(name, spec)
     check_options(compile, make_judge)
     made = require_tasks(resolve_judge(_model_string(model)), [TASK], name)
-    settings = CustomJudgeSettings(name, made, spec, prompt, schema)
+    settings = CustomJudgeSettings(name, made, spec, prompt, schema, review)
     return compile_graph(build_custom_graph(settings), name, compile, make_judge)
 
 

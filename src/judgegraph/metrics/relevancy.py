@@ -30,15 +30,14 @@ from ..compiling import CompileOptions, compile_graph
 from ..conversation import Conversation
 from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
 from ..nodes import (
-    REVIEW_NODE,
     fan_out,
     judge_step,
     make_result,
     outcome_fields,
     quote,
     render_messages,
-    review_node,
     score_node,
+    scoring_edges,
     turn_label,
     window_node,
 )
@@ -243,12 +242,7 @@ def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
     builder.add_node("reduce_score", _reduce_score(settings))
     builder.add_edge(START, "window_turns")
     builder.add_conditional_edges("window_turns", fan_out_windows, ["judge_turn", "reduce_score"])
-    if settings.review:
-        builder.add_node(REVIEW_NODE, review_node(settings.name))
-        builder.add_edge("judge_turn", REVIEW_NODE)
-        builder.add_edge(REVIEW_NODE, "reduce_score")
-    else:
-        builder.add_edge("judge_turn", "reduce_score")
+    scoring_edges(builder, ["judge_turn"], review=settings.review, metric=settings.name)
     if settings.reason == "llm":
         builder.add_node("write_reason", _write_reason(settings))
         builder.add_edge("reduce_score", "write_reason")

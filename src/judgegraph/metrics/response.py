@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Any, ClassVar, Literal
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
@@ -50,7 +51,7 @@ from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas;
 from ..compiling import CompileOptions, compile_graph
 from ..conversation import Conversation
 from ..judges import CallLimiter, Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
-from ..nodes import judge_step, make_result, quote, score_node, turn_label
+from ..nodes import in_scope, judge_step, make_result, quote, score_node, scoring_edges, turn_label
 from ..results import MetricResult, Verdict, merge_verdicts
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..windows import Exchange, exchanges
@@ -301,6 +302,7 @@ class ResponseRelevancySettings:
     threshold: float = 0.5
     strict_mode: bool = False
     max_concurrency: int = 16  # embeddings calls in flight (judge calls are bounded by the judge)
+    review: bool = False  # a review_verdicts node before reduce_score (judgegraph.nodes.review_node)
 
     @property
     def offline(self) -> bool:
@@ -318,9 +320,9 @@ def _reply_text(ex: Exchange) -> str:
     return "\n\n".join(t.turn.content for t in ex.assistant if t.turn.content.strip())
 
 
-def split_exchanges(state: ResponseRelevancyState) -> dict[str, Any]:
+def split_exchanges(state: ResponseRelevancyState, config: RunnableConfig) -> dict[str, Any]:
     conversation = conversation_of(state)
-    exs = exchanges(conversation)
+    exs = in_scope(exchanges(conversation), config)
     skipped = []
     for ex in exs:
         why = None
@@ -569,13 +571,13 @@ def build_response_relevancy_graph(settings: ResponseRelevancySettings) -> State
     if settings.offline:
         builder.add_node("embed_response", _embed_response(settings, runner))
         builder.add_conditional_edges("split_exchanges", _fan_out("embed_response"), ["embed_response", "reduce_score"])
-        builder.add_edge("embed_response", "reduce_score")
     else:
         builder.add_node("generate_questions", _generate_questions(settings), destinations=("embed_questions",))
         builder.add_node("embed_questions", _embed_questions(settings, runner))
         builder.add_conditional_edges("split_exchanges", _fan_out("generate_questions"),
                                       ["generate_questions", "reduce_score"])
-        builder.add_edge("embed_questions", "reduce_score")
+    scoring_edges(builder, ["embed_response" if settings.offline else "embed_questions"], review=settings.review,
+                  metric=settings.name)
     builder.add_node("reduce_score", _reduce_score(settings))
     builder.add_edge("reduce_score", END)
     return builder
@@ -597,6 +599,7 @@ def create_response_relevancy_judge(
     n_questions: int = 3,
     threshold: float = 0.5,
     strict_mode: bool = False,
+    review: bool = False,
     name: str = "response_relevancy",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
@@ -615,7 +618,7 @@ def create_response_relevancy_judge(
     base_url, api_key = _client_of(made)
     emb = resolve_embeddings(embeddings, base_url=embeddings_base_url or base_url, api_key=api_key)
     settings = ResponseRelevancySettings(name=name, judge=made, embeddings=emb, n_questions=n_questions,
-                                         threshold=threshold, strict_mode=strict_mode)
+                                         threshold=threshold, strict_mode=strict_mode, review=review)
     return compile_graph(build_response_relevancy_graph(settings), name, compile, create_response_relevancy_judge)
 
 

@@ -10,7 +10,10 @@ order for that rule, the last one repeating. A reply is:
 * a ``dict``: the structured answer, returned as a tool call so
   ``with_structured_output`` parses it;
 * a ``str``: raw text (use it for malformed output);
-* an ``Exception``: raised, as a failing provider would.
+* an ``Exception``: raised, as a failing provider would;
+* a callable ``(prompt_text, schema) -> reply``: called with the prompt and
+  the structured-output schema bound (None without one), for a model that
+  answers any request (e.g. from the schema).
 
 Usage metadata is filled in with tiktoken counts, like a real provider's.
 """
@@ -39,6 +42,7 @@ class ScriptedChatModel(GenericFakeChatModel):
     section: str | None = None
     model_name: str = "scripted"
     tool_name: str | None = None
+    tool_schema: Any = None
     messages: Iterator[AIMessage | str] = Field(default_factory=lambda: iter(()))
     _state: dict[str, Any] = PrivateAttr(default_factory=lambda: {"lock": threading.Lock(), "used": {}, "prompts": []})
 
@@ -54,7 +58,7 @@ class ScriptedChatModel(GenericFakeChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
         tool = tools[0] if tools else None
         name = getattr(tool, "__name__", None) or (tool.get("name") if isinstance(tool, dict) else None)
-        copy = self.model_copy(update={"tool_name": name})
+        copy = self.model_copy(update={"tool_name": name, "tool_schema": tool if isinstance(tool, type) else None})
         copy._state = self._state
         return copy
 
@@ -88,6 +92,8 @@ class ScriptedChatModel(GenericFakeChatModel):
 
         text = "\n\n".join(m.text for m in messages)
         reply = self._pick(text)
+        if callable(reply) and not isinstance(reply, type):
+            reply = reply(text, self.tool_schema)
         if isinstance(reply, BaseException):
             raise reply
         in_tokens, out_tokens = count_tokens(text), count_tokens(str(reply))

@@ -23,7 +23,7 @@ from typing_extensions import Unpack
 from ...compiling import CompileOptions, check_options, compile_graph
 from ...conversation import Conversation
 from ...judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
-from ...nodes import REVIEW_NODE, conversation_json, outcome_fields, review_node, with_transcript
+from ...nodes import conversation_json, outcome_fields, scoring_edges, with_transcript
 from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, build_result, strict
 from ...state import MetricInput, MetricOutput, MetricState, conversation_of
 
@@ -125,12 +125,7 @@ def session_graph(
     builder.add_conditional_edges(START, route, [steps[0][0], REDUCE])
     if fan_out:
         builder.add_conditional_edges(steps[0][0], fan_out, [steps[1][0], REDUCE])
-    if settings.review:
-        builder.add_node(REVIEW_NODE, review_node(settings.name))
-        builder.add_edge(steps[-1][0], REVIEW_NODE)
-        builder.add_edge(REVIEW_NODE, REDUCE)
-    else:
-        builder.add_edge(steps[-1][0], REDUCE)
+    scoring_edges(builder, [steps[-1][0]], review=settings.review, metric=settings.name, reduce=REDUCE)
     builder.add_edge(REDUCE, END)
     return builder
 

@@ -1,0 +1,147 @@
+"""Every metric, ready to run on one conversation with a scripted LLM judge that
+answers any of their requests: what the capability tests are parametrised over
+(every built-in metric, ``make_judge``, and the example metric of ``examples/``).
+
+:func:`answer` writes a valid structured answer from the schema the judge bound
+and the prompt; ``verdict`` ("yes" or "no") is the answer's polarity, so a
+second model can disagree with the first.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from judgegraph.testing.fake_chat import ScriptedChatModel
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CONVERSATION = {
+    "id": "capabilities",
+    "expected_outcome": "The user learns the opening hours and the return policy.",
+    "turns": [
+        {"role": "system", "content": "You are the support assistant of a bookshop."},
+        {"role": "user", "content": "Hi! When do you open on Saturdays? I live in Lyon."},
+        {"role": "assistant", "content": "We open at 9 am on Saturdays.",
+         "retrieval_context": ["The shop opens at 9 am on Saturdays.", "Parking is free after 6 pm."]},
+        {"role": "user", "content": "Can I return a book I bought last week?"},
+        {"role": "assistant", "content": "Yes, books can be returned within 30 days with the receipt.",
+         "retrieval_context": ["Books can be returned within 30 days with a receipt."]},
+        {"role": "user", "content": "Great, and do you ship to Lyon?"},
+        {"role": "assistant", "content": "Yes, we ship to Lyon in two days.",
+         "retrieval_context": ["Shipping within France takes two days."]},
+    ],
+}
+#: 0-based indices of the turns of the latest exchange (its user message and its reply)
+LATEST_TURNS = {5, 6}
+
+
+def answer(verdict: str = "yes") -> Callable[[str, Any], dict[str, Any]]:
+    """A reply function for :class:`ScriptedChatModel`: a valid answer to any judgegraph request."""
+    yes = verdict == "yes"
+
+    def reply(text: str, schema: Any) -> dict[str, Any]:
+        name = getattr(schema, "__name__", "")
+        reason = f"Scripted {verdict}."
+        if name == "TurnVerdict":
+            return {"reason": reason, "verdict": verdict}
+        if name == "WrittenReason":
+            return {"reason": reason}
+        if name == "GeneratedQuestions":
+            n = schema.n_questions
+            return {"reason": reason, "questions": [
+                {"question": f"Question {i} {'about the shop' if yes else 'about the weather'}?", "noncommittal": False}
+                for i in range(1, n + 1)]}
+        if name == "ExtractedStatements":
+            return {"nodes": [{"node": i, "statements": [f"Statement of node {i}."]}
+                              for i in range(1, schema.expected_nodes + 1)]}
+        if name == "StatementVerdicts":
+            return {"verdicts": [{"statement": i, "reason": reason, "verdict": verdict}
+                                 for i in range(1, schema.expected_statements + 1)]}
+        if name == "Goals":
+            return {"goals": [{"request": "Know the Saturday opening hours.", "asked_in_turns": [2]},
+                              {"request": "Return a book.", "asked_in_turns": [4]}]}
+        if name == "GoalJudgement":
+            return {"reason": reason, "answered_in_turns": [3] if yes else [], "verdict": verdict}
+        if name == "Facts":
+            return {"facts": [{"turn": 2, "fact": "The user lives in Lyon."}]}
+        if name == "TurnRetention":
+            lapses = [] if yes else [{"fact": "The user lives in Lyon.", "stated_in_turn": 2, "kind": "forgotten"}]
+            return {"reason": reason, "lapses": lapses, "verdict": verdict}
+        if name == "FrustrationJudgement":
+            return {"reason": reason, "frustrated_turns": [] if yes else [4], "resolved_by_turns": [],
+                    "verdict": "none" if yes else "unresolved"}
+        if name == "GuidelineJudgement":
+            return {"reason": reason, "violating_turns": [] if yes else [3], "verdict": verdict}
+        if name == "RoleJudgement":
+            turns = [int(n) for n in re.findall(r'"turn": (\d+)', text)]
+            assistant = [n for n in turns if n in (3, 5, 7)] or [3, 5, 7]
+            return {"verdicts": [{"turn": n, "reason": reason, "verdict": verdict} for n in assistant]}
+        if name.endswith("Feedback"):  # make_judge and the example metric: a bool value
+            return {"reason": reason, "value": yes}
+        raise LookupError(f"metric_cases.answer: no answer for schema {name!r}")
+
+    return reply
+
+
+def model(verdict: str = "yes") -> ScriptedChatModel:
+    return ScriptedChatModel(default=answer(verdict))
+
+
+def example_metric() -> Any:
+    """The one-file metric of ``examples/reply_language.py``, imported from its file."""
+    spec = importlib.util.spec_from_file_location("reply_language", ROOT / "examples" / "reply_language.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str  # the result's key
+    build: Callable[..., Any]  # (model, **options) -> compiled graph
+    options: dict[str, Any] = field(default_factory=dict)
+    windowed: bool = False  # judges exchange by exchange (scope="latest" judges only the last one)
+
+
+def _built_in(name: str, **options: Any) -> Case:
+    from judgegraph.metrics import get_metric
+
+    windowed = name in ("turn_relevancy", "conversation_relevance", "turn_contextual_relevancy",
+                        "response_relevancy", "reply_language")
+    return Case(name, lambda model, **kw: get_metric(name).factory(model=model, **options, **kw), options, windowed)
+
+
+def _make_judge(model: Any, **kw: Any) -> Any:
+    from judgegraph import make_judge
+
+    return make_judge(name="resolves_issue", model=model,
+                      instructions="Did the assistant resolve the user's issue? {{ conversation }}", **kw)
+
+
+def cases() -> list[Case]:
+    return [
+        _built_in("turn_relevancy"),
+        _built_in("conversation_relevance"),
+        _built_in("turn_contextual_relevancy"),
+        _built_in("response_relevancy", embeddings=DeterministicFakeEmbedding(size=16)),
+        _built_in("conversation_completeness"),
+        _built_in("knowledge_retention"),
+        _built_in("user_frustration"),
+        _built_in("conversational_guidelines", guidelines=["Answer in one sentence.", "Be polite."]),
+        _built_in("role_adherence"),
+        Case("resolves_issue", _make_judge),
+        Case("reply_language", lambda model, **kw: example_metric().create_reply_language_judge(model=model, **kw),
+             windowed=True),
+    ]
+
+
+CASES = cases()
+IDS = [c.name for c in CASES]
