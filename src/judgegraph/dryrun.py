@@ -75,9 +75,14 @@ def _at_least_one(schema: Any) -> Any:
 
 
 def placeholder_answer(schema: type[BaseModel] | dict[str, Any]) -> dict[str, Any]:
-    """A value conforming to ``schema`` (every list with one item)."""
+    """A value conforming to ``schema``: the schema's own ``placeholder()`` when
+    it has one (a schema whose checks a generic example cannot pass: a count of
+    entries, distinct items), else an example with every list of one item."""
     from .testing.openai_server import example_from_schema
 
+    own = getattr(schema, "placeholder", None)
+    if isinstance(schema, type) and callable(own):
+        return dict(own())
     js = schema.model_json_schema() if isinstance(schema, type) else copy.deepcopy(schema.get("parameters", schema))
     value = example_from_schema(_at_least_one(js))
     return value if isinstance(value, dict) else {}

@@ -132,14 +132,18 @@ def probe(finish: Callable[[Any, JudgeOutcome], Any], task: Any) -> Any:
 
 def answers_of(results: Iterable[MetricResult], *, leave_out: Callable[[Verdict], bool]) -> dict[str, JudgeAttempt]:
     """Every valid answer in ``results``' transcripts by request key: the results'
-    own calls and the verdicts' (less those ``leave_out`` picks: they are judged again)."""
+    own calls and the verdicts', less the requests of the verdicts ``leave_out``
+    picks (they are judged again)."""
     out: dict[str, JudgeAttempt] = {}
+    again: set[str] = set()
     for result in results:
         attempts = list(result.transcript)
         for v in result.verdicts:
-            if not leave_out(v):
+            if leave_out(v):
+                again.update(a.request for a in v.transcript if a.request)
+            else:
                 attempts.extend(v.transcript)
         for a in attempts:
             if a.request and a.error is None and a.reply is not None:
                 out[a.request] = a
-    return out
+    return {k: a for k, a in out.items() if k not in again}

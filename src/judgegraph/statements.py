@@ -101,6 +101,11 @@ class ExtractedStatements(BaseModel):
     nodes: list[NodeStatements] = Field(description="One entry per retrieved node, in order.")
     expected_nodes: ClassVar[int | None] = None
 
+    @classmethod
+    def placeholder(cls) -> dict[str, Any]:
+        """A valid answer with one statement per node (what a dry run counts the next steps on)."""
+        return {"nodes": [{"node": i, "statements": [f"statement {i}"]} for i in range(1, (cls.expected_nodes or 1) + 1)]}
+
     @model_validator(mode="after")
     def _complete(self) -> ExtractedStatements:
         _check_numbers([e.node for e in self.nodes], self.expected_nodes, "node")
@@ -130,6 +135,12 @@ class StatementVerdicts(BaseModel):
 
     verdicts: list[StatementJudgement] = Field(description="One entry per statement, in order.")
     expected_statements: ClassVar[int | None] = None
+
+    @classmethod
+    def placeholder(cls) -> dict[str, Any]:
+        """A valid answer: one "yes" per statement."""
+        return {"verdicts": [{"statement": i, "reason": "placeholder", "verdict": "yes"}
+                             for i in range(1, (cls.expected_statements or 1) + 1)]}
 
     @model_validator(mode="after")
     def _complete(self) -> StatementVerdicts:

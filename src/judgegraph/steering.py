@@ -30,7 +30,7 @@ import asyncio
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
@@ -41,6 +41,9 @@ from .judges import ModelLike, resolve_judge
 from .prompts import Prompt, parse_prompt
 from .replay import Steer, answers_of, with_steer
 from .results import MetricResult, Verdict
+
+if TYPE_CHECKING:
+    from .metrics import MetricSpec
 
 REVIEW_NODE = "review_verdicts"
 
@@ -102,7 +105,8 @@ def _finish(new: MetricResult | None, steer: Steer, judge_name: str, rubric: str
         return None
     if rubric is not None and "rubric" not in steer.replaced and steer.rejudged:
         raise RejudgeError(f"metric {new.key!r} has no rubric to change: give a prompt file instead")
-    done = sorted(steer.rejudged)
+    # the verdicts a judge step wrote, and those a later node made from a new answer (they differ from the kept)
+    done = sorted(steer.rejudged | {v.id for v in new.verdicts if steer.keep.get(v.id) is not v})
     how: dict[str, Any] = {"verdicts": done, "judge": judge_name}
     windows = [getattr(v, "window", None) for v in new.verdicts if v.id in steer.rejudged]
     windows = [w for w in windows if w is not None]
@@ -217,36 +221,45 @@ def rejudge_result(
     windows: Iterable[int | str] | None = None,
     rubric: str | None = None,
     prompt: PromptLike = None,
-    metric: str | None = None,
+    metric: str | MetricSpec | CompiledStateGraph | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> MetricResult:
     """A results-file result with the chosen verdicts judged again (all when
     None; ``windows`` is the same for window verdicts): the others are kept as
     they are (0 calls) and the result is recomputed by the metric's own reduce
-    node. ``metric``: the metric's name or import path (default: the result's
-    key); it is built with the result's own options (threshold, strict mode,
-    window size, ...) plus ``options`` (e.g. a session judge's guidelines,
-    which results do not record). ``conversation`` is the one the result was
-    computed for (from the input file)."""
-    from .metrics import MetricNotFound, get_metric
+    node. ``metric``: the metric — its name or import path, its
+    :class:`~judgegraph.metrics.MetricSpec`, or its compiled graph (a
+    ``make_judge`` judge, say: it runs with ``model`` as its judge); default:
+    the result's key. A spec is built with the result's own options
+    (threshold, strict mode, window size, ...) plus ``options`` (e.g. a
+    session judge's guidelines, which results do not record).
+    ``conversation`` is the one the result was computed for (from the input file)."""
+    from .metrics import MetricNotFound, MetricSpec, get_metric
 
     old = result if isinstance(result, MetricResult) else MetricResult.model_validate(result)
     if old.conversation_id != conversation.id:
         raise RejudgeError(f"result is for conversation {old.conversation_id!r}, not {conversation.id!r}")
-    try:
-        spec = get_metric(metric or old.key)
-    except MetricNotFound as exc:
-        raise RejudgeError(f"{exc}; name the metric the result came from (-m)") from exc
-    if rubric is not None and "rubric" not in spec.options:
-        raise RejudgeError(f"metric {spec.name!r} has no rubric to change: give a prompt file instead")
     judge = resolve_judge(model)
     chosen = _ids(verdict_ids if verdict_ids is not None else windows)
-    steer = steer_for(old, list(old.verdicts), chosen, rubric=rubric, prompt=prompt)
-    opts = {**result_options(old, spec.options), **dict(options or {})}
-    if spec.name != old.key:  # the result was given its own name (name=..., a promptfoo metric key)
-        opts["name"] = old.key
     try:
-        graph = spec.factory(model=judge, **opts)
+        if isinstance(metric, CompiledStateGraph):
+            graph, takes_rubric = metric, rubric is not None  # checked once the run shows whether it has one
+            steer = steer_for(old, list(old.verdicts), chosen, rubric=rubric, prompt=prompt, judge=judge)
+        else:
+            spec = metric if isinstance(metric, MetricSpec) else get_metric(metric or old.key)
+            takes_rubric = "rubric" in spec.options
+            steer = steer_for(old, list(old.verdicts), chosen, rubric=rubric, prompt=prompt)
+            opts = {**result_options(old, spec.options), **dict(options or {})}
+            if spec.name != old.key:  # the result was given its own name (name=..., a promptfoo metric key)
+                opts["name"] = old.key
+            graph = spec.factory(model=judge, **opts)
+    except MetricNotFound as exc:
+        raise RejudgeError(f"{exc}; name the metric the result came from (-m)") from exc
+    except (TypeError, ValueError) as exc:
+        raise RejudgeError(f"{old.key}: {exc}") from exc
+    if rubric is not None and not takes_rubric:
+        raise RejudgeError(f"metric {old.key!r} has no rubric to change: give a prompt file instead")
+    try:
         output = graph.invoke({"conversation": conversation}, with_steer(None, steer))
     except (TypeError, ValueError) as exc:
         raise RejudgeError(f"{old.key}: {exc}") from exc

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .nodes import turn_label
+
 
 def _as_dict(obj: Any) -> dict[str, Any]:
     if isinstance(obj, dict):
@@ -46,10 +48,13 @@ def verdicts_of(result: Any, window: int | None = None) -> list[dict[str, Any]]:
 
 
 def _label(verdict: dict[str, Any], index: int) -> str:
-    where = f"window {verdict['window']}" if "window" in verdict else f"verdict {index}"
+    if "window" in verdict:
+        where = f"window {verdict['window']}"
+    else:
+        where = f"verdict {verdict['id']}" if verdict.get("id") not in (None, "") else f"verdict {index}"
     turns = verdict.get("turns") or []
-    if turns:
-        where += f" (turns {', '.join(str(t) for t in turns)})"
+    if turns:  # 1-based, as the table, the HTML report, reasons and the review payload number turns
+        where += f" ({turn_label(turns)})"
     answer = verdict.get("verdict")
     status = f"error: {verdict.get('error')}" if answer is None and verdict.get("error") else f"verdict: {answer}"
     return f"{where} · {status}"
@@ -87,6 +92,11 @@ def transcript_of(result: Any, window: int | None = None) -> str:
     for each attempt."""
     data = _as_dict(result)
     parts = [f"{data.get('conversation_id')} · {data.get('key')} · score {data.get('score')} · {data.get('status')}"]
+    shared = data.get("transcript") or []
+    if shared and window is None:
+        parts.append("")
+        parts.append("═ requests the verdicts were judged from (extractions and the like)")
+        parts.append(format_attempts(shared))
     all_verdicts = [_as_dict(v) for v in (data.get("verdicts") or [])]
     for v in verdicts_of(data, window):
         index = all_verdicts.index(v) if v in all_verdicts else 0
@@ -95,8 +105,12 @@ def transcript_of(result: Any, window: int | None = None) -> str:
         if v.get("reason"):
             parts.append(f"reason: {v['reason']}")
         attempts = v.get("transcript") or []
-        parts.append(format_attempts(attempts) if attempts else
-                     "(no transcript kept: the run used --transcripts errors/none, or the judge recorded none)")
+        if attempts:
+            parts.append(format_attempts(attempts))
+        elif shared:
+            parts.append("(judged in a request shared with other verdicts: its transcript is above)")
+        else:
+            parts.append("(no transcript kept: the run used --transcripts errors/none, or the judge recorded none)")
     if len(parts) == 1:
-        parts.append("(no verdicts)")
+        parts.append("(no verdicts, and no judge request was made)")
     return "\n".join(parts)

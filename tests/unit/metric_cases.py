@@ -9,8 +9,9 @@ second model can disagree with the first.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,7 +84,10 @@ def answer(verdict: str = "yes") -> Callable[[str, Any], dict[str, Any]]:
             turns = [int(n) for n in re.findall(r'"turn": (\d+)', text)]
             assistant = [n for n in turns if n in (3, 5, 7)] or [3, 5, 7]
             return {"verdicts": [{"turn": n, "reason": reason, "verdict": verdict} for n in assistant]}
-        if name.endswith("Feedback"):  # make_judge and the example metric: a bool value
+        if name == "LanguageVerdict":  # the example metric
+            return {"user_language": "English", "reply_language": "English" if yes else "German",
+                    "reason": reason, "verdict": verdict}
+        if name.endswith("Feedback"):  # make_judge: a bool value
             return {"reason": reason, "value": yes}
         raise LookupError(f"metric_cases.answer: no answer for schema {name!r}")
 
@@ -95,12 +99,11 @@ def model(verdict: str = "yes") -> ScriptedChatModel:
 
 
 def example_metric() -> Any:
-    """The one-file metric of ``examples/reply_language.py``, imported from its file."""
-    spec = importlib.util.spec_from_file_location("reply_language", ROOT / "examples" / "reply_language.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The one-file metric of ``examples/reply_language.py``, imported as a user would name it
+    (``examples.reply_language:SPEC``, from the repository's root)."""
+    if str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))
+    return importlib.import_module("examples.reply_language")
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,16 @@
 """Metric graphs and the registry the CLI resolves metric names with.
 
+A metric is a :class:`MetricSpec` (its name, its factory, the options it
+takes, what it needs and what "the latest exchange" means for it) plus the
+graph its factory builds from the core blocks (:mod:`judgegraph.nodes`). Every
+capability — transcripts, review, re-judging, the latest scope, dry-run
+estimates — comes from those blocks, so a metric gets all of them by being
+built from them: ``examples/reply_language.py`` is a whole metric in one file.
+
 Each metric module declares ``METRIC_SPECS: list[MetricSpec]``; the registry
 imports the modules in :data:`METRIC_MODULES` lazily. A name containing ``:``
-is an import path to a custom metric (``mypkg.judges:politeness``): a compiled
-graph, or a factory called with the options.
+is an import path to a custom metric (``mypkg.judges:politeness``): a
+:class:`MetricSpec`, a compiled graph, or a factory called with the options.
 """
 
 from __future__ import annotations
@@ -15,19 +22,32 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.graph.state import CompiledStateGraph
 
 METRIC_MODULES = ("relevancy", "contextual", "response", "session")
 
 
+Need = Literal["llm", "embeddings", "retrieval_context", "guidelines"]
+
+
 @dataclass(frozen=True)
 class MetricSpec:
+    """What a metric is: ``factory(model=judge, **options)`` builds its
+    compiled graph; ``options`` are the keyword options it takes from the CLI
+    and input files; ``needs``: an LLM judge, embeddings, retrieval context,
+    guidelines; ``scope``: ``"exchange"`` when it judges exchange by exchange
+    (the latest scope judges only the last one), ``"conversation"`` when its
+    question is about the whole conversation (the latest scope changes
+    nothing: a session judge)."""
+
     name: str
     factory: Callable[..., CompiledStateGraph]
     summary: str
-    options: frozenset[str]  # keyword options the factory takes from the CLI / input files
+    options: frozenset[str]
+    needs: frozenset[Need] = frozenset()
+    scope: Literal["exchange", "conversation"] = "exchange"
 
 
 @lru_cache(maxsize=1)
@@ -119,9 +139,11 @@ def _factory_spec(path: str, fn: Callable[..., Any]) -> MetricSpec:
 
 def _import_path(path: str) -> MetricSpec:
     """A custom metric by import path ``module.path:attribute``: a compiled
-    graph (used as it is, with its own judge), or a callable returning one
+    graph (used as it is, with its own judge), a :class:`MetricSpec`, or a callable returning one
     (``make_judge``-style factories, ``functools.partial(make_judge, ...)``)."""
     obj = _import_attr(path)
+    if isinstance(obj, MetricSpec):
+        return obj
     if isinstance(obj, CompiledStateGraph):
         graph = obj
         return MetricSpec(path, lambda **_: graph, f"custom metric {path}", frozenset())

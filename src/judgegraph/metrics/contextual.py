@@ -440,7 +440,7 @@ def _specs():
         MetricSpec(
             METRIC, create_turn_contextual_relevancy_judge,
             "Share of retrieved statements relevant to each turn's user message (deepeval; each node judged once)",
-            frozenset({"window_size", "threshold", "strict_mode", "verify"}),
+            frozenset({"window_size", "threshold", "strict_mode", "verify"}), needs=frozenset({"retrieval_context"}),
         )
     ]
 

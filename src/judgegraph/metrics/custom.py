@@ -74,6 +74,16 @@ class FeedbackSpec:
             return "yes" if value else "no"
         return str(value)
 
+    def value_of(self, label: str) -> Any:
+        """The value a label stands for (a person's review gives a label): the inverse of :meth:`label`."""
+        if self.kind == "bool":
+            return label.strip().lower() in ("yes", "true")
+        if self.kind in ("int", "float"):
+            return self.type(float(label)) if self.kind == "float" else int(float(label))
+        if self.kind == "literal":
+            return next((c for c in self.choices if str(c) == label), label)
+        return label
+
 
 def _base_type(tp: Any) -> Any:
     while get_origin(tp) is Annotated:
@@ -353,6 +363,12 @@ def _route(settings: CustomJudgeSettings):
 
 def _reduce_score(settings: CustomJudgeSettings):
     spec = settings.feedback
+
+    def _reviewed(v: Any) -> Any:
+        """A person's label (``review``) is the value: the value follows it when they disagree."""
+        if v.review is None or v.verdict is None or spec.label(v.value) == v.verdict:
+            return v
+        return v.model_copy(update={"value": spec.value_of(v.verdict)})
     details = {"feedback_type": spec.description, "pass_rule": (
         "none: the value is recorded, not gated" if spec.threshold is None else f"score >= {spec.threshold:g}")}
 
@@ -367,6 +383,7 @@ def _reduce_score(settings: CustomJudgeSettings):
             msg = ("the instructions use {{ expectations }} but the conversation has none"
                    " (give it expected_outcome or metadata.expectations)")
             verdicts = [FeedbackVerdict(error=msg)]
+        verdicts = [_reviewed(v) for v in verdicts]
         value = verdicts[0].value if verdicts and verdicts[0].verdict is not None else None
         return make_result(
             settings.name, conversation, verdicts,

@@ -99,6 +99,12 @@ class GeneratedQuestions(BaseModel):
             return [{"question": v, "noncommittal": False} if isinstance(v, str) else v for v in value]
         return value
 
+    @classmethod
+    def placeholder(cls) -> dict[str, Any]:
+        """A valid answer: N distinct committal questions."""
+        return {"reason": "placeholder",
+                "questions": [{"question": f"question {i}", "noncommittal": False} for i in range(1, cls.n_questions + 1)]}
+
     @model_validator(mode="after")
     def _exactly_n_distinct(self) -> GeneratedQuestions:
         n = type(self).n_questions
@@ -372,9 +378,15 @@ def _generate_questions(settings: ResponseRelevancySettings):
             "error": None if value is not None else (outcome.error or "no questions"),
             "attempts": outcome.attempts,
             "usage": outcome.usage,
+            "transcript": outcome.transcript,
         }
-        # every exchange goes on to embed_questions, which makes no call for a failed generation
-        return Command(update={"generations": [record]}, goto=Send("embed_questions", EmbedTask(**task, generation=record)))
+        update: dict[str, Any] = {"generations": [record]}
+        if value is None:  # the exchange's verdict is this judge error (embed_questions writes it again, no call)
+            update["verdicts"] = [_verdict(task, settings.threshold, error=record["error"], step=GENERATE_STEP,
+                                           attempts=outcome.attempts, usage=outcome.usage,
+                                           transcript=outcome.transcript)]
+        # every exchange goes on to embed_questions, so the reduce node runs once, after all of them
+        return Command(update=update, goto=Send("embed_questions", EmbedTask(**task, generation=record)))
 
     return judge_step("generate_questions", settings.judge, build, finish)
 
@@ -396,7 +408,7 @@ def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunne
 
     def finish(task: EmbedTask, texts: list[str] | None, vectors: Any) -> dict[str, Any]:
         gen = task["generation"]
-        base = {"attempts": gen["attempts"], "usage": gen["usage"]}
+        base = {"attempts": gen["attempts"], "usage": gen["usage"], "transcript": gen.get("transcript") or []}
         if texts is None:  # the generation failed: reported, no embeddings call
             return {"verdicts": [_verdict(task, settings.threshold, error=gen["error"], step=GENERATE_STEP, **base)]}
         questions = [q["question"] for q in gen["questions"]]
@@ -514,6 +526,13 @@ def deterministic_reason(
     return " ".join(parts)
 
 
+def exchange_score(verdict: Any) -> float:
+    """An exchange's score: the judge's, or 1 / 0 when a person reviewed the verdict ("yes" / "no")."""
+    if verdict.review is not None:
+        return 1.0 if verdict.verdict == "yes" else 0.0
+    return verdict.score or 0.0
+
+
 def _reduce_score(settings: ResponseRelevancySettings):
     def score(state: ResponseRelevancyState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
         skipped = list(state.get("skipped") or [])
@@ -543,7 +562,7 @@ def _reduce_score(settings: ResponseRelevancySettings):
             threshold=settings.effective_threshold, strict_mode=settings.strict_mode, step=GENERATE_STEP,
             score=lambda judged: (
                 (1.0 if all(v.verdict == "yes" for v in judged) else 0.0) if settings.strict_mode
-                else sum(v.score or 0.0 for v in judged) / len(judged)
+                else sum(exchange_score(v) for v in judged) / len(judged)
             ),
             where=lambda v: f"exchange {getattr(v, 'exchange', '?')} ({turn_label(v.turns)})",
             reason=lambda score, threshold, judged: deterministic_reason(score, settings, verdicts, skipped),
@@ -631,6 +650,7 @@ def _specs():
             "Does each reply answer what was asked? Mean cosine of N questions written from the reply to the "
             "user's message (ragas); offline: cosine(reply, message)",
             frozenset({"threshold", "strict_mode", "n_questions", "embeddings", "embeddings_base_url"}),
+            needs=frozenset({"embeddings"}),
         )
     ]
 

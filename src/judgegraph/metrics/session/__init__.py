@@ -33,22 +33,23 @@ from .role import RoleSettings, RoleVerdict, build_role_graph, create_role_adher
 
 
 def _specs():
-    from .. import MetricSpec
+    from .. import MetricSpec, Need
 
     base = frozenset({"threshold", "strict_mode"})
+    llm: frozenset[Need] = frozenset({"llm"})
     return [
         MetricSpec("conversation_completeness", create_conversation_completeness_judge,
-                   "Were all the user's requests satisfied by the end? yes/no, share satisfied (LLM judge)", base),
+                   "Were all the user's requests satisfied by the end? yes/no, share satisfied (LLM judge)", base, needs=llm, scope="conversation"),
         MetricSpec("knowledge_retention", create_knowledge_retention_judge,
-                   "Does each reply keep the facts the user gave earlier? yes/no, share of turns (LLM judge)", base),
+                   "Does each reply keep the facts the user gave earlier? yes/no, share of turns (LLM judge)", base, needs=llm, scope="conversation"),
         MetricSpec("user_frustration", create_user_frustration_judge,
-                   "Was the user frustrated, and was it resolved? none/resolved/unresolved (LLM judge)", base),
+                   "Was the user frustrated, and was it resolved? none/resolved/unresolved (LLM judge)", base, needs=llm, scope="conversation"),
         MetricSpec("conversational_guidelines", create_conversational_guidelines_judge,
                    "Did the assistant follow each given guideline? yes/no, share followed (LLM judge)",
-                   base | {"guidelines"}),
+                   base | {"guidelines"}, needs=llm | {"guidelines"}, scope="conversation"),
         MetricSpec("role_adherence", create_role_adherence_judge,
                    "Does each reply stay within the chatbot role? yes/no, share in role (LLM judge)",
-                   base | {"role", "batch_size"}),
+                   base | {"role", "batch_size"}, needs=llm, scope="conversation"),
     ]
 
 

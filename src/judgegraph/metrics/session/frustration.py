@@ -57,6 +57,11 @@ class FrustrationJudgement(BaseModel):
         "frustration shown and not resolved by the end."
     )
 
+    @classmethod
+    def placeholder(cls) -> dict[str, Any]:
+        """A valid answer (what a dry run answers with)."""
+        return {"reason": "placeholder", "frustrated_turns": [], "resolved_by_turns": [], "verdict": "none"}
+
     @model_validator(mode="after")
     def _consistent(self) -> FrustrationJudgement:
         if self.verdict == "none" and self.frustrated_turns:

@@ -61,6 +61,11 @@ class GuidelineJudgement(BaseModel):
         "'not_applicable': nothing in the conversation gives the guideline occasion to apply."
     )
 
+    @classmethod
+    def placeholder(cls) -> dict[str, Any]:
+        """A valid answer (what a dry run answers with)."""
+        return {"reason": "placeholder", "violating_turns": [], "verdict": "yes"}
+
     @model_validator(mode="after")
     def _consistent(self) -> GuidelineJudgement:
         if self.verdict == "no" and not self.violating_turns:

@@ -79,6 +79,11 @@ class TurnRetention(BaseModel):
     lapses: list[Lapse] = Field(description="Every fact the judged turn contradicts or forgets; empty if none.")
     verdict: YesNo = Field(description="'yes' if the turn retained every fact (no lapse), else 'no'.")
 
+    @classmethod
+    def placeholder(cls) -> dict[str, Any]:
+        """A valid answer (what a dry run answers with)."""
+        return {"reason": "placeholder", "lapses": [], "verdict": "yes"}
+
     @model_validator(mode="after")
     def _consistent(self) -> TurnRetention:
         if self.verdict == "no" and not self.lapses:
