@@ -286,10 +286,10 @@ def _check_schema(conn: sqlite3.Connection) -> None:
     if "answers" in tables:
         columns = {row[1] for row in conn.execute("PRAGMA table_info(answers)")}
         if not _COLUMNS <= columns:
-            raise _Foreign(f"another program's SQLite database: its 'answers' table has the columns"
-                           f" {', '.join(sorted(columns))}, not a judge cache's")
+            raise _Foreign(f"another program's SQLite database (its 'answers' table has the columns"
+                           f" {', '.join(sorted(columns))})")
     elif tables:
-        raise _Foreign(f"another program's SQLite database (tables: {', '.join(tables[:5])}), not a judge cache")
+        raise _Foreign(f"another program's SQLite database (tables: {', '.join(tables[:5])})")
 
 
 class JudgeCache:
