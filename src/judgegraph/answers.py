@@ -3,7 +3,14 @@
 A verdict field reads what real OpenAI-compatible servers send: any case and
 spacing (``" Yes "``), spaces or hyphens for underscores (``"not applicable"``),
 and a sentence that starts with the word (``"No, this is off-topic."``) — as
-promptfoo and deepeval read them — before a reply would be re-asked::
+promptfoo and deepeval read them — before a reply would be re-asked.
+
+A leading word is the answer only when it stands alone: the whole text, or
+followed by punctuation (``"No."``, ``"No,"``, ``"No: ..."``, ``"No - ..."``,
+``"**No**"``) or a line break. Followed by another word it may be the start of
+an idiom (``"No doubt, the reply is fully relevant"``, ``"No problem here"``,
+``"None of the turns ..."``), so it is not read: the schema rejects it and the
+judge is re-asked, never a silent verdict::
 
     class TurnVerdict(BaseModel):
         reason: str
@@ -36,13 +43,29 @@ def read_choice(choices: Sequence[str], aliases: Mapping[str, str] | None = None
                 return candidate
             if candidate in extra:
                 return extra[candidate]
-        for choice in longest_first:  # "No, this is off-topic." -> "no"; "none" is tried before "no"
-            spelled = re.escape(choice).replace("_", "[ _-]")
-            if re.match(rf"{spelled}(?![\w-])", text):
-                return choice
-        return value
+        return leading_choice(value, longest_first) or value
 
     return read
+
+
+#: What may come before the answer word: spaces, emphasis, quotes, a quote or list mark, a heading.
+_LEAD = " \t\r\n*_`'\"“‘>#:-"
+# After the answer word: closing emphasis or quotes, then the end, punctuation, a
+# spaced dash or a line break. "No doubt", "No-brainer" and "No/yes" do not match.
+_ANSWER_END = r"""[*_`'"”’]*(?:\s*$|[ \t]*[.,;:!…–—]|[ \t]*-+(?:\s|$)|[ \t]*\r?\n)"""
+
+
+def leading_choice(text: str, choices: Sequence[str]) -> str | None:
+    """The choice ``text`` starts with when that word is the answer (see the
+    module's doc), else None. Leading emphasis, quotes and list or quote marks
+    are skipped (``"**No** - ..."``, ``"> No: ..."``). Longer choices are tried first ("none" before
+    "no"); a choice's underscores match a space, an underscore or a hyphen."""
+    lowered = text.lstrip(_LEAD).lower()
+    for choice in sorted(choices, key=len, reverse=True):
+        spelled = re.escape(choice.lower()).replace("_", r"[\s_-]+")
+        if re.match(rf"{spelled}{_ANSWER_END}", lowered):
+            return choice
+    return None
 
 
 YesNo = Annotated[Literal["yes", "no"], BeforeValidator(read_choice(("yes", "no")))]

@@ -10,9 +10,13 @@ shown as unknown rather than guessed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .results import Usage
+
+#: Token counts above this (10^15, far beyond any run) are not priced: the cost is unknown.
+MAX_PRICED_TOKENS = 10**15
 
 #: The date the table below was taken.
 TABLE_DATE = "2025-08-15"
@@ -45,8 +49,15 @@ class Prices:
     output: float
     source: str
 
-    def cost(self, usage: Usage) -> float:
-        return (usage.input_tokens * self.input + usage.output_tokens * self.output) / 1_000_000
+    def cost(self, usage: Usage) -> float | None:
+        """Dollars for ``usage``; None (cost unknown) when its token counts
+        cannot be priced (negative, or too large for a float): never raises, so
+        accounting never costs a verdict."""
+        tokens = (usage.input_tokens, usage.output_tokens)
+        if not all(isinstance(n, int) and 0 <= n <= MAX_PRICED_TOKENS for n in tokens):
+            return None
+        dollars = (tokens[0] * self.input + tokens[1] * self.output) / 1_000_000
+        return dollars if math.isfinite(dollars) and dollars >= 0 else None
 
     def describe(self) -> str:
         return f"${self.input:g} in / ${self.output:g} out per 1M tokens ({self.source})"

@@ -15,7 +15,10 @@ and are never scanned for placeholders, so a message containing
 The sections a template tags (``<reply_to_judge>...</reply_to_judge>``) cannot
 be closed or opened early by a value: in values, a tag with one of the
 template's own tag names is neutralised (``</reply_to_judge>`` becomes
-``&lt;/reply_to_judge&gt;``). Other text, and the template, are untouched.
+``&lt;/reply_to_judge&gt;``) — opening, closing or self-closing, with attributes
+or spaces, in any case, and with invisible characters inside (a zero-width
+space, a soft hyphen, a word joiner ...: the name is compared without them,
+after NFKC and case folding). Other text, and the template, are untouched.
 
 Where prompts are read from, first match wins: ``$JUDGEGRAPH_PROMPTS_DIR``
 (override any prompt without touching the package), the ``prompts`` folder
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
 from pathlib import Path
@@ -37,19 +41,58 @@ _DOC_LINE = re.compile(r"^\s{2,}([A-Za-z_][A-Za-z0-9_]*)\s*:", re.MULTILINE)
 _TAG = re.compile(r"</?\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*>")
 
 
+#: Anything between angle brackets: each is checked for a section tag by :class:`SectionTags`.
+_ANGLED = re.compile(r"<([^<>]*)>")
+#: A tag once invisible characters are gone: opening or closing, a name, then attributes or a self-closing slash.
+_TAG_SHAPE = re.compile(r"\s*/?\s*([^\W\d][\w.-]*)(?:[\s/=\"'].*)?", re.DOTALL)
+#: Invisible characters that are not of the Cf (format) category: combining grapheme joiner, Hangul fillers,
+#: Mongolian vowel separator and free variation selectors.
+_INVISIBLE_EXTRA = frozenset("\u034f\u115f\u1160\u3164\uffa0\u180b\u180c\u180d\u180e\u180f")
+
+
+def _invisible(ch: str) -> bool:
+    if ch in _INVISIBLE_EXTRA or "\ufe00" <= ch <= "\ufe0f" or "\U000e0100" <= ch <= "\U000e01ef":
+        return True
+    category = unicodedata.category(ch)
+    return category == "Cf" or (category == "Cc" and not ch.isspace())
+
+
+def tag_name(inside: str) -> str | None:
+    """The name of the tag whose text between ``<`` and ``>`` is ``inside``,
+    as compared with a template's tags: invisible characters removed, NFKC,
+    case folded; None when it is not tag-shaped."""
+    if not inside.isascii():
+        inside = unicodedata.normalize("NFKC", "".join(ch for ch in inside if not _invisible(ch)))
+    elif not inside.isprintable():
+        inside = "".join(ch for ch in inside if not _invisible(ch))
+    m = _TAG_SHAPE.fullmatch(inside)
+    return m.group(1).casefold() if m else None
+
+
+@dataclass(frozen=True)
+class SectionTags:
+    """The section tag names of a template (case folded)."""
+
+    names: frozenset[str]
+
+    def _sub(self, m: re.Match[str]) -> str:
+        return f"&lt;{m.group(1)}&gt;" if tag_name(m.group(1)) in self.names else m.group(0)
+
+    def neutralise(self, value: str) -> str:
+        """``value`` with every tag whose name is one of ``names`` written as ``&lt;...&gt;``."""
+        if not self.names or "<" not in value:
+            return value
+        return _ANGLED.sub(self._sub, value)
+
+
 @lru_cache(maxsize=256)
-def _tag_pattern(names: frozenset[str]) -> re.Pattern[str] | None:
-    if not names:
-        return None
-    alt = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    return re.compile(rf"<(\s*/?\s*(?:{alt})\s*)>", re.IGNORECASE)
+def _section_tags(names: frozenset[str]) -> SectionTags | None:
+    return SectionTags(frozenset(n.casefold() for n in names)) if names else None
 
 
-def neutralise_tags(value: str, pattern: re.Pattern[str] | None) -> str:
-    """``value`` with every tag ``pattern`` matches written as ``&lt;...&gt;``."""
-    if pattern is None or "<" not in value:
-        return value
-    return pattern.sub(r"&lt;\1&gt;", value)
+def neutralise_tags(value: str, tags: SectionTags | None) -> str:
+    """``value`` with every tag ``tags`` names written as ``&lt;...&gt;``."""
+    return value if tags is None else tags.neutralise(value)
 
 
 class PromptError(ValueError):
@@ -79,9 +122,9 @@ class Prompt:
         return PLACEHOLDER.sub(lambda m: neutralise_tags(str(values[m.group(1)]), tags), self.template)
 
     @cached_property
-    def tag_pattern(self) -> re.Pattern[str] | None:
-        """Matches the tags the template itself uses (opening or closing)."""
-        return _tag_pattern(frozenset(n.lower() for n in _TAG.findall(PLACEHOLDER.sub("", self.template))))
+    def tag_pattern(self) -> SectionTags | None:
+        """The tags the template itself uses, which values cannot open or close."""
+        return _section_tags(frozenset(_TAG.findall(PLACEHOLDER.sub("", self.template))))
 
 
 def prompt_dirs() -> list[Path]:

@@ -94,6 +94,27 @@ def test_a_sentence_that_is_no_verdict_is_still_reasked():
     assert res.verdicts[1].verdict == "no" and res.verdicts[1].attempts == 2
 
 
+@pytest.mark.parametrize("idiom", ["No doubt, the reply is fully relevant.", "No problem here: the reply is relevant."])
+def test_an_idiom_starting_with_no_is_reasked_not_read_as_no(idiom):
+    """A sentence that only starts like a "no" is no verdict: the judge is asked
+    again and the structured answer ("yes") is the verdict."""
+    responder = ScriptedResponder([(reply_is("Paris"), [text(idiom), YES])], default=YES)
+    with FakeOpenAIServer(responder) as server:
+        res, _ = judged(chat(server), cache=False)
+        assert server.calls["/v1/chat/completions"] == 4
+    paris = res.verdicts[1]
+    assert paris.verdict == "yes" and paris.attempts == 2 and paris.transcript[0].reply == idiom
+    assert paris.transcript[0].error is not None
+
+
+def test_an_idiom_every_time_is_a_judge_error_never_a_verdict():
+    responder = ScriptedResponder([(reply_is("Paris"), text("No doubt, the reply is fully relevant."))], default=YES)
+    with FakeOpenAIServer(responder) as server:
+        res, _ = judged(chat(server), cache=False, max_tries=2)
+    assert len(res.errors) == 1 and "invalid output after 2 tries" in res.errors[0].message
+    assert [v.verdict for v in res.verdicts if v.verdict is not None] == ["yes", "yes"]
+
+
 # -- a server that is down, wrong or hung ---------------------------------------
 
 def test_a_refused_connection_stops_the_judge_after_the_first_request():

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
-from judgegraph.answers import YesNo, read_choice
+from judgegraph.answers import YesNo, leading_choice, read_choice
 from judgegraph.metrics.relevancy import TurnVerdict
 
 
@@ -46,3 +46,35 @@ def test_multi_word_choices_and_aliases(raw, read):
 def test_a_longer_choice_wins_over_its_prefix():
     assert Frustration(verdict="None. The user stays calm.").verdict == "none"
     assert Frustration(verdict="Unresolved: they leave angry").verdict == "unresolved"
+
+
+ANSWER_WORDS = [  # (text, the answer read)
+    ("no", "no"), ("No.", "no"), ("No,", "no"), ("No, this is off-topic.", "no"), ("No - it ignores the question", "no"),
+    ("No -- off-topic", "no"), ("No: it talks about Paris.", "no"), ("No!", "no"), ("No; the reply is off-topic", "no"),
+    ("No—it talks about Paris.", "no"), ("**No** - about Paris", "no"), ('"no", it is off-topic', "no"),
+    ("No\nThe reply is about Paris.", "no"), ("NO.", "no"), ("Yes.", "yes"), ("yes", "yes"), ("Yes, it answers.", "yes"),
+]
+IDIOMS = [  # a leading word that is not the answer: never read, the judge is re-asked
+    "No doubt, the reply is fully relevant.", "No problem here: the reply is relevant.", "No question: it answers.",
+    "No doubt", "Not only relevant but helpful.", "No-brainer: it is relevant.", "No/yes", "No? It is relevant.",
+    "Yes and no.", "Nothing wrong here.", "Yes it answers",
+]
+
+
+@pytest.mark.parametrize("text, read", ANSWER_WORDS)
+def test_a_leading_answer_word_is_read(text, read):
+    assert leading_choice(text, ("yes", "no")) == read
+    assert TurnVerdict(reason="r", verdict=text).verdict == read
+
+
+@pytest.mark.parametrize("text", IDIOMS)
+def test_an_idiom_that_starts_with_the_word_is_no_verdict(text):
+    assert leading_choice(text, ("yes", "no")) is None
+    with pytest.raises(ValidationError):
+        TurnVerdict(reason="r", verdict=text)
+
+
+def test_none_of_is_no_frustration_verdict_but_none_is():
+    assert Frustration(verdict="None, the user stays calm.").verdict == "none"
+    with pytest.raises(ValidationError):
+        Frustration(verdict="None of the turns is resolved")

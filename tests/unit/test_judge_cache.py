@@ -54,3 +54,22 @@ def test_a_repeated_conversation_is_judged_once_per_judge():
     first = graph.invoke({"conversation": conv})["results"]["turn_relevancy"]
     again = graph.invoke({"conversation": {**conv, "id": "b"}})["results"]["turn_relevancy"]
     assert model.call_count == 1 and first.usage.calls == 1 and again.usage.calls == 0 and again.score == 1.0
+
+
+def test_a_cache_that_fails_mid_run_is_turned_off_once_and_keeps_every_answer(tmp_path, caplog):
+    """Writes start failing after the first answer (a real SQLite error: the
+    connection made read-only): every answer already paid for is returned, the
+    cache is off for the rest of the run, one warning names the file."""
+    model = ScriptedChatModel(default=YES)
+    path = tmp_path / "jc.sqlite"
+    judge = resolve_judge(model=model, cache=str(path))
+    assert judge.run(request("r0")).ok and judge.cache.disk.stored == 1
+    judge.cache.disk._conn.execute("PRAGMA query_only = ON")
+    outs = [judge.run(request(f"r{i}")) for i in range(1, 6)]
+    asyncio.run(judge.arun(request("r-async")))
+    assert all(o.ok and o.value.verdict == "yes" and o.usage.calls == 1 for o in outs)
+    assert model.call_count == 7 and judge.cache.disk.stored == 1
+    assert "could not be written" in judge.cache.disk.problem
+    warned = [r.getMessage() for r in caplog.records if r.name == "judgegraph.cache"]
+    assert len(warned) == 1 and str(path) in warned[0] and "--no-cache" in warned[0]
+

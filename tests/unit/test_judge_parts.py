@@ -119,6 +119,22 @@ def test_lenient_parse_refuses_what_is_not_a_verdict(reply, schema):
     assert lenient_parse(reply, schema) is None
 
 
+@pytest.mark.parametrize("reply", [
+    "No doubt, the reply is fully relevant.", "No problem here: the reply is relevant.", "No question, it answers.",
+    "**No** doubt it answers.", "Not only relevant but helpful.", "No-brainer: relevant.", "Yes and no.",
+])
+def test_lenient_parse_does_not_read_an_idiom_as_the_verdict(reply):
+    assert lenient_parse(reply, TurnVerdict) is None
+
+
+@pytest.mark.parametrize("reply, verdict", [
+    ("No.", "no"), ("no", "no"), ("No - about Paris.", "no"), ("**No**\nAbout Paris.", "no"), ("> No: off-topic", "no"),
+    ("Yes, it answers.", "yes"),
+])
+def test_lenient_parse_reads_the_answer_word(reply, verdict):
+    assert lenient_parse(reply, TurnVerdict).verdict == verdict
+
+
 def test_lenient_parse_takes_any_closed_word_set():
     assert lenient_parse("Unresolved: the user left angry.", Category).verdict == "unresolved"
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
-from .common import EXIT_OK
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, safe
 
 
 def register(sub: Any) -> None:
@@ -25,15 +26,45 @@ def _size(n: int) -> str:
     return str(n)
 
 
+def _broken(exc: Any) -> int:
+    """A cache file that cannot be used: what is wrong and what to do; exit 2
+    when the path is not a cache at all, 3 when the file cannot be read."""
+    where = safe(exc.path)
+    if exc.not_a_cache:
+        print(f"judgegraph cache: {where} is not a judge cache: {safe(exc.cause)}; nothing was changed"
+              " (give the cache file with --cache PATH)", file=sys.stderr)
+        return EXIT_USAGE
+    hint = (f"`judgegraph cache clear --cache {where}` replaces it" if exc.corrupt
+            else "check the file and its folder, or use another file with --cache PATH")
+    print(f"judgegraph cache: {where} {safe(exc.cause)}; {hint}", file=sys.stderr)
+    return EXIT_ERRORS
+
+
 def run(args: argparse.Namespace) -> int:
-    from ..judges.cache import DiskCache
+    from ..judges.cache import CacheFileError, DiskCache
 
     disk = DiskCache(args.cache)
     if args.action == "clear":
-        n = disk.clear()
-        print(f"judge cache {disk.path}: {n} answers removed")
+        try:
+            n = disk.clear()
+        except CacheFileError as exc:
+            if not exc.corrupt:
+                return _broken(exc)
+            try:
+                removed = disk.remove()
+            except OSError as os_exc:
+                print(f"judgegraph cache: {safe(disk.path)} is damaged ({safe(exc.cause)}) and could not be removed:"
+                      f" {safe(os_exc.strerror or os_exc)}", file=sys.stderr)
+                return EXIT_ERRORS
+            print(f"judge cache {safe(disk.path)}: damaged ({safe(exc.cause)}); removed"
+                  f" {', '.join(safe(p.name) for p in removed)}: the next run starts a new cache")
+            return EXIT_OK
+        print(f"judge cache {safe(disk.path)}: {n} answers removed")
         return EXIT_OK
-    info = disk.info()
+    try:
+        info = disk.info()
+    except CacheFileError as exc:
+        return _broken(exc)
     if not info["exists"]:
         print(f"judge cache {info['path']}: empty (no file yet)")
         return EXIT_OK

@@ -264,8 +264,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         err.print(f"judge: [bold]{markup_safe(judge.name)}[/]")
         disk = judge.cache.disk if judge.cache is not None else None
-        err.print(f"judge cache: {disk.path}" if disk is not None else "judge cache: off (on disk only at temperature 0)",
-                  markup=False)
+        if disk is None:
+            err.print("judge cache: off (on disk only at temperature 0)", markup=False)
+        elif args.dry_run or disk.usable():  # not usable: one warning above says why and how to fix it
+            err.print(f"judge cache: {safe(disk.path)}", markup=False)
+        else:
+            err.print(f"judge cache: off for this run ({safe(disk.path)} {safe(disk.problem)})", markup=False)
     if args.dry_run:
         return _dry_run(args, judge, plan, out, err)
     return _run(args, judge, plan, out, err)

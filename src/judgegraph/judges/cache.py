@@ -9,11 +9,19 @@ journal, a busy timeout). Where it lives, first match wins: the ``path`` given
 Only valid answers are stored; the key is the judge's (for an LLM judge: model
 identity and generation settings, prompt template text, rendered request,
 output schema), so editing a prompt file or a rubric misses.
+
+The disk cache is an optimisation, never a reason to lose a judgement: a file
+that cannot be opened, read or written (not a database, damaged pages, another
+program's database, a directory, a folder that cannot be created) turns it off
+for the rest of the run with one warning naming the path, the cause and the
+fixes (``--no-cache``, ``--cache PATH``, ``judgegraph cache clear``); judging
+goes on without it and an answer already paid for is kept.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sqlite3
 import threading
@@ -30,6 +38,41 @@ if TYPE_CHECKING:
 ENV_JUDGE_CACHE = "JUDGEGRAPH_JUDGE_CACHE"
 ENV_CACHE_DIR = "JUDGEGRAPH_CACHE_DIR"  # the folder the offline model is also kept in
 CACHE_FILE = "judge-cache.sqlite"
+
+log = logging.getLogger("judgegraph.cache")
+_warned: set[str] = set()  # paths already warned about in this process (one warning per file)
+_CORRUPT = ("SQLITE_NOTADB", "SQLITE_CORRUPT")  # the file itself is damaged: ``cache clear`` may replace it
+_COLUMNS = {"key", "value_json", "reply", "model", "step", "created"}
+
+
+class CacheFileError(Exception):
+    """The cache file cannot be used (``judgegraph cache info|clear`` reports it).
+    ``corrupt``: the file is damaged (not a database, damaged pages) and may be
+    removed; ``not_a_cache``: the path is not a cache file at all (a directory,
+    a device, another program's database): nothing there is touched."""
+
+    def __init__(self, path: Path, cause: str, *, corrupt: bool = False, not_a_cache: bool = False) -> None:
+        super().__init__(f"{path}: {cause}")
+        self.path, self.cause, self.corrupt, self.not_a_cache = path, cause, corrupt, not_a_cache
+
+
+class _Foreign(Exception):
+    """A SQLite file that holds something other than judge answers."""
+
+
+def _describe(exc: BaseException) -> str:
+    """The cause of a cache failure in a few words, with SQLite's error name."""
+    if isinstance(exc, sqlite3.Error):
+        name = getattr(exc, "sqlite_errorname", None)
+        return f"{exc}{f' ({name})' if name else ''}"
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return f"{exc.strerror or exc}{where}"
+    return str(exc)
+
+
+def _is_corrupt(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.Error) and str(getattr(exc, "sqlite_errorname", "")).startswith(_CORRUPT)
 
 
 def default_cache_path() -> Path:
@@ -77,6 +120,7 @@ class DiskCache:
         self.hits = 0
         self.misses = 0
         self.stored = 0
+        self.problem: str | None = None  # why the cache is off for the rest of the run (None: in use)
 
     def __repr__(self) -> str:
         return f"DiskCache({str(self.path)!r})"
@@ -93,20 +137,68 @@ class DiskCache:
     def _connect(self) -> sqlite3.Connection:
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists() and not self.path.is_file():
+            raise _Foreign("not a regular file (a directory or a device)")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OSError(exc.errno, f"its folder {self.path.parent} cannot be created: {exc.strerror or exc}") from None
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, check_same_thread=False,
                                isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute(_SCHEMA)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            _check_schema(conn)  # reads the header first: a file that is not a database fails here
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
         self._conn, self._pid = conn, os.getpid()
         return conn
 
-    def get(self, key: str) -> CachedAnswer | None:
+    def _disable(self, exc: BaseException, doing: str) -> None:
+        """Turn the cache off for the rest of the run and warn once per file."""
+        cause = _describe(exc)
+        self.problem = f"{doing}: {cause}"
+        if self._conn is not None and self._pid == os.getpid():
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+        self._conn = None
+        key = str(self.path)
+        if key in _warned:
+            return
+        _warned.add(key)
+        fix = (f"`judgegraph cache clear --cache {self.path}` replaces a damaged file; "
+               if _is_corrupt(exc) else "")
+        log.warning("warning: judge cache %s %s (%s); judging goes on without the cache (answers already paid for"
+                    " are kept). To fix: %s--cache PATH for another file, or --no-cache.", self.path, doing, cause, fix)
+
+    def usable(self) -> bool:
+        """Open the file now (``judgegraph eval`` does, to say up front when it
+        cannot be used); False, after one warning, when it cannot."""
         with self._lock:
-            row = self._connect().execute(
-                "SELECT value_json, reply, model, created FROM answers WHERE key = ?", (key,)).fetchone()
+            if self.problem is None:
+                try:
+                    self._connect()
+                except (sqlite3.Error, OSError, _Foreign) as exc:
+                    self._disable(exc, "cannot be used")
+            return self.problem is None
+
+    def get(self, key: str) -> CachedAnswer | None:
+        """The stored answer, or None: not stored, or the cache is off (a
+        failure here turns it off and counts as a miss)."""
+        with self._lock:
+            if self.problem is not None:
+                return None
+            try:
+                row = self._connect().execute(
+                    "SELECT value_json, reply, model, created FROM answers WHERE key = ?", (key,)).fetchone()
+            except (sqlite3.Error, OSError, _Foreign) as exc:
+                self._disable(exc, "could not be read" if self._conn is not None else "cannot be used")
+                return None
             if row is None:
                 self.misses += 1
                 return None
@@ -114,40 +206,90 @@ class DiskCache:
             return CachedAnswer(*row)
 
     def put(self, key: str, value_json: str, *, reply: str | None, model: str = "", step: str = "") -> None:
+        """Keep an answer; a failure turns the cache off, never loses the answer (the caller keeps it)."""
         with self._lock:
-            self._connect().execute(
-                "INSERT OR REPLACE INTO answers (key, value_json, reply, model, step, created) VALUES (?, ?, ?, ?, ?, ?)",
-                (key, value_json, reply, model, step, time.time()))
+            if self.problem is not None:
+                return
+            try:
+                self._connect().execute(
+                    "INSERT OR REPLACE INTO answers (key, value_json, reply, model, step, created)"
+                    " VALUES (?, ?, ?, ?, ?, ?)", (key, value_json, reply, model, step, time.time()))
+            except (sqlite3.Error, OSError, _Foreign) as exc:
+                self._disable(exc, "could not be written" if self._conn is not None else "cannot be used")
+                return
             self.stored += 1
 
+    def _checked(self, what: str) -> sqlite3.Connection:
+        """The connection for ``info``/``clear``, or :class:`CacheFileError`."""
+        try:
+            return self._connect()
+        except _Foreign as exc:
+            raise CacheFileError(self.path, str(exc), not_a_cache=True) from None
+        except (sqlite3.Error, OSError) as exc:
+            raise CacheFileError(self.path, f"cannot be {what}: {_describe(exc)}", corrupt=_is_corrupt(exc)) from None
+
     def info(self) -> dict[str, Any]:
-        """Path, size, number of answers, and answers per model and per step."""
+        """Path, size, number of answers, and answers per model and per step;
+        :class:`CacheFileError` when the file cannot be read."""
         if not self.path.exists():
             return {"path": str(self.path), "exists": False, "entries": 0, "bytes": 0, "models": {}, "steps": {}}
         with self._lock:
-            conn = self._connect()
-            entries = conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
-            models = dict(conn.execute("SELECT model, COUNT(*) FROM answers GROUP BY model ORDER BY 2 DESC"))
-            steps = dict(conn.execute("SELECT step, COUNT(*) FROM answers GROUP BY step ORDER BY 2 DESC"))
+            conn = self._checked("read")
+            try:
+                entries = conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+                models = dict(conn.execute("SELECT model, COUNT(*) FROM answers GROUP BY model ORDER BY 2 DESC"))
+                steps = dict(conn.execute("SELECT step, COUNT(*) FROM answers GROUP BY step ORDER BY 2 DESC"))
+            except sqlite3.Error as exc:
+                raise CacheFileError(self.path, f"cannot be read: {_describe(exc)}", corrupt=_is_corrupt(exc)) from None
         size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
         return {"path": str(self.path), "exists": True, "entries": entries, "bytes": size,
                 "models": models, "steps": steps}
 
     def clear(self) -> int:
-        """Remove every stored answer; how many there were."""
+        """Remove every stored answer; how many there were.
+        :class:`CacheFileError` when the file cannot be emptied (see :meth:`remove`)."""
         if not self.path.exists():
             return 0
         with self._lock:
-            conn = self._connect()
-            n = conn.execute("DELETE FROM answers").rowcount
-            conn.execute("VACUUM")
+            conn = self._checked("emptied")
+            try:
+                n = conn.execute("DELETE FROM answers").rowcount
+                conn.execute("VACUUM")
+            except sqlite3.Error as exc:
+                raise CacheFileError(self.path, f"cannot be emptied: {_describe(exc)}",
+                                     corrupt=_is_corrupt(exc)) from None
         return int(n)
+
+    def remove(self) -> list[Path]:
+        """Delete the cache file and its journal files (a damaged cache is
+        replaced by a new one on the next run); the files removed. Only regular
+        files are removed."""
+        self.close()
+        removed = []
+        for p in (self.path, *(self.path.with_name(self.path.name + s) for s in ("-wal", "-shm", "-journal"))):
+            if p.is_file() and not p.is_symlink():
+                p.unlink()
+                removed.append(p)
+        return removed
 
     def close(self) -> None:
         with self._lock:
             if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()
             self._conn = None
+
+
+def _check_schema(conn: sqlite3.Connection) -> None:
+    """An empty database, or one with judgegraph's ``answers`` table; anything
+    else is another program's database, never written to."""
+    tables = sorted(name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+    if "answers" in tables:
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(answers)")}
+        if not _COLUMNS <= columns:
+            raise _Foreign(f"another program's SQLite database (its 'answers' table has the columns"
+                           f" {', '.join(sorted(columns))})")
+    elif tables:
+        raise _Foreign(f"another program's SQLite database (tables: {', '.join(tables[:5])})")
 
 
 class JudgeCache:

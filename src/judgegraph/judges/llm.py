@@ -138,10 +138,30 @@ def _invalid_input(exc: BaseException) -> str:
     return getattr(exc, "llm_output", None) or ""
 
 
+#: The most tokens one request or reply is believed to report (10^8: past any context window); more is not usage.
+MAX_REPORTED_TOKENS = 100_000_000
+
+
+def _token_count(value: object) -> int | None:
+    """A reported token count when it is one: a whole number (an int, or a
+    float such as 12.0) from 0 to :data:`MAX_REPORTED_TOKENS`; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and 0 <= value <= MAX_REPORTED_TOKENS else None
+
+
 def _usage(raw: BaseMessage | None, prompt_messages: list[BaseMessage], *, reported: bool = True) -> Usage:
+    """The reply's reported usage; counted locally with tiktoken (and marked
+    ``estimated``) when none was reported or a count is not one (a string, a
+    fraction, a negative or absurd number): a reply's accounting never ends a
+    run nor costs its verdict."""
     meta = getattr(raw, "usage_metadata", None) if reported else None
-    if meta:
-        return Usage(calls=1, input_tokens=meta.get("input_tokens", 0), output_tokens=meta.get("output_tokens", 0))
+    if meta and isinstance(meta, dict):
+        counts = _token_count(meta.get("input_tokens", 0)), _token_count(meta.get("output_tokens", 0))
+        if counts[0] is not None and counts[1] is not None:
+            return Usage(calls=1, input_tokens=counts[0], output_tokens=counts[1])
     out_text = raw.text if isinstance(raw, AIMessage) else ""
     if isinstance(raw, AIMessage) and raw.tool_calls:
         out_text += "".join(str(tc.get("args")) for tc in raw.tool_calls)

@@ -1,7 +1,8 @@
 """Reading the replies real OpenAI-compatible servers give when structured
 output is not enforced: JSON inside Markdown fences, JSON with text around it,
-or a plain verdict sentence ("No, this is off-topic.", "Yes."). Used before a
-re-ask; a reply none of these read is re-asked as before."""
+or a plain verdict sentence ("No, this is off-topic.", "Yes."; the word read as
+:func:`judgegraph.answers.leading_choice` reads it, so "No doubt, ..." is not a
+"no"). Used before a re-ask; a reply none of these read is re-asked as before."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..answers import leading_choice
+
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|json5)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
-_WORD = re.compile(r"[A-Za-z][A-Za-z_-]*")
-_LEAD = " \t\r\n*_`'\"“‘>#:-"
 
 
 def _json_candidates(text: str) -> list[str]:
@@ -58,8 +59,8 @@ def _from_sentence(text: str, schema: type[BaseModel]) -> BaseModel | None:
     if shape is None:
         return None
     field, words, text_field = shape
-    m = _WORD.match(text.lstrip(_LEAD))
-    if m is None or (word := m.group(0).lower()) not in words:
+    word = leading_choice(text, tuple(words))  # "No doubt, ..." is not "no": re-asked
+    if word is None:
         return None
     data: dict[str, Any] = {field: words[word]}
     if text_field is not None:
