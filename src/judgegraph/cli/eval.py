@@ -354,11 +354,14 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
     import signal
 
     from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.text import Text
 
     from ..runner import RunSummary, evaluate_to_file
     from ..scale import PlanSpec, judge_pool
+    from .causes import FailureCauses
 
     stream, sessions = _inputs(args, err)
+    causes = FailureCauses()  # said once after the table: the rows only say "see errors"
     prices = _prices(args, judge)
     keep = bool(args.log_assessments)  # MLflow writes need every result; otherwise finished results are dropped
 
@@ -386,7 +389,7 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
                     transcripts=args.transcripts,
                     prices=prices, max_conversations=max(4, args.concurrency * 2), keep_outcomes=keep,
                     max_rows=args.max_rows,
-                    on_outcome=lambda _o: progress.advance(task),
+                    on_outcome=lambda o: causes.add(o.results.values(), then=lambda: progress.advance(task)),
                     on_input_error=lambda e: err.print(f"[red]input error:[/] {markup_safe(e)}"),
                     on_resumed=lambda state: err.print(
                         f"resuming {markup_safe(args.out)}: {len(state.done)} conversations already judged"
@@ -415,6 +418,8 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
             err.print(f"[red]MLflow write failed:[/] {markup_safe(failure)}")
     if not args.quiet:
         _print_table(out, summary)
+    if (why := causes.report()) is not None:
+        out.print(Text(safe(why), style="magenta"), soft_wrap=True)
     u = summary.usage
     if judge.kind == "llm":
         cost = (f"calls {u.calls}, tokens {u.input_tokens} in / {u.output_tokens} out"
