@@ -187,7 +187,7 @@ def _out_error(args: argparse.Namespace) -> str | None:
         check_out_path(args.out, args.files)
     except ResultsFileError as exc:
         return str(exc)
-    if is_nonempty(args.out) and not args.resume and not args.overwrite:
+    if is_nonempty(args.out) and not args.resume and not args.overwrite and not args.dry_run:  # a dry run writes nothing
         return (f"{args.out} already holds results: pass --resume to continue that run, "
                 "or --overwrite to replace it (or choose another --out)")
     return None
@@ -236,12 +236,13 @@ def run(args: argparse.Namespace) -> int:
             err.print(f"[red]error:[/] {markup_safe(bad)}")
             return EXIT_USAGE
     try:
-        judge = _judge(args)
-        plan_judge = judge
-        if args.dry_run and judge.kind == "llm":
+        if args.dry_run and args.model:  # sends nothing: no client is built, so no key is needed
             from ..dryrun import DryRunJudge
 
-            plan_judge = DryRunJudge(judge.name, max_tries=args.max_tries)
+            _judge_settings(args)  # the same checks of the judge options as a real run
+            judge = plan_judge = DryRunJudge.for_model(args.model, max_tries=args.max_tries)
+        else:
+            judge = plan_judge = _judge(args)
         plan = MetricPlan(args.metrics, plan_judge, {
             "window_size": args.window_size, "threshold": args.threshold, "strict_mode": args.strict_mode,
             "reason": args.reason, "rubric": read_rubric(args.rubric), "verify": args.verify,
@@ -264,8 +265,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         err.print(f"judge: [bold]{markup_safe(judge.name)}[/]")
         disk = judge.cache.disk if judge.cache is not None else None
-        err.print(f"judge cache: {disk.path}" if disk is not None else "judge cache: off (on disk only at temperature 0)",
-                  markup=False)
+        if not args.dry_run:
+            err.print(f"judge cache: {disk.path}" if disk is not None else "judge cache: off (on disk only at temperature 0)",
+                      markup=False)
     if args.dry_run:
         return _dry_run(args, judge, plan, out, err)
     return _run(args, judge, plan, out, err)

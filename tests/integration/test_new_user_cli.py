@@ -1,0 +1,66 @@
+"""The command line tried as a new user would: the README's and docs' commands as
+written, run twice, with no key, in a fresh folder (issue 21, section B)."""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+EX = ROOT / "examples"
+
+
+def judgegraph(*argv: str, env: dict[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "judgegraph.cli", *argv], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=cwd, stdin=subprocess.DEVNULL)
+
+
+def readme_command(starts: str) -> list[str]:
+    """The README's command line that starts with ``starts``, its comment cut off, as argv."""
+    for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith(starts):
+            return line.split("#", 1)[0].split()
+    raise AssertionError(f"no README line starts with {starts!r}")
+
+
+def test_dry_run_needs_no_key_and_leaves_an_existing_results_file_alone(tmp_path, bare_env):
+    """It used to exit 2 twice: 'needs OPENAI_API_KEY', then 'r.jsonl already holds results'."""
+    out = tmp_path / "r.jsonl"
+    out.write_text('{"type": "conversation", "conversation_id": "old", "results": {}}\n')
+    before = out.read_bytes()
+    assert "OPENAI_API_KEY" not in bare_env
+    proc = judgegraph("eval", str(EX / "support_chats.jsonl"), "--model", "openai:gpt-4.1-mini", "--dry-run",
+                      "--out", str(out), env=bare_env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"total\W+20\W+\d+", proc.stdout), proc.stdout  # 20 windows in the six example conversations
+    assert "prices: $0.4 in / $1.6 out" in proc.stdout  # the real judge's name: its price is found
+    assert "No call was made." in proc.stdout
+    assert out.read_bytes() == before
+    offline = judgegraph("eval", str(EX / "support_chats.jsonl"), "--dry-run", "--out", str(out), env=bare_env,
+                         cwd=tmp_path)
+    assert offline.returncode == 0, offline.stdout + offline.stderr
+    assert "6 conversations to judge" in offline.stdout and out.read_bytes() == before
+
+
+def test_dry_run_still_checks_the_judge_options(tmp_path, bare_env):
+    proc = judgegraph("eval", str(EX / "support_chats.jsonl"), "--base-url", "http://127.0.0.1:1/v1", "--dry-run",
+                      env=bare_env, cwd=tmp_path)
+    assert proc.returncode == 2 and "--base-url needs --model" in proc.stderr
+
+
+def test_the_readme_html_command_runs_twice(tmp_path, bare_env):
+    """README 'Report in the browser': the second run used to exit 2 (the results file exists)."""
+    argv = readme_command("judgegraph eval examples/support_chats.jsonl ")
+    assert "--html" in argv
+    (tmp_path / "examples").mkdir()
+    shutil.copy(EX / "support_chats.jsonl", tmp_path / "examples")
+    for _ in range(2):
+        proc = judgegraph(*argv[1:], "--no-progress", env=bare_env, cwd=tmp_path)
+        assert proc.returncode in (0, 1), proc.stdout + proc.stderr  # 1: a conversation failed its threshold
+        assert (tmp_path / "report.html").stat().st_size > 0
+    assert len((tmp_path / "judgegraph-results.jsonl").read_text().splitlines()) == 6
