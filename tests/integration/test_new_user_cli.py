@@ -64,3 +64,18 @@ def test_the_readme_html_command_runs_twice(tmp_path, bare_env):
         assert proc.returncode in (0, 1), proc.stdout + proc.stderr  # 1: a conversation failed its threshold
         assert (tmp_path / "report.html").stat().st_size > 0
     assert len((tmp_path / "judgegraph-results.jsonl").read_text().splitlines()) == 6
+
+
+@pytest.mark.parametrize("argv", [
+    ["graph", "conversational-guidelines"],
+    ["eval", str(EX / "session_chats.jsonl"), "-m", "conversational-guidelines", "--model", "openai:gpt-4.1-mini",
+     "--dry-run"],
+], ids=["graph", "eval"])
+def test_a_missing_guideline_is_asked_for_as_the_command_line_flag(tmp_path, bare_env, argv):
+    """It used to say `needs guidelines=[...]` (Python) to a command line user."""
+    proc = judgegraph(*argv, env=bare_env, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "conversational-guidelines needs at least one --guideline TEXT" in proc.stderr
+    assert "guidelines=[" not in proc.stderr
+    drawn = judgegraph("graph", "conversational-guidelines", "--guideline", "Be kind.", env=bare_env, cwd=tmp_path)
+    assert drawn.returncode == 0 and "judge_guideline" in drawn.stdout

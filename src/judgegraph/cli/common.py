@@ -20,6 +20,21 @@ def read_guidelines(values: list[str] | None) -> list[str] | None:
     return out
 
 
+#: What a command line user is told when conversational-guidelines has no guideline (the library's own
+#: message speaks Python: ``guidelines=[...]``).
+GUIDELINES_NEEDED = ("conversational-guidelines needs at least one --guideline TEXT (repeatable; --guideline @FILE "
+                     "reads one guideline per line), e.g. --guideline 'Apologise when the user reports a problem.'")
+
+
+def guidelines_missing(metrics: list[str] | None, guidelines: list[str] | None) -> str | None:
+    """:data:`GUIDELINES_NEEDED` when ``metrics`` include conversational-guidelines and no guideline is given."""
+    from ..metrics import canonical_name
+
+    if not guidelines and any(canonical_name(m) == "conversational_guidelines" for m in metrics or ()):
+        return GUIDELINES_NEEDED
+    return None
+
+
 def read_rubric(value: str | None) -> str | None:
     """``--rubric`` value: text, or ``@FILE`` to read it from a file."""
     if value and value.startswith("@"):

@@ -6,7 +6,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from .common import EXIT_ERRORS, EXIT_USAGE, markup_safe, read_guidelines, read_rubric, safe
+from .common import EXIT_ERRORS, EXIT_USAGE, guidelines_missing, markup_safe, read_guidelines, read_rubric, safe
 
 
 def register(sub: Any) -> None:
@@ -243,6 +243,8 @@ def run(args: argparse.Namespace) -> int:
             judge = plan_judge = DryRunJudge.for_model(args.model, max_tries=args.max_tries)
         else:
             judge = plan_judge = _judge(args)
+        if (missing := guidelines_missing(args.metrics, read_guidelines(args.guidelines))) is not None:
+            raise ValueError(missing)
         plan = MetricPlan(args.metrics, plan_judge, {
             "window_size": args.window_size, "threshold": args.threshold, "strict_mode": args.strict_mode,
             "reason": args.reason, "rubric": read_rubric(args.rubric), "verify": args.verify,
