@@ -79,3 +79,18 @@ def test_a_missing_guideline_is_asked_for_as_the_command_line_flag(tmp_path, bar
     assert "guidelines=[" not in proc.stderr
     drawn = judgegraph("graph", "conversational-guidelines", "--guideline", "Be kind.", env=bare_env, cwd=tmp_path)
     assert drawn.returncode == 0 and "judge_guideline" in drawn.stdout
+
+
+def test_openai_base_url_is_honoured_and_shown_when_no_base_url_flag_is_given(tmp_path, bare_env):
+    """As the openai client does; it used to be ignored: 'needs OPENAI_API_KEY (or --base-url ...)', exit 2."""
+    from judgegraph.testing.openai_server import FakeOpenAIServer, structured
+
+    with FakeOpenAIServer(lambda request: structured({"reason": "On topic.", "verdict": "yes"})) as server:
+        env = {**bare_env, "OPENAI_BASE_URL": server.base_url}
+        proc = judgegraph("eval", str(EX / "support_chats.jsonl"), "--model", "openai:gpt-4.1-mini", "-q",
+                          "--no-progress", "--out", "r.jsonl", env=env, cwd=tmp_path)
+        calls, url = server.calls["/v1/chat/completions"], server.base_url
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert calls == 20
+    assert f"judge: llm:gpt-4.1-mini at {url} (OPENAI_BASE_URL)" in proc.stderr
+    assert "6 passed" in proc.stdout

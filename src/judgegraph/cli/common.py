@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ERRORS = 0, 1, 2, 3
@@ -32,6 +33,19 @@ def guidelines_missing(metrics: list[str] | None, guidelines: list[str] | None) 
 
     if not guidelines and any(canonical_name(m) == "conversational_guidelines" for m in metrics or ()):
         return GUIDELINES_NEEDED
+    return None
+
+
+def base_url(flag: str | None, model: str | None) -> str | None:
+    """The server an LLM judge built from ``model`` talks to: ``--base-url``,
+    else, for an OpenAI model (``openai:...`` or a bare name), ``$OPENAI_BASE_URL``
+    as the openai client itself reads it (so a key-less local server works and
+    the run header and errors can name it)."""
+    if flag:
+        return flag
+    env = os.environ.get("OPENAI_BASE_URL", "").strip()
+    if env and isinstance(model, str) and (":" not in model or model.split(":", 1)[0] == "openai"):
+        return env
     return None
 
 

@@ -6,7 +6,16 @@ import argparse
 import asyncio
 from typing import Any
 
-from .common import EXIT_ERRORS, EXIT_USAGE, guidelines_missing, markup_safe, read_guidelines, read_rubric, safe
+from .common import (
+    EXIT_ERRORS,
+    EXIT_USAGE,
+    base_url,
+    guidelines_missing,
+    markup_safe,
+    read_guidelines,
+    read_rubric,
+    safe,
+)
 
 
 def register(sub: Any) -> None:
@@ -85,8 +94,8 @@ def register(sub: Any) -> None:
 def _judge_settings(args: argparse.Namespace) -> dict[str, Any]:
     """``resolve_judge`` keyword arguments (data: worker processes rebuild the judge from them)."""
     kwargs: dict[str, Any] = {}
-    if args.base_url and args.model:
-        kwargs["base_url"] = args.base_url
+    if args.model and (url := base_url(args.base_url, args.model)):
+        kwargs["base_url"] = url  # --base-url, else $OPENAI_BASE_URL
     if args.model is None and args.base_url and not getattr(args, "embeddings", None):
         raise ValueError("--base-url needs --model (the model name the server serves) or --embeddings")
     if args.model is None:
@@ -265,7 +274,9 @@ def run(args: argparse.Namespace) -> int:
     if judge.kind == "offline":
         err.print("judge: [bold]offline[/] all-MiniLM-L6-v2 sentence embeddings (no LLM, no API key; pass --model for an LLM judge)")
     else:
-        err.print(f"judge: [bold]{markup_safe(judge.name)}[/]")
+        url = getattr(judge, "base_url", "") or base_url(args.base_url, args.model)
+        err.print(f"judge: [bold]{markup_safe(judge.name)}[/]" + (f" at {markup_safe(url)}" if url else "")
+                  + (" (OPENAI_BASE_URL)" if url and not args.base_url else ""))
         disk = judge.cache.disk if judge.cache is not None else None
         if not args.dry_run:
             err.print(f"judge cache: {disk.path}" if disk is not None else "judge cache: off (on disk only at temperature 0)",
