@@ -94,3 +94,37 @@ def test_openai_base_url_is_honoured_and_shown_when_no_base_url_flag_is_given(tm
     assert calls == 20
     assert f"judge: llm:gpt-4.1-mini at {url} (OPENAI_BASE_URL)" in proc.stderr
     assert "6 passed" in proc.stdout
+
+
+def bash_command(markdown: Path, starts: str) -> list[str]:
+    """The command of ``markdown`` that starts with ``starts``, its ``\\`` continuations joined, as argv."""
+    lines = markdown.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(starts):
+            text = line
+            while text.rstrip().endswith("\\"):
+                i += 1
+                text = text.rstrip()[:-1] + " " + lines[i].strip()
+            return text.split("#", 1)[0].split()
+    raise AssertionError(f"no line of {markdown} starts with {starts!r}")
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/steering.md"])
+def test_the_documented_rejudge_command_runs_as_written(tmp_path, bare_env, doc):
+    """After the README's first command, the rejudge example names a conversation and a rubric
+    file that exist (it named refund-42 and @strict.txt, neither of which does)."""
+    from judgegraph.testing.openai_server import FakeOpenAIServer, structured
+
+    shutil.copytree(EX, tmp_path / "examples")
+    first = readme_command("pip install -e . && judgegraph eval")
+    first = first[first.index("&&") + 1:]
+    assert first == ["judgegraph", "eval", "examples/support_chats.jsonl"]
+    made = judgegraph(*first[1:], "--no-progress", env=bare_env, cwd=tmp_path)
+    assert made.returncode in (0, 1), made.stdout + made.stderr
+    argv = bash_command(ROOT / doc, "judgegraph rejudge judgegraph-results.jsonl")
+    strict = structured({"reason": "Trivia, not the tracking link.", "verdict": "no"})
+    with FakeOpenAIServer(lambda request: strict) as server:
+        proc = judgegraph(*argv[1:], env={**bare_env, "OPENAI_BASE_URL": server.base_url}, cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    assert "re-judged with" in proc.stdout and "  shipping-delay: 0.67 → " in proc.stdout
+    assert (tmp_path / "rejudged.jsonl").is_file()
