@@ -128,3 +128,14 @@ def test_the_documented_rejudge_command_runs_as_written(tmp_path, bare_env, doc)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     assert "re-judged with" in proc.stdout and "  shipping-delay: 0.67 → " in proc.stdout
     assert (tmp_path / "rejudged.jsonl").is_file()
+
+
+def test_what_the_documented_commands_leave_behind_is_ignored_by_git():
+    """report.html (README's eval --html) and .langgraph_api/ (langgraph dev) were shown as untracked."""
+    git = shutil.which("git")
+    if git is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    paths = ["report.html", ".langgraph_api/store.pckl", "judgegraph-results.jsonl"]
+    proc = subprocess.run([git, "check-ignore", "--no-index", *paths], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.stdout.split() == paths, proc.stdout + proc.stderr
