@@ -248,7 +248,6 @@ def run(args: argparse.Namespace) -> int:
         if args.dry_run and args.model:  # sends nothing: no client is built, so no key is needed
             from ..dryrun import DryRunJudge
 
-            _judge_settings(args)  # the same checks of the judge options as a real run
             judge = plan_judge = DryRunJudge.for_model(args.model, max_tries=args.max_tries)
         else:
             judge = plan_judge = _judge(args)
