@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
                 return structured(answer) if answer else text("no canned answer")
 
             server = stack.enter_context(FakeOpenAIServer(ScriptedResponder(default=canned)))
-            model, kw = "openai:canned", {"base_url": server.base_url}
+            # no cache: canned answers must never land in the user's persistent judge cache
+            model, kw = "openai:canned", {"base_url": server.base_url, "cache": False}
             print(f"no --model: canned answers from a loopback OpenAI-compatible server at {server.base_url}"
                   " (no LLM, no key; the values are canned, not judged)")
         report = create_report_graph(judges(resolve_judge(model, **kw)))

@@ -287,7 +287,8 @@ def main(argv=None) -> int:
 
         server = FakeOpenAIServer(canned_responder(conversations)).start()
         model = ChatOpenAI(model="canned-judge", base_url=server.base_url, api_key="not-needed", temperature=0)
-        shared = resolve_judge(model=model, max_concurrency=args.concurrency)
+        # no cache: canned answers must never land in the user's persistent judge cache
+        shared = resolve_judge(model=model, max_concurrency=args.concurrency, cache=False)
         print("judge: CANNED ANSWERS from a scripted fake OpenAI server on 127.0.0.1 - no model is called.")
         print("       The verdicts were written by hand for examples/session_chats.jsonl; calls, tokens and the")
         print("       scoring are real. Pass --model openai:gpt-4.1-mini for real judgements.")

@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
             from judgegraph.testing.openai_server import FakeOpenAIServer
 
             server = stack.enter_context(FakeOpenAIServer(responder()))
-            model, kwargs = "openai:policy-demo", {"base_url": server.base_url}
+            # no cache: canned answers must never land in the user's persistent judge cache
+            model, kwargs = "openai:policy-demo", {"base_url": server.base_url, "cache": False}
             print(f"no --model: canned answers from a loopback OpenAI-compatible server at {server.base_url}"
                   " (no LLM, no key; the verdicts are canned, not judged)")
         graph = create_policy_judge(model=resolve_judge(model, **kwargs), threshold=args.threshold)

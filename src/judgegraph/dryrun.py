@@ -143,6 +143,15 @@ class DryRunJudge(Judge):
         self._inner = resolve_judge(model=self.chat, max_tries=max_tries, max_concurrency=64, cache=False)
         self.cache = JudgeCache()  # identical requests are made once, as in the real run
 
+    @classmethod
+    def for_model(cls, model: str, *, max_tries: int = 3) -> DryRunJudge:
+        """The dry run of the LLM judge ``model`` (``openai:gpt-4.1-mini``) would
+        be, named as that judge (``llm:gpt-4.1-mini``, so prices are found) but
+        built without its client: nothing is sent, so no API key is needed."""
+        from .judges.llm import split_model
+
+        return cls(f"llm:{split_model(model)[1]}", max_tries=max_tries)
+
     def prepare(self, request: JudgeRequest) -> None:
         prepare = getattr(self._inner, "prepare", None)
         if prepare is not None:

@@ -81,7 +81,7 @@ def test_graph_command_prints_mermaid(capsys):
 
 def test_graph_command_takes_the_options_a_metric_needs(capsys):
     assert main(["graph", "conversational-guidelines"]) == 2
-    assert "needs guidelines" in capsys.readouterr().err
+    assert "needs at least one --guideline TEXT" in capsys.readouterr().err
     assert main(["graph", "conversational-guidelines", "--guideline", "Be kind."]) == 0
     assert "judge_guideline" in capsys.readouterr().out
 
@@ -105,7 +105,7 @@ def test_graph_of_several_metrics_draws_the_report(capsys):
 
 
 @pytest.mark.parametrize("argv,msg", [
-    (["-m", "conversational-guidelines"], "needs guidelines"),
+    (["-m", "conversational-guidelines"], "needs at least one --guideline TEXT"),
     (["-m", "turn-contextual-relevancy", "--verify"], "needs an LLM judge"),
 ])
 def test_metric_settings_are_checked_before_any_work(argv, msg, capsys, tmp_path):

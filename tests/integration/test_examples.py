@@ -50,3 +50,14 @@ def test_guardrail_chatbot_regenerates_the_off_topic_reply_with_the_judges_reaso
     assert "Sunny" in lines[0] and lines[1].split()[1] == "failed" and "weather" in lines[1]
     assert "Block card" in lines[2] and lines[3].split()[1] == "passed"
     assert "judge -.-> regenerate" in out and "regenerate --> judge" in out
+
+
+@pytest.mark.parametrize("example", ["examples/custom_judges.py", "examples/session_judges.py",
+                                     "examples/policy_judge/run.py", "examples/review_loop.py",
+                                     "examples/guardrail_chatbot.py"])
+def test_examples_leave_the_users_judge_cache_alone(bare_env, tmp_path, example):
+    """Canned answers from an example must never land in the persistent judge cache
+    (they used to, for every example whose canned judge runs at temperature 0)."""
+    cache = tmp_path / "users-judge-cache.sqlite"
+    run({**bare_env, "JUDGEGRAPH_JUDGE_CACHE": str(cache)}, example)
+    assert not cache.exists()

@@ -202,12 +202,14 @@ def test_expectations_hold_expected_outcome_and_metadata_expectations():
     assert exp == {"expected_outcome": "The user learns the store's opening hours.", "must_mention": "9am"}
 
 
-def test_missing_expectations_is_an_error_without_a_call():
+def test_missing_expectations_are_judged_as_none():
+    """{{ expectations }} is optional: a conversation with none is judged, the tags holding "(none)"
+    (it used to be an error with no call)."""
     model = fake({"reason": "r", "value": True})
     conv = {"id": "n", "turns": CONV["turns"]}
     res = run(make_judge(name="j", instructions="{{ conversation }} {{ expectations }}", model=model), conv)
-    assert res.status == "error" and model.call_count == 0
-    assert "conversation has none" in res.errors[0].message and res.errors[0].attempts == 0
+    assert res.status == "passed" and model.call_count == 1 and not res.errors
+    assert "<expectations>\n(none)\n</expectations>" in model.prompts[0]
 
 
 def test_wrapper_prompt_and_instruction_comments():

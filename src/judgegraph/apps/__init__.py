@@ -15,9 +15,14 @@ Everything is imported lazily; nothing is built at import time.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from importlib import import_module
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers see: the function, as at run time (below)
+    from .simulate import simulate as simulate
 
 _EXPORTS = {
     "judge_node": "node",
@@ -48,3 +53,22 @@ def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class _AppsModule(ModuleType):
+    """This package, with ``simulate`` always the function.
+
+    The function lives in the subpackage of the same name, and importing a
+    submodule binds its name on the parent package: without this,
+    ``from judgegraph.apps import simulate`` would give the module once
+    ``judgegraph.apps.simulate`` had been imported (by that very line, or by
+    anything before it). The subpackage stays importable for its other names
+    (``from judgegraph.apps.simulate import Scenario``)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "simulate" and isinstance(value, ModuleType):
+            value = getattr(value, "simulate", value)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _AppsModule

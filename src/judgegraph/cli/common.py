@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ERRORS = 0, 1, 2, 3
@@ -18,6 +19,34 @@ def read_guidelines(values: list[str] | None) -> list[str] | None:
         else:
             out.append(value)
     return out
+
+
+#: What a command line user is told when conversational-guidelines has no guideline (the library's own
+#: message speaks Python: ``guidelines=[...]``).
+GUIDELINES_NEEDED = ("conversational-guidelines needs at least one --guideline TEXT (repeatable; --guideline @FILE "
+                     "reads one guideline per line), e.g. --guideline 'Apologise when the user reports a problem.'")
+
+
+def guidelines_missing(metrics: list[str] | None, guidelines: list[str] | None) -> str | None:
+    """:data:`GUIDELINES_NEEDED` when ``metrics`` include conversational-guidelines and no guideline is given."""
+    from ..metrics import canonical_name
+
+    if not guidelines and any(canonical_name(m) == "conversational_guidelines" for m in metrics or ()):
+        return GUIDELINES_NEEDED
+    return None
+
+
+def base_url(flag: str | None, model: str | None) -> str | None:
+    """The server an LLM judge built from ``model`` talks to: ``--base-url``,
+    else, for an OpenAI model (``openai:...`` or a bare name), ``$OPENAI_BASE_URL``
+    as the openai client itself reads it (so a key-less local server works and
+    the run header and errors can name it)."""
+    if flag:
+        return flag
+    env = os.environ.get("OPENAI_BASE_URL", "").strip()
+    if env and isinstance(model, str) and (":" not in model or model.split(":", 1)[0] == "openai"):
+        return env
+    return None
 
 
 def read_rubric(value: str | None) -> str | None:

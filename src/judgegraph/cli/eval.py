@@ -6,7 +6,16 @@ import argparse
 import asyncio
 from typing import Any
 
-from .common import EXIT_ERRORS, EXIT_USAGE, markup_safe, read_guidelines, read_rubric, safe
+from .common import (
+    EXIT_ERRORS,
+    EXIT_USAGE,
+    base_url,
+    guidelines_missing,
+    markup_safe,
+    read_guidelines,
+    read_rubric,
+    safe,
+)
 
 
 def register(sub: Any) -> None:
@@ -85,8 +94,8 @@ def register(sub: Any) -> None:
 def _judge_settings(args: argparse.Namespace) -> dict[str, Any]:
     """``resolve_judge`` keyword arguments (data: worker processes rebuild the judge from them)."""
     kwargs: dict[str, Any] = {}
-    if args.base_url and args.model:
-        kwargs["base_url"] = args.base_url
+    if args.model and (url := base_url(args.base_url, args.model)):
+        kwargs["base_url"] = url  # --base-url, else $OPENAI_BASE_URL
     if args.model is None and args.base_url and not getattr(args, "embeddings", None):
         raise ValueError("--base-url needs --model (the model name the server serves) or --embeddings")
     if args.model is None:
@@ -187,7 +196,7 @@ def _out_error(args: argparse.Namespace) -> str | None:
         check_out_path(args.out, args.files)
     except ResultsFileError as exc:
         return str(exc)
-    if is_nonempty(args.out) and not args.resume and not args.overwrite:
+    if is_nonempty(args.out) and not args.resume and not args.overwrite and not args.dry_run:  # a dry run writes nothing
         return (f"{args.out} already holds results: pass --resume to continue that run, "
                 "or --overwrite to replace it (or choose another --out)")
     return None
@@ -236,12 +245,14 @@ def run(args: argparse.Namespace) -> int:
             err.print(f"[red]error:[/] {markup_safe(bad)}")
             return EXIT_USAGE
     try:
-        judge = _judge(args)
-        plan_judge = judge
-        if args.dry_run and judge.kind == "llm":
+        if args.dry_run and args.model:  # sends nothing: no client is built, so no key is needed
             from ..dryrun import DryRunJudge
 
-            plan_judge = DryRunJudge(judge.name, max_tries=args.max_tries)
+            judge = plan_judge = DryRunJudge.for_model(args.model, max_tries=args.max_tries)
+        else:
+            judge = plan_judge = _judge(args)
+        if (missing := guidelines_missing(args.metrics, read_guidelines(args.guidelines))) is not None:
+            raise ValueError(missing)
         plan = MetricPlan(args.metrics, plan_judge, {
             "window_size": args.window_size, "threshold": args.threshold, "strict_mode": args.strict_mode,
             "reason": args.reason, "rubric": read_rubric(args.rubric), "verify": args.verify,
@@ -262,11 +273,15 @@ def run(args: argparse.Namespace) -> int:
     if judge.kind == "offline":
         err.print("judge: [bold]offline[/] all-MiniLM-L6-v2 sentence embeddings (no LLM, no API key; pass --model for an LLM judge)")
     else:
-        err.print(f"judge: [bold]{markup_safe(judge.name)}[/]")
+        url = getattr(judge, "base_url", "") or base_url(args.base_url, args.model)
+        err.print(f"judge: [bold]{markup_safe(judge.name)}[/]" + (f" at {markup_safe(url)}" if url else "")
+                  + (" (OPENAI_BASE_URL)" if url and not args.base_url else ""))
         disk = judge.cache.disk if judge.cache is not None else None
-        if disk is None:
+        if args.dry_run:
+            pass  # nothing is sent, so no cache is opened
+        elif disk is None:
             err.print("judge cache: off (on disk only at temperature 0)", markup=False)
-        elif args.dry_run or disk.usable():  # not usable: one warning above says why and how to fix it
+        elif disk.usable():  # not usable: one warning above says why and how to fix it
             err.print(f"judge cache: {safe(disk.path)}", markup=False)
         else:
             err.print(f"judge cache: off for this run ({safe(disk.path)} {safe(disk.problem)})", markup=False)
@@ -358,11 +373,14 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
     import signal
 
     from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.text import Text
 
     from ..runner import RunSummary, evaluate_to_file
     from ..scale import PlanSpec, judge_pool
+    from .causes import FailureCauses
 
     stream, sessions = _inputs(args, err)
+    causes = FailureCauses()  # said once after the table: the rows only say "see errors"
     prices = _prices(args, judge)
     keep = bool(args.log_assessments)  # MLflow writes need every result; otherwise finished results are dropped
 
@@ -390,7 +408,7 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
                     transcripts=args.transcripts,
                     prices=prices, max_conversations=max(4, args.concurrency * 2), keep_outcomes=keep,
                     max_rows=args.max_rows,
-                    on_outcome=lambda _o: progress.advance(task),
+                    on_outcome=lambda o: causes.add(o.results.values(), then=lambda: progress.advance(task)),
                     on_input_error=lambda e: err.print(f"[red]input error:[/] {markup_safe(e)}"),
                     on_resumed=lambda state: err.print(
                         f"resuming {markup_safe(args.out)}: {len(state.done)} conversations already judged"
@@ -419,6 +437,8 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
             err.print(f"[red]MLflow write failed:[/] {markup_safe(failure)}")
     if not args.quiet:
         _print_table(out, summary)
+    if (why := causes.report()) is not None:
+        out.print(Text(safe(why), style="magenta"), soft_wrap=True)
     u = summary.usage
     if judge.kind == "llm":
         cost = (f"calls {u.calls}, tokens {u.input_tokens} in / {u.output_tokens} out"

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, read_guidelines
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, guidelines_missing, read_guidelines
 
 FORMATS = ("mermaid", "svg", "png")
 
@@ -42,6 +42,8 @@ def _build(args: argparse.Namespace) -> Any:
     from ..report import create_report_graph
 
     guidelines = read_guidelines(args.guidelines)
+    if (missing := guidelines_missing(args.metrics, guidelines)) is not None:
+        raise ValueError(missing)
     settings = {"guidelines": guidelines, "verify": args.verify, "reason": args.reason}
     options = {m: {k: v for k, v in settings.items() if v and k in get_metric(m).options} for m in args.metrics}
     # drawn, never run: the graph as built for an LLM judge, with no model, no key, no connection

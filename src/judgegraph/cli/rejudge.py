@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, read_rubric
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, base_url, read_rubric
 
 
 def register(sub: Any) -> None:
@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
         prompt = as_prompt(args.prompt)
     except (OSError, RejudgeError) as exc:
         return _fail(str(exc))
-    kwargs: dict[str, Any] = {"base_url": args.base_url} if args.base_url else {}
+    url = base_url(args.base_url, args.model)  # --base-url, else $OPENAI_BASE_URL
+    kwargs: dict[str, Any] = {"base_url": url} if url else {}
     try:
         judge = resolve_judge(args.model, max_concurrency=args.concurrency, max_tries=args.max_tries, **kwargs)
     except ValueError as exc:

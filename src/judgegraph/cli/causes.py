@@ -1,0 +1,96 @@
+"""Why judgements failed, said once after the results table.
+
+Each failed judgement carries its own message in the results file; in the
+terminal a row only says "see errors". When a run has judge errors, the
+distinct causes are printed once, with how many judgements each stopped and
+what to do about it: a refused connection, a wrong URL, a missing key or an
+offline model that could not be fetched is one line, not a hunt through the
+JSONL."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+from ..results import MetricResult
+
+#: What the LLM judge adds around the first fatal error when it stops sending.
+_STOPPED = re.compile(r"^judge stopped: (?P<cause>.*) \(no further requests are sent\)$", re.S)
+_REQUESTS = re.compile(r" \(\d+ requests\)$")
+
+#: (test on the lower-cased cause, what to do), first match wins.
+_FIXES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("connection refused", "connecterror", "connection error", "name or service not known", "nodename nor servname"),
+     "nothing answers at that address: start the server, or point --base-url (or OPENAI_BASE_URL) at one that runs"),
+    (("(http 401)",), "the server refused the API key: set OPENAI_API_KEY to a valid key (or the key the server expects)"),
+    (("(http 403)",), "the key has no access to this model: check --model and the key's permissions"),
+    (("(http 404)",), "wrong URL or model name: --base-url (or OPENAI_BASE_URL) must be the API root the server "
+                      "serves /chat/completions under (often ending in /v1), and --model a model it serves"),
+    (("(http 429)",), "rate limited: lower --concurrency, or set --rpm / --tpm"),
+    (("(http 5",), "the server failed: try again later, or raise --max-retries"),
+    (("timeout", "timed out"), "the server answered too slowly: raise --timeout, or lower --concurrency"),
+    (("prompt too long",), "shorten what is judged (--window-size) or raise --max-prompt-tokens"),
+    (("invalid output",), "the model's replies did not fit the judge's answer format: try a stronger --model, "
+                          "or raise --max-tries"),
+)
+
+
+def cause_of(message: str) -> str:
+    """A judge error message reduced to its cause: the same failure reported by
+    the first judgement and by every one the stopped judge then refused to
+    send reads the same."""
+    text = message.strip()
+    if (m := _STOPPED.match(text)) is not None:
+        text = m.group("cause")
+    return _REQUESTS.sub("", text)
+
+
+def fix_for(cause: str) -> str | None:
+    """What to do about ``cause``; None when it says so itself or nothing is known."""
+    low = cause.lower()
+    if "fix it" in low or "fix:" in low:  # e.g. the offline model's message names its own fixes
+        return None
+    for needles, fix in _FIXES:
+        if any(n in low for n in needles):
+            return fix
+    return None
+
+
+class FailureCauses:
+    """Counts the distinct causes of the judge errors of a run (fed with every
+    finished conversation's results)."""
+
+    def __init__(self) -> None:
+        self.causes: Counter[str] = Counter()
+        self.results = 0
+        self.results_failed = 0  # results that got no score at all because of judge errors
+
+    def add(self, results: Iterable[MetricResult], then: Callable[[], None] | None = None) -> None:
+        """Count the judge errors of one conversation's ``results``; then call ``then``."""
+        for r in results:
+            self.results += 1
+            self.results_failed += r.status == "error" and bool(r.errors)
+            for e in r.errors:
+                self.causes[cause_of(e.message)] += 1
+        if then is not None:
+            then()
+
+    def report(self) -> str | None:
+        """The causes as plain text (None when no judgement failed)."""
+        total = sum(self.causes.values())
+        if not total:
+            return None
+        head = f"All {total} judgements failed" if self.results_failed == self.results else f"{total} judgements failed"
+        if len(self.causes) == 1:
+            (cause,) = self.causes
+            return f"{head}: {_with_fix(cause)}"
+        lines = [f"{head}, for {len(self.causes)} causes:"]
+        for cause, n in self.causes.most_common():
+            lines.append(f"  {n} × {_with_fix(cause)}")
+        return "\n".join(lines)
+
+
+def _with_fix(cause: str) -> str:
+    fix = fix_for(cause)
+    return cause if fix is None else f"{cause.rstrip('.')}. Fix: {fix}."
