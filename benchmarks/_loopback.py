@@ -1,13 +1,24 @@
 """What the benchmarks share: a loopback OpenAI-compatible server in a process of its own.
 
 ``target(*args, conn)`` must send its base URL on ``conn``, wait for ``"done"`` and
-send back how many calls it served (see ``serve`` in each benchmark)."""
+send back how many calls it served (see ``serve`` in each benchmark).
+
+Importing this module puts the repository root on ``sys.path``, so a benchmark
+run as ``python benchmarks/NAME.py`` can import the test kit (``tests.kit``: the
+loopback server, made-up results), which is not part of the installed package:
+``import _loopback`` before ``from tests.kit... import ...``."""
 
 from __future__ import annotations
 
 import multiprocessing
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 
 def with_server(target: Callable[..., None], args: tuple[Any, ...], fn: Callable[[str], Any]) -> tuple[Any, Any]:

@@ -21,10 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from judgegraph.judges import resolve_judge
+from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.metrics.contextual import ContextualSettings, build_turn_contextual_relevancy_graph
 from judgegraph.results import Usage
 from judgegraph.statements import split_sentences
-from judgegraph.testing.fake_chat import ScriptedChatModel
 
 TOPICS = [
     ("returns", "Can I still return the {thing} I bought {when}? It does not fit well."),

@@ -1,6 +1,6 @@
 """Size and speed of the HTML report at 1,000 conversations.
 
-Writes a made-up run (``judgegraph.testing.results``: 8 turns per
+Writes a made-up run (``tests.kit.results``: 8 turns per
 conversation, 2 metrics, 4 turn verdicts each with its judge transcript, a
 failing reply, a judge error with re-asks, replies holding markup) and prints,
 for the report with and without transcripts: file size, wall and CPU time of
@@ -21,8 +21,10 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import _loopback  # noqa: F401 - puts the repository root on sys.path, for tests.kit
+
 from judgegraph.reporting.html import write_report
-from judgegraph.testing.results import write_sample_run
+from tests.kit.results import write_sample_run
 
 
 def _generate(directory: Path, n: int, turns: int, transcripts: bool) -> dict[str, float]:

@@ -31,7 +31,7 @@ from judgegraph.judges import resolve_judge
 from judgegraph.loaders import LoadedConversation
 from judgegraph.metrics.relevancy import TurnVerdict
 from judgegraph.runner import MetricPlan, evaluate_async
-from judgegraph.testing.openai_server import FakeOpenAIServer, structured
+from tests.kit.openai_server import FakeOpenAIServer, structured
 
 
 def responder(request):

@@ -28,7 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from judgegraph.testing.openai_server import FakeOpenAIServer, schema_responder
+import _loopback  # noqa: F401 - puts the repository root on sys.path, for tests.kit
+
+from tests.kit.openai_server import FakeOpenAIServer, schema_responder
 
 
 def rss_kb(pid: int) -> int | None:

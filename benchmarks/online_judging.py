@@ -28,8 +28,8 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from judgegraph.apps import judge_node
 from judgegraph.judges import resolve_judge
+from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.metrics import create_metric
-from judgegraph.testing.fake_chat import ScriptedChatModel
 
 
 class Slow(ScriptedChatModel):

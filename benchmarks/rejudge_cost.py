@@ -23,7 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured
+import _loopback  # noqa: F401 - puts the repository root on sys.path, for tests.kit
+
+from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 
 
 def conversations(n: int, exchanges: int) -> list[dict]:

@@ -24,6 +24,7 @@ import sys
 import time
 from collections import Counter
 
+import _loopback  # noqa: F401 - puts the repository root on sys.path, for tests.kit
 from langchain_openai import ChatOpenAI
 
 from judgegraph.conversation import Conversation
@@ -31,7 +32,7 @@ from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
 from judgegraph.loaders import LoadedConversation
 from judgegraph.runner import MetricPlan, evaluate_async
-from judgegraph.testing.openai_server import FakeOpenAIServer, structured
+from tests.kit.openai_server import FakeOpenAIServer, structured
 
 TOPICS = ["refund", "password", "delivery", "invoice", "upgrade", "warranty", "roaming", "booking"]
 

@@ -39,7 +39,7 @@ from relevancy_throughput import make_conversations, responder
 
 from judgegraph.runner import evaluate_async
 from judgegraph.scale import PlanSpec, WorkerPool
-from judgegraph.testing.openai_server import FakeOpenAIServer
+from tests.kit.openai_server import FakeOpenAIServer
 
 TICK = os.sysconf("SC_CLK_TCK")
 

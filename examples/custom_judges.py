@@ -1,25 +1,24 @@
 """Custom judges from instructions (``make_judge``), run together in one report graph.
 
-    python examples/custom_judges.py                        # canned answers, loopback server, no key
+    python examples/custom_judges.py                        # canned answers, scripted chat model, no key
     python examples/custom_judges.py --model openai:gpt-4.1-mini [--base-url URL] [FILE]
 
-Without ``--model`` the judges talk to judgegraph's loopback OpenAI-compatible
-server, which answers every structured request with a fixed, schema-valid
-value: the real client, HTTP and structured output run, the values are canned
-(not judged), and the script says so.
+Without ``--model`` the judges talk to judgegraph's scripted chat model
+(``ScriptedChatModel``), which answers each judge's structured request with a
+fixed, schema-valid value: prompts, structured output and scoring run, the
+values are canned (not judged), and the script says so.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field
 
-from judgegraph import load_conversations, make_judge, resolve_judge
+from judgegraph import ScriptedChatModel, load_conversations, make_judge, resolve_judge
 from judgegraph.report import create_report_graph
 
 HERE = Path(__file__).resolve().parent
@@ -61,24 +60,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--base-url", help="OpenAI-compatible server for --model")
     args = p.parse_args(argv)
 
-    with ExitStack() as stack:
-        kw = {"base_url": args.base_url} if args.base_url else {}
-        model = args.model
-        if model is None:
-            from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
-
-            def canned(request):
-                answer = CANNED.get(request.schema_name or "")
-                return structured(answer) if answer else text("no canned answer")
-
-            server = stack.enter_context(FakeOpenAIServer(ScriptedResponder(default=canned)))
-            # no cache: canned answers must never land in the user's persistent judge cache
-            model, kw = "openai:canned", {"base_url": server.base_url, "cache": False}
-            print(f"no --model: canned answers from a loopback OpenAI-compatible server at {server.base_url}"
-                  " (no LLM, no key; the values are canned, not judged)")
-        report = create_report_graph(judges(resolve_judge(model, **kw)))
-        conversations = load_conversations(args.file)
-        outputs = report.batch([{"conversation": c} for c in conversations])
+    kw = {"base_url": args.base_url} if args.base_url else {}
+    model = args.model
+    if model is None:
+        # Answers by which judge asks (its output schema's name); anything else gets text, which is no answer.
+        model = ScriptedChatModel(default=lambda request: CANNED.get(request.schema_name or "", "no canned answer"))
+        kw = {"cache": False}  # canned answers must never land in the user's persistent judge cache
+        print("no --model: canned answers from a scripted chat model (no LLM, no key; the values are canned,"
+              " not judged)")
+    report = create_report_graph(judges(resolve_judge(model, **kw)))
+    conversations = load_conversations(args.file)
+    outputs = report.batch([{"conversation": c} for c in conversations])
 
     for conversation, out in zip(conversations, outputs):
         print(f"\n{conversation.id}")

@@ -34,7 +34,7 @@ class ChatState(MessagesState):
 
 def scripted_models():
     """A chatbot that first wanders off topic and a judge that notices."""
-    from judgegraph.testing.fake_chat import ScriptedChatModel
+    from judgegraph import ScriptedChatModel
 
     bot = ScriptedChatModel(rules=[
         ("was judged off-topic", ["To block your card, open the Acme app, choose Cards, then Block card."]),

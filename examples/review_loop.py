@@ -13,9 +13,9 @@
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
+from judgegraph import ScriptedChatModel
 from judgegraph.metrics.relevancy import create_turn_relevancy_judge
 from judgegraph.steering import rejudge
-from judgegraph.testing.fake_chat import ScriptedChatModel
 
 CONVERSATION = {"id": "refund-42", "turns": [
     {"role": "user", "content": "I want a refund for order 42."},

@@ -4,12 +4,12 @@
     python examples/session_judges.py --model openai:gpt-4.1-mini       # a real model (OPENAI_API_KEY)
     python examples/session_judges.py --model openai:NAME --base-url http://localhost:8000/v1   # vLLM, Ollama...
 
-Without --model it starts judgegraph's fake OpenAI server on 127.0.0.1 with a
-scripted responder that plays a plausible LLM for the four example
+Without --model the judges talk to judgegraph's scripted chat model
+(``ScriptedChatModel``), answering as a plausible LLM would for the four example
 conversations: the judgements are CANNED (written by hand), so the run shows
 what the judges report, how many calls they make and how many tokens their
-prompts take, not how good a model is. Everything else is real: the
-langchain-openai client, HTTP, structured output, the graphs, the scores.
+prompts take, not how good a model is. Everything else is real: the prompts,
+structured output, the graphs, the scores.
 
 Exit status: 0 when every judgement was made, 3 when some judge error occurred,
 2 for a bad model setting.
@@ -188,11 +188,11 @@ CANNED: dict[str, dict[str, Any]] = {
 }
 
 
-def canned_responder(conversations):
-    """A responder for FakeOpenAIServer: finds the conversation (by its first
-    user message), the step (by the structured-output schema's name) and the item
-    (request, judged turn, guideline, batch of turns) in the prompt."""
-    from judgegraph.testing.openai_server import error, structured
+def canned_model(conversations):
+    """A scripted chat model answering from CANNED: it finds the conversation (by
+    its first user message), the step (by the structured-output schema's name)
+    and the item (request, judged turn, guideline, batch of turns) in the prompt."""
+    from judgegraph import ScriptedChatModel
 
     by_first_user = {next(t.content for t in c.turns if t.role == "user"): c.id for c in conversations}
 
@@ -209,20 +209,20 @@ def canned_responder(conversations):
             step = request.schema_name
             if step == "GoalJudgement":
                 want = section(text, "request")
-                return structured(next(v for k, v in canned[step].items() if want.startswith(k)))
+                return next(v for k, v in canned[step].items() if want.startswith(k))
             if step == "TurnRetention":
-                return structured(canned[step][int(section(text, "judged_turn"))])
+                return canned[step][int(section(text, "judged_turn"))]
             if step == "GuidelineJudgement":
-                return structured(canned[step][GUIDELINES.index(section(text, "guideline"))])
+                return canned[step][GUIDELINES.index(section(text, "guideline"))]
             if step == "RoleJudgement":
                 turns = [int(t) for t in section(text, "turns_to_judge").split(",")]
-                return structured({"verdicts": [{"turn": t, "reason": canned[step][t][0], "verdict": canned[step][t][1]}
-                                                for t in turns]})
-            return structured(canned[step])
+                return {"verdicts": [{"turn": t, "reason": canned[step][t][0], "verdict": canned[step][t][1]}
+                                     for t in turns]}
+            return canned[step]
         except (KeyError, StopIteration, ValueError):
-            return error(500, "no canned answer for this prompt: the canned answers cover examples/session_chats.jsonl")
+            return LookupError("no canned answer for this prompt: the canned answers cover examples/session_chats.jsonl")
 
-    return respond
+    return ScriptedChatModel(default=respond, model_name="canned-judge")
 
 
 # -- running ------------------------------------------------------------------------
@@ -270,7 +270,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     conversations = load_conversations(args.file)
 
-    server = None
     if args.model:
         from judgegraph.judges.llm import ModelConfigError
 
@@ -281,26 +280,16 @@ def main(argv=None) -> int:
             return 2
         print(f"judge: {shared.name} (real model answers)")
     else:
-        from langchain_openai import ChatOpenAI
-
-        from judgegraph.testing.openai_server import FakeOpenAIServer
-
-        server = FakeOpenAIServer(canned_responder(conversations)).start()
-        model = ChatOpenAI(model="canned-judge", base_url=server.base_url, api_key="not-needed", temperature=0)
         # no cache: canned answers must never land in the user's persistent judge cache
-        shared = resolve_judge(model=model, max_concurrency=args.concurrency, cache=False)
-        print("judge: CANNED ANSWERS from a scripted fake OpenAI server on 127.0.0.1 - no model is called.")
+        shared = resolve_judge(model=canned_model(conversations), max_concurrency=args.concurrency, cache=False)
+        print("judge: CANNED ANSWERS from a scripted chat model - no model is called.")
         print("       The verdicts were written by hand for examples/session_chats.jsonl; calls, tokens and the")
         print("       scoring are real. Pass --model openai:gpt-4.1-mini for real judgements.")
     print(f"conversations: {', '.join(c.id for c in conversations)} ({args.file})")
     print(f"guidelines: {GUIDELINES}")
-    try:
-        start = time.perf_counter()
-        outcome = asyncio.run(evaluate(judges(shared), conversations))
-        wall = time.perf_counter() - start
-    finally:
-        if server is not None:
-            server.stop()
+    start = time.perf_counter()
+    outcome = asyncio.run(evaluate(judges(shared), conversations))
+    wall = time.perf_counter() - start
     errors = sum(show(name, results, seconds) for name, results, seconds in outcome)
     calls = sum(r.usage.calls for _, results, _ in outcome for r in results)
     print(f"\ntotal: {calls} judge calls for {len(conversations)} conversations x 5 judges in {wall:.2f}s;"

@@ -4,7 +4,7 @@
     graph = create_policy_judge(model="openai:gpt-4.1-mini")
 
 ``python examples/policy_judge/run.py`` runs it on ``chats.jsonl`` (with canned
-answers from a loopback server unless ``--model`` is given); with
+answers from a scripted chat model unless ``--model`` is given); with
 ``PYTHONPATH=examples`` the CLI runs it too:
 ``judgegraph eval examples/policy_judge/chats.jsonl -m policy_judge:create_policy_judge --model ...``.
 """

@@ -1,21 +1,20 @@
 """Run the policy judge (did the bot answer from the policy it retrieved?).
 
-    python examples/policy_judge/run.py                     # canned answers, loopback server, no key
+    python examples/policy_judge/run.py                     # canned answers, scripted chat model, no key
     python examples/policy_judge/run.py --model openai:gpt-4.1-mini
     python examples/policy_judge/run.py --model openai:qwen2.5 --base-url http://localhost:8000/v1 FILE
     python examples/policy_judge/run.py --graph             # the graph as Mermaid
 
-Without ``--model`` it starts judgegraph's loopback OpenAI-compatible server
-(``judgegraph.testing.FakeOpenAIServer``) answering from
-``canned_answers.json``, and says so: the real langchain-openai client, HTTP
-and structured output run, but the verdicts are canned, not judged.
+Without ``--model`` the judge talks to judgegraph's scripted chat model
+(``ScriptedChatModel``) answering from ``canned_answers.json``, and says so:
+the prompts, structured output and scoring run, but the verdicts are canned,
+not judged.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from contextlib import ExitStack
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -23,7 +22,7 @@ sys.path.insert(0, str(HERE.parent))  # so `policy_judge` imports when run as a 
 
 from judgegraph import resolve_judge  # noqa: E402
 from policy_judge import create_policy_judge  # noqa: E402
-from policy_judge.canned import responder  # noqa: E402
+from policy_judge.canned import scripted_model  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,20 +39,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.graph:
         print(create_policy_judge().get_graph().draw_mermaid())  # drawing needs no model
         return 0
-    with ExitStack() as stack:
-        kwargs = {"base_url": args.base_url} if args.base_url else {}
-        model = args.model
-        if model is None:
-            from judgegraph.testing.openai_server import FakeOpenAIServer
-
-            server = stack.enter_context(FakeOpenAIServer(responder()))
-            # no cache: canned answers must never land in the user's persistent judge cache
-            model, kwargs = "openai:policy-demo", {"base_url": server.base_url, "cache": False}
-            print(f"no --model: canned answers from a loopback OpenAI-compatible server at {server.base_url}"
-                  " (no LLM, no key; the verdicts are canned, not judged)")
-        graph = create_policy_judge(model=resolve_judge(model, **kwargs), threshold=args.threshold)
-        conversations = load_conversations(args.file)
-        outputs = graph.batch([{"conversation": c} for c in conversations])
+    kwargs = {"base_url": args.base_url} if args.base_url else {}
+    model = args.model
+    if model is None:
+        model = scripted_model()
+        kwargs = {"cache": False}  # canned answers must never land in the user's persistent judge cache
+        print("no --model: canned answers from a scripted chat model (no LLM, no key; the verdicts are canned,"
+              " not judged)")
+    graph = create_policy_judge(model=resolve_judge(model, **kwargs), threshold=args.threshold)
+    conversations = load_conversations(args.file)
+    outputs = graph.batch([{"conversation": c} for c in conversations])
 
     calls = 0
     for conversation, out in zip(conversations, outputs):

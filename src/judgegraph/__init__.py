@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .judges import CallLimiter, Judge, JudgeCache, ModelLike, NeedsLLMJudge, resolve_judge
     from .judges.llm import LLMJudge
     from .judges.offline import EmbeddingJudge
+    from .judges.scripted import ScriptedChatModel
     from .loaders import load_conversations, load_file, load_files
     from .metrics import create_metric
     from .metrics.contextual import create_turn_contextual_relevancy_judge
@@ -78,6 +79,7 @@ _EXPORTS = {
     "CallLimiter": "judges",
     "LLMJudge": "judges.llm",
     "EmbeddingJudge": "judges.offline",
+    "ScriptedChatModel": "judges.scripted",
     "judge_node": "apps.node",
     "route_on_verdict": "apps.node",
     "verdict_reason": "apps.node",

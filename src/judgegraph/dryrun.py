@@ -24,18 +24,17 @@ from __future__ import annotations
 
 import copy
 import threading
-import uuid
 from collections import Counter
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, PrivateAttr
 
 from .judges import Judge, JudgeCache, JudgeOutcome, JudgeRequest, resolve_judge
+from .judges.schema_example import example_from_schema
+from .judges.scripted import ScriptedChatModel, ScriptedRequest
+from .judges.tokens import prompt_tokens
 from .pricing import Prices
 from .results import Usage
 
@@ -43,23 +42,6 @@ from .results import Usage
 ASSUMED_OUTPUT_TOKENS = 100
 
 _step: ContextVar[str] = ContextVar("judgegraph_dry_run_step", default="unknown/unknown")
-
-_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
-
-
-def count_tokens(text: str) -> int:
-    from .judges.llm import count_tokens as count
-
-    return count(text)
-
-
-def prompt_tokens(messages: list[BaseMessage]) -> int:
-    """Input tokens of a chat request, by OpenAI's accounting."""
-    total = 3
-    for m in messages:
-        total += 3 + count_tokens(_ROLES.get(m.type, m.type)) + count_tokens(m.text)
-    return total
-
 
 def _at_least_one(schema: Any) -> Any:
     """The schema with every array asking for at least one item, so steps that
@@ -78,8 +60,6 @@ def placeholder_answer(schema: type[BaseModel] | dict[str, Any]) -> dict[str, An
     """A value conforming to ``schema``: the schema's own ``placeholder()`` when
     it has one (a schema whose checks a generic example cannot pass: a count of
     entries, distinct items), else an example with every list of one item."""
-    from .testing.openai_server import example_from_schema
-
     own = getattr(schema, "placeholder", None)
     if isinstance(schema, type) and callable(own):
         return dict(own())
@@ -88,42 +68,31 @@ def placeholder_answer(schema: type[BaseModel] | dict[str, Any]) -> dict[str, An
     return value if isinstance(value, dict) else {}
 
 
-class RecordingChatModel(GenericFakeChatModel):
-    """A chat model that sends nothing: it counts each request against the
-    current step and answers with a schema-conforming placeholder."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+class RecordingChatModel(ScriptedChatModel):
+    """The scripted chat model with placeholder answers, sending nothing: it
+    counts each request against the current step and answers with a
+    schema-conforming placeholder (usage reported as zero: nothing was spent)."""
 
     model_name: str = "dry-run"
-    tool: Any = None
-    messages: Any = iter(())  # GenericFakeChatModel's canned replies: unused
     _counts: dict[str, Counter[str]] = PrivateAttr(default_factory=dict)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)  # requests arrive on several threads
 
-    def bind_tools(self, tools: Any, **kwargs: Any) -> RecordingChatModel:
-        bound = self.model_copy(update={"tool": tools[0] if tools else None})
-        bound._counts, bound._lock = self._counts, self._lock
-        return bound
-
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def respond(self, request: ScriptedRequest) -> dict[str, Any]:
         step = _step.get()
-        tokens = prompt_tokens(messages)
+        tokens = prompt_tokens(request.messages)
         with self._lock:
             counts = self._counts.setdefault(step, Counter())
-            if any(m.type == "ai" for m in messages):
+            if any(m.type == "ai" for m in request.messages):
                 # A re-ask: the placeholder did not pass the metric's own checks. Not a
                 # call the real run would make; what follows this step is not counted.
                 counts["refused"] += 1
             else:
                 counts["calls"] += 1
                 counts["input_tokens"] += tokens
-        tool = self.tool
-        name = getattr(tool, "__name__", None) or (tool.get("name") if isinstance(tool, dict) else None) or "answer"
-        args = placeholder_answer(tool) if tool is not None else {}
-        message = AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:8]}"}],
-                            usage_metadata={"input_tokens": 0, "output_tokens": 0, "total_tokens": 0})
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return placeholder_answer(request.schema) if request.schema is not None else {}
+
+    def _usage(self, request: ScriptedRequest, reply: Any) -> dict[str, int]:
+        return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
 
     @property
     def _llm_type(self) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from judgegraph.judges.cache import DiskCache
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured
+from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 
 pytestmark = pytest.mark.integration
 

@@ -115,7 +115,7 @@ def test_metric_settings_are_checked_before_any_work(argv, msg, capsys, tmp_path
 
 
 def test_guidelines_and_role_reach_the_judge(tmp_path, bare_env):
-    from judgegraph.testing.openai_server import FakeOpenAIServer, schema_responder, structured
+    from tests.kit.openai_server import FakeOpenAIServer, schema_responder, structured
 
     def responder(request):
         """A verdict for each turn a role-adherence call lists; a schema example for the rest."""
@@ -145,7 +145,7 @@ def test_guidelines_and_role_reach_the_judge(tmp_path, bare_env):
 
 
 def test_response_relevancy_with_llm_questions_and_server_embeddings(tmp_path, bare_env):
-    from judgegraph.testing.openai_server import FakeOpenAIServer, structured
+    from tests.kit.openai_server import FakeOpenAIServer, structured
 
     def responder(request):
         return structured({"reason": "what the reply answers", "questions": [

@@ -15,7 +15,7 @@ from langchain_openai import ChatOpenAI
 
 from judgegraph.cli import main
 from judgegraph.metrics.custom import make_judge
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
+from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ CHATS = [
 ]
 TONE_MODULE = '''
 from judgegraph import make_judge
-from judgegraph.testing.fake_chat import ScriptedChatModel
+from judgegraph.judges.scripted import ScriptedChatModel
 
 # A compiled graph built with its own model: the CLI uses it as it is.
 tone = make_judge(name="tone", instructions="Describe the tone of {{ conversation }} in one word.",
@@ -155,7 +155,7 @@ def _load(path, name):
 def test_policy_judge_example_runs_with_no_key(capsys):
     assert _load(EXAMPLES / "policy_judge" / "run.py", "policy_run").main([]) == 0
     out = capsys.readouterr().out
-    assert "no --model: canned answers from a loopback OpenAI-compatible server" in out
+    assert "no --model: canned answers from a scripted chat model" in out
     assert "warranty-invented: failed (score 0.33" in out and "returns-grounded: passed" in out
     assert "3 conversations, 12 judge calls" in out
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from judgegraph.testing.openai_server import FakeOpenAIServer, schema_responder
+from tests.kit.openai_server import FakeOpenAIServer, schema_responder
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.testing.results import FAILING_REASON, HOSTILE_IMG, HOSTILE_SCRIPT, write_sample_run
+from tests.kit.results import FAILING_REASON, HOSTILE_IMG, HOSTILE_SCRIPT, write_sample_run
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"

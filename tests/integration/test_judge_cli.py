@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured
+from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ from langchain_openai import ChatOpenAI
 
 from judgegraph.judges import resolve_judge
 from judgegraph.metrics.relevancy import create_turn_relevancy_judge
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
+from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
 
 pytestmark = pytest.mark.integration
 

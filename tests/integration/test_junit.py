@@ -8,7 +8,7 @@ import pytest
 
 from judgegraph.apps.junit import junit_from_results
 from judgegraph.cli import main
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
+from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
 
 pytestmark = pytest.mark.integration
 

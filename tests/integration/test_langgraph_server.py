@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("langgraph_api", reason="needs the studio extra: pip install 'judgegraph[studio]'")
 from langgraph_sdk import get_client
 
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
+from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
 
 pytestmark = pytest.mark.integration
 
@@ -221,7 +221,7 @@ def test_review_interrupts_and_a_resume_overrides_a_verdict(server):
 
 def test_report_with_an_llm_judge_runs_every_metric_and_the_session_judges(server):
     url, log = server
-    from judgegraph.testing.openai_server import schema_responder
+    from tests.kit.openai_server import schema_responder
 
     async def go(base_url):
         client = get_client(url=url)

@@ -22,8 +22,8 @@ import pytest
 from judgegraph.cli import main
 from judgegraph.integrations.mlflow import load_sessions, log_assessments
 from judgegraph.judges import resolve_judge
+from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.runner import MetricPlan, evaluate_async
-from judgegraph.testing.fake_chat import ScriptedChatModel
 
 pytestmark = pytest.mark.integration
 

@@ -83,7 +83,7 @@ def test_a_missing_guideline_is_asked_for_as_the_command_line_flag(tmp_path, bar
 
 def test_openai_base_url_is_honoured_and_shown_when_no_base_url_flag_is_given(tmp_path, bare_env):
     """As the openai client does; it used to be ignored: 'needs OPENAI_API_KEY (or --base-url ...)', exit 2."""
-    from judgegraph.testing.openai_server import FakeOpenAIServer, structured
+    from tests.kit.openai_server import FakeOpenAIServer, structured
 
     with FakeOpenAIServer(lambda request: structured({"reason": "On topic.", "verdict": "yes"})) as server:
         env = {**bare_env, "OPENAI_BASE_URL": server.base_url}
@@ -113,7 +113,7 @@ def bash_command(markdown: Path, starts: str) -> list[str]:
 def test_the_documented_rejudge_command_runs_as_written(tmp_path, bare_env, doc):
     """After the README's first command, the rejudge example names a conversation and a rubric
     file that exist (it named refund-42 and @strict.txt, neither of which does)."""
-    from judgegraph.testing.openai_server import FakeOpenAIServer, structured
+    from tests.kit.openai_server import FakeOpenAIServer, structured
 
     shutil.copytree(EX, tmp_path / "examples")
     first = readme_command("pip install -e . && judgegraph eval")

@@ -13,7 +13,7 @@ from judgegraph.judges.llm import count_tokens
 from judgegraph.metrics.relevancy import TurnVerdict
 from judgegraph.pricing import Prices
 from judgegraph.results import Usage
-from judgegraph.testing.openai_server import ChatRequest, FakeOpenAIServer, Reply, error, structured
+from tests.kit.openai_server import ChatRequest, FakeOpenAIServer, Reply, error, structured
 
 pytestmark = pytest.mark.integration
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Literal, Optional
 
 import httpx
@@ -21,13 +22,13 @@ from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 from pydantic import BaseModel, Field, ValidationError
 
-from judgegraph.testing.openai_server import (
+from judgegraph.judges.schema_example import example_from_schema
+from judgegraph.judges.tokens import count_tokens
+from tests.kit.openai_server import (
     ChatRequest,
     FakeOpenAIServer,
     ScriptedResponder,
-    count_tokens,
     error,
-    example_from_schema,
     hashing_embedding,
     refusal,
     structured,
@@ -401,8 +402,8 @@ def test_example_from_schema_validates_against_pydantic():
 def test_cli_serves_until_terminated():
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "judgegraph.testing.openai_server", "--port", "0", "--latency", "0.2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [sys.executable, "-m", "tests.kit.openai_server", "--port", "0", "--latency", "0.2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=Path(__file__).resolve().parents[2],
     )
     try:
         sel = selectors.DefaultSelector()

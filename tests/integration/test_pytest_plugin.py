@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 TEST_FILE = '''
 from langchain_core.messages import AIMessage, HumanMessage
 from judgegraph.apps import assert_judged
-from judgegraph.testing.fake_chat import ScriptedChatModel
+from judgegraph.judges.scripted import ScriptedChatModel
 
 NO = {"reason": "The user asked about a card; the reply is about the weather.", "verdict": "no"}
 YES = {"reason": "It answers.", "verdict": "yes"}

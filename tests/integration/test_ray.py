@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.testing.openai_server import FakeOpenAIServer, structured
+from tests.kit.openai_server import FakeOpenAIServer, structured
 
 pytestmark = [pytest.mark.integration, pytest.mark.ray,
               pytest.mark.skipif(find_spec("ray") is None, reason="ray not installed: pip install 'judgegraph[ray]'")]

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
+from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
 
 pytestmark = pytest.mark.integration
 

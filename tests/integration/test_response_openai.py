@@ -13,7 +13,7 @@ from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
 from judgegraph.judges import resolve_judge
 from judgegraph.metrics.response import EMBED_STEP, create_response_relevancy_judge
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, hashing_embedding, structured, text
+from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, hashing_embedding, structured, text
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.testing.openai_server import FakeOpenAIServer, structured
+from tests.kit.openai_server import FakeOpenAIServer, structured
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

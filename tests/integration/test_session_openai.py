@@ -16,7 +16,7 @@ from judgegraph.metrics.session import (
     create_role_adherence_judge,
     create_user_frustration_judge,
 )
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
+from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
 
 pytestmark = pytest.mark.integration
 

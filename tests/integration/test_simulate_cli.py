@@ -9,13 +9,13 @@ import pytest
 
 from judgegraph.cli import main
 from judgegraph.loaders import load_conversations
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured
+from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 
 pytestmark = pytest.mark.integration
 
 APP = '''
 from langgraph.graph import START, MessagesState, StateGraph
-from judgegraph.testing.fake_chat import ScriptedChatModel
+from judgegraph.judges.scripted import ScriptedChatModel
 
 bot = ScriptedChatModel(rules=[
     ("No, I need to block", ["Open the app, choose Cards, then Block card."]),

@@ -17,7 +17,7 @@ from judgegraph.conversation import Conversation
 from judgegraph.loaders import LoadedConversation
 from judgegraph.runner import evaluate_async
 from judgegraph.scale import PlanSpec, WorkerPool, evaluate
-from judgegraph.testing.openai_server import FakeOpenAIServer, structured
+from tests.kit.openai_server import FakeOpenAIServer, structured
 
 pytestmark = pytest.mark.integration
 

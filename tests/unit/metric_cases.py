@@ -19,7 +19,8 @@ from typing import Any
 
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from judgegraph.testing.fake_chat import ScriptedChatModel
+from judgegraph import ScriptedChatModel
+from judgegraph.judges.scripted import ScriptedRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,11 +44,12 @@ CONVERSATION = {
 LATEST_TURNS = {5, 6}
 
 
-def answer(verdict: str = "yes") -> Callable[[str, Any], dict[str, Any]]:
+def answer(verdict: str = "yes") -> Callable[[ScriptedRequest], dict[str, Any]]:
     """A reply function for :class:`ScriptedChatModel`: a valid answer to any judgegraph request."""
     yes = verdict == "yes"
 
-    def reply(text: str, schema: Any) -> dict[str, Any]:
+    def reply(request: ScriptedRequest) -> dict[str, Any]:
+        schema, text = request.schema, request.text
         name = getattr(schema, "__name__", "")
         reason = f"Scripted {verdict}."
         if name == "TurnVerdict":

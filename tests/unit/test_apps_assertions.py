@@ -4,7 +4,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from judgegraph.apps import JudgementFailed, assert_judged
-from judgegraph.testing.fake_chat import ScriptedChatModel
+from judgegraph.judges.scripted import ScriptedChatModel
 
 YES = {"reason": "It answers the question.", "verdict": "yes"}
 NO = {"reason": "It talks about Paris, not arithmetic.", "verdict": "no"}

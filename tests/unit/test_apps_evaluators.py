@@ -11,7 +11,7 @@ from langsmith.schemas import Example, Run
 
 from judgegraph.apps import as_evaluator
 from judgegraph.apps.evaluators import find_conversation
-from judgegraph.testing.fake_chat import ScriptedChatModel
+from judgegraph.judges.scripted import ScriptedChatModel
 
 YES = {"reason": "It answers the question.", "verdict": "yes"}
 NO = {"reason": "The user asked about a card; the reply is about the weather.", "verdict": "no"}

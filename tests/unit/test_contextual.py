@@ -17,6 +17,7 @@ from typing_extensions import TypedDict
 
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.offline import STATEMENT_THRESHOLD, EmbeddingJudge, statement_scores
+from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import load_file
 from judgegraph.metrics import get_metric
 from judgegraph.metrics.contextual import (
@@ -38,7 +39,6 @@ from judgegraph.statements import (
     split_sentences,
     verify_step,
 )
-from judgegraph.testing.fake_chat import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "turn_contextual_relevancy"

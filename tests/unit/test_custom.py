@@ -11,10 +11,10 @@ import judgegraph
 from judgegraph.judges import NeedsLLMJudge, resolve_judge
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
+from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.metrics.custom import STEP, check_instructions, feedback_schema, feedback_spec, make_judge
 from judgegraph.metrics.relevancy import create_turn_relevancy_judge
 from judgegraph.report import create_report_graph
-from judgegraph.testing.fake_chat import ScriptedChatModel
 
 CONV = {"id": "c1", "expected_outcome": "The user learns the store's opening hours.", "turns": [
     {"role": "user", "content": "When do you open?"},

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 from judgegraph.cli import main
 from judgegraph.reporting.html import read_results, report_data, write_report
-from judgegraph.testing.results import HOSTILE_IMG, HOSTILE_SCRIPT, write_sample_run
+from tests.kit.results import HOSTILE_IMG, HOSTILE_SCRIPT, write_sample_run
 
 
 class _Scripts(HTMLParser):

@@ -1,8 +1,8 @@
 import asyncio
 
 from judgegraph.judges import JudgeRequest, resolve_judge
+from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.metrics.relevancy import TurnVerdict, create_turn_relevancy_judge
-from judgegraph.testing.fake_chat import ScriptedChatModel
 
 YES = {"reason": "ok", "verdict": "yes"}
 

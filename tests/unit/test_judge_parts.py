@@ -13,10 +13,10 @@ from judgegraph.judges.base import JudgeOutcome
 from judgegraph.judges.cache import DiskCache, JudgeCache
 from judgegraph.judges.limiter import CallLimiter, RateBucket
 from judgegraph.judges.replies import lenient_parse
+from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.metrics.relevancy import TurnVerdict
 from judgegraph.prompts import load_prompt, parse_prompt
 from judgegraph.results import JudgeAttempt, Verdict
-from judgegraph.testing.fake_chat import ScriptedChatModel
 
 YES = {"reason": "ok", "verdict": "yes"}
 

@@ -8,10 +8,10 @@ import pytest
 import yaml
 
 from judgegraph.judges import resolve_judge
+from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import load_file
 from judgegraph.results import MetricResult
 from judgegraph.runner import MetricPlan, evaluate_async, negate_result
-from judgegraph.testing.fake_chat import ScriptedChatModel
 
 YES = {"reason": "It answers the question.", "verdict": "yes"}
 NO = {"reason": "It talks about something else.", "verdict": "no"}

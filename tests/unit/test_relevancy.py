@@ -5,8 +5,8 @@ import pytest
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
+from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
-from judgegraph.testing.fake_chat import ScriptedChatModel
 
 YES = {"reason": "It answers the question.", "verdict": "yes"}
 NO = {"reason": "It talks about something else.", "verdict": "no"}

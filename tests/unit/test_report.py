@@ -3,9 +3,9 @@ import pytest
 
 import judgegraph.report as report_mod
 from judgegraph.conversation import as_conversation
+from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
 from judgegraph.report import create_report_graph
-from judgegraph.testing.fake_chat import ScriptedChatModel
 
 YES = {"reason": "on topic", "verdict": "yes"}
 NO = {"reason": "off topic", "verdict": "no"}

@@ -14,6 +14,7 @@ from langchain_core.embeddings import Embeddings
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.llm import LLMJudge, ModelConfigError
 from judgegraph.judges.offline import EmbeddingJudge
+from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import load_file
 from judgegraph.metrics import create_metric, get_metric
 from judgegraph.metrics.response import (
@@ -26,7 +27,6 @@ from judgegraph.metrics.response import (
     resolve_embeddings,
 )
 from judgegraph.report import create_report_graph
-from judgegraph.testing.fake_chat import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parents[2]
 

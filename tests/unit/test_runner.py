@@ -11,12 +11,12 @@ import pytest
 
 from judgegraph.conversation import Conversation
 from judgegraph.judges import resolve_judge
+from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import InputError, LoadedConversation
 from judgegraph.pricing import lookup, prices_for
 from judgegraph.results import MetricResult, Usage, Verdict
 from judgegraph.resultsfile import ResultsFileError, ResultsWriter, filter_transcripts, scan_results
 from judgegraph.runner import ConversationOutcome, MetricPlan, RunSummary, evaluate_async, evaluate_to_file
-from judgegraph.testing.fake_chat import ScriptedChatModel
 from judgegraph.transcripts import transcript_of
 
 YES = {"reason": "on topic", "verdict": "yes"}

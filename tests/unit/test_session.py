@@ -7,6 +7,7 @@ import pytest
 
 from judgegraph.judges import NeedsLLMJudge, resolve_judge
 from judgegraph.judges.offline import EmbeddingJudge
+from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.metrics import create_metric, registry
 from judgegraph.metrics.session import (
     create_conversation_completeness_judge,
@@ -15,7 +16,6 @@ from judgegraph.metrics.session import (
     create_role_adherence_judge,
     create_user_frustration_judge,
 )
-from judgegraph.testing.fake_chat import ScriptedChatModel
 
 # 1-based turn numbers in comments: the judge sees and cites these.
 TRIP = {"id": "trip", "chatbot_role": "Travel-booking assistant for hotels and restaurants in Portugal.", "turns": [

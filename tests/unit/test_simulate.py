@@ -10,7 +10,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from judgegraph.apps.simulate import asimulate, create_simulator, load_scenarios, simulate
 from judgegraph.apps.simulate.scenarios import ScenarioError
-from judgegraph.testing.fake_chat import ScriptedChatModel
+from judgegraph.judges.scripted import ScriptedChatModel
 
 YES = {"reason": "It answers.", "verdict": "yes"}
 NO = {"reason": "Off topic: the user wants to block a card.", "verdict": "no"}

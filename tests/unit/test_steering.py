@@ -5,9 +5,9 @@ import asyncio
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
 from judgegraph.steering import RejudgeError, arejudge, rejudge, rejudge_result
-from judgegraph.testing.fake_chat import ScriptedChatModel
 
 YES = {"reason": "It answers the question.", "verdict": "yes"}
 NO = {"reason": "Too vague for the strict rubric.", "verdict": "no"}

@@ -4,9 +4,9 @@ import asyncio
 
 import pytest
 
+from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.metrics.relevancy import create_turn_relevancy_judge
 from judgegraph.studio import JudgeSettings, configurable, options_for, resolved
-from judgegraph.testing.fake_chat import ScriptedChatModel
 
 YES = {"reason": "It answers.", "verdict": "yes"}
 MATH = {"id": "math", "turns": [

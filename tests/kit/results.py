@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..results import JudgeErrorInfo, MetricResult, Status, Usage, Verdict, WindowVerdict
+from judgegraph.results import JudgeErrorInfo, MetricResult, Status, Usage, Verdict, WindowVerdict
 
 __all__ = ["HOSTILE_IMG", "HOSTILE_SCRIPT", "sample_run", "write_sample_run"]
 

