@@ -19,6 +19,7 @@ scan: the file format does not depend on where a conversation was judged.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -179,7 +180,7 @@ def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] |
                 continue
             try:
                 record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: a line nested too deeply
                 state.bad_lines.append(lineno)
                 continue
             if not isinstance(record, dict):
@@ -219,7 +220,7 @@ def _rewrite_without_errors(p: Path, end: int) -> None:
                 break
             try:
                 record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-            except ValueError:
+            except (ValueError, RecursionError):
                 record = None
             if isinstance(record, dict) and record.get("type") == "conversation":
                 cid = str(record.get("conversation_id"))
@@ -232,6 +233,23 @@ def _rewrite_without_errors(p: Path, end: int) -> None:
     os.replace(tmp, p)
 
 
+def non_finite_field(value: Any) -> str | None:
+    """The dotted path of the first number in ``value`` that is not finite (JSON
+    ``1e999`` reads as ``inf``; ``NaN`` / ``Infinity`` are not JSON at all), or
+    None. Such a number cannot be shown or compared: its line is refused. Walks
+    without recursion."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return path or "(the line)"
+        if isinstance(item, dict):
+            stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+    return None
+
+
 def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) for every readable line of a results file, streamed."""
     with Path(path).open("rb") as fh:
@@ -240,7 +258,7 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 continue
             try:
                 record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: a line nested too deeply
                 continue
             if isinstance(record, dict):
                 yield lineno, record
