@@ -84,10 +84,16 @@ class ResultsWriter:
         # written as the JSON escape "\udfff" it reads back as the same string.
         self._fh: IO[str] = self.path.open(mode, encoding="utf-8", errors="backslashreplace")
         self.lines = 0
+        self._failed = False
 
     def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._fh.flush()
+        try:
+            self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._fh.flush()
+        except OSError as exc:  # a full disk, /dev/full: the lines written before stay
+            self._failed = True
+            exc.filename = exc.filename or str(self.path)
+            raise
         self.lines += 1
 
     def outcome(self, outcome: Any) -> None:
@@ -105,7 +111,11 @@ class ResultsWriter:
         self.write(record)
 
     def close(self) -> None:
-        self._fh.close()
+        try:
+            self._fh.close()
+        except OSError:
+            if not self._failed:  # else the write's own error is the one reported
+                raise
 
 
 @dataclass
