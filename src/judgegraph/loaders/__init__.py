@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from .base import InputError, InputFormatError, LoadedConversation, LoadResult
 from .detect import FORMATS, detect_format
-from .files import iter_records, load_conversations, load_file, load_files
+from .files import id_stems, iter_records, load_conversations, load_file, load_files
 
 __all__ = [
     "FORMATS",
@@ -28,6 +28,7 @@ __all__ = [
     "LoadResult",
     "LoadedConversation",
     "detect_format",
+    "id_stems",
     "iter_records",
     "load_conversations",
     "load_file",

@@ -9,7 +9,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,40 @@ class _Options:
     limits: Limits
     allow_outside_files: bool
     problem: str | None = None  # a bad setting (environment variable): every file reports it, none is read
+    stem: str | None = None  # what a record without an id is named after (default: the file's stem)
+
+
+def _stem(p: Path, opts: _Options) -> str:
+    return opts.stem or p.stem
+
+
+def id_stems(paths: Iterable[str | Path]) -> dict[str, str]:
+    """What the generated ids of each input file start with (``STEM:LINE`` or
+    ``STEM#RECORD`` for a record without an id), for files read together.
+
+    A file's stem (its name without the extension), unless another input of the
+    same run has the same stem: then the path relative to the common folder of
+    those files, without the extension (``a/chats`` and ``b/chats``), or with it
+    when that still collides (``chats.json`` and ``chats.jsonl``). The same
+    inputs give the same ids on every run (``--resume`` finds them); the same
+    file given twice keeps one stem (its records are duplicates)."""
+    files: dict[str, str] = {}  # the path as given -> its absolute path
+    for path in paths:
+        files.setdefault(str(path), os.path.abspath(path))
+    by_stem: dict[str, set[str]] = {}
+    for full in files.values():
+        by_stem.setdefault(Path(full).stem, set()).add(full)
+    named: dict[str, str] = {}
+    for stem, fulls in by_stem.items():
+        if len(fulls) == 1:
+            named.update((f, stem) for f in fulls)
+            continue
+        base = os.path.commonpath([os.path.dirname(f) for f in fulls])
+        relative = {f: Path(os.path.relpath(f, base)).as_posix() for f in fulls}
+        short = {f: r.rsplit(".", 1)[0] if "." in Path(r).name else r for f, r in relative.items()}
+        unique = len(set(short.values())) == len(short)
+        named.update((f, short[f] if unique else relative[f]) for f in fulls)
+    return {given: named[full] for given, full in files.items()}
 
 
 def _options(limits: Limits | None, allow_outside_files: bool | None) -> _Options:
@@ -46,8 +80,8 @@ def _options(limits: Limits | None, allow_outside_files: bool | None) -> _Option
     return _Options(limits, allow_outside_files)
 
 
-def iter_records(path: str | Path, *, limits: Limits | None = None,
-                 allow_outside_files: bool | None = None) -> Iterator[LoadedConversation | InputError]:
+def iter_records(path: str | Path, *, limits: Limits | None = None, allow_outside_files: bool | None = None,
+                 id_stem: str | None = None) -> Iterator[LoadedConversation | InputError]:
     """Yield every conversation of one file, or an :class:`InputError` per problem.
 
     Lazy: a ``.jsonl`` file is read one line at a time. Duplicate conversation ids
@@ -55,8 +89,10 @@ def iter_records(path: str | Path, *, limits: Limits | None = None,
     nesting (default :meth:`Limits.from_env`); ``allow_outside_files`` lets a
     promptfoo ``file://`` reference leave the config file's folder (default: the
     ``JUDGEGRAPH_ALLOW_OUTSIDE_FILES`` environment variable, else no).
+    ``id_stem`` names the records without an id (default the file's stem; files
+    read together take theirs from :func:`id_stems`).
     """
-    yield from _iter_file(path, {}, _options(limits, allow_outside_files))
+    yield from _iter_file(path, {}, replace(_options(limits, allow_outside_files), stem=id_stem))
 
 
 def load_file(path: str | Path, *, limits: Limits | None = None,
@@ -66,12 +102,15 @@ def load_file(path: str | Path, *, limits: Limits | None = None,
 
 def load_files(paths: Iterable[str | Path], *, limits: Limits | None = None,
                allow_outside_files: bool | None = None) -> LoadResult:
-    """Load several files; a conversation id seen before (in any file) is an error."""
+    """Load several files; a conversation id seen before (in any file) is an error.
+    Records without an id are named after their file (:func:`id_stems`)."""
     result = LoadResult()
     seen: dict[str, str] = {}
     opts = _options(limits, allow_outside_files)
+    paths = list(paths)
+    stems = id_stems(paths)
     for path in paths:
-        for item in _iter_file(path, seen, opts):
+        for item in _iter_file(path, seen, replace(opts, stem=stems[str(path)])):
             if isinstance(item, InputError):
                 result.errors.append(item)
             else:
@@ -149,7 +188,7 @@ def _iter_jsonl(p: Path, name: str, kind: str, opts: _Options) -> Iterator[Loade
             stripped = text.strip()
             if not stripped or stripped.startswith("//"):
                 continue
-            ctx = Ctx(name, p.stem, kind, record, lineno, (), limits=opts.limits, folder=p.parent,
+            ctx = Ctx(name, _stem(p, opts), kind, record, lineno, (), limits=opts.limits, folder=p.parent,
                       allow_outside_files=opts.allow_outside_files)
             record += 1
             if len(stripped) > opts.limits.max_record_chars:
@@ -222,7 +261,7 @@ def _iter_document(p: Path, name: str, kind: str, opts: _Options) -> Iterator[Lo
 def _iter_value(value: Any, p: Path, name: str, kind: str, line_of: Callable[[Path_], int | None],
                 opts: _Options) -> Iterator[LoadedConversation | InputError]:
     def ctx(record: int, base: Path_, **kw: Any) -> Ctx:
-        return Ctx(name, p.stem, kind, record, line_of(base), base, line_of=line_of, limits=opts.limits,
+        return Ctx(name, _stem(p, opts), kind, record, line_of(base), base, line_of=line_of, limits=opts.limits,
                    folder=p.parent, allow_outside_files=opts.allow_outside_files, **kw)
 
     if value is None:
@@ -281,7 +320,7 @@ def _iter_promptfoo_doc(doc: dict[str, Any], p: Path, name: str, kind: str, line
         yield InputError(name, line_of(("defaultTest",)), None, "defaultTest", "must be an inline object")
     elif isinstance(default, dict):
         try:  # report a bad defaultTest once, not once per test (its rubric's vars come from each test)
-            check = Ctx(name, p.stem, kind, 0, None, (), limits=opts.limits, folder=p.parent,
+            check = Ctx(name, _stem(p, opts), kind, 0, None, (), limits=opts.limits, folder=p.parent,
                         allow_outside_files=opts.allow_outside_files)
             level_assertions(default, ("defaultTest",), check, _AnyVars())
         except RecordErrors as exc:
@@ -290,7 +329,7 @@ def _iter_promptfoo_doc(doc: dict[str, Any], p: Path, name: str, kind: str, line
             doc = {**doc, "defaultTest": {k: v for k, v in default.items() if k not in ("assert", "options")}}
     for i, test in enumerate(tests):
         base = ("tests", i)
-        c = Ctx(name, p.stem, kind, i, line_of(base), base, prefix=base, line_of=line_of, doc=doc,
+        c = Ctx(name, _stem(p, opts), kind, i, line_of(base), base, prefix=base, line_of=line_of, doc=doc,
                 limits=opts.limits, folder=p.parent, allow_outside_files=opts.allow_outside_files)
         if isinstance(test, str):
             yield c.error((), f"external test references are not supported (got {test!r})")
@@ -377,7 +416,7 @@ def _iter_json_list_one_by_one(text: str, p: Path, name: str,
     n = 0
     try:
         while i < len(text) and text[i] != "]":
-            ctx = Ctx(name, p.stem, "json", n, line(i), (n,), limits=opts.limits, folder=p.parent,
+            ctx = Ctx(name, _stem(p, opts), "json", n, line(i), (n,), limits=opts.limits, folder=p.parent,
                       allow_outside_files=opts.allow_outside_files)
             try:
                 value, end = dec.raw_decode(text, i)
