@@ -22,7 +22,7 @@ from .base import Ctx, InputError, LoadedConversation, LoadResult, Path_, Record
 from .detect import convert
 from .formats.langchain import is_langchain_message
 from .formats.promptfoo import level_assertions
-from .limits import Limits, Refused, check_record
+from .limits import Limits, Refused, TooLong, check_record, read_lines
 
 EXTENSIONS: dict[str, str] = {".jsonl": "jsonl", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 
@@ -176,7 +176,13 @@ def _duplicate(item: LoadedConversation, cid: str, first: str, name: str) -> Inp
 def _iter_jsonl(p: Path, name: str, kind: str, opts: _Options) -> Iterator[LoadedConversation | InputError]:
     record = 0
     with p.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
+        for lineno, raw in read_lines(fh, opts.limits.max_record_chars):  # a line over the limit is never held
+            if isinstance(raw, TooLong):
+                yield InputError(name, lineno, record, None, (
+                    f"the line holds more than the limit of {raw.max_chars:,} characters: refused unread; "
+                    "raise JUDGEGRAPH_MAX_RECORD_CHARS if it is genuine"))
+                record += 1
+                continue
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             try:
