@@ -29,6 +29,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..resultsfile import restore_elided
+
 SUITE = "judgegraph"
 
 #: what XML 1.0 cannot hold: https://www.w3.org/TR/xml/#charsets
@@ -52,7 +54,7 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
             except (ValueError, RecursionError):
                 continue
             if isinstance(record, dict):
-                records.append(record)
+                records.append(restore_elided(record))
     return records
 
 

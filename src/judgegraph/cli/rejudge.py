@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from ..judges import resolve_judge
     from ..loaders import load_files
     from ..metrics import MetricNotFound, canonical_name, get_metric
+    from ..resultsfile import elide_duplicates, restore_elided
     from ..steering import REJUDGE_METRICS, RejudgeError, as_prompt, rejudge_result
 
     metric = canonical_name(args.metric)
@@ -108,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
             except RecursionError:
                 print(f"judgegraph rejudge: {where}: nested too deeply to read; copied as it is", file=sys.stderr)
                 problems += 1
+            if isinstance(record, dict):
+                restore_elided(record)  # a long reason is stored once: put back before it is read
             cid = record.get("conversation_id") if isinstance(record, dict) else None
             results = record.get("results") if isinstance(record, dict) else None
             chosen = (isinstance(record, dict) and record.get("type") == "conversation" and isinstance(results, dict)
@@ -138,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
                         problems += len(new.errors)
                         failed = failed or new.status == "failed"
                         changed.append(f"{cid}: {_score(old.get('score'))} → {_score(new.score)} ({new.status})")
-                        line = json.dumps(record, ensure_ascii=False) + "\n"
+                        line = json.dumps(elide_duplicates(record), ensure_ascii=False) + "\n"
             dst.write(line if line.endswith("\n") else line + "\n")
     os.replace(tmp, args.out)
     for cid in sorted(wanted - seen):

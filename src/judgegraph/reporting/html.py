@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..resultsfile import non_finite_field
+from ..resultsfile import non_finite_field, restore_elided
 
 __all__ = ["ReportFile", "ResultsFile", "read_results", "render_report", "report_data", "write_report"]
 
@@ -82,7 +82,7 @@ def read_results(path: str | Path) -> ResultsFile:
                 if wrong:
                     out.unreadable.append(f"{path}:{n}: {wrong}")
                     continue
-                out.conversations.append(record)
+                out.conversations.append(restore_elided(record))
             elif kind == "input_error":
                 out.input_errors.append(record)
             else:
