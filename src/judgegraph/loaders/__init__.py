@@ -6,6 +6,7 @@ Supported files (by extension, case-insensitive):
   are skipped. Read line by line, so memory stays bounded.
 * ``.json`` / ``.yaml`` / ``.yml`` - one record, a list of records,
   ``{"conversations": [...]}``, or a promptfoo document (top-level ``tests:``).
+  A ``.json`` list is read one record at a time too (:mod:`.jsonstream`).
 
 Each record's format is detected on its own (:func:`detect_format`); one module
 per format lives in :mod:`judgegraph.loaders.formats`.

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -22,7 +22,8 @@ from .base import Ctx, InputError, LoadedConversation, LoadResult, Path_, Record
 from .detect import convert
 from .formats.langchain import is_langchain_message
 from .formats.promptfoo import level_assertions
-from .limits import Limits, Refused, TooLong, check_record, read_lines
+from .jsonstream import JsonArray, JsonSyntaxError
+from .limits import CHUNK_BYTES, Limits, Refused, TooLong, check_record, read_lines
 
 EXTENSIONS: dict[str, str] = {".jsonl": "jsonl", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 
@@ -212,13 +213,24 @@ def _iter_jsonl(p: Path, name: str, kind: str, opts: _Options) -> Iterator[Loade
             yield from convert(value, ctx)
 
 
-def _read_text(p: Path, name: str) -> str | InputError:
-    data = p.read_bytes()
+def _decode(data: bytes, name: str) -> str | InputError:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         return InputError(name, line, None, None, f"not valid UTF-8 (byte offset {exc.start})")
+
+
+def _head(fh: BinaryIO) -> bytes:
+    """The first bytes of a file, up to its first character that is not white
+    space (or a byte-order mark): enough to tell a list from anything else."""
+    head = b""
+    while not head.lstrip(b" \t\r\n\xef\xbb\xbf"):
+        data = fh.read1(CHUNK_BYTES) if hasattr(fh, "read1") else fh.read(CHUNK_BYTES)
+        if not data:
+            break
+        head += data
+    return head
 
 
 def _too_big(chars: int, limits: Limits) -> str:
@@ -231,7 +243,12 @@ def _too_deep(limits: Limits) -> str:
 
 
 def _iter_document(p: Path, name: str, kind: str, opts: _Options) -> Iterator[LoadedConversation | InputError]:
-    text = _read_text(p, name)
+    with p.open("rb") as fh:
+        head = _head(fh) if kind == "json" else b""
+        if head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"["):  # a list: read one record at a time
+            yield from _iter_json_array(JsonArray(fh, opts.limits.max_record_chars, head=head), p, name, opts)
+            return
+        text = _decode(head + fh.read(), name)
     if isinstance(text, InputError):
         yield text
         return
@@ -241,7 +258,7 @@ def _iter_document(p: Path, name: str, kind: str, opts: _Options) -> Iterator[Lo
         try:
             value = json.loads(text)
         except RecursionError:
-            yield from _iter_json_list_one_by_one(text, p, name, opts)
+            yield InputError(name, 1, None, None, _too_deep(opts.limits))
             return
         except json.JSONDecodeError as exc:
             yield InputError(name, exc.lineno, None, None, f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
@@ -380,63 +397,47 @@ def _yaml_lines(root: yaml.Node | None) -> Callable[[Path_], int | None]:
 _WS = re.compile(r"[ \t\n\r]*")
 
 
-def _skip_json_value(text: str, i: int) -> int:
-    """End of the JSON value starting at ``i``, found by counting brackets outside
-    strings (no recursion, whatever the nesting)."""
-    depth, in_string, escaped = 0, False, False
-    for j in range(i, len(text)):
-        ch = text[j]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-    raise ValueError("unterminated JSON value")
+def _iter_json_array(stream: JsonArray, p: Path, name: str,
+                     opts: _Options) -> Iterator[LoadedConversation | InputError]:
+    """The records of a ``.json`` list, decoded one by one as the file is read
+    (:class:`JsonArray`): memory holds one record, never the file. A file that
+    is one LangChain message list is one conversation (its messages are kept
+    until the list shows it is not one)."""
+    messages: list[tuple[int, Any]] = []  # (line, value) while every element is a LangChain message
+    all_messages = True
 
+    def ctx(i: int, line: int, base: Path_) -> Ctx:
+        return Ctx(name, _stem(p, opts), "json", i, line, base, line_of=lambda _path: line, limits=opts.limits,
+                   folder=p.parent, allow_outside_files=opts.allow_outside_files)
 
-def _iter_json_list_one_by_one(text: str, p: Path, name: str,
-                               opts: _Options) -> Iterator[LoadedConversation | InputError]:
-    """A ``.json`` list too deep for ``json.loads`` as a whole: each record is
-    parsed on its own, so only the too-deep ones are refused."""
-    newlines = [m.start() for m in re.finditer("\n", text)]
-
-    def line(at: int) -> int:
-        return bisect.bisect_left(newlines, at) + 1
-
-    dec = json.JSONDecoder()
-    i = _WS.match(text, 0).end()  # type: ignore[union-attr]
-    if not text.startswith("[", i):
-        yield InputError(name, line(i), None, None, _too_deep(opts.limits))
-        return
-    i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-    n = 0
     try:
-        while i < len(text) and text[i] != "]":
-            ctx = Ctx(name, _stem(p, opts), "json", n, line(i), (n,), limits=opts.limits, folder=p.parent,
-                      allow_outside_files=opts.allow_outside_files)
-            try:
-                value, end = dec.raw_decode(text, i)
-            except RecursionError:
-                end = _skip_json_value(text, i)
-                yield InputError(name, line(i), n, None, _too_deep(opts.limits))
+        for el in stream:
+            if el.problem is not None:
+                message = {"deep": _too_deep(opts.limits), "invalid": "invalid JSON: a number too long to read"}.get(
+                    el.problem, f"the record's text holds more than the limit of {opts.limits.max_record_chars:,} "
+                                "characters: refused unread; raise JUDGEGRAPH_MAX_RECORD_CHARS if it is genuine")
+                yield InputError(name, el.line, el.index, None, message)
+                all_messages = False
+            elif all_messages and is_langchain_message(el.value):
+                messages.append((el.line, el.value))
+                continue
             else:
-                yield from convert(value, ctx)
-            i = _WS.match(text, end).end()  # type: ignore[union-attr]
-            if i < len(text) and text[i] == ",":
-                i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-            n += 1
-    except (ValueError, IndexError) as exc:
-        yield InputError(name, line(i), n, None, f"invalid JSON: {exc}")
+                all_messages = False
+            for i, (line, value) in enumerate(messages):  # not a message list after all: they were records
+                yield from convert(value, ctx(i, line, (i,)))
+            messages = []
+            if el.problem is None:
+                yield from convert(el.value, ctx(el.index, el.line, (el.index,)))
+    except JsonSyntaxError as exc:  # the records before it are loaded; the rest cannot be found
+        yield InputError(name, exc.line, None, None, f"invalid JSON: {exc}")
+        return
+    except UnicodeDecodeError:
+        yield InputError(name, stream.line(len(stream.buf)), None, None,
+                         "not valid UTF-8 (in this line or the next): the rest of the file is not read")
+        return
+    if messages:  # every element a LangChain message: one conversation
+        first = messages[0][0]
+        yield from convert({"messages": [v for _, v in messages]}, ctx(0, first, ()), "langchain")
 
 
 def _json_lines(text: str, value: Any) -> Callable[[Path_], int | None]:
