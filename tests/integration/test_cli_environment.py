@@ -53,14 +53,23 @@ def test_junit_that_is_a_directory_is_refused_before_the_run(tmp_path, chats, ca
     assert code == 2 and "--junit" in capsys.readouterr().err and not out.exists()
 
 
-def test_junit_that_cannot_be_written_after_the_run_keeps_the_results(tmp_path, chats, capsys):
+def test_junit_under_a_file_is_refused_before_the_run(tmp_path, chats, capsys):
     (tmp_path / "file").write_text("not a folder")
     out = tmp_path / "r.jsonl"
+    code = main(["eval", str(chats), "--out", str(out), "--junit", str(tmp_path / "file" / "junit.xml"), "-q"])
+    assert code == 2 and "a folder on its path is a file" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_junit_that_cannot_be_written_after_the_run_keeps_the_results(tmp_path, chats, capsys):
+    out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(ScriptedResponder([], default=YES)) as server:
-        code = run_eval(server, chats, out, "--junit", str(tmp_path / "file" / "junit.xml"))
+        code = run_eval(server, chats, out, "--junit", "/dev/full")
     err = capsys.readouterr().err
     assert code == 3 and "cannot write --junit" in err and "internal error" not in err
     assert len(out.read_text(encoding="utf-8").splitlines()) == 2
+    assert main(["report", str(out), "-o", "/dev/full"]) == 3  # exit 2 before, with no file named
+    assert "/dev/full: No space left on device" in capsys.readouterr().err
 
 
 def test_files_named_by_options_that_are_not_utf8_are_usage_errors(tmp_path, chats, capsys):

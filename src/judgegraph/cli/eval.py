@@ -205,6 +205,8 @@ def _out_error(args: argparse.Namespace) -> str | None:
     for flag, value in (("--junit", args.junit), ("--html", args.html)):  # written after the run: checked before it
         if value and Path(value).is_dir():
             return f"{flag} {value} is a directory; give a file path such as {Path(value) / 'report'}"
+        if value and any(parent.exists() and not parent.is_dir() for parent in Path(value).parents):
+            return f"{flag} {value}: a folder on its path is a file"
     return None
 
 
