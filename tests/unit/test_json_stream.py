@@ -98,3 +98,15 @@ def test_syntax_errors_name_line_and_column(text, message):
     with pytest.raises(JsonSyntaxError) as info:
         list(stream)
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize("early", [True, False])
+def test_bytes_that_are_not_utf8_end_the_list_with_an_error(tmp_path, early):
+    path = tmp_path / "chats.json"
+    good = json.dumps(rec("a")).encode()
+    bad = b'{"id": "b\xff"}'
+    path.write_bytes(b"[" + (bad + b",\n" + good if early else good + b",\n" + bad) + b"]")
+    res = load_file(path)  # exit 4 (UnicodeDecodeError) if it escaped
+    assert [c.conversation.id for c in res.conversations] == ([] if early else ["a"])
+    (err,) = res.errors
+    assert "not valid UTF-8" in err.message

@@ -22,7 +22,7 @@ from .base import Ctx, InputError, LoadedConversation, LoadResult, Path_, Record
 from .detect import convert
 from .formats.langchain import is_langchain_message
 from .formats.promptfoo import level_assertions
-from .jsonstream import JsonArray, JsonSyntaxError
+from .jsonstream import JsonArray, JsonSyntaxError, NotUtf8
 from .limits import CHUNK_BYTES, Limits, Refused, TooLong, check_record, read_lines
 
 EXTENSIONS: dict[str, str] = {".jsonl": "jsonl", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
@@ -431,9 +431,8 @@ def _iter_json_array(stream: JsonArray, p: Path, name: str,
     except JsonSyntaxError as exc:  # the records before it are loaded; the rest cannot be found
         yield InputError(name, exc.line, None, None, f"invalid JSON: {exc}")
         return
-    except UnicodeDecodeError:
-        yield InputError(name, stream.line(len(stream.buf)), None, None,
-                         "not valid UTF-8 (in this line or the next): the rest of the file is not read")
+    except NotUtf8 as exc:
+        yield InputError(name, exc.line, None, None, "not valid UTF-8: the rest of the file is not read")
         return
     if messages:  # every element a LangChain message: one conversation
         first = messages[0][0]

@@ -45,27 +45,41 @@ class JsonSyntaxError(ValueError):
         self.line = line
 
 
+class NotUtf8(ValueError):
+    """The file has a byte that is not UTF-8 at ``line``: the list ends there."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(f"not valid UTF-8 at line {line}")
+        self.line = line
+
+
+_BAD_BYTE = re.compile("[\udc80-\udcff]")  # a byte that was not UTF-8, as surrogateescape decodes it
+
+
 class JsonArray:
     """The elements of the JSON list in a binary file, decoded one by one.
 
     ``max_chars``: the most characters one element's text may hold before it is
     skipped unread (its problem ``"big"``). Iterate to get :class:`Element`
-    objects; :class:`JsonSyntaxError` ends the list; :class:`UnicodeDecodeError`
-    says the bytes are not UTF-8."""
+    objects; :class:`JsonSyntaxError` ends the list, and :class:`NotUtf8` when
+    the element being read holds a byte that is not UTF-8 (the elements before
+    it are read)."""
 
     def __init__(self, fh: BinaryIO, max_chars: int, chunk: int = CHUNK_CHARS, head: bytes = b"") -> None:
         self._read = getattr(fh, "read1", fh.read)  # read1: what is there, never waits for a whole chunk
-        self._decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        self._decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="surrogateescape")
         self._json = json.JSONDecoder()
         self.max_chars = max_chars
         self.chunk = chunk
-        self.buf = self._decoder.decode(head)  # ``head``: bytes already read from ``fh``
+        self._head = head  # bytes already read from ``fh``: decoded first
+        self.buf = ""
         self.pos = 0
         self.eof = False
         self._line = 1  # the line number at buffer index self._line_at
         self._line_at = 0
         self._dropped = 0  # characters dropped from the front of the buffer so far
         self._newline = -1  # where the last newline before self._line_at is, counted from the file's start
+        self._broken = False  # the text stops before a byte that is not UTF-8
 
     # -- the buffer
 
@@ -74,13 +88,14 @@ class JsonArray:
         if self.eof:
             return False
         self._compact()
-        data = self._read(self.chunk)
-        if not data:
-            self.eof = True
-            self.buf += self._decoder.decode(b"", final=True)
-            return False
-        self.buf += self._decoder.decode(data)
-        return True
+        data, self._head = self._head or self._read(self.chunk), b""
+        text = self._decoder.decode(data, final=not data)
+        self.eof = not data
+        bad = _BAD_BYTE.search(text)
+        if bad is not None:  # keep the text before it; the list ends there
+            text, self._broken, self.eof = text[:bad.start()], True, True
+        self.buf += text
+        return bool(text) or not self.eof
 
     def _compact(self) -> None:
         if self.pos > 0:
@@ -112,8 +127,11 @@ class JsonArray:
             if not self._more():
                 return None
 
-    def _fail(self, message: str) -> JsonSyntaxError:
+    def _fail(self, message: str) -> ValueError:
+        """The error that ends the list: :class:`NotUtf8` when the text ran out at a bad byte."""
         line, column = self._where(min(self.pos, len(self.buf)))
+        if self._broken and self.pos >= len(self.buf) - 6:
+            return NotUtf8(self.line(len(self.buf)))
         return JsonSyntaxError(message, line, column)
 
     # -- the list
@@ -152,6 +170,9 @@ class JsonArray:
                 self._skip_value()
                 return Element(index, line, problem="deep")
             except json.JSONDecodeError as exc:
+                if self._broken and self._at_end(exc):
+                    self.pos = len(self.buf)
+                    raise self._fail(exc.msg) from None
                 if not self._unfinished(exc):
                     self.pos = exc.pos
                     raise self._fail(exc.msg) from None
@@ -171,10 +192,13 @@ class JsonArray:
             self.pos = end
             return Element(index, line, None if big else value, "big" if big else None)
 
+    def _at_end(self, exc: json.JSONDecodeError) -> bool:
+        """Whether the decoder stopped at the end of the text (not at an error inside it)."""
+        return exc.pos >= len(self.buf) - 6 or exc.msg.startswith("Unterminated string")
+
     def _unfinished(self, exc: json.JSONDecodeError) -> bool:
-        """Whether the decoder stopped at the end of what was read (more is needed),
-        not at an error inside it."""
-        return not self.eof and (exc.pos >= len(self.buf) - 6 or exc.msg.startswith("Unterminated string"))
+        """Whether more text may finish the element."""
+        return not self.eof and self._at_end(exc)
 
     def _grow(self) -> bool:
         """Read until the unfinished element's text has doubled (so decoding it
