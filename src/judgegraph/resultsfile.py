@@ -11,6 +11,9 @@ written as each conversation finishes, safe to resume after any kill.
 * ``transcripts``: what the writer keeps of each verdict's judge transcript —
   ``full`` (every attempt), ``errors`` (only verdicts whose judgement failed or
   needed a re-ask), ``none``.
+* A long verdict reason is stored once per line (:func:`elide_duplicates`): the
+  judge's raw reply and the result's reason, which quote it verbatim, hold where
+  it was cut out instead; every reader here puts it back (:func:`restore_elided`).
 
 A parent process that collects outcomes from workers uses the same writer and
 scan: the file format does not depend on where a conversation was judged.
@@ -19,6 +22,7 @@ scan: the file format does not depend on where a conversation was judged.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -83,10 +87,16 @@ class ResultsWriter:
         # written as the JSON escape "\udfff" it reads back as the same string.
         self._fh: IO[str] = self.path.open(mode, encoding="utf-8", errors="backslashreplace")
         self.lines = 0
+        self._failed = False
 
     def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._fh.flush()
+        try:
+            self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._fh.flush()
+        except OSError as exc:  # a full disk, /dev/full: the lines written before stay
+            self._failed = True
+            exc.filename = exc.filename or str(self.path)
+            raise
         self.lines += 1
 
     def outcome(self, outcome: Any) -> None:
@@ -95,7 +105,7 @@ class ResultsWriter:
             from .results import Usage
 
             record["cost_usd"] = self.cost(Usage.total(r.usage for r in outcome.results.values()))
-        self.write(filter_transcripts(record, self.transcripts))
+        self.write(elide_duplicates(filter_transcripts(record, self.transcripts)))
 
     def input_error(self, error: Any) -> None:
         record = input_error_record(error)
@@ -104,7 +114,11 @@ class ResultsWriter:
         self.write(record)
 
     def close(self) -> None:
-        self._fh.close()
+        try:
+            self._fh.close()
+        except OSError:
+            if not self._failed:  # else the write's own error is the one reported
+                raise
 
 
 @dataclass
@@ -179,7 +193,7 @@ def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] |
                 continue
             try:
                 record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: a line nested too deeply
                 state.bad_lines.append(lineno)
                 continue
             if not isinstance(record, dict):
@@ -194,7 +208,7 @@ def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] |
                     continue
                 state.done.add(record["conversation_id"])
                 if on_record is not None:
-                    on_record(record)
+                    on_record(restore_elided(record))
             elif record.get("type") == "input_error":
                 state.input_errors.add(_input_error_key(record))
     state.retried = dropped
@@ -219,7 +233,7 @@ def _rewrite_without_errors(p: Path, end: int) -> None:
                 break
             try:
                 record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-            except ValueError:
+            except (ValueError, RecursionError):
                 record = None
             if isinstance(record, dict) and record.get("type") == "conversation":
                 cid = str(record.get("conversation_id"))
@@ -232,6 +246,23 @@ def _rewrite_without_errors(p: Path, end: int) -> None:
     os.replace(tmp, p)
 
 
+def non_finite_field(value: Any) -> str | None:
+    """The dotted path of the first number in ``value`` that is not finite (JSON
+    ``1e999`` reads as ``inf``; ``NaN`` / ``Infinity`` are not JSON at all), or
+    None. Such a number cannot be shown or compared: its line is refused. Walks
+    without recursion."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return path or "(the line)"
+        if isinstance(item, dict):
+            stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+    return None
+
+
 def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) for every readable line of a results file, streamed."""
     with Path(path).open("rb") as fh:
@@ -240,7 +271,82 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 continue
             try:
                 record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: a line nested too deeply
                 continue
             if isinstance(record, dict):
-                yield lineno, record
+                yield lineno, restore_elided(record)
+
+
+#: a verdict reason at least this long is stored once per results line
+ELIDE_MIN_CHARS = 256
+
+
+def _verdicts(result: Any) -> list[Any]:
+    verdicts = result.get("verdicts") if isinstance(result, dict) else None
+    return verdicts if isinstance(verdicts, list) else []
+
+
+def _escaped(reason: str, escape: Any) -> str:
+    """``reason`` as it sits inside a JSON string of the judge's reply."""
+    return json.dumps(reason, ensure_ascii=escape == "ascii")[1:-1]
+
+
+def elide_duplicates(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` (a conversation line) with each verdict reason of
+    :data:`ELIDE_MIN_CHARS` or more stored once, in its verdict: cut out of the
+    judge's raw reply (``reply_elided: {"at", "escape"}`` on that attempt) and out
+    of the result's reason (``reason_elided: [{"at", "verdict"}]``) where they
+    hold it verbatim. Before, a 20 MB reason took 40-60 MB of the line. Changes
+    ``record`` in place; :func:`restore_elided` gives back the exact texts."""
+    for result in (record.get("results") or {}).values():
+        cuts: list[dict[str, int]] = []
+        for i, verdict in enumerate(_verdicts(result)):
+            reason = verdict.get("reason") if isinstance(verdict, dict) else None
+            if not isinstance(reason, str) or len(reason) < ELIDE_MIN_CHARS:
+                continue
+            text = result.get("reason")
+            if isinstance(text, str) and (at := text.find(reason)) >= 0:
+                result["reason"] = text[:at] + text[at + len(reason):]
+                cuts.append({"at": at, "verdict": i})
+            for attempt in verdict.get("transcript") or []:
+                reply = attempt.get("reply") if isinstance(attempt, dict) else None
+                if not isinstance(reply, str) or "reply_elided" in attempt:
+                    continue
+                for escape in ("json", "ascii"):
+                    esc = _escaped(reason, escape)
+                    if (at := reply.find(esc)) >= 0:
+                        attempt["reply"] = reply[:at] + reply[at + len(esc):]
+                        attempt["reply_elided"] = {"at": at, "escape": escape}
+                        break
+        if cuts:
+            result["reason_elided"] = cuts
+    return record
+
+
+def restore_elided(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with every text :func:`elide_duplicates` cut put back, exactly
+    (in place). A marker that does not fit (a file edited by hand) is dropped."""
+    results = record.get("results")
+    for result in (results.values() if isinstance(results, dict) else ()):
+        verdicts = _verdicts(result)
+        for verdict in verdicts:
+            reason = verdict.get("reason") if isinstance(verdict, dict) else None
+            for attempt in (verdict.get("transcript") or []) if isinstance(verdict, dict) else ():
+                cut = attempt.pop("reply_elided", None) if isinstance(attempt, dict) else None
+                reply = attempt.get("reply") if isinstance(attempt, dict) else None
+                if isinstance(cut, dict) and isinstance(reason, str) and isinstance(reply, str):
+                    at = cut.get("at")
+                    if isinstance(at, int) and 0 <= at <= len(reply):
+                        attempt["reply"] = reply[:at] + _escaped(reason, cut.get("escape")) + reply[at:]
+        cuts = result.pop("reason_elided", None) if isinstance(result, dict) else None
+        if isinstance(cuts, list) and isinstance(result.get("reason"), str):
+            text = result["reason"]
+            for cut in reversed(cuts):
+                try:
+                    at, reason = cut["at"], verdicts[cut["verdict"]]["reason"]
+                except (KeyError, TypeError, IndexError):
+                    continue
+                if isinstance(at, int) and isinstance(reason, str) and 0 <= at <= len(text):
+                    text = text[:at] + reason + text[at:]
+            result["reason"] = text
+    return record

@@ -29,7 +29,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from .judges import Judge, NeedsLLMJudge
-from .loaders import InputError, LoadedConversation, iter_records
+from .loaders import InputError, LoadedConversation, id_stems, iter_records
 from .metrics import canonical_name, get_metric
 from .pricing import Prices
 from .report import build_report_graph
@@ -345,9 +345,11 @@ def iter_inputs(paths: Iterable[str | Path], *, seen: set[str] | None = None,
     another file is an input error; a file that holds nothing at all (empty or
     blank) is an input error, never a run that passes by judging nothing."""
     seen = set() if seen is None else seen
+    paths = list(paths)
+    stems = id_stems(paths)  # records without an id: named after their file, unique across the inputs
     for path in paths:
         yielded = False
-        for item in iter_records(path, **options):
+        for item in iter_records(path, id_stem=stems[str(path)], **options):
             yielded = True
             if isinstance(item, LoadedConversation):
                 cid = item.conversation.id

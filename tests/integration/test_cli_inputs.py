@@ -57,3 +57,18 @@ def test_allow_outside_files_flag(tmp_path, capsys):
     assert main(args) == 3
     assert "leaves the folder" in capsys.readouterr().err
     assert main([*args, "--allow-outside-files", "--overwrite"]) in (0, 1)  # --out holds the first run
+
+
+def test_same_file_name_in_two_folders_judged_and_resumed_by_distinct_ids(tmp_path, capsys):
+    line = json.dumps({"turns": [{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "4."}]})
+    paths = []
+    for folder in ("monday", "tuesday"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "chats.jsonl").write_text(line + "\n")
+        paths.append(str(tmp_path / folder / "chats.jsonl"))
+    out = tmp_path / "r.jsonl"
+    assert main(["eval", *paths, "--out", str(out), "--no-progress", "-q"]) == 0, capsys.readouterr().err
+    assert sorted(r["conversation_id"] for r in rows(out)) == ["monday/chats:1", "tuesday/chats:1"]
+    assert main(["eval", *paths, "--out", str(out), "--no-progress", "-q", "--resume"]) == 0
+    assert "2 conversations already judged" in capsys.readouterr().err
+    assert len(rows(out)) == 2  # nothing judged twice

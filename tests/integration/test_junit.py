@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from judgegraph.apps.junit import junit_from_results
+from judgegraph.apps.junit import junit_from_results, write_junit
 from judgegraph.cli import main
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
 
@@ -60,3 +60,27 @@ def test_a_failed_run_is_an_error_case_and_content_stays_text():
     assert (case.get("classname"), case.get("name")) == ("c<1>", "run")
     assert case.find("error").get("type") == "run_error" and case.find("error").text == "Boom: <x/>"
     assert ET.fromstring(ET.tostring(root)).find("testsuite").get("errors") == "1"
+
+
+def test_control_characters_and_surrogates_still_make_xml_that_parses(tmp_path):
+    bad = "id\x1b[31m\x00\x0b\udfff\ufffe"
+    results = tmp_path / "r.jsonl"
+    records = [
+        {"type": "conversation", "conversation_id": bad, "source": f"f\x01:{bad}", "results": {
+            f"m\x02{bad}": {"status": "failed", "score": 0.1, "threshold": 0.5, "judge": "j\x03", "reason": f"r\x04{bad}",
+                            "errors": []},
+            "odd": {"status": "passed", "score": "high", "threshold": None, "reason": "ok"}},
+         "error": f"boom\x05{bad}"},
+        {"type": "input_error", "file": "in\x06.jsonl", "line": 3, "field": "turns.0\x07", "error": f"bad\x08{bad}"},
+    ]
+    lines = [json.dumps(rec).encode() for rec in records]  # the lone surrogate as the escape "\\udfff"
+    lines.append(b'{"type": "conversation", "conversation_id": "bytes\xff\\u001b", "results": {}, "error": "x"}')
+    lines.append(b'[' * 100_000 + b']' * 100_000)
+    results.write_bytes(b"\n".join(lines) + b"\n")
+    out = write_junit(results, tmp_path / "junit.xml")
+    root = ET.parse(out).getroot()  # the old writer wrote "\x1b" raw: "not well-formed (invalid token)"
+    classes = {c.get("classname") for c in root.iter("testcase")}
+    assert "id\\x1b[31m\\x00\\x0b\\udfff\\ufffe" in classes
+    assert any(c.startswith("bytes") for c in classes)
+    failure = next(root.iter("failure"))
+    assert failure.text.startswith("r\\x04id\\x1b")

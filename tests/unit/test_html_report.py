@@ -108,3 +108,42 @@ def test_graph_of_offline_results_with_a_metric_only_an_llm_judge_runs(tmp_path)
     results.write_text("".join(json.dumps(x) + "\n" for x in lines))
     html = write_report(results, tmp_path / "r.html").path.read_text()
     assert 'data-name="turn_relevancy"' in html and 'data-name="knowledge_retention"' in html
+
+
+def test_a_score_that_is_not_finite_is_a_reported_line_not_an_empty_page(tmp_path, capsys):
+    _, results = write_sample_run(tmp_path, 3)
+    lines = results.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    metric = next(iter(first["results"]))
+    bad = lines[0].replace(json.dumps(first["conversation_id"]), '"inf-score"', 1)
+    bad = bad.replace(f'"score": {json.dumps(first["results"][metric]["score"])}', '"score": 1e999', 1)
+    assert "1e999" in bad
+    with results.open("a", encoding="utf-8") as fh:
+        fh.write(bad + "\n" + lines[0].replace(json.dumps(first["conversation_id"]), '"nan-id"', 1)
+                 .replace('"type": "conversation"', '"type": "conversation", "extra": NaN', 1) + "\n")
+    out = tmp_path / "r.html"
+    assert main(["report", str(results), "-o", str(out)]) == 3  # exit 0 and a page of 0 rows before
+    err = capsys.readouterr().err
+    n = len(lines)
+    assert f"{results}:{n + 1}: field 'results.{metric}.score': not a finite number" in err
+    assert f"{results}:{n + 2}: field 'extra': not a finite number" in err
+    parser = _Scripts()
+    parser.feed(out.read_text(encoding="utf-8"))
+    data = json.loads(parser.data["report-data"])  # strict JSON, as the browser's JSON.parse reads it
+    ids = [c["id"] for c in data["conversations"]]
+    assert len(ids) == 3 and "inf-score" not in ids and "nan-id" not in ids
+    assert data["totals"]["unreadable_lines"] == 2
+
+
+def test_bad_bytes_and_deep_lines_are_reported_lines(tmp_path, capsys):
+    _, results = write_sample_run(tmp_path, 2)
+    n = len(results.read_text(encoding="utf-8").splitlines())
+    with results.open("ab") as fh:
+        fh.write(b'{"type": "conversation", "conversation_id": "\xff"}\n' + b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    out = tmp_path / "r.html"
+    assert main(["report", str(results), "-o", str(out)]) == 3  # exit 4 (UnicodeDecodeError, RecursionError) before
+    err = capsys.readouterr().err
+    assert f"{results}:{n + 1}: not valid UTF-8 (byte 46 of the line)" in err
+    assert f"{results}:{n + 2}: nested too deeply to read" in err and "2 conversations" in err
+    assert main(["show", str(results), "--conversation", "nope"]) == 2  # a usage answer, not exit 4
+    assert "no conversation 'nope'" in capsys.readouterr().err

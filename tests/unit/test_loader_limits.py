@@ -3,12 +3,14 @@ field), every other record loads, nothing raises."""
 
 from __future__ import annotations
 
+import io
 import json
+import tracemalloc
 
 import pytest
 
 from judgegraph.loaders import iter_records, load_file, load_files
-from judgegraph.loaders.limits import Limits
+from judgegraph.loaders.limits import CHUNK_BYTES, Limits, TooLong, read_lines
 
 GOOD = {"turns": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}
 
@@ -141,3 +143,48 @@ def test_iter_records_is_lazy_for_jsonl(tmp_path):
     assert next(items).conversation.id == "c0"
     path.write_text("")  # what was not read yet is gone: a lazy reader never sees it
     assert len(list(items)) < 1_000
+
+
+class _CountingFile(io.BytesIO):
+    """A binary file that remembers how many bytes were read from it."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.read_bytes = 0
+        self.largest_read = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = super().read(size)
+        self.read_bytes += len(data)
+        self.largest_read = max(self.largest_read, len(data))
+        return data
+
+
+def test_a_line_over_the_limit_is_refused_after_reading_at_most_the_limit(tmp_path):
+    fh = _CountingFile(b"x" * 5_000_000 + b"\n" + rec("after").encode() + b"\n")
+    lines = read_lines(fh, 1000)
+    assert next(lines) == (1, TooLong(1000))
+    assert fh.read_bytes == 1001  # refused once the 1,001st character is read, not after the line's 5 MB
+    assert next(lines) == (2, (rec("after") + "\n").encode())  # the rest was skipped, chunk by chunk
+    assert fh.largest_read <= CHUNK_BYTES
+    # multi-byte text: counted in characters, as before (1000 'é' = 2000 bytes pass; 1001 do not)
+    assert list(read_lines(_CountingFile("é".encode() * 1000), 1000)) == [(1, "é".encode() * 1000)]
+    assert list(read_lines(_CountingFile("é".encode() * 1001 + b"\n\n"), 1000)) == [(1, TooLong(1000)), (2, b"\n")]
+
+
+def test_a_huge_jsonl_line_is_never_held_in_memory(tmp_path):
+    path = tmp_path / "big.jsonl"
+    with path.open("wb") as fh:
+        fh.write(rec("a").encode() + b"\n")
+        fh.write(b'{"id": "big", "metadata": "' + b"x" * 30_000_000)  # 30 MB, no newline until the end
+        fh.write(b'"}\n' + rec("b").encode() + b"\n")
+    tracemalloc.start()
+    try:
+        res = load_file(path, limits=Limits(max_record_chars=100_000))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5_000_000  # the old reader held the 30 MB line (twice: bytes and text) before refusing it
+    assert ids(res) == ["a", "b"]
+    (err,) = res.errors
+    assert err.line == 2 and "more than the limit of 100,000 characters: refused unread" in err.message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -187,7 +188,7 @@ def test_json_container_record_lines_and_fallback_id():
 
 def test_json_syntax_error_line_and_column():
     result = load_file(fx("bad_syntax.json"))
-    assert result.conversations == []
+    assert [c.conversation.id for c in result.conversations] == ["a"]  # read as streamed: the records before it load
     assert messages(result) == [
         "tests/data/loaders/bad_syntax.json:3: invalid JSON: Expecting ',' delimiter (line 3, column 14)"
     ]
@@ -493,3 +494,30 @@ def test_ragas_errors_name_file_line_and_field(tmp_path):
     assert "give only one of 'user_input', 'question'" in by_line[3]
     assert "unknown message type 'bot'" in by_line[6]
     assert "not used with a multi-turn user_input" in by_line[7]
+
+
+def _no_id(reply):
+    return json.dumps({"turns": [{"role": "user", "content": "Hi?"}, {"role": "assistant", "content": reply}]})
+
+
+def test_files_with_the_same_name_in_different_folders_get_distinct_ids(tmp_path, monkeypatch):
+    for folder in ("a", "b"):
+        (tmp_path / "runs" / folder).mkdir(parents=True)
+        (tmp_path / "runs" / folder / "chats.jsonl").write_text(_no_id(folder) + "\n" + _no_id(folder + "2") + "\n")
+    (tmp_path / "runs" / "a" / "chats.json").write_text("[" + _no_id("json") + "]")
+    (tmp_path / "solo.jsonl").write_text(_no_id("solo") + "\n")
+    monkeypatch.chdir(tmp_path)
+    paths = ["runs/a/chats.jsonl", str(tmp_path / "runs" / "b" / "chats.jsonl"), "solo.jsonl"]
+    res = load_files(paths)
+    assert res.errors == []  # before: both lines of b/chats.jsonl refused as duplicates of a/chats.jsonl's
+    assert [c.conversation.id for c in res.conversations] == ["a/chats:1", "a/chats:2", "b/chats:1", "b/chats:2",
+                                                              "solo:1"]
+    assert load_files(paths).conversations[2].conversation.id == "b/chats:1"  # the same on every run
+    # the same stem twice in one folder: the extension tells them apart
+    res = load_files(["runs/a/chats.jsonl", "runs/a/chats.json"])
+    assert [c.conversation.id for c in res.conversations] == ["chats.jsonl:1", "chats.jsonl:2", "chats.json#0"]
+    # alone, a file's records are named after its stem, as before
+    assert [c.conversation.id for c in load_file("runs/b/chats.jsonl").conversations] == ["chats:1", "chats:2"]
+    # the same file given twice: one name, so its records are duplicates
+    res = load_files(["runs/a/chats.jsonl", str(tmp_path / "runs/a/chats.jsonl")])
+    assert len(res.conversations) == 2 and [e.field for e in res.errors] == ["id", "id"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import tracemalloc
 
 import pytest
 import yaml
@@ -10,6 +12,7 @@ import yaml
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import load_file
+from judgegraph.loaders.limits import Limits
 from judgegraph.results import MetricResult
 from judgegraph.runner import MetricPlan, evaluate_async, negate_result
 
@@ -189,6 +192,34 @@ def test_missing_rubric_file_is_an_input_error(tmp_path):
     path = write(tmp_path, rubric_test("file://nope.txt"))
     (err,) = load_file(path).errors
     assert "cannot read file://nope.txt" in err.message
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
+def test_rubric_file_that_is_a_fifo_or_a_folder_is_refused_at_once(tmp_path):
+    os.mkfifo(tmp_path / "pipe.txt")  # nothing ever writes to it: reading it would wait forever
+    (tmp_path / "folder").mkdir()
+    doc = {"tests": [rubric_test("file://pipe.txt")["tests"][0], rubric_test("file://folder")["tests"][0]]}
+    path = write(tmp_path, doc)
+    fifo, folder = load_file(path).errors  # the old reader hung here on the FIFO
+    assert fifo.field == "tests.0.assert.0.rubricPrompt" and fifo.line is not None
+    assert fifo.message == "file://pipe.txt is a FIFO (named pipe), not a regular file: refused [promptfoo format]"
+    assert folder.field == "tests.1.assert.0.rubricPrompt"
+    assert folder.message == "file://folder is a directory, not a regular file: refused [promptfoo format]"
+
+
+def test_rubric_file_over_the_limit_is_refused_by_its_size_unread(tmp_path):
+    with (tmp_path / "huge.txt").open("wb") as fh:
+        fh.truncate(50_000_000)  # sparse: 50 MB by its size, no disk used
+    path = write(tmp_path, rubric_test("file://huge.txt"))
+    tracemalloc.start()
+    try:
+        (err,) = load_file(path, limits=Limits(max_record_chars=1000)).errors
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5_000_000  # the old reader held all 50 MB before comparing
+    assert err.message == "file://huge.txt is larger than 1,000 bytes (50,000,000 bytes): refused [promptfoo format]"
 
 
 def test_inline_rubric_fills_test_vars_in_one_pass(tmp_path):

@@ -15,29 +15,58 @@ id, ``name`` the metric):
 The input is the results JSONL that ``judgegraph eval --out`` writes (or its
 records as dicts), so it can be made after any run: ``judgegraph eval ...
 --junit report.xml``, or :func:`write_junit` from Python. Conversation text
-is escaped as XML character data, never markup.
+is escaped as XML character data, never markup; a character XML 1.0 cannot hold
+(a control character such as ESC, a lone surrogate, U+FFFE/U+FFFF) is written as
+a visible escape (``\\x1b``), so the file always parses.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..resultsfile import restore_elided
+
 SUITE = "judgegraph"
+
+#: what XML 1.0 cannot hold: https://www.w3.org/TR/xml/#charsets
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` with every character XML 1.0 cannot hold shown as a visible escape."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", text)
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """The records of a results JSONL file (lines that are not JSON are skipped)."""
+    """The records of a results JSONL file (lines that are not JSON objects, or
+    not UTF-8, or nested too deeply to parse, are skipped)."""
     records = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
+    with Path(path).open("rb") as fh:
+        for raw in fh:
+            try:
+                record = json.loads(raw.decode("utf-8", errors="replace"))
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(record, dict):
+                records.append(restore_elided(record))
     return records
+
+
+def _clean(root: ET.Element) -> None:
+    """Every text, tail and attribute of the tree made fit for XML 1.0."""
+    for el in root.iter():
+        for name, value in el.attrib.items():
+            el.set(name, xml_text(value))
+        if el.text:
+            el.text = xml_text(el.text)
+        if el.tail:
+            el.tail = xml_text(el.tail)
 
 
 def _case(suite: ET.Element, classname: str, name: str, body: str = "") -> ET.Element:
@@ -47,9 +76,14 @@ def _case(suite: ET.Element, classname: str, name: str, body: str = "") -> ET.El
     return case
 
 
+def _number(value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:.2f}"
+    return "—" if value is None else str(value)
+
+
 def _result_case(suite: ET.Element, cid: str, key: str, r: dict[str, Any]) -> str:
-    score = "—" if r.get("score") is None else f"{r['score']:.2f}"
-    threshold = "—" if r.get("threshold") is None else f"{r['threshold']:.2f}"
+    score, threshold = _number(r.get("score")), _number(r.get("threshold"))
     body = f"score {score} threshold {threshold} judge {r.get('judge', '')}\n{r.get('reason', '')}"
     case = _case(suite, cid, key, body)
     errors = r.get("errors") or []
@@ -72,7 +106,7 @@ def _result_case(suite: ET.Element, cid: str, key: str, r: dict[str, Any]) -> st
 
 
 def junit_from_results(records: Iterable[dict[str, Any]], *, name: str = SUITE) -> ET.ElementTree:
-    """A JUnit ``<testsuites>`` tree from results records."""
+    """A JUnit ``<testsuites>`` tree from results records (every text fit for XML 1.0)."""
     root = ET.Element("testsuites", name=name)
     suite = ET.SubElement(root, "testsuite", name=name)
     counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0}
@@ -105,6 +139,7 @@ def junit_from_results(records: Iterable[dict[str, Any]], *, name: str = SUITE) 
         el.set("failures", str(counts["failure"]))
         el.set("errors", str(counts["error"]))
         el.set("skipped", str(counts["skipped"]))
+    _clean(root)
     return ET.ElementTree(root)
 
 

@@ -11,7 +11,8 @@ Exit statuses (documented in the README):
      included), judge errors, a failed run (results for everything else are
      still printed and written)
   4  an internal failure of judgegraph itself (a bug: please report it); what
-     was finished before it is written
+     was finished before it is written. An error of the environment (a full
+     disk, a file that cannot be written) is exit 3, never 4
   130 stopped by Ctrl-C: what finished is written and summarised; --resume continues
 """
 
@@ -22,7 +23,7 @@ import os
 import sys
 from importlib import import_module
 
-from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, markup_safe
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, markup_safe, safe
 
 __all__ = ["EXIT_ERRORS", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -48,6 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # a second Ctrl-C, or one outside a run: no traceback
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OSError as exc:  # the environment (a full disk, a path that cannot be written), not a bug
+        from .common import os_error_message
+
+        print(f"error: could not complete: {safe(os_error_message(exc))} (exit {EXIT_ERRORS})", file=sys.stderr)
+        return EXIT_ERRORS
     except Exception as exc:  # noqa: BLE001 - an internal failure gets its own status, not a traceback
         from rich.console import Console
 

@@ -9,9 +9,12 @@ from typing import Any
 from .common import (
     EXIT_ERRORS,
     EXIT_USAGE,
+    MAX_CONCURRENCY,
+    bad_base_url,
     base_url,
     guidelines_missing,
     markup_safe,
+    os_error_message,
     read_guidelines,
     read_rubric,
     safe,
@@ -143,8 +146,8 @@ def _workers(args: argparse.Namespace, input_bytes: int, kind: str = "llm") -> i
 
 def _bad_number(args: argparse.Namespace) -> str | None:
     """Option values checked before any work, whichever metrics run."""
-    if args.concurrency < 1:
-        return f"--concurrency must be >= 1, got {args.concurrency}"
+    if not 1 <= args.concurrency <= MAX_CONCURRENCY:
+        return f"--concurrency must be between 1 and {MAX_CONCURRENCY}, got {args.concurrency}"
     if args.workers != "auto" and args.workers < 1:
         return f"--workers must be >= 1, got {args.workers}"
     if args.workers != "auto" and args.workers > args.concurrency:
@@ -180,7 +183,7 @@ def _bad_judge_setting(args: argparse.Namespace) -> str | None:
             return f"{flag} must be {'>' if strict else '>='} {low}, got {value}"
     if args.cache and args.no_cache:
         return "--cache and --no-cache cannot be used together"
-    return None
+    return bad_base_url(args.base_url)
 
 
 def _fmt_score(score: float | None) -> str:
@@ -199,6 +202,13 @@ def _out_error(args: argparse.Namespace) -> str | None:
     if is_nonempty(args.out) and not args.resume and not args.overwrite and not args.dry_run:  # a dry run writes nothing
         return (f"{args.out} already holds results: pass --resume to continue that run, "
                 "or --overwrite to replace it (or choose another --out)")
+    from pathlib import Path
+
+    for flag, value in (("--junit", args.junit), ("--html", args.html)):  # written after the run: checked before it
+        if value and Path(value).is_dir():
+            return f"{flag} {value} is a directory; give a file path such as {Path(value) / 'report'}"
+        if value and any(parent.exists() and not parent.is_dir() for parent in Path(value).parents):
+            return f"{flag} {value}: a folder on its path is a file"
     return None
 
 
@@ -424,10 +434,19 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
     except ScaleStartError as exc:
         err.print(f"[red]error:[/] {markup_safe(exc)}")
         return EXIT_ERRORS
+    except OSError as exc:  # a full disk, --out /dev/full: the lines written before stay in --out
+        err.print(f"[red]error:[/] the run could not complete: {markup_safe(os_error_message(exc))}; what was "
+                  f"written to {markup_safe(args.out)} before it is kept (--resume continues)")
+        return EXIT_ERRORS
+    junit_failed = False
     if args.junit:
         from ..apps.junit import write_junit
 
-        write_junit(args.out, args.junit)
+        try:
+            write_junit(args.out, args.junit)
+        except OSError as exc:
+            err.print(f"[red]error:[/] cannot write --junit: {markup_safe(os_error_message(exc))}")
+            junit_failed = True
     logged = None
     if args.log_assessments and not summary.interrupted:
         from ..integrations.mlflow import log_assessments
@@ -474,6 +493,8 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
                   f"{markup_safe(args.mlflow_uri)})")
         if logged.failures:
             return EXIT_ERRORS
+    if junit_failed and summary.exit_code < EXIT_ERRORS:
+        return EXIT_ERRORS
     return summary.exit_code
 
 

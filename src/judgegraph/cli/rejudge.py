@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, base_url, read_rubric
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, bad_base_url, base_url, read_rubric
 
 
 def register(sub: Any) -> None:
@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from ..judges import resolve_judge
     from ..loaders import load_files
     from ..metrics import MetricNotFound, canonical_name, get_metric
+    from ..resultsfile import elide_duplicates, restore_elided
     from ..steering import RejudgeError, as_prompt, rejudge_result
 
     try:
@@ -64,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
         return _fail("re-judging asks an LLM judge: give --model (and --base-url for a local server)")
     if args.max_tries < 1 or args.concurrency < 1:
         return _fail("--max-tries and --concurrency must be >= 1")
+    if args.concurrency > MAX_CONCURRENCY:
+        return _fail(f"--concurrency must be at most {MAX_CONCURRENCY}, got {args.concurrency}")
+    if bad_base_url(args.base_url):
+        return _fail(str(bad_base_url(args.base_url)))
     results_path = Path(args.results)
     if not results_path.is_file():
         return _fail(f"results file {args.results!r} not found")
@@ -72,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         rubric = read_rubric(args.rubric)
         prompt = as_prompt(args.prompt)
-    except (OSError, RejudgeError) as exc:
+    except UnicodeDecodeError as exc:
+        return _fail(f"--prompt {args.prompt}: not valid UTF-8 (byte {exc.start + 1})")
+    except (OSError, ValueError, RejudgeError) as exc:
         return _fail(str(exc))
     url = base_url(args.base_url, args.model)  # --base-url, else $OPENAI_BASE_URL
     kwargs: dict[str, Any] = {"base_url": url} if url else {}
@@ -93,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
     calls = 0
     seen: set[str] = set()
     tmp = Path(f"{args.out}.tmp")
-    with results_path.open(encoding="utf-8") as src, tmp.open("w", encoding="utf-8") as dst:
+    # surrogateescape: a byte that is not UTF-8 is copied back as it was
+    with results_path.open(encoding="utf-8", errors="surrogateescape") as src, \
+            tmp.open("w", encoding="utf-8", errors="surrogateescape") as dst:
         for lineno, line in enumerate(src, 1):
             record, where = None, f"{args.results}:{lineno}"
             try:
@@ -101,6 +110,11 @@ def run(args: argparse.Namespace) -> int:
             except json.JSONDecodeError as exc:
                 print(f"judgegraph rejudge: {where}: not JSON ({exc.msg}); copied as it is", file=sys.stderr)
                 problems += 1
+            except RecursionError:
+                print(f"judgegraph rejudge: {where}: nested too deeply to read; copied as it is", file=sys.stderr)
+                problems += 1
+            if isinstance(record, dict):
+                restore_elided(record)  # a long reason is stored once: put back before it is read
             cid = record.get("conversation_id") if isinstance(record, dict) else None
             results = record.get("results") if isinstance(record, dict) else None
             key = _result_key(results, metric, spec.name) if isinstance(results, dict) else None
@@ -131,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
                         problems += len(new.errors)
                         failed = failed or new.status == "failed"
                         changed.append(f"{cid}: {_score(old.get('score'))} → {_score(new.score)} ({new.status})")
-                        line = json.dumps(record, ensure_ascii=False) + "\n"
+                        line = json.dumps(elide_duplicates(record), ensure_ascii=False) + "\n"
             dst.write(line if line.endswith("\n") else line + "\n")
     os.replace(tmp, args.out)
     for cid in sorted(wanted - seen):

@@ -27,7 +27,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         made = write_report(args.results, args.out, inputs=args.inputs, title=args.title)
     except OSError as exc:
-        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        if exc.filename is None:  # a write that failed (a full disk): the page could not be completed
+            print(f"error: {args.out}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_ERRORS
+        print(f"error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
     for problem in made.input_problems:
         print(f"warning: {problem}", file=sys.stderr)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, base_url
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, bad_base_url, base_url
 
 
 def register(sub: Any) -> None:
@@ -65,9 +65,12 @@ def _bad_number(args: argparse.Namespace) -> str | None:
                         ("--max-calls", args.max_calls), ("--window-size", args.window_size)):
         if value is not None and value < 1:
             return f"{flag} must be >= 1, got {value}"
+    for flag, value in (("--concurrency", args.concurrency), ("--max-calls", args.max_calls)):
+        if value is not None and value > MAX_CONCURRENCY:
+            return f"{flag} must be at most {MAX_CONCURRENCY}, got {value} (each one in flight holds memory)"
     if args.threshold is not None and not 0.0 <= args.threshold <= 1.0:
         return f"--threshold must be between 0 and 1, got {args.threshold}"
-    return None
+    return bad_base_url(args.base_url)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ Supported files (by extension, case-insensitive):
   are skipped. Read line by line, so memory stays bounded.
 * ``.json`` / ``.yaml`` / ``.yml`` - one record, a list of records,
   ``{"conversations": [...]}``, or a promptfoo document (top-level ``tests:``).
+  A ``.json`` list is read one record at a time too (:mod:`.jsonstream`).
 
 Each record's format is detected on its own (:func:`detect_format`); one module
 per format lives in :mod:`judgegraph.loaders.formats`.
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from .base import InputError, InputFormatError, LoadedConversation, LoadResult
 from .detect import FORMATS, detect_format
-from .files import iter_records, load_conversations, load_file, load_files
+from .files import id_stems, iter_records, load_conversations, load_file, load_files
 
 __all__ = [
     "FORMATS",
@@ -28,6 +29,7 @@ __all__ = [
     "LoadResult",
     "LoadedConversation",
     "detect_format",
+    "id_stems",
     "iter_records",
     "load_conversations",
     "load_file",

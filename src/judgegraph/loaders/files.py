@@ -9,9 +9,9 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -22,7 +22,8 @@ from .base import Ctx, InputError, LoadedConversation, LoadResult, Path_, Record
 from .detect import convert
 from .formats.langchain import is_langchain_message
 from .formats.promptfoo import level_assertions
-from .limits import Limits, Refused, check_record
+from .jsonstream import JsonArray, JsonSyntaxError, NotUtf8
+from .limits import CHUNK_BYTES, Limits, Refused, TooLong, check_record, read_lines
 
 EXTENSIONS: dict[str, str] = {".jsonl": "jsonl", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 
@@ -32,6 +33,40 @@ class _Options:
     limits: Limits
     allow_outside_files: bool
     problem: str | None = None  # a bad setting (environment variable): every file reports it, none is read
+    stem: str | None = None  # what a record without an id is named after (default: the file's stem)
+
+
+def _stem(p: Path, opts: _Options) -> str:
+    return opts.stem or p.stem
+
+
+def id_stems(paths: Iterable[str | Path]) -> dict[str, str]:
+    """What the generated ids of each input file start with (``STEM:LINE`` or
+    ``STEM#RECORD`` for a record without an id), for files read together.
+
+    A file's stem (its name without the extension), unless another input of the
+    same run has the same stem: then the path relative to the common folder of
+    those files, without the extension (``a/chats`` and ``b/chats``), or with it
+    when that still collides (``chats.json`` and ``chats.jsonl``). The same
+    inputs give the same ids on every run (``--resume`` finds them); the same
+    file given twice keeps one stem (its records are duplicates)."""
+    files: dict[str, str] = {}  # the path as given -> its absolute path
+    for path in paths:
+        files.setdefault(str(path), os.path.abspath(path))
+    by_stem: dict[str, set[str]] = {}
+    for full in files.values():
+        by_stem.setdefault(Path(full).stem, set()).add(full)
+    named: dict[str, str] = {}
+    for stem, fulls in by_stem.items():
+        if len(fulls) == 1:
+            named.update((f, stem) for f in fulls)
+            continue
+        base = os.path.commonpath([os.path.dirname(f) for f in fulls])
+        relative = {f: Path(os.path.relpath(f, base)).as_posix() for f in fulls}
+        short = {f: r.rsplit(".", 1)[0] if "." in Path(r).name else r for f, r in relative.items()}
+        unique = len(set(short.values())) == len(short)
+        named.update((f, short[f] if unique else relative[f]) for f in fulls)
+    return {given: named[full] for given, full in files.items()}
 
 
 def _options(limits: Limits | None, allow_outside_files: bool | None) -> _Options:
@@ -46,8 +81,8 @@ def _options(limits: Limits | None, allow_outside_files: bool | None) -> _Option
     return _Options(limits, allow_outside_files)
 
 
-def iter_records(path: str | Path, *, limits: Limits | None = None,
-                 allow_outside_files: bool | None = None) -> Iterator[LoadedConversation | InputError]:
+def iter_records(path: str | Path, *, limits: Limits | None = None, allow_outside_files: bool | None = None,
+                 id_stem: str | None = None) -> Iterator[LoadedConversation | InputError]:
     """Yield every conversation of one file, or an :class:`InputError` per problem.
 
     Lazy: a ``.jsonl`` file is read one line at a time. Duplicate conversation ids
@@ -55,8 +90,10 @@ def iter_records(path: str | Path, *, limits: Limits | None = None,
     nesting (default :meth:`Limits.from_env`); ``allow_outside_files`` lets a
     promptfoo ``file://`` reference leave the config file's folder (default: the
     ``JUDGEGRAPH_ALLOW_OUTSIDE_FILES`` environment variable, else no).
+    ``id_stem`` names the records without an id (default the file's stem; files
+    read together take theirs from :func:`id_stems`).
     """
-    yield from _iter_file(path, {}, _options(limits, allow_outside_files))
+    yield from _iter_file(path, {}, replace(_options(limits, allow_outside_files), stem=id_stem))
 
 
 def load_file(path: str | Path, *, limits: Limits | None = None,
@@ -66,12 +103,15 @@ def load_file(path: str | Path, *, limits: Limits | None = None,
 
 def load_files(paths: Iterable[str | Path], *, limits: Limits | None = None,
                allow_outside_files: bool | None = None) -> LoadResult:
-    """Load several files; a conversation id seen before (in any file) is an error."""
+    """Load several files; a conversation id seen before (in any file) is an error.
+    Records without an id are named after their file (:func:`id_stems`)."""
     result = LoadResult()
     seen: dict[str, str] = {}
     opts = _options(limits, allow_outside_files)
+    paths = list(paths)
+    stems = id_stems(paths)
     for path in paths:
-        for item in _iter_file(path, seen, opts):
+        for item in _iter_file(path, seen, replace(opts, stem=stems[str(path)])):
             if isinstance(item, InputError):
                 result.errors.append(item)
             else:
@@ -137,7 +177,13 @@ def _duplicate(item: LoadedConversation, cid: str, first: str, name: str) -> Inp
 def _iter_jsonl(p: Path, name: str, kind: str, opts: _Options) -> Iterator[LoadedConversation | InputError]:
     record = 0
     with p.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
+        for lineno, raw in read_lines(fh, opts.limits.max_record_chars):  # a line over the limit is never held
+            if isinstance(raw, TooLong):
+                yield InputError(name, lineno, record, None, (
+                    f"the line holds more than the limit of {raw.max_chars:,} characters: refused unread; "
+                    "raise JUDGEGRAPH_MAX_RECORD_CHARS if it is genuine"))
+                record += 1
+                continue
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             try:
@@ -149,7 +195,7 @@ def _iter_jsonl(p: Path, name: str, kind: str, opts: _Options) -> Iterator[Loade
             stripped = text.strip()
             if not stripped or stripped.startswith("//"):
                 continue
-            ctx = Ctx(name, p.stem, kind, record, lineno, (), limits=opts.limits, folder=p.parent,
+            ctx = Ctx(name, _stem(p, opts), kind, record, lineno, (), limits=opts.limits, folder=p.parent,
                       allow_outside_files=opts.allow_outside_files)
             record += 1
             if len(stripped) > opts.limits.max_record_chars:
@@ -167,13 +213,24 @@ def _iter_jsonl(p: Path, name: str, kind: str, opts: _Options) -> Iterator[Loade
             yield from convert(value, ctx)
 
 
-def _read_text(p: Path, name: str) -> str | InputError:
-    data = p.read_bytes()
+def _decode(data: bytes, name: str) -> str | InputError:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         return InputError(name, line, None, None, f"not valid UTF-8 (byte offset {exc.start})")
+
+
+def _head(fh: BinaryIO) -> bytes:
+    """The first bytes of a file, up to its first character that is not white
+    space (or a byte-order mark): enough to tell a list from anything else."""
+    head = b""
+    while not head.lstrip(b" \t\r\n\xef\xbb\xbf"):
+        data = fh.read1(CHUNK_BYTES) if hasattr(fh, "read1") else fh.read(CHUNK_BYTES)
+        if not data:
+            break
+        head += data
+    return head
 
 
 def _too_big(chars: int, limits: Limits) -> str:
@@ -186,7 +243,12 @@ def _too_deep(limits: Limits) -> str:
 
 
 def _iter_document(p: Path, name: str, kind: str, opts: _Options) -> Iterator[LoadedConversation | InputError]:
-    text = _read_text(p, name)
+    with p.open("rb") as fh:
+        head = _head(fh) if kind == "json" else b""
+        if head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"["):  # a list: read one record at a time
+            yield from _iter_json_array(JsonArray(fh, opts.limits.max_record_chars, head=head), p, name, opts)
+            return
+        text = _decode(head + fh.read(), name)
     if isinstance(text, InputError):
         yield text
         return
@@ -196,7 +258,7 @@ def _iter_document(p: Path, name: str, kind: str, opts: _Options) -> Iterator[Lo
         try:
             value = json.loads(text)
         except RecursionError:
-            yield from _iter_json_list_one_by_one(text, p, name, opts)
+            yield InputError(name, 1, None, None, _too_deep(opts.limits))
             return
         except json.JSONDecodeError as exc:
             yield InputError(name, exc.lineno, None, None, f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
@@ -222,7 +284,7 @@ def _iter_document(p: Path, name: str, kind: str, opts: _Options) -> Iterator[Lo
 def _iter_value(value: Any, p: Path, name: str, kind: str, line_of: Callable[[Path_], int | None],
                 opts: _Options) -> Iterator[LoadedConversation | InputError]:
     def ctx(record: int, base: Path_, **kw: Any) -> Ctx:
-        return Ctx(name, p.stem, kind, record, line_of(base), base, line_of=line_of, limits=opts.limits,
+        return Ctx(name, _stem(p, opts), kind, record, line_of(base), base, line_of=line_of, limits=opts.limits,
                    folder=p.parent, allow_outside_files=opts.allow_outside_files, **kw)
 
     if value is None:
@@ -281,7 +343,7 @@ def _iter_promptfoo_doc(doc: dict[str, Any], p: Path, name: str, kind: str, line
         yield InputError(name, line_of(("defaultTest",)), None, "defaultTest", "must be an inline object")
     elif isinstance(default, dict):
         try:  # report a bad defaultTest once, not once per test (its rubric's vars come from each test)
-            check = Ctx(name, p.stem, kind, 0, None, (), limits=opts.limits, folder=p.parent,
+            check = Ctx(name, _stem(p, opts), kind, 0, None, (), limits=opts.limits, folder=p.parent,
                         allow_outside_files=opts.allow_outside_files)
             level_assertions(default, ("defaultTest",), check, _AnyVars())
         except RecordErrors as exc:
@@ -290,7 +352,7 @@ def _iter_promptfoo_doc(doc: dict[str, Any], p: Path, name: str, kind: str, line
             doc = {**doc, "defaultTest": {k: v for k, v in default.items() if k not in ("assert", "options")}}
     for i, test in enumerate(tests):
         base = ("tests", i)
-        c = Ctx(name, p.stem, kind, i, line_of(base), base, prefix=base, line_of=line_of, doc=doc,
+        c = Ctx(name, _stem(p, opts), kind, i, line_of(base), base, prefix=base, line_of=line_of, doc=doc,
                 limits=opts.limits, folder=p.parent, allow_outside_files=opts.allow_outside_files)
         if isinstance(test, str):
             yield c.error((), f"external test references are not supported (got {test!r})")
@@ -335,63 +397,46 @@ def _yaml_lines(root: yaml.Node | None) -> Callable[[Path_], int | None]:
 _WS = re.compile(r"[ \t\n\r]*")
 
 
-def _skip_json_value(text: str, i: int) -> int:
-    """End of the JSON value starting at ``i``, found by counting brackets outside
-    strings (no recursion, whatever the nesting)."""
-    depth, in_string, escaped = 0, False, False
-    for j in range(i, len(text)):
-        ch = text[j]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-    raise ValueError("unterminated JSON value")
+def _iter_json_array(stream: JsonArray, p: Path, name: str,
+                     opts: _Options) -> Iterator[LoadedConversation | InputError]:
+    """The records of a ``.json`` list, decoded one by one as the file is read
+    (:class:`JsonArray`): memory holds one record, never the file. A file that
+    is one LangChain message list is one conversation (its messages are kept
+    until the list shows it is not one)."""
+    messages: list[tuple[int, Any]] = []  # (line, value) while every element is a LangChain message
+    all_messages = True
 
+    def ctx(i: int, line: int, base: Path_) -> Ctx:
+        return Ctx(name, _stem(p, opts), "json", i, line, base, line_of=lambda _path: line, limits=opts.limits,
+                   folder=p.parent, allow_outside_files=opts.allow_outside_files)
 
-def _iter_json_list_one_by_one(text: str, p: Path, name: str,
-                               opts: _Options) -> Iterator[LoadedConversation | InputError]:
-    """A ``.json`` list too deep for ``json.loads`` as a whole: each record is
-    parsed on its own, so only the too-deep ones are refused."""
-    newlines = [m.start() for m in re.finditer("\n", text)]
-
-    def line(at: int) -> int:
-        return bisect.bisect_left(newlines, at) + 1
-
-    dec = json.JSONDecoder()
-    i = _WS.match(text, 0).end()  # type: ignore[union-attr]
-    if not text.startswith("[", i):
-        yield InputError(name, line(i), None, None, _too_deep(opts.limits))
-        return
-    i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-    n = 0
     try:
-        while i < len(text) and text[i] != "]":
-            ctx = Ctx(name, p.stem, "json", n, line(i), (n,), limits=opts.limits, folder=p.parent,
-                      allow_outside_files=opts.allow_outside_files)
-            try:
-                value, end = dec.raw_decode(text, i)
-            except RecursionError:
-                end = _skip_json_value(text, i)
-                yield InputError(name, line(i), n, None, _too_deep(opts.limits))
+        for el in stream:
+            if el.problem is not None:
+                message = {"deep": _too_deep(opts.limits), "invalid": "invalid JSON: a number too long to read"}.get(
+                    el.problem, f"the record's text holds more than the limit of {opts.limits.max_record_chars:,} "
+                                "characters: refused unread; raise JUDGEGRAPH_MAX_RECORD_CHARS if it is genuine")
+                yield InputError(name, el.line, el.index, None, message)
+                all_messages = False
+            elif all_messages and is_langchain_message(el.value):
+                messages.append((el.line, el.value))
+                continue
             else:
-                yield from convert(value, ctx)
-            i = _WS.match(text, end).end()  # type: ignore[union-attr]
-            if i < len(text) and text[i] == ",":
-                i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-            n += 1
-    except (ValueError, IndexError) as exc:
-        yield InputError(name, line(i), n, None, f"invalid JSON: {exc}")
+                all_messages = False
+            for i, (line, value) in enumerate(messages):  # not a message list after all: they were records
+                yield from convert(value, ctx(i, line, (i,)))
+            messages = []
+            if el.problem is None:
+                yield from convert(el.value, ctx(el.index, el.line, (el.index,)))
+    except JsonSyntaxError as exc:  # the records before it are loaded; the rest cannot be found
+        yield InputError(name, exc.line, None, None, f"invalid JSON: {exc}")
+        return
+    except NotUtf8 as exc:
+        yield InputError(name, exc.line, None, None, "not valid UTF-8: the rest of the file is not read")
+        return
+    if messages:  # every element a LangChain message: one conversation
+        first = messages[0][0]
+        yield from convert({"messages": [v for _, v in messages]}, ctx(0, first, ()), "langchain")
 
 
 def _json_lines(text: str, value: Any) -> Callable[[Path_], int | None]:

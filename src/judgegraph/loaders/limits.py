@@ -1,5 +1,7 @@
 """Limits that keep one bad record from breaking a run: nesting depth, record
-size (after YAML alias expansion), and text that is not valid Unicode.
+size (after YAML alias expansion), and text that is not valid Unicode; and the
+bounded readers that hold at most a limit's worth of a line or a referenced
+file before refusing it (:func:`read_lines`, :func:`read_small_file`).
 
 A record over a limit is refused with an error naming its field; the other
 records of the file still load. The defaults suit real conversations (a
@@ -11,8 +13,11 @@ with ``Limits(...)`` (Python) or the ``JUDGEGRAPH_MAX_RECORD_CHARS`` /
 from __future__ import annotations
 
 import os
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 Path_ = tuple[Any, ...]
 
@@ -118,3 +123,104 @@ def check_record(value: Any, limits: Limits) -> list[tuple[Path_, str]]:
 def _short(path: Path_, keep: int = 6) -> Path_:
     """A field path fit to print: a 1,000-level path is cut after ``keep`` steps."""
     return path if len(path) <= keep else (*path[:keep], f"...({len(path) - keep} more levels)")
+
+
+# --------------------------------------------------------------------------- bounded reading
+
+CHUNK_BYTES = 1 << 16
+_CONTINUATION = bytes(range(0x80, 0xC0))  # UTF-8 bytes that do not start a character
+
+
+def _chars(data: bytes) -> int:
+    """Characters in UTF-8 ``data``: its bytes less the continuation bytes (C speed)."""
+    return len(data.translate(None, _CONTINUATION))
+
+
+@dataclass(frozen=True)
+class TooLong:
+    """Stands for a line longer than the limit: it was not kept."""
+
+    max_chars: int
+
+
+def read_lines(fh: BinaryIO, max_chars: int, chunk: int = CHUNK_BYTES) -> Iterator[tuple[int, bytes | TooLong]]:
+    """(line number, line) for each line of a binary file, its newline kept.
+
+    A line of more than ``max_chars`` characters (its newline not counted) is
+    yielded as :class:`TooLong` as soon as that is known: reads are sized so that
+    at most ``max_chars + 1`` characters of it are held (``max_chars + 1`` bytes
+    for ASCII, at most 4 bytes a character), then the rest of it is skipped in
+    chunks, never kept. A file that is one line of gigabytes costs a chunk."""
+    lineno = 1
+    parts: list[bytes] = []
+    chars = 0
+    skipping = False
+    while True:
+        budget = chunk if skipping else min(chunk, max(1, max_chars + 1 - chars))
+        block = fh.read(budget)
+        if not block:
+            break
+        start = 0
+        while start < len(block):
+            nl = block.find(b"\n", start)
+            end = len(block) if nl < 0 else nl + 1
+            piece = block[start:end]
+            start = end
+            if not skipping:
+                chars += _chars(piece) - (nl >= 0)
+                if chars > max_chars:
+                    skipping, parts = True, []
+                    yield lineno, TooLong(max_chars)
+                else:
+                    parts.append(piece)
+            if nl >= 0:
+                if not skipping:
+                    yield lineno, b"".join(parts)
+                lineno, parts, chars, skipping = lineno + 1, [], 0, False
+    if parts:
+        yield lineno, b"".join(parts)
+
+
+class NotARegularFile(OSError):
+    """A referenced path that is a FIFO, a device, a socket or a directory."""
+
+
+class FileTooLarge(Exception):
+    """A referenced file over the size limit; ``size`` from ``stat`` when known."""
+
+    def __init__(self, size: int | None) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+def read_small_file(path: str | Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``, read without waiting
+    and without holding more than ``max_bytes + 1`` bytes.
+
+    Opened non-blocking (a FIFO would otherwise wait for a writer) and checked
+    with ``fstat`` on the open descriptor: a FIFO, device, socket or directory is
+    :class:`NotARegularFile` at once; a file larger than ``max_bytes`` (by its
+    size, or by what reading finds if it grew) is :class:`FileTooLarge`."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotARegularFile(f"is {_kind(info.st_mode)}, not a regular file")
+        if info.st_size > max_bytes:
+            raise FileTooLarge(info.st_size)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise FileTooLarge(None)
+        return data
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"

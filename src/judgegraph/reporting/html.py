@@ -21,6 +21,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..resultsfile import non_finite_field, restore_elided
+
 __all__ = ["ReportFile", "ResultsFile", "read_results", "render_report", "report_data", "write_report"]
 
 STATUSES = ("passed", "failed", "error", "not_applicable")
@@ -47,10 +49,18 @@ class ReportFile:
 
 
 def read_results(path: str | Path) -> ResultsFile:
-    """Read every line of a results file (``judgegraph eval --out``)."""
+    """Read every line of a results file (``judgegraph eval --out``). A line that
+    cannot be shown (not UTF-8, not JSON, nested too deeply, a number that is not
+    finite, a wrong shape) is kept in ``unreadable`` naming its line and field;
+    the other lines are read."""
     out = ResultsFile(str(path))
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                out.unreadable.append(f"{path}:{n}: not valid UTF-8 (byte {exc.start + 1} of the line)")
+                continue
             if not line.strip():
                 continue
             try:
@@ -58,13 +68,21 @@ def read_results(path: str | Path) -> ResultsFile:
             except json.JSONDecodeError as exc:
                 out.unreadable.append(f"{path}:{n}: not JSON ({exc.msg} at column {exc.colno})")
                 continue
+            except RecursionError:
+                out.unreadable.append(f"{path}:{n}: nested too deeply to read")
+                continue
+            bad_number = non_finite_field(record)
+            if bad_number is not None:
+                out.unreadable.append(f"{path}:{n}: field {bad_number!r}: not a finite number (such as 1e999, "
+                                      "which reads as infinity): the line is left out")
+                continue
             kind = record.get("type") if isinstance(record, dict) else None
             if kind == "conversation":
                 wrong = _wrong_shape(record)
                 if wrong:
                     out.unreadable.append(f"{path}:{n}: {wrong}")
                     continue
-                out.conversations.append(record)
+                out.conversations.append(restore_elided(record))
             elif kind == "input_error":
                 out.input_errors.append(record)
             else:
@@ -169,7 +187,7 @@ def report_data(results: ResultsFile, *, inputs: Sequence[str | Path] = ()) -> t
 
 def _json_for_script(data: Any) -> str:
     """JSON that cannot end its ``<script>`` element or open another one."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)  # JSON.parse refuses NaN
     return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 

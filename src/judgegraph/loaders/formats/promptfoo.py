@@ -10,6 +10,7 @@ from typing import Any
 from judgegraph.conversation import Conversation
 
 from ..base import Ctx, Path_, RecordErrors, check_keys, fail, merge_meta, validate
+from ..limits import FileTooLarge, NotARegularFile, read_small_file
 
 PROMPTFOO_TEST_KEYS = ("vars", "assert", "description", "output", "options", "provider", "threshold")
 # ---- promptfoo
@@ -89,12 +90,15 @@ def _read_file(ref: str, path: Path_, ctx: Ctx) -> str:
             f"file://{ref} leaves the folder of {ctx.file} ({folder}): refused; pass --allow-outside-files "
             "(or set JUDGEGRAPH_ALLOW_OUTSIDE_FILES=1) to allow it"
         ))
-    try:
-        data = target.read_bytes()
+    try:  # never blocks (a FIFO), never holds more than the limit (a huge file)
+        data = read_small_file(target, ctx.limits.max_record_chars)
+    except NotARegularFile as exc:
+        raise fail(path, f"file://{ref} {exc}: refused") from None
+    except FileTooLarge as exc:
+        size = f" ({exc.size:,} bytes)" if exc.size is not None else ""
+        raise fail(path, f"file://{ref} is larger than {ctx.limits.max_record_chars:,} bytes{size}: refused") from None
     except OSError as exc:
         raise fail(path, f"cannot read file://{ref}: {exc.strerror or exc}") from None
-    if len(data) > ctx.limits.max_record_chars:
-        raise fail(path, f"file://{ref} is larger than {ctx.limits.max_record_chars:,} bytes: refused")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:

@@ -1,0 +1,261 @@
+"""A ``.json`` list of records read one record at a time, never whole.
+
+:class:`JsonArray` reads the file in chunks into a buffer and decodes each
+element with :meth:`json.JSONDecoder.raw_decode`; the text of the records
+already decoded is dropped, so memory holds one record and one chunk whatever
+the file's size (a 200,000-conversation list costs what its JSONL twin does).
+A record too deep for the decoder, or whose text passes the size limit, is
+skipped by counting brackets outside strings, chunk by chunk, without keeping
+it; the records after it still load.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+CHUNK_CHARS = 1 << 20
+_WS = re.compile(r"[ \t\n\r]*")
+_SIGNIFICANT = re.compile(r'["\[\]{}]')  # outside a string: what changes the depth
+_IN_STRING = re.compile(r'["\\]')  # inside a string: its end, or an escape
+_SCALAR_END = re.compile(r"[,\]\s]")
+
+
+@dataclass(frozen=True)
+class Element:
+    """One element of the list: its index, its first line, and its value; or why
+    it was not decoded (``problem``: ``"deep"``, ``"big"`` or ``"invalid"``; it
+    was skipped)."""
+
+    index: int
+    line: int
+    value: Any = None
+    problem: str | None = None
+
+
+class JsonSyntaxError(ValueError):
+    """The list is broken at ``line``/``column``: the rest of the file is not read."""
+
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(f"{message} (line {line}, column {column})")
+        self.line = line
+
+
+class NotUtf8(ValueError):
+    """The file has a byte that is not UTF-8 at ``line``: the list ends there."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(f"not valid UTF-8 at line {line}")
+        self.line = line
+
+
+_BAD_BYTE = re.compile("[\udc80-\udcff]")  # a byte that was not UTF-8, as surrogateescape decodes it
+
+
+class JsonArray:
+    """The elements of the JSON list in a binary file, decoded one by one.
+
+    ``max_chars``: the most characters one element's text may hold before it is
+    skipped unread (its problem ``"big"``). Iterate to get :class:`Element`
+    objects; :class:`JsonSyntaxError` ends the list, and :class:`NotUtf8` when
+    the element being read holds a byte that is not UTF-8 (the elements before
+    it are read)."""
+
+    def __init__(self, fh: BinaryIO, max_chars: int, chunk: int = CHUNK_CHARS, head: bytes = b"") -> None:
+        self._read = getattr(fh, "read1", fh.read)  # read1: what is there, never waits for a whole chunk
+        self._decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="surrogateescape")
+        self._json = json.JSONDecoder()
+        self.max_chars = max_chars
+        self.chunk = chunk
+        self._head = head  # bytes already read from ``fh``: decoded first
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+        self._line = 1  # the line number at buffer index self._line_at
+        self._line_at = 0
+        self._dropped = 0  # characters dropped from the front of the buffer so far
+        self._newline = -1  # where the last newline before self._line_at is, counted from the file's start
+        self._broken = False  # the text stops before a byte that is not UTF-8
+
+    # -- the buffer
+
+    def _more(self) -> bool:
+        """Read one more chunk into the buffer (dropping what is done); False at the end of the file."""
+        if self.eof:
+            return False
+        self._compact()
+        data, self._head = self._head or self._read(self.chunk), b""
+        text = self._decoder.decode(data, final=not data)
+        self.eof = not data
+        bad = _BAD_BYTE.search(text)
+        if bad is not None:  # keep the text before it; the list ends there
+            text, self._broken, self.eof = text[:bad.start()], True, True
+        self.buf += text
+        return bool(text) or not self.eof
+
+    def _compact(self) -> None:
+        if self.pos > 0:
+            self.line(self.pos)
+            self.buf = self.buf[self.pos:]
+            self._line_at -= self.pos
+            self._dropped += self.pos
+            self.pos = 0
+
+    def line(self, at: int) -> int:
+        """The line of buffer index ``at`` (``at`` never goes back before the last asked)."""
+        newlines = self.buf.count("\n", self._line_at, at)
+        if newlines:
+            self._line += newlines
+            self._newline = self._dropped + self.buf.rfind("\n", self._line_at, at)
+        self._line_at = at
+        return self._line
+
+    def _where(self, at: int) -> tuple[int, int]:
+        line = self.line(at)
+        return line, self._dropped + at - self._newline
+
+    def peek(self) -> str | None:
+        """The next character after white space, or None at the end of the file."""
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()  # type: ignore[union-attr]
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self._more():
+                return None
+
+    def _fail(self, message: str) -> ValueError:
+        """The error that ends the list: :class:`NotUtf8` when the text ran out at a bad byte."""
+        line, column = self._where(min(self.pos, len(self.buf)))
+        if self._broken and self.pos >= len(self.buf) - 6:
+            return NotUtf8(self.line(len(self.buf)))
+        return JsonSyntaxError(message, line, column)
+
+    # -- the list
+
+    def __iter__(self) -> Iterator[Element]:
+        if self.peek() != "[":
+            raise self._fail("Expecting '['")
+        self.pos += 1
+        index = 0
+        if self.peek() == "]":
+            self.pos += 1
+        else:
+            while True:
+                if self.peek() is None:
+                    raise self._fail("Expecting value")
+                yield self._element(index)
+                index += 1
+                sep = self.peek()
+                if sep == "]":
+                    self.pos += 1
+                    break
+                if sep != ",":
+                    raise self._fail("Expecting ',' delimiter" if sep is not None else "Expecting ',' or ']'")
+                self.pos += 1
+                if self.peek() == "]":
+                    raise self._fail("Expecting value (a ',' before ']')")
+        if self.peek() is not None:
+            raise self._fail("Extra data")
+
+    def _element(self, index: int) -> Element:
+        line = self.line(self.pos)
+        while True:
+            try:
+                value, end = self._json.raw_decode(self.buf, self.pos)
+            except RecursionError:
+                self._skip_value()
+                return Element(index, line, problem="deep")
+            except json.JSONDecodeError as exc:
+                if self._broken and self._at_end(exc):
+                    self.pos = len(self.buf)
+                    raise self._fail(exc.msg) from None
+                if not self._unfinished(exc):
+                    self.pos = exc.pos
+                    raise self._fail(exc.msg) from None
+                if len(self.buf) - self.pos > self.max_chars:
+                    self._skip_value()
+                    return Element(index, line, problem="big")
+                if not self._grow():
+                    self.pos = exc.pos
+                    raise self._fail(exc.msg) from None
+                continue
+            except ValueError:  # an integer of more than 4,300 digits
+                self._skip_value()
+                return Element(index, line, problem="invalid")
+            if end == len(self.buf) and self._grow():  # a number may go on in the next chunk
+                continue
+            big = end - self.pos > self.max_chars
+            self.pos = end
+            return Element(index, line, None if big else value, "big" if big else None)
+
+    def _at_end(self, exc: json.JSONDecodeError) -> bool:
+        """Whether the decoder stopped at the end of the text (not at an error inside it)."""
+        return exc.pos >= len(self.buf) - 6 or exc.msg.startswith("Unterminated string")
+
+    def _unfinished(self, exc: json.JSONDecodeError) -> bool:
+        """Whether more text may finish the element."""
+        return not self.eof and self._at_end(exc)
+
+    def _grow(self) -> bool:
+        """Read until the unfinished element's text has doubled (so decoding it
+        again and again costs twice its size at most); False at the end."""
+        want = max(self.chunk, 2 * (len(self.buf) - self.pos))
+        self._compact()
+        grew = False
+        while len(self.buf) < want and self._more():
+            grew = True
+        return grew
+
+    def _skip_value(self) -> None:
+        """Move past the element at ``pos`` by counting brackets outside strings,
+        reading on in chunks and dropping what was passed: never held whole."""
+        if self.peek() not in ("[", "{", '"'):  # a number or a literal: it ends at a delimiter
+            while True:
+                m = _SCALAR_END.search(self.buf, self.pos)
+                if m is not None:
+                    self.pos = m.start()
+                    return
+                self.pos = len(self.buf)
+                if not self._more():
+                    return
+        depth, in_string, escaped = 0, False, False
+        while True:
+            i, n = self.pos, len(self.buf)
+            while i < n:
+                if escaped:
+                    escaped, i = False, i + 1
+                elif in_string:
+                    m = _IN_STRING.search(self.buf, i)
+                    if m is None:
+                        i = n
+                        break
+                    i = m.end()
+                    if m.group() == "\\":
+                        escaped = True
+                    else:
+                        in_string = False
+                        if depth == 0:
+                            self.pos = i
+                            return
+                else:
+                    m = _SIGNIFICANT.search(self.buf, i)
+                    if m is None:
+                        i = n
+                        break
+                    ch, i = m.group(), m.end()
+                    if ch == '"':
+                        in_string = True
+                    elif ch in "[{":
+                        depth += 1
+                    else:
+                        depth -= 1
+                        if depth == 0:
+                            self.pos = i
+                            return
+            self.pos = i
+            if not self._more():
+                raise self._fail("Unterminated value")
