@@ -2,7 +2,6 @@
 and the HTTP library's), never its class name; and what it keeps of the
 message (no credentials)."""
 
-import httpx
 import openai
 import pytest
 
