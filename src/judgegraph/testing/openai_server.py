@@ -269,8 +269,8 @@ def huge(obj: Any, size: int) -> Reply:
 
 
 def gzip_bomb(obj: Any, size: int) -> Reply:
-    """``Content-Encoding: gzip``: a valid completion for ``obj`` followed by ``size``
-    bytes of whitespace, compressed (about 1,000 to 1); decoded, a valid reply."""
+    """``Content-Encoding: gzip``: ``size`` bytes of whitespace then a valid completion
+    for ``obj``, compressed (about 1,000 to 1); decoded, a valid reply."""
     return Reply("hostile", obj=obj, hostile=Hostile("gzip_bomb", size=int(size)))
 
 
@@ -917,17 +917,25 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @functools.lru_cache(maxsize=4)
-def _gzip_padded(body: bytes, size: int) -> bytes:
-    """``body`` and ``size`` spaces, gzipped a MiB at a time (never held decoded)."""
+def _gzip_padding(size: int) -> tuple[bytes, Any]:
+    """``size`` spaces gzipped a MiB at a time (never held decoded): the bytes so
+    far and the compressor, to be copied and finished with each reply's body."""
     packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    out = [packer.compress(body)]
+    out = []
     pad = b" " * (1 << 20)
     left = size
     while left > 0:
         out.append(packer.compress(pad[: min(left, len(pad))]))
         left -= len(pad)
-    out.append(packer.flush())
-    return b"".join(out)
+    return b"".join(out), packer
+
+
+def _gzip_padded(body: bytes, size: int) -> bytes:
+    """``size`` spaces then ``body`` (JSON allows the leading whitespace), gzipped;
+    the padding is compressed once per size."""
+    head, packer = _gzip_padding(size)
+    finish = packer.copy()
+    return head + finish.compress(body) + finish.flush()
 
 
 def _pieces(s: str, size: int = 24) -> list[str]:
