@@ -88,4 +88,5 @@ def test_the_clients_own_key_is_redacted_even_when_it_has_no_known_shape():
     key = "custom-gateway-token-42abc"
     assert Redactor([key])(f"echo: {key}!") == f"echo: {REDACTED}!"
     assert Redactor(["short"])("a short word stays") == "a short word stays"  # too short to be told from prose
-    assert Redactor()("verdict: yes, the api is fine") == "verdict: yes, the api is fine"
+    for prose in ("verdict: yes, the api is fine", "a basic example of bearer bonds", "I use sk-learn daily"):
+        assert Redactor()(prose) == prose

@@ -4,7 +4,7 @@ in an error body), and what a judge keeps ends in results files, transcripts,
 the judge cache and HTML reports.
 
 :class:`Redactor` replaces the client's own key values wherever they appear,
-and by shape: ``Bearer <token>``, the values of ``Authorization``,
+and by shape: ``Bearer <token>`` (16+ characters), the values of ``Authorization``,
 ``Proxy-Authorization``, ``api-key``, ``x-api-key`` and ``openai-api-key``
 headers (as ``Name: value``, ``'name': 'value'`` or ``"name": "value"``),
 OpenAI-style ``sk-...`` keys, and the password of a ``scheme://user:pass@``
@@ -29,7 +29,7 @@ _HEADER = re.compile(
     ([^"'\r\n,;}]+)                                            # its value, to the quote or the field's end
     """
 )
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}")
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{16,}")  # 16+: "bearer bonds" stays
 _SK = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
 _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@")
 

@@ -313,6 +313,13 @@ def _transport_classes(httpx: ModuleType) -> tuple[type, type]:
     return Transport, AsyncTransport
 
 
+@functools.lru_cache(maxsize=2)
+def _ssl_context(httpx: ModuleType) -> Any:
+    """One verifying SSL context per process (certifi's bundle, or
+    ``SSL_CERT_FILE``): loading it costs a file read and ~10 ms, per transport."""
+    return httpx.create_ssl_context()
+
+
 def openai_http_clients(base_url: str | None, *, timeout: float | None,
                         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> tuple[Any, Any]:
     """A sync and an async HTTP client for ``openai`` / ``ChatOpenAI``: each
@@ -325,8 +332,9 @@ def openai_http_clients(base_url: str | None, *, timeout: float | None,
     proxy = _proxy_for(url)
     limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)  # the SDK's own
     sync_cls, async_cls = _transport_classes(httpx)
-    sync_inner = _bounded(httpx.HTTPTransport(proxy=proxy, limits=limits), _Backend)
-    async_inner = _bounded(httpx.AsyncHTTPTransport(proxy=proxy, limits=limits), _AsyncBackend)
+    tls = _ssl_context(httpx)
+    sync_inner = _bounded(httpx.HTTPTransport(verify=tls, proxy=proxy, limits=limits), _Backend)
+    async_inner = _bounded(httpx.AsyncHTTPTransport(verify=tls, proxy=proxy, limits=limits), _AsyncBackend)
     return (
         openai.DefaultHttpxClient(base_url=url, timeout=timeout, transport=sync_cls(sync_inner, timeout, max_reply_bytes)),
         openai.DefaultAsyncHttpxClient(base_url=url, timeout=timeout,
