@@ -155,6 +155,7 @@ def test_an_error_body_echoing_the_headers_leaves_no_key_in_results_report_or_ca
     results = results_by_id(out)
     assert "authorization: [REDACTED]" in results["ECHO400"]["errors"][0]["message"]  # the echo is there, redacted
     assert results["ok"]["status"] != "error"
+    assert b"authorization: [REDACTED]" in html.read_bytes()  # the report shows the error, redacted
     for path in (out, html, cache):
         data = path.read_bytes()
         assert SECRET.encode() not in data and b"SECRET" not in data, path
