@@ -250,6 +250,8 @@ def _status(exc: BaseException) -> int | None:
     if http_status and isinstance(exc, http_status):
         return int(exc.response.status_code)  # type: ignore[attr-defined]
     code = getattr(exc, "status_code", None)
+    if code is None:  # requests' HTTPError and the like: the reply on the exception
+        code = getattr(getattr(exc, "response", None), "status_code", None)
     return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
@@ -316,17 +318,18 @@ def _url(exc: BaseException, fallback: str) -> str:
     return fallback
 
 
-def _transport_error(exc: BaseException, timeout: float | None, redact: Redactor) -> str:
+def _transport_error(exc: BaseException, deadline: float | None, redact: Redactor) -> str:
     """One line for a failed request, credentials already taken out (before
-    the cut to 300 characters, which could leave half a key)."""
+    the cut to 300 characters, which could leave half a key); a timeout names
+    the ``deadline`` it passed, when the judge's own clients enforced one."""
     status = _status(exc)
     if (refusal := _too_large(exc)) is not None:
         return f"{type(refusal).__name__}: {refusal}"
     text = redact(" ".join(str(exc).split()))[:300]
     if _refused(exc) and not text.lower().startswith("connection refused"):
         text = f"{text} (connection refused)" if text else "connection refused"
-    elif timeout is not None and _timed_out(exc):
-        text = f"{text} (deadline of {timeout:g} s for the whole request)"
+    elif deadline is not None and _timed_out(exc):
+        text = f"{text} (deadline of {deadline:g} s for the whole request)"
     return f"{type(exc).__name__}{f' (HTTP {status})' if status else ''}: {text}"
 
 
@@ -411,6 +414,7 @@ class LLMJudge(Judge):
         self.max_tries = max_tries
         self.max_retries = max_retries if max_retries is not None else (DEFAULT_MAX_RETRIES if built else 0)
         self.timeout = timeout if built else getattr(model, "request_timeout", None)
+        self.deadline = timeout if built else None  # enforced by the clients resolve_model gives a built model
         self.max_prompt_tokens = max_prompt_tokens
         self.limiter = limiter or CallLimiter(16)
         self.breaker = breaker or Breaker()
@@ -513,7 +517,7 @@ class LLMJudge(Judge):
                 return JudgeOutcome(None, self.breaker.reason, sent, usage, transcript=transcript)
             sent += 1
             if isinstance(result, BaseException) and not _is_invalid_output(result):
-                error = _transport_error(result, self.timeout, self.redact)
+                error = _transport_error(result, self.deadline, self.redact)
                 transcript.append(self._attempt(request, messages, latency, error=error))
                 if _is_fatal(result):
                     url = self.redact(_url(result, self.base_url))
