@@ -11,7 +11,7 @@ import pytest
 
 from judgegraph.cli import main
 from judgegraph.cli.common import MAX_CONCURRENCY
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured
+from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ import pytest
 
 from judgegraph.cli import main
 from judgegraph.resultsfile import elide_duplicates, restore_elided
-from judgegraph.testing.openai_server import FakeOpenAIServer, ScriptedResponder, structured
+from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 
 pytestmark = pytest.mark.integration
 

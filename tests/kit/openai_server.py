@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import base64
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
@@ -46,6 +47,7 @@ import sys
 import threading
 import time
 import uuid
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -61,14 +63,19 @@ __all__ = [
     "Reply",
     "Responder",
     "ScriptedResponder",
+    "echo_headers",
+    "endless",
     "error",
+    "gzip_bomb",
     "hashing_embedding",
+    "huge",
     "main",
     "refusal",
     "schema_responder",
     "structured",
     "text",
     "tool_call",
+    "trickle",
 ]
 
 log = logging.getLogger(__name__)
@@ -180,7 +187,7 @@ class Reply:
     """One canned answer. Build with :func:`structured`, :func:`text`, :func:`error`,
     :func:`tool_call` or :func:`refusal`."""
 
-    kind: Literal["structured", "text", "error", "tool_call", "refusal"]
+    kind: Literal["structured", "text", "error", "tool_call", "refusal", "hostile"]
     obj: Any = None
     content: str | None = None
     status: int = 200
@@ -189,6 +196,7 @@ class Reply:
     delay: float = 0.0
     finish_reason: str | None = None
     tool_name: str | None = None
+    hostile: Hostile | None = None
 
     def with_delay(self, seconds: float) -> Reply:
         return dataclasses.replace(self, delay=float(seconds))
@@ -223,6 +231,54 @@ def error(status: int, body: Any = None, retry_after: float | None = None, *, de
     dict/list sent verbatim as JSON. ``retry_after`` sets ``Retry-After`` (seconds) and
     ``retry-after-ms``."""
     return Reply("error", status=int(status), body=body, retry_after=retry_after, delay=delay)
+
+
+@dataclass(frozen=True)
+class Hostile:
+    """How a hostile reply misbehaves on the wire (see :func:`trickle`, :func:`endless`,
+    :func:`huge`, :func:`gzip_bomb`, :func:`echo_headers`)."""
+
+    mode: Literal["trickle", "endless", "huge", "gzip_bomb", "echo_headers"]
+    interval: float = 0.5
+    """trickle: seconds between bytes."""
+    headers: bool = False
+    """trickle: the status line and headers trickle too (else only the body)."""
+    size: int = 0
+    """huge / gzip_bomb: bytes of padding after the JSON completion (decoded size)."""
+    max_seconds: float = 60.0
+    """trickle / endless: the server gives up after this long (every loop bounded)."""
+
+
+def trickle(obj: Any, *, interval: float = 0.5, headers: bool = False, max_seconds: float = 60.0) -> Reply:
+    """A valid completion for ``obj`` sent one byte every ``interval`` seconds (with
+    ``headers``, from the status line on; else after the headers, announced with its
+    Content-Length)."""
+    return Reply("hostile", obj=obj, hostile=Hostile("trickle", interval=interval, headers=headers,
+                                                      max_seconds=max_seconds))
+
+
+def endless(*, max_seconds: float = 60.0) -> Reply:
+    """A 200 chunked reply that starts a JSON completion and then sends whitespace
+    (64 KiB chunks) until the client hangs up or ``max_seconds`` pass."""
+    return Reply("hostile", hostile=Hostile("endless", max_seconds=max_seconds))
+
+
+def huge(obj: Any, size: int) -> Reply:
+    """A valid completion for ``obj`` followed by ``size`` bytes of whitespace (still
+    valid JSON), announced with its Content-Length, written 1 MiB at a time."""
+    return Reply("hostile", obj=obj, hostile=Hostile("huge", size=int(size)))
+
+
+def gzip_bomb(obj: Any, size: int) -> Reply:
+    """``Content-Encoding: gzip``: ``size`` bytes of whitespace then a valid completion
+    for ``obj``, compressed (about 1,000 to 1); decoded, a valid reply."""
+    return Reply("hostile", obj=obj, hostile=Hostile("gzip_bomb", size=int(size)))
+
+
+def echo_headers(status: int = 400) -> Reply:
+    """An HTTP error whose message repeats every request header (``Authorization``
+    included), as some misconfigured proxies and debug servers do."""
+    return Reply("hostile", status=int(status), hostile=Hostile("echo_headers"))
 
 
 Responder = Callable[[ChatRequest], Reply]
@@ -532,6 +588,10 @@ class _Handler(BaseHTTPRequestHandler):
         if owner._stopping.is_set():
             self.close_connection = True
             return
+        bad = next((r for r in replies if r.hostile is not None), None)
+        if bad is not None and bad.hostile is not None:
+            self._hostile(request, bad, bad.hostile)
+            return
         failed = next((r for r in replies if r.kind == "error"), None)
         if failed is not None:
             self._send_error_reply(failed)
@@ -541,6 +601,65 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(request, completion)
         else:
             self._send_json(200, completion)
+
+    def _hostile(self, request: ChatRequest, reply: Reply, how: Hostile) -> None:
+        """Misbehave as ``how`` says; every loop ends when the client hangs up, the
+        server stops, or ``max_seconds`` pass."""
+        owner = self.server.owner
+        self.close_connection = True
+        if how.mode == "echo_headers":
+            seen = ", ".join(f"{k}: {v}" for k, v in self.headers.items())
+            self._send_json(reply.status, _error_body(reply.status, f"bad request; request headers were {seen}"))
+            return
+        if how.mode == "endless":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            pad = b" " * 65536
+            frame = b"%x\r\n" % len(pad) + pad + b"\r\n"
+            head = b'{"id": "chatcmpl-endless", "object": "chat.completion", "choices": [' + b" " * 100
+            self.wfile.write(b"%x\r\n" % len(head) + head + b"\r\n")
+            until = time.monotonic() + how.max_seconds
+            while time.monotonic() < until and not owner._stopping.is_set():
+                self.wfile.write(frame)
+            return
+        body = json.dumps(_completion(request, [structured(reply.obj)])).encode("utf-8")
+        if how.mode == "gzip_bomb":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", "gzip")
+            packed = _gzip_padded(body, how.size)
+            self.send_header("Content-Length", str(len(packed)))
+            self.end_headers()
+            self.wfile.write(packed)
+            return
+        if how.mode == "huge":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body) + how.size))
+            self.end_headers()
+            self.wfile.write(body)
+            left, pad = how.size, b" " * (1 << 20)
+            while left > 0 and not owner._stopping.is_set():
+                self.wfile.write(pad[: min(left, len(pad))])
+                left -= len(pad)
+            return
+        # trickle
+        head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                "Connection: close\r\n\r\n").encode("ascii")
+        if how.headers:
+            data = head + body
+        else:
+            self.wfile.write(head)
+            self.wfile.flush()
+            data = body
+        until = time.monotonic() + how.max_seconds
+        for i in range(len(data)):
+            if time.monotonic() >= until or owner._stopping.wait(how.interval):
+                return
+            self.wfile.write(data[i : i + 1])
+            self.wfile.flush()
 
     def _stream(self, request: ChatRequest, completion: dict[str, Any]) -> None:
         self.send_response(200)
@@ -616,6 +735,28 @@ class _Handler(BaseHTTPRequestHandler):
             "model": str(body.get("model") or "text-embedding-3-small"),
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         })
+
+
+@functools.lru_cache(maxsize=4)
+def _gzip_padding(size: int) -> tuple[bytes, Any]:
+    """``size`` spaces gzipped a MiB at a time (never held decoded): the bytes so
+    far and the compressor, to be copied and finished with each reply's body."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    out = []
+    pad = b" " * (1 << 20)
+    left = size
+    while left > 0:
+        out.append(packer.compress(pad[: min(left, len(pad))]))
+        left -= len(pad)
+    return b"".join(out), packer
+
+
+def _gzip_padded(body: bytes, size: int) -> bytes:
+    """``size`` spaces then ``body`` (JSON allows the leading whitespace), gzipped;
+    the padding is compressed once per size."""
+    head, packer = _gzip_padding(size)
+    finish = packer.copy()
+    return head + finish.compress(body) + finish.flush()
 
 
 def _pieces(s: str, size: int = 24) -> list[str]:

@@ -46,7 +46,8 @@ def register(sub: Any) -> None:
     ev.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the model's output is invalid (default 3)")
     ev.add_argument("--allow-outside-files", action="store_true", default=None, help="promptfoo file:// references may leave the config file's folder")
     jg = ev.add_argument_group("judge client", "LLM judge settings (docs/judges.md)")
-    jg.add_argument("--timeout", type=float, metavar="S", help="seconds per judge request (default 120)")
+    jg.add_argument("--timeout", type=float, metavar="S",
+                    help="deadline of each judge request, connect to the reply's last byte, in seconds (default 120)")
     jg.add_argument("--max-retries", type=int, metavar="N",
                     help="re-sends after a 429, 5xx, timeout or dropped connection (default 3); "
                          "401/403/404 and refused connections stop the judge at once")
@@ -54,6 +55,8 @@ def register(sub: Any) -> None:
     jg.add_argument("--tpm", type=float, metavar="N", help="judge tokens per minute, for the whole run")
     jg.add_argument("--max-prompt-tokens", type=int, metavar="N",
                     help="a longer judge prompt is a judge error, not a call (default 120000)")
+    jg.add_argument("--max-reply-bytes", type=int, metavar="N",
+                    help="a longer judge reply (decoded) is cut off, a judge error (default 8388608: 8 MiB)")
     jg.add_argument("--cache", metavar="PATH", help="the persistent judge cache file (SQLite; default: "
                     "$JUDGEGRAPH_CACHE_DIR/judge-cache.sqlite, used when the judge runs at temperature 0)")
     jg.add_argument("--no-cache", action="store_true", help="no judge cache at all: every judgement is asked")
@@ -103,7 +106,7 @@ def _judge_settings(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError("--base-url needs --model (the model name the server serves) or --embeddings")
     if args.model is None:
         return {"cache": not args.no_cache}  # the other judge client flags are for LLM judges
-    for name in ("timeout", "max_retries", "rpm", "tpm", "max_prompt_tokens"):
+    for name in ("timeout", "max_retries", "rpm", "tpm", "max_prompt_tokens", "max_reply_bytes"):
         if getattr(args, name, None) is not None:
             kwargs[name] = getattr(args, name)
     cache: Any = False if getattr(args, "no_cache", False) else (getattr(args, "cache", None) or True)
@@ -178,7 +181,8 @@ def _bad_number(args: argparse.Namespace) -> str | None:
 def _bad_judge_setting(args: argparse.Namespace) -> str | None:
     for flag, value, low, strict in (("--timeout", args.timeout, 0, True), ("--max-retries", args.max_retries, 0, False),
                                      ("--rpm", args.rpm, 0, True), ("--tpm", args.tpm, 0, True),
-                                     ("--max-prompt-tokens", args.max_prompt_tokens, 1, False)):
+                                     ("--max-prompt-tokens", args.max_prompt_tokens, 1, False),
+                                     ("--max-reply-bytes", args.max_reply_bytes, 1, False)):
         if value is not None and not (value > low if strict else value >= low):  # NaN fails too
             return f"{flag} must be {'>' if strict else '>='} {low}, got {value}"
     if args.cache and args.no_cache:

@@ -34,6 +34,7 @@ def resolve_judge(
     rpm: float | None = None,
     tpm: float | None = None,
     max_prompt_tokens: int | None = None,
+    max_reply_bytes: int | None = None,
     **client: Any,
 ) -> Judge:
     """The judge for ``model``, with the client settings every judge call uses.
@@ -47,9 +48,11 @@ def resolve_judge(
 
     LLM judge client settings (docs/judges.md): ``rpm``/``tpm`` requests and
     tokens per minute, beside ``max_concurrency``, for everything this judge
-    judges (one limiter per judge, so per run); ``timeout`` seconds per request
-    and ``max_retries`` re-sends after a transport failure (429, 5xx, timeout);
-    ``max_prompt_tokens`` the largest prompt sent (default 120,000 tokens).
+    judges (one limiter per judge, so per run); ``timeout`` seconds per request,
+    a deadline from connect to the reply's last byte, and ``max_retries``
+    re-sends after a transport failure (429, 5xx, timeout); ``max_prompt_tokens``
+    the largest prompt sent (default 120,000 tokens); ``max_reply_bytes`` the
+    largest reply read, decoded (default 8 MiB; a larger one is a judge error).
 
     ``cache``: True (default) makes identical requests through this judge once
     (:class:`JudgeCache`, in memory) and, for an LLM judge whose generation is
@@ -61,7 +64,8 @@ def resolve_judge(
     share one judge (one limit on calls in flight, one cache) between metrics,
     or to change its settings, build it here and pass it as ``model``."""
     settings = {k: v for k, v in {"timeout": timeout, "max_retries": max_retries, "rpm": rpm, "tpm": tpm,
-                                   "max_prompt_tokens": max_prompt_tokens}.items() if v is not None}
+                                   "max_prompt_tokens": max_prompt_tokens,
+                                   "max_reply_bytes": max_reply_bytes}.items() if v is not None}
     if isinstance(model, Judge):
         client = {**client, **settings}
         if client:
@@ -82,7 +86,8 @@ def resolve_judge(
             raise ValueError(f"tpm must be > 0, got {tpm}")
         made = LLMJudge(model, max_tries=max_tries, limiter=CallLimiter(max_concurrency, rpm=rpm, tpm=tpm),
                         timeout=timeout if timeout is not None else DEFAULT_TIMEOUT_S, max_retries=max_retries,
-                        max_prompt_tokens=max_prompt_tokens or DEFAULT_MAX_PROMPT_TOKENS, **client)
+                        max_prompt_tokens=max_prompt_tokens or DEFAULT_MAX_PROMPT_TOKENS,
+                        max_reply_bytes=max_reply_bytes, **client)
     made.cache = _make_cache(made, cache)
     return made
 

@@ -15,9 +15,11 @@ import hashlib
 import json
 import os
 import random
+import sys
 import threading
 import time
 from collections.abc import Generator
+from functools import lru_cache
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -27,10 +29,12 @@ from pydantic import BaseModel, SecretStr
 from ..results import JudgeAttempt, Usage
 from .base import Judge, JudgeOutcome, JudgeRequest
 from .limiter import CallLimiter
+from .redact import Redactor
 from .replies import lenient_parse
 from .tokens import ROLES as _ROLES
 from .tokens import count_tokens
 from .tokens import encoding as _encoding
+from .transport import DEFAULT_MAX_REPLY_BYTES, ReplyTooLarge, ReplyUndecodable
 
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_RETRIES = 3
@@ -74,12 +78,16 @@ def resolve_model(
     temperature: float | None = 0.0,
     timeout: float | None = DEFAULT_TIMEOUT_S,
     max_retries: int = 0,
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
 ) -> BaseChatModel:
     """A chat model from an object or a string: ``openai:gpt-4.1-mini``,
     ``gpt-4.1-mini`` (OpenAI), or ``provider:model`` through ``langchain``'s
     ``init_chat_model`` when that package is installed. ``base_url`` points the
     OpenAI client at any OpenAI-compatible server (vLLM, Ollama, llama.cpp).
-    ``max_retries`` is the client's own (0: :class:`LLMJudge` retries, and counts)."""
+    ``max_retries`` is the client's own (0: :class:`LLMJudge` retries, and counts).
+    An OpenAI model gets HTTP clients (:mod:`.transport`) in which ``timeout``
+    is a deadline for each whole request and a reply over ``max_reply_bytes``
+    (decoded) is cut off."""
     if isinstance(model, BaseChatModel):
         return model
     if not isinstance(model, str) or not model.strip():
@@ -90,7 +98,11 @@ def resolve_model(
 
         key = openai_key(api_key, base_url, f"model {model!r} needs OPENAI_API_KEY (or --base-url for an"
                          " OpenAI-compatible server); leave the model out to use the offline judge")
-        kwargs: dict[str, Any] = {"model": name, "timeout": timeout, "max_retries": max_retries}
+        from .transport import openai_http_clients
+
+        sync_client, async_client = openai_http_clients(base_url, timeout=timeout, max_reply_bytes=max_reply_bytes)
+        kwargs: dict[str, Any] = {"model": name, "timeout": timeout, "max_retries": max_retries,
+                                  "http_client": sync_client, "http_async_client": async_client}
         if temperature is not None:
             kwargs["temperature"] = temperature
         return ChatOpenAI(api_key=key, base_url=base_url, **kwargs)
@@ -110,8 +122,10 @@ def _is_invalid_output(exc: BaseException) -> bool:
 
     if isinstance(exc, (ValidationError, OutputParserException, json.JSONDecodeError)):
         return True
-    # openai's LengthFinishReasonError / ContentFilterFinishReasonError: a reply came back, unusable
-    return type(exc).__name__ in {"LengthFinishReasonError", "ContentFilterFinishReasonError"}
+    # a reply came back, unusable (cut at max_tokens, or filtered)
+    openai = sys.modules.get("openai")  # not imported: none of its errors can be here
+    return openai is not None and isinstance(exc, (openai.LengthFinishReasonError,
+                                                   openai.ContentFilterFinishReasonError))
 
 
 def _invalid_input(exc: BaseException) -> str:
@@ -212,33 +226,82 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return out
 
 
+@lru_cache(maxsize=1)
+def _openai() -> Any:
+    """The openai SDK (imported on the first failure, not with this module)."""
+    import openai
+
+    return openai
+
+
+def _httpx_modules() -> list[Any]:
+    """The HTTP libraries in use (``httpx``, and ``httpx2`` under openai 3): their
+    exceptions are the ones that can surface; a library not imported raised none."""
+    return [m for m in (sys.modules.get("httpx"), sys.modules.get("httpx2")) if m is not None]
+
+
+def _types(name: str) -> tuple[type[BaseException], ...]:
+    """``name`` (``ConnectError``, ``TimeoutException`` ...) in every loaded HTTP library."""
+    found: list[type[BaseException]] = []
+    for module in _httpx_modules():
+        cls = getattr(module, name, None)
+        if isinstance(cls, type) and issubclass(cls, BaseException):
+            found.append(cls)
+    return tuple(found)
+
+
 def _status(exc: BaseException) -> int | None:
+    """The HTTP status of an error reply: openai's ``APIStatusError``, httpx's
+    ``HTTPStatusError``, or (another provider's SDK) an int ``status_code``."""
+    if isinstance(exc, _openai().APIStatusError):
+        return int(exc.status_code)
+    http_status = _types("HTTPStatusError")
+    if http_status and isinstance(exc, http_status):
+        return int(exc.response.status_code)  # type: ignore[attr-defined]
     code = getattr(exc, "status_code", None)
-    if code is None:
+    if code is None:  # requests' HTTPError and the like: the reply on the exception
         code = getattr(getattr(exc, "response", None), "status_code", None)
-    return code if isinstance(code, int) else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
 def _refused(exc: BaseException) -> bool:
     """A connection that could not be made at all (refused, unknown host)."""
-    return any(isinstance(e, ConnectionRefusedError) or type(e).__name__ == "ConnectError" for e in _chain(exc))
+    connect: tuple[type[BaseException], ...] = (ConnectionRefusedError, *_types("ConnectError"))
+    return any(isinstance(e, connect) for e in _chain(exc))
 
 
 def _timed_out(exc: BaseException) -> bool:
-    return any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in _chain(exc))
+    """A timeout anywhere in the chain: openai's ``APITimeoutError`` (the
+    request's deadline, see :mod:`.transport`), httpx's, or the socket's."""
+    timeouts: tuple[type[BaseException], ...] = (TimeoutError, _openai().APITimeoutError, *_types("TimeoutException"))
+    return any(isinstance(e, timeouts) for e in _chain(exc))
+
+
+def _too_large(exc: BaseException) -> BaseException | None:
+    """The reply-size or -encoding refusal behind ``exc``, if that is what it is."""
+    return next((e for e in _chain(exc) if isinstance(e, (ReplyTooLarge, ReplyUndecodable))), None)
 
 
 def _is_fatal(exc: BaseException) -> bool:
     """Retrying, or sending anything else, cannot help: wrong key, no access,
     wrong URL or model, nothing listening."""
+    openai = _openai()
+    if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)):
+        return True
     return _status(exc) in (401, 403, 404) or (_refused(exc) and not _timed_out(exc))
 
 
 def _is_transient(exc: BaseException) -> bool:
+    """Worth sending again: a 408/409/429/5xx reply, a timeout, a connection that
+    failed or dropped (never a reply refused for its size: it would come again)."""
     status = _status(exc)
     if status is not None:
         return status in (408, 409, 429) or status >= 500
-    return _timed_out(exc) or any("Connection" in type(e).__name__ for e in _chain(exc))
+    if _too_large(exc) is not None:
+        return False
+    dropped: tuple[type[BaseException], ...] = (ConnectionError, _openai().APIConnectionError,
+                                                *_types("TransportError"))
+    return _timed_out(exc) or any(isinstance(e, dropped) for e in _chain(exc))
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -264,11 +327,18 @@ def _url(exc: BaseException, fallback: str) -> str:
     return fallback
 
 
-def _transport_error(exc: BaseException) -> str:
+def _transport_error(exc: BaseException, deadline: float | None, redact: Redactor) -> str:
+    """One line for a failed request, credentials already taken out (before
+    the cut to 300 characters, which could leave half a key); a timeout names
+    the ``deadline`` it passed, when the judge's own clients enforced one."""
     status = _status(exc)
-    text = " ".join(str(exc).split())[:300]
+    if (refusal := _too_large(exc)) is not None:
+        return f"{type(refusal).__name__}: {refusal}"
+    text = redact(" ".join(str(exc).split()))[:300]
     if _refused(exc) and not text.lower().startswith("connection refused"):
         text = f"{text} (connection refused)" if text else "connection refused"
+    elif deadline is not None and _timed_out(exc):
+        text = f"{text} (deadline of {deadline:g} s for the whole request)"
     return f"{type(exc).__name__}{f' (HTTP {status})' if status else ''}: {text}"
 
 
@@ -307,10 +377,15 @@ class LLMJudge(Judge):
     ``max_retries`` re-sends after a transport failure (429, 5xx, timeout,
     dropped connection; default 3 for a model built from a string, whose
     client then does not retry, 0 for a model object, whose client keeps its
-    own retries); ``timeout`` seconds per request (models built from a string);
-    ``max_prompt_tokens`` a prompt longer than this is a judge error, not a
-    call; ``limiter`` the run's concurrency and rate limits; ``breaker`` the
-    run's stop switch (one per judge unless given)."""
+    own retries); ``timeout`` seconds per request, connect to the last byte of
+    the reply (models built from a string); ``max_reply_bytes`` the largest
+    reply read, decoded (models built from a string; default 8 MiB), a larger
+    one is a judge error; ``max_prompt_tokens`` a prompt longer than this is a
+    judge error, not a call; ``limiter`` the run's concurrency and rate limits;
+    ``breaker`` the run's stop switch (one per judge unless given).
+
+    Every error and transcript entry the judge makes goes through
+    ``self.redact`` (:class:`~.redact.Redactor`): no key or auth header is kept."""
 
     kind = "llm"
 
@@ -325,6 +400,7 @@ class LLMJudge(Judge):
         max_retries: int | None = None,
         max_prompt_tokens: int | None = DEFAULT_MAX_PROMPT_TOKENS,
         breaker: Breaker | None = None,
+        max_reply_bytes: int | None = None,
         **model_kwargs: Any,
     ) -> None:
         if max_tries < 1:
@@ -335,13 +411,19 @@ class LLMJudge(Judge):
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
         if max_prompt_tokens is not None and max_prompt_tokens < 1:
             raise ValueError(f"max_prompt_tokens must be >= 1, got {max_prompt_tokens}")
+        if max_reply_bytes is not None and max_reply_bytes < 1:
+            raise ValueError(f"max_reply_bytes must be >= 1, got {max_reply_bytes}")
         built = not isinstance(model, BaseChatModel)
+        if built:
+            model_kwargs["max_reply_bytes"] = max_reply_bytes or DEFAULT_MAX_REPLY_BYTES
         self.model: BaseChatModel = (
             resolve_model(model, timeout=timeout, max_retries=0, **model_kwargs) if built else model  # type: ignore[assignment]
         )
+        self.redact = Redactor.for_model(self.model)
         self.max_tries = max_tries
         self.max_retries = max_retries if max_retries is not None else (DEFAULT_MAX_RETRIES if built else 0)
         self.timeout = timeout if built else getattr(model, "request_timeout", None)
+        self.deadline = timeout if built else None  # enforced by the clients resolve_model gives a built model
         self.max_prompt_tokens = max_prompt_tokens
         self.limiter = limiter or CallLimiter(16)
         self.breaker = breaker or Breaker()
@@ -410,8 +492,20 @@ class LLMJudge(Judge):
 
     def _attempt(self, request: JudgeRequest, messages: list[BaseMessage], latency: float | None, *,
                  reply: str | None = None, error: str | None = None, usage: Usage | None = None) -> JudgeAttempt:
-        return JudgeAttempt(step=request.step, messages=_as_dicts(messages), reply=reply, error=error,
-                            latency_s=latency, usage=usage or Usage(), model=self.model_name, settings=self.settings)
+        """A transcript entry (the one place they are made), credentials taken out."""
+        redact = self.redact
+        sent = [{**m, "content": redact(m["content"])} for m in _as_dicts(messages)]
+        return JudgeAttempt(step=request.step, messages=sent, reply=redact(reply) if reply else reply,
+                            error=redact(error) if error else error, latency_s=latency, usage=usage or Usage(),
+                            model=self.model_name, settings=self.settings)
+
+    def _judgement(self, request: JudgeRequest) -> Generator[list[BaseMessage] | float, Any, JudgeOutcome]:
+        """:meth:`_attempts`, its outcome's error with credentials taken out (the
+        one place an outcome leaves the judge, sync or async)."""
+        outcome = yield from self._attempts(request)
+        if outcome.error:
+            outcome.error = self.redact(outcome.error)
+        return outcome
 
     def _attempts(self, request: JudgeRequest) -> Generator[list[BaseMessage] | float, Any, JudgeOutcome]:
         """The one implementation of a judgement. Yields the messages to send
@@ -432,10 +526,10 @@ class LLMJudge(Judge):
                 return JudgeOutcome(None, self.breaker.reason, sent, usage, transcript=transcript)
             sent += 1
             if isinstance(result, BaseException) and not _is_invalid_output(result):
-                error = _transport_error(result)
+                error = _transport_error(result, self.deadline, self.redact)
                 transcript.append(self._attempt(request, messages, latency, error=error))
                 if _is_fatal(result):
-                    url = _url(result, self.base_url)
+                    url = self.redact(_url(result, self.base_url))
                     self.breaker.trip(f"judge stopped: {error} at {url} (no further requests are sent)")
                     return JudgeOutcome(None, f"{error} at {url}", sent, usage, transcript=transcript)
                 if _is_transient(result) and retries < self.max_retries:
@@ -484,7 +578,7 @@ class LLMJudge(Judge):
             ]
 
     def judge(self, request: JudgeRequest) -> JudgeOutcome:
-        steps = self._attempts(request)
+        steps = self._judgement(request)
         runnable = self._structured(request.schema)
         sent: Any = None
         while True:
@@ -517,7 +611,7 @@ class LLMJudge(Judge):
         _encoding()
 
     async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
-        steps = self._attempts(request)
+        steps = self._judgement(request)
         runnable = self._structured(request.schema)
         sent: Any = None
         while True:

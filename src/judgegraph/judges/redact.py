@@ -1,0 +1,79 @@
+"""Credentials taken out of text before it is kept: an error message or a
+reply can hold the request's own headers (servers and proxies that echo them
+in an error body), and what a judge keeps ends in results files, transcripts,
+the judge cache and HTML reports.
+
+:class:`Redactor` replaces the client's own key values wherever they appear,
+and by shape: ``Bearer <token>`` (16+ characters), the values of ``Authorization``,
+``Proxy-Authorization``, ``api-key``, ``x-api-key`` and ``openai-api-key``
+headers (as ``Name: value``, ``'name': 'value'`` or ``"name": "value"``),
+OpenAI-style ``sk-...`` keys, and the password of a ``scheme://user:pass@``
+URL.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import SecretStr
+
+REDACTED = "[REDACTED]"
+
+_HEADER = re.compile(
+    r"""(?ix)
+    (\b(?:proxy-)?authorization|\b(?:x-|openai-)?api[-_]key)   # the header's name
+    (["']?\s*[:=]\s*["']?)                                     # its separator, quoted or not
+    ([^"'\r\n,;}]+)                                            # its value, to the quote or the field's end
+    """
+)
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{16,}")  # 16+: "bearer bonds" stays
+_SK = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@")
+
+#: Key attributes a LangChain chat model may hold (OpenAI, Azure, Anthropic, ...).
+KEY_ATTRIBUTES = ("openai_api_key", "api_key", "anthropic_api_key", "google_api_key", "mistral_api_key",
+                  "groq_api_key", "azure_ad_token")
+_MIN_SECRET = 8  # a shorter "key" ("x", "none") would blank out ordinary words
+
+
+class Redactor:
+    """Calls as ``redact(text) -> text``; ``secrets`` are literal values
+    (keys) taken out wherever they appear, besides the shapes above."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        kept = {s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET and s != "not-needed"}
+        self.secrets = sorted(kept, key=len, reverse=True)  # a longer one first: one may contain another
+
+    @classmethod
+    def for_model(cls, model: Any) -> Redactor:
+        """A redactor for a chat model's keys, and ``$OPENAI_API_KEY``."""
+        found = [os.environ.get("OPENAI_API_KEY", "")]
+        for name in KEY_ATTRIBUTES:
+            value = getattr(model, name, None)
+            if isinstance(value, SecretStr):
+                value = value.get_secret_value()
+            if isinstance(value, str):
+                found.append(value)
+        return cls(found)
+
+    def __call__(self, text: str) -> str:
+        if not text:
+            return text
+        for secret in self.secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        # each pattern only where its marker is (a plain substring test): a prompt of a few KB
+        # with none costs microseconds, not the regex scans' ~0.4 ms
+        low = text.lower()
+        if "authoriz" in low or "api-key" in low or "api_key" in low:
+            text = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+        if "bearer" in low:
+            text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+        if "sk-" in text:
+            text = _SK.sub(REDACTED, text)
+        if "@" in text and "://" in text:
+            text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)
+        return text

@@ -1,0 +1,342 @@
+"""The HTTP clients of an LLM judge built from a model string: every request
+has a deadline and every reply a size limit, whatever the server does.
+
+httpx's ``timeout`` bounds each socket operation, not a request: a server
+sending one byte every half second, or an endless chunked body, holds a request
+for ever; and a reply is read whole into memory, however large (a gzip bomb
+decodes to gigabytes). :func:`openai_http_clients` builds the sync and async
+clients ``ChatOpenAI`` is given instead of its own, sharing one mechanism:
+
+* the deadline (``timeout`` seconds for connect + send + the whole reply) is
+  enforced under httpcore, on the socket: every connect, read and write gets at
+  most the time left, so no byte pattern outlives it. Past it, the operation
+  raises the HTTP library's own timeout (``ReadTimeout`` ...), which the SDK
+  reports as ``APITimeoutError``: a timeout like any other (retried);
+* the reply is decoded here (gzip, deflate; only those are asked for) in
+  bounded pieces and counted as it is read; past ``max_reply_bytes`` decoded
+  bytes the read stops with :class:`ReplyTooLarge`, memory never holding more.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import importlib
+import os
+import time
+import urllib.request
+import zlib
+from collections.abc import AsyncIterator, Iterator
+from types import ModuleType
+from typing import Any
+
+DEFAULT_MAX_REPLY_BYTES = 8 * 1024 * 1024  # decoded; a judge's answer is a few hundred bytes
+_PIECE = 1 << 20  # the most decoded bytes made from compressed input at once
+
+#: The deadline (``time.monotonic()``) of the request being made in this
+#: thread / task; set when a request starts, cleared when its reply is closed.
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("judgegraph_deadline", default=None)
+
+
+class ReplyTooLarge(Exception):
+    """A reply over the judge's size limit (not retried: the server would send it again)."""
+
+
+class ReplyUndecodable(Exception):
+    """A reply in a content encoding the judge did not ask for, or corrupt."""
+
+
+def sdk_httpx() -> ModuleType:
+    """The HTTP library the installed openai SDK is built on (``httpx``, or
+    ``httpx2`` from openai 3 on): the clients given to it must be its own."""
+    import openai
+
+    for cls in openai.DefaultHttpxClient.__mro__:
+        if cls.__name__ == "Client" and cls.__module__.split(".")[0] in ("httpx", "httpx2"):
+            return importlib.import_module(cls.__module__.split(".")[0])
+    import httpx
+
+    return httpx
+
+
+def _left(timeout: float | None, error: type[Exception]) -> float | None:
+    """``timeout`` cut to what is left of the request's deadline; ``error`` when none is."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise error("the request's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _Stream:
+    """A sync network stream whose every operation ends by the deadline."""
+
+    def __init__(self, inner: Any, core: ModuleType) -> None:
+        self._inner, self._core = inner, core
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _left(timeout, self._core.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _left(timeout, self._core.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> _Stream:
+        return _Stream(self._inner.start_tls(ssl_context, server_hostname, _left(timeout, self._core.ConnectTimeout)),
+                       self._core)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _AsyncStream:
+    """The async :class:`_Stream`."""
+
+    def __init__(self, inner: Any, core: ModuleType) -> None:
+        self._inner, self._core = inner, core
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return await self._inner.read(max_bytes, _left(timeout, self._core.ReadTimeout))
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self._inner.write(buffer, _left(timeout, self._core.WriteTimeout))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                        timeout: float | None = None) -> _AsyncStream:
+        inner = await self._inner.start_tls(ssl_context, server_hostname, _left(timeout, self._core.ConnectTimeout))
+        return _AsyncStream(inner, self._core)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _Backend:
+    """httpcore's network backend, its streams bounded by the deadline."""
+
+    def __init__(self, inner: Any, core: ModuleType) -> None:
+        self._inner, self._core = inner, core
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> _Stream:
+        stream = self._inner.connect_tcp(host, port, _left(timeout, self._core.ConnectTimeout), local_address,
+                                         socket_options)
+        return _Stream(stream, self._core)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> _Stream:
+        stream = self._inner.connect_unix_socket(path, _left(timeout, self._core.ConnectTimeout), socket_options)
+        return _Stream(stream, self._core)
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class _AsyncBackend(_Backend):
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,  # type: ignore[override]
+                          local_address: str | None = None, socket_options: Any = None) -> _AsyncStream:
+        stream = await self._inner.connect_tcp(host, port, _left(timeout, self._core.ConnectTimeout), local_address,
+                                               socket_options)
+        return _AsyncStream(stream, self._core)
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,  # type: ignore[override]
+                                  socket_options: Any = None) -> _AsyncStream:
+        stream = await self._inner.connect_unix_socket(path, _left(timeout, self._core.ConnectTimeout), socket_options)
+        return _AsyncStream(stream, self._core)
+
+    async def sleep(self, seconds: float) -> None:  # type: ignore[override]
+        await self._inner.sleep(seconds)
+
+
+class _Decoded:
+    """The reply body decoded and counted as it arrives: at most ``limit``
+    decoded bytes, made at most :data:`_PIECE` at a time."""
+
+    def __init__(self, encoding: str, limit: int) -> None:
+        self.limit, self.seen = limit, 0
+        self._encoding = encoding
+        self._inflate: Any = None
+        if encoding == "gzip":
+            self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif encoding == "deflate":
+            self._inflate = zlib.decompressobj()
+
+    def _count(self, piece: bytes) -> bytes:
+        self.seen += len(piece)
+        if self.seen > self.limit:
+            raise ReplyTooLarge(f"reply over the size limit of {self.limit:,} bytes (max_reply_bytes); not read further")
+        return piece
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        if self._inflate is None:
+            yield self._count(data)
+            return
+        while data:
+            try:
+                piece = self._inflate.decompress(data, min(_PIECE, self.limit - self.seen + 1))
+            except zlib.error as exc:
+                if self._encoding == "deflate" and self.seen == 0:  # raw deflate, as some servers send it
+                    self._inflate, self._encoding = zlib.decompressobj(-zlib.MAX_WBITS), "raw deflate"
+                    continue
+                raise ReplyUndecodable(f"reply body not valid {self._encoding}: {exc}") from exc
+            data = self._inflate.unconsumed_tail
+            if piece:
+                yield self._count(piece)
+
+    def flush(self) -> bytes:
+        if self._inflate is None:
+            return b""
+        return self._count(self._inflate.flush())
+
+
+def _decoder(headers: Any, limit: int) -> tuple[_Decoded, Any]:
+    """The body's decoder and the headers the client sees (no Content-Encoding:
+    the body it gets is decoded already)."""
+    encoding = (headers.get("content-encoding") or "identity").strip().lower()
+    if encoding not in ("identity", "gzip", "deflate"):
+        raise ReplyUndecodable(f"reply in content encoding {encoding!r}, not one asked for (gzip, deflate)")
+    if encoding == "identity":
+        length = headers.get("content-length")
+        if length is not None and length.strip().isdigit() and int(length) > limit:
+            raise ReplyTooLarge(f"reply of {int(length):,} bytes, over the size limit of {limit:,} bytes"
+                                " (max_reply_bytes); not read")
+        return _Decoded("identity", limit), headers
+    kept = [(k, v) for k, v in headers.multi_items() if k.lower() not in ("content-encoding", "content-length")]
+    return _Decoded(encoding, limit), kept
+
+
+def _proxy_for(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY`` ... unless
+    ``NO_PROXY`` covers it): a client given its own transport no longer looks."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return proxy
+
+
+def _bounded(transport: Any, backend: type[_Backend]) -> Any:
+    """``transport`` (httpx's) with its httpcore pool's network backend bounded
+    by the deadline (httpx has no public way in; checked, so a change fails loudly)."""
+    pool = getattr(transport, "_pool", None)
+    current = getattr(pool, "_network_backend", None)
+    if current is None:
+        raise RuntimeError(f"{type(transport).__name__} keeps no httpcore pool: its requests cannot be bounded")
+    core = importlib.import_module(type(pool).__module__.split(".")[0])
+    pool._network_backend = backend(current, core)  # type: ignore[union-attr]
+    return transport
+
+
+@functools.lru_cache(maxsize=2)
+def _transport_classes(httpx: ModuleType) -> tuple[type, type]:
+    """The sync and async transports, built on ``httpx``'s base classes (the
+    client checks its streams' types): one request's deadline set, its reply
+    decoded and counted."""
+
+    def start(request: Any, timeout: float | None) -> None:
+        request.headers["Accept-Encoding"] = "gzip, deflate"
+        _DEADLINE.set(None if timeout is None else time.monotonic() + timeout)
+
+    class Body(httpx.SyncByteStream):  # type: ignore[name-defined]
+        def __init__(self, raw: Any, decoded: _Decoded) -> None:
+            self._raw, self._decoded = raw, decoded
+
+        def __iter__(self) -> Iterator[bytes]:
+            for data in self._raw:
+                yield from self._decoded.feed(data)
+            if tail := self._decoded.flush():
+                yield tail
+
+        def close(self) -> None:
+            _DEADLINE.set(None)
+            self._raw.close()
+
+    class AsyncBody(httpx.AsyncByteStream):  # type: ignore[name-defined]
+        def __init__(self, raw: Any, decoded: _Decoded) -> None:
+            self._raw, self._decoded = raw, decoded
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            async for data in self._raw:
+                for piece in self._decoded.feed(data):
+                    yield piece
+            if tail := self._decoded.flush():
+                yield tail
+
+        async def aclose(self) -> None:
+            _DEADLINE.set(None)
+            await self._raw.aclose()
+
+    class Transport(httpx.BaseTransport):  # type: ignore[name-defined]
+        def __init__(self, inner: Any, timeout: float | None, limit: int) -> None:
+            self._inner, self._timeout, self._limit = inner, timeout, limit
+
+        def handle_request(self, request: Any) -> Any:
+            start(request, self._timeout)
+            try:
+                response = self._inner.handle_request(request)
+                decoded, headers = _decoder(response.headers, self._limit)
+            except BaseException:
+                _DEADLINE.set(None)
+                raise
+            return httpx.Response(response.status_code, headers=headers, stream=Body(response.stream, decoded),
+                                  extensions=response.extensions)
+
+        def close(self) -> None:
+            self._inner.close()
+
+    class AsyncTransport(httpx.AsyncBaseTransport):  # type: ignore[name-defined]
+        def __init__(self, inner: Any, timeout: float | None, limit: int) -> None:
+            self._inner, self._timeout, self._limit = inner, timeout, limit
+
+        async def handle_async_request(self, request: Any) -> Any:
+            start(request, self._timeout)
+            try:
+                response = await self._inner.handle_async_request(request)
+                decoded, headers = _decoder(response.headers, self._limit)
+            except BaseException:
+                _DEADLINE.set(None)
+                raise
+            return httpx.Response(response.status_code, headers=headers, stream=AsyncBody(response.stream, decoded),
+                                  extensions=response.extensions)
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return Transport, AsyncTransport
+
+
+@functools.lru_cache(maxsize=2)
+def _ssl_context(httpx: ModuleType) -> Any:
+    """One verifying SSL context per process (certifi's bundle, or
+    ``SSL_CERT_FILE``): loading it costs a file read and ~10 ms, per transport."""
+    return httpx.create_ssl_context()
+
+
+def openai_http_clients(base_url: str | None, *, timeout: float | None,
+                        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> tuple[Any, Any]:
+    """A sync and an async HTTP client for ``openai`` / ``ChatOpenAI``: each
+    request ends within ``timeout`` seconds (None: no deadline) and reads at
+    most ``max_reply_bytes`` decoded bytes of reply."""
+    import openai
+
+    httpx = sdk_httpx()
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    proxy = _proxy_for(url)
+    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)  # the SDK's own
+    sync_cls, async_cls = _transport_classes(httpx)
+    tls = _ssl_context(httpx)
+    sync_inner = _bounded(httpx.HTTPTransport(verify=tls, proxy=proxy, limits=limits), _Backend)
+    async_inner = _bounded(httpx.AsyncHTTPTransport(verify=tls, proxy=proxy, limits=limits), _AsyncBackend)
+    return (
+        openai.DefaultHttpxClient(base_url=url, timeout=timeout, transport=sync_cls(sync_inner, timeout, max_reply_bytes)),
+        openai.DefaultAsyncHttpxClient(base_url=url, timeout=timeout,
+                                       transport=async_cls(async_inner, timeout, max_reply_bytes)),
+    )
