@@ -65,8 +65,8 @@ def as_prompt(prompt: PromptLike) -> Prompt | None:
     if not path.is_file():
         raise RejudgeError(f"prompt file {str(path)!r} not found")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")  # not UTF-8: UnicodeDecodeError, for the caller to name the byte
+    except OSError as exc:
         raise RejudgeError(f"prompt file {str(path)!r} cannot be read: {exc}") from exc
     parsed = parse_prompt(path.stem, text, path)
     if not parsed.placeholders:
