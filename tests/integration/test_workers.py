@@ -128,32 +128,90 @@ def test_each_worker_gets_its_share_and_work_goes_to_both():
             os.kill(pid, 0)
 
 
-def test_a_worker_that_dies_fails_only_its_conversations_in_flight():
-    responder = Responder(hold=0.2)
+class Poison:
+    """Unpickling it ends the process at once: an input that kills whichever worker receives it."""
+
+    def __reduce__(self):
+        return (os._exit, (17,))
+
+
+def run_with(spec, items, action, *, max_conversations=12, limit=120.0):
+    """``items`` through a 2-worker pool; ``action(pool)`` runs as a task beside the run (bounded in time)."""
+
+    async def run():
+        async with WorkerPool(spec, workers=2) as pool:
+            first = list(pool.pids)
+            try:
+                side = asyncio.create_task(action(pool))
+                summary = await asyncio.wait_for(
+                    evaluate_async(items, spec.build(), judge_one=pool.judge, max_conversations=max_conversations),
+                    limit)
+                await side
+                return summary, pool.replaced
+            finally:
+                for pid in first:  # a stopped worker left behind by a failing test
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+
+    return asyncio.run(run())
+
+
+def test_a_worker_killed_mid_run_is_replaced_and_its_conversations_sent_again():
     items = conversations(12)
-    with FakeOpenAIServer(responder) as server:
+    with FakeOpenAIServer(Responder(hold=0.2)) as server:
         spec = PlanSpec(["turn-relevancy"], {"model": "gpt-4.1-mini", "base_url": server.base_url,
                                              "max_concurrency": 8})
 
-        async def run():
-            async with WorkerPool(spec, workers=2) as pool:
-                victim = pool.pids[0]
+        async def kill_soon(pool):
+            await asyncio.sleep(0.1)  # conversations are in flight on both workers
+            assert pool._workers[0].jobs
+            os.kill(pool.pids[0], signal.SIGKILL)
 
-                async def kill_soon():
-                    await asyncio.sleep(0.1)  # conversations are in flight on both workers
-                    os.kill(victim, signal.SIGKILL)
-
-                killer = asyncio.create_task(kill_soon())
-                summary = await evaluate_async(items, spec.build(), judge_one=pool.judge, max_conversations=12)
-                await killer
-                return summary
-
-        summary = asyncio.run(run())
+        summary, replaced = run_with(spec, items, kill_soon)
     assert sorted(o.conversation_id for o in summary.outcomes) == sorted(i.conversation.id for i in items)
-    failed = [o for o in summary.outcomes if o.error]
-    assert failed and all("worker process 0" in o.error and not o.results for o in failed)
-    assert len(failed) < 12 and all(o.results for o in summary.outcomes if not o.error)
-    assert summary.exit_code == 3  # a failed conversation is never a pass
+    assert not any(o.error for o in summary.outcomes) and all(o.results for o in summary.outcomes)
+    assert replaced == 1 and summary.exit_code in (0, 1)
+
+
+def test_a_stopped_worker_is_killed_as_silent_and_the_run_finishes():
+    items = conversations(12)
+    with FakeOpenAIServer(Responder(hold=0.2)) as server:
+        # judge timeout 2 s: the silence limit is max(10 s, 2 x 2 s) = 10 s (workers.silence_limit)
+        spec = PlanSpec(["turn-relevancy"], {"model": "gpt-4.1-mini", "base_url": server.base_url,
+                                             "max_concurrency": 8, "timeout": 2})
+
+        async def stop_soon(pool):
+            await asyncio.sleep(0.1)
+            assert pool._workers[1].jobs and pool.silent_after == 10.0
+            os.kill(pool.pids[1], signal.SIGSTOP)  # alive, holding its conversations, silent
+
+        summary, replaced = run_with(spec, items, stop_soon)  # the old pool waited for it forever
+    assert sorted(o.conversation_id for o in summary.outcomes) == sorted(i.conversation.id for i in items)
+    assert not any(o.error for o in summary.outcomes) and all(o.results for o in summary.outcomes)
+    assert replaced == 1
+
+
+def test_a_conversation_that_kills_its_workers_is_a_failed_run_not_a_loop():
+    items = conversations(6)
+    items[2].options["poison"] = Poison()  # kills every worker it is sent to
+    with FakeOpenAIServer(Responder()) as server:
+        spec = PlanSpec(["turn-relevancy"], {"model": "gpt-4.1-mini", "base_url": server.base_url,
+                                             "max_concurrency": 4})
+
+        async def nothing(pool):
+            return None
+
+        # one conversation in flight at a time: the poison is the only one its workers hold when they die
+        summary, replaced = run_with(spec, items, nothing, max_conversations=1)
+    by_id = {o.conversation_id: o for o in summary.outcomes}
+    assert sorted(by_id) == sorted(i.conversation.id for i in items)
+    poisoned = by_id.pop("c2")
+    assert not poisoned.results and "not sent again: 2 worker processes died" in poisoned.error
+    assert "exited with code 17" in poisoned.error
+    assert all(o.results and not o.error for o in by_id.values())
+    assert replaced == 2 and summary.exit_code == 3  # a failed conversation is never a pass
 
 
 def test_cli_workers_write_one_results_file_like_one_process(tmp_path):
