@@ -6,6 +6,8 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -258,3 +260,31 @@ def test_cli_resume_with_workers_judges_only_what_the_file_lacks(tmp_path):
         assert server.calls["/v1/chat/completions"] - calls == 6 * 3  # only the 6 missing conversations
     ids = [json.loads(line)["conversation_id"] for line in out.read_text().splitlines()]
     assert sorted(ids) == sorted(f"c{i}" for i in range(10))
+
+
+def test_cli_workers_start_in_a_folder_with_a_module_named_like_a_dependency(tmp_path):
+    """Workers do not put the working folder first on their import path: its
+    ``yaml.py`` does not shadow PyYAML (the old ``python -c`` workers all failed
+    to start), and a custom metric from that folder still imports (last on the path)."""
+    (tmp_path / "yaml.py").write_text("raise RuntimeError('the folder yaml.py was imported')\n")
+    (tmp_path / "cwdmetric.py").write_text(
+        "from judgegraph import make_judge\n"
+        "from judgegraph.testing.fake_chat import ScriptedChatModel\n"
+        "tone = make_judge(name='tone', instructions='Describe the tone of {{ conversation }} in one word.',\n"
+        "                  feedback_type=str, model=ScriptedChatModel(default={'reason': 'canned', 'value': 'warm'}))\n")
+    data = tmp_path / "chats.jsonl"
+    data.write_text("".join(json.dumps({"id": i.conversation.id, "turns": i.conversation.model_dump()["turns"]}) + "\n"
+                            for i in conversations(6)))
+    out = tmp_path / "r.jsonl"
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    with FakeOpenAIServer(Responder()) as server:
+        proc = subprocess.run(
+            [str(Path(sys.executable).with_name("judgegraph")), "eval", str(data), "-m", "turn-relevancy",
+             "-m", "cwdmetric:tone", "--model", "gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "4",
+             "--workers", "2", "--no-cache", "--no-progress", "-q", "--out", str(out)],
+            capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 6 and not any(r.get("error") for r in rows)
+    assert all(r["results"]["tone"]["value"] == "warm" and r["results"]["turn_relevancy"]["score"] is not None
+               for r in rows)
