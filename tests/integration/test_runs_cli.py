@@ -129,6 +129,24 @@ def test_ctrl_c_stops_cleanly_with_a_summary_and_resume_finishes(tmp_path, bare_
     assert sorted(r["conversation_id"] for r in conversation_lines(out)) == [f"c{i:03d}" for i in range(40)]
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_sigterm_stops_like_ctrl_c_with_a_summary_and_exit_143(tmp_path, bare_env, workers):
+    chats = write_chats(tmp_path / "chats.jsonl", 40)
+    out = tmp_path / "r.jsonl"
+    with FakeOpenAIServer(responder, latency=0.05) as server:
+        args = cli(str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "2",
+                   "--workers", workers, "--no-cache", "--no-progress", "-q", "--out", str(out))
+        proc = subprocess.Popen(args, env=bare_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_lines(out, 1, proc)
+        proc.send_signal(signal.SIGTERM)  # the old run died at once: no summary, status -15
+        stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert "Traceback" not in stderr and "terminated" in stderr and "interrupted" in stdout
+    written = conversation_lines(out)  # every line valid JSON, the file ends with a whole line
+    assert 1 <= len(written) < 40 and out.read_bytes().endswith(b"\n")
+    assert f"{len(written)} conversations" in stdout  # the summary counts what finished
+
+
 def test_dry_run_counts_the_calls_and_input_tokens_the_run_then_makes(tmp_path, bare_env):
     chats = write_chats(tmp_path / "chats.jsonl", 12)
     out = tmp_path / "r.jsonl"

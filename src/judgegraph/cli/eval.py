@@ -361,6 +361,7 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
     stream, sessions = _inputs(args, err)
     prices = _prices(args, judge)
     keep = bool(args.log_assessments)  # MLflow writes need every result; otherwise finished results are dropped
+    terminated: list[bool] = []  # set by SIGTERM: the run stops like a Ctrl-C, with its own exit status
 
     async def main() -> RunSummary:
         stop = asyncio.Event()
@@ -373,6 +374,7 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
 
         try:
             loop.add_signal_handler(signal.SIGINT, interrupt)
+            _stop_on_sigterm(loop, stop, err, terminated)
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
             pass
         with Progress(SpinnerColumn(), TextColumn("judging"), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -450,7 +452,28 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
                   f"{markup_safe(args.mlflow_uri)})")
         if logged.failures:
             return EXIT_ERRORS
-    return summary.exit_code
+    return EXIT_TERMINATED if terminated and summary.interrupted else summary.exit_code
+
+
+#: The exit status of a run stopped by SIGTERM (128 + 15, as a shell reports it);
+#: everything finished is written and the summary printed, as after Ctrl-C (130).
+EXIT_TERMINATED = 143
+
+
+def _stop_on_sigterm(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, err: Any, terminated: list[bool]) -> None:
+    """SIGTERM (``kill``, a service manager, a CI timeout) stops the run as
+    Ctrl-C does: conversations in flight are abandoned, everything finished is
+    written, the summary printed; exit :data:`EXIT_TERMINATED`. A second SIGTERM
+    ends the process at once (the default action)."""
+    import signal
+
+    def terminate() -> None:
+        terminated.append(True)
+        stop.set()
+        loop.remove_signal_handler(signal.SIGTERM)
+        err.print("[yellow]terminated:[/] finishing the results file (SIGTERM again to stop at once)")
+
+    loop.add_signal_handler(signal.SIGTERM, terminate)
 
 
 def _ray_usage_error(args: argparse.Namespace) -> str | None:
