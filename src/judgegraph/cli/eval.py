@@ -258,6 +258,10 @@ def run(args: argparse.Namespace) -> int:
     if unwritable:
         err.print(f"[red]error:[/] {markup_safe(unwritable)}")
         return EXIT_USAGE
+    held, locked = _lock_out(args)
+    if locked:
+        err.print(f"[red]error:[/] {markup_safe(locked)}")
+        return EXIT_USAGE
 
     if judge.kind == "offline":
         err.print("judge: [bold]offline[/] all-MiniLM-L6-v2 sentence embeddings (no LLM, no API key; pass --model for an LLM judge)")
@@ -268,7 +272,26 @@ def run(args: argparse.Namespace) -> int:
                   markup=False)
     if args.dry_run:
         return _dry_run(args, judge, plan, out, err)
-    return _run(args, judge, plan, out, err)
+    try:
+        return _run(args, judge, plan, out, err)
+    finally:
+        if held is not None:
+            held.release()
+
+
+def _lock_out(args: argparse.Namespace) -> tuple[Any, str | None]:
+    """``--out`` locked for the whole run (a dry run writes nothing): (the lock,
+    None), or (None, why) when another run holds it."""
+    from ..resultsfile import ResultsFileLocked, lock_results
+
+    if args.dry_run:
+        return None, None
+    try:
+        return lock_results(args.out), None
+    except ResultsFileLocked as exc:
+        return None, str(exc)
+    except OSError as exc:
+        return None, f"cannot lock --out {args.out}: {exc.strerror or exc}"
 
 
 def _inputs(args: argparse.Namespace, err: Any) -> tuple[Any, list[Any]]:
