@@ -127,3 +127,48 @@ def test_an_unreachable_cluster_is_a_clear_error_at_once(tmp_path, capsys):
                  f"127.0.0.1:{port}", "--out", str(tmp_path / "r.jsonl"), "--no-progress"])
     assert code == 3 and f"no Ray cluster answers at 127.0.0.1:{port}" in capsys.readouterr().err
     assert time.monotonic() - started < 60  # not ray.init's minutes of retries
+
+
+def test_an_actor_killed_mid_run_is_replaced_and_no_conversation_fails(ray_cluster, monkeypatch):
+    """The old pool kept the dead actor and picked it first: 28 of 40 conversations failed (ActorDiedError)."""
+    import asyncio
+    import threading
+
+    from judgegraph.runner import evaluate_async, iter_inputs
+    from judgegraph.scale import PlanSpec, RayPool
+
+    for key, value in RAY_ENV.items():
+        monkeypatch.setenv(key, value)
+    data = Path(tempfile.mkdtemp(prefix="jgraydata")) / "chats.jsonl"
+    data.write_text(chats(40))
+    items = list(iter_inputs([str(data)]))
+    started = threading.Event()
+
+    def slow(request):
+        started.set()
+        time.sleep(0.1)
+        return responder(request)
+
+    with FakeOpenAIServer(slow) as server:
+        spec = PlanSpec(["turn-relevancy"], {"model": "gpt-4.1-mini", "base_url": server.base_url,
+                                             "max_concurrency": 8, "cache": False})
+
+        async def run():
+            async with RayPool(spec, address=ray_cluster, workers=2) as pool:
+                victim = int(pool.where[0].rpartition(":")[2])
+
+                async def kill_soon():
+                    while not (started.is_set() and pool.in_flight[0]):
+                        await asyncio.sleep(0.05)
+                    os.kill(victim, signal.SIGKILL)  # the actor's process, conversations in flight on it
+
+                killer = asyncio.create_task(kill_soon())
+                summary = await asyncio.wait_for(
+                    evaluate_async(items, spec.build(), judge_one=pool.judge, max_conversations=8), 240)
+                await killer
+                return summary, getattr(pool, "replaced", None)  # (the old pool had no count)
+
+        summary, replaced = asyncio.run(run())
+    assert sorted(o.conversation_id for o in summary.outcomes) == sorted(f"ray-{c}" for c in range(40))
+    assert not [o.error for o in summary.outcomes if o.error] and all(o.results for o in summary.outcomes)
+    assert replaced == 1

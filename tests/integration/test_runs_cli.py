@@ -148,12 +148,12 @@ def test_sigterm_stops_like_ctrl_c_with_a_summary_and_exit_143(tmp_path, bare_en
 
 
 def test_a_second_run_on_the_same_out_is_refused_at_once_while_the_first_holds_it(tmp_path, bare_env):
-    chats = write_chats(tmp_path / "chats.jsonl", 40)
+    chats = write_chats(tmp_path / "chats.jsonl", 60)
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(responder, latency=0.3) as server:
         args = cli(str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "2",
                    "--no-cache", "--no-progress", "-q", "--out", str(out))
-        # ~12 s: 80 calls of 0.3 s, 2 at a time
+        # ~18 s: 120 calls of 0.3 s, 2 at a time
         first = subprocess.Popen(args, env=bare_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_for_lines(out, 1, first)
         calls = server.calls["/v1/chat/completions"]
@@ -170,8 +170,8 @@ def test_a_second_run_on_the_same_out_is_refused_at_once_while_the_first_holds_i
         assert "judge:" not in second.stderr  # refused before any work
     assert first.returncode == 1, stderr
     ids = [r["conversation_id"] for r in conversation_lines(out)]  # every line whole and valid
-    assert sorted(ids) == [f"c{i:03d}" for i in range(40)]  # each once: nothing interleaved, nothing truncated
-    assert first_calls == 80 and calls <= 80  # no call paid twice
+    assert sorted(ids) == [f"c{i:03d}" for i in range(60)]  # each once: nothing interleaved, nothing truncated
+    assert first_calls == 120 and calls <= 120  # no call paid twice
     assert not (tmp_path / "r.jsonl.lock").exists()  # released and removed at the end
 
 
