@@ -198,15 +198,16 @@ def test_a_stopped_worker_is_killed_as_silent_and_the_run_finishes():
 def test_a_conversation_that_kills_its_workers_is_a_failed_run_not_a_loop():
     items = conversations(6)
     items[2].options["poison"] = Poison()  # kills every worker it is sent to
-    with FakeOpenAIServer(Responder()) as server:
+    with FakeOpenAIServer(Responder(hold=0.2)) as server:
         spec = PlanSpec(["turn-relevancy"], {"model": "gpt-4.1-mini", "base_url": server.base_url,
                                              "max_concurrency": 4})
 
         async def nothing(pool):
             return None
 
-        # one conversation in flight at a time: the poison is the only one its workers hold when they die
-        summary, replaced = run_with(spec, items, nothing, max_conversations=1)
+        # all 6 in flight at once: the first death takes the other conversations on that worker with it; sent
+        # again as suspects (one per worker), only the poison is on the second worker that dies
+        summary, replaced = run_with(spec, items, nothing, max_conversations=6)
     by_id = {o.conversation_id: o for o in summary.outcomes}
     assert sorted(by_id) == sorted(i.conversation.id for i in items)
     poisoned = by_id.pop("c2")

@@ -213,6 +213,7 @@ class _Worker:
     spawned: float = field(default_factory=time.monotonic)
     last_heard: float = field(default_factory=time.monotonic)  # set by the reader thread
     jobs: dict[int, asyncio.Future[ConversationOutcome]] = field(default_factory=dict)
+    suspects: int = 0  # conversations in flight here that were on a worker that died (at most 1)
     started: asyncio.Future[int] | None = None
     alive: bool = True
     killed_why: str | None = None  # set when the parent kills it (silent, or too slow to start)
@@ -248,6 +249,7 @@ class WorkerPool:
         self._env: dict[str, str] = {}
         self._watch: asyncio.Task[None] | None = None
         self._closing = False
+        self._wake: asyncio.Event | None = None  # set when a worker can take a suspect again
         self.pids: list[int] = []
         self.replaced = 0  # workers replaced during the run (dead or silent)
 
@@ -260,6 +262,7 @@ class WorkerPool:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
         env = dict(os.environ)
         # numpy BLAS pools: one per worker, sized so N workers do not fight over the cores
         env.update({var: env.get(var, str(self.blas_threads)) for var in BLAS_VARS})
@@ -351,6 +354,8 @@ class WorkerPool:
         if was_ready and not self._closing and self._workers and self._workers[w.index] is w:
             self._workers[w.index] = self._start_worker(w.index)
             self.replaced += 1
+        if self._wake is not None:
+            self._wake.set()
 
     def _kill(self, w: _Worker, why: str) -> None:
         """Kill a worker (SIGKILL: a stopped process takes no other signal); its
@@ -377,14 +382,31 @@ class WorkerPool:
                     self._kill(w, f"sent nothing for {now - w.last_heard:.0f} s with {len(w.jobs)} conversations "
                                   f"in flight (limit {self.silent_after:.0f} s) and was killed")
 
-    async def judge(self, item: LoadedConversation) -> ConversationOutcome:
-        deaths: list[str] = []
+    async def _pick(self, suspect: bool) -> _Worker | None:
+        """The live worker with the fewest conversations in flight (None: none is
+        left). A suspect — a conversation that was on a worker that died — only
+        goes to a worker holding no other suspect, waiting for one if need be:
+        when that worker dies too, the suspect alone is blamed for it, so one
+        poison input never fails the conversations that happened to share its
+        workers."""
         while True:
             live = [w for w in self._workers if w.alive]
             if not live:
+                return None
+            free = [w for w in live if not w.suspects] if suspect else live
+            if free:
+                return min(free, key=lambda w: len(w.jobs))
+            assert self._wake is not None
+            self._wake.clear()
+            await self._wake.wait()
+
+    async def judge(self, item: LoadedConversation) -> ConversationOutcome:
+        deaths: list[str] = []
+        while True:
+            w = await self._pick(suspect=bool(deaths))
+            if w is None:
                 return ConversationOutcome(item.conversation.id, item.source, error="no worker process left"
                                            + (f" ({deaths[-1]})" if deaths else ""))
-            w = min(live, key=lambda w: len(w.jobs))
             job = next(self._ids)
             try:
                 data = pickle.dumps((job, item), protocol=pickle.HIGHEST_PROTOCOL)
@@ -393,6 +415,8 @@ class WorkerPool:
                                            error=f"cannot send to a worker: {type(exc).__name__}: {exc}")
             fut: asyncio.Future[ConversationOutcome] = asyncio.get_running_loop().create_future()
             w.jobs[job] = fut  # w is alive now, on this loop: its death (also on this loop) fails fut
+            suspect = bool(deaths)
+            w.suspects += suspect
             w.outbox.put(data)
             try:
                 return await fut
@@ -401,10 +425,16 @@ class WorkerPool:
                 if len(deaths) >= MAX_WORKER_DEATHS:
                     return ConversationOutcome(item.conversation.id, item.source, error=(
                         f"not sent again: {len(deaths)} worker processes died with this conversation in flight "
-                        f"(it may be what kills them): {'; '.join(deaths)}"))
+                        f"(the second time as the only one there that had been on a dying worker before): "
+                        f"{'; '.join(deaths)}"))
             except asyncio.CancelledError:
                 w.jobs.pop(job, None)
                 raise
+            finally:
+                if suspect:
+                    w.suspects -= 1
+                    assert self._wake is not None
+                    self._wake.set()
 
     async def close(self, timeout: float = 30.0) -> None:
         """Workers finish what they hold and exit; when the run was stopped
