@@ -129,8 +129,9 @@ def test_an_unreachable_cluster_is_a_clear_error_at_once(tmp_path, capsys):
     assert time.monotonic() - started < 60  # not ray.init's minutes of retries
 
 
-def test_an_actor_killed_mid_run_is_replaced_and_no_conversation_fails(ray_cluster, monkeypatch):
-    """The old pool kept the dead actor and picked it first: 28 of 40 conversations failed (ActorDiedError)."""
+def run_on_two_actors(address: str, monkeypatch, signum: int, **pool_options):
+    """40 conversations on 2 actors; ``signum`` is sent to the first actor's
+    process once it has conversations in flight. (The summary, the number of actors replaced.)"""
     import asyncio
     import threading
 
@@ -154,21 +155,38 @@ def test_an_actor_killed_mid_run_is_replaced_and_no_conversation_fails(ray_clust
                                              "max_concurrency": 8, "cache": False})
 
         async def run():
-            async with RayPool(spec, address=ray_cluster, workers=2) as pool:
+            async with RayPool(spec, address=address, workers=2, **pool_options) as pool:
                 victim = int(pool.where[0].rpartition(":")[2])
+                try:
+                    async def signal_soon():
+                        while not (started.is_set() and pool.in_flight[0]):
+                            await asyncio.sleep(0.05)
+                        os.kill(victim, signum)  # the actor's process, conversations in flight on it
 
-                async def kill_soon():
-                    while not (started.is_set() and pool.in_flight[0]):
-                        await asyncio.sleep(0.05)
-                    os.kill(victim, signal.SIGKILL)  # the actor's process, conversations in flight on it
+                    sender = asyncio.create_task(signal_soon())
+                    summary = await asyncio.wait_for(
+                        evaluate_async(items, spec.build(), judge_one=pool.judge, max_conversations=8), 240)
+                    await sender
+                    return summary, getattr(pool, "replaced", None)  # (the old pool had no count)
+                finally:
+                    try:
+                        os.kill(victim, signal.SIGKILL)  # a stopped actor left behind by a failing test
+                    except ProcessLookupError:
+                        pass
 
-                killer = asyncio.create_task(kill_soon())
-                summary = await asyncio.wait_for(
-                    evaluate_async(items, spec.build(), judge_one=pool.judge, max_conversations=8), 240)
-                await killer
-                return summary, getattr(pool, "replaced", None)  # (the old pool had no count)
+        return asyncio.run(run())
 
-        summary, replaced = asyncio.run(run())
+
+def test_an_actor_killed_mid_run_is_replaced_and_no_conversation_fails(ray_cluster, monkeypatch):
+    """The old pool kept the dead actor and picked it first: 28 of 40 conversations failed (ActorDiedError)."""
+    summary, replaced = run_on_two_actors(ray_cluster, monkeypatch, signal.SIGKILL)
+    assert sorted(o.conversation_id for o in summary.outcomes) == sorted(f"ray-{c}" for c in range(40))
+    assert not [o.error for o in summary.outcomes if o.error] and all(o.results for o in summary.outcomes)
+    assert replaced == 1
+
+
+def test_a_stopped_actor_is_killed_as_silent_and_the_run_finishes(ray_cluster, monkeypatch):
+    summary, replaced = run_on_two_actors(ray_cluster, monkeypatch, signal.SIGSTOP, silent_after=5.0)
     assert sorted(o.conversation_id for o in summary.outcomes) == sorted(f"ray-{c}" for c in range(40))
     assert not [o.error for o in summary.outcomes if o.error] and all(o.results for o in summary.outcomes)
     assert replaced == 1

@@ -38,7 +38,7 @@ from ..loaders import LoadedConversation
 from ..runner import ConversationOutcome
 from .limits import ScaleStartError
 from .spec import PlanSpec
-from .workers import HEARTBEAT_S, MAX_WORKER_DEATHS, silence_limit
+from .workers import HEARTBEAT_S, MAX_WORKER_DEATHS, START_TIMEOUT_S, silence_limit
 
 RAY_MISSING = "--ray needs Ray: pip install 'judgegraph[ray]'"
 
@@ -99,12 +99,16 @@ class RayPool:
         self.silent_after = silent_after if silent_after is not None else silence_limit(spec.judge)
         self.actors: list[Any] = []
         self.in_flight: list[int] = []
+        self.suspects: list[int] = []  # per actor: conversations in flight that were on an actor that died
         self.where: list[str] = []
         self.replaced = 0  # actors replaced during the run (dead or silent)
         self._shares: list[PlanSpec] = []
         self._remote: Any = None
-        self._killed_why: dict[int, str] = {}  # id(actor handle) -> why the pool killed it
+        # id(actor handle) -> (the handle, kept so that its id is not reused; why the pool killed it)
+        self._killed: dict[int, tuple[Any, str]] = {}
+        self._up: dict[int, Any] = {}  # id(actor handle) -> the handle, for actors that have answered once
         self._watch: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()  # set when an actor can take a suspect again
         self._ray: Any = None
         self._connected_here = False
 
@@ -132,7 +136,9 @@ class RayPool:
             self._remote = ray.remote(JudgeActor)
             self.actors = [self._new_actor(share) for share in self._shares]
             self.in_flight = [0] * len(self.actors)
+            self.suspects = [0] * len(self.actors)
             self.where = ray.get([a.ready.remote() for a in self.actors])
+            self._up = {id(a): a for a in self.actors}
         except Exception as exc:
             self.close()
             where = f"at {self.address}" if self.address else "(ray.init's default)"
@@ -156,13 +162,16 @@ class RayPool:
         died = self._ray.exceptions.RayActorError
         deaths: list[str] = []
         while True:
-            i = min(range(len(self.actors)), key=self.in_flight.__getitem__)
+            i = await self._pick(suspect=bool(deaths))
             actor = self.actors[i]
+            suspect = bool(deaths)
             self.in_flight[i] += 1
+            self.suspects[i] += suspect
             try:
                 return await actor.judge.remote(item)
             except died as exc:  # the actor is gone: replace it, send the conversation again
-                why = self._killed_why.get(id(actor)) or f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+                why = (self._killed[id(actor)][1] if id(actor) in self._killed
+                       else f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
                 deaths.append(f"Ray actor {i} {why}")
                 self._replace(i, actor)
                 if len(deaths) >= MAX_WORKER_DEATHS:
@@ -173,6 +182,20 @@ class RayPool:
                 return ConversationOutcome(item.conversation.id, item.source, error=f"{type(exc).__name__}: {exc}")
             finally:
                 self.in_flight[i] -= 1
+                self.suspects[i] -= suspect
+                self._wake.set()
+
+    async def _pick(self, suspect: bool) -> int:
+        """The actor with the fewest conversations in flight; a suspect (a
+        conversation that was on an actor that died) only goes to an actor
+        holding no other suspect, so that when it dies too, the suspect alone is
+        blamed (as :meth:`.workers.WorkerPool._pick`)."""
+        while True:
+            free = [i for i in range(len(self.actors)) if not (suspect and self.suspects[i])]
+            if free:
+                return min(free, key=self.in_flight.__getitem__)
+            self._wake.clear()
+            await self._wake.wait()
 
     async def _watchdog(self) -> None:
         """Ping every actor with work in flight; one that does not answer within
@@ -186,11 +209,14 @@ class RayPool:
                     pinging[i] = asyncio.create_task(self._ping(actor))
 
     async def _ping(self, actor: Any) -> None:
+        # A new actor (a replacement) answers once it has started: it gets the start bound.
+        limit = self.silent_after if id(actor) in self._up else START_TIMEOUT_S
         try:
-            await asyncio.wait_for(actor.ready.remote(), self.silent_after)
+            await asyncio.wait_for(actor.ready.remote(), limit)
+            self._up[id(actor)] = actor
         except asyncio.TimeoutError:
-            self._killed_why[id(actor)] = (f"did not answer a ping for {self.silent_after:.0f} s with conversations "
-                                           "in flight and was killed")
+            self._killed[id(actor)] = (actor, f"did not answer a ping for {limit:.0f} s with conversations "
+                                              "in flight and was killed")
             try:
                 self._ray.kill(actor, no_restart=True)
             except Exception:  # noqa: BLE001 - already gone
