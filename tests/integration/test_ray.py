@@ -131,17 +131,18 @@ def test_an_unreachable_cluster_is_a_clear_error_at_once(tmp_path, capsys):
 
 def run_on_two_actors(address: str, monkeypatch, signum: int, **pool_options):
     """40 conversations on 2 actors; ``signum`` is sent to the first actor's
-    process once it has conversations in flight. (The summary, the number of actors replaced.)"""
+    process once it has conversations in flight. (The summary, the number of actors replaced, the lines written.)"""
     import asyncio
     import threading
 
-    from judgegraph.runner import evaluate_async, iter_inputs
+    from judgegraph.runner import evaluate_to_file, iter_inputs
     from judgegraph.scale import PlanSpec, RayPool
 
     for key, value in RAY_ENV.items():
         monkeypatch.setenv(key, value)
     data = Path(tempfile.mkdtemp(prefix="jgraydata")) / "chats.jsonl"
     data.write_text(chats(40))
+    out = data.with_name("results.jsonl")
     items = list(iter_inputs([str(data)]))
     started = threading.Event()
 
@@ -164,8 +165,8 @@ def run_on_two_actors(address: str, monkeypatch, signum: int, **pool_options):
                         os.kill(victim, signum)  # the actor's process, conversations in flight on it
 
                     sender = asyncio.create_task(signal_soon())
-                    summary = await asyncio.wait_for(
-                        evaluate_async(items, spec.build(), judge_one=pool.judge, max_conversations=8), 240)
+                    summary = await asyncio.wait_for(evaluate_to_file(
+                        items, spec.build(), out, judge_one=pool.judge, max_conversations=8), 240)
                     await sender
                     return summary, getattr(pool, "replaced", None)  # (the old pool had no count)
                 finally:
@@ -174,19 +175,20 @@ def run_on_two_actors(address: str, monkeypatch, signum: int, **pool_options):
                     except ProcessLookupError:
                         pass
 
-        return asyncio.run(run())
+        summary, replaced = asyncio.run(run())
+    return summary, replaced, [json.loads(line) for line in out.read_text().splitlines()]
 
 
 def test_an_actor_killed_mid_run_is_replaced_and_no_conversation_fails(ray_cluster, monkeypatch):
     """The old pool kept the dead actor and picked it first: 28 of 40 conversations failed (ActorDiedError)."""
-    summary, replaced = run_on_two_actors(ray_cluster, monkeypatch, signal.SIGKILL)
-    assert sorted(o.conversation_id for o in summary.outcomes) == sorted(f"ray-{c}" for c in range(40))
-    assert not [o.error for o in summary.outcomes if o.error] and all(o.results for o in summary.outcomes)
-    assert replaced == 1
+    summary, replaced, lines = run_on_two_actors(ray_cluster, monkeypatch, signal.SIGKILL)
+    assert sorted(r["conversation_id"] for r in lines) == sorted(f"ray-{c}" for c in range(40))  # all written
+    assert not [r["error"] for r in lines if r.get("error")] and all(r["results"] for r in lines)  # none failed
+    assert summary.failed_runs == 0 and replaced == 1
 
 
 def test_a_stopped_actor_is_killed_as_silent_and_the_run_finishes(ray_cluster, monkeypatch):
-    summary, replaced = run_on_two_actors(ray_cluster, monkeypatch, signal.SIGSTOP, silent_after=5.0)
-    assert sorted(o.conversation_id for o in summary.outcomes) == sorted(f"ray-{c}" for c in range(40))
-    assert not [o.error for o in summary.outcomes if o.error] and all(o.results for o in summary.outcomes)
-    assert replaced == 1
+    summary, replaced, lines = run_on_two_actors(ray_cluster, monkeypatch, signal.SIGSTOP, silent_after=5.0)
+    assert sorted(r["conversation_id"] for r in lines) == sorted(f"ray-{c}" for c in range(40))
+    assert not [r["error"] for r in lines if r.get("error")] and all(r["results"] for r in lines)
+    assert summary.failed_runs == 0 and replaced == 1

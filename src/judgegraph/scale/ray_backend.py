@@ -163,6 +163,9 @@ class RayPool:
         deaths: list[str] = []
         while True:
             i = await self._pick(suspect=bool(deaths))
+            if i is None:
+                return ConversationOutcome(item.conversation.id, item.source, error="the Ray pool is closed"
+                                           + (f" ({deaths[-1]})" if deaths else ""))
             actor = self.actors[i]
             suspect = bool(deaths)
             self.in_flight[i] += 1
@@ -185,12 +188,14 @@ class RayPool:
                 self.suspects[i] -= suspect
                 self._wake.set()
 
-    async def _pick(self, suspect: bool) -> int:
+    async def _pick(self, suspect: bool) -> int | None:
         """The actor with the fewest conversations in flight; a suspect (a
         conversation that was on an actor that died) only goes to an actor
         holding no other suspect, so that when it dies too, the suspect alone is
         blamed (as :meth:`.workers.WorkerPool._pick`)."""
         while True:
+            if not self.actors:
+                return None
             free = [i for i in range(len(self.actors)) if not (suspect and self.suspects[i])]
             if free:
                 return min(free, key=self.in_flight.__getitem__)
@@ -234,6 +239,7 @@ class RayPool:
             except Exception:  # noqa: BLE001 - already gone
                 pass
         self.actors = []
+        self._wake.set()  # suspects waiting for an actor: they find none left
         if self._connected_here:
             ray.shutdown()
             self._connected_here = False

@@ -441,6 +441,8 @@ class WorkerPool:
         (conversations abandoned in flight) they are killed at once, and so are
         workers silent for a few heartbeats (stopped, hung)."""
         self._closing = True
+        if self._wake is not None:
+            self._wake.set()  # suspects waiting for a worker: they find none left
         if self._watch is not None:
             self._watch.cancel()
             self._watch = None
