@@ -17,7 +17,7 @@ import pytest
 from judgegraph.cli import main
 from judgegraph.conversation import Conversation
 from judgegraph.loaders import LoadedConversation
-from judgegraph.runner import evaluate_async
+from judgegraph.runner import evaluate_async, evaluate_to_file
 from judgegraph.scale import PlanSpec, WorkerPool, evaluate
 from judgegraph.testing.openai_server import FakeOpenAIServer, structured
 
@@ -137,17 +137,17 @@ class Poison:
         return (os._exit, (17,))
 
 
-def run_with(spec, items, action, *, max_conversations=12, limit=120.0):
-    """``items`` through a 2-worker pool; ``action(pool)`` runs as a task beside the run (bounded in time)."""
+def run_with(spec, items, action, out, *, max_conversations=12, limit=120.0):
+    """``items`` through a 2-worker pool into the results file ``out``; ``action(pool)`` runs as a task beside
+    the run (bounded in time). (The summary, the workers replaced, the lines written by conversation id.)"""
 
     async def run():
         async with WorkerPool(spec, workers=2) as pool:
             first = list(pool.pids)
             try:
                 side = asyncio.create_task(action(pool))
-                summary = await asyncio.wait_for(
-                    evaluate_async(items, spec.build(), judge_one=pool.judge, max_conversations=max_conversations),
-                    limit)
+                summary = await asyncio.wait_for(evaluate_to_file(
+                    items, spec.build(), out, judge_one=pool.judge, max_conversations=max_conversations), limit)
                 await side
                 return summary, getattr(pool, "replaced", None)  # (the old pool had no count)
             finally:
@@ -157,10 +157,12 @@ def run_with(spec, items, action, *, max_conversations=12, limit=120.0):
                     except ProcessLookupError:
                         pass
 
-    return asyncio.run(run())
+    summary, replaced = asyncio.run(run())
+    lines = [json.loads(line) for line in Path(out).read_text().splitlines()]
+    return summary, replaced, {r["conversation_id"]: r for r in lines}
 
 
-def test_a_worker_killed_mid_run_is_replaced_and_its_conversations_sent_again():
+def test_a_worker_killed_mid_run_is_replaced_and_its_conversations_sent_again(tmp_path):
     items = conversations(12)
     with FakeOpenAIServer(Responder(hold=0.2)) as server:
         spec = PlanSpec(["turn-relevancy"], {"model": "gpt-4.1-mini", "base_url": server.base_url,
@@ -171,13 +173,13 @@ def test_a_worker_killed_mid_run_is_replaced_and_its_conversations_sent_again():
             assert pool._workers[0].jobs
             os.kill(pool.pids[0], signal.SIGKILL)
 
-        summary, replaced = run_with(spec, items, kill_soon)
-    assert sorted(o.conversation_id for o in summary.outcomes) == sorted(i.conversation.id for i in items)
-    assert not any(o.error for o in summary.outcomes) and all(o.results for o in summary.outcomes)
-    assert replaced == 1 and summary.exit_code in (0, 1)
+        summary, replaced, lines = run_with(spec, items, kill_soon, tmp_path / "r.jsonl")
+    assert sorted(lines) == sorted(i.conversation.id for i in items)  # all written, once each
+    assert not any(r["error"] for r in lines.values()) and all(r["results"] for r in lines.values())
+    assert replaced == 1 and summary.failed_runs == 0 and summary.exit_code in (0, 1)
 
 
-def test_a_stopped_worker_is_killed_as_silent_and_the_run_finishes():
+def test_a_stopped_worker_is_killed_as_silent_and_the_run_finishes(tmp_path):
     items = conversations(12)
     with FakeOpenAIServer(Responder(hold=0.2)) as server:
         # judge timeout 2 s: the silence limit is max(10 s, 2 x 2 s) = 10 s (workers.silence_limit)
@@ -189,13 +191,13 @@ def test_a_stopped_worker_is_killed_as_silent_and_the_run_finishes():
             assert pool._workers[1].jobs and getattr(pool, "silent_after", 10.0) == 10.0
             os.kill(pool.pids[1], signal.SIGSTOP)  # alive, holding its conversations, silent
 
-        summary, replaced = run_with(spec, items, stop_soon)  # the old pool waited for it forever
-    assert sorted(o.conversation_id for o in summary.outcomes) == sorted(i.conversation.id for i in items)
-    assert not any(o.error for o in summary.outcomes) and all(o.results for o in summary.outcomes)
-    assert replaced == 1
+        summary, replaced, lines = run_with(spec, items, stop_soon, tmp_path / "r.jsonl")  # the old pool hung
+    assert sorted(lines) == sorted(i.conversation.id for i in items)
+    assert not any(r["error"] for r in lines.values()) and all(r["results"] for r in lines.values())
+    assert replaced == 1 and summary.failed_runs == 0
 
 
-def test_a_conversation_that_kills_its_workers_is_a_failed_run_not_a_loop():
+def test_a_conversation_that_kills_its_workers_is_a_failed_run_not_a_loop(tmp_path):
     items = conversations(6)
     items[2].options["poison"] = Poison()  # kills every worker it is sent to
     with FakeOpenAIServer(Responder(hold=0.2)) as server:
@@ -207,14 +209,13 @@ def test_a_conversation_that_kills_its_workers_is_a_failed_run_not_a_loop():
 
         # all 6 in flight at once: the first death takes the other conversations on that worker with it; sent
         # again as suspects (one per worker), only the poison is on the second worker that dies
-        summary, replaced = run_with(spec, items, nothing, max_conversations=6)
-    by_id = {o.conversation_id: o for o in summary.outcomes}
-    assert sorted(by_id) == sorted(i.conversation.id for i in items)
-    poisoned = by_id.pop("c2")
-    assert not poisoned.results and "not sent again: 2 worker processes died" in poisoned.error
-    assert "exited with code 17" in poisoned.error
-    assert all(o.results and not o.error for o in by_id.values())
-    assert replaced == 2 and summary.exit_code == 3  # a failed conversation is never a pass
+        summary, replaced, lines = run_with(spec, items, nothing, tmp_path / "r.jsonl", max_conversations=6)
+    assert sorted(lines) == sorted(i.conversation.id for i in items)
+    poisoned = lines.pop("c2")
+    assert not poisoned["results"] and "not sent again: 2 worker processes died" in poisoned["error"]
+    assert "exited with code 17" in poisoned["error"]  # the cause, in the results file
+    assert all(r["results"] and not r["error"] for r in lines.values())
+    assert replaced == 2 and summary.failed_runs == 1 and summary.exit_code == 3  # never a pass
 
 
 def test_cli_workers_write_one_results_file_like_one_process(tmp_path):

@@ -345,6 +345,8 @@ class WorkerPool:
                + (w.killed_why or f"exited with code {code if code is not None else 'unknown'}"))
         if w.started and not w.started.done():
             w.started.set_exception(RuntimeError(f"{why} while starting"))
+            if self._watch is not None:  # a replacement: nobody awaits its start (no "never retrieved" warning)
+                w.started.exception()
         for fut in w.jobs.values():
             if not fut.done():
                 fut.set_exception(WorkerLost(why))
