@@ -250,7 +250,7 @@ class WorkerPool:
         self._watch: asyncio.Task[None] | None = None
         self._closing = False
         self._wake: asyncio.Event | None = None  # set when a worker can take a suspect again
-        self.pids: list[int] = []
+        self.pids: list[int] = []  # the workers' process ids (a replacement's in its slot)
         self.replaced = 0  # workers replaced during the run (dead or silent)
 
     async def __aenter__(self) -> Self:
@@ -354,8 +354,10 @@ class WorkerPool:
         # A worker that had started is replaced (same share of the budget); one that
         # never started is not, or a broken environment would respawn workers forever.
         if was_ready and not self._closing and self._workers and self._workers[w.index] is w:
-            self._workers[w.index] = self._start_worker(w.index)
+            self._workers[w.index] = new = self._start_worker(w.index)
             self.replaced += 1
+            if w.index < len(self.pids):
+                self.pids[w.index] = new.process.pid
         if self._wake is not None:
             self._wake.set()
 
