@@ -350,3 +350,82 @@ def restore_elided(record: dict[str, Any]) -> dict[str, Any]:
                     text = text[:at] + reason + text[at:]
             result["reason"] = text
     return record
+
+
+class ResultsFileLocked(ResultsFileError):
+    """Another run holds the results file (see :func:`lock_results`)."""
+
+
+class ResultsLock:
+    """An OS advisory lock (``flock``) held on ``RESULTS.lock`` beside the
+    results file for a whole run, so two runs on one ``--out`` cannot interleave
+    lines or pay for the same calls twice. A sidecar, not the file itself: a
+    resume may replace the results file (a new inode) while the run holds it.
+    The OS releases the lock when the process ends, however it ends (``kill
+    -9`` too); :meth:`release` also removes the sidecar. The sidecar holds the
+    holder's pid, for the message a second run gets. Where ``fcntl`` does not
+    exist (Windows), no lock is taken."""
+
+    def __init__(self, results: str | Path) -> None:
+        self.results = Path(results)
+        self.path = self.results.with_name(self.results.name + ".lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> ResultsLock:
+        try:
+            import fcntl
+        except ImportError:  # no advisory locks here
+            return self
+        for _ in range(10):  # the holder may remove the sidecar between our open and our lock: open it again
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = _read_pid(fd)
+                os.close(fd)
+                by = f" by process {holder}" if holder else ""
+                raise ResultsFileLocked(
+                    f"{self.results} is in use{by}: another run writes it (lock {self.path}); wait for it to end, "
+                    "or choose another --out") from None
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+                self._fd = fd
+                return self
+            os.close(fd)
+        raise ResultsFileLocked(f"{self.results}: could not take its lock {self.path}")
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            os.unlink(self.path)  # while still held: a run waiting on this inode then sees it is stale
+        except OSError:
+            pass
+        os.close(self._fd)  # releases the lock
+        self._fd = None
+
+    def __enter__(self) -> ResultsLock:
+        return self if self._fd is not None else self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def lock_results(path: str | Path) -> ResultsLock:
+    """Lock the results file ``path`` for this run (:class:`ResultsLock`), or
+    raise :class:`ResultsFileLocked` at once, naming the file and the pid of
+    the run that holds it."""
+    return ResultsLock(path).acquire()
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None

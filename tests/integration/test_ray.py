@@ -127,3 +127,68 @@ def test_an_unreachable_cluster_is_a_clear_error_at_once(tmp_path, capsys):
                  f"127.0.0.1:{port}", "--out", str(tmp_path / "r.jsonl"), "--no-progress"])
     assert code == 3 and f"no Ray cluster answers at 127.0.0.1:{port}" in capsys.readouterr().err
     assert time.monotonic() - started < 60  # not ray.init's minutes of retries
+
+
+def run_on_two_actors(address: str, monkeypatch, signum: int, **pool_options):
+    """40 conversations on 2 actors; ``signum`` is sent to the first actor's
+    process once it has conversations in flight. (The summary, the number of actors replaced, the lines written.)"""
+    import asyncio
+    import threading
+
+    from judgegraph.runner import evaluate_to_file, iter_inputs
+    from judgegraph.scale import PlanSpec, RayPool
+
+    for key, value in RAY_ENV.items():
+        monkeypatch.setenv(key, value)
+    data = Path(tempfile.mkdtemp(prefix="jgraydata")) / "chats.jsonl"
+    data.write_text(chats(40))
+    out = data.with_name("results.jsonl")
+    items = list(iter_inputs([str(data)]))
+    started = threading.Event()
+
+    def slow(request):
+        started.set()
+        time.sleep(0.1)
+        return responder(request)
+
+    with FakeOpenAIServer(slow) as server:
+        spec = PlanSpec(["turn-relevancy"], {"model": "gpt-4.1-mini", "base_url": server.base_url,
+                                             "max_concurrency": 8, "cache": False})
+
+        async def run():
+            async with RayPool(spec, address=address, workers=2, **pool_options) as pool:
+                victim = int(pool.where[0].rpartition(":")[2])
+                try:
+                    async def signal_soon():
+                        while not (started.is_set() and pool.in_flight[0]):
+                            await asyncio.sleep(0.05)
+                        os.kill(victim, signum)  # the actor's process, conversations in flight on it
+
+                    sender = asyncio.create_task(signal_soon())
+                    summary = await asyncio.wait_for(evaluate_to_file(
+                        items, spec.build(), out, judge_one=pool.judge, max_conversations=8), 240)
+                    await sender
+                    return summary, getattr(pool, "replaced", None)  # (the old pool had no count)
+                finally:
+                    try:
+                        os.kill(victim, signal.SIGKILL)  # a stopped actor left behind by a failing test
+                    except ProcessLookupError:
+                        pass
+
+        summary, replaced = asyncio.run(run())
+    return summary, replaced, [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def test_an_actor_killed_mid_run_is_replaced_and_no_conversation_fails(ray_cluster, monkeypatch):
+    """The old pool kept the dead actor and picked it first: 28 of 40 conversations failed (ActorDiedError)."""
+    summary, replaced, lines = run_on_two_actors(ray_cluster, monkeypatch, signal.SIGKILL)
+    assert sorted(r["conversation_id"] for r in lines) == sorted(f"ray-{c}" for c in range(40))  # all written
+    assert not [r["error"] for r in lines if r.get("error")] and all(r["results"] for r in lines)  # none failed
+    assert summary.failed_runs == 0 and replaced == 1
+
+
+def test_a_stopped_actor_is_killed_as_silent_and_the_run_finishes(ray_cluster, monkeypatch):
+    summary, replaced, lines = run_on_two_actors(ray_cluster, monkeypatch, signal.SIGSTOP, silent_after=5.0)
+    assert sorted(r["conversation_id"] for r in lines) == sorted(f"ray-{c}" for c in range(40))
+    assert not [r["error"] for r in lines if r.get("error")] and all(r["results"] for r in lines)
+    assert summary.failed_runs == 0 and replaced == 1

@@ -106,3 +106,22 @@ def test_rejudge_cli_refuses_uncovered_metrics_and_missing_model(files):
                  "--model", "gpt-4.1-mini", "--out", str(tmp / "n.jsonl")]) == 2
     assert main(["rejudge", str(conv), "--input", str(conv), "-m", "turn-relevancy", "--rubric", "x",
                  "--out", str(tmp / "n.jsonl")]) == 2
+
+
+def test_rejudge_refuses_to_replace_an_existing_out_without_overwrite(files, capsys):
+    tmp, conv = files
+    results, new = tmp / "results.jsonl", tmp / "new.jsonl"
+    with FakeOpenAIServer(ScriptedResponder([(strict_rule, NO)], default=YES)) as server:
+        common = ["--model", "gpt-4.1-mini", "--base-url", server.base_url]
+        main(["eval", str(conv), "-m", "turn-relevancy", *common, "--out", str(results), "-q", "--no-progress"])
+        new.write_text('{"precious": true}\n', encoding="utf-8")
+        rejudge = ["rejudge", str(results), "--input", str(conv), "-m", "turn-relevancy", "--rubric", "STRICT.",
+                   *common, "--out", str(new)]
+        calls = server.calls["/v1/chat/completions"]
+        assert main(rejudge) == 2  # the old rejudge replaced it silently
+        err = capsys.readouterr().err
+        assert "already holds results" in err and str(new) in err and "--overwrite" in err
+        assert new.read_text(encoding="utf-8") == '{"precious": true}\n'
+        assert server.calls["/v1/chat/completions"] == calls  # refused before any call
+        assert main([*rejudge, "--overwrite"]) in (0, 1)
+    assert set(lines(new)) == {"math", "other"} and not (tmp / "new.jsonl.lock").exists()

@@ -129,6 +129,69 @@ def test_ctrl_c_stops_cleanly_with_a_summary_and_resume_finishes(tmp_path, bare_
     assert sorted(r["conversation_id"] for r in conversation_lines(out)) == [f"c{i:03d}" for i in range(40)]
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_sigterm_stops_like_ctrl_c_with_a_summary_and_exit_143(tmp_path, bare_env, workers):
+    chats = write_chats(tmp_path / "chats.jsonl", 40)
+    out = tmp_path / "r.jsonl"
+    with FakeOpenAIServer(responder, latency=0.05) as server:
+        args = cli(str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "2",
+                   "--workers", workers, "--no-cache", "--no-progress", "-q", "--out", str(out))
+        proc = subprocess.Popen(args, env=bare_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_lines(out, 1, proc)
+        proc.send_signal(signal.SIGTERM)  # the old run died at once: no summary, status -15
+        stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert "Traceback" not in stderr and "terminated" in stderr and "interrupted" in stdout
+    written = conversation_lines(out)  # every line valid JSON, the file ends with a whole line
+    assert 1 <= len(written) < 40 and out.read_bytes().endswith(b"\n")
+    assert f"{len(written)} conversations" in stdout  # the summary counts what finished
+
+
+def test_a_second_run_on_the_same_out_is_refused_at_once_while_the_first_holds_it(tmp_path, bare_env):
+    chats = write_chats(tmp_path / "chats.jsonl", 60)
+    out = tmp_path / "r.jsonl"
+    with FakeOpenAIServer(responder, latency=0.3) as server:
+        args = cli(str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "2",
+                   "--no-cache", "--no-progress", "-q", "--out", str(out))
+        # ~18 s: 120 calls of 0.3 s, 2 at a time
+        first = subprocess.Popen(args, env=bare_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_lines(out, 1, first)
+        calls = server.calls["/v1/chat/completions"]
+        # --resume and --overwrite both pass the "already holds results" check: the lock refuses them
+        seconds = [subprocess.run([*args, flag], env=bare_env, capture_output=True, text=True, check=False, timeout=120)
+                   for flag in ("--resume", "--overwrite")]
+        alive = first.poll() is None
+        stdout, stderr = first.communicate(timeout=120)
+        first_calls = server.calls["/v1/chat/completions"]
+    assert alive, "the first run ended before the second was tried: the test proves nothing"
+    for second in seconds:
+        assert second.returncode == 2, second.stderr
+        assert f"{out} is in use by process {first.pid}" in second.stderr and "Traceback" not in second.stderr
+        assert "judge:" not in second.stderr  # refused before any work
+    assert first.returncode == 1, stderr
+    ids = [r["conversation_id"] for r in conversation_lines(out)]  # every line whole and valid
+    assert sorted(ids) == [f"c{i:03d}" for i in range(60)]  # each once: nothing interleaved, nothing truncated
+    assert first_calls == 120 and calls <= 120  # no call paid twice
+    assert not (tmp_path / "r.jsonl.lock").exists()  # released and removed at the end
+
+
+def test_the_lock_of_a_killed_run_does_not_block_the_resume(tmp_path, bare_env):
+    chats = write_chats(tmp_path / "chats.jsonl", 40)
+    out = tmp_path / "r.jsonl"
+    with FakeOpenAIServer(responder, latency=0.05) as server:
+        args = cli(str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "2",
+                   "--no-progress", "-q", "--out", str(out))
+        proc = subprocess.Popen(args, env=bare_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        wait_for_lines(out, 1, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+        assert (tmp_path / "r.jsonl.lock").exists()  # left behind by the kill, but no longer locked (the OS let go)
+        resumed = subprocess.run([*args, "--resume"], env=bare_env, capture_output=True, text=True, check=False,
+                                 timeout=180)
+    assert resumed.returncode == 1, resumed.stderr
+    assert sorted(r["conversation_id"] for r in conversation_lines(out)) == [f"c{i:03d}" for i in range(40)]
+
+
 def test_dry_run_counts_the_calls_and_input_tokens_the_run_then_makes(tmp_path, bare_env):
     chats = write_chats(tmp_path / "chats.jsonl", 12)
     out = tmp_path / "r.jsonl"

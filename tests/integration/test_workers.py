@@ -6,6 +6,8 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -15,7 +17,7 @@ import pytest
 from judgegraph.cli import main
 from judgegraph.conversation import Conversation
 from judgegraph.loaders import LoadedConversation
-from judgegraph.runner import evaluate_async
+from judgegraph.runner import evaluate_async, evaluate_to_file
 from judgegraph.scale import PlanSpec, WorkerPool, evaluate
 from tests.kit.openai_server import FakeOpenAIServer, structured
 
@@ -128,32 +130,92 @@ def test_each_worker_gets_its_share_and_work_goes_to_both():
             os.kill(pid, 0)
 
 
-def test_a_worker_that_dies_fails_only_its_conversations_in_flight():
-    responder = Responder(hold=0.2)
+class Poison:
+    """Unpickling it ends the process at once: an input that kills whichever worker receives it."""
+
+    def __reduce__(self):
+        return (os._exit, (17,))
+
+
+def run_with(spec, items, action, out, *, max_conversations=12, limit=120.0):
+    """``items`` through a 2-worker pool into the results file ``out``; ``action(pool)`` runs as a task beside
+    the run (bounded in time). (The summary, the workers replaced, the lines written by conversation id.)"""
+
+    async def run():
+        async with WorkerPool(spec, workers=2) as pool:
+            first = list(pool.pids)
+            try:
+                side = asyncio.create_task(action(pool))
+                summary = await asyncio.wait_for(evaluate_to_file(
+                    items, spec.build(), out, judge_one=pool.judge, max_conversations=max_conversations), limit)
+                await side
+                return summary, getattr(pool, "replaced", None)  # (the old pool had no count)
+            finally:
+                for pid in first:  # a stopped worker left behind by a failing test
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+
+    summary, replaced = asyncio.run(run())
+    lines = [json.loads(line) for line in Path(out).read_text().splitlines()]
+    return summary, replaced, {r["conversation_id"]: r for r in lines}
+
+
+def test_a_worker_killed_mid_run_is_replaced_and_its_conversations_sent_again(tmp_path):
     items = conversations(12)
-    with FakeOpenAIServer(responder) as server:
+    with FakeOpenAIServer(Responder(hold=0.2)) as server:
         spec = PlanSpec(["turn-relevancy"], {"model": "gpt-4.1-mini", "base_url": server.base_url,
                                              "max_concurrency": 8})
 
-        async def run():
-            async with WorkerPool(spec, workers=2) as pool:
-                victim = pool.pids[0]
+        async def kill_soon(pool):
+            await asyncio.sleep(0.1)  # conversations are in flight on both workers
+            assert pool._workers[0].jobs
+            os.kill(pool.pids[0], signal.SIGKILL)
 
-                async def kill_soon():
-                    await asyncio.sleep(0.1)  # conversations are in flight on both workers
-                    os.kill(victim, signal.SIGKILL)
+        summary, replaced, lines = run_with(spec, items, kill_soon, tmp_path / "r.jsonl")
+    assert sorted(lines) == sorted(i.conversation.id for i in items)  # all written, once each
+    assert not any(r["error"] for r in lines.values()) and all(r["results"] for r in lines.values())
+    assert replaced == 1 and summary.failed_runs == 0 and summary.exit_code in (0, 1)
 
-                killer = asyncio.create_task(kill_soon())
-                summary = await evaluate_async(items, spec.build(), judge_one=pool.judge, max_conversations=12)
-                await killer
-                return summary
 
-        summary = asyncio.run(run())
-    assert sorted(o.conversation_id for o in summary.outcomes) == sorted(i.conversation.id for i in items)
-    failed = [o for o in summary.outcomes if o.error]
-    assert failed and all("worker process 0" in o.error and not o.results for o in failed)
-    assert len(failed) < 12 and all(o.results for o in summary.outcomes if not o.error)
-    assert summary.exit_code == 3  # a failed conversation is never a pass
+def test_a_stopped_worker_is_killed_as_silent_and_the_run_finishes(tmp_path):
+    items = conversations(12)
+    with FakeOpenAIServer(Responder(hold=0.2)) as server:
+        # judge timeout 2 s: the silence limit is max(10 s, 2 x 2 s) = 10 s (workers.silence_limit)
+        spec = PlanSpec(["turn-relevancy"], {"model": "gpt-4.1-mini", "base_url": server.base_url,
+                                             "max_concurrency": 8, "timeout": 2})
+
+        async def stop_soon(pool):
+            await asyncio.sleep(0.1)
+            assert pool._workers[1].jobs and getattr(pool, "silent_after", 10.0) == 10.0
+            os.kill(pool.pids[1], signal.SIGSTOP)  # alive, holding its conversations, silent
+
+        summary, replaced, lines = run_with(spec, items, stop_soon, tmp_path / "r.jsonl")  # the old pool hung
+    assert sorted(lines) == sorted(i.conversation.id for i in items)
+    assert not any(r["error"] for r in lines.values()) and all(r["results"] for r in lines.values())
+    assert replaced == 1 and summary.failed_runs == 0
+
+
+def test_a_conversation_that_kills_its_workers_is_a_failed_run_not_a_loop(tmp_path):
+    items = conversations(6)
+    items[2].options["poison"] = Poison()  # kills every worker it is sent to
+    with FakeOpenAIServer(Responder(hold=0.2)) as server:
+        spec = PlanSpec(["turn-relevancy"], {"model": "gpt-4.1-mini", "base_url": server.base_url,
+                                             "max_concurrency": 4})
+
+        async def nothing(pool):
+            return None
+
+        # all 6 in flight at once: the first death takes the other conversations on that worker with it; sent
+        # again as suspects (one per worker), only the poison is on the second worker that dies
+        summary, replaced, lines = run_with(spec, items, nothing, tmp_path / "r.jsonl", max_conversations=6)
+    assert sorted(lines) == sorted(i.conversation.id for i in items)
+    poisoned = lines.pop("c2")
+    assert not poisoned["results"] and "not sent again: 2 worker processes died" in poisoned["error"]
+    assert "exited with code 17" in poisoned["error"]  # the cause, in the results file
+    assert all(r["results"] and not r["error"] for r in lines.values())
+    assert replaced == 2 and summary.failed_runs == 1 and summary.exit_code == 3  # never a pass
 
 
 def test_cli_workers_write_one_results_file_like_one_process(tmp_path):
@@ -200,3 +262,31 @@ def test_cli_resume_with_workers_judges_only_what_the_file_lacks(tmp_path):
         assert server.calls["/v1/chat/completions"] - calls == 6 * 3  # only the 6 missing conversations
     ids = [json.loads(line)["conversation_id"] for line in out.read_text().splitlines()]
     assert sorted(ids) == sorted(f"c{i}" for i in range(10))
+
+
+def test_cli_workers_start_in_a_folder_with_a_module_named_like_a_dependency(tmp_path):
+    """Workers do not put the working folder first on their import path: its
+    ``yaml.py`` does not shadow PyYAML (the old ``python -c`` workers all failed
+    to start), and a custom metric from that folder still imports (last on the path)."""
+    (tmp_path / "yaml.py").write_text("raise RuntimeError('the folder yaml.py was imported')\n")
+    (tmp_path / "cwdmetric.py").write_text(
+        "from judgegraph import make_judge\n"
+        "from judgegraph import ScriptedChatModel\n"
+        "tone = make_judge(name='tone', instructions='Describe the tone of {{ conversation }} in one word.',\n"
+        "                  feedback_type=str, model=ScriptedChatModel(default={'reason': 'canned', 'value': 'warm'}))\n")
+    data = tmp_path / "chats.jsonl"
+    data.write_text("".join(json.dumps({"id": i.conversation.id, "turns": i.conversation.model_dump()["turns"]}) + "\n"
+                            for i in conversations(6)))
+    out = tmp_path / "r.jsonl"
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    with FakeOpenAIServer(Responder()) as server:
+        proc = subprocess.run(
+            [str(Path(sys.executable).with_name("judgegraph")), "eval", str(data), "-m", "turn-relevancy",
+             "-m", "cwdmetric:tone", "--model", "gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "4",
+             "--workers", "2", "--no-cache", "--no-progress", "-q", "--out", str(out)],
+            capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 6 and not any(r.get("error") for r in rows)
+    assert all(r["results"]["tone"]["value"] == "warm" and r["results"]["turn_relevancy"]["score"] is not None
+               for r in rows)

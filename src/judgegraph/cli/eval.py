@@ -283,6 +283,10 @@ def run(args: argparse.Namespace) -> int:
     if unwritable:
         err.print(f"[red]error:[/] {markup_safe(unwritable)}")
         return EXIT_USAGE
+    held, locked = _lock_out(args)
+    if locked:
+        err.print(f"[red]error:[/] {markup_safe(locked)}")
+        return EXIT_USAGE
 
     if judge.kind == "offline":
         err.print("judge: [bold]offline[/] all-MiniLM-L6-v2 sentence embeddings (no LLM, no API key; pass --model for an LLM judge)")
@@ -301,7 +305,26 @@ def run(args: argparse.Namespace) -> int:
             err.print(f"judge cache: off for this run ({safe(disk.path)} {safe(disk.problem)})", markup=False)
     if args.dry_run:
         return _dry_run(args, judge, plan, out, err)
-    return _run(args, judge, plan, out, err)
+    try:
+        return _run(args, judge, plan, out, err)
+    finally:
+        if held is not None:
+            held.release()
+
+
+def _lock_out(args: argparse.Namespace) -> tuple[Any, str | None]:
+    """``--out`` locked for the whole run (a dry run writes nothing): (the lock,
+    None), or (None, why) when another run holds it."""
+    from ..resultsfile import ResultsFileLocked, lock_results
+
+    if args.dry_run:
+        return None, None
+    try:
+        return lock_results(args.out), None
+    except ResultsFileLocked as exc:
+        return None, str(exc)
+    except OSError as exc:
+        return None, f"cannot lock --out {args.out}: {exc.strerror or exc}"
 
 
 def _inputs(args: argparse.Namespace, err: Any) -> tuple[Any, list[Any]]:
@@ -397,6 +420,7 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
     causes = FailureCauses()  # said once after the table: the rows only say "see errors"
     prices = _prices(args, judge)
     keep = bool(args.log_assessments)  # MLflow writes need every result; otherwise finished results are dropped
+    terminated: list[bool] = []  # set by SIGTERM: the run stops like a Ctrl-C, with its own exit status
 
     async def main() -> RunSummary:
         stop = asyncio.Event()
@@ -409,6 +433,7 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
 
         try:
             loop.add_signal_handler(signal.SIGINT, interrupt)
+            _stop_on_sigterm(loop, stop, err, terminated)
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
             pass
         with Progress(SpinnerColumn(), TextColumn("judging"), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -499,7 +524,28 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
             return EXIT_ERRORS
     if junit_failed and summary.exit_code < EXIT_ERRORS:
         return EXIT_ERRORS
-    return summary.exit_code
+    return EXIT_TERMINATED if terminated and summary.interrupted else summary.exit_code
+
+
+#: The exit status of a run stopped by SIGTERM (128 + 15, as a shell reports it);
+#: everything finished is written and the summary printed, as after Ctrl-C (130).
+EXIT_TERMINATED = 143
+
+
+def _stop_on_sigterm(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, err: Any, terminated: list[bool]) -> None:
+    """SIGTERM (``kill``, a service manager, a CI timeout) stops the run as
+    Ctrl-C does: conversations in flight are abandoned, everything finished is
+    written, the summary printed; exit :data:`EXIT_TERMINATED`. A second SIGTERM
+    ends the process at once (the default action)."""
+    import signal
+
+    def terminate() -> None:
+        terminated.append(True)
+        stop.set()
+        loop.remove_signal_handler(signal.SIGTERM)
+        err.print("[yellow]terminated:[/] finishing the results file (SIGTERM again to stop at once)")
+
+    loop.add_signal_handler(signal.SIGTERM, terminate)
 
 
 def _ray_usage_error(args: argparse.Namespace) -> str | None:

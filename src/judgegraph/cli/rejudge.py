@@ -41,6 +41,7 @@ def register(sub: Any) -> None:
     p.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the output is invalid (default 3)")
     p.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once (default 16)")
     p.add_argument("--out", required=True, metavar="NEW.jsonl", help="where the new results file goes")
+    p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out (refused without it)")
     p.set_defaults(run=run)
 
 
@@ -53,8 +54,8 @@ def run(args: argparse.Namespace) -> int:
     from ..judges import resolve_judge
     from ..loaders import load_files
     from ..metrics import MetricNotFound, canonical_name, get_metric
-    from ..resultsfile import elide_duplicates, restore_elided
-    from ..steering import RejudgeError, as_prompt, rejudge_result
+    from ..resultsfile import ResultsFileError, lock_results
+    from ..steering import RejudgeError, as_prompt
 
     try:
         spec = get_metric(args.metric)
@@ -74,6 +75,9 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"results file {args.results!r} not found")
     if Path(args.out).resolve() == results_path.resolve():
         return _fail("--out must be a new file, not RESULTS itself")
+    refused = _out_refused(args)
+    if refused:
+        return _fail(refused)
     try:
         rubric = read_rubric(args.rubric)
         prompt = as_prompt(args.prompt)
@@ -92,8 +96,33 @@ def run(args: argparse.Namespace) -> int:
     for err in loaded.errors:
         print(f"judgegraph rejudge: input: {err}", file=sys.stderr)
     conversations = {c.conversation.id: c.conversation for c in loaded.conversations}
-    wanted = set(args.conversations or [])
 
+    try:
+        held = lock_results(args.out)
+    except (ResultsFileError, OSError) as exc:
+        return _fail(str(exc))
+    try:
+        return _rejudge(args, results_path, metric, spec.name, judge, conversations, rubric, prompt)
+    finally:
+        held.release()
+
+
+def _out_refused(args: argparse.Namespace) -> str | None:
+    """A non-empty ``--out`` is replaced only with ``--overwrite`` (as ``eval`` does)."""
+    from ..resultsfile import is_nonempty
+
+    if is_nonempty(args.out) and not args.overwrite:
+        return f"{args.out} already holds results: pass --overwrite to replace it (or choose another --out)"
+    return None
+
+
+def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: str, judge: Any,
+             conversations: dict[str, Any], rubric: Any, prompt: Any) -> int:
+    """Write ``--out``: RESULTS with the chosen verdicts judged again (the caller holds ``--out``'s lock)."""
+    from ..resultsfile import elide_duplicates, restore_elided
+    from ..steering import RejudgeError, rejudge_result
+
+    wanted = set(args.conversations or [])
     problems = 0
     failed = False
     changed: list[str] = []
@@ -117,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
                 restore_elided(record)  # a long reason is stored once: put back before it is read
             cid = record.get("conversation_id") if isinstance(record, dict) else None
             results = record.get("results") if isinstance(record, dict) else None
-            key = _result_key(results, metric, spec.name) if isinstance(results, dict) else None
+            key = _result_key(results, metric, name) if isinstance(results, dict) else None
             chosen = (isinstance(record, dict) and record.get("type") == "conversation" and isinstance(results, dict)
                       and key is not None and (not wanted or cid in wanted))
             if chosen and isinstance(record, dict) and isinstance(results, dict):

@@ -13,12 +13,21 @@ one event loop and its own judge, rebuilt from settings.
   (``JUDGEGRAPH_CACHE_DIR`` as seen on that node). Point it at a shared path
   (NFS) to share one cache across nodes; otherwise each node has its own.
 
+* Failures: an actor that dies (its process killed, its node lost) is
+  replaced by a new one with the same share, and the conversations it held are
+  sent again; an actor with work in flight that does not answer a ping for
+  longer than :func:`.workers.silence_limit` is killed and replaced the same
+  way. As with worker processes, a conversation in flight on
+  :data:`.workers.MAX_WORKER_DEATHS` actors that died is written as a failed
+  run with the cause instead of being sent again.
+
 Ray is imported only when a :class:`RayPool` starts. Usage statistics are off
 (``RAY_USAGE_STATS_ENABLED=0``) and no dashboard is started.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from typing import Any
@@ -29,6 +38,7 @@ from ..loaders import LoadedConversation
 from ..runner import ConversationOutcome
 from .limits import ScaleStartError
 from .spec import PlanSpec
+from .workers import HEARTBEAT_S, MAX_WORKER_DEATHS, START_TIMEOUT_S, silence_limit
 
 RAY_MISSING = "--ray needs Ray: pip install 'judgegraph[ray]'"
 
@@ -81,22 +91,36 @@ class RayPool:
     """
 
     def __init__(self, spec: PlanSpec, *, address: str | None = None, workers: int | None = None,
-                 num_cpus: float = 1.0) -> None:
+                 num_cpus: float = 1.0, silent_after: float | None = None) -> None:
         self.spec = spec
         self.address = address
         self.requested = workers
         self.num_cpus = num_cpus
+        self.silent_after = silent_after if silent_after is not None else silence_limit(spec.judge)
         self.actors: list[Any] = []
         self.in_flight: list[int] = []
+        self.suspects: list[int] = []  # per actor: conversations in flight that were on an actor that died
         self.where: list[str] = []
+        self.replaced = 0  # actors replaced during the run (dead or silent)
+        self._shares: list[PlanSpec] = []
+        self._remote: Any = None
+        # id(actor handle) -> (the handle, kept so that its id is not reused; why the pool killed it)
+        self._killed: dict[int, tuple[Any, str]] = {}
+        self._up: dict[int, Any] = {}  # id(actor handle) -> the handle, for actors that have answered once
+        self._watch: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()  # set when an actor can take a suspect again
         self._ray: Any = None
         self._connected_here = False
 
     async def __aenter__(self) -> Self:
         self.start()  # in this thread: ray.init wants the main thread; nothing else runs yet
+        self._watch = asyncio.create_task(self._watchdog())
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
         self.close()
 
     def start(self) -> None:
@@ -108,11 +132,13 @@ class RayPool:
                          log_to_driver=False, logging_level="WARNING")
                 self._connected_here = True
             workers = self.requested or max(1, int(ray.cluster_resources().get("CPU", 1) // self.num_cpus))
-            shares = self.spec.shares(workers)
-            remote = ray.remote(JudgeActor)
-            self.actors = [remote.options(num_cpus=self.num_cpus).remote(share) for share in shares]
+            self._shares = self.spec.shares(workers)
+            self._remote = ray.remote(JudgeActor)
+            self.actors = [self._new_actor(share) for share in self._shares]
             self.in_flight = [0] * len(self.actors)
+            self.suspects = [0] * len(self.actors)
             self.where = ray.get([a.ready.remote() for a in self.actors])
+            self._up = {id(a): a for a in self.actors}
         except Exception as exc:
             self.close()
             where = f"at {self.address}" if self.address else "(ray.init's default)"
@@ -122,15 +148,86 @@ class RayPool:
     def workers(self) -> int:
         return len(self.actors)
 
+    def _new_actor(self, share: PlanSpec) -> Any:
+        return self._remote.options(num_cpus=self.num_cpus).remote(share)
+
+    def _replace(self, i: int, dead: Any) -> None:
+        """Actor ``i`` is dead: a new one takes its slot and share (once, however
+        many of its calls report the death)."""
+        if self.actors and self.actors[i] is dead:
+            self.actors[i] = self._new_actor(self._shares[i])
+            self.replaced += 1
+
     async def judge(self, item: LoadedConversation) -> ConversationOutcome:
-        i = min(range(len(self.actors)), key=self.in_flight.__getitem__)
-        self.in_flight[i] += 1
+        died = self._ray.exceptions.RayActorError
+        deaths: list[str] = []
+        while True:
+            i = await self._pick(suspect=bool(deaths))
+            if i is None:
+                return ConversationOutcome(item.conversation.id, item.source, error="the Ray pool is closed"
+                                           + (f" ({deaths[-1]})" if deaths else ""))
+            actor = self.actors[i]
+            suspect = bool(deaths)
+            self.in_flight[i] += 1
+            self.suspects[i] += suspect
+            try:
+                return await actor.judge.remote(item)
+            except died as exc:  # the actor is gone: replace it, send the conversation again
+                why = (self._killed[id(actor)][1] if id(actor) in self._killed
+                       else f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+                deaths.append(f"Ray actor {i} {why}")
+                self._replace(i, actor)
+                if len(deaths) >= MAX_WORKER_DEATHS:
+                    return ConversationOutcome(item.conversation.id, item.source, error=(
+                        f"not sent again: {len(deaths)} Ray actors died with this conversation in flight "
+                        f"(it may be what kills them): {'; '.join(deaths)}"))
+            except Exception as exc:  # noqa: BLE001 - this conversation's error, the run goes on
+                return ConversationOutcome(item.conversation.id, item.source, error=f"{type(exc).__name__}: {exc}")
+            finally:
+                self.in_flight[i] -= 1
+                self.suspects[i] -= suspect
+                self._wake.set()
+
+    async def _pick(self, suspect: bool) -> int | None:
+        """The actor with the fewest conversations in flight; a suspect (a
+        conversation that was on an actor that died) only goes to an actor
+        holding no other suspect, so that when it dies too, the suspect alone is
+        blamed (as :meth:`.workers.WorkerPool._pick`)."""
+        while True:
+            if not self.actors:
+                return None
+            free = [i for i in range(len(self.actors)) if not (suspect and self.suspects[i])]
+            if free:
+                return min(free, key=self.in_flight.__getitem__)
+            self._wake.clear()
+            await self._wake.wait()
+
+    async def _watchdog(self) -> None:
+        """Ping every actor with work in flight; one that does not answer within
+        ``silent_after`` (stopped, hung, its event loop blocked) is killed: its
+        calls then fail as a death and are sent again to its replacement."""
+        pinging: dict[int, asyncio.Task[None]] = {}
+        while True:
+            await asyncio.sleep(HEARTBEAT_S)
+            for i, actor in enumerate(self.actors):
+                if self.in_flight[i] and (i not in pinging or pinging[i].done()):
+                    pinging[i] = asyncio.create_task(self._ping(actor))
+
+    async def _ping(self, actor: Any) -> None:
+        # A new actor (a replacement) answers once it has started: it gets the start bound.
+        limit = self.silent_after if id(actor) in self._up else START_TIMEOUT_S
         try:
-            return await self.actors[i].judge.remote(item)
-        except Exception as exc:  # noqa: BLE001 - an actor lost: this conversation's error, the run goes on
-            return ConversationOutcome(item.conversation.id, item.source, error=f"{type(exc).__name__}: {exc}")
-        finally:
-            self.in_flight[i] -= 1
+            await asyncio.wait_for(actor.ready.remote(), limit)
+            self._up[id(actor)] = actor
+        except asyncio.TimeoutError:
+            self._killed[id(actor)] = (actor, f"did not answer a ping for {limit:.0f} s with conversations "
+                                              "in flight and was killed")
+            try:
+                self._ray.kill(actor, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        except Exception:  # noqa: BLE001 - dead: its judge calls report it
+            pass
 
     def close(self) -> None:
         ray = self._ray
@@ -142,6 +239,7 @@ class RayPool:
             except Exception:  # noqa: BLE001 - already gone
                 pass
         self.actors = []
+        self._wake.set()  # suspects waiting for an actor: they find none left
         if self._connected_here:
             ray.shutdown()
             self._connected_here = False

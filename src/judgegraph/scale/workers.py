@@ -7,10 +7,17 @@ outcome as it arrives (``runner.evaluate_async`` with ``judge_one=pool.judge``).
 A worker judges a conversation with ``runner.judge_conversation`` — the same
 code as a one-process run — so results are the same.
 
+Supervision: a worker that dies, or that has work in flight and sends nothing
+(no result, no heartbeat) for longer than :func:`silence_limit`, is killed and
+replaced by a fresh one with the same share of the budget, and the
+conversations it held are sent again. A conversation that was in flight on
+:data:`MAX_WORKER_DEATHS` workers that died is not sent again: it is written as
+a failed run with the cause, so a poison input cannot kill workers forever.
+
 Wire protocol over one socket pair per worker (``multiprocessing.connection``,
 pickled): parent → worker first the worker's :class:`PlanSpec`, then ``(job_id, LoadedConversation)`` or ``None`` (finish and exit);
-worker → parent ``("ready", pid)``, ``("fatal", message)`` or
-``("done", job_id, ConversationOutcome)``.
+worker → parent ``("ready", pid)``, ``("fatal", message)``, ``("beat",)`` (every
+:data:`HEARTBEAT_S` from its event loop) or ``("done", job_id, ConversationOutcome)``.
 """
 
 from __future__ import annotations
@@ -18,10 +25,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import pickle
+import queue
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
@@ -35,6 +46,34 @@ from .spec import PlanSpec
 
 #: How long a worker may take to import and build its judge before the run gives up on it.
 START_TIMEOUT_S = 120.0
+#: How often a worker's event loop says it is alive, whether or not it is judging.
+HEARTBEAT_S = 1.0
+#: A conversation in flight on this many workers that died (or were killed as
+#: silent) is written as a failed run instead of being sent again.
+MAX_WORKER_DEATHS = 2
+#: The judge request timeout when the settings give none (``judges.llm.DEFAULT_TIMEOUT_S``).
+DEFAULT_JUDGE_TIMEOUT_S = 120.0
+#: The shortest silence limit, whatever the judge timeout.
+MIN_SILENCE_S = 10.0
+
+
+def silence_limit(judge_settings: dict[str, Any]) -> float:
+    """How long a worker with conversations in flight may send nothing before it
+    is killed and replaced: twice the judge's request timeout (``timeout``,
+    default 120 s), at least :data:`MIN_SILENCE_S`.
+
+    Why that is safe: a worker's heartbeat comes from its event loop every
+    :data:`HEARTBEAT_S` while its judge calls wait on the network (they are
+    async), so a slow judge server never silences a worker. Silence means the
+    process is stopped, hung, or its loop blocked; a loop blocked for longer
+    than a judge request may take cannot even time out its own requests."""
+    timeout = judge_settings.get("timeout")
+    timeout = float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else DEFAULT_JUDGE_TIMEOUT_S
+    return max(MIN_SILENCE_S, 2.0 * timeout)
+
+
+class WorkerLost(RuntimeError):
+    """The worker holding a conversation died or was killed as silent."""
 
 
 # --------------------------------------------------------------------------- #
@@ -45,15 +84,25 @@ START_TIMEOUT_S = 120.0
 BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _GONE = "parent gone"  # the inbox's mark for a closed connection (``None`` is the parent's "finish")
 
+#: The worker's ``python -c`` program. ``-c`` puts the current directory first
+#: on ``sys.path``: a file there named like a dependency (``yaml.py``) would
+#: shadow it. It is taken off before anything is imported and put back LAST
+#: (as the parent does for ``-m module:attr`` custom metrics): it shadows nothing.
+BOOTSTRAP = ("import os, sys\n"
+             "if sys.path and sys.path[0] in ('', os.getcwd()): del sys.path[0]\n"
+             "sys.path.append(os.getcwd())\n"
+             "from judgegraph.scale.workers import worker_main; worker_main({fd})")
+
 
 def worker_main(fd: int) -> None:
-    """Entry point of a worker process: ``python -c "...worker_main(FD)"``, the
+    """Entry point of a worker process: ``python -c BOOTSTRAP``, the
     parent's end of a socket pair on ``FD``. A fresh interpreter, not a fork
     (no copy of the parent's threads and open clients) and not
     ``multiprocessing``'s spawn (which re-runs the caller's ``__main__``)."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
+    # Ctrl-C reaches the whole process group, and a service manager's SIGTERM may
+    # too: the parent decides (it finishes the results file, then stops its workers).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     conn = Connection(fd)
     try:
         spec = conn.recv()
@@ -89,6 +138,16 @@ async def _serve(conn: Any, spec: PlanSpec) -> None:
     conn.send(("ready", os.getpid()))
     running: set[asyncio.Task[None]] = set()
 
+    async def beat() -> None:  # from the event loop: it proves the loop runs, not just the process
+        try:
+            while True:
+                await asyncio.sleep(HEARTBEAT_S)
+                conn.send(("beat",))
+        except (OSError, ValueError):  # the parent is gone
+            pass
+
+    heart = asyncio.create_task(beat())
+
     async def one(job: int, item: LoadedConversation) -> None:
         outcome = await judge_conversation(item, plan)
         try:
@@ -113,19 +172,32 @@ async def _serve(conn: Any, spec: PlanSpec) -> None:
         task.add_done_callback(running.discard)
     if running:
         await asyncio.gather(*running, return_exceptions=True)
+    heart.cancel()
 
 
 def _spawn(spec: PlanSpec, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], Connection]:
     ours, theirs = socket.socketpair()
     with theirs:
         proc = subprocess.Popen(
-            [sys.executable, "-c", f"from judgegraph.scale.workers import worker_main; worker_main({theirs.fileno()})"],
+            [sys.executable, "-c", BOOTSTRAP.format(fd=theirs.fileno())],
             pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,  # the parent's stdout is the run's table or JSON; stderr stays for warnings
         )
     conn = Connection(ours.detach())
     conn.send(spec)
     return proc, conn
+
+
+def worker_pythonpath(path: list[str], inherited: str = "") -> str:
+    """The workers' ``PYTHONPATH``: the parent's import path (a metric given as
+    module:factory must import in the worker too) without the current
+    directory, which the worker puts last itself (:data:`BOOTSTRAP`)."""
+    cwd = os.path.realpath(os.getcwd())
+
+    def here(entry: str) -> bool:
+        return entry == "" or os.path.realpath(entry) == cwd
+
+    return os.pathsep.join(p for p in [*(p for p in path if not here(p)), inherited] if p)
 
 
 # --------------------------------------------------------------------------- #
@@ -138,32 +210,48 @@ class _Worker:
     index: int
     process: Any
     conn: Any
+    spawned: float = field(default_factory=time.monotonic)
+    last_heard: float = field(default_factory=time.monotonic)  # set by the reader thread
     jobs: dict[int, asyncio.Future[ConversationOutcome]] = field(default_factory=dict)
+    suspects: int = 0  # conversations in flight here that were on a worker that died (at most 1)
     started: asyncio.Future[int] | None = None
     alive: bool = True
-    send_lock: threading.Lock = field(default_factory=threading.Lock)
+    killed_why: str | None = None  # set when the parent kills it (silent, or too slow to start)
+    outbox: queue.SimpleQueue[bytes | None] = field(default_factory=queue.SimpleQueue)
+
+    @property
+    def ready(self) -> bool:
+        return self.started is not None and self.started.done() and not self.started.exception()
 
 
 class WorkerPool:
     """``async with WorkerPool(spec, workers=N) as pool: await pool.judge(item)``.
 
     The run's judge budget (``spec.judge["max_concurrency"]``, rates) is split
-    across the workers (:mod:`.limits`), so the total holds. A worker that dies
-    fails only its conversations in flight (reported as that conversation's
-    error, never as a verdict); the others go on.
+    across the workers (:mod:`.limits`), so the total holds. A worker that dies,
+    or is silent for longer than ``silent_after`` (default :func:`silence_limit`)
+    with work in flight, is killed and replaced, and its conversations are sent
+    again (at most until :data:`MAX_WORKER_DEATHS` workers died holding one).
     """
 
-    def __init__(self, spec: PlanSpec, *, workers: int, blas_threads: int | None = None) -> None:
+    def __init__(self, spec: PlanSpec, *, workers: int, blas_threads: int | None = None,
+                 silent_after: float | None = None) -> None:
         """``blas_threads``: numpy threads per worker (default cores // workers),
         unless ``OMP_NUM_THREADS`` etc. are set already."""
         self.shares = spec.shares(workers)
         self.workers = len(self.shares)
         cpus = os.cpu_count() or 1
         self.blas_threads = blas_threads or max(1, cpus // self.workers)
+        self.silent_after = silent_after if silent_after is not None else silence_limit(spec.judge)
         self._workers: list[_Worker] = []
         self._ids = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.pids: list[int] = []
+        self._env: dict[str, str] = {}
+        self._watch: asyncio.Task[None] | None = None
+        self._closing = False
+        self._wake: asyncio.Event | None = None  # set when a worker can take a suspect again
+        self.pids: list[int] = []  # the workers' process ids (a replacement's in its slot)
+        self.replaced = 0  # workers replaced during the run (dead or silent)
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -174,16 +262,14 @@ class WorkerPool:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
         env = dict(os.environ)
         # numpy BLAS pools: one per worker, sized so N workers do not fight over the cores
         env.update({var: env.get(var, str(self.blas_threads)) for var in BLAS_VARS})
-        # the parent's import path (a metric given as module:factory must import in the worker too)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in [*sys.path, env.get("PYTHONPATH", "")] if p)
-        for i, share in enumerate(self.shares):
-            proc, conn = _spawn(share, env)
-            w = _Worker(i, proc, conn, started=self._loop.create_future())
-            self._workers.append(w)
-            threading.Thread(target=self._read, args=(w,), name=f"judgegraph-pool-{i}", daemon=True).start()
+        env["PYTHONPATH"] = worker_pythonpath(sys.path, env.get("PYTHONPATH", ""))
+        self._env = env
+        for i in range(len(self.shares)):
+            self._workers.append(self._start_worker(i))
         try:
             self.pids = list(await asyncio.wait_for(
                 asyncio.gather(*(w.started for w in self._workers if w.started)), START_TIMEOUT_S))
@@ -193,6 +279,15 @@ class WorkerPool:
         except BaseException:
             await self.close()
             raise
+        self._watch = asyncio.create_task(self._watchdog())
+
+    def _start_worker(self, index: int) -> _Worker:
+        assert self._loop is not None
+        proc, conn = _spawn(self.shares[index], self._env)
+        w = _Worker(index, proc, conn, started=self._loop.create_future())
+        threading.Thread(target=self._read, args=(w,), name=f"judgegraph-pool-{index}", daemon=True).start()
+        threading.Thread(target=self._write, args=(w,), name=f"judgegraph-pool-{index}-out", daemon=True).start()
+        return w
 
     def _read(self, w: _Worker) -> None:
         """A thread per worker: results resolve the parent's futures on its loop."""
@@ -203,12 +298,32 @@ class WorkerPool:
                 msg = w.conn.recv()
             except (EOFError, OSError):
                 msg = None
+                try:  # the socket closes as the process exits: wait for its exit code (for the message)
+                    w.process.wait(2)
+                except subprocess.TimeoutExpired:
+                    pass
+            w.last_heard = time.monotonic()
+            if msg is not None and msg[0] == "beat":
+                continue
             try:
                 loop.call_soon_threadsafe(self._deliver if msg is not None else self._lost, w, msg)
             except RuntimeError:  # the loop is closed: the run is over
                 return
             if msg is None:
                 return
+
+    @staticmethod
+    def _write(w: _Worker) -> None:
+        """A thread per worker sends its messages: a stopped worker whose socket
+        is full blocks this thread, never the parent's event loop."""
+        while (data := w.outbox.get()) is not None:
+            try:
+                w.conn.send_bytes(data)
+            except (OSError, ValueError):  # the worker is gone: the reader reports it
+                return
+
+    def _send(self, w: _Worker, msg: object) -> None:
+        w.outbox.put(pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL))
 
     def _deliver(self, w: _Worker, msg: tuple[Any, ...]) -> None:
         kind = msg[0]
@@ -222,48 +337,131 @@ class WorkerPool:
                 fut.set_result(msg[2])
 
     def _lost(self, w: _Worker, _msg: Any = None) -> None:
+        was_ready = w.ready
         w.alive = False
-        why = f"worker process {w.index} (pid {w.process.pid}) exited with code {w.process.poll()}"
+        w.outbox.put(None)
+        code = w.process.poll()
+        why = (f"worker process {w.index} (pid {w.process.pid}) "
+               + (w.killed_why or f"exited with code {code if code is not None else 'unknown'}"))
         if w.started and not w.started.done():
             w.started.set_exception(RuntimeError(f"{why} while starting"))
+            if self._watch is not None:  # a replacement: nobody awaits its start (no "never retrieved" warning)
+                w.started.exception()
         for fut in w.jobs.values():
             if not fut.done():
-                fut.set_exception(RuntimeError(why))
+                fut.set_exception(WorkerLost(why))
         w.jobs.clear()
+        # A worker that had started is replaced (same share of the budget); one that
+        # never started is not, or a broken environment would respawn workers forever.
+        if was_ready and not self._closing and self._workers and self._workers[w.index] is w:
+            self._workers[w.index] = new = self._start_worker(w.index)
+            self.replaced += 1
+            if w.index < len(self.pids):
+                self.pids[w.index] = new.process.pid
+        if self._wake is not None:
+            self._wake.set()
+
+    def _kill(self, w: _Worker, why: str) -> None:
+        """Kill a worker (SIGKILL: a stopped process takes no other signal); its
+        reader sees the end of the socket and :meth:`_lost` replaces it."""
+        if w.killed_why is None:
+            w.killed_why = why
+        try:
+            w.process.kill()
+        except OSError:
+            pass
+
+    async def _watchdog(self) -> None:
+        """Kill the workers silent with work in flight, or too slow to start."""
+        while True:
+            await asyncio.sleep(min(HEARTBEAT_S, self.silent_after / 4))
+            now = time.monotonic()
+            for w in list(self._workers):
+                if not w.alive or w.killed_why:
+                    continue
+                if not w.ready and w.started is not None and not w.started.done():
+                    if now - w.spawned > START_TIMEOUT_S:
+                        self._kill(w, f"did not start in {START_TIMEOUT_S:.0f} s and was killed")
+                elif w.jobs and now - w.last_heard > self.silent_after:
+                    self._kill(w, f"sent nothing for {now - w.last_heard:.0f} s with {len(w.jobs)} conversations "
+                                  f"in flight (limit {self.silent_after:.0f} s) and was killed")
+
+    async def _pick(self, suspect: bool) -> _Worker | None:
+        """The live worker with the fewest conversations in flight (None: none is
+        left). A suspect — a conversation that was on a worker that died — only
+        goes to a worker holding no other suspect, waiting for one if need be:
+        when that worker dies too, the suspect alone is blamed for it, so one
+        poison input never fails the conversations that happened to share its
+        workers."""
+        while True:
+            live = [w for w in self._workers if w.alive]
+            if not live:
+                return None
+            free = [w for w in live if not w.suspects] if suspect else live
+            if free:
+                return min(free, key=lambda w: len(w.jobs))
+            assert self._wake is not None
+            self._wake.clear()
+            await self._wake.wait()
 
     async def judge(self, item: LoadedConversation) -> ConversationOutcome:
-        live = [w for w in self._workers if w.alive]
-        if not live:
-            return ConversationOutcome(item.conversation.id, item.source, error="no worker process left")
-        w = min(live, key=lambda w: len(w.jobs))
-        job = next(self._ids)
-        fut: asyncio.Future[ConversationOutcome] = asyncio.get_running_loop().create_future()
-        w.jobs[job] = fut
-        try:
-            with w.send_lock:
-                w.conn.send((job, item))
-            return await fut
-        except Exception as exc:  # noqa: BLE001 - this conversation's error; the run goes on
-            w.jobs.pop(job, None)
-            return ConversationOutcome(item.conversation.id, item.source, error=f"{type(exc).__name__}: {exc}")
+        deaths: list[str] = []
+        while True:
+            w = await self._pick(suspect=bool(deaths))
+            if w is None:
+                return ConversationOutcome(item.conversation.id, item.source, error="no worker process left"
+                                           + (f" ({deaths[-1]})" if deaths else ""))
+            job = next(self._ids)
+            try:
+                data = pickle.dumps((job, item), protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # noqa: BLE001 - this conversation's error; the run goes on
+                return ConversationOutcome(item.conversation.id, item.source,
+                                           error=f"cannot send to a worker: {type(exc).__name__}: {exc}")
+            fut: asyncio.Future[ConversationOutcome] = asyncio.get_running_loop().create_future()
+            w.jobs[job] = fut  # w is alive now, on this loop: its death (also on this loop) fails fut
+            suspect = bool(deaths)
+            w.suspects += suspect
+            w.outbox.put(data)
+            try:
+                return await fut
+            except WorkerLost as exc:
+                deaths.append(str(exc))
+                if len(deaths) >= MAX_WORKER_DEATHS:
+                    return ConversationOutcome(item.conversation.id, item.source, error=(
+                        f"not sent again: {len(deaths)} worker processes died with this conversation in flight "
+                        f"(the second time as the only one there that had been on a dying worker before): "
+                        f"{'; '.join(deaths)}"))
+            except asyncio.CancelledError:
+                w.jobs.pop(job, None)
+                raise
+            finally:
+                if suspect:
+                    w.suspects -= 1
+                    assert self._wake is not None
+                    self._wake.set()
 
     async def close(self, timeout: float = 30.0) -> None:
         """Workers finish what they hold and exit; when the run was stopped
-        (conversations abandoned in flight) they are terminated at once."""
+        (conversations abandoned in flight) they are killed at once, and so are
+        workers silent for a few heartbeats (stopped, hung)."""
+        self._closing = True
+        if self._wake is not None:
+            self._wake.set()  # suspects waiting for a worker: they find none left
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
         if any(w.jobs for w in self._workers):
             timeout = 0.0
         for w in self._workers:
             if w.alive:
-                try:
-                    with w.send_lock:
-                        w.conn.send(None)
-                except (OSError, ValueError):
-                    pass
+                self._send(w, None)
+            w.outbox.put(None)  # the writer thread ends after the worker's "finish"
         for w in self._workers:
+            wait = timeout if time.monotonic() - w.last_heard < 5 * HEARTBEAT_S else 0.0
             try:
-                await asyncio.to_thread(w.process.wait, max(timeout, 0.01))
+                await asyncio.to_thread(w.process.wait, max(wait, 0.01))
             except subprocess.TimeoutExpired:
-                w.process.terminate()
-                await asyncio.to_thread(w.process.wait, 5)
+                w.process.kill()
+                await asyncio.to_thread(w.process.wait, 10)
             w.conn.close()
         self._workers = []
