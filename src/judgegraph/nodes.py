@@ -421,7 +421,8 @@ def review_node(
     write: str = "verdicts",
 ) -> RunnableLambda:
     """A ``review_verdicts`` node: it interrupts the run (``langgraph.types.interrupt``; the graph needs a
-    checkpointer) with ``{"metric", "verdicts": [{id, verdict, reason, turns, error}, ...]}``; resuming with
+    checkpointer) with ``{"metric", "verdicts": [{id, verdict, reason, turns, error}, ...]}`` (``turns``: 1-based
+    turn numbers, as the table, ``show``, reasons and the HTML report number them); resuming with
     ``Command(resume={verdict id: {"verdict": ..., "reason": ...}})`` (``[]`` keeps them all) overrides the chosen
     verdicts (:func:`apply_review`), and the next node computes the score from the reviewed verdicts."""
     from langgraph.types import interrupt
@@ -431,8 +432,8 @@ def review_node(
         steer = steer_of(config)
         if not verdicts or (steer is not None and not steer.review):  # a re-judge the person asked for: no pause
             return {}
-        shown = [{"id": v.id, "verdict": v.verdict, "reason": v.reason, "turns": v.turns, "error": v.error}
-                 for v in verdicts]
+        shown = [{"id": v.id, "verdict": v.verdict, "reason": v.reason, "turns": [t + 1 for t in v.turns],
+                  "error": v.error} for v in verdicts]
         decisions = interrupt({"metric": metric, "verdicts": shown})
         return {write: apply_review(verdicts, decisions)}
 

@@ -76,6 +76,10 @@ class Review(BaseModel):
     note: str = ""
 
 
+#: Verdict fields holding 0-based turn indices: an id shows them as 1-based turn numbers.
+TURN_FIELDS = frozenset({"turns", "turn"})
+
+
 class Verdict(BaseModel):
     """One judgement inside a metric. Metrics subclass it with their own fields
     (a window, a statement, a goal); ``verdict`` is None when the judge failed.
@@ -117,6 +121,8 @@ class Verdict(BaseModel):
         parts = []
         for name in self.id_fields:
             value = getattr(self, name, None)
+            if name in TURN_FIELDS:  # turns are named by their 1-based number, as everywhere a person reads them
+                value = [t + 1 for t in value] if isinstance(value, (list, tuple)) else None if value is None else value + 1
             parts.append(",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value))
         return "/".join(parts) or "conversation"
 

@@ -50,7 +50,8 @@ def answer(verdict: str = "yes") -> Callable[[ScriptedRequest], dict[str, Any]]:
 
     def reply(request: ScriptedRequest) -> dict[str, Any]:
         schema, text = request.schema, request.text
-        name = getattr(schema, "__name__", "")
+        name = request.schema_name or ""
+        schema = schema if isinstance(schema, type) else _Counts(text)  # over HTTP: the counts are in the prompt
         reason = f"Scripted {verdict}."
         if name == "TurnVerdict":
             return {"reason": reason, "verdict": verdict}
@@ -94,6 +95,18 @@ def answer(verdict: str = "yes") -> Callable[[ScriptedRequest], dict[str, Any]]:
         raise LookupError(f"metric_cases.answer: no answer for schema {name!r}")
 
     return reply
+
+
+class _Counts:
+    """What a schema class says about a request's expected counts, read from the prompt (an HTTP request's schema
+    is JSON: the counts its validators check are not in it)."""
+
+    def __init__(self, text: str) -> None:
+        self.expected_nodes = len(re.findall(r"^\[node \d+\]$", text, re.M))
+        listed = text.split("<statements>")[-1].split("</statements>")[0] if "<statements>" in text else ""
+        self.expected_statements = len(re.findall(r"^\d+\. ", listed, re.M))
+        found = re.search(r"exactly (\d+) questions", text)
+        self.n_questions = int(found.group(1)) if found else 3
 
 
 def model(verdict: str = "yes") -> ScriptedChatModel:

@@ -136,3 +136,23 @@ def test_the_dry_run_estimates_the_calls_the_run_makes(case):
         assert 0 < estimate.total.calls <= m.call_count and "one extracted item each" in estimate.basis
     else:
         assert estimate.total.calls == m.call_count
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_a_turn_has_one_number_in_the_review_payload_ids_show_and_reasons(case):
+    """Stored ``turns`` are 0-based indices; every place a person reads a turn (the review payload, a verdict's id,
+    ``judgegraph show``, reasons, the HTML report's ``turnLabel``) names it by its 1-based number."""
+    graph = case.build(model("no"), review=True, checkpointer=InMemorySaver())
+    out = graph.invoke({"conversation": CONVERSATION}, {"configurable": {"thread_id": uuid.uuid4().hex}})
+    res = run(case, "no")[2]
+    by_id = {v.id: v for v in res.verdicts}
+    for shown in out["__interrupt__"][0].value["verdicts"]:
+        assert shown["turns"] == [t + 1 for t in by_id[shown["id"]].turns]
+    text = transcript_of(res)
+    for v in res.verdicts:
+        if v.turns:
+            numbers = ", ".join(str(t + 1) for t in sorted(v.turns))
+            assert f"turn {numbers}" in text or f"turns {numbers}" in text
+        for field in ("turn", "turns"):
+            if field in type(v).id_fields:
+                assert str(sorted(v.turns)[-1] + 1) in v.id.split("/")[type(v).id_fields.index(field)]

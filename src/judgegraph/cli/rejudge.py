@@ -36,6 +36,10 @@ def register(sub: Any) -> None:
     what.add_argument("--rubric", help="the new rubric text, or @FILE to read it from a file (metrics with a rubric)")
     what.add_argument("--prompt", metavar="FILE", help="a new prompt file for the step that makes the verdicts"
                                                        " (placeholders among those the step fills)")
+    p.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
+                   help="conversational-guidelines: the guidelines the results were judged with (results do not"
+                        " record them), repeatable; @FILE reads one per line")
+    p.add_argument("--role", help="role-adherence: the role the results were judged with, if given then")
     p.add_argument("--model", help="LLM judge, e.g. openai:gpt-4.1-mini (needed: a rubric or prompt steers an LLM)")
     p.add_argument("--base-url", help="OpenAI-compatible server for --model")
     p.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the output is invalid (default 3)")
@@ -160,7 +164,8 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
                     old = results[key]
                     try:
                         new = rejudge_result(old, conversation, model=judge, verdict_ids=args.verdicts,
-                                             rubric=rubric, prompt=prompt, metric=args.metric)
+                                             rubric=rubric, prompt=prompt, metric=args.metric,
+                                             options=_metric_options(args))
                     except (RejudgeError, ValueError) as exc:
                         print(f"judgegraph rejudge: {where}: conversation {cid!r}, {metric}: {exc};"
                               " its result is kept", file=sys.stderr)
@@ -186,6 +191,18 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
     if problems:
         return EXIT_ERRORS
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _metric_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options results do not record, as eval takes them (--guideline, --role)."""
+    from .common import read_guidelines
+
+    opts: dict[str, Any] = {}
+    if args.guidelines:
+        opts["guidelines"] = read_guidelines(args.guidelines)
+    if args.role:
+        opts["role"] = args.role
+    return opts
 
 
 def _score(value: Any) -> str:

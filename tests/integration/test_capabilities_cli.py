@@ -1,0 +1,82 @@
+"""Every metric through the command line, against the loopback OpenAI-compatible
+server: ``eval`` then ``rejudge --verdict ID`` pays only for the chosen verdict,
+and ``show`` prints every request behind the result."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from judgegraph.cli import main
+from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
+from tests.unit.metric_cases import CASES, CONVERSATION, IDS, ROOT, answer
+
+pytestmark = pytest.mark.integration
+
+MAKE_JUDGE = """from functools import partial
+
+from judgegraph import make_judge
+
+resolves_issue = partial(make_judge, name="resolves_issue",
+                         instructions="Did the assistant resolve the user's issue? {{ conversation }}")
+"""
+
+
+def responder(verdict: str) -> ScriptedResponder:
+    reply = answer(verdict)
+    return ScriptedResponder(default=lambda request: structured(reply(request)))
+
+
+def metric_args(name: str, tmp: Path) -> list[str]:
+    if name == "resolves_issue":
+        (tmp / "capability_judges.py").write_text(MAKE_JUDGE, encoding="utf-8")
+        return ["-m", "capability_judges:resolves_issue"]
+    if name == "reply_language":
+        return ["-m", "examples.reply_language:SPEC"]
+    extra = {"conversational_guidelines": ["--guideline", "Answer in one sentence.", "--guideline", "Be polite."],
+             "response_relevancy": ["--embeddings", "openai:text-embedding-3-small"]}
+    return ["-m", name, *extra.get(name, [])]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_eval_then_rejudge_one_verdict_then_show(case, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(ROOT))
+    conv = tmp_path / "chats.jsonl"
+    conv.write_text(json.dumps(CONVERSATION) + "\n", encoding="utf-8")
+    results, new = tmp_path / "results.jsonl", tmp_path / "new.jsonl"
+    metric = metric_args(case.name, tmp_path)
+    with FakeOpenAIServer(responder("yes")) as first:
+        common = ["--model", "gpt-4.1-mini", "--base-url", first.base_url, "--no-cache"]
+        assert main(["eval", str(conv), *metric, *common, "--out", str(results), "-q", "--no-progress"]) in (0, 1)
+        paid = len(first.chat_requests)
+    old = json.loads(results.read_text(encoding="utf-8"))["results"][case.name]
+    chosen = old["verdicts"][0]["id"]
+    capsys.readouterr()
+    with FakeOpenAIServer(responder("no")) as second:
+        code = main(["rejudge", str(results), "--input", str(conv), *metric[:2],
+                     *(metric[2:] if case.name == "conversational_guidelines" else []), "--verdict", chosen,
+                     "--model", "gpt-4.1-mini", "--base-url", second.base_url, "--out", str(new)])
+        assert code in (0, 1), capsys.readouterr().err
+        again = len(second.chat_requests)
+    assert 0 < again <= paid and (again < paid or len({a["request"] for v in old["verdicts"]
+                                                        for a in v["transcript"]} | {a["request"] for a in old["transcript"]}) == 1)
+    fresh = json.loads(new.read_text(encoding="utf-8"))["results"][case.name]
+    by_id = {v["id"]: v for v in fresh["verdicts"]}
+    assert chosen in fresh["details"]["rejudged"]["verdicts"]
+    assert by_id[chosen]["reason"] == "Scripted no." or by_id[chosen]["verdict"] != old["verdicts"][0]["verdict"]
+    for v in old["verdicts"]:
+        if v["id"] not in fresh["details"]["rejudged"]["verdicts"]:
+            assert by_id[v["id"]]["verdict"] == v["verdict"]
+    capsys.readouterr()
+    assert main(["show", str(new), "--conversation", CONVERSATION["id"], "--metric", case.name]) == 0
+    shown = capsys.readouterr().out
+    assert "no verdicts" not in shown and "Scripted no." in shown
+
+
+def test_the_capability_cases_import_from_the_repository_root():
+    assert str(ROOT) in sys.path or (ROOT / "tests" / "__init__.py").exists()
