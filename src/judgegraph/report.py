@@ -1,37 +1,130 @@
-"""One graph for a whole conversation report: any set of metric graphs, run as
-named subgraphs in parallel from a single invocation.
+"""Where metrics are composed — the one place: every consumer (the runner and
+the dry run through :class:`~judgegraph.runner.MetricPlan`, ``judge_node``, the
+evaluators, the assertions, the simulator, re-judging, Studio, ``judgegraph
+graph``) builds its metrics and its report graph here, so they take metrics,
+pass the judge and treat result names the same way.
+
+* :func:`build_metric` — the only call of a metric factory:
+  ``factory(model=judge, **options)`` (a Judge is a valid ``model``).
+* :func:`metric_graphs` — metric names, import paths, :class:`MetricSpec` s and
+  compiled graphs → compiled metric graphs; those built here share **one**
+  judge made from ``model``, so they share its limit on calls in flight and its
+  cache (a statement extraction two metrics need is made once).
+* :func:`build_report_graph` / :func:`create_report_graph` — one graph running
+  them as named subgraphs in parallel from a single invocation::
 
     START → prepare ─┬→ turn_relevancy ─────────┐
                      ├→ turn_contextual_relevancy ├→ END
                      └→ my_custom_judge ─────────┘
 
-``prepare`` validates the conversation once (or converts ``messages`` once);
-every metric reads it. Metrics built here by name share one judge, so they
-share one limit on judge calls in flight and one cache: a statement extraction
-two metrics need is made once.
+One rule for result names, everywhere: each result is keyed by its metric
+graph's name, so two metrics with one name would lose a result; that is a
+``ValueError`` naming them (:func:`check_unique_names`; every factory takes
+``name=``).
 
-``report.invoke({"conversation": ...})["results"]`` holds every metric's
-result; ``report.stream(..., subgraphs=True)`` shows each metric's nodes as they
-run; ``report.get_graph(xray=1)`` draws the nested graph.
+``prepare`` validates the conversation once (or converts ``messages`` once);
+every metric reads it. ``report.invoke({"conversation": ...})["results"]``
+holds every metric's result; ``report.stream(..., subgraphs=True)`` shows each
+metric's nodes as they run; ``report.get_graph(xray=1)`` draws the nested graph.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Union
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from .compiling import CompileOptions, compile_graph
+from .compiling import CompileOptions, check_options, compile_graph
 from .judges import ModelLike, resolve_judge
+from .metrics import MetricSpec, canonical_name, get_metric
 from .state import MetricInput, MetricOutput, MetricState, conversation_of
 
-RESERVED = {"prepare", "conversation", "messages", "results"}
-
+#: A metric as every composing function takes it: a name (``"turn_relevancy"``,
+#: ``"turn-relevancy"``) or import path (``"mypkg.judges:politeness"``), a
+#: :class:`MetricSpec`, or a compiled metric graph (used as it is, with its own judge).
+MetricLike = Union[CompiledStateGraph, MetricSpec, str]
 
 ReportState = MetricState  # the report holds nothing of its own: the input and every metric's result
+
+#: Names a metric's node cannot take: the ``prepare`` node and the state's keys.
+RESERVED = frozenset({"prepare"} | MetricState.__required_keys__ | MetricState.__optional_keys__)
+
+
+def build_metric(metric: str | MetricSpec, model: ModelLike = None, **options: Any) -> CompiledStateGraph:
+    """The metric's compiled graph: its factory called with ``model`` (a model
+    string, a chat model, a :class:`~judgegraph.judges.Judge` — used as it is —
+    or None for the offline judge) and ``options``. The one place a metric
+    factory is called."""
+    spec = metric if isinstance(metric, MetricSpec) else get_metric(metric)
+    return spec.factory(model=model, **options)
+
+
+def check_unique_names(names: Sequence[str]) -> None:
+    """The one rule for result names: each result is keyed by its metric's
+    name, so a name given twice is a ``ValueError`` naming it (one result would
+    be lost)."""
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"two metrics have the same name: {', '.join(twice)}"
+                         " (give one another name=...; each result is keyed by its metric's name)")
+
+
+def _items(metrics: MetricLike | Sequence[MetricLike]) -> list[MetricLike]:
+    items = [metrics] if isinstance(metrics, (str, MetricSpec, CompiledStateGraph)) else list(metrics)
+    if not items:
+        raise ValueError("no metric given: a report needs at least one metric"
+                         " (a metric name, a MetricSpec, a compiled metric graph, or a list of them)")
+    for item in items:
+        if not isinstance(item, (str, MetricSpec, CompiledStateGraph)):
+            raise TypeError("a metric is a name, a MetricSpec or a compiled metric graph,"
+                            f" got {type(item).__name__}")
+    return items
+
+
+def metric_graphs(
+    metrics: MetricLike | Sequence[MetricLike],
+    *,
+    model: ModelLike = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[CompiledStateGraph]:
+    """Compiled metric graphs for ``metrics`` (one or a list). Names and specs
+    are built with one judge made once from ``model`` (see
+    :func:`~judgegraph.resolve_judge`) and ``options[name]`` as their keyword
+    options; compiled graphs are used as they are. An option a metric does not
+    take is a ``TypeError``; options for a metric that is not built here, or
+    two metrics with one name, a ``ValueError``."""
+    items = _items(metrics)
+    by_name = {canonical_name(k): dict(v) for k, v in (options or {}).items()}
+    built = [m for m in items if not isinstance(m, CompiledStateGraph)]
+    asked = {canonical_name(m.name if isinstance(m, MetricSpec) else m) for m in built}
+    stray = sorted(set(by_name) - asked)
+    if stray:
+        raise ValueError(f"options for metrics not in the report: {', '.join(stray)}")
+    shared = resolve_judge(model) if built else None
+    graphs = [m if isinstance(m, CompiledStateGraph)
+              else build_metric(m, shared, **by_name.get(canonical_name(m.name if isinstance(m, MetricSpec) else m), {}))
+              for m in items]
+    check_unique_names([g.name or "metric" for g in graphs])
+    return graphs
+
+
+def _node_names(names: Sequence[str]) -> list[str]:
+    """A node name per metric: its name with ``:`` and ``.`` made ``_``, never a
+    reserved name, and distinct even when two names map to one (``a.b``, ``a_b``)."""
+    taken: set[str] = set()
+    out = []
+    for name in names:
+        base = name.replace(":", "_").replace(".", "_")
+        base = f"{base}_metric" if base in RESERVED else base
+        node, n = base, 2
+        while node in taken:
+            node, n = f"{base}_{n}", n + 1
+        taken.add(node)
+        out.append(node)
+    return out
 
 
 def prepare(state: ReportState) -> dict[str, Any]:
@@ -39,30 +132,21 @@ def prepare(state: ReportState) -> dict[str, Any]:
     return {"conversation": conversation_of(state)}
 
 
-def _node_name(name: str) -> str:
-    base = name.replace(":", "_").replace(".", "_")
-    return f"{base}_metric" if base in RESERVED else base
-
-
 def build_report_graph(metrics: Sequence[CompiledStateGraph]) -> StateGraph:
     """The uncompiled report graph over compiled metric graphs. Each metric's
     result is keyed by its graph's name, so two metrics with the same name are a
     ``ValueError`` naming them (rename one: every factory takes ``name=``)."""
     if not metrics:
-        raise ValueError("a report needs at least one metric")
+        raise ValueError("no metric given: a report needs at least one metric")
     for graph in metrics:
         if not isinstance(graph, CompiledStateGraph):
             raise TypeError(f"report metrics must be compiled graphs or metric names, got {type(graph).__name__}")
     names = [graph.name or "metric" for graph in metrics]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ValueError(f"two metrics of the report have the same name: {', '.join(twice)}"
-                         " (give one another name=...; each result is keyed by its metric's name)")
+    check_unique_names(names)
     builder = StateGraph(ReportState, input_schema=MetricInput, output_schema=MetricOutput)
     builder.add_node("prepare", prepare)
     builder.add_edge(START, "prepare")
-    for name, graph in zip(names, metrics):
-        node = _node_name(name)
+    for node, graph in zip(_node_names(names), metrics):
         builder.add_node(node, graph)
         builder.add_edge("prepare", node)
         builder.add_edge(node, END)
@@ -70,7 +154,7 @@ def build_report_graph(metrics: Sequence[CompiledStateGraph]) -> StateGraph:
 
 
 def create_report_graph(
-    metrics: Sequence[CompiledStateGraph | str],
+    metrics: MetricLike | Sequence[MetricLike],
     *,
     model: ModelLike = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
@@ -79,18 +163,21 @@ def create_report_graph(
 ) -> CompiledStateGraph:
     """A report over ``metrics``: compiled metric graphs (built-in or custom,
     used as they are) and/or metric names (``"turn_relevancy"``,
-    ``"mypkg.judges:politeness"``), built here with one shared judge (``model``:
-    see :func:`~judgegraph.resolve_judge`) and ``options[name]`` as their keyword
-    options. An option a metric does not take is a ``TypeError``; options for a
-    metric that is not in the report are a ``ValueError``."""
-    from .metrics import canonical_name, get_metric
-
-    by_name = {canonical_name(k): dict(v) for k, v in (options or {}).items()}
-    asked = {canonical_name(m) for m in metrics if isinstance(m, str)}
-    stray = sorted(set(by_name) - asked)
-    if stray:
-        raise ValueError(f"options for metrics not in the report: {', '.join(stray)}")
-    shared = resolve_judge(model) if asked else None
-    graphs = [get_metric(m).factory(model=shared, **by_name.get(canonical_name(m), {})) if isinstance(m, str) else m
-              for m in metrics]
+    ``"mypkg.judges:politeness"``) or :class:`MetricSpec` s, built here with one
+    shared judge (``model``: see :func:`~judgegraph.resolve_judge`) and
+    ``options[name]`` as their keyword options (:func:`metric_graphs`). An
+    option a metric does not take is a ``TypeError``; options for a metric that
+    is not in the report, or two metrics with one name, a ``ValueError``."""
+    check_options(compile, create_report_graph)  # a misspelt keyword first, before any metric is built
+    graphs = metric_graphs(metrics, model=model, options=options)
     return compile_graph(build_report_graph(graphs), name, compile, create_report_graph)
+
+
+__all__ = [
+    "MetricLike",
+    "build_metric",
+    "build_report_graph",
+    "check_unique_names",
+    "create_report_graph",
+    "metric_graphs",
+]

@@ -32,7 +32,7 @@ from .judges import Judge, NeedsLLMJudge
 from .loaders import InputError, LoadedConversation, id_stems, iter_records
 from .metrics import canonical_name, get_metric
 from .pricing import Prices
-from .report import build_report_graph
+from .report import build_metric, check_unique_names, create_report_graph
 from .results import JudgeErrorInfo, MetricResult, Usage, build_result
 from .resultsfile import ResultsFileError, ResultsWriter, ResumeState, check_out_path, is_nonempty, scan_results
 from .state import MetricInput, MetricOutput, conversation_of
@@ -211,6 +211,7 @@ class MetricPlan:
         self.metrics = [canonical_name(m) for m in metrics] if metrics else None
         for m in self.metrics or []:
             get_metric(m)  # unknown names fail before any work
+        check_unique_names(self.metrics or [])  # each result is keyed by its metric's name
         self.judge = judge
         self.overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
         self._graphs: dict[str, CompiledStateGraph] = {}
@@ -220,15 +221,19 @@ class MetricPlan:
         (e.g. conversational-guidelines without guidelines) is a usage error
         before any work, not an error in every conversation. A metric that
         needs an LLM judge is not a usage error: each conversation gets its
-        error result (:meth:`build`) and the other metrics run."""
-        for name in self.metrics or []:
-            self.build(name, {k: v for k, v in self.overrides.items() if k in get_metric(name).options})
+        error result (:meth:`build`) and the other metrics run. The metrics are
+        composed as a report too, so two with one name (a custom metric whose
+        graph takes a built-in's name) are a usage error as well."""
+        graphs = [self.build(name, {k: v for k, v in self.overrides.items() if k in get_metric(name).options})
+                  for name in self.metrics or []]
+        if graphs:
+            create_report_graph(graphs)
 
     def build(self, name: str, options: dict[str, Any]) -> CompiledStateGraph:
         """The metric graph, or — when the metric needs an LLM judge and the
         run's judge is not one — a graph that gives that metric's error result."""
         try:
-            return get_metric(name).factory(model=self.judge, **options)
+            return build_metric(name, self.judge, **options)
         except NeedsLLMJudge as exc:
             return unavailable_metric(name, self.judge, str(exc))
 
@@ -270,7 +275,7 @@ class MetricPlan:
                 negate = opts.pop("negate", False)
                 graph = self.build(name, opts)
                 metrics.append(_negated(graph, opts.get("name", name)) if negate else graph)
-            self._graphs[key] = build_report_graph(metrics).compile(name="report")
+            self._graphs[key] = create_report_graph(metrics)
         return self._graphs[key]
 
 

@@ -235,6 +235,7 @@ def rejudge_result(
     session judge's guidelines, which results do not record).
     ``conversation`` is the one the result was computed for (from the input file)."""
     from .metrics import MetricNotFound, MetricSpec, get_metric
+    from .report import build_metric
 
     old = result if isinstance(result, MetricResult) else MetricResult.model_validate(result)
     if old.conversation_id != conversation.id:
@@ -252,7 +253,7 @@ def rejudge_result(
             opts = {**result_options(old, spec.options), **dict(options or {})}
             if spec.name != old.key:  # the result was given its own name (name=..., a promptfoo metric key)
                 opts["name"] = old.key
-            graph = spec.factory(model=judge, **opts)
+            graph = build_metric(spec, judge, **opts)
     except MetricNotFound as exc:
         raise RejudgeError(f"{exc}; name the metric the result came from (-m)") from exc
     except (TypeError, ValueError) as exc:

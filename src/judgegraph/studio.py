@@ -99,9 +99,9 @@ def metric_builder(metric: str) -> Builder:
     """A :data:`Builder` for a registered metric: its factory with the settings it takes."""
 
     def build(s: JudgeSettings) -> CompiledStateGraph:
-        from .metrics import get_metric
+        from .report import build_metric
 
-        return get_metric(metric).factory(model=judge_for(s), **options_for(metric, s))
+        return build_metric(metric, judge_for(s), **options_for(metric, s))
 
     return build
 

@@ -38,8 +38,8 @@ def _format(args: argparse.Namespace) -> str:
 
 def _build(args: argparse.Namespace) -> Any:
     from ..judges import NoModel
-    from ..metrics import create_metric, get_metric
-    from ..report import create_report_graph
+    from ..metrics import get_metric
+    from ..report import build_metric, create_report_graph
 
     guidelines = read_guidelines(args.guidelines)
     if (missing := guidelines_missing(args.metrics, guidelines)) is not None:
@@ -48,7 +48,7 @@ def _build(args: argparse.Namespace) -> Any:
     options = {m: {k: v for k, v in settings.items() if v and k in get_metric(m).options} for m in args.metrics}
     # drawn, never run: the graph as built for an LLM judge, with no model, no key, no connection
     if len(args.metrics) == 1:
-        return create_metric(args.metrics[0], model=NoModel(), **options[args.metrics[0]])
+        return build_metric(args.metrics[0], NoModel(), **options[args.metrics[0]])
     return create_report_graph(args.metrics, model=NoModel(), options=options)
 
 

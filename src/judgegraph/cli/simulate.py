@@ -77,11 +77,11 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from ..apps.metrics import build_metric
     from ..apps.simulate import load_scenarios, simulate
     from ..apps.simulate.graph import user_judge
     from ..judges import resolve_judge
     from ..metrics import get_metric
+    from ..report import metric_graphs
     from ..runner import ResultsWriter
 
     out, err = Console(width=None if sys.stdout.isatty() else 160), Console(stderr=True, highlight=False)
@@ -98,12 +98,9 @@ def run(args: argparse.Namespace) -> int:
         scenarios = load_scenarios(args.scenarios)
         judge = resolve_judge(model=args.model, max_concurrency=args.max_calls, **judge_kw) if args.metrics else None
         user = user_judge(args.user_model, judge=judge, max_concurrency=args.max_calls, **user_kw)
-        metrics = []
-        for name in args.metrics or []:
-            spec = get_metric(name)
-            opts = {k: v for k, v in (("threshold", args.threshold), ("window_size", args.window_size))
-                    if v is not None and k in spec.options}
-            metrics.append(build_metric(name, judge, **opts))  # type: ignore[arg-type]  # set when there are metrics
+        options = {name: {k: v for k, v in (("threshold", args.threshold), ("window_size", args.window_size))
+                          if v is not None and k in get_metric(name).options} for name in args.metrics or []}
+        metrics = metric_graphs(args.metrics, model=judge, options=options) if args.metrics else []
     except (KeyError, ValueError, TypeError, OSError) as exc:
         err.print(f"[red]error:[/] {exc}")
         return EXIT_USAGE

@@ -108,10 +108,13 @@ def _import_attr(path: str) -> Any:
 
 
 def _factory_spec(path: str, fn: Callable[..., Any]) -> MetricSpec:
-    """A callable returning a compiled graph: called with the run's judge
-    (e.g. the CLI's ``--model``) as ``model=`` when it takes ``model`` (or as
-    ``judge=``, an older spelling), and with the options in
-    :data:`CLI_OPTIONS` it names."""
+    """A callable returning a compiled graph, as a spec whose factory takes
+    ``model=`` like every factory: the run's judge (e.g. the CLI's ``--model``)
+    is passed on as ``model=`` when the callable takes ``model``; one that
+    takes only ``judge=`` (an older spelling) gets it as a Judge
+    (:func:`~judgegraph.resolve_judge`: a Judge is passed as it is) — adapted
+    here, the one place that looks at a factory's judge parameter. It also
+    gets the options in :data:`CLI_OPTIONS` it names."""
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -127,8 +130,12 @@ def _factory_spec(path: str, fn: Callable[..., Any]) -> MetricSpec:
 
     def factory(*, model: Any = None, **opts: Any) -> CompiledStateGraph:
         kwargs = {k: v for k, v in opts.items() if k in options}
-        if judge_arg and model is not None:
-            kwargs[judge_arg] = model
+        if judge_arg == "model" and model is not None:
+            kwargs["model"] = model
+        elif judge_arg == "judge" and model is not None:
+            from ..judges import resolve_judge
+
+            kwargs["judge"] = resolve_judge(model)
         graph = fn(**kwargs)
         if not isinstance(graph, CompiledStateGraph):
             raise TypeError(f"custom metric {path!r} returned {type(graph).__name__}, not a compiled graph")
@@ -163,4 +170,8 @@ def get_metric(name: str) -> MetricSpec:
 
 
 def create_metric(name: str, **options: Any) -> CompiledStateGraph:
-    return get_metric(name).factory(**options)
+    """The metric ``name`` built with ``options`` (``model=`` and its own
+    options): :func:`judgegraph.report.build_metric`, where every metric is built."""
+    from ..report import build_metric
+
+    return build_metric(name, **options)

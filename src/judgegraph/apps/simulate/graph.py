@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
@@ -36,9 +36,10 @@ from typing_extensions import NotRequired, TypedDict
 
 from ...conversation import Conversation, from_messages
 from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ...metrics import MetricSpec
 from ...nodes import render_messages
 from ...results import MetricResult, Usage, merge_results
-from ..metrics import MetricLike, as_judge, judge_graph
+from ..metrics import MetricLike, judge_graph
 from .app import as_app, new_messages
 from .scenarios import Scenario
 
@@ -112,7 +113,7 @@ def build_simulator(
     *,
     user: Judge,
     max_turns: int = 6,
-    metrics: CompiledStateGraph | None = None,
+    metrics: Runnable[Any, Any] | None = None,
 ) -> StateGraph:
     """The uncompiled simulator graph (``user`` is the simulated user's model as a Judge)."""
     if max_turns < 1:
@@ -253,9 +254,9 @@ def create_simulator(
 
     ``user_model`` plays the user; ``metrics`` (names built with ``model``, the
     judge, or compiled graphs) judge each finished conversation in the same run."""
-    names = [metrics] if isinstance(metrics, (str, CompiledStateGraph)) else list(metrics or [])
-    judge = as_judge(model) if any(isinstance(m, str) for m in names) else None
-    graph = judge_graph(names, model=judge) if names else None
+    names = [metrics] if isinstance(metrics, (str, MetricSpec, CompiledStateGraph)) else list(metrics or [])
+    judge = resolve_judge(model) if any(not isinstance(m, CompiledStateGraph) for m in names) else None
+    graph = judge_graph(names, model=judge) if names else None  # the metrics share the judge built here
     builder = build_simulator(app, user=user_judge(user_model, judge=judge), max_turns=max_turns, metrics=graph)
     return builder.compile(name="simulator")
 
