@@ -98,3 +98,20 @@ def test_simulate_usage_errors_exit_2(tmp_path, monkeypatch, capsys):
                  "--base-url", "http://127.0.0.1:9/v1"]) == 2
     assert "s.jsonl:1: goal: Field required" in capsys.readouterr().err
     assert main(["simulate", "okapp:app", "--scenarios", "s.jsonl", "--user-model", "u", "--max-turns", "0"]) == 2
+
+
+def test_simulate_protects_its_out_and_asks_guidelines_the_command_line_way(tmp_path, monkeypatch, capsys):
+    """A non-empty --out is replaced only with --overwrite (as eval and rejudge); conversational-guidelines asks
+    for --guideline, not for Python's guidelines=[...]."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "okapp.py").write_text("def app(messages):\n    return 'hi'\n")
+    (tmp_path / "s.yaml").write_text(SCENARIOS)
+    (tmp_path / "sim.jsonl").write_text('{"type": "conversation"}\n')
+    common = ["simulate", "okapp:app", "--scenarios", "s.yaml", "--user-model", "openai:u",
+              "--base-url", "http://127.0.0.1:9/v1", "--out", "sim.jsonl"]
+    assert main(common) == 2
+    assert "sim.jsonl already holds results: pass --overwrite" in capsys.readouterr().err
+    assert (tmp_path / "sim.jsonl").read_text() == '{"type": "conversation"}\n'
+    assert main([*common, "--overwrite", "-m", "conversational-guidelines", "--model", "openai:j"]) == 2
+    err = capsys.readouterr().err
+    assert "--guideline" in err and "guidelines=[" not in err

@@ -11,7 +11,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, bad_base_url, base_url
+from .common import (
+    EXIT_ERRORS,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    MAX_CONCURRENCY,
+    bad_base_url,
+    base_url,
+    guidelines_missing,
+    read_guidelines,
+)
 
 
 def register(sub: Any) -> None:
@@ -35,6 +45,10 @@ def register(sub: Any) -> None:
     p.add_argument("--max-calls", type=int, default=16, help="LLM calls in flight at once, user and judge (default %(default)s)")
     p.add_argument("--out", default="judgegraph-simulations.jsonl", help="results, one line per conversation with the "
                                                                          "conversation itself (default %(default)s)")
+    p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out (refused otherwise)")
+    p.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
+                   help="conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
+    p.add_argument("--role", help="role-adherence: the chatbot's role (default: each scenario's chatbot_role)")
     p.add_argument("--conversations", metavar="FILE", help="also write the conversations as judgegraph JSONL "
                                                            "(re-judge them later with judgegraph eval FILE)")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per conversation × metric")
@@ -82,12 +96,17 @@ def run(args: argparse.Namespace) -> int:
     from ..judges import resolve_judge
     from ..metrics import get_metric
     from ..report import metric_graphs
+    from ..resultsfile import ResultsFileError, is_nonempty, lock_results
     from ..runner import ResultsWriter
 
     out, err = Console(width=None if sys.stdout.isatty() else 160), Console(stderr=True, highlight=False)
     bad = _bad_number(args)
+    if not bad:
+        bad = guidelines_missing(args.metrics, read_guidelines(args.guidelines))
+    if not bad and is_nonempty(args.out) and not args.overwrite:
+        bad = f"{args.out} already holds results: pass --overwrite to replace it (or choose another --out)"
     if bad:
-        err.print(f"[red]error:[/] {bad}")
+        err.print(f"[red]error:[/] {bad}", markup=False)
         return EXIT_USAGE
     # --base-url, else $OPENAI_BASE_URL for an OpenAI model
     judge_url, user_url = base_url(args.base_url, args.model), base_url(args.base_url, args.user_model)
@@ -98,8 +117,10 @@ def run(args: argparse.Namespace) -> int:
         scenarios = load_scenarios(args.scenarios)
         judge = resolve_judge(model=args.model, max_concurrency=args.max_calls, **judge_kw) if args.metrics else None
         user = user_judge(args.user_model, judge=judge, max_concurrency=args.max_calls, **user_kw)
-        options = {name: {k: v for k, v in (("threshold", args.threshold), ("window_size", args.window_size))
-                          if v is not None and k in get_metric(name).options} for name in args.metrics or []}
+        given = (("threshold", args.threshold), ("window_size", args.window_size),
+                 ("guidelines", read_guidelines(args.guidelines) if args.guidelines else None), ("role", args.role))
+        options = {name: {k: v for k, v in given if v is not None and k in get_metric(name).options}
+                   for name in args.metrics or []}
         metrics = metric_graphs(args.metrics, model=judge, options=options) if args.metrics else []
     except (KeyError, ValueError, TypeError, OSError) as exc:
         err.print(f"[red]error:[/] {exc}")
@@ -107,14 +128,23 @@ def run(args: argparse.Namespace) -> int:
 
     err.print(f"simulating {len(scenarios)} conversation(s) with {args.app} (user: {user.name}"
               f"{f'; judge: {judge.name}' if judge else ''})")
-    runs = simulate(app, scenarios, user_model=user, metrics=metrics or None, max_turns=args.max_turns,
-                    max_concurrency=args.concurrency)
-    writer = ResultsWriter(args.out)
     try:
-        for r in runs:
-            writer.write(r.to_record(f"simulate:{args.scenarios}"))
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        held = lock_results(args.out)  # a second run on the same --out is refused at once
+    except (ResultsFileError, OSError) as exc:
+        err.print(f"[red]error:[/] {exc}", markup=False)
+        return EXIT_USAGE
+    try:
+        runs = simulate(app, scenarios, user_model=user, metrics=metrics or None, max_turns=args.max_turns,
+                        max_concurrency=args.concurrency)
+        writer = ResultsWriter(args.out)
+        try:
+            for r in runs:
+                writer.write(r.to_record(f"simulate:{args.scenarios}"))
+        finally:
+            writer.close()
     finally:
-        writer.close()
+        held.release()
     if args.conversations:
         path = Path(args.conversations)
         path.parent.mkdir(parents=True, exist_ok=True)
