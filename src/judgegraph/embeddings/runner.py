@@ -73,8 +73,12 @@ class EmbeddingRunner:
         return _unit_rows(await self.aembed(texts))
 
     def describe(self, exc: BaseException) -> str:
-        """``Type: message`` of an embeddings error, credentials taken out."""
-        return self.redact(f"{type(exc).__name__}: {exc}")
+        """``Type: message`` of an embeddings error, as the LLM judge describes
+        its own (a reply over the size limit named, the HTTP status shown),
+        credentials taken out."""
+        from ..judges.llm import describe_request_error
+
+        return describe_request_error(exc, None, self.redact)
 
     def __repr__(self) -> str:
         return f"EmbeddingRunner({self.name}, batching={self.batcher is not None})"

@@ -342,6 +342,11 @@ def _transport_error(exc: BaseException, deadline: float | None, redact: Redacto
     return f"{type(exc).__name__}{f' (HTTP {status})' if status else ''}: {text}"
 
 
+#: The one line for a failed request, public for the other clients built on the
+#: judge's transport (the embeddings runner describes its errors with it).
+describe_request_error = _transport_error
+
+
 class Breaker:
     """Shared by every judgement of a judge (of a run): after the first failure
     that retrying cannot fix, it holds the reason and nothing more is sent."""
