@@ -17,7 +17,6 @@ through an :class:`EmbeddingRunner` — response relevancy's and the offline jud
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -36,7 +35,7 @@ class EmbeddingRunner:
     :meth:`BatchingEncoder.for_embeddings` (``max_batch``, ``cache_size`` ...)."""
 
     def __init__(self, embeddings: Any, *, max_concurrency: int = 16, batching: bool = False,
-                 redact: Callable[[str], str] | None = None, **batch_options: Any) -> None:
+                 redact: Redactor | None = None, **batch_options: Any) -> None:
         self.embedder: Embedder = as_embedder(embeddings)
         self.embeddings = getattr(self.embedder, "embeddings", self.embedder)
         self.name = self.embedder.name
