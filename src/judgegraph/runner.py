@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -29,8 +28,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from .judges import Judge, NeedsLLMJudge
-from .loaders import InputError, LoadedConversation, id_stems, iter_records
-from .metrics import canonical_name, get_metric
+from .loaders import InputError, LoadedConversation, ResultTransform, id_stems, iter_records, result_transform
+from .metrics import DEFAULT_METRICS, canonical_name, get_metric
 from .pricing import Prices
 from .report import build_metric, check_unique_names, create_report_graph
 from .results import JudgeErrorInfo, MetricResult, Usage, build_result
@@ -240,10 +239,11 @@ class MetricPlan:
     def metric_options(self, item: LoadedConversation) -> list[tuple[str, dict[str, Any]]]:
         """(metric, options) for each metric run on this conversation: one per
         assertion the file asks for (two promptfoo assertions: two results), with
-        ``name`` set where a result needs its own key and ``negate`` for a
-        ``not-`` assertion."""
+        ``name`` set where a result needs its own key and ``transform`` where the
+        file's format changes the result (:func:`~judgegraph.loaders.result_transform`,
+        e.g. promptfoo's ``not-`` assertions)."""
         asked = [a for a in (item.assertions or (item.options,)) if a.get("metric")]
-        names = self.metrics or list(dict.fromkeys(canonical_name(a["metric"]) for a in asked)) or ["turn_relevancy"]
+        names = self.metrics or list(dict.fromkeys(canonical_name(a["metric"]) for a in asked)) or list(DEFAULT_METRICS)
         chosen = []
         for name in names:
             spec = get_metric(name)
@@ -253,8 +253,8 @@ class MetricPlan:
                 opts.update({k: v for k, v in self.overrides.items() if k in spec.options})
                 if file_opts.get("key"):
                     opts["name"] = file_opts["key"]
-                if file_opts.get("negate"):
-                    opts["negate"] = True
+                if transform := result_transform(file_opts):
+                    opts["transform"] = transform
                 chosen.append((name, opts))
         return chosen
 
@@ -272,54 +272,30 @@ class MetricPlan:
         if key not in self._graphs:
             metrics = []
             for name, opts in chosen:
-                negate = opts.pop("negate", False)
+                transform = opts.pop("transform", None)
                 graph = self.build(name, opts)
-                metrics.append(_negated(graph, opts.get("name", name)) if negate else graph)
+                metrics.append(_then(graph, opts.get("name", name), transform) if transform else graph)
             self._graphs[key] = create_report_graph(metrics)
         return self._graphs[key]
 
 
-class _NegatedState(MetricInput, MetricOutput):
+class _ThenState(MetricInput, MetricOutput):
     pass
 
 
-def _negated(metric: CompiledStateGraph, key: str) -> CompiledStateGraph:
-    """``metric`` followed by :func:`negate_result` on its result ``key``."""
+def _then(metric: CompiledStateGraph, key: str, transform: ResultTransform) -> CompiledStateGraph:
+    """``metric`` followed by ``transform`` on its result ``key``."""
 
-    def negate(state: _NegatedState) -> dict[str, Any]:
-        return {"results": {key: negate_result(state["results"][key])}}
+    def apply(state: _ThenState) -> dict[str, Any]:
+        return {"results": {key: transform(state["results"][key])}}
 
-    builder = StateGraph(_NegatedState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder = StateGraph(_ThenState, input_schema=MetricInput, output_schema=MetricOutput)
     builder.add_node("metric", metric)
-    builder.add_node("negate", negate)
+    builder.add_node("transform", apply)
     builder.add_edge(START, "metric")
-    builder.add_edge("metric", "negate")
-    builder.add_edge("negate", END)
+    builder.add_edge("metric", "transform")
+    builder.add_edge("transform", END)
     return builder.compile(name=key)
-
-
-def negate_result(result: MetricResult) -> MetricResult:
-    """A negated assertion's result (promptfoo's ``not-`` rules for scored
-    assertions): passes only when the score is **strictly below** the
-    threshold — promptfoo 0.121.20 computes ``pass = (score >= threshold -
-    EPSILON) !== inverse``, so a score equal to the threshold fails the negated
-    assertion, and at threshold 0 it can never pass; the score becomes
-    ``1 - score``. A result that could not be judged (error, not applicable, no
-    score) is never flipped into a pass: it is returned as is, its reason
-    saying so."""
-    note = f"negated assertion {result.key!r}"
-    if result.status in ("error", "not_applicable") or result.score is None or result.threshold is None:
-        return result.model_copy(update={"reason": f"{note}: not flipped ({result.status}); {result.reason}",
-                                         "details": {**result.details, "negated": True}})
-    passed = not result.score >= result.threshold - sys.float_info.epsilon  # promptfoo's Number.EPSILON
-    return result.model_copy(update={
-        "score": 1.0 - result.score,
-        "passed": passed,
-        "status": "passed" if passed else "failed",
-        "reason": (f"{note}: passes when the metric's score {result.score:.2f} is below the threshold "
-                   f"{result.threshold:g} — {'it is' if passed else 'it is not'}; the metric said: {result.reason}"),
-        "details": {**result.details, "negated": True, "metric_score": result.score, "metric_passed": result.passed},
-    })
 
 
 class UnavailableState(MetricInput, MetricOutput, total=False):

@@ -14,8 +14,9 @@ them; ``docs/custom_judges.md`` shows a custom graph that is):
   :func:`judgement_request`, :func:`verification_request`) and the structured
   answers (:class:`ExtractedStatements`, :class:`StatementVerdicts`).
 
-Their prompts are ``prompts/turn_contextual_relevancy/{extract_statements,
-judge_statements,verify_verdict}.md``.
+Their prompts are generic: ``prompts/statements/{extract_statements,
+judge_statements,verify_verdict}.md`` (no metric's name in them, so every graph
+built from these steps shares one cache entry per identical request).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from .judges.base import Judge, JudgeOutcome, JudgeRequest
 from .nodes import judge_step, render_messages
 from .results import Usage, Verdict
 
-PROMPTS = "turn_contextual_relevancy"
+PROMPTS = "statements"
 EXTRACT_STEP = f"{PROMPTS}/extract_statements"
 JUDGE_STEP = f"{PROMPTS}/judge_statements"
 VERIFY_STEP = f"{PROMPTS}/verify_verdict"
@@ -219,7 +220,7 @@ class StatementVerdict(Verdict):
 class JudgeCall(BaseModel):
     """One judge request made by a step (a cache hit has ``cached`` and no usage)."""
 
-    step: str  # prompt step, e.g. "turn_contextual_relevancy/extract_statements"
+    step: str  # prompt step, e.g. "statements/extract_statements"
     where: str  # e.g. "turn 4" or "turn 4 node 2"
     usage: Usage = Field(default_factory=Usage)
     attempts: int = 0

@@ -697,6 +697,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
 
+    def _embeddings_error(self, reply: Reply) -> None:
+        """An embedder's :func:`error` or :func:`echo_headers` reply (other replies need a chat request)."""
+        if reply.hostile is not None and reply.hostile.mode == "echo_headers":
+            self.close_connection = True
+            seen = ", ".join(f"{k}: {v}" for k, v in self.headers.items())
+            self._send_json(reply.status, _error_body(reply.status, f"bad request; request headers were {seen}"))
+        elif reply.kind == "error":
+            self._send_error_reply(reply)
+        else:
+            raise ValueError(f"an embedder may return error(...) or echo_headers(...), not a {reply.kind} reply")
+
     def _embeddings(self, body: dict[str, Any]) -> None:
         owner = self.server.owner
         inp = body.get("input")
@@ -712,7 +723,11 @@ class _Handler(BaseHTTPRequestHandler):
         dim = int(body.get("dimensions") or owner.embedding_dim)
         try:
             if owner.embedder is not None:
-                vectors = [list(map(float, v)) for v in owner.embedder(texts)]
+                made = owner.embedder(texts)
+                if isinstance(made, Reply):  # an error reply for the embeddings request
+                    self._embeddings_error(made)
+                    return
+                vectors = [list(map(float, v)) for v in made]
             else:
                 vectors = [hashing_embedding(t, dim) for t in texts]
         except Exception as exc:
@@ -826,7 +841,7 @@ class FakeOpenAIServer:
     :func:`schema_responder`). ``latency`` is added to every request, on top of each
     reply's own ``delay``. ``embedder(list[str]) -> list[vector]`` replaces the default
     hashing bag-of-words embedding (``embedding_dim`` = 64, or the request's
-    ``dimensions``). ``nodelay`` (default) sends each reply at once (``TCP_NODELAY``,
+    ``dimensions``); it may return :func:`error` or :func:`echo_headers` instead. ``nodelay`` (default) sends each reply at once (``TCP_NODELAY``,
     as real servers do); ``False`` leaves replies to Nagle's algorithm (each one
     then waits ~40 ms for the client's delayed ACK). Use as a context manager or
     call :meth:`start` / :meth:`stop`.
@@ -839,7 +854,7 @@ class FakeOpenAIServer:
         latency: float = 0.0,
         host: str = "127.0.0.1",
         port: int = 0,
-        embedder: Callable[[list[str]], Sequence[Sequence[float]]] | None = None,
+        embedder: Callable[[list[str]], Sequence[Sequence[float]] | Reply] | None = None,
         embedding_dim: int = 64,
         models: Sequence[str] = MODELS,
         nodelay: bool = True,

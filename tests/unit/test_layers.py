@@ -2,6 +2,7 @@
 wheel ships the prompts and no test kit, one scripted chat model, one token counter."""
 
 import ast
+import re
 import subprocess
 import sys
 import zipfile
@@ -65,3 +66,129 @@ def test_wheel_ships_prompts_and_no_test_kit(tmp_path):
     assert prompts and prompts <= names
     assert {"judgegraph/judges/scripted.py", "judgegraph/judges/schema_example.py",
             "judgegraph/judges/tokens.py"} <= names
+
+
+# -- generic layers know no metric (issue 16, item 6) ---------------------------------------------------------
+
+#: The modules every metric is built on or run by: they may use the registry (``judgegraph.metrics``:
+#: ``get_metric``, ``MetricSpec``, ``DEFAULT_METRICS``) but no metric module, and name no metric.
+GENERIC = [
+    "nodes.py", "statements.py", "runner.py", "report.py", "results.py", "state.py", "windows.py", "conversation.py",
+    "replay.py", "steering.py", "transcripts.py", "resultsfile.py", "loaders/base.py",
+    "judges/*.py", "embeddings/*.py", "reporting/*.py", "scale/*.py",
+]
+METRIC_NAMES = ("turn_relevancy", "conversation_relevance", "turn_contextual_relevancy", "response_relevancy",
+                "conversation_completeness", "knowledge_retention", "user_frustration", "conversational_guidelines",
+                "role_adherence")
+_NAMED = re.compile("|".join(rf"{n}|{n.replace('_', '-')}" for n in METRIC_NAMES))
+#: Metric modules: the registry's submodules (``judgegraph.metrics.<module>``), packages included.
+METRIC_MODULES = {p.stem if p.suffix else p.name for p in (PACKAGE / "metrics").iterdir()
+                  if p.suffix == ".py" and p.stem != "__init__" or (p.is_dir() and (p / "__init__.py").exists())}
+#: Explicit exceptions, each with why: none today.
+ALLOWED: dict[str, set[str]] = {}
+
+
+def _generic_modules() -> list[Path]:
+    found = {p for pattern in GENERIC for p in PACKAGE.glob(pattern)}
+    assert len(found) > 30  # the patterns still match the package
+    return sorted(found)
+
+
+def _metric_imports(source: str, package: tuple[str, ...]) -> list[str]:
+    """Imports of a metric module by a module of ``package`` (its folders under judgegraph):
+    ``from .metrics import response`` counts, the registry (``from .metrics import get_metric``) does not."""
+    bad = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            base = list(package[: len(package) - node.level + 1]) if node.level else []
+            module = (["judgegraph"] + base if node.level else []) + (node.module or "").split(".")
+            module = [m for m in module if m]
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[:2] == ["judgegraph", "metrics"] and len(parts) > 2:
+                    bad.append(alias.name)
+            continue
+        else:
+            continue
+        if module[:2] == ["judgegraph", "metrics"]:
+            if len(module) > 2:
+                bad.append(".".join(module))
+            else:
+                bad += [f"judgegraph.metrics.{n}" for n in names if n in METRIC_MODULES]
+    return bad
+
+
+def _metric_strings(source: str) -> list[str]:
+    """String constants naming a metric, docstrings left out (comments are not in the tree)."""
+    tree = ast.parse(source)
+    docstrings = {
+        id(node.body[0].value) for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+        and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [f"line {node.lineno}: {node.value!r}" for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+            and _NAMED.search(node.value)]
+
+
+def test_the_checks_see_what_they_look_for():
+    """The two checks find a metric import and a metric name where there is one (and not in a docstring)."""
+    probe = ('"""turn_relevancy in a docstring."""\nfrom ..metrics import get_metric, response\n'
+             'from ..metrics.session import completeness\nimport judgegraph.metrics.relevancy\n'
+             'from .metrics import MetricSpec\nDEFAULT = "turn-relevancy"\n')
+    assert _metric_imports(probe, ("scale",)) == ["judgegraph.metrics.response", "judgegraph.metrics.session",
+                                                  "judgegraph.metrics.relevancy"]  # .metrics there: scale's own
+    assert _metric_strings(probe) == ["line 6: 'turn-relevancy'"]
+
+
+def test_generic_modules_import_no_metric_module_and_name_no_metric():
+    bad = []
+    for path in _generic_modules():
+        rel = str(path.relative_to(PACKAGE))
+        source = path.read_text(encoding="utf-8")
+        found = ([f"imports {m}" for m in _metric_imports(source, path.relative_to(PACKAGE).parent.parts)]
+                 + [f"names {s}" for s in _metric_strings(source)])
+        bad += [f"{rel}: {f}" for f in found if f not in ALLOWED.get(rel, set())]
+    assert bad == []
+
+
+def test_runner_knows_no_input_format():
+    """promptfoo's rules (its ``not-`` negation) live with its loader: the runner and the report graph
+    import no format module and hold no format's rule, only the generic hook (``result_transform``)."""
+    for name in ("runner.py", "report.py"):
+        path = PACKAGE / name
+        assert not [i for i in _imports(path) if "formats" in i or "promptfoo" in i], name
+        words = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                words.add(node.name)
+            elif isinstance(node, ast.Name):
+                words.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                words.add(node.attr)
+            elif isinstance(node, ast.keyword) and node.arg:
+                words.add(node.arg)
+        assert not [w for w in words if "negat" in w.lower() or "promptfoo" in w.lower()], name
+
+
+#: Private attributes read on purpose: the HTTP library's own pool and backend, which the judge's
+#: transport wraps to enforce its deadline (judges/transport.py; no public hook exists).
+PRIVATE_READS = {"judges/transport.py": {"_pool", "_network_backend"}}
+
+
+def test_no_module_reads_private_attributes_of_another_object():
+    """A judge exposes what others need (``Judge.embeddings``, ``Judge.endpoint``): nobody does
+    ``getattr(judge, "_embeddings")`` or digs the key out of its client."""
+    bad = []
+    for path in _modules():
+        rel = str(path.relative_to(PACKAGE))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+                    and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+                    and isinstance(node.args[1].value, str) and node.args[1].value.startswith("_")
+                    and not node.args[1].value.startswith("__")
+                    and node.args[1].value not in PRIVATE_READS.get(rel, set())):
+                bad.append(f"{rel}:{node.lineno}: {node.func.id}(..., {node.args[1].value!r})")
+    assert bad == []

@@ -12,9 +12,10 @@ import yaml
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import load_file
+from judgegraph.loaders.formats.promptfoo_rules import negate_result
 from judgegraph.loaders.limits import Limits
 from judgegraph.results import MetricResult
-from judgegraph.runner import MetricPlan, evaluate_async, negate_result
+from judgegraph.runner import MetricPlan, evaluate_async
 
 YES = {"reason": "It answers the question.", "verdict": "yes"}
 NO = {"reason": "It talks about something else.", "verdict": "no"}

@@ -391,6 +391,19 @@ def test_embeddings_are_served_beside_an_openai_compatible_judge_by_default(monk
     assert seen["base_url"] == "http://127.0.0.1:9/v1" and seen["api_key"]
 
 
+def test_the_judge_says_where_it_is_served_and_the_embeddings_client_is_called_the_same_way():
+    key = "sk-unit-ENDPOINTSECRET-0123456789"
+    judge = resolve_judge("openai:gpt-4.1-mini", base_url="http://127.0.0.1:9/v1", api_key=key, timeout=30,
+                          max_reply_bytes=4096)
+    served = judge.endpoint
+    assert (served.base_url, served.timeout, served.max_reply_bytes) == ("http://127.0.0.1:9/v1", 30, 4096)
+    assert served.api_key.get_secret_value() == key and key not in repr(served) and key not in str(served)
+    assert EmbeddingJudge().endpoint is None and LLMJudge(model()).endpoint is None  # not an OpenAI client
+    assert EmbeddingJudge(FixedEmbeddings()).embeddings.__class__ is FixedEmbeddings and LLMJudge(model()).embeddings is None
+    graph = create_response_relevancy_judge(model=judge, embeddings="openai:text-embedding-3-small")
+    assert graph.get_graph().nodes  # built with the judge's server, key, deadline and reply limit; nothing called
+
+
 def test_registered_for_the_cli_and_files():
     spec = get_metric("response-relevancy")
     assert spec.name == "response_relevancy" and spec.options == {"threshold", "strict_mode", "n_questions", "embeddings", "embeddings_base_url"}

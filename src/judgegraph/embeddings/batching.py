@@ -76,13 +76,18 @@ async def adrive(steps: Steps[T], aencode: Callable[[list[str]], Awaitable[np.nd
 
 def encode_function(embeddings: Any) -> Callable[[list[str]], np.ndarray]:
     """``texts -> (n, d) float32 unit rows`` for an object with ``encode`` (like
-    :class:`~judgegraph.embeddings.MiniLMEmbeddings`) or a LangChain ``Embeddings``."""
+    :class:`~judgegraph.embeddings.MiniLMEmbeddings` or
+    :class:`~judgegraph.embeddings.base.LangChainEmbedder`) or a LangChain ``Embeddings``."""
     enc = getattr(embeddings, "encode", None)
     if callable(enc):
         return lambda texts: np.asarray(enc(texts), dtype=np.float32)
+    from .base import LangChainEmbedder
 
-    def embed(texts: list[str]) -> np.ndarray:
-        vecs = np.asarray(embeddings.embed_documents(texts), dtype=np.float32)
+    if callable(getattr(embeddings, "embed_documents", None)):
+        return LangChainEmbedder(embeddings).encode
+
+    def embed(texts: list[str]) -> np.ndarray:  # any Embedder
+        vecs = np.asarray(embeddings.embed(texts), dtype=np.float32)
         return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), np.float32(1e-12))
 
     return embed
@@ -156,13 +161,14 @@ class BatchingEncoder:
 
     @classmethod
     def for_embeddings(cls, embeddings: Any, **kwargs: Any) -> BatchingEncoder:
-        """An encoder over ``embeddings``; BLAS threads are limited only for
-        judgegraph's numpy MiniLM unless ``blas_threads`` is given."""
-        from .minilm import MiniLMEmbeddings
+        """An encoder over ``embeddings`` (a LangChain ``Embeddings`` or an
+        :class:`~judgegraph.embeddings.base.Embedder` adapter); BLAS threads are
+        limited only for judgegraph's numpy MiniLM unless ``blas_threads`` is given."""
+        from .base import _is_local
 
-        if "blas_threads" not in kwargs and not isinstance(embeddings, MiniLMEmbeddings):
+        if "blas_threads" not in kwargs and not (_is_local(embeddings) or getattr(embeddings, "local", False)):
             kwargs["blas_threads"] = None
-        kwargs.setdefault("name", type(embeddings).__name__)
+        kwargs.setdefault("name", type(getattr(embeddings, "embeddings", embeddings)).__name__)
         return cls(encode_function(embeddings), **kwargs)
 
     def _reset_process_state(self) -> None:
@@ -385,18 +391,12 @@ class BatchingEncoder:
         )
 
 
-_default: BatchingEncoder | None = None
-_default_lock = threading.Lock()
-
-
 def get_default_encoder() -> BatchingEncoder:
     """The process-wide :class:`BatchingEncoder` over the shared
-    :func:`~judgegraph.embeddings.get_default_embeddings` (nothing loads before the first request)."""
-    global _default
-    if _default is None:
-        with _default_lock:
-            if _default is None:
-                from .minilm import get_default_embeddings
+    :func:`~judgegraph.embeddings.get_default_embeddings`: the batching front of
+    :func:`~judgegraph.embeddings.runner.get_default_runner` (nothing loads before the first request)."""
+    from .runner import get_default_runner
 
-                _default = BatchingEncoder.for_embeddings(get_default_embeddings(), name="minilm")
-    return _default
+    batcher = get_default_runner().batcher
+    assert batcher is not None
+    return batcher

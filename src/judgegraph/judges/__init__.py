@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
-from .base import Judge, JudgeOutcome, JudgeRequest
+from .base import Endpoint, Judge, JudgeOutcome, JudgeRequest
 from .cache import DiskCache, JudgeCache, default_cache_path
 from .limiter import CallLimiter, RateBucket
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
 __all__ = [
-    "CallLimiter", "DiskCache", "Judge", "JudgeCache", "JudgeOutcome", "JudgeRequest", "ModelLike", "NeedsLLMJudge",
+    "CallLimiter", "DiskCache", "Endpoint", "Judge", "JudgeCache", "JudgeOutcome", "JudgeRequest", "ModelLike", "NeedsLLMJudge",
     "NoModel", "RateBucket", "default_cache_path", "require_tasks", "resolve_judge",
 ]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 from ..prompts import Prompt, load_prompt
 from ..results import JudgeAttempt, Usage
@@ -76,6 +76,19 @@ class JudgeOutcome:
         return dataclasses.replace(self, attempts=0, usage=Usage(), cached=True, transcript=last)
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """Where an OpenAI-compatible judge's model is served, and how it is called:
+    embeddings served beside the judge's model use the same server, key,
+    deadline and reply-size limit with no second setting. The key is a
+    ``SecretStr`` (never printed): it is handed to a client, never written."""
+
+    base_url: str | None
+    api_key: SecretStr | None = None
+    timeout: float | None = None  # the deadline of each whole request (None: the default)
+    max_reply_bytes: int | None = None  # the largest reply read, decoded (None: the default)
+
+
 class Judge(ABC):
     """Makes one judgement. Subclasses implement :meth:`judge`; :meth:`ajudge`
     runs it in a worker thread unless overridden with a native async path."""
@@ -87,6 +100,16 @@ class Judge(ABC):
 
     def supports(self, task: str) -> bool:
         return True
+
+    @property
+    def embeddings(self) -> Any:
+        """The embeddings this judge judges with (the offline judge's), or None."""
+        return None
+
+    @property
+    def endpoint(self) -> Endpoint | None:
+        """The OpenAI-compatible server this judge calls, or None."""
+        return None
 
     @abstractmethod
     def judge(self, request: JudgeRequest) -> JudgeOutcome: ...

@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel, SecretStr
 
 from ..results import JudgeAttempt, Usage
-from .base import Judge, JudgeOutcome, JudgeRequest
+from .base import Endpoint, Judge, JudgeOutcome, JudgeRequest
 from .limiter import CallLimiter
 from .redact import Redactor
 from .replies import lenient_parse
@@ -342,6 +342,11 @@ def _transport_error(exc: BaseException, deadline: float | None, redact: Redacto
     return f"{type(exc).__name__}{f' (HTTP {status})' if status else ''}: {text}"
 
 
+#: The one line for a failed request, public for the other clients built on the
+#: judge's transport (the embeddings runner describes its errors with it).
+describe_request_error = _transport_error
+
+
 class Breaker:
     """Shared by every judgement of a judge (of a run): after the first failure
     that retrying cannot fix, it holds the reason and nothing more is sent."""
@@ -424,6 +429,7 @@ class LLMJudge(Judge):
         self.max_retries = max_retries if max_retries is not None else (DEFAULT_MAX_RETRIES if built else 0)
         self.timeout = timeout if built else getattr(model, "request_timeout", None)
         self.deadline = timeout if built else None  # enforced by the clients resolve_model gives a built model
+        self.max_reply_bytes = (max_reply_bytes or DEFAULT_MAX_REPLY_BYTES) if built else None
         self.max_prompt_tokens = max_prompt_tokens
         self.limiter = limiter or CallLimiter(16)
         self.breaker = breaker or Breaker()
@@ -440,6 +446,17 @@ class LLMJudge(Judge):
             self.settings["method"] = method
         self._runnables: dict[type, Any] = {}
         self._schema_ids: dict[type, str] = {}
+
+    @property
+    def endpoint(self) -> Endpoint | None:
+        """The OpenAI-compatible server of this judge's model (its base URL and
+        key, the deadline and reply limit it was built with), or None for a
+        model of another kind."""
+        key = getattr(self.model, "openai_api_key", None)
+        if not hasattr(self.model, "openai_api_base") and key is None:
+            return None
+        return Endpoint(getattr(self.model, "openai_api_base", None), key if isinstance(key, SecretStr) else None,
+                        self.deadline, self.max_reply_bytes)
 
     @property
     def deterministic(self) -> bool:

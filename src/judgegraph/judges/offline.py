@@ -77,10 +77,12 @@ def statement_scores(encode: Any, statements: list[str], user_message: str, cont
 
 
 class EmbeddingJudge(Judge):
-    """The offline judge. Its texts go through a :class:`~judgegraph.embeddings.batching.BatchingEncoder`
-    (micro-batched across concurrent windows, each distinct text embedded once,
+    """The offline judge. Its texts go through the embeddings runner
+    (:class:`~judgegraph.embeddings.runner.EmbeddingRunner` with batching:
+    micro-batched across concurrent windows, each distinct text embedded once,
     BLAS threads bounded): the process-wide one for the default MiniLM, its own
-    one for ``embeddings`` given here, or ``encoder``. :meth:`judge` and
+    one for ``embeddings`` given here, or ``encoder`` (anything with ``encode``
+    and ``aencode``, e.g. a :class:`~judgegraph.embeddings.batching.BatchingEncoder`). :meth:`judge` and
     :meth:`ajudge` drive the same scoring generator; async callers never block
     the event loop."""
 
@@ -103,16 +105,16 @@ class EmbeddingJudge(Judge):
 
     @property
     def encoder(self) -> Any:
-        """The :class:`~judgegraph.embeddings.batching.BatchingEncoder` this judge embeds with (made on first use)."""
+        """The batching :class:`~judgegraph.embeddings.runner.EmbeddingRunner` this judge embeds with (made on first use)."""
         if self._encoder is None:
             with self._encoder_lock:
                 if self._encoder is None:
-                    from ..embeddings.batching import BatchingEncoder, get_default_encoder
+                    from ..embeddings.runner import EmbeddingRunner, get_default_runner
 
                     if self._embeddings is None:
-                        self._encoder = get_default_encoder()
+                        self._encoder = get_default_runner()
                     else:
-                        self._encoder = BatchingEncoder.for_embeddings(self._embeddings)
+                        self._encoder = EmbeddingRunner(self._embeddings, batching=True)
         return self._encoder
 
     @property
@@ -176,9 +178,10 @@ class EmbeddingJudge(Judge):
     def _needs_llm(request: JudgeRequest) -> JudgeOutcome:
         return JudgeOutcome(None, f"{request.step} needs an LLM judge (pass --model)", 0)
 
-    @staticmethod
-    def _error(exc: Exception) -> JudgeOutcome:
-        return JudgeOutcome(None, f"{type(exc).__name__}: {exc}", 1)  # a judge error, reported and counted
+    def _error(self, exc: Exception) -> JudgeOutcome:
+        describe = getattr(self._encoder, "describe", None)  # the runner's: credentials taken out
+        text = describe(exc) if callable(describe) else f"{type(exc).__name__}: {exc}"
+        return JudgeOutcome(None, text, 1)  # a judge error, reported and counted
 
     def judge(self, request: JudgeRequest) -> JudgeOutcome:
         if not self.supports(request.task):

@@ -27,6 +27,8 @@ from typing import Any, Literal
 from langgraph.graph.state import CompiledStateGraph
 
 METRIC_MODULES = ("relevancy", "contextual", "response", "session")
+#: What runs when neither the caller nor the input file names a metric.
+DEFAULT_METRICS = ("turn_relevancy",)
 
 
 Need = Literal["llm", "embeddings", "retrieval_context", "guidelines"]

@@ -32,10 +32,8 @@ are reported in ``errors``, never scored, and the other exchanges are kept.
 
 from __future__ import annotations
 
-import asyncio
 import operator
 import re
-import threading
 import unicodedata
 from dataclasses import dataclass
 from functools import cache
@@ -50,7 +48,10 @@ from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas;
 
 from ..compiling import CompileOptions, compile_graph
 from ..conversation import Conversation
-from ..judges import CallLimiter, Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
+from ..embeddings.base import cosines, embeddings_name
+from ..embeddings.resolve import resolve_embeddings
+from ..embeddings.runner import EmbeddingRunner
+from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
 from ..nodes import in_scope, judge_step, make_result, quote, score_node, scoring_edges, turn_label
 from ..results import MetricResult, Verdict, merge_verdicts
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
@@ -159,123 +160,6 @@ class ExchangeVerdict(Verdict):
     mean_cosine: float | None = None  # before clamping and the noncommittal rule
     embedded_texts: int = 0  # texts sent in this exchange's single embeddings call (0: no call)
     step: str | None = None  # the step that failed, when ``error`` is set
-
-
-# -- embeddings ----------------------------------------------------------------
-
-
-def _has_native_async(embeddings: Any) -> bool:
-    from langchain_core.embeddings import Embeddings
-
-    impl = getattr(type(embeddings), "aembed_documents", None)
-    return impl is not None and impl is not Embeddings.aembed_documents
-
-
-def embeddings_name(embeddings: Any) -> str:
-    model = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)
-    kind = type(embeddings).__name__
-    return f"{kind}:{model}" if isinstance(model, str) and model else kind
-
-
-def resolve_embeddings(embeddings: Any = None, *, base_url: str | None = None, api_key: str | None = None) -> Any:
-    """A LangChain ``Embeddings`` from an object or a string.
-
-    * ``None``, ``"minilm"``, ``"offline"`` or ``"all-MiniLM-L6-v2"``: the offline
-      numpy all-MiniLM-L6-v2 (weights load on first use, not here);
-    * ``"openai:text-embedding-3-small"`` (or a bare model name): ``OpenAIEmbeddings``,
-      pointed at ``base_url`` when given (no key needed then), sending raw strings
-      (``check_embedding_ctx_length=False``: no tiktoken download, and what
-      OpenAI-compatible servers expect);
-    * ``"provider:model"``: ``langchain.embeddings.init_embeddings`` when installed;
-    * any object with ``embed_documents``: used as it is.
-    """
-    if embeddings is None:
-        from ..embeddings.minilm import get_default_embeddings
-
-        return get_default_embeddings()
-    if not isinstance(embeddings, str):
-        if not callable(getattr(embeddings, "embed_documents", None)):
-            raise TypeError(f"embeddings must be a LangChain Embeddings or a string, got {type(embeddings).__name__}")
-        return embeddings
-    spec = embeddings.strip()
-    if spec.lower() in {"minilm", "offline", "all-minilm-l6-v2"}:
-        return resolve_embeddings(None)
-    from ..judges.llm import openai_key, split_model
-
-    provider, name = split_model(spec)
-    if not name:
-        raise ValueError(f"embeddings {embeddings!r}: give a model name, e.g. 'openai:text-embedding-3-small'")
-    if provider == "openai" or base_url:
-        from langchain_openai import OpenAIEmbeddings
-
-        key = openai_key(api_key, base_url, f"embeddings {embeddings!r} need OPENAI_API_KEY (or embeddings_base_url"
-                         " for an OpenAI-compatible server); leave embeddings out to use the offline all-MiniLM-L6-v2")
-        return OpenAIEmbeddings(model=name, base_url=base_url, api_key=key,
-                                check_embedding_ctx_length=False, max_retries=3, timeout=120)
-    try:
-        from langchain.embeddings import init_embeddings
-    except ImportError as exc:
-        from ..judges.llm import ModelConfigError
-
-        raise ModelConfigError(
-            f"embeddings {embeddings!r}: only 'openai:' embeddings are built in; install 'langchain' and the"
-            f" provider's package for {provider!r}, or pass an Embeddings object"
-        ) from exc
-    return init_embeddings(spec)
-
-
-class EmbeddingRunner:
-    """Makes the embeddings calls of one metric graph: sync or async, bounded
-    to ``max_concurrency`` calls in flight, off the event loop in async
-    (the Embeddings' own ``aembed_documents`` when it has a native one, else a
-    worker thread). Local (numpy) embedders run one call at a time."""
-
-    def __init__(self, embeddings: Any, *, max_concurrency: int = 16) -> None:
-        self.embeddings = embeddings
-        self.limiter = CallLimiter(max_concurrency)
-        self.native_async = _has_native_async(embeddings)
-        self._local = threading.Lock() if _is_local(embeddings) else None
-
-    def _call(self, texts: list[str]) -> list[list[float]]:
-        if self._local is None:
-            return self.embeddings.embed_documents(texts)
-        with self._local:
-            return self.embeddings.embed_documents(texts)
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        with self.limiter.slot():
-            return _check_vectors(self._call(texts), len(texts))
-
-    async def aembed(self, texts: list[str]) -> list[list[float]]:
-        if self.native_async:
-            async with self.limiter.aslot():
-                return _check_vectors(await self.embeddings.aembed_documents(texts), len(texts))
-        return await asyncio.to_thread(self.embed, texts)
-
-
-def _is_local(embeddings: Any) -> bool:
-    return any(c.__name__ == "MiniLMEmbeddings" for c in type(embeddings).__mro__)
-
-
-def _check_vectors(vectors: Any, n: int) -> list[list[float]]:
-    vectors = [list(map(float, v)) for v in vectors]
-    if len(vectors) != n:
-        raise ValueError(f"the embeddings returned {len(vectors)} vectors for {n} texts")
-    return vectors
-
-
-def cosines(vectors: list[list[float]]) -> list[float]:
-    """cosine(vectors[i], vectors[0]) for i >= 1."""
-    import numpy as np
-
-    arr = np.asarray(vectors, dtype="float64")
-    if arr.ndim != 2 or arr.shape[1] == 0:
-        raise ValueError("the embeddings returned no usable vectors")
-    norms = np.linalg.norm(arr, axis=1)
-    if not np.all(np.isfinite(arr)) or np.any(norms == 0):
-        raise ValueError("the embeddings returned a zero or non-finite vector")
-    unit = arr / norms[:, None]
-    return [float(x) for x in unit[1:] @ unit[0]]
 
 
 # -- state ---------------------------------------------------------------------
@@ -420,7 +304,7 @@ def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunne
                 raise vectors
             sims = cosines(vectors)
         except Exception as exc:  # noqa: BLE001 - an embeddings failure is a judge error for this exchange
-            return {"verdicts": [_verdict(task, settings.threshold, error=f"{type(exc).__name__}: {exc}",
+            return {"verdicts": [_verdict(task, settings.threshold, error=runner.describe(exc),
                                           step=EMBED_STEP, **common)]}
         mean = sum(sims) / len(sims)
         score = 0.0 if all(flags) else max(0.0, mean)
@@ -461,7 +345,7 @@ def _embed_response(settings: ResponseRelevancySettings, runner: EmbeddingRunner
                 raise vectors
             (sim,) = cosines(vectors)
         except Exception as exc:  # noqa: BLE001
-            return {"verdicts": [_verdict(task, settings.threshold, error=f"{type(exc).__name__}: {exc}",
+            return {"verdicts": [_verdict(task, settings.threshold, error=runner.describe(exc),
                                           step=OFFLINE_STEP, embedded_texts=2)]}
         return {"verdicts": [_verdict(task, settings.threshold, similarities=[sim], mean_cosine=sim,
                                       score=max(0.0, sim), embedded_texts=2,
@@ -602,14 +486,6 @@ def build_response_relevancy_graph(settings: ResponseRelevancySettings) -> State
     return builder
 
 
-def _client_of(judge: Judge) -> tuple[str | None, str | None]:
-    """The base URL and API key of an OpenAI-compatible judge's client, so
-    embeddings served beside the judge's model need no second setting."""
-    client = getattr(judge, "model", None)
-    key = getattr(client, "openai_api_key", None)
-    return getattr(client, "openai_api_base", None), key.get_secret_value() if key is not None else None
-
-
 def create_response_relevancy_judge(
     *,
     model: ModelLike = None,
@@ -632,10 +508,16 @@ def create_response_relevancy_judge(
     OpenAI-compatible server; it defaults to the judge's own server); default:
     the offline all-MiniLM-L6-v2, or the offline judge's own embeddings."""
     made = resolve_judge(model)
-    if embeddings is None and made.kind == "offline":
-        embeddings = getattr(made, "_embeddings", None)  # an offline judge built with its own embeddings: the same
-    base_url, api_key = _client_of(made)
-    emb = resolve_embeddings(embeddings, base_url=embeddings_base_url or base_url, api_key=api_key)
+    if embeddings is None:
+        embeddings = made.embeddings  # the offline judge's own (None: the default all-MiniLM-L6-v2)
+    # served beside an OpenAI-compatible judge by default, called as the judge is (deadline, reply limit)
+    served = made.endpoint
+    call: dict[str, Any] = {}
+    if served is not None:
+        call = {"api_key": served.api_key, "max_reply_bytes": served.max_reply_bytes}
+        if served.timeout is not None:
+            call["timeout"] = served.timeout
+    emb = resolve_embeddings(embeddings, base_url=embeddings_base_url or (served.base_url if served else None), **call)
     settings = ResponseRelevancySettings(name=name, judge=made, embeddings=emb, n_questions=n_questions,
                                          threshold=threshold, strict_mode=strict_mode, review=review)
     return compile_graph(build_response_relevancy_graph(settings), name, compile, create_response_relevancy_judge)

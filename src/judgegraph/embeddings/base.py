@@ -1,0 +1,125 @@
+"""The one embeddings interface: :class:`Embedder` (``embed``, ``aembed``,
+``name``), what every embeddings call in judgegraph goes through
+(:class:`~judgegraph.embeddings.runner.EmbeddingRunner` runs it).
+
+:func:`as_embedder` adapts a LangChain ``Embeddings`` (or any object with
+``embed_documents``): its own ``aembed_documents`` when it has a native one,
+else a worker thread, so async callers never block the event loop.
+:func:`cosines` is the similarity both embedding metrics score with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["Embedder", "LangChainEmbedder", "as_embedder", "check_vectors", "cosines", "embeddings_name"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts in, one vector per text out (in order), sync and async."""
+
+    name: str
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+    async def aembed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+def embeddings_name(embeddings: Any) -> str:
+    """``Kind:model`` (``OpenAIEmbeddings:text-embedding-3-small``), or the kind alone."""
+    name = getattr(embeddings, "name", None)
+    if isinstance(embeddings, Embedder) and isinstance(name, str):
+        return name
+    model = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)
+    kind = type(embeddings).__name__
+    return f"{kind}:{model}" if isinstance(model, str) and model else kind
+
+
+def _has_native_async(embeddings: Any) -> bool:
+    from langchain_core.embeddings import Embeddings
+
+    impl = getattr(type(embeddings), "aembed_documents", None)
+    return impl is not None and impl is not Embeddings.aembed_documents
+
+
+def _is_local(embeddings: Any) -> bool:
+    """judgegraph's numpy all-MiniLM-L6-v2: computed in this process."""
+    return any(c.__name__ == "MiniLMEmbeddings" for c in type(embeddings).__mro__)
+
+
+class LangChainEmbedder:
+    """An :class:`Embedder` over a LangChain ``Embeddings`` (or an object with
+    only ``encode(texts) -> (n, d) unit rows``, as the offline judge accepts). ``aembed`` uses the
+    object's own ``aembed_documents`` when it has a native one, else runs
+    ``embed`` in a worker thread. A local (numpy) model runs one ``embed`` at a
+    time (its BLAS threads would fight each other); :meth:`encode` is its
+    unlocked fast path for callers that bound their own threads (the batcher)."""
+
+    def __init__(self, embeddings: Any) -> None:
+        if not callable(getattr(embeddings, "embed_documents", None)) and not callable(getattr(embeddings, "encode", None)):
+            raise TypeError(f"embeddings must be a LangChain Embeddings or a string, got {type(embeddings).__name__}")
+        self.embeddings = embeddings
+        self.name = embeddings_name(embeddings)
+        self.native_async = _has_native_async(embeddings)
+        self.local = _is_local(embeddings)
+        self._lock = threading.Lock() if self.local else None
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        if callable(getattr(self.embeddings, "embed_documents", None)):
+            return self.embeddings.embed_documents(texts)
+        return self.encode(texts).tolist()
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if self._lock is None:
+            return self._embed(texts)
+        with self._lock:
+            return self._embed(texts)
+
+    async def aembed(self, texts: list[str]) -> list[list[float]]:
+        if self.native_async:
+            return await self.embeddings.aembed_documents(texts)
+        return await asyncio.to_thread(self.embed, texts)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """``(n, d)`` float32 unit rows: the model's own ``encode`` when it has
+        one (the numpy MiniLM), else ``embed_documents`` normalised."""
+        enc = getattr(self.embeddings, "encode", None)
+        if callable(enc):
+            return np.asarray(enc(texts), dtype=np.float32)
+        vecs = np.asarray(self.embeddings.embed_documents(texts), dtype=np.float32)
+        return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), np.float32(1e-12))
+
+    def __repr__(self) -> str:
+        return f"LangChainEmbedder({self.name})"
+
+
+def as_embedder(embeddings: Any) -> Embedder:
+    """``embeddings`` as an :class:`Embedder`: used as it is when it already is one."""
+    if isinstance(embeddings, Embedder) and not callable(getattr(embeddings, "embed_documents", None)):
+        return embeddings
+    return LangChainEmbedder(embeddings)
+
+
+def check_vectors(vectors: Any, n: int) -> list[list[float]]:
+    """``vectors`` as lists of floats; a ``ValueError`` unless there is one per text."""
+    vectors = [list(map(float, v)) for v in vectors]
+    if len(vectors) != n:
+        raise ValueError(f"the embeddings returned {len(vectors)} vectors for {n} texts")
+    return vectors
+
+
+def cosines(vectors: list[list[float]]) -> list[float]:
+    """cosine(vectors[i], vectors[0]) for i >= 1."""
+    arr = np.asarray(vectors, dtype="float64")
+    if arr.ndim != 2 or arr.shape[1] == 0:
+        raise ValueError("the embeddings returned no usable vectors")
+    norms = np.linalg.norm(arr, axis=1)
+    if not np.all(np.isfinite(arr)) or np.any(norms == 0):
+        raise ValueError("the embeddings returned a zero or non-finite vector")
+    unit = arr / norms[:, None]
+    return [float(x) for x in unit[1:] @ unit[0]]

@@ -1,0 +1,74 @@
+"""Embeddings from a setting: an object, a model string, or nothing (the
+offline all-MiniLM-L6-v2). An ``openai:`` model gets the LLM judge's HTTP
+clients (:func:`~judgegraph.judges.transport.openai_http_clients`): each
+request ends by its deadline and a reply is read up to a size limit, whatever
+the server does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import SecretStr
+
+from ..judges.transport import DEFAULT_MAX_REPLY_BYTES
+
+__all__ = ["OFFLINE_NAMES", "resolve_embeddings"]
+
+#: Strings that mean judgegraph's own offline model.
+OFFLINE_NAMES = frozenset({"minilm", "offline", "all-minilm-l6-v2"})
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def resolve_embeddings(embeddings: Any = None, *, base_url: str | None = None,
+                       api_key: str | SecretStr | None = None, timeout: float | None = DEFAULT_TIMEOUT_S,
+                       max_reply_bytes: int | None = None) -> Any:
+    """A LangChain ``Embeddings`` from an object or a string.
+
+    * ``None``, ``"minilm"``, ``"offline"`` or ``"all-MiniLM-L6-v2"``: the offline
+      numpy all-MiniLM-L6-v2 (weights load on first use, not here);
+    * ``"openai:text-embedding-3-small"`` (or a bare model name): ``OpenAIEmbeddings``,
+      pointed at ``base_url`` when given (no key needed then), sending raw strings
+      (``check_embedding_ctx_length=False``: no tiktoken download, and what
+      OpenAI-compatible servers expect), through HTTP clients where ``timeout``
+      is the deadline of each whole request and a reply over ``max_reply_bytes``
+      (decoded; default 8 MiB) is cut off;
+    * ``"provider:model"``: ``langchain.embeddings.init_embeddings`` when installed;
+    * any object with ``embed_documents``: used as it is.
+    """
+    if embeddings is None:
+        from .minilm import get_default_embeddings
+
+        return get_default_embeddings()
+    if not isinstance(embeddings, str):
+        if not callable(getattr(embeddings, "embed_documents", None)):
+            raise TypeError(f"embeddings must be a LangChain Embeddings or a string, got {type(embeddings).__name__}")
+        return embeddings
+    spec = embeddings.strip()
+    if spec.lower() in OFFLINE_NAMES:
+        return resolve_embeddings(None)
+    from ..judges.llm import ModelConfigError, openai_key, split_model
+
+    provider, name = split_model(spec)
+    if not name:
+        raise ValueError(f"embeddings {embeddings!r}: give a model name, e.g. 'openai:text-embedding-3-small'")
+    if provider == "openai" or base_url:
+        from langchain_openai import OpenAIEmbeddings
+
+        from ..judges.transport import openai_http_clients
+
+        given = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
+        key = openai_key(given, base_url, f"embeddings {embeddings!r} need OPENAI_API_KEY (or embeddings_base_url"
+                         " for an OpenAI-compatible server); leave embeddings out to use the offline all-MiniLM-L6-v2")
+        sync_client, async_client = openai_http_clients(base_url, timeout=timeout,
+                                                        max_reply_bytes=max_reply_bytes or DEFAULT_MAX_REPLY_BYTES)
+        return OpenAIEmbeddings(model=name, base_url=base_url, api_key=key, check_embedding_ctx_length=False,
+                                max_retries=3, timeout=timeout, http_client=sync_client,
+                                http_async_client=async_client)
+    try:
+        from langchain.embeddings import init_embeddings
+    except ImportError as exc:
+        raise ModelConfigError(
+            f"embeddings {embeddings!r}: only 'openai:' embeddings are built in; install 'langchain' and the"
+            f" provider's package for {provider!r}, or pass an Embeddings object"
+        ) from exc
+    return init_embeddings(spec)

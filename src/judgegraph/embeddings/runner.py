@@ -1,0 +1,105 @@
+"""The one embeddings runner: every embeddings call judgegraph makes goes
+through an :class:`EmbeddingRunner` — response relevancy's and the offline judge's.
+
+* at most ``max_concurrency`` calls in flight (sync and async alike), async
+  calls off the event loop (:class:`~judgegraph.embeddings.base.LangChainEmbedder`);
+* one vector per text, checked;
+* ``batching=True`` (the offline judge's setting) puts the micro-batching front
+  before the embedder (:class:`~judgegraph.embeddings.batching.BatchingEncoder`:
+  concurrent requests share one call, each distinct text is embedded once while
+  it stays in the LRU, BLAS threads bounded); without it each request is one
+  call (response relevancy counts its calls per exchange);
+* :meth:`EmbeddingRunner.describe` turns an error into the text kept in a
+  result, credentials taken out (:class:`~judgegraph.judges.redact.Redactor`:
+  an embeddings server that echoes the request's headers leaves no key behind).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..judges.limiter import CallLimiter
+from ..judges.redact import Redactor
+from .base import Embedder, as_embedder, check_vectors
+from .batching import BatchingEncoder
+
+__all__ = ["EmbeddingRunner", "get_default_runner"]
+
+
+class EmbeddingRunner:
+    """Runs the calls of one :class:`~judgegraph.embeddings.base.Embedder` (or
+    LangChain ``Embeddings``); see the module docstring. ``batch_options`` go to
+    :meth:`BatchingEncoder.for_embeddings` (``max_batch``, ``cache_size`` ...)."""
+
+    def __init__(self, embeddings: Any, *, max_concurrency: int = 16, batching: bool = False,
+                 redact: Redactor | None = None, **batch_options: Any) -> None:
+        self.embedder: Embedder = as_embedder(embeddings)
+        self.embeddings = getattr(self.embedder, "embeddings", self.embedder)
+        self.name = self.embedder.name
+        self.limiter = CallLimiter(max_concurrency)
+        self.native_async = bool(getattr(self.embedder, "native_async", True))
+        self.redact = redact or Redactor.for_model(self.embeddings)
+        self.batcher = BatchingEncoder.for_embeddings(self.embedder, **batch_options) if batching else None
+
+    # ---- vectors as lists (one call per request, or through the batcher) ---------
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if self.batcher is not None:
+            return check_vectors(self.batcher.encode(texts), len(texts))
+        with self.limiter.slot():
+            return check_vectors(self.embedder.embed(texts), len(texts))
+
+    async def aembed(self, texts: list[str]) -> list[list[float]]:
+        if self.batcher is not None:
+            return check_vectors(await self.batcher.aencode(texts), len(texts))
+        async with self.limiter.aslot():
+            return check_vectors(await self.embedder.aembed(texts), len(texts))
+
+    # ---- unit rows for scoring code (the offline judge) ------------------------------
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """``(n, d)`` float32 unit rows of ``texts``."""
+        if self.batcher is not None:
+            return self.batcher.encode(texts)
+        return _unit_rows(self.embed(texts))
+
+    async def aencode(self, texts: list[str]) -> np.ndarray:
+        if self.batcher is not None:
+            return await self.batcher.aencode(texts)
+        return _unit_rows(await self.aembed(texts))
+
+    def describe(self, exc: BaseException) -> str:
+        """``Type: message`` of an embeddings error, as the LLM judge describes
+        its own (a reply over the size limit named, the HTTP status shown),
+        credentials taken out."""
+        from ..judges.llm import describe_request_error
+
+        return describe_request_error(exc, None, self.redact)
+
+    def __repr__(self) -> str:
+        return f"EmbeddingRunner({self.name}, batching={self.batcher is not None})"
+
+
+def _unit_rows(vectors: list[list[float]]) -> np.ndarray:
+    arr = np.asarray(vectors, dtype=np.float32)
+    return arr / np.maximum(np.linalg.norm(arr, axis=1, keepdims=True), np.float32(1e-12))
+
+
+_default: EmbeddingRunner | None = None
+_default_lock = threading.Lock()
+
+
+def get_default_runner() -> EmbeddingRunner:
+    """The process-wide batching runner over the shared all-MiniLM-L6-v2
+    (:func:`~judgegraph.embeddings.get_default_embeddings`; nothing loads before the first request)."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                from .minilm import get_default_embeddings
+
+                _default = EmbeddingRunner(get_default_embeddings(), batching=True, name="minilm")
+    return _default

@@ -1,0 +1,50 @@
+"""promptfoo's rules for a result, applied after the metric has run: a
+``not-`` assertion (``not-conversation-relevance``) inverts the metric's result.
+
+The promptfoo loader marks such an assertion ``negate: True`` (plain data: an
+input record stays JSON-able and picklable for worker processes);
+:func:`result_transform` turns an assertion into the function the runner
+applies to its result, so the runner never knows promptfoo.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from judgegraph.results import MetricResult
+
+#: A function applied to a metric's result before it is written (e.g. promptfoo's negation).
+ResultTransform = Callable[[MetricResult], MetricResult]
+
+
+def negate_result(result: MetricResult) -> MetricResult:
+    """A negated assertion's result (promptfoo's ``not-`` rules for scored
+    assertions): passes only when the score is **strictly below** the
+    threshold — promptfoo 0.121.20 computes ``pass = (score >= threshold -
+    EPSILON) !== inverse``, so a score equal to the threshold fails the negated
+    assertion, and at threshold 0 it can never pass; the score becomes
+    ``1 - score``. A result that could not be judged (error, not applicable, no
+    score) is never flipped into a pass: it is returned as is, its reason
+    saying so."""
+    note = f"negated assertion {result.key!r}"
+    if result.status in ("error", "not_applicable") or result.score is None or result.threshold is None:
+        return result.model_copy(update={"reason": f"{note}: not flipped ({result.status}); {result.reason}",
+                                         "details": {**result.details, "negated": True}})
+    passed = not result.score >= result.threshold - sys.float_info.epsilon  # promptfoo's Number.EPSILON
+    return result.model_copy(update={
+        "score": 1.0 - result.score,
+        "passed": passed,
+        "status": "passed" if passed else "failed",
+        "reason": (f"{note}: passes when the metric's score {result.score:.2f} is below the threshold "
+                   f"{result.threshold:g} — {'it is' if passed else 'it is not'}; the metric said: {result.reason}"),
+        "details": {**result.details, "negated": True, "metric_score": result.score, "metric_passed": result.passed},
+    })
+
+
+def result_transform(assertion: Mapping[str, Any]) -> ResultTransform | None:
+    """What to apply to the result of the metric an input file's assertion
+    asks for (:attr:`~judgegraph.loaders.LoadedConversation.assertions`), or
+    None: :func:`negate_result` for a ``not-`` assertion."""
+    return negate_result if assertion.get("negate") else None
