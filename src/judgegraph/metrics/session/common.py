@@ -22,34 +22,36 @@ from typing_extensions import Unpack
 
 from ...compiling import CompileOptions, check_options, compile_graph
 from ...conversation import Conversation
-from ...judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
+from ...judges import JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
 from ...nodes import conversation_json, outcome_fields, scoring_edges, with_transcript
-from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, build_result, strict
+from ...results import JudgeErrorInfo, MetricResult, Usage
+from ...scoring import MetricOptions, ScoringPolicy, Tally, all_good, share_reason
 from ...state import MetricInput, MetricOutput, MetricState, conversation_of
 
 REDUCE = "reduce_score"
 
 
-@dataclass(frozen=True)
-class SessionSettings:
-    """Settings every session judge has. ``strict_mode`` makes the score 1 or 0
-    and the threshold 1 (user_frustration: only "none" passes)."""
+@dataclass(frozen=True, kw_only=True)
+class SessionSettings(MetricOptions):
+    """Settings every session judge has: the shared options
+    (:class:`~judgegraph.scoring.MetricOptions`). ``strict_mode`` makes the
+    score 1 or 0 and the threshold 1 (user_frustration: only "none" passes)."""
 
-    name: str
-    judge: Judge
-    threshold: float = 0.5
-    strict_mode: bool = False
-    review: bool = False  # a review_verdicts node before reduce_score (judgegraph.nodes.review_node)
+    def policy(self, **how: Any) -> ScoringPolicy:
+        """The judge named by its name (as every session result has it)."""
+        return super().policy(**{"judge": self.judge.name, **how})
 
-    @property
-    def effective_threshold(self) -> float:
-        return 1.0 if self.strict_mode else self.threshold
+    def share(self, what: str, *, bad: str, describe: Callable[[Any], str], unit: str, step: str,
+              where: Callable[[Any], str], notes: Callable[[Tally], list[str]] | None = None) -> ScoringPolicy:
+        """A yes/no judge scored as a share: value "yes" when every judged item
+        is good, score = good / judged (strict: 1 or 0). Other answers (e.g.
+        "not_applicable") are neither judged nor errors; judge errors are
+        reported and left out; nothing judged is status ``error``."""
+        return self.policy(counted=YES_NO, step=step, where=where, value=all_good,
+                           reason=share_reason(what, bad=bad, describe=describe, unit=unit, notes=notes))
 
-    def check(self) -> None:
-        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)):
-            raise ValueError(f"threshold must be a number between 0 and 1, got {self.threshold!r}")
-        if not 0.0 <= self.threshold <= 1.0:
-            raise ValueError(f"threshold must be between 0 and 1, got {self.threshold}")
+
+YES_NO = frozenset({"yes", "no"})
 
 
 def compile_session_judge(
@@ -117,7 +119,6 @@ def session_graph(
     ``route`` (and ``fan_out``, with a second step) may go straight to reduce_score."""
     if len(steps) != (2 if fan_out else 1):
         raise ValueError("session_graph: one step, or two steps joined by fan_out")
-    settings.check()
     builder: StateGraph = StateGraph(state, input_schema=MetricInput, output_schema=MetricOutput)
     for name, node in steps:
         builder.add_node(name, node)
@@ -194,19 +195,7 @@ def cited_turns(numbers: Iterable[Any], conversation: Conversation, roles: Seque
     return sorted(out)
 
 
-def clause(text: str) -> str:
-    """A judge's reason as a clause inside our own sentence: no trailing period."""
-    return " ".join(text.split()).rstrip(" .")
-
-
 # -- results -------------------------------------------------------------------
-
-
-def base_result(settings: SessionSettings, conversation: Conversation, **fields: Any) -> MetricResult:
-    """A session judge's result through :func:`judgegraph.results.build_result`
-    (the shared status rules), with the settings' name, judge, threshold and strict mode."""
-    return build_result(settings.name, conversation, judge=settings.judge.name, threshold=settings.threshold,
-                        strict_mode=settings.strict_mode, **fields)
 
 
 def reduce_node(
@@ -219,7 +208,8 @@ def reduce_node(
 
     def reduce_score(state: Any) -> dict[str, Any]:
         conversation = conversation_of(state)
-        result = score(state, conversation) if applies(conversation) else not_applicable(settings, conversation, reason)
+        result = (score(state, conversation) if applies(conversation)
+                  else settings.policy().conclude(conversation, status="not_applicable", reason=reason))
         return {"results": {settings.name: with_transcript(result, state)}}
 
     return reduce_score
@@ -238,95 +228,22 @@ def extraction_update(conversation: Conversation, outcome: JudgeOutcome, step: s
     error when it failed (``extract_errors``), and ``fields``."""
     update: dict[str, Any] = {"conversation": conversation, "extract_usage": outcome.usage, **fields}
     if not outcome.ok:
-        update["extract_errors"] = [error_info("conversation", step, outcome.error, outcome.attempts)]
+        update["extract_errors"] = [JudgeErrorInfo(where="conversation", step=step, message=outcome.error or "no verdict",
+                                                   attempts=outcome.attempts)]
     return update
 
 
 def extraction_failure(
-    settings: SessionSettings, conversation: Conversation, state: Mapping[str, Any], verdicts: Sequence[Verdict],
-    *, what: str, details: dict[str, Any],
-) -> tuple[Usage, MetricResult | None]:
-    """For an extract-then-judge metric: the usage of the extraction call and
-    the verdicts, and the ``error`` result when the extraction failed (``what``
-    could not be extracted; nothing was judged), else None."""
-    usage = (state.get("extract_usage") or Usage()) + Usage.total(v.usage for v in verdicts)
-    if extract_errors := state.get("extract_errors"):
-        return usage, error_result(settings, conversation, f"The user's {what} could not be extracted (judge error);"
-                                   " see errors.", errors=extract_errors, usage=usage, details=details)
-    return usage, None
-
-
-def failures(verdicts: Sequence[Any], heading: str, describe: Callable[[Any], str]) -> tuple[list[Any], list[str]]:
-    """The verdicts answered "no", and the problem sentence that lists them
-    (``heading: describe(v); ...``; none when there is no such verdict)."""
-    failed = [v for v in verdicts if v.verdict == "no"]
-    return failed, [f"{heading}: " + "; ".join(describe(v) for v in failed) + "."] if failed else []
-
-
-def not_applicable(
-    settings: SessionSettings, conversation: Conversation, reason: str, *, usage: Usage | None = None,
-    details: dict[str, Any] | None = None, verdicts: Sequence[Verdict] | None = None,
-) -> MetricResult:
-    return base_result(
-        settings, conversation, status="not_applicable", reason=reason, usage=usage or Usage(),
-        details=details or {}, verdicts=verdicts or [],
-    )
-
-
-def share_result(
-    settings: SessionSettings,
-    conversation: Conversation,
-    *,
-    good: int,
-    judged: int,
-    what: str,
-    verdicts: Sequence[Verdict],
-    errors: list[JudgeErrorInfo],
-    usage: Usage,
-    problems: list[str],
+    policy: ScoringPolicy, conversation: Conversation, state: Mapping[str, Any], *, what: str,
     details: dict[str, Any],
-) -> MetricResult:
-    """A yes/no result scored as a share: ``value`` "yes" when every judged item
-    is good, score = good / judged (strict: 1 or 0), passed = score >= threshold.
-    Judge errors are left out of ``judged`` and reported. ``judged == 0`` with
-    errors is status ``error``."""
-    threshold = settings.effective_threshold
-    if judged == 0:
-        why = f"Nothing could be judged: {len(errors)} judge error(s); see errors."
-        return error_result(settings, conversation, why, errors=errors, usage=usage, details=details,
-                            verdicts=verdicts)
-    score, _ = strict(good / judged, threshold, settings.strict_mode)
-    passed = score is not None and score >= threshold
-    cmp = ">=" if passed else "<"
-    parts = [f"{good} of {judged} {what} (score {score:.2f} {cmp} threshold {threshold:.2f})."]
-    parts += problems
-    if errors:
-        parts.append(f"{len(errors)} judgement(s) failed (judge error), left out of the score; see errors.")
-    return base_result(
-        settings, conversation, score=good / judged, value="yes" if good == judged else "no",
-        reason=" ".join(parts), verdicts=verdicts, errors=errors, usage=usage, details=details,
-    )
-
-
-def error_result(
-    settings: SessionSettings, conversation: Conversation, reason: str, *, errors: list[JudgeErrorInfo],
-    usage: Usage, details: dict[str, Any] | None = None, verdicts: Sequence[Verdict] | None = None,
-) -> MetricResult:
-    """Status ``error``: nothing could be judged. Score, value and passed are None."""
-    return base_result(settings, conversation, status="error", reason=reason, errors=errors, usage=usage,
-                       details=details or {}, verdicts=verdicts or [])
-
-
-def tally(
-    verdicts: Sequence[Any], step: str, where: Callable[[Any], str]
-) -> tuple[list[Any], int, list[JudgeErrorInfo]]:
-    """Yes/no verdicts → (the judged ones: "yes" or "no"; how many "yes"; one
-    error per judge error, labelled ``where(verdict)``). Other answers (e.g.
-    "not_applicable") are neither judged nor errors."""
-    judged = [v for v in verdicts if v.verdict in ("yes", "no")]
-    good = sum(1 for v in judged if v.verdict == "yes")
-    errors = [error_info(where(v), step, v.error, v.attempts) for v in verdicts if v.verdict is None]
-    return judged, good, errors
+) -> MetricResult | None:
+    """For an extract-then-judge metric: the ``error`` result when the
+    extraction failed (``what`` could not be extracted; nothing was judged), else None."""
+    if extract_errors := state.get("extract_errors"):
+        return policy.conclude(conversation, status="error", errors=extract_errors, details=details,
+                               usage=state.get("extract_usage") or Usage(),
+                               reason=f"The user's {what} could not be extracted (judge error); see errors.")
+    return None
 
 
 def outcome_info(outcome: JudgeOutcome) -> dict[str, Any]:
@@ -336,7 +253,3 @@ def outcome_info(outcome: JudgeOutcome) -> dict[str, Any]:
     fields = outcome_fields(outcome)
     del fields["score"]
     return fields
-
-
-def error_info(where: str, step: str, error: str | None, attempts: int) -> JudgeErrorInfo:
-    return JudgeErrorInfo(where=where, step=step, message=error or "no verdict", attempts=attempts)

@@ -28,25 +28,21 @@ from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step, quote, turn_label
 from ...results import MetricResult, Verdict, merge_verdicts
+from ...scoring import clause
 from ...state import conversation_of
 from .common import (
     ExtractState,
     SessionSettings,
     cited_turns,
-    clause,
     conversation_request,
     extraction_failure,
     extraction_update,
-    failures,
     has_user,
-    not_applicable,
     outcome_info,
     reduce_node,
     route_start,
     session_factory,
     session_graph,
-    share_result,
-    tally,
 )
 
 EXTRACT_STEP = "conversation_completeness/extract_goals"
@@ -160,20 +156,20 @@ def _describe(v: GoalVerdict) -> str:
 
 
 def _score(settings: SessionSettings):
+    policy = settings.share("user requests satisfied", bad="Not satisfied", describe=_describe, unit="request(s) ",
+                            step=JUDGE_STEP, where=lambda v: f"request {v.goal + 1} {quote(v.request, 50)}")
+
     def score(state: CompletenessState, conversation: Conversation) -> MetricResult:
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.goal)
         details: dict[str, Any] = {"requests": len(verdicts)}
-        usage, failed = extraction_failure(settings, conversation, state, verdicts, what="requests", details=details)
-        if failed:
+        if failed := extraction_failure(policy, conversation, state, what="requests", details=details):
             return failed
+        usage = state.get("extract_usage")
         if not verdicts:
-            return not_applicable(settings, conversation, "The judge found no request from the user.", usage=usage,
-                                  details=details)
-        judged, good, errors = tally(verdicts, JUDGE_STEP, lambda v: f"request {v.goal + 1} {quote(v.request, 50)}")
-        _, problems = failures(judged, "Not satisfied", _describe)
-        details.update(judged=len(judged), satisfied=good)
-        return share_result(settings, conversation, good=good, judged=len(judged), what="user requests satisfied",
-                            verdicts=verdicts, errors=errors, usage=usage, problems=problems, details=details)
+            return policy.conclude(conversation, status="not_applicable", usage=usage, details=details,
+                                   reason="The judge found no request from the user.")
+        t = policy.tally(verdicts)
+        return policy.result(conversation, t, usage=usage, details={**details, "judged": len(t.judged), "satisfied": t.good})
 
     return reduce_node(settings, has_user, "No user turn: the user asked for nothing.", score)
 

@@ -23,15 +23,13 @@ from ...answers import read_choice
 from ...conversation import Conversation
 from ...judges import JudgeOutcome
 from ...nodes import judge_step, turn_label
-from ...results import MetricResult, Verdict, strict
+from ...results import MetricResult, Verdict
+from ...scoring import Tally
 from ...state import MetricState, conversation_of
 from .common import (
     SessionSettings,
-    base_result,
     cited_turns,
     conversation_request,
-    error_info,
-    error_result,
     has_user,
     outcome_info,
     reduce_node,
@@ -106,29 +104,27 @@ def _judge_frustration(settings: SessionSettings):
     return judge_step("judge_frustration", settings.judge, build, finish)
 
 
+def _reason(t: Tally) -> str:
+    if not t.judged:
+        return "The conversation could not be judged (judge error); see errors."
+    (v,) = t.judged
+    head = {
+        "none": "No user frustration",
+        "resolved": f"Frustration resolved: shown in {turn_label(v.frustrated_turns)}"
+                    + (f", resolved by {turn_label(v.resolved_by_turns)}" if v.resolved_by_turns else ""),
+        "unresolved": f"Frustration unresolved: shown in {turn_label(v.frustrated_turns)}",
+    }[v.verdict]
+    return f"{head}{t.gate}. {v.reason}".strip()
+
+
 def _score(settings: SessionSettings):
+    policy = settings.policy(score=lambda judged: SCORES[judged[0].verdict], step=JUDGE_STEP, reason=_reason,
+                             where=lambda v: "conversation", value=lambda t: t.judged[0].verdict if t.judged else None)
+
     def scored(state: FrustrationState, conversation: Conversation) -> MetricResult:
-        verdicts = state["verdicts"]
-        (v,) = verdicts
-        if v.verdict is None:
-            errors = [error_info("conversation", JUDGE_STEP, v.error, v.attempts)]
-            return error_result(settings, conversation,
-                                "The conversation could not be judged (judge error); see errors.",
-                                errors=errors, usage=v.usage, verdicts=verdicts)
-        score, threshold = strict(SCORES[v.verdict], settings.threshold, settings.strict_mode)
-        passed = score is not None and threshold is not None and score >= threshold
-        cmp = ">=" if passed else "<"
-        head = {
-            "none": "No user frustration",
-            "resolved": f"Frustration resolved: shown in {turn_label(v.frustrated_turns)}"
-                        + (f", resolved by {turn_label(v.resolved_by_turns)}" if v.resolved_by_turns else ""),
-            "unresolved": f"Frustration unresolved: shown in {turn_label(v.frustrated_turns)}",
-        }[v.verdict]
-        reason = f"{head} (score {score:.2f} {cmp} threshold {threshold:.2f}). {v.reason}".strip()
-        return base_result(
-            settings, conversation, score=SCORES[v.verdict], value=v.verdict, reason=reason, verdicts=verdicts, usage=v.usage,
-            details={"frustrated_turns": v.frustrated_turns, "resolved_by_turns": v.resolved_by_turns},
-        )
+        (v,) = state["verdicts"]
+        details = {"frustrated_turns": v.frustrated_turns, "resolved_by_turns": v.resolved_by_turns} if v.verdict else {}
+        return policy.result(conversation, [v], details=details)
 
     return reduce_node(settings, has_user, "No user turn: there is no user to be frustrated.", scored)
 

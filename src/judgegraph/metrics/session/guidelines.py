@@ -15,7 +15,7 @@ score (all of them not applicable → status ``not_applicable``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
@@ -28,22 +28,18 @@ from ...compiling import CompileOptions
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike
 from ...nodes import judge_step, quote, turn_label
-from ...results import MetricResult, Usage, Verdict, merge_verdicts
+from ...results import MetricResult, Verdict, merge_verdicts
+from ...scoring import Tally, clause
 from ...state import MetricState
 from .common import (
     SessionSettings,
     cited_turns,
-    clause,
     compile_session_judge,
-    failures,
-    not_applicable,
     outcome_info,
     reduce_node,
     role_indices,
     send_each,
     session_graph,
-    share_result,
-    tally,
 )
 
 JUDGE_STEP = "conversational_guidelines/judge_guideline"
@@ -88,7 +84,7 @@ class GuidelineVerdict(Verdict):
     verdict: Literal["yes", "no", "not_applicable"] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GuidelineSettings(SessionSettings):
     guidelines: tuple[str, ...] = ()
 
@@ -159,23 +155,32 @@ def _label(v: GuidelineVerdict) -> str:
     return f"guideline {v.index + 1} {quote(v.guideline, 60)}"
 
 
+def _skipped(t: Tally) -> list[Any]:
+    return [v for v in t.verdicts if v.verdict == "not_applicable"]
+
+
 def _score(settings: GuidelineSettings):
+    def notes(t: Tally) -> list[str]:
+        skipped = _skipped(t)
+        return ["Not applicable (left out of the score): " + "; ".join(map(_label, skipped)) + "."] if skipped else []
+
+    share = settings.share("guidelines followed", bad="Violated", unit="guideline(s) ", step=JUDGE_STEP, where=_label,
+                           describe=lambda v: f"{_label(v)} in {turn_label(v.turns)}: {clause(v.reason)}", notes=notes)
+
+    def reason(t: Tally) -> str:
+        if t.verdicts and not t.judged and not t.errors:
+            return "None of the guidelines applies to this conversation: " + "; ".join(
+                f"{_label(v)}: {clause(v.reason)}" for v in t.verdicts) + "."
+        return share.write_reason(t)
+
+    policy = replace(share, reason=reason)
+
     def score(state: GuidelinesState, conversation: Conversation) -> MetricResult:
-        verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.index)
-        usage = Usage.total(v.usage for v in verdicts)
-        judged, good, errors = tally(verdicts, JUDGE_STEP, _label)
-        skipped = [v for v in verdicts if v.verdict == "not_applicable"]
-        details: dict[str, Any] = {"guidelines": len(verdicts), "judged": len(judged), "not_applicable": len(skipped)}
-        if not judged and not errors:
-            reason = "None of the guidelines applies to this conversation: " + "; ".join(
-                f"{_label(v)}: {clause(v.reason)}" for v in skipped) + "."
-            return not_applicable(settings, conversation, reason, usage=usage, details=details, verdicts=verdicts)
-        _, problems = failures(judged, "Violated", lambda v: f"{_label(v)} in {turn_label(v.turns)}: {clause(v.reason)}")
-        if skipped:
-            problems.append("Not applicable (left out of the score): " + "; ".join(_label(v) for v in skipped) + ".")
-        details["followed"] = good
-        return share_result(settings, conversation, good=good, judged=len(judged), what="guidelines followed",
-                            verdicts=verdicts, errors=errors, usage=usage, problems=problems, details=details)
+        t = policy.tally(sorted(state.get("verdicts") or [], key=lambda v: v.index))
+        details: dict[str, Any] = {"guidelines": len(t.verdicts), "judged": len(t.judged),
+                                   "not_applicable": len(_skipped(t))}
+        return policy.result(conversation, t, details=details if not t.judged and not t.errors
+                             else {**details, "followed": t.good})
 
     return reduce_node(settings, _has_assistant, "No assistant turn: there is nothing to hold to the guidelines.", score)
 

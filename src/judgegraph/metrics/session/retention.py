@@ -29,25 +29,21 @@ from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step, quote
 from ...results import MetricResult, Verdict, merge_verdicts
+from ...scoring import clause
 from ...state import conversation_of
 from .common import (
     ExtractState,
     SessionSettings,
     cited_turns,
-    clause,
     conversation_request,
     extraction_failure,
     extraction_update,
-    failures,
-    not_applicable,
     outcome_info,
     reduce_node,
     role_indices,
     route_start,
     session_factory,
     session_graph,
-    share_result,
-    tally,
 )
 
 EXTRACT_STEP = "knowledge_retention/extract_facts"
@@ -213,6 +209,9 @@ def _describe(v: RetentionVerdict) -> str:
 
 
 def _score(settings: SessionSettings):
+    policy = settings.share("assistant turns retained what the user said", bad="Lapses", describe=_describe,
+                            unit="turn(s) ", step=CHECK_STEP, where=lambda v: f"turn {v.turn + 1}")
+
     def score(state: RetentionState, conversation: Conversation) -> MetricResult:
         facts = state.get("facts") or []
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.turn)
@@ -221,22 +220,16 @@ def _score(settings: SessionSettings):
             "dropped_facts": state.get("dropped_facts", 0),
             "assistant_turns": len(verdicts),
         }
-        usage, failed_extraction = extraction_failure(settings, conversation, state, verdicts, what="facts",
-                                                      details=details)
-        if failed_extraction:
-            return failed_extraction
-        if not facts:
-            return not_applicable(settings, conversation, "The user stated no fact for the assistant to retain.",
-                                  usage=usage, details=details)
-        if not verdicts:
-            return not_applicable(settings, conversation, "No assistant turn comes after a fact the user stated.",
-                                  usage=usage, details=details)
-        judged, good, errors = tally(verdicts, CHECK_STEP, lambda v: f"turn {v.turn + 1}")
-        failed, problems = failures(judged, "Lapses", _describe)
-        details.update(judged=len(judged), retained=good, failed_turns=[v.turn for v in failed])
-        return share_result(settings, conversation, good=good, judged=len(judged),
-                            what="assistant turns retained what the user said", verdicts=verdicts, errors=errors,
-                            usage=usage, problems=problems, details=details)
+        if failed := extraction_failure(policy, conversation, state, what="facts", details=details):
+            return failed
+        usage = state.get("extract_usage")
+        if not facts or not verdicts:
+            reason = ("The user stated no fact for the assistant to retain." if not facts
+                      else "No assistant turn comes after a fact the user stated.")
+            return policy.conclude(conversation, status="not_applicable", reason=reason, usage=usage, details=details)
+        t = policy.tally(verdicts)
+        return policy.result(conversation, t, usage=usage, details={
+            **details, "judged": len(t.judged), "retained": t.good, "failed_turns": [v.turn for v in t.bad]})
 
     return reduce_node(settings, _has_replies, "No assistant turn after a user turn: there is nothing to retain.",
                        score)
