@@ -1,11 +1,11 @@
 """How every metric scores: the options all metrics share, checked once, and
 the one engine that turns verdicts into a :class:`~judgegraph.results.MetricResult`.
 
-* :class:`MetricOptions` — ``name``, ``judge``, ``threshold`` (a number from 0
-  to 1), ``strict_mode``, ``review``, checked when a metric's settings are made;
-  :class:`WindowOptions` adds ``window_size``. Every built-in metric's settings
-  class is one of them, so a bad option is the same clear ``ValueError``
-  whichever metric gets it.
+* :class:`JudgeOptions` — ``name``, ``judge``, ``review``; :class:`MetricOptions`
+  adds ``threshold`` (a number from 0 to 1) and ``strict_mode``,
+  :class:`WindowOptions` ``window_size``: checked when a metric's settings are
+  made. Every built-in metric's settings class is one of them, so a bad option
+  is the same clear ``ValueError`` whichever metric gets it.
 * :class:`ScoringPolicy` — how one metric counts its verdicts: which labels
   are good (or a score function), which are judged at all, where a judge
   error is, what the reason says, what the value is. :meth:`ScoringPolicy.result`
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .results import JudgeErrorInfo, MetricResult, Usage, Verdict
 from .windows import check_window_size
@@ -54,21 +54,14 @@ def check_flag(value: Any, option: str) -> bool:
 
 
 @dataclass(frozen=True, kw_only=True)
-class MetricOptions:
-    """The options every metric has, checked when the settings are made.
-
-    ``strict_mode`` makes the score 1 or 0 and the threshold 1; ``review`` puts
-    a ``review_verdicts`` node before the score (:func:`judgegraph.nodes.review_node`).
-    A subclass adds its own options and checks them in :meth:`check`
-    (calling ``super().check()``). ``bounded_threshold`` False (a custom judge
-    on its own scale) checks only that a threshold is a number, or None."""
-
-    bounded_threshold: ClassVar[bool] = True
+class JudgeOptions:
+    """What every metric's settings hold, checked when they are made: its
+    ``name``, its ``judge`` and ``review`` (a ``review_verdicts`` node before the
+    score, :func:`judgegraph.nodes.review_node`). A subclass adds its own
+    options and checks them in :meth:`check` (calling ``super().check()``)."""
 
     name: str
     judge: Judge
-    threshold: float | None = 0.5
-    strict_mode: bool = False
     review: bool = False
 
     def __post_init__(self) -> None:
@@ -77,24 +70,34 @@ class MetricOptions:
     def check(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError(f"name must be a non-empty string, got {self.name!r}")
-        if self.bounded_threshold:
-            check_threshold(self.threshold)
-        elif self.threshold is not None and (isinstance(self.threshold, bool)
-                                             or not isinstance(self.threshold, (int, float))):
-            raise ValueError(f"threshold must be a number, got {self.threshold!r}")
-        check_flag(self.strict_mode, "strict_mode")
         check_flag(self.review, "review")
 
+    def policy(self, **how: Any) -> ScoringPolicy:
+        """This metric's :class:`ScoringPolicy`: its name and judge, and ``how``
+        it counts (``threshold``, ``positive``, ``score``, ``where``, ``reason``, ...)."""
+        return ScoringPolicy(**{"name": self.name, "judge": self.judge, "threshold": None, **how})
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricOptions(JudgeOptions):
+    """:class:`JudgeOptions` and a pass/fail rule: ``threshold`` (a number from
+    0 to 1) and ``strict_mode`` (the score 1 or 0, the threshold 1)."""
+
+    threshold: float = 0.5
+    strict_mode: bool = False
+
+    def check(self) -> None:
+        super().check()
+        check_threshold(self.threshold)
+        check_flag(self.strict_mode, "strict_mode")
+
     @property
-    def effective_threshold(self) -> float | None:
+    def effective_threshold(self) -> float:
         """The threshold a score is gated on: 1 in strict mode."""
         return 1.0 if self.strict_mode else self.threshold
 
     def policy(self, **how: Any) -> ScoringPolicy:
-        """This metric's :class:`ScoringPolicy`: its name, judge, threshold and
-        strict mode, and ``how`` it counts (``positive``, ``score``, ``where``, ``reason``, ...)."""
-        return ScoringPolicy(**{"name": self.name, "judge": self.judge, "threshold": self.threshold,
-                                "strict_mode": self.strict_mode, **how})
+        return super().policy(**{"threshold": self.threshold, "strict_mode": self.strict_mode, **how})
 
 
 @dataclass(frozen=True, kw_only=True)
