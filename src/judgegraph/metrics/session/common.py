@@ -12,20 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol, get_origin
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
-from pydantic import BaseModel
+from pydantic import BaseModel, model_validator
 from typing_extensions import Unpack
 
 from ...compiling import CompileOptions, check_options, compile_graph
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
-from ...nodes import conversation_json, outcome_fields, scoring_edges, with_transcript
+from ...nodes import conversation_json, judge_step, scoring_edges, with_transcript
 from ...results import JudgeErrorInfo, MetricResult, Usage
-from ...scoring import MetricOptions, ScoringPolicy, Tally, all_good, share_reason
+from ...scoring import MetricOptions, ScoringPolicy, all_good, share_reason
 from ...state import MetricInput, MetricOutput, MetricState, conversation_of
 
 REDUCE = "reduce_score"
@@ -41,14 +41,13 @@ class SessionSettings(MetricOptions):
         """The judge named by its name (as every session result has it)."""
         return super().policy(**{"judge": self.judge.name, **how})
 
-    def share(self, what: str, *, bad: str, describe: Callable[[Any], str], unit: str, step: str,
-              where: Callable[[Any], str], notes: Callable[[Tally], list[str]] | None = None) -> ScoringPolicy:
+    def share(self, what: str, *, step: str, where: Callable[[Any], str], **reason: Any) -> ScoringPolicy:
         """A yes/no judge scored as a share: value "yes" when every judged item
         is good, score = good / judged (strict: 1 or 0). Other answers (e.g.
         "not_applicable") are neither judged nor errors; judge errors are
-        reported and left out; nothing judged is status ``error``."""
-        return self.policy(counted=YES_NO, step=step, where=where, value=all_good,
-                           reason=share_reason(what, bad=bad, describe=describe, unit=unit, notes=notes))
+        reported and left out; nothing judged is status ``error``. The reason:
+        :func:`~judgegraph.scoring.share_reason` (``what`` and ``reason``)."""
+        return self.policy(counted=YES_NO, step=step, where=where, value=all_good, reason=share_reason(what, **reason))
 
 
 YES_NO = frozenset({"yes", "no"})
@@ -106,40 +105,48 @@ def session_factory(
 
 def session_graph(
     settings: SessionSettings,
-    state: type,
-    route: Callable[[Any], Any],
+    schema: type,
     steps: Sequence[tuple[str, Any]],
-    reduce: Any,
+    score: Callable[[Any, Conversation], MetricResult],
+    *,
+    applies: Callable[[Conversation], bool],
+    not_applicable: str,
+    route: Callable[[Any], Any] | None = None,
     fan_out: Callable[[Any], Any] | None = None,
 ) -> StateGraph:
-    """The shape of every session judge, checked settings first::
+    """The shape of every session judge (its state ``schema``)::
 
-        START ─route→ steps[0] [─fan_out→ steps[1]] → reduce_score → END
+        START ─[route]→ steps[0] [─fan_out→ steps[1]] → reduce_score → END
 
-    ``route`` (and ``fan_out``, with a second step) may go straight to reduce_score."""
+    When ``applies(conversation)`` is false START goes straight to
+    reduce_score (no call) and the result is ``not_applicable`` with the
+    reason ``not_applicable``; else it is ``score(state, conversation)``.
+    ``route`` (e.g. :func:`send_each`) and ``fan_out`` may go straight to reduce_score too."""
     if len(steps) != (2 if fan_out else 1):
         raise ValueError("session_graph: one step, or two steps joined by fan_out")
-    builder: StateGraph = StateGraph(state, input_schema=MetricInput, output_schema=MetricOutput)
+    first = steps[0][0]
+
+    def start(state: Mapping[str, Any]) -> Any:
+        if not applies(conversation_of(state)):
+            return REDUCE
+        return route(state) if route else first
+
+    def reduce_score(state: Any) -> dict[str, Any]:
+        conversation = conversation_of(state)
+        result = (score(state, conversation) if applies(conversation)
+                  else settings.policy().conclude(conversation, status="not_applicable", reason=not_applicable))
+        return {"results": {settings.name: with_transcript(result, state)}}
+
+    builder: StateGraph = StateGraph(schema, input_schema=MetricInput, output_schema=MetricOutput)
     for name, node in steps:
         builder.add_node(name, node)
-    builder.add_node(REDUCE, reduce)
-    builder.add_conditional_edges(START, route, [steps[0][0], REDUCE])
+    builder.add_node(REDUCE, reduce_score)
+    builder.add_conditional_edges(START, start, [first, REDUCE])
     if fan_out:
-        builder.add_conditional_edges(steps[0][0], fan_out, [steps[1][0], REDUCE])
+        builder.add_conditional_edges(first, fan_out, [steps[1][0], REDUCE])
     scoring_edges(builder, [steps[-1][0]], review=settings.review, metric=settings.name, reduce=REDUCE)
     builder.add_edge(REDUCE, END)
     return builder
-
-
-def route_start(first: str, applies: Callable[[Conversation], bool]) -> Callable[[Any], str]:
-    """START's router: ``first``, or straight to reduce_score (no call) when
-    ``applies(conversation)`` is false."""
-
-    def route(state: Mapping[str, Any]) -> str:
-        conversation = conversation_of(state)
-        return first if applies(conversation) else REDUCE
-
-    return route
 
 
 def send_each(node: str, tasks: Callable[[Conversation], list[dict[str, Any]]]) -> Callable[[Any], list[Send] | str]:
@@ -171,6 +178,33 @@ def conversation_request(
     return build
 
 
+class CitingJudgement(BaseModel):
+    """A judge's answer that cites items (turns, lapses) in its field
+    ``cites`` exactly when its verdict is one of ``citing``: a citing verdict
+    with none, or another verdict with some, is a validation error
+    (``missing`` / ``stray``, ``{verdict}`` filled in) the judge is re-asked with."""
+
+    cites: ClassVar[str]
+    citing: ClassVar[frozenset[str]]
+    calm: ClassVar[str]  # a verdict that cites nothing, for a placeholder answer
+    missing: ClassVar[str]
+    stray: ClassVar[str]
+
+    @classmethod
+    def placeholder(cls) -> dict[str, Any]:
+        """A valid answer (what a dry run answers with): the calm verdict, every list empty."""
+        lists: dict[str, list[Any]] = {name: [] for name, f in cls.model_fields.items() if get_origin(f.annotation) is list}
+        return {"reason": "placeholder", **lists, "verdict": cls.calm}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CitingJudgement:
+        verdict = getattr(self, "verdict")  # noqa: B009 - each subclass declares its own verdict type
+        cited = bool(getattr(self, self.cites))
+        if cited != (verdict in self.citing):
+            raise ValueError((self.stray if cited else self.missing).format(verdict=verdict))
+        return self
+
+
 # -- turns ---------------------------------------------------------------------
 
 
@@ -198,23 +232,6 @@ def cited_turns(numbers: Iterable[Any], conversation: Conversation, roles: Seque
 # -- results -------------------------------------------------------------------
 
 
-def reduce_node(
-    settings: SessionSettings, applies: Callable[[Conversation], bool], reason: str,
-    score: Callable[[Any, Conversation], MetricResult],
-) -> Callable[[Any], dict[str, Any]]:
-    """The reduce_score node: ``not_applicable`` with ``reason`` when
-    ``applies(conversation)`` is false (the router made no call, see
-    :func:`route_start`), else ``score(state, conversation)``."""
-
-    def reduce_score(state: Any) -> dict[str, Any]:
-        conversation = conversation_of(state)
-        result = (score(state, conversation) if applies(conversation)
-                  else settings.policy().conclude(conversation, status="not_applicable", reason=reason))
-        return {"results": {settings.name: with_transcript(result, state)}}
-
-    return reduce_score
-
-
 class ExtractState(MetricState, total=False):
     """The state of an extract-then-judge session judge: what its extraction
     call cost and, when it failed, its error."""
@@ -223,33 +240,24 @@ class ExtractState(MetricState, total=False):
     extract_usage: Usage
 
 
-def extraction_update(conversation: Conversation, outcome: JudgeOutcome, step: str, **fields: Any) -> dict[str, Any]:
-    """The extraction node's update: the conversation, the call's usage, its
-    error when it failed (``extract_errors``), and ``fields``."""
-    update: dict[str, Any] = {"conversation": conversation, "extract_usage": outcome.usage, **fields}
-    if not outcome.ok:
-        update["extract_errors"] = [JudgeErrorInfo(where="conversation", step=step, message=outcome.error or "no verdict",
-                                                   attempts=outcome.attempts)]
-    return update
+def extract_step(
+    settings: SessionSettings, node: str, task: str, step: str, schema: type[BaseModel],
+    read: Callable[[Any, Conversation], dict[str, Any]], **empty: Any,
+) -> Any:
+    """The first step of an extract-then-judge judge: one call over the whole
+    conversation. Its update holds the conversation, the call's usage
+    (``extract_usage``) and ``empty``'s fields, replaced by ``read(answer,
+    conversation)``'s for a valid answer; a failed call is ``extract_errors``."""
+    build = conversation_request(task, step, schema)
 
+    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
+        conversation = conversation_of(state)
+        update: dict[str, Any] = {"conversation": conversation, "extract_usage": outcome.usage, **empty}
+        if outcome.ok:
+            update.update(read(outcome.value, conversation))
+        else:
+            update["extract_errors"] = [JudgeErrorInfo(where="conversation", step=step, attempts=outcome.attempts,
+                                                       message=outcome.error or "no verdict")]
+        return update
 
-def extraction_failure(
-    policy: ScoringPolicy, conversation: Conversation, state: Mapping[str, Any], *, what: str,
-    details: dict[str, Any],
-) -> MetricResult | None:
-    """For an extract-then-judge metric: the ``error`` result when the
-    extraction failed (``what`` could not be extracted; nothing was judged), else None."""
-    if extract_errors := state.get("extract_errors"):
-        return policy.conclude(conversation, status="error", errors=extract_errors, details=details,
-                               usage=state.get("extract_usage") or Usage(),
-                               reason=f"The user's {what} could not be extracted (judge error); see errors.")
-    return None
-
-
-def outcome_info(outcome: JudgeOutcome) -> dict[str, Any]:
-    """The Verdict fields a judge outcome fills in a session verdict: ``error``,
-    ``attempts``, ``usage`` (:func:`judgegraph.nodes.outcome_fields` without the
-    score: session verdicts are categorical)."""
-    fields = outcome_fields(outcome)
-    del fields["score"]
-    return fields
+    return judge_step(node, settings.judge, build, finish)

@@ -17,23 +17,21 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
-from pydantic import BaseModel, BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field
 
 from ...answers import read_choice
 from ...conversation import Conversation
 from ...judges import JudgeOutcome
-from ...nodes import judge_step, turn_label
+from ...nodes import judge_step, outcome_fields, turn_label
 from ...results import MetricResult, Verdict
 from ...scoring import Tally
 from ...state import MetricState, conversation_of
 from .common import (
+    CitingJudgement,
     SessionSettings,
     cited_turns,
     conversation_request,
     has_user,
-    outcome_info,
-    reduce_node,
-    route_start,
     session_factory,
     session_graph,
 )
@@ -43,7 +41,12 @@ TASKS = ("user_frustration",)
 SCORES = {"none": 1.0, "resolved": 0.5, "unresolved": 0.0}
 
 
-class FrustrationJudgement(BaseModel):
+class FrustrationJudgement(CitingJudgement):
+    cites, citing, calm = "frustrated_turns", frozenset({"resolved", "unresolved"}), "none"
+    missing = "verdict '{verdict}' needs the user turns that show frustration"
+    stray = "verdict '{verdict}' means no frustrated turn: empty 'frustrated_turns' or change the verdict"
+
+
     reason: str = Field(description="Two or three sentences, citing turn numbers.")
     frustrated_turns: list[int] = Field(description="1-based numbers of the user turns that show frustration.")
     resolved_by_turns: list[int] = Field(
@@ -54,19 +57,6 @@ class FrustrationJudgement(BaseModel):
         description="'none': no frustration; 'resolved': frustration shown, then resolved; 'unresolved': "
         "frustration shown and not resolved by the end."
     )
-
-    @classmethod
-    def placeholder(cls) -> dict[str, Any]:
-        """A valid answer (what a dry run answers with)."""
-        return {"reason": "placeholder", "frustrated_turns": [], "resolved_by_turns": [], "verdict": "none"}
-
-    @model_validator(mode="after")
-    def _consistent(self) -> FrustrationJudgement:
-        if self.verdict == "none" and self.frustrated_turns:
-            raise ValueError("verdict 'none' means no frustrated turn: empty 'frustrated_turns' or change the verdict")
-        if self.verdict != "none" and not self.frustrated_turns:
-            raise ValueError(f"verdict '{self.verdict}' needs the user turns that show frustration")
-        return self
 
 
 class FrustrationVerdict(Verdict):
@@ -97,7 +87,7 @@ def _judge_frustration(settings: SessionSettings):
         verdict = FrustrationVerdict(
             verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""),
             frustrated_turns=frustrated, resolved_by_turns=resolved_by, turns=sorted({*frustrated, *resolved_by}),
-            **outcome_info(outcome),
+            **outcome_fields(outcome),
         )
         return {"conversation": conversation, "verdicts": [verdict]}
 
@@ -126,13 +116,14 @@ def _score(settings: SessionSettings):
         details = {"frustrated_turns": v.frustrated_turns, "resolved_by_turns": v.resolved_by_turns} if v.verdict else {}
         return policy.result(conversation, [v], details=details)
 
-    return reduce_node(settings, has_user, "No user turn: there is no user to be frustrated.", scored)
+    return scored
 
 
 def build_frustration_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    return session_graph(settings, FrustrationState, route_start("judge_frustration", has_user),
-                         [("judge_frustration", _judge_frustration(settings))], _score(settings))
+    return session_graph(settings, FrustrationState, [("judge_frustration", _judge_frustration(settings))],
+                         _score(settings), applies=has_user,
+                         not_applicable="No user turn: there is no user to be frustrated.")
 
 
 create_user_frustration_judge = session_factory(

@@ -31,7 +31,7 @@ from ...nodes import judge_step, quote
 from ...results import MetricResult, Usage, Verdict, merge_verdicts
 from ...scoring import check_whole, clause
 from ...state import MetricState
-from .common import SessionSettings, compile_session_judge, reduce_node, send_each, session_graph
+from .common import SessionSettings, compile_session_judge, send_each, session_graph
 
 JUDGE_STEP = "role_adherence/judge_turns"
 TASKS = ("role_adherence",)
@@ -160,15 +160,16 @@ def _score(settings: RoleSettings):
             "out_of_role_turns": [v.turn for v in t.bad],
         })
 
-    return reduce_node(settings, lambda conversation: role_of(settings, conversation) is not None,
-                       "No chatbot role to judge against: pass role=... (CLI: the role option), or give the"
-                       " conversation a chatbot_role or a system message.", score)
+    return score
 
 
 def build_role_graph(settings: RoleSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    return session_graph(settings, RoleState, fan_out(settings), [("judge_turns", _judge_turns(settings))],
-                         _score(settings))
+    return session_graph(settings, RoleState, [("judge_turns", _judge_turns(settings))], _score(settings),
+                         applies=lambda conversation: role_of(settings, conversation) is not None,
+                         route=fan_out(settings),
+                         not_applicable="No chatbot role to judge against: pass role=... (CLI: the role option), or"
+                         " give the conversation a chatbot_role or a system message.")
 
 
 def create_role_adherence_judge(
