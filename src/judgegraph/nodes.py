@@ -145,7 +145,6 @@ def conversation_json(conversation: Any, *, numbered: bool = True) -> str:
 
 # -- building blocks for custom metric graphs ------------------------------------
 
-ReasonWriter = Callable[[float | None, float | None, list[Any]], str]  # make_result's reason= function
 
 
 class Node(Protocol):

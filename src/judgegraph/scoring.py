@@ -163,19 +163,10 @@ def build_result(
     if rule and "judge_rule" not in info:
         info["judge_rule"] = rule
     return MetricResult(
-        key=name,
-        conversation_id=conversation if isinstance(conversation, str) else conversation.id,
-        score=score,
-        threshold=threshold,
-        passed=passed,
+        key=name, conversation_id=conversation if isinstance(conversation, str) else conversation.id, score=score,
+        threshold=threshold, passed=passed, reason=reason, strict_mode=strict_mode, value=value, errors=errors,
         status=status or ("not_applicable" if passed is None else "passed" if passed else "failed"),
-        reason=reason,
-        judge=judge if isinstance(judge, str) else judge.name,
-        strict_mode=strict_mode,
-        value=value,
-        verdicts=list(verdicts),
-        errors=errors,
-        usage=usage or Usage(),
+        judge=judge if isinstance(judge, str) else judge.name, verdicts=list(verdicts), usage=usage or Usage(),
         details=info,
     )
 
@@ -361,31 +352,15 @@ def make_result(
     details: Mapping[str, Any] | None = None,
     usage: Usage | None = None,
 ) -> MetricResult:
-    """Verdicts → a :class:`~judgegraph.results.MetricResult`, with the rules
-    every built-in metric follows (:class:`ScoringPolicy` as one call):
-
-    * a verdict whose ``verdict`` is None is a **judge error**: it is listed in
-      ``errors`` (``where``, ``step``, its ``error`` message and ``attempts``)
-      and left out of the score — never counted as a pass or a fail;
-    * ``score`` = share of the judged verdicts whose ``verdict`` is in
-      ``positive`` (default ``"yes"``), or ``score(judged_verdicts)`` when given;
-    * ``strict_mode``: score 1 when it is 1, else 0; threshold forced to 1;
-    * status: no verdicts at all → ``not_applicable`` (score None, nothing to
-      judge); verdicts but none judged → ``error`` (score None); a score and a
-      threshold → ``passed`` when ``score >= threshold``, else ``failed``; no
-      score or ``threshold=None`` → ``not_applicable`` with the score kept
-      (recorded, not gated: it never fails a run);
-    * ``usage`` = the verdicts' usage, plus ``usage`` for calls made outside
-      them; ``details`` defaults to ``{"verdicts": n, "judged": k}`` and gets
-      the judge's rule (``judge_rule``) for a non-LLM judge;
-    * ``reason``: a string, a function ``(score, threshold, verdicts) -> str``,
-      or None for a deterministic reason naming each non-positive verdict
-      (``"2 of 3 claims 'supported' (score 0.67 < threshold 1.00). Not
-      'supported': turn 4: ..."``, ``what`` naming the verdicts).
-
-    ``where(verdict)`` labels an error (default: its turn numbers, 1-based);
-    ``step`` is the prompt step the verdicts come from (a verdict's own
-    ``step`` attribute wins)."""
+    """Verdicts → a :class:`~judgegraph.results.MetricResult`: the engine every
+    built-in metric scores with (:class:`ScoringPolicy`, whose fields these
+    are), as one call. A verdict of None is a judge error, listed and left out
+    of the score; the score is the share of judged verdicts in ``positive`` (or
+    ``score(judged)``); the status rules are :func:`build_result`'s. ``reason``:
+    a string, a function ``(score, threshold, verdicts) -> str``, or None for
+    ``"2 of 3 claims 'supported' (score 0.67 < threshold 1.00). Not
+    'supported': turn 4: ..."`` (``what`` naming the verdicts); ``usage`` is
+    added to the verdicts' own; ``details`` default to ``{"verdicts": n, "judged": k}``."""
     writer: str | Reason | None
     if callable(reason):
         fn = reason
