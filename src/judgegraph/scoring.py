@@ -227,7 +227,8 @@ def share_reason(
     left out of the score."``, with ``notes(tally)``'s sentences before the
     last; ``empty`` when there is no verdict, ``failed`` (when given) when
     there is none because of an error (an extraction). ``describe`` defaults
-    to ``place: reason``."""
+    to ``place: reason``; a judge's reason quoted whole stays whole (a results
+    file stores a long one once, :func:`judgegraph.resultsfile.elide_duplicates`)."""
 
     def write(t: Tally) -> str:
         if not t.judged and t.errors:
@@ -235,10 +236,11 @@ def share_reason(
                 f"Nothing could be judged: {len(t.errors)} judge error(s); see errors.")
         if not t.verdicts:
             return empty
-        tell = describe or (lambda v: f"{t.place(v)}: {clause(v.reason)}")
+        tell = describe or (lambda v: f"{t.place(v)}: {v.reason.rstrip('. ')}")
         parts = [f"{t.good} of {len(t.judged)} {what}{t.gate}."]
         if t.bad:
-            parts.append(f"{bad}: " + "; ".join(tell(v) for v in t.bad) + ".")
+            listed = "; ".join(tell(v) for v in t.bad)
+            parts.append(f"{bad}: {listed}" + ("" if listed.endswith(".") else "."))
         parts += notes(t) if notes else []
         if t.errors:
             parts.append(f"{len(t.errors)} {unit}not judged (judge error), left out of the score.")

@@ -42,7 +42,7 @@ from ..nodes import (
 )
 from ..prompts import Prompt, load_prompt
 from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_verdicts
-from ..scoring import WindowOptions, clause, share_reason
+from ..scoring import WindowOptions, share_reason
 from ..state import MetricInput, MetricOutput, MetricState
 from ..windows import Window
 
@@ -149,7 +149,7 @@ def _judge_turn(settings: RelevancySettings):
 
 
 def _describe(v: WindowVerdict) -> str:
-    return f"{turn_label(v.turns)} {quote(v.reply)}: {clause(v.reason)}" if v.reply else f"{turn_label(v.turns)}: {clause(v.reason)}"
+    return f"{turn_label(v.turns)} {quote(v.reply)}: {v.reason}" if v.reply else f"{turn_label(v.turns)}: {v.reason}"
 
 
 #: The deterministic reason: the share of relevant replies, each irrelevant one with the judge's reason.
