@@ -220,13 +220,15 @@ Reason = Callable[[Tally], str]
 
 def share_reason(
     what: str, *, bad: str, describe: Callable[[Any], str] | None = None, unit: str = "",
-    empty: str = "Nothing to judge.", failed: str | None = None, notes: Callable[[Tally], list[str]] | None = None,
+    empty: str | Reason = "Nothing to judge.", failed: str | None = None,
+    notes: Callable[[Tally], list[str]] | None = None,
 ) -> Reason:
     """The deterministic reason of a share: ``"2 of 3 {what} (score 0.67 <
     threshold 0.70). {bad}: describe(v); .... 1 {unit}not judged (judge error),
     left out of the score."``, with ``notes(tally)``'s sentences before the
-    last; ``empty`` when there is no verdict, ``failed`` (when given) when
-    there is none because of an error (an extraction). ``describe`` defaults
+    last; ``empty`` (a text or a writer) when nothing was judged and there
+    is no error (no verdict, or none of a counted label), ``failed`` (when
+    given) when there is no verdict because of an error (an extraction). ``describe`` defaults
     to ``place: reason``; a judge's reason quoted whole stays whole (a results
     file stores a long one once, :func:`judgegraph.resultsfile.elide_duplicates`)."""
 
@@ -234,8 +236,8 @@ def share_reason(
         if not t.judged and t.errors:
             return failed if failed and not t.verdicts else (
                 f"Nothing could be judged: {len(t.errors)} judge error(s); see errors.")
-        if not t.verdicts:
-            return empty
+        if not t.judged:
+            return empty if isinstance(empty, str) else empty(t)
         tell = describe or (lambda v: f"{t.place(v)}: {v.reason.rstrip('. ')}")
         parts = [f"{t.good} of {len(t.judged)} {what}{t.gate}."]
         if t.bad:

@@ -15,7 +15,7 @@ score (all of them not applicable → status ``not_applicable``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
@@ -151,16 +151,13 @@ def _score(settings: GuidelineSettings):
         skipped = _skipped(t)
         return ["Not applicable (left out of the score): " + "; ".join(map(_label, skipped)) + "."] if skipped else []
 
-    share = settings.share("guidelines followed", bad="Violated", unit="guideline(s) ", step=JUDGE_STEP, where=_label,
-                           describe=lambda v: f"{_label(v)} in {turn_label(v.turns)}: {clause(v.reason)}", notes=notes)
+    def none_applies(t: Tally) -> str:
+        return "None of the guidelines applies to this conversation: " + "; ".join(
+            f"{_label(v)}: {clause(v.reason)}" for v in t.verdicts) + "."
 
-    def reason(t: Tally) -> str:
-        if t.verdicts and not t.judged and not t.errors:
-            return "None of the guidelines applies to this conversation: " + "; ".join(
-                f"{_label(v)}: {clause(v.reason)}" for v in t.verdicts) + "."
-        return share.write_reason(t)
-
-    policy = replace(share, reason=reason)
+    policy = settings.share("guidelines followed", bad="Violated", unit="guideline(s) ", step=JUDGE_STEP,
+                            where=_label, notes=notes, empty=none_applies,
+                            describe=lambda v: f"{_label(v)} in {turn_label(v.turns)}: {clause(v.reason)}")
 
     def score(state: GuidelinesState, conversation: Conversation) -> MetricResult:
         t = policy.tally(sorted(state.get("verdicts") or [], key=lambda v: v.index))
