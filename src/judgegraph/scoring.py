@@ -67,6 +67,11 @@ class JudgeOptions:
     def __post_init__(self) -> None:
         self.check()
 
+    @property
+    def offline(self) -> bool:
+        """Whether the judge is the offline (embeddings) one: no LLM to ask."""
+        return self.judge.kind == "offline"
+
     def check(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError(f"name must be a non-empty string, got {self.name!r}")

@@ -147,10 +147,6 @@ class ContextualSettings(WindowOptions):
     extract_per: ExtractPer = "turn"  # one extraction request per turn (all its nodes) or per node
     judge_per: JudgePer = "turn"  # one judgement request per turn, per node or per statement
 
-    @property
-    def offline(self) -> bool:
-        return self.judge.kind == "offline"
-
     def check(self) -> None:
         super().check()
         if self.extract_per not in ("turn", "node") or self.judge_per not in _GRAIN:

@@ -309,10 +309,6 @@ class ResponseRelevancySettings(MetricOptions):
     n_questions: int = 3
     max_concurrency: int = 16  # embeddings calls in flight (judge calls are bounded by the judge)
 
-    @property
-    def offline(self) -> bool:
-        return self.judge.kind == "offline"
-
     def check(self) -> None:
         super().check()
         check_whole(self.n_questions, "n_questions")
