@@ -22,6 +22,7 @@ from judgegraph.judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, requ
 from judgegraph.metrics import MetricSpec
 from judgegraph.prompts import parse_prompt
 from judgegraph.results import WindowVerdict, merge_verdicts
+from judgegraph.scoring import check_threshold
 from judgegraph.state import MetricInput, MetricOutput, MetricState
 from judgegraph.windows import Window
 
@@ -90,8 +91,7 @@ def build_reply_language_graph(judge: Judge, *, name: str = "reply_language", th
 def create_reply_language_judge(*, model: ModelLike = None, threshold: float = 1.0, review: bool = False,
                                 name: str = "reply_language", **compile: Any) -> CompiledStateGraph:
     """``model``: an LLM judge (a chat model or ``"openai:gpt-4.1-mini"``); ``compile``: LangGraph's compile options."""
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must be between 0 and 1, got {threshold}")
+    check_threshold(threshold)
     judge = require_tasks(resolve_judge(model), [TASK], name)
     graph = build_reply_language_graph(judge, name=name, threshold=threshold, review=review)
     return graph.compile(name=name, **compile)

@@ -37,10 +37,11 @@ from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas;
 
 from judgegraph.compiling import CompileOptions, compile_graph
 from judgegraph.conversation import Conversation
-from judgegraph.judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
+from judgegraph.judges import JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
 from judgegraph.nodes import fan_out, judge_step, make_result, outcome_fields, render_messages, score_node, window_node
 from judgegraph.prompts import Prompt, parse_prompt
 from judgegraph.results import MetricResult, Usage, Verdict, merge_results
+from judgegraph.scoring import WindowOptions
 from judgegraph.state import MetricInput, MetricOutput
 from judgegraph.windows import Exchange, Window
 
@@ -112,10 +113,10 @@ class PolicyState(TypedDict, total=False):
     results: Annotated[dict[str, MetricResult], merge_results]
 
 
-@dataclass(frozen=True)
-class PolicySettings:
-    name: str
-    judge: Judge
+@dataclass(frozen=True, kw_only=True)
+class PolicySettings(WindowOptions):
+    """judgegraph's shared options (name, judge, threshold, strict mode, review, window size), checked when made."""
+
     window_size: int = 3
     threshold: float = 1.0
 
@@ -206,7 +207,7 @@ def _reduce_score(settings: PolicySettings):
     def score(state: PolicyState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
         result = make_result(
             settings.name, conversation, verdicts,
-            judge=settings.judge, threshold=settings.threshold, positive="supported",
+            judge=settings.judge, threshold=settings.threshold, strict_mode=settings.strict_mode, positive="supported",
             step=VERIFY_STEP, where=_where, what="claims",
             details={
                 "window_size": settings.window_size,
@@ -227,8 +228,6 @@ def _reduce_score(settings: PolicySettings):
 
 
 def build_policy_graph(settings: PolicySettings) -> StateGraph:
-    if not 0.0 <= settings.threshold <= 1.0:
-        raise ValueError(f"threshold must be between 0 and 1, got {settings.threshold}")
     builder = StateGraph(PolicyState, input_schema=MetricInput, output_schema=MetricOutput)
     builder.add_node("window_turns", window_node(settings.window_size))
     builder.add_node("extract_claims", _extract_claims(settings))

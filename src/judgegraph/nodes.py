@@ -26,7 +26,7 @@ through a whole one, ``examples/policy_judge/``):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Optional, Protocol
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -35,7 +35,8 @@ from langgraph.types import Command, Send
 from .conversation import Conversation
 from .judges.base import Judge, JudgeOutcome, JudgeRequest
 from .replay import Steer, probe, steer_of
-from .results import JudgeAttempt, JudgeErrorInfo, MetricResult, Review, Usage, Verdict, build_result, strict
+from .results import JudgeAttempt, MetricResult, Review, Verdict
+from .scoring import make_result  # noqa: F401 - a building block of custom graphs, documented here
 from .state import conversation_of
 from .windows import check_window_size, exchanges, windows_from_exchanges
 
@@ -144,7 +145,6 @@ def conversation_json(conversation: Any, *, numbered: bool = True) -> str:
 
 # -- building blocks for custom metric graphs ------------------------------------
 
-ReasonWriter = Callable[[float | None, float | None, list[Any]], str]
 
 
 class Node(Protocol):
@@ -260,109 +260,6 @@ def outcome_fields(outcome: JudgeOutcome) -> dict[str, Any]:
         "score": outcome.score,
         "transcript": outcome.transcript,
     }
-
-
-def _default_where(v: Verdict, i: int) -> str:
-    if v.turns:
-        nums = ", ".join(str(t + 1) for t in v.turns)
-        return f"turn {nums}" if len(v.turns) == 1 else f"turns {nums}"
-    return f"verdict {i + 1}"
-
-
-def _default_reason(positive: Collection[str], where: Callable[[Verdict, int], str], what: str) -> ReasonWriter:
-    label = " or ".join(repr(p) for p in sorted(positive))
-
-    def write(score: float | None, threshold: float | None, verdicts: list[Any]) -> str:
-        if not verdicts:
-            return "Nothing to judge."
-        valid = [(i, v) for i, v in enumerate(verdicts) if v.verdict is not None]
-        failed = len(verdicts) - len(valid)
-        if not valid:
-            return f"Nothing could be judged: {failed} judge error(s); see errors."
-        good = sum(1 for _, v in valid if v.verdict in positive)
-        if score is None:
-            head = f"{good} of {len(valid)} {what} {label}."
-        elif threshold is None:
-            head = f"{good} of {len(valid)} {what} {label} (score {score:.2f}; no threshold, not gated)."
-        else:
-            cmp = ">=" if score >= threshold else "<"
-            head = f"{good} of {len(valid)} {what} {label} (score {score:.2f} {cmp} threshold {threshold:.2f})."
-        parts = [head]
-        bad = [(i, v) for i, v in valid if v.verdict not in positive]
-        if bad:
-            parts.append("Not " + label + ": " + "; ".join(f"{where(v, i)}: {v.reason.rstrip('. ')}" for i, v in bad) + ".")
-        if failed:
-            parts.append(f"{failed} not judged (judge error), left out of the score.")
-        return " ".join(parts)
-
-    return write
-
-
-def make_result(
-    name: str,
-    conversation: Conversation | str,
-    verdicts: Sequence[Verdict],
-    *,
-    judge: Judge | str,
-    threshold: float | None,
-    positive: str | Collection[str] = "yes",
-    score: Callable[[list[Verdict]], float | None] | None = None,
-    strict_mode: bool = False,
-    step: str = "",
-    where: Callable[[Verdict], str] | None = None,
-    reason: str | ReasonWriter | None = None,
-    what: str = "verdicts",
-    value: Any = None,
-    details: Mapping[str, Any] | None = None,
-    usage: Usage | None = None,
-) -> MetricResult:
-    """Verdicts → a :class:`~judgegraph.results.MetricResult`, with the rules
-    every built-in metric follows:
-
-    * a verdict whose ``verdict`` is None is a **judge error**: it is listed in
-      ``errors`` (``where``, ``step``, its ``error`` message and ``attempts``)
-      and left out of the score — never counted as a pass or a fail;
-    * ``score`` = share of the judged verdicts whose ``verdict`` is in
-      ``positive`` (default ``"yes"``), or ``score(judged_verdicts)`` when given;
-    * ``strict_mode``: score 1 when it is 1, else 0; threshold forced to 1;
-    * status: no verdicts at all → ``not_applicable`` (score None, nothing to
-      judge); verdicts but none judged → ``error`` (score None); a score and a
-      threshold → ``passed`` when ``score >= threshold``, else ``failed``; no
-      score or ``threshold=None`` → ``not_applicable`` with the score kept
-      (recorded, not gated: it never fails a run);
-    * ``usage`` = the verdicts' usage, plus ``usage`` for calls made outside
-      them; ``details`` defaults to ``{"verdicts": n, "judged": k}`` and gets
-      the judge's rule (``judge_rule``) for a non-LLM judge;
-    * ``reason``: a string, a function ``(score, threshold, verdicts) -> str``,
-      or None for a deterministic reason naming each non-positive verdict
-      (``"2 of 3 claims 'supported' (score 0.67 < threshold 1.00). Not
-      'supported': turn 4: ..."``, ``what`` naming the verdicts).
-
-    ``where(verdict)`` labels an error (default: its turn numbers, 1-based);
-    ``step`` is the prompt step the verdicts come from (a verdict's own
-    ``step`` attribute wins)."""
-    positives = frozenset({positive} if isinstance(positive, str) else positive)
-    items = list(verdicts)
-    locate: Callable[[Verdict, int], str] = (lambda v, i: where(v)) if where else _default_where
-    errors = [
-        JudgeErrorInfo(where=locate(v, i), step=getattr(v, "step", None) or step,
-                       message=v.error or "no verdict", attempts=v.attempts)
-        for i, v in enumerate(items)
-        if v.verdict is None
-    ]
-    valid = [v for v in items if v.verdict is not None]
-    computed: float | None = None
-    if valid:
-        computed = score(valid) if score else sum(1 for v in valid if v.verdict in positives) / len(valid)
-    if reason is None:
-        reason = _default_reason(positives, locate, what)
-    text = reason if isinstance(reason, str) else reason(*strict(computed, threshold, strict_mode), items)
-    return build_result(
-        name, conversation, judge=judge, threshold=threshold, score=computed, strict_mode=strict_mode,
-        status="not_applicable" if valid and computed is None else None, reason=text, value=value,
-        verdicts=items, errors=errors, usage=Usage.total(v.usage for v in items) + (usage or Usage()),
-        details=details if details is not None else {"verdicts": len(items), "judged": len(valid)},
-    )
 
 
 # -- human review --------------------------------------------------------------------

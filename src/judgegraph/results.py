@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, computed_field
 
 if TYPE_CHECKING:
-    from .judges.base import Judge
+    from .scoring import build_result, strict  # noqa: F401 - see __getattr__ below
 
 Status = Literal["passed", "failed", "error", "not_applicable"]
 
@@ -192,72 +191,6 @@ class MetricResult(BaseModel):
         }
 
 
-def strict(score: float | None, threshold: float | None, strict_mode: bool) -> tuple[float | None, float | None]:
-    """deepeval's strict mode: the score 1 when it is 1, else 0; the threshold 1."""
-    if not strict_mode:
-        return score, threshold
-    return (None if score is None else 1.0 if score == 1.0 else 0.0), 1.0
-
-
-def build_result(
-    name: str,
-    conversation: Any,
-    *,
-    judge: Judge | str,
-    threshold: float | None,
-    score: float | None = None,
-    strict_mode: bool = False,
-    status: Literal["error", "not_applicable"] | None = None,
-    reason: str = "",
-    value: Any = None,
-    verdicts: Iterable[Verdict] = (),
-    errors: Iterable[JudgeErrorInfo] = (),
-    usage: Usage | None = None,
-    details: Mapping[str, Any] | None = None,
-) -> MetricResult:
-    """The one place a :class:`MetricResult` is made; every metric's result goes
-    through it, so every metric follows the same status rules:
-
-    * ``strict_mode``: the threshold is 1 and the score 1 when it is 1, else 0;
-    * ``status`` forced to ``error`` or ``not_applicable`` (nothing was judged,
-      or the metric does not apply): score and passed are None;
-    * no score: ``error`` when there are judge errors (nothing could be
-      judged), else ``not_applicable`` (nothing to judge);
-    * a score and no threshold: ``not_applicable`` with the score kept
-      (recorded, not gated: it never fails a run);
-    * a score and a threshold: ``passed`` when ``score >= threshold``, else ``failed``.
-
-    ``conversation`` is a Conversation or its id; ``judge`` a Judge or its name
-    (a non-LLM judge's rule is added to ``details`` as ``judge_rule``)."""
-    errors = list(errors)
-    score, threshold = strict(score, threshold, strict_mode)
-    if status is not None:
-        score = None
-    elif score is None:
-        status = "error" if errors else "not_applicable"
-    passed = None if score is None or threshold is None or status is not None else score >= threshold
-    info = dict(details or {})
-    rule = None if isinstance(judge, str) else judge.rule
-    if rule and "judge_rule" not in info:
-        info["judge_rule"] = rule
-    return MetricResult(
-        key=name,
-        conversation_id=conversation if isinstance(conversation, str) else conversation.id,
-        score=score,
-        threshold=threshold,
-        passed=passed,
-        status=status or ("not_applicable" if passed is None else "passed" if passed else "failed"),
-        reason=reason,
-        judge=judge if isinstance(judge, str) else judge.name,
-        strict_mode=strict_mode,
-        value=value,
-        verdicts=list(verdicts),
-        errors=errors,
-        usage=usage or Usage(),
-        details=info,
-    )
-
-
 def merge_results(left: dict[str, MetricResult] | None, right: dict[str, MetricResult] | None):
     """Reducer for ``results``: metrics running in parallel each add their key."""
     return {**(left or {}), **(right or {})}
@@ -269,3 +202,13 @@ def merge_calls(left: list[JudgeAttempt] | None, right: list[JudgeAttempt] | Non
     the same thread keeps each request once; other attempts are added in order."""
     incoming = {a.request for a in right or [] if a.request}
     return [a for a in left or [] if not a.request or a.request not in incoming] + list(right or [])
+
+
+def __getattr__(name: str) -> Any:
+    """``build_result`` and ``strict``, importable from here as before: they live with the scoring
+    engine (:mod:`judgegraph.scoring`), which imports this module, so they are looked up when asked for."""
+    if name in ("build_result", "strict"):
+        from . import scoring
+
+        return getattr(scoring, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -45,9 +45,10 @@ from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas;
 
 from ..compiling import CompileOptions, compile_graph
 from ..conversation import RetrievalNode
-from ..judges import Judge, ModelLike, resolve_judge
+from ..judges import ModelLike, resolve_judge
 from ..nodes import quote, scoring_edges, window_node, with_transcript
-from ..results import JudgeErrorInfo, Usage, build_result, merge_verdicts, strict
+from ..results import JudgeErrorInfo, Usage, merge_verdicts
+from ..scoring import WindowOptions, strict
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
 from ..statements import (
@@ -58,7 +59,7 @@ from ..statements import (
     judge_statements_step,
     verify_step,
 )
-from ..windows import Window, check_window_size
+from ..windows import Window
 
 METRIC = "turn_contextual_relevancy"
 
@@ -137,25 +138,25 @@ class VerifyTask(TypedDict):
     where: str
 
 
-@dataclass(frozen=True)
-class ContextualSettings:
-    name: str
-    judge: Judge
-    window_size: int = 10
-    threshold: float = 0.5
-    strict_mode: bool = False
+@dataclass(frozen=True, kw_only=True)
+class ContextualSettings(WindowOptions):
+    """The shared options (:class:`~judgegraph.scoring.WindowOptions`), the
+    second look (``verify``) and how requests are grouped."""
+
     verify: bool = False
-    review: bool = False  # a review_verdicts node before reduce_score
     extract_per: ExtractPer = "turn"  # one extraction request per turn (all its nodes) or per node
     judge_per: JudgePer = "turn"  # one judgement request per turn, per node or per statement
 
-    @property
-    def effective_threshold(self) -> float:
-        return 1.0 if self.strict_mode else self.threshold
-
-    @property
-    def offline(self) -> bool:
-        return self.judge.kind == "offline"
+    def check(self) -> None:
+        super().check()
+        if self.extract_per not in ("turn", "node") or self.judge_per not in _GRAIN:
+            raise ValueError(f"extract_per must be 'turn' or 'node' and judge_per 'turn', 'node' or 'statement',"
+                             f" got {self.extract_per!r} and {self.judge_per!r}")
+        if _GRAIN[self.judge_per] < _GRAIN[self.extract_per]:
+            raise ValueError(f"judge_per={self.judge_per!r} needs extract_per='turn': a judgement can only use"
+                             " statements of one extraction")
+        if self.verify and self.offline:
+            raise ValueError("verify=True needs an LLM judge (pass model=...)")
 
 
 def _then(step: Runnable, route: Callable[[Any, dict[str, Any]], Any], name: str) -> RunnableLambda:
@@ -367,10 +368,9 @@ def _reduce_score(settings: ContextualSettings):
         }
         if settings.offline:
             details["judge_rule"] = getattr(settings.judge, "statement_rule", None) or settings.judge.rule
-        result = build_result(
-            settings.name, conversation, judge=settings.judge.name, threshold=settings.threshold, score=score,
-            strict_mode=settings.strict_mode, status=status,
-            reason=contextual_reason(*strict(score, settings.threshold, settings.strict_mode), turns, verdicts),
+        shown, threshold = strict(score, settings.threshold, settings.strict_mode)
+        result = settings.policy(judge=settings.judge.name).conclude(
+            conversation, score=score, status=status, reason=contextual_reason(shown, threshold, turns, verdicts),
             verdicts=verdicts, errors=errors, usage=Usage.total(c.usage for c in calls), details=details,
         )
         return {"results": {settings.name: with_transcript(result, state)}}
@@ -380,17 +380,6 @@ def _reduce_score(settings: ContextualSettings):
 
 def build_turn_contextual_relevancy_graph(settings: ContextualSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    check_window_size(settings.window_size)
-    if not 0.0 <= settings.threshold <= 1.0:
-        raise ValueError(f"threshold must be between 0 and 1, got {settings.threshold}")
-    if settings.extract_per not in ("turn", "node") or settings.judge_per not in _GRAIN:
-        raise ValueError(f"extract_per must be 'turn' or 'node' and judge_per 'turn', 'node' or 'statement',"
-                         f" got {settings.extract_per!r} and {settings.judge_per!r}")
-    if _GRAIN[settings.judge_per] < _GRAIN[settings.extract_per]:
-        raise ValueError(f"judge_per={settings.judge_per!r} needs extract_per='turn': a judgement can only use"
-                         " statements of one extraction")
-    if settings.verify and settings.offline:
-        raise ValueError("verify=True needs an LLM judge (pass model=...)")
     builder = StateGraph(ContextualState, input_schema=MetricInput, output_schema=MetricOutput)
     builder.add_node("window_turns", _window_turns(settings))
     builder.add_node("extract_statements", _extract_node(settings), destinations=("judge_statements",))

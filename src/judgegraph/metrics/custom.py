@@ -31,9 +31,10 @@ from typing_extensions import Unpack  # pydantic reads these schemas; typing's T
 from ..compiling import CompileOptions, check_options, compile_graph
 from ..conversation import Conversation
 from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
-from ..nodes import conversation_json, judge_step, make_result, outcome_fields, score_node, scoring_edges
+from ..nodes import conversation_json, judge_step, outcome_fields, score_node, scoring_edges
 from ..prompts import Prompt, load_prompt, parse_prompt
 from ..results import MetricResult, Verdict, merge_verdicts
+from ..scoring import JudgeOptions, Tally
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 
 STEP = "custom_judge/judge_conversation"
@@ -300,23 +301,23 @@ class CustomJudgeState(MetricState, total=False):
     verdicts: Annotated[list[FeedbackVerdict], merge_verdicts]
 
 
-@dataclass(frozen=True)
-class CustomJudgeSettings:
-    """Everything a :func:`make_judge` graph is built from; use
-    :meth:`create` to check and derive the prompt and schema."""
+@dataclass(frozen=True, kw_only=True)
+class CustomJudgeSettings(JudgeOptions):
+    """Everything a :func:`make_judge` graph is built from (the shared options,
+    :class:`~judgegraph.scoring.JudgeOptions`, and the feedback type, prompt
+    and schema); use :meth:`create` to check and derive the prompt and schema.
+    The pass/fail rule is the feedback's (``feedback.threshold``: on the
+    value's own scale, or None)."""
 
-    name: str
-    judge: Judge
     feedback: FeedbackSpec
     prompt: Prompt
     schema: type[BaseModel]
-    review: bool = False  # a review_verdicts node before reduce_score (judgegraph.nodes.review_node)
 
     @classmethod
     def create(cls, *, name: str, judge: Judge, instructions: str, feedback: FeedbackSpec,
                review: bool = False) -> CustomJudgeSettings:
-        return cls(name, judge, feedback, build_prompt(name, instructions, feedback.description),
-                   feedback_schema(name, feedback), review)
+        return cls(name=name, judge=judge, feedback=feedback, prompt=build_prompt(name, instructions, feedback.description),
+                   schema=feedback_schema(name, feedback), review=review)
 
     @property
     def uses_expectations(self) -> bool:
@@ -361,21 +362,16 @@ def _reduce_score(settings: CustomJudgeSettings):
     details = {"feedback_type": spec.description, "pass_rule": (
         "none: the value is recorded, not gated" if spec.threshold is None else f"score >= {spec.threshold:g}")}
 
-    def reason(score: float | None, threshold: float | None, verdicts: list[Any]) -> str:
-        (v,) = verdicts
-        if v.verdict is None:
-            return f"Not judged: {v.error}"
-        return f"{v.verdict}: {v.reason}"
+    def reason(t: Tally) -> str:
+        (v,) = t.verdicts
+        return f"Not judged: {v.error}" if v.verdict is None else f"{v.verdict}: {v.reason}"
+
+    policy = settings.policy(threshold=spec.threshold, score=lambda judged: spec.score(getattr(judged[0], "value", None)),
+                             step=STEP, where=lambda v: "conversation", reason=reason,
+                             value=lambda t: t.judged[0].value if t.judged else None)
 
     def score(state: CustomJudgeState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
-        verdicts = [_reviewed(v) for v in verdicts]
-        value = verdicts[0].value if verdicts and verdicts[0].verdict is not None else None
-        return make_result(
-            settings.name, conversation, verdicts,
-            judge=settings.judge, threshold=spec.threshold,
-            score=lambda valid: spec.score(getattr(valid[0], "value", None)),
-            step=STEP, where=lambda v: "conversation", reason=reason, value=value, details=details,
-        )
+        return policy.result(conversation, [_reviewed(v) for v in verdicts], details=details)
 
     return score_node(settings.name, score)
 
@@ -450,7 +446,7 @@ def make_judge(
     schema = feedback_schema(name, spec)
     check_options(compile, make_judge)
     made = require_tasks(resolve_judge(_model_string(model)), [TASK], name)
-    settings = CustomJudgeSettings(name, made, spec, prompt, schema, review)
+    settings = CustomJudgeSettings(name=name, judge=made, feedback=spec, prompt=prompt, schema=schema, review=review)
     return compile_graph(build_custom_graph(settings), name, compile, make_judge)
 
 

@@ -28,11 +28,10 @@ from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas;
 from ..answers import YesNo
 from ..compiling import CompileOptions, compile_graph
 from ..conversation import Conversation
-from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
+from ..judges import JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
 from ..nodes import (
     fan_out,
     judge_step,
-    make_result,
     outcome_fields,
     quote,
     render_messages,
@@ -43,8 +42,9 @@ from ..nodes import (
 )
 from ..prompts import Prompt, load_prompt
 from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_verdicts
+from ..scoring import WindowOptions, share_reason
 from ..state import MetricInput, MetricOutput, MetricState
-from ..windows import Window, check_window_size
+from ..windows import Window
 
 JUDGE_STEP = "turn_relevancy/judge_turn"
 REASON_STEP = "turn_relevancy/write_reason"
@@ -79,20 +79,18 @@ class WindowTask(TypedDict):
     window: Window
 
 
-@dataclass(frozen=True)
-class RelevancySettings:
-    name: str
-    judge: Judge
-    window_size: int
-    threshold: float
-    strict_mode: bool = False
+@dataclass(frozen=True, kw_only=True)
+class RelevancySettings(WindowOptions):
+    """The shared options (:class:`~judgegraph.scoring.WindowOptions`), how the
+    reason is written and what counts as relevant (``rubric``)."""
+
     reason: ReasonMode = "deterministic"
     rubric: str | None = None
-    review: bool = False
 
-    @property
-    def effective_threshold(self) -> float:
-        return 1.0 if self.strict_mode else self.threshold
+    def check(self) -> None:
+        super().check()
+        if self.reason == "llm" and self.judge.kind != "llm":
+            raise ValueError("reason='llm' needs an LLM judge (pass model=...)")
 
 
 # -- nodes ---------------------------------------------------------------------
@@ -150,43 +148,25 @@ def _judge_turn(settings: RelevancySettings):
     return judge_step("judge_turn", settings.judge, build, finish)
 
 
-def deterministic_reason(score: float | None, threshold: float | None, verdicts: list[Any]) -> str:
-    valid = [v for v in verdicts if v.verdict is not None]
-    failed = [v for v in verdicts if v.verdict is None]
-    if not verdicts:
-        return "No assistant reply to judge: the conversation has no user→assistant exchange."
-    if not valid:
-        return f"No window could be judged: {len(failed)} judge error(s); see errors."
-    relevant = sum(1 for v in valid if v.relevant)
-    threshold = 0.0 if threshold is None else threshold
-    score = 0.0 if score is None else score
-    cmp = ">=" if score >= threshold else "<"
-    parts = [f"{relevant} of {len(valid)} replies judged relevant (score {score:.2f} {cmp} threshold {threshold:.2f})."]
-    irrelevant = [v for v in valid if not v.relevant]
-    if irrelevant:
-        parts.append("Irrelevant: " + "; ".join(
-            f"{turn_label(v.turns)} {quote(v.reply)}: {v.reason}" if v.reply else f"{turn_label(v.turns)}: {v.reason}"
-            for v in irrelevant
-        ))
-    if failed:
-        parts.append(f"{len(failed)} window(s) not judged (judge error), left out of the score.")
-    return " ".join(parts)
+def _describe(v: WindowVerdict) -> str:
+    return f"{turn_label(v.turns)} {quote(v.reply)}: {v.reason}" if v.reply else f"{turn_label(v.turns)}: {v.reason}"
+
+
+#: The deterministic reason: the share of relevant replies, each irrelevant one with the judge's reason.
+deterministic_reason = share_reason(
+    "replies judged relevant", bad="Irrelevant", describe=_describe, unit="window(s) ",
+    empty="No assistant reply to judge: the conversation has no user→assistant exchange.",
+)
 
 
 def _reduce_score(settings: RelevancySettings):
+    policy = settings.policy(step=JUDGE_STEP, reason="" if settings.reason == "none" else deterministic_reason,
+                             where=lambda v: f"window {getattr(v, 'window', '?')} ({turn_label(v.turns)})")
+
     def score(state: RelevancyState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
-        # Status rules shared by every metric: judgegraph.nodes.make_result.
-        return make_result(
-            settings.name, conversation, verdicts,
-            judge=settings.judge, threshold=settings.effective_threshold, strict_mode=settings.strict_mode,
-            step=JUDGE_STEP, where=lambda v: f"window {getattr(v, 'window', '?')} ({turn_label(v.turns)})",
-            reason="" if settings.reason == "none" else deterministic_reason,
-            details={
-                "window_size": settings.window_size,
-                "windows": len(verdicts),
-                "judged": sum(1 for v in verdicts if v.verdict is not None),
-            },
-        )
+        t = policy.tally(verdicts)
+        return policy.result(conversation, t, details={
+            "window_size": settings.window_size, "windows": len(verdicts), "judged": len(t.judged)})
 
     return score_node(settings.name, score, order=lambda v: v.window)
 
@@ -231,11 +211,6 @@ def _write_reason(settings: RelevancySettings):
 
 def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    check_window_size(settings.window_size)
-    if not 0.0 <= settings.threshold <= 1.0:
-        raise ValueError(f"threshold must be between 0 and 1, got {settings.threshold}")
-    if settings.reason == "llm" and settings.judge.kind != "llm":
-        raise ValueError("reason='llm' needs an LLM judge (pass model=...)")
     builder = StateGraph(RelevancyState, input_schema=MetricInput, output_schema=MetricOutput)
     builder.add_node("window_turns", window_node(settings.window_size))
     builder.add_node("judge_turn", _judge_turn(settings))

@@ -35,7 +35,7 @@ from __future__ import annotations
 import operator
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -51,9 +51,10 @@ from ..conversation import Conversation
 from ..embeddings.base import cosines, embeddings_name
 from ..embeddings.resolve import resolve_embeddings
 from ..embeddings.runner import EmbeddingRunner
-from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
-from ..nodes import in_scope, judge_step, make_result, quote, score_node, scoring_edges, turn_label
+from ..judges import JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
+from ..nodes import in_scope, judge_step, quote, score_node, scoring_edges, turn_label
 from ..results import MetricResult, Verdict, merge_verdicts
+from ..scoring import MetricOptions, check_whole
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..windows import Exchange, exchanges
 
@@ -183,24 +184,18 @@ class EmbedTask(ExchangeTask):
     generation: dict[str, Any]  # questions, reason, error, attempts, usage
 
 
-@dataclass(frozen=True)
-class ResponseRelevancySettings:
-    name: str
-    judge: Judge
+@dataclass(frozen=True, kw_only=True)
+class ResponseRelevancySettings(MetricOptions):
+    """The shared options (:class:`~judgegraph.scoring.MetricOptions`), the
+    embeddings and how many questions are written per reply."""
+
     embeddings: Any  # a LangChain Embeddings
     n_questions: int = 3
-    threshold: float = 0.5
-    strict_mode: bool = False
     max_concurrency: int = 16  # embeddings calls in flight (judge calls are bounded by the judge)
-    review: bool = False  # a review_verdicts node before reduce_score (judgegraph.nodes.review_node)
 
-    @property
-    def offline(self) -> bool:
-        return self.judge.kind == "offline"
-
-    @property
-    def effective_threshold(self) -> float:
-        return 1.0 if self.strict_mode else self.threshold
+    def check(self) -> None:
+        super().check()
+        check_whole(self.n_questions, "n_questions")
 
 
 # -- nodes ---------------------------------------------------------------------
@@ -418,6 +413,14 @@ def exchange_score(verdict: Any) -> float:
 
 
 def _reduce_score(settings: ResponseRelevancySettings):
+    # The score is the mean exchange score; strict mode asks every exchange to reach the threshold (verdict "yes").
+    policy = settings.policy(
+        judge=settings.judge.name,  # by name: the mode is in details, no judge_rule
+        step=GENERATE_STEP, where=lambda v: f"exchange {getattr(v, 'exchange', '?')} ({turn_label(v.turns)})",
+        score=lambda judged: (float(all(v.verdict == "yes" for v in judged)) if settings.strict_mode
+                              else sum(exchange_score(v) for v in judged) / len(judged)),
+    )
+
     def score(state: ResponseRelevancyState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
         skipped = list(state.get("skipped") or [])
         valid = [v for v in verdicts if v.verdict is not None]
@@ -438,20 +441,8 @@ def _reduce_score(settings: ResponseRelevancySettings):
             )
         if skipped:
             details["skipped"] = skipped
-        # Status rules shared by every metric: judgegraph.nodes.make_result. The score is the mean
-        # exchange score; strict mode asks every exchange to reach the threshold (verdict "yes").
-        return make_result(
-            settings.name, conversation, verdicts,
-            judge=settings.judge.name,  # by name: the mode is in details, no judge_rule
-            threshold=settings.effective_threshold, strict_mode=settings.strict_mode, step=GENERATE_STEP,
-            score=lambda judged: (
-                (1.0 if all(v.verdict == "yes" for v in judged) else 0.0) if settings.strict_mode
-                else sum(exchange_score(v) for v in judged) / len(judged)
-            ),
-            where=lambda v: f"exchange {getattr(v, 'exchange', '?')} ({turn_label(v.turns)})",
-            reason=lambda score, threshold, judged: deterministic_reason(score, settings, verdicts, skipped),
-            details=details,
-        )
+        return replace(policy, reason=lambda t: deterministic_reason(t.score, settings, verdicts, skipped)).result(
+            conversation, verdicts, details=details)
 
     return score_node(settings.name, score, order=lambda v: v.exchange)
 
@@ -462,11 +453,6 @@ def _reduce_score(settings: ResponseRelevancySettings):
 def build_response_relevancy_graph(settings: ResponseRelevancySettings) -> StateGraph:
     """The uncompiled graph. With an offline judge the question-generation
     nodes are replaced by ``embed_response`` (cosine(response, input))."""
-    n = settings.n_questions
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n_questions must be a whole number >= 1, got {n!r}")
-    if not 0.0 <= settings.threshold <= 1.0:
-        raise ValueError(f"threshold must be between 0 and 1, got {settings.threshold}")
     runner = EmbeddingRunner(settings.embeddings, max_concurrency=settings.max_concurrency)
     builder = StateGraph(ResponseRelevancyState, input_schema=MetricInput, output_schema=MetricOutput)
     builder.add_node("split_exchanges", split_exchanges)

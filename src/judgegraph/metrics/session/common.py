@@ -12,44 +12,45 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol, get_origin
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
-from pydantic import BaseModel
+from pydantic import BaseModel, model_validator
 from typing_extensions import Unpack
 
 from ...compiling import CompileOptions, check_options, compile_graph
 from ...conversation import Conversation
-from ...judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
-from ...nodes import conversation_json, outcome_fields, scoring_edges, with_transcript
-from ...results import JudgeErrorInfo, MetricResult, Usage, Verdict, build_result, strict
+from ...judges import JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
+from ...nodes import conversation_json, judge_step, scoring_edges, with_transcript
+from ...results import JudgeErrorInfo, MetricResult, Usage
+from ...scoring import MetricOptions, ScoringPolicy, all_good, share_reason
 from ...state import MetricInput, MetricOutput, MetricState, conversation_of
 
 REDUCE = "reduce_score"
 
 
-@dataclass(frozen=True)
-class SessionSettings:
-    """Settings every session judge has. ``strict_mode`` makes the score 1 or 0
-    and the threshold 1 (user_frustration: only "none" passes)."""
+@dataclass(frozen=True, kw_only=True)
+class SessionSettings(MetricOptions):
+    """Settings every session judge has: the shared options
+    (:class:`~judgegraph.scoring.MetricOptions`). ``strict_mode`` makes the
+    score 1 or 0 and the threshold 1 (user_frustration: only "none" passes)."""
 
-    name: str
-    judge: Judge
-    threshold: float = 0.5
-    strict_mode: bool = False
-    review: bool = False  # a review_verdicts node before reduce_score (judgegraph.nodes.review_node)
+    def policy(self, **how: Any) -> ScoringPolicy:
+        """The judge named by its name (as every session result has it)."""
+        return super().policy(**{"judge": self.judge.name, **how})
 
-    @property
-    def effective_threshold(self) -> float:
-        return 1.0 if self.strict_mode else self.threshold
+    def share(self, what: str, *, step: str, where: Callable[[Any], str], **reason: Any) -> ScoringPolicy:
+        """A yes/no judge scored as a share: value "yes" when every judged item
+        is good, score = good / judged (strict: 1 or 0). Other answers (e.g.
+        "not_applicable") are neither judged nor errors; judge errors are
+        reported and left out; nothing judged is status ``error``. The reason:
+        :func:`~judgegraph.scoring.share_reason` (``what`` and ``reason``)."""
+        return self.policy(counted=YES_NO, step=step, where=where, value=all_good, reason=share_reason(what, **reason))
 
-    def check(self) -> None:
-        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)):
-            raise ValueError(f"threshold must be a number between 0 and 1, got {self.threshold!r}")
-        if not 0.0 <= self.threshold <= 1.0:
-            raise ValueError(f"threshold must be between 0 and 1, got {self.threshold}")
+
+YES_NO = frozenset({"yes", "no"})
 
 
 def compile_session_judge(
@@ -104,41 +105,48 @@ def session_factory(
 
 def session_graph(
     settings: SessionSettings,
-    state: type,
-    route: Callable[[Any], Any],
+    schema: type,
     steps: Sequence[tuple[str, Any]],
-    reduce: Any,
+    score: Callable[[Any, Conversation], MetricResult],
+    *,
+    applies: Callable[[Conversation], bool],
+    not_applicable: str,
+    route: Callable[[Any], Any] | None = None,
     fan_out: Callable[[Any], Any] | None = None,
 ) -> StateGraph:
-    """The shape of every session judge, checked settings first::
+    """The shape of every session judge (its state ``schema``)::
 
-        START ─route→ steps[0] [─fan_out→ steps[1]] → reduce_score → END
+        START ─[route]→ steps[0] [─fan_out→ steps[1]] → reduce_score → END
 
-    ``route`` (and ``fan_out``, with a second step) may go straight to reduce_score."""
+    When ``applies(conversation)`` is false START goes straight to
+    reduce_score (no call) and the result is ``not_applicable`` with the
+    reason ``not_applicable``; else it is ``score(state, conversation)``.
+    ``route`` (e.g. :func:`send_each`) and ``fan_out`` may go straight to reduce_score too."""
     if len(steps) != (2 if fan_out else 1):
         raise ValueError("session_graph: one step, or two steps joined by fan_out")
-    settings.check()
-    builder: StateGraph = StateGraph(state, input_schema=MetricInput, output_schema=MetricOutput)
+    first = steps[0][0]
+
+    def start(state: Mapping[str, Any]) -> Any:
+        if not applies(conversation_of(state)):
+            return REDUCE
+        return route(state) if route else first
+
+    def reduce_score(state: Any) -> dict[str, Any]:
+        conversation = conversation_of(state)
+        result = (score(state, conversation) if applies(conversation)
+                  else settings.policy().conclude(conversation, status="not_applicable", reason=not_applicable))
+        return {"results": {settings.name: with_transcript(result, state)}}
+
+    builder: StateGraph = StateGraph(schema, input_schema=MetricInput, output_schema=MetricOutput)
     for name, node in steps:
         builder.add_node(name, node)
-    builder.add_node(REDUCE, reduce)
-    builder.add_conditional_edges(START, route, [steps[0][0], REDUCE])
+    builder.add_node(REDUCE, reduce_score)
+    builder.add_conditional_edges(START, start, [first, REDUCE])
     if fan_out:
-        builder.add_conditional_edges(steps[0][0], fan_out, [steps[1][0], REDUCE])
+        builder.add_conditional_edges(first, fan_out, [steps[1][0], REDUCE])
     scoring_edges(builder, [steps[-1][0]], review=settings.review, metric=settings.name, reduce=REDUCE)
     builder.add_edge(REDUCE, END)
     return builder
-
-
-def route_start(first: str, applies: Callable[[Conversation], bool]) -> Callable[[Any], str]:
-    """START's router: ``first``, or straight to reduce_score (no call) when
-    ``applies(conversation)`` is false."""
-
-    def route(state: Mapping[str, Any]) -> str:
-        conversation = conversation_of(state)
-        return first if applies(conversation) else REDUCE
-
-    return route
 
 
 def send_each(node: str, tasks: Callable[[Conversation], list[dict[str, Any]]]) -> Callable[[Any], list[Send] | str]:
@@ -170,6 +178,33 @@ def conversation_request(
     return build
 
 
+class CitingJudgement(BaseModel):
+    """A judge's answer that cites items (turns, lapses) in its field
+    ``cites`` exactly when its verdict is one of ``citing``: a citing verdict
+    with none, or another verdict with some, is a validation error
+    (``missing`` / ``stray``, ``{verdict}`` filled in) the judge is re-asked with."""
+
+    cites: ClassVar[str]
+    citing: ClassVar[frozenset[str]]
+    calm: ClassVar[str]  # a verdict that cites nothing, for a placeholder answer
+    missing: ClassVar[str]
+    stray: ClassVar[str]
+
+    @classmethod
+    def placeholder(cls) -> dict[str, Any]:
+        """A valid answer (what a dry run answers with): the calm verdict, every list empty."""
+        lists: dict[str, list[Any]] = {name: [] for name, f in cls.model_fields.items() if get_origin(f.annotation) is list}
+        return {"reason": "placeholder", **lists, "verdict": cls.calm}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CitingJudgement:
+        verdict = getattr(self, "verdict")  # noqa: B009 - each subclass declares its own verdict type
+        cited = bool(getattr(self, self.cites))
+        if cited != (verdict in self.citing):
+            raise ValueError((self.stray if cited else self.missing).format(verdict=verdict))
+        return self
+
+
 # -- turns ---------------------------------------------------------------------
 
 
@@ -194,35 +229,7 @@ def cited_turns(numbers: Iterable[Any], conversation: Conversation, roles: Seque
     return sorted(out)
 
 
-def clause(text: str) -> str:
-    """A judge's reason as a clause inside our own sentence: no trailing period."""
-    return " ".join(text.split()).rstrip(" .")
-
-
 # -- results -------------------------------------------------------------------
-
-
-def base_result(settings: SessionSettings, conversation: Conversation, **fields: Any) -> MetricResult:
-    """A session judge's result through :func:`judgegraph.results.build_result`
-    (the shared status rules), with the settings' name, judge, threshold and strict mode."""
-    return build_result(settings.name, conversation, judge=settings.judge.name, threshold=settings.threshold,
-                        strict_mode=settings.strict_mode, **fields)
-
-
-def reduce_node(
-    settings: SessionSettings, applies: Callable[[Conversation], bool], reason: str,
-    score: Callable[[Any, Conversation], MetricResult],
-) -> Callable[[Any], dict[str, Any]]:
-    """The reduce_score node: ``not_applicable`` with ``reason`` when
-    ``applies(conversation)`` is false (the router made no call, see
-    :func:`route_start`), else ``score(state, conversation)``."""
-
-    def reduce_score(state: Any) -> dict[str, Any]:
-        conversation = conversation_of(state)
-        result = score(state, conversation) if applies(conversation) else not_applicable(settings, conversation, reason)
-        return {"results": {settings.name: with_transcript(result, state)}}
-
-    return reduce_score
 
 
 class ExtractState(MetricState, total=False):
@@ -233,110 +240,24 @@ class ExtractState(MetricState, total=False):
     extract_usage: Usage
 
 
-def extraction_update(conversation: Conversation, outcome: JudgeOutcome, step: str, **fields: Any) -> dict[str, Any]:
-    """The extraction node's update: the conversation, the call's usage, its
-    error when it failed (``extract_errors``), and ``fields``."""
-    update: dict[str, Any] = {"conversation": conversation, "extract_usage": outcome.usage, **fields}
-    if not outcome.ok:
-        update["extract_errors"] = [error_info("conversation", step, outcome.error, outcome.attempts)]
-    return update
+def extract_step(
+    settings: SessionSettings, node: str, task: str, step: str, schema: type[BaseModel],
+    read: Callable[[Any, Conversation], dict[str, Any]], **empty: Any,
+) -> Any:
+    """The first step of an extract-then-judge judge: one call over the whole
+    conversation. Its update holds the conversation, the call's usage
+    (``extract_usage``) and ``empty``'s fields, replaced by ``read(answer,
+    conversation)``'s for a valid answer; a failed call is ``extract_errors``."""
+    build = conversation_request(task, step, schema)
 
+    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
+        conversation = conversation_of(state)
+        update: dict[str, Any] = {"conversation": conversation, "extract_usage": outcome.usage, **empty}
+        if outcome.ok:
+            update.update(read(outcome.value, conversation))
+        else:
+            update["extract_errors"] = [JudgeErrorInfo(where="conversation", step=step, attempts=outcome.attempts,
+                                                       message=outcome.error or "no verdict")]
+        return update
 
-def extraction_failure(
-    settings: SessionSettings, conversation: Conversation, state: Mapping[str, Any], verdicts: Sequence[Verdict],
-    *, what: str, details: dict[str, Any],
-) -> tuple[Usage, MetricResult | None]:
-    """For an extract-then-judge metric: the usage of the extraction call and
-    the verdicts, and the ``error`` result when the extraction failed (``what``
-    could not be extracted; nothing was judged), else None."""
-    usage = (state.get("extract_usage") or Usage()) + Usage.total(v.usage for v in verdicts)
-    if extract_errors := state.get("extract_errors"):
-        return usage, error_result(settings, conversation, f"The user's {what} could not be extracted (judge error);"
-                                   " see errors.", errors=extract_errors, usage=usage, details=details)
-    return usage, None
-
-
-def failures(verdicts: Sequence[Any], heading: str, describe: Callable[[Any], str]) -> tuple[list[Any], list[str]]:
-    """The verdicts answered "no", and the problem sentence that lists them
-    (``heading: describe(v); ...``; none when there is no such verdict)."""
-    failed = [v for v in verdicts if v.verdict == "no"]
-    return failed, [f"{heading}: " + "; ".join(describe(v) for v in failed) + "."] if failed else []
-
-
-def not_applicable(
-    settings: SessionSettings, conversation: Conversation, reason: str, *, usage: Usage | None = None,
-    details: dict[str, Any] | None = None, verdicts: Sequence[Verdict] | None = None,
-) -> MetricResult:
-    return base_result(
-        settings, conversation, status="not_applicable", reason=reason, usage=usage or Usage(),
-        details=details or {}, verdicts=verdicts or [],
-    )
-
-
-def share_result(
-    settings: SessionSettings,
-    conversation: Conversation,
-    *,
-    good: int,
-    judged: int,
-    what: str,
-    verdicts: Sequence[Verdict],
-    errors: list[JudgeErrorInfo],
-    usage: Usage,
-    problems: list[str],
-    details: dict[str, Any],
-) -> MetricResult:
-    """A yes/no result scored as a share: ``value`` "yes" when every judged item
-    is good, score = good / judged (strict: 1 or 0), passed = score >= threshold.
-    Judge errors are left out of ``judged`` and reported. ``judged == 0`` with
-    errors is status ``error``."""
-    threshold = settings.effective_threshold
-    if judged == 0:
-        why = f"Nothing could be judged: {len(errors)} judge error(s); see errors."
-        return error_result(settings, conversation, why, errors=errors, usage=usage, details=details,
-                            verdicts=verdicts)
-    score, _ = strict(good / judged, threshold, settings.strict_mode)
-    passed = score is not None and score >= threshold
-    cmp = ">=" if passed else "<"
-    parts = [f"{good} of {judged} {what} (score {score:.2f} {cmp} threshold {threshold:.2f})."]
-    parts += problems
-    if errors:
-        parts.append(f"{len(errors)} judgement(s) failed (judge error), left out of the score; see errors.")
-    return base_result(
-        settings, conversation, score=good / judged, value="yes" if good == judged else "no",
-        reason=" ".join(parts), verdicts=verdicts, errors=errors, usage=usage, details=details,
-    )
-
-
-def error_result(
-    settings: SessionSettings, conversation: Conversation, reason: str, *, errors: list[JudgeErrorInfo],
-    usage: Usage, details: dict[str, Any] | None = None, verdicts: Sequence[Verdict] | None = None,
-) -> MetricResult:
-    """Status ``error``: nothing could be judged. Score, value and passed are None."""
-    return base_result(settings, conversation, status="error", reason=reason, errors=errors, usage=usage,
-                       details=details or {}, verdicts=verdicts or [])
-
-
-def tally(
-    verdicts: Sequence[Any], step: str, where: Callable[[Any], str]
-) -> tuple[list[Any], int, list[JudgeErrorInfo]]:
-    """Yes/no verdicts → (the judged ones: "yes" or "no"; how many "yes"; one
-    error per judge error, labelled ``where(verdict)``). Other answers (e.g.
-    "not_applicable") are neither judged nor errors."""
-    judged = [v for v in verdicts if v.verdict in ("yes", "no")]
-    good = sum(1 for v in judged if v.verdict == "yes")
-    errors = [error_info(where(v), step, v.error, v.attempts) for v in verdicts if v.verdict is None]
-    return judged, good, errors
-
-
-def outcome_info(outcome: JudgeOutcome) -> dict[str, Any]:
-    """The Verdict fields a judge outcome fills in a session verdict: ``error``,
-    ``attempts``, ``usage`` (:func:`judgegraph.nodes.outcome_fields` without the
-    score: session verdicts are categorical)."""
-    fields = outcome_fields(outcome)
-    del fields["score"]
-    return fields
-
-
-def error_info(where: str, step: str, error: str | None, attempts: int) -> JudgeErrorInfo:
-    return JudgeErrorInfo(where=where, step=step, message=error or "no verdict", attempts=attempts)
+    return judge_step(node, settings.judge, build, finish)

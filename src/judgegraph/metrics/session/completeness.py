@@ -26,28 +26,10 @@ from typing_extensions import TypedDict  # pydantic reads these schemas; typing'
 from ...answers import YesNo
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
-from ...nodes import conversation_json, judge_step, quote, turn_label
+from ...nodes import conversation_json, judge_step, outcome_fields, quote, turn_label
 from ...results import MetricResult, Verdict, merge_verdicts
-from ...state import conversation_of
-from .common import (
-    ExtractState,
-    SessionSettings,
-    cited_turns,
-    clause,
-    conversation_request,
-    extraction_failure,
-    extraction_update,
-    failures,
-    has_user,
-    not_applicable,
-    outcome_info,
-    reduce_node,
-    route_start,
-    session_factory,
-    session_graph,
-    share_result,
-    tally,
-)
+from ...scoring import clause
+from .common import ExtractState, SessionSettings, cited_turns, extract_step, has_user, session_factory, session_graph
 
 EXTRACT_STEP = "conversation_completeness/extract_goals"
 JUDGE_STEP = "conversation_completeness/judge_goal"
@@ -98,34 +80,24 @@ class CompletenessState(ExtractState, total=False):
     verdicts: Annotated[list[GoalVerdict], merge_verdicts]
 
 
-def _extract_goals(settings: SessionSettings):
-    build = conversation_request("goal_extraction", EXTRACT_STEP, Goals)
-
-    def finish(state: CompletenessState, outcome: JudgeOutcome) -> dict[str, Any]:
-        conversation = conversation_of(state)
-        transcript = conversation_json(conversation)
-        update = extraction_update(conversation, outcome, EXTRACT_STEP, transcript=transcript, goals=[])
-        if not outcome.ok:
-            return update
-        goals: list[GoalTask] = []
-        seen: dict[str, GoalTask] = {}
-        for g in outcome.value.goals:  # type: ignore[union-attr]
-            text = " ".join(g.request.split())
-            if not text:
-                continue
-            asked = cited_turns(g.asked_in_turns, conversation, ("user",))
-            key = text.lower()
-            if key in seen:  # the same request listed twice: one request, asked in both places
-                seen[key]["asked_in"] = sorted(set(seen[key]["asked_in"]) | set(asked))
-                continue
-            task = GoalTask(goal=len(goals), request=text, asked_in=asked, conversation=conversation,
-                            transcript=transcript)
-            seen[key] = task
-            goals.append(task)
-        update["goals"] = goals
-        return update
-
-    return judge_step("extract_goals", settings.judge, build, finish)
+def _goals(value: Goals, conversation: Conversation) -> dict[str, Any]:
+    """The extracted requests as tasks, blank ones dropped and repeated ones merged."""
+    transcript = conversation_json(conversation)
+    goals: list[GoalTask] = []
+    seen: dict[str, GoalTask] = {}
+    for g in value.goals:
+        text = " ".join(g.request.split())
+        if not text:
+            continue
+        asked = cited_turns(g.asked_in_turns, conversation, ("user",))
+        key = text.lower()
+        if key in seen:  # the same request listed twice: one request, asked in both places
+            seen[key]["asked_in"] = sorted(set(seen[key]["asked_in"]) | set(asked))
+            continue
+        task = GoalTask(goal=len(goals), request=text, asked_in=asked, conversation=conversation, transcript=transcript)
+        seen[key] = task
+        goals.append(task)
+    return {"goals": goals, "transcript": transcript}
 
 
 def fan_out_goals(state: CompletenessState) -> list[Send] | str:
@@ -147,7 +119,7 @@ def _judge_goal(settings: SessionSettings):
         return {"verdicts": [GoalVerdict(
             goal=task["goal"], request=task["request"], asked_in=task["asked_in"], answered_in=answered,
             turns=sorted(set(task["asked_in"]) | set(answered)), verdict=getattr(value, "verdict", None),
-            reason=getattr(value, "reason", ""), **outcome_info(outcome),
+            reason=getattr(value, "reason", ""), **outcome_fields(outcome),
         )]}
 
     return judge_step("judge_goal", settings.judge, build, finish)
@@ -160,30 +132,26 @@ def _describe(v: GoalVerdict) -> str:
 
 
 def _score(settings: SessionSettings):
-    def score(state: CompletenessState, conversation: Conversation) -> MetricResult:
-        verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.goal)
-        details: dict[str, Any] = {"requests": len(verdicts)}
-        usage, failed = extraction_failure(settings, conversation, state, verdicts, what="requests", details=details)
-        if failed:
-            return failed
-        if not verdicts:
-            return not_applicable(settings, conversation, "The judge found no request from the user.", usage=usage,
-                                  details=details)
-        judged, good, errors = tally(verdicts, JUDGE_STEP, lambda v: f"request {v.goal + 1} {quote(v.request, 50)}")
-        _, problems = failures(judged, "Not satisfied", _describe)
-        details.update(judged=len(judged), satisfied=good)
-        return share_result(settings, conversation, good=good, judged=len(judged), what="user requests satisfied",
-                            verdicts=verdicts, errors=errors, usage=usage, problems=problems, details=details)
+    policy = settings.share(
+        "user requests satisfied", bad="Not satisfied", describe=_describe, unit="request(s) ", step=JUDGE_STEP,
+        where=lambda v: f"request {v.goal + 1} {quote(v.request, 50)}", empty="The judge found no request from the user.",
+        failed="The user's requests could not be extracted (judge error); see errors.")
 
-    return reduce_node(settings, has_user, "No user turn: the user asked for nothing.", score)
+    def score(state: CompletenessState, conversation: Conversation) -> MetricResult:
+        t = policy.tally(sorted(state.get("verdicts") or [], key=lambda v: v.goal), state.get("extract_errors") or ())
+        return policy.result(conversation, t, usage=state.get("extract_usage"),
+                             details={"requests": len(t.verdicts), "judged": len(t.judged), "satisfied": t.good})
+
+    return score
 
 
 def build_completeness_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     return session_graph(
-        settings, CompletenessState, route_start("extract_goals", has_user),
-        [("extract_goals", _extract_goals(settings)), ("judge_goal", _judge_goal(settings))],
-        _score(settings), fan_out=fan_out_goals,
+        settings, CompletenessState,
+        [("extract_goals", extract_step(settings, "extract_goals", "goal_extraction", EXTRACT_STEP, Goals, _goals, goals=[])),
+         ("judge_goal", _judge_goal(settings))], _score(settings),
+        applies=has_user, not_applicable="No user turn: the user asked for nothing.", fan_out=fan_out_goals,
     )
 
 

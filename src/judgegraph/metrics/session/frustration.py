@@ -17,25 +17,21 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
-from pydantic import BaseModel, BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field
 
 from ...answers import read_choice
 from ...conversation import Conversation
 from ...judges import JudgeOutcome
-from ...nodes import judge_step, turn_label
-from ...results import MetricResult, Verdict, strict
+from ...nodes import judge_step, outcome_fields, turn_label
+from ...results import MetricResult, Verdict
+from ...scoring import Tally
 from ...state import MetricState, conversation_of
 from .common import (
+    CitingJudgement,
     SessionSettings,
-    base_result,
     cited_turns,
     conversation_request,
-    error_info,
-    error_result,
     has_user,
-    outcome_info,
-    reduce_node,
-    route_start,
     session_factory,
     session_graph,
 )
@@ -45,7 +41,12 @@ TASKS = ("user_frustration",)
 SCORES = {"none": 1.0, "resolved": 0.5, "unresolved": 0.0}
 
 
-class FrustrationJudgement(BaseModel):
+class FrustrationJudgement(CitingJudgement):
+    cites, citing, calm = "frustrated_turns", frozenset({"resolved", "unresolved"}), "none"
+    missing = "verdict '{verdict}' needs the user turns that show frustration"
+    stray = "verdict '{verdict}' means no frustrated turn: empty 'frustrated_turns' or change the verdict"
+
+
     reason: str = Field(description="Two or three sentences, citing turn numbers.")
     frustrated_turns: list[int] = Field(description="1-based numbers of the user turns that show frustration.")
     resolved_by_turns: list[int] = Field(
@@ -56,19 +57,6 @@ class FrustrationJudgement(BaseModel):
         description="'none': no frustration; 'resolved': frustration shown, then resolved; 'unresolved': "
         "frustration shown and not resolved by the end."
     )
-
-    @classmethod
-    def placeholder(cls) -> dict[str, Any]:
-        """A valid answer (what a dry run answers with)."""
-        return {"reason": "placeholder", "frustrated_turns": [], "resolved_by_turns": [], "verdict": "none"}
-
-    @model_validator(mode="after")
-    def _consistent(self) -> FrustrationJudgement:
-        if self.verdict == "none" and self.frustrated_turns:
-            raise ValueError("verdict 'none' means no frustrated turn: empty 'frustrated_turns' or change the verdict")
-        if self.verdict != "none" and not self.frustrated_turns:
-            raise ValueError(f"verdict '{self.verdict}' needs the user turns that show frustration")
-        return self
 
 
 class FrustrationVerdict(Verdict):
@@ -99,44 +87,43 @@ def _judge_frustration(settings: SessionSettings):
         verdict = FrustrationVerdict(
             verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""),
             frustrated_turns=frustrated, resolved_by_turns=resolved_by, turns=sorted({*frustrated, *resolved_by}),
-            **outcome_info(outcome),
+            **outcome_fields(outcome),
         )
         return {"conversation": conversation, "verdicts": [verdict]}
 
     return judge_step("judge_frustration", settings.judge, build, finish)
 
 
-def _score(settings: SessionSettings):
-    def scored(state: FrustrationState, conversation: Conversation) -> MetricResult:
-        verdicts = state["verdicts"]
-        (v,) = verdicts
-        if v.verdict is None:
-            errors = [error_info("conversation", JUDGE_STEP, v.error, v.attempts)]
-            return error_result(settings, conversation,
-                                "The conversation could not be judged (judge error); see errors.",
-                                errors=errors, usage=v.usage, verdicts=verdicts)
-        score, threshold = strict(SCORES[v.verdict], settings.threshold, settings.strict_mode)
-        passed = score is not None and threshold is not None and score >= threshold
-        cmp = ">=" if passed else "<"
-        head = {
-            "none": "No user frustration",
-            "resolved": f"Frustration resolved: shown in {turn_label(v.frustrated_turns)}"
-                        + (f", resolved by {turn_label(v.resolved_by_turns)}" if v.resolved_by_turns else ""),
-            "unresolved": f"Frustration unresolved: shown in {turn_label(v.frustrated_turns)}",
-        }[v.verdict]
-        reason = f"{head} (score {score:.2f} {cmp} threshold {threshold:.2f}). {v.reason}".strip()
-        return base_result(
-            settings, conversation, score=SCORES[v.verdict], value=v.verdict, reason=reason, verdicts=verdicts, usage=v.usage,
-            details={"frustrated_turns": v.frustrated_turns, "resolved_by_turns": v.resolved_by_turns},
-        )
+def _reason(t: Tally) -> str:
+    if not t.judged:
+        return "The conversation could not be judged (judge error); see errors."
+    (v,) = t.judged
+    head = {
+        "none": "No user frustration",
+        "resolved": f"Frustration resolved: shown in {turn_label(v.frustrated_turns)}"
+                    + (f", resolved by {turn_label(v.resolved_by_turns)}" if v.resolved_by_turns else ""),
+        "unresolved": f"Frustration unresolved: shown in {turn_label(v.frustrated_turns)}",
+    }[v.verdict]
+    return f"{head}{t.gate}. {v.reason}".strip()
 
-    return reduce_node(settings, has_user, "No user turn: there is no user to be frustrated.", scored)
+
+def _score(settings: SessionSettings):
+    policy = settings.policy(score=lambda judged: SCORES[judged[0].verdict], step=JUDGE_STEP, reason=_reason,
+                             where=lambda v: "conversation", value=lambda t: t.judged[0].verdict if t.judged else None)
+
+    def scored(state: FrustrationState, conversation: Conversation) -> MetricResult:
+        (v,) = state["verdicts"]
+        details = {"frustrated_turns": v.frustrated_turns, "resolved_by_turns": v.resolved_by_turns} if v.verdict else {}
+        return policy.result(conversation, [v], details=details)
+
+    return scored
 
 
 def build_frustration_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    return session_graph(settings, FrustrationState, route_start("judge_frustration", has_user),
-                         [("judge_frustration", _judge_frustration(settings))], _score(settings))
+    return session_graph(settings, FrustrationState, [("judge_frustration", _judge_frustration(settings))],
+                         _score(settings), applies=has_user,
+                         not_applicable="No user turn: there is no user to be frustrated.")
 
 
 create_user_frustration_judge = session_factory(

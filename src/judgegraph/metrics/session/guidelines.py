@@ -20,37 +20,37 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from pydantic import BaseModel, BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field
 from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ...answers import read_choice
 from ...compiling import CompileOptions
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike
-from ...nodes import judge_step, quote, turn_label
-from ...results import MetricResult, Usage, Verdict, merge_verdicts
+from ...nodes import judge_step, outcome_fields, quote, turn_label
+from ...results import MetricResult, Verdict, merge_verdicts
+from ...scoring import Tally, clause
 from ...state import MetricState
 from .common import (
+    CitingJudgement,
     SessionSettings,
     cited_turns,
-    clause,
     compile_session_judge,
-    failures,
-    not_applicable,
-    outcome_info,
-    reduce_node,
     role_indices,
     send_each,
     session_graph,
-    share_result,
-    tally,
 )
 
 JUDGE_STEP = "conversational_guidelines/judge_guideline"
 TASKS = ("guideline_adherence",)
 
 
-class GuidelineJudgement(BaseModel):
+class GuidelineJudgement(CitingJudgement):
+    cites, citing, calm = "violating_turns", frozenset({"no"}), "yes"
+    missing = "verdict 'no' needs the assistant turns that break the guideline"
+    stray = "verdict '{verdict}' means no violating turn: empty 'violating_turns' or answer 'no'"
+
+
     reason: str = Field(description="One or two sentences, citing turn numbers.")
     violating_turns: list[int] = Field(
         description="1-based numbers of the assistant turns that break the guideline (empty unless 'no')."
@@ -60,21 +60,6 @@ class GuidelineJudgement(BaseModel):
         description="'yes': followed throughout; 'no': broken in at least one assistant turn; "
         "'not_applicable': nothing in the conversation gives the guideline occasion to apply."
     )
-
-    @classmethod
-    def placeholder(cls) -> dict[str, Any]:
-        """A valid answer (what a dry run answers with)."""
-        return {"reason": "placeholder", "violating_turns": [], "verdict": "yes"}
-
-    @model_validator(mode="after")
-    def _consistent(self) -> GuidelineJudgement:
-        if self.verdict == "no" and not self.violating_turns:
-            raise ValueError("verdict 'no' needs the assistant turns that break the guideline")
-        if self.verdict != "no" and self.violating_turns:
-            raise ValueError(
-                f"verdict '{self.verdict}' means no violating turn: empty 'violating_turns' or answer 'no'"
-            )
-        return self
 
 
 class GuidelineVerdict(Verdict):
@@ -88,7 +73,7 @@ class GuidelineVerdict(Verdict):
     verdict: Literal["yes", "no", "not_applicable"] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GuidelineSettings(SessionSettings):
     guidelines: tuple[str, ...] = ()
 
@@ -132,8 +117,6 @@ def _has_assistant(conversation: Conversation) -> bool:
 
 def fan_out(settings: GuidelineSettings):
     def tasks(conversation: Conversation) -> list[dict[str, Any]]:
-        if not _has_assistant(conversation):
-            return []
         return [{"index": i, "guideline": g} for i, g in enumerate(settings.guidelines)]
 
     return send_each("judge_guideline", tasks)
@@ -149,7 +132,7 @@ def _judge_guideline(settings: GuidelineSettings):
         violating = cited_turns(getattr(value, "violating_turns", []), task["conversation"], ("assistant",))
         return {"verdicts": [GuidelineVerdict(
             guideline=task["guideline"], index=task["index"], turns=violating, verdict=getattr(value, "verdict", None),
-            reason=getattr(value, "reason", ""), **outcome_info(outcome),
+            reason=getattr(value, "reason", ""), **outcome_fields(outcome),
         )]}
 
     return judge_step("judge_guideline", settings.judge, build, finish)
@@ -159,31 +142,38 @@ def _label(v: GuidelineVerdict) -> str:
     return f"guideline {v.index + 1} {quote(v.guideline, 60)}"
 
 
-def _score(settings: GuidelineSettings):
-    def score(state: GuidelinesState, conversation: Conversation) -> MetricResult:
-        verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.index)
-        usage = Usage.total(v.usage for v in verdicts)
-        judged, good, errors = tally(verdicts, JUDGE_STEP, _label)
-        skipped = [v for v in verdicts if v.verdict == "not_applicable"]
-        details: dict[str, Any] = {"guidelines": len(verdicts), "judged": len(judged), "not_applicable": len(skipped)}
-        if not judged and not errors:
-            reason = "None of the guidelines applies to this conversation: " + "; ".join(
-                f"{_label(v)}: {clause(v.reason)}" for v in skipped) + "."
-            return not_applicable(settings, conversation, reason, usage=usage, details=details, verdicts=verdicts)
-        _, problems = failures(judged, "Violated", lambda v: f"{_label(v)} in {turn_label(v.turns)}: {clause(v.reason)}")
-        if skipped:
-            problems.append("Not applicable (left out of the score): " + "; ".join(_label(v) for v in skipped) + ".")
-        details["followed"] = good
-        return share_result(settings, conversation, good=good, judged=len(judged), what="guidelines followed",
-                            verdicts=verdicts, errors=errors, usage=usage, problems=problems, details=details)
+def _skipped(t: Tally) -> list[Any]:
+    return [v for v in t.verdicts if v.verdict == "not_applicable"]
 
-    return reduce_node(settings, _has_assistant, "No assistant turn: there is nothing to hold to the guidelines.", score)
+
+def _score(settings: GuidelineSettings):
+    def notes(t: Tally) -> list[str]:
+        skipped = _skipped(t)
+        return ["Not applicable (left out of the score): " + "; ".join(map(_label, skipped)) + "."] if skipped else []
+
+    def none_applies(t: Tally) -> str:
+        return "None of the guidelines applies to this conversation: " + "; ".join(
+            f"{_label(v)}: {clause(v.reason)}" for v in t.verdicts) + "."
+
+    policy = settings.share("guidelines followed", bad="Violated", unit="guideline(s) ", step=JUDGE_STEP,
+                            where=_label, notes=notes, empty=none_applies,
+                            describe=lambda v: f"{_label(v)} in {turn_label(v.turns)}: {clause(v.reason)}")
+
+    def score(state: GuidelinesState, conversation: Conversation) -> MetricResult:
+        t = policy.tally(sorted(state.get("verdicts") or [], key=lambda v: v.index))
+        details: dict[str, Any] = {"guidelines": len(t.verdicts), "judged": len(t.judged),
+                                   "not_applicable": len(_skipped(t))}
+        return policy.result(conversation, t, details=details if not t.judged and not t.errors
+                             else {**details, "followed": t.good})
+
+    return score
 
 
 def build_guidelines_graph(settings: GuidelineSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    return session_graph(settings, GuidelinesState, fan_out(settings),
-                         [("judge_guideline", _judge_guideline(settings))], _score(settings))
+    return session_graph(settings, GuidelinesState, [("judge_guideline", _judge_guideline(settings))],
+                         _score(settings), applies=_has_assistant, route=fan_out(settings),
+                         not_applicable="No assistant turn: there is nothing to hold to the guidelines.")
 
 
 def create_conversational_guidelines_judge(

@@ -21,33 +21,25 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from langgraph.graph import StateGraph
 from langgraph.types import Send
-from pydantic import BaseModel, BeforeValidator, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ...answers import YesNo, read_choice
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
-from ...nodes import conversation_json, judge_step, quote
+from ...nodes import conversation_json, judge_step, outcome_fields, quote
 from ...results import MetricResult, Verdict, merge_verdicts
+from ...scoring import clause
 from ...state import conversation_of
 from .common import (
+    CitingJudgement,
     ExtractState,
     SessionSettings,
     cited_turns,
-    clause,
-    conversation_request,
-    extraction_failure,
-    extraction_update,
-    failures,
-    not_applicable,
-    outcome_info,
-    reduce_node,
+    extract_step,
     role_indices,
-    route_start,
     session_factory,
     session_graph,
-    share_result,
-    tally,
 )
 
 EXTRACT_STEP = "knowledge_retention/extract_facts"
@@ -74,23 +66,15 @@ class Lapse(BaseModel):
     )
 
 
-class TurnRetention(BaseModel):
+class TurnRetention(CitingJudgement):
+    cites, citing, calm = "lapses", frozenset({"no"}), "yes"
+    missing = "verdict 'no' needs at least one lapse: name the fact that was not retained"
+    stray = "verdict '{verdict}' means no lapse: either empty 'lapses' or answer 'no'"
+
+
     reason: str = Field(description="One or two sentences, citing turn numbers.")
     lapses: list[Lapse] = Field(description="Every fact the judged turn contradicts or forgets; empty if none.")
     verdict: YesNo = Field(description="'yes' if the turn retained every fact (no lapse), else 'no'.")
-
-    @classmethod
-    def placeholder(cls) -> dict[str, Any]:
-        """A valid answer (what a dry run answers with)."""
-        return {"reason": "placeholder", "lapses": [], "verdict": "yes"}
-
-    @model_validator(mode="after")
-    def _consistent(self) -> TurnRetention:
-        if self.verdict == "no" and not self.lapses:
-            raise ValueError("verdict 'no' needs at least one lapse: name the fact that was not retained")
-        if self.verdict == "yes" and self.lapses:
-            raise ValueError("verdict 'yes' means no lapse: either empty 'lapses' or answer 'no'")
-        return self
 
 
 class LapseInfo(BaseModel):
@@ -141,30 +125,20 @@ def _has_replies(conversation: Conversation) -> bool:
     return bool(users) and any(i > users[0] for i in role_indices(conversation, "assistant"))
 
 
-def _extract_facts(settings: SessionSettings):
-    build = conversation_request("fact_extraction", EXTRACT_STEP, Facts)
-
-    def finish(state: RetentionState, outcome: JudgeOutcome) -> dict[str, Any]:
-        conversation = conversation_of(state)
-        update = extraction_update(conversation, outcome, EXTRACT_STEP, facts=[])
-        if not outcome.ok:
-            return update
-        facts: list[FactItem] = []
-        dropped = 0
-        for f in outcome.value.facts:  # type: ignore[union-attr]
-            turn = cited_turns([f.turn], conversation, ("user",))
-            text = " ".join(f.fact.split())
-            if not turn or not text:
-                dropped += 1  # not tied to a real user turn: it cannot be placed before or after a reply
-                continue
-            item = FactItem(turn=turn[0], fact=text)
-            if item not in facts:
-                facts.append(item)
-        update["facts"] = sorted(facts, key=lambda f: f["turn"])
-        update["dropped_facts"] = dropped
-        return update
-
-    return judge_step("extract_facts", settings.judge, build, finish)
+def _facts(value: Facts, conversation: Conversation) -> dict[str, Any]:
+    """The extracted facts, each tied to the user turn that stated it; the others are counted as dropped."""
+    facts: list[FactItem] = []
+    dropped = 0
+    for f in value.facts:
+        turn = cited_turns([f.turn], conversation, ("user",))
+        text = " ".join(f.fact.split())
+        if not turn or not text:
+            dropped += 1  # not tied to a real user turn: it cannot be placed before or after a reply
+            continue
+        item = FactItem(turn=turn[0], fact=text)
+        if item not in facts:
+            facts.append(item)
+    return {"facts": sorted(facts, key=lambda f: f["turn"]), "dropped_facts": dropped}
 
 
 def fan_out_turns(state: RetentionState) -> list[Send] | str:
@@ -197,7 +171,7 @@ def _check_turn(settings: SessionSettings):
         turns = {task["turn"], *(lp.stated_in for lp in lapses if lp.stated_in is not None)}
         return {"verdicts": [RetentionVerdict(
             turn=task["turn"], reply=conversation.turns[task["turn"]].content, lapses=lapses, turns=sorted(turns),
-            verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""), **outcome_info(outcome),
+            verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""), **outcome_fields(outcome),
         )]}
 
     return judge_step("check_turn", settings.judge, build, finish)
@@ -213,41 +187,37 @@ def _describe(v: RetentionVerdict) -> str:
 
 
 def _score(settings: SessionSettings):
+    policy = settings.share("assistant turns retained what the user said", bad="Lapses", describe=_describe,
+                            unit="turn(s) ", step=CHECK_STEP, where=lambda v: f"turn {v.turn + 1}",
+                            failed="The user's facts could not be extracted (judge error); see errors.")
+
     def score(state: RetentionState, conversation: Conversation) -> MetricResult:
         facts = state.get("facts") or []
-        verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.turn)
+        t = policy.tally(sorted(state.get("verdicts") or [], key=lambda v: v.turn), state.get("extract_errors") or ())
         details: dict[str, Any] = {
             "facts": [{"turn": f["turn"], "fact": f["fact"]} for f in facts],
             "dropped_facts": state.get("dropped_facts", 0),
-            "assistant_turns": len(verdicts),
+            "assistant_turns": len(t.verdicts),
+            "judged": len(t.judged), "retained": t.good, "failed_turns": [v.turn for v in t.bad],
         }
-        usage, failed_extraction = extraction_failure(settings, conversation, state, verdicts, what="facts",
-                                                      details=details)
-        if failed_extraction:
-            return failed_extraction
-        if not facts:
-            return not_applicable(settings, conversation, "The user stated no fact for the assistant to retain.",
-                                  usage=usage, details=details)
-        if not verdicts:
-            return not_applicable(settings, conversation, "No assistant turn comes after a fact the user stated.",
-                                  usage=usage, details=details)
-        judged, good, errors = tally(verdicts, CHECK_STEP, lambda v: f"turn {v.turn + 1}")
-        failed, problems = failures(judged, "Lapses", _describe)
-        details.update(judged=len(judged), retained=good, failed_turns=[v.turn for v in failed])
-        return share_result(settings, conversation, good=good, judged=len(judged),
-                            what="assistant turns retained what the user said", verdicts=verdicts, errors=errors,
-                            usage=usage, problems=problems, details=details)
+        usage = state.get("extract_usage")
+        if not t.verdicts and not t.errors:
+            reason = ("The user stated no fact for the assistant to retain." if not facts
+                      else "No assistant turn comes after a fact the user stated.")
+            return policy.conclude(conversation, status="not_applicable", reason=reason, usage=usage, details=details)
+        return policy.result(conversation, t, usage=usage, details=details)
 
-    return reduce_node(settings, _has_replies, "No assistant turn after a user turn: there is nothing to retain.",
-                       score)
+    return score
 
 
 def build_retention_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     return session_graph(
-        settings, RetentionState, route_start("extract_facts", _has_replies),
-        [("extract_facts", _extract_facts(settings)), ("check_turn", _check_turn(settings))],
-        _score(settings), fan_out=fan_out_turns,
+        settings, RetentionState,
+        [("extract_facts", extract_step(settings, "extract_facts", "fact_extraction", EXTRACT_STEP, Facts, _facts, facts=[])),
+         ("check_turn", _check_turn(settings))],
+        _score(settings), applies=_has_replies, fan_out=fan_out_turns,
+        not_applicable="No assistant turn after a user turn: there is nothing to retain.",
     )
 
 

@@ -29,19 +29,9 @@ from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest, ModelLike
 from ...nodes import judge_step, quote
 from ...results import MetricResult, Usage, Verdict, merge_verdicts
+from ...scoring import check_whole, clause
 from ...state import MetricState
-from .common import (
-    SessionSettings,
-    clause,
-    compile_session_judge,
-    failures,
-    not_applicable,
-    reduce_node,
-    send_each,
-    session_graph,
-    share_result,
-    tally,
-)
+from .common import SessionSettings, compile_session_judge, send_each, session_graph
 
 JUDGE_STEP = "role_adherence/judge_turns"
 TASKS = ("role_adherence",)
@@ -69,15 +59,14 @@ class RoleVerdict(Verdict):
     verdict: Literal["yes", "no"] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RoleSettings(SessionSettings):
     role: str | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
 
     def check(self) -> None:
         super().check()
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ValueError(f"batch_size must be a whole number >= 1, got {self.batch_size!r}")
+        check_whole(self.batch_size, "batch_size")
         if self.role is not None and (not isinstance(self.role, str) or not self.role.strip()):
             raise ValueError(f"role must be a non-empty string (or None to use the conversation's chatbot_role), "
                              f"got {self.role!r}")
@@ -155,33 +144,32 @@ def _judge_turns(settings: RoleSettings):
 
 
 def _score(settings: RoleSettings):
+    policy = settings.share("assistant turns in role", bad="Out of role", unit="turn(s) ", step=JUDGE_STEP,
+                            where=lambda v: f"turn {v.turn + 1}",
+                            describe=lambda v: f"turn {v.turn + 1} {quote(v.reply, 50)}: {clause(v.reason)}")
+
     def score(state: RoleState, conversation: Conversation) -> MetricResult:
         role = role_of(settings, conversation)
         if not assistant_turns(conversation):
-            reason = "No assistant turn with text: there is nothing to hold to the role."
-            return not_applicable(settings, conversation, reason, details={"role": role})
-        verdicts = sorted(state.get("verdicts") or [], key=lambda v: v.turn)
-        judged, good, errors = tally(verdicts, JUDGE_STEP, lambda v: f"turn {v.turn + 1}")
-        out_of_role, problems = failures(judged, "Out of role",
-                                         lambda v: f"turn {v.turn + 1} {quote(v.reply, 50)}: {clause(v.reason)}")
-        details = {
-            "role": role, "assistant_turns": len(verdicts), "judged": len(judged),
-            "batches": len({v.batch for v in verdicts}), "batch_size": settings.batch_size,
-            "out_of_role_turns": [v.turn for v in out_of_role],
-        }
-        return share_result(settings, conversation, good=good, judged=len(judged),
-                            what="assistant turns in role", verdicts=verdicts, errors=errors,
-                            usage=Usage.total(v.usage for v in verdicts), problems=problems, details=details)
+            return policy.conclude(conversation, status="not_applicable", details={"role": role},
+                                   reason="No assistant turn with text: there is nothing to hold to the role.")
+        t = policy.tally(sorted(state.get("verdicts") or [], key=lambda v: v.turn))
+        return policy.result(conversation, t, details={
+            "role": role, "assistant_turns": len(t.verdicts), "judged": len(t.judged),
+            "batches": len({v.batch for v in t.verdicts}), "batch_size": settings.batch_size,
+            "out_of_role_turns": [v.turn for v in t.bad],
+        })
 
-    return reduce_node(settings, lambda conversation: role_of(settings, conversation) is not None,
-                       "No chatbot role to judge against: pass role=... (CLI: the role option), or give the"
-                       " conversation a chatbot_role or a system message.", score)
+    return score
 
 
 def build_role_graph(settings: RoleSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    return session_graph(settings, RoleState, fan_out(settings), [("judge_turns", _judge_turns(settings))],
-                         _score(settings))
+    return session_graph(settings, RoleState, [("judge_turns", _judge_turns(settings))], _score(settings),
+                         applies=lambda conversation: role_of(settings, conversation) is not None,
+                         route=fan_out(settings),
+                         not_applicable="No chatbot role to judge against: pass role=... (CLI: the role option), or"
+                         " give the conversation a chatbot_role or a system message.")
 
 
 def create_role_adherence_judge(
