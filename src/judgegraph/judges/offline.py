@@ -16,11 +16,16 @@ a clear judge error saying it needs an LLM judge, and the rest of the run goes o
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator
-from typing import Any
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
 
 from ..results import Usage
 from .base import Judge, JudgeOutcome, JudgeRequest
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..embeddings.batching import BatchingEncoder
 
 OFFLINE_TASKS = frozenset({"turn_relevance", "statement_relevance"})
 
@@ -42,7 +47,7 @@ STATEMENT_RULE = (
 
 def statement_steps(
     statements: list[str], user_message: str, context: list[str]
-) -> Generator[list[str], Any, list[float]]:
+) -> Generator[list[str], np.ndarray, list[float]]:
     """:func:`statement_scores` as a generator: yields the texts to embed (at
     most once), receives their vectors, returns the scores."""
     import numpy as np
@@ -66,7 +71,7 @@ def statement_steps(
     return [float(x) for x in scores]
 
 
-def statement_scores(encode: Any, statements: list[str], user_message: str, context: list[str]) -> list[float]:
+def statement_scores(encode: Callable[[list[str]], np.ndarray], statements: list[str], user_message: str, context: list[str]) -> list[float]:
     """One similarity per statement (about -1..1, higher is more relevant), all
     texts in ONE ``encode`` call. ``context`` holds the window's earlier messages
     as ``"user: ..."`` / ``"assistant: ..."`` strings, oldest first. Raises
@@ -86,7 +91,9 @@ class EmbeddingJudge(Judge):
 
     kind = "offline"
 
-    def __init__(self, embeddings: Any = None, *, threshold: float | None = None, encoder: Any = None) -> None:
+    # embeddings Any: a LangChain ``Embeddings`` or any object with ``encode`` (see encode_function)
+    def __init__(self, embeddings: Any = None, *, threshold: float | None = None,
+                 encoder: BatchingEncoder | None = None) -> None:
         self._embeddings = embeddings
         self._threshold = threshold
         self._encoder = encoder
@@ -102,7 +109,7 @@ class EmbeddingJudge(Judge):
         return self._embeddings
 
     @property
-    def encoder(self) -> Any:
+    def encoder(self) -> BatchingEncoder:
         """The :class:`~judgegraph.embeddings.batching.BatchingEncoder` this judge embeds with (made on first use)."""
         if self._encoder is None:
             with self._encoder_lock:
@@ -138,7 +145,7 @@ class EmbeddingJudge(Judge):
 
     # ---- one scoring generator per request, driven sync or async ----------------
 
-    def _steps(self, request: JudgeRequest) -> Generator[list[str], Any, JudgeOutcome]:
+    def _steps(self, request: JudgeRequest) -> Generator[list[str], np.ndarray, JudgeOutcome]:
         """Yields the texts to embed, receives their vectors, returns the outcome."""
         inputs = request.inputs
         if request.task == "statement_relevance":
