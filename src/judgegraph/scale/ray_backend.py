@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+from types import ModuleType
 from typing import Any
 
 from typing_extensions import Self
@@ -59,7 +60,7 @@ class JudgeActor:
         return await judge_conversation(item, self.plan)
 
 
-def import_ray() -> Any:
+def import_ray() -> ModuleType:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     try:
         import ray
