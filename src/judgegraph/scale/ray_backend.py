@@ -98,7 +98,7 @@ class RayPool:
         self.requested = workers
         self.num_cpus = num_cpus
         self.silent_after = silent_after if silent_after is not None else silence_limit(spec.judge)
-        self.actors: list[Any] = []
+        self.actors: list[Any] = []  # Any: Ray actor handles (Ray is optional, imported at run time)
         self.in_flight: list[int] = []
         self.suspects: list[int] = []  # per actor: conversations in flight that were on an actor that died
         self.where: list[str] = []
