@@ -119,7 +119,7 @@ class ScriptedChatModel(GenericFakeChatModel):
             reply = reply(request)
         return reply
 
-    def _matches(self, key: Any, text: str) -> bool:
+    def _matches(self, key: Key, text: str) -> bool:
         if isinstance(key, str):
             return key in text
         if isinstance(key, re.Pattern):
@@ -143,7 +143,7 @@ class ScriptedChatModel(GenericFakeChatModel):
             raise LookupError(f"ScriptedChatModel: no rule matches prompt: {target[:200]!r}")
         return self.default
 
-    def _usage(self, request: ScriptedRequest, reply: Any) -> dict[str, int]:
+    def _usage(self, request: ScriptedRequest, reply: object) -> dict[str, int]:
         """The reply's ``usage_metadata``, counted as OpenAI counts: the request's
         messages (:func:`~judgegraph.judges.tokens.prompt_tokens`) in, the
         answer's JSON (or the text) out."""
@@ -152,7 +152,8 @@ class ScriptedChatModel(GenericFakeChatModel):
         return {"input_tokens": in_tokens, "output_tokens": out_tokens, "total_tokens": in_tokens + out_tokens}
 
     def _generate(
-        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any
+        self, messages: list[BaseMessage], stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any,
     ) -> ChatResult:
         request = ScriptedRequest(text="\n\n".join(m.text for m in messages), messages=list(messages), schema=self.tool)
         reply = self.respond(request)
