@@ -11,7 +11,7 @@ labelled group around its nodes. Conditional edges are dashed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias, Union
+from typing import TYPE_CHECKING, Any, TypeAlias, Union, cast
 from xml.sax.saxutils import escape, quoteattr
 
 __all__ = ["Drawable", "PngUnavailable", "draw_png", "draw_svg", "graph_layout"]
@@ -83,11 +83,9 @@ class Layout:
 
 
 def _drawable(graph: Drawable) -> Graph:
-    from langchain_core.runnables.graph import Graph
-
-    if isinstance(graph, Graph):
-        return graph
-    return graph.get_graph()
+    if hasattr(graph, "nodes") and hasattr(graph, "edges") and not hasattr(graph, "get_graph"):
+        return graph  # a Graph (or any object drawn like one)
+    return cast("Pregel", graph).get_graph()
 
 
 def _label(node: Node) -> str:

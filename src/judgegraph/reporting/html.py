@@ -204,8 +204,6 @@ def _asset(name: str) -> str:
 def _graph_svgs(metrics: list[str], graphs: Iterable[Drawable] | None, *, llm: bool = False) -> list[str]:
     """SVG pictures of the given compiled graphs; without any, the report graph of
     ``metrics`` as registered (default options), when they can be built."""
-    from langchain_core.runnables.graph import Graph
-
     from .drawing import draw_svg
 
     chosen = list(graphs) if graphs is not None else []
@@ -216,7 +214,7 @@ def _graph_svgs(metrics: list[str], graphs: Iterable[Drawable] | None, *, llm: b
         chosen = [built]
     svgs = []
     for i, g in enumerate(chosen):
-        drawable = g if isinstance(g, Graph) else g.get_graph(xray=1)
+        drawable = g.get_graph(xray=1) if hasattr(g, "get_graph") else g
         svgs.append(draw_svg(drawable, title=getattr(g, "name", None) or "report", id_prefix=f"jg{i}"))
     return svgs
 
