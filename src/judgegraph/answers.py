@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BeforeValidator
 
 
-def read_choice(choices: Sequence[str], aliases: Mapping[str, str] | None = None) -> Callable[[Any], Any]:
+def read_choice(choices: Sequence[str], aliases: Mapping[str, str] | None = None) -> Callable[[object], object]:
     """A before-validator: ``value`` as one of ``choices`` when it plainly is one
     (see the module's doc), else unchanged (the schema then rejects it and the
     judge is re-asked with the error). ``aliases`` map other spellings
@@ -34,7 +34,7 @@ def read_choice(choices: Sequence[str], aliases: Mapping[str, str] | None = None
     longest_first = sorted(choices, key=len, reverse=True)
     extra = {k.lower(): v for k, v in (aliases or {}).items()}
 
-    def read(value: Any) -> Any:
+    def read(value: object) -> object:
         if not isinstance(value, str):
             return value
         text = " ".join(value.strip().lower().split())

@@ -24,23 +24,25 @@ from typing import Any
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+from langgraph.types import All, Checkpointer
 from typing_extensions import TypedDict
 
 
 class CompileOptions(TypedDict, total=False):
     """``StateGraph.compile`` options a factory passes on (see LangGraph's docs)."""
 
-    checkpointer: Any  # a BaseCheckpointSaver, True/False/None
-    store: Any  # a BaseStore
-    interrupt_before: Sequence[str] | Any  # node names, or "*"
-    interrupt_after: Sequence[str] | Any
+    checkpointer: Checkpointer  # a BaseCheckpointSaver, True/False/None
+    store: BaseStore | None
+    interrupt_before: Sequence[str] | All | None  # node names, or "*"
+    interrupt_after: Sequence[str] | All | None
     debug: bool
 
 
 COMPILE_KEYS = frozenset(CompileOptions.__annotations__)
 
 
-def unexpected_keyword(factory: Callable[..., Any] | str, key: str, known: Sequence[str] = ()) -> TypeError:
+def unexpected_keyword(factory: Callable[..., object] | str, key: str, known: Sequence[str] = ()) -> TypeError:
     """``TypeError`` for an unknown keyword, naming the closest known one."""
     name = factory if isinstance(factory, str) else factory.__name__
     if not known and not isinstance(factory, str):
@@ -50,7 +52,7 @@ def unexpected_keyword(factory: Callable[..., Any] | str, key: str, known: Seque
     return TypeError(f"{name}() got an unexpected keyword argument {key!r}{hint}")
 
 
-def check_options(options: Mapping[str, Any], factory: Callable[..., Any]) -> None:
+def check_options(options: Mapping[str, object], factory: Callable[..., object]) -> None:
     """A ``TypeError`` for a keyword in ``options`` that is not a compile option."""
     for key in options:
         if key not in COMPILE_KEYS:
@@ -58,8 +60,8 @@ def check_options(options: Mapping[str, Any], factory: Callable[..., Any]) -> No
 
 
 def compile_graph(
-    builder: StateGraph, name: str, options: Mapping[str, Any], factory: Callable[..., Any]
-) -> CompiledStateGraph:
+    builder: StateGraph, name: str, options: Mapping[str, Any], factory: Callable[..., object]
+) -> CompiledStateGraph:  # options: Any, spread into compile(**)
     """``builder.compile(name=name, **options)`` after checking ``options`` are
     compile options; ``factory`` names the caller in the error."""
     check_options(options, factory)
@@ -90,7 +92,7 @@ def checkpoint_types() -> list[tuple[str, str]]:
     return sorted(out)
 
 
-def register_types(checkpointer: Any) -> Any:
+def register_types(checkpointer: Checkpointer) -> Checkpointer:
     """A copy of ``checkpointer`` (same storage) whose serializer allows
     judgegraph's state types explicitly. A checkpointer with a serializer of
     its own (encrypted, strict, custom) is returned as it is: its owner decides."""

@@ -8,9 +8,13 @@ formats into these objects; metrics never see the file formats.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
 
 Role = Literal["user", "assistant", "system", "tool"]
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
@@ -111,12 +115,12 @@ _ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool":
                  "HumanMessageChunk": "user", "AIMessageChunk": "assistant"}
 
 
-def _message_objects(messages: Any) -> list[Any]:
+def _message_objects(messages: Iterable[object]) -> list[BaseMessage]:
     """BaseMessage objects from objects, ``model_dump()`` dicts, ``messages_to_dict``
     dumps (``{"type", "data"}``) or OpenAI-style ``{"role", "content"}`` dicts."""
     from langchain_core.messages import BaseMessage, convert_to_messages, messages_from_dict
 
-    out: list[Any] = []
+    out: list[BaseMessage] = []
     for i, message in enumerate(messages):
         if isinstance(message, BaseMessage):
             out.append(message)
@@ -129,7 +133,7 @@ def _message_objects(messages: Any) -> list[Any]:
     return out
 
 
-def _retrieval(message: Any) -> list[Any]:
+def _retrieval(message: BaseMessage) -> list[Any]:  # strings or dicts, as given: Turn validates them
     for where in (message.additional_kwargs, message.response_metadata):
         for key in RETRIEVAL_KEYS:
             if where.get(key):
@@ -137,7 +141,7 @@ def _retrieval(message: Any) -> list[Any]:
     return []
 
 
-def from_messages(messages: Any, **fields: Any) -> Conversation:
+def from_messages(messages: Iterable[BaseMessage | dict[str, Any]], **fields: Any) -> Conversation:
     """A :class:`Conversation` from LangChain messages (``MessagesState``'s
     ``messages``): objects, their ``model_dump()`` or ``messages_to_dict`` dicts,
     or ``{"role", "content"}`` dicts.
@@ -149,7 +153,7 @@ def from_messages(messages: Any, **fields: Any) -> Conversation:
     of strings or ``{"context", "source"}`` dicts. ``fields`` are the
     conversation's own (``id``, ``chatbot_role``, ``expected_outcome``, ``metadata``)."""
     objs = _message_objects(list(messages))
-    outputs = {m.tool_call_id: m.text for m in objs if getattr(m, "tool_call_id", None)}
+    outputs = {call_id: m.text for m in objs if (call_id := getattr(m, "tool_call_id", None))}
     turns: list[Turn] = []
     for i, m in enumerate(objs):
         role = _ROLE_OF_TYPE.get(m.type)

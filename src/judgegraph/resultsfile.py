@@ -27,7 +27,12 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .loaders import InputError
+    from .results import Usage
+    from .runner import ConversationOutcome
 
 Transcripts = Literal["full", "errors", "none"]
 TRANSCRIPT_MODES: tuple[str, ...] = ("full", "errors", "none")
@@ -37,16 +42,16 @@ class ResultsFileError(ValueError):
     """The results file cannot be used as asked (exists without resume, is an input, a directory...)."""
 
 
-def _input_error_key(record: dict[str, Any]) -> tuple[Any, ...]:
+def _input_error_key(record: dict[str, Any]) -> tuple[object, ...]:
     return (record.get("file"), record.get("line"), record.get("record"), record.get("field"), record.get("message"))
 
 
-def input_error_record(error: Any) -> dict[str, Any]:
+def input_error_record(error: InputError) -> dict[str, Any]:
     return {"type": "input_error", "file": error.file, "line": error.line, "record": error.record,
             "field": error.field, "message": error.message, "error": str(error)}
 
 
-def _attempt_failed(attempt: Any) -> bool:
+def _attempt_failed(attempt: object) -> bool:
     return bool(attempt.get("error")) if isinstance(attempt, dict) else bool(getattr(attempt, "error", None))
 
 
@@ -74,8 +79,8 @@ class ResultsWriter:
     ``cost``: a function ``usage -> dollars | None`` giving each line's ``cost_usd``."""
 
     def __init__(self, path: str | Path, *, mode: str = "w", transcripts: str = "full",
-                 skip_input_errors: set[tuple[Any, ...]] | None = None,
-                 cost: Callable[[Any], float | None] | None = None) -> None:
+                 skip_input_errors: set[tuple[object, ...]] | None = None,
+                 cost: Callable[[Usage], float | None] | None = None) -> None:
         if transcripts not in TRANSCRIPT_MODES:
             raise ValueError(f"transcripts must be one of {', '.join(TRANSCRIPT_MODES)}, got {transcripts!r}")
         self.path = Path(path)
@@ -99,7 +104,7 @@ class ResultsWriter:
             raise
         self.lines += 1
 
-    def outcome(self, outcome: Any) -> None:
+    def outcome(self, outcome: ConversationOutcome) -> None:
         record = {"type": "conversation", **outcome.to_json()}
         if self.cost is not None:
             from .results import Usage
@@ -107,7 +112,7 @@ class ResultsWriter:
             record["cost_usd"] = self.cost(Usage.total(r.usage for r in outcome.results.values()))
         self.write(elide_duplicates(filter_transcripts(record, self.transcripts)))
 
-    def input_error(self, error: Any) -> None:
+    def input_error(self, error: InputError) -> None:
         record = input_error_record(error)
         if _input_error_key(record) in self._skip:
             return
@@ -126,7 +131,7 @@ class ResumeState:
     """What an existing results file already holds."""
 
     done: set[str] = field(default_factory=set)  # conversation ids complete in the file
-    input_errors: set[tuple[Any, ...]] = field(default_factory=set)
+    input_errors: set[tuple[object, ...]] = field(default_factory=set)
     lines: int = 0
     torn: bool = False  # a partial last line (a kill mid-write) was cut off
     bad_lines: list[int] = field(default_factory=list)  # unreadable complete lines (left in place, ignored)
@@ -246,12 +251,12 @@ def _rewrite_without_errors(p: Path, end: int) -> None:
     os.replace(tmp, p)
 
 
-def non_finite_field(value: Any) -> str | None:
+def non_finite_field(value: object) -> str | None:
     """The dotted path of the first number in ``value`` that is not finite (JSON
     ``1e999`` reads as ``inf``; ``NaN`` / ``Infinity`` are not JSON at all), or
     None. Such a number cannot be shown or compared: its line is refused. Walks
     without recursion."""
-    stack: list[tuple[str, Any]] = [("", value)]
+    stack: list[tuple[str, object]] = [("", value)]
     while stack:
         path, item = stack.pop()
         if isinstance(item, float) and not math.isfinite(item):
@@ -281,12 +286,12 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 ELIDE_MIN_CHARS = 256
 
 
-def _verdicts(result: Any) -> list[Any]:
+def _verdicts(result: object) -> list[Any]:
     verdicts = result.get("verdicts") if isinstance(result, dict) else None
     return verdicts if isinstance(verdicts, list) else []
 
 
-def _escaped(reason: str, escape: Any) -> str:
+def _escaped(reason: str, escape: object) -> str:
     """``reason`` as it sits inside a JSON string of the judge's reply."""
     return json.dumps(reason, ensure_ascii=escape == "ascii")[1:-1]
 

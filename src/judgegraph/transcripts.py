@@ -15,12 +15,16 @@ From the shell: ``judgegraph show results.jsonl --conversation ID --metric NAME 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .nodes import turn_label
 
+if TYPE_CHECKING:
+    from .results import JudgeAttempt, MetricResult
 
-def _as_dict(obj: Any) -> dict[str, Any]:
+
+def _as_dict(obj: object) -> dict[str, Any]:
     if isinstance(obj, dict):
         return obj
     dump = getattr(obj, "model_dump", None)
@@ -29,7 +33,7 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     return dict(vars(obj))
 
 
-def verdicts_of(result: Any, window: int | None = None) -> list[dict[str, Any]]:
+def verdicts_of(result: MetricResult | dict[str, Any], window: int | None = None) -> list[dict[str, Any]]:
     """The verdicts of ``result`` (a MetricResult or its JSON dict); with
     ``window``, the one whose ``window`` is N (or, for verdicts without a
     window, the N-th verdict, 0-based). Raises ``LookupError`` naming what exists."""
@@ -60,7 +64,7 @@ def _label(verdict: dict[str, Any], index: int) -> str:
     return f"{where} · {status}"
 
 
-def format_attempts(attempts: list[Any]) -> str:
+def format_attempts(attempts: Sequence[JudgeAttempt | dict[str, Any]]) -> str:
     """The attempts as text: each message sent (role, then its exact content), then the raw reply."""
     lines: list[str] = []
     for i, raw in enumerate(attempts, start=1):
@@ -86,7 +90,7 @@ def format_attempts(attempts: list[Any]) -> str:
     return "\n".join(lines)
 
 
-def transcript_of(result: Any, window: int | None = None) -> str:
+def transcript_of(result: MetricResult | dict[str, Any], window: int | None = None) -> str:
     """One metric result's judge transcripts as readable text (all verdicts, or
     the verdict of ``window``): the exact prompt text sent, then the raw reply,
     for each attempt."""

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, safe
 
+if TYPE_CHECKING:
+    from ..judges.cache import CacheFileError
+    from .common import Subparsers
 
-def register(sub: Any) -> None:
+
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("cache", help="show or clear the persistent judge cache",
                        description="The SQLite file where valid LLM judge answers are kept between runs.")
     p.add_argument("action", choices=["info", "clear"], help="info: where it is and what it holds; clear: empty it")
@@ -26,7 +30,7 @@ def _size(n: int) -> str:
     return str(n)
 
 
-def _broken(exc: Any) -> int:
+def _broken(exc: CacheFileError) -> int:
     """A cache file that cannot be used: what is wrong and what to do; exit 2
     when the path is not a cache at all, 3 when the file cannot be read."""
     where = safe(exc.path)

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    #: what each subcommand module's ``register`` adds its parser to
+    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ERRORS = 0, 1, 2, 3
 

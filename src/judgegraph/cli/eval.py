@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .common import (
     EXIT_ERRORS,
@@ -20,8 +20,20 @@ from .common import (
     safe,
 )
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
-def register(sub: Any) -> None:
+    from rich.console import Console
+
+    from ..judges import Judge
+    from ..loaders import InputError, LoadedConversation
+    from ..pricing import Prices
+    from ..resultsfile import ResultsLock
+    from ..runner import MetricPlan, RunSummary
+    from .common import Subparsers
+
+
+def register(sub: Subparsers) -> None:
     ev = sub.add_parser("eval", help="judge conversations in files or MLflow sessions",
                         description="Judge the conversations in FILE(s) and/or the trace sessions of an MLflow experiment.")
     ev.add_argument("files", nargs="*", metavar="FILE", help=".jsonl, .json or .yaml (judgegraph, deepeval, promptfoo or OpenAI messages)")
@@ -99,7 +111,7 @@ def register(sub: Any) -> None:
 
 def _judge_settings(args: argparse.Namespace) -> dict[str, Any]:
     """``resolve_judge`` keyword arguments (data: worker processes rebuild the judge from them)."""
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {}  # Any: keyword arguments of several types, spread into resolve_judge(**)
     if args.model and (url := base_url(args.base_url, args.model)):
         kwargs["base_url"] = url  # --base-url, else $OPENAI_BASE_URL
     if args.model is None and args.base_url and not getattr(args, "embeddings", None):
@@ -109,11 +121,11 @@ def _judge_settings(args: argparse.Namespace) -> dict[str, Any]:
     for name in ("timeout", "max_retries", "rpm", "tpm", "max_prompt_tokens", "max_reply_bytes"):
         if getattr(args, name, None) is not None:
             kwargs[name] = getattr(args, name)
-    cache: Any = False if getattr(args, "no_cache", False) else (getattr(args, "cache", None) or True)
+    cache: bool | str = False if getattr(args, "no_cache", False) else (getattr(args, "cache", None) or True)
     return dict(model=args.model, max_concurrency=args.concurrency, max_tries=args.max_tries, cache=cache, **kwargs)
 
 
-def _judge(args: argparse.Namespace):
+def _judge(args: argparse.Namespace) -> Judge:
     from ..judges import resolve_judge
 
     return resolve_judge(**_judge_settings(args))
@@ -230,7 +242,7 @@ def _out_unwritable(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _prices(args: argparse.Namespace, judge: Any) -> Any:
+def _prices(args: argparse.Namespace, judge: Judge) -> Prices | None:
     from ..pricing import prices_for
 
     if judge.kind != "llm":
@@ -262,12 +274,12 @@ def run(args: argparse.Namespace) -> int:
         if args.dry_run and args.model:  # sends nothing: no client is built, so no key is needed
             from ..dryrun import DryRunJudge
 
-            judge = plan_judge = DryRunJudge.for_model(args.model, max_tries=args.max_tries)
+            judge: Judge = DryRunJudge.for_model(args.model, max_tries=args.max_tries)
         else:
-            judge = plan_judge = _judge(args)
+            judge = _judge(args)
         if (missing := guidelines_missing(args.metrics, read_guidelines(args.guidelines))) is not None:
             raise ValueError(missing)
-        plan = MetricPlan(args.metrics, plan_judge, {
+        plan = MetricPlan(args.metrics, judge, {
             "window_size": args.window_size, "threshold": args.threshold, "strict_mode": args.strict_mode,
             "reason": args.reason, "rubric": read_rubric(args.rubric), "verify": args.verify,
             "n_questions": args.n_questions, "guidelines": read_guidelines(args.guidelines), "role": args.role,
@@ -312,7 +324,7 @@ def run(args: argparse.Namespace) -> int:
             held.release()
 
 
-def _lock_out(args: argparse.Namespace) -> tuple[Any, str | None]:
+def _lock_out(args: argparse.Namespace) -> tuple[ResultsLock | None, str | None]:
     """``--out`` locked for the whole run (a dry run writes nothing): (the lock,
     None), or (None, why) when another run holds it."""
     from ..resultsfile import ResultsFileLocked, lock_results
@@ -327,7 +339,7 @@ def _lock_out(args: argparse.Namespace) -> tuple[Any, str | None]:
         return None, f"cannot lock --out {args.out}: {exc.strerror or exc}"
 
 
-def _inputs(args: argparse.Namespace, err: Any) -> tuple[Any, list[Any]]:
+def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | InputError], list[LoadedConversation]]:
     """The stream of conversations (files read as judged, then MLflow sessions)
     and the sessions (kept for --log-assessments)."""
     import itertools
@@ -336,12 +348,12 @@ def _inputs(args: argparse.Namespace, err: Any) -> tuple[Any, list[Any]]:
     from ..runner import iter_inputs
 
     seen: set[str] = set()
-    sessions: list[Any] = []
-    errors: list[Any] = []
+    sessions: list[LoadedConversation] = []
+    errors: list[InputError] = []
     if args.mlflow_uri:
         sessions, errors = _load_mlflow(args)
 
-    def from_mlflow():
+    def from_mlflow() -> Iterator[LoadedConversation | InputError]:
         yield from errors
         for item in sessions:
             cid = item.conversation.id
@@ -355,7 +367,7 @@ def _inputs(args: argparse.Namespace, err: Any) -> tuple[Any, list[Any]]:
     return itertools.chain(files, from_mlflow()), sessions
 
 
-def _dry_run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) -> int:
+def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console, err: Console) -> int:
     from rich.table import Table
 
     from ..loaders import InputError
@@ -365,7 +377,7 @@ def _dry_run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any
     done: set[str] = set()
     if args.resume:
         done = scan_results(args.out, repair=False, retry_errors=args.retry_errors).done
-    stream, _ = _inputs(args, err)
+    stream, _ = _inputs(args)
     summary = RunSummary(keep_outcomes=False, max_rows=0)
     if judge.kind == "llm":
         asyncio.run(evaluate_async(stream, plan, skip=done, summary=summary,
@@ -385,7 +397,10 @@ def _dry_run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any
     if judge.kind != "llm":
         out.print(f"{head}; the offline judge makes no LLM calls: nothing to pay. No call was made.")
         return EXIT_ERRORS if summary.input_error_count or not (todo or done) else 0
-    est = plan.judge.estimate(_prices(args, judge))
+    from ..dryrun import DryRunJudge
+
+    dry = cast(DryRunJudge, plan.judge)  # an LLM judge in a dry run is the DryRunJudge run() built
+    est = dry.estimate(_prices(args, judge))
     table = Table(title=head)
     for col in ("metric / step", "calls", "input tokens", "output tokens (est.)", "cost"):
         table.add_column(col, justify="left" if col.startswith("metric") else "right")
@@ -406,17 +421,17 @@ def _dry_run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any
     return EXIT_ERRORS if summary.input_error_count or not (todo or done) else 0
 
 
-def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) -> int:
+def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console, err: Console) -> int:
     import signal
 
     from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.text import Text
 
-    from ..runner import RunSummary, evaluate_to_file
+    from ..runner import evaluate_to_file
     from ..scale import PlanSpec, judge_pool
     from .causes import FailureCauses
 
-    stream, sessions = _inputs(args, err)
+    stream, sessions = _inputs(args)
     causes = FailureCauses()  # said once after the table: the rows only say "see errors"
     prices = _prices(args, judge)
     keep = bool(args.log_assessments)  # MLflow writes need every result; otherwise finished results are dropped
@@ -509,13 +524,9 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
         out.print(f"[yellow]interrupted[/]: the {summary.conversations} conversations above are written; "
                   f"continue with the same command and --resume.")
     if args.html:
-        from types import SimpleNamespace
-
         from .report import html_after_eval
 
-        # The input was streamed, not kept: the report graphs the run compiled stand in for the conversations.
-        ran = SimpleNamespace(report_for=lambda graph: graph)
-        if html_after_eval(args, ran, SimpleNamespace(conversations=plan.graphs)) != 0 and summary.exit_code < EXIT_ERRORS:
+        if html_after_eval(args, plan.graphs) != 0 and summary.exit_code < EXIT_ERRORS:
             return EXIT_ERRORS
     if logged is not None:
         out.print(f"MLflow: {markup_safe(logged)} (experiment {markup_safe(repr(args.experiment))} at "
@@ -532,7 +543,7 @@ def _run(args: argparse.Namespace, judge: Any, plan: Any, out: Any, err: Any) ->
 EXIT_TERMINATED = 143
 
 
-def _stop_on_sigterm(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, err: Any, terminated: list[bool]) -> None:
+def _stop_on_sigterm(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, err: Console, terminated: list[bool]) -> None:
     """SIGTERM (``kill``, a service manager, a CI timeout) stops the run as
     Ctrl-C does: conversations in flight are abandoned, everything finished is
     written, the summary printed; exit :data:`EXIT_TERMINATED`. A second SIGTERM
@@ -559,7 +570,7 @@ def _ray_usage_error(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _print_table(out: Any, summary: Any) -> None:
+def _print_table(out: Console, summary: RunSummary) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -600,7 +611,7 @@ def _mlflow_usage_error(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _load_mlflow(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
+def _load_mlflow(args: argparse.Namespace) -> tuple[list[LoadedConversation], list[InputError]]:
     """The experiment's sessions and the input errors of its unreadable traces."""
     from ..integrations.mlflow import load_sessions
 

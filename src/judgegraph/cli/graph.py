@@ -5,14 +5,19 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, guidelines_missing, read_guidelines
+
+if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
+
+    from .common import Subparsers
 
 FORMATS = ("mermaid", "svg", "png")
 
 
-def register(sub: Any) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("graph", help="draw a metric's graph (several: the report graph) as Mermaid, SVG or PNG",
                        description="Draw a metric's graph; several metrics draw the report graph, each metric a "
                                    "labelled group. SVG and PNG are drawn here, with no network.")
@@ -36,7 +41,7 @@ def _format(args: argparse.Namespace) -> str:
     return {"svg": "svg", "png": "png", "mmd": "mermaid", "mermaid": "mermaid"}.get(suffix, "mermaid")
 
 
-def _build(args: argparse.Namespace) -> Any:
+def _build(args: argparse.Namespace) -> CompiledStateGraph:
     from ..judges import NoModel
     from ..metrics import get_metric
     from ..report import build_metric, create_report_graph

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .common import EXIT_OK
 
+if TYPE_CHECKING:
+    from .common import Subparsers
 
-def register(sub: Any) -> None:
+
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("metrics", help="list the metrics")
     p.set_defaults(run=run)
 

@@ -9,12 +9,21 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, bad_base_url, base_url, read_rubric
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
-def register(sub: Any) -> None:
+    from ..conversation import Conversation
+    from ..judges import Judge
+    from ..prompts import Prompt
+    from ..results import MetricResult
+    from .common import Subparsers
+
+
+def register(sub: Subparsers) -> None:
     p = sub.add_parser(
         "rejudge", help="re-judge chosen verdicts of a results file with a new rubric, prompt or model",
         description="Re-judge chosen verdicts of RESULTS (a judgegraph eval --out file) with a changed rubric, "
@@ -90,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError, RejudgeError) as exc:
         return _fail(str(exc))
     url = base_url(args.base_url, args.model)  # --base-url, else $OPENAI_BASE_URL
-    kwargs: dict[str, Any] = {"base_url": url} if url else {}
+    kwargs: dict[str, Any] = {"base_url": url} if url else {}  # spread into resolve_judge(**)
     try:
         judge = resolve_judge(args.model, max_concurrency=args.concurrency, max_tries=args.max_tries, **kwargs)
     except ValueError as exc:
@@ -120,8 +129,8 @@ def _out_refused(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: str, judge: Any,
-             conversations: dict[str, Any], rubric: Any, prompt: Any) -> int:
+def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: str, judge: Judge,
+             conversations: dict[str, Conversation], rubric: str | None, prompt: Prompt | None) -> int:
     """Write ``--out``: RESULTS with the chosen verdicts judged again (the caller holds ``--out``'s lock)."""
     from ..resultsfile import elide_duplicates, restore_elided
     from ..steering import RejudgeError, rejudge_result
@@ -205,11 +214,11 @@ def _metric_options(args: argparse.Namespace) -> dict[str, Any]:
     return opts
 
 
-def _score(value: Any) -> str:
+def _score(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
-def _result_key(results: dict[str, Any], metric: str, name: str) -> str | None:
+def _result_key(results: Mapping[str, object], metric: str, name: str) -> str | None:
     """The key of the metric's result in a results line (its name, or for an import path the one custom result)."""
     for key in (metric, name):
         if key in results:
@@ -219,10 +228,10 @@ def _result_key(results: dict[str, Any], metric: str, name: str) -> str | None:
     return None
 
 
-def new_calls(old: Any, new: Any) -> int:
+def new_calls(old: MetricResult | dict[str, Any], new: MetricResult | dict[str, Any]) -> int:
     """Judge requests the re-judge sent: attempts in the new result's transcripts that are neither cached
     nor in the old result's."""
-    def attempts(result: Any) -> list[Any]:
+    def attempts(result: MetricResult | dict[str, Any]) -> list[dict[str, Any]]:  # JSON records
         data = result if isinstance(result, dict) else result.model_dump(mode="json")
         out = list(data.get("transcript") or [])
         for v in data.get("verdicts") or []:

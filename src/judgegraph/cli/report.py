@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
-def register(sub: Any) -> None:
+    from langgraph.graph.state import CompiledStateGraph
+
+    from ..reporting.html import ReportFile
+    from .common import Subparsers
+
+
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("report", help="write an HTML report (one offline file) from a results file",
                        description="Write one self-contained HTML page (no network, no server) from RESULTS, "
                                    "the JSONL file `judgegraph eval` writes.")
@@ -37,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     return report_written(made)
 
 
-def report_written(made: Any) -> int:
+def report_written(made: ReportFile) -> int:
     """Say what was written; unreadable results lines make exit status 3."""
     for problem in made.problems:
         print(f"warning: {problem}", file=sys.stderr)
@@ -45,17 +53,15 @@ def report_written(made: Any) -> int:
     return EXIT_ERRORS if made.problems else EXIT_OK
 
 
-def html_after_eval(args: argparse.Namespace, plan: Any, loaded: Any) -> int:
+def html_after_eval(args: argparse.Namespace, graphs: Sequence[CompiledStateGraph]) -> int:
     """``judgegraph eval --html FILE``: the report of the results file just written,
-    with the turns of the judged files and the report graphs as they ran."""
+    with the turns of the judged files and ``graphs``, the report graphs as they ran
+    (one per distinct metric set and options; a graph given twice is drawn once)."""
     from ..reporting.html import write_report
 
-    graphs: dict[int, Any] = {}
-    for item in loaded.conversations:  # one compiled graph per distinct metric set and options
-        graph = plan.report_for(item)
-        graphs.setdefault(id(graph), graph)
+    distinct = list({id(graph): graph for graph in graphs}.values())
     try:
-        made = write_report(args.out, args.html, inputs=list(args.files), graphs=list(graphs.values()) or None)
+        made = write_report(args.out, args.html, inputs=list(args.files), graphs=distinct or None)
     except OSError as exc:
         print(f"error: HTML report {args.html}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_ERRORS

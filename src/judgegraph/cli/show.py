@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .common import EXIT_OK, EXIT_USAGE, safe
 
+if TYPE_CHECKING:
+    from .common import Subparsers
 
-def register(sub: Any) -> None:
+
+def register(sub: Subparsers) -> None:
     sh = sub.add_parser("show", help="print the judge transcript behind a verdict in a results file",
                         description="Print what the judge was sent (the exact prompt text, each attempt) and what it "
                                     "replied, for one conversation's metric (and one window) of a results file.")

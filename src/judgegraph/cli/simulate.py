@@ -9,7 +9,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .common import (
     EXIT_ERRORS,
@@ -23,8 +23,12 @@ from .common import (
     read_guidelines,
 )
 
+if TYPE_CHECKING:
+    from ..results import MetricResult
+    from .common import Subparsers
 
-def register(sub: Any) -> None:
+
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("simulate", help="simulate users talking to a chatbot, then judge the conversations",
                        description="A simulated user (an LLM with a persona, a goal and a scenario) talks to APP until "
                                    "the goal is reached, the user gives up, or --max-turns; the conversations are then "
@@ -56,7 +60,7 @@ def register(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def import_app(spec: str) -> Any:
+def import_app(spec: str) -> Any:  # Any: whatever object the user's module holds
     """``module:attr`` (attr may be dotted) → the object; the current directory is importable."""
     module, sep, attr = spec.partition(":")
     if not sep or not module or not attr:
@@ -161,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         for col in ("scenario", "ended", "turns", "metric", "score", "result", "reason"):
             table.add_column(col, overflow="fold", max_width=60 if col == "reason" else None)
         for r in runs:
-            rows: list[Any] = list(r.results.values()) or [None]
+            rows: list[MetricResult | None] = list(r.results.values()) or [None]
             for i, res in enumerate(rows):
                 head = (r.scenario.id, r.status, str(r.turns)) if i == 0 else ("", "", "")
                 if res is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
@@ -24,7 +25,7 @@ ModelLike: TypeAlias = Union[str, "BaseChatModel", Judge, None]
 
 
 def resolve_judge(
-    model: Any = None,
+    model: ModelLike = None,
     *,
     max_concurrency: int = 16,
     max_tries: int = 3,
@@ -35,7 +36,7 @@ def resolve_judge(
     tpm: float | None = None,
     max_prompt_tokens: int | None = None,
     max_reply_bytes: int | None = None,
-    **client: Any,
+    **client: Any,  # Any: the chat model's own keyword arguments (base_url, temperature ...)
 ) -> Judge:
     """The judge for ``model``, with the client settings every judge call uses.
 
@@ -114,7 +115,7 @@ class NeedsLLMJudge(ValueError):
     turns it into that metric's error result and the rest of the run goes on."""
 
 
-def require_tasks(judge: Judge, tasks: Any, metric: str) -> Judge:
+def require_tasks(judge: Judge, tasks: Iterable[str], metric: str) -> Judge:
     """``judge`` when it answers every task of ``metric``; otherwise :class:`NeedsLLMJudge`."""
     missing = [t for t in tasks if not judge.supports(t)]
     if missing:

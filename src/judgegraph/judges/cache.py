@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import TypedDict
+
 if TYPE_CHECKING:
     from .base import JudgeOutcome
 
@@ -43,6 +45,17 @@ log = logging.getLogger("judgegraph.cache")
 _warned: set[str] = set()  # paths already warned about in this process (one warning per file)
 _CORRUPT = ("SQLITE_NOTADB", "SQLITE_CORRUPT")  # the file itself is damaged: ``cache clear`` may replace it
 _COLUMNS = {"key", "value_json", "reply", "model", "step", "created"}
+
+
+class CacheInfo(TypedDict):
+    """What :meth:`DiskCache.info` says about a cache file (``judgegraph cache info``)."""
+
+    path: str
+    exists: bool
+    entries: int
+    bytes: int  # the database file and its journal files
+    models: dict[str, int]  # answers per model
+    steps: dict[str, int]  # answers per step
 
 
 class CacheFileError(Exception):
@@ -228,7 +241,7 @@ class DiskCache:
         except (sqlite3.Error, OSError) as exc:
             raise CacheFileError(self.path, f"cannot be {what}: {_describe(exc)}", corrupt=_is_corrupt(exc)) from None
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> CacheInfo:
         """Path, size, number of answers, and answers per model and per step;
         :class:`CacheFileError` when the file cannot be read."""
         if not self.path.exists():

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Generator
 from functools import lru_cache
+from types import ModuleType
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -227,14 +228,14 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 @lru_cache(maxsize=1)
-def _openai() -> Any:
+def _openai() -> ModuleType:
     """The openai SDK (imported on the first failure, not with this module)."""
     import openai
 
     return openai
 
 
-def _httpx_modules() -> list[Any]:
+def _httpx_modules() -> list[ModuleType]:
     """The HTTP libraries in use (``httpx``, and ``httpx2`` under openai 3): their
     exceptions are the ones that can surface; a library not imported raised none."""
     return [m for m in (sys.modules.get("httpx"), sys.modules.get("httpx2")) if m is not None]
@@ -653,7 +654,7 @@ class LLMJudge(Judge):
                 sent = (result, time.perf_counter() - start)
 
 
-def _is_openai_chat(model: Any) -> bool:
+def _is_openai_chat(model: object) -> bool:
     """A ``langchain_openai.ChatOpenAI`` (checked without importing the package)."""
     module = __import__("sys").modules.get("langchain_openai")
     cls = getattr(module, "ChatOpenAI", None) if module is not None else None

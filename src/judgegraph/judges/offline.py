@@ -16,11 +16,17 @@ a clear judge error saying it needs an LLM judge, and the rest of the run goes o
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator
-from typing import Any
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
 
 from ..results import Usage
 from .base import Judge, JudgeOutcome, JudgeRequest
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..embeddings.batching import BatchingEncoder
+    from ..embeddings.runner import EmbeddingRunner
 
 OFFLINE_TASKS = frozenset({"turn_relevance", "statement_relevance"})
 
@@ -42,7 +48,7 @@ STATEMENT_RULE = (
 
 def statement_steps(
     statements: list[str], user_message: str, context: list[str]
-) -> Generator[list[str], Any, list[float]]:
+) -> Generator[list[str], np.ndarray, list[float]]:
     """:func:`statement_scores` as a generator: yields the texts to embed (at
     most once), receives their vectors, returns the scores."""
     import numpy as np
@@ -66,7 +72,7 @@ def statement_steps(
     return [float(x) for x in scores]
 
 
-def statement_scores(encode: Any, statements: list[str], user_message: str, context: list[str]) -> list[float]:
+def statement_scores(encode: Callable[[list[str]], np.ndarray], statements: list[str], user_message: str, context: list[str]) -> list[float]:
     """One similarity per statement (about -1..1, higher is more relevant), all
     texts in ONE ``encode`` call. ``context`` holds the window's earlier messages
     as ``"user: ..."`` / ``"assistant: ..."`` strings, oldest first. Raises
@@ -88,7 +94,9 @@ class EmbeddingJudge(Judge):
 
     kind = "offline"
 
-    def __init__(self, embeddings: Any = None, *, threshold: float | None = None, encoder: Any = None) -> None:
+    # embeddings Any: a LangChain ``Embeddings`` or any object with ``encode`` (see encode_function)
+    def __init__(self, embeddings: Any = None, *, threshold: float | None = None,
+                 encoder: EmbeddingRunner | BatchingEncoder | None = None) -> None:
         self._embeddings = embeddings
         self._threshold = threshold
         self._encoder = encoder
@@ -104,7 +112,7 @@ class EmbeddingJudge(Judge):
         return self._embeddings
 
     @property
-    def encoder(self) -> Any:
+    def encoder(self) -> EmbeddingRunner | BatchingEncoder:
         """The batching :class:`~judgegraph.embeddings.runner.EmbeddingRunner` this judge embeds with (made on first use)."""
         if self._encoder is None:
             with self._encoder_lock:
@@ -140,7 +148,7 @@ class EmbeddingJudge(Judge):
 
     # ---- one scoring generator per request, driven sync or async ----------------
 
-    def _steps(self, request: JudgeRequest) -> Generator[list[str], Any, JudgeOutcome]:
+    def _steps(self, request: JudgeRequest) -> Generator[list[str], np.ndarray, JudgeOutcome]:
         """Yields the texts to embed, receives their vectors, returns the outcome."""
         inputs = request.inputs
         if request.task == "statement_relevance":

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from typing import Any
 
 from pydantic import SecretStr
 
@@ -48,7 +47,7 @@ class Redactor:
         self.secrets = sorted(kept, key=len, reverse=True)  # a longer one first: one may contain another
 
     @classmethod
-    def for_model(cls, model: Any) -> Redactor:
+    def for_model(cls, model: object) -> Redactor:
         """A redactor for a chat model's keys, and ``$OPENAI_API_KEY``."""
         found = [os.environ.get("OPENAI_API_KEY", "")]
         for name in KEY_ATTRIBUTES:

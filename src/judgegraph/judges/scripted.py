@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, Union
 
+from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -65,7 +66,7 @@ class ScriptedRequest:
     text: str
     """Every message's text, joined by blank lines (what the rules match)."""
     messages: list[BaseMessage]
-    schema: Any = None
+    schema: Any = None  # Any: whatever the caller bound (a pydantic class, a tool dict ...)
     """The output schema the caller bound (a pydantic class or a tool dict), or None."""
 
     @property
@@ -74,7 +75,7 @@ class ScriptedRequest:
         return _tool_name(self.schema)
 
 
-def _tool_name(tool: Any) -> str | None:
+def _tool_name(tool: object) -> str | None:
     return getattr(tool, "__name__", None) or (tool.get("name") if isinstance(tool, dict) else None)
 
 
@@ -83,6 +84,7 @@ class ScriptedChatModel(GenericFakeChatModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
+    # Any: Key and Reply values (see above), kept as given (a pydantic type here would validate and copy them)
     rules: list[tuple[Any, list[Any]]] = Field(default_factory=list)
     default: Any = None
     section: str | None = None
@@ -117,7 +119,7 @@ class ScriptedChatModel(GenericFakeChatModel):
             reply = reply(request)
         return reply
 
-    def _matches(self, key: Any, text: str) -> bool:
+    def _matches(self, key: Key, text: str) -> bool:
         if isinstance(key, str):
             return key in text
         if isinstance(key, re.Pattern):
@@ -141,7 +143,7 @@ class ScriptedChatModel(GenericFakeChatModel):
             raise LookupError(f"ScriptedChatModel: no rule matches prompt: {target[:200]!r}")
         return self.default
 
-    def _usage(self, request: ScriptedRequest, reply: Any) -> dict[str, int]:
+    def _usage(self, request: ScriptedRequest, reply: object) -> dict[str, int]:
         """The reply's ``usage_metadata``, counted as OpenAI counts: the request's
         messages (:func:`~judgegraph.judges.tokens.prompt_tokens`) in, the
         answer's JSON (or the text) out."""
@@ -150,7 +152,8 @@ class ScriptedChatModel(GenericFakeChatModel):
         return {"input_tokens": in_tokens, "output_tokens": out_tokens, "total_tokens": in_tokens + out_tokens}
 
     def _generate(
-        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+        self, messages: list[BaseMessage], stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any,
     ) -> ChatResult:
         request = ScriptedRequest(text="\n\n".join(m.text for m in messages), messages=list(messages), schema=self.tool)
         reply = self.respond(request)

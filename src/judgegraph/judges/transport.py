@@ -23,12 +23,19 @@ import contextvars
 import functools
 import importlib
 import os
+import ssl
 import time
 import urllib.request
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import openai
+
+# The HTTP library (httpx, or openai 3's httpx2) and its httpcore are chosen at run time (sdk_httpx):
+# their streams, transports, requests and headers are typed Any here, as the module object they come from is.
 
 DEFAULT_MAX_REPLY_BYTES = 8 * 1024 * 1024  # decoded; a judge's answer is a few hundred bytes
 _PIECE = 1 << 20  # the most decoded bytes made from compressed input at once
@@ -85,7 +92,7 @@ class _Stream:
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> _Stream:
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None) -> _Stream:
         return _Stream(self._inner.start_tls(ssl_context, server_hostname, _left(timeout, self._core.ConnectTimeout)),
                        self._core)
 
@@ -108,7 +115,7 @@ class _AsyncStream:
     async def aclose(self) -> None:
         await self._inner.aclose()
 
-    async def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+    async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
                         timeout: float | None = None) -> _AsyncStream:
         inner = await self._inner.start_tls(ssl_context, server_hostname, _left(timeout, self._core.ConnectTimeout))
         return _AsyncStream(inner, self._core)
@@ -160,7 +167,7 @@ class _Decoded:
     def __init__(self, encoding: str, limit: int) -> None:
         self.limit, self.seen = limit, 0
         self._encoding = encoding
-        self._inflate: Any = None
+        self._inflate: zlib._Decompress | None = None
         if encoding == "gzip":
             self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
         elif encoding == "deflate":
@@ -314,14 +321,15 @@ def _transport_classes(httpx: ModuleType) -> tuple[type, type]:
 
 
 @functools.lru_cache(maxsize=2)
-def _ssl_context(httpx: ModuleType) -> Any:
+def _ssl_context(httpx: ModuleType) -> ssl.SSLContext:
     """One verifying SSL context per process (certifi's bundle, or
     ``SSL_CERT_FILE``): loading it costs a file read and ~10 ms, per transport."""
     return httpx.create_ssl_context()
 
 
 def openai_http_clients(base_url: str | None, *, timeout: float | None,
-                        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> tuple[Any, Any]:
+                        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+                        ) -> tuple[openai.DefaultHttpxClient, openai.DefaultAsyncHttpxClient]:
     """A sync and an async HTTP client for ``openai`` / ``ChatOpenAI``: each
     request ends within ``timeout`` seconds (None: no deadline) and reads at
     most ``max_reply_bytes`` decoded bytes of reply."""

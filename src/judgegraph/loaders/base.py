@@ -18,9 +18,7 @@ from pydantic import ValidationError
 
 from judgegraph.conversation import Conversation
 
-from .limits import Limits
-
-Path_ = tuple[Any, ...]  # a path of keys / indexes inside a parsed document
+from .limits import Limits, Path_
 
 MAX_ERRORS_PER_RECORD = 5
 
@@ -106,7 +104,7 @@ def fail(path: Path_, message: str) -> RecordErrors:
     return RecordErrors([(path, message)])
 
 
-def unknown_key(key: Any, allowed: Iterable[str]) -> str:
+def unknown_key(key: object, allowed: Iterable[str]) -> str:
     allowed = list(allowed)
     msg = f"unknown key {key!r}"
     close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
@@ -214,7 +212,7 @@ class Ctx:
         return InputError(self.file, line, self.record, fld, message)
 
 
-def clean_id(value: Any, ctx: Ctx, path: Path_) -> str:
+def clean_id(value: object, ctx: Ctx, path: Path_) -> str:
     if value is None or value == "":
         return ctx.fallback_id
     if isinstance(value, bool) or not isinstance(value, (str, int)):
@@ -234,7 +232,7 @@ def validate(data: dict[str, Any], renames: list[tuple[Path_, Path_]] | None = N
         ) from None
 
 
-def merge_meta(target: dict[str, Any], value: Any, path: Path_) -> None:
+def merge_meta(target: dict[str, Any], value: object, path: Path_) -> None:
     if value is None:
         return
     if not isinstance(value, dict):

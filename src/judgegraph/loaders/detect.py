@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from .base import MAX_ERRORS_PER_RECORD, Ctx, InputError, LoadedConversation, RecordErrors
 from .formats.deepeval import DEEPEVAL_CASE_KEYS, DEEPEVAL_TURN_KEYS, from_deepeval
@@ -17,7 +16,7 @@ from .limits import check_record
 FORMATS: tuple[str, ...] = ("judgegraph", "deepeval", "promptfoo", "openai", "langchain", "ragas")
 
 
-def detect_format(record: Any) -> str:
+def detect_format(record: object) -> str:
     """Which format a single record (a parsed dict) is in.
 
     * has ``turns`` -> ``deepeval`` if the record or any turn has a deepeval-only
@@ -66,7 +65,7 @@ CONVERTERS = {
 }
 
 
-def convert(rec: Any, ctx: Ctx, fmt: str | None = None) -> Iterator[LoadedConversation | InputError]:
+def convert(rec: object, ctx: Ctx, fmt: str | None = None) -> Iterator[LoadedConversation | InputError]:
     if not isinstance(rec, dict):
         yield ctx.error((), f"a record must be an object (got {type(rec).__name__})")
         return

@@ -281,7 +281,7 @@ def _iter_document(p: Path, name: str, kind: str, opts: _Options) -> Iterator[Lo
     yield from _iter_value(value, p, name, kind, line_of, opts)
 
 
-def _iter_value(value: Any, p: Path, name: str, kind: str, line_of: Callable[[Path_], int | None],
+def _iter_value(value: object, p: Path, name: str, kind: str, line_of: Callable[[Path_], int | None],
                 opts: _Options) -> Iterator[LoadedConversation | InputError]:
     def ctx(record: int, base: Path_, **kw: Any) -> Ctx:
         return Ctx(name, _stem(p, opts), kind, record, line_of(base), base, line_of=line_of, limits=opts.limits,
@@ -439,7 +439,7 @@ def _iter_json_array(stream: JsonArray, p: Path, name: str,
         yield from convert({"messages": [v for _, v in messages]}, ctx(0, first, ()), "langchain")
 
 
-def _json_lines(text: str, value: Any) -> Callable[[Path_], int | None]:
+def _json_lines(text: str, value: object) -> Callable[[Path_], int | None]:
     """Line of each record of a parsed .json document (records only, not fields)."""
     newlines = [m.start() for m in re.finditer("\n", text)]
     starts: dict[Path_, int] = {}

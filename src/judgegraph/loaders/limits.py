@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-Path_ = tuple[Any, ...]
+#: where a value is inside a parsed document: its keys and list indexes from the root
+Path_ = tuple[str | int, ...]
 
 DEFAULT_MAX_RECORD_CHARS = 10_000_000
 DEFAULT_MAX_DEPTH = 100
@@ -73,7 +74,7 @@ def _surrogate(text: str) -> int | None:
     return None
 
 
-def check_record(value: Any, limits: Limits) -> list[tuple[Path_, str]]:
+def check_record(value: object, limits: Limits) -> list[tuple[Path_, str]]:
     """Problems that make a parsed record unsafe to use, each with its path.
 
     Walks the value without recursion, so any nesting is reported, never a

@@ -11,10 +11,18 @@ labelled group around its nodes. Conditional edges are dashed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, Union, cast
 from xml.sax.saxutils import escape, quoteattr
 
-__all__ = ["PngUnavailable", "draw_png", "draw_svg", "graph_layout"]
+__all__ = ["Drawable", "PngUnavailable", "draw_png", "draw_svg", "graph_layout"]
+
+if TYPE_CHECKING:
+    from langchain_core.runnables.graph import Graph, Node
+    from langgraph.pregel import Pregel
+
+#: What can be drawn: a compiled graph (a ``CompiledStateGraph``), or the drawable
+#: ``langchain_core`` graph its ``get_graph(xray=...)`` returns.
+Drawable: TypeAlias = Union["Pregel", "Graph"]
 
 FONT_SIZE = 13
 CHAR_W = 7.4  # average advance of a 13px sans-serif glyph; boxes are sized from it
@@ -74,13 +82,13 @@ class Layout:
     height: float = 0.0
 
 
-def _drawable(graph: Any) -> Any:
+def _drawable(graph: Drawable) -> Graph:
     if hasattr(graph, "nodes") and hasattr(graph, "edges") and not hasattr(graph, "get_graph"):
-        return graph
-    return graph.get_graph()
+        return graph  # a Graph (or any object drawn like one)
+    return cast("Pregel", graph).get_graph()
 
 
-def _label(node: Any) -> str:
+def _label(node: Node) -> str:
     last = str(node.id).rsplit(":", 1)[-1]
     if last in ("__start__", "__end__"):  # a subgraph's own entry/exit keeps its place, in lower case
         word = last.strip("_")
@@ -103,11 +111,11 @@ class _EdgeView:
     def __init__(self) -> None:
         self.pts: list[tuple[float, float]] = []
 
-    def setpath(self, pts: list[Any]) -> None:
+    def setpath(self, pts: list[tuple[float, float]]) -> None:
         self.pts = [(float(x), float(y)) for x, y in pts]
 
 
-def graph_layout(graph: Any) -> Layout:
+def graph_layout(graph: Drawable) -> Layout:
     """Positions of every node, edge and subgraph group of ``graph``."""
     from grandalf.graphs import Edge, Graph, Vertex
     from grandalf.layouts import SugiyamaLayout
@@ -115,7 +123,7 @@ def graph_layout(graph: Any) -> Layout:
 
     g = _drawable(graph)
     nodes = list(g.nodes.values())
-    vertices: dict[str, Any] = {}
+    vertices: dict[str, Any] = {}  # grandalf's, untyped
     for node in nodes:
         label = _label(node)
         v = Vertex(node.id)
@@ -215,7 +223,7 @@ def _f(v: float) -> str:
     return f"{v:.1f}".rstrip("0").rstrip(".")
 
 
-def draw_svg(graph: Any, *, title: str | None = None, id_prefix: str = "jg") -> str:
+def draw_svg(graph: Drawable, *, title: str | None = None, id_prefix: str = "jg") -> str:
     """An SVG document of ``graph``: a labelled box per node, an arrow per
     edge (dashed when conditional), a labelled frame per subgraph."""
     lay = graph_layout(graph)
@@ -264,7 +272,7 @@ def draw_svg(graph: Any, *, title: str | None = None, id_prefix: str = "jg") -> 
     return "\n".join(parts) + "\n"
 
 
-def draw_png(graph_or_svg: Any, *, scale: float = 2.0) -> bytes:
+def draw_png(graph_or_svg: Drawable | str, *, scale: float = 2.0) -> bytes:
     """PNG bytes of a graph (or of an SVG string), through resvg-py.
 
     Raises :class:`PngUnavailable` naming the package to install when it is absent."""

@@ -19,9 +19,14 @@ from datetime import datetime, timezone
 from html import escape
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..resultsfile import non_finite_field, restore_elided
+
+if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
+
+    from .drawing import Drawable
 
 __all__ = ["ReportFile", "ResultsFile", "read_results", "render_report", "report_data", "write_report"]
 
@@ -185,7 +190,7 @@ def report_data(results: ResultsFile, *, inputs: Sequence[str | Path] = ()) -> t
     return data, problems
 
 
-def _json_for_script(data: Any) -> str:
+def _json_for_script(data: object) -> str:
     """JSON that cannot end its ``<script>`` element or open another one."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)  # JSON.parse refuses NaN
     return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
@@ -196,7 +201,7 @@ def _asset(name: str) -> str:
     return resources.files("judgegraph.reporting").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
-def _graph_svgs(metrics: list[str], graphs: Iterable[Any] | None, *, llm: bool = False) -> list[str]:
+def _graph_svgs(metrics: list[str], graphs: Iterable[Drawable] | None, *, llm: bool = False) -> list[str]:
     """SVG pictures of the given compiled graphs; without any, the report graph of
     ``metrics`` as registered (default options), when they can be built."""
     from .drawing import draw_svg
@@ -214,7 +219,7 @@ def _graph_svgs(metrics: list[str], graphs: Iterable[Any] | None, *, llm: bool =
     return svgs
 
 
-def _default_report_graph(metrics: list[str], *, llm: bool) -> Any:
+def _default_report_graph(metrics: list[str], *, llm: bool) -> CompiledStateGraph | str:
     """The report graph of the results' metric names (built for an LLM judge when
     ``llm``, else the offline one), or why it cannot be drawn."""
     from ..judges import NoModel
@@ -264,7 +269,7 @@ def write_report(
     out: str | Path,
     *,
     inputs: Sequence[str | Path] = (),
-    graphs: Iterable[Any] | None = None,
+    graphs: Iterable[Drawable] | None = None,
     title: str | None = None,
 ) -> ReportFile:
     """Write the HTML report of the results file ``results`` to ``out``.

@@ -8,7 +8,14 @@ Nothing here imports Ray unless a Ray run is asked for.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the real types for type checkers; at run time each is imported on first use
+    from .limits import split_budget
+    from .ray_backend import RayPool
+    from .run import aevaluate, evaluate, judge_pool
+    from .spec import PlanSpec, auto_workers
+    from .workers import WorkerPool
 
 _EXPORTS = {
     "PlanSpec": "spec",

@@ -11,6 +11,7 @@ on the hot path.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 #: ``resolve_judge`` settings that are a budget of the whole run, split across
@@ -32,7 +33,7 @@ def split_int(total: int, n: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(n)]
 
 
-def usable_workers(requested: int, judge_settings: dict[str, Any]) -> int:
+def usable_workers(requested: int, judge_settings: Mapping[str, object]) -> int:
     """At most one worker per unit of concurrency: a worker with a share of 0
     could make no call at all."""
     if requested < 1:

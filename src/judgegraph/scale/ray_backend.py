@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+from types import ModuleType
 from typing import Any
 
 from typing_extensions import Self
@@ -59,7 +60,7 @@ class JudgeActor:
         return await judge_conversation(item, self.plan)
 
 
-def import_ray() -> Any:
+def import_ray() -> ModuleType:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     try:
         import ray
@@ -97,7 +98,7 @@ class RayPool:
         self.requested = workers
         self.num_cpus = num_cpus
         self.silent_after = silent_after if silent_after is not None else silence_limit(spec.judge)
-        self.actors: list[Any] = []
+        self.actors: list[Any] = []  # Any: Ray actor handles (Ray is optional, imported at run time)
         self.in_flight: list[int] = []
         self.suspects: list[int] = []  # per actor: conversations in flight that were on an actor that died
         self.where: list[str] = []

@@ -7,11 +7,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..loaders import InputError, LoadedConversation
 from ..runner import ConversationOutcome, RunSummary, evaluate_async
 from .spec import PlanSpec
+
+if TYPE_CHECKING:
+    from .ray_backend import RayPool
+    from .workers import WorkerPool
 
 JudgeOne = Callable[[LoadedConversation], Awaitable[ConversationOutcome]]
 
@@ -27,7 +31,7 @@ async def judge_pool(spec: PlanSpec, *, workers: int | None = None,
     if not ray and (workers or 1) == 1:
         yield None
         return
-    pool: Any
+    pool: RayPool | WorkerPool
     if ray:
         from .ray_backend import RayPool
 

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .limits import split_budget, usable_workers
+
+if TYPE_CHECKING:
+    from ..runner import MetricPlan
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,7 @@ class PlanSpec:
     """
 
     metrics: list[str] | None = None
+    # Any: keyword arguments of several types, spread into resolve_judge(**) and MetricPlan's options
     judge: dict[str, Any] = field(default_factory=dict)
     overrides: dict[str, Any] = field(default_factory=dict)
 
@@ -40,7 +44,7 @@ class PlanSpec:
         """``"llm"`` or ``"offline"``, without building anything."""
         return "offline" if self.judge.get("model") is None else "llm"
 
-    def build(self) -> Any:
+    def build(self) -> MetricPlan:
         """The :class:`~judgegraph.runner.MetricPlan` these settings describe."""
         from ..judges import resolve_judge
         from ..runner import MetricPlan

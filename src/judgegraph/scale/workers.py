@@ -33,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
@@ -57,7 +58,7 @@ DEFAULT_JUDGE_TIMEOUT_S = 120.0
 MIN_SILENCE_S = 10.0
 
 
-def silence_limit(judge_settings: dict[str, Any]) -> float:
+def silence_limit(judge_settings: Mapping[str, object]) -> float:
     """How long a worker with conversations in flight may send nothing before it
     is killed and replaced: twice the judge's request timeout (``timeout``,
     default 120 s), at least :data:`MIN_SILENCE_S`.
@@ -113,7 +114,7 @@ def worker_main(fd: int) -> None:
         conn.close()
 
 
-async def _serve(conn: Any, spec: PlanSpec) -> None:
+async def _serve(conn: Connection, spec: PlanSpec) -> None:
     from ..runner import judge_conversation
 
     try:
@@ -208,8 +209,8 @@ def worker_pythonpath(path: list[str], inherited: str = "") -> str:
 @dataclass
 class _Worker:
     index: int
-    process: Any
-    conn: Any
+    process: subprocess.Popen[bytes]
+    conn: Connection
     spawned: float = field(default_factory=time.monotonic)
     last_heard: float = field(default_factory=time.monotonic)  # set by the reader thread
     jobs: dict[int, asyncio.Future[ConversationOutcome]] = field(default_factory=dict)
@@ -336,7 +337,7 @@ class WorkerPool:
             if fut is not None and not fut.done():
                 fut.set_result(msg[2])
 
-    def _lost(self, w: _Worker, _msg: Any = None) -> None:
+    def _lost(self, w: _Worker, _msg: object = None) -> None:
         was_ready = w.ready
         w.alive = False
         w.outbox.put(None)

@@ -12,14 +12,24 @@ error, never as a value.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 from ...conversation import Conversation
 from ...loaders import LoadedConversation
 from .common import FIRST_TRACE_KEY, SESSION_ID_KEY, SESSION_KEY, TRACE_ID_KEY, import_mlflow, unreachable
+
+if TYPE_CHECKING:
+    from mlflow.entities import Assessment, AssessmentSource, Feedback
+
+    from ...results import MetricResult, Verdict
+    from ...runner import ConversationOutcome, RunSummary
+
+#: What :func:`log_assessments` reads results from (see there).
+Outcomes: TypeAlias = Union["RunSummary", Iterable["ConversationOutcome | MetricResult"],
+                            Mapping[str, Mapping[str, "MetricResult"]]]
 
 MAX_ERRORS_IN_METADATA = 20  # a result's judge errors listed in its metadata (all are counted in judge_errors)
 
@@ -54,16 +64,16 @@ def _meta(**values: Any) -> dict[str, str]:
     return {k: v if isinstance(v, str) else json.dumps(v, default=str) for k, v in values.items()}
 
 
-def _iter_results(outcomes: Any) -> Iterable[tuple[str, dict[str, Any], str | None]]:
+def _iter_results(outcomes: Outcomes) -> Iterator[tuple[str, dict[str, MetricResult], str | None]]:
     """(conversation id, {metric: MetricResult}, run error) from a RunSummary, a
     list of ConversationOutcome or MetricResult, or {conversation id: {metric: result}}."""
-    outcomes = getattr(outcomes, "outcomes", outcomes)
-    if isinstance(outcomes, Mapping):
-        for cid, results in outcomes.items():
+    read: Any = getattr(outcomes, "outcomes", outcomes)  # read by shape, as documented: items are duck-typed
+    if isinstance(read, Mapping):
+        for cid, results in read.items():
             yield str(cid), dict(results), None
         return
-    flat: dict[str, dict[str, Any]] = {}
-    for item in outcomes:
+    flat: dict[str, dict[str, MetricResult]] = {}
+    for item in read:
         if hasattr(item, "results") and hasattr(item, "conversation_id"):
             yield item.conversation_id, dict(item.results), getattr(item, "error", None)
         elif hasattr(item, "key") and hasattr(item, "conversation_id"):
@@ -74,7 +84,7 @@ def _iter_results(outcomes: Any) -> Iterable[tuple[str, dict[str, Any], str | No
         yield cid, results, None
 
 
-def _conversations(sessions: Any) -> dict[str, Conversation]:
+def _conversations(sessions: Iterable[LoadedConversation | Conversation]) -> dict[str, Conversation]:
     out: dict[str, Conversation] = {}
     for item in sessions:
         conv = getattr(item, "conversation", item)
@@ -86,7 +96,7 @@ def _conversations(sessions: Any) -> dict[str, Conversation]:
     return out
 
 
-def _source(judge: str, source_id: str | None) -> Any:
+def _source(judge: str, source_id: str | None) -> AssessmentSource:
     from mlflow.entities import AssessmentSource, AssessmentSourceType
 
     kind = AssessmentSourceType.LLM_JUDGE if judge.startswith("llm") else AssessmentSourceType.CODE
@@ -95,7 +105,7 @@ def _source(judge: str, source_id: str | None) -> Any:
 
 def log_assessments(
     tracking_uri: str,
-    outcomes: Any,
+    outcomes: Outcomes,
     sessions: Iterable[LoadedConversation | Conversation],
     *,
     source_id: str | None = None,
@@ -147,7 +157,7 @@ def log_assessments(
         log.failures.append(why)
         return log
     convs = _conversations(sessions)
-    jobs: list[tuple[str, str, Any]] = []  # (kind, trace id, Feedback)
+    jobs: list[tuple[str, str, Feedback]] = []  # (kind, trace id, feedback)
 
     for cid, results, run_error in _iter_results(outcomes):
         conv = convs.get(cid)
@@ -188,7 +198,7 @@ def log_assessments(
 
     client = TracingClient(tracking_uri)
 
-    def write(job: tuple[str, str, Any]) -> tuple[str, Any, str | None]:
+    def write(job: tuple[str, str, Feedback]) -> tuple[str, Assessment, str | None]:
         kind, trace_id, feedback = job
         try:
             return kind, client.log_assessment(trace_id, feedback), None
@@ -206,12 +216,12 @@ def log_assessments(
                 log.turn += 1
             if getattr(written, "error", None) is not None:
                 log.errors += 1
-            if getattr(written, "assessment_id", None):
-                log.assessment_ids.append(written.assessment_id)
+            if assessment_id := getattr(written, "assessment_id", None):
+                log.assessment_ids.append(assessment_id)
     return log
 
 
-def _value(result: Any, fb: dict[str, Any]) -> Any:
+def _value(result: MetricResult, fb: Mapping[str, Any]) -> Any:
     """One MLflow value: the metric's declared value, else the score, else passed.
     (``to_feedback()["value"]`` is the declared value or passed: LangSmith keeps
     the score apart, MLflow has one value.)"""
@@ -220,12 +230,12 @@ def _value(result: Any, fb: dict[str, Any]) -> Any:
     return fb["score"] if fb["score"] is not None else fb["value"]
 
 
-def _verdict_jobs(conv: Conversation, cid: str, name: str, verdicts: Iterable[Any], source: Any,
-                  version: str) -> list[tuple[str, str, Any]]:
+def _verdict_jobs(conv: Conversation, cid: str, name: str, verdicts: Iterable[Verdict], source: AssessmentSource,
+                  version: str) -> list[tuple[str, str, Feedback]]:
     """One per-turn feedback (``<metric>/turn``) per verdict, on the trace of its last turn."""
     from mlflow.entities import AssessmentError, Feedback
 
-    jobs: list[tuple[str, str, Any]] = []
+    jobs: list[tuple[str, str, Feedback]] = []
     for verdict in verdicts:
         trace_id = _trace_of(conv, verdict.turns)
         if trace_id is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import urllib.error
 import urllib.request
-from typing import Any
+from types import ModuleType
 
 SESSION_KEY = "mlflow.trace.session"  # MLflow's trace metadata key for the session (and session assessments)
 TRACE_ID_KEY = "mlflow_trace_id"  # turn metadata: the trace the turn was read from
@@ -16,7 +16,7 @@ FIRST_TRACE_KEY = "mlflow_first_trace_id"  # conversation metadata: where sessio
 SESSION_ID_KEY = "mlflow_session"  # conversation metadata: the session id (None for a trace of its own)
 
 
-def import_mlflow() -> Any:
+def import_mlflow() -> ModuleType:
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")  # read by mlflow when it is first imported
     try:
         import mlflow

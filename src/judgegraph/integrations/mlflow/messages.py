@@ -52,7 +52,7 @@ class Msg:
         return not self.content.strip() and not self.tool_calls
 
 
-def _text(value: Any, path: str) -> str:
+def _text(value: object, path: str) -> str:
     """Message content: a string, or a list of parts whose text parts are joined."""
     if value is None:
         return ""
@@ -73,7 +73,7 @@ def _text(value: Any, path: str) -> str:
     raise Unreadable(path, f"content must be a string or a list of parts (got {type(value).__name__})")
 
 
-def _tool_call(raw: Any) -> dict[str, Any] | None:
+def _tool_call(raw: object) -> dict[str, Any] | None:
     if not isinstance(raw, dict):
         return None
     function = raw.get("function")
@@ -95,15 +95,15 @@ def _tool_call(raw: Any) -> dict[str, Any] | None:
     return out
 
 
-def _role_of(item: Any) -> str | None:
+def _role_of(item: object) -> str | None:
     if not isinstance(item, dict):
         return None
     role = item.get("role", item.get("type"))
     return ROLES.get(role) if isinstance(role, str) else None
 
 
-def _is_message(item: Any) -> bool:
-    return _role_of(item) is not None and ("content" in item or "tool_calls" in item)
+def _is_message(item: object) -> bool:
+    return isinstance(item, dict) and _role_of(item) is not None and ("content" in item or "tool_calls" in item)
 
 
 def _message(item: dict[str, Any], path: str) -> Msg:
@@ -124,7 +124,7 @@ def _messages(items: list[Any], path: str) -> list[Msg]:
     return out
 
 
-def request_messages(value: Any, path: str = "request", depth: int = 0) -> list[Msg]:
+def request_messages(value: object, path: str = "request", depth: int = 0) -> list[Msg]:
     """The messages a trace's inputs hold: the user's message, or a whole history."""
     if isinstance(value, str):
         return [Msg("user", value)]
@@ -171,7 +171,7 @@ def _only_value(value: dict[str, Any]) -> tuple[str, Any] | None:
     return useful[0] if len(useful) == 1 else None
 
 
-def reply_message(value: Any, path: str = "response", depth: int = 0) -> Msg:
+def reply_message(value: object, path: str = "response", depth: int = 0) -> Msg:
     """The assistant's reply in a trace's outputs."""
     if isinstance(value, str):
         return Msg("assistant", value)
@@ -214,7 +214,7 @@ def _last_assistant(msgs: list[Msg], path: str) -> Msg:
     raise Unreadable(path, "no assistant message in the outputs")
 
 
-def pick(value: Any, key: str | None, path: str) -> Any:
+def pick(value: object, key: str | None, path: str) -> Any:
     if key is None:
         return value
     if not isinstance(value, dict) or key not in value:

@@ -17,12 +17,16 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...conversation import Conversation
 from ...loaders import InputError, LoadedConversation
 from .common import FIRST_TRACE_KEY, PART_KEY, SESSION_ID_KEY, SESSION_KEY, TRACE_ID_KEY, import_mlflow, unreachable
 from .messages import Msg, Unreadable, new_messages, pick, reply_message, request_messages
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+    from mlflow.entities import Trace
 
 FORMAT = "mlflow"
 PAGE_SIZE = 200
@@ -31,7 +35,7 @@ TURN_EXPECTATIONS_KEY = "mlflow_expectations"  # reply-turn metadata: its trace'
 EXPECTATION_SOURCE = "HUMAN"  # MLflow's judges read only human expectations (resolve_expectations_from_session)
 
 
-class SessionList(list):
+class SessionList(list[LoadedConversation]):
     """What :func:`load_sessions` returns: a ``list`` of
     :class:`~judgegraph.loaders.LoadedConversation` (one per session, oldest
     first) with the problems found on the side, like
@@ -54,7 +58,7 @@ class SessionList(list):
 # --------------------------------------------------------------------------- MLflow access
 
 
-def _experiment_id(client: Any, experiment: str) -> str | None:
+def _experiment_id(client: MlflowClient, experiment: str) -> str | None:
     exp = client.get_experiment_by_name(experiment)
     if exp is None and str(experiment).isdigit():
         try:
@@ -64,11 +68,11 @@ def _experiment_id(client: Any, experiment: str) -> str | None:
     return None if exp is None else exp.experiment_id
 
 
-def _search(client: Any, experiment_id: str, filter_string: str | None, limit: int | None) -> list[Any]:
+def _search(client: MlflowClient, experiment_id: str, filter_string: str | None, limit: int | None) -> list[Trace]:
     """Traces of the experiment, newest first, all pages (up to ``limit``)."""
     where = ({"locations": [experiment_id]} if "locations" in inspect.signature(client.search_traces).parameters
              else {"experiment_ids": [experiment_id]})
-    out: list[Any] = []
+    out: list[Trace] = []
     token = None
     while limit is None or len(out) < limit:
         page = client.search_traces(**where, filter_string=filter_string, order_by=["timestamp_ms DESC"],
@@ -91,7 +95,7 @@ class ExpectationRecord:
     writes and reads session expectations) and its source type."""
 
     name: str
-    value: Any
+    value: Any  # Any: what the user stored (JSON)
     session_level: bool = False
     source: str = EXPECTATION_SOURCE
 
@@ -104,14 +108,14 @@ class TraceRecord:
     trace_id: str
     session: str | None
     timestamp_ns: int
-    inputs: Any = None
+    inputs: Any = None  # Any: the traced function's own inputs and outputs (JSON)
     outputs: Any = None
     state: str = "OK"
     has_root: bool = True
     expectations: tuple[ExpectationRecord, ...] = ()
 
 
-def _record(trace: Any, session_key: str) -> TraceRecord:
+def _record(trace: Trace, session_key: str) -> TraceRecord:
     info = trace.info
     spans = list(getattr(trace.data, "spans", None) or [])
     root = next((s for s in spans if getattr(s, "parent_id", None) is None), None)
@@ -133,7 +137,7 @@ def _record(trace: Any, session_key: str) -> TraceRecord:
     )
 
 
-def _expectations(trace: Any) -> tuple[ExpectationRecord, ...]:
+def _expectations(trace: Trace) -> tuple[ExpectationRecord, ...]:
     """The trace's valid (not overridden) ``Expectation`` assessments."""
     search = getattr(trace, "search_assessments", None)
     out = []
@@ -355,8 +359,8 @@ def load_sessions(
     return out
 
 
-def _complete_sessions(client: Any, experiment_id: str, filter_string: str | None, session_key: str,
-                       traces: list[Any]) -> list[Any]:
+def _complete_sessions(client: MlflowClient, experiment_id: str, filter_string: str | None, session_key: str,
+                       traces: list[Trace]) -> list[Trace]:
     """Add the traces of every session seen that the limit cut off."""
     have = {t.info.trace_id for t in traces}
     sessions = []

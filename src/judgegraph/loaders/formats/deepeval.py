@@ -57,7 +57,7 @@ DEEPEVAL_TURN_KEYS: dict[str, str | None] = {
 }
 
 
-def _deepeval_tool(raw: Any, path: Path_) -> Any:
+def _deepeval_tool(raw: object, path: Path_) -> object:  # a non-object is left for validation to report
     if not isinstance(raw, dict):
         return raw
     out: dict[str, Any] = {}

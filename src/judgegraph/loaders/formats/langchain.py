@@ -20,7 +20,7 @@ MESSAGE_TYPES = frozenset({"human", "ai", "system", "tool", "HumanMessageChunk",
                            "SystemMessageChunk", "ToolMessageChunk", "chat", "function"})
 
 
-def is_langchain_message(value: Any) -> bool:
+def is_langchain_message(value: object) -> bool:
     """A dict as LangChain dumps a message (not an OpenAI ``{"role", ...}`` dict)."""
     return isinstance(value, dict) and "role" not in value and value.get("type") in MESSAGE_TYPES
 

@@ -20,7 +20,7 @@ OPENAI_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "t
 
 
 
-def _openai_content(value: Any, path: Path_) -> str:
+def _openai_content(value: object, path: Path_) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
@@ -43,7 +43,7 @@ def _openai_content(value: Any, path: Path_) -> str:
     raise fail(path, f"content must be a string or a list of parts (got {type(value).__name__})")
 
 
-def _openai_tool_call(raw: Any, path: Path_) -> dict[str, Any]:
+def _openai_tool_call(raw: object, path: Path_) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise fail(path, f"a tool call must be an object (got {type(raw).__name__})")
     fn = raw.get("function")

@@ -23,7 +23,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:80]
 
 
-def _as_text(value: Any) -> str:
+def _as_text(value: object) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, (dict, list)):
@@ -45,7 +45,7 @@ def _render_prompt(template: str, variables: dict[str, Any]) -> str:
     return _TEMPLATE_VAR.sub(sub, template)
 
 
-def _provider_id(value: Any) -> str | None:
+def _provider_id(value: object) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
@@ -105,7 +105,7 @@ def _read_file(ref: str, path: Path_, ctx: Ctx) -> str:
         raise fail(path, f"file://{ref} is not valid UTF-8") from None
 
 
-def _assertions(asserts: Any, path: Path_, ctx: Ctx | None,
+def _assertions(asserts: object, path: Path_, ctx: Ctx | None,
                 variables: dict[str, Any]) -> list[dict[str, Any]]:
     """Every (not-)conversation-relevance assertion of a list, in order, as options."""
     if not isinstance(asserts, list):

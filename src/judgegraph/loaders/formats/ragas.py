@@ -93,7 +93,7 @@ def from_ragas(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, A
             problems.append((("response",), "Field required (the assistant's reply; 'answer' in older ragas)"))
         elif not isinstance(response, str):
             problems.append(((rkey,), f"Input should be a valid string (got {type(response).__name__})"))
-        if contexts is not None:
+        if ckey is not None and contexts is not None:
             if not isinstance(contexts, list):
                 problems.append(((ckey,), f"must be a list of strings (got {type(contexts).__name__})"))
             else:
@@ -103,7 +103,9 @@ def from_ragas(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, A
             raise RecordErrors(problems)
         turns = [{"role": "user", "content": user},
                  {"role": "assistant", "content": response, "retrieval_context": list(contexts or [])}]
-        renames = [(("turns", 0, "content"), (ukey,)), (("turns", 1, "content"), (rkey,))]
+        renames = [(("turns", 0, "content"), (ukey,))]
+        if rkey is not None:  # always: a missing reply is reported above
+            renames.append((("turns", 1, "content"), (rkey,)))
         if ckey:
             renames.append((("turns", 1, "retrieval_context"), (ckey,)))
     data = {"id": clean_id(rec.get("id"), ctx, ("id",)), "turns": turns, "metadata": meta}
