@@ -77,6 +77,8 @@ class EmbeddingRunner:
         credentials taken out."""
         from ..judges.llm import describe_request_error
 
+        if type(exc).__module__.startswith("judgegraph."):  # our own errors (a model not found) are read whole:
+            return f"{type(exc).__name__}: {self.redact(' '.join(str(exc).split()))}"  # they end with the fix
         return describe_request_error(exc, None, self.redact)
 
     def __repr__(self) -> str:
