@@ -281,6 +281,12 @@ def _transport_classes(httpx: ModuleType) -> tuple[type, type]:
             _DEADLINE.set(None)
             await self._raw.aclose()
 
+    def bounded_response(response: Any, body: type, limit: int) -> Any:
+        """The response with its body read through the decoder that counts against ``limit``."""
+        decoded, headers = _decoder(response.headers, limit)
+        return httpx.Response(response.status_code, headers=headers, stream=body(response.stream, decoded),
+                              extensions=response.extensions)
+
     class Transport(httpx.BaseTransport):  # type: ignore[name-defined]
         def __init__(self, inner: Any, timeout: float | None, limit: int) -> None:
             self._inner, self._timeout, self._limit = inner, timeout, limit
@@ -288,13 +294,10 @@ def _transport_classes(httpx: ModuleType) -> tuple[type, type]:
         def handle_request(self, request: Any) -> Any:
             start(request, self._timeout)
             try:
-                response = self._inner.handle_request(request)
-                decoded, headers = _decoder(response.headers, self._limit)
+                return bounded_response(self._inner.handle_request(request), Body, self._limit)
             except BaseException:
                 _DEADLINE.set(None)
                 raise
-            return httpx.Response(response.status_code, headers=headers, stream=Body(response.stream, decoded),
-                                  extensions=response.extensions)
 
         def close(self) -> None:
             self._inner.close()
@@ -306,13 +309,10 @@ def _transport_classes(httpx: ModuleType) -> tuple[type, type]:
         async def handle_async_request(self, request: Any) -> Any:
             start(request, self._timeout)
             try:
-                response = await self._inner.handle_async_request(request)
-                decoded, headers = _decoder(response.headers, self._limit)
+                return bounded_response(await self._inner.handle_async_request(request), AsyncBody, self._limit)
             except BaseException:
                 _DEADLINE.set(None)
                 raise
-            return httpx.Response(response.status_code, headers=headers, stream=AsyncBody(response.stream, decoded),
-                                  extensions=response.extensions)
 
         async def aclose(self) -> None:
             await self._inner.aclose()
