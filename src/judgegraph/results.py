@@ -191,7 +191,7 @@ class MetricResult(BaseModel):
         }
 
 
-def merge_results(left: dict[str, MetricResult] | None, right: dict[str, MetricResult] | None):
+def merge_results(left: dict[str, MetricResult] | None, right: dict[str, MetricResult] | None) -> dict[str, MetricResult]:
     """Reducer for ``results``: metrics running in parallel each add their key."""
     return {**(left or {}), **(right or {})}
 

@@ -25,7 +25,7 @@ all three forms.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END
@@ -103,6 +103,15 @@ def _result(state: Mapping[str, Any], metric: str, results_key: str) -> MetricRe
     return MetricResult.model_validate(value)
 
 
+class VerdictRouter(Protocol):
+    """What :func:`route_on_verdict` returns: a router of the state to the next node's name, with
+    ``destinations``, the nodes it can go to (``add_conditional_edges``' path map)."""
+
+    destinations: list[str]
+
+    def __call__(self, state: Mapping[str, Any]) -> str: ...
+
+
 def route_on_verdict(
     metric: str,
     *,
@@ -111,7 +120,7 @@ def route_on_verdict(
     failed: str = "regenerate",
     error: str | None = None,
     not_applicable: str | None = None,
-):
+) -> VerdictRouter:
     """A router for ``add_conditional_edges`` on ``metric``'s result in
     ``state[results_key]``: its status picks the next node.
 
@@ -127,9 +136,10 @@ def route_on_verdict(
         result = _result(state, metric, results_key)
         return targets["error" if result is None else result.status]
 
-    route.destinations = sorted(set(targets.values()))  # type: ignore[attr-defined]
     route.__name__ = f"route_on_{metric.replace(':', '_').replace('.', '_')}"
-    return route
+    router = cast(VerdictRouter, route)
+    router.destinations = sorted(set(targets.values()))
+    return router
 
 
 def verdict_reason(state: Mapping[str, Any], metric: str, *, results_key: str = "judgements") -> str:

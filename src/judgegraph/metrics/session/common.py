@@ -149,7 +149,9 @@ def session_graph(
     return builder
 
 
-def send_each(node: str, tasks: Callable[[Conversation], list[dict[str, Any]]]) -> Callable[[Any], list[Send] | str]:
+def send_each(
+    node: str, tasks: Callable[[Conversation], list[dict[str, Any]]]
+) -> Callable[[Mapping[str, Any]], list[Send] | str]:
     """START's router for a one-step fan-out: one ``node`` call per task of
     ``tasks(conversation)`` (each also given the conversation and its
     transcript), or straight to reduce_score (no call) when there is none."""
