@@ -43,6 +43,7 @@ from .replay import Steer, answers_of, with_steer
 from .results import MetricResult, Verdict
 
 if TYPE_CHECKING:
+    from .judges.base import Judge
     from .metrics import MetricSpec
 
 REVIEW_NODE = "review_verdicts"
@@ -90,7 +91,7 @@ def _check_ids(chosen: frozenset[str] | None, verdicts: list[Verdict]) -> None:
 
 
 def steer_for(old: MetricResult | None, verdicts: list[Verdict], chosen: frozenset[str] | None, *,
-              rubric: str | None, prompt: PromptLike, judge: Any = None, review: bool = False) -> Steer:
+              rubric: str | None, prompt: PromptLike, judge: Judge | None = None, review: bool = False) -> Steer:
     """The :class:`Steer` for re-judging ``chosen`` of ``verdicts`` (all when None)."""
     _check_ids(chosen, verdicts)
     results = [old] if old is not None else []
