@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..conversation import Conversation, from_messages
+from ..judges import ModelLike
 from ..results import MetricResult
 from .messages import Scope
 from .metrics import MetricLike, judge_graph
@@ -103,7 +104,7 @@ def feedback(result: MetricResult) -> dict[str, Any]:
 def as_evaluator(
     metrics: MetricLike | Sequence[MetricLike],
     *,
-    model: Any = None,
+    model: ModelLike = None,
     scope: Scope = "conversation",
     name: str | None = None,
 ) -> Callable[..., dict[str, Any]]:

@@ -27,9 +27,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, cast
 
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END
 
+from ..judges import ModelLike
 from ..results import MetricResult
 from .messages import Scope, to_conversation
 from .metrics import MetricLike, judge_graph
@@ -38,7 +39,7 @@ from .metrics import MetricLike, judge_graph
 def judge_node(
     metrics: MetricLike | Sequence[MetricLike],
     *,
-    model: Any = None,
+    model: ModelLike = None,
     messages_key: str = "messages",
     results_key: str = "judgements",
     scope: Scope = "conversation",
@@ -73,17 +74,17 @@ def judge_node(
             return {results_key: {k: r.to_feedback() for k, r in results.items()}}
         return {results_key: {k: r.model_dump(mode="json") for k, r in results.items()}}
 
-    def prepare(state: Mapping[str, Any], config: Any) -> dict[str, Any]:
+    def prepare(state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
         if messages_key not in state:
             raise KeyError(f"judge_node: the state has no {messages_key!r} key (state keys: {sorted(state)});"
                            " pass messages_key= to name the key holding the messages")
         cid = conversation_id or str(((config or {}).get("configurable") or {}).get("thread_id") or "")
         return {"conversation": to_conversation(state[messages_key], id=cid)}
 
-    def run(state: Mapping[str, Any], config: Any = None) -> dict[str, Any]:
+    def run(state: Mapping[str, Any], config: RunnableConfig | None = None) -> dict[str, Any]:
         return shape(graph.invoke(prepare(state, config))["results"])
 
-    async def arun(state: Mapping[str, Any], config: Any = None) -> dict[str, Any]:
+    async def arun(state: Mapping[str, Any], config: RunnableConfig | None = None) -> dict[str, Any]:
         return shape((await graph.ainvoke(prepare(state, config)))["results"])
 
     return RunnableLambda(run, afunc=arun, name=name)
