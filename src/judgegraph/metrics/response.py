@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -193,7 +194,7 @@ class ResponseRelevancySettings(MetricOptions):
     """The shared options (:class:`~judgegraph.scoring.MetricOptions`), the
     embeddings and how many questions are written per reply."""
 
-    embeddings: Any  # a LangChain Embeddings
+    embeddings: Embeddings
     n_questions: int = 3
     max_concurrency: int = 16  # embeddings calls in flight (judge calls are bounded by the judge)
 
@@ -405,7 +406,7 @@ def deterministic_reason(
     return " ".join(parts)
 
 
-def exchange_score(verdict: Any) -> float:
+def exchange_score(verdict: ExchangeVerdict) -> float:
     """An exchange's score: the judge's, or 1 / 0 when a person reviewed the verdict ("yes" / "no")."""
     if verdict.review is not None:
         return 1.0 if verdict.verdict == "yes" else 0.0
@@ -475,7 +476,7 @@ def build_response_relevancy_graph(settings: ResponseRelevancySettings) -> State
 def create_response_relevancy_judge(
     *,
     model: ModelLike = None,
-    embeddings: Any = None,
+    embeddings: Embeddings | str | None = None,
     embeddings_base_url: str | None = None,
     n_questions: int = 3,
     threshold: float = 0.5,

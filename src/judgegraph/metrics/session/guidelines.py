@@ -84,7 +84,7 @@ class GuidelineSettings(SessionSettings):
         check_guidelines(self.guidelines)
 
 
-def check_guidelines(guidelines: Any) -> tuple[str, ...]:
+def check_guidelines(guidelines: object) -> tuple[str, ...]:
     """A str is one guideline; a list/tuple of non-blank strings is several.
     None, empty, or a blank guideline is a ValueError."""
     if isinstance(guidelines, str):
