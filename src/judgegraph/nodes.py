@@ -46,6 +46,9 @@ V = TypeVar("V", bound=Verdict)
 
 #: A person's review decisions (:func:`apply_review`): ``{verdict id: {"verdict": ..., "reason": ...}}`` or
 #: ``{verdict id: "yes"}``, or a list of ``{"id", "verdict", "reason"}`` records; None or empty: no change.
+#: What a node returns: a state update, or a ``Command`` (an update and where to go next).
+StateUpdate = Union[dict[str, Any], Command]
+
 ReviewDecisions = Union[Mapping[str, Union[str, Mapping[str, Any]]], Sequence[Mapping[str, Any]], None]
 
 
@@ -53,7 +56,7 @@ def judge_step(
     name: str,
     judge: Judge,
     build: Callable[[T], JudgeRequest],
-    finish: Callable[[T, JudgeOutcome], Any],
+    finish: Callable[[T, JudgeOutcome], StateUpdate],
 ) -> RunnableLambda:
     """A node: ``finish(input, judge(build(input)))``, sync and async.
 
@@ -76,7 +79,7 @@ def judge_step(
         request, early = steer.plan(update, request)
         return steer, request, early
 
-    def after(task: Any, request: JudgeRequest, outcome: JudgeOutcome, steer: Steer | None) -> Any:
+    def after(task: Any, request: JudgeRequest, outcome: JudgeOutcome, steer: Steer | None) -> StateUpdate:
         key = request.cache_key()
         outcome.transcript = [a.model_copy(update={"request": key}) for a in outcome.transcript]
         update = finish(task, outcome)
@@ -103,7 +106,7 @@ def judge_step(
     return RunnableLambda(run, afunc=arun, name=name)
 
 
-def with_calls(update: Any, transcript: list[JudgeAttempt]) -> Any:
+def with_calls(update: StateUpdate, transcript: list[JudgeAttempt]) -> StateUpdate:
     """``update`` plus ``judge_calls`` (the transcript) when it writes no verdict that holds it."""
     inner = update.update if isinstance(update, Command) else update
     if not transcript or not isinstance(inner, dict):
