@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StateSnapshot
 from typing_extensions import Required, TypedDict, Unpack
 
 from .conversation import Conversation, as_conversation
@@ -148,7 +149,7 @@ def _no_checkpointer(graph: CompiledStateGraph, exc: Exception) -> RejudgeError:
     return RejudgeError(f"graph {graph.name!r} has no checkpointer ({exc}): build it with checkpointer=...")
 
 
-def _paused_or_result(graph: CompiledStateGraph, output: Any, snapshot: Any) -> MetricResult | None:
+def _paused_or_result(graph: CompiledStateGraph, output: Any, snapshot: StateSnapshot) -> MetricResult | None:
     if snapshot.next:  # paused (a review, an interrupt): the score is not recomputed yet
         return None
     results = (output or {}).get("results") if isinstance(output, Mapping) else None
