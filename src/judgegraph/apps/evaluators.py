@@ -60,6 +60,7 @@ def _key(message: Any) -> tuple[str, str]:
     return turn.role, turn.content
 
 
+# Any: what LangSmith or an openevals-style caller passes (dicts, messages, runs), read by the mapping above
 def find_conversation(inputs: Any = None, outputs: Any = None, reference_outputs: Any = None,
                       *, conversation_id: str = "") -> Conversation:
     """The conversation an evaluator judges (the mapping above)."""

@@ -399,11 +399,11 @@ def make_judge(
     *,
     name: str,
     instructions: str,
-    feedback_type: Any = None,
+    feedback_type: Any = None,  # a type form (bool, int, float, str, Literal[...], Annotated[...]): no static type
     model: ModelLike = None,
     threshold: float | None = None,
-    scores: dict[Any, float] | None = None,
-    feedback_value_type: Any = None,
+    scores: dict[Any, float] | None = None,  # keyed by the feedback type's values
+    feedback_value_type: Any = None,  # the same as feedback_type (MLflow's name)
     review: bool = False,
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
