@@ -27,9 +27,10 @@ through a whole one, ``examples/policy_judge/``):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Optional, Protocol
+from typing import Any, Optional, Protocol, TypeVar, Union, cast
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.graph import StateGraph
 from langgraph.types import Command, Send
 
 from .conversation import Conversation
@@ -40,12 +41,22 @@ from .scoring import make_result  # noqa: F401 - a building block of custom grap
 from .state import conversation_of
 from .windows import check_window_size, exchanges, windows_from_exchanges
 
+T = TypeVar("T")
+V = TypeVar("V", bound=Verdict)
+
+#: A person's review decisions (:func:`apply_review`): ``{verdict id: {"verdict": ..., "reason": ...}}`` or
+#: ``{verdict id: "yes"}``, or a list of ``{"id", "verdict", "reason"}`` records; None or empty: no change.
+#: What a node returns: a state update, or a ``Command`` (an update and where to go next).
+StateUpdate = Union[dict[str, Any], Command]
+
+ReviewDecisions = Union[Mapping[str, Union[str, Mapping[str, Any]]], Sequence[Mapping[str, Any]], None]
+
 
 def judge_step(
     name: str,
     judge: Judge,
-    build: Callable[[Any], JudgeRequest],
-    finish: Callable[[Any, JudgeOutcome], Any],
+    build: Callable[[T], JudgeRequest],
+    finish: Callable[[T, JudgeOutcome], StateUpdate],
 ) -> RunnableLambda:
     """A node: ``finish(input, judge(build(input)))``, sync and async.
 
@@ -68,7 +79,7 @@ def judge_step(
         request, early = steer.plan(update, request)
         return steer, request, early
 
-    def after(task: Any, request: JudgeRequest, outcome: JudgeOutcome, steer: Steer | None) -> Any:
+    def after(task: Any, request: JudgeRequest, outcome: JudgeOutcome, steer: Steer | None) -> StateUpdate:
         key = request.cache_key()
         outcome.transcript = [a.model_copy(update={"request": key}) for a in outcome.transcript]
         update = finish(task, outcome)
@@ -95,7 +106,7 @@ def judge_step(
     return RunnableLambda(run, afunc=arun, name=name)
 
 
-def with_calls(update: Any, transcript: list[JudgeAttempt]) -> Any:
+def with_calls(update: StateUpdate, transcript: list[JudgeAttempt]) -> StateUpdate:
     """``update`` plus ``judge_calls`` (the transcript) when it writes no verdict that holds it."""
     inner = update.update if isinstance(update, Command) else update
     if not transcript or not isinstance(inner, dict):
@@ -129,7 +140,7 @@ def turn_label(indices: Iterable[int]) -> str:
     return f"turn {nums[0]}" if len(nums) == 1 else f"turns {', '.join(nums)}"
 
 
-def conversation_json(conversation: Any, *, numbered: bool = True) -> str:
+def conversation_json(conversation: Conversation, *, numbered: bool = True) -> str:
     """The whole conversation as a JSON list of ``{turn, role, content}`` (MLflow's
     session transcript shape, plus 1-based turn numbers so judges can cite turns).
     It is a value for a prompt placeholder: data, never template source."""
@@ -206,7 +217,7 @@ def latest_scope(config: RunnableConfig | None) -> bool:
     return ((config or {}).get("configurable") or {}).get(SCOPE_KEY) == "latest"
 
 
-def in_scope(items: Sequence[Any], config: RunnableConfig | None) -> list[Any]:
+def in_scope(items: Sequence[T], config: RunnableConfig | None) -> list[T]:
     """The per-exchange items (windows, exchanges) a run judges: every one, or
     under the latest scope only the last (its earlier turns stay its context).
     The blocks that split a conversation per exchange call it, so every metric
@@ -265,7 +276,7 @@ def outcome_fields(outcome: JudgeOutcome) -> dict[str, Any]:
 # -- human review --------------------------------------------------------------------
 
 
-def scoring_edges(builder: Any, sources: Sequence[str], *, review: bool, metric: str,
+def scoring_edges(builder: StateGraph, sources: Sequence[str], *, review: bool, metric: str,
                   reduce: str = "reduce_score", **review_options: Any) -> None:
     """The edges from the nodes that make verdicts (``sources``) to the reduce
     node; with ``review``, through a :func:`review_node` (``review_verdicts``)
@@ -283,7 +294,7 @@ def scoring_edges(builder: Any, sources: Sequence[str], *, review: bool, metric:
 REVIEW_NODE = "review_verdicts"
 
 
-def apply_review(verdicts: Sequence[Verdict], decisions: Any, *, by: str = "human") -> list[Any]:
+def apply_review(verdicts: Sequence[V], decisions: ReviewDecisions, *, by: str = "human") -> list[V]:
     """``verdicts`` with a person's ``decisions`` applied: ``{verdict id: {"verdict": ..., "reason": ...}}``
     (or ``{id: "yes"}``, or a list of ``{"id", "verdict", "reason"}`` records; ``[]`` keeps every verdict —
     LangGraph reads an empty dict given to ``Command(resume=...)`` as no answer). Each overridden verdict is validated by its own model, records ``review`` (who set it
@@ -291,7 +302,7 @@ def apply_review(verdicts: Sequence[Verdict], decisions: Any, *, by: str = "huma
     one of the verdicts is a ``ValueError`` naming the known ids."""
     if isinstance(decisions, (list, tuple)):  # [{"id": ..., "verdict": ..., "reason": ...}, ...]
         decisions = {str(d["id"]): {k: x for k, x in d.items() if k != "id"} for d in decisions}
-    decisions = {str(k): d for k, d in (decisions or {}).items()}
+    decisions = {str(k): d for k, d in cast("Mapping[str, Union[str, Mapping[str, Any]]]", decisions or {}).items()}
     by_id = {v.id: v for v in verdicts}
     unknown = sorted(set(map(str, decisions)) - set(by_id))
     if unknown:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, computed_field
 
@@ -34,7 +35,7 @@ class Usage(BaseModel):
         )
 
     @classmethod
-    def total(cls, usages: Any) -> Usage:
+    def total(cls, usages: Iterable[Usage]) -> Usage:
         out = cls()
         for u in usages:
             out = out + u
@@ -126,7 +127,10 @@ class Verdict(BaseModel):
         return "/".join(parts) or "conversation"
 
 
-def merge_verdicts(left: list[Any] | None, right: list[Any] | None) -> list[Any]:
+V = TypeVar("V", bound=Verdict)
+
+
+def merge_verdicts(left: list[V] | None, right: list[V] | None) -> list[V]:
     """Reducer for verdict lists: keyed by :attr:`Verdict.id`; a verdict whose
     id is already there replaces it (in place), a new one is added."""
     merged = {v.id: v for v in left or []}
@@ -191,7 +195,7 @@ class MetricResult(BaseModel):
         }
 
 
-def merge_results(left: dict[str, MetricResult] | None, right: dict[str, MetricResult] | None):
+def merge_results(left: dict[str, MetricResult] | None, right: dict[str, MetricResult] | None) -> dict[str, MetricResult]:
     """Reducer for ``results``: metrics running in parallel each add their key."""
     return {**(left or {}), **(right or {})}
 

@@ -29,6 +29,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from .judges import Judge, NeedsLLMJudge
 from .loaders import InputError, LoadedConversation, ResultTransform, id_stems, iter_records, result_transform
+from .loaders.limits import Limits
 from .metrics import DEFAULT_METRICS, canonical_name, get_metric
 from .pricing import Prices
 from .report import build_metric, check_unique_names, create_report_graph
@@ -318,11 +319,11 @@ def unavailable_metric(name: str, judge: Judge, message: str) -> CompiledStateGr
     return builder.compile(name=name)
 
 
-def iter_inputs(paths: Iterable[str | Path], *, seen: set[str] | None = None,
-                **options: Any) -> Iterator[LoadedConversation | InputError]:
+def iter_inputs(paths: Iterable[str | Path], *, seen: set[str] | None = None, limits: Limits | None = None,
+                allow_outside_files: bool | None = None) -> Iterator[LoadedConversation | InputError]:
     """Every conversation of several files, read as it is needed (never the
-    whole file list at once); ``options`` go to :func:`~judgegraph.loaders.iter_records`
-    (``limits``, ``allow_outside_files``). A conversation id seen before in
+    whole file list at once); ``limits`` and ``allow_outside_files`` go to
+    :func:`~judgegraph.loaders.iter_records`. A conversation id seen before in
     another file is an input error; a file that holds nothing at all (empty or
     blank) is an input error, never a run that passes by judging nothing."""
     seen = set() if seen is None else seen
@@ -330,7 +331,7 @@ def iter_inputs(paths: Iterable[str | Path], *, seen: set[str] | None = None,
     stems = id_stems(paths)  # records without an id: named after their file, unique across the inputs
     for path in paths:
         yielded = False
-        for item in iter_records(path, id_stem=stems[str(path)], **options):
+        for item in iter_records(path, id_stem=stems[str(path)], limits=limits, allow_outside_files=allow_outside_files):
             yielded = True
             if isinstance(item, LoadedConversation):
                 cid = item.conversation.id

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 # -- options ---------------------------------------------------------------------
 
 
-def check_threshold(value: Any, option: str = "threshold") -> float:
+def check_threshold(value: object, option: str = "threshold") -> float:
     """``value`` as a threshold: a number (not a bool) from 0 to 1, else a
     ``ValueError`` naming ``option`` (NaN is out of range)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -40,14 +40,14 @@ def check_threshold(value: Any, option: str = "threshold") -> float:
     return float(value)
 
 
-def check_whole(value: Any, option: str) -> int:
+def check_whole(value: object, option: str) -> int:
     """``value`` as a count: a whole number >= 1 (not a bool), else a ``ValueError`` naming ``option``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{option} must be a whole number >= 1, got {value!r}")
     return value
 
 
-def check_flag(value: Any, option: str) -> bool:
+def check_flag(value: object, option: str) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{option} must be True or False, got {value!r}")
     return value
@@ -128,7 +128,7 @@ def strict(score: float | None, threshold: float | None, strict_mode: bool) -> t
 
 def build_result(
     name: str,
-    conversation: Any,
+    conversation: Conversation | str,
     *,
     judge: Judge | str,
     threshold: float | None,

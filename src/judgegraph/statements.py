@@ -213,7 +213,7 @@ class StatementVerdict(Verdict):
     first_reason: str | None = None  # the first judgement's reason, when verified
 
     @property
-    def key(self) -> tuple[Any, ...]:
+    def key(self) -> tuple[int | None, tuple[int, ...], int, int]:
         return (self.exchange, tuple(self.turns), self.node, self.index)
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StateSnapshot
 from typing_extensions import Required, TypedDict, Unpack
 
 from .conversation import Conversation, as_conversation
@@ -43,6 +44,7 @@ from .replay import Steer, answers_of, with_steer
 from .results import MetricResult, Verdict
 
 if TYPE_CHECKING:
+    from .judges.base import Judge
     from .metrics import MetricSpec
 
 REVIEW_NODE = "review_verdicts"
@@ -90,7 +92,7 @@ def _check_ids(chosen: frozenset[str] | None, verdicts: list[Verdict]) -> None:
 
 
 def steer_for(old: MetricResult | None, verdicts: list[Verdict], chosen: frozenset[str] | None, *,
-              rubric: str | None, prompt: PromptLike, judge: Any = None, review: bool = False) -> Steer:
+              rubric: str | None, prompt: PromptLike, judge: Judge | None = None, review: bool = False) -> Steer:
     """The :class:`Steer` for re-judging ``chosen`` of ``verdicts`` (all when None)."""
     _check_ids(chosen, verdicts)
     results = [old] if old is not None else []
@@ -147,7 +149,7 @@ def _no_checkpointer(graph: CompiledStateGraph, exc: Exception) -> RejudgeError:
     return RejudgeError(f"graph {graph.name!r} has no checkpointer ({exc}): build it with checkpointer=...")
 
 
-def _paused_or_result(graph: CompiledStateGraph, output: Any, snapshot: Any) -> MetricResult | None:
+def _paused_or_result(graph: CompiledStateGraph, output: Any, snapshot: StateSnapshot) -> MetricResult | None:
     if snapshot.next:  # paused (a review, an interrupt): the score is not recomputed yet
         return None
     results = (output or {}).get("results") if isinstance(output, Mapping) else None

@@ -26,7 +26,7 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
@@ -36,6 +36,9 @@ from typing_extensions import NotRequired, TypedDict
 
 from .results import MetricResult, merge_results
 from .state import MetricInput, MetricOutput
+
+if TYPE_CHECKING:
+    from .judges.base import Judge
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ def resolved(settings: JudgeSettings | dict[str, Any] | None) -> JudgeSettings:
     return JudgeSettings(**{**asdict(settings), "model": model, "base_url": base_url})
 
 
-def judge_for(s: JudgeSettings) -> Any:
+def judge_for(s: JudgeSettings) -> Judge:
     """The judge the settings name: an LLM judge for ``model`` (at ``base_url``), else the offline judge."""
     from .judges import resolve_judge
 

@@ -192,3 +192,26 @@ def test_no_module_reads_private_attributes_of_another_object():
                     and node.args[1].value not in PRIVATE_READS.get(rel, set())):
                 bad.append(f"{rel}:{node.lineno}: {node.func.id}(..., {node.args[1].value!r})")
     assert bad == []
+
+
+def _unannotated(source: str) -> list[str]:
+    """The functions of ``source`` missing an annotation (a parameter's, or the return's): what mypy's
+    ``disallow_untyped_defs`` reports (``self``/``cls`` and an ``__init__`` with typed parameters aside)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        a = node.args
+        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *([a.vararg] if a.vararg else []),
+                  *([a.kwarg] if a.kwarg else [])]
+        untyped = [p.arg for i, p in enumerate(params) if p.annotation is None and not (i == 0 and p.arg in ("self", "cls"))]
+        if untyped or (node.returns is None and node.name != "__init__"):
+            out.append(f"line {node.lineno}: {node.name}")
+    return out
+
+
+def test_every_function_of_the_package_is_annotated():
+    """Issue 16 item 7: mypy runs with ``disallow_untyped_defs`` on the whole package (pyproject.toml)."""
+    assert _unannotated("def f(self, x: int) -> int: ...\ndef g(x):\n    def h() -> None: ...\n") == ["line 2: g"]
+    bad = [f"{path.relative_to(PACKAGE)} {f}" for path in _modules() for f in _unannotated(path.read_text(encoding="utf-8"))]
+    assert bad == []

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..judges import ModelLike
 from ..nodes import quote, turn_label
 from ..results import MetricResult
 from . import listeners
@@ -60,7 +61,7 @@ def assert_judged(
     conversation: Any,
     metrics: MetricLike | Sequence[MetricLike],
     *,
-    model: Any = None,
+    model: ModelLike = None,
     scope: Scope = "conversation",
     allow_not_applicable: bool = True,
     **fields: Any,

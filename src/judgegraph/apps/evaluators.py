@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..conversation import Conversation, from_messages
+from ..judges import ModelLike
 from ..results import MetricResult
 from .messages import Scope
 from .metrics import MetricLike, judge_graph
@@ -59,6 +60,7 @@ def _key(message: Any) -> tuple[str, str]:
     return turn.role, turn.content
 
 
+# Any: what LangSmith or an openevals-style caller passes (dicts, messages, runs), read by the mapping above
 def find_conversation(inputs: Any = None, outputs: Any = None, reference_outputs: Any = None,
                       *, conversation_id: str = "") -> Conversation:
     """The conversation an evaluator judges (the mapping above)."""
@@ -103,7 +105,7 @@ def feedback(result: MetricResult) -> dict[str, Any]:
 def as_evaluator(
     metrics: MetricLike | Sequence[MetricLike],
     *,
-    model: Any = None,
+    model: ModelLike = None,
     scope: Scope = "conversation",
     name: str | None = None,
 ) -> Callable[..., dict[str, Any]]:

@@ -34,10 +34,10 @@ def latest_runner(graph: CompiledStateGraph) -> RunnableLambda:
     """A runnable ``{"conversation": Conversation} → {"results": ...}`` judging
     only the latest exchange with ``graph`` (see the module docs)."""
 
-    def run(state: dict[str, Any], config: RunnableConfig) -> Any:
+    def run(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         return graph.invoke(state, latest_config(config))
 
-    async def arun(state: dict[str, Any], config: RunnableConfig) -> Any:
+    async def arun(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         return await graph.ainvoke(state, latest_config(config))
 
     return RunnableLambda(run, afunc=arun, name=graph.name)

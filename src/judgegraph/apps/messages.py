@@ -11,7 +11,7 @@ from ..conversation import Conversation, as_conversation, from_messages
 Scope = Literal["conversation", "latest"]
 
 
-def to_conversation(value: Any, **fields: Any) -> Conversation:
+def to_conversation(value: Any, **fields: Any) -> Conversation:  # Any: checked below, a TypeError otherwise
     """A :class:`Conversation` from a Conversation, a dict in judgegraph's
     format (``{"turns": [...]}``), a ``{"messages": [...]}`` dict, or a list of
     LangChain messages / their dicts / ``{"role", "content"}`` dicts

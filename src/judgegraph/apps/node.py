@@ -25,11 +25,12 @@ all three forms.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END
 
+from ..judges import ModelLike
 from ..results import MetricResult
 from .messages import Scope, to_conversation
 from .metrics import MetricLike, judge_graph
@@ -38,7 +39,7 @@ from .metrics import MetricLike, judge_graph
 def judge_node(
     metrics: MetricLike | Sequence[MetricLike],
     *,
-    model: Any = None,
+    model: ModelLike = None,
     messages_key: str = "messages",
     results_key: str = "judgements",
     scope: Scope = "conversation",
@@ -73,17 +74,17 @@ def judge_node(
             return {results_key: {k: r.to_feedback() for k, r in results.items()}}
         return {results_key: {k: r.model_dump(mode="json") for k, r in results.items()}}
 
-    def prepare(state: Mapping[str, Any], config: Any) -> dict[str, Any]:
+    def prepare(state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
         if messages_key not in state:
             raise KeyError(f"judge_node: the state has no {messages_key!r} key (state keys: {sorted(state)});"
                            " pass messages_key= to name the key holding the messages")
         cid = conversation_id or str(((config or {}).get("configurable") or {}).get("thread_id") or "")
         return {"conversation": to_conversation(state[messages_key], id=cid)}
 
-    def run(state: Mapping[str, Any], config: Any = None) -> dict[str, Any]:
+    def run(state: Mapping[str, Any], config: RunnableConfig | None = None) -> dict[str, Any]:
         return shape(graph.invoke(prepare(state, config))["results"])
 
-    async def arun(state: Mapping[str, Any], config: Any = None) -> dict[str, Any]:
+    async def arun(state: Mapping[str, Any], config: RunnableConfig | None = None) -> dict[str, Any]:
         return shape((await graph.ainvoke(prepare(state, config)))["results"])
 
     return RunnableLambda(run, afunc=arun, name=name)
@@ -103,6 +104,15 @@ def _result(state: Mapping[str, Any], metric: str, results_key: str) -> MetricRe
     return MetricResult.model_validate(value)
 
 
+class VerdictRouter(Protocol):
+    """What :func:`route_on_verdict` returns: a router of the state to the next node's name, with
+    ``destinations``, the nodes it can go to (``add_conditional_edges``' path map)."""
+
+    destinations: list[str]
+
+    def __call__(self, state: Mapping[str, Any]) -> str: ...
+
+
 def route_on_verdict(
     metric: str,
     *,
@@ -111,7 +121,7 @@ def route_on_verdict(
     failed: str = "regenerate",
     error: str | None = None,
     not_applicable: str | None = None,
-):
+) -> VerdictRouter:
     """A router for ``add_conditional_edges`` on ``metric``'s result in
     ``state[results_key]``: its status picks the next node.
 
@@ -127,9 +137,10 @@ def route_on_verdict(
         result = _result(state, metric, results_key)
         return targets["error" if result is None else result.status]
 
-    route.destinations = sorted(set(targets.values()))  # type: ignore[attr-defined]
     route.__name__ = f"route_on_{metric.replace(':', '_').replace('.', '_')}"
-    return route
+    router = cast(VerdictRouter, route)
+    router.destinations = sorted(set(targets.values()))
+    return router
 
 
 def verdict_reason(state: Mapping[str, Any], metric: str, *, results_key: str = "judgements") -> str:

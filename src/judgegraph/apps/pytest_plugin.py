@@ -19,13 +19,13 @@ import pytest
 _KEY = pytest.StashKey[dict[str, Any]]()
 
 
-def pytest_addoption(parser: Any) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("judgegraph")
     group.addoption("--judgegraph-model", default=None, metavar="MODEL",
                     help="judge model for the judgegraph_model fixture, e.g. openai:gpt-4.1-mini (default: offline)")
 
 
-def pytest_configure(config: Any) -> None:
+def pytest_configure(config: pytest.Config) -> None:
     from . import listeners
 
     tally: dict[str, Any] = {"conversations": 0, "metrics": defaultdict(lambda: defaultdict(int)),
@@ -43,7 +43,7 @@ def pytest_configure(config: Any) -> None:
     listeners.append(record)
 
 
-def pytest_unconfigure(config: Any) -> None:
+def pytest_unconfigure(config: pytest.Config) -> None:
     from . import listeners
 
     entry = config.stash.get(_KEY, None)
@@ -52,12 +52,12 @@ def pytest_unconfigure(config: Any) -> None:
 
 
 @pytest.fixture
-def judgegraph_model(request: Any) -> Any:
+def judgegraph_model(request: pytest.FixtureRequest) -> str | None:
     """The ``--judgegraph-model`` value (None: the offline judge)."""
     return request.config.getoption("--judgegraph-model")
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
     entry = config.stash.get(_KEY, None)
     if not entry or not entry["tally"]["conversations"]:
         return

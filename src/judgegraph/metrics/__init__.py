@@ -22,9 +22,12 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.graph.state import CompiledStateGraph
+
+if TYPE_CHECKING:
+    from ..judges import ModelLike
 
 METRIC_MODULES = ("relevancy", "contextual", "response", "session")
 #: What runs when neither the caller nor the input file names a metric.
@@ -130,7 +133,7 @@ def _factory_spec(path: str, fn: Callable[..., Any]) -> MetricSpec:
     judge_arg = "model" if "model" in named else "judge" if "judge" in named else None
     options = frozenset(named & CLI_OPTIONS)
 
-    def factory(*, model: Any = None, **opts: Any) -> CompiledStateGraph:
+    def factory(*, model: ModelLike = None, **opts: Any) -> CompiledStateGraph:
         kwargs = {k: v for k, v in opts.items() if k in options}
         if judge_arg == "model" and model is not None:
             kwargs["model"] = model

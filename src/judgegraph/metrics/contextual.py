@@ -35,7 +35,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
@@ -46,7 +46,7 @@ from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas;
 from ..compiling import CompileOptions, compile_graph
 from ..conversation import RetrievalNode
 from ..judges import ModelLike, resolve_judge
-from ..nodes import quote, scoring_edges, window_node, with_transcript
+from ..nodes import Node, quote, scoring_edges, window_node, with_transcript
 from ..results import JudgeErrorInfo, Usage, merge_verdicts
 from ..scoring import WindowOptions, strict
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
@@ -60,6 +60,9 @@ from ..statements import (
     verify_step,
 )
 from ..windows import Window
+
+if TYPE_CHECKING:
+    from . import MetricSpec
 
 METRIC = "turn_contextual_relevancy"
 
@@ -171,7 +174,7 @@ def _then(step: Runnable, route: Callable[[Any, dict[str, Any]], Any], name: str
     return RunnableLambda(run, afunc=arun, name=name)
 
 
-def _window_turns(settings: ContextualSettings):
+def _window_turns(settings: ContextualSettings) -> Callable[..., dict[str, Any]]:
     windows = window_node(settings.window_size)
 
     def window_turns(state: ContextualState, config: RunnableConfig) -> dict[str, Any]:
@@ -181,7 +184,7 @@ def _window_turns(settings: ContextualSettings):
     return window_turns
 
 
-def _fan_out_extractions(settings: ContextualSettings):
+def _fan_out_extractions(settings: ContextualSettings) -> Callable[[ContextualState], list[Send] | str]:
     def fan_out(state: ContextualState) -> list[Send] | str:
         sends = []
         for turn in state.get("turn_contexts") or []:
@@ -315,7 +318,7 @@ def final_verdicts(state: ContextualState) -> list[StatementVerdict]:
     )
 
 
-def _reduce_score(settings: ContextualSettings):
+def _reduce_score(settings: ContextualSettings) -> Node:
     def reduce_score(state: ContextualState) -> dict[str, Any]:
         conversation = conversation_of(state)
         verdicts = final_verdicts(state)
@@ -422,7 +425,7 @@ def create_turn_contextual_relevancy_judge(
                          create_turn_contextual_relevancy_judge)
 
 
-def _specs():
+def _specs() -> list[MetricSpec]:
     from . import MetricSpec
 
     return [

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 
+from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validator
@@ -31,7 +32,7 @@ from typing_extensions import Unpack  # pydantic reads these schemas; typing's T
 from ..compiling import CompileOptions, check_options, compile_graph
 from ..conversation import Conversation
 from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
-from ..nodes import conversation_json, judge_step, outcome_fields, score_node, scoring_edges
+from ..nodes import Node, conversation_json, judge_step, outcome_fields, score_node, scoring_edges
 from ..prompts import Prompt, load_prompt, parse_prompt
 from ..results import MetricResult, Verdict, merge_verdicts
 from ..scoring import JudgeOptions, Tally
@@ -334,7 +335,7 @@ def request_for(settings: CustomJudgeSettings, conversation: Conversation) -> Ju
     )
 
 
-def _judge_conversation(settings: CustomJudgeSettings):
+def _judge_conversation(settings: CustomJudgeSettings) -> RunnableLambda:
     def build(state: CustomJudgeState) -> JudgeRequest:
         return request_for(settings, conversation_of(state))
 
@@ -351,7 +352,7 @@ def _judge_conversation(settings: CustomJudgeSettings):
     return judge_step("judge_conversation", settings.judge, build, finish)
 
 
-def _reduce_score(settings: CustomJudgeSettings):
+def _reduce_score(settings: CustomJudgeSettings) -> Node:
     spec = settings.feedback
 
     def _reviewed(v: Any) -> Any:
@@ -398,11 +399,11 @@ def make_judge(
     *,
     name: str,
     instructions: str,
-    feedback_type: Any = None,
+    feedback_type: Any = None,  # a type form (bool, int, float, str, Literal[...], Annotated[...]): no static type
     model: ModelLike = None,
     threshold: float | None = None,
-    scores: dict[Any, float] | None = None,
-    feedback_value_type: Any = None,
+    scores: dict[Any, float] | None = None,  # keyed by the feedback type's values
+    feedback_value_type: Any = None,  # the same as feedback_type (MLflow's name)
     review: bool = False,
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:

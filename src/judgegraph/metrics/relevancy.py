@@ -18,8 +18,9 @@ semantics): one graph, two presets.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
+from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
@@ -30,6 +31,7 @@ from ..compiling import CompileOptions, compile_graph
 from ..conversation import Conversation
 from ..judges import JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
 from ..nodes import (
+    Node,
     fan_out,
     judge_step,
     outcome_fields,
@@ -45,6 +47,9 @@ from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_verdict
 from ..scoring import WindowOptions, share_reason
 from ..state import MetricInput, MetricOutput, MetricState
 from ..windows import Window
+
+if TYPE_CHECKING:
+    from . import MetricSpec
 
 JUDGE_STEP = "turn_relevancy/judge_turn"
 REASON_STEP = "turn_relevancy/write_reason"
@@ -126,7 +131,7 @@ def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -
     )
 
 
-def _judge_turn(settings: RelevancySettings):
+def _judge_turn(settings: RelevancySettings) -> RunnableLambda:
     rubric = settings.rubric if settings.rubric is not None else load_prompt(DEFAULT_RUBRIC_STEP).template.strip()
 
     def build(task: WindowTask) -> JudgeRequest:
@@ -159,7 +164,7 @@ deterministic_reason = share_reason(
 )
 
 
-def _reduce_score(settings: RelevancySettings):
+def _reduce_score(settings: RelevancySettings) -> Node:
     policy = settings.policy(step=JUDGE_STEP, reason="" if settings.reason == "none" else deterministic_reason,
                              where=lambda v: f"window {getattr(v, 'window', '?')} ({turn_label(v.turns)})")
 
@@ -171,7 +176,7 @@ def _reduce_score(settings: RelevancySettings):
     return score_node(settings.name, score, order=lambda v: v.window)
 
 
-def _write_reason(settings: RelevancySettings):
+def _write_reason(settings: RelevancySettings) -> RunnableLambda:
     def build(state: RelevancyState) -> JudgeRequest:
         result = state["results"][settings.name]
         lines = [
@@ -279,7 +284,7 @@ create_conversation_relevance_judge = _preset(
 )
 
 
-def _specs():
+def _specs() -> list[MetricSpec]:
     from . import MetricSpec
 
     opts = frozenset({"window_size", "threshold", "strict_mode", "reason", "rubric"})

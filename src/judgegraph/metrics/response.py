@@ -35,11 +35,13 @@ from __future__ import annotations
 import operator
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from langchain_core.runnables import RunnableConfig
+from langchain_core.embeddings import Embeddings
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
@@ -52,11 +54,14 @@ from ..embeddings.base import cosines, embeddings_name
 from ..embeddings.resolve import resolve_embeddings
 from ..embeddings.runner import EmbeddingRunner
 from ..judges import JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
-from ..nodes import in_scope, judge_step, quote, score_node, scoring_edges, turn_label
+from ..nodes import Node, in_scope, judge_step, quote, score_node, scoring_edges, turn_label
 from ..results import MetricResult, Verdict, merge_verdicts
 from ..scoring import MetricOptions, check_whole
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..windows import Exchange, exchanges
+
+if TYPE_CHECKING:
+    from . import MetricSpec
 
 GENERATE_STEP = "response_relevancy/generate_questions"
 EMBED_STEP = "response_relevancy/embed_questions"  # no prompt file: an embeddings call
@@ -189,7 +194,7 @@ class ResponseRelevancySettings(MetricOptions):
     """The shared options (:class:`~judgegraph.scoring.MetricOptions`), the
     embeddings and how many questions are written per reply."""
 
-    embeddings: Any  # a LangChain Embeddings
+    embeddings: Embeddings
     n_questions: int = 3
     max_concurrency: int = 16  # embeddings calls in flight (judge calls are bounded by the judge)
 
@@ -220,7 +225,7 @@ def split_exchanges(state: ResponseRelevancyState, config: RunnableConfig) -> di
     return {"conversation": conversation, "exchanges": exs, "skipped": skipped}
 
 
-def _fan_out(target: str):
+def _fan_out(target: str) -> Callable[[ResponseRelevancyState], list[Send] | str]:
     def fan_out_exchanges(state: ResponseRelevancyState) -> list[Send] | str:
         skipped = {s["exchange"] for s in state.get("skipped") or []}
         tasks = [
@@ -244,7 +249,7 @@ def questions_request(response: str, n_questions: int) -> JudgeRequest:
     )
 
 
-def _generate_questions(settings: ResponseRelevancySettings):
+def _generate_questions(settings: ResponseRelevancySettings) -> RunnableLambda:
     def build(task: ExchangeTask) -> JudgeRequest:
         return questions_request(task["response"], settings.n_questions)
 
@@ -278,7 +283,7 @@ def _verdict(task: ExchangeTask, threshold: float, **kw: Any) -> ExchangeVerdict
                            response=task["response"], verdict=verdict, **kw)
 
 
-def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunner):
+def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunner) -> RunnableLambda:
     def texts_for(task: EmbedTask) -> list[str] | None:
         gen = task["generation"]
         if gen["error"] is not None:
@@ -326,12 +331,10 @@ def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunne
                 vectors = exc
         return finish(task, texts, vectors)
 
-    from langchain_core.runnables import RunnableLambda
-
     return RunnableLambda(run, afunc=arun, name="embed_questions")
 
 
-def _embed_response(settings: ResponseRelevancySettings, runner: EmbeddingRunner):
+def _embed_response(settings: ResponseRelevancySettings, runner: EmbeddingRunner) -> RunnableLambda:
     """The offline fallback: cosine(response, input), one embeddings call per exchange."""
 
     def finish(task: ExchangeTask, vectors: Any) -> dict[str, Any]:
@@ -359,8 +362,6 @@ def _embed_response(settings: ResponseRelevancySettings, runner: EmbeddingRunner
         except Exception as exc:  # noqa: BLE001
             vectors = exc
         return finish(task, vectors)
-
-    from langchain_core.runnables import RunnableLambda
 
     return RunnableLambda(run, afunc=arun, name="embed_response")
 
@@ -405,14 +406,14 @@ def deterministic_reason(
     return " ".join(parts)
 
 
-def exchange_score(verdict: Any) -> float:
+def exchange_score(verdict: ExchangeVerdict) -> float:
     """An exchange's score: the judge's, or 1 / 0 when a person reviewed the verdict ("yes" / "no")."""
     if verdict.review is not None:
         return 1.0 if verdict.verdict == "yes" else 0.0
     return verdict.score or 0.0
 
 
-def _reduce_score(settings: ResponseRelevancySettings):
+def _reduce_score(settings: ResponseRelevancySettings) -> Node:
     # The score is the mean exchange score; strict mode asks every exchange to reach the threshold (verdict "yes").
     policy = settings.policy(
         judge=settings.judge.name,  # by name: the mode is in details, no judge_rule
@@ -475,7 +476,7 @@ def build_response_relevancy_graph(settings: ResponseRelevancySettings) -> State
 def create_response_relevancy_judge(
     *,
     model: ModelLike = None,
-    embeddings: Any = None,
+    embeddings: Embeddings | str | None = None,
     embeddings_base_url: str | None = None,
     n_questions: int = 3,
     threshold: float = 0.5,
@@ -509,7 +510,7 @@ def create_response_relevancy_judge(
     return compile_graph(build_response_relevancy_graph(settings), name, compile, create_response_relevancy_judge)
 
 
-def _specs():
+def _specs() -> list[MetricSpec]:
     from . import MetricSpec
 
     return [

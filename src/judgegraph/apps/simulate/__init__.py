@@ -24,8 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import Required, TypedDict, Unpack
 
 from ...conversation import Conversation
+from ...judges import ModelLike
 from ...results import MetricResult, Usage
 from ..metrics import MetricLike
+from .app import AppLike
 from .graph import SimulationState, build_simulator, conversation_of, create_simulator
 from .scenarios import Scenario, ScenarioError, as_scenarios, load_scenarios
 
@@ -82,9 +84,9 @@ def _result(scenario: Scenario, out: Any) -> SimulationResult:
 class SimulateOptions(TypedDict, total=False):
     """What :func:`simulate` and :func:`asimulate` take (one definition for both)."""
 
-    user_model: Required[Any]  # the LLM playing the user
+    user_model: Required[ModelLike]  # the LLM playing the user
     metrics: MetricLike | Sequence[MetricLike] | None  # judge each conversation (names built with ``model``)
-    model: Any  # the judge for metric names (default: the offline judge)
+    model: ModelLike  # the judge for metric names (default: the offline judge)
     max_turns: int  # user messages per conversation at most (default 6)
     max_concurrency: int  # scenarios at a time (default 8)
 
@@ -92,7 +94,7 @@ class SimulateOptions(TypedDict, total=False):
 Scenarios = Scenario | dict[str, Any] | Sequence[Scenario | dict[str, Any]]
 
 
-def _plan(app: Any, scenarios: Scenarios, options: SimulateOptions) -> tuple[Any, list[Scenario], list[dict[str, Any]]]:
+def _plan(app: AppLike, scenarios: Scenarios, options: SimulateOptions) -> tuple[Any, list[Scenario], list[dict[str, Any]]]:
     """The simulator graph, the scenarios, and one run config each."""
     max_turns = options.get("max_turns", 6)
     graph = create_simulator(app, user_model=options["user_model"], metrics=options.get("metrics"),
@@ -104,7 +106,7 @@ def _plan(app: Any, scenarios: Scenarios, options: SimulateOptions) -> tuple[Any
     return graph, items, configs
 
 
-def simulate(app: Any, scenarios: Scenarios, **options: Unpack[SimulateOptions]) -> list[SimulationResult]:
+def simulate(app: AppLike, scenarios: Scenarios, **options: Unpack[SimulateOptions]) -> list[SimulationResult]:
     """Simulate one conversation per scenario with ``app`` (a compiled
     LangGraph graph over messages, a Runnable, or a callable taking messages),
     ``max_concurrency`` scenarios at a time, and judge each with ``metrics``
@@ -116,7 +118,7 @@ def simulate(app: Any, scenarios: Scenarios, **options: Unpack[SimulateOptions])
     return [_result(s, o) for s, o in zip(items, outs)]
 
 
-async def asimulate(app: Any, scenarios: Scenarios, **options: Unpack[SimulateOptions]) -> list[SimulationResult]:
+async def asimulate(app: AppLike, scenarios: Scenarios, **options: Unpack[SimulateOptions]) -> list[SimulationResult]:
     """:func:`simulate` under asyncio (the same graph, run with ``abatch``)."""
     graph, items, configs = _plan(app, scenarios, options)
     outs = await graph.abatch([{"scenario": s} for s in items], configs, return_exceptions=True)

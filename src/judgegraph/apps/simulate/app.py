@@ -6,11 +6,16 @@ messages."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeAlias, Union
 
 from langchain_core.messages import AIMessage, BaseMessage, convert_to_messages
 from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.pregel import Pregel
+
+#: The chatbot under simulation: a compiled graph or any Runnable, or a callable (sync or async) taking the
+#: list of messages; its reply may be messages, a string or a dict (:func:`new_messages`), hence ``Any``.
+AppLike: TypeAlias = Union[Runnable, Callable[..., Any]]
 
 REPLY_KEYS = ("output", "answer", "response", "content")
 
@@ -38,7 +43,7 @@ def new_messages(sent: list[BaseMessage], out: Any) -> list[BaseMessage]:
     raise TypeError(f"the app returned {type(out).__name__}; expected messages, a string or a dict")
 
 
-def as_app(app: Any) -> tuple[Runnable, bool]:
+def as_app(app: AppLike) -> tuple[Runnable, bool]:
     """``(runnable, takes_state)``: a graph takes ``{"messages": ...}``, anything else the list."""
     if isinstance(app, Pregel):
         return app, True

@@ -35,12 +35,12 @@ from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict
 
 from ...conversation import Conversation, from_messages
-from ...judges import Judge, JudgeOutcome, JudgeRequest, resolve_judge
+from ...judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
 from ...metrics import MetricSpec
 from ...nodes import render_messages
 from ...results import MetricResult, Usage, merge_results
 from ..metrics import MetricLike, judge_graph
-from .app import as_app, new_messages
+from .app import AppLike, as_app, new_messages
 from .scenarios import Scenario
 
 USER_STEP = "simulated_user/simulate_user"
@@ -109,7 +109,7 @@ def user_request(scenario: Scenario, messages: Sequence[BaseMessage], turns_left
 
 
 def build_simulator(
-    app: Any,
+    app: AppLike,
     *,
     user: Judge,
     max_turns: int = 6,
@@ -227,7 +227,7 @@ def build_simulator(
     return builder
 
 
-def user_judge(user_model: Any, *, judge: Judge | None = None, max_tries: int = 3, **model_kwargs: Any) -> Judge:
+def user_judge(user_model: ModelLike, *, judge: Judge | None = None, max_tries: int = 3, **model_kwargs: Any) -> Judge:
     """The simulated user's model as a Judge (structured output, re-asks,
     usage), sharing the metrics judge's limit on calls in flight when that
     judge has one; never cached, so repeated scenarios may differ."""
@@ -243,11 +243,11 @@ def user_judge(user_model: Any, *, judge: Judge | None = None, max_tries: int = 
 
 
 def create_simulator(
-    app: Any,
+    app: AppLike,
     *,
-    user_model: Any,
+    user_model: ModelLike,
     metrics: MetricLike | Sequence[MetricLike] | None = None,
-    model: Any = None,
+    model: ModelLike = None,
     max_turns: int = 6,
 ) -> CompiledStateGraph:
     """The compiled simulator for ``app``: ``invoke({"scenario": {...}})``.

@@ -18,6 +18,8 @@ turn that into the metric's ``error`` result and judge the other metrics.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import completeness, frustration, guidelines, retention, role
 from .common import SessionSettings
 from .completeness import GoalVerdict, build_completeness_graph, create_conversation_completeness_judge
@@ -31,8 +33,11 @@ from .guidelines import (
 from .retention import LapseInfo, RetentionVerdict, build_retention_graph, create_knowledge_retention_judge
 from .role import RoleSettings, RoleVerdict, build_role_graph, create_role_adherence_judge
 
+if TYPE_CHECKING:
+    from .. import MetricSpec
 
-def _specs():
+
+def _specs() -> list[MetricSpec]:
     from .. import MetricSpec, Need
 
     base = frozenset({"threshold", "strict_mode"})

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, get_origin
+from typing import Any, ClassVar, Protocol, Union, get_origin
 
+from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
@@ -29,6 +30,9 @@ from ...scoring import MetricOptions, ScoringPolicy, all_good, share_reason
 from ...state import MetricInput, MetricOutput, MetricState, conversation_of
 
 REDUCE = "reduce_score"
+
+#: A conditional edge's router: the next node's name, or one ``Send`` per task.
+Router = Callable[[Mapping[str, Any]], Union[list[Send], str]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,8 +115,8 @@ def session_graph(
     *,
     applies: Callable[[Conversation], bool],
     not_applicable: str,
-    route: Callable[[Any], Any] | None = None,
-    fan_out: Callable[[Any], Any] | None = None,
+    route: Router | None = None,
+    fan_out: Callable[[Any], list[Send] | str] | None = None,  # Any: the judge's own state (a TypedDict)
 ) -> StateGraph:
     """The shape of every session judge (its state ``schema``)::
 
@@ -126,7 +130,7 @@ def session_graph(
         raise ValueError("session_graph: one step, or two steps joined by fan_out")
     first = steps[0][0]
 
-    def start(state: Mapping[str, Any]) -> Any:
+    def start(state: Mapping[str, Any]) -> list[Send] | str:
         if not applies(conversation_of(state)):
             return REDUCE
         return route(state) if route else first
@@ -149,7 +153,9 @@ def session_graph(
     return builder
 
 
-def send_each(node: str, tasks: Callable[[Conversation], list[dict[str, Any]]]) -> Callable[[Any], list[Send] | str]:
+def send_each(
+    node: str, tasks: Callable[[Conversation], list[dict[str, Any]]]
+) -> Router:
     """START's router for a one-step fan-out: one ``node`` call per task of
     ``tasks(conversation)`` (each also given the conversation and its
     transcript), or straight to reduce_score (no call) when there is none."""
@@ -216,7 +222,7 @@ def has_user(conversation: Conversation) -> bool:
     return bool(role_indices(conversation, "user"))
 
 
-def cited_turns(numbers: Iterable[Any], conversation: Conversation, roles: Sequence[str] | None = None) -> list[int]:
+def cited_turns(numbers: Iterable[object], conversation: Conversation, roles: Sequence[str] | None = None) -> list[int]:
     """1-based turn numbers from a judge → sorted 0-based indices, keeping only
     numbers that exist and (with ``roles``) name a turn of one of those roles."""
     out: set[int] = set()
@@ -243,7 +249,7 @@ class ExtractState(MetricState, total=False):
 def extract_step(
     settings: SessionSettings, node: str, task: str, step: str, schema: type[BaseModel],
     read: Callable[[Any, Conversation], dict[str, Any]], **empty: Any,
-) -> Any:
+) -> RunnableLambda:
     """The first step of an extract-then-judge judge: one call over the whole
     conversation. Its update holds the conversation, the call's usage
     (``extract_usage``) and ``empty``'s fields, replaced by ``read(answer,

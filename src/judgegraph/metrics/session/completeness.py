@@ -16,8 +16,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Literal
 
+from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field
@@ -107,7 +109,7 @@ def fan_out_goals(state: CompletenessState) -> list[Send] | str:
     return [Send("judge_goal", g) for g in goals]
 
 
-def _judge_goal(settings: SessionSettings):
+def _judge_goal(settings: SessionSettings) -> RunnableLambda:
     def build(task: GoalTask) -> JudgeRequest:
         asked = ", ".join(str(i + 1) for i in task["asked_in"]) or "(not cited)"
         return JudgeRequest(task="goal_satisfaction", step=JUDGE_STEP, schema=GoalJudgement,
@@ -131,7 +133,7 @@ def _describe(v: GoalVerdict) -> str:
     return f"request {v.goal + 1} {quote(v.request, 70)} ({asked}{answered}): {clause(v.reason)}"
 
 
-def _score(settings: SessionSettings):
+def _score(settings: SessionSettings) -> Callable[[CompletenessState, Conversation], MetricResult]:
     policy = settings.share(
         "user requests satisfied", bad="Not satisfied", describe=_describe, unit="request(s) ", step=JUDGE_STEP,
         where=lambda v: f"request {v.goal + 1} {quote(v.request, 50)}", empty="The judge found no request from the user.",

@@ -14,8 +14,10 @@ Score: none 1.0, resolved 0.5, unresolved 0.0; passes when score >=
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Literal
 
+from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from pydantic import BeforeValidator, Field
 
@@ -74,7 +76,7 @@ class FrustrationState(MetricState, total=False):
     verdicts: list[FrustrationVerdict]
 
 
-def _judge_frustration(settings: SessionSettings):
+def _judge_frustration(settings: SessionSettings) -> RunnableLambda:
     build = conversation_request("user_frustration", JUDGE_STEP, FrustrationJudgement)
 
     def finish(state: FrustrationState, outcome: JudgeOutcome) -> dict[str, Any]:
@@ -107,7 +109,7 @@ def _reason(t: Tally) -> str:
     return f"{head}{t.gate}. {v.reason}".strip()
 
 
-def _score(settings: SessionSettings):
+def _score(settings: SessionSettings) -> Callable[[FrustrationState, Conversation], MetricResult]:
     policy = settings.policy(score=lambda judged: SCORES[judged[0].verdict], step=JUDGE_STEP, reason=_reason,
                              where=lambda v: "conversation", value=lambda t: t.judged[0].verdict if t.judged else None)
 

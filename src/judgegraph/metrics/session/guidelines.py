@@ -14,12 +14,14 @@ score (all of them not applicable → status ``not_applicable``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
+from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
 from pydantic import BeforeValidator, Field
 from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
@@ -82,7 +84,7 @@ class GuidelineSettings(SessionSettings):
         check_guidelines(self.guidelines)
 
 
-def check_guidelines(guidelines: Any) -> tuple[str, ...]:
+def check_guidelines(guidelines: object) -> tuple[str, ...]:
     """A str is one guideline; a list/tuple of non-blank strings is several.
     None, empty, or a blank guideline is a ValueError."""
     if isinstance(guidelines, str):
@@ -115,14 +117,14 @@ def _has_assistant(conversation: Conversation) -> bool:
     return bool(role_indices(conversation, "assistant"))
 
 
-def fan_out(settings: GuidelineSettings):
+def fan_out(settings: GuidelineSettings) -> Callable[[Mapping[str, Any]], list[Send] | str]:
     def tasks(conversation: Conversation) -> list[dict[str, Any]]:
         return [{"index": i, "guideline": g} for i, g in enumerate(settings.guidelines)]
 
     return send_each("judge_guideline", tasks)
 
 
-def _judge_guideline(settings: GuidelineSettings):
+def _judge_guideline(settings: GuidelineSettings) -> RunnableLambda:
     def build(task: GuidelineTask) -> JudgeRequest:
         return JudgeRequest(task="guideline_adherence", step=JUDGE_STEP, schema=GuidelineJudgement,
                             values={"conversation": task["transcript"], "guideline": task["guideline"]})
@@ -146,7 +148,7 @@ def _skipped(t: Tally) -> list[Any]:
     return [v for v in t.verdicts if v.verdict == "not_applicable"]
 
 
-def _score(settings: GuidelineSettings):
+def _score(settings: GuidelineSettings) -> Callable[[GuidelinesState, Conversation], MetricResult]:
     def notes(t: Tally) -> list[str]:
         skipped = _skipped(t)
         return ["Not applicable (left out of the score): " + "; ".join(map(_label, skipped)) + "."] if skipped else []

@@ -17,8 +17,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Literal
 
+from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, BeforeValidator, Field
@@ -151,7 +153,7 @@ def fan_out_turns(state: RetentionState) -> list[Send] | str:
             for t in turns]
 
 
-def _check_turn(settings: SessionSettings):
+def _check_turn(settings: SessionSettings) -> RunnableLambda:
     def build(task: TurnTask) -> JudgeRequest:
         conversation = task["conversation"]
         upto = conversation.model_copy(update={"turns": conversation.turns[: task["turn"] + 1]})
@@ -186,7 +188,7 @@ def _describe(v: RetentionVerdict) -> str:
     return f"turn {v.turn + 1} {quote(v.reply, 50)} {lost}: {clause(v.reason)}"
 
 
-def _score(settings: SessionSettings):
+def _score(settings: SessionSettings) -> Callable[[RetentionState, Conversation], MetricResult]:
     policy = settings.share("assistant turns retained what the user said", bad="Lapses", describe=_describe,
                             unit="turn(s) ", step=CHECK_STEP, where=lambda v: f"turn {v.turn + 1}",
                             failed="The user's facts could not be extracted (judge error); see errors.")

@@ -15,11 +15,14 @@ Score = in-role turns / judged turns; value "yes" when every judged turn is in r
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
+from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
@@ -99,7 +102,7 @@ class RoleState(MetricState, total=False):
     verdicts: Annotated[list[RoleVerdict], merge_verdicts]
 
 
-def fan_out(settings: RoleSettings):
+def fan_out(settings: RoleSettings) -> Callable[[Mapping[str, Any]], list[Send] | str]:
     def tasks(conversation: Conversation) -> list[dict[str, Any]]:
         role = role_of(settings, conversation)
         turns = assistant_turns(conversation)
@@ -111,7 +114,7 @@ def fan_out(settings: RoleSettings):
     return send_each("judge_turns", tasks)
 
 
-def _judge_turns(settings: RoleSettings):
+def _judge_turns(settings: RoleSettings) -> RunnableLambda:
     def build(task: BatchTask) -> JudgeRequest:
         return JudgeRequest(task="role_adherence", step=JUDGE_STEP, schema=RoleJudgement, values={
             "role": task["role"], "conversation": task["transcript"],
@@ -143,7 +146,7 @@ def _judge_turns(settings: RoleSettings):
     return judge_step("judge_turns", settings.judge, build, finish)
 
 
-def _score(settings: RoleSettings):
+def _score(settings: RoleSettings) -> Callable[[RoleState, Conversation], MetricResult]:
     policy = settings.share("assistant turns in role", bad="Out of role", unit="turn(s) ", step=JUDGE_STEP,
                             where=lambda v: f"turn {v.turn + 1}",
                             describe=lambda v: f"turn {v.turn + 1} {quote(v.reply, 50)}: {clause(v.reason)}")
