@@ -1,6 +1,5 @@
-"""What several subcommands share: exit statuses, the options ``eval``,
-``simulate`` and ``rejudge`` have in common (added by the ``add_*`` functions,
-checked once by :func:`check_numbers` with the checks metrics use), and option readers."""
+"""What several subcommands share: exit statuses, the options ``eval``, ``simulate`` and ``rejudge`` have in
+common (``add_*``, checked once by :func:`check_numbers`), and option readers."""
 
 from __future__ import annotations
 
@@ -46,8 +45,7 @@ def add_results_command(sub: Subparsers, name: str, run: Callable[[argparse.Name
 
 
 def add_judge_options(p: argparse.ArgumentParser, *, model: str, base_url: str, concurrency: str | None = None) -> None:
-    """``--model`` and ``--base-url``; with ``concurrency`` (its help) ``--concurrency`` (judge calls in flight,
-    default 16) and ``--max-tries``."""
+    """``--model``, ``--base-url`` and, with ``concurrency`` (its help), ``--concurrency`` and ``--max-tries``."""
     p.add_argument("--model", help=model)
     p.add_argument("--base-url", help=base_url)
     if concurrency is not None:
@@ -86,10 +84,8 @@ BOUNDED_OPTIONS: dict[str, tuple[float, bool, str]] = {
 
 
 def check_numbers(args: argparse.Namespace) -> str | None:
-    """What is wrong with the number options the command has (and ``--base-url``), checked before any work,
-    or None. ``--threshold`` and the whole numbers are checked as metrics check their options
-    (:func:`judgegraph.scoring.check_threshold`, :func:`~judgegraph.scoring.check_whole`), so the
-    message is the same one, naming the flag."""
+    """What is wrong with the number options the command has (and ``--base-url``), or None; checked before any
+    work, and as metrics check theirs (:mod:`judgegraph.scoring`): the same message, naming the flag."""
     from ..scoring import check_threshold, check_whole
 
     def flag(name: str) -> str:
@@ -120,7 +116,7 @@ JUDGE_CLIENT = ("timeout", "max_retries", "rpm", "tpm", "max_prompt_tokens", "ma
 
 def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency: int) -> dict[str, Any]:
     """``resolve_judge`` keyword arguments for ``model`` from the judge flags the command has (data: worker
-    processes rebuild the judge from them); the offline judge (``model`` None) takes only ``cache``."""
+    processes rebuild the judge from them)."""
     no_cache = bool(getattr(args, "no_cache", False))
     if model is None:
         return {"cache": not no_cache}
@@ -134,8 +130,7 @@ def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency:
 
 
 def metric_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The metric options every command takes the same way (``--threshold``, ``--window-size``,
-    ``--guideline``, ``--role``), those given; ValueError when a ``--guideline @FILE`` cannot be read."""
+    """The metric options given, of those every command takes alike (ValueError: a ``--guideline @FILE`` unread)."""
     given = {"threshold": getattr(args, "threshold", None), "window_size": getattr(args, "window_size", None),
              "guidelines": read_guidelines(args.guidelines), "role": args.role}
     return {k: v for k, v in given.items() if v is not None}

@@ -101,12 +101,6 @@ def _judge_settings(args: argparse.Namespace) -> dict[str, Any]:
     return common.judge_settings(args, args.model, args.concurrency)
 
 
-def _judge(args: argparse.Namespace) -> Judge:
-    from ..judges import resolve_judge
-
-    return resolve_judge(**_judge_settings(args))
-
-
 def _workers_arg(text: str) -> int | str:
     if text == "auto":
         return text
@@ -218,7 +212,9 @@ def run(args: argparse.Namespace) -> int:
 
             judge: Judge = DryRunJudge.for_model(args.model, max_tries=args.max_tries)
         else:
-            judge = _judge(args)
+            from ..judges import resolve_judge
+
+            judge = resolve_judge(**_judge_settings(args))
         plan = MetricPlan(args.metrics, judge, {
             **common.metric_options(args), "strict_mode": args.strict_mode, "reason": args.reason,
             "rubric": common.read_rubric(args.rubric), "verify": args.verify, "n_questions": args.n_questions,

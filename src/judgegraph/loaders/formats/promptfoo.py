@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from judgegraph.conversation import Conversation
 from judgegraph.scoring import check_threshold, check_whole
@@ -14,7 +14,6 @@ from judgegraph.scoring import check_threshold, check_whole
 from ..base import Ctx, Path_, RecordErrors, check_keys, fail, merge_meta, validate
 from ..limits import FileTooLarge, NotARegularFile, read_small_file
 
-T = TypeVar("T")
 PROMPTFOO_TEST_KEYS = ("vars", "assert", "description", "output", "options", "provider", "threshold")
 # ---- promptfoo
 
@@ -108,9 +107,8 @@ def _read_file(ref: str, path: Path_, ctx: Ctx) -> str:
         raise fail(path, f"file://{ref} is not valid UTF-8") from None
 
 
-def _option(check: Callable[[Any, str], T], value: object, path: Path_) -> T:
-    """``value`` checked as a metric checks its options (:mod:`judgegraph.scoring`: one message, naming the
-    field ``path`` ends in), an error at the file, line and field."""
+def _option(check: Callable[[Any, str], float], value: object, path: Path_) -> float:
+    """``value`` checked as a metric checks its options (one message), the error at its file, line and field."""
     try:
         return check(value, str(path[-1]))
     except ValueError as exc:
