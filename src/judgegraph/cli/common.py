@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..resultsfile import ResultsLock
+
     #: what each subcommand module's ``register`` adds its parser to
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -143,6 +145,30 @@ def out_refused(args: argparse.Namespace) -> str | None:
     if is_nonempty(args.out) and not args.overwrite:
         return f"{args.out} already holds results: pass --overwrite to replace it (or choose another --out)"
     return None
+
+
+def lock_out(args: argparse.Namespace) -> tuple[ResultsLock | None, str | None]:
+    """``--out`` locked for the whole run, its folder made (a dry run writes nothing: no lock): (the lock, None),
+    or (None, why) when another run holds it or it cannot be locked."""
+    from ..resultsfile import ResultsFileError, lock_results
+
+    if getattr(args, "dry_run", False):
+        return None, None
+    try:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        return lock_results(args.out), None
+    except ResultsFileError as exc:
+        return None, str(exc)
+    except OSError as exc:
+        return None, f"cannot lock --out {args.out}: {exc.strerror or exc}"
+
+
+def consoles() -> tuple[Console, Console]:
+    """A command's stdout (160 columns in a log or a pipe: tables are not squeezed into 80) and stderr consoles."""
+    from rich.console import Console
+
+    out = Console()
+    return out if out.is_terminal else Console(width=160), Console(stderr=True, soft_wrap=True, highlight=False)
 
 
 def score_text(score: float | None) -> str:

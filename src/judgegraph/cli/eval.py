@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from ..judges import Judge
     from ..loaders import InputError, LoadedConversation
     from ..pricing import Prices
-    from ..resultsfile import ResultsLock
     from ..runner import MetricPlan, RunSummary
     from .common import Subparsers
 
@@ -193,14 +192,9 @@ def _fmt_cost(dollars: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from ..runner import MetricPlan
 
-    out = Console()
-    if not out.is_terminal:
-        out = Console(width=160)  # a log or a pipe: do not squeeze the table into 80 columns
-    err = Console(stderr=True, soft_wrap=True, highlight=False)
+    out, err = common.consoles()
     for check in (common.check_numbers, _bad_flags, _mlflow_usage_error, common.guidelines_missing, _out_error,
                   _ray_usage_error):
         bad = check(args)
@@ -228,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
     unwritable = None if args.dry_run else _out_unwritable(args)
     if unwritable:
         return usage_error(err, unwritable)
-    held, locked = _lock_out(args)
+    held, locked = common.lock_out(args)
     if locked:
         return usage_error(err, locked)
 
@@ -254,21 +248,6 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if held is not None:
             held.release()
-
-
-def _lock_out(args: argparse.Namespace) -> tuple[ResultsLock | None, str | None]:
-    """``--out`` locked for the whole run (a dry run writes nothing): (the lock,
-    None), or (None, why) when another run holds it."""
-    from ..resultsfile import ResultsFileLocked, lock_results
-
-    if args.dry_run:
-        return None, None
-    try:
-        return lock_results(args.out), None
-    except ResultsFileLocked as exc:
-        return None, str(exc)
-    except OSError as exc:
-        return None, f"cannot lock --out {args.out}: {exc.strerror or exc}"
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | InputError], list[LoadedConversation]]:

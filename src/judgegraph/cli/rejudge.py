@@ -64,7 +64,6 @@ def run(args: argparse.Namespace) -> int:
     from ..judges import resolve_judge
     from ..loaders import load_files
     from ..metrics import MetricNotFound, canonical_name, get_metric
-    from ..resultsfile import ResultsFileError, lock_results
     from ..steering import RejudgeError, as_prompt
 
     try:
@@ -101,10 +100,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"judgegraph rejudge: input: {err}", file=sys.stderr)
     conversations = {c.conversation.id: c.conversation for c in loaded.conversations}
 
-    try:
-        held = lock_results(args.out)
-    except (ResultsFileError, OSError) as exc:
-        return _fail(str(exc))
+    held, locked = common.lock_out(args)
+    if held is None:
+        return _fail(str(locked))
     try:
         return _rejudge(args, results_path, metric, spec.name, judge, conversations, rubric, prompt, options)
     finally:

@@ -65,7 +65,6 @@ def import_app(spec: str) -> Any:  # Any: whatever object the user's module hold
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from ..apps.simulate import load_scenarios, simulate
@@ -73,11 +72,9 @@ def run(args: argparse.Namespace) -> int:
     from ..judges import resolve_judge
     from ..metrics import get_metric
     from ..report import metric_graphs
-    from ..resultsfile import ResultsFileError, lock_results
     from ..runner import ResultsWriter
 
-    out = Console(width=None if sys.stdout.isatty() else 160)
-    err = Console(stderr=True, soft_wrap=True, highlight=False)
+    out, err = common.consoles()
     if bad := common.check_numbers(args) or common.guidelines_missing(args) or common.out_refused(args):
         return usage_error(err, bad)
     user_url = common.base_url(args.base_url, args.user_model)  # --base-url, else $OPENAI_BASE_URL for an OpenAI model
@@ -96,11 +93,9 @@ def run(args: argparse.Namespace) -> int:
 
     err.print(f"simulating {len(scenarios)} conversation(s) with {args.app} (user: {user.name}"
               f"{f'; judge: {judge.name}' if judge else ''})")
-    try:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        held = lock_results(args.out)  # a second run on the same --out is refused at once
-    except (ResultsFileError, OSError) as exc:
-        return usage_error(err, exc)
+    held, locked = common.lock_out(args)  # a second run on the same --out is refused at once
+    if held is None:
+        return usage_error(err, locked)
     try:
         runs = simulate(app, scenarios, user_model=user, metrics=metrics or None, max_turns=args.max_turns,
                         max_concurrency=args.concurrency)
