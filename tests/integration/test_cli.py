@@ -65,7 +65,8 @@ def test_bad_records_are_reported_the_rest_judged_exit_3(tmp_path, capsys):
     (["--reason", "llm"], "needs an LLM judge"),
     (["--threshold", "1.5"], "--threshold must be between 0 and 1"),
     (["--threshold", "nan"], "--threshold must be between 0 and 1"),
-    (["--max-tries", "0"], "--max-tries must be >= 1"),
+    (["--max-tries", "0"], "--max-tries must be a whole number >= 1, got 0"),
+    (["--window-size", "0"], "--window-size must be a whole number >= 1, got 0"),
     (["--base-url", "http://127.0.0.1:9/v1"], "--base-url needs --model"),
 ])
 def test_usage_errors_exit_2(argv, msg, capsys, tmp_path):

@@ -113,7 +113,7 @@ def test_a_base_url_that_is_not_a_url_is_a_usage_error(tmp_path, chats, capsys, 
 def test_concurrency_beyond_the_maximum_is_refused(tmp_path, chats, capsys):
     out = tmp_path / "r.jsonl"
     code = main(["eval", str(chats), "--concurrency", "100000", "--out", str(out), "-q"])
-    assert code == 2 and f"between 1 and {MAX_CONCURRENCY}, got 100000" in capsys.readouterr().err
+    assert code == 2 and f"--concurrency must be at most {MAX_CONCURRENCY}, got 100000" in capsys.readouterr().err
     assert not out.exists()
     code = main(["rejudge", str(out), "--input", str(chats), "-m", "turn-relevancy", "--rubric", "x",
                  "--model", "openai:judge", "--concurrency", "100000", "--out", str(tmp_path / "new.jsonl")])

@@ -237,7 +237,7 @@ def test_cli_workers_write_one_results_file_like_one_process(tmp_path):
     assert all("transcript" in v for r in rows_one.values() for v in r["results"]["turn_relevancy"]["verdicts"])
 
 
-@pytest.mark.parametrize("flags,message", [(["--workers", "0"], "--workers must be >= 1"),
+@pytest.mark.parametrize("flags,message", [(["--workers", "0"], "--workers must be a whole number >= 1, got 0"),
                                            (["--workers", "8", "--concurrency", "4"], "cannot share --concurrency 4")])
 def test_cli_rejects_bad_worker_counts_before_any_work(tmp_path, capsys, flags, message):
     out = tmp_path / "r.jsonl"

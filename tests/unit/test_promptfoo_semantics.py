@@ -236,3 +236,17 @@ def test_inline_rubric_with_messages_placeholder_is_refused(tmp_path):
     assert res.conversations == []
     (err,) = res.errors
     assert err.field == "tests.0.assert.0.rubricPrompt" and "{{ messages }}" in err.message
+
+
+@pytest.mark.parametrize(("assertion", "field", "message"), [
+    ({"threshold": 1.5}, "assert.0.threshold", "threshold must be between 0 and 1, got 1.5"),
+    ({"threshold": "high"}, "assert.0.threshold", "threshold must be a number between 0 and 1, got 'high'"),
+    ({"threshold": True}, "assert.0.threshold", "threshold must be a number between 0 and 1, got True"),
+    ({"config": {"windowSize": 0}}, "assert.0.config.windowSize", "windowSize must be a whole number >= 1, got 0"),
+    ({"config": {"windowSize": 2.5}}, "assert.0.config.windowSize", "windowSize must be a whole number >= 1, got 2.5"),
+])
+def test_a_bad_threshold_or_window_size_is_the_message_a_metric_gives_at_its_field(tmp_path, assertion, field, message):
+    # checked by judgegraph.scoring, as the metric's own settings are: one message (the file's field named)
+    path = write(tmp_path, pf_test("bad", {"type": "conversation-relevance", **assertion}))
+    [error] = load_file(path).errors
+    assert (error.field, error.message) == (f"tests.0.{field}", f"{message} [promptfoo format]")

@@ -1,13 +1,19 @@
-"""What several subcommands share: exit statuses and option readers."""
+"""What several subcommands share: exit statuses, the options ``eval``, ``simulate`` and ``rejudge`` have in
+common (``add_*``, checked once by :func:`check_numbers`), and option readers."""
 
 from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..resultsfile import ResultsLock
+
     #: what each subcommand module's ``register`` adds its parser to
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -31,6 +37,145 @@ def read_text_option(flag: str, path: str | Path) -> str:
         raise ValueError(f"{flag} {path}: cannot read it: {exc.strerror or exc}") from None
 
 
+def add_results_command(sub: Subparsers, name: str, run: Callable[[argparse.Namespace], int], *, help: str,
+                        description: str, results: str) -> argparse.ArgumentParser:
+    """The parser of a command that reads a results file (``RESULTS``, help ``results``), running ``run``."""
+    p = sub.add_parser(name, help=help, description=description)
+    p.add_argument("results", metavar="RESULTS", help=results)
+    p.set_defaults(run=run)
+    return p
+
+
+def add_judge_options(p: argparse.ArgumentParser, *, model: str, base_url: str, concurrency: str | None = None) -> None:
+    """``--model``, ``--base-url`` and, with ``concurrency`` (its help), ``--concurrency`` and ``--max-tries``."""
+    p.add_argument("--model", help=model)
+    p.add_argument("--base-url", help=base_url)
+    if concurrency is not None:
+        p.add_argument("--concurrency", type=int, default=16, help=f"{concurrency} (default %(default)s)")
+        p.add_argument("--max-tries", type=int, default=3,
+                       help="asks per judgement when the model's output is invalid (default %(default)s)")
+
+
+def add_metric_options(p: argparse.ArgumentParser, *, role: str, guideline: str = "", scored: bool = True) -> None:
+    """``--threshold`` and ``--window-size`` (when ``scored``), ``--guideline`` and ``--role`` (``role`` its help)."""
+    if scored:
+        p.add_argument("--threshold", type=float, help="passing score, 0..1")
+        p.add_argument("--window-size", type=int, help="exchanges per sliding window")
+    p.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
+                   help=guideline or "conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
+    p.add_argument("--role", help=role)
+
+
+def add_out_options(p: argparse.ArgumentParser, group: argparse._ActionsContainer | None = None, **out: Any) -> None:
+    """``--out`` (``out``: its default or ``required``, help ...) and ``--overwrite`` (in ``group`` if given)."""
+    p.add_argument("--out", **out)
+    (group or p).add_argument("--overwrite", action="store_true", help="replace a non-empty --out (refused without it)")
+
+
+#: Whole-number options, by attribute: a whole number >= 1 and, when given, at most the value
+#: (``--concurrency`` and ``--max-calls``: :data:`MAX_CONCURRENCY`); ``--workers auto`` is resolved later.
+WHOLE_OPTIONS: dict[str, int | None] = dict.fromkeys(
+    ("max_tries", "max_turns", "window_size", "n_questions", "max_traces", "max_prompt_tokens", "max_reply_bytes",
+     "workers"))
+WHOLE_OPTIONS.update(concurrency=MAX_CONCURRENCY, max_calls=MAX_CONCURRENCY)
+#: Other number options, by attribute: (the bound, whether the bound itself is refused, the unit).
+BOUNDED_OPTIONS: dict[str, tuple[float, bool, str]] = {
+    "timeout": (0, True, ""), "rpm": (0, True, ""), "tpm": (0, True, ""), "max_retries": (0, False, ""),
+    "max_rows": (0, False, ""), "price_in": (0, False, " dollars per million tokens"),
+    "price_out": (0, False, " dollars per million tokens")}
+
+
+def check_numbers(args: argparse.Namespace) -> str | None:
+    """What is wrong with the number options the command has (and ``--base-url``), or None; checked before any
+    work, and as metrics check theirs (:mod:`judgegraph.scoring`): the same message, naming the flag."""
+    from ..scoring import check_threshold, check_whole
+
+    def flag(name: str) -> str:
+        return "--" + name.replace("_", "-")
+
+    try:
+        for name, most in WHOLE_OPTIONS.items():
+            value = getattr(args, name, None)
+            if value in (None, "auto"):
+                continue
+            check_whole(value, flag(name))
+            if most is not None and value > most:
+                return f"{flag(name)} must be at most {most}, got {value} (each one in flight holds memory)"
+        if getattr(args, "threshold", None) is not None:
+            check_threshold(args.threshold, "--threshold")
+    except ValueError as exc:
+        return str(exc)
+    for name, (low, strict, unit) in BOUNDED_OPTIONS.items():
+        value = getattr(args, name, None)
+        if value is not None and not (value > low if strict else value >= low):  # NaN fails too
+            return f"{flag(name)} must be {'>' if strict else '>='} {low}{unit}, got {value}"
+    return bad_base_url(getattr(args, "base_url", None))
+
+
+#: The LLM judge client flags (``eval``'s "judge client" group), by attribute: given to ``resolve_judge``.
+JUDGE_CLIENT = ("timeout", "max_retries", "rpm", "tpm", "max_prompt_tokens", "max_reply_bytes")
+
+
+def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency: int) -> dict[str, Any]:
+    """``resolve_judge`` keyword arguments for ``model`` from the judge flags the command has (data: worker
+    processes rebuild the judge from them)."""
+    no_cache = bool(getattr(args, "no_cache", False))
+    if model is None:
+        return {"cache": not no_cache}
+    kwargs: dict[str, Any] = {}  # Any: keyword arguments of several types, spread into resolve_judge(**)
+    if url := base_url(args.base_url, model):
+        kwargs["base_url"] = url  # --base-url, else $OPENAI_BASE_URL
+    kwargs.update({name: getattr(args, name) for name in JUDGE_CLIENT if getattr(args, name, None) is not None})
+    cache: bool | str = False if no_cache else (getattr(args, "cache", None) or True)
+    return dict(model=model, max_concurrency=max_concurrency, max_tries=getattr(args, "max_tries", 3), cache=cache,
+                **kwargs)
+
+
+def metric_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The metric options given, of those every command takes alike (ValueError: a ``--guideline @FILE`` unread)."""
+    given = {"threshold": getattr(args, "threshold", None), "window_size": getattr(args, "window_size", None),
+             "guidelines": read_guidelines(args.guidelines), "role": args.role}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def out_refused(args: argparse.Namespace) -> str | None:
+    """A non-empty ``--out`` is replaced only with ``--overwrite``."""
+    from ..resultsfile import is_nonempty
+
+    if is_nonempty(args.out) and not args.overwrite:
+        return f"{args.out} already holds results: pass --overwrite to replace it (or choose another --out)"
+    return None
+
+
+def lock_out(args: argparse.Namespace) -> tuple[ResultsLock | None, str | None]:
+    """``--out`` locked for the whole run, its folder made (a dry run writes nothing: no lock): (the lock, None),
+    or (None, why) when another run holds it or it cannot be locked."""
+    from ..resultsfile import ResultsFileError, lock_results
+
+    if getattr(args, "dry_run", False):
+        return None, None
+    try:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        return lock_results(args.out), None
+    except ResultsFileError as exc:
+        return None, str(exc)
+    except OSError as exc:
+        return None, f"cannot lock --out {args.out}: {exc.strerror or exc}"
+
+
+def consoles() -> tuple[Console, Console]:
+    """A command's stdout (160 columns in a log or a pipe: tables are not squeezed into 80) and stderr consoles."""
+    from rich.console import Console
+
+    out = Console()
+    return out if out.is_terminal else Console(width=160), Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+def score_text(score: float | None) -> str:
+    """A score as a table shows it."""
+    return "—" if score is None else f"{score:.2f}"
+
+
 def read_guidelines(values: list[str] | None) -> list[str] | None:
     """``--guideline`` values: text, or ``@FILE`` for one guideline per line."""
     if not values:
@@ -51,11 +196,16 @@ GUIDELINES_NEEDED = ("conversational-guidelines needs at least one --guideline T
                      "reads one guideline per line), e.g. --guideline 'Apologise when the user reports a problem.'")
 
 
-def guidelines_missing(metrics: list[str] | None, guidelines: list[str] | None) -> str | None:
-    """:data:`GUIDELINES_NEEDED` when ``metrics`` include conversational-guidelines and no guideline is given."""
+def guidelines_missing(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``--guideline``, checked before any work: a ``@FILE`` that cannot be read, or
+    :data:`GUIDELINES_NEEDED` when the metrics (``-m``) include conversational-guidelines and none is given."""
     from ..metrics import canonical_name
 
-    if not guidelines and any(canonical_name(m) == "conversational_guidelines" for m in metrics or ()):
+    try:
+        guidelines = read_guidelines(args.guidelines)
+    except ValueError as exc:
+        return str(exc)
+    if not guidelines and any(canonical_name(m) == "conversational_guidelines" for m in args.metrics or ()):
         return GUIDELINES_NEEDED
     return None
 
@@ -124,6 +274,12 @@ def safe(text: object) -> str:
         else:
             out.append(f"\\U{ord(ch):08x}")
     return "".join(out)
+
+
+def usage_error(err: Console, message: object) -> int:
+    """Print ``message`` (data: never read as markup) as an error on ``err``; :data:`EXIT_USAGE`."""
+    err.print(f"[red]error:[/] {markup_safe(message)}")
+    return EXIT_USAGE
 
 
 def markup_safe(text: object) -> str:

@@ -6,19 +6,8 @@ import argparse
 import asyncio
 from typing import TYPE_CHECKING, Any, cast
 
-from .common import (
-    EXIT_ERRORS,
-    EXIT_USAGE,
-    MAX_CONCURRENCY,
-    bad_base_url,
-    base_url,
-    guidelines_missing,
-    markup_safe,
-    os_error_message,
-    read_guidelines,
-    read_rubric,
-    safe,
-)
+from . import common
+from .common import EXIT_ERRORS, base_url, markup_safe, os_error_message, safe, usage_error
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -28,7 +17,6 @@ if TYPE_CHECKING:
     from ..judges import Judge
     from ..loaders import InputError, LoadedConversation
     from ..pricing import Prices
-    from ..resultsfile import ResultsLock
     from ..runner import MetricPlan, RunSummary
     from .common import Subparsers
 
@@ -39,10 +27,11 @@ def register(sub: Subparsers) -> None:
     ev.add_argument("files", nargs="*", metavar="FILE", help=".jsonl, .json or .yaml (judgegraph, deepeval, promptfoo or OpenAI messages)")
     ev.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC",
                     help="metric to run, repeatable (default: turn-relevancy, or the file's own assertion)")
-    ev.add_argument("--model", help="LLM judge, e.g. openai:gpt-4.1-mini (default: the offline embedding judge)")
-    ev.add_argument("--base-url", help="OpenAI-compatible server for --model (vLLM, Ollama, llama.cpp)")
-    ev.add_argument("--window-size", type=int, help="exchanges per sliding window")
-    ev.add_argument("--threshold", type=float, help="passing score, 0..1")
+    common.add_judge_options(ev, model="LLM judge, e.g. openai:gpt-4.1-mini (default: the offline embedding judge)",
+                             base_url="OpenAI-compatible server for --model (vLLM, Ollama, llama.cpp)",
+                             concurrency="judge calls in flight at once, across all conversations")
+    common.add_metric_options(ev, role="role-adherence: the chatbot's role (default: each conversation's "
+                                       "chatbot_role, else its system message)")
     ev.add_argument("--strict", action="store_true", default=None, dest="strict_mode", help="score 1 or 0, threshold 1")
     ev.add_argument("--reason", choices=["deterministic", "llm", "none"], help="how the reason is written (default deterministic: no extra call)")
     ev.add_argument("--rubric", help="custom relevance rubric text, or @FILE to read it from a file")
@@ -51,11 +40,6 @@ def register(sub: Subparsers) -> None:
     ev.add_argument("--n-questions", type=int, help="response-relevancy: questions generated per reply (default 3)")
     ev.add_argument("--embeddings", help="response-relevancy: embeddings model, e.g. openai:text-embedding-3-small "
                                          "(default: the offline all-MiniLM-L6-v2); served at --base-url when given")
-    ev.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
-                    help="conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
-    ev.add_argument("--role", help="role-adherence: the chatbot's role (default: each conversation's chatbot_role, else its system message)")
-    ev.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once, across all conversations (default 16)")
-    ev.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the model's output is invalid (default 3)")
     ev.add_argument("--allow-outside-files", action="store_true", default=None, help="promptfoo file:// references may leave the config file's folder")
     jg = ev.add_argument_group("judge client", "LLM judge settings (docs/judges.md)")
     jg.add_argument("--timeout", type=float, metavar="S",
@@ -72,15 +56,15 @@ def register(sub: Subparsers) -> None:
     jg.add_argument("--cache", metavar="PATH", help="the persistent judge cache file (SQLite; default: "
                     "$JUDGEGRAPH_CACHE_DIR/judge-cache.sqlite, used when the judge runs at temperature 0)")
     jg.add_argument("--no-cache", action="store_true", help="no judge cache at all: every judgement is asked")
-    ev.add_argument("--out", default="judgegraph-results.jsonl", help="where the full results go (default %(default)s)")
+    runs = ev.add_argument_group("runs", "durable runs: resume, cost, transcripts (docs/runs.md)")
+    common.add_out_options(ev, runs, default="judgegraph-results.jsonl",
+                           help="where the full results go (default %(default)s)")
     ev.add_argument("--html", metavar="FILE", help="also write an HTML report of the results (judgegraph report)")
     ev.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per conversation × metric")
-    runs = ev.add_argument_group("runs", "durable runs: resume, cost, transcripts (docs/runs.md)")
     runs.add_argument("--resume", action="store_true",
                       help="continue the run in --out: conversations already there are neither judged nor written again")
     runs.add_argument("--retry-errors", action="store_true",
                       help="with --resume: judge again the conversations written with judge errors or a failed run")
-    runs.add_argument("--overwrite", action="store_true", help="replace a non-empty --out (refused without it)")
     runs.add_argument("--dry-run", action="store_true",
                       help="print the judge calls, tokens and cost the run will make, per metric; make no call")
     runs.add_argument("--price-in", type=float, metavar="USD", help="judge input price, dollars per million tokens")
@@ -111,24 +95,9 @@ def register(sub: Subparsers) -> None:
 
 def _judge_settings(args: argparse.Namespace) -> dict[str, Any]:
     """``resolve_judge`` keyword arguments (data: worker processes rebuild the judge from them)."""
-    kwargs: dict[str, Any] = {}  # Any: keyword arguments of several types, spread into resolve_judge(**)
-    if args.model and (url := base_url(args.base_url, args.model)):
-        kwargs["base_url"] = url  # --base-url, else $OPENAI_BASE_URL
     if args.model is None and args.base_url and not getattr(args, "embeddings", None):
         raise ValueError("--base-url needs --model (the model name the server serves) or --embeddings")
-    if args.model is None:
-        return {"cache": not args.no_cache}  # the other judge client flags are for LLM judges
-    for name in ("timeout", "max_retries", "rpm", "tpm", "max_prompt_tokens", "max_reply_bytes"):
-        if getattr(args, name, None) is not None:
-            kwargs[name] = getattr(args, name)
-    cache: bool | str = False if getattr(args, "no_cache", False) else (getattr(args, "cache", None) or True)
-    return dict(model=args.model, max_concurrency=args.concurrency, max_tries=args.max_tries, cache=cache, **kwargs)
-
-
-def _judge(args: argparse.Namespace) -> Judge:
-    from ..judges import resolve_judge
-
-    return resolve_judge(**_judge_settings(args))
+    return common.judge_settings(args, args.model, args.concurrency)
 
 
 def _workers_arg(text: str) -> int | str:
@@ -159,51 +128,17 @@ def _workers(args: argparse.Namespace, input_bytes: int, kind: str = "llm") -> i
     return 1 if input_bytes < AUTO_MIN_INPUT_BYTES else auto_workers(kind)
 
 
-def _bad_number(args: argparse.Namespace) -> str | None:
-    """Option values checked before any work, whichever metrics run."""
-    if not 1 <= args.concurrency <= MAX_CONCURRENCY:
-        return f"--concurrency must be between 1 and {MAX_CONCURRENCY}, got {args.concurrency}"
-    if args.workers != "auto" and args.workers < 1:
-        return f"--workers must be >= 1, got {args.workers}"
+def _bad_flags(args: argparse.Namespace) -> str | None:
+    """eval's flags that go together or exclude each other, checked before any work (the numbers: check_numbers)."""
     if args.workers != "auto" and args.workers > args.concurrency:
         return f"--workers {args.workers} cannot share --concurrency {args.concurrency} (each needs at least 1)"
-    if args.max_tries < 1:
-        return f"--max-tries must be >= 1, got {args.max_tries}"
-    judge_bad = _bad_judge_setting(args)
-    if judge_bad:
-        return judge_bad
-    if args.threshold is not None and not 0.0 <= args.threshold <= 1.0:  # NaN fails the comparison too
-        return f"--threshold must be between 0 and 1, got {args.threshold}"
-    if args.window_size is not None and args.window_size < 1:
-        return f"--window-size must be >= 1, got {args.window_size}"
-    if args.n_questions is not None and args.n_questions < 1:
-        return f"--n-questions must be >= 1, got {args.n_questions}"
-    for flag, value in (("--price-in", args.price_in), ("--price-out", args.price_out)):
-        if value is not None and not value >= 0.0:
-            return f"{flag} must be >= 0 dollars per million tokens, got {value}"
-    if args.max_rows < 0:
-        return f"--max-rows must be >= 0, got {args.max_rows}"
+    if args.cache and args.no_cache:
+        return "--cache and --no-cache cannot be used together"
     if args.retry_errors and not args.resume:
         return "--retry-errors goes with --resume (it judges again what the results file holds with errors)"
     if args.resume and args.overwrite:
         return "--resume and --overwrite exclude each other: continue the results file, or replace it"
     return None
-
-
-def _bad_judge_setting(args: argparse.Namespace) -> str | None:
-    for flag, value, low, strict in (("--timeout", args.timeout, 0, True), ("--max-retries", args.max_retries, 0, False),
-                                     ("--rpm", args.rpm, 0, True), ("--tpm", args.tpm, 0, True),
-                                     ("--max-prompt-tokens", args.max_prompt_tokens, 1, False),
-                                     ("--max-reply-bytes", args.max_reply_bytes, 1, False)):
-        if value is not None and not (value > low if strict else value >= low):  # NaN fails too
-            return f"{flag} must be {'>' if strict else '>='} {low}, got {value}"
-    if args.cache and args.no_cache:
-        return "--cache and --no-cache cannot be used together"
-    return bad_base_url(args.base_url)
-
-
-def _fmt_score(score: float | None) -> str:
-    return "—" if score is None else f"{score:.2f}"
 
 
 def _out_error(args: argparse.Namespace) -> str | None:
@@ -257,48 +192,39 @@ def _fmt_cost(dollars: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from ..runner import MetricPlan
 
-    out = Console()
-    if not out.is_terminal:
-        out = Console(width=160)  # a log or a pipe: do not squeeze the table into 80 columns
-    err = Console(stderr=True, soft_wrap=True, highlight=False)
-    for check in (_bad_number, _mlflow_usage_error, _out_error, _ray_usage_error):
+    out, err = common.consoles()
+    for check in (common.check_numbers, _bad_flags, _mlflow_usage_error, common.guidelines_missing, _out_error,
+                  _ray_usage_error):
         bad = check(args)
         if bad:
-            err.print(f"[red]error:[/] {markup_safe(bad)}")
-            return EXIT_USAGE
+            return usage_error(err, bad)
     try:
         if args.dry_run and args.model:  # sends nothing: no client is built, so no key is needed
             from ..dryrun import DryRunJudge
 
             judge: Judge = DryRunJudge.for_model(args.model, max_tries=args.max_tries)
         else:
-            judge = _judge(args)
-        if (missing := guidelines_missing(args.metrics, read_guidelines(args.guidelines))) is not None:
-            raise ValueError(missing)
+            from ..judges import resolve_judge
+
+            judge = resolve_judge(**_judge_settings(args))
         plan = MetricPlan(args.metrics, judge, {
-            "window_size": args.window_size, "threshold": args.threshold, "strict_mode": args.strict_mode,
-            "reason": args.reason, "rubric": read_rubric(args.rubric), "verify": args.verify,
-            "n_questions": args.n_questions, "guidelines": read_guidelines(args.guidelines), "role": args.role,
+            **common.metric_options(args), "strict_mode": args.strict_mode, "reason": args.reason,
+            "rubric": common.read_rubric(args.rubric), "verify": args.verify, "n_questions": args.n_questions,
             "embeddings": args.embeddings, "embeddings_base_url": args.base_url if args.embeddings else None,
         })
         plan.check()
         if args.reason == "llm" and judge.kind != "llm":
             raise ValueError("--reason llm needs an LLM judge (--model)")
     except (KeyError, ValueError, TypeError, OSError) as exc:
-        err.print(f"[red]error:[/] {markup_safe(exc)}")
-        return EXIT_USAGE
+        return usage_error(err, exc)
     unwritable = None if args.dry_run else _out_unwritable(args)
     if unwritable:
-        err.print(f"[red]error:[/] {markup_safe(unwritable)}")
-        return EXIT_USAGE
-    held, locked = _lock_out(args)
+        return usage_error(err, unwritable)
+    held, locked = common.lock_out(args)
     if locked:
-        err.print(f"[red]error:[/] {markup_safe(locked)}")
-        return EXIT_USAGE
+        return usage_error(err, locked)
 
     if judge.kind == "offline":
         err.print("judge: [bold]offline[/] all-MiniLM-L6-v2 sentence embeddings (no LLM, no API key; pass --model for an LLM judge)")
@@ -322,21 +248,6 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if held is not None:
             held.release()
-
-
-def _lock_out(args: argparse.Namespace) -> tuple[ResultsLock | None, str | None]:
-    """``--out`` locked for the whole run (a dry run writes nothing): (the lock,
-    None), or (None, why) when another run holds it."""
-    from ..resultsfile import ResultsFileLocked, lock_results
-
-    if args.dry_run:
-        return None, None
-    try:
-        return lock_results(args.out), None
-    except ResultsFileLocked as exc:
-        return None, str(exc)
-    except OSError as exc:
-        return None, f"cannot lock --out {args.out}: {exc.strerror or exc}"
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | InputError], list[LoadedConversation]]:
@@ -586,7 +497,7 @@ def _print_table(out: Console, summary: RunSummary) -> None:
             label = {"not_applicable": "n/a"}.get(r.status, r.status)
             if r.errors and r.status in ("passed", "failed"):
                 label += f" ({len(r.errors)} judge err)"
-            table.add_row(cid, Text(safe(r.key)), _fmt_score(r.score), Text(label, style=style[r.status]),
+            table.add_row(cid, Text(safe(r.key)), common.score_text(r.score), Text(label, style=style[r.status]),
                           Text(safe(r.reason)))
     out.print(table)
     if summary.rows_left_out > 0:
@@ -601,8 +512,6 @@ def _mlflow_usage_error(args: argparse.Namespace) -> str | None:
         return "nothing to judge: give at least one FILE, or --mlflow-uri URI --experiment NAME"
     if args.mlflow_uri and not args.experiment:
         return "--mlflow-uri needs --experiment NAME (the experiment whose trace sessions are judged)"
-    if args.max_traces is not None and args.max_traces < 1:
-        return f"--max-traces must be >= 1, got {args.max_traces}"
     if args.mlflow_uri:
         from importlib.util import find_spec
 

@@ -46,9 +46,9 @@ def _build(args: argparse.Namespace) -> CompiledStateGraph:
     from ..metrics import get_metric
     from ..report import build_metric, create_report_graph
 
-    guidelines = read_guidelines(args.guidelines)
-    if (missing := guidelines_missing(args.metrics, guidelines)) is not None:
+    if (missing := guidelines_missing(args)) is not None:
         raise ValueError(missing)
+    guidelines = read_guidelines(args.guidelines)
     settings = {"guidelines": guidelines, "verify": args.verify, "reason": args.reason}
     options = {m: {k: v for k, v in settings.items() if v and k in get_metric(m).options} for m in args.metrics}
     # drawn, never run: the graph as built for an LLM judge, with no model, no key, no connection

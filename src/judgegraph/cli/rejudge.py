@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, bad_base_url, base_url, read_rubric
+from . import common
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -24,13 +25,13 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser(
-        "rejudge", help="re-judge chosen verdicts of a results file with a new rubric, prompt or model",
+    p = common.add_results_command(
+        sub, "rejudge", run, help="re-judge chosen verdicts of a results file with a new rubric, prompt or model",
         description="Re-judge chosen verdicts of RESULTS (a judgegraph eval --out file) with a changed rubric, "
                     "prompt or model. Verdicts not chosen are kept (no calls), and so are the answers they were "
                     "judged from; each changed result is recomputed with its metric's own rules; every other line "
-                    "is copied as it is. Any metric, built-in or custom (-m module:attr).")
-    p.add_argument("results", metavar="RESULTS", help="results file (.jsonl) written by judgegraph eval")
+                    "is copied as it is. Any metric, built-in or custom (-m module:attr).",
+        results="results file (.jsonl) written by judgegraph eval")
     p.add_argument("--input", required=True, metavar="FILE", action="append", dest="inputs",
                    help="the conversations the results were computed from (repeatable)")
     p.add_argument("-m", "--metric", required=True, metavar="METRIC", help="the metric whose verdicts are re-judged")
@@ -45,17 +46,13 @@ def register(sub: Subparsers) -> None:
     what.add_argument("--rubric", help="the new rubric text, or @FILE to read it from a file (metrics with a rubric)")
     what.add_argument("--prompt", metavar="FILE", help="a new prompt file for the step that makes the verdicts"
                                                        " (placeholders among those the step fills)")
-    p.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
-                   help="conversational-guidelines: the guidelines the results were judged with (results do not"
-                        " record them), repeatable; @FILE reads one per line")
-    p.add_argument("--role", help="role-adherence: the role the results were judged with, if given then")
-    p.add_argument("--model", help="LLM judge, e.g. openai:gpt-4.1-mini (needed: a rubric or prompt steers an LLM)")
-    p.add_argument("--base-url", help="OpenAI-compatible server for --model")
-    p.add_argument("--max-tries", type=int, default=3, help="asks per judgement when the output is invalid (default 3)")
-    p.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once (default 16)")
-    p.add_argument("--out", required=True, metavar="NEW.jsonl", help="where the new results file goes")
-    p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out (refused without it)")
-    p.set_defaults(run=run)
+    common.add_metric_options(p, scored=False,
+                              role="role-adherence: the role the results were judged with, if given then",
+                              guideline="conversational-guidelines: the guidelines the results were judged with"
+                                        " (results do not record them), repeatable; @FILE reads one per line")
+    common.add_judge_options(p, model="LLM judge, e.g. openai:gpt-4.1-mini (needed: a rubric or prompt steers an LLM)",
+                             base_url="OpenAI-compatible server for --model", concurrency="judge calls in flight at once")
+    common.add_out_options(p, required=True, metavar="NEW.jsonl", help="where the new results file goes")
 
 
 def _fail(message: str, status: int = EXIT_USAGE) -> int:
@@ -67,7 +64,6 @@ def run(args: argparse.Namespace) -> int:
     from ..judges import resolve_judge
     from ..loaders import load_files
     from ..metrics import MetricNotFound, canonical_name, get_metric
-    from ..resultsfile import ResultsFileError, lock_results
     from ..steering import RejudgeError, as_prompt
 
     try:
@@ -77,31 +73,25 @@ def run(args: argparse.Namespace) -> int:
     metric = spec.name if ":" not in args.metric else canonical_name(args.metric)
     if not args.model:
         return _fail("re-judging asks an LLM judge: give --model (and --base-url for a local server)")
-    if args.max_tries < 1 or args.concurrency < 1:
-        return _fail("--max-tries and --concurrency must be >= 1")
-    if args.concurrency > MAX_CONCURRENCY:
-        return _fail(f"--concurrency must be at most {MAX_CONCURRENCY}, got {args.concurrency}")
-    if bad_base_url(args.base_url):
-        return _fail(str(bad_base_url(args.base_url)))
+    if (bad := common.check_numbers(args)) is not None:
+        return _fail(bad)
     results_path = Path(args.results)
     if not results_path.is_file():
         return _fail(f"results file {args.results!r} not found")
     if Path(args.out).resolve() == results_path.resolve():
         return _fail("--out must be a new file, not RESULTS itself")
-    refused = _out_refused(args)
-    if refused:
+    if refused := common.out_refused(args):
         return _fail(refused)
     try:
-        rubric = read_rubric(args.rubric)
+        rubric = common.read_rubric(args.rubric)
         prompt = as_prompt(args.prompt)
+        options = common.metric_options(args)
     except UnicodeDecodeError as exc:
         return _fail(f"--prompt {args.prompt}: not valid UTF-8 (byte {exc.start + 1})")
     except (OSError, ValueError, RejudgeError) as exc:
         return _fail(str(exc))
-    url = base_url(args.base_url, args.model)  # --base-url, else $OPENAI_BASE_URL
-    kwargs: dict[str, Any] = {"base_url": url} if url else {}  # spread into resolve_judge(**)
     try:
-        judge = resolve_judge(args.model, max_concurrency=args.concurrency, max_tries=args.max_tries, **kwargs)
+        judge = resolve_judge(**common.judge_settings(args, args.model, args.concurrency))
     except ValueError as exc:
         return _fail(str(exc))
 
@@ -110,27 +100,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"judgegraph rejudge: input: {err}", file=sys.stderr)
     conversations = {c.conversation.id: c.conversation for c in loaded.conversations}
 
+    held, locked = common.lock_out(args)
+    if held is None:
+        return _fail(str(locked))
     try:
-        held = lock_results(args.out)
-    except (ResultsFileError, OSError) as exc:
-        return _fail(str(exc))
-    try:
-        return _rejudge(args, results_path, metric, spec.name, judge, conversations, rubric, prompt)
+        return _rejudge(args, results_path, metric, spec.name, judge, conversations, rubric, prompt, options)
     finally:
         held.release()
 
 
-def _out_refused(args: argparse.Namespace) -> str | None:
-    """A non-empty ``--out`` is replaced only with ``--overwrite`` (as ``eval`` does)."""
-    from ..resultsfile import is_nonempty
-
-    if is_nonempty(args.out) and not args.overwrite:
-        return f"{args.out} already holds results: pass --overwrite to replace it (or choose another --out)"
-    return None
-
-
 def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: str, judge: Judge,
-             conversations: dict[str, Conversation], rubric: str | None, prompt: Prompt | None) -> int:
+             conversations: dict[str, Conversation], rubric: str | None, prompt: Prompt | None,
+             options: dict[str, Any]) -> int:
     """Write ``--out``: RESULTS with the chosen verdicts judged again (the caller holds ``--out``'s lock)."""
     from ..resultsfile import elide_duplicates, restore_elided
     from ..steering import RejudgeError, rejudge_result
@@ -174,7 +155,7 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
                     try:
                         new = rejudge_result(old, conversation, model=judge, verdict_ids=args.verdicts,
                                              rubric=rubric, prompt=prompt, metric=args.metric,
-                                             options=_metric_options(args))
+                                             options=options)
                     except (RejudgeError, ValueError) as exc:
                         print(f"judgegraph rejudge: {where}: conversation {cid!r}, {metric}: {exc};"
                               " its result is kept", file=sys.stderr)
@@ -187,7 +168,8 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
                                   f" {judge_error.where}: {judge_error.message}", file=sys.stderr)
                         problems += len(new.errors)
                         failed = failed or new.status == "failed"
-                        changed.append(f"{cid}: {_score(old.get('score'))} → {_score(new.score)} ({new.status})")
+                        was, now = common.score_text(old.get("score")), common.score_text(new.score)
+                        changed.append(f"{cid}: {was} → {now} ({new.status})")
                         line = json.dumps(elide_duplicates(record), ensure_ascii=False) + "\n"
             dst.write(line if line.endswith("\n") else line + "\n")
     os.replace(tmp, args.out)
@@ -200,22 +182,6 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
     if problems:
         return EXIT_ERRORS
     return EXIT_FAILED if failed else EXIT_OK
-
-
-def _metric_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The options results do not record, as eval takes them (--guideline, --role)."""
-    from .common import read_guidelines
-
-    opts: dict[str, Any] = {}
-    if args.guidelines:
-        opts["guidelines"] = read_guidelines(args.guidelines)
-    if args.role:
-        opts["role"] = args.role
-    return opts
-
-
-def _score(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}"
 
 
 def _result_key(results: Mapping[str, object], metric: str, name: str) -> str | None:

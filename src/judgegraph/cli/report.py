@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -18,15 +18,14 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser("report", help="write an HTML report (one offline file) from a results file",
-                       description="Write one self-contained HTML page (no network, no server) from RESULTS, "
-                                   "the JSONL file `judgegraph eval` writes.")
-    p.add_argument("results", metavar="RESULTS", help="results JSONL (judgegraph eval --out)")
+    p = add_results_command(sub, "report", run, help="write an HTML report (one offline file) from a results file",
+                            description="Write one self-contained HTML page (no network, no server) from RESULTS, "
+                                        "the JSONL file `judgegraph eval` writes.",
+                            results="results JSONL (judgegraph eval --out)")
     p.add_argument("-o", "--out", default="judgegraph-report.html", help="HTML file to write (default %(default)s)")
     p.add_argument("--input", action="append", dest="inputs", default=[], metavar="FILE",
                    help="the judged input file(s), to show every turn (repeatable)")
     p.add_argument("--title", help="page title (default: from the results file name)")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,21 +6,21 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from .common import EXIT_OK, EXIT_USAGE, safe
+from .common import EXIT_OK, EXIT_USAGE, add_results_command, safe
 
 if TYPE_CHECKING:
     from .common import Subparsers
 
 
 def register(sub: Subparsers) -> None:
-    sh = sub.add_parser("show", help="print the judge transcript behind a verdict in a results file",
-                        description="Print what the judge was sent (the exact prompt text, each attempt) and what it "
-                                    "replied, for one conversation's metric (and one window) of a results file.")
-    sh.add_argument("results", metavar="RESULTS", help="a results file written by 'judgegraph eval --out'")
+    sh = add_results_command(sub, "show", run, help="print the judge transcript behind a verdict in a results file",
+                             description="Print what the judge was sent (the exact prompt text, each attempt) and "
+                                         "what it replied, for one conversation's metric (and one window) of a "
+                                         "results file.",
+                             results="a results file written by 'judgegraph eval --out'")
     sh.add_argument("--conversation", metavar="ID", help="conversation id (default: the first in the file)")
     sh.add_argument("--metric", metavar="NAME", help="metric (default: the conversation's first)")
     sh.add_argument("--window", metavar="N", type=int, help="the verdict of window N (default: every verdict)")
-    sh.set_defaults(run=run)
 
 
 def _norm(name: str) -> str:

@@ -11,17 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import (
-    EXIT_ERRORS,
-    EXIT_FAILED,
-    EXIT_OK,
-    EXIT_USAGE,
-    MAX_CONCURRENCY,
-    bad_base_url,
-    base_url,
-    guidelines_missing,
-    read_guidelines,
-)
+from . import common
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, usage_error
 
 if TYPE_CHECKING:
     from ..results import MetricResult
@@ -40,19 +31,14 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--user-model", required=True, metavar="MODEL", help="the LLM playing the user, e.g. openai:gpt-4.1-mini")
     p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC",
                    help="metric judging each conversation, repeatable (default: none, only simulate)")
-    p.add_argument("--model", help="LLM judge for the metrics (default: the offline embedding judge)")
-    p.add_argument("--base-url", help="OpenAI-compatible server for --user-model and --model")
-    p.add_argument("--threshold", type=float, help="passing score for the metrics, 0..1")
-    p.add_argument("--window-size", type=int, help="exchanges per sliding window")
+    common.add_judge_options(p, model="LLM judge for the metrics (default: the offline embedding judge)",
+                             base_url="OpenAI-compatible server for --user-model and --model")
+    common.add_metric_options(p, role="role-adherence: the chatbot's role (default: each scenario's chatbot_role)")
     p.add_argument("--max-turns", type=int, default=6, help="user messages per conversation at most (default %(default)s)")
     p.add_argument("--concurrency", type=int, default=8, help="conversations simulated at once (default %(default)s)")
     p.add_argument("--max-calls", type=int, default=16, help="LLM calls in flight at once, user and judge (default %(default)s)")
-    p.add_argument("--out", default="judgegraph-simulations.jsonl", help="results, one line per conversation with the "
-                                                                         "conversation itself (default %(default)s)")
-    p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out (refused otherwise)")
-    p.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
-                   help="conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
-    p.add_argument("--role", help="role-adherence: the chatbot's role (default: each scenario's chatbot_role)")
+    common.add_out_options(p, default="judgegraph-simulations.jsonl",
+                           help="results, one line per conversation with the conversation itself (default %(default)s)")
     p.add_argument("--conversations", metavar="FILE", help="also write the conversations as judgegraph JSONL "
                                                            "(re-judge them later with judgegraph eval FILE)")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per conversation × metric")
@@ -78,21 +64,7 @@ def import_app(spec: str) -> Any:  # Any: whatever object the user's module hold
     return obj
 
 
-def _bad_number(args: argparse.Namespace) -> str | None:
-    for flag, value in (("--max-turns", args.max_turns), ("--concurrency", args.concurrency),
-                        ("--max-calls", args.max_calls), ("--window-size", args.window_size)):
-        if value is not None and value < 1:
-            return f"{flag} must be >= 1, got {value}"
-    for flag, value in (("--concurrency", args.concurrency), ("--max-calls", args.max_calls)):
-        if value is not None and value > MAX_CONCURRENCY:
-            return f"{flag} must be at most {MAX_CONCURRENCY}, got {value} (each one in flight holds memory)"
-    if args.threshold is not None and not 0.0 <= args.threshold <= 1.0:
-        return f"--threshold must be between 0 and 1, got {args.threshold}"
-    return bad_base_url(args.base_url)
-
-
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from ..apps.simulate import load_scenarios, simulate
@@ -100,44 +72,30 @@ def run(args: argparse.Namespace) -> int:
     from ..judges import resolve_judge
     from ..metrics import get_metric
     from ..report import metric_graphs
-    from ..resultsfile import ResultsFileError, is_nonempty, lock_results
     from ..runner import ResultsWriter
 
-    out, err = Console(width=None if sys.stdout.isatty() else 160), Console(stderr=True, highlight=False)
-    bad = _bad_number(args)
-    if not bad:
-        bad = guidelines_missing(args.metrics, read_guidelines(args.guidelines))
-    if not bad and is_nonempty(args.out) and not args.overwrite:
-        bad = f"{args.out} already holds results: pass --overwrite to replace it (or choose another --out)"
-    if bad:
-        err.print(f"[red]error:[/] {bad}", markup=False)
-        return EXIT_USAGE
-    # --base-url, else $OPENAI_BASE_URL for an OpenAI model
-    judge_url, user_url = base_url(args.base_url, args.model), base_url(args.base_url, args.user_model)
-    judge_kw: dict[str, Any] = {"base_url": judge_url} if args.model and judge_url else {}
+    out, err = common.consoles()
+    if bad := common.check_numbers(args) or common.guidelines_missing(args) or common.out_refused(args):
+        return usage_error(err, bad)
+    user_url = common.base_url(args.base_url, args.user_model)  # --base-url, else $OPENAI_BASE_URL for an OpenAI model
     user_kw: dict[str, Any] = {"base_url": user_url} if user_url else {}
     try:
         app = import_app(args.app)
         scenarios = load_scenarios(args.scenarios)
-        judge = resolve_judge(model=args.model, max_concurrency=args.max_calls, **judge_kw) if args.metrics else None
+        judge = resolve_judge(**common.judge_settings(args, args.model, args.max_calls)) if args.metrics else None
         user = user_judge(args.user_model, judge=judge, max_concurrency=args.max_calls, **user_kw)
-        given = (("threshold", args.threshold), ("window_size", args.window_size),
-                 ("guidelines", read_guidelines(args.guidelines) if args.guidelines else None), ("role", args.role))
-        options = {name: {k: v for k, v in given if v is not None and k in get_metric(name).options}
+        given = common.metric_options(args)
+        options = {name: {k: v for k, v in given.items() if k in get_metric(name).options}
                    for name in args.metrics or []}
         metrics = metric_graphs(args.metrics, model=judge, options=options) if args.metrics else []
     except (KeyError, ValueError, TypeError, OSError) as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return EXIT_USAGE
+        return usage_error(err, exc)
 
     err.print(f"simulating {len(scenarios)} conversation(s) with {args.app} (user: {user.name}"
               f"{f'; judge: {judge.name}' if judge else ''})")
-    try:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        held = lock_results(args.out)  # a second run on the same --out is refused at once
-    except (ResultsFileError, OSError) as exc:
-        err.print(f"[red]error:[/] {exc}", markup=False)
-        return EXIT_USAGE
+    held, locked = common.lock_out(args)  # a second run on the same --out is refused at once
+    if held is None:
+        return usage_error(err, locked)
     try:
         runs = simulate(app, scenarios, user_model=user, metrics=metrics or None, max_turns=args.max_turns,
                         max_concurrency=args.concurrency)
@@ -171,8 +129,7 @@ def run(args: argparse.Namespace) -> int:
                 if res is None:
                     table.add_row(*head, "—", "—", "—", r.error or "")
                 else:
-                    score = "—" if res.score is None else f"{res.score:.2f}"
-                    table.add_row(*head, res.key, score, res.status, res.reason)
+                    table.add_row(*head, res.key, common.score_text(res.score), res.status, res.reason)
         out.print(table)
     count = {s: sum(1 for res in results if res.status == s) for s in ("passed", "failed", "error")}
     judge_errors = sum(len(res.errors) for res in results)

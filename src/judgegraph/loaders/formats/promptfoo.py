@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from judgegraph.conversation import Conversation
+from judgegraph.scoring import check_threshold, check_whole
 
 from ..base import Ctx, Path_, RecordErrors, check_keys, fail, merge_meta, validate
 from ..limits import FileTooLarge, NotARegularFile, read_small_file
@@ -105,6 +107,14 @@ def _read_file(ref: str, path: Path_, ctx: Ctx) -> str:
         raise fail(path, f"file://{ref} is not valid UTF-8") from None
 
 
+def _option(check: Callable[[Any, str], float], value: object, path: Path_) -> float:
+    """``value`` checked as a metric checks its options (one message), the error at its file, line and field."""
+    try:
+        return check(value, str(path[-1]))
+    except ValueError as exc:
+        raise fail(path, str(exc)) from None
+
+
 def _assertions(asserts: object, path: Path_, ctx: Ctx | None,
                 variables: dict[str, Any]) -> list[dict[str, Any]]:
     """Every (not-)conversation-relevance assertion of a list, in order, as options."""
@@ -118,19 +128,14 @@ def _assertions(asserts: object, path: Path_, ctx: Ctx | None,
         opts: dict[str, Any] = {"metric": "conversation_relevance"}
         if a["type"] == NEGATED_TYPE:
             opts["negate"] = True
-        if "threshold" in a and a["threshold"] is not None:
-            t = a["threshold"]
-            if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 1:
-                raise fail(p + ("threshold",), f"threshold must be a number between 0 and 1 (got {t!r})")
-            opts["threshold"] = float(t)
+        if a.get("threshold") is not None:
+            opts["threshold"] = _option(check_threshold, a["threshold"], p + ("threshold",))
         config = a.get("config")
         if config is not None and not isinstance(config, dict):
             raise fail(p + ("config",), "must be an object")
         window = (config or {}).get("windowSize")
         if window is not None:
-            if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-                raise fail(p + ("config", "windowSize"), f"windowSize must be a positive integer (got {window!r})")
-            opts["window_size"] = window
+            opts["window_size"] = _option(check_whole, window, p + ("config", "windowSize"))
         if a.get("rubricPrompt") is not None:
             opts["rubric"] = _read_rubric(a["rubricPrompt"], p + ("rubricPrompt",), ctx, variables)
         model = _provider_id(a.get("provider"))
