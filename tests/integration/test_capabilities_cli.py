@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from judgegraph.cli import main
+from judgegraph.reporting.html import read_results, report_data
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 from tests.unit.metric_cases import CASES, CONVERSATION, IDS, ROOT, answer
 
@@ -76,6 +77,15 @@ def test_eval_then_rejudge_one_verdict_then_show(case, tmp_path, monkeypatch, ca
     assert main(["show", str(new), "--conversation", CONVERSATION["id"], "--metric", case.name]) == 0
     shown = capsys.readouterr().out
     assert "no verdicts" not in shown and "Scripted no." in shown
+    # the HTML report's turn view: every verdict sits under a turn of the conversation, with its transcript
+    assert main(["report", str(new), "-o", str(tmp_path / "r.html"), "--input", str(conv)]) == 0
+    data, problems = report_data(read_results(new), inputs=[conv])
+    (shown_conv,) = data["conversations"]
+    result = shown_conv["results"][case.name]
+    assert not problems and len(shown_conv["turns"]) == len(CONVERSATION["turns"])
+    for v in result["verdicts"]:
+        assert all(0 <= t < len(shown_conv["turns"]) for t in v["turns"])  # report.js shows turn t as "turn t+1"
+        assert v["transcript"] or result["transcript"]
 
 
 def test_the_capability_cases_import_from_the_repository_root():
