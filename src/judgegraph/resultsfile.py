@@ -58,16 +58,22 @@ def _attempt_failed(attempt: object) -> bool:
 def filter_transcripts(record: dict[str, Any], mode: str) -> dict[str, Any]:
     """``record`` (a conversation line, as JSON data) with each verdict's
     ``transcript`` kept whole (``full``), kept only where the judgement failed or
-    was re-asked (``errors``), or emptied (``none``). Changes ``record`` in place."""
+    was re-asked (``errors``), or emptied (``none``); the result's own
+    ``transcript`` (the requests no single verdict owns) likewise, keeping under
+    ``errors`` only its failed attempts. Changes ``record`` in place."""
     if mode == "full":
         return record
     for result in (record.get("results") or {}).values():
+        if not isinstance(result, dict):
+            continue
         for verdict in result.get("verdicts") or []:
             if not isinstance(verdict, dict) or "transcript" not in verdict:
                 continue
             keep = mode == "errors" and (verdict.get("error") or any(_attempt_failed(a) for a in verdict["transcript"]))
             if not keep:
                 verdict["transcript"] = []
+        if isinstance(result.get("transcript"), list):
+            result["transcript"] = [a for a in result["transcript"] if mode == "errors" and _attempt_failed(a)]
     return record
 
 

@@ -14,7 +14,7 @@ from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import InputError, LoadedConversation
 from judgegraph.pricing import lookup, prices_for
-from judgegraph.results import MetricResult, Usage, Verdict
+from judgegraph.results import JudgeAttempt, MetricResult, Usage, Verdict
 from judgegraph.resultsfile import ResultsFileError, ResultsWriter, filter_transcripts, scan_results
 from judgegraph.runner import ConversationOutcome, MetricPlan, RunSummary, evaluate_async, evaluate_to_file
 from judgegraph.transcripts import transcript_of
@@ -133,14 +133,18 @@ def _result() -> MetricResult:
                         usage=Usage(calls=3, input_tokens=1_000_000, output_tokens=0))
 
 
-@pytest.mark.parametrize(("mode", "kept"), [("full", [1, 2]), ("errors", [0, 2]), ("none", [0, 0])])
-def test_the_writer_keeps_transcripts_as_asked(tmp_path, mode, kept):
+@pytest.mark.parametrize(("mode", "kept", "shared"), [("full", [1, 2], 2), ("errors", [0, 2], 1), ("none", [0, 0], 0)])
+def test_the_writer_keeps_transcripts_as_asked(tmp_path, mode, kept, shared):
     out = tmp_path / "r.jsonl"
     writer = ResultsWriter(out, transcripts=mode, cost=prices_for("gpt-4.1-mini").cost)
-    writer.outcome(ConversationOutcome("c1", "test", {"turn_relevancy": _result()}))
+    result = _result()  # with two requests no single verdict owns (an extraction, one failed attempt of it)
+    result.transcript = [JudgeAttempt.model_validate(_attempt("Extract", None, "timeout")),
+                         JudgeAttempt.model_validate(_attempt("Extract", '{"statements": []}'))]
+    writer.outcome(ConversationOutcome("c1", "test", {"turn_relevancy": result}))
     writer.close()
     record = json.loads(out.read_text())
     assert [len(v["transcript"]) for v in record["results"]["turn_relevancy"]["verdicts"]] == kept
+    assert len(record["results"]["turn_relevancy"]["transcript"]) == shared
     assert record["cost_usd"] == pytest.approx(0.40)  # 1M input tokens at $0.40
 
 
