@@ -26,6 +26,7 @@ through a whole one, ``examples/policy_judge/``):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Optional, Protocol, TypeVar, Union, cast
 
@@ -44,11 +45,11 @@ from .windows import check_window_size, exchanges, windows_from_exchanges
 T = TypeVar("T")
 V = TypeVar("V", bound=Verdict)
 
-#: A person's review decisions (:func:`apply_review`): ``{verdict id: {"verdict": ..., "reason": ...}}`` or
-#: ``{verdict id: "yes"}``, or a list of ``{"id", "verdict", "reason"}`` records; None or empty: no change.
 #: What a node returns: a state update, or a ``Command`` (an update and where to go next).
 StateUpdate = Union[dict[str, Any], Command]
 
+#: A person's review decisions (:func:`apply_review`): ``{verdict id: {"verdict": ..., "reason": ...}}`` or
+#: ``{verdict id: "yes"}``, or a list of ``{"id", "verdict", "reason"}`` records; None or empty: no change.
 ReviewDecisions = Union[Mapping[str, Union[str, Mapping[str, Any]]], Sequence[Mapping[str, Any]], None]
 
 
@@ -80,8 +81,9 @@ def judge_step(
         return steer, request, early
 
     def after(task: Any, request: JudgeRequest, outcome: JudgeOutcome, steer: Steer | None) -> StateUpdate:
-        key = request.cache_key()
-        outcome.transcript = [a.model_copy(update={"request": key}) for a in outcome.transcript]
+        key = request.cache_key()  # a copy: the judge's cache may hand the same outcome to another step
+        outcome = dataclasses.replace(outcome, transcript=[a.model_copy(update={"request": key})
+                                                           for a in outcome.transcript])
         update = finish(task, outcome)
         if steer is not None and not outcome.cached:
             steer.note(update)

@@ -31,7 +31,7 @@ from langgraph.types import Command
 
 from .judges.base import Judge, JudgeOutcome, JudgeRequest
 from .prompts import Prompt
-from .results import JudgeAttempt, MetricResult, Usage, Verdict
+from .results import JudgeAttempt, MetricResult, Verdict
 
 STEER_KEY = "judgegraph_steer"
 PROBE = "(steering probe: no call made)"
@@ -56,9 +56,8 @@ class Steer:
     values: Mapping[str, str] = field(default_factory=dict)
     judge: Judge | None = None
     review: bool = False
-    #: filled as the run goes: ids of the verdicts judged again, requests answered by replay, values replaced
+    #: filled as the run goes: ids of the verdicts judged again, names of the values replaced
     rejudged: set[str] = field(default_factory=set)
-    replayed: list[str] = field(default_factory=list)
     replaced: set[str] = field(default_factory=set)
 
     def plan(self, probe: Any, request: JudgeRequest) -> tuple[JudgeRequest, Any | JudgeOutcome | None]:
@@ -95,17 +94,14 @@ class Steer:
     def answer(self, request: JudgeRequest) -> JudgeOutcome | None:
         """The earlier answer to the same request, as an outcome with no call; None when there is none
         (or it no longer fits the request's schema)."""
-        key = request.cache_key()
-        attempt = self.replay.get(key)
+        attempt = self.replay.get(request.cache_key())
         if attempt is None or attempt.reply is None:
             return None
         try:
             value = request.schema.model_validate_json(attempt.reply)
         except ValueError:
             return None
-        self.replayed.append(key)
-        again = attempt.model_copy(update={"cached": True, "usage": Usage(), "latency_s": None})
-        return JudgeOutcome(value, None, 0, Usage(), cached=True, transcript=[again])
+        return JudgeOutcome(value, transcript=[attempt]).as_cached()
 
     def note(self, update: Any) -> None:
         """Record the ids of the verdicts a step judged (again)."""

@@ -49,6 +49,11 @@ class JudgeRequest:
         return self.rendered
 
     def cache_key(self) -> str:
+        """What identifies this request (task, step, schema, values, inputs, prompt override): computed once."""
+        return self._key
+
+    @cached_property
+    def _key(self) -> str:
         payload = [self.task, self.step, self.schema.__name__, self.values, self.inputs,
                    self.prompt.template if self.prompt else None]
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
