@@ -47,8 +47,6 @@ if TYPE_CHECKING:
     from .judges.base import Judge
     from .metrics import MetricSpec
 
-REVIEW_NODE = "review_verdicts"
-
 
 class RejudgeError(ValueError):
     """A re-judge that cannot be done as asked (unknown verdict, no checkpointer, a thread never run, ...)."""
