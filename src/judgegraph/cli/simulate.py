@@ -15,7 +15,6 @@ from . import common
 from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, usage_error
 
 if TYPE_CHECKING:
-    from ..results import MetricResult
     from .common import Subparsers
 
 
@@ -123,13 +122,11 @@ def run(args: argparse.Namespace) -> int:
         for col in ("scenario", "ended", "turns", "metric", "score", "result", "reason"):
             table.add_column(col, overflow="fold", max_width=60 if col == "reason" else None)
         for r in runs:
-            rows: list[MetricResult | None] = list(r.results.values()) or [None]
-            for i, res in enumerate(rows):
+            if not r.results:
+                table.add_row(r.scenario.id, r.status, str(r.turns), "—", "—", "—", r.error or "")
+            for i, res in enumerate(r.results.values()):
                 head = (r.scenario.id, r.status, str(r.turns)) if i == 0 else ("", "", "")
-                if res is None:
-                    table.add_row(*head, "—", "—", "—", r.error or "")
-                else:
-                    table.add_row(*head, res.key, common.score_text(res.score), res.status, res.reason)
+                table.add_row(*head, res.key, common.score_text(res.score), res.status, res.reason)
         out.print(table)
     count = {s: sum(1 for res in results if res.status == s) for s in ("passed", "failed", "error")}
     judge_errors = sum(len(res.errors) for res in results)

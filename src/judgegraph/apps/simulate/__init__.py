@@ -100,7 +100,7 @@ def _plan(app: AppLike, scenarios: Scenarios, options: SimulateOptions) -> tuple
     graph = create_simulator(app, user_model=options["user_model"], metrics=options.get("metrics"),
                              model=options.get("model"), max_turns=max_turns)
     items = as_scenarios(scenarios)
-    recursion = _recursion(items, max_turns)
+    recursion = 3 * max([max_turns, *(s.max_turns or 0 for s in items)]) + 10  # three steps a user turn, plus the ends
     configs = [{"max_concurrency": options.get("max_concurrency", 8), "recursion_limit": recursion,
                 "configurable": {"thread_id": s.id}} for s in items]
     return graph, items, configs
@@ -123,8 +123,3 @@ async def asimulate(app: AppLike, scenarios: Scenarios, **options: Unpack[Simula
     graph, items, configs = _plan(app, scenarios, options)
     outs = await graph.abatch([{"scenario": s} for s in items], configs, return_exceptions=True)
     return [_result(s, o) for s, o in zip(items, outs)]
-
-
-def _recursion(items: list[Scenario], max_turns: int) -> int:
-    """Graph steps a conversation may take: three per user turn, plus the ends."""
-    return 3 * max([max_turns, *(s.max_turns or 0 for s in items)]) + 10

@@ -4,20 +4,14 @@
                  └─goal reached / gave up / error─┐   └─turn limit / app error─┐
                                                   └──→ judge_conversation → END   (with metrics)
 
-* ``simulate_user``: the simulated user (an LLM with a persona, a goal and a
-  scenario; structured output ``{reason, status, message}``) writes the next
-  message, or says the goal is reached, or gives up. A scenario's
-  ``opening`` is sent as the first message without a call.
+* ``simulate_user``: the simulated user writes the next message, or says the goal
+  is reached, or gives up; a scenario's ``opening`` is sent without a call.
 * ``call_app``: the chatbot answers (:mod:`.app`); an exception ends the
   conversation with status ``app_error``, the messages so far kept.
 * ``check_stop``: the turn limit (user messages).
-* ``judge_conversation`` (only with metrics): the finished conversation is
-  judged by every metric, results in ``results``.
 
-Input ``{"scenario": Scenario | dict}``; output the ``messages``, ``status``
-(``goal_reached``, ``gave_up``, ``max_turns``, ``app_error``, ``user_error``),
-``turns``, ``errors``, ``user_usage`` and ``results``. Draw it with
-``get_graph()``, follow it with ``stream()``.
+Input ``{"scenario": Scenario | dict}``; output ``messages``, ``status`` (one of
+``STOPPED``), ``turns``, ``errors``, ``user_usage`` and ``results``.
 """
 
 from __future__ import annotations
@@ -94,18 +88,10 @@ def _seen_by_user(messages: Sequence[BaseMessage]) -> str:
 
 
 def user_request(scenario: Scenario, messages: Sequence[BaseMessage], turns_left: int) -> JudgeRequest:
-    return JudgeRequest(
-        task="simulate_user",
-        step=USER_STEP,
-        schema=UserTurn,
-        values={
-            "persona": scenario.persona,
-            "goal": scenario.goal,
-            "scenario": scenario.scenario or "(nothing more)",
-            "conversation": _seen_by_user(messages),
-            "turns_left": str(turns_left),
-        },
-    )
+    return JudgeRequest(task="simulate_user", step=USER_STEP, schema=UserTurn, values={
+        "persona": scenario.persona, "goal": scenario.goal, "scenario": scenario.scenario or "(nothing more)",
+        "conversation": _seen_by_user(messages), "turns_left": str(turns_left),
+    })
 
 
 def build_simulator(
@@ -187,11 +173,8 @@ def build_simulator(
         return app_update(sent, out)
 
     def check_stop(state: SimulationState) -> dict[str, Any]:
-        if state.get("status") in STOPPED:
-            return {}
-        if state.get("turns", 0) >= limit(state):
-            return {"status": "max_turns"}
-        return {}
+        at_limit = state.get("status") not in STOPPED and state.get("turns", 0) >= limit(state)
+        return {"status": "max_turns"} if at_limit else {}
 
     finish = "judge_conversation" if metrics is not None else END
 
@@ -209,22 +192,18 @@ def build_simulator(
     builder.add_conditional_edges("simulate_user", after_user, ["call_app", finish])
     builder.add_edge("call_app", "check_stop")
     builder.add_conditional_edges("check_stop", after_check, ["simulate_user", finish])
-    if metrics is not None:
-        judged = metrics
-
-        def judge_input(state: SimulationState) -> dict[str, Any]:
-            return {"conversation": conversation_of(state)}
-
-        def judge_conversation(state: SimulationState) -> dict[str, Any]:
-            return {"results": judged.invoke(judge_input(state))["results"]}
-
-        async def ajudge_conversation(state: SimulationState) -> dict[str, Any]:
-            return {"results": (await judged.ainvoke(judge_input(state)))["results"]}
-
-        builder.add_node("judge_conversation",
-                         RunnableLambda(judge_conversation, afunc=ajudge_conversation, name="judge_conversation"))
+    if metrics is not None:  # one chain: the same path under invoke and ainvoke
+        builder.add_node("judge_conversation", RunnableLambda(_judge_input) | metrics | _results)
         builder.add_edge("judge_conversation", END)
     return builder
+
+
+def _judge_input(state: SimulationState) -> dict[str, Any]:
+    return {"conversation": conversation_of(state)}
+
+
+def _results(out: dict[str, Any]) -> dict[str, Any]:
+    return {"results": out["results"]}
 
 
 def user_judge(user_model: ModelLike, *, judge: Judge | None = None, max_tries: int = 3, **model_kwargs: Any) -> Judge:

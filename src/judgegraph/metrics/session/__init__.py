@@ -61,13 +61,7 @@ def _specs() -> list[MetricSpec]:
 METRIC_SPECS = _specs()
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
-PROMPT_VALUES = {
-    **completeness.PROMPT_VALUES,
-    **retention.PROMPT_VALUES,
-    **frustration.PROMPT_VALUES,
-    **guidelines.PROMPT_VALUES,
-    **role.PROMPT_VALUES,
-}
+PROMPT_VALUES = {k: v for m in (completeness, retention, frustration, guidelines, role) for k, v in m.PROMPT_VALUES.items()}
 
 __all__ = [
     "FrustrationVerdict",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, Union, get_origin
+from typing import Any, ClassVar, Protocol, get_origin
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
@@ -30,9 +30,6 @@ from ...scoring import MetricOptions, ScoringPolicy, all_good, share_reason
 from ...state import MetricInput, MetricOutput, MetricState, conversation_of
 
 REDUCE = "reduce_score"
-
-#: A conditional edge's router: the next node's name, or one ``Send`` per task.
-Router = Callable[[Mapping[str, Any]], Union[list[Send], str]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,6 +104,10 @@ def session_factory(
     return factory
 
 
+#: One judge call's input per task: ``tasks(state, conversation)`` (see :func:`session_graph`).
+Tasks = Callable[[Any, Conversation], list[dict[str, Any]]]  # Any: the judge's own state (a TypedDict)
+
+
 def session_graph(
     settings: SessionSettings,
     schema: type,
@@ -115,25 +116,34 @@ def session_graph(
     *,
     applies: Callable[[Conversation], bool],
     not_applicable: str,
-    route: Router | None = None,
-    fan_out: Callable[[Any], list[Send] | str] | None = None,  # Any: the judge's own state (a TypedDict)
+    tasks: Tasks | None = None,
 ) -> StateGraph:
     """The shape of every session judge (its state ``schema``)::
 
-        START ─[route]→ steps[0] [─fan_out→ steps[1]] → reduce_score → END
+        START → steps[0] [─Send per task→ steps[1]] → reduce_score → END
+        START ─Send per task→ steps[0] → reduce_score → END          (one step and ``tasks``)
 
-    When ``applies(conversation)`` is false START goes straight to
+    One call of the last step per task of ``tasks(state, conversation)``, each
+    also given the conversation and its transcript; no task goes straight to
+    reduce_score. When ``applies(conversation)`` is false START goes straight to
     reduce_score (no call) and the result is ``not_applicable`` with the
-    reason ``not_applicable``; else it is ``score(state, conversation)``.
-    ``route`` (e.g. :func:`send_each`) and ``fan_out`` may go straight to reduce_score too."""
-    if len(steps) != (2 if fan_out else 1):
-        raise ValueError("session_graph: one step, or two steps joined by fan_out")
-    first = steps[0][0]
+    reason ``not_applicable``; else it is ``score(state, conversation)``."""
+    if len(steps) not in (1, 2) or (len(steps) == 2 and tasks is None):
+        raise ValueError("session_graph: one step, or two steps joined by tasks")
+    first, last = steps[0][0], steps[-1][0]
+
+    def send(state: Mapping[str, Any]) -> list[Send] | str:
+        conversation = conversation_of(state)
+        todo = tasks(state, conversation) if tasks else []
+        if not todo:
+            return REDUCE
+        transcript = conversation_json(conversation)
+        return [Send(last, {**task, "conversation": conversation, "transcript": transcript}) for task in todo]
 
     def start(state: Mapping[str, Any]) -> list[Send] | str:
         if not applies(conversation_of(state)):
             return REDUCE
-        return route(state) if route else first
+        return send(state) if tasks and len(steps) == 1 else first
 
     def reduce_score(state: Any) -> dict[str, Any]:
         conversation = conversation_of(state)
@@ -146,29 +156,11 @@ def session_graph(
         builder.add_node(name, node)
     builder.add_node(REDUCE, reduce_score)
     builder.add_conditional_edges(START, start, [first, REDUCE])
-    if fan_out:
-        builder.add_conditional_edges(first, fan_out, [steps[1][0], REDUCE])
-    scoring_edges(builder, [steps[-1][0]], review=settings.review, metric=settings.name, reduce=REDUCE)
+    if len(steps) == 2:
+        builder.add_conditional_edges(first, send, [last, REDUCE])
+    scoring_edges(builder, [last], review=settings.review, metric=settings.name, reduce=REDUCE)
     builder.add_edge(REDUCE, END)
     return builder
-
-
-def send_each(
-    node: str, tasks: Callable[[Conversation], list[dict[str, Any]]]
-) -> Router:
-    """START's router for a one-step fan-out: one ``node`` call per task of
-    ``tasks(conversation)`` (each also given the conversation and its
-    transcript), or straight to reduce_score (no call) when there is none."""
-
-    def route(state: Mapping[str, Any]) -> list[Send] | str:
-        conversation = conversation_of(state)
-        todo = tasks(conversation)
-        if not todo:
-            return REDUCE
-        transcript = conversation_json(conversation)
-        return [Send(node, {**task, "conversation": conversation, "transcript": transcript}) for task in todo]
-
-    return route
 
 
 def conversation_request(

@@ -21,14 +21,13 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
-from langgraph.types import Send
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ...answers import YesNo
 from ...conversation import Conversation
 from ...judges import JudgeOutcome, JudgeRequest
-from ...nodes import conversation_json, judge_step, outcome_fields, quote, turn_label
+from ...nodes import judge_step, outcome_fields, quote, turn_label
 from ...results import MetricResult, Verdict, merge_verdicts
 from ...scoring import clause
 from .common import ExtractState, SessionSettings, cited_turns, extract_step, has_user, session_factory, session_graph
@@ -68,25 +67,26 @@ class GoalVerdict(Verdict):
     verdict: Literal["yes", "no"] | None = None
 
 
-class GoalTask(TypedDict):
+class GoalItem(TypedDict):
     goal: int
     request: str
     asked_in: list[int]
+
+
+class GoalTask(GoalItem):
     conversation: Conversation
     transcript: str
 
 
 class CompletenessState(ExtractState, total=False):
-    transcript: str
-    goals: list[GoalTask]
+    goals: list[GoalItem]
     verdicts: Annotated[list[GoalVerdict], merge_verdicts]
 
 
 def _goals(value: Goals, conversation: Conversation) -> dict[str, Any]:
-    """The extracted requests as tasks, blank ones dropped and repeated ones merged."""
-    transcript = conversation_json(conversation)
-    goals: list[GoalTask] = []
-    seen: dict[str, GoalTask] = {}
+    """The extracted requests, blank ones dropped and repeated ones merged."""
+    goals: list[GoalItem] = []
+    seen: dict[str, GoalItem] = {}
     for g in value.goals:
         text = " ".join(g.request.split())
         if not text:
@@ -96,17 +96,9 @@ def _goals(value: Goals, conversation: Conversation) -> dict[str, Any]:
         if key in seen:  # the same request listed twice: one request, asked in both places
             seen[key]["asked_in"] = sorted(set(seen[key]["asked_in"]) | set(asked))
             continue
-        task = GoalTask(goal=len(goals), request=text, asked_in=asked, conversation=conversation, transcript=transcript)
-        seen[key] = task
-        goals.append(task)
-    return {"goals": goals, "transcript": transcript}
-
-
-def fan_out_goals(state: CompletenessState) -> list[Send] | str:
-    goals = state.get("goals") or []
-    if not goals:
-        return "reduce_score"
-    return [Send("judge_goal", g) for g in goals]
+        seen[key] = GoalItem(goal=len(goals), request=text, asked_in=asked)
+        goals.append(seen[key])
+    return {"goals": goals}
 
 
 def _judge_goal(settings: SessionSettings) -> RunnableLambda:
@@ -153,7 +145,8 @@ def build_completeness_graph(settings: SessionSettings) -> StateGraph:
         settings, CompletenessState,
         [("extract_goals", extract_step(settings, "extract_goals", "goal_extraction", EXTRACT_STEP, Goals, _goals, goals=[])),
          ("judge_goal", _judge_goal(settings))], _score(settings),
-        applies=has_user, not_applicable="No user turn: the user asked for nothing.", fan_out=fan_out_goals,
+        applies=has_user, not_applicable="No user turn: the user asked for nothing.",
+        tasks=lambda state, _: [dict(g) for g in state.get("goals") or []],
     )
 
 

@@ -48,7 +48,6 @@ class FrustrationJudgement(CitingJudgement):
     missing = "verdict '{verdict}' needs the user turns that show frustration"
     stray = "verdict '{verdict}' means no frustrated turn: empty 'frustrated_turns' or change the verdict"
 
-
     reason: str = Field(description="Two or three sentences, citing turn numbers.")
     frustrated_turns: list[int] = Field(description="1-based numbers of the user turns that show frustration.")
     resolved_by_turns: list[int] = Field(

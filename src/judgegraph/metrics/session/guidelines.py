@@ -14,14 +14,13 @@ score (all of them not applicable → status ``not_applicable``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Send
 from pydantic import BeforeValidator, Field
 from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
@@ -33,15 +32,7 @@ from ...nodes import judge_step, outcome_fields, quote, turn_label
 from ...results import MetricResult, Verdict, merge_verdicts
 from ...scoring import Tally, clause
 from ...state import MetricState
-from .common import (
-    CitingJudgement,
-    SessionSettings,
-    cited_turns,
-    compile_session_judge,
-    role_indices,
-    send_each,
-    session_graph,
-)
+from .common import CitingJudgement, SessionSettings, cited_turns, compile_session_judge, role_indices, session_graph
 
 JUDGE_STEP = "conversational_guidelines/judge_guideline"
 TASKS = ("guideline_adherence",)
@@ -51,7 +42,6 @@ class GuidelineJudgement(CitingJudgement):
     cites, citing, calm = "violating_turns", frozenset({"no"}), "yes"
     missing = "verdict 'no' needs the assistant turns that break the guideline"
     stray = "verdict '{verdict}' means no violating turn: empty 'violating_turns' or answer 'no'"
-
 
     reason: str = Field(description="One or two sentences, citing turn numbers.")
     violating_turns: list[int] = Field(
@@ -117,13 +107,6 @@ def _has_assistant(conversation: Conversation) -> bool:
     return bool(role_indices(conversation, "assistant"))
 
 
-def fan_out(settings: GuidelineSettings) -> Callable[[Mapping[str, Any]], list[Send] | str]:
-    def tasks(conversation: Conversation) -> list[dict[str, Any]]:
-        return [{"index": i, "guideline": g} for i, g in enumerate(settings.guidelines)]
-
-    return send_each("judge_guideline", tasks)
-
-
 def _judge_guideline(settings: GuidelineSettings) -> RunnableLambda:
     def build(task: GuidelineTask) -> JudgeRequest:
         return JudgeRequest(task="guideline_adherence", step=JUDGE_STEP, schema=GuidelineJudgement,
@@ -174,7 +157,7 @@ def _score(settings: GuidelineSettings) -> Callable[[GuidelinesState, Conversati
 def build_guidelines_graph(settings: GuidelineSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     return session_graph(settings, GuidelinesState, [("judge_guideline", _judge_guideline(settings))],
-                         _score(settings), applies=_has_assistant, route=fan_out(settings),
+                         _score(settings), applies=_has_assistant, tasks=lambda *_: [{"index": i, "guideline": g} for i, g in enumerate(settings.guidelines)],
                          not_applicable="No assistant turn: there is nothing to hold to the guidelines.")
 
 

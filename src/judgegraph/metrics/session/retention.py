@@ -22,7 +22,6 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
-from langgraph.types import Send
 from pydantic import BaseModel, BeforeValidator, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
@@ -32,7 +31,6 @@ from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step, outcome_fields, quote
 from ...results import MetricResult, Verdict, merge_verdicts
 from ...scoring import clause
-from ...state import conversation_of
 from .common import (
     CitingJudgement,
     ExtractState,
@@ -72,7 +70,6 @@ class TurnRetention(CitingJudgement):
     cites, citing, calm = "lapses", frozenset({"no"}), "yes"
     missing = "verdict 'no' needs at least one lapse: name the fact that was not retained"
     stray = "verdict '{verdict}' means no lapse: either empty 'lapses' or answer 'no'"
-
 
     reason: str = Field(description="One or two sentences, citing turn numbers.")
     lapses: list[Lapse] = Field(description="Every fact the judged turn contradicts or forgets; empty if none.")
@@ -143,14 +140,9 @@ def _facts(value: Facts, conversation: Conversation) -> dict[str, Any]:
     return {"facts": sorted(facts, key=lambda f: f["turn"]), "dropped_facts": dropped}
 
 
-def fan_out_turns(state: RetentionState) -> list[Send] | str:
-    conversation = conversation_of(state)
+def turn_tasks(state: RetentionState, conversation: Conversation) -> list[dict[str, Any]]:
     facts = state.get("facts") or []
-    turns = judged_turns(conversation, facts)
-    if not turns:
-        return "reduce_score"
-    return [Send("check_turn", TurnTask(turn=t, facts=[f for f in facts if f["turn"] < t], conversation=conversation))
-            for t in turns]
+    return [{"turn": t, "facts": [f for f in facts if f["turn"] < t]} for t in judged_turns(conversation, facts)]
 
 
 def _check_turn(settings: SessionSettings) -> RunnableLambda:
@@ -218,7 +210,7 @@ def build_retention_graph(settings: SessionSettings) -> StateGraph:
         settings, RetentionState,
         [("extract_facts", extract_step(settings, "extract_facts", "fact_extraction", EXTRACT_STEP, Facts, _facts, facts=[])),
          ("check_turn", _check_turn(settings))],
-        _score(settings), applies=_has_replies, fan_out=fan_out_turns,
+        _score(settings), applies=_has_replies, tasks=turn_tasks,
         not_applicable="No assistant turn after a user turn: there is nothing to retain.",
     )
 

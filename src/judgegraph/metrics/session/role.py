@@ -15,14 +15,13 @@ Score = in-role turns / judged turns; value "yes" when every judged turn is in r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Send
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
@@ -34,7 +33,7 @@ from ...nodes import judge_step, quote
 from ...results import MetricResult, Usage, Verdict, merge_verdicts
 from ...scoring import check_whole, clause
 from ...state import MetricState
-from .common import SessionSettings, compile_session_judge, send_each, session_graph
+from .common import SessionSettings, compile_session_judge, session_graph
 
 JUDGE_STEP = "role_adherence/judge_turns"
 TASKS = ("role_adherence",)
@@ -102,16 +101,11 @@ class RoleState(MetricState, total=False):
     verdicts: Annotated[list[RoleVerdict], merge_verdicts]
 
 
-def fan_out(settings: RoleSettings) -> Callable[[Mapping[str, Any]], list[Send] | str]:
-    def tasks(conversation: Conversation) -> list[dict[str, Any]]:
-        role = role_of(settings, conversation)
-        turns = assistant_turns(conversation)
-        if role is None or not turns:
-            return []
-        size = settings.batch_size
-        return [{"batch": b, "turns": turns[s: s + size], "role": role} for b, s in enumerate(range(0, len(turns), size))]
-
-    return send_each("judge_turns", tasks)
+def batches(settings: RoleSettings, conversation: Conversation) -> list[dict[str, Any]]:
+    role, turns, size = role_of(settings, conversation), assistant_turns(conversation), settings.batch_size
+    if role is None:
+        return []
+    return [{"batch": b, "turns": turns[s: s + size], "role": role} for b, s in enumerate(range(0, len(turns), size))]
 
 
 def _judge_turns(settings: RoleSettings) -> RunnableLambda:
@@ -170,7 +164,7 @@ def build_role_graph(settings: RoleSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     return session_graph(settings, RoleState, [("judge_turns", _judge_turns(settings))], _score(settings),
                          applies=lambda conversation: role_of(settings, conversation) is not None,
-                         route=fan_out(settings),
+                         tasks=lambda _, conversation: batches(settings, conversation),
                          not_applicable="No chatbot role to judge against: pass role=... (CLI: the role option), or"
                          " give the conversation a chatbot_role or a system message.")
 
