@@ -84,12 +84,10 @@ def check_guidelines(guidelines: object) -> tuple[str, ...]:
             "conversational_guidelines needs guidelines=[...]: a non-empty list of guidelines the assistant must"
             " follow, e.g. guidelines=['Apologise when the user reports a problem.']"
         )
-    out = []
     for i, g in enumerate(guidelines):
         if not isinstance(g, str) or not g.strip():
             raise ValueError(f"guideline {i + 1} must be a non-empty string, got {g!r}")
-        out.append(g.strip())
-    return tuple(out)
+    return tuple(g.strip() for g in guidelines)
 
 
 class GuidelineTask(TypedDict):
@@ -101,10 +99,6 @@ class GuidelineTask(TypedDict):
 
 class GuidelinesState(MetricState, total=False):
     verdicts: Annotated[list[GuidelineVerdict], merge_verdicts]
-
-
-def _has_assistant(conversation: Conversation) -> bool:
-    return bool(role_indices(conversation, "assistant"))
 
 
 def _judge_guideline(settings: GuidelineSettings) -> RunnableLambda:
@@ -157,18 +151,14 @@ def _score(settings: GuidelineSettings) -> Callable[[GuidelinesState, Conversati
 def build_guidelines_graph(settings: GuidelineSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     return session_graph(settings, GuidelinesState, [("judge_guideline", _judge_guideline(settings))],
-                         _score(settings), applies=_has_assistant, tasks=lambda *_: [{"index": i, "guideline": g} for i, g in enumerate(settings.guidelines)],
+                         _score(settings), applies=lambda conversation: bool(role_indices(conversation, "assistant")),
+                         tasks=lambda *_: [{"index": i, "guideline": g} for i, g in enumerate(settings.guidelines)],
                          not_applicable="No assistant turn: there is nothing to hold to the guidelines.")
 
 
 def create_conversational_guidelines_judge(
-    *,
-    guidelines: Sequence[str] | str | None = None,
-    model: ModelLike = None,
-    threshold: float = 0.5,
-    strict_mode: bool = False,
-    review: bool = False,
-    name: str = "conversational_guidelines",
+    *, guidelines: Sequence[str] | str | None = None, model: ModelLike = None, threshold: float = 0.5,
+    strict_mode: bool = False, review: bool = False, name: str = "conversational_guidelines",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Did the assistant follow each of ``guidelines`` throughout the conversation?
@@ -176,12 +166,10 @@ def create_conversational_guidelines_judge(
     Value "yes"/"no" (every applicable guideline followed); score = followed /
     applicable guidelines; passes when score >= ``threshold`` (default 0.5).
     One call per guideline, concurrently. No guidelines → ValueError."""
-    checked = check_guidelines(guidelines)
     return compile_session_judge(
-        build_guidelines_graph, GuidelineSettings, name=name, threshold=threshold, strict_mode=strict_mode, review=review,
-        guidelines=checked, tasks=TASKS, model=model, compile=compile,
-        factory=create_conversational_guidelines_judge,
-    )
+        build_guidelines_graph, GuidelineSettings, name=name, threshold=threshold, strict_mode=strict_mode,
+        review=review, guidelines=check_guidelines(guidelines), tasks=TASKS, model=model, compile=compile,
+        factory=create_conversational_guidelines_judge)
 
 
 PROMPT_VALUES = {JUDGE_STEP: {"conversation", "guideline"}}

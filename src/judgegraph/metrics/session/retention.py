@@ -181,25 +181,20 @@ def _describe(v: RetentionVerdict) -> str:
 
 
 def _score(settings: SessionSettings) -> Callable[[RetentionState, Conversation], MetricResult]:
-    policy = settings.share("assistant turns retained what the user said", bad="Lapses", describe=_describe,
-                            unit="turn(s) ", step=CHECK_STEP, where=lambda v: f"turn {v.turn + 1}",
-                            failed="The user's facts could not be extracted (judge error); see errors.")
-
     def score(state: RetentionState, conversation: Conversation) -> MetricResult:
         facts = state.get("facts") or []
+        policy = settings.share(
+            "assistant turns retained what the user said", bad="Lapses", describe=_describe, unit="turn(s) ",
+            step=CHECK_STEP, where=lambda v: f"turn {v.turn + 1}",
+            failed="The user's facts could not be extracted (judge error); see errors.",
+            empty="No assistant turn comes after a fact the user stated." if facts
+            else "The user stated no fact for the assistant to retain.")
         t = policy.tally(sorted(state.get("verdicts") or [], key=lambda v: v.turn), state.get("extract_errors") or ())
-        details: dict[str, Any] = {
-            "facts": [{"turn": f["turn"], "fact": f["fact"]} for f in facts],
-            "dropped_facts": state.get("dropped_facts", 0),
+        return policy.result(conversation, t, usage=state.get("extract_usage"), details={
+            "facts": [dict(f) for f in facts], "dropped_facts": state.get("dropped_facts", 0),
             "assistant_turns": len(t.verdicts),
             "judged": len(t.judged), "retained": t.good, "failed_turns": [v.turn for v in t.bad],
-        }
-        usage = state.get("extract_usage")
-        if not t.verdicts and not t.errors:
-            reason = ("The user stated no fact for the assistant to retain." if not facts
-                      else "No assistant turn comes after a fact the user stated.")
-            return policy.conclude(conversation, status="not_applicable", reason=reason, usage=usage, details=details)
-        return policy.result(conversation, t, usage=usage, details=details)
+        })
 
     return score
 

@@ -124,11 +124,8 @@ def _judge_turns(settings: RoleSettings) -> RunnableLambda:
         out = []
         for k, t in enumerate(task["turns"]):
             item = answers.get(t)
-            error: str | None
-            if outcome.ok and item is None:
-                error = f"the judge gave no verdict for turn {t + 1}"
-            else:
-                error = None if outcome.ok else (outcome.error or "no verdict")
+            missing = None if item else f"the judge gave no verdict for turn {t + 1}"
+            error = missing if outcome.ok else (outcome.error or "no verdict")
             # the call's usage is booked once, on the batch's first turn, so totals add up
             out.append(RoleVerdict(
                 turn=t, batch=task["batch"], reply=conversation.turns[t].content, turns=[t],
@@ -170,14 +167,8 @@ def build_role_graph(settings: RoleSettings) -> StateGraph:
 
 
 def create_role_adherence_judge(
-    *,
-    role: str | None = None,
-    model: ModelLike = None,
-    threshold: float = 0.5,
-    strict_mode: bool = False,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    review: bool = False,
-    name: str = "role_adherence",
+    *, role: str | None = None, model: ModelLike = None, threshold: float = 0.5, strict_mode: bool = False,
+    batch_size: int = DEFAULT_BATCH_SIZE, review: bool = False, name: str = "role_adherence",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Does each assistant turn stay within the chatbot's role (``role=``, else
@@ -187,11 +178,9 @@ def create_role_adherence_judge(
     Value "yes"/"no"; score = in-role turns / judged assistant turns; passes
     when score >= ``threshold`` (default 0.5). Calls: ceil(assistant turns /
     ``batch_size``), concurrently."""
-    return compile_session_judge(
-        build_role_graph, RoleSettings, name=name, threshold=threshold, strict_mode=strict_mode, review=review, role=role,
-        batch_size=batch_size, tasks=TASKS, model=model, compile=compile,
-        factory=create_role_adherence_judge,
-    )
+    return compile_session_judge(build_role_graph, RoleSettings, name=name, threshold=threshold, strict_mode=strict_mode,
+                                 review=review, role=role, batch_size=batch_size, tasks=TASKS, model=model,
+                                 compile=compile, factory=create_role_adherence_judge)
 
 
 PROMPT_VALUES = {JUDGE_STEP: {"role", "conversation", "turns"}}
