@@ -8,6 +8,7 @@ import importlib
 import json
 import os
 import sys
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,12 +99,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         runs = simulate(app, scenarios, user_model=user, metrics=metrics or None, max_turns=args.max_turns,
                         max_concurrency=args.concurrency)
-        writer = ResultsWriter(args.out)
-        try:
+        with closing(ResultsWriter(args.out)) as writer:
             for r in runs:
                 writer.write(r.to_record(f"simulate:{args.scenarios}"))
-        finally:
-            writer.close()
     finally:
         held.release()
     if args.conversations:

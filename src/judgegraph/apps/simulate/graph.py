@@ -71,8 +71,7 @@ class SimulationState(TypedDict, total=False):
 
 
 def scenario_of(state: SimulationState) -> Scenario:
-    s = state["scenario"]
-    return s if isinstance(s, Scenario) else Scenario.model_validate(s)
+    return Scenario.model_validate(state["scenario"])  # a Scenario is returned as it is
 
 
 def conversation_of(state: SimulationState) -> Conversation:

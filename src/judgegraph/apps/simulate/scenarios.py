@@ -43,7 +43,7 @@ def as_scenarios(items: Any) -> list[Scenario]:
         items = [items]
     out = []
     for i, item in enumerate(items):
-        s = item if isinstance(item, Scenario) else Scenario.model_validate(item)
+        s = Scenario.model_validate(item)  # a Scenario is returned as it is
         out.append(s if s.id else s.model_copy(update={"id": f"scenario-{i + 1}"}))
     ids = [s.id for s in out]
     dup = sorted({i for i in ids if ids.count(i) > 1})

@@ -38,10 +38,6 @@ class SessionSettings(MetricOptions):
     (:class:`~judgegraph.scoring.MetricOptions`). ``strict_mode`` makes the
     score 1 or 0 and the threshold 1 (user_frustration: only "none" passes)."""
 
-    def policy(self, **how: Any) -> ScoringPolicy:
-        """The judge named by its name (as every session result has it)."""
-        return super().policy(**{"judge": self.judge.name, **how})
-
     def share(self, what: str, *, step: str, where: Callable[[Any], str], **reason: Any) -> ScoringPolicy:
         """A yes/no judge scored as a share: value "yes" when every judged item
         is good, score = good / judged (strict: 1 or 0). Other answers (e.g.

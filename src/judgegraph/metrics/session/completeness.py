@@ -4,14 +4,10 @@
       │              └──(no request)─────────────────────────↗
       └──(offline judge, no user turn)───────────────────────↗
 
-* ``extract_goals`` (one call) lists the user's distinct requests, each with
-  the user turns where it was asked.
-* ``judge_goal`` (one call per request, all concurrently) decides whether the
-  request was satisfied by the end of the conversation, citing the assistant
-  turns that addressed it.
-* ``reduce_score``: value "yes" when every judged request was satisfied;
-  score = satisfied / judged requests. A failed judgement is reported and left
-  out; a failed extraction is status ``error``; no request is ``not_applicable``.
+``extract_goals`` lists the user's distinct requests with the user turns that
+asked them; ``judge_goal`` (per request, concurrently) decides whether each was
+satisfied by the end, citing the assistant turns that addressed it. A failed
+extraction is status ``error``; no request is ``not_applicable``.
 """
 
 from __future__ import annotations

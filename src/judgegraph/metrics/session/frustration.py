@@ -3,13 +3,9 @@
     START ─→ judge_frustration → reduce_score → END
       └──(offline judge, no user turn)──↗
 
-One call reads the whole conversation and answers "none" (no frustration),
-"resolved" (frustration shown, then resolved) or "unresolved", with the user
-turns that show it and the assistant turns that resolved it.
-
-Score: none 1.0, resolved 0.5, unresolved 0.0; passes when score >=
-``threshold`` (default 0.5, i.e. unless "unresolved"). Strict mode: score 1 for
-"none" else 0, threshold 1 (any frustration fails).
+One call answers "none", "resolved" (frustration shown, then resolved) or
+"unresolved", with the user turns that show it and the assistant turns that
+resolved it. Strict mode: score 1 for "none" else 0 (any frustration fails).
 """
 
 from __future__ import annotations

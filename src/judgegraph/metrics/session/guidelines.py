@@ -3,13 +3,10 @@
     START ─Send per guideline→ judge_guideline → reduce_score → END
       └──(offline judge, no assistant turn)────────↗
 
-``judge_guideline`` runs once per guideline, all concurrently: "yes" (followed
-in every assistant turn), "no" (with the violating assistant turns) or
-"not_applicable" (the conversation never gives it occasion to apply, e.g. a
-refund rule in a conversation about opening hours). ``reduce_score``: value
-"yes" when every applicable judged guideline was followed; score = followed /
-applicable judged guidelines; not-applicable guidelines are left out of the
-score (all of them not applicable → status ``not_applicable``).
+``judge_guideline`` (per guideline, concurrently): "yes" (followed in every
+assistant turn), "no" (with the violating turns) or "not_applicable" (nothing
+gives it occasion to apply, e.g. a refund rule in a talk about opening hours):
+left out of the score (all of them → status ``not_applicable``).
 """
 
 from __future__ import annotations

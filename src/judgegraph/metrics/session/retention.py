@@ -4,15 +4,11 @@
       │              └──(no fact, no later assistant turn)───────────────↗
       └──(offline judge, no user turn answered)───────────────────────────↗
 
-* ``extract_facts`` (one call) lists the facts the user stated, each tagged
-  with the user turn that stated it (a correction is a new fact at its turn).
-* ``check_turn`` (one call per assistant turn that comes after a fact, all
-  concurrently) shows the judge the conversation up to and including that
-  turn and the facts stated before it, and asks for every *lapse*: a fact the
-  turn contradicts, or forgets (asks for again, or ignores where it matters).
-* ``reduce_score``: value "yes" when no judged turn has a lapse; score =
-  assistant turns that retained / assistant turns judged. Each failing turn's
-  verdict names the turn, the fact, where the fact was stated and the kind.
+``extract_facts`` lists the facts the user stated, each tagged with the user
+turn that stated it (a correction is a new fact at its turn). ``check_turn``
+(per assistant turn after a fact, concurrently) shows the judge the conversation
+up to that turn and the facts stated before it, and asks for every *lapse*: a
+fact the turn contradicts, or forgets (asks for again, or ignores where it matters).
 """
 
 from __future__ import annotations

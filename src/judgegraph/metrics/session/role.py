@@ -3,14 +3,10 @@
     START ─Send per batch of assistant turns→ judge_turns → reduce_score → END
       └──(offline judge, no role, no assistant turn)──────────↗
 
-The role is the factory's ``role=``, else the conversation's ``chatbot_role``,
-else its system message(s) (as MLflow's ConversationalRoleAdherence reads the
-role from the system message); with none the result is ``not_applicable`` (no call). Assistant turns with
-text are judged in batches of ``batch_size`` (default 8), one call per batch,
-all batches concurrently; each call sees the whole conversation and gives one
-verdict per listed turn. A turn the judge leaves out of its answer is a judge
-error for that turn (reported, left out of the score), never a silent pass.
-Score = in-role turns / judged turns; value "yes" when every judged turn is in role.
+The role: :func:`role_of`. Assistant turns with text are judged in batches of
+``batch_size``, one call per batch, concurrently; each call sees the whole
+conversation and gives one verdict per listed turn. A turn the judge leaves out
+is a judge error for that turn (reported, left out of the score), never a pass.
 """
 
 from __future__ import annotations
