@@ -61,7 +61,8 @@ def _specs() -> list[MetricSpec]:
 METRIC_SPECS = _specs()
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
-PROMPT_VALUES = {k: v for m in (completeness, retention, frustration, guidelines, role) for k, v in m.PROMPT_VALUES.items()}
+PROMPT_VALUES = {step: values for module in (completeness, retention, frustration, guidelines, role)
+                 for step, values in module.PROMPT_VALUES.items()}
 
 __all__ = [
     "FrustrationVerdict",

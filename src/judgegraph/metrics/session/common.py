@@ -213,14 +213,9 @@ def has_user(conversation: Conversation) -> bool:
 def cited_turns(numbers: Iterable[object], conversation: Conversation, roles: Sequence[str] | None = None) -> list[int]:
     """1-based turn numbers from a judge → sorted 0-based indices, keeping only
     numbers that exist and (with ``roles``) name a turn of one of those roles."""
-    out: set[int] = set()
-    for n in numbers or ():
-        if isinstance(n, bool) or not isinstance(n, int):
-            continue
-        i = n - 1
-        if 0 <= i < len(conversation.turns) and (roles is None or conversation.turns[i].role in roles):
-            out.add(i)
-    return sorted(out)
+    turns = conversation.turns
+    return sorted({n - 1 for n in numbers or () if isinstance(n, int) and not isinstance(n, bool)
+                   and 0 < n <= len(turns) and (roles is None or turns[n - 1].role in roles)})
 
 
 # -- results -------------------------------------------------------------------

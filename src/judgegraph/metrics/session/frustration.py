@@ -78,9 +78,8 @@ def _judge_frustration(settings: SessionSettings) -> RunnableLambda:
         conversation = conversation_of(state)
         value = outcome.value if outcome.ok else None
         frustrated = cited_turns(getattr(value, "frustrated_turns", []), conversation, ("user",))
-        resolved_by = []
-        if getattr(value, "verdict", None) == "resolved":
-            resolved_by = cited_turns(value.resolved_by_turns, conversation, ("assistant",))  # type: ignore[union-attr]
+        resolved = getattr(value, "resolved_by_turns", []) if getattr(value, "verdict", None) == "resolved" else []
+        resolved_by = cited_turns(resolved, conversation, ("assistant",))
         verdict = FrustrationVerdict(
             verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""),
             frustrated_turns=frustrated, resolved_by_turns=resolved_by, turns=sorted({*frustrated, *resolved_by}),

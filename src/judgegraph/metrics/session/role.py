@@ -174,9 +174,10 @@ def create_role_adherence_judge(
     Value "yes"/"no"; score = in-role turns / judged assistant turns; passes
     when score >= ``threshold`` (default 0.5). Calls: ceil(assistant turns /
     ``batch_size``), concurrently."""
-    return compile_session_judge(build_role_graph, RoleSettings, name=name, threshold=threshold, strict_mode=strict_mode,
-                                 review=review, role=role, batch_size=batch_size, tasks=TASKS, model=model,
-                                 compile=compile, factory=create_role_adherence_judge)
+    return compile_session_judge(
+        build_role_graph, RoleSettings, name=name, threshold=threshold, strict_mode=strict_mode, review=review,
+        role=role, batch_size=batch_size, tasks=TASKS, model=model, compile=compile,
+        factory=create_role_adherence_judge)
 
 
 PROMPT_VALUES = {JUDGE_STEP: {"role", "conversation", "turns"}}
