@@ -210,6 +210,15 @@ def test_retention_without_facts_is_not_applicable_after_one_call():
     assert res.status == "not_applicable" and m.call_count == 1 and "no fact" in res.reason
 
 
+def test_retention_with_facts_only_after_the_last_reply_is_not_applicable_and_keeps_the_extraction():
+    m = retention_model({"extract": [{"facts": [{"turn": 10, "fact": "The user is pleased."}]}]})
+    res = run(create_knowledge_retention_judge(model=m))
+    assert (res.status, res.value, res.score, res.passed) == ("not_applicable", None, None, None)
+    assert res.reason == "No assistant turn comes after a fact the user stated." and m.call_count == 1
+    assert res.usage.calls == 1 and res.details["facts"] == [{"turn": 9, "fact": "The user is pleased."}]
+    assert res.details["assistant_turns"] == 0 and res.verdicts == []
+
+
 # -- user_frustration -------------------------------------------------------------
 
 FRUSTRATION = "became frustrated"
