@@ -94,11 +94,7 @@ def user_request(scenario: Scenario, messages: Sequence[BaseMessage], turns_left
 
 
 def build_simulator(
-    app: AppLike,
-    *,
-    user: Judge,
-    max_turns: int = 6,
-    metrics: Runnable[Any, Any] | None = None,
+    app: AppLike, *, user: Judge, max_turns: int = 6, metrics: Runnable[Any, Any] | None = None
 ) -> StateGraph:
     """The uncompiled simulator graph (``user`` is the simulated user's model as a Judge)."""
     if max_turns < 1:
@@ -221,12 +217,8 @@ def user_judge(user_model: ModelLike, *, judge: Judge | None = None, max_tries: 
 
 
 def create_simulator(
-    app: AppLike,
-    *,
-    user_model: ModelLike,
-    metrics: MetricLike | Sequence[MetricLike] | None = None,
-    model: ModelLike = None,
-    max_turns: int = 6,
+    app: AppLike, *, user_model: ModelLike, metrics: MetricLike | Sequence[MetricLike] | None = None,
+    model: ModelLike = None, max_turns: int = 6,
 ) -> CompiledStateGraph:
     """The compiled simulator for ``app``: ``invoke({"scenario": {...}})``.
 

@@ -51,14 +51,8 @@ YES_NO = frozenset({"yes", "no"})
 
 
 def compile_session_judge(
-    build_graph: Callable[[Any], StateGraph],
-    settings_class: type[SessionSettings] = SessionSettings,
-    *,
-    tasks: Iterable[str],
-    model: ModelLike,
-    compile: Mapping[str, Any],
-    factory: Callable[..., Any],
-    **settings: Any,
+    build_graph: Callable[[Any], StateGraph], settings_class: type[SessionSettings] = SessionSettings, *,
+    tasks: Iterable[str], model: ModelLike, compile: Mapping[str, Any], factory: Callable[..., Any], **settings: Any,
 ) -> CompiledStateGraph:
     """What every session judge's factory does: resolve the judge (one that
     cannot answer ``tasks`` is :class:`~judgegraph.judges.NeedsLLMJudge`, at
@@ -105,14 +99,9 @@ Tasks = Callable[[Any, Conversation], list[dict[str, Any]]]  # Any: the judge's 
 
 
 def session_graph(
-    settings: SessionSettings,
-    schema: type,
-    steps: Sequence[tuple[str, Any]],
-    score: Callable[[Any, Conversation], MetricResult],
-    *,
-    applies: Callable[[Conversation], bool],
-    not_applicable: str,
-    tasks: Tasks | None = None,
+    settings: SessionSettings, schema: type, steps: Sequence[tuple[str, Any]],
+    score: Callable[[Any, Conversation], MetricResult], *,
+    applies: Callable[[Conversation], bool], not_applicable: str, tasks: Tasks | None = None,
 ) -> StateGraph:
     """The shape of every session judge (its state ``schema``)::
 
