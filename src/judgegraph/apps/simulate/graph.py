@@ -51,10 +51,6 @@ class UserTurn(BaseModel):
     message: str = Field(default="", description="What the user types next (a closing message when stopping).")
 
 
-def _add_usage(left: Usage | None, right: Usage | None) -> Usage:
-    return (left or Usage()) + (right or Usage())
-
-
 class SimulationInput(TypedDict):
     scenario: Scenario | dict[str, Any]
     messages: NotRequired[list[AnyMessage]]  # an earlier history to continue from
@@ -66,7 +62,7 @@ class SimulationState(TypedDict, total=False):
     turns: int
     status: str
     errors: Annotated[list[str], operator.add]
-    user_usage: Annotated[Usage, _add_usage]
+    user_usage: Annotated[Usage, operator.add]
     results: Annotated[dict[str, MetricResult], merge_results]
 
 
