@@ -131,12 +131,11 @@ def build_simulator(
         req = request(state)
         return user_update(state, None if req is None else await user.arun(req))
 
-    def app_input(state: SimulationState) -> Any:
-        messages = list(state.get("messages") or [])
-        return ({"messages": messages} if takes_state else messages), messages
-
-    def app_config(state: SimulationState) -> RunnableConfig:
-        return {"configurable": {"thread_id": f"simulate-{scenario_of(state).id}"}}
+    def app_call(state: SimulationState) -> tuple[Any, RunnableConfig, list[BaseMessage]]:
+        """The app's input, its config (a thread of its own per scenario) and the messages sent."""
+        sent: list[BaseMessage] = list(state.get("messages") or [])
+        config: RunnableConfig = {"configurable": {"thread_id": f"simulate-{scenario_of(state).id}"}}
+        return ({"messages": sent} if takes_state else sent), config, sent
 
     def app_update(sent: list[BaseMessage], out: Any) -> dict[str, Any]:
         try:
@@ -148,17 +147,17 @@ def build_simulator(
         return {"messages": reply}
 
     def call_app(state: SimulationState) -> dict[str, Any]:
-        inp, sent = app_input(state)
+        inp, config, sent = app_call(state)
         try:
-            out = runnable.invoke(inp, app_config(state))
+            out = runnable.invoke(inp, config)
         except Exception as exc:  # noqa: BLE001 - the app's failure ends this conversation, reported
             return {"status": "app_error", "errors": [f"app: {type(exc).__name__}: {exc}"]}
         return app_update(sent, out)
 
     async def acall_app(state: SimulationState) -> dict[str, Any]:
-        inp, sent = app_input(state)
+        inp, config, sent = app_call(state)
         try:
-            out = await runnable.ainvoke(inp, app_config(state))
+            out = await runnable.ainvoke(inp, config)
         except Exception as exc:  # noqa: BLE001
             return {"status": "app_error", "errors": [f"app: {type(exc).__name__}: {exc}"]}
         return app_update(sent, out)
