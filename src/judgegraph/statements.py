@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any, ClassVar, Literal
 
-from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableBranch, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
@@ -232,15 +232,7 @@ class JudgeCall(BaseModel):
 
 
 def _node_texts(value: Any) -> list[RetrievalNode]:
-    out = []
-    for v in value or []:
-        if isinstance(v, RetrievalNode):
-            out.append(v)
-        elif isinstance(v, str):
-            out.append(RetrievalNode(context=v))
-        else:
-            out.append(RetrievalNode.model_validate(v))
-    return out
+    return [RetrievalNode(context=v) if isinstance(v, str) else RetrievalNode.model_validate(v) for v in value or []]
 
 
 def extraction_request(nodes: Sequence[str]) -> JudgeRequest:
@@ -256,24 +248,20 @@ def extraction_request(nodes: Sequence[str]) -> JudgeRequest:
     )
 
 
-def _context_values(context: Sequence[tuple[str, str]]) -> tuple[str, list[str]]:
-    pairs = [(r, c) for r, c in context]
-    return render_messages(pairs, empty="(none: this is the first exchange)"), [f"{r}: {c}" for r, c in pairs]
-
-
 def _statements_request(task: str, step: str, numbered: Sequence[str], statements: Sequence[str],
                         user_message: str, context: Sequence[tuple[str, str]]) -> JudgeRequest:
-    rendered_context, context_inputs = _context_values(context)
+    pairs = [(r, c) for r, c in context]
     return JudgeRequest(
         task=task,
         step=step,
         schema=verdicts_schema(len(numbered)),
         values={
-            "context": rendered_context,
+            "context": render_messages(pairs, empty="(none: this is the first exchange)"),
             "user_message": user_message or "(none: the assistant spoke first)",
             "statements": "\n".join(f"{i}. {text}" for i, text in enumerate(numbered, 1)),
         },
-        inputs={"statements": list(statements), "user_message": user_message, "context": context_inputs},
+        inputs={"statements": list(statements), "user_message": user_message,
+                "context": [f"{r}: {c}" for r, c in pairs]},
     )
 
 
@@ -306,16 +294,9 @@ def _call(step: str, state: dict[str, Any], outcome: JudgeOutcome) -> JudgeCall:
     )
 
 
-def _unless_empty(step: Runnable, is_empty: Callable[[Any], bool], empty: dict[str, Any], name: str) -> RunnableLambda:
+def _unless_empty(step: Runnable, is_empty: Callable[[Any], bool], empty: dict[str, Any], name: str) -> Runnable:
     """``step``, except that an input with nothing to do returns ``empty`` with no judge call."""
-
-    def run(state: Any) -> dict[str, Any]:
-        return dict(empty) if is_empty(state) else step.invoke(state)
-
-    async def arun(state: Any) -> dict[str, Any]:
-        return dict(empty) if is_empty(state) else await step.ainvoke(state)
-
-    return RunnableLambda(run, afunc=arun, name=name)
+    return RunnableBranch((is_empty, lambda _: dict(empty)), step).with_config(run_name=name)
 
 
 def _selected(state: dict[str, Any]) -> tuple[list[RetrievalNode], list[int]]:
@@ -324,7 +305,7 @@ def _selected(state: dict[str, Any]) -> tuple[list[RetrievalNode], list[int]]:
     return nodes, list(range(len(nodes))) if indices is None else list(indices)
 
 
-def extract_statements_step(judge: Judge, *, name: str = "extract_statements") -> RunnableLambda:
+def extract_statements_step(judge: Judge, *, name: str = "extract_statements") -> Runnable:
     """A node that splits retrieved nodes into statements.
 
     Reads ``retrieval_context`` (a list of :class:`RetrievalNode`, dicts or
@@ -374,7 +355,7 @@ def _statements(state: dict[str, Any]) -> list[Statement]:
             for i, s in enumerate(state.get("statements") or [])]
 
 
-def judge_statements_step(judge: Judge, *, name: str = "judge_statements") -> RunnableLambda:
+def judge_statements_step(judge: Judge, *, name: str = "judge_statements") -> Runnable:
     """A node that judges statements against a user message in one request.
 
     Reads ``statements`` (:class:`Statement` or strings), ``user_message``,
@@ -406,7 +387,7 @@ def judge_statements_step(judge: Judge, *, name: str = "judge_statements") -> Ru
     return _unless_empty(judge_step(name, judge, build, finish), lambda s: not s.get("statements"), empty, name)
 
 
-def verify_step(judge: Judge, *, name: str = "verify_verdict") -> RunnableLambda:
+def verify_step(judge: Judge, *, name: str = "verify_verdict") -> Runnable:
     """A node that takes a second look at the "no" verdicts it is given.
 
     Reads ``verdicts`` (:class:`StatementVerdict`; only those with verdict

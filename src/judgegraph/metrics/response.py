@@ -283,6 +283,37 @@ def _verdict(task: ExchangeTask, threshold: float, **kw: Any) -> ExchangeVerdict
                            response=task["response"], verdict=verdict, **kw)
 
 
+def _embedding_node(name: str, runner: EmbeddingRunner, texts_of: Callable[[Any], list[str] | None],
+                    finish: Callable[[Any, list[str] | None, Any], dict[str, Any]]) -> RunnableLambda:
+    """A node: one embeddings call for ``texts_of(task)`` (None: no call), then
+    ``finish(task, texts, vectors)``; a failed call's exception is given as ``vectors``."""
+
+    def run(task: Any) -> dict[str, Any]:
+        texts = texts_of(task)
+        try:
+            vectors: Any = None if texts is None else runner.embed(texts)
+        except Exception as exc:  # noqa: BLE001 - an embeddings failure is a judge error for this exchange
+            vectors = exc
+        return finish(task, texts, vectors)
+
+    async def arun(task: Any) -> dict[str, Any]:
+        texts = texts_of(task)
+        try:
+            vectors: Any = None if texts is None else await runner.aembed(texts)
+        except Exception as exc:  # noqa: BLE001
+            vectors = exc
+        return finish(task, texts, vectors)
+
+    return RunnableLambda(run, afunc=arun, name=name)
+
+
+def _similarities(vectors: Any) -> list[float]:
+    """cosine(each vector, the first); the embeddings call's exception is raised again."""
+    if isinstance(vectors, BaseException):
+        raise vectors
+    return cosines(vectors)
+
+
 def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunner) -> RunnableLambda:
     def texts_for(task: EmbedTask) -> list[str] | None:
         gen = task["generation"]
@@ -300,9 +331,7 @@ def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunne
         common = {"questions": questions, "noncommittal": flags, "noncommittal_count": sum(flags),
                   "all_noncommittal": all(flags), "reason": gen["reason"], "embedded_texts": len(texts), **base}
         try:
-            if isinstance(vectors, BaseException):
-                raise vectors
-            sims = cosines(vectors)
+            sims = _similarities(vectors)
         except Exception as exc:  # noqa: BLE001 - an embeddings failure is a judge error for this exchange
             return {"verdicts": [_verdict(task, settings.threshold, error=runner.describe(exc),
                                           step=EMBED_STEP, **common)]}
@@ -311,37 +340,15 @@ def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunne
         return {"verdicts": [_verdict(task, settings.threshold, similarities=sims, mean_cosine=mean,
                                       score=score, **common)]}
 
-    def run(task: EmbedTask) -> dict[str, Any]:
-        texts = texts_for(task)
-        vectors: Any = None
-        if texts is not None:
-            try:
-                vectors = runner.embed(texts)
-            except Exception as exc:  # noqa: BLE001
-                vectors = exc
-        return finish(task, texts, vectors)
-
-    async def arun(task: EmbedTask) -> dict[str, Any]:
-        texts = texts_for(task)
-        vectors: Any = None
-        if texts is not None:
-            try:
-                vectors = await runner.aembed(texts)
-            except Exception as exc:  # noqa: BLE001
-                vectors = exc
-        return finish(task, texts, vectors)
-
-    return RunnableLambda(run, afunc=arun, name="embed_questions")
+    return _embedding_node("embed_questions", runner, texts_for, finish)
 
 
 def _embed_response(settings: ResponseRelevancySettings, runner: EmbeddingRunner) -> RunnableLambda:
     """The offline fallback: cosine(response, input), one embeddings call per exchange."""
 
-    def finish(task: ExchangeTask, vectors: Any) -> dict[str, Any]:
+    def finish(task: ExchangeTask, texts: list[str] | None, vectors: Any) -> dict[str, Any]:
         try:
-            if isinstance(vectors, BaseException):
-                raise vectors
-            (sim,) = cosines(vectors)
+            (sim,) = _similarities(vectors)
         except Exception as exc:  # noqa: BLE001
             return {"verdicts": [_verdict(task, settings.threshold, error=runner.describe(exc),
                                           step=OFFLINE_STEP, embedded_texts=2)]}
@@ -349,21 +356,7 @@ def _embed_response(settings: ResponseRelevancySettings, runner: EmbeddingRunner
                                       score=max(0.0, sim), embedded_texts=2,
                                       reason=f"offline: cosine(response, input) = {sim:.2f}")]}
 
-    def run(task: ExchangeTask) -> dict[str, Any]:
-        try:
-            vectors: Any = runner.embed([task["user_input"], task["response"]])
-        except Exception as exc:  # noqa: BLE001
-            vectors = exc
-        return finish(task, vectors)
-
-    async def arun(task: ExchangeTask) -> dict[str, Any]:
-        try:
-            vectors: Any = await runner.aembed([task["user_input"], task["response"]])
-        except Exception as exc:  # noqa: BLE001
-            vectors = exc
-        return finish(task, vectors)
-
-    return RunnableLambda(run, afunc=arun, name="embed_response")
+    return _embedding_node("embed_response", runner, lambda task: [task["user_input"], task["response"]], finish)
 
 
 def deterministic_reason(
