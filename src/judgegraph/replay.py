@@ -1,22 +1,11 @@
-"""Steering a metric's judge steps at run time: what lets every metric judge
-chosen verdicts again, and only those, with no metric-specific code.
+"""Steering a metric's judge steps at run time, with no metric-specific code.
 
-A :class:`Steer` travels in the run's config (``config["configurable"]
-[STEER_KEY]``) and every :func:`judgegraph.nodes.judge_step` consults it
-before it asks its judge:
-
-1. **kept**: a step whose verdicts (found by calling the step's own ``finish``
-   with a failed outcome, which makes no call) all have ids in ``keep`` and
-   none in ``chosen`` returns those kept verdicts: no call;
-2. **replayed**: a step that writes no verdict (an extraction the verdicts
-   are judged from) and makes a request made before (same
-   :meth:`JudgeRequest.cache_key`, found in the earlier run's transcripts)
-   gets its earlier answer: no call;
-3. otherwise the judge is asked, with ``prompts[step]`` replacing the step's
-   prompt when one is given.
-
-The metric's own reduce node then scores the kept and the new verdicts by the
-metric's own rules. Nothing here names a node or a metric.
+A :class:`Steer` in the run's config (``configurable[STEER_KEY]``) is read by
+every :func:`judgegraph.nodes.judge_step` before it asks its judge: a step whose
+verdicts (found by calling its own ``finish`` with a failed outcome: no call)
+are all kept and none chosen returns them; a step that writes no verdict (an
+extraction) and makes a request made before gets the earlier answer; otherwise
+the judge is asked, with the new prompt or values. Nothing here names a node or a metric.
 """
 
 from __future__ import annotations

@@ -1,31 +1,15 @@
-"""Where metrics are composed — the one place: every consumer (the runner and
-the dry run through :class:`~judgegraph.runner.MetricPlan`, ``judge_node``, the
-evaluators, the assertions, the simulator, re-judging, Studio, ``judgegraph
-graph``) builds its metrics and its report graph here, so they take metrics,
-pass the judge and treat result names the same way.
+"""Where metrics are composed — the one place every consumer (runner, dry run,
+``judge_node``, evaluators, assertions, simulator, re-judging, Studio) builds its
+metrics and report graph, so all take metrics, pass the judge and name results alike.
 
-* :func:`build_metric` — the only call of a metric factory:
-  ``factory(model=judge, **options)`` (a Judge is a valid ``model``).
-* :func:`metric_graphs` — metric names, import paths, :class:`MetricSpec` s and
-  compiled graphs → compiled metric graphs; those built here share **one**
-  judge made from ``model``, so they share its limit on calls in flight and its
-  cache (a statement extraction two metrics need is made once).
+* :func:`build_metric` — the only call of a metric factory;
+* :func:`metric_graphs` — names, import paths, specs and compiled graphs →
+  compiled graphs; those built here share one judge (its limit and cache);
 * :func:`build_report_graph` / :func:`create_report_graph` — one graph running
-  them as named subgraphs in parallel from a single invocation::
+  them as parallel subgraphs after ``prepare`` (which validates the conversation once).
 
-    START → prepare ─┬→ turn_relevancy ─────────┐
-                     ├→ turn_contextual_relevancy ├→ END
-                     └→ my_custom_judge ─────────┘
-
-One rule for result names, everywhere: each result is keyed by its metric
-graph's name, so two metrics with one name would lose a result; that is a
-``ValueError`` naming them (:func:`check_unique_names`; every factory takes
-``name=``).
-
-``prepare`` validates the conversation once (or converts ``messages`` once);
-every metric reads it. ``report.invoke({"conversation": ...})["results"]``
-holds every metric's result; ``report.stream(..., subgraphs=True)`` shows each
-metric's nodes as they run; ``report.get_graph(xray=1)`` draws the nested graph.
+Each result is keyed by its graph's name, so two metrics with one name are a
+``ValueError`` (:func:`check_unique_names`; every factory takes ``name=``).
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """How every metric scores: the options all metrics share, checked once, and
 the one engine that turns verdicts into a :class:`~judgegraph.results.MetricResult`.
 
-* :class:`JudgeOptions` — ``name``, ``judge``, ``review``; :class:`MetricOptions`
-  adds ``threshold`` (a number from 0 to 1) and ``strict_mode``,
-  :class:`WindowOptions` ``window_size``: checked when a metric's settings are
-  made. Every built-in metric's settings class is one of them, so a bad option
-  is the same clear ``ValueError`` whichever metric gets it.
-* :class:`ScoringPolicy` — how one metric counts its verdicts: which labels
-  are good (or a score function), which are judged at all, where a judge
-  error is, what the reason says, what the value is. :meth:`ScoringPolicy.result`
-  is the one path from verdicts to a result; :func:`build_result` holds the
-  status rules it ends in.
-* :func:`make_result` — the same engine as one call, for custom metric graphs.
+:class:`JudgeOptions` / :class:`MetricOptions` / :class:`WindowOptions` are every
+built-in metric's settings bases, so a bad option is the same ``ValueError``
+everywhere; :class:`ScoringPolicy` says how one metric counts its verdicts and
+:meth:`ScoringPolicy.result` is the one path to a result, ending in
+:func:`build_result`'s status rules; :func:`make_result` is the same as one call.
 """
 
 from __future__ import annotations

@@ -1,27 +1,14 @@
 """Re-judge chosen verdicts of any metric with a changed rubric, prompt or
-judge, paying only for those verdicts.
+judge, paying only for those verdicts (``docs/steering.md``).
 
-One mechanism for every metric (built-in, session judge, ``make_judge``, your
-own graph built from :func:`judgegraph.nodes.judge_step`): the metric's graph
-runs again on the conversation with a :class:`~judgegraph.replay.Steer` in its
-config. Verdicts not chosen are kept as they are (no call); a request the
-earlier run made and that no chosen verdict depends on (an extraction) gets
-its earlier answer from the result's transcripts (no call); the chosen
-verdicts' requests go to the judge, with the new rubric, prompt or model. The
-metric's own reduce node computes the new score, status and reason.
-
-Two ways in:
-
-* :func:`rejudge` / :func:`arejudge` on a **checkpointed thread** of a metric
-  graph: the graph runs again on that thread, so its state and history hold
-  the re-judge; a graph built with ``review=True`` pauses in
-  ``review_verdicts`` again only when ``review=True`` is asked for;
-* :func:`rejudge_result` on a **results file** line (``judgegraph rejudge``):
-  the metric is built again from the result's own options (threshold, strict
-  mode, window size) and run once.
-
-The unit judged again is a judge request: choosing one statement of a request
-that judged five re-judges the five (``details["rejudged"]`` lists them).
+One mechanism for every metric built from :func:`judgegraph.nodes.judge_step`:
+the graph runs again with a :class:`~judgegraph.replay.Steer` in its config, so
+verdicts not chosen are kept, requests no chosen verdict depends on get their
+earlier answers, and only the chosen verdicts' requests go to the judge; the
+metric's own reduce node scores the result. :func:`rejudge` / :func:`arejudge`
+work on a checkpointed thread, :func:`rejudge_result` on a results-file line.
+The unit judged again is a request: choosing one statement of a request that
+judged five re-judges the five.
 """
 
 from __future__ import annotations

@@ -3,17 +3,11 @@ as a LangGraph graph with judgegraph's error handling).
 
     START → judge_conversation → reduce_score → END
 
-``{{ expectations }}`` is optional in the instructions and in the data: a
-conversation with none is judged with ``(none)`` in the ``<expectations>`` tags.
-
-* ``judge_conversation``: one LLM call over the whole conversation. The
-  author's instructions are the template; the conversation (a JSON list of
-  ``{turn, role, content}``, in ``<conversation>`` tags) and the expectations
-  (in ``<expectations>`` tags) are inserted as data in one pass, never
-  rendered. Structured output ``{reason, value}``; ``value`` has the type
-  given as ``feedback_type``; invalid output is re-asked with the validation
-  error (``max_tries``) and then reported as a judge error.
-* ``reduce_score``: the value → score → pass/fail (see :func:`make_judge`).
+One LLM call over the whole conversation: the author's instructions are the
+template, the conversation (JSON, in ``<conversation>`` tags) and the optional
+expectations (``<expectations>``, ``(none)`` when absent) are inserted as data,
+never rendered. The answer ``{reason, value}`` has ``feedback_type``'s type;
+the value is scored and gated as :func:`make_judge` says.
 """
 
 from __future__ import annotations
@@ -96,14 +90,8 @@ def _base_type(tp: Any) -> Any:
 
 def _kind(tp: Any) -> tuple[Kind, tuple[Any, ...]]:
     base = _base_type(tp)
-    if base is bool:
-        return "bool", (True, False)
-    if base is int:
-        return "int", ()
-    if base is float:
-        return "float", ()
-    if base is str:
-        return "str", ()
+    if base in (bool, int, float, str):
+        return base.__name__, (True, False) if base is bool else ()
     if get_origin(base) is Literal:
         values = get_args(base)
         if not values or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in values):
@@ -119,31 +107,19 @@ def _kind(tp: Any) -> tuple[Kind, tuple[Any, ...]]:
 
 def _bounds(tp: Any) -> str:
     schema = TypeAdapter(tp).json_schema()
-    lo, hi = schema.get("minimum"), schema.get("maximum")
-    xlo, xhi = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
-    if lo is not None and hi is not None:
-        return f" from {lo} to {hi}"
-    parts = []
-    if lo is not None:
-        parts.append(f"at least {lo}")
-    if xlo is not None:
-        parts.append(f"greater than {xlo}")
-    if hi is not None:
-        parts.append(f"at most {hi}")
-    if xhi is not None:
-        parts.append(f"less than {xhi}")
+    if schema.get("minimum") is not None and schema.get("maximum") is not None:
+        return f" from {schema['minimum']} to {schema['maximum']}"
+    words = {"minimum": "at least", "exclusiveMinimum": "greater than", "maximum": "at most",
+             "exclusiveMaximum": "less than"}
+    parts = [f"{word} {schema[key]}" for key, word in words.items() if schema.get(key) is not None]
     return (" " + " and ".join(parts)) if parts else ""
 
 
 def _describe(kind: Kind, tp: Any, choices: tuple[Any, ...]) -> str:
-    if kind == "bool":
-        return "true or false"
-    if kind == "int":
-        return "a whole number" + _bounds(tp)
-    if kind == "float":
-        return "a number" + _bounds(tp)
-    if kind == "str":
-        return "a short text"
+    if kind in ("int", "float"):
+        return ("a whole number" if kind == "int" else "a number") + _bounds(tp)
+    if kind in ("bool", "str"):
+        return "true or false" if kind == "bool" else "a short text"
     return "exactly one of " + ", ".join(json.dumps(c) for c in choices)
 
 
@@ -319,10 +295,6 @@ class CustomJudgeSettings(JudgeOptions):
                review: bool = False) -> CustomJudgeSettings:
         return cls(name=name, judge=judge, feedback=feedback, prompt=build_prompt(name, instructions, feedback.description),
                    schema=feedback_schema(name, feedback), review=review)
-
-    @property
-    def uses_expectations(self) -> bool:
-        return "expectations" in self.prompt.documented
 
 
 def request_for(settings: CustomJudgeSettings, conversation: Conversation) -> JudgeRequest:

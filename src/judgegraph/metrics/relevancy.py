@@ -3,16 +3,10 @@ semantics): one graph, two presets.
 
     START → window_turns ─Send per window→ judge_turn → reduce_score [→ write_reason] → END
 
-* ``window_turns`` splits the conversation into exchanges and one sliding
-  window per exchange (:mod:`judgegraph.windows`).
-* ``judge_turn`` runs once per window, all windows concurrently (bounded by
-  the judge's global limit on calls in flight): is the window's last reply
-  relevant to the latest user message, given the earlier messages?
-* ``reduce_score``: score = relevant verdicts / verdicts the judge could make.
-  Judge errors are reported and counted, never scored. Strict mode makes the
-  score 1 or 0 and the threshold 1.
-* ``write_reason`` (only with ``reason="llm"``): one extra call that writes the
-  reason; otherwise the reason is built from the verdicts, with no call.
+Each window's last reply is judged against the latest user message, given the
+earlier messages, all windows concurrently; score = relevant / judged verdicts
+(judge errors reported, never scored). ``reason="llm"`` adds one call that
+writes the reason; otherwise it is built from the verdicts.
 """
 
 from __future__ import annotations

@@ -1,33 +1,14 @@
-"""Response relevancy (ragas ``ResponseRelevancy`` semantics, done better).
-
-For every exchange (a user message and the assistant reply that answers it),
-an LLM reads the reply ALONE and writes N questions it answers; the closer
-those questions are to what the user really asked, the more relevant the reply.
-
-With an LLM judge::
+"""Response relevancy (ragas ``ResponseRelevancy`` semantics, done better;
+``docs/response_relevancy.md``): for every exchange an LLM reads the reply ALONE
+and writes N distinct questions it answers, in one structured call
+(``generate_questions``); one embeddings call per exchange (``embed_questions``)
+scores mean cosine(question, user message), clamped at 0, times 0 when every
+question is noncommittal. The score is the mean over judged exchanges.
 
     START → split_exchanges ─Send per exchange→ generate_questions → embed_questions → reduce_score → END
 
-* ``split_exchanges``: the conversation's exchanges (:func:`judgegraph.windows.exchanges`);
-  one ``Send`` per exchange that has both a user message and a reply.
-* ``generate_questions`` (one judge call per exchange): N *distinct* questions
-  in ONE structured call, each with a ``noncommittal`` flag. The schema
-  requires exactly N questions, pairwise different after normalisation; a
-  violation is a validation error, so the LLM judge re-asks with it.
-* ``embed_questions`` (no judge call): ONE ``embed_documents([user_input, q1..qN])``
-  call per exchange; exchange score = mean cosine(q_i, user_input) (clamped at
-  0), multiplied by 0 when ALL N questions are noncommittal (ragas's rule).
-* ``reduce_score``: conversation score = mean over judged exchanges.
-
-With the offline judge (no LLM, so no question generation)::
-
-    START → split_exchanges ─Send per exchange→ embed_response → reduce_score → END
-
-``embed_response`` scores cosine(response, user_input) with the embeddings and
-every result says so (``details["mode"]`` and the reason).
-
-Judge errors (generation never valid, provider errors) and embedding errors
-are reported in ``errors``, never scored, and the other exchanges are kept.
+The offline judge writes no questions: ``embed_response`` scores cosine(response,
+input) and every result says so. Judge and embedding errors are reported, never scored.
 """
 
 from __future__ import annotations
