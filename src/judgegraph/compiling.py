@@ -1,15 +1,8 @@
 """What every metric factory does last: compile its builder with the caller's
-LangGraph compile options, refusing a keyword it does not know.
-
-Every ``create_*`` factory takes ``**compile: Unpack[CompileOptions]`` after its
-own options, so a checkpointer or interrupts can be added to any metric::
-
-    judge = create_turn_relevancy_judge(checkpointer=InMemorySaver(), interrupt_before=["reduce_score"])
-
-and a misspelt option is a ``TypeError`` naming it (with a suggestion), never
-silently ignored. A checkpointer with LangGraph's default serializer gets
-judgegraph's state types registered (:func:`register_types`), so reading a
-checkpoint back logs no "unregistered type" warning.
+LangGraph compile options (``**compile: Unpack[CompileOptions]``), so any metric
+takes a checkpointer or interrupts, and a misspelt option is a ``TypeError``
+naming it. A checkpointer with LangGraph's default serializer gets judgegraph's
+state types registered (:func:`register_types`): no "unregistered type" warning.
 """
 
 from __future__ import annotations

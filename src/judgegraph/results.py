@@ -36,10 +36,7 @@ class Usage(BaseModel):
 
     @classmethod
     def total(cls, usages: Iterable[Usage]) -> Usage:
-        out = cls()
-        for u in usages:
-            out = out + u
-        return out
+        return sum(usages, cls())
 
 
 class JudgeAttempt(BaseModel):

@@ -1,11 +1,6 @@
 """Reading judge transcripts back: what exactly the judge was asked, and what
-it answered, for one verdict.
-
-Every verdict carries ``transcript``: a list of judge attempts (see
-:class:`judgegraph.results.JudgeAttempt`): the messages sent (re-asks included),
-the raw reply, the error, latency, usage, model, settings, whether cached.
-
-From Python, on a result object or on a results-file line::
+it answered, for one verdict (each verdict's ``transcript``: the messages sent,
+re-asks included, the raw reply, error, latency, usage, model, settings)::
 
     from judgegraph.transcripts import transcript_of
     print(transcript_of(result, window=3))       # a MetricResult, or its JSON dict
