@@ -61,8 +61,7 @@ _GRAIN = {"turn": 0, "node": 1, "statement": 2}
 
 @dataclass(frozen=True)
 class TurnContext:
-    """One assistant exchange: what was asked, what was retrieved for it, and
-    the earlier messages of its window."""
+    """One assistant exchange: what was asked, what was retrieved, its window's earlier messages."""
 
     exchange: int
     turns: tuple[int, ...]  # the assistant turns (0-based)
@@ -126,8 +125,7 @@ class VerifyTask(_Asked):
 
 @dataclass(frozen=True, kw_only=True)
 class ContextualSettings(WindowOptions):
-    """The shared options (:class:`~judgegraph.scoring.WindowOptions`), the
-    second look (``verify``) and how requests are grouped."""
+    """The shared options, the second look (``verify``) and how requests are grouped."""
 
     verify: bool = False
     extract_per: ExtractPer = "turn"  # one extraction request per turn (all its nodes) or per node
@@ -239,9 +237,8 @@ def contextual_reason(
     score: float | None, threshold: float | None, turns: list[dict[str, Any]], verdicts: list[StatementVerdict],
     *, max_nodes: int = 8,
 ) -> str:
-    """The deterministic reason: the score, then each node with irrelevant
-    statements (turn, node, source, how many, one quoted with its reason), the
-    turns without context and the turns that could not be judged."""
+    """The deterministic reason: the score, each node with irrelevant statements (one quoted),
+    the turns without context and those that could not be judged."""
     with_context = [t for t in turns if t["status"] != "no context"]
     no_context = [t["label"] for t in turns if t["status"] == "no context"]
     not_judged = [t["label"] for t in turns if t["status"] == "not judged"]
@@ -388,14 +385,10 @@ def create_turn_contextual_relevancy_judge(
     name: str = METRIC,
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
-    """Turn contextual relevancy: the share of retrieved statements relevant to
-    each turn's user message, averaged over the turns with retrieval context.
-
-    ``model``: a chat model, a string like ``openai:gpt-4.1-mini``, or a ready
-    judge shared with other metrics (one concurrency limit, one cache); leave it
-    out for the offline judge (sentences + embeddings). ``window_size``
-    (exchanges) sets how many earlier messages the judge reads; ``verify`` adds
-    a second look at every "irrelevant" verdict (LLM only)."""
+    """Turn contextual relevancy: the share of retrieved statements relevant to each turn's user
+    message, averaged over the turns with retrieval context. ``model`` left out: the offline judge;
+    ``window_size``: how many earlier exchanges the judge reads; ``verify``: a second look at every
+    "irrelevant" verdict (LLM only)."""
     settings = ContextualSettings(name=name, judge=resolve_judge(model), window_size=window_size,
                                   threshold=threshold, strict_mode=strict_mode, verify=verify, review=review)
     return compile_graph(build_turn_contextual_relevancy_graph(settings), name, compile,

@@ -49,8 +49,7 @@ Kind = Literal["bool", "int", "float", "str", "literal"]
 
 @dataclass(frozen=True)
 class FeedbackSpec:
-    """What ``feedback_type`` means: the value's kind, its allowed values (bool
-    and Literal), the JSON-schema bounds (for the prompt), and the scoring."""
+    """What ``feedback_type`` means: the value's kind, allowed values, description and scoring."""
 
     kind: Kind
     type: Any
@@ -132,8 +131,7 @@ def _number(value: Any, what: str) -> float:
 def feedback_spec(
     feedback_type: Any, *, threshold: float | None = None, scores: dict[Any, float] | None = None
 ) -> FeedbackSpec:
-    """Check ``feedback_type``, ``threshold`` and ``scores`` together and say
-    how a value is scored. Every mistake is a ``ValueError`` naming it."""
+    """``feedback_type``, ``threshold`` and ``scores`` checked together (a ``ValueError`` naming a mistake)."""
     kind, choices = _kind(feedback_type)
     if scores is not None:
         if kind not in ("bool", "literal"):
@@ -163,10 +161,8 @@ def _schema_name(name: str) -> str:
 
 
 def feedback_schema(name: str, spec: FeedbackSpec) -> type[BaseModel]:
-    """The structured-output schema ``{reason, value}``: the reason comes first
-    so the model reasons before it commits to a value. String Literal values
-    are matched case- and space-insensitively (``" Mostly_Polite"`` is
-    ``"mostly_polite"``)."""
+    """The structured-output schema ``{reason, value}`` (the reason first, so the model reasons
+    before it commits); string Literal values match case- and space-insensitively."""
     value_type = spec.type
     if spec.kind == "float":
         value_type = Annotated[spec.type, Field(allow_inf_nan=False)]
@@ -197,9 +193,8 @@ def feedback_schema(name: str, spec: FeedbackSpec) -> type[BaseModel]:
 
 
 def check_instructions(instructions: str) -> frozenset[str]:
-    """The template variables ``instructions`` use. ``{{ conversation }}`` is
-    required, ``{{ expectations }}`` optional; anything else between double
-    braces is a ``ValueError`` naming it."""
+    """The template variables ``instructions`` use: ``{{ conversation }}`` (required) and
+    ``{{ expectations }}``; anything else between double braces is a ``ValueError`` naming it."""
     if not isinstance(instructions, str) or not instructions.strip():
         raise ValueError("instructions must be a non-empty string containing {{ conversation }}")
     found = [m.group(1).strip() for m in _ANY_VARIABLE.finditer(instructions)]
@@ -220,9 +215,8 @@ def check_instructions(instructions: str) -> frozenset[str]:
 
 
 def build_prompt(name: str, instructions: str, value_format: str) -> Prompt:
-    """The judge's template: the shipped wrapper (``prompts/custom_judge/
-    judge_conversation.md``) around the author's instructions. Its only
-    placeholders are the author's ``{{ conversation }}`` / ``{{ expectations }}``."""
+    """The judge's template: the shipped wrapper (``prompts/custom_judge/judge_conversation.md``)
+    around the author's instructions, whose placeholders are its only ones."""
     own = parse_prompt(f"custom_judge/{name}", instructions)  # a leading <!-- comment --> documents, like prompt files
     used = check_instructions(own.template)
     wrapper = load_prompt(STEP)
@@ -237,9 +231,8 @@ def build_prompt(name: str, instructions: str, value_format: str) -> Prompt:
 
 
 def expectations_of(conversation: Conversation) -> dict[str, Any] | None:
-    """What ``{{ expectations }}`` holds: ``expected_outcome`` and the
-    conversation's ``metadata["expectations"]`` (a dict is merged in, any other
-    value is kept under ``"expectations"``). None when there is neither."""
+    """What ``{{ expectations }}`` holds: ``expected_outcome`` and ``metadata["expectations"]``
+    (a dict merged in, another value under ``"expectations"``); None when there is neither."""
     out: dict[str, Any] = {}
     if conversation.expected_outcome:
         out["expected_outcome"] = conversation.expected_outcome
@@ -265,9 +258,8 @@ def render_values(conversation: Conversation, used: frozenset[str]) -> dict[str,
 
 
 class FeedbackVerdict(Verdict):
-    """The judge's answer for the whole conversation: ``value`` (typed as
-    ``feedback_type``), ``verdict`` its label (bool: "yes"/"no"; else
-    ``str(value)``), ``reason``. ``verdict`` is None when the judge failed."""
+    """The judge's answer for the whole conversation: ``value`` and ``verdict``, its label
+    (bool: "yes"/"no", else ``str(value)``; None when the judge failed)."""
 
     id_fields: ClassVar[tuple[str, ...]] = ()
 
@@ -280,11 +272,8 @@ class CustomJudgeState(MetricState, total=False):
 
 @dataclass(frozen=True, kw_only=True)
 class CustomJudgeSettings(JudgeOptions):
-    """Everything a :func:`make_judge` graph is built from (the shared options,
-    :class:`~judgegraph.scoring.JudgeOptions`, and the feedback type, prompt
-    and schema); use :meth:`create` to check and derive the prompt and schema.
-    The pass/fail rule is the feedback's (``feedback.threshold``: on the
-    value's own scale, or None)."""
+    """Everything a :func:`make_judge` graph is built from; :meth:`create` derives the prompt
+    and schema. The pass/fail rule is ``feedback.threshold`` (on the value's scale, or None)."""
 
     feedback: FeedbackSpec
     prompt: Prompt
@@ -379,33 +368,15 @@ def make_judge(
     review: bool = False,
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
-    """A judge of whole conversations from instructions, as a compiled graph.
+    """A judge of whole conversations from instructions, as a compiled graph (``docs/custom_judges.md``).
 
-    ``instructions`` is a template that must contain ``{{ conversation }}`` and
-    may contain ``{{ expectations }}``; any other ``{{ ... }}`` is a
-    ``ValueError`` raised here. ``feedback_type`` (MLflow's
-    ``feedback_value_type`` is accepted too; default ``bool``): ``bool``,
-    ``int``, ``float``, ``str`` or ``Literal["a", "b", ...]``, optionally
-    ``Annotated`` with pydantic constraints (``Annotated[int, Field(ge=1, le=5)]``).
-
-    Scores and pass/fail:
-
-    * ``bool``: score 1 (true) or 0 (false), or ``scores={True: .., False: ..}``;
-      threshold 0.5 unless given: true passes;
-    * ``int`` / ``float``: score = the value; passed = value >= ``threshold``
-      when a threshold is given;
-    * ``Literal``: score = ``scores[value]`` when ``scores`` is given (it must
-      name every value); passed = score >= ``threshold`` when both are given;
-    * ``str``: no score.
-
-    Without a pass/fail rule the status is ``not_applicable``: the value (and
-    score) is recorded and never fails a run. A judge error (invalid output
-    after the judge's ``max_tries``, a provider error) is status ``error`` with
-    the error in ``errors``. ``model``: a chat model, a model string (MLflow's
-    ``openai:/gpt-4o`` spelling too) or a ready judge; it must be an LLM judge
-    (the offline one is :class:`~judgegraph.judges.NeedsLLMJudge`, here).
-    ``review``: a ``review_verdicts`` node before the score, where a person can
-    override the value (needs a checkpointer; :func:`judgegraph.nodes.review_node`).
+    ``instructions`` must contain ``{{ conversation }}`` and may contain ``{{ expectations }}``
+    (any other ``{{ ... }}`` is a ``ValueError``). ``feedback_type`` (or MLflow's
+    ``feedback_value_type``; default ``bool``): ``bool`` (score 1/0, or ``scores``; threshold 0.5),
+    ``int``/``float`` (score = value), ``Literal[...]`` (score ``scores[value]``) or ``str`` (no
+    score), optionally ``Annotated`` with pydantic constraints. Passed = score >= ``threshold``;
+    without one the status is ``not_applicable``, the value recorded. ``model`` must be an LLM
+    judge (MLflow's ``openai:/gpt-4o`` spelling too); ``review`` adds a ``review_verdicts`` node.
     """
     if feedback_value_type is not None:
         if feedback_type is not None:

@@ -53,8 +53,7 @@ ReasonMode = Literal["deterministic", "llm", "none"]
 
 
 class TurnVerdict(BaseModel):
-    """The judge's answer for one window. The reason comes first so the model
-    reasons before it commits to a verdict."""
+    """The judge's answer for one window (the reason first, so the model reasons before it commits)."""
 
     reason: str = Field(description="One or two sentences explaining the verdict.")
     verdict: YesNo = Field(
@@ -80,8 +79,7 @@ class WindowTask(TypedDict):
 
 @dataclass(frozen=True, kw_only=True)
 class RelevancySettings(WindowOptions):
-    """The shared options (:class:`~judgegraph.scoring.WindowOptions`), how the
-    reason is written and what counts as relevant (``rubric``)."""
+    """The shared options, how the reason is written and what counts as relevant (``rubric``)."""
 
     reason: ReasonMode = "deterministic"
     rubric: str | None = None

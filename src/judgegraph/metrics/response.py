@@ -56,8 +56,7 @@ OFFLINE_MODE = "offline: cosine(response, input) — no question generation with
 
 
 def normalise_question(text: str) -> str:
-    """What two questions are compared on: NFKC, case-folded, punctuation and
-    extra spaces removed ("What is X?" == "what is x")."""
+    """What two questions are compared on: NFKC, case-folded, no punctuation or extra spaces."""
     text = unicodedata.normalize("NFKC", text).casefold()
     return " ".join(re.sub(r"[^\w]+", " ", text).split())
 
@@ -130,8 +129,7 @@ def questions_schema(n: int) -> type[GeneratedQuestions]:
 
 
 class ExchangeVerdict(Verdict):
-    """One exchange's judgement. ``score`` is the exchange score; ``verdict`` is
-    "yes" when it reaches the threshold, "no" when not, None on a judge error."""
+    """One exchange's judgement: its ``score``, and ``verdict`` "yes" when that reaches the threshold."""
 
     id_fields: ClassVar[tuple[str, ...]] = ("exchange",)
 
@@ -172,8 +170,7 @@ class EmbedTask(ExchangeTask):
 
 @dataclass(frozen=True, kw_only=True)
 class ResponseRelevancySettings(MetricOptions):
-    """The shared options (:class:`~judgegraph.scoring.MetricOptions`), the
-    embeddings and how many questions are written per reply."""
+    """The shared options, the embeddings and how many questions are written per reply."""
 
     embeddings: Embeddings
     n_questions: int = 3
@@ -426,8 +423,7 @@ def _reduce_score(settings: ResponseRelevancySettings) -> Node:
 
 
 def build_response_relevancy_graph(settings: ResponseRelevancySettings) -> StateGraph:
-    """The uncompiled graph. With an offline judge the question-generation
-    nodes are replaced by ``embed_response`` (cosine(response, input))."""
+    """The uncompiled graph (offline: ``embed_response`` instead of the question nodes)."""
     runner = EmbeddingRunner(settings.embeddings, max_concurrency=settings.max_concurrency)
     builder = StateGraph(ResponseRelevancyState, input_schema=MetricInput, output_schema=MetricOutput)
     builder.add_node("split_exchanges", split_exchanges)
@@ -459,15 +455,10 @@ def create_response_relevancy_judge(
     name: str = "response_relevancy",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
-    """Response relevancy, ragas's semantics: per exchange, N questions written
-    from the reply alone, scored by mean cosine similarity to the user's message.
-
-    ``model``: a chat model, a string like ``openai:gpt-4.1-mini`` or a ready
-    judge; leave it out for the offline fallback (cosine(response, input),
-    labelled). ``embeddings``: any LangChain ``Embeddings`` or a string such as
-    ``openai:text-embedding-3-small`` (``embeddings_base_url`` points it at an
-    OpenAI-compatible server; it defaults to the judge's own server); default:
-    the offline all-MiniLM-L6-v2, or the offline judge's own embeddings."""
+    """Response relevancy, ragas's semantics: per exchange, N questions written from the reply
+    alone, scored by mean cosine similarity to the user's message. ``model`` left out: the
+    offline fallback. ``embeddings``: LangChain ``Embeddings`` or a string (served beside an
+    OpenAI-compatible judge by default, or at ``embeddings_base_url``); default: all-MiniLM-L6-v2."""
     made = resolve_judge(model)
     if embeddings is None:
         embeddings = made.embeddings  # the offline judge's own (None: the default all-MiniLM-L6-v2)
