@@ -35,14 +35,12 @@ class CompileOptions(TypedDict, total=False):
 COMPILE_KEYS = frozenset(CompileOptions.__annotations__)
 
 
-def unexpected_keyword(factory: Callable[..., object] | str, key: str, known: Sequence[str] = ()) -> TypeError:
+def unexpected_keyword(factory: Callable[..., object], key: str) -> TypeError:
     """``TypeError`` for an unknown keyword, naming the closest known one."""
-    name = factory if isinstance(factory, str) else factory.__name__
-    if not known and not isinstance(factory, str):
-        known = [p for p in inspect.signature(factory).parameters if p != "compile"] + sorted(COMPILE_KEYS)
+    known = [p for p in inspect.signature(factory).parameters if p != "compile"] + sorted(COMPILE_KEYS)
     close = difflib.get_close_matches(key, known, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return TypeError(f"{name}() got an unexpected keyword argument {key!r}{hint}")
+    return TypeError(f"{factory.__name__}() got an unexpected keyword argument {key!r}{hint}")
 
 
 def check_options(options: Mapping[str, object], factory: Callable[..., object]) -> None:

@@ -1,22 +1,10 @@
-"""Statements: building blocks that split retrieved texts into statements and
-judge each statement against what the user asked.
-
-Generic steps any metric graph can use (turn contextual relevancy is built from
-them; ``docs/custom_judges.md`` shows a custom graph that is):
-
-* :func:`extract_statements_step` — retrieved nodes → :class:`Statement` list
-  (one LLM call for all the nodes it is given; the offline judge splits
-  sentences with :func:`split_sentences`, no call);
-* :func:`judge_statements_step` — statements vs a user message →
-  :class:`StatementVerdict` list (one call);
-* :func:`verify_step` — a second look at the "no" verdicts (one call);
-* the requests behind them (:func:`extraction_request`,
-  :func:`judgement_request`, :func:`verification_request`) and the structured
-  answers (:class:`ExtractedStatements`, :class:`StatementVerdicts`).
-
-Their prompts are generic: ``prompts/statements/{extract_statements,
-judge_statements,verify_verdict}.md`` (no metric's name in them, so every graph
-built from these steps shares one cache entry per identical request).
+"""Statements: generic steps that split retrieved texts into statements
+(:func:`extract_statements_step`; the offline judge splits sentences, no call),
+judge them against what the user asked (:func:`judge_statements_step`) and take
+a second look at the "no" verdicts (:func:`verify_step`), one call each, with
+the requests and structured answers behind them. Turn contextual relevancy is
+built from them. Their prompts (``prompts/statements/``) name no metric, so
+every graph built from them shares one cache entry per identical request.
 """
 
 from __future__ import annotations
@@ -61,11 +49,9 @@ _BOUNDARY = re.compile(r"""[.!?]+["')\]]*\s+(?=["'(\[]?[A-Z0-9])""")
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``, dependency-free: paragraphs and list items are
-    split first, then sentences end at ``.``, ``!`` or ``?`` followed by a space
-    and a capital letter or digit — except after common abbreviations ("e.g.",
-    "Dr.", "p.m.") and single-letter initials. Decimals ("3.5") never split.
-    Fragments without a letter or digit are dropped; whitespace is collapsed."""
+    """Sentences of ``text``, dependency-free: paragraphs and list items first, then ``.``, ``!``
+    or ``?`` before a space and a capital or digit, except after common abbreviations and
+    initials (decimals never split); fragments without a letter or digit are dropped."""
     out: list[str] = []
     for block in _BLOCKS.split(text):
         block = " ".join(_BULLET.sub("", block).split())
@@ -95,9 +81,8 @@ class NodeStatements(BaseModel):
 
 
 class ExtractedStatements(BaseModel):
-    """The answer of ``extract_statements``: one entry per node, numbered from 1.
-    :func:`extraction_schema` makes the subclass that checks every node of a
-    request is answered exactly once (a wrong answer is re-asked with the error)."""
+    """The answer of ``extract_statements``: one entry per node, numbered from 1
+    (:func:`extraction_schema` checks each is answered exactly once)."""
 
     nodes: list[NodeStatements] = Field(description="One entry per retrieved node, in order.")
     expected_nodes: ClassVar[int | None] = None
@@ -236,8 +221,7 @@ def _node_texts(value: Any) -> list[RetrievalNode]:
 
 
 def extraction_request(nodes: Sequence[str]) -> JudgeRequest:
-    """Extract the statements of ``nodes`` (texts) in one request. It holds the
-    texts only, so identical node lists share one cached judgement."""
+    """Extract the statements of ``nodes`` (texts only: identical lists share one cached judgement)."""
     rendered = "\n\n".join(f"[node {i}]\n{text}" for i, text in enumerate(nodes, 1))
     return JudgeRequest(
         task="extract_statements",
@@ -268,9 +252,7 @@ def _statements_request(task: str, step: str, numbered: Sequence[str], statement
 def judgement_request(
     statements: Sequence[str], user_message: str, context: Sequence[tuple[str, str]] = ()
 ) -> JudgeRequest:
-    """Judge ``statements`` against ``user_message``, with the window's earlier
-    messages as ``(role, content)`` pairs. Task ``statement_relevance`` (the
-    offline judge answers it too)."""
+    """Judge ``statements`` against ``user_message``, with the earlier messages as ``(role, content)``."""
     return _statements_request("statement_relevance", JUDGE_STEP, [" ".join(s.split()) for s in statements],
                                statements, user_message, context)
 

@@ -50,12 +50,7 @@ class MetricSpec:
 def registry() -> dict[str, MetricSpec]:
     specs: dict[str, MetricSpec] = {}
     for module in METRIC_MODULES:
-        try:
-            mod = importlib.import_module(f"{__name__}.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{module}":
-                continue  # not written yet
-            raise
+        mod = importlib.import_module(f"{__name__}.{module}")
         for spec in getattr(mod, "METRIC_SPECS", []):
             specs[spec.name] = spec
     return specs

@@ -386,11 +386,10 @@ def make_judge(
         raise ValueError("name must be a non-empty string")
     name = name.strip()
     spec = feedback_spec(bool if feedback_type is None else feedback_type, threshold=threshold, scores=scores)
-    prompt = build_prompt(name, instructions, spec.description)  # template errors before any model is built
-    schema = feedback_schema(name, spec)
+    build_prompt(name, instructions, spec.description)  # template errors before any model is built
     check_options(compile, make_judge)
     made = require_tasks(resolve_judge(_model_string(model)), [TASK], name)
-    settings = CustomJudgeSettings(name=name, judge=made, feedback=spec, prompt=prompt, schema=schema, review=review)
+    settings = CustomJudgeSettings.create(name=name, judge=made, instructions=instructions, feedback=spec, review=review)
     return compile_graph(build_custom_graph(settings), name, compile, make_judge)
 
 
