@@ -53,8 +53,7 @@ def check_options(options: Mapping[str, object], factory: Callable[..., object])
 def compile_graph(
     builder: StateGraph, name: str, options: Mapping[str, Any], factory: Callable[..., object]
 ) -> CompiledStateGraph:  # options: Any, spread into compile(**)
-    """``builder.compile(name=name, **options)`` after checking ``options`` are
-    compile options; ``factory`` names the caller in the error."""
+    """``builder.compile(name=name, **options)``, a non-compile option a ``TypeError`` naming ``factory``."""
     check_options(options, factory)
     options = dict(options)
     if options.get("checkpointer") not in (None, True, False):
@@ -63,9 +62,8 @@ def compile_graph(
 
 
 def checkpoint_types() -> list[tuple[str, str]]:
-    """``(module, class)`` of every type judgegraph keeps in a graph's state: the
-    pydantic models and dataclasses of its loaded modules, and LangChain's
-    message classes (a ``messages`` input)."""
+    """``(module, class)`` of every type judgegraph keeps in a graph's state: its loaded pydantic
+    models and dataclasses, and LangChain's message classes (a ``messages`` input)."""
     from langchain_core import messages
     from pydantic import BaseModel
 
@@ -84,9 +82,8 @@ def checkpoint_types() -> list[tuple[str, str]]:
 
 
 def register_types(checkpointer: Checkpointer) -> Checkpointer:
-    """A copy of ``checkpointer`` (same storage) whose serializer allows
-    judgegraph's state types explicitly. A checkpointer with a serializer of
-    its own (encrypted, strict, custom) is returned as it is: its owner decides."""
+    """A copy of ``checkpointer`` (same storage) whose serializer allows judgegraph's state types;
+    one with a serializer of its own (encrypted, strict, custom) is returned as it is."""
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.checkpoint.serde.base import maybe_add_typed_methods
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer

@@ -331,12 +331,8 @@ def make_result(
     """Verdicts → a :class:`~judgegraph.results.MetricResult` in one call: the engine every
     built-in metric scores with (:class:`ScoringPolicy`, whose fields these are). ``reason``:
     a string, a function ``(score, threshold, verdicts) -> str``, or None for the share reason."""
-    writer: str | Reason | None
-    if callable(reason):
-        fn = reason
-        writer = lambda t: fn(t.score, t.threshold, t.verdicts)  # noqa: E731
-    else:
-        writer = reason
+    fn = reason
+    writer = (lambda t: fn(t.score, t.threshold, t.verdicts)) if callable(fn) else fn
     policy = ScoringPolicy(
         name, judge, threshold, strict_mode, frozenset({positive} if isinstance(positive, str) else positive),
         score=score, step=step, where=where, reason=writer, what=what, value=lambda t: value,

@@ -122,7 +122,7 @@ def sliding_windows(conversation: Conversation, window_size: int) -> list[Window
 
 
 def windows_from_exchanges(conversation: Conversation, exs: list[Exchange], window_size: int) -> list[Window]:
-    """:func:`sliding_windows` over exchanges computed once (e.g. by a report graph)."""
+    """:func:`sliding_windows` over exchanges computed once."""
     check_window_size(window_size)
     system = tuple(t.content for t in conversation.turns if t.role == "system")
     return [Window(i, tuple(exs[max(0, i - window_size + 1) : i + 1]), system) for i in range(len(exs))]

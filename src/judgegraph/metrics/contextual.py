@@ -302,16 +302,11 @@ def _reduce_score(settings: ContextualSettings) -> Node:
             mine = [v for v in verdicts if v.exchange == turn.exchange]
             judged = [v for v in mine if v.verdict is not None]
             relevant = sum(1 for v in judged if v.verdict == "yes")
-            turn_score: float | None = None
-            if not turn.nodes:
-                turn_status = "no context"
-            elif judged:
-                turn_status, turn_score = "scored", relevant / len(judged)
-            else:
-                turn_status = "not judged"
+            scored = bool(turn.nodes and judged)
             turns.append({
                 "exchange": turn.exchange, "turns": [t + 1 for t in turn.turns], "label": turn.label,
-                "status": turn_status, "score": turn_score, "nodes": len(turn.nodes), "statements": len(mine),
+                "status": "scored" if scored else "not judged" if turn.nodes else "no context",
+                "score": relevant / len(judged) if scored else None, "nodes": len(turn.nodes), "statements": len(mine),
                 "judged": len(judged), "relevant": relevant,
             })
         scores = [t["score"] for t in turns if t["status"] == "scored"]

@@ -193,11 +193,8 @@ def split_exchanges(state: ResponseRelevancyState, config: RunnableConfig) -> di
     exs = in_scope(exchanges(conversation), config)
     skipped = []
     for ex in exs:
-        why = None
-        if not ex.user_text.strip():
-            why = "no user message before the reply (the assistant spoke first): nothing to compare it with"
-        elif not _reply_text(ex):
-            why = "the reply has no text"
+        why = ("no user message before the reply (the assistant spoke first): nothing to compare it with"
+               if not ex.user_text.strip() else None if _reply_text(ex) else "the reply has no text")
         if why:
             skipped.append({"exchange": ex.index, "turns": list(ex.reply_turn_indices), "why": why})
     return {"conversation": conversation, "exchanges": exs, "skipped": skipped}
