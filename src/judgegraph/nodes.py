@@ -262,19 +262,14 @@ def apply_review(verdicts: Sequence[V], decisions: ReviewDecisions, *, by: str =
     unknown = sorted(set(map(str, decisions)) - set(by_id))
     if unknown:
         raise ValueError(f"review: no verdict with id {', '.join(unknown)}; the verdicts are {', '.join(by_id)}")
-    out = []
-    for v in verdicts:
-        decision = decisions.get(v.id)
-        if decision is None:
-            out.append(v)
-            continue
-        decision = {"verdict": decision} if isinstance(decision, str) else dict(decision)
-        review = Review(by=decision.pop("by", by), judge_verdict=v.verdict, judge_reason=v.reason,
-                        note=decision.pop("note", ""))
-        data = {**v.model_dump(), "reason": decision.get("reason", v.reason), **decision,
-                "error": None, "review": review}
-        out.append(type(v).model_validate(data))
-    return out
+
+    def reviewed(v: V, decision: str | Mapping[str, Any]) -> V:
+        fields = {"verdict": decision} if isinstance(decision, str) else dict(decision)
+        review = Review(by=fields.pop("by", by), judge_verdict=v.verdict, judge_reason=v.reason,
+                        note=fields.pop("note", ""))
+        return type(v).model_validate({**v.model_dump(), **fields, "error": None, "review": review})
+
+    return [v if decisions.get(v.id) is None else reviewed(v, decisions[v.id]) for v in verdicts]
 
 
 def review_node(

@@ -288,16 +288,12 @@ def _selected(state: dict[str, Any]) -> tuple[list[RetrievalNode], list[int]]:
 
 
 def extract_statements_step(judge: Judge, *, name: str = "extract_statements") -> Runnable:
-    """A node that splits retrieved nodes into statements.
+    """A node that splits retrieved nodes into statements, in one request (offline: sentences, none).
 
-    Reads ``retrieval_context`` (a list of :class:`RetrievalNode`, dicts or
-    strings), optionally ``node_indices`` (which of them; default all) and
-    ``where`` (a label for errors). Writes ``statements`` (a list of
-    :class:`Statement`, ``node`` being the index in ``retrieval_context``) and
-    ``calls`` (a list of :class:`JudgeCall`). An LLM judge makes one request
-    for all the selected nodes; the offline judge makes none: statements are
-    the nodes' sentences (:func:`split_sentences`). Give ``statements`` and
-    ``calls`` an ``operator.add`` reducer when the node runs in a fan-out."""
+    Reads ``retrieval_context`` (nodes, dicts or strings), optionally ``node_indices`` (default all)
+    and ``where`` (a label for errors); writes ``statements`` (:class:`Statement`, ``node`` indexing
+    ``retrieval_context``) and ``calls`` (:class:`JudgeCall`): give both an ``operator.add`` reducer
+    in a fan-out."""
     empty: dict[str, Any] = {"statements": [], "calls": []}
 
     if judge.kind == "offline":
@@ -338,12 +334,9 @@ def _statements(state: dict[str, Any]) -> list[Statement]:
 
 
 def judge_statements_step(judge: Judge, *, name: str = "judge_statements") -> Runnable:
-    """A node that judges statements against a user message in one request.
-
-    Reads ``statements`` (:class:`Statement` or strings), ``user_message``,
-    optionally ``context`` (the earlier messages as ``(role, content)`` pairs)
-    and ``where``. Writes ``verdicts`` (one :class:`StatementVerdict` per
-    statement; ``verdict`` None and ``error`` set when the judge failed) and
+    """A node that judges ``statements`` (:class:`Statement` or strings) against ``user_message``
+    in one request, with optional ``context`` (earlier ``(role, content)`` pairs) and ``where``;
+    writes ``verdicts`` (one :class:`StatementVerdict` each, ``verdict`` None on a judge error) and
     ``calls``. Works with the offline judge (embedding similarity)."""
 
     def build(state: dict[str, Any]) -> JudgeRequest:
@@ -370,14 +363,9 @@ def judge_statements_step(judge: Judge, *, name: str = "judge_statements") -> Ru
 
 
 def verify_step(judge: Judge, *, name: str = "verify_verdict") -> Runnable:
-    """A node that takes a second look at the "no" verdicts it is given.
-
-    Reads ``verdicts`` (:class:`StatementVerdict`; only those with verdict
-    "no" are looked at, in one request), ``user_message``, optionally
-    ``context`` and ``where``. Writes ``verified``: the looked-at verdicts with
-    the second judgement (``verified=True``, ``first_reason`` kept, ``flipped``
-    when "no" became "yes"), and ``calls``. When the second look fails, the
-    first verdicts stand (``verified`` is empty) and the call records the error."""
+    """A node that takes a second look, in one request, at the "no" ``verdicts`` it reads (with
+    ``user_message``, optional ``context`` and ``where``); writes ``verified`` (``first_reason``
+    kept, ``flipped`` when "no" became "yes"; empty when the look failed) and ``calls``."""
 
     def looked_at(state: dict[str, Any]) -> list[StatementVerdict]:
         return [v for v in state.get("verdicts") or [] if v.verdict == "no"]
