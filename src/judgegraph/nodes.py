@@ -153,8 +153,7 @@ def score_node(
 
 
 def with_transcript(result: MetricResult, state: Mapping[str, Any]) -> MetricResult:
-    """``result`` holding the requests of the state's ``judge_calls`` (extractions and the like,
-    see :func:`judge_step`) in its ``transcript``, less those a verdict holds as its own."""
+    """``result`` with the state's ``judge_calls`` in its ``transcript``, less those a verdict holds."""
     own = {a.request for v in result.verdicts for a in v.transcript if a.request}
     calls = [a for a in state.get("judge_calls") or [] if not a.request or a.request not in own]
     return result.model_copy(update={"transcript": [*result.transcript, *calls]}) if calls else result

@@ -14,8 +14,7 @@ Status = Literal["passed", "failed", "error", "not_applicable"]
 
 
 class Usage(BaseModel):
-    """Judge calls and tokens. ``estimated`` is set when a provider reported no
-    token counts and they were counted locally with tiktoken."""
+    """Judge calls and tokens (``estimated``: counted locally, the provider reported none)."""
 
     calls: int = 0
     input_tokens: int = 0
@@ -40,8 +39,7 @@ class Usage(BaseModel):
 
 
 class JudgeAttempt(BaseModel):
-    """One request behind a verdict, as sent and as answered (re-asks and
-    transport retries each get their own). Never holds API keys or headers."""
+    """One request behind a verdict, as sent and answered (each re-ask its own); never keys or headers."""
 
     step: str  # prompt step, e.g. "turn_relevancy/judge_turn"
     messages: list[dict[str, str]] = Field(default_factory=list)  # [{"role", "content"}] exactly as sent
@@ -194,8 +192,7 @@ def merge_calls(left: list[JudgeAttempt] | None, right: list[JudgeAttempt] | Non
 
 
 def __getattr__(name: str) -> Any:
-    """``build_result`` and ``strict``, importable from here as before: they live with the scoring
-    engine (:mod:`judgegraph.scoring`), which imports this module, so they are looked up when asked for."""
+    """``build_result`` and ``strict`` from :mod:`judgegraph.scoring` (which imports this module), as before."""
     if name in ("build_result", "strict"):
         from . import scoring
 
