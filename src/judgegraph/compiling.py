@@ -1,15 +1,8 @@
 """What every metric factory does last: compile its builder with the caller's
-LangGraph compile options, refusing a keyword it does not know.
-
-Every ``create_*`` factory takes ``**compile: Unpack[CompileOptions]`` after its
-own options, so a checkpointer or interrupts can be added to any metric::
-
-    judge = create_turn_relevancy_judge(checkpointer=InMemorySaver(), interrupt_before=["reduce_score"])
-
-and a misspelt option is a ``TypeError`` naming it (with a suggestion), never
-silently ignored. A checkpointer with LangGraph's default serializer gets
-judgegraph's state types registered (:func:`register_types`), so reading a
-checkpoint back logs no "unregistered type" warning.
+LangGraph compile options (``**compile: Unpack[CompileOptions]``), so any metric
+takes a checkpointer or interrupts, and a misspelt option is a ``TypeError``
+naming it. A checkpointer with LangGraph's default serializer gets judgegraph's
+state types registered (:func:`register_types`): no "unregistered type" warning.
 """
 
 from __future__ import annotations
@@ -42,14 +35,12 @@ class CompileOptions(TypedDict, total=False):
 COMPILE_KEYS = frozenset(CompileOptions.__annotations__)
 
 
-def unexpected_keyword(factory: Callable[..., object] | str, key: str, known: Sequence[str] = ()) -> TypeError:
+def unexpected_keyword(factory: Callable[..., object], key: str) -> TypeError:
     """``TypeError`` for an unknown keyword, naming the closest known one."""
-    name = factory if isinstance(factory, str) else factory.__name__
-    if not known and not isinstance(factory, str):
-        known = [p for p in inspect.signature(factory).parameters if p != "compile"] + sorted(COMPILE_KEYS)
+    known = [p for p in inspect.signature(factory).parameters if p != "compile"] + sorted(COMPILE_KEYS)
     close = difflib.get_close_matches(key, known, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return TypeError(f"{name}() got an unexpected keyword argument {key!r}{hint}")
+    return TypeError(f"{factory.__name__}() got an unexpected keyword argument {key!r}{hint}")
 
 
 def check_options(options: Mapping[str, object], factory: Callable[..., object]) -> None:
@@ -62,8 +53,7 @@ def check_options(options: Mapping[str, object], factory: Callable[..., object])
 def compile_graph(
     builder: StateGraph, name: str, options: Mapping[str, Any], factory: Callable[..., object]
 ) -> CompiledStateGraph:  # options: Any, spread into compile(**)
-    """``builder.compile(name=name, **options)`` after checking ``options`` are
-    compile options; ``factory`` names the caller in the error."""
+    """``builder.compile(name=name, **options)``, a non-compile option a ``TypeError`` naming ``factory``."""
     check_options(options, factory)
     options = dict(options)
     if options.get("checkpointer") not in (None, True, False):
@@ -72,9 +62,8 @@ def compile_graph(
 
 
 def checkpoint_types() -> list[tuple[str, str]]:
-    """``(module, class)`` of every type judgegraph keeps in a graph's state: the
-    pydantic models and dataclasses of its loaded modules, and LangChain's
-    message classes (a ``messages`` input)."""
+    """``(module, class)`` of every type judgegraph keeps in a graph's state: its loaded pydantic
+    models and dataclasses, and LangChain's message classes (a ``messages`` input)."""
     from langchain_core import messages
     from pydantic import BaseModel
 
@@ -93,9 +82,8 @@ def checkpoint_types() -> list[tuple[str, str]]:
 
 
 def register_types(checkpointer: Checkpointer) -> Checkpointer:
-    """A copy of ``checkpointer`` (same storage) whose serializer allows
-    judgegraph's state types explicitly. A checkpointer with a serializer of
-    its own (encrypted, strict, custom) is returned as it is: its owner decides."""
+    """A copy of ``checkpointer`` (same storage) whose serializer allows judgegraph's state types;
+    one with a serializer of its own (encrypted, strict, custom) is returned as it is."""
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.checkpoint.serde.base import maybe_add_typed_methods
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer

@@ -142,16 +142,10 @@ def _retrieval(message: BaseMessage) -> list[Any]:  # strings or dicts, as given
 
 
 def from_messages(messages: Iterable[BaseMessage | dict[str, Any]], **fields: Any) -> Conversation:
-    """A :class:`Conversation` from LangChain messages (``MessagesState``'s
-    ``messages``): objects, their ``model_dump()`` or ``messages_to_dict`` dicts,
-    or ``{"role", "content"}`` dicts.
-
-    Human → ``user``, AI → ``assistant`` (its ``tool_calls`` kept, each with the
-    output of the tool message answering it), system → ``system``, tool →
-    ``tool``. A message's retrieval context is read from
-    ``additional_kwargs["retrieval_context"]`` (or ``response_metadata``): a list
-    of strings or ``{"context", "source"}`` dicts. ``fields`` are the
-    conversation's own (``id``, ``chatbot_role``, ``expected_outcome``, ``metadata``)."""
+    """A :class:`Conversation` from LangChain messages (objects, their dict dumps, or
+    ``{"role", "content"}`` dicts): AI messages keep their ``tool_calls`` with the tool's output;
+    retrieval context is read from ``additional_kwargs["retrieval_context"]`` (or
+    ``response_metadata``); ``fields`` are the conversation's own (``id``, ``metadata``, ...)."""
     objs = _message_objects(list(messages))
     outputs = {call_id: m.text for m in objs if (call_id := getattr(m, "tool_call_id", None))}
     turns: list[Turn] = []

@@ -1,27 +1,14 @@
-"""Building blocks for metric graphs, public so custom judges can reuse them.
+"""Building blocks for metric graphs, public so custom judges can reuse them
+(``docs/custom_judges.md`` walks through a whole graph, ``examples/policy_judge/``).
 
-A *judge step* is a graph node that turns its input into one
-:class:`~judgegraph.judges.JudgeRequest`, asks a judge, and turns the outcome
-into a state update. :func:`judge_step` makes one such node that works under
-``invoke`` and ``ainvoke`` alike from the same two pure functions.
-
-The blocks a custom metric graph is made of (``docs/custom_judges.md`` walks
-through a whole one, ``examples/policy_judge/``):
-
-* :func:`window_node` — ``conversation`` → ``windows`` (one per exchange);
-* :func:`fan_out` — a conditional edge: one ``Send`` per item of a state list;
-* :func:`judge_step` — one LLM judgement per node run, sync and async, under
-  the judge's concurrency limit, re-ask, cache and token accounting;
-* :func:`outcome_fields` — the :class:`~judgegraph.results.Verdict` fields a
-  judge outcome fills (error, attempts, usage, score, transcript);
-* :func:`make_result` — verdicts → :class:`~judgegraph.results.MetricResult`
-  with the status rules every built-in metric uses;
-* :func:`render_messages`, :func:`conversation_json` — conversation content as
-  prompt values (data, never template source);
-* :func:`quote`, :func:`turn_label` — quoted snippets and 1-based turn labels
-  for deterministic reasons;
-* statement steps (``extract_statements_step``, ``judge_statements_step``,
-  ``verify_step``) and their models live in :mod:`judgegraph.statements`.
+A *judge step* (:func:`judge_step`) turns its input into one
+:class:`~judgegraph.judges.JudgeRequest`, asks a judge and turns the outcome into
+a state update, under ``invoke`` and ``ainvoke`` alike. The other blocks split a
+conversation (:func:`window_node`), fan out (:func:`fan_out`), fill verdicts
+(:func:`outcome_fields`), score (:func:`make_result`, :func:`score_node`), let a
+person review (:func:`review_node`) and render prompt values as data
+(:func:`render_messages`, :func:`conversation_json`). Statement steps live in
+:mod:`judgegraph.statements`.
 """
 
 from __future__ import annotations
@@ -61,12 +48,10 @@ def judge_step(
 ) -> RunnableLambda:
     """A node: ``finish(input, judge(build(input)))``, sync and async.
 
-    Every attempt's transcript entry is stamped with the request's key; an
-    update that holds no verdict (an extraction, say) also gets the
-    transcript as ``judge_calls``, which the score node puts in the result, so
-    every request behind a result is kept. A :class:`~judgegraph.replay.Steer`
-    in the run's config may keep verdicts, replay earlier answers or replace
-    the step's prompt (re-judging, :mod:`judgegraph.steering`)."""
+    Every attempt is stamped with the request's key; an update holding no
+    verdict (an extraction) gets the transcript as ``judge_calls``, so every
+    request behind a result is kept. A :class:`~judgegraph.replay.Steer` in the
+    config may keep verdicts, replay answers or replace the prompt (re-judging)."""
 
     def before(task: Any, config: RunnableConfig | None) -> tuple[Steer | None, JudgeRequest, Any]:
         steer = steer_of(config)
@@ -91,19 +76,13 @@ def judge_step(
 
     def run(task: Any, config: RunnableConfig) -> Any:
         steer, request, early = before(task, config)
-        if isinstance(early, JudgeOutcome):
-            return after(task, request, early, steer)
-        if early is not None:
-            return early
-        return after(task, request, (steer and steer.judge or judge).run(request), steer)
+        done = early if early is not None else (steer and steer.judge or judge).run(request)
+        return after(task, request, done, steer) if isinstance(done, JudgeOutcome) else done
 
     async def arun(task: Any, config: RunnableConfig) -> Any:
         steer, request, early = before(task, config)
-        if isinstance(early, JudgeOutcome):
-            return after(task, request, early, steer)
-        if early is not None:
-            return early
-        return after(task, request, await (steer and steer.judge or judge).arun(request), steer)
+        done = early if early is not None else await (steer and steer.judge or judge).arun(request)
+        return after(task, request, done, steer) if isinstance(done, JudgeOutcome) else done
 
     return RunnableLambda(run, afunc=arun, name=name)
 
@@ -144,20 +123,13 @@ def turn_label(indices: Iterable[int]) -> str:
 
 def conversation_json(conversation: Conversation, *, numbered: bool = True) -> str:
     """The whole conversation as a JSON list of ``{turn, role, content}`` (MLflow's
-    session transcript shape, plus 1-based turn numbers so judges can cite turns).
-    It is a value for a prompt placeholder: data, never template source."""
+    session transcript shape, plus 1-based turn numbers so judges can cite turns):
+    a prompt value, never template source."""
     import json
 
-    rows = []
-    for i, turn in enumerate(conversation.turns):
-        row: dict[str, Any] = {"turn": i + 1} if numbered else {}
-        row.update(role=turn.role, content=turn.content)
-        rows.append(row)
+    rows = [{**({"turn": i + 1} if numbered else {}), "role": t.role, "content": t.content}
+            for i, t in enumerate(conversation.turns)]
     return json.dumps(rows, ensure_ascii=False, indent=1)
-
-
-# -- building blocks for custom metric graphs ------------------------------------
-
 
 
 class Node(Protocol):
@@ -169,9 +141,8 @@ class Node(Protocol):
 def score_node(
     name: str, score: Callable[[Any, Conversation, list[Any]], MetricResult], *, order: Callable[[Any], Any] | None = None
 ) -> Node:
-    """The ``reduce_score`` node: ``score(state, conversation, verdicts)`` as the
-    state's ``results[name]``, the verdicts sorted by ``order`` (None: as the
-    state holds them)."""
+    """The ``reduce_score`` node: ``score(state, conversation, verdicts)`` as ``results[name]``,
+    the verdicts sorted by ``order`` (None: as the state holds them)."""
 
     def reduce_score(state: Any) -> dict[str, Any]:
         held = state.get("verdicts") or []
@@ -182,20 +153,16 @@ def score_node(
 
 
 def with_transcript(result: MetricResult, state: Mapping[str, Any]) -> MetricResult:
-    """``result`` holding the requests of the state's ``judge_calls`` (extractions and the like,
-    see :func:`judge_step`) in its ``transcript``, less those a verdict holds as its own."""
+    """``result`` with the state's ``judge_calls`` in its ``transcript``, less those a verdict holds."""
     own = {a.request for v in result.verdicts for a in v.transcript if a.request}
     calls = [a for a in state.get("judge_calls") or [] if not a.request or a.request not in own]
     return result.model_copy(update={"transcript": [*result.transcript, *calls]}) if calls else result
 
 
 def window_node(window_size: int, *, name: str = "window_turns") -> Callable[..., dict[str, Any]]:
-    """A node: the state's conversation (``conversation``, a :class:`Conversation`
-    or a dict in judgegraph's format, or ``messages``) → ``{"conversation":
-    Conversation, "windows": [Window, ...]}``,
-    one window per exchange holding it and up to ``window_size - 1`` earlier
-    exchanges (:mod:`judgegraph.windows`). ``window_size`` is checked here, when the
-    graph is built: ``< 1`` or not a whole number is a ``ValueError``."""
+    """A node: the state's conversation → ``{"conversation", "windows"}``, one window per
+    exchange holding up to ``window_size - 1`` earlier ones (:mod:`judgegraph.windows`).
+    ``window_size`` is checked when the graph is built (a ``ValueError``)."""
     check_window_size(window_size)
 
     # "Optional[RunnableConfig]": the spelling LangGraph recognises (under postponed annotations) to pass the config
@@ -208,8 +175,6 @@ def window_node(window_size: int, *, name: str = "window_turns") -> Callable[...
     return window_turns
 
 
-# -- the latest exchange only -------------------------------------------------------
-
 #: The run-time scope, in ``config["configurable"]``: ``"latest"`` judges only the latest exchange.
 SCOPE_KEY = "judgegraph_scope"
 
@@ -220,11 +185,9 @@ def latest_scope(config: RunnableConfig | None) -> bool:
 
 
 def in_scope(items: Sequence[T], config: RunnableConfig | None) -> list[T]:
-    """The per-exchange items (windows, exchanges) a run judges: every one, or
-    under the latest scope only the last (its earlier turns stay its context).
-    The blocks that split a conversation per exchange call it, so every metric
-    built from them can judge only the latest exchange with no code of its own;
-    a metric that reads the whole conversation (a session judge) ignores it."""
+    """The per-exchange items (windows, exchanges) a run judges: all, or under the
+    latest scope only the last (its earlier turns stay its context). The blocks that
+    split a conversation call it, so every metric built from them gets the scope."""
     return list(items[-1:]) if latest_scope(config) else list(items)
 
 
@@ -236,11 +199,9 @@ def fan_out(
     empty: str,
     extra: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
 ) -> Callable[[Mapping[str, Any]], list[Send] | str]:
-    """A router for ``add_conditional_edges``: one ``Send(target, {item: x})``
-    per element ``x`` of ``state[key]`` (plus ``extra(state)``'s keys in every
-    task), or the node ``empty`` when the list is missing or empty. All the
-    tasks run in the same step, concurrently; a plain edge from ``target`` to
-    the next node runs that node once, after all of them::
+    """A router for ``add_conditional_edges``: one ``Send(target, {item: x, **extra(state)})``
+    per element ``x`` of ``state[key]``, or the node ``empty`` when there is none. The
+    tasks run concurrently; a plain edge from ``target`` runs the next node once::
 
         builder.add_conditional_edges("window_turns",
                                       fan_out("judge_turn", "windows", item="window", empty="reduce_score"),
@@ -259,10 +220,8 @@ def fan_out(
 
 
 def outcome_fields(outcome: JudgeOutcome) -> dict[str, Any]:
-    """The :class:`~judgegraph.results.Verdict` fields a judge outcome fills:
-    ``error`` (None on success; the judge's message, or "no verdict", on
-    failure), ``attempts``, ``usage``, ``score`` and ``transcript``. Use it in a judge step's
-    ``finish`` and set ``verdict`` to None when ``outcome.ok`` is false::
+    """The :class:`~judgegraph.results.Verdict` fields a judge outcome fills (``error``:
+    None on success; ``attempts``, ``usage``, ``score``, ``transcript``)::
 
         Verdict(verdict=outcome.value.verdict if outcome.ok else None, **outcome_fields(outcome))
     """
@@ -275,16 +234,11 @@ def outcome_fields(outcome: JudgeOutcome) -> dict[str, Any]:
     }
 
 
-# -- human review --------------------------------------------------------------------
-
-
 def scoring_edges(builder: StateGraph, sources: Sequence[str], *, review: bool, metric: str,
                   reduce: str = "reduce_score", **review_options: Any) -> None:
-    """The edges from the nodes that make verdicts (``sources``) to the reduce
-    node; with ``review``, through a :func:`review_node` (``review_verdicts``)
-    where a person can override verdicts before they are scored
-    (``review_options``: :func:`review_node`'s ``read`` and ``write``). Every
-    metric graph ends this way, so every one can be reviewed."""
+    """The edges from the nodes that make verdicts (``sources``) to the reduce node;
+    with ``review``, through a :func:`review_node` (``review_options``: its ``read``
+    and ``write``), so every metric can be reviewed."""
     target = reduce
     if review:
         builder.add_node(REVIEW_NODE, review_node(metric, **review_options))
@@ -297,11 +251,9 @@ REVIEW_NODE = "review_verdicts"
 
 
 def apply_review(verdicts: Sequence[V], decisions: ReviewDecisions, *, by: str = "human") -> list[V]:
-    """``verdicts`` with a person's ``decisions`` applied: ``{verdict id: {"verdict": ..., "reason": ...}}``
-    (or ``{id: "yes"}``, or a list of ``{"id", "verdict", "reason"}`` records; ``[]`` keeps every verdict —
-    LangGraph reads an empty dict given to ``Command(resume=...)`` as no answer). Each overridden verdict is validated by its own model, records ``review`` (who set it
-    and what the judge had said) and loses its judge error; the others are returned unchanged. An id that is not
-    one of the verdicts is a ``ValueError`` naming the known ids."""
+    """``verdicts`` with a person's ``decisions`` (:data:`ReviewDecisions`; ``[]`` keeps every verdict:
+    LangGraph reads an empty dict given to ``Command(resume=...)`` as no answer). Each overridden verdict is
+    validated by its own model, records ``review`` and loses its judge error; an unknown id is a ``ValueError``."""
     if isinstance(decisions, (list, tuple)):  # [{"id": ..., "verdict": ..., "reason": ...}, ...]
         decisions = {str(d["id"]): {k: x for k, x in d.items() if k != "id"} for d in decisions}
     decisions = {str(k): d for k, d in cast("Mapping[str, Union[str, Mapping[str, Any]]]", decisions or {}).items()}
@@ -309,19 +261,14 @@ def apply_review(verdicts: Sequence[V], decisions: ReviewDecisions, *, by: str =
     unknown = sorted(set(map(str, decisions)) - set(by_id))
     if unknown:
         raise ValueError(f"review: no verdict with id {', '.join(unknown)}; the verdicts are {', '.join(by_id)}")
-    out = []
-    for v in verdicts:
-        decision = decisions.get(v.id)
-        if decision is None:
-            out.append(v)
-            continue
-        decision = {"verdict": decision} if isinstance(decision, str) else dict(decision)
-        review = Review(by=decision.pop("by", by), judge_verdict=v.verdict, judge_reason=v.reason,
-                        note=decision.pop("note", ""))
-        data = {**v.model_dump(), "reason": decision.get("reason", v.reason), **decision,
-                "error": None, "review": review}
-        out.append(type(v).model_validate(data))
-    return out
+
+    def reviewed(v: V, decision: str | Mapping[str, Any]) -> V:
+        fields = {"verdict": decision} if isinstance(decision, str) else dict(decision)
+        review = Review(by=fields.pop("by", by), judge_verdict=v.verdict, judge_reason=v.reason,
+                        note=fields.pop("note", ""))
+        return type(v).model_validate({**v.model_dump(), **fields, "error": None, "review": review})
+
+    return [v if decisions.get(v.id) is None else reviewed(v, decisions[v.id]) for v in verdicts]
 
 
 def review_node(
@@ -330,11 +277,10 @@ def review_node(
     read: Callable[[Any], Sequence[Verdict]] = lambda state: state.get("verdicts") or [],
     write: str = "verdicts",
 ) -> RunnableLambda:
-    """A ``review_verdicts`` node: it interrupts the run (``langgraph.types.interrupt``; the graph needs a
-    checkpointer) with ``{"metric", "verdicts": [{id, verdict, reason, turns, error}, ...]}`` (``turns``: 1-based
-    turn numbers, as the table, ``show``, reasons and the HTML report number them); resuming with
-    ``Command(resume={verdict id: {"verdict": ..., "reason": ...}})`` (``[]`` keeps them all) overrides the chosen
-    verdicts (:func:`apply_review`), and the next node computes the score from the reviewed verdicts."""
+    """A ``review_verdicts`` node: it interrupts the run (the graph needs a checkpointer) with
+    ``{"metric", "verdicts": [{id, verdict, reason, turns (1-based), error}, ...]}``; resuming with
+    ``Command(resume={verdict id: {"verdict": ..., "reason": ...}})`` overrides those verdicts
+    (:func:`apply_review`) before the score."""
     from langgraph.types import interrupt
 
     def review_verdicts(state: Any, config: RunnableConfig) -> dict[str, Any]:

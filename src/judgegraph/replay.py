@@ -1,22 +1,11 @@
-"""Steering a metric's judge steps at run time: what lets every metric judge
-chosen verdicts again, and only those, with no metric-specific code.
+"""Steering a metric's judge steps at run time, with no metric-specific code.
 
-A :class:`Steer` travels in the run's config (``config["configurable"]
-[STEER_KEY]``) and every :func:`judgegraph.nodes.judge_step` consults it
-before it asks its judge:
-
-1. **kept**: a step whose verdicts (found by calling the step's own ``finish``
-   with a failed outcome, which makes no call) all have ids in ``keep`` and
-   none in ``chosen`` returns those kept verdicts: no call;
-2. **replayed**: a step that writes no verdict (an extraction the verdicts
-   are judged from) and makes a request made before (same
-   :meth:`JudgeRequest.cache_key`, found in the earlier run's transcripts)
-   gets its earlier answer: no call;
-3. otherwise the judge is asked, with ``prompts[step]`` replacing the step's
-   prompt when one is given.
-
-The metric's own reduce node then scores the kept and the new verdicts by the
-metric's own rules. Nothing here names a node or a metric.
+A :class:`Steer` in the run's config (``configurable[STEER_KEY]``) is read by
+every :func:`judgegraph.nodes.judge_step` before it asks its judge: a step whose
+verdicts (found by calling its own ``finish`` with a failed outcome: no call)
+are all kept and none chosen returns them; a step that writes no verdict (an
+extraction) and makes a request made before gets the earlier answer; otherwise
+the judge is asked, with the new prompt or values. Nothing here names a node or a metric.
 """
 
 from __future__ import annotations
@@ -39,15 +28,9 @@ PROBE = "(steering probe: no call made)"
 
 @dataclass(frozen=True)
 class Steer:
-    """Run-time steering of judge steps (see the module docs).
-
-    ``keep``: verdicts by id that stay as they are unless chosen; ``chosen``:
-    the ids to judge again (None: every one); ``replay``: earlier answers by
-    request key; ``prompt``: a prompt replacing the prompt of every step that
-    writes verdicts; ``values``: placeholder values replacing a request's own
-    (``{"rubric": ...}``); ``judge``: a judge replacing the graph's own;
-    ``review``: whether a review node pauses again (default: no, the person
-    who asked for this re-judge has decided)."""
+    """Run-time steering of judge steps: ``keep`` verdicts by id unless ``chosen`` (None: all);
+    ``replay`` earlier answers by request key; ``prompt``, ``values`` (``{"rubric": ...}``) and
+    ``judge`` replace the steps' own; ``review``: whether a review node pauses again."""
 
     keep: Mapping[str, Verdict] = field(default_factory=dict)
     chosen: frozenset[str] | None = None
@@ -61,12 +44,9 @@ class Steer:
     replaced: set[str] = field(default_factory=set)
 
     def plan(self, probe: Any, request: JudgeRequest) -> tuple[JudgeRequest, Any | JudgeOutcome | None]:
-        """The request to send (prompt and values replaced) and what the step
-        does instead of asking the judge, from ``probe`` (its update for a
-        failed outcome): the update with the kept verdicts when it writes
-        verdicts that are all kept and none chosen; the earlier answer when it
-        writes no verdict (an extraction) and the same request was made before;
-        None (ask the judge) otherwise."""
+        """The request to send (prompt and values replaced) and what the step does instead of
+        asking the judge, from ``probe`` (its update for a failed outcome): the kept verdicts, the
+        earlier answer to the same request (a step writing no verdict), or None (ask the judge)."""
         update = probe.update if isinstance(probe, Command) else probe
         verdicts = update.get("verdicts") if isinstance(update, Mapping) else None
         if not verdicts:
@@ -92,8 +72,7 @@ class Steer:
         return dataclasses.replace(request, values={**request.values, **mine})
 
     def answer(self, request: JudgeRequest) -> JudgeOutcome | None:
-        """The earlier answer to the same request, as an outcome with no call; None when there is none
-        (or it no longer fits the request's schema)."""
+        """The earlier answer to the same request, as an outcome with no call (None: none that fits)."""
         attempt = self.replay.get(request.cache_key())
         if attempt is None or attempt.reply is None:
             return None
@@ -127,9 +106,8 @@ def probe(finish: Callable[[Any, JudgeOutcome], Any], task: Any) -> Any:
 
 
 def answers_of(results: Iterable[MetricResult], *, leave_out: Callable[[Verdict], bool]) -> dict[str, JudgeAttempt]:
-    """Every valid answer in ``results``' transcripts by request key: the results'
-    own calls and the verdicts', less the requests of the verdicts ``leave_out``
-    picks (they are judged again)."""
+    """Every valid answer in ``results``' transcripts by request key, less the requests of the
+    verdicts ``leave_out`` picks (they are judged again)."""
     out: dict[str, JudgeAttempt] = {}
     again: set[str] = set()
     for result in results:

@@ -1,31 +1,15 @@
-"""Where metrics are composed — the one place: every consumer (the runner and
-the dry run through :class:`~judgegraph.runner.MetricPlan`, ``judge_node``, the
-evaluators, the assertions, the simulator, re-judging, Studio, ``judgegraph
-graph``) builds its metrics and its report graph here, so they take metrics,
-pass the judge and treat result names the same way.
+"""Where metrics are composed — the one place every consumer (runner, dry run,
+``judge_node``, evaluators, assertions, simulator, re-judging, Studio) builds its
+metrics and report graph, so all take metrics, pass the judge and name results alike.
 
-* :func:`build_metric` — the only call of a metric factory:
-  ``factory(model=judge, **options)`` (a Judge is a valid ``model``).
-* :func:`metric_graphs` — metric names, import paths, :class:`MetricSpec` s and
-  compiled graphs → compiled metric graphs; those built here share **one**
-  judge made from ``model``, so they share its limit on calls in flight and its
-  cache (a statement extraction two metrics need is made once).
+* :func:`build_metric` — the only call of a metric factory;
+* :func:`metric_graphs` — names, import paths, specs and compiled graphs →
+  compiled graphs; those built here share one judge (its limit and cache);
 * :func:`build_report_graph` / :func:`create_report_graph` — one graph running
-  them as named subgraphs in parallel from a single invocation::
+  them as parallel subgraphs after ``prepare`` (which validates the conversation once).
 
-    START → prepare ─┬→ turn_relevancy ─────────┐
-                     ├→ turn_contextual_relevancy ├→ END
-                     └→ my_custom_judge ─────────┘
-
-One rule for result names, everywhere: each result is keyed by its metric
-graph's name, so two metrics with one name would lose a result; that is a
-``ValueError`` naming them (:func:`check_unique_names`; every factory takes
-``name=``).
-
-``prepare`` validates the conversation once (or converts ``messages`` once);
-every metric reads it. ``report.invoke({"conversation": ...})["results"]``
-holds every metric's result; ``report.stream(..., subgraphs=True)`` shows each
-metric's nodes as they run; ``report.get_graph(xray=1)`` draws the nested graph.
+Each result is keyed by its graph's name, so two metrics with one name are a
+``ValueError`` (:func:`check_unique_names`; every factory takes ``name=``).
 """
 
 from __future__ import annotations
@@ -54,18 +38,14 @@ RESERVED = frozenset({"prepare"} | MetricState.__required_keys__ | MetricState._
 
 
 def build_metric(metric: str | MetricSpec, model: ModelLike = None, **options: Any) -> CompiledStateGraph:
-    """The metric's compiled graph: its factory called with ``model`` (a model
-    string, a chat model, a :class:`~judgegraph.judges.Judge` — used as it is —
-    or None for the offline judge) and ``options``. The one place a metric
-    factory is called."""
+    """The metric's compiled graph: its factory called with ``model`` (a model string, a chat
+    model, a Judge used as it is, or None: offline) and ``options``; the one place a factory is called."""
     spec = metric if isinstance(metric, MetricSpec) else get_metric(metric)
     return spec.factory(model=model, **options)
 
 
 def check_unique_names(names: Sequence[str]) -> None:
-    """The one rule for result names: each result is keyed by its metric's
-    name, so a name given twice is a ``ValueError`` naming it (one result would
-    be lost)."""
+    """A name given twice is a ``ValueError`` naming it: each result is keyed by its metric's name."""
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ValueError(f"two metrics have the same name: {', '.join(twice)}"
@@ -90,12 +70,9 @@ def metric_graphs(
     model: ModelLike = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[CompiledStateGraph]:
-    """Compiled metric graphs for ``metrics`` (one or a list). Names and specs
-    are built with one judge made once from ``model`` (see
-    :func:`~judgegraph.resolve_judge`) and ``options[name]`` as their keyword
-    options; compiled graphs are used as they are. An option a metric does not
-    take is a ``TypeError``; options for a metric that is not built here, or
-    two metrics with one name, a ``ValueError``."""
+    """Compiled metric graphs for ``metrics``: names and specs built with one judge made from
+    ``model`` and ``options[name]``, compiled graphs as they are. An option a metric does not take
+    is a ``TypeError``; options for a metric not built here, or two metrics with one name, a ``ValueError``."""
     items = _items(metrics)
     by_name = {canonical_name(k): dict(v) for k, v in (options or {}).items()}
     built = [m for m in items if not isinstance(m, CompiledStateGraph)]
@@ -133,9 +110,7 @@ def prepare(state: ReportState) -> dict[str, Any]:
 
 
 def build_report_graph(metrics: Sequence[CompiledStateGraph]) -> StateGraph:
-    """The uncompiled report graph over compiled metric graphs. Each metric's
-    result is keyed by its graph's name, so two metrics with the same name are a
-    ``ValueError`` naming them (rename one: every factory takes ``name=``)."""
+    """The uncompiled report graph over compiled metric graphs (unique names, :func:`check_unique_names`)."""
     if not metrics:
         raise ValueError("no metric given: a report needs at least one metric")
     for graph in metrics:
@@ -161,13 +136,8 @@ def create_report_graph(
     name: str = "report",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
-    """A report over ``metrics``: compiled metric graphs (built-in or custom,
-    used as they are) and/or metric names (``"turn_relevancy"``,
-    ``"mypkg.judges:politeness"``) or :class:`MetricSpec` s, built here with one
-    shared judge (``model``: see :func:`~judgegraph.resolve_judge`) and
-    ``options[name]`` as their keyword options (:func:`metric_graphs`). An
-    option a metric does not take is a ``TypeError``; options for a metric that
-    is not in the report, or two metrics with one name, a ``ValueError``."""
+    """A compiled report over ``metrics`` (compiled graphs, names, import paths or specs,
+    built by :func:`metric_graphs` with one shared judge from ``model`` and ``options[name]``)."""
     check_options(compile, create_report_graph)  # a misspelt keyword first, before any metric is built
     graphs = metric_graphs(metrics, model=model, options=options)
     return compile_graph(build_report_graph(graphs), name, compile, create_report_graph)

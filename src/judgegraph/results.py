@@ -14,8 +14,7 @@ Status = Literal["passed", "failed", "error", "not_applicable"]
 
 
 class Usage(BaseModel):
-    """Judge calls and tokens. ``estimated`` is set when a provider reported no
-    token counts and they were counted locally with tiktoken."""
+    """Judge calls and tokens (``estimated``: counted locally, the provider reported none)."""
 
     calls: int = 0
     input_tokens: int = 0
@@ -36,15 +35,11 @@ class Usage(BaseModel):
 
     @classmethod
     def total(cls, usages: Iterable[Usage]) -> Usage:
-        out = cls()
-        for u in usages:
-            out = out + u
-        return out
+        return sum(usages, cls())
 
 
 class JudgeAttempt(BaseModel):
-    """One request behind a verdict, as sent and as answered (re-asks and
-    transport retries each get their own). Never holds API keys or headers."""
+    """One request behind a verdict, as sent and answered (each re-ask its own); never keys or headers."""
 
     step: str  # prompt step, e.g. "turn_relevancy/judge_turn"
     messages: list[dict[str, str]] = Field(default_factory=list)  # [{"role", "content"}] exactly as sent
@@ -81,13 +76,9 @@ TURN_FIELDS = frozenset({"turns", "turn"})
 
 
 class Verdict(BaseModel):
-    """One judgement inside a metric. Metrics subclass it with their own fields
-    (a window, a statement, a goal); ``verdict`` is None when the judge failed.
-
-    Each verdict has an :attr:`id` — its window, statement, goal or turn, from
-    the fields named in ``id_fields`` — and graph state keeps verdicts keyed by
-    it (:func:`merge_verdicts`): a state update or a review with a verdict of
-    the same id replaces it, never adds one."""
+    """One judgement inside a metric (``verdict`` None when the judge failed); metrics subclass it.
+    Its :attr:`id` comes from the fields in ``id_fields``, and graph state keeps verdicts keyed by it
+    (:func:`merge_verdicts`): an update or a review with the same id replaces a verdict."""
 
     model_config = ConfigDict(extra="allow")
     id_fields: ClassVar[tuple[str, ...]] = ("turns",)
@@ -109,9 +100,8 @@ class Verdict(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def id(self) -> str:
-        """``"3"`` (window 3), ``"2/0,1/1/4"`` (exchange/turns/node/statement): what identifies it in its
-        metric. Written in every dump, so a verdict read back as a plain :class:`Verdict` (a results file, a
-        checkpoint) keeps its id."""
+        """``"3"`` (window 3), ``"2/1,2/1/4"`` (exchange/turns/node/statement): written in every dump, so a
+        verdict read back as a plain :class:`Verdict` keeps its id."""
         if type(self) is Verdict:
             extra = self.__pydantic_extra__ or {}
             if extra.get("id") is not None:
@@ -167,15 +157,9 @@ class MetricResult(BaseModel):
     transcript: list[JudgeAttempt] = Field(default_factory=list)
 
     def to_feedback(self) -> dict[str, Any]:
-        """The result as one feedback record: ``{key, score, value, comment, extra}``.
-
-        The shape LangSmith takes (``Client.create_feedback(run_id, **fb)``, or an
-        evaluator's return value) and the one the MLflow writer maps to an
-        assessment: ``key`` the metric name; ``score`` the numeric score (None
-        when nothing could be judged); ``value`` the judge's declared value where
-        the metric has one (``"resolved"``, a custom judge's label), else whether
-        it passed (None when not gated); ``comment`` the reason; ``extra`` the
-        status, threshold, judge, judge errors, usage and conversation id."""
+        """The result as one feedback record ``{key, score, value, comment, extra}``: the shape LangSmith
+        takes (``Client.create_feedback(run_id, **fb)``) and MLflow's writer maps to an assessment.
+        ``value`` is the judge's declared value where the metric has one, else whether it passed."""
         return {
             "key": self.key,
             "score": self.score,
@@ -201,16 +185,14 @@ def merge_results(left: dict[str, MetricResult] | None, right: dict[str, MetricR
 
 
 def merge_calls(left: list[JudgeAttempt] | None, right: list[JudgeAttempt] | None) -> list[JudgeAttempt]:
-    """Reducer for a state's ``judge_calls``: the attempts of a request (same
-    ``request`` key) replace that request's earlier ones, so a graph run again on
-    the same thread keeps each request once; other attempts are added in order."""
+    """Reducer for ``judge_calls``: a request's attempts replace its earlier ones (same ``request``
+    key), so a graph run again on a thread keeps each request once."""
     incoming = {a.request for a in right or [] if a.request}
     return [a for a in left or [] if not a.request or a.request not in incoming] + list(right or [])
 
 
 def __getattr__(name: str) -> Any:
-    """``build_result`` and ``strict``, importable from here as before: they live with the scoring
-    engine (:mod:`judgegraph.scoring`), which imports this module, so they are looked up when asked for."""
+    """``build_result`` and ``strict`` from :mod:`judgegraph.scoring` (which imports this module), as before."""
     if name in ("build_result", "strict"):
         from . import scoring
 

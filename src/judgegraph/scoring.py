@@ -1,17 +1,11 @@
 """How every metric scores: the options all metrics share, checked once, and
 the one engine that turns verdicts into a :class:`~judgegraph.results.MetricResult`.
 
-* :class:`JudgeOptions` — ``name``, ``judge``, ``review``; :class:`MetricOptions`
-  adds ``threshold`` (a number from 0 to 1) and ``strict_mode``,
-  :class:`WindowOptions` ``window_size``: checked when a metric's settings are
-  made. Every built-in metric's settings class is one of them, so a bad option
-  is the same clear ``ValueError`` whichever metric gets it.
-* :class:`ScoringPolicy` — how one metric counts its verdicts: which labels
-  are good (or a score function), which are judged at all, where a judge
-  error is, what the reason says, what the value is. :meth:`ScoringPolicy.result`
-  is the one path from verdicts to a result; :func:`build_result` holds the
-  status rules it ends in.
-* :func:`make_result` — the same engine as one call, for custom metric graphs.
+:class:`JudgeOptions` / :class:`MetricOptions` / :class:`WindowOptions` are every
+built-in metric's settings bases, so a bad option is the same ``ValueError``
+everywhere; :class:`ScoringPolicy` says how one metric counts its verdicts and
+:meth:`ScoringPolicy.result` is the one path to a result, ending in
+:func:`build_result`'s status rules; :func:`make_result` is the same as one call.
 """
 
 from __future__ import annotations
@@ -55,10 +49,8 @@ def check_flag(value: object, option: str) -> bool:
 
 @dataclass(frozen=True, kw_only=True)
 class JudgeOptions:
-    """What every metric's settings hold, checked when they are made: its
-    ``name``, its ``judge`` and ``review`` (a ``review_verdicts`` node before the
-    score, :func:`judgegraph.nodes.review_node`). A subclass adds its own
-    options and checks them in :meth:`check` (calling ``super().check()``)."""
+    """What every metric's settings hold (``name``, ``judge``, ``review``), checked when made;
+    a subclass checks its own options in :meth:`check` (calling ``super().check()``)."""
 
     name: str
     judge: Judge
@@ -78,8 +70,7 @@ class JudgeOptions:
         check_flag(self.review, "review")
 
     def policy(self, **how: Any) -> ScoringPolicy:
-        """This metric's :class:`ScoringPolicy`: its name and judge, and ``how``
-        it counts (``threshold``, ``positive``, ``score``, ``where``, ``reason``, ...)."""
+        """This metric's :class:`ScoringPolicy`: its name and judge, and ``how`` it counts."""
         return ScoringPolicy(**{"name": self.name, "judge": self.judge, "threshold": None, **how})
 
 
@@ -142,20 +133,11 @@ def build_result(
     usage: Usage | None = None,
     details: Mapping[str, Any] | None = None,
 ) -> MetricResult:
-    """The one place a :class:`MetricResult` is made; every metric's result goes
-    through it, so every metric follows the same status rules:
-
-    * ``strict_mode``: the threshold is 1 and the score 1 when it is 1, else 0;
-    * ``status`` forced to ``error`` or ``not_applicable`` (nothing was judged,
-      or the metric does not apply): score and passed are None;
-    * no score: ``error`` when there are judge errors (nothing could be
-      judged), else ``not_applicable`` (nothing to judge);
-    * a score and no threshold: ``not_applicable`` with the score kept
-      (recorded, not gated: it never fails a run);
-    * a score and a threshold: ``passed`` when ``score >= threshold``, else ``failed``.
-
-    ``conversation`` is a Conversation or its id; ``judge`` a Judge or its name
-    (a non-LLM judge's rule is added to ``details`` as ``judge_rule``)."""
+    """The one place a :class:`MetricResult` is made, so every metric follows the same
+    status rules: strict mode (:func:`strict`); a forced ``status`` drops the score;
+    no score is ``error`` with judge errors, else ``not_applicable``; a score and no
+    threshold is ``not_applicable``, recorded, never failing a run; else ``passed``
+    when ``score >= threshold``. A non-LLM judge's rule goes in ``details["judge_rule"]``."""
     errors = list(errors)
     score, threshold = strict(score, threshold, strict_mode)
     if status is not None:
@@ -228,14 +210,10 @@ def share_reason(
     empty: str | Reason = "Nothing to judge.", failed: str | None = None,
     notes: Callable[[Tally], list[str]] | None = None,
 ) -> Reason:
-    """The deterministic reason of a share: ``"2 of 3 {what} (score 0.67 <
-    threshold 0.70). {bad}: describe(v); .... 1 {unit}not judged (judge error),
-    left out of the score."``, with ``notes(tally)``'s sentences before the
-    last; ``empty`` (a text or a writer) when nothing was judged and there
-    is no error (no verdict, or none of a counted label), ``failed`` (when
-    given) when there is no verdict because of an error (an extraction). ``describe`` defaults
-    to ``place: reason``; a judge's reason quoted whole stays whole (a results
-    file stores a long one once, :func:`judgegraph.resultsfile.elide_duplicates`)."""
+    """The deterministic reason of a share: ``"2 of 3 {what} (score 0.67 < threshold
+    0.70). {bad}: describe(v); .... 1 {unit}not judged (judge error), left out of the
+    score."``, ``notes(tally)`` before the last sentence; ``empty`` when nothing was
+    judged and nothing failed, ``failed`` when an error left no verdict (an extraction)."""
 
     def write(t: Tally) -> str:
         if not t.judged and t.errors:
@@ -263,18 +241,11 @@ def all_good(t: Tally) -> str | None:
 
 @dataclass(frozen=True)
 class ScoringPolicy:
-    """How one metric turns its verdicts into a result.
-
-    * ``positive``: the good labels; the score is their share of the judged
-      verdicts, unless ``score(judged)`` is given;
-    * ``counted``: the labels that are judged at all (None: any label); a
-      verdict of another label (e.g. "not_applicable") is neither scored nor
-      an error; a verdict of None is a judge error, listed, never scored;
-    * ``where(verdict)``: where an error is (default: its turns, 1-based);
-      ``step`` the prompt step of the verdicts (a verdict's own ``step`` wins);
-    * ``reason``: a text or a writer of the :class:`Tally`; None: the share
-      reason naming each verdict that is not ``positive`` (``what`` names them);
-    * ``value(tally)``: the result's value (None: no value)."""
+    """How one metric turns its verdicts into a result: the share of ``positive``
+    labels among the judged verdicts (or ``score(judged)``); only ``counted`` labels
+    are judged (None: any); a verdict of None is a judge error placed by ``where``
+    (default: its turns) at ``step``, listed, never scored; ``reason`` is a text or a
+    writer of the :class:`Tally` (None: the share reason); ``value(tally)`` the value."""
 
     name: str
     judge: Judge | str
@@ -319,10 +290,8 @@ class ScoringPolicy:
         self, conversation: Conversation | str, verdicts: Iterable[Verdict] | Tally = (), *,
         errors: Iterable[JudgeErrorInfo] = (), usage: Usage | None = None, details: Mapping[str, Any] | None = None,
     ) -> MetricResult:
-        """The result of ``verdicts`` (or of a :class:`Tally` made by :meth:`tally`):
-        ``errors`` are added before the verdicts' own, ``usage`` to theirs;
-        ``details`` default to ``{"verdicts": n, "judged": k}``. A judged
-        verdict with no score (a text value) is ``not_applicable``, recorded."""
+        """The result of ``verdicts`` (or a :class:`Tally`): ``errors`` before the verdicts'
+        own, ``usage`` added to theirs, ``details`` by default ``{"verdicts": n, "judged": k}``."""
         t = verdicts if isinstance(verdicts, Tally) else self.tally(verdicts, errors)
         return build_result(
             self.name, conversation, judge=self.judge, threshold=self.threshold, score=t.raw,
@@ -336,9 +305,7 @@ class ScoringPolicy:
         self, conversation: Conversation | str, *, status: Literal["error", "not_applicable"] | None = None,
         score: float | None = None, reason: str = "", **fields: Any,
     ) -> MetricResult:
-        """A result not counted from verdicts: ``status`` forced (the metric
-        does not apply, or nothing was judged) or a ``score`` the metric
-        computed itself; :func:`build_result`'s other ``fields``."""
+        """A result not counted from verdicts: a forced ``status`` or the metric's own ``score``."""
         return build_result(self.name, conversation, judge=self.judge, threshold=self.threshold,
                             strict_mode=self.strict_mode, status=status, score=score, reason=reason, **fields)
 
@@ -361,21 +328,11 @@ def make_result(
     details: Mapping[str, Any] | None = None,
     usage: Usage | None = None,
 ) -> MetricResult:
-    """Verdicts → a :class:`~judgegraph.results.MetricResult`: the engine every
-    built-in metric scores with (:class:`ScoringPolicy`, whose fields these
-    are), as one call. A verdict of None is a judge error, listed and left out
-    of the score; the score is the share of judged verdicts in ``positive`` (or
-    ``score(judged)``); the status rules are :func:`build_result`'s. ``reason``:
-    a string, a function ``(score, threshold, verdicts) -> str``, or None for
-    ``"2 of 3 claims 'supported' (score 0.67 < threshold 1.00). Not
-    'supported': turn 4: ..."`` (``what`` naming the verdicts); ``usage`` is
-    added to the verdicts' own; ``details`` default to ``{"verdicts": n, "judged": k}``."""
-    writer: str | Reason | None
-    if callable(reason):
-        fn = reason
-        writer = lambda t: fn(t.score, t.threshold, t.verdicts)  # noqa: E731
-    else:
-        writer = reason
+    """Verdicts → a :class:`~judgegraph.results.MetricResult` in one call: the engine every
+    built-in metric scores with (:class:`ScoringPolicy`, whose fields these are). ``reason``:
+    a string, a function ``(score, threshold, verdicts) -> str``, or None for the share reason."""
+    fn = reason
+    writer = (lambda t: fn(t.score, t.threshold, t.verdicts)) if callable(fn) else fn
     policy = ScoringPolicy(
         name, judge, threshold, strict_mode, frozenset({positive} if isinstance(positive, str) else positive),
         score=score, step=step, where=where, reason=writer, what=what, value=lambda t: value,

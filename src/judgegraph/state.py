@@ -27,9 +27,7 @@ class MetricOutput(TypedDict):
 
 
 class MetricState(TypedDict, total=False):
-    """What every metric graph's state holds besides its own keys: the input
-    (``conversation`` or ``messages``) and the ``results`` it writes. Metric
-    states extend it: ``class RelevancyState(MetricState, total=False): ...``."""
+    """What every metric graph's state holds besides its own keys (metric states extend it)."""
 
     conversation: Conversation | dict[str, Any]
     messages: list[Any]
@@ -40,8 +38,7 @@ class MetricState(TypedDict, total=False):
 
 
 def conversation_of(state: Mapping[str, Any]) -> Conversation:
-    """The conversation a graph's state holds: ``conversation`` (validated), or
-    its ``messages`` converted (:func:`judgegraph.conversation.from_messages`)."""
+    """The state's ``conversation`` (validated), or its ``messages`` converted."""
     if state.get("conversation") is not None:
         return as_conversation(state["conversation"])
     if state.get("messages"):

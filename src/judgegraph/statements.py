@@ -1,22 +1,10 @@
-"""Statements: building blocks that split retrieved texts into statements and
-judge each statement against what the user asked.
-
-Generic steps any metric graph can use (turn contextual relevancy is built from
-them; ``docs/custom_judges.md`` shows a custom graph that is):
-
-* :func:`extract_statements_step` — retrieved nodes → :class:`Statement` list
-  (one LLM call for all the nodes it is given; the offline judge splits
-  sentences with :func:`split_sentences`, no call);
-* :func:`judge_statements_step` — statements vs a user message →
-  :class:`StatementVerdict` list (one call);
-* :func:`verify_step` — a second look at the "no" verdicts (one call);
-* the requests behind them (:func:`extraction_request`,
-  :func:`judgement_request`, :func:`verification_request`) and the structured
-  answers (:class:`ExtractedStatements`, :class:`StatementVerdicts`).
-
-Their prompts are generic: ``prompts/statements/{extract_statements,
-judge_statements,verify_verdict}.md`` (no metric's name in them, so every graph
-built from these steps shares one cache entry per identical request).
+"""Statements: generic steps that split retrieved texts into statements
+(:func:`extract_statements_step`; the offline judge splits sentences, no call),
+judge them against what the user asked (:func:`judge_statements_step`) and take
+a second look at the "no" verdicts (:func:`verify_step`), one call each, with
+the requests and structured answers behind them. Turn contextual relevancy is
+built from them. Their prompts (``prompts/statements/``) name no metric, so
+every graph built from them shares one cache entry per identical request.
 """
 
 from __future__ import annotations
@@ -26,7 +14,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any, ClassVar, Literal
 
-from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableBranch, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
@@ -61,11 +49,9 @@ _BOUNDARY = re.compile(r"""[.!?]+["')\]]*\s+(?=["'(\[]?[A-Z0-9])""")
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``, dependency-free: paragraphs and list items are
-    split first, then sentences end at ``.``, ``!`` or ``?`` followed by a space
-    and a capital letter or digit — except after common abbreviations ("e.g.",
-    "Dr.", "p.m.") and single-letter initials. Decimals ("3.5") never split.
-    Fragments without a letter or digit are dropped; whitespace is collapsed."""
+    """Sentences of ``text``, dependency-free: paragraphs and list items first, then ``.``, ``!``
+    or ``?`` before a space and a capital or digit, except after common abbreviations and
+    initials (decimals never split); fragments without a letter or digit are dropped."""
     out: list[str] = []
     for block in _BLOCKS.split(text):
         block = " ".join(_BULLET.sub("", block).split())
@@ -95,9 +81,8 @@ class NodeStatements(BaseModel):
 
 
 class ExtractedStatements(BaseModel):
-    """The answer of ``extract_statements``: one entry per node, numbered from 1.
-    :func:`extraction_schema` makes the subclass that checks every node of a
-    request is answered exactly once (a wrong answer is re-asked with the error)."""
+    """The answer of ``extract_statements``: one entry per node, numbered from 1
+    (:func:`extraction_schema` checks each is answered exactly once)."""
 
     nodes: list[NodeStatements] = Field(description="One entry per retrieved node, in order.")
     expected_nodes: ClassVar[int | None] = None
@@ -232,20 +217,11 @@ class JudgeCall(BaseModel):
 
 
 def _node_texts(value: Any) -> list[RetrievalNode]:
-    out = []
-    for v in value or []:
-        if isinstance(v, RetrievalNode):
-            out.append(v)
-        elif isinstance(v, str):
-            out.append(RetrievalNode(context=v))
-        else:
-            out.append(RetrievalNode.model_validate(v))
-    return out
+    return [RetrievalNode(context=v) if isinstance(v, str) else RetrievalNode.model_validate(v) for v in value or []]
 
 
 def extraction_request(nodes: Sequence[str]) -> JudgeRequest:
-    """Extract the statements of ``nodes`` (texts) in one request. It holds the
-    texts only, so identical node lists share one cached judgement."""
+    """Extract the statements of ``nodes`` (texts only: identical lists share one cached judgement)."""
     rendered = "\n\n".join(f"[node {i}]\n{text}" for i, text in enumerate(nodes, 1))
     return JudgeRequest(
         task="extract_statements",
@@ -256,33 +232,27 @@ def extraction_request(nodes: Sequence[str]) -> JudgeRequest:
     )
 
 
-def _context_values(context: Sequence[tuple[str, str]]) -> tuple[str, list[str]]:
-    pairs = [(r, c) for r, c in context]
-    return render_messages(pairs, empty="(none: this is the first exchange)"), [f"{r}: {c}" for r, c in pairs]
-
-
 def _statements_request(task: str, step: str, numbered: Sequence[str], statements: Sequence[str],
                         user_message: str, context: Sequence[tuple[str, str]]) -> JudgeRequest:
-    rendered_context, context_inputs = _context_values(context)
+    pairs = [(r, c) for r, c in context]
     return JudgeRequest(
         task=task,
         step=step,
         schema=verdicts_schema(len(numbered)),
         values={
-            "context": rendered_context,
+            "context": render_messages(pairs, empty="(none: this is the first exchange)"),
             "user_message": user_message or "(none: the assistant spoke first)",
             "statements": "\n".join(f"{i}. {text}" for i, text in enumerate(numbered, 1)),
         },
-        inputs={"statements": list(statements), "user_message": user_message, "context": context_inputs},
+        inputs={"statements": list(statements), "user_message": user_message,
+                "context": [f"{r}: {c}" for r, c in pairs]},
     )
 
 
 def judgement_request(
     statements: Sequence[str], user_message: str, context: Sequence[tuple[str, str]] = ()
 ) -> JudgeRequest:
-    """Judge ``statements`` against ``user_message``, with the window's earlier
-    messages as ``(role, content)`` pairs. Task ``statement_relevance`` (the
-    offline judge answers it too)."""
+    """Judge ``statements`` against ``user_message``, with the earlier messages as ``(role, content)``."""
     return _statements_request("statement_relevance", JUDGE_STEP, [" ".join(s.split()) for s in statements],
                                statements, user_message, context)
 
@@ -306,16 +276,9 @@ def _call(step: str, state: dict[str, Any], outcome: JudgeOutcome) -> JudgeCall:
     )
 
 
-def _unless_empty(step: Runnable, is_empty: Callable[[Any], bool], empty: dict[str, Any], name: str) -> RunnableLambda:
+def _unless_empty(step: Runnable, is_empty: Callable[[Any], bool], empty: dict[str, Any], name: str) -> Runnable:
     """``step``, except that an input with nothing to do returns ``empty`` with no judge call."""
-
-    def run(state: Any) -> dict[str, Any]:
-        return dict(empty) if is_empty(state) else step.invoke(state)
-
-    async def arun(state: Any) -> dict[str, Any]:
-        return dict(empty) if is_empty(state) else await step.ainvoke(state)
-
-    return RunnableLambda(run, afunc=arun, name=name)
+    return RunnableBranch((is_empty, lambda _: dict(empty)), step).with_config(run_name=name)
 
 
 def _selected(state: dict[str, Any]) -> tuple[list[RetrievalNode], list[int]]:
@@ -324,17 +287,13 @@ def _selected(state: dict[str, Any]) -> tuple[list[RetrievalNode], list[int]]:
     return nodes, list(range(len(nodes))) if indices is None else list(indices)
 
 
-def extract_statements_step(judge: Judge, *, name: str = "extract_statements") -> RunnableLambda:
-    """A node that splits retrieved nodes into statements.
+def extract_statements_step(judge: Judge, *, name: str = "extract_statements") -> Runnable:
+    """A node that splits retrieved nodes into statements, in one request (offline: sentences, none).
 
-    Reads ``retrieval_context`` (a list of :class:`RetrievalNode`, dicts or
-    strings), optionally ``node_indices`` (which of them; default all) and
-    ``where`` (a label for errors). Writes ``statements`` (a list of
-    :class:`Statement`, ``node`` being the index in ``retrieval_context``) and
-    ``calls`` (a list of :class:`JudgeCall`). An LLM judge makes one request
-    for all the selected nodes; the offline judge makes none: statements are
-    the nodes' sentences (:func:`split_sentences`). Give ``statements`` and
-    ``calls`` an ``operator.add`` reducer when the node runs in a fan-out."""
+    Reads ``retrieval_context`` (nodes, dicts or strings), optionally ``node_indices`` (default all)
+    and ``where`` (a label for errors); writes ``statements`` (:class:`Statement`, ``node`` indexing
+    ``retrieval_context``) and ``calls`` (:class:`JudgeCall`): give both an ``operator.add`` reducer
+    in a fan-out."""
     empty: dict[str, Any] = {"statements": [], "calls": []}
 
     if judge.kind == "offline":
@@ -374,13 +333,10 @@ def _statements(state: dict[str, Any]) -> list[Statement]:
             for i, s in enumerate(state.get("statements") or [])]
 
 
-def judge_statements_step(judge: Judge, *, name: str = "judge_statements") -> RunnableLambda:
-    """A node that judges statements against a user message in one request.
-
-    Reads ``statements`` (:class:`Statement` or strings), ``user_message``,
-    optionally ``context`` (the earlier messages as ``(role, content)`` pairs)
-    and ``where``. Writes ``verdicts`` (one :class:`StatementVerdict` per
-    statement; ``verdict`` None and ``error`` set when the judge failed) and
+def judge_statements_step(judge: Judge, *, name: str = "judge_statements") -> Runnable:
+    """A node that judges ``statements`` (:class:`Statement` or strings) against ``user_message``
+    in one request, with optional ``context`` (earlier ``(role, content)`` pairs) and ``where``;
+    writes ``verdicts`` (one :class:`StatementVerdict` each, ``verdict`` None on a judge error) and
     ``calls``. Works with the offline judge (embedding similarity)."""
 
     def build(state: dict[str, Any]) -> JudgeRequest:
@@ -406,15 +362,10 @@ def judge_statements_step(judge: Judge, *, name: str = "judge_statements") -> Ru
     return _unless_empty(judge_step(name, judge, build, finish), lambda s: not s.get("statements"), empty, name)
 
 
-def verify_step(judge: Judge, *, name: str = "verify_verdict") -> RunnableLambda:
-    """A node that takes a second look at the "no" verdicts it is given.
-
-    Reads ``verdicts`` (:class:`StatementVerdict`; only those with verdict
-    "no" are looked at, in one request), ``user_message``, optionally
-    ``context`` and ``where``. Writes ``verified``: the looked-at verdicts with
-    the second judgement (``verified=True``, ``first_reason`` kept, ``flipped``
-    when "no" became "yes"), and ``calls``. When the second look fails, the
-    first verdicts stand (``verified`` is empty) and the call records the error."""
+def verify_step(judge: Judge, *, name: str = "verify_verdict") -> Runnable:
+    """A node that takes a second look, in one request, at the "no" ``verdicts`` it reads (with
+    ``user_message``, optional ``context`` and ``where``); writes ``verified`` (``first_reason``
+    kept, ``flipped`` when "no" became "yes"; empty when the look failed) and ``calls``."""
 
     def looked_at(state: dict[str, Any]) -> list[StatementVerdict]:
         return [v for v in state.get("verdicts") or [] if v.verdict == "no"]

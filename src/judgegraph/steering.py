@@ -1,27 +1,14 @@
 """Re-judge chosen verdicts of any metric with a changed rubric, prompt or
-judge, paying only for those verdicts.
+judge, paying only for those verdicts (``docs/steering.md``).
 
-One mechanism for every metric (built-in, session judge, ``make_judge``, your
-own graph built from :func:`judgegraph.nodes.judge_step`): the metric's graph
-runs again on the conversation with a :class:`~judgegraph.replay.Steer` in its
-config. Verdicts not chosen are kept as they are (no call); a request the
-earlier run made and that no chosen verdict depends on (an extraction) gets
-its earlier answer from the result's transcripts (no call); the chosen
-verdicts' requests go to the judge, with the new rubric, prompt or model. The
-metric's own reduce node computes the new score, status and reason.
-
-Two ways in:
-
-* :func:`rejudge` / :func:`arejudge` on a **checkpointed thread** of a metric
-  graph: the graph runs again on that thread, so its state and history hold
-  the re-judge; a graph built with ``review=True`` pauses in
-  ``review_verdicts`` again only when ``review=True`` is asked for;
-* :func:`rejudge_result` on a **results file** line (``judgegraph rejudge``):
-  the metric is built again from the result's own options (threshold, strict
-  mode, window size) and run once.
-
-The unit judged again is a judge request: choosing one statement of a request
-that judged five re-judges the five (``details["rejudged"]`` lists them).
+One mechanism for every metric built from :func:`judgegraph.nodes.judge_step`:
+the graph runs again with a :class:`~judgegraph.replay.Steer` in its config, so
+verdicts not chosen are kept, requests no chosen verdict depends on get their
+earlier answers, and only the chosen verdicts' requests go to the judge; the
+metric's own reduce node scores the result. :func:`rejudge` / :func:`arejudge`
+work on a checkpointed thread, :func:`rejudge_result` on a results-file line.
+The unit judged again is a request: choosing one statement of a request that
+judged five re-judges the five.
 """
 
 from __future__ import annotations
@@ -79,27 +66,21 @@ def _ids(chosen: Iterable[int | str] | None) -> frozenset[str] | None:
     return None if chosen is None else frozenset(str(c) for c in chosen)
 
 
-def _check_ids(chosen: frozenset[str] | None, verdicts: list[Verdict]) -> None:
-    if chosen is None:
-        return
-    known = [v.id for v in verdicts]
-    unknown = sorted(chosen - set(known))
-    if unknown:
-        what = "window" if any(hasattr(v, "window") for v in verdicts) else "verdict"
-        raise RejudgeError(f"no {what} {', '.join(unknown)}: the {what}s are {', '.join(known) or 'none'}")
-
-
 def steer_for(old: MetricResult | None, verdicts: list[Verdict], chosen: frozenset[str] | None, *,
               rubric: str | None, prompt: PromptLike, judge: Judge | None = None, review: bool = False) -> Steer:
     """The :class:`Steer` for re-judging ``chosen`` of ``verdicts`` (all when None)."""
-    _check_ids(chosen, verdicts)
+    known = [v.id for v in verdicts]
+    unknown = sorted((chosen or set()) - set(known))
+    if unknown:
+        what = "window" if any(hasattr(v, "window") for v in verdicts) else "verdict"
+        raise RejudgeError(f"no {what} {', '.join(unknown)}: the {what}s are {', '.join(known) or 'none'}")
     results = [old] if old is not None else []
     replay = answers_of(results, leave_out=lambda v: chosen is None or v.id in chosen)
     return Steer(keep={v.id: v for v in verdicts}, chosen=chosen, replay=replay, prompt=as_prompt(prompt),
                  values={} if rubric is None else {"rubric": rubric}, judge=judge, review=review)
 
 
-def _finish(new: MetricResult | None, steer: Steer, judge_name: str, rubric: str | None,
+def _finish(new: MetricResult | None, steer: Steer, judge_name: str | None, rubric: str | None,
             prompt: PromptLike) -> MetricResult | None:
     if new is None:
         return None
@@ -107,7 +88,7 @@ def _finish(new: MetricResult | None, steer: Steer, judge_name: str, rubric: str
         raise RejudgeError(f"metric {new.key!r} has no rubric to change: give a prompt file instead")
     # the verdicts a judge step wrote, and those a later node made from a new answer (they differ from the kept)
     done = sorted(steer.rejudged | {v.id for v in new.verdicts if steer.keep.get(v.id) is not v})
-    how: dict[str, Any] = {"verdicts": done, "judge": judge_name}
+    how: dict[str, Any] = {"verdicts": done, "judge": judge_name or (steer.judge.name if steer.judge else "")}
     windows = [getattr(v, "window", None) for v in new.verdicts if v.id in steer.rejudged]
     windows = [w for w in windows if w is not None]
     if windows:
@@ -147,32 +128,27 @@ def _no_checkpointer(graph: CompiledStateGraph, exc: Exception) -> RejudgeError:
     return RejudgeError(f"graph {graph.name!r} has no checkpointer ({exc}): build it with checkpointer=...")
 
 
-def _paused_or_result(graph: CompiledStateGraph, output: Any, snapshot: StateSnapshot) -> MetricResult | None:
-    if snapshot.next:  # paused (a review, an interrupt): the score is not recomputed yet
+def _paused_or_result(graph: CompiledStateGraph, output: Any, snapshot: StateSnapshot, steer: Steer,
+                      options: RejudgeOptions) -> MetricResult | None:
+    """The re-judged result, or None when the run paused (a review, an interrupt) before the score."""
+    if snapshot.next:
         return None
     results = (output or {}).get("results") if isinstance(output, Mapping) else None
-    return (results or (snapshot.values or {}).get("results") or {}).get(graph.name)
+    new = (results or (snapshot.values or {}).get("results") or {}).get(graph.name)
+    return _finish(new, steer, None, options.get("rubric"), options.get("prompt"))
 
 
 def rejudge(graph: CompiledStateGraph, config: RunnableConfig, **options: Unpack[RejudgeOptions]) -> MetricResult | None:
-    """Re-judge verdicts of a checkpointed thread and recompute its score.
-
-    ``graph``: a metric graph built with a checkpointer, already run on the
-    thread ``config``. ``verdict_ids``: the verdicts to judge again
-    (``Verdict.id``: a window number, a statement's or a goal's id; all when
-    None). ``rubric`` / ``prompt`` (a :class:`Prompt` or a prompt file path):
-    what changes. ``model``: the judge of the new verdicts. Only the chosen
-    verdicts cost calls. Returns the recomputed result, or None when the graph
-    paused (``review=True``) before computing it."""
+    """Re-judge verdicts (``verdict_ids``, :attr:`Verdict.id`; all when None) of a thread
+    ``graph`` (built with a checkpointer) already ran, with a new ``rubric``, ``prompt`` or
+    ``model``; only they cost calls. The recomputed result, or None when the graph paused."""
     try:
         snapshot = graph.get_state(config)
     except ValueError as exc:
         raise _no_checkpointer(graph, exc) from exc
     steer, conversation = _thread(graph, snapshot.values or {}, options)
-    cfg = with_steer(_latest(config), steer)
-    output = graph.invoke({"conversation": conversation}, cfg)
-    new = _paused_or_result(graph, output, graph.get_state(_latest(config)))
-    return _finish(new, steer, steer.judge.name if steer.judge else "", options.get("rubric"), options.get("prompt"))
+    output = graph.invoke({"conversation": conversation}, with_steer(_latest(config), steer))
+    return _paused_or_result(graph, output, graph.get_state(_latest(config)), steer, options)
 
 
 async def arejudge(
@@ -185,8 +161,7 @@ async def arejudge(
         raise _no_checkpointer(graph, exc) from exc
     steer, conversation = await asyncio.to_thread(_thread, graph, snapshot.values or {}, options)  # reads files
     output = await graph.ainvoke({"conversation": conversation}, with_steer(_latest(config), steer))
-    new = _paused_or_result(graph, output, await graph.aget_state(_latest(config)))
-    return _finish(new, steer, steer.judge.name if steer.judge else "", options.get("rubric"), options.get("prompt"))
+    return _paused_or_result(graph, output, await graph.aget_state(_latest(config)), steer, options)
 
 
 def _latest(config: RunnableConfig) -> RunnableConfig:
@@ -224,16 +199,11 @@ def rejudge_result(
     metric: str | MetricSpec | CompiledStateGraph | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> MetricResult:
-    """A results-file result with the chosen verdicts judged again (all when
-    None; ``windows`` is the same for window verdicts): the others are kept as
-    they are (0 calls) and the result is recomputed by the metric's own reduce
-    node. ``metric``: the metric — its name or import path, its
-    :class:`~judgegraph.metrics.MetricSpec`, or its compiled graph (a
-    ``make_judge`` judge, say: it runs with ``model`` as its judge); default:
-    the result's key. A spec is built with the result's own options
-    (threshold, strict mode, window size, ...) plus ``options`` (e.g. a
-    session judge's guidelines, which results do not record).
-    ``conversation`` is the one the result was computed for (from the input file)."""
+    """A results-file result, for ``conversation``, with the chosen verdicts judged again (all
+    when None; ``windows`` is the same for window verdicts), the others kept (0 calls), scored by
+    the metric's own reduce node. ``metric``: its name, import path, spec or compiled graph
+    (default: the result's key); a spec is built with the result's own options plus ``options``
+    (e.g. a session judge's guidelines, which results do not record)."""
     from .metrics import MetricNotFound, MetricSpec, get_metric
     from .report import build_metric
 

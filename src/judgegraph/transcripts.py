@@ -1,11 +1,6 @@
 """Reading judge transcripts back: what exactly the judge was asked, and what
-it answered, for one verdict.
-
-Every verdict carries ``transcript``: a list of judge attempts (see
-:class:`judgegraph.results.JudgeAttempt`): the messages sent (re-asks included),
-the raw reply, the error, latency, usage, model, settings, whether cached.
-
-From Python, on a result object or on a results-file line::
+it answered, for one verdict (each verdict's ``transcript``: the messages sent,
+re-asks included, the raw reply, error, latency, usage, model, settings)::
 
     from judgegraph.transcripts import transcript_of
     print(transcript_of(result, window=3))       # a MetricResult, or its JSON dict
@@ -34,9 +29,8 @@ def _as_dict(obj: object) -> dict[str, Any]:
 
 
 def verdicts_of(result: MetricResult | dict[str, Any], window: int | None = None) -> list[dict[str, Any]]:
-    """The verdicts of ``result`` (a MetricResult or its JSON dict); with
-    ``window``, the one whose ``window`` is N (or, for verdicts without a
-    window, the N-th verdict, 0-based). Raises ``LookupError`` naming what exists."""
+    """The verdicts of ``result`` (a MetricResult or its JSON dict); with ``window``, the one of window N
+    (without windows, the N-th, 0-based); a ``LookupError`` naming what exists."""
     verdicts = [_as_dict(v) for v in (_as_dict(result).get("verdicts") or [])]
     if window is None:
         return verdicts
@@ -91,9 +85,8 @@ def format_attempts(attempts: Sequence[JudgeAttempt | dict[str, Any]]) -> str:
 
 
 def transcript_of(result: MetricResult | dict[str, Any], window: int | None = None) -> str:
-    """One metric result's judge transcripts as readable text (all verdicts, or
-    the verdict of ``window``): the exact prompt text sent, then the raw reply,
-    for each attempt."""
+    """A result's judge transcripts as text (all verdicts, or that of ``window``): per attempt,
+    the exact prompt sent, then the raw reply."""
     data = _as_dict(result)
     parts = [f"{data.get('conversation_id')} · {data.get('key')} · score {data.get('score')} · {data.get('status')}"]
     shared = data.get("transcript") or []

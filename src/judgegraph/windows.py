@@ -1,26 +1,13 @@
-"""Exchanges and sliding windows over a conversation.
+"""Exchanges and sliding windows over a conversation (rules tested in
+``tests/unit/test_windows.py`` and documented in the README).
 
 An *exchange* is one or more user turns followed by the assistant turns that
-answer them. Windows are built per exchange: window ``i`` holds the last
-``min(i + 1, window_size)`` exchanges, and its *target* is the assistant reply
-of its last exchange. The rules (tested in ``tests/unit/test_windows.py`` and
-documented in the README):
-
-* consecutive user turns open one exchange; consecutive assistant turns are
-  one reply (judged together, joined with a blank line);
-* assistant turns before the first user turn (a greeting) join the first
-  exchange as its ``opening``: context (in ``Exchange.turns`` and
-  ``Window.transcript``), never judged; the
-  exchange's judged reply is the assistant turn(s) after its user turn(s), as
-  in deepeval (``[A greet, U q, A reply]`` is ONE exchange judged on ``reply``);
-* assistant turns with no user turn anywhere before a reply (``[A, A, U]``,
-  ``[A]``) give no exchange: nothing answers a user, so nothing is judged;
-* a trailing user turn with no reply is dropped: there is nothing to judge;
-* system turns belong to no exchange: they are kept aside as instructions
-  (``Window.system``) and shown to the judge, never judged;
-* tool turns belong to the exchange they occur in, as context of the reply,
-  never judged themselves;
-* ``window_size < 1`` is an error, not an empty result.
+answer them (one reply). A greeting before the first user turn is the first
+exchange's ``opening``: context, never judged; assistant turns with no user turn
+before them, and a trailing user turn with no reply, give no exchange. System
+turns are kept aside (``Window.system``), tool turns are context of their
+exchange's reply. Window ``i`` holds the last ``min(i + 1, window_size)``
+exchanges; its *target* is its last exchange's reply.
 """
 
 from __future__ import annotations
@@ -135,7 +122,7 @@ def sliding_windows(conversation: Conversation, window_size: int) -> list[Window
 
 
 def windows_from_exchanges(conversation: Conversation, exs: list[Exchange], window_size: int) -> list[Window]:
-    """:func:`sliding_windows` over exchanges computed once (e.g. by a report graph)."""
+    """:func:`sliding_windows` over exchanges computed once."""
     check_window_size(window_size)
     system = tuple(t.content for t in conversation.turns if t.role == "system")
     return [Window(i, tuple(exs[max(0, i - window_size + 1) : i + 1]), system) for i in range(len(exs))]

@@ -1,16 +1,11 @@
 """Metric graphs and the registry the CLI resolves metric names with.
 
-A metric is a :class:`MetricSpec` (its name, its factory, the options it
-takes, what it needs and what "the latest exchange" means for it) plus the
-graph its factory builds from the core blocks (:mod:`judgegraph.nodes`). Every
-capability — transcripts, review, re-judging, the latest scope, dry-run
-estimates — comes from those blocks, so a metric gets all of them by being
-built from them: ``examples/reply_language.py`` is a whole metric in one file.
-
-Each metric module declares ``METRIC_SPECS: list[MetricSpec]``; the registry
-imports the modules in :data:`METRIC_MODULES` lazily. A name containing ``:``
-is an import path to a custom metric (``mypkg.judges:politeness``): a
-:class:`MetricSpec`, a compiled graph, or a factory called with the options.
+A metric is a :class:`MetricSpec` plus the graph its factory builds from the
+core blocks (:mod:`judgegraph.nodes`), from which it gets every capability
+(transcripts, review, re-judging, the latest scope, dry-run estimates):
+``examples/reply_language.py`` is a whole metric in one file. Each module in
+:data:`METRIC_MODULES` declares ``METRIC_SPECS``; a name containing ``:`` is an
+import path to a custom metric (a spec, a compiled graph or a factory).
 """
 
 from __future__ import annotations
@@ -39,13 +34,9 @@ Need = Literal["llm", "embeddings", "retrieval_context", "guidelines"]
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """What a metric is: ``factory(model=judge, **options)`` builds its
-    compiled graph; ``options`` are the keyword options it takes from the CLI
-    and input files; ``needs``: an LLM judge, embeddings, retrieval context,
-    guidelines; ``scope``: ``"exchange"`` when it judges exchange by exchange
-    (the latest scope judges only the last one), ``"conversation"`` when its
-    question is about the whole conversation (the latest scope changes
-    nothing: a session judge)."""
+    """What a metric is: ``factory(model=judge, **options)`` builds its graph; ``options``
+    are those it takes from the CLI and input files; ``needs`` what it needs; ``scope``
+    ``"exchange"`` (the latest scope judges the last one) or ``"conversation"`` (a session judge)."""
 
     name: str
     factory: Callable[..., CompiledStateGraph]
@@ -59,12 +50,7 @@ class MetricSpec:
 def registry() -> dict[str, MetricSpec]:
     specs: dict[str, MetricSpec] = {}
     for module in METRIC_MODULES:
-        try:
-            mod = importlib.import_module(f"{__name__}.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{module}":
-                continue  # not written yet
-            raise
+        mod = importlib.import_module(f"{__name__}.{module}")
         for spec in getattr(mod, "METRIC_SPECS", []):
             specs[spec.name] = spec
     return specs
@@ -113,13 +99,9 @@ def _import_attr(path: str) -> Any:
 
 
 def _factory_spec(path: str, fn: Callable[..., Any]) -> MetricSpec:
-    """A callable returning a compiled graph, as a spec whose factory takes
-    ``model=`` like every factory: the run's judge (e.g. the CLI's ``--model``)
-    is passed on as ``model=`` when the callable takes ``model``; one that
-    takes only ``judge=`` (an older spelling) gets it as a Judge
-    (:func:`~judgegraph.resolve_judge`: a Judge is passed as it is) — adapted
-    here, the one place that looks at a factory's judge parameter. It also
-    gets the options in :data:`CLI_OPTIONS` it names."""
+    """A callable returning a compiled graph, as a spec whose factory takes ``model=``: passed
+    on as ``model=``, or as a Judge to one taking only ``judge=`` (an older spelling), with the
+    options in :data:`CLI_OPTIONS` it names. The one place that looks at a factory's judge parameter."""
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):

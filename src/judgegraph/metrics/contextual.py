@@ -1,32 +1,17 @@
 """Turn contextual relevancy (deepeval's ``TurnContextualRelevancyMetric``,
-done once per node): is what the chatbot retrieved for each turn relevant to
-what the user asked in that turn?
+done once per node; ``docs/turn_contextual_relevancy.md``): is what the chatbot
+retrieved for each turn relevant to what the user asked in that turn?
 
     START → window_turns ─Send per turn→ extract_statements ─Send→ judge_statements
           [─Send→ verify_verdict] → reduce_score → END
 
-* ``window_turns`` groups the conversation into exchanges and sliding windows
-  (:mod:`judgegraph.windows`); each assistant exchange whose turns carry
-  ``retrieval_context`` becomes one task. Exchanges with no context are kept
-  aside and reported as "no context".
-* ``extract_statements`` splits the retrieved nodes into statements: one LLM
-  call per turn holding all its nodes (``extract_per="turn"``, the default) or
-  one per node. The request holds the nodes' text only — no window, no user
-  message — so the judge's cache reuses it across windows, metrics and turns.
-  With the offline judge there is no call: statements are the node's sentences
-  (:func:`split_sentences`).
-* ``judge_statements``: is each statement relevant to the turn's user message,
-  read with the window's earlier messages? One call per turn by default
-  (``judge_per="turn"``; or per node, or per statement).
-* ``verify_verdict`` (``verify=True``): a second look at the "no" verdicts of
-  each judgement, one call per judgement that has any; it may turn a "no" into
-  a "yes", and the verdict records that it did (``flipped``).
-* ``reduce_score``: per turn, relevant statements / judged statements; the
-  score is the mean over the turns with retrieval context that could be
-  judged. Judge errors are reported and counted, never scored.
-
-Each node of each turn is extracted and judged once, whatever the window size:
-40 calls for 20 exchanges with 5 nodes each, where deepeval makes 796
+Each exchange with ``retrieval_context`` is one task: its nodes are split into
+statements (one call per turn or per node, holding the nodes' text only so the
+cache reuses it; the offline judge splits sentences), the statements are judged
+against the turn's user message with the window's earlier messages, and
+``verify`` takes a second look at the "no" verdicts. The score is the mean over
+turns of relevant / judged statements; judge errors are reported, never scored.
+Each node is extracted and judged once, whatever the window size
 (``benchmarks/contextual_calls.py``).
 """
 
@@ -46,7 +31,7 @@ from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas;
 from ..compiling import CompileOptions, compile_graph
 from ..conversation import RetrievalNode
 from ..judges import ModelLike, resolve_judge
-from ..nodes import Node, quote, scoring_edges, window_node, with_transcript
+from ..nodes import Node, quote, scoring_edges, turn_label, window_node, with_transcript
 from ..results import JudgeErrorInfo, Usage, merge_verdicts
 from ..scoring import WindowOptions, strict
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
@@ -76,8 +61,7 @@ _GRAIN = {"turn": 0, "node": 1, "statement": 2}
 
 @dataclass(frozen=True)
 class TurnContext:
-    """One assistant exchange: what was asked, what was retrieved for it, and
-    the earlier messages of its window."""
+    """One assistant exchange: what was asked, what was retrieved, its window's earlier messages."""
 
     exchange: int
     turns: tuple[int, ...]  # the assistant turns (0-based)
@@ -87,8 +71,7 @@ class TurnContext:
 
     @property
     def label(self) -> str:
-        turns = ", ".join(str(t + 1) for t in self.turns)
-        return f"turn {turns}" if len(self.turns) == 1 else f"turns {turns}"
+        return turn_label(self.turns)
 
 
 def turn_context(window: Window) -> TurnContext:
@@ -125,26 +108,24 @@ class ExtractTask(TypedDict):
     where: str
 
 
-class JudgeTask(TypedDict):
+class _Asked(TypedDict):
     turn: TurnContext
+    user_message: str
+    context: list[tuple[str, str]]
+    where: str
+
+
+class JudgeTask(_Asked):
     statements: list[Statement]
-    user_message: str
-    context: list[tuple[str, str]]
-    where: str
 
 
-class VerifyTask(TypedDict):
-    turn: TurnContext
+class VerifyTask(_Asked):
     verdicts: list[StatementVerdict]
-    user_message: str
-    context: list[tuple[str, str]]
-    where: str
 
 
 @dataclass(frozen=True, kw_only=True)
 class ContextualSettings(WindowOptions):
-    """The shared options (:class:`~judgegraph.scoring.WindowOptions`), the
-    second look (``verify``) and how requests are grouped."""
+    """The shared options, the second look (``verify``) and how requests are grouped."""
 
     verify: bool = False
     extract_per: ExtractPer = "turn"  # one extraction request per turn (all its nodes) or per node
@@ -191,13 +172,11 @@ def _fan_out_extractions(settings: ContextualSettings) -> Callable[[ContextualSt
             flat = [node for _, _, node in turn.nodes]
             if not flat:
                 continue
-            if settings.extract_per == "turn":
-                groups = [list(range(len(flat)))]
-            else:
-                groups = [[i] for i in range(len(flat))]
-            for g in groups:
-                where = turn.label if len(g) == len(flat) and settings.extract_per == "turn" else node_label(*turn.nodes[g[0]][:2])
-                sends.append(Send("extract_statements", ExtractTask(turn=turn, retrieval_context=flat, node_indices=g, where=where)))
+            per_turn = settings.extract_per == "turn"
+            for g in [list(range(len(flat)))] if per_turn else [[i] for i in range(len(flat))]:
+                where = turn.label if per_turn else node_label(*turn.nodes[g[0]][:2])
+                sends.append(Send("extract_statements", ExtractTask(turn=turn, retrieval_context=flat, node_indices=g,
+                                                                    where=where)))
         return sends or "reduce_score"
 
     return fan_out
@@ -254,17 +233,12 @@ def _judge_node(settings: ContextualSettings) -> Runnable:
     return _then(step, route, "judge_statements")
 
 
-def _label_list(labels: list[str]) -> str:
-    return ", ".join(labels)
-
-
 def contextual_reason(
     score: float | None, threshold: float | None, turns: list[dict[str, Any]], verdicts: list[StatementVerdict],
     *, max_nodes: int = 8,
 ) -> str:
-    """The deterministic reason: the score, then each node with irrelevant
-    statements (turn, node, source, how many, one quoted with its reason), the
-    turns without context and the turns that could not be judged."""
+    """The deterministic reason: the score, each node with irrelevant statements (one quoted),
+    the turns without context and those that could not be judged."""
     with_context = [t for t in turns if t["status"] != "no context"]
     no_context = [t["label"] for t in turns if t["status"] == "no context"]
     not_judged = [t["label"] for t in turns if t["status"] == "not judged"]
@@ -300,9 +274,9 @@ def contextual_reason(
     if flipped:
         parts.append(f"{flipped} statement(s) first judged irrelevant were found relevant on a second look.")
     if no_context:
-        parts.append(f"No retrieval context, left out of the mean: {_label_list(no_context)}.")
+        parts.append(f"No retrieval context, left out of the mean: {', '.join(no_context)}.")
     if not_judged:
-        parts.append(f"Not judged (judge error), left out of the mean: {_label_list(not_judged)}.")
+        parts.append(f"Not judged (judge error), left out of the mean: {', '.join(not_judged)}.")
     unjudged = sum(1 for v in verdicts if v.verdict is None)
     if unjudged and not not_judged:
         parts.append(f"{unjudged} statement(s) not judged (judge error), left out.")
@@ -328,16 +302,11 @@ def _reduce_score(settings: ContextualSettings) -> Node:
             mine = [v for v in verdicts if v.exchange == turn.exchange]
             judged = [v for v in mine if v.verdict is not None]
             relevant = sum(1 for v in judged if v.verdict == "yes")
-            turn_score: float | None = None
-            if not turn.nodes:
-                turn_status = "no context"
-            elif judged:
-                turn_status, turn_score = "scored", relevant / len(judged)
-            else:
-                turn_status = "not judged"
+            scored = bool(turn.nodes and judged)
             turns.append({
                 "exchange": turn.exchange, "turns": [t + 1 for t in turn.turns], "label": turn.label,
-                "status": turn_status, "score": turn_score, "nodes": len(turn.nodes), "statements": len(mine),
+                "status": "scored" if scored else "not judged" if turn.nodes else "no context",
+                "score": relevant / len(judged) if scored else None, "nodes": len(turn.nodes), "statements": len(mine),
                 "judged": len(judged), "relevant": relevant,
             })
         scores = [t["score"] for t in turns if t["status"] == "scored"]
@@ -411,14 +380,10 @@ def create_turn_contextual_relevancy_judge(
     name: str = METRIC,
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
-    """Turn contextual relevancy: the share of retrieved statements relevant to
-    each turn's user message, averaged over the turns with retrieval context.
-
-    ``model``: a chat model, a string like ``openai:gpt-4.1-mini``, or a ready
-    judge shared with other metrics (one concurrency limit, one cache); leave it
-    out for the offline judge (sentences + embeddings). ``window_size``
-    (exchanges) sets how many earlier messages the judge reads; ``verify`` adds
-    a second look at every "irrelevant" verdict (LLM only)."""
+    """Turn contextual relevancy: the share of retrieved statements relevant to each turn's user
+    message, averaged over the turns with retrieval context. ``model`` left out: the offline judge;
+    ``window_size``: how many earlier exchanges the judge reads; ``verify``: a second look at every
+    "irrelevant" verdict (LLM only)."""
     settings = ContextualSettings(name=name, judge=resolve_judge(model), window_size=window_size,
                                   threshold=threshold, strict_mode=strict_mode, verify=verify, review=review)
     return compile_graph(build_turn_contextual_relevancy_graph(settings), name, compile,

@@ -3,17 +3,11 @@ as a LangGraph graph with judgegraph's error handling).
 
     START → judge_conversation → reduce_score → END
 
-``{{ expectations }}`` is optional in the instructions and in the data: a
-conversation with none is judged with ``(none)`` in the ``<expectations>`` tags.
-
-* ``judge_conversation``: one LLM call over the whole conversation. The
-  author's instructions are the template; the conversation (a JSON list of
-  ``{turn, role, content}``, in ``<conversation>`` tags) and the expectations
-  (in ``<expectations>`` tags) are inserted as data in one pass, never
-  rendered. Structured output ``{reason, value}``; ``value`` has the type
-  given as ``feedback_type``; invalid output is re-asked with the validation
-  error (``max_tries``) and then reported as a judge error.
-* ``reduce_score``: the value → score → pass/fail (see :func:`make_judge`).
+One LLM call over the whole conversation: the author's instructions are the
+template, the conversation (JSON, in ``<conversation>`` tags) and the optional
+expectations (``<expectations>``, ``(none)`` when absent) are inserted as data,
+never rendered. The answer ``{reason, value}`` has ``feedback_type``'s type;
+the value is scored and gated as :func:`make_judge` says.
 """
 
 from __future__ import annotations
@@ -55,8 +49,7 @@ Kind = Literal["bool", "int", "float", "str", "literal"]
 
 @dataclass(frozen=True)
 class FeedbackSpec:
-    """What ``feedback_type`` means: the value's kind, its allowed values (bool
-    and Literal), the JSON-schema bounds (for the prompt), and the scoring."""
+    """What ``feedback_type`` means: the value's kind, allowed values, description and scoring."""
 
     kind: Kind
     type: Any
@@ -96,14 +89,8 @@ def _base_type(tp: Any) -> Any:
 
 def _kind(tp: Any) -> tuple[Kind, tuple[Any, ...]]:
     base = _base_type(tp)
-    if base is bool:
-        return "bool", (True, False)
-    if base is int:
-        return "int", ()
-    if base is float:
-        return "float", ()
-    if base is str:
-        return "str", ()
+    if base in (bool, int, float, str):
+        return base.__name__, (True, False) if base is bool else ()
     if get_origin(base) is Literal:
         values = get_args(base)
         if not values or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in values):
@@ -119,31 +106,19 @@ def _kind(tp: Any) -> tuple[Kind, tuple[Any, ...]]:
 
 def _bounds(tp: Any) -> str:
     schema = TypeAdapter(tp).json_schema()
-    lo, hi = schema.get("minimum"), schema.get("maximum")
-    xlo, xhi = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
-    if lo is not None and hi is not None:
-        return f" from {lo} to {hi}"
-    parts = []
-    if lo is not None:
-        parts.append(f"at least {lo}")
-    if xlo is not None:
-        parts.append(f"greater than {xlo}")
-    if hi is not None:
-        parts.append(f"at most {hi}")
-    if xhi is not None:
-        parts.append(f"less than {xhi}")
+    if schema.get("minimum") is not None and schema.get("maximum") is not None:
+        return f" from {schema['minimum']} to {schema['maximum']}"
+    words = {"minimum": "at least", "exclusiveMinimum": "greater than", "maximum": "at most",
+             "exclusiveMaximum": "less than"}
+    parts = [f"{word} {schema[key]}" for key, word in words.items() if schema.get(key) is not None]
     return (" " + " and ".join(parts)) if parts else ""
 
 
 def _describe(kind: Kind, tp: Any, choices: tuple[Any, ...]) -> str:
-    if kind == "bool":
-        return "true or false"
-    if kind == "int":
-        return "a whole number" + _bounds(tp)
-    if kind == "float":
-        return "a number" + _bounds(tp)
-    if kind == "str":
-        return "a short text"
+    if kind in ("int", "float"):
+        return ("a whole number" if kind == "int" else "a number") + _bounds(tp)
+    if kind in ("bool", "str"):
+        return "true or false" if kind == "bool" else "a short text"
     return "exactly one of " + ", ".join(json.dumps(c) for c in choices)
 
 
@@ -156,8 +131,7 @@ def _number(value: Any, what: str) -> float:
 def feedback_spec(
     feedback_type: Any, *, threshold: float | None = None, scores: dict[Any, float] | None = None
 ) -> FeedbackSpec:
-    """Check ``feedback_type``, ``threshold`` and ``scores`` together and say
-    how a value is scored. Every mistake is a ``ValueError`` naming it."""
+    """``feedback_type``, ``threshold`` and ``scores`` checked together (a ``ValueError`` naming a mistake)."""
     kind, choices = _kind(feedback_type)
     if scores is not None:
         if kind not in ("bool", "literal"):
@@ -187,10 +161,8 @@ def _schema_name(name: str) -> str:
 
 
 def feedback_schema(name: str, spec: FeedbackSpec) -> type[BaseModel]:
-    """The structured-output schema ``{reason, value}``: the reason comes first
-    so the model reasons before it commits to a value. String Literal values
-    are matched case- and space-insensitively (``" Mostly_Polite"`` is
-    ``"mostly_polite"``)."""
+    """The structured-output schema ``{reason, value}`` (the reason first, so the model reasons
+    before it commits); string Literal values match case- and space-insensitively."""
     value_type = spec.type
     if spec.kind == "float":
         value_type = Annotated[spec.type, Field(allow_inf_nan=False)]
@@ -221,9 +193,8 @@ def feedback_schema(name: str, spec: FeedbackSpec) -> type[BaseModel]:
 
 
 def check_instructions(instructions: str) -> frozenset[str]:
-    """The template variables ``instructions`` use. ``{{ conversation }}`` is
-    required, ``{{ expectations }}`` optional; anything else between double
-    braces is a ``ValueError`` naming it."""
+    """The template variables ``instructions`` use: ``{{ conversation }}`` (required) and
+    ``{{ expectations }}``; anything else between double braces is a ``ValueError`` naming it."""
     if not isinstance(instructions, str) or not instructions.strip():
         raise ValueError("instructions must be a non-empty string containing {{ conversation }}")
     found = [m.group(1).strip() for m in _ANY_VARIABLE.finditer(instructions)]
@@ -244,9 +215,8 @@ def check_instructions(instructions: str) -> frozenset[str]:
 
 
 def build_prompt(name: str, instructions: str, value_format: str) -> Prompt:
-    """The judge's template: the shipped wrapper (``prompts/custom_judge/
-    judge_conversation.md``) around the author's instructions. Its only
-    placeholders are the author's ``{{ conversation }}`` / ``{{ expectations }}``."""
+    """The judge's template: the shipped wrapper (``prompts/custom_judge/judge_conversation.md``)
+    around the author's instructions, whose placeholders are its only ones."""
     own = parse_prompt(f"custom_judge/{name}", instructions)  # a leading <!-- comment --> documents, like prompt files
     used = check_instructions(own.template)
     wrapper = load_prompt(STEP)
@@ -261,9 +231,8 @@ def build_prompt(name: str, instructions: str, value_format: str) -> Prompt:
 
 
 def expectations_of(conversation: Conversation) -> dict[str, Any] | None:
-    """What ``{{ expectations }}`` holds: ``expected_outcome`` and the
-    conversation's ``metadata["expectations"]`` (a dict is merged in, any other
-    value is kept under ``"expectations"``). None when there is neither."""
+    """What ``{{ expectations }}`` holds: ``expected_outcome`` and ``metadata["expectations"]``
+    (a dict merged in, another value under ``"expectations"``); None when there is neither."""
     out: dict[str, Any] = {}
     if conversation.expected_outcome:
         out["expected_outcome"] = conversation.expected_outcome
@@ -289,9 +258,8 @@ def render_values(conversation: Conversation, used: frozenset[str]) -> dict[str,
 
 
 class FeedbackVerdict(Verdict):
-    """The judge's answer for the whole conversation: ``value`` (typed as
-    ``feedback_type``), ``verdict`` its label (bool: "yes"/"no"; else
-    ``str(value)``), ``reason``. ``verdict`` is None when the judge failed."""
+    """The judge's answer for the whole conversation: ``value`` and ``verdict``, its label
+    (bool: "yes"/"no", else ``str(value)``; None when the judge failed)."""
 
     id_fields: ClassVar[tuple[str, ...]] = ()
 
@@ -304,11 +272,8 @@ class CustomJudgeState(MetricState, total=False):
 
 @dataclass(frozen=True, kw_only=True)
 class CustomJudgeSettings(JudgeOptions):
-    """Everything a :func:`make_judge` graph is built from (the shared options,
-    :class:`~judgegraph.scoring.JudgeOptions`, and the feedback type, prompt
-    and schema); use :meth:`create` to check and derive the prompt and schema.
-    The pass/fail rule is the feedback's (``feedback.threshold``: on the
-    value's own scale, or None)."""
+    """Everything a :func:`make_judge` graph is built from; :meth:`create` derives the prompt
+    and schema. The pass/fail rule is ``feedback.threshold`` (on the value's scale, or None)."""
 
     feedback: FeedbackSpec
     prompt: Prompt
@@ -319,10 +284,6 @@ class CustomJudgeSettings(JudgeOptions):
                review: bool = False) -> CustomJudgeSettings:
         return cls(name=name, judge=judge, feedback=feedback, prompt=build_prompt(name, instructions, feedback.description),
                    schema=feedback_schema(name, feedback), review=review)
-
-    @property
-    def uses_expectations(self) -> bool:
-        return "expectations" in self.prompt.documented
 
 
 def request_for(settings: CustomJudgeSettings, conversation: Conversation) -> JudgeRequest:
@@ -407,33 +368,15 @@ def make_judge(
     review: bool = False,
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
-    """A judge of whole conversations from instructions, as a compiled graph.
+    """A judge of whole conversations from instructions, as a compiled graph (``docs/custom_judges.md``).
 
-    ``instructions`` is a template that must contain ``{{ conversation }}`` and
-    may contain ``{{ expectations }}``; any other ``{{ ... }}`` is a
-    ``ValueError`` raised here. ``feedback_type`` (MLflow's
-    ``feedback_value_type`` is accepted too; default ``bool``): ``bool``,
-    ``int``, ``float``, ``str`` or ``Literal["a", "b", ...]``, optionally
-    ``Annotated`` with pydantic constraints (``Annotated[int, Field(ge=1, le=5)]``).
-
-    Scores and pass/fail:
-
-    * ``bool``: score 1 (true) or 0 (false), or ``scores={True: .., False: ..}``;
-      threshold 0.5 unless given: true passes;
-    * ``int`` / ``float``: score = the value; passed = value >= ``threshold``
-      when a threshold is given;
-    * ``Literal``: score = ``scores[value]`` when ``scores`` is given (it must
-      name every value); passed = score >= ``threshold`` when both are given;
-    * ``str``: no score.
-
-    Without a pass/fail rule the status is ``not_applicable``: the value (and
-    score) is recorded and never fails a run. A judge error (invalid output
-    after the judge's ``max_tries``, a provider error) is status ``error`` with
-    the error in ``errors``. ``model``: a chat model, a model string (MLflow's
-    ``openai:/gpt-4o`` spelling too) or a ready judge; it must be an LLM judge
-    (the offline one is :class:`~judgegraph.judges.NeedsLLMJudge`, here).
-    ``review``: a ``review_verdicts`` node before the score, where a person can
-    override the value (needs a checkpointer; :func:`judgegraph.nodes.review_node`).
+    ``instructions`` must contain ``{{ conversation }}`` and may contain ``{{ expectations }}``
+    (any other ``{{ ... }}`` is a ``ValueError``). ``feedback_type`` (or MLflow's
+    ``feedback_value_type``; default ``bool``): ``bool`` (score 1/0, or ``scores``; threshold 0.5),
+    ``int``/``float`` (score = value), ``Literal[...]`` (score ``scores[value]``) or ``str`` (no
+    score), optionally ``Annotated`` with pydantic constraints. Passed = score >= ``threshold``;
+    without one the status is ``not_applicable``, the value recorded. ``model`` must be an LLM
+    judge (MLflow's ``openai:/gpt-4o`` spelling too); ``review`` adds a ``review_verdicts`` node.
     """
     if feedback_value_type is not None:
         if feedback_type is not None:
@@ -443,11 +386,10 @@ def make_judge(
         raise ValueError("name must be a non-empty string")
     name = name.strip()
     spec = feedback_spec(bool if feedback_type is None else feedback_type, threshold=threshold, scores=scores)
-    prompt = build_prompt(name, instructions, spec.description)  # template errors before any model is built
-    schema = feedback_schema(name, spec)
+    build_prompt(name, instructions, spec.description)  # template errors before any model is built
     check_options(compile, make_judge)
     made = require_tasks(resolve_judge(_model_string(model)), [TASK], name)
-    settings = CustomJudgeSettings(name=name, judge=made, feedback=spec, prompt=prompt, schema=schema, review=review)
+    settings = CustomJudgeSettings.create(name=name, judge=made, instructions=instructions, feedback=spec, review=review)
     return compile_graph(build_custom_graph(settings), name, compile, make_judge)
 
 

@@ -3,22 +3,16 @@ semantics): one graph, two presets.
 
     START → window_turns ─Send per window→ judge_turn → reduce_score [→ write_reason] → END
 
-* ``window_turns`` splits the conversation into exchanges and one sliding
-  window per exchange (:mod:`judgegraph.windows`).
-* ``judge_turn`` runs once per window, all windows concurrently (bounded by
-  the judge's global limit on calls in flight): is the window's last reply
-  relevant to the latest user message, given the earlier messages?
-* ``reduce_score``: score = relevant verdicts / verdicts the judge could make.
-  Judge errors are reported and counted, never scored. Strict mode makes the
-  score 1 or 0 and the threshold 1.
-* ``write_reason`` (only with ``reason="llm"``): one extra call that writes the
-  reason; otherwise the reason is built from the verdicts, with no call.
+Each window's last reply is judged against the latest user message, given the
+earlier messages, all windows concurrently; score = relevant / judged verdicts
+(judge errors reported, never scored). ``reason="llm"`` adds one call that
+writes the reason; otherwise it is built from the verdicts.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
@@ -59,8 +53,7 @@ ReasonMode = Literal["deterministic", "llm", "none"]
 
 
 class TurnVerdict(BaseModel):
-    """The judge's answer for one window. The reason comes first so the model
-    reasons before it commits to a verdict."""
+    """The judge's answer for one window (the reason first, so the model reasons before it commits)."""
 
     reason: str = Field(description="One or two sentences explaining the verdict.")
     verdict: YesNo = Field(
@@ -86,8 +79,7 @@ class WindowTask(TypedDict):
 
 @dataclass(frozen=True, kw_only=True)
 class RelevancySettings(WindowOptions):
-    """The shared options (:class:`~judgegraph.scoring.WindowOptions`), how the
-    reason is written and what counts as relevant (``rubric``)."""
+    """The shared options, how the reason is written and what counts as relevant (``rubric``)."""
 
     reason: ReasonMode = "deterministic"
     rubric: str | None = None
@@ -232,56 +224,34 @@ def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
     return builder
 
 
-class RelevancyFactory(Protocol):
-    """The signature of both relevancy presets (they differ in defaults only)."""
+def create_turn_relevancy_judge(
+    *, model: ModelLike = None, window_size: int = 10, threshold: float = 0.5, strict_mode: bool = False,
+    reason: ReasonMode = "deterministic", rubric: str | None = None, review: bool = False,
+    name: str = "turn_relevancy", **compile: Unpack[CompileOptions],
+) -> CompiledStateGraph:
+    """Turn relevancy, deepeval's semantics: windows of ``window_size`` exchanges (default 10),
+    threshold 0.5, optional strict mode.
 
-    __name__: str
-
-    def __call__(
-        self, *, model: ModelLike = None, window_size: int = ..., threshold: float = 0.5, strict_mode: bool = False,
-        reason: ReasonMode = "deterministic", rubric: str | None = None, review: bool = False, name: str = ...,
-        **compile: Unpack[CompileOptions],
-    ) -> CompiledStateGraph: ...
-
-
-def _preset(metric: str, default_window: int, doc: str) -> RelevancyFactory:
-    def factory(
-        *, model: ModelLike = None, window_size: int = default_window, threshold: float = 0.5,
-        strict_mode: bool = False, reason: ReasonMode = "deterministic", rubric: str | None = None,
-        review: bool = False, name: str = metric, **compile: Unpack[CompileOptions],
-    ) -> CompiledStateGraph:
-        settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size,
-                                     threshold=threshold, strict_mode=strict_mode, reason=reason, rubric=rubric,
-                                     review=review)
-        return compile_graph(build_relevancy_graph(settings), name, compile, factory)
-
-    factory.__name__ = factory.__qualname__ = f"create_{metric}_judge"
-    factory.__doc__ = doc + _COMMON_DOC
-    return factory
+    ``model``: a chat model, a string like ``openai:gpt-4.1-mini``, or a ready judge
+    (:func:`~judgegraph.resolve_judge`); left out: the offline embedding judge. ``rubric`` replaces
+    the default instructions on what counts as relevant. ``review``: a ``review_verdicts`` node
+    before the score (:func:`judgegraph.nodes.review_node`). ``compile``: LangGraph compile options."""
+    settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
+                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review)
+    return compile_graph(build_relevancy_graph(settings), name, compile, create_turn_relevancy_judge)
 
 
-_COMMON_DOC = """
-
-    ``model``: a chat model, a string like ``openai:gpt-4.1-mini``, or a ready
-    judge (:func:`~judgegraph.resolve_judge`); leave it out for the offline
-    embedding judge. ``rubric`` replaces the default instructions on what counts
-    as relevant. ``review``: a ``review_verdicts`` node before the score, where a
-    person can override verdicts (needs a checkpointer; see
-    :func:`judgegraph.nodes.review_node`). ``compile``: LangGraph compile
-    options (``checkpointer``, ``interrupt_before``, ...)."""
-
-create_turn_relevancy_judge = _preset(
-    "turn_relevancy", 10,
-    """Turn relevancy, deepeval's semantics: windows of ``window_size``
-    exchanges (default 10), threshold 0.5, optional strict mode.""",
-)
-
-create_conversation_relevance_judge = _preset(
-    "conversation_relevance", 5,
-    """Conversation relevance, promptfoo's semantics: one window per
-    input/output pair holding it and up to ``window_size - 1`` earlier pairs
-    (default 5); ``rubric`` is promptfoo's ``rubricPrompt``.""",
-)
+def create_conversation_relevance_judge(
+    *, model: ModelLike = None, window_size: int = 5, threshold: float = 0.5, strict_mode: bool = False,
+    reason: ReasonMode = "deterministic", rubric: str | None = None, review: bool = False,
+    name: str = "conversation_relevance", **compile: Unpack[CompileOptions],
+) -> CompiledStateGraph:
+    """Conversation relevance, promptfoo's semantics: one window per input/output pair holding it
+    and up to ``window_size - 1`` earlier pairs (default 5); ``rubric`` is promptfoo's
+    ``rubricPrompt``. The options are :func:`create_turn_relevancy_judge`'s."""
+    settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
+                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review)
+    return compile_graph(build_relevancy_graph(settings), name, compile, create_conversation_relevance_judge)
 
 
 def _specs() -> list[MetricSpec]:

@@ -1,33 +1,14 @@
-"""Response relevancy (ragas ``ResponseRelevancy`` semantics, done better).
-
-For every exchange (a user message and the assistant reply that answers it),
-an LLM reads the reply ALONE and writes N questions it answers; the closer
-those questions are to what the user really asked, the more relevant the reply.
-
-With an LLM judge::
+"""Response relevancy (ragas ``ResponseRelevancy`` semantics, done better;
+``docs/response_relevancy.md``): for every exchange an LLM reads the reply ALONE
+and writes N distinct questions it answers, in one structured call
+(``generate_questions``); one embeddings call per exchange (``embed_questions``)
+scores mean cosine(question, user message), clamped at 0, times 0 when every
+question is noncommittal. The score is the mean over judged exchanges.
 
     START → split_exchanges ─Send per exchange→ generate_questions → embed_questions → reduce_score → END
 
-* ``split_exchanges``: the conversation's exchanges (:func:`judgegraph.windows.exchanges`);
-  one ``Send`` per exchange that has both a user message and a reply.
-* ``generate_questions`` (one judge call per exchange): N *distinct* questions
-  in ONE structured call, each with a ``noncommittal`` flag. The schema
-  requires exactly N questions, pairwise different after normalisation; a
-  violation is a validation error, so the LLM judge re-asks with it.
-* ``embed_questions`` (no judge call): ONE ``embed_documents([user_input, q1..qN])``
-  call per exchange; exchange score = mean cosine(q_i, user_input) (clamped at
-  0), multiplied by 0 when ALL N questions are noncommittal (ragas's rule).
-* ``reduce_score``: conversation score = mean over judged exchanges.
-
-With the offline judge (no LLM, so no question generation)::
-
-    START → split_exchanges ─Send per exchange→ embed_response → reduce_score → END
-
-``embed_response`` scores cosine(response, user_input) with the embeddings and
-every result says so (``details["mode"]`` and the reason).
-
-Judge errors (generation never valid, provider errors) and embedding errors
-are reported in ``errors``, never scored, and the other exchanges are kept.
+The offline judge writes no questions: ``embed_response`` scores cosine(response,
+input) and every result says so. Judge and embedding errors are reported, never scored.
 """
 
 from __future__ import annotations
@@ -75,8 +56,7 @@ OFFLINE_MODE = "offline: cosine(response, input) — no question generation with
 
 
 def normalise_question(text: str) -> str:
-    """What two questions are compared on: NFKC, case-folded, punctuation and
-    extra spaces removed ("What is X?" == "what is x")."""
+    """What two questions are compared on: NFKC, case-folded, no punctuation or extra spaces."""
     text = unicodedata.normalize("NFKC", text).casefold()
     return " ".join(re.sub(r"[^\w]+", " ", text).split())
 
@@ -149,8 +129,7 @@ def questions_schema(n: int) -> type[GeneratedQuestions]:
 
 
 class ExchangeVerdict(Verdict):
-    """One exchange's judgement. ``score`` is the exchange score; ``verdict`` is
-    "yes" when it reaches the threshold, "no" when not, None on a judge error."""
+    """One exchange's judgement: its ``score``, and ``verdict`` "yes" when that reaches the threshold."""
 
     id_fields: ClassVar[tuple[str, ...]] = ("exchange",)
 
@@ -191,8 +170,7 @@ class EmbedTask(ExchangeTask):
 
 @dataclass(frozen=True, kw_only=True)
 class ResponseRelevancySettings(MetricOptions):
-    """The shared options (:class:`~judgegraph.scoring.MetricOptions`), the
-    embeddings and how many questions are written per reply."""
+    """The shared options, the embeddings and how many questions are written per reply."""
 
     embeddings: Embeddings
     n_questions: int = 3
@@ -215,11 +193,8 @@ def split_exchanges(state: ResponseRelevancyState, config: RunnableConfig) -> di
     exs = in_scope(exchanges(conversation), config)
     skipped = []
     for ex in exs:
-        why = None
-        if not ex.user_text.strip():
-            why = "no user message before the reply (the assistant spoke first): nothing to compare it with"
-        elif not _reply_text(ex):
-            why = "the reply has no text"
+        why = ("no user message before the reply (the assistant spoke first): nothing to compare it with"
+               if not ex.user_text.strip() else None if _reply_text(ex) else "the reply has no text")
         if why:
             skipped.append({"exchange": ex.index, "turns": list(ex.reply_turn_indices), "why": why})
     return {"conversation": conversation, "exchanges": exs, "skipped": skipped}
@@ -283,6 +258,37 @@ def _verdict(task: ExchangeTask, threshold: float, **kw: Any) -> ExchangeVerdict
                            response=task["response"], verdict=verdict, **kw)
 
 
+def _embedding_node(name: str, runner: EmbeddingRunner, texts_of: Callable[[Any], list[str] | None],
+                    finish: Callable[[Any, list[str] | None, Any], dict[str, Any]]) -> RunnableLambda:
+    """A node: one embeddings call for ``texts_of(task)`` (None: no call), then
+    ``finish(task, texts, vectors)``; a failed call's exception is given as ``vectors``."""
+
+    def run(task: Any) -> dict[str, Any]:
+        texts = texts_of(task)
+        try:
+            vectors: Any = None if texts is None else runner.embed(texts)
+        except Exception as exc:  # noqa: BLE001 - an embeddings failure is a judge error for this exchange
+            vectors = exc
+        return finish(task, texts, vectors)
+
+    async def arun(task: Any) -> dict[str, Any]:
+        texts = texts_of(task)
+        try:
+            vectors: Any = None if texts is None else await runner.aembed(texts)
+        except Exception as exc:  # noqa: BLE001
+            vectors = exc
+        return finish(task, texts, vectors)
+
+    return RunnableLambda(run, afunc=arun, name=name)
+
+
+def _similarities(vectors: Any) -> list[float]:
+    """cosine(each vector, the first); the embeddings call's exception is raised again."""
+    if isinstance(vectors, BaseException):
+        raise vectors
+    return cosines(vectors)
+
+
 def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunner) -> RunnableLambda:
     def texts_for(task: EmbedTask) -> list[str] | None:
         gen = task["generation"]
@@ -300,9 +306,7 @@ def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunne
         common = {"questions": questions, "noncommittal": flags, "noncommittal_count": sum(flags),
                   "all_noncommittal": all(flags), "reason": gen["reason"], "embedded_texts": len(texts), **base}
         try:
-            if isinstance(vectors, BaseException):
-                raise vectors
-            sims = cosines(vectors)
+            sims = _similarities(vectors)
         except Exception as exc:  # noqa: BLE001 - an embeddings failure is a judge error for this exchange
             return {"verdicts": [_verdict(task, settings.threshold, error=runner.describe(exc),
                                           step=EMBED_STEP, **common)]}
@@ -311,37 +315,15 @@ def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunne
         return {"verdicts": [_verdict(task, settings.threshold, similarities=sims, mean_cosine=mean,
                                       score=score, **common)]}
 
-    def run(task: EmbedTask) -> dict[str, Any]:
-        texts = texts_for(task)
-        vectors: Any = None
-        if texts is not None:
-            try:
-                vectors = runner.embed(texts)
-            except Exception as exc:  # noqa: BLE001
-                vectors = exc
-        return finish(task, texts, vectors)
-
-    async def arun(task: EmbedTask) -> dict[str, Any]:
-        texts = texts_for(task)
-        vectors: Any = None
-        if texts is not None:
-            try:
-                vectors = await runner.aembed(texts)
-            except Exception as exc:  # noqa: BLE001
-                vectors = exc
-        return finish(task, texts, vectors)
-
-    return RunnableLambda(run, afunc=arun, name="embed_questions")
+    return _embedding_node("embed_questions", runner, texts_for, finish)
 
 
 def _embed_response(settings: ResponseRelevancySettings, runner: EmbeddingRunner) -> RunnableLambda:
     """The offline fallback: cosine(response, input), one embeddings call per exchange."""
 
-    def finish(task: ExchangeTask, vectors: Any) -> dict[str, Any]:
+    def finish(task: ExchangeTask, texts: list[str] | None, vectors: Any) -> dict[str, Any]:
         try:
-            if isinstance(vectors, BaseException):
-                raise vectors
-            (sim,) = cosines(vectors)
+            (sim,) = _similarities(vectors)
         except Exception as exc:  # noqa: BLE001
             return {"verdicts": [_verdict(task, settings.threshold, error=runner.describe(exc),
                                           step=OFFLINE_STEP, embedded_texts=2)]}
@@ -349,21 +331,7 @@ def _embed_response(settings: ResponseRelevancySettings, runner: EmbeddingRunner
                                       score=max(0.0, sim), embedded_texts=2,
                                       reason=f"offline: cosine(response, input) = {sim:.2f}")]}
 
-    def run(task: ExchangeTask) -> dict[str, Any]:
-        try:
-            vectors: Any = runner.embed([task["user_input"], task["response"]])
-        except Exception as exc:  # noqa: BLE001
-            vectors = exc
-        return finish(task, vectors)
-
-    async def arun(task: ExchangeTask) -> dict[str, Any]:
-        try:
-            vectors: Any = await runner.aembed([task["user_input"], task["response"]])
-        except Exception as exc:  # noqa: BLE001
-            vectors = exc
-        return finish(task, vectors)
-
-    return RunnableLambda(run, afunc=arun, name="embed_response")
+    return _embedding_node("embed_response", runner, lambda task: [task["user_input"], task["response"]], finish)
 
 
 def deterministic_reason(
@@ -452,8 +420,7 @@ def _reduce_score(settings: ResponseRelevancySettings) -> Node:
 
 
 def build_response_relevancy_graph(settings: ResponseRelevancySettings) -> StateGraph:
-    """The uncompiled graph. With an offline judge the question-generation
-    nodes are replaced by ``embed_response`` (cosine(response, input))."""
+    """The uncompiled graph (offline: ``embed_response`` instead of the question nodes)."""
     runner = EmbeddingRunner(settings.embeddings, max_concurrency=settings.max_concurrency)
     builder = StateGraph(ResponseRelevancyState, input_schema=MetricInput, output_schema=MetricOutput)
     builder.add_node("split_exchanges", split_exchanges)
@@ -485,15 +452,10 @@ def create_response_relevancy_judge(
     name: str = "response_relevancy",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
-    """Response relevancy, ragas's semantics: per exchange, N questions written
-    from the reply alone, scored by mean cosine similarity to the user's message.
-
-    ``model``: a chat model, a string like ``openai:gpt-4.1-mini`` or a ready
-    judge; leave it out for the offline fallback (cosine(response, input),
-    labelled). ``embeddings``: any LangChain ``Embeddings`` or a string such as
-    ``openai:text-embedding-3-small`` (``embeddings_base_url`` points it at an
-    OpenAI-compatible server; it defaults to the judge's own server); default:
-    the offline all-MiniLM-L6-v2, or the offline judge's own embeddings."""
+    """Response relevancy, ragas's semantics: per exchange, N questions written from the reply
+    alone, scored by mean cosine similarity to the user's message. ``model`` left out: the
+    offline fallback. ``embeddings``: LangChain ``Embeddings`` or a string (served beside an
+    OpenAI-compatible judge by default, or at ``embeddings_base_url``); default: all-MiniLM-L6-v2."""
     made = resolve_judge(model)
     if embeddings is None:
         embeddings = made.embeddings  # the offline judge's own (None: the default all-MiniLM-L6-v2)
