@@ -375,6 +375,10 @@ def _model_settings(model: BaseChatModel) -> dict[str, Any]:
     return out
 
 
+#: A judgement in steps (see :meth:`LLMJudge._attempts`).
+_Steps = Generator[tuple[float, list[BaseMessage]], "tuple[Any, float]", JudgeOutcome]
+
+
 class LLMJudge(Judge):
     """Judges with a LangChain chat model.
 
@@ -517,18 +521,10 @@ class LLMJudge(Judge):
                             error=redact(error) if error else error, latency_s=latency, usage=usage or Usage(),
                             model=self.model_name, settings=self.settings)
 
-    def _judgement(self, request: JudgeRequest) -> Generator[list[BaseMessage] | float, Any, JudgeOutcome]:
-        """:meth:`_attempts`, its outcome's error with credentials taken out (the
-        one place an outcome leaves the judge, sync or async)."""
-        outcome = yield from self._attempts(request)
-        if outcome.error:
-            outcome.error = self.redact(outcome.error)
-        return outcome
-
-    def _attempts(self, request: JudgeRequest) -> Generator[list[BaseMessage] | float, Any, JudgeOutcome]:
-        """The one implementation of a judgement. Yields the messages to send
-        (and receives ``(result or exception, latency)``) or a number of
-        seconds to wait before the next request (and receives None)."""
+    def _attempts(self, request: JudgeRequest) -> _Steps:
+        """The one implementation of a judgement, sync or async. Yields the
+        seconds to wait before the next request and the messages to send, and
+        receives ``(result or exception, latency)``."""
         if self.breaker.reason:
             return JudgeOutcome(None, self.breaker.reason, 0)
         text = request.rendered
@@ -538,8 +534,10 @@ class LLMJudge(Judge):
         usage = Usage()
         transcript: list[JudgeAttempt] = []
         sent = asks = retries = 0
+        wait = 0.0
         while True:
-            result, latency = yield messages
+            result, latency = yield wait, messages
+            wait = 0.0
             if result is None:  # the breaker tripped while this request waited for its slot: not sent
                 return JudgeOutcome(None, self.breaker.reason, sent, usage, transcript=transcript)
             sent += 1
@@ -552,10 +550,10 @@ class LLMJudge(Judge):
                     return JudgeOutcome(None, f"{error} at {url}", sent, usage, transcript=transcript)
                 if _is_transient(result) and retries < self.max_retries:
                     retries += 1
-                    wait = _retry_after(result)
-                    if wait is None:
-                        wait = min(30.0, 0.5 * 2 ** (retries - 1)) * (0.5 + random.random() / 2)
-                    yield min(max(wait, 0.0), MAX_RETRY_AFTER_S)
+                    after = _retry_after(result)
+                    if after is None:
+                        after = min(30.0, 0.5 * 2 ** (retries - 1)) * (0.5 + random.random() / 2)
+                    wait = min(max(after, 0.0), MAX_RETRY_AFTER_S)
                     continue
                 suffix = f" ({sent} requests)" if sent > 1 else ""
                 return JudgeOutcome(None, f"{error}{suffix}", sent, usage, transcript=transcript)
@@ -595,30 +593,52 @@ class LLMJudge(Judge):
                 HumanMessage(REASK.format(error=error)),
             ]
 
+    def _advance(self, steps: _Steps, sent: tuple[Any, float] | None) -> tuple[float, list[BaseMessage]] | JudgeOutcome:
+        """The judgement's next request after ``sent``; when it is done, its
+        outcome, the error with credentials taken out (the one place an outcome
+        leaves the judge, sync or async)."""
+        try:
+            return next(steps) if sent is None else steps.send(sent)
+        except StopIteration as done:
+            outcome: JudgeOutcome = done.value
+            if outcome.error:
+                outcome.error = self.redact(outcome.error)
+            return outcome
+
     def judge(self, request: JudgeRequest) -> JudgeOutcome:
-        steps = self._judgement(request)
-        runnable = self._structured(request.schema)
-        sent: Any = None
-        while True:
-            try:
-                step = steps.send(sent)
-            except StopIteration as done:
-                return done.value
-            if isinstance(step, float):
-                time.sleep(step)
-                sent = None
-                continue
-            tokens = _estimate_tokens(step) if self.limiter.tpm is not None else 0
-            with self.limiter.slot(tokens):
-                if self.breaker.reason is not None:
-                    sent = (None, None)
-                    continue
+        steps, runnable = self._attempts(request), self._structured(request.schema)
+        step = self._advance(steps, None)
+        while not isinstance(step, JudgeOutcome):
+            wait, messages = step
+            if wait:
+                time.sleep(wait)
+            with self.limiter.slot(_estimate_tokens(messages) if self.limiter.tpm is not None else 0):
                 start = time.perf_counter()
-                try:
-                    result: Any = runnable.invoke(step)
+                try:  # None: the breaker tripped while this request waited for its slot
+                    result: Any = None if self.breaker.reason else runnable.invoke(messages)
                 except Exception as exc:  # noqa: BLE001 - reported as a judge error
                     result = exc
-                sent = (result, time.perf_counter() - start)
+                latency = time.perf_counter() - start
+            step = self._advance(steps, (result, latency))
+        return step
+
+    async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
+        """:meth:`judge`'s loop, awaiting the wait, the slot and the call."""
+        steps, runnable = self._attempts(request), self._structured(request.schema)
+        step = self._advance(steps, None)
+        while not isinstance(step, JudgeOutcome):
+            wait, messages = step
+            if wait:
+                await asyncio.sleep(wait)
+            async with self.limiter.aslot(_estimate_tokens(messages) if self.limiter.tpm is not None else 0):
+                start = time.perf_counter()
+                try:
+                    result: Any = None if self.breaker.reason else await runnable.ainvoke(messages)
+                except Exception as exc:  # noqa: BLE001 - reported as a judge error
+                    result = exc
+                latency = time.perf_counter() - start
+            step = self._advance(steps, (result, latency))
+        return step
 
     def prepare(self, request: JudgeRequest) -> None:
         """The prompt file and the tokenizer (re-asks and unreported usage count tokens)."""
@@ -627,31 +647,6 @@ class LLMJudge(Judge):
 
             load_prompt(request.step)
         _encoding()
-
-    async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
-        steps = self._judgement(request)
-        runnable = self._structured(request.schema)
-        sent: Any = None
-        while True:
-            try:
-                step = steps.send(sent)
-            except StopIteration as done:
-                return done.value
-            if isinstance(step, float):
-                await asyncio.sleep(step)
-                sent = None
-                continue
-            tokens = _estimate_tokens(step) if self.limiter.tpm is not None else 0
-            async with self.limiter.aslot(tokens):
-                if self.breaker.reason is not None:
-                    sent = (None, None)
-                    continue
-                start = time.perf_counter()
-                try:
-                    result: Any = await runnable.ainvoke(step)
-                except Exception as exc:  # noqa: BLE001 - reported as a judge error
-                    result = exc
-                sent = (result, time.perf_counter() - start)
 
 
 def _is_openai_chat(model: object) -> bool:
