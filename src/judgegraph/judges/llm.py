@@ -185,12 +185,8 @@ def _error_summary(exc: BaseException) -> str:
     line of ``str(ValidationError)`` only names the model, not what is wrong."""
     from pydantic import ValidationError
 
-    cause: BaseException | None = exc
-    for _ in range(5):
-        if cause is None or isinstance(cause, ValidationError):
-            break
-        cause = cause.__cause__ or cause.__context__
-    if isinstance(cause, ValidationError):
+    cause = next((e for e in _chain(exc)[:6] if isinstance(e, ValidationError)), None)
+    if cause is not None:
         parts = []
         for err in cause.errors(include_url=False):
             loc = ".".join(str(p) for p in err.get("loc", ()))
@@ -213,17 +209,15 @@ def _raw_text(raw: BaseMessage | None) -> str:
     return raw.text
 
 
-
 def _as_dicts(messages: list[BaseMessage]) -> list[dict[str, str]]:
     return [{"role": _ROLES.get(m.type, m.type), "content": m.text} for m in messages]
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    cur: BaseException | None = exc
-    while cur is not None and len(out) < 8:
-        out.append(cur)
-        cur = cur.__cause__ or cur.__context__
+    """``exc`` and what it was raised from or during, at most 8 deep."""
+    out = [exc]
+    while len(out) < 8 and (cause := out[-1].__cause__ or out[-1].__context__) is not None:
+        out.append(cause)
     return out
 
 
@@ -235,20 +229,11 @@ def _openai() -> ModuleType:
     return openai
 
 
-def _httpx_modules() -> list[ModuleType]:
-    """The HTTP libraries in use (``httpx``, and ``httpx2`` under openai 3): their
-    exceptions are the ones that can surface; a library not imported raised none."""
-    return [m for m in (sys.modules.get("httpx"), sys.modules.get("httpx2")) if m is not None]
-
-
 def _types(name: str) -> tuple[type[BaseException], ...]:
-    """``name`` (``ConnectError``, ``TimeoutException`` ...) in every loaded HTTP library."""
-    found: list[type[BaseException]] = []
-    for module in _httpx_modules():
-        cls = getattr(module, name, None)
-        if isinstance(cls, type) and issubclass(cls, BaseException):
-            found.append(cls)
-    return tuple(found)
+    """``name`` (``ConnectError``, ``TimeoutException`` ...) in every HTTP library in use
+    (``httpx``, and ``httpx2`` under openai 3): a library not imported raised none."""
+    found = (getattr(sys.modules.get(module), name, None) for module in ("httpx", "httpx2"))
+    return tuple(cls for cls in found if isinstance(cls, type) and issubclass(cls, BaseException))
 
 
 def _status(exc: BaseException) -> int | None:
@@ -265,17 +250,19 @@ def _status(exc: BaseException) -> int | None:
     return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
+def _in_chain(exc: BaseException, *types: type[BaseException]) -> bool:
+    return any(isinstance(e, types) for e in _chain(exc))
+
+
 def _refused(exc: BaseException) -> bool:
     """A connection that could not be made at all (refused, unknown host)."""
-    connect: tuple[type[BaseException], ...] = (ConnectionRefusedError, *_types("ConnectError"))
-    return any(isinstance(e, connect) for e in _chain(exc))
+    return _in_chain(exc, ConnectionRefusedError, *_types("ConnectError"))
 
 
 def _timed_out(exc: BaseException) -> bool:
     """A timeout anywhere in the chain: openai's ``APITimeoutError`` (the
     request's deadline, see :mod:`.transport`), httpx's, or the socket's."""
-    timeouts: tuple[type[BaseException], ...] = (TimeoutError, _openai().APITimeoutError, *_types("TimeoutException"))
-    return any(isinstance(e, timeouts) for e in _chain(exc))
+    return _in_chain(exc, TimeoutError, _openai().APITimeoutError, *_types("TimeoutException"))
 
 
 def _too_large(exc: BaseException) -> BaseException | None:
@@ -285,10 +272,8 @@ def _too_large(exc: BaseException) -> BaseException | None:
 
 def _is_fatal(exc: BaseException) -> bool:
     """Retrying, or sending anything else, cannot help: wrong key, no access,
-    wrong URL or model, nothing listening."""
-    openai = _openai()
-    if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)):
-        return True
+    wrong URL or model, nothing listening (openai's ``AuthenticationError``,
+    ``PermissionDeniedError`` and ``NotFoundError`` are these statuses)."""
     return _status(exc) in (401, 403, 404) or (_refused(exc) and not _timed_out(exc))
 
 
@@ -300,9 +285,7 @@ def _is_transient(exc: BaseException) -> bool:
         return status in (408, 409, 429) or status >= 500
     if _too_large(exc) is not None:
         return False
-    dropped: tuple[type[BaseException], ...] = (ConnectionError, _openai().APIConnectionError,
-                                                *_types("TransportError"))
-    return _timed_out(exc) or any(isinstance(e, dropped) for e in _chain(exc))
+    return _timed_out(exc) or _in_chain(exc, ConnectionError, _openai().APIConnectionError, *_types("TransportError"))
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -320,12 +303,8 @@ def _retry_after(exc: BaseException) -> float | None:
 
 
 def _url(exc: BaseException, fallback: str) -> str:
-    for e in _chain(exc):
-        request = getattr(e, "request", None)
-        url = getattr(request, "url", None)
-        if url is not None:
-            return str(url)
-    return fallback
+    urls = (getattr(getattr(e, "request", None), "url", None) for e in _chain(exc))
+    return next((str(url) for url in urls if url is not None), fallback)
 
 
 def _transport_error(exc: BaseException, deadline: float | None, redact: Redactor) -> str:
@@ -651,8 +630,7 @@ class LLMJudge(Judge):
 
 def _is_openai_chat(model: object) -> bool:
     """A ``langchain_openai.ChatOpenAI`` (checked without importing the package)."""
-    module = __import__("sys").modules.get("langchain_openai")
-    cls = getattr(module, "ChatOpenAI", None) if module is not None else None
+    cls = getattr(sys.modules.get("langchain_openai"), "ChatOpenAI", None)
     return cls is not None and type(model) is cls
 
 
