@@ -1,20 +1,14 @@
 """The HTTP clients of an LLM judge built from a model string: every request
 has a deadline and every reply a size limit, whatever the server does.
 
-httpx's ``timeout`` bounds each socket operation, not a request: a server
-sending one byte every half second, or an endless chunked body, holds a request
-for ever; and a reply is read whole into memory, however large (a gzip bomb
-decodes to gigabytes). :func:`openai_http_clients` builds the sync and async
-clients ``ChatOpenAI`` is given instead of its own, sharing one mechanism:
-
-* the deadline (``timeout`` seconds for connect + send + the whole reply) is
-  enforced under httpcore, on the socket: every connect, read and write gets at
-  most the time left, so no byte pattern outlives it. Past it, the operation
-  raises the HTTP library's own timeout (``ReadTimeout`` ...), which the SDK
-  reports as ``APITimeoutError``: a timeout like any other (retried);
-* the reply is decoded here (gzip, deflate; only those are asked for) in
-  bounded pieces and counted as it is read; past ``max_reply_bytes`` decoded
-  bytes the read stops with :class:`ReplyTooLarge`, memory never holding more.
+httpx's ``timeout`` bounds each socket operation, not a request (a server
+sending one byte every half second holds it for ever), and a reply is read
+whole into memory (a gzip bomb decodes to gigabytes). So the deadline is
+enforced under httpcore, on the socket: every connect, read and write gets at
+most the time left, then raises the HTTP library's own timeout (reported by the
+SDK as ``APITimeoutError``, retried). The reply is decoded here (gzip, deflate:
+only those are asked for) in bounded pieces; past ``max_reply_bytes`` decoded
+bytes the read stops with :class:`ReplyTooLarge`.
 """
 
 from __future__ import annotations
