@@ -340,10 +340,6 @@ class Breaker:
             if self.reason is None:
                 self.reason = reason
 
-    def reset(self) -> None:
-        with self._lock:
-            self.reason = None
-
 
 def _model_settings(model: BaseChatModel) -> dict[str, Any]:
     out: dict[str, Any] = {}
@@ -359,22 +355,14 @@ _Steps = Generator[tuple[float, list[BaseMessage]], "tuple[Any, float]", JudgeOu
 
 
 class LLMJudge(Judge):
-    """Judges with a LangChain chat model.
-
-    ``model`` a chat model object or a string (see :func:`resolve_model`);
-    ``max_tries`` asks per judgement when the reply is unusable (re-asks);
-    ``max_retries`` re-sends after a transport failure (429, 5xx, timeout,
-    dropped connection; default 3 for a model built from a string, whose
-    client then does not retry, 0 for a model object, whose client keeps its
-    own retries); ``timeout`` seconds per request, connect to the last byte of
-    the reply (models built from a string); ``max_reply_bytes`` the largest
-    reply read, decoded (models built from a string; default 8 MiB), a larger
-    one is a judge error; ``max_prompt_tokens`` a prompt longer than this is a
-    judge error, not a call; ``limiter`` the run's concurrency and rate limits;
-    ``breaker`` the run's stop switch (one per judge unless given).
-
-    Every error and transcript entry the judge makes goes through
-    ``self.redact`` (:class:`~.redact.Redactor`): no key or auth header is kept."""
+    """Judges with a LangChain chat model (a model object or a string, see
+    :func:`resolve_model`; the settings as in :func:`~judgegraph.judges.resolve_judge`).
+    ``max_retries`` defaults to 3 for a model built from a string, whose client
+    then does not retry, and to 0 for a model object, whose client keeps its own;
+    ``timeout`` and ``max_reply_bytes`` are enforced for a model built from a
+    string. ``limiter`` holds the run's concurrency and rate limits, ``breaker``
+    its stop switch (one per judge unless given). Every error and transcript
+    entry goes through ``self.redact``: no key or auth header is kept."""
 
     kind = "llm"
 
@@ -392,16 +380,12 @@ class LLMJudge(Judge):
         max_reply_bytes: int | None = None,
         **model_kwargs: Any,
     ) -> None:
-        if max_tries < 1:
-            raise ValueError(f"max_tries must be >= 1, got {max_tries}")
-        if max_retries is not None and max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        for name, value, least in (("max_tries", max_tries, 1), ("max_retries", max_retries, 0),
+                                   ("max_prompt_tokens", max_prompt_tokens, 1), ("max_reply_bytes", max_reply_bytes, 1)):
+            if value is not None and value < least:
+                raise ValueError(f"{name} must be >= {least}, got {value}")
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-        if max_prompt_tokens is not None and max_prompt_tokens < 1:
-            raise ValueError(f"max_prompt_tokens must be >= 1, got {max_prompt_tokens}")
-        if max_reply_bytes is not None and max_reply_bytes < 1:
-            raise ValueError(f"max_reply_bytes must be >= 1, got {max_reply_bytes}")
         built = not isinstance(model, BaseChatModel)
         if built:
             model_kwargs["max_reply_bytes"] = max_reply_bytes or DEFAULT_MAX_REPLY_BYTES
@@ -429,7 +413,6 @@ class LLMJudge(Judge):
         if method:
             self.settings["method"] = method
         self._runnables: dict[type, Any] = {}
-        self._schema_ids: dict[type, str] = {}
 
     @property
     def endpoint(self) -> Endpoint | None:
@@ -471,14 +454,11 @@ class LLMJudge(Judge):
     def cache_key(self, request: JudgeRequest) -> str:
         """Model identity and generation settings, the prompt template text, the
         rendered request and the output schema."""
-        schema = request.schema
-        if schema not in self._schema_ids:
-            self._schema_ids[schema] = json.dumps(schema.model_json_schema(), sort_keys=True)
         model = type(self.model)
         payload = [
             f"{model.__module__}.{model.__qualname__}", self.model_name, self.base_url, self.method,
             {k: v for k, v in self.settings.items() if k not in ("timeout", "max_retries")},
-            request.task, request.step, request.template.template, request.rendered, self._schema_ids[schema],
+            request.task, request.step, request.template.template, request.rendered, _schema_id(request.schema),
         ]
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -626,6 +606,11 @@ class LLMJudge(Judge):
 
             load_prompt(request.step)
         _encoding()
+
+
+@lru_cache(maxsize=256)
+def _schema_id(schema: type[BaseModel]) -> str:
+    return json.dumps(schema.model_json_schema(), sort_keys=True)
 
 
 def _is_openai_chat(model: object) -> bool:
