@@ -521,8 +521,7 @@ class LLMJudge(Judge):
             if isinstance(result, BaseException):
                 # Some clients parse inside the call (OpenAI's json_schema path)
                 # and raise instead of returning a parsing error.
-                bad = _invalid_input(result)
-                result = {"raw": AIMessage(bad), "parsed": None, "parsing_error": result}
+                result = {"raw": AIMessage(_invalid_input(result)), "parsed": None, "parsing_error": result}
                 used = _usage(result["raw"], messages, reported=False)
             else:
                 used = _usage(result.get("raw"), messages)
@@ -546,11 +545,7 @@ class LLMJudge(Judge):
             if asks >= self.max_tries:
                 return JudgeOutcome(None, f"invalid output after {self.max_tries} tries: {error}", sent, usage,
                                     transcript=transcript)
-            messages = [
-                *messages,
-                AIMessage(reply or "(empty reply)"),
-                HumanMessage(REASK.format(error=error)),
-            ]
+            messages = [*messages, AIMessage(reply or "(empty reply)"), HumanMessage(REASK.format(error=error))]
 
     def _advance(self, steps: _Steps, sent: tuple[Any, float] | None) -> tuple[float, list[BaseMessage]] | JudgeOutcome:
         """The judgement's next request after ``sent``; when it is done, its
@@ -632,27 +627,12 @@ def _read_reply(raw: BaseMessage, schema: type[BaseModel]) -> dict[str, Any]:
 
 
 def strict_json_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    """The schema's JSON schema in OpenAI's strict form: every object closed
-    (``additionalProperties: false``) with all its properties required, and
-    no ``null`` defaults (what the OpenAI SDK sends for a pydantic schema)."""
+    """The schema's JSON schema in OpenAI's strict form (every object closed,
+    all its properties required): the OpenAI SDK's own, what it sends for a
+    pydantic schema through ``with_structured_output``."""
+    from openai.lib._pydantic import to_strict_json_schema
 
-    def fix(node: Any) -> Any:
-        if isinstance(node, list):
-            return [fix(x) for x in node]
-        if not isinstance(node, dict):
-            return node
-        out = {k: fix(v) for k, v in node.items() if not (k == "default" and v is None)}
-        if out.get("type") == "object" and "properties" in out:
-            out["additionalProperties"] = False
-            out["required"] = list(out["properties"])
-        if "properties" in node:  # property names, not schema keywords
-            out["properties"] = {k: fix(v) for k, v in node["properties"].items()}
-        if len(out.get("allOf", ())) == 1 and "$ref" in out["allOf"][0]:
-            ref = out.pop("allOf")[0]
-            out.update(ref)
-        return out
-
-    return fix(schema.model_json_schema())
+    return to_strict_json_schema(schema)
 
 
 def _estimate_tokens(messages: list[BaseMessage]) -> int:
