@@ -36,7 +36,4 @@ def count_tokens(text: str) -> int:
 def prompt_tokens(messages: list[BaseMessage]) -> int:
     """Input tokens of a chat request, by OpenAI's accounting: 3 per message
     plus its role and content, plus 3 to prime the reply."""
-    total = 3
-    for m in messages:
-        total += 3 + count_tokens(ROLES.get(m.type, m.type)) + count_tokens(m.text)
-    return total
+    return 3 + sum(3 + count_tokens(ROLES.get(m.type, m.type)) + count_tokens(m.text) for m in messages)
