@@ -133,10 +133,3 @@ def load_prompt(name: str) -> Prompt:
     """Load ``prompts/<name>.md``, e.g. ``load_prompt("turn_relevancy/judge_turn")``."""
     return _load(name, tuple(prompt_dirs()))
 
-
-def all_prompt_names() -> list[str]:
-    names: set[str] = set()
-    for d in prompt_dirs():
-        if d.is_dir():
-            names.update(str(p.relative_to(d).with_suffix("")) for p in d.rglob("*.md"))
-    return sorted(names)
