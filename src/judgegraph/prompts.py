@@ -26,7 +26,7 @@ _DOC_LINE = re.compile(r"^\s{2,}([A-Za-z_][A-Za-z0-9_]*)\s*:", re.MULTILINE)
 _TAG = re.compile(r"</?\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*>")
 
 
-#: Anything between angle brackets: each is checked for a section tag by :class:`SectionTags`.
+#: Anything between angle brackets: each is checked for a section tag by :meth:`Prompt.neutralise`.
 _ANGLED = re.compile(r"<([^<>]*)>")
 #: A tag once invisible characters are gone: opening or closing, a name, then attributes or a self-closing slash.
 _TAG_SHAPE = re.compile(r"\s*/?\s*([^\W\d][\w.-]*)(?:[\s/=\"'].*)?", re.DOTALL)
@@ -54,22 +54,6 @@ def tag_name(inside: str) -> str | None:
     return m.group(1).casefold() if m else None
 
 
-@dataclass(frozen=True)
-class SectionTags:
-    """The section tag names of a template (case folded)."""
-
-    names: frozenset[str]
-
-    def _sub(self, m: re.Match[str]) -> str:
-        return f"&lt;{m.group(1)}&gt;" if tag_name(m.group(1)) in self.names else m.group(0)
-
-    def neutralise(self, value: str) -> str:
-        """``value`` with every tag whose name is one of ``names`` written as ``&lt;...&gt;``."""
-        if not self.names or "<" not in value:
-            return value
-        return _ANGLED.sub(self._sub, value)
-
-
 class PromptError(ValueError):
     pass
 
@@ -93,13 +77,19 @@ class Prompt:
                 f"prompt {self.name!r}: placeholders do not match the values given"
                 f" (missing {sorted(missing)}, unexpected {sorted(extra)})"
             )
-        tags = self.tag_pattern
-        return PLACEHOLDER.sub(lambda m: tags.neutralise(str(values[m.group(1)])), self.template)
+        return PLACEHOLDER.sub(lambda m: self.neutralise(str(values[m.group(1)])), self.template)
 
     @cached_property
-    def tag_pattern(self) -> SectionTags:
-        """The tags the template itself uses, which values cannot open or close."""
-        return SectionTags(frozenset(n.casefold() for n in _TAG.findall(PLACEHOLDER.sub("", self.template))))
+    def section_tags(self) -> frozenset[str]:
+        """The tag names (case folded) the template itself uses, which values cannot open or close."""
+        return frozenset(n.casefold() for n in _TAG.findall(PLACEHOLDER.sub("", self.template)))
+
+    def neutralise(self, value: str) -> str:
+        """``value`` with every tag named in :attr:`section_tags` written as ``&lt;...&gt;``."""
+        if not self.section_tags or "<" not in value:
+            return value
+        tags = self.section_tags
+        return _ANGLED.sub(lambda m: f"&lt;{m.group(1)}&gt;" if tag_name(m.group(1)) in tags else m.group(0), value)
 
 
 def prompt_dirs() -> list[Path]:

@@ -171,12 +171,8 @@ def _usage(raw: BaseMessage | None, prompt_messages: list[BaseMessage], *, repor
     out_text = raw.text if isinstance(raw, AIMessage) else ""
     if isinstance(raw, AIMessage) and raw.tool_calls:
         out_text += "".join(str(tc.get("args")) for tc in raw.tool_calls)
-    return Usage(
-        calls=1,
-        input_tokens=sum(count_tokens(m.text) for m in prompt_messages),
-        output_tokens=count_tokens(out_text),
-        estimated=True,
-    )
+    return Usage(calls=1, input_tokens=sum(count_tokens(m.text) for m in prompt_messages),
+                 output_tokens=count_tokens(out_text), estimated=True)
 
 
 def _error_summary(exc: BaseException) -> str:
@@ -207,10 +203,6 @@ def _raw_text(raw: BaseMessage | None) -> str:
     if calls:
         return str(calls[0].get("function", {}).get("arguments", ""))
     return raw.text
-
-
-def _as_dicts(messages: list[BaseMessage]) -> list[dict[str, str]]:
-    return [{"role": _ROLES.get(m.type, m.type), "content": m.text} for m in messages]
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -475,7 +467,7 @@ class LLMJudge(Judge):
                  reply: str | None = None, error: str | None = None, usage: Usage | None = None) -> JudgeAttempt:
         """A transcript entry (the one place they are made), credentials taken out."""
         redact = self.redact
-        sent = [{**m, "content": redact(m["content"])} for m in _as_dicts(messages)]
+        sent = [{"role": _ROLES.get(m.type, m.type), "content": redact(m.text)} for m in messages]
         return JudgeAttempt(step=request.step, messages=sent, reply=redact(reply) if reply else reply,
                             error=redact(error) if error else error, latency_s=latency, usage=usage or Usage(),
                             model=self.model_name, settings=self.settings)
