@@ -69,10 +69,9 @@ def resolve_judge(
     else:
         from .llm import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_TIMEOUT_S, LLMJudge
 
-        if rpm is not None and not rpm > 0:
-            raise ValueError(f"rpm must be > 0, got {rpm}")
-        if tpm is not None and not tpm > 0:
-            raise ValueError(f"tpm must be > 0, got {tpm}")
+        for name, rate in (("rpm", rpm), ("tpm", tpm)):
+            if rate is not None and not rate > 0:
+                raise ValueError(f"{name} must be > 0, got {rate}")
         made = LLMJudge(model, max_tries=max_tries, limiter=CallLimiter(max_concurrency, rpm=rpm, tpm=tpm),
                         timeout=timeout if timeout is not None else DEFAULT_TIMEOUT_S, max_retries=max_retries,
                         max_prompt_tokens=max_prompt_tokens or DEFAULT_MAX_PROMPT_TOKENS,

@@ -281,17 +281,13 @@ def _is_transient(exc: BaseException) -> bool:
 
 
 def _retry_after(exc: BaseException) -> float | None:
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if not headers:
-        return None
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
     try:
         if (ms := headers.get("retry-after-ms")) is not None:
             return float(ms) / 1000
-        if (s := headers.get("retry-after")) is not None:
-            return float(s)
+        return None if (s := headers.get("retry-after")) is None else float(s)
     except (TypeError, ValueError):
         return None
-    return None
 
 
 def _url(exc: BaseException, fallback: str) -> str:
