@@ -121,11 +121,8 @@ class _Decoded:
     def __init__(self, encoding: str, limit: int) -> None:
         self.limit, self.seen = limit, 0
         self._encoding = encoding
-        self._inflate: zlib._Decompress | None = None
-        if encoding == "gzip":
-            self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        elif encoding == "deflate":
-            self._inflate = zlib.decompressobj()
+        wbits = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}.get(encoding)
+        self._inflate = None if wbits is None else zlib.decompressobj(wbits)
 
     def _count(self, piece: bytes) -> bytes:
         self.seen += len(piece)
@@ -150,9 +147,7 @@ class _Decoded:
                 yield self._count(piece)
 
     def flush(self) -> bytes:
-        if self._inflate is None:
-            return b""
-        return self._count(self._inflate.flush())
+        return b"" if self._inflate is None else self._count(self._inflate.flush())
 
 
 def _decoder(headers: Any, limit: int) -> tuple[_Decoded, Any]:
