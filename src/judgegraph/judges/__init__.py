@@ -83,17 +83,12 @@ def resolve_judge(
 def _make_cache(judge: Judge, cache: bool | str | os.PathLike[str] | None) -> JudgeCache | None:
     if cache is False or cache is None:
         return None
-    disk = None
     if cache is not True:
-        disk = DiskCache(Path(cache))
-    elif judge.kind == "llm" and getattr(judge, "deterministic", False) and _disk_default_on():
-        disk = DiskCache()
-    return JudgeCache(disk=disk)
-
-
-def _disk_default_on() -> bool:
-    """``$JUDGEGRAPH_JUDGE_CACHE=off`` (or 0/false/none) turns the default disk cache off."""
-    return os.environ.get("JUDGEGRAPH_JUDGE_CACHE", "").strip().lower() not in ("off", "0", "false", "none")
+        return JudgeCache(disk=DiskCache(Path(cache)))
+    # $JUDGEGRAPH_JUDGE_CACHE=off (or 0/false/none) turns the default disk cache off
+    off = os.environ.get("JUDGEGRAPH_JUDGE_CACHE", "").strip().lower() in ("off", "0", "false", "none")
+    on_disk = judge.kind == "llm" and getattr(judge, "deterministic", False) and not off
+    return JudgeCache(disk=DiskCache() if on_disk else None)
 
 
 class NeedsLLMJudge(ValueError):
