@@ -49,9 +49,9 @@ _ANSWER_END = r"""[*_`'"”’]*(?:\s*$|[ \t]*[.,;:!…–—]|[ \t]*-+(?:\s|$)|
 
 def leading_choice(text: str, choices: Sequence[str]) -> str | None:
     """The choice ``text`` starts with when that word is the answer (see the
-    module's doc), else None. Leading emphasis, quotes and list or quote marks
-    are skipped (``"**No** - ..."``, ``"> No: ..."``). Longer choices are tried first ("none" before
-    "no"); a choice's underscores match a space, an underscore or a hyphen."""
+    module's doc), else None, leading emphasis, quotes and list or quote marks
+    skipped; longer choices first ("none" before "no"), underscores matching a
+    space, an underscore or a hyphen."""
     lowered = text.lstrip(_LEAD).lower()
     for choice in sorted(choices, key=len, reverse=True):
         spelled = re.escape(choice.lower()).replace("_", r"[\s_-]+")

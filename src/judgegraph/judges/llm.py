@@ -422,16 +422,14 @@ class LLMJudge(Judge):
     def _structured(self, schema: type) -> Any:
         """What a request is sent through. For an OpenAI chat model with the
         default ``json_schema`` method: the model bound once to the schema's
-        ``response_format`` (the same request on the wire as
-        ``with_structured_output``, without rebuilding the JSON schema and
-        running a parser chain on every call); the reply is validated in
-        :meth:`_attempts`. Any other model: ``with_structured_output``."""
+        ``response_format`` as a ready JSON body field (the same request on the
+        wire as ``with_structured_output``, without the SDK re-walking the schema
+        and parsing on every call); the reply is validated in :meth:`_attempts`.
+        Any other model: ``with_structured_output``."""
         if schema not in self._runnables:
             if self.method in (None, "json_schema") and _is_openai_chat(self.model):
                 fmt = {"type": "json_schema",
                        "json_schema": {"name": schema.__name__, "schema": strict_json_schema(schema), "strict": True}}
-                # As a ready JSON body field: the SDK neither re-walks the schema
-                # nor takes its parse path on every call; the request is the same.
                 extra = dict(getattr(self.model, "extra_body", None) or {})
                 self._runnables[schema] = self.model.bind(extra_body={**extra, "response_format": fmt})
             else:

@@ -1,9 +1,6 @@
-"""Token counting, in one place: tiktoken's offline cl100k encoding and OpenAI's
-per-message accounting.
-
-Used where a provider reports no usage (the LLM judge's estimate), for the
-prompt-size limit, by the dry run's cost count and by the scripted chat
-model's usage figures, so they all count the same way.
+"""Token counting, in one place (tiktoken's offline cl100k encoding and OpenAI's
+per-message accounting), so the LLM judge's estimates, its prompt-size limit,
+the dry run and the scripted chat model all count the same way.
 """
 
 from __future__ import annotations
