@@ -1,20 +1,12 @@
-"""Types for the structured answers judges give.
+"""Types for the structured answers judges give (docs/judges.md).
 
 A verdict field reads what real OpenAI-compatible servers send: any case and
-spacing (``" Yes "``), spaces or hyphens for underscores (``"not applicable"``),
-and a sentence that starts with the word (``"No, this is off-topic."``) — as
-promptfoo and deepeval read them — before a reply would be re-asked.
-
-A leading word is the answer only when it stands alone: the whole text, or
-followed by punctuation (``"No."``, ``"No,"``, ``"No: ..."``, ``"No - ..."``,
-``"**No**"``) or a line break. Followed by another word it may be the start of
-an idiom (``"No doubt, the reply is fully relevant"``, ``"No problem here"``,
-``"None of the turns ..."``), so it is not read: the schema rejects it and the
-judge is re-asked, never a silent verdict::
-
-    class TurnVerdict(BaseModel):
-        reason: str
-        verdict: YesNo = Field(description="...")
+spacing, spaces or hyphens for underscores, and a sentence that starts with the
+word (``"No, this is off-topic."``) before a reply would be re-asked. A leading
+word is the answer only when it stands alone (the whole text, or followed by
+punctuation or a line break): followed by another word it may open an idiom
+(``"No doubt, the reply is fully relevant"``), so the schema rejects it and the
+judge is re-asked, never a silent verdict.
 """
 
 from __future__ import annotations
@@ -57,9 +49,9 @@ _ANSWER_END = r"""[*_`'"”’]*(?:\s*$|[ \t]*[.,;:!…–—]|[ \t]*-+(?:\s|$)|
 
 def leading_choice(text: str, choices: Sequence[str]) -> str | None:
     """The choice ``text`` starts with when that word is the answer (see the
-    module's doc), else None. Leading emphasis, quotes and list or quote marks
-    are skipped (``"**No** - ..."``, ``"> No: ..."``). Longer choices are tried first ("none" before
-    "no"); a choice's underscores match a space, an underscore or a hyphen."""
+    module's doc), else None, leading emphasis, quotes and list or quote marks
+    skipped; longer choices first ("none" before "no"), underscores matching a
+    space, an underscore or a hyphen."""
     lowered = text.lstrip(_LEAD).lower()
     for choice in sorted(choices, key=len, reverse=True):
         spelled = re.escape(choice.lower()).replace("_", r"[\s_-]+")

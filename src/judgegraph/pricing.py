@@ -1,11 +1,8 @@
 """Judge prices: a small table of list prices for common models, in US dollars
 per million tokens (input, output), overridable per run (``--price-in`` /
-``--price-out``, or :func:`Prices` in Python).
-
-The table was taken on **2025-08-15** from the providers' public pricing pages
-(standard tier, no batch or cached-input discounts). Prices change: pass your
-own when it matters. A model not in the table has no price, and the cost is
-shown as unknown rather than guessed.
+``--price-out``, or :func:`Prices` in Python); where the table comes from:
+docs/runs.md. A model not in the table has no price: the cost is shown as
+unknown rather than guessed.
 """
 
 from __future__ import annotations
@@ -86,11 +83,9 @@ def prices_for(model: str, price_in: float | None = None, price_out: float | Non
     table = lookup(model)
     if price_in is not None and price_out is not None:
         return Prices(price_in, price_out, "given on the command line")
+    if price_in is None and price_out is None:
+        return None if table is None else Prices(*table, f"judgegraph price table of {TABLE_DATE}")
     if table is None:
-        if price_in is not None or price_out is not None:
-            return Prices(price_in or 0.0, price_out or 0.0, "given on the command line (the other price 0)")
-        return None
-    if price_in is not None or price_out is not None:
-        return Prices(price_in if price_in is not None else table[0], price_out if price_out is not None else table[1],
-                      f"partly given, rest from the table of {TABLE_DATE}")
-    return Prices(table[0], table[1], f"judgegraph price table of {TABLE_DATE}")
+        return Prices(price_in or 0.0, price_out or 0.0, "given on the command line (the other price 0)")
+    return Prices(table[0] if price_in is None else price_in, table[1] if price_out is None else price_out,
+                  f"partly given, rest from the table of {TABLE_DATE}")

@@ -1,29 +1,14 @@
-"""Prompt files: one per node step, under ``prompts/<metric>/<step>.md``.
+"""Prompt files: one per node step, under ``prompts/<metric>/<step>.md``, a
+leading HTML comment documenting its ``{{ name }}`` placeholders (docs/judges.md).
 
-A prompt file starts with an HTML comment that documents its placeholders::
+Rendering is one pass of plain substitution over the *template*: the values
+(conversation content) are data, never scanned for placeholders. A value cannot
+open or close a section the template tags (``<reply_to_judge>``): a tag with one
+of the template's own tag names is neutralised (``&lt;/reply_to_judge&gt;``),
+its name compared without invisible characters, after NFKC and case folding.
 
-    <!--
-    placeholders:
-      reply: the assistant reply being judged
-    -->
-
-and the body uses ``{{ name }}`` for each. Rendering is one pass of plain
-substitution over the *template*: the values (conversation content) are data
-and are never scanned for placeholders, so a message containing
-``{{ env.SECRET }}`` or ``{reply}`` reaches the judge as literal text.
-
-The sections a template tags (``<reply_to_judge>...</reply_to_judge>``) cannot
-be closed or opened early by a value: in values, a tag with one of the
-template's own tag names is neutralised (``</reply_to_judge>`` becomes
-``&lt;/reply_to_judge&gt;``) — opening, closing or self-closing, with attributes
-or spaces, in any case, and with invisible characters inside (a zero-width
-space, a soft hyphen, a word joiner ...: the name is compared without them,
-after NFKC and case folding). Other text, and the template, are untouched.
-
-Where prompts are read from, first match wins: ``$JUDGEGRAPH_PROMPTS_DIR``
-(override any prompt without touching the package), the ``prompts`` folder
-inside the installed wheel, the repository's top-level ``prompts/`` (editable
-installs).
+Read from, first match wins: ``$JUDGEGRAPH_PROMPTS_DIR``, the ``prompts``
+folder inside the installed wheel, the repository's top-level ``prompts/``.
 """
 
 from __future__ import annotations
@@ -32,7 +17,7 @@ import os
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import cache, cached_property, lru_cache
+from functools import cache, cached_property
 from pathlib import Path
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -41,7 +26,7 @@ _DOC_LINE = re.compile(r"^\s{2,}([A-Za-z_][A-Za-z0-9_]*)\s*:", re.MULTILINE)
 _TAG = re.compile(r"</?\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*>")
 
 
-#: Anything between angle brackets: each is checked for a section tag by :class:`SectionTags`.
+#: Anything between angle brackets: each is checked for a section tag by :meth:`Prompt.neutralise`.
 _ANGLED = re.compile(r"<([^<>]*)>")
 #: A tag once invisible characters are gone: opening or closing, a name, then attributes or a self-closing slash.
 _TAG_SHAPE = re.compile(r"\s*/?\s*([^\W\d][\w.-]*)(?:[\s/=\"'].*)?", re.DOTALL)
@@ -69,32 +54,6 @@ def tag_name(inside: str) -> str | None:
     return m.group(1).casefold() if m else None
 
 
-@dataclass(frozen=True)
-class SectionTags:
-    """The section tag names of a template (case folded)."""
-
-    names: frozenset[str]
-
-    def _sub(self, m: re.Match[str]) -> str:
-        return f"&lt;{m.group(1)}&gt;" if tag_name(m.group(1)) in self.names else m.group(0)
-
-    def neutralise(self, value: str) -> str:
-        """``value`` with every tag whose name is one of ``names`` written as ``&lt;...&gt;``."""
-        if not self.names or "<" not in value:
-            return value
-        return _ANGLED.sub(self._sub, value)
-
-
-@lru_cache(maxsize=256)
-def _section_tags(names: frozenset[str]) -> SectionTags | None:
-    return SectionTags(frozenset(n.casefold() for n in names)) if names else None
-
-
-def neutralise_tags(value: str, tags: SectionTags | None) -> str:
-    """``value`` with every tag ``tags`` names written as ``&lt;...&gt;``."""
-    return value if tags is None else tags.neutralise(value)
-
-
 class PromptError(ValueError):
     pass
 
@@ -118,13 +77,19 @@ class Prompt:
                 f"prompt {self.name!r}: placeholders do not match the values given"
                 f" (missing {sorted(missing)}, unexpected {sorted(extra)})"
             )
-        tags = self.tag_pattern
-        return PLACEHOLDER.sub(lambda m: neutralise_tags(str(values[m.group(1)]), tags), self.template)
+        return PLACEHOLDER.sub(lambda m: self.neutralise(str(values[m.group(1)])), self.template)
 
     @cached_property
-    def tag_pattern(self) -> SectionTags | None:
-        """The tags the template itself uses, which values cannot open or close."""
-        return _section_tags(frozenset(_TAG.findall(PLACEHOLDER.sub("", self.template))))
+    def section_tags(self) -> frozenset[str]:
+        """The tag names (case folded) the template itself uses, which values cannot open or close."""
+        return frozenset(n.casefold() for n in _TAG.findall(PLACEHOLDER.sub("", self.template)))
+
+    def neutralise(self, value: str) -> str:
+        """``value`` with every tag named in :attr:`section_tags` written as ``&lt;...&gt;``."""
+        if not self.section_tags or "<" not in value:
+            return value
+        tags = self.section_tags
+        return _ANGLED.sub(lambda m: f"&lt;{m.group(1)}&gt;" if tag_name(m.group(1)) in tags else m.group(0), value)
 
 
 def prompt_dirs() -> list[Path]:
@@ -158,10 +123,3 @@ def load_prompt(name: str) -> Prompt:
     """Load ``prompts/<name>.md``, e.g. ``load_prompt("turn_relevancy/judge_turn")``."""
     return _load(name, tuple(prompt_dirs()))
 
-
-def all_prompt_names() -> list[str]:
-    names: set[str] = set()
-    for d in prompt_dirs():
-        if d.is_dir():
-            names.update(str(p.relative_to(d).with_suffix("")) for p in d.rglob("*.md"))
-    return sorted(names)

@@ -6,8 +6,13 @@ import pytest
 from judgegraph.conversation import Conversation
 from judgegraph.metrics import METRIC_MODULES
 from judgegraph.metrics.relevancy import DEFAULT_RUBRIC_STEP, JUDGE_STEP, turn_request
-from judgegraph.prompts import PromptError, all_prompt_names, load_prompt, parse_prompt
+from judgegraph.prompts import PromptError, load_prompt, parse_prompt, prompt_dirs
 from judgegraph.windows import sliding_windows
+
+
+def all_prompt_names() -> list[str]:
+    """Every prompt step found where prompts are read from."""
+    return sorted({str(p.relative_to(d).with_suffix("")) for d in prompt_dirs() if d.is_dir() for p in d.rglob("*.md")})
 
 
 def _declared():

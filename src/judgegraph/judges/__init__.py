@@ -38,32 +38,20 @@ def resolve_judge(
     max_reply_bytes: int | None = None,
     **client: Any,  # Any: the chat model's own keyword arguments (base_url, temperature ...)
 ) -> Judge:
-    """The judge for ``model``, with the client settings every judge call uses.
+    """The judge for ``model``, with the client settings every judge call uses
+    (docs/judges.md has the table of settings and their defaults).
 
     ``model``: a :class:`Judge` (returned as it is; give no settings then), a
     LangChain chat model or a string such as ``openai:gpt-4.1-mini`` (an
-    :class:`~judgegraph.judges.llm.LLMJudge`), or None for the offline embedding
-    judge. ``max_concurrency`` bounds calls in flight, ``max_tries`` asks per
-    judgement when the output is invalid; ``client`` goes to the model
-    (``base_url``, ``temperature`` ...).
-
-    LLM judge client settings (docs/judges.md): ``rpm``/``tpm`` requests and
-    tokens per minute, beside ``max_concurrency``, for everything this judge
-    judges (one limiter per judge, so per run); ``timeout`` seconds per request,
-    a deadline from connect to the reply's last byte, and ``max_retries``
-    re-sends after a transport failure (429, 5xx, timeout); ``max_prompt_tokens``
-    the largest prompt sent (default 120,000 tokens); ``max_reply_bytes`` the
-    largest reply read, decoded (default 8 MiB; a larger one is a judge error).
+    :class:`~judgegraph.judges.llm.LLMJudge`; ``client`` goes to the model), or
+    None for the offline embedding judge. One limiter per judge, so per run.
 
     ``cache``: True (default) makes identical requests through this judge once
-    (:class:`JudgeCache`, in memory) and, for an LLM judge whose generation is
-    deterministic (temperature 0), keeps valid answers on disk
-    (:class:`DiskCache` at :func:`default_cache_path`); a path keeps them in
-    that SQLite file whatever the temperature; False turns both off.
-
-    Metric factories take the same ``model`` and call this with no settings; to
-    share one judge (one limit on calls in flight, one cache) between metrics,
-    or to change its settings, build it here and pass it as ``model``."""
+    (:class:`JudgeCache`, in memory) and, for an LLM judge at temperature 0,
+    keeps valid answers on disk (:class:`DiskCache` at :func:`default_cache_path`);
+    a path keeps them in that SQLite file whatever the temperature; False turns
+    both off. To share one judge (one limit on calls in flight, one cache)
+    between metrics, build it here and pass it as their ``model``."""
     settings = {k: v for k, v in {"timeout": timeout, "max_retries": max_retries, "rpm": rpm, "tpm": tpm,
                                    "max_prompt_tokens": max_prompt_tokens,
                                    "max_reply_bytes": max_reply_bytes}.items() if v is not None}
@@ -81,10 +69,9 @@ def resolve_judge(
     else:
         from .llm import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_TIMEOUT_S, LLMJudge
 
-        if rpm is not None and not rpm > 0:
-            raise ValueError(f"rpm must be > 0, got {rpm}")
-        if tpm is not None and not tpm > 0:
-            raise ValueError(f"tpm must be > 0, got {tpm}")
+        for name, rate in (("rpm", rpm), ("tpm", tpm)):
+            if rate is not None and not rate > 0:
+                raise ValueError(f"{name} must be > 0, got {rate}")
         made = LLMJudge(model, max_tries=max_tries, limiter=CallLimiter(max_concurrency, rpm=rpm, tpm=tpm),
                         timeout=timeout if timeout is not None else DEFAULT_TIMEOUT_S, max_retries=max_retries,
                         max_prompt_tokens=max_prompt_tokens or DEFAULT_MAX_PROMPT_TOKENS,
@@ -96,17 +83,12 @@ def resolve_judge(
 def _make_cache(judge: Judge, cache: bool | str | os.PathLike[str] | None) -> JudgeCache | None:
     if cache is False or cache is None:
         return None
-    disk = None
     if cache is not True:
-        disk = DiskCache(Path(cache))
-    elif judge.kind == "llm" and getattr(judge, "deterministic", False) and _disk_default_on():
-        disk = DiskCache()
-    return JudgeCache(disk=disk)
-
-
-def _disk_default_on() -> bool:
-    """``$JUDGEGRAPH_JUDGE_CACHE=off`` (or 0/false/none) turns the default disk cache off."""
-    return os.environ.get("JUDGEGRAPH_JUDGE_CACHE", "").strip().lower() not in ("off", "0", "false", "none")
+        return JudgeCache(disk=DiskCache(Path(cache)))
+    # $JUDGEGRAPH_JUDGE_CACHE=off (or 0/false/none) turns the default disk cache off
+    off = os.environ.get("JUDGEGRAPH_JUDGE_CACHE", "").strip().lower() in ("off", "0", "false", "none")
+    on_disk = judge.kind == "llm" and getattr(judge, "deterministic", False) and not off
+    return JudgeCache(disk=DiskCache() if on_disk else None)
 
 
 class NeedsLLMJudge(ValueError):

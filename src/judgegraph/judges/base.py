@@ -159,11 +159,8 @@ class Judge(ABC):
         if self.cache is None:
             return self.judge(request)
         key = self.cache_key(request)
-
-        def compute() -> JudgeOutcome:
-            return self._persistent(request, key) or self._keep(request, key, self.judge(request))
-
-        return self.cache.get_or_compute(key, compute)
+        return self.cache.get_or_compute(
+            key, lambda: self._persistent(request, key) or self._keep(request, key, self.judge(request)))
 
     def prepare(self, request: JudgeRequest) -> None:  # noqa: B027 - a hook: most judges load nothing
         """Load what judging ``request``'s step reads from disk (an LLM judge: its

@@ -1,33 +1,25 @@
-"""Judge caches: a bounded in-memory one per judge (identical requests in one
-run are made once), and a persistent one on disk (re-running the same thing
-costs nothing).
-
-The disk cache is one SQLite file, safe for several processes at once (WAL
-journal, a busy timeout). Where it lives, first match wins: the ``path`` given
-(``resolve_judge(cache=PATH)``, ``--cache PATH``), ``$JUDGEGRAPH_JUDGE_CACHE``,
-``$JUDGEGRAPH_CACHE_DIR/judge-cache.sqlite``, ``~/.cache/judgegraph/judge-cache.sqlite``.
-Only valid answers are stored; the key is the judge's (for an LLM judge: model
-identity and generation settings, prompt template text, rendered request,
-output schema), so editing a prompt file or a rubric misses.
+"""Judge caches (docs/judges.md): a bounded in-memory one per judge (identical
+requests in one run are made once), and a persistent one in one SQLite file,
+safe for several processes at once (WAL journal, a busy timeout), keyed by
+the judge's cache key, valid answers only.
 
 The disk cache is an optimisation, never a reason to lose a judgement: a file
-that cannot be opened, read or written (not a database, damaged pages, another
-program's database, a directory, a folder that cannot be created) turns it off
-for the rest of the run with one warning naming the path, the cause and the
-fixes (``--no-cache``, ``--cache PATH``, ``judgegraph cache clear``); judging
-goes on without it and an answer already paid for is kept.
+that cannot be opened, read or written turns it off for the rest of the run
+with one warning naming the path, the cause and the fixes; judging goes on
+without it and an answer already paid for is kept.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -232,28 +224,28 @@ class DiskCache:
                 return
             self.stored += 1
 
-    def _checked(self, what: str) -> sqlite3.Connection:
-        """The connection for ``info``/``clear``, or :class:`CacheFileError`."""
-        try:
-            return self._connect()
-        except _Foreign as exc:
-            raise CacheFileError(self.path, str(exc), not_a_cache=True) from None
-        except (sqlite3.Error, OSError) as exc:
-            raise CacheFileError(self.path, f"cannot be {what}: {_describe(exc)}", corrupt=_is_corrupt(exc)) from None
+    @contextlib.contextmanager
+    def _checked(self, what: str) -> Iterator[sqlite3.Connection]:
+        """The connection for ``info``/``clear``, under the lock; any failure
+        opening or using it is a :class:`CacheFileError` (the file cannot be ``what``)."""
+        with self._lock:
+            try:
+                yield self._connect()
+            except _Foreign as exc:
+                raise CacheFileError(self.path, str(exc), not_a_cache=True) from None
+            except (sqlite3.Error, OSError) as exc:
+                raise CacheFileError(self.path, f"cannot be {what}: {_describe(exc)}",
+                                     corrupt=_is_corrupt(exc)) from None
 
     def info(self) -> CacheInfo:
         """Path, size, number of answers, and answers per model and per step;
         :class:`CacheFileError` when the file cannot be read."""
         if not self.path.exists():
             return {"path": str(self.path), "exists": False, "entries": 0, "bytes": 0, "models": {}, "steps": {}}
-        with self._lock:
-            conn = self._checked("read")
-            try:
-                entries = conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
-                models = dict(conn.execute("SELECT model, COUNT(*) FROM answers GROUP BY model ORDER BY 2 DESC"))
-                steps = dict(conn.execute("SELECT step, COUNT(*) FROM answers GROUP BY step ORDER BY 2 DESC"))
-            except sqlite3.Error as exc:
-                raise CacheFileError(self.path, f"cannot be read: {_describe(exc)}", corrupt=_is_corrupt(exc)) from None
+        with self._checked("read") as conn:
+            entries = conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+            models = dict(conn.execute("SELECT model, COUNT(*) FROM answers GROUP BY model ORDER BY 2 DESC"))
+            steps = dict(conn.execute("SELECT step, COUNT(*) FROM answers GROUP BY step ORDER BY 2 DESC"))
         size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
         return {"path": str(self.path), "exists": True, "entries": entries, "bytes": size,
                 "models": models, "steps": steps}
@@ -263,14 +255,9 @@ class DiskCache:
         :class:`CacheFileError` when the file cannot be emptied (see :meth:`remove`)."""
         if not self.path.exists():
             return 0
-        with self._lock:
-            conn = self._checked("emptied")
-            try:
-                n = conn.execute("DELETE FROM answers").rowcount
-                conn.execute("VACUUM")
-            except sqlite3.Error as exc:
-                raise CacheFileError(self.path, f"cannot be emptied: {_describe(exc)}",
-                                     corrupt=_is_corrupt(exc)) from None
+        with self._checked("emptied") as conn:
+            n = conn.execute("DELETE FROM answers").rowcount
+            conn.execute("VACUUM")
         return int(n)
 
     def remove(self) -> list[Path]:

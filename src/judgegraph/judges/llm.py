@@ -171,12 +171,8 @@ def _usage(raw: BaseMessage | None, prompt_messages: list[BaseMessage], *, repor
     out_text = raw.text if isinstance(raw, AIMessage) else ""
     if isinstance(raw, AIMessage) and raw.tool_calls:
         out_text += "".join(str(tc.get("args")) for tc in raw.tool_calls)
-    return Usage(
-        calls=1,
-        input_tokens=sum(count_tokens(m.text) for m in prompt_messages),
-        output_tokens=count_tokens(out_text),
-        estimated=True,
-    )
+    return Usage(calls=1, input_tokens=sum(count_tokens(m.text) for m in prompt_messages),
+                 output_tokens=count_tokens(out_text), estimated=True)
 
 
 def _error_summary(exc: BaseException) -> str:
@@ -185,12 +181,8 @@ def _error_summary(exc: BaseException) -> str:
     line of ``str(ValidationError)`` only names the model, not what is wrong."""
     from pydantic import ValidationError
 
-    cause: BaseException | None = exc
-    for _ in range(5):
-        if cause is None or isinstance(cause, ValidationError):
-            break
-        cause = cause.__cause__ or cause.__context__
-    if isinstance(cause, ValidationError):
+    cause = next((e for e in _chain(exc)[:6] if isinstance(e, ValidationError)), None)
+    if cause is not None:
         parts = []
         for err in cause.errors(include_url=False):
             loc = ".".join(str(p) for p in err.get("loc", ()))
@@ -213,17 +205,11 @@ def _raw_text(raw: BaseMessage | None) -> str:
     return raw.text
 
 
-
-def _as_dicts(messages: list[BaseMessage]) -> list[dict[str, str]]:
-    return [{"role": _ROLES.get(m.type, m.type), "content": m.text} for m in messages]
-
-
 def _chain(exc: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    cur: BaseException | None = exc
-    while cur is not None and len(out) < 8:
-        out.append(cur)
-        cur = cur.__cause__ or cur.__context__
+    """``exc`` and what it was raised from or during, at most 8 deep."""
+    out = [exc]
+    while len(out) < 8 and (cause := out[-1].__cause__ or out[-1].__context__) is not None:
+        out.append(cause)
     return out
 
 
@@ -235,20 +221,11 @@ def _openai() -> ModuleType:
     return openai
 
 
-def _httpx_modules() -> list[ModuleType]:
-    """The HTTP libraries in use (``httpx``, and ``httpx2`` under openai 3): their
-    exceptions are the ones that can surface; a library not imported raised none."""
-    return [m for m in (sys.modules.get("httpx"), sys.modules.get("httpx2")) if m is not None]
-
-
 def _types(name: str) -> tuple[type[BaseException], ...]:
-    """``name`` (``ConnectError``, ``TimeoutException`` ...) in every loaded HTTP library."""
-    found: list[type[BaseException]] = []
-    for module in _httpx_modules():
-        cls = getattr(module, name, None)
-        if isinstance(cls, type) and issubclass(cls, BaseException):
-            found.append(cls)
-    return tuple(found)
+    """``name`` (``ConnectError``, ``TimeoutException`` ...) in every HTTP library in use
+    (``httpx``, and ``httpx2`` under openai 3): a library not imported raised none."""
+    found = (getattr(sys.modules.get(module), name, None) for module in ("httpx", "httpx2"))
+    return tuple(cls for cls in found if isinstance(cls, type) and issubclass(cls, BaseException))
 
 
 def _status(exc: BaseException) -> int | None:
@@ -265,17 +242,19 @@ def _status(exc: BaseException) -> int | None:
     return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
+def _in_chain(exc: BaseException, *types: type[BaseException]) -> bool:
+    return any(isinstance(e, types) for e in _chain(exc))
+
+
 def _refused(exc: BaseException) -> bool:
     """A connection that could not be made at all (refused, unknown host)."""
-    connect: tuple[type[BaseException], ...] = (ConnectionRefusedError, *_types("ConnectError"))
-    return any(isinstance(e, connect) for e in _chain(exc))
+    return _in_chain(exc, ConnectionRefusedError, *_types("ConnectError"))
 
 
 def _timed_out(exc: BaseException) -> bool:
     """A timeout anywhere in the chain: openai's ``APITimeoutError`` (the
     request's deadline, see :mod:`.transport`), httpx's, or the socket's."""
-    timeouts: tuple[type[BaseException], ...] = (TimeoutError, _openai().APITimeoutError, *_types("TimeoutException"))
-    return any(isinstance(e, timeouts) for e in _chain(exc))
+    return _in_chain(exc, TimeoutError, _openai().APITimeoutError, *_types("TimeoutException"))
 
 
 def _too_large(exc: BaseException) -> BaseException | None:
@@ -285,10 +264,8 @@ def _too_large(exc: BaseException) -> BaseException | None:
 
 def _is_fatal(exc: BaseException) -> bool:
     """Retrying, or sending anything else, cannot help: wrong key, no access,
-    wrong URL or model, nothing listening."""
-    openai = _openai()
-    if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)):
-        return True
+    wrong URL or model, nothing listening (openai's ``AuthenticationError``,
+    ``PermissionDeniedError`` and ``NotFoundError`` are these statuses)."""
     return _status(exc) in (401, 403, 404) or (_refused(exc) and not _timed_out(exc))
 
 
@@ -300,32 +277,22 @@ def _is_transient(exc: BaseException) -> bool:
         return status in (408, 409, 429) or status >= 500
     if _too_large(exc) is not None:
         return False
-    dropped: tuple[type[BaseException], ...] = (ConnectionError, _openai().APIConnectionError,
-                                                *_types("TransportError"))
-    return _timed_out(exc) or any(isinstance(e, dropped) for e in _chain(exc))
+    return _timed_out(exc) or _in_chain(exc, ConnectionError, _openai().APIConnectionError, *_types("TransportError"))
 
 
 def _retry_after(exc: BaseException) -> float | None:
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if not headers:
-        return None
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
     try:
         if (ms := headers.get("retry-after-ms")) is not None:
             return float(ms) / 1000
-        if (s := headers.get("retry-after")) is not None:
-            return float(s)
+        return None if (s := headers.get("retry-after")) is None else float(s)
     except (TypeError, ValueError):
         return None
-    return None
 
 
 def _url(exc: BaseException, fallback: str) -> str:
-    for e in _chain(exc):
-        request = getattr(e, "request", None)
-        url = getattr(request, "url", None)
-        if url is not None:
-            return str(url)
-    return fallback
+    urls = (getattr(getattr(e, "request", None), "url", None) for e in _chain(exc))
+    return next((str(url) for url in urls if url is not None), fallback)
 
 
 def _transport_error(exc: BaseException, deadline: float | None, redact: Redactor) -> str:
@@ -361,10 +328,6 @@ class Breaker:
             if self.reason is None:
                 self.reason = reason
 
-    def reset(self) -> None:
-        with self._lock:
-            self.reason = None
-
 
 def _model_settings(model: BaseChatModel) -> dict[str, Any]:
     out: dict[str, Any] = {}
@@ -375,23 +338,19 @@ def _model_settings(model: BaseChatModel) -> dict[str, Any]:
     return out
 
 
+#: A judgement in steps (see :meth:`LLMJudge._attempts`).
+_Steps = Generator[tuple[float, list[BaseMessage]], "tuple[Any, float]", JudgeOutcome]
+
+
 class LLMJudge(Judge):
-    """Judges with a LangChain chat model.
-
-    ``model`` a chat model object or a string (see :func:`resolve_model`);
-    ``max_tries`` asks per judgement when the reply is unusable (re-asks);
-    ``max_retries`` re-sends after a transport failure (429, 5xx, timeout,
-    dropped connection; default 3 for a model built from a string, whose
-    client then does not retry, 0 for a model object, whose client keeps its
-    own retries); ``timeout`` seconds per request, connect to the last byte of
-    the reply (models built from a string); ``max_reply_bytes`` the largest
-    reply read, decoded (models built from a string; default 8 MiB), a larger
-    one is a judge error; ``max_prompt_tokens`` a prompt longer than this is a
-    judge error, not a call; ``limiter`` the run's concurrency and rate limits;
-    ``breaker`` the run's stop switch (one per judge unless given).
-
-    Every error and transcript entry the judge makes goes through
-    ``self.redact`` (:class:`~.redact.Redactor`): no key or auth header is kept."""
+    """Judges with a LangChain chat model (a model object or a string, see
+    :func:`resolve_model`; the settings as in :func:`~judgegraph.judges.resolve_judge`).
+    ``max_retries`` defaults to 3 for a model built from a string, whose client
+    then does not retry, and to 0 for a model object, whose client keeps its own;
+    ``timeout`` and ``max_reply_bytes`` are enforced for a model built from a
+    string. ``limiter`` holds the run's concurrency and rate limits, ``breaker``
+    its stop switch (one per judge unless given). Every error and transcript
+    entry goes through ``self.redact``: no key or auth header is kept."""
 
     kind = "llm"
 
@@ -409,16 +368,12 @@ class LLMJudge(Judge):
         max_reply_bytes: int | None = None,
         **model_kwargs: Any,
     ) -> None:
-        if max_tries < 1:
-            raise ValueError(f"max_tries must be >= 1, got {max_tries}")
-        if max_retries is not None and max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        for name, value, least in (("max_tries", max_tries, 1), ("max_retries", max_retries, 0),
+                                   ("max_prompt_tokens", max_prompt_tokens, 1), ("max_reply_bytes", max_reply_bytes, 1)):
+            if value is not None and value < least:
+                raise ValueError(f"{name} must be >= {least}, got {value}")
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-        if max_prompt_tokens is not None and max_prompt_tokens < 1:
-            raise ValueError(f"max_prompt_tokens must be >= 1, got {max_prompt_tokens}")
-        if max_reply_bytes is not None and max_reply_bytes < 1:
-            raise ValueError(f"max_reply_bytes must be >= 1, got {max_reply_bytes}")
         built = not isinstance(model, BaseChatModel)
         if built:
             model_kwargs["max_reply_bytes"] = max_reply_bytes or DEFAULT_MAX_REPLY_BYTES
@@ -446,7 +401,6 @@ class LLMJudge(Judge):
         if method:
             self.settings["method"] = method
         self._runnables: dict[type, Any] = {}
-        self._schema_ids: dict[type, str] = {}
 
     @property
     def endpoint(self) -> Endpoint | None:
@@ -468,16 +422,14 @@ class LLMJudge(Judge):
     def _structured(self, schema: type) -> Any:
         """What a request is sent through. For an OpenAI chat model with the
         default ``json_schema`` method: the model bound once to the schema's
-        ``response_format`` (the same request on the wire as
-        ``with_structured_output``, without rebuilding the JSON schema and
-        running a parser chain on every call); the reply is validated in
-        :meth:`_attempts`. Any other model: ``with_structured_output``."""
+        ``response_format`` as a ready JSON body field (the same request on the
+        wire as ``with_structured_output``, without the SDK re-walking the schema
+        and parsing on every call); the reply is validated in :meth:`_attempts`.
+        Any other model: ``with_structured_output``."""
         if schema not in self._runnables:
             if self.method in (None, "json_schema") and _is_openai_chat(self.model):
                 fmt = {"type": "json_schema",
                        "json_schema": {"name": schema.__name__, "schema": strict_json_schema(schema), "strict": True}}
-                # As a ready JSON body field: the SDK neither re-walks the schema
-                # nor takes its parse path on every call; the request is the same.
                 extra = dict(getattr(self.model, "extra_body", None) or {})
                 self._runnables[schema] = self.model.bind(extra_body={**extra, "response_format": fmt})
             else:
@@ -488,14 +440,11 @@ class LLMJudge(Judge):
     def cache_key(self, request: JudgeRequest) -> str:
         """Model identity and generation settings, the prompt template text, the
         rendered request and the output schema."""
-        schema = request.schema
-        if schema not in self._schema_ids:
-            self._schema_ids[schema] = json.dumps(schema.model_json_schema(), sort_keys=True)
         model = type(self.model)
         payload = [
             f"{model.__module__}.{model.__qualname__}", self.model_name, self.base_url, self.method,
             {k: v for k, v in self.settings.items() if k not in ("timeout", "max_retries")},
-            request.task, request.step, request.template.template, request.rendered, self._schema_ids[schema],
+            request.task, request.step, request.template.template, request.rendered, _schema_id(request.schema),
         ]
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -512,23 +461,15 @@ class LLMJudge(Judge):
                  reply: str | None = None, error: str | None = None, usage: Usage | None = None) -> JudgeAttempt:
         """A transcript entry (the one place they are made), credentials taken out."""
         redact = self.redact
-        sent = [{**m, "content": redact(m["content"])} for m in _as_dicts(messages)]
+        sent = [{"role": _ROLES.get(m.type, m.type), "content": redact(m.text)} for m in messages]
         return JudgeAttempt(step=request.step, messages=sent, reply=redact(reply) if reply else reply,
                             error=redact(error) if error else error, latency_s=latency, usage=usage or Usage(),
                             model=self.model_name, settings=self.settings)
 
-    def _judgement(self, request: JudgeRequest) -> Generator[list[BaseMessage] | float, Any, JudgeOutcome]:
-        """:meth:`_attempts`, its outcome's error with credentials taken out (the
-        one place an outcome leaves the judge, sync or async)."""
-        outcome = yield from self._attempts(request)
-        if outcome.error:
-            outcome.error = self.redact(outcome.error)
-        return outcome
-
-    def _attempts(self, request: JudgeRequest) -> Generator[list[BaseMessage] | float, Any, JudgeOutcome]:
-        """The one implementation of a judgement. Yields the messages to send
-        (and receives ``(result or exception, latency)``) or a number of
-        seconds to wait before the next request (and receives None)."""
+    def _attempts(self, request: JudgeRequest) -> _Steps:
+        """The one implementation of a judgement, sync or async. Yields the
+        seconds to wait before the next request and the messages to send, and
+        receives ``(result or exception, latency)``."""
         if self.breaker.reason:
             return JudgeOutcome(None, self.breaker.reason, 0)
         text = request.rendered
@@ -538,8 +479,10 @@ class LLMJudge(Judge):
         usage = Usage()
         transcript: list[JudgeAttempt] = []
         sent = asks = retries = 0
+        wait = 0.0
         while True:
-            result, latency = yield messages
+            result, latency = yield wait, messages
+            wait = 0.0
             if result is None:  # the breaker tripped while this request waited for its slot: not sent
                 return JudgeOutcome(None, self.breaker.reason, sent, usage, transcript=transcript)
             sent += 1
@@ -552,10 +495,10 @@ class LLMJudge(Judge):
                     return JudgeOutcome(None, f"{error} at {url}", sent, usage, transcript=transcript)
                 if _is_transient(result) and retries < self.max_retries:
                     retries += 1
-                    wait = _retry_after(result)
-                    if wait is None:
-                        wait = min(30.0, 0.5 * 2 ** (retries - 1)) * (0.5 + random.random() / 2)
-                    yield min(max(wait, 0.0), MAX_RETRY_AFTER_S)
+                    after = _retry_after(result)
+                    if after is None:
+                        after = min(30.0, 0.5 * 2 ** (retries - 1)) * (0.5 + random.random() / 2)
+                    wait = min(max(after, 0.0), MAX_RETRY_AFTER_S)
                     continue
                 suffix = f" ({sent} requests)" if sent > 1 else ""
                 return JudgeOutcome(None, f"{error}{suffix}", sent, usage, transcript=transcript)
@@ -564,8 +507,7 @@ class LLMJudge(Judge):
             if isinstance(result, BaseException):
                 # Some clients parse inside the call (OpenAI's json_schema path)
                 # and raise instead of returning a parsing error.
-                bad = _invalid_input(result)
-                result = {"raw": AIMessage(bad), "parsed": None, "parsing_error": result}
+                result = {"raw": AIMessage(_invalid_input(result)), "parsed": None, "parsing_error": result}
                 used = _usage(result["raw"], messages, reported=False)
             else:
                 used = _usage(result.get("raw"), messages)
@@ -589,36 +531,54 @@ class LLMJudge(Judge):
             if asks >= self.max_tries:
                 return JudgeOutcome(None, f"invalid output after {self.max_tries} tries: {error}", sent, usage,
                                     transcript=transcript)
-            messages = [
-                *messages,
-                AIMessage(reply or "(empty reply)"),
-                HumanMessage(REASK.format(error=error)),
-            ]
+            messages = [*messages, AIMessage(reply or "(empty reply)"), HumanMessage(REASK.format(error=error))]
+
+    def _advance(self, steps: _Steps, sent: tuple[Any, float] | None) -> tuple[float, list[BaseMessage]] | JudgeOutcome:
+        """The judgement's next request after ``sent``; when it is done, its
+        outcome, the error with credentials taken out (the one place an outcome
+        leaves the judge, sync or async)."""
+        try:
+            return next(steps) if sent is None else steps.send(sent)
+        except StopIteration as done:
+            outcome: JudgeOutcome = done.value
+            if outcome.error:
+                outcome.error = self.redact(outcome.error)
+            return outcome
 
     def judge(self, request: JudgeRequest) -> JudgeOutcome:
-        steps = self._judgement(request)
-        runnable = self._structured(request.schema)
-        sent: Any = None
-        while True:
-            try:
-                step = steps.send(sent)
-            except StopIteration as done:
-                return done.value
-            if isinstance(step, float):
-                time.sleep(step)
-                sent = None
-                continue
-            tokens = _estimate_tokens(step) if self.limiter.tpm is not None else 0
-            with self.limiter.slot(tokens):
-                if self.breaker.reason is not None:
-                    sent = (None, None)
-                    continue
+        steps, runnable = self._attempts(request), self._structured(request.schema)
+        step = self._advance(steps, None)
+        while not isinstance(step, JudgeOutcome):
+            wait, messages = step
+            if wait:
+                time.sleep(wait)
+            with self.limiter.slot(_estimate_tokens(messages) if self.limiter.tpm is not None else 0):
                 start = time.perf_counter()
-                try:
-                    result: Any = runnable.invoke(step)
+                try:  # None: the breaker tripped while this request waited for its slot
+                    result: Any = None if self.breaker.reason else runnable.invoke(messages)
                 except Exception as exc:  # noqa: BLE001 - reported as a judge error
                     result = exc
-                sent = (result, time.perf_counter() - start)
+                latency = time.perf_counter() - start
+            step = self._advance(steps, (result, latency))
+        return step
+
+    async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
+        """:meth:`judge`'s loop, awaiting the wait, the slot and the call."""
+        steps, runnable = self._attempts(request), self._structured(request.schema)
+        step = self._advance(steps, None)
+        while not isinstance(step, JudgeOutcome):
+            wait, messages = step
+            if wait:
+                await asyncio.sleep(wait)
+            async with self.limiter.aslot(_estimate_tokens(messages) if self.limiter.tpm is not None else 0):
+                start = time.perf_counter()
+                try:
+                    result: Any = None if self.breaker.reason else await runnable.ainvoke(messages)
+                except Exception as exc:  # noqa: BLE001 - reported as a judge error
+                    result = exc
+                latency = time.perf_counter() - start
+            step = self._advance(steps, (result, latency))
+        return step
 
     def prepare(self, request: JudgeRequest) -> None:
         """The prompt file and the tokenizer (re-asks and unreported usage count tokens)."""
@@ -628,36 +588,15 @@ class LLMJudge(Judge):
             load_prompt(request.step)
         _encoding()
 
-    async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
-        steps = self._judgement(request)
-        runnable = self._structured(request.schema)
-        sent: Any = None
-        while True:
-            try:
-                step = steps.send(sent)
-            except StopIteration as done:
-                return done.value
-            if isinstance(step, float):
-                await asyncio.sleep(step)
-                sent = None
-                continue
-            tokens = _estimate_tokens(step) if self.limiter.tpm is not None else 0
-            async with self.limiter.aslot(tokens):
-                if self.breaker.reason is not None:
-                    sent = (None, None)
-                    continue
-                start = time.perf_counter()
-                try:
-                    result: Any = await runnable.ainvoke(step)
-                except Exception as exc:  # noqa: BLE001 - reported as a judge error
-                    result = exc
-                sent = (result, time.perf_counter() - start)
+
+@lru_cache(maxsize=256)
+def _schema_id(schema: type[BaseModel]) -> str:
+    return json.dumps(schema.model_json_schema(), sort_keys=True)
 
 
 def _is_openai_chat(model: object) -> bool:
     """A ``langchain_openai.ChatOpenAI`` (checked without importing the package)."""
-    module = __import__("sys").modules.get("langchain_openai")
-    cls = getattr(module, "ChatOpenAI", None) if module is not None else None
+    cls = getattr(sys.modules.get("langchain_openai"), "ChatOpenAI", None)
     return cls is not None and type(model) is cls
 
 
@@ -674,27 +613,12 @@ def _read_reply(raw: BaseMessage, schema: type[BaseModel]) -> dict[str, Any]:
 
 
 def strict_json_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    """The schema's JSON schema in OpenAI's strict form: every object closed
-    (``additionalProperties: false``) with all its properties required, and
-    no ``null`` defaults (what the OpenAI SDK sends for a pydantic schema)."""
+    """The schema's JSON schema in OpenAI's strict form (every object closed,
+    all its properties required): the OpenAI SDK's own, what it sends for a
+    pydantic schema through ``with_structured_output``."""
+    from openai.lib._pydantic import to_strict_json_schema
 
-    def fix(node: Any) -> Any:
-        if isinstance(node, list):
-            return [fix(x) for x in node]
-        if not isinstance(node, dict):
-            return node
-        out = {k: fix(v) for k, v in node.items() if not (k == "default" and v is None)}
-        if out.get("type") == "object" and "properties" in out:
-            out["additionalProperties"] = False
-            out["required"] = list(out["properties"])
-        if "properties" in node:  # property names, not schema keywords
-            out["properties"] = {k: fix(v) for k, v in node["properties"].items()}
-        if len(out.get("allOf", ())) == 1 and "$ref" in out["allOf"][0]:
-            ref = out.pop("allOf")[0]
-            out.update(ref)
-        return out
-
-    return fix(schema.model_json_schema())
+    return to_strict_json_schema(schema)
 
 
 def _estimate_tokens(messages: list[BaseMessage]) -> int:

@@ -1,14 +1,7 @@
 """Credentials taken out of text before it is kept: an error message or a
 reply can hold the request's own headers (servers and proxies that echo them
 in an error body), and what a judge keeps ends in results files, transcripts,
-the judge cache and HTML reports.
-
-:class:`Redactor` replaces the client's own key values wherever they appear,
-and by shape: ``Bearer <token>`` (16+ characters), the values of ``Authorization``,
-``Proxy-Authorization``, ``api-key``, ``x-api-key`` and ``openai-api-key``
-headers (as ``Name: value``, ``'name': 'value'`` or ``"name": "value"``),
-OpenAI-style ``sk-...`` keys, and the password of a ``scheme://user:pass@``
-URL.
+the judge cache and HTML reports. What is taken out: docs/judges.md.
 """
 
 from __future__ import annotations

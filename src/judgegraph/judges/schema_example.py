@@ -2,9 +2,7 @@
 
 The dry run answers every judge request with one (``judgegraph eval --dry-run``
 sends nothing, yet the graphs must go on), and the tests' loopback OpenAI
-server answers structured requests with one by default. It reads the schemas
-Pydantic and OpenAI emit: local ``$ref``, ``anyOf``/``oneOf``/``allOf``,
-``const``/``enum``, bounds and common string formats.
+server answers structured requests with one by default.
 """
 
 from __future__ import annotations
@@ -35,14 +33,10 @@ class _Recursion(Exception):
 
 
 def example_from_schema(schema: Mapping[str, Any] | None, *, root: Mapping[str, Any] | None = None) -> Any:
-    """A value conforming to a JSON schema (as Pydantic/OpenAI emit them).
-
-    ``const`` → the const; ``enum`` → first value; string → ``"ok"`` (or a sample for
-    common ``format`` s, padded to ``minLength``); number/integer → 0 (moved into
-    ``minimum``/``maximum`` bounds); boolean → False; null → None; array → ``minItems``
-    examples (``[]`` by default); object → every property, recursively. Resolves local
-    ``$ref`` (``#/$defs/...``), ``anyOf``/``oneOf`` (first usable option), ``allOf``.
-    """
+    """A value conforming to a JSON schema as Pydantic and OpenAI emit them: local
+    ``$ref``, ``anyOf``/``oneOf`` (the first usable option), ``allOf``, ``const``/``enum``
+    (the first value), numeric bounds, string lengths and common formats, ``minItems``;
+    an object has every property, a string is ``"ok"``, a number 0 moved into its bounds."""
     if schema is None:
         return {}
     return _example(schema, root if root is not None else schema, ())
@@ -67,9 +61,7 @@ def _example(schema: Any, root: Mapping[str, Any], stack: tuple[str, ...]) -> An
         ref = schema["$ref"]
         if stack.count(ref) >= 2:
             raise _Recursion(ref)
-        target = dict(_resolve_ref(ref, root))
-        extra = {k: v for k, v in schema.items() if k != "$ref"}
-        target.update(extra)
+        target = {**_resolve_ref(ref, root), **{k: v for k, v in schema.items() if k != "$ref"}}
         return _example(target, root, stack + (ref,))
     if "const" in schema:
         return schema["const"]
@@ -79,13 +71,12 @@ def _example(schema: Any, root: Mapping[str, Any], stack: tuple[str, ...]) -> An
         options = schema.get(key)
         if options:
             non_null = [o for o in options if not (isinstance(o, Mapping) and o.get("type") == "null")]
-            has_null = len(non_null) < len(options)
             for option in non_null:
                 try:
                     return _example(option, root, stack)
                 except _Recursion:
                     continue
-            if has_null:
+            if len(non_null) < len(options):
                 return None
             raise _Recursion(key)
     if schema.get("allOf"):
@@ -123,10 +114,7 @@ def _example(schema: Any, root: Mapping[str, Any], stack: tuple[str, ...]) -> An
                 out.append(_example(items, root, stack))
         return out
     if typ == "string":
-        value = _FORMAT_EXAMPLES.get(schema.get("format", ""), "ok")
-        min_len = int(schema.get("minLength") or 0)
-        if len(value) < min_len:
-            value = value + "k" * (min_len - len(value))
+        value = _FORMAT_EXAMPLES.get(schema.get("format", ""), "ok").ljust(int(schema.get("minLength") or 0), "k")
         if schema.get("maxLength") is not None:
             value = value[: int(schema["maxLength"])]
         return value

@@ -1,36 +1,15 @@
-"""A scripted chat model: answers chosen by what the prompt says, no LLM, no key.
+"""A scripted chat model: answers chosen by what the prompt says, no LLM, no key
+(docs/judges.md, "Testing a judge with no model").
 
 For running a judge with no model (the runnable examples), for unit-testing
 your own judges and graphs, and as the base of the dry run's recording model.
-Any judge takes it where it takes a chat model::
-
-    from judgegraph import ScriptedChatModel, create_turn_relevancy_judge
-
-    model = ScriptedChatModel(
-        rules=[("weather", [{"reason": "Off topic.", "verdict": "no"}])],
-        default={"reason": "Answers it.", "verdict": "yes"},
-        section="reply_to_judge",
-    )
-    result = create_turn_relevancy_judge(model=model).invoke({"conversation": ...})
-    assert model.call_count == 3
-
 Replies are chosen by what the prompt says, not by call order: the windows of a
 conversation are judged concurrently and finish in any order. Each rule is
-``(key, replies)``: ``key`` is a substring (or a compiled regex, or a callable
-taking the text) matched against the prompt — or only against one tagged
-section of it, e.g. ``section="reply_to_judge"`` — and ``replies`` are used in
-order for that rule, the last one repeating; ``default`` answers what no rule
-matches (without one, an unmatched prompt raises ``LookupError``). A reply is:
-
-* a ``dict``: the structured answer, returned as a tool call so
-  ``with_structured_output`` parses it;
-* a ``str``: raw text (use it for malformed output);
-* an ``Exception``: raised, as a failing provider would;
-* a callable taking a :class:`ScriptedRequest` (the prompt text, the messages,
-  the output schema asked for) and returning one of the above.
-
-Usage metadata is filled in with tiktoken counts, as OpenAI counts them.
-Every prompt is kept in :attr:`ScriptedChatModel.prompts`, in arrival order.
+``(key, replies)``, ``key`` a substring, a compiled regex or a callable matched
+against the prompt (or its tagged ``section``), its replies used in order, the
+last repeating. A reply is a dict (the structured answer, as a tool call), a
+str (raw text), an exception (raised) or a callable of a
+:class:`ScriptedRequest` returning one of those.
 """
 
 from __future__ import annotations

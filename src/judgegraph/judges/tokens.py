@@ -1,9 +1,6 @@
-"""Token counting, in one place: tiktoken's offline cl100k encoding and OpenAI's
-per-message accounting.
-
-Used where a provider reports no usage (the LLM judge's estimate), for the
-prompt-size limit, by the dry run's cost count and by the scripted chat
-model's usage figures, so they all count the same way.
+"""Token counting, in one place (tiktoken's offline cl100k encoding and OpenAI's
+per-message accounting), so the LLM judge's estimates, its prompt-size limit,
+the dry run and the scripted chat model all count the same way.
 """
 
 from __future__ import annotations
@@ -36,7 +33,4 @@ def count_tokens(text: str) -> int:
 def prompt_tokens(messages: list[BaseMessage]) -> int:
     """Input tokens of a chat request, by OpenAI's accounting: 3 per message
     plus its role and content, plus 3 to prime the reply."""
-    total = 3
-    for m in messages:
-        total += 3 + count_tokens(ROLES.get(m.type, m.type)) + count_tokens(m.text)
-    return total
+    return 3 + sum(3 + count_tokens(ROLES.get(m.type, m.type)) + count_tokens(m.text) for m in messages)

@@ -1,27 +1,23 @@
 """The HTTP clients of an LLM judge built from a model string: every request
 has a deadline and every reply a size limit, whatever the server does.
 
-httpx's ``timeout`` bounds each socket operation, not a request: a server
-sending one byte every half second, or an endless chunked body, holds a request
-for ever; and a reply is read whole into memory, however large (a gzip bomb
-decodes to gigabytes). :func:`openai_http_clients` builds the sync and async
-clients ``ChatOpenAI`` is given instead of its own, sharing one mechanism:
-
-* the deadline (``timeout`` seconds for connect + send + the whole reply) is
-  enforced under httpcore, on the socket: every connect, read and write gets at
-  most the time left, so no byte pattern outlives it. Past it, the operation
-  raises the HTTP library's own timeout (``ReadTimeout`` ...), which the SDK
-  reports as ``APITimeoutError``: a timeout like any other (retried);
-* the reply is decoded here (gzip, deflate; only those are asked for) in
-  bounded pieces and counted as it is read; past ``max_reply_bytes`` decoded
-  bytes the read stops with :class:`ReplyTooLarge`, memory never holding more.
+httpx's ``timeout`` bounds each socket operation, not a request (a server
+sending one byte every half second holds it for ever), and a reply is read
+whole into memory (a gzip bomb decodes to gigabytes). So the deadline is
+enforced under httpcore, on the socket: every connect, read and write gets at
+most the time left, then raises the HTTP library's own timeout (reported by the
+SDK as ``APITimeoutError``, retried). The reply is decoded here (gzip, deflate:
+only those are asked for) in bounded pieces; past ``max_reply_bytes`` decoded
+bytes the read stops with :class:`ReplyTooLarge`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import importlib
+import inspect
 import os
 import ssl
 import time
@@ -77,87 +73,45 @@ def _left(timeout: float | None, error: type[Exception]) -> float | None:
     return left if timeout is None else min(timeout, left)
 
 
-class _Stream:
-    """A sync network stream whose every operation ends by the deadline."""
+class _Bounded:
+    """httpcore's network backend, or one of its streams, whose every operation
+    ends by the deadline. Sync or async alike: a method returns what the inner
+    one does (for async, a coroutine the caller awaits), and what connects
+    returns a bounded stream."""
 
     def __init__(self, inner: Any, core: ModuleType) -> None:
         self._inner, self._core = inner, core
 
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+    def __getattr__(self, name: str) -> Any:  # close, aclose, sleep, get_extra_info: as they are
+        return getattr(self._inner, name)
+
+    def _wrap(self, made: Any) -> Any:
+        if not inspect.isawaitable(made):
+            return _Bounded(made, self._core)
+
+        async def bounded() -> _Bounded:
+            return _Bounded(await made, self._core)
+
+        return bounded()
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> Any:
         return self._inner.read(max_bytes, _left(timeout, self._core.ReadTimeout))
 
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, _left(timeout, self._core.WriteTimeout))
+    def write(self, buffer: bytes, timeout: float | None = None) -> Any:
+        return self._inner.write(buffer, _left(timeout, self._core.WriteTimeout))
 
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None) -> _Stream:
-        return _Stream(self._inner.start_tls(ssl_context, server_hostname, _left(timeout, self._core.ConnectTimeout)),
-                       self._core)
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-class _AsyncStream:
-    """The async :class:`_Stream`."""
-
-    def __init__(self, inner: Any, core: ModuleType) -> None:
-        self._inner, self._core = inner, core
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return await self._inner.read(max_bytes, _left(timeout, self._core.ReadTimeout))
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        await self._inner.write(buffer, _left(timeout, self._core.WriteTimeout))
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-                        timeout: float | None = None) -> _AsyncStream:
-        inner = await self._inner.start_tls(ssl_context, server_hostname, _left(timeout, self._core.ConnectTimeout))
-        return _AsyncStream(inner, self._core)
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-class _Backend:
-    """httpcore's network backend, its streams bounded by the deadline."""
-
-    def __init__(self, inner: Any, core: ModuleType) -> None:
-        self._inner, self._core = inner, core
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                  timeout: float | None = None) -> Any:
+        return self._wrap(self._inner.start_tls(ssl_context, server_hostname, _left(timeout, self._core.ConnectTimeout)))
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Any = None) -> _Stream:
-        stream = self._inner.connect_tcp(host, port, _left(timeout, self._core.ConnectTimeout), local_address,
-                                         socket_options)
-        return _Stream(stream, self._core)
+                    socket_options: Any = None) -> Any:
+        return self._wrap(self._inner.connect_tcp(host, port, _left(timeout, self._core.ConnectTimeout), local_address,
+                                                  socket_options))
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> _Stream:
-        stream = self._inner.connect_unix_socket(path, _left(timeout, self._core.ConnectTimeout), socket_options)
-        return _Stream(stream, self._core)
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
-
-
-class _AsyncBackend(_Backend):
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,  # type: ignore[override]
-                          local_address: str | None = None, socket_options: Any = None) -> _AsyncStream:
-        stream = await self._inner.connect_tcp(host, port, _left(timeout, self._core.ConnectTimeout), local_address,
-                                               socket_options)
-        return _AsyncStream(stream, self._core)
-
-    async def connect_unix_socket(self, path: str, timeout: float | None = None,  # type: ignore[override]
-                                  socket_options: Any = None) -> _AsyncStream:
-        stream = await self._inner.connect_unix_socket(path, _left(timeout, self._core.ConnectTimeout), socket_options)
-        return _AsyncStream(stream, self._core)
-
-    async def sleep(self, seconds: float) -> None:  # type: ignore[override]
-        await self._inner.sleep(seconds)
+    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
+        return self._wrap(self._inner.connect_unix_socket(path, _left(timeout, self._core.ConnectTimeout),
+                                                          socket_options))
 
 
 class _Decoded:
@@ -167,11 +121,8 @@ class _Decoded:
     def __init__(self, encoding: str, limit: int) -> None:
         self.limit, self.seen = limit, 0
         self._encoding = encoding
-        self._inflate: zlib._Decompress | None = None
-        if encoding == "gzip":
-            self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        elif encoding == "deflate":
-            self._inflate = zlib.decompressobj()
+        wbits = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}.get(encoding)
+        self._inflate = None if wbits is None else zlib.decompressobj(wbits)
 
     def _count(self, piece: bytes) -> bytes:
         self.seen += len(piece)
@@ -196,9 +147,7 @@ class _Decoded:
                 yield self._count(piece)
 
     def flush(self) -> bytes:
-        if self._inflate is None:
-            return b""
-        return self._count(self._inflate.flush())
+        return b"" if self._inflate is None else self._count(self._inflate.flush())
 
 
 def _decoder(headers: Any, limit: int) -> tuple[_Decoded, Any]:
@@ -230,7 +179,7 @@ def _proxy_for(url: str) -> str | None:
     return proxy
 
 
-def _bounded(transport: Any, backend: type[_Backend]) -> Any:
+def _bounded(transport: Any) -> Any:
     """``transport`` (httpx's) with its httpcore pool's network backend bounded
     by the deadline (httpx has no public way in; checked, so a change fails loudly)."""
     pool = getattr(transport, "_pool", None)
@@ -238,21 +187,29 @@ def _bounded(transport: Any, backend: type[_Backend]) -> Any:
     if current is None:
         raise RuntimeError(f"{type(transport).__name__} keeps no httpcore pool: its requests cannot be bounded")
     core = importlib.import_module(type(pool).__module__.split(".")[0])
-    pool._network_backend = backend(current, core)  # type: ignore[union-attr]
+    pool._network_backend = _Bounded(current, core)  # type: ignore[union-attr]
     return transport
 
 
+@contextlib.contextmanager
+def _request(request: Any, timeout: float | None) -> Iterator[None]:
+    """One request's deadline set (cleared again if no reply comes), its reply asked for in the encodings read here."""
+    request.headers["Accept-Encoding"] = "gzip, deflate"
+    _DEADLINE.set(None if timeout is None else time.monotonic() + timeout)
+    try:
+        yield
+    except BaseException:
+        _DEADLINE.set(None)
+        raise
+
+
 @functools.lru_cache(maxsize=2)
-def _transport_classes(httpx: ModuleType) -> tuple[type, type]:
-    """The sync and async transports, built on ``httpx``'s base classes (the
+def _transport_class(httpx: ModuleType) -> type:
+    """The transport, sync and async, built on ``httpx``'s base classes (the
     client checks its streams' types): one request's deadline set, its reply
     decoded and counted."""
 
-    def start(request: Any, timeout: float | None) -> None:
-        request.headers["Accept-Encoding"] = "gzip, deflate"
-        _DEADLINE.set(None if timeout is None else time.monotonic() + timeout)
-
-    class Body(httpx.SyncByteStream):  # type: ignore[name-defined]
+    class Body(httpx.SyncByteStream, httpx.AsyncByteStream):  # type: ignore[name-defined]
         def __init__(self, raw: Any, decoded: _Decoded) -> None:
             self._raw, self._decoded = raw, decoded
 
@@ -262,14 +219,6 @@ def _transport_classes(httpx: ModuleType) -> tuple[type, type]:
             if tail := self._decoded.flush():
                 yield tail
 
-        def close(self) -> None:
-            _DEADLINE.set(None)
-            self._raw.close()
-
-    class AsyncBody(httpx.AsyncByteStream):  # type: ignore[name-defined]
-        def __init__(self, raw: Any, decoded: _Decoded) -> None:
-            self._raw, self._decoded = raw, decoded
-
         async def __aiter__(self) -> AsyncIterator[bytes]:
             async for data in self._raw:
                 for piece in self._decoded.feed(data):
@@ -277,47 +226,39 @@ def _transport_classes(httpx: ModuleType) -> tuple[type, type]:
             if tail := self._decoded.flush():
                 yield tail
 
+        def close(self) -> None:
+            _DEADLINE.set(None)
+            self._raw.close()
+
         async def aclose(self) -> None:
             _DEADLINE.set(None)
             await self._raw.aclose()
 
-    def bounded_response(response: Any, body: type, limit: int) -> Any:
-        """The response with its body read through the decoder that counts against ``limit``."""
-        decoded, headers = _decoder(response.headers, limit)
-        return httpx.Response(response.status_code, headers=headers, stream=body(response.stream, decoded),
-                              extensions=response.extensions)
-
-    class Transport(httpx.BaseTransport):  # type: ignore[name-defined]
+    class Transport(httpx.BaseTransport, httpx.AsyncBaseTransport):  # type: ignore[name-defined]
         def __init__(self, inner: Any, timeout: float | None, limit: int) -> None:
             self._inner, self._timeout, self._limit = inner, timeout, limit
 
+        def _bounded(self, response: Any) -> Any:
+            """The response with its body read through the decoder that counts against the limit."""
+            decoded, headers = _decoder(response.headers, self._limit)
+            return httpx.Response(response.status_code, headers=headers, stream=Body(response.stream, decoded),
+                                  extensions=response.extensions)
+
         def handle_request(self, request: Any) -> Any:
-            start(request, self._timeout)
-            try:
-                return bounded_response(self._inner.handle_request(request), Body, self._limit)
-            except BaseException:
-                _DEADLINE.set(None)
-                raise
+            with _request(request, self._timeout):
+                return self._bounded(self._inner.handle_request(request))
+
+        async def handle_async_request(self, request: Any) -> Any:
+            with _request(request, self._timeout):
+                return self._bounded(await self._inner.handle_async_request(request))
 
         def close(self) -> None:
             self._inner.close()
 
-    class AsyncTransport(httpx.AsyncBaseTransport):  # type: ignore[name-defined]
-        def __init__(self, inner: Any, timeout: float | None, limit: int) -> None:
-            self._inner, self._timeout, self._limit = inner, timeout, limit
-
-        async def handle_async_request(self, request: Any) -> Any:
-            start(request, self._timeout)
-            try:
-                return bounded_response(await self._inner.handle_async_request(request), AsyncBody, self._limit)
-            except BaseException:
-                _DEADLINE.set(None)
-                raise
-
         async def aclose(self) -> None:
             await self._inner.aclose()
 
-    return Transport, AsyncTransport
+    return Transport
 
 
 @functools.lru_cache(maxsize=2)
@@ -339,12 +280,11 @@ def openai_http_clients(base_url: str | None, *, timeout: float | None,
     url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
     proxy = _proxy_for(url)
     limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)  # the SDK's own
-    sync_cls, async_cls = _transport_classes(httpx)
-    tls = _ssl_context(httpx)
-    sync_inner = _bounded(httpx.HTTPTransport(verify=tls, proxy=proxy, limits=limits), _Backend)
-    async_inner = _bounded(httpx.AsyncHTTPTransport(verify=tls, proxy=proxy, limits=limits), _AsyncBackend)
+    transport, tls = _transport_class(httpx), _ssl_context(httpx)
+    sync_inner = _bounded(httpx.HTTPTransport(verify=tls, proxy=proxy, limits=limits))
+    async_inner = _bounded(httpx.AsyncHTTPTransport(verify=tls, proxy=proxy, limits=limits))
     return (
-        openai.DefaultHttpxClient(base_url=url, timeout=timeout, transport=sync_cls(sync_inner, timeout, max_reply_bytes)),
+        openai.DefaultHttpxClient(base_url=url, timeout=timeout, transport=transport(sync_inner, timeout, max_reply_bytes)),
         openai.DefaultAsyncHttpxClient(base_url=url, timeout=timeout,
-                                       transport=async_cls(async_inner, timeout, max_reply_bytes)),
+                                       transport=transport(async_inner, timeout, max_reply_bytes)),
     )
