@@ -6,7 +6,9 @@ similarity both embedding metrics score with."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -60,18 +62,13 @@ class LangChainEmbedder:
         self.name = embeddings_name(embeddings)
         self.native_async = _has_native_async(embeddings)
         self.local = _is_local(embeddings)
-        self._lock = threading.Lock() if self.local else None
-
-    def _embed(self, texts: list[str]) -> list[list[float]]:
-        if callable(getattr(self.embeddings, "embed_documents", None)):
-            return self.embeddings.embed_documents(texts)
-        return self.encode(texts).tolist()
+        self._lock: AbstractContextManager[Any] = threading.Lock() if self.local else contextlib.nullcontext()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        if self._lock is None:
-            return self._embed(texts)
         with self._lock:
-            return self._embed(texts)
+            if callable(getattr(self.embeddings, "embed_documents", None)):
+                return self.embeddings.embed_documents(texts)
+            return self.encode(texts).tolist()
 
     async def aembed(self, texts: list[str]) -> list[list[float]]:
         if self.native_async:

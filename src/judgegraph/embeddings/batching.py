@@ -58,9 +58,8 @@ async def adrive(steps: Steps[T], aencode: Callable[[list[str]], Awaitable[np.nd
 
 
 def encode_function(embeddings: Any) -> Callable[[list[str]], np.ndarray]:
-    """``texts -> (n, d) float32 unit rows`` for an object with ``encode`` (like
-    :class:`~judgegraph.embeddings.MiniLMEmbeddings` or
-    :class:`~judgegraph.embeddings.base.LangChainEmbedder`) or a LangChain ``Embeddings``."""
+    """``texts -> (n, d) float32 unit rows`` for an object with ``encode`` (``MiniLMEmbeddings``,
+    ``LangChainEmbedder``), a LangChain ``Embeddings`` or any :class:`~.base.Embedder`."""
     from .base import LangChainEmbedder, unit_rows
 
     if callable(getattr(embeddings, "encode", None)) or callable(getattr(embeddings, "embed_documents", None)):
@@ -91,13 +90,9 @@ class _Request:
 
 
 class BatchingEncoder:
-    """Micro-batching, caching front of one text encoder (see the module docstring).
-
-    ``encode``: ``list[str] -> (n, d)`` unit-norm float32 rows (e.g.
-    ``MiniLMEmbeddings().encode``); use :meth:`for_embeddings` for any
-    embeddings object. ``blas_threads``: BLAS threads while encoding (``None``
-    leaves them alone, e.g. for a remote embeddings API).
-    """
+    """Micro-batching, caching front of one text encoder (see the module docstring). ``encode``: ``list[str] ->
+    (n, d)`` unit-norm float32 rows (:meth:`for_embeddings` makes one for any embeddings object).
+    ``blas_threads``: BLAS threads while encoding (``None`` leaves them alone, e.g. for a remote API)."""
 
     def __init__(self, encode: Callable[[list[str]], np.ndarray], *, max_batch: int = 256, max_wait_s: float = 0.002,
                  cache_size: int = 8192, blas_threads: int | None = 1, encode_threads: int | None = None,
@@ -127,9 +122,8 @@ class BatchingEncoder:
 
     @classmethod
     def for_embeddings(cls, embeddings: Any, **kwargs: Any) -> BatchingEncoder:
-        """An encoder over ``embeddings`` (a LangChain ``Embeddings`` or an
-        :class:`~judgegraph.embeddings.base.Embedder` adapter); BLAS threads are
-        limited only for judgegraph's numpy MiniLM unless ``blas_threads`` is given."""
+        """An encoder over ``embeddings`` (a LangChain ``Embeddings`` or an :class:`~.base.Embedder`); BLAS
+        threads are limited only for judgegraph's numpy MiniLM unless ``blas_threads`` is given."""
         from .base import _is_local
 
         if "blas_threads" not in kwargs and not (_is_local(embeddings) or getattr(embeddings, "local", False)):
@@ -208,8 +202,7 @@ class BatchingEncoder:
 
     @staticmethod
     def _assemble(texts: list[str], found: dict[str, np.ndarray], computed: dict[str, np.ndarray] | None) -> np.ndarray:
-        if computed:
-            found = {**found, **computed}
+        found = {**found, **(computed or {})}
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([found[str(t)] for t in texts]).astype(np.float32, copy=False)
@@ -225,18 +218,12 @@ class BatchingEncoder:
         computed = await asyncio.wrap_future(request.future) if request else None
         return self._assemble(texts, found, computed)
 
-    # LangChain-style names, so the encoder can stand in for an Embeddings object
+    # LangChain's names, so the encoder can stand in for an Embeddings object
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self.encode(texts).tolist()
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         return (await self.aencode(texts)).tolist()
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.encode([text])[0].tolist()
-
-    async def aembed_query(self, text: str) -> list[float]:
-        return (await self.aencode([text]))[0].tolist()
 
     # ---- the worker ---------------------------------------------------------
 
@@ -348,8 +335,7 @@ class BatchingEncoder:
 
 
 def get_default_encoder() -> BatchingEncoder:
-    """The process-wide :class:`BatchingEncoder` over the shared
-    :func:`~judgegraph.embeddings.get_default_embeddings`: the batching front of
+    """The process-wide :class:`BatchingEncoder` over the shared MiniLM: the batching front of
     :func:`~judgegraph.embeddings.runner.get_default_runner` (nothing loads before the first request)."""
     from .runner import get_default_runner
 

