@@ -1,17 +1,12 @@
 """One encoder per process: micro-batching, a text → vector LRU, bounded BLAS threads.
 
-The offline judge embeds two or three short texts per window: encoded one window at a
-time, per-call numpy overhead and every window's own multi-threaded BLAS work make it
-crawl. :class:`BatchingEncoder` queues the requests (sync callers wait on a
-``concurrent.futures.Future``, async ones await the same future); one worker thread
-takes every waiting request (up to ``max_batch`` texts, waiting at most ``max_wait_s``
-for more), embeds each distinct text once in one ``encode`` call under a BLAS thread
-limit (``blas_threads``, threadpoolctl), and answers them all. Each distinct text is
-embedded once while it stays in a bounded LRU (``cache_size``): a turn appears in many
-windows and metrics. The worker starts with the first request, stops after ``idle_s``
-idle and is restarted in a forked child. :func:`drive` and :func:`adrive` run a
-*scoring generator* (yields texts, receives their vectors) with a sync or an async
-encode: the scoring code is written once.
+The offline judge embeds two or three short texts per window: one window at a time, per-call
+numpy overhead and every window's own multi-threaded BLAS make it crawl. :class:`BatchingEncoder`
+queues the requests (sync callers wait on a future, async ones await the same one); one worker
+thread embeds every waiting request's distinct texts in one ``encode`` call under a BLAS thread
+limit, each text once while it stays in a bounded LRU (a turn appears in many windows and
+metrics). :func:`drive` and :func:`adrive` run a *scoring generator* (yields texts, receives
+their vectors) with a sync or an async encode: the scoring code is written once.
 """
 
 from __future__ import annotations
@@ -328,10 +323,8 @@ class BatchingEncoder:
         return self._threadpools.limit(limits=self.blas_threads, user_api="blas")
 
     def __repr__(self) -> str:
-        return (
-            f"BatchingEncoder(name={self.name!r}, max_batch={self.max_batch}, max_wait_s={self.max_wait_s}, "
-            f"cache_size={self.cache_size}, blas_threads={self.blas_threads}, cached={len(self._cache)})"
-        )
+        return (f"BatchingEncoder(name={self.name!r}, max_batch={self.max_batch}, max_wait_s={self.max_wait_s}, "
+                f"cache_size={self.cache_size}, blas_threads={self.blas_threads}, cached={len(self._cache)})")
 
 
 def get_default_encoder() -> BatchingEncoder:

