@@ -92,18 +92,14 @@ class BatchingEncoder:
     def __init__(self, encode: Callable[[list[str]], np.ndarray], *, max_batch: int = 256, max_wait_s: float = 0.002,
                  cache_size: int = 8192, blas_threads: int | None = 1, encode_threads: int | None = None,
                  idle_s: float = 5.0, name: str = "encoder") -> None:
-        if max_batch < 1:
-            raise ValueError("max_batch must be >= 1")
-        if cache_size < 0:
-            raise ValueError("cache_size must be >= 0")
-        if max_wait_s < 0 or idle_s <= 0:
-            raise ValueError("max_wait_s must be >= 0 and idle_s > 0")
-        if blas_threads is not None and blas_threads < 1:
-            raise ValueError("blas_threads must be >= 1 or None")
         if encode_threads is None:
             encode_threads = min(2, os.cpu_count() or 1)
-        if encode_threads < 1:
-            raise ValueError("encode_threads must be >= 1")
+        for bad, rule in ((max_batch < 1, "max_batch must be >= 1"), (cache_size < 0, "cache_size must be >= 0"),
+                          (max_wait_s < 0 or idle_s <= 0, "max_wait_s must be >= 0 and idle_s > 0"),
+                          (blas_threads is not None and blas_threads < 1, "blas_threads must be >= 1 or None"),
+                          (encode_threads < 1, "encode_threads must be >= 1")):
+            if bad:
+                raise ValueError(rule)
         self._encode = encode
         self.max_batch = max_batch
         self.max_wait_s = max_wait_s

