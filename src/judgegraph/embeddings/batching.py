@@ -135,8 +135,6 @@ class BatchingEncoder:
         if self._pid != os.getpid():  # a forked child: the parent's worker and locks are not ours
             self._reset_process_state()
 
-    # ---- the LRU ------------------------------------------------------------
-
     def _lookup(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Cached vectors of ``texts`` (marked recently used); the caller holds the lock."""
         found = {}
@@ -168,8 +166,6 @@ class BatchingEncoder:
 
     def __len__(self) -> int:
         return len(self._cache)
-
-    # ---- submitting ---------------------------------------------------------
 
     def _submit(self, texts: list[str]) -> tuple[dict[str, np.ndarray], _Request | None]:
         if isinstance(texts, str):
@@ -215,8 +211,6 @@ class BatchingEncoder:
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         return (await self.aencode(texts)).tolist()
-
-    # ---- the worker ---------------------------------------------------------
 
     def _run(self) -> None:
         while True:

