@@ -25,6 +25,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .base import LangChainEmbedder, _is_local, unit_rows
+
 __all__ = ["BatchingEncoder", "EncoderStats", "adrive", "drive", "encode_function", "get_default_encoder"]
 
 T = TypeVar("T")
@@ -55,8 +57,6 @@ async def adrive(steps: Steps[T], aencode: Callable[[list[str]], Awaitable[np.nd
 def encode_function(embeddings: Any) -> Callable[[list[str]], np.ndarray]:
     """``texts -> (n, d) float32 unit rows`` for an object with ``encode`` (``MiniLMEmbeddings``,
     ``LangChainEmbedder``), a LangChain ``Embeddings`` or any :class:`~.base.Embedder`."""
-    from .base import LangChainEmbedder, unit_rows
-
     if callable(getattr(embeddings, "encode", None)) or callable(getattr(embeddings, "embed_documents", None)):
         return LangChainEmbedder(embeddings).encode
     return lambda texts: unit_rows(embeddings.embed(texts))  # any Embedder
@@ -115,8 +115,6 @@ class BatchingEncoder:
     def for_embeddings(cls, embeddings: Any, **kwargs: Any) -> BatchingEncoder:
         """An encoder over ``embeddings`` (a LangChain ``Embeddings`` or an :class:`~.base.Embedder`); BLAS
         threads are limited only for judgegraph's numpy MiniLM unless ``blas_threads`` is given."""
-        from .base import _is_local
-
         if "blas_threads" not in kwargs and not (_is_local(embeddings) or getattr(embeddings, "local", False)):
             kwargs["blas_threads"] = None
         kwargs.setdefault("name", type(getattr(embeddings, "embeddings", embeddings)).__name__)

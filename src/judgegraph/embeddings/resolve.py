@@ -21,10 +21,9 @@ def resolve_embeddings(embeddings: Any = None, *, base_url: str | None = None,
     """A LangChain ``Embeddings`` from an object or a string.
 
     * ``None``, ``"minilm"``, ``"offline"`` or ``"all-MiniLM-L6-v2"``: the offline all-MiniLM-L6-v2;
-    * ``"openai:text-embedding-3-small"`` (or a bare model name): ``OpenAIEmbeddings``, pointed at ``base_url``
-      when given (no key needed then), sending raw strings (no tiktoken download; what OpenAI-compatible servers
-      expect), through the LLM judge's HTTP clients: ``timeout`` is each whole request's deadline and a reply
-      over ``max_reply_bytes`` (decoded; default 8 MiB) is cut off;
+    * ``"openai:text-embedding-3-small"`` (or a bare model name): ``OpenAIEmbeddings`` at ``base_url`` if given
+      (no key needed then), sending raw strings (no tiktoken download), through the LLM judge's HTTP clients:
+      ``timeout`` is each request's deadline, a reply over ``max_reply_bytes`` (default 8 MiB) is cut off;
     * ``"provider:model"``: ``langchain.embeddings.init_embeddings`` when installed;
     * any object with ``embed_documents``: used as it is.
     """

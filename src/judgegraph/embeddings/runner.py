@@ -71,8 +71,7 @@ _default_lock = threading.Lock()
 
 
 def get_default_runner() -> EmbeddingRunner:
-    """The process-wide batching runner over the shared all-MiniLM-L6-v2
-    (:func:`~judgegraph.embeddings.get_default_embeddings`; nothing loads before the first request)."""
+    """The process-wide batching runner over the shared MiniLM (nothing loads before the first request)."""
     global _default
     if _default is None:
         with _default_lock:
