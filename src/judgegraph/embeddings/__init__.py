@@ -1,13 +1,7 @@
-"""Embeddings: the one interface, the one runner, the offline model.
-
-``Embedder`` (``embed``, ``aembed``, ``name``) is what every embeddings call
-goes through; ``EmbeddingRunner`` runs it (calls in flight bounded; with
-``batching``, the ``BatchingEncoder`` front that micro-batches concurrent
-requests, embeds each distinct text once and bounds BLAS threads): response
-relevancy and the offline judge both use it. ``resolve_embeddings`` makes one
-from a setting; ``MiniLMEmbeddings`` runs all-MiniLM-L6-v2 with numpy. Nothing
-is loaded at import time.
-"""
+"""Embeddings: the one interface (``Embedder``), the one runner (``EmbeddingRunner``,
+with ``batching`` the micro-batching ``BatchingEncoder``), ``resolve_embeddings`` for a
+setting, and ``MiniLMEmbeddings``, all-MiniLM-L6-v2 run with numpy. Nothing is loaded
+at import time."""
 
 from judgegraph.embeddings.base import Embedder, LangChainEmbedder, as_embedder, cosines, embeddings_name
 from judgegraph.embeddings.batching import BatchingEncoder, EncoderStats, get_default_encoder
@@ -26,26 +20,7 @@ from judgegraph.embeddings.minilm import (
 from judgegraph.embeddings.resolve import resolve_embeddings
 from judgegraph.embeddings.runner import EmbeddingRunner, get_default_runner
 
-__all__ = [
-    "EMBEDDING_DIM",
-    "MODEL_NAME",
-    "MODEL_PACKAGE",
-    "MODEL_PACKAGE_VERSION",
-    "MODEL_SHA256",
-    "BatchingEncoder",
-    "Embedder",
-    "EmbeddingRunner",
-    "EncoderStats",
-    "LangChainEmbedder",
-    "MiniLMEmbeddings",
-    "OfflineModelUnavailable",
-    "as_embedder",
-    "cosines",
-    "embeddings_name",
-    "get_default_embeddings",
-    "get_default_encoder",
-    "get_default_runner",
-    "locate_model_dir",
-    "model_cache_dir",
-    "resolve_embeddings",
-]
+__all__ = ["EMBEDDING_DIM", "MODEL_NAME", "MODEL_PACKAGE", "MODEL_PACKAGE_VERSION", "MODEL_SHA256", "BatchingEncoder",
+           "Embedder", "EmbeddingRunner", "EncoderStats", "LangChainEmbedder", "MiniLMEmbeddings",
+           "OfflineModelUnavailable", "as_embedder", "cosines", "embeddings_name", "get_default_embeddings",
+           "get_default_encoder", "get_default_runner", "locate_model_dir", "model_cache_dir", "resolve_embeddings"]

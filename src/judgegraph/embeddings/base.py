@@ -1,22 +1,19 @@
-"""The one embeddings interface: :class:`Embedder` (``embed``, ``aembed``,
-``name``), what every embeddings call in judgegraph goes through
-(:class:`~judgegraph.embeddings.runner.EmbeddingRunner` runs it).
-
-:func:`as_embedder` adapts a LangChain ``Embeddings`` (or any object with
-``embed_documents``): its own ``aembed_documents`` when it has a native one,
-else a worker thread, so async callers never block the event loop.
-:func:`cosines` is the similarity both embedding metrics score with.
-"""
+"""The one embeddings interface, :class:`Embedder` (``embed``, ``aembed``, ``name``),
+that every embeddings call goes through (:class:`~judgegraph.embeddings.runner.EmbeddingRunner`
+runs it); :func:`as_embedder` adapts a LangChain ``Embeddings``; :func:`cosines` is the
+similarity both embedding metrics score with."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Embedder", "LangChainEmbedder", "as_embedder", "check_vectors", "cosines", "embeddings_name"]
+__all__ = ["Embedder", "LangChainEmbedder", "as_embedder", "check_vectors", "cosines", "embeddings_name", "unit_rows"]
 
 
 @runtime_checkable
@@ -53,32 +50,25 @@ def _is_local(embeddings: Any) -> bool:
 
 
 class LangChainEmbedder:
-    """An :class:`Embedder` over a LangChain ``Embeddings`` (or an object with
-    only ``encode(texts) -> (n, d) unit rows``, as the offline judge accepts). ``aembed`` uses the
-    object's own ``aembed_documents`` when it has a native one, else runs
-    ``embed`` in a worker thread. A local (numpy) model runs one ``embed`` at a
-    time (its BLAS threads would fight each other); :meth:`encode` is its
-    unlocked fast path for callers that bound their own threads (the batcher)."""
+    """An :class:`Embedder` over a LangChain ``Embeddings`` (or an object with only ``encode(texts) -> (n, d)
+    unit rows``). ``aembed`` uses the object's native ``aembed_documents`` if any, else ``embed`` in a worker
+    thread, so async callers never block the event loop. A local (numpy) model runs one ``embed`` at a time
+    (its BLAS threads would fight); :meth:`encode` is the unlocked path for callers that bound their threads."""
 
     def __init__(self, embeddings: Any) -> None:
-        if not callable(getattr(embeddings, "embed_documents", None)) and not callable(getattr(embeddings, "encode", None)):
+        if not any(callable(getattr(embeddings, attr, None)) for attr in ("embed_documents", "encode")):
             raise TypeError(f"embeddings must be a LangChain Embeddings or a string, got {type(embeddings).__name__}")
         self.embeddings = embeddings
         self.name = embeddings_name(embeddings)
         self.native_async = _has_native_async(embeddings)
         self.local = _is_local(embeddings)
-        self._lock = threading.Lock() if self.local else None
-
-    def _embed(self, texts: list[str]) -> list[list[float]]:
-        if callable(getattr(self.embeddings, "embed_documents", None)):
-            return self.embeddings.embed_documents(texts)
-        return self.encode(texts).tolist()
+        self._lock: AbstractContextManager[Any] = threading.Lock() if self.local else contextlib.nullcontext()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        if self._lock is None:
-            return self._embed(texts)
         with self._lock:
-            return self._embed(texts)
+            if callable(getattr(self.embeddings, "embed_documents", None)):
+                return self.embeddings.embed_documents(texts)
+            return self.encode(texts).tolist()
 
     async def aembed(self, texts: list[str]) -> list[list[float]]:
         if self.native_async:
@@ -86,13 +76,11 @@ class LangChainEmbedder:
         return await asyncio.to_thread(self.embed, texts)
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """``(n, d)`` float32 unit rows: the model's own ``encode`` when it has
-        one (the numpy MiniLM), else ``embed_documents`` normalised."""
+        """``(n, d)`` float32 unit rows: the model's own ``encode`` if any, else ``embed_documents`` normalised."""
         enc = getattr(self.embeddings, "encode", None)
         if callable(enc):
             return np.asarray(enc(texts), dtype=np.float32)
-        vecs = np.asarray(self.embeddings.embed_documents(texts), dtype=np.float32)
-        return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), np.float32(1e-12))
+        return unit_rows(self.embeddings.embed_documents(texts))
 
     def __repr__(self) -> str:
         return f"LangChainEmbedder({self.name})"
@@ -103,6 +91,12 @@ def as_embedder(embeddings: Any) -> Embedder:
     if isinstance(embeddings, Embedder) and not callable(getattr(embeddings, "embed_documents", None)):
         return embeddings
     return LangChainEmbedder(embeddings)
+
+
+def unit_rows(vectors: Any) -> np.ndarray:
+    """``vectors`` as ``(n, d)`` float32 rows scaled to unit length (a zero row stays zero)."""
+    arr = np.asarray(vectors, dtype=np.float32)
+    return arr / np.maximum(np.linalg.norm(arr, axis=1, keepdims=True), np.float32(1e-12))
 
 
 def check_vectors(vectors: Any, n: int) -> list[list[float]]:

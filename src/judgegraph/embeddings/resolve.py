@@ -1,8 +1,4 @@
-"""Embeddings from a setting: an object, a model string, or nothing (the
-offline all-MiniLM-L6-v2). An ``openai:`` model gets the LLM judge's HTTP
-clients (:func:`~judgegraph.judges.transport.openai_http_clients`): each
-request ends by its deadline and a reply is read up to a size limit, whatever
-the server does."""
+"""Embeddings from a setting: an object, a model string, or nothing (the offline all-MiniLM-L6-v2)."""
 
 from __future__ import annotations
 
@@ -24,14 +20,10 @@ def resolve_embeddings(embeddings: Any = None, *, base_url: str | None = None,
                        max_reply_bytes: int | None = None) -> Any:
     """A LangChain ``Embeddings`` from an object or a string.
 
-    * ``None``, ``"minilm"``, ``"offline"`` or ``"all-MiniLM-L6-v2"``: the offline
-      numpy all-MiniLM-L6-v2 (weights load on first use, not here);
-    * ``"openai:text-embedding-3-small"`` (or a bare model name): ``OpenAIEmbeddings``,
-      pointed at ``base_url`` when given (no key needed then), sending raw strings
-      (``check_embedding_ctx_length=False``: no tiktoken download, and what
-      OpenAI-compatible servers expect), through HTTP clients where ``timeout``
-      is the deadline of each whole request and a reply over ``max_reply_bytes``
-      (decoded; default 8 MiB) is cut off;
+    * ``None``, ``"minilm"``, ``"offline"`` or ``"all-MiniLM-L6-v2"``: the offline all-MiniLM-L6-v2;
+    * ``"openai:text-embedding-3-small"`` (or a bare model name): ``OpenAIEmbeddings`` at ``base_url`` if given
+      (no key needed then), sending raw strings (no tiktoken download), through the LLM judge's HTTP clients:
+      ``timeout`` is each request's deadline, a reply over ``max_reply_bytes`` (default 8 MiB) is cut off;
     * ``"provider:model"``: ``langchain.embeddings.init_embeddings`` when installed;
     * any object with ``embed_documents``: used as it is.
     """

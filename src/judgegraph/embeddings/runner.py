@@ -1,18 +1,4 @@
-"""The one embeddings runner: every embeddings call judgegraph makes goes
-through an :class:`EmbeddingRunner` — response relevancy's and the offline judge's.
-
-* at most ``max_concurrency`` calls in flight (sync and async alike), async
-  calls off the event loop (:class:`~judgegraph.embeddings.base.LangChainEmbedder`);
-* one vector per text, checked;
-* ``batching=True`` (the offline judge's setting) puts the micro-batching front
-  before the embedder (:class:`~judgegraph.embeddings.batching.BatchingEncoder`:
-  concurrent requests share one call, each distinct text is embedded once while
-  it stays in the LRU, BLAS threads bounded); without it each request is one
-  call (response relevancy counts its calls per exchange);
-* :meth:`EmbeddingRunner.describe` turns an error into the text kept in a
-  result, credentials taken out (:class:`~judgegraph.judges.redact.Redactor`:
-  an embeddings server that echoes the request's headers leaves no key behind).
-"""
+"""The one embeddings runner, :class:`EmbeddingRunner`, that every embeddings call goes through."""
 
 from __future__ import annotations
 
@@ -23,16 +9,17 @@ import numpy as np
 
 from ..judges.limiter import CallLimiter
 from ..judges.redact import Redactor
-from .base import Embedder, as_embedder, check_vectors
+from .base import Embedder, as_embedder, check_vectors, unit_rows
 from .batching import BatchingEncoder
 
 __all__ = ["EmbeddingRunner", "get_default_runner"]
 
 
 class EmbeddingRunner:
-    """Runs the calls of one :class:`~judgegraph.embeddings.base.Embedder` (or
-    LangChain ``Embeddings``); see the module docstring. ``batch_options`` go to
-    :meth:`BatchingEncoder.for_embeddings` (``max_batch``, ``cache_size`` ...)."""
+    """Runs the calls of one :class:`~.base.Embedder` (or LangChain ``Embeddings``): at most ``max_concurrency``
+    in flight, async ones off the event loop, one vector per text checked. ``batching=True`` (the offline
+    judge's) puts a :class:`BatchingEncoder` before the embedder, made with ``batch_options`` (``max_batch``,
+    ``cache_size`` ...); without it each request is one call (response relevancy counts its calls)."""
 
     def __init__(self, embeddings: Any, *, max_concurrency: int = 16, batching: bool = False,
                  redact: Redactor | None = None, **batch_options: Any) -> None:
@@ -40,11 +27,8 @@ class EmbeddingRunner:
         self.embeddings = getattr(self.embedder, "embeddings", self.embedder)
         self.name = self.embedder.name
         self.limiter = CallLimiter(max_concurrency)
-        self.native_async = bool(getattr(self.embedder, "native_async", True))
         self.redact = redact or Redactor.for_model(self.embeddings)
         self.batcher = BatchingEncoder.for_embeddings(self.embedder, **batch_options) if batching else None
-
-    # ---- vectors as lists (one call per request, or through the batcher) ---------
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         if self.batcher is not None:
@@ -58,23 +42,20 @@ class EmbeddingRunner:
         async with self.limiter.aslot():
             return check_vectors(await self.embedder.aembed(texts), len(texts))
 
-    # ---- unit rows for scoring code (the offline judge) ------------------------------
-
     def encode(self, texts: list[str]) -> np.ndarray:
         """``(n, d)`` float32 unit rows of ``texts``."""
         if self.batcher is not None:
             return self.batcher.encode(texts)
-        return _unit_rows(self.embed(texts))
+        return unit_rows(self.embed(texts))
 
     async def aencode(self, texts: list[str]) -> np.ndarray:
         if self.batcher is not None:
             return await self.batcher.aencode(texts)
-        return _unit_rows(await self.aembed(texts))
+        return unit_rows(await self.aembed(texts))
 
     def describe(self, exc: BaseException) -> str:
-        """``Type: message`` of an embeddings error, as the LLM judge describes
-        its own (a reply over the size limit named, the HTTP status shown),
-        credentials taken out."""
+        """``Type: message`` of an embeddings error, as the LLM judge describes its own, credentials taken out
+        (an embeddings server that echoes the request's headers leaves no key behind)."""
         from ..judges.llm import describe_request_error
 
         if type(exc).__module__.startswith("judgegraph."):  # our own errors (a model not found) are read whole:
@@ -85,18 +66,12 @@ class EmbeddingRunner:
         return f"EmbeddingRunner({self.name}, batching={self.batcher is not None})"
 
 
-def _unit_rows(vectors: list[list[float]]) -> np.ndarray:
-    arr = np.asarray(vectors, dtype=np.float32)
-    return arr / np.maximum(np.linalg.norm(arr, axis=1, keepdims=True), np.float32(1e-12))
-
-
 _default: EmbeddingRunner | None = None
 _default_lock = threading.Lock()
 
 
 def get_default_runner() -> EmbeddingRunner:
-    """The process-wide batching runner over the shared all-MiniLM-L6-v2
-    (:func:`~judgegraph.embeddings.get_default_embeddings`; nothing loads before the first request)."""
+    """The process-wide batching runner over the shared MiniLM (nothing loads before the first request)."""
     global _default
     if _default is None:
         with _default_lock:
