@@ -25,6 +25,8 @@ from __future__ import annotations
 import copy
 import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +44,17 @@ from .results import Usage
 ASSUMED_OUTPUT_TOKENS = 100
 
 _step: ContextVar[str] = ContextVar("judgegraph_dry_run_step", default="unknown/unknown")
+
+
+@contextmanager
+def _at_step(step: str) -> Iterator[None]:
+    """Requests made inside are counted against ``step``."""
+    token = _step.set(step)
+    try:
+        yield
+    finally:
+        _step.reset(token)
+
 
 def _at_least_one(schema: Any) -> Any:
     """The schema with every array asking for at least one item, so steps that
@@ -122,23 +135,15 @@ class DryRunJudge(Judge):
         return cls(f"llm:{split_model(model)[1]}", max_tries=max_tries)
 
     def prepare(self, request: JudgeRequest) -> None:
-        prepare = getattr(self._inner, "prepare", None)
-        if prepare is not None:
-            prepare(request)
+        self._inner.prepare(request)
 
     def judge(self, request: JudgeRequest) -> JudgeOutcome:
-        token = _step.set(request.step)
-        try:
+        with _at_step(request.step):
             return self._inner.judge(request)
-        finally:
-            _step.reset(token)
 
     async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
-        token = _step.set(request.step)
-        try:
+        with _at_step(request.step):
             return await self._inner.ajudge(request)
-        finally:
-            _step.reset(token)
 
     def estimate(self, prices: Prices | None = None) -> CostEstimate:
         counts = sorted(self.chat._counts.items())

@@ -27,14 +27,13 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .loaders import InputError
     from .results import Usage
     from .runner import ConversationOutcome
 
-Transcripts = Literal["full", "errors", "none"]
 TRANSCRIPT_MODES: tuple[str, ...] = ("full", "errors", "none")
 
 
@@ -113,9 +112,7 @@ class ResultsWriter:
     def outcome(self, outcome: ConversationOutcome) -> None:
         record = {"type": "conversation", **outcome.to_json()}
         if self.cost is not None:
-            from .results import Usage
-
-            record["cost_usd"] = self.cost(Usage.total(r.usage for r in outcome.results.values()))
+            record["cost_usd"] = self.cost(outcome.usage)
         self.write(elide_duplicates(filter_transcripts(record, self.transcripts)))
 
     def input_error(self, error: InputError) -> None:
@@ -149,19 +146,13 @@ def check_out_path(out: str | Path, inputs: list[str | Path]) -> None:
     p = Path(out)
     if p.is_dir():
         raise ResultsFileError(f"--out {out} is a directory; give a file path such as {p / 'results.jsonl'}")
-    if p.exists():
-        for inp in inputs:
-            try:
-                same = Path(inp).exists() and os.path.samefile(p, inp)
-            except OSError:
-                same = False
-            if same:
-                raise ResultsFileError(f"--out {out} is one of the input files; writing results there would destroy it")
-    else:
-        resolved = p.resolve()
-        for inp in inputs:
-            if Path(inp).resolve() == resolved:
-                raise ResultsFileError(f"--out {out} is one of the input files")
+    for inp in inputs:
+        try:  # samefile: the same file under another name; a new --out: the same path
+            same = os.path.samefile(p, inp) if p.exists() else Path(inp).resolve() == p.resolve()
+        except OSError:
+            same = False
+        if same:
+            raise ResultsFileError(f"--out {out} is one of the input files; writing results there would destroy it")
 
 
 def is_nonempty(path: str | Path) -> bool:
@@ -191,7 +182,7 @@ def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] |
     if not p.exists():
         return state
     good_end = 0
-    dropped = 0
+    drop: set[int] = set()  # lines a rewrite leaves out: those with errors, and repeated conversations
     with p.open("rb") as fh:
         offset = 0
         for lineno, raw in enumerate(fh, start=1):
@@ -202,56 +193,43 @@ def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] |
             good_end = offset
             if not raw.strip():
                 continue
-            try:
-                record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-            except (ValueError, RecursionError):  # RecursionError: a line nested too deeply
-                state.bad_lines.append(lineno)
-                continue
-            if not isinstance(record, dict):
+            if (record := _record(raw)) is None:
                 state.bad_lines.append(lineno)
                 continue
             state.lines += 1
             if record.get("type") == "conversation" and isinstance(record.get("conversation_id"), str):
                 if record["conversation_id"] in state.done:
+                    drop.add(lineno)
                     continue  # never counted twice, even in a file written by hand
                 if retry_errors and has_errors(record):
-                    dropped += 1
+                    state.retried += 1
+                    drop.add(lineno)
                     continue
                 state.done.add(record["conversation_id"])
                 if on_record is not None:
                     on_record(restore_elided(record))
             elif record.get("type") == "input_error":
                 state.input_errors.add(_input_error_key(record))
-    state.retried = dropped
-    if dropped and repair:
-        _rewrite_without_errors(p, good_end)
+    if state.retried and repair:
+        _rewrite_without(p, drop, good_end)
     elif state.torn and repair:
         with p.open("r+b") as fh:
             fh.truncate(good_end)
     return state
 
 
-def _rewrite_without_errors(p: Path, end: int) -> None:
-    """The file without its conversation lines that have errors (and without a
-    torn tail), written beside it and moved into place: never half a file."""
+def _rewrite_without(p: Path, drop: set[int], end: int) -> None:
+    """The file without the lines ``drop`` numbers (and without a torn tail after
+    byte ``end``), written beside it and moved into place: never half a file."""
     tmp = p.with_name(p.name + ".resume-tmp")
     with p.open("rb") as src, tmp.open("wb") as dst:
-        seen: set[str] = set()
         offset = 0
-        for raw in src:
+        for lineno, raw in enumerate(src, start=1):
             offset += len(raw)
             if offset > end:
                 break
-            try:
-                record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-            except (ValueError, RecursionError):
-                record = None
-            if isinstance(record, dict) and record.get("type") == "conversation":
-                cid = str(record.get("conversation_id"))
-                if cid in seen or has_errors(record):
-                    continue
-                seen.add(cid)
-            dst.write(raw)
+            if lineno not in drop:
+                dst.write(raw)
         dst.flush()
         os.fsync(dst.fileno())
     os.replace(tmp, p)
@@ -278,14 +256,17 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) for every readable line of a results file, streamed."""
     with Path(path).open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-            except (ValueError, RecursionError):  # RecursionError: a line nested too deeply
-                continue
-            if isinstance(record, dict):
+            if raw.strip() and (record := _record(raw)) is not None:
                 yield lineno, restore_elided(record)
+
+
+def _record(raw: bytes) -> dict[str, Any] | None:
+    """A results line as its JSON object; None when it is not one (RecursionError: nested too deeply)."""
+    try:
+        record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 #: a verdict reason at least this long is stored once per results line

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
 
-from .common import EXIT_OK, EXIT_USAGE, add_results_command, safe
+from .common import EXIT_OK, add_results_command, fail, safe
 
 if TYPE_CHECKING:
     from .common import Subparsers
@@ -30,10 +29,6 @@ def _norm(name: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from ..resultsfile import iter_records
     from ..transcripts import transcript_of
-
-    def fail(message: str) -> int:
-        print(f"error: {safe(message)}", file=sys.stderr)
-        return EXIT_USAGE
 
     try:
         records = iter_records(args.results)
