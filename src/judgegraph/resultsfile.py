@@ -1,26 +1,15 @@
 """The results file: one JSON line per conversation (and per input error),
-written as each conversation finishes, safe to resume after any kill.
-
-* :class:`ResultsWriter` appends lines, flushed at once, so a run killed at any
-  moment keeps every conversation finished before it (at worst the last line is
-  torn; :func:`scan_results` repairs that).
-* :func:`scan_results` reads an existing file for ``--resume``: the ids of the
-  conversations already complete, their records (for the summary) and the
-  input errors already written; a torn last line is cut off.
-* :func:`iter_records` streams the records of a results file (``judgegraph show``).
-* ``transcripts``: what the writer keeps of each verdict's judge transcript —
-  ``full`` (every attempt), ``errors`` (only verdicts whose judgement failed or
-  needed a re-ask), ``none``.
-* A long verdict reason is stored once per line (:func:`elide_duplicates`): the
-  judge's raw reply and the result's reason, which quote it verbatim, hold where
-  it was cut out instead; every reader here puts it back (:func:`restore_elided`).
-
-A parent process that collects outcomes from workers uses the same writer and
-scan: the file format does not depend on where a conversation was judged.
+flushed as each conversation finishes, so a run killed at any moment keeps
+every conversation finished before it and can be resumed (:func:`scan_results`
+repairs a torn last line). A long verdict reason is stored once per line
+(:func:`elide_duplicates`); every reader here puts it back. Worker processes
+and the parent use the same writer: the format does not depend on where a
+conversation was judged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -96,7 +85,6 @@ class ResultsWriter:
         # A lone surrogate (from "\udfff" in the input) cannot be encoded as UTF-8:
         # written as the JSON escape "\udfff" it reads back as the same string.
         self._fh: IO[str] = self.path.open(mode, encoding="utf-8", errors="backslashreplace")
-        self.lines = 0
         self._failed = False
 
     def write(self, record: dict[str, Any]) -> None:
@@ -107,7 +95,6 @@ class ResultsWriter:
             self._failed = True
             exc.filename = exc.filename or str(self.path)
             raise
-        self.lines += 1
 
     def outcome(self, outcome: ConversationOutcome) -> None:
         record = {"type": "conversation", **outcome.to_json()}
@@ -135,7 +122,6 @@ class ResumeState:
 
     done: set[str] = field(default_factory=set)  # conversation ids complete in the file
     input_errors: set[tuple[object, ...]] = field(default_factory=set)
-    lines: int = 0
     torn: bool = False  # a partial last line (a kill mid-write) was cut off
     bad_lines: list[int] = field(default_factory=list)  # unreadable complete lines (left in place, ignored)
     retried: int = 0  # conversation lines with errors taken out to be judged again (retry_errors)
@@ -196,7 +182,6 @@ def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] |
             if (record := _record(raw)) is None:
                 state.bad_lines.append(lineno)
                 continue
-            state.lines += 1
             if record.get("type") == "conversation" and isinstance(record.get("conversation_id"), str):
                 if record["conversation_id"] in state.done:
                     drop.add(lineno)
@@ -394,10 +379,8 @@ class ResultsLock:
     def release(self) -> None:
         if self._fd is None:
             return
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(self.path)  # while still held: a run waiting on this inode then sees it is stale
-        except OSError:
-            pass
         os.close(self._fd)  # releases the lock
         self._fd = None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 from typing import TYPE_CHECKING, Any, cast
 
@@ -171,8 +172,7 @@ def _out_unwritable(args: argparse.Namespace) -> str | None:
     p = Path(args.out)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        with p.open("a", encoding="utf-8"):
-            pass
+        p.open("a", encoding="utf-8").close()
     except OSError as exc:
         return f"cannot write --out {args.out}: {exc.strerror or exc}"
     return None
@@ -261,8 +261,12 @@ def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | Inp
     seen: set[str] = set()
     sessions: list[LoadedConversation] = []
     errors: list[InputError] = []
-    if args.mlflow_uri:
-        sessions, errors = _load_mlflow(args)
+    if args.mlflow_uri:  # the experiment's sessions, and the input errors of its unreadable traces
+        from ..integrations.mlflow import load_sessions
+
+        loaded = load_sessions(args.mlflow_uri, args.experiment, session_key=args.session_key,
+                               max_traces=args.max_traces, request_key=args.request_key, response_key=args.response_key)
+        sessions, errors = list(loaded), list(loaded.errors)
 
     def from_mlflow() -> Iterator[LoadedConversation | InputError]:
         yield from errors
@@ -348,10 +352,8 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
 
     async def main() -> RunSummary:
         stop = asyncio.Event()
-        try:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread, no signals
             _stop_on_signals(asyncio.get_running_loop(), stop, err, stopped_by)
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
-            pass
         with Progress(SpinnerColumn(), TextColumn("judging"), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, disable=args.no_progress, transient=True) as progress:
             task = progress.add_task("judging", total=None)
@@ -383,7 +385,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
         err.print(f"[red]error:[/] the run could not complete: {markup_safe(os_error_message(exc))}; what was "
                   f"written to {markup_safe(args.out)} before it is kept (--resume continues)")
         return EXIT_ERRORS
-    junit_failed = False
+    unwritten = False  # --junit, --html or the MLflow assessments could not be written
     if args.junit:
         from ..apps.junit import write_junit
 
@@ -391,7 +393,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
             write_junit(args.out, args.junit)
         except OSError as exc:
             err.print(f"[red]error:[/] cannot write --junit: {markup_safe(os_error_message(exc))}")
-            junit_failed = True
+            unwritten = True
     logged = None
     if args.log_assessments and not summary.interrupted:
         from ..integrations.mlflow import log_assessments
@@ -427,14 +429,12 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     if args.html:
         from .report import html_after_eval
 
-        if html_after_eval(args, plan.graphs) != 0 and summary.exit_code < EXIT_ERRORS:
-            return EXIT_ERRORS
+        unwritten = html_after_eval(args, plan.graphs) != 0 or unwritten
     if logged is not None:
         out.print(f"MLflow: {markup_safe(logged)} (experiment {markup_safe(repr(args.experiment))} at "
                   f"{markup_safe(args.mlflow_uri)})")
-        if logged.failures:
-            return EXIT_ERRORS
-    if junit_failed and summary.exit_code < EXIT_ERRORS:
+        unwritten = unwritten or bool(logged.failures)
+    if unwritten and summary.exit_code < EXIT_ERRORS:  # the results are written, not all that was asked with them
         return EXIT_ERRORS
     return EXIT_TERMINATED if signal.SIGTERM in stopped_by and summary.interrupted else summary.exit_code
 
@@ -500,14 +500,3 @@ def _source_error(args: argparse.Namespace) -> str | None:
 
         return RAY_MISSING
     return None
-
-
-def _load_mlflow(args: argparse.Namespace) -> tuple[list[LoadedConversation], list[InputError]]:
-    """The experiment's sessions and the input errors of its unreadable traces."""
-    from ..integrations.mlflow import load_sessions
-
-    sessions = load_sessions(args.mlflow_uri, args.experiment, session_key=args.session_key,
-                             max_traces=args.max_traces, request_key=args.request_key,
-                             response_key=args.response_key)
-    return list(sessions), list(sessions.errors)
-
