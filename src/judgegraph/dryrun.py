@@ -25,8 +25,6 @@ from __future__ import annotations
 import copy
 import threading
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,16 +42,6 @@ from .results import Usage
 ASSUMED_OUTPUT_TOKENS = 100
 
 _step: ContextVar[str] = ContextVar("judgegraph_dry_run_step", default="unknown/unknown")
-
-
-@contextmanager
-def _at_step(step: str) -> Iterator[None]:
-    """Requests made inside are counted against ``step``."""
-    token = _step.set(step)
-    try:
-        yield
-    finally:
-        _step.reset(token)
 
 
 def _at_least_one(schema: Any) -> Any:
@@ -138,12 +126,18 @@ class DryRunJudge(Judge):
         self._inner.prepare(request)
 
     def judge(self, request: JudgeRequest) -> JudgeOutcome:
-        with _at_step(request.step):
+        token = _step.set(request.step)
+        try:
             return self._inner.judge(request)
+        finally:
+            _step.reset(token)
 
     async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
-        with _at_step(request.step):
+        token = _step.set(request.step)
+        try:
             return await self._inner.ajudge(request)
+        finally:
+            _step.reset(token)
 
     def estimate(self, prices: Prices | None = None) -> CostEstimate:
         counts = sorted(self.chat._counts.items())

@@ -34,11 +34,6 @@ def _input_error_key(record: dict[str, Any]) -> tuple[object, ...]:
     return (record.get("file"), record.get("line"), record.get("record"), record.get("field"), record.get("message"))
 
 
-def input_error_record(error: InputError) -> dict[str, Any]:
-    return {"type": "input_error", "file": error.file, "line": error.line, "record": error.record,
-            "field": error.field, "message": error.message, "error": str(error)}
-
-
 def _attempt_failed(attempt: object) -> bool:
     return bool(attempt.get("error")) if isinstance(attempt, dict) else bool(getattr(attempt, "error", None))
 
@@ -103,10 +98,10 @@ class ResultsWriter:
         self.write(elide_duplicates(filter_transcripts(record, self.transcripts)))
 
     def input_error(self, error: InputError) -> None:
-        record = input_error_record(error)
-        if _input_error_key(record) in self._skip:
-            return
-        self.write(record)
+        record = {"type": "input_error", "file": error.file, "line": error.line, "record": error.record,
+                  "field": error.field, "message": error.message, "error": str(error)}
+        if _input_error_key(record) not in self._skip:  # already in the resumed file
+            self.write(record)
 
     def close(self) -> None:
         try:

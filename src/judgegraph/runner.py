@@ -117,7 +117,6 @@ class RunSummary:
     conversations: int = 0
     resumed: int = 0  # of ``conversations``: already complete in the results file
     statuses: Counter[str] = field(default_factory=Counter)
-    metric_statuses: dict[str, Counter[str]] = field(default_factory=dict)
     judge_errors: int = 0
     failed_runs: int = 0
     usage: Usage = field(default_factory=Usage)
@@ -131,9 +130,8 @@ class RunSummary:
         self.conversations += 1
         self.resumed += resumed
         self.failed_runs += bool(outcome.error)
-        for key, r in outcome.results.items():
+        for r in outcome.results.values():
             self.statuses[r.status] += 1
-            self.metric_statuses.setdefault(key, Counter())[r.status] += 1
             self.judge_errors += len(r.errors)
             self.usage = self.usage + r.usage
         if self.keep_outcomes and not resumed:  # judged in this run (MLflow writes must not repeat the resumed)

@@ -181,9 +181,7 @@ def _out_unwritable(args: argparse.Namespace) -> str | None:
 def _prices(args: argparse.Namespace, judge: Judge) -> Prices | None:
     from ..pricing import prices_for
 
-    if judge.kind != "llm":
-        return None
-    return prices_for(judge.name, args.price_in, args.price_out)
+    return prices_for(judge.name, args.price_in, args.price_out) if judge.kind == "llm" else None
 
 
 def _fmt_cost(dollars: float | None) -> str:
