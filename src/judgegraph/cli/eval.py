@@ -195,8 +195,7 @@ def run(args: argparse.Namespace) -> int:
 
     out, err = common.consoles()
     for check in (common.check_numbers, _bad_flags, _source_error, common.guidelines_missing, _out_error):
-        bad = check(args)
-        if bad:
+        if bad := check(args):
             return usage_error(err, bad)
     try:
         if args.dry_run and args.model:  # sends nothing: no client is built, so no key is needed
@@ -217,8 +216,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--reason llm needs an LLM judge (--model)")
     except (KeyError, ValueError, TypeError, OSError) as exc:
         return usage_error(err, exc)
-    unwritable = None if args.dry_run else _out_unwritable(args)
-    if unwritable:
+    if not args.dry_run and (unwritable := _out_unwritable(args)):
         return usage_error(err, unwritable)
     held, locked = common.lock_out(args)
     if locked:
