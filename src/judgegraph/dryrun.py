@@ -43,6 +43,7 @@ ASSUMED_OUTPUT_TOKENS = 100
 
 _step: ContextVar[str] = ContextVar("judgegraph_dry_run_step", default="unknown/unknown")
 
+
 def _at_least_one(schema: Any) -> Any:
     """The schema with every array asking for at least one item, so steps that
     fan out over an extraction are counted for one item each."""
@@ -122,9 +123,7 @@ class DryRunJudge(Judge):
         return cls(f"llm:{split_model(model)[1]}", max_tries=max_tries)
 
     def prepare(self, request: JudgeRequest) -> None:
-        prepare = getattr(self._inner, "prepare", None)
-        if prepare is not None:
-            prepare(request)
+        self._inner.prepare(request)
 
     def judge(self, request: JudgeRequest) -> JudgeOutcome:
         token = _step.set(request.step)

@@ -1,40 +1,28 @@
 """The results file: one JSON line per conversation (and per input error),
-written as each conversation finishes, safe to resume after any kill.
-
-* :class:`ResultsWriter` appends lines, flushed at once, so a run killed at any
-  moment keeps every conversation finished before it (at worst the last line is
-  torn; :func:`scan_results` repairs that).
-* :func:`scan_results` reads an existing file for ``--resume``: the ids of the
-  conversations already complete, their records (for the summary) and the
-  input errors already written; a torn last line is cut off.
-* :func:`iter_records` streams the records of a results file (``judgegraph show``).
-* ``transcripts``: what the writer keeps of each verdict's judge transcript —
-  ``full`` (every attempt), ``errors`` (only verdicts whose judgement failed or
-  needed a re-ask), ``none``.
-* A long verdict reason is stored once per line (:func:`elide_duplicates`): the
-  judge's raw reply and the result's reason, which quote it verbatim, hold where
-  it was cut out instead; every reader here puts it back (:func:`restore_elided`).
-
-A parent process that collects outcomes from workers uses the same writer and
-scan: the file format does not depend on where a conversation was judged.
+flushed as each conversation finishes, so a run killed at any moment keeps
+every conversation finished before it and can be resumed (:func:`scan_results`
+repairs a torn last line). A long verdict reason is stored once per line
+(:func:`elide_duplicates`); every reader here puts it back. Worker processes
+and the parent use the same writer: the format does not depend on where a
+conversation was judged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .loaders import InputError
     from .results import Usage
     from .runner import ConversationOutcome
 
-Transcripts = Literal["full", "errors", "none"]
 TRANSCRIPT_MODES: tuple[str, ...] = ("full", "errors", "none")
 
 
@@ -44,11 +32,6 @@ class ResultsFileError(ValueError):
 
 def _input_error_key(record: dict[str, Any]) -> tuple[object, ...]:
     return (record.get("file"), record.get("line"), record.get("record"), record.get("field"), record.get("message"))
-
-
-def input_error_record(error: InputError) -> dict[str, Any]:
-    return {"type": "input_error", "file": error.file, "line": error.line, "record": error.record,
-            "field": error.field, "message": error.message, "error": str(error)}
 
 
 def _attempt_failed(attempt: object) -> bool:
@@ -97,7 +80,6 @@ class ResultsWriter:
         # A lone surrogate (from "\udfff" in the input) cannot be encoded as UTF-8:
         # written as the JSON escape "\udfff" it reads back as the same string.
         self._fh: IO[str] = self.path.open(mode, encoding="utf-8", errors="backslashreplace")
-        self.lines = 0
         self._failed = False
 
     def write(self, record: dict[str, Any]) -> None:
@@ -108,21 +90,18 @@ class ResultsWriter:
             self._failed = True
             exc.filename = exc.filename or str(self.path)
             raise
-        self.lines += 1
 
     def outcome(self, outcome: ConversationOutcome) -> None:
         record = {"type": "conversation", **outcome.to_json()}
         if self.cost is not None:
-            from .results import Usage
-
-            record["cost_usd"] = self.cost(Usage.total(r.usage for r in outcome.results.values()))
+            record["cost_usd"] = self.cost(outcome.usage)
         self.write(elide_duplicates(filter_transcripts(record, self.transcripts)))
 
     def input_error(self, error: InputError) -> None:
-        record = input_error_record(error)
-        if _input_error_key(record) in self._skip:
-            return
-        self.write(record)
+        record = {"type": "input_error", "file": error.file, "line": error.line, "record": error.record,
+                  "field": error.field, "message": error.message, "error": str(error)}
+        if _input_error_key(record) not in self._skip:  # already in the resumed file
+            self.write(record)
 
     def close(self) -> None:
         try:
@@ -138,7 +117,6 @@ class ResumeState:
 
     done: set[str] = field(default_factory=set)  # conversation ids complete in the file
     input_errors: set[tuple[object, ...]] = field(default_factory=set)
-    lines: int = 0
     torn: bool = False  # a partial last line (a kill mid-write) was cut off
     bad_lines: list[int] = field(default_factory=list)  # unreadable complete lines (left in place, ignored)
     retried: int = 0  # conversation lines with errors taken out to be judged again (retry_errors)
@@ -149,19 +127,13 @@ def check_out_path(out: str | Path, inputs: list[str | Path]) -> None:
     p = Path(out)
     if p.is_dir():
         raise ResultsFileError(f"--out {out} is a directory; give a file path such as {p / 'results.jsonl'}")
-    if p.exists():
-        for inp in inputs:
-            try:
-                same = Path(inp).exists() and os.path.samefile(p, inp)
-            except OSError:
-                same = False
-            if same:
-                raise ResultsFileError(f"--out {out} is one of the input files; writing results there would destroy it")
-    else:
-        resolved = p.resolve()
-        for inp in inputs:
-            if Path(inp).resolve() == resolved:
-                raise ResultsFileError(f"--out {out} is one of the input files")
+    for inp in inputs:
+        try:  # samefile: the same file under another name; a new --out: the same path
+            same = os.path.samefile(p, inp) if p.exists() else Path(inp).resolve() == p.resolve()
+        except OSError:
+            same = False
+        if same:
+            raise ResultsFileError(f"--out {out} is one of the input files; writing results there would destroy it")
 
 
 def is_nonempty(path: str | Path) -> bool:
@@ -191,7 +163,7 @@ def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] |
     if not p.exists():
         return state
     good_end = 0
-    dropped = 0
+    drop: set[int] = set()  # lines a rewrite leaves out: those with errors, and repeated conversations
     with p.open("rb") as fh:
         offset = 0
         for lineno, raw in enumerate(fh, start=1):
@@ -202,56 +174,42 @@ def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] |
             good_end = offset
             if not raw.strip():
                 continue
-            try:
-                record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-            except (ValueError, RecursionError):  # RecursionError: a line nested too deeply
+            if (record := _record(raw)) is None:
                 state.bad_lines.append(lineno)
                 continue
-            if not isinstance(record, dict):
-                state.bad_lines.append(lineno)
-                continue
-            state.lines += 1
             if record.get("type") == "conversation" and isinstance(record.get("conversation_id"), str):
                 if record["conversation_id"] in state.done:
+                    drop.add(lineno)
                     continue  # never counted twice, even in a file written by hand
                 if retry_errors and has_errors(record):
-                    dropped += 1
+                    state.retried += 1
+                    drop.add(lineno)
                     continue
                 state.done.add(record["conversation_id"])
                 if on_record is not None:
                     on_record(restore_elided(record))
             elif record.get("type") == "input_error":
                 state.input_errors.add(_input_error_key(record))
-    state.retried = dropped
-    if dropped and repair:
-        _rewrite_without_errors(p, good_end)
+    if state.retried and repair:
+        _rewrite_without(p, drop, good_end)
     elif state.torn and repair:
         with p.open("r+b") as fh:
             fh.truncate(good_end)
     return state
 
 
-def _rewrite_without_errors(p: Path, end: int) -> None:
-    """The file without its conversation lines that have errors (and without a
-    torn tail), written beside it and moved into place: never half a file."""
+def _rewrite_without(p: Path, drop: set[int], end: int) -> None:
+    """The file without the lines ``drop`` numbers (and without a torn tail after
+    byte ``end``), written beside it and moved into place: never half a file."""
     tmp = p.with_name(p.name + ".resume-tmp")
     with p.open("rb") as src, tmp.open("wb") as dst:
-        seen: set[str] = set()
         offset = 0
-        for raw in src:
+        for lineno, raw in enumerate(src, start=1):
             offset += len(raw)
             if offset > end:
                 break
-            try:
-                record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-            except (ValueError, RecursionError):
-                record = None
-            if isinstance(record, dict) and record.get("type") == "conversation":
-                cid = str(record.get("conversation_id"))
-                if cid in seen or has_errors(record):
-                    continue
-                seen.add(cid)
-            dst.write(raw)
+            if lineno not in drop:
+                dst.write(raw)
         dst.flush()
         os.fsync(dst.fileno())
     os.replace(tmp, p)
@@ -278,14 +236,17 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) for every readable line of a results file, streamed."""
     with Path(path).open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-            except (ValueError, RecursionError):  # RecursionError: a line nested too deeply
-                continue
-            if isinstance(record, dict):
+            if raw.strip() and (record := _record(raw)) is not None:
                 yield lineno, restore_elided(record)
+
+
+def _record(raw: bytes) -> dict[str, Any] | None:
+    """A results line as its JSON object; None when it is not one (RecursionError: nested too deeply)."""
+    try:
+        record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 #: a verdict reason at least this long is stored once per results line
@@ -413,10 +374,8 @@ class ResultsLock:
     def release(self) -> None:
         if self._fd is None:
             return
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(self.path)  # while still held: a run waiting on this inode then sees it is stale
-        except OSError:
-            pass
         os.close(self._fd)  # releases the lock
         self._fd = None
 

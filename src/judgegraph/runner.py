@@ -17,6 +17,7 @@ adds the results file (``resume`` / ``overwrite``, transcripts, prices).
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from .judges import Judge, NeedsLLMJudge
@@ -35,7 +36,7 @@ from .pricing import Prices
 from .report import build_metric, check_unique_names, create_report_graph
 from .results import JudgeErrorInfo, MetricResult, Usage, build_result
 from .resultsfile import ResultsFileError, ResultsWriter, ResumeState, check_out_path, is_nonempty, scan_results
-from .state import MetricInput, MetricOutput, conversation_of
+from .state import MetricInput, MetricOutput, MetricState, conversation_of
 
 __all__ = [
     "ConversationOutcome",
@@ -116,10 +117,9 @@ class RunSummary:
     conversations: int = 0
     resumed: int = 0  # of ``conversations``: already complete in the results file
     statuses: Counter[str] = field(default_factory=Counter)
-    metric_statuses: dict[str, Counter[str]] = field(default_factory=dict)
-    judge_error_count: int = 0
+    judge_errors: int = 0
     failed_runs: int = 0
-    total_usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage)
     interrupted: bool = False
     _rows: list[tuple[int, ConversationOutcome]] = field(default_factory=list, repr=False)
     _seq: Iterator[int] = field(default_factory=lambda: itertools.count(-(10**12)), repr=False)
@@ -130,11 +130,10 @@ class RunSummary:
         self.conversations += 1
         self.resumed += resumed
         self.failed_runs += bool(outcome.error)
-        for key, r in outcome.results.items():
+        for r in outcome.results.values():
             self.statuses[r.status] += 1
-            self.metric_statuses.setdefault(key, Counter())[r.status] += 1
-            self.judge_error_count += len(r.errors)
-            self.total_usage = self.total_usage + r.usage
+            self.judge_errors += len(r.errors)
+            self.usage = self.usage + r.usage
         if self.keep_outcomes and not resumed:  # judged in this run (MLflow writes must not repeat the resumed)
             self.outcomes.append(outcome)
         seq = next(self._seq) if order is None else order
@@ -167,12 +166,8 @@ class RunSummary:
         return [r for o in self.outcomes for r in o.results.values()]
 
     @property
-    def usage(self) -> Usage:
-        return self.total_usage
-
-    @property
     def cost_usd(self) -> float | None:
-        return None if self.prices is None else self.prices.cost(self.total_usage)
+        return None if self.prices is None else self.prices.cost(self.usage)
 
     def count(self, status: str) -> int:
         return self.statuses[status]
@@ -182,10 +177,6 @@ class RunSummary:
         return sum(self.statuses.values())
 
     @property
-    def judge_errors(self) -> int:
-        return self.judge_error_count
-
-    @property
     def exit_code(self) -> int:
         """0 all passed (or not applicable); 1 a metric failed its threshold;
         3 something could not be judged (bad input, judge errors, a failed run)
@@ -193,7 +184,7 @@ class RunSummary:
         130 stopped by Ctrl-C (everything finished is written)."""
         if self.interrupted:
             return 130
-        if (self.input_error_count or self.judge_error_count or self.count("error") or self.failed_runs
+        if (self.input_error_count or self.judge_errors or self.count("error") or self.failed_runs
                 or not self.conversations):
             return 3
         if self.count("failed"):
@@ -280,43 +271,32 @@ class MetricPlan:
         return self._graphs[key]
 
 
-class _ThenState(MetricInput, MetricOutput):
-    pass
+def _chain(name: str, *nodes: tuple[str, Any]) -> CompiledStateGraph:
+    """``nodes`` run one after the other, as a metric graph's input and output."""
+    builder = StateGraph(MetricState, input_schema=MetricInput, output_schema=MetricOutput)
+    return builder.add_sequence(nodes).set_entry_point(nodes[0][0]).compile(name=name)
 
 
 def _then(metric: CompiledStateGraph, key: str, transform: ResultTransform) -> CompiledStateGraph:
     """``metric`` followed by ``transform`` on its result ``key``."""
 
-    def apply(state: _ThenState) -> dict[str, Any]:
+    def apply(state: MetricState) -> dict[str, Any]:
         return {"results": {key: transform(state["results"][key])}}
 
-    builder = StateGraph(_ThenState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("metric", metric)
-    builder.add_node("transform", apply)
-    builder.add_edge(START, "metric")
-    builder.add_edge("metric", "transform")
-    builder.add_edge("transform", END)
-    return builder.compile(name=key)
-
-
-class UnavailableState(MetricInput, MetricOutput, total=False):
-    pass
+    return _chain(key, ("metric", metric), ("transform", apply))
 
 
 def unavailable_metric(name: str, judge: Judge, message: str) -> CompiledStateGraph:
     """A one-node graph whose result is ``name``'s error: the metric could not
     be built with ``judge`` (``message`` says why). No call is made."""
 
-    def reduce_score(state: UnavailableState) -> dict[str, Any]:
+    def reduce_score(state: MetricState) -> dict[str, Any]:
         error = JudgeErrorInfo(where="conversation", step=name, message=message)
         result = build_result(name, conversation_of(state), judge=judge, threshold=None, status="error",
                               reason=message, errors=[error])
         return {"results": {name: result}}
 
-    builder = StateGraph(UnavailableState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("reduce_score", reduce_score)
-    builder.add_edge(START, "reduce_score")
-    return builder.compile(name=name)
+    return _chain(name, ("reduce_score", reduce_score))
 
 
 def iter_inputs(paths: Iterable[str | Path], *, seen: set[str] | None = None, limits: Limits | None = None,
@@ -359,15 +339,10 @@ async def judge_conversation(item: LoadedConversation, plan: MetricPlan) -> Conv
 
 
 async def evaluate_async(
-    items: Iterable[LoadedConversation | InputError],
-    plan: MetricPlan,
-    *,
-    max_conversations: int = 32,
+    items: Iterable[LoadedConversation | InputError], plan: MetricPlan, *, max_conversations: int = 32,
     on_outcome: Callable[[ConversationOutcome], None] | None = None,
-    on_input_error: Callable[[InputError], None] | None = None,
-    summary: RunSummary | None = None,
-    skip: set[str] | frozenset[str] = frozenset(),
-    stop: asyncio.Event | None = None,
+    on_input_error: Callable[[InputError], None] | None = None, summary: RunSummary | None = None,
+    skip: set[str] | frozenset[str] = frozenset(), stop: asyncio.Event | None = None,
     judge_one: Callable[[LoadedConversation], Awaitable[ConversationOutcome]] | None = None,
 ) -> RunSummary:
     """Judge ``items`` (read lazily: a generator is consumed as room frees up),
@@ -380,14 +355,12 @@ async def evaluate_async(
     if max_conversations < 1:
         raise ValueError(f"max_conversations must be >= 1, got {max_conversations}")
     summary = summary if summary is not None else RunSummary(judge=plan.judge.name)
+    stop = stop if stop is not None else asyncio.Event()
+    stopper = asyncio.ensure_future(stop.wait())
+    work = judge_one or functools.partial(judge_conversation, plan=plan)
+    submitted = itertools.count(1)
+    order: dict[asyncio.Task[ConversationOutcome], int] = {}  # its place in the input: rows are shown in this order
     pending: set[asyncio.Task[ConversationOutcome]] = set()
-    stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
-    submitted = 0
-
-    order: dict[asyncio.Task[ConversationOutcome], int] = {}
-
-    def work(item: LoadedConversation) -> Awaitable[ConversationOutcome]:
-        return judge_one(item) if judge_one is not None else judge_conversation(item, plan)
 
     def finish(done: set[asyncio.Task[ConversationOutcome]]) -> None:
         for task in done:
@@ -396,21 +369,17 @@ async def evaluate_async(
             if on_outcome:
                 on_outcome(outcome)
 
-    async def wait_some() -> bool:
-        """Wait for a finished conversation (or the stop); False when stopped."""
+    async def wait_some() -> None:
+        """Wait for a finished conversation, or the stop."""
         nonlocal pending
-        waits: set[asyncio.Future[Any]] = set(pending)
-        if stopper is not None:
-            waits.add(stopper)
-        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finished = {t for t in done if t is not stopper}
+        done, _ = await asyncio.wait({*pending, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finished = {t for t in pending if t in done}
         pending -= finished
         finish(finished)
-        return not (stop is not None and stop.is_set())
 
     try:
         for item in items:
-            if stop is not None and stop.is_set():
+            if stop.is_set():
                 break
             if isinstance(item, InputError):
                 summary.add_input_error(item)
@@ -419,19 +388,18 @@ async def evaluate_async(
                 continue
             if item.conversation.id in skip:
                 continue
-            while len(pending) >= max_conversations:
-                if not await wait_some():
-                    break
-            if stop is not None and stop.is_set():
+            while len(pending) >= max_conversations and not stop.is_set():
+                await wait_some()
+            if stop.is_set():
                 break
             task = asyncio.ensure_future(work(item))
-            order[task] = submitted = submitted + 1
+            order[task] = next(submitted)
             pending.add(task)
             await asyncio.sleep(0)  # let it start before reading the next record
-        while pending and (stop is None or not stop.is_set()):
+        while pending and not stop.is_set():
             await wait_some()
     finally:
-        if stop is not None and stop.is_set():
+        if stop.is_set():
             summary.interrupted = True
         finished = {t for t in pending if t.done() and not t.cancelled()}
         finish(finished)
@@ -440,28 +408,17 @@ async def evaluate_async(
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
-        if stopper is not None:
-            stopper.cancel()
+        stopper.cancel()
     return summary
 
 
 async def evaluate_to_file(
-    inputs: Iterable[str | Path] | Iterable[LoadedConversation | InputError],
-    plan: MetricPlan,
-    out: str | Path,
-    *,
-    resume: bool = False,
-    retry_errors: bool = False,
-    overwrite: bool = False,
-    transcripts: str = "full",
-    prices: Prices | None = None,
-    max_conversations: int = 32,
-    keep_outcomes: bool = True,
-    max_rows: int = DEFAULT_ROWS,
+    inputs: Iterable[str | Path] | Iterable[LoadedConversation | InputError], plan: MetricPlan, out: str | Path, *,
+    resume: bool = False, retry_errors: bool = False, overwrite: bool = False, transcripts: str = "full",
+    prices: Prices | None = None, max_conversations: int = 32, keep_outcomes: bool = True, max_rows: int = DEFAULT_ROWS,
     on_outcome: Callable[[ConversationOutcome], None] | None = None,
     on_input_error: Callable[[InputError], None] | None = None,
-    on_resumed: Callable[[ResumeState], None] | None = None,
-    stop: asyncio.Event | None = None,
+    on_resumed: Callable[[ResumeState], None] | None = None, stop: asyncio.Event | None = None,
     judge_one: Callable[[LoadedConversation], Awaitable[ConversationOutcome]] | None = None,
 ) -> RunSummary:
     """Judge ``inputs`` (file paths, or loaded items) into the results file ``out``.

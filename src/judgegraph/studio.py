@@ -25,7 +25,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Annotated, Any
 
 from langchain_core.runnables import RunnableLambda
@@ -73,9 +73,8 @@ def resolved(settings: JudgeSettings | dict[str, Any] | None) -> JudgeSettings:
         if unknown:
             raise ValueError(f"unknown judge settings {unknown}; known: {sorted(known)}")
         settings = JudgeSettings(**settings)
-    model = settings.model or os.environ.get("JUDGEGRAPH_MODEL", "")
-    base_url = settings.base_url or os.environ.get("JUDGEGRAPH_BASE_URL", "")
-    return JudgeSettings(**{**asdict(settings), "model": model, "base_url": base_url})
+    return replace(settings, model=settings.model or os.environ.get("JUDGEGRAPH_MODEL", ""),
+                   base_url=settings.base_url or os.environ.get("JUDGEGRAPH_BASE_URL", ""))
 
 
 def judge_for(s: JudgeSettings) -> Judge:

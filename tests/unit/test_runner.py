@@ -181,6 +181,20 @@ def test_prices_table_snapshots_and_overrides():
     assert prices_for("llm:my-model", 1.0, 2.0).cost(Usage(input_tokens=500_000, output_tokens=250_000)) == 1.0
 
 
+def test_retry_errors_rewrite_drops_errored_and_repeated_lines_keeps_the_rest_and_cuts_a_torn_tail(tmp_path):
+    out = tmp_path / "r.jsonl"
+    lines = [{"type": "conversation", "conversation_id": "a", "results": {}},
+             {"type": "conversation", "conversation_id": "b", "results": {}, "error": "boom"},
+             {"type": "input_error", "file": "x.jsonl", "line": 3, "message": "bad"},
+             {"type": "conversation", "conversation_id": "a", "results": {}}]
+    text = "".join(json.dumps(r) + "\n" for r in lines)
+    out.write_bytes((text + "not json\n").encode() + b'{"type": "conversation", "conv')
+    state = scan_results(out, retry_errors=True)
+    assert state.done == {"a"} and state.retried == 1 and state.torn and state.bad_lines == [5]
+    kept = out.read_text().splitlines()
+    assert [json.loads(k) for k in kept[:2]] == [lines[0], lines[2]] and kept[2:] == ["not json"]
+
+
 def test_resume_with_retry_errors_judges_again_what_failed_and_keeps_each_conversation_once(tmp_path):
     out = tmp_path / "r.jsonl"
     broken = ScriptedChatModel(rules=[("answer 1", [RuntimeError("HTTP 401 at http://127.0.0.1:1/v1")])], default=YES)

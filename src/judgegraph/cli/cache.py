@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import sys
+from functools import partial
 from typing import TYPE_CHECKING
 
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, safe
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, fail, safe
 
 if TYPE_CHECKING:
     from ..judges.cache import CacheFileError
     from .common import Subparsers
+
+
+_fail = partial(fail, prefix="judgegraph cache")
 
 
 def register(sub: Subparsers) -> None:
@@ -33,15 +36,12 @@ def _size(n: int) -> str:
 def _broken(exc: CacheFileError) -> int:
     """A cache file that cannot be used: what is wrong and what to do; exit 2
     when the path is not a cache at all, 3 when the file cannot be read."""
-    where = safe(exc.path)
     if exc.not_a_cache:
-        print(f"judgegraph cache: {where} is not a judge cache: {safe(exc.cause)}; nothing was changed"
-              " (give the cache file with --cache PATH)", file=sys.stderr)
-        return EXIT_USAGE
-    hint = (f"`judgegraph cache clear --cache {where}` replaces it" if exc.corrupt
+        return _fail(f"{exc.path} is not a judge cache: {exc.cause}; nothing was changed (give the cache file with"
+                     " --cache PATH)", EXIT_USAGE)
+    hint = (f"`judgegraph cache clear --cache {exc.path}` replaces it" if exc.corrupt
             else "check the file and its folder, or use another file with --cache PATH")
-    print(f"judgegraph cache: {where} {safe(exc.cause)}; {hint}", file=sys.stderr)
-    return EXIT_ERRORS
+    return _fail(f"{exc.path} {exc.cause}; {hint}", EXIT_ERRORS)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,9 +57,8 @@ def run(args: argparse.Namespace) -> int:
             try:
                 removed = disk.remove()
             except OSError as os_exc:
-                print(f"judgegraph cache: {safe(disk.path)} is damaged ({safe(exc.cause)}) and could not be removed:"
-                      f" {safe(os_exc.strerror or os_exc)}", file=sys.stderr)
-                return EXIT_ERRORS
+                return _fail(f"{disk.path} is damaged ({exc.cause}) and could not be removed:"
+                             f" {os_exc.strerror or os_exc}", EXIT_ERRORS)
             print(f"judge cache {safe(disk.path)}: damaged ({safe(exc.cause)}); removed"
                   f" {', '.join(safe(p.name) for p in removed)}: the next run starts a new cache")
             return EXIT_OK

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -274,6 +275,12 @@ def safe(text: object) -> str:
         else:
             out.append(f"\\U{ord(ch):08x}")
     return "".join(out)
+
+
+def fail(message: object, status: int = EXIT_USAGE, prefix: str = "error") -> int:
+    """Print ``prefix: message`` (:func:`safe`) on stderr; ``status``."""
+    print(f"{prefix}: {safe(message)}", file=sys.stderr)
+    return status
 
 
 def usage_error(err: Console, message: object) -> int:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import signal
 from typing import TYPE_CHECKING, Any, cast
 
 from . import common
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
     from ..judges import Judge
     from ..loaders import InputError, LoadedConversation
     from ..pricing import Prices
-    from ..runner import MetricPlan, RunSummary
+    from ..runner import ConversationOutcome, MetricPlan, RunSummary
     from .common import Subparsers
 
 
@@ -170,8 +172,7 @@ def _out_unwritable(args: argparse.Namespace) -> str | None:
     p = Path(args.out)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        with p.open("a", encoding="utf-8"):
-            pass
+        p.open("a", encoding="utf-8").close()
     except OSError as exc:
         return f"cannot write --out {args.out}: {exc.strerror or exc}"
     return None
@@ -180,9 +181,7 @@ def _out_unwritable(args: argparse.Namespace) -> str | None:
 def _prices(args: argparse.Namespace, judge: Judge) -> Prices | None:
     from ..pricing import prices_for
 
-    if judge.kind != "llm":
-        return None
-    return prices_for(judge.name, args.price_in, args.price_out)
+    return prices_for(judge.name, args.price_in, args.price_out) if judge.kind == "llm" else None
 
 
 def _fmt_cost(dollars: float | None) -> str:
@@ -195,10 +194,8 @@ def run(args: argparse.Namespace) -> int:
     from ..runner import MetricPlan
 
     out, err = common.consoles()
-    for check in (common.check_numbers, _bad_flags, _mlflow_usage_error, common.guidelines_missing, _out_error,
-                  _ray_usage_error):
-        bad = check(args)
-        if bad:
+    for check in (common.check_numbers, _bad_flags, _source_error, common.guidelines_missing, _out_error):
+        if bad := check(args):
             return usage_error(err, bad)
     try:
         if args.dry_run and args.model:  # sends nothing: no client is built, so no key is needed
@@ -219,8 +216,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--reason llm needs an LLM judge (--model)")
     except (KeyError, ValueError, TypeError, OSError) as exc:
         return usage_error(err, exc)
-    unwritable = None if args.dry_run else _out_unwritable(args)
-    if unwritable:
+    if not args.dry_run and (unwritable := _out_unwritable(args)):
         return usage_error(err, unwritable)
     held, locked = common.lock_out(args)
     if locked:
@@ -261,8 +257,12 @@ def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | Inp
     seen: set[str] = set()
     sessions: list[LoadedConversation] = []
     errors: list[InputError] = []
-    if args.mlflow_uri:
-        sessions, errors = _load_mlflow(args)
+    if args.mlflow_uri:  # the experiment's sessions, and the input errors of its unreadable traces
+        from ..integrations.mlflow import load_sessions
+
+        loaded = load_sessions(args.mlflow_uri, args.experiment, session_key=args.session_key,
+                               max_traces=args.max_traces, request_key=args.request_key, response_key=args.response_key)
+        sessions, errors = list(loaded), list(loaded.errors)
 
     def from_mlflow() -> Iterator[LoadedConversation | InputError]:
         yield from errors
@@ -281,7 +281,6 @@ def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | Inp
 def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console, err: Console) -> int:
     from rich.table import Table
 
-    from ..loaders import InputError
     from ..resultsfile import scan_results
     from ..runner import RunSummary, evaluate_async
 
@@ -290,51 +289,50 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
         done = scan_results(args.out, repair=False, retry_errors=args.retry_errors).done
     stream, _ = _inputs(args)
     summary = RunSummary(keep_outcomes=False, max_rows=0)
-    if judge.kind == "llm":
-        asyncio.run(evaluate_async(stream, plan, skip=done, summary=summary,
-                                   max_conversations=max(4, args.concurrency * 2)))
-    else:  # the offline judge costs nothing: count, judge nothing
-        for item in stream:
-            if isinstance(item, InputError):
-                summary.add_input_error(item)
-            elif item.conversation.id not in done:
-                summary.conversations += 1
+    asyncio.run(evaluate_async(stream, plan, skip=done, summary=summary, max_conversations=max(4, args.concurrency * 2),
+                               judge_one=None if judge.kind == "llm" else _judge_nothing))
     for e in summary.input_errors:
         err.print(f"[red]input error:[/] {markup_safe(e)}")
-    todo = summary.conversations
-    head = (f"dry run: {todo} conversations to judge"
+    status = EXIT_ERRORS if summary.input_error_count or not (summary.conversations or done) else 0
+    head = (f"dry run: {summary.conversations} conversations to judge"
             + (f" ({len(done)} already in {markup_safe(args.out)}, skipped)" if done else "")
             + (f", {summary.input_error_count} input errors" if summary.input_error_count else ""))
     if judge.kind != "llm":
         out.print(f"{head}; the offline judge makes no LLM calls: nothing to pay. No call was made.")
-        return EXIT_ERRORS if summary.input_error_count or not (todo or done) else 0
-    from ..dryrun import DryRunJudge
+        return status
+    from ..dryrun import DryRunJudge, StepCost
 
     dry = cast(DryRunJudge, plan.judge)  # an LLM judge in a dry run is the DryRunJudge run() built
     est = dry.estimate(_prices(args, judge))
     table = Table(title=head)
     for col in ("metric / step", "calls", "input tokens", "output tokens (est.)", "cost"):
         table.add_column(col, justify="left" if col.startswith("metric") else "right")
-    by_metric = est.by_metric()
-    for metric, cost in by_metric.items():
-        table.add_row(metric, str(cost.calls), str(cost.input_tokens), f"~{cost.output_tokens}", _fmt_cost(est.cost_usd(cost)))
-        for step, c in est.steps.items():
-            if step.split("/", 1)[0] == metric and len([s for s in est.steps if s.startswith(metric + "/")]) > 1:
-                table.add_row(f"  {step.split('/', 1)[1]}", str(c.calls), str(c.input_tokens), f"~{c.output_tokens}", "")
-    total = est.total
-    table.add_row("total", str(total.calls), str(total.input_tokens), f"~{total.output_tokens}", _fmt_cost(est.cost_usd()),
-                  style="bold")
+
+    def row(label: str, c: StepCost, cost: str = "", style: str = "") -> None:
+        table.add_row(label, str(c.calls), str(c.input_tokens), f"~{c.output_tokens}", cost, style=style)
+
+    for metric, cost in est.by_metric().items():
+        row(metric, cost, _fmt_cost(est.cost_usd(cost)))
+        steps = {step: c for step, c in est.steps.items() if step.startswith(metric + "/")}
+        for step, c in steps.items() if len(steps) > 1 else ():
+            row(f"  {step.split('/', 1)[1]}", c)
+    row("total", est.total, _fmt_cost(est.cost_usd()), style="bold")
     out.print(table)
     out.print(f"basis: {markup_safe(est.basis)}.")
     if est.prices is not None:
         out.print(f"prices: {markup_safe(est.prices.describe())}.")
     out.print("No call was made.")
-    return EXIT_ERRORS if summary.input_error_count or not (todo or done) else 0
+    return status
+
+
+async def _judge_nothing(item: LoadedConversation) -> ConversationOutcome:
+    """A dry run of the offline judge, which costs nothing: conversations are counted, none is judged."""
+    from ..runner import ConversationOutcome
+
+    return ConversationOutcome(item.conversation.id, item.source)
 
 
 def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console, err: Console) -> int:
-    import signal
-
     from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.text import Text
 
@@ -346,22 +344,12 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     causes = FailureCauses()  # said once after the table: the rows only say "see errors"
     prices = _prices(args, judge)
     keep = bool(args.log_assessments)  # MLflow writes need every result; otherwise finished results are dropped
-    terminated: list[bool] = []  # set by SIGTERM: the run stops like a Ctrl-C, with its own exit status
+    stopped_by: list[int] = []  # the signals that stopped the run: SIGTERM has its own exit status
 
     async def main() -> RunSummary:
         stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-
-        def interrupt() -> None:
-            stop.set()
-            loop.remove_signal_handler(signal.SIGINT)  # a second Ctrl-C stops at once
-            err.print("[yellow]interrupted:[/] finishing the results file (Ctrl-C again to stop at once)")
-
-        try:
-            loop.add_signal_handler(signal.SIGINT, interrupt)
-            _stop_on_sigterm(loop, stop, err, terminated)
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
-            pass
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread, no signals
+            _stop_on_signals(asyncio.get_running_loop(), stop, err, stopped_by)
         with Progress(SpinnerColumn(), TextColumn("judging"), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, disable=args.no_progress, transient=True) as progress:
             task = progress.add_task("judging", total=None)
@@ -393,7 +381,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
         err.print(f"[red]error:[/] the run could not complete: {markup_safe(os_error_message(exc))}; what was "
                   f"written to {markup_safe(args.out)} before it is kept (--resume continues)")
         return EXIT_ERRORS
-    junit_failed = False
+    unwritten = False  # --junit, --html or the MLflow assessments could not be written
     if args.junit:
         from ..apps.junit import write_junit
 
@@ -401,7 +389,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
             write_junit(args.out, args.junit)
         except OSError as exc:
             err.print(f"[red]error:[/] cannot write --junit: {markup_safe(os_error_message(exc))}")
-            junit_failed = True
+            unwritten = True
     logged = None
     if args.log_assessments and not summary.interrupted:
         from ..integrations.mlflow import log_assessments
@@ -437,16 +425,14 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     if args.html:
         from .report import html_after_eval
 
-        if html_after_eval(args, plan.graphs) != 0 and summary.exit_code < EXIT_ERRORS:
-            return EXIT_ERRORS
+        unwritten = html_after_eval(args, plan.graphs) != 0 or unwritten
     if logged is not None:
         out.print(f"MLflow: {markup_safe(logged)} (experiment {markup_safe(repr(args.experiment))} at "
                   f"{markup_safe(args.mlflow_uri)})")
-        if logged.failures:
-            return EXIT_ERRORS
-    if junit_failed and summary.exit_code < EXIT_ERRORS:
+        unwritten = unwritten or bool(logged.failures)
+    if unwritten and summary.exit_code < EXIT_ERRORS:  # the results are written, not all that was asked with them
         return EXIT_ERRORS
-    return EXIT_TERMINATED if terminated and summary.interrupted else summary.exit_code
+    return EXIT_TERMINATED if signal.SIGTERM in stopped_by and summary.interrupted else summary.exit_code
 
 
 #: The exit status of a run stopped by SIGTERM (128 + 15, as a shell reports it);
@@ -454,31 +440,19 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
 EXIT_TERMINATED = 143
 
 
-def _stop_on_sigterm(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, err: Console, terminated: list[bool]) -> None:
-    """SIGTERM (``kill``, a service manager, a CI timeout) stops the run as
-    Ctrl-C does: conversations in flight are abandoned, everything finished is
-    written, the summary printed; exit :data:`EXIT_TERMINATED`. A second SIGTERM
-    ends the process at once (the default action)."""
-    import signal
+def _stop_on_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, err: Console, stopped_by: list[int]) -> None:
+    """Ctrl-C, or SIGTERM (``kill``, a service manager, a CI timeout), stops the run: conversations in flight are
+    abandoned, everything finished is written, the summary printed. The same signal again ends the process at once
+    (a second Ctrl-C raises KeyboardInterrupt; a second SIGTERM takes its default action)."""
 
-    def terminate() -> None:
-        terminated.append(True)
+    def handle(sig: int, said: str, again: str) -> None:
+        stopped_by.append(sig)
         stop.set()
-        loop.remove_signal_handler(signal.SIGTERM)
-        err.print("[yellow]terminated:[/] finishing the results file (SIGTERM again to stop at once)")
+        loop.remove_signal_handler(sig)
+        err.print(f"[yellow]{said}:[/] finishing the results file ({again} again to stop at once)")
 
-    loop.add_signal_handler(signal.SIGTERM, terminate)
-
-
-def _ray_usage_error(args: argparse.Namespace) -> str | None:
-    if args.ray:
-        from importlib.util import find_spec
-
-        if find_spec("ray") is None:  # checked without importing it
-            from ..scale.ray_backend import RAY_MISSING
-
-            return RAY_MISSING
-    return None
+    loop.add_signal_handler(signal.SIGINT, handle, signal.SIGINT, "interrupted", "Ctrl-C")
+    loop.add_signal_handler(signal.SIGTERM, handle, signal.SIGTERM, "terminated", "SIGTERM")
 
 
 def _print_table(out: Console, summary: RunSummary) -> None:
@@ -505,27 +479,20 @@ def _print_table(out: Console, summary: RunSummary) -> None:
                   f"--max-rows N shows more; every result is in the results file)")
 
 
-def _mlflow_usage_error(args: argparse.Namespace) -> str | None:
+def _source_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with what is judged, and where: FILEs and/or MLflow, and the extras --mlflow-uri and --ray need."""
     if not args.mlflow_uri and (args.experiment or args.log_assessments or args.max_traces is not None):
         return "--experiment, --log-assessments and --max-traces need --mlflow-uri URI"
     if not args.files and not args.mlflow_uri:
         return "nothing to judge: give at least one FILE, or --mlflow-uri URI --experiment NAME"
     if args.mlflow_uri and not args.experiment:
         return "--mlflow-uri needs --experiment NAME (the experiment whose trace sessions are judged)"
-    if args.mlflow_uri:
-        from importlib.util import find_spec
+    from importlib.util import find_spec  # the extras are looked for without importing them
 
-        if find_spec("mlflow") is None:  # checked without importing it
-            return "--mlflow-uri needs MLflow: pip install 'judgegraph[mlflow]'"
+    if args.mlflow_uri and find_spec("mlflow") is None:
+        return "--mlflow-uri needs MLflow: pip install 'judgegraph[mlflow]'"
+    if args.ray and find_spec("ray") is None:
+        from ..scale.ray_backend import RAY_MISSING
+
+        return RAY_MISSING
     return None
-
-
-def _load_mlflow(args: argparse.Namespace) -> tuple[list[LoadedConversation], list[InputError]]:
-    """The experiment's sessions and the input errors of its unreadable traces."""
-    from ..integrations.mlflow import load_sessions
-
-    sessions = load_sessions(args.mlflow_uri, args.experiment, session_key=args.session_key,
-                             max_traces=args.max_traces, request_key=args.request_key,
-                             response_key=args.response_key)
-    return list(sessions), list(sessions.errors)
-

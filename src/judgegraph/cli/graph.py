@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, guidelines_missing, read_guidelines
+from .common import EXIT_ERRORS, EXIT_OK, fail, guidelines_missing, read_guidelines
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -62,35 +61,24 @@ def run(args: argparse.Namespace) -> int:
     try:
         graph = _build(args)
     except (KeyError, ValueError, TypeError, OSError) as exc:
-        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(exc.args[0] if exc.args else exc)
+    if fmt == "png" and not args.out:
+        return fail("--format png needs -o FILE")
     # a report is drawn with its metrics' subgraphs expanded
     drawable = graph.get_graph(xray=1 if len(args.metrics) > 1 else False)
-    if fmt == "mermaid":
-        text = drawable.draw_mermaid()
-    else:
-        from ..reporting.drawing import PngUnavailable, draw_png, draw_svg
+    from ..reporting.drawing import PngUnavailable, draw_png, draw_svg
 
-        text = draw_svg(drawable, title=graph.name or "graph")
-        if fmt == "png":
-            if not args.out:
-                print("error: --format png needs -o FILE", file=sys.stderr)
-                return EXIT_USAGE
-            try:
-                Path(args.out).write_bytes(draw_png(text))
-            except PngUnavailable as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return EXIT_ERRORS
-            except OSError as exc:
-                print(f"error: {args.out}: {exc.strerror or exc}", file=sys.stderr)
-                return EXIT_ERRORS
-            return EXIT_OK
-    if args.out:
-        try:
-            Path(args.out).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-        except OSError as exc:
-            print(f"error: {args.out}: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_ERRORS
-    else:
+    text = drawable.draw_mermaid() if fmt == "mermaid" else draw_svg(drawable, title=graph.name or "graph")
+    if not args.out:  # outside the try: a closed pipe (`| head`) is main()'s to handle
         print(text, end="" if text.endswith("\n") else "\n")
+        return EXIT_OK
+    try:
+        if fmt == "png":
+            Path(args.out).write_bytes(draw_png(text))
+        else:
+            Path(args.out).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    except PngUnavailable as exc:
+        return fail(exc, EXIT_ERRORS)
+    except OSError as exc:
+        return fail(f"{args.out}: {exc.strerror or exc}", EXIT_ERRORS)
     return EXIT_OK

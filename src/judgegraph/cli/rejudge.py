@@ -7,12 +7,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import common
-from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from ..prompts import Prompt
     from ..results import MetricResult
     from .common import Subparsers
+
+
+#: print a message of this command on stderr (data made safe to print); returns the status, exit 2 by default
+_say = partial(common.fail, prefix="judgegraph rejudge")
 
 
 def register(sub: Subparsers) -> None:
@@ -55,11 +59,6 @@ def register(sub: Subparsers) -> None:
     common.add_out_options(p, required=True, metavar="NEW.jsonl", help="where the new results file goes")
 
 
-def _fail(message: str, status: int = EXIT_USAGE) -> int:
-    print(f"judgegraph rejudge: {message}", file=sys.stderr)
-    return status
-
-
 def run(args: argparse.Namespace) -> int:
     from ..judges import resolve_judge
     from ..loaders import load_files
@@ -69,40 +68,40 @@ def run(args: argparse.Namespace) -> int:
     try:
         spec = get_metric(args.metric)
     except MetricNotFound as exc:
-        return _fail(str(exc))
+        return _say(exc)
     metric = spec.name if ":" not in args.metric else canonical_name(args.metric)
     if not args.model:
-        return _fail("re-judging asks an LLM judge: give --model (and --base-url for a local server)")
+        return _say("re-judging asks an LLM judge: give --model (and --base-url for a local server)")
     if (bad := common.check_numbers(args)) is not None:
-        return _fail(bad)
+        return _say(bad)
     results_path = Path(args.results)
     if not results_path.is_file():
-        return _fail(f"results file {args.results!r} not found")
+        return _say(f"results file {args.results!r} not found")
     if Path(args.out).resolve() == results_path.resolve():
-        return _fail("--out must be a new file, not RESULTS itself")
+        return _say("--out must be a new file, not RESULTS itself")
     if refused := common.out_refused(args):
-        return _fail(refused)
+        return _say(refused)
     try:
         rubric = common.read_rubric(args.rubric)
         prompt = as_prompt(args.prompt)
         options = common.metric_options(args)
     except UnicodeDecodeError as exc:
-        return _fail(f"--prompt {args.prompt}: not valid UTF-8 (byte {exc.start + 1})")
+        return _say(f"--prompt {args.prompt}: not valid UTF-8 (byte {exc.start + 1})")
     except (OSError, ValueError, RejudgeError) as exc:
-        return _fail(str(exc))
+        return _say(exc)
     try:
         judge = resolve_judge(**common.judge_settings(args, args.model, args.concurrency))
     except ValueError as exc:
-        return _fail(str(exc))
+        return _say(exc)
 
     loaded = load_files(args.inputs)
     for err in loaded.errors:
-        print(f"judgegraph rejudge: input: {err}", file=sys.stderr)
+        _say(f"input: {err}")
     conversations = {c.conversation.id: c.conversation for c in loaded.conversations}
 
     held, locked = common.lock_out(args)
     if held is None:
-        return _fail(str(locked))
+        return _say(locked)
     try:
         return _rejudge(args, results_path, metric, spec.name, judge, conversations, rubric, prompt, options)
     finally:
@@ -117,11 +116,16 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
     from ..steering import RejudgeError, rejudge_result
 
     wanted = set(args.conversations or [])
-    problems = 0
+    problems: list[str] = []  # each said on stderr as it happens
     failed = False
     changed: list[str] = []
     calls = 0
     seen: set[str] = set()
+
+    def problem(message: str) -> None:
+        problems.append(message)
+        _say(message)
+
     tmp = Path(f"{args.out}.tmp")
     # surrogateescape: a byte that is not UTF-8 is copied back as it was
     with results_path.open(encoding="utf-8", errors="surrogateescape") as src, \
@@ -130,52 +134,37 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
             record, where = None, f"{args.results}:{lineno}"
             try:
                 record = json.loads(line) if line.strip() else None
-            except json.JSONDecodeError as exc:
-                print(f"judgegraph rejudge: {where}: not JSON ({exc.msg}); copied as it is", file=sys.stderr)
-                problems += 1
-            except RecursionError:
-                print(f"judgegraph rejudge: {where}: nested too deeply to read; copied as it is", file=sys.stderr)
-                problems += 1
-            if isinstance(record, dict):
-                restore_elided(record)  # a long reason is stored once: put back before it is read
-            cid = record.get("conversation_id") if isinstance(record, dict) else None
-            results = record.get("results") if isinstance(record, dict) else None
+            except (ValueError, RecursionError) as exc:
+                why = f"not JSON ({exc.msg})" if isinstance(exc, json.JSONDecodeError) else "nested too deeply to read"
+                problem(f"{where}: {why}; copied as it is")
+            record = restore_elided(record) if isinstance(record, dict) else {}  # a long reason is stored once
+            cid, results = record.get("conversation_id"), record.get("results")
             key = _result_key(results, metric, name) if isinstance(results, dict) else None
-            chosen = (isinstance(record, dict) and record.get("type") == "conversation" and isinstance(results, dict)
-                      and key is not None and (not wanted or cid in wanted))
-            if chosen and isinstance(record, dict) and isinstance(results, dict):
+            if record.get("type") == "conversation" and isinstance(results, dict) and key is not None \
+                    and (not wanted or cid in wanted):
                 seen.add(str(cid))
-                conversation = conversations.get(str(cid))
+                old, new, conversation = results[key], None, conversations.get(str(cid))
                 if conversation is None:
-                    print(f"judgegraph rejudge: {where}: conversation {cid!r} is not in"
-                          f" {', '.join(args.inputs)}; its result is kept", file=sys.stderr)
-                    problems += 1
+                    problem(f"{where}: conversation {cid!r} is not in {', '.join(args.inputs)}; its result is kept")
                 else:
-                    old = results[key]
                     try:
-                        new = rejudge_result(old, conversation, model=judge, verdict_ids=args.verdicts,
-                                             rubric=rubric, prompt=prompt, metric=args.metric,
-                                             options=options)
+                        new = rejudge_result(old, conversation, model=judge, verdict_ids=args.verdicts, rubric=rubric,
+                                             prompt=prompt, metric=args.metric, options=options)
                     except (RejudgeError, ValueError) as exc:
-                        print(f"judgegraph rejudge: {where}: conversation {cid!r}, {metric}: {exc};"
-                              " its result is kept", file=sys.stderr)
-                        problems += 1
-                    else:
-                        calls += new_calls(old, new)
-                        results[key] = new.model_dump(mode="json")
-                        for judge_error in new.errors:
-                            print(f"judgegraph rejudge: {where}: conversation {cid!r}, {metric}: judge error at"
-                                  f" {judge_error.where}: {judge_error.message}", file=sys.stderr)
-                        problems += len(new.errors)
-                        failed = failed or new.status == "failed"
-                        was, now = common.score_text(old.get("score")), common.score_text(new.score)
-                        changed.append(f"{cid}: {was} → {now} ({new.status})")
-                        line = json.dumps(elide_duplicates(record), ensure_ascii=False) + "\n"
+                        problem(f"{where}: conversation {cid!r}, {metric}: {exc}; its result is kept")
+                if new is not None:
+                    calls += new_calls(old, new)
+                    results[key] = new.model_dump(mode="json")
+                    for e in new.errors:
+                        problem(f"{where}: conversation {cid!r}, {metric}: judge error at {e.where}: {e.message}")
+                    failed = failed or new.status == "failed"
+                    changed.append(f"{cid}: {common.score_text(old.get('score'))} → {common.score_text(new.score)}"
+                                   f" ({new.status})")
+                    line = json.dumps(elide_duplicates(record), ensure_ascii=False) + "\n"
             dst.write(line if line.endswith("\n") else line + "\n")
     os.replace(tmp, args.out)
     for cid in sorted(wanted - seen):
-        print(f"judgegraph rejudge: conversation {cid!r} has no {metric} result in {args.results}", file=sys.stderr)
-        problems += 1
+        problem(f"conversation {cid!r} has no {metric} result in {args.results}")
     print(f"{metric}: {len(changed)} result(s) re-judged with {calls} judge call(s); wrote {args.out}")
     for text in changed:
         print(f"  {text}")

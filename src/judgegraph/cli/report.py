@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, fail
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -33,12 +33,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         made = write_report(args.results, args.out, inputs=args.inputs, title=args.title)
-    except OSError as exc:
-        if exc.filename is None:  # a write that failed (a full disk): the page could not be completed
-            print(f"error: {args.out}: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_ERRORS
-        print(f"error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except OSError as exc:  # no filename: a write that failed (a full disk), the page could not be completed
+        return fail(f"{exc.filename or args.out}: {exc.strerror or exc}", EXIT_USAGE if exc.filename else EXIT_ERRORS)
     for problem in made.input_problems:
         print(f"warning: {problem}", file=sys.stderr)
     return report_written(made)
@@ -62,6 +58,5 @@ def html_after_eval(args: argparse.Namespace, graphs: Sequence[CompiledStateGrap
     try:
         made = write_report(args.out, args.html, inputs=list(args.files), graphs=distinct or None)
     except OSError as exc:
-        print(f"error: HTML report {args.html}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_ERRORS
+        return fail(f"HTML report {args.html}: {exc.strerror or exc}", EXIT_ERRORS)
     return report_written(made)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
 
-from .common import EXIT_OK, EXIT_USAGE, add_results_command, safe
+from .common import EXIT_OK, add_results_command, fail, safe
 
 if TYPE_CHECKING:
     from .common import Subparsers
@@ -31,22 +30,15 @@ def run(args: argparse.Namespace) -> int:
     from ..resultsfile import iter_records
     from ..transcripts import transcript_of
 
-    def fail(message: str) -> int:
-        print(f"error: {safe(message)}", file=sys.stderr)
-        return EXIT_USAGE
-
+    record = None
+    ids: list[str] = []  # the first ones, named when the one asked for is not there
     try:
-        records = iter_records(args.results)
-        record = None
-        ids: list[str] = []
-        for _, rec in records:
-            if rec.get("type") != "conversation":
-                continue
+        for _, rec in iter_records(args.results):
             cid = str(rec.get("conversation_id"))
-            if args.conversation is None or cid == args.conversation:
+            if rec.get("type") == "conversation" and args.conversation in (None, cid):
                 record = rec
                 break
-            if len(ids) < 10:
+            if rec.get("type") == "conversation" and len(ids) < 10:
                 ids.append(cid)
     except OSError as exc:
         return fail(f"cannot read {args.results}: {exc.strerror or exc}")
