@@ -62,6 +62,18 @@ class JudgeErrorInfo(BaseModel):
     attempts: int = 0
 
 
+class Vote(BaseModel):
+    """One juror's answer behind a verdict: a judge of a jury, or one repeat of the same judge
+    (``--repeat``). The verdict itself holds the aggregate; its votes say how it was reached."""
+
+    judge: str  # the juror's name, e.g. "llm:gpt-4.1-mini"
+    repeat: int = 0  # 0-based repeat of this juror (its seed is recorded in the transcript's settings)
+    verdict: str | None = None  # None: this juror failed (``error``), counted against the quorum
+    score: float | None = None
+    reason: str = ""
+    error: str | None = None
+
+
 class Review(BaseModel):
     """A person's decision on a verdict (``review_verdicts``), with what the judge had said."""
 
@@ -92,6 +104,7 @@ class Verdict(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     transcript: list[JudgeAttempt] = Field(default_factory=list)  # every call behind the verdict, in order
     review: Review | None = None  # set when a person decided this verdict
+    votes: list[Vote] = Field(default_factory=list)  # each juror's / repeat's answer, when judged by several
 
     @property
     def relevant(self) -> bool | None:
