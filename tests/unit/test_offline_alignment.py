@@ -126,10 +126,14 @@ def test_the_rule_file_round_trips_and_its_hash_follows_its_numbers(tmp_path: Pa
         load_rule(path)
 
 
-def test_a_rule_goes_to_the_offline_judge_only() -> None:
+def test_a_rule_goes_to_the_offline_judge_only(tmp_path: Path) -> None:
     rule = OfflineRule("threshold", ("log_reply_words",), 2.0)
     judge = resolve_judge(None, rule=rule)
     assert judge.name == f"offline:all-MiniLM-L6-v2+rule-{rule.hash[:12]}" and rule.short in judge.rule
+    assert resolve_judge(None, rule=str(rule.save(tmp_path))).name == judge.name  # a file's path does as well
+    assert resolve_judge(None).name == "offline:all-MiniLM-L6-v2"
+    with pytest.raises(TypeError, match="rule"):
+        resolve_judge(EmbeddingJudge(), rule=rule)
     with pytest.raises(ValueError, match="for the offline judge"):
         resolve_judge("openai:gpt-4.1-mini", rule=rule)
     with pytest.raises(ValueError, match="not both"):
