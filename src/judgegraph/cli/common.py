@@ -121,15 +121,16 @@ def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency:
     """``resolve_judge`` keyword arguments for ``model`` from the judge flags the command has (data: worker
     processes rebuild the judge from them)."""
     no_cache = bool(getattr(args, "no_cache", False))
+    rule = {"rule": args.offline_rule} if getattr(args, "offline_rule", None) else {}  # the offline judge's fitted rule
     if model is None:
-        return {"cache": not no_cache}
+        return {"cache": not no_cache, **rule}
     kwargs: dict[str, Any] = {}  # Any: keyword arguments of several types, spread into resolve_judge(**)
     if url := base_url(args.base_url, model):
         kwargs["base_url"] = url  # --base-url, else $OPENAI_BASE_URL
     kwargs.update({name: getattr(args, name) for name in JUDGE_CLIENT if getattr(args, name, None) is not None})
     cache: bool | str = False if no_cache else (getattr(args, "cache", None) or True)
     return dict(model=model, max_concurrency=max_concurrency, max_tries=getattr(args, "max_tries", 3), cache=cache,
-                **kwargs)
+                **kwargs, **rule)  # a rule with --model: resolve_judge refuses it (usage error)
 
 
 def metric_options(args: argparse.Namespace) -> dict[str, Any]:

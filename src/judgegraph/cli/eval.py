@@ -42,6 +42,8 @@ def register(sub: Subparsers) -> None:
     ev.add_argument("--n-questions", type=int, help="response-relevancy: questions generated per reply (default 3)")
     ev.add_argument("--embeddings", help="response-relevancy: embeddings model, e.g. openai:text-embedding-3-small "
                                          "(default: the offline all-MiniLM-L6-v2); served at --base-url when given")
+    ev.add_argument("--offline-rule", metavar="FILE", help="the offline judge decides with this fitted rule "
+                    "(judgegraph align; docs/offline_alignment.md)")
     ev.add_argument("--allow-outside-files", action="store_true", default=None, help="promptfoo file:// references may leave the config file's folder")
     jg = ev.add_argument_group("judge client", "LLM judge settings (docs/judges.md)")
     jg.add_argument("--timeout", type=float, metavar="S",

@@ -14,6 +14,8 @@ from .limiter import CallLimiter, RateBucket
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from .offline_rule import OfflineRule
+
 __all__ = [
     "CallLimiter", "DiskCache", "Endpoint", "Judge", "JudgeCache", "JudgeOutcome", "JudgeRequest", "ModelLike", "NeedsLLMJudge",
     "NoModel", "RateBucket", "default_cache_path", "require_tasks", "resolve_judge",
@@ -36,6 +38,7 @@ def resolve_judge(
     tpm: float | None = None,
     max_prompt_tokens: int | None = None,
     max_reply_bytes: int | None = None,
+    rule: OfflineRule | str | os.PathLike[str] | None = None,
     **client: Any,  # Any: the chat model's own keyword arguments (base_url, temperature ...)
 ) -> Judge:
     """The judge for ``model``, with the client settings every judge call uses
@@ -45,6 +48,8 @@ def resolve_judge(
     LangChain chat model or a string such as ``openai:gpt-4.1-mini`` (an
     :class:`~judgegraph.judges.llm.LLMJudge`; ``client`` goes to the model), or
     None for the offline embedding judge. One limiter per judge, so per run.
+    ``rule``: the offline judge's fitted decision rule, or its file
+    (``judgegraph align``, docs/offline_alignment.md); ValueError with another judge.
 
     ``cache``: True (default) makes identical requests through this judge once
     (:class:`JudgeCache`, in memory) and, for an LLM judge at temperature 0,
@@ -56,7 +61,7 @@ def resolve_judge(
                                    "max_prompt_tokens": max_prompt_tokens,
                                    "max_reply_bytes": max_reply_bytes}.items() if v is not None}
     if isinstance(model, Judge):
-        client = {**client, **settings}
+        client = {**client, **settings, **({"rule": rule} if rule is not None else {})}
         if client:
             raise TypeError(f"settings for a ready judge: {', '.join(sorted(client))} (give them when it is built)")
         return model
@@ -65,7 +70,9 @@ def resolve_judge(
 
         if client or settings:
             raise TypeError(f"the offline judge takes no model settings: {', '.join(sorted({**client, **settings}))}")
-        made: Judge = EmbeddingJudge()
+        made: Judge = EmbeddingJudge(rule=rule)
+    elif rule is not None:
+        raise ValueError("a fitted offline rule (--offline-rule) is for the offline judge: give no --model with it")
     else:
         from .llm import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_TIMEOUT_S, LLMJudge
 

@@ -15,6 +15,7 @@ a clear judge error saying it needs an LLM judge, and the rest of the run goes o
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
     from ..embeddings.batching import BatchingEncoder
     from ..embeddings.runner import EmbeddingRunner
+    from .offline_rule import OfflineRule
 
 OFFLINE_TASKS = frozenset({"turn_relevance", "statement_relevance"})
 
@@ -95,13 +97,29 @@ class EmbeddingJudge(Judge):
     kind = "offline"
 
     # embeddings Any: a LangChain ``Embeddings`` or any object with ``encode`` (see encode_function)
+    # ``rule``: a fitted decision rule (docs/offline_alignment.md), or the path of its file
     def __init__(self, embeddings: Any = None, *, threshold: float | None = None,
-                 encoder: EmbeddingRunner | BatchingEncoder | None = None) -> None:
+                 encoder: EmbeddingRunner | BatchingEncoder | None = None,
+                 rule: OfflineRule | str | os.PathLike[str] | None = None) -> None:
+        if rule is not None and threshold is not None:
+            raise ValueError("give a threshold or a fitted rule, not both (the rule has its own threshold)")
+        if rule is not None:
+            from .offline_rule import OfflineRule, load_rule
+
+            rule = rule if isinstance(rule, OfflineRule) else load_rule(rule)
+        self._rule = rule
         self._embeddings = embeddings
         self._threshold = threshold
         self._encoder = encoder
         self._encoder_lock = threading.Lock()
         self.name = "offline:all-MiniLM-L6-v2" if embeddings is None else f"offline:{type(embeddings).__name__}"
+        if self._rule is not None:
+            self.name += f"+rule-{self._rule.short}"  # every result names the rule that decided it
+
+    @property
+    def fitted_rule(self) -> OfflineRule | None:
+        """The fitted decision rule in use, if any."""
+        return self._rule
 
     @property
     def embeddings(self) -> Any:
@@ -137,6 +155,8 @@ class EmbeddingJudge(Judge):
     def rule(self) -> str:  # type: ignore[override]
         from .offline_scoring import RULE
 
+        if self._rule is not None:
+            return self._rule.describe()
         return f"{RULE}; relevant when >= {self.threshold:.2f}"
 
     @property
@@ -156,6 +176,8 @@ class EmbeddingJudge(Judge):
                 list(inputs["statements"]), inputs["user_message"], list(inputs.get("context", []))
             )
             return self._statement_outcome(request, scores)
+        if self._rule is not None:
+            return (yield from self._rule_outcome(request, self._rule))
         from .offline_scoring import relevance_steps
 
         score = float((yield from relevance_steps(inputs["reply"], inputs["latest_user"], list(inputs["context"]))))
@@ -164,6 +186,18 @@ class EmbeddingJudge(Judge):
         reason = f"embedding similarity {score:.2f} {sign} {self.threshold:.2f}"
         value = request.schema.model_validate({"reason": reason, "verdict": "yes" if relevant else "no"})
         return JudgeOutcome(value, None, 1, Usage(), score=score)
+
+    @staticmethod
+    def _rule_outcome(request: JudgeRequest, rule: OfflineRule) -> Generator[list[str], np.ndarray, JudgeOutcome]:
+        from .offline_rule import feature_steps
+
+        inputs = request.inputs
+        value = rule.value((yield from feature_steps(inputs["reply"], inputs["latest_user"], list(inputs["context"]))))
+        relevant = value >= rule.threshold
+        what = rule.features[0] if rule.kind == "threshold" else "p(relevant)"
+        reason = f"rule {rule.short}: {what} {value:.2f} {'>=' if relevant else '<'} {rule.threshold:.2f}"
+        verdict = request.schema.model_validate({"reason": reason, "verdict": "yes" if relevant else "no"})
+        return JudgeOutcome(verdict, None, 1, Usage(), score=value)
 
     @staticmethod
     def _statement_outcome(request: JudgeRequest, scores: list[float]) -> JudgeOutcome:

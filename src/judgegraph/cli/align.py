@@ -1,0 +1,95 @@
+"""``judgegraph align``: fit a judge's decision to human labels (docs/offline_alignment.md).
+
+``--model offline`` fits the offline judge's rule (:mod:`judgegraph.judges.offline_fit`)
+and writes ``offline-rule-<hash12>.json`` in ``--out``, used by ``judgegraph eval
+--offline-rule FILE``. Any other ``--model`` (aligning an LLM judge) is not
+implemented yet: exit 2. Exit 3: a bad labels or conversations file (the
+message names the file, line and field), or labels that cannot be fitted.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from .common import EXIT_ERRORS, EXIT_OK, consoles, markup_safe, usage_error
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..judges.offline_fit import LabelValue
+    from ..judges.offline_rule import OfflineRule
+    from .common import Subparsers
+
+#: The metrics whose judgement can be aligned, with their default window size.
+ALIGNABLE = {"turn-relevancy": 10, "conversation-relevance": 5}
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser("align", help="fit a judge's decision to human labels (offline judge: a rule file)",
+                       description="Fit the judge's decision rule to human labels and write it to --out.")
+    p.add_argument("files", nargs="+", metavar="FILE", help="the labelled conversations (any format eval reads)")
+    p.add_argument("-m", "--metric", default="turn-relevancy", choices=sorted(ALIGNABLE), help="metric whose verdicts the labels rate")
+    p.add_argument("--labels", required=True, metavar="FILE", help='JSONL: {"id": conversation id, "turn": 1-based turn '
+                   '(optional: the last reply), "label": value} per line')
+    p.add_argument("--label-field", default="label", metavar="NAME", help="the label's field (default %(default)s)")
+    p.add_argument("--positive", metavar="RULE", help="which labels count as relevant, e.g. '>=2' or '==good' "
+                   "(default: true/false, yes/no, relevant/irrelevant, 1/0)")
+    p.add_argument("--model", default="offline", help="the judge to align (default and, for now, only: offline)")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder the rule file is written to")
+    p.add_argument("--window-size", type=int, metavar="N", help="the metric's window (default: the metric's own)")
+    p.add_argument("--group", metavar="REGEX", help="dialogue of a conversation id (first group) for the split, "
+                   "when one dialogue spans several records (default: the id)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the train/held-out dialogue split (default 0)")
+    p.add_argument("--test-fraction", type=float, default=0.3, help="held-out share of dialogues (default 0.3)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    out, err = consoles()
+    if args.model != "offline":
+        return usage_error(err, f"LLM alignment: not implemented yet (--model {args.model}); use --model offline")
+    if not 0 <= args.test_fraction < 1:
+        return usage_error(err, f"--test-fraction must be >= 0 and < 1, got {args.test_fraction}")
+    from ..judges.offline_fit import parse_positive
+
+    try:
+        positive = parse_positive(args.positive)
+    except ValueError as exc:
+        return usage_error(err, exc)
+    window = args.window_size or ALIGNABLE[args.metric]
+    if window < 1:
+        return usage_error(err, f"--window-size must be >= 1, got {window}")
+    try:
+        rule = _fit(args, positive, window)
+    except ValueError as exc:  # LabelsError, InputFormatError, one-class labels: bad input, exit 3
+        err.print(f"[red]error:[/] {markup_safe(exc)} (exit {EXIT_ERRORS})")
+        return EXIT_ERRORS
+    path = rule.save(args.out)
+    held = rule.fit.get("held_out", {})
+    out.print(f"rule {rule.short}: {markup_safe(rule.describe())}", highlight=False)
+    for name, fig in held.items():
+        out.print(f"  held-out {name}: " + ", ".join(f"{k} {v}" for k, v in fig.items()), highlight=False)
+    out.print(f"wrote {markup_safe(path)}; use it with: judgegraph eval --offline-rule {markup_safe(path)} ...", highlight=False)
+    return EXIT_OK
+
+
+def _fit(args: argparse.Namespace, positive: Callable[[LabelValue], bool], window: int) -> OfflineRule:
+    import numpy as np
+
+    from ..judges.offline import EmbeddingJudge
+    from ..judges.offline_fit import feature_matrix, file_sha256, fit_rule, group_of, label_cases, read_labels
+    from ..loaders.files import load_conversations
+
+    labels = read_labels(args.labels, field=args.label_field)
+    conversations = load_conversations(args.files)
+    cases = label_cases(conversations, labels, labels_path=args.labels, positive=positive,
+                        window_size=window)
+    encoder = EmbeddingJudge().encoder
+    x = feature_matrix(cases, encoder.encode)
+    truth = np.array([c.relevant for c in cases])
+    provenance = {"metric": args.metric, "window_size": window, "embeddings": "all-MiniLM-L6-v2",
+                  "labels": str(args.labels), "labels_sha256": file_sha256(args.labels),
+                  "label_field": args.label_field, "positive": args.positive or "true/yes", "n_labels": len(cases)}
+    return fit_rule(x, truth, [group_of(c.conversation, args.group) for c in cases], seed=args.seed,
+                    test_fraction=args.test_fraction, provenance=provenance)

@@ -1,0 +1,200 @@
+"""A fitted decision rule for the offline judge, kept in a small JSON file.
+
+The offline judge's default rule is a threshold on one cosine similarity
+(:mod:`.offline_scoring`). ``judgegraph align --model offline`` fits a better
+one from human labels (:mod:`judgegraph.judges.offline_fit`): a logistic
+regression over a few features of the embeddings and the conversation, or a
+threshold on the default score when that does as well. The rule is saved as
+``offline-rule-<hash12>.json`` and used with ``judgegraph eval --offline-rule
+FILE`` or ``EmbeddingJudge(rule=...)`` / ``resolve_judge(None, rule=...)``.
+
+Features (:data:`FEATURES`), all from what the judge receives (the reply, the
+latest user message and the window's earlier messages):
+
+* ``score``: the default rule's score (:func:`.offline_scoring.relevance_steps`);
+* ``cos_user``: cos(reply, latest user message);
+* ``cos_prev_assistant``: cos(reply, previous assistant message), 0 if none;
+* ``cos_context``: cos(reply, mean of the earlier messages' vectors), 0 if none;
+* ``max_cos_earlier_reply``: the largest cos(reply, an earlier assistant
+  message) -- a repeated answer scores near 1; 0 if none;
+* ``repeats_earlier_reply``: 1 when the reply is, case and spacing aside, an
+  earlier assistant message;
+* ``log_reply_words`` / ``log_user_words``: log(1 + words);
+* ``reply_has_question``: 1 when the reply contains "?".
+
+The rule's hash (:attr:`OfflineRule.hash`) is the sha256 of its decision
+fields only (kind, features, standardisation, weights, threshold), so two
+files deciding alike share it and any change to a number changes it; it is
+part of the judge's name, so every result says which rule produced it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from .offline_scoring import relevance_steps
+
+__all__ = ["FEATURES", "FORMAT", "OfflineRule", "feature_steps", "load_rule"]
+
+FORMAT = "judgegraph-offline-rule"
+VERSION = 1
+FEATURES = (
+    "score", "cos_user", "cos_prev_assistant", "cos_context", "max_cos_earlier_reply", "repeats_earlier_reply",
+    "log_reply_words", "log_user_words", "reply_has_question",
+)
+Kind = Literal["threshold", "logistic"]
+
+
+def _split(context: Sequence[str]) -> list[tuple[str, str]]:
+    out = []
+    for entry in context:
+        who, sep, content = entry.partition(":")
+        if sep and content.strip():
+            out.append((who.strip().lower(), content.strip()))
+    return out
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def feature_steps(reply: str, latest_user: str, context: list[str]) -> Generator[list[str], np.ndarray, dict[str, float]]:
+    """Every feature of :data:`FEATURES` for one reply, as a generator: yields
+    the texts to embed (at most twice: the default score's, then the rest),
+    receives their vectors, returns ``{feature: value}``. ``context`` is the
+    window's earlier messages as ``"role: content"`` strings, oldest first."""
+    score = float((yield from relevance_steps(reply, latest_user, context)))
+    reply, latest_user = reply.strip(), latest_user.strip()
+    earlier = _split(context)
+    previous = next((c for r, c in reversed(earlier) if r == "assistant"), "")
+    replies = [c for r, c in earlier if r == "assistant"]
+    feats = {
+        "score": score,
+        "cos_user": 0.0, "cos_prev_assistant": 0.0, "cos_context": 0.0, "max_cos_earlier_reply": 0.0,
+        "repeats_earlier_reply": float(bool(reply) and _norm(reply) in {_norm(c) for c in replies}),
+        "log_reply_words": math.log1p(len(reply.split())),
+        "log_user_words": math.log1p(len(latest_user.split())),
+        "reply_has_question": float("?" in reply),
+    }
+    if not reply:
+        return feats
+    texts = [reply, latest_user or reply, *[c for _, c in earlier]]
+    vectors = np.asarray((yield texts), dtype=np.float32)
+    if vectors.shape[0] != len(texts):
+        raise ValueError(f"encode returned {vectors.shape[0]} vectors for {len(texts)} texts")
+    sims = vectors[1:] @ vectors[0]
+    feats["cos_user"] = float(sims[0]) if latest_user else 0.0
+    if earlier:
+        rest = sims[1:]
+        mean = vectors[2:].mean(axis=0)
+        feats["cos_context"] = float(mean @ vectors[0] / max(float(np.linalg.norm(mean)), 1e-9))
+        reply_sims = [float(s) for (r, _), s in zip(earlier, rest) if r == "assistant"]
+        if reply_sims:
+            feats["max_cos_earlier_reply"] = max(reply_sims)
+            feats["cos_prev_assistant"] = reply_sims[-1] if previous else 0.0
+    return feats
+
+
+@dataclass(frozen=True)
+class OfflineRule:
+    """A decision rule over :data:`FEATURES`. ``threshold`` kind: relevant when
+    ``features[features_used[0]] >= threshold``. ``logistic`` kind: relevant when
+    ``sigmoid(bias + sum(weights * (x - mean) / scale)) >= threshold``.
+    ``fit`` holds what it was fitted on and its figures (not part of the hash)."""
+
+    kind: Kind
+    features: tuple[str, ...]
+    threshold: float
+    weights: tuple[float, ...] = ()
+    bias: float = 0.0
+    mean: tuple[float, ...] = ()
+    scale: tuple[float, ...] = ()
+    fit: dict[str, Any] = field(default_factory=dict, compare=False)  # Any: JSON figures and provenance
+
+    def __post_init__(self) -> None:
+        unknown = [f for f in self.features if f not in FEATURES]
+        if unknown:
+            raise ValueError(f"unknown feature(s) {', '.join(unknown)} (known: {', '.join(FEATURES)})")
+        if self.kind == "threshold" and len(self.features) != 1:
+            raise ValueError("a threshold rule uses exactly one feature")
+        if self.kind == "logistic" and not (len(self.weights) == len(self.mean) == len(self.scale) == len(self.features)):
+            raise ValueError("a logistic rule needs one weight, mean and scale per feature")
+        if self.kind not in ("threshold", "logistic"):
+            raise ValueError(f"kind must be 'threshold' or 'logistic', got {self.kind!r}")
+        numbers = (self.threshold, self.bias, *self.weights, *self.mean, *self.scale)
+        if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in numbers):
+            raise ValueError("every number of the rule must be finite")
+        if any(s <= 0 for s in self.scale):
+            raise ValueError("every scale must be > 0")
+
+    def decision(self) -> dict[str, Any]:  # Any: JSON values
+        """The fields that decide verdicts (what the hash covers)."""
+        return {"kind": self.kind, "features": list(self.features), "threshold": self.threshold,
+                "weights": list(self.weights), "bias": self.bias, "mean": list(self.mean), "scale": list(self.scale)}
+
+    @property
+    def hash(self) -> str:
+        text = json.dumps(self.decision(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    @property
+    def short(self) -> str:
+        return self.hash[:12]
+
+    def value(self, feats: dict[str, float]) -> float:
+        """The number compared with the threshold: the feature, or the probability."""
+        x = np.array([feats[f] for f in self.features], dtype=np.float64)
+        if self.kind == "threshold":
+            return float(x[0])
+        z = self.bias + float(np.dot(self.weights, (x - np.asarray(self.mean)) / np.asarray(self.scale)))
+        return float(1.0 / (1.0 + math.exp(-max(min(z, 500.0), -500.0))))
+
+    def describe(self) -> str:
+        if self.kind == "threshold":
+            return f"fitted rule {self.short}: {self.features[0]} >= {self.threshold:.3f}"
+        return f"fitted rule {self.short}: logistic over {', '.join(self.features)}; p(relevant) >= {self.threshold:.3f}"
+
+    def to_json(self) -> dict[str, Any]:  # Any: JSON values
+        return {"format": FORMAT, "version": VERSION, "sha256": self.hash, **self.decision(), "fit": self.fit}
+
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Write ``offline-rule-<hash12>.json`` in ``folder`` (made if missing); returns its path."""
+        path = Path(folder) / f"offline-rule-{self.short}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
+        return path
+
+
+def load_rule(path: str | os.PathLike[str]) -> OfflineRule:
+    """Read a rule file; ``ValueError`` naming the file and field when it is not one
+    (a ``sha256`` that does not match its numbers, e.g. after a hand edit, included)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"{path}: field 'format': not a judgegraph offline rule (expected {FORMAT!r})")
+    if data.get("version") != VERSION:
+        raise ValueError(f"{path}: field 'version': {data.get('version')!r} is not supported (expected {VERSION})")
+    try:
+        rule = OfflineRule(kind=data["kind"], features=tuple(data["features"]), threshold=data["threshold"],
+                           weights=tuple(data.get("weights", ())), bias=data.get("bias", 0.0),
+                           mean=tuple(data.get("mean", ())), scale=tuple(data.get("scale", ())),
+                           fit=data.get("fit") or {})
+    except KeyError as exc:
+        raise ValueError(f"{path}: field {exc.args[0]!r} is missing") from None
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    if "sha256" in data and data["sha256"] != rule.hash:
+        raise ValueError(f"{path}: field 'sha256' does not match the rule's numbers (edited by hand? "
+                         f"remove the field to accept the edit; its hash is then {rule.short})")
+    return rule
