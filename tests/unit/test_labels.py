@@ -78,12 +78,14 @@ def test_mlflow_traces_and_assessments_as_mlflow_writes_them(tmp_path):
         ("s1", "turn_relevancy", "no", 5, "ann"), ("s1", "user_frustration", "unresolved", None, "ann")]
 
     expected = Expectation(name="rating", value=4, source=human, trace_id="tr-9", metadata={"conversation_id": "c9"})
-    nowhere = Feedback(name="rating", value=2, source=human, trace_id="tr-8")
-    flat = write(tmp_path / "assessments.jsonl", [expected.to_dictionary(), nowhere.to_dictionary()])
+    own = Feedback(name="rating", value=2, source=human, trace_id="tr-8")  # a trace of its own: its conversation
+    nowhere = {**own.to_dictionary(), "trace_id": None}
+    flat = write(tmp_path / "assessments.jsonl", [expected.to_dictionary(), own.to_dictionary(), nowhere])
     got = read_labels(flat)
-    assert [(lb.conversation_id, lb.metric, lb.value) for lb in got.labels] == [("c9", "rating", 4.0)]
+    assert [(lb.conversation_id, lb.metric, lb.value) for lb in got.labels] == [("c9", "rating", 4.0),
+                                                                                 ("tr-8", "rating", 2.0)]
     (bad,) = got.errors
-    assert (bad.line, bad.field) == (2, "metadata.conversation_id")
+    assert (bad.line, bad.field) == (3, "metadata.conversation_id")
 
 
 def test_langsmith_feedback_as_the_sdk_dumps_it(tmp_path):

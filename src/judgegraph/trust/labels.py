@@ -184,9 +184,10 @@ def _from_assessment(record: dict[str, Any], source: str, session: str | None) -
     if body.get("value") is None:
         raise _Bad("feedback.value" if "feedback" in record else "expectation.value", "missing")
     meta = _dict(record.get("metadata"))
-    cid = meta.get("conversation_id") or meta.get(MLFLOW_SESSION_KEY) or session
+    # a session's conversation id is the session id; a trace outside any session is a conversation of its own
+    cid = meta.get("conversation_id") or meta.get(MLFLOW_SESSION_KEY) or session or record.get("trace_id")
     if cid is None:
-        raise _Bad("metadata.conversation_id", f"missing (nor {MLFLOW_SESSION_KEY} on the assessment or its trace): "
+        raise _Bad("metadata.conversation_id", f"missing (nor {MLFLOW_SESSION_KEY}, nor a trace_id): "
                                                 "which conversation it labels is unknown")
     turn = None
     if meta.get("turn") is not None:
