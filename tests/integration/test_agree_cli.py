@@ -127,3 +127,21 @@ def test_html_page_escapes_reasons_and_the_real_command_runs(results, tmp_path):
     assert '<section id="agreement">' in html and "B = 100" in html
     assert "Six is vague &lt;b&gt;guessing&lt;/b&gt;." in html and "<b>" not in html  # a reason is data, not markup
     assert "<script" not in html
+
+
+def test_report_with_labels_has_the_agreement_section_in_its_main(results, tmp_path, capsys):
+    path = write_labels(tmp_path / "labels.jsonl", [
+        {"conversation_id": "math", "metric": "turn_relevancy", "turn": 4, "label": "yes"}])
+    page = tmp_path / "report.html"
+    assert main(["report", str(results), "-o", str(page), "--labels", str(path)]) == 0
+    html = page.read_text(encoding="utf-8")
+    main_part = html.split("<main>", 1)[1].split("</main>", 1)[0]
+    assert '<section id="agreement">' in main_part and "Six is vague &lt;b&gt;guessing&lt;/b&gt;." in main_part
+    assert html.count('<section id="agreement">') == 1 and 'id="report-data"' in html.split("</main>", 1)[1]
+
+    stray = write_labels(tmp_path / "stray.jsonl", [
+        {"conversation_id": "nobody", "metric": "turn_relevancy", "turn": 2, "label": "yes"}])
+    capsys.readouterr()
+    assert main(["report", str(results), "-o", str(page), "--labels", str(stray)]) == 3
+    assert "conversation 'nobody'" in capsys.readouterr().err
+    assert main(["report", str(results), "-o", str(page), "--labels", str(tmp_path / "none.jsonl")]) == 2

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_results_command, consoles, markup_safe, safe
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from rich.console import Console
 
     from ..trust.agreement import AgreementReport, MetricAgreement
@@ -73,6 +75,27 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_ERRORS
         err.print(f"agreement report: {markup_safe(args.html)}")
     return verdict_of(report, args.min_kappa, err)
+
+
+def add_to_report(results: str, labels: list[str], page: Path) -> int:
+    """``judgegraph report RESULTS --labels FILE``: the agreement section in the page just written; exit 3 for
+    labels that match no verdict or cannot be used (named), 2 for a labels file that cannot be read."""
+    from ..reporting.agreement import add_agreement_section
+    from ..trust.agreement import agreement
+    from ..trust.labels import LabelSet, read_labels
+
+    _, err = consoles()
+    read = LabelSet()
+    try:
+        for path in labels:
+            read.extend(read_labels(path))
+        report = agreement(results, read)
+    except OSError as exc:
+        err.print(f"[red]error:[/] {markup_safe(exc.filename or '')}: {markup_safe(exc.strerror or exc)} "
+                  "(the report has no agreement section)")
+        return EXIT_USAGE
+    add_agreement_section(page, report)
+    return verdict_of(report, None, err)
 
 
 def verdict_of(report: AgreementReport, min_kappa: float | None, err: Console) -> int:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..trust.agreement import AgreementReport, MetricAgreement
     from ..trust.statistics import Interval
 
-__all__ = ["agreement_section", "render_agreement_page", "write_agreement_page"]
+__all__ = ["add_agreement_section", "agreement_section", "render_agreement_page", "write_agreement_page"]
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem;color:#1d232a}
@@ -42,7 +42,7 @@ def _fig(value: float | None, interval: Interval | None) -> str:
 def _metric(m: MetricAgreement) -> list[str]:
     out = [f"<h3>{_e(m.metric)} <span class=\"muted\">({_e(m.kind)}, n = {m.n})</span></h3>"]
     if m.confusion:
-        out.append("<table><caption>person (rows) × judge (columns)</caption><tr><th></th>"
+        out.append('<table class="grid"><caption>person (rows) × judge (columns)</caption><tr><th></th>'
                    + "".join(f"<th>{_e(label)}</th>" for label in m.scale) + "</tr>")
         for i, (label, row) in enumerate(zip(m.scale, m.confusion)):
             cells = "".join(f'<td class="n{" diag" if i == j else ""}">{c}</td>' for j, c in enumerate(row))
@@ -50,7 +50,7 @@ def _metric(m: MetricAgreement) -> list[str]:
         out.append("</table>")
     listed = [*m.disagreements, *m.judge_errors]
     if listed:
-        out.append("<table><caption>disagreements</caption><tr><th>conversation</th><th>turn</th><th>verdict</th>"
+        out.append('<table class="grid"><caption>disagreements</caption><tr><th>conversation</th><th>turn</th><th>verdict</th>'
                    "<th>person</th><th>judge</th><th>judge's reason</th><th>label from</th></tr>")
         for p in listed:
             judge = '<span class="muted">judge error</span>' if p.judge is None else _e(p.judge)
@@ -69,7 +69,7 @@ def agreement_section(report: AgreementReport) -> str:
     out = ['<section id="agreement"><h2>Agreement with people</h2>',
            f'<p class="muted">{report.labels} labels; {report.level:.0%} percentile bootstrap intervals, '
            f"B = {report.resamples}, seed {report.seed}.</p>",
-           "<table><tr><th>metric</th><th>kind</th><th>n</th><th>agreement</th><th>kappa</th>"
+           '<table class="grid"><tr><th>metric</th><th>kind</th><th>n</th><th>agreement</th><th>kappa</th>'
            "<th>weighted kappa</th><th>spearman</th><th>judge errors</th></tr>"]
     for m in report.metrics.values():
         out.append(f"<tr><td>{_e(m.metric)}</td><td>{_e(m.kind)}</td><td class=\"n\">{m.n}</td>"
@@ -103,3 +103,15 @@ def write_agreement_page(report: AgreementReport, out: str | Path, title: str = 
     path = Path(out)
     path.write_text(render_agreement_page(report, title), encoding="utf-8", errors="backslashreplace")
     return path
+
+
+def add_agreement_section(page: str | Path, report: AgreementReport) -> None:
+    """Put :func:`agreement_section` at the end of the ``<main>`` of a report page ``judgegraph report`` wrote
+    (``judgegraph report RESULTS --labels FILE``). The page's data travels as escaped JSON (no ``</main>`` in it):
+    the template's own ``</main>`` is the first one."""
+    path = Path(page)
+    html = path.read_text(encoding="utf-8")
+    at = html.find("</main>")
+    if at < 0:
+        raise ValueError(f"{path}: not a judgegraph report page (no <main>)")
+    path.write_text(html[:at] + agreement_section(report) + "\n" + html[at:], encoding="utf-8")
