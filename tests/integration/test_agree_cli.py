@@ -91,6 +91,8 @@ def test_min_kappa_is_a_ci_gate(results, labels, capsys):
     assert main(["agree", str(results), "--labels", str(path), "--min-kappa", "0.5"]) == 0
     assert main(["agree", str(results), "--labels", str(path), "--min-kappa", "0.9"]) == 1
     assert "turn_relevancy: kappa 0.545 < 0.9" in capsys.readouterr().err
+    assert main(["agree", str(results), "--labels", str(path), "--min-kappa", "0.5", "-m", "role-adherence"]) == 1
+    assert "no metric has a labelled verdict" in capsys.readouterr().err
 
 
 def test_labels_that_match_no_verdict_exit_3_and_are_named(results, labels, tmp_path, capsys):
@@ -111,6 +113,9 @@ def test_usage_errors_exit_2(results, tmp_path, capsys):
     assert "missing.jsonl" in capsys.readouterr().err
     assert main(["agree", str(results)]) == 2  # no labels and no reviews
     assert "no labels" in capsys.readouterr().err
+    for bad in (["--min-kappa", "nan"], ["--min-kappa", "1.5"], ["--bootstrap", "-1"]):
+        assert main(["agree", str(results), "--labels", str(tmp_path / "x.jsonl"), *bad]) == 2
+        assert f"{bad[0]} must be" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_:
         main(["agree", str(results), "--min-kappa", "high"])
     assert exit_.value.code == 2

@@ -12,6 +12,7 @@ from judgegraph.trust.statistics import (
     cohen_kappa,
     confusion,
     percent_agreement,
+    resample_chunks,
     resample_indices,
     spearman,
 )
@@ -77,3 +78,14 @@ def test_bootstrap_drops_resamples_where_kappa_is_undefined():
     human, judge = ["yes", "yes", "no"], ["yes", "yes", "no"]
     got = bootstrap_ci("kappa", human, judge, ["no", "yes"], resamples=100, seed=0)
     assert got is not None and got.samples < 100 and got.low == got.high == 1.0
+
+
+@pytest.mark.parametrize("statistic", ["kappa", "spearman"])
+def test_the_bootstrap_drawn_a_chunk_at_a_time_is_the_same_as_drawn_at_once(statistic):
+    human, judge = ORDINAL
+    scale = sorted(set(human) | set(judge))
+    chunks = list(resample_chunks(80, 50, 4, chunk_elements=7 * 80))  # 7 rows at a time, a last chunk of 1
+    assert [len(c) for c in chunks] == [7] * 7 + [1]
+    assert (np.concatenate(chunks) == resample_indices(80, 50, 4)).all()
+    at_once = bootstrap_ci(statistic, human, judge, scale, resamples=50, seed=4, chunk_elements=10**9)
+    assert bootstrap_ci(statistic, human, judge, scale, resamples=50, seed=4, chunk_elements=7 * 80) == at_once

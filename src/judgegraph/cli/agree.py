@@ -47,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
 
     out, err = consoles()
     if args.bootstrap < 0:
-        err.print("[red]error:[/] --bootstrap must be 0 or more")
+        err.print(f"[red]error:[/] --bootstrap must be 0 or more, got {args.bootstrap}")
+        return EXIT_USAGE
+    if args.min_kappa is not None and not -1.0 <= args.min_kappa <= 1.0:  # NaN too: it would pass every gate
+        err.print(f"[red]error:[/] --min-kappa must be between -1 and 1, got {args.min_kappa}")
         return EXIT_USAGE
     labels = LabelSet()
     try:
@@ -105,6 +108,8 @@ def verdict_of(report: AgreementReport, min_kappa: float | None, err: Console) -
     for unmatched in report.unmatched:
         err.print(f"[yellow]unmatched label:[/] {markup_safe(unmatched)}")
     below = report.below(min_kappa) if min_kappa is not None else []
+    if min_kappa is not None and not report.metrics:
+        below = ["no metric has a labelled verdict: nothing reaches --min-kappa"]
     for line in below:
         err.print(f"[red]below --min-kappa:[/] {markup_safe(line)}")
     if report.label_errors or report.unmatched:

@@ -20,7 +20,7 @@ nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -77,21 +77,19 @@ def cohen_kappa(human: Sequence[object], judge: Sequence[object], labels: Sequen
 
 
 def _ranks(x: FloatArray) -> FloatArray:
-    """Average ranks (1-based) of each row of ``x``, ties sharing the mean of their ranks."""
-    order = np.argsort(x, axis=-1, kind="mergesort")
-    ranks = np.empty_like(x)
-    for row in np.ndindex(x.shape[:-1]):
-        xs = x[row][order[row]]
-        r = np.empty(xs.shape[0])
-        start = 0
-        while start < xs.shape[0]:
-            end = start
-            while end + 1 < xs.shape[0] and xs[end + 1] == xs[start]:
-                end += 1
-            r[start:end + 1] = (start + end) / 2.0 + 1.0
-            start = end + 1
-        ranks[row][order[row]] = r
-    return ranks
+    """Average ranks (1-based) along the last axis of ``x``, ties sharing the mean of their ranks: the values
+    become dense codes offset per row, so one sort and two searches rank every row at once."""
+    n = x.shape[-1]
+    _, codes = np.unique(x, return_inverse=True)
+    rows = x.reshape(-1, n).shape[0]
+    offset = (np.arange(rows) * (int(codes.max()) + 1 if codes.size else 1))[:, None]
+    keyed = codes.reshape(rows, n) + offset
+    ordered = np.sort(keyed, axis=None)
+    base = (np.arange(rows) * n)[:, None]
+    left = np.searchsorted(ordered, keyed, side="left") - base
+    right = np.searchsorted(ordered, keyed, side="right") - base
+    out: FloatArray = ((left + right + 1) / 2.0).reshape(x.shape)
+    return out
 
 
 def _pearson_rows(a: FloatArray, b: FloatArray) -> FloatArray:
@@ -146,11 +144,40 @@ def _interval(values: FloatArray, level: float, resamples: int, seed: int) -> In
 
 
 Statistic = Literal["agreement", "kappa", "weighted_kappa", "spearman"]
+#: pair indices held at once by the bootstrap (rows of resamples are drawn and scored a chunk at a time)
+CHUNK_ELEMENTS = 1 << 21
+
+
+def resample_chunks(n: int, resamples: int, seed: int, chunk_elements: int = CHUNK_ELEMENTS) -> Iterator[IntArray]:
+    """:func:`resample_indices`, drawn a few rows at a time from the same generator (the same rows, in order),
+    so memory stays bounded however many labels there are."""
+    rng = np.random.default_rng(seed)
+    step = max(1, chunk_elements // max(n, 1))
+    for start in range(0, resamples, step):
+        yield rng.integers(0, n, size=(min(step, resamples - start), n))
+
+
+def _figures(statistic: Statistic, human: Sequence[object], judge: Sequence[object], labels: Sequence[object],
+             idx: IntArray) -> FloatArray:
+    """``statistic`` on each row of resampled pair indices ``idx``; NaN where undefined."""
+    rows = idx.shape[0]
+    if statistic == "spearman":
+        a = np.asarray(human, dtype=np.float64)[idx]
+        b = np.asarray(judge, dtype=np.float64)[idx]
+        return _pearson_rows(_ranks(a), _ranks(b))
+    k = len(labels)
+    h, j = _codes(human, labels)[idx], _codes(judge, labels)[idx]
+    if statistic == "agreement":
+        agree: FloatArray = (h == j).mean(axis=1).astype(np.float64)
+        return agree
+    flat = (np.arange(rows)[:, None] * k * k + h * k + j).ravel()
+    counts = np.bincount(flat, minlength=rows * k * k).reshape(rows, k, k).astype(np.float64)
+    return _kappa_from_counts(counts, "quadratic" if statistic == "weighted_kappa" else "none")
 
 
 def bootstrap_ci(statistic: Statistic, human: Sequence[object], judge: Sequence[object],
                  labels: Sequence[object] = (), *, resamples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED,
-                 level: float = 0.95) -> Interval | None:
+                 level: float = 0.95, chunk_elements: int = CHUNK_ELEMENTS) -> Interval | None:
     """Percentile bootstrap interval of ``statistic`` over the pairs: the pairs are resampled with
     replacement (:func:`resample_indices`), the figure is computed on each resample where it is defined,
     and the interval is the ``(1-level)/2`` and ``1-(1-level)/2`` percentiles (numpy's linear
@@ -158,21 +185,8 @@ def bootstrap_ci(statistic: Statistic, human: Sequence[object], judge: Sequence[
     n = len(human)
     if n == 0 or resamples <= 0:
         return None
-    idx = resample_indices(n, resamples, seed)
-    figures: FloatArray
-    if statistic in ("agreement", "kappa", "weighted_kappa"):
-        k = len(labels)
-        h, j = _codes(human, labels)[idx], _codes(judge, labels)[idx]
-        if statistic == "agreement":
-            figures = (h == j).mean(axis=1).astype(np.float64)
-        else:
-            flat = (np.arange(resamples)[:, None] * k * k + h * k + j).ravel()
-            counts = np.bincount(flat, minlength=resamples * k * k).reshape(resamples, k, k).astype(np.float64)
-            figures = _kappa_from_counts(counts, "quadratic" if statistic == "weighted_kappa" else "none")
-    else:
-        a = np.asarray(human, dtype=np.float64)[idx]
-        b = np.asarray(judge, dtype=np.float64)[idx]
-        figures = _pearson_rows(_ranks(a), _ranks(b))
+    figures = np.concatenate([_figures(statistic, human, judge, labels, idx)
+                              for idx in resample_chunks(n, resamples, seed, chunk_elements)])
     return _interval(figures, level, resamples, seed)
 
 
