@@ -10,7 +10,8 @@ any of these shapes (found from its records):
   ``{"conversation_id", "metric", "turn" | "verdict_id", "label", "by"?, "note"?}``;
 * **MLflow assessments**: a JSON list (or JSONL) of traces as ``Trace.to_dict()``
   writes them (their ``info.assessments``) or of assessments as
-  ``Assessment.to_dictionary()`` writes them; only ``HUMAN`` sources count;
+  ``Assessment.to_dictionary()`` writes them; only ``HUMAN`` sources count, and a person's override of
+  judgegraph's feedback (``mlflow.override_feedback``) labels what that feedback was about;
 * **LangSmith feedback**: a JSON list (or JSONL) of feedback records
   (``key``, ``score``, ``value``, ``comment``, ``run_id``, ``feedback_source``,
   ``extra``); feedback from a ``model`` source is a judge's, not a person's, and
@@ -172,7 +173,10 @@ def _meta(value: object) -> object:
     return value
 
 
-def _from_assessment(record: dict[str, Any], source: str, session: str | None) -> Label | None:
+def _from_assessment(record: dict[str, Any], source: str, session: str | None,
+                     overridden: dict[str, Any] | None = None) -> Label | None:
+    """``overridden``: the metadata of the assessment this one overrides (``mlflow.override_feedback``): a person
+    correcting judgegraph's feedback labels the conversation and turn that feedback was about."""
     src = _dict(record.get("source"))
     if str(src.get("source_type", "")).upper() != "HUMAN" or record.get("valid") is False:
         return None  # a judge's assessment (judgegraph's own included), or one a later one overrides
@@ -183,7 +187,7 @@ def _from_assessment(record: dict[str, Any], source: str, session: str | None) -
         return None  # a feedback carrying an error holds no label
     if body.get("value") is None:
         raise _Bad("feedback.value" if "feedback" in record else "expectation.value", "missing")
-    meta = _dict(record.get("metadata"))
+    meta = {**(overridden or {}), **_dict(record.get("metadata"))}
     # a session's conversation id is the session id; a trace outside any session is a conversation of its own
     cid = meta.get("conversation_id") or meta.get(MLFLOW_SESSION_KEY) or session or record.get("trace_id")
     if cid is None:
@@ -213,9 +217,12 @@ def _from_mlflow(record: dict[str, Any], source: str) -> Iterator[Label | _Bad]:
     if isinstance(info, dict):  # a trace: its assessments, with its session
         trace_meta = _dict(info.get("trace_metadata"))
         session = trace_meta.get(MLFLOW_SESSION_KEY)
-        for i, assessment in enumerate(info.get("assessments") or []):
+        assessments = [a for a in info.get("assessments") or [] if isinstance(a, dict)]
+        metadata = {a.get("assessment_id"): _dict(a.get("metadata")) for a in assessments}
+        for i, assessment in enumerate(assessments):
             try:
-                if isinstance(assessment, dict) and (label := _from_assessment(assessment, source, session)):
+                label = _from_assessment(assessment, source, session, metadata.get(assessment.get("overrides")))
+                if label is not None:
                     yield label
             except _Bad as bad:
                 yield _Bad(f"info.assessments[{i}].{bad.field}", bad.message)
