@@ -131,7 +131,7 @@ def print_report(report: AgreementReport, out: Console) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"agreement with people ({report.labels} labels; 95% bootstrap intervals, "
+    table = Table(title=f"agreement with people ({report.labels} labels; {report.level:.0%} bootstrap intervals, "
                         f"B={report.resamples}, seed {report.seed})")
     for col in ("metric", "kind", "n", "agreement", "kappa", "weighted kappa", "spearman", "judge errors"):
         table.add_column(col, justify="left" if col in ("metric", "kind") else "right")
@@ -149,7 +149,7 @@ def _print_metric(m: MetricAgreement, out: Console) -> None:
     from rich.text import Text
 
     if m.confusion:
-        matrix = Table(title=f"{safe(m.metric)}: person (rows) × judge (columns)")
+        matrix = Table(title=f"{markup_safe(m.metric)}: person (rows) × judge (columns)")
         matrix.add_column("person \\ judge")
         for label in m.scale:
             matrix.add_column(Text(safe(label)), justify="right")
@@ -157,7 +157,7 @@ def _print_metric(m: MetricAgreement, out: Console) -> None:
             matrix.add_row(Text(safe(label)), *(str(c) for c in row))
         out.print(matrix)
     if m.disagreements or m.judge_errors:
-        listed = Table(title=f"{safe(m.metric)}: {len(m.disagreements)} disagreements")
+        listed = Table(title=f"{markup_safe(m.metric)}: {len(m.disagreements)} disagreements")
         for col in ("conversation", "turn", "verdict", "person", "judge", "judge's reason", "label from"):
             listed.add_column(col, overflow="fold", max_width=60 if col == "judge's reason" else None)
         for p in [*m.disagreements, *m.judge_errors]:
