@@ -111,6 +111,8 @@ def test_labels_that_match_no_verdict_exit_3_and_are_named(results, labels, tmp_
 def test_usage_errors_exit_2(results, tmp_path, capsys):
     assert main(["agree", str(results), "--labels", str(tmp_path / "missing.jsonl")]) == 2
     assert "missing.jsonl" in capsys.readouterr().err
+    assert main(["agree", str(tmp_path / "no-results.jsonl"), "--labels", str(results)]) == 2
+    assert "no-results.jsonl" in capsys.readouterr().err
     assert main(["agree", str(results)]) == 2  # no labels and no reviews
     assert "no labels" in capsys.readouterr().err
     for bad in (["--min-kappa", "nan"], ["--min-kappa", "1.5"], ["--bootstrap", "-1"]):

@@ -179,7 +179,8 @@ def _match(label: Label, result: Mapping[str, Any]) -> tuple[Pair | None, str]:
         ending = [v for v in about if max(v.get("turns") or [-1]) == index]
         found = ending or about
         if not found:
-            return None, f"no verdict is about turn {label.turn}"
+            ids = ", ".join(str(v.get("id")) for v in verdicts[:8]) or "none"
+            return None, f"no verdict is about turn {label.turn} (verdicts: {ids}{', ...' if len(verdicts) > 8 else ''})"
         if len(found) > 1:
             return None, (f"{len(found)} verdicts are about turn {label.turn} "
                           f"({', '.join(str(v.get('id')) for v in found[:8])}): give its verdict_id")
