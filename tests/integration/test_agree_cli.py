@@ -152,3 +152,21 @@ def test_report_with_labels_has_the_agreement_section_in_its_main(results, tmp_p
     assert main(["report", str(results), "-o", str(page), "--labels", str(stray)]) == 3
     assert "conversation 'nobody'" in capsys.readouterr().err
     assert main(["report", str(results), "-o", str(page), "--labels", str(tmp_path / "none.jsonl")]) == 2
+
+
+@pytest.mark.slow
+def test_the_readme_s_try_it_commands_run_with_the_offline_judge_as_written(tmp_path, bare_env):
+    """README "Can I trust this judge?": eval the example chats with the offline judge, then agree with the
+    example labels (a support lead's, one per reply), from the repository's root as written."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    lines = [line.split("  #", 1)[0].split() for line in (root / "README.md").read_text(encoding="utf-8").splitlines()
+             if "# try it" in line or line.startswith("judgegraph agree judgegraph-results.jsonl")]
+    assert [argv[1] for argv in lines] == ["eval", "agree"]
+    for argv in lines:
+        argv = [str(root / a) if a.startswith("examples/") else a for a in argv[1:]]
+        done = subprocess.run([sys.executable, "-m", "judgegraph.cli", *argv], capture_output=True, text=True,
+                              timeout=300, env=bare_env, cwd=tmp_path, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert "turn_relevancy" in done.stdout and "unmatched" not in done.stderr
