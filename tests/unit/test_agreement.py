@@ -125,3 +125,16 @@ def test_a_label_file_label_replaces_a_review_of_the_same_verdict(tmp_path):
     m = report.metrics["turn_relevancy"]
     assert m.n == 1 and m.disagreements == []
     assert agreement([data], reviews=False).labels == 0
+
+
+def test_the_html_section_tells_an_undefined_kappa_from_a_figure_the_kind_has_not():
+    from judgegraph.reporting.agreement import agreement_section
+
+    result = _turn_relevancy("yes")
+    labels = [Label("capabilities", "turn_relevancy", "yes", verdict_id=v.id) for v in result.verdicts]
+    report = agreement([record(result)], labels, resamples=10)
+    m = report.metrics["turn_relevancy"]
+    assert m.kappa is None and m.agreement == 1.0  # one label on both sides: kappa says nothing
+    row = agreement_section(report).split("<tr><td>turn_relevancy</td>", 1)[1].split("</tr>", 1)[0]
+    cells = row.split('<td class="n">')[1:]
+    assert "1.000" in cells[1] and "undefined" in cells[2] and "—" in cells[3] and "—" in cells[4]

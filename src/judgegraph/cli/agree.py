@@ -119,9 +119,11 @@ def verdict_of(report: AgreementReport, min_kappa: float | None, err: Console) -
     return EXIT_FAILED if below else EXIT_OK
 
 
-def _fig(value: float | None, interval: object = None) -> str:
-    if value is None:
+def _fig(value: float | None, interval: object = None, computed: bool = True) -> str:
+    if not computed:
         return "—"
+    if value is None:
+        return "undefined"
     low, high = getattr(interval, "low", None), getattr(interval, "high", None)
     return f"{value:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else "")
 
@@ -136,9 +138,10 @@ def print_report(report: AgreementReport, out: Console) -> None:
     for col in ("metric", "kind", "n", "agreement", "kappa", "weighted kappa", "spearman", "judge errors"):
         table.add_column(col, justify="left" if col in ("metric", "kind") else "right")
     for m in report.metrics.values():
-        table.add_row(Text(safe(m.metric)), m.kind, str(m.n), _fig(m.agreement, m.intervals.get("agreement")),
-                      _fig(m.kappa, m.intervals.get("kappa")), _fig(m.weighted_kappa, m.intervals.get("weighted_kappa")),
-                      _fig(m.spearman, m.intervals.get("spearman")), str(len(m.judge_errors)))
+        table.add_row(Text(safe(m.metric)), m.kind, str(m.n),
+                      *(_fig(getattr(m, k), m.intervals.get(k), k in m.figures)
+                        for k in ("agreement", "kappa", "weighted_kappa", "spearman")),
+                      str(len(m.judge_errors)))
     out.print(table)
     for m in report.metrics.values():
         _print_metric(m, out)

@@ -30,7 +30,9 @@ def _e(value: object) -> str:
     return escape(str(value), quote=True)
 
 
-def _fig(value: float | None, interval: Interval | None) -> str:
+def _fig(value: float | None, interval: Interval | None, computed: bool = True) -> str:
+    if not computed:
+        return '<span class="muted">—</span>'
     if value is None:
         return '<span class="muted">undefined</span>'
     text = f"{value:.3f}"
@@ -73,7 +75,7 @@ def agreement_section(report: AgreementReport) -> str:
            "<th>weighted kappa</th><th>spearman</th><th>judge errors</th></tr>"]
     for m in report.metrics.values():
         out.append(f"<tr><td>{_e(m.metric)}</td><td>{_e(m.kind)}</td><td class=\"n\">{m.n}</td>"
-                   + "".join(f'<td class="n">{_fig(getattr(m, k), m.intervals.get(k))}</td>'
+                   + "".join(f'<td class="n">{_fig(getattr(m, k), m.intervals.get(k), k in m.figures)}</td>'
                              for k in ("agreement", "kappa", "weighted_kappa", "spearman"))
                    + f'<td class="n">{len(m.judge_errors)}</td></tr>')
     out.append("</table>")

@@ -27,6 +27,10 @@ from .labels import Label, LabelError, LabelSet, LabelValue, read_labels, review
 from .statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, Statistic, bootstrap_ci, confusion, figure
 
 Kind = Literal["categorical", "ordinal", "numeric"]
+#: the figures of each kind of label
+FIGURES: dict[Kind, tuple[Statistic, ...]] = {"categorical": ("agreement", "kappa"),
+                                              "ordinal": ("agreement", "kappa", "weighted_kappa", "spearman"),
+                                              "numeric": ("agreement", "spearman")}
 #: an ordinal scale has integer labels and at most this many distinct values; more, or fractions: numeric
 MAX_ORDINAL_VALUES = 11
 
@@ -73,6 +77,11 @@ class MetricAgreement:
     intervals: dict[str, Interval] = field(default_factory=dict)  # figure -> bootstrap interval
     disagreements: list[Pair] = field(default_factory=list)
     judge_errors: list[Pair] = field(default_factory=list)  # labelled verdicts the judge could not make
+
+    @property
+    def figures(self) -> tuple[Statistic, ...]:
+        """The figures this kind of label has (the others are not computed, which is not "undefined")."""
+        return FIGURES[self.kind]
 
     @property
     def gate(self) -> tuple[str, float | None]:
@@ -223,17 +232,10 @@ def summarise(metric: str, pairs: list[Pair], *, resamples: int = BOOTSTRAP_SAMP
         human = [_categorical(p.human) for p in judged]
         judge = [_categorical(p.judge) for p in judged if p.judge is not None]
         kind = "categorical"
-    stats: list[Statistic] = ["agreement"]
     scale: list[Any] = [] if kind == "numeric" else sorted(set(human) | set(judge))
-    if kind != "numeric":
-        stats.append("kappa")
-    if kind == "ordinal":
-        stats.append("weighted_kappa")
-    if kind != "categorical":
-        stats.append("spearman")
     out = MetricAgreement(metric=metric, kind=kind, n=len(judged), agreement=None, judge_errors=errors,
                           disagreements=[p for p, h, j in zip(judged, human, judge) if h != j])
-    for stat in stats:
+    for stat in FIGURES[kind]:
         setattr(out, stat, figure(stat)(human, judge, scale) if judged else None)
         interval = bootstrap_ci(stat, human, judge, scale, resamples=resamples, seed=seed, level=level)
         if interval is not None:
