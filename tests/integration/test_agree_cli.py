@@ -170,3 +170,13 @@ def test_the_readme_s_try_it_commands_run_with_the_offline_judge_as_written(tmp_
                               timeout=300, env=bare_env, cwd=tmp_path, stdin=subprocess.DEVNULL)
         assert done.returncode == 0, done.stdout + done.stderr
     assert "turn_relevancy" in done.stdout and "unmatched" not in done.stderr
+
+
+def test_an_unreadable_results_line_is_named_and_exit_3_the_rest_still_compared(results, labels, tmp_path, capsys):
+    _, _, path = labels
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text(results.read_text(encoding="utf-8") + '{"type": "conversation", "conversation_id": "x', "utf-8")
+    assert main(["agree", str(torn), "--labels", str(path), "--json"]) == 3
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["metrics"]["turn_relevancy"]["n"] == 5
+    assert f"{torn}:3: not JSON" in captured.err

@@ -102,7 +102,10 @@ def add_to_report(results: str, labels: list[str], page: Path) -> int:
 
 
 def verdict_of(report: AgreementReport, min_kappa: float | None, err: Console) -> int:
-    """The exit status: 3 for unusable or unmatched labels (each named), else 1 below ``min_kappa``, else 0."""
+    """The exit status: 3 for unusable or unmatched labels or unreadable results lines (each named), else 1 below
+    ``min_kappa``, else 0."""
+    for line in report.unreadable:
+        err.print(f"[yellow]unreadable results line:[/] {markup_safe(line)}")
     for problem in report.label_errors:
         err.print(f"[yellow]label error:[/] {markup_safe(problem)}")
     for unmatched in report.unmatched:
@@ -112,9 +115,9 @@ def verdict_of(report: AgreementReport, min_kappa: float | None, err: Console) -
         below = ["no metric has a labelled verdict: nothing reaches --min-kappa"]
     for line in below:
         err.print(f"[red]below --min-kappa:[/] {markup_safe(line)}")
-    if report.label_errors or report.unmatched:
+    if report.label_errors or report.unmatched or report.unreadable:
         err.print(f"{len(report.unmatched)} labels match no verdict, {len(report.label_errors)} label records unusable"
-                  f" (exit {EXIT_ERRORS})")
+                  f", {len(report.unreadable)} results lines unreadable (exit {EXIT_ERRORS})")
         return EXIT_ERRORS
     return EXIT_FAILED if below else EXIT_OK
 

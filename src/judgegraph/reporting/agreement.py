@@ -85,6 +85,10 @@ def agreement_section(report: AgreementReport) -> str:
         out.append("<h3>Labels that match no verdict</h3><ul>")
         out.extend(f"<li>{_e(u)}</li>" for u in report.unmatched)
         out.append("</ul>")
+    if report.unreadable:
+        out.append("<h3>Results lines that could not be read</h3><ul>")
+        out.extend(f"<li>{_e(line)}</li>" for line in report.unreadable)
+        out.append("</ul>")
     if report.label_errors:
         out.append("<h3>Label records that could not be used</h3><ul>")
         out.extend(f"<li>{_e(e)}</li>" for e in report.label_errors)

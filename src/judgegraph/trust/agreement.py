@@ -96,6 +96,7 @@ class AgreementReport:
     metrics: dict[str, MetricAgreement] = field(default_factory=dict)
     unmatched: list[Unmatched] = field(default_factory=list)
     label_errors: list[LabelError] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # results lines that could not be read: FILE:LINE: why
     labels: int = 0  # labels read (every source)
     sources: dict[str, str] = field(default_factory=dict)  # file -> shape; "reviews" -> the results file
     resamples: int = BOOTSTRAP_SAMPLES
@@ -123,6 +124,7 @@ class AgreementReport:
             "metrics": {k: asdict(m) for k, m in self.metrics.items()},
             "unmatched": [{**asdict(u.label), "why": u.why} for u in self.unmatched],
             "label_errors": [{**asdict(e), "error": str(e)} for e in self.label_errors],
+            "unreadable_results": self.unreadable,
         }
 
 
@@ -133,12 +135,41 @@ def _norm(name: str) -> str:
 ResultsLike = str | Path | Iterable[Mapping[str, Any]] | Iterable[Any]
 
 
-def _records(results: ResultsLike) -> list[dict[str, Any]]:
-    """Results records (``judgegraph eval --out`` lines) from a path, records, or ConversationOutcome objects."""
-    if isinstance(results, (str, Path)):
-        from ..resultsfile import iter_records
+def read_results_file(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The records of a results file, and a ``FILE:LINE: what is wrong`` for each line that cannot be read (not
+    UTF-8, not JSON, not an object, a number that is not finite: a torn last line of a killed run, an edit)."""
+    import json
 
-        return [record for _, record in iter_records(results)]
+    from ..resultsfile import non_finite_field, restore_elided
+
+    records: list[dict[str, Any]] = []
+    problems: list[str] = []
+    with Path(path).open("rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                problems.append(f"{path}:{n}: not valid UTF-8 (byte {exc.start + 1} of the line)")
+                continue
+            except (ValueError, RecursionError) as exc:
+                problems.append(f"{path}:{n}: not JSON ({exc})")
+                continue
+            if not isinstance(record, dict):
+                problems.append(f"{path}:{n}: a results line is a JSON object, got {type(record).__name__}")
+            elif (field_name := non_finite_field(record)) is not None:
+                problems.append(f"{path}:{n}: field {field_name!r}: not a finite number")
+            else:
+                records.append(restore_elided(record))
+    return records, problems
+
+
+def _records(results: ResultsLike) -> tuple[list[dict[str, Any]], list[str]]:
+    """Results records (``judgegraph eval --out`` lines) from a path, records, or ConversationOutcome objects,
+    with the lines of a file that could not be read."""
+    if isinstance(results, (str, Path)):
+        return read_results_file(results)
     out = []
     for item in getattr(results, "outcomes", results):
         if isinstance(item, Mapping):
@@ -147,7 +178,7 @@ def _records(results: ResultsLike) -> list[dict[str, Any]]:
             out.append({"type": "conversation", **item.to_json()})
         else:
             raise TypeError(f"agreement: cannot read results from {type(item).__name__}")
-    return out
+    return out, []
 
 
 def _judge_value(verdict: Mapping[str, Any]) -> tuple[str | None, str]:
@@ -257,7 +288,7 @@ def agreement(results: ResultsLike, labels: Iterable[Label] | Iterable[str | Pat
     labels too; a label from ``labels`` on the same verdict replaces a review's. ``metrics``: only these.
     ``resamples`` (B), ``seed``, ``level``: the bootstrap intervals (see
     :func:`judgegraph.trust.statistics.bootstrap_ci`)."""
-    records = _records(results)
+    records, unreadable = _records(results)
     read = LabelSet()
     if isinstance(labels, LabelSet):
         read.extend(labels)
@@ -269,6 +300,7 @@ def agreement(results: ResultsLike, labels: Iterable[Label] | Iterable[str | Pat
                 read.extend(read_labels(item))
     given = (review_labels(records) if reviews else []) + read.labels
     report = AgreementReport(label_errors=read.errors, labels=len(given), sources=dict(read.formats),
+                             unreadable=unreadable,
                              resamples=resamples, seed=seed, level=level)
     if reviews:
         report.sources["reviews"] = str(results) if isinstance(results, (str, Path)) else "results"
