@@ -54,6 +54,8 @@ def test_agreement_of_every_metric_from_a_review_and_labels(case, tmp_path):
     expected = cohen_kappa_score(humans, judges) if len(set(humans) | set(judges)) > 1 else None
     assert m.kappa == (None if expected != expected else pytest.approx(expected, abs=1e-9))  # nan: undefined
     assert sum(map(sum, m.confusion)) == m.n
+    one = agreement(str(results), str(labels), metrics=case.name, resamples=0)  # one file and one metric, as strings
+    assert one.metrics[case.name].n == m.n
 
 
 def _turn_relevancy(verdict="yes"):

@@ -277,7 +277,7 @@ def summarise(metric: str, pairs: list[Pair], *, resamples: int = BOOTSTRAP_SAMP
     return out
 
 
-def agreement(results: ResultsLike, labels: Iterable[Label] | Iterable[str | Path] | LabelSet = (), *,
+def agreement(results: ResultsLike, labels: str | Path | Iterable[Label] | Iterable[str | Path] | LabelSet = (), *,
               reviews: bool = True, metrics: Iterable[str] | None = None, resamples: int = BOOTSTRAP_SAMPLES,
               seed: int = BOOTSTRAP_SEED, level: float = 0.95) -> AgreementReport:
     """How often the judges of ``results`` say what people said.
@@ -288,6 +288,10 @@ def agreement(results: ResultsLike, labels: Iterable[Label] | Iterable[str | Pat
     labels too; a label from ``labels`` on the same verdict replaces a review's. ``metrics``: only these.
     ``resamples`` (B), ``seed``, ``level``: the bootstrap intervals (see
     :func:`judgegraph.trust.statistics.bootstrap_ci`)."""
+    if isinstance(labels, (str, Path)):  # one file, not an iterable of its characters
+        labels = [labels]
+    if isinstance(metrics, str):
+        metrics = [metrics]
     records, unreadable = _records(results)
     read = LabelSet()
     if isinstance(labels, LabelSet):
