@@ -145,7 +145,7 @@ def _interval(values: FloatArray, level: float, resamples: int, seed: int) -> In
 
 Statistic = Literal["agreement", "kappa", "weighted_kappa", "spearman"]
 #: pair indices held at once by the bootstrap (rows of resamples are drawn and scored a chunk at a time)
-CHUNK_ELEMENTS = 1 << 21
+CHUNK_ELEMENTS = 1 << 19
 
 
 def resample_chunks(n: int, resamples: int, seed: int, chunk_elements: int = CHUNK_ELEMENTS) -> Iterator[IntArray]:
