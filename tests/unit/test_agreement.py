@@ -140,3 +140,15 @@ def test_the_html_section_tells_an_undefined_kappa_from_a_figure_the_kind_has_no
     row = agreement_section(report).split("<tr><td>turn_relevancy</td>", 1)[1].split("</tr>", 1)[0]
     cells = row.split('<td class="n">')[1:]
     assert "1.000" in cells[1] and "undefined" in cells[2] and "—" in cells[3] and "—" in cells[4]
+
+
+def test_odd_values_in_a_results_file_are_compared_not_crashed_on():
+    data = {"type": "conversation", "conversation_id": "c", "results": {"m": {"key": "m", "value": True, "verdicts": [
+        {"id": "1", "turns": ["x", 1, True], "verdict": {"odd": 1}, "reason": "r"},
+        {"id": "2", "turns": "3", "verdict": False, "reason": "r"}]}}}
+    labels = [Label("c", "m", "yes", turn=2), Label("c", "m", "no", verdict_id="2"), Label("c", "m", "yes")]
+    report = agreement([data], labels, resamples=0)
+    assert report.unmatched == []
+    pairs = {p.verdict_id: (p.turns, p.judge) for p in report.metrics["m"].disagreements}
+    assert pairs == {"1": ([2], "{'odd': 1}")}  # the bool False is "no", the result's True is "yes": both agree
+    assert report.metrics["m"].n == 3

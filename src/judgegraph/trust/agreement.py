@@ -181,19 +181,35 @@ def _records(results: ResultsLike) -> tuple[list[dict[str, Any]], list[str]]:
     return out, []
 
 
-def _judge_value(verdict: Mapping[str, Any]) -> tuple[str | None, str]:
+def _judge_value(verdict: Mapping[str, Any]) -> tuple[object, str]:
     review = verdict.get("review")
     if isinstance(review, Mapping):
         return review.get("judge_verdict"), str(review.get("judge_reason") or "")
     return verdict.get("verdict"), str(verdict.get("reason") or "")
 
 
+def _judge_label(value: object) -> LabelValue | None:
+    """What the judge said, as labels are compared (a bool is yes/no, a number a float); None: it could not judge."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(value) else None
+    return str(value)
+
+
+def _turns(verdict: Mapping[str, Any]) -> list[int]:
+    """A verdict's 0-based turn indices, as read from a results file (anything else in the list is left out)."""
+    turns = verdict.get("turns")
+    return [t for t in turns if isinstance(t, int) and not isinstance(t, bool)] if isinstance(turns, list) else []
+
+
 def _match(label: Label, result: Mapping[str, Any]) -> tuple[Pair | None, str]:
     verdicts = [v for v in result.get("verdicts") or [] if isinstance(v, Mapping)]
 
     def pair(verdict_id: str, turns: list[int], judge: object, reason: str) -> Pair:
-        return Pair(label.conversation_id, str(result.get("key")), verdict_id, turns, label.value,
-                    None if judge is None else (judge if isinstance(judge, str) else float(judge)),  # type: ignore[arg-type]
+        return Pair(label.conversation_id, str(result.get("key")), verdict_id, turns, label.value, _judge_label(judge),
                     reason, label.source, label.by, label.note)
 
     if label.verdict_id is None and label.turn is None:  # the whole result
@@ -203,10 +219,6 @@ def _match(label: Label, result: Mapping[str, Any]) -> tuple[Pair | None, str]:
             judge = result.get("value")
             if judge is None and result.get("passed") is not None:
                 judge = "yes" if result["passed"] else "no"
-            if isinstance(judge, bool):
-                judge = "yes" if judge else "no"
-            if judge is not None and not isinstance(judge, (str, int, float)):
-                judge = str(judge)
         return pair("result", [], judge, str(result.get("reason") or "")), ""
     if label.verdict_id is not None:
         found = [v for v in verdicts if str(v.get("id")) == label.verdict_id]
@@ -215,8 +227,8 @@ def _match(label: Label, result: Mapping[str, Any]) -> tuple[Pair | None, str]:
             return None, f"no verdict {label.verdict_id!r} (verdicts: {ids}{', ...' if len(verdicts) > 8 else ''})"
     else:
         index = (label.turn or 0) - 1
-        about = [v for v in verdicts if index in (v.get("turns") or [])]
-        ending = [v for v in about if max(v.get("turns") or [-1]) == index]
+        about = [v for v in verdicts if index in _turns(v)]
+        ending = [v for v in about if max(_turns(v)) == index]
         found = ending or about
         if not found:
             ids = ", ".join(str(v.get("id")) for v in verdicts[:8]) or "none"
@@ -226,7 +238,7 @@ def _match(label: Label, result: Mapping[str, Any]) -> tuple[Pair | None, str]:
                           f"({', '.join(str(v.get('id')) for v in found[:8])}): give its verdict_id")
     verdict = found[0]
     judge_label, reason = _judge_value(verdict)
-    return pair(str(verdict.get("id")), [t + 1 for t in verdict.get("turns") or []], judge_label, reason), ""
+    return pair(str(verdict.get("id")), [t + 1 for t in _turns(verdict)], judge_label, reason), ""
 
 
 def _number(value: LabelValue | None) -> float | None:
