@@ -119,3 +119,11 @@ def test_a_file_mixing_label_shapes_is_refused_record_by_record(tmp_path):
         {"conversation_id": "c", "metric": "m", "label": "yes"},
         {"key": "m", "run_id": "r", "value": "no", "extra": {"conversation_id": "c"}}]))
     assert len(got.labels) == 1 and got.errors[0].line == 2 and "langsmith record in a file of labels" in got.errors[0].message
+
+
+def test_one_pretty_printed_record_is_read_whole(tmp_path):
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps({"conversation_id": "c", "metric": "m", "label": "no"}, indent=2))
+    got = read_labels(path)
+    assert got.errors == [] and [(lb.conversation_id, lb.value, lb.source) for lb in got.labels] == [
+        ("c", "no", f"{path}[0]")]

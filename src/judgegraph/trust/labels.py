@@ -270,14 +270,18 @@ def _records(path: Path) -> Iterator[tuple[int | None, int, object]]:
     """(line or None, record index, record) of a JSON list/object file or a JSONL file."""
     text = path.read_text(encoding="utf-8", errors="surrogateescape")
     stripped = text.lstrip()
-    if stripped.startswith("["):
+    if stripped.startswith(("[", "{")):
         try:
             whole = json.loads(text)
-        except ValueError:
-            whole = None
+        except (ValueError, RecursionError):
+            whole = None  # JSONL (or broken): read line by line below
         if isinstance(whole, list):
             for i, item in enumerate(whole):
                 yield None, i, item
+            return
+        if isinstance(whole, dict):  # one record, maybe pretty-printed (a trace as Trace.to_json writes it)
+            blank_lines = text[: len(text) - len(stripped)].count("\n")
+            yield (blank_lines + 1 if "\n" not in stripped.strip() else None), 0, whole
             return
     index = 0
     for lineno, raw in enumerate(text.splitlines(), start=1):
