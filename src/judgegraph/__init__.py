@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     )
     from .report import build_report_graph, create_report_graph
     from .results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict, build_result
+    from .trust.agreement import agreement
     from .windows import exchanges, sliding_windows
 
 _EXPORTS = {
@@ -88,6 +89,7 @@ _EXPORTS = {
     "simulate": "apps.simulate",
     "asimulate": "apps.simulate",
     "Scenario": "apps.simulate",
+    "agreement": "trust.agreement",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -473,3 +473,42 @@ def test_importing_judgegraph_does_not_import_mlflow():
     code = ("import sys, judgegraph, judgegraph.cli, judgegraph.integrations.mlflow; "
             "assert 'mlflow' not in sys.modules, 'mlflow imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_people_correcting_judgegraph_s_feedback_in_mlflow_are_labels_for_agree(mlflow_uri, tmp_path):
+    """A person overrides judgegraph's per-turn feedback (mlflow.override_feedback, as the UI does) and adds a
+    session-level feedback of their own; the traces exported with MLflow's own search are labels for agree."""
+    import mlflow
+    from mlflow import MlflowClient
+    from mlflow.entities import AssessmentSource
+
+    from judgegraph.trust import agreement
+
+    logged = _log_traces(mlflow_uri, "judgegraph-agree")
+    sessions = load_sessions(mlflow_uri, logged["experiment"])
+    summary = asyncio.run(evaluate_async(sessions, MetricPlan(["turn-relevancy"], _scripted_judge())))
+    log_assessments(mlflow_uri, summary, sessions)
+    client = MlflowClient(mlflow_uri)
+    judged = _feedback(client, logged["shoes"][1], "turn_relevancy/turn")  # the judge said "no" (Paris)
+    person = AssessmentSource(source_type="HUMAN", source_id="ann@example.com")
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(mlflow_uri)
+    try:
+        mlflow.override_feedback(trace_id=logged["shoes"][1], assessment_id=judged.assessment_id, value="yes",
+                                 rationale="Shipping is implied.", source=person)
+        mlflow.log_feedback(trace_id=logged["shoes"][0], name="turn_relevancy", value=True, source=person)
+        exp_id = client.get_experiment_by_name(logged["experiment"]).experiment_id
+        traces = mlflow.search_traces(locations=[exp_id], return_type="list")
+    finally:
+        mlflow.set_tracking_uri(previous)
+    export = tmp_path / "traces.json"
+    export.write_text(json.dumps([t.to_dict() for t in traces]), encoding="utf-8")
+
+    report = agreement(summary, [export], resamples=0)
+    assert report.label_errors == [] and report.unmatched == []
+    m = report.metrics["turn_relevancy"]
+    assert m.n == 2 and m.agreement == 0.5  # the session passed, as the person said; turn 4 is disputed
+    (dis,) = m.disagreements
+    assert (dis.conversation_id, dis.turns, dis.human, dis.judge, dis.by) == ("shoes", [4], "yes", "no",
+                                                                              "ann@example.com")
+    assert "capital" in dis.reason and dis.note == "Shipping is implied."

@@ -26,6 +26,8 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--input", action="append", dest="inputs", default=[], metavar="FILE",
                    help="the judged input file(s), to show every turn (repeatable)")
     p.add_argument("--title", help="page title (default: from the results file name)")
+    p.add_argument("--labels", action="append", default=[], metavar="FILE",
+                   help="people's labels: add a section of agreement with them (see judgegraph agree; repeatable)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,7 +39,12 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{exc.filename or args.out}: {exc.strerror or exc}", EXIT_USAGE if exc.filename else EXIT_ERRORS)
     for problem in made.input_problems:
         print(f"warning: {problem}", file=sys.stderr)
-    return report_written(made)
+    status = report_written(made)
+    if args.labels:
+        from .agree import add_to_report
+
+        status = max(status, add_to_report(args.results, args.labels, made.path))
+    return status
 
 
 def report_written(made: ReportFile) -> int:

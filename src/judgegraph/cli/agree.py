@@ -1,0 +1,174 @@
+"""``judgegraph agree``: how often the judges of a results file say what people said (docs/agreement.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_results_command, consoles, markup_safe, safe
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from ..trust.agreement import AgreementReport, MetricAgreement
+    from .common import Subparsers
+
+
+def register(sub: Subparsers) -> None:
+    p = add_results_command(
+        sub, "agree", run, help="agreement of the judges with people's labels (kappa, confusion, disagreements)",
+        description="Compare the verdicts of RESULTS with people's labels: a labels JSONL file, an MLflow "
+                    "assessments export, a LangSmith feedback export (--labels), and the review decisions stored "
+                    "in RESULTS. Per metric: n, % agreement, Cohen's kappa, weighted kappa / Spearman, a confusion "
+                    "matrix, bootstrap intervals and every disagreement. Exit 1 below --min-kappa, 3 when a label "
+                    "matches no verdict or a label record is unusable.",
+        results="results JSONL (judgegraph eval --out)")
+    p.add_argument("--labels", action="append", default=[], metavar="FILE",
+                   help="people's labels (labels JSONL, MLflow traces/assessments JSON, LangSmith feedback JSON); "
+                        "repeatable")
+    p.add_argument("--no-reviews", dest="reviews", action="store_false",
+                   help="ignore the review decisions stored in RESULTS")
+    p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="NAME", help="only this metric (repeatable)")
+    p.add_argument("--min-kappa", type=float, metavar="X",
+                   help="exit 1 when a metric's kappa (weighted kappa for ordinal labels, Spearman for numbers) is "
+                        "below X or undefined")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap resamples (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    p.add_argument("--html", metavar="OUT", help="also write the report as one HTML page")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..trust.agreement import agreement
+    from ..trust.labels import LabelSet, read_labels
+
+    out, err = consoles()
+    if args.bootstrap < 0:
+        err.print(f"[red]error:[/] --bootstrap must be 0 or more, got {args.bootstrap}")
+        return EXIT_USAGE
+    if args.min_kappa is not None and not -1.0 <= args.min_kappa <= 1.0:  # NaN too: it would pass every gate
+        err.print(f"[red]error:[/] --min-kappa must be between -1 and 1, got {args.min_kappa}")
+        return EXIT_USAGE
+    labels = LabelSet()
+    try:
+        for path in args.labels:
+            labels.extend(read_labels(path))
+        report = agreement(args.results, labels, reviews=args.reviews, metrics=args.metrics,
+                           resamples=args.bootstrap, seed=args.seed)
+    except OSError as exc:
+        err.print(f"[red]error:[/] {markup_safe(exc.filename or '')}: {markup_safe(exc.strerror or exc)}")
+        return EXIT_USAGE
+    if report.labels == 0 and not report.label_errors:
+        err.print("[red]error:[/] no labels: give --labels FILE, or review verdicts first (docs/agreement.md)")
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False, indent=1))
+    else:
+        print_report(report, out)
+    if args.html:
+        from ..reporting.agreement import write_agreement_page
+
+        try:
+            write_agreement_page(report, args.html, title=f"Agreement: {args.results}")
+        except OSError as exc:
+            err.print(f"[red]error:[/] HTML report {markup_safe(args.html)}: {markup_safe(exc.strerror or exc)}")
+            return EXIT_ERRORS
+        err.print(f"agreement report: {markup_safe(args.html)}")
+    return verdict_of(report, args.min_kappa, err)
+
+
+def add_to_report(results: str, labels: list[str], page: Path) -> int:
+    """``judgegraph report RESULTS --labels FILE``: the agreement section in the page just written; exit 3 for
+    labels that match no verdict or cannot be used (named), 2 for a labels file that cannot be read."""
+    from ..reporting.agreement import add_agreement_section
+    from ..trust.agreement import agreement
+    from ..trust.labels import LabelSet, read_labels
+
+    _, err = consoles()
+    read = LabelSet()
+    try:
+        for path in labels:
+            read.extend(read_labels(path))
+        report = agreement(results, read)
+    except OSError as exc:
+        err.print(f"[red]error:[/] {markup_safe(exc.filename or '')}: {markup_safe(exc.strerror or exc)} "
+                  "(the report has no agreement section)")
+        return EXIT_USAGE
+    add_agreement_section(page, report)
+    return verdict_of(report, None, err)
+
+
+def verdict_of(report: AgreementReport, min_kappa: float | None, err: Console) -> int:
+    """The exit status: 3 for unusable or unmatched labels or unreadable results lines (each named), else 1 below
+    ``min_kappa``, else 0."""
+    for line in report.unreadable:
+        err.print(f"[yellow]unreadable results line:[/] {markup_safe(line)}")
+    for problem in report.label_errors:
+        err.print(f"[yellow]label error:[/] {markup_safe(problem)}")
+    for unmatched in report.unmatched:
+        err.print(f"[yellow]unmatched label:[/] {markup_safe(unmatched)}")
+    below = report.below(min_kappa) if min_kappa is not None else []
+    if min_kappa is not None and not report.metrics:
+        below = ["no metric has a labelled verdict: nothing reaches --min-kappa"]
+    for line in below:
+        err.print(f"[red]below --min-kappa:[/] {markup_safe(line)}")
+    if report.label_errors or report.unmatched or report.unreadable:
+        err.print(f"{len(report.unmatched)} labels match no verdict, {len(report.label_errors)} label records unusable"
+                  f", {len(report.unreadable)} results lines unreadable (exit {EXIT_ERRORS})")
+        return EXIT_ERRORS
+    return EXIT_FAILED if below else EXIT_OK
+
+
+def _fig(value: float | None, interval: object = None, computed: bool = True) -> str:
+    if not computed:
+        return "—"
+    if value is None:
+        return "undefined"
+    low, high = getattr(interval, "low", None), getattr(interval, "high", None)
+    return f"{value:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else "")
+
+
+def print_report(report: AgreementReport, out: Console) -> None:
+    """The report as terminal tables: the figures per metric, then each metric's confusion matrix and disagreements."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"agreement with people ({report.labels} labels; {report.level:.0%} bootstrap intervals, "
+                        f"B={report.resamples}, seed {report.seed})")
+    for col in ("metric", "kind", "n", "agreement", "kappa", "weighted kappa", "spearman", "judge errors"):
+        table.add_column(col, justify="left" if col in ("metric", "kind") else "right")
+    for m in report.metrics.values():
+        table.add_row(Text(safe(m.metric)), m.kind, str(m.n),
+                      *(_fig(getattr(m, k), m.intervals.get(k), k in m.figures)
+                        for k in ("agreement", "kappa", "weighted_kappa", "spearman")),
+                      str(len(m.judge_errors)))
+    out.print(table)
+    for m in report.metrics.values():
+        _print_metric(m, out)
+
+
+def _print_metric(m: MetricAgreement, out: Console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    if m.confusion:
+        matrix = Table(title=f"{markup_safe(m.metric)}: person (rows) × judge (columns)")
+        matrix.add_column("person \\ judge")
+        for label in m.scale:
+            matrix.add_column(Text(safe(label)), justify="right")
+        for label, row in zip(m.scale, m.confusion):
+            matrix.add_row(Text(safe(label)), *(str(c) for c in row))
+        out.print(matrix)
+    if m.disagreements or m.judge_errors:
+        listed = Table(title=f"{markup_safe(m.metric)}: {len(m.disagreements)} disagreements")
+        for col in ("conversation", "turn", "verdict", "person", "judge", "judge's reason", "label from"):
+            listed.add_column(col, overflow="fold", max_width=60 if col == "judge's reason" else None)
+        for p in [*m.disagreements, *m.judge_errors]:
+            listed.add_row(Text(safe(p.conversation_id)), ",".join(map(str, p.turns)) or "—", Text(safe(p.verdict_id)),
+                           Text(safe(p.human)), Text(safe("(judge error)" if p.judge is None else p.judge)),
+                           Text(safe(p.reason)), Text(safe(p.source)))
+        out.print(listed)
+

@@ -1,0 +1,354 @@
+"""How often a judge says what people say: :func:`agreement`.
+
+Each person's :class:`~judgegraph.trust.labels.Label` is matched to the
+verdict it is about in a results file (the same record for every metric:
+built-ins, session judges, ``make_judge``, a user's metric), and the pairs
+(person, judge) of each metric are summarised: n, % agreement, Cohen's kappa
+(yes/no and categorical labels), quadratic-weighted kappa and Spearman's rho
+(ordinal and numeric labels), the confusion matrix, seeded bootstrap intervals,
+and every disagreement with the judge's reason beside the person's label.
+
+The judge's side of a reviewed verdict is what the judge had said
+(``review.judge_verdict``), not the person's decision that replaced it. A label
+on a verdict the judge could not make is counted in ``judge_errors``, never as
+agreement or disagreement. A label that matches no verdict is listed in
+``unmatched`` with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .labels import Label, LabelError, LabelSet, LabelValue, read_labels, review_labels
+from .statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, Statistic, bootstrap_ci, confusion, figure
+
+Kind = Literal["categorical", "ordinal", "numeric"]
+#: the figures of each kind of label
+FIGURES: dict[Kind, tuple[Statistic, ...]] = {"categorical": ("agreement", "kappa"),
+                                              "ordinal": ("agreement", "kappa", "weighted_kappa", "spearman"),
+                                              "numeric": ("agreement", "spearman")}
+#: an ordinal scale has integer labels and at most this many distinct values; more, or fractions: numeric
+MAX_ORDINAL_VALUES = 11
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One label beside the judge's verdict on the same thing."""
+
+    conversation_id: str
+    metric: str
+    verdict_id: str  # Verdict.id, or "result" for a label on the whole result
+    turns: list[int]  # 1-based turn numbers the verdict is about
+    human: LabelValue
+    judge: LabelValue | None  # None: the judge could not judge it
+    reason: str  # the judge's reason
+    source: str  # where the label was read
+    by: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Unmatched:
+    label: Label
+    why: str
+
+    def __str__(self) -> str:
+        return (f"{self.label.source}: conversation {self.label.conversation_id!r}, {self.label.metric}, "
+                f"{self.label.target}: {self.why}")
+
+
+@dataclass
+class MetricAgreement:
+    """The agreement of one metric's judge with people."""
+
+    metric: str
+    kind: Kind
+    n: int  # labelled verdicts the judge judged
+    agreement: float | None  # share of exact matches, 0..1
+    kappa: float | None = None  # Cohen's kappa (categorical and ordinal)
+    weighted_kappa: float | None = None  # quadratic-weighted (ordinal)
+    spearman: float | None = None  # ordinal and numeric
+    scale: list[LabelValue] = field(default_factory=list)  # the confusion matrix's labels, in order
+    confusion: list[list[int]] = field(default_factory=list)  # rows: the person's label, columns: the judge's
+    intervals: dict[str, Interval] = field(default_factory=dict)  # figure -> bootstrap interval
+    disagreements: list[Pair] = field(default_factory=list)
+    judge_errors: list[Pair] = field(default_factory=list)  # labelled verdicts the judge could not make
+
+    @property
+    def figures(self) -> tuple[Statistic, ...]:
+        """The figures this kind of label has (the others are not computed, which is not "undefined")."""
+        return FIGURES[self.kind]
+
+    @property
+    def gate(self) -> tuple[str, float | None]:
+        """The figure ``--min-kappa`` checks: kappa (categorical), weighted kappa (ordinal), Spearman (numeric)."""
+        if self.kind == "categorical":
+            return "kappa", self.kappa
+        return ("weighted_kappa", self.weighted_kappa) if self.kind == "ordinal" else ("spearman", self.spearman)
+
+
+@dataclass
+class AgreementReport:
+    metrics: dict[str, MetricAgreement] = field(default_factory=dict)
+    unmatched: list[Unmatched] = field(default_factory=list)
+    label_errors: list[LabelError] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # results lines that could not be read: FILE:LINE: why
+    labels: int = 0  # labels read (every source)
+    sources: dict[str, str] = field(default_factory=dict)  # file -> shape; "reviews" -> the results file
+    resamples: int = BOOTSTRAP_SAMPLES
+    seed: int = BOOTSTRAP_SEED
+    level: float = 0.95
+
+    def below(self, min_kappa: float) -> list[str]:
+        """The metrics whose gate figure is below ``min_kappa`` or undefined, each with why."""
+        out = []
+        for m in self.metrics.values():
+            name, value = m.gate
+            if m.n == 0:
+                out.append(f"{m.metric}: no labelled verdict the judge judged")
+            elif value is None:
+                out.append(f"{m.metric}: {name} undefined (one label only: agreement beyond chance cannot be shown)")
+            elif value < min_kappa:
+                out.append(f"{m.metric}: {name} {value:.3f} < {min_kappa:g}")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "labels": self.labels,
+            "sources": self.sources,
+            "bootstrap": {"resamples": self.resamples, "seed": self.seed, "level": self.level},
+            "metrics": {k: asdict(m) for k, m in self.metrics.items()},
+            "unmatched": [{**asdict(u.label), "why": u.why} for u in self.unmatched],
+            "label_errors": [{**asdict(e), "error": str(e)} for e in self.label_errors],
+            "unreadable_results": self.unreadable,
+        }
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
+
+
+ResultsLike = str | Path | Iterable[Mapping[str, Any]] | Iterable[Any]
+
+
+def read_results_file(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The records of a results file, and a ``FILE:LINE: what is wrong`` for each line that cannot be read (not
+    UTF-8, not JSON, not an object, a number that is not finite: a torn last line of a killed run, an edit)."""
+    import json
+
+    from ..resultsfile import non_finite_field, restore_elided
+
+    records: list[dict[str, Any]] = []
+    problems: list[str] = []
+    with Path(path).open("rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                problems.append(f"{path}:{n}: not valid UTF-8 (byte {exc.start + 1} of the line)")
+                continue
+            except (ValueError, RecursionError) as exc:
+                problems.append(f"{path}:{n}: not JSON ({exc})")
+                continue
+            if not isinstance(record, dict):
+                problems.append(f"{path}:{n}: a results line is a JSON object, got {type(record).__name__}")
+            elif (field_name := non_finite_field(record)) is not None:
+                problems.append(f"{path}:{n}: field {field_name!r}: not a finite number")
+            else:
+                records.append(restore_elided(record))
+    return records, problems
+
+
+def _records(results: ResultsLike) -> tuple[list[dict[str, Any]], list[str]]:
+    """Results records (``judgegraph eval --out`` lines) from a path, records, or ConversationOutcome objects,
+    with the lines of a file that could not be read."""
+    if isinstance(results, (str, Path)):
+        return read_results_file(results)
+    out = []
+    for item in getattr(results, "outcomes", results):
+        if isinstance(item, Mapping):
+            out.append(dict(item))
+        elif hasattr(item, "to_json"):
+            out.append({"type": "conversation", **item.to_json()})
+        else:
+            raise TypeError(f"agreement: cannot read results from {type(item).__name__}")
+    return out, []
+
+
+def _judge_value(verdict: Mapping[str, Any]) -> tuple[object, str]:
+    review = verdict.get("review")
+    if isinstance(review, Mapping):
+        return review.get("judge_verdict"), str(review.get("judge_reason") or "")
+    return verdict.get("verdict"), str(verdict.get("reason") or "")
+
+
+def _judge_label(value: object) -> LabelValue | None:
+    """What the judge said, as labels are compared (a bool is yes/no, a number a float); None: it could not judge."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(value) else None
+    return str(value)
+
+
+def _turns(verdict: Mapping[str, Any]) -> list[int]:
+    """A verdict's 0-based turn indices, as read from a results file (anything else in the list is left out)."""
+    turns = verdict.get("turns")
+    return [t for t in turns if isinstance(t, int) and not isinstance(t, bool)] if isinstance(turns, list) else []
+
+
+def _match(label: Label, result: Mapping[str, Any]) -> tuple[Pair | None, str]:
+    verdicts = [v for v in result.get("verdicts") or [] if isinstance(v, Mapping)]
+
+    def pair(verdict_id: str, turns: list[int], judge: object, reason: str) -> Pair:
+        return Pair(label.conversation_id, str(result.get("key")), verdict_id, turns, label.value, _judge_label(judge),
+                    reason, label.source, label.by, label.note)
+
+    if label.verdict_id is None and label.turn is None:  # the whole result
+        if isinstance(label.value, float):
+            judge: object = result.get("score")
+        else:
+            judge = result.get("value")
+            if judge is None and result.get("passed") is not None:
+                judge = "yes" if result["passed"] else "no"
+        return pair("result", [], judge, str(result.get("reason") or "")), ""
+    if label.verdict_id is not None:
+        found = [v for v in verdicts if str(v.get("id")) == label.verdict_id]
+        if not found:
+            ids = ", ".join(str(v.get("id")) for v in verdicts[:8]) or "none"
+            return None, f"no verdict {label.verdict_id!r} (verdicts: {ids}{', ...' if len(verdicts) > 8 else ''})"
+    else:
+        index = (label.turn or 0) - 1
+        about = [v for v in verdicts if index in _turns(v)]
+        ending = [v for v in about if max(_turns(v)) == index]
+        found = ending or about
+        if not found:
+            ids = ", ".join(str(v.get("id")) for v in verdicts[:8]) or "none"
+            return None, f"no verdict is about turn {label.turn} (verdicts: {ids}{', ...' if len(verdicts) > 8 else ''})"
+        if len(found) > 1:
+            return None, (f"{len(found)} verdicts are about turn {label.turn} "
+                          f"({', '.join(str(v.get('id')) for v in found[:8])}): give its verdict_id")
+    verdict = found[0]
+    judge_label, reason = _judge_value(verdict)
+    return pair(str(verdict.get("id")), [t + 1 for t in _turns(verdict)], judge_label, reason), ""
+
+
+def _number(value: LabelValue | None) -> float | None:
+    if isinstance(value, float):
+        return value
+    try:
+        number = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return number if number is not None and math.isfinite(number) else None
+
+
+def _categorical(value: LabelValue) -> str:
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return value.strip().lower()
+
+
+def summarise(metric: str, pairs: list[Pair], *, resamples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED,
+              level: float = 0.95) -> MetricAgreement:
+    """The agreement figures of one metric's pairs (see the module)."""
+    judged = [p for p in pairs if p.judge is not None]
+    errors = [p for p in pairs if p.judge is None]
+    numbers = [(_number(p.human), _number(p.judge)) for p in judged]
+    numeric = bool(judged) and all(h is not None and j is not None for h, j in numbers)
+    human: list[Any]
+    judge: list[Any]
+    if numeric:
+        human = [h for h, _ in numbers]
+        judge = [j for _, j in numbers]
+        whole = all(float(x).is_integer() for x in human + judge)
+        kind: Kind = "ordinal" if whole and len(set(human + judge)) <= MAX_ORDINAL_VALUES else "numeric"
+    else:
+        human = [_categorical(p.human) for p in judged]
+        judge = [_categorical(p.judge) for p in judged if p.judge is not None]
+        kind = "categorical"
+    scale: list[Any] = [] if kind == "numeric" else sorted(set(human) | set(judge))
+    out = MetricAgreement(metric=metric, kind=kind, n=len(judged), agreement=None, judge_errors=errors,
+                          disagreements=[p for p, h, j in zip(judged, human, judge) if h != j])
+    for stat in FIGURES[kind]:
+        setattr(out, stat, figure(stat)(human, judge, scale) if judged else None)
+        interval = bootstrap_ci(stat, human, judge, scale, resamples=resamples, seed=seed, level=level)
+        if interval is not None:
+            out.intervals[stat] = interval
+    if kind != "numeric":
+        out.scale = [int(v) if isinstance(v, float) else v for v in scale]
+        out.confusion = confusion(human, judge, scale) if judged else []
+    return out
+
+
+def agreement(results: ResultsLike, labels: str | Path | Iterable[Label] | Iterable[str | Path] | LabelSet = (), *,
+              reviews: bool = True, metrics: Iterable[str] | None = None, resamples: int = BOOTSTRAP_SAMPLES,
+              seed: int = BOOTSTRAP_SEED, level: float = 0.95) -> AgreementReport:
+    """How often the judges of ``results`` say what people said.
+
+    ``results``: a results file (``judgegraph eval --out``), its records, or ``ConversationOutcome`` objects.
+    ``labels``: label files (any shape :func:`~judgegraph.trust.labels.read_labels` reads), :class:`Label`
+    objects, or a :class:`LabelSet`. With ``reviews``, the review decisions stored in ``results`` are
+    labels too; a label from ``labels`` on the same verdict replaces a review's. ``metrics``: only these.
+    ``resamples`` (B), ``seed``, ``level``: the bootstrap intervals (see
+    :func:`judgegraph.trust.statistics.bootstrap_ci`)."""
+    if isinstance(labels, (str, Path)):  # one file, not an iterable of its characters
+        labels = [labels]
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    records, unreadable = _records(results)
+    read = LabelSet()
+    if isinstance(labels, LabelSet):
+        read.extend(labels)
+    else:
+        for item in labels:
+            if isinstance(item, Label):
+                read.labels.append(item)
+            else:
+                read.extend(read_labels(item))
+    given = (review_labels(records) if reviews else []) + read.labels
+    report = AgreementReport(label_errors=read.errors, labels=len(given), sources=dict(read.formats),
+                             unreadable=unreadable,
+                             resamples=resamples, seed=seed, level=level)
+    if reviews:
+        report.sources["reviews"] = str(results) if isinstance(results, (str, Path)) else "results"
+    wanted = None if metrics is None else {_norm(m) for m in metrics}
+    index: dict[tuple[str, str], Mapping[str, Any]] = {}
+    conversations: set[str] = set()
+    for record in records:
+        if record.get("type", "conversation") != "conversation":
+            continue
+        cid = str(record.get("conversation_id"))
+        conversations.add(cid)
+        for key, result in (record.get("results") or {}).items():
+            if isinstance(result, Mapping):
+                index[(cid, _norm(key))] = {**result, "key": key}
+    pairs: dict[tuple[str, str, str], Pair] = {}  # a later label on the same verdict replaces an earlier one
+    for label in given:
+        if wanted is not None and _norm(label.metric) not in wanted:
+            continue
+        result = index.get((label.conversation_id, _norm(label.metric)))
+        if result is None:
+            why = (f"no {label.metric} result for this conversation" if label.conversation_id in conversations
+                   else "no such conversation in the results")
+            report.unmatched.append(Unmatched(label, why))
+            continue
+        matched, why = _match(label, result)
+        if matched is None:
+            report.unmatched.append(Unmatched(label, why))
+        else:
+            pairs[(matched.conversation_id, matched.metric, matched.verdict_id)] = matched
+    by_metric: dict[str, list[Pair]] = {}
+    for p in pairs.values():
+        by_metric.setdefault(p.metric, []).append(p)
+    for metric, items in sorted(by_metric.items()):
+        report.metrics[metric] = summarise(metric, items, resamples=resamples, seed=seed, level=level)
+    return report

@@ -1,0 +1,351 @@
+"""People's labels on judgegraph's verdicts, from every place they are kept.
+
+A :class:`Label` says what a person decided for one metric of one
+conversation: for one verdict (its ``turn``, 1-based as everywhere in
+judgegraph, or its ``verdict_id``, :attr:`judgegraph.results.Verdict.id`), or
+for the whole result when it names neither. :func:`read_labels` reads a file in
+any of these shapes (found from its records):
+
+* **labels JSONL** (judgegraph's own; docs/agreement.md): one object a line,
+  ``{"conversation_id", "metric", "turn" | "verdict_id", "label", "by"?, "note"?}``;
+* **MLflow assessments**: a JSON list (or JSONL) of traces as ``Trace.to_dict()``
+  writes them (their ``info.assessments``) or of assessments as
+  ``Assessment.to_dictionary()`` writes them; only ``HUMAN`` sources count, and a person's override of
+  judgegraph's feedback (``mlflow.override_feedback``) labels what that feedback was about;
+* **LangSmith feedback**: a JSON list (or JSONL) of feedback records
+  (``key``, ``score``, ``value``, ``comment``, ``run_id``, ``feedback_source``,
+  ``extra``); feedback from a ``model`` source is a judge's, not a person's, and
+  is left out.
+
+:func:`review_labels` turns the review decisions stored in a results file
+(``Verdict.review``) into labels.
+
+A record that cannot be used is a :class:`LabelError` naming the file, line (or
+record) and field; the others are still read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+LabelValue = str | float
+Source = Literal["labels", "mlflow", "langsmith"]
+
+#: a metadata key MLflow sets on an assessment (and a trace) of a session: its id
+MLFLOW_SESSION_KEY = "mlflow.trace.session"
+
+
+@dataclass(frozen=True)
+class Label:
+    """One person's label on one verdict (``turn`` or ``verdict_id``) or on a whole metric result."""
+
+    conversation_id: str
+    metric: str
+    value: LabelValue  # "yes" / "no", a category, or a number (a bool is read as "yes" / "no")
+    turn: int | None = None  # 1-based turn number the verdict is about
+    verdict_id: str | None = None  # Verdict.id
+    source: str = ""  # where it was read: "labels.jsonl:3", "review", ...
+    by: str = ""
+    note: str = ""
+
+    @property
+    def target(self) -> str:
+        """What it labels, as a person reads it: ``turn 4``, ``verdict 2/1``, ``the result``."""
+        if self.verdict_id is not None:
+            return f"verdict {self.verdict_id}"
+        return f"turn {self.turn}" if self.turn is not None else "the result"
+
+
+@dataclass(frozen=True)
+class LabelError:
+    """A label record that cannot be used: where, which field, why."""
+
+    file: str
+    line: int | None
+    record: int | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        parts = [f"{self.file}:{self.line}" if self.line is not None else self.file]
+        if self.line is None and self.record is not None:
+            parts.append(f"record {self.record}")
+        if self.field:
+            parts.append(self.field)
+        parts.append(self.message)
+        return ": ".join(parts)
+
+
+@dataclass
+class LabelSet:
+    """Labels read from files (and reviews), with the records that could not be used."""
+
+    labels: list[Label] = field(default_factory=list)
+    errors: list[LabelError] = field(default_factory=list)
+    formats: dict[str, str] = field(default_factory=dict)  # file -> the shape it was read as
+
+    def extend(self, other: LabelSet) -> None:
+        self.labels.extend(other.labels)
+        self.errors.extend(other.errors)
+        self.formats.update(other.formats)
+
+
+class _Bad(ValueError):
+    def __init__(self, field: str | None, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def label_value(value: object, where: str = "label") -> LabelValue:
+    """A label as compared: a bool is ``"yes"`` / ``"no"``, a number a float, a string stripped."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise _Bad(where, f"{value!r} is not a finite number")
+        return float(value)
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    raise _Bad(where, f"must be a non-empty string, a number or true/false, got {json.dumps(value, default=str)[:80]}")
+
+
+def _turn(value: object, where: str) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _Bad(where, f"must be a turn number (1-based), got {json.dumps(value, default=str)[:80]}")
+    return value
+
+
+def _text(record: dict[str, Any], key: str, where: str | None = None) -> str:
+    value = record.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise _Bad(where or key, "missing" if value is None else f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def _metric(name: str) -> str:
+    """A metric name from an assessment or feedback key: ``turn_relevancy/turn`` is ``turn_relevancy``."""
+    return name[: -len("/turn")] if name.endswith("/turn") else name
+
+
+# -- judgegraph's labels JSONL ---------------------------------------------------------------------------------
+
+LABEL_FIELDS = frozenset({"conversation_id", "metric", "turn", "verdict_id", "label", "by", "note"})
+
+
+def _from_labels_record(record: dict[str, Any], source: str) -> Label:
+    unknown = sorted(set(record) - LABEL_FIELDS)
+    if unknown:
+        raise _Bad(unknown[0], f"unknown field (a label has {', '.join(sorted(LABEL_FIELDS))})")
+    if "label" not in record:
+        raise _Bad("label", "missing")
+    turn = None if record.get("turn") is None else _turn(record["turn"], "turn")
+    verdict_id = None if record.get("verdict_id") is None else _text(record, "verdict_id")
+    if turn is not None and verdict_id is not None:
+        raise _Bad("turn", "give a turn or a verdict_id, not both")
+    return Label(conversation_id=_text(record, "conversation_id"), metric=_text(record, "metric"),
+                 value=label_value(record["label"]), turn=turn, verdict_id=verdict_id, source=source,
+                 by=str(record.get("by") or ""), note=str(record.get("note") or ""))
+
+
+# -- MLflow assessments ----------------------------------------------------------------------------------------
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _meta(value: object) -> object:
+    """MLflow keeps assessment metadata as strings (judgegraph JSON-encodes them): read one back."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _from_assessment(record: dict[str, Any], source: str, session: str | None,
+                     overridden: dict[str, Any] | None = None) -> Label | None:
+    """``overridden``: the metadata of the assessment this one overrides (``mlflow.override_feedback``): a person
+    correcting judgegraph's feedback labels the conversation and turn that feedback was about."""
+    src = _dict(record.get("source"))
+    if str(src.get("source_type", "")).upper() != "HUMAN" or record.get("valid") is False:
+        return None  # a judge's assessment (judgegraph's own included), or one a later one overrides
+    body = _dict(record.get("feedback")) or _dict(record.get("expectation"))
+    if not body:
+        raise _Bad("feedback", "an assessment needs a feedback or an expectation")
+    if body.get("error"):
+        return None  # a feedback carrying an error holds no label
+    if body.get("value") is None:
+        raise _Bad("feedback.value" if "feedback" in record else "expectation.value", "missing")
+    meta = {**(overridden or {}), **_dict(record.get("metadata"))}
+    # a session's conversation id is the session id; a trace outside any session is a conversation of its own
+    cid = meta.get("conversation_id") or meta.get(MLFLOW_SESSION_KEY) or session or record.get("trace_id")
+    if cid is None:
+        raise _Bad("metadata.conversation_id", f"missing (nor {MLFLOW_SESSION_KEY}, nor a trace_id): "
+                                                "which conversation it labels is unknown")
+    turn = None
+    if meta.get("turn") is not None:
+        turn = _turn(_meta(meta["turn"]), "metadata.turn")
+    elif meta.get("turns") is not None:  # judgegraph's own per-turn metadata: 0-based turn indices
+        turns = _meta(meta["turns"])
+        if not isinstance(turns, list) or not turns or not all(isinstance(t, int) for t in turns):
+            raise _Bad("metadata.turns", f"must be a list of 0-based turn indices, got {meta['turns']!r}")
+        turn = max(turns) + 1
+    verdict_id = _meta(meta["verdict_id"]) if meta.get("verdict_id") is not None else None
+    name = _text(record, "assessment_name")
+    if name.endswith("/turn") and turn is None and verdict_id is None:
+        raise _Bad("metadata.turn", f"a per-turn assessment ({name}) needs the turn it labels")
+    body_name = "feedback" if "feedback" in record else "expectation"
+    return Label(conversation_id=str(_meta(cid)), metric=_metric(name),
+                 value=label_value(body["value"], f"{body_name}.value"), turn=turn,
+                 verdict_id=None if verdict_id is None else str(verdict_id),
+                 source=source, by=str(src.get("source_id") or ""), note=str(record.get("rationale") or ""))
+
+
+def _from_mlflow(record: dict[str, Any], source: str) -> Iterator[Label | _Bad]:
+    info = record.get("info")
+    if isinstance(info, dict):  # a trace: its assessments, with its session
+        trace_meta = _dict(info.get("trace_metadata"))
+        session = trace_meta.get(MLFLOW_SESSION_KEY)
+        assessments = [a for a in info.get("assessments") or [] if isinstance(a, dict)]
+        metadata = {a.get("assessment_id"): _dict(a.get("metadata")) for a in assessments}
+        for i, assessment in enumerate(assessments):
+            try:
+                label = _from_assessment(assessment, source, session, metadata.get(assessment.get("overrides")))
+                if label is not None:
+                    yield label
+            except _Bad as bad:
+                yield _Bad(f"info.assessments[{i}].{bad.field}", bad.message)
+        return
+    label = _from_assessment(record, source, None)
+    if label is not None:
+        yield label
+
+
+# -- LangSmith feedback ----------------------------------------------------------------------------------------
+
+def _from_langsmith(record: dict[str, Any], source: str) -> Label | None:
+    fb_source = _dict(record.get("feedback_source"))
+    if fb_source.get("type") == "model":
+        return None  # an evaluator's feedback: a judge, not a person
+    extra = _dict(record.get("extra"))
+    cid = extra.get("conversation_id", record.get("conversation_id"))
+    if cid is None:
+        raise _Bad("extra.conversation_id", "missing: a LangSmith feedback names its run, not its conversation; put "
+                                            "the conversation id in extra.conversation_id (or conversation_id)")
+    value = record.get("value") if record.get("value") is not None else record.get("score")
+    if value is None:
+        raise _Bad("value", "missing (and no score)")
+    turn = extra.get("turn", record.get("turn"))
+    verdict_id = extra.get("verdict_id", record.get("verdict_id"))
+    return Label(conversation_id=str(cid), metric=_metric(_text(record, "key")), value=label_value(value, "value"),
+                 turn=None if turn is None else _turn(turn, "extra.turn"),
+                 verdict_id=None if verdict_id is None else str(verdict_id), source=source,
+                 by=str(fb_source.get("user_name") or fb_source.get("type") or ""),
+                 note=str(record.get("comment") or ""))
+
+
+# -- reading ---------------------------------------------------------------------------------------------------
+
+def shape_of(record: dict[str, Any]) -> Source:
+    """Which kind of label record this is."""
+    if "info" in record or "assessment_name" in record:
+        return "mlflow"
+    if "key" in record and ("run_id" in record or "feedback_source" in record or "trace_id" in record):
+        return "langsmith"
+    return "labels"
+
+
+def _records(path: Path) -> Iterator[tuple[int | None, int, object]]:
+    """(line or None, record index, record) of a JSON list/object file or a JSONL file."""
+    text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    stripped = text.lstrip()
+    if stripped.startswith(("[", "{")):
+        try:
+            whole = json.loads(text)
+        except (ValueError, RecursionError):
+            whole = None  # JSONL (or broken): read line by line below
+        if isinstance(whole, list):
+            for i, item in enumerate(whole):
+                yield None, i, item
+            return
+        if isinstance(whole, dict):  # one record, maybe pretty-printed (a trace as Trace.to_json writes it)
+            blank_lines = text[: len(text) - len(stripped)].count("\n")
+            yield (blank_lines + 1 if "\n" not in stripped.strip() else None), 0, whole
+            return
+    index = 0
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            item = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            yield lineno, index, _Bad(None, f"not JSON ({exc})")
+        else:
+            yield lineno, index, item
+        index += 1
+
+
+def read_labels(path: str | Path) -> LabelSet:
+    """Every label of ``path`` (labels JSONL, MLflow traces/assessments, or LangSmith feedback; see the module).
+    Records that cannot be used are listed in ``errors``. A missing or unreadable file raises ``OSError``."""
+    p = Path(path)
+    out = LabelSet()
+    shape: Source | None = None
+    for line, index, item in _records(p):
+        where = f"{p}:{line}" if line is not None else f"{p}[{index}]"
+        try:
+            if isinstance(item, _Bad):
+                raise item
+            if not isinstance(item, dict):
+                raise _Bad(None, f"a label record is a JSON object, got {type(item).__name__}")
+            kind = shape_of(item)
+            shape = shape or kind
+            if kind != shape:
+                raise _Bad(None, f"a {kind} record in a file of {shape} records")
+            if kind == "labels":
+                out.labels.append(_from_labels_record(item, where))
+            elif kind == "langsmith":
+                if (label := _from_langsmith(item, where)) is not None:
+                    out.labels.append(label)
+            else:
+                for got in _from_mlflow(item, where):
+                    if isinstance(got, _Bad):
+                        out.errors.append(LabelError(str(p), line, index, got.field, got.message))
+                    else:
+                        out.labels.append(got)
+        except _Bad as bad:
+            out.errors.append(LabelError(str(p), line, index, bad.field, bad.message))
+    out.formats[str(p)] = shape or "labels"
+    return out
+
+
+def review_labels(records: Iterable[dict[str, Any]]) -> list[Label]:
+    """The review decisions of results records (``judgegraph eval --out`` lines) as labels: a reviewed
+    verdict's ``verdict`` is the person's decision (``review.judge_verdict`` what the judge had said)."""
+    out: list[Label] = []
+    for record in records:
+        if record.get("type") != "conversation":
+            continue
+        for key, result in (record.get("results") or {}).items():
+            if not isinstance(result, dict):
+                continue
+            for verdict in result.get("verdicts") or []:
+                review = verdict.get("review") if isinstance(verdict, dict) else None
+                if not isinstance(review, dict) or verdict.get("verdict") is None or verdict.get("id") is None:
+                    continue
+                out.append(Label(conversation_id=str(record.get("conversation_id")), metric=key,
+                                 value=label_value(verdict["verdict"]), verdict_id=str(verdict["id"]),
+                                 source="review", by=str(review.get("by") or "human"),
+                                 note=str(review.get("note") or "")))
+    return out

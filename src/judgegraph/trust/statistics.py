@@ -1,0 +1,200 @@
+"""Agreement statistics between two raters (a judge and a person), in plain numpy.
+
+Each figure is the one scikit-learn / scipy compute (the tests check them to
+1e-9), written here so that judgegraph needs neither at run time:
+
+* :func:`cohen_kappa` — Cohen's kappa, unweighted or quadratic-weighted, as
+  ``sklearn.metrics.cohen_kappa_score`` (weights by the distance between the
+  positions of the two labels in ``labels``);
+* :func:`spearman` — Spearman's rank correlation with average ranks for ties,
+  as ``scipy.stats.spearmanr``;
+* :func:`confusion` — the confusion matrix, as ``sklearn.metrics.confusion_matrix``
+  (rows: the person's label, columns: the judge's);
+* :func:`bootstrap_ci` — a percentile bootstrap interval over resampled pairs,
+  seeded, so the same labels always give the same interval.
+
+A figure that is not defined (kappa when both raters use one single label,
+Spearman when one side is constant) is ``None``, never a number that means
+nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+Weights = Literal["none", "quadratic"]
+#: bootstrap resamples (``B``) and seed, unless asked otherwise
+BOOTSTRAP_SAMPLES = 1000
+BOOTSTRAP_SEED = 0
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+def _codes(values: Sequence[object], labels: Sequence[object]) -> IntArray:
+    index = {label: i for i, label in enumerate(labels)}
+    return np.array([index[v] for v in values], dtype=np.int64)
+
+
+def confusion(human: Sequence[object], judge: Sequence[object], labels: Sequence[object]) -> list[list[int]]:
+    """Counts of (person's label, judge's label): row ``i`` is ``labels[i]`` said by the person."""
+    k = len(labels)
+    counts = np.bincount(_codes(human, labels) * k + _codes(judge, labels), minlength=k * k)
+    out: list[list[int]] = counts.reshape(k, k).astype(int).tolist()
+    return out
+
+
+def _kappa_from_counts(counts: FloatArray, weights: Weights) -> FloatArray:
+    """Kappa of each confusion matrix of ``counts`` (shape ``(..., k, k)``); NaN where undefined."""
+    k = counts.shape[-1]
+    rows = counts.sum(axis=-1)  # the person's marginals
+    cols = counts.sum(axis=-2)  # the judge's marginals
+    total = rows.sum(axis=-1)
+    expected = rows[..., :, None] * cols[..., None, :] / total[..., None, None]
+    i, j = np.indices((k, k))
+    w = (i - j).astype(np.float64) ** 2 if weights == "quadratic" else (i != j).astype(np.float64)
+    observed_dis = (w * counts).sum(axis=(-2, -1))
+    expected_dis = (w * expected).sum(axis=(-2, -1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out: FloatArray = np.where(expected_dis > 0, 1.0 - observed_dis / np.where(expected_dis > 0, expected_dis, 1.0),
+                                   np.nan)
+    return out
+
+
+def cohen_kappa(human: Sequence[object], judge: Sequence[object], labels: Sequence[object],
+                weights: Weights = "none") -> float | None:
+    """Cohen's kappa between the two raters over ``labels`` (in scale order for ``quadratic``); None if undefined."""
+    if not human:
+        return None
+    counts = np.array(confusion(human, judge, labels), dtype=np.float64)
+    value = float(_kappa_from_counts(counts, weights))
+    return None if np.isnan(value) else value
+
+
+def _ranks(x: FloatArray) -> FloatArray:
+    """Average ranks (1-based) along the last axis of ``x``, ties sharing the mean of their ranks: the values
+    become dense codes offset per row, so one sort and two searches rank every row at once."""
+    n = x.shape[-1]
+    _, codes = np.unique(x, return_inverse=True)
+    rows = x.reshape(-1, n).shape[0]
+    offset = (np.arange(rows) * (int(codes.max()) + 1 if codes.size else 1))[:, None]
+    keyed = codes.reshape(rows, n) + offset
+    ordered = np.sort(keyed, axis=None)
+    base = (np.arange(rows) * n)[:, None]
+    left = np.searchsorted(ordered, keyed, side="left") - base
+    right = np.searchsorted(ordered, keyed, side="right") - base
+    out: FloatArray = ((left + right + 1) / 2.0).reshape(x.shape)
+    return out
+
+
+def _pearson_rows(a: FloatArray, b: FloatArray) -> FloatArray:
+    a = a - a.mean(axis=-1, keepdims=True)
+    b = b - b.mean(axis=-1, keepdims=True)
+    den = np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out: FloatArray = np.where(den > 0, (a * b).sum(axis=-1) / np.where(den > 0, den, 1.0), np.nan)
+    return out
+
+
+def spearman(human: Sequence[float], judge: Sequence[float]) -> float | None:
+    """Spearman's rho between the two raters' numbers; None when fewer than 2 pairs or one side is constant."""
+    if len(human) < 2:
+        return None
+    a = _ranks(np.asarray(human, dtype=np.float64))
+    b = _ranks(np.asarray(judge, dtype=np.float64))
+    value = float(_pearson_rows(a, b))
+    return None if np.isnan(value) else value
+
+
+def percent_agreement(human: Sequence[object], judge: Sequence[object]) -> float | None:
+    """The share (0..1) of pairs where the judge said what the person said."""
+    return sum(h == j for h, j in zip(human, judge)) / len(human) if human else None
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A bootstrap confidence interval: ``low`` and ``high`` bound ``level`` of the resampled figures."""
+
+    low: float
+    high: float
+    level: float
+    samples: int  # resamples in which the figure was defined (of ``resamples`` drawn)
+    resamples: int
+    seed: int
+
+
+def resample_indices(n: int, resamples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED) -> IntArray:
+    """The bootstrap's resamples: ``resamples`` rows of ``n`` pair indices drawn with replacement,
+    ``numpy.random.default_rng(seed).integers(0, n, size=(resamples, n))``."""
+    return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+
+
+def _interval(values: FloatArray, level: float, resamples: int, seed: int) -> Interval | None:
+    defined = values[~np.isnan(values)]
+    if defined.size == 0:
+        return None
+    tail = (1.0 - level) / 2.0 * 100.0
+    low, high = np.percentile(defined, [tail, 100.0 - tail])
+    return Interval(float(low), float(high), level, int(defined.size), resamples, seed)
+
+
+Statistic = Literal["agreement", "kappa", "weighted_kappa", "spearman"]
+#: pair indices held at once by the bootstrap (rows of resamples are drawn and scored a chunk at a time)
+CHUNK_ELEMENTS = 1 << 19
+
+
+def resample_chunks(n: int, resamples: int, seed: int, chunk_elements: int = CHUNK_ELEMENTS) -> Iterator[IntArray]:
+    """:func:`resample_indices`, drawn a few rows at a time from the same generator (the same rows, in order),
+    so memory stays bounded however many labels there are."""
+    rng = np.random.default_rng(seed)
+    step = max(1, chunk_elements // max(n, 1))
+    for start in range(0, resamples, step):
+        yield rng.integers(0, n, size=(min(step, resamples - start), n))
+
+
+def _figures(statistic: Statistic, human: Sequence[object], judge: Sequence[object], labels: Sequence[object],
+             idx: IntArray) -> FloatArray:
+    """``statistic`` on each row of resampled pair indices ``idx``; NaN where undefined."""
+    rows = idx.shape[0]
+    if statistic == "spearman":
+        a = np.asarray(human, dtype=np.float64)[idx]
+        b = np.asarray(judge, dtype=np.float64)[idx]
+        return _pearson_rows(_ranks(a), _ranks(b))
+    k = len(labels)
+    h, j = _codes(human, labels)[idx], _codes(judge, labels)[idx]
+    if statistic == "agreement":
+        agree: FloatArray = (h == j).mean(axis=1).astype(np.float64)
+        return agree
+    flat = (np.arange(rows)[:, None] * k * k + h * k + j).ravel()
+    counts = np.bincount(flat, minlength=rows * k * k).reshape(rows, k, k).astype(np.float64)
+    return _kappa_from_counts(counts, "quadratic" if statistic == "weighted_kappa" else "none")
+
+
+def bootstrap_ci(statistic: Statistic, human: Sequence[object], judge: Sequence[object],
+                 labels: Sequence[object] = (), *, resamples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED,
+                 level: float = 0.95, chunk_elements: int = CHUNK_ELEMENTS) -> Interval | None:
+    """Percentile bootstrap interval of ``statistic`` over the pairs: the pairs are resampled with
+    replacement (:func:`resample_indices`), the figure is computed on each resample where it is defined,
+    and the interval is the ``(1-level)/2`` and ``1-(1-level)/2`` percentiles (numpy's linear
+    interpolation) of those figures. None when there are no pairs or the figure is never defined."""
+    n = len(human)
+    if n == 0 or resamples <= 0:
+        return None
+    figures = np.concatenate([_figures(statistic, human, judge, labels, idx)
+                              for idx in resample_chunks(n, resamples, seed, chunk_elements)])
+    return _interval(figures, level, resamples, seed)
+
+
+def figure(statistic: Statistic) -> Callable[..., float | None]:
+    """The point estimate of ``statistic``: ``figure(s)(human, judge, labels)``."""
+    if statistic == "agreement":
+        return lambda h, j, labels=(): percent_agreement(h, j)
+    if statistic == "spearman":
+        return lambda h, j, labels=(): spearman(h, j)
+    weights: Weights = "quadratic" if statistic == "weighted_kappa" else "none"
+    return lambda h, j, labels: cohen_kappa(h, j, labels, weights)
