@@ -41,6 +41,7 @@ from judgegraph.judges.offline_fit import (
     read_labels,
 )
 from judgegraph.loaders.files import load_conversations
+from judgegraph.metrics.relevancy import turn_inputs
 
 REPO = Path(__file__).resolve().parents[1]
 #: ../shared/data/conture beside the repository (/work/shared for /work/main; one more level up for a worktree)
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     labels = read_labels(labels_path, field="rating")
     print(f"ConTurE: {len(labels)} rated replies, {len({group_of(x.id, GROUP) for x in labels})} dialogues; "
           f"labels sha256 {file_sha256(labels_path)[:12]}")
-    cases = label_cases(conversations, labels, labels_path=str(labels_path), positive=parse_positive(">=2"),
+    cases = label_cases(conversations, labels, labels_path=str(labels_path), positive=parse_positive(">=2"), inputs_of=turn_inputs,
                         window_size=10)
     x = feature_matrix(cases, EmbeddingJudge().encoder.encode)
     rating = np.array([float(c.value) for c in cases])  # type: ignore[arg-type]

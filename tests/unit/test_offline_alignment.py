@@ -30,6 +30,7 @@ from judgegraph.judges.offline_fit import (
 )
 from judgegraph.judges.offline_rule import OfflineRule, load_rule
 from judgegraph.loaders.files import load_conversations
+from judgegraph.metrics.relevancy import turn_inputs
 
 WORDS = ("apple banana cherry delta engine forest garden harbor island jungle kettle lemon mango needle ocean "
          "pepper quartz river saddle tiger umbrella violin walnut yellow zebra anchor bridge candle dragon eagle").split()
@@ -75,7 +76,7 @@ def write(tmp_path: Path, convs: list[dict], labels: list[dict]) -> tuple[Path, 
 def fitted(tmp_path: Path) -> OfflineRule:
     cpath, lpath = write(tmp_path, *synthetic())
     cases = label_cases(load_conversations(cpath), read_labels(lpath), labels_path=str(lpath),
-                        positive=parse_positive(None))
+                        positive=parse_positive(None), inputs_of=turn_inputs)
     x = feature_matrix(cases, BagOfWords().encode)
     return fit_rule(x, np.array([c.relevant for c in cases]), [c.conversation for c in cases], seed=0)
 
@@ -201,7 +202,7 @@ def test_labels_that_match_no_reply_name_line_and_field(tmp_path: Path, label: d
     convs, _ = synthetic(1)
     cpath, lpath = write(tmp_path, convs, [label])
     with pytest.raises(LabelsError, match=re.escape(message)):
-        label_cases(load_conversations(cpath), read_labels(lpath), labels_path=str(lpath), positive=parse_positive(None))
+        label_cases(load_conversations(cpath), read_labels(lpath), labels_path=str(lpath), positive=parse_positive(None), inputs_of=turn_inputs)
 
 
 def test_positive_rules() -> None:

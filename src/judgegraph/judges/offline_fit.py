@@ -6,9 +6,9 @@ Steps, all numpy (no scikit-learn):
    per line; docs/offline_alignment.md) and :func:`parse_positive` turns a
    ``--positive`` rule (``">=2"``, ``"==yes"``) into which labels count as relevant;
 2. :func:`label_cases` finds each labelled reply's window exactly as the
-   turn-relevancy metric builds it (:func:`judgegraph.windows.sliding_windows`,
-   :func:`judgegraph.metrics.relevancy.turn_request`), so the features are
-   computed on what the judge will see;
+   metric being aligned builds it (:func:`judgegraph.windows.sliding_windows`
+   and the metric's own request inputs, given by the caller), so the features
+   are computed on what the judge will see;
 3. :func:`feature_matrix` computes :data:`~.offline_rule.FEATURES` per case;
 4. :func:`fit_rule` splits the cases by dialogue (seeded; all turns of one
    dialogue on one side), chooses on the train part by grouped
@@ -146,11 +146,11 @@ class Case:
 
 
 def label_cases(conversations: Iterable[Conversation], labels: Sequence[Label], *, labels_path: str,
-                positive: Callable[[LabelValue], bool], window_size: int = 10) -> list[Case]:
-    """One :class:`Case` per label, from the window the turn-relevancy metric judges
-    that reply in. :class:`LabelsError` (file, line, field) for an unknown
+                positive: Callable[[LabelValue], bool], inputs_of: Callable[[Any], dict[str, Any]],
+                window_size: int = 10) -> list[Case]:
+    """One :class:`Case` per label, from the window the aligned metric judges that reply in;
+    ``inputs_of(window)`` gives the inputs the metric's request carries (``reply``, ``latest_user``, ``context``). :class:`LabelsError` (file, line, field) for an unknown
     conversation, a turn that is not an assistant reply, or a label ``positive`` cannot judge."""
-    from ..metrics.relevancy import turn_request
     from ..windows import sliding_windows
 
     by_id = {c.id: c for c in conversations}
@@ -173,7 +173,7 @@ def label_cases(conversations: Iterable[Conversation], labels: Sequence[Label], 
             relevant = positive(lab.value)
         except TypeError as exc:
             raise LabelsError(f"{where}: field 'label': {exc}") from None
-        inputs = turn_request(window, rubric="").inputs
+        inputs = inputs_of(window)
         cases.append(Case(lab.id, max(i + 1 for i in window.target.reply_turn_indices), inputs["reply"],
                           inputs["latest_user"], tuple(inputs["context"]), lab.value, relevant))
     return cases

@@ -97,6 +97,11 @@ class RelevancySettings(WindowOptions):
 fan_out_windows = fan_out("judge_turn", "windows", item="window", empty="reduce_score")
 
 
+def turn_inputs(window: Window) -> dict[str, Any]:
+    """What the offline judge reads of a window (``reply``, ``latest_user``, ``context``): features are fit on it."""
+    return turn_request(window, rubric="").inputs
+
+
 def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -> JudgeRequest:
     target = window.target
     # earlier exchanges, then a greeting the assistant opened the conversation with (deepeval: part of exchange 1)
