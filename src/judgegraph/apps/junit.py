@@ -22,14 +22,13 @@ a visible escape (``\\x1b``), so the file always parses.
 
 from __future__ import annotations
 
-import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..resultsfile import restore_elided
+from ..resultsfile import iter_records
 
 SUITE = "judgegraph"
 
@@ -45,17 +44,9 @@ def xml_text(text: str) -> str:
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
     """The records of a results JSONL file (lines that are not JSON objects, or
-    not UTF-8, or nested too deeply to parse, are skipped)."""
-    records = []
-    with Path(path).open("rb") as fh:
-        for raw in fh:
-            try:
-                record = json.loads(raw.decode("utf-8", errors="replace"))
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(record, dict):
-                records.append(restore_elided(record))
-    return records
+    nested too deeply to parse, are skipped; a byte that is not UTF-8 is kept
+    as an escape, which :func:`xml_text` shows)."""
+    return [record for _, record in iter_records(path)]
 
 
 def _clean(root: ET.Element) -> None:
