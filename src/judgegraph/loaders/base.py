@@ -89,9 +89,6 @@ class InputFormatError(ValueError):
         super().__init__(f"{n} input error{'s' if n != 1 else ''}:\n{shown}{more}")
 
 
-# --------------------------------------------------------------------------- public functions
-
-
 class RecordErrors(Exception):
     """Problems found while converting one record: (path inside record, message)."""
 

@@ -21,7 +21,7 @@ from . import yaml_safe
 from .base import Ctx, InputError, LoadedConversation, LoadResult, Path_, RecordErrors
 from .detect import convert
 from .formats.langchain import is_langchain_message
-from .formats.promptfoo import level_assertions
+from .formats.promptfoo import test_assertions
 from .jsonstream import JsonArray, JsonSyntaxError, NotUtf8
 from .limits import CHUNK_BYTES, Limits, Refused, TooLong, check_record, read_lines
 
@@ -139,9 +139,6 @@ def load_conversations(path: str | Path | Iterable[str | Path]) -> list[Conversa
     result = load_files(paths)
     result.raise_for_errors()
     return [c.conversation for c in result.conversations]
-
-
-# --------------------------------------------------------------------------- format detection
 
 
 def _iter_file(path: str | Path, seen: dict[str, str], opts: _Options) -> Iterator[LoadedConversation | InputError]:
@@ -330,7 +327,7 @@ def _iter_promptfoo_doc(doc: dict[str, Any], f: _File, line_of: Callable[[Path_]
         yield f.error("must be an inline object", line_of(("defaultTest",)), field="defaultTest")
     elif isinstance(default, dict):
         try:  # report a bad defaultTest once, not once per test (its rubric's vars come from each test)
-            level_assertions(default, ("defaultTest",), f.ctx(0, None), _AnyVars())
+            test_assertions({}, default, f.ctx(0, None), _AnyVars())
         except RecordErrors as exc:
             for path, message in exc.problems:
                 yield f.error(message, line_of(path), field=".".join(map(str, path)))

@@ -18,8 +18,6 @@ OPENAI_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "t
                 "developer": "system", "function": "tool"}
 
 
-
-
 def _openai_content(value: object, path: Path_) -> str:
     if value is None:
         return ""
@@ -115,6 +113,3 @@ def from_openai(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, 
         raise RecordErrors(problems)
     data = {"id": clean_id(rec.get("id"), ctx, ("id",)), "turns": turns, "metadata": meta}
     return validate(data, [(("turns",), ("messages",))]), {}
-
-
-# ---- ragas
