@@ -283,8 +283,7 @@ def write_report(
     html = render_report(data, svgs=_graph_svgs(data["metrics"], graphs, llm=llm),
                          title=title or f"judgegraph report: {Path(results).name}")
     path = Path(out)
-    if path.parent != Path(""):
-        path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")
     return ReportFile(path, len(html.encode("utf-8")), len(data["conversations"]), list(parsed.unreadable),
                       [p for p in problems if p not in parsed.unreadable])

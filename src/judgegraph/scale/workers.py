@@ -323,9 +323,6 @@ class WorkerPool:
             except (OSError, ValueError):  # the worker is gone: the reader reports it
                 return
 
-    def _send(self, w: _Worker, msg: object) -> None:
-        w.outbox.put(pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL))
-
     def _deliver(self, w: _Worker, msg: tuple[Any, ...]) -> None:
         kind = msg[0]
         if kind == "ready" and w.started and not w.started.done():
@@ -455,7 +452,7 @@ class WorkerPool:
             timeout = 0.0
         for w in self._workers:
             if w.alive:
-                self._send(w, None)
+                w.outbox.put(pickle.dumps(None))
             w.outbox.put(None)  # the writer thread ends after the worker's "finish"
         for w in self._workers:
             wait = timeout if time.monotonic() - w.last_heard < 5 * HEARTBEAT_S else 0.0

@@ -89,14 +89,11 @@ def from_deepeval(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str
         meta["name"] = rec["name"]
     data: dict[str, Any] = {"id": clean_id(id_value, ctx, (id_key or "id",))}
     renames: list[tuple[Path_, Path_]] = [(("id",), (id_key or "id",))]
-    key, value = pick(rec, (), "expected_outcome", "expectedOutcome")
-    if key:
-        data["expected_outcome"] = value
-        renames.append((("expected_outcome",), (key,)))
-    key, value = pick(rec, (), "chatbot_role", "chatbotRole")
-    if key:
-        data["chatbot_role"] = value
-        renames.append((("chatbot_role",), (key,)))
+    for name, camel in (("expected_outcome", "expectedOutcome"), ("chatbot_role", "chatbotRole")):
+        key, value = pick(rec, (), name, camel)
+        if key:
+            data[name] = value
+            renames.append(((name,), (key,)))
     data["metadata"] = meta
 
     turns = rec.get("turns")
