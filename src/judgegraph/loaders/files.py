@@ -418,45 +418,34 @@ def _iter_json_array(stream: JsonArray, f: _File) -> Iterator[LoadedConversation
 
 
 def _json_lines(text: str, value: object) -> Callable[[Path_], int | None]:
-    """Line of each record of a parsed .json document (records only, not fields)."""
+    """Line of each record of a parsed .json document (records only, not fields).
+    Only an object is parsed whole (a list is streamed): the records of its
+    ``tests`` or ``conversations`` list, and its top-level keys, are located."""
     newlines = [m.start() for m in re.finditer("\n", text)]
-    starts: dict[Path_, int] = {}
+    dec = json.JSONDecoder()
+    starts: dict[Path_, int] = {(): _WS.match(text).end()}  # type: ignore[union-attr]
+
+    def scan(i: int, prefix: Path_, keyed: bool) -> None:  # where each member of the object or list at i starts
+        i, n = _WS.match(text, i + 1).end(), 0  # type: ignore[union-attr]
+        while text[i] not in "]}":
+            name: str | int = n
+            if keyed:
+                name, i = dec.raw_decode(text, i)
+                i = _WS.match(text, _WS.match(text, i).end() + 1).end()  # type: ignore[union-attr]  # past ':'
+            starts[prefix + (name,)] = i
+            _, i = dec.raw_decode(text, i)
+            i = _WS.match(text, i).end()  # type: ignore[union-attr]
+            if text[i] == ",":
+                i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+            n += 1
+
+    key = next((k for k in ("tests", "conversations") if isinstance(value.get(k), list)),
+               None) if isinstance(value, dict) else None
     try:
-        dec = json.JSONDecoder()
-        i = _WS.match(text, 0).end()  # type: ignore[union-attr]
-        starts[()] = i
-        key = None
-        if isinstance(value, dict):
-            key = next((k for k in ("tests", "conversations") if isinstance(value.get(k), list)), None)
         if key is not None:
-            i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-            found = None
-            while text[i] != "}":
-                k, i = dec.raw_decode(text, i)
-                i = _WS.match(text, i).end()  # type: ignore[union-attr]
-                i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]  # skip ':'
-                if k == key:
-                    found = i
-                starts[(k,)] = i
-                _, i = dec.raw_decode(text, i)
-                i = _WS.match(text, i).end()  # type: ignore[union-attr]
-                if text[i] == ",":
-                    i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-            if found is None:
-                raise ValueError("key not found")
-            i = found
-        if key is not None or isinstance(value, list):
-            prefix: Path_ = (key,) if key is not None else ()
-            i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-            n = 0
-            while text[i] != "]":
-                starts[prefix + (n,)] = i
-                _, i = dec.raw_decode(text, i)
-                i = _WS.match(text, i).end()  # type: ignore[union-attr]
-                if text[i] == ",":
-                    i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-                n += 1
-    except (ValueError, IndexError):
+            scan(starts[()], (), True)
+            scan(starts[(key,)], (key,), False)
+    except (ValueError, IndexError, KeyError):
         pass
 
     def line_of(path: Path_) -> int | None:
