@@ -53,17 +53,12 @@ class Limits:
                    read("JUDGEGRAPH_MAX_DEPTH", DEFAULT_MAX_DEPTH))
 
 
+@dataclass(frozen=True, eq=False)
 class Refused:
     """Put in place of a part of a document that was not built (too deep, or
     expanding past the size limit through aliases); reported as that field's error."""
 
-    __slots__ = ("message",)
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-
-    def __repr__(self) -> str:
-        return f"Refused({self.message!r})"
+    message: str
 
 
 def _surrogate(text: str) -> int | None:
