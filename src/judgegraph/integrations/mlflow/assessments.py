@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
-from ...conversation import Conversation
+from ...conversation import Conversation, as_conversation
 from ...loaders import LoadedConversation
 from .common import FIRST_TRACE_KEY, SESSION_ID_KEY, SESSION_KEY, TRACE_ID_KEY, import_mlflow, unreachable
 
@@ -85,15 +85,8 @@ def _iter_results(outcomes: Outcomes) -> Iterator[tuple[str, dict[str, MetricRes
 
 
 def _conversations(sessions: Iterable[LoadedConversation | Conversation]) -> dict[str, Conversation]:
-    out: dict[str, Conversation] = {}
-    for item in sessions:
-        conv = getattr(item, "conversation", item)
-        if isinstance(conv, Conversation):
-            out[conv.id] = conv
-        else:
-            conv = Conversation.model_validate(conv)
-            out[conv.id] = conv
-    return out
+    convs = [item.conversation if isinstance(item, LoadedConversation) else as_conversation(item) for item in sessions]
+    return {conv.id: conv for conv in convs}
 
 
 def _source(judge: str, source_id: str | None) -> AssessmentSource:

@@ -117,11 +117,7 @@ def _message(item: dict[str, Any], path: str) -> Msg:
 def _messages(items: list[Any], path: str) -> list[Msg]:
     """Chat messages (OpenAI / LangChain dicts, Responses API items); items that
     are not messages (function calls, reasoning) are skipped."""
-    out = []
-    for i, item in enumerate(items):
-        if _is_message(item):
-            out.append(_message(item, f"{path}.{i}"))
-    return out
+    return [_message(item, f"{path}.{i}") for i, item in enumerate(items) if _is_message(item)]
 
 
 def request_messages(value: object, path: str = "request", depth: int = 0) -> list[Msg]:
@@ -208,10 +204,10 @@ def _as_assistant(msg: Msg) -> Msg:
 
 
 def _last_assistant(msgs: list[Msg], path: str) -> Msg:
-    for msg in reversed(msgs):
-        if msg.role == "assistant":
-            return msg
-    raise Unreadable(path, "no assistant message in the outputs")
+    last = next((msg for msg in reversed(msgs) if msg.role == "assistant"), None)
+    if last is None:
+        raise Unreadable(path, "no assistant message in the outputs")
+    return last
 
 
 def pick(value: object, key: str | None, path: str) -> Any:
