@@ -41,11 +41,7 @@ class _Constructor(yaml.SafeLoader):
         super().fetch_flow_collection_start(TokenClass)
 
 
-def _construct_refused(loader: yaml.SafeLoader, node: yaml.Node) -> Refused:
-    return Refused(str(node.value))
-
-
-_Constructor.add_constructor(REFUSED_TAG, _construct_refused)
+_Constructor.add_constructor(REFUSED_TAG, lambda _loader, node: Refused(str(node.value)))
 
 
 def _refused(node: yaml.Node, message: str) -> yaml.ScalarNode:
