@@ -9,6 +9,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -441,12 +442,10 @@ def _json_lines(text: str, value: object) -> Callable[[Path_], int | None]:
 
     key = next((k for k in ("tests", "conversations") if isinstance(value.get(k), list)),
                None) if isinstance(value, dict) else None
-    try:
-        if key is not None:
+    if key is not None:
+        with suppress(ValueError, IndexError, KeyError):
             scan(starts[()], (), True)
             scan(starts[(key,)], (key,), False)
-    except (ValueError, IndexError, KeyError):
-        pass
 
     def line_of(path: Path_) -> int | None:
         for cut in range(len(path), -1, -1):

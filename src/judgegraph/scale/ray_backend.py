@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+from contextlib import suppress
 from types import ModuleType
 from typing import Any
 
@@ -223,10 +224,8 @@ class RayPool:
         except asyncio.TimeoutError:
             self._killed[id(actor)] = (actor, f"did not answer a ping for {limit:.0f} s with conversations "
                                               "in flight and was killed")
-            try:
+            with suppress(Exception):  # already gone
                 self._ray.kill(actor, no_restart=True)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
         except Exception:  # noqa: BLE001 - dead: its judge calls report it
             pass
 
@@ -235,10 +234,8 @@ class RayPool:
         if ray is None:
             return
         for actor in self.actors:
-            try:
+            with suppress(Exception):  # already gone
                 ray.kill(actor)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
         self.actors = []
         self._wake.set()  # suspects waiting for an actor: they find none left
         if self._connected_here:

@@ -34,6 +34,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
@@ -140,12 +141,10 @@ async def _serve(conn: Connection, spec: PlanSpec) -> None:
     running: set[asyncio.Task[None]] = set()
 
     async def beat() -> None:  # from the event loop: it proves the loop runs, not just the process
-        try:
+        with suppress(OSError, ValueError):  # the parent is gone
             while True:
                 await asyncio.sleep(HEARTBEAT_S)
                 conn.send(("beat",))
-        except (OSError, ValueError):  # the parent is gone
-            pass
 
     heart = asyncio.create_task(beat())
 
@@ -299,10 +298,8 @@ class WorkerPool:
                 msg = w.conn.recv()
             except (EOFError, OSError):
                 msg = None
-                try:  # the socket closes as the process exits: wait for its exit code (for the message)
-                    w.process.wait(2)
-                except subprocess.TimeoutExpired:
-                    pass
+                with suppress(subprocess.TimeoutExpired):  # the socket closes as the process exits:
+                    w.process.wait(2)  # wait for its exit code (for the message)
             w.last_heard = time.monotonic()
             if msg is not None and msg[0] == "beat":
                 continue
@@ -364,10 +361,8 @@ class WorkerPool:
         reader sees the end of the socket and :meth:`_lost` replaces it."""
         if w.killed_why is None:
             w.killed_why = why
-        try:
+        with suppress(OSError):
             w.process.kill()
-        except OSError:
-            pass
 
     async def _watchdog(self) -> None:
         """Kill the workers silent with work in flight, or too slow to start."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -83,11 +84,9 @@ def _tool_call(raw: object) -> dict[str, Any] | None:
         return None
     args = fn.get("arguments", fn.get("args"))
     if isinstance(args, str):
-        try:
+        with suppress(ValueError):
             parsed = json.loads(args)
             args = parsed if isinstance(parsed, dict) else args
-        except ValueError:
-            pass
     out: dict[str, Any] = {"name": name, "arguments": args if isinstance(args, (dict, str)) or args is None
                            else json.dumps(args)}
     if raw.get("id") is not None:
