@@ -150,7 +150,7 @@ async def _serve(conn: Connection, spec: PlanSpec) -> None:
 
     async def one(job: int, item: LoadedConversation) -> None:
         outcome = await judge_conversation(item, plan)
-        try:
+        with suppress(OSError, ValueError):  # the parent is gone: nobody to tell
             try:
                 conn.send(("done", job, outcome))
             except (OSError, ValueError):
@@ -159,8 +159,6 @@ async def _serve(conn: Connection, spec: PlanSpec) -> None:
                 conn.send(("done", job, ConversationOutcome(
                     outcome.conversation_id, outcome.source,
                     error=f"worker could not send the result: {type(exc).__name__}: {exc}")))
-        except (OSError, ValueError):  # the parent is gone: nobody to tell
-            pass
 
     while (msg := await inbox.get()) is not None:
         if msg is _GONE:  # nobody will read the results: stop now
@@ -193,11 +191,8 @@ def worker_pythonpath(path: list[str], inherited: str = "") -> str:
     module:factory must import in the worker too) without the current
     directory, which the worker puts last itself (:data:`BOOTSTRAP`)."""
     cwd = os.path.realpath(os.getcwd())
-
-    def here(entry: str) -> bool:
-        return entry == "" or os.path.realpath(entry) == cwd
-
-    return os.pathsep.join(p for p in [*(p for p in path if not here(p)), inherited] if p)
+    kept = [p for p in path if p and os.path.realpath(p) != cwd]
+    return os.pathsep.join(p for p in [*kept, inherited] if p)
 
 
 # --------------------------------------------------------------------------- #
