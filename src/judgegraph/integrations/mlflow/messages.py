@@ -4,11 +4,11 @@ no MLflow needed."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from ...loaders.formats.openai import tool_call
 
 T = TypeVar("T")
 
@@ -82,16 +82,7 @@ def _tool_call(raw: object) -> dict[str, Any] | None:
     name = fn.get("name")
     if not isinstance(name, str) or not name:
         return None
-    args = fn.get("arguments", fn.get("args"))
-    if isinstance(args, str):
-        with suppress(ValueError):
-            parsed = json.loads(args)
-            args = parsed if isinstance(parsed, dict) else args
-    out: dict[str, Any] = {"name": name, "arguments": args if isinstance(args, (dict, str)) or args is None
-                           else json.dumps(args)}
-    if raw.get("id") is not None:
-        out["id"] = str(raw["id"])
-    return out
+    return tool_call(name, fn.get("arguments", fn.get("args")), raw.get("id"))
 
 
 def _role_of(item: object) -> str | None:
