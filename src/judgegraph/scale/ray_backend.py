@@ -12,14 +12,10 @@ one event loop and its own judge, rebuilt from settings.
 * Cache: each actor's judge uses its node's cache directory
   (``JUDGEGRAPH_CACHE_DIR`` as seen on that node). Point it at a shared path
   (NFS) to share one cache across nodes; otherwise each node has its own.
-
-* Failures: an actor that dies (its process killed, its node lost) is
-  replaced by a new one with the same share, and the conversations it held are
-  sent again; an actor with work in flight that does not answer a ping for
-  longer than :func:`.workers.silence_limit` is killed and replaced the same
-  way. As with worker processes, a conversation in flight on
-  :data:`.workers.MAX_WORKER_DEATHS` actors that died is written as a failed
-  run with the cause instead of being sent again.
+* Failures, as with worker processes: an actor that dies (its node lost), or
+  does not answer a ping for :func:`.workers.silence_limit` with work in
+  flight, is replaced with the same share and its conversations sent again, up
+  to :data:`.workers.MAX_WORKER_DEATHS` deaths per conversation.
 
 Ray is imported only when a :class:`RayPool` starts. Usage statistics are off
 (``RAY_USAGE_STATS_ENABLED=0``) and no dashboard is started.

@@ -352,11 +352,7 @@ def _complete_sessions(client: MlflowClient, experiment_id: str, filter_string: 
                        traces: list[Trace]) -> list[Trace]:
     """Add the traces of every session seen that the limit cut off."""
     have = {t.info.trace_id for t in traces}
-    sessions = []
-    for t in traces:
-        sid = (t.info.trace_metadata or {}).get(session_key)
-        if sid and sid not in sessions:
-            sessions.append(sid)
+    sessions = dict.fromkeys(sid for t in traces if (sid := (t.info.trace_metadata or {}).get(session_key)))
     out = list(traces)
     for sid in sessions:
         if "'" in sid or "`" in session_key:
