@@ -201,7 +201,6 @@ def graph_layout(graph: Drawable) -> Layout:
         b.x, b.y = b.x + dx, b.y + dy
     for ln in out.lines:
         ln.points = [(x + dx, y + dy) for x, y in ln.points]
-        xs.extend(x - dx for x, _ in ln.points)
     for gr in out.groups:
         gr.x0, gr.x1, gr.y0, gr.y1 = gr.x0 + dx, gr.x1 + dx, gr.y0 + dy, gr.y1 + dy
     out.width = max([b.x + b.w / 2 for b in out.boxes] + [gr.x1 for gr in out.groups]

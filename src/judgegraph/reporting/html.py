@@ -158,16 +158,12 @@ def report_data(results: ResultsFile, *, inputs: Sequence[str | Path] = ()) -> t
     """The JSON the page renders, and the problems met building it."""
     turns, problems = _turns_by_id(inputs)
     problems = list(results.unreadable) + problems
-    metrics: list[str] = []
     conversations: list[dict[str, Any]] = []
     for record in results.conversations:
-        res = record.get("results") or {}
-        for m in res:
-            if m not in metrics:
-                metrics.append(m)
         cid = str(record.get("conversation_id", ""))
         conversations.append({"id": cid, "source": record.get("source"), "error": record.get("error"),
-                              "results": res, "turns": turns.get(cid)})
+                              "results": record.get("results") or {}, "turns": turns.get(cid)})
+    metrics = list(dict.fromkeys(m for c in conversations for m in c["results"]))
     summary = _summary(conversations, metrics)
     totals: dict[str, Any] = {s: sum(summary[m][s] for m in metrics) for s in STATUSES}
     totals.update(
