@@ -203,9 +203,7 @@ def _first_prompt(doc: dict[str, Any] | None) -> str | None:
 def from_promptfoo(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, Any]]:
     doc = ctx.doc or {}
     default: dict[str, Any] = doc["defaultTest"] if isinstance(doc.get("defaultTest"), dict) else {}
-    test_vars = rec.get("vars", {})
-    if test_vars is None:
-        test_vars = {}
+    test_vars = {} if rec.get("vars") is None else rec["vars"]
     if not isinstance(test_vars, dict):
         raise fail(("vars",), f"vars must be an object (got {type(test_vars).__name__})")
     dvars: dict[str, Any] = default["vars"] if isinstance(default.get("vars"), dict) else {}
@@ -285,8 +283,6 @@ def from_promptfoo(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[st
     other_vars = {k: v for k, v in variables.items() if k not in ("_conversation", "output")}
     if other_vars:
         meta["vars"] = other_vars
-    conv_id = ctx.fallback_id
-    if isinstance(description, str) and _slug(description):
-        conv_id = _slug(description)
+    conv_id = (_slug(description) if isinstance(description, str) else "") or ctx.fallback_id
     data = {"id": conv_id, "turns": turns, "metadata": meta}
     return validate(data, renames), options
