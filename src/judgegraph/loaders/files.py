@@ -65,9 +65,7 @@ def id_stems(paths: Iterable[str | Path]) -> dict[str, str]:
     when that still collides (``chats.json`` and ``chats.jsonl``). The same
     inputs give the same ids on every run (``--resume`` finds them); the same
     file given twice keeps one stem (its records are duplicates)."""
-    files: dict[str, str] = {}  # the path as given -> its absolute path
-    for path in paths:
-        files.setdefault(str(path), os.path.abspath(path))
+    files = {str(path): os.path.abspath(path) for path in paths}  # the path as given -> its absolute path
     by_stem: dict[str, set[str]] = {}
     for full in files.values():
         by_stem.setdefault(Path(full).stem, set()).add(full)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from html import escape
@@ -222,17 +223,14 @@ def _default_report_graph(metrics: list[str], *, llm: bool) -> CompiledStateGrap
     from ..metrics import get_metric
     from ..report import create_report_graph
 
-    known = []
+    specs = {}
     for m in metrics:
-        try:
-            spec = get_metric(m)
-        except KeyError:
-            continue
-        known.append((m, spec))
-    if not known:
+        with suppress(KeyError):
+            specs[m] = get_metric(m)
+    if not specs:
         return "no graph: the results' metrics are not registered here"
-    options = {m: {"guidelines": ["(the run's guidelines)"]} for m, spec in known if "guidelines" in spec.options}
-    names = [m for m, _ in known]
+    options = {m: {"guidelines": ["(the run's guidelines)"]} for m, spec in specs.items() if "guidelines" in spec.options}
+    names = list(specs)
     if not llm:
         try:
             return create_report_graph(names, options=options)

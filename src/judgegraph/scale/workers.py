@@ -244,7 +244,7 @@ class WorkerPool:
         self._env: dict[str, str] = {}
         self._watch: asyncio.Task[None] | None = None
         self._closing = False
-        self._wake: asyncio.Event | None = None  # set when a worker can take a suspect again
+        self._wake = asyncio.Event()  # set when a worker can take a suspect again
         self.pids: list[int] = []  # the workers' process ids (a replacement's in its slot)
         self.replaced = 0  # workers replaced during the run (dead or silent)
 
@@ -257,7 +257,6 @@ class WorkerPool:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._wake = asyncio.Event()
         env = dict(os.environ)
         # numpy BLAS pools: one per worker, sized so N workers do not fight over the cores
         env.update({var: env.get(var, str(self.blas_threads)) for var in BLAS_VARS})
@@ -348,8 +347,7 @@ class WorkerPool:
             self.replaced += 1
             if w.index < len(self.pids):
                 self.pids[w.index] = new.process.pid
-        if self._wake is not None:
-            self._wake.set()
+        self._wake.set()
 
     def _kill(self, w: _Worker, why: str) -> None:
         """Kill a worker (SIGKILL: a stopped process takes no other signal); its
@@ -388,7 +386,6 @@ class WorkerPool:
             free = [w for w in live if not w.suspects] if suspect else live
             if free:
                 return min(free, key=lambda w: len(w.jobs))
-            assert self._wake is not None
             self._wake.clear()
             await self._wake.wait()
 
@@ -425,7 +422,6 @@ class WorkerPool:
             finally:
                 if suspect:
                     w.suspects -= 1
-                    assert self._wake is not None
                     self._wake.set()
 
     async def close(self, timeout: float = 30.0) -> None:
@@ -433,8 +429,7 @@ class WorkerPool:
         (conversations abandoned in flight) they are killed at once, and so are
         workers silent for a few heartbeats (stopped, hung)."""
         self._closing = True
-        if self._wake is not None:
-            self._wake.set()  # suspects waiting for a worker: they find none left
+        self._wake.set()  # suspects waiting for a worker: they find none left
         if self._watch is not None:
             self._watch.cancel()
             self._watch = None
