@@ -78,9 +78,7 @@ class WorkerLost(RuntimeError):
     """The worker holding a conversation died or was killed as silent."""
 
 
-# --------------------------------------------------------------------------- #
-# The worker process
-# --------------------------------------------------------------------------- #
+# --------------------------------------------------------------------------- worker process
 
 
 BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -195,9 +193,7 @@ def worker_pythonpath(path: list[str], inherited: str = "") -> str:
     return os.pathsep.join(p for p in [*kept, inherited] if p)
 
 
-# --------------------------------------------------------------------------- #
-# The parent's side
-# --------------------------------------------------------------------------- #
+# --------------------------------------------------------------------------- parent's side
 
 
 @dataclass
