@@ -279,13 +279,8 @@ def load_sessions(
       span's start time (nanoseconds; the trace id breaks ties).
     * Each trace adds its request's new messages (the user's message; see
       :func:`new_messages` for requests that carry the whole history) and its
-      response as one assistant turn. Requests and responses may be a string,
-      ``{"messages": [...]}`` (OpenAI or LangChain messages), OpenAI Responses
-      ``input``/``output`` items, a chat completion (``choices[0].message``), a
-      message dict, or a dict of the traced function's arguments in which the
-      message is found by name (``question``, ``query``, ``prompt``, ...) or as
-      the only text; ``request_key`` / ``response_key`` name the argument when
-      that is ambiguous.
+      response as one assistant turn (the shapes read: :mod:`.messages`);
+      ``request_key`` / ``response_key`` name the argument when that is ambiguous.
     * A trace with no session becomes a conversation of its own (id = trace id).
     * The conversation id is the session id; ``source`` is
       ``mlflow:<experiment>/<session id>``; each turn has
