@@ -207,14 +207,6 @@ def _iter_jsonl(f: _File) -> Iterator[LoadedConversation | InputError]:
             yield from convert(value, f.ctx(record - 1, lineno))
 
 
-def _decode(data: bytes, name: str) -> str | InputError:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        return InputError(name, line, None, None, f"not valid UTF-8 (byte offset {exc.start})")
-
-
 def _head(fh: BinaryIO) -> bytes:
     """The first bytes of a file, up to its first character that is not white
     space (or a byte-order mark): enough to tell a list from anything else."""
@@ -242,9 +234,11 @@ def _iter_document(f: _File) -> Iterator[LoadedConversation | InputError]:
         if head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"["):  # a list: read one record at a time
             yield from _iter_json_array(JsonArray(fh, f.opts.limits.max_record_chars, head=head), f)
             return
-        text = _decode(head + fh.read(), f.name)
-    if isinstance(text, InputError):
-        yield text
+        data = head + fh.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        yield f.error(f"not valid UTF-8 (byte offset {exc.start})", data.count(b"\n", 0, exc.start) + 1)
         return
     if not text.strip():
         return  # reported as an empty file
