@@ -153,11 +153,16 @@ class _CountingFile(io.BytesIO):
         self.read_bytes = 0
         self.largest_read = 0
 
-    def read(self, size: int | None = -1) -> bytes:
-        data = super().read(size)
+    def _count(self, data: bytes) -> bytes:
         self.read_bytes += len(data)
         self.largest_read = max(self.largest_read, len(data))
         return data
+
+    def read(self, size: int | None = -1) -> bytes:
+        return self._count(super().read(size))
+
+    def readline(self, size: int | None = -1) -> bytes:
+        return self._count(super().readline(size))
 
 
 def test_a_line_over_the_limit_is_refused_after_reading_at_most_the_limit(tmp_path):

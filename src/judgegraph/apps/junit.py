@@ -22,14 +22,14 @@ a visible escape (``\\x1b``), so the file always parses.
 
 from __future__ import annotations
 
-import json
 import re
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..resultsfile import restore_elided
+from ..resultsfile import iter_records
 
 SUITE = "judgegraph"
 
@@ -45,17 +45,9 @@ def xml_text(text: str) -> str:
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
     """The records of a results JSONL file (lines that are not JSON objects, or
-    not UTF-8, or nested too deeply to parse, are skipped)."""
-    records = []
-    with Path(path).open("rb") as fh:
-        for raw in fh:
-            try:
-                record = json.loads(raw.decode("utf-8", errors="replace"))
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(record, dict):
-                records.append(restore_elided(record))
-    return records
+    nested too deeply to parse, are skipped; a byte that is not UTF-8 is kept
+    as an escape, which :func:`xml_text` shows)."""
+    return [record for _, record in iter_records(path)]
 
 
 def _clean(root: ET.Element) -> None:
@@ -109,7 +101,7 @@ def junit_from_results(records: Iterable[dict[str, Any]], *, name: str = SUITE) 
     """A JUnit ``<testsuites>`` tree from results records (every text fit for XML 1.0)."""
     root = ET.Element("testsuites", name=name)
     suite = ET.SubElement(root, "testsuite", name=name)
-    counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0}
+    counts: Counter[str] = Counter()  # per outcome: passed, failure, error, skipped
     for rec in records:
         kind = rec.get("type", "conversation")
         if kind == "input_error":
@@ -118,24 +110,19 @@ def junit_from_results(records: Iterable[dict[str, Any]], *, name: str = SUITE) 
             case = _case(suite, "input", where)
             ET.SubElement(case, "error", type="input_error", message=str(rec.get("error") or rec.get("message"))).text = \
                 str(rec.get("error") or "")
-            counts["tests"] += 1
             counts["error"] += 1
             continue
         if kind != "conversation":
             continue
         cid = str(rec.get("conversation_id") or rec.get("source") or "conversation")
         for key, r in (rec.get("results") or {}).items():
-            outcome = _result_case(suite, cid, key, r)
-            counts["tests"] += 1
-            if outcome != "passed":
-                counts[outcome] += 1
+            counts[_result_case(suite, cid, key, r)] += 1
         if rec.get("error"):
             case = _case(suite, cid, "run")
             ET.SubElement(case, "error", type="run_error", message=str(rec["error"])).text = str(rec["error"])
-            counts["tests"] += 1
             counts["error"] += 1
     for el in (root, suite):
-        el.set("tests", str(counts["tests"]))
+        el.set("tests", str(counts.total()))
         el.set("failures", str(counts["failure"]))
         el.set("errors", str(counts["error"]))
         el.set("skipped", str(counts["skipped"]))

@@ -89,9 +89,6 @@ class InputFormatError(ValueError):
         super().__init__(f"{n} input error{'s' if n != 1 else ''}:\n{shown}{more}")
 
 
-# --------------------------------------------------------------------------- public functions
-
-
 class RecordErrors(Exception):
     """Problems found while converting one record: (path inside record, message)."""
 
@@ -162,13 +159,8 @@ def pydantic_problems(exc: ValidationError) -> list[tuple[Path_, str]]:
 
 def rename(path: Path_, renames: list[tuple[Path_, Path_]]) -> Path_:
     """Map a path of the normalised dict back to the path in the raw record."""
-    best: tuple[Path_, Path_] | None = None
-    for src, dst in renames:
-        if path[: len(src)] == src and (best is None or len(src) > len(best[0])):
-            best = (src, dst)
-    if best is None:
-        return path
-    return best[1] + path[len(best[0]):]
+    best = max((r for r in renames if path[:len(r[0])] == r[0]), key=lambda r: len(r[0]), default=None)
+    return path if best is None else best[1] + path[len(best[0]):]
 
 
 # --------------------------------------------------------------------------- internals: conversion

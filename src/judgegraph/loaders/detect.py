@@ -52,9 +52,6 @@ def detect_format(record: object) -> str:
     return "judgegraph"
 
 
-# --------------------------------------------------------------------------- internals: errors
-
-
 CONVERTERS = {
     "judgegraph": from_judgegraph,
     "deepeval": from_deepeval,
@@ -89,6 +86,3 @@ def convert(rec: object, ctx: Ctx, fmt: str | None = None) -> Iterator[LoadedCon
         return
     assertions = tuple(options.pop("assertions", ()))
     yield LoadedConversation(conversation=conv, source=ctx.source, format=fmt, options=options, assertions=assertions)
-
-
-# --------------------------------------------------------------------------- internals: files

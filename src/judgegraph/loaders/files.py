@@ -9,6 +9,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -21,7 +22,7 @@ from . import yaml_safe
 from .base import Ctx, InputError, LoadedConversation, LoadResult, Path_, RecordErrors
 from .detect import convert
 from .formats.langchain import is_langchain_message
-from .formats.promptfoo import level_assertions
+from .formats.promptfoo import test_assertions
 from .jsonstream import JsonArray, JsonSyntaxError, NotUtf8
 from .limits import CHUNK_BYTES, Limits, Refused, TooLong, check_record, read_lines
 
@@ -36,8 +37,22 @@ class _Options:
     stem: str | None = None  # what a record without an id is named after (default: the file's stem)
 
 
-def _stem(p: Path, opts: _Options) -> str:
-    return opts.stem or p.stem
+@dataclass(frozen=True)
+class _File:
+    """One input file as it is read: ``name`` as given (what errors name), its path, its kind, the options."""
+
+    name: str
+    path: Path
+    kind: str
+    opts: _Options
+
+    def ctx(self, record: int, line: int | None, base: Path_ = (), **kw: Any) -> Ctx:
+        return Ctx(self.name, self.opts.stem or self.path.stem, self.kind, record, line, base, limits=self.opts.limits,
+                   folder=self.path.parent, allow_outside_files=self.opts.allow_outside_files, **kw)
+
+    def error(self, message: str, line: int | None = None, record: int | None = None,
+              field: str | None = None) -> InputError:
+        return InputError(self.name, line, record, field, message)
 
 
 def id_stems(paths: Iterable[str | Path]) -> dict[str, str]:
@@ -50,9 +65,7 @@ def id_stems(paths: Iterable[str | Path]) -> dict[str, str]:
     when that still collides (``chats.json`` and ``chats.jsonl``). The same
     inputs give the same ids on every run (``--resume`` finds them); the same
     file given twice keeps one stem (its records are duplicates)."""
-    files: dict[str, str] = {}  # the path as given -> its absolute path
-    for path in paths:
-        files.setdefault(str(path), os.path.abspath(path))
+    files = {str(path): os.path.abspath(path) for path in paths}  # the path as given -> its absolute path
     by_stem: dict[str, set[str]] = {}
     for full in files.values():
         by_stem.setdefault(Path(full).stem, set()).add(full)
@@ -127,44 +140,31 @@ def load_conversations(path: str | Path | Iterable[str | Path]) -> list[Conversa
     return [c.conversation for c in result.conversations]
 
 
-# --------------------------------------------------------------------------- format detection
-
-
 def _iter_file(path: str | Path, seen: dict[str, str], opts: _Options) -> Iterator[LoadedConversation | InputError]:
-    name = str(path)
     p = Path(path)
-    kind = EXTENSIONS.get(p.suffix.lower())
-    if kind is None:
-        yield InputError(name, None, None, None, (
-            f"unsupported file extension {p.suffix or '(none)'!r}; expected .jsonl, .json, .yaml or .yml"
-        ))
+    f = _File(str(path), p, EXTENSIONS.get(p.suffix.lower(), ""), opts)
+    problem = (f"unsupported file extension {p.suffix or '(none)'!r}; expected .jsonl, .json, .yaml or .yml"
+               if not f.kind else "file not found" if not p.exists()
+               else "is a directory, not a file" if p.is_dir() else opts.problem)
+    if problem:
+        yield f.error(problem)
         return
-    if not p.exists():
-        yield InputError(name, None, None, None, "file not found")
-        return
-    if p.is_dir():
-        yield InputError(name, None, None, None, "is a directory, not a file")
-        return
-    if opts.problem:
-        yield InputError(name, None, None, None, opts.problem)
-        return
-    reader = _iter_jsonl if kind == "jsonl" else _iter_document
     found = 0
     try:
-        for item in reader(p, name, kind, opts):
+        for item in (_iter_jsonl if f.kind == "jsonl" else _iter_document)(f):
             found += 1
             if isinstance(item, LoadedConversation):
                 cid = item.conversation.id
                 if cid in seen:
-                    yield _duplicate(item, cid, seen[cid], name)
+                    yield _duplicate(item, cid, seen[cid], f.name)
                     continue
                 seen[cid] = item.source
             yield item
     except OSError as exc:
         found += 1
-        yield InputError(name, None, None, None, f"cannot read file: {exc.strerror or exc}")
+        yield f.error(f"cannot read file: {exc.strerror or exc}")
     if not found:  # an empty file must never pass a gate as "nothing failed"
-        yield InputError(name, None, None, None, "file is empty: no records")
+        yield f.error("file is empty: no records")
 
 
 def _duplicate(item: LoadedConversation, cid: str, first: str, name: str) -> InputError:
@@ -174,14 +174,13 @@ def _duplicate(item: LoadedConversation, cid: str, first: str, name: str) -> Inp
     return InputError(name, line, record, "id", f"duplicate conversation id {cid!r} (first seen at {first})")
 
 
-def _iter_jsonl(p: Path, name: str, kind: str, opts: _Options) -> Iterator[LoadedConversation | InputError]:
+def _iter_jsonl(f: _File) -> Iterator[LoadedConversation | InputError]:
     record = 0
-    with p.open("rb") as fh:
-        for lineno, raw in read_lines(fh, opts.limits.max_record_chars):  # a line over the limit is never held
+    limits = f.opts.limits
+    with f.path.open("rb") as fh:
+        for lineno, raw in read_lines(fh, limits.max_record_chars):  # a line over the limit is never held
             if isinstance(raw, TooLong):
-                yield InputError(name, lineno, record, None, (
-                    f"the line holds more than the limit of {raw.max_chars:,} characters: refused unread; "
-                    "raise JUDGEGRAPH_MAX_RECORD_CHARS if it is genuine"))
+                yield f.error(_too_big(limits, "line"), lineno, record)
                 record += 1
                 continue
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
@@ -189,36 +188,23 @@ def _iter_jsonl(p: Path, name: str, kind: str, opts: _Options) -> Iterator[Loade
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                yield InputError(name, lineno, record, None, f"not valid UTF-8 (byte {exc.start + 1} of the line)")
+                yield f.error(f"not valid UTF-8 (byte {exc.start + 1} of the line)", lineno, record)
                 record += 1
                 continue
             stripped = text.strip()
             if not stripped or stripped.startswith("//"):
                 continue
-            ctx = Ctx(name, _stem(p, opts), kind, record, lineno, (), limits=opts.limits, folder=p.parent,
-                      allow_outside_files=opts.allow_outside_files)
             record += 1
-            if len(stripped) > opts.limits.max_record_chars:
-                yield InputError(name, lineno, ctx.record, None, _too_big(len(stripped), opts.limits))
-                continue
             try:
                 value = json.loads(stripped)
             except json.JSONDecodeError as exc:
                 col = exc.colno + (len(text) - len(text.lstrip()))
-                yield InputError(name, lineno, ctx.record, None, f"invalid JSON: {exc.msg} (column {col})")
+                yield f.error(f"invalid JSON: {exc.msg} (column {col})", lineno, record - 1)
                 continue
             except RecursionError:
-                yield InputError(name, lineno, ctx.record, None, _too_deep(opts.limits))
+                yield f.error(_too_deep(limits), lineno, record - 1)
                 continue
-            yield from convert(value, ctx)
-
-
-def _decode(data: bytes, name: str) -> str | InputError:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        return InputError(name, line, None, None, f"not valid UTF-8 (byte offset {exc.start})")
+            yield from convert(value, f.ctx(record - 1, lineno))
 
 
 def _head(fh: BinaryIO) -> bytes:
@@ -233,8 +219,8 @@ def _head(fh: BinaryIO) -> bytes:
     return head
 
 
-def _too_big(chars: int, limits: Limits) -> str:
-    return (f"the record holds {chars:,} characters, more than the limit of {limits.max_record_chars:,}: refused; "
+def _too_big(limits: Limits, what: str) -> str:
+    return (f"the {what} holds more than the limit of {limits.max_record_chars:,} characters: refused unread; "
             "raise JUDGEGRAPH_MAX_RECORD_CHARS if it is genuine")
 
 
@@ -242,118 +228,106 @@ def _too_deep(limits: Limits) -> str:
     return f"nested too deeply (the limit is {limits.max_depth} levels): refused"
 
 
-def _iter_document(p: Path, name: str, kind: str, opts: _Options) -> Iterator[LoadedConversation | InputError]:
-    with p.open("rb") as fh:
-        head = _head(fh) if kind == "json" else b""
+def _iter_document(f: _File) -> Iterator[LoadedConversation | InputError]:
+    with f.path.open("rb") as fh:
+        head = _head(fh) if f.kind == "json" else b""
         if head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"["):  # a list: read one record at a time
-            yield from _iter_json_array(JsonArray(fh, opts.limits.max_record_chars, head=head), p, name, opts)
+            yield from _iter_json_array(JsonArray(fh, f.opts.limits.max_record_chars, head=head), f)
             return
-        text = _decode(head + fh.read(), name)
-    if isinstance(text, InputError):
-        yield text
+        data = head + fh.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        yield f.error(f"not valid UTF-8 (byte offset {exc.start})", data.count(b"\n", 0, exc.start) + 1)
         return
     if not text.strip():
         return  # reported as an empty file
-    if kind == "json":
+    if f.kind == "json":
         try:
             value = json.loads(text)
         except RecursionError:
-            yield InputError(name, 1, None, None, _too_deep(opts.limits))
+            yield f.error(_too_deep(f.opts.limits), 1)
             return
         except json.JSONDecodeError as exc:
-            yield InputError(name, exc.lineno, None, None, f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+            yield f.error(f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", exc.lineno)
             return
         line_of = _json_lines(text, value)
     else:
         try:
-            node = yaml_safe.compose(text, opts.limits)
+            node = yaml_safe.compose(text, f.opts.limits)
             value = yaml_safe.construct(node) if node is not None else None
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
             problem = " ".join(str(x) for x in (exc.context, exc.problem) if x)
-            yield InputError(name, mark.line + 1 if mark else None, None, None, f"invalid YAML: {problem}{where}")
+            yield f.error(f"invalid YAML: {problem}{where}", mark.line + 1 if mark else None)
             return
         except yaml.YAMLError as exc:
-            yield InputError(name, None, None, None, f"invalid YAML: {exc}")
+            yield f.error(f"invalid YAML: {exc}")
             return
         line_of = _yaml_lines(node)
-    yield from _iter_value(value, p, name, kind, line_of, opts)
+    yield from _iter_value(value, f, line_of)
 
 
-def _iter_value(value: object, p: Path, name: str, kind: str, line_of: Callable[[Path_], int | None],
-                opts: _Options) -> Iterator[LoadedConversation | InputError]:
-    def ctx(record: int, base: Path_, **kw: Any) -> Ctx:
-        return Ctx(name, _stem(p, opts), kind, record, line_of(base), base, line_of=line_of, limits=opts.limits,
-                   folder=p.parent, allow_outside_files=opts.allow_outside_files, **kw)
+def _iter_value(value: object, f: _File, line_of: Callable[[Path_], int | None]
+                ) -> Iterator[LoadedConversation | InputError]:
+    def ctx(record: int, base: Path_) -> Ctx:
+        return f.ctx(record, line_of(base), base, line_of=line_of)
 
-    if value is None:
-        yield InputError(name, None, None, None, "file is empty")
-        return
-    if isinstance(value, Refused):
-        yield InputError(name, 1, None, None, value.message)
-        return
-    if isinstance(value, list) and value and all(is_langchain_message(m) for m in value):
+    if value is None or isinstance(value, Refused):
+        yield f.error("file is empty") if value is None else f.error(value.message, 1)
+    elif isinstance(value, list) and value and all(is_langchain_message(m) for m in value):
         # a file that is one LangChain message list (json.dump(messages_to_dict(messages)))
         yield from convert({"messages": value}, ctx(0, ()), "langchain")
-        return
-    if isinstance(value, list):
+    elif isinstance(value, list):
         for i, rec in enumerate(value):
             yield from convert(rec, ctx(i, (i,)))
-        return
-    if not isinstance(value, dict):
-        yield InputError(name, 1, None, None, (
-            f"expected a record, a list of records or a promptfoo document (got {type(value).__name__})"
-        ))
-        return
-    if "tests" in value and "turns" not in value and "messages" not in value:
-        yield from _iter_promptfoo_doc(value, p, name, kind, line_of, opts)
-        return
-    if "conversations" in value and "turns" not in value and "messages" not in value:
+    elif not isinstance(value, dict):
+        yield f.error(f"expected a record, a list of records or a promptfoo document (got {type(value).__name__})", 1)
+    elif "turns" in value or "messages" in value:
+        yield from convert(value, ctx(0, ()))
+    elif "tests" in value:
+        yield from _iter_promptfoo_doc(value, f, line_of)
+    elif "conversations" in value:
         extra = [k for k in value if k != "conversations"]
         if extra:
-            yield InputError(name, line_of((extra[0],)), None, extra[0],
-                             f"unknown top-level key {extra[0]!r} next to 'conversations'")
+            yield f.error(f"unknown top-level key {extra[0]!r} next to 'conversations'", line_of((extra[0],)),
+                          field=extra[0])
         convs = value["conversations"]
         if not isinstance(convs, list):
-            yield InputError(name, line_of(("conversations",)), None, "conversations", "must be a list of records")
+            yield f.error("must be a list of records", line_of(("conversations",)), field="conversations")
             return
         for i, rec in enumerate(convs):
             yield from convert(rec, ctx(i, ("conversations", i)))
-        return
-    yield from convert(value, ctx(0, ()))
+    else:
+        yield from convert(value, ctx(0, ()))
 
 
-def _iter_promptfoo_doc(doc: dict[str, Any], p: Path, name: str, kind: str, line_of: Callable[[Path_], int | None],
-                        opts: _Options) -> Iterator[LoadedConversation | InputError]:
-    unsafe = check_record({k: v for k, v in doc.items() if k != "tests"}, opts.limits)
+def _iter_promptfoo_doc(doc: dict[str, Any], f: _File, line_of: Callable[[Path_], int | None]
+                        ) -> Iterator[LoadedConversation | InputError]:
+    unsafe = check_record({k: v for k, v in doc.items() if k != "tests"}, f.opts.limits)
     if unsafe:  # prompts / defaultTest are part of every test
         for path, message in unsafe:
-            yield InputError(name, line_of(path), None, ".".join(map(str, path)) or None, message)
+            yield f.error(message, line_of(path), field=".".join(map(str, path)) or None)
         return
     tests = doc["tests"]
     if not isinstance(tests, list):
-        yield InputError(name, line_of(("tests",)), None, "tests", (
-            "only inline tests are supported (a list of tests); external test files "
-            f"are not read (got {tests!r})"
-        ))
+        yield f.error(f"only inline tests are supported (a list of tests); external test files are not read "
+                      f"(got {tests!r})", line_of(("tests",)), field="tests")
         return
     default = doc.get("defaultTest")
     if default is not None and not isinstance(default, dict):
-        yield InputError(name, line_of(("defaultTest",)), None, "defaultTest", "must be an inline object")
+        yield f.error("must be an inline object", line_of(("defaultTest",)), field="defaultTest")
     elif isinstance(default, dict):
         try:  # report a bad defaultTest once, not once per test (its rubric's vars come from each test)
-            check = Ctx(name, _stem(p, opts), kind, 0, None, (), limits=opts.limits, folder=p.parent,
-                        allow_outside_files=opts.allow_outside_files)
-            level_assertions(default, ("defaultTest",), check, _AnyVars())
+            test_assertions({}, default, f.ctx(0, None), _AnyVars())
         except RecordErrors as exc:
             for path, message in exc.problems:
-                yield InputError(name, line_of(path), None, ".".join(map(str, path)), message)
+                yield f.error(message, line_of(path), field=".".join(map(str, path)))
             doc = {**doc, "defaultTest": {k: v for k, v in default.items() if k not in ("assert", "options")}}
     for i, test in enumerate(tests):
         base = ("tests", i)
-        c = Ctx(name, _stem(p, opts), kind, i, line_of(base), base, prefix=base, line_of=line_of, doc=doc,
-                limits=opts.limits, folder=p.parent, allow_outside_files=opts.allow_outside_files)
+        c = f.ctx(i, line_of(base), base, prefix=base, line_of=line_of, doc=doc)
         if isinstance(test, str):
             yield c.error((), f"external test references are not supported (got {test!r})")
             continue
@@ -397,8 +371,7 @@ def _yaml_lines(root: yaml.Node | None) -> Callable[[Path_], int | None]:
 _WS = re.compile(r"[ \t\n\r]*")
 
 
-def _iter_json_array(stream: JsonArray, p: Path, name: str,
-                     opts: _Options) -> Iterator[LoadedConversation | InputError]:
+def _iter_json_array(stream: JsonArray, f: _File) -> Iterator[LoadedConversation | InputError]:
     """The records of a ``.json`` list, decoded one by one as the file is read
     (:class:`JsonArray`): memory holds one record, never the file. A file that
     is one LangChain message list is one conversation (its messages are kept
@@ -407,16 +380,14 @@ def _iter_json_array(stream: JsonArray, p: Path, name: str,
     all_messages = True
 
     def ctx(i: int, line: int, base: Path_) -> Ctx:
-        return Ctx(name, _stem(p, opts), "json", i, line, base, line_of=lambda _path: line, limits=opts.limits,
-                   folder=p.parent, allow_outside_files=opts.allow_outside_files)
+        return f.ctx(i, line, base, line_of=lambda _path: line)
 
     try:
         for el in stream:
             if el.problem is not None:
-                message = {"deep": _too_deep(opts.limits), "invalid": "invalid JSON: a number too long to read"}.get(
-                    el.problem, f"the record's text holds more than the limit of {opts.limits.max_record_chars:,} "
-                                "characters: refused unread; raise JUDGEGRAPH_MAX_RECORD_CHARS if it is genuine")
-                yield InputError(name, el.line, el.index, None, message)
+                message = {"deep": _too_deep(f.opts.limits), "invalid": "invalid JSON: a number too long to read"}.get(
+                    el.problem, _too_big(f.opts.limits, "record's text"))
+                yield f.error(message, el.line, el.index)
                 all_messages = False
             elif all_messages and is_langchain_message(el.value):
                 messages.append((el.line, el.value))
@@ -429,10 +400,10 @@ def _iter_json_array(stream: JsonArray, p: Path, name: str,
             if el.problem is None:
                 yield from convert(el.value, ctx(el.index, el.line, (el.index,)))
     except JsonSyntaxError as exc:  # the records before it are loaded; the rest cannot be found
-        yield InputError(name, exc.line, None, None, f"invalid JSON: {exc}")
+        yield f.error(f"invalid JSON: {exc}", exc.line)
         return
     except NotUtf8 as exc:
-        yield InputError(name, exc.line, None, None, "not valid UTF-8: the rest of the file is not read")
+        yield f.error("not valid UTF-8: the rest of the file is not read", exc.line)
         return
     if messages:  # every element a LangChain message: one conversation
         first = messages[0][0]
@@ -440,46 +411,33 @@ def _iter_json_array(stream: JsonArray, p: Path, name: str,
 
 
 def _json_lines(text: str, value: object) -> Callable[[Path_], int | None]:
-    """Line of each record of a parsed .json document (records only, not fields)."""
+    """Line of each record of a parsed .json document (records only, not fields).
+    Only an object is parsed whole (a list is streamed): the records of its
+    ``tests`` or ``conversations`` list, and its top-level keys, are located."""
     newlines = [m.start() for m in re.finditer("\n", text)]
-    starts: dict[Path_, int] = {}
-    try:
-        dec = json.JSONDecoder()
-        i = _WS.match(text, 0).end()  # type: ignore[union-attr]
-        starts[()] = i
-        key = None
-        if isinstance(value, dict):
-            key = next((k for k in ("tests", "conversations") if isinstance(value.get(k), list)), None)
-        if key is not None:
-            i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-            found = None
-            while text[i] != "}":
-                k, i = dec.raw_decode(text, i)
-                i = _WS.match(text, i).end()  # type: ignore[union-attr]
-                i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]  # skip ':'
-                if k == key:
-                    found = i
-                starts[(k,)] = i
-                _, i = dec.raw_decode(text, i)
-                i = _WS.match(text, i).end()  # type: ignore[union-attr]
-                if text[i] == ",":
-                    i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-            if found is None:
-                raise ValueError("key not found")
-            i = found
-        if key is not None or isinstance(value, list):
-            prefix: Path_ = (key,) if key is not None else ()
-            i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-            n = 0
-            while text[i] != "]":
-                starts[prefix + (n,)] = i
-                _, i = dec.raw_decode(text, i)
-                i = _WS.match(text, i).end()  # type: ignore[union-attr]
-                if text[i] == ",":
-                    i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-                n += 1
-    except (ValueError, IndexError):
-        pass
+    dec = json.JSONDecoder()
+    starts: dict[Path_, int] = {(): _WS.match(text).end()}  # type: ignore[union-attr]
+
+    def scan(i: int, prefix: Path_, keyed: bool) -> None:  # where each member of the object or list at i starts
+        i, n = _WS.match(text, i + 1).end(), 0  # type: ignore[union-attr]
+        while text[i] not in "]}":
+            name: str | int = n
+            if keyed:
+                name, i = dec.raw_decode(text, i)
+                i = _WS.match(text, _WS.match(text, i).end() + 1).end()  # type: ignore[union-attr]  # past ':'
+            starts[prefix + (name,)] = i
+            _, i = dec.raw_decode(text, i)
+            i = _WS.match(text, i).end()  # type: ignore[union-attr]
+            if text[i] == ",":
+                i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+            n += 1
+
+    key = next((k for k in ("tests", "conversations") if isinstance(value.get(k), list)),
+               None) if isinstance(value, dict) else None
+    if key is not None:
+        with suppress(ValueError, IndexError, KeyError):
+            scan(starts[()], (), True)
+            scan(starts[(key,)], (key,), False)
 
     def line_of(path: Path_) -> int | None:
         for cut in range(len(path), -1, -1):

@@ -114,10 +114,6 @@ class JsonArray:
         self._line_at = at
         return self._line
 
-    def _where(self, at: int) -> tuple[int, int]:
-        line = self.line(at)
-        return line, self._dropped + at - self._newline
-
     def peek(self) -> str | None:
         """The next character after white space, or None at the end of the file."""
         while True:
@@ -129,7 +125,8 @@ class JsonArray:
 
     def _fail(self, message: str) -> ValueError:
         """The error that ends the list: :class:`NotUtf8` when the text ran out at a bad byte."""
-        line, column = self._where(min(self.pos, len(self.buf)))
+        at = min(self.pos, len(self.buf))
+        line, column = self.line(at), self._dropped + at - self._newline
         if self._broken and self.pos >= len(self.buf) - 6:
             return NotUtf8(self.line(len(self.buf)))
         return JsonSyntaxError(message, line, column)
@@ -173,7 +170,7 @@ class JsonArray:
                 if self._broken and self._at_end(exc):
                     self.pos = len(self.buf)
                     raise self._fail(exc.msg) from None
-                if not self._unfinished(exc):
+                if self.eof or not self._at_end(exc):  # more text cannot finish the element
                     self.pos = exc.pos
                     raise self._fail(exc.msg) from None
                 if len(self.buf) - self.pos > self.max_chars:
@@ -195,10 +192,6 @@ class JsonArray:
     def _at_end(self, exc: json.JSONDecodeError) -> bool:
         """Whether the decoder stopped at the end of the text (not at an error inside it)."""
         return exc.pos >= len(self.buf) - 6 or exc.msg.startswith("Unterminated string")
-
-    def _unfinished(self, exc: json.JSONDecodeError) -> bool:
-        """Whether more text may finish the element."""
-        return not self.eof and self._at_end(exc)
 
     def _grow(self) -> bool:
         """Read until the unfinished element's text has doubled (so decoding it

@@ -12,6 +12,7 @@ with ``Limits(...)`` (Python) or the ``JUDGEGRAPH_MAX_RECORD_CHARS`` /
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 from collections.abc import Iterator
@@ -53,17 +54,12 @@ class Limits:
                    read("JUDGEGRAPH_MAX_DEPTH", DEFAULT_MAX_DEPTH))
 
 
+@dataclass(frozen=True, eq=False)
 class Refused:
     """Put in place of a part of a document that was not built (too deep, or
     expanding past the size limit through aliases); reported as that field's error."""
 
-    __slots__ = ("message",)
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-
-    def __repr__(self) -> str:
-        return f"Refused({self.message!r})"
+    message: str
 
 
 def _surrogate(text: str) -> int | None:
@@ -152,34 +148,24 @@ def read_lines(fh: BinaryIO, max_chars: int, chunk: int = CHUNK_BYTES) -> Iterat
     at most ``max_chars + 1`` characters of it are held (``max_chars + 1`` bytes
     for ASCII, at most 4 bytes a character), then the rest of it is skipped in
     chunks, never kept. A file that is one line of gigabytes costs a chunk."""
-    lineno = 1
-    parts: list[bytes] = []
-    chars = 0
-    skipping = False
-    while True:
-        budget = chunk if skipping else min(chunk, max(1, max_chars + 1 - chars))
-        block = fh.read(budget)
-        if not block:
-            break
-        start = 0
-        while start < len(block):
-            nl = block.find(b"\n", start)
-            end = len(block) if nl < 0 else nl + 1
-            piece = block[start:end]
-            start = end
-            if not skipping:
-                chars += _chars(piece) - (nl >= 0)
-                if chars > max_chars:
-                    skipping, parts = True, []
-                    yield lineno, TooLong(max_chars)
-                else:
-                    parts.append(piece)
-            if nl >= 0:
-                if not skipping:
-                    yield lineno, b"".join(parts)
-                lineno, parts, chars, skipping = lineno + 1, [], 0, False
-    if parts:
-        yield lineno, b"".join(parts)
+    for lineno in itertools.count(1):
+        parts: list[bytes] = []
+        chars = 0
+        while chars <= max_chars and not (parts and parts[-1].endswith(b"\n")):
+            piece = fh.readline(min(chunk, max(1, max_chars + 1 - chars)))
+            if not piece:
+                break
+            parts.append(piece)
+            chars += _chars(piece) - piece.endswith(b"\n")
+        if not parts:
+            return
+        if chars <= max_chars:
+            yield lineno, b"".join(parts)
+            continue
+        piece, parts = parts[-1], []
+        yield lineno, TooLong(max_chars)
+        while piece and not piece.endswith(b"\n"):  # the rest of the line: read in chunks, dropped
+            piece = fh.readline(chunk)
 
 
 class NotARegularFile(OSError):

@@ -41,11 +41,7 @@ class _Constructor(yaml.SafeLoader):
         super().fetch_flow_collection_start(TokenClass)
 
 
-def _construct_refused(loader: yaml.SafeLoader, node: yaml.Node) -> Refused:
-    return Refused(str(node.value))
-
-
-_Constructor.add_constructor(REFUSED_TAG, _construct_refused)
+_Constructor.add_constructor(REFUSED_TAG, lambda _loader, node: Refused(str(node.value)))
 
 
 def _refused(node: yaml.Node, message: str) -> yaml.ScalarNode:
@@ -148,9 +144,7 @@ def _compose(loader: yaml.SafeLoader, limits: Limits) -> yaml.Node | None:
             add(target)
             continue
         if isinstance(event, yaml.ScalarEvent):
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+            tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit) if event.tag in (None, "!") else event.tag
             node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
             sized(node, len(event.value) + 1)
             if event.anchor is not None:
@@ -163,9 +157,7 @@ def _compose(loader: yaml.SafeLoader, limits: Limits) -> yaml.Node | None:
                 continue
             is_seq = isinstance(event, yaml.SequenceStartEvent)
             kind = yaml.SequenceNode if is_seq else yaml.MappingNode
-            tag = event.tag
-            if tag is None or tag == "!":
-                tag = loader.resolve(kind, None, event.implicit)
+            tag = loader.resolve(kind, None, event.implicit) if event.tag in (None, "!") else event.tag
             node = kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
             if event.anchor is not None:
                 anchors[event.anchor] = node

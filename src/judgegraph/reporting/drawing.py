@@ -11,6 +11,7 @@ labelled group around its nodes. Conditional edges are dashed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, TypeAlias, Union, cast
 from xml.sax.saxutils import escape, quoteattr
 
@@ -101,12 +102,6 @@ def _prefixes(node_id: str) -> list[str]:
     return [":".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-class _VertexView:
-    def __init__(self, w: float, h: float) -> None:
-        self.w, self.h = w, h
-        self.xy = (0.0, 0.0)
-
-
 class _EdgeView:
     def __init__(self) -> None:
         self.pts: list[tuple[float, float]] = []
@@ -127,7 +122,7 @@ def graph_layout(graph: Drawable) -> Layout:
     for node in nodes:
         label = _label(node)
         v = Vertex(node.id)
-        v.view = _VertexView(max(len(label) * CHAR_W + 2 * PAD_X, 60.0), BOX_H)
+        v.view = SimpleNamespace(w=max(len(label) * CHAR_W + 2 * PAD_X, 60.0), h=BOX_H, xy=(0.0, 0.0))
         vertices[node.id] = v
     edges: list[tuple[Any, Any]] = []
     self_loops = []
@@ -206,7 +201,6 @@ def graph_layout(graph: Drawable) -> Layout:
         b.x, b.y = b.x + dx, b.y + dy
     for ln in out.lines:
         ln.points = [(x + dx, y + dy) for x, y in ln.points]
-        xs.extend(x - dx for x, _ in ln.points)
     for gr in out.groups:
         gr.x0, gr.x1, gr.y0, gr.y1 = gr.x0 + dx, gr.x1 + dx, gr.y0 + dy, gr.y1 + dy
     out.width = max([b.x + b.w / 2 for b in out.boxes] + [gr.x1 for gr in out.groups]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from html import escape
@@ -158,16 +159,12 @@ def report_data(results: ResultsFile, *, inputs: Sequence[str | Path] = ()) -> t
     """The JSON the page renders, and the problems met building it."""
     turns, problems = _turns_by_id(inputs)
     problems = list(results.unreadable) + problems
-    metrics: list[str] = []
     conversations: list[dict[str, Any]] = []
     for record in results.conversations:
-        res = record.get("results") or {}
-        for m in res:
-            if m not in metrics:
-                metrics.append(m)
         cid = str(record.get("conversation_id", ""))
         conversations.append({"id": cid, "source": record.get("source"), "error": record.get("error"),
-                              "results": res, "turns": turns.get(cid)})
+                              "results": record.get("results") or {}, "turns": turns.get(cid)})
+    metrics = list(dict.fromkeys(m for c in conversations for m in c["results"]))
     summary = _summary(conversations, metrics)
     totals: dict[str, Any] = {s: sum(summary[m][s] for m in metrics) for s in STATUSES}
     totals.update(
@@ -226,17 +223,14 @@ def _default_report_graph(metrics: list[str], *, llm: bool) -> CompiledStateGrap
     from ..metrics import get_metric
     from ..report import create_report_graph
 
-    known = []
+    specs = {}
     for m in metrics:
-        try:
-            spec = get_metric(m)
-        except KeyError:
-            continue
-        known.append((m, spec))
-    if not known:
+        with suppress(KeyError):
+            specs[m] = get_metric(m)
+    if not specs:
         return "no graph: the results' metrics are not registered here"
-    options = {m: {"guidelines": ["(the run's guidelines)"]} for m, spec in known if "guidelines" in spec.options}
-    names = [m for m, _ in known]
+    options = {m: {"guidelines": ["(the run's guidelines)"]} for m, spec in specs.items() if "guidelines" in spec.options}
+    names = list(specs)
     if not llm:
         try:
             return create_report_graph(names, options=options)
@@ -283,8 +277,7 @@ def write_report(
     html = render_report(data, svgs=_graph_svgs(data["metrics"], graphs, llm=llm),
                          title=title or f"judgegraph report: {Path(results).name}")
     path = Path(out)
-    if path.parent != Path(""):
-        path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")
     return ReportFile(path, len(html.encode("utf-8")), len(data["conversations"]), list(parsed.unreadable),
                       [p for p in problems if p not in parsed.unreadable])

@@ -12,14 +12,10 @@ one event loop and its own judge, rebuilt from settings.
 * Cache: each actor's judge uses its node's cache directory
   (``JUDGEGRAPH_CACHE_DIR`` as seen on that node). Point it at a shared path
   (NFS) to share one cache across nodes; otherwise each node has its own.
-
-* Failures: an actor that dies (its process killed, its node lost) is
-  replaced by a new one with the same share, and the conversations it held are
-  sent again; an actor with work in flight that does not answer a ping for
-  longer than :func:`.workers.silence_limit` is killed and replaced the same
-  way. As with worker processes, a conversation in flight on
-  :data:`.workers.MAX_WORKER_DEATHS` actors that died is written as a failed
-  run with the cause instead of being sent again.
+* Failures, as with worker processes: an actor that dies (its node lost), or
+  does not answer a ping for :func:`.workers.silence_limit` with work in
+  flight, is replaced with the same share and its conversations sent again, up
+  to :data:`.workers.MAX_WORKER_DEATHS` deaths per conversation.
 
 Ray is imported only when a :class:`RayPool` starts. Usage statistics are off
 (``RAY_USAGE_STATS_ENABLED=0``) and no dashboard is started.
@@ -30,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+from contextlib import suppress
 from types import ModuleType
 from typing import Any
 
@@ -223,10 +220,8 @@ class RayPool:
         except asyncio.TimeoutError:
             self._killed[id(actor)] = (actor, f"did not answer a ping for {limit:.0f} s with conversations "
                                               "in flight and was killed")
-            try:
+            with suppress(Exception):  # already gone
                 self._ray.kill(actor, no_restart=True)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
         except Exception:  # noqa: BLE001 - dead: its judge calls report it
             pass
 
@@ -235,10 +230,8 @@ class RayPool:
         if ray is None:
             return
         for actor in self.actors:
-            try:
+            with suppress(Exception):  # already gone
                 ray.kill(actor)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
         self.actors = []
         self._wake.set()  # suspects waiting for an actor: they find none left
         if self._connected_here:

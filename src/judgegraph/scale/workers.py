@@ -34,6 +34,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
@@ -77,9 +78,7 @@ class WorkerLost(RuntimeError):
     """The worker holding a conversation died or was killed as silent."""
 
 
-# --------------------------------------------------------------------------- #
-# The worker process
-# --------------------------------------------------------------------------- #
+# --------------------------------------------------------------------------- worker process
 
 
 BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -140,18 +139,16 @@ async def _serve(conn: Connection, spec: PlanSpec) -> None:
     running: set[asyncio.Task[None]] = set()
 
     async def beat() -> None:  # from the event loop: it proves the loop runs, not just the process
-        try:
+        with suppress(OSError, ValueError):  # the parent is gone
             while True:
                 await asyncio.sleep(HEARTBEAT_S)
                 conn.send(("beat",))
-        except (OSError, ValueError):  # the parent is gone
-            pass
 
     heart = asyncio.create_task(beat())
 
     async def one(job: int, item: LoadedConversation) -> None:
         outcome = await judge_conversation(item, plan)
-        try:
+        with suppress(OSError, ValueError):  # the parent is gone: nobody to tell
             try:
                 conn.send(("done", job, outcome))
             except (OSError, ValueError):
@@ -160,8 +157,6 @@ async def _serve(conn: Connection, spec: PlanSpec) -> None:
                 conn.send(("done", job, ConversationOutcome(
                     outcome.conversation_id, outcome.source,
                     error=f"worker could not send the result: {type(exc).__name__}: {exc}")))
-        except (OSError, ValueError):  # the parent is gone: nobody to tell
-            pass
 
     while (msg := await inbox.get()) is not None:
         if msg is _GONE:  # nobody will read the results: stop now
@@ -194,16 +189,11 @@ def worker_pythonpath(path: list[str], inherited: str = "") -> str:
     module:factory must import in the worker too) without the current
     directory, which the worker puts last itself (:data:`BOOTSTRAP`)."""
     cwd = os.path.realpath(os.getcwd())
-
-    def here(entry: str) -> bool:
-        return entry == "" or os.path.realpath(entry) == cwd
-
-    return os.pathsep.join(p for p in [*(p for p in path if not here(p)), inherited] if p)
+    kept = [p for p in path if p and os.path.realpath(p) != cwd]
+    return os.pathsep.join(p for p in [*kept, inherited] if p)
 
 
-# --------------------------------------------------------------------------- #
-# The parent's side
-# --------------------------------------------------------------------------- #
+# --------------------------------------------------------------------------- parent's side
 
 
 @dataclass
@@ -250,7 +240,7 @@ class WorkerPool:
         self._env: dict[str, str] = {}
         self._watch: asyncio.Task[None] | None = None
         self._closing = False
-        self._wake: asyncio.Event | None = None  # set when a worker can take a suspect again
+        self._wake = asyncio.Event()  # set when a worker can take a suspect again
         self.pids: list[int] = []  # the workers' process ids (a replacement's in its slot)
         self.replaced = 0  # workers replaced during the run (dead or silent)
 
@@ -263,7 +253,6 @@ class WorkerPool:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._wake = asyncio.Event()
         env = dict(os.environ)
         # numpy BLAS pools: one per worker, sized so N workers do not fight over the cores
         env.update({var: env.get(var, str(self.blas_threads)) for var in BLAS_VARS})
@@ -299,10 +288,8 @@ class WorkerPool:
                 msg = w.conn.recv()
             except (EOFError, OSError):
                 msg = None
-                try:  # the socket closes as the process exits: wait for its exit code (for the message)
-                    w.process.wait(2)
-                except subprocess.TimeoutExpired:
-                    pass
+                with suppress(subprocess.TimeoutExpired):  # the socket closes as the process exits:
+                    w.process.wait(2)  # wait for its exit code (for the message)
             w.last_heard = time.monotonic()
             if msg is not None and msg[0] == "beat":
                 continue
@@ -322,9 +309,6 @@ class WorkerPool:
                 w.conn.send_bytes(data)
             except (OSError, ValueError):  # the worker is gone: the reader reports it
                 return
-
-    def _send(self, w: _Worker, msg: object) -> None:
-        w.outbox.put(pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL))
 
     def _deliver(self, w: _Worker, msg: tuple[Any, ...]) -> None:
         kind = msg[0]
@@ -359,18 +343,15 @@ class WorkerPool:
             self.replaced += 1
             if w.index < len(self.pids):
                 self.pids[w.index] = new.process.pid
-        if self._wake is not None:
-            self._wake.set()
+        self._wake.set()
 
     def _kill(self, w: _Worker, why: str) -> None:
         """Kill a worker (SIGKILL: a stopped process takes no other signal); its
         reader sees the end of the socket and :meth:`_lost` replaces it."""
         if w.killed_why is None:
             w.killed_why = why
-        try:
+        with suppress(OSError):
             w.process.kill()
-        except OSError:
-            pass
 
     async def _watchdog(self) -> None:
         """Kill the workers silent with work in flight, or too slow to start."""
@@ -401,7 +382,6 @@ class WorkerPool:
             free = [w for w in live if not w.suspects] if suspect else live
             if free:
                 return min(free, key=lambda w: len(w.jobs))
-            assert self._wake is not None
             self._wake.clear()
             await self._wake.wait()
 
@@ -438,7 +418,6 @@ class WorkerPool:
             finally:
                 if suspect:
                     w.suspects -= 1
-                    assert self._wake is not None
                     self._wake.set()
 
     async def close(self, timeout: float = 30.0) -> None:
@@ -446,8 +425,7 @@ class WorkerPool:
         (conversations abandoned in flight) they are killed at once, and so are
         workers silent for a few heartbeats (stopped, hung)."""
         self._closing = True
-        if self._wake is not None:
-            self._wake.set()  # suspects waiting for a worker: they find none left
+        self._wake.set()  # suspects waiting for a worker: they find none left
         if self._watch is not None:
             self._watch.cancel()
             self._watch = None
@@ -455,7 +433,7 @@ class WorkerPool:
             timeout = 0.0
         for w in self._workers:
             if w.alive:
-                self._send(w, None)
+                w.outbox.put(pickle.dumps(None))
             w.outbox.put(None)  # the writer thread ends after the worker's "finish"
         for w in self._workers:
             wait = timeout if time.monotonic() - w.last_heard < 5 * HEARTBEAT_S else 0.0

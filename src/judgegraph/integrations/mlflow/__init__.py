@@ -1,14 +1,9 @@
 """MLflow sessions in, assessments out.
 
-* Reading (:mod:`.sessions`): :func:`load_sessions` reads the traces of an
-  MLflow experiment as conversations, one per session (trace metadata
-  ``mlflow.trace.session``), with the session's expectations;
-  :func:`build_sessions` does the same on plain :class:`TraceRecord` values.
-  How a trace's request and response are read as messages, and how a history
-  repeated in every request is added once, is in :mod:`.messages`.
-* Writing (:mod:`.assessments`): :func:`log_assessments` writes judgegraph's
-  results back as MLflow feedback assessments, session-level ones marked as
-  MLflow marks its own.
+* Reading (:mod:`.sessions`, :mod:`.messages`): :func:`load_sessions`, an
+  experiment's traces as conversations, one per session.
+* Writing (:mod:`.assessments`): :func:`log_assessments`, results back as
+  MLflow feedback assessments.
 
 MLflow is imported only when these functions run (``pip install
 "judgegraph[mlflow]"``): importing this package needs no MLflow. Before

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
-from ...conversation import Conversation
+from ...conversation import Conversation, as_conversation
 from ...loaders import LoadedConversation
 from .common import FIRST_TRACE_KEY, SESSION_ID_KEY, SESSION_KEY, TRACE_ID_KEY, import_mlflow, unreachable
 
@@ -85,15 +85,8 @@ def _iter_results(outcomes: Outcomes) -> Iterator[tuple[str, dict[str, MetricRes
 
 
 def _conversations(sessions: Iterable[LoadedConversation | Conversation]) -> dict[str, Conversation]:
-    out: dict[str, Conversation] = {}
-    for item in sessions:
-        conv = getattr(item, "conversation", item)
-        if isinstance(conv, Conversation):
-            out[conv.id] = conv
-        else:
-            conv = Conversation.model_validate(conv)
-            out[conv.id] = conv
-    return out
+    convs = [item.conversation if isinstance(item, LoadedConversation) else as_conversation(item) for item in sessions]
+    return {conv.id: conv for conv in convs}
 
 
 def _source(judge: str, source_id: str | None) -> AssessmentSource:
@@ -148,7 +141,6 @@ def log_assessments(
     from ... import __version__
 
     import_mlflow()
-    from mlflow.entities import AssessmentError, Feedback
     from mlflow.tracing.client import TracingClient
 
     log = AssessmentLog()
@@ -168,10 +160,9 @@ def log_assessments(
         sid = conv.metadata.get(SESSION_ID_KEY)
         session_mark = {SESSION_KEY: str(sid)} if sid else {}  # MLflow's mark of a session assessment
         if run_error:
-            jobs.append(("session", first, Feedback(
-                name="judgegraph", source=_source("", source_id),
-                error=AssessmentError(error_code="JUDGEGRAPH_RUN_ERROR", error_message=run_error),
-                metadata={**_meta(conversation_id=cid, judgegraph_version=__version__), **session_mark})))
+            jobs.append(("session", first, _feedback(
+                "judgegraph", _source("", source_id), {**_meta(conversation_id=cid, judgegraph_version=__version__),
+                                                       **session_mark}, error=run_error, code="JUDGEGRAPH_RUN_ERROR")))
         for key, result in results.items():
             if result.status == "not_applicable":
                 log.skipped.append(f"{cid}/{key}: not applicable ({result.reason or 'nothing to judge'})")
@@ -184,15 +175,10 @@ def log_assessments(
                 extra["errors"] = extra["errors"][:MAX_ERRORS_IN_METADATA]
             meta = {**_meta(score=fb["score"], **extra, judgegraph_version=__version__), **session_mark}
             value = _value(result, fb)
-            if result.status == "error" or value is None:
-                detail = "; ".join(f"{e.where}: {e.message}" for e in result.errors[:5]) or fb["comment"]
-                feedback = Feedback(name=name, source=source, rationale=fb["comment"] or None, metadata=meta,
-                                    error=AssessmentError(error_code="JUDGE_ERROR",
-                                                          error_message=detail or "the judge could not decide"))
-            else:
-                feedback = Feedback(name=name, source=source, value=value, rationale=fb["comment"] or None,
-                                    metadata=meta)
-            jobs.append(("session", first, feedback))
+            detail = "; ".join(f"{e.where}: {e.message}" for e in result.errors[:5]) or fb["comment"]
+            jobs.append(("session", first, _feedback(
+                name, source, meta, value, fb["comment"] or None,
+                (detail or "the judge could not decide") if result.status == "error" or value is None else None)))
             if per_turn:
                 jobs += _verdict_jobs(conv, cid, name, result.verdicts, source, __version__)
 
@@ -233,8 +219,6 @@ def _value(result: MetricResult, fb: Mapping[str, Any]) -> Any:
 def _verdict_jobs(conv: Conversation, cid: str, name: str, verdicts: Iterable[Verdict], source: AssessmentSource,
                   version: str) -> list[tuple[str, str, Feedback]]:
     """One per-turn feedback (``<metric>/turn``) per verdict, on the trace of its last turn."""
-    from mlflow.entities import AssessmentError, Feedback
-
     jobs: list[tuple[str, str, Feedback]] = []
     for verdict in verdicts:
         trace_id = _trace_of(conv, verdict.turns)
@@ -244,15 +228,20 @@ def _verdict_jobs(conv: Conversation, cid: str, name: str, verdicts: Iterable[Ve
                       **({"window": verdict.window} if hasattr(verdict, "window") else {}),
                       **({"score": verdict.score} if verdict.score is not None else {}),
                       judgegraph_version=version)
-        if verdict.verdict is None:
-            jobs.append(("turn", trace_id, Feedback(
-                name=f"{name}/turn", source=source, metadata=vmeta, rationale=verdict.reason or None,
-                error=AssessmentError(error_code="JUDGE_ERROR", error_message=verdict.error or "no verdict"))))
-        else:
-            jobs.append(("turn", trace_id, Feedback(
-                name=f"{name}/turn", source=source, value=verdict.verdict, rationale=verdict.reason or None,
-                metadata=vmeta)))
+        jobs.append(("turn", trace_id, _feedback(f"{name}/turn", source, vmeta, verdict.verdict, verdict.reason or None,
+                                                 (verdict.error or "no verdict") if verdict.verdict is None else None)))
     return jobs
+
+
+def _feedback(name: str, source: AssessmentSource, metadata: dict[str, str], value: Any = None,
+              rationale: str | None = None, error: str | None = None, code: str = "JUDGE_ERROR") -> Feedback:
+    """A feedback carrying ``value``; with ``error``, carrying that error and no value."""
+    from mlflow.entities import AssessmentError, Feedback
+
+    if error is not None:
+        return Feedback(name=name, source=source, rationale=rationale, metadata=metadata,
+                        error=AssessmentError(error_code=code, error_message=error))
+    return Feedback(name=name, source=source, value=value, rationale=rationale, metadata=metadata)
 
 
 def _trace_of(conv: Conversation, turns: Iterable[int]) -> str | None:

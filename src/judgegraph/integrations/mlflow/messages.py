@@ -4,10 +4,11 @@ no MLflow needed."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from ...loaders.formats.openai import tool_call
 
 T = TypeVar("T")
 
@@ -81,18 +82,7 @@ def _tool_call(raw: object) -> dict[str, Any] | None:
     name = fn.get("name")
     if not isinstance(name, str) or not name:
         return None
-    args = fn.get("arguments", fn.get("args"))
-    if isinstance(args, str):
-        try:
-            parsed = json.loads(args)
-            args = parsed if isinstance(parsed, dict) else args
-        except ValueError:
-            pass
-    out: dict[str, Any] = {"name": name, "arguments": args if isinstance(args, (dict, str)) or args is None
-                           else json.dumps(args)}
-    if raw.get("id") is not None:
-        out["id"] = str(raw["id"])
-    return out
+    return tool_call(name, fn.get("arguments", fn.get("args")), raw.get("id"))
 
 
 def _role_of(item: object) -> str | None:
@@ -117,11 +107,7 @@ def _message(item: dict[str, Any], path: str) -> Msg:
 def _messages(items: list[Any], path: str) -> list[Msg]:
     """Chat messages (OpenAI / LangChain dicts, Responses API items); items that
     are not messages (function calls, reasoning) are skipped."""
-    out = []
-    for i, item in enumerate(items):
-        if _is_message(item):
-            out.append(_message(item, f"{path}.{i}"))
-    return out
+    return [_message(item, f"{path}.{i}") for i, item in enumerate(items) if _is_message(item)]
 
 
 def request_messages(value: object, path: str = "request", depth: int = 0) -> list[Msg]:
@@ -208,10 +194,10 @@ def _as_assistant(msg: Msg) -> Msg:
 
 
 def _last_assistant(msgs: list[Msg], path: str) -> Msg:
-    for msg in reversed(msgs):
-        if msg.role == "assistant":
-            return msg
-    raise Unreadable(path, "no assistant message in the outputs")
+    last = next((msg for msg in reversed(msgs) if msg.role == "assistant"), None)
+    if last is None:
+        raise Unreadable(path, "no assistant message in the outputs")
+    return last
 
 
 def pick(value: object, key: str | None, path: str) -> Any:

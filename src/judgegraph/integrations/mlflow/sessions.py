@@ -1,16 +1,7 @@
-"""Reading: an MLflow experiment's traces, grouped into sessions, as conversations.
-
-:func:`load_sessions` reads the traces of an experiment, groups them into
-sessions by the trace metadata key ``mlflow.trace.session``, orders each
-session by time and builds one :class:`~judgegraph.conversation.Conversation`
-per session from each trace's request (the user's input) and response (the
-assistant's output); see :mod:`.messages` for the shapes understood and the
-history de-duplication. Every turn keeps the id of its trace in
-``turn.metadata["mlflow_trace_id"]``. The session's human ``Expectation``
-assessments become ``conversation.metadata["expectations"]``, what a custom
-judge's ``{{ expectations }}`` shows. :func:`build_sessions` is the same on
-plain :class:`TraceRecord` values, without MLflow.
-"""
+"""Reading: an MLflow experiment's traces, grouped into sessions, as
+conversations (:func:`load_sessions`; :func:`build_sessions` on plain
+:class:`TraceRecord` values, without MLflow). :mod:`.messages` reads each
+trace's request and response."""
 
 from __future__ import annotations
 
@@ -189,15 +180,13 @@ def build_sessions(
     """Group trace records into sessions and build one conversation per session
     (see :func:`load_sessions`). Pure: no MLflow needed."""
     groups: dict[str, list[TraceRecord]] = {}
-    sessionless: list[TraceRecord] = []
+    units: list[tuple[str | None, list[TraceRecord]]] = []  # (session id, its traces); None: a trace of its own
     for rec in records:
         if rec.session:
             groups.setdefault(rec.session, []).append(rec)
         else:
-            sessionless.append(rec)
-    units: list[tuple[str | None, list[TraceRecord]]] = [(sid, sorted(recs, key=_order))
-                                                         for sid, recs in groups.items()]
-    units += [(None, [rec]) for rec in sessionless]
+            units.append((None, [rec]))
+    units += [(sid, sorted(recs, key=_order)) for sid, recs in groups.items()]
     units.sort(key=lambda u: _order(u[1][0]))
 
     out = SessionList(experiment_id=experiment_id)
@@ -290,13 +279,8 @@ def load_sessions(
       span's start time (nanoseconds; the trace id breaks ties).
     * Each trace adds its request's new messages (the user's message; see
       :func:`new_messages` for requests that carry the whole history) and its
-      response as one assistant turn. Requests and responses may be a string,
-      ``{"messages": [...]}`` (OpenAI or LangChain messages), OpenAI Responses
-      ``input``/``output`` items, a chat completion (``choices[0].message``), a
-      message dict, or a dict of the traced function's arguments in which the
-      message is found by name (``question``, ``query``, ``prompt``, ...) or as
-      the only text; ``request_key`` / ``response_key`` name the argument when
-      that is ambiguous.
+      response as one assistant turn (the shapes read: :mod:`.messages`);
+      ``request_key`` / ``response_key`` name the argument when that is ambiguous.
     * A trace with no session becomes a conversation of its own (id = trace id).
     * The conversation id is the session id; ``source`` is
       ``mlflow:<experiment>/<session id>``; each turn has
@@ -363,11 +347,7 @@ def _complete_sessions(client: MlflowClient, experiment_id: str, filter_string: 
                        traces: list[Trace]) -> list[Trace]:
     """Add the traces of every session seen that the limit cut off."""
     have = {t.info.trace_id for t in traces}
-    sessions = []
-    for t in traces:
-        sid = (t.info.trace_metadata or {}).get(session_key)
-        if sid and sid not in sessions:
-            sessions.append(sid)
+    sessions = dict.fromkeys(sid for t in traces if (sid := (t.info.trace_metadata or {}).get(session_key)))
     out = list(traces)
     for sid in sessions:
         if "'" in sid or "`" in session_key:

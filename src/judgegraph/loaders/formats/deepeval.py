@@ -60,28 +60,28 @@ DEEPEVAL_TURN_KEYS: dict[str, str | None] = {
 def _deepeval_tool(raw: object, path: Path_) -> object:  # a non-object is left for validation to report
     if not isinstance(raw, dict):
         return raw
-    out: dict[str, Any] = {}
-    _, args = pick(raw, path, "input_parameters", "inputParameters", "arguments")
-    for key, value in raw.items():
-        if key in ("input_parameters", "inputParameters", "arguments"):
-            continue
-        out[key] = value
-    if args is not None:
-        out["arguments"] = args
-    return out
+    names = ("input_parameters", "inputParameters", "arguments")
+    _, args = pick(raw, path, *names)
+    out = {k: v for k, v in raw.items() if k not in names}
+    return out if args is None else {**out, "arguments": args}
+
+
+def _metadata(obj: dict[str, Any], path: Path_, fields: dict[str, str | None]) -> dict[str, Any]:
+    """``metadata`` and ``additional_metadata`` merged, plus the deepeval-only ``fields`` that are set."""
+    meta: dict[str, Any] = {}
+    merge_meta(meta, obj.get("metadata"), path + ("metadata",))
+    _, extra = pick(obj, path, "additional_metadata", "additionalMetadata")
+    merge_meta(meta, extra, path + ("additional_metadata",))
+    meta.update((key, obj[name]) for name, key in fields.items()
+                if key and obj.get(name) is not None and obj[name] is not False)
+    return meta
 
 
 def from_deepeval(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, Any]]:
     problems = check_keys(rec, [*JUDGEGRAPH_KEYS, "conversation_id", *DEEPEVAL_CASE_KEYS], ())
     if problems:
         raise RecordErrors(problems)
-    meta: dict[str, Any] = {}
-    merge_meta(meta, rec.get("metadata"), ("metadata",))
-    _, extra = pick(rec, (), "additional_metadata", "additionalMetadata")
-    merge_meta(meta, extra, ("additional_metadata",))
-    for name, meta_key in DEEPEVAL_CASE_KEYS.items():
-        if meta_key and name in rec and rec[name] is not None and rec[name] is not False:
-            meta[meta_key] = rec[name]
+    meta = _metadata(rec, (), DEEPEVAL_CASE_KEYS)
     id_key, id_value = pick(rec, (), "id", "conversation_id")
     if id_value in (None, "") and rec.get("name") not in (None, ""):
         id_key, id_value = "name", rec["name"]
@@ -89,14 +89,11 @@ def from_deepeval(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str
         meta["name"] = rec["name"]
     data: dict[str, Any] = {"id": clean_id(id_value, ctx, (id_key or "id",))}
     renames: list[tuple[Path_, Path_]] = [(("id",), (id_key or "id",))]
-    key, value = pick(rec, (), "expected_outcome", "expectedOutcome")
-    if key:
-        data["expected_outcome"] = value
-        renames.append((("expected_outcome",), (key,)))
-    key, value = pick(rec, (), "chatbot_role", "chatbotRole")
-    if key:
-        data["chatbot_role"] = value
-        renames.append((("chatbot_role",), (key,)))
+    for name, camel in (("expected_outcome", "expectedOutcome"), ("chatbot_role", "chatbotRole")):
+        key, value = pick(rec, (), name, camel)
+        if key:
+            data[name] = value
+            renames.append(((name,), (key,)))
     data["metadata"] = meta
 
     turns = rec.get("turns")
@@ -110,14 +107,7 @@ def from_deepeval(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str
             path = ("turns", i)
             problems.extend(check_keys(turn, allowed, path))
             t: dict[str, Any] = {k: turn[k] for k in ("role", "content") if k in turn}
-            tmeta: dict[str, Any] = {}
-            merge_meta(tmeta, turn.get("metadata"), path + ("metadata",))
-            _, extra = pick(turn, path, "additional_metadata", "additionalMetadata")
-            merge_meta(tmeta, extra, path + ("additional_metadata",))
-            for k, meta_key in DEEPEVAL_TURN_KEYS.items():
-                if meta_key and k in turn and turn[k] is not None and turn[k] is not False:
-                    tmeta[meta_key] = turn[k]
-            t["metadata"] = tmeta
+            t["metadata"] = _metadata(turn, path, DEEPEVAL_TURN_KEYS)
             key, value = pick(turn, path, "retrieval_context", "retrievalContext")
             if key:
                 t["retrieval_context"] = value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 from typing import Any
 
 from judgegraph.conversation import Conversation
@@ -16,8 +17,6 @@ OPENAI_MESSAGE_KEYS = (
 )
 OPENAI_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool",
                 "developer": "system", "function": "tool"}
-
-
 
 
 def _openai_content(value: object, path: Path_) -> str:
@@ -43,6 +42,18 @@ def _openai_content(value: object, path: Path_) -> str:
     raise fail(path, f"content must be a string or a list of parts (got {type(value).__name__})")
 
 
+def tool_call(name: str, args: object, call_id: object) -> dict[str, Any]:
+    """A tool call as a turn holds it, from an OpenAI-style call: ``arguments``
+    decoded when they are a JSON object in a string, other non-dict values kept as JSON text."""
+    if isinstance(args, str):
+        with suppress(ValueError):
+            parsed = json.loads(args)
+            args = parsed if isinstance(parsed, dict) else args
+    elif args is not None and not isinstance(args, dict):
+        args = json.dumps(args)
+    return {"name": name, "arguments": args, **({"id": str(call_id)} if call_id is not None else {})}
+
+
 def _openai_tool_call(raw: object, path: Path_) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise fail(path, f"a tool call must be an object (got {type(raw).__name__})")
@@ -52,20 +63,7 @@ def _openai_tool_call(raw: object, path: Path_) -> dict[str, Any]:
     name = fn.get("name")
     if not isinstance(name, str) or not name:
         raise fail(path + ("function", "name"), "a tool call needs a function name")
-    args = fn.get("arguments")
-    if isinstance(args, str):
-        try:
-            parsed = json.loads(args)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict):
-            args = parsed
-    elif args is not None and not isinstance(args, dict):
-        args = json.dumps(args)
-    out: dict[str, Any] = {"name": name, "arguments": args}
-    if raw.get("id") is not None:
-        out["id"] = str(raw["id"])
-    return out
+    return tool_call(name, fn.get("arguments"), raw.get("id"))
 
 
 def from_openai(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, Any]]:
@@ -115,6 +113,3 @@ def from_openai(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, 
         raise RecordErrors(problems)
     data = {"id": clean_id(rec.get("id"), ctx, ("id",)), "turns": turns, "metadata": meta}
     return validate(data, [(("turns",), ("messages",))]), {}
-
-
-# ---- ragas

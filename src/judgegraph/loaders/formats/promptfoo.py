@@ -15,8 +15,6 @@ from ..base import Ctx, Path_, RecordErrors, check_keys, fail, merge_meta, valid
 from ..limits import FileTooLarge, NotARegularFile, read_small_file
 
 PROMPTFOO_TEST_KEYS = ("vars", "assert", "description", "output", "options", "provider", "threshold")
-# ---- promptfoo
-
 ASSERTION_TYPE = "conversation-relevance"
 _TEMPLATE_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
@@ -62,14 +60,14 @@ NEGATED_TYPE = "not-" + ASSERTION_TYPE
 _ANY_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
 
 
-def _read_rubric(value: Any, path: Path_, ctx: Ctx | None, variables: dict[str, Any]) -> str:
+def _read_rubric(value: Any, path: Path_, ctx: Ctx, variables: dict[str, Any]) -> str:
     """A ``rubricPrompt``: ``file://`` read relative to the config file's folder
     (never outside it unless allowed); promptfoo variables filled from the test's
     vars in one pass; a placeholder that cannot be filled (``{{ messages }}``,
     which promptfoo fills per window) is refused, never sent with its braces."""
     text = _as_text(value)
     if text.startswith("file://"):
-        if ctx is None or ctx.folder is None:
+        if ctx.folder is None:
             raise fail(path, "a file:// rubricPrompt needs the config file's folder")
         text = _read_file(text[len("file://"):], path, ctx)
     unfilled = _TEMPLATE_VAR.sub(lambda m: "" if m.group(1) in variables else m.group(0), text)
@@ -115,7 +113,7 @@ def _option(check: Callable[[Any, str], float], value: object, path: Path_) -> f
         raise fail(path, str(exc)) from None
 
 
-def _assertions(asserts: object, path: Path_, ctx: Ctx | None,
+def _assertions(asserts: object, path: Path_, ctx: Ctx,
                 variables: dict[str, Any]) -> list[dict[str, Any]]:
     """Every (not-)conversation-relevance assertion of a list, in order, as options."""
     if not isinstance(asserts, list):
@@ -145,7 +143,7 @@ def _assertions(asserts: object, path: Path_, ctx: Ctx | None,
     return out
 
 
-def _level_extra(level: dict[str, Any], path: Path_, ctx: Ctx | None, variables: dict[str, Any]) -> dict[str, Any]:
+def _level_extra(level: dict[str, Any], path: Path_, ctx: Ctx, variables: dict[str, Any]) -> dict[str, Any]:
     """A level's ``options.provider`` / ``options.rubricPrompt`` (apply to every assertion)."""
     extra = level.get("options")
     out: dict[str, Any] = {}
@@ -156,15 +154,6 @@ def _level_extra(level: dict[str, Any], path: Path_, ctx: Ctx | None, variables:
         if extra.get("rubricPrompt") is not None:
             out["rubric"] = _read_rubric(extra["rubricPrompt"], path + ("options", "rubricPrompt"), ctx, variables)
     return out
-
-
-def level_assertions(level: dict[str, Any], path: Path_, ctx: Ctx | None = None,
-                     variables: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Each assertion of a level with the level's options under it (at least one, maybe empty, entry)."""
-    variables = variables or {}
-    found = _assertions(level.get("assert"), path + ("assert",), ctx, variables) or [{}]
-    extra = _level_extra(level, path, ctx, variables)
-    return [{**extra, **a} for a in found]
 
 
 def test_assertions(rec: dict[str, Any], default: dict[str, Any], ctx: Ctx,
@@ -214,9 +203,7 @@ def _first_prompt(doc: dict[str, Any] | None) -> str | None:
 def from_promptfoo(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, Any]]:
     doc = ctx.doc or {}
     default: dict[str, Any] = doc["defaultTest"] if isinstance(doc.get("defaultTest"), dict) else {}
-    test_vars = rec.get("vars", {})
-    if test_vars is None:
-        test_vars = {}
+    test_vars = {} if rec.get("vars") is None else rec["vars"]
     if not isinstance(test_vars, dict):
         raise fail(("vars",), f"vars must be an object (got {type(test_vars).__name__})")
     dvars: dict[str, Any] = default["vars"] if isinstance(default.get("vars"), dict) else {}
@@ -296,8 +283,6 @@ def from_promptfoo(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[st
     other_vars = {k: v for k, v in variables.items() if k not in ("_conversation", "output")}
     if other_vars:
         meta["vars"] = other_vars
-    conv_id = ctx.fallback_id
-    if isinstance(description, str) and _slug(description):
-        conv_id = _slug(description)
+    conv_id = (_slug(description) if isinstance(description, str) else "") or ctx.fallback_id
     data = {"id": conv_id, "turns": turns, "metadata": meta}
     return validate(data, renames), options
