@@ -20,6 +20,7 @@ never failing a run).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
@@ -90,6 +91,12 @@ def criterion_named(name: str) -> Criterion:
     return CRITERIA[key]
 
 
+def own_criterion(text: str) -> Criterion:
+    """A criterion of your own: ``text`` (whitespace folded), named by its first 48 characters."""
+    text = " ".join(text.split())
+    return Criterion(text if len(text) <= 48 else text[:47] + "…", text)
+
+
 def as_criteria(criteria: Iterable[str | Criterion]) -> list[Criterion]:
     """``criteria`` as :class:`Criterion` objects: a built-in name, a sentence (a criterion of your own, named
     by its first 48 characters), or a Criterion. At least one; names must differ (``ValueError``)."""
@@ -98,8 +105,7 @@ def as_criteria(criteria: Iterable[str | Criterion]) -> list[Criterion]:
         if isinstance(c, Criterion):
             out.append(c)
         elif isinstance(c, str) and len(c.split()) > 1:
-            text = " ".join(c.split())
-            out.append(Criterion(text if len(text) <= 48 else text[:47] + "…", text))
+            out.append(own_criterion(c))
         elif isinstance(c, str):
             out.append(criterion_named(c))
         else:
@@ -282,6 +288,8 @@ def _score(settings: PairwiseSettings) -> Any:
 
     def score(state: Any, conversation: Conversation, verdicts: list[PairVerdict]) -> MetricResult:
         t = policy.tally(verdicts)
+        if t.judged and t.raw is None:  # verdicts, but no criterion decided in both orders: an error result
+            t = dataclasses.replace(t, judged=[])
         outcomes = decide(verdicts, names)
         return policy.result(conversation, t, details={
             "criteria": [o.to_json() for o in outcomes], "verdicts": len(verdicts), "judged": len(t.judged),

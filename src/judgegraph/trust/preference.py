@@ -126,7 +126,7 @@ def bootstrap_strengths(per_conversation: FloatArray, *, prior: float = 1.0, res
     step = max(1, (1 << 20) // max(1, m * k * k))
     for start in range(0, resamples, step):
         chunk = idx[start:start + step]
-        thetas.append(bradley_terry(per_conversation[chunk].sum(axis=1), prior=prior, tolerance=1e-10))
+        thetas.append(bradley_terry(per_conversation[chunk].sum(axis=1), prior=prior))
     values = np.concatenate(thetas)
     tail = (1.0 - level) / 2.0 * 100.0
     low, high = np.percentile(values, [tail, 100.0 - tail], axis=0)
