@@ -12,13 +12,7 @@ import pytest
 from judgegraph import NeedsLLMJudge, ScriptedChatModel
 from judgegraph.apps.pairwise import compare_pairwise, read_version
 from judgegraph.judges.scripted import ScriptedRequest
-from judgegraph.metrics.pairwise import (
-    CRITERIA,
-    Criterion,
-    as_criteria,
-    create_pairwise_judge,
-    decide,
-)
+from judgegraph.metrics.pairwise import CRITERIA, Criterion, as_criteria, create_pairwise_judge, decide
 
 
 def chat(cid: str, reply: str) -> dict:
