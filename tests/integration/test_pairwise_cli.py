@@ -144,9 +144,10 @@ def test_the_judge_cache_answers_a_second_run_and_the_dry_run_counts_two_calls_p
     assert first[0] == second[0] == 0
     assert calls == 2 * 4 * 2  # the first run only: 4 conversations x 2 criteria x 2 orders
     assert json.loads(first[1])["pairs"] == json.loads(second[1])["pairs"]
-    status, stdout, _ = run(["pairwise", *map(str, files), "--criterion", "Which answer is more concise?",
-                             "--criterion", "Which is friendlier?", "--model", "openai:gpt-4.1-mini", "--dry-run"],
-                            capsys)  # no server at all: nothing is sent
+    criteria = tmp_path / "criteria.txt"
+    criteria.write_text("Which answer is more concise?\n\nWhich is friendlier?\n")
+    status, stdout, _ = run(["pairwise", *map(str, files), "--criterion", f"@{criteria}",
+                             "--model", "openai:gpt-4.1-mini", "--dry-run"], capsys)  # no server: nothing is sent
     assert status == 0
     assert "12 comparisons (conversation × pair of versions) × 2 criteria × 2 orders = 48 judge calls" in stdout
     assert "counted 48 calls" in stdout and "No call was made." in stdout
@@ -157,11 +158,16 @@ def test_the_judge_cache_answers_a_second_run_and_the_dry_run_counts_two_calls_p
     (["SECOND", "--model", "openai:x", "-m", "helpfulnes"], "unknown pairwise criterion 'helpfulnes'"),
     (["SECOND"], "pairwise needs an LLM judge: pass --model"),
     (["SECOND", "--model", "openai:x", "--bootstrap", "-1"], "--bootstrap must be 0 or more"),
+    (["SECOND", "--model", "openai:x", "--criterion", "@/nonexistent/criteria.txt"],
+     "--criterion /nonexistent/criteria.txt: cannot read it"),
+    (["SECOND", "--model", "openai:x", "--out", "SECOND", "--overwrite"], "is one of the input files"),
 ])
 def test_usage_errors_exit_2(files, capsys, extra, message):
     v1, v2, _ = files
+    before = v2.read_text()
     status, _, stderr = run(["pairwise", str(v1), *[str(v2) if x == "SECOND" else x for x in extra]], capsys)
-    assert status == 2 and message in stderr
+    assert status == 2 and message.replace("SECOND", str(v2)) in stderr
+    assert v2.read_text() == before  # an input given as --out is never touched
 
 
 def test_unreadable_input_and_an_eval_results_file_exit_3_naming_the_file(files, tmp_path, capsys):

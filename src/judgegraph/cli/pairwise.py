@@ -62,8 +62,12 @@ def _criteria(args: argparse.Namespace) -> list[Criterion]:
     from ..metrics.pairwise import as_criteria, criterion_named, own_criterion
 
     chosen: list[Criterion] = [criterion_named(n) for n in args.criteria_names or ()]
-    texts = common.read_guidelines(args.criteria_texts) or []  # the same TEXT / @FILE reading as --guideline
-    chosen += [own_criterion(t) for t in texts]
+    for value in args.criteria_texts or ():
+        if value.startswith("@"):  # one criterion per line
+            text = common.read_text_option("--criterion", value[1:])
+            chosen += [own_criterion(line) for line in text.splitlines() if line.strip()]
+        else:
+            chosen.append(own_criterion(value))
     return as_criteria(chosen or ["helpfulness"])
 
 
@@ -79,6 +83,12 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
     if not args.model:
         return "pairwise needs an LLM judge: pass --model (e.g. openai:gpt-4.1-mini); the offline judge cannot compare"
     if args.out and not args.dry_run:
+        from ..resultsfile import ResultsFileError, check_out_path
+
+        try:
+            check_out_path(args.out, list(args.files))
+        except ResultsFileError as exc:
+            return str(exc)
         return common.out_refused(args)
     return None
 
