@@ -193,3 +193,15 @@ def test_the_command_runs_as_a_subprocess(files, bare_env):
                               capture_output=True, text=True, timeout=120, env=bare_env)
     assert proc.returncode == 0, proc.stderr
     assert "v1 vs v2" in proc.stdout and "100% [51%, 100%]" in proc.stdout
+
+
+def test_versions_sharing_no_conversation_exit_3_saying_so(tmp_path, capsys):
+    old = write_version(tmp_path / "old.jsonl", "meh", ["a1", "a2"])
+    new = write_version(tmp_path / "new.jsonl", "good", ["b1"])
+    with FakeOpenAIServer(ScriptedResponder(default=fair)) as server:
+        status, _, stderr = run(["pairwise", str(old), str(new), "--model", "openai:x", "--base-url",
+                                 server.base_url], capsys)
+        assert server.calls["/v1/chat/completions"] == 0
+    assert status == 3
+    assert "no conversation id is in two of the versions: nothing to compare (exit 3)" in stderr
+    assert "'a1' is missing from new" in stderr and "'b1' is missing from old" in stderr

@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from judgegraph import NeedsLLMJudge, ScriptedChatModel
-from judgegraph.apps.pairwise import compare_pairwise, read_version
+from judgegraph import NeedsLLMJudge, ScriptedChatModel, compare_pairwise, create_pairwise_judge
+from judgegraph.apps.pairwise import read_version
 from judgegraph.judges.scripted import ScriptedRequest
-from judgegraph.metrics.pairwise import CRITERIA, Criterion, as_criteria, create_pairwise_judge, decide
+from judgegraph.metrics.pairwise import CRITERIA, Criterion, as_criteria, decide
 
 
 def chat(cid: str, reply: str) -> dict:
@@ -155,3 +155,19 @@ def test_an_eval_results_file_is_refused_line_by_line_and_a_simulate_file_is_rea
                                      "conversation": chat("c1", GOOD)}) + "\n" + "{not json\n")
     version = read_version(simulated)
     assert list(version.conversations) == ["c1"] and version.errors == [f"{simulated}:2: not a JSON object"]
+
+
+def test_a_person_can_review_the_verdicts_before_the_score():
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    graph = create_pairwise_judge(model=ScriptedChatModel(default={"reason": "first", "winner": "A"}), review=True,
+                                  checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    paused = graph.invoke({"a": chat("c", POOR), "b": chat("c", GOOD)}, config)
+    shown = paused["__interrupt__"][0].value
+    assert shown["metric"] == "pairwise" and [v["id"] for v in shown["verdicts"]] == ["helpfulness/ab", "helpfulness/ba"]
+    result = graph.invoke(Command(resume={"helpfulness/ab": {"verdict": "b", "reason": "B explains the steps"}}),
+                          config)["results"]["pairwise"]
+    assert result.value == {"helpfulness": "b"} and result.details["criteria"][0]["order_dependent"] is False
+    assert result.verdicts[0].review is not None and result.verdicts[0].review.judge_verdict == "a"

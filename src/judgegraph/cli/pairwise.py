@@ -168,9 +168,11 @@ def _problems(report: PairwiseReport, err: Console) -> None:
 def _status(report: PairwiseReport, err: Console) -> int:
     decided = sum(p.n for p in report.pairs)
     if report.input_errors or report.judge_errors or not decided:
+        nothing = ("no conversation id is in two of the versions: nothing to compare" if not report.comparisons
+                   else "no comparison could be decided")
         why = [f"{len(report.input_errors)} input errors" if report.input_errors else "",
                f"{report.judge_errors} judge errors (never counted as a win)" if report.judge_errors else "",
-               "no comparison could be decided" if not decided else ""]
+               nothing if not decided else ""]
         err.print(f"{'; '.join(w for w in why if w)} (exit {EXIT_ERRORS})")
         return EXIT_ERRORS
     return EXIT_OK

@@ -14,7 +14,7 @@ do not exist when one version wins (or loses) every comparison it is in, so each
 pair of versions gets ``prior`` virtual comparisons counted as ties (half a win
 each; default 1): with ``n`` real comparisons of a pair its pull is ``prior/(n+prior)``.
 The tests check :func:`bradley_terry` against ``scipy.optimize`` on the same
-likelihood to 1e-6.
+likelihood to 1e-9.
 """
 
 from __future__ import annotations
