@@ -151,8 +151,12 @@ def test_an_eval_results_file_is_refused_line_by_line_and_a_simulate_file_is_rea
     assert len(version.errors) == 1 and f"{results}:1: conversation 'c1'" in version.errors[0]
     assert "holds verdicts only" in version.errors[0]
     simulated = tmp_path / "sim.jsonl"
-    simulated.write_text(json.dumps({"type": "conversation", "conversation_id": "c1", "results": {},
-                                     "conversation": chat("c1", GOOD)}) + "\n" + "{not json\n")
+    from judgegraph.apps.simulate import Scenario, SimulationResult
+    from judgegraph.conversation import Conversation
+
+    line = SimulationResult(scenario=Scenario(id="c1", goal="reset my password"), status="goal_reached",
+                            conversation=Conversation.model_validate(chat("c1", GOOD))).to_record()
+    simulated.write_text(json.dumps(line) + "\n" + "{not json\n")  # what `simulate --out` writes, then a torn line
     version = read_version(simulated)
     assert list(version.conversations) == ["c1"] and version.errors == [f"{simulated}:2: not a JSON object"]
 
