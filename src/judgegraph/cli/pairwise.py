@@ -28,7 +28,7 @@ def register(sub: Subparsers) -> None:
         "pairwise", help="compare versions: judge their conversations against each other, in both orders",
         description="Judge two or more versions' conversations for the same inputs (matched by conversation id) "
                     "against each other, per criterion, each pair shown to the judge in both orders: a verdict that "
-                    "changes with the order is a tie (counted: position bias). Prints win/tie/loss rates with 95%% "
+                    "changes with the order is a tie (counted: position bias). Prints win/tie/loss rates with 95% "
                     "Wilson intervals per pair of versions and, for 3 or more, a Bradley-Terry ranking with "
                     "bootstrap intervals. Exit 3 on unreadable input or judge errors, 2 on a usage error.")
     p.add_argument("files", nargs="+", metavar="FILE",
