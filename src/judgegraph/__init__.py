@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .apps.assertions import assert_judged
     from .apps.evaluators import as_evaluator
     from .apps.node import judge_node, route_on_verdict, verdict_reason
+    from .apps.pairwise import PairwiseReport, compare_pairwise
     from .apps.simulate import Scenario, asimulate, simulate
     from .compiling import CompileOptions
     from .conversation import Conversation, RetrievalNode, ToolCall, Turn, from_messages
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from .metrics import create_metric
     from .metrics.contextual import create_turn_contextual_relevancy_judge
     from .metrics.custom import make_judge
+    from .metrics.pairwise import Criterion, create_pairwise_judge
     from .metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
     from .metrics.response import create_response_relevancy_judge
     from .metrics.session import (
@@ -90,6 +92,10 @@ _EXPORTS = {
     "asimulate": "apps.simulate",
     "Scenario": "apps.simulate",
     "agreement": "trust.agreement",
+    "create_pairwise_judge": "metrics.pairwise",
+    "Criterion": "metrics.pairwise",
+    "compare_pairwise": "apps.pairwise",
+    "PairwiseReport": "apps.pairwise",
 }
 
 __all__ = sorted(_EXPORTS)

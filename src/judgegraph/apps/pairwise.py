@@ -1,0 +1,355 @@
+"""Compare versions of a chatbot pairwise: ``judgegraph pairwise A.jsonl B.jsonl [C.jsonl ...]`` and
+:func:`compare_pairwise` (docs/pairwise.md).
+
+Each version is a file of conversations for the same inputs, matched by conversation id. Read: any
+conversation file ``eval`` reads (:mod:`judgegraph.loaders`), or a results file whose lines carry the
+conversation (``simulate``'s ``--out``); an ``eval`` results file holds verdicts, not conversations, and is
+refused line by line with a message saying what to pass instead. A conversation missing from a version is
+reported, never judged; every other pair of versions is judged on the conversations both hold with the
+pairwise graph (:func:`~judgegraph.metrics.pairwise.create_pairwise_judge`).
+
+Figures, per criterion and pair of versions: win, tie and loss counts and rates with 95 % Wilson intervals
+over the decided comparisons, the order-dependent (position-biased) share, judge errors; with more than
+two versions a Bradley–Terry ranking with bootstrap intervals (:mod:`judgegraph.trust.preference`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from ..conversation import Conversation
+from ..judges import ModelLike, resolve_judge
+from ..metrics.pairwise import Criterion, CriterionOutcome, as_criteria, create_pairwise_judge, outcomes_of
+from ..results import MetricResult
+from ..trust.preference import Rate, bootstrap_strengths, bradley_terry, wilson
+
+#: record types a judgegraph results file holds (a file whose first record is one of them is read as results)
+RESULTS_TYPES = frozenset({"header", "conversation", "summary", "input_error"})
+
+
+# -- reading the versions ------------------------------------------------------------
+
+
+@dataclass
+class Version:
+    """One version's conversations by id (in input order), and the problems found reading them."""
+
+    name: str
+    conversations: dict[str, Conversation] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    path: str | None = None
+
+
+def version_names(paths: Sequence[str | Path]) -> list[str]:
+    """A name per file: its stem, or its path where two files share a stem."""
+    stems = [Path(p).stem for p in paths]
+    return [s if stems.count(s) == 1 else str(p) for s, p in zip(stems, paths)]
+
+
+def _first_record(path: Path) -> object:
+    try:
+        with path.open("rb") as fh:
+            for raw in itertools.islice(fh, 1000):
+                if raw.strip() and not raw.lstrip().startswith(b"//"):
+                    return json.loads(raw)
+    except (OSError, ValueError, RecursionError):
+        return None
+    return None
+
+
+def is_results_file(path: str | Path) -> bool:
+    """Whether ``path`` is a judgegraph results JSONL (its first record has a results record ``type``)."""
+    p = Path(path)
+    if p.suffix.lower() != ".jsonl" or not p.is_file():
+        return False
+    first = _first_record(p)
+    return isinstance(first, dict) and first.get("type") in RESULTS_TYPES and (
+        first.get("type") != "conversation" or "results" in first)
+
+
+NO_CONVERSATION = ("this results line carries no conversation (an `eval` results file holds verdicts only): pass the "
+                   "conversations file `eval` read, or the --out (or --conversations) of `simulate`")
+
+
+def _results_conversations(path: Path) -> Iterator[Conversation | str]:
+    """The conversations of a results file, or a problem (``file:line: message``) per line that has none."""
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
+            except (ValueError, RecursionError):
+                yield f"{path}:{lineno}: not a JSON object"
+                continue
+            if not isinstance(record, dict) or record.get("type", "conversation") != "conversation":
+                continue
+            data = record.get("conversation")
+            if data is None:
+                yield f"{path}:{lineno}: conversation {record.get('conversation_id')!r}: {NO_CONVERSATION}"
+                continue
+            try:
+                yield Conversation.model_validate(data)
+            except ValidationError as exc:
+                problem = exc.errors()[0]
+                where = ".".join(str(x) for x in problem.get("loc", ()))
+                yield f"{path}:{lineno}: conversation.{where}: {problem.get('msg')}"
+
+
+def read_version(path: str | Path, name: str | None = None) -> Version:
+    """One version from a conversation file or a results file that carries the conversations (module doc);
+    problems (unreadable file, bad record, repeated id) are collected in ``errors``, never raised."""
+    from ..loaders import InputError, iter_records
+
+    p = Path(path)
+    version = Version(name or p.stem, path=str(path))
+    items: Iterable[Conversation | str]
+    if is_results_file(p):
+        items = _results_conversations(p)
+    else:
+        items = (str(x) if isinstance(x, InputError) else x.conversation for x in iter_records(p))
+    try:
+        for item in items:
+            if isinstance(item, str):
+                version.errors.append(item)
+            elif item.id in version.conversations:
+                version.errors.append(f"{path}: conversation {item.id!r} appears again: the first is used")
+            else:
+                version.conversations[item.id] = item
+    except OSError as exc:
+        version.errors.append(f"{path}: cannot read file: {exc.strerror or exc}")
+    return version
+
+
+# -- the comparisons -----------------------------------------------------------------
+
+
+@dataclass
+class Comparison:
+    """One conversation judged for one pair of versions: the graph's result, or the failure that left none."""
+
+    conversation_id: str
+    a: str
+    b: str
+    result: MetricResult | None = None
+    error: str | None = None
+
+    @property
+    def outcomes(self) -> list[CriterionOutcome]:
+        return outcomes_of(self.result) if self.result is not None else []
+
+    def winner(self, o: CriterionOutcome) -> str | None:
+        """The version name that won criterion ``o`` (None: a tie or undecided)."""
+        return self.a if o.outcome == "a" else self.b if o.outcome == "b" else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "pairwise", "conversation_id": self.conversation_id, "a": self.a, "b": self.b,
+                "outcomes": [{**o.to_json(), "winner": self.winner(o)} for o in self.outcomes],
+                "error": self.error, "result": None if self.result is None else self.result.model_dump(mode="json")}
+
+
+@dataclass(frozen=True)
+class PairSummary:
+    """One criterion for one pair of versions: counts and Wilson intervals over the decided comparisons."""
+
+    a: str
+    b: str
+    criterion: str
+    a_wins: Rate
+    ties: Rate
+    b_wins: Rate
+    order_dependent: Rate  # decided comparisons whose verdict changed with the order (counted as ties)
+    undecided: int  # comparisons a judge error (or a failed run) left without an outcome
+
+    @property
+    def n(self) -> int:
+        return self.ties.n
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "criterion": self.criterion, "n": self.n, "a_wins": self.a_wins.to_json(),
+                "ties": self.ties.to_json(), "b_wins": self.b_wins.to_json(),
+                "order_dependent": self.order_dependent.to_json(), "undecided": self.undecided}
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A version's Bradley–Terry log-strength (centred on 0) with its bootstrap interval."""
+
+    version: str
+    strength: float
+    low: float | None
+    high: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, "strength": self.strength, "low": self.low, "high": self.high}
+
+
+@dataclass
+class PairwiseReport:
+    """Everything :func:`compare_pairwise` found (``to_json`` for ``--json``)."""
+
+    versions: list[str]
+    criteria: list[Criterion]
+    judge: str
+    comparisons: list[Comparison] = field(default_factory=list)
+    missing: dict[str, list[str]] = field(default_factory=dict)  # conversation id -> the versions lacking it
+    input_errors: list[str] = field(default_factory=list)
+    pairs: list[PairSummary] = field(default_factory=list)
+    rankings: dict[str, list[Ranked]] = field(default_factory=dict)  # criterion -> versions, strongest first
+    resamples: int = 1000
+    seed: int = 0
+    prior: float = 1.0
+
+    @property
+    def judge_errors(self) -> int:
+        """Verdicts the judge could not give, plus comparisons whose run failed (each undecided, never a win)."""
+        return sum(len(c.result.errors) if c.result is not None else 1 for c in self.comparisons)
+
+    @property
+    def position_bias(self) -> Rate:
+        """Decided comparisons (all pairs and criteria) whose verdict changed with the order shown."""
+        decided = [o for c in self.comparisons for o in c.outcomes if o.outcome is not None]
+        return wilson(sum(o.order_dependent for o in decided), len(decided))
+
+    def to_json(self) -> dict[str, Any]:
+        bias = self.position_bias
+        return {
+            "versions": self.versions, "judge": self.judge,
+            "criteria": [{"name": c.name, "text": c.text} for c in self.criteria],
+            "comparisons": len(self.comparisons), "judge_errors": self.judge_errors,
+            "position_bias": bias.to_json(), "missing": self.missing, "input_errors": self.input_errors,
+            "pairs": [p.to_json() for p in self.pairs],
+            "rankings": {k: [r.to_json() for r in v] for k, v in self.rankings.items()},
+            "intervals": {"rates": "Wilson score, 95 %", "strengths": f"percentile bootstrap over conversations, "
+                          f"95 %, B={self.resamples}, seed {self.seed}", "prior": self.prior},
+        }
+
+
+def summarise(comparisons: Sequence[Comparison], versions: Sequence[str], criteria: Sequence[Criterion]
+              ) -> list[PairSummary]:
+    """A :class:`PairSummary` per pair of versions (in the order given) and criterion."""
+    out = []
+    for a, b in itertools.combinations(versions, 2):
+        mine = [c for c in comparisons if (c.a, c.b) == (a, b)]
+        for criterion in criteria:
+            got = [o for c in mine for o in c.outcomes if o.criterion == criterion.name]
+            decided = [o for o in got if o.outcome is not None]
+            n = len(decided)
+            count = {k: sum(o.outcome == k for o in decided) for k in ("a", "b", "tie")}
+            undecided = len(mine) - n
+            out.append(PairSummary(a, b, criterion.name, wilson(count["a"], n), wilson(count["tie"], n),
+                                   wilson(count["b"], n), wilson(sum(o.order_dependent for o in decided), n),
+                                   undecided))
+    return out
+
+
+def wins_by_conversation(comparisons: Sequence[Comparison], versions: Sequence[str], criterion: str) -> np.ndarray:
+    """``W[c, i, j]``: version i's wins over j on conversation c (a tie half a win each; undecided: nothing)."""
+    index = {v: i for i, v in enumerate(versions)}
+    ids = list(dict.fromkeys(c.conversation_id for c in comparisons))
+    row = {cid: i for i, cid in enumerate(ids)}
+    w = np.zeros((len(ids), len(versions), len(versions)))
+    for c in comparisons:
+        i, j, r = index[c.a], index[c.b], row[c.conversation_id]
+        for o in c.outcomes:
+            if o.criterion != criterion or o.outcome is None:
+                continue
+            if o.outcome == "a":
+                w[r, i, j] += 1.0
+            elif o.outcome == "b":
+                w[r, j, i] += 1.0
+            else:
+                w[r, i, j] += 0.5
+                w[r, j, i] += 0.5
+    return w
+
+
+def rank(comparisons: Sequence[Comparison], versions: Sequence[str], criterion: str, *, prior: float = 1.0,
+         resamples: int = 1000, seed: int = 0) -> list[Ranked]:
+    """The versions by Bradley–Terry strength on ``criterion``, strongest first, with bootstrap intervals."""
+    per = wins_by_conversation(comparisons, versions, criterion)
+    theta = bradley_terry(per.sum(axis=0), prior=prior)
+    intervals = bootstrap_strengths(per, prior=prior, resamples=resamples, seed=seed)
+    ranked = [Ranked(v, float(theta[i]), intervals.low[i] if intervals else None,
+                     intervals.high[i] if intervals else None) for i, v in enumerate(versions)]
+    return sorted(ranked, key=lambda r: -r.strength)
+
+
+def plan(versions: Sequence[Version]) -> tuple[list[tuple[str, Version, Version]], dict[str, list[str]]]:
+    """The (conversation id, version a, version b) to judge, every pair of versions in the order given and the
+    conversations of the earlier one in input order; and each id missing from some version (not judged there)."""
+    todo = [(cid, a, b) for a, b in itertools.combinations(versions, 2)
+            for cid in a.conversations if cid in b.conversations]
+    ids = list(dict.fromkeys(cid for v in versions for cid in v.conversations))
+    missing = {cid: [v.name for v in versions if cid not in v.conversations] for cid in ids}
+    return todo, {cid: names for cid, names in missing.items() if names}
+
+
+def compare_pairwise(
+    versions: Sequence[str | Path] | Mapping[str, Iterable[Conversation | Mapping[str, Any]]], *,
+    model: ModelLike = None, criteria: Iterable[str | Criterion] = ("helpfulness",), concurrency: int = 16,
+    resamples: int = 1000, seed: int = 0, prior: float = 1.0,
+    on_comparison: Callable[[Comparison], None] | None = None,
+) -> PairwiseReport:
+    """Judge every pair of ``versions`` on the conversations they share and summarise (module doc).
+
+    ``versions``: files (named by their stems) or ``{name: conversations}``; ``model``: the judge (an LLM judge:
+    a model string, a chat model or a :class:`~judgegraph.judges.Judge`); ``criteria`` as
+    :func:`~judgegraph.metrics.pairwise.create_pairwise_judge` takes them; ``on_comparison`` is called as each
+    comparison finishes (``judgegraph pairwise --out`` writes it). Rankings are made with 3 or more versions."""
+    chosen = as_criteria(criteria)
+    read = _versions(versions)
+    judge = resolve_judge(model)
+    graph = create_pairwise_judge(model=judge, criteria=chosen)
+    todo, missing = plan(read)
+    report = PairwiseReport([v.name for v in read], chosen, judge.name, missing=missing,
+                            input_errors=[e for v in read for e in v.errors], resamples=resamples, seed=seed,
+                            prior=prior)
+    inputs = [{"a": a.conversations[cid], "b": b.conversations[cid]} for cid, a, b in todo]
+    done: dict[int, Comparison] = {}
+    if inputs:
+        for i, out in graph.batch_as_completed(inputs, config={"max_concurrency": concurrency},
+                                               return_exceptions=True):
+            cid, a, b = todo[i]
+            if isinstance(out, BaseException):
+                made = Comparison(cid, a.name, b.name, error=f"{type(out).__name__}: {out}")
+            else:
+                made = Comparison(cid, a.name, b.name, result=out["results"][graph.name])
+            done[i] = made
+            if on_comparison is not None:
+                on_comparison(made)
+    report.comparisons = [done[i] for i in sorted(done)]
+    report.pairs = summarise(report.comparisons, report.versions, chosen)
+    if len(read) > 2:
+        report.rankings = {c.name: rank(report.comparisons, report.versions, c.name, prior=prior,
+                                        resamples=resamples, seed=seed) for c in chosen}
+    return report
+
+
+def _versions(versions: Sequence[str | Path] | Mapping[str, Iterable[Conversation | Mapping[str, Any]]]
+              ) -> list[Version]:
+    if isinstance(versions, Mapping):
+        out = []
+        for name, conversations in versions.items():
+            v = Version(str(name))
+            for c in conversations:
+                conv = c if isinstance(c, Conversation) else Conversation.model_validate(c)
+                v.conversations.setdefault(conv.id, conv)
+            out.append(v)
+    else:
+        paths = list(versions)
+        out = [read_version(p, n) for p, n in zip(paths, version_names(paths))]
+    if len(out) < 2:
+        raise ValueError(f"pairwise judging needs at least two versions, got {len(out)}")
+    if len({v.name for v in out}) != len(out):
+        raise ValueError(f"the versions need distinct names, got {[v.name for v in out]}")
+    return out
+
