@@ -74,10 +74,8 @@ def _left(timeout: float | None, error: type[Exception]) -> float | None:
 
 
 class _Bounded:
-    """httpcore's network backend, or one of its streams, whose every operation
-    ends by the deadline. Sync or async alike: a method returns what the inner
-    one does (for async, a coroutine the caller awaits), and what connects
-    returns a bounded stream."""
+    """httpcore's network backend or stream, every operation (sync or async) ending
+    by the deadline; connecting returns a bounded stream."""
 
     def __init__(self, inner: Any, core: ModuleType) -> None:
         self._inner, self._core = inner, core
@@ -205,9 +203,8 @@ def _request(request: Any, timeout: float | None) -> Iterator[None]:
 
 @functools.lru_cache(maxsize=2)
 def _transport_class(httpx: ModuleType) -> type:
-    """The transport, sync and async, built on ``httpx``'s base classes (the
-    client checks its streams' types): one request's deadline set, its reply
-    decoded and counted."""
+    """The transport, sync and async, on ``httpx``'s base classes (the client checks its
+    streams' types): a deadline per request, the reply decoded and counted."""
 
     class Body(httpx.SyncByteStream, httpx.AsyncByteStream):  # type: ignore[name-defined]
         def __init__(self, raw: Any, decoded: _Decoded) -> None:
@@ -271,9 +268,8 @@ def _ssl_context(httpx: ModuleType) -> ssl.SSLContext:
 def openai_http_clients(base_url: str | None, *, timeout: float | None,
                         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
                         ) -> tuple[openai.DefaultHttpxClient, openai.DefaultAsyncHttpxClient]:
-    """A sync and an async HTTP client for ``openai`` / ``ChatOpenAI``: each
-    request ends within ``timeout`` seconds (None: no deadline) and reads at
-    most ``max_reply_bytes`` decoded bytes of reply."""
+    """Sync and async HTTP clients for ``ChatOpenAI``: each request ends within ``timeout``
+    seconds and reads at most ``max_reply_bytes`` decoded bytes."""
     import openai
 
     httpx = sdk_httpx()
