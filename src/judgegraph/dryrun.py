@@ -1,23 +1,8 @@
 """What a run will cost, before it is made: ``judgegraph eval ... --dry-run``.
 
-The run is made for real — same metrics, same graphs, the same LLM judge code
-rendering the same prompt files — but the chat model is a recorder that sends
-nothing: it counts every request (calls and input tokens, per metric and step)
-and answers each with a schema-conforming placeholder so the graphs go on.
-
-Exact: the calls and input tokens of every step that does not depend on what
-the judge answers (one call per window, per conversation, per guideline...),
-counted on the rendered messages with OpenAI's accounting (3 tokens per
-message + its role and content, + 3 to prime the reply; cl100k tokens).
-A provider also counts the output schema it is sent as input: not included.
-
-Estimated, and said so: steps that fan out over what an earlier step extracted
-(statements, goals, facts, questions) are counted for ONE extracted item each
-where a placeholder answer passes the metric's own checks, and named as not
-counted where it does not (the placeholder is never re-asked);
-output tokens are assumed at :data:`ASSUMED_OUTPUT_TOKENS` per call; re-asks of
-an invalid reply are not included (each would resend the prompt, up to
-``max_tries`` times).
+The run is made for real with a chat model that records instead of sending and
+answers with schema-conforming placeholders; what is exact and what estimated:
+docs/runs.md.
 """
 
 from __future__ import annotations

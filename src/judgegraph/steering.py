@@ -1,14 +1,9 @@
 """Re-judge chosen verdicts of any metric with a changed rubric, prompt or
 judge, paying only for those verdicts (``docs/steering.md``).
 
-One mechanism for every metric built from :func:`judgegraph.nodes.judge_step`:
-the graph runs again with a :class:`~judgegraph.replay.Steer` in its config, so
-verdicts not chosen are kept, requests no chosen verdict depends on get their
-earlier answers, and only the chosen verdicts' requests go to the judge; the
-metric's own reduce node scores the result. :func:`rejudge` / :func:`arejudge`
-work on a checkpointed thread, :func:`rejudge_result` on a results-file line.
-The unit judged again is a request: choosing one statement of a request that
-judged five re-judges the five.
+The graph runs again with a :class:`~judgegraph.replay.Steer` in its config, so
+only the chosen verdicts' requests go to the judge (the unit is a request:
+choosing one of five statements judged together re-judges the five).
 """
 
 from __future__ import annotations
@@ -199,11 +194,9 @@ def rejudge_result(
     metric: str | MetricSpec | CompiledStateGraph | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> MetricResult:
-    """A results-file result, for ``conversation``, with the chosen verdicts judged again (all
-    when None; ``windows`` is the same for window verdicts), the others kept (0 calls), scored by
-    the metric's own reduce node. ``metric``: its name, import path, spec or compiled graph
-    (default: the result's key); a spec is built with the result's own options plus ``options``
-    (e.g. a session judge's guidelines, which results do not record)."""
+    """A results-file result with the chosen verdicts (all when None) judged again, the others
+    kept, scored by the metric's own reduce node. ``metric`` defaults to the result's key; a spec
+    is built with the result's options plus ``options`` (e.g. guidelines, which results do not record)."""
     from .metrics import MetricNotFound, MetricSpec, get_metric
     from .report import build_metric
 

@@ -1,11 +1,5 @@
-"""Why judgements failed, said once after the results table.
-
-Each failed judgement carries its own message in the results file; in the
-terminal a row only says "see errors". When a run has judge errors, the
-distinct causes are printed once, with how many judgements each stopped and
-what to do about it: a refused connection, a wrong URL, a missing key or an
-offline model that could not be fetched is one line, not a hunt through the
-JSONL."""
+"""Why judgements failed, said once after the results table: each distinct cause,
+how many judgements it stopped and what to do, not a hunt through the JSONL."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """One encoder per process: micro-batching, a text → vector LRU, bounded BLAS threads.
 
-The offline judge embeds two or three short texts per window: one window at a time, per-call
-numpy overhead and every window's own multi-threaded BLAS make it crawl. :class:`BatchingEncoder`
-queues the requests (sync callers wait on a future, async ones await the same one); one worker
-thread embeds every waiting request's distinct texts in one ``encode`` call under a BLAS thread
-limit, each text once while it stays in a bounded LRU (a turn appears in many windows and
-metrics). :func:`drive` and :func:`adrive` run a *scoring generator* (yields texts, receives
-their vectors) with a sync or an async encode: the scoring code is written once.
+One window at a time, per-call numpy overhead and every window's own BLAS threads
+make the offline judge crawl; one worker thread embeds every waiting request's
+distinct texts in one call. :func:`drive` / :func:`adrive` run one scoring
+generator sync or async.
 """
 
 from __future__ import annotations

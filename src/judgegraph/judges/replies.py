@@ -1,8 +1,5 @@
-"""Reading the replies real OpenAI-compatible servers give when structured
-output is not enforced: JSON inside Markdown fences, JSON with text around it,
-or a plain verdict sentence ("No, this is off-topic.", "Yes."; the word read as
-:func:`judgegraph.answers.leading_choice` reads it, so "No doubt, ..." is not a
-"no"). Used before a re-ask; a reply none of these read is re-asked as before."""
+"""Reading replies when structured output is not enforced (fenced JSON, JSON with
+text around it, a plain verdict sentence) before re-asking."""
 
 from __future__ import annotations
 

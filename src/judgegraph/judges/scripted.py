@@ -1,15 +1,8 @@
 """A scripted chat model: answers chosen by what the prompt says, no LLM, no key
 (docs/judges.md, "Testing a judge with no model").
 
-For running a judge with no model (the runnable examples), for unit-testing
-your own judges and graphs, and as the base of the dry run's recording model.
-Replies are chosen by what the prompt says, not by call order: the windows of a
-conversation are judged concurrently and finish in any order. Each rule is
-``(key, replies)``, ``key`` a substring, a compiled regex or a callable matched
-against the prompt (or its tagged ``section``), its replies used in order, the
-last repeating. A reply is a dict (the structured answer, as a tool call), a
-str (raw text), an exception (raised) or a callable of a
-:class:`ScriptedRequest` returning one of those.
+Replies are chosen by the prompt, not by call order, because windows are judged
+concurrently and finish in any order. Also the base of the dry run's recorder.
 """
 
 from __future__ import annotations

@@ -4,14 +4,7 @@
                  └─goal reached / gave up / error─┐   └─turn limit / app error─┐
                                                   └──→ judge_conversation → END   (with metrics)
 
-* ``simulate_user``: the simulated user writes the next message, or says the goal
-  is reached, or gives up; a scenario's ``opening`` is sent without a call.
-* ``call_app``: the chatbot answers (:mod:`.app`); an exception ends the
-  conversation with status ``app_error``, the messages so far kept.
-* ``check_stop``: the turn limit (user messages).
-
-Input ``{"scenario": Scenario | dict}``; output ``messages``, ``status`` (one of
-``STOPPED``), ``turns``, ``errors``, ``user_usage`` and ``results``.
+The nodes and the state: docs/apps.md.
 """
 
 from __future__ import annotations
