@@ -103,8 +103,6 @@ def as_conversation(value: Conversation | dict[str, Any]) -> Conversation:
     return Conversation.model_validate(value)
 
 
-# -- LangChain messages ------------------------------------------------------------
-
 #: Where a message may carry the retrieval context its reply was written from.
 RETRIEVAL_KEYS = ("retrieval_context", "retrievalContext")
 

@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from .conversation import Conversation
     from .judges.base import Judge
 
-# -- options ---------------------------------------------------------------------
-
 
 def check_threshold(value: object, option: str = "threshold") -> float:
     """``value`` as a threshold: a number (not a bool) from 0 to 1, else a
@@ -102,9 +100,6 @@ class WindowOptions(MetricOptions):
         check_window_size(self.window_size)
 
 
-# -- status rules ----------------------------------------------------------------
-
-
 def strict(score: float | None, threshold: float | None, strict_mode: bool) -> tuple[float | None, float | None]:
     """deepeval's strict mode: the score 1 when it is 1, else 0; the threshold 1."""
     if not strict_mode:
@@ -150,9 +145,6 @@ def build_result(
         judge=judge if isinstance(judge, str) else judge.name, verdicts=list(verdicts), usage=usage or Usage(),
         details=info,
     )
-
-
-# -- the scoring engine ------------------------------------------------------------
 
 
 def clause(text: str) -> str:

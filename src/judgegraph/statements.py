@@ -63,9 +63,6 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in out if any(ch.isalnum() for ch in s)]
 
 
-# -- schemas --------------------------------------------------------------------
-
-
 class NodeStatements(BaseModel):
     node: int = Field(description="The node's number, as given.")
     statements: list[str] = Field(description="The node's statements, in the node's order.")
@@ -160,9 +157,6 @@ def extraction_schema(nodes: int) -> type[ExtractedStatements]:
 def verdicts_schema(statements: int) -> type[StatementVerdicts]:
     """:class:`StatementVerdicts` that requires exactly ``statements`` entries."""
     return type("StatementVerdicts", (StatementVerdicts,), {"expected_statements": statements, "__module__": __name__})
-
-
-# -- what flows through the graph --------------------------------------------------
 
 
 class Statement(BaseModel):

@@ -95,9 +95,6 @@ def _finish(new: MetricResult | None, steer: Steer, judge_name: str | None, rubr
     return new.model_copy(update={"details": {**new.details, "rejudged": how}})
 
 
-# -- a checkpointed thread -------------------------------------------------------------
-
-
 class RejudgeOptions(TypedDict, total=False):
     """What :func:`rejudge` and :func:`arejudge` take (one definition for both)."""
 
@@ -163,9 +160,6 @@ def _latest(config: RunnableConfig) -> RunnableConfig:
     """The thread's config without a checkpoint id: its latest state."""
     conf = {k: v for k, v in (config.get("configurable") or {}).items() if k not in ("checkpoint_id", "checkpoint_ns")}
     return {**config, "configurable": conf}
-
-
-# -- a result read back from a results file ----------------------------------------------
 
 
 def result_options(result: MetricResult, takes: Iterable[str]) -> dict[str, Any]:

@@ -171,9 +171,6 @@ class CitingJudgement(BaseModel):
         return self
 
 
-# -- turns ---------------------------------------------------------------------
-
-
 def role_indices(conversation: Conversation, role: str) -> list[int]:
     return [i for i, t in enumerate(conversation.turns) if t.role == role]
 
@@ -188,9 +185,6 @@ def cited_turns(numbers: Iterable[object], conversation: Conversation, roles: Se
     turns = conversation.turns
     return sorted({n - 1 for n in numbers or () if isinstance(n, int) and not isinstance(n, bool)
                    and 0 < n <= len(turns) and (roles is None or turns[n - 1].role in roles)})
-
-
-# -- results -------------------------------------------------------------------
 
 
 class ExtractState(MetricState, total=False):
