@@ -43,9 +43,7 @@ def _at_least_one(schema: Any) -> Any:
 
 
 def placeholder_answer(schema: type[BaseModel] | dict[str, Any]) -> dict[str, Any]:
-    """A value conforming to ``schema``: the schema's own ``placeholder()`` when
-    it has one (a schema whose checks a generic example cannot pass: a count of
-    entries, distinct items), else an example with every list of one item."""
+    """The schema's own ``placeholder()`` (for checks a generic example cannot pass), else an example."""
     own = getattr(schema, "placeholder", None)
     if isinstance(schema, type) and callable(own):
         return dict(own())
@@ -55,9 +53,8 @@ def placeholder_answer(schema: type[BaseModel] | dict[str, Any]) -> dict[str, An
 
 
 class RecordingChatModel(ScriptedChatModel):
-    """The scripted chat model with placeholder answers, sending nothing: it
-    counts each request against the current step and answers with a
-    schema-conforming placeholder (usage reported as zero: nothing was spent)."""
+    """A scripted chat model counting each request against the current step, answering with
+    placeholders (usage zero: nothing was spent)."""
 
     model_name: str = "dry-run"
     _counts: dict[str, Counter[str]] = PrivateAttr(default_factory=dict)
@@ -100,9 +97,8 @@ class DryRunJudge(Judge):
 
     @classmethod
     def for_model(cls, model: str, *, max_tries: int = 3) -> DryRunJudge:
-        """The dry run of the LLM judge ``model`` (``openai:gpt-4.1-mini``) would
-        be, named as that judge (``llm:gpt-4.1-mini``, so prices are found) but
-        built without its client: nothing is sent, so no API key is needed."""
+        """The dry run of the LLM judge ``model``, named as that judge (so prices are found),
+        without a client (no API key needed)."""
         from .judges.llm import split_model
 
         return cls(f"llm:{split_model(model)[1]}", max_tries=max_tries)

@@ -356,16 +356,10 @@ def make_judge(
     review: bool = False,
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
-    """A judge of whole conversations from instructions, as a compiled graph (``docs/custom_judges.md``).
-
-    ``instructions`` must contain ``{{ conversation }}`` and may contain ``{{ expectations }}``
-    (any other ``{{ ... }}`` is a ``ValueError``). ``feedback_type`` (or MLflow's
-    ``feedback_value_type``; default ``bool``): ``bool`` (score 1/0, or ``scores``; threshold 0.5),
-    ``int``/``float`` (score = value), ``Literal[...]`` (score ``scores[value]``) or ``str`` (no
-    score), optionally ``Annotated`` with pydantic constraints. Passed = score >= ``threshold``;
-    without one the status is ``not_applicable``, the value recorded. ``model`` must be an LLM
-    judge (MLflow's ``openai:/gpt-4o`` spelling too); ``review`` adds a ``review_verdicts`` node.
-    """
+    """A judge of whole conversations from ``instructions`` (holding ``{{ conversation }}``, maybe
+    ``{{ expectations }}``), as a compiled graph; ``feedback_type`` (``bool``, ``int``/``float``,
+    ``Literal[...]``, ``str``, maybe ``Annotated``) gives the answer's type and its score, and
+    ``model`` must be an LLM judge (docs/custom_judges.md)."""
     if feedback_value_type is not None:
         if feedback_type is not None:
             raise ValueError("pass feedback_type or feedback_value_type (MLflow's name), not both")
