@@ -38,9 +38,7 @@ def _invisible(ch: str) -> bool:
 
 
 def tag_name(inside: str) -> str | None:
-    """The name of the tag whose text between ``<`` and ``>`` is ``inside``,
-    as compared with a template's tags: invisible characters removed, NFKC,
-    case folded; None when it is not tag-shaped."""
+    """The tag name of ``<inside>`` as compared with a template's (NFKC, case folded), or None."""
     if not inside.isascii():
         inside = unicodedata.normalize("NFKC", "".join(ch for ch in inside if not _invisible(ch)))
     elif not inside.isprintable():

@@ -55,9 +55,8 @@ def filter_transcripts(record: dict[str, Any], mode: str) -> dict[str, Any]:
 
 
 class ResultsWriter:
-    """Appends one JSON line per conversation (and per input error), flushed at once;
-    ``mode`` ``"a"`` appends (``--resume``), ``skip_input_errors`` are already in
-    the file, ``cost`` gives each line's ``cost_usd``."""
+    """Appends one JSON line per conversation and input error, flushed at once; ``cost``
+    gives each line's ``cost_usd``."""
 
     def __init__(self, path: str | Path, *, mode: str = "w", transcripts: str = "full",
                  skip_input_errors: set[tuple[object, ...]] | None = None,

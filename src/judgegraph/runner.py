@@ -205,9 +205,8 @@ class MetricPlan:
             return unavailable_metric(name, self.judge, str(exc))
 
     def metric_options(self, item: LoadedConversation) -> list[tuple[str, dict[str, Any]]]:
-        """(metric, options) per assertion the file asks for, with ``name`` where a
-        result needs its own key and ``transform`` where the format changes the
-        result (promptfoo's ``not-``, see :func:`~judgegraph.loaders.result_transform`)."""
+        """(metric, options) per assertion the file asks for, with its ``name`` key and
+        ``transform`` (promptfoo's ``not-``) where needed."""
         asked = [a for a in (item.assertions or (item.options,)) if a.get("metric")]
         names = self.metrics or list(dict.fromkeys(canonical_name(a["metric"]) for a in asked)) or list(DEFAULT_METRICS)
         chosen = []

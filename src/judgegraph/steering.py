@@ -38,9 +38,7 @@ PromptLike = Prompt | str | os.PathLike[str] | None
 
 
 def as_prompt(prompt: PromptLike) -> Prompt | None:
-    """A :class:`~judgegraph.prompts.Prompt`, or a path to a prompt file. It
-    replaces the prompt of the steps that write verdicts; its placeholders must
-    be among the values those steps fill (checked when the request is made)."""
+    """A :class:`~judgegraph.prompts.Prompt` from a prompt or a path, for the steps that write verdicts."""
     if prompt is None or isinstance(prompt, Prompt):
         return prompt
     path = Path(prompt)

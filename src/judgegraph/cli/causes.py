@@ -31,9 +31,7 @@ _FIXES: tuple[tuple[tuple[str, ...], str], ...] = (
 
 
 def cause_of(message: str) -> str:
-    """A judge error message reduced to its cause: the same failure reported by
-    the first judgement and by every one the stopped judge then refused to
-    send reads the same."""
+    """A judge error reduced to its cause, the same for the first failure and every one the breaker stopped."""
     text = message.strip()
     if (m := _STOPPED.match(text)) is not None:
         text = m.group("cause")

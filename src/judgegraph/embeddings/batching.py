@@ -82,9 +82,8 @@ class _Request:
 
 
 class BatchingEncoder:
-    """Micro-batching, caching front of one text encoder (see the module docstring). ``encode``: ``list[str] ->
-    (n, d)`` unit-norm float32 rows (:meth:`for_embeddings` makes one for any embeddings object).
-    ``blas_threads``: BLAS threads while encoding (``None`` leaves them alone, e.g. for a remote API)."""
+    """Micro-batching, caching front of ``encode`` (``list[str] -> (n, d)`` unit rows); ``blas_threads``
+    None leaves BLAS alone (a remote API)."""
 
     def __init__(self, encode: Callable[[list[str]], np.ndarray], *, max_batch: int = 256, max_wait_s: float = 0.002,
                  cache_size: int = 8192, blas_threads: int | None = 1, encode_threads: int | None = None,

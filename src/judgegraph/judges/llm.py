@@ -57,9 +57,7 @@ def split_model(spec: str) -> tuple[str, str]:
 
 
 def openai_key(api_key: str | None, base_url: str | None, missing: str) -> SecretStr:
-    """The key for an OpenAI client: ``api_key``, else ``OPENAI_API_KEY``, else
-    (an OpenAI-compatible server at ``base_url`` needs none) a placeholder;
-    with neither key nor ``base_url``: ModelConfigError(``missing``)."""
+    """``api_key``, else ``OPENAI_API_KEY``, else a placeholder when ``base_url`` (a local server needs none)."""
     key = api_key or os.environ.get("OPENAI_API_KEY")
     if not key and not base_url:
         raise ModelConfigError(missing)

@@ -26,9 +26,7 @@ def _json_candidates(text: str) -> list[str]:
 
 @lru_cache(maxsize=128)
 def _verdict_shape(schema: type[BaseModel]) -> tuple[str, dict[str, str], str | None] | None:
-    """(the verdict field, its allowed words by lower case, a free-text field to
-    hold the reply) when the schema is "one word from a fixed set, plus text
-    fields", else None."""
+    """(verdict field, its words by lower case, a text field for the reply) for a "one word plus text" schema."""
     verdict: tuple[str, dict[str, str]] | None = None
     text_field: str | None = None
     for name, info in schema.model_fields.items():

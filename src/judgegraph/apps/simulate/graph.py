@@ -190,9 +190,8 @@ def _results(out: dict[str, Any]) -> dict[str, Any]:
 
 
 def user_judge(user_model: ModelLike, *, judge: Judge | None = None, max_tries: int = 3, **model_kwargs: Any) -> Judge:
-    """The simulated user's model as a Judge (structured output, re-asks,
-    usage), sharing the metrics judge's limit on calls in flight when that
-    judge has one; never cached, so repeated scenarios may differ."""
+    """The simulated user's model as a Judge sharing the metrics judge's limiter; never cached,
+    so repeated scenarios may differ."""
     if isinstance(user_model, Judge):
         return user_model
     if user_model is None:

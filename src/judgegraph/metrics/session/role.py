@@ -69,9 +69,7 @@ class RoleSettings(SessionSettings):
 
 
 def role_of(settings: RoleSettings, conversation: Conversation) -> str | None:
-    """The factory's role, else the conversation's ``chatbot_role``, else its
-    system message(s) joined — where MLflow's ConversationalRoleAdherence takes
-    the assigned role from."""
+    """The factory's role, else ``chatbot_role``, else the system messages (as MLflow takes it)."""
     system = "\n\n".join(t.content.strip() for t in conversation.turns if t.role == "system" and t.content.strip())
     for role in (settings.role, conversation.chatbot_role, system):
         if role and role.strip():
