@@ -2,8 +2,7 @@
 
 One window at a time, per-call numpy overhead and every window's own BLAS threads
 make the offline judge crawl; one worker thread embeds every waiting request's
-distinct texts in one call. :func:`drive` / :func:`adrive` run one scoring
-generator sync or async.
+distinct texts in one call.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The HTTP clients of an LLM judge built from a model string: every request
 has a deadline and every reply a size limit, whatever the server does.
 
-httpx's ``timeout`` bounds each socket operation, not a request (a server
-sending one byte every half second holds it for ever), and a reply is read
-whole into memory (a gzip bomb decodes to gigabytes). So the deadline is
-enforced under httpcore, on the socket: every connect, read and write gets at
-most the time left, then raises the HTTP library's own timeout (reported by the
-SDK as ``APITimeoutError``, retried). The reply is decoded here (gzip, deflate:
-only those are asked for) in bounded pieces; past ``max_reply_bytes`` decoded
-bytes the read stops with :class:`ReplyTooLarge`.
+httpx's ``timeout`` bounds each socket operation, not a request, and a reply is
+read whole (a gzip bomb decodes to gigabytes); so the deadline is enforced under
+httpcore, on the socket, and the reply decoded here in bounded pieces (docs/judges.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Turn contextual relevancy (deepeval's ``TurnContextualRelevancyMetric``,
-done once per node; ``docs/turn_contextual_relevancy.md``): is what the chatbot
+"""Turn contextual relevancy (docs/turn_contextual_relevancy.md): is what the chatbot
 retrieved for each turn relevant to what the user asked in that turn?
 
     START → window_turns ─Send per turn→ extract_statements ─Send→ judge_statements

@@ -1,16 +1,7 @@
 """Simulated conversations: a simulated user (an LLM with a persona, a goal
 and a scenario) talks to your chatbot until the goal is reached, the user
-gives up, or a turn limit; then the conversation is judged.
-
-    from judgegraph.apps import simulate
-
-    runs = simulate(chatbot, [{"id": "lost-card", "goal": "Block my lost card", "persona": "In a hurry"}],
-                    user_model="openai:gpt-4.1-mini", metrics=["turn_relevancy", "conversation_completeness"],
-                    model="openai:gpt-4.1-mini", max_turns=6)
-    for run in runs:
-        print(run.scenario.id, run.status, {k: r.score for k, r in run.results.items()})
-
-The simulator is a LangGraph graph (:func:`create_simulator`, docs/apps.md).
+gives up, or a turn limit; then the conversation is judged. The simulator is a
+LangGraph graph (:func:`create_simulator`; an example: docs/apps.md).
 """
 
 from __future__ import annotations
