@@ -62,15 +62,17 @@ class CallLimiter:
         self.peak = 0
         self.requests = 0
 
-    def _enter(self) -> None:
+    @contextmanager
+    def _counted(self) -> Iterator[None]:
         with self._lock:
             self.in_flight += 1
             self.requests += 1
             self.peak = max(self.peak, self.in_flight)
-
-    def _exit(self) -> None:
-        with self._lock:
-            self.in_flight -= 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.in_flight -= 1
 
     def delay(self, tokens: int = 0) -> float:
         """Reserve one request (and ``tokens``) against the per-minute limits;
@@ -96,11 +98,8 @@ class CallLimiter:
         with self._sync:
             if self.paced and (wait := self.delay(tokens)) > 0:
                 time.sleep(wait)
-            self._enter()
-            try:
+            with self._counted():
                 yield
-            finally:
-                self._exit()
 
     @asynccontextmanager
     async def aslot(self, tokens: int = 0) -> AsyncIterator[None]:
@@ -112,8 +111,5 @@ class CallLimiter:
         async with sem:
             if self.paced and (wait := self.delay(tokens)) > 0:
                 await asyncio.sleep(wait)
-            self._enter()
-            try:
+            with self._counted():
                 yield
-            finally:
-                self._exit()
