@@ -1,12 +1,6 @@
-"""Types for the structured answers judges give (docs/judges.md).
-
-A verdict field reads what real OpenAI-compatible servers send: any case and
-spacing, spaces or hyphens for underscores, and a sentence that starts with the
-word (``"No, this is off-topic."``) before a reply would be re-asked. A leading
-word is the answer only when it stands alone (the whole text, or followed by
-punctuation or a line break): followed by another word it may open an idiom
-(``"No doubt, the reply is fully relevant"``), so the schema rejects it and the
-judge is re-asked, never a silent verdict.
+"""Types for the structured answers judges give: a verdict field reads any case,
+spacing or hyphenation, and a leading word that stands alone (``"No, off-topic."``,
+but not ``"No doubt, ..."``: re-asked), as docs/judges.md says.
 """
 
 from __future__ import annotations
@@ -19,10 +13,8 @@ from pydantic import BeforeValidator
 
 
 def read_choice(choices: Sequence[str], aliases: Mapping[str, str] | None = None) -> Callable[[object], object]:
-    """A before-validator: ``value`` as one of ``choices`` when it plainly is one
-    (see the module's doc), else unchanged (the schema then rejects it and the
-    judge is re-asked with the error). ``aliases`` map other spellings
-    (``{"n/a": "not_applicable"}``)."""
+    """A before-validator: ``value`` as one of ``choices`` (or ``aliases``) when it plainly
+    is one, else unchanged for the schema to reject."""
     longest_first = sorted(choices, key=len, reverse=True)
     extra = {k.lower(): v for k, v in (aliases or {}).items()}
 
@@ -48,10 +40,8 @@ _ANSWER_END = r"""[*_`'"”’]*(?:\s*$|[ \t]*[.,;:!…–—]|[ \t]*-+(?:\s|$)|
 
 
 def leading_choice(text: str, choices: Sequence[str]) -> str | None:
-    """The choice ``text`` starts with when that word is the answer (see the
-    module's doc), else None, leading emphasis, quotes and list or quote marks
-    skipped; longer choices first ("none" before "no"), underscores matching a
-    space, an underscore or a hyphen."""
+    """The choice ``text`` starts with when that word is the answer, else None (leading
+    marks skipped; longer choices first: "none" before "no")."""
     lowered = text.lstrip(_LEAD).lower()
     for choice in sorted(choices, key=len, reverse=True):
         spelled = re.escape(choice.lower()).replace("_", r"[\s_-]+")

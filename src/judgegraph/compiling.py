@@ -1,8 +1,6 @@
-"""What every metric factory does last: compile its builder with the caller's
-LangGraph compile options (``**compile: Unpack[CompileOptions]``), so any metric
-takes a checkpointer or interrupts, and a misspelt option is a ``TypeError``
-naming it. A checkpointer with LangGraph's default serializer gets judgegraph's
-state types registered (:func:`register_types`): no "unregistered type" warning.
+"""Every metric factory's last step: compile with the caller's LangGraph options (a
+misspelt one is a ``TypeError``), registering judgegraph's state types with a
+checkpointer's default serializer (no "unregistered type" warning).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """The conversation model: what every metric reads.
 
-A :class:`Conversation` is an ordered list of :class:`Turn` objects plus the
-facts a judge may need about the whole session (the chatbot's role, the
-expected outcome). Loaders in :mod:`judgegraph.loaders` turn files of several
-formats into these objects; metrics never see the file formats.
+Loaders turn every file format into these; metrics never see the formats.
 """
 
 from __future__ import annotations
@@ -105,8 +102,6 @@ def as_conversation(value: Conversation | dict[str, Any]) -> Conversation:
         return value
     return Conversation.model_validate(value)
 
-
-# -- LangChain messages ------------------------------------------------------------
 
 #: Where a message may carry the retrieval context its reply was written from.
 RETRIEVAL_KEYS = ("retrieval_context", "retrievalContext")

@@ -1,23 +1,8 @@
 """What a run will cost, before it is made: ``judgegraph eval ... --dry-run``.
 
-The run is made for real — same metrics, same graphs, the same LLM judge code
-rendering the same prompt files — but the chat model is a recorder that sends
-nothing: it counts every request (calls and input tokens, per metric and step)
-and answers each with a schema-conforming placeholder so the graphs go on.
-
-Exact: the calls and input tokens of every step that does not depend on what
-the judge answers (one call per window, per conversation, per guideline...),
-counted on the rendered messages with OpenAI's accounting (3 tokens per
-message + its role and content, + 3 to prime the reply; cl100k tokens).
-A provider also counts the output schema it is sent as input: not included.
-
-Estimated, and said so: steps that fan out over what an earlier step extracted
-(statements, goals, facts, questions) are counted for ONE extracted item each
-where a placeholder answer passes the metric's own checks, and named as not
-counted where it does not (the placeholder is never re-asked);
-output tokens are assumed at :data:`ASSUMED_OUTPUT_TOKENS` per call; re-asks of
-an invalid reply are not included (each would resend the prompt, up to
-``max_tries`` times).
+The run is made for real with a chat model that records instead of sending and
+answers with schema-conforming placeholders; what is exact and what estimated:
+docs/runs.md.
 """
 
 from __future__ import annotations
@@ -58,9 +43,7 @@ def _at_least_one(schema: Any) -> Any:
 
 
 def placeholder_answer(schema: type[BaseModel] | dict[str, Any]) -> dict[str, Any]:
-    """A value conforming to ``schema``: the schema's own ``placeholder()`` when
-    it has one (a schema whose checks a generic example cannot pass: a count of
-    entries, distinct items), else an example with every list of one item."""
+    """The schema's own ``placeholder()`` (for checks a generic example cannot pass), else an example."""
     own = getattr(schema, "placeholder", None)
     if isinstance(schema, type) and callable(own):
         return dict(own())
@@ -70,9 +53,8 @@ def placeholder_answer(schema: type[BaseModel] | dict[str, Any]) -> dict[str, An
 
 
 class RecordingChatModel(ScriptedChatModel):
-    """The scripted chat model with placeholder answers, sending nothing: it
-    counts each request against the current step and answers with a
-    schema-conforming placeholder (usage reported as zero: nothing was spent)."""
+    """A scripted chat model counting each request against the current step, answering with
+    placeholders (usage zero: nothing was spent)."""
 
     model_name: str = "dry-run"
     _counts: dict[str, Counter[str]] = PrivateAttr(default_factory=dict)
@@ -115,9 +97,8 @@ class DryRunJudge(Judge):
 
     @classmethod
     def for_model(cls, model: str, *, max_tries: int = 3) -> DryRunJudge:
-        """The dry run of the LLM judge ``model`` (``openai:gpt-4.1-mini``) would
-        be, named as that judge (``llm:gpt-4.1-mini``, so prices are found) but
-        built without its client: nothing is sent, so no API key is needed."""
+        """The dry run of the LLM judge ``model``, named as that judge (so prices are found),
+        without a client (no API key needed)."""
         from .judges.llm import split_model
 
         return cls(f"llm:{split_model(model)[1]}", max_tries=max_tries)

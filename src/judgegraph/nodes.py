@@ -1,13 +1,5 @@
 """Building blocks for metric graphs, public so custom judges can reuse them
-(``docs/custom_judges.md`` walks through a whole graph, ``examples/policy_judge/``).
-
-A *judge step* (:func:`judge_step`) turns its input into one
-:class:`~judgegraph.judges.JudgeRequest`, asks a judge and turns the outcome into
-a state update, under ``invoke`` and ``ainvoke`` alike. The other blocks split a
-conversation (:func:`window_node`), fan out (:func:`fan_out`), fill verdicts
-(:func:`outcome_fields`), score (:func:`make_result`, :func:`score_node`), let a
-person review (:func:`review_node`) and render prompt values as data
-(:func:`render_messages`, :func:`conversation_json`). Statement steps live in
+(docs/custom_judges.md walks through a whole graph). Statement steps live in
 :mod:`judgegraph.statements`.
 """
 
@@ -46,12 +38,10 @@ def judge_step(
     build: Callable[[T], JudgeRequest],
     finish: Callable[[T, JudgeOutcome], StateUpdate],
 ) -> RunnableLambda:
-    """A node: ``finish(input, judge(build(input)))``, sync and async.
-
-    Every attempt is stamped with the request's key; an update holding no
-    verdict (an extraction) gets the transcript as ``judge_calls``, so every
-    request behind a result is kept. A :class:`~judgegraph.replay.Steer` in the
-    config may keep verdicts, replay answers or replace the prompt (re-judging)."""
+    """A node: ``finish(input, judge(build(input)))``, sync and async. An update
+    holding no verdict (an extraction) gets the transcript as ``judge_calls``, so
+    every request behind a result is kept; a :class:`~judgegraph.replay.Steer` in
+    the config may keep verdicts, replay answers or replace the prompt."""
 
     def before(task: Any, config: RunnableConfig | None) -> tuple[Steer | None, JudgeRequest, Any]:
         steer = steer_of(config)
@@ -122,9 +112,8 @@ def turn_label(indices: Iterable[int]) -> str:
 
 
 def conversation_json(conversation: Conversation, *, numbered: bool = True) -> str:
-    """The whole conversation as a JSON list of ``{turn, role, content}`` (MLflow's
-    session transcript shape, plus 1-based turn numbers so judges can cite turns):
-    a prompt value, never template source."""
+    """The conversation as a JSON list of ``{turn, role, content}`` (1-based turns
+    for judges to cite): a prompt value, never template source."""
     import json
 
     rows = [{**({"turn": i + 1} if numbered else {}), "role": t.role, "content": t.content}
@@ -160,9 +149,8 @@ def with_transcript(result: MetricResult, state: Mapping[str, Any]) -> MetricRes
 
 
 def window_node(window_size: int, *, name: str = "window_turns") -> Callable[..., dict[str, Any]]:
-    """A node: the state's conversation → ``{"conversation", "windows"}``, one window per
-    exchange holding up to ``window_size - 1`` earlier ones (:mod:`judgegraph.windows`).
-    ``window_size`` is checked when the graph is built (a ``ValueError``)."""
+    """A node: conversation → ``{"conversation", "windows"}`` (:mod:`judgegraph.windows`);
+    a bad ``window_size`` is a ``ValueError`` when the graph is built."""
     check_window_size(window_size)
 
     # "Optional[RunnableConfig]": the spelling LangGraph recognises (under postponed annotations) to pass the config
@@ -185,9 +173,8 @@ def latest_scope(config: RunnableConfig | None) -> bool:
 
 
 def in_scope(items: Sequence[T], config: RunnableConfig | None) -> list[T]:
-    """The per-exchange items (windows, exchanges) a run judges: all, or under the
-    latest scope only the last (its earlier turns stay its context). The blocks that
-    split a conversation call it, so every metric built from them gets the scope."""
+    """The per-exchange items a run judges: all, or under the latest scope only the
+    last (earlier turns stay its context)."""
     return list(items[-1:]) if latest_scope(config) else list(items)
 
 
@@ -200,13 +187,7 @@ def fan_out(
     extra: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
 ) -> Callable[[Mapping[str, Any]], list[Send] | str]:
     """A router for ``add_conditional_edges``: one ``Send(target, {item: x, **extra(state)})``
-    per element ``x`` of ``state[key]``, or the node ``empty`` when there is none. The
-    tasks run concurrently; a plain edge from ``target`` runs the next node once::
-
-        builder.add_conditional_edges("window_turns",
-                                      fan_out("judge_turn", "windows", item="window", empty="reduce_score"),
-                                      ["judge_turn", "reduce_score"])
-    """
+    per element ``x`` of ``state[key]`` (run concurrently), or the node ``empty`` when none."""
 
     def route(state: Mapping[str, Any]) -> list[Send] | str:
         items = state.get(key) or []
@@ -220,11 +201,8 @@ def fan_out(
 
 
 def outcome_fields(outcome: JudgeOutcome) -> dict[str, Any]:
-    """The :class:`~judgegraph.results.Verdict` fields a judge outcome fills (``error``:
-    None on success; ``attempts``, ``usage``, ``score``, ``transcript``)::
-
-        Verdict(verdict=outcome.value.verdict if outcome.ok else None, **outcome_fields(outcome))
-    """
+    """The :class:`~judgegraph.results.Verdict` fields a judge outcome fills
+    (``error``, ``attempts``, ``usage``, ``score``, ``transcript``)."""
     return {
         "error": None if outcome.ok else (outcome.error or "no verdict"),
         "attempts": outcome.attempts,
@@ -236,9 +214,8 @@ def outcome_fields(outcome: JudgeOutcome) -> dict[str, Any]:
 
 def scoring_edges(builder: StateGraph, sources: Sequence[str], *, review: bool, metric: str,
                   reduce: str = "reduce_score", **review_options: Any) -> None:
-    """The edges from the nodes that make verdicts (``sources``) to the reduce node;
-    with ``review``, through a :func:`review_node` (``review_options``: its ``read``
-    and ``write``), so every metric can be reviewed."""
+    """The edges from the verdict nodes ``sources`` to the reduce node, through a
+    :func:`review_node` with ``review``."""
     target = reduce
     if review:
         builder.add_node(REVIEW_NODE, review_node(metric, **review_options))
@@ -251,9 +228,9 @@ REVIEW_NODE = "review_verdicts"
 
 
 def apply_review(verdicts: Sequence[V], decisions: ReviewDecisions, *, by: str = "human") -> list[V]:
-    """``verdicts`` with a person's ``decisions`` (:data:`ReviewDecisions`; ``[]`` keeps every verdict:
-    LangGraph reads an empty dict given to ``Command(resume=...)`` as no answer). Each overridden verdict is
-    validated by its own model, records ``review`` and loses its judge error; an unknown id is a ``ValueError``."""
+    """``verdicts`` with a person's ``decisions`` (``[]`` keeps all: LangGraph reads an empty
+    dict given to ``Command(resume=...)`` as no answer). An overridden verdict is validated,
+    records ``review`` and loses its judge error; an unknown id is a ``ValueError``."""
     if isinstance(decisions, (list, tuple)):  # [{"id": ..., "verdict": ..., "reason": ...}, ...]
         decisions = {str(d["id"]): {k: x for k, x in d.items() if k != "id"} for d in decisions}
     decisions = {str(k): d for k, d in cast("Mapping[str, Union[str, Mapping[str, Any]]]", decisions or {}).items()}
@@ -277,10 +254,8 @@ def review_node(
     read: Callable[[Any], Sequence[Verdict]] = lambda state: state.get("verdicts") or [],
     write: str = "verdicts",
 ) -> RunnableLambda:
-    """A ``review_verdicts`` node: it interrupts the run (the graph needs a checkpointer) with
-    ``{"metric", "verdicts": [{id, verdict, reason, turns (1-based), error}, ...]}``; resuming with
-    ``Command(resume={verdict id: {"verdict": ..., "reason": ...}})`` overrides those verdicts
-    (:func:`apply_review`) before the score."""
+    """A ``review_verdicts`` node that interrupts (needs a checkpointer) with ``{"metric",
+    "verdicts"}``; ``Command(resume={id: {"verdict", "reason"}})`` overrides them before the score."""
     from langgraph.types import interrupt
 
     def review_verdicts(state: Any, config: RunnableConfig) -> dict[str, Any]:

@@ -1,8 +1,5 @@
-"""Judge prices: a small table of list prices for common models, in US dollars
-per million tokens (input, output), overridable per run (``--price-in`` /
-``--price-out``, or :func:`Prices` in Python); where the table comes from:
-docs/runs.md. A model not in the table has no price: the cost is shown as
-unknown rather than guessed.
+"""Judge prices in US dollars per million tokens, overridable per run (docs/runs.md);
+a model not in the table has no price: the cost is unknown, never guessed.
 """
 
 from __future__ import annotations
@@ -47,9 +44,7 @@ class Prices:
     source: str
 
     def cost(self, usage: Usage) -> float | None:
-        """Dollars for ``usage``; None (cost unknown) when its token counts
-        cannot be priced (negative, or too large for a float): never raises, so
-        accounting never costs a verdict."""
+        """Dollars for ``usage``, or None when it cannot be priced: accounting never costs a verdict."""
         tokens = (usage.input_tokens, usage.output_tokens)
         if not all(isinstance(n, int) and 0 <= n <= MAX_PRICED_TOKENS for n in tokens):
             return None

@@ -1,14 +1,9 @@
 """Prompt files: one per node step, under ``prompts/<metric>/<step>.md``, a
 leading HTML comment documenting its ``{{ name }}`` placeholders (docs/judges.md).
 
-Rendering is one pass of plain substitution over the *template*: the values
-(conversation content) are data, never scanned for placeholders. A value cannot
-open or close a section the template tags (``<reply_to_judge>``): a tag with one
-of the template's own tag names is neutralised (``&lt;/reply_to_judge&gt;``),
-its name compared without invisible characters, after NFKC and case folding.
-
-Read from, first match wins: ``$JUDGEGRAPH_PROMPTS_DIR``, the ``prompts``
-folder inside the installed wheel, the repository's top-level ``prompts/``.
+Rendering is one pass of substitution over the template: values are data, never
+scanned, and a tag in a value with one of the template's own tag names (after
+NFKC, case folding, invisible characters dropped) is neutralised.
 """
 
 from __future__ import annotations
@@ -43,9 +38,7 @@ def _invisible(ch: str) -> bool:
 
 
 def tag_name(inside: str) -> str | None:
-    """The name of the tag whose text between ``<`` and ``>`` is ``inside``,
-    as compared with a template's tags: invisible characters removed, NFKC,
-    case folded; None when it is not tag-shaped."""
+    """The tag name of ``<inside>`` as compared with a template's (NFKC, case folded), or None."""
     if not inside.isascii():
         inside = unicodedata.normalize("NFKC", "".join(ch for ch in inside if not _invisible(ch)))
     elif not inside.isprintable():

@@ -1,11 +1,9 @@
 """Steering a metric's judge steps at run time, with no metric-specific code.
 
-A :class:`Steer` in the run's config (``configurable[STEER_KEY]``) is read by
-every :func:`judgegraph.nodes.judge_step` before it asks its judge: a step whose
-verdicts (found by calling its own ``finish`` with a failed outcome: no call)
-are all kept and none chosen returns them; a step that writes no verdict (an
-extraction) and makes a request made before gets the earlier answer; otherwise
-the judge is asked, with the new prompt or values. Nothing here names a node or a metric.
+A :class:`Steer` in ``configurable[STEER_KEY]`` is read by every judge step: one
+whose verdicts (found by calling its ``finish`` with a failed outcome) are all kept
+returns them, an extraction repeating a request gets the earlier answer, any other
+asks the judge. Nothing here names a node or a metric.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
-"""Where metrics are composed — the one place every consumer (runner, dry run,
-``judge_node``, evaluators, assertions, simulator, re-judging, Studio) builds its
-metrics and report graph, so all take metrics, pass the judge and name results alike.
-
-* :func:`build_metric` — the only call of a metric factory;
-* :func:`metric_graphs` — names, import paths, specs and compiled graphs →
-  compiled graphs; those built here share one judge (its limit and cache);
-* :func:`build_report_graph` / :func:`create_report_graph` — one graph running
-  them as parallel subgraphs after ``prepare`` (which validates the conversation once).
-
-Each result is keyed by its graph's name, so two metrics with one name are a
-``ValueError`` (:func:`check_unique_names`; every factory takes ``name=``).
+"""Where metrics are composed: the one place every consumer builds its metrics
+(:func:`build_metric`, :func:`metric_graphs`: one shared judge) and report graph
+(parallel subgraphs after ``prepare``), so all name results alike; two metrics
+with one name are a ``ValueError``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """The results file: one JSON line per conversation (and per input error),
-flushed as each conversation finishes, so a run killed at any moment keeps
-every conversation finished before it and can be resumed (:func:`scan_results`
-repairs a torn last line). A long verdict reason is stored once per line
-(:func:`elide_duplicates`); every reader here puts it back. Worker processes
-and the parent use the same writer: the format does not depend on where a
-conversation was judged.
+flushed as each finishes, so a killed run keeps its work and resumes
+(docs/runs.md). Workers and the parent share the writer: one format.
 """
 
 from __future__ import annotations
@@ -39,11 +35,9 @@ def _attempt_failed(attempt: object) -> bool:
 
 
 def filter_transcripts(record: dict[str, Any], mode: str) -> dict[str, Any]:
-    """``record`` (a conversation line, as JSON data) with each verdict's
-    ``transcript`` kept whole (``full``), kept only where the judgement failed or
-    was re-asked (``errors``), or emptied (``none``); the result's own
-    ``transcript`` (the requests no single verdict owns) likewise, keeping under
-    ``errors`` only its failed attempts. Changes ``record`` in place."""
+    """Keep ``record``'s transcripts (each verdict's and the result's own) whole
+    (``full``), only for failed or re-asked judgements (``errors``), or none
+    (``none``). Changes ``record`` in place."""
     if mode == "full":
         return record
     for result in (record.get("results") or {}).values():
@@ -61,11 +55,8 @@ def filter_transcripts(record: dict[str, Any], mode: str) -> dict[str, Any]:
 
 
 class ResultsWriter:
-    """Appends one JSON line per conversation (and per input error), flushed at once.
-
-    ``mode``: ``"w"`` starts the file afresh, ``"a"`` appends (``--resume``).
-    ``skip_input_errors``: keys of input errors already in the file (not written again).
-    ``cost``: a function ``usage -> dollars | None`` giving each line's ``cost_usd``."""
+    """Appends one JSON line per conversation and input error, flushed at once; ``cost``
+    gives each line's ``cost_usd``."""
 
     def __init__(self, path: str | Path, *, mode: str = "w", transcripts: str = "full",
                  skip_input_errors: set[tuple[object, ...]] | None = None,
@@ -151,13 +142,9 @@ def has_errors(record: dict[str, Any]) -> bool:
 
 def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] | None = None,
                  *, repair: bool = True, retry_errors: bool = False) -> ResumeState:
-    """Read an existing results file for a resume. A last line without its
-    newline (a kill mid-write) is cut off when ``repair``; complete lines that
-    are not valid JSON are reported in ``bad_lines`` and ignored. Each
-    conversation record is passed to ``on_record`` (e.g. to count it in the
-    summary) without keeping it. With ``retry_errors``, conversation lines with
-    a failed run or judge errors are taken out of the file (rewritten whole, then
-    put in place atomically) so that they are judged again."""
+    """Read a results file for a resume: a torn last line is cut off when ``repair``,
+    invalid lines go to ``bad_lines``, each record to ``on_record`` (not kept).
+    ``retry_errors`` takes errored conversation lines out (an atomic rewrite)."""
     state = ResumeState()
     p = Path(path)
     if not p.exists():
@@ -216,10 +203,8 @@ def _rewrite_without(p: Path, drop: set[int], end: int) -> None:
 
 
 def non_finite_field(value: object) -> str | None:
-    """The dotted path of the first number in ``value`` that is not finite (JSON
-    ``1e999`` reads as ``inf``; ``NaN`` / ``Infinity`` are not JSON at all), or
-    None. Such a number cannot be shown or compared: its line is refused. Walks
-    without recursion."""
+    """The dotted path of the first non-finite number in ``value`` (JSON ``1e999``
+    reads as ``inf``), or None: such a line is refused. Walks without recursion."""
     stack: list[tuple[str, object]] = [("", value)]
     while stack:
         path, item = stack.pop()
@@ -264,12 +249,10 @@ def _escaped(reason: str, escape: object) -> str:
 
 
 def elide_duplicates(record: dict[str, Any]) -> dict[str, Any]:
-    """``record`` (a conversation line) with each verdict reason of
-    :data:`ELIDE_MIN_CHARS` or more stored once, in its verdict: cut out of the
-    judge's raw reply (``reply_elided: {"at", "escape"}`` on that attempt) and out
-    of the result's reason (``reason_elided: [{"at", "verdict"}]``) where they
-    hold it verbatim. Before, a 20 MB reason took 40-60 MB of the line. Changes
-    ``record`` in place; :func:`restore_elided` gives back the exact texts."""
+    """Store each verdict reason of :data:`ELIDE_MIN_CHARS` or more once, in its
+    verdict: cut out of the raw reply (``reply_elided``) and the result's reason
+    (``reason_elided``) where they hold it verbatim (a 20 MB reason took 40-60 MB
+    of the line). In place; :func:`restore_elided` gives the exact texts back."""
     for result in (record.get("results") or {}).values():
         cuts: list[dict[str, int]] = []
         for i, verdict in enumerate(_verdicts(result)):
@@ -329,14 +312,9 @@ class ResultsFileLocked(ResultsFileError):
 
 
 class ResultsLock:
-    """An OS advisory lock (``flock``) held on ``RESULTS.lock`` beside the
-    results file for a whole run, so two runs on one ``--out`` cannot interleave
-    lines or pay for the same calls twice. A sidecar, not the file itself: a
-    resume may replace the results file (a new inode) while the run holds it.
-    The OS releases the lock when the process ends, however it ends (``kill
-    -9`` too); :meth:`release` also removes the sidecar. The sidecar holds the
-    holder's pid, for the message a second run gets. Where ``fcntl`` does not
-    exist (Windows), no lock is taken."""
+    """A ``flock`` on the sidecar ``RESULTS.lock`` (holding the pid) for a whole
+    run (docs/runs.md). A sidecar, not the file: a resume may replace the
+    results file (a new inode) while the run holds it. None on Windows."""
 
     def __init__(self, results: str | Path) -> None:
         self.results = Path(results)
@@ -387,9 +365,7 @@ class ResultsLock:
 
 
 def lock_results(path: str | Path) -> ResultsLock:
-    """Lock the results file ``path`` for this run (:class:`ResultsLock`), or
-    raise :class:`ResultsFileLocked` at once, naming the file and the pid of
-    the run that holds it."""
+    """Lock ``path`` for this run, or raise :class:`ResultsFileLocked` naming the holder's pid."""
     return ResultsLock(path).acquire()
 
 

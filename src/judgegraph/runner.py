@@ -1,17 +1,7 @@
-"""Run metrics over many conversations: streamed from the input as they are
-judged, a bounded number in flight, each conversation's results written as soon
-as it is done and then dropped (the summary keeps counters and a bounded set of
-rows to show). A run that dies keeps everything finished before; a resumed run
-judges only what the results file does not hold yet.
-
-The pieces, for callers that distribute the work (worker processes, Ray):
-
-* :func:`judge_conversation` — one conversation in, one :class:`ConversationOutcome` out;
-* :class:`RunSummary` — counters fed with :meth:`RunSummary.add`, in any order;
-* :mod:`judgegraph.resultsfile` — the writer and the resume scan of the file.
-
-:func:`evaluate_async` runs items in this process; :func:`evaluate_to_file`
-adds the results file (``resume`` / ``overwrite``, transcripts, prices).
+"""Run metrics over many conversations, streamed, a bounded number in flight,
+each one's results written when done (docs/runs.md). For distributed callers:
+:func:`judge_conversation` is the unit of work, :class:`RunSummary` takes
+outcomes in any order, :mod:`judgegraph.resultsfile` writes and resumes the file.
 """
 
 from __future__ import annotations
@@ -99,13 +89,9 @@ class ConversationOutcome:
 
 @dataclass
 class RunSummary:
-    """Counters over every conversation of a run, plus a bounded set of rows.
-
-    ``outcomes`` holds every outcome judged in this run (not those resumed from
-    the results file) only when ``keep_outcomes`` (the Python
-    default, e.g. for :func:`~judgegraph.integrations.mlflow.log_assessments`);
-    the CLI keeps none and shows ``rows`` (errors and failures first, at most
-    ``max_rows``, in input order), saying how many it left out."""
+    """Counters over a run's conversations plus at most ``max_rows`` rows to show
+    (errors and failures first). ``outcomes`` holds this run's outcomes (not the
+    resumed) only with ``keep_outcomes``, e.g. for MLflow; the CLI keeps none."""
 
     judge: str = ""
     keep_outcomes: bool = True
@@ -125,8 +111,7 @@ class RunSummary:
     _seq: Iterator[int] = field(default_factory=lambda: itertools.count(-(10**12)), repr=False)
 
     def add(self, outcome: ConversationOutcome, *, resumed: bool = False, order: int | None = None) -> None:
-        """Count one finished conversation (any order, from any worker);
-        ``order`` (e.g. its position in the input) sorts the rows shown."""
+        """Count one finished conversation; ``order`` (its input position) sorts the rows."""
         self.conversations += 1
         self.resumed += resumed
         self.failed_runs += bool(outcome.error)
@@ -178,10 +163,8 @@ class RunSummary:
 
     @property
     def exit_code(self) -> int:
-        """0 all passed (or not applicable); 1 a metric failed its threshold;
-        3 something could not be judged (bad input, judge errors, a failed run)
-        or nothing was judged at all (an empty input is never a pass);
-        130 stopped by Ctrl-C (everything finished is written)."""
+        """0 passed; 1 a threshold failed; 3 something could not be judged, or nothing
+        was (an empty input is never a pass); 130 stopped by Ctrl-C."""
         if self.interrupted:
             return 130
         if (self.input_error_count or self.judge_errors or self.count("error") or self.failed_runs
@@ -193,10 +176,8 @@ class RunSummary:
 
 
 class MetricPlan:
-    """Which metric graphs run for a conversation: the metrics asked for, with
-    options from (highest first) explicit overrides, the input file's own
-    options (promptfoo threshold / windowSize / rubricPrompt), the defaults.
-    Compiled graphs are cached per distinct option set."""
+    """Which metric graphs run for a conversation, options from overrides over the
+    input file's own over defaults; one compiled graph per distinct option set."""
 
     def __init__(self, metrics: list[str] | None, judge: Judge, overrides: dict[str, Any] | None = None) -> None:
         self.metrics = [canonical_name(m) for m in metrics] if metrics else None
@@ -208,32 +189,24 @@ class MetricPlan:
         self._graphs: dict[str, CompiledStateGraph] = {}
 
     def check(self) -> None:
-        """Build each chosen metric once with the overrides, so a bad setting
-        (e.g. conversational-guidelines without guidelines) is a usage error
-        before any work, not an error in every conversation. A metric that
-        needs an LLM judge is not a usage error: each conversation gets its
-        error result (:meth:`build`) and the other metrics run. The metrics are
-        composed as a report too, so two with one name (a custom metric whose
-        graph takes a built-in's name) are a usage error as well."""
+        """Build each chosen metric (and their report) once, so a bad setting or two
+        metrics with one name is a usage error before any work, not an error in
+        every conversation. Needing an LLM judge is not: see :meth:`build`."""
         graphs = [self.build(name, {k: v for k, v in self.overrides.items() if k in get_metric(name).options})
                   for name in self.metrics or []]
         if graphs:
             create_report_graph(graphs)
 
     def build(self, name: str, options: dict[str, Any]) -> CompiledStateGraph:
-        """The metric graph, or — when the metric needs an LLM judge and the
-        run's judge is not one — a graph that gives that metric's error result."""
+        """The metric graph, or one giving its error result when it needs an LLM judge the run lacks."""
         try:
             return build_metric(name, self.judge, **options)
         except NeedsLLMJudge as exc:
             return unavailable_metric(name, self.judge, str(exc))
 
     def metric_options(self, item: LoadedConversation) -> list[tuple[str, dict[str, Any]]]:
-        """(metric, options) for each metric run on this conversation: one per
-        assertion the file asks for (two promptfoo assertions: two results), with
-        ``name`` set where a result needs its own key and ``transform`` where the
-        file's format changes the result (:func:`~judgegraph.loaders.result_transform`,
-        e.g. promptfoo's ``not-`` assertions)."""
+        """(metric, options) per assertion the file asks for, with its ``name`` key and
+        ``transform`` (promptfoo's ``not-``) where needed."""
         asked = [a for a in (item.assertions or (item.options,)) if a.get("metric")]
         names = self.metrics or list(dict.fromkeys(canonical_name(a["metric"]) for a in asked)) or list(DEFAULT_METRICS)
         chosen = []
@@ -256,9 +229,7 @@ class MetricPlan:
         return list(self._graphs.values())
 
     def report_for(self, item: LoadedConversation) -> CompiledStateGraph:
-        """The report graph (all chosen metrics as subgraphs of one graph) for
-        this conversation's metric set and options; one compiled graph per
-        distinct set, all sharing this plan's judge."""
+        """The report graph of this conversation's metrics and options (cached per distinct set)."""
         chosen = self.metric_options(item)
         key = repr([(name, sorted(opts.items())) for name, opts in chosen])
         if key not in self._graphs:
@@ -287,8 +258,7 @@ def _then(metric: CompiledStateGraph, key: str, transform: ResultTransform) -> C
 
 
 def unavailable_metric(name: str, judge: Judge, message: str) -> CompiledStateGraph:
-    """A one-node graph whose result is ``name``'s error: the metric could not
-    be built with ``judge`` (``message`` says why). No call is made."""
+    """A one-node graph whose result is ``name``'s error ``message``; no call is made."""
 
     def reduce_score(state: MetricState) -> dict[str, Any]:
         error = JudgeErrorInfo(where="conversation", step=name, message=message)
@@ -301,11 +271,9 @@ def unavailable_metric(name: str, judge: Judge, message: str) -> CompiledStateGr
 
 def iter_inputs(paths: Iterable[str | Path], *, seen: set[str] | None = None, limits: Limits | None = None,
                 allow_outside_files: bool | None = None) -> Iterator[LoadedConversation | InputError]:
-    """Every conversation of several files, read as it is needed (never the
-    whole file list at once); ``limits`` and ``allow_outside_files`` go to
-    :func:`~judgegraph.loaders.iter_records`. A conversation id seen before in
-    another file is an input error; a file that holds nothing at all (empty or
-    blank) is an input error, never a run that passes by judging nothing."""
+    """Every conversation of several files, read lazily (options go to
+    :func:`~judgegraph.loaders.iter_records`). An id seen in an earlier file, and
+    an empty file, are input errors: never a run that passes by judging nothing."""
     seen = set() if seen is None else seen
     paths = list(paths)
     stems = id_stems(paths)  # records without an id: named after their file, unique across the inputs
@@ -327,8 +295,7 @@ def iter_inputs(paths: Iterable[str | Path], *, seen: set[str] | None = None, li
 
 
 async def judge_conversation(item: LoadedConversation, plan: MetricPlan) -> ConversationOutcome:
-    """The unit of work: one conversation through its report graph. Never
-    raises for a failure of the conversation's run: it is the outcome's ``error``."""
+    """One conversation through its report graph; a failed run is the outcome's ``error``, never raised."""
     outcome = ConversationOutcome(item.conversation.id, item.source)
     try:
         out = await plan.report_for(item).ainvoke({"conversation": item.conversation})
@@ -345,13 +312,10 @@ async def evaluate_async(
     skip: set[str] | frozenset[str] = frozenset(), stop: asyncio.Event | None = None,
     judge_one: Callable[[LoadedConversation], Awaitable[ConversationOutcome]] | None = None,
 ) -> RunSummary:
-    """Judge ``items`` (read lazily: a generator is consumed as room frees up),
-    at most ``max_conversations`` at once. Conversations whose id is in ``skip``
-    (already in a results file) are passed over. Setting ``stop`` ends the run
-    cleanly: nothing new starts, conversations in flight are cancelled (not
-    written, not counted), ``summary.interrupted`` is set. ``judge_one``
-    (default: :func:`judge_conversation` with ``plan``, in this process) judges
-    one conversation: worker pools (:mod:`judgegraph.scale`) pass their own."""
+    """Judge ``items`` lazily, at most ``max_conversations`` at once, passing over
+    ids in ``skip``. Setting ``stop`` starts nothing new and cancels (neither
+    writes nor counts) what is in flight. ``judge_one`` (default
+    :func:`judge_conversation`) is how worker pools (:mod:`judgegraph.scale`) plug in."""
     if max_conversations < 1:
         raise ValueError(f"max_conversations must be >= 1, got {max_conversations}")
     summary = summary if summary is not None else RunSummary(judge=plan.judge.name)
@@ -370,7 +334,6 @@ async def evaluate_async(
                 on_outcome(outcome)
 
     async def wait_some() -> None:
-        """Wait for a finished conversation, or the stop."""
         nonlocal pending
         done, _ = await asyncio.wait({*pending, stopper}, return_when=asyncio.FIRST_COMPLETED)
         finished = {t for t in pending if t in done}
@@ -421,15 +384,11 @@ async def evaluate_to_file(
     on_resumed: Callable[[ResumeState], None] | None = None, stop: asyncio.Event | None = None,
     judge_one: Callable[[LoadedConversation], Awaitable[ConversationOutcome]] | None = None,
 ) -> RunSummary:
-    """Judge ``inputs`` (file paths, or loaded items) into the results file ``out``.
-
-    ``resume``: conversations already complete in ``out`` are neither judged
-    nor written again (they are counted in the summary); the rest are appended.
-    A torn last line left by a kill is cut off first. ``retry_errors`` (with
-    ``resume``): conversations written with a failed run or judge errors are
-    taken out of the file and judged again. Without ``resume`` an
-    existing non-empty ``out`` is refused (:class:`ResultsFileError`) unless
-    ``overwrite``. ``transcripts``: ``full`` | ``errors`` | ``none``."""
+    """Judge ``inputs`` (paths or loaded items) into the results file ``out``.
+    ``resume`` skips (but counts) what ``out`` holds complete, after cutting a torn
+    last line; with ``retry_errors`` errored conversations are judged again. A
+    non-empty ``out`` without ``resume`` needs ``overwrite``. ``transcripts``:
+    ``full`` | ``errors`` | ``none``."""
     if resume and overwrite:
         raise ResultsFileError("resume and overwrite exclude each other")
     if retry_errors and not resume:

@@ -1,11 +1,6 @@
-"""How every metric scores: the options all metrics share, checked once, and
-the one engine that turns verdicts into a :class:`~judgegraph.results.MetricResult`.
-
-:class:`JudgeOptions` / :class:`MetricOptions` / :class:`WindowOptions` are every
-built-in metric's settings bases, so a bad option is the same ``ValueError``
-everywhere; :class:`ScoringPolicy` says how one metric counts its verdicts and
-:meth:`ScoringPolicy.result` is the one path to a result, ending in
-:func:`build_result`'s status rules; :func:`make_result` is the same as one call.
+"""How every metric scores: the option bases all metrics share (one ``ValueError``
+for a bad option everywhere) and the one engine from verdicts to a
+:class:`~judgegraph.results.MetricResult` (:class:`ScoringPolicy`, :func:`build_result`).
 """
 
 from __future__ import annotations
@@ -20,8 +15,6 @@ from .windows import check_window_size
 if TYPE_CHECKING:
     from .conversation import Conversation
     from .judges.base import Judge
-
-# -- options ---------------------------------------------------------------------
 
 
 def check_threshold(value: object, option: str = "threshold") -> float:
@@ -107,9 +100,6 @@ class WindowOptions(MetricOptions):
         check_window_size(self.window_size)
 
 
-# -- status rules ----------------------------------------------------------------
-
-
 def strict(score: float | None, threshold: float | None, strict_mode: bool) -> tuple[float | None, float | None]:
     """deepeval's strict mode: the score 1 when it is 1, else 0; the threshold 1."""
     if not strict_mode:
@@ -133,11 +123,10 @@ def build_result(
     usage: Usage | None = None,
     details: Mapping[str, Any] | None = None,
 ) -> MetricResult:
-    """The one place a :class:`MetricResult` is made, so every metric follows the same
-    status rules: strict mode (:func:`strict`); a forced ``status`` drops the score;
-    no score is ``error`` with judge errors, else ``not_applicable``; a score and no
-    threshold is ``not_applicable``, recorded, never failing a run; else ``passed``
-    when ``score >= threshold``. A non-LLM judge's rule goes in ``details["judge_rule"]``."""
+    """The one place a :class:`MetricResult` is made (one set of status rules): a forced
+    ``status`` drops the score; no score is ``error`` with judge errors, else
+    ``not_applicable``; no threshold is ``not_applicable`` (never failing a run); else
+    ``passed`` when ``score >= threshold``."""
     errors = list(errors)
     score, threshold = strict(score, threshold, strict_mode)
     if status is not None:
@@ -156,9 +145,6 @@ def build_result(
         judge=judge if isinstance(judge, str) else judge.name, verdicts=list(verdicts), usage=usage or Usage(),
         details=info,
     )
-
-
-# -- the scoring engine ------------------------------------------------------------
 
 
 def clause(text: str) -> str:
@@ -210,10 +196,9 @@ def share_reason(
     empty: str | Reason = "Nothing to judge.", failed: str | None = None,
     notes: Callable[[Tally], list[str]] | None = None,
 ) -> Reason:
-    """The deterministic reason of a share: ``"2 of 3 {what} (score 0.67 < threshold
-    0.70). {bad}: describe(v); .... 1 {unit}not judged (judge error), left out of the
-    score."``, ``notes(tally)`` before the last sentence; ``empty`` when nothing was
-    judged and nothing failed, ``failed`` when an error left no verdict (an extraction)."""
+    """The deterministic reason of a share (``"2 of 3 {what} (score 0.67 < threshold
+    0.70). {bad}: ..."``); ``empty`` when nothing was judged, ``failed`` when an error
+    left no verdict."""
 
     def write(t: Tally) -> str:
         if not t.judged and t.errors:
@@ -241,11 +226,10 @@ def all_good(t: Tally) -> str | None:
 
 @dataclass(frozen=True)
 class ScoringPolicy:
-    """How one metric turns its verdicts into a result: the share of ``positive``
-    labels among the judged verdicts (or ``score(judged)``); only ``counted`` labels
-    are judged (None: any); a verdict of None is a judge error placed by ``where``
-    (default: its turns) at ``step``, listed, never scored; ``reason`` is a text or a
-    writer of the :class:`Tally` (None: the share reason); ``value(tally)`` the value."""
+    """How one metric turns verdicts into a result: the share of ``positive`` labels
+    among the ``counted`` ones (or ``score(judged)``); a verdict of None is a judge
+    error, listed, never scored; ``reason`` is a text, a writer of the :class:`Tally`,
+    or None for the share reason."""
 
     name: str
     judge: Judge | str
@@ -328,9 +312,8 @@ def make_result(
     details: Mapping[str, Any] | None = None,
     usage: Usage | None = None,
 ) -> MetricResult:
-    """Verdicts → a :class:`~judgegraph.results.MetricResult` in one call: the engine every
-    built-in metric scores with (:class:`ScoringPolicy`, whose fields these are). ``reason``:
-    a string, a function ``(score, threshold, verdicts) -> str``, or None for the share reason."""
+    """Verdicts → a :class:`~judgegraph.results.MetricResult` through a :class:`ScoringPolicy`
+    of these fields; ``reason`` may be ``(score, threshold, verdicts) -> str``."""
     fn = reason
     writer = (lambda t: fn(t.score, t.threshold, t.verdicts)) if callable(fn) else fn
     policy = ScoringPolicy(

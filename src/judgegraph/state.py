@@ -1,9 +1,7 @@
 """The public contract every metric graph shares, so metrics compose.
 
-A metric graph reads ``conversation`` (a :class:`Conversation` or a dict in
-judgegraph's format) or ``messages`` (LangChain messages, as in LangGraph's
-``MessagesState``: objects or their dict dumps) and writes ``results``:
-``{metric name: MetricResult}``, merged across metrics by :func:`merge_results`.
+A metric graph reads ``conversation`` or ``messages`` (as in ``MessagesState``) and
+writes ``results`` (``{metric name: MetricResult}``, merged by :func:`merge_results`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Statements: generic steps that split retrieved texts into statements
-(:func:`extract_statements_step`; the offline judge splits sentences, no call),
-judge them against what the user asked (:func:`judge_statements_step`) and take
-a second look at the "no" verdicts (:func:`verify_step`), one call each, with
-the requests and structured answers behind them. Turn contextual relevancy is
-built from them. Their prompts (``prompts/statements/``) name no metric, so
-every graph built from them shares one cache entry per identical request.
+"""Generic statement steps: split retrieved texts, judge the statements against
+the user's message, take a second look at the "no" verdicts. Their prompts name
+no metric, so every graph built from them shares one cache entry per request.
 """
 
 from __future__ import annotations
@@ -65,9 +61,6 @@ def split_sentences(text: str) -> list[str]:
             start = m.end()
         out.append(block[start:].strip())
     return [s for s in out if any(ch.isalnum() for ch in s)]
-
-
-# -- schemas --------------------------------------------------------------------
 
 
 class NodeStatements(BaseModel):
@@ -164,9 +157,6 @@ def extraction_schema(nodes: int) -> type[ExtractedStatements]:
 def verdicts_schema(statements: int) -> type[StatementVerdicts]:
     """:class:`StatementVerdicts` that requires exactly ``statements`` entries."""
     return type("StatementVerdicts", (StatementVerdicts,), {"expected_statements": statements, "__module__": __name__})
-
-
-# -- what flows through the graph --------------------------------------------------
 
 
 class Statement(BaseModel):
@@ -288,12 +278,9 @@ def _selected(state: dict[str, Any]) -> tuple[list[RetrievalNode], list[int]]:
 
 
 def extract_statements_step(judge: Judge, *, name: str = "extract_statements") -> Runnable:
-    """A node that splits retrieved nodes into statements, in one request (offline: sentences, none).
-
-    Reads ``retrieval_context`` (nodes, dicts or strings), optionally ``node_indices`` (default all)
-    and ``where`` (a label for errors); writes ``statements`` (:class:`Statement`, ``node`` indexing
-    ``retrieval_context``) and ``calls`` (:class:`JudgeCall`): give both an ``operator.add`` reducer
-    in a fan-out."""
+    """A node splitting ``retrieval_context`` (optionally ``node_indices``) into ``statements``
+    in one request (offline: sentences), writing ``calls`` too: give both an ``operator.add``
+    reducer in a fan-out."""
     empty: dict[str, Any] = {"statements": [], "calls": []}
 
     if judge.kind == "offline":
@@ -334,10 +321,8 @@ def _statements(state: dict[str, Any]) -> list[Statement]:
 
 
 def judge_statements_step(judge: Judge, *, name: str = "judge_statements") -> Runnable:
-    """A node that judges ``statements`` (:class:`Statement` or strings) against ``user_message``
-    in one request, with optional ``context`` (earlier ``(role, content)`` pairs) and ``where``;
-    writes ``verdicts`` (one :class:`StatementVerdict` each, ``verdict`` None on a judge error) and
-    ``calls``. Works with the offline judge (embedding similarity)."""
+    """A node judging ``statements`` against ``user_message`` (with optional ``context``) in one
+    request; writes ``verdicts`` (``verdict`` None on a judge error) and ``calls``."""
 
     def build(state: dict[str, Any]) -> JudgeRequest:
         return judgement_request([s.text for s in _statements(state)], state.get("user_message", ""),
@@ -363,9 +348,8 @@ def judge_statements_step(judge: Judge, *, name: str = "judge_statements") -> Ru
 
 
 def verify_step(judge: Judge, *, name: str = "verify_verdict") -> Runnable:
-    """A node that takes a second look, in one request, at the "no" ``verdicts`` it reads (with
-    ``user_message``, optional ``context`` and ``where``); writes ``verified`` (``first_reason``
-    kept, ``flipped`` when "no" became "yes"; empty when the look failed) and ``calls``."""
+    """A node taking a second look at the "no" ``verdicts`` in one request; writes ``verified``
+    (``flipped`` when "no" became "yes"; empty when the look failed) and ``calls``."""
 
     def looked_at(state: dict[str, Any]) -> list[StatementVerdict]:
         return [v for v in state.get("verdicts") or [] if v.verdict == "no"]

@@ -1,14 +1,9 @@
 """Re-judge chosen verdicts of any metric with a changed rubric, prompt or
 judge, paying only for those verdicts (``docs/steering.md``).
 
-One mechanism for every metric built from :func:`judgegraph.nodes.judge_step`:
-the graph runs again with a :class:`~judgegraph.replay.Steer` in its config, so
-verdicts not chosen are kept, requests no chosen verdict depends on get their
-earlier answers, and only the chosen verdicts' requests go to the judge; the
-metric's own reduce node scores the result. :func:`rejudge` / :func:`arejudge`
-work on a checkpointed thread, :func:`rejudge_result` on a results-file line.
-The unit judged again is a request: choosing one statement of a request that
-judged five re-judges the five.
+The graph runs again with a :class:`~judgegraph.replay.Steer` in its config, so
+only the chosen verdicts' requests go to the judge (the unit is a request:
+choosing one of five statements judged together re-judges the five).
 """
 
 from __future__ import annotations
@@ -43,9 +38,7 @@ PromptLike = Prompt | str | os.PathLike[str] | None
 
 
 def as_prompt(prompt: PromptLike) -> Prompt | None:
-    """A :class:`~judgegraph.prompts.Prompt`, or a path to a prompt file. It
-    replaces the prompt of the steps that write verdicts; its placeholders must
-    be among the values those steps fill (checked when the request is made)."""
+    """A :class:`~judgegraph.prompts.Prompt` from a prompt or a path, for the steps that write verdicts."""
     if prompt is None or isinstance(prompt, Prompt):
         return prompt
     path = Path(prompt)
@@ -98,9 +91,6 @@ def _finish(new: MetricResult | None, steer: Steer, judge_name: str | None, rubr
     if prompt is not None:
         how["prompt"] = str(getattr(as_prompt(prompt), "path", "") or "")
     return new.model_copy(update={"details": {**new.details, "rejudged": how}})
-
-
-# -- a checkpointed thread -------------------------------------------------------------
 
 
 class RejudgeOptions(TypedDict, total=False):
@@ -170,9 +160,6 @@ def _latest(config: RunnableConfig) -> RunnableConfig:
     return {**config, "configurable": conf}
 
 
-# -- a result read back from a results file ----------------------------------------------
-
-
 def result_options(result: MetricResult, takes: Iterable[str]) -> dict[str, Any]:
     """The options ``result`` was computed with, among those its metric ``takes``."""
     known = set(takes)
@@ -199,11 +186,9 @@ def rejudge_result(
     metric: str | MetricSpec | CompiledStateGraph | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> MetricResult:
-    """A results-file result, for ``conversation``, with the chosen verdicts judged again (all
-    when None; ``windows`` is the same for window verdicts), the others kept (0 calls), scored by
-    the metric's own reduce node. ``metric``: its name, import path, spec or compiled graph
-    (default: the result's key); a spec is built with the result's own options plus ``options``
-    (e.g. a session judge's guidelines, which results do not record)."""
+    """A results-file result with the chosen verdicts (all when None) judged again, the others
+    kept, scored by the metric's own reduce node. ``metric`` defaults to the result's key; a spec
+    is built with the result's options plus ``options`` (e.g. guidelines, which results do not record)."""
     from .metrics import MetricNotFound, MetricSpec, get_metric
     from .report import build_metric
 

@@ -1,22 +1,9 @@
 """Graphs for LangGraph Studio and the LangGraph server, with run-time settings.
 
-``configurable("turn_relevancy")`` is a small graph whose one node runs the
-metric's graph built for the run's settings: the judge model, its server,
-threshold, window size, strict mode, review. The settings are the graph's
-``context_schema`` (:class:`JudgeSettings`), so Studio shows them as a form and
-a client sets them per run (``client.runs.wait(..., context={"model": ...})``,
-or ``graph.invoke(input, context=JudgeSettings(model=...))`` in Python). A
-setting left empty falls back to the environment (``JUDGEGRAPH_MODEL``,
-``JUDGEGRAPH_BASE_URL``), then to the metric's default; the offline judge when
-there is no model at all.
-
-Each combination of settings is built once (when a run first asks for it, in
-a worker thread under async: building a judge reads files) and cached.
-Nothing is built at import: ``graphs/*.py`` import with no API key.
-
-The metric graph runs as a subgraph of the node, so its checkpoints, its
-``review_verdicts`` interrupt (``review=True``) and its streamed updates
-(``stream_subgraphs``) go through the server like any graph's.
+The settings are the graph's ``context_schema`` (:class:`JudgeSettings`: a form in
+Studio; docs/steering.md). Each combination is built once, on first use (in a
+worker thread under async: building a judge reads files), nothing at import; the
+metric runs as a subgraph, so its checkpoints, interrupts and updates go through.
 """
 
 from __future__ import annotations
@@ -111,11 +98,8 @@ def metric_builder(metric: str) -> Builder:
 def configurable(
     metric: str, build: Builder | None = None, *, name: str | None = None
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """A graph running ``metric`` with the settings of each run (:class:`JudgeSettings`).
-
-    ``build`` makes the graph for one combination of settings (default: the
-    registered metric's factory, :func:`metric_builder`); its results come out
-    under ``results`` as the metric's own do."""
+    """A graph running ``metric`` with each run's :class:`JudgeSettings`; ``build`` makes the
+    graph for one combination (default: :func:`metric_builder`)."""
     make = build or metric_builder(metric)
     cache: dict[JudgeSettings, CompiledStateGraph] = {}
     lock = threading.Lock()

@@ -1,11 +1,5 @@
-"""Reading judge transcripts back: what exactly the judge was asked, and what
-it answered, for one verdict (each verdict's ``transcript``: the messages sent,
-re-asks included, the raw reply, error, latency, usage, model, settings)::
-
-    from judgegraph.transcripts import transcript_of
-    print(transcript_of(result, window=3))       # a MetricResult, or its JSON dict
-
-From the shell: ``judgegraph show results.jsonl --conversation ID --metric NAME --window N``.
+"""Reading judge transcripts back: what the judge was asked and answered for one
+verdict (``transcript_of(result, window=3)``; from the shell: ``judgegraph show``).
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""Exchanges and sliding windows over a conversation (rules tested in
-``tests/unit/test_windows.py`` and documented in the README).
-
-An *exchange* is one or more user turns followed by the assistant turns that
-answer them (one reply). A greeting before the first user turn is the first
-exchange's ``opening``: context, never judged; assistant turns with no user turn
-before them, and a trailing user turn with no reply, give no exchange. System
-turns are kept aside (``Window.system``), tool turns are context of their
-exchange's reply. Window ``i`` holds the last ``min(i + 1, window_size)``
-exchanges; its *target* is its last exchange's reply.
+"""Exchanges and sliding windows over a conversation (the rules: the README's
+table, tests/unit/test_windows.py). Window ``i`` holds the last
+``min(i + 1, window_size)`` exchanges; its *target* is its last exchange's reply.
 """
 
 from __future__ import annotations

@@ -3,17 +3,8 @@
 Each subcommand module has ``register(subparsers)``, which adds its parser and
 sets ``run`` (a function ``(args) -> exit status``) as its default.
 
-Exit statuses (documented in the README):
-  0  every metric passed (or was not applicable)
-  1  at least one conversation failed a metric's threshold
-  2  the command line was wrong (unknown metric, bad option)
-  3  something could not be judged: bad input records (an empty input file
-     included), judge errors, a failed run (results for everything else are
-     still printed and written)
-  4  an internal failure of judgegraph itself (a bug: please report it); what
-     was finished before it is written. An error of the environment (a full
-     disk, a file that cannot be written) is exit 3, never 4
-  130 stopped by Ctrl-C: what finished is written and summarised; --resume continues
+Exit statuses (the README's table): 0 passed, 1 a threshold failed, 2 usage,
+3 could not judge (an environment error too), 4 a bug, 130 Ctrl-C.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""Why judgements failed, said once after the results table.
-
-Each failed judgement carries its own message in the results file; in the
-terminal a row only says "see errors". When a run has judge errors, the
-distinct causes are printed once, with how many judgements each stopped and
-what to do about it: a refused connection, a wrong URL, a missing key or an
-offline model that could not be fetched is one line, not a hunt through the
-JSONL."""
+"""Why judgements failed, said once after the results table: each distinct cause,
+how many judgements it stopped and what to do, not a hunt through the JSONL."""
 
 from __future__ import annotations
 
@@ -37,9 +31,7 @@ _FIXES: tuple[tuple[tuple[str, ...], str], ...] = (
 
 
 def cause_of(message: str) -> str:
-    """A judge error message reduced to its cause: the same failure reported by
-    the first judgement and by every one the stopped judge then refused to
-    send reads the same."""
+    """A judge error reduced to its cause, the same for the first failure and every one the breaker stopped."""
     text = message.strip()
     if (m := _STOPPED.match(text)) is not None:
         text = m.group("cause")

@@ -1,6 +1,5 @@
-"""``judgegraph rejudge``: judge chosen verdicts of a results file again with a
-changed rubric, prompt or model; everything not chosen is copied (0 calls).
-Every metric can be re-judged (:mod:`judgegraph.steering`)."""
+"""``judgegraph rejudge``: judge chosen verdicts of a results file again
+(:mod:`judgegraph.steering`); the rest is copied."""
 
 from __future__ import annotations
 

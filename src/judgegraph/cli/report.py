@@ -56,9 +56,8 @@ def report_written(made: ReportFile) -> int:
 
 
 def html_after_eval(args: argparse.Namespace, graphs: Sequence[CompiledStateGraph]) -> int:
-    """``judgegraph eval --html FILE``: the report of the results file just written,
-    with the turns of the judged files and ``graphs``, the report graphs as they ran
-    (one per distinct metric set and options; a graph given twice is drawn once)."""
+    """``judgegraph eval --html FILE``: the report of the results just written, with the
+    report graphs as they ran (a graph given twice is drawn once)."""
     from ..reporting.html import write_report
 
     distinct = list({id(graph): graph for graph in graphs}.values())

@@ -1,7 +1,5 @@
-"""The one embeddings interface, :class:`Embedder` (``embed``, ``aembed``, ``name``),
-that every embeddings call goes through (:class:`~judgegraph.embeddings.runner.EmbeddingRunner`
-runs it); :func:`as_embedder` adapts a LangChain ``Embeddings``; :func:`cosines` is the
-similarity both embedding metrics score with."""
+"""The one embeddings interface, :class:`Embedder`, that every embeddings call goes
+through; :func:`as_embedder` adapts a LangChain ``Embeddings``."""
 
 from __future__ import annotations
 
@@ -50,10 +48,9 @@ def _is_local(embeddings: Any) -> bool:
 
 
 class LangChainEmbedder:
-    """An :class:`Embedder` over a LangChain ``Embeddings`` (or an object with only ``encode(texts) -> (n, d)
-    unit rows``). ``aembed`` uses the object's native ``aembed_documents`` if any, else ``embed`` in a worker
-    thread, so async callers never block the event loop. A local (numpy) model runs one ``embed`` at a time
-    (its BLAS threads would fight); :meth:`encode` is the unlocked path for callers that bound their threads."""
+    """An :class:`Embedder` over a LangChain ``Embeddings`` (or an ``encode(texts)`` object); ``aembed``
+    never blocks the event loop. A local model runs one ``embed`` at a time (its BLAS threads would
+    fight); :meth:`encode` is the unlocked path for callers that bound their threads."""
 
     def __init__(self, embeddings: Any) -> None:
         if not any(callable(getattr(embeddings, attr, None)) for attr in ("embed_documents", "encode")):

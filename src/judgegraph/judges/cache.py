@@ -1,12 +1,6 @@
-"""Judge caches (docs/judges.md): a bounded in-memory one per judge (identical
-requests in one run are made once), and a persistent one in one SQLite file,
-safe for several processes at once (WAL journal, a busy timeout), keyed by
-the judge's cache key, valid answers only.
-
-The disk cache is an optimisation, never a reason to lose a judgement: a file
-that cannot be opened, read or written turns it off for the rest of the run
-with one warning naming the path, the cause and the fixes; judging goes on
-without it and an answer already paid for is kept.
+"""Judge caches (docs/judges.md): a bounded in-memory one per judge, and a
+persistent SQLite one shared by processes. The disk cache is never a reason to
+lose a judgement: a file that fails turns it off with one warning.
 """
 
 from __future__ import annotations
@@ -51,10 +45,8 @@ class CacheInfo(TypedDict):
 
 
 class CacheFileError(Exception):
-    """The cache file cannot be used (``judgegraph cache info|clear`` reports it).
-    ``corrupt``: the file is damaged (not a database, damaged pages) and may be
-    removed; ``not_a_cache``: the path is not a cache file at all (a directory,
-    a device, another program's database): nothing there is touched."""
+    """The cache file cannot be used: ``corrupt`` (damaged, may be removed) or
+    ``not_a_cache`` (a directory, another program's database: never touched)."""
 
     def __init__(self, path: Path, cause: str, *, corrupt: bool = False, not_a_cache: bool = False) -> None:
         super().__init__(f"{path}: {cause}")
@@ -110,11 +102,8 @@ CREATE TABLE IF NOT EXISTS answers (
 
 
 class DiskCache:
-    """Valid judge answers in one SQLite file, keyed by the judge's cache key.
-
-    The connection opens on first use (nothing at construction or import) and
-    again in a forked child; one connection per process, shared by its threads
-    under a lock."""
+    """Valid judge answers in one SQLite file, keyed by the judge's cache key; one
+    connection per process (opened on first use, again after a fork), locked."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, busy_timeout_s: float = 30.0) -> None:
         self.path = Path(path).expanduser() if path is not None else default_cache_path()
@@ -261,9 +250,7 @@ class DiskCache:
         return int(n)
 
     def remove(self) -> list[Path]:
-        """Delete the cache file and its journal files (a damaged cache is
-        replaced by a new one on the next run); the files removed. Only regular
-        files are removed."""
+        """Delete the cache file and its journals (regular files only); the files removed."""
         self.close()
         removed = []
         for p in (self.path, *(self.path.with_name(self.path.name + s) for s in ("-wal", "-shm", "-journal"))):
@@ -293,14 +280,9 @@ def _check_schema(conn: sqlite3.Connection) -> None:
 
 
 class JudgeCache:
-    """Identical judge requests are made once per cache (e.g. one run): a
-    statement extraction shared by two metrics, or by every window holding the
-    same turn, costs one call. Concurrent identical requests wait for the first.
-    Only successful outcomes are kept; a failed judgement is asked again.
-
-    In memory it keeps the ``maxsize`` most recently used outcomes (LRU), and a
-    key's lock lives only while someone waits on it. ``disk`` (a
-    :class:`DiskCache`) is consulted by the judge on a memory miss."""
+    """Identical judge requests are made once per cache (a run); concurrent ones wait
+    for the first; only successes are kept. An LRU of ``maxsize`` outcomes in
+    memory, then ``disk`` (a :class:`DiskCache`) on a miss."""
 
     def __init__(self, maxsize: int = 10_000, *, disk: DiskCache | None = None) -> None:
         if maxsize < 0:

@@ -13,11 +13,9 @@ from contextlib import asynccontextmanager, contextmanager
 
 
 class RateBucket:
-    """A per-minute budget paced as a generic cell rate (a token bucket that
-    schedules): each reservation of ``cost`` units gets the earliest moment it
-    may start, at most ``burst`` units ahead of the steady rate. Reservations
-    are taken in arrival order under a lock, so concurrent callers never
-    overspend; ``adjust`` settles an estimate once the real cost is known."""
+    """A per-minute budget paced as a generic cell rate: each reservation gets the earliest
+    moment it may start, at most ``burst`` ahead of the steady rate, in arrival order under
+    a lock; ``adjust`` settles an estimate once the real cost is known."""
 
     def __init__(self, per_minute: float, *, burst: float | None = None) -> None:
         if not per_minute > 0:
@@ -45,15 +43,9 @@ class RateBucket:
 
 
 class CallLimiter:
-    """At most ``max_in_flight`` judge calls at once, and with ``rpm``/``tpm``
-    at most that many requests/tokens per minute, across everything that
-    shares this limiter (one per judge, so one per run).
-
-    Sync callers (threads of ``invoke``/``batch``) share a thread semaphore;
-    async callers share one asyncio semaphore per event loop. Pacing waits
-    inside the slot (``time.sleep`` / ``asyncio.sleep``). ``in_flight``,
-    ``peak`` and ``requests`` are kept for benchmarks and tests.
-    """
+    """At most ``max_in_flight`` judge calls at once and ``rpm``/``tpm`` per minute, across
+    everything sharing it: a thread semaphore for sync callers, one asyncio semaphore per
+    event loop for async ones; pacing waits inside the slot."""
 
     def __init__(self, max_in_flight: int = 16, *, rpm: float | None = None, tpm: float | None = None) -> None:
         if max_in_flight < 1:
@@ -70,15 +62,17 @@ class CallLimiter:
         self.peak = 0
         self.requests = 0
 
-    def _enter(self) -> None:
+    @contextmanager
+    def _counted(self) -> Iterator[None]:
         with self._lock:
             self.in_flight += 1
             self.requests += 1
             self.peak = max(self.peak, self.in_flight)
-
-    def _exit(self) -> None:
-        with self._lock:
-            self.in_flight -= 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.in_flight -= 1
 
     def delay(self, tokens: int = 0) -> float:
         """Reserve one request (and ``tokens``) against the per-minute limits;
@@ -104,11 +98,8 @@ class CallLimiter:
         with self._sync:
             if self.paced and (wait := self.delay(tokens)) > 0:
                 time.sleep(wait)
-            self._enter()
-            try:
+            with self._counted():
                 yield
-            finally:
-                self._exit()
 
     @asynccontextmanager
     async def aslot(self, tokens: int = 0) -> AsyncIterator[None]:
@@ -120,8 +111,5 @@ class CallLimiter:
         async with sem:
             if self.paced and (wait := self.delay(tokens)) > 0:
                 await asyncio.sleep(wait)
-            self._enter()
-            try:
+            with self._counted():
                 yield
-            finally:
-                self._exit()

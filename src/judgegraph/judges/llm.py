@@ -1,11 +1,6 @@
-"""The LLM judge: a prompt file rendered, any LangChain chat model, structured
-output, and a re-ask with the validation error when the reply is invalid.
-
-Every request it sends is recorded in the outcome's ``transcript``. Transport
-failures are retried here (``max_retries``, ``Retry-After`` on 429 honoured),
-so ``attempts`` counts the requests really made; a 401/403/404 or a refused
-connection trips the judge's :class:`Breaker`: every later judgement through
-the same judge fails fast, naming the cause and the URL, without a request.
+"""The LLM judge: a rendered prompt, any LangChain chat model, structured output,
+a re-ask with the validation error. Retries, the breaker and transcripts are in
+docs/judges.md; retrying here (not in the client) makes ``attempts`` true.
 """
 
 from __future__ import annotations
@@ -62,9 +57,7 @@ def split_model(spec: str) -> tuple[str, str]:
 
 
 def openai_key(api_key: str | None, base_url: str | None, missing: str) -> SecretStr:
-    """The key for an OpenAI client: ``api_key``, else ``OPENAI_API_KEY``, else
-    (an OpenAI-compatible server at ``base_url`` needs none) a placeholder;
-    with neither key nor ``base_url``: ModelConfigError(``missing``)."""
+    """``api_key``, else ``OPENAI_API_KEY``, else a placeholder when ``base_url`` (a local server needs none)."""
     key = api_key or os.environ.get("OPENAI_API_KEY")
     if not key and not base_url:
         raise ModelConfigError(missing)
@@ -81,14 +74,10 @@ def resolve_model(
     max_retries: int = 0,
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
 ) -> BaseChatModel:
-    """A chat model from an object or a string: ``openai:gpt-4.1-mini``,
-    ``gpt-4.1-mini`` (OpenAI), or ``provider:model`` through ``langchain``'s
-    ``init_chat_model`` when that package is installed. ``base_url`` points the
-    OpenAI client at any OpenAI-compatible server (vLLM, Ollama, llama.cpp).
-    ``max_retries`` is the client's own (0: :class:`LLMJudge` retries, and counts).
-    An OpenAI model gets HTTP clients (:mod:`.transport`) in which ``timeout``
-    is a deadline for each whole request and a reply over ``max_reply_bytes``
-    (decoded) is cut off."""
+    """A chat model from an object or a string: ``openai:gpt-4.1-mini``, ``gpt-4.1-mini``,
+    or ``provider:model`` through ``langchain``'s ``init_chat_model`` when installed;
+    ``base_url`` for any OpenAI-compatible server. An OpenAI model gets the
+    :mod:`.transport` clients (``timeout`` a whole-request deadline, replies capped)."""
     if isinstance(model, BaseChatModel):
         return model
     if not isinstance(model, str) or not model.strip():
@@ -149,8 +138,7 @@ MAX_REPORTED_TOKENS = 100_000_000
 
 
 def _token_count(value: object) -> int | None:
-    """A reported token count when it is one: a whole number (an int, or a
-    float such as 12.0) from 0 to :data:`MAX_REPORTED_TOKENS`; else None."""
+    """``value`` when it is a whole number from 0 to :data:`MAX_REPORTED_TOKENS`, else None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, float) and value.is_integer():
@@ -159,10 +147,8 @@ def _token_count(value: object) -> int | None:
 
 
 def _usage(raw: BaseMessage | None, prompt_messages: list[BaseMessage], *, reported: bool = True) -> Usage:
-    """The reply's reported usage; counted locally with tiktoken (and marked
-    ``estimated``) when none was reported or a count is not one (a string, a
-    fraction, a negative or absurd number): a reply's accounting never ends a
-    run nor costs its verdict."""
+    """The reply's reported usage, else counted with tiktoken and ``estimated``: a reply's
+    accounting never ends a run nor costs its verdict."""
     meta = getattr(raw, "usage_metadata", None) if reported else None
     if meta and isinstance(meta, dict):
         counts = _token_count(meta.get("input_tokens", 0)), _token_count(meta.get("output_tokens", 0))
@@ -176,9 +162,8 @@ def _usage(raw: BaseMessage | None, prompt_messages: list[BaseMessage], *, repor
 
 
 def _error_summary(exc: BaseException) -> str:
-    """One line for the re-ask. For a pydantic ValidationError (raised, or the
-    cause of a parser's exception) each error as ``field: message``: the first
-    line of ``str(ValidationError)`` only names the model, not what is wrong."""
+    """One line for the re-ask; a ValidationError as ``field: message`` pairs (its
+    ``str`` starts by naming the model, not what is wrong)."""
     from pydantic import ValidationError
 
     cause = next((e for e in _chain(exc)[:6] if isinstance(e, ValidationError)), None)
@@ -222,15 +207,13 @@ def _openai() -> ModuleType:
 
 
 def _types(name: str) -> tuple[type[BaseException], ...]:
-    """``name`` (``ConnectError``, ``TimeoutException`` ...) in every HTTP library in use
-    (``httpx``, and ``httpx2`` under openai 3): a library not imported raised none."""
+    """The class ``name`` of every HTTP library imported (``httpx``, ``httpx2`` under openai 3)."""
     found = (getattr(sys.modules.get(module), name, None) for module in ("httpx", "httpx2"))
     return tuple(cls for cls in found if isinstance(cls, type) and issubclass(cls, BaseException))
 
 
 def _status(exc: BaseException) -> int | None:
-    """The HTTP status of an error reply: openai's ``APIStatusError``, httpx's
-    ``HTTPStatusError``, or (another provider's SDK) an int ``status_code``."""
+    """The HTTP status of an error reply (openai's, httpx's, or another SDK's ``status_code``)."""
     if isinstance(exc, _openai().APIStatusError):
         return int(exc.status_code)
     http_status = _types("HTTPStatusError")
@@ -252,8 +235,7 @@ def _refused(exc: BaseException) -> bool:
 
 
 def _timed_out(exc: BaseException) -> bool:
-    """A timeout anywhere in the chain: openai's ``APITimeoutError`` (the
-    request's deadline, see :mod:`.transport`), httpx's, or the socket's."""
+    """A timeout anywhere in the chain (openai's, httpx's or the socket's)."""
     return _in_chain(exc, TimeoutError, _openai().APITimeoutError, *_types("TimeoutException"))
 
 
@@ -263,15 +245,13 @@ def _too_large(exc: BaseException) -> BaseException | None:
 
 
 def _is_fatal(exc: BaseException) -> bool:
-    """Retrying, or sending anything else, cannot help: wrong key, no access,
-    wrong URL or model, nothing listening (openai's ``AuthenticationError``,
-    ``PermissionDeniedError`` and ``NotFoundError`` are these statuses)."""
+    """Retrying cannot help: wrong key, no access, wrong URL or model, nothing listening."""
     return _status(exc) in (401, 403, 404) or (_refused(exc) and not _timed_out(exc))
 
 
 def _is_transient(exc: BaseException) -> bool:
-    """Worth sending again: a 408/409/429/5xx reply, a timeout, a connection that
-    failed or dropped (never a reply refused for its size: it would come again)."""
+    """Worth sending again: 408/409/429/5xx, a timeout, a dropped connection (never a
+    reply refused for its size: it would come again)."""
     status = _status(exc)
     if status is not None:
         return status in (408, 409, 429) or status >= 500
@@ -296,9 +276,8 @@ def _url(exc: BaseException, fallback: str) -> str:
 
 
 def _transport_error(exc: BaseException, deadline: float | None, redact: Redactor) -> str:
-    """One line for a failed request, credentials already taken out (before
-    the cut to 300 characters, which could leave half a key); a timeout names
-    the ``deadline`` it passed, when the judge's own clients enforced one."""
+    """One line for a failed request, credentials taken out before the cut to 300
+    characters (which could leave half a key); a timeout names its ``deadline``."""
     status = _status(exc)
     if (refusal := _too_large(exc)) is not None:
         return f"{type(refusal).__name__}: {refusal}"
@@ -343,14 +322,10 @@ _Steps = Generator[tuple[float, list[BaseMessage]], "tuple[Any, float]", JudgeOu
 
 
 class LLMJudge(Judge):
-    """Judges with a LangChain chat model (a model object or a string, see
-    :func:`resolve_model`; the settings as in :func:`~judgegraph.judges.resolve_judge`).
-    ``max_retries`` defaults to 3 for a model built from a string, whose client
-    then does not retry, and to 0 for a model object, whose client keeps its own;
-    ``timeout`` and ``max_reply_bytes`` are enforced for a model built from a
-    string. ``limiter`` holds the run's concurrency and rate limits, ``breaker``
-    its stop switch (one per judge unless given). Every error and transcript
-    entry goes through ``self.redact``: no key or auth header is kept."""
+    """Judges with a LangChain chat model (see :func:`resolve_model` and
+    :func:`~judgegraph.judges.resolve_judge`). ``max_retries`` defaults to 3 for a model
+    built from a string (its client does not retry), 0 for a model object (its client
+    keeps its own). Every error and transcript entry goes through ``self.redact``."""
 
     kind = "llm"
 
@@ -404,9 +379,7 @@ class LLMJudge(Judge):
 
     @property
     def endpoint(self) -> Endpoint | None:
-        """The OpenAI-compatible server of this judge's model (its base URL and
-        key, the deadline and reply limit it was built with), or None for a
-        model of another kind."""
+        """The OpenAI-compatible server of this judge's model, or None for another kind."""
         key = getattr(self.model, "openai_api_key", None)
         if not hasattr(self.model, "openai_api_base") and key is None:
             return None
@@ -415,17 +388,14 @@ class LLMJudge(Judge):
 
     @property
     def deterministic(self) -> bool:
-        """Generation at temperature 0: the same request gets the same answer,
-        so answers may be kept on disk (the persistent cache's default)."""
+        """Temperature 0: answers may be kept on disk (the persistent cache's default)."""
         return self.settings.get("temperature") == 0
 
     def _structured(self, schema: type) -> Any:
-        """What a request is sent through. For an OpenAI chat model with the
-        default ``json_schema`` method: the model bound once to the schema's
-        ``response_format`` as a ready JSON body field (the same request on the
-        wire as ``with_structured_output``, without the SDK re-walking the schema
-        and parsing on every call); the reply is validated in :meth:`_attempts`.
-        Any other model: ``with_structured_output``."""
+        """What a request is sent through: for ``ChatOpenAI`` with ``json_schema``, the model
+        bound once to the strict ``response_format`` (the same request on the wire as
+        ``with_structured_output``, without its per-call cost, docs/judges.md); else
+        ``with_structured_output``."""
         if schema not in self._runnables:
             if self.method in (None, "json_schema") and _is_openai_chat(self.model):
                 fmt = {"type": "json_schema",
@@ -438,8 +408,7 @@ class LLMJudge(Judge):
         return self._runnables[schema]
 
     def cache_key(self, request: JudgeRequest) -> str:
-        """Model identity and generation settings, the prompt template text, the
-        rendered request and the output schema."""
+        """Model, settings, template text, rendered request and output schema, hashed."""
         model = type(self.model)
         payload = [
             f"{model.__module__}.{model.__qualname__}", self.model_name, self.base_url, self.method,
@@ -467,8 +436,7 @@ class LLMJudge(Judge):
                             model=self.model_name, settings=self.settings)
 
     def _attempts(self, request: JudgeRequest) -> _Steps:
-        """The one implementation of a judgement, sync or async. Yields the
-        seconds to wait before the next request and the messages to send, and
+        """The one implementation of a judgement, sync or async: yields ``(wait, messages)``,
         receives ``(result or exception, latency)``."""
         if self.breaker.reason:
             return JudgeOutcome(None, self.breaker.reason, 0)
@@ -534,9 +502,8 @@ class LLMJudge(Judge):
             messages = [*messages, AIMessage(reply or "(empty reply)"), HumanMessage(REASK.format(error=error))]
 
     def _advance(self, steps: _Steps, sent: tuple[Any, float] | None) -> tuple[float, list[BaseMessage]] | JudgeOutcome:
-        """The judgement's next request after ``sent``; when it is done, its
-        outcome, the error with credentials taken out (the one place an outcome
-        leaves the judge, sync or async)."""
+        """The next request after ``sent``, or the outcome (the one place it leaves the
+        judge: its error redacted)."""
         try:
             return next(steps) if sent is None else steps.send(sent)
         except StopIteration as done:
@@ -613,15 +580,12 @@ def _read_reply(raw: BaseMessage, schema: type[BaseModel]) -> dict[str, Any]:
 
 
 def strict_json_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    """The schema's JSON schema in OpenAI's strict form (every object closed,
-    all its properties required): the OpenAI SDK's own, what it sends for a
-    pydantic schema through ``with_structured_output``."""
+    """The schema in OpenAI's strict form, by the SDK's own function."""
     from openai.lib._pydantic import to_strict_json_schema
 
     return to_strict_json_schema(schema)
 
 
 def _estimate_tokens(messages: list[BaseMessage]) -> int:
-    """A cheap estimate for pacing (about 4 characters a token); settled with
-    the real count after the reply."""
+    """About 4 characters a token, for pacing; settled with the real count after the reply."""
     return sum(len(m.text) for m in messages) // 4 + 1

@@ -1,7 +1,5 @@
-"""Credentials taken out of text before it is kept: an error message or a
-reply can hold the request's own headers (servers and proxies that echo them
-in an error body), and what a judge keeps ends in results files, transcripts,
-the judge cache and HTML reports. What is taken out: docs/judges.md.
+"""Credentials taken out of text before it is kept: a server may echo the request's
+headers in an error body. What is taken out: docs/judges.md.
 """
 
 from __future__ import annotations

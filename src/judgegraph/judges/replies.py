@@ -1,8 +1,5 @@
-"""Reading the replies real OpenAI-compatible servers give when structured
-output is not enforced: JSON inside Markdown fences, JSON with text around it,
-or a plain verdict sentence ("No, this is off-topic.", "Yes."; the word read as
-:func:`judgegraph.answers.leading_choice` reads it, so "No doubt, ..." is not a
-"no"). Used before a re-ask; a reply none of these read is re-asked as before."""
+"""Reading replies when structured output is not enforced (fenced JSON, JSON with
+text around it, a plain verdict sentence) before re-asking."""
 
 from __future__ import annotations
 
@@ -29,9 +26,7 @@ def _json_candidates(text: str) -> list[str]:
 
 @lru_cache(maxsize=128)
 def _verdict_shape(schema: type[BaseModel]) -> tuple[str, dict[str, str], str | None] | None:
-    """(the verdict field, its allowed words by lower case, a free-text field to
-    hold the reply) when the schema is "one word from a fixed set, plus text
-    fields", else None."""
+    """(verdict field, its words by lower case, a text field for the reply) for a "one word plus text" schema."""
     verdict: tuple[str, dict[str, str]] | None = None
     text_field: str | None = None
     for name, info in schema.model_fields.items():

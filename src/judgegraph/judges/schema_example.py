@@ -1,8 +1,5 @@
-"""A value that conforms to a JSON schema, for answers nobody wrote.
-
-The dry run answers every judge request with one (``judgegraph eval --dry-run``
-sends nothing, yet the graphs must go on), and the tests' loopback OpenAI
-server answers structured requests with one by default.
+"""A value that conforms to a JSON schema, for answers nobody wrote (the dry run's,
+the loopback test server's default).
 """
 
 from __future__ import annotations
@@ -33,10 +30,8 @@ class _Recursion(Exception):
 
 
 def example_from_schema(schema: Mapping[str, Any] | None, *, root: Mapping[str, Any] | None = None) -> Any:
-    """A value conforming to a JSON schema as Pydantic and OpenAI emit them: local
-    ``$ref``, ``anyOf``/``oneOf`` (the first usable option), ``allOf``, ``const``/``enum``
-    (the first value), numeric bounds, string lengths and common formats, ``minItems``;
-    an object has every property, a string is ``"ok"``, a number 0 moved into its bounds."""
+    """A value conforming to a JSON schema as Pydantic and OpenAI emit them (local ``$ref``,
+    the first usable option or value, bounds, lengths, formats, ``minItems``)."""
     if schema is None:
         return {}
     return _example(schema, root if root is not None else schema, ())

@@ -1,15 +1,8 @@
 """A scripted chat model: answers chosen by what the prompt says, no LLM, no key
 (docs/judges.md, "Testing a judge with no model").
 
-For running a judge with no model (the runnable examples), for unit-testing
-your own judges and graphs, and as the base of the dry run's recording model.
-Replies are chosen by what the prompt says, not by call order: the windows of a
-conversation are judged concurrently and finish in any order. Each rule is
-``(key, replies)``, ``key`` a substring, a compiled regex or a callable matched
-against the prompt (or its tagged ``section``), its replies used in order, the
-last repeating. A reply is a dict (the structured answer, as a tool call), a
-str (raw text), an exception (raised) or a callable of a
-:class:`ScriptedRequest` returning one of those.
+Replies are chosen by the prompt, not by call order, because windows are judged
+concurrently and finish in any order. Also the base of the dry run's recorder.
 """
 
 from __future__ import annotations
@@ -90,9 +83,7 @@ class ScriptedChatModel(GenericFakeChatModel):
         return self.model_copy(update={"tool": tool, "tool_name": _tool_name(tool)})  # private attrs: same objects
 
     def respond(self, request: ScriptedRequest) -> Any:
-        """The reply to ``request``: the first matching rule's next reply, else
-        ``default``; a callable reply is called with the request. Override to
-        answer another way (the dry run's recording model does)."""
+        """The first matching rule's next reply, else ``default`` (the dry run's recorder overrides it)."""
         reply = self._pick(request.text)
         if callable(reply) and not isinstance(reply, type):
             reply = reply(request)
@@ -123,9 +114,7 @@ class ScriptedChatModel(GenericFakeChatModel):
         return self.default
 
     def _usage(self, request: ScriptedRequest, reply: object) -> dict[str, int]:
-        """The reply's ``usage_metadata``, counted as OpenAI counts: the request's
-        messages (:func:`~judgegraph.judges.tokens.prompt_tokens`) in, the
-        answer's JSON (or the text) out."""
+        """The reply's ``usage_metadata``, counted as OpenAI counts."""
         in_tokens = prompt_tokens(request.messages)
         out_tokens = count_tokens(json.dumps(reply, ensure_ascii=False, default=str) if isinstance(reply, dict) else str(reply))
         return {"input_tokens": in_tokens, "output_tokens": out_tokens, "total_tokens": in_tokens + out_tokens}

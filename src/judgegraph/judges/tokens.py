@@ -1,6 +1,5 @@
-"""Token counting, in one place (tiktoken's offline cl100k encoding and OpenAI's
-per-message accounting), so the LLM judge's estimates, its prompt-size limit,
-the dry run and the scripted chat model all count the same way.
+"""Token counting in one place (cl100k, OpenAI's per-message accounting), so every
+estimate, limit and dry run counts the same way.
 """
 
 from __future__ import annotations

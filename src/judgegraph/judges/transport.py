@@ -1,14 +1,9 @@
 """The HTTP clients of an LLM judge built from a model string: every request
 has a deadline and every reply a size limit, whatever the server does.
 
-httpx's ``timeout`` bounds each socket operation, not a request (a server
-sending one byte every half second holds it for ever), and a reply is read
-whole into memory (a gzip bomb decodes to gigabytes). So the deadline is
-enforced under httpcore, on the socket: every connect, read and write gets at
-most the time left, then raises the HTTP library's own timeout (reported by the
-SDK as ``APITimeoutError``, retried). The reply is decoded here (gzip, deflate:
-only those are asked for) in bounded pieces; past ``max_reply_bytes`` decoded
-bytes the read stops with :class:`ReplyTooLarge`.
+httpx's ``timeout`` bounds each socket operation, not a request, and a reply is
+read whole (a gzip bomb decodes to gigabytes); so the deadline is enforced under
+httpcore, on the socket, and the reply decoded here in bounded pieces (docs/judges.md).
 """
 
 from __future__ import annotations
@@ -74,10 +69,8 @@ def _left(timeout: float | None, error: type[Exception]) -> float | None:
 
 
 class _Bounded:
-    """httpcore's network backend, or one of its streams, whose every operation
-    ends by the deadline. Sync or async alike: a method returns what the inner
-    one does (for async, a coroutine the caller awaits), and what connects
-    returns a bounded stream."""
+    """httpcore's network backend or stream, every operation (sync or async) ending
+    by the deadline; connecting returns a bounded stream."""
 
     def __init__(self, inner: Any, core: ModuleType) -> None:
         self._inner, self._core = inner, core
@@ -205,9 +198,8 @@ def _request(request: Any, timeout: float | None) -> Iterator[None]:
 
 @functools.lru_cache(maxsize=2)
 def _transport_class(httpx: ModuleType) -> type:
-    """The transport, sync and async, built on ``httpx``'s base classes (the
-    client checks its streams' types): one request's deadline set, its reply
-    decoded and counted."""
+    """The transport, sync and async, on ``httpx``'s base classes (the client checks its
+    streams' types): a deadline per request, the reply decoded and counted."""
 
     class Body(httpx.SyncByteStream, httpx.AsyncByteStream):  # type: ignore[name-defined]
         def __init__(self, raw: Any, decoded: _Decoded) -> None:
@@ -271,9 +263,8 @@ def _ssl_context(httpx: ModuleType) -> ssl.SSLContext:
 def openai_http_clients(base_url: str | None, *, timeout: float | None,
                         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
                         ) -> tuple[openai.DefaultHttpxClient, openai.DefaultAsyncHttpxClient]:
-    """A sync and an async HTTP client for ``openai`` / ``ChatOpenAI``: each
-    request ends within ``timeout`` seconds (None: no deadline) and reads at
-    most ``max_reply_bytes`` decoded bytes of reply."""
+    """Sync and async HTTP clients for ``ChatOpenAI``: each request ends within ``timeout``
+    seconds and reads at most ``max_reply_bytes`` decoded bytes."""
     import openai
 
     httpx = sdk_httpx()

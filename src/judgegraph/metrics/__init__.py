@@ -1,11 +1,7 @@
 """Metric graphs and the registry the CLI resolves metric names with.
 
-A metric is a :class:`MetricSpec` plus the graph its factory builds from the
-core blocks (:mod:`judgegraph.nodes`), from which it gets every capability
-(transcripts, review, re-judging, the latest scope, dry-run estimates):
-``examples/reply_language.py`` is a whole metric in one file. Each module in
-:data:`METRIC_MODULES` declares ``METRIC_SPECS``; a name containing ``:`` is an
-import path to a custom metric (a spec, a compiled graph or a factory).
+A metric is a :class:`MetricSpec` plus a graph built from :mod:`judgegraph.nodes`
+(docs/architecture.md). A name containing ``:`` is an import path to a custom metric.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""Turn contextual relevancy (deepeval's ``TurnContextualRelevancyMetric``,
-done once per node; ``docs/turn_contextual_relevancy.md``): is what the chatbot
+"""Turn contextual relevancy (docs/turn_contextual_relevancy.md): is what the chatbot
 retrieved for each turn relevant to what the user asked in that turn?
 
     START → window_turns ─Send per turn→ extract_statements ─Send→ judge_statements
           [─Send→ verify_verdict] → reduce_score → END
 
-Each exchange with ``retrieval_context`` is one task: its nodes are split into
-statements (one call per turn or per node, holding the nodes' text only so the
-cache reuses it; the offline judge splits sentences), the statements are judged
-against the turn's user message with the window's earlier messages, and
-``verify`` takes a second look at the "no" verdicts. The score is the mean over
-turns of relevant / judged statements; judge errors are reported, never scored.
-Each node is extracted and judged once, whatever the window size
-(``benchmarks/contextual_calls.py``).
+Extraction requests hold the nodes' text only, so the cache reuses them: each
+node is extracted and judged once, whatever the window size.
 """
 
 from __future__ import annotations
@@ -88,9 +81,6 @@ def turn_context(window: Window) -> TurnContext:
 
 def node_label(turn: int | None, node: int) -> str:
     return f"node {node + 1}" if turn is None else f"turn {turn + 1} node {node + 1}"
-
-
-# -- the metric graph --------------------------------------------------------------
 
 
 class ContextualState(MetricState, total=False):
@@ -381,9 +371,7 @@ def create_turn_contextual_relevancy_judge(
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Turn contextual relevancy: the share of retrieved statements relevant to each turn's user
-    message, averaged over the turns with retrieval context. ``model`` left out: the offline judge;
-    ``window_size``: how many earlier exchanges the judge reads; ``verify``: a second look at every
-    "irrelevant" verdict (LLM only)."""
+    message, averaged over turns; ``verify`` takes a second look at "irrelevant" verdicts (LLM only)."""
     settings = ContextualSettings(name=name, judge=resolve_judge(model), window_size=window_size,
                                   threshold=threshold, strict_mode=strict_mode, verify=verify, review=review)
     return compile_graph(build_turn_contextual_relevancy_graph(settings), name, compile,

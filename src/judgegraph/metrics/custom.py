@@ -3,11 +3,8 @@ as a LangGraph graph with judgegraph's error handling).
 
     START → judge_conversation → reduce_score → END
 
-One LLM call over the whole conversation: the author's instructions are the
-template, the conversation (JSON, in ``<conversation>`` tags) and the optional
-expectations (``<expectations>``, ``(none)`` when absent) are inserted as data,
-never rendered. The answer ``{reason, value}`` has ``feedback_type``'s type;
-the value is scored and gated as :func:`make_judge` says.
+One LLM call; the conversation and expectations are inserted as data, never
+rendered (docs/custom_judges.md).
 """
 
 from __future__ import annotations
@@ -42,9 +39,6 @@ _ANY_VARIABLE = re.compile(r"\{\{(.*?)\}\}", re.S)
 PROMPT_VALUES = {STEP: {"instructions", "value_format"}}
 
 Kind = Literal["bool", "int", "float", "str", "literal"]
-
-
-# -- feedback types --------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -189,9 +183,6 @@ def feedback_schema(name: str, spec: FeedbackSpec) -> type[BaseModel]:
     )
 
 
-# -- instructions ----------------------------------------------------------------
-
-
 def check_instructions(instructions: str) -> frozenset[str]:
     """The template variables ``instructions`` use: ``{{ conversation }}`` (required) and
     ``{{ expectations }}``; anything else between double braces is a ``ValueError`` naming it."""
@@ -252,9 +243,6 @@ def render_values(conversation: Conversation, used: frozenset[str]) -> dict[str,
         body = json.dumps(exp, ensure_ascii=False, indent=1) if exp is not None else "(none)"
         values["expectations"] = f"<expectations>\n{body}\n</expectations>"
     return {k: v for k, v in values.items() if k in used}
-
-
-# -- graph -----------------------------------------------------------------------
 
 
 class FeedbackVerdict(Verdict):
@@ -368,16 +356,10 @@ def make_judge(
     review: bool = False,
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
-    """A judge of whole conversations from instructions, as a compiled graph (``docs/custom_judges.md``).
-
-    ``instructions`` must contain ``{{ conversation }}`` and may contain ``{{ expectations }}``
-    (any other ``{{ ... }}`` is a ``ValueError``). ``feedback_type`` (or MLflow's
-    ``feedback_value_type``; default ``bool``): ``bool`` (score 1/0, or ``scores``; threshold 0.5),
-    ``int``/``float`` (score = value), ``Literal[...]`` (score ``scores[value]``) or ``str`` (no
-    score), optionally ``Annotated`` with pydantic constraints. Passed = score >= ``threshold``;
-    without one the status is ``not_applicable``, the value recorded. ``model`` must be an LLM
-    judge (MLflow's ``openai:/gpt-4o`` spelling too); ``review`` adds a ``review_verdicts`` node.
-    """
+    """A judge of whole conversations from ``instructions`` (holding ``{{ conversation }}``, maybe
+    ``{{ expectations }}``), as a compiled graph; ``feedback_type`` (``bool``, ``int``/``float``,
+    ``Literal[...]``, ``str``, maybe ``Annotated``) gives the answer's type and its score, and
+    ``model`` must be an LLM judge (docs/custom_judges.md)."""
     if feedback_value_type is not None:
         if feedback_type is not None:
             raise ValueError("pass feedback_type or feedback_value_type (MLflow's name), not both")

@@ -3,10 +3,7 @@ semantics): one graph, two presets.
 
     START → window_turns ─Send per window→ judge_turn → reduce_score [→ write_reason] → END
 
-Each window's last reply is judged against the latest user message, given the
-earlier messages, all windows concurrently; score = relevant / judged verdicts
-(judge errors reported, never scored). ``reason="llm"`` adds one call that
-writes the reason; otherwise it is built from the verdicts.
+Score = relevant / judged windows; ``reason="llm"`` adds one call writing the reason.
 """
 
 from __future__ import annotations
@@ -65,9 +62,6 @@ class WrittenReason(BaseModel):
     reason: str = Field(description="A short explanation of the score for a reader.")
 
 
-# -- state ---------------------------------------------------------------------
-
-
 class RelevancyState(MetricState, total=False):
     windows: list[Window]
     verdicts: Annotated[list[WindowVerdict], merge_verdicts]
@@ -88,9 +82,6 @@ class RelevancySettings(WindowOptions):
         super().check()
         if self.reason == "llm" and self.judge.kind != "llm":
             raise ValueError("reason='llm' needs an LLM judge (pass model=...)")
-
-
-# -- nodes ---------------------------------------------------------------------
 
 
 #: One ``judge_turn`` task (a :class:`WindowTask`) per window, or reduce_score when there is none.
@@ -208,9 +199,6 @@ def _write_reason(settings: RelevancySettings) -> RunnableLambda:
     return judge_step("write_reason", settings.judge, build, finish)
 
 
-# -- factories -----------------------------------------------------------------
-
-
 def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     builder = StateGraph(RelevancyState, input_schema=MetricInput, output_schema=MetricOutput)
@@ -234,13 +222,9 @@ def create_turn_relevancy_judge(
     reason: ReasonMode = "deterministic", rubric: str | None = None, review: bool = False,
     name: str = "turn_relevancy", **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
-    """Turn relevancy, deepeval's semantics: windows of ``window_size`` exchanges (default 10),
-    threshold 0.5, optional strict mode.
-
-    ``model``: a chat model, a string like ``openai:gpt-4.1-mini``, or a ready judge
-    (:func:`~judgegraph.resolve_judge`); left out: the offline embedding judge. ``rubric`` replaces
-    the default instructions on what counts as relevant. ``review``: a ``review_verdicts`` node
-    before the score (:func:`judgegraph.nodes.review_node`). ``compile``: LangGraph compile options."""
+    """Turn relevancy, deepeval's semantics: windows of ``window_size`` exchanges (default 10).
+    ``model``: a chat model, string or judge (None: the offline judge); ``rubric`` replaces the
+    instructions on what counts as relevant; ``review`` adds a ``review_verdicts`` node."""
     settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
                                  strict_mode=strict_mode, reason=reason, rubric=rubric, review=review)
     return compile_graph(build_relevancy_graph(settings), name, compile, create_turn_relevancy_judge)

@@ -1,14 +1,8 @@
-"""Response relevancy (ragas ``ResponseRelevancy`` semantics, done better;
-``docs/response_relevancy.md``): for every exchange an LLM reads the reply ALONE
-and writes N distinct questions it answers, in one structured call
-(``generate_questions``); one embeddings call per exchange (``embed_questions``)
-scores mean cosine(question, user message), clamped at 0, times 0 when every
-question is noncommittal. The score is the mean over judged exchanges.
+"""Response relevancy (ragas ``ResponseRelevancy`` semantics; docs/response_relevancy.md).
 
     START → split_exchanges ─Send per exchange→ generate_questions → embed_questions → reduce_score → END
 
-The offline judge writes no questions: ``embed_response`` scores cosine(response,
-input) and every result says so. Judge and embedding errors are reported, never scored.
+The offline judge writes no questions: ``embed_response`` scores cosine(response, input).
 """
 
 from __future__ import annotations
@@ -50,9 +44,6 @@ OFFLINE_STEP = "response_relevancy/embed_response"  # no prompt file: an embeddi
 
 LLM_MODE = "llm: mean cosine(generated questions, input), x0 when every question is noncommittal"
 OFFLINE_MODE = "offline: cosine(response, input) — no question generation without an LLM"
-
-
-# -- structured output ---------------------------------------------------------
 
 
 def normalise_question(text: str) -> str:
@@ -125,9 +116,6 @@ def questions_schema(n: int) -> type[GeneratedQuestions]:
     return model
 
 
-# -- results -------------------------------------------------------------------
-
-
 class ExchangeVerdict(Verdict):
     """One exchange's judgement: its ``score``, and ``verdict`` "yes" when that reaches the threshold."""
 
@@ -145,9 +133,6 @@ class ExchangeVerdict(Verdict):
     mean_cosine: float | None = None  # before clamping and the noncommittal rule
     embedded_texts: int = 0  # texts sent in this exchange's single embeddings call (0: no call)
     step: str | None = None  # the step that failed, when ``error`` is set
-
-
-# -- state ---------------------------------------------------------------------
 
 
 class ResponseRelevancyState(MetricState, total=False):
@@ -179,9 +164,6 @@ class ResponseRelevancySettings(MetricOptions):
     def check(self) -> None:
         super().check()
         check_whole(self.n_questions, "n_questions")
-
-
-# -- nodes ---------------------------------------------------------------------
 
 
 def _reply_text(ex: Exchange) -> str:
@@ -416,9 +398,6 @@ def _reduce_score(settings: ResponseRelevancySettings) -> Node:
     return score_node(settings.name, score, order=lambda v: v.exchange)
 
 
-# -- factories -----------------------------------------------------------------
-
-
 def build_response_relevancy_graph(settings: ResponseRelevancySettings) -> StateGraph:
     """The uncompiled graph (offline: ``embed_response`` instead of the question nodes)."""
     runner = EmbeddingRunner(settings.embeddings, max_concurrency=settings.max_concurrency)
@@ -452,10 +431,8 @@ def create_response_relevancy_judge(
     name: str = "response_relevancy",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
-    """Response relevancy, ragas's semantics: per exchange, N questions written from the reply
-    alone, scored by mean cosine similarity to the user's message. ``model`` left out: the
-    offline fallback. ``embeddings``: LangChain ``Embeddings`` or a string (served beside an
-    OpenAI-compatible judge by default, or at ``embeddings_base_url``); default: all-MiniLM-L6-v2."""
+    """Response relevancy: per exchange, N questions written from the reply alone, scored by
+    mean cosine similarity to the user's message (``embeddings`` default: all-MiniLM-L6-v2)."""
     made = resolve_judge(model)
     if embeddings is None:
         embeddings = made.embeddings  # the offline judge's own (None: the default all-MiniLM-L6-v2)

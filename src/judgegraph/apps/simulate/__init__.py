@@ -1,18 +1,7 @@
 """Simulated conversations: a simulated user (an LLM with a persona, a goal
 and a scenario) talks to your chatbot until the goal is reached, the user
-gives up, or a turn limit; then the conversation is judged.
-
-    from judgegraph.apps import simulate
-
-    runs = simulate(chatbot, [{"id": "lost-card", "goal": "Block my lost card", "persona": "In a hurry"}],
-                    user_model="openai:gpt-4.1-mini", metrics=["turn_relevancy", "conversation_completeness"],
-                    model="openai:gpt-4.1-mini", max_turns=6)
-    for run in runs:
-        print(run.scenario.id, run.status, {k: r.score for k, r in run.results.items()})
-
-The simulator itself is a LangGraph graph (:func:`create_simulator`,
-:mod:`.graph`); scenarios run concurrently (``max_concurrency`` at once), and
-every simulated-user and judge call shares the judge's limit on calls in flight.
+gives up, or a turn limit; then the conversation is judged. The simulator is a
+LangGraph graph (:func:`create_simulator`; an example: docs/apps.md).
 """
 
 from __future__ import annotations
@@ -107,12 +96,9 @@ def _plan(app: AppLike, scenarios: Scenarios, options: SimulateOptions) -> tuple
 
 
 def simulate(app: AppLike, scenarios: Scenarios, **options: Unpack[SimulateOptions]) -> list[SimulationResult]:
-    """Simulate one conversation per scenario with ``app`` (a compiled
-    LangGraph graph over messages, a Runnable, or a callable taking messages),
-    ``max_concurrency`` scenarios at a time, and judge each with ``metrics``
-    (names built with ``model``, or compiled graphs). A scenario whose app or
-    simulated user fails keeps its messages so far, is still judged, and says
-    why in ``errors``. Results come back in the order of ``scenarios``."""
+    """Simulate one conversation per scenario with ``app`` (a graph, Runnable or callable over
+    messages), ``max_concurrency`` at a time, each judged with ``metrics``. A failed scenario
+    keeps its messages, is still judged and says why in ``errors``; results in input order."""
     graph, items, configs = _plan(app, scenarios, options)
     outs = graph.batch([{"scenario": s} for s in items], configs, return_exceptions=True)
     return [_result(s, o) for s, o in zip(items, outs)]

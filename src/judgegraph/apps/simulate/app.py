@@ -1,8 +1,5 @@
-"""The chatbot under simulation, whatever it is: a compiled LangGraph graph
-over ``{"messages": [...]}``, any Runnable (a chat model, a chain) taking a
-list of messages, or a callable (sync or async) taking the list of messages.
-Each is called with the whole conversation so far and answers with its new
-messages."""
+"""The chatbot under simulation (a graph over ``{"messages"}``, a Runnable, a sync
+or async callable), called with the whole conversation so far."""
 
 from __future__ import annotations
 

@@ -4,14 +4,7 @@
                  └─goal reached / gave up / error─┐   └─turn limit / app error─┐
                                                   └──→ judge_conversation → END   (with metrics)
 
-* ``simulate_user``: the simulated user writes the next message, or says the goal
-  is reached, or gives up; a scenario's ``opening`` is sent without a call.
-* ``call_app``: the chatbot answers (:mod:`.app`); an exception ends the
-  conversation with status ``app_error``, the messages so far kept.
-* ``check_stop``: the turn limit (user messages).
-
-Input ``{"scenario": Scenario | dict}``; output ``messages``, ``status`` (one of
-``STOPPED``), ``turns``, ``errors``, ``user_usage`` and ``results``.
+The nodes and the state: docs/apps.md.
 """
 
 from __future__ import annotations
@@ -197,9 +190,8 @@ def _results(out: dict[str, Any]) -> dict[str, Any]:
 
 
 def user_judge(user_model: ModelLike, *, judge: Judge | None = None, max_tries: int = 3, **model_kwargs: Any) -> Judge:
-    """The simulated user's model as a Judge (structured output, re-asks,
-    usage), sharing the metrics judge's limit on calls in flight when that
-    judge has one; never cached, so repeated scenarios may differ."""
+    """The simulated user's model as a Judge sharing the metrics judge's limiter; never cached,
+    so repeated scenarios may differ."""
     if isinstance(user_model, Judge):
         return user_model
     if user_model is None:

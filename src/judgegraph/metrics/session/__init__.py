@@ -1,19 +1,6 @@
-"""Session-level judges: they read the whole conversation (MLflow's multi-turn
-judges, split into steps that run concurrently where they can).
-
-=========================== ========================================= ==================================
-metric                      value                                     score
-=========================== ========================================= ==================================
-conversation_completeness   "yes" / "no" (every request satisfied)    satisfied / requests judged
-knowledge_retention         "yes" / "no" (no turn lost a fact)        retaining turns / turns judged
-user_frustration            "none" / "resolved" / "unresolved"        1.0 / 0.5 / 0.0
-conversational_guidelines   "yes" / "no" (every guideline followed)   followed / applicable guidelines
-role_adherence              "yes" / "no" (every turn in role)         in-role turns / turns judged
-=========================== ========================================= ==================================
-
-Each needs an LLM judge: built with the offline judge, the factory raises
-:class:`~judgegraph.judges.NeedsLLMJudge` at once; the runner (and the CLI)
-turn that into the metric's ``error`` result and judge the other metrics.
+"""Session-level judges reading the whole conversation (MLflow's multi-turn judges,
+in concurrent steps; docs/session_judges.md). Each needs an LLM judge: with the
+offline one the factory raises :class:`~judgegraph.judges.NeedsLLMJudge`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""What the session judges share: settings, turn numbers, result building.
-
-Turn numbers: the judge sees and cites **1-based** turn numbers (the ``turn``
-field of :func:`judgegraph.nodes.conversation_json`; system and tool turns
-count). Results store them **0-based** in ``Verdict.turns`` (like every other
-metric) and print them 1-based in reasons. A number the judge cites that is out
-of range, or names a turn of the wrong role (a "user turn" that is an assistant
-turn), is dropped: it cannot point a reader at the wrong message.
+"""What the session judges share: settings, turn numbers (cited 1-based, stored
+0-based, wrong ones dropped: docs/session_judges.md), result building.
 """
 
 from __future__ import annotations
@@ -34,16 +28,11 @@ REDUCE = "reduce_score"
 
 @dataclass(frozen=True, kw_only=True)
 class SessionSettings(MetricOptions):
-    """Settings every session judge has: the shared options
-    (:class:`~judgegraph.scoring.MetricOptions`). ``strict_mode`` makes the
-    score 1 or 0 and the threshold 1 (user_frustration: only "none" passes)."""
+    """The shared options; ``strict_mode`` makes the score 1 or 0 and the threshold 1."""
 
     def share(self, what: str, *, step: str, where: Callable[[Any], str], **reason: Any) -> ScoringPolicy:
-        """A yes/no judge scored as a share: value "yes" when every judged item
-        is good, score = good / judged (strict: 1 or 0). Other answers (e.g.
-        "not_applicable") are neither judged nor errors; judge errors are
-        reported and left out; nothing judged is status ``error``. The reason:
-        :func:`~judgegraph.scoring.share_reason` (``what`` and ``reason``)."""
+        """A yes/no judge scored as good / judged (strict: 1 or 0); other answers are
+        not judged, judge errors are reported and left out, nothing judged is ``error``."""
         return self.policy(counted=YES_NO, step=step, where=where, value=all_good, reason=share_reason(what, **reason))
 
 
@@ -54,10 +43,8 @@ def compile_session_judge(
     build_graph: Callable[[Any], StateGraph], settings_class: type[SessionSettings] = SessionSettings, *,
     tasks: Iterable[str], model: ModelLike, compile: Mapping[str, Any], factory: Callable[..., Any], **settings: Any,
 ) -> CompiledStateGraph:
-    """What every session judge's factory does: resolve the judge (one that
-    cannot answer ``tasks`` is :class:`~judgegraph.judges.NeedsLLMJudge`, at
-    once), make the settings (``name``, ``threshold``, ... in ``settings``),
-    build, and compile with the caller's compile options."""
+    """Every session judge's factory: resolve the judge (one that cannot answer
+    ``tasks`` raises :class:`~judgegraph.judges.NeedsLLMJudge`), settings, build, compile."""
     check_options(compile, factory)  # a misspelt keyword first, before any judge is looked at
     judge = require_tasks(resolve_judge(model), tasks, settings["name"])
     return compile_graph(build_graph(settings_class(judge=judge, **settings)), settings["name"], compile, factory)
@@ -77,9 +64,7 @@ class SessionJudgeFactory(Protocol):
 def session_factory(
     metric: str, build_graph: Callable[[SessionSettings], StateGraph], tasks: Iterable[str], doc: str
 ) -> SessionJudgeFactory:
-    """``create_<metric>_judge`` for a session judge with no options of its own:
-    ``model``, ``threshold``, ``strict_mode``, ``review``, ``name`` and LangGraph
-    compile options (see :func:`compile_session_judge`)."""
+    """``create_<metric>_judge`` for a session judge with no options of its own."""
     tasks = tuple(tasks)
 
     def factory(
@@ -162,10 +147,8 @@ def conversation_request(
 
 
 class CitingJudgement(BaseModel):
-    """A judge's answer that cites items (turns, lapses) in its field
-    ``cites`` exactly when its verdict is one of ``citing``: a citing verdict
-    with none, or another verdict with some, is a validation error
-    (``missing`` / ``stray``, ``{verdict}`` filled in) the judge is re-asked with."""
+    """An answer citing items in ``cites`` exactly when its verdict is in ``citing``;
+    otherwise a validation error (``missing`` / ``stray``) the judge is re-asked with."""
 
     cites: ClassVar[str]
     citing: ClassVar[frozenset[str]]
@@ -188,9 +171,6 @@ class CitingJudgement(BaseModel):
         return self
 
 
-# -- turns ---------------------------------------------------------------------
-
-
 def role_indices(conversation: Conversation, role: str) -> list[int]:
     return [i for i, t in enumerate(conversation.turns) if t.role == role]
 
@@ -207,9 +187,6 @@ def cited_turns(numbers: Iterable[object], conversation: Conversation, roles: Se
                    and 0 < n <= len(turns) and (roles is None or turns[n - 1].role in roles)})
 
 
-# -- results -------------------------------------------------------------------
-
-
 class ExtractState(MetricState, total=False):
     """The state of an extract-then-judge session judge: what its extraction
     call cost and, when it failed, its error."""
@@ -222,10 +199,9 @@ def extract_step(
     settings: SessionSettings, node: str, task: str, step: str, schema: type[BaseModel],
     read: Callable[[Any, Conversation], dict[str, Any]], **empty: Any,
 ) -> RunnableLambda:
-    """The first step of an extract-then-judge judge: one call over the whole
-    conversation. Its update holds the conversation, the call's usage
-    (``extract_usage``) and ``empty``'s fields, replaced by ``read(answer,
-    conversation)``'s for a valid answer; a failed call is ``extract_errors``."""
+    """An extract-then-judge judge's first step, one call over the conversation: its
+    update is ``empty`` replaced by ``read(answer, conversation)``, with ``extract_usage``
+    (a failed call is ``extract_errors``)."""
     build = conversation_request(task, step, schema)
 
     def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:

@@ -4,10 +4,7 @@
       │              └──(no request)─────────────────────────↗
       └──(offline judge, no user turn)───────────────────────↗
 
-``extract_goals`` lists the user's distinct requests with the user turns that
-asked them; ``judge_goal`` (per request, concurrently) decides whether each was
-satisfied by the end, citing the assistant turns that addressed it. A failed
-extraction is status ``error``; no request is ``not_applicable``.
+The steps and rules: docs/session_judges.md.
 """
 
 from __future__ import annotations

@@ -3,9 +3,7 @@
     START ─→ judge_frustration → reduce_score → END
       └──(offline judge, no user turn)──↗
 
-One call answers "none", "resolved" (frustration shown, then resolved) or
-"unresolved", with the user turns that show it and the assistant turns that
-resolved it. Strict mode: score 1 for "none" else 0 (any frustration fails).
+One call answers "none", "resolved" or "unresolved" (docs/session_judges.md).
 """
 
 from __future__ import annotations

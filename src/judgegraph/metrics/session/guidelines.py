@@ -3,10 +3,8 @@
     START ─Send per guideline→ judge_guideline → reduce_score → END
       └──(offline judge, no assistant turn)────────↗
 
-``judge_guideline`` (per guideline, concurrently): "yes" (followed in every
-assistant turn), "no" (with the violating turns) or "not_applicable" (nothing
-gives it occasion to apply, e.g. a refund rule in a talk about opening hours):
-left out of the score (all of them → status ``not_applicable``).
+A guideline with no occasion to apply is "not_applicable", left out of the score
+(docs/session_judges.md).
 """
 
 from __future__ import annotations
@@ -158,11 +156,8 @@ def create_conversational_guidelines_judge(
     strict_mode: bool = False, review: bool = False, name: str = "conversational_guidelines",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
-    """Did the assistant follow each of ``guidelines`` throughout the conversation?
-
-    Value "yes"/"no" (every applicable guideline followed); score = followed /
-    applicable guidelines; passes when score >= ``threshold`` (default 0.5).
-    One call per guideline, concurrently. No guidelines → ValueError."""
+    """Did the assistant follow each of ``guidelines`` throughout? Score = followed / applicable
+    guidelines, one call per guideline, concurrently; no guidelines is a ValueError."""
     return compile_session_judge(
         build_guidelines_graph, GuidelineSettings, name=name, threshold=threshold, strict_mode=strict_mode,
         review=review, guidelines=check_guidelines(guidelines), tasks=TASKS, model=model, compile=compile,

@@ -4,11 +4,8 @@
       │              └──(no fact, no later assistant turn)───────────────↗
       └──(offline judge, no user turn answered)───────────────────────────↗
 
-``extract_facts`` lists the facts the user stated, each tagged with the user
-turn that stated it (a correction is a new fact at its turn). ``check_turn``
-(per assistant turn after a fact, concurrently) shows the judge the conversation
-up to that turn and the facts stated before it, and asks for every *lapse*: a
-fact the turn contradicts, or forgets (asks for again, or ignores where it matters).
+Each assistant turn is checked for *lapses* against the facts stated before it
+(docs/session_judges.md).
 """
 
 from __future__ import annotations

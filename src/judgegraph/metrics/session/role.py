@@ -3,10 +3,8 @@
     START ─Send per batch of assistant turns→ judge_turns → reduce_score → END
       └──(offline judge, no role, no assistant turn)──────────↗
 
-The role: :func:`role_of`. Assistant turns with text are judged in batches of
-``batch_size``, one call per batch, concurrently; each call sees the whole
-conversation and gives one verdict per listed turn. A turn the judge leaves out
-is a judge error for that turn (reported, left out of the score), never a pass.
+A turn the judge leaves out of its batch is a judge error, never a pass
+(docs/session_judges.md).
 """
 
 from __future__ import annotations
@@ -71,9 +69,7 @@ class RoleSettings(SessionSettings):
 
 
 def role_of(settings: RoleSettings, conversation: Conversation) -> str | None:
-    """The factory's role, else the conversation's ``chatbot_role``, else its
-    system message(s) joined — where MLflow's ConversationalRoleAdherence takes
-    the assigned role from."""
+    """The factory's role, else ``chatbot_role``, else the system messages (as MLflow takes it)."""
     system = "\n\n".join(t.content.strip() for t in conversation.turns if t.role == "system" and t.content.strip())
     for role in (settings.role, conversation.chatbot_role, system):
         if role and role.strip():
@@ -167,13 +163,8 @@ def create_role_adherence_judge(
     batch_size: int = DEFAULT_BATCH_SIZE, review: bool = False, name: str = "role_adherence",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
-    """Does each assistant turn stay within the chatbot's role (``role=``, else
-    the conversation's ``chatbot_role``, else its system message(s); none →
-    ``not_applicable``)?
-
-    Value "yes"/"no"; score = in-role turns / judged assistant turns; passes
-    when score >= ``threshold`` (default 0.5). Calls: ceil(assistant turns /
-    ``batch_size``), concurrently."""
+    """Does each assistant turn stay within the chatbot's role (``role=``, else ``chatbot_role``,
+    else the system messages; none → ``not_applicable``)? One call per ``batch_size`` turns."""
     return compile_session_judge(
         build_role_graph, RoleSettings, name=name, threshold=threshold, strict_mode=strict_mode, review=review,
         role=role, batch_size=batch_size, tasks=TASKS, model=model, compile=compile,
