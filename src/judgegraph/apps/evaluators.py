@@ -7,29 +7,11 @@
     relevancy(inputs={"messages": [...]}, outputs={"messages": [...]})       # openevals convention
     relevancy(run, example)                                                   # LangSmith's older (run, example)
 
-Where the conversation is found (the first that applies):
-
-1. ``outputs["messages"]`` — a LangGraph app's final ``MessagesState``: the
-   whole conversation when it starts with ``inputs["messages"]`` (an app that
-   returns its full state), otherwise ``inputs["messages"]`` followed by it
-   (an app that returns only the new messages). ``outputs`` may itself be a
-   list of messages (openevals' trajectory convention).
-2. ``outputs["output"]`` / ``["answer"]`` / ``["response"]`` / ``["content"]``
-   — a reply (a string or a message): ``inputs["messages"]`` (or a user
-   message from ``inputs["question"]`` / ``["input"]`` / ``["query"]``), then
-   the reply as an assistant message.
-
-Messages are LangChain messages, their dicts, or ``{"role", "content"}``
-dicts (:func:`judgegraph.conversation.from_messages`; retrieval context in a
-message's ``additional_kwargs["retrieval_context"]``).
-``reference_outputs["expected_outcome"]`` (or ``["outcome"]``) becomes the
-conversation's expected outcome, ``reference_outputs["chatbot_role"]`` its role.
-
-The evaluator returns ``{key, score, value, comment, metadata}`` built from
-:meth:`MetricResult.to_feedback` (``metadata`` is its ``extra``: status,
-threshold, judge, judge errors, usage); with several metrics,
-``{"results": [...]}``, one per metric. A judge error is a result with status
-``"error"``, score None and the error in the comment — never a pass or a fail.
+Where the conversation is found in ``inputs``/``outputs``/``reference_outputs`` (a LangGraph app's
+``MessagesState``, a list of messages, or a single reply after the input messages) is the table of
+docs/apps.md, "LangSmith and openevals-style evaluators". The evaluator returns
+:meth:`MetricResult.to_feedback` as ``{key, score, value, comment, metadata}`` (``{"results": [...]}``
+with several metrics); a judge error is status ``"error"`` with score None, never a pass or a fail.
 """
 
 from __future__ import annotations

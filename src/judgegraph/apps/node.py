@@ -10,16 +10,10 @@ on its verdict.
     route = route_on_verdict("turn_relevancy", passed=END, failed="regenerate")
     builder.add_conditional_edges("judge", route, route.destinations)
 
-The node writes ``{metric name: result}`` to ``results_key``. By default a
-result is ``MetricResult.model_dump(mode="json")``: the full result (score,
-status, per-turn verdicts with reasons, judge errors, usage) as plain JSON, so
-it survives any checkpointer's serializer and LangGraph's API server
-(``MetricResult.model_validate(d)`` turns it back into an object).
-``output="result"`` writes the MetricResult objects; ``output="feedback"``
-the flat ``{key, score, value, comment, extra}`` records of
-``MetricResult.to_feedback()``. Declare the key in your state, e.g.
-``judgements: dict[str, Any]``. The routers and :func:`verdict_reason` read
-all three forms.
+The node writes ``{metric name: result}`` to ``results_key`` (declare it in your state, e.g.
+``judgements: dict[str, Any]``): plain JSON by default (``MetricResult.model_dump(mode="json")``, which
+survives any checkpointer and LangGraph's API server), or ``output="result"`` / ``"feedback"``
+(docs/apps.md, "A judge as a node"). The routers and :func:`verdict_reason` read all three forms.
 """
 
 from __future__ import annotations

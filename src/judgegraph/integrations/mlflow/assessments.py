@@ -105,39 +105,13 @@ def log_assessments(
     per_turn: bool = True,
     max_workers: int = 4,
 ) -> AssessmentLog:
-    """Write judgegraph's results back to MLflow as feedback assessments.
-
-    ``outcomes``: a :class:`~judgegraph.runner.RunSummary`, a list of
-    ``ConversationOutcome`` or ``MetricResult``, or ``{conversation id: {metric:
-    MetricResult}}``. ``sessions``: the conversations :func:`load_sessions`
-    returned (they say which trace each turn came from); results of other
-    conversations are skipped.
-
-    * One feedback per metric result on the session's **first trace** (as MLflow
-      does for its own session-level judges), from ``result.to_feedback()``:
-      name = ``key``, rationale = ``comment``, value = the metric's declared
-      value if it has one (e.g. ``"resolved"``), else the ``score``, else
-      ``passed``; metadata = ``extra`` (status, passed, threshold, strict_mode,
-      judge, conversation_id, judge_errors, errors, usage) plus ``score``,
-      ``judgegraph_version`` and, for a session, ``mlflow.trace.session`` = the
-      session id, which makes it a session assessment in MLflow (JSON-encoded
-      strings, except the session id).
-    * With ``per_turn``, one feedback per verdict, named ``<metric>/turn``, on
-      the trace holding the verdict's last turn: value = the verdict (``"yes"``
-      / ``"no"`` ...), rationale = its reason, metadata = turns, window, score,
-      attempts.
-    * A judge error is never a value: a result with status ``error`` and a
-      verdict the judge could not make are logged as feedback carrying an
-      ``AssessmentError`` (code ``JUDGE_ERROR``) and no value. A result that
-      could be scored despite some judge errors keeps its value; its metadata
-      counts them and the failed verdicts carry the errors.
-    * ``not_applicable`` results (nothing to judge) are not written.
-    * The source is ``LLM_JUDGE`` for an LLM judge and ``CODE`` for the offline
-      embedding judge, with ``source_id`` (default: the judge's name, e.g.
-      ``llm:gpt-4.1-mini``).
-
-    MLflow keeps every assessment: running this twice writes them twice.
-    """
+    """Write judgegraph's results back to MLflow as feedback assessments: one per metric result on
+    the session's first trace (from :meth:`MetricResult.to_feedback`) and, with ``per_turn``, one per
+    verdict (``<metric>/turn``) on the trace of its last turn. A judge error is an ``AssessmentError``,
+    never a value; ``not_applicable`` results are not written; the source is ``LLM_JUDGE`` or ``CODE``
+    (the offline judge). ``outcomes``: a ``RunSummary``, outcomes, results, or ``{id: {metric:
+    result}}``; ``sessions``: what :func:`load_sessions` returned. Every field: docs/mlflow.md,
+    "What is written back". MLflow keeps every assessment: running this twice writes them twice."""
     from ... import __version__
 
     import_mlflow()

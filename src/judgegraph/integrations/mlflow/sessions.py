@@ -271,40 +271,12 @@ def load_sessions(
     request_key: str | None = None,
     response_key: str | None = None,
 ) -> SessionList:
-    """Read an experiment's traces as conversations, one per session.
-
-    * Traces are grouped by the trace metadata key ``session_key`` (default
-      ``mlflow.trace.session``, which ``mlflow.update_current_trace(session_id=...)``
-      sets; a trace tag of that name also counts), and ordered by their root
-      span's start time (nanoseconds; the trace id breaks ties).
-    * Each trace adds its request's new messages (the user's message; see
-      :func:`new_messages` for requests that carry the whole history) and its
-      response as one assistant turn (the shapes read: :mod:`.messages`);
-      ``request_key`` / ``response_key`` name the argument when that is ambiguous.
-    * A trace with no session becomes a conversation of its own (id = trace id).
-    * The conversation id is the session id; ``source`` is
-      ``mlflow:<experiment>/<session id>``; each turn has
-      ``metadata["mlflow_trace_id"]`` (and ``mlflow_part``: ``request`` or
-      ``response``).
-    * A trace with no response (state ERROR, or no outputs) keeps its user
-      message, with no reply after it, as MLflow's session judges see it; such
-      traces are listed in ``metadata["mlflow_no_response"]``.
-    * A blank message (whitespace only, no tool calls) is dropped, as MLflow's
-      session judges drop it; the traces whose reply was dropped are listed in
-      ``metadata["mlflow_blank_replies"]``.
-    * Expectations: the session's human ``Expectation`` assessments marked
-      session-level go to ``metadata["expectations"]`` (``{name: value}``, what
-      ``{{ expectations }}`` shows); see :func:`session_expectations`. A
-      trace's other human expectations stay on its reply turn
-      (``metadata["mlflow_expectations"]``).
-    * An unreadable trace becomes an :class:`~judgegraph.loaders.InputError`
-      in ``.errors`` (file = tracking URI, record = trace id, field) and the
-      rest of its session is still read. So do an unknown experiment and an
-      unreachable server (with no conversations).
-    * ``max_traces``: read the newest N traces, then the rest of every session
-      they touch, so no session is judged in part. ``filter_string`` is passed
-      to MLflow's ``search_traces`` (e.g. ``"timestamp_ms > 1700000000000"``).
-    """
+    """Read an experiment's traces as conversations, one per session (grouped by ``session_key``,
+    ordered by start time; traces without a session are conversations of their own). An unreadable
+    trace, an unknown experiment or an unreachable server is an :class:`~judgegraph.loaders.InputError`
+    in ``.errors`` and the rest is read. ``max_traces`` reads the newest N traces and the rest of
+    every session they touch; ``filter_string`` goes to MLflow's ``search_traces``. The shapes read,
+    the metadata kept and where judgegraph differs from MLflow: docs/mlflow.md, "How sessions are built"."""
     if max_traces is not None and max_traces < 1:
         raise ValueError(f"max_traces must be >= 1, got {max_traces}")
     why = unreachable(tracking_uri)
