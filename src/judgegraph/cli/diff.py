@@ -161,9 +161,9 @@ def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
         out.print(Text(safe(f"note: {note}")))
     scores = next(iter(diff.metrics.values())).scores if diff.metrics else None
     level = f"{scores.level:.0%}" if scores else "95%"
-    table = Table(title=f"per metric (McNemar: exact below {diff.exact_below} discordant pairs, else χ² with "
-                        f"continuity correction; score Δ: paired bootstrap {level}"
-                        + (f", B={scores.resamples}, seed {scores.seed})" if scores else ")"))
+    table = Table(title="per metric", caption=f"McNemar: exact binomial below {diff.exact_below} discordant pairs, "
+                  f"else χ² with continuity correction; score Δ: NEW - OLD, paired bootstrap {level} interval"
+                  + (f" (B={scores.resamples}, seed {scores.seed})" if scores else ""))
     for col in ("metric", "pass rate OLD → NEW", "regressed", "fixed", "unchanged", "NEW errors", "other",
                 "McNemar p", "mean score Δ [CI]"):
         table.add_column(col, justify="left" if col == "metric" else "right")

@@ -20,7 +20,7 @@ CELL_CHARS = 300
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "|": "&#124;", "`": "&#96;",
              "@": "@&#8203;"}
 #: Markdown punctuation written with a backslash: emphasis, links, images, headings, strikethrough
-_BACKSLASHED = frozenset("\\*_[](){}#~!+-=:")
+_BACKSLASHED = frozenset("\\*_[](){}#~!")
 
 
 def cell(text: object, limit: int = CELL_CHARS) -> str:
