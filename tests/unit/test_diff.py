@@ -261,3 +261,28 @@ def test_markdown_says_how_the_judging_differs_and_what_is_unknown(tmp_path):
     assert "> - judge: llm:gpt-4.1-mini → llm:gpt-4o\n" in text
     text = to_markdown(diff_runs(write(tmp_path / "plain.jsonl", [OLD[0]]), new))
     assert "Judges, prompts and metric options: unknown: no header in OLD." in text
+
+
+def test_markdown_stays_under_the_comment_limit_and_counts_what_it_leaves_out(tmp_path):
+    reason = "@everyone | <b>" * 40
+    old = write(tmp_path / "old.jsonl", [line(f"c{i}", result(f"c{i}", "passed", verdicts=[("yes", reason)]))
+                                         for i in range(150)])
+    new = write(tmp_path / "new.jsonl", [line(f"c{i}", result(f"c{i}", "failed", verdicts=[("no", reason)]))
+                                         for i in range(150)])
+    text = to_markdown(diff_runs(old, new))
+    assert len(text) <= 60_000 < len(to_markdown(diff_runs(old, new), max_chars=10**9))
+    assert "… and " in text and "more (`judgegraph diff --json` lists every one)" in text
+    parsed = Cells()
+    parsed.feed(MarkdownIt("commonmark", {"html": True}).enable("table").render(text))
+    assert {len(r) for r in parsed.rows} == {11, 6, 8}
+
+
+def test_pairs_are_listed_what_needs_a_look_first_then_in_input_order(tmp_path):
+    old = write(tmp_path / "old.jsonl", [line("z", result("z", "passed"), position=2),
+                                         line("y", result("y", "failed"), position=0),
+                                         line("x", result("x", "passed"), position=1)])
+    new = write(tmp_path / "new.jsonl", [line("x", result("x", "failed"), position=1),
+                                         line("z", result("z", "failed"), position=2),
+                                         line("y", result("y", "passed"), position=0)])
+    assert [(p.conversation_id, p.kind) for p in diff_runs(old, new).changed()] == [
+        ("x", "regressed"), ("z", "regressed"), ("y", "fixed")]

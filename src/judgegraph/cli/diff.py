@@ -146,7 +146,10 @@ def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    out.print(Text(safe(f"OLD {diff.old}  →  NEW {diff.new}")))
+    from ..compare.diff import describe_run
+
+    for which in ("old", "new"):
+        out.print(Text(safe(f"{which.upper()}: {describe_run(diff.runs.get(which, {'path': getattr(diff, which)}))}")))
     s = diff.settings
     if s.differences:
         out.print("[yellow]The judging differs[/] (a flip may be the judge's, not the bot's):"

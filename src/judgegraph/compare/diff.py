@@ -135,6 +135,7 @@ class RunDiff:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     exact_below: int = EXACT_BELOW
+    runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # "old"/"new" -> RunFile.facts()
 
     @property
     def regressions(self) -> list[Pair]:
@@ -157,7 +158,7 @@ class RunDiff:
             return {**asdict(p), "delta": p.delta}
 
         return {
-            "old": self.old, "new": self.new,
+            "old": self.old, "new": self.new, "runs": self.runs,
             "settings": self.settings.to_json(),
             "metrics": {k: {**asdict(m), "old": {**asdict(m.old), "pass_rate": m.old.rate},
                             "new": {**asdict(m.new), "pass_rate": m.new.rate}} for k, m in self.metrics.items()},
@@ -166,6 +167,23 @@ class RunDiff:
             "pairs": [pair(p) for p in sorted(self.pairs, key=lambda p: (p.metric, p.position, p.conversation_id))],
             "problems": self.problems, "notes": self.notes,
         }
+
+
+def describe_run(facts: dict[str, Any]) -> str:
+    """One line about a run (:meth:`RunFile.facts`): its file, conversations and, from its header and summary,
+    judgegraph version, judges, duration and cost."""
+    parts = [f"{facts.get('conversations', 0)} conversations"]
+    if not facts.get("header"):
+        parts.append("no header")
+    if facts.get("judgegraph"):
+        parts.append(f"judgegraph {facts['judgegraph']}")
+    if facts.get("judges"):
+        parts.append("judge " + ", ".join(facts["judges"]))
+    if isinstance(facts.get("duration_s"), (int, float)):
+        parts.append(f"{facts['duration_s']:.1f} s")
+    if isinstance(facts.get("cost_usd"), (int, float)):
+        parts.append(f"${facts['cost_usd']:.4f}")
+    return f"{facts.get('path')} ({', '.join(parts)})"
 
 
 def _side(result: dict[str, Any]) -> Side:
@@ -297,7 +315,7 @@ def compare(old: RunFile, new: RunFile, *, metrics: Iterable[str] | None = None,
         if run.input_errors:
             notes.append(f"{side} ({run.path}) holds {run.input_errors} input error(s): records it could not judge")
     return RunDiff(old.path, new.path, pairs, summaries, compare_settings(old, new), [*old.problems, *new.problems],
-                   notes)
+                   notes, runs={"old": old.facts(), "new": new.facts()})
 
 
 def diff_runs(old: str | Path, new: str | Path, *, metrics: Iterable[str] | None = None,

@@ -11,11 +11,13 @@ rest counted (``--json`` has everything).
 from __future__ import annotations
 
 from ..cli.common import safe
-from .diff import Pair, RunDiff, Side, VerdictSide
+from .diff import Pair, RunDiff, Side, VerdictSide, describe_run
 from .statistics import MeanDifference
 
 #: characters of a data text shown in one cell (the rest cut, marked "…")
 CELL_CHARS = 300
+#: GitHub refuses a comment longer than 65,536 characters: the Markdown stays under this many
+MAX_COMMENT_CHARS = 60_000
 #: characters written as HTML entities: markup, table cells, code spans, mentions
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "|": "&#124;", "`": "&#96;",
              "@": "@&#8203;"}
@@ -94,11 +96,26 @@ def _verdicts(pairs: list[Pair], max_rows: int) -> list[str]:
                     "NEW judge's reason"], rows) + _more(len(rows), len(changes)))
 
 
-def to_markdown(diff: RunDiff, *, max_rows: int = 50) -> str:
+def to_markdown(diff: RunDiff, *, max_rows: int = 50, max_chars: int = MAX_COMMENT_CHARS) -> str:
     """The diff as a pull-request comment: the judging differences, a summary per metric, the changed results
-    and, folded, the changed verdicts with both judges' reasons."""
+    and, folded, the changed verdicts with both judges' reasons. Kept under ``max_chars``: the tables list
+    half as many rows until it fits (the rest counted)."""
+    rows = max(1, max_rows)
+    for _ in range(max_rows.bit_length() + 1):  # bounded: rows halve down to 1
+        text = _render(diff, rows)
+        if len(text) <= max_chars or rows == 1:
+            break
+        rows = max(1, rows // 2)
+    return text
+
+
+def _render(diff: RunDiff, max_rows: int) -> str:
     regressed = len(diff.regressions)
     lines = [f"### judgegraph diff: {cell(diff.old)} → {cell(diff.new)}", ""]
+    for side in ("old", "new"):
+        if side in diff.runs:
+            lines.append(f"- {side.upper()}: {cell(describe_run(diff.runs[side]))}")
+    lines.append("")
     lines.append(f"**{regressed} regressed**, {sum(p.kind == 'fixed' for p in diff.pairs)} fixed, "
                  f"{len(diff.undecided)} NEW could not judge, {len(diff.pairs)} results compared.")
     lines.append("")

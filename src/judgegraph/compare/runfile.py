@@ -42,6 +42,17 @@ class RunFile:
     problems: list[str] = field(default_factory=list)  # FILE:LINE: why, for every line left out
     notes: list[str] = field(default_factory=list)  # FILE:LINE: what was read but is worth knowing
 
+    def facts(self) -> dict[str, Any]:
+        """What the file says about its run: conversations, and from the header and summary (when there) the
+        judgegraph version, start, judges, duration and cost."""
+        header, summary = self.header or {}, self.summary or {}
+        judges = header.get("judges")
+        return {"path": self.path, "conversations": len(self.conversations), "header": self.header is not None,
+                "judgegraph": header.get("judgegraph"), "started_at": header.get("started_at"),
+                "judges": [str(j.get("name")) for j in judges if isinstance(j, dict)] if isinstance(judges, list)
+                else None,
+                "duration_s": summary.get("duration_s"), "cost_usd": summary.get("cost_usd")}
+
     @property
     def metrics(self) -> list[str]:
         """The metrics judged in this file, in order of first appearance."""
@@ -79,6 +90,10 @@ def _conversation(record: dict[str, Any], where: str, position: int, line: int) 
     for key, result in results.items():
         if (why := _check_result(key, result)) is not None:
             return None, f"{where}: {why}"
+    for result in results.values():  # the judge transcripts are not compared: not kept in memory
+        result.pop("transcript", None)
+        for verdict in result.get("verdicts") or []:
+            verdict.pop("transcript", None)
     pos = record.get("position")
     if isinstance(pos, int) and not isinstance(pos, bool) and pos >= 0:
         position = pos
