@@ -82,10 +82,10 @@ def test_every_pair_is_classed_and_an_error_is_never_a_pass_or_a_fail(runs):
     m = diff.metrics[METRIC]
     assert (m.mcnemar.regressed, m.mcnemar.fixed, m.mcnemar.method) == (1, 1, "exact")
     assert m.mcnemar.p_value == 1.0
-    # pass rate = passed / (passed + failed): errors and n/a are neither
+    # pass rate = passed / (passed + failed + errors); n/a left out
     assert (m.old.passed, m.old.failed, m.old.errors, m.old.not_applicable) == (6, 1, 2, 1)
     assert (m.new.passed, m.new.failed, m.new.errors, m.new.not_applicable) == (4, 2, 3, 1)
-    assert m.old.rate == pytest.approx(6 / 7) and m.new.rate == pytest.approx(4 / 6)
+    assert m.old.rate == pytest.approx(6 / 9) and m.new.rate == pytest.approx(4 / 9)  # errors are not passes
     assert [p.conversation_id for p in diff.regressions] == ["a"]
     assert {p.conversation_id for p in diff.undecided} == {"d", "f", "k"}
     crashed = next(p for p in diff.pairs if p.conversation_id == "k")
@@ -181,6 +181,10 @@ def test_the_judging_differs_from_the_headers(tmp_path):
     assert [str(d) for d in s.differences] == ["prompt turn_relevancy/judge_turn: 3f2a9c1b7d4e → 0000aaaa1111"]
     temp = write(tmp_path / "temp.jsonl", [header(temperature=1.0), NEW[0]])
     assert [str(d) for d in diff_runs(old, temp).settings.differences] == ["judge setting temperature: 0.0 → 1.0"]
+    faster = header()
+    faster["judges"][0]["settings"].update(concurrency=64, timeout=30)  # how fast it is asked, not what it answers
+    s = diff_runs(old, write(tmp_path / "faster.jsonl", [faster, NEW[0]])).settings
+    assert (s.differences, s.same_judging) == ([], True)
 
 
 def test_without_a_header_the_judging_is_unknown_but_the_results_lines_still_show_a_judge_change(tmp_path):
@@ -286,3 +290,29 @@ def test_pairs_are_listed_what_needs_a_look_first_then_in_input_order(tmp_path):
                                          line("y", result("y", "passed"), position=0)])
     assert [(p.conversation_id, p.kind) for p in diff_runs(old, new).changed()] == [
         ("x", "regressed"), ("z", "regressed"), ("y", "fixed")]
+
+
+def test_runs_where_every_conversation_failed(tmp_path, capsys):
+    from judgegraph.cli import main
+
+    crashed = [line("a", error="RuntimeError: boom"), line("b", error="RuntimeError: boom")]
+    old, new = write(tmp_path / "old.jsonl", crashed), write(tmp_path / "new.jsonl", crashed)
+    assert diff_runs(old, new).pairs == []
+    assert main(["diff", str(old), str(new)]) == 3  # nothing was compared: never a pass
+    assert "no metric result to compare" in capsys.readouterr().err
+    with_header = write(tmp_path / "h.jsonl", [header(), *crashed])  # the header names the metrics judged
+    diff = diff_runs(with_header, with_header)
+    assert [(p.conversation_id, p.kind) for p in diff.pairs] == [("a", "still_error"), ("b", "still_error")]
+    assert diff.metrics[METRIC].old.rate == 0.0
+
+
+def test_a_threshold_change_is_shown_on_the_pairs_it_may_explain(tmp_path):
+    from judgegraph.compare.diff import change_text
+
+    old = write(tmp_path / "old.jsonl", [line("a", result("a", "passed", 0.5))])
+    new = write(tmp_path / "new.jsonl", [line("a", result("a", "failed", 0.5, threshold=0.6))])
+    diff = diff_runs(old, new)
+    (pair,) = diff.pairs
+    assert change_text(pair) == "regressed (threshold 0.5 → 0.6)" and pair.delta == 0.0
+    assert [str(d) for d in diff.settings.differences] == ["threshold turn_relevancy: 0.5 → 0.6"]
+    assert "| regressed (threshold 0.5 → 0.6) |" in to_markdown(diff)

@@ -102,6 +102,10 @@ def status_of(diff: RunDiff, args: argparse.Namespace, err: Console, conversatio
         if count == 0:
             err.print(f"[red]error:[/] {side} {markup_safe(path)} holds no conversation results")
             status = EXIT_ERRORS
+    if not diff.pairs and all(conversations):
+        err.print(f"[red]error:[/] no metric result to compare: every conversation's run failed in both files "
+                  f"(exit {EXIT_ERRORS})")
+        status = EXIT_ERRORS
     if diff.problems:
         err.print(f"{len(diff.problems)} results lines could not be read: the diff leaves them out (exit {EXIT_ERRORS})")
         status = EXIT_ERRORS
@@ -146,14 +150,15 @@ def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..compare.diff import describe_run
+    from ..compare.diff import change_text, describe_run
 
     for which in ("old", "new"):
         out.print(Text(safe(f"{which.upper()}: {describe_run(diff.runs.get(which, {'path': getattr(diff, which)}))}")))
     s = diff.settings
     if s.differences:
         out.print("[yellow]The judging differs[/] (a flip may be the judge's, not the bot's):"
-                  if s.same_judging is False else "[yellow]Settings differ:[/]")
+                  if s.same_judging is False else "[yellow]The metric settings differ[/] (a flip may come from them, "
+                  "not the bot):")
         for d in s.differences:
             out.print(Text("  " + safe(str(d)) + (" (from the results lines)" if d.source == "results" else "")))
     if s.unknown:
@@ -185,7 +190,7 @@ def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
         for col in ("metric", "conversation", "change", "OLD", "NEW", "Δ score"):
             listed.add_column(col, overflow="fold")
         for p in changed[:max_rows]:
-            listed.add_row(Text(safe(p.metric)), Text(safe(p.conversation_id)), p.kind.replace("_", " "),
+            listed.add_row(Text(safe(p.metric)), Text(safe(p.conversation_id)), change_text(p),
                            _side(p.old), _side(p.new), "—" if p.delta is None else f"{p.delta:+.2f}")
         out.print(listed)
     flips = [(p, v) for p in diff.changed() for v in p.verdicts]

@@ -22,8 +22,9 @@ An error is never a pass or a fail: a pair with an error on either side is in no
 
 For every pair judged on both sides, each verdict whose label changed (matched by ``Verdict.id``; one only on
 one side counts too) is listed with both judges' verdicts and reasons. Per metric: the pass rates of each
-run (passed / (passed + failed) over all its results), the counts, McNemar's test on the paired pass/fail
-results and a paired bootstrap interval of the mean score difference (:mod:`judgegraph.compare.statistics`).
+run (passed / (passed + failed + errors) over all its results, as its summary line counts them), the counts,
+McNemar's test on the paired pass/fail results and a paired bootstrap interval of the mean score difference
+(:mod:`judgegraph.compare.statistics`).
 The settings comparison (:mod:`judgegraph.compare.settings`) says when the judging itself differs.
 """
 
@@ -108,9 +109,11 @@ class PassRate:
 
     @property
     def rate(self) -> float | None:
-        """passed / (passed + failed); None when nothing was decided."""
-        decided = self.passed + self.failed
-        return self.passed / decided if decided else None
+        """passed / (passed + failed + errors), as the run's summary line counts it: a result the judge could not
+        judge is not a pass, so a run never looks better for failing to judge; n/a is left out. None: nothing
+        judged."""
+        judged = self.passed + self.failed + self.errors
+        return self.passed / judged if judged else None
 
 
 @dataclass
@@ -167,6 +170,15 @@ class RunDiff:
             "pairs": [pair(p) for p in sorted(self.pairs, key=lambda p: (p.metric, p.position, p.conversation_id))],
             "problems": self.problems, "notes": self.notes,
         }
+
+
+def change_text(pair: Pair) -> str:
+    """A pair's kind, and the threshold change when the two runs used different ones (a flip it may explain)."""
+    text = pair.kind.replace("_", " ")
+    old, new = pair.old.threshold if pair.old else None, pair.new.threshold if pair.new else None
+    if old is not None and new is not None and old != new:
+        text += f" (threshold {old:g} → {new:g})"
+    return text
 
 
 def describe_run(facts: dict[str, Any]) -> str:

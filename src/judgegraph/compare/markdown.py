@@ -11,7 +11,7 @@ rest counted (``--json`` has everything).
 from __future__ import annotations
 
 from ..cli.common import safe
-from .diff import Pair, RunDiff, Side, VerdictSide, describe_run
+from .diff import Pair, RunDiff, Side, VerdictSide, change_text, describe_run
 from .statistics import MeanDifference
 
 #: characters of a data text shown in one cell (the rest cut, marked "…")
@@ -71,7 +71,7 @@ def _more(shown: int, total: int) -> list[str]:
 
 
 def _pairs(pairs: list[Pair], max_rows: int) -> list[str]:
-    rows = [[cell(p.metric), cell(p.conversation_id), p.kind.replace("_", " "), _side(p.old), _side(p.new),
+    rows = [[cell(p.metric), cell(p.conversation_id), change_text(p), _side(p.old), _side(p.new),
              "—" if p.delta is None else f"{p.delta:+.2f}"] for p in pairs[:max_rows]]
     return _table(["metric", "conversation", "change", "OLD", "NEW", "Δ score"], rows) + _more(len(rows), len(pairs))
 

@@ -55,10 +55,14 @@ class RunFile:
 
     @property
     def metrics(self) -> list[str]:
-        """The metrics judged in this file, in order of first appearance."""
+        """The metrics judged in this file, in order of first appearance; when no line has a result (every run
+        failed), those its header names."""
         seen: dict[str, None] = {}
         for conv in self.conversations.values():
             seen.update(dict.fromkeys(conv.results))
+        if not seen and self.header is not None and isinstance(self.header.get("metrics"), list):
+            seen.update(dict.fromkeys(str(m["name"]) for m in self.header["metrics"] if isinstance(m, dict)
+                                      and isinstance(m.get("name"), str)))
         return list(seen)
 
 

@@ -17,6 +17,11 @@ from .runfile import RunFile
 
 #: what a difference is about; those that make a flip possibly the judge's
 JUDGE_KINDS = frozenset({"judge", "judge setting", "prompt"})
+#: The judge settings (of a header's ``judges[].settings``) that change what a judge answers, as the run header
+#: defines them (``judgegraph.runheader.JUDGING_SETTINGS``, with the offline rule's hash); the others
+#: (concurrency, rate limits, timeouts, the cache) only change how fast it is asked and are not compared.
+JUDGING_SETTINGS = ("model", "base_url", "rule", "rule_sha256", "temperature", "seed", "aggregate", "quorum", "repeat",
+                    "models")
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,10 @@ def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _judging(settings: object) -> dict[str, Any]:
+    return {k: v for k, v in _dict(settings).items() if k in JUDGING_SETTINGS}
+
+
 def _keys_differ(what: str, prefix: str, old: dict[str, Any], new: dict[str, Any]) -> list[Difference]:
     return [Difference(what, f"{prefix}{key}", old.get(key), new.get(key))
             for key in sorted(set(old) | set(new), key=str) if old.get(key) != new.get(key)]
@@ -86,7 +95,7 @@ def _header_differences(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[
         out.append(Difference("judge", "", ", ".join(oj) or None, ", ".join(nj) or None))
     for name in (n for n in oj if n in nj):
         prefix = f"{name} " if len(oj) > 1 else ""
-        out += _keys_differ("judge setting", prefix, _dict(oj[name].get("settings")), _dict(nj[name].get("settings")))
+        out += _keys_differ("judge setting", prefix, _judging(oj[name].get("settings")), _judging(nj[name].get("settings")))
         out += _keys_differ("prompt", prefix, _dict(oj[name].get("prompts")), _dict(nj[name].get("prompts")))
     om, nm = _by_name(old.get("metrics")), _by_name(new.get("metrics"))
     for name in [*om, *(n for n in nm if n not in om)]:
