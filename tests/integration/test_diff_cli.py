@@ -215,3 +215,24 @@ def test_the_docs_python_snippet_runs_as_written(runs, tmp_path, bare_env):
     lines = done.stdout.splitlines()
     assert lines[0] == "turn_relevancy password-reset 1.0 -> 0.3333333333333333"
     assert "similarity" in lines[1] and lines[-1] == "1.0 None"
+
+
+def test_json_and_markdown_of_data_with_a_lone_surrogate_and_escapes(runs, tmp_path, bare_env):
+    """A results file can hold a lone surrogate (JSON "\\udfff", from the input) and escape sequences: --json
+    writes the same escape (exit 0, it reads back as the same id), the other outputs show them visibly."""
+    old, _ = runs
+    records = [json.loads(line) for line in old.read_text(encoding="utf-8").splitlines()]
+    conv = next(r for r in records if r.get("type") == "conversation")
+    conv["conversation_id"] = "odd\udfffid\x1b[31m"
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")  # ASCII: "\udfff" escaped
+    outputs = {}
+    for fmt in ("--json", "--markdown", None):
+        done = subprocess.run([sys.executable, "-m", "judgegraph.cli", "diff", str(old), str(odd),
+                               *([fmt] if fmt else [])], capture_output=True, env=bare_env, timeout=120)
+        assert done.returncode == 0, done.stderr.decode(errors="replace")
+        outputs[fmt] = done.stdout.decode("utf-8")
+    ids = {p["conversation_id"] for p in json.loads(outputs["--json"])["pairs"]}
+    assert "odd\udfffid\x1b[31m" in ids
+    assert r"odd\\udfffid\\x1b\[31m" in outputs["--markdown"]  # rendered: odd\udfffid\x1b[31m
+    assert "odd\\udfffid\\x1b[31m" in outputs[None] and "\x1b" not in outputs[None]

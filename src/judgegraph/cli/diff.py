@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import TYPE_CHECKING
 
 from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, consoles, markup_safe, safe
@@ -43,6 +44,12 @@ def register(sub: Subparsers) -> None:
     p.set_defaults(run=run)
 
 
+def json_text(data: object) -> str:
+    """``data`` as JSON text that can be written as UTF-8: a lone surrogate read from a results file (JSON
+    ``"\\udfff"``) is written as that same escape, so the output reads back as the same strings."""
+    return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", json.dumps(data, ensure_ascii=False, indent=1))
+
+
 def _bad_numbers(args: argparse.Namespace) -> str | None:
     if args.bootstrap < 0:
         return f"--bootstrap must be 0 or more, got {args.bootstrap}"
@@ -80,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     diff = compare(old, new, metrics=args.metrics, resamples=args.bootstrap, seed=args.seed)
     if args.json:
-        print(json.dumps(diff.to_json(), ensure_ascii=False, indent=1))
+        print(json_text(diff.to_json()))
     elif args.markdown:
         from ..compare.markdown import to_markdown
 
