@@ -1,0 +1,223 @@
+"""``judgegraph diff OLD NEW``: did the new version get better? Two results files compared (docs/diff.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from typing import TYPE_CHECKING
+
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, consoles, markup_safe, safe
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..compare.diff import RunDiff, Side
+    from ..compare.statistics import MeanDifference
+    from .common import Subparsers
+
+
+def register(sub: Subparsers) -> None:
+    p = sub.add_parser(
+        "diff", help="compare two results files: fixed, regressed, pass rates, McNemar, score deltas",
+        description="Compare the results of OLD and NEW (two `judgegraph eval --out` files) per metric and "
+                    "conversation, matched by id: regressed, fixed, unchanged, errors, new, missing, score deltas, "
+                    "each changed verdict with both judges' reasons; per metric the pass rates, McNemar's test and "
+                    "a paired bootstrap interval of the mean score difference; and whether the two runs were "
+                    "judged alike (run headers). Exit 1 with --fail-on-regression when a result regressed, 3 when a "
+                    "file or line cannot be read (or, gating, NEW could not judge a result), 2 for a bad command "
+                    "line.")
+    p.add_argument("old", metavar="OLD", help="results of the old version (judgegraph eval --out)")
+    p.add_argument("new", metavar="NEW", help="results of the new version")
+    p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="NAME", help="only this metric (repeatable)")
+    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any result regressed (CI gate)")
+    p.add_argument("--max-regressions", type=int, metavar="N",
+                   help="exit 1 when more than N results regressed (implies the gate)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the diff as JSON on stdout")
+    out.add_argument("--markdown", action="store_true", help="print the diff as Markdown (a pull-request comment)")
+    p.add_argument("--max-rows", type=int, default=50, metavar="N",
+                   help="changed results and verdicts listed per table (default %(default)s; --json lists all)")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="B",
+                   help="paired bootstrap resamples (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
+    p.set_defaults(run=run)
+
+
+def json_text(data: object) -> str:
+    """``data`` as JSON text that can be written as UTF-8: a lone surrogate read from a results file (JSON
+    ``"\\udfff"``) is written as that same escape, so the output reads back as the same strings."""
+    return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", json.dumps(data, ensure_ascii=False, indent=1))
+
+
+def _bad_numbers(args: argparse.Namespace) -> str | None:
+    if args.bootstrap < 0:
+        return f"--bootstrap must be 0 or more, got {args.bootstrap}"
+    if args.max_regressions is not None and args.max_regressions < 0:
+        return f"--max-regressions must be 0 or more, got {args.max_regressions}"
+    if args.max_rows < 1:
+        return f"--max-rows must be 1 or more, got {args.max_rows}"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..compare.diff import compare
+    from ..compare.runfile import read_run
+
+    out, err = consoles()
+    if (why := _bad_numbers(args)) is not None:
+        err.print(f"[red]error:[/] {markup_safe(why)}")
+        return EXIT_USAGE
+    runs = []
+    for path in (args.old, args.new):
+        try:
+            runs.append(read_run(path))
+        except OSError as exc:
+            err.print(f"[red]error:[/] cannot read {markup_safe(path)}: {markup_safe(exc.strerror or exc)} "
+                      f"(exit {EXIT_ERRORS})")
+            return EXIT_ERRORS
+    old, new = runs
+    if args.metrics:
+        known = list(dict.fromkeys([*old.metrics, *new.metrics]))
+        norm = {m.strip().lower().replace("-", "_") for m in known}
+        unknown = [m for m in args.metrics if m.strip().lower().replace("-", "_") not in norm]
+        if unknown:
+            err.print(f"[red]error:[/] no {markup_safe(', '.join(unknown))} results in either file "
+                      f"(metrics: {markup_safe(', '.join(known) or 'none')})")
+            return EXIT_USAGE
+    diff = compare(old, new, metrics=args.metrics, resamples=args.bootstrap, seed=args.seed)
+    if args.json:
+        print(json_text(diff.to_json()))
+    elif args.markdown:
+        from ..compare.markdown import to_markdown
+
+        print(to_markdown(diff, max_rows=args.max_rows), end="")
+    else:
+        print_diff(diff, out, args.max_rows)
+    return status_of(diff, args, err, conversations=(len(old.conversations), len(new.conversations)))
+
+
+def status_of(diff: RunDiff, args: argparse.Namespace, err: Console, conversations: tuple[int, int]) -> int:
+    """The exit status: 3 for lines that could not be read (each named), or, gating, for results NEW could not
+    judge (a regression may hide there); else 1 when gating and more results regressed than allowed; else 0."""
+    for note in diff.notes:
+        err.print(f"[yellow]note:[/] {markup_safe(note)}")
+    for problem in diff.problems:
+        err.print(f"[red]unreadable results line:[/] {markup_safe(problem)}")
+    status = EXIT_OK
+    for side, count, path in (("OLD", conversations[0], diff.old), ("NEW", conversations[1], diff.new)):
+        if count == 0:
+            err.print(f"[red]error:[/] {side} {markup_safe(path)} holds no conversation results")
+            status = EXIT_ERRORS
+    if not diff.pairs and all(conversations):
+        err.print(f"[red]error:[/] no metric result to compare: every conversation's run failed in both files "
+                  f"(exit {EXIT_ERRORS})")
+        status = EXIT_ERRORS
+    if diff.problems:
+        err.print(f"{len(diff.problems)} results lines could not be read: the diff leaves them out (exit {EXIT_ERRORS})")
+        status = EXIT_ERRORS
+    gate = args.fail_on_regression or args.max_regressions is not None
+    if not gate:
+        return status
+    allowed = args.max_regressions or 0
+    regressed, undecided = len(diff.regressions), diff.undecided
+    if undecided:
+        err.print(f"[red]{len(undecided)} results NEW could not judge[/] (a regression may hide there; exit "
+                  f"{EXIT_ERRORS})")
+        return EXIT_ERRORS
+    if status != EXIT_OK:
+        return status
+    if regressed > allowed:
+        err.print(f"[red]{regressed} results regressed[/] (at most {allowed} allowed): exit {EXIT_FAILED}")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _side(side: Side | None) -> str:
+    if side is None:
+        return "—"
+    status = {"not_applicable": "n/a"}.get(side.status, side.status)
+    return status + ("" if side.score is None else f" {side.score:.2f}")
+
+
+def _mean(m: MeanDifference) -> str:
+    if m.mean is None:
+        return "—"
+    interval = f" [{m.low:+.3f}, {m.high:+.3f}]" if m.low is not None and m.high is not None else ""
+    return f"{m.mean:+.3f}{interval}"
+
+
+def _rate(rate: float | None) -> str:
+    return "—" if rate is None else f"{rate:.1%}"
+
+
+def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
+    """The diff as terminal tables: how the judging differs, a summary per metric, the changed results, and
+    each changed verdict with both judges' reasons."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from ..compare.diff import change_text, describe_run
+
+    for which in ("old", "new"):
+        out.print(Text(safe(f"{which.upper()}: {describe_run(diff.runs.get(which, {'path': getattr(diff, which)}))}")))
+    s = diff.settings
+    if s.differences:
+        out.print("[yellow]The judging differs[/] (a flip may be the judge's, not the bot's):"
+                  if s.same_judging is False else "[yellow]The metric settings differ[/] (a flip may come from them, "
+                  "not the bot):")
+        for d in s.differences:
+            out.print(Text("  " + safe(str(d)) + (" (from the results lines)" if d.source == "results" else "")))
+    if s.unknown:
+        out.print(Text(safe(f"judges, prompts and metric options: {s.unknown}")))
+    elif not s.differences:
+        out.print("same judges, prompts and metric options (run headers)")
+    for note in s.notes:
+        out.print(Text(safe(f"note: {note}")))
+    scores = next(iter(diff.metrics.values())).scores if diff.metrics else None
+    level = f"{scores.level:.0%}" if scores else "95%"
+    table = Table(title="per metric", caption=f"McNemar: exact binomial below {diff.exact_below} discordant pairs, "
+                  f"else χ² with continuity correction; score Δ: NEW - OLD, paired bootstrap {level} interval"
+                  + (f" (B={scores.resamples}, seed {scores.seed})" if scores else ""))
+    for col in ("metric", "pass rate OLD → NEW", "regressed", "fixed", "unchanged", "NEW errors", "other",
+                "McNemar p", "mean score Δ [CI]"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    for m in diff.metrics.values():
+        c = m.counts
+        other = sum(c[k] for k in ("recovered", "now_not_applicable", "was_not_applicable", "new", "missing"))
+        test = "—" if m.mcnemar.method == "none" else f"{m.mcnemar.p_value:.3g} ({m.mcnemar.method})"
+        table.add_row(Text(safe(m.metric)), f"{_rate(m.old.rate)} → {_rate(m.new.rate)}", str(c["regressed"]),
+                      str(c["fixed"]), str(c["unchanged"]), str(c["errored"] + c["still_error"]), str(other), test,
+                      _mean(m.scores))
+    out.print(table)
+    changed = [p for p in diff.changed() if p.kind != "unchanged"]
+    if changed:
+        listed = Table(title=f"changed results ({len(changed)}" + (f", first {max_rows})" if len(changed) > max_rows
+                                                                  else ")"))
+        for col in ("metric", "conversation", "change", "OLD", "NEW", "Δ score"):
+            listed.add_column(col, overflow="fold")
+        for p in changed[:max_rows]:
+            listed.add_row(Text(safe(p.metric)), Text(safe(p.conversation_id)), change_text(p),
+                           _side(p.old), _side(p.new), "—" if p.delta is None else f"{p.delta:+.2f}")
+        out.print(listed)
+    flips = [(p, v) for p in diff.changed() for v in p.verdicts]
+    if flips:
+        verdicts = Table(title=f"changed verdicts ({len(flips)}" + (f", first {max_rows})" if len(flips) > max_rows
+                                                                    else ")"))
+        for col in ("metric", "conversation", "verdict", "OLD", "OLD judge's reason", "NEW", "NEW judge's reason"):
+            verdicts.add_column(col, overflow="fold", max_width=50 if "reason" in col else None)
+        for p, v in flips[:max_rows]:
+            cells = []
+            for side in (v.old, v.new):
+                if side is None:
+                    cells += ["—", ""]
+                else:
+                    cells += ["error" if side.error else safe(side.verdict), safe(side.error or side.reason)]
+            turns = ",".join(map(str, v.turns))
+            verdicts.add_row(Text(safe(p.metric)), Text(safe(p.conversation_id)),
+                             Text(safe(v.verdict_id + (f" (turn {turns})" if turns else ""))),
+                             *(Text(c) for c in cells))
+        out.print(verdicts)
+    counts = {k: sum(p.kind == k for p in diff.pairs) for k in ("regressed", "fixed", "errored")}
+    out.print(f"{counts['regressed']} regressed, {counts['fixed']} fixed, {counts['errored']} NEW could not judge, "
+              f"{len(diff.pairs)} results compared")

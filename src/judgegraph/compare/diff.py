@@ -1,0 +1,342 @@
+"""Did the new version get better? :func:`diff_runs` compares two results files of ``judgegraph eval``.
+
+Each metric result of a conversation in OLD is matched with the same metric's result of the conversation
+with the same id in NEW, and classed (:data:`KINDS`):
+
+=====================  ===================================================================================
+``regressed``          passed in OLD, failed in NEW
+``fixed``              failed in OLD, passed in NEW
+``unchanged``          the same status on both sides (passed, failed or not applicable); the score may move
+``errored``            judged in OLD (passed, failed or n/a), an error in NEW: NEW could not judge it
+``recovered``          an error in OLD, judged in NEW
+``still_error``        an error on both sides
+``now_not_applicable`` passed or failed in OLD, nothing to judge in NEW (e.g. the replies are gone)
+``was_not_applicable`` nothing to judge in OLD, passed or failed in NEW
+``new``                only in NEW (a new conversation, or a metric OLD did not run)
+``missing``            only in OLD
+=====================  ===================================================================================
+
+An error is never a pass or a fail: a pair with an error on either side is in none of ``regressed``,
+``fixed`` or ``unchanged`` and in neither McNemar count. A conversation whose whole run failed
+(its line has ``error``) has an error result for each metric its file judged.
+
+For every pair judged on both sides, each verdict whose label changed (matched by ``Verdict.id``; one only on
+one side counts too) is listed with both judges' verdicts and reasons. Per metric: the pass rates of each
+run (passed / (passed + failed + errors) over all its results, as its summary line counts them), the counts,
+McNemar's test on the paired pass/fail results and a paired bootstrap interval of the mean score difference
+(:mod:`judgegraph.compare.statistics`).
+The settings comparison (:mod:`judgegraph.compare.settings`) says when the judging itself differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from ..results import Verdict
+from ..trust.statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
+from .runfile import RunFile, read_run
+from .settings import SettingsComparison, compare_settings
+from .statistics import EXACT_BELOW, McNemar, MeanDifference, mcnemar, paired_bootstrap
+
+Kind = Literal["regressed", "fixed", "unchanged", "errored", "recovered", "still_error", "now_not_applicable",
+               "was_not_applicable", "new", "missing"]
+#: every kind of pair, in the order a report lists them (what needs a look first)
+KINDS: tuple[Kind, ...] = ("regressed", "errored", "fixed", "recovered", "still_error", "now_not_applicable",
+                           "was_not_applicable", "new", "missing", "unchanged")
+JUDGED = frozenset({"passed", "failed", "not_applicable"})
+
+
+@dataclass(frozen=True)
+class Side:
+    """One run's result of a pair."""
+
+    status: str
+    score: float | None
+    threshold: float | None
+    judge: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class VerdictSide:
+    verdict: str | None
+    score: float | None
+    reason: str
+    error: str | None
+
+
+@dataclass(frozen=True)
+class VerdictChange:
+    """A verdict whose label differs between the runs (``old`` or ``new`` None: only on the other side)."""
+
+    verdict_id: str
+    turns: list[int]  # 1-based turn numbers it is about
+    old: VerdictSide | None
+    new: VerdictSide | None
+
+
+@dataclass
+class Pair:
+    """A metric's result of one conversation in OLD and NEW (either None: ``new`` / ``missing``)."""
+
+    metric: str
+    conversation_id: str
+    kind: Kind
+    old: Side | None
+    new: Side | None
+    position: int  # the conversation's position in the input (NEW's, else OLD's)
+    verdicts: list[VerdictChange] = field(default_factory=list)
+
+    @property
+    def delta(self) -> float | None:
+        """NEW's score minus OLD's, when both are numbers."""
+        if self.old is None or self.new is None or self.old.score is None or self.new.score is None:
+            return None
+        return self.new.score - self.old.score
+
+
+@dataclass(frozen=True)
+class PassRate:
+    passed: int
+    failed: int
+    errors: int
+    not_applicable: int
+
+    @property
+    def rate(self) -> float | None:
+        """passed / (passed + failed + errors), as the run's summary line counts it: a result the judge could not
+        judge is not a pass, so a run never looks better for failing to judge; n/a is left out. None: nothing
+        judged."""
+        judged = self.passed + self.failed + self.errors
+        return self.passed / judged if judged else None
+
+
+@dataclass
+class MetricDiff:
+    metric: str
+    old: PassRate
+    new: PassRate
+    counts: dict[str, int]  # kind -> pairs
+    mcnemar: McNemar
+    scores: MeanDifference
+
+
+@dataclass
+class RunDiff:
+    """What :func:`diff_runs` returns. ``problems``: ``FILE:LINE: why`` for every line that could not be used."""
+
+    old: str
+    new: str
+    pairs: list[Pair]
+    metrics: dict[str, MetricDiff]
+    settings: SettingsComparison
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    exact_below: int = EXACT_BELOW
+    runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # "old"/"new" -> RunFile.facts()
+
+    @property
+    def regressions(self) -> list[Pair]:
+        return [p for p in self.pairs if p.kind == "regressed"]
+
+    @property
+    def undecided(self) -> list[Pair]:
+        """Pairs NEW could not judge (``errored``, ``still_error``): a regression may hide in them."""
+        return [p for p in self.pairs if p.kind in ("errored", "still_error")]
+
+    def changed(self) -> list[Pair]:
+        """Every pair but the unchanged ones whose verdicts did not change, what needs a look first, then in input
+        order."""
+        rank = {k: i for i, k in enumerate(KINDS)}
+        return sorted((p for p in self.pairs if p.kind != "unchanged" or p.verdicts),
+                      key=lambda p: (rank[p.kind], p.position, p.conversation_id, p.metric))
+
+    def to_json(self) -> dict[str, Any]:
+        def pair(p: Pair) -> dict[str, Any]:
+            return {**asdict(p), "delta": p.delta}
+
+        return {
+            "old": self.old, "new": self.new, "runs": self.runs,
+            "settings": self.settings.to_json(),
+            "metrics": {k: {**asdict(m), "old": {**asdict(m.old), "pass_rate": m.old.rate},
+                            "new": {**asdict(m.new), "pass_rate": m.new.rate}} for k, m in self.metrics.items()},
+            "mcnemar_exact_below": self.exact_below,
+            "regressions": len(self.regressions),
+            "pairs": [pair(p) for p in sorted(self.pairs, key=lambda p: (p.metric, p.position, p.conversation_id))],
+            "problems": self.problems, "notes": self.notes,
+        }
+
+
+def change_text(pair: Pair) -> str:
+    """A pair's kind, and the threshold change when the two runs used different ones (a flip it may explain)."""
+    text = pair.kind.replace("_", " ")
+    old, new = pair.old.threshold if pair.old else None, pair.new.threshold if pair.new else None
+    if old is not None and new is not None and old != new:
+        text += f" (threshold {old:g} → {new:g})"
+    return text
+
+
+def describe_run(facts: dict[str, Any]) -> str:
+    """One line about a run (:meth:`RunFile.facts`): its file, conversations and, from its header and summary,
+    judgegraph version, judges, duration and cost."""
+    parts = [f"{facts.get('conversations', 0)} conversations"]
+    if not facts.get("header"):
+        parts.append("no header")
+    if facts.get("judgegraph"):
+        parts.append(f"judgegraph {facts['judgegraph']}")
+    if facts.get("judges"):
+        parts.append("judge " + ", ".join(facts["judges"]))
+    if isinstance(facts.get("duration_s"), (int, float)):
+        parts.append(f"{facts['duration_s']:.1f} s")
+    if isinstance(facts.get("cost_usd"), (int, float)):
+        parts.append(f"${facts['cost_usd']:.4f}")
+    return f"{facts.get('path')} ({', '.join(parts)})"
+
+
+def _side(result: dict[str, Any]) -> Side:
+    status = result.get("status")
+    if status is None:  # written before results had a status
+        passed = result.get("passed")
+        status = "passed" if passed is True else "failed" if passed is False else \
+            "error" if result.get("errors") else "not_applicable"
+    score = result.get("score")
+    threshold = result.get("threshold")
+    return Side(str(status), float(score) if score is not None else None,
+                float(threshold) if isinstance(threshold, (int, float)) else None,
+                str(result.get("judge") or ""), str(result.get("reason") or ""))
+
+
+def _kind(old: Side | None, new: Side | None) -> Kind:
+    if old is None:
+        return "new"
+    if new is None:
+        return "missing"
+    o, n = old.status, new.status
+    if o == "error":
+        return "still_error" if n == "error" else "recovered"
+    if n == "error":
+        return "errored"
+    if o == n:
+        return "unchanged"
+    if n == "not_applicable":
+        return "now_not_applicable"
+    if o == "not_applicable":
+        return "was_not_applicable"
+    return "regressed" if o == "passed" else "fixed"
+
+
+def _verdict_id(verdict: dict[str, Any]) -> str:
+    if verdict.get("id") is not None:
+        return str(verdict["id"])
+    try:  # written before ids were stored: the id the verdict's fields give (its window, its turns)
+        return Verdict.model_validate(verdict).id
+    except ValidationError:
+        return "?"
+
+
+def _turns(verdict: dict[str, Any]) -> list[int]:
+    turns = verdict.get("turns")
+    return [t + 1 for t in turns if isinstance(t, int)] if isinstance(turns, list) else []
+
+
+def _verdict_side(verdict: dict[str, Any]) -> VerdictSide:
+    label, score = verdict.get("verdict"), verdict.get("score")
+    return VerdictSide(None if label is None else str(label),
+                       float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
+                       str(verdict.get("reason") or ""), str(verdict["error"]) if verdict.get("error") else None)
+
+
+def verdict_changes(old: dict[str, Any], new: dict[str, Any]) -> list[VerdictChange]:
+    """The verdicts of two results of one metric whose label (or error) differs, matched by ``Verdict.id``."""
+    before = {_verdict_id(v): v for v in old.get("verdicts") or []}
+    after = {_verdict_id(v): v for v in new.get("verdicts") or []}
+    out = []
+    for vid in [*before, *(k for k in after if k not in before)]:
+        o, n = before.get(vid), after.get(vid)
+        os_, ns = (_verdict_side(o) if o is not None else None), (_verdict_side(n) if n is not None else None)
+        if os_ is not None and ns is not None and (os_.verdict, bool(os_.error)) == (ns.verdict, bool(ns.error)):
+            continue
+        out.append(VerdictChange(vid, _turns(n if n is not None else o or {}), os_, ns))
+    return out
+
+
+def _results(run: RunFile, metrics: list[str]) -> dict[tuple[str, str], tuple[dict[str, Any], int]]:
+    """(metric, conversation id) -> (result, position); a conversation whose run failed has an error result for
+    each of ``metrics`` it lacks."""
+    out: dict[tuple[str, str], tuple[dict[str, Any], int]] = {}
+    for cid, conv in run.conversations.items():
+        for key, result in conv.results.items():
+            out[(key, cid)] = (result, conv.position)
+        if conv.error:
+            for key in metrics:
+                out.setdefault((key, cid), ({"status": "error", "score": None,
+                                             "reason": f"the run of this conversation failed: {conv.error}"},
+                                            conv.position))
+    return out
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
+
+
+def _pass_rate(results: Iterable[dict[str, Any]]) -> PassRate:
+    statuses = [_side(r).status for r in results]
+    return PassRate(statuses.count("passed"), statuses.count("failed"), statuses.count("error"),
+                    statuses.count("not_applicable"))
+
+
+def compare(old: RunFile, new: RunFile, *, metrics: Iterable[str] | None = None,
+            resamples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED, level: float = 0.95) -> RunDiff:
+    """The diff of two runs already read (:func:`~judgegraph.compare.runfile.read_run`); see the module."""
+    wanted = None if metrics is None else {_norm(m) for m in metrics}
+    names = [m for m in dict.fromkeys([*old.metrics, *new.metrics]) if wanted is None or _norm(m) in wanted]
+    a = _results(old, old.metrics or names)
+    b = _results(new, new.metrics or names)
+    pairs: list[Pair] = []
+    for key in [*a, *(k for k in b if k not in a)]:
+        metric, cid = key
+        if metric not in names:
+            continue
+        o, n = a.get(key), b.get(key)
+        so, sn = (_side(o[0]) if o else None), (_side(n[0]) if n else None)
+        pair = Pair(metric, cid, _kind(so, sn), so, sn, (n or o or ({}, 0))[1])
+        if o and n and so is not None and sn is not None and "error" not in (so.status, sn.status):
+            pair.verdicts = verdict_changes(o[0], n[0])
+        pairs.append(pair)
+    summaries = {}
+    for metric in names:
+        mine = [p for p in pairs if p.metric == metric]
+        counts: dict[str, int] = {k: sum(p.kind == k for p in mine) for k in KINDS}
+        scored = [(p.old.score, p.new.score) for p in mine if p.old is not None and p.new is not None
+                  and p.old.score is not None and p.new.score is not None and "error" not in (p.old.status, p.new.status)]
+        summaries[metric] = MetricDiff(
+            metric,
+            _pass_rate(r for (m, _), (r, _) in a.items() if m == metric),
+            _pass_rate(r for (m, _), (r, _) in b.items() if m == metric),
+            counts,
+            mcnemar(counts["regressed"], counts["fixed"]),
+            paired_bootstrap([s[0] for s in scored], [s[1] for s in scored],
+                             resamples=resamples, seed=seed, level=level))
+    notes = [*old.notes, *new.notes]
+    for run, side in ((old, "OLD"), (new, "NEW")):
+        if run.input_errors:
+            notes.append(f"{side} ({run.path}) holds {run.input_errors} input error(s): records it could not judge")
+    return RunDiff(old.path, new.path, pairs, summaries, compare_settings(old, new), [*old.problems, *new.problems],
+                   notes, runs={"old": old.facts(), "new": new.facts()})
+
+
+def diff_runs(old: str | Path, new: str | Path, *, metrics: Iterable[str] | None = None,
+              resamples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED, level: float = 0.95) -> RunDiff:
+    """Compare the results files ``old`` and ``new`` (``judgegraph eval --out``): see the module.
+
+    ``metrics``: only these (names as ``-m`` takes them). ``resamples`` (B), ``seed``, ``level``: the paired
+    bootstrap interval of the mean score difference. OSError when a file cannot be opened; lines that cannot
+    be used are named in :attr:`RunDiff.problems` and left out."""
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    return compare(read_run(old), read_run(new), metrics=metrics, resamples=resamples, seed=seed, level=level)

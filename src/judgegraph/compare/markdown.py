@@ -1,0 +1,155 @@
+"""A :class:`~judgegraph.compare.diff.RunDiff` as Markdown for a pull-request comment (``judgegraph diff
+--markdown``).
+
+Every text that comes from the data (conversation ids, reasons, judge names, metric names, paths) goes through
+:func:`cell`: it can neither break a table (``|``, newlines) nor become markup (HTML, code spans, emphasis,
+links, images) nor notify anyone (``@name`` is written ``@&#8203;name``, a zero-width space after the ``@``).
+Long texts are cut to :data:`CELL_CHARS` characters; at most ``max_rows`` rows are listed per table, the
+rest counted (``--json`` has everything).
+"""
+
+from __future__ import annotations
+
+from ..cli.common import safe
+from .diff import Pair, RunDiff, Side, VerdictSide, change_text, describe_run
+from .statistics import MeanDifference
+
+#: characters of a data text shown in one cell (the rest cut, marked "…")
+CELL_CHARS = 300
+#: GitHub refuses a comment longer than 65,536 characters: the Markdown stays under this many
+MAX_COMMENT_CHARS = 60_000
+#: characters written as HTML entities: markup, table cells, code spans, mentions
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "|": "&#124;", "`": "&#96;",
+             "@": "@&#8203;"}
+#: Markdown punctuation written with a backslash: emphasis, links, images, headings, strikethrough
+_BACKSLASHED = frozenset("\\*_[](){}#~!")
+
+
+def cell(text: object, limit: int = CELL_CHARS) -> str:
+    """``text`` (data) as literal text of one table cell (see the module); newlines become ``<br>``."""
+    s = str(text)
+    if len(s) > limit:
+        s = s[:limit] + "…"
+    s = safe(s.replace("\r\n", "\n").replace("\r", "\n"))
+    out = []
+    for ch in s:
+        if ch in _ENTITIES:
+            out.append(_ENTITIES[ch])
+        elif ch in _BACKSLASHED:
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("<br>")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _rate(rate: float | None) -> str:
+    return "—" if rate is None else f"{rate:.0%}"
+
+
+def _side(side: Side | None) -> str:
+    if side is None:
+        return "—"
+    status = {"not_applicable": "n/a"}.get(side.status, side.status)
+    return status + ("" if side.score is None else f" {side.score:.2f}")
+
+
+def _mean(m: MeanDifference) -> str:
+    if m.mean is None:
+        return "—"
+    interval = f" [{m.low:+.3f}, {m.high:+.3f}]" if m.low is not None and m.high is not None else ""
+    return f"{m.mean:+.3f}{interval}"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def _more(shown: int, total: int) -> list[str]:
+    return ["", f"… and {total - shown} more (`judgegraph diff --json` lists every one)."] if total > shown else []
+
+
+def _pairs(pairs: list[Pair], max_rows: int) -> list[str]:
+    rows = [[cell(p.metric), cell(p.conversation_id), change_text(p), _side(p.old), _side(p.new),
+             "—" if p.delta is None else f"{p.delta:+.2f}"] for p in pairs[:max_rows]]
+    return _table(["metric", "conversation", "change", "OLD", "NEW", "Δ score"], rows) + _more(len(rows), len(pairs))
+
+
+def said(side: VerdictSide | None) -> tuple[str, str]:
+    """A verdict and its reason (an error and its message) as two cells."""
+    if side is None:
+        return "—", ""
+    return ("error" if side.error else cell(side.verdict)), cell(side.error or side.reason)
+
+
+def _verdicts(pairs: list[Pair], max_rows: int) -> list[str]:
+    changes = [(p, v) for p in pairs for v in p.verdicts]
+    rows = []
+    for p, v in changes[:max_rows]:
+        old, old_reason = said(v.old)
+        new, new_reason = said(v.new)
+        turns = ",".join(map(str, v.turns)) or "—"
+        rows.append([cell(p.metric), cell(p.conversation_id), cell(v.verdict_id), turns, old, old_reason, new,
+                     new_reason])
+    return (_table(["metric", "conversation", "verdict", "turns", "OLD", "OLD judge's reason", "NEW",
+                    "NEW judge's reason"], rows) + _more(len(rows), len(changes)))
+
+
+def to_markdown(diff: RunDiff, *, max_rows: int = 50, max_chars: int = MAX_COMMENT_CHARS) -> str:
+    """The diff as a pull-request comment: the judging differences, a summary per metric, the changed results
+    and, folded, the changed verdicts with both judges' reasons. Kept under ``max_chars``: the tables list
+    half as many rows until it fits (the rest counted)."""
+    rows = max(1, max_rows)
+    for _ in range(max_rows.bit_length() + 1):  # bounded: rows halve down to 1
+        text = _render(diff, rows)
+        if len(text) <= max_chars or rows == 1:
+            break
+        rows = max(1, rows // 2)
+    return text
+
+
+def _render(diff: RunDiff, max_rows: int) -> str:
+    regressed = len(diff.regressions)
+    lines = [f"### judgegraph diff: {cell(diff.old)} → {cell(diff.new)}", ""]
+    for side in ("old", "new"):
+        if side in diff.runs:
+            lines.append(f"- {side.upper()}: {cell(describe_run(diff.runs[side]))}")
+    lines.append("")
+    lines.append(f"**{regressed} regressed**, {sum(p.kind == 'fixed' for p in diff.pairs)} fixed, "
+                 f"{len(diff.undecided)} NEW could not judge, {len(diff.pairs)} results compared.")
+    lines.append("")
+    s = diff.settings
+    if s.differences:
+        verb = "differs" if s.same_judging is False else "settings differ"
+        lines.append(f"> **The judging {verb}** — a flip may be the judge's, not the bot's:")
+        lines += [f"> - {cell(str(d))}" + (" (from the results lines)" if d.source == "results" else "")
+                  for d in s.differences]
+        lines.append("")
+    if s.unknown:
+        lines += [f"Judges, prompts and metric options: {cell(s.unknown)}.", ""]
+    elif not s.differences:
+        lines += ["Same judges, prompts and metric options (run headers).", ""]
+    rows = []
+    for m in diff.metrics.values():
+        c = m.counts
+        p = m.mcnemar
+        test = "—" if p.method == "none" else f"{p.p_value:.3g} ({'exact' if p.method == 'exact' else 'χ² cc'})"
+        rows.append([cell(m.metric), _rate(m.old.rate), _rate(m.new.rate), str(c["regressed"]), str(c["fixed"]),
+                     str(c["unchanged"]), str(c["errored"] + c["still_error"]), str(c["new"]), str(c["missing"]),
+                     test, _mean(m.scores)])
+    lines += _table(["metric", "pass rate OLD", "pass rate NEW", "regressed", "fixed", "unchanged",
+                     "NEW errors", "new", "missing", "McNemar p", "mean score Δ [95% CI]"], rows)
+    changed = [p for p in diff.changed() if p.kind != "unchanged"]
+    if changed:
+        lines += ["", f"#### Changed results ({len(changed)})", "", *_pairs(changed, max_rows)]
+    flipped = [p for p in diff.changed() if p.verdicts]
+    if flipped:
+        count = sum(len(p.verdicts) for p in flipped)
+        lines += ["", f"<details><summary>Changed verdicts ({count})</summary>", "", *_verdicts(flipped, max_rows),
+                  "", "</details>"]
+    if diff.problems:
+        lines += ["", f"**{len(diff.problems)} results lines could not be read:**", ""]
+        lines += [f"- {cell(p)}" for p in diff.problems[:max_rows]] + _more(min(len(diff.problems), max_rows),
+                                                                           len(diff.problems))
+    return "\n".join(lines) + "\n"
