@@ -28,7 +28,7 @@ from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, E
 __all__ = ["EXIT_ERRORS", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
 #: Subcommand modules, in the order ``judgegraph --help`` lists them.
-SUBCOMMANDS = ("eval", "rejudge", "report", "show", "agree", "align", "graph", "simulate", "cache", "metrics")
+SUBCOMMANDS = ("eval", "rejudge", "report", "show", "agree", "align", "stability", "graph", "simulate", "cache", "metrics")
 
 
 def parser() -> argparse.ArgumentParser:

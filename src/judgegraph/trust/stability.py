@@ -265,6 +265,32 @@ def result_stability(result: MetricResult, rescore: Rescorer | None = None) -> R
     return ResultStability(**base, scores=scores, passed=passed, rescored="rescored")  # type: ignore[arg-type]
 
 
+def merge_runs(runs: Sequence[MetricResult], rescore: Rescorer | None = None) -> MetricResult:
+    """One result from the same metric judged on the same conversation in several runs (run ``i`` is repeat
+    ``i``): each verdict's votes are the runs' answers, its label their plurality (a tie: the first run's);
+    ``rescore`` scores the plurality verdicts by the metric's own rule (None: the first run's score is kept).
+    What ``--repeat`` records, for runs made separately (e.g. ``judgegraph eval`` run N times)."""
+    if not runs:
+        raise ValueError("merge_runs: no run to merge")
+    first = runs[0]
+    if any(r.key != first.key or r.conversation_id != first.conversation_id for r in runs):
+        raise ValueError("merge_runs: the runs are not of one metric on one conversation")
+    by_run = [{v.id: v for v in r.verdicts} for r in runs]
+    merged: list[Verdict] = []
+    for v in first.verdicts:
+        answers = [run.get(v.id) for run in by_run]
+        votes = [Vote(judge=first.judge, repeat=i, verdict=a.verdict, score=a.score, reason=a.reason, error=a.error)
+                 if a is not None else Vote(judge=first.judge, repeat=i, error="no such verdict in this run")
+                 for i, a in enumerate(answers)]
+        label = plurality([x.verdict for x in votes if x.verdict is not None], prefer=v.verdict)
+        chosen = next((a for a in answers if a is not None and a.verdict == label), v)
+        merged.append(chosen.model_copy(update={"votes": votes}))
+    if rescore is None:
+        return first.model_copy(update={"verdicts": merged})
+    scored = rescore(first, merged)
+    return scored.model_copy(update={"verdicts": merged})
+
+
 # -- a jury ------------------------------------------------------------------------------------------
 
 
@@ -518,10 +544,27 @@ def stable_gate(results: ResultsLike | Iterable[MetricResult], *, rescore: Resco
                        [r for r in failures if r.failure_holds is None])
 
 
-def gate_for_run(results_path: str | Path, inputs: Iterable[Conversation] = ()) -> GateOutcome:
+def gate_for_run(results_path: str | Path, inputs: Iterable[Conversation] = (), *,
+                 options: Mapping[str, Any] | None = None) -> GateOutcome:
     """:func:`stable_gate` of a results file, re-scoring with the conversations of ``inputs`` (streamed; only
-    those of flaky failures are kept)."""
-    report = stability(results_path, resamples=0)
-    needed = {r.conversation_id for r in report.results if r.status == "failed" and r.failure_holds is None}
+    those of failures whose repeats differ are kept) and the metric ``options`` results do not record."""
+    return stable_gate(results_path, rescore=_rescorer_for(results_path, inputs, options, failed_only=True))
+
+
+def _rescorer_for(results: str | Path, inputs: Iterable[Conversation], options: Mapping[str, Any] | None, *,
+                  failed_only: bool) -> Rescorer | None:
+    """A :func:`graph_rescorer` holding only the conversations whose results need it (their repeats differ)."""
+    report = stability(results, resamples=0)
+    needed = {r.conversation_id for r in report.results
+              if r.has_repeats and r.scores is None and (r.status == "failed" or not failed_only)}
     conversations = {c.id: c for c in inputs if c.id in needed} if needed else {}
-    return stable_gate(results_path, rescore=graph_rescorer(conversations) if conversations else None)
+    return graph_rescorer(conversations, options=options) if conversations else None
+
+
+def read_stability(results: str | Path, inputs: Iterable[Conversation] = (), *, metrics: Iterable[str] | None = None,
+                   options: Mapping[str, Any] | None = None, resamples: int = BOOTSTRAP_SAMPLES,
+                   seed: int = BOOTSTRAP_SEED) -> StabilityReport:
+    """:func:`stability` of a results file, the repeats that differ re-scored with the conversations of
+    ``inputs`` (streamed; only those needed are kept) and the metric ``options`` results do not record."""
+    rescore = _rescorer_for(results, inputs, options, failed_only=False)
+    return stability(results, rescore=rescore, metrics=metrics, resamples=resamples, seed=seed)
