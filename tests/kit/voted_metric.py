@@ -22,7 +22,7 @@ JUDGE = "llm:scripted-repeats"
 
 def _verdicts(state: Any) -> dict[str, Any]:
     conversation = conversation_of(state)
-    verdicts = []
+    verdicts: list[WindowVerdict] = []
     for i, turn in enumerate(conversation.turns):
         found = re.search(r"votes=([a-z,]+)", turn.content) if turn.role == "assistant" else None
         if found is None:
