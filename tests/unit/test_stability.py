@@ -19,6 +19,7 @@ from judgegraph.trust.stability import (
     flipped,
     graph_rescorer,
     jury_agreement,
+    merge_runs,
     result_stability,
     stability,
     stable_gate,
@@ -189,3 +190,16 @@ def test_every_metric_is_rescored_per_repeat_by_its_own_graph_or_says_why_not(ca
     assert s.flipped > 0 and s.rescored == "rescored", s.note
     assert s.scores == pytest.approx([yes.score, no.score]) and s.passed == [yes.passed, no.passed]
     assert s.label == "flaky" and s.spread == pytest.approx(abs(yes.score - no.score))
+
+
+def test_merge_runs_makes_each_run_a_repeat_and_the_plurality_the_verdict():
+    runs = [result("c", [WindowVerdict(window=0, verdict=a, reason=f"run {i}"), WindowVerdict(window=1, verdict=b)])
+            for i, (a, b) in enumerate([("no", "yes"), ("yes", "yes"), ("no", None)])]
+    merged = merge_runs(runs, share_rescorer)
+    first, second = merged.verdicts
+    assert [(v.repeat, v.verdict) for v in first.votes] == [(0, "no"), (1, "yes"), (2, "no")]
+    assert first.verdict == "no" and first.reason == "run 0" and second.verdict == "yes" and merged.score == 0.5
+    s = result_stability(merged, share_rescorer)
+    assert s.flipped == 1 and s.failed_votes == 1 and s.scores == pytest.approx([0.5, 1.0, 0.0])
+    with pytest.raises(ValueError, match="not of one metric"):
+        merge_runs([runs[0], result("other", [])])
