@@ -160,7 +160,8 @@ def graph_rescorer(conversations: Mapping[str, Conversation], *, metric: Any = N
         except RejudgeError as exc:
             raise RescoreError(str(exc)) from exc
         except Exception as exc:  # re-scoring is optional: any failure leaves the verdict-level figures
-            raise RescoreError(f"{type(exc).__name__}: {exc}") from exc
+            raise RescoreError(f"the metric's graph, run with every verdict kept, gave no result"
+                               f" ({type(exc).__name__}: {exc})") from exc
         if judge.asked:
             raise RescoreError(f"step {judge.asked[0]} had no recorded answer to replay (a results file written"
                                " with --transcripts none or errors keeps none)")
