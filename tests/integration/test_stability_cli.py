@@ -78,7 +78,7 @@ def test_without_the_inputs_a_flaky_result_is_not_rescored_and_says_so(judged, c
     assert wobbly["scores"] is None and wobbly["failure_holds"] is None and "needs the conversation" in wobbly["note"]
     assert main(["stability", str(merged)]) == 0
     shown = capsys.readouterr().out
-    assert "stability across repeats" in shown and "1 flaky results" in shown and "not re-scored" in shown
+    assert "stability across repeats" in shown and "1 flaky results" in shown and "(1 unknown)" in shown
     assert "no verdict was judged by several judges" in shown
 
 
@@ -89,6 +89,16 @@ def test_results_judged_once_say_no_repeats(judged, capsys):
     assert m["with_repeats"] == 0 and m["flip_rate"] is None and m["mean_spread"] is None and m["stable"] == 0
     assert main(["stability", str(once)]) == 0
     assert "no repeats" in capsys.readouterr().out
+
+
+def test_an_unreadable_results_line_is_named_and_exit_3_the_rest_still_reported(judged, tmp_path, capsys):
+    _, merged, _ = judged
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text(merged.read_text(encoding="utf-8") + '{"type": "conversation", "conversation_id": "x', "utf-8")
+    assert main(["stability", str(torn), "--json"]) == 3
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["metrics"]["turn_relevancy"]["flipped"] == 1
+    assert f"{torn}:4: not JSON" in captured.err
 
 
 def test_usage_errors(judged, tmp_path, capsys):

@@ -104,10 +104,10 @@ def print_report(report: StabilityReport, out: Console) -> None:
         if not m.repeated:
             table.add_row(Text(safe(m.metric)), str(len(m.results)), "no repeats", *["—"] * 9)
             continue
+        unknown = f" ({m.unscored} unknown)" if m.unscored else ""  # spreads of results not re-scored
         table.add_row(Text(safe(m.metric)), str(len(m.results)), str(len(m.repeated)), str(m.verdicts),
-                      str(m.flipped), _num(m.flip_rate), _num(m.mean_spread), _num(m.max_spread),
-                      str(m.count("stable")), str(m.count("flaky")), str(len(m.failures)),
-                      str(len(m.holding)) + (f" ({m.unscored} not re-scored)" if m.unscored else ""))
+                      str(m.flipped), _num(m.flip_rate), _num(m.mean_spread) + unknown, _num(m.max_spread) + unknown,
+                      str(m.count("stable")), str(m.count("flaky")), str(len(m.failures)), str(len(m.holding)))
     out.print(table)
     _print_flaky(report, out)
     for m in report.metrics.values():
@@ -143,8 +143,10 @@ def _print_jury(m: MetricStability, out: Console) -> None:
     ci = jury.interval
     kappa = _num(jury.kappa) if jury.kappa is not None else "undefined"
     interval = f" [{ci.low:.3f}, {ci.high:.3f}] ({ci.level:.0%}, B={ci.resamples})" if ci else ""
-    table = Table(title=f"{markup_safe(m.metric)} jury: Fleiss' kappa {kappa}{interval} over {jury.items} verdicts"
-                        + (f" ({jury.left_out} left out: a juror failed or was absent)" if jury.left_out else ""))
+    out.print(Text(f"{safe(m.metric)} jury: Fleiss' kappa {kappa}{interval} over {jury.items} verdicts"
+                   + (f" ({jury.left_out} left out: a juror failed or was absent)" if jury.left_out else ""),
+                   style="bold"), soft_wrap=True)
+    table = Table()
     for col in ("juror", "votes", "failed", "agrees with the majority"):
         table.add_column(col, justify="left" if col == "juror" else "right")
     for j in jury.jurors:

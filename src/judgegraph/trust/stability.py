@@ -253,7 +253,7 @@ def result_stability(result: MetricResult, rescore: Rescorer | None = None) -> R
                                passed=[result.passed] * len(repeats), rescored="identical")
     if rescore is None:
         return ResultStability(**base, note="the repeats differ and re-scoring them needs the "  # type: ignore[arg-type]
-                               "conversation (give the inputs)")
+                               "conversation (the inputs: --input FILE)")
     scores: list[float | None] = []
     passed: list[bool | None] = []
     try:
