@@ -203,3 +203,17 @@ def test_merge_runs_makes_each_run_a_repeat_and_the_plurality_the_verdict():
     assert s.flipped == 1 and s.failed_votes == 1 and s.scores == pytest.approx([0.5, 1.0, 0.0])
     with pytest.raises(ValueError, match="not of one metric"):
         merge_runs([runs[0], result("other", [])])
+
+
+def test_a_jury_with_repeats_flips_per_juror_and_each_repeat_is_the_jurors_plurality():
+    votes = [Vote(judge=j, repeat=r, verdict=lab) for r, labels in enumerate([("yes", "yes", "no"), ("no", "no", "no"),
+                                                                               ("yes", None, "no")])
+             for j, lab in zip("abc", labels)]
+    v = WindowVerdict(window=0, verdict="yes", votes=votes)
+    assert flipped(v)  # a said yes, then no
+    assert [as_repeated(v, r).verdict for r in range(3)] == ["yes", "no", "yes"]  # repeat 2: a tie, the aggregate's
+    tied = WindowVerdict(window=0, verdict=None, votes=[Vote(judge="a", verdict="yes"), Vote(judge="b", verdict="no")])
+    assert as_repeated(tied, 0).verdict is None and as_repeated(tied, 0).error == "the jurors tied"
+    steady = WindowVerdict(window=0, verdict="no", votes=[Vote(judge=j, repeat=r, verdict=lab) for r in range(2)
+                                                          for j, lab in (("a", "no"), ("b", "yes"))])
+    assert not flipped(steady)  # the jurors disagree, but each one says the same in every repeat
