@@ -27,7 +27,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -243,17 +243,17 @@ def result_stability(result: MetricResult, rescore: Rescorer | None = None) -> R
     verdicts = list(result.verdicts)
     repeats = sorted({r for v in verdicts for r in repeat_indices(v)})
     repeated = [v for v in verdicts if len(repeat_indices(v)) > 1]
-    base = dict(metric=result.key, conversation_id=result.conversation_id, status=result.status,
-                repeats=len(repeats), verdicts=len(repeated), flipped=sum(flipped(v) for v in repeated),
-                failed_votes=sum(vote.verdict is None for v in verdicts for vote in v.votes))
+    base = ResultStability(metric=result.key, conversation_id=result.conversation_id, status=result.status,
+                           repeats=len(repeats), verdicts=len(repeated), flipped=sum(flipped(v) for v in repeated),
+                           failed_votes=sum(vote.verdict is None for v in verdicts for vote in v.votes))
     if len(repeats) < 2:
-        return ResultStability(**base)  # type: ignore[arg-type]
+        return base
     if all(_alike(v) for v in verdicts):
-        return ResultStability(**base, scores=[result.score] * len(repeats),  # type: ignore[arg-type]
-                               passed=[result.passed] * len(repeats), rescored="identical")
+        return replace(base, scores=[result.score] * len(repeats), passed=[result.passed] * len(repeats),
+                       rescored="identical")
     if rescore is None:
-        return ResultStability(**base, note="the repeats differ and re-scoring them needs the "  # type: ignore[arg-type]
-                               "conversation (the inputs: --input FILE)")
+        return replace(base, note="the repeats differ and re-scoring them needs the conversation (the inputs:"
+                                  " --input FILE)")
     scores: list[float | None] = []
     passed: list[bool | None] = []
     try:
@@ -262,8 +262,8 @@ def result_stability(result: MetricResult, rescore: Rescorer | None = None) -> R
             scores.append(new.score)
             passed.append(new.passed)
     except RescoreError as exc:
-        return ResultStability(**base, note=f"not re-scored: {exc}")  # type: ignore[arg-type]
-    return ResultStability(**base, scores=scores, passed=passed, rescored="rescored")  # type: ignore[arg-type]
+        return replace(base, note=f"not re-scored: {exc}")
+    return replace(base, scores=scores, passed=passed, rescored="rescored")
 
 
 def merge_runs(runs: Sequence[MetricResult], rescore: Rescorer | None = None) -> MetricResult:
