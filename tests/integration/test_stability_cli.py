@@ -126,3 +126,15 @@ def test_eval_gate_stable_fails_only_on_failures_that_hold_in_every_repeat(tmp_p
     only_flips = chats(flips)
     assert main(["eval", only_flips, *metric, "--out", str(tmp_path / "c.jsonl"), "--gate", "stable"]) == 0
     assert "0 failure(s) hold in every repeat; 1 not counted because they flipped" in capsys.readouterr().out
+
+
+def test_the_gate_re_scores_a_flaky_failure_from_the_inputs_and_finds_it_passed_in_a_repeat(judged):
+    from judgegraph.trust.stability import gate_for_run
+
+    chats, merged, _ = judged
+    inputs = [c.conversation for c in load_files([chats]).conversations]
+    gate = gate_for_run(merged, inputs)
+    assert [r.conversation_id for r in gate.holding] == ["broken"] and not gate.unknown
+    assert [(r.conversation_id, r.passed) for r in gate.flipped] == [("wobbly", [False, True, False])]
+    blind = gate_for_run(merged)  # no inputs: wobbly is not known to hold, and not counted either
+    assert [r.conversation_id for r in blind.unknown] == ["wobbly"] and len(blind.holding) == 1
