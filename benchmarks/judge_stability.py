@@ -60,14 +60,19 @@ def write_conversations(path: Path, n: int) -> list[str]:
 
 
 def flaky(p: float, seed: int) -> Callable[[ChatRequest], Reply]:
-    """A responder answering each request with its reply's true label, flipped with probability ``p``."""
-    rng, lock = random.Random(seed), threading.Lock()
+    """A responder answering each request with its reply's true label, flipped with probability ``p``: the n-th
+    request for a reply draws from ``Random(seed/reply/n)``, so the figures do not depend on the order in which
+    concurrent requests arrive (and the repeats of one request, within a run, draw apart)."""
+    seen: dict[str, int] = {}
+    lock = threading.Lock()
 
     def respond(request: ChatRequest) -> Reply:
-        cid, k = request.text.rsplit("Answer <", 1)[1].split(">", 1)[0].split("/")
-        label = truth(cid, int(k))
+        key = request.text.rsplit("Answer <", 1)[1].split(">", 1)[0]
+        cid, k = key.split("/")
         with lock:
-            flip = rng.random() < p
+            nth = seen[key] = seen.get(key, -1) + 1
+        flip = random.Random(f"{seed}/{key}/{nth}").random() < p
+        label = truth(cid, int(k))
         return structured({"reason": "scripted", "verdict": ("no" if label == "yes" else "yes") if flip else label})
 
     return respond
@@ -89,7 +94,7 @@ def read_run(path: Path) -> dict[str, MetricResult]:
 def merged(runs: Sequence[dict[str, MetricResult]], out: Path, rescore: object, jurors: Sequence[str] = ()) -> Path:
     """The runs merged into one results file with votes: repeats of one judge, or (``jurors``) one juror per run."""
     writer = ResultsWriter(out)
-    for cid in runs[0]:
+    for cid in sorted(runs[0]):  # one order whatever order the runs finished in (the bootstrap draws by position)
         if jurors:  # each run is a juror: votes named after it, all repeat 0; the first juror's verdict kept
             first = runs[0][cid]
             answers = [{w.id: w for w in run[cid].verdicts} for run in runs]
