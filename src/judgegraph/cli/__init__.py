@@ -19,8 +19,8 @@ from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, E
 __all__ = ["EXIT_ERRORS", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
 #: Subcommand modules, in the order ``judgegraph --help`` lists them.
-SUBCOMMANDS = ("eval", "rejudge", "report", "show", "diff", "pairwise", "agree", "align", "graph", "simulate", "cache",
-               "metrics")
+SUBCOMMANDS = ("eval", "rejudge", "report", "show", "diff", "pairwise", "agree", "stability", "align", "graph", "simulate",
+               "cache", "metrics")
 
 
 def parser() -> argparse.ArgumentParser:

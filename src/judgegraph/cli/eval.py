@@ -75,6 +75,8 @@ def register(sub: Subparsers) -> None:
     runs.add_argument("--price-out", type=float, metavar="USD", help="judge output price, dollars per million tokens")
     runs.add_argument("--transcripts", choices=["full", "errors", "none"], default="full",
                       help="what the results keep of each verdict's judge calls (default full; 'judgegraph show' reads them)")
+    runs.add_argument("--gate", choices=["stable"], help="stable: exit 1 only for failures that hold in every "
+                      "repeat of a judge, not those that flipped (docs/stability.md)")
     runs.add_argument("--max-rows", type=int, default=50, metavar="N",
                       help="table rows at most, errors and failures first (default 50; all results are in --out)")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -434,7 +436,13 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
         unwritten = unwritten or bool(logged.failures)
     if unwritten and summary.exit_code < EXIT_ERRORS:  # the results are written, not all that was asked with them
         return EXIT_ERRORS
-    return EXIT_TERMINATED if signal.SIGTERM in stopped_by and summary.interrupted else summary.exit_code
+    if signal.SIGTERM in stopped_by and summary.interrupted:
+        return EXIT_TERMINATED
+    if args.gate == "stable" and not summary.interrupted:
+        from .stability import gate_exit
+
+        return gate_exit(args, summary.exit_code, [s.conversation for s in sessions], out, err)
+    return summary.exit_code
 
 
 #: The exit status of a run stopped by SIGTERM (128 + 15, as a shell reports it);

@@ -1,4 +1,4 @@
-"""Agreement statistics between two raters (a judge and a person), in plain numpy.
+"""Agreement statistics between raters (a judge and a person, or the judges of a jury), in plain numpy.
 
 Each figure is the one scikit-learn / scipy compute (the tests check them to
 1e-9), written here so that judgegraph needs neither at run time:
@@ -10,6 +10,8 @@ Each figure is the one scikit-learn / scipy compute (the tests check them to
   as ``scipy.stats.spearmanr``;
 * :func:`confusion` — the confusion matrix, as ``sklearn.metrics.confusion_matrix``
   (rows: the person's label, columns: the judge's);
+* :func:`fleiss_kappa` — Fleiss' kappa among several raters (a jury), as statsmodels'
+  ``fleiss_kappa``, with :func:`fleiss_bootstrap_ci` resampling items;
 * :func:`bootstrap_ci` — a percentile bootstrap interval over resampled pairs,
   seeded, so the same labels always give the same interval.
 
@@ -198,3 +200,61 @@ def figure(statistic: Statistic) -> Callable[..., float | None]:
         return lambda h, j, labels=(): spearman(h, j)
     weights: Weights = "quadratic" if statistic == "weighted_kappa" else "none"
     return lambda h, j, labels: cohen_kappa(h, j, labels, weights)
+
+
+# -- agreement among several raters (a jury) ------------------------------------------------------
+
+
+def rating_table(ratings: Sequence[Sequence[object]], labels: Sequence[object]) -> IntArray:
+    """Fleiss' table: row ``i`` counts, per label of ``labels``, the raters who gave item ``i`` that label
+    (``ratings[i]`` holds every rater's label for item ``i``)."""
+    index = {label: i for i, label in enumerate(labels)}
+    table = np.zeros((len(ratings), len(labels)), dtype=np.int64)
+    for row, item in enumerate(ratings):
+        for label in item:
+            table[row, index[label]] += 1
+    return table
+
+
+def _fleiss_rows(tables: FloatArray) -> FloatArray:
+    """Fleiss' kappa of each table of ``tables`` (shape ``(..., items, labels)``, every item rated by the
+    same number of raters); NaN where undefined (every rating the same label, or fewer than 2 raters)."""
+    raters = tables.sum(axis=-1)[..., :1]  # (..., 1): the same for every item
+    items = tables.shape[-2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_item = ((tables * tables).sum(axis=-1) - raters) / (raters * (raters - 1))
+        observed = per_item.mean(axis=-1)
+        shares = tables.sum(axis=-2) / (items * raters)
+        chance = (shares * shares).sum(axis=-1)
+        out: FloatArray = np.where((chance < 1.0) & (raters[..., 0] > 1),
+                                   (observed - chance) / np.where(chance < 1.0, 1.0 - chance, 1.0), np.nan)
+    return out
+
+
+def fleiss_kappa(table: Sequence[Sequence[int]] | IntArray) -> float | None:
+    """Fleiss' kappa (Fleiss 1971) of a rating table (:func:`rating_table`): the agreement among raters
+    beyond chance, as ``statsmodels.stats.inter_rater.fleiss_kappa`` (``method="fleiss"``). Every item must
+    have the same number of raters (a ``ValueError`` otherwise); None when there are no items, fewer than
+    2 raters, or every rating is the same label (chance agreement is then 1 and kappa means nothing)."""
+    counts = np.asarray(table, dtype=np.float64)
+    if counts.ndim != 2 or counts.shape[0] == 0:
+        return None
+    per_item = counts.sum(axis=1)
+    if not np.all(per_item == per_item[0]):
+        raise ValueError(f"Fleiss' kappa needs the same number of raters for every item, got {sorted(set(per_item))}")
+    value = float(_fleiss_rows(counts))
+    return None if np.isnan(value) else value
+
+
+def fleiss_bootstrap_ci(table: Sequence[Sequence[int]] | IntArray, *, resamples: int = BOOTSTRAP_SAMPLES,
+                        seed: int = BOOTSTRAP_SEED, level: float = 0.95,
+                        chunk_elements: int = CHUNK_ELEMENTS) -> Interval | None:
+    """Percentile bootstrap interval of :func:`fleiss_kappa`, items (rows) resampled with replacement
+    exactly as :func:`bootstrap_ci` resamples pairs (the same seeded draws); None when undefined."""
+    counts = np.asarray(table, dtype=np.float64)
+    n = counts.shape[0] if counts.ndim == 2 else 0
+    if n == 0 or resamples <= 0:
+        return None
+    figures = np.concatenate([_fleiss_rows(counts[idx])
+                              for idx in resample_chunks(n, resamples, seed, max(1, chunk_elements // counts.shape[1]))])
+    return _interval(figures, level, resamples, seed)

@@ -1,0 +1,177 @@
+"""``judgegraph stability``: how stable the judges of a results file are across repeats, and how far a jury's
+judges agree (docs/stability.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import common
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, consoles, markup_safe, safe
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from rich.console import Console
+
+    from ..conversation import Conversation
+    from ..trust.stability import MetricStability, StabilityReport
+    from .common import Subparsers
+
+
+def register(sub: Subparsers) -> None:
+    p = add_results_command(
+        sub, "stability", run, help="flip rate and score spread across repeats (--repeat), a jury's Fleiss kappa",
+        description="How stable the judges of RESULTS are: per metric, the share of verdicts whose repeats disagree "
+                    "(flip rate), the spread of the metric's score across repeats, how many conversations are "
+                    "stable or flaky and how many failures hold in every repeat; for a jury, Fleiss' kappa with a "
+                    "bootstrap interval and each juror's agreement with the majority and failed votes. Results "
+                    "judged once say so. Re-scoring a repeat whose verdicts differ runs the metric's own graph on "
+                    "the conversation: give the inputs with --input.",
+        results="results JSONL (judgegraph eval --out)")
+    p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC", help="only this metric (repeatable)")
+    p.add_argument("--input", action="append", dest="inputs", default=[], metavar="FILE",
+                   help="the conversations the results were judged from (repeatable): the score of each repeat is "
+                        "then computed by the metric's own rule; without, only where every repeat answered alike")
+    common.add_metric_options(p, scored=False, role="role-adherence: the role the results were judged with, if given",
+                              guideline="conversational-guidelines: the guidelines the results were judged with"
+                                        " (results do not record them), repeatable; @FILE reads one per line")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap resamples (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+
+
+def _conversations(paths: list[str], err: Console) -> Iterator[Conversation]:
+    from ..loaders import InputError
+    from ..runner import iter_inputs
+
+    for item in iter_inputs(paths):
+        if isinstance(item, InputError):
+            err.print(f"[yellow]input error:[/] {markup_safe(item)}")
+        else:
+            yield item.conversation
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..trust.stability import read_stability
+
+    out, err = consoles()
+    if args.bootstrap < 0:
+        err.print(f"[red]error:[/] --bootstrap must be 0 or more, got {args.bootstrap}")
+        return EXIT_USAGE
+    for path in (args.results, *args.inputs):
+        if not Path(path).is_file():
+            err.print(f"[red]error:[/] {markup_safe(path)} not found")
+            return EXIT_USAGE
+    try:
+        options = common.metric_options(args)
+    except (OSError, ValueError) as exc:
+        err.print(f"[red]error:[/] {markup_safe(exc)}")
+        return EXIT_USAGE
+    report = read_stability(args.results, _conversations(args.inputs, err), metrics=args.metrics, options=options,
+                            resamples=args.bootstrap, seed=args.seed)
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False, indent=1))
+    else:
+        print_report(report, out)
+    for line in report.unreadable:
+        err.print(f"[yellow]unreadable results line:[/] {markup_safe(line)}")
+    if args.metrics and not report.metrics:
+        err.print(f"[red]error:[/] no result of {markup_safe(', '.join(args.metrics))} in {markup_safe(args.results)}")
+        return EXIT_USAGE
+    return EXIT_ERRORS if report.unreadable else EXIT_OK
+
+
+def _num(value: float | None, fmt: str = ".3f") -> str:
+    return "—" if value is None else format(value, fmt)
+
+
+def print_report(report: StabilityReport, out: Console) -> None:
+    """The report as terminal tables: stability per metric, the flaky conversations, then each jury."""
+    from rich.table import Table
+    from rich.text import Text
+
+    if not report.metrics:
+        out.print("no metric results in the file")
+        return
+    table = Table(title="stability across repeats")
+    for col in ("metric", "results", "repeated", "verdicts", "flipped", "flip rate", "mean spread", "max spread",
+                "stable", "flaky", "failures", "hold in every repeat"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    for m in report.metrics.values():
+        if not m.repeated:
+            table.add_row(Text(safe(m.metric)), str(len(m.results)), "no repeats", *["—"] * 9)
+            continue
+        unknown = f" ({m.unscored} unknown)" if m.unscored else ""  # spreads of results not re-scored
+        table.add_row(Text(safe(m.metric)), str(len(m.results)), str(len(m.repeated)), str(m.verdicts),
+                      str(m.flipped), _num(m.flip_rate), _num(m.mean_spread) + unknown, _num(m.max_spread) + unknown,
+                      str(m.count("stable")), str(m.count("flaky")), str(len(m.failures)), str(len(m.holding)))
+    out.print(table)
+    _print_flaky(report, out)
+    for m in report.metrics.values():
+        _print_jury(m, out)
+    if not any(m.jury for m in report.metrics.values()):
+        out.print("jury: no verdict was judged by several judges (no jury figures)")
+
+
+def _print_flaky(report: StabilityReport, out: Console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    flaky = [r for r in report.results if r.label == "flaky"]
+    if not flaky:
+        return
+    table = Table(title=f"{len(flaky)} flaky results")
+    for col in ("conversation", "metric", "status", "flipped", "score per repeat", "spread", "note"):
+        table.add_column(col, overflow="fold", max_width=50 if col == "note" else None)
+    for r in flaky:
+        scores = "unknown" if r.scores is None else " ".join(_num(s, ".2f") for s in r.scores)
+        table.add_row(Text(safe(r.conversation_id)), Text(safe(r.metric)), r.status, f"{r.flipped}/{r.verdicts}",
+                      scores, _num(r.spread), Text(safe(r.note)))
+    out.print(table)
+
+
+def _print_jury(m: MetricStability, out: Console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    jury = m.jury
+    if jury is None:
+        return
+    ci = jury.interval
+    kappa = _num(jury.kappa) if jury.kappa is not None else "undefined"
+    interval = f" [{ci.low:.3f}, {ci.high:.3f}] ({ci.level:.0%}, B={ci.resamples})" if ci else ""
+    out.print(Text(f"{safe(m.metric)} jury: Fleiss' kappa {kappa}{interval} over {jury.items} verdicts"
+                   + (f" ({jury.left_out} left out: a juror failed or was absent)" if jury.left_out else ""),
+                   style="bold"), soft_wrap=True)
+    table = Table()
+    for col in ("juror", "votes", "failed", "agrees with the majority"):
+        table.add_column(col, justify="left" if col == "juror" else "right")
+    for j in jury.jurors:
+        share = "—" if j.agreement is None else f"{j.agreement:.1%} ({j.with_majority}/{j.compared})"
+        table.add_row(Text(safe(j.judge)), str(j.votes), str(j.failed), share)
+    out.print(table)
+
+
+def gate_exit(args: argparse.Namespace, status: int, sessions: list[Conversation], out: Console, err: Console) -> int:
+    """``eval --gate stable``: the run's exit status, 1 only for failures that hold in every repeat (a failure
+    that passed in some repeat, or whose repeats differ and cannot be re-scored, is not counted); said in one
+    line. Another status (0, 3, 4, 130) is kept as it is."""
+    from ..trust.stability import gate_for_run
+    from .common import EXIT_FAILED
+
+    def inputs() -> Iterator[Conversation]:
+        yield from _conversations(args.files, err)
+        yield from sessions
+
+    try:
+        options = common.metric_options(args)
+    except (OSError, ValueError):
+        options = {}
+    gate = gate_for_run(args.out, inputs(), options=options)
+    out.print(gate.summary(), markup=False, highlight=False, soft_wrap=True)
+    if status != EXIT_FAILED:
+        return status
+    return EXIT_FAILED if gate.failed else EXIT_OK
