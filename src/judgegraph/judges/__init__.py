@@ -14,6 +14,7 @@ from .limiter import CallLimiter, RateBucket
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from .aligned import Alignment
     from .offline_rule import OfflineRule
 
 __all__ = [
@@ -39,6 +40,7 @@ def resolve_judge(
     max_prompt_tokens: int | None = None,
     max_reply_bytes: int | None = None,
     rule: OfflineRule | str | os.PathLike[str] | None = None,
+    aligned: Alignment | str | os.PathLike[str] | None = None,
     **client: Any,  # Any: the chat model's own keyword arguments (base_url, temperature ...)
 ) -> Judge:
     """The judge for ``model``, with the client settings every judge call uses
@@ -50,6 +52,9 @@ def resolve_judge(
     None for the offline embedding judge. One limiter per judge, so per run.
     ``rule``: the offline judge's fitted decision rule, or its file
     (``judgegraph align``, docs/offline_alignment.md); ValueError with another judge.
+    ``aligned``: an LLM judge's alignment, or its ``aligned-….json`` file (``judgegraph align --model M``,
+    docs/alignment.md): the judge returned is an :class:`~judgegraph.judges.aligned.AlignedJudge` around
+    ``model``'s (ValueError: no LLM model, a model other than the file's, an unreadable or tampered file).
 
     ``cache``: True (default) makes identical requests through this judge once
     (:class:`JudgeCache`, in memory) and, for an LLM judge at temperature 0,
@@ -57,6 +62,16 @@ def resolve_judge(
     a path keeps them in that SQLite file whatever the temperature; False turns
     both off. To share one judge (one limit on calls in flight, one cache)
     between metrics, build it here and pass it as their ``model``."""
+    if aligned is not None:
+        from .aligned import AlignedJudge, Alignment, read_alignment
+
+        if model is None:
+            raise ValueError("an aligned judge (--aligned) wraps an LLM judge: give its model (--model)")
+        alignment = aligned if isinstance(aligned, Alignment) else read_alignment(aligned)
+        base = resolve_judge(model, max_concurrency=max_concurrency, max_tries=max_tries, cache=cache, timeout=timeout,
+                             max_retries=max_retries, rpm=rpm, tpm=tpm, max_prompt_tokens=max_prompt_tokens,
+                             max_reply_bytes=max_reply_bytes, rule=rule, **client)
+        return AlignedJudge(base, alignment)
     settings = {k: v for k, v in {"timeout": timeout, "max_retries": max_retries, "rpm": rpm, "tpm": tpm,
                                    "max_prompt_tokens": max_prompt_tokens,
                                    "max_reply_bytes": max_reply_bytes}.items() if v is not None}
