@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .compiling import CompileOptions
     from .conversation import Conversation, RetrievalNode, ToolCall, Turn, from_messages
     from .judges import CallLimiter, Judge, JudgeCache, ModelLike, NeedsLLMJudge, resolve_judge
+    from .judges.aligned import AlignedJudge, load_aligned
     from .judges.llm import LLMJudge
     from .judges.offline import EmbeddingJudge
     from .judges.scripted import ScriptedChatModel
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from .report import build_report_graph, create_report_graph
     from .results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict, build_result
     from .trust.agreement import agreement
+    from .trust.alignment import align
     from .windows import exchanges, sliding_windows
 
 _EXPORTS = {
@@ -90,6 +92,9 @@ _EXPORTS = {
     "asimulate": "apps.simulate",
     "Scenario": "apps.simulate",
     "agreement": "trust.agreement",
+    "align": "trust.alignment",
+    "AlignedJudge": "judges.aligned",
+    "load_aligned": "judges.aligned",
 }
 
 __all__ = sorted(_EXPORTS)

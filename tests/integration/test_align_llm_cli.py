@@ -64,7 +64,7 @@ def records(path):
 
 def align(server, convs, labels, out, *extra):
     return main(["align", str(convs), "-m", "turn-relevancy", "--labels", str(labels), "--model", "gpt-4.1-mini",
-                 "--base-url", server.base_url, "--out", str(out), *extra])
+                 "--base-url", server.base_url, "--out", str(out), "--no-cache", *extra])
 
 
 def test_align_raises_held_out_agreement_and_eval_and_rejudge_use_the_file(files, tmp_path, capsys):

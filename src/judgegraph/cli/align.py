@@ -57,6 +57,8 @@ def register(sub: Subparsers) -> None:
     llm.add_argument("--max-guidelines", type=int, default=8, metavar="N", help="guidelines at most (default 8)")
     llm.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once (default 16)")
     llm.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    llm.add_argument("--no-cache", action="store_true", help="no judge cache: every judgement is asked "
+                     "(default: answers at temperature 0 are kept on disk, so aligning again is cheaper)")
     llm.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
                      help="conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
     llm.add_argument("--role", help="role-adherence: the chatbot's role")

@@ -103,7 +103,7 @@ def run_llm(args: argparse.Namespace, out: Console, err: Console) -> int:
     if isinstance(labels, str):
         err.print(f"[red]error:[/] {markup_safe(labels)} (exit {EXIT_ERRORS})")
         return EXIT_ERRORS
-    settings: dict[str, Any] = {}
+    settings: dict[str, Any] = {"cache": not args.no_cache}
     if url := common.base_url(args.base_url, args.model):
         settings["base_url"] = url
     try:
