@@ -185,10 +185,8 @@ class AlignedJudge(Judge):
         self.kind = judge.kind
         self.name = f"{judge.name}+aligned-{alignment.short}"
         self._values = alignment.values()
+        self.cache: JudgeCache | None = judge.cache  # the wrapped judge's (shown by eval): it does the caching
         self._prompts: dict[str, Prompt] = {}
-
-    # the wrapped judge's cache is used; this one keeps none of its own
-    cache: JudgeCache | None = None
 
     def __getattr__(self, name: str) -> Any:  # Any: whatever the wrapped judge has (model_name, limiter, settings...)
         if name in ("inner", "alignment", "__setstate__") or name.startswith("__"):
