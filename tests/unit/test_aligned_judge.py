@@ -133,6 +133,8 @@ def test_align_raises_held_out_agreement_for_a_make_judge_metric(tmp_path):
     assert after["agreement"] == 1.0 and before["agreement"] < 1.0
     assert report.alignment.guidelines == (GUIDE,) and report.usage["distil"].calls == 1
     assert {e.label for e in report.alignment.examples} == {"yes", "no"}  # both classes
+    assert report.held_out_ids and {e.conversation_id for e in report.alignment.examples} <= set(report.train_ids)
+    assert not set(report.train_ids) & set(report.held_out_ids)
     assert report.path is not None and report.path.name == report.alignment.filename
     assert read_alignment(report.path).hash == report.alignment.hash
     assert report.cost.calls == report.usage["train"].calls + 1
@@ -158,3 +160,18 @@ def test_the_offline_fit_reads_judgegraph_s_labels_format_too(tmp_path):
                    '{"conversation_id": "c2", "metric": "turn-relevancy", "label": 0}\n', encoding="utf-8")
     strip = [(lb.id, lb.turn, lb.value) for lb in read_offline_labels(old)]
     assert [(lb.id, lb.turn, lb.value) for lb in read_offline_labels(new, metric="turn-relevancy")] == strip
+
+
+def test_examples_are_bounded_in_count_and_characters(tmp_path):
+    convs = conversations()
+    for c in convs:
+        c["turns"][1]["content"] += " " + "padding " * 200
+    labels = [{"conversation_id": c["id"], "metric": "resolves_issue", "label": "how can I help" in c["turns"][1]["content"]}
+              for c in convs]
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(lb) + "\n" for lb in labels), encoding="utf-8")
+    factory = partial(make_judge, name="resolves_issue", instructions="Did the assistant resolve it? {{ conversation }}")
+    report = align(factory, tmp_path / "labels.jsonl", model=ScriptedChatModel(default=greeting_rule),
+                   conversations=convs, cache=False, max_examples=3, max_example_chars=100)
+    examples = report.alignment.examples
+    assert len(examples) == 3 and {e.label for e in examples} == {"yes", "no"}
+    assert all(sum(len(c) for _, _, c in e.turns) <= 100 for e in examples)

@@ -101,6 +101,8 @@ class AlignmentReport:
     judge_errors: list[str] = field(default_factory=list)  # verdicts the judge could not make, where and why
     distil_reason: str = ""
     path: Path | None = None
+    train_ids: list[str] = field(default_factory=list)  # the conversations of each part (the examples: train only)
+    held_out_ids: list[str] = field(default_factory=list)
 
     @property
     def cost(self) -> Usage:
@@ -436,7 +438,7 @@ async def aalign(
                "held_out_plain": Usage.total(r.usage for r in held_plain.values()),
                "held_out_aligned": Usage.total(r.usage for r in held_aligned.values())},
         unmatched=unmatched + list(state.get("unmatched") or []) + more, judge_errors=errors,
-        distil_reason=str(state.get("distil_reason") or ""))
+        distil_reason=str(state.get("distil_reason") or ""), train_ids=train_ids, held_out_ids=held_ids)
     fit = {"seed": seed, "test_fraction": test_fraction, "group": group, "result_key": name,
            "train": report.train, "held_out": report.held_out, "alignment_cost": _usage_json(report.cost)}
     report.alignment = Alignment(alignment.metric, alignment.model, alignment.guidelines, alignment.examples, fit)
