@@ -152,3 +152,15 @@ def test_align_exit_statuses(files, tmp_path, capsys):
         assert align(server, convs, labels, out, "--max-example-chars", "10") == 2
         assert server.calls.get("/v1/chat/completions", 0) == 0  # nothing was judged for any of them
         assert not out.exists()
+
+
+def test_align_reads_the_offline_fit_s_labels_too(files, tmp_path, capsys):
+    convs, _ = files
+    legacy = tmp_path / "legacy.jsonl"  # {"id", "turn"?, "label"}: about -m's metric; no turn: the last reply
+    legacy.write_text("".join(json.dumps({"id": c["id"], "label": "How can I help" in c["turns"][1]["content"]}) + "\n"
+                              for c in conversations()), encoding="utf-8")
+    with FakeOpenAIServer(Judge()) as server:
+        assert align(server, convs, legacy, tmp_path / "aligned", "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["train"]["labels"] + report["held_out"]["labels"] == N and not report["unmatched"]
+    assert report["held_out"]["after"]["agreement"] == 1.0

@@ -56,7 +56,7 @@ def _labels(args: argparse.Namespace, conversations: list[Conversation]) -> list
     lines (about ``-m``'s metric; no turn: the last reply); a string says why it cannot be used."""
     from ..judges.offline_fit import LabelsError
     from ..judges.offline_fit import read_labels as read_id_labels
-    from ..trust.labels import Label, label_value, read_labels
+    from ..trust.labels import Label, label_value, read_labels, shape_of
 
     try:
         with open(args.labels, encoding="utf-8") as fh:
@@ -66,7 +66,7 @@ def _labels(args: argparse.Namespace, conversations: list[Conversation]) -> list
         return f"cannot read --labels {args.labels}: {getattr(exc, 'strerror', None) or exc}"
     except ValueError:
         head = None
-    if isinstance(head, dict) and "id" in head and "conversation_id" not in head:
+    if isinstance(head, dict) and "id" in head and "conversation_id" not in head and shape_of(head) == "labels":
         try:
             rows = read_id_labels(args.labels, field=args.label_field)
         except (LabelsError, OSError) as exc:
