@@ -111,7 +111,7 @@ def aligned_responder() -> ScriptedResponder:
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_align_then_eval_aligned_every_request_carries_it_and_every_result_its_hash(case, tmp_path, monkeypatch,
                                                                                     capsys):
-    from judgegraph.trust.agreement import _judge_label  # how agree reads a result: the label people gave
+    from judgegraph.trust.labels import label_value
     from tests.unit.metric_cases import model
 
     monkeypatch.chdir(tmp_path)
@@ -121,7 +121,7 @@ def test_align_then_eval_aligned_every_request_carries_it_and_every_result_its_h
     conv = tmp_path / "chats.jsonl"
     conv.write_text("".join(json.dumps(c) + "\n" for c in convs), encoding="utf-8")
     people = case.build(model("yes")).invoke({"conversation": CONVERSATION})["results"][case.name]
-    label = _judge_label(people.value) if people.value is not None else ("yes" if people.passed else "no")
+    label = label_value(people.to_feedback()["value"])  # the label people gave: what the "yes" judge says
     labels = tmp_path / "labels.jsonl"
     labels.write_text("".join(json.dumps({"conversation_id": c["id"], "metric": case.name, "label": label}) + "\n"
                               for c in convs), encoding="utf-8")
