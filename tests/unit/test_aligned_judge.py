@@ -175,3 +175,9 @@ def test_examples_are_bounded_in_count_and_characters(tmp_path):
     examples = report.alignment.examples
     assert len(examples) == 3 and {e.label for e in examples} == {"yes", "no"}
     assert all(sum(len(c) for _, _, c in e.turns) <= 100 for e in examples)
+
+
+def test_an_aligned_judge_is_priced_as_its_model():
+    from judgegraph.pricing import lookup
+
+    assert lookup("llm:gpt-4.1-mini+aligned-438230fe10c8") == lookup("gpt-4.1-mini") is not None
