@@ -159,7 +159,7 @@ def _text(value: object) -> str:
 def _excerpt(conversation: Conversation, numbers: Sequence[int], budget: int) -> tuple[tuple[int, str, str], ...]:
     """The turns ``numbers`` (1-based) of ``conversation``, their texts cut to share ``budget`` characters."""
     picked = [(n, conversation.turns[n - 1]) for n in numbers if 1 <= n <= len(conversation.turns)]
-    share = max(40, budget // max(1, len(picked)))
+    share = max(2, budget // max(1, len(picked)))  # at most budget characters in all (budget >= 80, <= 6 turns)
     return tuple((n, t.role, t.content if len(t.content) <= share else t.content[: share - 1] + "…") for n, t in picked)
 
 
