@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .compiling import CompileOptions
     from .conversation import Conversation, RetrievalNode, ToolCall, Turn, from_messages
     from .judges import CallLimiter, Judge, JudgeCache, ModelLike, NeedsLLMJudge, resolve_judge
+    from .judges.aligned import AlignedJudge, load_aligned
     from .judges.llm import LLMJudge
     from .judges.offline import EmbeddingJudge
     from .judges.scripted import ScriptedChatModel
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from .report import build_report_graph, create_report_graph
     from .results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict, build_result
     from .trust.agreement import agreement
+    from .trust.alignment import align
     from .windows import exchanges, sliding_windows
 
 _EXPORTS = {
@@ -96,6 +98,9 @@ _EXPORTS = {
     "Criterion": "metrics.pairwise",
     "compare_pairwise": "apps.pairwise",
     "PairwiseReport": "apps.pairwise",
+    "align": "trust.alignment",
+    "AlignedJudge": "judges.aligned",
+    "load_aligned": "judges.aligned",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -57,6 +57,7 @@ class Prices:
 
 def _bare(model: str) -> str:
     name = model.split(":", 1)[1] if ":" in model else model  # "llm:gpt-4.1-mini", "openai:gpt-4.1-mini"
+    name = name.split("+", 1)[0]  # an aligned judge, "llm:gpt-4.1-mini+aligned-<hash12>": its model's price
     return name.strip().lower()
 
 

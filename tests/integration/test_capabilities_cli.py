@@ -90,3 +90,59 @@ def test_eval_then_rejudge_one_verdict_then_show(case, tmp_path, monkeypatch, ca
 
 def test_the_capability_cases_import_from_the_repository_root():
     assert str(ROOT) in sys.path or (ROOT / "tests" / "__init__.py").exists()
+
+
+ALIGNED_GUIDE = "ALIGNED-GUIDELINE-91: judge as the people labelled."
+
+
+def aligned_responder() -> ScriptedResponder:
+    """The people's answer ("yes") when the prompt holds the guideline, else the other one; the distilling
+    step writes the guideline."""
+    yes, no = answer("yes"), answer("no")
+
+    def reply(request):
+        if request.schema_name == "DistilledGuidelines":
+            return structured({"reason": "Scripted.", "guidelines": [ALIGNED_GUIDE]})
+        return structured((yes if ALIGNED_GUIDE in request.text else no)(request))
+
+    return ScriptedResponder(default=reply)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_align_then_eval_aligned_every_request_carries_it_and_every_result_its_hash(case, tmp_path, monkeypatch,
+                                                                                    capsys):
+    from judgegraph.trust.labels import label_value
+    from tests.unit.metric_cases import model
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(ROOT))
+    convs = [{**CONVERSATION, "id": f"capabilities-{i}"} for i in range(4)]
+    conv = tmp_path / "chats.jsonl"
+    conv.write_text("".join(json.dumps(c) + "\n" for c in convs), encoding="utf-8")
+    people = case.build(model("yes")).invoke({"conversation": CONVERSATION})["results"][case.name]
+    label = label_value(people.to_feedback()["value"])  # the label people gave: what the "yes" judge says
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"conversation_id": c["id"], "metric": case.name, "label": label}) + "\n"
+                              for c in convs), encoding="utf-8")
+    metric = metric_args(case.name, tmp_path)
+    with FakeOpenAIServer(aligned_responder()) as server:
+        common = ["--model", "gpt-4.1-mini", "--base-url", server.base_url, "--no-cache"]
+        assert main(["align", str(conv), *metric, "--labels", str(labels), *common, "--test-fraction", "0.5",
+                     "--out", str(tmp_path / "aligned"), "--json"]) == 0
+        report = json.loads(capsys.readouterr().out)
+        after, before = report["held_out"]["after"]["agreement"], report["held_out"]["before"]["agreement"]
+        # the plain judge answers the other way, which every metric but response relevancy (whose score over the
+        # loopback embeddings passes either way) turns into the other label: then a guideline is distilled
+        assert after == 1.0 and (before < after or case.name == "response_relevancy")
+        assert report["guidelines"] == ([ALIGNED_GUIDE] if before < after else [])
+        (path,) = (tmp_path / "aligned").glob("aligned-*.json")
+        before = len(server.chat_requests)
+        results = tmp_path / "results.jsonl"
+        assert main(["eval", str(conv), *metric, *common, "--aligned", str(path), "--out", str(results), "-q",
+                     "--no-progress"]) in (0, 1)
+        sent = [json.dumps(body["messages"]) for body in server.chat_requests[before:]]
+    assert sent and all("Label people gave" in s and (ALIGNED_GUIDE in s or not report["guidelines"]) for s in sent)
+    judged = [json.loads(x) for x in results.read_text(encoding="utf-8").splitlines()]
+    names = {r["results"][case.name]["judge"] for r in judged if r.get("type", "conversation") == "conversation"}
+    assert names == {f"llm:gpt-4.1-mini+aligned-{report['sha256'][:12]}"}

@@ -230,9 +230,13 @@ def test_align_command_writes_the_rule_and_its_exit_codes(tmp_path: Path, capsys
     rule = load_rule(written)
     assert written.name == f"offline-rule-{rule.short}.json" and rule.short in capsys.readouterr().out
     assert rule.fit["labels"] == str(lpath) and rule.fit["n_labels"] == 36 and rule.fit["window_size"] == 10
-    # usage: an LLM judge cannot be aligned yet; a bad --positive
-    assert main(["align", str(cpath), "--labels", str(lpath), "--model", "openai:gpt-4.1-mini", "--out", str(out)]) == 2
-    assert "LLM alignment: not implemented yet" in capsys.readouterr().err
+    # usage: an LLM judge with no key nor server (aligning one: tests/integration/test_align_llm_cli.py); a
+    # metric the offline fit does not align; a bad --positive
+    assert main(["align", str(cpath), "--labels", str(lpath), "--model", "openai:gpt-4.1-mini", "--out", str(out)],
+                ) == 2
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
+    assert main(["align", str(cpath), "-m", "role-adherence", "--labels", str(lpath), "--out", str(out)]) == 2
+    assert "the offline judge aligns" in capsys.readouterr().err
     assert main(["align", str(cpath), "--labels", str(lpath), "--positive", "2", "--out", str(out)]) == 2
     # bad input: a labels line naming no conversation; labels of one class only
     lpath.write_text(json.dumps({"id": "nope", "label": "yes"}) + "\n")

@@ -19,7 +19,9 @@ def _declared():
     """Each module with prompt steps declares PROMPT_VALUES: {step: values its node passes}."""
     values = {}
     for name in [f"judgegraph.metrics.{m}" for m in METRIC_MODULES] + ["judgegraph.metrics.custom", "judgegraph.statements",
-                                                                           "judgegraph.apps.simulate.graph", "judgegraph.metrics.pairwise"]:
+                                                                           "judgegraph.apps.simulate.graph", "judgegraph.metrics.pairwise",
+                                                                           "judgegraph.judges.aligned",
+                                                                           "judgegraph.trust.alignment"]:
         try:
             mod = importlib.import_module(name)
         except ModuleNotFoundError as exc:

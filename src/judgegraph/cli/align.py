@@ -1,10 +1,12 @@
-"""``judgegraph align``: fit a judge's decision to human labels (docs/offline_alignment.md).
+"""``judgegraph align``: fit a judge's decision to human labels (docs/alignment.md).
 
-``--model offline`` fits the offline judge's rule (:mod:`judgegraph.judges.offline_fit`)
-and writes ``offline-rule-<hash12>.json`` in ``--out``, used by ``judgegraph eval
---offline-rule FILE``. Any other ``--model`` (aligning an LLM judge) is not
-implemented yet: exit 2. Exit 3: a bad labels or conversations file (the
-message names the file, line and field), or labels that cannot be fitted.
+``--model offline`` fits the offline judge's rule (:mod:`judgegraph.judges.offline_fit`,
+docs/offline_alignment.md) and writes ``offline-rule-<hash12>.json`` in ``--out``, used by
+``judgegraph eval --offline-rule FILE``. Any other ``--model`` aligns that LLM judge
+(:mod:`judgegraph.trust.alignment`) and writes ``aligned-<metric>-<hash12>.json``, used by
+``judgegraph eval --aligned FILE``. Exit 2: a bad command line; exit 3: a bad labels or
+conversations file (the message names the file, line and field), labels that match
+nothing or cannot be fitted, a distilling call that failed, judge errors.
 """
 
 from __future__ import annotations
@@ -26,31 +28,59 @@ ALIGNABLE = {"turn-relevancy": 10, "conversation-relevance": 5}
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser("align", help="fit a judge's decision to human labels (offline judge: a rule file)",
-                       description="Fit the judge's decision rule to human labels and write it to --out.")
+    p = sub.add_parser("align", help="align a judge to human labels (an LLM judge: guidelines and examples; "
+                       "the offline judge: a fitted rule)",
+                       description="Align the judge of METRIC to human labels and write it to --out: an LLM judge "
+                                   "(--model M) gets guidelines and examples, the offline judge a fitted rule.")
     p.add_argument("files", nargs="+", metavar="FILE", help="the labelled conversations (any format eval reads)")
-    p.add_argument("-m", "--metric", default="turn-relevancy", choices=sorted(ALIGNABLE), help="metric whose verdicts the labels rate")
-    p.add_argument("--labels", required=True, metavar="FILE", help='JSONL: {"id": conversation id, "turn": 1-based turn '
-                   '(optional: the last reply), "label": value} per line')
+    p.add_argument("-m", "--metric", default="turn-relevancy", metavar="METRIC",
+                   help="metric whose verdicts the labels rate (default %(default)s; the offline judge: "
+                        f"{', '.join(sorted(ALIGNABLE))}; an LLM judge: any metric, mypkg.module:attr included)")
+    p.add_argument("--labels", required=True, metavar="FILE", help='JSONL: {"conversation_id", "metric", "turn" | '
+                   '"verdict_id", "label"} per line (docs/agreement.md), or {"id", "turn", "label"}')
     p.add_argument("--label-field", default="label", metavar="NAME", help="the label's field (default %(default)s)")
     p.add_argument("--positive", metavar="RULE", help="which labels count as relevant, e.g. '>=2' or '==good' "
                    "(default: true/false, yes/no, relevant/irrelevant, 1/0)")
-    p.add_argument("--model", default="offline", help="the judge to align (default and, for now, only: offline)")
-    p.add_argument("--out", required=True, metavar="DIR", help="folder the rule file is written to")
+    p.add_argument("--model", default="offline", help="the judge to align: offline (default) or an LLM, e.g. "
+                   "openai:gpt-4.1-mini")
+    p.add_argument("--base-url", help="OpenAI-compatible server for --model (vLLM, Ollama, llama.cpp)")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder the rule or aligned-judge file is written to")
     p.add_argument("--window-size", type=int, metavar="N", help="the metric's window (default: the metric's own)")
     p.add_argument("--group", metavar="REGEX", help="dialogue of a conversation id (first group) for the split, "
                    "when one dialogue spans several records (default: the id)")
     p.add_argument("--seed", type=int, default=0, help="seed of the train/held-out dialogue split (default 0)")
     p.add_argument("--test-fraction", type=float, default=0.3, help="held-out share of dialogues (default 0.3)")
+    llm = p.add_argument_group("LLM judge", "aligning an LLM judge (--model M; docs/alignment.md)")
+    llm.add_argument("--max-examples", type=int, default=6, metavar="N", help="labelled examples in every prompt (default 6)")
+    llm.add_argument("--max-example-chars", type=int, default=800, metavar="N",
+                     help="characters of one example's conversation text at most (default 800)")
+    llm.add_argument("--max-guidelines", type=int, default=8, metavar="N", help="guidelines at most (default 8)")
+    llm.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once (default 16)")
+    llm.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    llm.add_argument("--no-cache", action="store_true", help="no judge cache: every judgement is asked "
+                     "(default: answers at temperature 0 are kept on disk, so aligning again is cheaper)")
+    llm.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
+                     help="conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
+    llm.add_argument("--role", help="role-adherence: the chatbot's role")
+    llm.add_argument("--embeddings", help="response-relevancy: embeddings model, e.g. openai:text-embedding-3-small "
+                     "(default: the offline all-MiniLM-L6-v2); served at --base-url when given")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     out, err = consoles()
-    if args.model != "offline":
-        return usage_error(err, f"LLM alignment: not implemented yet (--model {args.model}); use --model offline")
     if not 0 <= args.test_fraction < 1:
         return usage_error(err, f"--test-fraction must be >= 0 and < 1, got {args.test_fraction}")
+    if args.model != "offline":
+        from .align_llm import run_llm
+
+        return run_llm(args, out, err)
+    from ..metrics import canonical_name
+
+    if args.metric not in ALIGNABLE and canonical_name(args.metric).replace("_", "-") not in ALIGNABLE:
+        return usage_error(err, f"the offline judge aligns {', '.join(sorted(ALIGNABLE))}, not {args.metric} "
+                                "(an LLM judge aligns any metric: --model M)")
+    args.metric = canonical_name(args.metric).replace("_", "-")
     from ..judges.offline_fit import parse_positive
 
     try:
@@ -82,7 +112,7 @@ def _fit(args: argparse.Namespace, positive: Callable[[LabelValue], bool], windo
     from ..loaders.files import load_conversations
     from ..metrics.relevancy import turn_inputs
 
-    labels = read_labels(args.labels, field=args.label_field)
+    labels = read_labels(args.labels, field=args.label_field, metric=args.metric)
     conversations = load_conversations(args.files)
     cases = label_cases(conversations, labels, labels_path=args.labels, positive=positive,
                         inputs_of=turn_inputs, window_size=window)

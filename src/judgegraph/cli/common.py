@@ -122,6 +122,8 @@ def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency:
     processes rebuild the judge from them)."""
     no_cache = bool(getattr(args, "no_cache", False))
     rule = {"rule": args.offline_rule} if getattr(args, "offline_rule", None) else {}  # the offline judge's fitted rule
+    if getattr(args, "aligned", None):
+        rule["aligned"] = args.aligned  # an aligned LLM judge's file (--aligned; docs/alignment.md)
     if model is None:
         return {"cache": not no_cache, **rule}
     kwargs: dict[str, Any] = {}  # Any: keyword arguments of several types, spread into resolve_judge(**)

@@ -44,6 +44,9 @@ def register(sub: Subparsers) -> None:
                                          "(default: the offline all-MiniLM-L6-v2); served at --base-url when given")
     ev.add_argument("--offline-rule", metavar="FILE", help="the offline judge decides with this fitted rule "
                     "(judgegraph align; docs/offline_alignment.md)")
+    from .aligned_option import add_aligned_option
+
+    add_aligned_option(ev)
     ev.add_argument("--allow-outside-files", action="store_true", default=None, help="promptfoo file:// references may leave the config file's folder")
     jg = ev.add_argument_group("judge client", "LLM judge settings (docs/judges.md)")
     jg.add_argument("--timeout", type=float, metavar="S",
@@ -198,7 +201,9 @@ def run(args: argparse.Namespace) -> int:
     from ..runner import MetricPlan
 
     out, err = common.consoles()
-    for check in (common.check_numbers, _bad_flags, _source_error, common.guidelines_missing, _out_error):
+    from .aligned_option import aligned_error
+
+    for check in (common.check_numbers, _bad_flags, _source_error, aligned_error, common.guidelines_missing, _out_error):
         if bad := check(args):
             return usage_error(err, bad)
     try:

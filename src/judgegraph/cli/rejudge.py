@@ -56,6 +56,9 @@ def register(sub: Subparsers) -> None:
     common.add_judge_options(p, model="LLM judge, e.g. openai:gpt-4.1-mini (needed: a rubric or prompt steers an LLM)",
                              base_url="OpenAI-compatible server for --model", concurrency="judge calls in flight at once")
     common.add_out_options(p, required=True, metavar="NEW.jsonl", help="where the new results file goes")
+    from .aligned_option import add_aligned_option
+
+    add_aligned_option(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
     metric = spec.name if ":" not in args.metric else canonical_name(args.metric)
     if not args.model:
         return _say("re-judging asks an LLM judge: give --model (and --base-url for a local server)")
-    if (bad := common.check_numbers(args)) is not None:
+    from .aligned_option import aligned_error
+
+    if (bad := common.check_numbers(args) or aligned_error(args)) is not None:
         return _say(bad)
     results_path = Path(args.results)
     if not results_path.is_file():

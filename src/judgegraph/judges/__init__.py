@@ -14,6 +14,7 @@ from .limiter import CallLimiter, RateBucket
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from .aligned import Alignment
     from .offline_rule import OfflineRule
 
 __all__ = [
@@ -39,6 +40,7 @@ def resolve_judge(
     max_prompt_tokens: int | None = None,
     max_reply_bytes: int | None = None,
     rule: OfflineRule | str | os.PathLike[str] | None = None,
+    aligned: Alignment | str | os.PathLike[str] | None = None,
     **client: Any,  # Any: the chat model's own keyword arguments (base_url, temperature ...)
 ) -> Judge:
     """The judge for ``model`` (settings and defaults: docs/judges.md): a :class:`Judge` as it
@@ -46,7 +48,19 @@ def resolve_judge(
     offline judge. ``cache``: True caches in memory, and on disk at temperature 0; a path
     caches in that file; False neither. Build one here and pass it as several metrics'
     ``model`` to share its limits and cache. ``rule``: the offline judge's fitted decision
-    rule or its file (docs/offline_alignment.md); ValueError with another judge."""
+    rule or its file (docs/offline_alignment.md); ValueError with another judge. ``aligned``: an LLM judge's
+    alignment or its ``aligned-….json`` file (docs/alignment.md): an :class:`~judgegraph.judges.aligned.AlignedJudge`
+    around ``model``'s judge (ValueError: no LLM model, another model than the file's, a tampered file)."""
+    if aligned is not None:
+        from .aligned import AlignedJudge, Alignment, read_alignment
+
+        if model is None:
+            raise ValueError("an aligned judge (--aligned) wraps an LLM judge: give its model (--model)")
+        alignment = aligned if isinstance(aligned, Alignment) else read_alignment(aligned)
+        base = resolve_judge(model, max_concurrency=max_concurrency, max_tries=max_tries, cache=cache, timeout=timeout,
+                             max_retries=max_retries, rpm=rpm, tpm=tpm, max_prompt_tokens=max_prompt_tokens,
+                             max_reply_bytes=max_reply_bytes, rule=rule, **client)
+        return AlignedJudge(base, alignment)
     settings = {k: v for k, v in {"timeout": timeout, "max_retries": max_retries, "rpm": rpm, "tpm": tpm,
                                    "max_prompt_tokens": max_prompt_tokens,
                                    "max_reply_bytes": max_reply_bytes}.items() if v is not None}

@@ -62,9 +62,11 @@ class Label:
     line: int
 
 
-def read_labels(path: str | os.PathLike[str], *, field: str = "label") -> list[Label]:
+def read_labels(path: str | os.PathLike[str], *, field: str = "label", metric: str | None = None) -> list[Label]:
     """The labels of a JSONL file: ``{"id": str, "turn": int >= 1 (optional), field: bool|number|str}``
-    per line (blank lines skipped). :class:`LabelsError` names the line and field of the first bad one."""
+    per line (blank lines skipped), or judgegraph's labels JSONL (:mod:`judgegraph.trust.labels`:
+    ``conversation_id`` for ``id``, and a ``metric``: with ``metric`` given, the lines about another metric
+    are skipped). :class:`LabelsError` names the line and field of the first bad one."""
     out: list[Label] = []
     seen: dict[tuple[str, int | None], int] = {}
     with open(path, encoding="utf-8") as fh:
@@ -78,6 +80,12 @@ def read_labels(path: str | os.PathLike[str], *, field: str = "label") -> list[L
                 raise LabelsError(f"{where}: not JSON ({exc.msg})") from None
             if not isinstance(rec, dict):
                 raise LabelsError(f"{where}: expected an object with 'id', 'turn' and {field!r}")
+            if "conversation_id" in rec and "id" not in rec:  # judgegraph's labels JSONL (docs/agreement.md)
+                if rec.get("verdict_id") is not None:
+                    raise LabelsError(f"{where}: field 'verdict_id': the offline fit labels replies by 'turn'")
+                if metric is not None and isinstance(rec.get("metric"), str) and _metric_key(rec["metric"]) != _metric_key(metric):
+                    continue
+                rec = {**rec, "id": rec["conversation_id"]}
             cid, turn, value = rec.get("id"), rec.get("turn"), rec.get(field)
             if not isinstance(cid, str) or not cid:
                 raise LabelsError(f"{where}: field 'id': expected the conversation id (a string), got {cid!r}")
@@ -90,8 +98,12 @@ def read_labels(path: str | os.PathLike[str], *, field: str = "label") -> list[L
             seen[cid, turn] = n
             out.append(Label(cid, turn, value, n))
     if not out:
-        raise LabelsError(f"{path}: no labels")
+        raise LabelsError(f"{path}: no labels" + (f" for {metric}" if metric else ""))
     return out
+
+
+def _metric_key(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
 
 
 _OPS: dict[str, Callable[[float, float], bool]] = {

@@ -1,0 +1,163 @@
+"""``judgegraph align --model M``: align an LLM judge to people's labels (:mod:`judgegraph.trust.alignment`).
+
+Writes ``aligned-<metric>-<hash12>.json`` in ``--out`` and prints the agreement of the
+plain and the aligned judge with the held-out labels (a table, or ``--json``) and what
+alignment cost. Exit 2: a bad command line (an unknown metric, a bad number); exit 3:
+labels that cannot be read or match nothing, conversations that cannot be read, a
+distilling call that failed, or judge errors (the file is still written then).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING, Any
+
+from . import common
+from .common import EXIT_ERRORS, EXIT_OK, markup_safe, usage_error
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..conversation import Conversation
+    from ..trust.alignment import AlignmentReport
+    from ..trust.labels import Label
+
+
+def _bad_numbers(args: argparse.Namespace) -> str | None:
+    if args.positive:
+        return "--positive is for --model offline (an LLM judge is compared with the labels as they are)"
+    for flag, value, least in (("--max-examples", args.max_examples, 0), ("--max-guidelines", args.max_guidelines, 0),
+                               ("--max-example-chars", args.max_example_chars, 80), ("--concurrency", args.concurrency, 1)):
+        if value < least:
+            return f"{flag} must be >= {least}, got {value}"
+    if args.concurrency > common.MAX_CONCURRENCY:
+        return f"--concurrency must be at most {common.MAX_CONCURRENCY}, got {args.concurrency}"
+    if args.window_size is not None and args.window_size < 1:
+        return f"--window-size must be >= 1, got {args.window_size}"
+    return common.bad_base_url(args.base_url)
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The metric's options given on the command line (ValueError: a bad metric or option, a usage error)."""
+    from ..judges import NoModel
+    from ..metrics import get_metric
+    from ..report import build_metric
+
+    spec = get_metric(args.metric)
+    given = {"window_size": args.window_size, "guidelines": common.read_guidelines(args.guidelines), "role": args.role,
+             "embeddings": args.embeddings, "embeddings_base_url": args.base_url if args.embeddings else None}
+    options = {k: v for k, v in given.items() if v is not None and k in spec.options}
+    build_metric(spec, NoModel(), **options)  # a missing guideline, a bad option: before any call
+    return options
+
+
+def _labels(args: argparse.Namespace, conversations: list[Conversation]) -> list[Label] | str:
+    """The labels file, as labels JSONL (docs/agreement.md) or the offline fit's ``{"id", "turn", "label"}``
+    lines (about ``-m``'s metric; no turn: the last reply); a string says why it cannot be used."""
+    from ..judges.offline_fit import LabelsError
+    from ..judges.offline_fit import read_labels as read_id_labels
+    from ..trust.labels import Label, label_value, read_labels, shape_of
+
+    try:
+        with open(args.labels, encoding="utf-8") as fh:
+            first = next((line for line in fh if line.strip()), "")
+        head = json.loads(first) if first.strip().startswith("{") else None
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"cannot read --labels {args.labels}: {getattr(exc, 'strerror', None) or exc}"
+    except ValueError:
+        head = None
+    if isinstance(head, dict) and "id" in head and "conversation_id" not in head and shape_of(head) == "labels":
+        try:
+            rows = read_id_labels(args.labels, field=args.label_field)
+        except (LabelsError, OSError) as exc:
+            return str(exc)
+        last = {c.id: max((i + 1 for i, t in enumerate(c.turns) if t.role == "assistant"), default=None)
+                for c in conversations}
+        return [Label(r.id, args.metric, label_value(r.value), r.turn if r.turn is not None else last.get(r.id),
+                      source=f"{args.labels}:{r.line}") for r in rows]
+    read = read_labels(args.labels)
+    if read.errors:
+        return "labels that cannot be used:\n" + "\n".join(f"  {e}" for e in read.errors[:20])
+    return read.labels
+
+
+def run_llm(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from ..loaders import load_files
+    from ..metrics import MetricNotFound
+    from ..trust.alignment import AlignmentError, align
+
+    if (bad := _bad_numbers(args)) is not None:
+        return usage_error(err, bad)
+    try:
+        options = _options(args)
+    except (MetricNotFound, ValueError, TypeError) as exc:
+        return usage_error(err, exc)
+    loaded = load_files(args.files)
+    if loaded.errors:
+        for e in loaded.errors[:20]:
+            err.print(f"[red]input error:[/] {markup_safe(e)}")
+        err.print(f"[red]error:[/] {len(loaded.errors)} input errors: nothing was judged (exit {EXIT_ERRORS})")
+        return EXIT_ERRORS
+    conversations = [c.conversation for c in loaded.conversations]
+    labels = _labels(args, conversations)
+    if isinstance(labels, str):
+        err.print(f"[red]error:[/] {markup_safe(labels)} (exit {EXIT_ERRORS})")
+        return EXIT_ERRORS
+    settings: dict[str, Any] = {"cache": not args.no_cache}
+    if url := common.base_url(args.base_url, args.model):
+        settings["base_url"] = url
+    try:
+        report = align(args.metric, labels, model=args.model, conversations=conversations, options=options,
+                       seed=args.seed, test_fraction=args.test_fraction, group=args.group,
+                       max_examples=args.max_examples, max_example_chars=args.max_example_chars,
+                       max_guidelines=args.max_guidelines, concurrency=args.concurrency, out=args.out, **settings)
+    except AlignmentError as exc:
+        err.print(f"[red]error:[/] {markup_safe(exc)} (exit {EXIT_ERRORS})")
+        return EXIT_ERRORS
+    except (ValueError, TypeError) as exc:  # a model that cannot be built (no key, no base URL)
+        return usage_error(err, exc)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        _print(out, report)
+    for problem in report.judge_errors[:20]:
+        err.print(f"[red]judge error:[/] {markup_safe(problem)}")
+    for label in report.unmatched[:10]:
+        err.print(f"[yellow]unmatched label:[/] {markup_safe(label)}")
+    if report.judge_errors:
+        err.print(f"[red]error:[/] {len(report.judge_errors)} judge errors: the figures leave those verdicts out "
+                  f"(exit {EXIT_ERRORS})")
+        return EXIT_ERRORS
+    return EXIT_OK
+
+
+def _fmt(value: object) -> str:
+    return "—" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _print(out: Console, report: AlignmentReport) -> None:
+    from rich.table import Table
+
+    held = report.held_out
+    table = Table(title=f"{report.metric}: agreement with {held['labels']} held-out labels "
+                        f"({held['conversations']} conversations)")
+    for col in ("judge", "n", "% agreement", "kappa", "judge errors"):
+        table.add_column(col, justify="left" if col == "judge" else "right")
+    for name, fig in (("plain " + report.judge.inner.name, held["before"]), ("aligned " + report.judge.name, held["after"])):
+        pct = None if fig["agreement"] is None else f"{100 * fig['agreement']:.1f}%"
+        table.add_row(markup_safe(name), str(fig["n"]), pct or "—", _fmt(fig["kappa"]), str(fig["judge_errors"]))
+    out.print(table)
+    train = report.train
+    out.print(f"train: {train['labels']} labels on {train['conversations']} conversations, "
+              f"{train['disagreements']} disagreements; {len(report.alignment.guidelines)} guidelines, "
+              f"{len(report.alignment.examples)} examples", highlight=False)
+    for i, g in enumerate(report.alignment.guidelines, 1):
+        out.print(f"  {i}. {markup_safe(g)}", highlight=False)
+    c = report.cost
+    held_cost = report.usage["held_out_plain"] + report.usage["held_out_aligned"]
+    out.print(f"alignment cost: {c.calls} calls, {c.input_tokens} tokens in / {c.output_tokens} out"
+              f"{' (estimated)' if c.estimated else ''}; the held-out measurement: {held_cost.calls} calls, "
+              f"{held_cost.input_tokens} in / {held_cost.output_tokens} out", highlight=False)
+    out.print(f"wrote {markup_safe(report.path)}; use it with: judgegraph eval -m {markup_safe(report.metric)} "
+              f"--model {markup_safe(report.alignment.model)} --aligned {markup_safe(report.path)} ...", highlight=False)

@@ -1,0 +1,246 @@
+"""An LLM judge aligned to people's labels: guidelines and labelled examples before every prompt.
+
+``judgegraph align -m METRIC --model M`` (:mod:`judgegraph.trust.alignment`)
+distils guidelines from the judge's disagreements with people and chooses
+labelled examples; :class:`Alignment` holds them, with the metric and the base
+model they were made for, and is written as ``aligned-<metric>-<hash12>.json``.
+
+:class:`AlignedJudge` wraps any judge: each request it is given goes to the
+wrapped judge with the ``prompts/align/preamble.md`` section placed before the
+request's own prompt. The guidelines and examples are placeholder *values* of
+that section (data: never template source, and they cannot open or close one of
+its sections), so every metric takes them with no change to the metric: built-ins,
+session judges, ``make_judge``, a user's metric. Its name is the wrapped judge's
+plus ``+aligned-<hash12>``, so every result it produces says which alignment
+made it.
+
+The hash (:attr:`Alignment.hash`) is the sha256 of what changes verdicts: the
+metric, the base model's name, the guidelines and the examples. A file whose
+``sha256`` does not match them (edited by hand, truncated) is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..prompts import Prompt, load_prompt
+from .base import Endpoint, Judge, JudgeOutcome, JudgeRequest
+from .cache import JudgeCache
+
+__all__ = ["FORMAT", "PREAMBLE_STEP", "AlignedJudge", "Alignment", "Example", "load_aligned", "read_alignment"]
+
+FORMAT = "judgegraph-aligned-judge"
+VERSION = 1
+PREAMBLE_STEP = "align/preamble"
+#: the placeholders of the preamble, as the test of every prompt file checks them
+PROMPT_VALUES = {PREAMBLE_STEP: frozenset({"alignment_guidelines", "alignment_examples"})}
+
+
+@dataclass(frozen=True)
+class Example:
+    """One labelled case shown to the aligned judge: a conversation excerpt and the label people gave."""
+
+    conversation_id: str
+    target: str  # what the label is about, as a person reads it: "turn 4", "verdict 2", "the result"
+    turns: tuple[tuple[int, str, str], ...]  # (1-based turn number, role, content) of the excerpt, in order
+    label: str
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:  # Any: JSON values
+        return {"conversation_id": self.conversation_id, "target": self.target,
+                "turns": [{"turn": n, "role": r, "content": c} for n, r, c in self.turns],
+                "label": self.label, "note": self.note}
+
+    @classmethod
+    def from_json(cls, data: object) -> Example:
+        if not isinstance(data, dict):
+            raise ValueError(f"an example is an object, got {type(data).__name__}")
+        turns = data.get("turns")
+        if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
+            raise ValueError("'turns' must be a list of {turn, role, content}")
+        try:
+            read = tuple((int(t["turn"]), str(t["role"]), str(t["content"])) for t in turns)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"'turns': each needs turn, role and content ({exc})") from None
+        for key in ("conversation_id", "target", "label"):
+            if not isinstance(data.get(key), str):
+                raise ValueError(f"{key!r} must be a string")
+        return cls(data["conversation_id"], data["target"], read, data["label"], str(data.get("note") or ""))
+
+    def render(self, number: int) -> str:
+        lines = [f"Example {number} ({self.target}):"]
+        lines += [f"[turn {n}] {role}: {content}" for n, role, content in self.turns]
+        lines.append(f"Label people gave: {self.label}" + (f" (their note: {self.note})" if self.note else ""))
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """What an aligned judge adds to a metric's judge: guidelines and labelled examples.
+    ``fit`` holds how they were made and their figures (not part of the hash)."""
+
+    metric: str
+    model: str  # the base judge's model name (LLMJudge.model_name), e.g. "gpt-4.1-mini"
+    guidelines: tuple[str, ...]
+    examples: tuple[Example, ...]
+    fit: dict[str, Any] = field(default_factory=dict, compare=False)  # Any: JSON figures and provenance
+
+    def decision(self) -> dict[str, Any]:  # Any: JSON values
+        """The fields that change verdicts (what the hash covers)."""
+        return {"metric": self.metric, "model": self.model, "guidelines": list(self.guidelines),
+                "examples": [e.to_json() for e in self.examples]}
+
+    @property
+    def hash(self) -> str:
+        text = json.dumps(self.decision(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    @property
+    def short(self) -> str:
+        return self.hash[:12]
+
+    @property
+    def filename(self) -> str:
+        """``aligned-<metric>-<hash12>.json`` (an import path's characters other than letters, digits, ``._-``
+        written as ``_``)."""
+        return f"aligned-{re.sub(r'[^A-Za-z0-9_.-]', '_', self.metric)}-{self.short}.json"
+
+    def values(self) -> dict[str, str]:
+        """The preamble's placeholder values."""
+        guidelines = "\n".join(f"{i}. {g}" for i, g in enumerate(self.guidelines, 1)) or "(none)"
+        examples = "\n\n".join(e.render(i) for i, e in enumerate(self.examples, 1)) or "(none)"
+        return {"alignment_guidelines": guidelines, "alignment_examples": examples}
+
+    def to_json(self) -> dict[str, Any]:  # Any: JSON values
+        return {"format": FORMAT, "version": VERSION, "sha256": self.hash, **self.decision(), "fit": self.fit}
+
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Write :attr:`filename` in ``folder`` (made if missing); returns its path."""
+        path = Path(folder) / self.filename
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return path
+
+
+def read_alignment(path: str | os.PathLike[str]) -> Alignment:
+    """Read an aligned-judge file; ``ValueError`` naming the file and field when it is not one, or when its
+    ``sha256`` does not match its content (a hand edit, a truncated copy): a tampered file is refused."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a JSON file ({exc})") from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"{path}: field 'format': not a judgegraph aligned judge (expected {FORMAT!r})")
+    if data.get("version") != VERSION:
+        raise ValueError(f"{path}: field 'version': {data.get('version')!r} is not supported (expected {VERSION})")
+    for key in ("metric", "model"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise ValueError(f"{path}: field {key!r}: must be a non-empty string")
+    guidelines = data.get("guidelines")
+    if not isinstance(guidelines, list) or not all(isinstance(g, str) for g in guidelines):
+        raise ValueError(f"{path}: field 'guidelines': must be a list of strings")
+    examples = data.get("examples")
+    if not isinstance(examples, list):
+        raise ValueError(f"{path}: field 'examples': must be a list")
+    read = []
+    for i, item in enumerate(examples):
+        try:
+            read.append(Example.from_json(item))
+        except ValueError as exc:
+            raise ValueError(f"{path}: field 'examples[{i}]': {exc}") from None
+    fit = data.get("fit")
+    alignment = Alignment(data["metric"], data["model"], tuple(guidelines), tuple(read),
+                          fit if isinstance(fit, dict) else {})
+    if data.get("sha256") != alignment.hash:
+        raise ValueError(f"{path}: field 'sha256': does not match the file's guidelines, examples, metric and model "
+                         "(edited or damaged); run judgegraph align again rather than editing the file")
+    return alignment
+
+
+class AlignedJudge(Judge):
+    """``judge`` with an :class:`Alignment` placed before every prompt it is asked (see the module).
+
+    The wrapped judge does the asking (its cache, limits, retries and transcripts): the request it gets differs
+    from the metric's by the preamble, so answers of the plain and the aligned judge are never mixed up."""
+
+    def __init__(self, judge: Judge, alignment: Alignment) -> None:
+        if judge.kind != "llm":
+            raise ValueError(f"an aligned judge wraps an LLM judge; {judge.name} is a {judge.kind} judge "
+                             "(for the offline judge, judgegraph align --model offline fits a rule)")
+        model = getattr(judge, "model_name", None)
+        if model is not None and model != alignment.model:
+            raise ValueError(f"the aligned judge {alignment.short} was made for model {alignment.model!r}, not "
+                             f"{model!r}: judge with --model {alignment.model} (or align {model} again)")
+        self.inner = judge
+        self.alignment = alignment
+        self.kind = judge.kind
+        self.name = f"{judge.name}+aligned-{alignment.short}"
+        self._values = alignment.values()
+        self.cache: JudgeCache | None = judge.cache  # the wrapped judge's (shown by eval): it does the caching
+        self._prompts: dict[str, Prompt] = {}
+
+    def __getattr__(self, name: str) -> Any:  # Any: whatever the wrapped judge has (model_name, limiter, settings...)
+        if name in ("inner", "alignment", "__setstate__") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def supports(self, task: str) -> bool:
+        return self.inner.supports(task)
+
+    @property
+    def embeddings(self) -> Any:
+        return self.inner.embeddings
+
+    @property
+    def endpoint(self) -> Endpoint | None:
+        return self.inner.endpoint
+
+    def aligned(self, request: JudgeRequest) -> JudgeRequest:
+        """``request`` with the preamble before its prompt (its own prompt override, or its step's file)."""
+        base = request.template
+        prompt = self._prompts.get(base.template)
+        if prompt is None:
+            clash = base.placeholders & self._values.keys()
+            if clash:
+                raise ValueError(f"prompt {base.name!r} uses the aligned judge's placeholders {sorted(clash)}")
+            preamble = load_prompt(PREAMBLE_STEP)
+            prompt = Prompt(f"{base.name}+aligned", preamble.template + "\n" + base.template,
+                            base.documented | preamble.documented, base.path)
+            self._prompts[base.template] = prompt
+        return dataclasses.replace(request, prompt=prompt, values={**request.values, **self._values})
+
+    def judge(self, request: JudgeRequest) -> JudgeOutcome:
+        return self.inner.judge(self.aligned(request))
+
+    async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
+        return await self.inner.ajudge(self.aligned(request))
+
+    def run(self, request: JudgeRequest) -> JudgeOutcome:
+        return self.inner.run(self.aligned(request))
+
+    async def arun(self, request: JudgeRequest) -> JudgeOutcome:
+        return await self.inner.arun(self.aligned(request))
+
+    def prepare(self, request: JudgeRequest) -> None:
+        load_prompt(PREAMBLE_STEP)
+        self.inner.prepare(request)
+
+
+def load_aligned(path: str | os.PathLike[str] | Alignment, model: Any = None, **settings: Any) -> AlignedJudge:
+    """The aligned judge of an ``aligned-….json`` file (or an :class:`Alignment`), ready as any metric's
+    ``model=``. ``model``: the base judge (a model string, a chat model or a Judge; default: the file's model,
+    an OpenAI model); ``settings``: :func:`~judgegraph.judges.resolve_judge`'s (``base_url``, ``timeout``...).
+    ``ValueError``: an unreadable or tampered file, or a model other than the one it was made for."""
+    from . import resolve_judge
+
+    alignment = path if isinstance(path, Alignment) else read_alignment(path)
+    return AlignedJudge(resolve_judge(alignment.model if model is None else model, **settings), alignment)
