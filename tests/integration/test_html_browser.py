@@ -77,9 +77,16 @@ def _row(browser, By, cid: str):
 
 def test_rows_summary_and_graph_are_shown(browser, report):
     By = _open(browser, report)
-    rows = _visible_rows(browser, By)
-    assert [r.find_element(By.CSS_SELECTOR, "td.conv-id").text.splitlines()[0] for r in rows] == \
-        [f"conv-{i:04d}" for i in range(8)]
+    from selenium.webdriver.support.ui import Select
+
+    def ids():
+        return [r.find_element(By.CSS_SELECTOR, "td.conv-id").text.splitlines()[0] for r in _visible_rows(browser, By)]
+
+    # failures first (a failed result, a judge error, a failed run), then input order
+    assert ids() == ["conv-0003", "conv-0004", "conv-0005", "conv-0000", "conv-0001", "conv-0002", "conv-0006",
+                     "conv-0007"]
+    Select(browser.find_element(By.ID, "sort-order")).select_by_value("position")
+    assert ids() == [f"conv-{i:04d}" for i in range(8)]
     summary = browser.find_element(By.ID, "summary").text
     assert "turn_relevancy" in summary and "knowledge_retention" in summary
     assert "1 failed" in browser.find_element(By.ID, "totals").text
