@@ -167,7 +167,7 @@ def two_runs(n: int = 8) -> tuple[list[dict[str, Any]], list[dict[str, Any]], li
     metrics = ["turn_relevancy", "knowledge_retention"]
     summary = {"type": "summary", "ended_at": "2026-11-26T05:02:05Z", "duration_s": 125.0,
                "usage": {"calls": 40, "input_tokens": 7200, "output_tokens": 960}, "cost_usd": 0.0123,
-               "pass_rate": {"turn_relevancy": 0.75, "knowledge_retention": 1.0}}
+               "pass_rate": {"turn_relevancy": 0.875, "knowledge_retention": 1.0}}
     return conversations, old, [_header(metrics), *lines, summary]
 
 

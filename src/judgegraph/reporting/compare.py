@@ -200,12 +200,20 @@ def compare_runs(runs: Sequence[ResultsFile]) -> Comparison:
             if isinstance(position, int) and not isinstance(position, bool):
                 positions[cid] = min(position, positions.get(cid, position))
     metrics = list(dict.fromkeys(m for run in runs for c in run.conversations for m in _results(c)))
-    rows = [Row(cid, cells, positions.get(cid, -1), _differs(cells, metrics), any(is_failing(r) for r in cells))
+    # input order: the recorded position; an id no run recorded one for goes right after the conversation before it
+    # in its file (a file with no positions at all keeps its own order)
+    estimate: dict[str, tuple[float, int]] = {cid: (float(p), 0) for cid, p in positions.items()}
+    for run in runs:
+        last = -1.0
+        for record in run.conversations:
+            cid = record["conversation_id"]
+            if cid in positions:
+                last = float(positions[cid])
+            elif cid not in estimate:
+                estimate[cid] = (last + 0.5, order[cid])
+    rows = [Row(cid, cells, 0, _differs(cells, metrics), any(is_failing(r) for r in cells))
             for cid, cells in by_id.items()]
-    # input order: by recorded position, then (ids without one) in the order first seen
-    rank = {row.conversation_id: i for i, row in enumerate(sorted(
-        rows, key=lambda r: (r.position < 0, r.position, order[r.conversation_id])))}
-    for row in rows:
-        row.position = rank[row.conversation_id]
+    for i, row in enumerate(sorted(rows, key=lambda r: (*estimate[r.conversation_id], order[r.conversation_id]))):
+        row.position = i
     rows.sort(key=lambda r: (not r.failing, r.position))
     return Comparison(facts, metrics, rows)

@@ -179,7 +179,7 @@ def _matrix_cell(record: dict[str, Any] | None, metric: str, run: int, label: st
     score = result.get("score")
     sort = f' data-score="{score:.6f}"' if isinstance(score, (int, float)) and not isinstance(score, bool) else ""
     errors = len(result.get("errors") or [])
-    err = f' <span class="judge-error">({errors} judge err)</span>' if errors else ""
+    err = f'<div class="judge-error small">{errors} judge err</div>' if errors else ""
     title = f' title="run {_e(label)}: {_e(metric)}"' if compare else ""
     return (f'<td {attrs} data-status="{_e(status)}"{sort}{title}><span class="status {_e(status or "none")}">'
             f'{_e(STATUS_LABEL.get(str(status), status or "—"))}</span> {_score(score)}{err}</td>')

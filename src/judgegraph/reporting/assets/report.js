@@ -36,6 +36,7 @@
   // each conversation's line in every run (null: the run has none)
   function cellsOf(c) { return COMPARE ? c.runs : [{ source: c.source, error: c.error, results: c.results }]; }
 
+  document.documentElement.classList.add("js");  // sort buttons look like buttons only when they work
   document.getElementById("filters").hidden = false;
   document.querySelectorAll(".js-only").forEach(function (e) { e.hidden = false; });
   document.getElementById("filters").addEventListener("submit", function (ev) { ev.preventDefault(); });
