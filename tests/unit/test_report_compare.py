@@ -163,6 +163,7 @@ def test_the_comparison_page_reads_without_javascript(tmp_path):
     assert "only differences (5)" in html and "run B" in html and "2 min 05 s" in html and "$0.0123" in html
     assert ">unknown<" in html  # the old run's duration
     assert "run failed in A: RuntimeError" in html
+    assert "<td>missing <span class=\"muted\">(run A)</span></td>" in html  # an input error: which run met it
 
 
 def test_one_run_page_lists_rows_facts_and_labelled_histograms(tmp_path):

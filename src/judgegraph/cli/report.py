@@ -56,7 +56,8 @@ def report_written(made: ReportFile) -> int:
     """Say what was written; unreadable results lines make exit status 3."""
     for problem in made.problems:
         print(f"warning: {problem}", file=sys.stderr)
-    print(f"report: {made.path} ({made.conversations} conversations, {made.bytes / 1024:.0f} KiB)", file=sys.stderr)
+    runs = f" of {made.runs} runs" if made.runs > 1 else ""
+    print(f"report: {made.path} ({made.conversations} conversations{runs}, {made.bytes / 1024:.0f} KiB)", file=sys.stderr)
     return EXIT_ERRORS if made.problems else EXIT_OK
 
 

@@ -54,6 +54,7 @@ class ReportFile:
     conversations: int
     problems: list[str]  # unreadable results lines
     input_problems: list[str] = field(default_factory=list)  # records of the input files that could not be read
+    runs: int = 1  # results files shown side by side
 
 
 def read_results(path: str | Path) -> ResultsFile:
@@ -178,6 +179,18 @@ def _shown(record: dict[str, Any]) -> dict[str, Any]:
     return {"source": record.get("source"), "error": record.get("error"), "results": record.get("results") or {}}
 
 
+def _input_errors(files: Sequence[ResultsFile], labels: Sequence[str]) -> list[dict[str, Any]]:
+    """The runs' input errors, each once, with the labels of the runs that met it."""
+    seen: dict[tuple[object, ...], dict[str, Any]] = {}
+    for f, label in zip(files, labels):
+        for e in f.input_errors:
+            key = tuple(str(e.get(k)) for k in ("file", "line", "record", "field", "message", "error"))
+            entry = seen.setdefault(key, {**e, "runs": []})
+            if label not in entry["runs"]:
+                entry["runs"].append(label)
+    return list(seen.values())
+
+
 def report_data(results: ResultsFile | Sequence[ResultsFile], *,
                 inputs: Sequence[str | Path] = ()) -> tuple[dict[str, Any], list[str]]:
     """The JSON the page renders, and the problems met building it.
@@ -215,7 +228,7 @@ def report_data(results: ResultsFile | Sequence[ResultsFile], *,
         "metrics": comparison.metrics,
         "runs": runs,
         "conversations": conversations,
-        "input_errors": [e for f in files for e in f.input_errors],
+        "input_errors": _input_errors(files, [r["label"] for r in runs]) if compare else files[0].input_errors,
         "problems": problems,
     }
     if not compare:
@@ -317,7 +330,8 @@ def _tables(data: dict[str, Any]) -> dict[str, str]:
                                                         for p in data["problems"]) + "</ul>") if data["problems"] else "",
         "INPUT_ERRORS": "".join(
             "<tr>" + "".join(f"<td>{escape(str(e.get(k) if e.get(k) is not None else ''))}</td>"
-                             for k in ("file", "line", "record", "field")) + f"<td>{escape(str(e.get('message') or e.get('error') or ''))}</td></tr>"
+                             for k in ("file", "line", "record", "field")) + f"<td>{escape(str(e.get('message') or e.get('error') or ''))}"
+            + (f' <span class="muted">(run {escape(", ".join(e["runs"]))})</span>' if e.get("runs") else "") + "</td></tr>"
             for e in data["input_errors"]),
         "FILTERS": filters,
         "LEGEND": legend(compare),
@@ -368,4 +382,4 @@ def write_report(
     path.write_text(html, encoding="utf-8")
     unreadable = [line for f in parsed for line in f.unreadable]
     return ReportFile(path, len(html.encode("utf-8")), len(data["conversations"]), unreadable,
-                      [p for p in problems if p not in unreadable])
+                      [p for p in problems if p not in unreadable], len(paths))
