@@ -176,3 +176,37 @@ def test_one_run_page_lists_rows_facts_and_labelled_histograms(tmp_path):
     assert hist and ">score<" in hist.group(0) and ">0.5<" in hist.group(0) and ">6<" in hist.group(0)
     # the graph is folded away, after the conversations
     assert html.index('id="conversations"') < html.index('id="graphs"') and "<details open" not in html
+
+
+def test_without_input_each_run_shows_the_turns_its_header_names_when_unchanged(tmp_path):
+    import hashlib
+
+    chats, old, new = write_two_runs(tmp_path)
+    conversations = [json.loads(x) for x in chats.read_text(encoding="utf-8").splitlines()]
+    conversations[0]["turns"][1]["content"] = "The new bot's reply."
+    chats_new = tmp_path / "chats-new.jsonl"
+    chats_new.write_text("".join(json.dumps(c) + "\n" for c in conversations), encoding="utf-8")
+
+    def point(results, path, sha):
+        lines = [json.loads(x) for x in results.read_text(encoding="utf-8").splitlines()]
+        header = lines[0] if lines[0]["type"] == "header" else {"type": "header", "format": 1}
+        header["inputs"] = [{"path": path, "sha256": sha}]
+        body = lines[1:] if lines[0]["type"] == "header" else lines
+        results.write_text("".join(json.dumps(x) + "\n" for x in [header, *body]), encoding="utf-8")
+
+    point(old, str(chats), hashlib.sha256(chats.read_bytes()).hexdigest())  # absolute
+    point(new, "chats-new.jsonl", hashlib.sha256(chats_new.read_bytes()).hexdigest())  # beside the results file
+    data, problems = report_data([read_results(old), read_results(new)])
+    assert problems == []
+    first = next(c for c in data["conversations"] if c["id"] == "conv-0000")
+    assert first["turns"] is None  # no --input: no shared turns
+    assert first["runs"][0]["turns"][1]["content"].startswith("Answer 1: go to Orders")
+    assert first["runs"][1]["turns"][1]["content"] == "The new bot's reply."
+    # a file changed since the run (another SHA-256) is not used
+    point(new, "chats-new.jsonl", "0" * 64)
+    data, _ = report_data([read_results(old), read_results(new)])
+    first = next(c for c in data["conversations"] if c["id"] == "conv-0000")
+    assert "turns" not in first["runs"][1] and first["runs"][0]["turns"]
+    # one run: its header's input fills the turns as --input would
+    single, _ = report_data(read_results(old))
+    assert all(c["turns"] for c in single["conversations"] if c["id"].startswith("conv-"))

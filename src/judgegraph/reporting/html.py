@@ -11,6 +11,7 @@ element; the page's script renders every value with ``textContent``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -140,6 +141,24 @@ def _turns_by_id(inputs: Sequence[str | Path]) -> tuple[dict[str, list[dict[str,
     return turns, [f"input: {e}" for e in loaded.errors]
 
 
+def _recorded_inputs(results: ResultsFile) -> list[Path]:
+    """The input files the run's header names that are still here unchanged (same SHA-256): the turns a run
+    judged, with no ``--input``. A path is tried as written, then beside the results file."""
+    found = []
+    for entry in (results.header or {}).get("inputs") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str) or not isinstance(entry.get("sha256"), str):
+            continue
+        want = entry["sha256"].removeprefix("sha256:").lower()
+        for candidate in (Path(entry["path"]), Path(results.path).parent / entry["path"]):
+            try:
+                if candidate.is_file() and hashlib.sha256(candidate.read_bytes()).hexdigest() == want:
+                    found.append(candidate)
+                    break
+            except OSError:
+                continue
+    return found
+
+
 def _summary(conversations: list[dict[str, Any]], metrics: list[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for m in metrics:
@@ -206,6 +225,10 @@ def report_data(results: ResultsFile | Sequence[ResultsFile], *,
     problems = [p for f in files for p in f.unreadable] + problems
     comparison = compare_runs(files)
     compare = len(files) > 1
+    own_turns: list[dict[str, list[dict[str, str]]]] = []  # without --input: each run's turns from its header's inputs
+    for f in files:
+        recorded = _recorded_inputs(f) if not inputs else []
+        own_turns.append(_turns_by_id(recorded)[0] if recorded else {})
     runs: list[dict[str, Any]] = []
     for i, (f, facts) in enumerate(zip(files, comparison.runs)):
         own = [_shown(record) for row in comparison.rows if (record := row.records[i]) is not None]
@@ -213,10 +236,13 @@ def report_data(results: ResultsFile | Sequence[ResultsFile], *,
         runs.append({**facts.to_json(), "summary": summary, "totals": _totals(f, own, list(summary), summary)})
     conversations: list[dict[str, Any]] = []
     for row in comparison.rows:
-        shown: dict[str, Any] = {"id": row.conversation_id, "position": row.position, "failing": row.failing,
-                                 "differs": row.differs, "turns": turns.get(row.conversation_id)}
+        cid = row.conversation_id
+        shown: dict[str, Any] = {"id": cid, "position": row.position, "failing": row.failing,
+                                 "differs": row.differs, "turns": turns.get(cid) or own_turns[0].get(cid)}
         if compare:
-            shown["runs"] = [None if r is None else _shown(r) for r in row.records]
+            shown["turns"] = turns.get(cid)
+            shown["runs"] = [None if r is None else {**_shown(r), **({"turns": own[cid]} if cid in own else {})}
+                             for r, own in zip(row.records, own_turns)]
         else:
             shown.update(_shown(row.records[0] or {}))
         conversations.append(shown)

@@ -217,6 +217,7 @@
     add(box, el("div", "muted", "source: " + (record.source || "—")));
     if (record.error) add(box, el("div", "run-error", "run failed: " + record.error));
     var byTurn = {};
+    var turns = record.turns || c.turns;  // the run's own turns (from its header's input files) when known
     Object.keys(record.results).forEach(function (m) {
       var r = record.results[m];
       var block = el("div", "metric-block " + r.status);
@@ -233,19 +234,19 @@
       var loose = el("div", "verdicts");
       (r.verdicts || []).forEach(function (v) {
         var last = v.turns && v.turns.length ? Math.max.apply(null, v.turns) : null;
-        if (c.turns && last !== null && last < c.turns.length) {
-          var differs = v.reply && v.reply !== c.turns[last].content;  // another version's reply to the same turn
+        if (turns && last !== null && last < turns.length) {
+          var differs = v.reply && v.reply !== turns[last].content;  // another version's reply to the same turn
           (byTurn[last] = byTurn[last] || []).push(renderVerdict(m, v, !!differs));
         } else {
-          loose.appendChild(renderVerdict(m, v, !c.turns));
+          loose.appendChild(renderVerdict(m, v, !turns));
         }
       });
       if (loose.childNodes.length) block.appendChild(loose);
       box.appendChild(block);
     });
-    if (c.turns) {
+    if (turns) {
       var list = el("div", "turns");
-      c.turns.forEach(function (turn, i) {
+      turns.forEach(function (turn, i) {
         var tdiv = el("div", "turn " + turn.role);
         tdiv.setAttribute("data-turn", String(i));
         add(tdiv, el("div", "turn-head", "turn " + (i + 1) + " · " + turn.role), el("div", "text content", turn.content));
