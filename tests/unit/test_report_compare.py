@@ -74,7 +74,8 @@ def test_run_facts_from_header_and_summary_else_lines_else_unknown(tmp_path):
     a, b = read_results(old), read_results(new)
     assert b.unreadable == [] and b.header is not None and b.summary is not None  # header/summary lines are records
     facts_a, facts_b = run_facts(a, "A"), run_facts(b, "B")
-    assert facts_b.version == "9.9.9" and facts_b.judges == ["llm:gpt-4.1-mini"] and facts_b.duration_s == 125.0
+    assert facts_b.version == "9.9.9" and facts_b.duration_s == 125.0
+    assert facts_b.judges == ["llm:gpt-4.1-mini · temperature=0.0 · prompts judge 0123456789ab"]
     assert facts_b.cost_usd == 0.0123 and facts_b.pass_rate == {"turn_relevancy": 0.875, "knowledge_retention": 1.0}
     assert facts_b.calls == 40 and facts_b.tokens == 8160
     assert facts_b.source["pass_rate"] == "summary" and facts_b.source["judges"] == "header"
@@ -84,6 +85,11 @@ def test_run_facts_from_header_and_summary_else_lines_else_unknown(tmp_path):
     assert facts_a.thresholds == {"turn_relevancy": 0.8, "knowledge_retention": 0.5}
     assert facts_a.pass_rate == {"turn_relevancy": pytest.approx(6 / 7), "knowledge_retention": 1.0}
     assert facts_a.calls == 14 and "duration_s" not in facts_a.source
+    # thresholds: the header's metric options when it gives one for every metric
+    assert facts_b.source["thresholds"] == "lines"  # the header's options hold none
+    b.header["metrics"] = [{"name": "turn-relevancy", "options": {"threshold": 0.7}},
+                           {"name": "knowledge_retention", "options": {"threshold": 0.6}}]
+    assert run_facts(b, "B").thresholds == {"turn_relevancy": 0.7, "knowledge_retention": 0.6}
     # per-line costs add up when there is no summary
     b.summary = None
     assert run_facts(b, "B").cost_usd == pytest.approx(0.008) and run_facts(b, "B").source["cost_usd"] == "lines"

@@ -101,7 +101,7 @@ def run_facts(results: ResultsFile, label: str) -> RunFacts:
         known("version", header["judgegraph"], "header")
     if isinstance(header.get("started_at"), str):
         known("started_at", header["started_at"], "header")
-    judges = [j.get("name") for j in header.get("judges") or [] if isinstance(j, dict) and isinstance(j.get("name"), str)]
+    judges = [_judge(j) for j in header.get("judges") or [] if isinstance(j, dict) and isinstance(j.get("name"), str)]
     if judges:
         known("judges", judges, "header")
     else:
@@ -109,12 +109,16 @@ def run_facts(results: ResultsFile, label: str) -> RunFacts:
         if any(isinstance(j, str) for j in seen):
             known("judges", list(dict.fromkeys(j for j in seen if isinstance(j, str))), "lines")
 
+    configured = {str(m.get("name")).replace("-", "_"): _number((m.get("options") or {}).get("threshold"))
+                  for m in header.get("metrics") or [] if isinstance(m, dict) and isinstance(m.get("options") or {}, dict)}
     thresholds: dict[str, float | None] = {}
     for m in metrics:
         values = {_number(_results(c)[m].get("threshold")) for c in results.conversations if m in _results(c)}
         values.discard(None)
         thresholds[m] = values.pop() if len(values) == 1 else None
-    if thresholds:
+    if metrics and all(configured.get(m) is not None for m in metrics):
+        known("thresholds", {m: configured[m] for m in metrics}, "header")
+    elif thresholds:
         known("thresholds", thresholds, "lines")
 
     rates = summary.get("pass_rate")
@@ -150,6 +154,18 @@ def run_facts(results: ResultsFile, label: str) -> RunFacts:
             known("tokens", int(sum((_number(u.get("input_tokens")) or 0.0) + (_number(u.get("output_tokens")) or 0.0)
                                     for u in usages)), "lines")
     return facts
+
+
+def _judge(entry: dict[str, Any]) -> str:
+    """A header's judge as one line: name, settings, prompt hashes (a changed prompt changes the verdicts)."""
+    settings = entry.get("settings")
+    prompts = entry.get("prompts")
+    settings = settings if isinstance(settings, dict) else {}
+    prompts = prompts if isinstance(prompts, dict) else {}
+    bits = [str(entry["name"])] + [f"{k}={v}" for k, v in settings.items()]
+    if prompts:
+        bits.append("prompts " + ", ".join(f"{k} {v}" for k, v in prompts.items()))
+    return " · ".join(bits)
 
 
 def is_failing(record: dict[str, Any] | None) -> bool:

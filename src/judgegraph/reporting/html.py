@@ -151,12 +151,20 @@ def _recorded_inputs(results: ResultsFile) -> list[Path]:
         want = entry["sha256"].removeprefix("sha256:").lower()
         for candidate in (Path(entry["path"]), Path(results.path).parent / entry["path"]):
             try:
-                if candidate.is_file() and hashlib.sha256(candidate.read_bytes()).hexdigest() == want:
+                if candidate.is_file() and _sha256(candidate) == want:
                     found.append(candidate)
                     break
             except OSError:
                 continue
     return found
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):  # streamed: an input file may be large
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _summary(conversations: list[dict[str, Any]], metrics: list[str]) -> dict[str, dict[str, Any]]:

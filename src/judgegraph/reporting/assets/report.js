@@ -78,7 +78,7 @@
     var seen = cellsOf(c).map(function (cell) {
       if (!cell) return "missing";
       var r = cell.results[m];
-      return r ? r.status + "|" + fmt(r.score) : "none";
+      return r ? r.status + "|" + r.score : "none";
     });
     return seen.some(function (s) { return s !== seen[0]; });
   }
