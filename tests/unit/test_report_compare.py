@@ -216,3 +216,9 @@ def test_without_input_each_run_shows_the_turns_its_header_names_when_unchanged(
     # one run: its header's input fills the turns as --input would
     single, _ = report_data(read_results(old))
     assert all(c["turns"] for c in single["conversations"] if c["id"].startswith("conv-"))
+
+
+def test_pass_rate_from_lines_counts_errors_as_the_summary_record_does():
+    run = _run("r", _line("a"), _line("b", "failed", 0.1), _line("c", "error", None), _line("d", "not_applicable", None))
+    facts = run_facts(run, "A")
+    assert facts.pass_rate == {"m": pytest.approx(1 / 3)} and facts.source["pass_rate"] == "lines"

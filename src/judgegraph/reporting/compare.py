@@ -128,7 +128,7 @@ def run_facts(results: ResultsFile, label: str) -> RunFacts:
         computed: dict[str, float | None] = {}
         for m in metrics:
             statuses = [_results(c)[m].get("status") for c in results.conversations if m in _results(c)]
-            judged = [s for s in statuses if s in ("passed", "failed")]
+            judged = [s for s in statuses if s in ("passed", "failed", "error")]  # as the summary record counts
             computed[m] = sum(s == "passed" for s in judged) / len(judged) if judged else None
         known("pass_rate", computed, "lines")
 
