@@ -293,3 +293,39 @@ def test_one_run_page_first_screen(browser, report, tmp_path):
     passed = browser.execute_script("return getComputedStyle(document.querySelector('.legend .status.passed')).backgroundColor")
     assert error != passed and error == "rgb(179, 89, 0)"
     _shot(browser, tmp_path, "single")
+
+
+@pytest.fixture(scope="module")
+def browser_without_js():
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the test extra")
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="judgegraph-chromium-nojs-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_the_comparison_reads_with_javascript_off(browser_without_js, comparison, tmp_path):
+    browser = browser_without_js
+    By = _open(browser, comparison)
+    assert not browser.find_element(By.ID, "filters").is_displayed()  # filters need the script: not offered
+    assert "rows open to show their turns" in " ".join(browser.find_element(By.TAG_NAME, "noscript")
+                                                       .get_attribute("textContent").split())
+    assert _ids(browser, By) == ["conv-0000", "conv-0003", "conv-0004", "conv-0005", "conv-0001", "conv-0002",
+                                 "conv-0006", "conv-0007", QUOTED_ID]
+    cell = browser.find_element(By.CSS_SELECTOR, 'tr.row[data-id="conv-0000"] td[data-metric="turn_relevancy"][data-run="1"]')
+    assert cell.text == "failed 0.50"
+    assert "2 min 05 s" in browser.find_element(By.ID, "runs").text
+    assert "run A: 8 conversations" in browser.find_element(By.ID, "totals").text
+    _shot(browser, tmp_path, "compare-nojs")
