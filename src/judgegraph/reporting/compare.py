@@ -53,7 +53,7 @@ class Row:
 
     conversation_id: str
     records: list[dict[str, Any] | None]
-    position: int  # input order: the line's "position" when the run recorded it, else the order first seen
+    position: int  # rank in input order: by the lines' recorded "position"; without one, after the line before it in its file
     differs: bool
     failing: bool
 
