@@ -16,7 +16,8 @@ from typing import Any
 
 from judgegraph.results import JudgeErrorInfo, MetricResult, Status, Usage, Verdict, WindowVerdict
 
-__all__ = ["HOSTILE_IMG", "HOSTILE_SCRIPT", "sample_run", "write_sample_run"]
+__all__ = ["HOSTILE_IMG", "HOSTILE_REASON", "HOSTILE_SCRIPT", "QUOTED_ID", "sample_run", "two_runs", "write_sample_run",
+           "write_two_runs"]
 
 HOSTILE_SCRIPT = "<script>window.__pwned = 1; document.title = 'pwned'</script>Sure, here is the refund policy."
 HOSTILE_IMG = '<img src=x onerror="window.__pwned = 2">Your order ships tomorrow. </script><b>bold?</b>'
@@ -120,3 +121,62 @@ def write_sample_run(directory: str | Path, n: int = 6, **kwargs: Any) -> tuple[
     chats.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in conversations), encoding="utf-8")
     results.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     return chats, results
+
+
+HOSTILE_REASON = "Off topic.</script><script>window.__pwned = 3</script><!-- and the rest"
+QUOTED_ID = "conv \"quoted\" 'it' <b>"
+
+
+def _header(metrics: list[str]) -> dict[str, Any]:
+    """A run header record as ``judgegraph eval`` writes it as a results file's first line."""
+    return {"type": "header", "format": 1, "judgegraph": "9.9.9", "started_at": "2026-11-26T05:00:00Z",
+            "argv": ["judgegraph", "eval", "chats.jsonl"], "config": None,
+            "metrics": [{"name": m, "options": {}} for m in metrics],
+            "judges": [{"name": "llm:gpt-4.1-mini", "settings": {"temperature": 0.0}, "prompts": {"judge": "0123456789ab"}}],
+            "inputs": [{"path": "chats.jsonl", "sha256": "0" * 64}]}
+
+
+def two_runs(n: int = 8) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(conversations, old, new)``: the sample run (no header: an older file) and a second run of the same
+    conversations with a header and a summary, where conv-0003 is fixed, conv-0000 regressed (its reason holds
+    ``</script>``), conv-0005's run succeeded, conv-0006 is missing, and a conversation whose id holds quotes
+    and markup is new. Conversation lines of the new run carry their input ``position`` and are written in
+    another order (completion order)."""
+    conversations, old = sample_run(n)
+    _, new = sample_run(n)
+    by_id = {r.get("conversation_id"): r for r in new}
+    fixed = by_id["conv-0003"]["results"]["turn_relevancy"]
+    for v in fixed["verdicts"]:
+        v.update(verdict="yes", reason="The reply now answers the refund question.")
+    fixed.update(score=1.0, passed=True, status="passed", reason="2 of 2 replies judged relevant.")
+    regressed = by_id["conv-0000"]["results"]["turn_relevancy"]
+    regressed["verdicts"][0].update(verdict="no", reason=HOSTILE_REASON)
+    regressed.update(score=0.5, passed=False, status="failed", reason="1 of 2 replies judged relevant.")
+    by_id["conv-0005"].update(error=None, results={k: json.loads(json.dumps(v))
+                                                   for k, v in by_id["conv-0001"]["results"].items()})
+    for r in by_id["conv-0005"]["results"].values():
+        r["conversation_id"] = "conv-0005"
+    quoted = json.loads(json.dumps(by_id["conv-0002"]))
+    quoted["conversation_id"] = QUOTED_ID
+    lines = [r for r in new if r.get("conversation_id") != "conv-0006" and r["type"] == "conversation"]
+    for r in lines:
+        r["position"] = int(r["conversation_id"][-4:]) if r["conversation_id"] != QUOTED_ID else n
+        r["cost_usd"] = 0.001
+    quoted["position"], quoted["cost_usd"] = n, 0.001
+    lines = [*reversed(lines), quoted]
+    metrics = ["turn_relevancy", "knowledge_retention"]
+    summary = {"type": "summary", "ended_at": "2026-11-26T05:02:05Z", "duration_s": 125.0,
+               "usage": {"calls": 40, "input_tokens": 7200, "output_tokens": 960}, "cost_usd": 0.0123,
+               "pass_rate": {"turn_relevancy": 0.875, "knowledge_retention": 1.0}}
+    return conversations, old, [_header(metrics), *lines, summary]
+
+
+def write_two_runs(directory: str | Path, n: int = 8) -> tuple[Path, Path, Path]:
+    """Write ``chats.jsonl``, ``old.jsonl`` and ``new.jsonl`` (see :func:`two_runs`) into ``directory``."""
+    conversations, old, new = two_runs(n)
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    paths = d / "chats.jsonl", d / "old.jsonl", d / "new.jsonl"
+    for path, records in zip(paths, (conversations, old, new)):
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return paths

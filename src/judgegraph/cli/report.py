@@ -1,4 +1,5 @@
-"""``judgegraph report``: one self-contained HTML page from a results file."""
+"""``judgegraph report``: one self-contained HTML page from a results file, or
+several results files side by side."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, fail
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, fail
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -18,16 +19,20 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> None:
-    p = add_results_command(sub, "report", run, help="write an HTML report (one offline file) from a results file",
-                            description="Write one self-contained HTML page (no network, no server) from RESULTS, "
-                                        "the JSONL file `judgegraph eval` writes.",
-                            results="results JSONL (judgegraph eval --out)")
+    p = sub.add_parser("report", help="write an HTML report (one offline file) from results files",
+                       description="Write one self-contained HTML page (no network, no server) from RESULTS, the JSONL "
+                                   "file `judgegraph eval` writes. Given several, the runs side by side: conversations "
+                                   "matched by id, a column per run and metric, 'only differences', failures first.")
+    p.add_argument("results", metavar="RESULTS", nargs="+",
+                   help="results JSONL (judgegraph eval --out); two or more: compared side by side")
+    p.set_defaults(run=run)
     p.add_argument("-o", "--out", default="judgegraph-report.html", help="HTML file to write (default %(default)s)")
     p.add_argument("--input", action="append", dest="inputs", default=[], metavar="FILE",
                    help="the judged input file(s), to show every turn (repeatable)")
     p.add_argument("--title", help="page title (default: from the results file name)")
     p.add_argument("--labels", action="append", default=[], metavar="FILE",
-                   help="people's labels: add a section of agreement with them (see judgegraph agree; repeatable)")
+                   help="people's labels: add a section of agreement with them (see judgegraph agree; repeatable; "
+                        "with several RESULTS, with the first)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if args.labels:
         from .agree import add_to_report
 
-        status = max(status, add_to_report(args.results, args.labels, made.path))
+        status = max(status, add_to_report(args.results[0], args.labels, made.path))
     return status
 
 
@@ -51,7 +56,8 @@ def report_written(made: ReportFile) -> int:
     """Say what was written; unreadable results lines make exit status 3."""
     for problem in made.problems:
         print(f"warning: {problem}", file=sys.stderr)
-    print(f"report: {made.path} ({made.conversations} conversations, {made.bytes / 1024:.0f} KiB)", file=sys.stderr)
+    runs = f" of {made.runs} runs" if made.runs > 1 else ""
+    print(f"report: {made.path} ({made.conversations} conversations{runs}, {made.bytes / 1024:.0f} KiB)", file=sys.stderr)
     return EXIT_ERRORS if made.problems else EXIT_OK
 
 

@@ -11,6 +11,7 @@ element; the page's script renders every value with ``textContent``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -43,6 +44,8 @@ class ResultsFile:
     conversations: list[dict[str, Any]] = field(default_factory=list)
     input_errors: list[dict[str, Any]] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # "FILE:LINE: what is wrong"
+    header: dict[str, Any] | None = None  # the run's header record (the first one), when the file has one
+    summary: dict[str, Any] | None = None  # its last summary record (a resumed run appends one per run)
 
 
 @dataclass
@@ -52,6 +55,7 @@ class ReportFile:
     conversations: int
     problems: list[str]  # unreadable results lines
     input_problems: list[str] = field(default_factory=list)  # records of the input files that could not be read
+    runs: int = 1  # results files shown side by side
 
 
 def read_results(path: str | Path) -> ResultsFile:
@@ -91,6 +95,10 @@ def read_results(path: str | Path) -> ResultsFile:
                 out.conversations.append(restore_elided(record))
             elif kind == "input_error":
                 out.input_errors.append(record)
+            elif kind == "header":
+                out.header = out.header or record
+            elif kind == "summary":
+                out.summary = record
             else:
                 out.unreadable.append(f"{path}:{n}: field 'type': expected a 'conversation' or 'input_error' record, "
                                       f"got {kind!r}")
@@ -133,6 +141,32 @@ def _turns_by_id(inputs: Sequence[str | Path]) -> tuple[dict[str, list[dict[str,
     return turns, [f"input: {e}" for e in loaded.errors]
 
 
+def _recorded_inputs(results: ResultsFile) -> list[Path]:
+    """The input files the run's header names that are still here unchanged (same SHA-256): the turns a run
+    judged, with no ``--input``. A path is tried as written, then beside the results file."""
+    found = []
+    for entry in (results.header or {}).get("inputs") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str) or not isinstance(entry.get("sha256"), str):
+            continue
+        want = entry["sha256"].removeprefix("sha256:").lower()
+        for candidate in (Path(entry["path"]), Path(results.path).parent / entry["path"]):
+            try:
+                if candidate.is_file() and _sha256(candidate) == want:
+                    found.append(candidate)
+                    break
+            except OSError:
+                continue
+    return found
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):  # streamed: an input file may be large
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _summary(conversations: list[dict[str, Any]], metrics: list[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for m in metrics:
@@ -155,35 +189,84 @@ def _summary(conversations: list[dict[str, Any]], metrics: list[str]) -> dict[st
     return out
 
 
-def report_data(results: ResultsFile, *, inputs: Sequence[str | Path] = ()) -> tuple[dict[str, Any], list[str]]:
-    """The JSON the page renders, and the problems met building it."""
-    turns, problems = _turns_by_id(inputs)
-    problems = list(results.unreadable) + problems
-    conversations: list[dict[str, Any]] = []
-    for record in results.conversations:
-        cid = str(record.get("conversation_id", ""))
-        conversations.append({"id": cid, "source": record.get("source"), "error": record.get("error"),
-                              "results": record.get("results") or {}, "turns": turns.get(cid)})
-    metrics = list(dict.fromkeys(m for c in conversations for m in c["results"]))
-    summary = _summary(conversations, metrics)
-    totals: dict[str, Any] = {s: sum(summary[m][s] for m in metrics) for s in STATUSES}
+def _totals(results: ResultsFile, conversations: list[dict[str, Any]], metrics: list[str],
+            summary: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    totals: dict[str, Any] = {s: sum(summary[m][s] for m in metrics if m in summary) for s in STATUSES}
     totals.update(
         conversations=len(conversations), results=sum(len(c["results"]) for c in conversations),
-        judge_errors=sum(summary[m]["judge_errors"] for m in metrics),
-        run_errors=sum(1 for c in conversations if c["error"]), input_errors=len(results.input_errors),
+        judge_errors=sum(summary[m]["judge_errors"] for m in metrics if m in summary),
+        run_errors=sum(1 for c in conversations if c.get("error")), input_errors=len(results.input_errors),
         unreadable_lines=len(results.unreadable),
     )
-    data = {
-        "source": results.path,
+    return totals
+
+
+def _shown(record: dict[str, Any]) -> dict[str, Any]:
+    """What the page keeps of a conversation line."""
+    return {"source": record.get("source"), "error": record.get("error"), "results": record.get("results") or {}}
+
+
+def _input_errors(files: Sequence[ResultsFile], labels: Sequence[str]) -> list[dict[str, Any]]:
+    """The runs' input errors, each once, with the labels of the runs that met it."""
+    seen: dict[tuple[object, ...], dict[str, Any]] = {}
+    for f, label in zip(files, labels):
+        for e in f.input_errors:
+            key = tuple(str(e.get(k)) for k in ("file", "line", "record", "field", "message", "error"))
+            entry = seen.setdefault(key, {**e, "runs": []})
+            if label not in entry["runs"]:
+                entry["runs"].append(label)
+    return list(seen.values())
+
+
+def report_data(results: ResultsFile | Sequence[ResultsFile], *,
+                inputs: Sequence[str | Path] = ()) -> tuple[dict[str, Any], list[str]]:
+    """The JSON the page renders, and the problems met building it.
+
+    One results file: ``conversations`` hold each line's ``results``, ``error`` and ``source``. Several: the runs
+    side by side (``compare`` true), each conversation holding ``runs``, one entry per file (null where that run
+    has no line for it); each run's ``summary`` and ``totals`` are in ``runs``. Conversations come failures first,
+    then in input order (see :func:`.compare.compare_runs`)."""
+    from .compare import compare_runs
+
+    files = [results] if isinstance(results, ResultsFile) else list(results)
+    turns, problems = _turns_by_id(inputs)
+    problems = [p for f in files for p in f.unreadable] + problems
+    comparison = compare_runs(files)
+    compare = len(files) > 1
+    own_turns: list[dict[str, list[dict[str, str]]]] = []  # without --input: each run's turns from its header's inputs
+    for f in files:
+        recorded = _recorded_inputs(f) if not inputs else []
+        own_turns.append(_turns_by_id(recorded)[0] if recorded else {})
+    runs: list[dict[str, Any]] = []
+    for i, (f, facts) in enumerate(zip(files, comparison.runs)):
+        own = [_shown(record) for row in comparison.rows if (record := row.records[i]) is not None]
+        summary = _summary(own, [m for m in comparison.metrics if any(m in c["results"] for c in own)])
+        runs.append({**facts.to_json(), "summary": summary, "totals": _totals(f, own, list(summary), summary)})
+    conversations: list[dict[str, Any]] = []
+    for row in comparison.rows:
+        cid = row.conversation_id
+        shown: dict[str, Any] = {"id": cid, "position": row.position, "failing": row.failing,
+                                 "differs": row.differs, "turns": turns.get(cid) or own_turns[0].get(cid)}
+        if compare:
+            shown["turns"] = turns.get(cid)
+            shown["runs"] = [None if r is None else {**_shown(r), **({"turns": own[cid]} if cid in own else {})}
+                             for r, own in zip(row.records, own_turns)]
+        else:
+            shown.update(_shown(row.records[0] or {}))
+        conversations.append(shown)
+    data: dict[str, Any] = {
+        "compare": compare,
+        "source": files[0].path if not compare else [f.path for f in files],
         "inputs": [str(p) for p in inputs],
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "metrics": metrics,
-        "summary": summary,
-        "totals": totals,
+        "metrics": comparison.metrics,
+        "runs": runs,
         "conversations": conversations,
-        "input_errors": results.input_errors,
+        "input_errors": _input_errors(files, [r["label"] for r in runs]) if compare else files[0].input_errors,
         "problems": problems,
     }
+    if not compare:
+        data["summary"], data["totals"] = runs[0]["summary"], runs[0]["totals"]
     return data, problems
 
 
@@ -243,7 +326,52 @@ def _default_report_graph(metrics: list[str], *, llm: bool) -> CompiledStateGrap
         return f"no graph: {exc}"
 
 
-_PLACEHOLDER = re.compile(r"\{\{(TITLE|CSS|JS|DATA|GRAPHS)\}\}")
+_PLACEHOLDER = re.compile(r"\{\{(TITLE|META|CSS|JS|DATA|GRAPHS|RUNS|SUMMARY|PROBLEMS|INPUT_ERRORS|FILTERS|LEGEND|MATRIX|KEY)\}\}")
+
+
+def _totals_text(t: dict[str, Any]) -> str:
+    return (f"{t['conversations']} conversations, {t['results']} results: {t['passed']} passed, {t['failed']} failed, "
+            f"{t['error']} errors, {t['not_applicable']} n/a; {t['judge_errors']} judge errors, {t['run_errors']} "
+            f"failed runs, {t['input_errors']} input errors"
+            + (f", {t['unreadable_lines']} unreadable results lines" if t["unreadable_lines"] else "") + ".")
+
+
+def _tables(data: dict[str, Any]) -> dict[str, str]:
+    """The parts of the page Python writes (escaped), so it reads with JavaScript off."""
+    from .compare import Comparison, Row, RunFacts
+    from .tables import abbreviations, legend, matrix, runs_table, summary_table
+
+    fields = RunFacts.__dataclass_fields__
+    runs = [RunFacts(**{k: v for k, v in r.items() if k in fields}) for r in data["runs"]]
+    compare = bool(data["compare"])
+    rows = [Row(c["id"], c["runs"] if compare else [c], c["position"], c["differs"], c["failing"])
+            for c in data["conversations"]]
+    metrics = data["metrics"]
+    short = abbreviations(metrics, columns=len(metrics) * len(runs))
+    key = [f"<dt>{escape(a)}</dt><dd>{escape(m)}</dd>" for m, a in short.items() if a != m]
+    totals = [(f"run {r['label']}: " if compare else "") + _totals_text(r["totals"]) for r in data["runs"]]
+    meta = ("results: " + ", ".join(f"{r.label} = {r.path}" if compare else r.path for r in runs)
+            + (" · input: " + ", ".join(data["inputs"]) if data["inputs"] else "") + " · generated " + data["generated"])
+    differs = sum(1 for c in data["conversations"] if c["differs"])
+    filters = (f'<label><input type="checkbox" id="filter-differs"> only differences ({differs})</label>'
+               if compare else "")
+    return {
+        "META": escape(meta),
+        "RUNS": runs_table(runs, metrics),
+        "SUMMARY": (f'<p id="totals">{"<br>".join(escape(t) for t in totals)}</p>'
+                    + summary_table(runs, [r["summary"] for r in data["runs"]], metrics)),
+        "PROBLEMS": ('<ul class="problems">' + "".join(f'<li class="judge-error">{escape(p)}</li>'
+                                                        for p in data["problems"]) + "</ul>") if data["problems"] else "",
+        "INPUT_ERRORS": "".join(
+            "<tr>" + "".join(f"<td>{escape(str(e.get(k) if e.get(k) is not None else ''))}</td>"
+                             for k in ("file", "line", "record", "field")) + f"<td>{escape(str(e.get('message') or e.get('error') or ''))}"
+            + (f' <span class="muted">(run {escape(", ".join(e["runs"]))})</span>' if e.get("runs") else "") + "</td></tr>"
+            for e in data["input_errors"]),
+        "FILTERS": filters,
+        "LEGEND": legend(compare),
+        "MATRIX": matrix(Comparison(runs, metrics, rows), short),
+        "KEY": f'<dl class="key">{"".join(key)}</dl>' if key else "",
+    }
 
 
 def render_report(data: dict[str, Any], *, svgs: Sequence[str] = (), title: str = "judgegraph report") -> str:
@@ -254,30 +382,38 @@ def render_report(data: dict[str, Any], *, svgs: Sequence[str] = (), title: str 
         "JS": _asset("report.js"),
         "DATA": _json_for_script(data),
         "GRAPHS": "\n".join(svgs) if svgs else '<p class="muted">no graph</p>',
+        **_tables(data),
     }
-    return _PLACEHOLDER.sub(lambda m: parts[m.group(1)], _asset("report.html"))  # one pass: no value is re-read
+    html = _PLACEHOLDER.sub(lambda m: parts[m.group(1)], _asset("report.html"))  # one pass: no value is re-read
+    return html.replace("<section id=\"input-errors\" hidden>", "<section id=\"input-errors\">", 1) \
+        if data["input_errors"] else html
 
 
 def write_report(
-    results: str | Path,
+    results: str | Path | Sequence[str | Path],
     out: str | Path,
     *,
     inputs: Sequence[str | Path] = (),
     graphs: Iterable[Drawable] | None = None,
     title: str | None = None,
 ) -> ReportFile:
-    """Write the HTML report of the results file ``results`` to ``out``.
+    """Write the HTML report of the results file ``results`` to ``out``; given several
+    results files, the runs side by side (matched by conversation id).
 
     ``inputs``: the input files, to show every turn (results hold only the
     judged replies). ``graphs``: compiled graphs to draw (``judgegraph eval``
     passes the ones it ran); by default the results' metrics with default options."""
-    parsed = read_results(results)
+    paths = [results] if isinstance(results, (str, Path)) else list(results)
+    parsed = [read_results(p) for p in paths]
     data, problems = report_data(parsed, inputs=inputs)
-    llm = any(str(r.get("judge", "")).startswith("llm") for c in data["conversations"] for r in c["results"].values())
-    html = render_report(data, svgs=_graph_svgs(data["metrics"], graphs, llm=llm),
-                         title=title or f"judgegraph report: {Path(results).name}")
+    llm = any(str(r.get("judge", "")).startswith("llm") for f in parsed for c in f.conversations
+              for r in (c.get("results") or {}).values())
+    default = (f"judgegraph report: {Path(paths[0]).name}" if len(paths) == 1
+               else "judgegraph report: " + " vs ".join(Path(p).name for p in paths))
+    html = render_report(data, svgs=_graph_svgs(data["metrics"], graphs, llm=llm), title=title or default)
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")
-    return ReportFile(path, len(html.encode("utf-8")), len(data["conversations"]), list(parsed.unreadable),
-                      [p for p in problems if p not in parsed.unreadable])
+    unreadable = [line for f in parsed for line in f.unreadable]
+    return ReportFile(path, len(html.encode("utf-8")), len(data["conversations"]), unreadable,
+                      [p for p in problems if p not in unreadable], len(paths))

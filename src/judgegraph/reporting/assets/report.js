@@ -1,10 +1,14 @@
-// judgegraph HTML report. Every piece of conversation content is set with
-// textContent (never innerHTML): a reply containing markup shows as text.
+// judgegraph HTML report. The tables are written by Python (the page reads with
+// JavaScript off); this script filters, sorts and opens conversations. Every
+// piece of conversation content is set with textContent (never innerHTML): a
+// reply containing markup shows as text.
 "use strict";
 (function () {
   var DATA = JSON.parse(document.getElementById("report-data").textContent);
+  var COMPARE = !!DATA.compare;
   var STATUS_LABEL = { passed: "passed", failed: "failed", error: "error", not_applicable: "n/a" };
   var KNOWN = ["turns", "verdict", "reason", "score", "error", "attempts", "usage", "transcript", "reply"];
+  var NRUNS = DATA.runs.length;
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -29,152 +33,193 @@
     if (v.verdict === null || v.verdict === undefined) return "verdict-error";
     return v.verdict === "yes" ? "verdict-yes" : v.verdict === "no" ? "verdict-no" : "verdict-other";
   }
+  // each conversation's line in every run (null: the run has none)
+  function cellsOf(c) { return COMPARE ? c.runs : [{ source: c.source, error: c.error, results: c.results }]; }
 
-  // ---- header, summary, input errors
-  var meta = document.getElementById("meta");
-  meta.textContent = "results: " + DATA.source + (DATA.inputs.length ? " · input: " + DATA.inputs.join(", ") : "") +
-    " · generated " + DATA.generated;
-  var t = DATA.totals;
-  document.getElementById("totals").textContent = t.conversations + " conversations, " + t.results + " results: " +
-    t.passed + " passed, " + t.failed + " failed, " + t.error + " errors, " + t.not_applicable + " n/a; " +
-    t.judge_errors + " judge errors, " + t.run_errors + " failed runs, " + t.input_errors + " input errors" +
-    (t.unreadable_lines ? ", " + t.unreadable_lines + " unreadable results lines" : "") + ".";
-  if (DATA.problems.length) {  // results lines that could not be shown, input records that could not be read
-    var plist = el("ul", "problems");
-    DATA.problems.forEach(function (p) { plist.appendChild(el("li", "judge-error", p)); });
-    document.getElementById("totals").after(plist);
-  }
-  var sbody = document.querySelector("#summary-table tbody");
-  DATA.metrics.forEach(function (m) {
-    var s = DATA.summary[m];
-    var tr = el("tr");
-    tr.setAttribute("data-metric", m);
-    add(tr, el("td", null, m), el("td", "num", s.passed), el("td", "num", s.failed), el("td", "num", s.error),
-      el("td", "num", s.not_applicable), el("td", "num", s.judge_errors), el("td", "num", fmt(s.mean_score)));
-    var hist = el("div", "hist");
-    var max = Math.max.apply(null, s.histogram.concat([1]));
-    s.histogram.forEach(function (c, i) {
-      var bar = el("span");
-      bar.style.height = (100 * c / max) + "%";
-      bar.title = (i / 10).toFixed(1) + "–" + ((i + 1) / 10).toFixed(1) + ": " + c;
-      hist.appendChild(bar);
-    });
-    tr.appendChild(add(el("td"), hist));
-    sbody.appendChild(tr);
-  });
-  if (DATA.input_errors.length) {
-    var sec = document.getElementById("input-errors");
-    sec.hidden = false;
-    var ibody = sec.querySelector("tbody");
-    DATA.input_errors.forEach(function (e) {
-      ibody.appendChild(add(el("tr"), el("td", null, e.file), el("td", "num", e.line), el("td", null, e.record),
-        el("td", null, e.field), el("td", null, e.message || e.error)));
-    });
-  }
-
+  document.documentElement.classList.add("js");  // sort buttons look like buttons only when they work
+  document.getElementById("filters").hidden = false;
+  document.querySelectorAll(".js-only").forEach(function (e) { e.hidden = false; });
   document.getElementById("filters").addEventListener("submit", function (ev) { ev.preventDefault(); });
 
-  // ---- the conversations × metrics table
-  var select = document.getElementById("filter-metric");
-  var headRow = document.querySelector("#conversations-table thead tr");
-  DATA.metrics.forEach(function (m) {
-    var o = el("option", null, m);
-    o.value = m;
-    select.appendChild(o);
-    var th = el("th", null, m);
-    th.setAttribute("data-metric", m);
-    headRow.appendChild(th);
-  });
-  var tbody = document.querySelector("#conversations-table tbody");
-  var rows = DATA.conversations.map(function (c, index) {
-    var tr = el("tr", "row");
-    tr.setAttribute("data-index", String(index));
-    tr.setAttribute("data-id", c.id);
-    var first = el("td", "conv-id", c.id);
-    if (c.error) add(first, el("div", "run-error", "run failed: " + c.error));
-    tr.appendChild(first);
-    DATA.metrics.forEach(function (m) {
-      var r = c.results[m];
-      var td = el("td");
-      td.setAttribute("data-metric", m);
-      if (r) {
-        add(td, badge(r.status), document.createTextNode(" " + fmt(r.score)));
-        if (r.errors && r.errors.length) add(td, el("span", "judge-error", " (" + r.errors.length + " judge err)"));
-      } else {
-        td.textContent = "—";
-      }
-      tr.appendChild(td);
-    });
-    tr.tabIndex = 0;  // rows open from the keyboard too
+  // ---- rows (written by Python), their conversations
+  var table = document.getElementById("conversations-table");
+  var tbody = table.querySelector("tbody");
+  var rows = Array.prototype.slice.call(tbody.querySelectorAll("tr.row"));
+  rows.forEach(function (tr) {
+    var c = DATA.conversations[Number(tr.getAttribute("data-index"))];
     tr.addEventListener("click", function () { toggle(tr, c); });
     tr.addEventListener("keydown", function (ev) {
       if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); toggle(tr, c); }
     });
-    tbody.appendChild(tr);
-    return tr;
   });
+  function conv(tr) { return DATA.conversations[Number(tr.getAttribute("data-index"))]; }
 
-  function hasFailed(c, m) {
-    return Object.keys(c.results).some(function (k) { return (!m || k === m) && c.results[k].status === "failed"; });
-  }
-  function hasErrors(c, m) {
-    if (c.error && !m) return true;
-    return Object.keys(c.results).some(function (k) {
-      var r = c.results[k];
-      return (!m || k === m) && (r.status === "error" || (r.errors && r.errors.length > 0));
+  // ---- filters
+  var select = document.getElementById("filter-metric");
+  DATA.metrics.forEach(function (m) {
+    var o = el("option", null, m);
+    o.value = m;
+    select.appendChild(o);
+  });
+  function anyResult(c, m, test) {
+    return cellsOf(c).some(function (cell) {
+      if (!cell) return false;
+      return Object.keys(cell.results).some(function (k) { return (!m || k === m) && test(cell.results[k]); });
     });
   }
+  function hasFailed(c, m) { return anyResult(c, m, function (r) { return r.status === "failed"; }); }
+  function hasErrors(c, m) {
+    if (!m && cellsOf(c).some(function (cell) { return cell && cell.error; })) return true;
+    return anyResult(c, m, function (r) { return r.status === "error" || (r.errors && r.errors.length > 0); });
+  }
+  function hasMetric(c, m) { return cellsOf(c).some(function (cell) { return cell && cell.results[m] !== undefined; }); }
+  function differsIn(c, m) {
+    if (!m) return c.differs;
+    var seen = cellsOf(c).map(function (cell) {
+      if (!cell) return "missing";
+      var r = cell.results[m];
+      return r ? r.status + "|" + r.score : "none";
+    });
+    return seen.some(function (s) { return s !== seen[0]; });
+  }
   function applyFilters() {
+    var differs = COMPARE && document.getElementById("filter-differs").checked;
     var failed = document.getElementById("filter-failed").checked;
     var errors = document.getElementById("filter-errors").checked;
     var metric = select.value;
     var text = document.getElementById("filter-text").value.toLowerCase();
     var shown = 0;
-    DATA.conversations.forEach(function (c, i) {
-      var ok = (!failed || hasFailed(c, metric)) && (!errors || hasErrors(c, metric)) &&
-        (!metric || c.results[metric] !== undefined) && (!text || c.id.toLowerCase().indexOf(text) >= 0);
-      rows[i].hidden = !ok;
-      var detail = rows[i].nextSibling;
-      if (detail && detail.classList && detail.classList.contains("detail")) detail.hidden = !ok;
+    rows.forEach(function (tr) {
+      var c = conv(tr);
+      var ok = (!differs || differsIn(c, metric)) && (!failed || hasFailed(c, metric)) &&
+        (!errors || hasErrors(c, metric)) && (!metric || hasMetric(c, metric)) &&
+        (!text || c.id.toLowerCase().indexOf(text) >= 0);
+      tr.hidden = !ok;
+      var detail = tr.nextElementSibling;
+      if (detail && detail.classList.contains("detail")) detail.hidden = !ok;
       if (ok) shown++;
     });
-    document.querySelectorAll("#conversations-table [data-metric]").forEach(function (cell) {
+    table.querySelectorAll("[data-metric]").forEach(function (cell) {
       cell.hidden = !!metric && cell.getAttribute("data-metric") !== metric;
     });
-    document.getElementById("shown").textContent = "showing " + shown + " of " + DATA.conversations.length;
+    document.getElementById("shown").textContent = "showing " + shown + " of " + rows.length;
   }
-  ["filter-failed", "filter-errors", "filter-metric", "filter-text"].forEach(function (id) {
-    document.getElementById(id).addEventListener("input", applyFilters);
-    document.getElementById(id).addEventListener("change", applyFilters);
+  ["filter-differs", "filter-failed", "filter-errors", "filter-metric", "filter-text"].forEach(function (id) {
+    var input = document.getElementById(id);
+    if (!input) return;
+    input.addEventListener("input", applyFilters);
+    input.addEventListener("change", applyFilters);
   });
   applyFilters();
 
-  // ---- one conversation, opened under its row
+  // ---- sorting: the order select, or a column's header (click again: the other way)
+  var order = document.getElementById("sort-order");
+  var sortState = { key: "failing", th: null, dir: 1 };
+  function rowKey(tr) {
+    if (sortState.key === "id") return [conv(tr).id];
+    if (sortState.key === "position") return [Number(tr.getAttribute("data-position"))];
+    if (sortState.key === "failing") return [Number(tr.getAttribute("data-failing")) ? 0 : 1, Number(tr.getAttribute("data-position"))];
+    var m = sortState.th.getAttribute("data-metric"), run = sortState.th.getAttribute("data-run");
+    var td = Array.prototype.find.call(tr.children, function (d) {
+      return d.getAttribute("data-metric") === m && d.getAttribute("data-run") === run;
+    });
+    var s = td && td.getAttribute("data-score");
+    return [s === null || s === undefined ? null : Number(s), Number(tr.getAttribute("data-position"))];
+  }
+  function compareKeys(a, b) {
+    for (var i = 0; i < a.length; i++) {
+      if (a[i] === b[i]) continue;
+      if (a[i] === null) return 1;  // no score: always last
+      if (b[i] === null) return -1;
+      var d = a[i] < b[i] ? -1 : 1;
+      return i === 0 ? d * sortState.dir : d;
+    }
+    return 0;
+  }
+  function sortRows() {
+    var keyed = rows.map(function (tr) { return { tr: tr, key: rowKey(tr) }; });
+    keyed.sort(function (a, b) { return compareKeys(a.key, b.key); });
+    keyed.forEach(function (k) {
+      var detail = k.tr.nextElementSibling;
+      tbody.appendChild(k.tr);
+      if (detail && detail.classList.contains("detail")) tbody.appendChild(detail);
+    });
+    rows = keyed.map(function (k) { return k.tr; });
+    table.querySelectorAll("th[data-sort]").forEach(function (th) {
+      if (th === sortState.th) th.setAttribute("aria-sort", sortState.dir > 0 ? "ascending" : "descending");
+      else th.removeAttribute("aria-sort");
+    });
+  }
+  order.addEventListener("change", function () {
+    if (order.value === "column") return;
+    sortState = { key: order.value, th: null, dir: 1 };
+    sortRows();
+  });
+  table.querySelectorAll("th[data-sort] button.sort").forEach(function (button) {
+    var th = button.parentNode;
+    button.addEventListener("click", function (ev) {
+      ev.stopPropagation();
+      var key = th.getAttribute("data-sort");
+      var dir = sortState.th === th ? -sortState.dir : 1;
+      sortState = { key: key, th: th, dir: dir };
+      order.value = key === "id" ? "id" : "column";
+      sortRows();
+    });
+  });
+
+  // ---- one conversation, opened under its row (one column per run when comparing)
   function toggle(tr, c) {
-    var next = tr.nextSibling;
-    if (next && next.classList && next.classList.contains("detail")) {
+    var next = tr.nextElementSibling;
+    if (next && next.classList.contains("detail")) {
       next.remove();
       tr.classList.remove("open");
       return;
     }
     var row = el("tr", "detail");
     var cell = el("td", "detail-cell");
-    cell.colSpan = DATA.metrics.length + 1;
-    cell.appendChild(renderConversation(c));
+    cell.colSpan = DATA.metrics.length * NRUNS + 1;
+    if (COMPARE) {
+      var grid = el("div", "side-by-side");
+      grid.style.gridTemplateColumns = "repeat(" + NRUNS + ", minmax(0, 1fr))";
+      c.runs.forEach(function (record, i) {
+        var run = DATA.runs[i];
+        var col = el("div", "run-column");
+        col.setAttribute("data-run", String(i));
+        add(col, add(el("h3", "run-title"), el("span", "run-label", "run " + run.label), el("span", "muted", " · " + run.path)));
+        if (record) col.appendChild(renderConversation(c, record));
+        else add(col, el("p", "status missing", "missing: this run has no line for this conversation"));
+        grid.appendChild(col);
+      });
+      cell.appendChild(grid);
+    } else {
+      cell.appendChild(renderConversation(c, cellsOf(c)[0]));
+    }
     row.appendChild(cell);
     tr.parentNode.insertBefore(row, tr.nextSibling);
     tr.classList.add("open");
   }
 
-  function renderConversation(c) {
+  function transcriptNote(r) {
+    var verdicts = r.verdicts || [];
+    var any = verdicts.some(function (v) { return v.transcript && v.transcript.length; }) ||
+      (r.transcript && r.transcript.length);
+    if (any || !verdicts.length) return null;
+    if (String(r.judge || "").indexOf("offline") === 0)
+      return el("div", "extra no-transcript", "no transcript recorded: the offline judge (" + r.judge +
+        ") makes no LLM requests; its reasons come from the figures it computed");
+    return el("div", "extra no-transcript", "no transcript recorded for this metric's verdicts " +
+      "(the run kept none: eval --transcripts none or errors, or results older than transcripts)");
+  }
+
+  function renderConversation(c, record) {
     var box = el("div", "conversation");
     box.setAttribute("data-id", c.id);
-    add(box, el("div", "muted", "source: " + (c.source || "—")));
-    if (c.error) add(box, el("div", "run-error", "run failed: " + c.error));
+    add(box, el("div", "muted", "source: " + (record.source || "—")));
+    if (record.error) add(box, el("div", "run-error", "run failed: " + record.error));
     var byTurn = {};
-    var metrics = Object.keys(c.results);
-    metrics.forEach(function (m) {
-      var r = c.results[m];
+    var turns = record.turns || c.turns;  // the run's own turns (from its header's input files) when known
+    Object.keys(record.results).forEach(function (m) {
+      var r = record.results[m];
       var block = el("div", "metric-block " + r.status);
       block.setAttribute("data-metric", m);
       add(block, add(el("div"), el("strong", null, m), document.createTextNode(" "), badge(r.status),
@@ -185,21 +230,23 @@
         add(block, el("div", "judge-error", "judge error at " + e.where + " (" + e.step + ", " + e.attempts +
           " attempts): " + e.message));
       });
+      add(block, transcriptNote(r));
       var loose = el("div", "verdicts");
       (r.verdicts || []).forEach(function (v) {
         var last = v.turns && v.turns.length ? Math.max.apply(null, v.turns) : null;
-        if (c.turns && last !== null && last < c.turns.length) {
-          (byTurn[last] = byTurn[last] || []).push(renderVerdict(m, v, false));
+        if (turns && last !== null && last < turns.length) {
+          var differs = v.reply && v.reply !== turns[last].content;  // another version's reply to the same turn
+          (byTurn[last] = byTurn[last] || []).push(renderVerdict(m, v, !!differs));
         } else {
-          loose.appendChild(renderVerdict(m, v, !c.turns));
+          loose.appendChild(renderVerdict(m, v, !turns));
         }
       });
       if (loose.childNodes.length) block.appendChild(loose);
       box.appendChild(block);
     });
-    if (c.turns) {
+    if (turns) {
       var list = el("div", "turns");
-      c.turns.forEach(function (turn, i) {
+      turns.forEach(function (turn, i) {
         var tdiv = el("div", "turn " + turn.role);
         tdiv.setAttribute("data-turn", String(i));
         add(tdiv, el("div", "turn-head", "turn " + (i + 1) + " · " + turn.role), el("div", "text content", turn.content));
@@ -227,12 +274,12 @@
       var value = typeof v[k] === "string" ? v[k] : JSON.stringify(v[k]);
       add(d, el("div", "extra text", k + ": " + value));
     });
-    d.appendChild(renderTranscript(v.transcript));
+    add(d, renderTranscript(v.transcript));
     return d;
   }
 
   function renderTranscript(transcript) {
-    if (!transcript || !transcript.length) return el("div", "extra no-transcript", "no transcript recorded");
+    if (!transcript || !transcript.length) return null;  // said once per metric (transcriptNote)
     var det = el("details", "transcript");
     var asks = transcript.length > 1 ? " (" + (transcript.length - 1) + " re-ask" + (transcript.length > 2 ? "s" : "") + ")" : "";
     add(det, el("summary", null, "transcript: " + transcript.length + " call" + (transcript.length > 1 ? "s" : "") + asks));
