@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .compiling import CompileOptions
     from .conversation import Conversation, RetrievalNode, ToolCall, Turn, from_messages
     from .judges import CallLimiter, Judge, JudgeCache, ModelLike, NeedsLLMJudge, resolve_judge
+    from .judges.jury import Jury
     from .judges.llm import LLMJudge
     from .judges.offline import EmbeddingJudge
     from .judges.scripted import ScriptedChatModel
@@ -79,6 +80,7 @@ _EXPORTS = {
     "JudgeCache": "judges",
     "CallLimiter": "judges",
     "LLMJudge": "judges.llm",
+    "Jury": "judges.jury",
     "EmbeddingJudge": "judges.offline",
     "ScriptedChatModel": "judges.scripted",
     "judge_node": "apps.node",
