@@ -245,3 +245,17 @@ def test_repeats_are_keyed_apart_so_no_cache_entry_serves_two():
     assert model.call_count == 3 and [a.repeat for a in out.jurors] == [0, 1, 2]
     jury.run(request)
     assert model.call_count == 3  # each repeat's own entry answers it again
+
+
+def test_rejudging_a_verdict_with_a_jury_gives_it_votes():
+    from judgegraph.conversation import as_conversation
+    from judgegraph.steering import rejudge_result
+
+    old = turn_relevancy(juror("first", "yes"))
+    chosen = old.verdicts[0]
+    jury = resolve_judge([juror("a", "no"), juror("b", "no"), juror("c", "yes")], cache=False)
+    new = rejudge_result(old.model_dump(mode="json"), as_conversation(CONVERSATION), model=jury,
+                         verdict_ids=[chosen.id])
+    by_id = {v.id: v for v in new.verdicts}
+    assert by_id[chosen.id].verdict == "no" and [x.verdict for x in by_id[chosen.id].votes] == ["no", "no", "yes"]
+    assert all(not v.votes for k, v in by_id.items() if k != chosen.id)  # the others kept as they were

@@ -230,7 +230,8 @@ def run(args: argparse.Namespace) -> int:
         url = getattr(judge, "base_url", "") or base_url(args.base_url, args.model)
         err.print(f"judge: [bold]{markup_safe(judge.name)}[/]" + (f" at {markup_safe(url)}" if url else "")
                   + (" (OPENAI_BASE_URL)" if url and not args.base_url else ""))
-        disk = judge.cache.disk if judge.cache is not None else None
+        cache = getattr(judge, "jurors", [judge])[0].cache  # a jury's: its first juror's (each has its own)
+        disk = cache.disk if cache is not None else None
         if args.dry_run:
             pass  # nothing is sent, so no cache is opened
         elif disk is None:
