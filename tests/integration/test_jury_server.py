@@ -48,6 +48,7 @@ def test_repeats_send_distinct_seeds_and_record_them_with_the_fingerprint():
         res = graph.invoke({"conversation": json.loads(CHATS.read_text().splitlines()[0])})["results"]["turn_relevancy"]
         seeds = sorted({r["seed"] for r in server.requests if "seed" in r})
     assert seeds == [0, 1, 2] and res.judge == "jury(majority):llm:judge*3"
+    assert [j["settings"]["seed"] for j in judge.settings["jurors"]] == [0, 1, 2]
     for v in res.verdicts:
         assert v.verdict == "yes"  # seeds 0 and 2 say yes
         assert [(x.repeat, x.verdict) for x in v.votes] == [(0, "yes"), (1, "no"), (2, "yes")]

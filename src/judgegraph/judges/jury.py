@@ -164,6 +164,13 @@ class Jury(Judge):
         return JudgeOutcome(value, None, attempts, usage, score=score, cached=cached, transcript=transcript,
                             jurors=list(answers))
 
+    @property
+    def settings(self) -> dict[str, Any]:
+        """How the jury decides and who sits on it (each juror's own settings), for a run's record."""
+        return {"aggregate": self.aggregate, "quorum": self.quorum,
+                "jurors": [{"name": j.name, "repeat": r, "settings": dict(getattr(j, "settings", None) or {})}
+                           for j, r in zip(self.jurors, self.repeats)]}
+
     def supports(self, task: str) -> bool:
         return all(j.supports(task) for j in self.jurors)
 
