@@ -106,6 +106,8 @@ def test_cli_repeat_gives_numbered_votes_and_seeds_in_transcripts(tmp_path, bare
 @pytest.mark.parametrize(("argv", "msg"), [
     (["--model", "openai:a", "--model", "openai:b", "--quorum", "3"], "quorum must be a whole number from 1 to 2"),
     (["--model", "openai:a", "--repeat", "0"], "--repeat must be"),
+    (["--model", "openai:a", "--quorum", "1"], "quorum is a jury's setting"),
+    (["--model", "openai:a", "--aggregate", "any"], "aggregate is a jury's setting"),
 ])
 def test_bad_jury_flags_are_usage_errors(argv, msg, tmp_path, capsys):
     code = main(["eval", str(CHATS), "--base-url", "http://127.0.0.1:9", "--out", str(tmp_path / "r.jsonl"), *argv])

@@ -32,7 +32,7 @@ def resolve_judge(
     model: ModelLike | Sequence[ModelLike] = None,
     *,
     repeat: int | None = None,
-    aggregate: str = "majority",
+    aggregate: str | None = None,
     quorum: int | None = None,
     max_concurrency: int = 16,
     max_tries: int = 3,
@@ -64,9 +64,14 @@ def resolve_judge(
     between metrics, build it here and pass it as their ``model``.
 
     A list of models is a jury (:class:`~judgegraph.judges.jury.Jury`, docs/juries.md): each built
-    with these settings, their answers aggregated by ``aggregate`` (``majority``, ``mean``,
+    with these settings, their answers aggregated by ``aggregate`` (``majority`` by default, ``mean``,
     ``unanimous``, ``any``) while ``quorum`` of them answer (default: a majority). ``repeat`` N > 1
     judges each request N times with distinct seeds (a jury of repeats, majority by default)."""
+    several = isinstance(model, (list, tuple)) or (repeat is not None and repeat != 1)
+    if not several and (aggregate is not None or quorum is not None):
+        raise ValueError(f"{'aggregate' if aggregate is not None else 'quorum'} is a jury's setting: give several"
+                         " models (--model a --model b) or repeat=N (--repeat N)")
+    aggregate = aggregate or "majority"
     if isinstance(model, (list, tuple)):
         from .jury import Jury
 
