@@ -259,3 +259,17 @@ def test_rejudging_a_verdict_with_a_jury_gives_it_votes():
     by_id = {v.id: v for v in new.verdicts}
     assert by_id[chosen.id].verdict == "no" and [x.verdict for x in by_id[chosen.id].votes] == ["no", "no", "yes"]
     assert all(not v.votes for k, v in by_id.items() if k != chosen.id)  # the others kept as they were
+
+
+def test_a_jury_of_offline_judges_needs_no_model_and_keeps_their_scores():
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from judgegraph.judges.offline import EmbeddingJudge
+
+    jurors = [EmbeddingJudge(DeterministicFakeEmbedding(size=16), threshold=t) for t in (-1.0, 0.99, -1.0)]
+    jury = Jury(jurors)
+    assert jury.kind == "offline"
+    res = turn_relevancy(jury)
+    for v in res.verdicts:
+        assert [x.verdict for x in v.votes] == ["yes", "no", "yes"] and v.verdict == "yes"
+        assert v.score == pytest.approx(v.votes[0].score)  # the jurors' mean: they embed alike
