@@ -119,3 +119,9 @@ def test_graph_draws_the_jury_beside_the_metric(capsys):
     text = capsys.readouterr().out
     assert "judge_turn" in text and "juror_1 openai/a" in text and "juror_2 openai/b" in text
     assert "aggregate" in text
+
+
+def test_a_dry_run_of_a_jury_says_it_counts_one_juror(tmp_path, capsys):
+    code = main(["eval", str(CHATS), "--model", "openai:a", "--model", "openai:b", "--repeat", "2", "--dry-run",
+                 "--no-progress", "--out", str(tmp_path / "r.jsonl")])
+    assert code == 0 and "each judgement asks 4 jurors" in capsys.readouterr().out

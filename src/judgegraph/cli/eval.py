@@ -322,6 +322,8 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
     row("total", est.total, _fmt_cost(est.cost_usd()), style="bold")
     out.print(table)
     out.print(f"basis: {markup_safe(est.basis)}.")
+    if (jurors := len(getattr(args, "models", None) or [args.model]) * (args.repeat or 1)) > 1:
+        out.print(f"a jury: each judgement asks {jurors} jurors; the table counts the first one's requests.")
     if est.prices is not None:
         out.print(f"prices: {markup_safe(est.prices.describe())}.")
     out.print("No call was made.")
