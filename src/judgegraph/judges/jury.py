@@ -16,6 +16,7 @@ from __future__ import annotations
 import operator
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Annotated, Any
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -58,8 +59,6 @@ def _named(outcome: JudgeOutcome, juror: str) -> JudgeOutcome:
     """``outcome`` with every attempt naming its juror (an attempt with no model gets the juror's name)."""
     if all(a.model for a in outcome.transcript):
         return outcome
-    from dataclasses import replace
-
     return replace(outcome, transcript=[a if a.model else a.model_copy(update={"model": juror})
                                         for a in outcome.transcript])
 
