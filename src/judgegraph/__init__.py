@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .conversation import Conversation, RetrievalNode, ToolCall, Turn, from_messages
     from .judges import CallLimiter, Judge, JudgeCache, ModelLike, NeedsLLMJudge, resolve_judge
     from .judges.aligned import AlignedJudge, load_aligned
+    from .judges.jury import Jury
     from .judges.llm import LLMJudge
     from .judges.offline import EmbeddingJudge
     from .judges.scripted import ScriptedChatModel
@@ -83,6 +84,7 @@ _EXPORTS = {
     "JudgeCache": "judges",
     "CallLimiter": "judges",
     "LLMJudge": "judges.llm",
+    "Jury": "judges.jury",
     "EmbeddingJudge": "judges.offline",
     "ScriptedChatModel": "judges.scripted",
     "judge_node": "apps.node",

@@ -15,6 +15,7 @@ from langgraph.types import Command, Send
 
 from .conversation import Conversation
 from .judges.base import Judge, JudgeOutcome, JudgeRequest
+from .judges.jury import with_votes
 from .replay import Steer, probe, steer_of
 from .results import JudgeAttempt, MetricResult, Review, Verdict
 from .scoring import make_result  # noqa: F401 - a building block of custom graphs, documented here
@@ -38,10 +39,13 @@ def judge_step(
     build: Callable[[T], JudgeRequest],
     finish: Callable[[T, JudgeOutcome], StateUpdate],
 ) -> RunnableLambda:
-    """A node: ``finish(input, judge(build(input)))``, sync and async. An update
-    holding no verdict (an extraction) gets the transcript as ``judge_calls``, so
-    every request behind a result is kept; a :class:`~judgegraph.replay.Steer` in
-    the config may keep verdicts, replay answers or replace the prompt."""
+    """A node: ``finish(input, judge(build(input)))``, sync and async.
+
+    Every attempt is stamped with the request's key; a jury's outcome puts each juror's answer on the
+    verdicts as ``votes`` (:func:`~judgegraph.judges.jury.with_votes`); an update holding no
+    verdict (an extraction) gets the transcript as ``judge_calls``, so every
+    request behind a result is kept. A :class:`~judgegraph.replay.Steer` in the
+    config may keep verdicts, replay answers or replace the prompt (re-judging)."""
 
     def before(task: Any, config: RunnableConfig | None) -> tuple[Steer | None, JudgeRequest, Any]:
         steer = steer_of(config)
@@ -60,6 +64,8 @@ def judge_step(
         outcome = dataclasses.replace(outcome, transcript=[a.model_copy(update={"request": key})
                                                            for a in outcome.transcript])
         update = finish(task, outcome)
+        if outcome.jurors:  # a jury's: each juror's answer as the verdicts' votes
+            update = with_votes(update, outcome.jurors, lambda juror: finish(task, juror))
         if steer is not None and not outcome.cached:
             steer.note(update)
         return with_calls(update, outcome.transcript)

@@ -51,6 +51,7 @@ class JudgeAttempt(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens, ... never keys or headers
     cached: bool = False  # answered from the judge cache: no request was sent
     request: str | None = None  # the request's key (JudgeRequest.cache_key): the same request has the same key
+    system_fingerprint: str | None = None  # the provider's backend configuration, when it reports one (OpenAI)
 
 
 class JudgeErrorInfo(BaseModel):

@@ -68,7 +68,8 @@ def test_verdict_carries_the_transcript_in_json():
     dumped = Verdict(verdict="yes", transcript=[attempt]).model_dump(mode="json")
     assert dumped["transcript"][0] == {"step": "s", "messages": [{"role": "user", "content": "q"}], "reply": "r",
                                        "error": None, "latency_s": None, "usage": dumped["transcript"][0]["usage"],
-                                       "model": "", "settings": {}, "cached": False, "request": None}
+                                       "model": "", "settings": {}, "cached": False, "request": None,
+                                       "system_fingerprint": None}
     assert Verdict().transcript == []
 
 

@@ -47,14 +47,33 @@ def add_results_command(sub: Subparsers, name: str, run: Callable[[argparse.Name
     return p
 
 
+class Models(argparse.Action):
+    """``--model``, repeatable (a jury): ``models`` holds every one given, ``model`` the first."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        namespace.models = [*(getattr(namespace, "models", None) or []), values]
+        setattr(namespace, self.dest, namespace.models[0])
+
+
 def add_judge_options(p: argparse.ArgumentParser, *, model: str, base_url: str, concurrency: str | None = None) -> None:
-    """``--model``, ``--base-url`` and, with ``concurrency`` (its help), ``--concurrency`` and ``--max-tries``."""
-    p.add_argument("--model", help=model)
+    """``--model``, ``--base-url`` and, with ``concurrency`` (its help), ``--concurrency``, ``--max-tries``
+    and the jury flags (``--model`` repeated, ``--aggregate``, ``--quorum``, ``--repeat``: docs/juries.md)."""
+    p.add_argument("--model", action=Models, help=model if concurrency is None else
+                   f"{model}; repeat it for a jury of judges (docs/juries.md)")
     p.add_argument("--base-url", help=base_url)
     if concurrency is not None:
         p.add_argument("--concurrency", type=int, default=16, help=f"{concurrency} (default %(default)s)")
         p.add_argument("--max-tries", type=int, default=3,
                        help="asks per judgement when the model's output is invalid (default %(default)s)")
+        from ..judges.verdicts import AGGREGATES
+
+        p.add_argument("--aggregate", choices=AGGREGATES,
+                       help="how a jury's answers make one (default majority; docs/juries.md)")
+        p.add_argument("--quorum", type=int, metavar="N",
+                       help="jurors that must answer (default: a majority); fewer is a judge error")
+        p.add_argument("--repeat", type=int, metavar="N",
+                       help="judge every request N times with distinct seeds, majority kept (docs/juries.md)")
 
 
 def add_metric_options(p: argparse.ArgumentParser, *, role: str, guideline: str = "", scored: bool = True) -> None:
@@ -76,7 +95,7 @@ def add_out_options(p: argparse.ArgumentParser, group: argparse._ActionsContaine
 #: Whole-number options, by attribute: a whole number >= 1 and, when given, at most the value
 #: (``--concurrency`` and ``--max-calls``: :data:`MAX_CONCURRENCY`); ``--workers auto`` is resolved later.
 WHOLE_OPTIONS: dict[str, int | None] = dict.fromkeys(
-    ("max_tries", "max_turns", "window_size", "n_questions", "max_traces", "max_prompt_tokens", "max_reply_bytes",
+    ("max_tries", "max_turns", "window_size", "repeat", "quorum", "n_questions", "max_traces", "max_prompt_tokens", "max_reply_bytes",
      "workers"))
 WHOLE_OPTIONS.update(concurrency=MAX_CONCURRENCY, max_calls=MAX_CONCURRENCY)
 #: Other number options, by attribute: (the bound, whether the bound itself is refused, the unit).
@@ -124,15 +143,18 @@ def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency:
     rule = {"rule": args.offline_rule} if getattr(args, "offline_rule", None) else {}  # the offline judge's fitted rule
     if getattr(args, "aligned", None):
         rule["aligned"] = args.aligned  # an aligned LLM judge's file (--aligned; docs/alignment.md)
+    jury = {name: getattr(args, name) for name in ("repeat", "aggregate", "quorum") if getattr(args, name, None) is not None}
     if model is None:
-        return {"cache": not no_cache, **rule}
+        return {"cache": not no_cache, **rule, **jury}
+    models = getattr(args, "models", None) or [model]
     kwargs: dict[str, Any] = {}  # Any: keyword arguments of several types, spread into resolve_judge(**)
     if url := base_url(args.base_url, model):
         kwargs["base_url"] = url  # --base-url, else $OPENAI_BASE_URL
     kwargs.update({name: getattr(args, name) for name in JUDGE_CLIENT if getattr(args, name, None) is not None})
     cache: bool | str = False if no_cache else (getattr(args, "cache", None) or True)
-    return dict(model=model, max_concurrency=max_concurrency, max_tries=getattr(args, "max_tries", 3), cache=cache,
-                **kwargs, **rule)  # a rule with --model: resolve_judge refuses it (usage error)
+    return dict(model=models if len(models) > 1 else model, max_concurrency=max_concurrency,
+                max_tries=getattr(args, "max_tries", 3), cache=cache, **kwargs, **rule,  # a rule with --model: refused
+                **jury)
 
 
 def metric_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -237,7 +237,8 @@ def run(args: argparse.Namespace) -> int:
         url = getattr(judge, "base_url", "") or base_url(args.base_url, args.model)
         err.print(f"judge: [bold]{markup_safe(judge.name)}[/]" + (f" at {markup_safe(url)}" if url else "")
                   + (" (OPENAI_BASE_URL)" if url and not args.base_url else ""))
-        disk = judge.cache.disk if judge.cache is not None else None
+        cache = getattr(judge, "jurors", [judge])[0].cache  # a jury's: its first juror's (each has its own)
+        disk = cache.disk if cache is not None else None
         if args.dry_run:
             pass  # nothing is sent, so no cache is opened
         elif disk is None:
@@ -328,6 +329,8 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
     row("total", est.total, _fmt_cost(est.cost_usd()), style="bold")
     out.print(table)
     out.print(f"basis: {markup_safe(est.basis)}.")
+    if (jurors := len(getattr(args, "models", None) or [args.model]) * (args.repeat or 1)) > 1:
+        out.print(f"a jury: each judgement asks {jurors} jurors; the table counts the first one's requests.")
     if est.prices is not None:
         out.print(f"prices: {markup_safe(est.prices.describe())}.")
     out.print("No call was made.")

@@ -1,8 +1,11 @@
-"""``judgegraph graph``: draw a metric's graph (several: the report graph)."""
+"""``judgegraph graph``: draw a metric's graph (several: the report graph); with several ``--model``s
+(or ``--repeat``) the jury graph every judge step runs per request, drawn after it (with ``-o FILE``,
+in ``FILE``'s name with ``.jury`` before the suffix)."""
 
 from __future__ import annotations
 
 import argparse
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +33,32 @@ def register(sub: Subparsers) -> None:
                    help="turn-contextual-relevancy: draw the optional verify_verdict node")
     p.add_argument("--reason", choices=["deterministic", "llm", "none"],
                    help="'llm' draws the optional write_reason node")
+    p.add_argument("--model", action="append", dest="models", metavar="MODEL",
+                   help="repeated (or with --repeat): also draw the jury every judge step asks (docs/juries.md)")
+    p.add_argument("--repeat", type=int, metavar="N", help="with --model: draw a jury of N repeats")
+    from ..judges.verdicts import AGGREGATES
+
+    p.add_argument("--aggregate", default="majority", choices=AGGREGATES,
+                   help="with --model: the jury's aggregation (its name)")
     p.set_defaults(run=run)
+
+
+def _jury(args: argparse.Namespace) -> CompiledStateGraph | None:
+    """The jury graph for the ``--model``s given (jurors with no model: drawn, never run), or None for one judge."""
+    from ..judges import NoModel
+    from ..judges.jury import Jury
+
+    models = args.models or []
+    if len(models) < 2 and (args.repeat or 1) == 1:
+        return None
+    jurors = [type("Juror", (NoModel,), {"name": m if ":" in m else f"llm:{m}"})() for m in models or ["(no model)"]]
+    jury = Jury(jurors, aggregate=args.aggregate)
+    if args.repeat and args.repeat > 1:
+        with warnings.catch_warnings():  # drawn, never run: whether repeats could vary is no matter here
+            warnings.simplefilter("ignore")
+            jury = Jury.repeat(jury if len(jurors) > 1 else jurors[0], args.repeat, aggregate=args.aggregate)
+    graph: CompiledStateGraph = jury.graph
+    return graph
 
 
 def _format(args: argparse.Namespace) -> str:
@@ -68,17 +96,26 @@ def run(args: argparse.Namespace) -> int:
     drawable = graph.get_graph(xray=1 if len(args.metrics) > 1 else False)
     from ..reporting.drawing import PngUnavailable, draw_png, draw_svg
 
-    text = drawable.draw_mermaid() if fmt == "mermaid" else draw_svg(drawable, title=graph.name or "graph")
-    if not args.out:  # outside the try: a closed pipe (`| head`) is main()'s to handle
-        print(text, end="" if text.endswith("\n") else "\n")
-        return EXIT_OK
     try:
-        if fmt == "png":
-            Path(args.out).write_bytes(draw_png(text))
-        else:
-            Path(args.out).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    except PngUnavailable as exc:
-        return fail(exc, EXIT_ERRORS)
-    except OSError as exc:
-        return fail(f"{args.out}: {exc.strerror or exc}", EXIT_ERRORS)
+        jury = _jury(args)
+    except ValueError as exc:
+        return fail(exc)
+    pictures = [(graph, drawable, args.out)]
+    if jury is not None:  # the jury each judge step asks, drawn beside the metric (its own picture)
+        out = Path(args.out) if args.out else None
+        pictures.append((jury, jury.get_graph(), str(out.with_name(f"{out.stem}.jury{out.suffix}")) if out else None))
+    for shown, picture, path in pictures:
+        text = picture.draw_mermaid() if fmt == "mermaid" else draw_svg(picture, title=shown.name or "graph")
+        if not path:  # outside the try: a closed pipe (`| head`) is main()'s to handle
+            print(text, end="" if text.endswith("\n") else "\n")
+            continue
+        try:
+            if fmt == "png":
+                Path(path).write_bytes(draw_png(text))
+            else:
+                Path(path).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        except PngUnavailable as exc:
+            return fail(exc, EXIT_ERRORS)
+        except OSError as exc:
+            return fail(f"{path}: {exc.strerror or exc}", EXIT_ERRORS)
     return EXIT_OK

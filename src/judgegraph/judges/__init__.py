@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias, Union
+from typing import TYPE_CHECKING, Any, TypeAlias, Union, cast
 
 from .base import Endpoint, Judge, JudgeOutcome, JudgeRequest
 from .cache import DiskCache, JudgeCache, default_cache_path
@@ -15,10 +15,12 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from .aligned import Alignment
+    from .jury import Jury
     from .offline_rule import OfflineRule
 
 __all__ = [
-    "CallLimiter", "DiskCache", "Endpoint", "Judge", "JudgeCache", "JudgeOutcome", "JudgeRequest", "ModelLike", "NeedsLLMJudge",
+    "CallLimiter", "DiskCache", "Endpoint", "Judge", "JudgeCache", "JudgeOutcome", "JudgeRequest", "Jury", "ModelLike",
+    "NeedsLLMJudge",
     "NoModel", "RateBucket", "default_cache_path", "require_tasks", "resolve_judge",
 ]
 
@@ -28,8 +30,11 @@ ModelLike: TypeAlias = Union[str, "BaseChatModel", Judge, None]
 
 
 def resolve_judge(
-    model: ModelLike = None,
+    model: ModelLike | Sequence[ModelLike] = None,
     *,
+    repeat: int | None = None,
+    aggregate: str | None = None,
+    quorum: int | None = None,
     max_concurrency: int = 16,
     max_tries: int = 3,
     cache: bool | str | os.PathLike[str] = True,
@@ -50,17 +55,44 @@ def resolve_judge(
     ``model`` to share its limits and cache. ``rule``: the offline judge's fitted decision
     rule or its file (docs/offline_alignment.md); ValueError with another judge. ``aligned``: an LLM judge's
     alignment or its ``aligned-….json`` file (docs/alignment.md): an :class:`~judgegraph.judges.aligned.AlignedJudge`
-    around ``model``'s judge (ValueError: no LLM model, another model than the file's, a tampered file)."""
+    around ``model``'s judge (ValueError: no LLM model, another model than the file's, a tampered file).
+
+    A list of models is a jury (:class:`~judgegraph.judges.jury.Jury`, docs/juries.md): each built
+    with these settings, their answers aggregated by ``aggregate`` (``majority`` by default, ``mean``,
+    ``unanimous``, ``any``) while ``quorum`` of them answer (default: a majority). ``repeat`` N > 1
+    judges each request N times with distinct seeds (a jury of repeats, majority by default)."""
     if aligned is not None:
         from .aligned import AlignedJudge, Alignment, read_alignment
 
         if model is None:
             raise ValueError("an aligned judge (--aligned) wraps an LLM judge: give its model (--model)")
         alignment = aligned if isinstance(aligned, Alignment) else read_alignment(aligned)
-        base = resolve_judge(model, max_concurrency=max_concurrency, max_tries=max_tries, cache=cache, timeout=timeout,
-                             max_retries=max_retries, rpm=rpm, tpm=tpm, max_prompt_tokens=max_prompt_tokens,
-                             max_reply_bytes=max_reply_bytes, rule=rule, **client)
+        base = resolve_judge(model, repeat=repeat, aggregate=aggregate, quorum=quorum, max_concurrency=max_concurrency,
+                             max_tries=max_tries, cache=cache, timeout=timeout, max_retries=max_retries, rpm=rpm,
+                             tpm=tpm, max_prompt_tokens=max_prompt_tokens, max_reply_bytes=max_reply_bytes, rule=rule,
+                             **client)
         return AlignedJudge(base, alignment)
+    several = isinstance(model, (list, tuple)) or (repeat is not None and repeat != 1)
+    if not several and (aggregate is not None or quorum is not None):
+        raise ValueError(f"{'aggregate' if aggregate is not None else 'quorum'} is a jury's setting: give several"
+                         " models (--model a --model b) or repeat=N (--repeat N)")
+    aggregate = aggregate or "majority"
+    if isinstance(model, (list, tuple)):
+        from .jury import Jury
+
+        jurors = [resolve_judge(m, max_concurrency=max_concurrency, max_tries=max_tries, cache=cache, timeout=timeout,
+                                max_retries=max_retries, rpm=rpm, tpm=tpm, max_prompt_tokens=max_prompt_tokens,
+                                max_reply_bytes=max_reply_bytes, rule=rule, **client) for m in model]
+        if repeat is not None and repeat > 1:
+            return Jury.repeat(Jury(jurors), repeat, aggregate=aggregate, quorum=quorum)
+        return Jury(jurors, aggregate=aggregate, quorum=quorum)
+    if repeat is not None and repeat != 1:
+        from .jury import Jury
+
+        one = resolve_judge(model, max_concurrency=max_concurrency, max_tries=max_tries, cache=cache, timeout=timeout,
+                            max_retries=max_retries, rpm=rpm, tpm=tpm, max_prompt_tokens=max_prompt_tokens,
+                            max_reply_bytes=max_reply_bytes, rule=rule, **client)
+        return Jury.repeat(one, repeat, aggregate=aggregate, quorum=quorum)
     settings = {k: v for k, v in {"timeout": timeout, "max_retries": max_retries, "rpm": rpm, "tpm": tpm,
                                    "max_prompt_tokens": max_prompt_tokens,
                                    "max_reply_bytes": max_reply_bytes}.items() if v is not None}
@@ -83,12 +115,21 @@ def resolve_judge(
         for name, rate in (("rpm", rpm), ("tpm", tpm)):
             if rate is not None and not rate > 0:
                 raise ValueError(f"{name} must be > 0, got {rate}")
-        made = LLMJudge(model, max_tries=max_tries, limiter=CallLimiter(max_concurrency, rpm=rpm, tpm=tpm),
+        made = LLMJudge(cast("Union[str, BaseChatModel]", model), max_tries=max_tries, limiter=CallLimiter(max_concurrency, rpm=rpm, tpm=tpm),
                         timeout=timeout if timeout is not None else DEFAULT_TIMEOUT_S, max_retries=max_retries,
                         max_prompt_tokens=max_prompt_tokens or DEFAULT_MAX_PROMPT_TOKENS,
                         max_reply_bytes=max_reply_bytes, **client)
     made.cache = _make_cache(made, cache)
     return made
+
+
+def __getattr__(name: str) -> Any:
+    """``Jury`` (:mod:`.jury`, which imports LangGraph) on first use."""
+    if name == "Jury":
+        from .jury import Jury
+
+        return Jury
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _make_cache(judge: Judge, cache: bool | str | os.PathLike[str] | None) -> JudgeCache | None:

@@ -20,7 +20,7 @@ from ..prompts import Prompt, load_prompt
 from ..results import JudgeAttempt, Usage
 from .cache import CachedAnswer, DiskCache, JudgeCache
 
-__all__ = ["DiskCache", "Judge", "JudgeCache", "JudgeOutcome", "JudgeRequest"]
+__all__ = ["DiskCache", "Judge", "JudgeCache", "JudgeOutcome", "JudgeRequest", "JurorAnswer"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,7 @@ class JudgeOutcome:
     score: float | None = None  # a similarity or probability behind the value, if any
     cached: bool = False  # answered from the judge's cache: no call was made
     transcript: list[JudgeAttempt] = field(default_factory=list)  # every request behind it, in order
+    jurors: list[JurorAnswer] = field(default_factory=list)  # a jury's: each juror's own outcome (judges/jury.py)
 
     @property
     def ok(self) -> bool:
@@ -75,6 +76,16 @@ class JudgeOutcome:
         last = [a.model_copy(update={"cached": True, "usage": Usage(), "latency_s": None, "error": None})
                 for a in self.transcript[-1:]]
         return dataclasses.replace(self, attempts=0, usage=Usage(), cached=True, transcript=last)
+
+
+@dataclass(frozen=True)
+class JurorAnswer:
+    """One juror's outcome behind a jury's (:class:`~judgegraph.judges.jury.Jury`): which judge, which
+    repeat of it (``--repeat``), and what it answered; ``judge_step`` turns them into ``Verdict.votes``."""
+
+    judge: str  # the juror's name, e.g. "llm:gpt-4.1-mini"
+    repeat: int
+    outcome: JudgeOutcome
 
 
 @dataclass(frozen=True)

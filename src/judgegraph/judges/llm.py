@@ -6,6 +6,7 @@ docs/judges.md; retrying here (not in the client) makes ``attempts`` true.
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import json
 import os
@@ -113,9 +114,10 @@ def _is_invalid_output(exc: BaseException) -> bool:
     if isinstance(exc, (ValidationError, OutputParserException, json.JSONDecodeError)):
         return True
     # a reply came back, unusable (cut at max_tokens, or filtered)
-    openai = sys.modules.get("openai")  # not imported: none of its errors can be here
-    return openai is not None and isinstance(exc, (openai.LengthFinishReasonError,
-                                                   openai.ContentFilterFinishReasonError))
+    # not imported (or still being imported by another thread): none of its errors can be here
+    openai = sys.modules.get("openai")
+    found = (getattr(openai, name, None) for name in ("LengthFinishReasonError", "ContentFilterFinishReasonError"))
+    return isinstance(exc, tuple(t for t in found if isinstance(t, type)))
 
 
 def _invalid_input(exc: BaseException) -> str:
@@ -176,6 +178,13 @@ def _error_summary(exc: BaseException) -> str:
         return "; ".join(parts)[:500]
     text = str(exc)
     return text.splitlines()[0][:500] if text else text
+
+
+def _fingerprint(raw: BaseMessage | None) -> str | None:
+    """The ``system_fingerprint`` the provider sent with the reply (langchain-openai puts it in the
+    message's ``response_metadata``): which backend configuration answered, beside the seed."""
+    found = (getattr(raw, "response_metadata", None) or {}).get("system_fingerprint")
+    return found if isinstance(found, str) and found else None
 
 
 def _raw_text(raw: BaseMessage | None) -> str:
@@ -376,6 +385,27 @@ class LLMJudge(Judge):
         if method:
             self.settings["method"] = method
         self._runnables: dict[type, Any] = {}
+        self.repeat: int | None = None  # set on the repeats :meth:`with_seed` makes
+
+    @property
+    def seedable(self) -> bool:
+        """Whether the chat model sends a ``seed`` (an OpenAI-compatible model does)."""
+        return "seed" in (getattr(type(self.model), "model_fields", None) or {})
+
+    def with_seed(self, seed: int, repeat: int) -> LLMJudge:
+        """This judge as repeat ``repeat`` of a jury (``--repeat``): its model sends ``seed`` when it
+        can (:attr:`seedable`), the temperature stays as set; the limiter, breaker and cache are
+        shared, and the cache key holds the repeat (and the seed, in the settings), so repeats are
+        never served from one entry."""
+        twin = copy.copy(self)
+        twin.__dict__.pop("_prepared", None)
+        twin.settings = dict(self.settings)
+        if self.seedable:
+            twin.model = self.model.model_copy(update={"seed": seed})
+            twin.settings["seed"] = seed
+        twin._runnables = {}
+        twin.repeat = repeat
+        return twin
 
     @property
     def endpoint(self) -> Endpoint | None:
@@ -415,6 +445,8 @@ class LLMJudge(Judge):
             {k: v for k, v in self.settings.items() if k not in ("timeout", "max_retries")},
             request.task, request.step, request.template.template, request.rendered, _schema_id(request.schema),
         ]
+        if self.repeat is not None:  # a repeat of a jury (``--repeat``): its own entry, seed or no seed
+            payload.append({"repeat": self.repeat})
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
     def _too_long(self, text: str) -> str | None:
@@ -427,13 +459,15 @@ class LLMJudge(Judge):
         return f"prompt too long: {n} tokens, over the limit of {limit} (max_prompt_tokens); not sent"
 
     def _attempt(self, request: JudgeRequest, messages: list[BaseMessage], latency: float | None, *,
-                 reply: str | None = None, error: str | None = None, usage: Usage | None = None) -> JudgeAttempt:
-        """A transcript entry (the one place they are made), credentials taken out."""
+                 reply: str | None = None, error: str | None = None, usage: Usage | None = None,
+                 raw: BaseMessage | None = None) -> JudgeAttempt:
+        """A transcript entry (the one place they are made), credentials taken out; ``raw``: the
+        reply message, whose ``system_fingerprint`` is recorded."""
         redact = self.redact
         sent = [{"role": _ROLES.get(m.type, m.type), "content": redact(m.text)} for m in messages]
         return JudgeAttempt(step=request.step, messages=sent, reply=redact(reply) if reply else reply,
                             error=redact(error) if error else error, latency_s=latency, usage=usage or Usage(),
-                            model=self.model_name, settings=self.settings)
+                            model=self.model_name, settings=self.settings, system_fingerprint=_fingerprint(raw))
 
     def _attempts(self, request: JudgeRequest) -> _Steps:
         """The one implementation of a judgement, sync or async: yields ``(wait, messages)``,
@@ -492,10 +526,11 @@ class LLMJudge(Judge):
             if parsed is not None and parsing_error is None:
                 if not isinstance(parsed, request.schema):
                     parsed = request.schema.model_validate(parsed)
-                transcript.append(self._attempt(request, messages, latency, reply=reply, usage=used))
+                transcript.append(self._attempt(request, messages, latency, reply=reply, usage=used, raw=raw))
                 return JudgeOutcome(parsed, None, sent, usage, transcript=transcript)
             error = _error_summary(parsing_error) if parsing_error else "the reply held no structured answer"
-            transcript.append(self._attempt(request, messages, latency, reply=reply, error=error, usage=used))
+            transcript.append(self._attempt(request, messages, latency, reply=reply, error=error, usage=used,
+                                            raw=raw))
             if asks >= self.max_tries:
                 return JudgeOutcome(None, f"invalid output after {self.max_tries} tries: {error}", sent, usage,
                                     transcript=transcript)

@@ -29,8 +29,9 @@ from ..embeddings.base import cosines, embeddings_name
 from ..embeddings.resolve import resolve_embeddings
 from ..embeddings.runner import EmbeddingRunner
 from ..judges import JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
+from ..judges.base import JurorAnswer
 from ..nodes import Node, in_scope, judge_step, quote, score_node, scoring_edges, turn_label
-from ..results import MetricResult, Verdict, merge_verdicts
+from ..results import MetricResult, Verdict, Vote, merge_verdicts
 from ..scoring import MetricOptions, check_whole
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..windows import Exchange, exchanges
@@ -220,6 +221,7 @@ def _generate_questions(settings: ResponseRelevancySettings) -> RunnableLambda:
             "attempts": outcome.attempts,
             "usage": outcome.usage,
             "transcript": outcome.transcript,
+            "jurors": [_juror_questions(j) for j in outcome.jurors],  # a jury's: each juror's, scored alike
         }
         update: dict[str, Any] = {"generations": [record]}
         if value is None:  # the exchange's verdict is this judge error (embed_questions writes it again, no call)
@@ -238,6 +240,28 @@ def _verdict(task: ExchangeTask, threshold: float, **kw: Any) -> ExchangeVerdict
         None if kw.get("error") or score is None else ("yes" if score >= threshold else "no"))
     return ExchangeVerdict(exchange=task["exchange"], turns=list(task["turns"]), user_input=task["user_input"],
                            response=task["response"], verdict=verdict, **kw)
+
+
+def _juror_questions(juror: JurorAnswer) -> dict[str, Any]:
+    value = juror.outcome.value if juror.outcome.ok else None
+    return {"judge": juror.judge, "repeat": juror.repeat,
+            "questions": [q.model_dump() for q in getattr(value, "questions", [])],
+            "error": None if value is not None else (juror.outcome.error or "no questions")}
+
+
+def _votes(jurors: list[dict[str, Any]], sims: list[float], threshold: float) -> list[Vote]:
+    """Each juror's vote: its own questions scored as the verdict's are (``sims``: theirs, in order)."""
+    votes = []
+    for juror in jurors:
+        mine, sims = sims[:len(juror["questions"])], sims[len(juror["questions"]):]
+        if juror["error"] is not None or not mine:
+            votes.append(Vote(judge=juror["judge"], repeat=juror["repeat"], error=juror["error"] or "no questions"))
+            continue
+        flags = [bool(q["noncommittal"]) for q in juror["questions"]]
+        score = 0.0 if all(flags) else max(0.0, sum(mine) / len(mine))
+        votes.append(Vote(judge=juror["judge"], repeat=juror["repeat"], score=score,
+                          verdict="yes" if score >= threshold else "no", reason=f"{len(mine)} questions"))
+    return votes
 
 
 def _embedding_node(name: str, runner: EmbeddingRunner, texts_of: Callable[[Any], list[str] | None],
@@ -276,7 +300,8 @@ def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunne
         gen = task["generation"]
         if gen["error"] is not None:
             return None
-        return [task["user_input"], *(q["question"] for q in gen["questions"])]
+        return [task["user_input"], *(q["question"] for q in gen["questions"]),
+                *(q["question"] for j in gen.get("jurors") or () for q in j["questions"])]
 
     def finish(task: EmbedTask, texts: list[str] | None, vectors: Any) -> dict[str, Any]:
         gen = task["generation"]
@@ -292,10 +317,11 @@ def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunne
         except Exception as exc:  # noqa: BLE001 - an embeddings failure is a judge error for this exchange
             return {"verdicts": [_verdict(task, settings.threshold, error=runner.describe(exc),
                                           step=EMBED_STEP, **common)]}
+        sims, votes = sims[:len(questions)], _votes(gen.get("jurors") or [], sims[len(questions):], settings.threshold)
         mean = sum(sims) / len(sims)
         score = 0.0 if all(flags) else max(0.0, mean)
         return {"verdicts": [_verdict(task, settings.threshold, similarities=sims, mean_cosine=mean,
-                                      score=score, **common)]}
+                                      score=score, votes=votes, **common)]}
 
     return _embedding_node("embed_questions", runner, texts_for, finish)
 

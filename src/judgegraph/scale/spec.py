@@ -19,8 +19,8 @@ class PlanSpec:
     """``MetricPlan(metrics, resolve_judge(**judge), overrides)``, as data.
 
     ``judge`` holds :func:`judgegraph.judges.resolve_judge` keyword arguments:
-    ``model`` must be a string (``"openai:gpt-4.1-mini"``) or None (the offline
-    judge); ``max_concurrency`` (and ``rpm`` / ``tpm`` when the judge takes
+    ``model`` must be a string (``"openai:gpt-4.1-mini"``), a list of them (a jury) or None
+    (the offline judge); ``max_concurrency`` (and ``rpm`` / ``tpm`` when the judge takes
     them) is the budget of the WHOLE run, split across workers.
     """
 
@@ -31,7 +31,8 @@ class PlanSpec:
 
     def __post_init__(self) -> None:
         model = self.judge.get("model")
-        if model is not None and not isinstance(model, str):
+        if model is not None and not isinstance(model, str) and not (  # a list of strings: a jury
+                isinstance(model, list) and all(isinstance(m, str) for m in model)):
             raise TypeError(
                 "worker processes rebuild the judge from its settings: pass model as a string such as "
                 f"'openai:gpt-4.1-mini' (with base_url=... for other servers), not a {type(model).__name__} object"
