@@ -28,11 +28,15 @@ from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, E
 __all__ = ["EXIT_ERRORS", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
 #: Subcommand modules, in the order ``judgegraph --help`` lists them.
-SUBCOMMANDS = ("eval", "rejudge", "report", "show", "agree", "align", "graph", "simulate", "cache", "metrics")
+SUBCOMMANDS = ("eval", "rejudge", "report", "show", "agree", "align", "graph", "simulate", "cache", "metrics", "init",
+               "export")
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="judgegraph", description="Judge chatbot conversations with LangGraph metric graphs.")
+    from .. import __version__
+
+    p.add_argument("--version", action="version", version=f"judgegraph {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for name in SUBCOMMANDS:
         import_module(f"{__name__}.{name}").register(sub)
@@ -41,6 +45,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for the run header (redacted there)
     try:
         return int(args.run(args))
     except BrokenPipeError:  # e.g. `judgegraph graph ... | head`

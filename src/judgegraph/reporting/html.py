@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..resultsfile import non_finite_field, restore_elided
+from ..resultsfile import input_order, non_finite_field, restore_elided
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -42,6 +42,8 @@ class ResultsFile:
     conversations: list[dict[str, Any]] = field(default_factory=list)
     input_errors: list[dict[str, Any]] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # "FILE:LINE: what is wrong"
+    header: dict[str, Any] | None = None  # the run header (docs/runs.md); None in an older file
+    summary: dict[str, Any] | None = None  # the last run summary
 
 
 @dataclass
@@ -90,9 +92,14 @@ def read_results(path: str | Path) -> ResultsFile:
                 out.conversations.append(restore_elided(record))
             elif kind == "input_error":
                 out.input_errors.append(record)
+            elif kind == "header" and out.header is None:
+                out.header = record
+            elif kind == "summary":
+                out.summary = record
             else:
                 out.unreadable.append(f"{path}:{n}: field 'type': expected a 'conversation' or 'input_error' record, "
                                       f"got {kind!r}")
+    out.conversations = input_order(out.conversations)
     return out
 
 
@@ -166,7 +173,8 @@ def report_data(results: ResultsFile, *, inputs: Sequence[str | Path] = ()) -> t
             if m not in metrics:
                 metrics.append(m)
         cid = str(record.get("conversation_id", ""))
-        conversations.append({"id": cid, "source": record.get("source"), "error": record.get("error"),
+        conversations.append({"id": cid, "position": record.get("position"), "source": record.get("source"),
+                              "error": record.get("error"),
                               "results": res, "turns": turns.get(cid)})
     summary = _summary(conversations, metrics)
     totals: dict[str, Any] = {s: sum(summary[m][s] for m in metrics) for s in STATUSES}
