@@ -176,7 +176,7 @@ def run_on_two_actors(address: str, monkeypatch, signum: int, **pool_options):
                         pass
 
         summary, replaced = asyncio.run(run())
-    return summary, replaced, [json.loads(line) for line in out.read_text().splitlines()]
+    return summary, replaced, [r for line in out.read_text().splitlines() if (r := json.loads(line))["type"] == "conversation"]
 
 
 def test_an_actor_killed_mid_run_is_replaced_and_no_conversation_fails(ray_cluster, monkeypatch):
