@@ -95,10 +95,15 @@ def metric_prompts(names: Iterable[str]) -> dict[str, str]:
     steps: set[str] = set()
     for name in names:
         try:
-            module = sys.modules.get(get_metric(name).factory.__module__)
+            module = get_metric(name).factory.__module__
         except KeyError:
             continue
-        steps.update(getattr(module, "PROMPT_VALUES", {}) or {})
+        declared: dict[str, object] = {}
+        while module and not declared:  # the factory's module, else its package's (session judges share one)
+            declared = getattr(sys.modules.get(module), "PROMPT_VALUES", None) or {}
+            module = module.rpartition(".")[0]
+        own = [step for step in declared if step.startswith(f"{name}/")]
+        steps.update(own or declared)  # a preset (conversation_relevance) uses its graph's prompts
     out: dict[str, str] = {}
     for step in sorted(steps):
         try:

@@ -260,8 +260,14 @@ def test_cli_resume_with_workers_judges_only_what_the_file_lacks(tmp_path):
         calls = server.calls["/v1/chat/completions"]
         main([*common, "--resume"])
         assert server.calls["/v1/chat/completions"] - calls == 6 * 3  # only the 6 missing conversations
-    ids = [r["conversation_id"] for line in out.read_text().splitlines() if (r := json.loads(line))["type"] == "conversation"]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    ids = [r["conversation_id"] for r in records if r["type"] == "conversation"]
     assert sorted(ids) == sorted(f"c{i}" for i in range(10))
+    # the parent writes the header once (workers write nothing), each run's summary last; positions from the input
+    assert [r["type"] for r in records].count("header") == 1 and records[0]["type"] == "header"
+    assert records[-1]["type"] == "summary" and records[-1]["conversations"] == 10
+    assert sorted(r["position"] for r in records if r["type"] == "conversation") == list(range(10))
+    assert all(r["position"] == int(r["conversation_id"][1:]) for r in records if r["type"] == "conversation")
 
 
 def test_cli_workers_start_in_a_folder_with_a_module_named_like_a_dependency(tmp_path):
