@@ -165,7 +165,7 @@ def load_config(path: str | Path) -> tuple[Config, dict[str, Any]]:
         config = Config.model_validate(data)
     except ValidationError as exc:
         lines = []
-        errors = [dict(e) for e in exc.errors()]
+        errors: list[dict[str, Any]] = [dict(e) for e in exc.errors()]
         branches = [e for e in errors if "str" in e["loc"][1:] or any("[" in str(p) for p in e["loc"])]
         if any(e["type"] != "string_type" for e in branches):  # a mapping item's own error, not "not a string"
             errors = [e for e in errors if not (e["type"] == "string_type" and "str" in e["loc"][1:])]
