@@ -25,7 +25,7 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..export import ExportExtraMissing, load_results
+    from ..export import EXPORT_MISSING, ExportExtraMissing, load_results
 
     source = Path(args.results)
     if not source.is_file():
@@ -42,8 +42,8 @@ def run(args: argparse.Namespace) -> int:
             count = results.to_csv(out, verdicts=args.verdicts)
         else:
             count = results.to_parquet(out, verdicts=args.verdicts)
-    except ExportExtraMissing as exc:
-        return fail(f"--format {args.format} {exc}".replace(f"{args.format} Parquet", args.format), EXIT_USAGE)
+    except ExportExtraMissing:
+        return fail(f"--format {args.format} {EXPORT_MISSING}", EXIT_USAGE)
     except OSError as exc:
         return fail(f"cannot write {out}: {exc.strerror or exc}", EXIT_ERRORS)
     kind = "verdict" if args.verdicts else "result"
