@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .apps.simulate import Scenario, asimulate, simulate
     from .compiling import CompileOptions
     from .conversation import Conversation, RetrievalNode, ToolCall, Turn, from_messages
+    from .export import load_results
     from .judges import CallLimiter, Judge, JudgeCache, ModelLike, NeedsLLMJudge, resolve_judge
     from .judges.llm import LLMJudge
     from .judges.offline import EmbeddingJudge
@@ -90,6 +91,7 @@ _EXPORTS = {
     "asimulate": "apps.simulate",
     "Scenario": "apps.simulate",
     "agreement": "trust.agreement",
+    "load_results": "export",
 }
 
 __all__ = sorted(_EXPORTS)
