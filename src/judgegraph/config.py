@@ -9,7 +9,7 @@ file's folder, as the file is read wherever the command runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -75,6 +75,8 @@ class Config(_Section):
 
     inputs: list[str] = Field(default_factory=list)
     metrics: list[Union[str, dict[str, MetricOptions]]] = Field(default_factory=list)
+    #: ``{metric: threshold}``: a shorthand for a metric's own ``threshold`` option
+    thresholds: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
     options: MetricOptions = Field(default_factory=MetricOptions)
     judge: JudgeSection = Field(default_factory=JudgeSection)
     outputs: OutputsSection = Field(default_factory=OutputsSection)
@@ -176,6 +178,7 @@ def load_config(path: str | Path) -> tuple[Config, dict[str, Any]]:
             lines.append(f"{path}:{_line(root, loc) or 1}: {_dotted(loc)}: {message}")
         raise ConfigError("invalid config file:\n  " + "\n  ".join(dict.fromkeys(lines))) from None
     _check_metrics(config, root, path)
+    _check_thresholds(config, root, path)
     return config, data
 
 
@@ -218,12 +221,28 @@ def _names(options: frozenset[str]) -> str:
     return ", ".join(sorted(back.get(o, o) for o in options)) or "none"
 
 
+def _check_thresholds(config: Config, root: yaml.Node | None, path: str | Path) -> None:
+    """Each metric in ``thresholds:`` exists and has a threshold."""
+    from .metrics import get_metric
+
+    for name in config.thresholds:
+        where = f"{path}:{_line(root, ('thresholds', name)) or 1}: thresholds.{name}"
+        try:
+            spec = get_metric(name)
+        except KeyError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        if "threshold" not in spec.options:
+            raise ConfigError(f"{where}: {name} takes no threshold")
+
+
 def _rel(base: Path, value: str) -> str:
     return value if base == Path(".") or Path(value).is_absolute() else str(base / value)
 
 
 def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """``eval``'s argument values the config sets (by destination), and each metric's own options."""
+    from .metrics import canonical_name
+
     base = Path(path).parent
     values: dict[str, Any] = {}
     if config.inputs:
@@ -235,6 +254,9 @@ def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, Any], 
             names.append(name)
             if own := _options(opts):
                 per_metric[name] = own
+    for name, threshold in config.thresholds.items():
+        key = next((n for n in per_metric if canonical_name(n) == canonical_name(name)), name)
+        per_metric.setdefault(key, {}).setdefault("threshold", threshold)  # a metric's own option says it too
     if names:
         values["metrics"] = names
     values.update(_options(config.options))

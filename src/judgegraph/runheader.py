@@ -267,8 +267,10 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
             if pa.get(step) != pb.get(step):
                 out.append(f"{who} prompt {step} changed: {pa.get(step)} → {pb.get(step)}")
     oi, ni = by_name(old.get("inputs"), "path"), by_name(new.get("inputs"), "path")
-    out += [f"input {p} added" for p in ni if p not in oi]
-    out += [f"input {p} removed" for p in oi if p not in ni]
+    moved = {str(oi[p].get("sha256")) for p in oi if p not in ni} & {str(ni[p].get("sha256")) for p in ni if p not in oi}
+    moved.discard("None")  # the same bytes under another path (./chats.jsonl, /abs/chats.jsonl): the same input
+    out += [f"input {p} added" for p in ni if p not in oi and str(ni[p].get("sha256")) not in moved]
+    out += [f"input {p} removed" for p in oi if p not in ni and str(oi[p].get("sha256")) not in moved]
     out += [f"input {p} changed (sha256 {str(oi[p].get('sha256'))[:12]} → {str(ni[p].get('sha256'))[:12]})"
             for p in ni if p in oi and oi[p].get("sha256") != ni[p].get("sha256")]
     return out

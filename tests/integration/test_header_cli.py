@@ -146,6 +146,31 @@ def test_the_command_line_overrides_the_config_file(tmp_path, monkeypatch, flags
     assert [i["path"] for i in head["inputs"]] == [str(Path("project") / "chats.jsonl")]
 
 
+def test_thresholds_in_the_config_set_each_metric_s_threshold(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    write_chats(tmp_path / "chats.jsonl")
+    config = "inputs: [chats.jsonl]\nmetrics: [turn-relevancy, conversation-relevance]\nthresholds:\n  turn-relevancy: 0.7\n"
+    (tmp_path / "judgegraph.yaml").write_text(config, encoding="utf-8")
+    assert main(["eval", "--config", "judgegraph.yaml", "-q", "--no-progress"]) in (0, 1)
+    head = records(tmp_path / "judgegraph-results.jsonl")[0]
+    assert {m["name"]: m["options"] for m in head["metrics"]} == {"turn_relevancy": {"threshold": 0.7},
+                                                                  "conversation_relevance": {}}
+    convs = [r for r in records(tmp_path / "judgegraph-results.jsonl") if r["type"] == "conversation"]
+    assert {c["results"]["turn_relevancy"]["threshold"] for c in convs} == {0.7}
+    (tmp_path / "judgegraph.yaml").write_text(config.replace("turn-relevancy: 0.7", "user-frustration: 2"))
+    assert main(["eval", "--config", "judgegraph.yaml", "-q", "--no-progress", "--overwrite"]) == 2
+    assert "judgegraph.yaml:4: thresholds.user-frustration: expected less than or equal to 1" in capsys.readouterr().err
+
+
+def test_the_same_input_under_another_path_resumes(run, capsys, monkeypatch):
+    chats, out, _ = run
+    monkeypatch.chdir(chats.parent)
+    lines = out.read_text(encoding="utf-8").splitlines()
+    out.write_text("\n".join(lines[:3]) + "\n", encoding="utf-8")
+    assert main(["eval", chats.name, "--out", str(out), "-q", "--no-progress", "--resume", "--threshold", "0.5"]) in (0, 1)
+    assert sum(r["type"] == "conversation" for r in records(out)) == 4
+
+
 def test_an_out_given_on_the_command_line_overrides_the_config(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_chats(tmp_path / "chats.jsonl")

@@ -28,6 +28,10 @@ inputs:
 metrics:
   - turn-relevancy
 
+# A metric's passing score, for short (the same as its own threshold option above).
+# thresholds:
+#   turn-relevancy: 0.7
+
 # Options of every metric that takes them (unset: each metric's default).
 options:
   threshold: 0.5          # the passing score, 0..1
