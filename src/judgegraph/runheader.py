@@ -161,8 +161,10 @@ def run_header(plan: MetricPlan, *, inputs: Sequence[str | Path] = (), argv: Seq
     and other ``sources`` (e.g. an MLflow experiment, ``{"path": uri, "experiment": ...}``).
     ``argv``, ``config`` and ``judge_settings`` are redacted: no key or header reaches the file."""
     redact = Redactor.for_model(getattr(plan.judge, "model", None))
-    metrics = [{"name": name, "options": {k: _option(v) for k, v in sorted(_jsonable(opts).items())}}
-               for name, opts in plan.options_by_metric(defaults=True).items()]
+    def options(given: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: _redacted(_option(v), redact) for k, v in sorted(_jsonable(given).items())}
+
+    metrics = [{"name": name, "options": options(opts)} for name, opts in plan.options_by_metric(defaults=True).items()]
     return {
         "type": "header", "format": FORMAT, "judgegraph": version(),
         "started_at": iso(started_at or now()),
@@ -170,7 +172,7 @@ def run_header(plan: MetricPlan, *, inputs: Sequence[str | Path] = (), argv: Seq
         "config": None if config is None else _redacted(_jsonable(config), redact),
         "metrics": metrics,
         "metrics_from_inputs": plan.metrics is None,  # the input files' assertions may choose others
-        "options": {k: _option(v) for k, v in sorted(_jsonable(plan.overrides).items())},
+        "options": options(plan.overrides),
         "judges": [_judge_record(plan, judge_settings, redact)],
         "inputs": [{"path": str(p), "sha256": file_sha256(p)} for p in inputs]
                   + [_redacted(_jsonable(s), redact) for s in sources],

@@ -171,7 +171,7 @@ def test_a_file_without_a_header_still_resumes(tmp_path):
 def test_no_key_or_password_reaches_the_header(tmp_path, monkeypatch):
     key = "sk-live-abcdefghijklmnop1234"
     monkeypatch.setenv("OPENAI_API_KEY", key)
-    p = plan()
+    p = plan(role=f"support agent; api_key={key}")
     header = run_header(p, argv=["eval", "--base-url", "http://user:hunter2secret@127.0.0.1:1/v1", "--rubric", key],
                         config={"judge": {"base_url": "http://user:hunter2secret@127.0.0.1:1/v1"},
                                 "note": f"Authorization: Bearer {key}"},
