@@ -43,7 +43,11 @@ FORMAT = 1
 
 #: Judge settings that change what a judge answers; the others (concurrency, rates, timeouts,
 #: the cache) only change how fast it is asked, and may change between a run and its resume.
-JUDGING_SETTINGS = ("model", "base_url", "rule", "temperature", "seed", "aggregate", "quorum", "repeat", "models")
+JUDGING_SETTINGS = ("model", "base_url", "rule", "rule_sha256", "aligned", "aligned_sha256", "temperature", "top_p",
+                    "top_k", "max_tokens", "max_completion_tokens", "seed", "reasoning_effort", "method", "aggregate",
+                    "quorum", "repeat", "jurors")
+#: Settings naming a file whose bytes decide verdicts: recorded with ``<key>_sha256`` too.
+FILE_SETTINGS = ("rule", "aligned")
 
 
 class RunSettingsChanged(ResultsFileError):
@@ -145,10 +149,13 @@ def _judge_record(plan: MetricPlan, settings: Mapping[str, Any] | None, redact: 
     from .metrics import DEFAULT_METRICS
 
     judge = plan.judge
-    kept = {k: v for k, v in (settings or {}).items() if v is not None}
-    rule = kept.get("rule")
-    if isinstance(rule, (str, Path)) and (digest := file_sha256(rule)) is not None:
-        kept["rule_sha256"] = digest[:12]
+    own = getattr(judge, "settings", None)  # what the judge uses: an LLM's temperature, a jury's jurors
+    kept = {k: v for k, v in {**(settings or {}), **(own if isinstance(own, Mapping) else {})}.items()
+            if v is not None}
+    for key in FILE_SETTINGS:
+        path = kept.get(key)
+        if isinstance(path, (str, Path)) and (digest := file_sha256(path)) is not None:
+            kept[f"{key}_sha256"] = digest[:12]
     names = plan.metrics or list(DEFAULT_METRICS)
     return {"name": judge.name, "settings": _redacted(_jsonable(kept), redact),
             "prompts": metric_prompts(names) if judge.kind == "llm" else {}}
@@ -214,9 +221,14 @@ def read_header(path: str | Path) -> dict[str, Any] | None:
 
 
 def _judging(settings: object) -> dict[str, Any]:
+    """The settings that decide verdicts (a jury's jurors by name, repeat and their own such settings)."""
     if not isinstance(settings, Mapping):
         return {}
-    return {k: settings[k] for k in (*JUDGING_SETTINGS, "rule_sha256") if k in settings}
+    out = {k: settings[k] for k in JUDGING_SETTINGS if k in settings}
+    if isinstance(out.get("jurors"), list):
+        out["jurors"] = [{"name": j.get("name"), "repeat": j.get("repeat"), "settings": _judging(j.get("settings"))}
+                         if isinstance(j, Mapping) else j for j in out["jurors"]]
+    return out
 
 
 def _describe(value: object) -> str:

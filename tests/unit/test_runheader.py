@@ -196,3 +196,30 @@ def test_prompt_hashes_follow_the_prompt_files(tmp_path, monkeypatch):
     assert differences(old, new) == [f"judge llm:m prompt turn_relevancy/judge_turn changed: "
                                      f"{before['turn_relevancy/judge_turn']} → {after['turn_relevancy/judge_turn']}"]
     assert differences(old, old) == []
+
+
+@pytest.mark.parametrize("old, new, refused", [
+    ({"temperature": 0, "timeout": 30}, {"temperature": 0.7, "timeout": 30}, "setting temperature changed: 0 → 0.7"),
+    ({"temperature": 0, "timeout": 30, "max_retries": 3}, {"temperature": 0, "timeout": 300, "max_retries": 5}, None),
+    ({"rule": "a.json", "rule_sha256": "aaa"}, {"rule": "a.json", "rule_sha256": "bbb"}, "setting rule_sha256 changed"),
+    ({"aggregate": "majority", "jurors": [{"name": "llm:a", "repeat": 1, "settings": {"temperature": 0, "timeout": 1}}]},
+     {"aggregate": "majority", "jurors": [{"name": "llm:a", "repeat": 1, "settings": {"temperature": 0, "timeout": 9}}]},
+     None),
+    ({"aggregate": "majority", "jurors": [{"name": "llm:a", "repeat": 1, "settings": {}}]},
+     {"aggregate": "majority", "jurors": [{"name": "llm:a", "repeat": 3, "settings": {}}]}, "setting jurors changed"),
+])
+def test_only_settings_that_decide_verdicts_refuse_a_resume(old, new, refused):
+    def header(settings):
+        return {"metrics": [], "judges": [{"name": "llm:m", "settings": settings, "prompts": {}}], "inputs": []}
+
+    found = differences(header(old), header(new))
+    assert (found == []) if refused is None else any(refused in d for d in found), found
+
+
+def test_the_header_records_the_settings_the_judge_itself_uses(tmp_path):
+    rule = tmp_path / "rule.json"
+    rule.write_text("{}")
+    header = run_header(plan(), judge_settings={"model": "x", "rule": str(rule)})
+    settings = header["judges"][0]["settings"]
+    assert settings["max_retries"] == 0  # LLMJudge.settings: a model object keeps its own client's retries
+    assert settings["rule_sha256"] == hashlib.sha256(b"{}").hexdigest()[:12]
