@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .apps.simulate import Scenario, asimulate, simulate
     from .compiling import CompileOptions
     from .conversation import Conversation, RetrievalNode, ToolCall, Turn, from_messages
+    from .export import load_results
     from .judges import CallLimiter, Judge, JudgeCache, ModelLike, NeedsLLMJudge, resolve_judge
     from .judges.aligned import AlignedJudge, load_aligned
     from .judges.jury import Jury
@@ -103,6 +104,7 @@ _EXPORTS = {
     "align": "trust.alignment",
     "AlignedJudge": "judges.aligned",
     "load_aligned": "judges.aligned",
+    "load_results": "export",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -111,6 +111,7 @@ class ResumeState:
     torn: bool = False  # a partial last line (a kill mid-write) was cut off
     bad_lines: list[int] = field(default_factory=list)  # unreadable complete lines (left in place, ignored)
     retried: int = 0  # conversation lines with errors taken out to be judged again (retry_errors)
+    header: dict[str, Any] | None = None  # the file's run header (None: an older file, written without one)
 
 
 def check_out_path(out: str | Path, inputs: list[str | Path]) -> None:
@@ -223,6 +224,18 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         for lineno, raw in enumerate(fh, start=1):
             if raw.strip() and (record := _record(raw)) is not None:
                 yield lineno, restore_elided(record)
+
+
+def input_order(conversations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Conversation records in the order of the inputs (their ``position``), not the order they
+    finished in (the order of the file); records without one (an older file) keep theirs, after the others."""
+    def key(item: tuple[int, dict[str, Any]]) -> tuple[int, int, int]:
+        position = item[1].get("position")
+        if isinstance(position, int) and not isinstance(position, bool):
+            return (0, position, item[0])
+        return (1, 0, item[0])
+
+    return [rec for _, rec in sorted(enumerate(conversations), key=key)]
 
 
 def _record(raw: bytes) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ import asyncio
 import functools
 import itertools
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from . import runheader
 from .judges import Judge, NeedsLLMJudge
 from .loaders import InputError, LoadedConversation, ResultTransform, id_stems, iter_records, result_transform
 from .loaders.limits import Limits
@@ -52,10 +53,12 @@ class ConversationOutcome:
     source: str
     results: dict[str, MetricResult] = field(default_factory=dict)
     error: str | None = None  # the run of this conversation failed as a whole
+    position: int | None = None  # 0-based place of the conversation in the inputs (set by the runner)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "conversation_id": self.conversation_id,
+            **({} if self.position is None else {"position": self.position}),
             "source": self.source,
             "results": {k: v.model_dump(mode="json") for k, v in self.results.items()},
             "error": self.error,
@@ -69,6 +72,7 @@ class ConversationOutcome:
             source=str(record.get("source") or ""),
             results={k: MetricResult.model_validate(v) for k, v in (record.get("results") or {}).items()},
             error=record.get("error"),
+            position=record["position"] if isinstance(record.get("position"), int) else None,
         )
 
     @property
@@ -103,6 +107,7 @@ class RunSummary:
     conversations: int = 0
     resumed: int = 0  # of ``conversations``: already complete in the results file
     statuses: Counter[str] = field(default_factory=Counter)
+    by_metric: dict[str, Counter[str]] = field(default_factory=dict)  # statuses per result key
     judge_errors: int = 0
     failed_runs: int = 0
     usage: Usage = field(default_factory=Usage)
@@ -115,8 +120,9 @@ class RunSummary:
         self.conversations += 1
         self.resumed += resumed
         self.failed_runs += bool(outcome.error)
-        for r in outcome.results.values():
+        for key, r in outcome.results.items():
             self.statuses[r.status] += 1
+            self.by_metric.setdefault(key, Counter())[r.status] += 1
             self.judge_errors += len(r.errors)
             self.usage = self.usage + r.usage
         if self.keep_outcomes and not resumed:  # judged in this run (MLflow writes must not repeat the resumed)
@@ -179,23 +185,36 @@ class MetricPlan:
     """Which metric graphs run for a conversation, options from overrides over the
     input file's own over defaults; one compiled graph per distinct option set."""
 
-    def __init__(self, metrics: list[str] | None, judge: Judge, overrides: dict[str, Any] | None = None) -> None:
+    def __init__(self, metrics: list[str] | None, judge: Judge, overrides: dict[str, Any] | None = None,
+                 per_metric: dict[str, dict[str, Any]] | None = None) -> None:
         self.metrics = [canonical_name(m) for m in metrics] if metrics else None
         for m in self.metrics or []:
             get_metric(m)  # unknown names fail before any work
         check_unique_names(self.metrics or [])  # each result is keyed by its metric's name
         self.judge = judge
         self.overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+        #: options of one metric (a config file's ``metrics: [{name: {threshold: 0.8}}]``), over ``overrides``
+        self.per_metric = {canonical_name(k): dict(v) for k, v in (per_metric or {}).items()}
         self._graphs: dict[str, CompiledStateGraph] = {}
 
     def check(self) -> None:
         """Build each chosen metric (and their report) once, so a bad setting or two
         metrics with one name is a usage error before any work, not an error in
         every conversation. Needing an LLM judge is not: see :meth:`build`."""
-        graphs = [self.build(name, {k: v for k, v in self.overrides.items() if k in get_metric(name).options})
-                  for name in self.metrics or []]
+        graphs = [self.build(name, opts) for name, opts in self.options_by_metric().items()]
         if graphs:
             create_report_graph(graphs)
+
+    def options_by_metric(self, *, defaults: bool = False) -> dict[str, dict[str, Any]]:
+        """The options each chosen metric is built with (those it takes, of the overrides and its own);
+        the input files' own options come on top, per conversation (:meth:`metric_options`). With
+        ``defaults``, no metric chosen means the default metrics (when the inputs name none)."""
+        out = {}
+        for name in self.metrics or (list(DEFAULT_METRICS) if defaults else []):
+            spec = get_metric(name)
+            out[name] = {k: v for k, v in {**self.overrides, **self.per_metric.get(name, {})}.items()
+                         if k in spec.options}
+        return out
 
     def build(self, name: str, options: dict[str, Any]) -> CompiledStateGraph:
         """The metric graph, or one giving its error result when it needs an LLM judge the run lacks."""
@@ -216,6 +235,7 @@ class MetricPlan:
             for file_opts in (mine if asked else [item.options]) or [{}]:
                 opts = {k: v for k, v in file_opts.items() if k in spec.options}
                 opts.update({k: v for k, v in self.overrides.items() if k in spec.options})
+                opts.update({k: v for k, v in self.per_metric.get(name, {}).items() if k in spec.options})
                 if file_opts.get("key"):
                     opts["name"] = file_opts["key"]
                 if transform := result_transform(file_opts):
@@ -322,14 +342,15 @@ async def evaluate_async(
     stop = stop if stop is not None else asyncio.Event()
     stopper = asyncio.ensure_future(stop.wait())
     work = judge_one or functools.partial(judge_conversation, plan=plan)
-    submitted = itertools.count(1)
+    positions = itertools.count()  # every conversation of the input, skipped ones too: its place in the inputs
     order: dict[asyncio.Task[ConversationOutcome], int] = {}  # its place in the input: rows are shown in this order
     pending: set[asyncio.Task[ConversationOutcome]] = set()
 
     def finish(done: set[asyncio.Task[ConversationOutcome]]) -> None:
         for task in done:
             outcome = task.result()
-            summary.add(outcome, order=order.pop(task, None))
+            outcome.position = order.pop(task, None)
+            summary.add(outcome, order=outcome.position)
             if on_outcome:
                 on_outcome(outcome)
 
@@ -349,6 +370,7 @@ async def evaluate_async(
                 if on_input_error:
                     on_input_error(item)
                 continue
+            position = next(positions)
             if item.conversation.id in skip:
                 continue
             while len(pending) >= max_conversations and not stop.is_set():
@@ -356,7 +378,7 @@ async def evaluate_async(
             if stop.is_set():
                 break
             task = asyncio.ensure_future(work(item))
-            order[task] = next(submitted)
+            order[task] = position
             pending.add(task)
             await asyncio.sleep(0)  # let it start before reading the next record
         while pending and not stop.is_set():
@@ -383,12 +405,17 @@ async def evaluate_to_file(
     on_input_error: Callable[[InputError], None] | None = None,
     on_resumed: Callable[[ResumeState], None] | None = None, stop: asyncio.Event | None = None,
     judge_one: Callable[[LoadedConversation], Awaitable[ConversationOutcome]] | None = None,
+    header: Mapping[str, Any] | None = None,
 ) -> RunSummary:
     """Judge ``inputs`` (paths or loaded items) into the results file ``out``.
     ``resume`` skips (but counts) what ``out`` holds complete, after cutting a torn
     last line; with ``retry_errors`` errored conversations are judged again. A
     non-empty ``out`` without ``resume`` needs ``overwrite``. ``transcripts``:
-    ``full`` | ``errors`` | ``none``."""
+    ``full`` | ``errors`` | ``none``.
+    ``header``: the run's header record (:func:`judgegraph.runheader.run_header`; by default one built from
+    ``plan`` and the inputs), the file's first line; a finished run ends with a summary record. Resuming a
+    file whose header differs in what decides a verdict raises :class:`~judgegraph.runheader.RunSettingsChanged`
+    naming each difference; a file without a header resumes as before."""
     if resume and overwrite:
         raise ResultsFileError("resume and overwrite exclude each other")
     if retry_errors and not resume:
@@ -398,18 +425,31 @@ async def evaluate_to_file(
     check_out_path(out, paths)
     if is_nonempty(out) and not resume and not overwrite:
         raise ResultsFileError(f"{out} already holds results; resume it (--resume) or replace it (--overwrite)")
+    started = runheader.now()
+    head = dict(header) if header is not None else runheader.run_header(plan, inputs=paths, started_at=started)
+    old_header = runheader.read_header(out) if resume else None
+    if old_header is not None and (changed := runheader.differences(old_header, head)):
+        raise runheader.RunSettingsChanged(out, changed)
+    fresh = not (resume and is_nonempty(out))  # a new file (or an empty one resumed) starts with the header
     summary = RunSummary(judge=plan.judge.name, keep_outcomes=keep_outcomes, max_rows=max_rows, prices=prices)
     done: set[str] = set()
     known_errors: set[tuple[Any, ...]] = set()
     if resume:
-        state = scan_results(out, lambda rec: summary.add(ConversationOutcome.from_json(rec), resumed=True),
+        state = scan_results(out, lambda rec: _add_resumed(summary, ConversationOutcome.from_json(rec)),
                              retry_errors=retry_errors)
+        state.header = old_header
         done, known_errors = state.done, state.input_errors
         if on_resumed:
             on_resumed(state)
     stream = iter_inputs(paths, seen=set()) if paths else iter(items)
     writer = ResultsWriter(out, mode="a" if resume else "w", transcripts=transcripts,
                            skip_input_errors=known_errors, cost=prices.cost if prices else None)
+    if fresh:
+        try:
+            writer.write(head)
+        except BaseException:
+            writer.close()
+            raise
 
     def wrote(outcome: ConversationOutcome) -> None:
         writer.outcome(outcome)
@@ -422,7 +462,15 @@ async def evaluate_to_file(
             on_input_error(error)
 
     try:
-        return await evaluate_async(stream, plan, max_conversations=max_conversations, on_outcome=wrote,
-                                    on_input_error=bad, summary=summary, skip=done, stop=stop, judge_one=judge_one)
+        await evaluate_async(stream, plan, max_conversations=max_conversations, on_outcome=wrote,
+                             on_input_error=bad, summary=summary, skip=done, stop=stop, judge_one=judge_one)
+        if not summary.interrupted:  # a finished run; a stopped one is finished by its resume
+            writer.write(runheader.run_summary(summary, started, prices))
+        return summary
     finally:
         writer.close()
+
+
+def _add_resumed(summary: RunSummary, outcome: ConversationOutcome) -> None:
+    """Count a conversation already in the resumed file, shown in its input place when the line has one."""
+    summary.add(outcome, resumed=True, order=outcome.position)

@@ -46,6 +46,8 @@ def verdicts(path):
     found = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
+        if rec["type"] != "conversation":  # the run header and summary
+            continue
         for v in rec["results"]["turn_relevancy"]["verdicts"]:
             found[(rec["conversation_id"], max(v["turns"]) + 1)] = v["verdict"]
     return found
@@ -179,4 +181,5 @@ def test_an_unreadable_results_line_is_named_and_exit_3_the_rest_still_compared(
     assert main(["agree", str(torn), "--labels", str(path), "--json"]) == 3
     captured = capsys.readouterr()
     assert json.loads(captured.out)["metrics"]["turn_relevancy"]["n"] == 5
-    assert f"{torn}:3: not JSON" in captured.err
+    n = len(results.read_text(encoding="utf-8").splitlines()) + 1  # after the header, 2 conversations, the summary
+    assert f"{torn}:{n}: not JSON" in captured.err

@@ -42,6 +42,12 @@ def metric_args(name: str, tmp: Path) -> list[str]:
     return ["-m", name, *extra.get(name, [])]
 
 
+def conversation_line(path: Path) -> dict:
+    """The one conversation record of a results file (its run header and summary aside)."""
+    (record,) = [r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if r["type"] == "conversation"]
+    return record
+
+
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_eval_then_rejudge_one_verdict_then_show(case, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
@@ -55,7 +61,7 @@ def test_eval_then_rejudge_one_verdict_then_show(case, tmp_path, monkeypatch, ca
         common = ["--model", "gpt-4.1-mini", "--base-url", first.base_url, "--no-cache"]
         assert main(["eval", str(conv), *metric, *common, "--out", str(results), "-q", "--no-progress"]) in (0, 1)
         paid = len(first.chat_requests)
-    old = json.loads(results.read_text(encoding="utf-8"))["results"][case.name]
+    old = conversation_line(results)["results"][case.name]
     chosen = old["verdicts"][0]["id"]
     capsys.readouterr()
     with FakeOpenAIServer(responder("no")) as second:
@@ -66,7 +72,7 @@ def test_eval_then_rejudge_one_verdict_then_show(case, tmp_path, monkeypatch, ca
         again = len(second.chat_requests)
     assert 0 < again <= paid and (again < paid or len({a["request"] for v in old["verdicts"]
                                                         for a in v["transcript"]} | {a["request"] for a in old["transcript"]}) == 1)
-    fresh = json.loads(new.read_text(encoding="utf-8"))["results"][case.name]
+    fresh = conversation_line(new)["results"][case.name]
     by_id = {v["id"]: v for v in fresh["verdicts"]}
     assert chosen in fresh["details"]["rejudged"]["verdicts"]
     assert by_id[chosen]["reason"] == "Scripted no." or by_id[chosen]["verdict"] != old["verdicts"][0]["verdict"]

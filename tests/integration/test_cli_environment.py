@@ -67,7 +67,7 @@ def test_junit_that_cannot_be_written_after_the_run_keeps_the_results(tmp_path, 
         code = run_eval(server, chats, out, "--junit", "/dev/full")
     err = capsys.readouterr().err
     assert code == 3 and "cannot write --junit" in err and "internal error" not in err
-    assert len(out.read_text(encoding="utf-8").splitlines()) == 2
+    assert sum('"type": "conversation"' in line for line in out.read_text(encoding="utf-8").splitlines()) == 2
     assert main(["report", str(out), "-o", "/dev/full"]) == 3  # exit 2 before, with no file named
     assert "/dev/full: No space left on device" in capsys.readouterr().err
 

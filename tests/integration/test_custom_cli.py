@@ -74,7 +74,8 @@ def test_cli_runs_custom_judges_by_import_path_with_the_cli_judge(tmp_path):
         bodies = list(server.requests)
     assert proc.returncode == 1, proc.stderr  # "rude" fails politeness and goal_met; nothing errored
     assert "judge: llm:x" in proc.stderr
-    rows = {r["conversation_id"]: r["results"] for r in map(json.loads, out.read_text().splitlines())}
+    rows = {r["conversation_id"]: r["results"] for r in map(json.loads, out.read_text().splitlines())
+            if r["type"] == "conversation"}
     kind, rude = rows["kind"], rows["rude"]
     assert (kind["politeness"]["status"], kind["politeness"]["value"], kind["politeness"]["threshold"]) == ("passed", "consistently_polite", 0.6)
     assert (rude["politeness"]["status"], rude["politeness"]["value"], rude["politeness"]["score"]) == ("failed", "impolite", 0.0)

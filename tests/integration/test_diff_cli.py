@@ -214,7 +214,7 @@ def test_the_docs_python_snippet_runs_as_written(runs, tmp_path, bare_env):
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert lines[0] == "turn_relevancy password-reset 1.0 -> 0.3333333333333333"
-    assert "similarity" in lines[1] and lines[-1] == "1.0 None"
+    assert "similarity" in lines[1] and lines[-1] == "1.0 True"
 
 
 def test_json_and_markdown_of_data_with_a_lone_surrogate_and_escapes(runs, tmp_path, bare_env):

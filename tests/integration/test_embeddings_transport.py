@@ -37,7 +37,7 @@ def judge_response_relevancy(tmp_path, server, **judge_settings):
     plan = MetricPlan(["response_relevancy"], judge, {"embeddings": "openai:text-embedding-3-small"})
     out = tmp_path / "results.jsonl"
     asyncio.run(evaluate_to_file([write_conversation(tmp_path)], plan, out, overwrite=True))
-    (line,) = out.read_text().splitlines()
+    (line,) = [line for line in out.read_text().splitlines() if json.loads(line)["type"] == "conversation"]
     return json.loads(line)["results"]["response_relevancy"], out.read_bytes()
 
 

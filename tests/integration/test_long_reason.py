@@ -32,7 +32,7 @@ def run(tmp_path):
 
 def test_the_results_line_holds_a_long_reason_once(run):
     _, _, out, _ = run
-    line = out.read_text(encoding="utf-8")
+    (line,) = [x for x in out.read_text(encoding="utf-8").splitlines() if json.loads(x)["type"] == "conversation"]
     assert line.count("END-OF-REASON") == 1  # 3 before: the verdict, the result's reason, the judge's raw reply
     assert len(line) < 1.2 * len(REASON)
     result = json.loads(line)["results"]["turn_relevancy"]

@@ -445,7 +445,7 @@ def test_cli_round_trip(mlflow_uri, tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "cli-session" in proc.stdout and "3 assessments written to MLflow (1 session-level, 2 per-turn)" in proc.stdout
-    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    (row,) = [r for line in out.read_text().splitlines() if (r := json.loads(line))["type"] == "conversation"]
     assert row["conversation_id"] == "cli-session" and row["source"] == "mlflow:judgegraph-cli/cli-session"
     fb = _feedback(MlflowClient(mlflow_uri), first, "turn_relevancy")
     assert fb.value == 1.0 and (fb.source.source_type, fb.source.source_id) == ("CODE", "offline:all-MiniLM-L6-v2")

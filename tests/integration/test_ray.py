@@ -96,7 +96,8 @@ def untimed(obj):
 
 
 def rows(path: Path) -> dict:
-    return {r["conversation_id"]: untimed(r) for r in map(json.loads, path.read_text().splitlines())}
+    return {r["conversation_id"]: untimed(r) for r in map(json.loads, path.read_text().splitlines())
+            if r["type"] == "conversation"}
 
 
 def test_ray_cluster_run_writes_the_results_of_a_local_run(tmp_path, ray_cluster):
@@ -118,6 +119,8 @@ def test_ray_cluster_run_writes_the_results_of_a_local_run(tmp_path, ray_cluster
     assert rows(on_ray) == rows(local) and len(rows(local)) == 8
     assert ray_calls == local_calls == 8 * 3  # every window judged once, on the cluster's actors
     assert "8 conversations" in done.stdout
+    kinds = [json.loads(line)["type"] for line in on_ray.read_text().splitlines()]
+    assert kinds == ["header", *["conversation"] * 8, "summary"]  # the parent writes every line, the header once
 
 
 def test_an_unreachable_cluster_is_a_clear_error_at_once(tmp_path, capsys):
@@ -176,7 +179,7 @@ def run_on_two_actors(address: str, monkeypatch, signum: int, **pool_options):
                         pass
 
         summary, replaced = asyncio.run(run())
-    return summary, replaced, [json.loads(line) for line in out.read_text().splitlines()]
+    return summary, replaced, [r for line in out.read_text().splitlines() if (r := json.loads(line))["type"] == "conversation"]
 
 
 def test_an_actor_killed_mid_run_is_replaced_and_no_conversation_fails(ray_cluster, monkeypatch):

@@ -36,7 +36,8 @@ def files(tmp_path):
 
 def lines(path):
     """Result lines by conversation id (eval writes them in the order they finish)."""
-    return {r["conversation_id"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+    return {r["conversation_id"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())
+            if r["type"] == "conversation"}
 
 
 def test_rejudge_cli_calls_only_the_chosen_window(files, capsys):

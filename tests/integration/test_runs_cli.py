@@ -58,9 +58,10 @@ def scores(path: Path) -> dict[str, float]:
 
 
 def wait_for_lines(path: Path, n: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    """Wait for ``n`` lines after the run header (the file's first line)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if path.exists() and path.read_bytes().count(b"\n") >= n:
+        if path.exists() and path.read_bytes().count(b"\n") >= n + 1:
             return
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.02)
@@ -259,7 +260,7 @@ def test_an_empty_or_blank_input_is_an_input_error_never_a_pass(tmp_path, capsys
     out = tmp_path / "r.jsonl"
     assert main(["eval", str(empty), "--out", str(out), "--no-progress"]) == 3
     assert "empty" in capsys.readouterr().err
-    assert [json.loads(line)["type"] for line in out.read_text().splitlines()] == ["input_error"]
+    assert [json.loads(line)["type"] for line in out.read_text().splitlines()] == ["header", "input_error", "summary"]
 
 
 def test_markup_and_escape_sequences_from_data_are_printed_literally(tmp_path, capsys):

@@ -159,7 +159,7 @@ def run_with(spec, items, action, out, *, max_conversations=12, limit=120.0):
 
     summary, replaced = asyncio.run(run())
     lines = [json.loads(line) for line in Path(out).read_text().splitlines()]
-    return summary, replaced, {r["conversation_id"]: r for r in lines}
+    return summary, replaced, {r["conversation_id"]: r for r in lines if r["type"] == "conversation"}
 
 
 def test_a_worker_killed_mid_run_is_replaced_and_its_conversations_sent_again(tmp_path):
@@ -230,7 +230,8 @@ def test_cli_workers_write_one_results_file_like_one_process(tmp_path):
         code_two = main([*common, "--workers", "2", "--out", str(two)])
     assert code_one == code_two
     def rows(path):
-        return {r["conversation_id"]: untimed(r) for r in map(json.loads, path.read_text().splitlines())}
+        return {r["conversation_id"]: untimed(r) for r in map(json.loads, path.read_text().splitlines())
+                if r["type"] == "conversation"}
 
     rows_one = rows(one)
     assert rows(two) == rows_one and len(rows_one) == 10
@@ -256,12 +257,18 @@ def test_cli_resume_with_workers_judges_only_what_the_file_lacks(tmp_path):
                   "--no-progress", "-q", "--no-cache", "--workers", "2", "--out", str(out)]
         main(common)
         lines = out.read_text().splitlines()
-        out.write_text("\n".join(lines[:4]) + "\n")  # as if the run had died after 4 conversations
+        out.write_text("\n".join(lines[:5]) + "\n")  # as if the run had died after 4 conversations (and the header)
         calls = server.calls["/v1/chat/completions"]
         main([*common, "--resume"])
         assert server.calls["/v1/chat/completions"] - calls == 6 * 3  # only the 6 missing conversations
-    ids = [json.loads(line)["conversation_id"] for line in out.read_text().splitlines()]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    ids = [r["conversation_id"] for r in records if r["type"] == "conversation"]
     assert sorted(ids) == sorted(f"c{i}" for i in range(10))
+    # the parent writes the header once (workers write nothing), each run's summary last; positions from the input
+    assert [r["type"] for r in records].count("header") == 1 and records[0]["type"] == "header"
+    assert records[-1]["type"] == "summary" and records[-1]["conversations"] == 10
+    assert sorted(r["position"] for r in records if r["type"] == "conversation") == list(range(10))
+    assert all(r["position"] == int(r["conversation_id"][1:]) for r in records if r["type"] == "conversation")
 
 
 def test_cli_workers_start_in_a_folder_with_a_module_named_like_a_dependency(tmp_path):
@@ -286,7 +293,7 @@ def test_cli_workers_start_in_a_folder_with_a_module_named_like_a_dependency(tmp
              "--workers", "2", "--no-cache", "--no-progress", "-q", "--out", str(out)],
             capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path)
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    rows = [r for line in out.read_text().splitlines() if (r := json.loads(line))["type"] == "conversation"]
     assert len(rows) == 6 and not any(r.get("error") for r in rows)
     assert all(r["results"]["tone"]["value"] == "warm" and r["results"]["turn_relevancy"]["score"] is not None
                for r in rows)

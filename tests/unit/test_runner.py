@@ -101,7 +101,8 @@ def test_resume_skips_what_the_file_holds_and_repairs_a_torn_line(tmp_path):
     summary = asyncio.run(evaluate_to_file([item(i) for i in range(6)], plan(model), out, resume=True))
     assert model.call_count == 3  # only c3, c4, c5 judged
     lines = [json.loads(line) for line in out.read_text().splitlines()]
-    assert sorted(r["conversation_id"] for r in lines) == [f"c{i}" for i in range(6)]  # each once, valid JSON
+    assert lines[0]["type"] == "header" and lines[-1]["type"] == "summary"  # the resume's own summary ends it
+    assert sorted(r["conversation_id"] for r in lines if r["type"] == "conversation") == [f"c{i}" for i in range(6)]
     assert summary.conversations == 6 and summary.resumed == 3 and summary.count("passed") == 6
     assert sorted(o.conversation_id for o in summary.outcomes) == ["c3", "c4", "c5"]  # e.g. MLflow writes: no repeats
 
@@ -209,7 +210,7 @@ def test_resume_with_retry_errors_judges_again_what_failed_and_keeps_each_conver
     again = asyncio.run(evaluate_to_file([item(i) for i in range(3)], plan(model), out, resume=True,
                                          retry_errors=True))
     assert model.call_count == 1 and again.exit_code == 0 and again.conversations == 3
-    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    lines = [r for line in out.read_text().splitlines() if (r := json.loads(line))["type"] == "conversation"]
     assert sorted(r["conversation_id"] for r in lines) == ["c0", "c1", "c2"]
     assert not any(r["results"]["turn_relevancy"]["errors"] for r in lines)
     assert not (tmp_path / "r.jsonl.resume-tmp").exists()

@@ -20,11 +20,14 @@ __all__ = ["EXIT_ERRORS", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "E
 
 #: Subcommand modules, in the order ``judgegraph --help`` lists them.
 SUBCOMMANDS = ("eval", "rejudge", "report", "show", "diff", "pairwise", "agree", "stability", "align", "graph", "simulate",
-               "cache", "metrics")
+               "cache", "metrics", "init", "export")
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="judgegraph", description="Judge chatbot conversations with LangGraph metric graphs.")
+    from .. import __version__
+
+    p.add_argument("--version", action="version", version=f"judgegraph {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for name in SUBCOMMANDS:
         import_module(f"{__name__}.{name}").register(sub)
@@ -33,6 +36,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for the run header (redacted there)
     try:
         return int(args.run(args))
     except BrokenPipeError:  # e.g. `judgegraph graph ... | head`

@@ -99,7 +99,9 @@ def register(sub: Subparsers) -> None:
     ml.add_argument("--max-traces", metavar="N", type=int, help="read the newest N traces (and the rest of their sessions)")
     ml.add_argument("--request-key", metavar="ARG", help="name of the traced function's argument holding the user message, when ambiguous")
     ml.add_argument("--response-key", metavar="KEY", help="key of the traced function's output holding the reply, when ambiguous")
-    ev.set_defaults(run=run)
+    ev.add_argument("--config", metavar="FILE", help="settings from a judgegraph.yaml (judgegraph init writes one); "
+                    "the command line overrides it (docs/runs.md)")
+    ev.set_defaults(run=run, parser=ev)
 
 
 def _judge_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -201,6 +203,14 @@ def run(args: argparse.Namespace) -> int:
     from ..runner import MetricPlan
 
     out, err = common.consoles()
+    if args.config:
+        from ..config import ConfigError
+        from .configfile import apply_config
+
+        try:
+            apply_config(args, args.parser)
+        except ConfigError as exc:
+            return usage_error(err, exc)
     from .aligned_option import aligned_error
 
     for check in (common.check_numbers, _bad_flags, _source_error, aligned_error, common.guidelines_missing, _out_error):
@@ -219,12 +229,17 @@ def run(args: argparse.Namespace) -> int:
             **common.metric_options(args), "strict_mode": args.strict_mode, "reason": args.reason,
             "rubric": common.read_rubric(args.rubric), "verify": args.verify, "n_questions": args.n_questions,
             "embeddings": args.embeddings, "embeddings_base_url": args.base_url if args.embeddings else None,
-        })
+        }, getattr(args, "per_metric", None))
         plan.check()
         if args.reason == "llm" and judge.kind != "llm":
             raise ValueError("--reason llm needs an LLM judge (--model)")
     except (KeyError, ValueError, TypeError, OSError) as exc:
         return usage_error(err, exc)
+    from .header import eval_header, resume_refused
+
+    args.header = eval_header(args, plan, _judge_settings(args))
+    if refused := resume_refused(args, args.header, err):
+        return usage_error(err, refused)
     if not args.dry_run and (unwritable := _out_unwritable(args)):
         return usage_error(err, unwritable)
     held, locked = common.lock_out(args)
@@ -365,7 +380,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
         with Progress(SpinnerColumn(), TextColumn("judging"), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, disable=args.no_progress, transient=True) as progress:
             task = progress.add_task("judging", total=None)
-            spec = PlanSpec(args.metrics, _judge_settings(args), plan.overrides)
+            spec = PlanSpec(args.metrics, _judge_settings(args), plan.overrides, plan.per_metric)
             async with judge_pool(spec, workers=_workers(args, _input_bytes(args), judge.kind),
                                   ray=args.ray) as judge_one:  # None: judged in this process
                 return await evaluate_to_file(
@@ -380,7 +395,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
                         + (f", {state.retried} with errors to judge again" if state.retried else "")
                         + (", a torn last line cut off" if state.torn else "")
                         + (f", unreadable lines left as they are: {state.bad_lines[:5]}" if state.bad_lines else "")),
-                    stop=stop, judge_one=judge_one)
+                    stop=stop, judge_one=judge_one, header=args.header)
 
     from ..scale.limits import ScaleStartError
 

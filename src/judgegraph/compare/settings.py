@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..runheader import JUDGING_SETTINGS as RUN_JUDGING_SETTINGS
 from .runfile import RunFile
 
 #: what a difference is about; those that make a flip possibly the judge's
@@ -20,8 +21,7 @@ JUDGE_KINDS = frozenset({"judge", "judge setting", "prompt"})
 #: The judge settings (of a header's ``judges[].settings``) that change what a judge answers, as the run header
 #: defines them (``judgegraph.runheader.JUDGING_SETTINGS``, with the offline rule's hash); the others
 #: (concurrency, rate limits, timeouts, the cache) only change how fast it is asked and are not compared.
-JUDGING_SETTINGS = ("model", "base_url", "rule", "rule_sha256", "temperature", "seed", "aggregate", "quorum", "repeat",
-                    "models")
+JUDGING_SETTINGS = (*RUN_JUDGING_SETTINGS, "models")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PlanSpec:
-    """``MetricPlan(metrics, resolve_judge(**judge), overrides)``, as data.
+    """``MetricPlan(metrics, resolve_judge(**judge), overrides, per_metric)``, as data.
 
     ``judge`` holds :func:`judgegraph.judges.resolve_judge` keyword arguments:
     ``model`` must be a string (``"openai:gpt-4.1-mini"``), a list of them (a jury) or None
@@ -28,6 +28,7 @@ class PlanSpec:
     # Any: keyword arguments of several types, spread into resolve_judge(**) and MetricPlan's options
     judge: dict[str, Any] = field(default_factory=dict)
     overrides: dict[str, Any] = field(default_factory=dict)
+    per_metric: dict[str, dict[str, Any]] = field(default_factory=dict)  # MetricPlan's options of one metric
 
     def __post_init__(self) -> None:
         model = self.judge.get("model")
@@ -50,7 +51,7 @@ class PlanSpec:
         from ..judges import resolve_judge
         from ..runner import MetricPlan
 
-        return MetricPlan(self.metrics, resolve_judge(**self.judge), self.overrides)
+        return MetricPlan(self.metrics, resolve_judge(**self.judge), self.overrides, self.per_metric)
 
     def shares(self, workers: int) -> list[PlanSpec]:
         """One spec per worker, each with its share of the run's budget."""

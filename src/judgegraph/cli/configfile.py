@@ -1,0 +1,47 @@
+"""``judgegraph eval --config FILE``: the file's settings, under the command line's."""
+
+from __future__ import annotations
+
+import argparse
+
+#: What the config gives that the command line cannot take back but by giving the flag itself.
+_SENTINEL = object()
+
+
+def explicit_dests(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
+    """The argument destinations ``argv`` sets itself (not left to their defaults)."""
+    marks = argparse.Namespace()
+    for action in parser._actions:
+        if action.dest is argparse.SUPPRESS:
+            continue
+        setattr(marks, action.dest, None if isinstance(action, argparse._AppendAction) else _SENTINEL)
+    parsed = parser.parse_args(argv, namespace=marks)
+    given = set()
+    for action in parser._actions:
+        value = getattr(parsed, action.dest, _SENTINEL)
+        if action.option_strings:
+            if value is not _SENTINEL and value is not None:
+                given.add(action.dest)
+        elif value:  # a positional: FILE arguments given
+            given.add(action.dest)
+    return given
+
+
+def apply_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Fill ``args`` from ``args.config`` where the command line did not set a value; keeps the file's
+    data in ``args.config_data`` and each metric's own options in ``args.per_metric``.
+    :class:`~judgegraph.config.ConfigError` when the file is unreadable or invalid."""
+    from ..config import config_arguments, load_config
+
+    config, data = load_config(args.config)
+    values, per_metric = config_arguments(config, args.config)
+    argv = list(getattr(args, "argv", None) or [])
+    after = argv[argv.index(args.command) + 1:] if args.command in argv else argv
+    given = explicit_dests(parser, after)
+    for dest, value in values.items():
+        if dest not in given:
+            setattr(args, dest, value)
+    for name, opts in per_metric.items():  # a flag given on the command line wins over a metric's own option too
+        per_metric[name] = {k: v for k, v in opts.items() if k not in given}
+    args.per_metric = {k: v for k, v in per_metric.items() if v}
+    args.config_data = data

@@ -1,0 +1,44 @@
+"""``judgegraph eval``'s run header: built from the command line (and ``--config``), and checked
+against the header of the results file a ``--resume`` continues (docs/runs.md)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..runner import MetricPlan
+
+
+def eval_header(args: argparse.Namespace, plan: MetricPlan, judge_settings: dict[str, Any]) -> dict[str, Any]:
+    """The header record of this ``eval`` run (argv, config and settings redacted)."""
+    from ..runheader import run_header
+
+    sources = ([{"path": args.mlflow_uri, "experiment": args.experiment, "sha256": None}]
+               if getattr(args, "mlflow_uri", None) else [])
+    return run_header(plan, inputs=list(args.files), argv=getattr(args, "argv", None),
+                      config=getattr(args, "config_data", None), judge_settings=judge_settings, sources=sources)
+
+
+def resume_refused(args: argparse.Namespace, header: dict[str, Any], err: Console) -> str | None:
+    """With ``--resume`` of a non-empty ``--out``: why it is refused (the settings differ from its
+    header, each difference named), or None; a file without a header resumes, with a warning."""
+    from ..resultsfile import is_nonempty
+    from ..runheader import differences, read_header
+    from .common import markup_safe
+
+    if not args.resume or not is_nonempty(args.out):
+        return None
+    old = read_header(args.out)
+    if old is None:
+        err.print(f"[yellow]warning:[/] {markup_safe(args.out)} has no run header (an older judgegraph wrote it): "
+                  "resumed without checking that its metrics, judge and inputs are this run's")
+        return None
+    changed = differences(old, header)
+    if not changed:
+        return None
+    return (f"--resume refused: {args.out} was made with other settings, and one results file must hold one run:\n"
+            + "\n".join(f"  - {c}" for c in changed)
+            + "\nrun with the settings of that file, or write the new run to another --out (or --overwrite it)")
