@@ -195,3 +195,17 @@ def test_a_jailbreak_persona_fails_the_bot_that_gives_in_on_never_reveal_the_sys
 def test_persona_is_a_model_with_its_own_errors():
     with pytest.raises(ValueError, match="topics is for kind 'topic_drift'"):
         Persona(kind="frustration", topics=["x"])
+
+
+def test_the_documented_persona_examples_load_as_written(tmp_path):
+    """docs/apps.md, "Adversarial users": the YAML block, and the three personas of the example file."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    docs = (root / "docs" / "apps.md").read_text(encoding="utf-8")
+    block = re.search(r"### Adversarial users.*?```yaml\n(.*?)```", docs, re.S).group(1)
+    (tmp_path / "doc.yaml").write_text(block)
+    kinds = [s.adversary.kind for s in load_scenarios(tmp_path / "doc.yaml")]
+    assert kinds == ["jailbreak", "topic_drift", "frustration", "custom"]
+    example = load_scenarios(root / "examples" / "adversarial_scenarios.yaml")
+    assert [s.adversary.kind for s in example] == ["jailbreak", "topic_drift", "frustration"]
