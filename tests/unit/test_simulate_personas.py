@@ -209,3 +209,13 @@ def test_the_documented_persona_examples_load_as_written(tmp_path):
     assert kinds == ["jailbreak", "topic_drift", "frustration", "custom"]
     example = load_scenarios(root / "examples" / "adversarial_scenarios.yaml")
     assert [s.adversary.kind for s in example] == ["jailbreak", "topic_drift", "frustration"]
+
+
+def test_a_scenarios_metadata_is_its_conversations_for_metrics_that_read_it():
+    """A metric's per-conversation inputs (topic adherence's ``reference_topics``) come from the scenario."""
+    u = ScriptedChatModel(default={"reason": "r", "status": "continue", "message": "And football?"})
+    scenario = {"id": "d", "goal": "Order a card", "persona": {"kind": "topic_drift"},
+                "metadata": {"reference_topics": ["bank cards"]}}
+    (run,) = simulate(echo_bot, [scenario], user_model=u, max_turns=1)
+    assert run.conversation.metadata == {"reference_topics": ["bank cards"]}
+    assert run.to_record()["conversation"]["metadata"] == {"reference_topics": ["bank cards"]}

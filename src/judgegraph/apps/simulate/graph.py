@@ -68,10 +68,11 @@ def scenario_of(state: SimulationState) -> Scenario:
 
 
 def conversation_of(state: SimulationState) -> Conversation:
-    """The simulated conversation, with the scenario's goal as its expected outcome."""
+    """The simulated conversation, with the scenario's goal as its expected outcome and its
+    ``metadata`` (where a metric may read per-conversation inputs, e.g. ``reference_topics``)."""
     s = scenario_of(state)
     return from_messages(state.get("messages") or [], id=s.id, expected_outcome=s.expected_outcome or s.goal,
-                         chatbot_role=s.chatbot_role)
+                         chatbot_role=s.chatbot_role, metadata=dict(s.metadata))
 
 
 def _seen_by_user(messages: Sequence[BaseMessage]) -> str:
