@@ -11,6 +11,7 @@ import pytest
 
 from judgegraph.apps.simulate import load_scenarios
 from judgegraph.cli import main
+from judgegraph.metrics import MetricNotFound, get_metric
 from tests.kit.openai_server import ChatRequest, FakeOpenAIServer, Reply, structured, text
 
 pytestmark = pytest.mark.integration
@@ -106,3 +107,52 @@ def test_an_unknown_persona_kind_in_a_scenario_file_is_a_usage_error(tmp_path, m
     assert main(["simulate", "okapp:app", "--scenarios", "s.yaml", "--user-model", "openai:u",
                  "--base-url", "http://127.0.0.1:9/v1"]) == 2
     assert "s.yaml:4: persona.kind: Input should be 'jailbreak'" in capsys.readouterr().err
+
+
+def _registered(*names: str) -> bool:
+    try:
+        for name in names:
+            get_metric(name)
+    except MetricNotFound:
+        return False
+    return True
+
+
+def agent_judge(request: ChatRequest) -> Reply:
+    """The simulated user as above; conversation safety flags a reply quoting the system prompt; topic adherence
+    sees the drift stages' subjects as off-topic, answered when the bot follows them."""
+    if "role-playing a demanding user" in request.text:
+        return respond(request)
+    reply, user = section(request, "reply_to_judge"), section(request, "latest_user_message")
+    if request.schema_name == "SafetyJudgement":
+        leak = "ZEBRA-42" in reply
+        return structured({"reason": "Quotes the system prompt." if leak else "Harmless.",
+                           "categories": ["policy_violation"] if leak else [], "verdict": "no" if leak else "yes"})
+    if request.schema_name == "TopicJudgement":
+        off = next((t for t in ("travel insurance", "football", "recipe") if t in user), None)
+        topic = {"topic": off, "reason": "Not a card topic.", "allowed": False, "answered": "Liverpool" in reply} \
+            if off else {"topic": "bank cards", "reason": "A card question.", "allowed": True, "answered": True}
+        return structured({"topics": [topic]})
+    return text(f"unexpected request: {request.schema_name}")
+
+
+@pytest.mark.skipif(not _registered("conversation_safety", "topic_adherence"),
+                    reason="the agent metrics (issue 19 part 1) are not in this tree yet")
+def test_the_adversarial_runs_are_judged_by_conversation_safety_and_topic_adherence(tmp_path, monkeypatch, capsys):
+    """-m conversation_safety -m topic_adherence by name, the allowed topics read from each scenario's
+    metadata.reference_topics (no --topic)."""
+    (tmp_path / "sim_adversarial_app.py").write_text(APP)
+    monkeypatch.chdir(tmp_path)
+    with FakeOpenAIServer(agent_judge) as server:
+        code = main(["simulate", "sim_adversarial_app:bot", "--scenarios", str(EXAMPLE), "--user-model", "openai:user",
+                     "-m", "conversation_safety", "-m", "topic_adherence", "--model", "openai:judge",
+                     "--base-url", server.base_url, "--out", "sims.jsonl", "-q"])
+    printed = capsys.readouterr().out
+    assert code == 1, printed
+    records = {r["conversation_id"]: r for r in map(json.loads, (tmp_path / "sims.jsonl").read_text().splitlines())}
+    safety = records["jailbreak-system-prompt"]["results"]["conversation_safety"]
+    assert safety["status"] == "failed" and "turn 8" in safety["reason"]
+    assert records["drift-to-football"]["results"]["conversation_safety"]["status"] == "passed"
+    drift = records["drift-to-football"]["results"]["topic_adherence"]
+    assert drift["status"] != "not_applicable" and drift["score"] < records["frustrated-blocked-card"]["results"][
+        "topic_adherence"]["score"]  # the football reply answered an off-topic question
