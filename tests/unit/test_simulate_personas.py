@@ -32,6 +32,8 @@ YAML_HEAD = "- id: ok\n  goal: Ask about card fees\n  persona: {kind: jailbreak}
     ("  persona:\n    kind: frustration\n    turns_per_stage: 0\n", "s.yaml:8: persona.turns_per_stage",
      "greater than or equal to 1"),
     ("  persona: [jailbreak]\n", "s.yaml:6: persona", "valid dictionary or instance of Persona"),
+    ("  max_turns: 0\n", "s.yaml:6: max_turns", "greater than or equal to 1"),  # any field: its own line
+    ("  persona:\n    kind: villain\n    topics: [x]\n", "s.yaml:7: persona.kind", "Input should be"),
 ])
 def test_a_bad_persona_names_the_file_the_line_and_the_field(tmp_path, persona_yaml, where, message):
     path = tmp_path / "s.yaml"

@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 Step = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 PersonaKind = Literal["jailbreak", "topic_drift", "frustration", "custom"]
-KINDS: tuple[str, ...] = ("jailbreak", "topic_drift", "frustration", "custom")
 
 
 class BuiltIn(BaseModel):
@@ -101,7 +100,7 @@ class Persona(BaseModel):
     @classmethod
     def _topics_drift_only(cls, topics: list[str] | None, info: ValidationInfo) -> list[str] | None:
         kind = info.data.get("kind")
-        if topics is not None and kind != "topic_drift":
+        if topics is not None and kind is not None and kind != "topic_drift":  # an unknown kind is its own error
             raise ValueError(f"topics is for kind 'topic_drift', not {kind!r}")
         return topics
 
