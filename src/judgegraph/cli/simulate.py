@@ -26,7 +26,8 @@ def register(sub: Subparsers) -> None:
                                    "judged with the metrics and written, with their results, to --out.")
     p.add_argument("app", metavar="MODULE:APP", help="the chatbot: a compiled LangGraph graph over messages, a Runnable, "
                                                      "or a callable taking the list of messages (module on PYTHONPATH or in the current directory)")
-    p.add_argument("--scenarios", required=True, metavar="FILE", help=".jsonl, .json or .yaml: id, goal, persona, scenario, "
+    p.add_argument("--scenarios", required=True, metavar="FILE", help=".jsonl, .json or .yaml: id, goal, persona (a description, or "
+                                                                      "an escalating persona {kind: jailbreak | topic_drift | frustration | custom, ...}), scenario, "
                                                                       "opening, max_turns, expected_outcome, chatbot_role")
     p.add_argument("--user-model", required=True, metavar="MODEL", help="the LLM playing the user, e.g. openai:gpt-4.1-mini")
     p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC",
@@ -120,10 +121,11 @@ def run(args: argparse.Namespace) -> int:
         for col in ("scenario", "ended", "turns", "metric", "score", "result", "reason"):
             table.add_column(col, overflow="fold", max_width=60 if col == "reason" else None)
         for r in runs:
+            how = f"{r.status} (stage {r.stage.stage}/{r.stage.of})" if r.stage else r.status
             if not r.results:
-                table.add_row(r.scenario.id, r.status, str(r.turns), "—", "—", "—", r.error or "")
+                table.add_row(r.scenario.id, how, str(r.turns), "—", "—", "—", r.error or "")
             for i, res in enumerate(r.results.values()):
-                head = (r.scenario.id, r.status, str(r.turns)) if i == 0 else ("", "", "")
+                head = (r.scenario.id, how, str(r.turns)) if i == 0 else ("", "", "")
                 table.add_row(*head, res.key, common.score_text(res.score), res.status, res.reason)
         out.print(table)
     count = {s: sum(1 for res in results if res.status == s) for s in ("passed", "failed", "error")}

@@ -18,11 +18,12 @@ from ...results import MetricResult, Usage
 from ..metrics import MetricLike
 from .app import AppLike
 from .graph import SimulationState, build_simulator, conversation_of, create_simulator
+from .personas import BUILT_IN, Persona, PersonaStage
 from .scenarios import Scenario, ScenarioError, as_scenarios, load_scenarios
 
 __all__ = [
-    "Scenario", "ScenarioError", "SimulationResult", "asimulate", "build_simulator", "create_simulator",
-    "load_scenarios", "simulate",
+    "BUILT_IN", "Persona", "PersonaStage", "Scenario", "ScenarioError", "SimulationResult", "asimulate",
+    "build_simulator", "create_simulator", "load_scenarios", "simulate",
 ]
 
 
@@ -38,6 +39,12 @@ class SimulationResult(BaseModel):
     results: dict[str, MetricResult] = Field(default_factory=dict)
     errors: list[str] = Field(default_factory=list)
     user_usage: Usage = Field(default_factory=Usage)
+    stages: list[PersonaStage] = Field(default_factory=list)  # an escalating persona's stage per user message
+
+    @property
+    def stage(self) -> PersonaStage | None:
+        """The stage the escalating persona reached (its last user message), else None."""
+        return self.stages[-1] if self.stages else None
 
     @property
     def error(self) -> str | None:
@@ -47,14 +54,18 @@ class SimulationResult(BaseModel):
     def to_record(self, source: str = "simulate") -> dict[str, Any]:
         """A results-JSONL line (the ``judgegraph eval`` shape) carrying the
         simulated conversation and how the simulation went."""
+        simulation: dict[str, Any] = {
+            "status": self.status, "turns": self.turns, "user_usage": self.user_usage.model_dump(),
+            "scenario": self.scenario.model_dump(mode="json", exclude_defaults=True)}
+        if self.stages:
+            simulation["stages"] = [s.model_dump() for s in self.stages]
         return {
             "type": "conversation",
             "conversation_id": self.scenario.id,
             "source": source,
             "results": {k: v.model_dump(mode="json") for k, v in self.results.items()},
             "error": self.error,
-            "simulation": {"status": self.status, "turns": self.turns, "user_usage": self.user_usage.model_dump(),
-                           "scenario": self.scenario.model_dump(mode="json", exclude_defaults=True)},
+            "simulation": simulation,
             "conversation": None if self.conversation is None else self.conversation.model_dump(mode="json"),
         }
 
@@ -67,7 +78,8 @@ def _result(scenario: Scenario, out: Any) -> SimulationResult:
     conversation = conversation_of(state) if state.get("messages") else None
     return SimulationResult(scenario=scenario, conversation=conversation, status=out.get("status", "error"),
                             turns=out.get("turns", 0), results=out.get("results") or {},
-                            errors=list(out.get("errors") or []), user_usage=out.get("user_usage") or Usage())
+                            errors=list(out.get("errors") or []), user_usage=out.get("user_usage") or Usage(),
+                            stages=list(out.get("stages") or []))
 
 
 class SimulateOptions(TypedDict, total=False):

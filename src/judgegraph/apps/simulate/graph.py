@@ -28,9 +28,11 @@ from ...nodes import render_messages
 from ...results import MetricResult, Usage, merge_results
 from ..metrics import MetricLike, judge_graph
 from .app import AppLike, as_app, new_messages
+from .personas import Persona, PersonaStage
 from .scenarios import Scenario
 
 USER_STEP = "simulated_user/simulate_user"
+ADVERSARY_STEP = "simulated_user/adversarial_user"  # a scenario with an escalating persona (personas.py)
 STOPPED = ("goal_reached", "gave_up", "max_turns", "app_error", "user_error")
 
 
@@ -57,6 +59,8 @@ class SimulationState(TypedDict, total=False):
     errors: Annotated[list[str], operator.add]
     user_usage: Annotated[Usage, operator.add]
     results: Annotated[dict[str, MetricResult], merge_results]
+    stage: int  # an escalating persona's stage (1-based) for the latest user message
+    stages: Annotated[list[PersonaStage], operator.add]  # the stage of each user message written under it
 
 
 def scenario_of(state: SimulationState) -> Scenario:
@@ -64,10 +68,11 @@ def scenario_of(state: SimulationState) -> Scenario:
 
 
 def conversation_of(state: SimulationState) -> Conversation:
-    """The simulated conversation, with the scenario's goal as its expected outcome."""
+    """The simulated conversation, with the scenario's goal as its expected outcome and its
+    ``metadata`` (where a metric may read per-conversation inputs, e.g. ``reference_topics``)."""
     s = scenario_of(state)
     return from_messages(state.get("messages") or [], id=s.id, expected_outcome=s.expected_outcome or s.goal,
-                         chatbot_role=s.chatbot_role)
+                         chatbot_role=s.chatbot_role, metadata=dict(s.metadata))
 
 
 def _seen_by_user(messages: Sequence[BaseMessage]) -> str:
@@ -75,11 +80,35 @@ def _seen_by_user(messages: Sequence[BaseMessage]) -> str:
     return render_messages([(r, c) for r, c in pairs if c], empty="(none yet: you write the first message)")
 
 
-def user_request(scenario: Scenario, messages: Sequence[BaseMessage], turns_left: int) -> JudgeRequest:
-    return JudgeRequest(task="simulate_user", step=USER_STEP, schema=UserTurn, values={
-        "persona": scenario.persona, "goal": scenario.goal, "scenario": scenario.scenario or "(nothing more)",
-        "conversation": _seen_by_user(messages), "turns_left": str(turns_left),
+def persona_stage(persona: Persona, turn: int) -> PersonaStage:
+    """The stage user message ``turn`` (1-based) is written at."""
+    index = persona.stage_at(turn)
+    return PersonaStage(turn=turn, stage=index + 1, of=len(persona.stages), step=persona.stages[index])
+
+
+def user_request(scenario: Scenario, messages: Sequence[BaseMessage], turns_left: int, turn: int = 1) -> JudgeRequest:
+    """The simulated user's call for user message ``turn`` (1-based): the plain prompt, or the
+    adversarial one with the persona's stage for that turn."""
+    persona = scenario.adversary
+    common = {"goal": scenario.goal, "scenario": scenario.scenario or "(nothing more)",
+              "conversation": _seen_by_user(messages), "turns_left": str(turns_left)}
+    if persona is None:
+        return JudgeRequest(task="simulate_user", step=USER_STEP, schema=UserTurn,
+                            values={"persona": str(scenario.persona), **common})
+    stage = persona_stage(persona, turn)
+    return JudgeRequest(task="simulate_user", step=ADVERSARY_STEP, schema=UserTurn, values={
+        "persona": persona.who(), "objective": persona.objective_for(scenario.goal), "stage": stage.step,
+        "stage_number": f"{stage.stage} of {stage.of}", **common,
     })
+
+
+def _staged(scenario: Scenario, turn: int, update: dict[str, Any]) -> dict[str, Any]:
+    """``update`` with the persona's stage when it adds user message ``turn``."""
+    persona = scenario.adversary
+    if persona is None or "messages" not in update:
+        return update
+    stage = persona_stage(persona, turn)
+    return {**update, "stage": stage.stage, "stages": [stage]}
 
 
 def build_simulator(
@@ -95,9 +124,14 @@ def build_simulator(
 
     def user_update(state: SimulationState, outcome: JudgeOutcome | None) -> dict[str, Any]:
         turns = state.get("turns", 0)
+        scenario = scenario_of(state)
         if outcome is None:  # the scenario's opening line
-            return {"messages": [HumanMessage(scenario_of(state).opening or "")], "turns": turns + 1,
-                    "status": "running"}
+            return _staged(scenario, turns + 1, {"messages": [HumanMessage(scenario.opening or "")],
+                                                 "turns": turns + 1, "status": "running"})
+        return _staged(scenario, turns + 1, turn_update(state, outcome))
+
+    def turn_update(state: SimulationState, outcome: JudgeOutcome) -> dict[str, Any]:
+        turns = state.get("turns", 0)
         update: dict[str, Any] = {"user_usage": outcome.usage}
         if not outcome.ok:
             return {**update, "status": "user_error", "errors": [f"simulated user: {outcome.error}"]}
@@ -114,7 +148,8 @@ def build_simulator(
     def request(state: SimulationState) -> JudgeRequest | None:
         if state.get("turns", 0) == 0 and scenario_of(state).opening:
             return None
-        return user_request(scenario_of(state), state.get("messages") or [], limit(state) - state.get("turns", 0))
+        turns = state.get("turns", 0)
+        return user_request(scenario_of(state), state.get("messages") or [], limit(state) - turns, turns + 1)
 
     def simulate_user(state: SimulationState) -> dict[str, Any]:
         req = request(state)
@@ -219,4 +254,6 @@ def create_simulator(
 
 
 #: The values the simulate_user node passes to its prompt file (checked by tests/unit/test_prompts.py).
-PROMPT_VALUES = {USER_STEP: {"persona", "goal", "scenario", "conversation", "turns_left"}}
+PROMPT_VALUES = {USER_STEP: {"persona", "goal", "scenario", "conversation", "turns_left"},
+                 ADVERSARY_STEP: {"persona", "objective", "goal", "scenario", "stage", "stage_number", "conversation",
+                                  "turns_left"}}

@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Union
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
+
+from .personas import Persona
+
+#: The tags of the persona union (a description, or an escalating :class:`Persona`), left out of error paths.
+_TAGS = ("text", "spec")
+PersonaField = Annotated[Union[Annotated[str, Tag("text")], Annotated[Persona, Tag("spec")]],
+                         Discriminator(lambda v: "text" if isinstance(v, str) else "spec")]
 
 
 class Scenario(BaseModel):
@@ -18,13 +25,19 @@ class Scenario(BaseModel):
 
     id: str = Field(default="", validation_alias=AliasChoices("id", "name"))
     goal: str = Field(min_length=1, description="what the user wants done; the stop check and judges read it")
-    persona: str = "A regular customer: polite, brief, not technical."
+    #: who the user is: a description, or an escalating persona (``{kind: jailbreak, ...}``, personas.py)
+    persona: PersonaField = "A regular customer: polite, brief, not technical."
     scenario: str = Field(default="", validation_alias=AliasChoices("scenario", "situation", "context"))
     opening: str | None = None  # the first user message, sent as is (no simulator call)
     max_turns: int | None = Field(default=None, ge=1)  # user messages at most; overrides simulate(max_turns=)
     expected_outcome: str | None = None  # for judges that read it (default: the goal)
     chatbot_role: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def adversary(self) -> Persona | None:
+        """The escalating persona, or None for a described one."""
+        return self.persona if isinstance(self.persona, Persona) else None
 
 
 class ScenarioError(ValueError):
@@ -52,14 +65,54 @@ def as_scenarios(items: Any) -> list[Scenario]:
     return out
 
 
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """A pydantic error location as ``persona.escalation.0`` (the persona union's tags left out)."""
+    parts = [str(x) for i, x in enumerate(loc) if not (i > 0 and loc[i - 1] == "persona" and x in _TAGS)]
+    return ".".join(parts)
+
+
+def _yaml_items(text: str) -> list[Any] | None:
+    """The YAML nodes of the scenario records (for line numbers), or None if the shape is not a list of them."""
+    import yaml
+
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    if isinstance(root, yaml.MappingNode):
+        inner = next((v for k, v in root.value if getattr(k, "value", None) == "scenarios"), None)
+        root = inner if inner is not None else yaml.SequenceNode("tag:yaml.org,2002:seq", [root])
+    return list(root.value) if isinstance(root, yaml.SequenceNode) else None
+
+
+def _line_of(node: Any, loc: tuple[int | str, ...]) -> int:
+    """The 1-based line of the deepest YAML node along ``loc`` (the record's first line at least)."""
+    import yaml
+
+    line = node.start_mark.line + 1
+    for i, key in enumerate(loc):
+        if i > 0 and loc[i - 1] == "persona" and key in _TAGS:
+            continue
+        if isinstance(node, yaml.MappingNode):
+            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == str(key)), None)
+            if pair is None:
+                break
+            line, node = pair[0].start_mark.line + 1, pair[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
 def load_scenarios(path: str | Path) -> list[Scenario]:
-    """Scenarios from a ``.jsonl``, ``.json`` or ``.yaml``/``.yml`` file."""
+    """Scenarios from a ``.jsonl``, ``.json`` or ``.yaml``/``.yml`` file; a bad record is a
+    :class:`ScenarioError` with the line of the bad field (JSONL: of the record; JSON: its index)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(str(p), None, None, f"cannot read the file: {exc.strerror or exc}") from exc
     records: list[tuple[int | None, Any]] = []
+    nodes: list[Any] | None = None
     if p.suffix == ".jsonl":
         for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
@@ -73,6 +126,7 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
                 import yaml
 
                 data = yaml.safe_load(text)
+                nodes = _yaml_items(text)
             else:
                 data = json.loads(text)
         except Exception as exc:  # any parse error is reported with the file
@@ -90,7 +144,9 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
             scenario = Scenario.model_validate(record)
         except ValidationError as exc:
             err = exc.errors()[0]
-            field = ".".join(str(x) for x in err["loc"])
+            field = field_path(err["loc"])
+            if nodes is not None and len(nodes) == len(records):
+                raise ScenarioError(str(p), _line_of(nodes[i], err["loc"]), field, err["msg"]) from exc
             raise ScenarioError(str(p), lineno, field if lineno is not None else f"[{i}].{field}", err["msg"]) from exc
         out.append(scenario if scenario.id else scenario.model_copy(update={"id": f"{p.stem}-{i + 1}"}))
     if not out:
