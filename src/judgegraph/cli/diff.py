@@ -12,8 +12,7 @@ from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, consoles, mar
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..compare.diff import RunDiff, Side
-    from ..compare.statistics import MeanDifference
+    from ..compare.diff import RunDiff
     from .common import Subparsers
 
 
@@ -133,20 +132,6 @@ def status_of(diff: RunDiff, args: argparse.Namespace, err: Console, conversatio
     return EXIT_OK
 
 
-def _side(side: Side | None) -> str:
-    if side is None:
-        return "—"
-    status = {"not_applicable": "n/a"}.get(side.status, side.status)
-    return status + ("" if side.score is None else f" {side.score:.2f}")
-
-
-def _mean(m: MeanDifference) -> str:
-    if m.mean is None:
-        return "—"
-    interval = f" [{m.low:+.3f}, {m.high:+.3f}]" if m.low is not None and m.high is not None else ""
-    return f"{m.mean:+.3f}{interval}"
-
-
 def _rate(rate: float | None) -> str:
     return "—" if rate is None else f"{rate:.1%}"
 
@@ -158,6 +143,7 @@ def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
     from rich.text import Text
 
     from ..compare.diff import change_text, describe_run
+    from ..compare.markdown import mean_text, side_text
 
     for which in ("old", "new"):
         out.print(Text(safe(f"{which.upper()}: {describe_run(diff.runs.get(which, {'path': getattr(diff, which)}))}")))
@@ -188,7 +174,7 @@ def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
         test = "—" if m.mcnemar.method == "none" else f"{m.mcnemar.p_value:.3g} ({m.mcnemar.method})"
         table.add_row(Text(safe(m.metric)), f"{_rate(m.old.rate)} → {_rate(m.new.rate)}", str(c["regressed"]),
                       str(c["fixed"]), str(c["unchanged"]), str(c["errored"] + c["still_error"]), str(other), test,
-                      _mean(m.scores))
+                      mean_text(m.scores))
     out.print(table)
     changed = [p for p in diff.changed() if p.kind != "unchanged"]
     if changed:
@@ -198,7 +184,7 @@ def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
             listed.add_column(col, overflow="fold")
         for p in changed[:max_rows]:
             listed.add_row(Text(safe(p.metric)), Text(safe(p.conversation_id)), change_text(p),
-                           _side(p.old), _side(p.new), "—" if p.delta is None else f"{p.delta:+.2f}")
+                           side_text(p.old), side_text(p.new), "—" if p.delta is None else f"{p.delta:+.2f}")
         out.print(listed)
     flips = [(p, v) for p in diff.changed() for v in p.verdicts]
     if flips:

@@ -44,18 +44,18 @@ def cell(text: object, limit: int = CELL_CHARS) -> str:
     return "".join(out)
 
 
-def _rate(rate: float | None) -> str:
+def rate_text(rate: float | None) -> str:
     return "—" if rate is None else f"{rate:.0%}"
 
 
-def _side(side: Side | None) -> str:
+def side_text(side: Side | None) -> str:
     if side is None:
         return "—"
     status = {"not_applicable": "n/a"}.get(side.status, side.status)
     return status + ("" if side.score is None else f" {side.score:.2f}")
 
 
-def _mean(m: MeanDifference) -> str:
+def mean_text(m: MeanDifference) -> str:
     if m.mean is None:
         return "—"
     interval = f" [{m.low:+.3f}, {m.high:+.3f}]" if m.low is not None and m.high is not None else ""
@@ -71,7 +71,7 @@ def _more(shown: int, total: int) -> list[str]:
 
 
 def _pairs(pairs: list[Pair], max_rows: int) -> list[str]:
-    rows = [[cell(p.metric), cell(p.conversation_id), change_text(p), _side(p.old), _side(p.new),
+    rows = [[cell(p.metric), cell(p.conversation_id), change_text(p), side_text(p.old), side_text(p.new),
              "—" if p.delta is None else f"{p.delta:+.2f}"] for p in pairs[:max_rows]]
     return _table(["metric", "conversation", "change", "OLD", "NEW", "Δ score"], rows) + _more(len(rows), len(pairs))
 
@@ -135,9 +135,9 @@ def _render(diff: RunDiff, max_rows: int) -> str:
         c = m.counts
         p = m.mcnemar
         test = "—" if p.method == "none" else f"{p.p_value:.3g} ({'exact' if p.method == 'exact' else 'χ² cc'})"
-        rows.append([cell(m.metric), _rate(m.old.rate), _rate(m.new.rate), str(c["regressed"]), str(c["fixed"]),
+        rows.append([cell(m.metric), rate_text(m.old.rate), rate_text(m.new.rate), str(c["regressed"]), str(c["fixed"]),
                      str(c["unchanged"]), str(c["errored"] + c["still_error"]), str(c["new"]), str(c["missing"]),
-                     test, _mean(m.scores)])
+                     test, mean_text(m.scores)])
     lines += _table(["metric", "pass rate OLD", "pass rate NEW", "regressed", "fixed", "unchanged",
                      "NEW errors", "new", "missing", "McNemar p", "mean score Δ [95% CI]"], rows)
     changed = [p for p in diff.changed() if p.kind != "unchanged"]

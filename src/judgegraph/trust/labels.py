@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..loaders.base import InputError
+
 LabelValue = str | float
 Source = Literal["labels", "mlflow", "langsmith"]
 
@@ -61,24 +63,9 @@ class Label:
         return f"turn {self.turn}" if self.turn is not None else "the result"
 
 
-@dataclass(frozen=True)
-class LabelError:
-    """A label record that cannot be used: where, which field, why."""
-
-    file: str
-    line: int | None
-    record: int | None
-    field: str | None
-    message: str
-
-    def __str__(self) -> str:
-        parts = [f"{self.file}:{self.line}" if self.line is not None else self.file]
-        if self.line is None and self.record is not None:
-            parts.append(f"record {self.record}")
-        if self.field:
-            parts.append(self.field)
-        parts.append(self.message)
-        return ": ".join(parts)
+#: A label record that cannot be used: where (file, line, record), which field, why — the input error of
+#: every reader, so it prints the same way.
+LabelError = InputError
 
 
 @dataclass
