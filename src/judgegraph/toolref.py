@@ -27,11 +27,13 @@ _KNOWN = frozenset({"name", "output", "description", "reasoning", "id", "type", 
 
 @dataclass(frozen=True)
 class ExpectedCall:
-    """One call of a reference trajectory: its tool ``name``, and ``arguments`` when
-    the reference gives them (None: any arguments match)."""
+    """One call of a reference trajectory: its tool ``name``, ``arguments`` when the reference
+    gives them (None: any arguments match), and its ``step`` (calls listed together in a nested
+    list are one step: made in one message, in any order among themselves)."""
 
     name: str
     arguments: Any = None
+    step: int = 0
 
 
 def parse_arguments(value: Any) -> Any:
@@ -45,15 +47,15 @@ def parse_arguments(value: Any) -> Any:
     return value
 
 
-def _one(raw: object, where: str) -> ExpectedCall:
+def _one(raw: object, where: str, step: int = 0) -> ExpectedCall:
     if isinstance(raw, str):
         if not raw.strip():
             raise ValueError(f"{where}: a tool name must not be empty")
-        return ExpectedCall(raw.strip())
+        return ExpectedCall(raw.strip(), step=step)
     if not isinstance(raw, Mapping):
         raise ValueError(f"{where}: expected a tool name or an object with 'name', got {type(raw).__name__}")
     if isinstance(raw.get("function"), Mapping):  # OpenAI: {"type": "function", "function": {...}}
-        return _one(raw["function"], where)
+        return _one(raw["function"], where, step)
     unknown = sorted(str(k) for k in raw if k not in _KNOWN)
     if unknown:
         raise ValueError(f"{where}: unknown key {unknown[0]!r} (a tool call has name, arguments"
@@ -67,15 +69,24 @@ def _one(raw: object, where: str) -> ExpectedCall:
     args = parse_arguments(raw[given[0]]) if given else None
     if args is not None and not isinstance(args, (dict, str)):
         raise ValueError(f"{where}.{given[0]}: arguments must be an object or a JSON string, got {type(args).__name__}")
-    return ExpectedCall(name.strip(), args)
+    return ExpectedCall(name.strip(), args, step)
 
 
 def parse_expected(value: object, where: str = EXPECTED_KEY) -> list[ExpectedCall]:
-    """``value`` (a list of tool calls) as :class:`ExpectedCall` s; a ``ValueError`` naming
-    the item and key of a bad one (``expected_tools[1].name: ...``)."""
+    """``value`` (a list of tool calls; a nested list is one step of calls made together) as
+    :class:`ExpectedCall` s; a ``ValueError`` naming the item and key of a bad one
+    (``expected_tools[1].name: ...``)."""
     if not isinstance(value, (list, tuple)):
         raise ValueError(f"{where}: expected a list of tool calls, got {type(value).__name__}")
-    return [_one(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    calls: list[ExpectedCall] = []
+    for i, item in enumerate(value):
+        if isinstance(item, (list, tuple)):
+            if not item:
+                raise ValueError(f"{where}[{i}]: a step of calls made together must not be empty")
+            calls += [_one(x, f"{where}[{i}][{j}]", i) for j, x in enumerate(item)]
+        else:
+            calls.append(_one(item, f"{where}[{i}]", i))
+    return calls
 
 
 def check_metadata(metadata: Mapping[str, Any]) -> None:

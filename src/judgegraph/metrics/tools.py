@@ -98,26 +98,44 @@ class Match:
     order: str = ""  # strict mode: the first position where the order differs
 
 
+def _steps(items: Sequence[Any], step_of: Sequence[int]) -> list[list[Any]]:
+    groups: dict[int, list[Any]] = {}
+    for item, step in zip(items, step_of):
+        groups.setdefault(step, []).append(item)
+    return [groups[k] for k in sorted(groups)]
+
+
 def match_trajectory(called: Sequence[ToolCall], expected: Sequence[ExpectedCall], mode: Trajectory,
-                     same_arguments: Callable[[Any, Any], bool]) -> Match:
-    """agentevals' trajectory match over one exchange's calls: ``strict`` (the same calls in
-    the same order), ``unordered`` (the same calls, any order), ``subset`` (every call is in
-    the reference), ``superset`` (every reference call was made). A reference call without
-    arguments matches any arguments; else ``same_arguments(call's, reference's)`` decides."""
+                     same_arguments: Callable[[Any, Any], bool], called_steps: Sequence[int] | None = None) -> Match:
+    """agentevals' (openevals') trajectory match over one exchange's calls: ``strict`` (the same
+    steps in the same order, a step's calls in any order among themselves: ``called_steps`` gives
+    each call's step, its message; a reference's nested list is one step), ``unordered`` (the same
+    calls, any order), ``subset`` (every call is in the reference), ``superset`` (every reference
+    call was made). A reference call without arguments matches any arguments; else
+    ``same_arguments(call's, reference's)`` decides."""
 
     def ok(call: ToolCall, ref: ExpectedCall) -> bool:
         return call.name == ref.name and (ref.arguments is None
                                           or same_arguments(parse_arguments(call.arguments), ref.arguments))
 
     if mode == "strict":
-        for i, (call, ref) in enumerate(zip(called, expected)):
-            if not ok(call, ref):
-                return Match(False, order=f"call {i + 1} is {call_text(call.name, call.arguments)}, the reference's"
-                                          f" is {call_text(ref.name, ref.arguments)}",
-                             missing=tuple(expected[i:]), extra=tuple(called[i:]))
-        n = min(len(called), len(expected))
-        pairs = tuple(zip(called[:n], expected[:n]))
-        return Match(len(called) == len(expected), tuple(expected[n:]), tuple(called[n:]), pairs)
+        mine = _steps(called, called_steps if called_steps is not None else range(len(called)))
+        theirs = _steps(expected, [r.step for r in expected])
+        pairs: list[tuple[ToolCall, ExpectedCall]] = []
+        for i, (got, want) in enumerate(zip(mine, theirs)):
+            matched = _pair(got, want, ok)
+            pairs += [(got[a], want[b]) for a, b in matched.items()]
+            if len(matched) != len(got) or len(got) != len(want):
+                shown = ", ".join(call_text(c.name, c.arguments) for c in got)
+                wanted = ", ".join(call_text(r.name, r.arguments) for r in want)
+                return Match(False, order=f"step {i + 1} called {shown}, the reference's step {i + 1} is {wanted}",
+                             missing=tuple(r for s in theirs[i:] for r in s),
+                             extra=tuple(c for s in mine[i:] for c in s), pairs=tuple(pairs))
+        n = min(len(mine), len(theirs))
+        missing = tuple(r for s in theirs[n:] for r in s)
+        extra = tuple(c for s in mine[n:] for c in s)
+        order = "" if len(mine) == len(theirs) else f"{len(mine)} step(s) of calls, the reference has {len(theirs)}"
+        return Match(len(mine) == len(theirs), missing, extra, tuple(pairs), order)
     matched = _pair(called, expected, ok)
     extra = tuple(c for i, c in enumerate(called) if i not in matched)
     missing = tuple(r for j, r in enumerate(expected) if j not in set(matched.values()))
@@ -185,6 +203,7 @@ class CheckTask(TypedDict):
     by: Literal["reference", "arguments", "judge"]
     turns: list[int]
     calls: list[dict[str, Any]]  # ToolCall dumps (a Send payload stays plain data)
+    steps: list[int]  # each call's step: the index of the assistant turn (message) that made it
     expected: list[dict[str, Any]] | None
     context: str  # earlier turns, for the judge
     user_message: str
@@ -228,15 +247,24 @@ def _calls(ex: Exchange) -> list[ToolCall]:
     return [c for it in ex.assistant for c in it.turn.tool_calls]
 
 
+def _call_steps(exs: Sequence[Exchange]) -> list[int]:
+    return [it.index for ex in exs for it in ex.assistant for _ in it.turn.tool_calls]
+
+
 def _exchange_reference(ex: Exchange) -> list[ExpectedCall] | None:
     """The ``expected_tools`` of the exchange's turns (user or assistant), in turn order; None when none gives one."""
-    found = [expected_of(it.turn.metadata) for it in ex.turns]
-    given = [r for r in found if r is not None]
-    return None if not given else [c for r in given for c in r]
+    given = [r for it in ex.turns if (r := expected_of(it.turn.metadata)) is not None]
+    if not given:
+        return None
+    out: list[ExpectedCall] = []
+    for ref in given:  # a later turn's steps come after an earlier one's
+        base = max((c.step for c in out), default=-1) + 1
+        out += [ExpectedCall(c.name, c.arguments, base + c.step) for c in ref]
+    return out
 
 
 def _dump(calls: Sequence[ExpectedCall]) -> list[dict[str, Any]]:
-    return [{"name": c.name, "arguments": c.arguments} for c in calls]
+    return [{"name": c.name, "arguments": c.arguments, "step": c.step} for c in calls]
 
 
 def _calls_block(calls: Sequence[ToolCall]) -> str:
@@ -250,10 +278,11 @@ def _calls_block(calls: Sequence[ToolCall]) -> str:
     return "\n".join(lines)
 
 
-def _needs_judge(calls: Sequence[ToolCall], reference: Sequence[ExpectedCall], settings: ToolSettings) -> bool:
+def _needs_judge(calls: Sequence[ToolCall], steps: Sequence[int], reference: Sequence[ExpectedCall],
+                 settings: ToolSettings) -> bool:
     """With ``arguments="llm"``: whether the tools match by name and a pair has reference arguments for the judge
     (otherwise the reference check decides alone, with no call)."""
-    m = match_trajectory(calls, reference, settings.trajectory, _ignore)
+    m = match_trajectory(calls, reference, settings.trajectory, _ignore, steps)
     return m.ok and any(r.arguments is not None for _, r in m.pairs)
 
 
@@ -271,12 +300,12 @@ def _plan(settings: ToolSettings) -> Callable[..., dict[str, Any]]:
             calls, reference = _calls(ex), _exchange_reference(ex)
             if reference is None and (not calls or not settings.judge_unreferenced or settings.offline):
                 continue
-            by = "judge" if reference is None else "arguments" if by_arguments and _needs_judge(calls, reference,
-                                                                                                 settings) else "reference"
+            by = "judge" if reference is None else "arguments" if by_arguments and _needs_judge(
+                calls, _call_steps([ex]), reference, settings) else "reference"
             context = [(it.turn.role, it.turn.content) for e in w.context for it in e.turns]
             checks.append(CheckTask(
                 check=f"exchange-{ex.index + 1}", by=by,  # type: ignore[typeddict-item]
-                turns=[it.index for it in ex.assistant], calls=[c.model_dump() for c in calls],
+                turns=[it.index for it in ex.assistant], calls=[c.model_dump() for c in calls], steps=_call_steps([ex]),
                 expected=None if reference is None else _dump(reference),
                 context=render_messages(context, empty="(none: this is the first exchange)"),
                 user_message=ex.user_text, reply=ex.reply_text))
@@ -284,10 +313,11 @@ def _plan(settings: ToolSettings) -> Callable[..., dict[str, Any]]:
         if whole is not None and not latest_scope(config):  # the whole trajectory: judged once, not per exchange
             calls = [c for ex in exs for c in _calls(ex)]
             checks.append(CheckTask(
-                check="conversation", by="arguments" if by_arguments and _needs_judge(calls, whole, settings)
+                check="conversation", by="arguments" if by_arguments and _needs_judge(calls, _call_steps(exs), whole, settings)
                 else "reference",
                 turns=sorted({it.index for ex in exs for it in ex.assistant if it.turn.tool_calls}),
-                calls=[c.model_dump() for c in calls], expected=_dump(whole), context="", user_message="", reply=""))
+                calls=[c.model_dump() for c in calls], steps=_call_steps(exs), expected=_dump(whole), context="",
+                user_message="", reply=""))
         return {"conversation": conversation, "checks": checks}
 
     return plan_checks
@@ -303,7 +333,7 @@ def _route(state: ToolState) -> list[Send] | str:
 
 def _task_calls(task: CheckTask) -> tuple[list[ToolCall], list[ExpectedCall]]:
     calls = [ToolCall.model_validate(c) for c in task["calls"]]
-    expected = [ExpectedCall(c["name"], c["arguments"]) for c in task["expected"] or []]
+    expected = [ExpectedCall(c["name"], c["arguments"], c["step"]) for c in task["expected"] or []]
     return calls, expected
 
 
@@ -322,7 +352,7 @@ def _check_reference(settings: ToolSettings) -> RunnableLambda:
 
     def check_reference(task: CheckTask) -> dict[str, Any]:
         calls, expected = _task_calls(task)
-        m = match_trajectory(calls, expected, settings.trajectory, same)
+        m = match_trajectory(calls, expected, settings.trajectory, same, task["steps"])
         return {"verdicts": [_verdict(task, verdict="yes" if m.ok else "no",
                                       reason=match_reason(m, settings.trajectory, calls, expected))]}
 
@@ -335,7 +365,7 @@ def _judge_arguments(settings: ToolSettings) -> RunnableLambda:
 
     def pairs(task: CheckTask) -> tuple[Match, list[ToolCall], list[ExpectedCall]]:
         calls, expected = _task_calls(task)
-        return match_trajectory(calls, expected, settings.trajectory, _ignore), calls, expected
+        return match_trajectory(calls, expected, settings.trajectory, _ignore, task["steps"]), calls, expected
 
     def build(task: CheckTask) -> JudgeRequest:
         m, _, _ = pairs(task)
