@@ -227,3 +227,22 @@ def test_a_bad_reference_in_a_file_names_the_file_line_and_field(tmp_path):
     text = str(error)
     assert text.startswith(f"{path}:2") and "turns.0.metadata" in text and "expected_tools[0]" in text
     assert sum(not isinstance(i, InputError) for i in items) == 1  # the good conversation is still read
+
+
+def test_rejudging_keeps_reference_verdicts_not_chosen_and_checks_a_chosen_one_again_with_no_call():
+    from judgegraph.steering import rejudge_result
+
+    turns = [{"role": "user", "content": "q", "metadata": {"expected_tools": ["a"]}},
+             {"role": "assistant", "content": "r", "tool_calls": [{"name": "a"}]},
+             {"role": "user", "content": "q2"}, {"role": "assistant", "content": "r2", "tool_calls": [{"name": "b"}]}]
+    conv = Conversation.model_validate({"id": "x", "turns": turns})
+    old = result(conv.model_dump(), ScriptedChatModel(default=answer("yes")))
+    assert [(v.check, v.by) for v in old.verdicts] == [("exchange-1", "reference"), ("exchange-2", "judge")]
+    again = ScriptedChatModel(default=answer("no"))
+    new = rejudge_result(old.model_dump(mode="json"), conv, model=again, verdict_ids=["exchange-2"],
+                         metric="tool_correctness")
+    assert again.call_count == 1 and new.details["rejudged"]["verdicts"] == ["exchange-2"]
+    new = rejudge_result(old.model_dump(mode="json"), conv, model=again, verdict_ids=["exchange-1"],
+                         metric="tool_correctness")
+    assert again.call_count == 1 and new.details["rejudged"]["verdicts"] == ["exchange-1"]
+    assert [v.verdict for v in new.verdicts] == ["yes", "yes"]  # checked again by reference; the judged one kept

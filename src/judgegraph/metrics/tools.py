@@ -38,6 +38,7 @@ from ..nodes import (
     scoring_edges,
     turn_label,
 )
+from ..replay import steer_of
 from ..results import MetricResult, Verdict, merge_verdicts
 from ..scoring import WindowOptions, clause, share_reason
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
@@ -350,11 +351,17 @@ def _verdict(task: CheckTask, **fields: Any) -> ToolVerdict:
 def _check_reference(settings: ToolSettings) -> RunnableLambda:
     same = settings.comparator()
 
-    def check_reference(task: CheckTask) -> dict[str, Any]:
+    def check_reference(task: CheckTask, config: RunnableConfig) -> dict[str, Any]:
         calls, expected = _task_calls(task)
         m = match_trajectory(calls, expected, settings.trajectory, same, task["steps"])
-        return {"verdicts": [_verdict(task, verdict="yes" if m.ok else "no",
-                                      reason=match_reason(m, settings.trajectory, calls, expected))]}
+        verdict = _verdict(task, verdict="yes" if m.ok else "no", reason=match_reason(m, settings.trajectory, calls,
+                                                                                       expected))
+        steer = steer_of(config)  # re-judging: a verdict not chosen is kept as it was, a chosen one checked again
+        if steer is not None:
+            if verdict.id in steer.keep and steer.chosen is not None and verdict.id not in steer.chosen:
+                return {"verdicts": [steer.keep[verdict.id]]}
+            steer.note({"verdicts": [verdict]})
+        return {"verdicts": [verdict]}
 
     return RunnableLambda(check_reference, name="check_reference")
 
