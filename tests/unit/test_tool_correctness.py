@@ -246,3 +246,25 @@ def test_rejudging_keeps_reference_verdicts_not_chosen_and_checks_a_chosen_one_a
                          metric="tool_correctness")
     assert again.call_count == 1 and new.details["rejudged"]["verdicts"] == ["exchange-1"]
     assert [v.verdict for v in new.verdicts] == ["yes", "yes"]  # checked again by reference; the judged one kept
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_langchain_messages_with_a_reference_from_langchain_tool_calls(mode):
+    """openevals python/tests/trajectory/test_trajectory.py::test_trajectory_match_langchain_messages: the outputs as
+    LangChain messages (from_messages keeps each AI message's tool calls with its ToolMessage's output), the reference
+    as the reference AI message's own tool calls ({"id", "name", "args"})."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from judgegraph.conversation import from_messages
+
+    reference = AIMessage(content="Let me check that for you!",
+                          tool_calls=[{"id": "4321", "name": "get_weather", "args": {"city": "San Francisco"}}])
+    outputs = [HumanMessage("What is the weather in SF?"),
+               AIMessage(content="", tool_calls=[{"id": "1234", "name": "get_weather", "args": {"city": "San Francisco"}}]),
+               ToolMessage(tool_call_id="1234", content="It's 80 degrees and sunny in SF."),
+               AIMessage("The weather in SF is 80 degrees and sunny.")]
+    conv = from_messages(outputs, id="lc", metadata={"expected_tools": [dict(c) for c in reference.tool_calls]})
+    res = result(conv.model_dump(), trajectory=mode)
+    (v,) = res.verdicts
+    assert v.check == "conversation" and v.verdict == "yes"
+    assert conv.turns[1].tool_calls[0].output == "It's 80 degrees and sunny in SF."
