@@ -268,3 +268,17 @@ def test_langchain_messages_with_a_reference_from_langchain_tool_calls(mode):
     (v,) = res.verdicts
     assert v.check == "conversation" and v.verdict == "yes"
     assert conv.turns[1].tool_calls[0].output == "It's 80 degrees and sunny in SF."
+
+
+def test_rejudging_reads_back_the_trajectory_and_argument_modes_the_result_was_made_with():
+    from judgegraph.steering import rejudge_result
+
+    conv = Conversation.model_validate(agent_conversation([[call("get_weather", SF)]],
+                                                          [{"name": "get_weather", "args": SAN_FRANCISCO}, "other"]))
+    old = result(conv.model_dump(), trajectory="subset", arguments="ignore")
+    assert old.passed is True and old.details["trajectory"] == "subset" and old.details["arguments"] == "ignore"
+    new = rejudge_result(old.model_dump(mode="json"), conv, model=ScriptedChatModel(default=answer("no")),
+                         metric="tool_correctness")
+    assert new.verdicts[0].verdict == "yes"  # unordered or exact arguments would say no
+    custom = result(conv.model_dump(), trajectory="subset", arguments=lambda a, b: True)
+    assert custom.details["arguments"] is None

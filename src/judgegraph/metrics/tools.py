@@ -424,8 +424,11 @@ def _reduce_score(settings: ToolSettings) -> Any:
     def score(state: ToolState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
         t = policy.tally(verdicts)
         by = {k: sum(v.by == k for v in verdicts) for k in ("reference", "arguments", "judge")}
-        return policy.result(conversation, t, details={"checks": len(verdicts), "judged": len(t.judged),
-                                                       "trajectory": settings.trajectory, "by": by})
+        # the options re-judging reads back (steering.result_options); a Python comparator cannot be written down
+        mode = settings.arguments if isinstance(settings.arguments, str) else None
+        return policy.result(conversation, t, details={
+            "checks": len(verdicts), "judged": len(t.judged), "by": by, "window_size": settings.window_size,
+            "trajectory": settings.trajectory, "arguments": mode})
 
     order = {"conversation": 10**9}
     return score_node(settings.name, score,
