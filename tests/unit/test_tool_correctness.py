@@ -282,3 +282,25 @@ def test_rejudging_reads_back_the_trajectory_and_argument_modes_the_result_was_m
     assert new.verdicts[0].verdict == "yes"  # unordered or exact arguments would say no
     custom = result(conv.model_dump(), trajectory="subset", arguments=lambda a, b: True)
     assert custom.details["arguments"] is None
+
+
+def test_deepeval_tool_calls_and_reference_through_its_format_type_ignored(tmp_path):
+    """deepeval tests/test_metrics/test_tool_correctness_metric.py::test_type_is_ignored_by_default: the same call
+    (name, input_parameters) with an MCP type called and a FUNCTION type expected scores 1 by default. Read here
+    from a deepeval ConversationalTestCase record (``tools_called``; the reference in ``additional_metadata``)."""
+    from judgegraph.loaders import load_file
+
+    params = {"repoName": "confident-ai/deepeval"}
+    record = {"scenario": "Ask about the repo.", "turns": [
+        {"role": "user", "content": "What does the confident-ai/deepeval repo use for metrics?",
+         "additional_metadata": {"expected_tools": [{"name": "ask_question", "type": "FUNCTION",
+                                                     "input_parameters": params}]}},
+        {"role": "assistant", "content": "ask_question({})",
+         "tools_called": [{"name": "ask_question", "type": "MCP", "input_parameters": params}]}]}
+    path = tmp_path / "deepeval.json"
+    path.write_text(json.dumps([record]), encoding="utf-8")
+    loaded = load_file(path)
+    assert loaded.ok, loaded.errors
+    (item,) = loaded.conversations
+    res = result(item.conversation.model_dump(), trajectory="strict")
+    assert res.score == 1.0 and res.verdicts[0].called == ['ask_question({"repoName": "confident-ai/deepeval"})']
