@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .metrics import create_metric
     from .metrics.contextual import create_turn_contextual_relevancy_judge
     from .metrics.custom import make_judge
+    from .metrics.goal import create_goal_completion_judge
     from .metrics.pairwise import Criterion, create_pairwise_judge
     from .metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
     from .metrics.response import create_response_relevancy_judge
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
         create_role_adherence_judge,
         create_user_frustration_judge,
     )
+    from .metrics.tools import create_tool_correctness_judge
     from .report import build_report_graph, create_report_graph
     from .results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict, build_result
     from .trust.agreement import agreement
@@ -68,6 +70,8 @@ _EXPORTS = {
     "create_user_frustration_judge": "metrics.session",
     "create_conversational_guidelines_judge": "metrics.session",
     "create_role_adherence_judge": "metrics.session",
+    "create_tool_correctness_judge": "metrics.tools",
+    "create_goal_completion_judge": "metrics.goal",
     "make_judge": "metrics.custom",
     "create_metric": "metrics",
     "create_report_graph": "report",

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .toolref import check_metadata
+
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
@@ -69,6 +71,12 @@ class Turn(BaseModel):
     def _no_tool_calls(cls, value: Any) -> Any:
         return [] if value is None else value
 
+    @field_validator("metadata")
+    @classmethod
+    def _reference_tools(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_metadata(value)  # a bad expected_tools is an input error naming its field (docs/agents.md)
+        return value
+
 
 class Conversation(BaseModel):
     """A whole chat session to be judged."""
@@ -84,6 +92,12 @@ class Conversation(BaseModel):
         default=None, validation_alias=AliasChoices("chatbot_role", "chatbotRole")
     )
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("metadata")
+    @classmethod
+    def _reference_tools(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_metadata(value)
+        return value
 
     @model_validator(mode="after")
     def _has_turns(self) -> Conversation:

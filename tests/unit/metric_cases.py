@@ -31,13 +31,15 @@ CONVERSATION = {
         {"role": "system", "content": "You are the support assistant of a bookshop."},
         {"role": "user", "content": "Hi! When do you open on Saturdays? I live in Lyon."},
         {"role": "assistant", "content": "We open at 9 am on Saturdays.",
-         "retrieval_context": ["The shop opens at 9 am on Saturdays.", "Parking is free after 6 pm."]},
+         "retrieval_context": ["The shop opens at 9 am on Saturdays.", "Parking is free after 6 pm."],
+         "tool_calls": [{"name": "opening_hours", "arguments": {"day": "Saturday"}, "id": "c1", "output": "9 am"}]},
         {"role": "user", "content": "Can I return a book I bought last week?"},
         {"role": "assistant", "content": "Yes, books can be returned within 30 days with the receipt.",
          "retrieval_context": ["Books can be returned within 30 days with a receipt."]},
         {"role": "user", "content": "Great, and do you ship to Lyon?"},
         {"role": "assistant", "content": "Yes, we ship to Lyon in two days.",
-         "retrieval_context": ["Shipping within France takes two days."]},
+         "retrieval_context": ["Shipping within France takes two days."],
+         "tool_calls": [{"name": "shipping_time", "arguments": {"city": "Lyon"}, "id": "c2", "output": "2 days"}]},
     ],
 }
 #: 0-based indices of the turns of the latest exchange (its user message and its reply)
@@ -87,6 +89,11 @@ def answer(verdict: str = "yes") -> Callable[[ScriptedRequest], dict[str, Any]]:
             turns = [int(n) for n in re.findall(r'"turn": (\d+)', text)]
             assistant = [n for n in turns if n in (3, 5, 7)] or [3, 5, 7]
             return {"verdicts": [{"turn": n, "reason": reason, "verdict": verdict} for n in assistant]}
+        if name in ("ToolCallJudgement", "ArgumentJudgement"):  # tool_correctness
+            return {"reason": reason, "verdict": verdict}
+        if name == "GoalCompletionJudgement":
+            return {"user_goal": "Know the opening hours and the return policy.", "end_state": "Both were given.",
+                    "reason": reason, "turn": 5 if yes else 7, "verdict": verdict}
         if name == "LanguageVerdict":  # the example metric
             return {"user_language": "English", "reply_language": "English" if yes else "German",
                     "reason": reason, "verdict": verdict}
@@ -133,7 +140,7 @@ def _built_in(name: str, **options: Any) -> Case:
     from judgegraph.metrics import get_metric
 
     windowed = name in ("turn_relevancy", "conversation_relevance", "turn_contextual_relevancy",
-                        "response_relevancy", "reply_language")
+                        "response_relevancy", "reply_language", "tool_correctness")
     return Case(name, lambda model, **kw: get_metric(name).factory(model=model, **options, **kw), options, windowed)
 
 
@@ -155,6 +162,8 @@ def cases() -> list[Case]:
         _built_in("user_frustration"),
         _built_in("conversational_guidelines", guidelines=["Answer in one sentence.", "Be polite."]),
         _built_in("role_adherence"),
+        _built_in("tool_correctness"),
+        _built_in("goal_completion"),
         Case("resolves_issue", _make_judge),
         Case("reply_language", lambda model, **kw: example_metric().create_reply_language_judge(model=model, **kw),
              windowed=True),

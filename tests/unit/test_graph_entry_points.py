@@ -36,7 +36,7 @@ def test_every_metric_publishes_its_input_and_output_json_schema():
               for spec in registry().values()]
     graphs += [create_report_graph(["turn_relevancy", "response_relevancy"]),
                make_judge(name="j", instructions="Judge {{ conversation }}.", model=NoModel())]
-    assert len(graphs) == 11
+    assert len(graphs) == len(registry()) + 2  # every metric, a report graph and a make_judge graph
     for graph in graphs:
         assert set(graph.get_input_jsonschema()["properties"]) == {"conversation", "messages"}, graph.name
         assert set(graph.get_output_jsonschema()["properties"]) == {"results"}, graph.name

@@ -84,6 +84,10 @@ def add_metric_options(p: argparse.ArgumentParser, *, role: str, guideline: str 
     p.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
                    help=guideline or "conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
     p.add_argument("--role", help=role)
+    p.add_argument("--trajectory", choices=("strict", "unordered", "subset", "superset"),
+                   help="tool-correctness: how expected_tools is matched (docs/agents.md; default unordered)")
+    p.add_argument("--tool-arguments", choices=("exact", "ignore", "llm"), dest="tool_arguments",
+                   help="tool-correctness: how arguments are compared (default exact)")
 
 
 def add_out_options(p: argparse.ArgumentParser, group: argparse._ActionsContainer | None = None, **out: Any) -> None:
@@ -160,7 +164,8 @@ def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency:
 def metric_options(args: argparse.Namespace) -> dict[str, Any]:
     """The metric options given, of those every command takes alike (ValueError: a ``--guideline @FILE`` unread)."""
     given = {"threshold": getattr(args, "threshold", None), "window_size": getattr(args, "window_size", None),
-             "guidelines": read_guidelines(args.guidelines), "role": args.role}
+             "guidelines": read_guidelines(args.guidelines), "role": args.role,
+             "trajectory": getattr(args, "trajectory", None), "arguments": getattr(args, "tool_arguments", None)}
     return {k: v for k, v in given.items() if v is not None}
 
 

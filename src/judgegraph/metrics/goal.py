@@ -1,0 +1,178 @@
+"""Goal completion: did the conversation reach the user's goal, and at which turn was it reached or lost?
+
+    START ─→ judge_goal → reduce_score → END
+      └──(no user turn)──↗
+
+ragas' AgentGoalAccuracy semantics (binary: the end state, read from the replies and
+tool results, compared with the goal; with no stated goal the judge infers it, as
+AgentGoalAccuracyWithoutReference does), in one call that also cites the turn.
+Where the goal is read and every difference: docs/agents.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from langchain_core.runnables import RunnableLambda
+from langgraph.graph import StateGraph
+from pydantic import BaseModel, Field
+
+from ..answers import YesNo
+from ..conversation import Conversation
+from ..judges import JudgeOutcome, JudgeRequest
+from ..nodes import judge_step, outcome_fields, quote, turn_label
+from ..results import MetricResult, Verdict
+from ..scoring import Tally, clause
+from ..state import MetricState, conversation_of
+from .session.common import SessionSettings, cited_turns, has_user, session_factory, session_graph
+
+if TYPE_CHECKING:
+    from . import MetricSpec
+
+JUDGE_STEP = "goal_completion/judge_goal"
+TASKS = ("goal_completion",)
+INFER = "(no goal is stated: infer the user's goal from the conversation)"
+
+
+def stated_goal(conversation: Conversation) -> tuple[str | None, str]:
+    """The goal the conversation states and where it was read, first found of: ``expected_outcome``
+    (deepeval's ``expectedOutcome``; a simulated scenario's goal), metadata ``goal``, metadata
+    ``reference`` (ragas), metadata ``expectations`` (MLflow: ``expected_outcome``, ``goal``,
+    ``expected_output``, or a text); ``(None, "inferred")`` when none is."""
+    if conversation.expected_outcome and conversation.expected_outcome.strip():
+        return conversation.expected_outcome.strip(), "expected_outcome"
+    meta = conversation.metadata
+    for key in ("goal", "reference"):
+        if isinstance(meta.get(key), str) and meta[key].strip():
+            return meta[key].strip(), f"metadata.{key}"
+    expectations = meta.get("expectations")
+    if isinstance(expectations, str) and expectations.strip():
+        return expectations.strip(), "metadata.expectations"
+    if isinstance(expectations, Mapping):
+        for key in ("expected_outcome", "goal", "expected_output"):
+            if isinstance(expectations.get(key), str) and expectations[key].strip():
+                return expectations[key].strip(), f"metadata.expectations.{key}"
+    return None, "inferred"
+
+
+def agent_transcript(conversation: Conversation) -> str:
+    """The conversation as JSON ``{turn, role, content}`` rows (1-based turns), an assistant turn's
+    tool calls (name, arguments, output) included: a prompt value, never template source."""
+    rows: list[dict[str, Any]] = []
+    for i, t in enumerate(conversation.turns):
+        row: dict[str, Any] = {"turn": i + 1, "role": t.role, "content": t.content}
+        if t.tool_calls:
+            row["tool_calls"] = [{"name": c.name, "arguments": c.arguments, "output": c.output} for c in t.tool_calls]
+        rows.append(row)
+    return json.dumps(rows, ensure_ascii=False, indent=1, default=str)
+
+
+class GoalCompletionJudgement(BaseModel):
+    user_goal: str = Field(description="The user's goal in one sentence (the stated goal when one is given).")
+    end_state: str = Field(description="What had been achieved for the user when the conversation ended.")
+    reason: str = Field(description="Two or three sentences comparing the end state with the goal, citing turns.")
+    turn: int | None = Field(description="1-based number of the assistant turn where the goal was reached ('yes')"
+                                         " or lost ('no'); null if none applies.")
+    verdict: YesNo = Field(description="'yes' if the end state reaches the goal, else 'no'.")
+
+
+class GoalCompletionVerdict(Verdict):
+    """``verdict`` "yes" (reached) | "no"; ``turns`` the assistant turn where it was reached or lost (0-based)."""
+
+    id_fields: ClassVar[tuple[str, ...]] = ()
+
+    verdict: Literal["yes", "no"] | None = None
+    goal: str = ""
+    goal_source: str = ""
+    end_state: str = ""
+
+
+class GoalState(MetricState, total=False):
+    verdicts: list[GoalCompletionVerdict]
+
+
+def _judge_goal(settings: SessionSettings) -> RunnableLambda:
+    def build(state: Mapping[str, Any]) -> JudgeRequest:
+        conversation = conversation_of(state)
+        goal, _ = stated_goal(conversation)
+        return JudgeRequest(task="goal_completion", step=JUDGE_STEP, schema=GoalCompletionJudgement,
+                            values={"conversation": agent_transcript(conversation), "goal": goal or INFER})
+
+    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
+        conversation = conversation_of(state)
+        goal, source = stated_goal(conversation)
+        value = outcome.value if outcome.ok else None
+        cited = getattr(value, "turn", None)
+        turns = cited_turns([cited] if cited is not None else [], conversation, ("assistant",))
+        verdict = GoalCompletionVerdict(
+            verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""), turns=turns,
+            goal=goal or str(getattr(value, "user_goal", "")), goal_source=source,
+            end_state=getattr(value, "end_state", ""), **outcome_fields(outcome))
+        return {"conversation": conversation, "verdicts": [verdict]}
+
+    return judge_step("judge_goal", settings.judge, build, finish)
+
+
+def _reason(t: Tally) -> str:
+    if not t.judged:
+        return "The conversation could not be judged (judge error); see errors."
+    (v,) = t.judged
+    where = f" in {turn_label(v.turns)}" if v.turns else ""
+    head = f"Goal reached{where}" if v.verdict == "yes" else f"Goal not reached (lost{where})" if where else \
+        "Goal not reached"
+    goal = f"goal ({'inferred' if v.goal_source == 'inferred' else v.goal_source}) {quote(v.goal, 80)}"
+    return f"{head}{t.gate}: {goal}; end state {quote(v.end_state, 80)}. {clause(v.reason)}."
+
+
+def _score(settings: SessionSettings) -> Callable[[GoalState, Conversation], MetricResult]:
+    policy = settings.policy(step=JUDGE_STEP, reason=_reason, where=lambda v: "conversation",
+                             value=lambda t: t.judged[0].verdict if t.judged else None)
+
+    def scored(state: GoalState, conversation: Conversation) -> MetricResult:
+        (v,) = state["verdicts"]
+        details = {"goal": v.goal, "goal_source": v.goal_source, "end_state": v.end_state,
+                   ("reached_in_turn" if v.verdict == "yes" else "lost_in_turn"): v.turns[0] + 1 if v.turns else None}
+        return policy.result(conversation, [v], details=details if v.verdict else {"goal_source": v.goal_source})
+
+    return scored
+
+
+def build_goal_graph(settings: SessionSettings) -> StateGraph:
+    """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
+    return session_graph(settings, GoalState, [("judge_goal", _judge_goal(settings))], _score(settings),
+                         applies=has_user, not_applicable="No user turn: there is no user goal to reach.")
+
+
+create_goal_completion_judge = session_factory(
+    "goal_completion", build_goal_graph, TASKS,
+    """Did the conversation reach its goal? The goal is ``expected_outcome`` (or metadata ``goal``,
+    ``reference``, ``expectations``; inferred when none is given). Value "yes"/"no"; score 1 or 0;
+    the verdict's turn is where the goal was reached or lost. One call. Needs an LLM judge.""",
+)
+
+
+def _specs() -> list[MetricSpec]:
+    from . import MetricSpec
+
+    return [MetricSpec("goal_completion", create_goal_completion_judge,
+                       "Did the conversation reach its stated (or inferred) goal, and at which turn? (ragas; LLM judge)",
+                       frozenset({"threshold", "strict_mode"}), needs=frozenset({"llm"}), scope="conversation")]
+
+
+METRIC_SPECS = _specs()
+
+#: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
+PROMPT_VALUES = {JUDGE_STEP: {"conversation", "goal"}}
+
+__all__ = [
+    "GoalCompletionJudgement",
+    "GoalCompletionVerdict",
+    "GoalState",
+    "METRIC_SPECS",
+    "agent_transcript",
+    "build_goal_graph",
+    "create_goal_completion_judge",
+    "stated_goal",
+]
