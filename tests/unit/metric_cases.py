@@ -87,6 +87,13 @@ def answer(verdict: str = "yes") -> Callable[[ScriptedRequest], dict[str, Any]]:
             turns = [int(n) for n in re.findall(r'"turn": (\d+)', text)]
             assistant = [n for n in turns if n in (3, 5, 7)] or [3, 5, 7]
             return {"verdicts": [{"turn": n, "reason": reason, "verdict": verdict} for n in assistant]}
+        if name == "TopicJudgement":
+            return {"topics": [{"topic": "The shop's services", "reason": reason, "allowed": True, "answered": yes}]}
+        if name == "SafetyJudgement":
+            return {"reason": reason, "categories": [] if yes else ["violence"], "verdict": verdict}
+        if name == "ClaimVerdicts":
+            return {"verdicts": [{"claim": i, "reason": reason, "verdict": verdict}
+                                 for i in range(1, schema.expected_claims + 1)]}
         if name == "LanguageVerdict":  # the example metric
             return {"user_language": "English", "reply_language": "English" if yes else "German",
                     "reason": reason, "verdict": verdict}
@@ -105,6 +112,8 @@ class _Counts:
         self.expected_nodes = len(re.findall(r"^\[node \d+\]$", text, re.M))
         listed = text.split("<statements>")[-1].split("</statements>")[0] if "<statements>" in text else ""
         self.expected_statements = len(re.findall(r"^\d+\. ", listed, re.M))
+        claims = text.split("<claims>")[-1].split("</claims>")[0] if "<claims>" in text else ""
+        self.expected_claims = len(re.findall(r"^\d+\. ", claims, re.M))
         found = re.search(r"exactly (\d+) questions", text)
         self.n_questions = int(found.group(1)) if found else 3
 
@@ -133,7 +142,8 @@ def _built_in(name: str, **options: Any) -> Case:
     from judgegraph.metrics import get_metric
 
     windowed = name in ("turn_relevancy", "conversation_relevance", "turn_contextual_relevancy",
-                        "response_relevancy", "reply_language")
+                        "response_relevancy", "reply_language", "topic_adherence", "turn_faithfulness",
+                        "conversation_safety")
     return Case(name, lambda model, **kw: get_metric(name).factory(model=model, **options, **kw), options, windowed)
 
 
@@ -155,6 +165,9 @@ def cases() -> list[Case]:
         _built_in("user_frustration"),
         _built_in("conversational_guidelines", guidelines=["Answer in one sentence.", "Be polite."]),
         _built_in("role_adherence"),
+        _built_in("topic_adherence", topics=["The bookshop: opening hours, returns, shipping"]),
+        _built_in("turn_faithfulness"),
+        _built_in("conversation_safety"),
         Case("resolves_issue", _make_judge),
         Case("reply_language", lambda model, **kw: example_metric().create_reply_language_judge(model=model, **kw),
              windowed=True),
