@@ -143,7 +143,7 @@ def _built_in(name: str, **options: Any) -> Case:
 
     windowed = name in ("turn_relevancy", "conversation_relevance", "turn_contextual_relevancy",
                         "response_relevancy", "reply_language", "topic_adherence", "turn_faithfulness",
-                        "conversation_safety")
+                        "conversational_safety")
     return Case(name, lambda model, **kw: get_metric(name).factory(model=model, **options, **kw), options, windowed)
 
 
@@ -167,7 +167,7 @@ def cases() -> list[Case]:
         _built_in("role_adherence"),
         _built_in("topic_adherence", topics=["The bookshop: opening hours, returns, shipping"]),
         _built_in("turn_faithfulness"),
-        _built_in("conversation_safety"),
+        _built_in("conversational_safety"),
         Case("resolves_issue", _make_judge),
         Case("reply_language", lambda model, **kw: example_metric().create_reply_language_judge(model=model, **kw),
              windowed=True),

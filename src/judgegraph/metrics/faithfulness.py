@@ -1,5 +1,6 @@
 """Turn faithfulness (after deepeval's ``TurnFaithfulnessMetric``; docs/agent_safety.md): are each
-reply's claims supported by the retrieval context and tool results the chatbot had up to that turn?
+reply's claims supported by the retrieval context and tool results the chatbot had up to that turn
+(in the reply's window of ``window_size`` exchanges, 10 by default as deepeval's)?
 
     START → window_turns ─Send per reply with sources→ extract_claims ─Send→ judge_claims
           → reduce_score → END
@@ -13,6 +14,7 @@ score is the share of claims not contradicted ("idk" counts as faithful unless
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -27,7 +29,6 @@ from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas;
 
 from ..answers import read_choice
 from ..compiling import CompileOptions, compile_graph
-from ..conversation import Conversation
 from ..judges import JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
 from ..nodes import Node, judge_step, quote, scoring_edges, turn_label, window_node, with_transcript
 from ..results import Usage, Verdict, merge_verdicts
@@ -35,6 +36,7 @@ from ..scoring import Tally, WindowOptions, check_flag, clause
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
 from ..statements import Statement, extract_statements_step
+from ..windows import Window
 
 if TYPE_CHECKING:
     from . import MetricSpec
@@ -113,8 +115,10 @@ class ReplySources:
         return turn_label(self.turns)
 
 
-def sources_until(conversation: Conversation, last: int) -> tuple[Source, ...]:
-    """The retrieval context and tool results of turns ``0..last`` (a text given twice once)."""
+def sources_of(window: Window) -> tuple[Source, ...]:
+    """The retrieval context and tool results of the window's turns up to its target's last reply
+    (a text given twice once): what the chatbot had when it wrote that reply."""
+    last = max(window.target.reply_turn_indices, default=-1)
     out: list[Source] = []
     seen: set[str] = set()
 
@@ -124,15 +128,17 @@ def sources_until(conversation: Conversation, last: int) -> tuple[Source, ...]:
             seen.add(text)
             out.append(Source(kind, turn, text))
 
-    for i, turn in enumerate(conversation.turns[: last + 1]):
+    for it in sorted((it for ex in window.exchanges for it in ex.turns if it.index <= last), key=lambda t: t.index):
+        turn = it.turn
         for node in turn.retrieval_context:
-            add("retrieved", i, node.context)
+            add("retrieved", it.index, node.context)
         for call in turn.tool_calls:
             if call.output is not None:
-                add(f"tool result ({call.name})", i, call.output if isinstance(call.output, str) else str(call.output))
+                output = call.output if isinstance(call.output, str) else json.dumps(call.output, default=str)
+                add(f"tool result ({call.name})", it.index, output)
         if turn.role == "tool":
             name = turn.metadata.get("name")
-            add(f"tool result ({name})" if isinstance(name, str) and name else "tool result", i, turn.content)
+            add(f"tool result ({name})" if isinstance(name, str) and name else "tool result", it.index, turn.content)
     return tuple(out)
 
 
@@ -180,17 +186,13 @@ def claims_request(claims: Sequence[str], sources: Sequence[Source]) -> JudgeReq
 
 
 def _window_turns(settings: FaithfulnessSettings) -> Callable[..., dict[str, Any]]:
-    windows = window_node(1)  # one exchange each; the scope (all, or the latest) is the window node's
+    windows = window_node(settings.window_size)  # the scope (all, or the latest) is the window node's
 
     def window_turns(state: FaithfulnessState, config: RunnableConfig) -> dict[str, Any]:
         out = windows(state, config)
-        conversation: Conversation = out["conversation"]
-        replies = []
-        for w in out["windows"]:
-            turns = w.target.reply_turn_indices
-            if turns:
-                replies.append(ReplySources(w.index, turns, w.target.reply_text, sources_until(conversation, max(turns))))
-        return {"conversation": conversation, "replies": replies}
+        replies = [ReplySources(w.index, w.target.reply_turn_indices, w.target.reply_text, sources_of(w))
+                   for w in out["windows"] if w.target.reply_turn_indices]
+        return {"conversation": out["conversation"], "replies": replies}
 
     return window_turns
 
@@ -303,7 +305,8 @@ def _reduce_score(settings: FaithfulnessSettings) -> Node:
                   "score": scores.get(r.exchange),
                   "status": "no sources" if not r.sources else "scored" if r.exchange in scores else "not judged"}
                  for r in replies]
-        details = {"penalize_ambiguous_claims": settings.penalize_ambiguous_claims, "turns": turns,
+        details = {"penalize_ambiguous_claims": settings.penalize_ambiguous_claims,
+                   "window_size": settings.window_size, "turns": turns,
                    "claims": len(verdicts), "judged": len(t.judged),
                    "supported": sum(v.verdict == "yes" for v in t.judged),
                    "contradicted": sum(v.verdict == "no" for v in t.judged),
@@ -330,15 +333,15 @@ def build_turn_faithfulness_graph(settings: FaithfulnessSettings) -> StateGraph:
 
 
 def create_turn_faithfulness_judge(
-    *, model: ModelLike = None, threshold: float = 0.5, strict_mode: bool = False,
+    *, model: ModelLike = None, window_size: int = 10, threshold: float = 0.5, strict_mode: bool = False,
     penalize_ambiguous_claims: bool = False, review: bool = False, name: str = METRIC,
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Turn faithfulness: each reply's claims judged against the retrieval context and tool results
-    of the conversation up to it; the mean over replies with sources of the share of claims not
+    of its window (the last ``window_size`` exchanges, up to the reply); the mean over replies with sources of the share of claims not
     contradicted ("idk" unfaithful with ``penalize_ambiguous_claims``). Needs an LLM judge."""
     judge = require_tasks(resolve_judge(model), [TASK], name)
-    settings = FaithfulnessSettings(name=name, judge=judge, threshold=threshold, strict_mode=strict_mode,
+    settings = FaithfulnessSettings(name=name, judge=judge, window_size=window_size, threshold=threshold, strict_mode=strict_mode,
                                     penalize_ambiguous_claims=penalize_ambiguous_claims, review=review)
     return compile_graph(build_turn_faithfulness_graph(settings), name, compile, create_turn_faithfulness_judge)
 
@@ -349,7 +352,7 @@ def _specs() -> list[MetricSpec]:
     return [MetricSpec(
         METRIC, create_turn_faithfulness_judge,
         "Share of each reply's claims supported by the retrieval context and tool results so far (deepeval; LLM judge)",
-        frozenset({"threshold", "strict_mode", "penalize_ambiguous_claims"}), needs=frozenset({"llm"}),
+        frozenset({"window_size", "threshold", "strict_mode", "penalize_ambiguous_claims"}), needs=frozenset({"llm"}),
     )]
 
 
@@ -369,5 +372,5 @@ __all__ = [
     "claims_request",
     "create_turn_faithfulness_judge",
     "reply_scores",
-    "sources_until",
+    "sources_of",
 ]

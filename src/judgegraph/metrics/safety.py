@@ -1,4 +1,4 @@
-"""Conversation safety (after MLflow's ``ConversationalSafety``; docs/agent_safety.md): is any
+"""Conversational safety (after MLflow's ``ConversationalSafety``; docs/agent_safety.md): is any
 assistant reply harmful, unsafe or against the chatbot's policy, and in which turn?
 
     START → window_turns ─Send per exchange→ judge_reply → reduce_score → END
@@ -45,9 +45,9 @@ from ..windows import Window
 if TYPE_CHECKING:
     from . import MetricSpec
 
-METRIC = "conversation_safety"
-JUDGE_STEP = "conversation_safety/judge_reply"
-TASK = "conversation_safety"
+METRIC = "conversational_safety"
+JUDGE_STEP = "conversational_safety/judge_reply"
+TASK = "conversational_safety"
 
 #: What makes a reply unsafe (MLflow judges the first three; the others are ours).
 CATEGORIES = ("hate_or_harassment", "violence", "illegal_or_harmful_acts", "self_harm", "sexual_content", "privacy",
@@ -174,7 +174,7 @@ def build_safety_graph(settings: SafetySettings) -> StateGraph:
     return builder
 
 
-def create_conversation_safety_judge(
+def create_conversational_safety_judge(
     *, model: ModelLike = None, window_size: int = 10, threshold: float = 1.0, strict_mode: bool = False,
     review: bool = False, name: str = METRIC, **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
@@ -184,14 +184,14 @@ def create_conversation_safety_judge(
     judge = require_tasks(resolve_judge(model), [TASK], name)
     settings = SafetySettings(name=name, judge=judge, window_size=window_size, threshold=threshold,
                               strict_mode=strict_mode, review=review)
-    return compile_graph(build_safety_graph(settings), name, compile, create_conversation_safety_judge)
+    return compile_graph(build_safety_graph(settings), name, compile, create_conversational_safety_judge)
 
 
 def _specs() -> list[MetricSpec]:
     from . import MetricSpec
 
     return [MetricSpec(
-        METRIC, create_conversation_safety_judge,
+        METRIC, create_conversational_safety_judge,
         "Is any reply harmful, unsafe or against policy? per-turn safe/unsafe with categories (MLflow; LLM judge)",
         frozenset({"window_size", "threshold", "strict_mode"}), needs=frozenset({"llm"}),
     )]
@@ -208,6 +208,6 @@ __all__ = [
     "SafetySettings",
     "SafetyVerdict",
     "build_safety_graph",
-    "create_conversation_safety_judge",
+    "create_conversational_safety_judge",
     "safety_request",
 ]
