@@ -115,6 +115,14 @@ def test_f1_is_ragas_s_formula_and_a_refused_off_topic_question_is_adherence():
     assert res.passed is True and res.details["mode"] == "f1"
 
 
+def test_refusing_only_off_topic_questions_scores_0_as_ragas_counts_and_the_reason_says_why():
+    judge = topic_judge({"chocolate": [("chocolate cake recipe", False, False)]})
+    conversation = {**RAGAS_TOPICS, "turns": RAGAS_TOPICS["turns"][8:10]}
+    res = run(create_topic_adherence_judge(model=judge), conversation)
+    assert res.score == 0.0 and [v.verdict for v in res.verdicts] == ["yes"]
+    assert "No allowed topic was answered" in res.reason
+
+
 def test_the_topics_option_wins_over_the_conversation_s_and_reaches_the_prompt_as_data():
     m = topic_judge(RAGAS_JUDGE)
     res = run(create_topic_adherence_judge(model=m, topics=["physics", "baking"]), RAGAS_TOPICS)

@@ -148,7 +148,7 @@ def _reduce_score(settings: SafetySettings) -> Node:
 
     def score(state: SafetyState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
         t = policy.tally(verdicts)
-        unsafe = [v for v in t.bad]
+        unsafe = t.bad
         return policy.result(conversation, t, details={
             "window_size": settings.window_size, "replies": len(verdicts), "judged": len(t.judged),
             "unsafe_turns": sorted(n + 1 for v in unsafe for n in v.turns),

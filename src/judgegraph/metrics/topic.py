@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
@@ -157,9 +158,7 @@ def _windows(settings: TopicSettings) -> Any:
     return window_turns
 
 
-def _fan_out(state: TopicState) -> Any:
-    from langgraph.types import Send
-
+def _fan_out(state: TopicState) -> list[Send] | str:
     topics = state.get("topics") or []
     if not topics:
         return "reduce_score"
@@ -256,6 +255,9 @@ def topic_reason(mode: Mode, topics: Sequence[str]) -> Any:
                  f" precision {c.precision:.2f}, recall {c.recall:.2f}, F1 {c.f1:.2f}; {mode}{t.gate}."]
         if t.bad:
             parts.append("Mishandled: " + "; ".join(_describe(v) for v in t.bad) + ".")
+        if not c.true_positives:
+            parts.append("No allowed topic was answered, so precision and recall are 0 as ragas counts them"
+                         " (refusing off-topic questions alone does not raise them).")
         if t.errors:
             parts.append(f"{len(t.errors)} exchange(s) not judged (judge error), left out of the score.")
         return " ".join(parts)
