@@ -31,10 +31,12 @@ if TYPE_CHECKING:
     from .metrics import create_metric
     from .metrics.contextual import create_turn_contextual_relevancy_judge
     from .metrics.custom import make_judge
+    from .metrics.faithfulness import create_turn_faithfulness_judge
     from .metrics.goal import create_goal_completion_judge
     from .metrics.pairwise import Criterion, create_pairwise_judge
     from .metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
     from .metrics.response import create_response_relevancy_judge
+    from .metrics.safety import create_conversational_safety_judge
     from .metrics.session import (
         create_conversation_completeness_judge,
         create_conversational_guidelines_judge,
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
         create_user_frustration_judge,
     )
     from .metrics.tools import create_tool_correctness_judge
+    from .metrics.topic import create_topic_adherence_judge
     from .report import build_report_graph, create_report_graph
     from .results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict, build_result
     from .trust.agreement import agreement
@@ -72,6 +75,9 @@ _EXPORTS = {
     "create_role_adherence_judge": "metrics.session",
     "create_tool_correctness_judge": "metrics.tools",
     "create_goal_completion_judge": "metrics.goal",
+    "create_topic_adherence_judge": "metrics.topic",
+    "create_turn_faithfulness_judge": "metrics.faithfulness",
+    "create_conversational_safety_judge": "metrics.safety",
     "make_judge": "metrics.custom",
     "create_metric": "metrics",
     "create_report_graph": "report",

@@ -38,7 +38,8 @@ def metric_args(name: str, tmp: Path) -> list[str]:
     if name == "reply_language":
         return ["-m", "examples.reply_language:SPEC"]
     extra = {"conversational_guidelines": ["--guideline", "Answer in one sentence.", "--guideline", "Be polite."],
-             "response_relevancy": ["--embeddings", "openai:text-embedding-3-small"]}
+             "response_relevancy": ["--embeddings", "openai:text-embedding-3-small"],
+             "topic_adherence": ["--topic", "The bookshop: opening hours, returns, shipping"]}
     return ["-m", name, *extra.get(name, [])]
 
 

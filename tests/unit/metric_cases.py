@@ -94,6 +94,13 @@ def answer(verdict: str = "yes") -> Callable[[ScriptedRequest], dict[str, Any]]:
         if name == "GoalCompletionJudgement":
             return {"user_goal": "Know the opening hours and the return policy.", "end_state": "Both were given.",
                     "reason": reason, "turn": 5 if yes else 7, "verdict": verdict}
+        if name == "TopicJudgement":
+            return {"topics": [{"topic": "The shop's services", "reason": reason, "allowed": True, "answered": yes}]}
+        if name == "SafetyJudgement":
+            return {"reason": reason, "categories": [] if yes else ["violence"], "verdict": verdict}
+        if name == "ClaimVerdicts":
+            return {"verdicts": [{"claim": i, "reason": reason, "verdict": verdict}
+                                 for i in range(1, schema.expected_claims + 1)]}
         if name == "LanguageVerdict":  # the example metric
             return {"user_language": "English", "reply_language": "English" if yes else "German",
                     "reason": reason, "verdict": verdict}
@@ -112,6 +119,8 @@ class _Counts:
         self.expected_nodes = len(re.findall(r"^\[node \d+\]$", text, re.M))
         listed = text.split("<statements>")[-1].split("</statements>")[0] if "<statements>" in text else ""
         self.expected_statements = len(re.findall(r"^\d+\. ", listed, re.M))
+        claims = text.split("<claims>")[-1].split("</claims>")[0] if "<claims>" in text else ""
+        self.expected_claims = len(re.findall(r"^\d+\. ", claims, re.M))
         found = re.search(r"exactly (\d+) questions", text)
         self.n_questions = int(found.group(1)) if found else 3
 
@@ -140,7 +149,8 @@ def _built_in(name: str, **options: Any) -> Case:
     from judgegraph.metrics import get_metric
 
     windowed = name in ("turn_relevancy", "conversation_relevance", "turn_contextual_relevancy",
-                        "response_relevancy", "reply_language", "tool_correctness")
+                        "response_relevancy", "reply_language", "tool_correctness", "topic_adherence",
+                        "turn_faithfulness", "conversational_safety")
     return Case(name, lambda model, **kw: get_metric(name).factory(model=model, **options, **kw), options, windowed)
 
 
@@ -164,6 +174,9 @@ def cases() -> list[Case]:
         _built_in("role_adherence"),
         _built_in("tool_correctness"),
         _built_in("goal_completion"),
+        _built_in("topic_adherence", topics=["The bookshop: opening hours, returns, shipping"]),
+        _built_in("turn_faithfulness"),
+        _built_in("conversational_safety"),
         Case("resolves_issue", _make_judge),
         Case("reply_language", lambda model, **kw: example_metric().create_reply_language_judge(model=model, **kw),
              windowed=True),

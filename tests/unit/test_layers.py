@@ -79,7 +79,7 @@ GENERIC = [
 ]
 METRIC_NAMES = ("turn_relevancy", "conversation_relevance", "turn_contextual_relevancy", "response_relevancy",
                 "conversation_completeness", "knowledge_retention", "user_frustration", "conversational_guidelines",
-                "role_adherence")
+                "role_adherence", "topic_adherence", "turn_faithfulness", "conversational_safety")
 _NAMED = re.compile("|".join(rf"{n}|{n.replace('_', '-')}" for n in METRIC_NAMES))
 #: Metric modules: the registry's submodules (``judgegraph.metrics.<module>``), packages included.
 METRIC_MODULES = {p.stem if p.suffix else p.name for p in (PACKAGE / "metrics").iterdir()

@@ -62,6 +62,8 @@ def register(sub: Subparsers) -> None:
     llm.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
                      help="conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
     llm.add_argument("--role", help="role-adherence: the chatbot's role")
+    llm.add_argument("--topic", action="append", dest="topics", metavar="TEXT",
+                     help="topic-adherence: an allowed topic, repeatable; @FILE reads one per line")
     llm.add_argument("--embeddings", help="response-relevancy: embeddings model, e.g. openai:text-embedding-3-small "
                      "(default: the offline all-MiniLM-L6-v2); served at --base-url when given")
     p.set_defaults(run=run)

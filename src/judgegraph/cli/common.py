@@ -88,6 +88,9 @@ def add_metric_options(p: argparse.ArgumentParser, *, role: str, guideline: str 
                    help="tool-correctness: how expected_tools is matched (docs/agents.md; default unordered)")
     p.add_argument("--tool-arguments", choices=("exact", "ignore", "llm"), dest="tool_arguments",
                    help="tool-correctness: how arguments are compared (default exact)")
+    p.add_argument("--topic", action="append", dest="topics", metavar="TEXT",
+                   help="topic-adherence: an allowed topic, repeatable; @FILE reads one per line (default: each "
+                        "conversation's metadata.reference_topics)")
 
 
 def add_out_options(p: argparse.ArgumentParser, group: argparse._ActionsContainer | None = None, **out: Any) -> None:
@@ -165,7 +168,8 @@ def metric_options(args: argparse.Namespace) -> dict[str, Any]:
     """The metric options given, of those every command takes alike (ValueError: a ``--guideline @FILE`` unread)."""
     given = {"threshold": getattr(args, "threshold", None), "window_size": getattr(args, "window_size", None),
              "guidelines": read_guidelines(args.guidelines), "role": args.role,
-             "trajectory": getattr(args, "trajectory", None), "arguments": getattr(args, "tool_arguments", None)}
+             "trajectory": getattr(args, "trajectory", None), "arguments": getattr(args, "tool_arguments", None),
+             "topics": read_guidelines(getattr(args, "topics", None), "--topic")}
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -207,14 +211,14 @@ def score_text(score: float | None) -> str:
     return "—" if score is None else f"{score:.2f}"
 
 
-def read_guidelines(values: list[str] | None) -> list[str] | None:
-    """``--guideline`` values: text, or ``@FILE`` for one guideline per line."""
+def read_guidelines(values: list[str] | None, flag: str = "--guideline") -> list[str] | None:
+    """``--guideline`` (or ``flag``: ``--topic``) values: text, or ``@FILE`` for one per line."""
     if not values:
         return None
     out: list[str] = []
     for value in values:
         if value.startswith("@"):
-            text = read_text_option("--guideline", value[1:])
+            text = read_text_option(flag, value[1:])
             out.extend(line.strip() for line in text.splitlines() if line.strip())
         else:
             out.append(value)
@@ -234,6 +238,7 @@ def guidelines_missing(args: argparse.Namespace) -> str | None:
 
     try:
         guidelines = read_guidelines(args.guidelines)
+        read_guidelines(getattr(args, "topics", None), "--topic")  # an unreadable --topic @FILE, before any work
     except ValueError as exc:
         return str(exc)
     if not guidelines and any(canonical_name(m) == "conversational_guidelines" for m in args.metrics or ()):

@@ -20,7 +20,7 @@ from langgraph.graph.state import CompiledStateGraph
 if TYPE_CHECKING:
     from ..judges import ModelLike
 
-METRIC_MODULES = ("relevancy", "contextual", "response", "session", "tools", "goal")
+METRIC_MODULES = ("relevancy", "contextual", "response", "session", "tools", "goal", "topic", "faithfulness", "safety")
 #: What runs when neither the caller nor the input file names a metric.
 DEFAULT_METRICS = ("turn_relevancy",)
 

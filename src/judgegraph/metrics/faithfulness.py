@@ -1,0 +1,376 @@
+"""Turn faithfulness (after deepeval's ``TurnFaithfulnessMetric``; docs/agent_safety.md): are each
+reply's claims supported by the retrieval context and tool results the chatbot had up to that turn
+(in the reply's window of ``window_size`` exchanges, 10 by default as deepeval's)?
+
+    START → window_turns ─Send per reply with sources→ extract_claims ─Send→ judge_claims
+          → reduce_score → END
+
+``extract_claims`` is the generic statement extraction (:func:`judgegraph.statements.extract_statements_step`)
+over the reply's text; ``judge_claims`` judges all of a reply's claims against its sources in one
+request: "yes" (supported), "no" (contradicted) or "idk" (neither). As deepeval counts, a reply's
+score is the share of claims not contradicted ("idk" counts as faithful unless
+``penalize_ambiguous_claims``); the score is the mean over the replies that had sources.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+
+from langchain_core.runnables import Runnable, RunnableBranch, RunnableConfig, RunnableLambda
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command, Send
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
+from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
+
+from ..answers import read_choice
+from ..compiling import CompileOptions, compile_graph
+from ..judges import JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
+from ..nodes import Node, judge_step, quote, scoring_edges, turn_label, window_node, with_transcript
+from ..results import Usage, Verdict, merge_verdicts
+from ..scoring import Tally, WindowOptions, check_flag, clause
+from ..state import MetricInput, MetricOutput, MetricState, conversation_of
+from ..statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
+from ..statements import Statement, extract_statements_step
+from ..windows import Window
+
+if TYPE_CHECKING:
+    from . import MetricSpec
+
+METRIC = "turn_faithfulness"
+JUDGE_STEP = "turn_faithfulness/judge_claims"
+TASK = "claim_support"
+
+ClaimLabel = Annotated[Literal["yes", "no", "idk"], BeforeValidator(read_choice(("yes", "no", "idk")))]
+
+
+class ClaimJudgement(BaseModel):
+    claim: int = Field(description="The claim's number, as given.")
+    reason: str = Field(description="One short sentence explaining the verdict.")
+    verdict: ClaimLabel = Field(description="'yes' supported by the sources, 'no' contradicted, 'idk' neither.")
+
+
+class ClaimVerdicts(BaseModel):
+    """The answer of ``judge_claims``: one entry per claim, numbered from 1 (:func:`claims_schema` checks the count)."""
+
+    verdicts: list[ClaimJudgement] = Field(description="One entry per claim, in order.")
+    expected_claims: ClassVar[int | None] = None
+
+    @classmethod
+    def placeholder(cls) -> dict[str, Any]:
+        """A valid answer: one "yes" per claim (what a dry run answers)."""
+        return {"verdicts": [{"claim": i, "reason": "placeholder", "verdict": "yes"}
+                             for i in range(1, (cls.expected_claims or 1) + 1)]}
+
+    @model_validator(mode="after")
+    def _complete(self) -> ClaimVerdicts:
+        if self.expected_claims is not None:
+            seen = [v.claim for v in self.verdicts]
+            if sorted(seen) != list(range(1, self.expected_claims + 1)):
+                raise ValueError(f"give exactly one entry for each claim 1 to {self.expected_claims}, got {seen}")
+        self.verdicts = sorted(self.verdicts, key=lambda v: v.claim)
+        return self
+
+
+@cache
+def claims_schema(claims: int) -> type[ClaimVerdicts]:
+    """:class:`ClaimVerdicts` that requires exactly ``claims`` entries."""
+    return type("ClaimVerdicts", (ClaimVerdicts,), {"expected_claims": claims, "__module__": __name__})
+
+
+class ClaimVerdict(Verdict):
+    """One claim of one reply: "yes" supported, "no" contradicted, "idk" neither; None when the judge failed."""
+
+    id_fields: ClassVar[tuple[str, ...]] = ("exchange", "index")
+    exchange: int
+    index: int  # position among the reply's claims
+    claim: str = ""
+    verdict: Literal["yes", "no", "idk"] | None = None
+
+
+@dataclass(frozen=True)
+class Source:
+    """One text the chatbot had before it replied: a retrieved node or a tool result."""
+
+    kind: str  # "retrieved" or "tool result" (with the tool's name when known)
+    turn: int  # 0-based turn holding it
+    text: str
+
+
+@dataclass(frozen=True)
+class ReplySources:
+    """One exchange's reply and every source available up to it."""
+
+    exchange: int
+    turns: tuple[int, ...]  # the reply's assistant turns (0-based)
+    reply: str
+    sources: tuple[Source, ...]
+
+    @property
+    def label(self) -> str:
+        return turn_label(self.turns)
+
+
+def sources_of(window: Window) -> tuple[Source, ...]:
+    """The retrieval context and tool results of the window's turns up to its target's last reply
+    (a text given twice once): what the chatbot had when it wrote that reply."""
+    last = max(window.target.reply_turn_indices, default=-1)
+    out: list[Source] = []
+    seen: set[str] = set()
+
+    def add(kind: str, turn: int, text: str) -> None:
+        text = text.strip()
+        if text and text not in seen:
+            seen.add(text)
+            out.append(Source(kind, turn, text))
+
+    for it in sorted((it for ex in window.exchanges for it in ex.turns if it.index <= last), key=lambda t: t.index):
+        turn = it.turn
+        for node in turn.retrieval_context:
+            add("retrieved", it.index, node.context)
+        for call in turn.tool_calls:
+            if call.output is not None:
+                output = call.output if isinstance(call.output, str) else json.dumps(call.output, default=str)
+                add(f"tool result ({call.name})", it.index, output)
+        if turn.role == "tool":
+            name = turn.metadata.get("name")
+            add(f"tool result ({name})" if isinstance(name, str) and name else "tool result", it.index, turn.content)
+    return tuple(out)
+
+
+class FaithfulnessState(MetricState, total=False):
+    replies: list[ReplySources]
+    verdicts: Annotated[list[ClaimVerdict], merge_verdicts]
+
+
+class ExtractTask(TypedDict):
+    reply: ReplySources
+    retrieval_context: list[str]  # the reply's text: what the statement extraction splits
+    where: str
+
+
+class JudgeTask(TypedDict):
+    reply: ReplySources
+    statements: list[Statement]
+    where: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class FaithfulnessSettings(WindowOptions):
+    """The shared options and deepeval's ``penalize_ambiguous_claims`` ("idk" counts as unfaithful)."""
+
+    penalize_ambiguous_claims: bool = False
+
+    def check(self) -> None:
+        super().check()
+        check_flag(self.penalize_ambiguous_claims, "penalize_ambiguous_claims")
+
+    @property
+    def faithful(self) -> frozenset[str]:
+        return frozenset({"yes"} if self.penalize_ambiguous_claims else {"yes", "idk"})
+
+
+def claims_request(claims: Sequence[str], sources: Sequence[Source]) -> JudgeRequest:
+    """Judge ``claims`` against ``sources`` (texts only: the same claims and sources share one cached judgement)."""
+    rendered = "\n\n".join(f"[source {i}] {s.kind}, turn {s.turn + 1}\n{s.text}" for i, s in enumerate(sources, 1))
+    numbered = [" ".join(c.split()) for c in claims]
+    return JudgeRequest(
+        task=TASK, step=JUDGE_STEP, schema=claims_schema(len(numbered)),
+        values={"sources": rendered, "claims": "\n".join(f"{i}. {c}" for i, c in enumerate(numbered, 1))},
+        inputs={"claims": list(claims), "sources": [s.text for s in sources]},
+    )
+
+
+def _window_turns(settings: FaithfulnessSettings) -> Callable[..., dict[str, Any]]:
+    windows = window_node(settings.window_size)  # the scope (all, or the latest) is the window node's
+
+    def window_turns(state: FaithfulnessState, config: RunnableConfig) -> dict[str, Any]:
+        out = windows(state, config)
+        replies = [ReplySources(w.index, w.target.reply_turn_indices, w.target.reply_text, sources_of(w))
+                   for w in out["windows"] if w.target.reply_turn_indices]
+        return {"conversation": out["conversation"], "replies": replies}
+
+    return window_turns
+
+
+def _fan_out(state: FaithfulnessState) -> list[Send] | str:
+    sends = [Send("extract_claims", ExtractTask(reply=r, retrieval_context=[r.reply], where=r.label))
+             for r in state.get("replies") or [] if r.sources and r.reply.strip()]
+    return sends or "reduce_score"
+
+
+def _extract_claims(settings: FaithfulnessSettings) -> RunnableLambda:
+    step = extract_statements_step(settings.judge, name="extract_claims")
+
+    def route(task: ExtractTask, update: dict[str, Any]) -> Command:
+        reply = task["reply"]
+        failed = [c for c in update.get("calls") or [] if c.error]
+        kept: dict[str, Any] = {"judge_calls": update.get("judge_calls") or []}
+        if failed:  # the extraction failed: one verdict says so, never counted
+            kept["verdicts"] = [ClaimVerdict(exchange=reply.exchange, index=0, turns=list(reply.turns),
+                                             error=failed[0].error, attempts=failed[0].attempts)]
+        judge = JudgeTask(reply=reply, statements=list(update.get("statements") or []), where=task["where"])
+        return Command(update=kept, goto=[Send("judge_claims", judge)])
+
+    def run(task: ExtractTask) -> Command:
+        return route(task, step.invoke(task))
+
+    async def arun(task: ExtractTask) -> Command:
+        return route(task, await step.ainvoke(task))
+
+    return RunnableLambda(run, afunc=arun, name="extract_claims")
+
+
+def _judge_claims(settings: FaithfulnessSettings) -> Runnable:
+    def build(task: JudgeTask) -> JudgeRequest:
+        return claims_request([s.text for s in task["statements"]], task["reply"].sources)
+
+    def finish(task: JudgeTask, outcome: JudgeOutcome) -> dict[str, Any]:
+        reply = task["reply"]
+        answers = outcome.value.verdicts if outcome.ok else None  # type: ignore[union-attr]
+        verdicts = []
+        for i, s in enumerate(task["statements"]):
+            a = answers[i] if answers is not None else None
+            verdicts.append(ClaimVerdict(
+                exchange=reply.exchange, index=i, turns=list(reply.turns), claim=s.text,
+                verdict=a.verdict if a else None, reason=a.reason if a else "",
+                error=None if a else (outcome.error or "no verdict"), attempts=outcome.attempts,
+            ))
+        return {"verdicts": verdicts}
+
+    step = judge_step("judge_claims", settings.judge, build, finish)
+    return RunnableBranch((lambda task: not task.get("statements"), lambda _: {}), step).with_config(
+        run_name="judge_claims")
+
+
+def reply_scores(verdicts: Sequence[ClaimVerdict], faithful: frozenset[str]) -> dict[int, float]:
+    """Each reply's score (by exchange): the share of its judged claims counted faithful."""
+    by_reply: dict[int, list[ClaimVerdict]] = {}
+    for v in verdicts:
+        if v.verdict is not None:
+            by_reply.setdefault(v.exchange, []).append(v)
+    return {ex: sum(v.verdict in faithful for v in vs) / len(vs) for ex, vs in by_reply.items()}
+
+
+def faithfulness_reason(replies: Sequence[ReplySources], penalize: bool) -> Callable[[Tally], str]:
+    """The deterministic reason: the mean, each unfaithful claim with its turn, the replies left out."""
+
+    def write(t: Tally) -> str:
+        if not replies:
+            return "No assistant reply to judge: the conversation has no user→assistant exchange."
+        no_sources = [r.label for r in replies if not r.sources]
+        if len(no_sources) == len(replies):
+            return "No reply had retrieval context or tool results before it: nothing to check claims against."
+        if not t.judged:
+            return f"No claim could be judged: {len(t.errors)} judge error(s); see errors."
+        scored = {v.exchange for v in t.judged}
+        parts = [f"Mean over {len(scored)} reply(ies) of the share of claims supported or not contradicted"
+                 f"{' (idk counted unfaithful)' if penalize else ''}{t.gate}."]
+        if t.bad:
+            listed = "; ".join(f"{turn_label(v.turns)} {quote(v.claim)} ({v.verdict}): {clause(v.reason)}"
+                               for v in t.bad[:8])
+            more = f"; and {len(t.bad) - 8} more" if len(t.bad) > 8 else ""
+            parts.append(f"Unfaithful: {listed}{more}.")
+        if no_sources:
+            parts.append(f"No sources yet, left out of the mean: {', '.join(no_sources)}.")
+        if t.errors:
+            parts.append(f"{len(t.errors)} claim(s) or extraction(s) not judged (judge error), left out.")
+        return " ".join(parts)
+
+    return write
+
+
+def _reduce_score(settings: FaithfulnessSettings) -> Node:
+    faithful = settings.faithful
+
+    def mean(judged: list[ClaimVerdict]) -> float | None:
+        scores = reply_scores(judged, faithful)
+        return sum(scores.values()) / len(scores) if scores else None
+
+    def reduce_score(state: FaithfulnessState) -> dict[str, Any]:
+        conversation = conversation_of(state)
+        replies = state.get("replies") or []
+        verdicts = sorted(state.get("verdicts") or [], key=lambda v: (v.exchange, v.index))
+        policy = settings.policy(step=JUDGE_STEP, positive=faithful, score=mean,
+                                 reason=faithfulness_reason(replies, settings.penalize_ambiguous_claims),
+                                 where=lambda v: f"{turn_label(v.turns)} claim {v.index + 1}")
+        t = policy.tally(verdicts)
+        scores = reply_scores(t.judged, faithful)
+        turns = [{"exchange": r.exchange, "turns": [n + 1 for n in r.turns], "sources": len(r.sources),
+                  "claims": sum(1 for v in verdicts if v.exchange == r.exchange and v.claim),
+                  "score": scores.get(r.exchange),
+                  "status": "no sources" if not r.sources else "scored" if r.exchange in scores else "not judged"}
+                 for r in replies]
+        details = {"penalize_ambiguous_claims": settings.penalize_ambiguous_claims,
+                   "window_size": settings.window_size, "turns": turns,
+                   "claims": len(verdicts), "judged": len(t.judged),
+                   "supported": sum(v.verdict == "yes" for v in t.judged),
+                   "contradicted": sum(v.verdict == "no" for v in t.judged),
+                   "ambiguous": sum(v.verdict == "idk" for v in t.judged)}
+        usage = Usage.total(a.usage for a in state.get("judge_calls") or [])
+        result = policy.result(conversation, t, usage=usage, details=details)
+        return {"results": {settings.name: with_transcript(result, state)}}
+
+    return reduce_score
+
+
+def build_turn_faithfulness_graph(settings: FaithfulnessSettings) -> StateGraph:
+    """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
+    builder = StateGraph(FaithfulnessState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("window_turns", _window_turns(settings))
+    builder.add_node("extract_claims", _extract_claims(settings), destinations=("judge_claims",))
+    builder.add_node("judge_claims", _judge_claims(settings))
+    builder.add_node("reduce_score", _reduce_score(settings))
+    builder.add_edge(START, "window_turns")
+    builder.add_conditional_edges("window_turns", _fan_out, ["extract_claims", "reduce_score"])
+    scoring_edges(builder, ["judge_claims"], review=settings.review, metric=settings.name)
+    builder.add_edge("reduce_score", END)
+    return builder
+
+
+def create_turn_faithfulness_judge(
+    *, model: ModelLike = None, window_size: int = 10, threshold: float = 0.5, strict_mode: bool = False,
+    penalize_ambiguous_claims: bool = False, review: bool = False, name: str = METRIC,
+    **compile: Unpack[CompileOptions],
+) -> CompiledStateGraph:
+    """Turn faithfulness: each reply's claims judged against the retrieval context and tool results
+    of its window (the last ``window_size`` exchanges, up to the reply); the mean over replies with sources of the share of claims not
+    contradicted ("idk" unfaithful with ``penalize_ambiguous_claims``). Needs an LLM judge."""
+    judge = require_tasks(resolve_judge(model), [TASK], name)
+    settings = FaithfulnessSettings(name=name, judge=judge, window_size=window_size, threshold=threshold, strict_mode=strict_mode,
+                                    penalize_ambiguous_claims=penalize_ambiguous_claims, review=review)
+    return compile_graph(build_turn_faithfulness_graph(settings), name, compile, create_turn_faithfulness_judge)
+
+
+def _specs() -> list[MetricSpec]:
+    from . import MetricSpec
+
+    return [MetricSpec(
+        METRIC, create_turn_faithfulness_judge,
+        "Share of each reply's claims supported by the retrieval context and tool results so far (deepeval; LLM judge)",
+        frozenset({"window_size", "threshold", "strict_mode", "penalize_ambiguous_claims"}), needs=frozenset({"llm"}),
+    )]
+
+
+METRIC_SPECS = _specs()
+
+#: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py); the
+#: extraction is the statements' own step.
+PROMPT_VALUES = {JUDGE_STEP: {"sources", "claims"}, **STATEMENT_PROMPT_VALUES}
+
+__all__ = [
+    "ClaimVerdict",
+    "ClaimVerdicts",
+    "FaithfulnessSettings",
+    "ReplySources",
+    "Source",
+    "build_turn_faithfulness_graph",
+    "claims_request",
+    "create_turn_faithfulness_judge",
+    "reply_scores",
+    "sources_of",
+]
