@@ -4,7 +4,7 @@ names, so a faithful dense mode gives the per-window verdicts exactly.
 
 The label: a reply holding ``OFFTOPIC`` is irrelevant ("no"), any other relevant ("yes").
 ``break_exchanges`` / ``drop_exchanges``: exchanges (1-based) whose item is answered malformed / left
-out of a dense answer the first time it is asked — to test re-asks.
+out of a dense answer the first time it is asked (every time with ``always``) — to test re-asks.
 """
 
 from __future__ import annotations
@@ -44,8 +44,10 @@ def dense_items(text: str) -> list[dict[str, Any]]:
 class RelevanceAnswerer:
     """A loopback-server responder (``FakeOpenAIServer(RelevanceAnswerer())``); thread safe."""
 
-    def __init__(self, *, break_exchanges: Iterable[int] = (), drop_exchanges: Iterable[int] = ()) -> None:
+    def __init__(self, *, break_exchanges: Iterable[int] = (), drop_exchanges: Iterable[int] = (),
+                 always: bool = False) -> None:
         self.break_exchanges, self.drop_exchanges = set(break_exchanges), set(drop_exchanges)
+        self.always = always  # break / drop them every time, not only the first
         self.dense_calls: list[list[int]] = []  # the exchanges (1-based) of each dense request, in order
         self._seen: set[int] = set()
         self._lock = threading.Lock()
@@ -56,7 +58,7 @@ class RelevanceAnswerer:
         items = dense_items(text)
         with self._lock:
             self.dense_calls.append([i["exchange"] for i in items])
-            fresh = {i["exchange"] for i in items} - self._seen
+            fresh = {i["exchange"] for i in items} - (set() if self.always else self._seen)
             self._seen.update(fresh)
         out = []
         for i in items:
