@@ -41,6 +41,7 @@ from typing_extensions import TypedDict
 from .judges.base import Judge, JudgeOutcome, JudgeRequest
 from .judges.schema_example import example_from_schema
 from .nodes import StateUpdate, judge_step
+from .replay import probe, steer_of
 from .results import JudgeAttempt, Usage, Verdict
 from .windows import Window
 
@@ -266,6 +267,12 @@ def _final(update: Any) -> Any:
     return {**update, "verdicts": fixed}
 
 
+def _with_kept(update: Any, kept: list[Any]) -> Any:
+    if not kept or not isinstance(update, dict):
+        return update
+    return {**update, "verdicts": [*kept, *(update.get("verdicts") or [])]}
+
+
 def dense_step(name: str, judge: Judge, plan: DensePlan,
                finish: Callable[[WindowTask, JudgeOutcome], StateUpdate]) -> RunnableLambda:
     """A node taking a :class:`BlockTask`: one :func:`~judgegraph.nodes.judge_step` request for the
@@ -279,7 +286,28 @@ def dense_step(name: str, judge: Judge, plan: DensePlan,
 
     step = judge_step(name, judge, build, unpack_block)
 
+    def steered(task: BlockTask, config: RunnableConfig) -> tuple[BlockTask, list[Any]]:
+        """Under a re-judge (:class:`~judgegraph.replay.Steer` with chosen verdicts): the windows to ask
+        and the verdicts kept as they are, so re-judging one verdict asks for its window alone."""
+        steer = steer_of(config)
+        if steer is None or steer.chosen is None:
+            return task, []
+        ask: list[Window] = []
+        kept: list[Any] = []
+        for window in task["block"]:
+            update = probe(finish, {"window": window})
+            inner = update.update if isinstance(update, Command) else update
+            ids = [v.id for v in (inner.get("verdicts") or [] if isinstance(inner, dict) else [])]
+            if ids and all(i in steer.keep for i in ids) and not any(i in steer.chosen for i in ids):
+                kept.extend(steer.keep[i] for i in ids)
+            else:
+                ask.append(window)
+        return {**task, "block": ask}, kept
+
     def run(task: BlockTask, config: RunnableConfig) -> Any:
+        task, kept = steered(task, config)
+        if not task["block"]:
+            return {"verdicts": kept}
         update = step.invoke(task, config)
         for _ in range(plan.reasks):
             again = _to_reask(plan, task, update)
@@ -287,9 +315,12 @@ def dense_step(name: str, judge: Judge, plan: DensePlan,
                 break
             task = {"block": again, "reask": task.get("reask", 0) + 1}
             update = _merge(update, step.invoke(task, config))
-        return _final(update)
+        return _with_kept(_final(update), kept)
 
     async def arun(task: BlockTask, config: RunnableConfig) -> Any:
+        task, kept = steered(task, config)
+        if not task["block"]:
+            return {"verdicts": kept}
         update = await step.ainvoke(task, config)
         for _ in range(plan.reasks):
             again = _to_reask(plan, task, update)
@@ -297,7 +328,7 @@ def dense_step(name: str, judge: Judge, plan: DensePlan,
                 break
             task = {"block": again, "reask": task.get("reask", 0) + 1}
             update = _merge(update, await step.ainvoke(task, config))
-        return _final(update)
+        return _with_kept(_final(update), kept)
 
     return RunnableLambda(run, afunc=arun, name=name)
 
