@@ -75,7 +75,8 @@ class RecordingChatModel(ScriptedChatModel):
                 counts["input_tokens"] += tokens
                 # a dense call (judgegraph.dense) answers one verdict per item: its output is counted per item
                 items = answer.get("items") if getattr(request.schema, "dense", False) else None
-                counts["answers"] += len(items) if isinstance(items, list) and items else 1
+                if isinstance(items, list) and len(items) > 1:
+                    counts["more_answers"] += len(items) - 1
         return answer
 
     def _usage(self, request: ScriptedRequest, reply: Any) -> dict[str, int]:
@@ -126,7 +127,8 @@ class DryRunJudge(Judge):
 
     def estimate(self, prices: Prices | None = None) -> CostEstimate:
         counts = sorted(self.chat._counts.items())
-        steps = {step: StepCost(c["calls"], c["input_tokens"], c["answers"]) for step, c in counts}
+        steps = {step: StepCost(c["calls"], c["input_tokens"], c["calls"] + c["more_answers"] if c["more_answers"] else None)
+                 for step, c in counts}
         refused = [step for step, c in counts if c["refused"]]
         return CostEstimate(steps=steps, prices=prices, max_tries=self.max_tries, uncounted_after=refused)
 
