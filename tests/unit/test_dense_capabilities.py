@@ -39,12 +39,13 @@ def test_dense_mode_makes_fewer_calls_and_rejudges_one_window_alone(case):
     m, _, res = caps.run(case)
     assert m.call_count == 2 and len(res.verdicts) == 3  # 3 windows, 2 per call
     assert all(a.shared for v in res.verdicts for a in v.transcript)
+    assert res.details["dense"] == 2  # the mode is recorded: a re-judge from the results file keeps it
     again = model("no")
     chosen = res.verdicts[0]
     new = rejudge_result(res.model_dump(mode="json"), as_conversation(CONVERSATION), model=again,
-                         verdict_ids=[chosen.id], options=case.options)
+                         verdict_ids=[chosen.id])
     assert again.call_count == 1 and new.details["rejudged"]["verdicts"] == [chosen.id]
-    assert '"item": 2' not in again.prompts[0]  # its window alone, not its whole block
+    assert "<items>" in again.prompts[0] and '"item": 2' not in again.prompts[0]  # its window alone, densely
     assert {v.id: v.verdict for v in new.verdicts} == {v.id: ("no" if v.id == chosen.id else v.verdict)
                                                       for v in res.verdicts}
 

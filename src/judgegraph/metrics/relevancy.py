@@ -175,10 +175,13 @@ def _reduce_score(settings: RelevancySettings) -> Node:
     policy = settings.policy(step=JUDGE_STEP, reason="" if settings.reason == "none" else deterministic_reason,
                              where=lambda v: f"window {getattr(v, 'window', '?')} ({turn_label(v.turns)})")
 
+    size = check_dense(settings.dense)
+
     def score(state: RelevancyState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
         t = policy.tally(verdicts)
+        dense = {"dense": size} if size else {}  # the mode the verdicts were made in (a re-judge keeps it)
         return policy.result(conversation, t, details={
-            "window_size": settings.window_size, "windows": len(verdicts), "judged": len(t.judged)})
+            "window_size": settings.window_size, **dense, "windows": len(verdicts), "judged": len(t.judged)})
 
     return score_node(settings.name, score, order=lambda v: v.window)
 
