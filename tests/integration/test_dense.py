@@ -149,3 +149,24 @@ def test_dry_run_counts_the_dense_calls_the_run_then_makes(tmp_path: Path, bare_
     assert int(total.group(1)) == calls == sum(u["calls"] for u in usage) == 4 * 3
     assert int(total.group(2)) == sum(u["input_tokens"] for u in usage)  # the same requests, counted alike
     assert int(total.group(3)) == 4 * EXCHANGES * 100  # output assumed per verdict, not per call
+
+
+def test_a_custom_metric_taking_dense_gets_the_flag(tmp_path: Path, monkeypatch):
+    from judgegraph.cli import main
+
+    (tmp_path / "dense_judges.py").write_text(
+        "from judgegraph.metrics.relevancy import create_turn_relevancy_judge\n\n"
+        "def mine(model=None, window_size=4, dense=None):\n"
+        "    return create_turn_relevancy_judge(model=model, window_size=window_size, dense=dense, name='mine')\n\n"
+        "def plain(model=None):\n"
+        "    return create_turn_relevancy_judge(model=model, name='plain')\n", encoding="utf-8")
+    chats = tmp_path / "chats.jsonl"
+    chats.write_text(json.dumps(conversation(0)) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    answerer = RelevanceAnswerer()
+    with FakeOpenAIServer(answerer) as server:
+        common = [str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--no-progress", "-q",
+                  "--dense", "5", "--no-cache"]
+        assert main(["eval", *common, "-m", "dense_judges:mine", "--out", str(tmp_path / "a.jsonl")]) in (0, 1)
+        assert sorted(answerer.dense_calls) == [[1, 2, 3, 4, 5], [6, 7, 8, 9]]
+        assert main(["eval", *common, "-m", "dense_judges:plain", "--out", str(tmp_path / "b.jsonl")]) == 2

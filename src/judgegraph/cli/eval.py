@@ -31,7 +31,7 @@ def dense_refused(metrics: list[str] | None, judge: Judge) -> None:
     if judge.kind != "llm":
         raise ValueError("--dense needs an LLM judge (--model): the offline judge makes no calls to merge")
     names = metrics or ["turn_relevancy"]
-    if metrics and not any("dense" in get_metric(m).options for m in names if ":" not in m):
+    if metrics and not any("dense" in get_metric(m).options for m in names):
         raise ValueError(f"--dense: none of {', '.join(names)} has a dense mode (turn-relevancy and "
                          "conversation-relevance have it; the others make no overlapping per-window calls, docs/cost.md)")
 
