@@ -65,6 +65,7 @@ class RecordingChatModel(ScriptedChatModel):
         tokens = prompt_tokens(request.messages)
         with self._lock:
             counts = self._counts.setdefault(step, Counter())
+            answer = placeholder_answer(request.schema) if request.schema is not None else {}
             if any(m.type == "ai" for m in request.messages):
                 # A re-ask: the placeholder did not pass the metric's own checks. Not a
                 # call the real run would make; what follows this step is not counted.
@@ -72,7 +73,11 @@ class RecordingChatModel(ScriptedChatModel):
             else:
                 counts["calls"] += 1
                 counts["input_tokens"] += tokens
-        return placeholder_answer(request.schema) if request.schema is not None else {}
+                # a dense call (judgegraph.dense) answers one verdict per item: its output is counted per item
+                items = answer.get("items") if getattr(request.schema, "dense", False) else None
+                if isinstance(items, list) and len(items) > 1:
+                    counts["more_answers"] += len(items) - 1
+        return answer
 
     def _usage(self, request: ScriptedRequest, reply: Any) -> dict[str, int]:
         return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
@@ -122,7 +127,8 @@ class DryRunJudge(Judge):
 
     def estimate(self, prices: Prices | None = None) -> CostEstimate:
         counts = sorted(self.chat._counts.items())
-        steps = {step: StepCost(c["calls"], c["input_tokens"]) for step, c in counts}
+        steps = {step: StepCost(c["calls"], c["input_tokens"], c["calls"] + c["more_answers"] if c["more_answers"] else None)
+                 for step, c in counts}
         refused = [step for step, c in counts if c["refused"]]
         return CostEstimate(steps=steps, prices=prices, max_tries=self.max_tries, uncounted_after=refused)
 
@@ -131,10 +137,11 @@ class DryRunJudge(Judge):
 class StepCost:
     calls: int
     input_tokens: int
+    answers: int | None = None  # verdicts answered (a dense call answers several); None: one per call
 
     @property
     def output_tokens(self) -> int:
-        return self.calls * ASSUMED_OUTPUT_TOKENS
+        return (self.calls if self.answers is None else self.answers) * ASSUMED_OUTPUT_TOKENS
 
 
 @dataclass
@@ -150,13 +157,15 @@ class CostEstimate:
         out: dict[str, StepCost] = {}
         for step, c in self.steps.items():
             metric = step.split("/", 1)[0]
-            prev = out.get(metric, StepCost(0, 0))
-            out[metric] = StepCost(prev.calls + c.calls, prev.input_tokens + c.input_tokens)
+            prev = out.get(metric, StepCost(0, 0, 0))
+            out[metric] = StepCost(prev.calls + c.calls, prev.input_tokens + c.input_tokens,
+                                   (prev.answers or 0) + (c.calls if c.answers is None else c.answers))
         return out
 
     @property
     def total(self) -> StepCost:
-        return StepCost(sum(c.calls for c in self.steps.values()), sum(c.input_tokens for c in self.steps.values()))
+        return StepCost(sum(c.calls for c in self.steps.values()), sum(c.input_tokens for c in self.steps.values()),
+                        sum(c.calls if c.answers is None else c.answers for c in self.steps.values()))
 
     def usage(self, cost: StepCost | None = None) -> Usage:
         c = cost or self.total
@@ -169,7 +178,7 @@ class CostEstimate:
     def basis(self) -> str:
         return (f"calls and input tokens counted on the rendered requests (exact for steps that do not depend on an "
                 f"answer; steps after an extraction counted for one extracted item each); output tokens assumed "
-                f"{ASSUMED_OUTPUT_TOKENS} per call; re-asks of invalid replies not included (each resends the "
+                f"{ASSUMED_OUTPUT_TOKENS} per call (per verdict of a dense call); re-asks of invalid replies not included (each resends the "
                 f"prompt, at most {self.max_tries} tries)"
                 + (f"; not counted: the steps that follow {', '.join(self.uncounted_after)} for each item it "
                    f"extracts (a placeholder answer cannot stand in for it)" if self.uncounted_after else ""))

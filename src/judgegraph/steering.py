@@ -168,8 +168,8 @@ def result_options(result: MetricResult, takes: Iterable[str]) -> dict[str, Any]
         opts["threshold"] = result.threshold
     if "strict_mode" in known and result.strict_mode:
         opts["strict_mode"] = True
-    for key in ("window_size", "verify", "n_questions", "batch_size", "trajectory", "arguments", "topics", "mode",
-                "penalize_ambiguous_claims"):
+    for key in ("window_size", "verify", "n_questions", "batch_size", "dense", "trajectory", "arguments", "topics",
+                "mode", "penalize_ambiguous_claims"):
         if key in known and result.details.get(key) is not None:
             opts[key] = result.details[key]
     return opts

@@ -64,6 +64,8 @@ def format_attempts(attempts: Sequence[JudgeAttempt | dict[str, Any]]) -> str:
         facts.append(f"{usage.get('input_tokens', 0)} tokens in / {usage.get('output_tokens', 0)} out")
         if a.get("cached"):
             facts.append("from the cache (no call)")
+        if a.get("shared"):
+            facts.append("shared: one request for several verdicts (dense mode)")
         settings = a.get("settings") or {}
         if settings:
             facts.append(", ".join(f"{k}={v}" for k, v in sorted(settings.items())))
@@ -89,15 +91,24 @@ def transcript_of(result: MetricResult | dict[str, Any], window: int | None = No
         parts.append("═ requests the verdicts were judged from (extractions and the like)")
         parts.append(format_attempts(shared))
     all_verdicts = [_as_dict(v) for v in (data.get("verdicts") or [])]
+    printed: set[str] = set()  # the shared requests (dense mode) shown in full already
     for v in verdicts_of(data, window):
         index = all_verdicts.index(v) if v in all_verdicts else 0
         parts.append("")
         parts.append(f"═ {_label(v, index)}")
         if v.get("reason"):
             parts.append(f"reason: {v['reason']}")
-        attempts = v.get("transcript") or []
-        if attempts:
-            parts.append(format_attempts(attempts))
+        attempts = [_as_dict(a) for a in v.get("transcript") or []]
+        again = [a for a in attempts if a.get("shared") and a.get("request") in printed]
+        printed.update(a["request"] for a in attempts if a.get("shared") and a.get("request"))
+        if again:
+            parts.append(f"(judged in a dense request shared with other verdicts, shown above: "
+                         f"{', '.join(str(a['request'])[:12] for a in again)})")
+        fresh = [a for a in attempts if a not in again]
+        if fresh:
+            parts.append(format_attempts(fresh))
+        elif again:
+            continue
         elif shared:
             parts.append("(judged in a request shared with other verdicts: its transcript is above)")
         else:

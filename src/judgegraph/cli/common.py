@@ -102,7 +102,7 @@ def add_out_options(p: argparse.ArgumentParser, group: argparse._ActionsContaine
 #: Whole-number options, by attribute: a whole number >= 1 and, when given, at most the value
 #: (``--concurrency`` and ``--max-calls``: :data:`MAX_CONCURRENCY`); ``--workers auto`` is resolved later.
 WHOLE_OPTIONS: dict[str, int | None] = dict.fromkeys(
-    ("max_tries", "max_turns", "window_size", "repeat", "quorum", "n_questions", "max_traces", "max_prompt_tokens", "max_reply_bytes",
+    ("max_tries", "max_turns", "window_size", "dense", "repeat", "quorum", "n_questions", "max_traces", "max_prompt_tokens", "max_reply_bytes",
      "workers"))
 WHOLE_OPTIONS.update(concurrency=MAX_CONCURRENCY, max_calls=MAX_CONCURRENCY)
 #: Other number options, by attribute: (the bound, whether the bound itself is refused, the unit).

@@ -23,6 +23,19 @@ if TYPE_CHECKING:
     from .common import Subparsers
 
 
+def dense_refused(metrics: list[str] | None, judge: Judge) -> None:
+    """``--dense`` needs an LLM judge and a metric with dense mode (judgegraph.dense says which and why): a
+    ``ValueError`` otherwise."""
+    from ..metrics import get_metric
+
+    if judge.kind != "llm":
+        raise ValueError("--dense needs an LLM judge (--model): the offline judge makes no calls to merge")
+    names = metrics or ["turn_relevancy"]
+    if metrics and not any("dense" in get_metric(m).options for m in names):
+        raise ValueError(f"--dense: none of {', '.join(names)} has a dense mode (turn-relevancy and "
+                         "conversation-relevance have it; the others make no overlapping per-window calls, docs/cost.md)")
+
+
 def register(sub: Subparsers) -> None:
     ev = sub.add_parser("eval", help="judge conversations in files or MLflow sessions",
                         description="Judge the conversations in FILE(s) and/or the trace sessions of an MLflow experiment.")
@@ -37,6 +50,8 @@ def register(sub: Subparsers) -> None:
     ev.add_argument("--strict", action="store_true", default=None, dest="strict_mode", help="score 1 or 0, threshold 1")
     ev.add_argument("--reason", choices=["deterministic", "llm", "none"], help="how the reason is written (default deterministic: no extra call)")
     ev.add_argument("--rubric", help="custom relevance rubric text, or @FILE to read it from a file")
+    ev.add_argument("--dense", type=int, metavar="N", help="turn-relevancy, conversation-relevance: judge N windows "
+                    "of a conversation per call, fewer tokens on long conversations (docs/cost.md)")
     ev.add_argument("--verify", action="store_true", default=None,
                     help="turn-contextual-relevancy: a second look at every 'irrelevant' statement verdict")
     ev.add_argument("--n-questions", type=int, help="response-relevancy: questions generated per reply (default 3)")
@@ -228,11 +243,14 @@ def run(args: argparse.Namespace) -> int:
         plan = MetricPlan(args.metrics, judge, {
             **common.metric_options(args), "strict_mode": args.strict_mode, "reason": args.reason,
             "rubric": common.read_rubric(args.rubric), "verify": args.verify, "n_questions": args.n_questions,
+            "dense": args.dense,
             "embeddings": args.embeddings, "embeddings_base_url": args.base_url if args.embeddings else None,
         }, getattr(args, "per_metric", None))
         plan.check()
         if args.reason == "llm" and judge.kind != "llm":
             raise ValueError("--reason llm needs an LLM judge (--model)")
+        if args.dense and args.dense > 1:
+            dense_refused(args.metrics, judge)
     except (KeyError, ValueError, TypeError, OSError) as exc:
         return usage_error(err, exc)
     from .header import eval_header, resume_refused

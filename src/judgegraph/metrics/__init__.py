@@ -67,7 +67,7 @@ class MetricNotFound(KeyError):
 
 
 #: Options the CLI and input files give metrics; a custom factory gets those it names.
-CLI_OPTIONS = frozenset({"window_size", "threshold", "strict_mode", "reason", "rubric"})
+CLI_OPTIONS = frozenset({"window_size", "threshold", "strict_mode", "reason", "rubric", "dense"})
 
 
 def _import_attr(path: str) -> Any:

@@ -4,6 +4,8 @@ semantics): one graph, two presets.
     START → window_turns ─Send per window→ judge_turn → reduce_score [→ write_reason] → END
 
 Score = relevant / judged windows; ``reason="llm"`` adds one call writing the reason.
+``dense=N`` judges N consecutive windows per call (:mod:`judgegraph.dense`): ``judge_turn``
+takes a block of windows and writes one verdict per window.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas;
 from ..answers import YesNo
 from ..compiling import CompileOptions, compile_graph
 from ..conversation import Conversation
+from ..dense import DensePlan, check_dense, dense_step, fan_out_blocks
 from ..judges import JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
 from ..nodes import (
     Node,
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
 JUDGE_STEP = "turn_relevancy/judge_turn"
 REASON_STEP = "turn_relevancy/write_reason"
 DEFAULT_RUBRIC_STEP = "turn_relevancy/rubric"
+DENSE_STEP = "turn_relevancy/judge_dense"
 
 ReasonMode = Literal["deterministic", "llm", "none"]
 
@@ -77,9 +81,12 @@ class RelevancySettings(WindowOptions):
 
     reason: ReasonMode = "deterministic"
     rubric: str | None = None
+    dense: int | None = None  # windows per judge call (judgegraph.dense); None: one call per window
 
     def check(self) -> None:
         super().check()
+        if check_dense(self.dense) and self.judge.kind != "llm":
+            raise ValueError("dense=N needs an LLM judge (pass model=...): the offline judge makes no calls to merge")
         if self.reason == "llm" and self.judge.kind != "llm":
             raise ValueError("reason='llm' needs an LLM judge (pass model=...)")
 
@@ -119,8 +126,12 @@ def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -
     )
 
 
+def _rubric(settings: RelevancySettings) -> str:
+    return settings.rubric if settings.rubric is not None else load_prompt(DEFAULT_RUBRIC_STEP).template.strip()
+
+
 def _judge_turn(settings: RelevancySettings) -> RunnableLambda:
-    rubric = settings.rubric if settings.rubric is not None else load_prompt(DEFAULT_RUBRIC_STEP).template.strip()
+    rubric = _rubric(settings)
 
     def build(task: WindowTask) -> JudgeRequest:
         return turn_request(task["window"], rubric=rubric)
@@ -138,6 +149,14 @@ def _judge_turn(settings: RelevancySettings) -> RunnableLambda:
         )
         return {"verdicts": [verdict]}
 
+    size = check_dense(settings.dense)
+    if size:
+        def shared(window: Window) -> dict[str, str]:
+            return {"rubric": rubric, "system": "\n\n".join(window.system) or "(none)"}
+
+        plan = DensePlan(size=size, step=DENSE_STEP, task="turn_relevance_dense", item_schema=TurnVerdict,
+                         shared=shared)
+        return dense_step("judge_turn", settings.judge, plan, finish)
     return judge_step("judge_turn", settings.judge, build, finish)
 
 
@@ -156,10 +175,13 @@ def _reduce_score(settings: RelevancySettings) -> Node:
     policy = settings.policy(step=JUDGE_STEP, reason="" if settings.reason == "none" else deterministic_reason,
                              where=lambda v: f"window {getattr(v, 'window', '?')} ({turn_label(v.turns)})")
 
+    size = check_dense(settings.dense)
+
     def score(state: RelevancyState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
         t = policy.tally(verdicts)
+        dense = {"dense": size} if size else {}  # the mode the verdicts were made in (a re-judge keeps it)
         return policy.result(conversation, t, details={
-            "window_size": settings.window_size, "windows": len(verdicts), "judged": len(t.judged)})
+            "window_size": settings.window_size, **dense, "windows": len(verdicts), "judged": len(t.judged)})
 
     return score_node(settings.name, score, order=lambda v: v.window)
 
@@ -206,7 +228,9 @@ def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
     builder.add_node("judge_turn", _judge_turn(settings))
     builder.add_node("reduce_score", _reduce_score(settings))
     builder.add_edge(START, "window_turns")
-    builder.add_conditional_edges("window_turns", fan_out_windows, ["judge_turn", "reduce_score"])
+    size = check_dense(settings.dense)
+    route = fan_out_blocks("judge_turn", size, empty="reduce_score") if size else fan_out_windows
+    builder.add_conditional_edges("window_turns", route, ["judge_turn", "reduce_score"])
     scoring_edges(builder, ["judge_turn"], review=settings.review, metric=settings.name)
     if settings.reason == "llm":
         builder.add_node("write_reason", _write_reason(settings))
@@ -220,33 +244,34 @@ def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
 def create_turn_relevancy_judge(
     *, model: ModelLike = None, window_size: int = 10, threshold: float = 0.5, strict_mode: bool = False,
     reason: ReasonMode = "deterministic", rubric: str | None = None, review: bool = False,
-    name: str = "turn_relevancy", **compile: Unpack[CompileOptions],
+    dense: int | None = None, name: str = "turn_relevancy", **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Turn relevancy, deepeval's semantics: windows of ``window_size`` exchanges (default 10).
     ``model``: a chat model, string or judge (None: the offline judge); ``rubric`` replaces the
-    instructions on what counts as relevant; ``review`` adds a ``review_verdicts`` node."""
+    instructions on what counts as relevant; ``review`` adds a ``review_verdicts`` node; ``dense=N``
+    judges N windows per call (docs/cost.md)."""
     settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
-                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review)
+                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review, dense=dense)
     return compile_graph(build_relevancy_graph(settings), name, compile, create_turn_relevancy_judge)
 
 
 def create_conversation_relevance_judge(
     *, model: ModelLike = None, window_size: int = 5, threshold: float = 0.5, strict_mode: bool = False,
     reason: ReasonMode = "deterministic", rubric: str | None = None, review: bool = False,
-    name: str = "conversation_relevance", **compile: Unpack[CompileOptions],
+    dense: int | None = None, name: str = "conversation_relevance", **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Conversation relevance, promptfoo's semantics: one window per input/output pair holding it
     and up to ``window_size - 1`` earlier pairs (default 5); ``rubric`` is promptfoo's
     ``rubricPrompt``. The options are :func:`create_turn_relevancy_judge`'s."""
     settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
-                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review)
+                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review, dense=dense)
     return compile_graph(build_relevancy_graph(settings), name, compile, create_conversation_relevance_judge)
 
 
 def _specs() -> list[MetricSpec]:
     from . import MetricSpec
 
-    opts = frozenset({"window_size", "threshold", "strict_mode", "reason", "rubric"})
+    opts = frozenset({"window_size", "threshold", "strict_mode", "reason", "rubric", "dense"})
     return [
         MetricSpec("turn_relevancy", create_turn_relevancy_judge,
                    "Is each assistant reply relevant to its window of the conversation? (deepeval; window 10)", opts),
@@ -262,6 +287,7 @@ PROMPT_VALUES = {
     JUDGE_STEP: {"rubric", "system", "context", "user_message", "reply"},
     REASON_STEP: {"score", "threshold", "verdicts"},
     DEFAULT_RUBRIC_STEP: set(),
+    DENSE_STEP: {"rubric", "system", "exchanges", "items"},
 }
 
 __all__ = [
