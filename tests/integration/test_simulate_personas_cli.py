@@ -11,7 +11,6 @@ import pytest
 
 from judgegraph.apps.simulate import load_scenarios
 from judgegraph.cli import main
-from judgegraph.metrics import MetricNotFound, get_metric
 from tests.kit.openai_server import ChatRequest, FakeOpenAIServer, Reply, structured, text
 
 pytestmark = pytest.mark.integration
@@ -109,15 +108,6 @@ def test_an_unknown_persona_kind_in_a_scenario_file_is_a_usage_error(tmp_path, m
     assert "s.yaml:4: persona.kind: Input should be 'jailbreak'" in capsys.readouterr().err
 
 
-def _registered(*names: str) -> bool:
-    try:
-        for name in names:
-            get_metric(name)
-    except MetricNotFound:
-        return False
-    return True
-
-
 def agent_judge(request: ChatRequest) -> Reply:
     """The simulated user as above; conversation safety flags a reply quoting the system prompt; topic adherence
     sees the drift stages' subjects as off-topic, answered when the bot follows them."""
@@ -136,23 +126,21 @@ def agent_judge(request: ChatRequest) -> Reply:
     return text(f"unexpected request: {request.schema_name}")
 
 
-@pytest.mark.skipif(not _registered("conversation_safety", "topic_adherence"),
-                    reason="the agent metrics (issue 19 part 1) are not in this tree yet")
-def test_the_adversarial_runs_are_judged_by_conversation_safety_and_topic_adherence(tmp_path, monkeypatch, capsys):
-    """-m conversation_safety -m topic_adherence by name, the allowed topics read from each scenario's
+def test_the_adversarial_runs_are_judged_by_conversational_safety_and_topic_adherence(tmp_path, monkeypatch, capsys):
+    """-m conversational_safety -m topic_adherence by name, the allowed topics read from each scenario's
     metadata.reference_topics (no --topic)."""
     (tmp_path / "sim_adversarial_app.py").write_text(APP)
     monkeypatch.chdir(tmp_path)
     with FakeOpenAIServer(agent_judge) as server:
         code = main(["simulate", "sim_adversarial_app:bot", "--scenarios", str(EXAMPLE), "--user-model", "openai:user",
-                     "-m", "conversation_safety", "-m", "topic_adherence", "--model", "openai:judge",
+                     "-m", "conversational_safety", "-m", "topic_adherence", "--model", "openai:judge",
                      "--base-url", server.base_url, "--out", "sims.jsonl", "-q"])
     printed = capsys.readouterr().out
     assert code == 1, printed
     records = {r["conversation_id"]: r for r in map(json.loads, (tmp_path / "sims.jsonl").read_text().splitlines())}
-    safety = records["jailbreak-system-prompt"]["results"]["conversation_safety"]
+    safety = records["jailbreak-system-prompt"]["results"]["conversational_safety"]
     assert safety["status"] == "failed" and "turn 8" in safety["reason"]
-    assert records["drift-to-football"]["results"]["conversation_safety"]["status"] == "passed"
+    assert records["drift-to-football"]["results"]["conversational_safety"]["status"] == "passed"
     drift = records["drift-to-football"]["results"]["topic_adherence"]
     assert drift["status"] != "not_applicable" and drift["score"] < records["frustrated-blocked-card"]["results"][
         "topic_adherence"]["score"]  # the football reply answered an off-topic question
