@@ -100,3 +100,58 @@ def test_an_unreachable_langgraph_server_is_exit_3_with_a_clear_message(tmp_path
                     "http://127.0.0.1:9/v1", "--out", str(tmp_path / "r.jsonl"), env={**bare_env, "HOME": str(tmp_path)})
     assert done.returncode == 3, done.stdout + done.stderr
     assert f"cannot reach the LangGraph server at http://127.0.0.1:{port}" in done.stderr
+
+
+def watch_cli(*args):
+    return [sys.executable, "-m", "judgegraph.cli", "watch", *args]
+
+
+def test_watch_judges_a_sqlite_file_s_idle_threads_once_and_stops_on_sigterm(tmp_path, bare_env):
+    import signal
+    import time
+
+    db = tmp_path / "agent.sqlite"
+    conn, app = agent_file(db, {"t1": ["Weather in Paris?"]})
+    out = tmp_path / "w.jsonl"
+    env = {**bare_env, "HOME": str(tmp_path)}
+    with FakeOpenAIServer(schema_responder) as server:
+        args = ["--checkpointer", f"sqlite:{db}", "--idle", "0", "-m", "turn-relevancy", "--model", "openai:judge",
+                "--base-url", server.base_url, "--out", str(out)]
+        done = subprocess.run(watch_cli(*args, "--once"), capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert [r["conversation_id"] for r in records(out)] == ["t1"]
+        # the agent goes on writing while a watcher polls: only the new thread is judged, then SIGTERM stops it
+        proc = subprocess.Popen(watch_cli(*args, "--interval", "0.3", "--max-polls", "1000"), env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            app.invoke({"messages": [HumanMessage("Weather?")]}, {"configurable": {"thread_id": "t2"}})
+            deadline = time.monotonic() + 60
+            while [r["conversation_id"] for r in records(out)] != ["t1", "t2"] and time.monotonic() < deadline:
+                assert proc.poll() is None, proc.communicate()
+                time.sleep(0.2)
+            proc.send_signal(signal.SIGTERM)
+            stdout, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+    conn.close()
+    assert proc.returncode == 143, stdout + stderr
+    assert "terminated" in stderr and "1 threads judged" in stdout
+    assert [r["conversation_id"] for r in records(out)] == ["t1", "t2"]  # each once
+
+
+def test_watch_usage_and_an_unreachable_server(tmp_path, bare_env):
+    env = {**bare_env, "HOME": str(tmp_path)}
+    for argv, msg in [([], "watch needs --checkpointer"), (["--langgraph-url", "http://x", "--sample", "0"], "--sample"),
+                      (["--langgraph-url", "http://x", "--once", "--max-polls", "3"], "--once is --max-polls 1")]:
+        done = subprocess.run(watch_cli(*argv, "--out", str(tmp_path / "w.jsonl")), capture_output=True, text=True,
+                              timeout=60, env=env)
+        assert done.returncode == 2 and msg in done.stderr, (argv, done.stderr)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = subprocess.run(watch_cli("--langgraph-url", f"http://127.0.0.1:{port}", "--once", "--model", "openai:j",
+                                    "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "w.jsonl")),
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 3 and f"cannot reach the LangGraph server at http://127.0.0.1:{port}" in done.stderr

@@ -108,7 +108,7 @@ def load_server(url: str, thread_ids: Sequence[str] | None = None, *, assistant:
         yield InputError(url, None, None, None, str(exc))
         return
     import httpx
-    from langgraph_sdk.errors import LangGraphError
+    from langgraph_sdk.errors import BadRequestError, LangGraphError, UnprocessableEntityError
     from langgraph_sdk.errors import NotFoundError as Missing
 
     try:
@@ -119,6 +119,9 @@ def load_server(url: str, thread_ids: Sequence[str] | None = None, *, assistant:
                     t = sdk.threads.get(tid)
                 except Missing:
                     yield InputError(url, None, None, "thread", f"thread {tid!r}: the server has no such thread")
+                    continue
+                except (BadRequestError, UnprocessableEntityError) as exc:  # e.g. "Invalid thread ID: must be a UUID"
+                    yield InputError(url, None, None, "thread", f"thread {tid!r}: the server refused it: {exc}")
                     continue
                 infos.append(ThreadInfo(tid, _parse_time(t.get("updated_at")), dict(t.get("metadata") or {}),
                                         status=t.get("status")))
