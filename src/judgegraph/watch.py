@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .loaders import InputError, LoadedConversation
-from .loaders.langgraph_threads import CONTEXT_KEY, FORMAT, ThreadError, ThreadInfo, checkpointer_threads, from_thread
+from .loaders.langgraph_threads import (
+    CONTEXT_KEY,
+    FORMAT,
+    ThreadError,
+    ThreadInfo,
+    checkpointer_threads,
+    from_thread,
+    matches,
+)
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -54,14 +62,17 @@ class ThreadSource(Protocol):
 
 @dataclass
 class CheckpointerThreads:
-    """The threads of a checkpointer (``where`` names it in sources and errors)."""
+    """The threads of a checkpointer run by ``assistant`` with ``metadata`` (both optional; ``where`` names it in
+    sources and errors)."""
 
     checkpointer: BaseCheckpointSaver[Any]
     where: str
+    assistant: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
     context_key: str | None = CONTEXT_KEY
 
     def threads(self) -> Iterator[ThreadInfo]:
-        return iter(checkpointer_threads(self.checkpointer))
+        return (t for t in checkpointer_threads(self.checkpointer) if matches(t, self.assistant, self.metadata))
 
     def read(self, info: ThreadInfo) -> LoadedConversation:
         conversation = from_thread(self.checkpointer, info.thread_id, context_key=self.context_key)

@@ -138,3 +138,20 @@ def test_a_file_that_is_not_a_checkpoint_file(tmp_path):
         pass
     with pytest.raises(FileNotFoundError), open_checkpointer(f"sqlite:{tmp_path / 'missing.sqlite'}"):
         pass
+
+
+def test_a_checkpointer_s_threads_filtered_by_their_run_metadata():
+    """A run's config["metadata"] is in its checkpoints' metadata: --metadata and --assistant filter on it."""
+    saver = InMemorySaver()
+    app = build_agent(saver)
+    for tid, meta in (("a", {"user": "alice", "graph_id": "agent"}), ("b", {"user": "bob"}), ("c", {})):
+        app.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": tid}, "metadata": meta})
+
+    def ids(**filters):
+        return [i.conversation.id for i in load_checkpointer(saver, "memory", **filters)]
+
+    assert ids() == ["a", "b", "c"]
+    assert ids(metadata={"user": "bob"}) == ["b"]
+    assert ids(assistant="agent") == ["a"]
+    assert ids(assistant="agent", metadata={"user": "bob"}) == []
+    assert ids(metadata={"user": "None"}) == []  # a missing key is not the text "None"

@@ -22,10 +22,10 @@ def add_thread_options(parser: argparse.ArgumentParser, *, threads: bool = True)
     if threads:
         g.add_argument("--thread", action="append", dest="threads", metavar="ID",
                        help="a thread to judge, repeatable (default: every thread)")
-    g.add_argument("--assistant", metavar="ID", help="--langgraph-url: only threads run by this assistant "
-                   "(its id, or its graph id)")
+    g.add_argument("--assistant", metavar="ID", help="only threads run by this assistant (its id, or its graph id)")
     g.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE",
-                   help="--langgraph-url: only threads whose metadata holds KEY=VALUE, repeatable")
+                   help="only threads whose metadata (a checkpointer's: its latest checkpoint's) holds KEY=VALUE, "
+                        "repeatable")
     g.add_argument("--context-key", default="documents", metavar="KEY",
                    help="the state key holding the retrieval context, given to the last reply (default %(default)s)")
     return g
@@ -44,8 +44,6 @@ def thread_source_error(args: argparse.Namespace) -> str | None:
         return "--checkpointer and --langgraph-url exclude each other: judge one source's threads at a time"
     if (getattr(args, "threads", None) or args.assistant or args.metadata) and not (args.checkpointer or args.langgraph_url):
         return "--thread, --assistant and --metadata need --checkpointer sqlite:PATH or --langgraph-url URL"
-    if (args.assistant or args.metadata) and not args.langgraph_url:
-        return "--assistant and --metadata filter a LangGraph server's threads: they need --langgraph-url URL"
     if bad := next((m for m in args.metadata if "=" not in m or not m.split("=", 1)[0]), None):
         return f"--metadata {bad!r}: expected KEY=VALUE"
     if args.checkpointer:
@@ -72,7 +70,8 @@ def thread_inputs(args: argparse.Namespace, seen: set[str]) -> Iterator[LoadedCo
             except OSError as exc:
                 yield InputError(args.checkpointer, None, None, None, str(exc))
                 return
-            items = load_checkpointer(saver, args.checkpointer, args.threads, context_key=args.context_key)
+            items = load_checkpointer(saver, args.checkpointer, args.threads, assistant=args.assistant,
+                                      metadata=metadata_filter(args), context_key=args.context_key)
         else:
             from ..loaders.langgraph_server import load_server
 

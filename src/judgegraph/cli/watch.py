@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
 def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console) -> ThreadSource | None:
     """The threads watched, or None (said on ``err``) when the checkpointer or server cannot be read."""
     from ..watch import CheckpointerThreads, ServerThreads
+    from .threads_option import metadata_filter
 
     if args.checkpointer:
         from ..loaders.langgraph_threads import open_checkpointer
@@ -113,9 +114,9 @@ def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console)
         except OSError as exc:
             err.print(f"[red]error:[/] {markup_safe(args.checkpointer)}: {markup_safe(exc)}")
             return None
-        return CheckpointerThreads(saver, args.checkpointer, context_key=args.context_key)
+        return CheckpointerThreads(saver, args.checkpointer, assistant=args.assistant, metadata=metadata_filter(args),
+                                   context_key=args.context_key)
     from ..loaders.langgraph_server import ServerUnreachable, client
-    from .threads_option import metadata_filter
 
     try:
         sdk = client(args.langgraph_url)

@@ -21,6 +21,7 @@ from .langgraph_threads import (
     ThreadInfo,
     _parse_time,
     conversation_from_values,
+    matches,
     thread_metadata,
 )
 
@@ -55,14 +56,6 @@ def client(url: str) -> SyncLangGraphClient:
     from langgraph_sdk import get_sync_client
 
     return get_sync_client(url=url, timeout=TIMEOUT)
-
-
-def matches(info: ThreadInfo, assistant: str | None, metadata: Mapping[str, str]) -> bool:
-    """Whether a thread is one asked for: run by ``assistant`` (its ``assistant_id`` or ``graph_id`` metadata, which
-    the server sets on a thread's runs) and holding every ``metadata`` key with that value (compared as text)."""
-    if assistant and assistant not in (info.metadata.get("assistant_id"), info.metadata.get("graph_id")):
-        return False
-    return all(str(info.metadata.get(k)) == v for k, v in metadata.items())
 
 
 def server_threads(sdk: SyncLangGraphClient, *, assistant: str | None = None,

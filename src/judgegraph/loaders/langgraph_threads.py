@@ -144,6 +144,16 @@ def thread_metadata(info: ThreadInfo, checkpoint_id: str | None) -> dict[str, An
     return meta
 
 
+def matches(info: ThreadInfo, assistant: str | None, metadata: Mapping[str, str] | None) -> bool:
+    """Whether a thread is one asked for: run by ``assistant`` (its ``assistant_id`` or ``graph_id`` metadata, which
+    a LangGraph server sets on a thread's runs) and holding every ``metadata`` key with that value (compared as text).
+    A checkpointer's threads are matched on their latest checkpoint's metadata, which holds the run's
+    ``config["metadata"]``."""
+    if assistant and assistant not in (info.metadata.get("assistant_id"), info.metadata.get("graph_id")):
+        return False
+    return all(k in info.metadata and str(info.metadata[k]) == v for k, v in (metadata or {}).items())
+
+
 # --------------------------------------------------------------------------- one thread
 
 
@@ -209,11 +219,14 @@ def checkpointer_threads(checkpointer: BaseCheckpointSaver[Any]) -> list[ThreadI
 
 
 def load_checkpointer(checkpointer: BaseCheckpointSaver[Any], where: str, thread_ids: Sequence[str] | None = None, *,
+                      assistant: str | None = None, metadata: Mapping[str, str] | None = None,
                       context_key: str | None = CONTEXT_KEY) -> Iterator[LoadedConversation | InputError]:
-    """The threads ``thread_ids`` (default: every thread) of ``checkpointer`` as conversations, read one at a time;
-    a thread that cannot be read is an :class:`InputError` in the stream (``where`` names the checkpointer)."""
+    """The threads ``thread_ids`` (default: every thread run by ``assistant`` with ``metadata``: :func:`matches`) of
+    ``checkpointer`` as conversations, read one at a time; a thread that cannot be read is an :class:`InputError`
+    in the stream (``where`` names the checkpointer)."""
     try:
-        ids: Iterable[str] = thread_ids if thread_ids else [t.thread_id for t in checkpointer_threads(checkpointer)]
+        ids: Iterable[str] = thread_ids if thread_ids else [
+            t.thread_id for t in checkpointer_threads(checkpointer) if matches(t, assistant, metadata)]
     except Exception as exc:  # noqa: BLE001 - any saver's own failure (a corrupt file ...) is an input error
         yield InputError(where, None, None, None, f"cannot list the threads: {type(exc).__name__}: {exc}")
         return
