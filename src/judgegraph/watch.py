@@ -4,8 +4,8 @@ Each poll lists the threads of a checkpointer (:class:`CheckpointerThreads`) or 
 (:class:`ServerThreads`), keeps those idle for at least ``idle`` seconds (a server's threads must also have the
 status ``idle`` or ``error``: not running, not waiting at an interrupt), a seeded sample of them, and judges each one
 not judged before. Results are appended to the results file as ``eval`` writes them; which threads were judged is
-remembered in a small SQLite file (:class:`Remembered`), so a restart judges nothing twice and memory does not grow
-with the number of threads. A thread whose judgement had judge errors is tried again at the next polls, up to
+remembered in a small SQLite file (:class:`Remembered`), not in memory, so a restart judges nothing twice.
+A thread whose judgement had judge errors is tried again at the next polls, up to
 :data:`MAX_TRIES` times in all.
 """
 
