@@ -43,3 +43,47 @@ def test_remembered_across_restarts_and_retried_after_judge_errors(tmp_path):
         r.record("src", "flaky", ok=False)
     assert r.done("src", "flaky") and r.count() == 2  # given up after MAX_TRIES tries
     r.close()
+
+
+def test_a_watch_judges_each_thread_once_and_retries_judge_errors_up_to_max_tries(tmp_path):
+    """Watch.run over an InMemorySaver of the test agent, judged by a scripted model: the thread whose judge
+    fails is judged again at each poll until MAX_TRIES, the good one once; a new Watch on the same state file
+    (a restart) judges neither again."""
+    import asyncio
+    import json
+
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from judgegraph.judges import resolve_judge
+    from judgegraph.judges.scripted import ScriptedChatModel
+    from judgegraph.runner import MetricPlan
+    from judgegraph.watch import CheckpointerThreads, Watch
+    from tests.kit.agent import build_agent
+
+    saver = InMemorySaver()
+    app = build_agent(saver)
+    for tid, question in (("good", "Weather in Paris?"), ("flaky", "Weather in FLAKY?")):
+        app.invoke({"messages": [HumanMessage(question)]}, {"configurable": {"thread_id": tid}})
+    judge = ScriptedChatModel(rules=[("FLAKY", [RuntimeError("HTTP 503 from the judge")])],
+                              default={"reason": "on topic", "verdict": "yes"})
+    plan = MetricPlan(["turn_relevancy"], resolve_judge(model=judge, cache=False, max_tries=1))
+    out, state = tmp_path / "w.jsonl", tmp_path / "state.sqlite"
+    polls: list[tuple[int, int]] = []
+
+    def watch() -> Watch:
+        return Watch(CheckpointerThreads(saver, "memory"), plan, out, Remembered(state), idle=0, interval=0.01,
+                     max_polls=MAX_TRIES + 2, on_poll=lambda n, judged: polls.append((n, judged)))
+
+    first = watch()
+    summary = asyncio.run(first.run(asyncio.Event()))
+    first.remembered.close()
+    judged = [json.loads(line)["conversation_id"] for line in out.read_text().splitlines()]
+    assert judged.count("good") == 1 and judged.count("flaky") == MAX_TRIES
+    assert polls == [(1, 2)] + [(n, 1) for n in range(2, MAX_TRIES + 1)] + [(MAX_TRIES + 1, 0), (MAX_TRIES + 2, 0)]
+    assert summary.judge_errors == MAX_TRIES and not summary.interrupted
+    again = watch()
+    again.max_polls = 1
+    asyncio.run(again.run(asyncio.Event()))
+    again.remembered.close()
+    assert len(out.read_text().splitlines()) == 1 + MAX_TRIES  # a restart judges nothing again
