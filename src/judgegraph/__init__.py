@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .judges.offline import EmbeddingJudge
     from .judges.scripted import ScriptedChatModel
     from .loaders import load_conversations, load_file, load_files
+    from .loaders.langgraph_threads import from_thread
     from .metrics import create_metric
     from .metrics.contextual import create_turn_contextual_relevancy_judge
     from .metrics.custom import make_judge
@@ -86,6 +87,7 @@ _EXPORTS = {
     "load_file": "loaders",
     "load_files": "loaders",
     "load_conversations": "loaders",
+    "from_thread": "loaders.langgraph_threads",
     "exchanges": "windows",
     "sliding_windows": "windows",
     "Judge": "judges",

@@ -85,7 +85,7 @@ def synopsis() -> dict[str, set[str]]:
     return flags
 
 
-@pytest.mark.parametrize("name", ["eval", "simulate", "rejudge", "report", "show", "agree"])
+@pytest.mark.parametrize("name", ["eval", "simulate", "rejudge", "report", "show", "agree", "watch"])
 def test_every_flag_of_the_readme_synopsis_is_in_the_commands_help(capsys, name):
     with pytest.raises(SystemExit) as done:
         main([name, "--help"])

@@ -1,4 +1,4 @@
-"""``judgegraph eval``: judge the conversations in files and/or MLflow sessions."""
+"""``judgegraph eval``: judge the conversations in files, MLflow sessions and/or LangGraph threads."""
 
 from __future__ import annotations
 
@@ -116,6 +116,9 @@ def register(sub: Subparsers) -> None:
     ml.add_argument("--response-key", metavar="KEY", help="key of the traced function's output holding the reply, when ambiguous")
     ev.add_argument("--config", metavar="FILE", help="settings from a judgegraph.yaml (judgegraph init writes one); "
                     "the command line overrides it (docs/runs.md)")
+    from .threads_option import add_thread_options
+
+    add_thread_options(ev)
     ev.set_defaults(run=run, parser=ev)
 
 
@@ -318,7 +321,9 @@ def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | Inp
             yield item
 
     files = iter_inputs(args.files, seen=seen, allow_outside_files=args.allow_outside_files)
-    return itertools.chain(files, from_mlflow()), sessions
+    from .threads_option import thread_inputs
+
+    return itertools.chain(files, from_mlflow(), thread_inputs(args, seen)), sessions
 
 
 def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console, err: Console) -> int:
@@ -534,8 +539,13 @@ def _source_error(args: argparse.Namespace) -> str | None:
     """What is wrong with what is judged, and where: FILEs and/or MLflow, and the extras --mlflow-uri and --ray need."""
     if not args.mlflow_uri and (args.experiment or args.log_assessments or args.max_traces is not None):
         return "--experiment, --log-assessments and --max-traces need --mlflow-uri URI"
-    if not args.files and not args.mlflow_uri:
-        return "nothing to judge: give at least one FILE, or --mlflow-uri URI --experiment NAME"
+    from .threads_option import thread_source_error
+
+    if bad := thread_source_error(args):
+        return bad
+    if not args.files and not args.mlflow_uri and not args.checkpointer and not args.langgraph_url:
+        return ("nothing to judge: give at least one FILE, --mlflow-uri URI --experiment NAME, "
+                "--checkpointer sqlite:PATH or --langgraph-url URL")
     if args.mlflow_uri and not args.experiment:
         return "--mlflow-uri needs --experiment NAME (the experiment whose trace sessions are judged)"
     from importlib.util import find_spec  # the extras are looked for without importing them

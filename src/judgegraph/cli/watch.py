@@ -1,0 +1,186 @@
+"""``judgegraph watch``: judge an agent's threads once they have ended (:mod:`judgegraph.watch`; docs/threads.md)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import common
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, markup_safe, safe, usage_error
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from rich.console import Console
+
+    from ..runner import ConversationOutcome, MetricPlan, RunSummary
+    from ..watch import ThreadSource
+    from .common import Subparsers
+
+
+def register(sub: Subparsers) -> None:
+    w = sub.add_parser("watch", help="judge a checkpointer's or LangGraph server's threads as they end",
+                       description="Poll an agent's threads and judge each one once, when it has been idle for "
+                                   "--idle seconds; results are appended to --out as eval writes them.")
+    from .threads_option import add_thread_options
+
+    add_thread_options(w, threads=False)
+    w.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC",
+                   help="metric to run, repeatable (default turn-relevancy)")
+    common.add_judge_options(w, model="LLM judge, e.g. openai:gpt-4.1-mini (default: the offline embedding judge)",
+                             base_url="OpenAI-compatible server for --model", concurrency="judge calls in flight at once")
+    common.add_metric_options(w, role="role-adherence: the chatbot's role")
+    p = w.add_argument_group("polling")
+    p.add_argument("--idle", type=float, default=300.0, metavar="SECONDS",
+                   help="a thread not updated for this long has ended and is judged (default %(default)s)")
+    p.add_argument("--sample", type=float, default=1.0, metavar="RATE",
+                   help="judge this share of the threads, 0..1, chosen by --seed and the thread id (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    p.add_argument("--interval", type=float, default=30.0, metavar="SECONDS", help="between polls (default %(default)s)")
+    p.add_argument("--once", action="store_true", help="poll once, judge what is due, stop")
+    p.add_argument("--max-polls", type=int, metavar="N", help="stop after N polls")
+    p.add_argument("--out", default="judgegraph-watch.jsonl", help="results file, appended to (default %(default)s)")
+    p.add_argument("--state", metavar="PATH", help="the threads already judged (SQLite; default: --out's path + "
+                   "'.watched.sqlite'): a restart judges none of them again")
+    p.add_argument("--transcripts", choices=["full", "errors", "none"], default="full",
+                   help="what the results keep of each verdict's judge calls (default full)")
+    w.set_defaults(run=run)
+
+
+def _bad(args: argparse.Namespace) -> str | None:
+    from .threads_option import thread_source_error
+
+    if not (args.checkpointer or args.langgraph_url):
+        return "watch needs --checkpointer sqlite:PATH or --langgraph-url URL"
+    if bad := thread_source_error(args):
+        return bad
+    if not args.idle >= 0:
+        return f"--idle must be >= 0 seconds, got {args.idle}"
+    if not 0 < args.sample <= 1:
+        return f"--sample must be > 0 and <= 1, got {args.sample}"
+    if not args.interval > 0:
+        return f"--interval must be > 0 seconds, got {args.interval}"
+    if args.max_polls is not None and args.max_polls < 1:
+        return f"--max-polls must be >= 1, got {args.max_polls}"
+    if args.once and args.max_polls not in (None, 1):
+        return "--once is --max-polls 1: give one of them"
+    if Path(args.out).is_dir():
+        return f"--out {args.out} is a directory"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..judges import resolve_judge
+    from ..runner import MetricPlan
+
+    out, err = common.consoles()
+    for check in (common.check_numbers, _bad):
+        if bad := check(args):
+            return usage_error(err, bad)
+    try:
+        judge = resolve_judge(**common.judge_settings(args, args.model, args.concurrency))
+        plan = MetricPlan(args.metrics, judge, common.metric_options(args))
+        plan.check()
+    except (KeyError, ValueError, TypeError, OSError) as exc:
+        return usage_error(err, exc)
+    held, locked = common.lock_out(args)  # one watcher per results file
+    if locked:
+        return usage_error(err, locked)
+    try:
+        with contextlib.ExitStack() as stack:
+            source = _source(args, stack, err)
+            if source is None:
+                return EXIT_ERRORS
+            return _watch(args, source, plan, out, err)
+    finally:
+        if held is not None:
+            held.release()
+
+
+def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console) -> ThreadSource | None:
+    """The threads watched, or None (said on ``err``) when the checkpointer or server cannot be read."""
+    from ..watch import CheckpointerThreads, ServerThreads
+    from .threads_option import metadata_filter
+
+    if args.checkpointer:
+        from ..loaders.langgraph_threads import open_checkpointer
+
+        try:
+            saver = stack.enter_context(open_checkpointer(args.checkpointer))
+        except OSError as exc:
+            err.print(f"[red]error:[/] {markup_safe(args.checkpointer)}: {markup_safe(exc)}")
+            return None
+        return CheckpointerThreads(saver, args.checkpointer, assistant=args.assistant, metadata=metadata_filter(args),
+                                   context_key=args.context_key)
+    from ..loaders.langgraph_server import ServerUnreachable, client
+
+    try:
+        sdk = client(args.langgraph_url)
+    except ServerUnreachable as exc:
+        err.print(f"[red]error:[/] {markup_safe(exc)}")
+        return None
+    return ServerThreads(sdk, args.langgraph_url, assistant=args.assistant, metadata=metadata_filter(args),
+                         context_key=args.context_key)
+
+
+def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out: Console, err: Console) -> int:
+    from ..watch import Remembered, Watch
+
+    state = Path(args.state) if args.state else Path(f"{args.out}.watched.sqlite")
+    remembered = Remembered(state)
+    stopped_by: list[int] = []
+
+    def said(o: ConversationOutcome) -> None:
+        shown = ", ".join(f"{r.key} {r.status}" + (f" {r.score:.2f}" if r.score is not None else "")
+                          for r in o.results.values())
+        out.print(f"{safe(o.conversation_id)}: {safe(o.error or shown)}", markup=False, highlight=False)
+
+    watch = Watch(source, plan, args.out, remembered, idle=args.idle, sample=args.sample, seed=args.seed,
+                  interval=args.interval, max_polls=1 if args.once else args.max_polls, transcripts=args.transcripts,
+                  max_conversations=max(4, args.concurrency * 2), on_outcome=said,
+                  on_input_error=lambda e: err.print(f"[red]input error:[/] {markup_safe(e)}"),
+                  on_poll=lambda n, judged: err.print(f"poll {n}: {judged} threads judged", markup=False))
+
+    async def main() -> RunSummary:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread: no signals
+            for sig, name in ((signal.SIGINT, "interrupted"), (signal.SIGTERM, "terminated")):
+                loop.add_signal_handler(sig, _stopper(loop, stop, sig, name, err, stopped_by))
+        return await watch.run(stop)
+
+    err.print(f"watching {markup_safe(source.where)}: threads idle for {args.idle:g}s"
+              + (f", a {args.sample:g} sample (seed {args.seed})" if args.sample < 1 else "")
+              + f"; judged ones remembered in {markup_safe(state)}")
+    try:
+        summary = asyncio.run(main())
+    finally:
+        remembered.close()
+    out.print(f"{watch.polls} polls, {summary.conversations} threads judged: {summary.count('passed')} passed, "
+              f"{summary.count('failed')} failed, {summary.count('error')} errors; {summary.judge_errors} judge "
+              f"errors, {summary.input_error_count} input errors. results: {markup_safe(args.out)}",
+              highlight=False, soft_wrap=True)
+    if summary.interrupted:
+        from .eval import EXIT_TERMINATED
+
+        return EXIT_TERMINATED if signal.SIGTERM in stopped_by else EXIT_INTERRUPTED
+    if summary.input_error_count or summary.judge_errors or summary.count("error") or summary.failed_runs:
+        return EXIT_ERRORS
+    return EXIT_FAILED if summary.count("failed") else EXIT_OK
+
+
+def _stopper(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, sig: int, name: str, err: Console,
+             stopped_by: list[int]) -> Callable[[], None]:
+    """A signal handler: stop polling, finish writing (the same signal again ends the process at once)."""
+
+    def handle() -> None:
+        stopped_by.append(sig)
+        stop.set()
+        loop.remove_signal_handler(sig)
+        err.print(f"[yellow]{name}:[/] stopping the watch (the judged threads are written)")
+
+    return handle

@@ -1,0 +1,245 @@
+"""Judge an agent's live threads as they end (``judgegraph watch``; docs/threads.md).
+
+Each poll lists the threads of a checkpointer (:class:`CheckpointerThreads`) or a LangGraph server
+(:class:`ServerThreads`), keeps those idle for at least ``idle`` seconds (a server's threads must also have the
+status ``idle`` or ``error``: not running, not waiting at an interrupt), a seeded sample of them, and judges each one
+not judged before. Results are appended to the results file as ``eval`` writes them; which threads were judged is
+remembered in a small SQLite file (:class:`Remembered`), not in memory, so a restart judges nothing twice.
+A thread whose judgement had judge errors is tried again at the next polls, up to
+:data:`MAX_TRIES` times in all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .loaders import InputError, LoadedConversation
+from .loaders.langgraph_threads import (
+    CONTEXT_KEY,
+    FORMAT,
+    ThreadError,
+    ThreadInfo,
+    checkpointer_threads,
+    from_thread,
+    matches,
+)
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph_sdk.client import SyncLangGraphClient
+
+    from .pricing import Prices
+    from .runner import ConversationOutcome, MetricPlan, RunSummary
+
+#: Judgements of a thread at most, when each one had judge errors.
+MAX_TRIES = 3
+#: A server thread's statuses that mean its run has ended.
+ENDED = ("idle", "error")
+
+
+class ThreadSource(Protocol):
+    """Where threads are listed and read."""
+
+    where: str
+
+    def threads(self) -> Iterator[ThreadInfo]:
+        """The threads, any order, lazily."""
+        ...
+
+    def read(self, info: ThreadInfo) -> LoadedConversation:
+        """One thread as a conversation (raises :class:`ThreadError`)."""
+        ...
+
+
+@dataclass
+class CheckpointerThreads:
+    """The threads of a checkpointer run by ``assistant`` with ``metadata`` (both optional; ``where`` names it in
+    sources and errors)."""
+
+    checkpointer: BaseCheckpointSaver[Any]
+    where: str
+    assistant: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    context_key: str | None = CONTEXT_KEY
+
+    def threads(self) -> Iterator[ThreadInfo]:
+        return (t for t in checkpointer_threads(self.checkpointer) if matches(t, self.assistant, self.metadata))
+
+    def read(self, info: ThreadInfo) -> LoadedConversation:
+        conversation = from_thread(self.checkpointer, info.thread_id, context_key=self.context_key)
+        return LoadedConversation(conversation, f"{FORMAT}:{self.where}#{info.thread_id}", FORMAT)
+
+
+@dataclass
+class ServerThreads:
+    """The threads of a LangGraph server, run by ``assistant`` with ``metadata`` (both optional)."""
+
+    client: SyncLangGraphClient
+    where: str
+    assistant: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    context_key: str | None = CONTEXT_KEY
+
+    def threads(self) -> Iterator[ThreadInfo]:
+        from .loaders.langgraph_server import server_threads
+
+        return server_threads(self.client, assistant=self.assistant, metadata=self.metadata)
+
+    def read(self, info: ThreadInfo) -> LoadedConversation:
+        from .loaders.langgraph_server import read_thread
+
+        conversation = read_thread(self.client, info, context_key=self.context_key)
+        return LoadedConversation(conversation, f"{FORMAT}:{self.where}#{info.thread_id}", FORMAT)
+
+
+class Remembered:
+    """The threads already judged, on disk (SQLite): ``(source, thread id) -> tries, done``."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, check_same_thread=False)
+        with self._db:
+            self._db.execute("CREATE TABLE IF NOT EXISTS judged (source TEXT NOT NULL, thread_id TEXT NOT NULL, "
+                             "tries INTEGER NOT NULL, done INTEGER NOT NULL, judged_at TEXT NOT NULL, "
+                             "PRIMARY KEY (source, thread_id))")
+
+    def done(self, source: str, thread_id: str) -> bool:
+        row = self._db.execute("SELECT done FROM judged WHERE source = ? AND thread_id = ?",
+                               (source, thread_id)).fetchone()
+        return bool(row and row[0])
+
+    def record(self, source: str, thread_id: str, *, ok: bool) -> None:
+        """One judgement of a thread: done when ``ok`` or after :data:`MAX_TRIES` tries."""
+        now = datetime.now(timezone.utc).isoformat()
+        with self._db:
+            row = self._db.execute("SELECT tries FROM judged WHERE source = ? AND thread_id = ?",
+                                   (source, thread_id)).fetchone()
+            tries = (row[0] if row else 0) + 1
+            self._db.execute("INSERT OR REPLACE INTO judged VALUES (?, ?, ?, ?, ?)",
+                             (source, thread_id, tries, int(ok or tries >= MAX_TRIES), now))
+
+    def count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM judged WHERE done = 1").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def sampled(thread_id: str, rate: float, seed: int) -> bool:
+    """Whether a thread is in the sample: a hash of (seed, thread id), so the same threads are chosen at every poll
+    and after a restart."""
+    if rate >= 1:
+        return True
+    digest = hashlib.sha256(f"{seed}\0{thread_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < rate
+
+
+def is_due(info: ThreadInfo, idle: float, now: datetime | None = None) -> bool:
+    """Whether a thread has ended: not updated for ``idle`` seconds (and, on a server, not running or interrupted)."""
+    if info.status is not None and info.status not in ENDED:
+        return False
+    if info.updated_at is None:
+        return False
+    at = info.updated_at if info.updated_at.tzinfo else info.updated_at.replace(tzinfo=timezone.utc)
+    return ((now or datetime.now(timezone.utc)) - at).total_seconds() >= idle
+
+
+def _ok(outcome: ConversationOutcome) -> bool:
+    return not outcome.error and not any(r.status == "error" or r.errors for r in outcome.results.values())
+
+
+@dataclass
+class Watch:
+    """What one watcher judges and how (see the module doc). ``on_poll(n, judged)`` is told after each poll."""
+
+    source: ThreadSource
+    plan: MetricPlan
+    out: str | Path
+    remembered: Remembered
+    idle: float = 300.0
+    sample: float = 1.0
+    seed: int = 0
+    interval: float = 30.0
+    max_polls: int | None = None
+    transcripts: str = "full"
+    prices: Prices | None = None
+    max_conversations: int = 8
+    on_outcome: Callable[[ConversationOutcome], None] | None = None
+    on_input_error: Callable[[InputError], None] | None = None
+    on_poll: Callable[[int, int], None] | None = None
+    polls: int = 0
+
+    def due(self) -> Iterator[LoadedConversation | InputError]:
+        """One poll's threads to judge, read one at a time."""
+        key = self.source.where
+        listing = self.source.threads()
+        while True:
+            try:
+                info = next(listing)
+            except StopIteration:
+                return
+            except Exception as exc:  # noqa: BLE001 - a server gone, a locked file: this poll ends, the next tries
+                yield InputError(key, None, None, None, f"poll {self.polls}: cannot list the threads: "
+                                 f"{type(exc).__name__}: {exc}")
+                return
+            if not is_due(info, self.idle) or not sampled(info.thread_id, self.sample, self.seed):
+                continue
+            if self.remembered.done(key, info.thread_id):
+                continue
+            try:
+                yield self.source.read(info)
+            except ThreadError as exc:
+                self.remembered.record(key, info.thread_id, ok=True)  # it will not read better: not read again
+                yield exc.input_error(key)
+            except Exception as exc:  # noqa: BLE001 - the server failed on this read: tried again at the next poll
+                yield InputError(key, None, None, "thread", f"thread {info.thread_id!r}: cannot read it: "
+                                 f"{type(exc).__name__}: {exc}")
+
+    async def run(self, stop: asyncio.Event) -> RunSummary:
+        """Poll until ``stop`` is set or ``max_polls`` polls are done, ``interval`` seconds apart."""
+        from .resultsfile import ResultsWriter
+        from .runner import RunSummary, evaluate_async
+
+        summary = RunSummary(judge=self.plan.judge.name, keep_outcomes=False, max_rows=0, prices=self.prices)
+        writer = ResultsWriter(self.out, mode="a", transcripts=self.transcripts,
+                               cost=self.prices.cost if self.prices else None)
+        key = self.source.where
+
+        def wrote(outcome: ConversationOutcome) -> None:
+            writer.outcome(outcome)
+            self.remembered.record(key, outcome.conversation_id, ok=_ok(outcome))
+            if self.on_outcome:
+                self.on_outcome(outcome)
+
+        def bad(error: InputError) -> None:
+            writer.input_error(error)
+            if self.on_input_error:
+                self.on_input_error(error)
+
+        try:
+            while not stop.is_set():
+                self.polls += 1
+                before = summary.conversations
+                started = time.monotonic()
+                await evaluate_async(self.due(), self.plan, max_conversations=self.max_conversations,
+                                     on_outcome=wrote, on_input_error=bad, summary=summary, stop=stop)
+                if self.on_poll:
+                    self.on_poll(self.polls, summary.conversations - before)
+                if stop.is_set() or (self.max_polls is not None and self.polls >= self.max_polls):
+                    break
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), max(0.0, self.interval - (time.monotonic() - started)))
+        finally:
+            writer.close()
+        summary.interrupted = stop.is_set()
+        return summary

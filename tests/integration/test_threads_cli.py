@@ -1,0 +1,157 @@
+"""``judgegraph eval --checkpointer sqlite:PATH``: a real SqliteSaver file written by a small tool-calling agent
+(tests/kit/agent.py), judged through the CLI by an LLM judge on the loopback server; an unreadable thread is an
+input error naming the thread and the field; an unreachable LangGraph server is exit 3 with a clear message."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from tests.kit.agent import build_agent
+from tests.kit.openai_server import FakeOpenAIServer, schema_responder
+
+pytestmark = pytest.mark.integration
+sqlite_saver = pytest.importorskip("langgraph.checkpoint.sqlite", reason="pip install 'judgegraph[threads]'")
+
+
+def agent_file(path, threads):
+    conn = sqlite3.connect(path, check_same_thread=False)
+    app = build_agent(sqlite_saver.SqliteSaver(conn))
+    for tid, questions in threads.items():
+        for q in questions:
+            app.invoke({"messages": [HumanMessage(q)]}, {"configurable": {"thread_id": tid}})
+    return conn, app
+
+
+def eval_cli(*args, env, timeout=120):
+    return subprocess.run([sys.executable, "-m", "judgegraph.cli", "eval", "--no-progress", *args],
+                          capture_output=True, text=True, timeout=timeout, env=env, check=False)
+
+
+def records(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_every_thread_of_a_sqlite_file_is_judged_and_a_bad_one_is_an_input_error(tmp_path, bare_env):
+    db = tmp_path / "agent.sqlite"
+    conn, _ = agent_file(db, {"t1": ["Weather in Paris?", "And tomorrow?"], "t2": ["Weather?"]})
+    from langgraph.graph import START, StateGraph
+    from typing_extensions import TypedDict
+
+    class Counter(TypedDict):
+        count: int
+
+    g = StateGraph(Counter)
+    g.add_node("inc", lambda s: {"count": s["count"] + 1})
+    g.add_edge(START, "inc")
+    g.compile(checkpointer=sqlite_saver.SqliteSaver(conn)).invoke({"count": 0}, {"configurable": {"thread_id": "n"}})
+    conn.close()
+    out = tmp_path / "r.jsonl"
+    with FakeOpenAIServer(schema_responder) as server:
+        done = eval_cli("--checkpointer", f"sqlite:{db}", "-m", "turn-relevancy", "--model", "openai:judge",
+                        "--base-url", server.base_url, "--out", str(out), env={**bare_env, "HOME": str(tmp_path)})
+    assert done.returncode == 3, done.stdout + done.stderr  # judged, and one input error
+    assert "thread 'n': the thread's state has no 'messages'" in done.stderr
+    rows = records(out)
+    judged = {r["conversation_id"]: r for r in rows if r["type"] == "conversation"}
+    assert set(judged) == {"t1", "t2"}
+    assert judged["t1"]["source"] == f"langgraph:sqlite:{db}#t1"
+    assert judged["t1"]["results"]["turn_relevancy"]["status"] == "passed"
+    assert len(judged["t1"]["results"]["turn_relevancy"]["verdicts"]) == 2  # the two replies; tool-call turns are blank
+    bad = [r for r in rows if r["type"] == "input_error"]
+    assert len(bad) == 1 and bad[0]["field"] == "values.messages" and "thread 'n'" in bad[0]["message"]
+
+    one = tmp_path / "one.jsonl"
+    with FakeOpenAIServer(schema_responder) as server:
+        done = eval_cli("--checkpointer", f"sqlite:{db}", "--thread", "t2", "-m", "turn-relevancy", "--model",
+                        "openai:judge", "--base-url", server.base_url, "--out", str(one),
+                        env={**bare_env, "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [r["conversation_id"] for r in records(one) if r["type"] == "conversation"] == ["t2"]
+
+
+def test_source_mistakes_are_usage_errors_and_a_missing_file_an_input_error(tmp_path, bare_env):
+    env = {**bare_env, "HOME": str(tmp_path)}
+    out = tmp_path / "r.jsonl"
+    for argv, msg in [
+        (["--checkpointer", "postgres:x"], "expected sqlite:PATH"),
+        (["--thread", "t1"], "need --checkpointer sqlite:PATH or --langgraph-url URL"),
+        (["--checkpointer", f"sqlite:{tmp_path}/a", "--langgraph-url", "http://x"], "exclude each other"),
+        (["--langgraph-url", "http://127.0.0.1:1", "--metadata", "novalue"], "expected KEY=VALUE"),
+    ]:
+        done = eval_cli(*argv, "--out", str(out), env=env)
+        assert done.returncode == 2 and msg in done.stderr, (argv, done.stderr)
+    done = eval_cli("--checkpointer", f"sqlite:{tmp_path}/missing.sqlite", "--model", "openai:judge", "--base-url",
+                    "http://127.0.0.1:9/v1", "--out", str(out), env=env)
+    assert done.returncode == 3 and "no such SqliteSaver file" in done.stderr, done.stderr
+
+
+def test_an_unreachable_langgraph_server_is_exit_3_with_a_clear_message(tmp_path, bare_env):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = eval_cli("--langgraph-url", f"http://127.0.0.1:{port}", "--model", "openai:judge", "--base-url",
+                    "http://127.0.0.1:9/v1", "--out", str(tmp_path / "r.jsonl"), env={**bare_env, "HOME": str(tmp_path)})
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert f"cannot reach the LangGraph server at http://127.0.0.1:{port}" in done.stderr
+
+
+def watch_cli(*args):
+    return [sys.executable, "-m", "judgegraph.cli", "watch", *args]
+
+
+def test_watch_judges_a_sqlite_file_s_idle_threads_once_and_stops_on_sigterm(tmp_path, bare_env):
+    import signal
+    import time
+
+    db = tmp_path / "agent.sqlite"
+    conn, app = agent_file(db, {"t1": ["Weather in Paris?"]})
+    out = tmp_path / "w.jsonl"
+    env = {**bare_env, "HOME": str(tmp_path)}
+    with FakeOpenAIServer(schema_responder) as server:
+        args = ["--checkpointer", f"sqlite:{db}", "--idle", "0", "-m", "turn-relevancy", "--model", "openai:judge",
+                "--base-url", server.base_url, "--out", str(out)]
+        done = subprocess.run(watch_cli(*args, "--once"), capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert [r["conversation_id"] for r in records(out)] == ["t1"]
+        # the agent goes on writing while a watcher polls: only the new thread is judged, then SIGTERM stops it
+        proc = subprocess.Popen(watch_cli(*args, "--interval", "0.3", "--max-polls", "1000"), env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            app.invoke({"messages": [HumanMessage("Weather?")]}, {"configurable": {"thread_id": "t2"}})
+            deadline = time.monotonic() + 60
+            while [r["conversation_id"] for r in records(out)] != ["t1", "t2"] and time.monotonic() < deadline:
+                assert proc.poll() is None, proc.communicate()
+                time.sleep(0.2)
+            proc.send_signal(signal.SIGTERM)
+            stdout, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+    conn.close()
+    assert proc.returncode == 143, stdout + stderr
+    assert "terminated" in stderr and "1 threads judged" in stdout
+    assert [r["conversation_id"] for r in records(out)] == ["t1", "t2"]  # each once
+
+
+def test_watch_usage_and_an_unreachable_server(tmp_path, bare_env):
+    env = {**bare_env, "HOME": str(tmp_path)}
+    for argv, msg in [([], "watch needs --checkpointer"), (["--langgraph-url", "http://x", "--sample", "0"], "--sample"),
+                      (["--langgraph-url", "http://x", "--once", "--max-polls", "3"], "--once is --max-polls 1")]:
+        done = subprocess.run(watch_cli(*argv, "--out", str(tmp_path / "w.jsonl")), capture_output=True, text=True,
+                              timeout=60, env=env)
+        assert done.returncode == 2 and msg in done.stderr, (argv, done.stderr)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = subprocess.run(watch_cli("--langgraph-url", f"http://127.0.0.1:{port}", "--once", "--model", "openai:j",
+                                    "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "w.jsonl")),
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 3 and f"cannot reach the LangGraph server at http://127.0.0.1:{port}" in done.stderr
