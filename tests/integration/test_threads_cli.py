@@ -35,7 +35,9 @@ def eval_cli(*args, env, timeout=120):
 
 
 def records(path):
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    """The results file's records, its run header and summary left out."""
+    return [r for line in path.read_text(encoding="utf-8").splitlines()
+            if (r := json.loads(line))["type"] not in ("header", "summary")]
 
 
 def test_every_thread_of_a_sqlite_file_is_judged_and_a_bad_one_is_an_input_error(tmp_path, bare_env):

@@ -87,7 +87,7 @@ def test_eval_reads_the_server_s_threads_with_their_tool_calls(server, judge, tm
                "-m", "turn-relevancy", "--model", "openai:judge", "--base-url", judge.base_url, "--out", str(out),
                "--no-progress", env=bare_env, tmp_path=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    rows = [r for line in out.read_text().splitlines() if (r := json.loads(line))["type"] == "conversation"]
     assert [r["conversation_id"] for r in rows] == [mine]
     assert rows[0]["source"] == f"langgraph:{url}#{mine}"
     assert len(rows[0]["results"]["turn_relevancy"]["verdicts"]) == 2  # the two replies

@@ -78,7 +78,8 @@ def test_a_watch_judges_each_thread_once_and_retries_judge_errors_up_to_max_trie
     first = watch()
     summary = asyncio.run(first.run(asyncio.Event()))
     first.remembered.close()
-    judged = [json.loads(line)["conversation_id"] for line in out.read_text().splitlines()]
+    judged = [r["conversation_id"] for line in out.read_text().splitlines()
+              if (r := json.loads(line))["type"] == "conversation"]
     assert judged.count("good") == 1 and judged.count("flaky") == MAX_TRIES
     assert polls == [(1, 2)] + [(n, 1) for n in range(2, MAX_TRIES + 1)] + [(MAX_TRIES + 1, 0), (MAX_TRIES + 2, 0)]
     assert summary.judge_errors == MAX_TRIES and not summary.interrupted
