@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import time
@@ -58,7 +59,8 @@ def judgegraph(*args, env, timeout=120):
 def cli(inputs, out, server, *extra, env, batch=True, timeout=120):
     flags = ["--batch", "--batch-poll", "0.01"] if batch else []
     return judgegraph(inputs, "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--out", out,
-                      "--no-progress", "--no-cache", *flags, *extra, env=env, timeout=timeout)
+                      "--no-progress", *([] if "--cache" in extra else ["--no-cache"]), *flags, *extra, env=env,
+                      timeout=timeout)
 
 
 def records(out, kind):
@@ -73,7 +75,7 @@ def verdicts(out):
 
 @pytest.fixture
 def env(bare_env, tmp_path):
-    return {**bare_env, "HOME": str(tmp_path)}
+    return {**bare_env, "HOME": str(tmp_path), "OPENAI_API_KEY": "sk-batch-secret"}
 
 
 def test_a_batch_run_gives_the_verdicts_of_a_live_run(inputs, tmp_path, env):
@@ -93,6 +95,25 @@ def test_a_batch_run_gives_the_verdicts_of_a_live_run(inputs, tmp_path, env):
     assert all(r["cost_usd"] == pytest.approx(r["list_cost_usd"] / 2) and r["usage"]["input_tokens"] > 0 for r in ended)
     assert "at batch price (list price $" in batched.stdout
     assert "round 2): 1 requests submitted" in batched.stderr
+    # the same calls and tokens as the live run (each reply's own usage), at half its price
+    spent = [re.search(r"calls \d+, tokens \d+ in / \d+ out", p.stdout) for p in (lived, batched)]
+    assert spent[0] and spent[1] and spent[0].group() == spent[1].group() and "calls 6," in spent[0].group()
+    costs = [float(re.search(r"\$([0-9.]+)", p.stdout.split("tokens", 1)[1]).group(1)) for p in (lived, batched)]
+    assert costs[1] == pytest.approx(costs[0] / 2, abs=1e-4)
+    assert "sk-batch-secret" not in (tmp_path / "batch.jsonl").read_text() + batched.stdout + batched.stderr
+
+
+def test_the_judge_cache_serves_a_rerun_without_a_batch(inputs, tmp_path, env):
+    cache = ["--cache", tmp_path / "cache.sqlite"]
+    with FakeOpenAIServer(ScriptedResponder([(reasks, NO), (reply_is("Paris"), [BROKEN, NO])], default=YES)) as server:
+        first = cli(inputs, tmp_path / "a.jsonl", server, *cache, env=env)
+        again = cli(inputs, tmp_path / "b.jsonl", server, *cache, env=env)
+        assert server.batches.created == 2  # the first run's two; the rerun sends none
+    assert first.returncode == again.returncode == 0, first.stdout + first.stderr + again.stdout + again.stderr
+    assert "calls 6," in first.stdout  # answers of the first batch, served to the second pass, still counted
+    assert "calls 0," in again.stdout and "answers from the cache" in again.stdout
+    assert [v[:2] for v in verdicts(tmp_path / "b.jsonl")["math"].values()] == \
+        [v[:2] for v in verdicts(tmp_path / "a.jsonl")["math"].values()]
 
 
 def test_invalid_replies_are_reasked_in_follow_up_batches_up_to_max_tries(inputs, tmp_path, env):
