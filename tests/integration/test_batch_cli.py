@@ -22,6 +22,8 @@ from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, 
 
 pytestmark = pytest.mark.integration
 
+ROOT = Path(__file__).resolve().parents[2]
+
 YES = structured({"reason": "It answers the question.", "verdict": "yes"})
 NO = structured({"reason": "It is about Paris, not arithmetic.", "verdict": "no"})
 BROKEN = text('{"reason": "cut off", "verdict": ')
@@ -237,3 +239,17 @@ def test_python_api_and_dry_run_at_batch_price(inputs, tmp_path, env):
     assert any("completed, 5/5 done" in line for line in lines)
     dry = judgegraph(inputs, "--model", "openai:gpt-4.1-mini", "--dry-run", "--batch", env=env)
     assert dry.returncode == 0 and "batch price, 0.5 of list" in dry.stdout
+
+
+def test_the_documented_python_snippet_runs_as_written(inputs, tmp_path, env):
+    """docs/batch.md's snippet, in a fresh interpreter, against the loopback server (OPENAI_BASE_URL)."""
+    snippet = re.search(r"```python\n(.*?)```", (ROOT / "docs/batch.md").read_text(), re.S).group(1)
+    (tmp_path / "chats.jsonl").write_text(inputs.read_text())
+    with FakeOpenAIServer(ScriptedResponder([(reply_is("Paris"), NO)], default=YES), batch_polls=0) as server:
+        proc = subprocess.run([sys.executable, "-c", snippet], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120, env={**env, "OPENAI_BASE_URL": server.base_url})
+        assert server.batches.created == 1
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    code, paid, listed = proc.stdout.split()[-3:]
+    assert code == "0" and float(paid) == pytest.approx(float(listed) / 2)
+    assert set(verdicts(tmp_path / "results.jsonl")) == {"math", "hello"}
