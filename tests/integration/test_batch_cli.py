@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -133,22 +134,26 @@ def test_invalid_replies_are_reasked_in_follow_up_batches_up_to_max_tries(inputs
     assert "invalid output after 3 tries" in failed["error"] and len(failed["transcript"]) == 3
 
 
-def test_killed_after_submit_then_resumed_collects_without_resubmitting(inputs, tmp_path, env):
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM])
+def test_killed_after_submit_then_resumed_collects_without_resubmitting(inputs, tmp_path, env, stop):
     out = tmp_path / "out.jsonl"
     with FakeOpenAIServer(ScriptedResponder([(reply_is("Paris"), NO)], default=YES)) as server:
         server.batches.hold.set()  # the batch stays in progress until the first run is killed
         args = [sys.executable, "-m", "judgegraph.cli", "eval", str(inputs), "--model", "openai:gpt-4.1-mini",
                 "--base-url", server.base_url, "--out", str(out), "--no-progress", "--no-cache", "--batch",
                 "--batch-poll", "0.01"]
-        proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             for _ in range(600):  # at most 60 s
                 if out.exists() and '"type": "batch"' in out.read_text():
                     break
                 time.sleep(0.1)
         finally:
-            proc.kill()
-            proc.wait(30)
+            proc.send_signal(stop)
+            stdout, stderr = proc.communicate(timeout=30)
+        if stop == signal.SIGTERM:  # stopped cleanly: the batch is left to the provider, the run says so
+            assert proc.returncode == 143, stdout + stderr
+            assert "left running at the provider: --resume collects it" in stderr
         assert records(out, "batch")[0]["status"] == "submitted" and not records(out, "conversation")
         server.batches.hold.clear()
         resumed = cli(inputs, out, server, "--resume", env=env)

@@ -216,7 +216,7 @@ async def evaluate_batch_to_file(
         first = True
         while not stop.is_set():
             number = next(rounds)
-            answers.final = run.sent >= max_rounds and run.problem is None
+            answers.final = run.rounds >= max_rounds and run.problem is None
             for j in judges:  # a pass's own cache: what an earlier pass judged is judged again and counted here
                 if j.cache is not None:
                     disk = disks.get(id(j))
@@ -250,14 +250,14 @@ class _BatchRun:
                  say: Callable[[str], None], stop: asyncio.Event, poll_s: float, prices: Prices | None) -> None:
         self.client, self.answers, self.writer, self.summary = client, answers, writer, summary
         self.say, self.stop, self.poll_s, self.prices = say, stop, poll_s, prices
-        self.sent = 0  # batches submitted by this run
+        self.rounds = 0  # rounds of batches this run submitted (a round is split over several past 50,000 requests)
         self.problem: str | None = None
 
     async def send(self, bodies: dict[str, dict[str, Any]], number: int, judge: str) -> None:
         states = []
+        self.rounds += 1
         for part in chunks(bodies):
             state = await asyncio.to_thread(self.client.submit, part, {"judgegraph_round": str(number)})
-            self.sent += 1
             self.writer.write({"type": RECORD, "id": state.id, "round": number, "status": "submitted",
                                "requests": len(part), "endpoint": "/v1/chat/completions", "judge": judge})
             self.say(f"batch {state.id} (round {number}): {len(part)} requests submitted")
