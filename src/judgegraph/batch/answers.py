@@ -129,6 +129,8 @@ class BatchCall:
 
     def invoke(self, messages: list[BaseMessage]) -> BaseMessage:
         body = request_body(self.model._get_request_payload(messages, **self.kwargs))
+        if "messages" not in body:  # a Responses API payload: not a chat completions request
+            raise BatchRequestError("batch mode sends /v1/chat/completions requests; this model builds another kind")
         completion = self.answers.answer(body)
         message: BaseMessage = self.model._create_chat_result(completion).generations[0].message
         return message

@@ -80,7 +80,8 @@ def batch_judges(judge: Judge) -> list[LLMJudge]:
     while stack:
         j = stack.pop()
         if isinstance(j, LLMJudge):
-            if not _is_openai_chat(j.model) or j.method not in (None, "json_schema"):
+            if (not _is_openai_chat(j.model) or j.method not in (None, "json_schema")
+                    or getattr(j.model, "use_responses_api", None)):
                 raise NoBatchAPI(f"{j.name} has no batch API here: --batch sends OpenAI Batch API requests, "
                                  "so it needs an OpenAI-compatible model ('openai:...' or --base-url) with "
                                  "json_schema output")
@@ -203,7 +204,7 @@ async def evaluate_batch_to_file(
             disks[id(j)] = _RunDisk(j.cache.disk)
     stop = stop if stop is not None else asyncio.Event()
     say = on_batch or (lambda _line: None)
-    run = _BatchRun(client, answers, writer, summary, say, stop, poll_s, prices)
+    run = _BatchRun(client, answers, writer, summary, say, stop, poll_s, prices, judges[0].redact)
     try:
         for batch_id, record in recorded.items():  # a resumed run collects what it sent before
             if record.get("status") in ("failed", "cancelled"):
@@ -247,9 +248,11 @@ class _BatchRun:
     """The batches of one run: sending, waiting, collecting, recording."""
 
     def __init__(self, client: BatchClient, answers: BatchAnswers, writer: ResultsWriter, summary: BatchSummary,
-                 say: Callable[[str], None], stop: asyncio.Event, poll_s: float, prices: Prices | None) -> None:
+                 say: Callable[[str], None], stop: asyncio.Event, poll_s: float, prices: Prices | None,
+                 redact: Callable[[str], str]) -> None:
         self.client, self.answers, self.writer, self.summary = client, answers, writer, summary
         self.say, self.stop, self.poll_s, self.prices = say, stop, poll_s, prices
+        self.redact: Callable[[str], str] = redact
         self.rounds = 0  # rounds of batches this run submitted (a round is split over several past 50,000 requests)
         self.problem: str | None = None
 
@@ -294,12 +297,12 @@ class _BatchRun:
                 record["cost_usd"] = self.prices.batch().cost(usage)
                 record["list_cost_usd"] = self.prices.cost(usage)
             if state.errors:
-                record["errors"] = state.errors
+                record["errors"] = [self.redact(e) for e in state.errors]
             self.writer.write(record)
         self.summary.batches.append({"id": state.id, "round": number, "status": state.status,
                                      "requests": requests, "completed": state.completed, "failed": state.failed})
         if state.status != "completed" and self.problem is None and not ended:  # an earlier run reported it
-            why = f": {'; '.join(state.errors[:3])}" if state.errors else ""
+            why = f": {'; '.join(self.redact(e) for e in state.errors[:3])}" if state.errors else ""
             self.problem = (f"batch {state.id} {state.status}{why}; {state.completed} of {state.total or requests} "
                             "requests answered and used; --resume sends the rest")
 

@@ -461,6 +461,8 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
                 f"{' (estimated)' if u.estimated else ''}, {_fmt_cost(summary.cost_usd)}")
         if (listed := getattr(summary, "list_cost_usd", None)) is not None:
             cost += f" at batch price (list price {_fmt_cost(listed)})"
+        if (batches := getattr(summary, "batches", None)) is not None:
+            cost += f", {len(batches)} batches"
         if judge.cache is not None and (hits := judge.cache.hits + (judge.cache.disk.hits if judge.cache.disk else 0)):
             cost += f", {hits} answers from the cache"
     else:
@@ -517,7 +519,8 @@ async def _batch(args: argparse.Namespace, plan: MetricPlan, stream: Iterator[Lo
         on_outcome=lambda o: causes.add(o.results.values(), then=lambda: progress.advance(task)),
         on_input_error=lambda e: err.print(f"[red]input error:[/] {markup_safe(e)}"),
         on_resumed=lambda state: err.print(f"resuming {markup_safe(args.out)}: {len(state.done)} conversations "
-                                           "already judged"), on_batch=lambda line: err.print(markup_safe(line)),
+                                           "already judged; its batches are collected, not sent again"),
+        on_batch=lambda line: err.print(markup_safe(line)),
         stop=stop)
 
 
