@@ -258,3 +258,16 @@ def test_the_documented_python_snippet_runs_as_written(inputs, tmp_path, env):
     code, paid, listed = proc.stdout.split()[-3:]
     assert code == "0" and float(paid) == pytest.approx(float(listed) / 2)
     assert set(verdicts(tmp_path / "results.jsonl")) == {"math", "hello"}
+
+
+def test_requests_still_unanswered_after_max_rounds_are_counted_judge_errors(inputs, tmp_path):
+    with FakeOpenAIServer(ScriptedResponder([(reply_is("Paris"), BROKEN)], default=YES), batch_polls=0) as server:
+        judge = resolve_judge("openai:gpt-4.1-mini", base_url=server.base_url, cache=False)
+        summary = asyncio.run(evaluate_batch_to_file([inputs], MetricPlan(None, judge), tmp_path / "out.jsonl",
+                                                     poll_s=0.01, max_rounds=1))
+        assert server.batches.created == 1  # the re-ask would need a second batch
+    assert summary.exit_code == 3 and summary.judge_errors == 1 and summary.conversations == 2
+    assert "1 requests still had no answer after 1 batches" in summary.problem
+    (math,) = [r for r in records(tmp_path / "out.jsonl", "conversation") if r["conversation_id"] == "math"]
+    (failed,) = [v for v in math["results"]["turn_relevancy"]["verdicts"] if v["error"]]
+    assert "no answer from the batches of this run" in failed["error"]
