@@ -178,8 +178,9 @@ async def evaluate_batch_to_file(
         raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
     judges = batch_judges(plan.judge)
     client = client or batch_client(plan.judge, check=False)
-    read = _replayable(inputs)
-    check_out_path(out, [])
+    given: Inputs = inputs if callable(inputs) else cast("list[Item]", list(inputs))  # read once: checked, kept
+    check_out_path(out, [] if callable(given) else [i for i in given if isinstance(i, (str, Path))])
+    read = _replayable(given)
     if is_nonempty(out) and not resume and not overwrite:
         raise ResultsFileError(f"{out} already holds results; resume it (--resume) or replace it (--overwrite)")
     summary = BatchSummary(judge=plan.judge.name, keep_outcomes=keep_outcomes, max_rows=max_rows,
