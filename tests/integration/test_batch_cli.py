@@ -18,7 +18,7 @@ from judgegraph.batch import NoBatchAPI, batch_judges, evaluate_batch_to_file
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.pricing import prices_for
-from judgegraph.runner import MetricPlan
+from judgegraph.runner import MetricPlan, evaluate_to_file
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
 
 pytestmark = pytest.mark.integration
@@ -271,3 +271,12 @@ def test_requests_still_unanswered_after_max_rounds_are_counted_judge_errors(inp
     (math,) = [r for r in records(tmp_path / "out.jsonl", "conversation") if r["conversation_id"] == "math"]
     (failed,) = [v for v in math["results"]["turn_relevancy"]["verdicts"] if v["error"]]
     assert "no answer from the batches of this run" in failed["error"]
+
+
+def test_evaluate_to_file_with_batch_true(inputs, tmp_path):
+    with FakeOpenAIServer(ScriptedResponder([(reply_is("Paris"), NO)], default=YES), batch_polls=0) as server:
+        judge = resolve_judge("openai:gpt-4.1-mini", base_url=server.base_url, cache=False)
+        summary = asyncio.run(evaluate_to_file([inputs], MetricPlan(None, judge), tmp_path / "out.jsonl", batch=True))
+        assert server.batches.created == 1 and server.calls["/v1/chat/completions"] == 0
+    assert summary.exit_code == 0 and summary.conversations == 2
+    assert verdicts(tmp_path / "out.jsonl")["math"]["turn_relevancy"][2] == [("yes", 1), ("no", 1), ("yes", 1)]
