@@ -169,6 +169,19 @@ def test_killed_after_submit_then_resumed_collects_without_resubmitting(inputs, 
     assert set(verdicts(out)) == {"math", "hello"}
 
 
+def test_a_recorded_batch_the_endpoint_no_longer_knows_is_sent_again(inputs, tmp_path, env):
+    out = tmp_path / "out.jsonl"
+    out.write_text(json.dumps({"type": "batch", "id": "batch_deleted", "round": 1, "status": "submitted",
+                               "requests": 5}) + "\n")
+    with FakeOpenAIServer(ScriptedResponder([(reply_is("Paris"), NO)], default=YES)) as server:
+        proc = cli(inputs, out, server, "--resume", env=env)
+        assert server.batches.created == 1
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "batch_deleted is unknown to the endpoint (404)" in proc.stderr
+    assert [r["status"] for r in records(out, "batch")][:2] == ["submitted", "gone"]
+    assert set(verdicts(out)) == {"math", "hello"}
+
+
 def test_a_failed_batch_exits_3_and_loses_nothing(inputs, tmp_path, env):
     out = tmp_path / "out.jsonl"
     with FakeOpenAIServer(ScriptedResponder([(reasks, NO), (reply_is("Paris"), BROKEN)], default=YES)) as server:

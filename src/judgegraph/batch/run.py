@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union, cast
 
+import openai
+
 from ..judges import Judge, JudgeCache
 from ..pricing import Prices
 from ..results import Usage
@@ -41,6 +43,8 @@ DEFAULT_POLL_S = 5.0
 #: Batches (each a pass of follow-ups: re-asks, steps after an extraction) one run sends at most.
 DEFAULT_MAX_ROUNDS = 12
 RECORD = "batch"
+#: The status recorded for a batch the endpoint no longer knows (a resume sends its requests again).
+GONE = "gone"
 
 Item = Union["LoadedConversation", "InputError"]
 Inputs = Union[Callable[[], Iterable[Item]], Iterable[Union[str, Path]], Iterable[Item]]
@@ -199,6 +203,7 @@ async def evaluate_batch_to_file(
                            cost=summary.prices.cost if summary.prices else None)
     answers = BatchAnswers(max_retries=max(getattr(judges[0], "max_retries", 3), 0))
     disks: dict[int, _RunDisk] = {}
+    caches = {id(j): j.cache for j in judges}  # given back after the run
     for j in judges:
         j.via = answers.via
         if j.cache is not None and j.cache.disk is not None:
@@ -208,10 +213,14 @@ async def evaluate_batch_to_file(
     run = _BatchRun(client, answers, writer, summary, say, stop, poll_s, prices, judges[0].redact)
     try:
         for batch_id, record in recorded.items():  # a resumed run collects what it sent before
-            if record.get("status") in ("failed", "cancelled"):
+            if record.get("status") in ("failed", "cancelled", GONE):
                 continue
-            await run.collect(batch_id, int(record.get("round") or 0), int(record.get("requests") or 0),
-                              ended=record.get("status") in ("completed", "expired"))
+            try:
+                await run.collect(batch_id, int(record.get("round") or 0), int(record.get("requests") or 0),
+                                  ended=record.get("status") in ("completed", "expired"))
+            except openai.NotFoundError:  # deleted at the provider (or another endpoint): its requests are sent again
+                writer.write({"type": RECORD, "id": batch_id, "round": record.get("round"), "status": GONE})
+                say(f"batch {batch_id} is unknown to the endpoint (404): its requests are sent again")
             if stop.is_set():
                 break
         rounds = itertools.count(max((int(r.get("round") or 0) for r in recorded.values()), default=0) + 1)
@@ -240,7 +249,7 @@ async def evaluate_batch_to_file(
             summary.interrupted = True
     finally:
         for j in judges:
-            j.via = None
+            j.via, j.cache = None, caches[id(j)]
         writer.close()
     return summary
 
