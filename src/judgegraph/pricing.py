@@ -4,6 +4,7 @@ a model not in the table has no price: the cost is unknown, never guessed.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -11,6 +12,9 @@ from .results import Usage
 
 #: Token counts above this (10^15, far beyond any run) are not priced: the cost is unknown.
 MAX_PRICED_TOKENS = 10**15
+
+#: What a batch API charges of the list price (OpenAI's Batch API: half; docs/batch.md).
+BATCH_FACTOR = 0.5
 
 #: The date the table below was taken.
 TABLE_DATE = "2025-08-15"
@@ -50,6 +54,11 @@ class Prices:
             return None
         dollars = (tokens[0] * self.input + tokens[1] * self.output) / 1_000_000
         return dollars if math.isfinite(dollars) and dollars >= 0 else None
+
+    def batch(self, factor: float = BATCH_FACTOR) -> Prices:
+        """These prices as a batch API charges them (``eval --batch``): ``factor`` of each."""
+        return dataclasses.replace(self, input=self.input * factor, output=self.output * factor,
+                                   source=f"{self.source}; batch price, {factor:g} of list")
 
     def describe(self) -> str:
         return f"${self.input:g} in / ${self.output:g} out per 1M tokens ({self.source})"

@@ -405,9 +405,10 @@ async def evaluate_to_file(
     on_input_error: Callable[[InputError], None] | None = None,
     on_resumed: Callable[[ResumeState], None] | None = None, stop: asyncio.Event | None = None,
     judge_one: Callable[[LoadedConversation], Awaitable[ConversationOutcome]] | None = None,
-    header: Mapping[str, Any] | None = None,
+    header: Mapping[str, Any] | None = None, batch: bool = False,
 ) -> RunSummary:
     """Judge ``inputs`` (paths or loaded items) into the results file ``out``.
+    ``batch``: through the judge's batch API (:func:`judgegraph.batch.evaluate_batch_to_file`, docs/batch.md).
     ``resume`` skips (but counts) what ``out`` holds complete, after cutting a torn
     last line; with ``retry_errors`` errored conversations are judged again. A
     non-empty ``out`` without ``resume`` needs ``overwrite``. ``transcripts``:
@@ -416,6 +417,16 @@ async def evaluate_to_file(
     ``plan`` and the inputs), the file's first line; a finished run ends with a summary record. Resuming a
     file whose header differs in what decides a verdict raises :class:`~judgegraph.runheader.RunSettingsChanged`
     naming each difference; a file without a header resumes as before."""
+    if batch:
+        from .batch import evaluate_batch_to_file
+
+        if judge_one is not None:
+            raise ValueError("a batch run judges in this process: judge_one (a worker pool) does not apply")
+
+        return await evaluate_batch_to_file(
+            inputs, plan, out, resume=resume, retry_errors=retry_errors, overwrite=overwrite, transcripts=transcripts,
+            prices=prices, max_conversations=max_conversations, keep_outcomes=keep_outcomes, max_rows=max_rows,
+            on_outcome=on_outcome, on_input_error=on_input_error, on_resumed=on_resumed, stop=stop, header=header)
     if resume and overwrite:
         raise ResultsFileError("resume and overwrite exclude each other")
     if retry_errors and not resume:

@@ -19,8 +19,12 @@ Typical use in a test::
         assert server.calls["/v1/chat/completions"] == 2
 
 Endpoints: ``POST /v1/chat/completions``, ``POST /v1/embeddings``,
-``GET /v1/models`` (and ``/v1/models/{id}``); anything else is a 404 with an
-OpenAI-style error body.
+``GET /v1/models`` (and ``/v1/models/{id}``), and the Batch API: ``POST /v1/files``
+(multipart upload), ``GET /v1/files/{id}[/content]``, ``POST /v1/batches``,
+``GET /v1/batches[/{id}]`` (see :class:`FakeBatches`: each poll moves a batch on,
+validating → in_progress → completed, failed or expired; requests answered by the
+responder, an :func:`error` reply going to the error file); anything else is a 404
+with an OpenAI-style error body.
 
 Command line (serves :func:`schema_responder`, prints the base URL on the first
 stdout line, runs until SIGTERM/SIGINT)::
@@ -59,6 +63,7 @@ from judgegraph.judges.tokens import count_tokens, encoding
 
 __all__ = [
     "ChatRequest",
+    "FakeBatches",
     "FakeOpenAIServer",
     "Reply",
     "Responder",
@@ -529,6 +534,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"object": "list", "data": [_model_obj(m) for m in owner.models]})
         elif path.startswith("/v1/models/"):
             self._send_json(200, _model_obj(path[len("/v1/models/") :]))
+        elif owner.batch_api and (path.startswith("/v1/files/") or path == "/v1/batches"
+                                  or path.startswith("/v1/batches/")):
+            self._batch_get(path)
         else:
             self._not_found(path)
 
@@ -537,7 +545,11 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         owner._count(path)
         raw = self._read_body()
-        if path not in ("/v1/chat/completions", "/v1/embeddings"):
+        if owner.batch_api and path == "/v1/files":
+            self._upload(raw)
+            return
+        if path not in ("/v1/chat/completions", "/v1/embeddings", "/v1/batches") or (
+                path == "/v1/batches" and not owner.batch_api):
             self._not_found(path)
             return
         try:
@@ -550,8 +562,55 @@ class _Handler(BaseHTTPRequestHandler):
         owner._record(path, body)
         if path == "/v1/chat/completions":
             self._chat(body)
+        elif path == "/v1/batches":
+            status, payload = owner.batches.create(body)
+            self._send_json(status, payload)
         else:
             self._embeddings(body)
+
+    def _upload(self, raw: bytes) -> None:
+        """``POST /v1/files``: a multipart form with ``purpose`` and ``file``."""
+        from email.parser import BytesParser
+        from email.policy import HTTP
+
+        ctype = self.headers.get("Content-Type") or ""
+        form = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + raw)
+        fields: dict[str, tuple[str | None, bytes]] = {}
+        for part in form.iter_parts() if form.is_multipart() else ():
+            name = part.get_param("name", header="content-disposition")
+            payload = part.get_payload(decode=True)
+            if isinstance(name, str) and isinstance(payload, bytes):
+                fields[name] = (part.get_filename(), payload)
+        if "file" not in fields or "purpose" not in fields:
+            self._send_json(400, _error_body(400, "a file upload needs the fields 'file' and 'purpose'"))
+            return
+        filename, data = fields["file"]
+        self._send_json(200, self.server.owner.batches.add_file(data, filename or "upload.jsonl",
+                                                                fields["purpose"][1].decode()))
+
+    def _batch_get(self, path: str) -> None:
+        batches = self.server.owner.batches
+        if path.startswith("/v1/files/") and path.endswith("/content"):
+            data = batches.files.get(path[len("/v1/files/"):-len("/content")])
+            if data is None:
+                self._not_found(path)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        if path.startswith("/v1/files/"):
+            found = batches.file_objects.get(path[len("/v1/files/"):])
+        elif path == "/v1/batches":
+            found = {"object": "list", "data": batches.listed(), "has_more": False}
+        else:
+            found = batches.poll(path[len("/v1/batches/"):])
+        if found is None:
+            self._not_found(path)
+        else:
+            self._send_json(200, found)
 
     def _other(self) -> None:
         path = self._path()
@@ -834,6 +893,118 @@ def _tool_call_obj(name: str, arguments: str) -> dict[str, Any]:
     return {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
+class FakeBatches:
+    """The Batch API of a :class:`FakeOpenAIServer` (``server.batches``).
+
+    A batch is ``validating`` when created; each poll (``GET /v1/batches/{id}``) moves it on:
+    ``in_progress``, then after ``polls`` more polls it ends as ``outcomes[n]`` says for the n-th
+    batch created (``completed`` by default; ``failed``: no output, an error; ``expired``: only the
+    first half of its requests answered, the rest in the error file as ``batch_expired``). While
+    ``hold`` is set, a batch stays ``in_progress``. Each request is answered by the server's
+    responder; an :func:`error` reply goes to the error file with its status. ``created`` counts
+    the batches created (a resumed run must not create them again)."""
+
+    def __init__(self, owner: FakeOpenAIServer, *, polls: int = 2) -> None:
+        self.owner = owner
+        self.polls = polls
+        self.outcomes: list[str] = []
+        self.hold = threading.Event()
+        self.files: dict[str, bytes] = {}
+        self.file_objects: dict[str, dict[str, Any]] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self._polled: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    @property
+    def created(self) -> int:
+        with self._lock:
+            return len(self.batches)
+
+    def add_file(self, data: bytes, filename: str, purpose: str) -> dict[str, Any]:
+        with self._lock:
+            file_id = f"file-{uuid.uuid4().hex[:24]}"
+            self.files[file_id] = data
+            self.file_objects[file_id] = {"id": file_id, "object": "file", "bytes": len(data),
+                                          "created_at": int(time.time()), "filename": filename,
+                                          "purpose": purpose, "status": "processed"}
+            return self.file_objects[file_id]
+
+    def create(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            if body.get("input_file_id") not in self.files:
+                return 400, _error_body(400, f"no file {body.get('input_file_id')!r}")
+            if body.get("endpoint") != "/v1/chat/completions" or body.get("completion_window") != "24h":
+                return 400, _error_body(400, "endpoint must be /v1/chat/completions and completion_window 24h")
+            batch_id = f"batch_{uuid.uuid4().hex[:24]}"
+            lines = self.files[body["input_file_id"]].decode("utf-8").splitlines()
+            outcome = self.outcomes[len(self.batches)] if len(self.batches) < len(self.outcomes) else "completed"
+            self.batches[batch_id] = {
+                "id": batch_id, "object": "batch", "endpoint": body["endpoint"], "errors": None,
+                "input_file_id": body["input_file_id"], "completion_window": "24h", "status": "validating",
+                "output_file_id": None, "error_file_id": None, "created_at": int(time.time()),
+                "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                "metadata": body.get("metadata"), "_outcome": outcome,
+            }
+            return 200, self._public(batch_id)
+
+    def _public(self, batch_id: str) -> dict[str, Any]:
+        return {k: v for k, v in self.batches[batch_id].items() if not k.startswith("_")}
+
+    def listed(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [self._public(b) for b in self.batches]
+
+    def poll(self, batch_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            batch = self.batches.get(batch_id)
+            if batch is None:
+                return None
+            self._polled[batch_id] += 1
+            if batch["status"] == "validating":
+                batch["status"] = "in_progress"
+            elif batch["status"] == "in_progress" and not self.hold.is_set() and self._polled[batch_id] > self.polls:
+                self._end(batch)
+            return self._public(batch_id)
+
+    def _end(self, batch: dict[str, Any]) -> None:
+        outcome = batch["_outcome"]
+        if outcome == "failed":
+            batch.update(status="failed", errors={"object": "list", "data": [
+                {"code": "invalid_request", "message": "the fake server was told to fail this batch", "line": 1}]})
+            return
+        requests = [json.loads(line) for line in self.files[batch["input_file_id"]].decode("utf-8").splitlines()]
+        cut = len(requests) // 2 if outcome == "expired" else len(requests)
+        out, errs = [], []
+        for n, item in enumerate(requests):
+            custom_id = item["custom_id"]
+            if n >= cut:
+                errs.append({"id": f"batch_req_{n}", "custom_id": custom_id, "response": None,
+                             "error": {"code": "batch_expired", "message": "This request could not be executed "
+                                                                          "before the completion window expired."}})
+                continue
+            request = ChatRequest.from_body(item["body"])
+            self.owner._record("/v1/batches#request", item["body"])
+            reply = self.owner.responder(request)
+            if reply.kind == "error":
+                body = reply.body if isinstance(reply.body, dict) else _error_body(
+                    reply.status, None if reply.body is None else str(reply.body))
+                errs.append({"id": f"batch_req_{n}", "custom_id": custom_id,
+                             "response": {"status_code": reply.status, "request_id": f"req_{n}", "body": body},
+                             "error": None})
+            else:
+                out.append({"id": f"batch_req_{n}", "custom_id": custom_id, "error": None,
+                            "response": {"status_code": 200, "request_id": f"req_{n}",
+                                         "body": _completion(request, [reply])}})
+        for kind, lines in (("output_file_id", out), ("error_file_id", errs)):
+            if lines:
+                data = "".join(json.dumps(line) + "\n" for line in lines).encode("utf-8")
+                file_id = f"file-{uuid.uuid4().hex[:24]}"
+                self.files[file_id] = data
+                batch[kind] = file_id
+        batch["request_counts"] = {"total": len(requests), "completed": len(out), "failed": len(errs)}
+        batch["status"] = outcome
+
+
 class FakeOpenAIServer:
     """OpenAI-compatible HTTP server on a background thread (real sockets).
 
@@ -858,6 +1029,8 @@ class FakeOpenAIServer:
         embedding_dim: int = 64,
         models: Sequence[str] = MODELS,
         nodelay: bool = True,
+        batch_api: bool = True,
+        batch_polls: int = 2,
     ) -> None:
         self.responder: Responder = responder if responder is not None else schema_responder
         self.nodelay = nodelay
@@ -874,6 +1047,9 @@ class FakeOpenAIServer:
         self._conns: dict[threading.Thread, socket.socket] = {}
         self._conn_ids = itertools.count(1)
         self._stopping = threading.Event()
+        # The Batch API (/v1/files, /v1/batches): see FakeBatches.
+        self.batch_api = batch_api
+        self.batches = FakeBatches(self, polls=batch_polls)
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 

@@ -181,7 +181,8 @@ def test_no_key_or_password_reaches_the_header(tmp_path, monkeypatch):
 
 def test_prompt_hashes_follow_the_prompt_files(tmp_path, monkeypatch):
     before = metric_prompts(["turn_relevancy", "conversation_completeness"])
-    assert set(before) == {"turn_relevancy/judge_turn", "turn_relevancy/rubric", "turn_relevancy/write_reason",
+    assert set(before) == {"turn_relevancy/judge_turn", "turn_relevancy/judge_dense", "turn_relevancy/rubric",
+                           "turn_relevancy/write_reason",
                            "conversation_completeness/extract_goals", "conversation_completeness/judge_goal"}
     copy = tmp_path / "prompts"
     shutil.copytree(load_prompt("turn_relevancy/judge_turn").path.parents[1], copy)

@@ -32,7 +32,7 @@ from ..results import MetricResult
 from ..trust.preference import Rate, bootstrap_strengths, bradley_terry, wilson
 
 #: record types a judgegraph results file holds (a file whose first record is one of them is read as results)
-RESULTS_TYPES = frozenset({"header", "conversation", "summary", "input_error"})
+RESULTS_TYPES = frozenset({"header", "conversation", "summary", "input_error", "batch"})
 
 
 # -- reading the versions ------------------------------------------------------------

@@ -15,11 +15,13 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from rich.console import Console
+    from rich.progress import Progress, TaskID
 
     from ..judges import Judge
     from ..loaders import InputError, LoadedConversation
     from ..pricing import Prices
     from ..runner import ConversationOutcome, MetricPlan, RunSummary
+    from .causes import FailureCauses
     from .common import Subparsers
 
 
@@ -89,6 +91,11 @@ def register(sub: Subparsers) -> None:
                       help="with --resume: judge again the conversations written with judge errors or a failed run")
     runs.add_argument("--dry-run", action="store_true",
                       help="print the judge calls, tokens and cost the run will make, per metric; make no call")
+    runs.add_argument("--batch", action="store_true",
+                      help="send the judge requests through OpenAI's Batch API: half price, answers within 24 h; "
+                           "--resume collects a run's batches instead of sending them again (docs/batch.md)")
+    runs.add_argument("--batch-poll", type=float, default=5.0, metavar="S",
+                      help="with --batch: first wait between polls of a batch, doubled up to 60 s (default 5)")
     runs.add_argument("--price-in", type=float, metavar="USD", help="judge input price, dollars per million tokens")
     runs.add_argument("--price-out", type=float, metavar="USD", help="judge output price, dollars per million tokens")
     runs.add_argument("--transcripts", choices=["full", "errors", "none"], default="full",
@@ -167,6 +174,12 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
         return "--retry-errors goes with --resume (it judges again what the results file holds with errors)"
     if args.resume and args.overwrite:
         return "--resume and --overwrite exclude each other: continue the results file, or replace it"
+    if args.batch and (args.ray or (args.workers != "auto" and args.workers > 1)):
+        return "--batch judges in this process (the provider does the work): --workers and --ray do not apply"
+    if args.batch and (args.rpm or args.tpm):
+        return "--rpm and --tpm pace live calls; a batch is paced by the provider: leave them out with --batch"
+    if args.batch and not args.batch_poll > 0:
+        return f"--batch-poll must be > 0 seconds, got {args.batch_poll}"
     return None
 
 
@@ -209,6 +222,20 @@ def _prices(args: argparse.Namespace, judge: Judge) -> Prices | None:
     from ..pricing import prices_for
 
     return prices_for(judge.name, args.price_in, args.price_out) if judge.kind == "llm" else None
+
+
+def _no_batch_api(args: argparse.Namespace, judge: Judge) -> str | None:
+    """Why ``--batch`` cannot be used with this judge (said at once, exit 2); a real run asks the
+    endpoint (``GET /v1/batches``), a dry run only looks at the judge."""
+    from ..batch import NoBatchAPI, batch_client
+
+    if args.dry_run:
+        return None if judge.kind == "llm" else f"the {judge.name} judge makes no LLM calls: nothing to batch"
+    try:
+        batch_client(judge)
+    except NoBatchAPI as exc:
+        return str(exc)
+    return None
 
 
 def _fmt_cost(dollars: float | None) -> str:
@@ -256,6 +283,8 @@ def run(args: argparse.Namespace) -> int:
             dense_refused(args.metrics, judge)
     except (KeyError, ValueError, TypeError, OSError) as exc:
         return usage_error(err, exc)
+    if args.batch and (no_batch := _no_batch_api(args, judge)):
+        return usage_error(err, no_batch)
     from .header import eval_header, resume_refused
 
     args.header = eval_header(args, plan, _judge_settings(args))
@@ -351,7 +380,8 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
     from ..dryrun import DryRunJudge, StepCost
 
     dry = cast(DryRunJudge, plan.judge)  # an LLM judge in a dry run is the DryRunJudge run() built
-    est = dry.estimate(_prices(args, judge))
+    prices = _prices(args, judge)
+    est = dry.estimate(prices.batch() if prices is not None and args.batch else prices)
     table = Table(title=head)
     for col in ("metric / step", "calls", "input tokens", "output tokens (est.)", "cost"):
         table.add_column(col, justify="left" if col.startswith("metric") else "right")
@@ -403,6 +433,8 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
         with Progress(SpinnerColumn(), TextColumn("judging"), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, disable=args.no_progress, transient=True) as progress:
             task = progress.add_task("judging", total=None)
+            if args.batch:
+                return await _batch(args, plan, stream, prices, progress, task, causes, stop, err)
             spec = PlanSpec(args.metrics, _judge_settings(args), plan.overrides, plan.per_metric)
             async with judge_pool(spec, workers=_workers(args, _input_bytes(args), judge.kind),
                                   ray=args.ray) as judge_one:  # None: judged in this process
@@ -420,12 +452,22 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
                         + (f", unreadable lines left as they are: {state.bad_lines[:5]}" if state.bad_lines else "")),
                     stop=stop, judge_one=judge_one, header=args.header)
 
+    from ..batch.client import BatchWaitTimeout
     from ..scale.limits import ScaleStartError
 
     try:
         summary = asyncio.run(main())
     except ScaleStartError as exc:
         err.print(f"[red]error:[/] {markup_safe(exc)}")
+        return EXIT_ERRORS
+    except BatchWaitTimeout as exc:
+        err.print(f"[red]error:[/] {markup_safe(exc)}; what was judged is in {markup_safe(args.out)} "
+                  "(--resume --batch collects the batch when it ends)")
+        return EXIT_ERRORS
+    except _batch_api_errors() as exc:  # the Batch API failed past the SDK's retries: nothing judged is lost
+        err.print(f"[red]error:[/] the batch API failed: {markup_safe(type(exc).__name__)}: "
+                  f"{markup_safe(getattr(plan.judge, 'redact', str)(str(exc))[:300])}; what was judged is in "
+                  f"{markup_safe(args.out)} (--resume --batch goes on)")
         return EXIT_ERRORS
     except OSError as exc:  # a full disk, --out /dev/full: the lines written before stay in --out
         err.print(f"[red]error:[/] the run could not complete: {markup_safe(os_error_message(exc))}; what was "
@@ -455,6 +497,10 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     if judge.kind == "llm":
         cost = (f"calls {u.calls}, tokens {u.input_tokens} in / {u.output_tokens} out"
                 f"{' (estimated)' if u.estimated else ''}, {_fmt_cost(summary.cost_usd)}")
+        if (listed := getattr(summary, "list_cost_usd", None)) is not None:
+            cost += f" at batch price (list price {_fmt_cost(listed)})"
+        if (batches := getattr(summary, "batches", None)) is not None:
+            cost += f", {len(batches)} batches"
         if judge.cache is not None and (hits := judge.cache.hits + (judge.cache.disk.hits if judge.cache.disk else 0)):
             cost += f", {hits} answers from the cache"
     else:
@@ -472,6 +518,8 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     if summary.interrupted:
         out.print(f"[yellow]interrupted[/]: the {summary.conversations} conversations above are written; "
                   f"continue with the same command and --resume.")
+    if problem := getattr(summary, "problem", None):
+        out.print(f"[red]batch:[/] {markup_safe(problem)}", soft_wrap=True)
     if args.html:
         from .report import html_after_eval
 
@@ -489,6 +537,35 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
 
         return gate_exit(args, summary.exit_code, [s.conversation for s in sessions], out, err)
     return summary.exit_code
+
+
+async def _batch(args: argparse.Namespace, plan: MetricPlan, stream: Iterator[LoadedConversation | InputError],
+                 prices: Prices | None, progress: Progress, task: TaskID, causes: FailureCauses, stop: asyncio.Event,
+                 err: Console) -> RunSummary:
+    """The run through the judge's batch API (docs/batch.md): each pass reads the inputs again."""
+    from ..batch import evaluate_batch_to_file
+
+    first = [stream]
+
+    def read() -> Iterator[LoadedConversation | InputError]:
+        return first.pop() if first else _inputs(args)[0]
+
+    return await evaluate_batch_to_file(
+        read, plan, args.out, resume=args.resume, retry_errors=args.retry_errors, overwrite=args.overwrite,
+        transcripts=args.transcripts, prices=prices, max_conversations=max(4, args.concurrency * 2),
+        keep_outcomes=bool(args.log_assessments), max_rows=args.max_rows, poll_s=args.batch_poll, header=args.header,
+        on_outcome=lambda o: causes.add(o.results.values(), then=lambda: progress.advance(task)),
+        on_input_error=lambda e: err.print(f"[red]input error:[/] {markup_safe(e)}"),
+        on_resumed=lambda state: err.print(f"resuming {markup_safe(args.out)}: {len(state.done)} conversations "
+                                           "already judged; its batches are collected, not sent again"),
+        on_batch=lambda line: err.print(markup_safe(line)),
+        stop=stop)
+
+
+def _batch_api_errors() -> tuple[type[BaseException], ...]:
+    import openai
+
+    return (openai.APIError,)
 
 
 #: The exit status of a run stopped by SIGTERM (128 + 15, as a shell reports it);

@@ -14,7 +14,7 @@ import random
 import sys
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from functools import lru_cache
 from types import ModuleType
 from typing import Any
@@ -386,6 +386,9 @@ class LLMJudge(Judge):
             self.settings["method"] = method
         self._runnables: dict[type, Any] = {}
         self.repeat: int | None = None  # set on the repeats :meth:`with_seed` makes
+        #: What each request is sent through instead of the bound model, when set (batch mode:
+        #: judgegraph.batch answers from a batch's output file, same parsing as a live reply).
+        self.via: Callable[[Any], Any] | None = None
 
     @property
     def seedable(self) -> bool:
@@ -435,7 +438,7 @@ class LLMJudge(Judge):
             else:
                 kw = {"method": self.method} if self.method else {}
                 self._runnables[schema] = self.model.with_structured_output(schema, include_raw=True, **kw)
-        return self._runnables[schema]
+        return self._runnables[schema] if self.via is None else self.via(self._runnables[schema])
 
     def cache_key(self, request: JudgeRequest) -> str:
         """Model, settings, template text, rendered request and output schema, hashed."""

@@ -99,6 +99,8 @@ def read_results(path: str | Path) -> ResultsFile:
                 out.header = out.header or record
             elif kind == "summary":
                 out.summary = record
+            elif kind == "batch":  # a batch of an eval --batch run (docs/batch.md): its cost is in the results
+                continue
             else:
                 out.unreadable.append(f"{path}:{n}: field 'type': expected a 'conversation' or 'input_error' record, "
                                       f"got {kind!r}")

@@ -1,0 +1,390 @@
+"""A run judged through a batch API (``judgegraph eval --batch``, :func:`evaluate_batch_to_file`).
+
+The graphs run as in a live run; only the judge's requests go elsewhere. A *pass* judges every
+conversation not yet written with the answers the run's batches gave so far: a conversation whose
+requests are all answered is final and written as usual; a request without an answer is recorded
+(:mod:`.answers`) and its conversation left for a later pass. The recorded requests go into the next
+batch; when it ends, its answers are added and the next pass runs. Steps that depend on an answer
+(a re-ask of an invalid reply, the verdicts after an extraction) are thus asked in follow-up
+batches, a pass each, at most ``max_rounds`` batches. Every batch is a ``"batch"`` record of the
+results file when submitted and when it ends, so ``--resume`` collects them instead of sending the
+requests again (docs/batch.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union, cast
+
+import openai
+
+from .. import runheader
+from ..judges import Judge, JudgeCache
+from ..pricing import Prices
+from ..results import Usage
+from ..resultsfile import ResultsFileError, ResultsWriter, check_out_path, is_nonempty, iter_records, scan_results
+from ..runner import DEFAULT_ROWS, ConversationOutcome, MetricPlan, RunSummary, evaluate_async, judge_conversation
+from .answers import BatchAnswers, PendingWatch
+from .client import BatchClient, BatchState, NoBatchAPI, chunks
+
+if TYPE_CHECKING:
+    from ..judges.cache import DiskCache
+    from ..judges.llm import LLMJudge
+    from ..loaders import InputError, LoadedConversation
+    from ..resultsfile import ResumeState
+
+__all__ = ["BatchSummary", "NoBatchAPI", "batch_client", "batch_judges", "evaluate_batch_to_file"]
+
+#: The first wait between polls of a batch, in seconds (it doubles up to a minute).
+DEFAULT_POLL_S = 5.0
+#: Batches (each a pass of follow-ups: re-asks, steps after an extraction) one run sends at most.
+DEFAULT_MAX_ROUNDS = 12
+RECORD = "batch"
+#: The status recorded for a batch the endpoint no longer knows (a resume sends its requests again).
+GONE = "gone"
+
+Item = Union["LoadedConversation", "InputError"]
+Inputs = Union[Callable[[], Iterable[Item]], Iterable[Union[str, Path]], Iterable[Item]]
+
+
+@dataclass
+class BatchSummary(RunSummary):
+    """A :class:`~judgegraph.runner.RunSummary` with the run's batches (``batches``: each one's last
+    state), the answered usage priced at the list price too (``list_prices``), and ``problem``: why
+    the run stopped before every conversation was judged (a failed or expired batch); exit 3 then."""
+
+    batches: list[dict[str, Any]] = field(default_factory=list)
+    list_prices: Prices | None = None
+    problem: str | None = None
+    unfinished: int = 0  # conversations left for a --resume (their requests not all answered)
+
+    @property
+    def list_cost_usd(self) -> float | None:
+        return None if self.list_prices is None else self.list_prices.cost(self.usage)
+
+    @property
+    def exit_code(self) -> int:
+        code = super().exit_code
+        return 3 if self.problem and code in (0, 1) else code
+
+
+def batch_judges(judge: Judge) -> list[LLMJudge]:
+    """The LLM judges behind ``judge`` (itself, a jury's jurors, an aligned judge's model), each an
+    OpenAI chat model with structured output; :class:`NoBatchAPI` when one is not."""
+    from ..judges.llm import LLMJudge, _is_openai_chat
+
+    if judge.kind != "llm":
+        raise NoBatchAPI(f"the {judge.name} judge makes no LLM calls, so there is nothing to batch: "
+                         "--batch needs an OpenAI model (--model openai:...)")
+    found: list[LLMJudge] = []
+    stack: list[Judge] = [judge]
+    while stack:
+        j = stack.pop()
+        if isinstance(j, LLMJudge):
+            if (not _is_openai_chat(j.model) or j.method not in (None, "json_schema")
+                    or getattr(j.model, "use_responses_api", None)):
+                raise NoBatchAPI(f"{j.name} has no batch API here: --batch sends OpenAI Batch API requests, "
+                                 "so it needs an OpenAI-compatible model ('openai:...' or --base-url) with "
+                                 "json_schema output")
+            found.append(j)
+        elif (jurors := getattr(j, "jurors", None)) is not None:
+            stack.extend(jurors)
+        elif isinstance(inner := getattr(j, "inner", None), Judge):
+            stack.append(inner)
+        else:
+            raise NoBatchAPI(f"{j.name} is not an OpenAI judge: --batch has no batch API to send its requests to")
+    endpoints = {(e.base_url if (e := j.endpoint) else None) for j in found}
+    if len(endpoints) > 1:
+        raise NoBatchAPI("--batch sends a run's requests to one endpoint; these jurors use several: "
+                         + ", ".join(sorted(str(e) for e in endpoints)))
+    return found
+
+
+def batch_client(judge: Judge, *, check: bool = True) -> BatchClient:
+    """The Batch API client of ``judge``'s endpoint, checked to answer (``GET /v1/batches``)
+    unless ``check`` is false; :class:`NoBatchAPI` says why there is none."""
+    judges = batch_judges(judge)
+    endpoint = judges[0].endpoint
+    if endpoint is None:
+        raise NoBatchAPI(f"{judges[0].name} names no OpenAI endpoint: --batch has nowhere to send")
+    client = BatchClient(endpoint)
+    if check:
+        client.check()
+    return client
+
+
+class _RunDisk:
+    """A judge's disk cache in batch mode: answers stored before the run are served, those stored in this
+    run are not read back (the pass that writes a conversation counts the tokens its answers cost)."""
+
+    def __init__(self, disk: DiskCache) -> None:
+        self._disk = disk
+        self._mine: set[str] = set()
+
+    def get(self, key: str) -> Any:
+        return None if key in self._mine else self._disk.get(key)
+
+    def put(self, key: str, value_json: str, **kwargs: Any) -> None:
+        self._mine.add(key)
+        self._disk.put(key, value_json, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._disk, name)
+
+
+def _replayable(inputs: Inputs) -> Callable[[], Iterable[Item]]:
+    """A way to read the inputs once per pass: paths are read again, items kept in a list."""
+    from ..runner import iter_inputs
+
+    if callable(inputs):
+        return inputs
+    items = list(inputs)
+    paths = [i for i in items if isinstance(i, (str, Path))]
+    if paths and len(paths) == len(items):
+        return lambda: iter_inputs(paths, seen=set())
+    return lambda: iter(cast("list[Item]", items))
+
+
+def _recorded(out: str | Path) -> dict[str, dict[str, Any]]:
+    """The batches a results file records: id → its last record, in the order first recorded."""
+    found: dict[str, dict[str, Any]] = {}
+    if not Path(out).exists():
+        return found
+    for _, record in iter_records(out):
+        if record.get("type") == RECORD and isinstance(record.get("id"), str):
+            found[record["id"]] = {**found.get(record["id"], {}), **record}
+    return found
+
+
+async def evaluate_batch_to_file(
+    inputs: Inputs, plan: MetricPlan, out: str | Path, *, resume: bool = False, retry_errors: bool = False,
+    overwrite: bool = False, transcripts: str = "full", prices: Prices | None = None, max_conversations: int = 32,
+    keep_outcomes: bool = True, max_rows: int = DEFAULT_ROWS, poll_s: float = DEFAULT_POLL_S,
+    max_rounds: int = DEFAULT_MAX_ROUNDS, client: BatchClient | None = None,
+    on_outcome: Callable[[ConversationOutcome], None] | None = None,
+    on_input_error: Callable[[InputError], None] | None = None,
+    on_resumed: Callable[[ResumeState], None] | None = None,
+    on_batch: Callable[[str], None] | None = None, stop: asyncio.Event | None = None,
+    header: Mapping[str, Any] | None = None,
+) -> BatchSummary:
+    """:func:`~judgegraph.runner.evaluate_to_file` with the judge's requests sent through the Batch API
+    of its endpoint (see the module doc): the same results file, plus ``"batch"`` records. ``inputs``:
+    paths, items, or a function giving the items afresh (each pass reads them again). ``prices``: list
+    prices (the summary's are :meth:`~judgegraph.pricing.Prices.batch`'s). ``poll_s``: the first wait
+    between polls. ``on_batch``: a line per batch event (submitted, progress, ended). ``header``: the
+    run header, as :func:`~judgegraph.runner.evaluate_to_file` writes and checks it."""
+    if resume and overwrite:
+        raise ResultsFileError("resume and overwrite exclude each other")
+    if retry_errors and not resume:
+        raise ResultsFileError("retry_errors needs resume")
+    if max_rounds < 1:
+        raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
+    judges = batch_judges(plan.judge)
+    client = client or batch_client(plan.judge, check=False)
+    given: Inputs = inputs if callable(inputs) else cast("list[Item]", list(inputs))  # read once: checked, kept
+    check_out_path(out, [] if callable(given) else [i for i in given if isinstance(i, (str, Path))])
+    read = _replayable(given)
+    if is_nonempty(out) and not resume and not overwrite:
+        raise ResultsFileError(f"{out} already holds results; resume it (--resume) or replace it (--overwrite)")
+    started = runheader.now()
+    paths = [] if callable(given) else [i for i in given if isinstance(i, (str, Path))]
+    head = dict(header) if header is not None else runheader.run_header(plan, inputs=paths, started_at=started)
+    old_header = runheader.read_header(out) if resume else None
+    if old_header is not None and (changed := runheader.differences(old_header, head)):
+        raise runheader.RunSettingsChanged(out, changed)
+    fresh = not (resume and is_nonempty(out))  # a new file (or an empty one resumed) starts with the header
+    summary = BatchSummary(judge=plan.judge.name, keep_outcomes=keep_outcomes, max_rows=max_rows,
+                           prices=prices.batch() if prices else None, list_prices=prices)
+    done: set[str] = set()
+    known_errors: set[tuple[Any, ...]] = set()
+    recorded: dict[str, dict[str, Any]] = {}
+    if resume:
+        state = scan_results(out, lambda rec: summary.add(ConversationOutcome.from_json(rec), resumed=True),
+                             retry_errors=retry_errors)
+        done, known_errors = state.done, state.input_errors
+        recorded = _recorded(out)
+        if on_resumed:
+            on_resumed(state)
+    writer = ResultsWriter(out, mode="a" if resume else "w", transcripts=transcripts, skip_input_errors=known_errors,
+                           cost=summary.prices.cost if summary.prices else None)
+    if fresh:
+        try:
+            writer.write(head)
+        except BaseException:
+            writer.close()
+            raise
+    answers = BatchAnswers(max_retries=max(getattr(judges[0], "max_retries", 3), 0))
+    disks: dict[int, _RunDisk] = {}
+    caches = {id(j): j.cache for j in judges}  # given back after the run
+    for j in judges:
+        j.via = answers.via
+        if j.cache is not None and j.cache.disk is not None:
+            disks[id(j)] = _RunDisk(j.cache.disk)
+    stop = stop if stop is not None else asyncio.Event()
+    say = on_batch or (lambda _line: None)
+    run = _BatchRun(client, answers, writer, summary, say, stop, poll_s, prices, judges[0].redact)
+    try:
+        for batch_id, record in recorded.items():  # a resumed run collects what it sent before
+            if record.get("status") in ("failed", "cancelled", GONE):
+                continue
+            try:
+                await run.collect(batch_id, int(record.get("round") or 0), int(record.get("requests") or 0),
+                                  ended=record.get("status") in ("completed", "expired"))
+            except openai.NotFoundError:  # deleted at the provider (or another endpoint): its requests are sent again
+                writer.write({"type": RECORD, "id": batch_id, "round": record.get("round"), "status": GONE})
+                say(f"batch {batch_id} is unknown to the endpoint (404): its requests are sent again")
+            if stop.is_set():
+                break
+        rounds = itertools.count(max((int(r.get("round") or 0) for r in recorded.values()), default=0) + 1)
+        first = True
+        while not stop.is_set():
+            number = next(rounds)
+            answers.final = run.rounds >= max_rounds and run.problem is None
+            for j in judges:  # a pass's own cache: what an earlier pass judged is judged again and counted here
+                if j.cache is not None:
+                    disk = disks.get(id(j))
+                    j.cache = JudgeCache(j.cache.maxsize, disk=cast("DiskCache | None", disk))
+            left = await _pass(read(), plan, done, summary, writer, answers, first=first,
+                               max_conversations=max_conversations, stop=stop, on_outcome=on_outcome,
+                               on_input_error=on_input_error)
+            first = False
+            summary.unfinished = left
+            bodies = answers.take_pending()
+            if not bodies or answers.final or run.problem is not None or stop.is_set():
+                break
+            await run.send(bodies, number, plan.judge.name)
+        summary.problem = run.problem
+        if answers.given_up and summary.problem is None:
+            summary.problem = (f"{answers.given_up} requests still had no answer after {max_rounds} batches "
+                               "(max_rounds): their conversations are written with those judge errors")
+        if stop.is_set():
+            summary.interrupted = True
+        elif summary.problem is None and not summary.unfinished:  # finished: a stopped or failed run is by its resume
+            writer.write(runheader.run_summary(summary, started, summary.prices))
+    finally:
+        for j in judges:
+            j.via, j.cache = None, caches[id(j)]
+        writer.close()
+    return summary
+
+
+class _BatchRun:
+    """The batches of one run: sending, waiting, collecting, recording."""
+
+    def __init__(self, client: BatchClient, answers: BatchAnswers, writer: ResultsWriter, summary: BatchSummary,
+                 say: Callable[[str], None], stop: asyncio.Event, poll_s: float, prices: Prices | None,
+                 redact: Callable[[str], str]) -> None:
+        self.client, self.answers, self.writer, self.summary = client, answers, writer, summary
+        self.say, self.stop, self.poll_s, self.prices = say, stop, poll_s, prices
+        self.redact: Callable[[str], str] = redact
+        self.rounds = 0  # rounds of batches this run submitted (a round is split over several past 50,000 requests)
+        self.problem: str | None = None
+
+    async def send(self, bodies: dict[str, dict[str, Any]], number: int, judge: str) -> None:
+        states = []
+        self.rounds += 1
+        for part in chunks(bodies):
+            state = await asyncio.to_thread(self.client.submit, part, {"judgegraph_round": str(number)})
+            self.writer.write({"type": RECORD, "id": state.id, "round": number, "status": "submitted",
+                               "requests": len(part), "endpoint": "/v1/chat/completions", "judge": judge})
+            self.say(f"batch {state.id} (round {number}): {len(part)} requests submitted")
+            states.append((state, len(part)))
+        for state, n in states:
+            await self.collect(state.id, number, n, ended=False)
+            if self.stop.is_set():
+                return
+
+    async def collect(self, batch_id: str, number: int, requests: int, *, ended: bool) -> None:
+        """Wait for the batch (unless it is known to have ended), add its answers, record its end."""
+        seen: list[str] = []
+
+        def progress(state: BatchState) -> None:
+            line = f"batch {state.id} (round {number}): {state.status}, {state.completed}/{state.total or requests} " \
+                   f"done" + (f", {state.failed} failed" if state.failed else "")
+            if not seen or seen[-1] != line:
+                seen.append(line)
+                self.say(line)
+
+        state = await asyncio.to_thread(self.client.wait, batch_id, poll_s=self.poll_s, on_poll=progress,
+                                        stop=self.stop.is_set)
+        if state is None:  # stopped: the batch goes on at the provider
+            self.say(f"batch {batch_id} left running at the provider: --resume collects it")
+            return
+        usage = await asyncio.to_thread(self._load, state)
+        if not ended:
+            record: dict[str, Any] = {
+                "type": RECORD, "id": state.id, "round": number, "status": state.status, "requests": requests,
+                "completed": state.completed, "failed": state.failed, "output_file_id": state.output_file_id,
+                "error_file_id": state.error_file_id, "usage": usage.model_dump(mode="json"),
+            }
+            if self.prices is not None:
+                record["cost_usd"] = self.prices.batch().cost(usage)
+                record["list_cost_usd"] = self.prices.cost(usage)
+            if state.errors:
+                record["errors"] = [self.redact(e) for e in state.errors]
+            self.writer.write(record)
+        self.summary.batches.append({"id": state.id, "round": number, "status": state.status,
+                                     "requests": requests, "completed": state.completed, "failed": state.failed})
+        if state.status != "completed" and self.problem is None and not ended:  # an earlier run reported it
+            why = f": {'; '.join(self.redact(e) for e in state.errors[:3])}" if state.errors else ""
+            self.problem = (f"batch {state.id} {state.status}{why}; {state.completed} of {state.total or requests} "
+                            "requests answered and used; --resume sends the rest")
+
+    def _load(self, state: BatchState) -> Usage:
+        """The answers and failures of an ended batch into :attr:`answers`; the tokens of its answers."""
+        usage = Usage()
+        for line in self.client.results(state):
+            if line.status == 200 and line.body is not None and not line.message:
+                self.answers.add_answer(line.custom_id, line.body)
+                reported = line.body.get("usage")
+                tokens = [reported.get(k) for k in ("prompt_tokens", "completion_tokens")] \
+                    if isinstance(reported, dict) else []
+                counts = [t for t in tokens if isinstance(t, int) and not isinstance(t, bool) and t >= 0]
+                if len(counts) == 2:
+                    usage = usage + Usage(calls=1, input_tokens=counts[0], output_tokens=counts[1])
+            else:
+                self.answers.add_failure(line.custom_id, line.status, line.message)
+        return usage
+
+
+async def _pass(stream: Iterable[Item], plan: MetricPlan, done: set[str], summary: BatchSummary,
+                writer: ResultsWriter, answers: BatchAnswers, *, first: bool, max_conversations: int,
+                stop: asyncio.Event, on_outcome: Callable[[ConversationOutcome], None] | None,
+                on_input_error: Callable[[InputError], None] | None) -> int:
+    """Judge every conversation not in ``done`` with the answers so far; write the final ones (added
+    to ``done``), and input errors on the first pass. The conversations left unfinished."""
+    unfinished: set[str] = set()  # conversation ids (unique in a pass: a repeated one is an input error)
+
+    async def judge_one(item: LoadedConversation) -> ConversationOutcome:
+        with PendingWatch() as watch:
+            outcome = await judge_conversation(item, plan)
+        if watch.keys:
+            unfinished.add(outcome.conversation_id)
+        return outcome
+
+    def wrote(outcome: ConversationOutcome) -> None:
+        if outcome.conversation_id in unfinished:
+            return
+        writer.outcome(outcome)
+        summary.add(outcome)
+        done.add(outcome.conversation_id)
+        if on_outcome:
+            on_outcome(outcome)
+
+    def bad(error: InputError) -> None:
+        if not first:
+            return
+        writer.input_error(error)
+        summary.add_input_error(error)
+        if on_input_error:
+            on_input_error(error)
+
+    scratch = RunSummary(keep_outcomes=False, max_rows=0)
+    await evaluate_async(iter(stream), plan, max_conversations=max_conversations,
+                         on_outcome=wrote, on_input_error=bad, summary=scratch, skip=done, stop=stop,
+                         judge_one=judge_one)
+    return len(unfinished)
