@@ -14,7 +14,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from judgegraph.loaders import LoadedConversation
-from judgegraph.loaders.langgraph_threads import from_thread, load_checkpointer, open_checkpointer
+from judgegraph.loaders.langgraph_threads import checkpointer_threads, from_thread, load_checkpointer, open_checkpointer
 from tests.kit.agent import build_agent
 from tests.kit.openai_server import FakeOpenAIServer, schema_responder
 from tests.unit.test_langgraph_threads import check_agent_thread
@@ -60,10 +60,21 @@ def test_a_postgres_thread_is_read_by_from_thread_and_load_checkpointer(postgres
         items = list(load_checkpointer(saver, "pg", None))
         import psycopg
 
-        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
-            saver.conn.execute("DELETE FROM checkpoints")
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction), saver.conn.connection() as conn:
+            conn.execute("DELETE FROM checkpoints")
     assert [i.conversation.id for i in items if isinstance(i, LoadedConversation)] == ["t1", "t2"]
     assert items[0].conversation == by_graph["t1"]
+
+
+def test_the_command_line_s_saver_reconnects_after_a_server_restart(postgres_dsn, postgres_server):
+    """What ``watch`` needs to outlive a restart of the database: the next read after it works."""
+    write_threads(postgres_dsn, {"t1": ["Weather in Paris?"]})
+    with open_checkpointer(f"postgres:{postgres_dsn}") as saver:
+        assert from_thread(saver, "t1").id == "t1"
+        postgres_server.restart()
+        write_threads(postgres_dsn, {"t2": ["Weather?"]})
+        assert [t.thread_id for t in checkpointer_threads(saver)] == ["t1", "t2"]
+        assert from_thread(saver, "t2").id == "t2"
 
 
 def test_eval_checkpointer_postgres_judges_the_threads_and_never_writes_the_password(

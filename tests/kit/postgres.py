@@ -42,14 +42,20 @@ def _free_port() -> int:
 
 @dataclass
 class PostgresServer:
-    """A running server: ``url(db)`` is a DSN with the password."""
+    """A running server: ``url(db)`` is a DSN with the password; ``restart()`` stops and starts it (same port)."""
 
     port: int
     password: str
     root: Path
+    bindir: Path
+    user: str | None
 
     def url(self, db: str = "postgres") -> str:
         return f"postgres://{USER}:{self.password}@127.0.0.1:{self.port}/{db}"
+
+    def restart(self) -> None:
+        _run(self.bindir, ["pg_ctl", "-D", str(self.root / "data"), "-l", str(self.root / "log"), "-m", "fast", "-w",
+                           "-t", str(WAIT_S), "restart"], self.user)  # -l: else the server writes to our pipe
 
 
 def _run(bindir: Path, args: list[str], user: str | None) -> None:
@@ -82,7 +88,7 @@ def start_server() -> Iterator[PostgresServer]:
         _run(bindir, ["pg_ctl", "-D", str(data), "-l", str(root / "log"), "-w", "-t", str(WAIT_S), "-o",
                       f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off", "start"], user)
         started = True
-        yield PostgresServer(port, password, root)
+        yield PostgresServer(port, password, root, bindir, user)
     finally:
         if started:
             _run(bindir, ["pg_ctl", "-D", str(data), "-m", "fast", "-w", "-t", str(WAIT_S), "stop"], user)

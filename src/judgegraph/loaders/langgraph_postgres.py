@@ -1,9 +1,9 @@
 """``--checkpointer postgres:DSN``: an agent's ``PostgresSaver`` database, read by ``eval`` and ``watch``.
 
 The DSN is a PostgreSQL URL (``postgres://USER@HOST:PORT/DB``, or ``postgresql://``), given as ``postgres:URL`` or as
-the URL itself. The database is opened through ``PostgresSaver.from_conn_string`` and its session made read-only
-(``default_transaction_read_only``): the agent may be writing to it, and judgegraph never changes it (nor runs the
-saver's ``setup()`` migrations). A password in the URL is never shown or written: :func:`postgres_name` is the name
+the URL itself. The database is checked through ``PostgresSaver.from_conn_string``, then read by a ``PostgresSaver``
+on a one-connection pool whose sessions are read-only (``default_transaction_read_only``): the agent may be writing
+to it, and judgegraph never changes it (nor runs the saver's ``setup()`` migrations). A password in the URL is never shown or written: :func:`postgres_name` is the name
 the run uses in sources, errors and the results file (the password as ``[REDACTED]``); libpq's ``PGPASSWORD`` or
 ``~/.pgpass`` keep it off the command line altogether (docs/threads.md).
 """
@@ -11,7 +11,7 @@ the run uses in sources, errors and the results file (the password as ``[REDACTE
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..judges.redact import Redactor
@@ -70,23 +70,38 @@ def _with_timeout(dsn: str) -> str:
     return make_conninfo(dsn, connect_timeout=CONNECT_TIMEOUT)
 
 
+def _read_only(conn: Any) -> None:
+    conn.execute("SET default_transaction_read_only = on")
+
+
 @contextmanager
 def open_postgres(spec: str) -> Iterator[PostgresSaver]:
-    """The ``PostgresSaver`` of ``spec``, on a read-only session. Raises ``OSError`` (its message free of the
-    password) for a server that cannot be reached or a database without the saver's tables."""
+    """The ``PostgresSaver`` of ``spec``, its sessions read-only. Raises ``OSError`` (its message free of the
+    password) for a server that cannot be reached or a database without the saver's tables.
+
+    The saver reads through a pool of one connection, checked before each use, so a ``watch`` outlives a restart of
+    the server: the polls while it is down are input errors, the next one reconnects."""
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool, PoolTimeout
 
-    dsn = postgres_dsn(spec) or ""
+    dsn = _with_timeout(postgres_dsn(spec) or "")
     name = postgres_name(spec)
     redact = Redactor([p for p in (_password(dsn),) if p])
-    with ExitStack() as stack:
-        try:
-            saver: PostgresSaver = stack.enter_context(PostgresSaver.from_conn_string(_with_timeout(dsn)))
-            conn: Any = saver.conn
-            conn.execute("SET default_transaction_read_only = on")
-            conn.execute("SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints LIMIT 1").fetchall()
-        except psycopg.Error as exc:
-            text = " ".join(str(exc).split())
-            raise OSError(f"{name}: cannot read a PostgresSaver database ({redact(text)})") from None
-        yield saver
+    try:  # once on a connection of its own, for a clear error (a pool that cannot connect only says it timed out)
+        with PostgresSaver.from_conn_string(dsn) as probe:
+            _read_only(probe.conn)
+            probe.conn.execute("SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints LIMIT 1").fetchall()
+        pool: ConnectionPool[Any] = ConnectionPool(
+            dsn, kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}, min_size=1,
+            max_size=1, open=False, configure=_read_only, check=ConnectionPool.check_connection,
+            timeout=CONNECT_TIMEOUT, num_workers=1, name="judgegraph-postgres")
+        pool.open(wait=True, timeout=CONNECT_TIMEOUT)
+    except (psycopg.Error, PoolTimeout) as exc:
+        text = " ".join(str(exc).split())
+        raise OSError(f"{name}: cannot read a PostgresSaver database ({redact(text)})") from None
+    try:
+        yield PostgresSaver(pool)
+    finally:
+        pool.close(timeout=CONNECT_TIMEOUT)
