@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..judges.redact import Redactor
 
 if TYPE_CHECKING:
+    import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
 
 SCHEMES = ("postgres://", "postgresql://")
@@ -70,7 +71,7 @@ def _with_timeout(dsn: str) -> str:
     return make_conninfo(dsn, connect_timeout=CONNECT_TIMEOUT)
 
 
-def _read_only(conn: Any) -> None:
+def _read_only(conn: psycopg.Connection[Any]) -> None:
     conn.execute("SET default_transaction_read_only = on")
 
 
@@ -91,8 +92,9 @@ def open_postgres(spec: str) -> Iterator[PostgresSaver]:
     redact = Redactor([p for p in (_password(dsn),) if p])
     try:  # once on a connection of its own, for a clear error (a pool that cannot connect only says it timed out)
         with PostgresSaver.from_conn_string(dsn) as probe:
-            _read_only(probe.conn)
-            probe.conn.execute("SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints LIMIT 1").fetchall()
+            conn = cast("psycopg.Connection[Any]", probe.conn)  # from_conn_string's: a connection, not a pool
+            _read_only(conn)
+            conn.execute("SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints LIMIT 1").fetchall()
         pool: ConnectionPool[Any] = ConnectionPool(
             dsn, kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}, min_size=1,
             max_size=1, open=False, configure=_read_only, check=ConnectionPool.check_connection,
