@@ -7,6 +7,7 @@ database is only read."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 
@@ -115,7 +116,9 @@ def test_watch_once_judges_a_postgres_database_s_idle_threads(postgres_dsn, post
     assert [r["conversation_id"] for r in judged] == ["t1", "t2"]
     assert judged[0]["results"]["turn_relevancy"]["status"] == "passed"
     password = postgres_server.password
-    for text in (out.read_text(encoding="utf-8"), first.stdout, first.stderr, second.stdout, second.stderr):
+    state = out.with_name(out.name + ".watched.sqlite")  # the threads judged, keyed by the source's name
+    for text in (out.read_text(encoding="utf-8"), first.stdout, first.stderr, second.stdout, second.stderr,
+                 state.read_bytes().decode("utf-8", "replace")):
         assert password not in text
     assert redacted(postgres_dsn, password) in first.stderr  # "watching postgres:postgres://judge:[REDACTED]@..."
 
@@ -128,8 +131,11 @@ def test_postgres_mistakes_say_what_is_wrong_without_the_password(postgres_dsn, 
     assert done.returncode == 2 and "expected postgres:postgres://USER@HOST:PORT/DB" in done.stderr, done.stderr
     password = postgres_server.password
     wrong = postgres_dsn.replace(password, password + "-wrong")
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        nowhere = postgres_dsn.replace(f":{postgres_server.port}/", f":{s.getsockname()[1]}/")
     for dsn, said in [(postgres_dsn, "relation \"checkpoints\" does not exist"),  # an empty database: no setup()
-                      (wrong, "password authentication failed")]:
+                      (wrong, "password authentication failed"), (nowhere, "Connection refused")]:
         done = cli("eval", "--no-progress", "--overwrite", "--checkpointer", f"postgres:{dsn}", *judge, env=env)
         assert done.returncode == 3, done.stdout + done.stderr
         assert "cannot read a PostgresSaver database" in done.stderr and said in done.stderr, done.stderr
