@@ -2,6 +2,8 @@ import os
 
 import pytest
 
+from tests.kit.postgres import postgres_dsn, postgres_server  # noqa: F401  (fixtures: a real PostgreSQL)
+
 # Tests never reach a hub or a provider; no key exists.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.pop("OPENAI_API_KEY", None)

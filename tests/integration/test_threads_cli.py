@@ -82,7 +82,7 @@ def test_source_mistakes_are_usage_errors_and_a_missing_file_an_input_error(tmp_
     env = {**bare_env, "HOME": str(tmp_path)}
     out = tmp_path / "r.jsonl"
     for argv, msg in [
-        (["--checkpointer", "postgres:x"], "expected sqlite:PATH"),
+        (["--checkpointer", "mysql:x"], "expected sqlite:PATH (a SqliteSaver file) or postgres:DSN"),
         (["--thread", "t1"], "need --checkpointer sqlite:PATH or --langgraph-url URL"),
         (["--checkpointer", f"sqlite:{tmp_path}/a", "--langgraph-url", "http://x"], "exclude each other"),
         (["--langgraph-url", "http://127.0.0.1:1", "--metadata", "novalue"], "expected KEY=VALUE"),

@@ -1,5 +1,5 @@
 """Agents' threads as a source of conversations, shared by ``eval`` and ``watch``: ``--checkpointer sqlite:PATH``
-or ``--langgraph-url URL``, with ``--thread``, ``--assistant``, ``--metadata`` and ``--context-key``
+(or ``postgres:DSN``) or ``--langgraph-url URL``, with ``--thread``, ``--assistant``, ``--metadata`` and ``--context-key``
 (docs/threads.md)."""
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 def add_thread_options(parser: argparse.ArgumentParser, *, threads: bool = True) -> argparse._ArgumentGroup:
     """The LangGraph source options (``threads``: with ``--thread ID``, which ``watch`` does not take)."""
     g = parser.add_argument_group("LangGraph threads", "judge an agent's threads where they live (docs/threads.md)")
-    g.add_argument("--checkpointer", metavar="sqlite:PATH",
-                   help="a SqliteSaver checkpoint file, read-only (pip install 'judgegraph[threads]')")
+    g.add_argument("--checkpointer", metavar="sqlite:PATH|postgres:DSN",
+                   help="a SqliteSaver checkpoint file or a PostgresSaver database (postgres:postgres://USER@HOST/DB), "
+                        "read-only (pip install 'judgegraph[threads]')")
     g.add_argument("--langgraph-url", metavar="URL", help="a LangGraph server (langgraph dev or a deployment)")
     if threads:
         g.add_argument("--thread", action="append", dest="threads", metavar="ID",
@@ -60,7 +61,9 @@ def thread_inputs(args: argparse.Namespace, seen: set[str]) -> Iterator[LoadedCo
 
     if not (args.checkpointer or args.langgraph_url):
         return
-    where = args.checkpointer or args.langgraph_url
+    from ..loaders.langgraph_threads import checkpointer_name
+
+    where = checkpointer_name(args.checkpointer) if args.checkpointer else args.langgraph_url
     with ExitStack() as stack:
         if args.checkpointer:
             from ..loaders.langgraph_threads import load_checkpointer, open_checkpointer
@@ -68,9 +71,9 @@ def thread_inputs(args: argparse.Namespace, seen: set[str]) -> Iterator[LoadedCo
             try:
                 saver = stack.enter_context(open_checkpointer(args.checkpointer))
             except OSError as exc:
-                yield InputError(args.checkpointer, None, None, None, str(exc))
+                yield InputError(where, None, None, None, str(exc))
                 return
-            items = load_checkpointer(saver, args.checkpointer, args.threads, assistant=args.assistant,
+            items = load_checkpointer(saver, where, args.threads, assistant=args.assistant,
                                       metadata=metadata_filter(args), context_key=args.context_key)
         else:
             from ..loaders.langgraph_server import load_server

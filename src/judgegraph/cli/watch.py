@@ -107,14 +107,15 @@ def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console)
     from .threads_option import metadata_filter
 
     if args.checkpointer:
-        from ..loaders.langgraph_threads import open_checkpointer
+        from ..loaders.langgraph_threads import checkpointer_name, open_checkpointer
 
+        name = checkpointer_name(args.checkpointer)
         try:
             saver = stack.enter_context(open_checkpointer(args.checkpointer))
         except OSError as exc:
-            err.print(f"[red]error:[/] {markup_safe(args.checkpointer)}: {markup_safe(exc)}")
+            err.print(f"[red]error:[/] {markup_safe(name)}: {markup_safe(exc)}")
             return None
-        return CheckpointerThreads(saver, args.checkpointer, assistant=args.assistant, metadata=metadata_filter(args),
+        return CheckpointerThreads(saver, name, assistant=args.assistant, metadata=metadata_filter(args),
                                    context_key=args.context_key)
     from ..loaders.langgraph_server import ServerUnreachable, client
 

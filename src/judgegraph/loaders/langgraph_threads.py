@@ -246,11 +246,23 @@ def load_checkpointer(checkpointer: BaseCheckpointSaver[Any], where: str, thread
 # --------------------------------------------------------------------------- --checkpointer SPEC
 
 
+def checkpointer_name(spec: str) -> str:
+    """``spec`` as the run shows and writes it (a PostgreSQL URL's password redacted)."""
+    from .langgraph_postgres import postgres_dsn, postgres_name
+
+    return postgres_name(spec) if postgres_dsn(spec) is not None else spec
+
+
 def checkpointer_spec_error(spec: str) -> str | None:
-    """What is wrong with a ``--checkpointer`` value, or None (``sqlite:PATH``, the one kind read from a command)."""
+    """What is wrong with a ``--checkpointer`` value, or None (``sqlite:PATH`` or ``postgres:DSN``, the kinds read
+    from a command)."""
+    from .langgraph_postgres import postgres_dsn, postgres_spec_error
+
+    if postgres_dsn(spec) is not None:
+        return postgres_spec_error(spec)
     kind, _, path = spec.partition(":")
     if kind != "sqlite" or not path:
-        return f"--checkpointer {spec!r}: expected sqlite:PATH (a SqliteSaver file)"
+        return f"--checkpointer {spec!r}: expected sqlite:PATH (a SqliteSaver file) or postgres:DSN (a PostgresSaver)"
     from importlib.util import find_spec
 
     if find_spec("langgraph.checkpoint.sqlite") is None:
@@ -260,8 +272,15 @@ def checkpointer_spec_error(spec: str) -> str | None:
 
 @contextmanager
 def open_checkpointer(spec: str) -> Iterator[BaseCheckpointSaver[Any]]:
-    """The checkpointer named by ``spec`` (``sqlite:PATH``), opened read-only: the agent may be writing to it.
-    Raises ``OSError`` for a file that is missing or not a readable SQLite database."""
+    """The checkpointer named by ``spec`` (``sqlite:PATH``, or ``postgres:DSN``: :mod:`.langgraph_postgres`), opened
+    read-only: the agent may be writing to it. Raises ``OSError`` for a file that is missing or not a readable SQLite
+    database, or a database that cannot be reached or read."""
+    from .langgraph_postgres import open_postgres, postgres_dsn
+
+    if postgres_dsn(spec) is not None:
+        with open_postgres(spec) as saver:
+            yield saver
+        return
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     path = Path(spec.partition(":")[2])

@@ -1,0 +1,109 @@
+"""``--checkpointer postgres:DSN``: an agent's ``PostgresSaver`` database, read by ``eval`` and ``watch``.
+
+The DSN is a PostgreSQL URL (``postgres://USER@HOST:PORT/DB``, or ``postgresql://``), given as ``postgres:URL`` or as
+the URL itself. The database is checked through ``PostgresSaver.from_conn_string``, then read by a ``PostgresSaver``
+on a one-connection pool whose sessions are read-only (``default_transaction_read_only``): the agent may be writing
+to it, and judgegraph never changes it (nor runs the saver's ``setup()`` migrations). A password in the URL is never shown or written: :func:`postgres_name` is the name
+the run uses in sources, errors and the results file (the password as ``[REDACTED]``); libpq's ``PGPASSWORD`` or
+``~/.pgpass`` keep it off the command line altogether (docs/threads.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, cast
+
+from ..judges.redact import Redactor
+
+if TYPE_CHECKING:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+SCHEMES = ("postgres://", "postgresql://")
+#: Seconds to wait for the server when the DSN does not say (libpq's default is to wait for ever).
+CONNECT_TIMEOUT = 10
+
+
+def postgres_dsn(spec: str) -> str | None:
+    """The DSN of a ``--checkpointer`` naming a PostgreSQL database (``postgres:DSN`` or a bare URL), else None."""
+    if spec.startswith(SCHEMES):
+        return spec
+    kind, _, dsn = spec.partition(":")
+    return dsn if kind == "postgres" else None
+
+
+def _password(dsn: str) -> str | None:
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        password = urlsplit(dsn).password
+    except ValueError:
+        return None
+    return unquote(password) if password else None
+
+
+def postgres_name(spec: str) -> str:
+    """``spec`` as the run shows and writes it: any password in the URL replaced by ``[REDACTED]``."""
+    secrets = [p for p in (_password(postgres_dsn(spec) or ""),) if p]
+    return Redactor(secrets)(spec)
+
+
+def postgres_spec_error(spec: str) -> str | None:
+    """What is wrong with a ``postgres:DSN`` value, or None."""
+    dsn = postgres_dsn(spec) or ""
+    if not dsn.startswith(SCHEMES) or len(dsn) <= dsn.index("://") + 3:
+        return (f"--checkpointer {postgres_name(spec)!r}: expected postgres:postgres://USER@HOST:PORT/DB (a PostgreSQL "
+                "URL; the password from PGPASSWORD or ~/.pgpass)")
+    from importlib.util import find_spec
+
+    if find_spec("langgraph.checkpoint.postgres") is None or find_spec("psycopg") is None:
+        return ("--checkpointer postgres:DSN needs langgraph-checkpoint-postgres and psycopg: "
+                "pip install 'judgegraph[threads]'")
+    return None
+
+
+def _with_timeout(dsn: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    if "connect_timeout" in conninfo_to_dict(dsn):
+        return dsn
+    return make_conninfo(dsn, connect_timeout=CONNECT_TIMEOUT)
+
+
+def _read_only(conn: psycopg.Connection[Any]) -> None:
+    conn.execute("SET default_transaction_read_only = on")
+
+
+@contextmanager
+def open_postgres(spec: str) -> Iterator[PostgresSaver]:
+    """The ``PostgresSaver`` of ``spec``, its sessions read-only. Raises ``OSError`` (its message free of the
+    password) for a server that cannot be reached or a database without the saver's tables.
+
+    The saver reads through a pool of one connection, checked before each use, so a ``watch`` outlives a restart of
+    the server: the polls while it is down are input errors, the next one reconnects."""
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool, PoolTimeout
+
+    dsn = _with_timeout(postgres_dsn(spec) or "")
+    name = postgres_name(spec)
+    redact = Redactor([p for p in (_password(dsn),) if p])
+    try:  # once on a connection of its own, for a clear error (a pool that cannot connect only says it timed out)
+        with PostgresSaver.from_conn_string(dsn) as probe:
+            conn = cast("psycopg.Connection[Any]", probe.conn)  # from_conn_string's: a connection, not a pool
+            _read_only(conn)
+            conn.execute("SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints LIMIT 1").fetchall()
+        pool: ConnectionPool[Any] = ConnectionPool(
+            dsn, kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}, min_size=1,
+            max_size=1, open=False, configure=_read_only, check=ConnectionPool.check_connection,
+            timeout=CONNECT_TIMEOUT, num_workers=1, name="judgegraph-postgres")
+        pool.open(wait=True, timeout=CONNECT_TIMEOUT)
+    except (psycopg.Error, PoolTimeout) as exc:
+        text = " ".join(str(exc).split())
+        raise OSError(f"{name}: cannot read a PostgresSaver database ({redact(text)})") from None
+    try:
+        yield PostgresSaver(pool)
+    finally:
+        pool.close(timeout=CONNECT_TIMEOUT)
