@@ -69,7 +69,7 @@ def test_verdict_carries_the_transcript_in_json():
     assert dumped["transcript"][0] == {"step": "s", "messages": [{"role": "user", "content": "q"}], "reply": "r",
                                        "error": None, "latency_s": None, "usage": dumped["transcript"][0]["usage"],
                                        "model": "", "settings": {}, "cached": False, "request": None,
-                                       "system_fingerprint": None}
+                                       "system_fingerprint": None, "shared": False}
     assert Verdict().transcript == []
 
 
