@@ -76,6 +76,9 @@ def register(sub: Subparsers) -> None:
                       help="print the judge calls, tokens and cost the run will make, per metric; make no call")
     runs.add_argument("--price-in", type=float, metavar="USD", help="judge input price, dollars per million tokens")
     runs.add_argument("--price-out", type=float, metavar="USD", help="judge output price, dollars per million tokens")
+    runs.add_argument("--prices", metavar="FILE",
+                      help="a price table (JSON or YAML) overriding the built-in one (default: $JUDGEGRAPH_PRICES);"
+                           " docs/cost_cache.md")
     runs.add_argument("--transcripts", choices=["full", "errors", "none"], default="full",
                       help="what the results keep of each verdict's judge calls (default full; 'judgegraph show' reads them)")
     runs.add_argument("--gate", choices=["stable"], help="stable: exit 1 only for failures that hold in every "
@@ -147,6 +150,12 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
         return "--retry-errors goes with --resume (it judges again what the results file holds with errors)"
     if args.resume and args.overwrite:
         return "--resume and --overwrite exclude each other: continue the results file, or replace it"
+    from ..pricing import PriceFileError, user_prices
+
+    try:
+        user_prices(getattr(args, "prices", None))
+    except PriceFileError as exc:
+        return str(exc)
     return None
 
 
@@ -186,9 +195,11 @@ def _out_unwritable(args: argparse.Namespace) -> str | None:
 
 
 def _prices(args: argparse.Namespace, judge: Judge) -> Prices | None:
-    from ..pricing import prices_for
+    from ..pricing import prices_for, user_prices
 
-    return prices_for(judge.name, args.price_in, args.price_out) if judge.kind == "llm" else None
+    if judge.kind != "llm":
+        return None
+    return prices_for(judge.name, args.price_in, args.price_out, user_prices(getattr(args, "prices", None)))
 
 
 def _fmt_cost(dollars: float | None) -> str:
@@ -329,6 +340,9 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
     row("total", est.total, _fmt_cost(est.cost_usd()), style="bold")
     out.print(table)
     out.print(f"basis: {markup_safe(est.basis)}.")
+    if est.total.input_tokens:
+        out.print(f"prefix cache: {est.total.cached_input_tokens} of {est.total.input_tokens} input tokens cacheable"
+                  f" ({est.total.cached_input_tokens / est.total.input_tokens:.0%}, OpenAI's rule; docs/cost_cache.md).")
     if (jurors := len(getattr(args, "models", None) or [args.model]) * (args.repeat or 1)) > 1:
         out.print(f"a jury: each judgement asks {jurors} jurors; the table counts the first one's requests.")
     if est.prices is not None:
