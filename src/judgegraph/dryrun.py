@@ -75,7 +75,8 @@ class RecordingChatModel(ScriptedChatModel):
             else:
                 counts["calls"] += 1
                 counts["input_tokens"] += tokens
-                counts["cached_input_tokens"] += min(tokens, self._prefixes.serve(_request_tokens(request)))
+                if served := min(tokens, self._prefixes.serve(_request_tokens(request))):
+                    counts["cached_input_tokens"] += served
         return placeholder_answer(request.schema) if request.schema is not None else {}
 
     def _usage(self, request: ScriptedRequest, reply: Any) -> dict[str, int]:

@@ -105,8 +105,8 @@ class Prices:
         return Prices(self.batch_input, self.batch_output, f"batch prices, {self.source}", cached)
 
     def describe(self) -> str:
-        cached = "" if self.cached_input is None else f" / ${self.cached_input:g} cached in"
-        return f"${self.input:g} in{cached} / ${self.output:g} out per 1M tokens ({self.source})"
+        cached = "" if self.cached_input is None else f", ${self.cached_input:g} cached in"
+        return f"${self.input:g} in / ${self.output:g} out per 1M tokens{cached} ({self.source})"
 
 
 def _bare(model: str) -> str:
