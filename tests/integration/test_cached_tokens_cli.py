@@ -84,3 +84,21 @@ def test_a_bad_price_file_is_a_usage_error_before_any_call(tmp_path, bare_env):
     assert run.returncode == 2, run.stderr
     message = " ".join(run.stderr.split())
     assert str(prices) in message and "line 1" in message and "outptu" in message
+
+
+def test_pairwise_takes_a_price_file_and_refuses_a_bad_one(tmp_path, bare_env):
+    a = write_long_chats(tmp_path / "a.jsonl", n=1, exchanges=2)
+    b = write_long_chats(tmp_path / "b.jsonl", n=1, exchanges=2)
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps({"gpt-4.1-mini": {"input": 1000, "output": 1000}}))
+    bad.write_text(json.dumps({"gpt-4.1-mini": {"input": 1000}}))
+    base = [sys.executable, "-m", "judgegraph.cli", "pairwise", str(a), str(b), "--model", "openai:gpt-4.1-mini",
+            "--dry-run"]
+    refused = subprocess.run([*base, "--prices", str(bad)], env=bare_env, capture_output=True, text=True,
+                             check=False, timeout=120)
+    assert refused.returncode == 2 and "'output'" in " ".join(refused.stderr.split()), refused.stderr
+    priced = subprocess.run([*base, "--prices", str(good)], env=bare_env, capture_output=True, text=True,
+                            check=False, timeout=120)
+    assert priced.returncode == 0, priced.stderr
+    dollars = re.search(r"\$([0-9.]+)\. No call was made", " ".join(priced.stdout.split()))
+    assert dollars and float(dollars.group(1)) > 1, priced.stdout  # $1,000 per million tokens: the file's price
