@@ -429,8 +429,9 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
         out.print(Text(safe(why), style="magenta"), soft_wrap=True)
     u = summary.usage
     if judge.kind == "llm":
+        cached = f" ({u.cached_input_tokens} in from the provider's prompt cache)" if u.cached_input_tokens else ""
         cost = (f"calls {u.calls}, tokens {u.input_tokens} in / {u.output_tokens} out"
-                f"{' (estimated)' if u.estimated else ''}, {_fmt_cost(summary.cost_usd)}")
+                f"{' (estimated)' if u.estimated else ''}{cached}, {_fmt_cost(summary.cost_usd)}")
         if judge.cache is not None and (hits := judge.cache.hits + (judge.cache.disk.hits if judge.cache.disk else 0)):
             cost += f", {hits} answers from the cache"
     else:
