@@ -6,7 +6,8 @@ The set: 40 support conversations of 30 exchanges, replies of ~800 characters, g
 Measured: turn relevancy with window 10 (one request per window), and conversational guidelines with 5
 guidelines (one request per guideline), each request as the LLM judge sends it to an OpenAI model (the
 response_format schema, then the rendered prompt), sent in conversation order. "Before" renders the prompt
-files of ``--before`` (default: the main branch, read with ``git archive``); "after" the files of this tree.
+files of ``--before`` (default: the main branch, read with ``git archive``); "after" the files of this tree;
+"ceiling" (turn relevancy) the most any layout of the same windows could share (:func:`ceiling_requests`).
 
     python benchmarks/cache_share.py [--before REF] [--conversations 40] [--exchanges 30]
 """
@@ -28,7 +29,7 @@ from judgegraph.judges.llm import strict_json_schema
 from judgegraph.metrics.relevancy import DEFAULT_RUBRIC_STEP, JUDGE_STEP, TurnVerdict, turn_request
 from judgegraph.metrics.session.guidelines import JUDGE_STEP as GUIDELINE_STEP
 from judgegraph.metrics.session.guidelines import GuidelineJudgement
-from judgegraph.nodes import conversation_json
+from judgegraph.nodes import conversation_json, render_messages
 from judgegraph.prefixcache import PrefixCache, chat_parts, request_tokens
 from judgegraph.prompts import Prompt, load_prompt, parse_prompt
 from judgegraph.windows import sliding_windows
@@ -84,6 +85,19 @@ def relevancy_requests(conversations: list[Conversation], load: Callable[[str], 
             yield chat_parts(schema, [("user", prompt.render(turn_request(window, rubric=rubric).values))])
 
 
+def ceiling_requests(conversations: list[Conversation], load: Callable[[str], Prompt]) -> Iterator[list[str]]:
+    """Not a prompt judgegraph sends: the most any layout sending each window's messages once, in order, could
+    share. The instructions and rubric, the system instructions, then the window's messages as one transcript
+    (the judged exchange flowing on from the earlier ones), and last only the number of the reply to judge."""
+    prompt, rubric, schema = load(JUDGE_STEP), load(DEFAULT_RUBRIC_STEP).template.strip(), _schema(TurnVerdict)
+    head = prompt.template.split("<system_instructions>")[0].replace("{{ rubric }}", rubric)
+    for conversation in conversations:
+        for window in sliding_windows(conversation, 10):
+            body = render_messages(window.transcript())
+            text = f"{head}<system_instructions>\n{SYSTEM}\n</system_instructions>\n\n<window>\n{body}\n</window>\n\n"
+            yield chat_parts(schema, [("user", text + f"Judge the last assistant message (exchange {window.index}).")])
+
+
 def guideline_requests(conversations: list[Conversation], load: Callable[[str], Prompt]) -> Iterator[list[str]]:
     prompt, schema = load(GUIDELINE_STEP), _schema(GuidelineJudgement)
     for conversation in conversations:
@@ -115,12 +129,14 @@ def main() -> None:
           "cacheable = OpenAI's rule (prefixes >= 1,024 tokens already sent, 128-token steps)")
     print(f"{'metric':<40} {'prompts':<18} {'calls':>6} {'characters':>11} {'input tokens':>13} "
           f"{'cacheable':>10} {'share':>6}")
-    for metric, build in (("turn relevancy, window 10", relevancy_requests),
-                          ("conversational guidelines, 5 guidelines", guideline_requests)):
-        for label, load in loaders.items():
-            calls, chars, tokens, served = measure(build(conversations, load))
-            print(f"{metric:<40} {label:<18} {calls:>6} {chars:>11,} {tokens:>13,} {served:>10,} "
-                  f"{served / tokens:>6.1%}")
+    rows = [(metric, label, build, load)
+            for metric, build in (("turn relevancy, window 10", relevancy_requests),
+                                  ("conversational guidelines, 5 guidelines", guideline_requests))
+            for label, load in loaders.items()]
+    rows.insert(2, ("turn relevancy, window 10", "ceiling (see doc)", ceiling_requests, load_prompt))
+    for metric, label, build, load in rows:
+        calls, chars, tokens, served = measure(build(conversations, load))
+        print(f"{metric:<40} {label:<18} {calls:>6} {chars:>11,} {tokens:>13,} {served:>10,} {served / tokens:>6.1%}")
 
 
 if __name__ == "__main__":
