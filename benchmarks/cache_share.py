@@ -31,7 +31,9 @@ from judgegraph.metrics.session.guidelines import JUDGE_STEP as GUIDELINE_STEP
 from judgegraph.metrics.session.guidelines import GuidelineJudgement
 from judgegraph.nodes import conversation_json, render_messages
 from judgegraph.prefixcache import PrefixCache, chat_parts, request_tokens
+from judgegraph.pricing import prices_for
 from judgegraph.prompts import Prompt, load_prompt, parse_prompt
+from judgegraph.results import Usage
 from judgegraph.windows import sliding_windows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,8 +129,11 @@ def main() -> None:
     loaders = {f"before ({args.before})": prompts_at(args.before), "after (this tree)": load_prompt}
     print(f"{args.conversations} conversations x {args.exchanges} exchanges, replies ~800 characters; "
           "cacheable = OpenAI's rule (prefixes >= 1,024 tokens already sent, 128-token steps)")
+    prices = prices_for("gpt-4.1-mini")
+    assert prices is not None
+    print(f"dollars: gpt-4.1-mini at list price, {prices.describe()}; 100 output tokens a call assumed")
     print(f"{'metric':<40} {'prompts':<18} {'calls':>6} {'characters':>11} {'input tokens':>13} "
-          f"{'cacheable':>10} {'share':>6}")
+          f"{'cacheable':>10} {'share':>6} {'$ no cache':>10} {'$ cached':>9}")
     rows = [(metric, label, build, load)
             for metric, build in (("turn relevancy, window 10", relevancy_requests),
                                   ("conversational guidelines, 5 guidelines", guideline_requests))
@@ -136,7 +141,11 @@ def main() -> None:
     rows.insert(2, ("turn relevancy, window 10", "ceiling (see doc)", ceiling_requests, load_prompt))
     for metric, label, build, load in rows:
         calls, chars, tokens, served = measure(build(conversations, load))
-        print(f"{metric:<40} {label:<18} {calls:>6} {chars:>11,} {tokens:>13,} {served:>10,} {served / tokens:>6.1%}")
+        plain = prices.cost(Usage(calls=calls, input_tokens=tokens, output_tokens=100 * calls)) or 0.0
+        cached = prices.cost(Usage(calls=calls, input_tokens=tokens, output_tokens=100 * calls,
+                                   cached_input_tokens=served)) or 0.0
+        print(f"{metric:<40} {label:<18} {calls:>6} {chars:>11,} {tokens:>13,} {served:>10,} {served / tokens:>6.1%}"
+              f" {plain:>10.3f} {cached:>9.3f}")
 
 
 if __name__ == "__main__":
