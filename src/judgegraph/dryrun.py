@@ -13,6 +13,7 @@ import threading
 from collections import Counter
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, PrivateAttr
@@ -66,16 +67,18 @@ class RecordingChatModel(ScriptedChatModel):
     def respond(self, request: ScriptedRequest) -> dict[str, Any]:
         step = _step.get()
         tokens = prompt_tokens(request.messages)
+        reask = any(m.type == "ai" for m in request.messages)
+        served = 0 if reask else min(tokens, self._prefixes.serve(_request_tokens(request)))
         with self._lock:
             counts = self._counts.setdefault(step, Counter())
-            if any(m.type == "ai" for m in request.messages):
+            if reask:
                 # A re-ask: the placeholder did not pass the metric's own checks. Not a
                 # call the real run would make; what follows this step is not counted.
                 counts["refused"] += 1
             else:
                 counts["calls"] += 1
                 counts["input_tokens"] += tokens
-                if served := min(tokens, self._prefixes.serve(_request_tokens(request))):
+                if served:
                     counts["cached_input_tokens"] += served
         return placeholder_answer(request.schema) if request.schema is not None else {}
 
@@ -87,17 +90,25 @@ class RecordingChatModel(ScriptedChatModel):
         return "judgegraph-dry-run"
 
 
+@lru_cache(maxsize=256)
+def _response_format(schema: type[BaseModel]) -> str:
+    """``schema`` as the LLM judge sends it to an OpenAI model (``response_format``), as JSON text."""
+    from .judges.llm import strict_json_schema
+
+    shape = {"type": "json_schema",
+             "json_schema": {"name": schema.__name__, "schema": strict_json_schema(schema), "strict": True}}
+    return json.dumps(shape, sort_keys=True)
+
+
 def _request_tokens(request: ScriptedRequest) -> list[int]:
     """The request as a provider's prefix cache sees it (:func:`judgegraph.prefixcache.chat_parts`)."""
     schema = request.schema
-    shape: dict[str, Any] | None = schema  # a tool's schema, as given
-    if isinstance(schema, type):  # as the LLM judge sends it to an OpenAI model (response_format)
-        from .judges.llm import strict_json_schema
-
-        shape = {"type": "json_schema",
-                 "json_schema": {"name": schema.__name__, "schema": strict_json_schema(schema), "strict": True}}
+    if isinstance(schema, type):
+        text: str | None = _response_format(schema)
+    else:  # a tool's schema, as given
+        text = json.dumps(schema, sort_keys=True) if schema else None
     messages = [(ROLES.get(m.type, m.type), m.text) for m in request.messages]
-    return request_tokens(chat_parts(json.dumps(shape, sort_keys=True) if shape else None, messages))
+    return request_tokens(chat_parts(text, messages))
 
 
 class DryRunJudge(Judge):
