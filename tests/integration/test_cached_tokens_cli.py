@@ -70,7 +70,8 @@ def test_cached_tokens_reach_usage_cost_and_the_dry_run(tmp_path, bare_env):
     assert int(estimate.group(2)) == sum(u.input_tokens for u in usages)
     assert "test table" in " ".join(dry.stdout.split())
     assert f"{cached} in from the provider's prompt cache" in " ".join(real.stdout.split())  # the run's summary
-    window = next(v for v in records[0]["results"]["turn_relevancy"]["verdicts"] if v["usage"]["cached_input_tokens"])
+    long0 = next(r for r in records if r["conversation_id"] == "long0")  # lines come in the order judged
+    window = next(v for v in long0["results"]["turn_relevancy"]["verdicts"] if v["usage"]["cached_input_tokens"])
     shown = subprocess.run([sys.executable, "-m", "judgegraph.cli", "show", str(out), "--conversation", "long0",
                             "--metric", "turn-relevancy", "--window", str(window["window"])],
                            env=bare_env, capture_output=True, text=True, check=False, timeout=120)
