@@ -151,7 +151,8 @@ class DryRunJudge(Judge):
 
     def estimate(self, prices: Prices | None = None) -> CostEstimate:
         counts = sorted(self.chat._counts.items())
-        steps = {step: StepCost(c["calls"], c["input_tokens"], c["cached_input_tokens"]) for step, c in counts}
+        steps = {step: StepCost(c["calls"], c["input_tokens"], cached_input_tokens=c["cached_input_tokens"])
+                 for step, c in counts}
         refused = [step for step, c in counts if c["refused"]]
         return CostEstimate(steps=steps, prices=prices, max_tries=self.max_tries, uncounted_after=refused)
 
@@ -183,14 +184,14 @@ class CostEstimate:
             metric = step.split("/", 1)[0]
             prev = out.get(metric, StepCost(0, 0))
             out[metric] = StepCost(prev.calls + c.calls, prev.input_tokens + c.input_tokens,
-                                   prev.cached_input_tokens + c.cached_input_tokens)
+                                   cached_input_tokens=prev.cached_input_tokens + c.cached_input_tokens)
         return out
 
     @property
     def total(self) -> StepCost:
         steps = self.steps.values()
         return StepCost(sum(c.calls for c in steps), sum(c.input_tokens for c in steps),
-                        sum(c.cached_input_tokens for c in steps))
+                        cached_input_tokens=sum(c.cached_input_tokens for c in steps))
 
     def usage(self, cost: StepCost | None = None) -> Usage:
         c = cost or self.total

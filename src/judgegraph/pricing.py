@@ -17,6 +17,9 @@ from .results import Usage
 #: Token counts above this (10^15, far beyond any run) are not priced: the cost is unknown.
 MAX_PRICED_TOKENS = 10**15
 
+#: What a batch API charges of the list price when the table gives no batch price (OpenAI's Batch API: half).
+BATCH_FACTOR = 0.5
+
 #: The day the built-in table was checked against its source.
 TABLE_DATE = "2026-11-26"
 #: Where the built-in table comes from: LiteLLM's maintained price table, as shipped in its PyPI release
@@ -95,14 +98,15 @@ class Prices:
         dollars = ((tokens[0] - cached) * self.input + cached * cached_price + tokens[1] * self.output) / 1_000_000
         return dollars if math.isfinite(dollars) and dollars >= 0 else None
 
-    def batch(self) -> Prices | None:
-        """The Batch API's prices (cached input at half the cached price, as for input), or None when the
-        source gives none."""
-        if self.batch_input is None or self.batch_output is None:
-            return None
-        known = self.cached_input is not None and self.input > 0
-        cached = self.cached_input * self.batch_input / self.input if known else None  # type: ignore[operator]
-        return Prices(self.batch_input, self.batch_output, f"batch prices, {self.source}", cached)
+    def batch(self, factor: float = BATCH_FACTOR) -> Prices:
+        """These prices as a batch API charges them (``eval --batch``): the source's batch prices where it gives
+        them, else ``factor`` of the list prices; cached input in the same proportion as input."""
+        if self.batch_input is not None and self.batch_output is not None:
+            inp, out, how = self.batch_input, self.batch_output, "batch prices"
+        else:
+            inp, out, how = self.input * factor, self.output * factor, f"batch price, {factor:g} of list"
+        cached = None if self.cached_input is None or self.input <= 0 else self.cached_input * inp / self.input
+        return Prices(inp, out, f"{self.source}; {how}", cached)
 
     def describe(self) -> str:
         cached = "" if self.cached_input is None else f", ${self.cached_input:g} cached in"

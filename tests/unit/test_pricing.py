@@ -82,9 +82,17 @@ def test_a_yaml_price_file_and_the_environment_variable(tmp_path, monkeypatch):
     table = user_prices()
     assert table is not None and table["my-model"].batch_input == 0.75
     batch = prices_for("llm:my-model", table=table).batch()
-    assert batch is not None and (batch.input, batch.output) == (0.75, 1.5)
+    assert (batch.input, batch.output) == (0.75, 1.5)  # the file's batch prices
     monkeypatch.delenv("JUDGEGRAPH_PRICES")
     assert user_prices() is None
+
+
+def test_batch_prices_come_from_the_table_else_half_the_list_price():
+    mini = prices_for("llm:gpt-4.1-mini").batch()
+    assert (mini.input, mini.output) == (0.2, 0.8) and mini.cached_input == pytest.approx(0.05)
+    assert "batch prices" in mini.source
+    given = Prices(1.0, 4.0, "given", cached_input=0.5).batch()  # no batch price known: OpenAI's half
+    assert (given.input, given.output) == (0.5, 2.0) and given.cached_input == pytest.approx(0.25)
 
 
 @pytest.mark.parametrize(("text", "expected"), [
