@@ -102,7 +102,9 @@ class Prices:
         """These prices as a batch API charges them (``eval --batch``): the source's batch prices where it gives
         them, else ``factor`` of the list prices; cached input in the same proportion as input."""
         if self.batch_input is not None and self.batch_output is not None:
-            inp, out, how = self.batch_input, self.batch_output, "batch prices"
+            inp, out = self.batch_input, self.batch_output
+            ratio = f", {inp / self.input:g} of list" if self.input > 0 else ""
+            how = f"batch price{ratio} (the table's batch prices)"
         else:
             inp, out, how = self.input * factor, self.output * factor, f"batch price, {factor:g} of list"
         cached = None if self.cached_input is None or self.input <= 0 else self.cached_input * inp / self.input

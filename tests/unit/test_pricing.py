@@ -90,7 +90,7 @@ def test_a_yaml_price_file_and_the_environment_variable(tmp_path, monkeypatch):
 def test_batch_prices_come_from_the_table_else_half_the_list_price():
     mini = prices_for("llm:gpt-4.1-mini").batch()
     assert (mini.input, mini.output) == (0.2, 0.8) and mini.cached_input == pytest.approx(0.05)
-    assert "batch prices" in mini.source
+    assert "batch price, 0.5 of list (the table's batch prices)" in mini.source
     given = Prices(1.0, 4.0, "given", cached_input=0.5).batch()  # no batch price known: OpenAI's half
     assert (given.input, given.output) == (0.5, 2.0) and given.cached_input == pytest.approx(0.25)
 
