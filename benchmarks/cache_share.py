@@ -6,10 +6,11 @@ The set: 40 support conversations of 30 exchanges, replies of ~800 characters, g
 Measured: turn relevancy with window 10 (one request per window), and conversational guidelines with 5
 guidelines (one request per guideline), each request as the LLM judge sends it to an OpenAI model (the
 response_format schema, then the rendered prompt), sent in conversation order. "Before" renders the prompt
-files of ``--before`` (default: the main branch, read with ``git archive``); "after" the files of this tree;
+files of ``--before`` (default: the last commit before the layout, read with ``git archive``); "after" the
+files of this tree;
 "ceiling" (turn relevancy) the most any layout of the same windows could share (:func:`ceiling_requests`).
 
-    python benchmarks/cache_share.py [--before REF] [--conversations 40] [--exchanges 30]
+    python benchmarks/cache_share.py [--before COMMIT] [--conversations 40] [--exchanges 30]
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from judgegraph.results import Usage
 from judgegraph.windows import sliding_windows
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The last commit before the cache-friendly layout (the prompts as they were): the default "before".
+BEFORE_LAYOUT = "21d0a75"
 TOPICS = ("a late parcel", "a refund", "a damaged screen", "a password reset", "an invoice", "a subscription",
           "a warranty claim", "a delivery address", "a discount code", "a missing item")
 GUIDELINES = ("Never promise a delivery date.", "Answer in the user's language.", "Offer a human agent when asked.",
@@ -121,7 +124,9 @@ def measure(requests: Iterator[list[str]]) -> tuple[int, int, int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--before", default="main", help="the git ref whose prompt files are 'before' (default main)")
+    parser.add_argument("--before", default=BEFORE_LAYOUT,
+                        help=f"the git commit whose prompt files are 'before' (default {BEFORE_LAYOUT}, the last"
+                             " before the layout)")
     parser.add_argument("--conversations", type=int, default=40)
     parser.add_argument("--exchanges", type=int, default=30)
     args = parser.parse_args()
