@@ -8,10 +8,12 @@ docs/runs.md.
 from __future__ import annotations
 
 import copy
+import json
 import threading
 from collections import Counter
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, PrivateAttr
@@ -19,7 +21,8 @@ from pydantic import BaseModel, PrivateAttr
 from .judges import Judge, JudgeCache, JudgeOutcome, JudgeRequest, resolve_judge
 from .judges.schema_example import example_from_schema
 from .judges.scripted import ScriptedChatModel, ScriptedRequest
-from .judges.tokens import prompt_tokens
+from .judges.tokens import ROLES, prompt_tokens
+from .prefixcache import PrefixCache, chat_parts, request_tokens
 from .pricing import Prices
 from .results import Usage
 
@@ -59,20 +62,25 @@ class RecordingChatModel(ScriptedChatModel):
     model_name: str = "dry-run"
     _counts: dict[str, Counter[str]] = PrivateAttr(default_factory=dict)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)  # requests arrive on several threads
+    _prefixes: PrefixCache = PrivateAttr(default_factory=PrefixCache)
 
     def respond(self, request: ScriptedRequest) -> dict[str, Any]:
         step = _step.get()
         tokens = prompt_tokens(request.messages)
+        reask = any(m.type == "ai" for m in request.messages)
+        served = 0 if reask else min(tokens, self._prefixes.serve(_request_tokens(request)))
         with self._lock:
             counts = self._counts.setdefault(step, Counter())
             answer = placeholder_answer(request.schema) if request.schema is not None else {}
-            if any(m.type == "ai" for m in request.messages):
+            if reask:
                 # A re-ask: the placeholder did not pass the metric's own checks. Not a
                 # call the real run would make; what follows this step is not counted.
                 counts["refused"] += 1
             else:
                 counts["calls"] += 1
                 counts["input_tokens"] += tokens
+                if served:
+                    counts["cached_input_tokens"] += served
                 # a dense call (judgegraph.dense) answers one verdict per item: its output is counted per item
                 items = answer.get("items") if getattr(request.schema, "dense", False) else None
                 if isinstance(items, list) and len(items) > 1:
@@ -85,6 +93,27 @@ class RecordingChatModel(ScriptedChatModel):
     @property
     def _llm_type(self) -> str:
         return "judgegraph-dry-run"
+
+
+@lru_cache(maxsize=256)
+def _response_format(schema: type[BaseModel]) -> str:
+    """``schema`` as the LLM judge sends it to an OpenAI model (``response_format``), as JSON text."""
+    from .judges.llm import strict_json_schema
+
+    shape = {"type": "json_schema",
+             "json_schema": {"name": schema.__name__, "schema": strict_json_schema(schema), "strict": True}}
+    return json.dumps(shape, sort_keys=True)
+
+
+def _request_tokens(request: ScriptedRequest) -> list[int]:
+    """The request as a provider's prefix cache sees it (:func:`judgegraph.prefixcache.chat_parts`)."""
+    schema = request.schema
+    if isinstance(schema, type):
+        text: str | None = _response_format(schema)
+    else:  # a tool's schema, as given
+        text = json.dumps(schema, sort_keys=True) if schema else None
+    messages = [(ROLES.get(m.type, m.type), m.text) for m in request.messages]
+    return request_tokens(chat_parts(text, messages))
 
 
 class DryRunJudge(Judge):
@@ -127,7 +156,8 @@ class DryRunJudge(Judge):
 
     def estimate(self, prices: Prices | None = None) -> CostEstimate:
         counts = sorted(self.chat._counts.items())
-        steps = {step: StepCost(c["calls"], c["input_tokens"], c["calls"] + c["more_answers"] if c["more_answers"] else None)
+        steps = {step: StepCost(c["calls"], c["input_tokens"], c["calls"] + c["more_answers"] if c["more_answers"] else None,
+                                cached_input_tokens=c["cached_input_tokens"])
                  for step, c in counts}
         refused = [step for step, c in counts if c["refused"]]
         return CostEstimate(steps=steps, prices=prices, max_tries=self.max_tries, uncounted_after=refused)
@@ -138,6 +168,8 @@ class StepCost:
     calls: int
     input_tokens: int
     answers: int | None = None  # verdicts answered (a dense call answers several); None: one per call
+    #: Of ``input_tokens``, what a provider's prefix cache would serve (judgegraph.prefixcache: OpenAI's rule).
+    cached_input_tokens: int = 0
 
     @property
     def output_tokens(self) -> int:
@@ -159,17 +191,21 @@ class CostEstimate:
             metric = step.split("/", 1)[0]
             prev = out.get(metric, StepCost(0, 0, 0))
             out[metric] = StepCost(prev.calls + c.calls, prev.input_tokens + c.input_tokens,
-                                   (prev.answers or 0) + (c.calls if c.answers is None else c.answers))
+                                   (prev.answers or 0) + (c.calls if c.answers is None else c.answers),
+                                   cached_input_tokens=prev.cached_input_tokens + c.cached_input_tokens)
         return out
 
     @property
     def total(self) -> StepCost:
-        return StepCost(sum(c.calls for c in self.steps.values()), sum(c.input_tokens for c in self.steps.values()),
-                        sum(c.calls if c.answers is None else c.answers for c in self.steps.values()))
+        steps = self.steps.values()
+        return StepCost(sum(c.calls for c in steps), sum(c.input_tokens for c in steps),
+                        sum(c.calls if c.answers is None else c.answers for c in steps),
+                        cached_input_tokens=sum(c.cached_input_tokens for c in steps))
 
     def usage(self, cost: StepCost | None = None) -> Usage:
         c = cost or self.total
-        return Usage(calls=c.calls, input_tokens=c.input_tokens, output_tokens=c.output_tokens, estimated=True)
+        return Usage(calls=c.calls, input_tokens=c.input_tokens, output_tokens=c.output_tokens, estimated=True,
+                     cached_input_tokens=c.cached_input_tokens)
 
     def cost_usd(self, cost: StepCost | None = None) -> float | None:
         return None if self.prices is None else self.prices.cost(self.usage(cost))
@@ -178,7 +214,9 @@ class CostEstimate:
     def basis(self) -> str:
         return (f"calls and input tokens counted on the rendered requests (exact for steps that do not depend on an "
                 f"answer; steps after an extraction counted for one extracted item each); output tokens assumed "
-                f"{ASSUMED_OUTPUT_TOKENS} per call (per verdict of a dense call); re-asks of invalid replies not included (each resends the "
+                f"{ASSUMED_OUTPUT_TOKENS} per call (per verdict of a dense call); cached input tokens: what a provider's prefix cache would serve "
+                f"by OpenAI's rule (prefixes of at least 1,024 tokens already sent, in steps of 128; an upper "
+                f"bound), priced at the cached price; re-asks of invalid replies not included (each resends the "
                 f"prompt, at most {self.max_tries} tries)"
                 + (f"; not counted: the steps that follow {', '.join(self.uncounted_after)} for each item it "
                    f"extracts (a placeholder answer cannot stand in for it)" if self.uncounted_after else ""))

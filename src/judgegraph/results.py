@@ -14,12 +14,15 @@ Status = Literal["passed", "failed", "error", "not_applicable"]
 
 
 class Usage(BaseModel):
-    """Judge calls and tokens (``estimated``: counted locally, the provider reported none)."""
+    """Judge calls and tokens (``estimated``: counted locally, the provider reported none).
+    ``cached_input_tokens``: the part of ``input_tokens`` the provider served from its prompt cache (it
+    reported so: OpenAI's ``cached_tokens``, Anthropic's cache reads), priced at the cached price."""
 
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     estimated: bool = False
+    cached_input_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -31,6 +34,7 @@ class Usage(BaseModel):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             estimated=self.estimated or other.estimated,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
         )
 
     @classmethod

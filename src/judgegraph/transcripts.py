@@ -62,6 +62,8 @@ def format_attempts(attempts: Sequence[JudgeAttempt | dict[str, Any]]) -> str:
         if a.get("latency_s") is not None:
             facts.append(f"{a['latency_s']:.2f}s")
         facts.append(f"{usage.get('input_tokens', 0)} tokens in / {usage.get('output_tokens', 0)} out")
+        if usage.get("cached_input_tokens"):
+            facts.append(f"{usage['cached_input_tokens']} in from the provider's prompt cache")
         if a.get("cached"):
             facts.append("from the cache (no call)")
         if a.get("shared"):

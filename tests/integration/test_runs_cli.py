@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from judgegraph.cli import main
+from judgegraph.pricing import TABLE_DATE
 from tests.kit.openai_server import FakeOpenAIServer, structured
 
 pytestmark = pytest.mark.integration
@@ -211,7 +212,7 @@ def test_dry_run_counts_the_calls_and_input_tokens_the_run_then_makes(tmp_path, 
     assert real.returncode == 1, real.stderr
     assert est_calls == calls == sum(u["calls"] for u in usage) == 24
     assert est_tokens == sum(u["input_tokens"] for u in usage)  # exact: same rendering, same accounting
-    assert "turn_relevancy" in dry.stdout and "basis:" in dry.stdout and "2025-08-15" in dry.stdout
+    assert "turn_relevancy" in dry.stdout and "basis:" in dry.stdout and TABLE_DATE in dry.stdout  # the table says when it was checked
     # the real cost is on each line and in the summary
     cost = sum(r["cost_usd"] for r in conversation_lines(out))
     assert cost > 0 and f"${cost:.4f}" in real.stdout

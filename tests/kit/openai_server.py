@@ -60,6 +60,7 @@ from typing import Any, Literal
 
 from judgegraph.judges.schema_example import example_from_schema
 from judgegraph.judges.tokens import count_tokens, encoding
+from judgegraph.prefixcache import PrefixCache, chat_parts, request_tokens
 
 __all__ = [
     "ChatRequest",
@@ -655,7 +656,7 @@ class _Handler(BaseHTTPRequestHandler):
         if failed is not None:
             self._send_error_reply(failed)
             return
-        completion = _completion(request, replies)
+        completion = _completion(request, replies, cached_tokens=owner.prefix_cache.serve(_prefix_tokens(request)))
         if request.stream:
             self._stream(request, completion)
         else:
@@ -841,7 +842,17 @@ def _model_obj(model_id: str) -> dict[str, Any]:
     return {"id": model_id, "object": "model", "created": 1700000000, "owned_by": "judgegraph-fake"}
 
 
-def _completion(request: ChatRequest, replies: list[Reply]) -> dict[str, Any]:
+def _prefix_tokens(request: ChatRequest) -> list[int]:
+    """The request as a provider's prefix cache sees it: the output schema (response_format or tools),
+    then every message's role and content (judgegraph.prefixcache)."""
+    raw = request.raw
+    shape = raw.get("response_format") or raw.get("tools")
+    schema = json.dumps(shape, sort_keys=True) if shape else None
+    messages = [(str(m.get("role") or ""), _content_text(m.get("content"))) for m in request.messages]
+    return request_tokens(chat_parts(schema, messages))
+
+
+def _completion(request: ChatRequest, replies: list[Reply], cached_tokens: int = 0) -> dict[str, Any]:
     choices = []
     completion_tokens = 0
     for i, reply in enumerate(replies):
@@ -883,7 +894,7 @@ def _completion(request: ChatRequest, replies: list[Reply]) -> dict[str, Any]:
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "prompt_tokens_details": {"cached_tokens": min(cached_tokens, prompt_tokens), "audio_tokens": 0},
             "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
         },
     }
@@ -1040,6 +1051,8 @@ class FakeOpenAIServer:
         self.embedder = embedder
         self.embedding_dim = int(embedding_dim)
         self.models = tuple(models)
+        #: The prompts served so far: each reply reports the ``cached_tokens`` OpenAI's prefix rule gives.
+        self.prefix_cache = PrefixCache()
         self._lock = threading.Lock()
         self._requests: list[tuple[str, dict[str, Any]]] = []
         self._calls: Counter[str] = Counter()

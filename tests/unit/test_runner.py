@@ -176,7 +176,8 @@ def test_filter_transcripts_leaves_other_records_alone():
 
 
 def test_prices_table_snapshots_and_overrides():
-    assert lookup("llm:gpt-4.1-mini") == lookup("openai:gpt-4.1-mini-2025-04-14") == (0.40, 1.60)
+    entry = lookup("llm:gpt-4.1-mini")
+    assert entry == lookup("openai:gpt-4.1-mini-2025-04-14") and (entry.input, entry.output) == (0.40, 1.60)
     assert lookup("gpt-4.1-minimal") is None and prices_for("llm:my-model") is None
     assert prices_for("llm:gpt-4.1-mini", price_out=3.0).output == 3.0
     assert prices_for("llm:my-model", 1.0, 2.0).cost(Usage(input_tokens=500_000, output_tokens=250_000)) == 1.0

@@ -98,6 +98,9 @@ def register(sub: Subparsers) -> None:
                       help="with --batch: first wait between polls of a batch, doubled up to 60 s (default 5)")
     runs.add_argument("--price-in", type=float, metavar="USD", help="judge input price, dollars per million tokens")
     runs.add_argument("--price-out", type=float, metavar="USD", help="judge output price, dollars per million tokens")
+    runs.add_argument("--prices", metavar="FILE",
+                      help="a price table (JSON or YAML) overriding the built-in one (default: $JUDGEGRAPH_PRICES);"
+                           " docs/cost_cache.md")
     runs.add_argument("--transcripts", choices=["full", "errors", "none"], default="full",
                       help="what the results keep of each verdict's judge calls (default full; 'judgegraph show' reads them)")
     runs.add_argument("--gate", choices=["stable"], help="stable: exit 1 only for failures that hold in every "
@@ -180,6 +183,12 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
         return "--rpm and --tpm pace live calls; a batch is paced by the provider: leave them out with --batch"
     if args.batch and not args.batch_poll > 0:
         return f"--batch-poll must be > 0 seconds, got {args.batch_poll}"
+    from ..pricing import PriceFileError, user_prices
+
+    try:
+        user_prices(getattr(args, "prices", None))
+    except PriceFileError as exc:
+        return str(exc)
     return None
 
 
@@ -219,9 +228,11 @@ def _out_unwritable(args: argparse.Namespace) -> str | None:
 
 
 def _prices(args: argparse.Namespace, judge: Judge) -> Prices | None:
-    from ..pricing import prices_for
+    from ..pricing import prices_for, user_prices
 
-    return prices_for(judge.name, args.price_in, args.price_out) if judge.kind == "llm" else None
+    if judge.kind != "llm":
+        return None
+    return prices_for(judge.name, args.price_in, args.price_out, user_prices(getattr(args, "prices", None)))
 
 
 def _no_batch_api(args: argparse.Namespace, judge: Judge) -> str | None:
@@ -397,6 +408,9 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
     row("total", est.total, _fmt_cost(est.cost_usd()), style="bold")
     out.print(table)
     out.print(f"basis: {markup_safe(est.basis)}.")
+    if est.total.input_tokens:
+        out.print(f"prefix cache: {est.total.cached_input_tokens} of {est.total.input_tokens} input tokens cacheable"
+                  f" ({est.total.cached_input_tokens / est.total.input_tokens:.0%}, OpenAI's rule; docs/cost_cache.md).")
     if (jurors := len(getattr(args, "models", None) or [args.model]) * (args.repeat or 1)) > 1:
         out.print(f"a jury: each judgement asks {jurors} jurors; the table counts the first one's requests.")
     if est.prices is not None:
@@ -495,8 +509,9 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
         out.print(Text(safe(why), style="magenta"), soft_wrap=True)
     u = summary.usage
     if judge.kind == "llm":
+        cached = f" ({u.cached_input_tokens} in from the provider's prompt cache)" if u.cached_input_tokens else ""
         cost = (f"calls {u.calls}, tokens {u.input_tokens} in / {u.output_tokens} out"
-                f"{' (estimated)' if u.estimated else ''}, {_fmt_cost(summary.cost_usd)}")
+                f"{' (estimated)' if u.estimated else ''}{cached}, {_fmt_cost(summary.cost_usd)}")
         if (listed := getattr(summary, "list_cost_usd", None)) is not None:
             cost += f" at batch price (list price {_fmt_cost(listed)})"
         if (batches := getattr(summary, "batches", None)) is not None:

@@ -49,6 +49,8 @@ def register(sub: Subparsers) -> None:
                    help="print the judge calls (2 per pair per criterion), tokens and cost; make no call")
     p.add_argument("--price-in", type=float, metavar="USD", help="judge input price, dollars per million tokens")
     p.add_argument("--price-out", type=float, metavar="USD", help="judge output price, dollars per million tokens")
+    p.add_argument("--prices", metavar="FILE",
+                   help="a price table (JSON or YAML) overriding the built-in one (default: $JUDGEGRAPH_PRICES)")
     common.add_out_options(p, metavar="FILE", help="also write every comparison (both orders' verdicts, reasons and "
                                                   "transcripts) as JSONL")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
@@ -80,6 +82,12 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
         return "--cache and --no-cache cannot be used together"
     if args.bootstrap < 0:
         return f"--bootstrap must be 0 or more, got {args.bootstrap}"
+    from ..pricing import PriceFileError, user_prices
+
+    try:
+        user_prices(args.prices)
+    except PriceFileError as exc:
+        return str(exc)
     if not args.model:
         return "pairwise needs an LLM judge: pass --model (e.g. openai:gpt-4.1-mini); the offline judge cannot compare"
     if args.out and not args.dry_run:
@@ -218,17 +226,18 @@ def _dry_run(args: argparse.Namespace, judge: Judge, report: PairwiseReport, out
     from typing import cast
 
     from ..dryrun import DryRunJudge
-    from ..pricing import prices_for
+    from ..pricing import prices_for, user_prices
 
     dry = cast(DryRunJudge, judge)
-    est = dry.estimate(prices_for(judge.name, args.price_in, args.price_out))
+    est = dry.estimate(prices_for(judge.name, args.price_in, args.price_out, user_prices(args.prices)))
     n = len(report.comparisons)
     planned = 2 * n * len(report.criteria)
     total = est.total
     cost = est.cost_usd()
     out.print(f"dry run: {n} comparisons (conversation × pair of versions) × {len(report.criteria)} criteria × 2 "
               f"orders = {planned} judge calls; counted {total.calls} calls (identical requests are made once), "
-              f"{total.input_tokens} input tokens, ~{total.output_tokens} output tokens, "
+              f"{total.input_tokens} input tokens ({total.cached_input_tokens} cacheable by a provider's prefix cache), "
+              f"~{total.output_tokens} output tokens, "
               + ("cost unknown (no price for this model: --price-in/--price-out)" if cost is None
                  else f"${cost:.4f}") + ". No call was made.", highlight=False)
     return EXIT_ERRORS if report.input_errors or not n else EXIT_OK

@@ -148,6 +148,15 @@ def _token_count(value: object) -> int | None:
     return value if isinstance(value, int) and 0 <= value <= MAX_REPORTED_TOKENS else None
 
 
+def _cached_tokens(meta: dict[str, Any], input_tokens: int) -> int:
+    """The input tokens the provider served from its prompt cache: LangChain's
+    ``input_token_details.cache_read`` (OpenAI's ``prompt_tokens_details.cached_tokens``, Anthropic's
+    ``cache_read_input_tokens``); 0 when absent or not a count within ``input_tokens``."""
+    details = meta.get("input_token_details")
+    found = _token_count(details.get("cache_read", 0)) if isinstance(details, dict) else None
+    return found if found is not None and found <= input_tokens else 0
+
+
 def _usage(raw: BaseMessage | None, prompt_messages: list[BaseMessage], *, reported: bool = True) -> Usage:
     """The reply's reported usage, else counted with tiktoken and ``estimated``: a reply's
     accounting never ends a run nor costs its verdict."""
@@ -155,7 +164,8 @@ def _usage(raw: BaseMessage | None, prompt_messages: list[BaseMessage], *, repor
     if meta and isinstance(meta, dict):
         counts = _token_count(meta.get("input_tokens", 0)), _token_count(meta.get("output_tokens", 0))
         if counts[0] is not None and counts[1] is not None:
-            return Usage(calls=1, input_tokens=counts[0], output_tokens=counts[1])
+            return Usage(calls=1, input_tokens=counts[0], output_tokens=counts[1],
+                         cached_input_tokens=_cached_tokens(meta, counts[0]))
     out_text = raw.text if isinstance(raw, AIMessage) else ""
     if isinstance(raw, AIMessage) and raw.tool_calls:
         out_text += "".join(str(tc.get("args")) for tc in raw.tool_calls)
