@@ -13,7 +13,12 @@ and answers with a scripted judge that decides each item by the reply it names
 (``tests.kit.dense_answerer``): a faithful mode gives exactly the per-window verdicts.
 
 Modes are rows: :data:`MODES` is a list of :class:`Mode` (a label, the metric options, the judge
-settings); a mode needing another run path sets ``run``. Columns are :data:`COLUMNS`.
+settings); a mode needing another run path sets ``run`` ("dense 10 + batch" runs through
+``judgegraph.batch``: the loopback server's ``/v1/files`` and ``/v1/batches``). Columns are :data:`COLUMNS`:
+"cacheable" is the share of input tokens the server reported as served from its prefix cache by OpenAI's
+rule (prefixes of at least 1,024 tokens already sent, in 128-token steps: ``judgegraph.prefixcache``), and
+"$" prices them as a provider does: uncached input at the input price, cached input at the cached price,
+output at the output price; batch rows at the batch prices.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import argparse
 import asyncio
 import json
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,6 +114,20 @@ async def evaluate_mode(mode: Mode, items: list[LoadedConversation], base_url: s
     return Figures(summary.usage, verdicts, summary.judge_errors)
 
 
+async def evaluate_batch(mode: Mode, items: list[LoadedConversation], base_url: str, window_size: int) -> Figures:
+    """The same run through the Batch API (``judgegraph eval --batch``): the loopback server answers the batch."""
+    from judgegraph.batch import evaluate_batch_to_file
+
+    model = ChatOpenAI(model=MODEL, base_url=base_url, api_key="bench", max_retries=0, temperature=0)
+    judge = LLMJudge(model, limiter=CallLimiter(16), **mode.judge)
+    plan = MetricPlan([METRIC], judge, {"window_size": window_size, **mode.options})
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = await evaluate_batch_to_file(items, plan, f"{tmp}/batch.jsonl", poll_s=0.01, max_conversations=16)
+    verdicts = {(o.conversation_id, v.window): v.verdict for o in summary.outcomes
+                for v in o.results[METRIC].verdicts}
+    return Figures(summary.usage, verdicts, summary.judge_errors, {"batch": True})
+
+
 MODEL = "gpt-4.1-mini"
 #: The rows, in order; the first is the reference the others' agreement is measured against.
 MODES: list[Mode] = [
@@ -115,6 +135,7 @@ MODES: list[Mode] = [
     Mode("dense 5", {"dense": 5}),
     Mode("dense 10", {"dense": 10}),
     Mode("dense 30", {"dense": 30}),
+    Mode("dense 10 + batch", {"dense": 10}, run=evaluate_batch),
 ]
 
 
@@ -128,16 +149,21 @@ COLUMNS: list[tuple[str, Callable[[Figures, Figures, dict], Any]]] = [
     ("calls", lambda f, ref, labels: f.usage.calls),
     ("input tokens", lambda f, ref, labels: f.usage.input_tokens),
     ("output tokens", lambda f, ref, labels: f.usage.output_tokens),
-    ("$ list price", lambda f, ref, labels: _dollars(f.usage)),
+    ("cacheable", lambda f, ref, labels: _share(f.usage)),
+    ("$", lambda f, ref, labels: _dollars(f.usage, batch=bool(f.extra.get("batch")))),
     ("agreement with per-window", lambda f, ref, labels: agreement(f.verdicts, ref.verdicts)),
     ("agreement with labels", lambda f, ref, labels: agreement(f.verdicts, labels)),
     ("judge errors", lambda f, ref, labels: f.judge_errors),
 ]
 
 
-def _dollars(usage: Usage) -> float | None:
+def _dollars(usage: Usage, *, batch: bool = False) -> float | None:
     prices = prices_for(MODEL)
-    return None if prices is None else prices.cost(usage)
+    return None if prices is None else (prices.batch() if batch else prices).cost(usage)
+
+
+def _share(usage: Usage) -> str | None:
+    return f"{usage.cached_input_tokens / usage.input_tokens:.1%}" if usage.input_tokens else None
 
 
 def serve(conn: Any) -> None:
@@ -164,21 +190,21 @@ def main() -> int:
     args = ap.parse_args()
     sets = [("long", *make_set("long", args.long, 30, 800)), ("short", *make_set("short", args.short, 3, 800))]
 
-    def measure(base_url: str) -> list[tuple[str, list[tuple[str, list[Any]]]]]:
-        async def all_sets() -> list[tuple[str, list[tuple[str, list[Any]]]]]:
-            out = []
-            for name, items, labels in sets:
-                figures = []
-                for mode in MODES:
-                    runner = mode.run or evaluate_mode
-                    figures.append((mode.label, await runner(mode, items, base_url, args.window_size)))
-                ref = figures[0][1]
-                out.append((name, [(label, [col(f, ref, labels) for _, col in COLUMNS]) for label, f in figures]))
-            return out
+    tables, served = [], 0
+    for name, items, labels in sets:
+        figures = []
+        for mode in MODES:  # each mode on a fresh server: its prefix cache holds only this mode's prompts
+            runner = mode.run or evaluate_mode
 
-        return asyncio.run(all_sets())  # one event loop: langchain-openai's async client is bound to it
+            def one(base_url: str, mode: Mode = mode, runner=runner, items=items) -> Figures:
+                # one event loop per run: langchain-openai's async client is bound to it
+                return asyncio.run(runner(mode, items, base_url, args.window_size))
 
-    tables, served = _loopback.with_server(serve, (), measure)
+            result, calls = _loopback.with_server(serve, (), one)
+            figures.append((mode.label, result))
+            served += calls
+        ref = figures[0][1]
+        tables.append((name, [(label, [col(f, ref, labels) for _, col in COLUMNS]) for label, f in figures]))
     prices = prices_for(MODEL)
     print(f"turn relevancy, window {args.window_size}, judge {MODEL} at list price "
           f"({prices.describe() if prices else 'no price'}); {served:,} requests served")
