@@ -174,8 +174,11 @@ def test_runner_knows_no_input_format():
 
 
 #: Private attributes read on purpose: the HTTP library's own pool and backend, which the judge's
-#: transport wraps to enforce its deadline (judges/transport.py; no public hook exists).
-PRIVATE_READS = {"judges/transport.py": {"_pool", "_network_backend"}}
+#: transport wraps to enforce its deadline (judges/transport.py; no public hook exists); and, a known
+#: debt left open in issue 20, langchain-openai's request builder, which batch mode uses to write the exact
+#: /v1/chat/completions body of each request (to be replaced by answering at the judge's HTTP transport).
+PRIVATE_READS = {"judges/transport.py": {"_pool", "_network_backend"},
+                 "batch/answers.py": {"_get_request_payload"}}
 
 
 def test_no_module_reads_private_attributes_of_another_object():
