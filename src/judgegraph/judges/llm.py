@@ -25,6 +25,7 @@ from pydantic import BaseModel, SecretStr
 
 from ..results import JudgeAttempt, Usage
 from .base import Endpoint, Judge, JudgeOutcome, JudgeRequest
+from .cache_hints import prompt_message
 from .limiter import CallLimiter
 from .redact import Redactor
 from .replies import lenient_parse
@@ -490,7 +491,8 @@ class LLMJudge(Judge):
         text = request.rendered
         if (too_long := self._too_long(text)) is not None:
             return JudgeOutcome(None, too_long, 0)
-        messages: list[BaseMessage] = [HumanMessage(text)]
+        # one string, or for ChatAnthropic the stable part marked for its cache (cache_hints)
+        messages: list[BaseMessage] = [prompt_message(self.model, request.template, request.values, text)]
         usage = Usage()
         transcript: list[JudgeAttempt] = []
         sent = asks = retries = 0
