@@ -120,3 +120,23 @@ def test_an_openai_request_is_byte_identical_to_before():
         sent = server.chat_requests
     assert json.dumps(sent[-2]) == json.dumps(sent[-1])
     assert sent[-1]["messages"] == [{"role": "user", "content": rendered}]
+
+
+def test_the_guidelines_of_one_conversation_read_the_conversation_from_the_cache():
+    """Within one run: every guideline's call shares the instructions and the whole conversation (the guideline
+    comes last), so once one call wrote that prefix the others read it. (The server writes a prefix at once;
+    Anthropic makes it readable once the first reply has begun, so calls sent together may all write it.)"""
+    guidelines = ["Answer in one sentence.", "Be polite.", "Name the part number.", "Do not promise dates."]
+
+    def reply(request: AnthropicRequest) -> dict[str, str]:
+        return {"reason": "Followed.", "violating_turns": [], "verdict": "yes"}
+
+    with FakeAnthropicServer(reply) as server:
+        graph = get_metric("conversational_guidelines").factory(model=claude(server), guidelines=guidelines)
+        result = graph.invoke({"conversation": long_conversation(4)})["results"]["conversational_guidelines"]
+    assert len(server.requests) == 4 and all(v.verdict == "yes" for v in result.verdicts)
+    stable = {body["messages"][0]["content"][0]["text"] for body in server.requests}
+    assert len(stable) == 1  # one stable block for the four calls: the guideline is in the other block
+    read = sorted(v.usage.cached_input_tokens for v in result.verdicts)
+    assert read[0] == 0 and read[1] == read[2] == read[3] > 1024  # the first call writes, the three others read
+    assert result.usage.cached_input_tokens == 3 * read[3]
