@@ -6,17 +6,20 @@ the cost prices them at the cached price. No API key (a dummy one) and no intern
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
 
 from judgegraph.judges.llm import LLMJudge
+from judgegraph.judges.scripted import ScriptedRequest
 from judgegraph.metrics import get_metric
 from judgegraph.metrics.relevancy import TurnVerdict
 from judgegraph.pricing import prices_for
 from judgegraph.results import Usage
 from tests.kit.anthropic_server import AnthropicRequest, FakeAnthropicServer
 from tests.kit.openai_server import FakeOpenAIServer, structured
+from tests.unit.metric_cases import CASES, CONVERSATION, IDS, answer
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")]
@@ -118,7 +121,8 @@ def test_an_openai_request_is_byte_identical_to_before():
         rendered = result.verdicts[-1].transcript[0].messages[0]["content"]
         judge._structured(TurnVerdict).invoke([HumanMessage(rendered)])
         sent = server.chat_requests
-    assert json.dumps(sent[-2]) == json.dumps(sent[-1])
+    (judged,) = [body for body in sent[:-1] if body["messages"][-1]["content"] == rendered]  # windows run concurrently
+    assert json.dumps(judged) == json.dumps(sent[-1])
     assert sent[-1]["messages"] == [{"role": "user", "content": rendered}]
 
 
@@ -140,3 +144,23 @@ def test_the_guidelines_of_one_conversation_read_the_conversation_from_the_cache
     read = sorted(v.usage.cached_input_tokens for v in result.verdicts)
     assert read[0] == 0 and read[1] == read[2] == read[3] > 1024  # the first call writes, the three others read
     assert result.usage.cached_input_tokens == 3 * read[3]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_every_metric_runs_through_chat_anthropic_with_its_prompts_cut(case):
+    """The capability kit's universal answerer over HTTP: every metric's requests, sent as marked blocks, are
+    answered and parsed into a result without a judge error."""
+    answerer = answer("yes")
+
+    def reply(request: AnthropicRequest) -> dict[str, Any]:
+        tool = (request.body.get("tools") or [{}])[0]
+        return answerer(ScriptedRequest(text=request.text, messages=[], schema=tool))
+
+    with FakeAnthropicServer(reply) as server:
+        result = case.build(claude(server)).invoke({"conversation": CONVERSATION})["results"][case.name]
+    assert server.requests and not result.errors, result.errors
+    assert result.status in ("passed", "failed", "not_applicable") and result.usage.calls == len(server.requests)
+    first_messages = [body["messages"][0]["content"] for body in server.requests]
+    assert any(isinstance(c, list) and c[0].get("cache_control") for c in first_messages)
+    for content in first_messages:  # marked blocks, or one string for a template with nothing before its data
+        assert isinstance(content, str) or [("cache_control" in block) for block in content] == [True, False]
