@@ -93,9 +93,21 @@ def _parts(body: dict[str, Any]) -> tuple[list[str], int | None]:
     return parts, marked
 
 
+def _invalid(body: dict[str, Any]) -> str | None:
+    """What Anthropic would refuse in ``body`` among what this server checks: a text block that is empty or only
+    whitespace, more than 4 ``cache_control`` marks."""
+    blocks = [b for m in body.get("messages") or [] if isinstance(m.get("content"), list) for b in m["content"]]
+    if any(b.get("type") == "text" and not str(b.get("text", "")).strip() for b in blocks):
+        return "messages: text content blocks must contain non-whitespace text"
+    if json.dumps(body).count('"cache_control"') > 4:
+        return "A maximum of 4 blocks with cache_control may be provided."
+    return None
+
+
 @dataclass
 class FakeAnthropicServer:
-    """``POST /v1/messages`` on 127.0.0.1 (any other path: 404); ``requests`` holds every body received."""
+    """``POST /v1/messages`` on 127.0.0.1 (any other path: 404; a body Anthropic would refuse, :func:`_invalid`:
+    400); ``requests`` holds every body received."""
 
     responder: Responder
     min_tokens: int = MIN_CACHE_TOKENS
@@ -144,6 +156,9 @@ class FakeAnthropicServer:
                     return self._send(404, {"type": "error", "error": {"type": "not_found_error",
                                                                         "message": f"no route {self.path!s}"}})
                 body = json.loads(raw)
+                if (refusal := _invalid(body)) is not None:
+                    return self._send(400, {"type": "error", "error": {"type": "invalid_request_error",
+                                                                        "message": refusal}})
                 with owner._lock:
                     owner.requests.append(body)
                     owner.headers.append({k.lower(): v for k, v in self.headers.items()})

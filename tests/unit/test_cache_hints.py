@@ -50,6 +50,13 @@ def test_templates_without_a_stable_part_are_not_cut():
     assert stable_boundary("Judge this.\n\nThe value: {{ x }}\n") == len("Judge this.\n\n")  # no section: its line
 
 
+def test_a_part_that_would_be_only_whitespace_is_not_cut():
+    """Anthropic refuses a text block holding only whitespace: such a prompt goes as one string."""
+    prompt = parse_prompt("t", "Instructions.\n\n{{ x }}\n")
+    assert split_rendered(prompt, {"x": ""}, prompt.render({"x": ""})) is None
+    assert split_rendered(prompt, {"x": "y"}, prompt.render({"x": "y"})) == ("Instructions.\n\n", "y\n")
+
+
 def test_other_models_get_the_prompt_as_one_string():
     prompt = parse_prompt("t", "Instructions.\n\n<data>\n{{ x }}\n</data>\n")
     rendered = prompt.render({"x": "y"})

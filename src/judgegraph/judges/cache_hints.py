@@ -54,8 +54,9 @@ def stable_boundary(template: str) -> int | None:
 
 def split_rendered(prompt: Prompt, values: dict[str, str], rendered: str) -> tuple[str, str] | None:
     """``rendered`` (``prompt`` rendered with ``values``) as its stable part and the part that changes, cut at
-    :func:`stable_boundary`; None when the template has no boundary (or the two parts would not give back
-    ``rendered`` exactly: the text sent never differs from the one rendered)."""
+    :func:`stable_boundary`; None when the template has no boundary, when a part would be only whitespace, or
+    when the two parts would not give back ``rendered`` exactly (the text sent never differs from the one
+    rendered)."""
     cut = stable_boundary(prompt.template)
     if cut is None:
         return None
@@ -67,7 +68,8 @@ def split_rendered(prompt: Prompt, values: dict[str, str], rendered: str) -> tup
         stable, changing = render(prompt.template[:cut]), render(prompt.template[cut:])
     except KeyError:
         return None
-    return (stable, changing) if stable + changing == rendered and changing else None
+    # Anthropic refuses a text block that is empty or only whitespace
+    return (stable, changing) if stable + changing == rendered and stable.strip() and changing.strip() else None
 
 
 def prompt_message(model: object, prompt: Prompt, values: dict[str, str], rendered: str) -> HumanMessage:
