@@ -113,6 +113,8 @@ class FakeAnthropicServer:
     min_tokens: int = MIN_CACHE_TOKENS
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    #: The ``usage`` of each reply, in the order of :attr:`requests`.
+    usage_reported: list[dict[str, int]] = field(default_factory=list)
     _written: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -159,10 +161,12 @@ class FakeAnthropicServer:
                 if (refusal := _invalid(body)) is not None:
                     return self._send(400, {"type": "error", "error": {"type": "invalid_request_error",
                                                                         "message": refusal}})
+                answer = owner.reply(body)
                 with owner._lock:
                     owner.requests.append(body)
                     owner.headers.append({k.lower(): v for k, v in self.headers.items()})
-                self._send(200, owner.reply(body))
+                    owner.usage_reported.append(answer["usage"])
+                self._send(200, answer)
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from judgegraph.judges.cache_hints import prompt_message, split_rendered, stable_boundary
+from judgegraph.judges.cache_hints import SeenPrefixes, prompt_message, split_rendered, stable_boundary
 from judgegraph.prompts import PLACEHOLDER, Prompt, load_prompt, parse_prompt
 from tests.unit.metric_cases import model as scripted_model
 from tests.unit.test_prompt_layout import NOT_REQUESTS, _steps
@@ -73,6 +73,21 @@ def test_anthropic_gets_the_stable_block_marked():
     assert message.content == [{"type": "text", "text": "Instructions.\n\n", "cache_control": {"type": "ephemeral"}},
                                {"type": "text", "text": "<data>\ny\n</data>\n"}]
     assert message.text == rendered
+
+
+def test_a_stable_part_is_marked_from_its_second_sending():
+    """No cache write (billed at 1.25 x the input price) for a prefix no other call has sent."""
+    anthropic = pytest.importorskip("langchain_anthropic")
+    prompt = parse_prompt("t", "Instructions.\n\n<data>\n{{ x }}\n</data>\n")
+    claude = anthropic.ChatAnthropic(model="claude-sonnet-4-5", api_key="dummy", base_url="http://127.0.0.1:9")
+    seen = SeenPrefixes()
+    marks = [prompt_message(claude, prompt, {"x": x}, prompt.render({"x": x}), seen).content[0].get("cache_control")
+             for x in ("a", "b", "c")]
+    assert marks == [None, {"type": "ephemeral"}, {"type": "ephemeral"}]
+    other = parse_prompt("u", "Other instructions.\n\n<data>\n{{ x }}\n</data>\n")
+    assert "cache_control" not in prompt_message(claude, other, {"x": "a"}, other.render({"x": "a"}), seen).content[0]
+    small = SeenPrefixes(limit=1)
+    assert [small.sent_before(t) for t in ("p", "p", "q", "p")] == [False, True, False, False]  # forgets when full
 
 
 def test_the_judge_does_not_import_langchain_anthropic():

@@ -14,8 +14,10 @@ conversation content cannot move it. Any other chat model gets the prompt as one
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
+import threading
 
 from langchain_core.messages import HumanMessage
 
@@ -72,12 +74,39 @@ def split_rendered(prompt: Prompt, values: dict[str, str], rendered: str) -> tup
     return (stable, changing) if stable + changing == rendered and stable.strip() and changing.strip() else None
 
 
-def prompt_message(model: object, prompt: Prompt, values: dict[str, str], rendered: str) -> HumanMessage:
-    """The judge's first message: for ChatAnthropic the stable part marked for Anthropic's cache and the part
-    that changes as two text blocks; for every other model (or a template with no boundary) ``rendered`` as
-    one string, unchanged. Its ``.text`` is ``rendered`` either way (transcripts and token counts)."""
+class SeenPrefixes:
+    """The stable parts a judge has sent (as hashes; a run's repeats share it): Anthropic bills a cache write at
+    1.25 × the input price, so a stable part is marked only from its second sending on, when a call has
+    shown it is shared (a guideline after the first, a re-ask, a repeat): a prefix no other call sends is never
+    written. Thread-safe; forgets everything past ``limit`` entries (a mark then comes one call later)."""
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self.limit = limit
+        self._seen: set[bytes] = set()
+        self._lock = threading.Lock()
+
+    def sent_before(self, stable: str) -> bool:
+        """Whether ``stable`` was sent before; records that it now is."""
+        key = hashlib.blake2b(stable.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._lock:
+            if key in self._seen:
+                return True
+            if len(self._seen) >= self.limit:
+                self._seen.clear()
+            self._seen.add(key)
+            return False
+
+
+def prompt_message(model: object, prompt: Prompt, values: dict[str, str], rendered: str,
+                   seen: SeenPrefixes | None = None) -> HumanMessage:
+    """The judge's first message: for ChatAnthropic the stable part and the part that changes as two text
+    blocks, the stable one marked for Anthropic's cache (when ``seen`` is given, only once it was sent before);
+    for every other model (or a template with no boundary) ``rendered`` as one string, unchanged. Its
+    ``.text`` is ``rendered`` either way (transcripts and token counts)."""
     if is_anthropic_chat(model) and (parts := split_rendered(prompt, values, rendered)) is not None:
         stable, changing = parts
-        return HumanMessage([{"type": "text", "text": stable, "cache_control": dict(EPHEMERAL)},
-                             {"type": "text", "text": changing}])
+        block: dict[str, object] = {"type": "text", "text": stable}
+        if seen is None or seen.sent_before(stable):
+            block["cache_control"] = dict(EPHEMERAL)
+        return HumanMessage([block, {"type": "text", "text": changing}])
     return HumanMessage(rendered)
