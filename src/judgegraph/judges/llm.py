@@ -25,6 +25,7 @@ from pydantic import BaseModel, SecretStr
 
 from ..results import JudgeAttempt, Usage
 from .base import Endpoint, Judge, JudgeOutcome, JudgeRequest
+from .cache_hints import SeenPrefixes, prompt_message
 from .limiter import CallLimiter
 from .redact import Redactor
 from .replies import lenient_parse
@@ -395,6 +396,8 @@ class LLMJudge(Judge):
         if method:
             self.settings["method"] = method
         self._runnables: dict[type, Any] = {}
+        #: The stable prompt parts sent, shared by the repeats: for Anthropic's cache marks (cache_hints).
+        self.seen_prefixes = SeenPrefixes()
         self.repeat: int | None = None  # set on the repeats :meth:`with_seed` makes
         #: What each request is sent through instead of the bound model, when set (batch mode:
         #: judgegraph.batch answers from a batch's output file, same parsing as a live reply).
@@ -490,7 +493,9 @@ class LLMJudge(Judge):
         text = request.rendered
         if (too_long := self._too_long(text)) is not None:
             return JudgeOutcome(None, too_long, 0)
-        messages: list[BaseMessage] = [HumanMessage(text)]
+        # one string, or for ChatAnthropic the stable part marked for its cache (cache_hints)
+        messages: list[BaseMessage] = [prompt_message(self.model, request.template, request.values, text,
+                                                                  self.seen_prefixes)]
         usage = Usage()
         transcript: list[JudgeAttempt] = []
         sent = asks = retries = 0
