@@ -248,6 +248,15 @@ def test_a_judge_without_an_openai_endpoint_has_no_batch_api():
         batch_judges(scripted)
 
 
+def test_a_chat_model_object_on_its_own_http_clients_has_no_batch_api():
+    """Batch mode answers at judgegraph's HTTP clients: a ChatOpenAI built elsewhere would send live."""
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(model="gpt-4.1-mini", base_url="http://127.0.0.1:9/v1", api_key="not-needed")
+    with pytest.raises(NoBatchAPI, match="give the model as a string"):
+        batch_judges(resolve_judge(model, cache=False))
+
+
 def test_python_api_and_dry_run_at_batch_price(inputs, tmp_path, env):
     with FakeOpenAIServer(ScriptedResponder([(reply_is("Paris"), NO)], default=YES)) as server:
         judge = resolve_judge("openai:gpt-4.1-mini", base_url=server.base_url, cache=False)

@@ -174,11 +174,9 @@ def test_runner_knows_no_input_format():
 
 
 #: Private attributes read on purpose: the HTTP library's own pool and backend, which the judge's
-#: transport wraps to enforce its deadline (judges/transport.py; no public hook exists); and, a known
-#: debt left open in issue 20, langchain-openai's request builder, which batch mode uses to write the exact
-#: /v1/chat/completions body of each request (to be replaced by answering at the judge's HTTP transport).
-PRIVATE_READS = {"judges/transport.py": {"_pool", "_network_backend"},
-                 "batch/answers.py": {"_get_request_payload"}}
+#: transport wraps to enforce its deadline (judges/transport.py; no public hook exists). Batch mode reads
+#: each request's body at that transport (issue 20), not through langchain-openai's private request builder.
+PRIVATE_READS = {"judges/transport.py": {"_pool", "_network_backend"}}
 
 
 def test_no_module_reads_private_attributes_of_another_object():
@@ -194,6 +192,23 @@ def test_no_module_reads_private_attributes_of_another_object():
                     and not node.args[1].value.startswith("__")
                     and node.args[1].value not in PRIVATE_READS.get(rel, set())):
                 bad.append(f"{rel}:{node.lineno}: {node.func.id}(..., {node.args[1].value!r})")
+    assert bad == []
+
+
+def test_batch_mode_touches_nothing_private_of_another_object():
+    """Batch mode answers at the judge's HTTP transport (issue 20): no ``model._get_request_payload(...)``
+    nor ``model._create_chat_result(...)``, written as an attribute or through ``getattr``."""
+    bad = []
+    for path in sorted((PACKAGE / "batch").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            name = node.attr if isinstance(node, ast.Attribute) else None
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+                    and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)):
+                name = str(node.args[1].value)
+            owner = node.value if isinstance(node, ast.Attribute) else None
+            if (name and name.startswith("_") and not name.startswith("__")
+                    and not (isinstance(owner, ast.Name) and owner.id in ("self", "cls"))):
+                bad.append(f"{path.name}:{node.lineno}: {name}")
     assert bad == []
 
 

@@ -3,10 +3,11 @@ answers of the run's batches; one not answered yet is recorded as pending (for t
 and its judgement fails for this pass only (docs/batch.md).
 
 A request is identified by its exact ``/v1/chat/completions`` body (model, settings, messages,
-response format), built by the chat model itself, so a re-ask (the earlier messages, the reply,
-the validation error) is a new request that goes into a follow-up batch. An answer is turned into
-the chat model's reply message by the chat model's own conversion and then goes through the
-judge's usual parsing, validation and re-ask path: the same as a live reply.
+response format), as the SDK sends it: it is read at the judge's own HTTP transport, which answers
+in place of the network (``judges/transport.py``, ``answered_by``). So a re-ask (the earlier messages,
+the reply, the validation error) is a new request that goes into a follow-up batch, and an answer is
+parsed by the chat model as a live reply and then goes through the judge's usual parsing,
+validation and re-ask path: the same as a live reply. Public LangChain APIs only.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableBinding
+
+from ..judges.transport import answered_by, has_judge_transport
 
 #: Transient per-request statuses: sent again in the next batch (while ``max_retries`` allows).
 TRANSIENT_STATUSES = frozenset({408, 409, 429})
@@ -41,8 +45,8 @@ class BatchRequestError(Exception):
 
 
 def request_body(payload: dict[str, Any]) -> dict[str, Any]:
-    """The JSON body a live call sends for ``payload`` (the chat model's): ``extra_body`` merged
-    in, as the SDK does, and ``stream`` (never on in a batch) left out."""
+    """The JSON body of a request as a batch line holds it: ``payload`` (the body the SDK sent) with
+    any ``extra_body`` merged in, as the SDK does, and ``stream`` (never on in a batch) left out."""
     body = {k: v for k, v in payload.items() if k not in ("extra_body", "stream")}
     body.update(payload.get("extra_body") or {})
     return body
@@ -118,25 +122,62 @@ class BatchAnswers:
 
 
 class BatchCall:
-    """A bound chat model's stand-in: ``invoke``/``ainvoke`` answer from :class:`BatchAnswers`."""
+    """A bound chat model's stand-in: ``invoke``/``ainvoke`` call it as usual, and the judge's HTTP
+    transport answers its ``/v1/chat/completions`` request from :class:`BatchAnswers` instead of the
+    network. The SDK sends the exact body a live call would (that body is the request's key) and
+    parses the stored completion as a live reply; a request pending or failed for good reaches
+    the judge as :class:`BatchPending` or :class:`BatchRequestError`, as raised by ``answer``."""
 
     def __init__(self, answers: BatchAnswers, runnable: Any) -> None:
-        model, kwargs = getattr(runnable, "bound", None), getattr(runnable, "kwargs", None)
-        if model is None or not hasattr(model, "_get_request_payload") or not isinstance(kwargs, dict):
-            raise TypeError("batch mode needs an OpenAI chat model bound to its response format "
-                            f"(got {type(runnable).__name__})")
-        self.answers, self.model, self.kwargs = answers, model, kwargs
+        model = runnable
+        while isinstance(model, RunnableBinding):
+            model = model.bound
+        clients = (getattr(model, "http_client", None), getattr(model, "http_async_client", None))
+        if not all(has_judge_transport(c) for c in clients):  # another client would send the requests live
+            raise TypeError("batch mode needs an OpenAI chat model built by judgegraph from a model string "
+                            f"(got {type(model).__name__})")
+        self.answers, self.runnable = answers, runnable
 
     def invoke(self, messages: list[BaseMessage]) -> BaseMessage:
-        body = request_body(self.model._get_request_payload(messages, **self.kwargs))
-        if "messages" not in body:  # a Responses API payload: not a chat completions request
-            raise BatchRequestError("batch mode sends /v1/chat/completions requests; this model builds another kind")
-        completion = self.answers.answer(body)
-        message: BaseMessage = self.model._create_chat_result(completion).generations[0].message
-        return message
+        call = _Call(self.answers)
+        with answered_by(call):
+            try:
+                reply: BaseMessage = self.runnable.invoke(messages)
+            except Exception as exc:
+                if call.error is not None:  # the SDK's error for the stand-in's refusal: the refusal itself
+                    raise call.error from exc
+                raise
+        return reply
 
     async def ainvoke(self, messages: list[BaseMessage]) -> BaseMessage:
-        return self.invoke(messages)  # no I/O: the answer is in memory
+        call = _Call(self.answers)
+        with answered_by(call):
+            try:
+                reply: BaseMessage = await self.runnable.ainvoke(messages)
+            except Exception as exc:
+                if call.error is not None:
+                    raise call.error from exc
+                raise
+        return reply
+
+
+class _Call:
+    """One call's stand-in (:data:`~judgegraph.judges.transport.StandIn`): a chat completions
+    request answered from the batches; ``error``: why it was not (the SDK sees an HTTP 400)."""
+
+    def __init__(self, answers: BatchAnswers) -> None:
+        self.answers = answers
+        self.error: BatchPending | BatchRequestError | None = None
+
+    def __call__(self, method: str, path: str, content: bytes) -> tuple[int, dict[str, Any]]:
+        try:
+            if method != "POST" or not path.endswith("/chat/completions"):
+                raise BatchRequestError("batch mode sends /v1/chat/completions requests; this model sends "
+                                        f"{method} {path}")
+            return 200, self.answers.answer(request_body(json.loads(content)))
+        except (BatchPending, BatchRequestError) as exc:
+            self.error = exc
+            return 400, {"error": {"message": str(exc), "type": "judgegraph_batch", "code": None, "param": None}}
 
 
 class PendingWatch:

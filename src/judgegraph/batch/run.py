@@ -76,6 +76,7 @@ def batch_judges(judge: Judge) -> list[LLMJudge]:
     """The LLM judges behind ``judge`` (itself, a jury's jurors, an aligned judge's model), each an
     OpenAI chat model with structured output; :class:`NoBatchAPI` when one is not."""
     from ..judges.llm import LLMJudge, _is_openai_chat
+    from ..judges.transport import has_judge_transport
 
     if judge.kind != "llm":
         raise NoBatchAPI(f"the {judge.name} judge makes no LLM calls, so there is nothing to batch: "
@@ -90,6 +91,10 @@ def batch_judges(judge: Judge) -> list[LLMJudge]:
                 raise NoBatchAPI(f"{j.name} has no batch API here: --batch sends OpenAI Batch API requests, "
                                  "so it needs an OpenAI-compatible model ('openai:...' or --base-url) with "
                                  "json_schema output")
+            if not all(has_judge_transport(getattr(j.model, name, None)) for name in ("http_client", "http_async_client")):
+                raise NoBatchAPI(f"{j.name}: --batch answers the judge's requests at judgegraph's own HTTP clients, "
+                                 "and this chat model was built with others: give the model as a string "
+                                 "('openai:...', with base_url) instead of a ChatOpenAI object")
             found.append(j)
         elif (jurors := getattr(j, "jurors", None)) is not None:
             stack.extend(jurors)

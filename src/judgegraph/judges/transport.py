@@ -17,8 +17,9 @@ import os
 import ssl
 import time
 import urllib.request
+import weakref
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,15 @@ _PIECE = 1 << 20  # the most decoded bytes made from compressed input at once
 #: The deadline (``time.monotonic()``) of the request being made in this
 #: thread / task; set when a request starts, cleared when its reply is closed.
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("judgegraph_deadline", default=None)
+
+#: What answers a request in place of the network: ``(method, URL path, body bytes)`` → ``(status, JSON body)``.
+StandIn = Callable[[str, str, bytes], tuple[int, dict[str, Any]]]
+
+#: The stand-in answering the requests made in this thread / task (batch mode's, docs/batch.md); None: the network.
+_STAND_IN: contextvars.ContextVar[StandIn | None] = contextvars.ContextVar("judgegraph_stand_in", default=None)
+
+#: The clients :func:`openai_http_clients` made (their transport is the one a stand-in can answer in).
+_MADE: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 class ReplyTooLarge(Exception):
@@ -196,6 +206,26 @@ def _request(request: Any, timeout: float | None) -> Iterator[None]:
         raise
 
 
+@contextlib.contextmanager
+def answered_by(stand_in: StandIn) -> Iterator[None]:
+    """Within it, a request made in this thread / task through the judge's transport is not sent:
+    ``stand_in`` answers it, and the reply is read by the client as a server's would be. The reply says
+    ``x-should-retry: false`` (the openai SDK then sends nothing again, whatever its ``max_retries``)."""
+    token = _STAND_IN.set(stand_in)
+    try:
+        yield
+    finally:
+        _STAND_IN.reset(token)
+
+
+def has_judge_transport(client: object) -> bool:
+    """``client`` is one :func:`openai_http_clients` made: its requests can be answered by a stand-in."""
+    try:
+        return client in _MADE
+    except TypeError:  # not weakly referenceable: not one of ours
+        return False
+
+
 @functools.lru_cache(maxsize=2)
 def _transport_class(httpx: ModuleType) -> type:
     """The transport, sync and async, on ``httpx``'s base classes (the client checks its
@@ -236,11 +266,20 @@ def _transport_class(httpx: ModuleType) -> type:
             return httpx.Response(response.status_code, headers=headers, stream=Body(response.stream, decoded),
                                   extensions=response.extensions)
 
+        def _stood_in(self, stand_in: StandIn, request: Any) -> Any:
+            """The stand-in's answer to ``request`` (its body is in memory: the SDK sends JSON)."""
+            status, payload = stand_in(request.method, request.url.path, request.content)
+            return httpx.Response(status, json=payload, headers={"x-should-retry": "false"})
+
         def handle_request(self, request: Any) -> Any:
+            if (stand_in := _STAND_IN.get()) is not None:
+                return self._stood_in(stand_in, request)
             with _request(request, self._timeout):
                 return self._bounded(self._inner.handle_request(request))
 
         async def handle_async_request(self, request: Any) -> Any:
+            if (stand_in := _STAND_IN.get()) is not None:
+                return self._stood_in(stand_in, request)
             with _request(request, self._timeout):
                 return self._bounded(await self._inner.handle_async_request(request))
 
@@ -274,8 +313,10 @@ def openai_http_clients(base_url: str | None, *, timeout: float | None,
     transport, tls = _transport_class(httpx), _ssl_context(httpx)
     sync_inner = _bounded(httpx.HTTPTransport(verify=tls, proxy=proxy, limits=limits))
     async_inner = _bounded(httpx.AsyncHTTPTransport(verify=tls, proxy=proxy, limits=limits))
-    return (
+    clients = (
         openai.DefaultHttpxClient(base_url=url, timeout=timeout, transport=transport(sync_inner, timeout, max_reply_bytes)),
         openai.DefaultAsyncHttpxClient(base_url=url, timeout=timeout,
                                        transport=transport(async_inner, timeout, max_reply_bytes)),
     )
+    _MADE.update(clients)
+    return clients
