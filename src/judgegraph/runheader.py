@@ -16,12 +16,13 @@ import hashlib
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .judges.redact import Redactor
-from .resultsfile import ResultsFileError
+from .resultsfile import ResultsFileError, ResultsWriter, is_nonempty
 
 if TYPE_CHECKING:
     from .pricing import Prices
@@ -288,3 +289,35 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     out += [f"input {p} changed (sha256 {str(oi[p].get('sha256'))[:12]} → {str(ni[p].get('sha256'))[:12]})"
             for p in ni if p in oi and oi[p].get("sha256") != ni[p].get("sha256")]
     return out
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """How a run begins its results file: its ``header``, the one the file already holds (``old``, when
+    resumed), whether the file starts afresh (``fresh``: the header is its first line) and when it started."""
+
+    header: dict[str, Any]
+    old: dict[str, Any] | None
+    fresh: bool
+    started: datetime
+
+    def write_header(self, writer: ResultsWriter) -> None:
+        """The header as the first line of a fresh file; the writer is closed if that fails."""
+        if self.fresh:
+            try:
+                writer.write(self.header)
+            except BaseException:
+                writer.close()
+                raise
+
+
+def start_run(out: str | Path, plan: MetricPlan, inputs: Sequence[str | Path], header: Mapping[str, Any] | None,
+              *, resume: bool) -> RunStart:
+    """``header`` (default: one built from ``plan`` and ``inputs``), checked against the header of ``out`` when
+    resumed: :class:`RunSettingsChanged` names each difference in what decides a verdict."""
+    started = now()
+    head = dict(header) if header is not None else run_header(plan, inputs=inputs, started_at=started)
+    old = read_header(out) if resume else None
+    if old is not None and (changed := differences(old, head)):
+        raise RunSettingsChanged(out, changed)
+    return RunStart(head, old, not (resume and is_nonempty(out)), started)

@@ -436,31 +436,21 @@ async def evaluate_to_file(
     check_out_path(out, paths)
     if is_nonempty(out) and not resume and not overwrite:
         raise ResultsFileError(f"{out} already holds results; resume it (--resume) or replace it (--overwrite)")
-    started = runheader.now()
-    head = dict(header) if header is not None else runheader.run_header(plan, inputs=paths, started_at=started)
-    old_header = runheader.read_header(out) if resume else None
-    if old_header is not None and (changed := runheader.differences(old_header, head)):
-        raise runheader.RunSettingsChanged(out, changed)
-    fresh = not (resume and is_nonempty(out))  # a new file (or an empty one resumed) starts with the header
+    start = runheader.start_run(out, plan, paths, header, resume=resume)
     summary = RunSummary(judge=plan.judge.name, keep_outcomes=keep_outcomes, max_rows=max_rows, prices=prices)
     done: set[str] = set()
     known_errors: set[tuple[Any, ...]] = set()
     if resume:
         state = scan_results(out, lambda rec: _add_resumed(summary, ConversationOutcome.from_json(rec)),
                              retry_errors=retry_errors)
-        state.header = old_header
+        state.header = start.old
         done, known_errors = state.done, state.input_errors
         if on_resumed:
             on_resumed(state)
     stream = iter_inputs(paths, seen=set()) if paths else iter(items)
     writer = ResultsWriter(out, mode="a" if resume else "w", transcripts=transcripts,
                            skip_input_errors=known_errors, cost=prices.cost if prices else None)
-    if fresh:
-        try:
-            writer.write(head)
-        except BaseException:
-            writer.close()
-            raise
+    start.write_header(writer)
 
     def wrote(outcome: ConversationOutcome) -> None:
         writer.outcome(outcome)
@@ -476,7 +466,7 @@ async def evaluate_to_file(
         await evaluate_async(stream, plan, max_conversations=max_conversations, on_outcome=wrote,
                              on_input_error=bad, summary=summary, skip=done, stop=stop, judge_one=judge_one)
         if not summary.interrupted:  # a finished run; a stopped one is finished by its resume
-            writer.write(runheader.run_summary(summary, started, prices))
+            writer.write(runheader.run_summary(summary, start.started, prices))
         return summary
     finally:
         writer.close()

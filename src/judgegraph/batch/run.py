@@ -195,13 +195,8 @@ async def evaluate_batch_to_file(
     read = _replayable(given)
     if is_nonempty(out) and not resume and not overwrite:
         raise ResultsFileError(f"{out} already holds results; resume it (--resume) or replace it (--overwrite)")
-    started = runheader.now()
     paths = [] if callable(given) else [i for i in given if isinstance(i, (str, Path))]
-    head = dict(header) if header is not None else runheader.run_header(plan, inputs=paths, started_at=started)
-    old_header = runheader.read_header(out) if resume else None
-    if old_header is not None and (changed := runheader.differences(old_header, head)):
-        raise runheader.RunSettingsChanged(out, changed)
-    fresh = not (resume and is_nonempty(out))  # a new file (or an empty one resumed) starts with the header
+    start = runheader.start_run(out, plan, paths, header, resume=resume)
     summary = BatchSummary(judge=plan.judge.name, keep_outcomes=keep_outcomes, max_rows=max_rows,
                            prices=prices.batch() if prices else None, list_prices=prices)
     done: set[str] = set()
@@ -216,12 +211,7 @@ async def evaluate_batch_to_file(
             on_resumed(state)
     writer = ResultsWriter(out, mode="a" if resume else "w", transcripts=transcripts, skip_input_errors=known_errors,
                            cost=summary.prices.cost if summary.prices else None)
-    if fresh:
-        try:
-            writer.write(head)
-        except BaseException:
-            writer.close()
-            raise
+    start.write_header(writer)
     answers = BatchAnswers(max_retries=max(getattr(judges[0], "max_retries", 3), 0))
     disks: dict[int, _RunDisk] = {}
     caches = {id(j): j.cache for j in judges}  # given back after the run
@@ -269,7 +259,7 @@ async def evaluate_batch_to_file(
         if stop.is_set():
             summary.interrupted = True
         elif summary.problem is None and not summary.unfinished:  # finished: a stopped or failed run is by its resume
-            writer.write(runheader.run_summary(summary, started, summary.prices))
+            writer.write(runheader.run_summary(summary, start.started, summary.prices))
     finally:
         for j in judges:
             j.via, j.cache = None, caches[id(j)]
