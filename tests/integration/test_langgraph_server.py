@@ -4,14 +4,6 @@ from the loopback OpenAI server, streaming, and an interrupt-and-resume review."
 
 import asyncio
 import json
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -19,12 +11,12 @@ import pytest
 pytest.importorskip("langgraph_api", reason="needs the studio extra: pip install 'judgegraph[studio]'")
 from langgraph_sdk import get_client
 
+from tests.kit.langgraph_dev import ServerFailed, langgraph_bin, langgraph_dev
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-START_TIMEOUT = 120  # seconds for the server to come up
 RUN_TIMEOUT = 60  # seconds per run
 YES = structured({"reason": "It answers the question.", "verdict": "yes"})
 NO = structured({"reason": "It is about Paris, not arithmetic.", "verdict": "no"})
@@ -38,19 +30,6 @@ def reply_is(fragment):
     return lambda req: fragment in req.text.split("<reply_to_judge>")[-1]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def langgraph_bin():
-    found = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph")
-    if not found:
-        pytest.skip("the langgraph CLI is not installed (pip install 'judgegraph[studio]')")
-    return found
-
-
 @pytest.fixture(scope="module")
 def openai_server():
     # the Paris reply is judged twice: a malformed first reply, re-asked, then a valid "no"
@@ -61,49 +40,17 @@ def openai_server():
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
+    if langgraph_bin() is None:
+        pytest.skip("the langgraph CLI is not installed (pip install 'judgegraph[studio]')")
     work = tmp_path_factory.mktemp("langgraph_dev")  # the server's .langgraph_api folder goes here
-    port = free_port()
-    # the repository's langgraph.json with absolute paths (langgraph dev reads them from its working folder)
+    # the repository's graphs with absolute paths (langgraph dev reads them from its working folder)
     spec = json.loads((ROOT / "langgraph.json").read_text(encoding="utf-8"))
-    spec["dependencies"] = [str(ROOT)]
-    spec["graphs"] = {k: str(ROOT / v.split(":")[0]) + ":" + v.split(":")[1] for k, v in spec["graphs"].items()}
-    (work / "langgraph.json").write_text(json.dumps(spec), encoding="utf-8")
-    env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false",
-           "LANGCHAIN_TRACING_V2": "false", "LANGSMITH_API_KEY": "", "HF_HUB_OFFLINE": "1",
-           "PYTHONUNBUFFERED": "1"}
-    env.pop("JUDGEGRAPH_MODEL", None)
-    env.pop("OPENAI_API_KEY", None)
-    log = (work / "server.log").open("w")
-    proc = subprocess.Popen(
-        [langgraph_bin(), "dev", "--config", str(work / "langgraph.json"), "--host", "127.0.0.1", "--port",
-         str(port), "--no-browser", "--no-reload"],
-        cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    graphs = {k: str(ROOT / v.split(":")[0]) + ":" + v.split(":")[1] for k, v in spec["graphs"].items()}
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"langgraph dev exited with {proc.returncode}:\n{(work / 'server.log').read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/ok", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"langgraph dev did not start in {START_TIMEOUT}s:\n"
-                            f"{(work / 'server.log').read_text()[-3000:]}")
-            time.sleep(0.5)
-        yield url, work / "server.log"
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
-        log.close()
+        with langgraph_dev(graphs, work, [str(ROOT)]) as served:
+            yield served
+    except ServerFailed as exc:
+        pytest.fail(str(exc))
 
 
 def run(coro):

@@ -45,7 +45,8 @@ def langgraph_dev(graphs: dict[str, str], work: Path, dependencies: list[str]) -
                                          encoding="utf-8")
     port = free_port()
     env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false",
-           "LANGCHAIN_TRACING_V2": "false", "LANGSMITH_API_KEY": "", "PYTHONUNBUFFERED": "1"}
+           "LANGCHAIN_TRACING_V2": "false", "LANGSMITH_API_KEY": "", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    env.pop("JUDGEGRAPH_MODEL", None)
     env.pop("OPENAI_API_KEY", None)
     log_path = work / "server.log"
     with log_path.open("w") as log:
