@@ -1,6 +1,5 @@
-"""A real ``langgraph dev`` server on 127.0.0.1 serving given graphs (the approach of
-tests/integration/test_langgraph_server.py, for any graphs): started in its own process group, waited for
-(bounded), stopped with SIGTERM then SIGKILL."""
+"""A real ``langgraph dev`` server on 127.0.0.1 serving given graphs (the Studio test's and the thread
+tests'): started in its own process group, waited for (bounded), stopped with SIGTERM then SIGKILL."""
 
 from __future__ import annotations
 
