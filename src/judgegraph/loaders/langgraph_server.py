@@ -7,12 +7,11 @@ reads nor writes it."""
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..conversation import Conversation
+from ..probe import no_answer
 from .base import InputError, LoadedConversation
 from .langgraph_threads import (
     CONTEXT_KEY,
@@ -40,13 +39,8 @@ class ServerUnreachable(OSError):
 
 def unreachable(url: str, timeout: float = 5.0) -> str | None:
     """Why the server at ``url`` cannot be reached, or None (it answered ``/ok``, even with an HTTP error)."""
-    try:
-        urllib.request.urlopen(url.rstrip("/") + "/ok", timeout=timeout).close()
-    except urllib.error.HTTPError:
-        return None  # it answered
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        return f"cannot reach the LangGraph server at {url}: {getattr(exc, 'reason', exc)}"
-    return None
+    why = no_answer(url, "/ok", timeout)
+    return None if why is None else f"cannot reach the LangGraph server at {url}: {why}"
 
 
 def client(url: str) -> SyncLangGraphClient:

@@ -5,9 +5,9 @@ that a tracking server answers."""
 from __future__ import annotations
 
 import os
-import urllib.error
-import urllib.request
 from types import ModuleType
+
+from ...probe import no_answer
 
 SESSION_KEY = "mlflow.trace.session"  # MLflow's trace metadata key for the session (and session assessments)
 TRACE_ID_KEY = "mlflow_trace_id"  # turn metadata: the trace the turn was read from
@@ -30,10 +30,5 @@ def unreachable(uri: str, timeout: float = 5.0) -> str | None:
     client retries a refused connection for minutes; this answers at once."""
     if not uri.startswith(("http://", "https://")):
         return None
-    try:
-        urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout).close()
-    except urllib.error.HTTPError:
-        return None  # it answered
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        return f"cannot reach the MLflow tracking server: {getattr(exc, 'reason', exc)}"
-    return None
+    why = no_answer(uri, "/health", timeout)
+    return None if why is None else f"cannot reach the MLflow tracking server: {why}"
