@@ -182,4 +182,4 @@ def test_an_unreadable_results_line_is_named_and_exit_3_the_rest_still_compared(
     captured = capsys.readouterr()
     assert json.loads(captured.out)["metrics"]["turn_relevancy"]["n"] == 5
     n = len(results.read_text(encoding="utf-8").splitlines()) + 1  # after the header, 2 conversations, the summary
-    assert f"{torn}:{n}: not JSON" in captured.err
+    assert f"{torn}:{n}: a torn last line" in captured.err  # named as torn, as diff and report name it

@@ -98,7 +98,7 @@ def test_an_unreadable_results_line_is_named_and_exit_3_the_rest_still_reported(
     assert main(["stability", str(torn), "--json"]) == 3
     captured = capsys.readouterr()
     assert json.loads(captured.out)["metrics"]["turn_relevancy"]["flipped"] == 1
-    assert f"{torn}:4: not JSON" in captured.err
+    assert f"{torn}:4: a torn last line" in captured.err  # named as torn, as diff and report name it
 
 
 def test_usage_errors(judged, tmp_path, capsys):

@@ -148,11 +148,12 @@ def test_unreadable_and_torn_lines_are_named_and_the_rest_compared(tmp_path):
     assert {p.conversation_id: p.kind for p in diff.pairs} == {"a": "regressed", "b": "missing"}
 
 
-def test_a_conversation_twice_is_read_once_and_noted(tmp_path):
+def test_a_conversation_twice_is_read_once_and_named_as_a_line_left_out(tmp_path):
+    # the one reader's rule (judgegraph.resultsread): a repeated id is a line left out, named among the problems
     old = write(tmp_path / "old.jsonl", [OLD[0], line("a", result("a", "failed"))])
     diff = diff_runs(old, write(tmp_path / "new.jsonl", [NEW[0]]))
     assert [p.kind for p in diff.pairs] == ["regressed"]
-    assert diff.notes == [f"{old}:2: conversation 'a' again (line 1 is used)"]
+    assert diff.problems == [f"{old}:2: conversation 'a' again (line 1 is used)"] and diff.notes == []
 
 
 def header(model="gpt-4.1-mini", temperature=0.0, prompt="3f2a9c1b7d4e", threshold=0.5, version="0.9.0"):

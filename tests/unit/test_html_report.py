@@ -78,7 +78,8 @@ def test_bad_lines_are_reported_not_raised(tmp_path, capsys):
     assert len(parsed.conversations) == 3
     assert parsed.unreadable == [
         f"{results}:5: not JSON (Expecting property name enclosed in double quotes at column 2)",
-        f"{results}:6: field 'type': expected a 'conversation' or 'input_error' record, got 'mystery'",
+        f"{results}:6: field 'type': expected one of 'header', 'conversation', 'input_error', 'summary', 'batch', "
+        "got 'mystery'",
         f"{results}:7: field 'results.m.verdicts': expected a list of objects",
         f"{results}:8: field 'results.m.verdicts[0].transcript': expected a list of objects",
     ]

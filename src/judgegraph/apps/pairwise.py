@@ -29,10 +29,11 @@ from ..conversation import Conversation
 from ..judges import ModelLike, resolve_judge
 from ..metrics.pairwise import Criterion, CriterionOutcome, as_criteria, create_pairwise_judge, outcomes_of
 from ..results import MetricResult
+from ..resultsread import RECORD_TYPES
 from ..trust.preference import Rate, bootstrap_strengths, bradley_terry, wilson
 
 #: record types a judgegraph results file holds (a file whose first record is one of them is read as results)
-RESULTS_TYPES = frozenset({"header", "conversation", "summary", "input_error", "batch"})
+RESULTS_TYPES = frozenset(RECORD_TYPES)
 
 
 # -- reading the versions ------------------------------------------------------------
@@ -80,28 +81,27 @@ NO_CONVERSATION = ("this results line carries no conversation (an `eval` results
 
 
 def _results_conversations(path: Path) -> Iterator[Conversation | str]:
-    """The conversations of a results file, or a problem (``file:line: message``) per line that has none."""
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-            except (ValueError, RecursionError):
-                yield f"{path}:{lineno}: not a JSON object"
-                continue
-            if not isinstance(record, dict) or record.get("type", "conversation") != "conversation":
-                continue
-            data = record.get("conversation")
-            if data is None:
-                yield f"{path}:{lineno}: conversation {record.get('conversation_id')!r}: {NO_CONVERSATION}"
-                continue
-            try:
-                yield Conversation.model_validate(data)
-            except ValidationError as exc:
-                problem = exc.errors()[0]
-                where = ".".join(str(x) for x in problem.get("loc", ()))
-                yield f"{path}:{lineno}: conversation.{where}: {problem.get('msg')}"
+    """The conversations of a results file, or a problem (``file:line: message``) per line that has none: read by
+    :func:`judgegraph.resultsread.read_lines` (a bad line is named and left out); other records are skipped."""
+    from ..resultsread import BadLine, read_lines
+
+    for item in read_lines(path):
+        if isinstance(item, BadLine):
+            yield str(item)
+            continue
+        if item.type != "conversation":
+            continue
+        where = f"{path}:{item.line}"
+        data = item.data.get("conversation")
+        if data is None:
+            yield f"{where}: conversation {item.data['conversation_id']!r}: {NO_CONVERSATION}"
+            continue
+        try:
+            yield Conversation.model_validate(data)
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            loc = ".".join(str(x) for x in problem.get("loc", ()))
+            yield f"{where}: conversation.{loc}: {problem.get('msg')}"
 
 
 def read_version(path: str | Path, name: str | None = None) -> Version:

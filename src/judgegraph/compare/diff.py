@@ -322,7 +322,7 @@ def compare(old: RunFile, new: RunFile, *, metrics: Iterable[str] | None = None,
             mcnemar(counts["regressed"], counts["fixed"]),
             paired_bootstrap([s[0] for s in scored], [s[1] for s in scored],
                              resamples=resamples, seed=seed, level=level))
-    notes = [*old.notes, *new.notes]
+    notes: list[str] = []
     for run, side in ((old, "OLD"), (new, "NEW")):
         if run.input_errors:
             notes.append(f"{side} ({run.path}) holds {run.input_errors} input error(s): records it could not judge")

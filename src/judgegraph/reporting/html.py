@@ -23,8 +23,6 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..resultsfile import non_finite_field, restore_elided
-
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
@@ -59,74 +57,26 @@ class ReportFile:
 
 
 def read_results(path: str | Path) -> ResultsFile:
-    """Read every line of a results file (``judgegraph eval --out``). A line that
-    cannot be shown (not UTF-8, not JSON, nested too deeply, a number that is not
-    finite, a wrong shape) is kept in ``unreadable`` naming its line and field;
-    the other lines are read."""
+    """Read every line of a results file (``judgegraph eval --out``) by the rule of
+    :mod:`judgegraph.resultsread`: a line that cannot be shown (not UTF-8, not JSON, torn, nested too deeply, a
+    number that is not finite, a wrong shape, a conversation already read) is kept in ``unreadable`` naming its
+    line and field; the other lines are read."""
+    from ..resultsread import BadLine, read_lines
+
     out = ResultsFile(str(path))
-    with open(path, "rb") as fh:
-        for n, raw in enumerate(fh, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                out.unreadable.append(f"{path}:{n}: not valid UTF-8 (byte {exc.start + 1} of the line)")
-                continue
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                out.unreadable.append(f"{path}:{n}: not JSON ({exc.msg} at column {exc.colno})")
-                continue
-            except RecursionError:
-                out.unreadable.append(f"{path}:{n}: nested too deeply to read")
-                continue
-            bad_number = non_finite_field(record)
-            if bad_number is not None:
-                out.unreadable.append(f"{path}:{n}: field {bad_number!r}: not a finite number (such as 1e999, "
-                                      "which reads as infinity): the line is left out")
-                continue
-            kind = record.get("type") if isinstance(record, dict) else None
-            if kind == "conversation":
-                wrong = _wrong_shape(record)
-                if wrong:
-                    out.unreadable.append(f"{path}:{n}: {wrong}")
-                    continue
-                out.conversations.append(restore_elided(record))
-            elif kind == "input_error":
-                out.input_errors.append(record)
-            elif kind == "header":
-                out.header = out.header or record
-            elif kind == "summary":
-                out.summary = record
-            elif kind == "batch":  # a batch of an eval --batch run (docs/batch.md): its cost is in the results
-                continue
-            else:
-                out.unreadable.append(f"{path}:{n}: field 'type': expected a 'conversation' or 'input_error' record, "
-                                      f"got {kind!r}")
+    for item in read_lines(path):
+        if isinstance(item, BadLine):
+            out.unreadable.append(str(item))
+        elif item.type == "conversation":
+            out.conversations.append(item.data)
+        elif item.type == "input_error":
+            out.input_errors.append(item.data)
+        elif item.type == "header":
+            out.header = out.header or item.data
+        elif item.type == "summary":
+            out.summary = item.data
+        # a batch of an eval --batch run (docs/batch.md): its cost is in the results
     return out
-
-
-def _wrong_shape(record: dict[str, Any]) -> str | None:
-    """What keeps a conversation record from being shown, naming the field; None when it can be."""
-    if not isinstance(record.get("conversation_id"), str):
-        return "field 'conversation_id': expected a string"
-    results = record.setdefault("results", {})
-    if not isinstance(results, dict):
-        return "field 'results': expected an object of metric results"
-    for metric, result in results.items():
-        if not isinstance(result, dict):
-            return f"field 'results.{metric}': expected an object"
-        for key in ("verdicts", "errors"):
-            items = result.setdefault(key, [])
-            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-                return f"field 'results.{metric}.{key}': expected a list of objects"
-        for i, verdict in enumerate(result["verdicts"]):
-            transcript = verdict.get("transcript")
-            if transcript is not None and (not isinstance(transcript, list)
-                                           or not all(isinstance(a, dict) for a in transcript)):
-                return f"field 'results.{metric}.verdicts[{i}].transcript': expected a list of objects"
-    return None
 
 
 def _turns_by_id(inputs: Sequence[str | Path]) -> tuple[dict[str, list[dict[str, str]]], list[str]]:

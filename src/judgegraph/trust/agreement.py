@@ -136,32 +136,18 @@ ResultsLike = str | Path | Iterable[Mapping[str, Any]] | Iterable[Any]
 
 
 def read_results_file(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """The records of a results file, and a ``FILE:LINE: what is wrong`` for each line that cannot be read (not
-    UTF-8, not JSON, not an object, a number that is not finite: a torn last line of a killed run, an edit)."""
-    import json
-
-    from ..resultsfile import non_finite_field, restore_elided
+    """The records of a results file, and a ``FILE:LINE: why`` for each line left out (the rule of
+    :mod:`judgegraph.resultsread`: not UTF-8, not JSON, a torn last line, a number that is not finite, a wrong
+    shape, a conversation read before)."""
+    from ..resultsread import BadLine, read_lines
 
     records: list[dict[str, Any]] = []
     problems: list[str] = []
-    with Path(path).open("rb") as fh:
-        for n, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                problems.append(f"{path}:{n}: not valid UTF-8 (byte {exc.start + 1} of the line)")
-                continue
-            except (ValueError, RecursionError) as exc:
-                problems.append(f"{path}:{n}: not JSON ({exc})")
-                continue
-            if not isinstance(record, dict):
-                problems.append(f"{path}:{n}: a results line is a JSON object, got {type(record).__name__}")
-            elif (field_name := non_finite_field(record)) is not None:
-                problems.append(f"{path}:{n}: field {field_name!r}: not a finite number")
-            else:
-                records.append(restore_elided(record))
+    for item in read_lines(path):
+        if isinstance(item, BadLine):
+            problems.append(str(item))
+        else:
+            records.append(item.data)
     return records, problems
 
 

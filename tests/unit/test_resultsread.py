@@ -1,0 +1,78 @@
+"""The one strict results-file reader (judgegraph.resultsread) and its rule, the same in every command that reads
+a results file: a bad line is left out and named ``FILE:LINE: why`` (the field at fault), the rest is read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from judgegraph.apps.pairwise import read_version
+from judgegraph.compare.runfile import read_run
+from judgegraph.reporting.html import read_results
+from judgegraph.resultsread import BadLine, Record, read_lines
+from judgegraph.trust.agreement import read_results_file
+
+
+def conversation(cid: str, **extra: object) -> dict[str, object]:
+    return {"type": "conversation", "conversation_id": cid, "results": {"m": {"status": "passed", "score": 1.0}},
+            "conversation": {"id": cid, "turns": [{"role": "user", "content": "hi"}]}, **extra}
+
+
+BAD = [  # (line, why) of the file below
+    (3, "not JSON (Expecting property name enclosed in double quotes at column 2)"),
+    (4, "a results line is a JSON object, got list"),
+    (5, "field 'type': missing: not a results line (is it an input file rather than a results file?)"),
+    (6, "field 'type': expected one of 'header', 'conversation', 'input_error', 'summary', 'batch', got 'pairwise'"),
+    (7, "field 'results.m.status': 'great' is not one of error, failed, not_applicable, passed"),
+    (8, "field 'results.m.errors': expected a list of objects"),
+    (9, "field 'cost_usd': not a finite number (1e999 reads as infinity): the line is left out"),
+    (10, "conversation 'a' again (line 2 is used)"),
+    (12, "a torn last line (a run killed while writing it): left out"),
+]
+
+
+def bad_file(path: Path) -> Path:
+    lines = [
+        json.dumps({"type": "header", "format": 1}),
+        json.dumps(conversation("a")),
+        "{not json",
+        '["a list"]',
+        json.dumps({"conversation_id": "chat-1", "turns": []}),  # an input file's line
+        json.dumps({"type": "pairwise", "conversation_id": "a"}),  # pairwise --out, not a results file
+        json.dumps(conversation("s", results={"m": {"status": "great"}})),
+        json.dumps(conversation("e", results={"m": {"status": "error", "errors": "timeout"}})),
+        json.dumps(conversation("inf", cost_usd=1e999)),
+        json.dumps(conversation("a", results={"m": {"status": "failed", "score": 0.0}})),
+        json.dumps(conversation("b")),
+    ]
+    path.write_text("\n".join(lines) + "\n" + json.dumps(conversation("c"))[:30], encoding="utf-8")
+    return path
+
+
+def test_the_reader_yields_records_and_names_every_bad_line(tmp_path):
+    path = bad_file(tmp_path / "r.jsonl")
+    items = list(read_lines(path))
+    assert [(i.line, i.why) for i in items if isinstance(i, BadLine)] == BAD
+    records = [i for i in items if isinstance(i, Record)]
+    assert [(r.line, r.type) for r in records] == [(1, "header"), (2, "conversation"), (11, "conversation")]
+    assert records[1].data["results"]["m"]["score"] == 1.0  # the first line of a repeated id is the one used
+    assert records[1].data["results"]["m"]["verdicts"] == [] and records[1].data["results"]["m"]["errors"] == []
+    assert str(next(i for i in items if isinstance(i, BadLine))) == f"{path}:3: {BAD[0][1]}"
+
+
+def test_every_command_reads_a_results_file_by_the_same_rule(tmp_path):
+    # before, each copy had its own: agree read the typeless and the 'pairwise' lines as conversations and the last
+    # of a repeated id, report the last of a repeated id, diff skipped the 'pairwise' line, pairwise skipped a list
+    # line unsaid and read the infinite number; the torn line was "not JSON" to agree and report, torn to diff
+    path = bad_file(tmp_path / "r.jsonl")
+    expected = [f"{path}:{n}: {why}" for n, why in BAD]
+    records, problems = read_results_file(path)  # agree, stability
+    assert problems == expected
+    assert [r.get("conversation_id") for r in records if r["type"] == "conversation"] == ["a", "b"]
+    run = read_run(path)  # diff
+    assert run.problems == expected and list(run.conversations) == ["a", "b"]
+    assert run.conversations["a"].results["m"]["status"] == "passed"
+    report = read_results(path)  # report
+    assert report.unreadable == expected and [c["conversation_id"] for c in report.conversations] == ["a", "b"]
+    version = read_version(path)  # pairwise, on a file whose lines carry the conversation
+    assert version.errors == expected and list(version.conversations) == ["a", "b"]
