@@ -5,9 +5,10 @@ version, command line, config, metrics with their options, judges with their
 settings and prompt hashes, inputs with their hashes, start time); the last
 line of a finished run is a ``summary`` (end, duration, usage, cost, pass rate
 per metric). A resumed run appends another summary; readers take the last one.
-``--resume`` compares the header with the run's own (:func:`differences`) and
-refuses a run whose settings differ, so a results file never mixes two
-settings. Older files have no header: every reader accepts that.
+``--resume`` compares the header with the run's own and refuses a run whose
+settings differ (:func:`differences`), so a results file never mixes two
+settings; ``judgegraph diff`` shows every difference of the same comparison
+(:func:`compare_headers`). Older files have no header: every reader accepts that.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT",
+    "Difference",
     "RunSettingsChanged",
+    "compare_headers",
     "differences",
     "file_sha256",
     "metric_prompts",
@@ -44,9 +47,9 @@ FORMAT = 1
 
 #: Judge settings that change what a judge answers; the others (concurrency, rates, timeouts,
 #: the cache) only change how fast it is asked, and may change between a run and its resume.
-JUDGING_SETTINGS = ("model", "base_url", "rule", "rule_sha256", "aligned", "aligned_sha256", "temperature", "top_p",
-                    "top_k", "max_tokens", "max_completion_tokens", "seed", "reasoning_effort", "method", "aggregate",
-                    "quorum", "repeat", "jurors")
+JUDGING_SETTINGS = ("model", "models", "base_url", "rule", "rule_sha256", "aligned", "aligned_sha256", "temperature",
+                    "top_p", "top_k", "max_tokens", "max_completion_tokens", "seed", "reasoning_effort", "method",
+                    "aggregate", "quorum", "repeat", "jurors")
 #: Settings naming a file whose bytes decide verdicts: recorded with ``<key>_sha256`` too.
 FILE_SETTINGS = ("rule", "aligned")
 
@@ -236,59 +239,148 @@ def _describe(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """What differs between two headers in what decides a verdict: metrics added or removed, their
-    options, the judges (name, judging settings, prompt hashes), the inputs (paths and hashes).
-    Empty: a resume may continue the file. (The version, the time and the command line may differ.)"""
-    out: list[str] = []
+@dataclass(frozen=True)
+class Difference:
+    """One way two runs differ in how they were judged. ``what``: from the headers, ``judgegraph version``,
+    ``metric`` (judged on one side only), ``metric option``, ``option``, ``judge``, ``judge setting``, ``prompt``,
+    ``input``; from the results lines (``source="results"``), ``judge``, ``threshold``, ``strict mode``. ``name``:
+    which one (a metric, an option or setting key, a prompt step, an input path); ``owner``: the metric of an
+    option, the judge of a setting or prompt when the runs have several; ``old``/``new``: the values (None:
+    absent). ``speed``: a judge setting that only changes how fast the judge is asked (concurrency, rates,
+    timeouts, retries, the cache), which a ``--resume`` may change."""
 
-    def by_name(items: object, key: str = "name") -> dict[str, Mapping[str, Any]]:
-        return {str(i.get(key)): i for i in items if isinstance(i, Mapping)} if isinstance(items, list) else {}
+    what: str
+    name: str
+    old: Any
+    new: Any
+    source: str = "header"
+    speed: bool = False
+    owner: str = ""
 
-    om, nm = by_name(old.get("metrics")), by_name(new.get("metrics"))
-    out += [f"metric {m} added" for m in nm if m not in om]
-    out += [f"metric {m} removed" for m in om if m not in nm]
-    for m in (m for m in nm if m in om):
-        oo, no = om[m].get("options") or {}, nm[m].get("options") or {}
-        for k in sorted(set(oo) | set(no)):
-            if oo.get(k) != no.get(k):
-                was = _describe(oo[k]) if k in oo else "not set"
-                now_ = _describe(no[k]) if k in no else "not set"
-                out.append(f"metric {m} option {k} changed: {was} → {now_}")
-    said = {d.split(" option ", 1)[1].split(" ", 1)[0] for d in out if " option " in d}
-    og, ng = old.get("options") or {}, new.get("options") or {}
-    if isinstance(og, Mapping) and isinstance(ng, Mapping):
-        for k in sorted((set(og) | set(ng)) - said):
-            if og.get(k) != ng.get(k):
-                was = _describe(og[k]) if k in og else "not set"
-                now_ = _describe(ng[k]) if k in ng else "not set"
-                out.append(f"option {k} changed: {was} → {now_}")
-    oj, nj = old.get("judges") or [], new.get("judges") or []
-    if len(oj) != len(nj):
-        out.append(f"judges changed: {len(oj)} → {len(nj)}")
-    for i, (a, b) in enumerate(zip(oj, nj)):
-        if not (isinstance(a, Mapping) and isinstance(b, Mapping)):
-            continue
-        who = f"judge {a.get('name')}" if len(oj) == 1 else f"judge {i + 1} ({a.get('name')})"
-        if a.get("name") != b.get("name"):
-            out.append(f"{who} changed: {a.get('name')} → {b.get('name')}")
-            continue  # another judge: its settings and prompts differ with it
-        sa, sb = _judging(a.get("settings")), _judging(b.get("settings"))
-        for k in sorted(set(sa) | set(sb)):
-            if sa.get(k) != sb.get(k) and k != "model":
-                out.append(f"{who} setting {k} changed: {_describe(sa.get(k))} → {_describe(sb.get(k))}")
-        pa, pb = a.get("prompts") or {}, b.get("prompts") or {}
-        for step in sorted(set(pa) | set(pb)):
-            if pa.get(step) != pb.get(step):
-                out.append(f"{who} prompt {step} changed: {pa.get(step)} → {pb.get(step)}")
-    oi, ni = by_name(old.get("inputs"), "path"), by_name(new.get("inputs"), "path")
-    moved = {str(oi[p].get("sha256")) for p in oi if p not in ni} & {str(ni[p].get("sha256")) for p in ni if p not in oi}
-    moved.discard("None")  # the same bytes under another path (./chats.jsonl, /abs/chats.jsonl): the same input
-    out += [f"input {p} added" for p in ni if p not in oi and str(ni[p].get("sha256")) not in moved]
-    out += [f"input {p} removed" for p in oi if p not in ni and str(oi[p].get("sha256")) not in moved]
-    out += [f"input {p} changed (sha256 {str(oi[p].get('sha256'))[:12]} → {str(ni[p].get('sha256'))[:12]})"
-            for p in ni if p in oi and oi[p].get("sha256") != ni[p].get("sha256")]
+    @property
+    def refuses_resume(self) -> bool:
+        """Whether ``--resume`` refuses it: what was judged, how, and on what; not the judgegraph version that
+        wrote the file, not a speed setting."""
+        return self.source == "header" and not self.speed and self.what != "judgegraph version"
+
+    def __str__(self) -> str:
+        """As ``judgegraph diff`` shows it: ``what name: old → new``."""
+        def show(value: Any) -> str:
+            return "(none)" if value is None else value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+        name = f"{self.owner}.{self.name}" if self.owner and self.what == "metric option" else \
+            f"{self.owner} {self.name}" if self.owner else self.name
+        return (f"{self.what}{f' {name}' if name else ''}: {show(self.old)} → {show(self.new)}"
+                + (" (a speed setting: how fast the judge is asked, not what it answers)" if self.speed else ""))
+
+
+def _by_name(items: object, key: str = "name") -> dict[str, Mapping[str, Any]]:
+    """A header's list of objects by their ``key`` (anything else left out)."""
+    if not isinstance(items, list):
+        return {}
+    return {str(i.get(key)): i for i in items if isinstance(i, Mapping) and key in i}
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _keys_differ(what: str, old: Mapping[str, Any], new: Mapping[str, Any], *, owner: str = "",
+                 speed: bool = False) -> list[Difference]:
+    return [Difference(what, str(key), old.get(key), new.get(key), speed=speed, owner=owner)
+            for key in sorted(set(old) | set(new), key=str) if old.get(key) != new.get(key)]
+
+
+def _judge_differences(old: object, new: object) -> list[Difference]:
+    oj, nj = _by_name(old), _by_name(new)
+    if list(oj) != list(nj):
+        return [Difference("judge", "", ", ".join(oj) or None, ", ".join(nj) or None)]
+    out: list[Difference] = []
+    for name in oj:
+        owner = name if len(oj) > 1 else ""
+        settings = _mapping(oj[name].get("settings")), _mapping(nj[name].get("settings"))
+        judging = _judging(settings[0]), _judging(settings[1])
+        out += _keys_differ("judge setting", *judging, owner=owner)
+        speed = [{k: v for k, v in s.items() if k not in JUDGING_SETTINGS} for s in settings]
+        if judging[0].get("jurors") == judging[1].get("jurors"):  # the same jurors, asked at another speed
+            speed = [{**s, "jurors": j.get("jurors")} for s, j in zip(speed, settings)]
+        out += _keys_differ("judge setting", *speed, owner=owner, speed=True)
+        out += _keys_differ("prompt", _mapping(oj[name].get("prompts")), _mapping(nj[name].get("prompts")),
+                            owner=owner)
     return out
+
+
+def _input_differences(old: object, new: object) -> list[Difference]:
+    """Inputs added, removed or changed (by path and sha256); the same bytes under another path
+    (./chats.jsonl, /abs/chats.jsonl) are the same input."""
+    oi, ni = _by_name(old, "path"), _by_name(new, "path")
+
+    def sha(entry: Mapping[str, Any]) -> str | None:
+        value = entry.get("sha256")
+        return None if value is None else str(value)
+
+    moved = {sha(oi[p]) for p in oi if p not in ni} & {sha(ni[p]) for p in ni if p not in oi}
+    moved.discard(None)
+    out = [Difference("input", p, sha(oi[p]), sha(ni[p])) for p in ni if p in oi and sha(oi[p]) != sha(ni[p])]
+    out += [Difference("input", p, None, sha(ni[p])) for p in ni if p not in oi and sha(ni[p]) not in moved]
+    out += [Difference("input", p, sha(oi[p]), None) for p in oi if p not in ni and sha(oi[p]) not in moved]
+    return out
+
+
+def compare_headers(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Difference]:
+    """Every way the run headers ``old`` and ``new`` differ, the one comparison ``--resume`` (:func:`differences`:
+    refused on each :attr:`Difference.refuses_resume`) and ``judgegraph diff`` (all shown) use: the judgegraph
+    version, the judges (names, settings: those that decide verdicts and the speed ones, prompt hashes), the
+    metrics judged and their options, the run's options, the inputs. (The time and the command line may differ.)"""
+    out: list[Difference] = []
+    if old.get("judgegraph") != new.get("judgegraph"):
+        out.append(Difference("judgegraph version", "", old.get("judgegraph"), new.get("judgegraph")))
+    out += _judge_differences(old.get("judges"), new.get("judges"))
+    om, nm = _by_name(old.get("metrics")), _by_name(new.get("metrics"))
+    for name in [*om, *(n for n in nm if n not in om)]:
+        if name not in om or name not in nm:
+            out.append(Difference("metric", name, "judged" if name in om else None, "judged" if name in nm else None))
+        else:
+            out += _keys_differ("metric option", _mapping(om[name].get("options")), _mapping(nm[name].get("options")),
+                                owner=name)
+    said = {d.name for d in out if d.what == "metric option"}  # a run option is each metric's: said once
+    out += [d for d in _keys_differ("option", _mapping(old.get("options")), _mapping(new.get("options")))
+            if d.name not in said]
+    return out + _input_differences(old.get("inputs"), new.get("inputs"))
+
+
+def _refusal(d: Difference, judges: tuple[list[str], list[str]]) -> str:
+    """A difference as ``--resume`` names it (``judges``: the names of the judges of each header)."""
+    def setting(value: object) -> str:
+        return "not set" if value is None else _describe(value)
+
+    if d.what == "metric":
+        return f"metric {d.name} {'added' if d.old is None else 'removed'}"
+    if d.what == "metric option":
+        return f"metric {d.owner} option {d.name} changed: {setting(d.old)} → {setting(d.new)}"
+    if d.what == "option":
+        return f"option {d.name} changed: {setting(d.old)} → {setting(d.new)}"
+    judge = d.owner or (judges[0][0] if judges[0] else "")
+    if d.what == "judge":
+        if len(judges[0]) == len(judges[1]) == 1:
+            return f"judge {d.old} changed: {d.old} → {d.new}"
+        return f"judges changed: {', '.join(judges[0]) or 'none'} → {', '.join(judges[1]) or 'none'}"
+    if d.what == "judge setting":
+        return f"judge {judge} setting {d.name} changed: {_describe(d.old)} → {_describe(d.new)}"
+    if d.what == "prompt":
+        return f"judge {judge} prompt {d.name} changed: {d.old} → {d.new}"
+    if d.what == "input":
+        if d.old is None or d.new is None:
+            return f"input {d.name} {'added' if d.old is None else 'removed'}"
+        return f"input {d.name} changed (sha256 {d.old[:12]} → {d.new[:12]})"
+    return str(d)
+
+
+def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """What refuses a ``--resume`` of a file whose header is ``old`` by a run whose header is ``new``, each named
+    (:func:`compare_headers`, without the speed settings and the judgegraph version). Empty: it may continue."""
+    judges = list(_by_name(old.get("judges"))), list(_by_name(new.get("judges")))
+    return [_refusal(d, judges) for d in compare_headers(old, new) if d.refuses_resume]
 
 
 @dataclass(frozen=True)

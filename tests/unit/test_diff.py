@@ -165,6 +165,28 @@ def header(model="gpt-4.1-mini", temperature=0.0, prompt="3f2a9c1b7d4e", thresho
             "inputs": [{"path": "chats.jsonl", "sha256": "ab" * 32}]}
 
 
+def test_a_jurors_timeout_is_a_speed_setting_to_diff_as_to_resume(tmp_path):
+    # one comparison (runheader.compare_headers): before, diff counted a juror's timeout as a judging change
+    # while --resume let it change
+    from judgegraph.runheader import differences
+
+    def jury(timeout, repeat=1):
+        h = header()
+        h["judges"][0]["settings"] = {"aggregate": "majority", "jurors": [
+            {"name": "llm:a", "repeat": repeat, "settings": {"temperature": 0, "timeout": timeout}}]}
+        return h
+
+    old = write(tmp_path / "old.jsonl", [jury(1), OLD[0]])
+    s = diff_runs(old, write(tmp_path / "slow.jsonl", [jury(9), NEW[0]])).settings
+    assert s.same_judging is True and s.judging == [] and [d.name for d in s.speed] == ["jurors"]
+    assert differences(jury(1), jury(9)) == []
+    s = diff_runs(old, write(tmp_path / "more.jsonl", [jury(1, repeat=3), NEW[0]])).settings
+    assert s.same_judging is False and [(d.what, d.name, d.speed) for d in s.differences] == [
+        ("judge setting", "jurors", False)]
+    assert [d.split(" changed")[0] for d in differences(jury(1), jury(1, repeat=3))] == [
+        "judge llm:gpt-4.1-mini setting jurors"]
+
+
 def test_the_judging_differs_from_the_headers(tmp_path):
     old = write(tmp_path / "old.jsonl", [header(), OLD[0]])
     same = write(tmp_path / "same.jsonl", [header(), NEW[0]])
@@ -185,7 +207,10 @@ def test_the_judging_differs_from_the_headers(tmp_path):
     faster = header()
     faster["judges"][0]["settings"].update(concurrency=64, timeout=30)  # how fast it is asked, not what it answers
     s = diff_runs(old, write(tmp_path / "faster.jsonl", [faster, NEW[0]])).settings
-    assert (s.differences, s.same_judging) == ([], True)
+    # shown (the one header comparison --resume uses, which lets them change), marked speed, not a judging change
+    assert (s.judging, s.same_judging) == ([], True)
+    assert [(d.name, d.old, d.new, d.speed) for d in s.speed] == [("concurrency", None, 64, True),
+                                                                  ("timeout", None, 30, True)]
 
 
 def test_without_a_header_the_judging_is_unknown_but_the_results_lines_still_show_a_judge_change(tmp_path):

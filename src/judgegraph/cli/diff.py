@@ -148,16 +148,18 @@ def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
     for which in ("old", "new"):
         out.print(Text(safe(f"{which.upper()}: {describe_run(diff.runs.get(which, {'path': getattr(diff, which)}))}")))
     s = diff.settings
-    if s.differences:
+    if s.judging:
         out.print("[yellow]The judging differs[/] (a flip may be the judge's, not the bot's):"
                   if s.same_judging is False else "[yellow]The metric settings differ[/] (a flip may come from them, "
                   "not the bot):")
-        for d in s.differences:
+        for d in s.judging:
             out.print(Text("  " + safe(str(d)) + (" (from the results lines)" if d.source == "results" else "")))
     if s.unknown:
         out.print(Text(safe(f"judges, prompts and metric options: {s.unknown}")))
-    elif not s.differences:
+    elif not s.judging:
         out.print("same judges, prompts and metric options (run headers)")
+    for d in s.speed:
+        out.print(Text("  " + safe(str(d))))
     for note in s.notes:
         out.print(Text(safe(f"note: {note}")))
     scores = next(iter(diff.metrics.values())).scores if diff.metrics else None

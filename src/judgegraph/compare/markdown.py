@@ -120,16 +120,19 @@ def _render(diff: RunDiff, max_rows: int) -> str:
                  f"{len(diff.undecided)} NEW could not judge, {len(diff.pairs)} results compared.")
     lines.append("")
     s = diff.settings
-    if s.differences:
+    if s.judging:
         verb = "differs" if s.same_judging is False else "settings differ"
         lines.append(f"> **The judging {verb}** — a flip may be the judge's, not the bot's:")
         lines += [f"> - {cell(str(d))}" + (" (from the results lines)" if d.source == "results" else "")
-                  for d in s.differences]
+                  for d in s.judging]
         lines.append("")
     if s.unknown:
         lines += [f"Judges, prompts and metric options: {cell(s.unknown)}.", ""]
-    elif not s.differences:
+    elif not s.judging:
         lines += ["Same judges, prompts and metric options (run headers).", ""]
+    if s.speed:
+        lines += ["Speed settings differ (how fast the judge is asked, not what it answers): "
+                  + "; ".join(cell(str(d)) for d in s.speed) + ".", ""]
     rows = []
     for m in diff.metrics.values():
         c = m.counts

@@ -1,7 +1,10 @@
 """Did the two runs judge alike? What differs between their judges, prompts and metric options.
 
-From the run headers when both files have one (judges with their settings and prompt hashes, metrics with
-their options, judgegraph version, inputs); without a header on either side those are "unknown: no header".
+From the run headers when both files have one, by the comparison ``--resume`` uses too
+(:func:`judgegraph.runheader.compare_headers`: judges with their settings and prompt hashes, metrics with
+their options, the run's options, judgegraph version, inputs; a judge's speed settings shown apart, as
+they change how fast it is asked, not what it answers); without a header on either side those are
+"unknown: no header".
 The results lines themselves always name each result's judge, threshold and strict mode: a difference
 there is reported for any file, header or not. When the judge, its settings or a prompt differ, a verdict
 that flipped may be the judge's doing, not the bot's.
@@ -13,34 +16,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..runheader import JUDGING_SETTINGS as RUN_JUDGING_SETTINGS
+from ..runheader import Difference, compare_headers
 from .runfile import RunFile
 
-#: what a difference is about; those that make a flip possibly the judge's
+__all__ = ["JUDGE_KINDS", "Difference", "SettingsComparison", "compare_settings"]
+
+#: what a difference is about; those that make a flip possibly the judge's (a speed setting does not)
 JUDGE_KINDS = frozenset({"judge", "judge setting", "prompt"})
-#: The judge settings (of a header's ``judges[].settings``) that change what a judge answers, as the run header
-#: defines them (``judgegraph.runheader.JUDGING_SETTINGS``, with the offline rule's hash); the others
-#: (concurrency, rate limits, timeouts, the cache) only change how fast it is asked and are not compared.
-JUDGING_SETTINGS = (*RUN_JUDGING_SETTINGS, "models")
-
-
-@dataclass(frozen=True)
-class Difference:
-    """One setting that differs: ``what`` (judge, judge setting, prompt, metric, metric option, threshold,
-    strict mode, judgegraph version), ``name`` (which one), its value in OLD and NEW (None: absent)."""
-
-    what: str
-    name: str
-    old: Any
-    new: Any
-    source: str = "header"  # "header" or "results" (read from the results lines)
-
-    def __str__(self) -> str:
-        def show(value: Any) -> str:
-            return "(none)" if value is None else value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-        name = f" {self.name}" if self.name else ""
-        return f"{self.what}{name}: {show(self.old)} → {show(self.new)}"
 
 
 @dataclass
@@ -55,9 +37,19 @@ class SettingsComparison:
 
     @property
     def same_judging(self) -> bool | None:
-        if any(d.what in JUDGE_KINDS for d in self.differences):
+        if any(d.what in JUDGE_KINDS and not d.speed for d in self.differences):
             return False
         return None if self.unknown else True
+
+    @property
+    def judging(self) -> list[Difference]:
+        """The differences that may change verdicts (all but the speed settings)."""
+        return [d for d in self.differences if not d.speed]
+
+    @property
+    def speed(self) -> list[Difference]:
+        """The judge settings that only change how fast the judge is asked (concurrency, timeouts, ...)."""
+        return [d for d in self.differences if d.speed]
 
     def to_json(self) -> dict[str, Any]:
         return {"headers": {"old": self.headers[0], "new": self.headers[1]}, "same_judging": self.same_judging,
@@ -65,53 +57,13 @@ class SettingsComparison:
                 "differences": [{**d.__dict__, "text": str(d)} for d in self.differences]}
 
 
-def _by_name(items: object) -> dict[str, dict[str, Any]]:
-    """A header's list of ``{"name": ...}`` objects by name (anything else left out)."""
-    if not isinstance(items, list):
-        return {}
-    return {str(i["name"]): i for i in items if isinstance(i, dict) and "name" in i}
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _judging(settings: object) -> dict[str, Any]:
-    return {k: v for k, v in _dict(settings).items() if k in JUDGING_SETTINGS}
-
-
-def _keys_differ(what: str, prefix: str, old: dict[str, Any], new: dict[str, Any]) -> list[Difference]:
-    return [Difference(what, f"{prefix}{key}", old.get(key), new.get(key))
-            for key in sorted(set(old) | set(new), key=str) if old.get(key) != new.get(key)]
-
-
 def _header_differences(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[Difference], list[str]]:
-    out: list[Difference] = []
-    notes: list[str] = []
-    if old.get("judgegraph") != new.get("judgegraph"):
-        out.append(Difference("judgegraph version", "", old.get("judgegraph"), new.get("judgegraph")))
-    oj, nj = _by_name(old.get("judges")), _by_name(new.get("judges"))
-    if list(oj) != list(nj):
-        out.append(Difference("judge", "", ", ".join(oj) or None, ", ".join(nj) or None))
-    for name in (n for n in oj if n in nj):
-        prefix = f"{name} " if len(oj) > 1 else ""
-        out += _keys_differ("judge setting", prefix, _judging(oj[name].get("settings")), _judging(nj[name].get("settings")))
-        out += _keys_differ("prompt", prefix, _dict(oj[name].get("prompts")), _dict(nj[name].get("prompts")))
-    om, nm = _by_name(old.get("metrics")), _by_name(new.get("metrics"))
-    for name in [*om, *(n for n in nm if n not in om)]:
-        if name not in om or name not in nm:
-            out.append(Difference("metric", name, "judged" if name in om else None, "judged" if name in nm else None))
-        else:
-            out += _keys_differ("metric option", f"{name}.", _dict(om[name].get("options")),
-                                _dict(nm[name].get("options")))
-
-    def hashes(header: dict[str, Any]) -> list[object]:
-        inputs = header.get("inputs")
-        return [i.get("sha256") for i in inputs if isinstance(i, dict)] if isinstance(inputs, list) else []
-
-    if hashes(old) != hashes(new):
-        notes.append("the input files differ (as expected when NEW judged the new version's conversations)")
-    return out, notes
+    """The headers' differences (:func:`judgegraph.runheader.compare_headers`, the one ``--resume`` uses), the
+    inputs as a note: NEW judged the new version's conversations."""
+    found = compare_headers(old, new)
+    notes = (["the input files differ (as expected when NEW judged the new version's conversations)"]
+             if any(d.what == "input" for d in found) else [])
+    return [d for d in found if d.what != "input"], notes
 
 
 def _observed(run: RunFile, field_name: str) -> dict[str, list[Any]]:
