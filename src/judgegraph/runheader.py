@@ -315,12 +315,11 @@ def _input_differences(old: object, new: object) -> list[Difference]:
     (./chats.jsonl, /abs/chats.jsonl) are the same input."""
     oi, ni = _by_name(old, "path"), _by_name(new, "path")
 
-    def sha(entry: Mapping[str, Any]) -> str | None:
-        value = entry.get("sha256")
-        return None if value is None else str(value)
+    def sha(entry: Mapping[str, Any]) -> str:
+        return str(entry.get("sha256"))  # "None": not a file (an MLflow experiment): never the same bytes
 
     moved = {sha(oi[p]) for p in oi if p not in ni} & {sha(ni[p]) for p in ni if p not in oi}
-    moved.discard(None)
+    moved.discard("None")
     out = [Difference("input", p, sha(oi[p]), sha(ni[p])) for p in ni if p in oi and sha(oi[p]) != sha(ni[p])]
     out += [Difference("input", p, None, sha(ni[p])) for p in ni if p not in oi and sha(ni[p]) not in moved]
     out += [Difference("input", p, sha(oi[p]), None) for p in oi if p not in ni and sha(oi[p]) not in moved]

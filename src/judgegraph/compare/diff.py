@@ -138,7 +138,7 @@ class RunDiff:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     exact_below: int = EXACT_BELOW
-    runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # "old"/"new" -> RunFile.facts()
+    runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # "old"/"new" -> RunFile.facts() as JSON
 
     @property
     def regressions(self) -> list[Pair]:
@@ -182,15 +182,15 @@ def change_text(pair: Pair) -> str:
 
 
 def describe_run(facts: dict[str, Any]) -> str:
-    """One line about a run (:meth:`RunFile.facts`): its file, conversations and, from its header and summary,
-    judgegraph version, judges, duration and cost."""
+    """One line about a run (:meth:`RunFile.facts` as JSON): its file, conversations and, from its header and
+    summary (else its lines), judgegraph version, judges, duration and cost."""
     parts = [f"{facts.get('conversations', 0)} conversations"]
     if not facts.get("header"):
         parts.append("no header")
-    if facts.get("judgegraph"):
-        parts.append(f"judgegraph {facts['judgegraph']}")
-    if facts.get("judges"):
-        parts.append("judge " + ", ".join(facts["judges"]))
+    if facts.get("version"):
+        parts.append(f"judgegraph {facts['version']}")
+    if facts.get("judge_names"):
+        parts.append("judge " + ", ".join(facts["judge_names"]))
     if isinstance(facts.get("duration_s"), (int, float)):
         parts.append(f"{facts['duration_s']:.1f} s")
     if isinstance(facts.get("cost_usd"), (int, float)):
@@ -327,7 +327,7 @@ def compare(old: RunFile, new: RunFile, *, metrics: Iterable[str] | None = None,
         if run.input_errors:
             notes.append(f"{side} ({run.path}) holds {run.input_errors} input error(s): records it could not judge")
     return RunDiff(old.path, new.path, pairs, summaries, compare_settings(old, new), [*old.problems, *new.problems],
-                   notes, runs={"old": old.facts(), "new": new.facts()})
+                   notes, runs={"old": old.facts().to_json(), "new": new.facts().to_json()})
 
 
 def diff_runs(old: str | Path, new: str | Path, *, metrics: Iterable[str] | None = None,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..resultsread import STATUSES, BadLine, read_lines
+from ..runfacts import RunFacts, facts_of
 
 __all__ = ["STATUSES", "Conversation", "RunFile", "read_run"]
 
@@ -28,6 +29,7 @@ class Conversation:
     line: int
     error: str | None
     results: dict[str, dict[str, Any]]
+    cost_usd: object = None  # the line's cost_usd, as written
 
 
 @dataclass
@@ -39,16 +41,12 @@ class RunFile:
     input_errors: int = 0
     problems: list[str] = field(default_factory=list)  # FILE:LINE: why, for every line left out
 
-    def facts(self) -> dict[str, Any]:
-        """What the file says about its run: conversations, and from the header and summary (when there) the
-        judgegraph version, start, judges, duration and cost."""
-        header, summary = self.header or {}, self.summary or {}
-        judges = header.get("judges")
-        return {"path": self.path, "conversations": len(self.conversations), "header": self.header is not None,
-                "judgegraph": header.get("judgegraph"), "started_at": header.get("started_at"),
-                "judges": [str(j.get("name")) for j in judges if isinstance(j, dict)] if isinstance(judges, list)
-                else None,
-                "duration_s": summary.get("duration_s"), "cost_usd": summary.get("cost_usd")}
+    def facts(self) -> RunFacts:
+        """What the file says about its run (:func:`judgegraph.runfacts.facts_of`, as the HTML report reads it):
+        conversations, and from the header and summary (else the lines) judges, thresholds, pass rates, judgegraph
+        version, start, duration and cost."""
+        return facts_of(self.path, self.header, self.summary,
+                        [{"results": c.results, "cost_usd": c.cost_usd} for c in self.conversations.values()])
 
     @property
     def metrics(self) -> list[str]:
@@ -74,7 +72,8 @@ def _conversation(record: dict[str, Any], position: int, line: int) -> Conversat
     if isinstance(pos, int) and not isinstance(pos, bool) and pos >= 0:
         position = pos
     error = record.get("error")
-    return Conversation(record["conversation_id"], position, line, str(error) if error else None, results)
+    return Conversation(record["conversation_id"], position, line, str(error) if error else None, results,
+                        record.get("cost_usd"))
 
 
 def read_run(path: str | Path) -> RunFile:

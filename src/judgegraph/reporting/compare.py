@@ -1,10 +1,7 @@
 """Runs side by side: the facts of each run (judge, thresholds, pass rate, cost,
-duration) and its conversations matched by id across runs, for the HTML report.
-
-Facts come from the run's header and last summary records when the results
-file has them, else from its conversation lines, else are unknown (None); each
-says where it came from. A conversation absent from a run is a ``None`` cell
-and counts as a difference.
+duration: :func:`judgegraph.runfacts.facts_of`, as ``judgegraph diff`` reads
+them) and its conversations matched by id across runs, for the HTML report.
+A conversation absent from a run is a ``None`` cell and counts as a difference.
 
     comparison = compare_runs([read_results("old.jsonl"), read_results("new.jsonl")])
     [row.conversation_id for row in comparison.rows if row.differs]
@@ -13,8 +10,10 @@ and counts as a difference.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from ..runfacts import RunFacts, facts_of
 
 if TYPE_CHECKING:
     from .html import ResultsFile
@@ -23,28 +22,6 @@ __all__ = ["Comparison", "Row", "RunFacts", "compare_runs", "differs_in", "is_fa
 
 #: statuses that put a conversation among the failures
 FAILING = ("failed", "error")
-
-
-@dataclass
-class RunFacts:
-    """What one results file says about its run; None where it is unknown."""
-
-    label: str  # "A", "B", ... : the run's column in the matrix
-    path: str
-    conversations: int
-    version: str | None = None
-    started_at: str | None = None
-    judges: list[str] = field(default_factory=list)
-    thresholds: dict[str, float | None] = field(default_factory=dict)  # per metric; None: not one value
-    pass_rate: dict[str, float | None] = field(default_factory=dict)
-    cost_usd: float | None = None
-    duration_s: float | None = None
-    calls: int | None = None
-    tokens: int | None = None
-    source: dict[str, str] = field(default_factory=dict)  # fact -> "header" | "summary" | "lines"
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
 @dataclass
@@ -88,84 +65,9 @@ def _results(record: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
 
 
 def run_facts(results: ResultsFile, label: str) -> RunFacts:
-    """The facts of one run: header and last summary first, then what its lines show."""
-    facts = RunFacts(label=label, path=results.path, conversations=len(results.conversations))
-    header, summary = results.header or {}, results.summary or {}
-    metrics = list(dict.fromkeys(m for c in results.conversations for m in _results(c)))
-
-    def known(name: str, value: object, where: str) -> None:
-        setattr(facts, name, value)
-        facts.source[name] = where
-
-    if isinstance(header.get("judgegraph"), str):
-        known("version", header["judgegraph"], "header")
-    if isinstance(header.get("started_at"), str):
-        known("started_at", header["started_at"], "header")
-    judges = [_judge(j) for j in header.get("judges") or [] if isinstance(j, dict) and isinstance(j.get("name"), str)]
-    if judges:
-        known("judges", judges, "header")
-    else:
-        seen = [r.get("judge") for c in results.conversations for r in _results(c).values()]
-        if any(isinstance(j, str) for j in seen):
-            known("judges", list(dict.fromkeys(j for j in seen if isinstance(j, str))), "lines")
-
-    configured = {str(m.get("name")).replace("-", "_"): _number((m.get("options") or {}).get("threshold"))
-                  for m in header.get("metrics") or [] if isinstance(m, dict) and isinstance(m.get("options") or {}, dict)}
-    thresholds: dict[str, float | None] = {}
-    for m in metrics:
-        values = {_number(_results(c)[m].get("threshold")) for c in results.conversations if m in _results(c)}
-        values.discard(None)
-        thresholds[m] = values.pop() if len(values) == 1 else None
-    if metrics and all(configured.get(m) is not None for m in metrics):
-        known("thresholds", {m: configured[m] for m in metrics}, "header")
-    elif thresholds:
-        known("thresholds", thresholds, "lines")
-
-    rates = summary.get("pass_rate")
-    if isinstance(rates, dict) and rates:
-        known("pass_rate", {str(m): _number(v) for m, v in rates.items()}, "summary")
-    elif metrics:
-        computed: dict[str, float | None] = {}
-        for m in metrics:
-            statuses = [_results(c)[m].get("status") for c in results.conversations if m in _results(c)]
-            judged = [s for s in statuses if s in ("passed", "failed", "error")]  # as the summary record counts
-            computed[m] = sum(s == "passed" for s in judged) / len(judged) if judged else None
-        known("pass_rate", computed, "lines")
-
-    if "cost_usd" in summary:
-        known("cost_usd", _number(summary.get("cost_usd")), "summary")
-    else:
-        costs = [_number(c.get("cost_usd")) for c in results.conversations]
-        if any(v is not None for v in costs):
-            known("cost_usd", sum(v for v in costs if v is not None), "lines")
-    if _number(summary.get("duration_s")) is not None:
-        known("duration_s", _number(summary["duration_s"]), "summary")
-
-    usage = summary.get("usage")
-    if isinstance(usage, dict) and _number(usage.get("calls")) is not None:
-        known("calls", int(usage["calls"]), "summary")
-        known("tokens", int((_number(usage.get("input_tokens")) or 0) + (_number(usage.get("output_tokens")) or 0)),
-              "summary")
-    else:
-        usages: list[dict[str, Any]] = [r["usage"] for c in results.conversations for r in _results(c).values()
-                                        if isinstance(r.get("usage"), dict)]
-        if usages:
-            known("calls", int(sum(_number(u.get("calls")) or 0.0 for u in usages)), "lines")
-            known("tokens", int(sum((_number(u.get("input_tokens")) or 0.0) + (_number(u.get("output_tokens")) or 0.0)
-                                    for u in usages)), "lines")
-    return facts
-
-
-def _judge(entry: dict[str, Any]) -> str:
-    """A header's judge as one line: name, settings, prompt hashes (a changed prompt changes the verdicts)."""
-    settings = entry.get("settings")
-    prompts = entry.get("prompts")
-    settings = settings if isinstance(settings, dict) else {}
-    prompts = prompts if isinstance(prompts, dict) else {}
-    bits = [str(entry["name"])] + [f"{k}={v}" for k, v in settings.items()]
-    if prompts:
-        bits.append("prompts " + ", ".join(f"{k} {v}" for k, v in prompts.items()))
-    return " · ".join(bits)
+    """The facts of one run (:func:`judgegraph.runfacts.facts_of`): header and last summary first, then what its
+    lines show."""
+    return facts_of(results.path, results.header, results.summary, results.conversations, label)
 
 
 def is_failing(record: dict[str, Any] | None) -> bool:
