@@ -219,7 +219,8 @@ def non_finite_field(value: object) -> str | None:
 
 
 def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, record) for every readable line of a results file, streamed."""
+    """(line number, record) for every readable line of a results file, streamed; the others are skipped
+    unsaid (``show``, ``export``, a header read). Reading a file to report on it: :mod:`judgegraph.resultsread`."""
     with Path(path).open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             if raw.strip() and (record := _record(raw)) is not None:

@@ -102,7 +102,8 @@ def _differs(records: Sequence[dict[str, Any] | None], metrics: Sequence[str]) -
 
 
 def compare_runs(runs: Sequence[ResultsFile]) -> Comparison:
-    """The runs' conversations matched by id (a run holding an id twice, as a hand-edited file may: its last line)."""
+    """The runs' conversations matched by id (:func:`.html.read_results` keeps the first line of an id and names
+    the others; a run given an id twice by other means: its last line)."""
     labels = run_labels(len(runs))
     facts = [run_facts(r, label) for r, label in zip(runs, labels)]
     by_id: dict[str, list[dict[str, Any] | None]] = {}
