@@ -131,8 +131,7 @@ def _render(diff: RunDiff, max_rows: int) -> str:
     elif not s.judging:
         lines += ["Same judges, prompts and metric options (run headers).", ""]
     if s.speed:
-        lines += ["Speed settings differ (how fast the judge is asked, not what it answers): "
-                  + "; ".join(cell(str(d)) for d in s.speed) + ".", ""]
+        lines += [f"- {cell(str(d))}" for d in s.speed] + [""]
     rows = []
     for m in diff.metrics.values():
         c = m.counts
