@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
+    from ..runheader import RunStart
     from ..runner import ConversationOutcome, MetricPlan, RunSummary
     from ..watch import ThreadSource
     from .common import Subparsers
@@ -132,6 +133,9 @@ def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out
     from ..watch import Remembered, Watch
 
     state = Path(args.state) if args.state else Path(f"{args.out}.watched.sqlite")
+    start, refused = _begin(args, source, plan, err)
+    if start is None:
+        return usage_error(err, refused)
     remembered = Remembered(state)
     stopped_by: list[int] = []
 
@@ -142,7 +146,7 @@ def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out
 
     watch = Watch(source, plan, args.out, remembered, idle=args.idle, sample=args.sample, seed=args.seed,
                   interval=args.interval, max_polls=1 if args.once else args.max_polls, transcripts=args.transcripts,
-                  max_conversations=max(4, args.concurrency * 2), on_outcome=said,
+                  max_conversations=max(4, args.concurrency * 2), on_outcome=said, start=start,
                   on_input_error=lambda e: err.print(f"[red]input error:[/] {markup_safe(e)}"),
                   on_poll=lambda n, judged: err.print(f"poll {n}: {judged} threads judged", markup=False))
 
@@ -172,6 +176,28 @@ def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out
     if summary.input_error_count or summary.judge_errors or summary.count("error") or summary.failed_runs:
         return EXIT_ERRORS
     return EXIT_FAILED if summary.count("failed") else EXIT_OK
+
+
+def _begin(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan,
+           err: Console) -> tuple[RunStart, None] | tuple[None, str]:
+    """The watch's start (:func:`judgegraph.watch.begin`), or why ``--out`` is refused: it was made with other
+    settings (each difference named, as ``eval --resume`` names them). A file without a header goes on, with a
+    warning."""
+    from ..runheader import RunSettingsChanged
+    from ..watch import begin
+
+    watched = {"idle": args.idle, "sample": args.sample, "seed": args.seed, "transcripts": args.transcripts}
+    try:
+        start = begin(args.out, plan, source, argv=getattr(args, "argv", None), watched=watched,
+                      judge_settings=common.judge_settings(args, args.model, args.concurrency))
+    except RunSettingsChanged as exc:
+        return None, (f"watch refused: {args.out} was made with other settings, and one results file must hold one "
+                      "run:\n" + "\n".join(f"  - {c}" for c in exc.differences)
+                      + "\nwatch with the settings of that file, or write to another --out")
+    if start.old is None and not start.fresh:
+        err.print(f"[yellow]warning:[/] {markup_safe(args.out)} has no run header (an older judgegraph wrote it): "
+                  "appended to without checking that its metrics and judge are this watch's")
+    return start, None
 
 
 def _stopper(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, sig: int, name: str, err: Console,
