@@ -231,3 +231,10 @@ def test_a_watch_file_has_one_header_refuses_other_settings_and_opens_in_every_r
 
     show = cli("show", str(out), "--conversation", "t3", env=env)
     assert show.returncode == 0 and "Weather in Rome?" in show.stdout, show.stdout + show.stderr
+
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"conversation_id": t, "metric": "turn_relevancy", "label": True}) + "\n"
+                              for t in ("t1", "t2", "t3")), encoding="utf-8")
+    agree = cli("agree", str(out), "--labels", str(labels), "--json", env=env)
+    assert agree.returncode == 0, agree.stdout + agree.stderr
+    assert '"n": 3' in agree.stdout, agree.stdout[:2000]
