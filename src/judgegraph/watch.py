@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .conversation import Conversation
 from .loaders import InputError, LoadedConversation
 from .loaders.langgraph_threads import (
     CONTEXT_KEY,
@@ -188,7 +189,9 @@ def begin(out: str | Path, plan: MetricPlan, source: ThreadSource, *, argv: list
 @dataclass
 class Watch:
     """What one watcher judges and how (see the module doc). ``on_poll(n, judged)`` is told after each poll;
-    ``start``: what :func:`begin` returned (by default :meth:`run` calls it, with no command line)."""
+    ``on_judged`` (e.g. a write-back to MLflow) after each poll too, in a worker thread, with the threads whose
+    judgement is final (not to be tried again), each with its conversation; ``start``: what :func:`begin`
+    returned (by default :meth:`run` calls it, with no command line)."""
 
     source: ThreadSource
     plan: MetricPlan
@@ -205,8 +208,10 @@ class Watch:
     on_outcome: Callable[[ConversationOutcome], None] | None = None
     on_input_error: Callable[[InputError], None] | None = None
     on_poll: Callable[[int, int], None] | None = None
+    on_judged: Callable[[list[tuple[Conversation, ConversationOutcome]]], None] | None = None
     start: RunStart | None = None
     polls: int = 0
+    _read: dict[str, Conversation] = field(default_factory=dict, repr=False)
 
     def due(self) -> Iterator[LoadedConversation | InputError]:
         """One poll's threads to judge, read one at a time."""
@@ -226,7 +231,10 @@ class Watch:
             if self.remembered.done(key, info.thread_id):
                 continue
             try:
-                yield self.source.read(info)
+                item = self.source.read(info)
+                if self.on_judged is not None:
+                    self._read[item.conversation.id] = item.conversation
+                yield item
             except ThreadError as exc:
                 self.remembered.record(key, info.thread_id, ok=True)  # it will not read better: not read again
                 yield exc.input_error(key)
@@ -247,9 +255,14 @@ class Watch:
         start.write_header(writer)
         key = self.source.where
 
+        final: list[tuple[Conversation, ConversationOutcome]] = []
+
         def wrote(outcome: ConversationOutcome) -> None:
             writer.outcome(outcome)
             self.remembered.record(key, outcome.conversation_id, ok=_ok(outcome))
+            conversation = self._read.pop(outcome.conversation_id, None)
+            if conversation is not None and self.remembered.done(key, outcome.conversation_id):
+                final.append((conversation, outcome))
             if self.on_outcome:
                 self.on_outcome(outcome)
 
@@ -265,6 +278,10 @@ class Watch:
                 started = time.monotonic()
                 await evaluate_async(self.due(), self.plan, max_conversations=self.max_conversations,
                                      on_outcome=wrote, on_input_error=bad, summary=summary, stop=stop)
+                self._read.clear()  # read but not judged (stopped): read again at the next poll
+                if self.on_judged is not None and final:
+                    await asyncio.to_thread(self.on_judged, final.copy())
+                    final.clear()
                 if self.on_poll:
                     self.on_poll(self.polls, summary.conversations - before)
                 if stop.is_set() or (self.max_polls is not None and self.polls >= self.max_polls):
