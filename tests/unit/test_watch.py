@@ -124,3 +124,7 @@ def test_a_restart_with_other_judging_settings_is_refused_naming_them_and_speed_
                                    "input b added", "input memory removed"]
     else:
         raise AssertionError("a restart with another threshold and another source went on")
+    older = tmp_path / "older.jsonl"  # a watch file of an older judgegraph: no header, appended to as it is
+    older.write_text('{"type": "conversation", "conversation_id": "t0", "source": "memory", "results": {}}\n')
+    kept = begin(older, MetricPlan(["turn_relevancy"], judge), source)
+    assert kept.old is None and not kept.fresh  # no header is written in the middle of the file
