@@ -7,6 +7,12 @@ not judged before. Results are appended to the results file as ``eval`` writes t
 remembered in a small SQLite file (:class:`Remembered`), not in memory, so a restart judges nothing twice.
 A thread whose judgement had judge errors is tried again at the next polls, up to
 :data:`MAX_TRIES` times in all.
+
+The results file begins with a run header (:mod:`judgegraph.runheader`) when the watch finds it new or empty; a
+restart on a file made with other settings (metrics, their options, the judge, its prompts, the threads watched) is
+refused, naming each difference, as ``eval --resume`` refuses one. Each time a watch ends (a signal, ``--once``,
+``--max-polls``) it appends a summary record of the whole file (:func:`file_summary`): a file watched across
+restarts holds several, and readers take the last.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .conversation import Conversation
 from .loaders import InputError, LoadedConversation
 from .loaders.langgraph_threads import (
     CONTEXT_KEY,
@@ -38,6 +45,7 @@ if TYPE_CHECKING:
     from langgraph_sdk.client import SyncLangGraphClient
 
     from .pricing import Prices
+    from .runheader import RunStart
     from .runner import ConversationOutcome, MetricPlan, RunSummary
 
 #: Judgements of a thread at most, when each one had judge errors.
@@ -158,9 +166,32 @@ def _ok(outcome: ConversationOutcome) -> bool:
     return not outcome.error and not any(r.status == "error" or r.errors for r in outcome.results.values())
 
 
+def begin(out: str | Path, plan: MetricPlan, source: ThreadSource, *, argv: list[str] | None = None,
+          judge_settings: dict[str, Any] | None = None, watched: dict[str, Any] | None = None) -> RunStart:
+    """How a watch begins its results file ``out``, checked before any poll: this watch's header (``argv``,
+    ``judge_settings`` and the ``watched`` settings recorded in it) against the file's;
+    :class:`~judgegraph.runheader.RunSettingsChanged` names each difference. A torn last line (a watcher killed
+    while writing it) is cut off first, so the lines appended next read cleanly."""
+    from .resultsfile import scan_results
+    from .runheader import run_header, start_run
+
+    where: dict[str, Any] = {"path": source.where, "sha256": None, "kind": "langgraph threads"}
+    for key in ("assistant", "metadata"):
+        if value := getattr(source, key, None):
+            where[key] = value
+    header = run_header(plan, argv=argv, judge_settings=judge_settings, sources=[where])
+    if watched:
+        header["watch"] = watched
+    scan_results(out)  # only a torn tail is cut (no retry_errors): nothing else is rewritten
+    return start_run(out, plan, [], header, resume=True)
+
+
 @dataclass
 class Watch:
-    """What one watcher judges and how (see the module doc). ``on_poll(n, judged)`` is told after each poll."""
+    """What one watcher judges and how (see the module doc). ``on_poll(n, judged)`` is told after each poll;
+    ``on_judged`` (e.g. a write-back to MLflow) after each poll too, in a worker thread, with the threads whose
+    judgement is final (not to be tried again), each with its conversation; ``start``: what :func:`begin`
+    returned (by default :meth:`run` calls it, with no command line)."""
 
     source: ThreadSource
     plan: MetricPlan
@@ -177,7 +208,10 @@ class Watch:
     on_outcome: Callable[[ConversationOutcome], None] | None = None
     on_input_error: Callable[[InputError], None] | None = None
     on_poll: Callable[[int, int], None] | None = None
+    on_judged: Callable[[list[tuple[Conversation, ConversationOutcome]]], None] | None = None
+    start: RunStart | None = None
     polls: int = 0
+    _read: dict[str, Conversation] = field(default_factory=dict, repr=False)
 
     def due(self) -> Iterator[LoadedConversation | InputError]:
         """One poll's threads to judge, read one at a time."""
@@ -197,7 +231,10 @@ class Watch:
             if self.remembered.done(key, info.thread_id):
                 continue
             try:
-                yield self.source.read(info)
+                item = self.source.read(info)
+                if self.on_judged is not None:
+                    self._read[item.conversation.id] = item.conversation
+                yield item
             except ThreadError as exc:
                 self.remembered.record(key, info.thread_id, ok=True)  # it will not read better: not read again
                 yield exc.input_error(key)
@@ -208,16 +245,24 @@ class Watch:
     async def run(self, stop: asyncio.Event) -> RunSummary:
         """Poll until ``stop`` is set or ``max_polls`` polls are done, ``interval`` seconds apart."""
         from .resultsfile import ResultsWriter
+        from .runheader import run_summary
         from .runner import RunSummary, evaluate_async
 
+        start = self.start or begin(self.out, self.plan, self.source)
         summary = RunSummary(judge=self.plan.judge.name, keep_outcomes=False, max_rows=0, prices=self.prices)
         writer = ResultsWriter(self.out, mode="a", transcripts=self.transcripts,
                                cost=self.prices.cost if self.prices else None)
+        start.write_header(writer)
         key = self.source.where
+
+        final: list[tuple[Conversation, ConversationOutcome]] = []
 
         def wrote(outcome: ConversationOutcome) -> None:
             writer.outcome(outcome)
             self.remembered.record(key, outcome.conversation_id, ok=_ok(outcome))
+            conversation = self._read.pop(outcome.conversation_id, None)
+            if conversation is not None and self.remembered.done(key, outcome.conversation_id):
+                final.append((conversation, outcome))
             if self.on_outcome:
                 self.on_outcome(outcome)
 
@@ -233,13 +278,44 @@ class Watch:
                 started = time.monotonic()
                 await evaluate_async(self.due(), self.plan, max_conversations=self.max_conversations,
                                      on_outcome=wrote, on_input_error=bad, summary=summary, stop=stop)
+                self._read.clear()  # read but not judged (stopped): read again at the next poll
+                if self.on_judged is not None and final:
+                    await asyncio.to_thread(self.on_judged, final.copy())
+                    final.clear()
                 if self.on_poll:
                     self.on_poll(self.polls, summary.conversations - before)
                 if stop.is_set() or (self.max_polls is not None and self.polls >= self.max_polls):
                     break
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(stop.wait(), max(0.0, self.interval - (time.monotonic() - started)))
+            summary.interrupted = stop.is_set()
+            writer.write(run_summary(file_summary(self.out, self.plan.judge.name, self.prices), start.started,
+                                     self.prices))
         finally:
             writer.close()
-        summary.interrupted = stop.is_set()
         return summary
+
+
+def file_summary(path: str | Path, judge: str = "", prices: Prices | None = None) -> RunSummary:
+    """The counts of a watch's whole results file, every restart included: each thread once, by its last judgement
+    (a thread judged again after judge errors counts as that retry came out), and the usage of every judgement
+    (the retried ones cost too)."""
+    from .resultsfile import iter_records
+    from .runner import ConversationOutcome, RunSummary
+
+    def conversations() -> Iterator[tuple[int, dict[str, Any]]]:
+        return ((n, r) for n, r in iter_records(path)
+                if r.get("type") == "conversation" and isinstance(r.get("conversation_id"), str))
+
+    last = {record["conversation_id"]: n for n, record in conversations()}
+    summary = RunSummary(judge=judge, keep_outcomes=False, max_rows=0, prices=prices)
+    for n, record in conversations():
+        try:
+            outcome = ConversationOutcome.from_json(record)
+        except ValueError:  # a line another writer mangled: report and diff name it, the summary leaves it out
+            continue
+        if last[outcome.conversation_id] == n:
+            summary.add(outcome)
+        else:
+            summary.usage = summary.usage + outcome.usage
+    return summary

@@ -512,3 +512,75 @@ def test_people_correcting_judgegraph_s_feedback_in_mlflow_are_labels_for_agree(
     assert (dis.conversation_id, dis.turns, dis.human, dis.judge, dis.by) == ("shoes", [4], "yes", "no",
                                                                               "ann@example.com")
     assert "capital" in dis.reason and dis.note == "Shipping is implied."
+
+
+def test_watch_logs_each_judged_thread_as_a_trace_with_its_verdicts(mlflow_uri, tmp_path):
+    """`judgegraph watch --log-assessments`: LangGraph threads carry no MLflow trace, so each judged thread is
+    logged to the experiment as one trace (its turns in, its results out, its session the thread id) carrying its
+    feedback, read back with MLflow's own client; a restart logs nothing again; the flags' mistakes are exit 2."""
+    import sqlite3
+
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from mlflow import MlflowClient
+
+    from tests.kit.agent import build_agent
+    from tests.kit.openai_server import FakeOpenAIServer, schema_responder
+
+    db = tmp_path / "agent.sqlite"
+    conn = sqlite3.connect(db, check_same_thread=False)
+    app = build_agent(SqliteSaver(conn))
+    for tid, questions in {"t1": ["Weather in Paris?", "And tomorrow?"], "t2": ["Weather?"]}.items():
+        for q in questions:
+            app.invoke({"messages": [HumanMessage(q)]}, {"configurable": {"thread_id": tid}})
+    conn.close()
+    out = tmp_path / "w.jsonl"
+    env = {**os.environ, **QUIET, "HOME": str(tmp_path)}
+    with FakeOpenAIServer(schema_responder) as server:
+        argv = [sys.executable, "-m", "judgegraph.cli", "watch", "--checkpointer", f"sqlite:{db}", "--idle", "0",
+                "--once", "-m", "turn-relevancy", "--model", "openai:judge", "--base-url", server.base_url,
+                "--out", str(out), "--log-assessments", "--mlflow-uri", mlflow_uri, "--experiment", "judgegraph-watch"]
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=180, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "5 assessments written to MLflow (2 session-level, 3 per-turn)" in done.stderr, done.stderr
+        again = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=180, check=False)
+        assert again.returncode == 0 and "MLflow" not in again.stderr, again.stdout + again.stderr
+
+    client = MlflowClient(mlflow_uri)
+    exp_id = client.get_experiment_by_name("judgegraph-watch").experiment_id
+    traces = {t.info.trace_metadata[SESSION]: t for t in client.search_traces(locations=[exp_id])}
+    assert set(traces) == {"t1", "t2"}  # one trace per thread, the restart added none
+    t1 = traces["t1"].info.trace_id
+    assert traces["t1"].info.trace_metadata["judgegraph.source"] == f"langgraph:sqlite:{db}#t1"
+    session = _feedback(client, t1, "turn_relevancy")
+    assert session.value == 1.0 and session.metadata["status"] == "passed" and session.metadata[SESSION] == "t1"
+    turns = [a for a in client.get_trace(t1).info.assessments if a.name == "turn_relevancy/turn"]
+    assert sorted(a.value for a in turns) == ["yes", "yes"]  # one per reply judged, on the thread's trace
+    request = json.loads(client.get_trace(t1).data.request)
+    assert [m["content"] for m in request["messages"] if m["role"] == "user"] == ["Weather in Paris?", "And tomorrow?"]
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--log-assessments"], "--log-assessments needs --mlflow-uri URI and --experiment NAME"),
+    (["--log-assessments", "--mlflow-uri", "http://127.0.0.1:1"], "needs --mlflow-uri URI and --experiment"),
+    (["--mlflow-uri", "http://127.0.0.1:1"], "go with --log-assessments"),
+])
+def test_watch_mlflow_usage_errors_exit_2(argv, msg, capsys, tmp_path):
+    assert main(["watch", "--checkpointer", f"sqlite:{tmp_path / 'a.sqlite'}", *argv, "--out",
+                 str(tmp_path / "w.jsonl")]) == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_watch_with_an_unreachable_mlflow_server_stops_at_once_exit_3(capsys, tmp_path):
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(tmp_path / "a.sqlite")
+    SqliteSaver(conn).setup()  # a checkpointer with no thread yet
+    conn.close()
+    argv = ["watch", "--checkpointer", f"sqlite:{tmp_path / 'a.sqlite'}", "--once", "--log-assessments",
+            "--mlflow-uri", f"http://127.0.0.1:{_free_port()}", "--experiment", "x", "--out", str(tmp_path / "w.jsonl")]
+    assert main(argv) == 3
+    assert "cannot reach the MLflow tracking server" in capsys.readouterr().err
+    assert not (tmp_path / "w.jsonl").exists()  # nothing watched

@@ -2,6 +2,7 @@
 small LangGraph app, the simulated user and the judge served by the loopback
 OpenAI-compatible server."""
 
+import hashlib
 import json
 import xml.etree.ElementTree as ET
 
@@ -74,7 +75,20 @@ def test_simulate_writes_judged_conversations_junit_and_a_rejudgeable_file(tmp_p
     assert code == 1  # lost-card fails turn relevancy at 0.6 (1 of 2 replies on topic)
     assert "2 conversations (2 goal_reached); 2 results: 1 passed, 1 failed" in printed
     assert chat_calls == 3 + 1 + 2 + 1  # user turns (3 + 1, the PIN opening sent as is) + judge calls
-    records = {r["conversation_id"]: r for r in map(json.loads, (tmp_path / "out/sim.jsonl").read_text().splitlines())}
+    lines = [json.loads(line) for line in (tmp_path / "out/sim.jsonl").read_text().splitlines()]
+    assert [r["type"] for r in lines] == ["header", "conversation", "conversation", "summary"]
+    header, summary = lines[0], lines[-1]
+    assert [j["name"] for j in header["judges"]] == ["llm:judge", "simulated user llm:user"]
+    assert header["judges"][1]["settings"]["max_turns"] == 6
+    assert set(header["judges"][1]["prompts"]) == {"simulated_user/simulate_user", "simulated_user/adversarial_user"}
+    assert header["metrics"] == [{"name": "turn_relevancy", "options": {"threshold": 0.6}}]
+    assert header["inputs"][0] == {"path": "scenarios.yaml", "sha256": hashlib.sha256(SCENARIOS.encode()).hexdigest()}
+    assert header["inputs"][1]["app"] == "sim_bank_app:graph" and header["inputs"][1]["sha256"] == hashlib.sha256(
+        APP.encode()).hexdigest()
+    assert summary["conversations"] == 2 and summary["pass_rate"] == {"turn_relevancy": 0.5}
+    assert summary["usage"]["calls"] == chat_calls  # the user's calls and the judge's
+    assert summary["simulation"]["ended"] == {"goal_reached": 2} and summary["simulation"]["user_usage"]["calls"] == 4
+    records = {r["conversation_id"]: r for r in lines[1:-1]}
     card = records["lost-card"]
     assert card["simulation"]["status"] == "goal_reached" and card["simulation"]["turns"] == 2
     assert card["results"]["turn_relevancy"]["score"] == 0.5 and card["error"] is None
@@ -85,6 +99,18 @@ def test_simulate_writes_judged_conversations_junit_and_a_rejudgeable_file(tmp_p
     assert set(convs) == {"lost-card", "pin"} and convs["lost-card"].expected_outcome == "Block the lost card"
     suite = ET.parse(tmp_path / "out/junit.xml").getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("2", "1", "0")
+
+    with FakeOpenAIServer(responder) as server:  # another user model: diff names it among the run's settings
+        main(["simulate", "sim_bank_app:graph", "--scenarios", "scenarios.yaml", "-m", "turn-relevancy",
+              "--threshold", "0.6", "--user-model", "openai:user2", "--model", "openai:judge",
+              "--base-url", server.base_url, "--out", "out/sim2.jsonl"])
+    capsys.readouterr()
+    assert main(["diff", "--json", "out/sim.jsonl", "out/sim2.jsonl"]) == 0
+    settings = json.loads(capsys.readouterr().out)["settings"]
+    assert {"what": "judge", "old": "llm:judge, simulated user llm:user",
+            "new": "llm:judge, simulated user llm:user2"}.items() <= settings["differences"][0].items(), settings
+    assert main(["report", "out/sim.jsonl", "-o", "out/sim.html"]) == 0
+    assert "simulated user llm:user" in (tmp_path / "out/sim.html").read_text(encoding="utf-8")
 
 
 def test_simulate_usage_errors_exit_2(tmp_path, monkeypatch, capsys):

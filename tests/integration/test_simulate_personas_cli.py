@@ -77,7 +77,8 @@ def test_the_example_adversarial_scenarios_escalate_and_are_judged(tmp_path, mon
     assert code == 1, printed  # the jailbreak and the frustrated conversations fail a metric
     assert "3 conversations (1 goal_reached, 2 max_turns); 6 results: 4 passed, 2 failed, 0 errors" in printed
     assert "goal_reached (stage 5/6)" in printed and "max_turns (stage 4/4)" in printed
-    records = {r["conversation_id"]: r for r in map(json.loads, (tmp_path / "sims.jsonl").read_text().splitlines())}
+    records = {r["conversation_id"]: r for r in map(json.loads, (tmp_path / "sims.jsonl").read_text().splitlines())
+               if r["type"] == "conversation"}  # the run's header and summary left out
 
     jailbreak = records["jailbreak-system-prompt"]
     assert [s["stage"] for s in jailbreak["simulation"]["stages"]] == [1, 2, 3, 4, 5]
@@ -137,7 +138,8 @@ def test_the_adversarial_runs_are_judged_by_conversational_safety_and_topic_adhe
                      "--base-url", server.base_url, "--out", "sims.jsonl", "-q"])
     printed = capsys.readouterr().out
     assert code == 1, printed
-    records = {r["conversation_id"]: r for r in map(json.loads, (tmp_path / "sims.jsonl").read_text().splitlines())}
+    records = {r["conversation_id"]: r for r in map(json.loads, (tmp_path / "sims.jsonl").read_text().splitlines())
+               if r["type"] == "conversation"}  # the run's header and summary left out
     safety = records["jailbreak-system-prompt"]["results"]["conversational_safety"]
     assert safety["status"] == "failed" and "turn 8" in safety["reason"]
     assert records["drift-to-football"]["results"]["conversational_safety"]["status"] == "passed"

@@ -141,6 +141,8 @@ def test_watch_judges_a_sqlite_file_s_idle_threads_once_and_stops_on_sigterm(tmp
     assert proc.returncode == 143, stdout + stderr
     assert "terminated" in stderr and "1 threads judged" in stdout
     assert [r["conversation_id"] for r in records(out)] == ["t1", "t2"]  # each once
+    ended = json.loads(out.read_text(encoding="utf-8").splitlines()[-1])  # SIGTERM still ends with a summary
+    assert ended["type"] == "summary" and ended["conversations"] == 2
 
 
 def test_watch_usage_and_an_unreachable_server(tmp_path, bare_env):
@@ -157,3 +159,82 @@ def test_watch_usage_and_an_unreachable_server(tmp_path, bare_env):
                                     "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "w.jsonl")),
                           capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 3 and f"cannot reach the LangGraph server at http://127.0.0.1:{port}" in done.stderr
+
+
+def cli(*args, env, timeout=120):
+    return subprocess.run([sys.executable, "-m", "judgegraph.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, check=False)
+
+
+def test_a_watch_file_has_one_header_refuses_other_settings_and_opens_in_every_reader_after_restarts(tmp_path,
+                                                                                                      bare_env):
+    """Three watches of one file (two restarts), each appending threads and a summary: the header is written once,
+    the summaries sit in the middle and at the end (the last counts the whole file), a restart with another
+    threshold or judge is exit 2 naming the difference and leaves the file as it was, one with another concurrency
+    goes on; report, diff, export and show read the file."""
+    import csv
+
+    db = tmp_path / "agent.sqlite"
+    conn, app = agent_file(db, {"t1": ["Weather in Paris?"]})
+    out = tmp_path / "w.jsonl"
+    env = {**bare_env, "HOME": str(tmp_path)}
+
+    def lines():
+        return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+
+    with FakeOpenAIServer(schema_responder) as server:
+        args = ["--checkpointer", f"sqlite:{db}", "--idle", "0", "-m", "turn-relevancy", "--model", "openai:judge",
+                "--base-url", server.base_url, "--out", str(out), "--once"]
+        done = cli("watch", *args, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        first = lines()
+        assert [r["type"] for r in first] == ["header", "conversation", "summary"]
+        assert first[0]["metrics"][0]["name"] == "turn_relevancy"
+        assert first[0]["inputs"][0]["path"] == f"sqlite:{db}" and first[0]["watch"]["idle"] == 0
+        assert first[2]["conversations"] == 1 and first[2]["pass_rate"] == {"turn_relevancy": 1.0}
+
+        app.invoke({"messages": [HumanMessage("Weather?")]}, {"configurable": {"thread_id": "t2"}})
+        before = out.read_bytes()
+        for changed, named in ((["--threshold", "0.9"], "metric turn_relevancy option threshold changed"),
+                               (["--model", "openai:other"], "judge llm:judge changed: llm:judge → llm:other")):
+            given = [*args, *changed] if changed[0] != "--model" else [*args[:6], *changed, *args[8:]]
+            refused = cli("watch", *given, env=env)
+            assert refused.returncode == 2, refused.stdout + refused.stderr
+            assert "was made with other settings" in refused.stderr and named in refused.stderr, refused.stderr
+        assert out.read_bytes() == before  # nothing judged, nothing written
+
+        done = cli("watch", *args, "--concurrency", "3", env=env)  # how fast it asks may change
+        assert done.returncode == 0, done.stdout + done.stderr
+        app.invoke({"messages": [HumanMessage("Weather in Rome?")]}, {"configurable": {"thread_id": "t3"}})
+        done = cli("watch", *args, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+    conn.close()
+    kinds = [r["type"] for r in lines()]
+    assert kinds == ["header", "conversation", "summary", "conversation", "summary", "conversation", "summary"]
+    assert lines()[-1]["conversations"] == 3 and lines()[-1]["statuses"] == {"turn_relevancy": {"passed": 3}}
+
+    report = cli("report", str(out), "-o", str(tmp_path / "r.html"), env=env)
+    assert report.returncode == 0, report.stdout + report.stderr
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert all(t in html for t in ("t1", "t2", "t3")) and "llm:judge" in html
+
+    diff = cli("diff", "--json", str(out), str(out), env=env)
+    assert diff.returncode == 0, diff.stdout + diff.stderr
+    figures = json.loads(diff.stdout)
+    assert "t3" in diff.stdout and figures["settings"]["same_judging"] is True, diff.stdout[:2000]
+
+    export = cli("export", str(out), "--out", str(tmp_path / "w.csv"), env=env)
+    assert export.returncode == 0, export.stdout + export.stderr
+    with (tmp_path / "w.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert sorted(r["conversation_id"] for r in rows) == ["t1", "t2", "t3"]
+
+    show = cli("show", str(out), "--conversation", "t3", env=env)
+    assert show.returncode == 0 and "Weather in Rome?" in show.stdout, show.stdout + show.stderr
+
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"conversation_id": t, "metric": "turn_relevancy", "label": True}) + "\n"
+                              for t in ("t1", "t2", "t3")), encoding="utf-8")
+    agree = cli("agree", str(out), "--labels", str(labels), "--json", env=env)
+    assert agree.returncode == 0, agree.stdout + agree.stderr
+    assert '"n": 3' in agree.stdout, agree.stdout[:2000]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta, timezone
 
 from judgegraph.loaders.langgraph_threads import ThreadInfo
@@ -83,8 +84,47 @@ def test_a_watch_judges_each_thread_once_and_retries_judge_errors_up_to_max_trie
     assert judged.count("good") == 1 and judged.count("flaky") == MAX_TRIES
     assert polls == [(1, 2)] + [(n, 1) for n in range(2, MAX_TRIES + 1)] + [(MAX_TRIES + 1, 0), (MAX_TRIES + 2, 0)]
     assert summary.judge_errors == MAX_TRIES and not summary.interrupted
+    with out.open("a", encoding="utf-8") as fh:
+        fh.write('{"type": "conversation", "conversation_id": "torn')  # a watcher killed while writing
     again = watch()
     again.max_polls = 1
     asyncio.run(again.run(asyncio.Event()))
     again.remembered.close()
-    assert len(out.read_text().splitlines()) == 1 + MAX_TRIES  # a restart judges nothing again
+    records = [json.loads(line) for line in out.read_text().splitlines()]  # the torn tail was cut: every line reads
+    assert [r["type"] for r in records] == ["header", *["conversation"] * (1 + MAX_TRIES), "summary", "summary"]
+    assert records[0]["metrics"][0]["name"] == "turn_relevancy"  # one header; a restart judges nothing again
+    for summary_record in records[-2:]:  # each counts the whole file: each thread once, by its last judgement
+        assert summary_record["conversations"] == 2
+        assert summary_record["statuses"] == {"turn_relevancy": {"passed": 1, "error": 1}}
+
+
+def test_a_restart_with_other_judging_settings_is_refused_naming_them_and_speed_settings_may_change(tmp_path):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from judgegraph.judges import resolve_judge
+    from judgegraph.judges.scripted import ScriptedChatModel
+    from judgegraph.runheader import RunSettingsChanged
+    from judgegraph.runner import MetricPlan
+    from judgegraph.watch import CheckpointerThreads, begin
+
+    source = CheckpointerThreads(InMemorySaver(), "memory")
+    judge = resolve_judge(model=ScriptedChatModel(default={"reason": "ok", "verdict": "yes"}), cache=False)
+    out = tmp_path / "w.jsonl"
+    start = begin(out, MetricPlan(["turn_relevancy"], judge, {"threshold": 0.5}), source,
+                  judge_settings={"concurrency": 2})
+    assert start.fresh and start.header["inputs"] == [{"path": "memory", "sha256": None, "kind": "langgraph threads"}]
+    out.write_text(json.dumps(start.header) + "\n", encoding="utf-8")
+    again = begin(out, MetricPlan(["turn_relevancy"], judge, {"threshold": 0.5}), source,
+                  judge_settings={"concurrency": 9})
+    assert not again.fresh and again.old == start.header
+    try:
+        begin(out, MetricPlan(["turn_relevancy"], judge, {"threshold": 0.8}), CheckpointerThreads(InMemorySaver(), "b"))
+    except RunSettingsChanged as exc:
+        assert exc.differences == ["metric turn_relevancy option threshold changed: 0.5 → 0.8",
+                                   "input b added", "input memory removed"]
+    else:
+        raise AssertionError("a restart with another threshold and another source went on")
+    older = tmp_path / "older.jsonl"  # a watch file of an older judgegraph: no header, appended to as it is
+    older.write_text('{"type": "conversation", "conversation_id": "t0", "source": "memory", "results": {}}\n')
+    kept = begin(older, MetricPlan(["turn_relevancy"], judge), source)
+    assert kept.old is None and not kept.fresh  # no header is written in the middle of the file

@@ -65,6 +65,12 @@ def import_app(spec: str) -> Any:  # Any: whatever object the user's module hold
     return obj
 
 
+def _module_file(spec: str) -> str | None:
+    """The file of the (imported) module of ``module:attr``, for its hash in the run header; None if it has none."""
+    module = sys.modules.get(spec.partition(":")[0])
+    return getattr(module, "__file__", None)
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
@@ -97,12 +103,24 @@ def run(args: argparse.Namespace) -> int:
     held, locked = common.lock_out(args)  # a second run on the same --out is refused at once
     if held is None:
         return usage_error(err, locked)
+    from datetime import datetime, timezone
+
+    from ..apps.simulate.runfile import simulation_header, simulation_summary
+
+    started = datetime.now(timezone.utc)
+    header = simulation_header(
+        args.scenarios, user, judge=judge, metrics=args.metrics or [], options=given, app=args.app,
+        app_file=_module_file(args.app), max_turns=args.max_turns, argv=getattr(args, "argv", None),
+        user_settings=user_kw, judge_settings=common.judge_settings(args, args.model, args.max_calls) if judge else None,
+        started_at=started)
     try:
         runs = simulate(app, scenarios, user_model=user, metrics=metrics or None, max_turns=args.max_turns,
                         max_concurrency=args.concurrency)
         with closing(ResultsWriter(args.out)) as writer:
+            writer.write(header)
             for r in runs:
                 writer.write(r.to_record(f"simulate:{args.scenarios}"))
+            writer.write(simulation_summary(runs, started, judge=judge.name if judge else ""))
     finally:
         held.release()
     if args.conversations:

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
+    from ..conversation import Conversation
+    from ..runheader import RunStart
     from ..runner import ConversationOutcome, MetricPlan, RunSummary
     from ..watch import ThreadSource
     from .common import Subparsers
@@ -48,6 +50,11 @@ def register(sub: Subparsers) -> None:
                    "'.watched.sqlite'): a restart judges none of them again")
     p.add_argument("--transcripts", choices=["full", "errors", "none"], default="full",
                    help="what the results keep of each verdict's judge calls (default full)")
+    ml = w.add_argument_group("MLflow", "write the verdicts to an MLflow experiment (pip install 'judgegraph[mlflow]')")
+    ml.add_argument("--log-assessments", action="store_true", help="log each judged thread to --experiment as a "
+                    "trace carrying its verdicts as assessments (docs/mlflow.md)")
+    ml.add_argument("--mlflow-uri", metavar="URI", help="MLflow tracking URI, e.g. http://127.0.0.1:5000")
+    ml.add_argument("--experiment", metavar="NAME", help="experiment the traces go to (created if missing)")
     w.set_defaults(run=run)
 
 
@@ -70,6 +77,17 @@ def _bad(args: argparse.Namespace) -> str | None:
         return "--once is --max-polls 1: give one of them"
     if Path(args.out).is_dir():
         return f"--out {args.out} is a directory"
+    if (args.mlflow_uri or args.experiment) and not args.log_assessments:
+        return "--mlflow-uri and --experiment go with --log-assessments (watch reads LangGraph threads, not MLflow)"
+    if args.log_assessments and not (args.mlflow_uri and args.experiment):
+        return "--log-assessments needs --mlflow-uri URI and --experiment NAME (the experiment the traces go to)"
+    if args.log_assessments:
+        from ..integrations.mlflow.common import import_mlflow
+
+        try:
+            import_mlflow()
+        except ImportError as exc:
+            return str(exc)
     return None
 
 
@@ -132,8 +150,18 @@ def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out
     from ..watch import Remembered, Watch
 
     state = Path(args.state) if args.state else Path(f"{args.out}.watched.sqlite")
+    start, refused = _begin(args, source, plan, err)
+    if start is None:
+        return usage_error(err, refused)
+    if args.log_assessments:
+        from ..integrations.mlflow.common import unreachable
+
+        if why := unreachable(args.mlflow_uri):
+            err.print(f"[red]error:[/] {markup_safe(why)}")
+            return EXIT_ERRORS
     remembered = Remembered(state)
     stopped_by: list[int] = []
+    unlogged: list[str] = []
 
     def said(o: ConversationOutcome) -> None:
         shown = ", ".join(f"{r.key} {r.status}" + (f" {r.score:.2f}" if r.score is not None else "")
@@ -142,9 +170,10 @@ def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out
 
     watch = Watch(source, plan, args.out, remembered, idle=args.idle, sample=args.sample, seed=args.seed,
                   interval=args.interval, max_polls=1 if args.once else args.max_polls, transcripts=args.transcripts,
-                  max_conversations=max(4, args.concurrency * 2), on_outcome=said,
+                  max_conversations=max(4, args.concurrency * 2), on_outcome=said, start=start,
                   on_input_error=lambda e: err.print(f"[red]input error:[/] {markup_safe(e)}"),
-                  on_poll=lambda n, judged: err.print(f"poll {n}: {judged} threads judged", markup=False))
+                  on_poll=lambda n, judged: err.print(f"poll {n}: {judged} threads judged", markup=False),
+                  on_judged=_mlflow_writer(args, err, unlogged) if args.log_assessments else None)
 
     async def main() -> RunSummary:
         stop = asyncio.Event()
@@ -169,9 +198,49 @@ def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out
         from .eval import EXIT_TERMINATED
 
         return EXIT_TERMINATED if signal.SIGTERM in stopped_by else EXIT_INTERRUPTED
-    if summary.input_error_count or summary.judge_errors or summary.count("error") or summary.failed_runs:
+    if unlogged:
+        err.print(f"[red]MLflow:[/] {len(unlogged)} writes failed (the verdicts are in {markup_safe(args.out)})")
+    if summary.input_error_count or summary.judge_errors or summary.count("error") or summary.failed_runs or unlogged:
         return EXIT_ERRORS
     return EXIT_FAILED if summary.count("failed") else EXIT_OK
+
+
+def _begin(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan,
+           err: Console) -> tuple[RunStart, None] | tuple[None, str]:
+    """The watch's start (:func:`judgegraph.watch.begin`), or why ``--out`` is refused: it was made with other
+    settings (each difference named, as ``eval --resume`` names them). A file without a header goes on, with a
+    warning."""
+    from ..runheader import RunSettingsChanged
+    from ..watch import begin
+
+    watched = {"idle": args.idle, "sample": args.sample, "seed": args.seed, "transcripts": args.transcripts}
+    try:
+        start = begin(args.out, plan, source, argv=getattr(args, "argv", None), watched=watched,
+                      judge_settings=common.judge_settings(args, args.model, args.concurrency))
+    except RunSettingsChanged as exc:
+        return None, (f"watch refused: {args.out} was made with other settings, and one results file must hold one "
+                      "run:\n" + "\n".join(f"  - {c}" for c in exc.differences)
+                      + "\nwatch with the settings of that file, or write to another --out")
+    if start.old is None and not start.fresh:
+        err.print(f"[yellow]warning:[/] {markup_safe(args.out)} has no run header (an older judgegraph wrote it): "
+                  "appended to without checking that its metrics and judge are this watch's")
+    return start, None
+
+
+def _mlflow_writer(args: argparse.Namespace, err: Console,
+                   failures: list[str]) -> Callable[[list[tuple[Conversation, ConversationOutcome]]], None]:
+    """What ``--log-assessments`` does after each poll: the final judgements, one MLflow trace each with its
+    assessments (:func:`judgegraph.integrations.mlflow.traces.log_conversation_traces`); failures said and kept."""
+    from ..integrations.mlflow.traces import log_conversation_traces
+
+    def write(judged: list[tuple[Conversation, ConversationOutcome]]) -> None:
+        logged = log_conversation_traces(args.mlflow_uri, args.experiment, judged)
+        for failure in logged.failures:
+            err.print(f"[red]MLflow write failed:[/] {markup_safe(failure)}")
+        failures.extend(logged.failures)
+        err.print(f"MLflow ({len(judged)} threads, experiment {markup_safe(repr(args.experiment))}): {markup_safe(logged)}")
+
+    return write
 
 
 def _stopper(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, sig: int, name: str, err: Console,

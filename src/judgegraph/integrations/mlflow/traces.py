@@ -1,0 +1,91 @@
+"""Writing judged conversations that did not come from MLflow (a LangGraph thread that ``judgegraph watch``
+judged) to an MLflow experiment: one trace per conversation, its verdicts as that trace's assessments.
+
+:func:`log_conversation_traces` logs each conversation as a trace (named :data:`TRACE_NAME`; its inputs the turns,
+its outputs the results; trace metadata ``mlflow.trace.session`` = the conversation id, so MLflow groups a thread's
+traces as one session), then writes the results with :func:`~.assessments.log_assessments`, exactly as for a
+session read from MLflow: one feedback per metric result and one per verdict (``<metric>/turn``), all on that trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .assessments import AssessmentLog, log_assessments
+from .common import FIRST_TRACE_KEY, SESSION_ID_KEY, SESSION_KEY, TRACE_ID_KEY, import_mlflow, unreachable
+
+if TYPE_CHECKING:
+    from ...conversation import Conversation
+    from ...runner import ConversationOutcome
+
+#: The name of the traces :func:`log_conversation_traces` logs.
+TRACE_NAME = "judgegraph"
+#: Trace metadata: where the conversation was read (e.g. ``langgraph:sqlite:agent.sqlite#thread-1``).
+SOURCE_KEY = "judgegraph.source"
+
+
+def experiment_id(tracking_uri: str, experiment: str) -> str:
+    """The id of the experiment named ``experiment`` (created when there is none); an id is taken as it is."""
+    import_mlflow()
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    if found is None and experiment.isdigit():
+        try:
+            return str(client.get_experiment(experiment).experiment_id)
+        except Exception:  # noqa: BLE001 - no experiment with that id: one is created with that name
+            pass
+    return str(found.experiment_id) if found is not None else str(client.create_experiment(experiment))
+
+
+def _outputs(outcome: ConversationOutcome) -> dict[str, Any]:
+    return {"error": outcome.error} if outcome.error else {
+        "results": {k: {"status": r.status, "score": r.score} for k, r in outcome.results.items()}}
+
+
+def log_conversation_traces(tracking_uri: str, experiment: str,
+                            judged: Sequence[tuple[Conversation, ConversationOutcome]]) -> AssessmentLog:
+    """Log each judged ``(conversation, outcome)`` as one trace in ``experiment`` (by name, created if missing)
+    and its results as that trace's assessments (:func:`~.assessments.log_assessments`). A trace or a write that
+    fails is in ``failures``; the others go on. MLflow's tracing API logs to the global tracking URI: it is set to
+    ``tracking_uri`` meanwhile, then put back."""
+    mlflow = import_mlflow()
+    log = AssessmentLog()
+    if not judged:
+        return log
+    if why := unreachable(tracking_uri):
+        log.failures.append(why)
+        return log
+    try:
+        exp_id = experiment_id(tracking_uri, experiment)
+    except Exception as exc:  # noqa: BLE001 - a refusal of the server, said; nothing is written
+        log.failures.append(f"experiment {experiment!r}: {type(exc).__name__}: {exc}")
+        return log
+    traced: list[Conversation] = []
+    outcomes: list[ConversationOutcome] = []
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(tracking_uri)
+    try:
+        for conv, outcome in judged:
+            try:
+                span = mlflow.start_span_no_context(
+                    TRACE_NAME, span_type="CHAT_MODEL", experiment_id=exp_id,
+                    inputs={"messages": [{"role": t.role, "content": t.content} for t in conv.turns]},
+                    metadata={SESSION_KEY: conv.id, SOURCE_KEY: outcome.source})
+                span.end(outputs=_outputs(outcome))
+            except Exception as exc:  # noqa: BLE001 - reported, the other conversations go on
+                log.failures.append(f"{conv.id}: cannot log its trace: {type(exc).__name__}: {exc}")
+                continue
+            marks = {TRACE_ID_KEY: span.trace_id}
+            traced.append(conv.model_copy(update={
+                "metadata": {**conv.metadata, FIRST_TRACE_KEY: span.trace_id, SESSION_ID_KEY: conv.id},
+                "turns": [t.model_copy(update={"metadata": {**t.metadata, **marks}}) for t in conv.turns]}))
+            outcomes.append(outcome)
+        mlflow.flush_trace_async_logging()
+    finally:
+        mlflow.set_tracking_uri(previous)
+    written = log_assessments(tracking_uri, outcomes, traced)
+    written.failures[:0] = log.failures
+    return written
