@@ -66,7 +66,12 @@ class RecordingChatModel(ScriptedChatModel):
     _counts: dict[str, Counter[str]] = PrivateAttr(default_factory=dict)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)  # requests arrive on several threads
     _prefixes: PrefixCache = PrivateAttr(default_factory=PrefixCache)
-    _marked: MarkedCache | None = PrivateAttr(default=None)
+    _marked: MarkedCache = PrivateAttr(default_factory=lambda: MarkedCache(0))
+
+    def model_post_init(self, context: Any) -> None:
+        """The marked-prefix cache at the rule's minimum, made once: the bound copies (one per schema) share it."""
+        super().model_post_init(context)
+        self._marked = MarkedCache(self.rule.min_tokens)
 
     @property
     def marks_cache_control(self) -> bool:
@@ -78,9 +83,6 @@ class RecordingChatModel(ScriptedChatModel):
         if self.rule.kind == "prefix":
             return min(tokens, self._prefixes.serve(_request_tokens(request)))
         if self.rule.kind == "marked":
-            with self._lock:
-                if self._marked is None:
-                    self._marked = MarkedCache(self.rule.min_tokens)
             return self._marked.serve(*marked_parts(_anthropic_body(request)))[0]
         return 0
 

@@ -53,8 +53,11 @@ def test_the_anthropic_dry_run_estimates_what_the_server_then_reads(tmp_path, ba
     reported = [u["cache_read_input_tokens"] for u in server.usage_reported]
     cached = sum(u.cached_input_tokens for u in usages)
     assert cached == sum(reported) > 0  # the results carry what the server reported
-    # per conversation: the first call sends the shared part unmarked, the second writes it, the others read it
-    assert [n > 0 for n in reported] == [False, False, True, True] * 2
+    # per conversation: the first call sends the shared part unmarked, the second writes it, the two others read it
+    # (the two conversations' calls may interleave, one at a time)
+    written = [u["cache_creation_input_tokens"] for u in server.usage_reported]
+    assert sum(n > 0 for n in reported) == 4 and sum(n > 0 for n in written) == 2, server.usage_reported
+    assert sum(reported) == 2 * sum(written)
     estimate = ESTIMATE.search(dry)
     assert estimate, dry
     assert int(estimate.group(1)) == cached  # the same rule, the same marks, the same requests in the same order
