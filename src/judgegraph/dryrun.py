@@ -22,7 +22,7 @@ from .judges import Judge, JudgeCache, JudgeOutcome, JudgeRequest, resolve_judge
 from .judges.schema_example import example_from_schema
 from .judges.scripted import ScriptedChatModel, ScriptedRequest
 from .judges.tokens import ROLES, prompt_tokens
-from .prefixcache import PrefixCache, chat_parts, request_tokens
+from .prefixcache import CacheRule, MarkedCache, PrefixCache, cache_rule, chat_parts, marked_parts, request_tokens
 from .pricing import Prices
 from .results import Usage
 
@@ -57,18 +57,40 @@ def placeholder_answer(schema: type[BaseModel] | dict[str, Any]) -> dict[str, An
 
 class RecordingChatModel(ScriptedChatModel):
     """A scripted chat model counting each request against the current step, answering with
-    placeholders (usage zero: nothing was spent)."""
+    placeholders (usage zero: nothing was spent). What a provider's cache would serve is counted by
+    ``rule``'s (the provider's) rule: for Anthropic's the judge marks the prompt as for ChatAnthropic
+    (``marks_cache_control``), and what it marks is counted."""
 
     model_name: str = "dry-run"
+    rule: CacheRule = CacheRule("openai", "prefix")
     _counts: dict[str, Counter[str]] = PrivateAttr(default_factory=dict)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)  # requests arrive on several threads
     _prefixes: PrefixCache = PrivateAttr(default_factory=PrefixCache)
+    _marked: MarkedCache = PrivateAttr(default_factory=lambda: MarkedCache(0))
+
+    def model_post_init(self, context: Any) -> None:
+        """The marked-prefix cache at the rule's minimum, made once: the bound copies (one per schema) share it."""
+        super().model_post_init(context)
+        self._marked = MarkedCache(self.rule.min_tokens)
+
+    @property
+    def marks_cache_control(self) -> bool:
+        """Whether the judge sends this model its prompts marked as for ChatAnthropic (judges/cache_hints.py)."""
+        return self.rule.kind == "marked"
+
+    def served(self, request: ScriptedRequest, tokens: int) -> int:
+        """The input tokens of ``request`` the provider's cache would serve, by :attr:`rule` (then remembered)."""
+        if self.rule.kind == "prefix":
+            return min(tokens, self._prefixes.serve(_request_tokens(request)))
+        if self.rule.kind == "marked":
+            return self._marked.serve(*marked_parts(_anthropic_body(request)))[0]
+        return 0
 
     def respond(self, request: ScriptedRequest) -> dict[str, Any]:
         step = _step.get()
         tokens = prompt_tokens(request.messages)
         reask = any(m.type == "ai" for m in request.messages)
-        served = 0 if reask else min(tokens, self._prefixes.serve(_request_tokens(request)))
+        served = 0 if reask else self.served(request, tokens)
         with self._lock:
             counts = self._counts.setdefault(step, Counter())
             answer = placeholder_answer(request.schema) if request.schema is not None else {}
@@ -116,26 +138,50 @@ def _request_tokens(request: ScriptedRequest) -> list[int]:
     return request_tokens(chat_parts(text, messages))
 
 
+def _anthropic_tool(schema: Any) -> dict[str, Any]:
+    """``schema`` as ChatAnthropic sends it (a tool: name, description, input_schema): langchain-anthropic's
+    own conversion when installed, else the same fields from LangChain's OpenAI form."""
+    if isinstance(schema, dict) and "input_schema" in schema:
+        return schema
+    try:
+        from langchain_anthropic.chat_models import convert_to_anthropic_tool
+    except ImportError:
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        fn = convert_to_openai_tool(schema)["function"]
+        return {"name": fn["name"], "description": fn.get("description", ""), "input_schema": fn.get("parameters", {})}
+    return dict(convert_to_anthropic_tool(schema))
+
+
+def _anthropic_body(request: ScriptedRequest) -> dict[str, Any]:
+    """The Messages API body a ChatAnthropic judge would send for ``request`` (what its cache rule reads): the
+    schema as its tool, then the messages with their blocks and ``cache_control`` marks as the judge made them."""
+    tools = [_anthropic_tool(request.schema)] if request.schema is not None else []
+    messages = [{"role": ROLES.get(m.type, m.type), "content": m.content} for m in request.messages]
+    return {"tools": tools, "messages": messages}
+
+
 class DryRunJudge(Judge):
     """An LLM judge that records instead of sending (see the module doc).
     ``name`` is the real judge's, so results and prices read the same."""
 
     kind = "llm"
 
-    def __init__(self, name: str, *, max_tries: int = 3) -> None:
+    def __init__(self, name: str, *, max_tries: int = 3, rule: CacheRule | None = None) -> None:
         self.name = name
         self.max_tries = max_tries
-        self.chat = RecordingChatModel()
+        self.cache_rule = rule or CacheRule("openai", "prefix")  # the provider's prompt cache (judgegraph.prefixcache)
+        self.chat = RecordingChatModel(rule=self.cache_rule)
         self._inner = resolve_judge(model=self.chat, max_tries=max_tries, max_concurrency=64, cache=False)
         self.cache = JudgeCache()  # identical requests are made once, as in the real run
 
     @classmethod
     def for_model(cls, model: str, *, max_tries: int = 3) -> DryRunJudge:
         """The dry run of the LLM judge ``model``, named as that judge (so prices are found),
-        without a client (no API key needed)."""
+        without a client (no API key needed); its provider's cache rule counts the cacheable tokens."""
         from .judges.llm import split_model
 
-        return cls(f"llm:{split_model(model)[1]}", max_tries=max_tries)
+        return cls(f"llm:{split_model(model)[1]}", max_tries=max_tries, rule=cache_rule(model))
 
     def prepare(self, request: JudgeRequest) -> None:
         self._inner.prepare(request)
@@ -160,7 +206,8 @@ class DryRunJudge(Judge):
                                 cached_input_tokens=c["cached_input_tokens"])
                  for step, c in counts}
         refused = [step for step, c in counts if c["refused"]]
-        return CostEstimate(steps=steps, prices=prices, max_tries=self.max_tries, uncounted_after=refused)
+        return CostEstimate(steps=steps, prices=prices, max_tries=self.max_tries, uncounted_after=refused,
+                            cache_rule=self.cache_rule)
 
 
 @dataclass
@@ -168,7 +215,7 @@ class StepCost:
     calls: int
     input_tokens: int
     answers: int | None = None  # verdicts answered (a dense call answers several); None: one per call
-    #: Of ``input_tokens``, what a provider's prefix cache would serve (judgegraph.prefixcache: OpenAI's rule).
+    #: Of ``input_tokens``, what the provider's prompt cache would serve (judgegraph.prefixcache: its rule).
     cached_input_tokens: int = 0
 
     @property
@@ -184,6 +231,8 @@ class CostEstimate:
     prices: Prices | None = None
     max_tries: int = 3
     uncounted_after: list[str] = field(default_factory=list)  # steps whose answer-dependent followers were not counted
+    #: The provider's prompt-cache rule the cached input tokens were counted by (``unknown``: none counted).
+    cache_rule: CacheRule = field(default_factory=lambda: CacheRule("openai", "prefix"))
 
     def by_metric(self) -> dict[str, StepCost]:
         out: dict[str, StepCost] = {}
@@ -214,9 +263,32 @@ class CostEstimate:
     def basis(self) -> str:
         return (f"calls and input tokens counted on the rendered requests (exact for steps that do not depend on an "
                 f"answer; steps after an extraction counted for one extracted item each); output tokens assumed "
-                f"{ASSUMED_OUTPUT_TOKENS} per call (per verdict of a dense call); cached input tokens: what a provider's prefix cache would serve "
-                f"by OpenAI's rule (prefixes of at least 1,024 tokens already sent, in steps of 128; an upper "
-                f"bound), priced at the cached price; re-asks of invalid replies not included (each resends the "
+                f"{ASSUMED_OUTPUT_TOKENS} per call (per verdict of a dense call); cached input tokens: "
+                + (f"what the provider's prompt cache would serve by {self.cache_rule.describe()}, priced at the "
+                   f"cached price" if self.cache_rule.kind != "unknown" else self.cache_rule.describe())
+                + f"; re-asks of invalid replies not included (each resends the "
                 f"prompt, at most {self.max_tries} tries)"
                 + (f"; not counted: the steps that follow {', '.join(self.uncounted_after)} for each item it "
                    f"extracts (a placeholder answer cannot stand in for it)" if self.uncounted_after else ""))
+
+    @property
+    def cached_words(self) -> str:
+        """The cacheable input tokens in a few words: the figure, or that no rule is known for the provider."""
+        if self.cache_rule.kind == "unknown":
+            return f"cacheable tokens unknown: no prompt-cache rule known for provider {self.cache_rule.provider!r}"
+        return f"{self.total.cached_input_tokens} cacheable by the provider's prompt cache"
+
+    @property
+    def cache_line(self) -> str:
+        """The estimate of the cacheable input tokens in one sentence (the dry run prints it), or "" with no
+        input tokens: the figure and the provider's rule it was counted by, or that none is known."""
+        total = self.total
+        if not total.input_tokens:
+            return ""
+        rule = self.cache_rule
+        if rule.kind == "unknown":
+            return (f"prefix cache: unknown for provider {rule.provider!r} (no prompt-cache rule known; 0 counted, "
+                    f"every input token priced as input; docs/cost_cache.md).")
+        name = "OpenAI's rule" if rule.kind == "prefix" else f"Anthropic's cache_control rule, from {rule.min_tokens:,} tokens"
+        return (f"prefix cache: {total.cached_input_tokens} of {total.input_tokens} input tokens cacheable"
+                f" ({total.cached_input_tokens / total.input_tokens:.0%}, {name}; docs/cost_cache.md).")

@@ -5,16 +5,22 @@
 1.7.10) posts to ``/v1/messages`` the schema as a tool (``tools=[{"name", "description", "input_schema"}]``)
 with ``tool_choice={"type": "tool", "name": ...}``, and parses the reply's ``tool_use`` content block
 (``{"type": "tool_use", "id", "name", "input"}``) into the schema. The reply's ``usage`` carries Anthropic's
-cache counts, by this prefix rule over the requests served so far:
+cache counts by Anthropic's rule, as :mod:`judgegraph.prefixcache` implements it for the dry run too
+(:func:`~judgegraph.prefixcache.marked_parts`, :class:`~judgegraph.prefixcache.MarkedCache`), over the requests
+served so far:
 
 - the cached prefix of a request is everything sent up to and including the last block marked
   ``cache_control`` (tools, then system, then the messages' content blocks, in that order, as Anthropic
   orders its cache); a request with no mark caches nothing;
 - when the same prefix (byte for byte) was written before, its tokens are ``cache_read_input_tokens``; else,
-  when it is at least ``min_tokens`` long (Anthropic's minimum cacheable length; 1,024 for Claude Sonnet 4.5),
-  it is written: ``cache_creation_input_tokens``; shorter prefixes are not cached at all (as Anthropic does);
+  when it is at least ``min_tokens`` long (Anthropic's minimum cacheable length for the request's model,
+  :func:`~judgegraph.prefixcache.cache_rule`: 1,024 for Claude Sonnet 4.5; a model not in judgegraph's
+  table: the largest minimum known, as the dry run assumes), it is written: ``cache_creation_input_tokens``; shorter prefixes are not cached at all;
 - ``input_tokens`` is the rest (Anthropic's ``input_tokens`` excludes cache reads and writes). Tokens are
   counted with cl100k, which is not Claude's tokenizer: the counts are consistent, not Anthropic's.
+
+A responder may answer :class:`AnthropicError` instead (a 429 with ``retry-after``, a 500...): the server sends
+Anthropic's error body with that status.
 
 Use::
 
@@ -24,7 +30,6 @@ Use::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 import uuid
@@ -33,10 +38,21 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from judgegraph.prefixcache import request_tokens
+from judgegraph.prefixcache import MarkedCache, cache_rule, marked_parts, request_tokens
 
-#: The shortest prefix Anthropic caches for Claude Sonnet 4.5 (Haiku 4.5 and Opus 4.5: 4,096), in tokens.
-MIN_CACHE_TOKENS = 1024
+#: Anthropic's error type for each status this server is asked to send.
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+               404: "not_found_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
+
+
+@dataclass(frozen=True)
+class AnthropicError:
+    """An error reply a responder asks for: ``status``, Anthropic's error body with ``message``, and
+    ``retry_after`` seconds as the ``retry-after`` header when given."""
+
+    status: int
+    message: str = "error"
+    retry_after: float | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +60,8 @@ class AnthropicRequest:
     """One request to ``/v1/messages``, as a responder sees it."""
 
     body: dict[str, Any]
+    #: The request's headers, lower-cased names (a responder may echo them, as some servers' errors do).
+    headers: dict[str, str] = field(default_factory=dict)
 
     @property
     def tool_name(self) -> str | None:
@@ -57,7 +75,7 @@ class AnthropicRequest:
         return "\n\n".join(_text(m.get("content")) for m in self.body.get("messages", []))
 
 
-Responder = Callable[[AnthropicRequest], dict[str, Any]]
+Responder = Callable[[AnthropicRequest], "dict[str, Any] | AnthropicError"]
 
 
 def _text(content: object) -> str:
@@ -66,31 +84,6 @@ def _text(content: object) -> str:
     if isinstance(content, list):
         return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
     return ""
-
-
-def _parts(body: dict[str, Any]) -> tuple[list[str], int | None]:
-    """The request as Anthropic's cache sees it, in order (tools, system, each message's blocks), and the
-    number of parts up to and including the last one marked ``cache_control`` (None: none marked)."""
-    parts: list[str] = []
-    marked: int | None = None
-
-    def add(item: object, text: str) -> None:
-        nonlocal marked
-        parts.append(text)
-        if isinstance(item, dict) and item.get("cache_control"):
-            marked = len(parts)
-
-    for tool in body.get("tools") or []:
-        add(tool, json.dumps({k: v for k, v in tool.items() if k != "cache_control"}, sort_keys=True))
-    system = body.get("system")
-    for block in [{"type": "text", "text": system}] if isinstance(system, str) else (system or []):
-        add(block, str(block.get("text", "")))
-    for message in body.get("messages") or []:
-        content = message.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-        for i, block in enumerate(blocks):
-            add(block, (message.get("role", "") + ":" if i == 0 else "") + _text([block]))
-    return parts, marked
 
 
 def _invalid(body: dict[str, Any]) -> str | None:
@@ -107,37 +100,37 @@ def _invalid(body: dict[str, Any]) -> str | None:
 @dataclass
 class FakeAnthropicServer:
     """``POST /v1/messages`` on 127.0.0.1 (any other path: 404; a body Anthropic would refuse, :func:`_invalid`:
-    400); ``requests`` holds every body received."""
+    400; an :class:`AnthropicError` the responder returns: its status); ``requests`` holds every body answered."""
 
     responder: Responder
-    min_tokens: int = MIN_CACHE_TOKENS
+    #: The minimum cacheable length for every model; None: each request's model's (:func:`cache_rule`).
+    min_tokens: int | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
+    #: The headers of every request received (errors too), lower-cased names.
     headers: list[dict[str, str]] = field(default_factory=list)
     #: The ``usage`` of each reply, in the order of :attr:`requests`.
     usage_reported: list[dict[str, int]] = field(default_factory=list)
-    _written: set[str] = field(default_factory=set)
+    _caches: dict[int, MarkedCache] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def usage(self, body: dict[str, Any]) -> dict[str, int]:
         """Anthropic's usage for ``body`` by the prefix rule (module docstring); remembers a written prefix."""
-        parts, marked = _parts(body)
+        parts, marked = marked_parts(body)
         total = len(request_tokens(parts))
-        read = written = 0
-        if marked is not None:
-            prefix = len(request_tokens(parts[:marked]))
-            key = hashlib.sha256(json.dumps(parts[:marked]).encode()).hexdigest()
-            with self._lock:
-                if key in self._written:
-                    read = prefix
-                elif prefix >= self.min_tokens:
-                    written = prefix
-                    self._written.add(key)
+        least = self.min_tokens
+        if least is None:
+            least = cache_rule(f"anthropic:{body.get('model', '')}").min_tokens  # the dry run's, for the model
+        with self._lock:
+            cache = self._caches.setdefault(least, MarkedCache(least))
+        read, written = cache.serve(parts, marked)
         return {"input_tokens": total - read - written, "output_tokens": 20,
                 "cache_read_input_tokens": read, "cache_creation_input_tokens": written}
 
-    def reply(self, body: dict[str, Any]) -> dict[str, Any]:
-        request = AnthropicRequest(body)
+    def reply(self, body: dict[str, Any], headers: dict[str, str] | None = None) -> dict[str, Any] | AnthropicError:
+        request = AnthropicRequest(body, headers or {})
         answer = self.responder(request)
+        if isinstance(answer, AnthropicError):
+            return answer
         return {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
                 "model": body.get("model", "claude"), "stop_reason": "tool_use", "stop_sequence": None,
                 "content": [{"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:24]}",
@@ -158,19 +151,27 @@ class FakeAnthropicServer:
                     return self._send(404, {"type": "error", "error": {"type": "not_found_error",
                                                                         "message": f"no route {self.path!s}"}})
                 body = json.loads(raw)
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                with owner._lock:
+                    owner.headers.append(headers)
                 if (refusal := _invalid(body)) is not None:
                     return self._send(400, {"type": "error", "error": {"type": "invalid_request_error",
                                                                         "message": refusal}})
-                answer = owner.reply(body)
+                answer = owner.reply(body, headers)
+                if isinstance(answer, AnthropicError):
+                    extra = {} if answer.retry_after is None else {"retry-after": f"{answer.retry_after:g}"}
+                    return self._send(answer.status, {"type": "error", "error": {
+                        "type": ERROR_TYPES.get(answer.status, "api_error"), "message": answer.message}}, extra)
                 with owner._lock:
                     owner.requests.append(body)
-                    owner.headers.append({k.lower(): v for k, v in self.headers.items()})
                     owner.usage_reported.append(answer["usage"])
                 self._send(200, answer)
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(self, status: int, payload: dict[str, Any], extra: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
+                for name, value in (extra or {}).items():
+                    self.send_header(name, value)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()

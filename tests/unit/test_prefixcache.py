@@ -1,5 +1,6 @@
-"""OpenAI's prefix-cache rule (judgegraph.prefixcache): a prefix already sent is served when it is at least
-1,024 tokens long, in steps of 128 tokens; any earlier request counts, not only the one before."""
+"""The prompt-cache rules (judgegraph.prefixcache). OpenAI's: a prefix already sent is served when it is at least
+1,024 tokens long, in steps of 128 tokens; any earlier request counts, not only the one before. Anthropic's: only
+a prefix marked ``cache_control``, written from the model's minimum, then read."""
 
 from __future__ import annotations
 
@@ -34,3 +35,27 @@ def test_a_request_is_its_schema_then_each_message_role_and_content():
     assert parts == ['{"type": "object"}', "user", "hello"]
     assert len(request_tokens(parts)) > 3
     assert chat_parts(None, [("user", "x")]) == ["user", "x"]
+
+
+def test_anthropic_s_rule_caches_only_a_marked_prefix_from_the_minimum():
+    from judgegraph.prefixcache import MarkedCache, marked_parts
+
+    long_text = " ".join(f"word{i}" for i in range(1500))
+
+    def body(marked: bool, stable: str, changing: str = "judge this") -> dict:
+        block: dict = {"type": "text", "text": stable}
+        if marked:
+            block["cache_control"] = {"type": "ephemeral"}
+        return {"tools": [{"name": "Verdict", "input_schema": {}}],
+                "messages": [{"role": "user", "content": [block, {"type": "text", "text": changing}]}]}
+
+    parts, marked = marked_parts(body(True, long_text))
+    assert marked == 2 and parts[1].startswith("user:word0") and parts[2] == "judge this"  # tools, then blocks
+    cache = MarkedCache(1024)
+    assert cache.serve(*marked_parts(body(False, long_text))) == (0, 0)  # unmarked: nothing cached, ever
+    read, written = cache.serve(*marked_parts(body(True, long_text)))
+    assert read == 0 and written > 1024  # the first marked sending writes
+    assert cache.serve(*marked_parts(body(True, long_text, "another reply"))) == (written, 0)  # then it is read
+    short = MarkedCache(4096)  # a model whose minimum is over the prefix: never written, never read
+    assert short.serve(*marked_parts(body(True, long_text))) == short.serve(*marked_parts(body(True, long_text))) \
+        == (0, 0)

@@ -61,7 +61,7 @@ def add_judge_options(p: argparse.ArgumentParser, *, model: str, base_url: str, 
     and the jury flags (``--model`` repeated, ``--aggregate``, ``--quorum``, ``--repeat``: docs/juries.md)."""
     p.add_argument("--model", action=Models, help=model if concurrency is None else
                    f"{model}; repeat it for a jury of judges (docs/juries.md)")
-    p.add_argument("--base-url", help=base_url)
+    p.add_argument("--base-url", help=f"{base_url}; for an anthropic: model, an Anthropic Messages API server")
     if concurrency is not None:
         p.add_argument("--concurrency", type=int, default=16, help=f"{concurrency} (default %(default)s)")
         p.add_argument("--max-tries", type=int, default=3,

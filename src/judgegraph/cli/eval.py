@@ -408,9 +408,8 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
     row("total", est.total, _fmt_cost(est.cost_usd()), style="bold")
     out.print(table)
     out.print(f"basis: {markup_safe(est.basis)}.")
-    if est.total.input_tokens:
-        out.print(f"prefix cache: {est.total.cached_input_tokens} of {est.total.input_tokens} input tokens cacheable"
-                  f" ({est.total.cached_input_tokens / est.total.input_tokens:.0%}, OpenAI's rule; docs/cost_cache.md).")
+    if est.cache_line:  # by the provider's rule (judgegraph.prefixcache), or "unknown"
+        out.print(markup_safe(est.cache_line))
     if (jurors := len(getattr(args, "models", None) or [args.model]) * (args.repeat or 1)) > 1:
         out.print(f"a jury: each judgement asks {jurors} jurors; the table counts the first one's requests.")
     if est.prices is not None:

@@ -236,7 +236,7 @@ def _dry_run(args: argparse.Namespace, judge: Judge, report: PairwiseReport, out
     cost = est.cost_usd()
     out.print(f"dry run: {n} comparisons (conversation × pair of versions) × {len(report.criteria)} criteria × 2 "
               f"orders = {planned} judge calls; counted {total.calls} calls (identical requests are made once), "
-              f"{total.input_tokens} input tokens ({total.cached_input_tokens} cacheable by a provider's prefix cache), "
+              f"{total.input_tokens} input tokens ({est.cached_words}), "
               f"~{total.output_tokens} output tokens, "
               + ("cost unknown (no price for this model: --price-in/--price-out)" if cost is None
                  else f"${cost:.4f}") + ". No call was made.", highlight=False)

@@ -30,7 +30,11 @@ _OPENING = re.compile(r"<\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*>")
 
 
 def is_anthropic_chat(model: object) -> bool:
-    """A ``langchain_anthropic.ChatAnthropic`` (or a subclass), checked without importing the package."""
+    """A ``langchain_anthropic.ChatAnthropic`` (or a subclass), checked without importing the package, or a
+    stand-in for one that says so (``marks_cache_control``: the dry run's recorder of an ``anthropic:`` model,
+    which must be sent what ChatAnthropic would be sent)."""
+    if getattr(model, "marks_cache_control", False) is True:
+        return True
     module = sys.modules.get("langchain_anthropic")
     cls = getattr(module, "ChatAnthropic", None)
     return isinstance(cls, type) and isinstance(model, cls)

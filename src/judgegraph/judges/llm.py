@@ -66,6 +66,32 @@ def openai_key(api_key: str | None, base_url: str | None, missing: str) -> Secre
     return SecretStr(key or "not-needed")
 
 
+def anthropic_model(name: str, *, base_url: str | None, api_key: str | None, temperature: float | None,
+                    timeout: float | None, max_retries: int) -> BaseChatModel:
+    """``langchain_anthropic.ChatAnthropic`` for Claude model ``name`` (``anthropic:NAME``), at ``base_url`` when
+    given (an Anthropic Messages API server: a gateway, a proxy, a test server), else where ChatAnthropic itself
+    looks (``$ANTHROPIC_BASE_URL``, else Anthropic's API). The key: ``api_key``, else ``$ANTHROPIC_API_KEY``,
+    else a placeholder when ``base_url`` (a local server needs none). ``timeout`` is the Anthropic SDK's own
+    (per read, not a whole-request deadline), and its replies are not size-capped: the :mod:`.transport` clients
+    are built on the openai SDK's HTTP library."""
+    try:
+        from langchain_anthropic import ChatAnthropic
+    except ImportError as exc:
+        raise ModelConfigError(f"model 'anthropic:{name}' needs langchain-anthropic: pip install"
+                               " 'judgegraph[anthropic]' (or pass a chat model object)") from exc
+    key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+    if not key and not base_url:
+        raise ModelConfigError(f"model 'anthropic:{name}' needs ANTHROPIC_API_KEY (or --base-url for an"
+                               " Anthropic-compatible server); leave the model out to use the offline judge")
+    kwargs: dict[str, Any] = {"model": name, "api_key": SecretStr(key or "not-needed"), "max_retries": max_retries,
+                              "timeout": timeout}
+    if base_url:
+        kwargs["base_url"] = base_url
+    if temperature is not None:
+        kwargs["temperature"] = temperature
+    return ChatAnthropic(**kwargs)
+
+
 def resolve_model(
     model: str | BaseChatModel,
     *,
@@ -78,13 +104,17 @@ def resolve_model(
 ) -> BaseChatModel:
     """A chat model from an object or a string: ``openai:gpt-4.1-mini``, ``gpt-4.1-mini``,
     or ``provider:model`` through ``langchain``'s ``init_chat_model`` when installed;
-    ``base_url`` for any OpenAI-compatible server. An OpenAI model gets the
-    :mod:`.transport` clients (``timeout`` a whole-request deadline, replies capped)."""
+    ``base_url`` for any OpenAI-compatible server, or for an ``anthropic:`` model an Anthropic one
+    (:func:`anthropic_model`). An OpenAI model gets the :mod:`.transport` clients (``timeout`` a
+    whole-request deadline, replies capped)."""
     if isinstance(model, BaseChatModel):
         return model
     if not isinstance(model, str) or not model.strip():
         raise ModelConfigError(f"model must be a chat model object or a string, got {model!r}")
     provider, name = split_model(model)
+    if provider == "anthropic":
+        return anthropic_model(name, base_url=base_url, api_key=api_key, temperature=temperature, timeout=timeout,
+                               max_retries=max_retries)
     if provider == "openai" or base_url:
         from langchain_openai import ChatOpenAI
 
@@ -379,8 +409,10 @@ class LLMJudge(Judge):
         self.max_tries = max_tries
         self.max_retries = max_retries if max_retries is not None else (DEFAULT_MAX_RETRIES if built else 0)
         self.timeout = timeout if built else getattr(model, "request_timeout", None)
-        self.deadline = timeout if built else None  # enforced by the clients resolve_model gives a built model
-        self.max_reply_bytes = (max_reply_bytes or DEFAULT_MAX_REPLY_BYTES) if built else None
+        # enforced by the clients resolve_model gives a built OpenAI-compatible model (not ChatAnthropic's)
+        bounded = built and hasattr(self.model, "openai_api_base")
+        self.deadline = timeout if bounded else None
+        self.max_reply_bytes = (max_reply_bytes or DEFAULT_MAX_REPLY_BYTES) if bounded else None
         self.max_prompt_tokens = max_prompt_tokens
         self.limiter = limiter or CallLimiter(16)
         self.breaker = breaker or Breaker()
@@ -388,7 +420,8 @@ class LLMJudge(Judge):
         model_name = getattr(self.model, "model_name", None) or getattr(self.model, "model", None)
         self.model_name = str(model_name or type(self.model).__name__)
         self.name = f"llm:{self.model_name}"
-        self.base_url = str(getattr(self.model, "openai_api_base", None) or getattr(self.model, "base_url", None) or "")
+        self.base_url = str(getattr(self.model, "openai_api_base", None) or getattr(self.model, "anthropic_api_url", None)
+                            or getattr(self.model, "base_url", None) or "")
         self.settings: dict[str, Any] = _model_settings(self.model)
         if self.timeout is not None:
             self.settings["timeout"] = self.timeout

@@ -22,10 +22,14 @@ _HEADER = re.compile(
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{16,}")  # 16+: "bearer bonds" stays
 _SK = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
 _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@")
+#: libpq's keyword form (``host=... password=secret`` or ``password='a b\\'c'``): the value, quoted or not.
+_KEYWORD_PASSWORD = re.compile(r"(?i)\b(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s']+)")
 
 #: Key attributes a LangChain chat model may hold (OpenAI, Azure, Anthropic, ...).
 KEY_ATTRIBUTES = ("openai_api_key", "api_key", "anthropic_api_key", "google_api_key", "mistral_api_key",
                   "groq_api_key", "azure_ad_token")
+#: Key variables read from the environment by the chat models judgegraph builds (resolve_model).
+ENV_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 _MIN_SECRET = 8  # a shorter "key" ("x", "none") would blank out ordinary words
 
 
@@ -39,8 +43,8 @@ class Redactor:
 
     @classmethod
     def for_model(cls, model: object) -> Redactor:
-        """A redactor for a chat model's keys, and ``$OPENAI_API_KEY``."""
-        found = [os.environ.get("OPENAI_API_KEY", "")]
+        """A redactor for a chat model's keys, ``$OPENAI_API_KEY`` and ``$ANTHROPIC_API_KEY``."""
+        found = [os.environ.get(name, "") for name in ENV_KEYS]
         for name in KEY_ATTRIBUTES:
             value = getattr(model, name, None)
             if isinstance(value, SecretStr):
@@ -66,4 +70,6 @@ class Redactor:
             text = _SK.sub(REDACTED, text)
         if "@" in text and "://" in text:
             text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)
+        if "password" in low:
+            text = _KEYWORD_PASSWORD.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
         return text

@@ -1,11 +1,14 @@
 """``--checkpointer postgres:DSN``: an agent's ``PostgresSaver`` database, read by ``eval`` and ``watch``.
 
 The DSN is a PostgreSQL URL (``postgres://USER@HOST:PORT/DB``, or ``postgresql://``), given as ``postgres:URL`` or as
-the URL itself. The database is checked through ``PostgresSaver.from_conn_string``, then read by a ``PostgresSaver``
-on a one-connection pool whose sessions are read-only (``default_transaction_read_only``): the agent may be writing
-to it, and judgegraph never changes it (nor runs the saver's ``setup()`` migrations). A password in the URL is never shown or written: :func:`postgres_name` is the name
-the run uses in sources, errors and the results file (the password as ``[REDACTED]``); libpq's ``PGPASSWORD`` or
-``~/.pgpass`` keep it off the command line altogether (docs/threads.md).
+the URL itself, or libpq's keyword form given as ``postgres:'host=HOST port=PORT dbname=DB user=USER'`` (values with
+spaces quoted as libpq reads them: ``password='a b'``); both are parsed by psycopg's ``conninfo`` functions, as
+libpq parses them. The database is checked through ``PostgresSaver.from_conn_string``, then read by a
+``PostgresSaver`` on a one-connection pool whose sessions are read-only (``default_transaction_read_only``): the agent
+may be writing to it, and judgegraph never changes it (nor runs the saver's ``setup()`` migrations). A password in
+the DSN is never shown or written: :func:`postgres_name` is the name the run uses in sources, errors and the results
+file (the password as ``[REDACTED]``, in either form); libpq's ``PGPASSWORD`` or ``~/.pgpass`` keep it off the
+command line altogether (docs/threads.md).
 """
 
 from __future__ import annotations
@@ -33,33 +36,61 @@ def postgres_dsn(spec: str) -> str | None:
     return dsn if kind == "postgres" else None
 
 
-def _password(dsn: str) -> str | None:
-    from urllib.parse import unquote, urlsplit
+def _conninfo(dsn: str) -> dict[str, str | None]:
+    """The DSN's parameters as libpq reads them (either form; psycopg's ``conninfo_to_dict``). Raises ValueError
+    (its message as psycopg's, which never holds a whole value) for a DSN libpq would refuse."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
 
     try:
-        password = urlsplit(dsn).password
-    except ValueError:
-        return None
-    return unquote(password) if password else None
+        return {k: None if v is None else str(v) for k, v in conninfo_to_dict(dsn).items()}
+    except psycopg.Error as exc:
+        raise ValueError(" ".join(str(exc).split())) from None
+
+
+def _password(dsn: str) -> str | None:
+    """The password the DSN holds (URL or keyword form), else None; without psycopg, a URL's only."""
+    try:
+        password = _conninfo(dsn).get("password")
+    except (ImportError, ValueError):
+        from urllib.parse import unquote, urlsplit
+
+        try:
+            password = urlsplit(dsn).password if dsn.startswith(SCHEMES) else None
+        except ValueError:
+            return None
+        password = unquote(password) if password else None
+    return password or None
 
 
 def postgres_name(spec: str) -> str:
-    """``spec`` as the run shows and writes it: any password in the URL replaced by ``[REDACTED]``."""
+    """``spec`` as the run shows and writes it: any password in the DSN (URL ``USER:PASSWORD@`` or keyword
+    ``password=...``, quoted or not) replaced by ``[REDACTED]``."""
     secrets = [p for p in (_password(postgres_dsn(spec) or ""),) if p]
     return Redactor(secrets)(spec)
 
 
+#: What a ``postgres:DSN`` value may be, for the error that refuses one.
+EXPECTED = ("expected postgres:postgres://USER@HOST:PORT/DB (a PostgreSQL URL) or postgres:'host=HOST port=PORT "
+            "dbname=DB user=USER' (libpq keywords); the password from PGPASSWORD or ~/.pgpass")
+
+
 def postgres_spec_error(spec: str) -> str | None:
     """What is wrong with a ``postgres:DSN`` value, or None."""
-    dsn = postgres_dsn(spec) or ""
-    if not dsn.startswith(SCHEMES) or len(dsn) <= dsn.index("://") + 3:
-        return (f"--checkpointer {postgres_name(spec)!r}: expected postgres:postgres://USER@HOST:PORT/DB (a PostgreSQL "
-                "URL; the password from PGPASSWORD or ~/.pgpass)")
+    dsn = (postgres_dsn(spec) or "").strip()
+    url = dsn.startswith(SCHEMES)
+    if (url and len(dsn) <= dsn.index("://") + 3) or (not url and "=" not in dsn):
+        return f"--checkpointer {postgres_name(spec)!r}: {EXPECTED}"
     from importlib.util import find_spec
 
     if find_spec("langgraph.checkpoint.postgres") is None or find_spec("psycopg") is None:
         return ("--checkpointer postgres:DSN needs langgraph-checkpoint-postgres and psycopg: "
                 "pip install 'judgegraph[threads]'")
+    try:
+        _conninfo(dsn)
+    except ValueError as exc:
+        redact = Redactor([p for p in (_password(dsn),) if p])
+        return f"--checkpointer {postgres_name(spec)!r}: {redact(str(exc))}; {EXPECTED}"
     return None
 
 
