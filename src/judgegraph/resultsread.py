@@ -6,8 +6,11 @@ Every command that reads a results file to show, compare or score it (``report``
 is read; no line is dropped silently and none stops the reading. A line is bad when it is not UTF-8, not JSON
 (a last line without its newline, a run killed while writing it, is named as torn), nested too deeply, not an
 object, holds a number that is not finite (``1e999`` reads as infinity), has no ``type`` or one no judgegraph
-writes, or is a conversation line whose fields are not what ``eval`` writes. A conversation id seen before
-is named too: its first line is used, as a resume counts it (:func:`judgegraph.resultsfile.scan_results`).
+writes, or is a conversation line whose fields are not what ``eval`` writes.
+
+A conversation id read again is **not** a bad line: the later line is a later judgement of the same
+conversation (``judgegraph watch`` appends one when it retries a thread whose judge failed) and replaces the
+earlier one, keeping the earlier one's place in the order; :attr:`Record.replaces` names the lines it replaced.
 
 (A resume's own scan and ``iter_records`` stay lenient: they skip what they cannot read, and the resume
 repairs a torn tail.)
@@ -38,6 +41,8 @@ class Record:
     line: int
     type: RecordType
     data: dict[str, Any]
+    #: a conversation's earlier lines this one replaced (the same ``conversation_id`` judged again)
+    replaces: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -122,9 +127,11 @@ def _parse(raw: bytes) -> dict[str, Any] | str:
 
 
 def read_lines(path: str | Path) -> Iterator[Record | BadLine]:
-    """Each non-blank line of the results file ``path``, streamed: a :class:`Record` when it can be used, else a
-    :class:`BadLine` (module doc). OSError when the file cannot be opened (the caller names it)."""
-    first: dict[str, int] = {}  # conversation id -> the line read for it
+    """Each non-blank line of the results file ``path``: a :class:`Record` when it can be used, else a
+    :class:`BadLine` (module doc). Other records and bad lines are streamed as read; conversations come last, in
+    the order their ids were first read, each as its latest line. OSError when the file cannot be opened (the
+    caller names it)."""
+    conversations: dict[str, Record] = {}
     with Path(path).open("rb") as fh:
         for n, raw in enumerate(fh, start=1):
             if not raw.strip():
@@ -134,11 +141,12 @@ def read_lines(path: str | Path) -> Iterator[Record | BadLine]:
                 yield BadLine(str(path), n, record)
                 continue
             kind: RecordType = record["type"]
-            if kind == "conversation":
-                cid = record["conversation_id"]
-                if cid in first:
-                    yield BadLine(str(path), n, f"conversation {cid!r} again (line {first[cid]} is used)")
-                    continue
-                first[cid] = n
-                restore_elided(record)
-            yield Record(n, kind, record)
+            if kind != "conversation":
+                yield Record(n, kind, record)
+                continue
+            restore_elided(record)
+            cid = record["conversation_id"]
+            earlier = conversations.get(cid)
+            replaces = () if earlier is None else (*earlier.replaces, earlier.line)
+            conversations[cid] = Record(n, kind, record, replaces)
+    yield from conversations.values()

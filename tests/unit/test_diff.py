@@ -148,12 +148,14 @@ def test_unreadable_and_torn_lines_are_named_and_the_rest_compared(tmp_path):
     assert {p.conversation_id: p.kind for p in diff.pairs} == {"a": "regressed", "b": "missing"}
 
 
-def test_a_conversation_twice_is_read_once_and_named_as_a_line_left_out(tmp_path):
-    # the one reader's rule (judgegraph.resultsread): a repeated id is a line left out, named among the problems
-    old = write(tmp_path / "old.jsonl", [OLD[0], line("a", result("a", "failed"))])
+def test_a_conversation_judged_again_is_compared_by_its_latest_line(tmp_path):
+    # the one reader's rule (judgegraph.resultsread): a later line for the same id (a watch retrying a thread whose
+    # judge failed) replaces the earlier one; the diff says so in a note, and no line is a problem
+    old = write(tmp_path / "old.jsonl", [line("a", result("a", "error", None, [(None, "timeout")])), OLD[0]])
     diff = diff_runs(old, write(tmp_path / "new.jsonl", [NEW[0]]))
     assert [p.kind for p in diff.pairs] == ["regressed"]
-    assert diff.problems == [f"{old}:2: conversation 'a' again (line 1 is used)"] and diff.notes == []
+    assert diff.problems == [] and diff.notes == [f"OLD ({old}) judged 1 conversation(s) again: the latest line of "
+                                                  "each is compared"]
 
 
 def header(model="gpt-4.1-mini", temperature=0.0, prompt="3f2a9c1b7d4e", threshold=0.5, version="0.9.0"):

@@ -26,7 +26,6 @@ BAD = [  # (line, why) of the file below
     (7, "field 'results.m.status': 'great' is not one of error, failed, not_applicable, passed"),
     (8, "field 'results.m.errors': expected a list of objects"),
     (9, "field 'cost_usd': not a finite number (1e999 reads as infinity): the line is left out"),
-    (10, "conversation 'a' again (line 2 is used)"),
     (12, "a torn last line (a run killed while writing it): left out"),
 ]
 
@@ -54,16 +53,16 @@ def test_the_reader_yields_records_and_names_every_bad_line(tmp_path):
     items = list(read_lines(path))
     assert [(i.line, i.why) for i in items if isinstance(i, BadLine)] == BAD
     records = [i for i in items if isinstance(i, Record)]
-    assert [(r.line, r.type) for r in records] == [(1, "header"), (2, "conversation"), (11, "conversation")]
-    assert records[1].data["results"]["m"]["score"] == 1.0  # the first line of a repeated id is the one used
+    assert [(r.line, r.type) for r in records] == [(1, "header"), (10, "conversation"), (11, "conversation")]
+    # a conversation judged again (a watch's retry) is read as its latest line, in its first line's place
+    assert records[1].data["results"]["m"]["score"] == 0.0 and records[1].replaces == (2,)
     assert records[1].data["results"]["m"]["verdicts"] == [] and records[1].data["results"]["m"]["errors"] == []
     assert str(next(i for i in items if isinstance(i, BadLine))) == f"{path}:3: {BAD[0][1]}"
 
 
 def test_every_command_reads_a_results_file_by_the_same_rule(tmp_path):
-    # before, each copy had its own: agree read the typeless and the 'pairwise' lines as conversations and the last
-    # of a repeated id, report the last of a repeated id, diff skipped the 'pairwise' line, pairwise skipped a list
-    # line unsaid and read the infinite number; the torn line was "not JSON" to agree and report, torn to diff
+    # before, each copy had its own: agree read the typeless and the 'pairwise' lines as conversations, diff
+    # skipped the 'pairwise' line, pairwise skipped a list line unsaid and read the infinite number; the torn line was "not JSON" to agree and report, torn to diff
     path = bad_file(tmp_path / "r.jsonl")
     expected = [f"{path}:{n}: {why}" for n, why in BAD]
     records, problems = read_results_file(path)  # agree, stability
@@ -71,7 +70,7 @@ def test_every_command_reads_a_results_file_by_the_same_rule(tmp_path):
     assert [r.get("conversation_id") for r in records if r["type"] == "conversation"] == ["a", "b"]
     run = read_run(path)  # diff
     assert run.problems == expected and list(run.conversations) == ["a", "b"]
-    assert run.conversations["a"].results["m"]["status"] == "passed"
+    assert run.conversations["a"].results["m"]["status"] == "failed" and run.rejudged == 1
     report = read_results(path)  # report
     assert report.unreadable == expected and [c["conversation_id"] for c in report.conversations] == ["a", "b"]
     version = read_version(path)  # pairwise, on a file whose lines carry the conversation

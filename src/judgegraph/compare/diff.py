@@ -326,6 +326,9 @@ def compare(old: RunFile, new: RunFile, *, metrics: Iterable[str] | None = None,
     for run, side in ((old, "OLD"), (new, "NEW")):
         if run.input_errors:
             notes.append(f"{side} ({run.path}) holds {run.input_errors} input error(s): records it could not judge")
+        if run.rejudged:
+            notes.append(f"{side} ({run.path}) judged {run.rejudged} conversation(s) again: the latest line of each "
+                         "is compared")
     return RunDiff(old.path, new.path, pairs, summaries, compare_settings(old, new), [*old.problems, *new.problems],
                    notes, runs={"old": old.facts().to_json(), "new": new.facts().to_json()})
 

@@ -3,8 +3,8 @@ conversation lines by id, and a ``FILE:LINE: why`` for every line that cannot be
 
 Read by :func:`judgegraph.resultsread.read_lines`, whose rule this follows: a bad line (not JSON, not an
 object, a number that is not finite, a torn last line, a conversation line whose fields are not what
-``judgegraph eval`` writes, a conversation id already read) is named in :attr:`RunFile.problems` and left
-out, and the rest is read. Older files have no header: :attr:`RunFile.header` is None then.
+``judgegraph eval`` writes) is named in :attr:`RunFile.problems` and left out, and the rest is read; a
+conversation judged again later in the file (a watch's retry) is read as its latest line. Older files have no header: :attr:`RunFile.header` is None then.
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ class RunFile:
     path: str
     header: dict[str, Any] | None = None  # the first header record
     summary: dict[str, Any] | None = None  # the last summary record (a resumed run appends another)
-    conversations: dict[str, Conversation] = field(default_factory=dict)  # by id, the first line of each
+    conversations: dict[str, Conversation] = field(default_factory=dict)  # by id, the latest line of each
     input_errors: int = 0
+    rejudged: int = 0  # conversations judged again later in the file (their earlier lines replaced)
     problems: list[str] = field(default_factory=list)  # FILE:LINE: why, for every line left out
 
     def facts(self) -> RunFacts:
@@ -89,6 +90,7 @@ def read_run(path: str | Path) -> RunFile:
         elif item.type == "input_error":
             run.input_errors += 1
         elif item.type == "conversation":
+            run.rejudged += bool(item.replaces)
             run.conversations[item.data["conversation_id"]] = _conversation(item.data, len(run.conversations),
                                                                             item.line)
     return run

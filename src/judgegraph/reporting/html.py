@@ -59,8 +59,8 @@ class ReportFile:
 def read_results(path: str | Path) -> ResultsFile:
     """Read every line of a results file (``judgegraph eval --out``) by the rule of
     :mod:`judgegraph.resultsread`: a line that cannot be shown (not UTF-8, not JSON, torn, nested too deeply, a
-    number that is not finite, a wrong shape, a conversation already read) is kept in ``unreadable`` naming its
-    line and field; the other lines are read."""
+    number that is not finite, a wrong shape) is kept in ``unreadable`` naming its
+    line and field; the other lines are read (a conversation judged again: its latest line)."""
     from ..resultsread import BadLine, read_lines
 
     out = ResultsFile(str(path))
