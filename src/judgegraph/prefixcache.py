@@ -128,7 +128,8 @@ def anthropic_min_tokens(model: str) -> int | None:
     return None if found is None else ANTHROPIC_MIN_TOKENS.get(found)
 
 
-def _block_text(content: object) -> str:
+def block_text(content: object) -> str:
+    """A Messages API content's text: a string as it is, a list of blocks as its text blocks joined."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -158,7 +159,7 @@ def marked_parts(body: Mapping[str, Any]) -> tuple[list[str], int | None]:
         content = message.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
         for i, block in enumerate(blocks):
-            add(block, (message.get("role", "") + ":" if i == 0 else "") + _block_text([block]))
+            add(block, (message.get("role", "") + ":" if i == 0 else "") + block_text([block]))
     return parts, marked
 
 

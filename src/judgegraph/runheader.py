@@ -37,9 +37,11 @@ __all__ = [
     "differences",
     "file_sha256",
     "metric_prompts",
+    "prompt_hashes",
     "read_header",
     "run_header",
     "run_summary",
+    "short_hash",
 ]
 
 #: The version of the header's layout.
@@ -98,7 +100,6 @@ def metric_prompts(names: Iterable[str]) -> dict[str, str]:
     """``{step: sha256[:12]}`` of each prompt file the metrics ``names`` use: the steps their
     module declares in ``PROMPT_VALUES`` (a custom metric's module may declare its own)."""
     from .metrics import get_metric
-    from .prompts import PromptError, load_prompt
 
     steps: set[str] = set()
     for name in names:
@@ -112,6 +113,13 @@ def metric_prompts(names: Iterable[str]) -> dict[str, str]:
             module = module.rpartition(".")[0]
         own = [step for step in declared if step.startswith(f"{name}/")]
         steps.update(own or declared)  # a preset (conversation_relevance) uses its graph's prompts
+    return prompt_hashes(steps)
+
+
+def prompt_hashes(steps: Iterable[str]) -> dict[str, str]:
+    """``{step: sha256[:12]}`` of each prompt file among ``steps`` (a step with no file is left out)."""
+    from .prompts import PromptError, load_prompt
+
     out: dict[str, str] = {}
     for step in sorted(steps):
         try:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from judgegraph.prefixcache import MarkedCache, cache_rule, marked_parts, request_tokens
+from judgegraph.prefixcache import MarkedCache, block_text, cache_rule, marked_parts, request_tokens
 
 #: Anthropic's error type for each status this server is asked to send.
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -72,18 +72,10 @@ class AnthropicRequest:
     @property
     def text(self) -> str:
         """Every message's text, blocks joined, messages separated by blank lines."""
-        return "\n\n".join(_text(m.get("content")) for m in self.body.get("messages", []))
+        return "\n\n".join(block_text(m.get("content")) for m in self.body.get("messages", []))
 
 
 Responder = Callable[[AnthropicRequest], "dict[str, Any] | AnthropicError"]
-
-
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
 
 
 def _invalid(body: dict[str, Any]) -> str | None:

@@ -28,18 +28,9 @@ USER_PREFIX = "simulated user "
 
 def user_prompts() -> dict[str, str]:
     """``{step: sha256[:12]}`` of the simulated user's prompt files (plain and adversarial)."""
-    from ...prompts import PromptError, load_prompt
-    from ...runheader import short_hash
+    from ...runheader import prompt_hashes
 
-    out: dict[str, str] = {}
-    for step in sorted(PROMPT_VALUES):
-        try:
-            prompt = load_prompt(step)
-        except PromptError:
-            continue
-        if prompt.path is not None:
-            out[step] = short_hash(prompt.path.read_bytes())
-    return out
+    return prompt_hashes(PROMPT_VALUES)
 
 
 def simulation_header(scenarios: str | Path, user: Judge, *, judge: Judge | None = None,
