@@ -12,10 +12,8 @@ import sys
 
 import pytest
 
-from judgegraph.loaders import LoadedConversation
 from judgegraph.loaders.langgraph_postgres import postgres_name
-from judgegraph.loaders.langgraph_threads import load_checkpointer, open_checkpointer
-from tests.integration.test_threads_postgres import write_threads
+from tests.integration.test_threads_postgres import read_only_threads, write_threads
 from tests.kit.openai_server import FakeOpenAIServer, schema_responder
 from tests.kit.postgres import USER
 
@@ -50,13 +48,7 @@ def test_eval_reads_a_keyword_dsn_read_only_and_never_writes_the_password(postgr
     write_threads(postgres_dsn, {"t1": ["Weather in Paris?", "And tomorrow?"], "t2": ["Weather?"]})
     db = postgres_dsn.rsplit("/", 1)[1]
     spec = f"postgres:{keywords(postgres_server, db)}"
-    with open_checkpointer(spec) as saver:  # what the command line opens: read-only
-        items = list(load_checkpointer(saver, "pg", None))
-        import psycopg
-
-        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction), saver.conn.connection() as conn:
-            conn.execute("DELETE FROM checkpoints")
-    assert [i.conversation.id for i in items if isinstance(i, LoadedConversation)] == ["t1", "t2"]
+    read_only_threads(spec)
 
     out, html = tmp_path / "r.jsonl", tmp_path / "r.html"
     env = {**bare_env, "HOME": str(tmp_path)}

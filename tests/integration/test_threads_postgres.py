@@ -23,6 +23,20 @@ from tests.unit.test_langgraph_threads import check_agent_thread
 pytestmark = pytest.mark.integration
 
 
+def read_only_threads(spec: str) -> list[LoadedConversation]:
+    """The threads the command line reads from ``spec`` (``postgres:DSN``), checking its session cannot write."""
+    import psycopg
+
+    with open_checkpointer(spec) as saver:  # what the command line opens: read-only
+        items = list(load_checkpointer(saver, "pg", None))
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction), saver.conn.connection() as conn:
+            conn.execute("DELETE FROM checkpoints")
+    loaded = [i for i in items if isinstance(i, LoadedConversation)]
+    assert [i.conversation.id for i in loaded] == ["t1", "t2"] and len(loaded) == len(items)
+    return loaded
+
+
+
 def write_threads(dsn, threads):
     """The agent run on a PostgresSaver at ``dsn`` (its tables made by ``setup()``, as an agent does)."""
     from langgraph.checkpoint.postgres import PostgresSaver
@@ -56,14 +70,7 @@ def test_a_postgres_thread_is_read_by_from_thread_and_load_checkpointer(postgres
     with PostgresSaver.from_conn_string(postgres_dsn) as saver:
         check_agent_thread(from_thread(saver, "t1"))
         assert from_thread(saver, "t1") == by_graph["t1"]  # the checkpointer and the graph agree
-    spec = f"postgres:{postgres_dsn}"
-    with open_checkpointer(spec) as saver:  # what the command line opens: read-only
-        items = list(load_checkpointer(saver, "pg", None))
-        import psycopg
-
-        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction), saver.conn.connection() as conn:
-            conn.execute("DELETE FROM checkpoints")
-    assert [i.conversation.id for i in items if isinstance(i, LoadedConversation)] == ["t1", "t2"]
+    items = read_only_threads(f"postgres:{postgres_dsn}")
     assert items[0].conversation == by_graph["t1"]
 
 
