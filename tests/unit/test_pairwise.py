@@ -157,14 +157,13 @@ def test_an_eval_results_file_is_refused_line_by_line_and_a_simulate_file_is_rea
     line = SimulationResult(scenario=Scenario(id="c1", goal="reset my password"), status="goal_reached",
                             conversation=Conversation.model_validate(chat("c1", GOOD))).to_record()
     # what `simulate --out` writes, then bad lines: each named by the one reader (judgegraph.resultsread), none
-    # skipped unsaid (a list and a repeated id were skipped before, an infinite number read)
+    # skipped unsaid (a list was skipped before, an infinite number read); the same id again is its later line
     simulated.write_text(json.dumps(line) + "\n" + "{not json\n" + '["a list"]\n' + json.dumps(line) + "\n"
                          + json.dumps({**line, "conversation_id": "c2", "cost_usd": 1e999}) + "\n")
     version = read_version(simulated)
     assert list(version.conversations) == ["c1"] and version.errors == [
         f"{simulated}:2: not JSON (Expecting property name enclosed in double quotes at column 2)",
         f"{simulated}:3: a results line is a JSON object, got list",
-        f"{simulated}:4: conversation 'c1' again (line 1 is used)",
         f"{simulated}:5: field 'cost_usd': not a finite number (1e999 reads as infinity): the line is left out"]
 
 
