@@ -17,7 +17,7 @@ from .conversation import Conversation
 from .judges.base import Judge, JudgeOutcome, JudgeRequest
 from .judges.jury import with_votes
 from .replay import Steer, probe, steer_of
-from .results import JudgeAttempt, MetricResult, Review, Verdict
+from .results import JudgeAttempt, MetricResult, Review, Usage, Verdict
 from .scoring import make_result  # noqa: F401 - a building block of custom graphs, documented here
 from .state import conversation_of
 from .windows import check_window_size, exchanges, windows_from_exchanges
@@ -152,6 +152,12 @@ def with_transcript(result: MetricResult, state: Mapping[str, Any]) -> MetricRes
     own = {a.request for v in result.verdicts for a in v.transcript if a.request}
     calls = [a for a in state.get("judge_calls") or [] if not a.request or a.request not in own]
     return result.model_copy(update={"transcript": [*result.transcript, *calls]}) if calls else result
+
+
+def calls_usage(state: Mapping[str, Any]) -> Usage:
+    """The usage of the state's ``judge_calls``: the requests no verdict holds (an extraction's), which
+    :func:`with_transcript` adds to a result's transcript and a metric that makes them adds to its usage."""
+    return Usage.total(a.usage for a in state.get("judge_calls") or [])
 
 
 def window_node(window_size: int, *, name: str = "window_turns") -> Callable[..., dict[str, Any]]:

@@ -29,11 +29,12 @@ from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas;
 
 from ..answers import read_choice
 from ..compiling import CompileOptions, compile_graph
+from ..conversation import Conversation
 from ..judges import JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
-from ..nodes import Node, judge_step, quote, scoring_edges, turn_label, window_node, with_transcript
-from ..results import Usage, Verdict, merge_verdicts
+from ..nodes import Node, calls_usage, judge_step, quote, score_node, scoring_edges, turn_label, window_node
+from ..results import MetricResult, Verdict, merge_verdicts
 from ..scoring import Tally, WindowOptions, check_flag, clause
-from ..state import MetricInput, MetricOutput, MetricState, conversation_of
+from ..state import MetricInput, MetricOutput, MetricState
 from ..statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
 from ..statements import Statement, extract_statements_step
 from ..windows import Window
@@ -291,10 +292,8 @@ def _reduce_score(settings: FaithfulnessSettings) -> Node:
         scores = reply_scores(judged, faithful)
         return sum(scores.values()) / len(scores) if scores else None
 
-    def reduce_score(state: FaithfulnessState) -> dict[str, Any]:
-        conversation = conversation_of(state)
+    def score(state: FaithfulnessState, conversation: Conversation, verdicts: list[ClaimVerdict]) -> MetricResult:
         replies = state.get("replies") or []
-        verdicts = sorted(state.get("verdicts") or [], key=lambda v: (v.exchange, v.index))
         policy = settings.policy(step=JUDGE_STEP, positive=faithful, score=mean,
                                  reason=faithfulness_reason(replies, settings.penalize_ambiguous_claims),
                                  where=lambda v: f"{turn_label(v.turns)} claim {v.index + 1}")
@@ -311,11 +310,9 @@ def _reduce_score(settings: FaithfulnessSettings) -> Node:
                    "supported": sum(v.verdict == "yes" for v in t.judged),
                    "contradicted": sum(v.verdict == "no" for v in t.judged),
                    "ambiguous": sum(v.verdict == "idk" for v in t.judged)}
-        usage = Usage.total(a.usage for a in state.get("judge_calls") or [])
-        result = policy.result(conversation, t, usage=usage, details=details)
-        return {"results": {settings.name: with_transcript(result, state)}}
+        return policy.result(conversation, t, usage=calls_usage(state), details=details)
 
-    return reduce_score
+    return score_node(settings.name, score, order=lambda v: (v.exchange, v.index))
 
 
 def build_turn_faithfulness_graph(settings: FaithfulnessSettings) -> StateGraph:

@@ -26,10 +26,20 @@ from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas;
 from ..compiling import CompileOptions, compile_graph
 from ..conversation import Conversation
 from ..judges import JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
-from ..nodes import Node, judge_step, quote, render_messages, scoring_edges, turn_label, window_node, with_transcript
-from ..results import JudgeErrorInfo, Usage, Verdict, merge_verdicts
+from ..nodes import (
+    Node,
+    calls_usage,
+    judge_step,
+    quote,
+    render_messages,
+    score_node,
+    scoring_edges,
+    turn_label,
+    window_node,
+)
+from ..results import JudgeErrorInfo, MetricResult, Verdict, merge_verdicts
 from ..scoring import Tally, WindowOptions, clause
-from ..state import MetricInput, MetricOutput, MetricState, conversation_of
+from ..state import MetricInput, MetricOutput, MetricState
 from ..windows import Window
 
 if TYPE_CHECKING:
@@ -266,32 +276,27 @@ def topic_reason(mode: Mode, topics: Sequence[str]) -> Any:
 
 
 def _reduce_score(settings: TopicSettings) -> Node:
-    def reduce_score(state: TopicState) -> dict[str, Any]:
-        conversation = conversation_of(state)
-        verdicts = sorted(state.get("verdicts") or [], key=lambda v: (v.window, v.index))
+    def score(state: TopicState, conversation: Conversation, verdicts: list[TopicVerdict]) -> MetricResult:
         topics = state.get("topics") or []
         if state.get("topics_error"):
             message = state["topics_error"]
-            result = settings.policy().conclude(
+            return settings.policy().conclude(
                 conversation, status="error", reason=f"The allowed topics could not be read: {message}",
                 errors=[JudgeErrorInfo(where="input", step="", message=message)])
-            return {"results": {settings.name: result}}
         policy = settings.policy(step=JUDGE_STEP, score=lambda judged: score_topics(settings.mode, judged),
                                  reason=topic_reason(settings.mode, topics),
                                  where=lambda v: f"exchange {v.window + 1} ({turn_label(v.turns)})")
         t = policy.tally(verdicts)
         c = counts(t.judged)
-        usage = Usage.total(a.usage for a in state.get("judge_calls") or [])
         details: dict[str, Any] = {"mode": settings.mode, "window_size": settings.window_size, "topics": topics,
                    "raised": len(t.verdicts), "judged": len(t.judged), "true_positives": c.true_positives,
                    "false_positives": c.false_positives, "false_negatives": c.false_negatives,
                    "true_negatives": c.true_negatives}
         if t.judged:
             details.update(precision=c.precision, recall=c.recall, f1=c.f1)
-        result = policy.result(conversation, t, usage=usage, details=details)
-        return {"results": {settings.name: with_transcript(result, state)}}
+        return policy.result(conversation, t, usage=calls_usage(state), details=details)
 
-    return reduce_score
+    return score_node(settings.name, score, order=lambda v: (v.window, v.index))
 
 
 def build_topic_graph(settings: TopicSettings) -> StateGraph:
