@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .loaders.yaml_safe import line_at
+
 __all__ = ["Config", "ConfigError", "load_config"]
 
 
@@ -89,23 +91,6 @@ RENAMED = {"strict": "strict_mode", "inputs": "files"}
 PATHS = frozenset({"out", "html", "junit", "cache", "offline_rule"})
 
 
-def _line(root: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
-    """The 1-based line of the key (or item) at ``loc`` in the node tree, as near as it goes."""
-    node, line = root, None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            found = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
-            if found is None:
-                return line
-            line, node = found[0].start_mark.line + 1, found[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
-
-
 def _message(error: dict[str, Any]) -> tuple[tuple[int | str, ...], str]:
     """A pydantic error as (its key path, a sentence); union branches folded into one path."""
     loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p in ("str", "int") or "[" in str(p)))
@@ -162,7 +147,7 @@ def load_config(path: str | Path) -> tuple[Config, dict[str, Any]]:
     refused = _refused(data)
     if refused is not None:
         loc, message = refused
-        raise ConfigError(f"{path}:{_line(root, loc) or 1}: {_dotted(loc)}: {message}")
+        raise ConfigError(f"{path}:{line_at(root, loc) or 1}: {_dotted(loc)}: {message}")
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
@@ -175,7 +160,7 @@ def load_config(path: str | Path) -> tuple[Config, dict[str, Any]]:
             loc, message = _message(error)
             if message == "unknown key":
                 message = f"unknown key (known here: {_known(loc)})"
-            lines.append(f"{path}:{_line(root, loc) or 1}: {_dotted(loc)}: {message}")
+            lines.append(f"{path}:{line_at(root, loc) or 1}: {_dotted(loc)}: {message}")
         raise ConfigError("invalid config file:\n  " + "\n  ".join(dict.fromkeys(lines))) from None
     _check_metrics(config, root, path)
     _check_thresholds(config, root, path)
@@ -201,17 +186,17 @@ def _check_metrics(config: Config, root: yaml.Node | None, path: str | Path) -> 
     for i, item in enumerate(config.metrics):
         named = {item: MetricOptions()} if isinstance(item, str) else item
         if len(named) != 1:
-            raise ConfigError(f"{path}:{_line(root, ('metrics', i)) or 1}: metrics[{i}]: a metric is a name, or one "
+            raise ConfigError(f"{path}:{line_at(root, ('metrics', i)) or 1}: metrics[{i}]: a metric is a name, or one "
                               "name with its options ({turn-relevancy: {threshold: 0.8}}), got "
                               f"{len(named)} names in one item")
         for name, opts in named.items():
             try:
                 spec = get_metric(name)
             except KeyError as exc:
-                raise ConfigError(f"{path}:{_line(root, ('metrics', i)) or 1}: metrics[{i}]: {exc}") from None
+                raise ConfigError(f"{path}:{line_at(root, ('metrics', i)) or 1}: metrics[{i}]: {exc}") from None
             for key in opts.model_fields_set:
                 if RENAMED.get(key, key) not in spec.options:
-                    raise ConfigError(f"{path}:{_line(root, ('metrics', i, name, key)) or 1}: metrics[{i}].{name}.{key}:"
+                    raise ConfigError(f"{path}:{line_at(root, ('metrics', i, name, key)) or 1}: metrics[{i}].{name}.{key}:"
                                       f" {name} takes no {key} (it takes: {_names(spec.options)})")
 
 
@@ -226,7 +211,7 @@ def _check_thresholds(config: Config, root: yaml.Node | None, path: str | Path) 
     from .metrics import get_metric
 
     for name in config.thresholds:
-        where = f"{path}:{_line(root, ('thresholds', name)) or 1}: thresholds.{name}"
+        where = f"{path}:{line_at(root, ('thresholds', name)) or 1}: thresholds.{name}"
         try:
             spec = get_metric(name)
         except KeyError as exc:

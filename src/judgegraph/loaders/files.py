@@ -346,24 +346,7 @@ class _AnyVars(dict[str, Any]):
 
 def _yaml_lines(root: yaml.Node | None) -> Callable[[Path_], int | None]:
     def line_of(path: Path_) -> int | None:
-        node = root
-        if node is None:
-            return None
-        line = node.start_mark.line + 1
-        for seg in path:
-            if isinstance(node, yaml.MappingNode):
-                for k, v in node.value:
-                    if isinstance(k, yaml.ScalarNode) and k.value == str(seg):
-                        line, node = k.start_mark.line + 1, v
-                        break
-                else:
-                    break
-            elif isinstance(node, yaml.SequenceNode) and isinstance(seg, int) and 0 <= seg < len(node.value):
-                node = node.value[seg]
-                line = node.start_mark.line + 1
-            else:
-                break
-        return line
+        return None if root is None else yaml_safe.line_at(root, path) or root.start_mark.line + 1
 
     return line_of
 

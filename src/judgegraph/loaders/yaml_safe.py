@@ -13,6 +13,7 @@ the record holding it is refused, the rest of the file loads.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import yaml
@@ -46,6 +47,24 @@ _Constructor.add_constructor(REFUSED_TAG, lambda _loader, node: Refused(str(node
 
 def _refused(node: yaml.Node, message: str) -> yaml.ScalarNode:
     return yaml.ScalarNode(REFUSED_TAG, message, node.start_mark, node.end_mark)
+
+
+def line_at(node: yaml.Node | None, path: Iterable[int | str]) -> int | None:
+    """The 1-based line of the deepest key (or item) along ``path`` below ``node``, for an error naming the
+    field; None when not even the first step of ``path`` is found."""
+    line = None
+    for part in path:
+        if isinstance(node, yaml.MappingNode):
+            found = next(((k, v) for k, v in node.value if getattr(k, "value", None) == str(part)), None)
+            if found is None:
+                break
+            line, node = found[0].start_mark.line + 1, found[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
 
 
 def compose(text: str, limits: Limits) -> yaml.Node | None:

@@ -83,23 +83,12 @@ def _yaml_items(text: str) -> list[Any] | None:
 
 
 def _line_of(node: Any, loc: tuple[int | str, ...]) -> int:
-    """The 1-based line of the deepest YAML node along ``loc`` (the record's first line at least)."""
-    import yaml
+    """The 1-based line of the deepest YAML node along ``loc`` (the record's first line at least); a persona's
+    kind, which pydantic puts in ``loc`` after ``persona``, is no key of the file."""
+    from ...loaders.yaml_safe import line_at
 
-    line = node.start_mark.line + 1
-    for i, key in enumerate(loc):
-        if i > 0 and loc[i - 1] == "persona" and key in _TAGS:
-            continue
-        if isinstance(node, yaml.MappingNode):
-            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == str(key)), None)
-            if pair is None:
-                break
-            line, node = pair[0].start_mark.line + 1, pair[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
-            node = node.value[key]
-            line = node.start_mark.line + 1
-        else:
-            break
+    path = [key for i, key in enumerate(loc) if not (i > 0 and loc[i - 1] == "persona" and key in _TAGS)]
+    line: int = line_at(node, path) or node.start_mark.line + 1
     return line
 
 
