@@ -186,6 +186,30 @@ def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] |
     return state
 
 
+def cut_torn_tail(path: str | Path, chunk: int = 1 << 16) -> bool:
+    """Cut a last line that has no newline (a writer killed while writing it) off the file at ``path``, reading
+    only the file's end; True when there was one. A file that does not exist is left alone."""
+    p = Path(path)
+    if not p.exists():
+        return False
+    with p.open("r+b") as fh:
+        end = fh.seek(0, os.SEEK_END)
+        pos = end
+        while pos > 0:
+            start = max(0, pos - chunk)
+            fh.seek(start)
+            block = fh.read(pos - start)
+            if pos == end and block.endswith(b"\n"):
+                return False
+            if (newline := block.rfind(b"\n")) >= 0:
+                fh.truncate(start + newline + 1)
+                return True
+            pos = start
+        if end:
+            fh.truncate(0)  # one line, torn
+        return end > 0
+
+
 def _rewrite_without(p: Path, drop: set[int], end: int) -> None:
     """The file without the lines ``drop`` numbers (and without a torn tail after
     byte ``end``), written beside it and moved into place: never half a file."""

@@ -172,7 +172,7 @@ def begin(out: str | Path, plan: MetricPlan, source: ThreadSource, *, argv: list
     ``judge_settings`` and the ``watched`` settings recorded in it) against the file's;
     :class:`~judgegraph.runheader.RunSettingsChanged` names each difference. A torn last line (a watcher killed
     while writing it) is cut off first, so the lines appended next read cleanly."""
-    from .resultsfile import scan_results
+    from .resultsfile import cut_torn_tail
     from .runheader import run_header, start_run
 
     where: dict[str, Any] = {"path": source.where, "sha256": None, "kind": "langgraph threads"}
@@ -182,7 +182,7 @@ def begin(out: str | Path, plan: MetricPlan, source: ThreadSource, *, argv: list
     header = run_header(plan, argv=argv, judge_settings=judge_settings, sources=[where])
     if watched:
         header["watch"] = watched
-    scan_results(out)  # only a torn tail is cut (no retry_errors): nothing else is rewritten
+    cut_torn_tail(out)  # the file's end is read, nothing else is rewritten
     return start_run(out, plan, [], header, resume=True)
 
 

@@ -1,5 +1,5 @@
 """The results file's run lock: one holder at a time, the holder's pid named,
-released (and its sidecar removed) at the end."""
+released (and its sidecar removed) at the end; and a torn last line cut before a watch appends."""
 
 import os
 
@@ -29,3 +29,22 @@ def test_a_stale_sidecar_left_by_a_killed_run_does_not_block(tmp_path):
     (tmp_path / "r.jsonl.lock").write_text("999999\n")  # no process holds it
     held = lock_results(tmp_path / "r.jsonl")
     held.release()
+
+
+@pytest.mark.parametrize(("content", "kept"), [
+    (b"", b""),
+    (b'{"a": 1}\n', b'{"a": 1}\n'),
+    (b'{"a": 1}\n{"b": 2}\n\n', b'{"a": 1}\n{"b": 2}\n\n'),
+    (b'{"a": 1}\n{"b": ', b'{"a": 1}\n'),
+    (b'{"torn": ', b""),
+    (b'{"a": 1}\n' + b"x" * 50, b'{"a": 1}\n'),  # the torn line spans several of the chunks read
+    (b"y" * 30 + b"\n" + b"x" * 50, b"y" * 30 + b"\n"),
+])
+def test_a_torn_tail_is_cut_reading_only_the_end(tmp_path, content, kept):
+    from judgegraph.resultsfile import cut_torn_tail
+
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(content)
+    assert cut_torn_tail(path, chunk=8) is (kept != content)
+    assert path.read_bytes() == kept
+    assert cut_torn_tail(tmp_path / "absent.jsonl") is False and not (tmp_path / "absent.jsonl").exists()
