@@ -58,12 +58,18 @@ def split_model(spec: str) -> tuple[str, str]:
     return provider, name
 
 
-def openai_key(api_key: str | None, base_url: str | None, missing: str) -> SecretStr:
-    """``api_key``, else ``OPENAI_API_KEY``, else a placeholder when ``base_url`` (a local server needs none)."""
-    key = api_key or os.environ.get("OPENAI_API_KEY")
+def api_key_for(variable: str, api_key: str | None, base_url: str | None, missing: str) -> SecretStr:
+    """``api_key``, else ``$variable``, else a placeholder when ``base_url`` (a local server needs none);
+    ``ModelConfigError(missing)`` when there is neither."""
+    key = api_key or os.environ.get(variable)
     if not key and not base_url:
         raise ModelConfigError(missing)
     return SecretStr(key or "not-needed")
+
+
+def openai_key(api_key: str | None, base_url: str | None, missing: str) -> SecretStr:
+    """``api_key``, else ``OPENAI_API_KEY``, else a placeholder when ``base_url`` (a local server needs none)."""
+    return api_key_for("OPENAI_API_KEY", api_key, base_url, missing)
 
 
 def anthropic_model(name: str, *, base_url: str | None, api_key: str | None, temperature: float | None,
@@ -79,12 +85,10 @@ def anthropic_model(name: str, *, base_url: str | None, api_key: str | None, tem
     except ImportError as exc:
         raise ModelConfigError(f"model 'anthropic:{name}' needs langchain-anthropic: pip install"
                                " 'judgegraph[anthropic]' (or pass a chat model object)") from exc
-    key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-    if not key and not base_url:
-        raise ModelConfigError(f"model 'anthropic:{name}' needs ANTHROPIC_API_KEY (or --base-url for an"
-                               " Anthropic-compatible server); leave the model out to use the offline judge")
-    kwargs: dict[str, Any] = {"model": name, "api_key": SecretStr(key or "not-needed"), "max_retries": max_retries,
-                              "timeout": timeout}
+    key = api_key_for("ANTHROPIC_API_KEY", api_key, base_url,
+                      f"model 'anthropic:{name}' needs ANTHROPIC_API_KEY (or --base-url for an Anthropic-compatible"
+                      " server); leave the model out to use the offline judge")
+    kwargs: dict[str, Any] = {"model": name, "api_key": key, "max_retries": max_retries, "timeout": timeout}
     if base_url:
         kwargs["base_url"] = base_url
     if temperature is not None:
