@@ -27,18 +27,28 @@ def resume_refused(args: argparse.Namespace, header: dict[str, Any], err: Consol
     header, each difference named), or None; a file without a header resumes, with a warning."""
     from ..resultsfile import is_nonempty
     from ..runheader import differences, read_header
-    from .common import markup_safe
 
     if not args.resume or not is_nonempty(args.out):
         return None
     old = read_header(args.out)
     if old is None:
-        err.print(f"[yellow]warning:[/] {markup_safe(args.out)} has no run header (an older judgegraph wrote it): "
-                  "resumed without checking that its metrics, judge and inputs are this run's")
+        warn_headerless(err, args.out, "resumed without checking that its metrics, judge and inputs are this run's")
         return None
     changed = differences(old, header)
     if not changed:
         return None
-    return (f"--resume refused: {args.out} was made with other settings, and one results file must hold one run:\n"
-            + "\n".join(f"  - {c}" for c in changed)
-            + "\nrun with the settings of that file, or write the new run to another --out (or --overwrite it)")
+    return settings_refused("--resume", args.out, changed,
+                            "run with the settings of that file, or write the new run to another --out (or --overwrite it)")
+
+
+def settings_refused(command: str, out: str, changed: list[str], advice: str) -> str:
+    """Why ``command`` will not add to ``out``: the file was made with other settings, each difference named."""
+    return (f"{command} refused: {out} was made with other settings, and one results file must hold one run:\n"
+            + "\n".join(f"  - {c}" for c in changed) + f"\n{advice}")
+
+
+def warn_headerless(err: Console, out: str, done: str) -> None:
+    """Say that ``out`` has no run header to check this run's settings against, and what is ``done`` anyway."""
+    from .common import markup_safe
+
+    err.print(f"[yellow]warning:[/] {markup_safe(out)} has no run header (an older judgegraph wrote it): {done}")

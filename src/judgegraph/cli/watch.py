@@ -212,18 +212,17 @@ def _begin(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan,
     warning."""
     from ..runheader import RunSettingsChanged
     from ..watch import begin
+    from .header import settings_refused, warn_headerless
 
     watched = {"idle": args.idle, "sample": args.sample, "seed": args.seed, "transcripts": args.transcripts}
     try:
         start = begin(args.out, plan, source, argv=getattr(args, "argv", None), watched=watched,
                       judge_settings=common.judge_settings(args, args.model, args.concurrency))
     except RunSettingsChanged as exc:
-        return None, (f"watch refused: {args.out} was made with other settings, and one results file must hold one "
-                      "run:\n" + "\n".join(f"  - {c}" for c in exc.differences)
-                      + "\nwatch with the settings of that file, or write to another --out")
+        return None, settings_refused("watch", args.out, exc.differences,
+                                      "watch with the settings of that file, or write to another --out")
     if start.old is None and not start.fresh:
-        err.print(f"[yellow]warning:[/] {markup_safe(args.out)} has no run header (an older judgegraph wrote it): "
-                  "appended to without checking that its metrics and judge are this watch's")
+        warn_headerless(err, args.out, "appended to without checking that its metrics and judge are this watch's")
     return start, None
 
 
