@@ -34,3 +34,17 @@ def with_server(target: Callable[..., None], args: tuple[Any, ...], fn: Callable
         proc.join(timeout=10)
         if proc.is_alive():
             proc.terminate()
+
+
+def parcel_conversations(n: int, exchanges: int, late: Callable[[int], bool] = lambda i: False) -> list[dict]:
+    """``n`` made-up support conversations of ``exchanges`` exchanges each (a customer asking where a parcel is);
+    the ``i``-th reply of the set says "(late)" when ``late(i)``, for a scripted server to answer it otherwise."""
+    out = []
+    for c in range(n):
+        turns = []
+        for e in range(exchanges):
+            turns += [{"role": "user", "content": f"Question {e} of customer {c}: where is parcel {c}-{e}?"},
+                      {"role": "assistant", "content": f"Parcel {c}-{e} left the depot this morning"
+                                                       + (" (late)." if late(c * exchanges + e) else ".")}]
+        out.append({"id": f"c{c}", "turns": turns})
+    return out

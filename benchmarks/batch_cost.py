@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 import _loopback  # noqa: F401 - puts the repository root on sys.path, for tests.kit
+from _loopback import parcel_conversations
 
 from judgegraph.pricing import prices_for
 from judgegraph.results import Usage
@@ -30,15 +31,7 @@ MODEL = "openai:gpt-4.1-mini"
 
 
 def conversations(n: int, exchanges: int) -> list[dict]:
-    out = []
-    for c in range(n):
-        turns = []
-        for e in range(exchanges):
-            turns += [{"role": "user", "content": f"Question {e} of customer {c}: where is parcel {c}-{e}?"},
-                      {"role": "assistant", "content": f"Parcel {c}-{e} left the depot this morning"
-                                                       + (" (late)." if (c * exchanges + e) % 10 == 3 else ".")}]
-        out.append({"id": f"c{c}", "turns": turns})
-    return out
+    return parcel_conversations(n, exchanges, late=lambda i: i % 10 == 3)
 
 
 def responder() -> ScriptedResponder:

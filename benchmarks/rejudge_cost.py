@@ -24,19 +24,13 @@ import time
 from pathlib import Path
 
 import _loopback  # noqa: F401 - puts the repository root on sys.path, for tests.kit
+from _loopback import parcel_conversations
 
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 
 
 def conversations(n: int, exchanges: int) -> list[dict]:
-    out = []
-    for c in range(n):
-        turns = []
-        for e in range(exchanges):
-            turns += [{"role": "user", "content": f"Question {e} of customer {c}: where is parcel {c}-{e}?"},
-                      {"role": "assistant", "content": f"Parcel {c}-{e} left the depot this morning."}]
-        out.append({"id": f"c{c}", "turns": turns})
-    return out
+    return parcel_conversations(n, exchanges)
 
 
 def quiet(argv: list[str]) -> tuple[int, float]:
