@@ -37,17 +37,19 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-dev-shm-usage", "--window-size=1400,1600"]
 
 
-@pytest.fixture(scope="module")
-def browser():
+def _chromium(name: str, prefs: dict[str, object] | None = None):
+    """A headless Chromium driven by the system's chromedriver, with a profile of its own (removed after)."""
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the test extra")
     from selenium.webdriver.chrome.service import Service
 
-    profile = tempfile.mkdtemp(prefix="judgegraph-chromium-")
+    profile = tempfile.mkdtemp(prefix=f"judgegraph-{name}-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in CHROMIUM_FLAGS:
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={profile}")
+    if prefs:
+        options.add_experimental_option("prefs", prefs)
     # the system driver: selenium must not look for (or download) one of its own
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(60)
@@ -56,6 +58,11 @@ def browser():
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    yield from _chromium("chromium")
 
 
 @pytest.fixture(scope="module")
@@ -297,23 +304,7 @@ def test_one_run_page_first_screen(browser, report, tmp_path):
 
 @pytest.fixture(scope="module")
 def browser_without_js():
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the test extra")
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="judgegraph-chromium-nojs-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={profile}")
-    options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
+    yield from _chromium("chromium-nojs", {"profile.managed_default_content_settings.javascript": 2})
 
 
 def test_the_comparison_reads_with_javascript_off(browser_without_js, comparison, tmp_path):
