@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from judgegraph.conversation import Conversation
 from judgegraph.export import load_results
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
@@ -23,15 +22,7 @@ from judgegraph.resultsfile import ResultsFileError
 from judgegraph.runheader import RunSettingsChanged, differences, metric_prompts, run_header
 from judgegraph.runner import MetricPlan, judge_conversation
 from judgegraph.runner import evaluate_to_file as run_to_file
-
-YES = {"reason": "on topic", "verdict": "yes"}
-NO = {"reason": "off topic", "verdict": "no"}
-
-
-def item(i: int, reply: str = "answer") -> LoadedConversation:
-    conv = Conversation.model_validate({"id": f"c{i}", "turns": [
-        {"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"{reply} {i}"}]})
-    return LoadedConversation(conversation=conv, source=f"test:{i}", format="judgegraph")
+from tests.unit.test_runner import NO, YES, item
 
 
 def plan(metrics=("turn_relevancy",), model=None, **overrides) -> MetricPlan:
