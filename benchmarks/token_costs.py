@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import _loopback
-from langchain_openai import ChatOpenAI
 
 from judgegraph.conversation import Conversation
 from judgegraph.judges.limiter import CallLimiter
@@ -104,10 +103,16 @@ class Figures:
     extra: dict[str, Any] = field(default_factory=dict)  # columns a mode adds (e.g. a cacheable share)
 
 
+def judge_plan(mode: Mode, base_url: str, window_size: int) -> MetricPlan:
+    """The mode's run plan: its judge built from the model's name, as ``judgegraph eval --model`` builds it (the
+    clients ``--batch`` answers at), pointed at the loopback server."""
+    judge = LLMJudge(f"openai:{MODEL}", base_url=base_url, api_key="bench", max_retries=0, temperature=0,
+                     limiter=CallLimiter(16), **mode.judge)
+    return MetricPlan([METRIC], judge, {"window_size": window_size, **mode.options})
+
+
 async def evaluate_mode(mode: Mode, items: list[LoadedConversation], base_url: str, window_size: int) -> Figures:
-    model = ChatOpenAI(model=MODEL, base_url=base_url, api_key="bench", max_retries=0, temperature=0)
-    judge = LLMJudge(model, limiter=CallLimiter(16), **mode.judge)
-    plan = MetricPlan([METRIC], judge, {"window_size": window_size, **mode.options})
+    plan = judge_plan(mode, base_url, window_size)
     summary = await evaluate_async(items, plan, max_conversations=16)
     verdicts = {(o.conversation_id, v.window): v.verdict for o in summary.outcomes
                 for v in o.results[METRIC].verdicts}
@@ -118,9 +123,7 @@ async def evaluate_batch(mode: Mode, items: list[LoadedConversation], base_url: 
     """The same run through the Batch API (``judgegraph eval --batch``): the loopback server answers the batch."""
     from judgegraph.batch import evaluate_batch_to_file
 
-    model = ChatOpenAI(model=MODEL, base_url=base_url, api_key="bench", max_retries=0, temperature=0)
-    judge = LLMJudge(model, limiter=CallLimiter(16), **mode.judge)
-    plan = MetricPlan([METRIC], judge, {"window_size": window_size, **mode.options})
+    plan = judge_plan(mode, base_url, window_size)
     with tempfile.TemporaryDirectory() as tmp:
         summary = await evaluate_batch_to_file(items, plan, f"{tmp}/batch.jsonl", poll_s=0.01, max_conversations=16)
     verdicts = {(o.conversation_id, v.window): v.verdict for o in summary.outcomes
