@@ -22,7 +22,16 @@ from .judges import Judge, JudgeCache, JudgeOutcome, JudgeRequest, resolve_judge
 from .judges.schema_example import example_from_schema
 from .judges.scripted import ScriptedChatModel, ScriptedRequest
 from .judges.tokens import ROLES, prompt_tokens
-from .prefixcache import CacheRule, MarkedCache, PrefixCache, cache_rule, chat_parts, marked_parts, request_tokens
+from .prefixcache import (
+    OPENAI_PREFIX_RULE,
+    CacheRule,
+    MarkedCache,
+    PrefixCache,
+    cache_rule,
+    chat_parts,
+    marked_parts,
+    request_tokens,
+)
 from .pricing import Prices
 from .results import Usage
 
@@ -62,7 +71,7 @@ class RecordingChatModel(ScriptedChatModel):
     (``marks_cache_control``), and what it marks is counted."""
 
     model_name: str = "dry-run"
-    rule: CacheRule = CacheRule("openai", "prefix")
+    rule: CacheRule = OPENAI_PREFIX_RULE
     _counts: dict[str, Counter[str]] = PrivateAttr(default_factory=dict)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)  # requests arrive on several threads
     _prefixes: PrefixCache = PrivateAttr(default_factory=PrefixCache)
@@ -170,7 +179,7 @@ class DryRunJudge(Judge):
     def __init__(self, name: str, *, max_tries: int = 3, rule: CacheRule | None = None) -> None:
         self.name = name
         self.max_tries = max_tries
-        self.cache_rule = rule or CacheRule("openai", "prefix")  # the provider's prompt cache (judgegraph.prefixcache)
+        self.cache_rule = rule or OPENAI_PREFIX_RULE  # the provider's prompt cache (judgegraph.prefixcache)
         self.chat = RecordingChatModel(rule=self.cache_rule)
         self._inner = resolve_judge(model=self.chat, max_tries=max_tries, max_concurrency=64, cache=False)
         self.cache = JudgeCache()  # identical requests are made once, as in the real run
@@ -232,7 +241,7 @@ class CostEstimate:
     max_tries: int = 3
     uncounted_after: list[str] = field(default_factory=list)  # steps whose answer-dependent followers were not counted
     #: The provider's prompt-cache rule the cached input tokens were counted by (``unknown``: none counted).
-    cache_rule: CacheRule = field(default_factory=lambda: CacheRule("openai", "prefix"))
+    cache_rule: CacheRule = OPENAI_PREFIX_RULE
 
     def by_metric(self) -> dict[str, StepCost]:
         out: dict[str, StepCost] = {}

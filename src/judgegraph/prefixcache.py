@@ -223,12 +223,18 @@ class CacheRule:
         return f"unknown: no prompt-cache rule is known for provider {self.provider!r}, so none is counted"
 
 
+#: OpenAI's automatic prefix rule: the rule of an ``openai:`` (or bare) model, and the dry run's by default.
+OPENAI_PREFIX_RULE = CacheRule("openai", "prefix", MIN_PREFIX_TOKENS)
+
+
 def cache_rule(model: str) -> CacheRule:
     """The cache rule of the provider of ``model`` (``provider:name``; a bare name is OpenAI's, as the judge
-    reads it)."""
-    provider, _, name = model.partition(":") if ":" in model else ("openai", "", model)
+    reads it: :func:`judgegraph.judges.llm.split_model`)."""
+    from .judges.llm import split_model
+
+    provider, name = split_model(model)
     if provider == "openai":
-        return CacheRule("openai", "prefix", MIN_PREFIX_TOKENS)
+        return OPENAI_PREFIX_RULE
     if provider == "anthropic":
         least = anthropic_min_tokens(name)
         return CacheRule("anthropic", "marked", least or max(ANTHROPIC_MIN_TOKENS.values()), least is not None)
