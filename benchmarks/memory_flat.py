@@ -95,7 +95,7 @@ def main() -> int:
         while proc.poll() is None:
             time.sleep(args.interval)
             kb = tree_rss_kb(proc.pid)
-            done = out.read_bytes().count(b"\n") if out.exists() else 0
+            done = out.read_bytes().count(b'{"type": "conversation"') if out.exists() else 0  # not the header
             if kb is not None:
                 samples.append((time.monotonic() - start, done, kb))
             if time.monotonic() - start > args.max_seconds:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,7 @@ from pathlib import Path
 import _loopback  # noqa: F401 - puts the repository root on sys.path, for tests.kit
 from _loopback import parcel_conversations
 
+from judgegraph.resultsfile import iter_records
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 
 
@@ -36,7 +38,12 @@ def conversations(n: int, exchanges: int) -> list[dict]:
 def quiet(argv: list[str]) -> tuple[int, float]:
     """The command in its own process (as a user runs it), its output dropped; wall time includes start-up."""
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "judgegraph.cli", *argv], capture_output=True, text=True, timeout=600)
+    # a judge cache of its own: the command's calls are its own (a shared cache would answer the rejudge from
+    # "eval again", and from earlier runs of this benchmark)
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "JUDGEGRAPH_JUDGE_CACHE": str(Path(cache) / "judge-cache.sqlite")}
+        proc = subprocess.run([sys.executable, "-m", "judgegraph.cli", *argv], capture_output=True, text=True,
+                              timeout=600, env=env)
     if proc.returncode > 1:
         raise SystemExit(f"judgegraph {argv[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return proc.returncode, time.perf_counter() - start
@@ -69,7 +76,7 @@ def main() -> None:
         _, wall_full = quiet(["eval", str(data), "-m", "turn-relevancy", *llm, "--rubric", rubric, "--out",
                               str(Path(tmp) / "full.jsonl"), "-q", "--no-progress"])
         judged = sum(r["results"]["turn_relevancy"]["usage"]["calls"]
-                     for r in map(json.loads, (Path(tmp) / "full.jsonl").read_text().splitlines()))
+                     for _, r in iter_records(Path(tmp) / "full.jsonl") if r["type"] == "conversation")
         rows.append(("eval again, new rubric", calls() - base, wall_full))
         assert judged == calls() - base, (judged, calls() - base)
         base = calls()

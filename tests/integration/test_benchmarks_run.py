@@ -1,4 +1,4 @@
-"""The cost benchmarks the README quotes still run (issue 20's figures come from them): each on a tiny set, as
+"""The cost benchmarks (the README quotes them) still run (issue 20's figures come from them): each on a tiny set, as
 ``python benchmarks/NAME.py`` is run, against its own loopback server, printing every mode's row. The figures
 themselves are not asserted here: the benchmarks print them."""
 
@@ -20,6 +20,8 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
     ("token_costs.py", ["--long", "1", "--short", "2"],
      ["per-window", "dense 10 ", "dense 10 + batch"]),
     ("batch_cost.py", ["--conversations", "2", "--exchanges", "2"], ["live ", "--batch "]),
+    ("rejudge_cost.py", ["--conversations", "2", "--exchanges", "3"],
+     ["eval again, new rubric", "judgegraph rejudge (1 window)", "steering.rejudge on a thread (1 window)"]),
 ])
 def test_a_cost_benchmark_runs_and_prints_every_mode(program, args, rows):
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
