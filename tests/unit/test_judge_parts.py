@@ -220,3 +220,43 @@ def test_tpm_paces_on_estimated_tokens():
     limiter = CallLimiter(8, tpm=6000)  # 100 tokens a second, a burst of 100
     waits = [limiter.delay(tokens=100) for _ in range(3)]
     assert waits[0] == 0 and waits[1] == pytest.approx(1.0, abs=0.02) and waits[2] == pytest.approx(2.0, abs=0.02)
+
+
+@pytest.mark.parametrize("code", ["SQLITE_BUSY", "SQLITE_LOCKED"])
+def test_a_cache_file_met_locked_while_opening_is_tried_again_not_turned_off(tmp_path, monkeypatch, code):
+    # workers opening a new cache file together may meet SQLITE_BUSY without SQLite's busy wait: the cache was turned
+    # off for the run (CI saw a second run re-ask 18 of 36 answers); now it is tried again within the busy timeout
+    import sqlite3
+
+    from judgegraph.judges import cache
+
+    real, failures = cache._check_schema, []
+
+    def locked_twice(conn):
+        if len(failures) < 2:
+            exc = sqlite3.OperationalError("database is locked")
+            exc.sqlite_errorname = code
+            failures.append(exc)
+            raise exc
+        real(conn)
+
+    monkeypatch.setattr(cache, "_check_schema", locked_twice)
+    disk = DiskCache(tmp_path / "c.sqlite", busy_timeout_s=5)
+    disk.put("k", "{}", reply=None)
+    assert len(failures) == 2 and disk.problem is None and disk.get("k") is not None
+
+
+def test_a_cache_file_still_locked_after_the_busy_timeout_turns_the_cache_off(tmp_path, monkeypatch):
+    import sqlite3
+
+    from judgegraph.judges import cache
+
+    def locked(conn):
+        exc = sqlite3.OperationalError("database is locked")
+        exc.sqlite_errorname = "SQLITE_BUSY"
+        raise exc
+
+    monkeypatch.setattr(cache, "_check_schema", locked)
+    disk = DiskCache(tmp_path / "c.sqlite", busy_timeout_s=0.1)
+    disk.put("k", "{}", reply=None)
+    assert disk.problem is not None and "database is locked" in disk.problem and disk.get("k") is None

@@ -57,6 +57,11 @@ class _Foreign(Exception):
     """A SQLite file that holds something other than judge answers."""
 
 
+def _busy(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` is SQLite's "another connection holds the lock" (SQLITE_BUSY or SQLITE_LOCKED)."""
+    return str(getattr(exc, "sqlite_errorname", "")).startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
+
+
 def _describe(exc: BaseException) -> str:
     """The cause of a cache failure in a few words, with SQLite's error name."""
     if isinstance(exc, sqlite3.Error):
@@ -137,19 +142,31 @@ class DiskCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise OSError(exc.errno, f"its folder {self.path.parent} cannot be created: {exc.strerror or exc}") from None
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, check_same_thread=False,
-                               isolation_level=None)
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            _check_schema(conn)  # reads the header first: a file that is not a database fails here
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute(_SCHEMA)
-        except BaseException:
-            conn.close()
-            raise
-        self._conn, self._pid = conn, os.getpid()
-        return conn
+        deadline = time.monotonic() + self.busy_timeout_s
+        pause = 0.02
+        while True:
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, check_same_thread=False,
+                                   isolation_level=None)
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+                _check_schema(conn)  # reads the header first: a file that is not a database fails here
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute(_SCHEMA)
+            except sqlite3.OperationalError as exc:
+                conn.close()
+                # processes opening a new file together (workers): setting it up may meet SQLITE_BUSY at once,
+                # without SQLite's busy wait; it is tried again, within the busy timeout
+                if not _busy(exc) or time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
+                continue
+            except BaseException:
+                conn.close()
+                raise
+            self._conn, self._pid = conn, os.getpid()
+            return conn
 
     def _disable(self, exc: BaseException, doing: str) -> None:
         """Turn the cache off for the rest of the run and warn once per file."""
