@@ -1,6 +1,5 @@
 """The options eval, simulate and rejudge share (issue 16, "one core"): one check, one message naming the flag,
-exit 2 before any work, whichever command gets the bad value; and every flag the README's synopsis lists is
-still in each command's --help."""
+exit 2 before any work, whichever command gets the bad value."""
 
 import json
 import re
@@ -12,9 +11,6 @@ from judgegraph.cli import main
 from judgegraph.cli.common import MAX_CONCURRENCY
 
 pytestmark = pytest.mark.integration
-
-README = Path(__file__).resolve().parents[2] / "README.md"
-
 
 @pytest.fixture
 def chats(tmp_path):
@@ -71,27 +67,3 @@ def test_an_unreadable_guideline_file_is_a_usage_error_before_any_work(tmp_path,
     assert main([*argv, "--guideline", f"@{missing}"]) == 2
     assert f"--guideline {missing}: cannot read it" in capsys.readouterr().err
     assert not out.exists()
-
-
-def synopsis() -> dict[str, set[str]]:
-    """The flags of each command in the README's command line synopsis."""
-    block = README.read_text(encoding="utf-8").split("## Command line\n\n```\n", 1)[1].split("```", 1)[0]
-    flags: dict[str, set[str]] = {}
-    name = ""
-    for line in block.splitlines():
-        if found := re.match(r"judgegraph (\w+)", line):
-            name = found.group(1)
-        flags.setdefault(name, set()).update(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", line.split("  #")[0]))
-    return flags
-
-
-@pytest.mark.parametrize("name", ["eval", "simulate", "rejudge", "report", "show", "agree", "watch"])
-def test_every_flag_of_the_readme_synopsis_is_in_the_commands_help(capsys, name):
-    with pytest.raises(SystemExit) as done:
-        main([name, "--help"])
-    assert done.value.code == 0
-    text = capsys.readouterr().out
-    listed = set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", text))
-    assert synopsis()[name] <= listed
-    if name == "eval":  # the synopsis lists every eval flag: -m/--metric and -q/--quiet once
-        assert listed - synopsis()[name] <= {"-h", "--help", "--metric", "--quiet"}

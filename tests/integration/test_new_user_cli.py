@@ -56,7 +56,7 @@ def test_dry_run_still_checks_the_judge_options(tmp_path, bare_env):
 
 def test_the_readme_html_command_runs_twice(tmp_path, bare_env):
     """README 'Report in the browser': the second run used to exit 2 (the results file exists)."""
-    argv = readme_command("judgegraph eval examples/support_chats.jsonl ")
+    argv = readme_command("judgegraph eval examples/support_chats.jsonl --overwrite --html")
     assert "--html" in argv
     (tmp_path / "examples").mkdir()
     shutil.copy(EX / "support_chats.jsonl", tmp_path / "examples")
@@ -111,7 +111,7 @@ def bash_command(markdown: Path, starts: str) -> list[str]:
     raise AssertionError(f"no line of {markdown} starts with {starts!r}")
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/steering.md"])
+@pytest.mark.parametrize("doc", ["docs/guide/steering.md", "docs/steering.md"])
 def test_the_documented_rejudge_command_runs_as_written(tmp_path, bare_env, doc):
     """After the README's first command, the rejudge example names a conversation and a rubric
     file that exist (it named refund-42 and @strict.txt, neither of which does)."""
