@@ -20,6 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 LOCAL_SERVER = "http://localhost:11434/v1"  # the README's local server (Ollama): the loopback server plays it
 
 
+def ran(status: int, output: str) -> bool:
+    """Ran as written: passed or failed a threshold, or judge errors only (the loopback server's canned answers
+    do not meet every metric's checks); never a usage error, a missing file, an input error or a bug."""
+    return status in (0, 1) or (status == 3 and " 0 input errors" in output and "judge error" in output)
+
+
 def bash_blocks(markdown: str) -> list[str]:
     blocks, inside, lines = [], False, []
     for line in markdown.splitlines():
@@ -39,10 +45,15 @@ def judgegraph_commands(text: str) -> list[str]:
         for line in block.replace("\\\n", " ").splitlines():
             if "# not run:" in line:  # the comment says why (your own app, a real key)
                 continue
-            command = line.split("  #", 1)[0].strip()
-            if "judgegraph " not in command or "&&" in command:  # the install line is CI's own first command
+            if "judgegraph " not in line or "&&" in line:  # the install line is CI's own first command
                 continue
-            words = shlex.split(command)
+            words, target = shlex.split(line, comments=True), ""
+            for i, word in enumerate(words):  # the shell's own: `> FILE` keeps the output, `;` ends the command
+                if word == ">" or ";" in word:
+                    target = words[i + 1].rstrip(";") if word == ">" else ""
+                    words = words[:i] + ([word.rstrip(";")] if word.rstrip(";") not in (">", "") else [])
+                    break
+            command = shlex.join(words) + (f" > {target}" if target else "")
             while words and "=" in words[0] and not words[0].startswith("-"):
                 words = words[1:]
             if words[:1] == ["judgegraph"]:
@@ -56,6 +67,12 @@ def documented() -> list[tuple[str, str]]:
     return readme + [(f"commands/{name}", c) for name, page in pages.items() for c in page["examples"]]
 
 
+def site_pages() -> list[Path]:
+    """The site's hand-written pages that show judgegraph commands."""
+    return [p for p in sorted((ROOT / "docs").rglob("*.md"))
+            if "_gen" not in p.parts and judgegraph_commands(p.read_text(encoding="utf-8"))]
+
+
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     """A new user's folder after the README's first command, with the files the tour names."""
@@ -66,11 +83,25 @@ def folder(tmp_path_factory):
     first = subprocess.run([sys.executable, "-m", "judgegraph.cli", "eval", "examples/support_chats.jsonl",
                             "--no-progress"], cwd=where, env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode in (0, 1), first.stdout + first.stderr
-    for name in ("old-results.jsonl", "new-results.jsonl"):
+    for name in ("old-results.jsonl", "new-results.jsonl", "main-results.jsonl", "pr-results.jsonl"):
         shutil.copy(where / "judgegraph-results.jsonl", where / name)
-    for name in ("chats-v1.jsonl", "chats-v2.jsonl"):
+    for name in ("chats.jsonl", "chats-v1.jsonl", "chats-v2.jsonl", "chats-v3.jsonl"):
         shutil.copy(where / "examples" / "support_chats.jsonl", where / name)
+    shutil.copy(where / "examples" / "support_labels.jsonl", where / "labels.jsonl")
+    with FakeOpenAIServer(schema_responder) as server:  # results.jsonl: an LLM judge's run, asked three times
+        made = subprocess.run([sys.executable, "-m", "judgegraph.cli", "eval", "chats.jsonl", "--model",
+                               "openai:gpt-4.1-mini", "--repeat", "3", "--out", "results.jsonl", "--no-progress"],
+                              cwd=where, capture_output=True, text=True, timeout=300,
+                              env={**env, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test"})
+    assert made.returncode in (0, 1), made.stdout + made.stderr
     return where, env
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", site_pages(), ids=lambda p: str(p.relative_to(ROOT / "docs")))
+def test_a_site_page_s_commands_run_in_order_as_written(folder, tmp_path, monkeypatch, capsys, page):
+    run_commands(folder[0], tmp_path, monkeypatch, capsys, page.name,
+                 judgegraph_commands(page.read_text(encoding="utf-8")))
 
 
 def test_every_subcommand_has_a_page():
@@ -90,21 +121,33 @@ def test_the_readme_and_the_command_pages_show_commands():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("doc, command", documented(), ids=[f"{d}:{c[:60]}" for d, c in documented()])
-def test_a_documented_command_runs_as_written(folder, tmp_path, doc, command):
-    where, env = folder
-    run = shutil.copytree(where, tmp_path / "run")  # each command in its own copy: none sees another's files
-    words = shlex.split(command.replace(LOCAL_SERVER, "{server}"))
-    assigned = {}
-    while "=" in words[0] and not words[0].startswith("-"):
-        key, _, value = words.pop(0).partition("=")
-        assigned[key] = value
+def test_a_documented_command_runs_as_written(folder, tmp_path, monkeypatch, capsys, doc, command):
+    """Each in its own copy of the folder: none sees another's files."""
+    run_commands(folder[0], tmp_path, monkeypatch, capsys, doc, [command])
+
+
+def run_commands(where: Path, tmp_path: Path, monkeypatch, capsys, doc: str, commands: list[str]) -> None:
+    """``commands`` in order in a copy of ``where`` (a later one reads what an earlier one wrote), in this process,
+    with the loopback server standing in for the judge; `> FILE` keeps the output."""
+    from judgegraph.cli import main
+
+    run = shutil.copytree(where, tmp_path / "run")
+    monkeypatch.chdir(run)
+    for made in re.findall(r"--out ([\w./-]+)", " ".join(commands)):  # what the commands make, they make themselves
+        (run / made).unlink(missing_ok=True)
     with FakeOpenAIServer(schema_responder) as server:
-        words = [w.replace("{server}", server.base_url) for w in words]
-        env = {**env, **assigned, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test",
-               "JUDGEGRAPH_JUDGE_CACHE": str(tmp_path / "cache.sqlite")}
-        proc = subprocess.run([sys.executable, "-m", "judgegraph.cli", *words[1:]], cwd=run, env=env,
-                              capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-    assert proc.returncode in (0, 1), f"{doc}: {command}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        for command in commands:
+            line, _, target = command.partition(" > ")
+            words = shlex.split(line.replace(LOCAL_SERVER, server.base_url))
+            while "=" in words[0]:  # OPENAI_API_KEY=sk-... judgegraph ...: the key is the test's
+                words.pop(0)
+            status = main(words[1:])
+            out, err = capsys.readouterr()
+            if target:
+                (run / target).write_text(out, encoding="utf-8")
+            assert ran(status, out + err), f"{doc}: {command}\nexit {status}\n{out[-1500:]}\n{err[-1500:]}"
 
 
 def reference_hooks():
