@@ -67,6 +67,17 @@ def documented() -> list[tuple[str, str]]:
     return readme + [(f"commands/{name}", c) for name, page in pages.items() for c in page["examples"]]
 
 
+def python_blocks(markdown: str) -> list[str]:
+    """The ```python blocks not marked `<!-- not run: why -->` on the line before."""
+    return re.findall(r"(?<!-->\n)```python\n(.*?)```", markdown, re.S)
+
+
+def python_examples() -> list[tuple[str, int, str]]:
+    pages = [ROOT / "README.md", *(p for p in sorted((ROOT / "docs").rglob("*.md")) if "_gen" not in p.parts)]
+    return [(str(p.relative_to(ROOT)), i, block) for p in pages
+            for i, block in enumerate(python_blocks(p.read_text(encoding="utf-8")))]
+
+
 def site_pages() -> list[Path]:
     """The site's hand-written pages that show judgegraph commands."""
     return [p for p in sorted((ROOT / "docs").rglob("*.md"))
@@ -102,6 +113,21 @@ def folder(tmp_path_factory):
 def test_a_site_page_s_commands_run_in_order_as_written(folder, tmp_path, monkeypatch, capsys, page):
     run_commands(folder[0], tmp_path, monkeypatch, capsys, page.name,
                  judgegraph_commands(page.read_text(encoding="utf-8")))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("doc, index, code", python_examples(), ids=[f"{d}:{i}" for d, i, _ in python_examples()])
+def test_a_documented_python_example_runs_as_written(folder, tmp_path, doc, index, code):
+    """In a fresh interpreter, in a copy of the new user's folder, the loopback server as the judge."""
+    where, env = folder
+    run = shutil.copytree(where, tmp_path / "run")
+    with FakeOpenAIServer(schema_responder) as server:
+        proc = subprocess.run([sys.executable, "-c", code], cwd=run, capture_output=True, text=True, timeout=300,
+                              env={**env, "PYTHONPATH": f"{env.get('PYTHONPATH', '')}:{ROOT}",
+                                   "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test",
+                                   "JUDGEGRAPH_JUDGE_CACHE": str(tmp_path / "cache.sqlite")},
+                              stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, f"{doc} python block {index}:\n{code[:500]}\n{proc.stderr[-2500:]}"
 
 
 def test_every_subcommand_has_a_page():
