@@ -50,6 +50,10 @@ def _options(sub: argparse.ArgumentParser) -> list[str]:
     return lines + [""]
 
 
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def commands() -> dict[str, dict[str, Any]]:
     import yaml
 
@@ -81,8 +85,8 @@ def command_pages() -> dict[str, str]:
         exits = [f"| {code} | {_cell(why)} |" for code, why in doc["exits"].items()]
         examples = ["```bash", *doc["examples"], "```"] if doc["examples"] else ["(Examples: see the guides.)"]
         pages[f"commands/{name}.md"] = "\n".join([
-            f"# judgegraph {name}", "", _cell(sub.description or ""), "", "## What it reads", "", doc["reads"], "",
-            "## What it writes", "", doc["writes"], "", "## Exit statuses", "", "| status | when |", "| --- | --- |",
+            f"# judgegraph {name}", "", _cell(sub.description or ""), "", "## What it reads", "", _sentence(doc["reads"]), "",
+            "## What it writes", "", _sentence(doc["writes"]), "", "## Exit statuses", "", "| status | when |", "| --- | --- |",
             *exits, "", "## Examples", "", *examples, "", "## Options", "", *_options(sub)])
     return pages
 
