@@ -109,13 +109,38 @@ def metrics_page() -> str:
     return "\n".join(lines)
 
 
-def api_page() -> str:
-    import judgegraph
+#: The packages whose ``__all__`` is the public API (the command line's is its own reference).
+API_PACKAGES = ("judgegraph", "judgegraph.apps", "judgegraph.apps.simulate", "judgegraph.judges", "judgegraph.loaders",
+                "judgegraph.embeddings", "judgegraph.compare", "judgegraph.trust", "judgegraph.batch",
+                "judgegraph.scale", "judgegraph.integrations.mlflow")
 
-    lines = ["# Python API reference", "", "Every name `import judgegraph` exports, from its docstring.", ""]
-    for name in sorted(judgegraph.__all__, key=str.lower):
-        module = judgegraph._EXPORTS[name]  # where the name is defined or exported (the lazy import table)
-        lines += [f"::: judgegraph.{module}.{name}", "    options:", "      heading_level: 2", ""]
+
+def _where(package: str, name: str) -> str:
+    """The dotted path mkdocstrings documents ``package.name`` at: where it is defined, when it says so."""
+    import importlib
+    import inspect
+    import re
+
+    obj = getattr(importlib.import_module(package), name)
+    module = getattr(obj, "__module__", None)
+    if isinstance(module, str) and module.startswith("judgegraph"):
+        source = inspect.getsource(importlib.import_module(module))
+        if re.search(rf"^(async )?(def|class) {name}\b", source, re.M):  # written there, not made by a factory
+            return f"{module}.{name}"
+    return f"{package}.{name}"
+
+
+def api_page() -> str:
+    import importlib
+
+    lines = ["# Python API reference", "", "Every public name — what each package lists in its `__all__` — from its "
+             "docstring.", ""]
+    for package in API_PACKAGES:
+        names = sorted(importlib.import_module(package).__all__, key=str.lower)
+        lines += [f"## {package}", ""]
+        for name in names:
+            lines += [f"::: {_where(package, name)}", "    options:", "      heading_level: 3",
+                      f"      heading: {package}.{name}", ""]
     return "\n".join(lines)
 
 
