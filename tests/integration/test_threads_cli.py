@@ -238,3 +238,27 @@ def test_a_watch_file_has_one_header_refuses_other_settings_and_opens_in_every_r
     agree = cli("agree", str(out), "--labels", str(labels), "--json", env=env)
     assert agree.returncode == 0, agree.stdout + agree.stderr
     assert '"n": 3' in agree.stdout, agree.stdout[:2000]
+
+
+def test_eval_and_watch_read_the_messages_under_messages_key(tmp_path, bare_env):
+    from tests.unit.test_langgraph_threads import history_app
+
+    db = tmp_path / "history.sqlite"
+    conn = sqlite3.connect(db, check_same_thread=False)
+    history_app(sqlite_saver.SqliteSaver(conn))  # thread h1, its messages under `history`
+    conn.close()
+    env = {**bare_env, "HOME": str(tmp_path)}
+    with FakeOpenAIServer(schema_responder) as server:
+        judge = ["-m", "turn-relevancy", "--model", "openai:judge", "--base-url", server.base_url]
+        plain = eval_cli("--checkpointer", f"sqlite:{db}", *judge, "--out", str(tmp_path / "plain.jsonl"), env=env)
+        done = eval_cli("--checkpointer", f"sqlite:{db}", "--messages-key", "history", *judge,
+                        "--out", str(tmp_path / "e.jsonl"), env=env)
+        watched = subprocess.run(watch_cli("--checkpointer", f"sqlite:{db}", "--messages-key", "history", "--idle", "0",
+                                           "--once", *judge, "--out", str(tmp_path / "w.jsonl")),
+                                 capture_output=True, text=True, timeout=120, env=env)
+    assert plain.returncode == 3 and "--messages-key" in plain.stderr, plain.stderr
+    for run, out in ((done, "e.jsonl"), (watched, "w.jsonl")):
+        assert run.returncode == 0, run.stdout + run.stderr
+        (row,) = records(tmp_path / out)
+        assert row["conversation_id"] == "h1" and row["results"]["turn_relevancy"]["status"] == "passed"
+        assert [v["turns"] for v in row["results"]["turn_relevancy"]["verdicts"]] == [[1]]

@@ -134,7 +134,7 @@ def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console)
             err.print(f"[red]error:[/] {markup_safe(name)}: {markup_safe(exc)}")
             return None
         return CheckpointerThreads(saver, name, assistant=args.assistant, metadata=metadata_filter(args),
-                                   context_key=args.context_key)
+                                   context_key=args.context_key, messages_key=args.messages_key)
     from ..loaders.langgraph_server import ServerUnreachable, client
 
     try:
@@ -143,7 +143,7 @@ def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console)
         err.print(f"[red]error:[/] {markup_safe(exc)}")
         return None
     return ServerThreads(sdk, args.langgraph_url, assistant=args.assistant, metadata=metadata_filter(args),
-                         context_key=args.context_key)
+                         context_key=args.context_key, messages_key=args.messages_key)
 
 
 def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out: Console, err: Console) -> int:
