@@ -16,8 +16,8 @@ with several metrics); a judge error is status ``"error"`` with score None, neve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol, cast
 
 from ..conversation import Conversation, from_messages
 from ..judges import ModelLike
@@ -90,13 +90,26 @@ def feedback(result: MetricResult) -> dict[str, Any]:
             "metadata": fb["extra"]}
 
 
+class Evaluator(Protocol):
+    """What :func:`as_evaluator` returns: called as LangSmith and openevals call evaluators, ``acall`` the same
+    under asyncio; each returns one feedback dict (``{"results": [...]}`` for several metrics)."""
+
+    __name__: str
+
+    def __call__(self, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, *,
+                 run: Any = None, example: Any = None, **kwargs: Any) -> dict[str, Any]: ...
+
+    async def acall(self, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, *,
+                    run: Any = None, example: Any = None, **kwargs: Any) -> dict[str, Any]: ...
+
+
 def as_evaluator(
     metrics: MetricLike | Sequence[MetricLike],
     *,
     model: ModelLike = None,
     scope: Scope = "conversation",
     name: str | None = None,
-) -> Callable[..., dict[str, Any]]:
+) -> Evaluator:
     """An evaluator for ``langsmith.evaluate(..., evaluators=[...])`` and for
     direct openevals-style calls (``inputs=``, ``outputs=``,
     ``reference_outputs=``); also callable as ``evaluator(run, example)``.
@@ -133,4 +146,4 @@ def as_evaluator(
 
     evaluator.__name__ = name or (graph.name if graph.name and graph.name != "judges" else "judgegraph")
     evaluator.acall = acall  # type: ignore[attr-defined]
-    return evaluator
+    return cast(Evaluator, evaluator)
