@@ -96,11 +96,11 @@ def as_scenarios(items: Any) -> list[Scenario]:
     if isinstance(items, (Scenario, dict)):
         items = [items]
 
-    def at(i: int) -> Callable[[tuple[int | str, ...]], Where]:
-        return lambda loc: (None, None, ".".join(p for p in (f"scenario[{i}]", field_path(loc)) if p))
+    def place(i: int) -> Callable[[tuple[int | str, ...]], Where]:
+        return lambda loc: (None, None, ".".join(part for part in (f"scenario[{i}]", field_path(loc)) if part))
 
     out = []
-    for i, s in enumerate(validate([(item, at(i)) for i, item in enumerate(items)])):
+    for i, s in enumerate(validate([(item, place(i)) for i, item in enumerate(items)])):
         out.append(s if s.id else s.model_copy(update={"id": f"scenario-{i + 1}"}))
     ids = [s.id for s in out]
     dup = sorted({i for i in ids if ids.count(i) > 1})
@@ -173,14 +173,14 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
         records = [(None, item) for item in data]
     file = str(p)
 
-    def at(i: int, lineno: int | None) -> Callable[[tuple[int | str, ...]], Where]:
+    def place(i: int, lineno: int | None) -> Callable[[tuple[int | str, ...]], Where]:
         if nodes is not None and len(nodes) == len(records):
             return lambda loc: (file, _line_of(nodes[i], loc), field_path(loc))
         if lineno is None:  # JSON: the record's index
-            return lambda loc: (file, None, ".".join(p for p in (f"[{i}]", field_path(loc)) if p))
+            return lambda loc: (file, None, ".".join(part for part in (f"[{i}]", field_path(loc)) if part))
         return lambda loc: (file, lineno, field_path(loc))
 
-    scenarios = validate([(record, at(i, n)) for i, (n, record) in enumerate(records)])
+    scenarios = validate([(record, place(i, n)) for i, (n, record) in enumerate(records)])
     out = [s if s.id else s.model_copy(update={"id": f"{p.stem}-{i + 1}"}) for i, s in enumerate(scenarios)]
     if not out:
         raise ScenarioError(file, None, None, "no scenarios in the file")
