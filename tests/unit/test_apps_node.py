@@ -237,7 +237,7 @@ def test_a_metric_named_any_way_the_cli_takes_routes_and_explains(name):
     lambda: verdict_reason({"judgements": {}}, "turn-relevance"),
 ])
 def test_a_misspelt_metric_name_is_an_error_naming_the_nearest_one(build):
-    with pytest.raises(ValueError, match=r"unknown metric 'turn[_-]relevan.*did you mean 'turn_relevancy'"):
+    with pytest.raises(ValueError, match=r"unknown metric 'turn[_-]relevan.*did you mean 'turn[_-]relevancy'"):
         build()
 
 
