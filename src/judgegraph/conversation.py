@@ -125,8 +125,9 @@ _ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool":
 
 
 def _message_objects(messages: Iterable[object]) -> list[BaseMessage]:
-    """BaseMessage objects from objects, ``model_dump()`` dicts, ``messages_to_dict``
-    dumps (``{"type", "data"}``) or OpenAI-style ``{"role", "content"}`` dicts."""
+    """BaseMessage objects from objects, ``messages_to_dict`` dumps (``{"type", "data"}``), and whatever
+    ``MessagesState`` accepts (LangChain's ``convert_to_messages``: ``model_dump()`` and OpenAI-style
+    ``{"role", "content"}`` dicts, the ``("user", "...")`` shorthand, a bare string as a user message)."""
     from langchain_core.messages import BaseMessage, convert_to_messages, messages_from_dict
 
     out: list[BaseMessage] = []
@@ -135,10 +136,12 @@ def _message_objects(messages: Iterable[object]) -> list[BaseMessage]:
             out.append(message)
         elif isinstance(message, dict) and set(message) == {"type", "data"} and isinstance(message["data"], dict):
             out.extend(messages_from_dict([message]))
-        elif isinstance(message, dict):
-            out.extend(convert_to_messages([message]))
         else:
-            raise ValueError(f"messages[{i}]: expected a LangChain message or a dict, got {type(message).__name__}")
+            try:
+                out.extend(convert_to_messages([message]))  # type: ignore[list-item]  # checked by LangChain
+            except (NotImplementedError, ValueError, TypeError, KeyError) as exc:
+                raise ValueError(f"messages[{i}]: expected a LangChain message, a dict or a (role, content) pair,"
+                                 f" got {type(message).__name__}: {exc}") from None
     return out
 
 
@@ -151,8 +154,8 @@ def _retrieval(message: BaseMessage) -> list[Any]:  # strings or dicts, as given
 
 
 def from_messages(messages: Iterable[BaseMessage | dict[str, Any]], **fields: Any) -> Conversation:
-    """A :class:`Conversation` from LangChain messages (objects, their dict dumps, or
-    ``{"role", "content"}`` dicts): AI messages keep their ``tool_calls`` with the tool's output;
+    """A :class:`Conversation` from LangChain messages (objects, their dict dumps,
+    ``{"role", "content"}`` dicts or ``("user", "...")`` pairs): AI messages keep their ``tool_calls`` with the tool's output;
     retrieval context is read from ``additional_kwargs["retrieval_context"]`` (or
     ``response_metadata``); ``fields`` are the conversation's own (``id``, ``metadata``, ...)."""
     objs = _message_objects(list(messages))

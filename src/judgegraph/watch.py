@@ -33,6 +33,7 @@ from .loaders import InputError, LoadedConversation
 from .loaders.langgraph_threads import (
     CONTEXT_KEY,
     FORMAT,
+    MESSAGES_KEY,
     ThreadError,
     ThreadInfo,
     checkpointer_threads,
@@ -78,12 +79,14 @@ class CheckpointerThreads:
     assistant: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     context_key: str | None = CONTEXT_KEY
+    messages_key: str = MESSAGES_KEY
 
     def threads(self) -> Iterator[ThreadInfo]:
         return (t for t in checkpointer_threads(self.checkpointer) if matches(t, self.assistant, self.metadata))
 
     def read(self, info: ThreadInfo) -> LoadedConversation:
-        conversation = from_thread(self.checkpointer, info.thread_id, context_key=self.context_key)
+        conversation = from_thread(self.checkpointer, info.thread_id, context_key=self.context_key,
+                                   messages_key=self.messages_key)
         return LoadedConversation(conversation, f"{FORMAT}:{self.where}#{info.thread_id}", FORMAT)
 
 
@@ -96,6 +99,7 @@ class ServerThreads:
     assistant: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     context_key: str | None = CONTEXT_KEY
+    messages_key: str = MESSAGES_KEY
 
     def threads(self) -> Iterator[ThreadInfo]:
         from .loaders.langgraph_server import server_threads
@@ -105,7 +109,7 @@ class ServerThreads:
     def read(self, info: ThreadInfo) -> LoadedConversation:
         from .loaders.langgraph_server import read_thread
 
-        conversation = read_thread(self.client, info, context_key=self.context_key)
+        conversation = read_thread(self.client, info, context_key=self.context_key, messages_key=self.messages_key)
         return LoadedConversation(conversation, f"{FORMAT}:{self.where}#{info.thread_id}", FORMAT)
 
 

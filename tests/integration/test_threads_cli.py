@@ -139,7 +139,7 @@ def test_watch_judges_a_sqlite_file_s_idle_threads_once_and_stops_on_sigterm(tmp
                 proc.wait(timeout=10)
     conn.close()
     assert proc.returncode == 143, stdout + stderr
-    assert "terminated" in stderr and "1 threads judged" in stdout
+    assert "terminated" in stderr and "1 thread judged" in stdout
     assert [r["conversation_id"] for r in records(out)] == ["t1", "t2"]  # each once
     ended = json.loads(out.read_text(encoding="utf-8").splitlines()[-1])  # SIGTERM still ends with a summary
     assert ended["type"] == "summary" and ended["conversations"] == 2
@@ -238,3 +238,31 @@ def test_a_watch_file_has_one_header_refuses_other_settings_and_opens_in_every_r
     agree = cli("agree", str(out), "--labels", str(labels), "--json", env=env)
     assert agree.returncode == 0, agree.stdout + agree.stderr
     assert '"n": 3' in agree.stdout, agree.stdout[:2000]
+
+
+def test_eval_and_watch_read_the_messages_under_messages_key(tmp_path, bare_env):
+    from tests.unit.test_langgraph_threads import history_app
+
+    db = tmp_path / "history.sqlite"
+    conn = sqlite3.connect(db, check_same_thread=False)
+    history_app(sqlite_saver.SqliteSaver(conn))  # thread h1, its messages under `history`
+    conn.close()
+    env = {**bare_env, "HOME": str(tmp_path)}
+    with FakeOpenAIServer(schema_responder) as server:
+        judge = ["-m", "turn-relevancy", "--model", "openai:judge", "--base-url", server.base_url]
+        plain = eval_cli("--checkpointer", f"sqlite:{db}", *judge, "--out", str(tmp_path / "plain.jsonl"), env=env)
+        done = eval_cli("--checkpointer", f"sqlite:{db}", "--messages-key", "history", *judge,
+                        "--out", str(tmp_path / "e.jsonl"), env=env)
+        watched = subprocess.run(watch_cli("--checkpointer", f"sqlite:{db}", "--messages-key", "history", "--idle", "0",
+                                           "--once", *judge, "--out", str(tmp_path / "w.jsonl")),
+                                 capture_output=True, text=True, timeout=120, env=env)
+    assert plain.returncode == 3 and "--messages-key" in plain.stderr, plain.stderr
+    # one of each: the words agree with the counts
+    assert "1 conversation, 1 result: 1 passed, 0 failed, 0 errors, 0 n/a; 0 judge errors, 0 input errors." in done.stdout
+    assert "1 poll, 1 thread judged: 1 passed, 0 failed, 0 errors; 0 judge errors, 0 input errors." in watched.stdout
+    assert "0 conversations, 0 results: " in plain.stdout and "0 judge errors, 1 input error." in plain.stdout
+    for run, out in ((done, "e.jsonl"), (watched, "w.jsonl")):
+        assert run.returncode == 0, run.stdout + run.stderr
+        (row,) = records(tmp_path / out)
+        assert row["conversation_id"] == "h1" and row["results"]["turn_relevancy"]["status"] == "passed"
+        assert [v["turns"] for v in row["results"]["turn_relevancy"]["verdicts"]] == [[1]]

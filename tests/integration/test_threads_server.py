@@ -133,7 +133,7 @@ def test_watch_judges_each_new_thread_once_across_polls_and_restarts(server, jud
     # two polls in one process: the second judges nothing again
     done = cli("watch", *args, "--max-polls", "2", "--interval", "0.5", env=bare_env, tmp_path=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "poll 1: 1 threads judged" in done.stderr and "poll 2: 0 threads judged" in done.stderr
+    assert "poll 1: 1 thread judged" in done.stderr and "poll 2: 0 threads judged" in done.stderr
     assert judged(out) == [first]
     # a restart remembers (the state file beside --out); a new thread, once idle, is the only one judged
     busy = new_thread(url, "Weather?", metadata=tag)

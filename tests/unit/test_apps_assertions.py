@@ -55,3 +55,26 @@ def test_nothing_to_judge_passes_unless_refused():
     assert assert_judged(only_user, "turn_relevancy", model=judge())["turn_relevancy"].status == "not_applicable"
     with pytest.raises(JudgementFailed, match="not_applicable"):
         assert_judged(only_user, "turn_relevancy", model=judge(), allow_not_applicable=False)
+
+
+def test_langchains_tuple_shorthand_is_read_as_messagesstate_reads_it():
+    shorthand = [("user", "What is 2+2?"), ("assistant", "2+2 equals 4."),
+                 ("human", "What about 3+3?"), ("ai", "The capital of France is Paris.")]
+    res = assert_judged(shorthand, "turn_relevancy", model=judge())["turn_relevancy"]
+    assert [(v.verdict, v.turns) for v in res.verdicts] == [("yes", [1]), ("no", [3])]
+    with pytest.raises(JudgementFailed, match="turn 2"):
+        assert_judged({"messages": shorthand[2:]}, "turn_relevancy", model=judge(), id="tuples")
+
+
+def test_a_metric_graph_reads_the_tuple_shorthand():
+    from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+
+    out = create_turn_relevancy_judge(model=judge()).invoke(
+        {"messages": [("user", "What about 3+3?"), ("assistant", "The capital of France is Paris.")]})
+    res = out["results"]["turn_relevancy"]
+    assert (res.status, [v.verdict for v in res.verdicts]) == ("failed", ["no"])
+
+
+def test_a_message_of_no_known_shape_is_an_error_naming_it():
+    with pytest.raises(ValueError, match=r"messages\[1\]: .*int"):
+        assert_judged([("user", "Hi"), 42], "turn_relevancy", model=judge())

@@ -93,3 +93,15 @@ def test_several_metrics_give_several_results_and_judge_errors_are_not_scores():
     for r in res["results"]:
         assert r.score is None and r.value is None and r.metadata["status"] == "error"
         assert r.metadata["judge_errors"] == 1
+
+
+def test_plain_string_inputs_outputs_and_reference_as_openevals_takes_them():
+    # openevals' create_llm_as_judge types inputs, outputs and reference_outputs `str | dict` (python/openevals/llm.py)
+    relevancy = as_evaluator("turn_relevancy", model=judge())
+    res = relevancy(inputs={"question": "How do I block my card?"}, outputs="Sunny with a light breeze today.")
+    assert (res["key"], res["score"]) == ("turn_relevancy", 0.0)
+    conv = find_conversation("How do I block my card?", "Open the app, choose Cards.", "The card gets blocked.")
+    assert [(t.role, t.content) for t in conv.turns] == [("user", "How do I block my card?"),
+                                                         ("assistant", "Open the app, choose Cards.")]
+    assert conv.expected_outcome == "The card gets blocked."
+    assert asyncio.run(relevancy.acall(inputs="How do I block my card?", outputs=ON_TOPIC["content"]))["score"] == 1.0

@@ -195,3 +195,66 @@ def test_latest_scope_judges_only_the_latest_replys_retrieval_context():
     res = app_with(node).invoke({"messages": messages})["judgements"]["turn_contextual_relevancy"]
     assert m.call_count == 2  # one extraction and one judgement, for the latest reply only
     assert res["score"] == 0.5 and {tuple(v["turns"]) for v in res["verdicts"]} == {(3,)}
+
+
+def guarded_app(metric_name: str):
+    """chatbot → judge → (passed: END | failed: regenerate → judge): a guardrail as the docs build it."""
+    from langchain_core.messages import RemoveMessage
+
+    calls = {"regenerate": 0}
+
+    def chatbot(state: State) -> dict[str, Any]:
+        return {"messages": [AIMessage("The capital of France is Paris.")]}
+
+    def regenerate(state: State) -> dict[str, Any]:
+        calls["regenerate"] += 1
+        assert verdict_reason(state, metric_name) == NO["reason"]
+        return {"messages": [RemoveMessage(id=state["messages"][-1].id), AIMessage("3+3 equals 6.")]}
+
+    builder = StateGraph(State)
+    builder.add_node("chatbot", chatbot)
+    builder.add_node("judge", judge_node(metric_name, model=judge_model(), scope="latest"))
+    builder.add_node("regenerate", regenerate)
+    builder.add_edge(START, "chatbot")
+    builder.add_edge("chatbot", "judge")
+    route = route_on_verdict(metric_name, passed=END, failed="regenerate")
+    builder.add_conditional_edges("judge", route, route.destinations)
+    builder.add_edge("regenerate", "judge")
+    return builder.compile(), calls
+
+
+@pytest.mark.parametrize("name", ["turn-relevancy", "Turn_Relevancy", " turn_relevancy"])
+def test_a_metric_named_any_way_the_cli_takes_routes_and_explains(name):
+    app, calls = guarded_app(name)
+    out = app.invoke({"messages": [HumanMessage("What about 3+3?")]}, {"recursion_limit": 12})
+    assert calls["regenerate"] == 1 and out["messages"][-1].content == "3+3 equals 6."
+    assert out["judgements"]["turn_relevancy"]["status"] == "passed"
+    assert verdict_reason(out, name) == out["judgements"]["turn_relevancy"]["reason"]
+
+
+@pytest.mark.parametrize("build", [
+    lambda: route_on_verdict("turn_relevancey", passed=END, failed="regenerate"),
+    lambda: verdict_reason({"judgements": {}}, "turn-relevance"),
+])
+def test_a_misspelt_metric_name_is_an_error_naming_the_nearest_one(build):
+    with pytest.raises(ValueError, match=r"unknown metric 'turn[_-]relevan.*did you mean 'turn[_-]relevancy'"):
+        build()
+
+
+def test_a_router_on_a_metric_the_judge_node_does_not_judge_is_an_error_not_a_loop():
+    route = route_on_verdict("conversation_completeness", passed=END, failed="regenerate")
+    out = app_with(judge_node("turn_relevancy", model=judge_model(), scope="latest")).invoke({"messages": HISTORY[:5]})
+    with pytest.raises(KeyError, match="no result for 'conversation_completeness'.*turn_relevancy"):
+        route(out)
+
+
+def test_a_router_on_a_metric_of_your_own_takes_its_graph_or_spec():
+    from judgegraph.metrics.custom import make_judge
+
+    mine = make_judge(name="politeness", instructions="Is this polite? {{ conversation }}", model=judge_model())
+    route = route_on_verdict(mine, passed="ok", failed="again")
+    res = MetricResult(key="politeness", conversation_id="", score=1.0, threshold=0.5, passed=True,
+                       status="passed", reason="", judge="x")
+    assert route({"judgements": {"politeness": res}}) == "ok"
+    with pytest.raises(ValueError, match="unknown metric 'politeness'.*pass its compiled graph or MetricSpec"):
+        route_on_verdict("politeness")

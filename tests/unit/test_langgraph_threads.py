@@ -5,10 +5,13 @@ and the field."""
 from __future__ import annotations
 
 import sqlite3
+from typing import Annotated
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
 
 from judgegraph.loaders import InputError, LoadedConversation
 from judgegraph.loaders.langgraph_threads import (
@@ -91,7 +94,8 @@ def test_a_missing_thread_and_a_state_without_messages_name_the_thread_and_field
     items = list(load_checkpointer(saver, "memory", ["t1", "counter", "nope"]))
     assert isinstance(items[0], LoadedConversation)
     assert items[1] == InputError("memory", None, None, "values.messages",
-                                  "thread 'counter': the thread's state has no 'messages' (its keys: 'count')")
+                                  "thread 'counter': the thread's state has no 'messages' (its keys: 'count');"
+                                  " --messages-key KEY (messages_key=) reads another key")
     assert items[2] == InputError("memory", None, None, "thread",
                                   "thread 'nope': the checkpointer has no checkpoint for this thread")
     with pytest.raises(ThreadError, match="thread 'nope': thread: the graph's checkpointer has no checkpoint"):
@@ -155,3 +159,35 @@ def test_a_checkpointer_s_threads_filtered_by_their_run_metadata():
     assert ids(assistant="agent") == ["a"]
     assert ids(assistant="agent", metadata={"user": "bob"}) == []
     assert ids(metadata={"user": "None"}) == []  # a missing key is not the text "None"
+
+
+class Chat(TypedDict):
+    history: Annotated[list, add_messages]
+
+
+def history_app(saver):
+    """An agent keeping its messages under ``history`` (as judge_node's messages_key= reads)."""
+    from langgraph.graph import START, StateGraph
+
+    g = StateGraph(Chat)
+    g.add_node("bot", lambda s: {"history": [AIMessage(f"You said: {s['history'][-1].text}")]})
+    g.add_edge(START, "bot")
+    app = g.compile(checkpointer=saver)
+    app.invoke({"history": [("user", "Hello")]}, {"configurable": {"thread_id": "h1"}})
+    return app
+
+
+def test_a_state_key_other_than_messages_is_read_with_messages_key():
+    saver = InMemorySaver()
+    app = history_app(saver)
+    for source in (app, saver):
+        conversation = from_thread(source, "h1", messages_key="history")
+        assert [(t.role, t.content) for t in conversation.turns] == [("user", "Hello"), ("assistant", "You said: Hello")]
+    (item,) = load_checkpointer(saver, "memory", messages_key="history")
+    assert isinstance(item, LoadedConversation) and item.conversation.id == "h1"
+    with pytest.raises(ThreadError, match=r"no 'messages' \(its keys: 'history'\); .*messages_key") as info:
+        from_thread(saver, "h1")
+    assert info.value.field == "values.messages"
+    with pytest.raises(ThreadError, match="no 'chat'") as info:
+        from_thread(saver, "h1", messages_key="chat")
+    assert info.value.field == "values.chat"

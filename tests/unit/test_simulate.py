@@ -198,3 +198,36 @@ def test_simulated_users_and_judges_share_the_judges_limit_on_calls_in_flight():
     assert all(r.status == "goal_reached" for r in runs)
     assert slow_user.call_count == 18 and slow_judge.call_count >= 2  # the judge cache answers repeated windows
     assert peak[0] == 2  # six conversations at once, never more than two LLM calls (user or judge) in flight
+
+
+@pytest.mark.parametrize("run", [simulate, lambda *a, **k: asyncio.run(asimulate(*a, **k))])
+def test_a_misspelt_option_is_an_error_naming_the_nearest_one_before_any_turn(run):
+    u = user()
+    with pytest.raises(TypeError, match=r"'max_turn' \(did you mean 'max_turns'\?\)"):
+        run(chatbot_graph(bot()), [SCENARIO], user_model=u, max_turn=1)
+    with pytest.raises(TypeError, match=r"needs user_model="):
+        run(chatbot_graph(bot()), [SCENARIO], model=judge())
+    assert u.call_count == 0
+
+
+def test_scenario_mistakes_in_python_name_each_record_and_field_as_files_do():
+    scenarios = [SCENARIO, {"goal": "g", "persona": {"kind": "villain", "topics": ["x"]}}, {"id": "c"},
+                 {"goal": "g", "max_turns": 0, "mood": "sad"}]
+    with pytest.raises(ScenarioError) as info:
+        simulate(chatbot_graph(bot()), scenarios, user_model=user())
+    lines = str(info.value).splitlines()
+    assert [line.split(": ")[0] for line in lines] == [
+        "scenario[1].persona.kind", "scenario[2].goal", "scenario[3].max_turns", "scenario[3].mood"]
+    assert lines[0].startswith("scenario[1].persona.kind: Input should be") and "Field required" in lines[1]
+    assert "function-after" not in str(info.value) and "spec" not in lines[0].split(": ")[0]
+
+
+def test_every_bad_record_of_a_scenario_file_is_reported(tmp_path):
+    bad = tmp_path / "s.jsonl"
+    bad.write_text('{"id": "a", "persona": "p"}\n{"id": "b", "goal": "x"}\nnot json\n{"goal": "x", "max_turns": 0}\n')
+    with pytest.raises(ScenarioError) as info:
+        load_scenarios(bad)
+    assert [line.split(": ")[0] for line in str(info.value).splitlines()] == [
+        f"{bad}:1", f"{bad}:3", f"{bad}:4"]
+    assert [p.split(": ", 1)[1] for p in info.value.problems] == [
+        "goal: Field required", "not JSON: Expecting value", "max_turns: Input should be greater than or equal to 1"]

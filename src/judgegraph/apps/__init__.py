@@ -21,14 +21,27 @@ from importlib import import_module
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # what type checkers see: the function, as at run time (below)
+if TYPE_CHECKING:  # what type checkers and editors see: the names below, as they are at run time
+    from .assertions import JudgementFailed as JudgementFailed
+    from .assertions import assert_judged as assert_judged
+    from .evaluators import as_evaluator as as_evaluator
+    from .junit import junit_from_results as junit_from_results
+    from .junit import write_junit as write_junit
+    from .metrics import judge_graph as judge_graph
+    from .node import judge_node as judge_node
+    from .node import route_on_verdict as route_on_verdict
+    from .node import verdict_reason as verdict_reason
+    from .simulate import Scenario as Scenario
+    from .simulate import asimulate as asimulate
+    from .simulate import create_simulator as create_simulator
     from .simulate import simulate as simulate
 
+#: Each public name and its module, imported when first used (the imports above say the same to type checkers:
+#: tests/unit/test_apps_typing.py checks that they agree).
 _EXPORTS = {
     "judge_node": "node",
     "route_on_verdict": "node",
     "verdict_reason": "node",
-    "latest_exchange": "node",
     "judge_graph": "metrics",
     "as_evaluator": "evaluators",
     "assert_judged": "assertions",

@@ -16,8 +16,8 @@ with several metrics); a judge error is status ``"error"`` with score None, neve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol, cast
 
 from ..conversation import Conversation, from_messages
 from ..judges import ModelLike
@@ -45,8 +45,13 @@ def _key(message: Any) -> tuple[str, str]:
 # Any: what LangSmith or an openevals-style caller passes (dicts, messages, runs), read by the mapping above
 def find_conversation(inputs: Any = None, outputs: Any = None, reference_outputs: Any = None,
                       *, conversation_id: str = "") -> Conversation:
-    """The conversation an evaluator judges (the mapping above)."""
-    inputs = inputs or {}
+    """The conversation an evaluator judges (the mapping above). As in openevals (whose evaluators take
+    ``inputs``/``outputs``/``reference_outputs`` as a string or a dict), a string is the question, the reply and
+    the expected outcome."""
+    inputs = {"input": inputs} if isinstance(inputs, str) else inputs or {}
+    outputs = {"output": outputs} if isinstance(outputs, str) else outputs
+    if isinstance(reference_outputs, str):
+        reference_outputs = {"expected_outcome": reference_outputs}
     asked = _messages(inputs)
     if not asked:
         question = next((inputs[k] for k in QUESTION_KEYS if isinstance(inputs, dict) and inputs.get(k)), None)
@@ -63,8 +68,9 @@ def find_conversation(inputs: Any = None, outputs: Any = None, reference_outputs
         reply = next((outputs[k] for k in OUTPUT_KEYS if isinstance(outputs, dict) and outputs.get(k) is not None),
                      None)
         if reply is None:
-            raise ValueError("no conversation to judge: expected outputs['messages'] or a reply in outputs['output']"
-                             f" (or {', '.join(OUTPUT_KEYS[1:])}); got outputs keys {sorted(outputs)}")
+            got = f"outputs keys {sorted(outputs)}" if isinstance(outputs, dict) else type(outputs).__name__
+            raise ValueError("no conversation to judge: expected outputs['messages'], a reply in outputs['output']"
+                             f" (or {', '.join(OUTPUT_KEYS[1:])}) or the reply as a string; got {got}")
         reply = _text_of(reply)
         messages = [*asked, reply if not isinstance(reply, str) else {"role": "assistant", "content": reply}]
     fields: dict[str, Any] = {"id": conversation_id}
@@ -84,13 +90,26 @@ def feedback(result: MetricResult) -> dict[str, Any]:
             "metadata": fb["extra"]}
 
 
+class Evaluator(Protocol):
+    """What :func:`as_evaluator` returns: called as LangSmith and openevals call evaluators, ``acall`` the same
+    under asyncio; each returns one feedback dict (``{"results": [...]}`` for several metrics)."""
+
+    __name__: str
+
+    def __call__(self, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, *,
+                 run: Any = None, example: Any = None, **kwargs: Any) -> dict[str, Any]: ...
+
+    async def acall(self, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, *,
+                    run: Any = None, example: Any = None, **kwargs: Any) -> dict[str, Any]: ...
+
+
 def as_evaluator(
     metrics: MetricLike | Sequence[MetricLike],
     *,
     model: ModelLike = None,
     scope: Scope = "conversation",
     name: str | None = None,
-) -> Callable[..., dict[str, Any]]:
+) -> Evaluator:
     """An evaluator for ``langsmith.evaluate(..., evaluators=[...])`` and for
     direct openevals-style calls (``inputs=``, ``outputs=``,
     ``reference_outputs=``); also callable as ``evaluator(run, example)``.
@@ -127,4 +146,4 @@ def as_evaluator(
 
     evaluator.__name__ = name or (graph.name if graph.name and graph.name != "judges" else "judgegraph")
     evaluator.acall = acall  # type: ignore[attr-defined]
-    return evaluator
+    return cast(Evaluator, evaluator)

@@ -18,13 +18,16 @@ survives any checkpointer and LangGraph's API server), or ``output="result"`` / 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, cast
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END
+from langgraph.graph.state import CompiledStateGraph
 
 from ..judges import ModelLike
+from ..metrics import MetricNotFound, MetricSpec, canonical_name, get_metric, registry
 from ..results import MetricResult
 from .messages import Scope, to_conversation
 from .metrics import MetricLike, judge_graph
@@ -84,8 +87,32 @@ def judge_node(
     return RunnableLambda(run, afunc=arun, name=name)
 
 
+def result_key(metric: MetricLike) -> str:
+    """The key :func:`judge_node` writes ``metric``'s result under: a name as the command line takes it
+    (``turn-relevancy``, ``Turn_Relevancy``: :func:`~judgegraph.metrics.canonical_name`), a spec's or a compiled
+    graph's own name. An unknown name is a ``ValueError`` naming the nearest known one: a router on a name that no
+    result has would route every state to its ``failed`` node."""
+    if isinstance(metric, CompiledStateGraph):
+        return metric.name or "metric"
+    if isinstance(metric, MetricSpec):
+        return metric.name
+    key = canonical_name(metric)
+    if ":" not in key and key in registry():
+        return key
+    try:
+        spec = get_metric(metric)
+    except MetricNotFound as exc:
+        close = difflib.get_close_matches(key, list(registry()), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close and "did you mean" not in str(exc) else ""
+        raise ValueError(f"{exc}{hint}; for a metric of your own, pass its compiled graph or MetricSpec") from None
+    if ":" in spec.name:  # an import path whose graph names itself when built
+        raise ValueError(f"metric {metric!r}: pass its compiled graph or MetricSpec (its result is keyed by the"
+                         " graph's own name)")
+    return spec.name
+
+
 def _result(state: Mapping[str, Any], metric: str, results_key: str) -> MetricResult | None:
-    """The metric's result in any of the node's output forms."""
+    """The metric's result (``metric``: a :func:`result_key`) in any of the node's output forms."""
     value = (state.get(results_key) or {}).get(metric)
     if value is None or isinstance(value, MetricResult):
         return value
@@ -108,7 +135,7 @@ class VerdictRouter(Protocol):
 
 
 def route_on_verdict(
-    metric: str,
+    metric: MetricLike,
     *,
     results_key: str = "judgements",
     passed: str = END,
@@ -123,26 +150,36 @@ def route_on_verdict(
     (the judge could not judge, or no result): default the ``failed`` node, so a
     guardrail fails closed — a judge error is never taken as a pass.
     ``not_applicable`` (nothing to judge, e.g. no reply yet): default ``passed``.
-    The returned function has ``destinations``, the path map to pass along."""
+    The returned function has ``destinations``, the path map to pass along.
+
+    ``metric``: a metric name (as :func:`judge_node` takes it: ``turn-relevancy`` is ``turn_relevancy``), or for
+    a metric of your own its compiled graph or spec. An unknown name is a ``ValueError`` here, when the graph is
+    built; a state whose ``results_key`` holds other metrics' results but not this one's is a ``KeyError`` (the
+    judge node does not judge it: routing on would loop)."""
+    key = result_key(metric)
     targets = {"passed": passed, "failed": failed, "error": error or failed,
                "not_applicable": not_applicable or passed}
 
     def route(state: Mapping[str, Any]) -> str:
-        result = _result(state, metric, results_key)
+        result = _result(state, key, results_key)
+        if result is None and (judged := state.get(results_key)):
+            raise KeyError(f"route_on_verdict: no result for {key!r} in state[{results_key!r}], which holds"
+                           f" {', '.join(sorted(judged))}: route on a metric the judge node judges")
         return targets["error" if result is None else result.status]
 
-    route.__name__ = f"route_on_{metric.replace(':', '_').replace('.', '_')}"
+    route.__name__ = f"route_on_{key.replace(':', '_').replace('.', '_')}"
     router = cast(VerdictRouter, route)
     router.destinations = sorted(set(targets.values()))
     return router
 
 
-def verdict_reason(state: Mapping[str, Any], metric: str, *, results_key: str = "judgements") -> str:
-    """Why ``metric`` did not pass, for a regenerate node's prompt: the reasons
-    of the failing verdicts (a judge error says so), else the result's reason."""
-    result = _result(state, metric, results_key)
+def verdict_reason(state: Mapping[str, Any], metric: MetricLike, *, results_key: str = "judgements") -> str:
+    """Why ``metric`` (named as :func:`route_on_verdict` takes it) did not pass, for a regenerate node's prompt:
+    the reasons of the failing verdicts (a judge error says so), else the result's reason."""
+    key = result_key(metric)
+    result = _result(state, key, results_key)
     if result is None:
-        return f"{metric} has not judged this conversation ({results_key!r} has no result for it)."
+        return f"{key} has not judged this conversation ({results_key!r} has no result for it)."
     if result.status == "error" or (result.errors and not result.verdicts):
         messages = "; ".join(e.message for e in result.errors)
         return f"The judge could not judge the reply: {messages}" if messages else result.reason

@@ -211,6 +211,12 @@ def score_text(score: float | None) -> str:
     return "—" if score is None else f"{score:.2f}"
 
 
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``"1 conversation"``, ``"2 conversations"``: a count with its word as a person writes it (``many``: the
+    plural when it is not ``word + "s"``)."""
+    return f"{count} {word if count == 1 else many or word + 's'}"
+
+
 def read_guidelines(values: list[str] | None, flag: str = "--guideline") -> list[str] | None:
     """``--guideline`` (or ``flag``: ``--topic``) values: text, or ``@FILE`` for one per line."""
     if not values:

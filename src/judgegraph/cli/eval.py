@@ -520,12 +520,12 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     else:
         cost = "no LLM calls"
     out.print(
-        f"{summary.conversations} conversations"
-        f"{f' ({summary.resumed} from the resumed file)' if summary.resumed else ''}, {summary.result_count} results: "
-        f"{summary.count('passed')} passed, {summary.count('failed')} failed, "
-        f"{summary.count('error')} errors, {summary.count('not_applicable')} n/a; "
-        f"{summary.judge_errors} judge errors, {summary.input_error_count} input errors"
-        f"{f', {summary.failed_runs} failed runs' if summary.failed_runs else ''}. "
+        f"{common.plural(summary.conversations, 'conversation')}"
+        f"{f' ({summary.resumed} from the resumed file)' if summary.resumed else ''}, "
+        f"{common.plural(summary.result_count, 'result')}: {summary.count('passed')} passed, {summary.count('failed')} "
+        f"failed, {common.plural(summary.count('error'), 'error')}, {summary.count('not_applicable')} n/a; "
+        f"{common.plural(summary.judge_errors, 'judge error')}, {common.plural(summary.input_error_count, 'input error')}"
+        f"{', ' + common.plural(summary.failed_runs, 'failed run') if summary.failed_runs else ''}. "
         f"judge: {markup_safe(judge.name)} ({cost}). results: {markup_safe(args.out)}",
         highlight=False, soft_wrap=True,
     )

@@ -1,5 +1,5 @@
 """Agents' threads as a source of conversations, shared by ``eval`` and ``watch``: ``--checkpointer sqlite:PATH``
-(or ``postgres:DSN``) or ``--langgraph-url URL``, with ``--thread``, ``--assistant``, ``--metadata`` and ``--context-key``
+(or ``postgres:DSN``) or ``--langgraph-url URL``, with ``--thread``, ``--assistant``, ``--metadata``, ``--messages-key`` and ``--context-key``
 (docs/threads.md)."""
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ def add_thread_options(parser: argparse.ArgumentParser, *, threads: bool = True)
     g.add_argument("--metadata", action="append", default=[], metavar="KEY=VALUE",
                    help="only threads whose metadata (a checkpointer's: its latest checkpoint's) holds KEY=VALUE, "
                         "repeatable")
+    g.add_argument("--messages-key", default="messages", metavar="KEY",
+                   help="the state key holding the conversation's messages (default %(default)s)")
     g.add_argument("--context-key", default="documents", metavar="KEY",
                    help="the state key holding the retrieval context, given to the last reply (default %(default)s)")
     return g
@@ -74,12 +76,14 @@ def thread_inputs(args: argparse.Namespace, seen: set[str]) -> Iterator[LoadedCo
                 yield InputError(where, None, None, None, str(exc))
                 return
             items = load_checkpointer(saver, where, args.threads, assistant=args.assistant,
-                                      metadata=metadata_filter(args), context_key=args.context_key)
+                                      metadata=metadata_filter(args), context_key=args.context_key,
+                                      messages_key=args.messages_key)
         else:
             from ..loaders.langgraph_server import load_server
 
             items = load_server(args.langgraph_url, getattr(args, "threads", None), assistant=args.assistant,
-                                metadata=metadata_filter(args), context_key=args.context_key)
+                                metadata=metadata_filter(args), context_key=args.context_key,
+                                messages_key=args.messages_key)
         for item in items:
             if not isinstance(item, InputError):
                 cid = item.conversation.id

@@ -134,7 +134,7 @@ def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console)
             err.print(f"[red]error:[/] {markup_safe(name)}: {markup_safe(exc)}")
             return None
         return CheckpointerThreads(saver, name, assistant=args.assistant, metadata=metadata_filter(args),
-                                   context_key=args.context_key)
+                                   context_key=args.context_key, messages_key=args.messages_key)
     from ..loaders.langgraph_server import ServerUnreachable, client
 
     try:
@@ -143,7 +143,7 @@ def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console)
         err.print(f"[red]error:[/] {markup_safe(exc)}")
         return None
     return ServerThreads(sdk, args.langgraph_url, assistant=args.assistant, metadata=metadata_filter(args),
-                         context_key=args.context_key)
+                         context_key=args.context_key, messages_key=args.messages_key)
 
 
 def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out: Console, err: Console) -> int:
@@ -172,7 +172,7 @@ def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out
                   interval=args.interval, max_polls=1 if args.once else args.max_polls, transcripts=args.transcripts,
                   max_conversations=max(4, args.concurrency * 2), on_outcome=said, start=start,
                   on_input_error=lambda e: err.print(f"[red]input error:[/] {markup_safe(e)}"),
-                  on_poll=lambda n, judged: err.print(f"poll {n}: {judged} threads judged", markup=False),
+                  on_poll=lambda n, judged: err.print(f"poll {n}: {common.plural(judged, 'thread')} judged", markup=False),
                   on_judged=_mlflow_writer(args, err, unlogged) if args.log_assessments else None)
 
     async def main() -> RunSummary:
@@ -190,9 +190,10 @@ def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out
         summary = asyncio.run(main())
     finally:
         remembered.close()
-    out.print(f"{watch.polls} polls, {summary.conversations} threads judged: {summary.count('passed')} passed, "
-              f"{summary.count('failed')} failed, {summary.count('error')} errors; {summary.judge_errors} judge "
-              f"errors, {summary.input_error_count} input errors. results: {markup_safe(args.out)}",
+    out.print(f"{common.plural(watch.polls, 'poll')}, {common.plural(summary.conversations, 'thread')} judged: "
+              f"{summary.count('passed')} passed, {summary.count('failed')} failed, "
+              f"{common.plural(summary.count('error'), 'error')}; {common.plural(summary.judge_errors, 'judge error')}, "
+              f"{common.plural(summary.input_error_count, 'input error')}. results: {markup_safe(args.out)}",
               highlight=False, soft_wrap=True)
     if summary.interrupted:
         from .eval import EXIT_TERMINATED

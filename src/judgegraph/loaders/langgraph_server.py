@@ -16,6 +16,7 @@ from .base import InputError, LoadedConversation
 from .langgraph_threads import (
     CONTEXT_KEY,
     FORMAT,
+    MESSAGES_KEY,
     ThreadError,
     ThreadInfo,
     _parse_time,
@@ -68,7 +69,8 @@ def server_threads(sdk: SyncLangGraphClient, *, assistant: str | None = None,
             return
 
 
-def read_thread(sdk: SyncLangGraphClient, info: ThreadInfo, *, context_key: str | None = CONTEXT_KEY) -> Conversation:
+def read_thread(sdk: SyncLangGraphClient, info: ThreadInfo, *, context_key: str | None = CONTEXT_KEY,
+                messages_key: str = MESSAGES_KEY) -> Conversation:
     """The conversation of one server thread (raises :class:`ThreadError`)."""
     from langgraph_sdk.errors import NotFoundError
 
@@ -80,13 +82,13 @@ def read_thread(sdk: SyncLangGraphClient, info: ThreadInfo, *, context_key: str 
     if not isinstance(values, Mapping):
         raise ThreadError(info.thread_id, "values", f"expected the state's values as an object, got {type(values).__name__}")
     checkpoint_id = (state.get("checkpoint") or {}).get("checkpoint_id")
-    return conversation_from_values(info.thread_id, values, context_key=context_key,
+    return conversation_from_values(info.thread_id, values, context_key=context_key, messages_key=messages_key,
                                     metadata=thread_metadata(info, checkpoint_id))
 
 
 def load_server(url: str, thread_ids: Sequence[str] | None = None, *, assistant: str | None = None,
                 metadata: Mapping[str, str] | None = None, context_key: str | None = CONTEXT_KEY,
-                ) -> Iterator[LoadedConversation | InputError]:
+                messages_key: str = MESSAGES_KEY) -> Iterator[LoadedConversation | InputError]:
     """The threads ``thread_ids`` (default: every thread run by ``assistant`` with ``metadata``) of the server at
     ``url``, read one at a time; an unreachable server or an unreadable thread is an :class:`InputError`."""
     try:
@@ -117,7 +119,7 @@ def load_server(url: str, thread_ids: Sequence[str] | None = None, *, assistant:
             listed = server_threads(sdk, assistant=assistant, metadata=metadata)
         for info in listed:
             try:
-                conversation = read_thread(sdk, info, context_key=context_key)
+                conversation = read_thread(sdk, info, context_key=context_key, messages_key=messages_key)
             except ThreadError as exc:
                 yield exc.input_error(url)
                 continue

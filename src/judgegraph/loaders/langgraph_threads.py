@@ -11,8 +11,9 @@
 
 What is read (docs/threads.md):
 
-* ``values["messages"]``: LangChain messages (objects or their JSON dumps); an AI message's ``tool_calls`` keep the
-  output of the ``ToolMessage`` with the same ``tool_call_id`` (:func:`judgegraph.conversation.from_messages`).
+* ``values[messages_key]`` (default ``messages``, as ``MessagesState`` names it; ``--messages-key`` on the command
+  line): LangChain messages (objects or their JSON dumps); an AI message's ``tool_calls`` keep the output of the
+  ``ToolMessage`` with the same ``tool_call_id`` (:func:`judgegraph.conversation.from_messages`).
 * Retrieval context: a message's own ``additional_kwargs["retrieval_context"]`` (as ``from_messages`` reads it),
   and the state key ``context_key`` (default ``documents``: a list of strings, LangChain ``Document`` objects or their
   dumps), which holds what the agent retrieved last: it is given to the thread's last assistant reply, unless that
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
 FORMAT = "langgraph"
-#: The state key read for retrieval context by default.
+#: The state keys read for the messages and for retrieval context by default.
+MESSAGES_KEY = "messages"
 CONTEXT_KEY = "documents"
 #: Thread metadata kept on the conversation (scalars only: the rest stays in LangGraph).
 META_PREFIX = "langgraph_"
@@ -92,35 +94,37 @@ def _documents(thread_id: str, key: str, value: object) -> list[RetrievalNode]:
     return nodes
 
 
-def _messages(thread_id: str, values: Mapping[str, Any]) -> list[BaseMessage]:
-    raw = values.get("messages")
+def _messages(thread_id: str, values: Mapping[str, Any], key: str) -> list[BaseMessage]:
+    raw = values.get(key)
     if raw is None:
         keys = ", ".join(map(repr, values)) or "none"
-        raise ThreadError(thread_id, "values.messages", f"the thread's state has no 'messages' (its keys: {keys})")
+        hint = "; --messages-key KEY (messages_key=) reads another key" if values else ""
+        raise ThreadError(thread_id, f"values.{key}", f"the thread's state has no {key!r} (its keys: {keys}){hint}")
     if not isinstance(raw, (list, tuple)):
-        raise ThreadError(thread_id, "values.messages", f"expected a list of messages, got {type(raw).__name__}")
+        raise ThreadError(thread_id, f"values.{key}", f"expected a list of messages, got {type(raw).__name__}")
     if not raw:
-        raise ThreadError(thread_id, "values.messages", "no messages: nothing to judge")
+        raise ThreadError(thread_id, f"values.{key}", "no messages: nothing to judge")
     out: list[BaseMessage] = []
     for i, message in enumerate(raw):
         try:
             out.extend(_message_objects([message]))
         except (ValueError, TypeError, KeyError, ValidationError) as exc:
-            raise ThreadError(thread_id, f"values.messages.{i}", str(exc).removeprefix("messages[0]: ")) from None
+            raise ThreadError(thread_id, f"values.{key}.{i}", str(exc).removeprefix("messages[0]: ")) from None
     return out
 
 
 def conversation_from_values(thread_id: str, values: Mapping[str, Any], *, context_key: str | None = CONTEXT_KEY,
-                             metadata: Mapping[str, Any] | None = None) -> Conversation:
+                             messages_key: str = MESSAGES_KEY, metadata: Mapping[str, Any] | None = None,
+                             ) -> Conversation:
     """The conversation in a thread's state ``values`` (see the module doc); ``metadata`` goes on the conversation.
     Raises :class:`ThreadError` naming the field for a state that cannot be read."""
     if not isinstance(values, Mapping):
         raise ThreadError(thread_id, "values", f"expected the state's values as a mapping, got {type(values).__name__}")
-    messages = _messages(thread_id, values)
+    messages = _messages(thread_id, values, messages_key)
     try:
         conversation = from_messages(messages, id=thread_id, metadata=dict(metadata or {}))
     except (ValueError, ValidationError) as exc:
-        raise ThreadError(thread_id, "values.messages", str(exc)) from None
+        raise ThreadError(thread_id, f"values.{messages_key}", str(exc)) from None
     if context_key and values.get(context_key) is not None:
         nodes = _documents(thread_id, context_key, values[context_key])
         last = max((i for i, t in enumerate(conversation.turns) if t.role == "assistant"), default=None)
@@ -172,9 +176,10 @@ def _config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 
 
-def from_thread(graph_or_checkpointer: object, thread_id: str, *, context_key: str | None = CONTEXT_KEY) -> Conversation:
-    """The conversation of thread ``thread_id``: its latest checkpoint's messages, tool calls with their results and
-    retrieval context (module doc). ``graph_or_checkpointer``: a compiled graph with a checkpointer
+def from_thread(graph_or_checkpointer: object, thread_id: str, *, context_key: str | None = CONTEXT_KEY,
+                messages_key: str = MESSAGES_KEY) -> Conversation:
+    """The conversation of thread ``thread_id``: its latest checkpoint's messages (the state key ``messages_key``),
+    tool calls with their results and retrieval context (module doc). ``graph_or_checkpointer``: a compiled graph with a checkpointer
     (``graph.get_state``: pending writes and delta channels resolved as LangGraph does) or a checkpointer itself
     (``get_tuple``: the latest checkpoint's channel values). Raises :class:`ThreadError` (a ``ValueError``)."""
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -195,7 +200,7 @@ def from_thread(graph_or_checkpointer: object, thread_id: str, *, context_key: s
         values = snapshot.values
     else:
         raise TypeError(f"expected a compiled LangGraph graph or a checkpointer, got {type(graph_or_checkpointer).__name__}")
-    return conversation_from_values(thread_id, values, context_key=context_key,
+    return conversation_from_values(thread_id, values, context_key=context_key, messages_key=messages_key,
                                     metadata=thread_metadata(info, checkpoint_id))
 
 
@@ -220,7 +225,8 @@ def checkpointer_threads(checkpointer: BaseCheckpointSaver[Any]) -> list[ThreadI
 
 def load_checkpointer(checkpointer: BaseCheckpointSaver[Any], where: str, thread_ids: Sequence[str] | None = None, *,
                       assistant: str | None = None, metadata: Mapping[str, str] | None = None,
-                      context_key: str | None = CONTEXT_KEY) -> Iterator[LoadedConversation | InputError]:
+                      context_key: str | None = CONTEXT_KEY, messages_key: str = MESSAGES_KEY,
+                      ) -> Iterator[LoadedConversation | InputError]:
     """The threads ``thread_ids`` (default: every thread run by ``assistant`` with ``metadata``: :func:`matches`) of
     ``checkpointer`` as conversations, read one at a time; a thread that cannot be read is an :class:`InputError`
     in the stream (``where`` names the checkpointer)."""
@@ -232,7 +238,7 @@ def load_checkpointer(checkpointer: BaseCheckpointSaver[Any], where: str, thread
         return
     for tid in ids:
         try:
-            conversation = from_thread(checkpointer, tid, context_key=context_key)
+            conversation = from_thread(checkpointer, tid, context_key=context_key, messages_key=messages_key)
         except ThreadError as exc:
             yield exc.input_error(where)
             continue

@@ -95,8 +95,24 @@ class SimulateOptions(TypedDict, total=False):
 Scenarios = Scenario | dict[str, Any] | Sequence[Scenario | dict[str, Any]]
 
 
-def _plan(app: AppLike, scenarios: Scenarios, options: SimulateOptions) -> tuple[Any, list[Scenario], list[dict[str, Any]]]:
+def check_options(options: SimulateOptions, caller: str) -> None:
+    """A ``TypeError`` for an option :class:`SimulateOptions` does not name (with the nearest one), or no
+    ``user_model``: a misspelt option must not run with its default."""
+    from ...loaders.base import unknown_key
+
+    known = list(SimulateOptions.__annotations__)
+    for key in options:
+        if key not in known:
+            raise TypeError(f"{caller}(): {unknown_key(key, known)}")
+    if "user_model" not in options:
+        raise TypeError(f"{caller}() needs user_model=: the chat model playing the user (a chat model, or a"
+                        " 'provider:model' string such as 'openai:gpt-4.1-mini')")
+
+
+def _plan(app: AppLike, scenarios: Scenarios, options: SimulateOptions, caller: str,
+          ) -> tuple[Any, list[Scenario], list[dict[str, Any]]]:
     """The simulator graph, the scenarios, and one run config each."""
+    check_options(options, caller)
     max_turns = options.get("max_turns", 6)
     graph = create_simulator(app, user_model=options["user_model"], metrics=options.get("metrics"),
                              model=options.get("model"), max_turns=max_turns)
@@ -111,13 +127,13 @@ def simulate(app: AppLike, scenarios: Scenarios, **options: Unpack[SimulateOptio
     """Simulate one conversation per scenario with ``app`` (a graph, Runnable or callable over
     messages), ``max_concurrency`` at a time, each judged with ``metrics``. A failed scenario
     keeps its messages, is still judged and says why in ``errors``; results in input order."""
-    graph, items, configs = _plan(app, scenarios, options)
+    graph, items, configs = _plan(app, scenarios, options, "simulate")
     outs = graph.batch([{"scenario": s} for s in items], configs, return_exceptions=True)
     return [_result(s, o) for s, o in zip(items, outs)]
 
 
 async def asimulate(app: AppLike, scenarios: Scenarios, **options: Unpack[SimulateOptions]) -> list[SimulationResult]:
     """:func:`simulate` under asyncio (the same graph, run with ``abatch``)."""
-    graph, items, configs = _plan(app, scenarios, options)
+    graph, items, configs = _plan(app, scenarios, options, "asimulate")
     outs = await graph.abatch([{"scenario": s} for s in items], configs, return_exceptions=True)
     return [_result(s, o) for s, o in zip(items, outs)]

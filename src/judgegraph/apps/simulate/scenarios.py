@@ -5,6 +5,7 @@ they want, and the situation they are in; read from Python or from a file
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Union
 
@@ -40,23 +41,66 @@ class Scenario(BaseModel):
         return self.persona if isinstance(self.persona, Persona) else None
 
 
-class ScenarioError(ValueError):
-    """A scenario record that cannot be read: where it is and what is wrong."""
+#: Where a problem is: the file (None for scenarios given in Python), its line, the field.
+Where = tuple[Union[str, None], Union[int, None], Union[str, None]]
 
-    def __init__(self, file: str, line: int | None, field: str | None, message: str) -> None:
+
+def _problem(where: Where, message: str) -> str:
+    file, line, field = where
+    place = f"{file}:{line}" if file and line else file
+    return ": ".join(p for p in (place, field, message) if p)
+
+
+class ScenarioError(ValueError):
+    """Scenario records that cannot be read: where each problem is (file and line, or ``scenario[N]`` for
+    scenarios given in Python; the field) and what is wrong, one line each in ``problems``. ``file``, ``line``,
+    ``field`` and ``message`` are the first one's."""
+
+    def __init__(self, file: str | None, line: int | None, field: str | None, message: str,
+                 *, problems: Sequence[str] = ()) -> None:
         self.file, self.line, self.field, self.message = file, line, field, message
-        where = f"{file}:{line}" if line else file
-        super().__init__(f"{where}: {field + ': ' if field else ''}{message}")
+        self.problems = list(problems) or [_problem((file, line, field), message)]
+        super().__init__("\n".join(self.problems))
+
+
+class Unreadable:
+    """A record that could not even be parsed (its problem is reported with the others)."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+def validate(records: Sequence[tuple[Any, Callable[[tuple[int | str, ...]], Where]]]) -> list[Scenario]:
+    """Each ``(record, where)`` as a Scenario (a Scenario is kept as it is), ``where(loc)`` placing a pydantic
+    error; every problem of every record in one :class:`ScenarioError`."""
+    out: list[Scenario] = []
+    problems: list[tuple[Where, str]] = []
+    for record, where in records:
+        if isinstance(record, Unreadable):
+            problems.append((where(()), record.message))
+            continue
+        try:
+            out.append(Scenario.model_validate(record))
+        except ValidationError as exc:
+            problems += [(where(err["loc"]), err["msg"]) for err in exc.errors()]
+    if problems:
+        (first, message), lines = problems[0], [_problem(w, m) for w, m in problems]
+        raise ScenarioError(*first, message, problems=lines)
+    return out
 
 
 def as_scenarios(items: Any) -> list[Scenario]:
     """Scenarios from Scenario objects, dicts, or a single one of either; ids
-    default to ``scenario-N``."""
+    default to ``scenario-N``. A bad record is a :class:`ScenarioError` naming
+    ``scenario[INDEX].FIELD``, every bad record at once."""
     if isinstance(items, (Scenario, dict)):
         items = [items]
+
+    def place(i: int) -> Callable[[tuple[int | str, ...]], Where]:
+        return lambda loc: (None, None, ".".join(part for part in (f"scenario[{i}]", field_path(loc)) if part))
+
     out = []
-    for i, item in enumerate(items):
-        s = Scenario.model_validate(item)  # a Scenario is returned as it is
+    for i, s in enumerate(validate([(item, place(i)) for i, item in enumerate(items)])):
         out.append(s if s.id else s.model_copy(update={"id": f"scenario-{i + 1}"}))
     ids = [s.id for s in out]
     dup = sorted({i for i in ids if ids.count(i) > 1})
@@ -108,7 +152,7 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
                 try:
                     records.append((n, json.loads(line)))
                 except json.JSONDecodeError as exc:
-                    raise ScenarioError(str(p), n, None, f"not JSON: {exc.msg}") from exc
+                    records.append((n, Unreadable(f"not JSON: {exc.msg}")))
     else:
         try:
             if p.suffix in (".yaml", ".yml"):
@@ -127,17 +171,17 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
         if not isinstance(data, list):
             raise ScenarioError(str(p), None, None, "expected a list of scenarios (or {scenarios: [...]})")
         records = [(None, item) for item in data]
-    out = []
-    for i, (lineno, record) in enumerate(records):
-        try:
-            scenario = Scenario.model_validate(record)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            field = field_path(err["loc"])
-            if nodes is not None and len(nodes) == len(records):
-                raise ScenarioError(str(p), _line_of(nodes[i], err["loc"]), field, err["msg"]) from exc
-            raise ScenarioError(str(p), lineno, field if lineno is not None else f"[{i}].{field}", err["msg"]) from exc
-        out.append(scenario if scenario.id else scenario.model_copy(update={"id": f"{p.stem}-{i + 1}"}))
+    file = str(p)
+
+    def place(i: int, lineno: int | None) -> Callable[[tuple[int | str, ...]], Where]:
+        if nodes is not None and len(nodes) == len(records):
+            return lambda loc: (file, _line_of(nodes[i], loc), field_path(loc))
+        if lineno is None:  # JSON: the record's index
+            return lambda loc: (file, None, ".".join(part for part in (f"[{i}]", field_path(loc)) if part))
+        return lambda loc: (file, lineno, field_path(loc))
+
+    scenarios = validate([(record, place(i, n)) for i, (n, record) in enumerate(records)])
+    out = [s if s.id else s.model_copy(update={"id": f"{p.stem}-{i + 1}"}) for i, s in enumerate(scenarios)]
     if not out:
-        raise ScenarioError(str(p), None, None, "no scenarios in the file")
+        raise ScenarioError(file, None, None, "no scenarios in the file")
     return as_scenarios(out)
