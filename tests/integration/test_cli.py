@@ -62,6 +62,7 @@ def test_bad_records_are_reported_the_rest_judged_exit_3(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,msg", [
     (["-m", "no-such-metric"], "unknown metric"),
+    (["-m", "turn-relevance"], "(did you mean 'turn-relevancy'?)"),  # issue 27.6
     (["--window-size", "0"], "window-size"),
     (["--reason", "llm"], "needs an LLM judge"),
     (["--threshold", "1.5"], "--threshold must be between 0 and 1"),

@@ -18,7 +18,6 @@ survives any checkpointer and LangGraph's API server), or ``output="result"`` / 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, cast
 
@@ -101,10 +100,8 @@ def result_key(metric: MetricLike) -> str:
         return key
     try:
         spec = get_metric(metric)
-    except MetricNotFound as exc:
-        close = difflib.get_close_matches(key, list(registry()), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close and "did you mean" not in str(exc) else ""
-        raise ValueError(f"{exc}{hint}; for a metric of your own, pass its compiled graph or MetricSpec") from None
+    except MetricNotFound as exc:  # its message says the nearest known name
+        raise ValueError(f"{exc}; for a metric of your own, pass its compiled graph or MetricSpec") from None
     if ":" in spec.name:  # an import path whose graph names itself when built
         raise ValueError(f"metric {metric!r}: pass its compiled graph or MetricSpec (its result is keyed by the"
                          " graph's own name)")

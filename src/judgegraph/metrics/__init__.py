@@ -6,6 +6,7 @@ A metric is a :class:`MetricSpec` plus a graph built from :mod:`judgegraph.nodes
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import os
@@ -148,7 +149,9 @@ def get_metric(name: str) -> MetricSpec:
         return _import_path(key)
     specs = registry()
     if key not in specs:
-        raise MetricNotFound(f"unknown metric {name!r}; known: {', '.join(n.replace('_', '-') for n in specs)}")
+        close = difflib.get_close_matches(key, list(specs), n=1, cutoff=0.7)
+        hint = f" (did you mean {close[0].replace('_', '-')!r}?)" if close else ""
+        raise MetricNotFound(f"unknown metric {name!r}{hint}; known: {', '.join(n.replace('_', '-') for n in specs)}")
     return specs[key]
 
 
