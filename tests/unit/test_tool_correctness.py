@@ -175,6 +175,21 @@ def test_the_offline_judge_checks_references_and_leaves_the_rest():
         create_tool_correctness_judge(arguments="llm")
 
 
+def test_the_offline_judge_says_calls_were_made_and_why_none_was_checked():
+    """Issue 27.8: a thread that called two tools read "No tool call to check: no exchange called a tool"."""
+    turns = [{"role": "user", "content": "q", "metadata": {}},
+             {"role": "assistant", "content": "", "tool_calls": [{"name": "search"}]},
+             {"role": "tool", "content": "found"}, {"role": "assistant", "content": "r"},
+             {"role": "user", "content": "q2"}, {"role": "assistant", "content": "r2", "tool_calls": [{"name": "book"}]}]
+    res = result({"id": "x", "turns": turns})
+    assert res.verdicts == [] and res.passed is None
+    assert res.reason.startswith("2 exchange(s) called tools, with no reference to check them against, and the offline"
+                                 " judge cannot judge calls")
+    assert "no exchange called a tool" not in res.reason and res.details["unchecked"] == 2
+    plain = result({"id": "y", "turns": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "r"}]})
+    assert plain.reason.startswith("No tool call to check")
+
+
 def test_a_conversation_reference_checks_the_whole_trajectory_once():
     turns = [{"role": "user", "content": "Book a table."},
              {"role": "assistant", "content": "", "tool_calls": [call("restaurant_search", {"cuisine": "Chinese"})]},

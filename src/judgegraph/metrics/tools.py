@@ -213,6 +213,7 @@ class CheckTask(TypedDict):
 
 class ToolState(MetricState, total=False):
     checks: list[CheckTask]
+    unchecked: int  # exchanges whose calls have no reference and no judge to check them
     verdicts: Annotated[list[ToolVerdict], merge_verdicts]
 
 
@@ -296,10 +297,12 @@ def _plan(settings: ToolSettings) -> Callable[..., dict[str, Any]]:
         exs = exchanges(conversation)
         windows = in_scope(windows_from_exchanges(conversation, exs, settings.window_size), config)
         checks: list[CheckTask] = []
+        unchecked = 0
         for w in windows:
             ex = w.target
             calls, reference = _calls(ex), _exchange_reference(ex)
             if reference is None and (not calls or not settings.judge_unreferenced or settings.offline):
+                unchecked += bool(calls)
                 continue
             by = "judge" if reference is None else "arguments" if by_arguments and _needs_judge(
                 calls, _call_steps([ex]), reference, settings) else "reference"
@@ -319,7 +322,7 @@ def _plan(settings: ToolSettings) -> Callable[..., dict[str, Any]]:
                 turns=sorted({it.index for ex in exs for it in ex.assistant if it.turn.tool_calls}),
                 calls=[c.model_dump() for c in calls], steps=_call_steps(exs), expected=_dump(whole), context="",
                 user_message="", reply=""))
-        return {"conversation": conversation, "checks": checks}
+        return {"conversation": conversation, "checks": checks, "unchecked": unchecked}
 
     return plan_checks
 
@@ -426,9 +429,14 @@ def _reduce_score(settings: ToolSettings) -> Any:
         by = {k: sum(v.by == k for v in verdicts) for k in ("reference", "arguments", "judge")}
         # the options re-judging reads back (steering.result_options); a Python comparator cannot be written down
         mode = settings.arguments if isinstance(settings.arguments, str) else None
-        return policy.result(conversation, t, details={
+        result = policy.result(conversation, t, details={
             "checks": len(verdicts), "judged": len(t.judged), "by": by, "window_size": settings.window_size,
-            "trajectory": settings.trajectory, "arguments": mode})
+            "trajectory": settings.trajectory, "arguments": mode, "unchecked": state.get("unchecked", 0)})
+        if not verdicts and state.get("unchecked"):  # calls were made: say so, and why none was checked
+            why = "the offline judge cannot judge calls" if settings.offline else "judge_unreferenced is off"
+            result.reason = (f"{state['unchecked']} exchange(s) called tools, with no reference to check them against,"
+                             f" and {why}: give expected_tools, or an LLM judge (--model).")
+        return result
 
     order = {"conversation": 10**9}
     return score_node(settings.name, score,
