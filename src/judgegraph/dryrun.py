@@ -209,10 +209,13 @@ class DryRunJudge(Judge):
         finally:
             _step.reset(token)
 
-    def estimate(self, prices: Prices | None = None) -> CostEstimate:
+    def estimate(self, prices: Prices | None = None, *, jurors: int = 1) -> CostEstimate:
+        """What the recorded requests cost; ``jurors``: how many jurors (models × repeats) each is sent to, every
+        one the same request."""
         counts = sorted(self.chat._counts.items())
-        steps = {step: StepCost(c["calls"], c["input_tokens"], c["calls"] + c["more_answers"] if c["more_answers"] else None,
-                                cached_input_tokens=c["cached_input_tokens"])
+        steps = {step: StepCost(c["calls"] * jurors, c["input_tokens"] * jurors,
+                                (c["calls"] + c["more_answers"]) * jurors if c["more_answers"] else None,
+                                cached_input_tokens=c["cached_input_tokens"] * jurors)
                  for step, c in counts}
         refused = [step for step, c in counts if c["refused"]]
         return CostEstimate(steps=steps, prices=prices, max_tries=self.max_tries, uncounted_after=refused,

@@ -233,3 +233,22 @@ def prices_for(model: str, price_in: float | None = None, price_out: float | Non
                    output=entry.output if price_out is None else price_out,
                    cached_input=None if price_in is not None else entry.cached_input,
                    source=f"partly given on the command line, rest from {entry.source}")
+
+
+def jury_prices(models: list[str], price_in: float | None = None, price_out: float | None = None,
+                table: dict[str, PriceEntry] | None = None) -> Prices | None:
+    """A jury's prices (``models``: each juror's name, a repeat once per repeat). Every juror is asked every
+    request, so the run's tokens are split evenly among them and each share is priced at its juror's own prices:
+    the mean of their prices. Exact for the input tokens (each juror gets the same prompt) and for repeats of one
+    model; the output tokens are assumed even among different models. None when a juror has no price."""
+    found = [prices_for(m, price_in, price_out, table) for m in models]
+    if not found or any(p is None for p in found):
+        return None
+    known = [p for p in found if p is not None]
+    if len(set(known)) == 1:
+        return known[0]
+    n = len(known)
+    names = ", ".join(dict.fromkeys(_bare(m) for m in models))
+    return Prices(sum(p.input for p in known) / n, sum(p.output for p in known) / n,
+                  f"a jury of {n} ({names}): each juror's share of the tokens at its own prices",
+                  sum(p.input if p.cached_input is None else p.cached_input for p in known) / n)

@@ -227,12 +227,23 @@ def _out_unwritable(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _jurors(args: argparse.Namespace, judge: Judge) -> list[str]:
+    """The judge's jurors' names, one per repeat (a judge alone: itself); a dry run's judge stands for the first
+    model only, so its jury is read from the command line."""
+    from ..judges.llm import split_model
+
+    if args.dry_run and args.model:
+        return [f"llm:{split_model(m)[1]}" for m in getattr(args, "models", None) or [args.model]] * (args.repeat or 1)
+    return [j.name for j in getattr(judge, "jurors", None) or [judge]]
+
+
 def _prices(args: argparse.Namespace, judge: Judge) -> Prices | None:
-    from ..pricing import prices_for, user_prices
+    """The judge's prices; a jury's, each juror's share at its own prices (pricing.jury_prices)."""
+    from ..pricing import jury_prices, user_prices
 
     if judge.kind != "llm":
         return None
-    return prices_for(judge.name, args.price_in, args.price_out, user_prices(getattr(args, "prices", None)))
+    return jury_prices(_jurors(args, judge), args.price_in, args.price_out, user_prices(getattr(args, "prices", None)))
 
 
 def _no_batch_api(args: argparse.Namespace, judge: Judge) -> str | None:
@@ -392,7 +403,8 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
 
     dry = cast(DryRunJudge, plan.judge)  # an LLM judge in a dry run is the DryRunJudge run() built
     prices = _prices(args, judge)
-    est = dry.estimate(prices.batch() if prices is not None and args.batch else prices)
+    jurors = len(_jurors(args, judge))  # each asked every request: the first one's requests, that many times
+    est = dry.estimate(prices.batch() if prices is not None and args.batch else prices, jurors=jurors)
     table = Table(title=head)
     for col in ("metric / step", "calls", "input tokens", "output tokens (est.)", "cost"):
         table.add_column(col, justify="left" if col.startswith("metric") else "right")
@@ -410,8 +422,8 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
     out.print(f"basis: {markup_safe(est.basis)}.")
     if est.cache_line:  # by the provider's rule (judgegraph.prefixcache), or "unknown"
         out.print(markup_safe(est.cache_line))
-    if (jurors := len(getattr(args, "models", None) or [args.model]) * (args.repeat or 1)) > 1:
-        out.print(f"a jury: each judgement asks {jurors} jurors; the table counts the first one's requests.")
+    if jurors > 1:
+        out.print(f"a jury: each judgement asks {jurors} jurors (models × repeats); the table counts every one.")
     if est.prices is not None:
         out.print(f"prices: {markup_safe(est.prices.describe())}.")
     out.print("No call was made.")
