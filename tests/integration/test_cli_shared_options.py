@@ -2,8 +2,6 @@
 exit 2 before any work, whichever command gets the bad value."""
 
 import json
-import re
-from pathlib import Path
 
 import pytest
 
