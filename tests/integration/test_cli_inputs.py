@@ -73,3 +73,31 @@ def test_same_file_name_in_two_folders_judged_and_resumed_by_distinct_ids(tmp_pa
     assert main(["eval", *paths, "--out", str(out), "--no-progress", "-q", "--resume"]) == 0
     assert "2 conversations already judged" in capsys.readouterr().err
     assert len(rows(out)) == 2  # nothing judged twice
+
+
+def test_a_missing_input_writes_no_results_file_so_the_corrected_command_runs(tmp_path, capsys):
+    """Issue 25: `eval nosuch.jsonl --out x.jsonl` wrote x.jsonl, and the corrected command was then refused."""
+    from judgegraph.cli import main
+
+    out = tmp_path / "x.jsonl"
+    assert main(["eval", str(tmp_path / "nosuch.jsonl"), "--out", str(out), "--no-progress"]) == 3
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'nosuch.jsonl'}: file not found" in err and "nothing written" in err
+    assert not out.exists()
+    chats = tmp_path / "chats.jsonl"
+    chats.write_text('{"id": "a", "turns": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]}\n')
+    assert main(["eval", str(chats), "--out", str(out), "--no-progress", "-q"]) in (0, 1)
+
+
+def test_a_results_file_given_to_eval_is_named_as_one(tmp_path, capsys):
+    """Issue 25 / 27.6: eval read a results file's header as a promptfoo config (43 input errors)."""
+    from judgegraph.cli import main
+
+    chats, results = tmp_path / "chats.jsonl", tmp_path / "results.jsonl"
+    chats.write_text('{"id": "a", "turns": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]}\n')
+    assert main(["eval", str(chats), "--out", str(results), "--no-progress", "-q"]) in (0, 1)
+    capsys.readouterr()
+    assert main(["eval", str(results), "--out", str(tmp_path / "again.jsonl"), "--no-progress"]) == 3
+    err = capsys.readouterr().err
+    assert f"{results} is a judgegraph results file (verdicts, not conversations)" in err
+    assert "judgegraph report" in err and "promptfoo" not in err and not (tmp_path / "again.jsonl").exists()

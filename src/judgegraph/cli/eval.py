@@ -192,6 +192,33 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _unusable_inputs(files: list[str]) -> list[str]:
+    """Input files that cannot be judged at all, each named: a path that is not there, or a judgegraph results
+    file (its first line a run header or a judged conversation), which holds verdicts, not conversations."""
+    import json
+    from pathlib import Path
+
+    problems = []
+    for name in files:
+        path = Path(name)
+        if not path.exists():
+            problems.append(f"{name}: file not found")
+            continue
+        if path.suffix.lower() not in (".jsonl", ".json") or not path.is_file():
+            continue
+        try:
+            with path.open("rb") as f:
+                first = json.loads(f.readline(1 << 20) or b"null")
+        except (OSError, ValueError):
+            continue  # the loader names what is wrong with it
+        if isinstance(first, dict) and (first.get("type") == "header" or (
+                first.get("type") == "conversation" and isinstance(first.get("results"), dict))):
+            problems.append(f"{name} is a judgegraph results file (verdicts, not conversations): see it with "
+                            f"`judgegraph report {name}`, or judge chosen verdicts again with `judgegraph rejudge "
+                            f"{name} --input CONVERSATIONS ...`")
+    return problems
+
+
 def _out_error(args: argparse.Namespace) -> str | None:
     """``--out`` checked before any work: not an input, not a directory, and not
     a results file that would be lost (unless --resume / --overwrite)."""
@@ -283,6 +310,11 @@ def run(args: argparse.Namespace) -> int:
     for check in (common.check_numbers, _bad_flags, _source_error, aligned_error, common.guidelines_missing, _out_error):
         if bad := check(args):
             return usage_error(err, bad)
+    if refused := _unusable_inputs(args.files):  # before anything is built or written: the corrected command runs
+        for problem in refused:
+            err.print(f"[red]input error:[/] {markup_safe(problem)}")
+        err.print(f"nothing was judged and nothing written (exit {EXIT_ERRORS})")
+        return EXIT_ERRORS
     try:
         if args.dry_run and args.model:  # sends nothing: no client is built, so no key is needed
             from ..dryrun import DryRunJudge
