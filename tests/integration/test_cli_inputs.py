@@ -101,3 +101,18 @@ def test_a_results_file_given_to_eval_is_named_as_one(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{results} is a judgegraph results file (verdicts, not conversations)" in err
     assert "judgegraph report" in err and "promptfoo" not in err and not (tmp_path / "again.jsonl").exists()
+
+
+def test_max_rows_counts_table_rows_not_conversations(tmp_path, capsys):
+    """Issue 25: --max-rows 2 with two metrics showed two conversations (four rows)."""
+    from judgegraph.cli import main
+
+    chats = tmp_path / "chats.jsonl"
+    turns = [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]
+    chats.write_text("".join(json.dumps({"id": f"c{i}", "turns": turns}) + "\n" for i in range(3)))
+    status = main(["eval", str(chats), "-m", "turn-relevancy", "-m", "conversation-relevance", "--max-rows", "2",
+                   "--out", str(tmp_path / "r.jsonl"), "--no-progress"])
+    assert status in (0, 1)
+    out = capsys.readouterr().out
+    assert sum(line.startswith("│ c") for line in out.splitlines()) == 2, out
+    assert "4 more rows not shown" in out

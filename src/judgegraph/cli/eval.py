@@ -647,6 +647,7 @@ def _stop_on_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, err: 
 
 
 def _print_table(out: Console, summary: RunSummary) -> None:
+    """At most ``--max-rows`` rows (a row a conversation × metric), errors and failures first, in input order."""
     from rich.table import Table
     from rich.text import Text
 
@@ -654,19 +655,25 @@ def _print_table(out: Console, summary: RunSummary) -> None:
     for col in ("conversation", "metric", "score", "result", "reason"):
         table.add_column(col, overflow="fold", max_width=70 if col == "reason" else None)
     style = {"passed": "green", "failed": "red", "error": "magenta", "not_applicable": "dim"}
+    rows: list[tuple[int, tuple[Any, ...]]] = []  # (priority, cells), in input order
     for o in summary.rows:
         cid = Text(safe(o.conversation_id))
         if o.error:
-            table.add_row(cid, "—", "—", Text("error", style="magenta"), Text(safe(o.error)))
+            rows.append((3, (cid, "—", "—", Text("error", style="magenta"), Text(safe(o.error)))))
         for r in o.results.values():
             label = {"not_applicable": "n/a"}.get(r.status, r.status)
             if r.errors and r.status in ("passed", "failed"):
                 label += f" ({len(r.errors)} judge err)"
-            table.add_row(cid, Text(safe(r.key)), common.score_text(r.score), Text(label, style=style[r.status]),
-                          Text(safe(r.reason)))
+            rows.append(({"error": 3, "failed": 2}.get(r.status, 1 if r.errors else 0),
+                         (cid, Text(safe(r.key)), common.score_text(r.score), Text(label, style=style[r.status]),
+                          Text(safe(r.reason)))))
+    shown = sorted(sorted(range(len(rows)), key=lambda i: -rows[i][0])[:summary.max_rows])
+    for i in shown:
+        table.add_row(*rows[i][1])
     out.print(table)
-    if summary.rows_left_out > 0:
-        out.print(f"{summary.rows_left_out} more conversations not shown (errors and failures are shown first; "
+    left = summary.result_count + summary.failed_runs - len(shown)
+    if left > 0:
+        out.print(f"{common.plural(left, 'more row')} not shown (errors and failures are shown first; "
                   f"--max-rows N shows more; every result is in the results file)")
 
 
