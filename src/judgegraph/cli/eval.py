@@ -310,8 +310,8 @@ def run(args: argparse.Namespace) -> int:
     for check in (common.check_numbers, _bad_flags, _source_error, aligned_error, common.guidelines_missing, _out_error):
         if bad := check(args):
             return usage_error(err, bad)
-    if refused := _unusable_inputs(args.files):  # before anything is built or written: the corrected command runs
-        for problem in refused:
+    if unusable := _unusable_inputs(args.files):  # before anything is built or written: the corrected command runs
+        for problem in unusable:
             err.print(f"[red]input error:[/] {markup_safe(problem)}")
         err.print(f"nothing was judged and nothing written (exit {EXIT_ERRORS})")
         return EXIT_ERRORS
