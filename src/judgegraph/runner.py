@@ -137,6 +137,10 @@ class RunSummary:
         if outcome.priority > self._rows[low][1].priority:
             self._rows[low] = (seq, outcome)
 
+    def add_resumed(self, outcome: ConversationOutcome) -> None:
+        """Count a conversation already in the resumed file, shown in its input place when the line has one."""
+        self.add(outcome, resumed=True, order=outcome.position)
+
     def add_input_error(self, error: InputError) -> None:
         self.input_error_count += 1
         if len(self.input_errors) < KEPT_INPUT_ERRORS:
@@ -441,7 +445,7 @@ async def evaluate_to_file(
     done: set[str] = set()
     known_errors: set[tuple[Any, ...]] = set()
     if resume:
-        state = scan_results(out, lambda rec: _add_resumed(summary, ConversationOutcome.from_json(rec)),
+        state = scan_results(out, lambda rec: summary.add_resumed(ConversationOutcome.from_json(rec)),
                              retry_errors=retry_errors)
         state.header = start.old
         done, known_errors = state.done, state.input_errors
@@ -471,7 +475,3 @@ async def evaluate_to_file(
     finally:
         writer.close()
 
-
-def _add_resumed(summary: RunSummary, outcome: ConversationOutcome) -> None:
-    """Count a conversation already in the resumed file, shown in its input place when the line has one."""
-    summary.add(outcome, resumed=True, order=outcome.position)

@@ -106,6 +106,9 @@ def test_a_batch_run_gives_the_verdicts_of_a_live_run(inputs, tmp_path, env):
     costs = [float(re.search(r"\$([0-9.]+)", p.stdout.split("tokens", 1)[1]).group(1)) for p in (lived, batched)]
     assert costs[1] == pytest.approx(costs[0] / 2, abs=1e-4)
     assert "sk-batch-secret" not in (tmp_path / "batch.jsonl").read_text() + batched.stdout + batched.stderr
+    # the table in input order (issue 25), though math, re-asked, finished a round after hello
+    assert [r["conversation_id"] for r in records(tmp_path / "batch.jsonl", "conversation")] == ["hello", "math"]
+    assert batched.stdout.index("│ math") < batched.stdout.index("│ hello")
     read = read_results(tmp_path / "batch.jsonl")  # the HTML report reads the file, batch records and all
     assert read.unreadable == [] and len(read.conversations) == 2
     assert is_results_file(tmp_path / "batch.jsonl")  # though its first line is a batch record

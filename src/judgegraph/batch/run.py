@@ -203,7 +203,7 @@ async def evaluate_batch_to_file(
     known_errors: set[tuple[Any, ...]] = set()
     recorded: dict[str, dict[str, Any]] = {}
     if resume:
-        state = scan_results(out, lambda rec: summary.add(ConversationOutcome.from_json(rec), resumed=True),
+        state = scan_results(out, lambda rec: summary.add_resumed(ConversationOutcome.from_json(rec)),
                              retry_errors=retry_errors)
         done, known_errors = state.done, state.input_errors
         recorded = _recorded(out)
@@ -365,7 +365,7 @@ async def _pass(stream: Iterable[Item], plan: MetricPlan, done: set[str], summar
         if outcome.conversation_id in unfinished:
             return
         writer.outcome(outcome)
-        summary.add(outcome)
+        summary.add(outcome, order=outcome.position)  # its place in the inputs: the table shows input order
         done.add(outcome.conversation_id)
         if on_outcome:
             on_outcome(outcome)
