@@ -287,7 +287,7 @@ def test_the_documented_python_snippet_runs_as_written(inputs, tmp_path, env):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     code, paid, listed = proc.stdout.split()[-3:]
     assert code == "0" and float(paid) == pytest.approx(float(listed) / 2)
-    assert set(verdicts(tmp_path / "results.jsonl")) == {"math", "hello"}
+    assert set(verdicts(tmp_path / "batch-results.jsonl")) == {"math", "hello"}
 
 
 def test_requests_still_unanswered_after_max_rounds_are_counted_judge_errors(inputs, tmp_path):
