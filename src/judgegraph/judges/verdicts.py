@@ -33,11 +33,10 @@ from typing import Annotated, Any, Literal, TypeAlias, Union, get_args, get_orig
 
 from pydantic import BaseModel, ValidationError
 
+from ..aggregates import AGGREGATES, Aggregate
+
 __all__ = ["AGGREGATES", "Aggregate", "combine", "decisions"]
 
-Aggregate: TypeAlias = Literal["majority", "mean", "unanimous", "any"]
-#: The aggregation modes (``--aggregate``).
-AGGREGATES: tuple[str, ...] = get_args(Aggregate)
 
 Kind = Literal["choice", "whole", "real", "model", "models", "text"]
 Path = tuple[Union[str, int], ...]
