@@ -11,6 +11,7 @@ import copy
 import json
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -209,14 +210,18 @@ class DryRunJudge(Judge):
         finally:
             _step.reset(token)
 
-    def estimate(self, prices: Prices | None = None) -> CostEstimate:
+    def estimate(self, prices: Prices | None = None, jurors: Sequence[Prices | None] = ()) -> CostEstimate:
+        """The counts and cost; for a jury, ``jurors`` holds each juror's prices, one per asking (each model,
+        each repeat): every juror is asked every request, so each is counted and priced at its own prices."""
+        n = max(1, len(jurors))
         counts = sorted(self.chat._counts.items())
-        steps = {step: StepCost(c["calls"], c["input_tokens"], c["calls"] + c["more_answers"] if c["more_answers"] else None,
-                                cached_input_tokens=c["cached_input_tokens"])
+        steps = {step: StepCost(n * c["calls"], n * c["input_tokens"],
+                                n * (c["calls"] + c["more_answers"]) if c["more_answers"] else None,
+                                cached_input_tokens=n * c["cached_input_tokens"])
                  for step, c in counts}
         refused = [step for step, c in counts if c["refused"]]
         return CostEstimate(steps=steps, prices=prices, max_tries=self.max_tries, uncounted_after=refused,
-                            cache_rule=self.cache_rule)
+                            cache_rule=self.cache_rule, jurors=list(jurors) if n > 1 else [])
 
 
 @dataclass
@@ -242,6 +247,8 @@ class CostEstimate:
     uncounted_after: list[str] = field(default_factory=list)  # steps whose answer-dependent followers were not counted
     #: The provider's prompt-cache rule the cached input tokens were counted by (``unknown``: none counted).
     cache_rule: CacheRule = OPENAI_PREFIX_RULE
+    #: A jury's: each asking's prices (the counts hold every asking's requests, alike); empty for one judge.
+    jurors: list[Prices | None] = field(default_factory=list)
 
     def by_metric(self) -> dict[str, StepCost]:
         out: dict[str, StepCost] = {}
@@ -266,7 +273,14 @@ class CostEstimate:
                      cached_input_tokens=c.cached_input_tokens)
 
     def cost_usd(self, cost: StepCost | None = None) -> float | None:
-        return None if self.prices is None else self.prices.cost(self.usage(cost))
+        """Dollars for ``cost`` (default: the total); a jury's, the sum of its jurors' at their own prices."""
+        if not self.jurors:
+            return None if self.prices is None else self.prices.cost(self.usage(cost))
+        c, n = cost or self.total, len(self.jurors)
+        one = self.usage(StepCost(c.calls // n, c.input_tokens // n, None if c.answers is None else c.answers // n,
+                                  cached_input_tokens=c.cached_input_tokens // n))
+        costs = [None if p is None else p.cost(one) for p in self.jurors]
+        return None if any(x is None for x in costs) else sum(x for x in costs if x is not None)
 
     @property
     def basis(self) -> str:

@@ -227,12 +227,22 @@ def _out_unwritable(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _prices(args: argparse.Namespace, judge: Judge) -> Prices | None:
+def _juror_prices(args: argparse.Namespace, judge: Judge) -> list[Prices | None]:
+    """The prices of each asking of every request: each ``--model``, ``--repeat`` times (one: a single judge)."""
     from ..pricing import prices_for, user_prices
 
+    table = user_prices(getattr(args, "prices", None))
+    return [prices_for(m, args.price_in, args.price_out, table)
+            for m in getattr(args, "models", None) or [args.model or judge.name] for _ in range(args.repeat or 1)]
+
+
+def _prices(args: argparse.Namespace, judge: Judge) -> Prices | None:
+    """The run's prices: its model's; a jury's when its jurors' are one (the summed usage priced at them is the
+    sum of the jurors' costs), else None (cost unknown)."""
     if judge.kind != "llm":
         return None
-    return prices_for(judge.name, args.price_in, args.price_out, user_prices(getattr(args, "prices", None)))
+    found = set(_juror_prices(args, judge))
+    return found.pop() if len(found) == 1 else None
 
 
 def _no_batch_api(args: argparse.Namespace, judge: Judge) -> str | None:
@@ -391,8 +401,8 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
     from ..dryrun import DryRunJudge, StepCost
 
     dry = cast(DryRunJudge, plan.judge)  # an LLM judge in a dry run is the DryRunJudge run() built
-    prices = _prices(args, judge)
-    est = dry.estimate(prices.batch() if prices is not None and args.batch else prices)
+    asks = [p.batch() if p is not None and args.batch else p for p in _juror_prices(args, judge)]
+    est = dry.estimate(asks[0], asks if len(asks) > 1 else ())
     table = Table(title=head)
     for col in ("metric / step", "calls", "input tokens", "output tokens (est.)", "cost"):
         table.add_column(col, justify="left" if col.startswith("metric") else "right")
@@ -410,10 +420,11 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
     out.print(f"basis: {markup_safe(est.basis)}.")
     if est.cache_line:  # by the provider's rule (judgegraph.prefixcache), or "unknown"
         out.print(markup_safe(est.cache_line))
-    if (jurors := len(getattr(args, "models", None) or [args.model]) * (args.repeat or 1)) > 1:
-        out.print(f"a jury: each judgement asks {jurors} jurors; the table counts the first one's requests.")
-    if est.prices is not None:
-        out.print(f"prices: {markup_safe(est.prices.describe())}.")
+    if len(asks) > 1:
+        out.print(f"a jury: each judgement asks {len(asks)} jurors; the table counts every juror's requests, "
+                  "each priced at its own model's prices.")
+    for described in dict.fromkeys(p.describe() for p in asks if p is not None):
+        out.print(f"prices: {markup_safe(described)}.")
     out.print("No call was made.")
     return status
 
