@@ -29,7 +29,7 @@ import enum
 import statistics
 import types
 from collections.abc import Hashable, Sequence
-from typing import Annotated, Any, Literal, TypeAlias, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
