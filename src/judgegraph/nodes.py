@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Optional, Protocol, TypeVar, Union, cast
 
-from langchain_core.runnables import RunnableConfig, RunnableLambda, ensure_config
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import StateGraph
 from langgraph.types import Command, Send
 
@@ -80,19 +80,7 @@ def judge_step(
         done = early if early is not None else await (steer and steer.judge or judge).arun(request)
         return after(task, request, done, steer) if isinstance(done, JudgeOutcome) else done
 
-    return DirectLambda(run, afunc=arun, name=name)
-
-
-class DirectLambda(RunnableLambda):
-    """A ``RunnableLambda`` of ``(input, config)`` functions called directly: LangGraph already runs each node
-    as a traced task with its config set, so the node's own run (a second span of the same name, its callback
-    managers and config copies) is skipped. The hot path of every judge step (issue 28)."""
-
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        return cast(Any, self.func)(input, ensure_config(config))
-
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        return await cast(Any, self.afunc)(input, ensure_config(config))
+    return RunnableLambda(run, afunc=arun, name=name)
 
 
 def with_calls(update: StateUpdate, transcript: list[JudgeAttempt]) -> StateUpdate:
