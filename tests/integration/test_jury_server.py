@@ -121,7 +121,35 @@ def test_graph_draws_the_jury_beside_the_metric(capsys):
     assert "aggregate" in text
 
 
-def test_a_dry_run_of_a_jury_says_it_counts_one_juror(tmp_path, capsys):
-    code = main(["eval", str(CHATS), "--model", "openai:a", "--model", "openai:b", "--repeat", "2", "--dry-run",
-                 "--no-progress", "--out", str(tmp_path / "r.jsonl")])
-    assert code == 0 and "each judgement asks 4 jurors" in capsys.readouterr().out
+def dry_total(capsys, *models: str, repeat: int = 1) -> tuple[int, float]:
+    """The dry run's total calls and dollars (the table's total row) for a jury of ``models`` (``repeat`` each)."""
+    argv = [a for m in models for a in ("--model", m)] + (["--repeat", str(repeat)] if repeat > 1 else [])
+    assert main(["eval", str(CHATS), *argv, "--dry-run", "--no-progress", "--out", "unused.jsonl"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "total" in line)
+    cells = [c.strip() for c in row.split("│") if c.strip()]
+    return int(cells[1]), float(cells[4].lstrip("$"))
+
+
+def test_a_dry_run_of_a_jury_counts_every_juror_and_repeat_each_at_its_own_price(capsys):
+    calls, mini = dry_total(capsys, "openai:gpt-4.1-mini")
+    big = dry_total(capsys, "openai:gpt-4.1")[1]
+    assert dry_total(capsys, "openai:gpt-4.1-mini", repeat=3) == (3 * calls, pytest.approx(3 * mini, abs=2e-4))
+    assert dry_total(capsys, "openai:gpt-4.1-mini", "openai:gpt-4.1") == (2 * calls, pytest.approx(mini + big, abs=2e-4))
+    assert big > 2 * mini  # was: 20 calls and the first juror's price for all of them
+
+
+def test_a_live_run_with_repeat_prices_every_juror_at_the_model_s_listed_price(tmp_path, bare_env):
+    out = tmp_path / "r.jsonl"
+    with FakeOpenAIServer(schema_responder) as server:
+        proc = subprocess.run(
+            [sys.executable, "-m", "judgegraph.cli", "eval", str(CHATS), "--no-progress", "--no-cache",
+             "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--repeat", "3", "--out", str(out)],
+            capture_output=True, text=True, timeout=120, env={**bare_env, "HOME": str(tmp_path)})
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    assert "cost unknown" not in proc.stdout + proc.stderr  # was: "no price for this model" for gpt-4.1-mini
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    summary = next(r for r in rows if r.get("type") == "summary")
+    usage = summary["usage"]
+    expected = (usage["input_tokens"] - usage["cached_input_tokens"]) * 0.4 + usage["cached_input_tokens"] * 0.1
+    assert usage["calls"] == 60 and summary["cost_usd"] == pytest.approx((expected + usage["output_tokens"] * 1.6) / 1e6)
+    assert all(r["cost_usd"] is not None for r in conversation_lines(out))

@@ -23,20 +23,24 @@ SUBCOMMANDS = ("eval", "rejudge", "report", "show", "diff", "pairwise", "agree",
                "cache", "metrics", "init", "export", "watch")
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The command's parser; given ``argv``, with only the subcommand it starts with (none for ``--version``),
+    so a command imports its own module alone (``judgegraph eval --help`` loads no other subcommand)."""
     p = argparse.ArgumentParser(prog="judgegraph", description="Judge chatbot conversations with LangGraph metric graphs.")
     from .. import __version__
 
     p.add_argument("--version", action="version", version=f"judgegraph {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    for name in SUBCOMMANDS:
+    first = (argv or [""])[0]
+    for name in () if first == "--version" else (first,) if first in SUBCOMMANDS else SUBCOMMANDS:
         import_module(f"{__name__}.{name}").register(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command line, for the run header (redacted there)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser(argv).parse_args(argv)
+    args.argv = argv  # the command line, for the run header (redacted there)
     try:
         return int(args.run(args))
     except BrokenPipeError:  # e.g. `judgegraph graph ... | head`

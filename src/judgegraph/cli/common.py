@@ -65,7 +65,7 @@ def add_judge_options(p: argparse.ArgumentParser, *, model: str, base_url: str, 
         p.add_argument("--concurrency", type=int, default=16, help=f"{concurrency} (default %(default)s)")
         p.add_argument("--max-tries", type=int, default=3,
                        help="asks per judgement when the model's output is invalid (default %(default)s)")
-        from ..judges.verdicts import AGGREGATES
+        from ..aggregates import AGGREGATES
 
         p.add_argument("--aggregate", choices=AGGREGATES,
                        help="how a jury's answers make one (default majority; docs/juries.md)")

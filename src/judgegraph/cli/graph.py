@@ -36,7 +36,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--model", action="append", dest="models", metavar="MODEL",
                    help="repeated (or with --repeat): also draw the jury every judge step asks (docs/juries.md)")
     p.add_argument("--repeat", type=int, metavar="N", help="with --model: draw a jury of N repeats")
-    from ..judges.verdicts import AGGREGATES
+    from ..aggregates import AGGREGATES
 
     p.add_argument("--aggregate", default="majority", choices=AGGREGATES,
                    help="with --model: the jury's aggregation (its name)")

@@ -29,15 +29,14 @@ import enum
 import statistics
 import types
 from collections.abc import Hashable, Sequence
-from typing import Annotated, Any, Literal, TypeAlias, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from ..aggregates import AGGREGATES, Aggregate
+
 __all__ = ["AGGREGATES", "Aggregate", "combine", "decisions"]
 
-Aggregate: TypeAlias = Literal["majority", "mean", "unanimous", "any"]
-#: The aggregation modes (``--aggregate``).
-AGGREGATES: tuple[str, ...] = get_args(Aggregate)
 
 Kind = Literal["choice", "whole", "real", "model", "models", "text"]
 Path = tuple[Union[str, int], ...]
