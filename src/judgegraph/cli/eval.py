@@ -616,7 +616,10 @@ def _print_table(out: Console, summary: RunSummary) -> None:
             table.add_row(cid, "—", "—", Text("error", style="magenta"), Text(safe(o.error)))
         for r in o.results.values():
             label = {"not_applicable": "n/a"}.get(r.status, r.status)
-            if r.errors and r.status in ("passed", "failed"):
+            failed = sum(v.verdict is None for v in r.verdicts)
+            if failed and r.status in ("passed", "failed", "error") and len(r.verdicts) > failed:
+                label += f" (judged {len(r.verdicts) - failed} of {len(r.verdicts)}; {failed} judge errors)"
+            elif r.errors and r.status in ("passed", "failed"):
                 label += f" ({len(r.errors)} judge err)"
             table.add_row(cid, Text(safe(r.key)), common.score_text(r.score), Text(label, style=style[r.status]),
                           Text(safe(r.reason)))
