@@ -26,3 +26,17 @@ def test_repeat_with_the_offline_judge_warns_in_one_plain_line(tmp_path: Path, b
     assert warned == ["warning: --repeat with offline:all-MiniLM-L6-v2: this judge cannot vary (no seed), every repeat "
                       "is the same answer"]
     assert "UserWarning" not in done.stderr and "Jury.repeat(" not in done.stderr  # no Python source line
+
+
+def test_init_s_file_run_unedited_in_an_empty_folder_judges_its_sample_conversations(tmp_path: Path, bare_env):
+    """The starter file names chats.jsonl: init writes two sample conversations there when there is none, so the
+    file runs as written (before: an empty table and exit 3); a chats.jsonl of the user's own is never replaced."""
+    assert judgegraph("init", env=bare_env, cwd=tmp_path).returncode == 0
+    done = judgegraph("eval", "--config", "judgegraph.yaml", "--no-progress", env=bare_env, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 conversations, 2 results: 2 passed" in " ".join(done.stdout.split() + done.stderr.split())
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "chats.jsonl").write_text(json.dumps(CHATS[0]) + "\n")
+    assert judgegraph("init", env=bare_env, cwd=mine).returncode == 0
+    assert (mine / "chats.jsonl").read_text() == json.dumps(CHATS[0]) + "\n"
