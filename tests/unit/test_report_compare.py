@@ -212,10 +212,22 @@ def test_without_input_each_run_shows_the_turns_its_header_names_when_unchanged(
     point(new, "chats-new.jsonl", "0" * 64)
     data, _ = report_data([read_results(old), read_results(new)])
     first = next(c for c in data["conversations"] if c["id"] == "conv-0000")
-    assert "turns" not in first["runs"][1] and first["runs"][0]["turns"]
+    assert first["runs"][1]["turns"] is None and first["runs"][0]["turns"]
     # one run: its header's input fills the turns as --input would
     single, _ = report_data(read_results(old))
     assert all(c["turns"] for c in single["conversations"] if c["id"].startswith("conv-"))
+    # --input is shown only under the run that judged it, never another version's replies under run B
+    point(old, "moved-old.jsonl", hashlib.sha256(chats.read_bytes()).hexdigest())
+    point(new, "moved-new.jsonl", hashlib.sha256(chats_new.read_bytes()).hexdigest())
+    for given, judged_by in ((chats, 0), (chats_new, 1)):
+        data, problems = report_data([read_results(old), read_results(new)], inputs=[given])
+        first = next(c for c in data["conversations"] if c["id"] == "conv-0000")
+        assert first["turns"] is None and first["runs"][1 - judged_by]["turns"] is None
+        assert first["runs"][judged_by]["turns"] == conversations[0]["turns"] if judged_by else \
+            first["runs"][0]["turns"][1]["content"].startswith("Answer 1: go to Orders")
+        (said,) = problems
+        assert said == (f"--input {given} is not what {(new, old)[judged_by]} judged (its header names other input "
+                        "files): their turns are not shown under that run")
 
 
 def test_pass_rate_from_lines_counts_errors_as_the_summary_record_does():
