@@ -40,3 +40,22 @@ def test_init_s_file_run_unedited_in_an_empty_folder_judges_its_sample_conversat
     (mine / "chats.jsonl").write_text(json.dumps(CHATS[0]) + "\n")
     assert judgegraph("init", env=bare_env, cwd=mine).returncode == 0
     assert (mine / "chats.jsonl").read_text() == json.dumps(CHATS[0]) + "\n"
+
+
+def test_diff_and_pairwise_each_say_which_kind_of_file_they_want_when_given_the_other(tmp_path: Path, capsys):
+    """diff takes results files, pairwise conversation files: each names the other command for the other kind."""
+    from judgegraph.cli import main
+
+    chats = tmp_path / "chats-v1.jsonl"
+    chats.write_text("".join(json.dumps(c) + "\n" for c in CHATS))
+    results = tmp_path / "results-v1.jsonl"
+    assert main(["eval", str(chats), "--out", str(results), "-q", "--no-progress"]) in (0, 1)
+    capsys.readouterr()
+    assert main(["diff", str(chats), str(results)]) == 3
+    out, err = capsys.readouterr()
+    said = " ".join(err.split())
+    assert f"OLD {chats} is a conversations file (what `eval` reads), not a results file" in said
+    assert "use `judgegraph pairwise FILE FILE --model M`" in said and out == ""  # no empty table
+    assert main(["pairwise", str(results), str(chats), "--model", "openai:gpt-4.1-mini", "--dry-run"]) == 3
+    said = " ".join(capsys.readouterr().err.split())
+    assert "this results line carries no conversation" in said and "compared by `judgegraph diff`" in said
