@@ -148,7 +148,7 @@ def test_unreadable_files_are_exit_3_naming_the_file_and_line(runs, tmp_path, ca
     conversations = tmp_path / "chats.jsonl"
     conversations.write_text(json.dumps(chats()["refund-ok"]) + "\n", encoding="utf-8")
     assert main(["diff", str(old), str(conversations)]) == 3  # an input file, not results
-    assert "is it an input file" in capsys.readouterr().err.replace("\n", "")
+    assert "is a conversations file (what `eval` reads), not a results file" in capsys.readouterr().err.replace("\n", "")
 
 
 def test_markdown_for_a_pull_request(runs, capsys):
@@ -207,7 +207,7 @@ def test_the_readme_synopsis_lists_every_diff_flag(capsys):
 def test_the_docs_python_snippet_runs_as_written(runs, tmp_path, bare_env):
     from tests.integration.test_documented_snippets import ROOT, python_block, run_python
 
-    for path, name in zip(runs, ("old.jsonl", "new.jsonl")):
+    for path, name in zip(runs, ("old-results.jsonl", "new-results.jsonl")):
         (tmp_path / name).write_bytes(path.read_bytes())
     snippet = python_block(ROOT / "docs" / "diff.md", "from judgegraph.compare import diff_runs")
     done = run_python(snippet, bare_env, tmp_path)
