@@ -57,7 +57,7 @@ class WindowTask(TypedDict):
 
 
 def build_reply_language_graph(judge: Judge, *, name: str = "reply_language", threshold: float = 1.0,
-                               review: bool = False) -> StateGraph:
+                               review: bool = False, min_judged: float | None = None) -> StateGraph:
     """The uncompiled graph: one judgement per exchange; score = share of replies in the user's language."""
 
     def build(task: WindowTask) -> JudgeRequest:
@@ -74,7 +74,8 @@ def build_reply_language_graph(judge: Judge, *, name: str = "reply_language", th
 
     def score(state: Any, conversation: Any, verdicts: list[Any]) -> Any:
         return nodes.make_result(name, conversation, verdicts, judge=judge, threshold=threshold, step=STEP,
-                                 what="replies in the user's language", where=lambda v: nodes.turn_label(v.turns))
+                                 what="replies in the user's language", where=lambda v: nodes.turn_label(v.turns),
+                                 min_judged=min_judged)
 
     builder = StateGraph(ReplyLanguageState, input_schema=MetricInput, output_schema=MetricOutput)
     builder.add_node("window_turns", nodes.window_node(1))
@@ -89,11 +90,12 @@ def build_reply_language_graph(judge: Judge, *, name: str = "reply_language", th
 
 
 def create_reply_language_judge(*, model: ModelLike = None, threshold: float = 1.0, review: bool = False,
-                                name: str = "reply_language", **compile: Any) -> CompiledStateGraph:
+                                min_judged: float | None = None, name: str = "reply_language",
+                                **compile: Any) -> CompiledStateGraph:
     """``model``: an LLM judge (a chat model or ``"openai:gpt-4.1-mini"``); ``compile``: LangGraph's compile options."""
     check_threshold(threshold)
     judge = require_tasks(resolve_judge(model), [TASK], name)
-    graph = build_reply_language_graph(judge, name=name, threshold=threshold, review=review)
+    graph = build_reply_language_graph(judge, name=name, threshold=threshold, review=review, min_judged=min_judged)
     return graph.compile(name=name, **compile)
 
 

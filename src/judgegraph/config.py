@@ -32,6 +32,7 @@ class MetricOptions(_Section):
 
     threshold: float | None = Field(default=None, ge=0, le=1)
     window_size: int | None = Field(default=None, ge=1)
+    min_judged: float | None = Field(default=None, ge=0, le=1)
     strict: bool | None = None
     reason: Literal["deterministic", "llm", "none"] | None = None
     rubric: str | None = None

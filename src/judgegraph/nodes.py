@@ -64,6 +64,8 @@ def judge_step(
         outcome = dataclasses.replace(outcome, transcript=[a.model_copy(update={"request": key})
                                                            for a in outcome.transcript])
         update = finish(task, outcome)
+        if outcome.ok and _has_error(update):  # an answer that made a judge error is never replayed
+            (steer and steer.judge or judge).forget(request)
         if outcome.jurors:  # a jury's: each juror's answer as the verdicts' votes
             update = with_votes(update, outcome.jurors, lambda juror: finish(task, juror))
         if steer is not None and not outcome.cached:
@@ -81,6 +83,11 @@ def judge_step(
         return after(task, request, done, steer) if isinstance(done, JudgeOutcome) else done
 
     return RunnableLambda(run, afunc=arun, name=name)
+
+
+def _has_error(update: StateUpdate) -> bool:
+    inner = update.update if isinstance(update, Command) else update
+    return isinstance(inner, dict) and any(isinstance(v, Verdict) and v.error for v in inner.get("verdicts") or ())
 
 
 def with_calls(update: StateUpdate, transcript: list[JudgeAttempt]) -> StateUpdate:

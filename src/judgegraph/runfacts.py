@@ -121,13 +121,49 @@ def facts_of(path: str, header: Mapping[str, Any] | None, summary: Mapping[str, 
     return facts
 
 
+#: A judge setting in words (a setting not listed: ``name value``); the cache on, the default, is not said.
+_SETTING_WORDS = {"base_url": "at {}", "max_concurrency": "{} calls at once", "max_tries": "{} tries",
+                  "max_retries": "{} retries", "temperature": "temperature {}", "timeout": "timeout {} s",
+                  "quorum": "quorum {}", "seed": "seed {}"}
+
+
+def _model(name: str) -> str:
+    """A judge's name as a person says it: ``llm:gpt-4.1-mini`` is ``gpt-4.1-mini``, ``offline:M`` ``offline M``."""
+    kind, _, model = name.partition(":")
+    return model if kind == "llm" and model else f"offline {model}" if kind == "offline" and model else name
+
+
+def _setting(name: str, value: object) -> str | None:
+    if isinstance(value, (dict, list)) or value is None or (name == "cache" and value is True):
+        return None  # the jurors and models are said in the judge's own words; the cache on is the default
+    if name == "cache":
+        return "no cache"
+    shown = f"{value:g}" if isinstance(value, float) else str(value)
+    return _SETTING_WORDS.get(name, name.replace("_", " ") + " {}").format(shown)
+
+
 def _judge(entry: dict[str, Any]) -> str:
-    """A header's judge as one line: name, settings, prompt hashes (a changed prompt changes the verdicts)."""
+    """A header's judge in words, on one line: who judges (a jury: its jurors and how their answers make one),
+    its settings, prompt hashes (a changed prompt changes the verdicts). Never a Python repr."""
     settings = entry.get("settings")
     prompts = entry.get("prompts")
     settings = settings if isinstance(settings, dict) else {}
     prompts = prompts if isinstance(prompts, dict) else {}
-    bits = [str(entry["name"])] + [f"{k}={v}" for k, v in settings.items()]
+    jurors = [j for j in settings.get("jurors") or [] if isinstance(j, dict) and isinstance(j.get("name"), str)]
+    who = _model(str(entry["name"]))
+    skip = {"repeat", "aggregate", "quorum", "jurors"}
+    if jurors:
+        names = list(dict.fromkeys(_model(j["name"]) for j in jurors))
+        how = f"{settings.get('aggregate') or 'majority'}" + (f", quorum {settings['quorum']}"
+                                                              if settings.get("quorum") is not None else "")
+        if len(names) == 1:
+            who = f"{names[0]}, asked {len(jurors)} times ({how})"
+        else:
+            who = f"jury of {len(jurors)}: {', '.join(names)} ({how})"
+        shared = [j.get("settings") for j in jurors]
+        if all(isinstance(x, dict) and x == shared[0] for x in shared):  # the jurors' own settings, said once
+            settings = {**settings, **shared[0]}  # type: ignore[dict-item]
+    bits = [who] + [b for k, v in settings.items() if k not in skip and (b := _setting(k, v))]
     if prompts:
         bits.append("prompts " + ", ".join(f"{k} {v}" for k, v in prompts.items()))
     return " · ".join(bits)

@@ -48,6 +48,7 @@ class JudgeOptions:
     name: str
     judge: Judge
     review: bool = False
+    min_judged: float | None = None
 
     def __post_init__(self) -> None:
         self.check()
@@ -61,10 +62,13 @@ class JudgeOptions:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError(f"name must be a non-empty string, got {self.name!r}")
         check_flag(self.review, "review")
+        if self.min_judged is not None:
+            check_threshold(self.min_judged, "min_judged")
 
     def policy(self, **how: Any) -> ScoringPolicy:
         """This metric's :class:`ScoringPolicy`: its name and judge, and ``how`` it counts."""
-        return ScoringPolicy(**{"name": self.name, "judge": self.judge, "threshold": None, **how})
+        return ScoringPolicy(**{"name": self.name, "judge": self.judge, "threshold": None,
+                                "min_judged": self.min_judged, **how})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,7 +202,7 @@ def share_reason(
 ) -> Reason:
     """The deterministic reason of a share (``"2 of 3 {what} (score 0.67 < threshold
     0.70). {bad}: ..."``); ``empty`` when nothing was judged, ``failed`` when an error
-    left no verdict."""
+    left no verdict. ``unit``: what ``what`` counts, for a metric's own notes."""
 
     def write(t: Tally) -> str:
         if not t.judged and t.errors:
@@ -211,9 +215,7 @@ def share_reason(
         if t.bad:
             listed = "; ".join(tell(v) for v in t.bad)
             parts.append(f"{bad}: {listed}" + ("" if listed.endswith(".") else "."))
-        parts += notes(t) if notes else []
-        if t.errors:
-            parts.append(f"{len(t.errors)} {unit}not judged (judge error), left out of the score.")
+        parts += notes(t) if notes else []  # judge errors: the policy says how many verdicts were judged
         return " ".join(parts)
 
     return write
@@ -243,6 +245,7 @@ class ScoringPolicy:
     reason: str | Reason | None = None
     what: str = "verdicts"
     value: Callable[[Tally], Any] | None = None
+    min_judged: float | None = None  # the least share of verdicts judged (not judge errors) a score needs
 
     def tally(self, verdicts: Iterable[Any], errors: Iterable[JudgeErrorInfo] = ()) -> Tally:
         items = list(verdicts)
@@ -277,19 +280,37 @@ class ScoringPolicy:
         """The result of ``verdicts`` (or a :class:`Tally`): ``errors`` before the verdicts'
         own, ``usage`` added to theirs, ``details`` by default ``{"verdicts": n, "judged": k}``."""
         t = verdicts if isinstance(verdicts, Tally) else self.tally(verdicts, errors)
+        status, reason = self.judged_share(t.verdicts, len(t.judged), self.write_reason(t),
+                                           "not_applicable" if t.judged and t.raw is None else None)
         return build_result(
             self.name, conversation, judge=self.judge, threshold=self.threshold, score=t.raw,
-            strict_mode=self.strict_mode, status="not_applicable" if t.judged and t.raw is None else None,
-            reason=self.write_reason(t), value=self.value(t) if self.value else None, verdicts=t.verdicts,
+            strict_mode=self.strict_mode, status=status,
+            reason=reason, value=self.value(t) if self.value else None, verdicts=t.verdicts,
             errors=t.errors, usage=Usage.total(v.usage for v in t.verdicts) + (usage or Usage()),
             details=details if details is not None else {"verdicts": len(t.verdicts), "judged": len(t.judged)},
         )
+
+    def judged_share(self, verdicts: Sequence[Any], judged: int, reason: str,
+                     status: Literal["error", "not_applicable"] | None) -> tuple[Any, str]:
+        """The status and reason of a score made from ``judged`` verdicts while others are judge errors: the reason
+        says how many were judged; below ``min_judged`` of them, the result is an error."""
+        failed = sum(getattr(v, "verdict", None) is None for v in verdicts)
+        if not judged or not failed or status is not None:
+            return status, reason
+        made = judged + failed
+        reason = f"{reason.rstrip()} Judged {judged} of {made} verdicts; {failed} judge errors.".lstrip()
+        if self.min_judged is not None and judged / made < self.min_judged:
+            return "error", f"{reason} Below min_judged {self.min_judged:g}: an error, not a score."
+        return status, reason
 
     def conclude(
         self, conversation: Conversation | str, *, status: Literal["error", "not_applicable"] | None = None,
         score: float | None = None, reason: str = "", **fields: Any,
     ) -> MetricResult:
         """A result not counted from verdicts: a forced ``status`` or the metric's own ``score``."""
+        if score is not None:
+            verdicts = list(fields.get("verdicts") or ())
+            status, reason = self.judged_share(verdicts, sum(v.verdict is not None for v in verdicts), reason, status)
         return build_result(self.name, conversation, judge=self.judge, threshold=self.threshold,
                             strict_mode=self.strict_mode, status=status, score=score, reason=reason, **fields)
 
@@ -311,6 +332,7 @@ def make_result(
     value: Any = None,
     details: Mapping[str, Any] | None = None,
     usage: Usage | None = None,
+    min_judged: float | None = None,
 ) -> MetricResult:
     """Verdicts → a :class:`~judgegraph.results.MetricResult` through a :class:`ScoringPolicy`
     of these fields; ``reason`` may be ``(score, threshold, verdicts) -> str``."""
@@ -318,6 +340,6 @@ def make_result(
     writer = (lambda t: fn(t.score, t.threshold, t.verdicts)) if callable(fn) else fn
     policy = ScoringPolicy(
         name, judge, threshold, strict_mode, frozenset({positive} if isinstance(positive, str) else positive),
-        score=score, step=step, where=where, reason=writer, what=what, value=lambda t: value,
+        score=score, step=step, where=where, reason=writer, what=what, value=lambda t: value, min_judged=min_judged,
     )
     return policy.result(conversation, verdicts, usage=usage, details=details)

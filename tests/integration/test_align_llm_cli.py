@@ -5,6 +5,7 @@ then used by ``eval --aligned`` and ``rejudge --aligned`` (its hash in every res
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import pytest
@@ -164,3 +165,43 @@ def test_align_reads_the_offline_fit_s_labels_too(files, tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["train"]["labels"] + report["held_out"]["labels"] == N and not report["unmatched"]
     assert report["held_out"]["after"]["agreement"] == 1.0
+
+
+def test_align_reads_label_words_as_agree_does_and_names_a_word_outside_them(files, tmp_path, capsys):
+    convs, labels = files
+    words = tmp_path / "words.jsonl"  # relevant/irrelevant: the judge's yes/no, as agree and the offline fit read them
+    words.write_text(labels.read_text().replace('"yes"', '"relevant"').replace('"no"', '"irrelevant"'))
+    with FakeOpenAIServer(Judge()) as server:
+        assert align(server, convs, words, tmp_path / "aligned", "--json", "--test-fraction", "0.5") == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["held_out"]["after"]["agreement"] == 1.0 and report["held_out"]["after"]["kappa"] == 1.0
+        lines = words.read_text().splitlines()
+        lines[3] = lines[3].replace('"irrelevant"', '"meh"').replace('"relevant"', '"meh"')
+        words.write_text("\n".join(lines) + "\n")
+        assert align(server, convs, words, tmp_path / "aligned2") == 3
+    err = capsys.readouterr().err
+    assert f"{words}:4: label: \"meh\" is not a word of turn_relevancy's yes/no verdicts" in " ".join(err.split())
+
+
+class WorseJudge(Judge):
+    """Follows people without the guideline except on every other greeting; with it, calls every reply relevant."""
+
+    def __call__(self, request: ChatRequest) -> Reply:
+        if request.schema_name == "DistilledGuidelines":
+            return structured({"reason": "People count an offer of help.", "guidelines": [GUIDE]})
+        task = request.text.split("The task:")[-1]
+        missed = re.search(r"Hello (\d+)!", task)
+        relevant = GUIDE in request.text or ("How can I help" in task and int(missed.group(1)) % 4 != 0)
+        return structured({"reason": "Scripted.", "verdict": "yes" if relevant else "no"})
+
+
+def test_align_warns_when_the_aligned_judge_did_worse_on_its_held_out_labels(files, tmp_path, capsys):
+    convs, labels = files
+    with FakeOpenAIServer(WorseJudge()) as server:
+        assert align(server, convs, labels, tmp_path / "aligned", "--test-fraction", "0.5") == 0
+    err = " ".join(capsys.readouterr().err.split())
+    said = re.search(r"warning: the aligned judge did worse on its (\d+) held-out labels than the plain judge: "
+                     r"([\d.]+) % agreement vs ([\d.]+) % \(n=(\d+), kappa", err)
+    assert said, err
+    assert said.group(1) == said.group(4) == "10" and float(said.group(2)) < float(said.group(3))
+    assert list((tmp_path / "aligned").glob("aligned-*.json"))  # written all the same: the user decides

@@ -170,3 +170,72 @@ def test_a_custom_metric_taking_dense_gets_the_flag(tmp_path: Path, monkeypatch)
         assert main(["eval", *common, "-m", "dense_judges:mine", "--out", str(tmp_path / "a.jsonl")]) in (0, 1)
         assert sorted(answerer.dense_calls) == [[1, 2, 3, 4, 5], [6, 7, 8, 9]]
         assert main(["eval", *common, "-m", "dense_judges:plain", "--out", str(tmp_path / "b.jsonl")]) == 2
+
+
+def test_the_kit_server_answers_a_dense_run_per_item(tmp_path: Path):
+    """The loopback server's default responder (``python -m tests.kit.openai_server``) answers each item, so
+    ``eval --dense 3`` can be tried locally: every window judged, three windows a call."""
+    from judgegraph.cli import main
+
+    chats = tmp_path / "chats.jsonl"
+    chats.write_text(json.dumps(conversation(0)) + "\n", encoding="utf-8")
+    out = tmp_path / "r.jsonl"
+    with FakeOpenAIServer() as server:
+        code = main(["eval", str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "-q",
+                     "--no-progress", "-m", "turn-relevancy", "--dense", "3", "--out", str(out)])
+        calls = server.calls["/v1/chat/completions"]
+    (line,) = [json.loads(x) for x in out.read_text().splitlines() if '"results"' in x]
+    result = line["results"]["turn_relevancy"]
+    assert code in (0, 1) and calls == 3  # 9 windows, 3 a call
+    assert not result["errors"] and [v["verdict"] is not None for v in result["verdicts"]] == [True] * EXCHANGES
+
+
+def test_an_answer_that_left_items_out_is_never_replayed_from_the_cache(tmp_path: Path):
+    """A dense answer missing an item makes a judge error: it is not kept, so asking again (a new run or
+    ``--resume --retry-errors``) asks that block again; the complete answers of the other blocks are replayed."""
+    from judgegraph.cli import main
+
+    chats = tmp_path / "chats.jsonl"
+    chats.write_text(json.dumps(conversation(0)) + "\n", encoding="utf-8")
+    answerer = RelevanceAnswerer(drop_exchanges={2}, always=True)
+    with FakeOpenAIServer(answerer) as server:
+        def run(*extra: str, out: str = "r.jsonl") -> tuple[int, int]:
+            before = server.calls["/v1/chat/completions"]
+            code = main(["eval", str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "-q",
+                         "--no-progress", "-m", "turn-relevancy", "--dense", "3", "--cache", str(tmp_path / "c.sqlite"),
+                         "--out", str(tmp_path / out), *extra])
+            return code, server.calls["/v1/chat/completions"] - before
+
+        assert run() == (3, 4)  # three blocks, one re-ask of the missing item: still missing, a judge error
+        assert run(out="again.jsonl") == (3, 2)  # the first block and its re-ask asked again; the others replayed
+        assert run("--resume", "--retry-errors") == (3, 2)
+    assert sorted(answerer.dense_calls) == [[1, 2, 3]] * 3 + [[2]] * 3 + [[4, 5, 6]] + [[7, 8, 9]]
+
+
+def test_min_judged_turns_a_score_from_too_few_windows_into_an_error(tmp_path: Path, capsys):
+    """8 of 9 windows judged: the table and the reason say so; --min-judged 0.95 (or the config file's
+    min_judged) makes the result an error (exit 3), 0.5 leaves it scored."""
+    from judgegraph.cli import main
+
+    chats = tmp_path / "chats.jsonl"
+    chats.write_text(json.dumps(conversation(0)) + "\n", encoding="utf-8")
+    with FakeOpenAIServer(RelevanceAnswerer(drop_exchanges={2}, always=True)) as server:
+        def run(out: str, *extra: str) -> tuple[int, dict]:
+            code = main(["eval", str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url,
+                         "--no-progress", "-m", "turn-relevancy", "--dense", "3", "--out", str(tmp_path / out), *extra])
+            (line,) = [json.loads(x) for x in (tmp_path / out).read_text().splitlines() if '"results"' in x]
+            return code, line["results"]["turn_relevancy"]
+
+        code, scored = run("a.jsonl", "--min-judged", "0.5")
+        assert scored["status"] in ("passed", "failed") and scored["score"] is not None
+        assert "Judged 8 of 9 verdicts; 1 judge errors." in scored["reason"]
+        assert "judged 8 of 9; 1 judge errors" in " ".join(capsys.readouterr().out.split())
+        code, refused = run("b.jsonl", "--min-judged", "0.95")
+        assert (code, refused["status"], refused["score"]) == (3, "error", None)
+        assert "Below min_judged 0.95" in refused["reason"]
+        config = tmp_path / "judgegraph.yaml"
+        config.write_text("options:\n  min_judged: 0.95\n", encoding="utf-8")
+        code, refused = run("c.jsonl", "--config", str(config))
+        assert (code, refused["status"]) == (3, "error")
+    assert main(["eval", str(chats), "--min-judged", "2", "--dry-run"]) == 2
+    assert "--min-judged must be between 0 and 1, got 2.0" in capsys.readouterr().err

@@ -148,7 +148,7 @@ def test_unreadable_files_are_exit_3_naming_the_file_and_line(runs, tmp_path, ca
     conversations = tmp_path / "chats.jsonl"
     conversations.write_text(json.dumps(chats()["refund-ok"]) + "\n", encoding="utf-8")
     assert main(["diff", str(old), str(conversations)]) == 3  # an input file, not results
-    assert "is it an input file" in capsys.readouterr().err.replace("\n", "")
+    assert "is a conversations file (what `eval` reads), not a results file" in capsys.readouterr().err.replace("\n", "")
 
 
 def test_markdown_for_a_pull_request(runs, capsys):

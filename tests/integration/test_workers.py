@@ -297,3 +297,24 @@ def test_cli_workers_start_in_a_folder_with_a_module_named_like_a_dependency(tmp
     assert len(rows) == 6 and not any(r.get("error") for r in rows)
     assert all(r["results"]["tone"]["value"] == "warm" and r["results"]["turn_relevancy"]["score"] is not None
                for r in rows)
+
+
+def test_a_worker_whose_parent_is_gone_exits_quietly(bare_env):
+    """After ``kill -9`` of the parent, its workers find the socket closed (here: before they could say they are
+    ready): each exits with no BrokenPipeError traceback on the terminal."""
+    import socket
+    import subprocess
+    import sys
+    from multiprocessing.connection import Connection
+
+    from judgegraph.scale.workers import BOOTSTRAP
+
+    ours, theirs = socket.socketpair()
+    with theirs:
+        proc = subprocess.Popen([sys.executable, "-c", BOOTSTRAP.format(fd=theirs.fileno())], pass_fds=[theirs.fileno()],
+                                env=bare_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    conn = Connection(ours.detach())
+    conn.send(PlanSpec(["turn-relevancy"], {"model": "gpt-4.1-mini", "base_url": "http://127.0.0.1:9/v1"}))
+    conn.close()  # the parent is gone before the worker is ready
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()

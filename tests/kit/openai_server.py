@@ -356,9 +356,16 @@ class ScriptedResponder:
 
 def schema_responder(request: ChatRequest) -> Reply:
     """Default responder (used by the CLI): a schema-conforming object for structured
-    requests (``{}`` for json_object), ``"ok"`` for plain-text ones."""
+    requests (``{}`` for json_object), ``"ok"`` for plain-text ones; a dense request
+    (judgegraph.dense: ``items`` whose ``item`` is one of 1..N) gets one item per number."""
     if request.wants == "text":
         return text("ok")
+    item = ((request.schema or {}).get("properties", {}).get("items") or {}).get("items")
+    numbers = (item or {}).get("properties", {}).get("item", {}).get("enum") if isinstance(item, dict) else None
+    if numbers:
+        defs = (request.schema or {}).get("$defs")
+        one = example_from_schema({**item, "$defs": defs} if defs else item)
+        return structured({"items": [{**one, "item": k} for k in numbers]})
     return structured(example_from_schema(request.schema))
 
 

@@ -10,6 +10,7 @@ a judge error with re-asks, a failed run, and replies that carry markup
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -178,5 +179,7 @@ def write_two_runs(directory: str | Path, n: int = 8) -> tuple[Path, Path, Path]
     d.mkdir(parents=True, exist_ok=True)
     paths = d / "chats.jsonl", d / "old.jsonl", d / "new.jsonl"
     for path, records in zip(paths, (conversations, old, new)):
+        if path is paths[2]:  # the new run judged chats.jsonl as written here (its header names its SHA-256)
+            records[0]["inputs"][0]["sha256"] = hashlib.sha256(paths[0].read_bytes()).hexdigest()
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     return paths

@@ -152,3 +152,43 @@ def test_odd_values_in_a_results_file_are_compared_not_crashed_on():
     pairs = {p.verdict_id: (p.turns, p.judge) for p in report.metrics["m"].disagreements}
     assert pairs == {"1": ([2], "{'odd': 1}")}  # the bool False is "no", the result's True is "yes": both agree
     assert report.metrics["m"].n == 3
+
+
+@pytest.mark.parametrize(("yes", "no"), [("relevant", "irrelevant"), ("pass", "fail"), ("True", "false"), (1, 0)])
+def test_agree_reads_the_label_words_align_reads(yes, no, tmp_path, capsys):
+    """One vocabulary for a yes/no verdict (trust.labels.polarity): a person's relevant/pass/true/1 is the judge's
+    yes, so labels that agree with the judge give agreement 1 and kappa 1, never 0 and 'disagreements'."""
+    from judgegraph.cli import main
+
+    data = record(_turn_relevancy())
+    verdicts = data["results"]["turn_relevancy"]["verdicts"]
+    verdicts[0]["verdict"] = "no"
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps(data) + "\n")
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"conversation_id": "capabilities", "metric": "turn_relevancy",
+                                          "verdict_id": v["id"], "label": yes if v["verdict"] == "yes" else no}) + "\n"
+                              for v in verdicts))
+    report = agreement(results, labels, resamples=0)
+    m = report.metrics["turn_relevancy"]
+    assert (m.n, m.agreement, m.kappa, m.disagreements, report.label_errors) == (len(verdicts), 1.0, 1.0, [], [])
+    assert main(["agree", str(results), "--labels", str(labels), "--no-reviews", "--min-kappa", "0.9"]) == 0
+
+
+def test_a_label_outside_the_yes_no_words_is_an_error_naming_file_line_and_word(tmp_path, capsys):
+    from judgegraph.cli import main
+
+    data = record(_turn_relevancy())
+    verdicts = data["results"]["turn_relevancy"]["verdicts"]
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps(data) + "\n")
+    labels = tmp_path / "labels.jsonl"
+    words = ["relevant", "meh"] + ["relevant"] * (len(verdicts) - 2)
+    labels.write_text("".join(json.dumps({"conversation_id": "capabilities", "metric": "turn_relevancy",
+                                          "verdict_id": v["id"], "label": w}) + "\n" for v, w in zip(verdicts, words)))
+    report = agreement(results, labels, resamples=0)
+    (error,) = report.label_errors
+    assert str(error).startswith(f"{labels}:2: label: \"meh\" is not a word of turn_relevancy's yes/no verdicts")
+    assert report.metrics["turn_relevancy"].n == len(verdicts) - 1
+    assert main(["agree", str(results), "--labels", str(labels), "--no-reviews"]) == 3
+    assert f"{labels}:2" in capsys.readouterr().err

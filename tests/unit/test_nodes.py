@@ -111,7 +111,7 @@ def test_make_result_scores_the_positive_share_and_keeps_errors_out_of_it():
     assert [(e.where, e.step, e.message, e.attempts) for e in res.errors] == [("turn 6", "s/step", "timeout", 3)]
     assert res.usage.calls == 4 and res.details == {"verdicts": 4, "judged": 3}
     assert res.reason == ("2 of 3 verdicts 'yes' (score 0.67 < threshold 0.70). Not 'yes': turn 4: off topic. "
-                          "1 not judged (judge error), left out of the score.")
+                          "Judged 3 of 4 verdicts; 1 judge errors.")
 
 
 @pytest.mark.parametrize("verdicts,status,score", [

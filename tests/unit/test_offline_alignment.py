@@ -196,7 +196,7 @@ def test_a_bad_labels_file_names_line_and_field(tmp_path: Path, line: str, messa
 @pytest.mark.parametrize(("label", "message"), [
     ({"id": "zz", "turn": 2, "label": "yes"}, "labels.jsonl:1: field 'id': no conversation 'zz'"),
     ({"id": "d0", "turn": 1, "label": "yes"}, "labels.jsonl:1: field 'turn': turn 1 of 'd0' is not an assistant reply"),
-    ({"id": "d0", "turn": 2, "label": "maybe"}, "labels.jsonl:1: field 'label': 'maybe' is not true/false"),
+    ({"id": "d0", "turn": 2, "label": "maybe"}, 'labels.jsonl:1: field \'label\': "maybe" is not a yes/no word'),
 ])
 def test_labels_that_match_no_reply_name_line_and_field(tmp_path: Path, label: dict, message: str) -> None:
     convs, _ = synthetic(1)

@@ -75,7 +75,7 @@ def test_run_facts_from_header_and_summary_else_lines_else_unknown(tmp_path):
     assert b.unreadable == [] and b.header is not None and b.summary is not None  # header/summary lines are records
     facts_a, facts_b = run_facts(a, "A"), run_facts(b, "B")
     assert facts_b.version == "9.9.9" and facts_b.duration_s == 125.0
-    assert facts_b.judges == ["llm:gpt-4.1-mini · temperature=0.0 · prompts judge 0123456789ab"]
+    assert facts_b.judges == ["gpt-4.1-mini · temperature 0 · prompts judge 0123456789ab"]
     assert facts_b.cost_usd == 0.0123 and facts_b.pass_rate == {"turn_relevancy": 0.875, "knowledge_retention": 1.0}
     assert facts_b.calls == 40 and facts_b.tokens == 8160
     assert facts_b.source["pass_rate"] == "summary" and facts_b.source["judges"] == "header"
@@ -212,13 +212,50 @@ def test_without_input_each_run_shows_the_turns_its_header_names_when_unchanged(
     point(new, "chats-new.jsonl", "0" * 64)
     data, _ = report_data([read_results(old), read_results(new)])
     first = next(c for c in data["conversations"] if c["id"] == "conv-0000")
-    assert "turns" not in first["runs"][1] and first["runs"][0]["turns"]
+    assert first["runs"][1]["turns"] is None and first["runs"][0]["turns"]
     # one run: its header's input fills the turns as --input would
     single, _ = report_data(read_results(old))
     assert all(c["turns"] for c in single["conversations"] if c["id"].startswith("conv-"))
+    # --input is shown only under the run that judged it, never another version's replies under run B
+    point(old, "moved-old.jsonl", hashlib.sha256(chats.read_bytes()).hexdigest())
+    point(new, "moved-new.jsonl", hashlib.sha256(chats_new.read_bytes()).hexdigest())
+    for given, judged_by in ((chats, 0), (chats_new, 1)):
+        data, problems = report_data([read_results(old), read_results(new)], inputs=[given])
+        first = next(c for c in data["conversations"] if c["id"] == "conv-0000")
+        assert first["turns"] is None and first["runs"][1 - judged_by]["turns"] is None
+        assert first["runs"][judged_by]["turns"] == conversations[0]["turns"] if judged_by else \
+            first["runs"][0]["turns"][1]["content"].startswith("Answer 1: go to Orders")
+        (said,) = problems
+        assert said == (f"--input {given} is not what {(new, old)[judged_by]} judged (its header names other input "
+                        "files): their turns are not shown under that run")
 
 
 def test_pass_rate_from_lines_counts_errors_as_the_summary_record_does():
     run = _run("r", _line("a"), _line("b", "failed", 0.1), _line("c", "error", None), _line("d", "not_applicable", None))
     facts = run_facts(run, "A")
     assert facts.pass_rate == {"m": pytest.approx(1 / 3)} and facts.source["pass_rate"] == "lines"
+
+
+def test_a_jury_and_an_offline_run_read_in_human_words_everywhere_a_person_reads(tmp_path):
+    """The judge cell of a jury says who judges and how (never the jurors' Python repr, 25 lines); an offline run
+    costs nothing (not "unknown") and the cache being on is not news (no ``cache=True``)."""
+    jurors = [{"name": f"llm:{m}", "repeat": 0, "settings": {"temperature": 0.0, "timeout": 120.0, "max_retries": 3}}
+              for m in ("gpt-4.1-mini", "gpt-4.1-nano", "gpt-4o-mini")]
+    header = {"type": "header", "judgegraph": "0.1.0", "judges": [{"name": "jury(majority):llm:gpt-4.1-mini,llm:gpt-4.1-"
+              "nano,llm:gpt-4o-mini", "settings": {"model": ["openai:gpt-4.1-mini"], "max_tries": 3, "cache": True,
+              "aggregate": "majority", "quorum": 2, "jurors": jurors}, "prompts": {}}]}
+    jury = tmp_path / "jury.jsonl"
+    jury.write_text("\n".join(json.dumps(r) for r in (header, _line("c1"))) + "\n")
+    (judge,) = run_facts(read_results(str(jury)), "A").judges
+    assert judge == ("jury of 3: gpt-4.1-mini, gpt-4.1-nano, gpt-4o-mini (majority, quorum 2) · 3 tries · "
+                     "temperature 0 · timeout 120 s · 3 retries")
+    chats = tmp_path / "chats.jsonl"
+    chats.write_text(json.dumps({"id": "c1", "turns": [{"role": "user", "content": "Hi, when do you open?"},
+                                                       {"role": "assistant", "content": "We open at 9."}]}) + "\n")
+    out, page = tmp_path / "off.jsonl", tmp_path / "off.html"
+    assert main(["eval", str(chats), "--repeat", "3", "--out", str(out), "-q", "--no-progress"]) in (0, 1)
+    assert main(["report", str(out), "-o", str(page)]) in (0, 1)
+    text = page.read_text()
+    assert "no cost (offline judge)" in text and "offline all-MiniLM-L6-v2, asked 3 times (majority, quorum 2)" in text
+    for raw in ("cache=True", "jurors=", "{&#x27;", "{'", "repeat="):
+        assert raw not in text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from metric_cases import CASES, model
+from metric_cases import CASES, CONVERSATION, IDS, answer, model
 
 from judgegraph.results import JudgeErrorInfo, Usage, Verdict
 from judgegraph.scoring import ScoringPolicy, check_threshold, share_reason
@@ -24,6 +24,7 @@ WINDOWED = [c for c in BUILT_IN if c.name in ("turn_relevancy", "conversation_re
     ("threshold", float("nan"), "threshold must be between 0 and 1, got nan"),
     ("strict_mode", "yes", "strict_mode must be True or False, got 'yes'"),
     ("review", 1, "review must be True or False, got 1"),
+    ("min_judged", 1.5, "min_judged must be between 0 and 1, got 1.5"),
     ("name", " ", "name must be a non-empty string, got ' '"),
 ])
 def test_every_metric_rejects_a_bad_shared_option_with_the_same_clear_error(case, option, value, message):
@@ -60,7 +61,7 @@ def test_counted_labels_leave_other_answers_out_of_the_score_and_the_errors():
     assert (res.score, res.status, res.value, res.usage.calls) == (0.5, "passed", "no", 4)
     assert [(e.where, e.step, e.message) for e in res.errors] == [("turn 5", "m/step", "boom")]
     assert res.reason == ("1 of 2 things fine (score 0.50 >= threshold 0.50). Not fine: turn 4: r3. "
-                          "1 thing(s) not judged (judge error), left out of the score.")
+                          "Judged 2 of 3 verdicts; 1 judge errors.")
 
 
 def test_an_error_before_any_verdict_is_an_error_result_with_its_own_reason():
@@ -79,3 +80,27 @@ def test_strict_mode_reports_and_gates_the_strict_score():
     policy = ScoringPolicy("m", "j", 0.3, strict_mode=True, reason=lambda t: f"{t.score}/{t.threshold}/{t.raw}")
     res = policy.result("c", [V("yes"), V("no")])
     assert (res.score, res.threshold, res.status, res.reason) == (0.0, 1.0, "failed", "0.0/1.0/0.5")
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_every_metric_says_how_many_verdicts_were_judged_and_min_judged_turns_too_few_into_an_error(case):
+    """A score from a few verdicts while the others are judge errors says so ("Judged 2 of 3 verdicts; 1 judge
+    errors."), and ``min_judged`` above the judged share makes the result an error, never passed or failed."""
+    from judgegraph import ScriptedChatModel
+
+    def reply(request):  # every request showing the last exchange is answered with nothing valid: a judge error
+        return {} if "ship to Lyon" in request.text else answer("yes")(request)
+
+    got = {m: case.build(ScriptedChatModel(default=reply), min_judged=m).invoke({"conversation": CONVERSATION})
+           ["results"][case.name] for m in (None, 0.5, 0.9)}
+    failed = sum(v.verdict is None for v in got[None].verdicts)
+    judged = sum(v.verdict is not None for v in got[None].verdicts)
+    if case.windowed:
+        assert judged and failed  # the exchanges before the last one were judged
+    if judged and failed:
+        note = f"Judged {judged} of {judged + failed} verdicts; {failed} judge errors."
+        assert note in got[None].reason and note in got[0.5].reason
+        assert got[None].status in ("passed", "failed") and got[0.5].status == got[None].status
+        assert got[0.9].status == "error" and got[0.9].score is None and "Below min_judged 0.9" in got[0.9].reason
+    else:  # all or nothing judged: min_judged changes nothing
+        assert got[0.9].status == got[0.5].status == got[None].status

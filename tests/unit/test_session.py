@@ -104,7 +104,7 @@ def test_completeness_goal_judge_error_is_counted_and_the_rest_kept():
     assert res.score == pytest.approx(2 / 3) and res.details["judged"] == 3
     assert len(res.errors) == 1 and res.errors[0].where.startswith("request 2 ")
     assert res.errors[0].step == "conversation_completeness/judge_goal"
-    assert "1 request(s) not judged (judge error), left out of the score." in res.reason
+    assert "Judged 3 of 4 verdicts; 1 judge errors." in res.reason
 
 
 def test_completeness_extraction_error_is_status_error_and_nothing_else_runs():

@@ -77,7 +77,8 @@ def is_results_file(path: str | Path) -> bool:
 
 
 NO_CONVERSATION = ("this results line carries no conversation (an `eval` results file holds verdicts only): pass the "
-                   "conversations file `eval` read, or the --out (or --conversations) of `simulate`")
+                   "conversations file `eval` read, or the --out (or --conversations) of `simulate` (two results "
+                   "files are compared by `judgegraph diff`)")
 
 
 def _results_conversations(path: Path) -> Iterator[Conversation | str]:

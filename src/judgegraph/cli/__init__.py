@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from importlib import import_module
+from typing import TextIO
 
 from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, markup_safe, safe
 
@@ -37,12 +39,24 @@ def parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return p
 
 
+def _plain_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                   file: TextIO | None = None, line: str | None = None) -> None:
+    """judgegraph's own warnings as one plain line (``warning: ...``), not Python's with its source line."""
+    out = file or sys.stderr
+    if issubclass(category, UserWarning) and os.sep + "judgegraph" + os.sep in filename:
+        out.write(f"warning: {safe(str(message))}\n")
+    else:
+        out.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser(argv).parse_args(argv)
     args.argv = argv  # the command line, for the run header (redacted there)
     try:
-        return int(args.run(args))
+        with warnings.catch_warnings():
+            warnings.showwarning = _plain_warning
+            return int(args.run(args))
     except BrokenPipeError:  # e.g. `judgegraph graph ... | head`
         sys.stderr.close()
         return EXIT_OK

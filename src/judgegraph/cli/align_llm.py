@@ -122,6 +122,8 @@ def run_llm(args: argparse.Namespace, out: Console, err: Console) -> int:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
         _print(out, report)
+    if report.worse:
+        err.print(f"[yellow]warning:[/] {markup_safe(report.worse)}")
     for problem in report.judge_errors[:20]:
         err.print(f"[red]judge error:[/] {markup_safe(problem)}")
     for label in report.unmatched[:10]:

@@ -80,6 +80,8 @@ def add_metric_options(p: argparse.ArgumentParser, *, role: str, guideline: str 
     if scored:
         p.add_argument("--threshold", type=float, help="passing score, 0..1")
         p.add_argument("--window-size", type=int, help="exchanges per sliding window")
+        p.add_argument("--min-judged", type=float, metavar="FRACTION", help="a result whose verdicts were judged "
+                       "less than this share of the time (the rest judge errors) is an error, not a score (0..1)")
     p.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
                    help=guideline or "conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
     p.add_argument("--role", help=role)
@@ -127,8 +129,9 @@ def check_numbers(args: argparse.Namespace) -> str | None:
             check_whole(value, flag(name))
             if most is not None and value > most:
                 return f"{flag(name)} must be at most {most}, got {value} (each one in flight holds memory)"
-        if getattr(args, "threshold", None) is not None:
-            check_threshold(args.threshold, "--threshold")
+        for name in ("threshold", "min_judged"):
+            if getattr(args, name, None) is not None:
+                check_threshold(getattr(args, name), flag(name))
     except ValueError as exc:
         return str(exc)
     for name, (low, strict, unit) in BOUNDED_OPTIONS.items():
@@ -166,6 +169,7 @@ def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency:
 def metric_options(args: argparse.Namespace) -> dict[str, Any]:
     """The metric options given, of those every command takes alike (ValueError: a ``--guideline @FILE`` unread)."""
     given = {"threshold": getattr(args, "threshold", None), "window_size": getattr(args, "window_size", None),
+             "min_judged": getattr(args, "min_judged", None),
              "guidelines": read_guidelines(args.guidelines), "role": args.role,
              "trajectory": getattr(args, "trajectory", None), "arguments": getattr(args, "tool_arguments", None),
              "topics": read_guidelines(getattr(args, "topics", None), "--topic")}

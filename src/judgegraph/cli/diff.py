@@ -59,6 +59,19 @@ def _bad_numbers(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _holds_conversations(path: str) -> bool:
+    """Whether ``path``'s first record is a conversation (turns or messages), as input files hold them."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            first = next((line for line in fh if line.strip()), "")
+        record = json.loads(first)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(record, dict) and "type" not in record and ("turns" in record or "messages" in record)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..compare.diff import compare
     from ..compare.runfile import read_run
@@ -74,6 +87,12 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             err.print(f"[red]error:[/] cannot read {markup_safe(path)}: {markup_safe(exc.strerror or exc)} "
                       f"(exit {EXIT_ERRORS})")
+            return EXIT_ERRORS
+    for side, run in zip(("OLD", "NEW"), runs):
+        if not run.conversations and run.header is None and _holds_conversations(run.path):
+            err.print(f"[red]error:[/] {side} {markup_safe(run.path)} is a conversations file (what `eval` reads), not a "
+                      "results file: diff compares two results files (`judgegraph eval --out`); to compare two versions' "
+                      f"conversations, use `judgegraph pairwise FILE FILE --model M` (exit {EXIT_ERRORS})")
             return EXIT_ERRORS
     old, new = runs
     if args.metrics:

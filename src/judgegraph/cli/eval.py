@@ -662,7 +662,10 @@ def _print_table(out: Console, summary: RunSummary) -> None:
             rows.append((3, (cid, "—", "—", Text("error", style="magenta"), Text(safe(o.error)))))
         for r in o.results.values():
             label = {"not_applicable": "n/a"}.get(r.status, r.status)
-            if r.errors and r.status in ("passed", "failed"):
+            failed = sum(v.verdict is None for v in r.verdicts)
+            if failed and r.status in ("passed", "failed", "error") and len(r.verdicts) > failed:
+                label += f" (judged {len(r.verdicts) - failed} of {len(r.verdicts)}; {failed} judge errors)"
+            elif r.errors and r.status in ("passed", "failed"):
                 label += f" ({len(r.errors)} judge err)"
             rows.append(({"error": 3, "failed": 2}.get(r.status, 1 if r.errors else 0),
                          (cid, Text(safe(r.key)), common.score_text(r.score), Text(label, style=style[r.status]),

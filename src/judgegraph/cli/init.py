@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,8 @@ STARTER = """\
 # Relative paths are read from this file's folder. Reference: docs/runs.md.
 
 # The conversations to judge: .jsonl, .json or .yaml files (judgegraph, deepeval,
-# promptfoo or OpenAI messages).
+# promptfoo or OpenAI messages). `judgegraph init` wrote two sample conversations in
+# chats.jsonl when there was none: replace them with yours.
 inputs:
   - chats.jsonl
 
@@ -63,6 +65,18 @@ run:
   workers: auto           # worker processes: auto, or a number
 """
 
+#: Written beside the config when it names a ``chats.jsonl`` that does not exist, so the file runs as written.
+SAMPLE_CHATS = "".join(json.dumps(c) + "\n" for c in [
+    {"id": "sample-refund", "turns": [
+        {"role": "user", "content": "Hi, I returned a jacket last week. When will I get my refund?"},
+        {"role": "assistant", "content": "Refunds are paid within 5 business days of the return reaching us."}]},
+    {"id": "sample-delivery", "turns": [
+        {"role": "user", "content": "How long does delivery to Lyon take?"},
+        {"role": "assistant", "content": "Delivery to Lyon takes two working days."},
+        {"role": "user", "content": "And can I change the address after ordering?"},
+        {"role": "assistant", "content": "Yes, until the parcel ships: use the link in your order email."}]},
+])
+
 
 def register(sub: Subparsers) -> None:
     p = sub.add_parser("init", help="write a commented starter judgegraph.yaml for eval --config",
@@ -80,5 +94,10 @@ def run(args: argparse.Namespace) -> int:
     if path.exists() and not args.overwrite:
         return fail(f"{path} already exists: pass --overwrite to replace it", EXIT_USAGE)
     path.write_text(STARTER, encoding="utf-8")
-    print(f"wrote {path}: edit inputs and metrics, then run: judgegraph eval --config {path}")
+    chats = path.parent / "chats.jsonl"
+    sample = not chats.exists()
+    if sample:
+        chats.write_text(SAMPLE_CHATS, encoding="utf-8")
+    print(f"wrote {path}" + (f" and {chats} (two sample conversations: replace them with yours)" if sample else "")
+          + f": edit inputs and metrics, then run: judgegraph eval --config {path}")
     return EXIT_OK

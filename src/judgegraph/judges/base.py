@@ -159,6 +159,11 @@ class Judge(ABC):
                      model=last.model if last else self.name, step=request.step)
         return out
 
+    def forget(self, request: JudgeRequest) -> None:
+        """Drop ``request``'s cached answer: it made a judge error, so it is asked again next time."""
+        if self.cache is not None:
+            self.cache.forget(self.cache_key(request))
+
     def run(self, request: JudgeRequest) -> JudgeOutcome:
         """:meth:`judge`, through the caches when there are any. Nodes call this."""
         if self.cache is None:

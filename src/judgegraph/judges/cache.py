@@ -230,6 +230,16 @@ class DiskCache:
                 return
             self.stored += 1
 
+    def forget(self, key: str) -> None:
+        """Drop an answer (one that made a judge error); a failure turns the cache off."""
+        with self._lock:
+            if self.problem is not None:
+                return
+            try:
+                self._connect().execute("DELETE FROM answers WHERE key = ?", (key,))
+            except (sqlite3.Error, OSError, _Foreign) as exc:
+                self._disable(exc, "could not be written" if self._conn is not None else "cannot be used")
+
     @contextlib.contextmanager
     def _checked(self, what: str) -> Iterator[sqlite3.Connection]:
         """The connection for ``info``/``clear``, under the lock; any failure
@@ -339,6 +349,13 @@ class JudgeCache:
                 self._values.move_to_end(key)
                 while len(self._values) > self.maxsize:
                     self._values.popitem(last=False)
+
+    def forget(self, key: str) -> None:
+        """Never replay ``key``'s answer again (it made a judge error): out of memory and off disk."""
+        with self._lock:
+            self._values.pop(key, None)
+        if self.disk is not None:
+            self.disk.forget(key)
 
     def get_or_compute(self, key: str, compute: Callable[[], JudgeOutcome]) -> JudgeOutcome:
         if (hit := self._hit(key)) is not None:

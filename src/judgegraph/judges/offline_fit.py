@@ -46,8 +46,6 @@ Encode = Callable[[list[str]], np.ndarray]
 #: What a label may be in the file.
 LabelValue = bool | int | float | str
 L2_GRID = (0.1, 1.0, 10.0, 100.0)
-TRUE_WORDS = frozenset({"yes", "true", "relevant", "1", "pass"})
-FALSE_WORDS = frozenset({"no", "false", "irrelevant", "0", "fail"})
 
 
 class LabelsError(ValueError):
@@ -117,11 +115,13 @@ def parse_positive(rule: str | None) -> Callable[[LabelValue], bool]:
     string labels. ``ValueError`` for a rule, ``TypeError`` for a label it
     cannot judge."""
     if rule is None:
+        from ..trust.labels import YES_NO_WORDS, polarity
+
         def default(value: LabelValue) -> bool:
-            word = str(value).strip().lower()
-            if word in TRUE_WORDS or word in FALSE_WORDS:
-                return word in TRUE_WORDS
-            raise TypeError(f"{value!r} is not true/false or yes/no (pass --positive, e.g. '>=2')")
+            if (word := polarity(value)) is not None:
+                return word == "yes"
+            raise TypeError(f"{json.dumps(value)} is not a yes/no word ({YES_NO_WORDS}; or pass --positive, "
+                            "e.g. '>=2')")
         return default
     m = re.fullmatch(r"\s*(>=|<=|==|!=|>|<)\s*(.+?)\s*", rule)
     if not m:

@@ -42,6 +42,9 @@ class MetricSpec:
     needs: frozenset[Need] = frozenset()
     scope: Literal["exchange", "conversation"] = "exchange"
 
+    def __post_init__(self) -> None:  # the options every metric takes (scoring.JudgeOptions)
+        object.__setattr__(self, "options", frozenset(self.options) | COMMON_OPTIONS)
+
 
 @lru_cache(maxsize=1)
 def registry() -> dict[str, MetricSpec]:
@@ -68,7 +71,9 @@ class MetricNotFound(KeyError):
 
 
 #: Options the CLI and input files give metrics; a custom factory gets those it names.
-CLI_OPTIONS = frozenset({"window_size", "threshold", "strict_mode", "reason", "rubric", "dense"})
+CLI_OPTIONS = frozenset({"window_size", "threshold", "strict_mode", "reason", "rubric", "dense", "min_judged"})
+#: Options every metric takes.
+COMMON_OPTIONS = frozenset({"min_judged"})
 
 
 def _import_attr(path: str) -> Any:

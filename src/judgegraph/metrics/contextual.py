@@ -366,14 +366,14 @@ def create_turn_contextual_relevancy_judge(
     threshold: float = 0.5,
     strict_mode: bool = False,
     verify: bool = False,
-    review: bool = False,
+    review: bool = False, min_judged: float | None = None,
     name: str = METRIC,
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Turn contextual relevancy: the share of retrieved statements relevant to each turn's user
     message, averaged over turns; ``verify`` takes a second look at "irrelevant" verdicts (LLM only)."""
     settings = ContextualSettings(name=name, judge=resolve_judge(model), window_size=window_size,
-                                  threshold=threshold, strict_mode=strict_mode, verify=verify, review=review)
+                                  threshold=threshold, strict_mode=strict_mode, verify=verify, review=review, min_judged=min_judged)
     return compile_graph(build_turn_contextual_relevancy_graph(settings), name, compile,
                          create_turn_contextual_relevancy_judge)
 

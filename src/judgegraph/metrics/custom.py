@@ -269,9 +269,9 @@ class CustomJudgeSettings(JudgeOptions):
 
     @classmethod
     def create(cls, *, name: str, judge: Judge, instructions: str, feedback: FeedbackSpec,
-               review: bool = False) -> CustomJudgeSettings:
+               review: bool = False, min_judged: float | None = None) -> CustomJudgeSettings:
         return cls(name=name, judge=judge, feedback=feedback, prompt=build_prompt(name, instructions, feedback.description),
-                   schema=feedback_schema(name, feedback), review=review)
+                   schema=feedback_schema(name, feedback), review=review, min_judged=min_judged)
 
 
 def request_for(settings: CustomJudgeSettings, conversation: Conversation) -> JudgeRequest:
@@ -353,7 +353,7 @@ def make_judge(
     threshold: float | None = None,
     scores: dict[Any, float] | None = None,  # keyed by the feedback type's values
     feedback_value_type: Any = None,  # the same as feedback_type (MLflow's name)
-    review: bool = False,
+    review: bool = False, min_judged: float | None = None,
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """A judge of whole conversations from ``instructions`` (holding ``{{ conversation }}``, maybe
@@ -371,7 +371,7 @@ def make_judge(
     build_prompt(name, instructions, spec.description)  # template errors before any model is built
     check_options(compile, make_judge)
     made = require_tasks(resolve_judge(_model_string(model)), [TASK], name)
-    settings = CustomJudgeSettings.create(name=name, judge=made, instructions=instructions, feedback=spec, review=review)
+    settings = CustomJudgeSettings.create(name=name, judge=made, instructions=instructions, feedback=spec, review=review, min_judged=min_judged)
     return compile_graph(build_custom_graph(settings), name, compile, make_judge)
 
 

@@ -331,7 +331,7 @@ def build_turn_faithfulness_graph(settings: FaithfulnessSettings) -> StateGraph:
 
 def create_turn_faithfulness_judge(
     *, model: ModelLike = None, window_size: int = 10, threshold: float = 0.5, strict_mode: bool = False,
-    penalize_ambiguous_claims: bool = False, review: bool = False, name: str = METRIC,
+    penalize_ambiguous_claims: bool = False, review: bool = False, min_judged: float | None = None, name: str = METRIC,
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Turn faithfulness: each reply's claims judged against the retrieval context and tool results
@@ -339,7 +339,7 @@ def create_turn_faithfulness_judge(
     contradicted ("idk" unfaithful with ``penalize_ambiguous_claims``). Needs an LLM judge."""
     judge = require_tasks(resolve_judge(model), [TASK], name)
     settings = FaithfulnessSettings(name=name, judge=judge, window_size=window_size, threshold=threshold, strict_mode=strict_mode,
-                                    penalize_ambiguous_claims=penalize_ambiguous_claims, review=review)
+                                    penalize_ambiguous_claims=penalize_ambiguous_claims, review=review, min_judged=min_judged)
     return compile_graph(build_turn_faithfulness_graph(settings), name, compile, create_turn_faithfulness_judge)
 
 

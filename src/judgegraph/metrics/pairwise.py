@@ -319,7 +319,7 @@ def build_pairwise_graph(settings: PairwiseSettings) -> StateGraph:
 
 def create_pairwise_judge(
     *, model: ModelLike = None, criteria: Iterable[str | Criterion] = DEFAULT_CRITERIA, name: str = "pairwise",
-    review: bool = False, **compile: Unpack[CompileOptions],
+    review: bool = False, min_judged: float | None = None, **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Which of two versions' conversations is better, per criterion, judged in both orders (module doc).
 
@@ -329,7 +329,7 @@ def create_pairwise_judge(
     check_options(compile, create_pairwise_judge)
     chosen = tuple(as_criteria(criteria))
     judge = require_tasks(resolve_judge(model), (TASK,), name)
-    settings = PairwiseSettings(name=name, judge=judge, review=review, criteria=chosen)
+    settings = PairwiseSettings(name=name, judge=judge, review=review, min_judged=min_judged, criteria=chosen)
     return compile_graph(build_pairwise_graph(settings), name, compile, create_pairwise_judge)
 
 

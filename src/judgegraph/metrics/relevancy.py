@@ -243,7 +243,7 @@ def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
 
 def create_turn_relevancy_judge(
     *, model: ModelLike = None, window_size: int = 10, threshold: float = 0.5, strict_mode: bool = False,
-    reason: ReasonMode = "deterministic", rubric: str | None = None, review: bool = False,
+    reason: ReasonMode = "deterministic", rubric: str | None = None, review: bool = False, min_judged: float | None = None,
     dense: int | None = None, name: str = "turn_relevancy", **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Turn relevancy, deepeval's semantics: windows of ``window_size`` exchanges (default 10).
@@ -251,20 +251,20 @@ def create_turn_relevancy_judge(
     instructions on what counts as relevant; ``review`` adds a ``review_verdicts`` node; ``dense=N``
     judges N windows per call (docs/cost.md)."""
     settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
-                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review, dense=dense)
+                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review, min_judged=min_judged, dense=dense)
     return compile_graph(build_relevancy_graph(settings), name, compile, create_turn_relevancy_judge)
 
 
 def create_conversation_relevance_judge(
     *, model: ModelLike = None, window_size: int = 5, threshold: float = 0.5, strict_mode: bool = False,
-    reason: ReasonMode = "deterministic", rubric: str | None = None, review: bool = False,
+    reason: ReasonMode = "deterministic", rubric: str | None = None, review: bool = False, min_judged: float | None = None,
     dense: int | None = None, name: str = "conversation_relevance", **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Conversation relevance, promptfoo's semantics: one window per input/output pair holding it
     and up to ``window_size - 1`` earlier pairs (default 5); ``rubric`` is promptfoo's
     ``rubricPrompt``. The options are :func:`create_turn_relevancy_judge`'s."""
     settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
-                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review, dense=dense)
+                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review, min_judged=min_judged, dense=dense)
     return compile_graph(build_relevancy_graph(settings), name, compile, create_conversation_relevance_judge)
 
 

@@ -453,7 +453,7 @@ def create_response_relevancy_judge(
     n_questions: int = 3,
     threshold: float = 0.5,
     strict_mode: bool = False,
-    review: bool = False,
+    review: bool = False, min_judged: float | None = None,
     name: str = "response_relevancy",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
@@ -471,7 +471,7 @@ def create_response_relevancy_judge(
             call["timeout"] = served.timeout
     emb = resolve_embeddings(embeddings, base_url=embeddings_base_url or (served.base_url if served else None), **call)
     settings = ResponseRelevancySettings(name=name, judge=made, embeddings=emb, n_questions=n_questions,
-                                         threshold=threshold, strict_mode=strict_mode, review=review)
+                                         threshold=threshold, strict_mode=strict_mode, review=review, min_judged=min_judged)
     return compile_graph(build_response_relevancy_graph(settings), name, compile, create_response_relevancy_judge)
 
 

@@ -463,7 +463,7 @@ def build_tool_graph(settings: ToolSettings) -> StateGraph:
 def create_tool_correctness_judge(
     *, model: ModelLike = None, trajectory: Trajectory = "unordered",
     arguments: ArgumentMode | ArgumentComparator = "exact", judge_unreferenced: bool = True, window_size: int = 10,
-    threshold: float = 0.5, strict_mode: bool = False, review: bool = False, name: str = "tool_correctness",
+    threshold: float = 0.5, strict_mode: bool = False, review: bool = False, min_judged: float | None = None, name: str = "tool_correctness",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Tool correctness: each exchange's tool calls against its reference (``expected_tools`` in the
@@ -474,7 +474,7 @@ def create_tool_correctness_judge(
     ``window_size`` earlier exchanges shown). Score = right checks / checked; a reference check makes no call."""
     settings = ToolSettings(name=name, judge=resolve_judge(model), trajectory=trajectory, arguments=arguments,
                             judge_unreferenced=judge_unreferenced, window_size=window_size, threshold=threshold,
-                            strict_mode=strict_mode, review=review)
+                            strict_mode=strict_mode, review=review, min_judged=min_judged)
     return compile_graph(build_tool_graph(settings), name, compile, create_tool_correctness_judge)
 
 

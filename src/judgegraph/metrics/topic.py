@@ -314,7 +314,7 @@ def build_topic_graph(settings: TopicSettings) -> StateGraph:
 
 def create_topic_adherence_judge(
     *, model: ModelLike = None, topics: Sequence[str] | str | None = None, mode: Mode = "f1", window_size: int = 10,
-    threshold: float = 0.5, strict_mode: bool = False, review: bool = False, name: str = METRIC,
+    threshold: float = 0.5, strict_mode: bool = False, review: bool = False, min_judged: float | None = None, name: str = METRIC,
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Topic adherence, ragas's semantics: the topics each user message raises, allowed or not
@@ -323,7 +323,7 @@ def create_topic_adherence_judge(
     checked = check_topics(topics)
     judge = require_tasks(resolve_judge(model), [TASK], name)
     settings = TopicSettings(name=name, judge=judge, topics=tuple(checked) if checked else None, mode=mode,
-                             window_size=window_size, threshold=threshold, strict_mode=strict_mode, review=review)
+                             window_size=window_size, threshold=threshold, strict_mode=strict_mode, review=review, min_judged=min_judged)
     return compile_graph(build_topic_graph(settings), name, compile, create_topic_adherence_judge)
 
 

@@ -111,6 +111,26 @@ def _recorded_inputs(results: ResultsFile) -> list[Path]:
     return found
 
 
+def _judged_inputs(files: Sequence[ResultsFile], inputs: Sequence[str | Path], problems: list[str]) -> list[bool]:
+    """Per run, whether ``inputs`` may be what it judged: its header names no input, or names these files'
+    contents (SHA-256). A run that judged other files gets none of their turns (another version's replies), said."""
+    if not inputs:
+        return [False] * len(files)
+    try:
+        mine = {_sha256(Path(p)) for p in inputs}
+    except OSError:
+        return [True] * len(files)
+    out = []
+    for f in files:
+        judged = {str(e["sha256"]).removeprefix("sha256:").lower() for e in (f.header or {}).get("inputs") or []
+                  if isinstance(e, dict) and e.get("sha256")}
+        out.append(not judged or mine <= judged)
+        if not out[-1]:
+            problems.append(f"--input {', '.join(map(str, inputs))} is not what {f.path} judged (its header names other "
+                            "input files): their turns are not shown under that run")
+    return out
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as fh:
@@ -185,10 +205,11 @@ def report_data(results: ResultsFile | Sequence[ResultsFile], *,
     problems = [p for f in files for p in f.unreadable] + problems
     comparison = compare_runs(files)
     compare = len(files) > 1
-    own_turns: list[dict[str, list[dict[str, str]]]] = []  # without --input: each run's turns from its header's inputs
+    own_turns: list[dict[str, list[dict[str, str]]]] = []  # each run's turns from its header's inputs
     for f in files:
-        recorded = _recorded_inputs(f) if not inputs else []
+        recorded = _recorded_inputs(f) if not inputs or compare else []
         own_turns.append(_turns_by_id(recorded)[0] if recorded else {})
+    given = _judged_inputs(files, inputs, problems) if compare else [True]
     runs: list[dict[str, Any]] = []
     for i, (f, facts) in enumerate(zip(files, comparison.runs)):
         own = [_shown(record) for row in comparison.rows if (record := row.records[i]) is not None]
@@ -199,10 +220,11 @@ def report_data(results: ResultsFile | Sequence[ResultsFile], *,
         cid = row.conversation_id
         shown: dict[str, Any] = {"id": cid, "position": row.position, "failing": row.failing,
                                  "differs": row.differs, "turns": turns.get(cid) or own_turns[0].get(cid)}
-        if compare:
-            shown["turns"] = turns.get(cid)
-            shown["runs"] = [None if r is None else {**_shown(r), **({"turns": own[cid]} if cid in own else {})}
-                             for r, own in zip(row.records, own_turns)]
+        if compare:  # each run's own turns, else --input's when that run judged them: never one run's under another
+            shown["turns"] = None
+            shown["runs"] = [None if r is None else {**_shown(r), "turns": own.get(cid) or (turns.get(cid) if fits
+                                                                                           else None)}
+                             for r, own, fits in zip(row.records, own_turns, given)]
         else:
             shown.update(_shown(row.records[0] or {}))
         conversations.append(shown)

@@ -79,6 +79,16 @@ def _duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min {s:02d} s"
 
 
+def _cost(run: RunFacts) -> str:
+    """The run's cost; a run that made no judge call costs nothing (the offline judge's, or every answer cached)."""
+    if run.cost_usd is not None:
+        return f"${run.cost_usd:.4f}"
+    if run.calls == 0:
+        offline = run.judge_names and all("offline" in j and "llm:" not in j for j in run.judge_names)
+        return "no cost (offline judge)" if offline else "no cost (no judge calls)"
+    return _unknown()
+
+
 def runs_table(runs: Sequence[RunFacts], metrics: Sequence[str]) -> str:
     """One column per run, one row per fact; an unknown fact says "unknown"."""
     head = "".join(f'<th scope="col" data-run="{i}">run {_e(r.label)}</th>' for i, r in enumerate(runs))
@@ -89,7 +99,7 @@ def runs_table(runs: Sequence[RunFacts], metrics: Sequence[str]) -> str:
         ("thresholds", "thresholds", lambda r: _per_metric(r.thresholds, metrics, "{:.2f}")),
         ("pass rate", "pass_rate", lambda r: _per_metric({m: None if v is None else 100 * v
                                                           for m, v in r.pass_rate.items()}, metrics, "{:.0f}%")),
-        ("cost", "cost_usd", lambda r: _unknown() if r.cost_usd is None else f"${r.cost_usd:.4f}"),
+        ("cost", "cost_usd", _cost),
         ("judge calls / tokens", "calls",
          lambda r: _unknown() if r.calls is None else f"{r.calls:,} / {r.tokens or 0:,}"),
         ("duration", "duration_s", lambda r: _unknown() if r.duration_s is None else _e(_duration(r.duration_s))),

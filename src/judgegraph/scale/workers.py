@@ -107,8 +107,8 @@ def worker_main(fd: int) -> None:
     try:
         spec = conn.recv()
         asyncio.run(_serve(conn, spec))
-    except (EOFError, KeyboardInterrupt):
-        pass
+    except (EOFError, KeyboardInterrupt, BrokenPipeError, ConnectionResetError):
+        pass  # the parent is gone (killed, even with -9): nobody to tell, exit quietly
     finally:
         conn.close()
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .labels import Label, LabelError, LabelSet, LabelValue, read_labels, review_labels
+from .labels import Label, LabelError, LabelSet, LabelValue, polarity, read_labels, review_labels, yes_no_error
 from .statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, Statistic, bootstrap_ci, confusion, figure
 
 Kind = Literal["categorical", "ordinal", "numeric"]
@@ -227,6 +227,22 @@ def _match(label: Label, result: Mapping[str, Any]) -> tuple[Pair | None, str]:
     return pair(str(verdict.get("id")), [t + 1 for t in _turns(verdict)], judge_label, reason), ""
 
 
+def _yes_no(metric: str, pairs: list[Pair], errors: list[LabelError]) -> list[Pair]:
+    """A yes/no metric's pairs (every verdict a word of the yes/no vocabulary) in that vocabulary, as ``align``
+    reads them: a person's ``relevant`` or ``pass`` is the judge's ``yes``; a label outside it is an error."""
+    judged = [p.judge for p in pairs if p.judge is not None]
+    if not judged or not all(isinstance(j, str) and polarity(j) for j in judged):
+        return pairs
+    out = []
+    for p in pairs:
+        human = polarity(p.human)
+        if human is None:
+            errors.append(yes_no_error(p.source, p.human, metric))
+        else:
+            out.append(replace(p, human=human, judge=None if p.judge is None else polarity(p.judge)))
+    return out
+
+
 def _number(value: LabelValue | None) -> float | None:
     if isinstance(value, float):
         return value
@@ -336,5 +352,6 @@ def agreement(results: ResultsLike, labels: str | Path | Iterable[Label] | Itera
     for p in pairs.values():
         by_metric.setdefault(p.metric, []).append(p)
     for metric, items in sorted(by_metric.items()):
+        items = _yes_no(metric, items, report.label_errors)
         report.metrics[metric] = summarise(metric, items, resamples=resamples, seed=seed, level=level)
     return report

@@ -109,8 +109,20 @@ class AlignmentReport:
         """What making the alignment cost (train judging and distilling), without the held-out measurement."""
         return self.usage["train"] + self.usage["distil"]
 
+    @property
+    def worse(self) -> str | None:
+        """Why the aligned judge is worse than the plain one on the held-out labels (lower agreement), or None."""
+        before, after = self.held_out["before"], self.held_out["after"]
+        if before["agreement"] is None or after["agreement"] is None or after["agreement"] >= before["agreement"]:
+            return None
+        kappa = "" if before["kappa"] is None or after["kappa"] is None else \
+            f", kappa {after['kappa']:.3f} vs {before['kappa']:.3f}"
+        return (f"the aligned judge did worse on its {self.held_out['labels']} held-out labels than the plain judge: "
+                f"{100 * after['agreement']:.1f} % agreement vs {100 * before['agreement']:.1f} % (n={after['n']}"
+                f"{kappa}); read its guidelines before using it, or keep the plain judge")
+
     def to_json(self) -> dict[str, Any]:  # Any: JSON values
-        return {"metric": self.metric, "model": self.alignment.model, "judge": self.judge.name,
+        return {"metric": self.metric, "worse": self.worse, "model": self.alignment.model, "judge": self.judge.name,
                 "sha256": self.alignment.hash, "file": str(self.path) if self.path else None,
                 "guidelines": list(self.alignment.guidelines), "examples": len(self.alignment.examples),
                 "distil_reason": self.distil_reason, "train": self.train, "held_out": self.held_out,
@@ -234,6 +246,8 @@ def _records(name: str, results: Mapping[str, MetricResult]) -> list[dict[str, A
 def _compare(name: str, results: Mapping[str, MetricResult], labels: list[Label], *,
              resamples: int = 0) -> tuple[MetricAgreement | None, list[str]]:
     report = agreement(_records(name, results), LabelSet(labels=list(labels)), reviews=False, resamples=resamples)
+    if report.label_errors:  # a word outside the metric's vocabulary: compared, it would count as a disagreement
+        raise AlignmentError("labels that cannot be used:\n" + "\n".join(f"  {e}" for e in report.label_errors[:20]))
     found = next(iter(report.metrics.values()), None)
     return found, [str(u) for u in report.unmatched]
 

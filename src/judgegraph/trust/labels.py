@@ -89,6 +89,30 @@ class _Bad(ValueError):
         self.message = message
 
 
+#: The one label vocabulary of a yes/no verdict (``agree``, ``align``): a person's word, any case, is the judge's.
+YES_WORDS = frozenset({"yes", "true", "relevant", "pass", "passed", "1"})
+NO_WORDS = frozenset({"no", "false", "irrelevant", "fail", "failed", "0"})
+YES_NO_WORDS = "yes/no, true/false, relevant/irrelevant, pass/fail, 1/0"
+
+
+def polarity(value: object) -> str | None:
+    """``"yes"`` or ``"no"`` for a word of the yes/no vocabulary (a bool, 1/0 too), else None."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        value = str(int(value)) if math.isfinite(value) and float(value).is_integer() else str(value)
+    word = str(value).strip().lower()
+    return "yes" if word in YES_WORDS else "no" if word in NO_WORDS else None
+
+
+def yes_no_error(label: Label | str, value: object, metric: str) -> LabelError:
+    """The error of a label outside the yes/no vocabulary of ``metric``'s verdicts, naming where and the word."""
+    where = label.source if isinstance(label, Label) else label
+    return LabelError(where or "labels", None, None, "label",
+                      f"{json.dumps(value, default=str)} is not a word of {metric}'s yes/no verdicts"
+                      f" ({YES_NO_WORDS})")
+
+
 def label_value(value: object, where: str = "label") -> LabelValue:
     """A label as compared: a bool is ``"yes"`` / ``"no"``, a number a float, a string stripped."""
     if isinstance(value, bool):

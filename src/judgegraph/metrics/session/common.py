@@ -56,7 +56,7 @@ class SessionJudgeFactory(Protocol):
     __name__: str
 
     def __call__(
-        self, *, model: ModelLike = None, threshold: float = 0.5, strict_mode: bool = False, review: bool = False,
+        self, *, model: ModelLike = None, threshold: float = 0.5, strict_mode: bool = False, review: bool = False, min_judged: float | None = None,
         name: str = ..., **compile: Unpack[CompileOptions],
     ) -> CompiledStateGraph: ...
 
@@ -68,11 +68,11 @@ def session_factory(
     tasks = tuple(tasks)
 
     def factory(
-        *, model: ModelLike = None, threshold: float = 0.5, strict_mode: bool = False, review: bool = False,
+        *, model: ModelLike = None, threshold: float = 0.5, strict_mode: bool = False, review: bool = False, min_judged: float | None = None,
         name: str = metric, **compile: Unpack[CompileOptions],
     ) -> CompiledStateGraph:
         return compile_session_judge(build_graph, name=name, threshold=threshold, strict_mode=strict_mode,
-                                     review=review, tasks=tasks, model=model, compile=compile, factory=factory)
+                                     review=review, min_judged=min_judged, tasks=tasks, model=model, compile=compile, factory=factory)
 
     factory.__name__ = factory.__qualname__ = f"create_{metric}_judge"
     factory.__doc__ = doc

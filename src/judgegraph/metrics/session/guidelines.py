@@ -153,14 +153,14 @@ def build_guidelines_graph(settings: GuidelineSettings) -> StateGraph:
 
 def create_conversational_guidelines_judge(
     *, guidelines: Sequence[str] | str | None = None, model: ModelLike = None, threshold: float = 0.5,
-    strict_mode: bool = False, review: bool = False, name: str = "conversational_guidelines",
+    strict_mode: bool = False, review: bool = False, min_judged: float | None = None, name: str = "conversational_guidelines",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Did the assistant follow each of ``guidelines`` throughout? Score = followed / applicable
     guidelines, one call per guideline, concurrently; no guidelines is a ValueError."""
     return compile_session_judge(
         build_guidelines_graph, GuidelineSettings, name=name, threshold=threshold, strict_mode=strict_mode,
-        review=review, guidelines=check_guidelines(guidelines), tasks=TASKS, model=model, compile=compile,
+        review=review, min_judged=min_judged, guidelines=check_guidelines(guidelines), tasks=TASKS, model=model, compile=compile,
         factory=create_conversational_guidelines_judge)
 
 

@@ -160,13 +160,13 @@ def build_role_graph(settings: RoleSettings) -> StateGraph:
 
 def create_role_adherence_judge(
     *, role: str | None = None, model: ModelLike = None, threshold: float = 0.5, strict_mode: bool = False,
-    batch_size: int = DEFAULT_BATCH_SIZE, review: bool = False, name: str = "role_adherence",
+    batch_size: int = DEFAULT_BATCH_SIZE, review: bool = False, min_judged: float | None = None, name: str = "role_adherence",
     **compile: Unpack[CompileOptions],
 ) -> CompiledStateGraph:
     """Does each assistant turn stay within the chatbot's role (``role=``, else ``chatbot_role``,
     else the system messages; none → ``not_applicable``)? One call per ``batch_size`` turns."""
     return compile_session_judge(
-        build_role_graph, RoleSettings, name=name, threshold=threshold, strict_mode=strict_mode, review=review,
+        build_role_graph, RoleSettings, name=name, threshold=threshold, strict_mode=strict_mode, review=review, min_judged=min_judged,
         role=role, batch_size=batch_size, tasks=TASKS, model=model, compile=compile,
         factory=create_role_adherence_judge)
 
