@@ -7,7 +7,7 @@ import json
 import re
 from typing import TYPE_CHECKING
 
-from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, consoles, markup_safe, safe
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, consoles, markup_safe, refuse_results, safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -61,7 +61,7 @@ def _bad_numbers(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from ..compare.diff import compare
-    from ..compare.runfile import read_run
+    from ..runs import NotAResultsFile, read_run
 
     out, err = consoles()
     if (why := _bad_numbers(args)) is not None:
@@ -70,11 +70,9 @@ def run(args: argparse.Namespace) -> int:
     runs = []
     for path in (args.old, args.new):
         try:
-            runs.append(read_run(path))
-        except OSError as exc:
-            err.print(f"[red]error:[/] cannot read {markup_safe(path)}: {markup_safe(exc.strerror or exc)} "
-                      f"(exit {EXIT_ERRORS})")
-            return EXIT_ERRORS
+            runs.append(read_run(path, keep_transcripts=False))
+        except NotAResultsFile as exc:
+            return refuse_results(exc)
     old, new = runs
     if args.metrics:
         known = list(dict.fromkeys([*old.metrics, *new.metrics]))

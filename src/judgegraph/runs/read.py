@@ -22,6 +22,7 @@ and repairs a torn tail.)
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,7 +31,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..resultsfile import non_finite_field, restore_elided
+from ..resultsfile import restore_elided
 from .record import (
     RECORD_TYPES,
     STATUSES,
@@ -126,6 +127,30 @@ def _parse(raw: bytes) -> dict[str, Any] | str:
 #: why a file is refused when no line of it is a results line
 NOT_RESULTS = "not a results file (written by judgegraph eval --out): no line of it is a results line"
 
+def non_finite_field(value: object) -> str | None:
+    """The dotted path of the first non-finite number in ``value`` (JSON ``1e999``
+    reads as ``inf``), or None: such a line is refused. Walks without recursion."""
+    stack: list[tuple[str, object]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return path or "(the line)"
+        if isinstance(item, dict):
+            stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+    return None
+
+
+def records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, JSON object) of every line of a results file that reads by the rule above (elided texts
+    restored), streamed; the others are skipped unsaid. For a resume's and a batch's own look at a file; to read a
+    file to show, compare or score it, :func:`read_run` (which names them)."""
+    for n, record in _lines(path):
+        if not isinstance(record, str):
+            yield n, restore_elided(record) if record["type"] == "conversation" else record
+
+
 _MODELS = {"header": HeaderLine, "summary": SummaryLine, "input_error": InputErrorLine, "batch": BatchLine}
 
 
@@ -168,6 +193,8 @@ class RunFile:
     input_errors: list[InputErrorLine] = field(default_factory=list)
     batches: list[BatchLine] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # FILE:LINE: why, for every line left out
+    #: the results of the lines a later line of the same id replaced (kept when asked: their judgements cost too)
+    replaced: list[dict[str, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def rejudged(self) -> int:
@@ -239,7 +266,7 @@ class RunFile:
             known("pass_rate", rates, "lines")
         if "cost_usd" in summary.model_fields_set:
             known("cost_usd", number(summary.cost_usd), "summary")
-        elif any((costs := [number(c.cost_usd) for c in self.conversations.values()])):
+        elif any(v is not None for v in (costs := [number(c.cost_usd) for c in self.conversations.values()])):
             known("cost_usd", sum(v for v in costs if v is not None), "lines")
         if number(summary.duration_s) is not None:
             known("duration_s", number(summary.duration_s), "summary")
@@ -289,10 +316,11 @@ def _lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
                 yield n, _parse(raw)
 
 
-def read_run(path: str | Path, *, keep_transcripts: bool = True) -> RunFile:
+def read_run(path: str | Path, *, keep_transcripts: bool = True, keep_replaced: bool = False) -> RunFile:
     """The results file ``path`` as a :class:`RunFile` (module doc); :class:`NotAResultsFile` when it cannot be
     read or no line of it is a results line. ``keep_transcripts=False`` drops the judge transcripts as it reads
-    (a comparison never shows them)."""
+    (a comparison never shows them); ``keep_replaced`` keeps the results of the lines a later line of the same id
+    replaced (:attr:`RunFile.replaced`)."""
     run = RunFile(str(path))
     readable, first_bad = 0, ""
     try:
@@ -328,6 +356,8 @@ def read_run(path: str | Path, *, keep_transcripts: bool = True) -> RunFile:
             if (earlier := run.conversations.get(conv.conversation_id)) is not None:
                 conv.replaces = (*earlier.replaces, earlier.line)
                 conv.order = earlier.order
+                if keep_replaced:
+                    run.replaced.append(earlier.results)
             else:
                 conv.order = len(run.conversations)
             run.conversations[conv.conversation_id] = conv  # an id read again keeps its first place

@@ -70,6 +70,10 @@ class HeaderLine(_Line):
     judges: object = None
     inputs: object = None
 
+    def data(self) -> dict[str, Any]:
+        """The line as written (its JSON object)."""
+        return self.model_dump(exclude_unset=True)
+
     def judge_entries(self) -> list[JudgeEntry]:
         """The judges the header names (entries without a name left out)."""
         entries = self.judges if isinstance(self.judges, list) else []
