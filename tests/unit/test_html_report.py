@@ -76,7 +76,7 @@ def test_bad_lines_are_reported_not_raised(tmp_path, capsys):
                              "results": {"m": {"verdicts": [{"transcript": "hi"}]}}}) + "\n")
     parsed = read_results(results)
     assert len(parsed.conversations) == 3
-    assert parsed.unreadable == [
+    assert parsed.problems == [
         f"{results}:5: not JSON (Expecting property name enclosed in double quotes at column 2)",
         f"{results}:6: field 'type': expected one of 'header', 'conversation', 'input_error', 'summary', 'batch', "
         "got 'mystery'",
@@ -90,8 +90,9 @@ def test_bad_lines_are_reported_not_raised(tmp_path, capsys):
 
 
 def test_cli_report_usage(tmp_path, capsys):
-    assert main(["report", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "r.html")]) == 2
-    assert "missing.jsonl" in capsys.readouterr().err
+    # a missing file is refused as every reading command refuses it (tests/unit/test_runs_read.py): exit 3
+    assert main(["report", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "r.html")]) == 3
+    assert f"{tmp_path / 'missing.jsonl'}: no such file" in capsys.readouterr().err
     chats, results = write_sample_run(tmp_path, 4)
     out = tmp_path / "sub" / "r.html"
     assert main(["report", str(results), "--input", str(chats), "-o", str(out), "--title", "a <b> title"]) == 0

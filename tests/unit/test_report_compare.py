@@ -11,7 +11,8 @@ import pytest
 
 from judgegraph.cli import main
 from judgegraph.reporting.compare import compare_runs, differs_in, run_facts, run_labels
-from judgegraph.reporting.html import ResultsFile, read_results, report_data, write_report
+from judgegraph.reporting.html import read_results, report_data, write_report
+from judgegraph.runs import ConversationLine, HeaderLine, RunFile
 from tests.kit.results import HOSTILE_REASON, QUOTED_ID, write_sample_run, write_two_runs
 
 
@@ -25,8 +26,8 @@ def _line(cid: str, status: str | None = "passed", score: float | None = 1.0, *,
     return record
 
 
-def _run(path: str, *lines: dict) -> ResultsFile:
-    return ResultsFile(path, conversations=list(lines))
+def _run(path: str, *lines: dict) -> RunFile:
+    return RunFile(path, conversations={line["conversation_id"]: ConversationLine.model_validate(line) for line in lines})
 
 
 def test_conversations_are_matched_by_id_with_missing_and_new_ones():
@@ -36,7 +37,7 @@ def test_conversations_are_matched_by_id_with_missing_and_new_ones():
     assert set(rows) == {"a", "b", "gone", "new"}
     assert [r is None for r in rows["gone"].records] == [False, True]
     assert [r is None for r in rows["new"].records] == [True, False]
-    assert rows["a"].records[0] is old.conversations[0] and rows["a"].records[1] is new.conversations[2]
+    assert rows["a"].records[0] is old.conversations["a"] and rows["a"].records[1] is new.conversations["a"]
     assert not rows["a"].differs and not rows["b"].differs
     assert rows["gone"].differs and rows["new"].differs  # present in one run only
 
@@ -48,8 +49,8 @@ def test_only_differences_are_status_score_or_a_failed_run():
                _line("crash", None, error="RuntimeError: boom"), _line("both-failed", "failed", 0.2))
     differs = {r.conversation_id: r.differs for r in compare_runs([old, new]).rows}
     assert differs == {"same": False, "status": True, "score": True, "crash": True, "both-failed": False}
-    assert differs_in([old.conversations[1], new.conversations[1]], "m")
-    assert not differs_in([old.conversations[0], new.conversations[0]], "m")
+    assert differs_in([old.conversations["status"], new.conversations["status"]], "m")
+    assert not differs_in([old.conversations["same"], new.conversations["same"]], "m")
     assert not compare_runs([old]).rows[0].differs  # one run: nothing to differ from
 
 
@@ -72,7 +73,7 @@ def test_failures_come_first_then_input_order():
 def test_run_facts_from_header_and_summary_else_lines_else_unknown(tmp_path):
     _, old, new = write_two_runs(tmp_path)
     a, b = read_results(old), read_results(new)
-    assert b.unreadable == [] and b.header is not None and b.summary is not None  # header/summary lines are records
+    assert b.problems == [] and b.header is not None and b.summary is not None  # header/summary lines are records
     facts_a, facts_b = run_facts(a, "A"), run_facts(b, "B")
     assert facts_b.version == "9.9.9" and facts_b.duration_s == 125.0
     assert facts_b.judges == ["llm:gpt-4.1-mini · temperature=0.0 · prompts judge 0123456789ab"]
@@ -87,11 +88,13 @@ def test_run_facts_from_header_and_summary_else_lines_else_unknown(tmp_path):
     assert facts_a.calls == 14 and "duration_s" not in facts_a.source
     # thresholds: the header's metric options when it gives one for every metric
     assert facts_b.source["thresholds"] == "lines"  # the header's options hold none
-    b.header["metrics"] = [{"name": "turn-relevancy", "options": {"threshold": 0.7}},
-                           {"name": "knowledge_retention", "options": {"threshold": 0.6}}]
+    header = HeaderLine.model_validate({**b.header.data(), "metrics": [
+        {"name": "turn-relevancy", "options": {"threshold": 0.7}}, {"name": "knowledge_retention", "options": {"threshold": 0.6}}]})
+    b = RunFile(b.path, header, b.summary, b.conversations)  # the facts are computed once per RunFile
     assert run_facts(b, "B").thresholds == {"turn_relevancy": 0.7, "knowledge_retention": 0.6}
+    assert b.thresholds == run_facts(b, "B").thresholds and b.pass_rate == facts_b.pass_rate  # properties of the record
     # per-line costs add up when there is no summary
-    b.summary = None
+    b = RunFile(b.path, header, None, b.conversations)
     assert run_facts(b, "B").cost_usd == pytest.approx(0.008) and run_facts(b, "B").source["cost_usd"] == "lines"
 
 
@@ -106,7 +109,8 @@ def test_a_resumed_run_keeps_its_first_header_and_last_summary(tmp_path):
              _line("b"), {"type": "summary", "duration_s": 2.0}]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     parsed = read_results(path)
-    assert parsed.header == lines[0] and parsed.summary == lines[-1] and parsed.unreadable == []
+    assert parsed.header is not None and parsed.summary is not None
+    assert parsed.header.data() == lines[0] and parsed.summary.data() == lines[-1] and parsed.problems == []
     assert run_facts(parsed, "A").duration_s == 2.0
 
 

@@ -274,8 +274,12 @@ def _tables(data: dict[str, Any]) -> dict[str, str]:
     fields = RunFacts.__dataclass_fields__
     runs = [RunFacts(**{k: v for k, v in r.items() if k in fields}) for r in data["runs"]]
     compare = bool(data["compare"])
-    rows = [Row(c["id"], c["runs"] if compare else [c], c["position"], c["differs"], c["failing"])
-            for c in data["conversations"]]
+    def line(cid: str, shown: dict[str, Any] | None) -> ConversationLine | None:
+        return None if shown is None else ConversationLine(conversation_id=cid, source=shown["source"],
+                                                           error=shown["error"], results=shown["results"])
+
+    rows = [Row(c["id"], [line(c["id"], r) for r in (c["runs"] if compare else [c])], c["position"], c["differs"],
+                c["failing"]) for c in data["conversations"]]
     metrics = data["metrics"]
     short = abbreviations(metrics, columns=len(metrics) * len(runs))
     key = [f"<dt>{escape(a)}</dt><dd>{escape(m)}</dd>" for m, a in short.items() if a != m]

@@ -264,10 +264,11 @@ class RunFile:
                 judged = [r.get("status") for r in self._results(m) if r.get("status") in ("passed", "failed", "error")]
                 rates[m] = sum(s == "passed" for s in judged) / len(judged) if judged else None
             known("pass_rate", rates, "lines")
+        costs = [v for c in self.conversations.values() if (v := number(c.cost_usd)) is not None]
         if "cost_usd" in summary.model_fields_set:
             known("cost_usd", number(summary.cost_usd), "summary")
-        elif any(v is not None for v in (costs := [number(c.cost_usd) for c in self.conversations.values()])):
-            known("cost_usd", sum(v for v in costs if v is not None), "lines")
+        elif costs:
+            known("cost_usd", sum(costs), "lines")
         if number(summary.duration_s) is not None:
             known("duration_s", number(summary.duration_s), "summary")
         usage, where = summary.usage_line(), "summary"

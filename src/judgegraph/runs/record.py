@@ -28,6 +28,10 @@ STATUSES = frozenset({"passed", "failed", "error", "not_applicable"})
 class _Line(BaseModel):
     model_config = ConfigDict(extra="allow")
 
+    def data(self) -> dict[str, Any]:
+        """The line as written (its JSON object)."""
+        return self.model_dump(exclude_unset=True, exclude={"line", "replaces", "order"})
+
 
 class UsageLine(_Line):
     """Judge calls and tokens (a summary's, or a metric result's)."""
@@ -69,10 +73,6 @@ class HeaderLine(_Line):
     options: object = None
     judges: object = None
     inputs: object = None
-
-    def data(self) -> dict[str, Any]:
-        """The line as written (its JSON object)."""
-        return self.model_dump(exclude_unset=True)
 
     def judge_entries(self) -> list[JudgeEntry]:
         """The judges the header names (entries without a name left out)."""
@@ -161,10 +161,6 @@ class ConversationLine(_Line):
     def run_error(self) -> str | None:
         """The run's error (the whole conversation failed), as text; None when it ran."""
         return str(self.error) if self.error else None
-
-    def data(self) -> dict[str, Any]:
-        """The line as written (its JSON object)."""
-        return self.model_dump(exclude_unset=True, exclude={"line", "replaces", "order"})
 
 
 class PairwiseLine(_Line):
