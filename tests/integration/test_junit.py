@@ -69,7 +69,7 @@ def test_control_characters_and_surrogates_still_make_xml_that_parses(tmp_path):
         {"type": "conversation", "conversation_id": bad, "source": f"f\x01:{bad}", "results": {
             f"m\x02{bad}": {"status": "failed", "score": 0.1, "threshold": 0.5, "judge": "j\x03", "reason": f"r\x04{bad}",
                             "errors": []},
-            "odd": {"status": "passed", "score": "high", "threshold": None, "reason": "ok"}},
+            "odd": {"status": "passed", "score": None, "threshold": None, "reason": "ok"}},
          "error": f"boom\x05{bad}"},
         {"type": "input_error", "file": "in\x06.jsonl", "line": 3, "field": "turns.0\x07", "error": f"bad\x08{bad}"},
     ]

@@ -103,7 +103,7 @@ def test_an_unreadable_results_line_is_named_and_exit_3_the_rest_still_reported(
 
 def test_usage_errors(judged, tmp_path, capsys):
     _, merged, _ = judged
-    assert main(["stability", str(tmp_path / "none.jsonl")]) == 2
+    assert main(["stability", str(tmp_path / "none.jsonl")]) == 3  # a missing file: exit 3 in every command
     assert main(["stability", str(merged), "-m", "role-adherence"]) == 2
     assert "no result of role-adherence" in capsys.readouterr().err
 

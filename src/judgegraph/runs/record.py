@@ -30,7 +30,7 @@ class _Line(BaseModel):
 
     def data(self) -> dict[str, Any]:
         """The line as written (its JSON object)."""
-        return self.model_dump(exclude_unset=True, exclude={"line", "replaces", "order"})
+        return self.model_dump(exclude_unset=True)
 
 
 class UsageLine(_Line):
@@ -150,6 +150,10 @@ class ConversationLine(_Line):
     line: int = 0
     replaces: tuple[int, ...] = ()
     order: int = 0  # its place in the file: the order ids were first read
+
+    def data(self) -> dict[str, Any]:
+        """The line as written (its JSON object: what the reader adds left out)."""
+        return self.model_dump(exclude_unset=True, exclude={"line", "replaces", "order"})
 
     @property
     def place(self) -> int | None:
