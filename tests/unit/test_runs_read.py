@@ -7,12 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from judgegraph.apps.pairwise import read_version
 from judgegraph.export import load_results
 from judgegraph.reporting.html import read_results
-from judgegraph.runs import ConversationLine, HeaderLine, NotAResultsFile, read_run
+from judgegraph.runs import ConversationLine, HeaderLine, read_run
 from judgegraph.trust.agreement import _records
 
 
