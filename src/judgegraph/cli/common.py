@@ -318,7 +318,7 @@ def fail(message: object, status: int = EXIT_USAGE, prefix: str = "error") -> in
     return status
 
 
-def refuse_results(exc: Exception) -> int:
+def refuse_results(exc: Exception | str) -> int:
     """A file given as RESULTS that cannot be read as one (:class:`judgegraph.runs.NotAResultsFile`: missing,
     unreadable, a conversations or labels file, garbage): the one message, naming the file, and the one exit
     status (3, an input that cannot be used: as ``eval`` counts a missing input file) of every command."""

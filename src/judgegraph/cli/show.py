@@ -49,12 +49,12 @@ def run(args: argparse.Namespace) -> int:
     if args.metric is None:
         if not results:
             return fail(f"conversation {record.conversation_id!r} has no metric results")
-        key = next(iter(results))
+        key: str | None = next(iter(results))
     else:
         key = next((k for k in results if _norm(k) == _norm(args.metric)), None)
-        if key is None:
-            return fail(f"conversation {record.conversation_id!r} has no {args.metric!r} result "
-                        f"(metrics: {', '.join(results) or 'none'})")
+    if key is None:
+        return fail(f"conversation {record.conversation_id!r} has no {args.metric!r} result "
+                    f"(metrics: {', '.join(results) or 'none'})")
     try:
         text = transcript_of(results[key], args.window)
     except LookupError as exc:

@@ -151,7 +151,7 @@ def records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield n, restore_elided(record) if record["type"] == "conversation" else record
 
 
-_MODELS = {"header": HeaderLine, "summary": SummaryLine, "input_error": InputErrorLine, "batch": BatchLine}
+_MODELS: dict[str, type[HeaderLine | SummaryLine | InputErrorLine | BatchLine]] = {"header": HeaderLine, "summary": SummaryLine, "input_error": InputErrorLine, "batch": BatchLine}
 
 
 @dataclass
