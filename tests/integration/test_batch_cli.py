@@ -19,8 +19,8 @@ from judgegraph.batch import NoBatchAPI, batch_judges, evaluate_batch_to_file
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.pricing import prices_for
-from judgegraph.reporting.html import read_results
 from judgegraph.runner import MetricPlan, evaluate_to_file
+from judgegraph.runs import read_run
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
 
 pytestmark = pytest.mark.integration
@@ -106,7 +106,7 @@ def test_a_batch_run_gives_the_verdicts_of_a_live_run(inputs, tmp_path, env):
     costs = [float(re.search(r"\$([0-9.]+)", p.stdout.split("tokens", 1)[1]).group(1)) for p in (lived, batched)]
     assert costs[1] == pytest.approx(costs[0] / 2, abs=1e-4)
     assert "sk-batch-secret" not in (tmp_path / "batch.jsonl").read_text() + batched.stdout + batched.stderr
-    read = read_results(tmp_path / "batch.jsonl")  # the HTML report reads the file, batch records and all
+    read = read_run(tmp_path / "batch.jsonl")  # the HTML report reads the file, batch records and all
     assert read.unreadable == [] and len(read.conversations) == 2
     assert is_results_file(tmp_path / "batch.jsonl")  # though its first line is a batch record
 

@@ -351,7 +351,7 @@ def test_diff_and_the_html_report_read_the_same_run_facts(tmp_path):
     # and summary and the HTML report also from the lines, so a file without them had a judge and a cost on one only
     from judgegraph.compare.diff import describe_run
     from judgegraph.reporting.compare import run_facts
-    from judgegraph.reporting.html import read_results
+    from judgegraph.runs import read_run
 
     summary = {"type": "summary", "duration_s": 12.5, "cost_usd": 0.02, "pass_rate": {METRIC: 0.75},
                "usage": {"calls": 9, "input_tokens": 100, "output_tokens": 20}}
@@ -359,7 +359,7 @@ def test_diff_and_the_html_report_read_the_same_run_facts(tmp_path):
     bare = write(tmp_path / "bare.jsonl", [{**r, "cost_usd": 0.001} for r in NEW])  # no header, no summary
     diff = diff_runs(full, bare)
     for side, path in (("old", full), ("new", bare)):
-        assert diff.runs[side] == run_facts(read_results(path), "").to_json()
+        assert diff.runs[side] == run_facts(read_run(path), "").to_json()
     old, new = diff.runs["old"], diff.runs["new"]
     assert (old["header"], old["version"], old["judge_names"], old["duration_s"], old["cost_usd"], old["calls"]) == (
         True, "0.9.0", ["llm:gpt-4.1-mini"], 12.5, 0.02, 9)

@@ -11,8 +11,8 @@ import pytest
 
 from judgegraph.cli import main
 from judgegraph.reporting.compare import compare_runs, differs_in, run_facts, run_labels
-from judgegraph.reporting.html import read_results, report_data, write_report
-from judgegraph.runs import ConversationLine, HeaderLine, RunFile
+from judgegraph.reporting.html import report_data, write_report
+from judgegraph.runs import ConversationLine, HeaderLine, RunFile, read_run
 from tests.kit.results import HOSTILE_REASON, QUOTED_ID, write_sample_run, write_two_runs
 
 
@@ -72,7 +72,7 @@ def test_failures_come_first_then_input_order():
 
 def test_run_facts_from_header_and_summary_else_lines_else_unknown(tmp_path):
     _, old, new = write_two_runs(tmp_path)
-    a, b = read_results(old), read_results(new)
+    a, b = read_run(old), read_run(new)
     assert b.problems == [] and b.header is not None and b.summary is not None  # header/summary lines are records
     facts_a, facts_b = run_facts(a, "A"), run_facts(b, "B")
     assert facts_b.version == "9.9.9" and facts_b.duration_s == 125.0
@@ -108,7 +108,7 @@ def test_a_resumed_run_keeps_its_first_header_and_last_summary(tmp_path):
     lines = [{"type": "header", "judgegraph": "1"}, _line("a"), {"type": "summary", "duration_s": 1.0},
              _line("b"), {"type": "summary", "duration_s": 2.0}]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    parsed = read_results(path)
+    parsed = read_run(path)
     assert parsed.header is not None and parsed.summary is not None
     assert parsed.header.data() == lines[0] and parsed.summary.data() == lines[-1] and parsed.problems == []
     assert run_facts(parsed, "A").duration_s == 2.0
@@ -178,7 +178,7 @@ def test_the_comparison_page_reads_without_javascript(tmp_path):
 
 def test_one_run_page_lists_rows_facts_and_labelled_histograms(tmp_path):
     chats, results = write_sample_run(tmp_path, 8)
-    data, _ = report_data(read_results(results), inputs=[chats])
+    data, _ = report_data(read_run(results), inputs=[chats])
     assert [c["id"] for c in data["conversations"]][:3] == ["conv-0003", "conv-0004", "conv-0005"]
     html = write_report(results, tmp_path / "r.html", inputs=[chats]).path.read_text(encoding="utf-8")
     assert 'id="filter-differs"' not in html and 'id="runs-table"' in html
@@ -206,7 +206,7 @@ def test_without_input_each_run_shows_the_turns_its_header_names_when_unchanged(
 
     point(old, str(chats), hashlib.sha256(chats.read_bytes()).hexdigest())  # absolute
     point(new, "chats-new.jsonl", hashlib.sha256(chats_new.read_bytes()).hexdigest())  # beside the results file
-    data, problems = report_data([read_results(old), read_results(new)])
+    data, problems = report_data([read_run(old), read_run(new)])
     assert problems == []
     first = next(c for c in data["conversations"] if c["id"] == "conv-0000")
     assert first["turns"] is None  # no --input: no shared turns
@@ -214,11 +214,11 @@ def test_without_input_each_run_shows_the_turns_its_header_names_when_unchanged(
     assert first["runs"][1]["turns"][1]["content"] == "The new bot's reply."
     # a file changed since the run (another SHA-256) is not used
     point(new, "chats-new.jsonl", "0" * 64)
-    data, _ = report_data([read_results(old), read_results(new)])
+    data, _ = report_data([read_run(old), read_run(new)])
     first = next(c for c in data["conversations"] if c["id"] == "conv-0000")
     assert "turns" not in first["runs"][1] and first["runs"][0]["turns"]
     # one run: its header's input fills the turns as --input would
-    single, _ = report_data(read_results(old))
+    single, _ = report_data(read_run(old))
     assert all(c["turns"] for c in single["conversations"] if c["id"].startswith("conv-"))
 
 

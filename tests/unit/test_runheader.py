@@ -17,11 +17,11 @@ from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import LoadedConversation
 from judgegraph.prompts import load_prompt
-from judgegraph.reporting.html import read_results
 from judgegraph.resultsfile import ResultsFileError
 from judgegraph.runheader import RunSettingsChanged, differences, metric_prompts, run_header
 from judgegraph.runner import MetricPlan, judge_conversation
 from judgegraph.runner import evaluate_to_file as run_to_file
+from judgegraph.runs import read_run
 from tests.unit.test_runner import NO, YES, item
 
 
@@ -81,7 +81,7 @@ def test_the_header_is_the_first_line_the_summary_the_last_and_lines_carry_their
     assert all(c["position"] == int(c["conversation_id"][1:]) for c in convs)
     # readers give input order
     assert [c.conversation_id for c in load_results(out).conversations] == [f"c{i}" for i in range(6)]
-    parsed = read_results(out)
+    parsed = read_run(out)
     assert parsed.header is not None and parsed.summary is not None
     assert not parsed.problems and parsed.header.data() == head and parsed.summary.data() == tail  # the report's reader
     assert [o.conversation_id for o in summary.rows] == [f"c{i}" for i in range(6)]  # the CLI table's rows

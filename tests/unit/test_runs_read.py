@@ -9,7 +9,6 @@ from pathlib import Path
 
 from judgegraph.apps.pairwise import read_version
 from judgegraph.export import load_results
-from judgegraph.reporting.html import read_results
 from judgegraph.runs import ConversationLine, HeaderLine, read_run
 from judgegraph.trust.agreement import _records
 
@@ -53,7 +52,7 @@ def test_the_reader_reads_typed_lines_and_names_every_bad_line(tmp_path):
     path = bad_file(tmp_path / "r.jsonl")
     run = read_run(path)
     assert run.problems == [f"{path}:{n}: {why}" for n, why in BAD]
-    assert isinstance(run.header, HeaderLine) and run.header.format == 1
+    assert isinstance(run.header, HeaderLine) and run.header.data()["format"] == 1
     assert all(isinstance(c, ConversationLine) for c in run.conversations.values())
     assert [(c.line, c.conversation_id) for c in run.conversations.values()] == [(10, "a"), (11, "b")]
     # a conversation judged again (a watch's retry) is read as its latest line, in its first line's place
@@ -74,7 +73,7 @@ def test_every_command_reads_a_results_file_by_the_same_rule(tmp_path):
     run = read_run(path)  # diff
     assert run.problems == expected and list(run.conversations) == ["a", "b"]
     assert run.conversations["a"].results["m"]["status"] == "failed" and run.rejudged == 1
-    report = read_results(path)  # report
+    report = read_run(path)  # report
     assert report.problems == expected and list(report.conversations) == ["a", "b"]
     assert load_results(path).run.problems == expected  # export, show, junit
     version = read_version(path)  # pairwise, on a file whose lines carry the conversation

@@ -6,17 +6,8 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from .common import (
-    EXIT_ERRORS,
-    EXIT_FAILED,
-    EXIT_OK,
-    EXIT_USAGE,
-    add_results_command,
-    consoles,
-    markup_safe,
-    refuse_results,
-    safe,
-)
+from . import common
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_results_command, consoles, markup_safe, safe
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -70,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         report = agreement(args.results, labels, reviews=args.reviews, metrics=args.metrics,
                            resamples=args.bootstrap, seed=args.seed)
     except NotAResultsFile as exc:
-        return refuse_results(exc)
+        return common.refuse_results(exc)
     except OSError as exc:  # a labels file that cannot be read: an input, as a results file (exit 3)
         err.print(f"[red]error:[/] {markup_safe(exc.filename or '')}: {markup_safe(exc.strerror or exc)}")
         return EXIT_ERRORS

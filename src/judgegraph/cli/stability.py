@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import common
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, consoles, markup_safe, refuse_results, safe
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, consoles, markup_safe, safe
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     for path in args.inputs:
         if not Path(path).is_file():
-            return refuse_results(f"{path}: no such file")
+            return common.refuse_results(f"{path}: no such file")
     try:
         options = common.metric_options(args)
     except (OSError, ValueError) as exc:
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         report = read_stability(args.results, _conversations(args.inputs, err), metrics=args.metrics,
                                 options=options, resamples=args.bootstrap, seed=args.seed)
     except NotAResultsFile as exc:
-        return refuse_results(exc)
+        return common.refuse_results(exc)
     if args.json:
         print(json.dumps(report.to_json(), ensure_ascii=False, indent=1))
     else:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from .drawing import Drawable
 
-__all__ = ["ReportFile", "read_results", "render_report", "report_data", "write_report"]
+__all__ = ["ReportFile", "render_report", "report_data", "write_report"]
 
 STATUSES = ("passed", "failed", "error", "not_applicable")
 BINS = 10
@@ -44,13 +44,6 @@ class ReportFile:
     problems: list[str]  # unreadable results lines
     input_problems: list[str] = field(default_factory=list)  # records of the input files that could not be read
     runs: int = 1  # results files shown side by side
-
-
-def read_results(path: str | Path) -> RunFile:
-    """A results file, read by :func:`judgegraph.runs.read_run`: a line that cannot be shown (not UTF-8, not JSON,
-    torn, nested too deeply, a number that is not finite, a wrong shape) is named in ``problems``; the other lines
-    are read (a conversation judged again: its latest line)."""
-    return read_run(path)
 
 
 def _turns_by_id(inputs: Sequence[str | Path]) -> tuple[dict[str, list[dict[str, str]]], list[str]]:
@@ -338,7 +331,7 @@ def write_report(
     judged replies). ``graphs``: compiled graphs to draw (``judgegraph eval``
     passes the ones it ran); by default the results' metrics with default options."""
     paths = [results] if isinstance(results, (str, Path)) else list(results)
-    parsed = [read_results(p) for p in paths]
+    parsed = [read_run(p) for p in paths]
     data, problems = report_data(parsed, inputs=inputs)
     llm = any(str(r.get("judge", "")).startswith("llm") for f in parsed for c in f.conversations.values()
               for r in c.results.values())

@@ -64,15 +64,11 @@ class HeaderLine(_Line):
     """The run header: the first line of a run (:func:`judgegraph.runheader.run_header`)."""
 
     type: Literal["header"] = "header"
-    format: object = None
-    judgegraph: object = None
+    judgegraph: object = None  # its version
     started_at: object = None
-    argv: object = None
-    config: object = None
-    metrics: object = None
-    options: object = None
-    judges: object = None
-    inputs: object = None
+    metrics: object = None  # [{"name", "options"}]
+    judges: object = None  # [{"name", "settings", "prompts"}]
+    inputs: object = None  # [{"path", "sha256"}]
 
     def judge_entries(self) -> list[JudgeEntry]:
         """The judges the header names (entries without a name left out)."""
@@ -98,13 +94,11 @@ class SummaryLine(_Line):
     """The summary a finished run appends (a resumed run appends another: the last one counts)."""
 
     type: Literal["summary"] = "summary"
-    ended_at: object = None
     duration_s: object = None
     conversations: object = None
-    usage: object = None
+    usage: object = None  # {"calls", "input_tokens", "output_tokens", ...}
     cost_usd: object = None
-    pass_rate: object = None
-    statuses: object = None
+    pass_rate: object = None  # {metric: rate}
 
     def usage_line(self) -> UsageLine | None:
         if isinstance(self.usage, dict) and number(self.usage.get("calls")) is not None:
@@ -116,12 +110,7 @@ class InputErrorLine(_Line):
     """A record of the inputs that could not be read: file, line, record, field, message."""
 
     type: Literal["input_error"] = "input_error"
-    file: object = None
-    line: object = None
-    record: object = None
-    field: object = None
-    message: object = None
-    error: object = None
+    error: object = None  # "FILE:LINE: field 'X': why" (and file, line, record, field, message apart)
 
 
 class BatchLine(_Line):
@@ -129,8 +118,7 @@ class BatchLine(_Line):
 
     type: Literal["batch"] = "batch"
     id: object = None
-    round: object = None
-    status: object = None
+    status: object = None  # and round, requests, ...
 
 
 class ConversationLine(_Line):
@@ -171,7 +159,6 @@ class PairwiseLine(_Line):
     """A line ``judgegraph pairwise --out`` writes: not part of a results file."""
 
     type: Literal["pairwise"] = "pairwise"
-    conversation_id: object = None
 
 
 def number(value: object) -> float | None:
