@@ -149,7 +149,7 @@ def test_unreadable_and_torn_lines_are_named_and_the_rest_compared(tmp_path):
 
 
 def test_a_conversation_judged_again_is_compared_by_its_latest_line(tmp_path):
-    # the one reader's rule (judgegraph.resultsread): a later line for the same id (a watch retrying a thread whose
+    # the one reader's rule (judgegraph.runs.read_run): a later line for the same id (a watch retrying a thread whose
     # judge failed) replaces the earlier one; the diff says so in a note, and no line is a problem
     old = write(tmp_path / "old.jsonl", [line("a", result("a", "error", None, [(None, "timeout")])), OLD[0]])
     diff = diff_runs(old, write(tmp_path / "new.jsonl", [NEW[0]]))
@@ -347,7 +347,7 @@ def test_a_threshold_change_is_shown_on_the_pairs_it_may_explain(tmp_path):
 
 
 def test_diff_and_the_html_report_read_the_same_run_facts(tmp_path):
-    # one derivation (judgegraph.runfacts.facts_of): before, diff read judges, cost and duration only from the header
+    # one derivation (judgegraph.runs.RunFile.facts): before, diff read judges, cost and duration only from the header
     # and summary and the HTML report also from the lines, so a file without them had a judge and a cost on one only
     from judgegraph.compare.diff import describe_run
     from judgegraph.reporting.compare import run_facts
