@@ -107,7 +107,7 @@ def test_a_batch_run_gives_the_verdicts_of_a_live_run(inputs, tmp_path, env):
     assert costs[1] == pytest.approx(costs[0] / 2, abs=1e-4)
     assert "sk-batch-secret" not in (tmp_path / "batch.jsonl").read_text() + batched.stdout + batched.stderr
     read = read_run(tmp_path / "batch.jsonl")  # the HTML report reads the file, batch records and all
-    assert read.unreadable == [] and len(read.conversations) == 2
+    assert read.problems == [] and len(read.batches) > 0 and len(read.conversations) == 2
     assert is_results_file(tmp_path / "batch.jsonl")  # though its first line is a batch record
 
 
