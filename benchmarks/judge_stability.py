@@ -34,8 +34,9 @@ import _loopback  # noqa: F401 - puts the repository root on sys.path for tests.
 from judgegraph.cli import main
 from judgegraph.loaders import load_files
 from judgegraph.results import MetricResult, Vote
-from judgegraph.resultsfile import ResultsWriter, iter_records
+from judgegraph.resultsfile import ResultsWriter
 from judgegraph.runner import ConversationOutcome
+from judgegraph.runs import read_run as read_results
 from judgegraph.trust.stability import graph_rescorer, merge_runs, read_stability
 from tests.kit.openai_server import ChatRequest, FakeOpenAIServer, Reply, structured
 
@@ -87,8 +88,8 @@ def eval_run(chats: Path, out: Path, responder: Callable[[ChatRequest], Reply], 
 
 
 def read_run(path: Path) -> dict[str, MetricResult]:
-    return {rec["conversation_id"]: MetricResult.model_validate(rec["results"][METRIC])
-            for _, rec in iter_records(path) if rec.get("type", "conversation") == "conversation"}
+    return {cid: MetricResult.model_validate(conv.results[METRIC])
+            for cid, conv in read_results(path).conversations.items()}
 
 
 def merged(runs: Sequence[dict[str, MetricResult]], out: Path, rescore: object, jurors: Sequence[str] = ()) -> Path:

@@ -27,7 +27,7 @@ from pathlib import Path
 import _loopback  # noqa: F401 - puts the repository root on sys.path, for tests.kit
 from _loopback import parcel_conversations
 
-from judgegraph.resultsfile import iter_records
+from judgegraph.runs import read_run
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 
 
@@ -75,8 +75,8 @@ def main() -> None:
         base = calls()
         _, wall_full = quiet(["eval", str(data), "-m", "turn-relevancy", *llm, "--rubric", rubric, "--out",
                               str(Path(tmp) / "full.jsonl"), "-q", "--no-progress"])
-        judged = sum(r["results"]["turn_relevancy"]["usage"]["calls"]
-                     for _, r in iter_records(Path(tmp) / "full.jsonl") if r["type"] == "conversation")
+        judged = sum(c.results["turn_relevancy"]["usage"]["calls"]
+                     for c in read_run(Path(tmp) / "full.jsonl").conversations.values())
         rows.append(("eval again, new rubric", calls() - base, wall_full))
         assert judged == calls() - base, (judged, calls() - base)
         base = calls()

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
-from .resultsfile import input_order, iter_records
+from .runs import ConversationLine, HeaderLine, InputErrorLine, RunFile, SummaryLine, read_run
 
 if TYPE_CHECKING:
     import pandas
@@ -36,25 +37,40 @@ class ExportExtraMissing(ImportError):
 
 @dataclass
 class Results:
-    """What a results file holds: its run ``header`` and last ``summary`` (None in an older file),
-    the conversation records in input order, and the input errors."""
+    """A results file as a table: its :class:`~judgegraph.runs.RunFile` (``header`` and last ``summary``, None in
+    an older file; ``conversations`` in input order; ``input_errors``)."""
 
-    path: str
-    header: dict[str, Any] | None = None
-    summary: dict[str, Any] | None = None
-    conversations: list[dict[str, Any]] = field(default_factory=list)
-    input_errors: list[dict[str, Any]] = field(default_factory=list)
+    run: RunFile
 
-    def rows(self) -> list[dict[str, Any]]:
+    @property
+    def path(self) -> str:
+        return self.run.path
+
+    @property
+    def header(self) -> HeaderLine | None:
+        return self.run.header
+
+    @property
+    def summary(self) -> SummaryLine | None:
+        return self.run.summary
+
+    @property
+    def input_errors(self) -> list[InputErrorLine]:
+        return self.run.input_errors
+
+    @cached_property
+    def conversations(self) -> list[ConversationLine]:
+        return self.run.in_input_order()
+
+    def rows(self) -> list[dict[str, object]]:
         """One row per conversation × metric (a failed run with no result: one row, metric None)."""
         out = []
         for rec in self.conversations:
-            base = {"position": rec.get("position"), "conversation_id": rec.get("conversation_id"),
-                    "source": rec.get("source"), "run_error": rec.get("error")}
-            results = rec.get("results") or {}
-            if not results:
-                out.append({c: base.get(c) for c in RESULT_COLUMNS} | {"status": "error" if rec.get("error") else None})
-            for metric, r in results.items():
+            base = {"position": rec.position, "conversation_id": rec.conversation_id, "source": rec.source,
+                    "run_error": rec.error}
+            if not rec.results:
+                out.append({c: base.get(c) for c in RESULT_COLUMNS} | {"status": "error" if rec.error else None})
+            for metric, r in rec.results.items():
                 usage = r.get("usage") or {}
                 row = {**base, "metric": metric, "status": r.get("status"), "score": r.get("score"),
                        "threshold": r.get("threshold"), "passed": r.get("passed"), "judge": r.get("judge"),
@@ -64,15 +80,15 @@ class Results:
                 out.append({c: row.get(c) for c in RESULT_COLUMNS})
         return out
 
-    def verdict_rows(self) -> list[dict[str, Any]]:
+    def verdict_rows(self) -> list[dict[str, object]]:
         """One row per verdict: the conversation, the metric, the verdict's index and its flat fields."""
         out = []
         for rec in self.conversations:
-            for metric, r in (rec.get("results") or {}).items():
+            for metric, r in rec.results.items():
                 for i, verdict in enumerate(r.get("verdicts") or []):
                     flat = {k: v for k, v in verdict.items()
                             if k not in NESTED and (v is None or isinstance(v, (str, int, float, bool)))}
-                    out.append({"position": rec.get("position"), "conversation_id": rec.get("conversation_id"),
+                    out.append({"position": rec.position, "conversation_id": rec.conversation_id,
                                 "metric": metric, "verdict_index": i, **flat})
         return out
 
@@ -85,16 +101,23 @@ class Results:
         rows = self.verdict_rows() if verdicts else self.rows()
         return pd.DataFrame(rows, columns=_columns(rows, () if verdicts else RESULT_COLUMNS))
 
-    def to_csv(self, path: str | Path, *, verdicts: bool = False) -> int:
-        """Write the rows as CSV (UTF-8, a header row); the number of rows written."""
+    def to_csv(self, path: str | Path | IO[str], *, verdicts: bool = False) -> int:
+        """Write the rows as CSV (UTF-8, a header row) to the file ``path`` (or an open text stream); the number
+        of rows written."""
         rows = self.verdict_rows() if verdicts else self.rows()
+        if not isinstance(path, (str, Path)):
+            return self._write_csv(path, rows, verdicts)
         with Path(path).open("w", encoding="utf-8", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=_columns(rows, () if verdicts else RESULT_COLUMNS))
-            writer.writeheader()
-            writer.writerows(rows)
+            return self._write_csv(fh, rows, verdicts)
+
+    @staticmethod
+    def _write_csv(fh: IO[str], rows: list[dict[str, object]], verdicts: bool) -> int:
+        writer = csv.DictWriter(fh, fieldnames=_columns(rows, () if verdicts else RESULT_COLUMNS))
+        writer.writeheader()
+        writer.writerows(rows)
         return len(rows)
 
-    def to_parquet(self, path: str | Path, *, verdicts: bool = False) -> int:
+    def to_parquet(self, path: str | Path | IO[bytes], *, verdicts: bool = False) -> int:
         """Write the rows as Parquet; :class:`ExportExtraMissing` without pandas and pyarrow."""
         try:
             import pyarrow  # noqa: F401 - pandas writes Parquet through it
@@ -105,7 +128,7 @@ class Results:
         return len(frame)
 
 
-def _columns(rows: Iterable[dict[str, Any]], first: Iterable[str]) -> list[str]:
+def _columns(rows: Iterable[dict[str, object]], first: Iterable[str]) -> list[str]:
     cols = list(first)
     for row in rows:
         cols.extend(k for k in row if k not in cols)
@@ -113,22 +136,7 @@ def _columns(rows: Iterable[dict[str, Any]], first: Iterable[str]) -> list[str]:
 
 
 def load_results(path: str | Path) -> Results:
-    """Read a results file (``judgegraph eval --out``): header, last summary, conversations in input
-    order, input errors. Unreadable lines are passed over (``judgegraph report`` names them)."""
-    out = Results(str(path))
-    conversations: list[dict[str, Any]] = []
-    for _, record in iter_records(path):
-        kind = record.get("type")
-        if kind == "header" and out.header is None and not conversations:
-            out.header = record
-        elif kind == "summary":
-            out.summary = record
-        elif kind == "conversation" and isinstance(record.get("conversation_id"), str):
-            if not isinstance(record.get("results"), dict):
-                record["results"] = {}
-            record["results"] = {k: v for k, v in record["results"].items() if isinstance(v, dict)}
-            conversations.append(record)
-        elif kind == "input_error":
-            out.input_errors.append(record)
-    out.conversations = input_order(conversations)
-    return out
+    """Read a results file (``judgegraph eval --out``) with :func:`judgegraph.runs.read_run`: header, last
+    summary, conversations in input order, input errors (:class:`~judgegraph.runs.NotAResultsFile` when it is
+    not one). Unreadable lines are left out (``judgegraph report`` names them; ``Results.run.problems``)."""
+    return Results(read_run(path))

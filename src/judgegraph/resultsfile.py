@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -227,40 +226,9 @@ def _rewrite_without(p: Path, drop: set[int], end: int) -> None:
     os.replace(tmp, p)
 
 
-def non_finite_field(value: object) -> str | None:
-    """The dotted path of the first non-finite number in ``value`` (JSON ``1e999``
-    reads as ``inf``), or None: such a line is refused. Walks without recursion."""
-    stack: list[tuple[str, object]] = [("", value)]
-    while stack:
-        path, item = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            return path or "(the line)"
-        if isinstance(item, dict):
-            stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in reversed(item.items()))
-        elif isinstance(item, list):
-            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(item))))
-    return None
-
-
-def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, record) for every readable line of a results file, streamed; the others are skipped
-    unsaid (``show``, ``export``, a header read). Reading a file to report on it: :mod:`judgegraph.resultsread`."""
-    with Path(path).open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if raw.strip() and (record := _record(raw)) is not None:
-                yield lineno, restore_elided(record)
-
-
-def input_order(conversations: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Conversation records in the order of the inputs (their ``position``), not the order they
-    finished in (the order of the file); records without one (an older file) keep theirs, after the others."""
-    def key(item: tuple[int, dict[str, Any]]) -> tuple[int, int, int]:
-        position = item[1].get("position")
-        if isinstance(position, int) and not isinstance(position, bool):
-            return (0, position, item[0])
-        return (1, 0, item[0])
-
-    return [rec for _, rec in sorted(enumerate(conversations), key=key)]
+def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:  # moved: runs.read
+    from .runs.read import records
+    return records(path)
 
 
 def _record(raw: bytes) -> dict[str, Any] | None:

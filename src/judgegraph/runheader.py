@@ -38,7 +38,6 @@ __all__ = [
     "file_sha256",
     "metric_prompts",
     "prompt_hashes",
-    "read_header",
     "run_header",
     "run_summary",
     "short_hash",
@@ -218,18 +217,6 @@ def run_summary(summary: RunSummary, started_at: datetime, prices: Prices | None
         "pass_rate": pass_rates(summary),
         "statuses": {m: dict(c) for m, c in summary.by_metric.items()},
     }
-
-
-def read_header(path: str | Path) -> dict[str, Any] | None:
-    """The header of a results file (its first readable line, when that is a header), or None."""
-    from .resultsfile import iter_records
-
-    try:
-        for _, record in iter_records(path):
-            return record if record.get("type") == "header" else None
-    except OSError:
-        return None
-    return None
 
 
 def _judging(settings: object) -> dict[str, Any]:
@@ -416,7 +403,9 @@ def start_run(out: str | Path, plan: MetricPlan, inputs: Sequence[str | Path], h
     resumed: :class:`RunSettingsChanged` names each difference in what decides a verdict."""
     started = now()
     head = dict(header) if header is not None else run_header(plan, inputs=inputs, started_at=started)
-    old = read_header(out) if resume else None
+    from .runs import read_header
+
+    old = line.data() if resume and (line := read_header(out)) is not None else None
     if old is not None and (changed := differences(old, head)):
         raise RunSettingsChanged(out, changed)
     return RunStart(head, old, not (resume and is_nonempty(out)), started)

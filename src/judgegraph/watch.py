@@ -301,25 +301,25 @@ class Watch:
 
 
 def file_summary(path: str | Path, judge: str = "", prices: Prices | None = None) -> RunSummary:
-    """The counts of a watch's whole results file, every restart included: each thread once, by its last judgement
-    (a thread judged again after judge errors counts as that retry came out), and the usage of every judgement
-    (the retried ones cost too)."""
-    from .resultsfile import iter_records
+    """The counts of a watch's whole results file (read by :func:`judgegraph.runs.read_run`), every restart
+    included: each thread once, by its last judgement (a thread judged again after judge errors counts as that
+    retry came out), and the usage of every judgement (the retried ones cost too)."""
     from .runner import ConversationOutcome, RunSummary
+    from .runs import NotAResultsFile, read_run
 
-    def conversations() -> Iterator[tuple[int, dict[str, Any]]]:
-        return ((n, r) for n, r in iter_records(path)
-                if r.get("type") == "conversation" and isinstance(r.get("conversation_id"), str))
-
-    last = {record["conversation_id"]: n for n, record in conversations()}
     summary = RunSummary(judge=judge, keep_outcomes=False, max_rows=0, prices=prices)
-    for n, record in conversations():
+    try:
+        run = read_run(path, keep_replaced=True)
+    except NotAResultsFile:
+        return summary
+    for conv in run.conversations.values():
         try:
-            outcome = ConversationOutcome.from_json(record)
+            summary.add(ConversationOutcome.from_json(conv.data()))
         except ValueError:  # a line another writer mangled: report and diff name it, the summary leaves it out
             continue
-        if last[outcome.conversation_id] == n:
-            summary.add(outcome)
-        else:
-            summary.usage = summary.usage + outcome.usage
+    for results in run.replaced:
+        try:
+            summary.usage = summary.usage + ConversationOutcome.from_json({"results": results}).usage
+        except ValueError:
+            continue
     return summary

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.reporting.html import read_results, report_data
+from judgegraph.reporting.html import report_data
+from judgegraph.runs import read_run
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 
 pytestmark = pytest.mark.integration
@@ -58,7 +59,7 @@ def test_reference_checks_run_with_no_judge_and_show_in_show_and_the_html_turn_v
     assert main(["show", str(out), "--conversation", "weather", "--metric", "tool_correctness"]) == 0
     assert "Called get_weather" in capsys.readouterr().out
     assert main(["report", str(out), "-o", str(tmp_path / "r.html"), "--input", str(conv)]) == 0
-    data, problems = report_data(read_results(out), inputs=[conv])
+    data, problems = report_data(read_run(out), inputs=[conv])
     (shown,) = data["conversations"]
     (html_v,) = shown["results"]["tool_correctness"]["verdicts"]
     assert not problems and html_v["turns"] == [1, 4] and len(shown["turns"]) == len(WEATHER["turns"])

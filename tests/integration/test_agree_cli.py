@@ -111,10 +111,11 @@ def test_labels_that_match_no_verdict_exit_3_and_are_named(results, labels, tmp_
 
 
 def test_usage_errors_exit_2(results, tmp_path, capsys):
-    assert main(["agree", str(results), "--labels", str(tmp_path / "missing.jsonl")]) == 2
+    # a missing file, labels or results, exits 3 as in every command (an input that cannot be used)
+    assert main(["agree", str(results), "--labels", str(tmp_path / "missing.jsonl")]) == 3
     assert "missing.jsonl" in capsys.readouterr().err
-    assert main(["agree", str(tmp_path / "no-results.jsonl"), "--labels", str(results)]) == 2
-    assert "no-results.jsonl" in capsys.readouterr().err
+    assert main(["agree", str(tmp_path / "no-results.jsonl"), "--labels", str(results)]) == 3
+    assert f"{tmp_path / 'no-results.jsonl'}: no such file" in capsys.readouterr().err
     assert main(["agree", str(results)]) == 2  # no labels and no reviews
     assert "no labels" in capsys.readouterr().err
     for bad in (["--min-kappa", "nan"], ["--min-kappa", "1.5"], ["--bootstrap", "-1"]):
@@ -153,7 +154,7 @@ def test_report_with_labels_has_the_agreement_section_in_its_main(results, tmp_p
     capsys.readouterr()
     assert main(["report", str(results), "-o", str(page), "--labels", str(stray)]) == 3
     assert "conversation 'nobody'" in capsys.readouterr().err
-    assert main(["report", str(results), "-o", str(page), "--labels", str(tmp_path / "none.jsonl")]) == 2
+    assert main(["report", str(results), "-o", str(page), "--labels", str(tmp_path / "none.jsonl")]) == 3
 
 
 @pytest.mark.slow

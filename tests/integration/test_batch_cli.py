@@ -19,8 +19,8 @@ from judgegraph.batch import NoBatchAPI, batch_judges, evaluate_batch_to_file
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.pricing import prices_for
-from judgegraph.reporting.html import read_results
 from judgegraph.runner import MetricPlan, evaluate_to_file
+from judgegraph.runs import read_run
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
 
 pytestmark = pytest.mark.integration
@@ -109,8 +109,8 @@ def test_a_batch_run_gives_the_verdicts_of_a_live_run(inputs, tmp_path, env):
     # the table in input order (issue 25), though math, re-asked, finished a round after hello
     assert [r["conversation_id"] for r in records(tmp_path / "batch.jsonl", "conversation")] == ["hello", "math"]
     assert batched.stdout.index("│ math") < batched.stdout.index("│ hello")
-    read = read_results(tmp_path / "batch.jsonl")  # the HTML report reads the file, batch records and all
-    assert read.unreadable == [] and len(read.conversations) == 2
+    read = read_run(tmp_path / "batch.jsonl")  # the HTML report reads the file, batch records and all
+    assert read.problems == [] and len(read.batches) > 0 and len(read.conversations) == 2
     assert is_results_file(tmp_path / "batch.jsonl")  # though its first line is a batch record
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.reporting.html import read_results, report_data
+from judgegraph.reporting.html import report_data
+from judgegraph.runs import read_run
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 from tests.unit.metric_cases import CASES, CONVERSATION, IDS, ROOT, answer
 
@@ -86,7 +87,7 @@ def test_eval_then_rejudge_one_verdict_then_show(case, tmp_path, monkeypatch, ca
     assert "no verdicts" not in shown and "Scripted no." in shown
     # the HTML report's turn view: every verdict sits under a turn of the conversation, with its transcript
     assert main(["report", str(new), "-o", str(tmp_path / "r.html"), "--input", str(conv)]) == 0
-    data, problems = report_data(read_results(new), inputs=[conv])
+    data, problems = report_data(read_run(new), inputs=[conv])
     (shown_conv,) = data["conversations"]
     result = shown_conv["results"][case.name]
     assert not problems and len(shown_conv["turns"]) == len(CONVERSATION["turns"])

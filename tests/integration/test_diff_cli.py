@@ -137,7 +137,7 @@ def test_the_ci_gate(runs, capsys):
 def test_unreadable_files_are_exit_3_naming_the_file_and_line(runs, tmp_path, capsys):
     old, new = runs
     assert main(["diff", str(old), str(tmp_path / "nope.jsonl")]) == 3
-    assert f"cannot read {tmp_path / 'nope.jsonl'}" in capsys.readouterr().err.replace("\n", "")
+    assert f"error: {tmp_path / 'nope.jsonl'}: no such file" in capsys.readouterr().err.replace("\n", "")  # as every command says it
     torn = tmp_path / "torn.jsonl"
     data = new.read_bytes()
     torn.write_bytes(data[: data.rindex(b"\n", 0, len(data) - 1) + 60])  # killed while writing the last line
@@ -148,7 +148,7 @@ def test_unreadable_files_are_exit_3_naming_the_file_and_line(runs, tmp_path, ca
     conversations = tmp_path / "chats.jsonl"
     conversations.write_text(json.dumps(chats()["refund-ok"]) + "\n", encoding="utf-8")
     assert main(["diff", str(old), str(conversations)]) == 3  # an input file, not results
-    assert "is a conversations file (what `eval` reads), not a results file" in capsys.readouterr().err.replace("\n", "")
+    assert ": a conversations file (what `eval` reads), not a results file" in capsys.readouterr().err.replace("\n", "")
 
 
 def test_markdown_for_a_pull_request(runs, capsys):

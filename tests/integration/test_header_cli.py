@@ -278,7 +278,7 @@ def test_the_docs_load_results_snippet_runs_as_written(run, tmp_path, bare_env):
     docs = (Path(__file__).resolve().parents[2] / "docs" / "runs.md").read_text(encoding="utf-8")
     (block,) = [b for b in re.findall(r"```python\n(.*?)```", docs, re.S) if b.startswith("from judgegraph import load")]
     shutil.copy(out, tmp_path / "results.jsonl")
-    proc = subprocess.run([sys.executable, "-c", block + "\nprint(len(df), results.summary['conversations'])"],
+    proc = subprocess.run([sys.executable, "-c", block + "\nprint(len(df), results.summary.conversations)"],
                           env=bare_env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split()[-2:] == ["4", "4"]

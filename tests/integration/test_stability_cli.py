@@ -8,8 +8,9 @@ import pytest
 from judgegraph.cli import main
 from judgegraph.loaders import load_files
 from judgegraph.results import MetricResult
-from judgegraph.resultsfile import ResultsWriter, iter_records
+from judgegraph.resultsfile import ResultsWriter
 from judgegraph.runner import ConversationOutcome
+from judgegraph.runs import read_run
 from judgegraph.trust.stability import graph_rescorer, merge_runs
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 
@@ -44,8 +45,8 @@ def judged(tmp_path_factory):
         with FakeOpenAIServer(responder) as server:
             assert main(["eval", str(chats), "--model", "gpt-4.1-mini", "--base-url", server.base_url,
                          "--window-size", "1", "--no-cache", "--out", str(out), "-q", "--no-progress"]) == 1
-        runs.append({rec["conversation_id"]: MetricResult.model_validate(rec["results"]["turn_relevancy"])
-                     for _, rec in iter_records(out) if rec.get("type", "conversation") == "conversation"})
+        runs.append({cid: MetricResult.model_validate(conv.results["turn_relevancy"])
+                     for cid, conv in read_run(out).conversations.items()})
     conversations = {c.conversation.id: c.conversation for c in load_files([chats]).conversations}
     merged = tmp / "merged.jsonl"
     writer = ResultsWriter(merged)
@@ -103,7 +104,7 @@ def test_an_unreadable_results_line_is_named_and_exit_3_the_rest_still_reported(
 
 def test_usage_errors(judged, tmp_path, capsys):
     _, merged, _ = judged
-    assert main(["stability", str(tmp_path / "none.jsonl")]) == 2
+    assert main(["stability", str(tmp_path / "none.jsonl")]) == 3  # a missing file: exit 3 in every command
     assert main(["stability", str(merged), "-m", "role-adherence"]) == 2
     assert "no result of role-adherence" in capsys.readouterr().err
 

@@ -54,7 +54,7 @@ def test_diff_and_pairwise_each_say_which_kind_of_file_they_want_when_given_the_
     assert main(["diff", str(chats), str(results)]) == 3
     out, err = capsys.readouterr()
     said = " ".join(err.split())
-    assert f"OLD {chats} is a conversations file (what `eval` reads), not a results file" in said
+    assert f"{chats}: a conversations file (what `eval` reads), not a results file" in said
     assert "use `judgegraph pairwise FILE FILE --model M`" in said and out == ""  # no empty table
     assert main(["pairwise", str(results), str(chats), "--model", "openai:gpt-4.1-mini", "--dry-run"]) == 3
     said = " ".join(capsys.readouterr().err.split())

@@ -149,7 +149,7 @@ def test_unreadable_and_torn_lines_are_named_and_the_rest_compared(tmp_path):
 
 
 def test_a_conversation_judged_again_is_compared_by_its_latest_line(tmp_path):
-    # the one reader's rule (judgegraph.resultsread): a later line for the same id (a watch retrying a thread whose
+    # the one reader's rule (judgegraph.runs.read_run): a later line for the same id (a watch retrying a thread whose
     # judge failed) replaces the earlier one; the diff says so in a note, and no line is a problem
     old = write(tmp_path / "old.jsonl", [line("a", result("a", "error", None, [(None, "timeout")])), OLD[0]])
     diff = diff_runs(old, write(tmp_path / "new.jsonl", [NEW[0]]))
@@ -347,11 +347,11 @@ def test_a_threshold_change_is_shown_on_the_pairs_it_may_explain(tmp_path):
 
 
 def test_diff_and_the_html_report_read_the_same_run_facts(tmp_path):
-    # one derivation (judgegraph.runfacts.facts_of): before, diff read judges, cost and duration only from the header
+    # one derivation (judgegraph.runs.RunFile.facts): before, diff read judges, cost and duration only from the header
     # and summary and the HTML report also from the lines, so a file without them had a judge and a cost on one only
     from judgegraph.compare.diff import describe_run
     from judgegraph.reporting.compare import run_facts
-    from judgegraph.reporting.html import read_results
+    from judgegraph.runs import read_run
 
     summary = {"type": "summary", "duration_s": 12.5, "cost_usd": 0.02, "pass_rate": {METRIC: 0.75},
                "usage": {"calls": 9, "input_tokens": 100, "output_tokens": 20}}
@@ -359,7 +359,7 @@ def test_diff_and_the_html_report_read_the_same_run_facts(tmp_path):
     bare = write(tmp_path / "bare.jsonl", [{**r, "cost_usd": 0.001} for r in NEW])  # no header, no summary
     diff = diff_runs(full, bare)
     for side, path in (("old", full), ("new", bare)):
-        assert diff.runs[side] == run_facts(read_results(path), "").to_json()
+        assert diff.runs[side] == run_facts(read_run(path), "").to_json()
     old, new = diff.runs["old"], diff.runs["new"]
     assert (old["header"], old["version"], old["judge_names"], old["duration_s"], old["cost_usd"], old["calls"]) == (
         True, "0.9.0", ["llm:gpt-4.1-mini"], 12.5, 0.02, 9)

@@ -7,7 +7,8 @@ import re
 from html.parser import HTMLParser
 
 from judgegraph.cli import main
-from judgegraph.reporting.html import read_results, report_data, write_report
+from judgegraph.reporting.html import report_data, write_report
+from judgegraph.runs import read_run
 from tests.kit.results import HOSTILE_IMG, HOSTILE_SCRIPT, write_sample_run
 
 
@@ -57,7 +58,7 @@ def test_the_page_is_one_offline_file_with_the_data_as_inert_json(tmp_path):
 
 def test_summary_counts_and_score_distribution(tmp_path):
     _, results = write_sample_run(tmp_path, 8)
-    data, problems = report_data(read_results(results))
+    data, problems = report_data(read_run(results))
     assert problems == []
     rel = data["summary"]["turn_relevancy"]
     assert (rel["passed"], rel["failed"], rel["error"], rel["judge_errors"]) == (6, 1, 0, 1)
@@ -74,9 +75,9 @@ def test_bad_lines_are_reported_not_raised(tmp_path, capsys):
         fh.write(json.dumps({"type": "conversation", "conversation_id": "x", "results": {"m": {"verdicts": "no"}}}) + "\n")
         fh.write(json.dumps({"type": "conversation", "conversation_id": "y",
                              "results": {"m": {"verdicts": [{"transcript": "hi"}]}}}) + "\n")
-    parsed = read_results(results)
+    parsed = read_run(results)
     assert len(parsed.conversations) == 3
-    assert parsed.unreadable == [
+    assert parsed.problems == [
         f"{results}:5: not JSON (Expecting property name enclosed in double quotes at column 2)",
         f"{results}:6: field 'type': expected one of 'header', 'conversation', 'input_error', 'summary', 'batch', "
         "got 'mystery'",
@@ -90,8 +91,9 @@ def test_bad_lines_are_reported_not_raised(tmp_path, capsys):
 
 
 def test_cli_report_usage(tmp_path, capsys):
-    assert main(["report", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "r.html")]) == 2
-    assert "missing.jsonl" in capsys.readouterr().err
+    # a missing file is refused as every reading command refuses it (tests/unit/test_runs_read.py): exit 3
+    assert main(["report", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "r.html")]) == 3
+    assert f"{tmp_path / 'missing.jsonl'}: no such file" in capsys.readouterr().err
     chats, results = write_sample_run(tmp_path, 4)
     out = tmp_path / "sub" / "r.html"
     assert main(["report", str(results), "--input", str(chats), "-o", str(out), "--title", "a <b> title"]) == 0

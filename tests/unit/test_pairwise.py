@@ -156,7 +156,7 @@ def test_an_eval_results_file_is_refused_line_by_line_and_a_simulate_file_is_rea
 
     line = SimulationResult(scenario=Scenario(id="c1", goal="reset my password"), status="goal_reached",
                             conversation=Conversation.model_validate(chat("c1", GOOD))).to_record()
-    # what `simulate --out` writes, then bad lines: each named by the one reader (judgegraph.resultsread), none
+    # what `simulate --out` writes, then bad lines: each named by the one reader (judgegraph.runs.read_run), none
     # skipped unsaid (a list was skipped before, an infinite number read); the same id again is its later line
     simulated.write_text(json.dumps(line) + "\n" + "{not json\n" + '["a list"]\n' + json.dumps(line) + "\n"
                          + json.dumps({**line, "conversation_id": "c2", "cost_usd": 1e999}) + "\n")

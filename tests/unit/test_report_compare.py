@@ -11,7 +11,8 @@ import pytest
 
 from judgegraph.cli import main
 from judgegraph.reporting.compare import compare_runs, differs_in, run_facts, run_labels
-from judgegraph.reporting.html import ResultsFile, read_results, report_data, write_report
+from judgegraph.reporting.html import report_data, write_report
+from judgegraph.runs import ConversationLine, HeaderLine, RunFile, read_run
 from tests.kit.results import HOSTILE_REASON, QUOTED_ID, write_sample_run, write_two_runs
 
 
@@ -25,8 +26,8 @@ def _line(cid: str, status: str | None = "passed", score: float | None = 1.0, *,
     return record
 
 
-def _run(path: str, *lines: dict) -> ResultsFile:
-    return ResultsFile(path, conversations=list(lines))
+def _run(path: str, *lines: dict) -> RunFile:
+    return RunFile(path, conversations={line["conversation_id"]: ConversationLine.model_validate(line) for line in lines})
 
 
 def test_conversations_are_matched_by_id_with_missing_and_new_ones():
@@ -36,7 +37,7 @@ def test_conversations_are_matched_by_id_with_missing_and_new_ones():
     assert set(rows) == {"a", "b", "gone", "new"}
     assert [r is None for r in rows["gone"].records] == [False, True]
     assert [r is None for r in rows["new"].records] == [True, False]
-    assert rows["a"].records[0] is old.conversations[0] and rows["a"].records[1] is new.conversations[2]
+    assert rows["a"].records[0] is old.conversations["a"] and rows["a"].records[1] is new.conversations["a"]
     assert not rows["a"].differs and not rows["b"].differs
     assert rows["gone"].differs and rows["new"].differs  # present in one run only
 
@@ -48,8 +49,8 @@ def test_only_differences_are_status_score_or_a_failed_run():
                _line("crash", None, error="RuntimeError: boom"), _line("both-failed", "failed", 0.2))
     differs = {r.conversation_id: r.differs for r in compare_runs([old, new]).rows}
     assert differs == {"same": False, "status": True, "score": True, "crash": True, "both-failed": False}
-    assert differs_in([old.conversations[1], new.conversations[1]], "m")
-    assert not differs_in([old.conversations[0], new.conversations[0]], "m")
+    assert differs_in([old.conversations["status"], new.conversations["status"]], "m")
+    assert not differs_in([old.conversations["same"], new.conversations["same"]], "m")
     assert not compare_runs([old]).rows[0].differs  # one run: nothing to differ from
 
 
@@ -71,8 +72,8 @@ def test_failures_come_first_then_input_order():
 
 def test_run_facts_from_header_and_summary_else_lines_else_unknown(tmp_path):
     _, old, new = write_two_runs(tmp_path)
-    a, b = read_results(old), read_results(new)
-    assert b.unreadable == [] and b.header is not None and b.summary is not None  # header/summary lines are records
+    a, b = read_run(old), read_run(new)
+    assert b.problems == [] and b.header is not None and b.summary is not None  # header/summary lines are records
     facts_a, facts_b = run_facts(a, "A"), run_facts(b, "B")
     assert facts_b.version == "9.9.9" and facts_b.duration_s == 125.0
     assert facts_b.judges == ["gpt-4.1-mini · temperature 0 · prompts judge 0123456789ab"]
@@ -87,11 +88,13 @@ def test_run_facts_from_header_and_summary_else_lines_else_unknown(tmp_path):
     assert facts_a.calls == 14 and "duration_s" not in facts_a.source
     # thresholds: the header's metric options when it gives one for every metric
     assert facts_b.source["thresholds"] == "lines"  # the header's options hold none
-    b.header["metrics"] = [{"name": "turn-relevancy", "options": {"threshold": 0.7}},
-                           {"name": "knowledge_retention", "options": {"threshold": 0.6}}]
+    header = HeaderLine.model_validate({**b.header.data(), "metrics": [
+        {"name": "turn-relevancy", "options": {"threshold": 0.7}}, {"name": "knowledge_retention", "options": {"threshold": 0.6}}]})
+    b = RunFile(b.path, header, b.summary, b.conversations)  # the facts are computed once per RunFile
     assert run_facts(b, "B").thresholds == {"turn_relevancy": 0.7, "knowledge_retention": 0.6}
+    assert b.thresholds == run_facts(b, "B").thresholds and b.pass_rate == facts_b.pass_rate  # properties of the record
     # per-line costs add up when there is no summary
-    b.summary = None
+    b = RunFile(b.path, header, None, b.conversations)
     assert run_facts(b, "B").cost_usd == pytest.approx(0.008) and run_facts(b, "B").source["cost_usd"] == "lines"
 
 
@@ -105,8 +108,9 @@ def test_a_resumed_run_keeps_its_first_header_and_last_summary(tmp_path):
     lines = [{"type": "header", "judgegraph": "1"}, _line("a"), {"type": "summary", "duration_s": 1.0},
              _line("b"), {"type": "summary", "duration_s": 2.0}]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    parsed = read_results(path)
-    assert parsed.header == lines[0] and parsed.summary == lines[-1] and parsed.unreadable == []
+    parsed = read_run(path)
+    assert parsed.header is not None and parsed.summary is not None
+    assert parsed.header.data() == lines[0] and parsed.summary.data() == lines[-1] and parsed.problems == []
     assert run_facts(parsed, "A").duration_s == 2.0
 
 
@@ -174,7 +178,7 @@ def test_the_comparison_page_reads_without_javascript(tmp_path):
 
 def test_one_run_page_lists_rows_facts_and_labelled_histograms(tmp_path):
     chats, results = write_sample_run(tmp_path, 8)
-    data, _ = report_data(read_results(results), inputs=[chats])
+    data, _ = report_data(read_run(results), inputs=[chats])
     assert [c["id"] for c in data["conversations"]][:3] == ["conv-0003", "conv-0004", "conv-0005"]
     html = write_report(results, tmp_path / "r.html", inputs=[chats]).path.read_text(encoding="utf-8")
     assert 'id="filter-differs"' not in html and 'id="runs-table"' in html
@@ -202,7 +206,7 @@ def test_without_input_each_run_shows_the_turns_its_header_names_when_unchanged(
 
     point(old, str(chats), hashlib.sha256(chats.read_bytes()).hexdigest())  # absolute
     point(new, "chats-new.jsonl", hashlib.sha256(chats_new.read_bytes()).hexdigest())  # beside the results file
-    data, problems = report_data([read_results(old), read_results(new)])
+    data, problems = report_data([read_run(old), read_run(new)])
     assert problems == []
     first = next(c for c in data["conversations"] if c["id"] == "conv-0000")
     assert first["turns"] is None  # no --input: no shared turns
@@ -210,17 +214,17 @@ def test_without_input_each_run_shows_the_turns_its_header_names_when_unchanged(
     assert first["runs"][1]["turns"][1]["content"] == "The new bot's reply."
     # a file changed since the run (another SHA-256) is not used
     point(new, "chats-new.jsonl", "0" * 64)
-    data, _ = report_data([read_results(old), read_results(new)])
+    data, _ = report_data([read_run(old), read_run(new)])
     first = next(c for c in data["conversations"] if c["id"] == "conv-0000")
     assert first["runs"][1]["turns"] is None and first["runs"][0]["turns"]
     # one run: its header's input fills the turns as --input would
-    single, _ = report_data(read_results(old))
+    single, _ = report_data(read_run(old))
     assert all(c["turns"] for c in single["conversations"] if c["id"].startswith("conv-"))
     # --input is shown only under the run that judged it, never another version's replies under run B
     point(old, "moved-old.jsonl", hashlib.sha256(chats.read_bytes()).hexdigest())
     point(new, "moved-new.jsonl", hashlib.sha256(chats_new.read_bytes()).hexdigest())
     for given, judged_by in ((chats, 0), (chats_new, 1)):
-        data, problems = report_data([read_results(old), read_results(new)], inputs=[given])
+        data, problems = report_data([read_run(old), read_run(new)], inputs=[given])
         first = next(c for c in data["conversations"] if c["id"] == "conv-0000")
         assert first["turns"] is None and first["runs"][1 - judged_by]["turns"] is None
         assert first["runs"][judged_by]["turns"] == conversations[0]["turns"] if judged_by else \
@@ -246,7 +250,7 @@ def test_a_jury_and_an_offline_run_read_in_human_words_everywhere_a_person_reads
               "aggregate": "majority", "quorum": 2, "jurors": jurors}, "prompts": {}}]}
     jury = tmp_path / "jury.jsonl"
     jury.write_text("\n".join(json.dumps(r) for r in (header, _line("c1"))) + "\n")
-    (judge,) = run_facts(read_results(str(jury)), "A").judges
+    (judge,) = run_facts(read_run(str(jury)), "A").judges
     assert judge == ("jury of 3: gpt-4.1-mini, gpt-4.1-nano, gpt-4o-mini (majority, quorum 2) · 3 tries · "
                      "temperature 0 · timeout 120 s · 3 retries")
     chats = tmp_path / "chats.jsonl"

@@ -17,11 +17,11 @@ from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import LoadedConversation
 from judgegraph.prompts import load_prompt
-from judgegraph.reporting.html import read_results
 from judgegraph.resultsfile import ResultsFileError
 from judgegraph.runheader import RunSettingsChanged, differences, metric_prompts, run_header
 from judgegraph.runner import MetricPlan, judge_conversation
 from judgegraph.runner import evaluate_to_file as run_to_file
+from judgegraph.runs import read_run
 from tests.unit.test_runner import NO, YES, item
 
 
@@ -80,9 +80,10 @@ def test_the_header_is_the_first_line_the_summary_the_last_and_lines_carry_their
     assert [c["conversation_id"] for c in convs] == [f"c{i}" for i in reversed(range(6))]
     assert all(c["position"] == int(c["conversation_id"][1:]) for c in convs)
     # readers give input order
-    assert [c["conversation_id"] for c in load_results(out).conversations] == [f"c{i}" for i in range(6)]
-    parsed = read_results(out)
-    assert not parsed.unreadable and parsed.header == head and parsed.summary == tail  # the report's reader
+    assert [c.conversation_id for c in load_results(out).conversations] == [f"c{i}" for i in range(6)]
+    parsed = read_run(out)
+    assert parsed.header is not None and parsed.summary is not None
+    assert not parsed.problems and parsed.header.data() == head and parsed.summary.data() == tail  # the report's reader
     assert [o.conversation_id for o in summary.rows] == [f"c{i}" for i in range(6)]  # the CLI table's rows
 
 
@@ -141,7 +142,7 @@ def test_an_unchanged_rerun_resumes_even_with_other_speed_settings(tmp_path):
     assert summary.resumed == 3 and summary.exit_code == 0
     kinds = [r["type"] for r in records(out)]
     assert kinds == ["header", "conversation", "conversation", "conversation", "summary", "summary"]
-    assert load_results(out).summary["conversations"] == 3  # readers take the last summary
+    assert load_results(out).summary.conversations == 3  # readers take the last summary
 
 
 def test_a_file_without_a_header_still_resumes(tmp_path):
@@ -155,7 +156,7 @@ def test_a_file_without_a_header_still_resumes(tmp_path):
     assert summary.resumed == 2 and summary.conversations == 3 and seen[0].header is None
     assert records(out)[0]["type"] == "conversation"  # no header put in the middle of an older file
     in_file = [json.loads(line)["conversation_id"] for line in old]
-    assert [c["conversation_id"] for c in load_results(out).conversations] == ["c2", *in_file]  # placed ones first
+    assert [c.conversation_id for c in load_results(out).conversations] == ["c2", *in_file]  # placed ones first
 
 
 def test_no_key_or_password_reaches_the_header(tmp_path, monkeypatch):

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..resultsfile import iter_records
+from ..runs import RunFile, read_run
 
 SUITE = "judgegraph"
 
@@ -41,13 +41,6 @@ def xml_text(text: str) -> str:
     """``text`` with every character XML 1.0 cannot hold shown as a visible escape."""
     return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
                         else f"\\u{ord(m.group()):04x}", text)
-
-
-def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """The records of a results JSONL file (lines that are not JSON objects, or
-    nested too deeply to parse, are skipped; a byte that is not UTF-8 is kept
-    as an escape, which :func:`xml_text` shows)."""
-    return [record for _, record in iter_records(path)]
 
 
 def _clean(root: ET.Element) -> None:
@@ -130,9 +123,18 @@ def junit_from_results(records: Iterable[dict[str, Any]], *, name: str = SUITE) 
     return ET.ElementTree(root)
 
 
-def write_junit(results: str | Path | Iterable[dict[str, Any]], path: str | Path, *, name: str = SUITE) -> Path:
-    """Write JUnit XML for ``results`` (a results JSONL path, or its records) to ``path``."""
-    records = read_records(results) if isinstance(results, (str, Path)) else list(results)
+def run_records(run: RunFile) -> list[dict[str, Any]]:
+    """A run's input errors and conversation lines (each as written), as :func:`junit_from_results` reads them."""
+    return [*(e.data() for e in run.input_errors), *(c.data() for c in run.conversations.values())]
+
+
+def write_junit(results: str | Path | RunFile | Iterable[dict[str, Any]], path: str | Path, *,
+                name: str = SUITE) -> Path:
+    """Write JUnit XML for ``results`` (a results JSONL path read by :func:`judgegraph.runs.read_run`, a
+    :class:`~judgegraph.runs.RunFile`, or records) to ``path``."""
+    if isinstance(results, (str, Path)):
+        results = read_run(results)
+    records = run_records(results) if isinstance(results, RunFile) else list(results)
     tree = junit_from_results(records, name=name)
     ET.indent(tree)
     out = Path(path)

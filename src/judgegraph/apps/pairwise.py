@@ -29,7 +29,7 @@ from ..conversation import Conversation
 from ..judges import ModelLike, resolve_judge
 from ..metrics.pairwise import Criterion, CriterionOutcome, as_criteria, create_pairwise_judge, outcomes_of
 from ..results import MetricResult
-from ..resultsread import RECORD_TYPES
+from ..runs import RECORD_TYPES, NotAResultsFile, read_run
 from ..trust.preference import Rate, bootstrap_strengths, bradley_terry, wilson
 
 #: record types a judgegraph results file holds (a file whose first record is one of them is read as results)
@@ -83,19 +83,18 @@ NO_CONVERSATION = ("this results line carries no conversation (an `eval` results
 
 def _results_conversations(path: Path) -> Iterator[Conversation | str]:
     """The conversations of a results file, or a problem (``file:line: message``) per line that has none: read by
-    :func:`judgegraph.resultsread.read_lines` (a bad line is named and left out); other records are skipped."""
-    from ..resultsread import BadLine, read_lines
-
-    for item in read_lines(path):
-        if isinstance(item, BadLine):
-            yield str(item)
-            continue
-        if item.type != "conversation":
-            continue
+    :func:`judgegraph.runs.read_run` (a bad line is named and left out); other records are skipped."""
+    try:
+        run = read_run(path)
+    except NotAResultsFile as exc:
+        yield str(exc)
+        return
+    yield from run.problems
+    for item in run.conversations.values():
         where = f"{path}:{item.line}"
-        data = item.data.get("conversation")
+        data = item.conversation
         if data is None:
-            yield f"{where}: conversation {item.data['conversation_id']!r}: {NO_CONVERSATION}"
+            yield f"{where}: conversation {item.conversation_id!r}: {NO_CONVERSATION}"
             continue
         try:
             yield Conversation.model_validate(data)

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
+from . import common
 from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_results_command, consoles, markup_safe, safe
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..runs import NotAResultsFile
     from ..trust.agreement import agreement
     from ..trust.labels import LabelSet, read_labels
 
@@ -58,9 +60,11 @@ def run(args: argparse.Namespace) -> int:
             labels.extend(read_labels(path))
         report = agreement(args.results, labels, reviews=args.reviews, metrics=args.metrics,
                            resamples=args.bootstrap, seed=args.seed)
-    except OSError as exc:
+    except NotAResultsFile as exc:
+        return common.refuse_results(exc)
+    except OSError as exc:  # a labels file that cannot be read: an input, as a results file (exit 3)
         err.print(f"[red]error:[/] {markup_safe(exc.filename or '')}: {markup_safe(exc.strerror or exc)}")
-        return EXIT_USAGE
+        return EXIT_ERRORS
     if report.labels == 0 and not report.label_errors:
         err.print("[red]error:[/] no labels: give --labels FILE, or review verdicts first (docs/agreement.md)")
         return EXIT_USAGE
@@ -82,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
 
 def add_to_report(results: str, labels: list[str], page: Path) -> int:
     """``judgegraph report RESULTS --labels FILE``: the agreement section in the page just written; exit 3 for
-    labels that match no verdict or cannot be used (named), 2 for a labels file that cannot be read."""
+    labels that match no verdict or cannot be used (named), or a labels file that cannot be read."""
     from ..reporting.agreement import add_agreement_section
     from ..trust.agreement import agreement
     from ..trust.labels import LabelSet, read_labels
@@ -96,7 +100,7 @@ def add_to_report(results: str, labels: list[str], page: Path) -> int:
     except OSError as exc:
         err.print(f"[red]error:[/] {markup_safe(exc.filename or '')}: {markup_safe(exc.strerror or exc)} "
                   "(the report has no agreement section)")
-        return EXIT_USAGE
+        return EXIT_ERRORS
     add_agreement_section(page, report)
     return verdict_of(report, None, err)
 

@@ -322,6 +322,13 @@ def fail(message: object, status: int = EXIT_USAGE, prefix: str = "error") -> in
     return status
 
 
+def refuse_results(exc: Exception | str) -> int:
+    """A file given as RESULTS that cannot be read as one (:class:`judgegraph.runs.NotAResultsFile`: missing,
+    unreadable, a conversations or labels file, garbage): the one message, naming the file, and the one exit
+    status (3, an input that cannot be used: as ``eval`` counts a missing input file) of every command."""
+    return fail(exc, EXIT_ERRORS)
+
+
 def usage_error(err: Console, message: object) -> int:
     """Print ``message`` (data: never read as markup) as an error on ``err``; :data:`EXIT_USAGE`."""
     err.print(f"[red]error:[/] {markup_safe(message)}")

@@ -7,7 +7,7 @@ import json
 import re
 from typing import TYPE_CHECKING
 
-from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, consoles, markup_safe, safe
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, consoles, markup_safe, refuse_results, safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -59,22 +59,9 @@ def _bad_numbers(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _holds_conversations(path: str) -> bool:
-    """Whether ``path``'s first record is a conversation (turns or messages), as input files hold them."""
-    import json
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            first = next((line for line in fh if line.strip()), "")
-        record = json.loads(first)
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
-    return isinstance(record, dict) and "type" not in record and ("turns" in record or "messages" in record)
-
-
 def run(args: argparse.Namespace) -> int:
     from ..compare.diff import compare
-    from ..compare.runfile import read_run
+    from ..runs import NotAResultsFile, read_run
 
     out, err = consoles()
     if (why := _bad_numbers(args)) is not None:
@@ -83,17 +70,9 @@ def run(args: argparse.Namespace) -> int:
     runs = []
     for path in (args.old, args.new):
         try:
-            runs.append(read_run(path))
-        except OSError as exc:
-            err.print(f"[red]error:[/] cannot read {markup_safe(path)}: {markup_safe(exc.strerror or exc)} "
-                      f"(exit {EXIT_ERRORS})")
-            return EXIT_ERRORS
-    for side, run in zip(("OLD", "NEW"), runs):
-        if not run.conversations and run.header is None and _holds_conversations(run.path):
-            err.print(f"[red]error:[/] {side} {markup_safe(run.path)} is a conversations file (what `eval` reads), not a "
-                      "results file: diff compares two results files (`judgegraph eval --out`); to compare two versions' "
-                      f"conversations, use `judgegraph pairwise FILE FILE --model M` (exit {EXIT_ERRORS})")
-            return EXIT_ERRORS
+            runs.append(read_run(path, keep_transcripts=False))
+        except NotAResultsFile as exc:
+            return refuse_results(exc)
     old, new = runs
     if args.metrics:
         known = list(dict.fromkeys([*old.metrics, *new.metrics]))

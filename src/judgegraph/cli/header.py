@@ -26,15 +26,16 @@ def resume_refused(args: argparse.Namespace, header: dict[str, Any], err: Consol
     """With ``--resume`` of a non-empty ``--out``: why it is refused (the settings differ from its
     header, each difference named), or None; a file without a header resumes, with a warning."""
     from ..resultsfile import is_nonempty
-    from ..runheader import differences, read_header
+    from ..runheader import differences
+    from ..runs import read_header
 
     if not args.resume or not is_nonempty(args.out):
         return None
-    old = read_header(args.out)
-    if old is None:
+    line = read_header(args.out)
+    if line is None:
         warn_headerless(err, args.out, "resumed without checking that its metrics, judge and inputs are this run's")
         return None
-    changed = differences(old, header)
+    changed = differences(line.data(), header)
     if not changed:
         return None
     return settings_refused("--resume", args.out, changed,

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, fail
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, fail, refuse_results
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -37,9 +37,12 @@ def register(sub: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..reporting.html import write_report
+    from ..runs import NotAResultsFile
 
     try:
         made = write_report(args.results, args.out, inputs=args.inputs, title=args.title)
+    except NotAResultsFile as exc:
+        return refuse_results(exc)
     except OSError as exc:  # no filename: a write that failed (a full disk), the page could not be completed
         return fail(f"{exc.filename or args.out}: {exc.strerror or exc}", EXIT_USAGE if exc.filename else EXIT_ERRORS)
     for problem in made.input_problems:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from .common import EXIT_OK, add_results_command, fail, safe
+from .common import EXIT_OK, add_results_command, fail, refuse_results, safe
 
 if TYPE_CHECKING:
     from .common import Subparsers
@@ -27,38 +27,34 @@ def _norm(name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..resultsfile import iter_records
+    from ..runs import NotAResultsFile, read_run
     from ..transcripts import transcript_of
 
-    record = None
-    ids: list[str] = []  # the first ones, named when the one asked for is not there
     try:
-        for _, rec in iter_records(args.results):
-            cid = str(rec.get("conversation_id"))
-            if rec.get("type") == "conversation" and args.conversation in (None, cid):
-                record = rec
-                break
-            if rec.get("type") == "conversation" and len(ids) < 10:
-                ids.append(cid)
-    except OSError as exc:
-        return fail(f"cannot read {args.results}: {exc.strerror or exc}")
+        run = read_run(args.results)
+    except NotAResultsFile as exc:
+        return refuse_results(exc)
+    ids = list(run.conversations)
+    record = run.conversations.get(args.conversation) if args.conversation is not None else \
+        next(iter(run.conversations.values()), None)
     if record is None:
         if args.conversation is None:
             return fail(f"{args.results} holds no conversation results")
-        return fail(f"no conversation {args.conversation!r} in {args.results} (first ids: {', '.join(ids) or 'none'})")
-    results = record.get("results") or {}
-    if record.get("error") and not results:
-        print(safe(f"{record.get('conversation_id')}: the run of this conversation failed: {record['error']}"))
+        return fail(f"no conversation {args.conversation!r} in {args.results} "
+                    f"(first ids: {', '.join(ids[:10]) or 'none'})")
+    results = record.results
+    if record.error and not results:
+        print(safe(f"{record.conversation_id}: the run of this conversation failed: {record.error}"))
         return EXIT_OK
     if args.metric is None:
         if not results:
-            return fail(f"conversation {record.get('conversation_id')!r} has no metric results")
-        key = next(iter(results))
+            return fail(f"conversation {record.conversation_id!r} has no metric results")
+        key: str | None = next(iter(results))
     else:
         key = next((k for k in results if _norm(k) == _norm(args.metric)), None)
-        if key is None:
-            return fail(f"conversation {record.get('conversation_id')!r} has no {args.metric!r} result "
-                        f"(metrics: {', '.join(results) or 'none'})")
+    if key is None:
+        return fail(f"conversation {record.conversation_id!r} has no {args.metric!r} result "
+                    f"(metrics: {', '.join(results) or 'none'})")
     try:
         text = transcript_of(results[key], args.window)
     except LookupError as exc:

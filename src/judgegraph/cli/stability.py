@@ -55,23 +55,26 @@ def _conversations(paths: list[str], err: Console) -> Iterator[Conversation]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..runs import NotAResultsFile
     from ..trust.stability import read_stability
 
     out, err = consoles()
     if args.bootstrap < 0:
         err.print(f"[red]error:[/] --bootstrap must be 0 or more, got {args.bootstrap}")
         return EXIT_USAGE
-    for path in (args.results, *args.inputs):
+    for path in args.inputs:
         if not Path(path).is_file():
-            err.print(f"[red]error:[/] {markup_safe(path)} not found")
-            return EXIT_USAGE
+            return common.refuse_results(f"{path}: no such file")
     try:
         options = common.metric_options(args)
     except (OSError, ValueError) as exc:
         err.print(f"[red]error:[/] {markup_safe(exc)}")
         return EXIT_USAGE
-    report = read_stability(args.results, _conversations(args.inputs, err), metrics=args.metrics, options=options,
-                            resamples=args.bootstrap, seed=args.seed)
+    try:
+        report = read_stability(args.results, _conversations(args.inputs, err), metrics=args.metrics,
+                                options=options, resamples=args.bootstrap, seed=args.seed)
+    except NotAResultsFile as exc:
+        return common.refuse_results(exc)
     if args.json:
         print(json.dumps(report.to_json(), ensure_ascii=False, indent=1))
     else:

@@ -38,8 +38,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from ..results import Verdict
+from ..runs import RunFile, read_run
 from ..trust.statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
-from .runfile import RunFile, read_run
 from .settings import SettingsComparison, compare_settings
 from .statistics import EXACT_BELOW, McNemar, MeanDifference, mcnemar, paired_bootstrap
 
@@ -270,13 +270,14 @@ def _results(run: RunFile, metrics: list[str]) -> dict[tuple[str, str], tuple[di
     each of ``metrics`` it lacks."""
     out: dict[tuple[str, str], tuple[dict[str, Any], int]] = {}
     for cid, conv in run.conversations.items():
+        position = conv.order if conv.place is None else conv.place
         for key, result in conv.results.items():
-            out[(key, cid)] = (result, conv.position)
-        if conv.error:
+            out[(key, cid)] = (result, position)
+        if conv.run_error:
             for key in metrics:
                 out.setdefault((key, cid), ({"status": "error", "score": None,
-                                             "reason": f"the run of this conversation failed: {conv.error}"},
-                                            conv.position))
+                                             "reason": f"the run of this conversation failed: {conv.run_error}"},
+                                            position))
     return out
 
 
@@ -292,7 +293,7 @@ def _pass_rate(results: Iterable[dict[str, Any]]) -> PassRate:
 
 def compare(old: RunFile, new: RunFile, *, metrics: Iterable[str] | None = None,
             resamples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED, level: float = 0.95) -> RunDiff:
-    """The diff of two runs already read (:func:`~judgegraph.compare.runfile.read_run`); see the module."""
+    """The diff of two runs already read (:func:`~judgegraph.runs.read_run`); see the module."""
     wanted = None if metrics is None else {_norm(m) for m in metrics}
     names = [m for m in dict.fromkeys([*old.metrics, *new.metrics]) if wanted is None or _norm(m) in wanted]
     a = _results(old, old.metrics or names)
@@ -325,7 +326,7 @@ def compare(old: RunFile, new: RunFile, *, metrics: Iterable[str] | None = None,
     notes: list[str] = []
     for run, side in ((old, "OLD"), (new, "NEW")):
         if run.input_errors:
-            notes.append(f"{side} ({run.path}) holds {run.input_errors} input error(s): records it could not judge")
+            notes.append(f"{side} ({run.path}) holds {len(run.input_errors)} input error(s): records it could not judge")
         if run.rejudged:
             notes.append(f"{side} ({run.path}) judged {run.rejudged} conversation(s) again: the latest line of each "
                          "is compared")
@@ -338,8 +339,9 @@ def diff_runs(old: str | Path, new: str | Path, *, metrics: Iterable[str] | None
     """Compare the results files ``old`` and ``new`` (``judgegraph eval --out``): see the module.
 
     ``metrics``: only these (names as ``-m`` takes them). ``resamples`` (B), ``seed``, ``level``: the paired
-    bootstrap interval of the mean score difference. OSError when a file cannot be opened; lines that cannot
+    bootstrap interval of the mean score difference. :class:`~judgegraph.runs.NotAResultsFile` when a file cannot
+    be read or is not a results file; lines that cannot
     be used are named in :attr:`RunDiff.problems` and left out."""
     if isinstance(metrics, str):
         metrics = [metrics]
-    return compare(read_run(old), read_run(new), metrics=metrics, resamples=resamples, seed=seed, level=level)
+    return compare(read_run(old, keep_transcripts=False), read_run(new, keep_transcripts=False), metrics=metrics, resamples=resamples, seed=seed, level=level)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..runheader import Difference, compare_headers
-from .runfile import RunFile
+from ..runs import RunFile
 
 __all__ = ["JUDGE_KINDS", "Difference", "SettingsComparison", "compare_settings"]
 
@@ -93,7 +93,7 @@ def compare_settings(old: RunFile, new: RunFile) -> SettingsComparison:
     """What differs between how ``old`` and ``new`` were judged (see the module)."""
     cmp = SettingsComparison(headers=(old.header is not None, new.header is not None))
     if old.header is not None and new.header is not None:
-        cmp.differences, cmp.notes = _header_differences(old.header, new.header)
+        cmp.differences, cmp.notes = _header_differences(old.header.data(), new.header.data())
     else:
         missing = " and ".join(side for side, run in (("OLD", old), ("NEW", new)) if run.header is None)
         cmp.unknown = f"unknown: no header in {missing}"

@@ -1,9 +1,9 @@
 """Runs side by side: the facts of each run (judge, thresholds, pass rate, cost,
-duration: :func:`judgegraph.runfacts.facts_of`, as ``judgegraph diff`` reads
+duration: :meth:`judgegraph.runs.RunFile.facts`, as ``judgegraph diff`` reads
 them) and its conversations matched by id across runs, for the HTML report.
 A conversation absent from a run is a ``None`` cell and counts as a difference.
 
-    comparison = compare_runs([read_results("old.jsonl"), read_results("new.jsonl")])
+    comparison = compare_runs([read_run("old.jsonl"), read_run("new.jsonl")])
     [row.conversation_id for row in comparison.rows if row.differs]
 """
 
@@ -11,12 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
-from ..runfacts import RunFacts, facts_of
-
-if TYPE_CHECKING:
-    from .html import ResultsFile
+from ..runs import ConversationLine, RunFacts, RunFile
 
 __all__ = ["Comparison", "Row", "RunFacts", "compare_runs", "differs_in", "is_failing", "run_facts", "run_labels"]
 
@@ -29,7 +25,7 @@ class Row:
     """One conversation across the runs: its line in each run (None when absent)."""
 
     conversation_id: str
-    records: list[dict[str, Any] | None]
+    records: list[ConversationLine | None]
     position: int  # rank in input order: by the lines' recorded "position"; without one, after the line before it in its file
     differs: bool
     failing: bool
@@ -60,72 +56,64 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _results(record: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
-    return (record or {}).get("results") or {}
-
-
-def run_facts(results: ResultsFile, label: str) -> RunFacts:
-    """The facts of one run (:func:`judgegraph.runfacts.facts_of`): header and last summary first, then what its
+def run_facts(results: RunFile, label: str) -> RunFacts:
+    """The facts of one run (:meth:`judgegraph.runs.RunFile.facts`): header and last summary first, then what its
     lines show."""
-    return facts_of(results.path, results.header, results.summary, results.conversations, label)
+    return results.facts(label)
 
 
-def is_failing(record: dict[str, Any] | None) -> bool:
+def is_failing(record: ConversationLine | None) -> bool:
     """A conversation line to look at first: its run failed, or a result failed, is an error or holds judge
     errors (an absent line is not: it is a difference)."""
     if record is None:
         return False
-    return bool(record.get("error")) or any(r.get("status") in FAILING or r.get("errors")
-                                            for r in _results(record).values())
+    return bool(record.error) or any(r.get("status") in FAILING or r.get("errors") for r in record.results.values())
 
 
-def _outcome(record: dict[str, Any] | None, metric: str) -> tuple[object, ...]:
+def _outcome(record: ConversationLine | None, metric: str) -> tuple[object, ...]:
     """What a cell shows, for comparing runs: absent, the run's error, or the metric's status and score."""
     if record is None:
         return ("missing",)
-    result = _results(record).get(metric)
+    result = record.results.get(metric)
     if result is None:
-        return ("run error", bool(record.get("error"))) if record.get("error") else ("none",)
+        return ("run error", True) if record.error else ("none",)
     score = _number(result.get("score"))
     return (result.get("status"), None if score is None else round(score, 6))
 
 
-def differs_in(records: Sequence[dict[str, Any] | None], metric: str) -> bool:
+def differs_in(records: Sequence[ConversationLine | None], metric: str) -> bool:
     """The runs' lines for one conversation disagree on ``metric``: status, score, presence or a failed run."""
     return len({_outcome(r, metric) for r in records}) > 1
 
 
-def _differs(records: Sequence[dict[str, Any] | None], metrics: Sequence[str]) -> bool:
+def _differs(records: Sequence[ConversationLine | None], metrics: Sequence[str]) -> bool:
     if len(records) < 2:
         return False
     return any(differs_in(records, m) for m in metrics) or len({r is None for r in records}) > 1
 
 
-def compare_runs(runs: Sequence[ResultsFile]) -> Comparison:
-    """The runs' conversations matched by id (:func:`.html.read_results` keeps the first line of an id and names
-    the others; a run given an id twice by other means: its last line)."""
+def compare_runs(runs: Sequence[RunFile]) -> Comparison:
+    """The runs' conversations matched by id (:func:`judgegraph.runs.read_run` reads an id judged again as its
+    latest line)."""
     labels = run_labels(len(runs))
     facts = [run_facts(r, label) for r, label in zip(runs, labels)]
-    by_id: dict[str, list[dict[str, Any] | None]] = {}
+    by_id: dict[str, list[ConversationLine | None]] = {}
     order: dict[str, int] = {}
     positions: dict[str, int] = {}
     for i, run in enumerate(runs):
-        for record in run.conversations:
-            cid = record["conversation_id"]
+        for cid, record in run.conversations.items():
             cells = by_id.setdefault(cid, [None] * len(runs))
             cells[i] = record
             order.setdefault(cid, len(order))
-            position = record.get("position")
-            if isinstance(position, int) and not isinstance(position, bool):
+            if (position := record.place) is not None:
                 positions[cid] = min(position, positions.get(cid, position))
-    metrics = list(dict.fromkeys(m for run in runs for c in run.conversations for m in _results(c)))
+    metrics = list(dict.fromkeys(m for run in runs for c in run.conversations.values() for m in c.results))
     # input order: the recorded position; an id no run recorded one for goes right after the conversation before it
     # in its file (a file with no positions at all keeps its own order)
     estimate: dict[str, tuple[float, int]] = {cid: (float(p), 0) for cid, p in positions.items()}
     for run in runs:
         last = -1.0
-        for record in run.conversations:
-            cid = record["conversation_id"]
+        for cid in run.conversations:
             if cid in positions:
                 last = float(positions[cid])
             elif cid not in estimate:

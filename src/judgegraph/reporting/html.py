@@ -23,27 +23,17 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..runs import ConversationLine, RunFile, read_run
+
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
     from .drawing import Drawable
 
-__all__ = ["ReportFile", "ResultsFile", "read_results", "render_report", "report_data", "write_report"]
+__all__ = ["ReportFile", "render_report", "report_data", "write_report"]
 
 STATUSES = ("passed", "failed", "error", "not_applicable")
 BINS = 10
-
-
-@dataclass
-class ResultsFile:
-    """What a results JSONL file holds; lines that are not records are kept as problems, not raised."""
-
-    path: str
-    conversations: list[dict[str, Any]] = field(default_factory=list)
-    input_errors: list[dict[str, Any]] = field(default_factory=list)
-    unreadable: list[str] = field(default_factory=list)  # "FILE:LINE: what is wrong"
-    header: dict[str, Any] | None = None  # the run's header record (the first one), when the file has one
-    summary: dict[str, Any] | None = None  # its last summary record (a resumed run appends one per run)
 
 
 @dataclass
@@ -54,29 +44,6 @@ class ReportFile:
     problems: list[str]  # unreadable results lines
     input_problems: list[str] = field(default_factory=list)  # records of the input files that could not be read
     runs: int = 1  # results files shown side by side
-
-
-def read_results(path: str | Path) -> ResultsFile:
-    """Read every line of a results file (``judgegraph eval --out``) by the rule of
-    :mod:`judgegraph.resultsread`: a line that cannot be shown (not UTF-8, not JSON, torn, nested too deeply, a
-    number that is not finite, a wrong shape) is kept in ``unreadable`` naming its
-    line and field; the other lines are read (a conversation judged again: its latest line)."""
-    from ..resultsread import BadLine, read_lines
-
-    out = ResultsFile(str(path))
-    for item in read_lines(path):
-        if isinstance(item, BadLine):
-            out.unreadable.append(str(item))
-        elif item.type == "conversation":
-            out.conversations.append(item.data)
-        elif item.type == "input_error":
-            out.input_errors.append(item.data)
-        elif item.type == "header":
-            out.header = out.header or item.data
-        elif item.type == "summary":
-            out.summary = item.data
-        # a batch of an eval --batch run (docs/batch.md): its cost is in the results
-    return out
 
 
 def _turns_by_id(inputs: Sequence[str | Path]) -> tuple[dict[str, list[dict[str, str]]], list[str]]:
@@ -93,11 +60,12 @@ def _turns_by_id(inputs: Sequence[str | Path]) -> tuple[dict[str, list[dict[str,
     return turns, [f"input: {e}" for e in loaded.errors]
 
 
-def _recorded_inputs(results: ResultsFile) -> list[Path]:
+def _recorded_inputs(results: RunFile) -> list[Path]:
     """The input files the run's header names that are still here unchanged (same SHA-256): the turns a run
     judged, with no ``--input``. A path is tried as written, then beside the results file."""
     found = []
-    for entry in (results.header or {}).get("inputs") or []:
+    entries = results.header.inputs if results.header is not None else None
+    for entry in entries if isinstance(entries, list) else []:
         if not isinstance(entry, dict) or not isinstance(entry.get("path"), str) or not isinstance(entry.get("sha256"), str):
             continue
         want = entry["sha256"].removeprefix("sha256:").lower()
@@ -111,7 +79,7 @@ def _recorded_inputs(results: ResultsFile) -> list[Path]:
     return found
 
 
-def _judged_inputs(files: Sequence[ResultsFile], inputs: Sequence[str | Path], problems: list[str]) -> list[bool]:
+def _judged_inputs(files: Sequence[RunFile], inputs: Sequence[str | Path], problems: list[str]) -> list[bool]:
     """Per run, whether ``inputs`` may be what it judged: its header names no input, or names these files'
     contents (SHA-256). A run that judged other files gets none of their turns (another version's replies), said."""
     if not inputs:
@@ -122,7 +90,7 @@ def _judged_inputs(files: Sequence[ResultsFile], inputs: Sequence[str | Path], p
         return [True] * len(files)
     out = []
     for f in files:
-        judged = {str(e["sha256"]).removeprefix("sha256:").lower() for e in (f.header or {}).get("inputs") or []
+        judged = {str(e["sha256"]).removeprefix("sha256:").lower() for e in (getattr(f.header, "inputs", None) or [])
                   if isinstance(e, dict) and e.get("sha256")}
         out.append(not judged or mine <= judged)
         if not out[-1]:
@@ -161,28 +129,31 @@ def _summary(conversations: list[dict[str, Any]], metrics: list[str]) -> dict[st
     return out
 
 
-def _totals(results: ResultsFile, conversations: list[dict[str, Any]], metrics: list[str],
+def _totals(results: RunFile, conversations: list[dict[str, Any]], metrics: list[str],
             summary: dict[str, dict[str, Any]]) -> dict[str, Any]:
     totals: dict[str, Any] = {s: sum(summary[m][s] for m in metrics if m in summary) for s in STATUSES}
     totals.update(
         conversations=len(conversations), results=sum(len(c["results"]) for c in conversations),
         judge_errors=sum(summary[m]["judge_errors"] for m in metrics if m in summary),
         run_errors=sum(1 for c in conversations if c.get("error")), input_errors=len(results.input_errors),
-        unreadable_lines=len(results.unreadable),
+        unreadable_lines=len(results.problems),
     )
     return totals
 
 
-def _shown(record: dict[str, Any]) -> dict[str, Any]:
+def _shown(record: ConversationLine | None) -> dict[str, Any]:
     """What the page keeps of a conversation line."""
-    return {"source": record.get("source"), "error": record.get("error"), "results": record.get("results") or {}}
+    if record is None:
+        return {"source": None, "error": None, "results": {}}
+    return {"source": record.source, "error": record.error, "results": record.results}
 
 
-def _input_errors(files: Sequence[ResultsFile], labels: Sequence[str]) -> list[dict[str, Any]]:
+def _input_errors(files: Sequence[RunFile], labels: Sequence[str]) -> list[dict[str, Any]]:
     """The runs' input errors, each once, with the labels of the runs that met it."""
     seen: dict[tuple[object, ...], dict[str, Any]] = {}
     for f, label in zip(files, labels):
-        for e in f.input_errors:
+        for line in f.input_errors:
+            e = line.data()
             key = tuple(str(e.get(k)) for k in ("file", "line", "record", "field", "message", "error"))
             entry = seen.setdefault(key, {**e, "runs": []})
             if label not in entry["runs"]:
@@ -190,7 +161,7 @@ def _input_errors(files: Sequence[ResultsFile], labels: Sequence[str]) -> list[d
     return list(seen.values())
 
 
-def report_data(results: ResultsFile | Sequence[ResultsFile], *,
+def report_data(results: RunFile | Sequence[RunFile], *,
                 inputs: Sequence[str | Path] = ()) -> tuple[dict[str, Any], list[str]]:
     """The JSON the page renders, and the problems met building it.
 
@@ -200,9 +171,9 @@ def report_data(results: ResultsFile | Sequence[ResultsFile], *,
     then in input order (see :func:`.compare.compare_runs`)."""
     from .compare import compare_runs
 
-    files = [results] if isinstance(results, ResultsFile) else list(results)
+    files = [results] if isinstance(results, RunFile) else list(results)
     turns, problems = _turns_by_id(inputs)
-    problems = [p for f in files for p in f.unreadable] + problems
+    problems = [p for f in files for p in f.problems] + problems
     comparison = compare_runs(files)
     compare = len(files) > 1
     own_turns: list[dict[str, list[dict[str, str]]]] = []  # each run's turns from its header's inputs
@@ -226,7 +197,7 @@ def report_data(results: ResultsFile | Sequence[ResultsFile], *,
                                                                                            else None)}
                              for r, own, fits in zip(row.records, own_turns, given)]
         else:
-            shown.update(_shown(row.records[0] or {}))
+            shown.update(_shown(row.records[0]))
         conversations.append(shown)
     data: dict[str, Any] = {
         "compare": compare,
@@ -236,7 +207,7 @@ def report_data(results: ResultsFile | Sequence[ResultsFile], *,
         "metrics": comparison.metrics,
         "runs": runs,
         "conversations": conversations,
-        "input_errors": _input_errors(files, [r["label"] for r in runs]) if compare else files[0].input_errors,
+        "input_errors": _input_errors(files, [r["label"] for r in runs]) if compare else [e.data() for e in files[0].input_errors],
         "problems": problems,
     }
     if not compare:
@@ -318,8 +289,12 @@ def _tables(data: dict[str, Any]) -> dict[str, str]:
     fields = RunFacts.__dataclass_fields__
     runs = [RunFacts(**{k: v for k, v in r.items() if k in fields}) for r in data["runs"]]
     compare = bool(data["compare"])
-    rows = [Row(c["id"], c["runs"] if compare else [c], c["position"], c["differs"], c["failing"])
-            for c in data["conversations"]]
+    def line(cid: str, shown: dict[str, Any] | None) -> ConversationLine | None:
+        return None if shown is None else ConversationLine(conversation_id=cid, source=shown["source"],
+                                                           error=shown["error"], results=shown["results"])
+
+    rows = [Row(c["id"], [line(c["id"], r) for r in (c["runs"] if compare else [c])], c["position"], c["differs"],
+                c["failing"]) for c in data["conversations"]]
     metrics = data["metrics"]
     short = abbreviations(metrics, columns=len(metrics) * len(runs))
     key = [f"<dt>{escape(a)}</dt><dd>{escape(m)}</dd>" for m, a in short.items() if a != m]
@@ -378,16 +353,16 @@ def write_report(
     judged replies). ``graphs``: compiled graphs to draw (``judgegraph eval``
     passes the ones it ran); by default the results' metrics with default options."""
     paths = [results] if isinstance(results, (str, Path)) else list(results)
-    parsed = [read_results(p) for p in paths]
+    parsed = [read_run(p) for p in paths]
     data, problems = report_data(parsed, inputs=inputs)
-    llm = any(str(r.get("judge", "")).startswith("llm") for f in parsed for c in f.conversations
-              for r in (c.get("results") or {}).values())
+    llm = any(str(r.get("judge", "")).startswith("llm") for f in parsed for c in f.conversations.values()
+              for r in c.results.values())
     default = (f"judgegraph report: {Path(paths[0]).name}" if len(paths) == 1
                else "judgegraph report: " + " vs ".join(Path(p).name for p in paths))
     html = render_report(data, svgs=_graph_svgs(data["metrics"], graphs, llm=llm), title=title or default)
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")
-    unreadable = [line for f in parsed for line in f.unreadable]
+    unreadable = [line for f in parsed for line in f.problems]
     return ReportFile(path, len(html.encode("utf-8")), len(data["conversations"]), unreadable,
                       [p for p in problems if p not in unreadable], len(paths))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from ..runs import ConversationLine
 from .compare import Comparison, RunFacts, differs_in
 
 __all__ = ["abbreviations", "histogram_svg", "legend", "matrix", "runs_table", "summary_table"]
@@ -177,12 +178,12 @@ def legend(compare: bool) -> str:
                                             "</span>" for cls, label, note in items) + "</p>")
 
 
-def _matrix_cell(record: dict[str, Any] | None, metric: str, run: int, label: str, compare: bool,
+def _matrix_cell(record: ConversationLine | None, metric: str, run: int, label: str, compare: bool,
                  changed: bool = False) -> str:
     attrs = f'data-metric="{_e(metric)}" data-run="{run}"' + (' class="changed"' if changed else "")
     if record is None:
         return f'<td {attrs} data-status="missing"><span class="status missing">missing</span></td>'
-    result = (record.get("results") or {}).get(metric)
+    result = record.results.get(metric)
     if result is None:
         return f'<td {attrs}>—</td>'
     status = result.get("status")
@@ -220,8 +221,8 @@ def matrix(comparison: Comparison, short: dict[str, str]) -> str:
     body = []
     for index, row in enumerate(comparison.rows):
         errors = "".join(
-            f'<div class="run-error">run failed{" in " + _e(runs[i].label) if compare else ""}: {_e(r["error"])}</div>'
-            for i, r in enumerate(row.records) if r is not None and r.get("error"))
+            f'<div class="run-error">run failed{" in " + _e(runs[i].label) if compare else ""}: {_e(r.run_error)}</div>'
+            for i, r in enumerate(row.records) if r is not None and r.run_error)
         changed = {m for m in metrics if compare and differs_in(row.records, m)}
         cells = "".join(_matrix_cell(row.records[i], m, i, runs[i].label, compare, m in changed)
                         for m in metrics for i in range(len(runs)))

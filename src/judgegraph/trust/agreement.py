@@ -135,27 +135,14 @@ def _norm(name: str) -> str:
 ResultsLike = str | Path | Iterable[Mapping[str, Any]] | Iterable[Any]
 
 
-def read_results_file(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """The records of a results file, and a ``FILE:LINE: why`` for each line left out (the rule of
-    :mod:`judgegraph.resultsread`: not UTF-8, not JSON, a torn last line, a number that is not finite, a wrong
-    shape, a conversation read before)."""
-    from ..resultsread import BadLine, read_lines
-
-    records: list[dict[str, Any]] = []
-    problems: list[str] = []
-    for item in read_lines(path):
-        if isinstance(item, BadLine):
-            problems.append(str(item))
-        else:
-            records.append(item.data)
-    return records, problems
-
-
 def _records(results: ResultsLike) -> tuple[list[dict[str, Any]], list[str]]:
     """Results records (``judgegraph eval --out`` lines) from a path, records, or ConversationOutcome objects,
     with the lines of a file that could not be read."""
     if isinstance(results, (str, Path)):
-        return read_results_file(results)
+        from ..runs import read_run
+
+        run = read_run(results)
+        return [c.data() for c in run.conversations.values()], run.problems
     out = []
     for item in getattr(results, "outcomes", results):
         if isinstance(item, Mapping):

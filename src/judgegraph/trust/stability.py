@@ -467,10 +467,11 @@ def _wanted(metrics: Iterable[str] | None) -> set[str] | None:
 def _metric_results(results: ResultsLike | Iterable[MetricResult]) -> tuple[list[MetricResult], list[str]]:
     """Every metric result of ``results`` (a results file, its records, or MetricResult objects), and the
     lines or results that could not be read."""
-    from .agreement import read_results_file
-
     if isinstance(results, (str, Path)):
-        records, problems = read_results_file(results)
+        from ..runs import read_run
+
+        run = read_run(results)
+        records, problems = [c.data() for c in run.conversations.values()], run.problems
     else:
         records, problems, out = [], [], []
         for item in results:

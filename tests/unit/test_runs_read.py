@@ -1,5 +1,6 @@
-"""The one strict results-file reader (judgegraph.resultsread) and its rule, the same in every command that reads
-a results file: a bad line is left out and named ``FILE:LINE: why`` (the field at fault), the rest is read."""
+"""The one results-file reader (judgegraph.runs.read_run) and its rule, the same in every command that reads
+a results file: a bad line is left out and named ``FILE:LINE: why`` (the field at fault), the rest is read; a file
+that is not a results file is refused with one message and one exit status by every command."""
 
 from __future__ import annotations
 
@@ -7,10 +8,9 @@ import json
 from pathlib import Path
 
 from judgegraph.apps.pairwise import read_version
-from judgegraph.compare.runfile import read_run
-from judgegraph.reporting.html import read_results
-from judgegraph.resultsread import BadLine, Record, read_lines
-from judgegraph.trust.agreement import read_results_file
+from judgegraph.export import load_results
+from judgegraph.runs import ConversationLine, HeaderLine, read_run
+from judgegraph.trust.agreement import _records
 
 
 def conversation(cid: str, **extra: object) -> dict[str, object]:
@@ -48,16 +48,18 @@ def bad_file(path: Path) -> Path:
     return path
 
 
-def test_the_reader_yields_records_and_names_every_bad_line(tmp_path):
+def test_the_reader_reads_typed_lines_and_names_every_bad_line(tmp_path):
     path = bad_file(tmp_path / "r.jsonl")
-    items = list(read_lines(path))
-    assert [(i.line, i.why) for i in items if isinstance(i, BadLine)] == BAD
-    records = [i for i in items if isinstance(i, Record)]
-    assert [(r.line, r.type) for r in records] == [(1, "header"), (10, "conversation"), (11, "conversation")]
+    run = read_run(path)
+    assert run.problems == [f"{path}:{n}: {why}" for n, why in BAD]
+    assert isinstance(run.header, HeaderLine) and run.header.data()["format"] == 1
+    assert all(isinstance(c, ConversationLine) for c in run.conversations.values())
+    assert [(c.line, c.conversation_id) for c in run.conversations.values()] == [(10, "a"), (11, "b")]
     # a conversation judged again (a watch's retry) is read as its latest line, in its first line's place
-    assert records[1].data["results"]["m"]["score"] == 0.0 and records[1].replaces == (2,)
-    assert records[1].data["results"]["m"]["verdicts"] == [] and records[1].data["results"]["m"]["errors"] == []
-    assert str(next(i for i in items if isinstance(i, BadLine))) == f"{path}:3: {BAD[0][1]}"
+    first = run.conversations["a"]
+    assert first.results["m"]["score"] == 0.0 and first.replaces == (2,) and run.rejudged == 1
+    assert first.results["m"]["verdicts"] == [] and first.results["m"]["errors"] == []
+    assert first.data()["conversation"] == {"id": "a", "turns": [{"role": "user", "content": "hi"}]}
 
 
 def test_every_command_reads_a_results_file_by_the_same_rule(tmp_path):
@@ -65,13 +67,14 @@ def test_every_command_reads_a_results_file_by_the_same_rule(tmp_path):
     # skipped the 'pairwise' line, pairwise skipped a list line unsaid and read the infinite number; the torn line was "not JSON" to agree and report, torn to diff
     path = bad_file(tmp_path / "r.jsonl")
     expected = [f"{path}:{n}: {why}" for n, why in BAD]
-    records, problems = read_results_file(path)  # agree, stability
+    records, problems = _records(path)  # agree, stability
     assert problems == expected
     assert [r.get("conversation_id") for r in records if r["type"] == "conversation"] == ["a", "b"]
     run = read_run(path)  # diff
     assert run.problems == expected and list(run.conversations) == ["a", "b"]
     assert run.conversations["a"].results["m"]["status"] == "failed" and run.rejudged == 1
-    report = read_results(path)  # report
-    assert report.unreadable == expected and [c["conversation_id"] for c in report.conversations] == ["a", "b"]
+    report = read_run(path)  # report
+    assert report.problems == expected and list(report.conversations) == ["a", "b"]
+    assert load_results(path).run.problems == expected  # export, show, junit
     version = read_version(path)  # pairwise, on a file whose lines carry the conversation
     assert version.errors == expected and list(version.conversations) == ["a", "b"]

@@ -1,0 +1,19 @@
+"""A run's record: the typed lines of a results file (:mod:`.record`) and the one reader, :func:`read_run`."""
+
+from .read import NOT_RESULTS, NotAResultsFile, RunFacts, RunFile, conversation_problem, read_header, read_run
+from .record import (
+    RECORD_TYPES,
+    STATUSES,
+    BatchLine,
+    ConversationLine,
+    HeaderLine,
+    InputErrorLine,
+    PairwiseLine,
+    RecordType,
+    SummaryLine,
+    UsageLine,
+)
+
+__all__ = ["NOT_RESULTS", "RECORD_TYPES", "STATUSES", "BatchLine", "ConversationLine", "HeaderLine",
+           "InputErrorLine", "NotAResultsFile", "PairwiseLine", "RecordType", "RunFacts", "RunFile", "SummaryLine",
+           "UsageLine", "conversation_problem", "read_header", "read_run"]

@@ -1,0 +1,400 @@
+"""The one reader of a results file: :func:`read_run` reads any results file (``eval``, workers, Ray, ``--batch``,
+``watch``, ``rejudge``, ``simulate``) as a :class:`RunFile`.
+
+One rule for a bad line in every command: **it is left out and named** (``FILE:LINE: why``, the why naming the
+field at fault), and the rest of the file is read; no line is dropped silently and none stops the reading. A line
+is bad when it is not UTF-8, not JSON (a last line without its newline, a run killed while writing it, is named as
+torn), nested too deeply, not an object, holds a number that is not finite (``1e999`` reads as infinity), has no
+``type`` or one no judgegraph writes, or is a conversation line whose fields are not what ``eval`` writes.
+
+A conversation id read again is **not** a bad line: the later line is a later judgement of the same conversation
+(``judgegraph watch`` appends one when it retries a thread whose judge failed) and replaces the earlier one,
+keeping the earlier one's place in the order; :attr:`ConversationLine.replaces` names the lines it replaced.
+
+A file none of whose lines is a results line (a conversations file, a labels file, garbage, an empty file) and a
+path that cannot be read are refused: :class:`NotAResultsFile`, one message naming the file, which every command
+prints with exit status 3 (an input it cannot use, as ``eval`` counts a missing input file).
+
+(A resume's own scan, :func:`judgegraph.resultsfile.scan_results`, stays lenient: it skips what it cannot read,
+and repairs a torn tail.)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..resultsfile import restore_elided
+from .record import (
+    RECORD_TYPES,
+    STATUSES,
+    BatchLine,
+    ConversationLine,
+    HeaderLine,
+    InputErrorLine,
+    SummaryLine,
+    UsageLine,
+    number,
+)
+
+__all__ = ["NotAResultsFile", "RunFacts", "RunFile", "read_header", "read_run"]
+
+
+class NotAResultsFile(ValueError):
+    """``path`` is not a results file that can be read (missing, unreadable, or no line of it is a results line)."""
+
+    def __init__(self, path: str | Path, why: str) -> None:
+        self.path, self.why = str(path), why
+        super().__init__(f"{path}: {why}")
+
+
+def _type_name(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _is_objects(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(i, dict) for i in value)
+
+
+def conversation_problem(record: dict[str, Any]) -> str | None:
+    """What keeps a conversation record from being used, naming the field; None when it can be. Fills in the
+    absent ``results`` and each result's absent ``verdicts`` and ``errors`` (as empty) in place."""
+    cid = record.get("conversation_id")
+    if not isinstance(cid, str):
+        return f"field 'conversation_id': expected a string, got {_type_name(cid)}"
+    if record.get("results") is None:
+        record["results"] = {}
+    results = record["results"]
+    if not isinstance(results, dict):
+        return f"field 'results': expected an object of metric results, got {_type_name(results)}"
+    for metric, result in results.items():
+        where = f"results.{metric}"
+        if not isinstance(result, dict):
+            return f"field '{where}': expected an object, got {_type_name(result)}"
+        status = result.get("status")
+        if status is not None and status not in STATUSES:
+            return f"field '{where}.status': {status!r} is not one of {', '.join(sorted(STATUSES))}"
+        score = result.get("score")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+            return f"field '{where}.score': expected a number or null, got {_type_name(score)}"
+        for key in ("verdicts", "errors"):
+            if result.get(key) is None:
+                result[key] = []
+            if not _is_objects(result[key]):
+                return f"field '{where}.{key}': expected a list of objects"
+        for i, verdict in enumerate(result["verdicts"]):
+            transcript = verdict.get("transcript")
+            if transcript is not None and not _is_objects(transcript):
+                return f"field '{where}.verdicts[{i}].transcript': expected a list of objects"
+    return None
+
+
+def _parse(raw: bytes) -> dict[str, Any] | str:
+    """A line as its JSON object, or why it is not one."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not valid UTF-8 (byte {exc.start + 1} of the line)"
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if not raw.endswith(b"\n"):  # only a last line can end without one
+            return "a torn last line (a run killed while writing it): left out"
+        return f"not JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:
+        return "nested too deeply to read"
+    if not isinstance(record, dict):
+        return f"a results line is a JSON object, got {type(record).__name__}"
+    if (bad := non_finite_field(record)) is not None:
+        return f"field {bad!r}: not a finite number (1e999 reads as infinity): the line is left out"
+    kind = record.get("type")
+    if kind is None:
+        return "field 'type': missing: not a results line (is it an input file rather than a results file?)"
+    if kind not in RECORD_TYPES:
+        return f"field 'type': expected one of {', '.join(map(repr, RECORD_TYPES))}, got {kind!r}"
+    if kind == "conversation" and (wrong := conversation_problem(record)) is not None:
+        return wrong
+    return record
+
+
+#: why a file is refused when no line of it is a results line
+NOT_RESULTS = "not a results file (written by judgegraph eval --out): no line of it is a results line"
+
+def non_finite_field(value: object) -> str | None:
+    """The dotted path of the first non-finite number in ``value`` (JSON ``1e999``
+    reads as ``inf``), or None: such a line is refused. Walks without recursion."""
+    stack: list[tuple[str, object]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return path or "(the line)"
+        if isinstance(item, dict):
+            stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+    return None
+
+
+def records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, JSON object) of every line of a results file that reads by the rule above (elided texts
+    restored), streamed; the others are skipped unsaid. For a resume's and a batch's own look at a file; to read a
+    file to show, compare or score it, :func:`read_run` (which names them)."""
+    for n, record in _lines(path):
+        if not isinstance(record, str):
+            yield n, restore_elided(record) if record["type"] == "conversation" else record
+
+
+_MODELS: dict[str, type[HeaderLine | SummaryLine | InputErrorLine | BatchLine]] = {"header": HeaderLine, "summary": SummaryLine, "input_error": InputErrorLine, "batch": BatchLine}
+
+
+@dataclass
+class RunFacts:
+    """What one results file says about its run; None where it is unknown (:meth:`RunFile.facts`)."""
+
+    label: str  # "A", "B", ... : the run's column in the matrix
+    path: str
+    conversations: int
+    version: str | None = None
+    started_at: str | None = None
+    judges: list[str] = field(default_factory=list)
+    thresholds: dict[str, float | None] = field(default_factory=dict)  # per metric; None: not one value
+    pass_rate: dict[str, float | None] = field(default_factory=dict)
+    cost_usd: float | None = None
+    duration_s: float | None = None
+    calls: int | None = None
+    tokens: int | None = None
+    source: dict[str, str] = field(default_factory=dict)  # fact -> "header" | "summary" | "lines"
+    header: bool = False  # the file has a run header
+    judge_names: list[str] = field(default_factory=list)  # the judges by name only (``judges`` says more)
+
+    def to_json(self) -> dict[str, object]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class RunFile:
+    """A results file read (:func:`read_run`): its header and last summary (None in an older file), its
+    conversations by id (the latest line of each, in the order ids were first read), its input errors and batches,
+    and a ``FILE:LINE: why`` for every line left out. What the run says about itself — metrics, judges,
+    thresholds, pass rates, usage, cost — are properties, each computed once: from the header and summary when the
+    file has them, else from the conversation lines (``facts().source`` says which)."""
+
+    path: str
+    header: HeaderLine | None = None  # the first header record
+    summary: SummaryLine | None = None  # the last summary record (a resumed run appends another)
+    conversations: dict[str, ConversationLine] = field(default_factory=dict)
+    input_errors: list[InputErrorLine] = field(default_factory=list)
+    batches: list[BatchLine] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # FILE:LINE: why, for every line left out
+    #: the results of the lines a later line of the same id replaced (kept when asked: their judgements cost too)
+    replaced: list[dict[str, dict[str, Any]]] = field(default_factory=list)
+
+    @property
+    def rejudged(self) -> int:
+        """Conversations judged again later in the file (their earlier lines replaced)."""
+        return sum(bool(c.replaces) for c in self.conversations.values())
+
+    def in_input_order(self) -> list[ConversationLine]:
+        """The conversations in the order of the inputs (their ``position``); those without one (an older file)
+        keep the file's order, after the others."""
+        def key(item: tuple[int, ConversationLine]) -> tuple[int, int, int]:
+            place = item[1].place
+            return (0, place, item[0]) if place is not None else (1, 0, item[0])
+
+        return [c for _, c in sorted(enumerate(self.conversations.values()), key=key)]
+
+    @cached_property
+    def metrics(self) -> list[str]:
+        """The metrics judged in this file, in order of first appearance; when no line has a result (every run
+        failed), those its header names."""
+        seen: dict[str, None] = {}
+        for conv in self.conversations.values():
+            seen.update(dict.fromkeys(conv.results))
+        if not seen and self.header is not None:
+            seen.update(dict.fromkeys(self.header.metric_names()))
+        return list(seen)
+
+    def _results(self, metric: str) -> list[dict[str, Any]]:
+        return [c.results[metric] for c in self.conversations.values() if metric in c.results]
+
+    @cached_property
+    def _facts(self) -> RunFacts:
+        facts = RunFacts(label="", path=self.path, conversations=len(self.conversations),
+                         header=self.header is not None)
+        header, summary = self.header or HeaderLine(), self.summary or SummaryLine()
+        metrics = [m for m in self.metrics if any(m in c.results for c in self.conversations.values())]
+
+        def known(name: str, value: object, where: str) -> None:
+            setattr(facts, name, value)
+            facts.source[name] = where
+
+        if isinstance(header.judgegraph, str):
+            known("version", header.judgegraph, "header")
+        if isinstance(header.started_at, str):
+            known("started_at", header.started_at, "header")
+        if entries := header.judge_entries():
+            known("judges", [j.describe() for j in entries], "header")
+            facts.judge_names = [j.name for j in entries]
+        else:
+            seen = [r.get("judge") for m in metrics for r in self._results(m)]
+            if names := list(dict.fromkeys(j for j in seen if isinstance(j, str))):
+                known("judges", names, "lines")
+                facts.judge_names = list(names)
+        configured = header.thresholds()
+        if metrics and all(configured.get(m) is not None for m in metrics):
+            known("thresholds", {m: configured[m] for m in metrics}, "header")
+        elif metrics:
+            thresholds: dict[str, float | None] = {}
+            for m in metrics:
+                values = {number(r.get("threshold")) for r in self._results(m)} - {None}
+                thresholds[m] = values.pop() if len(values) == 1 else None
+            known("thresholds", thresholds, "lines")
+        if isinstance(summary.pass_rate, dict) and summary.pass_rate:
+            known("pass_rate", {str(m): number(v) for m, v in summary.pass_rate.items()}, "summary")
+        elif metrics:
+            rates: dict[str, float | None] = {}
+            for m in metrics:
+                judged = [r.get("status") for r in self._results(m) if r.get("status") in ("passed", "failed", "error")]
+                rates[m] = sum(s == "passed" for s in judged) / len(judged) if judged else None
+            known("pass_rate", rates, "lines")
+        costs = [v for c in self.conversations.values() if (v := number(c.cost_usd)) is not None]
+        if "cost_usd" in summary.model_fields_set:
+            known("cost_usd", number(summary.cost_usd), "summary")
+        elif costs:
+            known("cost_usd", sum(costs), "lines")
+        if number(summary.duration_s) is not None:
+            known("duration_s", number(summary.duration_s), "summary")
+        usage, where = summary.usage_line(), "summary"
+        if usage is None and (usages := [UsageLine.model_validate(r["usage"]) for m in metrics
+                                         for r in self._results(m) if isinstance(r.get("usage"), dict)]):
+            usage, where = UsageLine(calls=sum(u.calls or 0 for u in usages),
+                                     input_tokens=sum(u.input_tokens or 0 for u in usages),
+                                     output_tokens=sum(u.output_tokens or 0 for u in usages)), "lines"
+        if usage is not None:
+            known("calls", int(usage.calls or 0), where)
+            known("tokens", usage.tokens, where)
+        return facts
+
+    def facts(self, label: str = "") -> RunFacts:
+        """What the file says about its run (the HTML report's runs table, ``diff``'s run lines): conversations,
+        judgegraph version, start, judges, thresholds, pass rates, cost, duration, judge calls and tokens."""
+        facts = self._facts
+        return RunFacts(**{**{k: getattr(facts, k) for k in facts.__dataclass_fields__}, "label": label})
+
+    @property
+    def pass_rate(self) -> dict[str, float | None]:
+        return self._facts.pass_rate
+
+    @property
+    def judges(self) -> list[str]:
+        return self._facts.judges
+
+    @property
+    def thresholds(self) -> dict[str, float | None]:
+        return self._facts.thresholds
+
+    @property
+    def cost_usd(self) -> float | None:
+        return self._facts.cost_usd
+
+    @property
+    def usage(self) -> tuple[int | None, int | None]:
+        """Judge calls and tokens (None: unknown)."""
+        return self._facts.calls, self._facts.tokens
+
+
+def _lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    with Path(path).open("rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            if raw.strip():
+                yield n, _parse(raw)
+
+
+def read_run(path: str | Path, *, keep_transcripts: bool = True, keep_replaced: bool = False) -> RunFile:
+    """The results file ``path`` as a :class:`RunFile` (module doc); :class:`NotAResultsFile` when it cannot be
+    read or no line of it is a results line. ``keep_transcripts=False`` drops the judge transcripts as it reads
+    (a comparison never shows them); ``keep_replaced`` keeps the results of the lines a later line of the same id
+    replaced (:attr:`RunFile.replaced`)."""
+    run = RunFile(str(path))
+    readable, first_bad = 0, ""
+    try:
+        for n, record in _lines(path):
+            if isinstance(record, str):
+                run.problems.append(f"{path}:{n}: {record}")
+                first_bad = first_bad or f"line {n}: {record}"
+                continue
+            readable += 1
+            kind = record["type"]
+            if kind != "conversation":
+                line = _MODELS[kind].model_validate(record)
+                if isinstance(line, HeaderLine):
+                    run.header = run.header or line
+                elif isinstance(line, SummaryLine):
+                    run.summary = line
+                elif isinstance(line, InputErrorLine):
+                    run.input_errors.append(line)
+                elif isinstance(line, BatchLine):
+                    run.batches.append(line)
+                continue
+            restore_elided(record)
+            if not keep_transcripts:
+                for result in record["results"].values():
+                    result.pop("transcript", None)
+                    for verdict in result["verdicts"]:
+                        verdict.pop("transcript", None)
+            try:
+                conv = ConversationLine.model_validate({**record, "line": n})
+            except ValidationError as exc:  # the fields conversation_problem checks cannot fail here
+                run.problems.append(f"{path}:{n}: {exc.errors()[0].get('msg')}")
+                continue
+            if (earlier := run.conversations.get(conv.conversation_id)) is not None:
+                conv.replaces = (*earlier.replaces, earlier.line)
+                conv.order = earlier.order
+                if keep_replaced:
+                    run.replaced.append(earlier.results)
+            else:
+                conv.order = len(run.conversations)
+            run.conversations[conv.conversation_id] = conv  # an id read again keeps its first place
+    except IsADirectoryError:
+        raise NotAResultsFile(path, "is a directory, not a results file") from None
+    except FileNotFoundError:
+        raise NotAResultsFile(path, "no such file") from None
+    except OSError as exc:
+        raise NotAResultsFile(path, f"cannot read it: {exc.strerror or exc}") from None
+    if not readable:
+        if _holds_conversations(path):
+            raise NotAResultsFile(path, "a conversations file (what `eval` reads), not a results file (`eval --out`): "
+                                        "to compare two versions' conversations, use `judgegraph pairwise FILE FILE "
+                                        "--model M`")
+        raise NotAResultsFile(path, f"{NOT_RESULTS} ({first_bad or 'the file is empty'})")
+    return run
+
+
+def _holds_conversations(path: str | Path) -> bool:
+    """Whether ``path``'s first record is a conversation (turns or messages), as input files hold them."""
+    try:
+        with Path(path).open(encoding="utf-8") as fh:
+            record = json.loads(next((line for line in fh if line.strip()), ""))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(record, dict) and "type" not in record and ("turns" in record or "messages" in record)
+
+
+def read_header(path: str | Path) -> HeaderLine | None:
+    """The header of a results file (its first readable line, when that is a header), or None (none, or the
+    file cannot be read): a resume's lenient look, not a refusal."""
+    try:
+        for _, record in _lines(path):
+            if isinstance(record, str):
+                return None
+            return HeaderLine.model_validate(record) if record["type"] == "header" else None
+    except OSError:
+        return None
+    return None

@@ -1,0 +1,201 @@
+"""The lines of a results file (``judgegraph eval --out``), typed: one pydantic model per ``type`` a writer puts
+there. Every model keeps the fields it does not name (``extra="allow"``): a file written by a newer or older
+judgegraph reads, and a line written back is the line read.
+
+Who writes what: ``header`` and ``summary`` (:mod:`judgegraph.runheader`, for eval, workers, Ray, batch, watch,
+rejudge); ``conversation`` (:class:`judgegraph.resultsfile.ResultsWriter`; ``simulate`` adds ``conversation`` and
+``simulation``, ``watch`` appends a thread again when it retries it); ``input_error`` (the writer, one per record
+of the inputs that could not be read); ``batch`` (an ``eval --batch`` run, docs/batch.md).
+``pairwise --out`` writes ``pairwise`` lines: a file of its own, not a results file (:class:`PairwiseLine`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["RECORD_TYPES", "STATUSES", "BatchLine", "ConversationLine", "HeaderLine", "InputErrorLine",
+           "PairwiseLine", "RecordType", "SummaryLine", "UsageLine"]
+
+RecordType = Literal["header", "conversation", "input_error", "summary", "batch"]
+#: the record types a results file holds
+RECORD_TYPES: tuple[str, ...] = get_args(RecordType)
+#: a metric result's statuses (judgegraph.results.Status)
+STATUSES = frozenset({"passed", "failed", "error", "not_applicable"})
+
+
+class _Line(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    def data(self) -> dict[str, Any]:
+        """The line as written (its JSON object)."""
+        return self.model_dump(exclude_unset=True)
+
+
+class UsageLine(_Line):
+    """Judge calls and tokens (a summary's, or a metric result's)."""
+
+    calls: float | None = None
+    input_tokens: float | None = None
+    output_tokens: float | None = None
+
+    @property
+    def tokens(self) -> int:
+        return int((self.input_tokens or 0) + (self.output_tokens or 0))
+
+
+class JudgeEntry(_Line):
+    """A header's judge: its name, the settings that decide verdicts, its prompts' hashes."""
+
+    name: str
+    settings: dict[str, object] | None = None
+    prompts: dict[str, object] | None = None
+
+    def describe(self) -> str:
+        """The judge in words, on one line: who judges (a jury: its jurors and how their answers make one), its
+        settings, prompt hashes (a changed prompt changes the verdicts). Never a Python repr."""
+        settings: dict[str, Any] = dict(self.settings or {})
+        jurors = [j for j in settings.get("jurors") or [] if isinstance(j, dict) and isinstance(j.get("name"), str)]
+        who = _model(self.name)
+        if jurors:
+            names = list(dict.fromkeys(_model(j["name"]) for j in jurors))
+            how = f"{settings.get('aggregate') or 'majority'}" + (f", quorum {settings['quorum']}"
+                                                                  if settings.get("quorum") is not None else "")
+            who = (f"{names[0]}, asked {len(jurors)} times ({how})" if len(names) == 1
+                   else f"jury of {len(jurors)}: {', '.join(names)} ({how})")
+            shared = [j.get("settings") for j in jurors]
+            if all(isinstance(x, dict) and x == shared[0] for x in shared):  # the jurors' own settings, said once
+                settings = {**settings, **shared[0]}  # type: ignore[dict-item]
+        skip = {"repeat", "aggregate", "quorum", "jurors"}
+        bits = [who] + [b for k, v in settings.items() if k not in skip and (b := _setting(k, v))]
+        if self.prompts:
+            bits.append("prompts " + ", ".join(f"{k} {v}" for k, v in self.prompts.items()))
+        return " · ".join(bits)
+
+
+#: A judge setting in words (a setting not listed: ``name value``); the cache on, the default, is not said.
+_SETTING_WORDS = {"base_url": "at {}", "max_concurrency": "{} calls at once", "max_tries": "{} tries",
+                  "max_retries": "{} retries", "temperature": "temperature {}", "timeout": "timeout {} s",
+                  "quorum": "quorum {}", "seed": "seed {}"}
+
+
+def _model(name: str) -> str:
+    """A judge's name as a person says it: ``llm:gpt-4.1-mini`` is ``gpt-4.1-mini``, ``offline:M`` ``offline M``."""
+    kind, _, model = name.partition(":")
+    return model if kind == "llm" and model else f"offline {model}" if kind == "offline" and model else name
+
+
+def _setting(name: str, value: object) -> str | None:
+    if isinstance(value, (dict, list)) or value is None or (name == "cache" and value is True):
+        return None  # the jurors and models are said in the judge's own words; the cache on is the default
+    if name == "cache":
+        return "no cache"
+    shown = f"{value:g}" if isinstance(value, float) else str(value)
+    return _SETTING_WORDS.get(name, name.replace("_", " ") + " {}").format(shown)
+
+
+class HeaderLine(_Line):
+    """The run header: the first line of a run (:func:`judgegraph.runheader.run_header`)."""
+
+    type: Literal["header"] = "header"
+    judgegraph: object = None  # its version
+    started_at: object = None
+    metrics: object = None  # [{"name", "options"}]
+    judges: object = None  # [{"name", "settings", "prompts"}]
+    inputs: object = None  # [{"path", "sha256"}]
+
+    def judge_entries(self) -> list[JudgeEntry]:
+        """The judges the header names (entries without a name left out)."""
+        entries = self.judges if isinstance(self.judges, list) else []
+        return [JudgeEntry.model_validate(j) for j in entries if isinstance(j, dict) and isinstance(j.get("name"), str)]
+
+    def metric_names(self) -> list[str]:
+        entries = self.metrics if isinstance(self.metrics, list) else []
+        return [m["name"] for m in entries if isinstance(m, dict) and isinstance(m.get("name"), str)]
+
+    def thresholds(self) -> dict[str, float | None]:
+        """Each metric's configured threshold, by metric name (``-`` read as ``_``)."""
+        entries = self.metrics if isinstance(self.metrics, list) else []
+        out: dict[str, float | None] = {}
+        for m in entries:
+            options = m.get("options") or {} if isinstance(m, dict) else None
+            if isinstance(options, dict):
+                out[str(m.get("name")).replace("-", "_")] = number(options.get("threshold"))
+        return out
+
+
+class SummaryLine(_Line):
+    """The summary a finished run appends (a resumed run appends another: the last one counts)."""
+
+    type: Literal["summary"] = "summary"
+    duration_s: object = None
+    conversations: object = None
+    usage: object = None  # {"calls", "input_tokens", "output_tokens", ...}
+    cost_usd: object = None
+    pass_rate: object = None  # {metric: rate}
+
+    def usage_line(self) -> UsageLine | None:
+        if isinstance(self.usage, dict) and number(self.usage.get("calls")) is not None:
+            return UsageLine.model_validate({k: number(v) for k, v in self.usage.items()})
+        return None
+
+
+class InputErrorLine(_Line):
+    """A record of the inputs that could not be read: file, line, record, field, message."""
+
+    type: Literal["input_error"] = "input_error"
+    error: object = None  # "FILE:LINE: field 'X': why" (and file, line, record, field, message apart)
+
+
+class BatchLine(_Line):
+    """A batch of an ``eval --batch`` run (docs/batch.md): its id, round and status."""
+
+    type: Literal["batch"] = "batch"
+    id: object = None
+    status: object = None  # and round, requests, ...
+
+
+class ConversationLine(_Line):
+    """A conversation judged: its id, place in the inputs, the run's error (the whole conversation failed),
+    its results by metric (each a JSON object with ``verdicts`` and ``errors`` lists) and its cost. ``simulate``
+    adds ``conversation`` (the turns) and ``simulation``."""
+
+    type: Literal["conversation"] = "conversation"
+    conversation_id: str
+    position: object = None
+    source: object = None
+    error: object = None
+    results: dict[str, dict[str, Any]] = {}
+    cost_usd: object = None
+    conversation: object = None
+    #: the file line it was read from, and the earlier lines of the same id it replaced (not written)
+    line: int = 0
+    replaces: tuple[int, ...] = ()
+    order: int = 0  # its place in the file: the order ids were first read
+
+    def data(self) -> dict[str, Any]:
+        """The line as written (its JSON object: what the reader adds left out)."""
+        return self.model_dump(exclude_unset=True, exclude={"line", "replaces", "order"})
+
+    @property
+    def place(self) -> int | None:
+        """Its place in the inputs (``position``), None when the line has none (an older file)."""
+        pos = self.position
+        return pos if isinstance(pos, int) and not isinstance(pos, bool) and pos >= 0 else None
+
+    @property
+    def run_error(self) -> str | None:
+        """The run's error (the whole conversation failed), as text; None when it ran."""
+        return str(self.error) if self.error else None
+
+
+class PairwiseLine(_Line):
+    """A line ``judgegraph pairwise --out`` writes: not part of a results file."""
+
+    type: Literal["pairwise"] = "pairwise"
+
+
+def number(value: object) -> float | None:
+    """``value`` when it is a number (not a bool), as a float; else None."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
