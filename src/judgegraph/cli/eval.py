@@ -310,11 +310,6 @@ def run(args: argparse.Namespace) -> int:
     for check in (common.check_numbers, _bad_flags, _source_error, aligned_error, common.guidelines_missing, _out_error):
         if bad := check(args):
             return usage_error(err, bad)
-    if unusable := _unusable_inputs(args.files):  # before anything is built or written: the corrected command runs
-        for problem in unusable:
-            err.print(f"[red]input error:[/] {markup_safe(problem)}")
-        err.print(f"nothing was judged and nothing written (exit {EXIT_ERRORS})")
-        return EXIT_ERRORS
     try:
         if args.dry_run and args.model:  # sends nothing: no client is built, so no key is needed
             from ..dryrun import DryRunJudge
@@ -339,6 +334,11 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(err, exc)
     if args.batch and (no_batch := _no_batch_api(args, judge)):
         return usage_error(err, no_batch)
+    if unusable := _unusable_inputs(args.files):  # after the command line's checks, before anything is written: the corrected command runs
+        for problem in unusable:
+            err.print(f"[red]input error:[/] {markup_safe(problem)}")
+        err.print(f"nothing was judged and nothing written (exit {EXIT_ERRORS})")
+        return EXIT_ERRORS
     from .header import eval_header, resume_refused
 
     args.header = eval_header(args, plan, _judge_settings(args))
