@@ -56,7 +56,7 @@ def test_every_reader_gets_the_reason_back_whole(run, capsys):
     failure = next(ET.parse(tmp_path / "junit.xml").getroot().iter("failure"))
     assert "END-OF-REASON" in failure.text
     assert main([*args, "--resume"]) == 1  # read back for the summary: still a failure with its reason
-    assert "1 conversations already judged" in capsys.readouterr().err
+    assert "1 conversation already judged" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("ascii_reply", [True, False])

@@ -425,9 +425,9 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
     for e in summary.input_errors:
         err.print(f"[red]input error:[/] {markup_safe(e)}")
     status = EXIT_ERRORS if summary.input_error_count or not (summary.conversations or done) else 0
-    head = (f"dry run: {summary.conversations} conversations to judge"
+    head = (f"dry run: {common.plural(summary.conversations, 'conversation')} to judge"
             + (f" ({len(done)} already in {markup_safe(args.out)}, skipped)" if done else "")
-            + (f", {summary.input_error_count} input errors" if summary.input_error_count else ""))
+            + (f", {common.plural(summary.input_error_count, 'input error')}" if summary.input_error_count else ""))
     if judge.kind != "llm":
         out.print(f"{head}; the offline judge makes no LLM calls: nothing to pay. No call was made.")
         return status
@@ -503,7 +503,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
                     on_outcome=lambda o: causes.add(o.results.values(), then=lambda: progress.advance(task)),
                     on_input_error=lambda e: err.print(f"[red]input error:[/] {markup_safe(e)}"),
                     on_resumed=lambda state: err.print(
-                        f"resuming {markup_safe(args.out)}: {len(state.done)} conversations already judged"
+                        f"resuming {markup_safe(args.out)}: {common.plural(len(state.done), 'conversation')} already judged"
                         + (f", {state.retried} with errors to judge again" if state.retried else "")
                         + (", a torn last line cut off" if state.torn else "")
                         + (f", unreadable lines left as they are: {state.bad_lines[:5]}" if state.bad_lines else "")),
@@ -574,7 +574,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
         highlight=False, soft_wrap=True,
     )
     if summary.interrupted:
-        out.print(f"[yellow]interrupted[/]: the {summary.conversations} conversations above are written; "
+        out.print(f"[yellow]interrupted[/]: written, {common.plural(summary.conversations, 'conversation')} above; "
                   f"continue with the same command and --resume.")
     if problem := getattr(summary, "problem", None):
         out.print(f"[red]batch:[/] {markup_safe(problem)}", soft_wrap=True)
@@ -614,8 +614,9 @@ async def _batch(args: argparse.Namespace, plan: MetricPlan, stream: Iterator[Lo
         keep_outcomes=bool(args.log_assessments), max_rows=args.max_rows, poll_s=args.batch_poll, header=args.header,
         on_outcome=lambda o: causes.add(o.results.values(), then=lambda: progress.advance(task)),
         on_input_error=lambda e: err.print(f"[red]input error:[/] {markup_safe(e)}"),
-        on_resumed=lambda state: err.print(f"resuming {markup_safe(args.out)}: {len(state.done)} conversations "
-                                           "already judged; its batches are collected, not sent again"),
+        on_resumed=lambda state: err.print(f"resuming {markup_safe(args.out)}: "
+                                           f"{common.plural(len(state.done), 'conversation')} already judged; its "
+                                           "batches are collected, not sent again"),
         on_batch=lambda line: err.print(markup_safe(line)),
         stop=stop)
 
