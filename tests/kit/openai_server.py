@@ -365,7 +365,8 @@ def schema_responder(request: ChatRequest) -> Reply:
     if numbers:
         defs = (request.schema or {}).get("$defs")
         one = example_from_schema({**item, "$defs": defs} if defs else item)
-        return structured({"items": [{**one, "item": k} for k in numbers]})
+        fields = one if isinstance(one, dict) else {}
+        return structured({"items": [{**fields, "item": k} for k in numbers]})
     return structured(example_from_schema(request.schema))
 
 
