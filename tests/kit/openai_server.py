@@ -362,7 +362,7 @@ def schema_responder(request: ChatRequest) -> Reply:
         return text("ok")
     item = ((request.schema or {}).get("properties", {}).get("items") or {}).get("items")
     numbers = (item or {}).get("properties", {}).get("item", {}).get("enum") if isinstance(item, dict) else None
-    if numbers:
+    if numbers and isinstance(item, dict):
         defs = (request.schema or {}).get("$defs")
         one = example_from_schema({**item, "$defs": defs} if defs else item)
         fields = one if isinstance(one, dict) else {}
