@@ -209,7 +209,7 @@ def _unusable_inputs(files: list[str]) -> list[str]:
         try:
             with path.open("rb") as f:
                 first = json.loads(f.readline(1 << 20) or b"null")
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: nested thousands deep
             continue  # the loader names what is wrong with it
         if isinstance(first, dict) and (first.get("type") == "header" or (
                 first.get("type") == "conversation" and isinstance(first.get("results"), dict))):

@@ -382,7 +382,7 @@ def _holds_conversations(path: str | Path) -> bool:
     try:
         with Path(path).open(encoding="utf-8") as fh:
             record = json.loads(next((line for line in fh if line.strip()), ""))
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return False
     return isinstance(record, dict) and "type" not in record and ("turns" in record or "messages" in record)
 
