@@ -84,7 +84,7 @@ def test_output_that_never_becomes_valid_is_a_counted_judge_error_not_a_verdict(
     assert "invalid output after 2 tries" in bad.error
     assert len(res.errors) == 1 and res.errors[0].where == "window 1 (turn 4)"
     assert res.score == 1.0  # 2 of 2 judged windows; the failed one is neither relevant nor irrelevant
-    assert "1 window(s) not judged" in res.reason
+    assert "Judged 2 of 3 verdicts; 1 judge errors." in res.reason
     assert res.details == {"window_size": 10, "windows": 3, "judged": 2}
 
 
