@@ -14,13 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from judgegraph.apps.pairwise import is_results_file
 from judgegraph.batch import NoBatchAPI, batch_judges, evaluate_batch_to_file
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.pricing import prices_for
 from judgegraph.runner import MetricPlan, evaluate_to_file
-from judgegraph.runs import read_run
+from judgegraph.runs import is_results_file, read_run
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,6 @@ two versions a Bradley–Terry ranking with bootstrap intervals (:mod:`judgegrap
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,11 +28,10 @@ from ..conversation import Conversation
 from ..judges import ModelLike, resolve_judge
 from ..metrics.pairwise import Criterion, CriterionOutcome, as_criteria, create_pairwise_judge, outcomes_of
 from ..results import MetricResult
-from ..runs import RECORD_TYPES, NotAResultsFile, read_run
+from ..runs import NotAResultsFile, is_results_file, read_run
 from ..trust.preference import Rate, bootstrap_strengths, bradley_terry, wilson
 
 #: record types a judgegraph results file holds (a file whose first record is one of them is read as results)
-RESULTS_TYPES = frozenset(RECORD_TYPES)
 
 
 # -- reading the versions ------------------------------------------------------------
@@ -53,27 +51,6 @@ def version_names(paths: Sequence[str | Path]) -> list[str]:
     """A name per file: its stem, or its path where two files share a stem."""
     stems = [Path(p).stem for p in paths]
     return [s if stems.count(s) == 1 else str(p) for s, p in zip(stems, paths)]
-
-
-def _first_record(path: Path) -> object:
-    try:
-        with path.open("rb") as fh:
-            for raw in itertools.islice(fh, 1000):
-                if raw.strip() and not raw.lstrip().startswith(b"//"):
-                    return json.loads(raw)
-    except (OSError, ValueError, RecursionError):
-        return None
-    return None
-
-
-def is_results_file(path: str | Path) -> bool:
-    """Whether ``path`` is a judgegraph results JSONL (its first record has a results record ``type``)."""
-    p = Path(path)
-    if p.suffix.lower() != ".jsonl" or not p.is_file():
-        return False
-    first = _first_record(p)
-    return isinstance(first, dict) and first.get("type") in RESULTS_TYPES and (
-        first.get("type") != "conversation" or "results" in first)
 
 
 NO_CONVERSATION = ("this results line carries no conversation (an `eval` results file holds verdicts only): pass the "

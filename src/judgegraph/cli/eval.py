@@ -194,25 +194,16 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
 
 def _unusable_inputs(files: list[str]) -> list[str]:
     """Input files that cannot be judged at all, each named: a path that is not there, or a judgegraph results
-    file (its first line a run header or a judged conversation), which holds verdicts, not conversations."""
-    import json
+    file (:func:`judgegraph.runs.is_results_file`), which holds verdicts, not conversations."""
     from pathlib import Path
+
+    from ..runs import is_results_file
 
     problems = []
     for name in files:
-        path = Path(name)
-        if not path.exists():
+        if not Path(name).exists():
             problems.append(f"{name}: file not found")
-            continue
-        if path.suffix.lower() not in (".jsonl", ".json") or not path.is_file():
-            continue
-        try:
-            with path.open("rb") as f:
-                first = json.loads(f.readline(1 << 20) or b"null")
-        except (OSError, ValueError, RecursionError):  # RecursionError: nested thousands deep
-            continue  # the loader names what is wrong with it
-        if isinstance(first, dict) and (first.get("type") == "header" or (
-                first.get("type") == "conversation" and isinstance(first.get("results"), dict))):
+        elif is_results_file(name):
             problems.append(f"{name} is a judgegraph results file (verdicts, not conversations): see it with "
                             f"`judgegraph report {name}`, or judge chosen verdicts again with `judgegraph rejudge "
                             f"{name} --input CONVERSATIONS ...`")

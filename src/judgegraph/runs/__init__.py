@@ -1,6 +1,16 @@
 """A run's record: the typed lines of a results file (:mod:`.record`) and the one reader, :func:`read_run`."""
 
-from .read import NOT_RESULTS, NotAResultsFile, RunFacts, RunFile, conversation_problem, read_header, read_run
+from .read import (
+    NOT_RESULTS,
+    NotAResultsFile,
+    RunFacts,
+    RunFile,
+    conversation_problem,
+    first_record,
+    is_results_file,
+    read_header,
+    read_run,
+)
 from .record import (
     RECORD_TYPES,
     STATUSES,
@@ -16,4 +26,4 @@ from .record import (
 
 __all__ = ["NOT_RESULTS", "RECORD_TYPES", "STATUSES", "BatchLine", "ConversationLine", "HeaderLine",
            "InputErrorLine", "NotAResultsFile", "PairwiseLine", "RecordType", "RunFacts", "RunFile", "SummaryLine",
-           "UsageLine", "conversation_problem", "read_header", "read_run"]
+           "UsageLine", "conversation_problem", "first_record", "is_results_file", "read_header", "read_run"]

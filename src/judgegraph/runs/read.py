@@ -21,6 +21,7 @@ and repairs a torn tail.)
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Iterator
@@ -44,7 +45,7 @@ from .record import (
     number,
 )
 
-__all__ = ["NotAResultsFile", "RunFacts", "RunFile", "read_header", "read_run"]
+__all__ = ["NotAResultsFile", "RunFacts", "RunFile", "first_record", "is_results_file", "read_header", "read_run"]
 
 
 class NotAResultsFile(ValueError):
@@ -379,12 +380,31 @@ def read_run(path: str | Path, *, keep_transcripts: bool = True, keep_replaced: 
 
 def _holds_conversations(path: str | Path) -> bool:
     """Whether ``path``'s first record is a conversation (turns or messages), as input files hold them."""
-    try:
-        with Path(path).open(encoding="utf-8") as fh:
-            record = json.loads(next((line for line in fh if line.strip()), ""))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return False
+    record = first_record(path)
     return isinstance(record, dict) and "type" not in record and ("turns" in record or "messages" in record)
+
+
+def first_record(path: str | Path) -> object:
+    """The first JSON record of ``path`` (blank and ``//`` lines passed over), or None when there is none to read."""
+    try:
+        with Path(path).open("rb") as fh:
+            for raw in itertools.islice(fh, 1000):
+                if raw.strip() and not raw.lstrip().startswith(b"//"):
+                    return json.loads(raw)
+    except (OSError, ValueError, RecursionError):  # RecursionError: a line nested thousands deep
+        return None
+    return None
+
+
+def is_results_file(path: str | Path) -> bool:
+    """Whether ``path`` is a judgegraph results JSONL (its first record has a results record ``type``), read from
+    its first line only: for commands that take input files and must tell one apart."""
+    p = Path(path)
+    if p.suffix.lower() != ".jsonl" or not p.is_file():
+        return False
+    first = first_record(p)
+    return isinstance(first, dict) and first.get("type") in RECORD_TYPES and (
+        first.get("type") != "conversation" or "results" in first)
 
 
 def read_header(path: str | Path) -> HeaderLine | None:
