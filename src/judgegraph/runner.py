@@ -82,13 +82,12 @@ class ConversationOutcome:
     @property
     def priority(self) -> int:
         """How much a reader needs to see this outcome: errors, then failures, then judge errors."""
-        if self.error or any(r.status == "error" for r in self.results.values()):
-            return 3
-        if any(r.status == "failed" for r in self.results.values()):
-            return 2
-        if any(r.errors for r in self.results.values()):
-            return 1
-        return 0
+        return 3 if self.error else max(map(result_priority, self.results.values()), default=0)
+
+
+def result_priority(result: MetricResult) -> int:
+    """How much a reader needs to see a result (a table row): an error 3, a failure 2, judge errors 1, else 0."""
+    return {"error": 3, "failed": 2}.get(result.status, 1 if result.errors else 0)
 
 
 @dataclass

@@ -643,6 +643,8 @@ def _print_table(out: Console, summary: RunSummary) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from ..runner import result_priority
+
     table = Table(title="judgegraph results", show_lines=False)
     for col in ("conversation", "metric", "score", "result", "reason"):
         table.add_column(col, overflow="fold", max_width=70 if col == "reason" else None)
@@ -659,7 +661,7 @@ def _print_table(out: Console, summary: RunSummary) -> None:
                 label += f" (judged {len(r.verdicts) - failed} of {len(r.verdicts)}; {failed} judge errors)"
             elif r.errors and r.status in ("passed", "failed"):
                 label += f" ({len(r.errors)} judge err)"
-            rows.append(({"error": 3, "failed": 2}.get(r.status, 1 if r.errors else 0),
+            rows.append((result_priority(r),
                          (cid, Text(safe(r.key)), common.score_text(r.score), Text(label, style=style[r.status]),
                           Text(safe(r.reason)))))
     shown = sorted(sorted(range(len(rows)), key=lambda i: -rows[i][0])[:summary.max_rows])
