@@ -2,6 +2,7 @@
 holding a copy of examples/ and the first command's results, with the loopback OpenAI-compatible server standing
 in for the local server or the key the text names. A command that stops running as written fails here."""
 
+import os
 import re
 import shlex
 import shutil
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import PASSED_TO_SUBPROCESSES
 from tests.kit.openai_server import FakeOpenAIServer, schema_responder
 
 pytestmark = pytest.mark.integration
@@ -89,8 +91,7 @@ def folder(tmp_path_factory):
     """A new user's folder after the README's first command, with the files the tour names."""
     where = tmp_path_factory.mktemp("newuser")
     shutil.copytree(ROOT / "examples", where / "examples")
-    env = {"PATH": "/usr/bin:/bin", **{k: v for k, v in __import__("os").environ.items()
-                                       if k in ("PYTHONPATH", "JUDGEGRAPH_CACHE_DIR", "HF_HUB_OFFLINE")}}
+    env = {"PATH": "/usr/bin:/bin", **{k: os.environ[k] for k in PASSED_TO_SUBPROCESSES if os.environ.get(k)}}
     first = subprocess.run([sys.executable, "-m", "judgegraph.cli", "eval", "examples/support_chats.jsonl",
                             "--no-progress"], cwd=where, env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode in (0, 1), first.stdout + first.stderr
