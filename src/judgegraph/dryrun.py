@@ -188,9 +188,14 @@ class DryRunJudge(Judge):
     def for_model(cls, model: str, *, max_tries: int = 3) -> DryRunJudge:
         """The dry run of the LLM judge ``model``, named as that judge (so prices are found),
         without a client (no API key needed); its provider's cache rule counts the cacheable tokens."""
+        return cls(cls.name_for(model), max_tries=max_tries, rule=cache_rule(model))
+
+    @staticmethod
+    def name_for(model: str) -> str:
+        """The name the LLM judge of ``model`` has (``llm:gpt-4.1-mini``), which prices are looked up by."""
         from .judges.llm import split_model
 
-        return cls(f"llm:{split_model(model)[1]}", max_tries=max_tries, rule=cache_rule(model))
+        return f"llm:{split_model(model)[1]}"
 
     def prepare(self, request: JudgeRequest) -> None:
         self._inner.prepare(request)

@@ -248,10 +248,10 @@ def _out_unwritable(args: argparse.Namespace) -> str | None:
 def _jurors(args: argparse.Namespace, judge: Judge) -> list[str]:
     """The judge's jurors' names, one per repeat (a judge alone: itself); a dry run's judge stands for the first
     model only, so its jury is read from the command line."""
-    from ..judges.llm import split_model
-
     if args.dry_run and args.model:
-        return [f"llm:{split_model(m)[1]}" for m in getattr(args, "models", None) or [args.model]] * (args.repeat or 1)
+        from ..dryrun import DryRunJudge
+
+        return [DryRunJudge.name_for(m) for m in getattr(args, "models", None) or [args.model]] * (args.repeat or 1)
     return [j.name for j in getattr(judge, "jurors", None) or [judge]]
 
 
