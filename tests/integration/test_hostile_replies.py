@@ -161,3 +161,25 @@ def test_an_error_body_echoing_the_headers_leaves_no_key_in_results_report_or_ca
         assert SECRET.encode() not in data and b"SECRET" not in data, path
         assert b"Bearer sk-" not in data, path
     assert SECRET not in proc.stdout + proc.stderr
+
+
+@pytest.mark.timeout(120)
+def test_a_successful_reply_echoing_the_headers_leaves_no_key_in_results_report_cache_or_output(tmp_path):
+    """Issue 27.13: a 200 whose verdict reason repeats the request's headers put `Bearer sk-...` into the reason,
+    the results file, the HTML report and the cache (only error bodies were redacted)."""
+    out, html, cache = tmp_path / "r.jsonl", tmp_path / "report.html", tmp_path / "jc.sqlite"
+    echo = echo_headers(200, {"reason": "Fine. Request headers were {headers}", "verdict": "yes"})
+    responder = ScriptedResponder([("ECHO200", echo)], default=YES)
+    with FakeOpenAIServer(responder) as server:
+        proc = cli("eval", str(write_conversations(tmp_path, ["ECHO200", "ok"])), "--model", "judge-model",
+                   "--base-url", server.base_url, "--cache", str(cache), "--html", str(html), "--out", str(out),
+                   "--no-progress", tmp_path=tmp_path, env_extra={"OPENAI_API_KEY": SECRET})
+        assert responder.hits["ECHO200"] == 1
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    verdict = results_by_id(out)["ECHO200"]["verdicts"][0]
+    assert verdict["verdict"] == "yes" and "authorization: [REDACTED]" in verdict["reason"]
+    for path in (out, html, cache):
+        data = path.read_bytes()
+        assert SECRET.encode() not in data and b"SECRET" not in data, path
+        assert b"Bearer sk-" not in data, path
+    assert SECRET not in proc.stdout + proc.stderr

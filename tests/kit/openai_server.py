@@ -281,10 +281,11 @@ def gzip_bomb(obj: Any, size: int) -> Reply:
     return Reply("hostile", obj=obj, hostile=Hostile("gzip_bomb", size=int(size)))
 
 
-def echo_headers(status: int = 400) -> Reply:
+def echo_headers(status: int = 400, obj: Any = None) -> Reply:
     """An HTTP error whose message repeats every request header (``Authorization``
-    included), as some misconfigured proxies and debug servers do."""
-    return Reply("hostile", status=int(status), hostile=Hostile("echo_headers"))
+    included), as some misconfigured proxies and debug servers do. With ``status`` 200, a
+    successful structured reply ``obj`` whose string values have ``{headers}`` replaced by them."""
+    return Reply("hostile", status=int(status), obj=obj, hostile=Hostile("echo_headers"))
 
 
 Responder = Callable[[ChatRequest], Reply]
@@ -669,6 +670,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         if how.mode == "echo_headers":
             seen = ", ".join(f"{k}: {v}" for k, v in self.headers.items())
+            if reply.status == 200:
+                obj = {k: v.replace("{headers}", seen) if isinstance(v, str) else v for k, v in reply.obj.items()}
+                self._send_json(200, _completion(request, [structured(obj)]))
+                return
             self._send_json(reply.status, _error_body(reply.status, f"bad request; request headers were {seen}"))
             return
         if how.mode == "endless":

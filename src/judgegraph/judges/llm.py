@@ -581,6 +581,7 @@ class LLMJudge(Judge):
             if parsed is not None and parsing_error is None:
                 if not isinstance(parsed, request.schema):
                     parsed = request.schema.model_validate(parsed)
+                parsed = self._without_credentials(parsed)
                 transcript.append(self._attempt(request, messages, latency, reply=reply, usage=used, raw=raw))
                 return JudgeOutcome(parsed, None, sent, usage, transcript=transcript)
             error = _error_summary(parsing_error) if parsing_error else "the reply held no structured answer"
@@ -590,6 +591,23 @@ class LLMJudge(Judge):
                 return JudgeOutcome(None, f"invalid output after {self.max_tries} tries: {error}", sent, usage,
                                     transcript=transcript)
             messages = [*messages, AIMessage(reply or "(empty reply)"), HumanMessage(REASK.format(error=error))]
+
+    def _without_credentials(self, parsed: BaseModel) -> BaseModel:
+        """The answer with every credential the judge holds taken out of its text: a server or proxy may echo
+        the request's headers inside a successful reply, and its reason would carry them into results, reports
+        and the cache. The answer itself when nothing was taken out."""
+        def scrub(value: Any) -> Any:
+            if isinstance(value, str):
+                return self.redact(value)
+            if isinstance(value, dict):
+                return {k: scrub(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [scrub(v) for v in value]
+            return value
+
+        dumped = parsed.model_dump()
+        clean = scrub(dumped)
+        return parsed if clean == dumped else type(parsed).model_validate(clean)
 
     def _advance(self, steps: _Steps, sent: tuple[Any, float] | None) -> tuple[float, list[BaseMessage]] | JudgeOutcome:
         """The next request after ``sent``, or the outcome (the one place it leaves the
