@@ -57,3 +57,32 @@ def test_pytest_fails_where_the_conversation_fails(tmp_path):
     summary = out.split("judgegraph ==")[1]
     assert "2 conversation(s) judged; 0 judge error(s); 2 judge call(s)" in summary
     assert "turn_relevancy: 1 passed, 1 failed" in summary
+
+
+SERVER_TEST = '''
+from langchain_core.messages import AIMessage, HumanMessage
+from judgegraph.apps import assert_judged
+
+
+def test_judged_at_the_server(judgegraph_model):
+    assert_judged([HumanMessage("How do I block my card?"), AIMessage("Open the app, then Cards.")],
+                  "turn_relevancy", model=judgegraph_model, id="served")
+'''
+
+
+def test_judgegraph_base_url_points_an_openai_model_at_a_server_with_no_key(tmp_path):
+    """Issue 27.9: the plugin had --judgegraph-model but no base URL, and without a key the Python API refused
+    an openai: model ('needs OPENAI_API_KEY (or --base-url ...)') although the CLI honours $OPENAI_BASE_URL."""
+    from tests.kit.openai_server import FakeOpenAIServer, structured
+
+    (tmp_path / "test_served.py").write_text(SERVER_TEST)
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])
+    with FakeOpenAIServer(lambda request: structured({"reason": "It answers.", "verdict": "yes"})) as server:
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin_args(),
+                               "--judgegraph-model", "openai:gpt-4.1-mini", "--judgegraph-base-url", server.base_url,
+                               "test_served.py"], check=False, cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120)
+        calls = server.calls["/v1/chat/completions"]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert calls == 1 and "1 conversation(s) judged; 0 judge error(s); 1 judge call(s)" in proc.stdout

@@ -4,6 +4,9 @@ entry point, so it is active wherever judgegraph is installed).
 * ``--judgegraph-model MODEL``: the judge model for tests that use the
   ``judgegraph_model`` fixture (default: none, i.e. the offline judge; e.g.
   ``openai:gpt-4.1-mini``).
+* ``--judgegraph-base-url URL``: the OpenAI-compatible server an ``openai:`` judge model talks to (a local
+  server needs no key): the plugin sets ``$OPENAI_BASE_URL`` for the run, which ``resolve_judge``, the
+  metrics and ``assert_judged`` read as the openai client does.
 * A terminal summary after the run: conversations judged by
   :func:`~judgegraph.apps.assert_judged`, results per metric (passed, failed,
   errors, n/a), judge errors and calls/tokens. Silent when nothing was judged.
@@ -11,22 +14,31 @@ entry point, so it is active wherever judgegraph is installed).
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from typing import Any
 
 import pytest
 
 _KEY = pytest.StashKey[dict[str, Any]]()
+_URL = pytest.StashKey[str | None]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("judgegraph")
     group.addoption("--judgegraph-model", default=None, metavar="MODEL",
                     help="judge model for the judgegraph_model fixture, e.g. openai:gpt-4.1-mini (default: offline)")
+    group.addoption("--judgegraph-base-url", default=None, metavar="URL",
+                    help="the OpenAI-compatible server openai: judge models talk to (sets $OPENAI_BASE_URL for the run)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     from . import listeners
+
+    url = config.getoption("--judgegraph-base-url", None)
+    if url:
+        config.stash[_URL] = os.environ.get("OPENAI_BASE_URL")
+        os.environ["OPENAI_BASE_URL"] = url
 
     tally: dict[str, Any] = {"conversations": 0, "metrics": defaultdict(lambda: defaultdict(int)),
                              "calls": 0, "tokens": 0, "judge_errors": 0}
@@ -45,6 +57,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     from . import listeners
+
+    if _URL in config.stash:  # the run's own $OPENAI_BASE_URL, as it was
+        before = config.stash[_URL]
+        if before is None:
+            os.environ.pop("OPENAI_BASE_URL", None)
+        else:
+            os.environ["OPENAI_BASE_URL"] = before
 
     entry = config.stash.get(_KEY, None)
     if entry and entry["record"] in listeners:

@@ -4,7 +4,6 @@ common (``add_*``, checked once by :func:`check_numbers`), and option readers.""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -247,16 +246,11 @@ def guidelines_missing(args: argparse.Namespace) -> str | None:
 
 
 def base_url(flag: str | None, model: str | None) -> str | None:
-    """The server an LLM judge built from ``model`` talks to: ``--base-url``,
-    else, for an OpenAI model (``openai:...`` or a bare name), ``$OPENAI_BASE_URL``
-    as the openai client itself reads it (so a key-less local server works and
-    the run header and errors can name it)."""
-    if flag:
-        return flag
-    env = os.environ.get("OPENAI_BASE_URL", "").strip()
-    if env and isinstance(model, str) and (":" not in model or model.split(":", 1)[0] == "openai"):
-        return env
-    return None
+    """The server an LLM judge built from ``model`` talks to (:func:`judgegraph.judges.llm.server_url`), so the
+    run header and errors can name it."""
+    from ..judges.llm import server_url
+
+    return server_url(model, flag)
 
 
 def read_rubric(value: str | None) -> str | None:

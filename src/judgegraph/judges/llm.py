@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import difflib
 import hashlib
 import json
 import os
@@ -56,6 +57,18 @@ def split_model(spec: str) -> tuple[str, str]:
     """``"provider:name"`` → (provider, name); a bare name is OpenAI's."""
     provider, _, name = spec.partition(":") if ":" in spec else ("openai", "", spec)
     return provider, name
+
+
+def server_url(model: object, base_url: str | None) -> str | None:
+    """The server a judge built from ``model`` talks to: ``base_url``, else, for an OpenAI model (``openai:...`` or
+    a bare name), ``$OPENAI_BASE_URL`` as the openai client itself reads it (a local server needs no key). One rule
+    for the command line, ``resolve_judge`` and the pytest plugin."""
+    if base_url:
+        return base_url
+    env = os.environ.get("OPENAI_BASE_URL", "").strip()
+    if env and isinstance(model, str) and split_model(model.strip())[0] == "openai":
+        return env
+    return None
 
 
 def api_key_for(variable: str, api_key: str | None, base_url: str | None, missing: str) -> SecretStr:
@@ -116,14 +129,23 @@ def resolve_model(
     if not isinstance(model, str) or not model.strip():
         raise ModelConfigError(f"model must be a chat model object or a string, got {model!r}")
     provider, name = split_model(model)
+    base_url = server_url(model, base_url)
+    if base_url and provider not in ("openai", "anthropic"):
+        close = difflib.get_close_matches(provider, ["openai", "anthropic"], n=1)
+        hint = f"did you mean '{close[0]}:{name}'? " if close else ""
+        raise ModelConfigError(
+            f"model {model!r}: a server at a base URL takes 'openai:NAME' (OpenAI-compatible) or 'anthropic:NAME'"
+            f" models, not {provider!r}; {hint}a name holding ':' is written whole after the prefix"
+            f" ('openai:{model}')")
     if provider == "anthropic":
         return anthropic_model(name, base_url=base_url, api_key=api_key, temperature=temperature, timeout=timeout,
                                max_retries=max_retries)
-    if provider == "openai" or base_url:
+    if provider == "openai":
         from langchain_openai import ChatOpenAI
 
-        key = openai_key(api_key, base_url, f"model {model!r} needs OPENAI_API_KEY (or --base-url for an"
-                         " OpenAI-compatible server); leave the model out to use the offline judge")
+        key = openai_key(api_key, base_url, f"model {model!r} needs OPENAI_API_KEY, or the URL of an OpenAI-compatible"
+                         " server ($OPENAI_BASE_URL; base_url= in Python, --base-url on the command line,"
+                         " --judgegraph-base-url with pytest); leave the model out to use the offline judge")
         from .transport import openai_http_clients
 
         sync_client, async_client = openai_http_clients(base_url, timeout=timeout, max_reply_bytes=max_reply_bytes)
