@@ -64,7 +64,7 @@ class RecordingChatModel(ScriptedChatModel):
     rule: CacheRule = Field(default_factory=default_rule)
     _counts: dict[str, Counter[str]] = PrivateAttr(default_factory=dict)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)  # requests arrive on several threads
-    _served: Callable[[ScriptedRequest], int] = PrivateAttr(default=lambda request: 0)
+    _served: Callable[[ScriptedRequest, int], int] | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any) -> None:
         """The provider's cache counter, made once: the bound copies (one per schema) share it."""
@@ -82,7 +82,7 @@ class RecordingChatModel(ScriptedChatModel):
 
     def served(self, request: ScriptedRequest, tokens: int) -> int:
         """The input tokens of ``request`` the provider's cache would serve, by :attr:`rule` (then remembered)."""
-        return min(tokens, self._served(request))
+        return 0 if self._served is None else self._served(request, tokens)
 
     def respond(self, request: ScriptedRequest) -> dict[str, Any]:
         step = _step.get()

@@ -126,9 +126,10 @@ class Provider:
 
         return CacheRule(self.name, "unknown")
 
-    def cache_counter(self, rule: CacheRule) -> Callable[[ScriptedRequest], int]:
-        """For the dry run: the input tokens of each request (in order) its prompt cache would serve."""
-        return lambda request: 0
+    def cache_counter(self, rule: CacheRule) -> Callable[[ScriptedRequest, int], int]:
+        """For the dry run: the input tokens of each request (in order; with its messages' token count) its
+        prompt cache would serve."""
+        return lambda request, tokens: 0
 
     def error_types(self, kind: str) -> tuple[type[BaseException], ...]:
         """Its SDK's exception classes of ``kind`` (``timeout``, ``connection``, ``invalid_output``), among the

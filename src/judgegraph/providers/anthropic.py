@@ -89,10 +89,10 @@ class Anthropic(Provider):
         return CacheRule("anthropic", "marked", least or max(MIN_TOKENS.values()), least is not None,
                          title=self.title)
 
-    def cache_counter(self, rule: CacheRule) -> Callable[[ScriptedRequest], int]:
+    def cache_counter(self, rule: CacheRule) -> Callable[[ScriptedRequest, int], int]:
         """Reads of the marked prefix, over the Messages API bodies a ChatAnthropic judge would send."""
         cache = MarkedCache(rule.min_tokens)
-        return lambda request: cache.serve(*marked_parts(request_body(request)))[0]
+        return lambda request, tokens: cache.serve(*marked_parts(request_body(request)))[0]
 
     def error_types(self, kind: str) -> tuple[type[BaseException], ...]:
         names = {"timeout": ("APITimeoutError",), "connection": ("APIConnectionError",)}.get(kind, ())

@@ -97,10 +97,11 @@ class OpenAI(Provider):
     def cache_rule(self, name: str) -> CacheRule:
         return CacheRule("openai", "prefix", MIN_PREFIX_TOKENS, title=self.title)
 
-    def cache_counter(self, rule: CacheRule) -> Callable[[ScriptedRequest], int]:
-        """The automatic prefix rule over the requests as sent: the strict schema, then each message."""
+    def cache_counter(self, rule: CacheRule) -> Callable[[ScriptedRequest, int], int]:
+        """The automatic prefix rule over the requests as sent: the strict schema, then each message (at most
+        the messages' own tokens)."""
         cache = PrefixCache(rule.min_tokens)
-        return lambda request: cache.serve(request_tokens(request))
+        return lambda request, tokens: min(tokens, cache.serve(request_tokens(request)))
 
     def error_types(self, kind: str) -> tuple[type[BaseException], ...]:
         names = {"timeout": ("APITimeoutError",), "connection": ("APIConnectionError",),
