@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..prefixcache import CacheRule
     from ..prompts import Prompt
 
-__all__ = ["PROVIDERS", "ModelConfigError", "Provider", "get", "of_model", "resolve_model", "server_url",
+__all__ = ["PROVIDERS", "ModelConfigError", "Provider", "get", "of_model", "register", "resolve_model", "server_url",
            "split_model"]
 
 #: Each built-in provider prefix and the module holding its :class:`Provider` (as ``provider``).
@@ -145,6 +145,13 @@ def get(prefix: str) -> Provider | None:
         return None
     found: Provider = importlib.import_module(module).provider
     return found
+
+
+def register(prefix: str, module: str) -> None:
+    """Adds (or replaces) the provider of ``prefix``: the ``provider`` of module ``module``, imported on first
+    use (docs/providers.md)."""
+    PROVIDERS[prefix] = module
+    get.cache_clear()
 
 
 def every() -> list[Provider]:
