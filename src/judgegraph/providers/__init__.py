@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
+import sys
 from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -54,7 +55,7 @@ class ModelConfigError(ValueError):
 class Provider:
     """One provider's knowledge; a module in :data:`PROVIDERS` subclasses it as ``provider``. Only
     :attr:`name` and :meth:`chat_model` are required: every other method's default is "nothing special"
-    (no key variable, no cache hints, no known cache rule, no batch API, no SDK errors)."""
+    (no key variable, no cache hints, no known cache rule, no SDK errors)."""
 
     #: The prefix of its model strings (``openai`` in ``openai:gpt-4.1-mini``).
     name: str = ""
@@ -66,6 +67,10 @@ class Provider:
     url_env: str | None = None
     #: The attributes of its chat model that hold a key (redacted wherever they appear).
     key_attributes: tuple[str, ...] = ()
+    #: Its SDK's module and the names of its exception classes by kind (``timeout``, ``connection``,
+    #: ``invalid_output``: a reply that came back unusable), read by the judge's error rules.
+    sdk: str | None = None
+    errors: dict[str, tuple[str, ...]] = {}
 
     def chat_model(self, name: str, *, base_url: str | None, api_key: str | None, temperature: float | None,
                    timeout: float | None, max_retries: int, max_reply_bytes: int) -> BaseChatModel:
@@ -132,9 +137,11 @@ class Provider:
         return lambda request, tokens: 0
 
     def error_types(self, kind: str) -> tuple[type[BaseException], ...]:
-        """Its SDK's exception classes of ``kind`` (``timeout``, ``connection``, ``invalid_output``), among the
-        modules already imported (an error of an SDK not imported cannot exist)."""
-        return ()
+        """Its SDK's exception classes of ``kind`` (:attr:`errors`), once the SDK is imported (before, none of
+        its errors can exist)."""
+        sdk = sys.modules.get(self.sdk) if self.sdk else None
+        found = (getattr(sdk, name, None) for name in self.errors.get(kind, ()))
+        return tuple(t for t in found if isinstance(t, type) and issubclass(t, BaseException))
 
 
 @cache

@@ -35,6 +35,8 @@ class Anthropic(Provider):
     title = "Anthropic"
     key_env = "ANTHROPIC_API_KEY"
     key_attributes = ("anthropic_api_key",)
+    sdk = "anthropic"
+    errors = {"timeout": ("APITimeoutError",), "connection": ("APIConnectionError",)}
 
     def chat_model(self, name: str, *, base_url: str | None, api_key: str | None, temperature: float | None,
                    timeout: float | None, max_retries: int, max_reply_bytes: int) -> BaseChatModel:
@@ -93,12 +95,6 @@ class Anthropic(Provider):
         """Reads of the marked prefix, over the Messages API bodies a ChatAnthropic judge would send."""
         cache = MarkedCache(rule.min_tokens)
         return lambda request, tokens: cache.serve(*marked_parts(request_body(request)))[0]
-
-    def error_types(self, kind: str) -> tuple[type[BaseException], ...]:
-        names = {"timeout": ("APITimeoutError",), "connection": ("APIConnectionError",)}.get(kind, ())
-        sdk = sys.modules.get("anthropic")
-        found = (getattr(sdk, name, None) for name in names)
-        return tuple(t for t in found if isinstance(t, type) and issubclass(t, BaseException))
 
 
 provider = Anthropic()

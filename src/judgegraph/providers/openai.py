@@ -38,6 +38,9 @@ class OpenAI(Provider):
     key_env = "OPENAI_API_KEY"
     url_env = "OPENAI_BASE_URL"
     key_attributes = ("openai_api_key",)
+    sdk = "openai"
+    errors = {"timeout": ("APITimeoutError",), "connection": ("APIConnectionError",),
+              "invalid_output": ("LengthFinishReasonError", "ContentFilterFinishReasonError")}  # cut off, filtered
 
     def chat_model(self, name: str, *, base_url: str | None, api_key: str | None, temperature: float | None,
                    timeout: float | None, max_retries: int, max_reply_bytes: int) -> BaseChatModel:
@@ -102,14 +105,6 @@ class OpenAI(Provider):
         the messages' own tokens)."""
         cache = PrefixCache(rule.min_tokens)
         return lambda request, tokens: min(tokens, cache.serve(request_tokens(request)))
-
-    def error_types(self, kind: str) -> tuple[type[BaseException], ...]:
-        names = {"timeout": ("APITimeoutError",), "connection": ("APIConnectionError",),
-                 # a reply came back, unusable (cut at max_tokens, or filtered)
-                 "invalid_output": ("LengthFinishReasonError", "ContentFilterFinishReasonError")}.get(kind, ())
-        sdk = sys.modules.get("openai")
-        found = (getattr(sdk, name, None) for name in names)
-        return tuple(t for t in found if isinstance(t, type) and issubclass(t, BaseException))
 
 
 provider = OpenAI()
