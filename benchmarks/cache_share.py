@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from judgegraph.conversation import Conversation
-from judgegraph.judges.llm import strict_json_schema
 from judgegraph.metrics.relevancy import DEFAULT_RUBRIC_STEP, JUDGE_STEP, TurnVerdict, turn_request
 from judgegraph.metrics.session.guidelines import JUDGE_STEP as GUIDELINE_STEP
 from judgegraph.metrics.session.guidelines import GuidelineJudgement
@@ -34,6 +33,7 @@ from judgegraph.nodes import conversation_json, render_messages
 from judgegraph.prefixcache import PrefixCache, chat_parts, request_tokens
 from judgegraph.pricing import prices_for
 from judgegraph.prompts import Prompt, load_prompt, parse_prompt
+from judgegraph.providers.openai import strict_json_schema
 from judgegraph.results import Usage
 from judgegraph.windows import sliding_windows
 

@@ -8,30 +8,20 @@ docs/runs.md.
 from __future__ import annotations
 
 import copy
-import json
 import threading
 from collections import Counter
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, PrivateAttr
+from pydantic import BaseModel, Field, PrivateAttr
 
 from .judges import Judge, JudgeCache, JudgeOutcome, JudgeRequest, resolve_judge
 from .judges.schema_example import example_from_schema
 from .judges.scripted import ScriptedChatModel, ScriptedRequest
-from .judges.tokens import ROLES, prompt_tokens
-from .prefixcache import (
-    OPENAI_PREFIX_RULE,
-    CacheRule,
-    MarkedCache,
-    PrefixCache,
-    cache_rule,
-    chat_parts,
-    marked_parts,
-    request_tokens,
-)
+from .judges.tokens import prompt_tokens
+from .prefixcache import CacheRule, cache_rule, default_rule
 from .pricing import Prices
 from .results import Usage
 
@@ -67,33 +57,32 @@ def placeholder_answer(schema: type[BaseModel] | dict[str, Any]) -> dict[str, An
 class RecordingChatModel(ScriptedChatModel):
     """A scripted chat model counting each request against the current step, answering with
     placeholders (usage zero: nothing was spent). What a provider's cache would serve is counted by
-    ``rule``'s (the provider's) rule: for Anthropic's the judge marks the prompt as for ChatAnthropic
-    (``marks_cache_control``), and what it marks is counted."""
+    ``rule``'s (the provider's) rule: for a ``marked`` rule the judge marks the prompt as for that provider's
+    chat model (``marks_cache_control``), and what it marks is counted."""
 
     model_name: str = "dry-run"
-    rule: CacheRule = OPENAI_PREFIX_RULE
+    rule: CacheRule = Field(default_factory=default_rule)
     _counts: dict[str, Counter[str]] = PrivateAttr(default_factory=dict)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)  # requests arrive on several threads
-    _prefixes: PrefixCache = PrivateAttr(default_factory=PrefixCache)
-    _marked: MarkedCache = PrivateAttr(default_factory=lambda: MarkedCache(0))
+    _served: Callable[[ScriptedRequest, int], int] | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any) -> None:
-        """The marked-prefix cache at the rule's minimum, made once: the bound copies (one per schema) share it."""
+        """The provider's cache counter, made once: the bound copies (one per schema) share it."""
         super().model_post_init(context)
-        self._marked = MarkedCache(self.rule.min_tokens)
+        from .providers import get
+
+        found = get(self.rule.provider)
+        if found is not None and self.rule.kind != "unknown":
+            self._served = found.cache_counter(self.rule)
 
     @property
     def marks_cache_control(self) -> bool:
-        """Whether the judge sends this model its prompts marked as for ChatAnthropic (judges/cache_hints.py)."""
+        """Whether the judge sends this model its prompts marked for its provider's cache (judges/cache_hints.py)."""
         return self.rule.kind == "marked"
 
     def served(self, request: ScriptedRequest, tokens: int) -> int:
         """The input tokens of ``request`` the provider's cache would serve, by :attr:`rule` (then remembered)."""
-        if self.rule.kind == "prefix":
-            return min(tokens, self._prefixes.serve(_request_tokens(request)))
-        if self.rule.kind == "marked":
-            return self._marked.serve(*marked_parts(_anthropic_body(request)))[0]
-        return 0
+        return 0 if self._served is None else self._served(request, tokens)
 
     def respond(self, request: ScriptedRequest) -> dict[str, Any]:
         step = _step.get()
@@ -126,50 +115,6 @@ class RecordingChatModel(ScriptedChatModel):
         return "judgegraph-dry-run"
 
 
-@lru_cache(maxsize=256)
-def _response_format(schema: type[BaseModel]) -> str:
-    """``schema`` as the LLM judge sends it to an OpenAI model (``response_format``), as JSON text."""
-    from .judges.llm import strict_json_schema
-
-    shape = {"type": "json_schema",
-             "json_schema": {"name": schema.__name__, "schema": strict_json_schema(schema), "strict": True}}
-    return json.dumps(shape, sort_keys=True)
-
-
-def _request_tokens(request: ScriptedRequest) -> list[int]:
-    """The request as a provider's prefix cache sees it (:func:`judgegraph.prefixcache.chat_parts`)."""
-    schema = request.schema
-    if isinstance(schema, type):
-        text: str | None = _response_format(schema)
-    else:  # a tool's schema, as given
-        text = json.dumps(schema, sort_keys=True) if schema else None
-    messages = [(ROLES.get(m.type, m.type), m.text) for m in request.messages]
-    return request_tokens(chat_parts(text, messages))
-
-
-def _anthropic_tool(schema: Any) -> dict[str, Any]:
-    """``schema`` as ChatAnthropic sends it (a tool: name, description, input_schema): langchain-anthropic's
-    own conversion when installed, else the same fields from LangChain's OpenAI form."""
-    if isinstance(schema, dict) and "input_schema" in schema:
-        return schema
-    try:
-        from langchain_anthropic.chat_models import convert_to_anthropic_tool
-    except ImportError:
-        from langchain_core.utils.function_calling import convert_to_openai_tool
-
-        fn = convert_to_openai_tool(schema)["function"]
-        return {"name": fn["name"], "description": fn.get("description", ""), "input_schema": fn.get("parameters", {})}
-    return dict(convert_to_anthropic_tool(schema))
-
-
-def _anthropic_body(request: ScriptedRequest) -> dict[str, Any]:
-    """The Messages API body a ChatAnthropic judge would send for ``request`` (what its cache rule reads): the
-    schema as its tool, then the messages with their blocks and ``cache_control`` marks as the judge made them."""
-    tools = [_anthropic_tool(request.schema)] if request.schema is not None else []
-    messages = [{"role": ROLES.get(m.type, m.type), "content": m.content} for m in request.messages]
-    return {"tools": tools, "messages": messages}
-
-
 class DryRunJudge(Judge):
     """An LLM judge that records instead of sending (see the module doc).
     ``name`` is the real judge's, so results and prices read the same."""
@@ -179,7 +124,7 @@ class DryRunJudge(Judge):
     def __init__(self, name: str, *, max_tries: int = 3, rule: CacheRule | None = None) -> None:
         self.name = name
         self.max_tries = max_tries
-        self.cache_rule = rule or OPENAI_PREFIX_RULE  # the provider's prompt cache (judgegraph.prefixcache)
+        self.cache_rule = rule or default_rule()  # the provider's prompt cache (judgegraph.prefixcache)
         self.chat = RecordingChatModel(rule=self.cache_rule)
         self._inner = resolve_judge(model=self.chat, max_tries=max_tries, max_concurrency=64, cache=False)
         self.cache = JudgeCache()  # identical requests are made once, as in the real run
@@ -193,7 +138,7 @@ class DryRunJudge(Judge):
     @staticmethod
     def name_for(model: str) -> str:
         """The name the LLM judge of ``model`` has (``llm:gpt-4.1-mini``), which prices are looked up by."""
-        from .judges.llm import split_model
+        from .providers import split_model
 
         return f"llm:{split_model(model)[1]}"
 
@@ -249,7 +194,7 @@ class CostEstimate:
     max_tries: int = 3
     uncounted_after: list[str] = field(default_factory=list)  # steps whose answer-dependent followers were not counted
     #: The provider's prompt-cache rule the cached input tokens were counted by (``unknown``: none counted).
-    cache_rule: CacheRule = OPENAI_PREFIX_RULE
+    cache_rule: CacheRule = field(default_factory=default_rule)
 
     def by_metric(self) -> dict[str, StepCost]:
         out: dict[str, StepCost] = {}
@@ -306,6 +251,5 @@ class CostEstimate:
         if rule.kind == "unknown":
             return (f"prefix cache: unknown for provider {rule.provider!r} (no prompt-cache rule known; 0 counted, "
                     f"every input token priced as input; docs/cost_cache.md).")
-        name = "OpenAI's rule" if rule.kind == "prefix" else f"Anthropic's cache_control rule, from {rule.min_tokens:,} tokens"
         return (f"prefix cache: {total.cached_input_tokens} of {total.input_tokens} input tokens cacheable"
-                f" ({total.cached_input_tokens / total.input_tokens:.0%}, {name}; docs/cost_cache.md).")
+                f" ({total.cached_input_tokens / total.input_tokens:.0%}, {rule.short}; docs/cost_cache.md).")

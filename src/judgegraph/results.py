@@ -16,7 +16,7 @@ Status = Literal["passed", "failed", "error", "not_applicable"]
 class Usage(BaseModel):
     """Judge calls and tokens (``estimated``: counted locally, the provider reported none).
     ``cached_input_tokens``: the part of ``input_tokens`` the provider served from its prompt cache (it
-    reported so: OpenAI's ``cached_tokens``, Anthropic's cache reads), priced at the cached price."""
+    reported so: its cached-token count, its cache reads), priced at the cached price."""
 
     calls: int = 0
     input_tokens: int = 0

@@ -102,7 +102,8 @@ def test_pairwise_says_unknown_for_a_provider_with_no_known_rule(tmp_path, bare_
 
 
 def test_the_rule_is_a_property_of_the_provider():
-    from judgegraph.prefixcache import anthropic_min_tokens, cache_rule
+    from judgegraph.prefixcache import cache_rule
+    from judgegraph.providers.anthropic import min_tokens as anthropic_min_tokens
 
     assert cache_rule("gpt-4.1-mini").kind == cache_rule("openai:gpt-4.1-mini").kind == "prefix"
     assert (cache_rule("anthropic:claude-sonnet-4-5").kind, cache_rule("anthropic:claude-sonnet-4-5").min_tokens) \

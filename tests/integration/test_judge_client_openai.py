@@ -282,6 +282,6 @@ def test_the_request_on_the_wire_is_the_strict_json_schema_structured_output_sen
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
     assert fmt["json_schema"]["name"] == "TurnVerdict"
     assert fmt["json_schema"]["schema"] == to_strict_json_schema(TurnVerdict)
-    from judgegraph.judges.llm import strict_json_schema
+    from judgegraph.providers.openai import strict_json_schema
 
     assert strict_json_schema(StatementVerdicts) == to_strict_json_schema(StatementVerdicts)

@@ -125,7 +125,7 @@ def test_ctrl_c_stops_cleanly_with_a_summary_and_resume_finishes(tmp_path, bare_
         assert "Traceback" not in stderr and "interrupted" in stdout
         written = conversation_lines(out)
         assert 4 <= len(written) < 40 and out.read_bytes().endswith(b"\n")
-        assert f"{len(written)} conversations" in stdout  # the summary counts what finished
+        assert re.search(rf"\b{len(written)} conversations?\b", stdout)  # the summary counts what finished
         done = subprocess.run([*args, "--resume"], env=bare_env, capture_output=True, text=True, check=False, timeout=180)
     assert done.returncode == 1, done.stderr
     assert sorted(r["conversation_id"] for r in conversation_lines(out)) == [f"c{i:03d}" for i in range(40)]
@@ -146,7 +146,7 @@ def test_sigterm_stops_like_ctrl_c_with_a_summary_and_exit_143(tmp_path, bare_en
     assert "Traceback" not in stderr and "terminated" in stderr and "interrupted" in stdout
     written = conversation_lines(out)  # every line valid JSON, the file ends with a whole line
     assert 1 <= len(written) < 40 and out.read_bytes().endswith(b"\n")
-    assert f"{len(written)} conversations" in stdout  # the summary counts what finished
+    assert re.search(rf"\b{len(written)} conversations?\b", stdout)  # the summary counts what finished
 
 
 def test_a_second_run_on_the_same_out_is_refused_at_once_while_the_first_holds_it(tmp_path, bare_env):

@@ -6,7 +6,7 @@
 with ``tool_choice={"type": "tool", "name": ...}``, and parses the reply's ``tool_use`` content block
 (``{"type": "tool_use", "id", "name", "input"}``) into the schema. The reply's ``usage`` carries Anthropic's
 cache counts by Anthropic's rule, as :mod:`judgegraph.prefixcache` implements it for the dry run too
-(:func:`~judgegraph.prefixcache.marked_parts`, :class:`~judgegraph.prefixcache.MarkedCache`), over the requests
+(:func:`~judgegraph.providers.anthropic.marked_parts`, :class:`~judgegraph.providers.anthropic.MarkedCache`), over the requests
 served so far:
 
 - the cached prefix of a request is everything sent up to and including the last block marked
@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from judgegraph.prefixcache import MarkedCache, block_text, cache_rule, marked_parts, request_tokens
+from judgegraph.prefixcache import cache_rule, request_tokens
+from judgegraph.providers.anthropic import MarkedCache, block_text, marked_parts
 
 #: Anthropic's error type for each status this server is asked to send.
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",

@@ -8,8 +8,8 @@ import pytest
 
 from judgegraph.conversation import as_conversation
 from judgegraph.dense import DensePlan, answer_schema, blocks, check_dense, dense_request, read_items
-from judgegraph.judges.llm import strict_json_schema
 from judgegraph.metrics.relevancy import TurnVerdict
+from judgegraph.providers.openai import strict_json_schema
 from judgegraph.windows import sliding_windows
 
 PLAN = DensePlan(size=3, step="turn_relevancy/judge_dense", task="turn_relevance_dense", item_schema=TurnVerdict,

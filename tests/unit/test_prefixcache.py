@@ -38,7 +38,7 @@ def test_a_request_is_its_schema_then_each_message_role_and_content():
 
 
 def test_anthropic_s_rule_caches_only_a_marked_prefix_from_the_minimum():
-    from judgegraph.prefixcache import MarkedCache, marked_parts
+    from judgegraph.providers.anthropic import MarkedCache, marked_parts
 
     long_text = " ".join(f"word{i}" for i in range(1500))
 

@@ -75,8 +75,9 @@ class BatchSummary(RunSummary):
 def batch_judges(judge: Judge) -> list[LLMJudge]:
     """The LLM judges behind ``judge`` (itself, a jury's jurors, an aligned judge's model), each an
     OpenAI chat model with structured output; :class:`NoBatchAPI` when one is not."""
-    from ..judges.llm import LLMJudge, _is_openai_chat
+    from ..judges.llm import LLMJudge
     from ..judges.transport import has_judge_transport
+    from ..providers.openai import is_chat_openai as _is_openai_chat
 
     if judge.kind != "llm":
         raise NoBatchAPI(f"the {judge.name} judge makes no LLM calls, so there is nothing to batch: "

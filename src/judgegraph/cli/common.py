@@ -60,7 +60,8 @@ def add_judge_options(p: argparse.ArgumentParser, *, model: str, base_url: str, 
     and the jury flags (``--model`` repeated, ``--aggregate``, ``--quorum``, ``--repeat``: docs/juries.md)."""
     p.add_argument("--model", action=Models, help=model if concurrency is None else
                    f"{model}; repeat it for a jury of judges (docs/juries.md)")
-    p.add_argument("--base-url", help=f"{base_url}; for an anthropic: model, an Anthropic Messages API server")
+    p.add_argument("--base-url", help=f"{base_url}; for a model of another built-in provider, that provider's server"
+                   " (docs/providers.md)")
     if concurrency is not None:
         p.add_argument("--concurrency", type=int, default=16, help=f"{concurrency} (default %(default)s)")
         p.add_argument("--max-tries", type=int, default=3,
@@ -256,9 +257,9 @@ def guidelines_missing(args: argparse.Namespace) -> str | None:
 
 
 def base_url(flag: str | None, model: str | None) -> str | None:
-    """The server an LLM judge built from ``model`` talks to (:func:`judgegraph.judges.llm.server_url`), so the
+    """The server an LLM judge built from ``model`` talks to (:func:`judgegraph.providers.server_url`), so the
     run header and errors can name it."""
-    from ..judges.llm import server_url
+    from ..providers import server_url
 
     return server_url(model, flag)
 

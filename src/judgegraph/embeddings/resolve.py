@@ -7,12 +7,12 @@ from typing import Any
 from pydantic import SecretStr
 
 from ..judges.transport import DEFAULT_MAX_REPLY_BYTES
+from ..providers import DEFAULT_TIMEOUT_S
 
 __all__ = ["OFFLINE_NAMES", "resolve_embeddings"]
 
 #: Strings that mean judgegraph's own offline model.
 OFFLINE_NAMES = frozenset({"minilm", "offline", "all-minilm-l6-v2"})
-DEFAULT_TIMEOUT_S = 120.0
 
 
 def resolve_embeddings(embeddings: Any = None, *, base_url: str | None = None,
@@ -33,29 +33,22 @@ def resolve_embeddings(embeddings: Any = None, *, base_url: str | None = None,
     spec = embeddings.strip()
     if spec.lower() in OFFLINE_NAMES:
         return resolve_embeddings(None)
-    from ..judges.llm import ModelConfigError, openai_key, split_model
+    from ..providers import DEFAULT, ModelConfigError, get, split_model
 
-    provider, name = split_model(spec)
+    prefix, name = split_model(spec)
     if not name:
         raise ValueError(f"embeddings {embeddings!r}: give a model name, e.g. 'openai:text-embedding-3-small'")
-    if provider == "openai" or base_url:
-        from langchain_openai import OpenAIEmbeddings
-
-        from ..judges.transport import openai_http_clients
-
+    # a base URL is a server of the default provider's kind whatever the prefix (as embeddings_base_url documents)
+    found = get(DEFAULT if base_url else prefix)
+    if found is not None:
         given = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
-        key = openai_key(given, base_url, f"embeddings {embeddings!r} need OPENAI_API_KEY (or embeddings_base_url"
-                         " for an OpenAI-compatible server); leave embeddings out to use the offline all-MiniLM-L6-v2")
-        sync_client, async_client = openai_http_clients(base_url, timeout=timeout,
-                                                        max_reply_bytes=max_reply_bytes or DEFAULT_MAX_REPLY_BYTES)
-        return OpenAIEmbeddings(model=name, base_url=base_url, api_key=key, check_embedding_ctx_length=False,
-                                max_retries=3, timeout=timeout, http_client=sync_client,
-                                http_async_client=async_client)
+        return found.embeddings(name, base_url=base_url, api_key=given, timeout=timeout,
+                                max_reply_bytes=max_reply_bytes or DEFAULT_MAX_REPLY_BYTES)
     try:
         from langchain.embeddings import init_embeddings
     except ImportError as exc:
         raise ModelConfigError(
-            f"embeddings {embeddings!r}: only 'openai:' embeddings are built in; install 'langchain' and the"
-            f" provider's package for {provider!r}, or pass an Embeddings object"
+            f"embeddings {embeddings!r}: only '{DEFAULT}:' embeddings are built in; install 'langchain' and the"
+            f" provider's package for {prefix!r}, or pass an Embeddings object"
         ) from exc
     return init_embeddings(spec)

@@ -7,6 +7,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, Union, cast
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from .base import Endpoint, Judge, JudgeOutcome, JudgeRequest
 from .cache import DiskCache, JudgeCache, default_cache_path
 from .limiter import CallLimiter, RateBucket
@@ -14,12 +16,11 @@ from .limiter import CallLimiter, RateBucket
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from .aligned import Alignment
     from .jury import Jury
-    from .offline_rule import OfflineRule
 
 __all__ = [
-    "CallLimiter", "DiskCache", "Endpoint", "Judge", "JudgeCache", "JudgeOutcome", "JudgeRequest", "Jury", "ModelLike",
+    "CallLimiter", "DiskCache", "Endpoint", "Judge", "JudgeCache", "JudgeConfig", "JudgeOutcome", "JudgeRequest", "Jury",
+    "ModelLike",
     "NeedsLLMJudge",
     "NoModel", "RateBucket", "default_cache_path", "require_tasks", "resolve_judge",
 ]
@@ -29,98 +30,128 @@ __all__ = [
 ModelLike: TypeAlias = Union[str, "BaseChatModel", Judge, None]
 
 
-def resolve_judge(
-    model: ModelLike | Sequence[ModelLike] = None,
-    *,
-    repeat: int | None = None,
-    aggregate: str | None = None,
-    quorum: int | None = None,
-    max_concurrency: int = 16,
-    max_tries: int = 3,
-    cache: bool | str | os.PathLike[str] = True,
-    timeout: float | None = None,
-    max_retries: int | None = None,
-    rpm: float | None = None,
-    tpm: float | None = None,
-    max_prompt_tokens: int | None = None,
-    max_reply_bytes: int | None = None,
-    rule: OfflineRule | str | os.PathLike[str] | None = None,
-    aligned: Alignment | str | os.PathLike[str] | None = None,
-    **client: Any,  # Any: the chat model's own keyword arguments (base_url, temperature ...)
-) -> Judge:
-    """The judge for ``model`` (settings and defaults: docs/judges.md): a :class:`Judge` as it
-    is, a chat model or string for an :class:`~judgegraph.judges.llm.LLMJudge`, None for the
-    offline judge. ``cache``: True caches in memory, and on disk at temperature 0; a path
-    caches in that file; False neither. Build one here and pass it as several metrics'
-    ``model`` to share its limits and cache. ``rule``: the offline judge's fitted decision
-    rule or its file (docs/offline_alignment.md); ValueError with another judge. ``aligned``: an LLM judge's
-    alignment or its ``aligned-….json`` file (docs/alignment.md): an :class:`~judgegraph.judges.aligned.AlignedJudge`
-    around ``model``'s judge (ValueError: no LLM model, another model than the file's, a tampered file).
+class JudgeConfig(BaseModel):
+    """A judge's settings, typed (docs/judges.md): what :func:`resolve_judge` builds a judge from. ``model``: a
+    :class:`Judge` as it is, a chat model or ``provider:name`` string for an LLM judge, None for the offline judge,
+    a list of them for a jury. ``client``: the chat model's own keyword arguments (``base_url``, ``api_key``,
+    ``temperature``...), given to its provider (:mod:`judgegraph.providers`)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", frozen=True)
+
+    model: Any = None
+    repeat: int | None = None
+    aggregate: str | None = None
+    quorum: int | None = None
+    max_concurrency: int = 16
+    max_tries: int = 3
+    #: True caches in memory, and on disk at temperature 0; a path caches in that file; False neither.
+    cache: Any = True
+    timeout: float | None = None
+    max_retries: int | None = None
+    rpm: float | None = None
+    tpm: float | None = None
+    max_prompt_tokens: int | None = None
+    max_reply_bytes: int | None = None
+    #: The offline judge's fitted decision rule or its file (docs/offline_alignment.md).
+    rule: Any = None
+    #: An LLM judge's alignment or its ``aligned-….json`` file (docs/alignment.md).
+    aligned: Any = None
+    client: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, model: Any = None, **settings: Any) -> JudgeConfig:
+        """The configuration of ``resolve_judge(model, **settings)``: the settings it names are its fields,
+        the rest the chat model's own (:attr:`client`)."""
+        own = {k: v for k, v in settings.items() if k in cls.model_fields and k not in ("model", "client")}
+        return cls(model=model, **own, client={k: v for k, v in settings.items() if k not in own})
+
+    def juror(self, model: Any) -> JudgeConfig:
+        """The configuration of one juror (or of the judge a repeat repeats): these settings, ``model``."""
+        return self.model_copy(update={"model": model, "repeat": None, "aggregate": None, "quorum": None,
+                                       "aligned": None})
+
+
+def resolve_judge(model: ModelLike | Sequence[ModelLike] | JudgeConfig = None, **settings: Any) -> Judge:
+    """The judge for a :class:`JudgeConfig`, or for ``model`` and the settings as keywords (its fields; any other
+    keyword is the chat model's own, e.g. ``base_url``, ``temperature``). ``model``: a :class:`Judge` as it is, a
+    chat model or string for an :class:`~judgegraph.judges.llm.LLMJudge`, None for the offline judge. ``cache``:
+    True caches in memory, and on disk at temperature 0; a path caches in that file; False neither. Build one here
+    and pass it as several metrics' ``model`` to share its limits and cache. ``rule``: the offline judge's fitted
+    decision rule or its file (docs/offline_alignment.md); ValueError with another judge. ``aligned``: an LLM
+    judge's alignment or its ``aligned-….json`` file (docs/alignment.md): an
+    :class:`~judgegraph.judges.aligned.AlignedJudge` around ``model``'s judge (ValueError: no LLM model, another
+    model than the file's, a tampered file).
 
     A list of models is a jury (:class:`~judgegraph.judges.jury.Jury`, docs/juries.md): each built
     with these settings, their answers aggregated by ``aggregate`` (``majority`` by default, ``mean``,
     ``unanimous``, ``any``) while ``quorum`` of them answer (default: a majority). ``repeat`` N > 1
     judges each request N times with distinct seeds (a jury of repeats, majority by default)."""
-    if aligned is not None:
+    if isinstance(model, JudgeConfig):
+        if settings:
+            raise TypeError(f"a JudgeConfig holds every setting: {', '.join(sorted(settings))} given beside it")
+        return _build(model)
+    return _build(JudgeConfig.of(model, **settings))
+
+
+def _build(config: JudgeConfig) -> Judge:
+    model, repeat = config.model, config.repeat
+    if config.aligned is not None:
         from .aligned import AlignedJudge, Alignment, read_alignment
 
         if model is None:
             raise ValueError("an aligned judge (--aligned) wraps an LLM judge: give its model (--model)")
-        alignment = aligned if isinstance(aligned, Alignment) else read_alignment(aligned)
-        base = resolve_judge(model, repeat=repeat, aggregate=aggregate, quorum=quorum, max_concurrency=max_concurrency,
-                             max_tries=max_tries, cache=cache, timeout=timeout, max_retries=max_retries, rpm=rpm,
-                             tpm=tpm, max_prompt_tokens=max_prompt_tokens, max_reply_bytes=max_reply_bytes, rule=rule,
-                             **client)
-        return AlignedJudge(base, alignment)
+        alignment = config.aligned if isinstance(config.aligned, Alignment) else read_alignment(config.aligned)
+        return AlignedJudge(_build(config.model_copy(update={"aligned": None})), alignment)
     several = isinstance(model, (list, tuple)) or (repeat is not None and repeat != 1)
-    if not several and (aggregate is not None or quorum is not None):
-        raise ValueError(f"{'aggregate' if aggregate is not None else 'quorum'} is a jury's setting: give several"
-                         " models (--model a --model b) or repeat=N (--repeat N)")
-    aggregate = aggregate or "majority"
-    if isinstance(model, (list, tuple)):
+    if not several and (config.aggregate is not None or config.quorum is not None):
+        raise ValueError(f"{'aggregate' if config.aggregate is not None else 'quorum'} is a jury's setting: give"
+                         " several models (--model a --model b) or repeat=N (--repeat N)")
+    aggregate, quorum = config.aggregate or "majority", config.quorum
+    if several:
         from .jury import Jury
 
-        jurors = [resolve_judge(m, max_concurrency=max_concurrency, max_tries=max_tries, cache=cache, timeout=timeout,
-                                max_retries=max_retries, rpm=rpm, tpm=tpm, max_prompt_tokens=max_prompt_tokens,
-                                max_reply_bytes=max_reply_bytes, rule=rule, **client) for m in model]
+        if not isinstance(model, (list, tuple)):
+            return Jury.repeat(_build(config.juror(model)), cast(int, repeat), aggregate=aggregate, quorum=quorum)
+        jurors = [_build(config.juror(m)) for m in model]
         if repeat is not None and repeat > 1:
             return Jury.repeat(Jury(jurors), repeat, aggregate=aggregate, quorum=quorum)
         return Jury(jurors, aggregate=aggregate, quorum=quorum)
-    if repeat is not None and repeat != 1:
-        from .jury import Jury
+    if isinstance(model, Judge):  # a ready judge keeps its own cache
+        return _single(config)
+    made = _single(config)
+    made.cache = _make_cache(made, config.cache)
+    return made
 
-        one = resolve_judge(model, max_concurrency=max_concurrency, max_tries=max_tries, cache=cache, timeout=timeout,
-                            max_retries=max_retries, rpm=rpm, tpm=tpm, max_prompt_tokens=max_prompt_tokens,
-                            max_reply_bytes=max_reply_bytes, rule=rule, **client)
-        return Jury.repeat(one, repeat, aggregate=aggregate, quorum=quorum)
-    settings = {k: v for k, v in {"timeout": timeout, "max_retries": max_retries, "rpm": rpm, "tpm": tpm,
-                                   "max_prompt_tokens": max_prompt_tokens,
-                                   "max_reply_bytes": max_reply_bytes}.items() if v is not None}
+
+def _single(config: JudgeConfig) -> Judge:
+    """One judge (no jury, no alignment) for ``config``; its cache is set by the caller."""
+    model, client, rule = config.model, config.client, config.rule
+    settings = {k: v for k in ("timeout", "max_retries", "rpm", "tpm", "max_prompt_tokens", "max_reply_bytes")
+                if (v := getattr(config, k)) is not None}
     if isinstance(model, Judge):
-        client = {**client, **settings, **({"rule": rule} if rule is not None else {})}
-        if client:
-            raise TypeError(f"settings for a ready judge: {', '.join(sorted(client))} (give them when it is built)")
+        given = {**client, **settings, **({"rule": rule} if rule is not None else {})}
+        if given:
+            raise TypeError(f"settings for a ready judge: {', '.join(sorted(given))} (give them when it is built)")
         return model
     if model is None:
         from .offline import EmbeddingJudge
 
         if client or settings:
             raise TypeError(f"the offline judge takes no model settings: {', '.join(sorted({**client, **settings}))}")
-        made: Judge = EmbeddingJudge(rule=rule)
-    elif rule is not None:
+        return EmbeddingJudge(rule=rule)
+    if rule is not None:
         raise ValueError("a fitted offline rule (--offline-rule) is for the offline judge: give no --model with it")
-    else:
-        from .llm import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_TIMEOUT_S, LLMJudge
+    from .llm import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_TIMEOUT_S, LLMJudge
 
-        for name, rate in (("rpm", rpm), ("tpm", tpm)):
-            if rate is not None and not rate > 0:
-                raise ValueError(f"{name} must be > 0, got {rate}")
-        made = LLMJudge(cast("Union[str, BaseChatModel]", model), max_tries=max_tries, limiter=CallLimiter(max_concurrency, rpm=rpm, tpm=tpm),
-                        timeout=timeout if timeout is not None else DEFAULT_TIMEOUT_S, max_retries=max_retries,
-                        max_prompt_tokens=max_prompt_tokens or DEFAULT_MAX_PROMPT_TOKENS,
-                        max_reply_bytes=max_reply_bytes, **client)
-    made.cache = _make_cache(made, cache)
-    return made
+    for name, rate in (("rpm", config.rpm), ("tpm", config.tpm)):
+        if rate is not None and not rate > 0:
+            raise ValueError(f"{name} must be > 0, got {rate}")
+    return LLMJudge(cast("Union[str, BaseChatModel]", model), max_tries=config.max_tries,
+                    limiter=CallLimiter(config.max_concurrency, rpm=config.rpm, tpm=config.tpm),
+                    timeout=config.timeout if config.timeout is not None else DEFAULT_TIMEOUT_S,
+                    max_retries=config.max_retries,
+                    max_prompt_tokens=config.max_prompt_tokens or DEFAULT_MAX_PROMPT_TOKENS,
+                    max_reply_bytes=config.max_reply_bytes, **client)
 
 
 def __getattr__(name: str) -> Any:
@@ -153,7 +184,8 @@ def require_tasks(judge: Judge, tasks: Iterable[str], metric: str) -> Judge:
     """``judge`` when it answers every task of ``metric``; otherwise :class:`NeedsLLMJudge`."""
     missing = [t for t in tasks if not judge.supports(t)]
     if missing:
-        raise NeedsLLMJudge(f"{metric} needs an LLM judge (pass --model, or model=...): the {judge.kind} judge"
+        raise NeedsLLMJudge(f"{metric} needs an LLM judge (pass --model; with pytest --judgegraph-model;"
+                            f" in Python model=...): the {judge.kind} judge"
                             f" cannot answer {', '.join(missing)}")
     return judge
 
@@ -166,4 +198,5 @@ class NoModel(Judge):
     name = "llm:(no model)"
 
     def judge(self, request: JudgeRequest) -> JudgeOutcome:
-        return JudgeOutcome(None, f"{request.step}: no model was given (pass --model, or model=...)")
+        return JudgeOutcome(None, f"{request.step}: no model was given (pass --model; with pytest"
+                            " --judgegraph-model; in Python model=...)")

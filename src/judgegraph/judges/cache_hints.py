@@ -1,43 +1,28 @@
-"""Cache hints for providers that cache only where the request asks: Anthropic's ``cache_control``
-(docs/cost_cache.md).
+"""Cache hints for providers that cache only where the request asks (docs/cost_cache.md).
 
 Every judge prompt is laid out stable-first: the instructions, the rubric and the shared data come first,
-what one call alone judges comes last, in the template's last section. When the judge's chat model is
-``langchain_anthropic.ChatAnthropic``, the prompt is sent as two text blocks split at the start of that last
-section, the first marked ``cache_control: {"type": "ephemeral"}``, so Anthropic writes (and later reads) its
-cache at the end of the stable part. The boundary is found on the template, never in the rendered text, so
-conversation content cannot move it. Any other chat model gets the prompt as one plain string, as before.
-
-``langchain_anthropic`` is never imported here: the class is looked up among the modules already imported
-(a ``ChatAnthropic`` object exists only once its module is).
+what one call alone judges comes last, in the template's last section. A provider that caches only what a
+request marks (:meth:`judgegraph.providers.Provider.prompt_message`) gets the prompt split at the start of that
+last section (:func:`split_rendered`) and marks the stable part, so its cache is written (and later read) at
+the end of the stable part. The boundary is found on the template, never in the rendered text, so
+conversation content cannot move it. Any other chat model gets the prompt as one plain string.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import sys
 import threading
+from typing import TYPE_CHECKING
 
 from langchain_core.messages import HumanMessage
 
 from ..prompts import PLACEHOLDER, Prompt
 
-#: The cache hint Anthropic reads on a content block: cache the prefix up to and including it (5 minutes).
-EPHEMERAL = {"type": "ephemeral"}
+if TYPE_CHECKING:
+    from ..providers import Provider
 
 _OPENING = re.compile(r"<\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*>")
-
-
-def is_anthropic_chat(model: object) -> bool:
-    """A ``langchain_anthropic.ChatAnthropic`` (or a subclass), checked without importing the package, or a
-    stand-in for one that says so (``marks_cache_control``: the dry run's recorder of an ``anthropic:`` model,
-    which must be sent what ChatAnthropic would be sent)."""
-    if getattr(model, "marks_cache_control", False) is True:
-        return True
-    module = sys.modules.get("langchain_anthropic")
-    cls = getattr(module, "ChatAnthropic", None)
-    return isinstance(cls, type) and isinstance(model, cls)
 
 
 def stable_boundary(template: str) -> int | None:
@@ -74,13 +59,13 @@ def split_rendered(prompt: Prompt, values: dict[str, str], rendered: str) -> tup
         stable, changing = render(prompt.template[:cut]), render(prompt.template[cut:])
     except KeyError:
         return None
-    # Anthropic refuses a text block that is empty or only whitespace
+    # a provider may refuse a text block that is empty or only whitespace
     return (stable, changing) if stable + changing == rendered and stable.strip() and changing.strip() else None
 
 
 class SeenPrefixes:
-    """The stable parts a judge has sent (as hashes; a run's repeats share it): Anthropic bills a cache write at
-    1.25 × the input price, so a stable part is marked only from its second sending on, when a call has
+    """The stable parts a judge has sent (as hashes; a run's repeats share it): a cache write may cost more than
+    the input (1.25 × at one provider), so a stable part is marked only from its second sending on, when a call has
     shown it is shared (a guideline after the first, a re-ask, a repeat): a prefix no other call sends is never
     written. Thread-safe; forgets everything past ``limit`` entries (a mark then comes one call later)."""
 
@@ -101,16 +86,18 @@ class SeenPrefixes:
             return False
 
 
+def first_message(provider: Provider | None, prompt: Prompt, values: dict[str, str], rendered: str,
+                  seen: SeenPrefixes | None = None) -> HumanMessage:
+    """The judge's first message: with ``provider``'s cache hints when it has any for this template (the stable
+    part marked, from its second sending when ``seen`` is given), else ``rendered`` as one string. Its ``.text``
+    is ``rendered`` either way (transcripts and token counts)."""
+    marked = provider.prompt_message(prompt, values, rendered, seen) if provider is not None else None
+    return marked if marked is not None else HumanMessage(rendered)
+
+
 def prompt_message(model: object, prompt: Prompt, values: dict[str, str], rendered: str,
                    seen: SeenPrefixes | None = None) -> HumanMessage:
-    """The judge's first message: for ChatAnthropic the stable part and the part that changes as two text
-    blocks, the stable one marked for Anthropic's cache (when ``seen`` is given, only once it was sent before);
-    for every other model (or a template with no boundary) ``rendered`` as one string, unchanged. Its
-    ``.text`` is ``rendered`` either way (transcripts and token counts)."""
-    if is_anthropic_chat(model) and (parts := split_rendered(prompt, values, rendered)) is not None:
-        stable, changing = parts
-        block: dict[str, object] = {"type": "text", "text": stable}
-        if seen is None or seen.sent_before(stable):
-            block["cache_control"] = dict(EPHEMERAL)
-        return HumanMessage([block, {"type": "text", "text": changing}])
-    return HumanMessage(rendered)
+    """:func:`first_message` for the chat model ``model``'s provider."""
+    from ..providers import of_model
+
+    return first_message(of_model(model), prompt, values, rendered, seen)

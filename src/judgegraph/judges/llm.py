@@ -7,26 +7,25 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import difflib
 import hashlib
 import json
-import os
 import random
 import sys
 import threading
 import time
 from collections.abc import Callable, Generator
 from functools import lru_cache
-from types import ModuleType
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel
 
+from .. import providers
+from ..providers import DEFAULT_TIMEOUT_S, ModelConfigError, resolve_model
 from ..results import JudgeAttempt, Usage
 from .base import Endpoint, Judge, JudgeOutcome, JudgeRequest
-from .cache_hints import SeenPrefixes, prompt_message
+from .cache_hints import SeenPrefixes, first_message
 from .limiter import CallLimiter
 from .redact import Redactor
 from .replies import lenient_parse
@@ -35,7 +34,6 @@ from .tokens import count_tokens
 from .tokens import encoding as _encoding
 from .transport import DEFAULT_MAX_REPLY_BYTES, ReplyTooLarge, ReplyUndecodable
 
-DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_MAX_PROMPT_TOKENS = 120_000  # fits the common 128k context windows with room for the reply
 MAX_RETRY_AFTER_S = 120.0
@@ -49,119 +47,7 @@ REASK = (
 )
 
 
-class ModelConfigError(ValueError):
-    pass
-
-
-def split_model(spec: str) -> tuple[str, str]:
-    """``"provider:name"`` → (provider, name); a bare name is OpenAI's."""
-    provider, _, name = spec.partition(":") if ":" in spec else ("openai", "", spec)
-    return provider, name
-
-
-def server_url(model: object, base_url: str | None) -> str | None:
-    """The server a judge built from ``model`` talks to: ``base_url``, else, for an OpenAI model (``openai:...`` or
-    a bare name), ``$OPENAI_BASE_URL`` as the openai client itself reads it (a local server needs no key). One rule
-    for the command line, ``resolve_judge`` and the pytest plugin."""
-    if base_url:
-        return base_url
-    env = os.environ.get("OPENAI_BASE_URL", "").strip()
-    if env and isinstance(model, str) and split_model(model.strip())[0] == "openai":
-        return env
-    return None
-
-
-def api_key_for(variable: str, api_key: str | None, base_url: str | None, missing: str) -> SecretStr:
-    """``api_key``, else ``$variable``, else a placeholder when ``base_url`` (a local server needs none);
-    ``ModelConfigError(missing)`` when there is neither."""
-    key = api_key or os.environ.get(variable)
-    if not key and not base_url:
-        raise ModelConfigError(missing)
-    return SecretStr(key or "not-needed")
-
-
-def openai_key(api_key: str | None, base_url: str | None, missing: str) -> SecretStr:
-    """``api_key``, else ``OPENAI_API_KEY``, else a placeholder when ``base_url`` (a local server needs none)."""
-    return api_key_for("OPENAI_API_KEY", api_key, base_url, missing)
-
-
-def anthropic_model(name: str, *, base_url: str | None, api_key: str | None, temperature: float | None,
-                    timeout: float | None, max_retries: int) -> BaseChatModel:
-    """``langchain_anthropic.ChatAnthropic`` for Claude model ``name`` (``anthropic:NAME``), at ``base_url`` when
-    given (an Anthropic Messages API server: a gateway, a proxy, a test server), else where ChatAnthropic itself
-    looks (``$ANTHROPIC_BASE_URL``, else Anthropic's API). The key: ``api_key``, else ``$ANTHROPIC_API_KEY``,
-    else a placeholder when ``base_url`` (a local server needs none). ``timeout`` is the Anthropic SDK's own
-    (per read, not a whole-request deadline), and its replies are not size-capped: the :mod:`.transport` clients
-    are built on the openai SDK's HTTP library."""
-    try:
-        from langchain_anthropic import ChatAnthropic
-    except ImportError as exc:
-        raise ModelConfigError(f"model 'anthropic:{name}' needs langchain-anthropic: pip install"
-                               " 'judgegraph[anthropic]' (or pass a chat model object)") from exc
-    key = api_key_for("ANTHROPIC_API_KEY", api_key, base_url,
-                      f"model 'anthropic:{name}' needs ANTHROPIC_API_KEY (or --base-url for an Anthropic-compatible"
-                      " server); leave the model out to use the offline judge")
-    kwargs: dict[str, Any] = {"model": name, "api_key": key, "max_retries": max_retries, "timeout": timeout}
-    if base_url:
-        kwargs["base_url"] = base_url
-    if temperature is not None:
-        kwargs["temperature"] = temperature
-    return ChatAnthropic(**kwargs)
-
-
-def resolve_model(
-    model: str | BaseChatModel,
-    *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    temperature: float | None = 0.0,
-    timeout: float | None = DEFAULT_TIMEOUT_S,
-    max_retries: int = 0,
-    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
-) -> BaseChatModel:
-    """A chat model from an object or a string: ``openai:gpt-4.1-mini``, ``gpt-4.1-mini``,
-    or ``provider:model`` through ``langchain``'s ``init_chat_model`` when installed;
-    ``base_url`` for any OpenAI-compatible server, or for an ``anthropic:`` model an Anthropic one
-    (:func:`anthropic_model`). An OpenAI model gets the :mod:`.transport` clients (``timeout`` a
-    whole-request deadline, replies capped)."""
-    if isinstance(model, BaseChatModel):
-        return model
-    if not isinstance(model, str) or not model.strip():
-        raise ModelConfigError(f"model must be a chat model object or a string, got {model!r}")
-    provider, name = split_model(model)
-    base_url = server_url(model, base_url)
-    if base_url and provider not in ("openai", "anthropic"):
-        close = difflib.get_close_matches(provider, ["openai", "anthropic"], n=1)
-        hint = f"did you mean '{close[0]}:{name}'? " if close else ""
-        raise ModelConfigError(
-            f"model {model!r}: a server at a base URL takes 'openai:NAME' (OpenAI-compatible) or 'anthropic:NAME'"
-            f" models, not {provider!r}; {hint}a name holding ':' is written whole after the prefix"
-            f" ('openai:{model}')")
-    if provider == "anthropic":
-        return anthropic_model(name, base_url=base_url, api_key=api_key, temperature=temperature, timeout=timeout,
-                               max_retries=max_retries)
-    if provider == "openai":
-        from langchain_openai import ChatOpenAI
-
-        key = openai_key(api_key, base_url, f"model {model!r} needs OPENAI_API_KEY, or the URL of an OpenAI-compatible"
-                         " server ($OPENAI_BASE_URL; base_url= in Python, --base-url on the command line,"
-                         " --judgegraph-base-url with pytest); leave the model out to use the offline judge")
-        from .transport import openai_http_clients
-
-        sync_client, async_client = openai_http_clients(base_url, timeout=timeout, max_reply_bytes=max_reply_bytes)
-        kwargs: dict[str, Any] = {"model": name, "timeout": timeout, "max_retries": max_retries,
-                                  "http_client": sync_client, "http_async_client": async_client}
-        if temperature is not None:
-            kwargs["temperature"] = temperature
-        return ChatOpenAI(api_key=key, base_url=base_url, **kwargs)
-    try:
-        from langchain.chat_models import init_chat_model  # type: ignore[import-not-found, unused-ignore]
-    except ImportError as exc:
-        raise ModelConfigError(
-            f"model {model!r}: only 'openai:' models are built in; install 'langchain' and the"
-            f" provider's package for {provider!r}, or pass a chat model object"
-        ) from exc
-    return init_chat_model(model, temperature=temperature)
+__all__ = ["DEFAULT_TIMEOUT_S", "LLMJudge", "ModelConfigError", "resolve_model"]
 
 
 def _is_invalid_output(exc: BaseException) -> bool:
@@ -170,11 +56,8 @@ def _is_invalid_output(exc: BaseException) -> bool:
 
     if isinstance(exc, (ValidationError, OutputParserException, json.JSONDecodeError)):
         return True
-    # a reply came back, unusable (cut at max_tokens, or filtered)
-    # not imported (or still being imported by another thread): none of its errors can be here
-    openai = sys.modules.get("openai")
-    found = (getattr(openai, name, None) for name in ("LengthFinishReasonError", "ContentFilterFinishReasonError"))
-    return isinstance(exc, tuple(t for t in found if isinstance(t, type)))
+    # a reply came back, unusable (cut at max_tokens, or filtered): the providers' SDKs say which
+    return isinstance(exc, providers.error_types("invalid_output"))
 
 
 def _invalid_input(exc: BaseException) -> str:
@@ -207,8 +90,8 @@ def _token_count(value: object) -> int | None:
 
 def _cached_tokens(meta: dict[str, Any], input_tokens: int) -> int:
     """The input tokens the provider served from its prompt cache: LangChain's
-    ``input_token_details.cache_read`` (OpenAI's ``prompt_tokens_details.cached_tokens``, Anthropic's
-    ``cache_read_input_tokens``); 0 when absent or not a count within ``input_tokens``."""
+    ``input_token_details.cache_read`` (each provider's cached-token count, as its LangChain model reports it);
+    0 when absent or not a count within ``input_tokens``."""
     details = meta.get("input_token_details")
     found = _token_count(details.get("cache_read", 0)) if isinstance(details, dict) else None
     return found if found is not None and found <= input_tokens else 0
@@ -248,7 +131,7 @@ def _error_summary(exc: BaseException) -> str:
 
 
 def _fingerprint(raw: BaseMessage | None) -> str | None:
-    """The ``system_fingerprint`` the provider sent with the reply (langchain-openai puts it in the
+    """The ``system_fingerprint`` the provider sent with the reply (a LangChain chat model puts it in the
     message's ``response_metadata``): which backend configuration answered, beside the seed."""
     found = (getattr(raw, "response_metadata", None) or {}).get("system_fingerprint")
     return found if isinstance(found, str) and found else None
@@ -274,24 +157,14 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return out
 
 
-@lru_cache(maxsize=1)
-def _openai() -> ModuleType:
-    """The openai SDK (imported on the first failure, not with this module)."""
-    import openai
-
-    return openai
-
-
 def _types(name: str) -> tuple[type[BaseException], ...]:
-    """The class ``name`` of every HTTP library imported (``httpx``, ``httpx2`` under openai 3)."""
+    """The class ``name`` of every HTTP library imported (``httpx``, or ``httpx2`` a newer SDK is built on)."""
     found = (getattr(sys.modules.get(module), name, None) for module in ("httpx", "httpx2"))
     return tuple(cls for cls in found if isinstance(cls, type) and issubclass(cls, BaseException))
 
 
 def _status(exc: BaseException) -> int | None:
-    """The HTTP status of an error reply (openai's, httpx's, or another SDK's ``status_code``)."""
-    if isinstance(exc, _openai().APIStatusError):
-        return int(exc.status_code)
+    """The HTTP status of an error reply (httpx's, or an SDK's ``status_code``)."""
     http_status = _types("HTTPStatusError")
     if http_status and isinstance(exc, http_status):
         return int(exc.response.status_code)  # type: ignore[attr-defined]
@@ -311,8 +184,8 @@ def _refused(exc: BaseException) -> bool:
 
 
 def _timed_out(exc: BaseException) -> bool:
-    """A timeout anywhere in the chain (openai's, httpx's or the socket's)."""
-    return _in_chain(exc, TimeoutError, _openai().APITimeoutError, *_types("TimeoutException"))
+    """A timeout anywhere in the chain (a provider SDK's, httpx's or the socket's)."""
+    return _in_chain(exc, TimeoutError, *providers.error_types("timeout"), *_types("TimeoutException"))
 
 
 def _too_large(exc: BaseException) -> BaseException | None:
@@ -333,7 +206,8 @@ def _is_transient(exc: BaseException) -> bool:
         return status in (408, 409, 429) or status >= 500
     if _too_large(exc) is not None:
         return False
-    return _timed_out(exc) or _in_chain(exc, ConnectionError, _openai().APIConnectionError, *_types("TransportError"))
+    return _timed_out(exc) or _in_chain(exc, ConnectionError, *providers.error_types("connection"),
+                                        *_types("TransportError"))
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -432,11 +306,13 @@ class LLMJudge(Judge):
             resolve_model(model, timeout=timeout, max_retries=0, **model_kwargs) if built else model  # type: ignore[assignment]
         )
         self.redact = Redactor.for_model(self.model)
+        #: The provider whose chat model this is (None: another LangChain chat model).
+        self.provider = providers.of_model(self.model)
         self.max_tries = max_tries
         self.max_retries = max_retries if max_retries is not None else (DEFAULT_MAX_RETRIES if built else 0)
         self.timeout = timeout if built else getattr(model, "request_timeout", None)
-        # enforced by the clients resolve_model gives a built OpenAI-compatible model (not ChatAnthropic's)
-        bounded = built and hasattr(self.model, "openai_api_base")
+        # enforced by the clients a provider gives a model it builds, when it can (Provider.bounded)
+        bounded = built and self.provider is not None and self.provider.bounded(self.model)
         self.deadline = timeout if bounded else None
         self.max_reply_bytes = (max_reply_bytes or DEFAULT_MAX_REPLY_BYTES) if bounded else None
         self.max_prompt_tokens = max_prompt_tokens
@@ -446,7 +322,7 @@ class LLMJudge(Judge):
         model_name = getattr(self.model, "model_name", None) or getattr(self.model, "model", None)
         self.model_name = str(model_name or type(self.model).__name__)
         self.name = f"llm:{self.model_name}"
-        self.base_url = str(getattr(self.model, "openai_api_base", None) or getattr(self.model, "anthropic_api_url", None)
+        self.base_url = str((self.provider.base_url_of(self.model) if self.provider else None)
                             or getattr(self.model, "base_url", None) or "")
         self.settings: dict[str, Any] = _model_settings(self.model)
         if self.timeout is not None:
@@ -455,7 +331,7 @@ class LLMJudge(Judge):
         if method:
             self.settings["method"] = method
         self._runnables: dict[type, Any] = {}
-        #: The stable prompt parts sent, shared by the repeats: for Anthropic's cache marks (cache_hints).
+        #: The stable prompt parts sent, shared by the repeats: for a provider's cache marks (cache_hints).
         self.seen_prefixes = SeenPrefixes()
         self.repeat: int | None = None  # set on the repeats :meth:`with_seed` makes
         #: What each request is sent through instead of the bound model, when set (batch mode:
@@ -464,7 +340,7 @@ class LLMJudge(Judge):
 
     @property
     def seedable(self) -> bool:
-        """Whether the chat model sends a ``seed`` (an OpenAI-compatible model does)."""
+        """Whether the chat model sends a ``seed`` (it has a ``seed`` field)."""
         return "seed" in (getattr(type(self.model), "model_fields", None) or {})
 
     def with_seed(self, seed: int, repeat: int) -> LLMJudge:
@@ -484,12 +360,9 @@ class LLMJudge(Judge):
 
     @property
     def endpoint(self) -> Endpoint | None:
-        """The OpenAI-compatible server of this judge's model, or None for another kind."""
-        key = getattr(self.model, "openai_api_key", None)
-        if not hasattr(self.model, "openai_api_base") and key is None:
-            return None
-        return Endpoint(getattr(self.model, "openai_api_base", None), key if isinstance(key, SecretStr) else None,
-                        self.deadline, self.max_reply_bytes)
+        """Where this judge's model is served (its provider's :meth:`~judgegraph.providers.Provider.endpoint`),
+        or None."""
+        return self.provider.endpoint(self.model, self.deadline, self.max_reply_bytes) if self.provider else None
 
     @property
     def deterministic(self) -> bool:
@@ -497,19 +370,14 @@ class LLMJudge(Judge):
         return self.settings.get("temperature") == 0
 
     def _structured(self, schema: type) -> Any:
-        """What a request is sent through: for ``ChatOpenAI`` with ``json_schema``, the model
-        bound once to the strict ``response_format`` (the same request on the wire as
-        ``with_structured_output``, without its per-call cost, docs/judges.md); else
-        ``with_structured_output``."""
+        """What a request is sent through: the provider's own structured path when it has one
+        (:meth:`~judgegraph.providers.Provider.structured`), else ``with_structured_output``."""
         if schema not in self._runnables:
-            if self.method in (None, "json_schema") and _is_openai_chat(self.model):
-                fmt = {"type": "json_schema",
-                       "json_schema": {"name": schema.__name__, "schema": strict_json_schema(schema), "strict": True}}
-                extra = dict(getattr(self.model, "extra_body", None) or {})
-                self._runnables[schema] = self.model.bind(extra_body={**extra, "response_format": fmt})
-            else:
+            own = self.provider.structured(self.model, schema, self.method) if self.provider else None
+            if own is None:
                 kw = {"method": self.method} if self.method else {}
-                self._runnables[schema] = self.model.with_structured_output(schema, include_raw=True, **kw)
+                own = self.model.with_structured_output(schema, include_raw=True, **kw)
+            self._runnables[schema] = own
         return self._runnables[schema] if self.via is None else self.via(self._runnables[schema])
 
     def cache_key(self, request: JudgeRequest) -> str:
@@ -552,9 +420,9 @@ class LLMJudge(Judge):
         text = request.rendered
         if (too_long := self._too_long(text)) is not None:
             return JudgeOutcome(None, too_long, 0)
-        # one string, or for ChatAnthropic the stable part marked for its cache (cache_hints)
-        messages: list[BaseMessage] = [prompt_message(self.model, request.template, request.values, text,
-                                                                  self.seen_prefixes)]
+        # one string, or the stable part marked for the provider's cache (cache_hints)
+        messages: list[BaseMessage] = [first_message(self.provider, request.template, request.values, text,
+                                                     self.seen_prefixes)]
         usage = Usage()
         transcript: list[JudgeAttempt] = []
         sent = asks = retries = 0
@@ -581,10 +449,10 @@ class LLMJudge(Judge):
                     continue
                 suffix = f" ({sent} requests)" if sent > 1 else ""
                 return JudgeOutcome(None, f"{error}{suffix}", sent, usage, transcript=transcript)
-            if isinstance(result, BaseMessage):  # the bound OpenAI path: validated here
+            if isinstance(result, BaseMessage):  # a provider's own structured path: validated here
                 result = _read_reply(result, request.schema)
             if isinstance(result, BaseException):
-                # Some clients parse inside the call (OpenAI's json_schema path)
+                # Some clients parse inside the call (a json_schema path)
                 # and raise instead of returning a parsing error.
                 result = {"raw": AIMessage(_invalid_input(result)), "parsed": None, "parsing_error": result}
                 used = _usage(result["raw"], messages, reported=False)
@@ -691,12 +559,6 @@ def _schema_id(schema: type[BaseModel]) -> str:
     return json.dumps(schema.model_json_schema(), sort_keys=True)
 
 
-def _is_openai_chat(model: object) -> bool:
-    """A ``langchain_openai.ChatOpenAI`` (checked without importing the package)."""
-    cls = getattr(sys.modules.get("langchain_openai"), "ChatOpenAI", None)
-    return cls is not None and type(model) is cls
-
-
 def _read_reply(raw: BaseMessage, schema: type[BaseModel]) -> dict[str, Any]:
     """``with_structured_output(include_raw=True)``'s shape for a JSON reply."""
     text = raw.text
@@ -707,13 +569,6 @@ def _read_reply(raw: BaseMessage, schema: type[BaseModel]) -> dict[str, Any]:
         return {"raw": raw, "parsed": schema.model_validate_json(text), "parsing_error": None}
     except ValueError as exc:  # pydantic's ValidationError, invalid JSON included
         return {"raw": raw, "parsed": None, "parsing_error": exc}
-
-
-def strict_json_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    """The schema in OpenAI's strict form, by the SDK's own function."""
-    from openai.lib._pydantic import to_strict_json_schema
-
-    return to_strict_json_schema(schema)
 
 
 def _estimate_tokens(messages: list[BaseMessage]) -> int:

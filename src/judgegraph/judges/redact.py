@@ -4,11 +4,8 @@ headers in an error body. What is taken out: docs/judges.md.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
-
-from pydantic import SecretStr
 
 REDACTED = "[REDACTED]"
 
@@ -25,11 +22,6 @@ _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*):[^/\s@]+@")
 #: libpq's keyword form (``host=... password=secret`` or ``password='a b\\'c'``): the value, quoted or not.
 _KEYWORD_PASSWORD = re.compile(r"(?i)\b(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s']+)")
 
-#: Key attributes a LangChain chat model may hold (OpenAI, Azure, Anthropic, ...).
-KEY_ATTRIBUTES = ("openai_api_key", "api_key", "anthropic_api_key", "google_api_key", "mistral_api_key",
-                  "groq_api_key", "azure_ad_token")
-#: Key variables read from the environment by the chat models judgegraph builds (resolve_model).
-ENV_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 _MIN_SECRET = 8  # a shorter "key" ("x", "none") would blank out ordinary words
 
 
@@ -43,15 +35,11 @@ class Redactor:
 
     @classmethod
     def for_model(cls, model: object) -> Redactor:
-        """A redactor for a chat model's keys, ``$OPENAI_API_KEY`` and ``$ANTHROPIC_API_KEY``."""
-        found = [os.environ.get(name, "") for name in ENV_KEYS]
-        for name in KEY_ATTRIBUTES:
-            value = getattr(model, name, None)
-            if isinstance(value, SecretStr):
-                value = value.get_secret_value()
-            if isinstance(value, str):
-                found.append(value)
-        return cls(found)
+        """A redactor for a chat model's keys and every provider's key variable
+        (:func:`judgegraph.providers.secrets`)."""
+        from ..providers import secrets
+
+        return cls(secrets(model))
 
     def __call__(self, text: str) -> str:
         if not text:
