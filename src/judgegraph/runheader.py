@@ -26,6 +26,7 @@ from .judges.redact import Redactor
 from .resultsfile import ResultsFileError, ResultsWriter, is_nonempty
 
 if TYPE_CHECKING:
+    from .judges.base import Judge
     from .pricing import Prices
     from .runner import MetricPlan, RunSummary
 
@@ -197,6 +198,54 @@ def run_header(plan: MetricPlan, *, inputs: Sequence[str | Path] = (), argv: Seq
     }
 
 
+def rejudge_header(old: Mapping[str, Any] | None, *, source: str | Path, metric: str, judge: Judge,
+                   judge_settings: Mapping[str, Any] | None = None, rubric: str | None = None,
+                   prompt: str | Path | None = None, conversations: Sequence[str] = (),
+                   verdicts: Sequence[str] = (), argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """The header of a ``judgegraph rejudge`` output: the input's header (``old``; a bare one when the input had
+    none) with the re-judging judge added to ``judges``, a changed rubric as the metric's ``rubric`` option, and
+    ``rejudged`` recording what was judged again, from which file (path and sha256), with which judge, rubric or
+    prompt (path and hash), so ``judgegraph diff`` names it (:func:`compare_headers`). Redacted as a run header."""
+    redact = Redactor.for_model(getattr(judge, "model", None))
+    header: dict[str, Any] = {**(old or {"type": "header", "format": FORMAT, "metrics": [], "judges": []})}
+    header.update(type="header", judgegraph=version(), started_at=iso(now()),
+                  argv=None if argv is None else [redact(str(a)) for a in argv])
+    own = getattr(judge, "settings", None)
+    kept = {k: v for k, v in {**(judge_settings or {}), **(own if isinstance(own, Mapping) else {})}.items()
+            if v is not None and k != "model"}
+    entry = {"name": judge.name, "settings": _redacted(_jsonable(kept), redact),
+             "prompts": metric_prompts([metric]) if judge.kind == "llm" else {}}
+    prompt_hash = file_sha256(prompt)[:12] if prompt is not None and file_sha256(prompt) else None
+    judges = [j for j in header.get("judges") or [] if isinstance(j, Mapping) and j.get("name") != judge.name]
+    header["judges"] = [*judges, entry]
+    if rubric is not None:
+        header["metrics"] = [{**m, "options": {**_mapping(m.get("options")), "rubric": redact(rubric)}}
+                             if isinstance(m, Mapping) and str(m.get("name")).replace("-", "_") == metric.replace("-", "_")
+                             else m for m in header.get("metrics") or []]
+    header["rejudged"] = {
+        "from": {"path": str(source), "sha256": file_sha256(source)}, "metric": metric, "judge": judge.name,
+        "rubric": None if rubric is None else redact(rubric),
+        "prompt": None if prompt is None else {"path": str(prompt), "sha256": prompt_hash},
+        "conversations": sorted(conversations) or "all", "verdicts": list(verdicts) or "all"}
+    return header
+
+
+def _rejudged_text(value: object) -> str | None:
+    """A header's ``rejudged`` record in words (None: the run was not a re-judge)."""
+    if not isinstance(value, Mapping):
+        return None
+    source = _mapping(value.get("from"))
+    how = [f"{value.get('metric')} from {source.get('path')}", f"by {value.get('judge')}"]
+    if value.get("rubric") is not None:
+        how.append(f"rubric {json.dumps(value['rubric'], ensure_ascii=False)}")
+    if isinstance(prompt := value.get("prompt"), Mapping):
+        how.append(f"prompt {prompt.get('path')} ({prompt.get('sha256')})")
+    for what in ("conversations", "verdicts"):
+        chosen = value.get(what)
+        how.append(f"{what} {'all' if chosen == 'all' else ', '.join(map(str, chosen or []))}")
+    return "; ".join(how)
+
+
 def pass_rates(summary: RunSummary) -> dict[str, float | None]:
     """Per metric: passed / (passed + failed + error); None when none was judged (all n/a)."""
     out: dict[str, float | None] = {}
@@ -340,6 +389,8 @@ def compare_headers(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Diff
     said = {d.name for d in out if d.what == "metric option"}  # a run option is each metric's: said once
     out += [d for d in _keys_differ("option", _mapping(old.get("options")), _mapping(new.get("options")))
             if d.name not in said]
+    if (was := _rejudged_text(old.get("rejudged"))) != (now_ := _rejudged_text(new.get("rejudged"))):
+        out.append(Difference("re-judged", "", was, now_))  # judgegraph rejudge made one side
     return out + _input_differences(old.get("inputs"), new.get("inputs"))
 
 

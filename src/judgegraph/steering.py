@@ -74,7 +74,9 @@ def steer_for(old: MetricResult | None, verdicts: list[Verdict], chosen: frozens
 
 
 def _finish(new: MetricResult | None, steer: Steer, judge_name: str | None, rubric: str | None,
-            prompt: PromptLike) -> MetricResult | None:
+            prompt: PromptLike, old_judge: str | None = None) -> MetricResult | None:
+    """``new`` with ``details.rejudged``: the verdicts judged again, by which judge, with which rubric or prompt;
+    ``judges`` when the result holds verdicts of two judges (``old_judge``'s kept, the re-judge's new)."""
     if new is None:
         return None
     if rubric is not None and "rubric" not in steer.replaced and steer.rejudged:
@@ -82,6 +84,9 @@ def _finish(new: MetricResult | None, steer: Steer, judge_name: str | None, rubr
     # the verdicts a judge step wrote, and those a later node made from a new answer (they differ from the kept)
     done = sorted(steer.rejudged | {v.id for v in new.verdicts if steer.keep.get(v.id) is not v})
     how: dict[str, Any] = {"verdicts": done, "judge": judge_name or (steer.judge.name if steer.judge else "")}
+    kept = [v.id for v in new.verdicts if v.id not in done]
+    if kept and old_judge and old_judge != how["judge"]:  # the verdicts came from two judges: say which from which
+        how["judges"] = {how["judge"]: done, old_judge: kept}
     windows = [getattr(v, "window", None) for v in new.verdicts if v.id in steer.rejudged]
     windows = [w for w in windows if w is not None]
     if windows:
@@ -220,7 +225,7 @@ def rejudge_result(
         output = graph.invoke({"conversation": conversation}, with_steer(None, steer))
     except (TypeError, ValueError) as exc:
         raise RejudgeError(f"{old.key}: {exc}") from exc
-    new = _finish((output.get("results") or {}).get(graph.name), steer, judge.name, rubric, prompt)
+    new = _finish((output.get("results") or {}).get(graph.name), steer, judge.name, rubric, prompt, old.judge)
     if new is None:
         raise RejudgeError(f"{old.key}: the graph computed no result")
     return new

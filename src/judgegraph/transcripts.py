@@ -87,6 +87,10 @@ def transcript_of(result: MetricResult | dict[str, Any], window: int | None = No
     the exact prompt sent, then the raw reply."""
     data = _as_dict(result)
     parts = [f"{data.get('conversation_id')} · {data.get('key')} · score {data.get('score')} · {data.get('status')}"]
+    rejudged = (data.get("details") or {}).get("rejudged") or {}
+    if isinstance(judges := rejudged.get("judges"), dict):  # judgegraph rejudge kept some verdicts of the old judge
+        parts.append("verdicts by two judges: " + "; ".join(f"{name}: {', '.join(map(str, ids))}"
+                                                           for name, ids in judges.items()))
     shared = data.get("transcript") or []
     if shared and window is None:
         parts.append("")

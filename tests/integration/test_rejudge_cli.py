@@ -126,3 +126,35 @@ def test_rejudge_refuses_to_replace_an_existing_out_without_overwrite(files, cap
         assert server.calls["/v1/chat/completions"] == calls  # refused before any call
         assert main([*rejudge, "--overwrite"]) in (0, 1)
     assert set(lines(new)) == {"math", "other"} and not (tmp / "new.jsonl.lock").exists()
+
+
+def test_rejudge_writes_its_own_header_and_diff_names_what_was_rejudged(files, capsys):
+    """Issue 25: rejudge copied the old header, so `diff old new` said 'same judges, prompts and metric options'
+    though a verdict used a new rubric and another model; and a result half judged by each named only the new one."""
+    tmp, conv = files
+    results, new = tmp / "results.jsonl", tmp / "new.jsonl"
+    responder = ScriptedResponder([(strict_rule, NO)], default=YES)
+    with FakeOpenAIServer(responder) as server:
+        url = ["--base-url", server.base_url]
+        assert main(["eval", str(conv), "-m", "turn-relevancy", "--model", "gpt-4.1-mini", *url, "--out", str(results),
+                     "-q", "--no-progress"]) == 0
+        assert main(["rejudge", str(results), "--input", str(conv), "-m", "turn-relevancy", "--conversation", "math",
+                     "--window", "1", "--rubric", "STRICT: exact numbers only.", "--model", "gpt-4.1", *url,
+                     "--out", str(new)]) == 0
+    records = [json.loads(line) for line in new.read_text(encoding="utf-8").splitlines()]
+    header = records[0]
+    assert header["type"] == "header" and sum(r["type"] == "header" for r in records) == 1
+    assert not any(r["type"] == "summary" for r in records)  # the old summary's pass rates no longer hold
+    assert [j["name"] for j in header["judges"]] == ["llm:gpt-4.1-mini", "llm:gpt-4.1"]
+    assert header["rejudged"]["from"]["path"] == str(results) and len(header["rejudged"]["from"]["sha256"]) == 64
+    assert header["rejudged"]["rubric"] == "STRICT: exact numbers only."
+    assert header["rejudged"]["conversations"] == ["math"] and header["rejudged"]["verdicts"] == ["1"]
+    res = lines(new)["math"]["results"]["turn_relevancy"]
+    assert res["details"]["rejudged"]["judges"] == {"llm:gpt-4.1": ["1"], "llm:gpt-4.1-mini": ["0", "2"]}
+    capsys.readouterr()
+    main(["diff", str(results), str(new)])
+    out = capsys.readouterr().out
+    assert "same judges, prompts and metric options" not in out
+    assert "re-judged" in out and "rubric" in out and "gpt-4.1" in out
+    assert main(["show", str(new), "--conversation", "math", "--metric", "turn_relevancy"]) == 0
+    assert "verdicts by two judges: llm:gpt-4.1: 1; llm:gpt-4.1-mini: 0, 2" in capsys.readouterr().out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -117,6 +118,8 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
              options: dict[str, Any]) -> int:
     """Write ``--out``: RESULTS with the chosen verdicts judged again (the caller holds ``--out``'s lock)."""
     from ..resultsfile import elide_duplicates, restore_elided
+    from ..runheader import rejudge_header
+    from ..runs import read_header
     from ..steering import RejudgeError, rejudge_result
 
     wanted = set(args.conversations or [])
@@ -131,9 +134,15 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
         _say(message)
 
     tmp = Path(f"{args.out}.tmp")
+    header = rejudge_header(
+        old.data() if (old := read_header(results_path)) is not None else None, source=results_path,
+        metric=metric, judge=judge, judge_settings=common.judge_settings(args, args.model, args.concurrency),
+        rubric=rubric, prompt=args.prompt, conversations=sorted(wanted), verdicts=args.verdicts or (),
+        argv=["judgegraph", *sys.argv[1:]])
     # surrogateescape: a byte that is not UTF-8 is copied back as it was
     with results_path.open(encoding="utf-8", errors="surrogateescape") as src, \
             tmp.open("w", encoding="utf-8", errors="surrogateescape") as dst:
+        dst.write(json.dumps(header, ensure_ascii=False) + "\n")  # its own header: what was re-judged, how, from what
         for lineno, line in enumerate(src, 1):
             record, where = None, f"{args.results}:{lineno}"
             try:
@@ -142,6 +151,8 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
                 why = f"not JSON ({exc.msg})" if isinstance(exc, json.JSONDecodeError) else "nested too deeply to read"
                 problem(f"{where}: {why}; copied as it is")
             record = restore_elided(record) if isinstance(record, dict) else {}  # a long reason is stored once
+            if record.get("type") in ("header", "summary"):
+                continue  # the input's header is in the new one; its summary no longer holds (read from the lines)
             cid, results = record.get("conversation_id"), record.get("results")
             key = _result_key(results, metric, name) if isinstance(results, dict) else None
             if record.get("type") == "conversation" and isinstance(results, dict) and key is not None \
