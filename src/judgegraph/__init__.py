@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from .compiling import CompileOptions
     from .conversation import Conversation, RetrievalNode, ToolCall, Turn, from_messages
     from .export import load_results
-    from .judges import CallLimiter, Judge, JudgeCache, ModelLike, NeedsLLMJudge, resolve_judge
-    from .judges.aligned import AlignedJudge, load_aligned
+    from .judges import CallLimiter, Judge, JudgeCache, ModelLike, NeedsLLMJudge, load_aligned, resolve_judge
+    from .judges.aligned import AlignedJudge
     from .judges.jury import Jury
     from .judges.llm import LLMJudge
     from .judges.offline import EmbeddingJudge
@@ -48,7 +48,8 @@ if TYPE_CHECKING:
     from .metrics.tools import create_tool_correctness_judge
     from .metrics.topic import create_topic_adherence_judge
     from .report import build_report_graph, create_report_graph
-    from .results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict, build_result
+    from .results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict
+    from .scoring import build_result
     from .trust.agreement import agreement
     from .trust.alignment import align
     from .windows import exchanges, sliding_windows
@@ -64,7 +65,7 @@ _EXPORTS = {
     "WindowVerdict": "results",
     "JudgeErrorInfo": "results",
     "Usage": "results",
-    "build_result": "results",
+    "build_result": "scoring",
     "create_turn_relevancy_judge": "metrics.relevancy",
     "create_conversation_relevance_judge": "metrics.relevancy",
     "create_turn_contextual_relevancy_judge": "metrics.contextual",
@@ -115,7 +116,7 @@ _EXPORTS = {
     "PairwiseReport": "apps.pairwise",
     "align": "trust.alignment",
     "AlignedJudge": "judges.aligned",
-    "load_aligned": "judges.aligned",
+    "load_aligned": "judges",
     "load_results": "export",
 }
 

@@ -21,8 +21,9 @@ from .judges import Judge, JudgeCache, JudgeOutcome, JudgeRequest, resolve_judge
 from .judges.schema_example import example_from_schema
 from .judges.scripted import ScriptedChatModel, ScriptedRequest
 from .judges.tokens import prompt_tokens
-from .prefixcache import CacheRule, cache_rule, default_rule
+from .prefixcache import CacheRule
 from .pricing import Prices
+from .providers import cache_rule, default_rule
 from .results import Usage
 
 #: Output tokens assumed per judge call (a short reason and a verdict as JSON).

@@ -1,6 +1,6 @@
 """What a provider's prompt cache would serve, by the provider's own rule (docs/cost_cache.md). One
 implementation for the dry run, the loopback test servers and the benchmarks, so their figures agree.
-Each provider says its rule (:meth:`judgegraph.providers.Provider.cache_rule`); the kinds:
+Each provider says its rule (:meth:`judgegraph.providers.Provider.cache_rule`; :func:`judgegraph.providers.cache_rule` finds a model's); the kinds:
 
 - ``prefix`` (:class:`PrefixCache`, the default provider's): automatic; a request's longest prefix already
   sent in an earlier request is served from the cache when it is at least 1,024 tokens long, counted in steps
@@ -132,18 +132,3 @@ class CacheRule:
             return (f"{self.provider}'s cache_control rule (only the stable part judgegraph marks, from its second "
                     f"sending; read when written before, written when {least})")
         return f"unknown: no prompt-cache rule is known for provider {self.provider!r}, so none is counted"
-
-
-def cache_rule(model: str) -> CacheRule:
-    """The cache rule of the provider of ``model`` (``provider:name``; a bare name is the default provider's, as
-    the judge reads it: :func:`judgegraph.providers.split_model`)."""
-    from .providers import get, split_model
-
-    prefix, name = split_model(model)
-    found = get(prefix)
-    return found.cache_rule(name) if found is not None else CacheRule(prefix, "unknown")
-
-
-def default_rule() -> CacheRule:
-    """The dry run's rule when it is given none: the default provider's."""
-    return cache_rule("")

@@ -15,7 +15,7 @@ from typing_extensions import Unpack  # pydantic reads these schemas; typing's T
 
 from .compiling import CompileOptions, check_options, compile_graph
 from .judges import ModelLike, resolve_judge
-from .metrics import MetricSpec, canonical_name, get_metric
+from .metrics import MetricSpec, build_metric, canonical_name
 from .state import MetricInput, MetricOutput, MetricState, conversation_of
 
 #: A metric as every composing function takes it: a name (``"turn_relevancy"``,
@@ -27,13 +27,6 @@ ReportState = MetricState  # the report holds nothing of its own: the input and 
 
 #: Names a metric's node cannot take: the ``prepare`` node and the state's keys.
 RESERVED = frozenset({"prepare"} | MetricState.__required_keys__ | MetricState.__optional_keys__)
-
-
-def build_metric(metric: str | MetricSpec, model: ModelLike = None, **options: Any) -> CompiledStateGraph:
-    """The metric's compiled graph: its factory called with ``model`` (a model string, a chat
-    model, a Judge used as it is, or None: offline) and ``options``; the one place a factory is called."""
-    spec = metric if isinstance(metric, MetricSpec) else get_metric(metric)
-    return spec.factory(model=model, **options)
 
 
 def check_unique_names(names: Sequence[str]) -> None:

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, computed_field
-
-if TYPE_CHECKING:
-    from .scoring import build_result, strict  # noqa: F401 - see __getattr__ below
 
 Status = Literal["passed", "failed", "error", "not_applicable"]
 
@@ -208,12 +205,3 @@ def merge_calls(left: list[JudgeAttempt] | None, right: list[JudgeAttempt] | Non
     key), so a graph run again on a thread keeps each request once."""
     incoming = {a.request for a in right or [] if a.request}
     return [a for a in left or [] if not a.request or a.request not in incoming] + list(right or [])
-
-
-def __getattr__(name: str) -> Any:
-    """``build_result`` and ``strict`` from :mod:`judgegraph.scoring` (which imports this module), as before."""
-    if name in ("build_result", "strict"):
-        from . import scoring
-
-        return getattr(scoring, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -224,11 +224,6 @@ def _rewrite_without(p: Path, drop: set[int], end: int) -> None:
         dst.flush()
         os.fsync(dst.fileno())
     os.replace(tmp, p)
-
-
-def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:  # moved: runs.read
-    from .runs.read import records
-    return records(path)
 
 
 def _record(raw: bytes) -> dict[str, Any] | None:

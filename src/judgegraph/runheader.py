@@ -215,7 +215,7 @@ def rejudge_header(old: Mapping[str, Any] | None, *, source: str | Path, metric:
             if v is not None and k != "model"}
     entry = {"name": judge.name, "settings": _redacted(_jsonable(kept), redact),
              "prompts": metric_prompts([metric]) if judge.kind == "llm" else {}}
-    prompt_hash = file_sha256(prompt)[:12] if prompt is not None and file_sha256(prompt) else None
+    prompt_hash = (file_sha256(prompt) or "")[:12] or None if prompt is not None else None
     judges = [j for j in header.get("judges") or [] if isinstance(j, Mapping) and j.get("name") != judge.name]
     header["judges"] = [*judges, entry]
     if rubric is not None:

@@ -25,8 +25,9 @@ from .loaders.limits import Limits
 from .metrics import DEFAULT_METRICS, canonical_name, get_metric
 from .pricing import Prices
 from .report import build_metric, check_unique_names, create_report_graph
-from .results import JudgeErrorInfo, MetricResult, Usage, build_result
+from .results import JudgeErrorInfo, MetricResult, Usage
 from .resultsfile import ResultsFileError, ResultsWriter, ResumeState, check_out_path, is_nonempty, scan_results
+from .scoring import build_result
 from .state import MetricInput, MetricOutput, MetricState, conversation_of
 
 __all__ = [

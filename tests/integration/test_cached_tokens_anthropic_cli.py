@@ -1,4 +1,4 @@
-"""The dry run's cached-token estimate is the provider's rule (judgegraph.prefixcache.cache_rule): for an
+"""The dry run's cached-token estimate is the provider's rule (judgegraph.providers.cache_rule): for an
 ``anthropic:`` model, only what the judge marks with ``cache_control``, from the model's minimum cacheable length;
 through the CLI against the loopback Anthropic server, the estimate equals what the server then reports as
 ``cache_read_input_tokens`` (the OpenAI path's test: test_cached_tokens_cli.py). A provider with no known rule is
@@ -102,7 +102,7 @@ def test_pairwise_says_unknown_for_a_provider_with_no_known_rule(tmp_path, bare_
 
 
 def test_the_rule_is_a_property_of_the_provider():
-    from judgegraph.prefixcache import cache_rule
+    from judgegraph.providers import cache_rule
     from judgegraph.providers.anthropic import min_tokens as anthropic_min_tokens
 
     assert cache_rule("gpt-4.1-mini").kind == cache_rule("openai:gpt-4.1-mini").kind == "prefix"

@@ -52,7 +52,7 @@ def test_a_registered_provider_keys_are_redacted_and_its_cache_rule_used(tmp_pat
     its cache rule for the dry run."""
     from judgegraph import providers
     from judgegraph.judges.redact import Redactor
-    from judgegraph.prefixcache import cache_rule
+    from judgegraph.providers import cache_rule
 
     (tmp_path / "mygateway.py").write_text(block("# mygateway.py"), encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))

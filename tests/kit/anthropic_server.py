@@ -14,7 +14,7 @@ served so far:
   orders its cache); a request with no mark caches nothing;
 - when the same prefix (byte for byte) was written before, its tokens are ``cache_read_input_tokens``; else,
   when it is at least ``min_tokens`` long (Anthropic's minimum cacheable length for the request's model,
-  :func:`~judgegraph.prefixcache.cache_rule`: 1,024 for Claude Sonnet 4.5; a model not in judgegraph's
+  :func:`~judgegraph.providers.cache_rule`: 1,024 for Claude Sonnet 4.5; a model not in judgegraph's
   table: the largest minimum known, as the dry run assumes), it is written: ``cache_creation_input_tokens``; shorter prefixes are not cached at all;
 - ``input_tokens`` is the rest (Anthropic's ``input_tokens`` excludes cache reads and writes). Tokens are
   counted with cl100k, which is not Claude's tokenizer: the counts are consistent, not Anthropic's.
@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from judgegraph.prefixcache import cache_rule, request_tokens
+from judgegraph.prefixcache import request_tokens
+from judgegraph.providers import cache_rule
 from judgegraph.providers.anthropic import MarkedCache, block_text, marked_parts
 
 #: Anthropic's error type for each status this server is asked to send.

@@ -11,7 +11,8 @@ import pytest
 from metric_cases import CASES, CONVERSATION, IDS, Case, model
 
 from judgegraph import ScriptedChatModel, make_judge, resolve_judge
-from judgegraph.judges.aligned import AlignedJudge, Alignment, Example, load_aligned, read_alignment
+from judgegraph.judges import load_aligned
+from judgegraph.judges.aligned import AlignedJudge, Alignment, Example, read_alignment
 from judgegraph.judges.offline_fit import read_labels as read_offline_labels
 from judgegraph.trust.alignment import AlignmentError, align
 

@@ -26,8 +26,9 @@ from .. import runheader
 from ..judges import Judge, JudgeCache
 from ..pricing import Prices
 from ..results import Usage
-from ..resultsfile import ResultsFileError, ResultsWriter, check_out_path, is_nonempty, iter_records, scan_results
+from ..resultsfile import ResultsFileError, ResultsWriter, check_out_path, is_nonempty, scan_results
 from ..runner import DEFAULT_ROWS, ConversationOutcome, MetricPlan, RunSummary, evaluate_async, judge_conversation
+from ..runs.read import records as iter_records
 from .answers import BatchAnswers, PendingWatch
 from .client import BatchClient, BatchState, NoBatchAPI, chunks
 

@@ -4,7 +4,7 @@ setting, and ``MiniLMEmbeddings``, all-MiniLM-L6-v2 run with numpy. Nothing is l
 at import time."""
 
 from judgegraph.embeddings.base import Embedder, LangChainEmbedder, as_embedder, cosines, embeddings_name
-from judgegraph.embeddings.batching import BatchingEncoder, EncoderStats, get_default_encoder
+from judgegraph.embeddings.batching import BatchingEncoder, EncoderStats
 from judgegraph.embeddings.minilm import (
     EMBEDDING_DIM,
     MODEL_NAME,
@@ -18,7 +18,7 @@ from judgegraph.embeddings.minilm import (
     model_cache_dir,
 )
 from judgegraph.embeddings.resolve import resolve_embeddings
-from judgegraph.embeddings.runner import EmbeddingRunner, get_default_runner
+from judgegraph.embeddings.runner import EmbeddingRunner, get_default_encoder, get_default_runner
 
 __all__ = ["EMBEDDING_DIM", "MODEL_NAME", "MODEL_PACKAGE", "MODEL_PACKAGE_VERSION", "MODEL_SHA256", "BatchingEncoder",
            "Embedder", "EmbeddingRunner", "EncoderStats", "LangChainEmbedder", "MiniLMEmbeddings",

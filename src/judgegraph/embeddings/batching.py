@@ -23,7 +23,7 @@ import numpy as np
 
 from .base import LangChainEmbedder, _is_local, unit_rows
 
-__all__ = ["BatchingEncoder", "EncoderStats", "adrive", "drive", "encode_function", "get_default_encoder"]
+__all__ = ["BatchingEncoder", "EncoderStats", "adrive", "drive", "encode_function"]
 
 T = TypeVar("T")
 #: A scoring generator: yields lists of texts, receives their (n, d) vectors, returns a result.
@@ -308,13 +308,3 @@ class BatchingEncoder:
     def __repr__(self) -> str:
         return (f"BatchingEncoder(name={self.name!r}, max_batch={self.max_batch}, max_wait_s={self.max_wait_s}, "
                 f"cache_size={self.cache_size}, blas_threads={self.blas_threads}, cached={len(self._cache)})")
-
-
-def get_default_encoder() -> BatchingEncoder:
-    """The process-wide :class:`BatchingEncoder` over the shared MiniLM: the batching front of
-    :func:`~judgegraph.embeddings.runner.get_default_runner` (nothing loads before the first request)."""
-    from .runner import get_default_runner
-
-    batcher = get_default_runner().batcher
-    assert batcher is not None
-    return batcher

@@ -12,7 +12,7 @@ from ..judges.redact import Redactor
 from .base import Embedder, as_embedder, check_vectors, unit_rows
 from .batching import BatchingEncoder
 
-__all__ = ["EmbeddingRunner", "get_default_runner"]
+__all__ = ["EmbeddingRunner", "get_default_encoder", "get_default_runner"]
 
 
 class EmbeddingRunner:
@@ -80,3 +80,11 @@ def get_default_runner() -> EmbeddingRunner:
 
                 _default = EmbeddingRunner(get_default_embeddings(), batching=True, name="minilm")
     return _default
+
+
+def get_default_encoder() -> BatchingEncoder:
+    """The process-wide :class:`BatchingEncoder` over the shared MiniLM: the batching front of
+    :func:`~judgegraph.embeddings.runner.get_default_runner` (nothing loads before the first request)."""
+    batcher = get_default_runner().batcher
+    assert batcher is not None
+    return batcher

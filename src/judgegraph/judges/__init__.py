@@ -16,13 +16,14 @@ from .limiter import CallLimiter, RateBucket
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from .aligned import AlignedJudge, Alignment
     from .jury import Jury
 
 __all__ = [
     "CallLimiter", "DiskCache", "Endpoint", "Judge", "JudgeCache", "JudgeConfig", "JudgeOutcome", "JudgeRequest", "Jury",
     "ModelLike",
     "NeedsLLMJudge",
-    "NoModel", "RateBucket", "default_cache_path", "require_tasks", "resolve_judge",
+    "NoModel", "RateBucket", "default_cache_path", "load_aligned", "require_tasks", "resolve_judge",
 ]
 
 #: What every metric factory's ``model`` takes: a ready :class:`Judge`, a chat
@@ -91,6 +92,17 @@ def resolve_judge(model: ModelLike | Sequence[ModelLike] | JudgeConfig = None, *
             raise TypeError(f"a JudgeConfig holds every setting: {', '.join(sorted(settings))} given beside it")
         return _build(model)
     return _build(JudgeConfig.of(model, **settings))
+
+
+def load_aligned(path: str | os.PathLike[str] | Alignment, model: Any = None, **settings: Any) -> AlignedJudge:
+    """The aligned judge of an ``aligned-….json`` file (or an :class:`Alignment`), ready as any metric's
+    ``model=``. ``model``: the base judge (a model string, a chat model or a Judge; default: the file's model,
+    an OpenAI model); ``settings``: :func:`~judgegraph.judges.resolve_judge`'s (``base_url``, ``timeout``...).
+    ``ValueError``: an unreadable or tampered file, or a model other than the one it was made for."""
+    from .aligned import AlignedJudge, Alignment, read_alignment
+
+    alignment = path if isinstance(path, Alignment) else read_alignment(path)
+    return AlignedJudge(resolve_judge(alignment.model if model is None else model, **settings), alignment)
 
 
 def _build(config: JudgeConfig) -> Judge:

@@ -34,7 +34,7 @@ from ..prompts import Prompt, load_prompt
 from .base import Endpoint, Judge, JudgeOutcome, JudgeRequest
 from .cache import JudgeCache
 
-__all__ = ["FORMAT", "PREAMBLE_STEP", "AlignedJudge", "Alignment", "Example", "load_aligned", "read_alignment"]
+__all__ = ["FORMAT", "PREAMBLE_STEP", "AlignedJudge", "Alignment", "Example", "read_alignment"]
 
 FORMAT = "judgegraph-aligned-judge"
 VERSION = 1
@@ -233,14 +233,3 @@ class AlignedJudge(Judge):
     def prepare(self, request: JudgeRequest) -> None:
         load_prompt(PREAMBLE_STEP)
         self.inner.prepare(request)
-
-
-def load_aligned(path: str | os.PathLike[str] | Alignment, model: Any = None, **settings: Any) -> AlignedJudge:
-    """The aligned judge of an ``aligned-….json`` file (or an :class:`Alignment`), ready as any metric's
-    ``model=``. ``model``: the base judge (a model string, a chat model or a Judge; default: the file's model,
-    an OpenAI model); ``settings``: :func:`~judgegraph.judges.resolve_judge`'s (``base_url``, ``timeout``...).
-    ``ValueError``: an unreadable or tampered file, or a model other than the one it was made for."""
-    from . import resolve_judge
-
-    alignment = path if isinstance(path, Alignment) else read_alignment(path)
-    return AlignedJudge(resolve_judge(alignment.model if model is None else model, **settings), alignment)

@@ -160,9 +160,13 @@ def get_metric(name: str) -> MetricSpec:
     return specs[key]
 
 
-def create_metric(name: str, **options: Any) -> CompiledStateGraph:
-    """The metric ``name`` built with ``options`` (``model=`` and its own
-    options): :func:`judgegraph.report.build_metric`, where every metric is built."""
-    from ..report import build_metric
+def build_metric(metric: str | MetricSpec, model: ModelLike = None, **options: Any) -> CompiledStateGraph:
+    """The metric's compiled graph: its factory called with ``model`` (a model string, a chat
+    model, a Judge used as it is, or None: offline) and ``options``; the one place a factory is called."""
+    spec = metric if isinstance(metric, MetricSpec) else get_metric(metric)
+    return spec.factory(model=model, **options)
 
+
+def create_metric(name: str, **options: Any) -> CompiledStateGraph:
+    """The metric ``name`` built with ``options`` (``model=`` and its own options): :func:`build_metric`."""
     return build_metric(name, **options)

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from ..prefixcache import CacheRule
     from ..prompts import Prompt
 
-__all__ = ["PROVIDERS", "ModelConfigError", "Provider", "get", "of_model", "register", "resolve_model", "server_url",
+__all__ = ["PROVIDERS", "ModelConfigError", "Provider", "cache_rule", "default_rule", "get", "of_model", "register",
+           "resolve_model", "server_url",
            "split_model"]
 
 #: Each built-in provider prefix and the module holding its :class:`Provider` (as ``provider``).
@@ -237,3 +238,18 @@ def resolve_model(model: str | BaseChatModel, *, base_url: str | None = None, ap
             f"model {model!r}: only {', '.join(repr(p + ':') for p in PROVIDERS)} models are built in; install"
             f" 'langchain' and the provider's package for {prefix!r}, or pass a chat model object") from exc
     return init_chat_model(model, temperature=temperature)  # type: ignore[no-any-return, unused-ignore]
+
+
+def cache_rule(model: str) -> CacheRule:
+    """The prompt-cache rule of the provider of ``model`` (``provider:name``; a bare name is the default
+    provider's, as the judge reads it: :func:`split_model`); an ``unknown`` rule for a provider not registered."""
+    from ..prefixcache import CacheRule
+
+    prefix, name = split_model(model)
+    found = get(prefix)
+    return found.cache_rule(name) if found is not None else CacheRule(prefix, "unknown")
+
+
+def default_rule() -> CacheRule:
+    """The dry run's rule when it is given none: the default provider's."""
+    return cache_rule("")
