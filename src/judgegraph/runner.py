@@ -401,6 +401,54 @@ async def evaluate_async(
     return summary
 
 
+@dataclass
+class OpenRun:
+    """A run opened on its results file (:func:`open_run`): the header written (or the resumed file's checked),
+    what the file already holds counted into ``summary``, and the writer every line goes through."""
+
+    start: runheader.RunStart
+    summary: RunSummary
+    writer: ResultsWriter
+    paths: list[str | Path]  # the input files (empty when the caller gave loaded items)
+    done: set[str]  # conversation ids the resumed file holds complete
+    resumed: ResumeState | None
+
+    def finish(self, prices: Prices | None) -> None:
+        """The summary line of a finished run (a stopped one is finished by its resume)."""
+        self.writer.write(runheader.run_summary(self.summary, self.start.started, prices))
+
+
+def open_run(inputs: Iterable[object], plan: MetricPlan, out: str | Path, summary: RunSummary, *,
+             resume: bool = False, retry_errors: bool = False, overwrite: bool = False, transcripts: str = "full",
+             cost: Callable[[Usage], float | None] | None = None, header: Mapping[str, Any] | None = None,
+             on_resumed: Callable[[ResumeState], None] | None = None) -> OpenRun:
+    """Open a run on ``out``, once for every way a run is answered (here, worker processes, Ray, the Batch API):
+    the ``--out`` checks (not a directory or an input; a file holding results needs ``resume`` or ``overwrite``),
+    the header (checked against the resumed file's: :class:`~judgegraph.runheader.RunSettingsChanged`), the
+    resumed file scanned (a torn last line cut, with ``retry_errors`` errored lines taken out) and counted into
+    ``summary``, and the writer (``cost``: a line's cost from its usage)."""
+    if resume and overwrite:
+        raise ResultsFileError("resume and overwrite exclude each other")
+    if retry_errors and not resume:
+        raise ResultsFileError("retry_errors needs resume")
+    paths = [i for i in inputs if isinstance(i, (str, Path))]
+    check_out_path(out, paths)
+    if is_nonempty(out) and not resume and not overwrite:
+        raise ResultsFileError(f"{out} already holds results; resume it (--resume) or replace it (--overwrite)")
+    start = runheader.start_run(out, plan, paths, header, resume=resume)
+    state: ResumeState | None = None
+    if resume:
+        state = scan_results(out, lambda rec: summary.add_resumed(ConversationOutcome.from_json(rec)),
+                             retry_errors=retry_errors)
+        state.header = start.old
+        if on_resumed:
+            on_resumed(state)
+    writer = ResultsWriter(out, mode="a" if resume else "w", transcripts=transcripts,
+                           skip_input_errors=state.input_errors if state else set(), cost=cost)
+    start.write_header(writer)
+    return OpenRun(start, summary, writer, paths, set(state.done) if state else set(), state)
+
+
 async def evaluate_to_file(
     inputs: Iterable[str | Path] | Iterable[LoadedConversation | InputError], plan: MetricPlan, out: str | Path, *,
     resume: bool = False, retry_errors: bool = False, overwrite: bool = False, transcripts: str = "full",
@@ -409,69 +457,41 @@ async def evaluate_to_file(
     on_input_error: Callable[[InputError], None] | None = None,
     on_resumed: Callable[[ResumeState], None] | None = None, stop: asyncio.Event | None = None,
     judge_one: Callable[[LoadedConversation], Awaitable[ConversationOutcome]] | None = None,
-    header: Mapping[str, Any] | None = None, batch: bool = False,
+    header: Mapping[str, Any] | None = None,
 ) -> RunSummary:
-    """Judge ``inputs`` (paths or loaded items) into the results file ``out``.
-    ``batch``: through the judge's batch API (:func:`judgegraph.batch.evaluate_batch_to_file`, docs/batch.md).
+    """Judge ``inputs`` (paths or loaded items) into the results file ``out`` (:func:`open_run`).
     ``resume`` skips (but counts) what ``out`` holds complete, after cutting a torn
     last line; with ``retry_errors`` errored conversations are judged again. A
     non-empty ``out`` without ``resume`` needs ``overwrite``. ``transcripts``:
-    ``full`` | ``errors`` | ``none``.
+    ``full`` | ``errors`` | ``none``. ``judge_one``: how a conversation is judged elsewhere (worker processes, Ray);
+    the Batch API's run is :func:`judgegraph.batch.evaluate_batch_to_file`, on the same :func:`open_run`.
     ``header``: the run's header record (:func:`judgegraph.runheader.run_header`; by default one built from
     ``plan`` and the inputs), the file's first line; a finished run ends with a summary record. Resuming a
     file whose header differs in what decides a verdict raises :class:`~judgegraph.runheader.RunSettingsChanged`
     naming each difference; a file without a header resumes as before."""
-    if batch:
-        from .batch import evaluate_batch_to_file
-
-        if judge_one is not None:
-            raise ValueError("a batch run judges in this process: judge_one (a worker pool) does not apply")
-
-        return await evaluate_batch_to_file(
-            inputs, plan, out, resume=resume, retry_errors=retry_errors, overwrite=overwrite, transcripts=transcripts,
-            prices=prices, max_conversations=max_conversations, keep_outcomes=keep_outcomes, max_rows=max_rows,
-            on_outcome=on_outcome, on_input_error=on_input_error, on_resumed=on_resumed, stop=stop, header=header)
-    if resume and overwrite:
-        raise ResultsFileError("resume and overwrite exclude each other")
-    if retry_errors and not resume:
-        raise ResultsFileError("retry_errors needs resume")
     items = list(inputs) if not isinstance(inputs, Iterator) else inputs
-    paths = [i for i in items if isinstance(i, (str, Path))] if isinstance(items, list) else []
-    check_out_path(out, paths)
-    if is_nonempty(out) and not resume and not overwrite:
-        raise ResultsFileError(f"{out} already holds results; resume it (--resume) or replace it (--overwrite)")
-    start = runheader.start_run(out, plan, paths, header, resume=resume)
     summary = RunSummary(judge=plan.judge.name, keep_outcomes=keep_outcomes, max_rows=max_rows, prices=prices)
-    done: set[str] = set()
-    known_errors: set[tuple[Any, ...]] = set()
-    if resume:
-        state = scan_results(out, lambda rec: summary.add_resumed(ConversationOutcome.from_json(rec)),
-                             retry_errors=retry_errors)
-        state.header = start.old
-        done, known_errors = state.done, state.input_errors
-        if on_resumed:
-            on_resumed(state)
-    stream = iter_inputs(paths, seen=set()) if paths else iter(items)
-    writer = ResultsWriter(out, mode="a" if resume else "w", transcripts=transcripts,
-                           skip_input_errors=known_errors, cost=prices.cost if prices else None)
-    start.write_header(writer)
+    run = open_run(items if isinstance(items, list) else [], plan, out, summary, resume=resume,
+                   retry_errors=retry_errors, overwrite=overwrite, transcripts=transcripts,
+                   cost=prices.cost if prices else None, header=header, on_resumed=on_resumed)
+    stream = iter_inputs(run.paths, seen=set()) if run.paths else iter(items)
 
     def wrote(outcome: ConversationOutcome) -> None:
-        writer.outcome(outcome)
+        run.writer.outcome(outcome)
         if on_outcome:
             on_outcome(outcome)
 
     def bad(error: InputError) -> None:
-        writer.input_error(error)
+        run.writer.input_error(error)
         if on_input_error:
             on_input_error(error)
 
     try:
         await evaluate_async(stream, plan, max_conversations=max_conversations, on_outcome=wrote,
-                             on_input_error=bad, summary=summary, skip=done, stop=stop, judge_one=judge_one)
+                             on_input_error=bad, summary=summary, skip=run.done, stop=stop, judge_one=judge_one)
         if not summary.interrupted:  # a finished run; a stopped one is finished by its resume
-            writer.write(runheader.run_summary(summary, start.started, prices))
+            run.finish(prices)
         return summary
     finally:
-        writer.close()
+        run.writer.close()
 

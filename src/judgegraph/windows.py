@@ -6,6 +6,7 @@ table, tests/unit/test_windows.py). Window ``i`` holds the last
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .conversation import Conversation, Turn
 
@@ -59,6 +60,20 @@ class Window:
     @property
     def context(self) -> tuple[Exchange, ...]:
         return self.exchanges[:-1]
+
+    def context_messages(self) -> list[tuple[str, str]]:
+        """(role, content) of what comes before the judged reply: earlier exchanges, then a greeting the assistant
+        opened the conversation with (deepeval: part of exchange 1)."""
+        target = self.target
+        return [(it.turn.role, it.turn.content) for ex in self.exchanges for it in ex.turns
+                if ex is not target or it in target.opening]
+
+    def offline_inputs(self) -> dict[str, Any]:
+        """What the offline judge reads of the window (``reply``, ``latest_user``, ``context``): the features an
+        offline rule is fit on (``judgegraph align --offline``)."""
+        target = self.target
+        return {"reply": target.reply_text, "latest_user": target.user_text,
+                "context": [f"{r}: {c}" for r, c in self.context_messages()]}
 
     def transcript(self, *, include_target_reply: bool = True) -> list[tuple[str, str]]:
         """(role, content) pairs in order, tool turns included."""

@@ -18,7 +18,7 @@ from judgegraph.batch import NoBatchAPI, batch_judges, evaluate_batch_to_file
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.pricing import prices_for
-from judgegraph.runner import MetricPlan, evaluate_to_file
+from judgegraph.runner import MetricPlan
 from judgegraph.runs import is_results_file, read_run
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
 
@@ -302,10 +302,12 @@ def test_requests_still_unanswered_after_max_rounds_are_counted_judge_errors(inp
     assert "no answer from the batches of this run" in failed["error"]
 
 
-def test_evaluate_to_file_with_batch_true(inputs, tmp_path):
+def test_evaluate_batch_to_file_from_python(inputs, tmp_path):
+    from judgegraph.batch import evaluate_batch_to_file
+
     with FakeOpenAIServer(ScriptedResponder([(reply_is("Paris"), NO)], default=YES), batch_polls=0) as server:
         judge = resolve_judge("openai:gpt-4.1-mini", base_url=server.base_url, cache=False)
-        summary = asyncio.run(evaluate_to_file([inputs], MetricPlan(None, judge), tmp_path / "out.jsonl", batch=True))
+        summary = asyncio.run(evaluate_batch_to_file([inputs], MetricPlan(None, judge), tmp_path / "out.jsonl"))
         assert server.batches.created == 1 and server.calls["/v1/chat/completions"] == 0
     assert summary.exit_code == 0 and summary.conversations == 2
     assert verdicts(tmp_path / "out.jsonl")["math"]["turn_relevancy"][2] == [("yes", 1), ("no", 1), ("yes", 1)]

@@ -22,12 +22,19 @@ from typing import TYPE_CHECKING, Any, Union, cast
 
 import openai
 
-from .. import runheader
 from ..judges import Judge, JudgeCache
 from ..pricing import Prices
 from ..results import Usage
-from ..resultsfile import ResultsFileError, ResultsWriter, check_out_path, is_nonempty, scan_results
-from ..runner import DEFAULT_ROWS, ConversationOutcome, MetricPlan, RunSummary, evaluate_async, judge_conversation
+from ..resultsfile import ResultsWriter
+from ..runner import (
+    DEFAULT_ROWS,
+    ConversationOutcome,
+    MetricPlan,
+    RunSummary,
+    evaluate_async,
+    judge_conversation,
+    open_run,
+)
 from ..runs.read import records as iter_records
 from .answers import BatchAnswers, PendingWatch
 from .client import BatchClient, BatchState, NoBatchAPI, chunks
@@ -184,36 +191,18 @@ async def evaluate_batch_to_file(
     prices (the summary's are :meth:`~judgegraph.pricing.Prices.batch`'s). ``poll_s``: the first wait
     between polls. ``on_batch``: a line per batch event (submitted, progress, ended). ``header``: the
     run header, as :func:`~judgegraph.runner.evaluate_to_file` writes and checks it."""
-    if resume and overwrite:
-        raise ResultsFileError("resume and overwrite exclude each other")
-    if retry_errors and not resume:
-        raise ResultsFileError("retry_errors needs resume")
     if max_rounds < 1:
         raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
     judges = batch_judges(plan.judge)
     client = client or batch_client(plan.judge, check=False)
     given: Inputs = inputs if callable(inputs) else cast("list[Item]", list(inputs))  # read once: checked, kept
-    check_out_path(out, [] if callable(given) else [i for i in given if isinstance(i, (str, Path))])
-    read = _replayable(given)
-    if is_nonempty(out) and not resume and not overwrite:
-        raise ResultsFileError(f"{out} already holds results; resume it (--resume) or replace it (--overwrite)")
-    paths = [] if callable(given) else [i for i in given if isinstance(i, (str, Path))]
-    start = runheader.start_run(out, plan, paths, header, resume=resume)
     summary = BatchSummary(judge=plan.judge.name, keep_outcomes=keep_outcomes, max_rows=max_rows,
                            prices=prices.batch() if prices else None, list_prices=prices)
-    done: set[str] = set()
-    known_errors: set[tuple[Any, ...]] = set()
-    recorded: dict[str, dict[str, Any]] = {}
-    if resume:
-        state = scan_results(out, lambda rec: summary.add_resumed(ConversationOutcome.from_json(rec)),
-                             retry_errors=retry_errors)
-        done, known_errors = state.done, state.input_errors
-        recorded = _recorded(out)
-        if on_resumed:
-            on_resumed(state)
-    writer = ResultsWriter(out, mode="a" if resume else "w", transcripts=transcripts, skip_input_errors=known_errors,
-                           cost=summary.prices.cost if summary.prices else None)
-    start.write_header(writer)
+    opened = open_run([] if callable(given) else given, plan, out, summary, resume=resume, retry_errors=retry_errors,
+                      overwrite=overwrite, transcripts=transcripts,
+                      cost=summary.prices.cost if summary.prices else None, header=header, on_resumed=on_resumed)
+    read, writer, done = _replayable(given), opened.writer, opened.done
+    recorded = _recorded(out) if resume else {}
     answers = BatchAnswers(max_retries=max(getattr(judges[0], "max_retries", 3), 0))
     disks: dict[int, _RunDisk] = {}
     caches = {id(j): j.cache for j in judges}  # given back after the run
@@ -261,7 +250,7 @@ async def evaluate_batch_to_file(
         if stop.is_set():
             summary.interrupted = True
         elif summary.problem is None and not summary.unfinished:  # finished: a stopped or failed run is by its resume
-            writer.write(runheader.run_summary(summary, start.started, summary.prices))
+            opened.finish(summary.prices)
     finally:
         for j in judges:
             j.via, j.cache = None, caches[id(j)]

@@ -112,12 +112,11 @@ def _fit(args: argparse.Namespace, positive: Callable[[LabelValue], bool], windo
     from ..judges.offline import EmbeddingJudge
     from ..judges.offline_fit import feature_matrix, file_sha256, fit_rule, group_of, label_cases, read_labels
     from ..loaders.files import load_conversations
-    from ..metrics.relevancy import turn_inputs
 
     labels = read_labels(args.labels, field=args.label_field, metric=args.metric)
     conversations = load_conversations(args.files)
     cases = label_cases(conversations, labels, labels_path=args.labels, positive=positive,
-                        inputs_of=turn_inputs, window_size=window)
+                        inputs_of=lambda w: w.offline_inputs(), window_size=window)
     encoder = EmbeddingJudge().encoder
     x = feature_matrix(cases, encoder.encode)
     truth = np.array([c.relevant for c in cases])

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from ..safetext import safe as safe  # the commands print data with common.safe
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -294,27 +296,6 @@ def os_error_message(exc: OSError) -> str:
 
 
 EXIT_INTERNAL, EXIT_INTERRUPTED = 4, 130
-
-
-def safe(text: object) -> str:
-    """Text from data (ids, replies, reasons, error messages, paths) made safe to
-    print: control characters (ANSI escapes included) and lone surrogates shown
-    as visible escapes, never sent raw to the terminal. Print the result as a
-    ``rich.text.Text`` (or escape it) so ``[bold]`` and ``[/]`` stay literal."""
-    s = str(text)
-    if s.isprintable():
-        return s
-    out = []
-    for ch in s:
-        if ch in "\n\t" or ch.isprintable() or ch == " ":
-            out.append(ch)
-        elif ord(ch) < 0x100:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) <= 0xFFFF:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    return "".join(out)
 
 
 def fail(message: object, status: int = EXIT_USAGE, prefix: str = "error") -> int:

@@ -10,7 +10,7 @@ rest counted (``--json`` has everything).
 
 from __future__ import annotations
 
-from ..cli.common import safe
+from ..safetext import safe
 from .diff import Pair, RunDiff, Side, VerdictSide, change_text, describe_run
 from .statistics import MeanDifference
 

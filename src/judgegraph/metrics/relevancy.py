@@ -96,16 +96,13 @@ fan_out_windows = fan_out("judge_turn", "windows", item="window", empty="reduce_
 
 
 def turn_inputs(window: Window) -> dict[str, Any]:
-    """What the offline judge reads of a window (``reply``, ``latest_user``, ``context``): features are fit on it."""
-    return turn_request(window, rubric="").inputs
+    """What the offline judge reads of a window (:meth:`Window.offline_inputs`)."""
+    return window.offline_inputs()
 
 
 def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -> JudgeRequest:
     target = window.target
-    # earlier exchanges, then a greeting the assistant opened the conversation with (deepeval: part of exchange 1)
-    context = [(it.turn.role, it.turn.content) for ex in (*window.context, target) for it in ex.turns
-               if ex is not target or it in target.opening]
-    tools = [(it.turn.role, it.turn.content) for it in target.tool]
+    tools: list[tuple[str, str]] = [(it.turn.role, it.turn.content) for it in target.tool]
     return JudgeRequest(
         task="turn_relevance",
         step=JUDGE_STEP,
@@ -114,15 +111,11 @@ def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -
         values={
             "rubric": rubric,
             "system": "\n\n".join(window.system) or "(none)",
-            "context": render_messages(context + tools, empty="(none: this is the first exchange)"),
+            "context": render_messages(window.context_messages() + tools, empty="(none: this is the first exchange)"),
             "user_message": target.user_text or "(none: the assistant spoke first)",
             "reply": target.reply_text,
         },
-        inputs={
-            "reply": target.reply_text,
-            "latest_user": target.user_text,
-            "context": [f"{r}: {c}" for r, c in context],
-        },
+        inputs=window.offline_inputs(),
     )
 
 
