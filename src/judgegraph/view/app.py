@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import secrets
 import shlex
-import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 from typing import Any, cast
 
 from jinja2 import Environment, PackageLoader
@@ -26,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from ..runs import NotAResultsFile
 from .queue import STRATEGIES, LabelsFile, Strategy, build_queue
 from .runs import Library, Run, conversation_records
 from .trend import trends
@@ -89,8 +88,8 @@ def create_app(settings: Settings) -> Starlette:
     env = Environment(loader=PackageLoader("judgegraph.view", "templates"), autoescape=True)
     turns_cache: dict[str, dict[str, list[dict[str, str]]]] = {}
 
-    def page(name: str, status: int = 200, **values: Any) -> HTMLResponse:
-        return HTMLResponse(env.get_template(name).render(csrf=settings.csrf, **values), status_code=status)
+    def page(name: str, **values: Any) -> HTMLResponse:
+        return HTMLResponse(env.get_template(name).render(csrf=settings.csrf, **values))
 
     def chosen(request: Request, runs: list[Run]) -> Run | None:
         key = request.query_params.get("run")
@@ -102,17 +101,17 @@ def create_app(settings: Settings) -> Starlette:
         return page("runs.html", runs=runs, metrics=metrics, problems=problems, trends=trends(runs, metrics))
 
     async def report(request: Request) -> Response:
-        from ..reporting.html import write_report
+        from ..reporting.html import report_html
 
         runs, _ = library.runs()
         known = {r.key for r in runs}
         keys = request.query_params.getlist("run")
         if not keys or len(keys) > 2 or any(k not in known for k in keys):
             return PlainTextResponse("pick one run, or two to compare, from the runs page", status_code=404)
-        with tempfile.TemporaryDirectory(prefix="judgegraph-view-") as tmp:
-            out = Path(tmp) / "report.html"
-            write_report(keys, out)
-            html = out.read_text(encoding="utf-8")
+        try:
+            html = report_html([library.read(k) for k in keys])[0]
+        except NotAResultsFile as exc:
+            return PlainTextResponse(str(exc), status_code=404)
         # the report carries its own Content-Security-Policy (inline script and style, nothing fetched)
         return HTMLResponse(html, headers={"Content-Security-Policy": "default-src 'none'; script-src 'unsafe-inline'; "
                                            "style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'"})
@@ -126,11 +125,11 @@ def create_app(settings: Settings) -> Starlette:
         return run, build_queue(conversation_records(library.read(run.key)), strategy), strategy
 
     def context(run: Run, conversation_id: str) -> list[dict[str, str]]:
-        from ..reporting.html import _recorded_inputs, _turns_by_id
+        from ..reporting.html import recorded_turns
 
         if run.key not in turns_cache:
             turns_cache.clear()
-            turns_cache[run.key] = _turns_by_id(_recorded_inputs(cast(Any, library.read(run.key))))[0]
+            turns_cache[run.key] = recorded_turns(library.read(run.key))
         return turns_cache[run.key].get(conversation_id) or []
 
     async def label_page(request: Request) -> Response:
@@ -185,7 +184,9 @@ def create_app(settings: Settings) -> Starlette:
 
             whole = library.read(run.key)
             judge = agreement(conversation_records(whole), read, reviews=False, resamples=0)
-            inputs = [str(e.get("path")) for e in (whole.header or {}).get("inputs") or [] if isinstance(e, dict)]
+            entries = whole.header.inputs if whole.header is not None else None
+            inputs = [str(e["path"]) for e in entries if isinstance(e, dict) and e.get("path")] \
+                if isinstance(entries, list) else []
             metric = next(iter(judge.metrics), None) or (whole.metrics[0] if whole.metrics else "turn_relevancy")
             command = shlex.join(["judgegraph", "align", *(inputs or ["CONVERSATIONS.jsonl"]), "--metric", metric,
                                   "--labels", settings.labels, "--out", "aligned"])
@@ -196,10 +197,13 @@ def create_app(settings: Settings) -> Starlette:
         name = request.path_params["name"]
         if name not in ("view.js", "view.css"):
             return PlainTextResponse("not found", status_code=404)
-        text = resources.files("judgegraph.view").joinpath("assets", name).read_text(encoding="utf-8")
+        text = resources.files("judgegraph.view").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
         return Response(text, media_type="text/javascript" if name.endswith(".js") else "text/css")
 
-    return Starlette(routes=[Route("/", index), Route("/run", report), Route("/compare", report),
+    async def unreadable(request: Request, exc: Exception) -> Response:
+        return PlainTextResponse(str(exc), status_code=404)  # a run that changed into something unreadable
+
+    return Starlette(exception_handlers={NotAResultsFile: unreadable}, routes=[Route("/", index), Route("/run", report), Route("/compare", report),
                              Route("/label", label_page, methods=["GET"]), Route("/label", label_post, methods=["POST"]),
                              Route("/trust", trust), Route("/assets/{name}", asset)],
                      middleware=[Middleware(Guard, settings=settings)])

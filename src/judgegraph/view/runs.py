@@ -1,18 +1,15 @@
-"""The results files a viewer serves, found under its folders and read once each (again when the file changes).
+"""The results files a viewer serves, found under its folders and read once each (again when the file changes),
+always through the one reader, :func:`judgegraph.runs.read_run`.
 
 The one module of the viewer that reads results files: everything else asks it."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..compare.runfile import RunFile, read_run
-from ..runfacts import RunFacts
-
-RECORD_TYPES = ("header", "conversation", "input_error", "summary")
+from ..runs import NotAResultsFile, RunFacts, RunFile, first_record, is_results_file, read_run
 
 
 @dataclass
@@ -29,16 +26,10 @@ class Run:
         return self.facts.started_at or ""
 
 
-def _is_results(path: Path) -> bool:
-    """A scanned ``.jsonl`` file is a results file when its first line is a results record (input and labels files
-    are skipped). A first line that is not JSON: a results file that cannot be read (named on the page)."""
-    with path.open("rb") as fh:
-        first = fh.readline(1 << 20)
-    try:
-        record = json.loads(first)
-    except ValueError:
-        return True
-    return isinstance(record, dict) and record.get("type") in RECORD_TYPES
+def _scanned(path: Path) -> bool:
+    """Whether a ``.jsonl`` file found in a folder is shown: a results file, or one whose first record cannot be
+    read at all (named on the page as the CLI names it). Input and labels files are passed over."""
+    return is_results_file(path) or first_record(path) is None
 
 
 def _mean_scores(run: RunFile) -> dict[str, float | None]:
@@ -51,6 +42,11 @@ def _mean_scores(run: RunFile) -> dict[str, float | None]:
     return {m: (sum(s) / len(s) if s else None) for m, s in scores.items()}
 
 
+def _stamp(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
 class Library:
     """The results files under ``paths`` (files, or folders searched recursively for ``*.jsonl``)."""
 
@@ -59,54 +55,48 @@ class Library:
         self._cache: dict[str, tuple[tuple[int, int], Run]] = {}
         self._full: tuple[str, tuple[int, int], RunFile] | None = None  # the last run read whole (the label queue's)
 
-    def files(self) -> tuple[list[Path], list[str]]:
+    def files(self) -> list[Path]:
+        """The files given, and the results files (or unreadable ``.jsonl`` files) under the folders given."""
         found: list[Path] = []
-        problems: list[str] = []
         for p in self.paths:
             if p.is_dir():
-                for f in sorted(p.rglob("*.jsonl")):
-                    try:
-                        if f.is_file() and _is_results(f):
-                            found.append(f)
-                    except OSError as exc:
-                        problems.append(f"{f}: cannot be read: {exc.strerror or exc}")
-            elif p.is_file():
-                found.append(p)
+                found.extend(f for f in sorted(p.rglob("*.jsonl")) if f.is_file() and _scanned(f))
             else:
-                problems.append(f"{p}: no such file or folder")
-        return found, problems
+                found.append(p)  # read_run names a missing file
+        return found
 
     def runs(self) -> tuple[list[Run], list[str]]:
-        """Every run, newest first (its header's start, else the file's time), and the files that cannot be read."""
-        files, problems = self.files()
-        runs: list[tuple[str, float, Run]] = []
-        for f in files:
+        """Every run, newest first (its header's start, else the file's time), and a line for every file (or line
+        of one) that cannot be read: :class:`NotAResultsFile`'s message, the one the commands print."""
+        problems: list[str] = []
+        runs: list[tuple[str, int, Run]] = []
+        for f in self.files():
             try:
-                stat = f.stat()
-                stamp = (stat.st_mtime_ns, stat.st_size)
+                stamp = _stamp(f)
                 cached = self._cache.get(str(f))
                 if cached is None or cached[0] != stamp:
-                    whole = read_run(f)
-                    facts = whole.facts()
-                    if not whole.conversations and whole.header is None:
-                        problems.append(f"{f}: not a results file"
-                                        + (f" ({whole.problems[0]})" if whole.problems else " (no records)"))
-                        continue
-                    cached = stamp, Run(str(f), facts, _mean_scores(whole), whole.problems)
+                    whole = read_run(f, keep_transcripts=False)
+                    cached = stamp, Run(str(f), whole.facts(), _mean_scores(whole), whole.problems)
                     self._cache[str(f)] = cached
-                run = cached[1]
-            except OSError as exc:
-                problems.append(f"{f}: cannot be read: {exc.strerror or exc}")
+            except NotAResultsFile as exc:
+                problems.append(str(exc))
                 continue
+            except OSError as exc:
+                problems.append(str(NotAResultsFile(f, f"cannot read it: {exc.strerror or exc}")))
+                continue
+            run = cached[1]
             problems.extend(run.problems[:3])
-            runs.append((run.started, stat.st_mtime, run))
+            runs.append((run.started, stamp[0], run))
         runs.sort(key=lambda r: (r[0], r[1]), reverse=True)
         return [r[2] for r in runs], problems
 
     def read(self, key: str) -> RunFile:
-        """The whole run ``key`` (one of :meth:`runs`): kept until another is asked for or the file changes."""
-        stat = Path(key).stat()
-        stamp = (stat.st_mtime_ns, stat.st_size)
+        """The whole run ``key`` (one of :meth:`runs`): kept until another is asked for or the file changes.
+        :class:`NotAResultsFile` when it can no longer be read."""
+        try:
+            stamp = _stamp(Path(key))
+        except OSError as exc:
+            raise NotAResultsFile(key, f"cannot read it: {exc.strerror or exc}") from None
         if self._full is None or self._full[:2] != (key, stamp):
             self._full = key, stamp, read_run(key)
         return self._full[2]
