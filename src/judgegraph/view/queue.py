@@ -3,8 +3,8 @@ labels file those labels are appended to (never rewritten).
 
 A label is one JSON line in the labels format ``judgegraph agree`` and ``align`` read
 (:mod:`judgegraph.trust.labels`): ``conversation_id``, ``metric``, ``verdict_id`` (or nothing for a
-conversation-level result), ``label`` (``yes`` / ``no``), ``by`` (the annotator) and ``note`` (when it was made,
-``labelled 2026-11-28T22:15:03Z``). Each is written with one ``write`` of the whole line under an exclusive lock,
+conversation-level result), ``label`` (``yes`` / ``no``), ``annotator`` and ``time`` (when it was made,
+``2026-11-28T22:15:03Z``). Each is written with one ``write`` of the whole line under an exclusive lock,
 then flushed and fsynced: a killed server loses no label and leaves no torn line."""
 
 from __future__ import annotations
@@ -105,15 +105,15 @@ class LabelsFile:
     def labelled(self, annotator: str) -> dict[tuple[str, str, str], str]:
         """What ``annotator`` said of each item (their latest label)."""
         return {(lb.conversation_id, lb.metric, lb.verdict_id or "result"): str(lb.value)
-                for lb in self.read().labels if lb.by == annotator}
+                for lb in self.read().labels if lb.annotator == annotator}
 
     def append(self, item: Item, label: str, annotator: str) -> dict[str, Any]:
         """Append one label (one line, one write, locked, fsynced) and return the record written."""
         record: dict[str, Any] = {"conversation_id": item.conversation_id, "metric": item.metric}
         if item.verdict_id is not None:
             record["verdict_id"] = item.verdict_id
-        record.update(label=label, by=annotator,
-                      note="labelled " + datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        record.update(label=label, annotator=annotator,
+                      time=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -31,9 +31,9 @@ def people_agreement(labels: list[Label]) -> PeopleAgreement:
     """Each annotator's latest label per item; items labelled by several people are compared."""
     by_item: dict[tuple[str, str, str], dict[str, str]] = {}
     for lb in labels:
-        if lb.by:
+        if lb.person:
             key = (lb.conversation_id, lb.metric, lb.verdict_id or (f"turn {lb.turn}" if lb.turn else "result"))
-            by_item.setdefault(key, {})[lb.by] = str(lb.value)
+            by_item.setdefault(key, {})[lb.person] = str(lb.value)
     shared = {k: v for k, v in by_item.items() if len(v) > 1}
     people = sorted({a for v in by_item.values() for a in v})
     out = PeopleAgreement(people, len(shared), krippendorff_alpha([list(v.values()) for v in shared.values()]))
