@@ -56,7 +56,7 @@ class Server:
                 return
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"judgegraph view did not start: {self.proc.stderr.read()}")  # type: ignore[union-attr]
+                    raise RuntimeError(f"judgegraph view did not start: {self.proc.stderr.read()}") from None  # type: ignore[union-attr]
                 time.sleep(0.1)
 
     def kill(self) -> None:
