@@ -186,3 +186,14 @@ def test_without_the_token_a_server_on_another_host_answers_403(run, tmp_path, b
             assert ok.status == 200 and run.name in ok.read().decode()
     finally:
         server.kill()
+
+
+def test_a_port_in_use_is_exit_3_and_a_port_that_is_not_one_exit_2(run, tmp_path, bare_env):
+    server = Server([str(run), "--labels", str(tmp_path / "labels.jsonl")], bare_env)
+    try:
+        second = subprocess.run([sys.executable, "-m", "judgegraph.cli", "view", str(run), "--port", str(server.port)],
+                                env=bare_env, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 3 and f"could not serve on 127.0.0.1:{server.port}" in second.stderr
+    finally:
+        server.kill()
+    assert main(["view", str(run), "--port", "70000"]) == 2

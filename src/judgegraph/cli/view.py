@@ -1,11 +1,11 @@
-"""``judgegraph view [DIR|FILE...]``: the local viewer (docs/view.md)."""
+"""``judgegraph view [DIR|FILE...]``: the local viewer (docs/guide/view.md)."""
 
 from __future__ import annotations
 
 import argparse
 import secrets
 
-from .common import EXIT_OK, EXIT_USAGE
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, fail
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,11 +26,14 @@ def run(args: argparse.Namespace) -> int:
     from ..view.app import LOOPBACK, Settings, create_app
 
     if not 0 <= args.port < 65536:
-        print(f"error: --port {args.port}: not a port", flush=True)
-        return EXIT_USAGE
+        return fail(f"--port {args.port}: not a port")
     token = None if args.host == LOOPBACK else secrets.token_urlsafe(24)
     settings = Settings(paths=args.paths, labels=args.labels, host=args.host, token=token)
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(f"judgegraph view: http://{host}:{args.port}/" + (f"?token={token}" if token else ""), flush=True)
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="warning")
+    try:
+        uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="warning")
+    except SystemExit as stop:  # uvicorn exits 1 when it cannot listen (the port in use): an environment error
+        if stop.code:
+            return fail(f"could not serve on {host}:{args.port} (said above)", EXIT_ERRORS)
     return EXIT_OK

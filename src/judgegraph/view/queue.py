@@ -87,11 +87,6 @@ def build_queue(conversations: list[dict[str, Any]], strategy: Strategy = "disag
     return items
 
 
-def item_of(label_record: dict[str, Any]) -> tuple[str, str, str]:
-    return (str(label_record["conversation_id"]), str(label_record["metric"]),
-            str(label_record.get("verdict_id") or "result"))
-
-
 class LabelsFile:
     """The labels file: read with :func:`judgegraph.trust.labels.read_labels`, appended to, never rewritten."""
 
