@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import secrets
 
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, fail
+from .common import EXIT_ERRORS, EXIT_OK, fail
 
 
 def register(sub: argparse._SubParsersAction) -> None:
