@@ -67,7 +67,7 @@ def measure(runs: int, conversations: int, gets: int) -> dict[str, float]:
                     break
                 except OSError:
                     if server.poll() is not None:
-                        raise RuntimeError(server.stderr.read() if server.stderr else "the server stopped")
+                        raise RuntimeError(server.stderr.read() if server.stderr else "the server stopped") from None
                     time.sleep(0.1)
             first, size = _get(base + "/")
             times = [_get(base + "/")[0] for _ in range(gets)]
