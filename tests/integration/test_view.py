@@ -199,3 +199,15 @@ def test_two_annotators_alpha_equals_the_reference_and_kappa_per_pair(one_run, t
     disagreed = sum(len({said[w][i] for w in said if i in said[w]}) > 1 for i in units)
     assert page.text.count("<li>", page.text.index('id="disagreed"')) >= disagreed > 0
     assert "judgegraph align" in page.text and str(labels) in page.text
+
+
+def test_the_load_benchmark_runs_and_prints_its_figures():
+    import subprocess
+    import sys
+
+    bench = Path(__file__).resolve().parents[2] / "benchmarks"
+    proc = subprocess.run([sys.executable, "view_load.py", "--runs", "2", "--conversations", "6", "--gets", "1"],
+                          cwd=bench, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    header, row = proc.stdout.splitlines()
+    assert "server peak RSS MB" in header and row.split()[:2] == ["2", "6"] and float(row.split()[-1]) > 0
