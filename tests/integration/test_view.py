@@ -211,3 +211,37 @@ def test_the_load_benchmark_runs_and_prints_its_figures():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     header, row = proc.stdout.splitlines()
     assert "server peak RSS MB" in header and row.split()[:2] == ["2", "6"] and float(row.split()[-1]) > 0
+
+
+def test_a_labels_file_that_cannot_be_read_or_written_is_named_and_the_rest_served(one_run, tmp_path):
+    labels = tmp_path / "labels.jsonl"
+    labels.mkdir()  # a folder where the labels file should be
+    c, s = client([one_run], labels)
+    assert c.get("/").status_code == 200
+    page = c.get("/label", params={"run": str(one_run), "annotator": "ann"})
+    assert page.status_code == 200 and f"{labels}: cannot be read" in page.text and 'id="position"' in page.text
+    trust = c.get("/trust")
+    assert trust.status_code == 200 and f"{labels}: cannot be read" in trust.text
+    refused = post_label(c, s, one_run, 0, "yes")
+    assert refused.status_code == 500 and f"{labels}: cannot be written" in refused.json()["error"]
+
+
+def test_krippendorff_alpha_on_krippendorff_s_own_example():
+    """Krippendorff (2011), "Computing Krippendorff's alpha-reliability", the nominal example: 4 observers, 12 units,
+    missing values; alpha = 0.743. Also against the reference implementation, to 1e-9."""
+    krippendorff = pytest.importorskip("krippendorff", reason="the reference implementation is in the test extra")
+    np = pytest.importorskip("numpy")
+    from judgegraph.trust.statistics import krippendorff_alpha
+
+    nan = None
+    observers = [[1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
+                 [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
+                 [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
+                 [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan]]
+    units = [[o[u] for o in observers if o[u] is not None] for u in range(12)]
+    got = krippendorff_alpha(units)
+    data = np.array([[np.nan if v is None else float(v) for v in o] for o in observers])
+    assert got == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"), abs=1e-9)
+    assert round(got, 3) == 0.743
+    assert krippendorff_alpha([["yes", "yes"], ["yes", "yes", "yes"]]) is None  # one value: undefined
+    assert krippendorff_alpha([["yes"], ["no"]]) is None  # nothing pairable

@@ -137,11 +137,13 @@ def create_app(settings: Settings) -> Starlette:
 
         annotator = request.query_params.get("annotator", "").strip()
         run, items, strategy = queue(request)
+        read = labels.read()
         base = {"annotator": annotator, "strategy": strategy, "strategies": STRATEGIES, "run": run,
-                "reveal": request.query_params.get("reveal") == "1", "labels_file": settings.labels}
+                "reveal": request.query_params.get("reveal") == "1", "labels_file": settings.labels,
+                "problems": [str(e) for e in read.errors]}
         if not annotator or run is None:
             return page("label.html", item=None, **base)
-        done = labels.labelled(annotator)
+        done = labels.labelled(annotator, read)
         raw = request.query_params.get("i")
         i = int(raw) if raw and raw.isdigit() else next((n for n, it in enumerate(items) if it.key not in done),
                                                          len(items))
@@ -167,7 +169,11 @@ def create_app(settings: Settings) -> Starlette:
         _, items, _ = queue(request)
         if not 0 <= i < len(items):
             return JSONResponse({"error": f"no item {i}"}, status_code=400)
-        record = labels.append(items[i], value, annotator)
+        try:
+            record = labels.append(items[i], value, annotator)
+        except OSError as exc:  # the labels file cannot be written: said where the person labels
+            return JSONResponse({"error": f"{settings.labels}: cannot be written: {exc.strerror or exc}"},
+                                status_code=500)
         return JSONResponse({"written": record, "judge": items[i].judge, "reason": items[i].reason})
 
     async def trust(request: Request) -> Response:

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from ..trust.labels import LabelSet, read_labels
+from ..trust.labels import LabelError, LabelSet, read_labels
 
 Strategy = Literal["disagreement", "random", "failures"]
 STRATEGIES: tuple[Strategy, ...] = ("disagreement", "random", "failures")
@@ -94,13 +94,20 @@ class LabelsFile:
         self.path = Path(path)
 
     def read(self) -> LabelSet:
-        """Every label in the file (its unusable records in ``errors``); nothing when there is no file yet."""
-        return read_labels(self.path) if self.path.exists() else LabelSet()
+        """Every label in the file (its unusable records in ``errors``, and the file itself when it cannot be
+        read); nothing when there is no file yet."""
+        if not self.path.exists():
+            return LabelSet()
+        try:
+            return read_labels(self.path)
+        except OSError as exc:
+            return LabelSet(errors=[LabelError(str(self.path), None, None, None,
+                                               f"cannot be read: {exc.strerror or exc}")])
 
-    def labelled(self, annotator: str) -> dict[tuple[str, str, str], str]:
-        """What ``annotator`` said of each item (their latest label)."""
+    def labelled(self, annotator: str, read: LabelSet | None = None) -> dict[tuple[str, str, str], str]:
+        """What ``annotator`` said of each item (their latest label), from ``read`` (else the file as it is)."""
         return {(lb.conversation_id, lb.metric, lb.verdict_id or "result"): str(lb.value)
-                for lb in self.read().labels if lb.annotator == annotator}
+                for lb in (read or self.read()).labels if lb.annotator == annotator}
 
     def append(self, item: Item, label: str, annotator: str) -> dict[str, Any]:
         """Append one label (one line, one write, locked, fsynced) and return the record written."""
