@@ -111,6 +111,10 @@ def test_a_post_without_the_csrf_token_or_from_another_site_is_refused(one_run, 
                                                             "Sec-Fetch-Site": "cross-site"}).status_code == 403
     assert not labels.exists()
     assert post_label(c, s, one_run, 0, "yes").status_code == 200 and labels.exists()
+    # a page whose item is not the queue's item i any more (the results file was written since) is refused
+    stale = c.post(f"/label?run={one_run}&strategy=random", json={**body, "key": ["gone", "turn_relevancy", "0"]},
+                   headers={"X-CSRF-Token": s.csrf})
+    assert stale.status_code == 409 and labels.read_bytes().count(b"\n") == 1
 
 
 def test_labels_are_appended_never_rewritten_and_a_restart_resumes_the_queue(one_run, tmp_path):

@@ -169,6 +169,8 @@ def create_app(settings: Settings) -> Starlette:
         _, items, _ = queue(request)
         if not 0 <= i < len(items):
             return JSONResponse({"error": f"no item {i}"}, status_code=400)
+        if "key" in body and body["key"] != list(items[i].key):  # the results file changed under the page
+            return JSONResponse({"error": "the queue changed (its results file was written): reload"}, status_code=409)
         try:
             record = labels.append(items[i], value, annotator)
         except OSError as exc:  # the labels file cannot be written: said where the person labels

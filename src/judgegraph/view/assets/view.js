@@ -24,7 +24,7 @@
     const p = new URLSearchParams({run: d.run, strategy: d.strategy});
     const r = await fetch("/label?" + p.toString(), {method: "POST", credentials: "same-origin",
       headers: {"Content-Type": "application/json", "X-CSRF-Token": d.csrf},
-      body: JSON.stringify({annotator: d.annotator, label: value, i: i})});
+      body: JSON.stringify({annotator: d.annotator, label: value, i: i, key: JSON.parse(d.key)})});
     busy = false;
     if (!r.ok) { status.textContent = "not saved: " + (await r.text()); return; }
     go(d.reveal ? i : i + 1);  // with reveal, the page shows the judge's verdict; → goes on
