@@ -130,7 +130,7 @@ def test_labels_are_appended_never_rewritten_and_a_restart_resumes_the_queue(one
     assert [r["label"] for r in records] == ["yes", "no", "yes", "no"]
     for r in records:
         assert r["annotator"] == "ann" and datetime.fromisoformat(r["time"].replace("Z", "+00:00"))
-        assert {"conversation_id", "metric", "verdict_id"} <= set(r) and "by" not in r and "note" not in r
+        assert {"conversation_id", "metric", "turn"} <= set(r) and "by" not in r and "note" not in r
     read = read_labels(labels)
     assert not read.errors and [lb.annotator for lb in read.labels] == ["ann"] * 4 and read.labels[0].time
     # a new server (a restart) on the same labels file: the queue resumes at item 5, another annotator at 1
@@ -249,3 +249,44 @@ def test_krippendorff_alpha_on_krippendorff_s_own_example():
     assert round(got, 3) == 0.743
     assert krippendorff_alpha([["yes", "yes"], ["yes", "yes", "yes"]]) is None  # one value: undefined
     assert krippendorff_alpha([["yes"], ["no"]]) is None  # nothing pairable
+
+
+def test_a_label_names_its_turn_when_that_names_the_verdict_alone_else_its_verdict_id(tmp_path):
+    from judgegraph.view.queue import build_queue
+
+    verdicts = [{"id": "0", "turns": [1], "verdict": "yes"}, {"id": "1", "turns": [3], "verdict": "no"},
+                {"id": "2", "turns": [1, 3], "verdict": "no"}, {"id": "3", "turns": [5], "verdict": None}]
+    records = [{"conversation_id": "c", "results": {"m": {"verdicts": verdicts, "passed": False}}},
+               {"conversation_id": "d", "results": {"r": {"verdicts": [], "passed": True, "score": 1.0}}}]
+    items = {i.verdict_id or i.metric: i for i in build_queue(records, "random")}
+    assert set(items) == {"0", "1", "2", "r"}  # a verdict the judge could not give is not labelled
+    assert items["0"].turn == 2 and items["0"].key == ("c", "m", "turn 2")
+    assert items["1"].turn is None and items["2"].turn is None  # two verdicts end at turn 4
+    assert items["r"].key == ("d", "r", "result")
+    labels = LabelsFile(tmp_path / "labels.jsonl")
+    written = [labels.append(items[k], "yes", "ann") for k in ("0", "1", "r")]
+    assert [{k: w.get(k) for k in ("turn", "verdict_id")} for w in written] == [
+        {"turn": 2, "verdict_id": None}, {"turn": None, "verdict_id": "1"}, {"turn": None, "verdict_id": None}]
+    assert set(labels.labelled("ann")) == {items["0"].key, items["1"].key, items["r"].key}
+
+
+def test_the_align_command_on_the_trust_page_runs_as_shown(tmp_path, monkeypatch, capsys):
+    """On the offline judge's run of the example conversations, labelled in the app: the command copied from the
+    trust page aligns the judge (the offline fit reads the labels by turn)."""
+    import shlex
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(Path(__file__).resolve().parents[2] / "examples" / "support_chats.jsonl", "chats.jsonl")
+    assert main(["eval", "chats.jsonl", "--out", "results.jsonl", "--no-progress", "-q"]) in (0, 1)
+    c, s = client([Path("results.jsonl")], Path("labels.jsonl"))
+    n = 0
+    while (r := post_label(c, s, Path("results.jsonl"), n, "yes" if n % 2 else "no")).status_code == 200:
+        n += 1
+    assert n >= 10 and r.status_code == 400  # past the queue's end
+    page = c.get("/trust")
+    command = html.unescape(re.search(r'<pre id="align-command">([^<]*)</pre>', page.text).group(1))
+    assert command.startswith("judgegraph align chats.jsonl --metric turn_relevancy --labels labels.jsonl")
+    capsys.readouterr()
+    assert main(shlex.split(command)[1:]) == 0
+    assert "wrote aligned/" in capsys.readouterr().out

@@ -2,8 +2,9 @@
 labels file those labels are appended to (never rewritten).
 
 A label is one JSON line in the labels format ``judgegraph agree`` and ``align`` read
-(:mod:`judgegraph.trust.labels`): ``conversation_id``, ``metric``, ``verdict_id`` (or nothing for a
-conversation-level result), ``label`` (``yes`` / ``no``), ``annotator`` and ``time`` (when it was made,
+(:mod:`judgegraph.trust.labels`): ``conversation_id``, ``metric``, ``turn`` when it names the verdict alone (the
+offline fit of ``align`` reads labels by turn), else ``verdict_id`` (neither for a conversation-level result),
+``label`` (``yes`` / ``no``), ``annotator`` and ``time`` (when it was made,
 ``2026-11-28T22:15:03Z``). Each is written with one ``write`` of the whole line under an exclusive lock,
 then flushed and fsynced: a killed server loses no label and leaves no torn line."""
 
@@ -13,12 +14,13 @@ import fcntl
 import json
 import os
 import random
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from ..trust.labels import LabelError, LabelSet, read_labels
+from ..trust.labels import Label, LabelError, LabelSet, read_labels
 
 Strategy = Literal["disagreement", "random", "failures"]
 STRATEGIES: tuple[Strategy, ...] = ("disagreement", "random", "failures")
@@ -39,10 +41,20 @@ class Item:
     reason: str
     why: str  # why the strategy put it here: "jurors split", "near the threshold", ...
     priority: int
+    turn: int | None = None  # the 1-based turn that names the verdict alone (no other of its result ends there)
 
     @property
     def key(self) -> tuple[str, str, str]:
-        return self.conversation_id, self.metric, self.verdict_id or "result"
+        """What a label of it names: its turn when that names it alone (as the offline fit of ``align`` reads
+        labels), else its verdict id, else the whole result (:func:`label_key`)."""
+        return self.conversation_id, self.metric, (f"turn {self.turn}" if self.turn is not None
+                                                   else self.verdict_id or "result")
+
+
+def label_key(label: Label) -> tuple[str, str, str]:
+    """The item a label is about, as :attr:`Item.key` names it."""
+    return label.conversation_id, label.metric, (label.verdict_id if label.verdict_id is not None
+                                                 else f"turn {label.turn}" if label.turn is not None else "result")
 
 
 def _why(verdict: dict[str, Any], result: dict[str, Any]) -> tuple[int, str]:
@@ -70,11 +82,14 @@ def build_queue(conversations: list[dict[str, Any]], strategy: Strategy = "disag
             verdicts = [v for v in result.get("verdicts") or [] if isinstance(v, dict) and v.get("id") is not None
                         and v.get("verdict") in ("yes", "no")]
             if verdicts:
+                ends = Counter(max(t) for v in result.get("verdicts") or [] if isinstance(v, dict)
+                               and (t := [x for x in v.get("turns") or [] if isinstance(x, int)]))
                 for v in verdicts:
                     priority, why = _why(v, result)
-                    items.append(Item(cid, metric, str(v["id"]), [t + 1 for t in v.get("turns") or []],
-                                      str(v.get("reply") or ""), v.get("verdict"), str(v.get("reason") or ""),
-                                      why, priority))
+                    turns = [t + 1 for t in v.get("turns") or [] if isinstance(t, int)]
+                    items.append(Item(cid, metric, str(v["id"]), turns, str(v.get("reply") or ""), v.get("verdict"),
+                                      str(v.get("reason") or ""), why, priority,
+                                      max(turns) if turns and ends[max(turns) - 1] == 1 else None))
             elif result.get("passed") is not None:
                 priority, why = _why({"verdict": "yes" if result["passed"] else "no"}, result)
                 items.append(Item(cid, metric, None, [], "", "yes" if result["passed"] else "no",
@@ -106,13 +121,14 @@ class LabelsFile:
 
     def labelled(self, annotator: str, read: LabelSet | None = None) -> dict[tuple[str, str, str], str]:
         """What ``annotator`` said of each item (their latest label), from ``read`` (else the file as it is)."""
-        return {(lb.conversation_id, lb.metric, lb.verdict_id or "result"): str(lb.value)
-                for lb in (read or self.read()).labels if lb.annotator == annotator}
+        return {label_key(lb): str(lb.value) for lb in (read or self.read()).labels if lb.annotator == annotator}
 
     def append(self, item: Item, label: str, annotator: str) -> dict[str, Any]:
         """Append one label (one line, one write, locked, fsynced) and return the record written."""
         record: dict[str, Any] = {"conversation_id": item.conversation_id, "metric": item.metric}
-        if item.verdict_id is not None:
+        if item.turn is not None:
+            record["turn"] = item.turn
+        elif item.verdict_id is not None:
             record["verdict_id"] = item.verdict_id
         record.update(label=label, annotator=annotator,
                       time=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))

@@ -8,6 +8,7 @@ from itertools import combinations
 
 from ..trust.labels import Label
 from ..trust.statistics import cohen_kappa, krippendorff_alpha
+from .queue import label_key
 
 
 @dataclass
@@ -32,8 +33,7 @@ def people_agreement(labels: list[Label]) -> PeopleAgreement:
     by_item: dict[tuple[str, str, str], dict[str, str]] = {}
     for lb in labels:
         if lb.person:
-            key = (lb.conversation_id, lb.metric, lb.verdict_id or (f"turn {lb.turn}" if lb.turn else "result"))
-            by_item.setdefault(key, {})[lb.person] = str(lb.value)
+            by_item.setdefault(label_key(lb), {})[lb.person] = str(lb.value)
     shared = {k: v for k, v in by_item.items() if len(v) > 1}
     people = sorted({a for v in by_item.values() for a in v})
     out = PeopleAgreement(people, len(shared), krippendorff_alpha([list(v.values()) for v in shared.values()]))
