@@ -90,16 +90,20 @@ def run(tmp_path) -> Path:
     return path
 
 
-def _position(browser) -> int:
-    from selenium.webdriver.common.by import By
-
-    return int(browser.find_element(By.ID, "position").text)
+def _position(browser) -> int | None:
+    """The item shown (1-based), read in one script call: None until the page (and its key handler) is loaded."""
+    text = browser.execute_script("const p = document.getElementById('position');"
+                                  " return document.readyState === 'complete' && p && p.textContent")
+    return int(text) if text else None
 
 
 def _wait(browser, check, what: str) -> None:
+    """Until ``check(browser)``: a page navigating meanwhile (its elements gone stale) is waited out."""
+    from selenium.common.exceptions import JavascriptException, NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(browser, 30).until(lambda d: check(d), message=what)
+    WebDriverWait(browser, 30, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException,
+                                                   JavascriptException)).until(lambda d: check(d), message=what)
 
 
 @needs_browser
@@ -114,14 +118,13 @@ def test_a_person_labels_10_turns_by_keyboard_and_a_restart_resumes_at_item_11(b
     try:
         browser.get(server.base + "/label")
         ActionChains(browser).send_keys("ann").send_keys(Keys.ENTER).perform()  # the name field has the focus
-        _wait(browser, lambda d: d.find_elements(By.ID, "position"), "the queue's first item")
+        _wait(browser, lambda d: _position(d) is not None, "the queue's first item")
         assert _position(browser) == 1
         n = int(browser.find_element(By.ID, "queue").get_attribute("data-n"))
         assert n > 11
         for k in range(10):
             ActionChains(browser).send_keys("y" if k % 3 else "n").perform()
-            _wait(browser, lambda d, k=k: d.find_elements(By.ID, "position") and _position(d) == k + 2,
-                  f"item {k + 2} after labelling item {k + 1}")
+            _wait(browser, lambda d, k=k: _position(d) == k + 2, f"item {k + 2} after labelling item {k + 1}")
         # arrows move without labelling; u goes back one
         ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()
         _wait(browser, lambda d: _position(d) == 12, "→ to item 12")
@@ -142,7 +145,7 @@ def test_a_person_labels_10_turns_by_keyboard_and_a_restart_resumes_at_item_11(b
     try:
         browser.get(again.base + "/label")
         ActionChains(browser).send_keys("ann").send_keys(Keys.ENTER).perform()
-        _wait(browser, lambda d: d.find_elements(By.ID, "position"), "the queue")
+        _wait(browser, lambda d: _position(d) is not None, "the queue")
         assert _position(browser) == 11
         assert "10 of" in browser.find_element(By.ID, "queue").text
     finally:
