@@ -83,7 +83,7 @@ def test_any_run_and_any_pair_open(folder, tmp_path, seed):
 
 
 def test_without_the_token_another_host_gets_403_and_with_it_a_cookie(one_run, tmp_path):
-    c, _ = client([one_run], tmp_path / "labels.jsonl", host="0.0.0.0", token="s3cret")
+    c, _ = client([one_run], tmp_path / "labels.jsonl", token="s3cret")
     c.base_url = "http://192.0.2.7:8765"  # type: ignore[assignment]
     assert c.get("/").status_code == 403
     assert c.get("/", params={"token": "wrong"}).status_code == 403

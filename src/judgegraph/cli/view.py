@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port < 65536:
         return fail(f"--port {args.port}: not a port")
     token = None if args.host == LOOPBACK else secrets.token_urlsafe(24)
-    settings = Settings(paths=args.paths, labels=args.labels, host=args.host, token=token)
+    settings = Settings(paths=args.paths, labels=args.labels, token=token)
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(f"judgegraph view: http://{host}:{args.port}/" + (f"?token={token}" if token else ""), flush=True)
     try:

@@ -39,8 +39,7 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
 class Settings:
     paths: list[str]
     labels: str
-    host: str = LOOPBACK
-    token: str | None = None  # required on every request when set (any host but 127.0.0.1)
+    token: str | None = None  # required on every request when set (``judgegraph view`` on any host but 127.0.0.1)
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
 
 
