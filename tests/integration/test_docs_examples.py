@@ -66,7 +66,8 @@ def judgegraph_commands(text: str) -> list[str]:
 def documented() -> list[tuple[str, str]]:
     readme = [("README", c) for c in judgegraph_commands((ROOT / "README.md").read_text(encoding="utf-8"))]
     pages = yaml.safe_load((ROOT / "docs" / "_gen" / "commands.yml").read_text(encoding="utf-8"))
-    return readme + [(f"commands/{name}", c) for name, page in pages.items() for c in page["examples"]]
+    return readme + [(f"commands/{name}", c) for name, page in pages.items() for c in page["examples"]
+                     if "# not run:" not in c]  # as in a page's bash block: the comment says why (a server)
 
 
 def python_blocks(markdown: str) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any
 from judgegraph.results import JudgeErrorInfo, MetricResult, Status, Usage, Verdict, WindowVerdict
 
 __all__ = ["HOSTILE_IMG", "HOSTILE_REASON", "HOSTILE_SCRIPT", "QUOTED_ID", "sample_run", "two_runs", "write_sample_run",
-           "write_two_runs"]
+           "write_runs", "write_two_runs"]
 
 HOSTILE_SCRIPT = "<script>window.__pwned = 1; document.title = 'pwned'</script>Sure, here is the refund policy."
 HOSTILE_IMG = '<img src=x onerror="window.__pwned = 2">Your order ships tomorrow. </script><b>bold?</b>'
@@ -182,4 +182,32 @@ def write_two_runs(directory: str | Path, n: int = 8) -> tuple[Path, Path, Path]
         if path is paths[2]:  # the new run judged chats.jsonl as written here (its header names its SHA-256)
             records[0]["inputs"][0]["sha256"] = hashlib.sha256(paths[0].read_bytes()).hexdigest()
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return paths
+
+
+def write_runs(directory: str | Path, runs: int, n: int = 8, *, turns_per_conversation: int = 4) -> list[Path]:
+    """Write ``chats.jsonl`` and ``runs`` results files of its ``n`` conversations (``run-000.jsonl``, ... : a header
+    naming ``chats.jsonl`` by its SHA-256, one started an hour after the other, then the sample run's lines with
+    each run failing a different share of the conversations) into ``directory``, as a gate's folder of runs."""
+    conversations, records = sample_run(n, turns_per_conversation=turns_per_conversation, transcripts=False)
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    chats = d / "chats.jsonl"
+    chats.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in conversations), encoding="utf-8")
+    header = _header(["turn_relevancy", "knowledge_retention"])
+    header["inputs"] = [{"path": "chats.jsonl", "sha256": hashlib.sha256(chats.read_bytes()).hexdigest()}]
+    paths = []
+    for r in range(runs):
+        lines = []
+        for i, record in enumerate(records):
+            results = record.get("results") or {}
+            if "turn_relevancy" in results and i % (r % 4 + 2) == 0:  # a different pass rate per run
+                failed = {**results["turn_relevancy"], "score": 0.5, "passed": False, "status": "failed"}
+                record = {**record, "results": {**results, "turn_relevancy": failed}}
+            lines.append(record)
+        path = d / f"run-{r:03d}.jsonl"
+        started = {**header, "started_at": f"2026-11-{1 + r // 24:02d}T{r % 24:02d}:00:00Z"}
+        path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in [started, *lines]),
+                        encoding="utf-8")
+        paths.append(path)
     return paths

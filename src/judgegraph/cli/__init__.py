@@ -22,7 +22,7 @@ __all__ = ["EXIT_ERRORS", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "E
 
 #: Subcommand modules, in the order ``judgegraph --help`` lists them.
 SUBCOMMANDS = ("eval", "rejudge", "report", "show", "diff", "pairwise", "agree", "stability", "align", "graph", "simulate",
-               "cache", "metrics", "init", "export", "watch")
+               "cache", "metrics", "init", "export", "watch", "view")
 
 
 def parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

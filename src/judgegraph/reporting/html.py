@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from .drawing import Drawable
 
-__all__ = ["ReportFile", "render_report", "report_data", "write_report"]
+__all__ = ["ReportFile", "recorded_turns", "render_report", "report_data", "report_html", "write_report"]
 
 STATUSES = ("passed", "failed", "error", "not_applicable")
 BINS = 10
@@ -338,6 +338,26 @@ def render_report(data: dict[str, Any], *, svgs: Sequence[str] = (), title: str 
         if data["input_errors"] else html
 
 
+def report_html(runs: Sequence[RunFile], *, inputs: Sequence[str | Path] = (),
+                graphs: Iterable[Drawable] | None = None, title: str | None = None,
+                ) -> tuple[str, dict[str, Any], list[str]]:
+    """The report page of ``runs`` (one, or several side by side), the data it renders (:func:`report_data`) and
+    the problems met building it: what :func:`write_report` writes, and what ``judgegraph view`` serves."""
+    data, problems = report_data(runs, inputs=inputs)
+    llm = any(str(r.get("judge", "")).startswith("llm") for f in runs for c in f.conversations.values()
+              for r in c.results.values())
+    names = [Path(f.path).name for f in runs]
+    default = f"judgegraph report: {names[0]}" if len(names) == 1 else "judgegraph report: " + " vs ".join(names)
+    html = render_report(data, svgs=_graph_svgs(data["metrics"], graphs, llm=llm), title=title or default)
+    return html, data, problems
+
+
+def recorded_turns(run: RunFile) -> dict[str, list[dict[str, str]]]:
+    """The turns of ``run``'s conversations by id (``role``, ``content``), from the input files its header names
+    when they are still here unchanged; empty when none is."""
+    return _turns_by_id(_recorded_inputs(run))[0]
+
+
 def write_report(
     results: str | Path | Sequence[str | Path],
     out: str | Path,
@@ -354,12 +374,7 @@ def write_report(
     passes the ones it ran); by default the results' metrics with default options."""
     paths = [results] if isinstance(results, (str, Path)) else list(results)
     parsed = [read_run(p) for p in paths]
-    data, problems = report_data(parsed, inputs=inputs)
-    llm = any(str(r.get("judge", "")).startswith("llm") for f in parsed for c in f.conversations.values()
-              for r in c.results.values())
-    default = (f"judgegraph report: {Path(paths[0]).name}" if len(paths) == 1
-               else "judgegraph report: " + " vs ".join(Path(p).name for p in paths))
-    html = render_report(data, svgs=_graph_svgs(data["metrics"], graphs, llm=llm), title=title or default)
+    html, data, problems = report_html(parsed, inputs=inputs, graphs=graphs, title=title)
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html, encoding="utf-8")

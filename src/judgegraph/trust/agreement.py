@@ -183,7 +183,7 @@ def _match(label: Label, result: Mapping[str, Any]) -> tuple[Pair | None, str]:
 
     def pair(verdict_id: str, turns: list[int], judge: object, reason: str) -> Pair:
         return Pair(label.conversation_id, str(result.get("key")), verdict_id, turns, label.value, _judge_label(judge),
-                    reason, label.source, label.by, label.note)
+                    reason, label.source, label.person, label.note)
 
     if label.verdict_id is None and label.turn is None:  # the whole result
         if isinstance(label.value, float):

@@ -7,7 +7,8 @@ for the whole result when it names neither. :func:`read_labels` reads a file in
 any of these shapes (found from its records):
 
 * **labels JSONL** (judgegraph's own; docs/agreement.md): one object a line,
-  ``{"conversation_id", "metric", "turn" | "verdict_id", "label", "by"?, "note"?}``;
+  ``{"conversation_id", "metric", "turn" | "verdict_id", "label", "by"?, "note"?, "annotator"?, "time"?}``
+  (``annotator``: the person's name, as ``judgegraph view`` writes it; ``time``: when, ISO 8601);
 * **MLflow assessments**: a JSON list (or JSONL) of traces as ``Trace.to_dict()``
   writes them (their ``info.assessments``) or of assessments as
   ``Assessment.to_dictionary()`` writes them; only ``HUMAN`` sources count, and a person's override of
@@ -26,10 +27,12 @@ record) and field; the others are still read.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -54,6 +57,13 @@ class Label:
     source: str = ""  # where it was read: "labels.jsonl:3", "review", ...
     by: str = ""
     note: str = ""
+    annotator: str = ""  # the person who labelled it (``judgegraph view`` names every label's)
+    time: str = ""  # when it was labelled, ISO 8601 (``2026-11-28T22:15:03Z``)
+
+    @property
+    def person(self) -> str:
+        """Who labelled it: the annotator, else the source's ``by``."""
+        return self.annotator or self.by
 
     @property
     def target(self) -> str:
@@ -150,7 +160,16 @@ def _metric(name: str) -> str:
 
 # -- judgegraph's labels JSONL ---------------------------------------------------------------------------------
 
-LABEL_FIELDS = frozenset({"conversation_id", "metric", "turn", "verdict_id", "label", "by", "note"})
+LABEL_FIELDS = frozenset({"conversation_id", "metric", "turn", "verdict_id", "label", "by", "note", "annotator", "time"})
+
+
+def _time(value: object) -> str:
+    """An ISO 8601 time, as written (a ``Z`` suffix too)."""
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            datetime.fromisoformat(value.strip().removesuffix("Z") + ("+00:00" if value.strip().endswith("Z") else ""))
+            return value.strip()
+    raise _Bad("time", f"must be an ISO 8601 time (2026-11-28T22:15:03Z), got {json.dumps(value, default=str)[:80]}")
 
 
 def _from_labels_record(record: dict[str, Any], source: str) -> Label:
@@ -165,7 +184,9 @@ def _from_labels_record(record: dict[str, Any], source: str) -> Label:
         raise _Bad("turn", "give a turn or a verdict_id, not both")
     return Label(conversation_id=_text(record, "conversation_id"), metric=_text(record, "metric"),
                  value=label_value(record["label"]), turn=turn, verdict_id=verdict_id, source=source,
-                 by=str(record.get("by") or ""), note=str(record.get("note") or ""))
+                 by=str(record.get("by") or ""), note=str(record.get("note") or ""),
+                 annotator="" if record.get("annotator") is None else _text(record, "annotator"),
+                 time="" if record.get("time") is None else _time(record["time"]))
 
 
 # -- MLflow assessments ----------------------------------------------------------------------------------------

@@ -258,3 +258,23 @@ def fleiss_bootstrap_ci(table: Sequence[Sequence[int]] | IntArray, *, resamples:
     figures = np.concatenate([_fleiss_rows(counts[idx])
                               for idx in resample_chunks(n, resamples, seed, max(1, chunk_elements // counts.shape[1]))])
     return _interval(figures, level, resamples, seed)
+
+
+def krippendorff_alpha(units: Sequence[Sequence[object]]) -> float | None:
+    """Krippendorff's alpha, nominal (Krippendorff 2011, "Computing Krippendorff's alpha-reliability"):
+    ``units[u]`` holds the labels the raters gave unit ``u`` (any number of raters; a missing rating is
+    simply absent). Units with fewer than 2 labels are not pairable and are left out. None when fewer than
+    2 pairable labels, or every pairable label is the same value (the expected disagreement is then 0)."""
+    rated = [list(u) for u in units if len(u) >= 2]
+    values = sorted({v for u in rated for v in u}, key=repr)
+    if not rated or len(values) < 2:
+        return None
+    table = rating_table(rated, values).astype(np.float64)  # units x values: how many raters gave each value
+    m = table.sum(axis=1, keepdims=True)
+    coincidence = (table[:, :, None] * table[:, None, :] - np.eye(len(values)) * table[:, :, None]) / (m[:, :, None] - 1)
+    o = coincidence.sum(axis=0)  # the coincidence matrix
+    n_c = o.sum(axis=1)
+    n = n_c.sum()
+    observed = o.sum() - np.trace(o)
+    expected = (n_c.sum() ** 2 - (n_c * n_c).sum()) / (n - 1)
+    return float(1.0 - observed / expected) if expected > 0 else None

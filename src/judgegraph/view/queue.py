@@ -1,0 +1,149 @@
+"""The label queue: which judged turns (or conversation-level results) a person labels, in which order, and the
+labels file those labels are appended to (never rewritten).
+
+A label is one JSON line in the labels format ``judgegraph agree`` and ``align`` read
+(:mod:`judgegraph.trust.labels`): ``conversation_id``, ``metric``, ``turn`` when it names the verdict alone (the
+offline fit of ``align`` reads labels by turn), else ``verdict_id`` (neither for a conversation-level result),
+``label`` (``yes`` / ``no``), ``annotator`` and ``time`` (when it was made,
+``2026-11-28T22:15:03Z``). Each is written with one ``write`` of the whole line under an exclusive lock,
+then flushed and fsynced: a killed server loses no label and leaves no torn line."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import random
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from ..trust.labels import Label, LabelError, LabelSet, read_labels
+
+Strategy = Literal["disagreement", "random", "failures"]
+STRATEGIES: tuple[Strategy, ...] = ("disagreement", "random", "failures")
+#: a result whose score is this close to its threshold is "near the threshold"
+NEAR = 0.1
+
+
+@dataclass(frozen=True)
+class Item:
+    """One thing to label: a verdict (``verdict_id``) of a metric, or the metric's whole result."""
+
+    conversation_id: str
+    metric: str
+    verdict_id: str | None
+    turns: list[int]  # 1-based, the turns the verdict is about
+    reply: str
+    judge: str | None  # the judge's verdict (hidden unless revealed)
+    reason: str
+    why: str  # why the strategy put it here: "jurors split", "near the threshold", ...
+    priority: int
+    turn: int | None = None  # the 1-based turn that names the verdict alone (no other of its result ends there)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What a label of it names: its turn when that names it alone (as the offline fit of ``align`` reads
+        labels), else its verdict id, else the whole result (:func:`label_key`)."""
+        return self.conversation_id, self.metric, (f"turn {self.turn}" if self.turn is not None
+                                                   else self.verdict_id or "result")
+
+
+def label_key(label: Label) -> tuple[str, str, str]:
+    """The item a label is about, as :attr:`Item.key` names it."""
+    return label.conversation_id, label.metric, (label.verdict_id if label.verdict_id is not None
+                                                 else f"turn {label.turn}" if label.turn is not None else "result")
+
+
+def _why(verdict: dict[str, Any], result: dict[str, Any]) -> tuple[int, str]:
+    """How much a disagreement-first queue wants this verdict first (lower first) and why."""
+    votes = [v.get("verdict") for v in verdict.get("votes") or [] if isinstance(v, dict)]
+    if len({v for v in votes if v is not None}) > 1:
+        judges = {v.get("judge") for v in verdict.get("votes") or [] if isinstance(v, dict)}
+        return 0, "jurors split" if len(judges) > 1 else "flaky across repeats"
+    score, threshold = result.get("score"), result.get("threshold")
+    if isinstance(score, (int, float)) and isinstance(threshold, (int, float)) and abs(score - threshold) <= NEAR:
+        return 1, "near the threshold"
+    if verdict.get("verdict") == "no" or result.get("passed") is False:
+        return 2, "a failure"
+    return 3, ""
+
+
+def build_queue(conversations: list[dict[str, Any]], strategy: Strategy = "disagreement", seed: int = 0) -> list[Item]:
+    """The items of ``conversations`` (results records) in the order ``strategy`` puts them: ``random`` (shuffled
+    with ``seed``), ``disagreement`` (jurors split or repeats differ, then near the threshold, then failures, then
+    the rest, each group shuffled with ``seed``), ``failures`` (only failing verdicts and results)."""
+    items: list[Item] = []
+    for record in conversations:
+        cid = str(record["conversation_id"])
+        for metric, result in (record.get("results") or {}).items():
+            verdicts = [v for v in result.get("verdicts") or [] if isinstance(v, dict) and v.get("id") is not None
+                        and v.get("verdict") in ("yes", "no")]
+            if verdicts:
+                ends = Counter(max(t) for v in result.get("verdicts") or [] if isinstance(v, dict)
+                               and (t := [x for x in v.get("turns") or [] if isinstance(x, int)]))
+                for v in verdicts:
+                    priority, why = _why(v, result)
+                    turns = [t + 1 for t in v.get("turns") or [] if isinstance(t, int)]
+                    items.append(Item(cid, metric, str(v["id"]), turns, str(v.get("reply") or ""), v.get("verdict"),
+                                      str(v.get("reason") or ""), why, priority,
+                                      max(turns) if turns and ends[max(turns) - 1] == 1 else None))
+            elif result.get("passed") is not None:
+                priority, why = _why({"verdict": "yes" if result["passed"] else "no"}, result)
+                items.append(Item(cid, metric, None, [], "", "yes" if result["passed"] else "no",
+                                  str(result.get("reason") or ""), why, priority))
+    random.Random(seed).shuffle(items)
+    if strategy == "failures":
+        return [i for i in items if i.judge == "no"]
+    if strategy == "disagreement":
+        items.sort(key=lambda i: i.priority)  # stable: shuffled within each group
+    return items
+
+
+class LabelsFile:
+    """The labels file: read with :func:`judgegraph.trust.labels.read_labels`, appended to, never rewritten."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def read(self) -> LabelSet:
+        """Every label in the file (its unusable records in ``errors``, and the file itself when it cannot be
+        read); nothing when there is no file yet."""
+        if not self.path.exists():
+            return LabelSet()
+        try:
+            return read_labels(self.path)
+        except OSError as exc:
+            return LabelSet(errors=[LabelError(str(self.path), None, None, None,
+                                               f"cannot be read: {exc.strerror or exc}")])
+
+    def labelled(self, annotator: str, read: LabelSet | None = None) -> dict[tuple[str, str, str], str]:
+        """What ``annotator`` said of each item (their latest label), from ``read`` (else the file as it is)."""
+        return {label_key(lb): str(lb.value) for lb in (read or self.read()).labels if lb.annotator == annotator}
+
+    def append(self, item: Item, label: str, annotator: str) -> dict[str, Any]:
+        """Append one label (one line, one write, locked, fsynced) and return the record written."""
+        record: dict[str, Any] = {"conversation_id": item.conversation_id, "metric": item.metric}
+        if item.turn is not None:
+            record["turn"] = item.turn
+        elif item.verdict_id is not None:
+            record["verdict_id"] = item.verdict_id
+        record.update(label=label, annotator=annotator,
+                      time=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.fstat(fd).st_size:  # a line torn by something else: ours starts on a line of its own
+                with open(self.path, "rb") as fh:
+                    fh.seek(-1, os.SEEK_END)
+                    if fh.read(1) != b"\n":
+                        line = b"\n" + line
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)  # closing releases the lock
+        return record
