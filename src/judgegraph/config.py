@@ -42,6 +42,13 @@ class MetricOptions(_Section):
     role: str | None = None
 
 
+class OwnOptions(MetricOptions):
+    """One metric's options in ``metrics:``: those above, and any other its spec declares (a plugin's own;
+    checked against ``MetricSpec.options`` by ``_check_metrics``, their values by the metric's factory)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 class JudgeSection(_Section):
     model: str | None = None
     base_url: str | None = None
@@ -77,7 +84,7 @@ class Config(_Section):
     """The whole file. ``metrics``: names, or ``{name: {option: value}}`` for a metric's own options."""
 
     inputs: list[str] = Field(default_factory=list)
-    metrics: list[Union[str, dict[str, MetricOptions]]] = Field(default_factory=list)
+    metrics: list[Union[str, dict[str, OwnOptions]]] = Field(default_factory=list)
     #: ``{metric: threshold}``: a shorthand for a metric's own ``threshold`` option
     thresholds: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
     options: MetricOptions = Field(default_factory=MetricOptions)
@@ -185,7 +192,7 @@ def _check_metrics(config: Config, root: yaml.Node | None, path: str | Path) -> 
     from .metrics import get_metric
 
     for i, item in enumerate(config.metrics):
-        named = {item: MetricOptions()} if isinstance(item, str) else item
+        named = {item: OwnOptions()} if isinstance(item, str) else item
         if len(named) != 1:
             raise ConfigError(f"{path}:{line_at(root, ('metrics', i)) or 1}: metrics[{i}]: a metric is a name, or one "
                               "name with its options ({turn-relevancy: {threshold: 0.8}}), got "
@@ -236,7 +243,7 @@ def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, Any], 
     names: list[str] = []
     per_metric: dict[str, dict[str, Any]] = {}
     for item in config.metrics:
-        for name, opts in ({item: MetricOptions()} if isinstance(item, str) else item).items():
+        for name, opts in ({item: OwnOptions()} if isinstance(item, str) else item).items():
             names.append(name)
             if own := _options(opts):
                 per_metric[name] = own
