@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from judgegraph.conversation import Conversation
 import judgegraph.metrics
+from judgegraph.conversation import Conversation
 from judgegraph.metrics.relevancy import DEFAULT_RUBRIC_STEP, JUDGE_STEP, turn_request
 from judgegraph.prompts import PromptError, load_prompt, parse_prompt, prompt_dirs
 from judgegraph.windows import sliding_windows
