@@ -77,7 +77,7 @@ def venv(tmp_path_factory) -> Path:
     parents = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
     Path(site, "judgegraph_under_test.pth").write_text(
         "import site; " + "; ".join(f"site.addsitedir({p!r})" for p in parents) + "\n", encoding="utf-8")
-    subprocess.run([python, "-c", "import setuptools, pip"], check=True, timeout=60)
+    subprocess.run([python, "-c", "import setuptools.build_meta"], check=True, timeout=60)  # the plugins' backend
     plugin = shutil.copytree(ROOT / "examples" / "plugin", root / "plugin",
                              ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     broken = root / "broken"
@@ -167,8 +167,8 @@ def test_the_plugin_metric_from_a_config_file_with_its_own_option(venv, tmp_path
 def test_the_dry_run_counts_the_plugin_metric(venv):
     run = judgegraph(venv, "eval", CHATS, "-m", "reply-tone", "--model", "openai:gpt-4.1-mini", "--dry-run")
     assert run.returncode == 0, run.stderr
-    assert "reply_tone" in run.stdout or "reply-tone" in run.stdout
-    assert f"{EXCHANGES} " in run.stdout
+    (row,) = [line.split("│") for line in run.stdout.splitlines() if "reply_tone" in line]
+    assert int(row[2]) == EXCHANGES and "No call was made." in run.stdout  # one call per reply, counted
 
 
 def test_a_broken_plugin_leaves_the_built_ins_running(venv, tmp_path):
@@ -178,4 +178,4 @@ def test_a_broken_plugin_leaves_the_built_ins_running(venv, tmp_path):
         assert server.calls["/v1/chat/completions"] > 0
     assert run.returncode == 0, run.stderr
     assert all("turn_relevancy" in r for r in results(tmp_path / "results.jsonl").values())
-    assert set(warned(run.stderr).values()) <= {0, 1}  # never more than one warning for a broken entry point
+    assert warned(run.stderr) == dict.fromkeys(BROKEN_POINTS, 0)  # a built-in's name loads no plugin
