@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -179,3 +181,26 @@ def test_a_broken_plugin_leaves_the_built_ins_running(venv, tmp_path):
     assert run.returncode == 0, run.stderr
     assert all("turn_relevancy" in r for r in results(tmp_path / "results.jsonl").values())
     assert warned(run.stderr) == dict.fromkeys(BROKEN_POINTS, 0)  # a built-in's name loads no plugin
+
+
+def test_the_docs_section_runs_as_written(venv, tmp_path):
+    """docs/guide/custom.md's "Metrics from other packages": its entry point is the example's, and its commands
+    (the config file as written) run in the venv the example is installed in."""
+    page = (ROOT / "docs" / "guide" / "custom.md").read_text(encoding="utf-8")
+    section = page.split("\n# Metrics from other packages\n", 1)[1].split("\n# ", 1)[0]
+    blocks = dict(re.findall(r"```(toml|bash|yaml)\n(.*?)```", section, re.S))
+    assert blocks["toml"].strip() in (ROOT / "examples" / "plugin" / "pyproject.toml").read_text(encoding="utf-8")
+    lines = [line.split("  # ")[0] for line in blocks["bash"].splitlines()]
+    assert lines[0] == "pip install ./examples/plugin"  # what the fixture installed
+    (tmp_path / "examples").mkdir()
+    shutil.copy(CHATS, tmp_path / "examples" / CHATS.name)
+    (tmp_path / "tone.yaml").write_text(blocks["yaml"], encoding="utf-8")
+    formal = ScriptedResponder([(lambda req: "keeps this tone: formal." in req.text, NO)], default=YES)
+    with FakeOpenAIServer(formal) as server:
+        env = _env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test")
+        runs = [subprocess.run([venv, "-m", "judgegraph.cli", *shlex.split(line)[1:]], capture_output=True, text=True,
+                               timeout=300, env=env, cwd=tmp_path) for line in lines[1:]]
+        calls = server.calls["/v1/chat/completions"]
+    assert [r.returncode for r in runs] == [0, 0, 1], [r.stderr for r in runs]
+    assert calls == 2 * EXCHANGES, [r.stderr for r in runs]  # formal: not the example's tone
+    assert "reply-tone" in runs[0].stdout
