@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from judgegraph import ScriptedChatModel
+from judgegraph.judges.schema_example import example_from_schema
 from judgegraph.judges.scripted import ScriptedRequest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,12 +106,14 @@ def answer(verdict: str = "yes") -> Callable[[ScriptedRequest], dict[str, Any]]:
         if name == "ClaimVerdicts":
             return {"verdicts": [{"claim": i, "reason": reason, "verdict": verdict}
                                  for i in range(1, schema.expected_claims + 1)]}
-        if name == "LanguageVerdict":  # the example metric
-            return {"user_language": "English", "reply_language": "English" if yes else "German",
-                    "reason": reason, "verdict": verdict}
         if name.endswith("Feedback"):  # make_judge: a bool value
             return {"reason": reason, "value": yes}
-        raise LookupError(f"metric_cases.answer: no answer for schema {name!r}")
+        # Any other schema (the example metric's, a new metric's): a valid answer, a yes/no verdict this polarity.
+        shape = request.schema.model_json_schema() if isinstance(request.schema, type) else request.schema
+        fields = example_from_schema(shape if isinstance(shape, dict) else None)
+        if not isinstance(fields, dict) or fields.get("verdict") not in ("yes", "no"):
+            raise LookupError(f"metric_cases.answer: no answer for schema {name!r} (not a yes/no verdict)")
+        return {**fields, "reason": reason, "verdict": verdict}
 
     return reply
 
