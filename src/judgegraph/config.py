@@ -8,6 +8,7 @@ file's folder, as the file is read wherever the command runs.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -204,8 +205,11 @@ def _check_metrics(config: Config, root: yaml.Node | None, path: str | Path) -> 
                 raise ConfigError(f"{path}:{line_at(root, ('metrics', i)) or 1}: metrics[{i}]: {exc}") from None
             for key in opts.model_fields_set:
                 if RENAMED.get(key, key) not in spec.options:
+                    close = difflib.get_close_matches(key, _names(spec.options).split(", "), n=1)
+                    what = (f"unknown key ({f'did you mean {close[0]}? ' if close else ''}{name} takes:"
+                            if key in (opts.model_extra or {}) else f"{name} takes no {key} (it takes:")
                     raise ConfigError(f"{path}:{line_at(root, ('metrics', i, name, key)) or 1}: metrics[{i}].{name}.{key}:"
-                                      f" {name} takes no {key} (it takes: {_names(spec.options)})")
+                                      f" {what} {_names(spec.options)})")
 
 
 def _names(options: frozenset[str]) -> str:
