@@ -149,18 +149,9 @@ def test_the_plugin_metric_runs_with_m_is_rejudged_and_reported(venv, tmp_path):
     assert "reply_tone" in html.read_text(encoding="utf-8")
 
 
-def test_the_plugin_metric_from_a_config_file_with_its_own_option(venv, tmp_path):
-    formal = ScriptedResponder([(lambda req: "keeps this tone: formal." in req.text, NO)], default=YES)
-    with FakeOpenAIServer(formal) as server:
-        config = tmp_path / "judgegraph.yaml"
-        config.write_text(f"inputs: [{CHATS}]\nmetrics:\n  - reply-tone: {{tone: formal}}\n"
-                          f"judge: {{model: 'openai:x', base_url: '{server.base_url}'}}\n"
-                          f"outputs: {{out: {tmp_path / 'results.jsonl'}}}\n", encoding="utf-8")
-        run = judgegraph(venv, "eval", "--config", config, "-q", "--no-progress")
-        assert server.calls["/v1/chat/completions"] == EXCHANGES
-    assert run.returncode == 1, run.stderr  # every reply judged not formal: below the threshold
-    for judged in results(tmp_path / "results.jsonl").values():
-        assert judged["reply_tone"]["score"] == 0 and "'formal'" in judged["reply_tone"]["reason"]
+def test_a_config_file_s_option_the_plugin_does_not_take_is_a_usage_error(venv, tmp_path):
+    """(The plugin's own option from a config file: test_the_docs_section_runs_as_written.)"""
+    config = tmp_path / "judgegraph.yaml"
     config.write_text("metrics:\n  - reply-tone: {tones: formal}\n", encoding="utf-8")
     bad = judgegraph(venv, "eval", CHATS, "--config", config)
     assert bad.returncode == 2 and "reply-tone.tones: unknown key (did you mean tone? reply-tone takes: " in bad.stderr
