@@ -1,5 +1,5 @@
 """Does each reply answer in the language the user wrote in? A whole metric in
-one file, written only against judgegraph's public core API; it gets every
+one file, written only against judgegraph's public API for metric authors (``judgegraph.metric``); it gets every
 capability a built-in metric has (transcripts and `show`, review, re-judging,
 the latest scope, dry-run estimates, the HTML report) with no change to the core.
 
@@ -17,14 +17,31 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from judgegraph import nodes
-from judgegraph.judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
-from judgegraph.metrics import MetricSpec
-from judgegraph.prompts import parse_prompt
-from judgegraph.results import WindowVerdict, merge_verdicts
-from judgegraph.scoring import check_threshold
-from judgegraph.state import MetricInput, MetricOutput, MetricState
-from judgegraph.windows import Window
+from judgegraph.metric import (
+    Judge,
+    JudgeOutcome,
+    JudgeRequest,
+    MetricInput,
+    MetricOutput,
+    MetricSpec,
+    MetricState,
+    ModelLike,
+    Window,
+    WindowVerdict,
+    check_threshold,
+    fan_out,
+    judge_step,
+    make_result,
+    merge_verdicts,
+    outcome_fields,
+    parse_prompt,
+    require_tasks,
+    resolve_judge,
+    score_node,
+    scoring_edges,
+    turn_label,
+    window_node,
+)
 
 STEP, TASK = "reply_language/judge_language", "reply_language"
 PROMPT = parse_prompt(STEP, """<!--
@@ -69,22 +86,22 @@ def build_reply_language_graph(judge: Judge, *, name: str = "reply_language", th
         window, value = task["window"], outcome.value if outcome.ok else None
         verdict = WindowVerdict(window=window.index, turns=list(window.target.reply_turn_indices),
                                 reply=window.target.reply_text, verdict=getattr(value, "verdict", None),
-                                reason=getattr(value, "reason", ""), **nodes.outcome_fields(outcome))
+                                reason=getattr(value, "reason", ""), **outcome_fields(outcome))
         return {"verdicts": [verdict]}
 
     def score(state: Any, conversation: Any, verdicts: list[Any]) -> Any:
-        return nodes.make_result(name, conversation, verdicts, judge=judge, threshold=threshold, step=STEP,
-                                 what="replies in the user's language", where=lambda v: nodes.turn_label(v.turns),
+        return make_result(name, conversation, verdicts, judge=judge, threshold=threshold, step=STEP,
+                                 what="replies in the user's language", where=lambda v: turn_label(v.turns),
                                  min_judged=min_judged)
 
     builder = StateGraph(ReplyLanguageState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("window_turns", nodes.window_node(1))
-    builder.add_node("judge_language", nodes.judge_step("judge_language", judge, build, finish))
-    builder.add_node("reduce_score", nodes.score_node(name, score, order=lambda v: v.window))
+    builder.add_node("window_turns", window_node(1))
+    builder.add_node("judge_language", judge_step("judge_language", judge, build, finish))
+    builder.add_node("reduce_score", score_node(name, score, order=lambda v: v.window))
     builder.add_edge(START, "window_turns")
-    route = nodes.fan_out("judge_language", "windows", item="window", empty="reduce_score")
+    route = fan_out("judge_language", "windows", item="window", empty="reduce_score")
     builder.add_conditional_edges("window_turns", route, ["judge_language", "reduce_score"])
-    nodes.scoring_edges(builder, ["judge_language"], review=review, metric=name)
+    scoring_edges(builder, ["judge_language"], review=review, metric=name)
     builder.add_edge("reduce_score", END)
     return builder
 

@@ -110,7 +110,7 @@ def metrics_page() -> str:
 
 
 #: The packages whose ``__all__`` is the public API (the command line's is its own reference).
-API_PACKAGES = ("judgegraph", "judgegraph.apps", "judgegraph.apps.simulate", "judgegraph.judges", "judgegraph.loaders",
+API_PACKAGES = ("judgegraph", "judgegraph.metric", "judgegraph.apps", "judgegraph.apps.simulate", "judgegraph.judges", "judgegraph.loaders",
                 "judgegraph.embeddings", "judgegraph.compare", "judgegraph.trust", "judgegraph.batch",
                 "judgegraph.scale", "judgegraph.integrations.mlflow")
 
@@ -120,6 +120,7 @@ def _where(package: str, name: str) -> str:
     import importlib
     import inspect
     import re
+    import sys
 
     obj = getattr(importlib.import_module(package), name)
     module = getattr(obj, "__module__", None)
@@ -127,6 +128,15 @@ def _where(package: str, name: str) -> str:
         source = inspect.getsource(importlib.import_module(module))
         if re.search(rf"^(async )?(def|class) {name}\b", source, re.M):  # written there, not made by a factory
             return f"{module}.{name}"
+        # Made by a factory (a session metric's): the module that assigns it (the top-level package exports the
+        # metrics' factories from the registry, not by an import a reader of the source could follow).
+        for other in sorted(m for m in sys.modules if m.startswith("judgegraph.") and m != module):
+            try:
+                text = inspect.getsource(sys.modules[other])
+            except (OSError, TypeError):
+                continue
+            if re.search(rf"^{name} = ", text, re.M):
+                return f"{other}.{name}"
     return f"{package}.{name}"
 
 

@@ -2,7 +2,10 @@
 
 Everything is imported lazily: ``import judgegraph`` builds no model, loads no
 weights and opens no connection. Type checkers see the exports through the
-``TYPE_CHECKING`` imports below (the package ships ``py.typed``).
+``TYPE_CHECKING`` imports below (the package ships ``py.typed``). Each built-in
+metric's factory (``create_turn_relevancy_judge``...) is exported too, read from the
+metric registry: a new metric needs no line here (typed where it is defined,
+``judgegraph.metrics.<module>``). Authors of metrics import from :mod:`judgegraph.metric`.
 """
 
 from __future__ import annotations
@@ -30,23 +33,8 @@ if TYPE_CHECKING:
     from .loaders import load_conversations, load_file, load_files
     from .loaders.langgraph_threads import from_thread
     from .metrics import create_metric
-    from .metrics.contextual import create_turn_contextual_relevancy_judge
     from .metrics.custom import make_judge
-    from .metrics.faithfulness import create_turn_faithfulness_judge
-    from .metrics.goal import create_goal_completion_judge
     from .metrics.pairwise import Criterion, create_pairwise_judge
-    from .metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
-    from .metrics.response import create_response_relevancy_judge
-    from .metrics.safety import create_conversational_safety_judge
-    from .metrics.session import (
-        create_conversation_completeness_judge,
-        create_conversational_guidelines_judge,
-        create_knowledge_retention_judge,
-        create_role_adherence_judge,
-        create_user_frustration_judge,
-    )
-    from .metrics.tools import create_tool_correctness_judge
-    from .metrics.topic import create_topic_adherence_judge
     from .report import build_report_graph, create_report_graph
     from .results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict
     from .scoring import build_result
@@ -66,20 +54,6 @@ _EXPORTS = {
     "JudgeErrorInfo": "results",
     "Usage": "results",
     "build_result": "scoring",
-    "create_turn_relevancy_judge": "metrics.relevancy",
-    "create_conversation_relevance_judge": "metrics.relevancy",
-    "create_turn_contextual_relevancy_judge": "metrics.contextual",
-    "create_response_relevancy_judge": "metrics.response",
-    "create_conversation_completeness_judge": "metrics.session",
-    "create_knowledge_retention_judge": "metrics.session",
-    "create_user_frustration_judge": "metrics.session",
-    "create_conversational_guidelines_judge": "metrics.session",
-    "create_role_adherence_judge": "metrics.session",
-    "create_tool_correctness_judge": "metrics.tools",
-    "create_goal_completion_judge": "metrics.goal",
-    "create_topic_adherence_judge": "metrics.topic",
-    "create_turn_faithfulness_judge": "metrics.faithfulness",
-    "create_conversational_safety_judge": "metrics.safety",
     "make_judge": "metrics.custom",
     "create_metric": "metrics",
     "create_report_graph": "report",
@@ -120,14 +94,24 @@ _EXPORTS = {
     "load_results": "export",
 }
 
-__all__ = sorted(_EXPORTS)
+
+
+def _metric_factories() -> dict[str, Any]:
+    """Each built-in metric's factory by its name, from the registry (importing the metric modules)."""
+    from .metrics import built_ins
+
+    return {spec.factory.__name__: spec.factory for spec in built_ins().values()}
 
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+    if name == "__all__":  # the public names: the table above and the metrics' factories
+        return sorted([*_EXPORTS, *_metric_factories()])
+    if name.startswith("create_") and name in (factories := _metric_factories()):
+        return factories[name]
     raise AttributeError(f"module 'judgegraph' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+    return sorted({*globals(), *_EXPORTS, *_metric_factories()})

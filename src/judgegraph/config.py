@@ -8,6 +8,7 @@ file's folder, as the file is read wherever the command runs.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -40,6 +41,13 @@ class MetricOptions(_Section):
     n_questions: int | None = Field(default=None, ge=1)
     guidelines: list[str] | None = None
     role: str | None = None
+
+
+class OwnOptions(MetricOptions):
+    """One metric's options in ``metrics:``: those above, and any other its spec declares (a plugin's own;
+    checked against ``MetricSpec.options`` by ``_check_metrics``, their values by the metric's factory)."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 class JudgeSection(_Section):
@@ -77,7 +85,7 @@ class Config(_Section):
     """The whole file. ``metrics``: names, or ``{name: {option: value}}`` for a metric's own options."""
 
     inputs: list[str] = Field(default_factory=list)
-    metrics: list[Union[str, dict[str, MetricOptions]]] = Field(default_factory=list)
+    metrics: list[Union[str, dict[str, OwnOptions]]] = Field(default_factory=list)
     #: ``{metric: threshold}``: a shorthand for a metric's own ``threshold`` option
     thresholds: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
     options: MetricOptions = Field(default_factory=MetricOptions)
@@ -185,7 +193,7 @@ def _check_metrics(config: Config, root: yaml.Node | None, path: str | Path) -> 
     from .metrics import get_metric
 
     for i, item in enumerate(config.metrics):
-        named = {item: MetricOptions()} if isinstance(item, str) else item
+        named = {item: OwnOptions()} if isinstance(item, str) else item
         if len(named) != 1:
             raise ConfigError(f"{path}:{line_at(root, ('metrics', i)) or 1}: metrics[{i}]: a metric is a name, or one "
                               "name with its options ({turn-relevancy: {threshold: 0.8}}), got "
@@ -197,8 +205,11 @@ def _check_metrics(config: Config, root: yaml.Node | None, path: str | Path) -> 
                 raise ConfigError(f"{path}:{line_at(root, ('metrics', i)) or 1}: metrics[{i}]: {exc}") from None
             for key in opts.model_fields_set:
                 if RENAMED.get(key, key) not in spec.options:
+                    close = difflib.get_close_matches(key, _names(spec.options).split(", "), n=1)
+                    what = (f"unknown key ({f'did you mean {close[0]}? ' if close else ''}{name} takes:"
+                            if key in (opts.model_extra or {}) else f"{name} takes no {key} (it takes:")
                     raise ConfigError(f"{path}:{line_at(root, ('metrics', i, name, key)) or 1}: metrics[{i}].{name}.{key}:"
-                                      f" {name} takes no {key} (it takes: {_names(spec.options)})")
+                                      f" {what} {_names(spec.options)})")
 
 
 def _names(options: frozenset[str]) -> str:
@@ -236,7 +247,7 @@ def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, Any], 
     names: list[str] = []
     per_metric: dict[str, dict[str, Any]] = {}
     for item in config.metrics:
-        for name, opts in ({item: MetricOptions()} if isinstance(item, str) else item).items():
+        for name, opts in ({item: OwnOptions()} if isinstance(item, str) else item).items():
             names.append(name)
             if own := _options(opts):
                 per_metric[name] = own

@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from judgegraph import ScriptedChatModel
+from judgegraph.judges.schema_example import example_from_schema
 from judgegraph.judges.scripted import ScriptedRequest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,12 +106,14 @@ def answer(verdict: str = "yes") -> Callable[[ScriptedRequest], dict[str, Any]]:
         if name == "ClaimVerdicts":
             return {"verdicts": [{"claim": i, "reason": reason, "verdict": verdict}
                                  for i in range(1, schema.expected_claims + 1)]}
-        if name == "LanguageVerdict":  # the example metric
-            return {"user_language": "English", "reply_language": "English" if yes else "German",
-                    "reason": reason, "verdict": verdict}
         if name.endswith("Feedback"):  # make_judge: a bool value
             return {"reason": reason, "value": yes}
-        raise LookupError(f"metric_cases.answer: no answer for schema {name!r}")
+        # Any other schema (the example metric's, a new metric's): a valid answer, a yes/no verdict this polarity.
+        shape = request.schema.model_json_schema() if isinstance(request.schema, type) else request.schema
+        fields = example_from_schema(shape if isinstance(shape, dict) else None)
+        if not isinstance(fields, dict) or fields.get("verdict") not in ("yes", "no"):
+            raise LookupError(f"metric_cases.answer: no answer for schema {name!r} (not a yes/no verdict)")
+        return {**fields, "reason": reason, "verdict": verdict}
 
     return reply
 
@@ -149,13 +152,18 @@ class Case:
     windowed: bool = False  # judges exchange by exchange (scope="latest" judges only the last one)
 
 
-def _built_in(name: str, **options: Any) -> Case:
-    from judgegraph.metrics import get_metric
+#: What some metrics need to run, by the option that takes it: each built-in gets those its spec lists.
+INPUTS: dict[str, Any] = {
+    "embeddings": DeterministicFakeEmbedding(size=16),
+    "guidelines": ["Answer in one sentence.", "Be polite."],
+    "topics": ["The bookshop: opening hours, returns, shipping"],
+}
 
-    windowed = name in ("turn_relevancy", "conversation_relevance", "turn_contextual_relevancy",
-                        "response_relevancy", "reply_language", "tool_correctness", "topic_adherence",
-                        "turn_faithfulness", "conversational_safety")
-    return Case(name, lambda model, **kw: get_metric(name).factory(model=model, **options, **kw), options, windowed)
+
+def _built_in(spec: Any) -> Case:
+    options = {k: v for k, v in INPUTS.items() if k in spec.options}
+    return Case(spec.name, lambda model, **kw: spec.factory(model=model, **options, **kw), options,
+                spec.scope == "exchange")
 
 
 def _make_judge(model: Any, **kw: Any) -> Any:
@@ -166,24 +174,15 @@ def _make_judge(model: Any, **kw: Any) -> Any:
 
 
 def cases() -> list[Case]:
+    """Every built-in metric (the registry's, plugins left out), ``make_judge`` and the example metric."""
+    from judgegraph.metrics import built_ins
+
+    example = example_metric()
     return [
-        _built_in("turn_relevancy"),
-        _built_in("conversation_relevance"),
-        _built_in("turn_contextual_relevancy"),
-        _built_in("response_relevancy", embeddings=DeterministicFakeEmbedding(size=16)),
-        _built_in("conversation_completeness"),
-        _built_in("knowledge_retention"),
-        _built_in("user_frustration"),
-        _built_in("conversational_guidelines", guidelines=["Answer in one sentence.", "Be polite."]),
-        _built_in("role_adherence"),
-        _built_in("tool_correctness"),
-        _built_in("goal_completion"),
-        _built_in("topic_adherence", topics=["The bookshop: opening hours, returns, shipping"]),
-        _built_in("turn_faithfulness"),
-        _built_in("conversational_safety"),
+        *(_built_in(spec) for spec in built_ins().values()),
         Case("resolves_issue", _make_judge),
-        Case("reply_language", lambda model, **kw: example_metric().create_reply_language_judge(model=model, **kw),
-             windowed=True),
+        Case("reply_language", lambda model, **kw: example.create_reply_language_judge(model=model, **kw),
+             windowed=example.SPEC.scope == "exchange"),
     ]
 
 

@@ -8,6 +8,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from judgegraph.metrics import built_ins
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "judgegraph"
 
@@ -77,9 +79,8 @@ GENERIC = [
     "replay.py", "steering.py", "transcripts.py", "resultsfile.py", "loaders/base.py",
     "judges/*.py", "embeddings/*.py", "reporting/*.py", "scale/*.py",
 ]
-METRIC_NAMES = ("turn_relevancy", "conversation_relevance", "turn_contextual_relevancy", "response_relevancy",
-                "conversation_completeness", "knowledge_retention", "user_frustration", "conversational_guidelines",
-                "role_adherence", "topic_adherence", "turn_faithfulness", "conversational_safety")
+#: Every built-in metric's name, from the registry.
+METRIC_NAMES = tuple(built_ins())
 _NAMED = re.compile("|".join(rf"{n}|{n.replace('_', '-')}" for n in METRIC_NAMES))
 #: Metric modules: the registry's submodules (``judgegraph.metrics.<module>``), packages included.
 METRIC_MODULES = {p.stem if p.suffix else p.name for p in (PACKAGE / "metrics").iterdir()
@@ -233,3 +234,32 @@ def test_every_function_of_the_package_is_annotated():
     assert _unannotated("def f(self, x: int) -> int: ...\ndef g(x):\n    def h() -> None: ...\n") == ["line 2: g"]
     bad = [f"{path.relative_to(PACKAGE)} {f}" for path in _modules() for f in _unannotated(path.read_text(encoding="utf-8"))]
     assert bad == []
+
+
+def _private(name: str) -> bool:
+    return any(part.startswith("_") and not part.startswith("__") for part in name.split("."))
+
+
+def test_the_example_metric_imports_only_public_names():
+    """``examples/reply_language.py`` imports no module or name with a leading underscore, and from a module with an
+    ``__all__`` (every judgegraph module it uses has one) only the names it lists."""
+    import importlib
+
+    tree = ast.parse((ROOT / "examples" / "reply_language.py").read_text(encoding="utf-8"))
+    imported, bad = [], []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bad += [alias.name for alias in node.names if _private(alias.name) or alias.name.startswith("judgegraph")]
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            assert node.level == 0 and node.module
+            module = importlib.import_module(node.module)
+            public = getattr(module, "__all__", None)
+            if node.module.startswith("judgegraph") and public is None:
+                bad.append(f"{node.module} (no __all__)")
+            for alias in node.names:
+                imported.append(f"{node.module}:{alias.name}")
+                if _private(node.module) or _private(alias.name) or (public is not None and alias.name not in public):
+                    bad.append(f"{node.module}:{alias.name}")
+    assert bad == []
+    assert "judgegraph.metric:MetricSpec" in imported  # the check saw the imports it is about
+    assert _private("judgegraph._x") and _private("_y") and not _private("__future__")

@@ -1,10 +1,11 @@
 import importlib
+import pkgutil
 import re
 
 import pytest
 
+import judgegraph.metrics
 from judgegraph.conversation import Conversation
-from judgegraph.metrics import METRIC_MODULES
 from judgegraph.metrics.relevancy import DEFAULT_RUBRIC_STEP, JUDGE_STEP, turn_request
 from judgegraph.prompts import PromptError, load_prompt, parse_prompt, prompt_dirs
 from judgegraph.windows import sliding_windows
@@ -18,10 +19,9 @@ def all_prompt_names() -> list[str]:
 def _declared():
     """Each module with prompt steps declares PROMPT_VALUES: {step: values its node passes}."""
     values = {}
-    for name in [f"judgegraph.metrics.{m}" for m in METRIC_MODULES] + ["judgegraph.metrics.custom", "judgegraph.statements",
-                                                                           "judgegraph.apps.simulate.graph", "judgegraph.metrics.pairwise",
-                                                                           "judgegraph.judges.aligned",
-                                                                           "judgegraph.trust.alignment"]:
+    metrics = [f"judgegraph.metrics.{m.name}" for m in pkgutil.iter_modules(judgegraph.metrics.__path__)]
+    for name in metrics + ["judgegraph.statements", "judgegraph.apps.simulate.graph", "judgegraph.judges.aligned",
+                           "judgegraph.trust.alignment"]:
         try:
             mod = importlib.import_module(name)
         except ModuleNotFoundError as exc:

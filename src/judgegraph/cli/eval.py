@@ -28,14 +28,14 @@ if TYPE_CHECKING:
 def dense_refused(metrics: list[str] | None, judge: Judge) -> None:
     """``--dense`` needs an LLM judge and a metric with dense mode (judgegraph.dense says which and why): a
     ``ValueError`` otherwise."""
-    from ..metrics import get_metric
+    from ..metrics import get_metric, registry
 
     if judge.kind != "llm":
         raise ValueError("--dense needs an LLM judge (--model): the offline judge makes no calls to merge")
-    names = metrics or ["turn_relevancy"]
-    if metrics and not any("dense" in get_metric(m).options for m in names):
-        raise ValueError(f"--dense: none of {', '.join(names)} has a dense mode (turn-relevancy and "
-                         "conversation-relevance have it; the others make no overlapping per-window calls, docs/cost.md)")
+    if metrics and not any("dense" in get_metric(m).options for m in metrics):
+        dense = " and ".join(n.replace("_", "-") for n, spec in registry().items() if "dense" in spec.options)
+        raise ValueError(f"--dense: none of {', '.join(metrics)} has a dense mode ({dense} have it; the others make "
+                         "no overlapping per-window calls, docs/cost.md)")
 
 
 def register(sub: Subparsers) -> None:

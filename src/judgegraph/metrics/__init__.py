@@ -1,7 +1,9 @@
 """Metric graphs and the registry the CLI resolves metric names with.
 
 A metric is a :class:`MetricSpec` plus a graph built from :mod:`judgegraph.nodes`
-(docs/architecture.md). A name containing ``:`` is an import path to a custom metric.
+(docs/architecture.md). The registry is every ``METRIC_SPECS`` of this package's modules
+(a new metric is a new module) and every entry point in the group :data:`ENTRY_POINT_GROUP`
+of an installed package (docs/guide/custom.md). A name containing ``:`` is an import path to a custom metric.
 """
 
 from __future__ import annotations
@@ -10,10 +12,13 @@ import difflib
 import importlib
 import inspect
 import os
+import pkgutil
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.graph.state import CompiledStateGraph
@@ -21,7 +26,8 @@ from langgraph.graph.state import CompiledStateGraph
 if TYPE_CHECKING:
     from ..judges import ModelLike
 
-METRIC_MODULES = ("relevancy", "contextual", "response", "session", "tools", "goal", "topic", "faithfulness", "safety")
+#: The entry point group through which an installed package adds metrics: each entry point's object is a MetricSpec.
+ENTRY_POINT_GROUP = "judgegraph.metrics"
 #: What runs when neither the caller nor the input file names a metric.
 DEFAULT_METRICS = ("turn_relevancy",)
 
@@ -47,13 +53,48 @@ class MetricSpec:
 
 
 @lru_cache(maxsize=1)
-def registry() -> dict[str, MetricSpec]:
+def built_ins() -> dict[str, MetricSpec]:
+    """judgegraph's own metrics: the ``METRIC_SPECS`` of every module of this package."""
     specs: dict[str, MetricSpec] = {}
-    for module in METRIC_MODULES:
-        mod = importlib.import_module(f"{__name__}.{module}")
-        for spec in getattr(mod, "METRIC_SPECS", []):
+    for module in pkgutil.iter_modules(__path__):
+        mod = importlib.import_module(f"{__name__}.{module.name}")
+        for spec in getattr(mod, "METRIC_SPECS", ()):
             specs[spec.name] = spec
     return specs
+
+
+@lru_cache(maxsize=1)
+def _plugins() -> dict[str, MetricSpec]:
+    """The metrics installed packages add: each entry point of :data:`ENTRY_POINT_GROUP` names a
+    :class:`MetricSpec` (``name = "package.module:SPEC"``). A broken one is one warning naming it and why,
+    and is left out; loaded once per process, only when the registry is listed or a name is not a built-in."""
+    own, specs = built_ins(), {}
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            spec = point.load()
+        except Exception as exc:  # noqa: BLE001 - another package's failure is reported, not raised
+            problem = f"could not be loaded: {type(exc).__name__}: {exc}"
+        else:
+            if not isinstance(spec, MetricSpec):
+                problem = f"is {type(spec).__name__}, not a judgegraph.metric.MetricSpec"
+            elif spec.name != canonical_name(spec.name) or not spec.name.isidentifier():
+                problem = f"names its metric {spec.name!r}: a metric name is lower case with underscores"
+            elif spec.name in own:
+                problem = f"declares {spec.name!r}, the name of a built-in metric"
+            elif spec.name in specs:
+                problem = f"declares {spec.name!r}, the name of another plugin's metric"
+            else:
+                specs[spec.name] = spec
+                continue
+        dist = f" (package {point.dist.name})" if point.dist is not None else ""
+        warnings.warn(f"metric plugin {point.name} = {point.value}{dist} {problem}; it is left out", stacklevel=1)
+    return specs
+
+
+@lru_cache(maxsize=1)
+def registry() -> dict[str, MetricSpec]:
+    """Every metric by name: the built-ins, then the plugins' (:data:`ENTRY_POINT_GROUP`)."""
+    return {**built_ins(), **_plugins()}
 
 
 def canonical_name(name: str) -> str:
@@ -152,6 +193,8 @@ def get_metric(name: str) -> MetricSpec:
     key = canonical_name(name)
     if ":" in key:
         return _import_path(key)
+    if key in built_ins():  # a plugin is loaded only for a name that is not a built-in
+        return built_ins()[key]
     specs = registry()
     if key not in specs:
         close = difflib.get_close_matches(key, list(specs), n=1, cutoff=0.7)
@@ -167,6 +210,8 @@ def build_metric(metric: str | MetricSpec, model: ModelLike = None, **options: A
     return spec.factory(model=model, **options)
 
 
-def create_metric(name: str, **options: Any) -> CompiledStateGraph:
-    """The metric ``name`` built with ``options`` (``model=`` and its own options): :func:`build_metric`."""
-    return build_metric(name, **options)
+def create_metric(metric: str | MetricSpec, model: ModelLike = None, **options: Any) -> CompiledStateGraph:
+    """Any metric's compiled graph, by name (a built-in, a plugin's, ``module:attribute``) or spec, its judge made
+    from ``model`` and built with its own ``options``: the one public way to make a metric's graph
+    (:func:`build_metric`)."""
+    return build_metric(metric, model, **options)
