@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import itertools
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
@@ -374,6 +375,9 @@ async def evaluate_async(
         pending -= finished
         finish(finished)
 
+    # What exists when the run starts (modules, compiled graphs, the judge's client) lives through it: kept out
+    # of the collector's full passes while it runs (each one would walk it all again), given back at the end.
+    gc.freeze()
     try:
         for item in items:
             if stop.is_set():
@@ -407,6 +411,7 @@ async def evaluate_async(
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
         stopper.cancel()
+        gc.unfreeze()
     return summary
 
 

@@ -53,6 +53,19 @@ def test_input_is_read_as_it_is_judged_with_a_bounded_number_in_flight():
     assert most <= 6  # never a task per conversation up front: at most 5 in flight + the one being read
 
 
+def test_a_run_keeps_what_existed_before_it_out_of_full_collections_and_gives_it_back_after():
+    import gc
+
+    frozen = []
+
+    def done(_outcome):
+        frozen.append(gc.get_freeze_count())
+
+    asyncio.run(evaluate_async([item(i) for i in range(3)], plan(), on_outcome=done))
+    assert len(frozen) == 3 and min(frozen) > 0  # while the run goes: the objects made before it frozen
+    assert gc.get_freeze_count() == 0  # after it: collected as before (nothing kept for good)
+
+
 def test_the_summary_keeps_counters_and_a_bounded_set_of_rows_failures_first():
     items = [item(i, "OFF" if i in (7, 31) else "answer") for i in range(40)]
     summary = RunSummary(keep_outcomes=False, max_rows=5)
