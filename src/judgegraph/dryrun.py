@@ -21,8 +21,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
 from .judges import Judge, JudgeCache, JudgeOutcome, JudgeRequest
-from .judges.llm import LLMJudge
 from .judges.limiter import CallLimiter
+from .judges.llm import LLMJudge
 from .judges.schema_example import example_from_schema
 from .judges.scripted import ScriptedChatModel, ScriptedRequest
 from .judges.tokens import prompt_tokens
@@ -148,7 +148,7 @@ class _Recorder:
         request = ScriptedRequest(text="\n\n".join(m.text for m in messages), messages=list(messages),
                                   schema=self.schema)
         answer = self.chat.respond(request)
-        raw = AIMessage(content="", usage_metadata=dict(_NO_USAGE),  # type: ignore[arg-type]
+        raw = AIMessage(content="", usage_metadata=dict(_NO_USAGE),
                         tool_calls=[{"name": self.schema.__name__, "args": answer, "id": "call_dry_run"}])
         try:
             return {"raw": raw, "parsed": self.schema.model_validate(answer), "parsing_error": None}

@@ -98,8 +98,8 @@ class NodeLambda(RunnableLambda):
         self._takes_config = accepts_config(func)
         self.__name__ = name  # named as the function it stands for
 
-    def __call__(self, input: Any, config: RunnableConfig | None = None) -> Any:
-        return self.invoke(input, config)
+    def __call__(self, state: Any, config: RunnableConfig | None = None) -> Any:
+        return self.invoke(state, config)
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         func = cast(Any, self.func)
