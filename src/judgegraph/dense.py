@@ -40,7 +40,7 @@ from typing_extensions import TypedDict
 
 from .judges.base import Judge, JudgeOutcome, JudgeRequest
 from .judges.schema_example import example_from_schema
-from .nodes import StateUpdate, judge_step
+from .nodes import NodeLambda, StateUpdate, judge_step
 from .replay import probe, steer_of
 from .results import JudgeAttempt, Usage, Verdict
 from .windows import Window
@@ -330,7 +330,7 @@ def dense_step(name: str, judge: Judge, plan: DensePlan,
             update = _merge(update, await step.ainvoke(task, config))
         return _with_kept(_final(update), kept)
 
-    return RunnableLambda(run, afunc=arun, name=name)
+    return NodeLambda(run, afunc=arun, name=name)
 
 
 def blocks(windows: Sequence[Window], size: int) -> list[list[Window]]:

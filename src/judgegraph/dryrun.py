@@ -8,16 +8,21 @@ docs/runs.md.
 from __future__ import annotations
 
 import copy
+import json
 import threading
 from collections import Counter
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, Field, PrivateAttr
+from langchain_core.messages import AIMessage, BaseMessage
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
-from .judges import Judge, JudgeCache, JudgeOutcome, JudgeRequest, resolve_judge
+from .judges import Judge, JudgeCache, JudgeOutcome, JudgeRequest
+from .judges.limiter import CallLimiter
+from .judges.llm import LLMJudge
 from .judges.schema_example import example_from_schema
 from .judges.scripted import ScriptedChatModel, ScriptedRequest
 from .judges.tokens import prompt_tokens
@@ -47,6 +52,17 @@ def _at_least_one(schema: Any) -> Any:
 
 def placeholder_answer(schema: type[BaseModel] | dict[str, Any]) -> dict[str, Any]:
     """The schema's own ``placeholder()`` (for checks a generic example cannot pass), else an example."""
+    if isinstance(schema, type):
+        return json.loads(_placeholder_json(schema))  # made once per schema; a fresh copy each time
+    return _placeholder(schema)
+
+
+@lru_cache(maxsize=256)
+def _placeholder_json(schema: type[BaseModel]) -> str:
+    return json.dumps(_placeholder(schema))
+
+
+def _placeholder(schema: type[BaseModel] | dict[str, Any]) -> dict[str, Any]:
     own = getattr(schema, "placeholder", None)
     if isinstance(schema, type) and callable(own):
         return dict(own())
@@ -116,6 +132,44 @@ class RecordingChatModel(ScriptedChatModel):
         return "judgegraph-dry-run"
 
 
+#: The usage a recorded reply reports: nothing was spent.
+_NO_USAGE = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+
+
+class _Recorder:
+    """What the dry run's judge sends a request through in place of the recorder's structured-output chain
+    (its LangChain runnables, callbacks and worker threads, per request): the request recorded and answered
+    at once, in the shape ``with_structured_output(include_raw=True)`` gives (a tool call of the
+    placeholder answer, parsed by the schema)."""
+
+    def __init__(self, chat: RecordingChatModel, schema: type[BaseModel]) -> None:
+        self.chat, self.schema = chat, schema
+
+    def invoke(self, messages: list[BaseMessage]) -> dict[str, Any]:
+        request = ScriptedRequest(text="\n\n".join(m.text for m in messages), messages=list(messages),
+                                  schema=self.schema)
+        answer = self.chat.respond(request)
+        raw = AIMessage(content="", usage_metadata=dict(_NO_USAGE),
+                        tool_calls=[{"name": self.schema.__name__, "args": answer, "id": "call_dry_run"}])
+        try:
+            return {"raw": raw, "parsed": self.schema.model_validate(answer), "parsing_error": None}
+        except ValidationError as exc:
+            return {"raw": raw, "parsed": None, "parsing_error": exc}
+
+    async def ainvoke(self, messages: list[BaseMessage]) -> dict[str, Any]:
+        return self.invoke(messages)
+
+
+class _RecordingLLMJudge(LLMJudge):
+    """The LLM judge over the recorder: every step of a judgement as in the real run (the message and its
+    cache marks, re-asks, transcripts), each request sent through a :class:`_Recorder`."""
+
+    def _structured(self, schema: type) -> Any:
+        if schema not in self._runnables:
+            self._runnables[schema] = _Recorder(self.model, schema)  # type: ignore[arg-type]
+        return self._runnables[schema]
+
+
 class DryRunJudge(Judge):
     """An LLM judge that records instead of sending (see the module doc).
     ``name`` is the real judge's, so results and prices read the same."""
@@ -127,7 +181,7 @@ class DryRunJudge(Judge):
         self.max_tries = max_tries
         self.cache_rule = rule or default_rule()  # the provider's prompt cache (judgegraph.prefixcache)
         self.chat = RecordingChatModel(rule=self.cache_rule)
-        self._inner = resolve_judge(model=self.chat, max_tries=max_tries, max_concurrency=64, cache=False)
+        self._inner = _RecordingLLMJudge(self.chat, max_tries=max_tries, limiter=CallLimiter(64))
         self.cache = JudgeCache()  # identical requests are made once, as in the real run
 
     @classmethod

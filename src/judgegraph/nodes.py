@@ -9,7 +9,8 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Optional, Protocol, TypeVar, Union, cast
 
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableLambda, ensure_config
+from langchain_core.runnables.utils import accepts_config
 from langgraph.graph import StateGraph
 from langgraph.types import Command, Send
 
@@ -82,7 +83,33 @@ def judge_step(
         done = early if early is not None else await (steer and steer.judge or judge).arun(request)
         return after(task, request, done, steer) if isinstance(done, JudgeOutcome) else done
 
-    return RunnableLambda(run, afunc=arun, name=name)
+    return NodeLambda(run, afunc=arun, name=name)
+
+
+class NodeLambda(RunnableLambda):
+    """A graph node of a function of the state (and the config, when it takes one), sync and async, called
+    directly: LangGraph already runs each node as a traced task of the node's name with its config set, so
+    the lambda's own run (a second span of that name, its callback managers and config copies, a signature
+    check per call) is left out, and a node without ``afunc`` runs on the event loop, not in a worker
+    thread (its work is CPU only). The nodes on every judgement's path (issue 28). Callable as the function."""
+
+    def __init__(self, func: Callable[..., Any], afunc: Callable[..., Any] | None = None, *, name: str) -> None:
+        super().__init__(func, afunc, name=name)
+        self._takes_config = accepts_config(func)
+        self.__name__ = name  # named as the function it stands for
+
+    def __call__(self, state: Any, config: RunnableConfig | None = None) -> Any:
+        return self.invoke(state, config)
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        func = cast(Any, self.func)
+        return func(input, ensure_config(config)) if self._takes_config else func(input)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        if not hasattr(self, "afunc"):
+            return self.invoke(input, config)
+        afunc = cast(Any, self.afunc)
+        return await (afunc(input, ensure_config(config)) if self._takes_config else afunc(input))
 
 
 def _has_error(update: StateUpdate) -> bool:
@@ -151,7 +178,7 @@ def score_node(
         verdicts = list(held) if order is None else sorted(held, key=order)
         return {"results": {name: with_transcript(score(state, conversation_of(state), verdicts), state)}}
 
-    return reduce_score
+    return NodeLambda(reduce_score, name="reduce_score")
 
 
 def with_transcript(result: MetricResult, state: Mapping[str, Any]) -> MetricResult:
@@ -178,8 +205,7 @@ def window_node(window_size: int, *, name: str = "window_turns") -> Callable[...
         windows = windows_from_exchanges(conversation, exchanges(conversation), window_size)
         return {"conversation": conversation, "windows": in_scope(windows, config)}
 
-    window_turns.__name__ = window_turns.__qualname__ = name
-    return window_turns
+    return NodeLambda(window_turns, name=name)
 
 
 #: The run-time scope, in ``config["configurable"]``: ``"latest"`` judges only the latest exchange.

@@ -86,13 +86,14 @@ class Prompt:
 
 
 def prompt_dirs() -> list[Path]:
-    dirs = []
-    if env := os.environ.get("JUDGEGRAPH_PROMPTS_DIR"):
-        dirs.append(Path(env))
-    here = Path(__file__).resolve().parent
-    dirs.append(here / "prompts")  # inside a built wheel
-    dirs.append(here.parent.parent / "prompts")  # editable install: <repo>/src/judgegraph
-    return dirs
+    env = os.environ.get("JUDGEGRAPH_PROMPTS_DIR")
+    return [*([Path(env)] if env else []), *_package_dirs()]
+
+
+@cache
+def _package_dirs() -> tuple[Path, ...]:
+    here = Path(__file__).resolve().parent  # resolved once: a prompt is looked up per request
+    return here / "prompts", here.parent.parent / "prompts"  # inside a built wheel; editable: <repo>/src/judgegraph
 
 
 def parse_prompt(name: str, text: str, path: Path | None = None) -> Prompt:

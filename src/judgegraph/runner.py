@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import itertools
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
@@ -200,6 +201,7 @@ class MetricPlan:
         #: options of one metric (a config file's ``metrics: [{name: {threshold: 0.8}}]``), over ``overrides``
         self.per_metric = {canonical_name(k): dict(v) for k, v in (per_metric or {}).items()}
         self._graphs: dict[str, CompiledStateGraph] = {}
+        self._runs: dict[str, CompiledStateGraph] = {}  # what runs: a report of one metric is that metric
 
     def check(self) -> None:
         """Build each chosen metric (and their report) once, so a bad setting or two
@@ -254,6 +256,14 @@ class MetricPlan:
 
     def report_for(self, item: LoadedConversation) -> CompiledStateGraph:
         """The report graph of this conversation's metrics and options (cached per distinct set)."""
+        return self._graphs[self._key(item)]
+
+    def graph_for(self, item: LoadedConversation) -> CompiledStateGraph:
+        """What judges this conversation: its report graph, or the one metric graph a report of one metric
+        runs (the same results without the report's own super-steps, issue 28)."""
+        return self._runs[self._key(item)]
+
+    def _key(self, item: LoadedConversation) -> str:
         chosen = self.metric_options(item)
         key = repr([(name, sorted(opts.items())) for name, opts in chosen])
         if key not in self._graphs:
@@ -263,7 +273,8 @@ class MetricPlan:
                 graph = self.build(name, opts)
                 metrics.append(_then(graph, opts.get("name", name), transform) if transform else graph)
             self._graphs[key] = create_report_graph(metrics)
-        return self._graphs[key]
+            self._runs[key] = metrics[0] if len(metrics) == 1 else self._graphs[key]
+        return key
 
 
 def _chain(name: str, *nodes: tuple[str, Any]) -> CompiledStateGraph:
@@ -322,7 +333,7 @@ async def judge_conversation(item: LoadedConversation, plan: MetricPlan) -> Conv
     """One conversation through its report graph; a failed run is the outcome's ``error``, never raised."""
     outcome = ConversationOutcome(item.conversation.id, item.source)
     try:
-        out = await plan.report_for(item).ainvoke({"conversation": item.conversation})
+        out = await plan.graph_for(item).ainvoke({"conversation": item.conversation})
         outcome.results.update(out["results"])
     except Exception as exc:  # noqa: BLE001 - one conversation's failure is reported, the run goes on
         outcome.error = f"{type(exc).__name__}: {exc}"
@@ -365,6 +376,9 @@ async def evaluate_async(
         pending -= finished
         finish(finished)
 
+    # What exists when the run starts (modules, compiled graphs, the judge's client) lives through it: kept out
+    # of the collector's full passes while it runs (each one would walk it all again), given back at the end.
+    gc.freeze()
     try:
         for item in items:
             if stop.is_set():
@@ -398,6 +412,7 @@ async def evaluate_async(
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
         stopper.cancel()
+        gc.unfreeze()
     return summary
 
 

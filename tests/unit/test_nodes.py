@@ -243,3 +243,27 @@ def test_policy_prompt_files_document_exactly_what_their_nodes_pass(step):
 def test_policy_judge_mermaid_snapshot(mermaid):
     drawing = create_policy_judge().get_graph().draw_mermaid(with_styles=False)
     assert drawing == mermaid
+
+
+def test_each_judge_step_is_one_traced_run():
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    from judgegraph.judges import resolve_judge
+    from judgegraph.judges.scripted import ScriptedChatModel
+    from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+
+    runs: list[str] = []
+
+    class Names(BaseCallbackHandler):
+        def on_chain_start(self, serialized, inputs, *, name=None, **kwargs):  # type: ignore[override]
+            runs.append(name or "")
+
+    judge = resolve_judge(model=ScriptedChatModel(default={"reason": "ok", "verdict": "yes"}))
+    graph = create_turn_relevancy_judge(model=judge)
+    chat = {"id": "c", "turns": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+                                 {"role": "user", "content": "and?"}, {"role": "assistant", "content": "ciao"}]}
+    for out in (asyncio.run(graph.ainvoke({"conversation": chat}, {"callbacks": [Names()]})),
+                graph.invoke({"conversation": chat}, {"callbacks": [Names()]})):
+        assert out["results"]["turn_relevancy"].score == 1.0
+    # one run per node task (LangGraph's own), not a second one of the same name inside it
+    assert runs.count("judge_turn") == 4 and runs.count("window_turns") == 2 and runs.count("reduce_score") == 2

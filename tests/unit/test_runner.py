@@ -16,7 +16,14 @@ from judgegraph.loaders import InputError, LoadedConversation
 from judgegraph.pricing import lookup, prices_for
 from judgegraph.results import JudgeAttempt, MetricResult, Usage, Verdict
 from judgegraph.resultsfile import ResultsFileError, ResultsWriter, filter_transcripts, scan_results
-from judgegraph.runner import ConversationOutcome, MetricPlan, RunSummary, evaluate_async, evaluate_to_file
+from judgegraph.runner import (
+    ConversationOutcome,
+    MetricPlan,
+    RunSummary,
+    evaluate_async,
+    evaluate_to_file,
+    judge_conversation,
+)
 from judgegraph.transcripts import transcript_of
 
 YES = {"reason": "on topic", "verdict": "yes"}
@@ -51,6 +58,29 @@ def test_input_is_read_as_it_is_judged_with_a_bounded_number_in_flight():
     summary = asyncio.run(evaluate_async(items(), plan(), max_conversations=5, on_outcome=done))
     assert summary.conversations == finished == 60
     assert most <= 6  # never a task per conversation up front: at most 5 in flight + the one being read
+
+
+def test_a_run_keeps_what_existed_before_it_out_of_full_collections_and_gives_it_back_after():
+    import gc
+
+    frozen = []
+
+    def done(_outcome):
+        frozen.append(gc.get_freeze_count())
+
+    asyncio.run(evaluate_async([item(i) for i in range(3)], plan(), on_outcome=done))
+    assert len(frozen) == 3 and min(frozen) > 0  # while the run goes: the objects made before it frozen
+    assert gc.get_freeze_count() == 0  # after it: collected as before (nothing kept for good)
+
+
+def test_a_run_of_one_metric_runs_that_metric_and_of_two_their_report():
+    one = plan()
+    two = MetricPlan(["turn_relevancy", "conversation_relevance"], one.judge)
+    assert one.graph_for(item(0)).name == "turn_relevancy" and one.report_for(item(0)).name == "report"
+    assert two.graph_for(item(0)) is two.report_for(item(0))
+    first, second = (asyncio.run(judge_conversation(item(0, "OFF"), p)).results["turn_relevancy"] for p in (one, two))
+    assert (first.score, first.status, first.reason) == (second.score, second.status, second.reason) == (
+        0.0, "failed", first.reason) and "off topic" in first.reason  # the same result without the report
 
 
 def test_the_summary_keeps_counters_and_a_bounded_set_of_rows_failures_first():

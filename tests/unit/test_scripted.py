@@ -87,3 +87,11 @@ def test_a_dry_run_counts_what_the_real_run_would_send():
     estimate = judge.estimate()
     assert estimate.total.calls == 2 == res.usage.calls and estimate.total.input_tokens > 0
     assert set(estimate.steps) == {"turn_relevancy/judge_turn"}
+
+
+def test_a_placeholder_answer_is_made_once_per_schema_and_given_as_a_fresh_copy():
+    from judgegraph.dryrun import placeholder_answer
+
+    first = placeholder_answer(Answer)
+    first["reason"] = "changed by a caller"
+    assert placeholder_answer(Answer) == {"reason": "ok", "verdict": "ok"}

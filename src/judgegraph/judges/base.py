@@ -32,8 +32,9 @@ class JudgeRequest:
     inputs: dict[str, Any] = field(default_factory=dict)  # raw inputs for non-LLM judges
     prompt: Prompt | None = None  # an override of the step's prompt file
 
-    @property
+    @cached_property
     def template(self) -> Prompt:
+        """The prompt (the override, else the step's file), looked up once per request."""
         return self.prompt or load_prompt(self.step)
 
     @cached_property

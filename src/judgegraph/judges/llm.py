@@ -374,6 +374,10 @@ class LLMJudge(Judge):
         (:meth:`~judgegraph.providers.Provider.structured`), else ``with_structured_output``."""
         if schema not in self._runnables:
             own = self.provider.structured(self.model, schema, self.method) if self.provider else None
+            if own is None and not self.method and _scripted(self.model):
+                # the scripted model answers by a tool call: bound to the schema and read here (the same
+                # answer as with_structured_output's, without its parser chain and worker threads per call)
+                own = _ToolAnswer(self.model.bind_tools([schema]), schema)
             if own is None:
                 kw = {"method": self.method} if self.method else {}
                 own = self.model.with_structured_output(schema, include_raw=True, **kw)
@@ -569,6 +573,39 @@ def _read_reply(raw: BaseMessage, schema: type[BaseModel]) -> dict[str, Any]:
         return {"raw": raw, "parsed": schema.model_validate_json(text), "parsing_error": None}
     except ValueError as exc:  # pydantic's ValidationError, invalid JSON included
         return {"raw": raw, "parsed": None, "parsing_error": exc}
+
+
+def _scripted(model: BaseChatModel) -> bool:
+    """The scripted chat model (judges/scripted.py), whose structured answers are tool calls."""
+    scripted = sys.modules.get("judgegraph.judges.scripted")
+    return scripted is not None and isinstance(model, scripted.ScriptedChatModel)
+
+
+class _ToolAnswer:
+    """A chat model bound to one schema as a tool, its reply read as ``with_structured_output(include_raw=True)``
+    reads it (``PydanticToolsParser``, first tool only): the first tool call's arguments validated by the
+    schema, a validation error as ``parsing_error``, no tool call as no answer."""
+
+    def __init__(self, bound: Any, schema: type[BaseModel]) -> None:
+        self.bound, self.schema = bound, schema
+
+    def _read(self, raw: BaseMessage) -> dict[str, Any]:
+        calls = raw.tool_calls if isinstance(raw, AIMessage) else []
+        if not calls:
+            return {"raw": raw, "parsed": None, "parsing_error": None}
+        args = calls[0]["args"]
+        try:
+            if not isinstance(args, dict):
+                raise ValueError(f"Tool arguments must be specified as a dict, received: {args}")
+            return {"raw": raw, "parsed": self.schema(**args), "parsing_error": None}
+        except ValueError as exc:  # pydantic's ValidationError too
+            return {"raw": raw, "parsed": None, "parsing_error": exc}
+
+    def invoke(self, messages: list[BaseMessage]) -> dict[str, Any]:
+        return self._read(self.bound.invoke(messages))
+
+    async def ainvoke(self, messages: list[BaseMessage]) -> dict[str, Any]:
+        return self._read(await self.bound.ainvoke(messages))
 
 
 def _estimate_tokens(messages: list[BaseMessage]) -> int:
