@@ -129,4 +129,5 @@ def test_rpm_on_the_command_line_paces_the_whole_run(tmp_path):
                    "--rpm", "120", "--no-cache", "--out", str(tmp_path / "r.jsonl"), "--no-progress", tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # 6 requests at 120/min (2 a second, a burst of 2): the last starts at least 2 s after the first
-    assert len(times) == 6 and max(times) - min(times) >= 2 * 0.95
+    # paced from the 3rd request on, 0.5 s apart (the 1st may reach the server late: its connection is opened)
+    assert len(times) == 6 and max(times) - sorted(times)[2] >= 3 * 0.5 * 0.95

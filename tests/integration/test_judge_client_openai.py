@@ -206,7 +206,8 @@ def test_rpm_spaces_the_requests_of_the_whole_run():
         graph = create_turn_relevancy_judge(model=judge)
         asyncio.run(graph.abatch([{"conversation": c} for c in convs]))
     # 120/min = 2/s with a burst of 2: the 6th request starts at least 2 s after the 1st
-    assert len(times) == 6 and max(times) - min(times) >= 2 * 0.95
+    # paced from the 3rd request on, 0.5 s apart (the 1st may reach the server late: its connection is opened)
+    assert len(times) == 6 and max(times) - sorted(times)[2] >= 3 * 0.5 * 0.95
     assert judge.limiter.requests == 6
 
 

@@ -152,10 +152,11 @@ def test_sigterm_stops_like_ctrl_c_with_a_summary_and_exit_143(tmp_path, bare_en
 def test_a_second_run_on_the_same_out_is_refused_at_once_while_the_first_holds_it(tmp_path, bare_env):
     chats = write_chats(tmp_path / "chats.jsonl", 60)
     out = tmp_path / "r.jsonl"
-    with FakeOpenAIServer(responder, latency=0.3) as server:
+    with FakeOpenAIServer(responder, latency=0.6) as server:
         args = cli(str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "2",
                    "--no-cache", "--no-progress", "-q", "--out", str(out))
-        # ~18 s: 120 calls of 0.3 s, 2 at a time
+        # ~36 s: 120 calls of 0.6 s, 2 at a time (the two refused runs start Python twice meanwhile: on a busy
+        # machine that took more than 18 s)
         first = subprocess.Popen(args, env=bare_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_for_lines(out, 1, first)
         calls = server.calls["/v1/chat/completions"]

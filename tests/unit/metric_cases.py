@@ -110,6 +110,8 @@ def answer(verdict: str = "yes") -> Callable[[ScriptedRequest], dict[str, Any]]:
             return {"reason": reason, "value": yes}
         # Any other schema (the example metric's, a new metric's): a valid answer, a yes/no verdict this polarity.
         shape = request.schema.model_json_schema() if isinstance(request.schema, type) else request.schema
+        if isinstance(shape, dict):  # over HTTP, the schema inside the provider's wrapping (Anthropic's tool)
+            shape = shape.get("input_schema") or shape.get("parameters") or shape.get("schema") or shape
         fields = example_from_schema(shape if isinstance(shape, dict) else None)
         if not isinstance(fields, dict) or fields.get("verdict") not in ("yes", "no"):
             raise LookupError(f"metric_cases.answer: no answer for schema {name!r} (not a yes/no verdict)")
