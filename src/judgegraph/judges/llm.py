@@ -528,7 +528,8 @@ class LLMJudge(Judge):
                 except Exception as exc:  # noqa: BLE001 - reported as a judge error
                     result = exc
                 latency = time.perf_counter() - start
-            step = self._advance(steps, (result, latency))
+                # read in the slot: a fatal error trips the breaker before a request waiting for the slot looks
+                step = self._advance(steps, (result, latency))
         return step
 
     async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
@@ -546,7 +547,7 @@ class LLMJudge(Judge):
                 except Exception as exc:  # noqa: BLE001 - reported as a judge error
                     result = exc
                 latency = time.perf_counter() - start
-            step = self._advance(steps, (result, latency))
+                step = self._advance(steps, (result, latency))  # in the slot, as in judge()
         return step
 
     def prepare(self, request: JudgeRequest) -> None:
