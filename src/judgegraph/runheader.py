@@ -157,10 +157,9 @@ def _option(value: Any) -> Any:
     return value
 
 
-def _judge_record(plan: MetricPlan, settings: Mapping[str, Any] | None, redact: Redactor) -> dict[str, Any]:
-    from .metrics import DEFAULT_METRICS
-
-    judge = plan.judge
+def _judge_record(judge: Judge, settings: Mapping[str, Any] | None, redact: Redactor,
+                  metrics: Sequence[str]) -> dict[str, Any]:
+    """A header's judge: its name, the settings it was built with and uses (redacted), the prompts of ``metrics``."""
     own = getattr(judge, "settings", None)  # what the judge uses: an LLM's temperature, a jury's jurors
     kept = {k: v for k, v in {**(settings or {}), **(own if isinstance(own, Mapping) else {})}.items()
             if v is not None}
@@ -168,9 +167,8 @@ def _judge_record(plan: MetricPlan, settings: Mapping[str, Any] | None, redact: 
         path = kept.get(key)
         if isinstance(path, (str, Path)) and (digest := file_sha256(path)) is not None:
             kept[f"{key}_sha256"] = digest[:12]
-    names = plan.metrics or list(DEFAULT_METRICS)
     return {"name": judge.name, "settings": _redacted(_jsonable(kept), redact),
-            "prompts": metric_prompts(names) if judge.kind == "llm" else {}}
+            "prompts": metric_prompts(metrics) if judge.kind == "llm" else {}}
 
 
 def run_header(plan: MetricPlan, *, inputs: Sequence[str | Path] = (), argv: Sequence[str] | None = None,
@@ -179,7 +177,10 @@ def run_header(plan: MetricPlan, *, inputs: Sequence[str | Path] = (), argv: Seq
     """The header record of a run of ``plan`` over the files ``inputs`` (each with its sha256)
     and other ``sources`` (e.g. an MLflow experiment, ``{"path": uri, "experiment": ...}``).
     ``argv``, ``config`` and ``judge_settings`` are redacted: no key or header reaches the file."""
+    from .metrics import DEFAULT_METRICS
+
     redact = Redactor.for_model(getattr(plan.judge, "model", None))
+
     def options(given: Mapping[str, Any]) -> dict[str, Any]:
         return {k: _redacted(_option(v), redact) for k, v in sorted(_jsonable(given).items())}
 
@@ -192,7 +193,7 @@ def run_header(plan: MetricPlan, *, inputs: Sequence[str | Path] = (), argv: Seq
         "metrics": metrics,
         "metrics_from_inputs": plan.metrics is None,  # the input files' assertions may choose others
         "options": options(plan.overrides),
-        "judges": [_judge_record(plan, judge_settings, redact)],
+        "judges": [_judge_record(plan.judge, judge_settings, redact, plan.metrics or list(DEFAULT_METRICS))],
         "inputs": [{"path": str(p), "sha256": file_sha256(p)} for p in inputs]
                   + [_redacted(_jsonable(s), redact) for s in sources],
     }
@@ -210,11 +211,7 @@ def rejudge_header(old: Mapping[str, Any] | None, *, source: str | Path, metric:
     header: dict[str, Any] = {**(old or {"type": "header", "format": FORMAT, "metrics": [], "judges": []})}
     header.update(type="header", judgegraph=version(), started_at=iso(now()),
                   argv=None if argv is None else [redact(str(a)) for a in argv])
-    own = getattr(judge, "settings", None)
-    kept = {k: v for k, v in {**(judge_settings or {}), **(own if isinstance(own, Mapping) else {})}.items()
-            if v is not None and k != "model"}
-    entry = {"name": judge.name, "settings": _redacted(_jsonable(kept), redact),
-             "prompts": metric_prompts([metric]) if judge.kind == "llm" else {}}
+    entry = _judge_record(judge, judge_settings, redact, [metric])
     prompt_hash = (file_sha256(prompt) or "")[:12] or None if prompt is not None else None
     judges = [j for j in header.get("judges") or [] if isinstance(j, Mapping) and j.get("name") != judge.name]
     header["judges"] = [*judges, entry]

@@ -94,8 +94,9 @@ def run(args: argparse.Namespace) -> int:
         return _say(f"--prompt {args.prompt}: not valid UTF-8 (byte {exc.start + 1})")
     except (OSError, ValueError, RejudgeError) as exc:
         return _say(exc)
+    settings = common.judge_settings(args, args.model, args.concurrency)
     try:
-        judge = resolve_judge(**common.judge_settings(args, args.model, args.concurrency))
+        judge = resolve_judge(**settings)
     except ValueError as exc:
         return _say(exc)
 
@@ -108,13 +109,13 @@ def run(args: argparse.Namespace) -> int:
     if held is None:
         return _say(locked)
     try:
-        return _rejudge(args, results_path, metric, spec.name, judge, conversations, rubric, prompt, options)
+        return _rejudge(args, results_path, metric, spec.name, judge, settings, conversations, rubric, prompt, options)
     finally:
         held.release()
 
 
 def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: str, judge: Judge,
-             conversations: dict[str, Conversation], rubric: str | None, prompt: Prompt | None,
+             settings: dict[str, Any], conversations: dict[str, Conversation], rubric: str | None, prompt: Prompt | None,
              options: dict[str, Any]) -> int:
     """Write ``--out``: RESULTS with the chosen verdicts judged again (the caller holds ``--out``'s lock)."""
     from ..resultsfile import elide_duplicates, restore_elided
@@ -136,7 +137,7 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
     tmp = Path(f"{args.out}.tmp")
     header = rejudge_header(
         old.data() if (old := read_header(results_path)) is not None else None, source=results_path,
-        metric=metric, judge=judge, judge_settings=common.judge_settings(args, args.model, args.concurrency),
+        metric=metric, judge=judge, judge_settings=settings,
         rubric=rubric, prompt=args.prompt, conversations=sorted(wanted), verdicts=args.verdicts or (),
         argv=["judgegraph", *sys.argv[1:]])
     # surrogateescape: a byte that is not UTF-8 is copied back as it was
