@@ -17,7 +17,7 @@ try:
     main(sys.argv[1:])
 except SystemExit:
     pass
-print(json.dumps(sorted(m for m in sys.modules if m.startswith(("judgegraph", "langchain", "langgraph", "pydantic")))))
+print(json.dumps(sorted(m for m in sys.modules if m.startswith(("judgegraph", "langchain", "langgraph", "pydantic", "openai", "anthropic")))))
 """
 
 
@@ -43,3 +43,20 @@ def test_the_top_level_help_still_lists_every_subcommand(capsys):
         main(["--help"])
     out = capsys.readouterr().out
     assert all(name in out for name in SUBCOMMANDS)
+
+
+def test_an_offline_eval_loads_no_provider_sdk_and_no_batch_package(tmp_path):
+    """An offline run needs neither the openai SDK (about a second of CPU to import, paid by every command that
+    imported the batch package for its exception class) nor the Anthropic one."""
+    convs = tmp_path / "one.jsonl"
+    convs.write_text(json.dumps({"id": "c1", "turns": [{"role": "user", "content": "Where is my parcel?"},
+                                                       {"role": "assistant", "content": "It ships today."}]}) + "\n")
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        mods = loaded("eval", str(convs), "--out", str(tmp_path / "r.jsonl"), "--quiet")
+    finally:
+        os.chdir(cwd)
+    assert "judgegraph.runner" in mods  # the run happened
+    assert (tmp_path / "r.jsonl").read_text().count('"type": "conversation"') == 1
+    assert not {m for m in mods if m.startswith(("judgegraph.batch", "openai", "anthropic", "langchain_openai", "langchain_anthropic"))}

@@ -500,15 +500,20 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
                         + (f", unreadable lines left as they are: {state.bad_lines[:5]}" if state.bad_lines else "")),
                     stop=stop, judge_one=judge_one, header=args.header)
 
-    from ..batch.client import BatchWaitTimeout
     from ..scale.limits import ScaleStartError
+
+    batch_wait: tuple[type[BaseException], ...] = ()
+    if args.batch:  # the batch package imports the openai SDK: a run without --batch does not pay for it
+        from ..batch.client import BatchWaitTimeout
+
+        batch_wait = (BatchWaitTimeout,)
 
     try:
         summary = asyncio.run(main())
     except ScaleStartError as exc:
         err.print(f"[red]error:[/] {markup_safe(exc)}")
         return EXIT_ERRORS
-    except BatchWaitTimeout as exc:
+    except batch_wait as exc:
         err.print(f"[red]error:[/] {markup_safe(exc)}; what was judged is in {markup_safe(args.out)} "
                   "(--resume --batch collects the batch when it ends)")
         return EXIT_ERRORS
