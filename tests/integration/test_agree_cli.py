@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-from sklearn.metrics import cohen_kappa_score
 
 from judgegraph.cli import main
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
@@ -73,6 +72,8 @@ def test_agree_prints_the_figures_and_lists_the_disagreement_with_the_judge_s_re
     report = json.loads(capsys.readouterr().out)
     m = report["metrics"]["turn_relevancy"]
     keys = sorted(people)
+    from sklearn.metrics import cohen_kappa_score  # here: importing scikit-learn costs every worker's collection 3 s
+
     expected = cohen_kappa_score([people[k] for k in keys], [judged[k] for k in keys])
     assert m["n"] == 5 and m["agreement"] == pytest.approx(0.8)
     assert m["kappa"] == pytest.approx(expected, abs=1e-9)
