@@ -11,19 +11,17 @@ takes a block of windows and writes one verdict per window.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
-from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
+from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ..answers import YesNo
-from ..compiling import CompileOptions, compile_graph
 from ..conversation import Conversation
 from ..dense import DensePlan, check_dense, dense_step, fan_out_blocks
-from ..judges import JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
+from ..judges import JudgeOutcome, JudgeRequest
 from ..nodes import (
     Node,
     fan_out,
@@ -38,12 +36,10 @@ from ..nodes import (
 )
 from ..prompts import Prompt, load_prompt
 from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_verdicts
-from ..scoring import WindowOptions, share_reason
+from ..scoring import WindowOptions, option, share_reason
 from ..state import MetricInput, MetricOutput, MetricState
 from ..windows import Window
-
-if TYPE_CHECKING:
-    from . import MetricSpec
+from . import MetricSpec
 
 JUDGE_STEP = "turn_relevancy/judge_turn"
 REASON_STEP = "turn_relevancy/write_reason"
@@ -79,9 +75,11 @@ class WindowTask(TypedDict):
 class RelevancySettings(WindowOptions):
     """The shared options, how the reason is written and what counts as relevant (``rubric``)."""
 
-    reason: ReasonMode = "deterministic"
-    rubric: str | None = None
-    dense: int | None = None  # windows per judge call (judgegraph.dense); None: one call per window
+    reason: ReasonMode = option("deterministic", help="how the reason is written: 'deterministic', 'llm' (one more"
+                                " call) or 'none'")
+    rubric: str | None = option(None, help="instructions on what counts as relevant, replacing the prompt's own"
+                                " (promptfoo's rubricPrompt)")
+    dense: int | None = option(None, help="windows judged per call (docs/cost.md); None: one call per window")
 
     def check(self) -> None:
         super().check()
@@ -234,46 +232,17 @@ def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
     return builder
 
 
-def create_turn_relevancy_judge(
-    *, model: ModelLike = None, window_size: int = 10, threshold: float = 0.5, strict_mode: bool = False,
-    reason: ReasonMode = "deterministic", rubric: str | None = None, review: bool = False, min_judged: float | None = None,
-    dense: int | None = None, name: str = "turn_relevancy", **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
-    """Turn relevancy, deepeval's semantics: windows of ``window_size`` exchanges (default 10).
-    ``model``: a chat model, string or judge (None: the offline judge); ``rubric`` replaces the
-    instructions on what counts as relevant; ``review`` adds a ``review_verdicts`` node; ``dense=N``
-    judges N windows per call (docs/cost.md)."""
-    settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
-                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review, min_judged=min_judged, dense=dense)
-    return compile_graph(build_relevancy_graph(settings), name, compile, create_turn_relevancy_judge)
-
-
-def create_conversation_relevance_judge(
-    *, model: ModelLike = None, window_size: int = 5, threshold: float = 0.5, strict_mode: bool = False,
-    reason: ReasonMode = "deterministic", rubric: str | None = None, review: bool = False, min_judged: float | None = None,
-    dense: int | None = None, name: str = "conversation_relevance", **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
-    """Conversation relevance, promptfoo's semantics: one window per input/output pair holding it
-    and up to ``window_size - 1`` earlier pairs (default 5); ``rubric`` is promptfoo's
-    ``rubricPrompt``. The options are :func:`create_turn_relevancy_judge`'s."""
-    settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
-                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review, min_judged=min_judged, dense=dense)
-    return compile_graph(build_relevancy_graph(settings), name, compile, create_conversation_relevance_judge)
-
-
-def _specs() -> list[MetricSpec]:
-    from . import MetricSpec
-
-    opts = frozenset({"window_size", "threshold", "strict_mode", "reason", "rubric", "dense"})
-    return [
-        MetricSpec("turn_relevancy", create_turn_relevancy_judge,
-                   "Is each assistant reply relevant to its window of the conversation? (deepeval; window 10)", opts),
-        MetricSpec("conversation_relevance", create_conversation_relevance_judge,
-                   "Share of replies relevant in sliding windows of input/output pairs (promptfoo; window 5)", opts),
-    ]
-
-
-METRIC_SPECS = _specs()
+TURN_RELEVANCY = MetricSpec(
+    "turn_relevancy", summary="Is each assistant reply relevant to its window of the conversation? (deepeval; window 10)",
+    settings=RelevancySettings, build=build_relevancy_graph)
+CONVERSATION_RELEVANCE = MetricSpec(
+    "conversation_relevance", settings=RelevancySettings, build=build_relevancy_graph, defaults={"window_size": 5},
+    summary="Share of replies relevant in sliding windows of input/output pairs (promptfoo; window 5)",
+    doc="promptfoo's semantics: one window per input/output pair holding it and up to ``window_size - 1`` earlier"
+        " pairs; ``rubric`` is promptfoo's ``rubricPrompt``.")
+METRIC_SPECS = [TURN_RELEVANCY, CONVERSATION_RELEVANCE]
+create_turn_relevancy_judge = TURN_RELEVANCY.factory
+create_conversation_relevance_judge = CONVERSATION_RELEVANCE.factory
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
 PROMPT_VALUES = {
