@@ -63,6 +63,7 @@ class MetricSpec:
     defaults: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     tasks: tuple[str, ...] = ()
     doc: str = ""
+    factory_name: str = ""  # default: create_<name>_judge
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "needs", frozenset(self.needs))
@@ -72,7 +73,7 @@ class MetricSpec:
             object.__setattr__(self, "options", frozenset(self.options) | {"min_judged"})  # every metric takes it
             return
         fields = self.fields()
-        if unknown := set(self.defaults) - set(fields):
+        if unknown := set(self.defaults) - set(fields) - {"name"}:
             raise TypeError(f"MetricSpec {self.name!r}: defaults for no option: {', '.join(sorted(unknown))}")
         object.__setattr__(self, "options", frozenset(n for n, f in fields.items() if f.metadata.get("cli", True)))
         if self.factory is None:
@@ -80,7 +81,8 @@ class MetricSpec:
 
     def fields(self) -> dict[str, Field[Any]]:
         """The options of a declared metric: its settings' fields but ``name`` and ``judge``, by name."""
-        own = [f for f in dataclasses.fields(self.settings or JudgeOptions) if f.name not in ("name", "judge")]
+        own = [f for f in dataclasses.fields(self.settings or JudgeOptions)
+               if f.init and f.name not in ("name", "judge")]  # not init: derived by the settings' check
         common = {f.name for f in dataclasses.fields(JudgeOptions)}  # listed last: the metric's own first
         return {f.name: f for f in sorted(own, key=lambda f: f.name in common)}
 
@@ -98,13 +100,15 @@ class MetricSpec:
 
         fields = self.fields()
         check_options({k: v for k, v in options.items() if k not in fields and k != "name"}, self.factory)
-        name = options.pop("name", self.name)
+        name = options.pop("name", self.defaults.get("name", self.name))
         values = {k: options.pop(k) if k in options else self.default(k) for k in fields}
+        if missing := [k for k, v in {"name": name, **values}.items() if v is MISSING]:
+            raise TypeError(f"{self.factory.__name__}() missing required keyword argument(s): {', '.join(missing)}")
         judge = resolve_judge(model)
         settings = self.settings(name=name, judge=judge,  # type: ignore[misc]
                                  **{k: v for k, v in values.items() if v is not MISSING})
-        require_tasks(judge, self.tasks, name)
-        return compile_graph(self.build(settings), name, options, self.factory)  # type: ignore[misc]
+        require_tasks(judge, self.tasks, settings.name)
+        return compile_graph(self.build(settings), settings.name, options, self.factory)  # type: ignore[misc]
 
 
 def _generated_factory(spec: MetricSpec) -> Callable[..., CompiledStateGraph]:
@@ -120,10 +124,11 @@ def _generated_factory(spec: MetricSpec) -> Callable[..., CompiledStateGraph]:
         default = spec.default(n)
         params.append(inspect.Parameter(n, kw, default=empty if default is MISSING else default,
                                         annotation=hints.get(n, fields[n].type)))
-    params += [inspect.Parameter("name", kw, default=spec.name, annotation=str),
+    name = spec.defaults.get("name", spec.name)
+    params += [inspect.Parameter("name", kw, default=empty if name is MISSING else name, annotation=str),
                inspect.Parameter("compile", inspect.Parameter.VAR_KEYWORD, annotation="Unpack[CompileOptions]")]
     factory.__signature__ = inspect.Signature(params, return_annotation=CompiledStateGraph)  # type: ignore[attr-defined]
-    factory.__name__ = factory.__qualname__ = f"create_{spec.name}_judge"
+    factory.__name__ = factory.__qualname__ = spec.factory_name or f"create_{spec.name}_judge"
     factory.__module__ = getattr(spec.build, "__module__", __name__)
     options = "\n".join(f"- ``{n}`` ({_show(spec.default(n))}): {f.metadata.get('help', '')}" for n, f in fields.items())
     factory.__doc__ = "\n\n".join(p for p in (
