@@ -101,8 +101,9 @@ def metrics_page() -> str:
         lines += [f"## {name.replace('_', '-')}", "", _cell(spec.summary), "",
                   f"- **scope**: {spec.scope}",
                   f"- **needs**: {', '.join(sorted(spec.needs)) or 'nothing'}",
-                  f"- **options**: {', '.join(f'`{o}`' for o in sorted(spec.options)) or 'none'}",
-                  f"- **factory**: `{spec.factory.__module__}.{spec.factory.__name__}`", ""]
+                  f"- **factory**: `{spec.factory.__module__}.{spec.factory.__name__}`",
+                  f"- **options**:{'' if spec.options else ' none'}", "",
+                  *(f"    - `{o}` ({d}){': ' + _cell(h) if h else ''}" for o, d, h in spec.option_table()), ""]
         prompts = sorted((ROOT / "prompts" / name).glob("*.md")) if (ROOT / "prompts" / name).is_dir() else []
         if prompts:
             lines += [f"- **prompt files**: {', '.join(f'`prompts/{name}/{p.name}`' for p in prompts)}", ""]

@@ -37,6 +37,9 @@ DEFAULT_METRICS = ("turn_relevancy",)
 
 
 Need = Literal["llm", "embeddings", "retrieval_context", "guidelines"]
+#: What a metric can do beyond what every metric built from the blocks can (transcripts, review, re-judging, dry run,
+#: juries): ``offline_rule``, its verdicts are what ``judgegraph align --model offline`` fits the offline judge's rule to.
+Capability = Literal["offline_rule"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,7 @@ class MetricSpec:
     class, a :class:`~judgegraph.scoring.JudgeOptions`: typed, with defaults and help, checked once), what it
     ``needs``, its ``scope`` (``"exchange"``: the latest scope judges the last one; ``"conversation"``: a session
     judge), ``build`` (settings → the uncompiled graph), ``defaults`` over the settings' own, and the judge
-    ``tasks`` only an LLM judge answers. From it come its ``factory`` (``create_<name>_judge(*, model=None,
+    ``tasks`` only an LLM judge answers, and its ``capabilities``. From it come its ``factory`` (``create_<name>_judge(*, model=None,
     **options, name=..., **compile)``, signature and docstring included: :meth:`create`), ``options`` (those the
     command line and input files give) and its entry in the registry and the docs.
 
@@ -64,6 +67,7 @@ class MetricSpec:
     tasks: tuple[str, ...] = ()
     doc: str = ""
     factory_name: str = ""  # default: create_<name>_judge
+    capabilities: frozenset[Capability] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "needs", frozenset(self.needs))
@@ -89,6 +93,14 @@ class MetricSpec:
     def default(self, option: str) -> Any:
         """An option's default: the spec's own, else its settings field's (``dataclasses.MISSING``: required)."""
         return self.defaults.get(option, self.fields()[option].default)
+
+    def option_table(self) -> list[tuple[str, str, str]]:
+        """``(option, default, help)`` of each option the command line and input files give (a spec of the older
+        form: its option names alone)."""
+        if self.settings is None:
+            return [(name, "", "") for name in sorted(self.options)]
+        fields = self.fields()
+        return [(n, _show(self.default(n)), fields[n].metadata.get("help", "")) for n in fields if n in self.options]
 
     def create(self, model: ModelLike = None, **options: Any) -> CompiledStateGraph:
         """The metric's compiled graph: the judge made from ``model`` (a chat model, a model string, a Judge, or

@@ -234,9 +234,10 @@ def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
 
 TURN_RELEVANCY = MetricSpec(
     "turn_relevancy", summary="Is each assistant reply relevant to its window of the conversation? (deepeval; window 10)",
-    settings=RelevancySettings, build=build_relevancy_graph)
+    settings=RelevancySettings, build=build_relevancy_graph, capabilities=frozenset({"offline_rule"}))
 CONVERSATION_RELEVANCE = MetricSpec(
     "conversation_relevance", settings=RelevancySettings, build=build_relevancy_graph, defaults={"window_size": 5},
+    capabilities=frozenset({"offline_rule"}),
     summary="Share of replies relevant in sliding windows of input/output pairs (promptfoo; window 5)",
     doc="promptfoo's semantics: one window per input/output pair holding it and up to ``window_size - 1`` earlier"
         " pairs; ``rubric`` is promptfoo's ``rubricPrompt``.")
