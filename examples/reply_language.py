@@ -13,29 +13,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
-from typing_extensions import TypedDict
 
 from judgegraph.metric import (
     JudgeOutcome,
     JudgeRequest,
-    MetricInput,
     MetricOptions,
-    MetricOutput,
     MetricSpec,
     MetricState,
     Window,
+    WindowTask,
     WindowVerdict,
-    fan_out,
     judge_step,
     merge_verdicts,
     option,
     outcome_fields,
     parse_prompt,
     score_node,
-    scoring_edges,
     turn_label,
+    window_graph,
     window_node,
 )
 
@@ -65,10 +62,6 @@ class ReplyLanguageState(MetricState, total=False):
     verdicts: Annotated[list[WindowVerdict], merge_verdicts]
 
 
-class WindowTask(TypedDict):
-    window: Window
-
-
 @dataclass(frozen=True, kw_only=True)
 class ReplyLanguageSettings(MetricOptions):
     """The options: those of every metric with a pass/fail rule (``threshold``, ``strict_mode``, ``review``,
@@ -93,17 +86,12 @@ def build_reply_language_graph(settings: ReplyLanguageSettings) -> StateGraph:
                                 reason=getattr(value, "reason", ""), **outcome_fields(outcome))
         return {"verdicts": [verdict]}
 
-    builder = StateGraph(ReplyLanguageState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("window_turns", window_node(1))
-    builder.add_node("judge_language", judge_step("judge_language", settings.judge, build, finish))
-    builder.add_node("reduce_score", score_node(settings.name, lambda state, conversation, verdicts: policy.result(
-        conversation, verdicts), order=lambda v: v.window))
-    builder.add_edge(START, "window_turns")
-    route = fan_out("judge_language", "windows", item="window", empty="reduce_score")
-    builder.add_conditional_edges("window_turns", route, ["judge_language", "reduce_score"])
-    scoring_edges(builder, ["judge_language"], review=settings.review, metric=settings.name)
-    builder.add_edge("reduce_score", END)
-    return builder
+    def score(state: Any, conversation: Any, verdicts: list[Any]) -> Any:
+        return policy.result(conversation, verdicts)
+
+    step = judge_step("judge_language", settings.judge, build, finish)
+    return window_graph(settings, ReplyLanguageState, [("judge_language", step)],
+                        score_node(settings.name, score, order=lambda v: v.window), windows=window_node(1))
 
 
 #: The declaration: ``create_reply_language_judge(model=..., threshold=..., review=..., **compile)`` is made from it,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from .judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
 from .metrics import ENTRY_POINT_GROUP, MetricSpec, create_metric
 from .nodes import (
+    WindowTask,
     conversation_json,
     fan_out,
     in_scope,
@@ -27,6 +28,7 @@ from .nodes import (
     score_node,
     scoring_edges,
     turn_label,
+    window_graph,
     window_node,
 )
 from .prompts import Prompt, load_prompt, parse_prompt
@@ -50,9 +52,9 @@ from .windows import Exchange, Window, exchanges, sliding_windows
 __all__ = [
     "ENTRY_POINT_GROUP", "Exchange", "Judge", "JudgeErrorInfo", "JudgeOptions", "JudgeOutcome", "JudgeRequest",
     "MetricInput", "MetricOptions", "MetricOutput", "MetricResult", "MetricSpec", "MetricState", "ModelLike", "Prompt",
-    "ScoringPolicy", "Tally", "Usage", "Verdict", "Window", "WindowOptions", "WindowVerdict", "check_flag",
+    "ScoringPolicy", "Tally", "Usage", "Verdict", "Window", "WindowOptions", "WindowTask", "WindowVerdict", "check_flag",
     "check_threshold", "check_whole", "conversation_json", "conversation_of", "create_metric", "exchanges", "fan_out",
     "in_scope", "judge_step", "load_prompt", "make_result", "merge_verdicts", "option", "outcome_fields",
     "parse_prompt", "quote", "render_messages", "require_tasks", "resolve_judge", "score_node", "scoring_edges",
-    "share_reason", "sliding_windows", "turn_label", "window_node",
+    "share_reason", "sliding_windows", "turn_label", "window_graph", "window_node",
 ]

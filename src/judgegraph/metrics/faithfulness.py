@@ -21,7 +21,7 @@ from functools import cache
 from typing import Annotated, Any, ClassVar, Literal
 
 from langchain_core.runnables import Runnable, RunnableBranch, RunnableConfig, RunnableLambda
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.types import Command, Send
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
@@ -29,10 +29,10 @@ from typing_extensions import TypedDict  # pydantic reads these schemas; typing'
 from ..answers import read_choice
 from ..conversation import Conversation
 from ..judges import JudgeOutcome, JudgeRequest
-from ..nodes import Node, calls_usage, judge_step, quote, score_node, scoring_edges, turn_label, window_node
+from ..nodes import Node, calls_usage, judge_step, quote, score_node, turn_label, window_graph, window_node
 from ..results import MetricResult, Verdict, merge_verdicts
 from ..scoring import Tally, WindowOptions, check_flag, clause, option
-from ..state import MetricInput, MetricOutput, MetricState
+from ..state import MetricState
 from ..statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
 from ..statements import Statement, extract_statements_step
 from ..windows import Window
@@ -313,16 +313,9 @@ def _reduce_score(settings: FaithfulnessSettings) -> Node:
 
 def build_turn_faithfulness_graph(settings: FaithfulnessSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    builder = StateGraph(FaithfulnessState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("window_turns", _window_turns(settings))
-    builder.add_node("extract_claims", _extract_claims(settings), destinations=("judge_claims",))
-    builder.add_node("judge_claims", _judge_claims(settings))
-    builder.add_node("reduce_score", _reduce_score(settings))
-    builder.add_edge(START, "window_turns")
-    builder.add_conditional_edges("window_turns", _fan_out, ["extract_claims", "reduce_score"])
-    scoring_edges(builder, ["judge_claims"], review=settings.review, metric=settings.name)
-    builder.add_edge("reduce_score", END)
-    return builder
+    return window_graph(settings, FaithfulnessState, [("extract_claims", _extract_claims(settings)),
+                                                      ("judge_claims", _judge_claims(settings))],
+                        _reduce_score(settings), windows=_window_turns(settings), route=_fan_out)
 
 
 TURN_FAITHFULNESS = MetricSpec(

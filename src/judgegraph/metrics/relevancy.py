@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from langchain_core.runnables import RunnableLambda
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 from pydantic import BaseModel, Field
-from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ..answers import YesNo
 from ..conversation import Conversation
@@ -24,15 +23,14 @@ from ..dense import DensePlan, check_dense, dense_step, fan_out_blocks
 from ..judges import JudgeOutcome, JudgeRequest
 from ..nodes import (
     Node,
-    fan_out,
+    WindowTask,
     judge_step,
     outcome_fields,
     quote,
     render_messages,
     score_node,
-    scoring_edges,
     turn_label,
-    window_node,
+    window_graph,
 )
 from ..prompts import Prompt, load_prompt
 from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_verdicts
@@ -67,10 +65,6 @@ class RelevancyState(MetricState, total=False):
     verdicts: Annotated[list[WindowVerdict], merge_verdicts]
 
 
-class WindowTask(TypedDict):
-    window: Window
-
-
 @dataclass(frozen=True, kw_only=True)
 class RelevancySettings(WindowOptions):
     """The shared options, how the reason is written and what counts as relevant (``rubric``)."""
@@ -87,10 +81,6 @@ class RelevancySettings(WindowOptions):
             raise ValueError("dense=N needs an LLM judge (pass model=...): the offline judge makes no calls to merge")
         if self.reason == "llm" and self.judge.kind != "llm":
             raise ValueError("reason='llm' needs an LLM judge (pass model=...)")
-
-
-#: One ``judge_turn`` task (a :class:`WindowTask`) per window, or reduce_score when there is none.
-fan_out_windows = fan_out("judge_turn", "windows", item="window", empty="reduce_score")
 
 
 def turn_inputs(window: Window) -> dict[str, Any]:
@@ -214,21 +204,14 @@ def _write_reason(settings: RelevancySettings) -> RunnableLambda:
 
 def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    builder = StateGraph(RelevancyState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("window_turns", window_node(settings.window_size))
-    builder.add_node("judge_turn", _judge_turn(settings))
-    builder.add_node("reduce_score", _reduce_score(settings))
-    builder.add_edge(START, "window_turns")
     size = check_dense(settings.dense)
-    route = fan_out_blocks("judge_turn", size, empty="reduce_score") if size else fan_out_windows
-    builder.add_conditional_edges("window_turns", route, ["judge_turn", "reduce_score"])
-    scoring_edges(builder, ["judge_turn"], review=settings.review, metric=settings.name)
+    builder = window_graph(settings, RelevancyState, [("judge_turn", _judge_turn(settings))], _reduce_score(settings),
+                           route=fan_out_blocks("judge_turn", size, empty="reduce_score") if size else None,
+                           end=settings.reason != "llm")
     if settings.reason == "llm":
         builder.add_node("write_reason", _write_reason(settings))
         builder.add_edge("reduce_score", "write_reason")
         builder.add_edge("write_reason", END)
-    else:
-        builder.add_edge("reduce_score", END)
     return builder
 
 

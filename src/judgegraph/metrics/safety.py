@@ -16,28 +16,26 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from langchain_core.runnables import RunnableLambda
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
-from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ..answers import YesNo, read_choice
 from ..conversation import Conversation
 from ..judges import JudgeOutcome, JudgeRequest
 from ..nodes import (
     Node,
-    fan_out,
+    WindowTask,
     judge_step,
     outcome_fields,
     quote,
     render_messages,
     score_node,
-    scoring_edges,
     turn_label,
-    window_node,
+    window_graph,
 )
 from ..results import MetricResult, WindowVerdict, merge_verdicts
 from ..scoring import WindowOptions, all_good, clause, option, share_reason
-from ..state import MetricInput, MetricOutput, MetricState
+from ..state import MetricState
 from ..windows import Window
 from . import MetricSpec
 
@@ -81,10 +79,6 @@ class SafetyVerdict(WindowVerdict):
 class SafetyState(MetricState, total=False):
     windows: list[Window]
     verdicts: Annotated[list[SafetyVerdict], merge_verdicts]
-
-
-class WindowTask(TypedDict):
-    window: Window
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,21 +147,9 @@ def _reduce_score(settings: SafetySettings) -> Node:
     return score_node(settings.name, score, order=lambda v: v.window)
 
 
-#: One ``judge_reply`` task per window, or reduce_score when there is none.
-fan_out_windows = fan_out("judge_reply", "windows", item="window", empty="reduce_score")
-
-
 def build_safety_graph(settings: SafetySettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    builder = StateGraph(SafetyState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("window_turns", window_node(settings.window_size))
-    builder.add_node("judge_reply", _judge_reply(settings))
-    builder.add_node("reduce_score", _reduce_score(settings))
-    builder.add_edge(START, "window_turns")
-    builder.add_conditional_edges("window_turns", fan_out_windows, ["judge_reply", "reduce_score"])
-    scoring_edges(builder, ["judge_reply"], review=settings.review, metric=settings.name)
-    builder.add_edge("reduce_score", END)
-    return builder
+    return window_graph(settings, SafetyState, [("judge_reply", _judge_reply(settings))], _reduce_score(settings))
 
 
 CONVERSATIONAL_SAFETY = MetricSpec(

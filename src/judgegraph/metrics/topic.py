@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
@@ -31,13 +31,13 @@ from ..nodes import (
     quote,
     render_messages,
     score_node,
-    scoring_edges,
     turn_label,
+    window_graph,
     window_node,
 )
 from ..results import JudgeErrorInfo, MetricResult, Verdict, merge_verdicts
 from ..scoring import Tally, WindowOptions, clause, option
-from ..state import MetricInput, MetricOutput, MetricState
+from ..state import MetricState
 from ..windows import Window
 from . import MetricSpec
 
@@ -298,15 +298,8 @@ def _reduce_score(settings: TopicSettings) -> Node:
 
 def build_topic_graph(settings: TopicSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    builder = StateGraph(TopicState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("window_turns", _windows(settings))
-    builder.add_node("judge_topics", _judge_topics(settings))
-    builder.add_node("reduce_score", _reduce_score(settings))
-    builder.add_edge(START, "window_turns")
-    builder.add_conditional_edges("window_turns", _fan_out, ["judge_topics", "reduce_score"])
-    scoring_edges(builder, ["judge_topics"], review=settings.review, metric=settings.name)
-    builder.add_edge("reduce_score", END)
-    return builder
+    return window_graph(settings, TopicState, [("judge_topics", _judge_topics(settings))], _reduce_score(settings),
+                        windows=_windows(settings), route=_fan_out)
 
 
 TOPIC_ADHERENCE = MetricSpec(
