@@ -254,7 +254,7 @@ class WindowTask(TypedDict):
 
 def window_graph(
     settings: Any, schema: type, steps: Sequence[tuple[str, Any]], reduce: Any, *, windows: Any = None,
-    route: Callable[[Mapping[str, Any]], list[Send] | str] | None = None, end: bool = True,
+    route: Callable[[Any], list[Send] | str] | None = None, end: bool = True,
 ) -> StateGraph:
     """The shape of a metric judged window by window (``settings``: its :class:`~judgegraph.scoring.WindowOptions`;
     ``schema``: its state)::
@@ -265,10 +265,10 @@ def window_graph(
     from it (default one :class:`WindowTask` per window to the first step); a step's node reaches the next by its
     own ``Command`` (declared as its destination); ``end=False`` leaves reduce_score's way out to the caller."""
     first, last = steps[0][0], steps[-1][0]
-    builder = StateGraph(schema, input_schema=MetricInput, output_schema=MetricOutput)
+    builder: StateGraph = StateGraph(schema, input_schema=MetricInput, output_schema=MetricOutput)
     builder.add_node("window_turns", windows or window_node(settings.window_size))
     for (name, node), after in zip(steps, [*(n for n, _ in steps[1:]), None]):
-        builder.add_node(name, node, **({"destinations": (after,)} if after else {}))
+        builder.add_node(name, node, destinations=(after,) if after else None)
     builder.add_node("reduce_score", reduce)
     builder.add_edge(START, "window_turns")
     route = route or fan_out(first, "windows", item="window", empty="reduce_score")

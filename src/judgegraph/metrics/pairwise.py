@@ -200,6 +200,11 @@ class PairwiseSettings(JudgeOptions):
         super().check()
         self.normalise(criteria=tuple(as_criteria(self.criteria)))
 
+    @property
+    def chosen(self) -> tuple[Criterion, ...]:
+        """The criteria, checked (:func:`as_criteria`)."""
+        return tuple(self.criteria)  # type: ignore[arg-type]  # normalised by check
+
 
 class PairInput(TypedDict):
     a: NotRequired[Conversation | dict[str, Any]]
@@ -236,7 +241,7 @@ def _tasks(settings: PairwiseSettings) -> Any:
         shown = {"a": conversation_json(a), "b": conversation_json(b)}
         return [Send("judge_pair", PairTask(criterion=c.name, text=c.text, order=order, first=shown[order[0]],
                                             second=shown[order[1]]))
-                for c in settings.criteria for order in ORDERS]
+                for c in settings.chosen for order in ORDERS]
 
     return route
 
@@ -269,7 +274,7 @@ def _reason(outcomes: list[CriterionOutcome]) -> str:
 
 
 def _score(settings: PairwiseSettings) -> Any:
-    names = [c.name for c in settings.criteria]
+    names = [c.name for c in settings.chosen]
 
     def b_share(judged: list[PairVerdict]) -> float | None:
         decided = [o for o in decide(judged, names) if o.outcome is not None]
@@ -300,7 +305,7 @@ def _score(settings: PairwiseSettings) -> Any:
 
 def build_pairwise_graph(settings: PairwiseSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    order = {(c.name, o): i for i, (c, o) in enumerate((c, o) for c in settings.criteria for o in ORDERS)}
+    order = {(c.name, o): i for i, (c, o) in enumerate((c, o) for c in settings.chosen for o in ORDERS)}
     score = _score(settings)
 
     def reduce_score(state: Any) -> dict[str, Any]:

@@ -165,7 +165,7 @@ class ResponseRelevancySettings(MetricOptions):
         super().check()
         check_whole(self.n_questions, "n_questions")
         # served beside an OpenAI-compatible judge by default, called as the judge is (deadline, reply limit)
-        served, call = self.judge.endpoint, {}
+        served, call = self.judge.endpoint, dict[str, Any]()
         if served is not None:
             call = {"api_key": served.api_key, "max_reply_bytes": served.max_reply_bytes}
             if served.timeout is not None:

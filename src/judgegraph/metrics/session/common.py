@@ -42,8 +42,9 @@ def session_spec(name: str, build: Callable[[Any], StateGraph], tasks: Iterable[
                  needs: frozenset[Need] = frozenset()) -> MetricSpec:
     """A session judge's declaration: it reads the whole conversation (scope ``"conversation"``) and needs an LLM
     judge answering ``tasks`` (:class:`~judgegraph.judges.NeedsLLMJudge` otherwise)."""
+    wanted: frozenset[Need] = frozenset({"llm", *needs})
     return MetricSpec(name, summary=summary, settings=settings, build=build, tasks=tuple(tasks), doc=doc,
-                      needs=frozenset({"llm"}) | needs, scope="conversation")
+                      needs=wanted, scope="conversation")
 
 
 #: One judge call's input per task: ``tasks(state, conversation)`` (see :func:`session_graph`).

@@ -145,7 +145,7 @@ def build_guidelines_graph(settings: GuidelineSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     return session_graph(settings, GuidelinesState, [("judge_guideline", _judge_guideline(settings))],
                          _score(settings), applies=lambda conversation: bool(role_indices(conversation, "assistant")),
-                         tasks=lambda *_: [{"index": i, "guideline": g} for i, g in enumerate(settings.guidelines)],
+                         tasks=lambda *_: [{"index": i, "guideline": g} for i, g in enumerate(settings.guidelines or ())],
                          not_applicable="No assistant turn: there is nothing to hold to the guidelines.")
 
 
