@@ -127,7 +127,7 @@ def _where(package: str, name: str) -> str:
     module = getattr(obj, "__module__", None)
     if isinstance(module, str) and module.startswith("judgegraph"):
         source = inspect.getsource(importlib.import_module(module))
-        if re.search(rf"^(async )?(def|class) {name}\b", source, re.M):  # written there, not made by a factory
+        if re.search(rf"^((async )?(def|class) {name}\b|{name} = )", source, re.M):  # written or assigned there
             return f"{module}.{name}"
         # Made by a factory (a session metric's): the module that assigns it (the top-level package exports the
         # metrics' factories from the registry, not by an import a reader of the source could follow).
