@@ -131,3 +131,15 @@ def test_a_declaration_is_checked_when_made():
         MetricSpec("x", summary="x", settings=Settings, build=lambda s: None, defaults={"windw_size": 2})
     with pytest.raises(TypeError, match="give settings and build"):
         MetricSpec("x", summary="x")
+
+
+def test_the_metrics_command_shows_a_metric_s_declared_options(capsys):
+    assert main(["metrics", "conversation-relevance", "role-adherence"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ") and "scope:" not in line}
+    assert set(rows) == set(get_metric("conversation-relevance").options) | set(get_metric("role-adherence").options)
+    assert "default 5" in out.split("role-adherence:")[0]  # conversation_relevance's own window default
+    assert "assistant turns judged per call" in rows["batch_size"]
+    assert main(["metrics"]) == 0 and "[offline-rule]" in capsys.readouterr().out
+    assert main(["metrics", "turn-relevancyy"]) == 2
+    assert "did you mean 'turn-relevancy'" in capsys.readouterr().err
