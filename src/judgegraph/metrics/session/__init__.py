@@ -5,7 +5,6 @@ offline one the factory raises :class:`~judgegraph.judges.NeedsLLMJudge`.
 
 from __future__ import annotations
 
-from . import completeness, frustration, guidelines, retention, role
 from .common import SessionSettings
 from .completeness import GoalVerdict, build_completeness_graph, create_conversation_completeness_judge
 from .frustration import FrustrationVerdict, build_frustration_graph, create_user_frustration_judge
@@ -18,17 +17,12 @@ from .guidelines import (
 from .retention import LapseInfo, RetentionVerdict, build_retention_graph, create_knowledge_retention_judge
 from .role import RoleSettings, RoleVerdict, build_role_graph, create_role_adherence_judge
 
-#: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
-PROMPT_VALUES = {step: values for module in (completeness, retention, frustration, guidelines, role)
-                 for step, values in module.PROMPT_VALUES.items()}
-
 __all__ = [
     "FrustrationVerdict",
     "GoalVerdict",
     "GuidelineSettings",
     "GuidelineVerdict",
     "LapseInfo",
-    "PROMPT_VALUES",
     "RetentionVerdict",
     "RoleSettings",
     "RoleVerdict",
