@@ -47,10 +47,11 @@ class MetricSpec:
     """A metric, declared once: its ``name``, a one-line ``summary``, its options (the fields of its ``settings``
     class, a :class:`~judgegraph.scoring.JudgeOptions`: typed, with defaults and help, checked once), what it
     ``needs``, its ``scope`` (``"exchange"``: the latest scope judges the last one; ``"conversation"``: a session
-    judge), ``build`` (settings → the uncompiled graph), ``defaults`` over the settings' own, and the judge
-    ``tasks`` only an LLM judge answers, and its ``capabilities``. From it come its ``factory`` (``create_<name>_judge(*, model=None,
-    **options, name=..., **compile)``, signature and docstring included: :meth:`create`), ``options`` (those the
-    command line and input files give) and its entry in the registry and the docs.
+    judge), ``build`` (settings → the uncompiled graph), ``defaults`` over the settings' own, the judge ``tasks``
+    only an LLM judge answers and its ``capabilities``. From it come its ``factory``
+    (``create_<name>_judge(*, model=None, **options, name=..., **compile)``, signature and docstring included:
+    :meth:`create`), ``options`` (those the command line and input files give), ``judgegraph metrics NAME``, its
+    entry in the registry and in the docs.
 
     The older form, ``MetricSpec(name, factory, summary, options)`` (a factory of one's own, the option names it
     takes from the command line), still works."""
