@@ -10,36 +10,29 @@ the latest scope, dry-run estimates, the HTML report) with no change to the core
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
+from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
-from typing_extensions import TypedDict
 
 from judgegraph.metric import (
-    Judge,
     JudgeOutcome,
     JudgeRequest,
-    MetricInput,
-    MetricOutput,
+    MetricOptions,
     MetricSpec,
     MetricState,
-    ModelLike,
     Window,
+    WindowTask,
     WindowVerdict,
-    check_threshold,
-    fan_out,
     judge_step,
-    make_result,
     merge_verdicts,
+    option,
     outcome_fields,
     parse_prompt,
-    require_tasks,
-    resolve_judge,
     score_node,
-    scoring_edges,
     turn_label,
+    window_graph,
     window_node,
 )
 
@@ -69,13 +62,17 @@ class ReplyLanguageState(MetricState, total=False):
     verdicts: Annotated[list[WindowVerdict], merge_verdicts]
 
 
-class WindowTask(TypedDict):
-    window: Window
+@dataclass(frozen=True, kw_only=True)
+class ReplyLanguageSettings(MetricOptions):
+    """The options: those of every metric with a pass/fail rule (``threshold``, ``strict_mode``, ``review``,
+    ``min_judged``), this one's threshold 1 by default. A metric's own option is one more field made by ``option``."""
+
+    threshold: float = option(1.0, help="the share of replies in the user's language a conversation passes with")
 
 
-def build_reply_language_graph(judge: Judge, *, name: str = "reply_language", threshold: float = 1.0,
-                               review: bool = False, min_judged: float | None = None) -> StateGraph:
+def build_reply_language_graph(settings: ReplyLanguageSettings) -> StateGraph:
     """The uncompiled graph: one judgement per exchange; score = share of replies in the user's language."""
+    policy = settings.policy(step=STEP, what="replies in the user's language", where=lambda v: turn_label(v.turns))
 
     def build(task: WindowTask) -> JudgeRequest:
         target = task["window"].target
@@ -90,32 +87,16 @@ def build_reply_language_graph(judge: Judge, *, name: str = "reply_language", th
         return {"verdicts": [verdict]}
 
     def score(state: Any, conversation: Any, verdicts: list[Any]) -> Any:
-        return make_result(name, conversation, verdicts, judge=judge, threshold=threshold, step=STEP,
-                                 what="replies in the user's language", where=lambda v: turn_label(v.turns),
-                                 min_judged=min_judged)
+        return policy.result(conversation, verdicts)
 
-    builder = StateGraph(ReplyLanguageState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("window_turns", window_node(1))
-    builder.add_node("judge_language", judge_step("judge_language", judge, build, finish))
-    builder.add_node("reduce_score", score_node(name, score, order=lambda v: v.window))
-    builder.add_edge(START, "window_turns")
-    route = fan_out("judge_language", "windows", item="window", empty="reduce_score")
-    builder.add_conditional_edges("window_turns", route, ["judge_language", "reduce_score"])
-    scoring_edges(builder, ["judge_language"], review=review, metric=name)
-    builder.add_edge("reduce_score", END)
-    return builder
+    step = judge_step("judge_language", settings.judge, build, finish)
+    return window_graph(settings, ReplyLanguageState, [("judge_language", step)],
+                        score_node(settings.name, score, order=lambda v: v.window), windows=window_node(1))
 
 
-def create_reply_language_judge(*, model: ModelLike = None, threshold: float = 1.0, review: bool = False,
-                                min_judged: float | None = None, name: str = "reply_language",
-                                **compile: Any) -> CompiledStateGraph:
-    """``model``: an LLM judge (a chat model or ``"openai:gpt-4.1-mini"``); ``compile``: LangGraph's compile options."""
-    check_threshold(threshold)
-    judge = require_tasks(resolve_judge(model), [TASK], name)
-    graph = build_reply_language_graph(judge, name=name, threshold=threshold, review=review, min_judged=min_judged)
-    return graph.compile(name=name, **compile)
-
-
-SPEC = MetricSpec("reply_language", create_reply_language_judge,
-                  "Does each reply answer in the language the user wrote in? (LLM judge)",
-                  frozenset({"threshold"}), needs=frozenset({"llm"}))
+#: The declaration: ``create_reply_language_judge(model=..., threshold=..., review=..., **compile)`` is made from it,
+#: and the command line and config files take its options.
+SPEC = MetricSpec("reply_language", summary="Does each reply answer in the language the user wrote in? (LLM judge)",
+                  settings=ReplyLanguageSettings, build=build_reply_language_graph, needs=frozenset({"llm"}),
+                  tasks=(TASK,))
+create_reply_language_judge = SPEC.factory

@@ -101,8 +101,9 @@ def metrics_page() -> str:
         lines += [f"## {name.replace('_', '-')}", "", _cell(spec.summary), "",
                   f"- **scope**: {spec.scope}",
                   f"- **needs**: {', '.join(sorted(spec.needs)) or 'nothing'}",
-                  f"- **options**: {', '.join(f'`{o}`' for o in sorted(spec.options)) or 'none'}",
-                  f"- **factory**: `{spec.factory.__module__}.{spec.factory.__name__}`", ""]
+                  f"- **factory**: `{spec.factory.__module__}.{spec.factory.__name__}`",
+                  f"- **options**:{'' if spec.options else ' none'}", "",
+                  *(f"    - `{o}` ({d}){': ' + _cell(h) if h else ''}" for o, d, h in spec.option_table()), ""]
         prompts = sorted((ROOT / "prompts" / name).glob("*.md")) if (ROOT / "prompts" / name).is_dir() else []
         if prompts:
             lines += [f"- **prompt files**: {', '.join(f'`prompts/{name}/{p.name}`' for p in prompts)}", ""]
@@ -126,7 +127,7 @@ def _where(package: str, name: str) -> str:
     module = getattr(obj, "__module__", None)
     if isinstance(module, str) and module.startswith("judgegraph"):
         source = inspect.getsource(importlib.import_module(module))
-        if re.search(rf"^(async )?(def|class) {name}\b", source, re.M):  # written there, not made by a factory
+        if re.search(rf"^((async )?(def|class) {name}\b|{name} = )", source, re.M):  # written or assigned there
             return f"{module}.{name}"
         # Made by a factory (a session metric's): the module that assigns it (the top-level package exports the
         # metrics' factories from the registry, not by an import a reader of the source could follow).

@@ -40,16 +40,10 @@ from typing_extensions import TypedDict
 
 from .judges.base import Judge, JudgeOutcome, JudgeRequest
 from .judges.schema_example import example_from_schema
-from .nodes import NodeLambda, StateUpdate, judge_step
+from .nodes import NodeLambda, StateUpdate, WindowTask, judge_step
 from .replay import probe, steer_of
 from .results import JudgeAttempt, Usage, Verdict
 from .windows import Window
-
-
-class WindowTask(TypedDict):
-    """What a window's verdict step is given (the per-window task of the metric graphs)."""
-
-    window: Window
 
 
 class BlockTask(TypedDict, total=False):

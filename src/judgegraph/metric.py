@@ -1,7 +1,9 @@
 """Everything a metric's author needs, in one public module (docs/guide/custom.md).
 
-A metric is a :class:`MetricSpec` (its name, factory, summary, options, needs and scope) plus a LangGraph graph
-built from the blocks below: ``window_node`` splits the conversation, ``fan_out`` sends one task per window,
+A metric is declared once, by a :class:`MetricSpec`: its name, summary, needs and scope, its options (the fields
+of its settings class, a :class:`MetricOptions` or :class:`WindowOptions` subclass whose fields are made with
+:func:`option`: typed, with a default and help, checked once in ``check``) and ``build``, settings → a LangGraph
+graph built from the blocks below; its factory, command-line options and docs come from it: ``window_node`` splits the conversation, ``fan_out`` sends one task per window,
 ``judge_step`` asks the judge (:class:`JudgeRequest` in, :class:`JudgeOutcome` out), ``scoring_edges`` adds the
 optional review, ``score_node`` and ``make_result`` (the :class:`ScoringPolicy`) turn verdicts into a result.
 :func:`create_metric` builds any metric's graph by name or spec. Another package adds its metrics through an entry
@@ -15,6 +17,7 @@ from __future__ import annotations
 from .judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
 from .metrics import ENTRY_POINT_GROUP, MetricSpec, create_metric
 from .nodes import (
+    WindowTask,
     conversation_json,
     fan_out,
     in_scope,
@@ -25,19 +28,33 @@ from .nodes import (
     score_node,
     scoring_edges,
     turn_label,
+    window_graph,
     window_node,
 )
 from .prompts import Prompt, load_prompt, parse_prompt
 from .results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict, merge_verdicts
-from .scoring import ScoringPolicy, Tally, check_threshold, make_result, share_reason
+from .scoring import (
+    JudgeOptions,
+    MetricOptions,
+    ScoringPolicy,
+    Tally,
+    WindowOptions,
+    check_flag,
+    check_threshold,
+    check_whole,
+    make_result,
+    option,
+    share_reason,
+)
 from .state import MetricInput, MetricOutput, MetricState, conversation_of
 from .windows import Exchange, Window, exchanges, sliding_windows
 
 __all__ = [
-    "ENTRY_POINT_GROUP", "Exchange", "Judge", "JudgeErrorInfo", "JudgeOutcome", "JudgeRequest", "MetricInput",
-    "MetricOutput", "MetricResult", "MetricSpec", "MetricState", "ModelLike", "Prompt", "ScoringPolicy", "Tally",
-    "Usage", "Verdict", "Window", "WindowVerdict", "check_threshold", "conversation_json", "conversation_of",
-    "create_metric", "exchanges", "fan_out", "in_scope", "judge_step", "load_prompt", "make_result", "merge_verdicts",
-    "outcome_fields", "parse_prompt", "quote", "render_messages", "require_tasks", "resolve_judge", "score_node",
-    "scoring_edges", "share_reason", "sliding_windows", "turn_label", "window_node",
+    "ENTRY_POINT_GROUP", "Exchange", "Judge", "JudgeErrorInfo", "JudgeOptions", "JudgeOutcome", "JudgeRequest",
+    "MetricInput", "MetricOptions", "MetricOutput", "MetricResult", "MetricSpec", "MetricState", "ModelLike", "Prompt",
+    "ScoringPolicy", "Tally", "Usage", "Verdict", "Window", "WindowOptions", "WindowTask", "WindowVerdict", "check_flag",
+    "check_threshold", "check_whole", "conversation_json", "conversation_of", "create_metric", "exchanges", "fan_out",
+    "in_scope", "judge_step", "load_prompt", "make_result", "merge_verdicts", "option", "outcome_fields",
+    "parse_prompt", "quote", "render_messages", "require_tasks", "resolve_judge", "score_node", "scoring_edges",
+    "share_reason", "sliding_windows", "turn_label", "window_graph", "window_node",
 ]

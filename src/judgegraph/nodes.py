@@ -11,8 +11,9 @@ from typing import Any, Optional, Protocol, TypeVar, Union, cast
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda, ensure_config
 from langchain_core.runnables.utils import accepts_config
-from langgraph.graph import StateGraph
+from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send
+from typing_extensions import TypedDict
 
 from .conversation import Conversation
 from .judges.base import Judge, JudgeOutcome, JudgeRequest
@@ -20,8 +21,8 @@ from .judges.jury import with_votes
 from .replay import Steer, probe, steer_of
 from .results import JudgeAttempt, MetricResult, Review, Usage, Verdict
 from .scoring import make_result  # noqa: F401 - a building block of custom graphs, documented here
-from .state import conversation_of
-from .windows import check_window_size, exchanges, windows_from_exchanges
+from .state import MetricInput, MetricOutput, conversation_of
+from .windows import Window, check_window_size, exchanges, windows_from_exchanges
 
 T = TypeVar("T")
 V = TypeVar("V", bound=Verdict)
@@ -243,6 +244,39 @@ def fan_out(
 
     route.__name__ = route.__qualname__ = f"fan_out_{key}"
     return route
+
+
+class WindowTask(TypedDict):
+    """One per-window step's input (:func:`fan_out` over ``windows`` with ``item="window"``)."""
+
+    window: Window
+
+
+def window_graph(
+    settings: Any, schema: type, steps: Sequence[tuple[str, Any]], reduce: Any, *, windows: Any = None,
+    route: Callable[[Any], list[Send] | str] | None = None, end: bool = True,
+) -> StateGraph:
+    """The shape of a metric judged window by window (``settings``: its :class:`~judgegraph.scoring.WindowOptions`;
+    ``schema``: its state)::
+
+        START → window_turns ─Send per window→ steps[0] [→ steps[1]] [→ review_verdicts] → reduce_score [→ END]
+
+    ``windows``: the windowing node (default :func:`window_node` of ``settings.window_size``); ``route``: the router
+    from it (default one :class:`WindowTask` per window to the first step); a step's node reaches the next by its
+    own ``Command`` (declared as its destination); ``end=False`` leaves reduce_score's way out to the caller."""
+    first, last = steps[0][0], steps[-1][0]
+    builder: StateGraph = StateGraph(schema, input_schema=MetricInput, output_schema=MetricOutput)
+    builder.add_node("window_turns", windows or window_node(settings.window_size))
+    for (name, node), after in zip(steps, [*(n for n, _ in steps[1:]), None]):
+        builder.add_node(name, node, destinations=(after,) if after else None)
+    builder.add_node("reduce_score", reduce)
+    builder.add_edge(START, "window_turns")
+    route = route or fan_out(first, "windows", item="window", empty="reduce_score")
+    builder.add_conditional_edges("window_turns", route, [first, "reduce_score"])
+    scoring_edges(builder, [last], review=settings.review, metric=settings.name)
+    if end:
+        builder.add_edge("reduce_score", END)
+    return builder
 
 
 def outcome_fields(outcome: JudgeOutcome) -> dict[str, Any]:

@@ -6,7 +6,7 @@ for a bad option everywhere) and the one engine from verdicts to a
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .results import JudgeErrorInfo, MetricResult, Usage, Verdict
@@ -40,15 +40,25 @@ def check_flag(value: object, option: str) -> bool:
     return value
 
 
+def option(default: Any = MISSING, *, help: str, cli: bool = True) -> Any:
+    """A metric option: a settings field with its ``help`` text (the factory's docstring, ``judgegraph metrics``,
+    the docs' catalogue); ``cli=False``: a keyword of the factory the command line and input files do not give."""
+    return field(default=default, metadata={"help": help, "cli": cli})
+
+
 @dataclass(frozen=True, kw_only=True)
 class JudgeOptions:
     """What every metric's settings hold (``name``, ``judge``, ``review``), checked when made;
-    a subclass checks its own options in :meth:`check` (calling ``super().check()``)."""
+    a subclass declares its own options as fields (:func:`option`) and checks them in :meth:`check`
+    (calling ``super().check()``), where it may also normalise a value (:meth:`normalise`).
+    These fields are the metric's declaration: its factory, its command-line options and its docs
+    come from them (:class:`judgegraph.metrics.MetricSpec`)."""
 
     name: str
     judge: Judge
-    review: bool = False
-    min_judged: float | None = None
+    review: bool = option(False, help="add a review_verdicts node: pause for a person before the score", cli=False)
+    min_judged: float | None = option(
+        None, help="the least share of verdicts judged (not judge errors) a score needs, else the result is an error")
 
     def __post_init__(self) -> None:
         self.check()
@@ -57,6 +67,11 @@ class JudgeOptions:
     def offline(self) -> bool:
         """Whether the judge is the offline (embeddings) one: no LLM to ask."""
         return self.judge.kind == "offline"
+
+    def normalise(self, **values: Any) -> None:
+        """Replace fields by their checked form (a list of topics as a tuple...): for :meth:`check`."""
+        for key, value in values.items():
+            object.__setattr__(self, key, value)
 
     def check(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -76,8 +91,8 @@ class MetricOptions(JudgeOptions):
     """:class:`JudgeOptions` and a pass/fail rule: ``threshold`` (a number from
     0 to 1) and ``strict_mode`` (the score 1 or 0, the threshold 1)."""
 
-    threshold: float = 0.5
-    strict_mode: bool = False
+    threshold: float = option(0.5, help="the score a conversation passes with, from 0 to 1")
+    strict_mode: bool = option(False, help="deepeval's strict mode: the score 1 or 0, the threshold 1")
 
     def check(self) -> None:
         super().check()
@@ -97,7 +112,7 @@ class MetricOptions(JudgeOptions):
 class WindowOptions(MetricOptions):
     """:class:`MetricOptions` of a metric that reads sliding windows of ``window_size`` exchanges."""
 
-    window_size: int = 10
+    window_size: int = option(10, help="exchanges in each window the judge reads")
 
     def check(self) -> None:
         super().check()

@@ -410,7 +410,8 @@ def test_public_steps_compose_into_a_custom_graph():
 
 def test_registered_for_the_cli_with_its_options():
     spec = get_metric("turn-contextual-relevancy")
-    assert spec.name == KEY and spec.options == {"window_size", "threshold", "strict_mode", "verify", "min_judged"}
+    assert spec.name == KEY and spec.options == {"window_size", "threshold", "strict_mode", "verify", "min_judged",
+                                                  "extract_per", "judge_per"}
 
 
 def test_invoke_ainvoke_batch_and_stream_agree():

@@ -19,7 +19,7 @@ def all_prompt_names() -> list[str]:
 def _declared():
     """Each module with prompt steps declares PROMPT_VALUES: {step: values its node passes}."""
     values = {}
-    metrics = [f"judgegraph.metrics.{m.name}" for m in pkgutil.iter_modules(judgegraph.metrics.__path__)]
+    metrics = [m.name for m in pkgutil.walk_packages(judgegraph.metrics.__path__, "judgegraph.metrics.")]
     for name in metrics + ["judgegraph.statements", "judgegraph.apps.simulate.graph", "judgegraph.judges.aligned",
                            "judgegraph.trust.alignment"]:
         try:

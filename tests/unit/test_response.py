@@ -406,7 +406,8 @@ def test_the_judge_says_where_it_is_served_and_the_embeddings_client_is_called_t
 
 def test_registered_for_the_cli_and_files():
     spec = get_metric("response-relevancy")
-    assert spec.name == "response_relevancy" and spec.options == {"threshold", "strict_mode", "n_questions", "embeddings", "embeddings_base_url", "min_judged"}
+    assert spec.name == "response_relevancy" and spec.options == {"threshold", "strict_mode", "n_questions", "embeddings", "embeddings_base_url", "min_judged",
+                                                               "max_concurrency"}
     graph = create_metric("response-relevancy", model=LLMJudge(model()), n_questions=2, embeddings=FixedEmbeddings())
     assert "generate_questions" in graph.get_graph().nodes
 

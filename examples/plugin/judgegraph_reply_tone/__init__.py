@@ -7,36 +7,30 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from importlib.resources import files
 from typing import Annotated, Any, Literal
 
-from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
+from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
-from typing_extensions import TypedDict
 
 from judgegraph.metric import (
     JudgeOutcome,
     JudgeRequest,
-    MetricInput,
-    MetricOutput,
+    MetricOptions,
     MetricSpec,
     MetricState,
-    ModelLike,
     Window,
+    WindowTask,
     WindowVerdict,
-    check_threshold,
-    fan_out,
     judge_step,
-    make_result,
     merge_verdicts,
+    option,
     outcome_fields,
     parse_prompt,
-    require_tasks,
-    resolve_judge,
     score_node,
-    scoring_edges,
     turn_label,
+    window_graph,
     window_node,
 )
 
@@ -53,24 +47,29 @@ class ReplyToneState(MetricState, total=False):
     verdicts: Annotated[list[WindowVerdict], merge_verdicts]
 
 
-class WindowTask(TypedDict):
-    window: Window
+@dataclass(frozen=True, kw_only=True)
+class ReplyToneSettings(MetricOptions):
+    """The options: every metric's (threshold, strict_mode, review, min_judged) and this one's own, ``tone``."""
+
+    tone: str = option("friendly and professional", help="the tone each reply must keep, e.g. 'formal'")
+    threshold: float = option(1.0, help="the share of replies in the tone a conversation passes with")
+
+    def check(self) -> None:
+        super().check()
+        if not isinstance(self.tone, str) or not self.tone.strip():
+            raise ValueError(f"reply_tone: tone is a text such as 'formal', got {self.tone!r}")
 
 
-def create_reply_tone_judge(*, model: ModelLike = None, tone: str = "friendly and professional",
-                            threshold: float = 1.0, review: bool = False, min_judged: float | None = None,
-                            name: str = "reply_tone", **compile: Any) -> CompiledStateGraph:
-    """One judgement per exchange; score = share of replies in ``tone``. ``model``: an LLM judge."""
-    check_threshold(threshold)
-    if not isinstance(tone, str) or not tone.strip():
-        raise ValueError(f"reply_tone: tone is a text such as 'formal', got {tone!r}")
-    judge = require_tasks(resolve_judge(model), [TASK], name)
+def build_reply_tone_graph(settings: ReplyToneSettings) -> StateGraph:
+    """One judgement per exchange; score = share of replies in ``tone``."""
     prompt = parse_prompt(STEP, (files(__name__) / "prompts" / "judge_tone.md").read_text(encoding="utf-8"))
+    policy = settings.policy(step=STEP, what=f"replies in the tone {settings.tone!r}",
+                             where=lambda v: turn_label(v.turns))
 
     def ask(task: WindowTask) -> JudgeRequest:
         target = task["window"].target
         return JudgeRequest(task=TASK, step=STEP, schema=ToneVerdict, prompt=prompt,
-                            values={"tone": tone, "user_message": target.user_text, "reply": target.reply_text})
+                            values={"tone": settings.tone, "user_message": target.user_text, "reply": target.reply_text})
 
     def keep(task: WindowTask, outcome: JudgeOutcome) -> dict[str, Any]:
         window, value = task["window"], outcome.value if outcome.ok else None
@@ -79,20 +78,13 @@ def create_reply_tone_judge(*, model: ModelLike = None, tone: str = "friendly an
                                            reason=getattr(value, "reason", ""), **outcome_fields(outcome))]}
 
     def score(state: Any, conversation: Any, verdicts: list[Any]) -> Any:
-        return make_result(name, conversation, verdicts, judge=judge, threshold=threshold, step=STEP,
-                           what=f"replies in the tone {tone!r}", where=lambda v: turn_label(v.turns), min_judged=min_judged)
+        return policy.result(conversation, verdicts)
 
-    builder = StateGraph(ReplyToneState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("window_turns", window_node(1))
-    builder.add_node("judge_tone", judge_step("judge_tone", judge, ask, keep))
-    builder.add_node("reduce_score", score_node(name, score, order=lambda v: v.window))
-    builder.add_edge(START, "window_turns")
-    builder.add_conditional_edges("window_turns", fan_out("judge_tone", "windows", item="window", empty="reduce_score"),
-                                  ["judge_tone", "reduce_score"])
-    scoring_edges(builder, ["judge_tone"], review=review, metric=name)
-    builder.add_edge("reduce_score", END)
-    return builder.compile(name=name, **compile)
+    return window_graph(settings, ReplyToneState, [("judge_tone", judge_step("judge_tone", settings.judge, ask, keep))],
+                        score_node(settings.name, score, order=lambda v: v.window), windows=window_node(1))
 
 
-SPEC = MetricSpec("reply_tone", create_reply_tone_judge, "Does each reply keep the tone asked for? (LLM judge; plugin)",
-                  frozenset({"threshold", "tone"}), needs=frozenset({"llm"}))
+#: The declaration the entry point names: its factory (``SPEC.factory``) and options come from it.
+SPEC = MetricSpec("reply_tone", summary="Does each reply keep the tone asked for? (LLM judge; plugin)",
+                  settings=ReplyToneSettings, build=build_reply_tone_graph, needs=frozenset({"llm"}), tasks=(TASK,))
+create_reply_tone_judge = SPEC.factory

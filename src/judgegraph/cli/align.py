@@ -23,8 +23,13 @@ if TYPE_CHECKING:
     from ..judges.offline_rule import OfflineRule
     from .common import Subparsers
 
-#: The metrics whose judgement can be aligned, with their default window size.
-ALIGNABLE = {"turn-relevancy": 10, "conversation-relevance": 5}
+def offline_alignable() -> dict[str, int]:
+    """The metrics whose verdicts the offline judge's rule is fitted to (their spec's ``offline_rule`` capability),
+    with their default window size: read from the registry."""
+    from ..metrics import registry
+
+    return {name.replace("_", "-"): spec.default("window_size") for name, spec in registry().items()
+            if "offline_rule" in spec.capabilities}
 
 
 def register(sub: Subparsers) -> None:
@@ -35,7 +40,8 @@ def register(sub: Subparsers) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="the labelled conversations (any format eval reads)")
     p.add_argument("-m", "--metric", default="turn-relevancy", metavar="METRIC",
                    help="metric whose verdicts the labels rate (default %(default)s; the offline judge: "
-                        f"{', '.join(sorted(ALIGNABLE))}; an LLM judge: any metric, mypkg.module:attr included)")
+                        "a metric `judgegraph metrics` marks offline-rule; an LLM judge: any metric,"
+                        " mypkg.module:attr included)")
     p.add_argument("--labels", required=True, metavar="FILE", help='JSONL: {"conversation_id", "metric", "turn" | '
                    '"verdict_id", "label"} per line (docs/agreement.md), or {"id", "turn", "label"}')
     p.add_argument("--label-field", default="label", metavar="NAME", help="the label's field (default %(default)s)")
@@ -79,8 +85,9 @@ def run(args: argparse.Namespace) -> int:
         return run_llm(args, out, err)
     from ..metrics import canonical_name
 
-    if args.metric not in ALIGNABLE and canonical_name(args.metric).replace("_", "-") not in ALIGNABLE:
-        return usage_error(err, f"the offline judge aligns {', '.join(sorted(ALIGNABLE))}, not {args.metric} "
+    alignable = offline_alignable()
+    if canonical_name(args.metric).replace("_", "-") not in alignable:
+        return usage_error(err, f"the offline judge aligns {', '.join(sorted(alignable))}, not {args.metric} "
                                 "(an LLM judge aligns any metric: --model M)")
     args.metric = canonical_name(args.metric).replace("_", "-")
     from ..judges.offline_fit import parse_positive
@@ -89,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         positive = parse_positive(args.positive)
     except ValueError as exc:
         return usage_error(err, exc)
-    window = args.window_size or ALIGNABLE[args.metric]
+    window = args.window_size or alignable[args.metric]
     if window < 1:
         return usage_error(err, f"--window-size must be >= 1, got {window}")
     try:

@@ -8,6 +8,7 @@ of an installed package (docs/guide/custom.md). A name containing ``:`` is an im
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import importlib
 import inspect
@@ -15,13 +16,16 @@ import os
 import pkgutil
 import sys
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, Field, dataclass, field
 from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Literal
 
+from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
+
+from ..scoring import JudgeOptions
 
 if TYPE_CHECKING:
     from ..judges import ModelLike
@@ -33,31 +37,141 @@ DEFAULT_METRICS = ("turn_relevancy",)
 
 
 Need = Literal["llm", "embeddings", "retrieval_context", "guidelines"]
+#: What a metric can do beyond what every metric built from the blocks can (transcripts, review, re-judging, dry run,
+#: juries): ``offline_rule``, its verdicts are what ``judgegraph align --model offline`` fits the offline judge's rule to.
+Capability = Literal["offline_rule"]
 
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """What a metric is: ``factory(model=judge, **options)`` builds its graph; ``options``
-    are those it takes from the CLI and input files; ``needs`` what it needs; ``scope``
-    ``"exchange"`` (the latest scope judges the last one) or ``"conversation"`` (a session judge)."""
+    """A metric, declared once: its ``name``, a one-line ``summary``, its options (the fields of its ``settings``
+    class, a :class:`~judgegraph.scoring.JudgeOptions`: typed, with defaults and help, checked once), what it
+    ``needs``, its ``scope`` (``"exchange"``: the latest scope judges the last one; ``"conversation"``: a session
+    judge), ``build`` (settings → the uncompiled graph), ``defaults`` over the settings' own, the judge ``tasks``
+    only an LLM judge answers and its ``capabilities``. From it come its ``factory``
+    (``create_<name>_judge(*, model=None, **options, name=..., **compile)``, signature and docstring included:
+    :meth:`create`), ``options`` (those the command line and input files give), ``judgegraph metrics NAME``, its
+    entry in the registry and in the docs.
+
+    The older form, ``MetricSpec(name, factory, summary, options)`` (a factory of one's own, the option names it
+    takes from the command line), still works."""
 
     name: str
-    factory: Callable[..., CompiledStateGraph]
-    summary: str
-    options: frozenset[str]
+    factory: Callable[..., CompiledStateGraph] = None  # type: ignore[assignment]  # generated from settings
+    summary: str = ""
+    options: frozenset[str] = frozenset()
     needs: frozenset[Need] = frozenset()
     scope: Literal["exchange", "conversation"] = "exchange"
+    settings: type[JudgeOptions] | None = None
+    build: Callable[[Any], StateGraph] | None = None
+    defaults: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    tasks: tuple[str, ...] = ()
+    doc: str = ""
+    factory_name: str = ""  # default: create_<name>_judge
+    capabilities: frozenset[Capability] = frozenset()
 
-    def __post_init__(self) -> None:  # the options every metric takes (scoring.JudgeOptions)
-        object.__setattr__(self, "options", frozenset(self.options) | COMMON_OPTIONS)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "needs", frozenset(self.needs))
+        if self.settings is None or self.build is None:
+            if self.factory is None:
+                raise TypeError(f"MetricSpec {self.name!r}: give settings and build (or a factory of your own)")
+            object.__setattr__(self, "options", frozenset(self.options) | {"min_judged"})  # every metric takes it
+            return
+        fields = self.fields()
+        if unknown := set(self.defaults) - set(fields) - {"name"}:
+            raise TypeError(f"MetricSpec {self.name!r}: defaults for no option: {', '.join(sorted(unknown))}")
+        object.__setattr__(self, "options", frozenset(n for n, f in fields.items() if f.metadata.get("cli", True)))
+        if self.factory is None:
+            object.__setattr__(self, "factory", _generated_factory(self))
+
+    def fields(self) -> dict[str, Field[Any]]:
+        """The options of a declared metric: its settings' fields but ``name`` and ``judge``, by name."""
+        own = [f for f in dataclasses.fields(self.settings or JudgeOptions)
+               if f.init and f.name not in ("name", "judge")]  # not init: derived by the settings' check
+        common = {f.name for f in dataclasses.fields(JudgeOptions)}  # listed last: the metric's own first
+        return {f.name: f for f in sorted(own, key=lambda f: f.name in common)}
+
+    def default(self, option: str) -> Any:
+        """An option's default: the spec's own, else its settings field's (``dataclasses.MISSING``: required)."""
+        return self.defaults.get(option, self.fields()[option].default)
+
+    def option_table(self) -> list[tuple[str, str, str]]:
+        """``(option, default, help)`` of each option the command line and input files give (a spec of the older
+        form: its option names alone)."""
+        if self.settings is None:
+            return [(name, "", "") for name in sorted(self.options)]
+        fields = self.fields()
+        return [(n, _show(self.default(n)), fields[n].metadata.get("help", "")) for n in fields if n in self.options]
+
+    def create(self, model: ModelLike = None, **options: Any) -> CompiledStateGraph:
+        """The metric's compiled graph: the judge made from ``model`` (a chat model, a model string, a Judge, or
+        None: the offline judge), the settings from ``options`` (checked once; ``name`` the result's key) and
+        compiled with the rest, LangGraph's compile options (an unknown keyword is a ``TypeError`` naming the
+        closest valid one). A metric whose ``tasks`` the judge cannot answer is :class:`NeedsLLMJudge`."""
+        from ..compiling import check_options, compile_graph
+        from ..judges import require_tasks, resolve_judge
+
+        fields = self.fields()
+        check_options({k: v for k, v in options.items() if k not in fields and k != "name"}, self.factory)
+        name = options.pop("name", self.defaults.get("name", self.name))
+        values = {k: options.pop(k) if k in options else self.default(k) for k in fields}
+        if missing := [k for k, v in {"name": name, **values}.items() if v is MISSING]:
+            raise TypeError(f"{self.factory.__name__}() missing required keyword argument(s): {', '.join(missing)}")
+        judge = resolve_judge(model)
+        settings = self.settings(name=name, judge=judge,  # type: ignore[misc]
+                                 **{k: v for k, v in values.items() if v is not MISSING})
+        require_tasks(judge, self.tasks, settings.name)
+        return compile_graph(self.build(settings), settings.name, options, self.factory)  # type: ignore[misc]
+
+
+def _generated_factory(spec: MetricSpec) -> Callable[..., CompiledStateGraph]:
+    """``create_<name>_judge``: :meth:`MetricSpec.create` with the options as keyword parameters (the signature and
+    docstring ``help()`` and ``inspect.signature`` show), defined in the module of the spec's ``build``."""
+    def factory(*, model: ModelLike = None, **options: Any) -> CompiledStateGraph:
+        return spec.create(model, **options)
+
+    fields, hints = spec.fields(), _hints(spec.settings)
+    empty, kw = inspect.Parameter.empty, inspect.Parameter.KEYWORD_ONLY
+    params = [inspect.Parameter("model", kw, default=None, annotation="ModelLike")]
+    for n in fields:
+        default = spec.default(n)
+        params.append(inspect.Parameter(n, kw, default=empty if default is MISSING else default,
+                                        annotation=hints.get(n, fields[n].type)))
+    name = spec.defaults.get("name", spec.name)
+    params += [inspect.Parameter("name", kw, default=empty if name is MISSING else name, annotation=str),
+               inspect.Parameter("compile", inspect.Parameter.VAR_KEYWORD, annotation="Unpack[CompileOptions]")]
+    factory.__signature__ = inspect.Signature(params, return_annotation=CompiledStateGraph)  # type: ignore[attr-defined]
+    factory.__name__ = factory.__qualname__ = spec.factory_name or f"create_{spec.name}_judge"
+    factory.__module__ = getattr(spec.build, "__module__", __name__)
+    options = "\n".join(f"- ``{n}`` ({_show(spec.default(n))}): {f.metadata.get('help', '')}" for n, f in fields.items())
+    factory.__doc__ = "\n\n".join(p for p in (
+        spec.summary, spec.doc, "``model``: a chat model, a model string or a Judge (None: the offline judge); ``name``:"
+        " the result's key; ``compile``: LangGraph's compile options (a checkpointer, interrupts). Options:", options) if p)
+    return factory
+
+
+def _show(default: Any) -> str:
+    return "required" if default is MISSING else f"default {default!r}"
+
+
+def _hints(cls: type | None) -> dict[str, Any]:
+    """The settings' field types, evaluated (text where one cannot be: a name only type checkers import)."""
+    import typing
+
+    from ..judges.base import Judge
+
+    try:
+        return typing.get_type_hints(cls, localns={"Judge": Judge}) if cls else {}
+    except Exception:  # noqa: BLE001 - a forward reference: the annotations' text is shown
+        return {}
 
 
 @lru_cache(maxsize=1)
 def built_ins() -> dict[str, MetricSpec]:
-    """judgegraph's own metrics: the ``METRIC_SPECS`` of every module of this package."""
+    """judgegraph's own metrics: the ``METRIC_SPECS`` of every module of this package and its subpackages."""
     specs: dict[str, MetricSpec] = {}
-    for module in pkgutil.iter_modules(__path__):
-        mod = importlib.import_module(f"{__name__}.{module.name}")
+    for module in pkgutil.walk_packages(__path__, f"{__name__}."):
+        mod = importlib.import_module(module.name)
         for spec in getattr(mod, "METRIC_SPECS", ()):
             specs[spec.name] = spec
     return specs
@@ -111,10 +225,9 @@ class MetricNotFound(KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-#: Options the CLI and input files give metrics; a custom factory gets those it names.
-CLI_OPTIONS = frozenset({"window_size", "threshold", "strict_mode", "reason", "rubric", "dense", "min_judged"})
-#: Options every metric takes.
-COMMON_OPTIONS = frozenset({"min_judged"})
+def known_options() -> frozenset[str]:
+    """Every option a built-in metric takes from the command line and input files (what a custom factory may name)."""
+    return frozenset().union(*(spec.options for spec in built_ins().values()))
 
 
 def _import_attr(path: str) -> Any:
@@ -144,19 +257,20 @@ def _import_attr(path: str) -> Any:
 def _factory_spec(path: str, fn: Callable[..., Any]) -> MetricSpec:
     """A callable returning a compiled graph, as a spec whose factory takes ``model=``: passed
     on as ``model=``, or as a Judge to one taking only ``judge=`` (an older spelling), with the
-    options in :data:`CLI_OPTIONS` it names. The one place that looks at a factory's judge parameter."""
+    options of :func:`known_options` it names. The one place that looks at a factory's judge parameter."""
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         params = {}  # type: ignore[assignment]
     named = {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    known = known_options()
     required = [n for n, p in params.items()
                 if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-                and n not in CLI_OPTIONS | {"judge", "model"}]
+                and n not in known | {"judge", "model"}]
     if required:
         raise MetricNotFound(f"custom metric {path!r} needs arguments the command line cannot give: {', '.join(required)}")
     judge_arg = "model" if "model" in named else "judge" if "judge" in named else None
-    options = frozenset(named & CLI_OPTIONS)
+    options = frozenset(named & known)
 
     def factory(*, model: ModelLike = None, **opts: Any) -> CompiledStateGraph:
         kwargs = {k: v for k, v in opts.items() if k in options}

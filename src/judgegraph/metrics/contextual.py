@@ -13,20 +13,17 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
-from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
+from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ..compiling import CompileOptions, compile_graph
 from ..conversation import RetrievalNode
-from ..judges import ModelLike, resolve_judge
 from ..nodes import Node, quote, scoring_edges, turn_label, window_node, with_transcript
 from ..results import JudgeErrorInfo, Usage, merge_verdicts
-from ..scoring import WindowOptions, strict
+from ..scoring import WindowOptions, option, strict
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
 from ..statements import (
@@ -38,9 +35,7 @@ from ..statements import (
     verify_step,
 )
 from ..windows import Window
-
-if TYPE_CHECKING:
-    from . import MetricSpec
+from . import MetricSpec
 
 METRIC = "turn_contextual_relevancy"
 
@@ -117,9 +112,9 @@ class VerifyTask(_Asked):
 class ContextualSettings(WindowOptions):
     """The shared options, the second look (``verify``) and how requests are grouped."""
 
-    verify: bool = False
-    extract_per: ExtractPer = "turn"  # one extraction request per turn (all its nodes) or per node
-    judge_per: JudgePer = "turn"  # one judgement request per turn, per node or per statement
+    verify: bool = option(False, help="a second look at each 'irrelevant' verdict (LLM judge)")
+    extract_per: ExtractPer = option("turn", help="one extraction request per turn (all its nodes) or per node")
+    judge_per: JudgePer = option("turn", help="one judgement request per turn, per node or per statement")
 
     def check(self) -> None:
         super().check()
@@ -359,38 +354,12 @@ def build_turn_contextual_relevancy_graph(settings: ContextualSettings) -> State
     return builder
 
 
-def create_turn_contextual_relevancy_judge(
-    *,
-    model: ModelLike = None,
-    window_size: int = 10,
-    threshold: float = 0.5,
-    strict_mode: bool = False,
-    verify: bool = False,
-    review: bool = False, min_judged: float | None = None,
-    name: str = METRIC,
-    **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
-    """Turn contextual relevancy: the share of retrieved statements relevant to each turn's user
-    message, averaged over turns; ``verify`` takes a second look at "irrelevant" verdicts (LLM only)."""
-    settings = ContextualSettings(name=name, judge=resolve_judge(model), window_size=window_size,
-                                  threshold=threshold, strict_mode=strict_mode, verify=verify, review=review, min_judged=min_judged)
-    return compile_graph(build_turn_contextual_relevancy_graph(settings), name, compile,
-                         create_turn_contextual_relevancy_judge)
-
-
-def _specs() -> list[MetricSpec]:
-    from . import MetricSpec
-
-    return [
-        MetricSpec(
-            METRIC, create_turn_contextual_relevancy_judge,
-            "Share of retrieved statements relevant to each turn's user message (deepeval; each node judged once)",
-            frozenset({"window_size", "threshold", "strict_mode", "verify"}), needs=frozenset({"retrieval_context"}),
-        )
-    ]
-
-
-METRIC_SPECS = _specs()
+TURN_CONTEXTUAL_RELEVANCY = MetricSpec(
+    METRIC, settings=ContextualSettings, build=build_turn_contextual_relevancy_graph,
+    needs=frozenset({"retrieval_context"}),
+    summary="Share of retrieved statements relevant to each turn's user message (deepeval; each node judged once)")
+METRIC_SPECS = [TURN_CONTEXTUAL_RELEVANCY]
+create_turn_contextual_relevancy_judge = TURN_CONTEXTUAL_RELEVANCY.factory
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
 PROMPT_VALUES = STATEMENT_PROMPT_VALUES

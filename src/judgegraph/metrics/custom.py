@@ -11,23 +11,22 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, field
 from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validator
-from typing_extensions import Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ..compiling import CompileOptions, check_options, compile_graph
 from ..conversation import Conversation
-from ..judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
+from ..judges import JudgeOutcome, JudgeRequest, ModelLike
 from ..nodes import Node, conversation_json, judge_step, outcome_fields, score_node, scoring_edges
 from ..prompts import Prompt, load_prompt, parse_prompt
 from ..results import MetricResult, Verdict, merge_verdicts
-from ..scoring import JudgeOptions, Tally
+from ..scoring import JudgeOptions, Tally, option
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
+from . import MetricSpec
 
 STEP = "custom_judge/judge_conversation"
 TASK = "custom_judge"
@@ -260,18 +259,31 @@ class CustomJudgeState(MetricState, total=False):
 
 @dataclass(frozen=True, kw_only=True)
 class CustomJudgeSettings(JudgeOptions):
-    """Everything a :func:`make_judge` graph is built from; :meth:`create` derives the prompt
-    and schema. The pass/fail rule is ``feedback.threshold`` (on the value's scale, or None)."""
+    """Everything a :func:`make_judge` graph is built from; :meth:`check` derives the ``feedback`` rule, the
+    ``prompt`` and the answer's ``schema``. The pass/fail rule is ``threshold`` (on the value's scale, or None)."""
 
-    feedback: FeedbackSpec
-    prompt: Prompt
-    schema: type[BaseModel]
+    instructions: str = option(help="the judge's instructions, holding {{ conversation }} (maybe {{ expectations }})",
+                               cli=False)
+    feedback_type: Any = option(None, help="the answer's type: bool (default), int, float, str, Literal[...], maybe"
+                                " Annotated", cli=False)
+    threshold: float | None = option(None, help="the value a conversation passes with, on the value's scale")
+    scores: dict[Any, float] | None = option(None, help="a score per value of the feedback type", cli=False)
+    feedback_value_type: Any = option(None, help="MLflow's name for feedback_type", cli=False)
+    feedback: FeedbackSpec = field(init=False)
+    prompt: Prompt = field(init=False)
+    schema: type[BaseModel] = field(init=False)
 
-    @classmethod
-    def create(cls, *, name: str, judge: Judge, instructions: str, feedback: FeedbackSpec,
-               review: bool = False, min_judged: float | None = None) -> CustomJudgeSettings:
-        return cls(name=name, judge=judge, feedback=feedback, prompt=build_prompt(name, instructions, feedback.description),
-                   schema=feedback_schema(name, feedback), review=review, min_judged=min_judged)
+    def check(self) -> None:
+        super().check()
+        kind = self.feedback_type
+        if self.feedback_value_type is not None:
+            if kind is not None:
+                raise ValueError("pass feedback_type or feedback_value_type (MLflow's name), not both")
+            kind = self.feedback_value_type
+        name = self.name.strip()
+        feedback = feedback_spec(bool if kind is None else kind, threshold=self.threshold, scores=self.scores)
+        self.normalise(name=name, feedback=feedback, prompt=build_prompt(name, self.instructions, feedback.description),
+                       schema=feedback_schema(name, feedback))
 
 
 def request_for(settings: CustomJudgeSettings, conversation: Conversation) -> JudgeRequest:
@@ -344,35 +356,23 @@ def _model_string(model: Any) -> Any:
     return model
 
 
-def make_judge(
-    *,
-    name: str,
-    instructions: str,
-    feedback_type: Any = None,  # a type form (bool, int, float, str, Literal[...], Annotated[...]): no static type
-    model: ModelLike = None,
-    threshold: float | None = None,
-    scores: dict[Any, float] | None = None,  # keyed by the feedback type's values
-    feedback_value_type: Any = None,  # the same as feedback_type (MLflow's name)
-    review: bool = False, min_judged: float | None = None,
-    **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
-    """A judge of whole conversations from ``instructions`` (holding ``{{ conversation }}``, maybe
-    ``{{ expectations }}``), as a compiled graph; ``feedback_type`` (``bool``, ``int``/``float``,
-    ``Literal[...]``, ``str``, maybe ``Annotated``) gives the answer's type and its score, and
-    ``model`` must be an LLM judge (docs/custom_judges.md)."""
-    if feedback_value_type is not None:
-        if feedback_type is not None:
-            raise ValueError("pass feedback_type or feedback_value_type (MLflow's name), not both")
-        feedback_type = feedback_value_type
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError("name must be a non-empty string")
-    name = name.strip()
-    spec = feedback_spec(bool if feedback_type is None else feedback_type, threshold=threshold, scores=scores)
-    build_prompt(name, instructions, spec.description)  # template errors before any model is built
-    check_options(compile, make_judge)
-    made = require_tasks(resolve_judge(_model_string(model)), [TASK], name)
-    settings = CustomJudgeSettings.create(name=name, judge=made, instructions=instructions, feedback=spec, review=review, min_judged=min_judged)
-    return compile_graph(build_custom_graph(settings), name, compile, make_judge)
+CUSTOM_JUDGE = MetricSpec(
+    "custom_judge", settings=CustomJudgeSettings, build=build_custom_graph, tasks=(TASK,), needs=frozenset({"llm"}),
+    scope="conversation", summary="A judge of whole conversations from instructions (MLflow's make_judge).",
+    doc="``feedback_type`` gives the answer's type and its score; ``model`` must be an LLM judge"
+        " (docs/custom_judges.md).", factory_name="make_judge", defaults={"name": MISSING})
+
+
+_create = CUSTOM_JUDGE.factory
+
+
+def make_judge(*, model: ModelLike = None, **options: Any) -> CompiledStateGraph:
+    if "instructions" in options:
+        check_instructions(options["instructions"])  # template errors before any model is built
+    return _create(model=_model_string(model), **options)
+
+
+make_judge.__doc__, make_judge.__signature__ = _create.__doc__, _create.__signature__  # type: ignore[attr-defined]
 
 
 __all__ = [

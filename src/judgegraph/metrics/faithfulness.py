@@ -18,29 +18,25 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from langchain_core.runnables import Runnable, RunnableBranch, RunnableConfig, RunnableLambda
-from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
+from langgraph.graph import StateGraph
 from langgraph.types import Command, Send
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
-from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
+from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ..answers import read_choice
-from ..compiling import CompileOptions, compile_graph
 from ..conversation import Conversation
-from ..judges import JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
-from ..nodes import Node, calls_usage, judge_step, quote, score_node, scoring_edges, turn_label, window_node
+from ..judges import JudgeOutcome, JudgeRequest
+from ..nodes import Node, calls_usage, judge_step, quote, score_node, turn_label, window_graph, window_node
 from ..results import MetricResult, Verdict, merge_verdicts
-from ..scoring import Tally, WindowOptions, check_flag, clause
-from ..state import MetricInput, MetricOutput, MetricState
+from ..scoring import Tally, WindowOptions, check_flag, clause, option
+from ..state import MetricState
 from ..statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
 from ..statements import Statement, extract_statements_step
 from ..windows import Window
-
-if TYPE_CHECKING:
-    from . import MetricSpec
+from . import MetricSpec
 
 METRIC = "turn_faithfulness"
 JUDGE_STEP = "turn_faithfulness/judge_claims"
@@ -164,7 +160,7 @@ class JudgeTask(TypedDict):
 class FaithfulnessSettings(WindowOptions):
     """The shared options and deepeval's ``penalize_ambiguous_claims`` ("idk" counts as unfaithful)."""
 
-    penalize_ambiguous_claims: bool = False
+    penalize_ambiguous_claims: bool = option(False, help="count the judge's 'idk' as unfaithful (deepeval)")
 
     def check(self) -> None:
         super().check()
@@ -317,43 +313,20 @@ def _reduce_score(settings: FaithfulnessSettings) -> Node:
 
 def build_turn_faithfulness_graph(settings: FaithfulnessSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    builder = StateGraph(FaithfulnessState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("window_turns", _window_turns(settings))
-    builder.add_node("extract_claims", _extract_claims(settings), destinations=("judge_claims",))
-    builder.add_node("judge_claims", _judge_claims(settings))
-    builder.add_node("reduce_score", _reduce_score(settings))
-    builder.add_edge(START, "window_turns")
-    builder.add_conditional_edges("window_turns", _fan_out, ["extract_claims", "reduce_score"])
-    scoring_edges(builder, ["judge_claims"], review=settings.review, metric=settings.name)
-    builder.add_edge("reduce_score", END)
-    return builder
+    return window_graph(settings, FaithfulnessState, [("extract_claims", _extract_claims(settings)),
+                                                      ("judge_claims", _judge_claims(settings))],
+                        _reduce_score(settings), windows=_window_turns(settings), route=_fan_out)
 
 
-def create_turn_faithfulness_judge(
-    *, model: ModelLike = None, window_size: int = 10, threshold: float = 0.5, strict_mode: bool = False,
-    penalize_ambiguous_claims: bool = False, review: bool = False, min_judged: float | None = None, name: str = METRIC,
-    **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
-    """Turn faithfulness: each reply's claims judged against the retrieval context and tool results
-    of its window (the last ``window_size`` exchanges, up to the reply); the mean over replies with sources of the share of claims not
-    contradicted ("idk" unfaithful with ``penalize_ambiguous_claims``). Needs an LLM judge."""
-    judge = require_tasks(resolve_judge(model), [TASK], name)
-    settings = FaithfulnessSettings(name=name, judge=judge, window_size=window_size, threshold=threshold, strict_mode=strict_mode,
-                                    penalize_ambiguous_claims=penalize_ambiguous_claims, review=review, min_judged=min_judged)
-    return compile_graph(build_turn_faithfulness_graph(settings), name, compile, create_turn_faithfulness_judge)
-
-
-def _specs() -> list[MetricSpec]:
-    from . import MetricSpec
-
-    return [MetricSpec(
-        METRIC, create_turn_faithfulness_judge,
-        "Share of each reply's claims supported by the retrieval context and tool results so far (deepeval; LLM judge)",
-        frozenset({"window_size", "threshold", "strict_mode", "penalize_ambiguous_claims"}), needs=frozenset({"llm"}),
-    )]
-
-
-METRIC_SPECS = _specs()
+TURN_FAITHFULNESS = MetricSpec(
+    METRIC, settings=FaithfulnessSettings, build=build_turn_faithfulness_graph, needs=frozenset({"llm"}), tasks=(TASK,),
+    summary="Share of each reply's claims supported by the retrieval context and tool results so far (deepeval; LLM"
+            " judge)",
+    doc="Each reply's claims judged against the retrieval context and tool results of its window (the last"
+        " ``window_size`` exchanges, up to the reply); the mean over replies with sources of the share of claims not"
+        " contradicted.")
+METRIC_SPECS = [TURN_FAITHFULNESS]
+create_turn_faithfulness_judge = TURN_FAITHFULNESS.factory
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py); the
 #: extraction is the statements' own step.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
@@ -26,10 +26,7 @@ from ..nodes import judge_step, outcome_fields, quote, turn_label
 from ..results import MetricResult, Verdict
 from ..scoring import Tally, clause
 from ..state import MetricState, conversation_of
-from .session.common import SessionSettings, cited_turns, has_user, session_factory, session_graph
-
-if TYPE_CHECKING:
-    from . import MetricSpec
+from .session.common import SessionSettings, cited_turns, has_user, session_graph, session_spec
 
 JUDGE_STEP = "goal_completion/judge_goal"
 TASKS = ("goal_completion",)
@@ -145,23 +142,16 @@ def build_goal_graph(settings: SessionSettings) -> StateGraph:
                          applies=has_user, not_applicable="No user turn: there is no user goal to reach.")
 
 
-create_goal_completion_judge = session_factory(
+GOAL_COMPLETION = session_spec(
     "goal_completion", build_goal_graph, TASKS,
-    """Did the conversation reach its goal? The goal is ``expected_outcome`` (or metadata ``goal``,
-    ``reference``, ``expectations``; inferred when none is given). Value "yes"/"no"; score 1 or 0;
-    the verdict's turn is where the goal was reached or lost. One call. Needs an LLM judge.""",
-)
+    "Did the conversation reach its stated (or inferred) goal, and at which turn? (ragas; LLM judge)",
+    doc='The goal is ``expected_outcome`` (or metadata ``goal``, ``reference``, ``expectations``; inferred when none'
+        ' is given). Value "yes"/"no"; score 1 or 0; the turn of the verdict is where the goal was reached or lost. One'
+        ' call.')
+METRIC_SPECS = [GOAL_COMPLETION]
+create_goal_completion_judge = GOAL_COMPLETION.factory
 
 
-def _specs() -> list[MetricSpec]:
-    from . import MetricSpec
-
-    return [MetricSpec("goal_completion", create_goal_completion_judge,
-                       "Did the conversation reach its stated (or inferred) goal, and at which turn? (ragas; LLM judge)",
-                       frozenset({"threshold", "strict_mode"}), needs=frozenset({"llm"}), scope="conversation")]
-
-
-METRIC_SPECS = _specs()
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
 PROMPT_VALUES = {JUDGE_STEP: {"conversation", "goal"}}

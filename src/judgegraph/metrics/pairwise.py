@@ -27,19 +27,18 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, BeforeValidator, Field
-from typing_extensions import NotRequired, TypedDict, Unpack
+from typing_extensions import NotRequired, TypedDict
 
 from ..answers import read_choice
-from ..compiling import CompileOptions, check_options, compile_graph
 from ..conversation import Conversation, as_conversation
-from ..judges import JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
+from ..judges import JudgeOutcome, JudgeRequest
 from ..nodes import conversation_json, judge_step, outcome_fields, scoring_edges, with_transcript
 from ..results import JudgeAttempt, MetricResult, Verdict, merge_calls, merge_results, merge_verdicts
-from ..scoring import JudgeOptions, Tally
+from ..scoring import JudgeOptions, Tally, option
 from ..state import MetricOutput
+from . import MetricSpec
 
 STEP = "pairwise/judge_pair"
 TASK = "pairwise"
@@ -194,11 +193,17 @@ def decide(verdicts: Iterable[PairVerdict], criteria: Sequence[str]) -> list[Cri
 class PairwiseSettings(JudgeOptions):
     """The judge, the criteria and the metric's name (``review``: pause for a person before the score)."""
 
-    criteria: tuple[Criterion, ...]
+    criteria: Iterable[str | Criterion] = option(
+        DEFAULT_CRITERIA, help="built-in names ('helpfulness'), sentences of your own, or Criterion objects")
 
     def check(self) -> None:
         super().check()
-        as_criteria(self.criteria)
+        self.normalise(criteria=tuple(as_criteria(self.criteria)))
+
+    @property
+    def chosen(self) -> tuple[Criterion, ...]:
+        """The criteria, checked (:func:`as_criteria`)."""
+        return tuple(self.criteria)  # type: ignore[arg-type]  # normalised by check
 
 
 class PairInput(TypedDict):
@@ -236,7 +241,7 @@ def _tasks(settings: PairwiseSettings) -> Any:
         shown = {"a": conversation_json(a), "b": conversation_json(b)}
         return [Send("judge_pair", PairTask(criterion=c.name, text=c.text, order=order, first=shown[order[0]],
                                             second=shown[order[1]]))
-                for c in settings.criteria for order in ORDERS]
+                for c in settings.chosen for order in ORDERS]
 
     return route
 
@@ -269,7 +274,7 @@ def _reason(outcomes: list[CriterionOutcome]) -> str:
 
 
 def _score(settings: PairwiseSettings) -> Any:
-    names = [c.name for c in settings.criteria]
+    names = [c.name for c in settings.chosen]
 
     def b_share(judged: list[PairVerdict]) -> float | None:
         decided = [o for o in decide(judged, names) if o.outcome is not None]
@@ -300,7 +305,7 @@ def _score(settings: PairwiseSettings) -> Any:
 
 def build_pairwise_graph(settings: PairwiseSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    order = {(c.name, o): i for i, (c, o) in enumerate((c, o) for c in settings.criteria for o in ORDERS)}
+    order = {(c.name, o): i for i, (c, o) in enumerate((c, o) for c in settings.chosen for o in ORDERS)}
     score = _score(settings)
 
     def reduce_score(state: Any) -> dict[str, Any]:
@@ -317,20 +322,13 @@ def build_pairwise_graph(settings: PairwiseSettings) -> StateGraph:
     return builder
 
 
-def create_pairwise_judge(
-    *, model: ModelLike = None, criteria: Iterable[str | Criterion] = DEFAULT_CRITERIA, name: str = "pairwise",
-    review: bool = False, min_judged: float | None = None, **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
-    """Which of two versions' conversations is better, per criterion, judged in both orders (module doc).
-
-    ``criteria``: built-in names (``"helpfulness"``), sentences of your own, or :class:`Criterion` objects.
-    Input ``{"a": conversation, "b": conversation}``; output ``{"results": {name: MetricResult}}``. Calls: 2 per
-    criterion. Needs an LLM judge (``model``): the offline judge cannot compare (:class:`NeedsLLMJudge`)."""
-    check_options(compile, create_pairwise_judge)
-    chosen = tuple(as_criteria(criteria))
-    judge = require_tasks(resolve_judge(model), (TASK,), name)
-    settings = PairwiseSettings(name=name, judge=judge, review=review, min_judged=min_judged, criteria=chosen)
-    return compile_graph(build_pairwise_graph(settings), name, compile, create_pairwise_judge)
+PAIRWISE = MetricSpec(
+    "pairwise", settings=PairwiseSettings, build=build_pairwise_graph, tasks=(TASK,), needs=frozenset({"llm"}),
+    summary="Which of two versions' conversations is better, per criterion, judged in both orders (module doc).",
+    doc="Input ``{\"a\": conversation, \"b\": conversation}``; output ``{\"results\": {name: MetricResult}}``."
+        " Calls: 2 per criterion. Needs an LLM judge: the offline judge cannot compare (NeedsLLMJudge).")
+#: Not in the registry (it judges a pair, not a conversation): apps/pairwise.py and ``judgegraph pairwise`` run it.
+create_pairwise_judge = PAIRWISE.factory
 
 
 def outcomes_of(result: MetricResult) -> list[CriterionOutcome]:

@@ -11,39 +11,33 @@ takes a block of windows and writes one verdict per window.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.runnables import RunnableLambda
-from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
+from langgraph.graph import END, StateGraph
 from pydantic import BaseModel, Field
-from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ..answers import YesNo
-from ..compiling import CompileOptions, compile_graph
 from ..conversation import Conversation
 from ..dense import DensePlan, check_dense, dense_step, fan_out_blocks
-from ..judges import JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
+from ..judges import JudgeOutcome, JudgeRequest
 from ..nodes import (
     Node,
-    fan_out,
+    WindowTask,
     judge_step,
     outcome_fields,
     quote,
     render_messages,
     score_node,
-    scoring_edges,
     turn_label,
-    window_node,
+    window_graph,
 )
 from ..prompts import Prompt, load_prompt
 from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_verdicts
-from ..scoring import WindowOptions, share_reason
+from ..scoring import WindowOptions, option, share_reason
 from ..state import MetricInput, MetricOutput, MetricState
 from ..windows import Window
-
-if TYPE_CHECKING:
-    from . import MetricSpec
+from . import MetricSpec
 
 JUDGE_STEP = "turn_relevancy/judge_turn"
 REASON_STEP = "turn_relevancy/write_reason"
@@ -71,17 +65,15 @@ class RelevancyState(MetricState, total=False):
     verdicts: Annotated[list[WindowVerdict], merge_verdicts]
 
 
-class WindowTask(TypedDict):
-    window: Window
-
-
 @dataclass(frozen=True, kw_only=True)
 class RelevancySettings(WindowOptions):
     """The shared options, how the reason is written and what counts as relevant (``rubric``)."""
 
-    reason: ReasonMode = "deterministic"
-    rubric: str | None = None
-    dense: int | None = None  # windows per judge call (judgegraph.dense); None: one call per window
+    reason: ReasonMode = option("deterministic", help="how the reason is written: 'deterministic', 'llm' (one more"
+                                " call) or 'none'")
+    rubric: str | None = option(None, help="instructions on what counts as relevant, replacing the prompt's own"
+                                " (promptfoo's rubricPrompt)")
+    dense: int | None = option(None, help="windows judged per call (docs/cost.md); None: one call per window")
 
     def check(self) -> None:
         super().check()
@@ -89,10 +81,6 @@ class RelevancySettings(WindowOptions):
             raise ValueError("dense=N needs an LLM judge (pass model=...): the offline judge makes no calls to merge")
         if self.reason == "llm" and self.judge.kind != "llm":
             raise ValueError("reason='llm' needs an LLM judge (pass model=...)")
-
-
-#: One ``judge_turn`` task (a :class:`WindowTask`) per window, or reduce_score when there is none.
-fan_out_windows = fan_out("judge_turn", "windows", item="window", empty="reduce_score")
 
 
 def turn_inputs(window: Window) -> dict[str, Any]:
@@ -216,64 +204,29 @@ def _write_reason(settings: RelevancySettings) -> RunnableLambda:
 
 def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    builder = StateGraph(RelevancyState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("window_turns", window_node(settings.window_size))
-    builder.add_node("judge_turn", _judge_turn(settings))
-    builder.add_node("reduce_score", _reduce_score(settings))
-    builder.add_edge(START, "window_turns")
     size = check_dense(settings.dense)
-    route = fan_out_blocks("judge_turn", size, empty="reduce_score") if size else fan_out_windows
-    builder.add_conditional_edges("window_turns", route, ["judge_turn", "reduce_score"])
-    scoring_edges(builder, ["judge_turn"], review=settings.review, metric=settings.name)
+    builder = window_graph(settings, RelevancyState, [("judge_turn", _judge_turn(settings))], _reduce_score(settings),
+                           route=fan_out_blocks("judge_turn", size, empty="reduce_score") if size else None,
+                           end=settings.reason != "llm")
     if settings.reason == "llm":
         builder.add_node("write_reason", _write_reason(settings))
         builder.add_edge("reduce_score", "write_reason")
         builder.add_edge("write_reason", END)
-    else:
-        builder.add_edge("reduce_score", END)
     return builder
 
 
-def create_turn_relevancy_judge(
-    *, model: ModelLike = None, window_size: int = 10, threshold: float = 0.5, strict_mode: bool = False,
-    reason: ReasonMode = "deterministic", rubric: str | None = None, review: bool = False, min_judged: float | None = None,
-    dense: int | None = None, name: str = "turn_relevancy", **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
-    """Turn relevancy, deepeval's semantics: windows of ``window_size`` exchanges (default 10).
-    ``model``: a chat model, string or judge (None: the offline judge); ``rubric`` replaces the
-    instructions on what counts as relevant; ``review`` adds a ``review_verdicts`` node; ``dense=N``
-    judges N windows per call (docs/cost.md)."""
-    settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
-                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review, min_judged=min_judged, dense=dense)
-    return compile_graph(build_relevancy_graph(settings), name, compile, create_turn_relevancy_judge)
-
-
-def create_conversation_relevance_judge(
-    *, model: ModelLike = None, window_size: int = 5, threshold: float = 0.5, strict_mode: bool = False,
-    reason: ReasonMode = "deterministic", rubric: str | None = None, review: bool = False, min_judged: float | None = None,
-    dense: int | None = None, name: str = "conversation_relevance", **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
-    """Conversation relevance, promptfoo's semantics: one window per input/output pair holding it
-    and up to ``window_size - 1`` earlier pairs (default 5); ``rubric`` is promptfoo's
-    ``rubricPrompt``. The options are :func:`create_turn_relevancy_judge`'s."""
-    settings = RelevancySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold,
-                                 strict_mode=strict_mode, reason=reason, rubric=rubric, review=review, min_judged=min_judged, dense=dense)
-    return compile_graph(build_relevancy_graph(settings), name, compile, create_conversation_relevance_judge)
-
-
-def _specs() -> list[MetricSpec]:
-    from . import MetricSpec
-
-    opts = frozenset({"window_size", "threshold", "strict_mode", "reason", "rubric", "dense"})
-    return [
-        MetricSpec("turn_relevancy", create_turn_relevancy_judge,
-                   "Is each assistant reply relevant to its window of the conversation? (deepeval; window 10)", opts),
-        MetricSpec("conversation_relevance", create_conversation_relevance_judge,
-                   "Share of replies relevant in sliding windows of input/output pairs (promptfoo; window 5)", opts),
-    ]
-
-
-METRIC_SPECS = _specs()
+TURN_RELEVANCY = MetricSpec(
+    "turn_relevancy", summary="Is each assistant reply relevant to its window of the conversation? (deepeval; window 10)",
+    settings=RelevancySettings, build=build_relevancy_graph, capabilities=frozenset({"offline_rule"}))
+CONVERSATION_RELEVANCE = MetricSpec(
+    "conversation_relevance", settings=RelevancySettings, build=build_relevancy_graph, defaults={"window_size": 5},
+    capabilities=frozenset({"offline_rule"}),
+    summary="Share of replies relevant in sliding windows of input/output pairs (promptfoo; window 5)",
+    doc="promptfoo's semantics: one window per input/output pair holding it and up to ``window_size - 1`` earlier"
+        " pairs; ``rubric`` is promptfoo's ``rubricPrompt``.")
+METRIC_SPECS = [TURN_RELEVANCY, CONVERSATION_RELEVANCE]
+create_turn_relevancy_judge = TURN_RELEVANCY.factory
+create_conversation_relevance_judge = CONVERSATION_RELEVANCE.factory
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
 PROMPT_VALUES = {

@@ -13,31 +13,27 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, Send
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
-from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
+from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ..compiling import CompileOptions, compile_graph
 from ..conversation import Conversation
 from ..embeddings.base import cosines, embeddings_name
 from ..embeddings.resolve import resolve_embeddings
 from ..embeddings.runner import EmbeddingRunner
-from ..judges import JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
+from ..judges import JudgeOutcome, JudgeRequest
 from ..judges.base import JurorAnswer
 from ..nodes import Node, in_scope, judge_step, quote, score_node, scoring_edges, turn_label
 from ..results import MetricResult, Verdict, Vote, merge_verdicts
-from ..scoring import MetricOptions, check_whole
+from ..scoring import MetricOptions, check_whole, option
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..windows import Exchange, exchanges
-
-if TYPE_CHECKING:
-    from . import MetricSpec
+from . import MetricSpec
 
 GENERATE_STEP = "response_relevancy/generate_questions"
 EMBED_STEP = "response_relevancy/embed_questions"  # no prompt file: an embeddings call
@@ -158,13 +154,25 @@ class EmbedTask(ExchangeTask):
 class ResponseRelevancySettings(MetricOptions):
     """The shared options, the embeddings and how many questions are written per reply."""
 
-    embeddings: Embeddings
-    n_questions: int = 3
-    max_concurrency: int = 16  # embeddings calls in flight (judge calls are bounded by the judge)
+    embeddings: Embeddings | str | None = option(
+        None, help="an Embeddings object or a model string (None: the offline judge's, else all-MiniLM-L6-v2)")
+    embeddings_base_url: str | None = option(
+        None, help="the embeddings server (default: the OpenAI-compatible server of the judge)")
+    n_questions: int = option(3, help="questions written from each reply")
+    max_concurrency: int = option(16, help="embeddings calls in flight (judge calls are bounded by the judge)")
 
     def check(self) -> None:
         super().check()
         check_whole(self.n_questions, "n_questions")
+        # served beside an OpenAI-compatible judge by default, called as the judge is (deadline, reply limit)
+        served, call = self.judge.endpoint, dict[str, Any]()
+        if served is not None:
+            call = {"api_key": served.api_key, "max_reply_bytes": served.max_reply_bytes}
+            if served.timeout is not None:
+                call["timeout"] = served.timeout
+        self.normalise(embeddings=resolve_embeddings(
+            self.judge.embeddings if self.embeddings is None else self.embeddings,
+            base_url=self.embeddings_base_url or (served.base_url if served else None), **call))
 
 
 def _reply_text(ex: Exchange) -> str:
@@ -445,51 +453,13 @@ def build_response_relevancy_graph(settings: ResponseRelevancySettings) -> State
     return builder
 
 
-def create_response_relevancy_judge(
-    *,
-    model: ModelLike = None,
-    embeddings: Embeddings | str | None = None,
-    embeddings_base_url: str | None = None,
-    n_questions: int = 3,
-    threshold: float = 0.5,
-    strict_mode: bool = False,
-    review: bool = False, min_judged: float | None = None,
-    name: str = "response_relevancy",
-    **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
-    """Response relevancy: per exchange, N questions written from the reply alone, scored by
-    mean cosine similarity to the user's message (``embeddings`` default: all-MiniLM-L6-v2)."""
-    made = resolve_judge(model)
-    if embeddings is None:
-        embeddings = made.embeddings  # the offline judge's own (None: the default all-MiniLM-L6-v2)
-    # served beside an OpenAI-compatible judge by default, called as the judge is (deadline, reply limit)
-    served = made.endpoint
-    call: dict[str, Any] = {}
-    if served is not None:
-        call = {"api_key": served.api_key, "max_reply_bytes": served.max_reply_bytes}
-        if served.timeout is not None:
-            call["timeout"] = served.timeout
-    emb = resolve_embeddings(embeddings, base_url=embeddings_base_url or (served.base_url if served else None), **call)
-    settings = ResponseRelevancySettings(name=name, judge=made, embeddings=emb, n_questions=n_questions,
-                                         threshold=threshold, strict_mode=strict_mode, review=review, min_judged=min_judged)
-    return compile_graph(build_response_relevancy_graph(settings), name, compile, create_response_relevancy_judge)
-
-
-def _specs() -> list[MetricSpec]:
-    from . import MetricSpec
-
-    return [
-        MetricSpec(
-            "response_relevancy", create_response_relevancy_judge,
-            "Does each reply answer what was asked? Mean cosine of N questions written from the reply to the "
-            "user's message (ragas); offline: cosine(reply, message)",
-            frozenset({"threshold", "strict_mode", "n_questions", "embeddings", "embeddings_base_url"}),
-            needs=frozenset({"embeddings"}),
-        )
-    ]
-
-
-METRIC_SPECS = _specs()
+RESPONSE_RELEVANCY = MetricSpec(
+    "response_relevancy", settings=ResponseRelevancySettings, build=build_response_relevancy_graph,
+    needs=frozenset({"embeddings"}),
+    summary="Does each reply answer what was asked? Mean cosine of N questions written from the reply to the "
+            "user's message (ragas); offline: cosine(reply, message)")
+METRIC_SPECS = [RESPONSE_RELEVANCY]
+create_response_relevancy_judge = RESPONSE_RELEVANCY.factory
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
 PROMPT_VALUES = {GENERATE_STEP: {"n_questions", "response"}}

@@ -15,19 +15,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Optional
+from typing import Annotated, Any, ClassVar, Literal, Optional
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field
-from typing_extensions import TypedDict, Unpack
+from typing_extensions import TypedDict
 
 from ..answers import YesNo
-from ..compiling import CompileOptions, compile_graph
 from ..conversation import Conversation, ToolCall
-from ..judges import JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
+from ..judges import JudgeOutcome, JudgeRequest
 from ..nodes import (
     in_scope,
     judge_step,
@@ -40,13 +38,11 @@ from ..nodes import (
 )
 from ..replay import steer_of
 from ..results import MetricResult, Verdict, merge_verdicts
-from ..scoring import WindowOptions, clause, share_reason
+from ..scoring import WindowOptions, clause, option, share_reason
 from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..toolref import ExpectedCall, expected_of, parse_arguments
 from ..windows import Exchange, exchanges, windows_from_exchanges
-
-if TYPE_CHECKING:
-    from . import MetricSpec
+from . import MetricSpec
 
 JUDGE_STEP = "tool_correctness/judge_calls"
 ARGUMENTS_STEP = "tool_correctness/judge_arguments"
@@ -222,9 +218,13 @@ class ToolSettings(WindowOptions):
     """``trajectory``: how a reference is matched; ``arguments``: how arguments are compared;
     ``judge_unreferenced``: whether exchanges with calls and no reference are judged by the LLM."""
 
-    trajectory: Trajectory = "unordered"
-    arguments: ArgumentMode | ArgumentComparator = "exact"
-    judge_unreferenced: bool = True
+    trajectory: Trajectory = option("unordered", help="how calls match their reference: agentevals' strict,"
+                                    " unordered, subset or superset")
+    arguments: ArgumentMode | ArgumentComparator = option(
+        "exact", help="how arguments are compared: 'exact', 'ignore', 'llm' (the judge) or a callable (call's,"
+        " reference's) -> bool")
+    judge_unreferenced: bool = option(True, help="exchanges with calls and no reference judged by the LLM, with"
+                                      " window_size earlier exchanges shown")
 
     def check(self) -> None:
         super().check()
@@ -460,34 +460,14 @@ def build_tool_graph(settings: ToolSettings) -> StateGraph:
     return builder
 
 
-def create_tool_correctness_judge(
-    *, model: ModelLike = None, trajectory: Trajectory = "unordered",
-    arguments: ArgumentMode | ArgumentComparator = "exact", judge_unreferenced: bool = True, window_size: int = 10,
-    threshold: float = 0.5, strict_mode: bool = False, review: bool = False, min_judged: float | None = None, name: str = "tool_correctness",
-    **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
-    """Tool correctness: each exchange's tool calls against its reference (``expected_tools`` in the
-    metadata of the exchange's turns, or of the conversation for the whole trajectory), matched by
-    ``trajectory`` (agentevals' strict / unordered / subset / superset) with arguments compared
-    ``"exact"``, ``"ignore"``, by a callable ``(call's, reference's) -> bool`` or by the judge
-    (``"llm"``); exchanges with calls and no reference are judged by the LLM (``judge_unreferenced``;
-    ``window_size`` earlier exchanges shown). Score = right checks / checked; a reference check makes no call."""
-    settings = ToolSettings(name=name, judge=resolve_judge(model), trajectory=trajectory, arguments=arguments,
-                            judge_unreferenced=judge_unreferenced, window_size=window_size, threshold=threshold,
-                            strict_mode=strict_mode, review=review, min_judged=min_judged)
-    return compile_graph(build_tool_graph(settings), name, compile, create_tool_correctness_judge)
-
-
-def _specs() -> list[MetricSpec]:
-    from . import MetricSpec
-
-    return [MetricSpec(
-        "tool_correctness", create_tool_correctness_judge,
-        "Were each exchange's tool calls right? Against expected_tools (agentevals' modes; no LLM) or judged by an LLM",
-        frozenset({"window_size", "threshold", "strict_mode", "trajectory", "arguments"}))]
-
-
-METRIC_SPECS = _specs()
+TOOL_CORRECTNESS = MetricSpec(
+    "tool_correctness", settings=ToolSettings, build=build_tool_graph,
+    summary="Were each exchange's tool calls right? Against expected_tools (agentevals' modes; no LLM) or judged by an"
+            " LLM",
+    doc="The reference is ``expected_tools`` in the metadata of the exchange's turns, or of the conversation for the"
+        " whole trajectory. Score = right checks / checked; a reference check makes no call.")
+METRIC_SPECS = [TOOL_CORRECTNESS]
+create_tool_correctness_judge = TOOL_CORRECTNESS.factory
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
 PROMPT_VALUES = {

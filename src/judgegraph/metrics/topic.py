@@ -14,18 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
+from langgraph.graph import StateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, Field
-from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
+from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ..compiling import CompileOptions, compile_graph
 from ..conversation import Conversation
-from ..judges import JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
+from ..judges import JudgeOutcome, JudgeRequest
 from ..nodes import (
     Node,
     calls_usage,
@@ -33,17 +31,15 @@ from ..nodes import (
     quote,
     render_messages,
     score_node,
-    scoring_edges,
     turn_label,
+    window_graph,
     window_node,
 )
 from ..results import JudgeErrorInfo, MetricResult, Verdict, merge_verdicts
-from ..scoring import Tally, WindowOptions, clause
-from ..state import MetricInput, MetricOutput, MetricState
+from ..scoring import Tally, WindowOptions, clause, option
+from ..state import MetricState
 from ..windows import Window
-
-if TYPE_CHECKING:
-    from . import MetricSpec
+from . import MetricSpec
 
 METRIC = "topic_adherence"
 JUDGE_STEP = "topic_adherence/judge_topics"
@@ -115,15 +111,16 @@ class TopicSettings(WindowOptions):
     """The shared options, the allowed ``topics`` (else each conversation's ``reference_topics``)
     and the ``mode`` the score is (ragas's ``mode``)."""
 
-    topics: tuple[str, ...] | None = None
-    mode: Mode = "f1"
+    topics: Sequence[str] | str | None = option(None, help="the allowed topics (else each conversation's"
+                                                " metadata reference_topics)")
+    mode: Mode = option("f1", help="the score: ragas's 'precision', 'recall' or 'f1'")
 
     def check(self) -> None:
         super().check()
         if self.mode not in MODES:
             raise ValueError(f"mode must be 'precision', 'recall' or 'f1', got {self.mode!r}")
-        if self.topics is not None:
-            check_topics(list(self.topics))
+        checked = check_topics(self.topics)
+        self.normalise(topics=tuple(checked) if checked else None)
 
 
 def topics_of(settings: TopicSettings, conversation: Conversation) -> list[str] | None:
@@ -301,43 +298,15 @@ def _reduce_score(settings: TopicSettings) -> Node:
 
 def build_topic_graph(settings: TopicSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    builder = StateGraph(TopicState, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("window_turns", _windows(settings))
-    builder.add_node("judge_topics", _judge_topics(settings))
-    builder.add_node("reduce_score", _reduce_score(settings))
-    builder.add_edge(START, "window_turns")
-    builder.add_conditional_edges("window_turns", _fan_out, ["judge_topics", "reduce_score"])
-    scoring_edges(builder, ["judge_topics"], review=settings.review, metric=settings.name)
-    builder.add_edge("reduce_score", END)
-    return builder
+    return window_graph(settings, TopicState, [("judge_topics", _judge_topics(settings))], _reduce_score(settings),
+                        windows=_windows(settings), route=_fan_out)
 
 
-def create_topic_adherence_judge(
-    *, model: ModelLike = None, topics: Sequence[str] | str | None = None, mode: Mode = "f1", window_size: int = 10,
-    threshold: float = 0.5, strict_mode: bool = False, review: bool = False, min_judged: float | None = None, name: str = METRIC,
-    **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
-    """Topic adherence, ragas's semantics: the topics each user message raises, allowed or not
-    (``topics``, else each conversation's ``metadata["reference_topics"]``), answered or refused;
-    the score is ragas's ``mode``: "precision", "recall" or "f1" (default). Needs an LLM judge."""
-    checked = check_topics(topics)
-    judge = require_tasks(resolve_judge(model), [TASK], name)
-    settings = TopicSettings(name=name, judge=judge, topics=tuple(checked) if checked else None, mode=mode,
-                             window_size=window_size, threshold=threshold, strict_mode=strict_mode, review=review, min_judged=min_judged)
-    return compile_graph(build_topic_graph(settings), name, compile, create_topic_adherence_judge)
-
-
-def _specs() -> list[MetricSpec]:
-    from . import MetricSpec
-
-    return [MetricSpec(
-        METRIC, create_topic_adherence_judge,
-        "Answers the allowed topics, refuses the others: ragas's precision/recall/F1 over topics (LLM judge)",
-        frozenset({"topics", "mode", "window_size", "threshold", "strict_mode"}), needs=frozenset({"llm"}),
-    )]
-
-
-METRIC_SPECS = _specs()
+TOPIC_ADHERENCE = MetricSpec(
+    METRIC, settings=TopicSettings, build=build_topic_graph, needs=frozenset({"llm"}), tasks=(TASK,),
+    summary="Answers the allowed topics, refuses the others: ragas's precision/recall/F1 over topics (LLM judge)")
+METRIC_SPECS = [TOPIC_ADHERENCE]
+create_topic_adherence_judge = TOPIC_ADHERENCE.factory
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
 PROMPT_VALUES = {JUDGE_STEP: {"topics", "system", "context", "user_message", "reply"}}

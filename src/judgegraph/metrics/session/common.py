@@ -6,22 +6,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, get_origin
+from typing import Any, ClassVar, get_origin
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, model_validator
-from typing_extensions import Unpack
 
-from ...compiling import CompileOptions, check_options, compile_graph
 from ...conversation import Conversation
-from ...judges import JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
+from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import conversation_json, judge_step, scoring_edges, with_transcript
 from ...results import JudgeErrorInfo, MetricResult, Usage
 from ...scoring import MetricOptions, ScoringPolicy, all_good, share_reason
 from ...state import MetricInput, MetricOutput, MetricState, conversation_of
+from .. import MetricSpec, Need
 
 REDUCE = "reduce_score"
 
@@ -39,44 +37,14 @@ class SessionSettings(MetricOptions):
 YES_NO = frozenset({"yes", "no"})
 
 
-def compile_session_judge(
-    build_graph: Callable[[Any], StateGraph], settings_class: type[SessionSettings] = SessionSettings, *,
-    tasks: Iterable[str], model: ModelLike, compile: Mapping[str, Any], factory: Callable[..., Any], **settings: Any,
-) -> CompiledStateGraph:
-    """Every session judge's factory: resolve the judge (one that cannot answer
-    ``tasks`` raises :class:`~judgegraph.judges.NeedsLLMJudge`), settings, build, compile."""
-    check_options(compile, factory)  # a misspelt keyword first, before any judge is looked at
-    judge = require_tasks(resolve_judge(model), tasks, settings["name"])
-    return compile_graph(build_graph(settings_class(judge=judge, **settings)), settings["name"], compile, factory)
-
-
-class SessionJudgeFactory(Protocol):
-    """A session judge's factory: the options every session judge has."""
-
-    __name__: str
-
-    def __call__(
-        self, *, model: ModelLike = None, threshold: float = 0.5, strict_mode: bool = False, review: bool = False, min_judged: float | None = None,
-        name: str = ..., **compile: Unpack[CompileOptions],
-    ) -> CompiledStateGraph: ...
-
-
-def session_factory(
-    metric: str, build_graph: Callable[[SessionSettings], StateGraph], tasks: Iterable[str], doc: str
-) -> SessionJudgeFactory:
-    """``create_<metric>_judge`` for a session judge with no options of its own."""
-    tasks = tuple(tasks)
-
-    def factory(
-        *, model: ModelLike = None, threshold: float = 0.5, strict_mode: bool = False, review: bool = False, min_judged: float | None = None,
-        name: str = metric, **compile: Unpack[CompileOptions],
-    ) -> CompiledStateGraph:
-        return compile_session_judge(build_graph, name=name, threshold=threshold, strict_mode=strict_mode,
-                                     review=review, min_judged=min_judged, tasks=tasks, model=model, compile=compile, factory=factory)
-
-    factory.__name__ = factory.__qualname__ = f"create_{metric}_judge"
-    factory.__doc__ = doc
-    return factory
+def session_spec(name: str, build: Callable[[Any], StateGraph], tasks: Iterable[str], summary: str, *,
+                 settings: type[SessionSettings] = SessionSettings, doc: str = "",
+                 needs: frozenset[Need] = frozenset()) -> MetricSpec:
+    """A session judge's declaration: it reads the whole conversation (scope ``"conversation"``) and needs an LLM
+    judge answering ``tasks`` (:class:`~judgegraph.judges.NeedsLLMJudge` otherwise)."""
+    wanted: frozenset[Need] = frozenset({"llm", *needs})
+    return MetricSpec(name, summary=summary, settings=settings, build=build, tasks=tuple(tasks), doc=doc,
+                      needs=wanted, scope="conversation")
 
 
 #: One judge call's input per task: ``tasks(state, conversation)`` (see :func:`session_graph`).

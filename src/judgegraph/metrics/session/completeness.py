@@ -23,7 +23,7 @@ from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import judge_step, outcome_fields, quote, turn_label
 from ...results import MetricResult, Verdict, merge_verdicts
 from ...scoring import clause
-from .common import ExtractState, SessionSettings, cited_turns, extract_step, has_user, session_factory, session_graph
+from .common import ExtractState, SessionSettings, cited_turns, extract_step, has_user, session_graph, session_spec
 
 EXTRACT_STEP = "conversation_completeness/extract_goals"
 JUDGE_STEP = "conversation_completeness/judge_goal"
@@ -143,14 +143,13 @@ def build_completeness_graph(settings: SessionSettings) -> StateGraph:
     )
 
 
-create_conversation_completeness_judge = session_factory(
+CONVERSATION_COMPLETENESS = session_spec(
     "conversation_completeness", build_completeness_graph, TASKS,
-    """Were all the user's requests satisfied by the end of the conversation?
-
-    Value "yes"/"no" (every judged request satisfied); score = satisfied /
-    judged requests; passes when score >= ``threshold`` (default 0.5). Calls:
-    1 extraction + 1 per request. Needs an LLM judge.""",
-)
+    "Were all the user's requests satisfied by the end? yes/no, share satisfied (LLM judge)",
+    doc='Value "yes"/"no" (every judged request satisfied); score = satisfied / judged requests. Calls: 1 extraction'
+        ' + 1 per request.')
+METRIC_SPECS = [CONVERSATION_COMPLETENESS]
+create_conversation_completeness_judge = CONVERSATION_COMPLETENESS.factory
 
 
 PROMPT_VALUES = {

@@ -28,8 +28,8 @@ from .common import (
     cited_turns,
     conversation_request,
     has_user,
-    session_factory,
     session_graph,
+    session_spec,
 )
 
 JUDGE_STEP = "user_frustration/judge_frustration"
@@ -120,12 +120,13 @@ def build_frustration_graph(settings: SessionSettings) -> StateGraph:
                          not_applicable="No user turn: there is no user to be frustrated.")
 
 
-create_user_frustration_judge = session_factory(
+USER_FRUSTRATION = session_spec(
     "user_frustration", build_frustration_graph, TASKS,
-    """Was the user frustrated, and was it resolved? Value "none" | "resolved" |
-    "unresolved"; score 1.0 / 0.5 / 0.0; passes unless "unresolved" (threshold
-    0.5); strict mode: only "none" passes. One call. Needs an LLM judge.""",
-)
+    "Was the user frustrated, and was it resolved? none/resolved/unresolved (LLM judge)",
+    doc='Value "none" | "resolved" | "unresolved"; score 1.0 / 0.5 / 0.0; passes unless "unresolved" (threshold'
+        ' 0.5); strict mode: only "none" passes. One call.')
+METRIC_SPECS = [USER_FRUSTRATION]
+create_user_frustration_judge = USER_FRUSTRATION.factory
 
 
 PROMPT_VALUES = {JUDGE_STEP: {"conversation"}}

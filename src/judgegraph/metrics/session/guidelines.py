@@ -15,19 +15,17 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from pydantic import BeforeValidator, Field
-from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
+from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ...answers import read_choice
-from ...compiling import CompileOptions
 from ...conversation import Conversation
-from ...judges import JudgeOutcome, JudgeRequest, ModelLike
+from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import judge_step, outcome_fields, quote, turn_label
 from ...results import MetricResult, Verdict, merge_verdicts
-from ...scoring import Tally, clause
+from ...scoring import Tally, clause, option
 from ...state import MetricState
-from .common import CitingJudgement, SessionSettings, cited_turns, compile_session_judge, role_indices, session_graph
+from .common import CitingJudgement, SessionSettings, cited_turns, role_indices, session_graph, session_spec
 
 JUDGE_STEP = "conversational_guidelines/judge_guideline"
 TASKS = ("guideline_adherence",)
@@ -62,11 +60,11 @@ class GuidelineVerdict(Verdict):
 
 @dataclass(frozen=True, kw_only=True)
 class GuidelineSettings(SessionSettings):
-    guidelines: tuple[str, ...] = ()
+    guidelines: Sequence[str] | str | None = option(None, help="the guidelines the assistant must follow (required)")
 
     def check(self) -> None:
         super().check()
-        check_guidelines(self.guidelines)
+        self.normalise(guidelines=check_guidelines(self.guidelines))
 
 
 def check_guidelines(guidelines: object) -> tuple[str, ...]:
@@ -147,21 +145,17 @@ def build_guidelines_graph(settings: GuidelineSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     return session_graph(settings, GuidelinesState, [("judge_guideline", _judge_guideline(settings))],
                          _score(settings), applies=lambda conversation: bool(role_indices(conversation, "assistant")),
-                         tasks=lambda *_: [{"index": i, "guideline": g} for i, g in enumerate(settings.guidelines)],
+                         tasks=lambda *_: [{"index": i, "guideline": g} for i, g in enumerate(settings.guidelines or ())],
                          not_applicable="No assistant turn: there is nothing to hold to the guidelines.")
 
 
-def create_conversational_guidelines_judge(
-    *, guidelines: Sequence[str] | str | None = None, model: ModelLike = None, threshold: float = 0.5,
-    strict_mode: bool = False, review: bool = False, min_judged: float | None = None, name: str = "conversational_guidelines",
-    **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
-    """Did the assistant follow each of ``guidelines`` throughout? Score = followed / applicable
-    guidelines, one call per guideline, concurrently; no guidelines is a ValueError."""
-    return compile_session_judge(
-        build_guidelines_graph, GuidelineSettings, name=name, threshold=threshold, strict_mode=strict_mode,
-        review=review, min_judged=min_judged, guidelines=check_guidelines(guidelines), tasks=TASKS, model=model, compile=compile,
-        factory=create_conversational_guidelines_judge)
+CONVERSATIONAL_GUIDELINES = session_spec(
+    "conversational_guidelines", build_guidelines_graph, TASKS, settings=GuidelineSettings,
+    needs=frozenset({"guidelines"}),
+    summary="Did the assistant follow each given guideline? yes/no, share followed (LLM judge)",
+    doc="Score = followed / applicable guidelines, one call per guideline, concurrently.")
+METRIC_SPECS = [CONVERSATIONAL_GUIDELINES]
+create_conversational_guidelines_judge = CONVERSATIONAL_GUIDELINES.factory
 
 
 PROMPT_VALUES = {JUDGE_STEP: {"conversation", "guideline"}}

@@ -31,8 +31,8 @@ from .common import (
     cited_turns,
     extract_step,
     role_indices,
-    session_factory,
     session_graph,
+    session_spec,
 )
 
 EXTRACT_STEP = "knowledge_retention/extract_facts"
@@ -203,15 +203,13 @@ def build_retention_graph(settings: SessionSettings) -> StateGraph:
     )
 
 
-create_knowledge_retention_judge = session_factory(
+KNOWLEDGE_RETENTION = session_spec(
     "knowledge_retention", build_retention_graph, TASKS,
-    """Does each assistant turn keep the facts the user stated before it?
-
-    Value "yes"/"no" (no judged turn has a lapse); score = assistant turns that
-    retained / assistant turns judged; passes when score >= ``threshold``
-    (default 0.5). Calls: 1 extraction + 1 per assistant turn after the first
-    fact. Needs an LLM judge.""",
-)
+    "Does each reply keep the facts the user gave earlier? yes/no, share of turns (LLM judge)",
+    doc='Value "yes"/"no" (no judged turn has a lapse); score = assistant turns that retained / assistant turns'
+        ' judged. Calls: 1 extraction + 1 per assistant turn after the first fact.')
+METRIC_SPECS = [KNOWLEDGE_RETENTION]
+create_knowledge_retention_judge = KNOWLEDGE_RETENTION.factory
 
 
 PROMPT_VALUES = {

@@ -15,19 +15,17 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
-from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
+from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ...answers import YesNo
-from ...compiling import CompileOptions
 from ...conversation import Conversation
-from ...judges import JudgeOutcome, JudgeRequest, ModelLike
+from ...judges import JudgeOutcome, JudgeRequest
 from ...nodes import judge_step, quote
 from ...results import MetricResult, Usage, Verdict, merge_verdicts
-from ...scoring import check_whole, clause
+from ...scoring import check_whole, clause, option
 from ...state import MetricState
-from .common import SessionSettings, compile_session_judge, session_graph
+from .common import SessionSettings, session_graph, session_spec
 
 JUDGE_STEP = "role_adherence/judge_turns"
 TASKS = ("role_adherence",)
@@ -57,8 +55,9 @@ class RoleVerdict(Verdict):
 
 @dataclass(frozen=True, kw_only=True)
 class RoleSettings(SessionSettings):
-    role: str | None = None
-    batch_size: int = DEFAULT_BATCH_SIZE
+    role: str | None = option(None, help="the chatbot's role (else the conversation's chatbot_role, else its system"
+                              " messages; none: not applicable)")
+    batch_size: int = option(DEFAULT_BATCH_SIZE, help="assistant turns judged per call")
 
     def check(self) -> None:
         super().check()
@@ -158,17 +157,11 @@ def build_role_graph(settings: RoleSettings) -> StateGraph:
                          " give the conversation a chatbot_role or a system message.")
 
 
-def create_role_adherence_judge(
-    *, role: str | None = None, model: ModelLike = None, threshold: float = 0.5, strict_mode: bool = False,
-    batch_size: int = DEFAULT_BATCH_SIZE, review: bool = False, min_judged: float | None = None, name: str = "role_adherence",
-    **compile: Unpack[CompileOptions],
-) -> CompiledStateGraph:
-    """Does each assistant turn stay within the chatbot's role (``role=``, else ``chatbot_role``,
-    else the system messages; none → ``not_applicable``)? One call per ``batch_size`` turns."""
-    return compile_session_judge(
-        build_role_graph, RoleSettings, name=name, threshold=threshold, strict_mode=strict_mode, review=review, min_judged=min_judged,
-        role=role, batch_size=batch_size, tasks=TASKS, model=model, compile=compile,
-        factory=create_role_adherence_judge)
+ROLE_ADHERENCE = session_spec(
+    "role_adherence", build_role_graph, TASKS, settings=RoleSettings,
+    summary="Does each reply stay within the chatbot role? yes/no, share in role (LLM judge)")
+METRIC_SPECS = [ROLE_ADHERENCE]
+create_role_adherence_judge = ROLE_ADHERENCE.factory
 
 
 PROMPT_VALUES = {JUDGE_STEP: {"role", "conversation", "turns"}}
