@@ -8,6 +8,7 @@ reads nor writes it."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ..conversation import Conversation
@@ -118,7 +119,7 @@ def load_server(url: str, thread_ids: Sequence[str] | None = None, *, assistant:
         else:
             listed = server_threads(sdk, assistant=assistant, metadata=metadata)
         for info in listed:
-            yield loaded_thread(url, info.thread_id, lambda info=info: read_thread(
-                sdk, info, context_key=context_key, messages_key=messages_key))
+            yield loaded_thread(url, info.thread_id,
+                                partial(read_thread, sdk, info, context_key=context_key, messages_key=messages_key))
     except (LangGraphError, httpx.HTTPError, OSError) as exc:  # the server stopped answering part-way: what was read is judged
         yield InputError(url, None, None, None, f"the LangGraph server failed: {type(exc).__name__}: {exc}")

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -237,7 +238,7 @@ def load_checkpointer(checkpointer: BaseCheckpointSaver[Any], where: str, thread
         yield InputError(where, None, None, None, f"cannot list the threads: {type(exc).__name__}: {exc}")
         return
     for tid in ids:
-        yield loaded_thread(where, tid, lambda tid=tid: _checkpointed(checkpointer, tid, context_key, messages_key))
+        yield loaded_thread(where, tid, partial(_checkpointed, checkpointer, tid, context_key, messages_key))
 
 
 def _checkpointed(checkpointer: BaseCheckpointSaver[Any], tid: str, context_key: str | None,
