@@ -144,7 +144,8 @@ def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
     from ..compare.markdown import mean_text, side_text
 
     for which in ("old", "new"):
-        out.print(Text(safe(f"{which.upper()}: {describe_run(diff.runs.get(which, {'path': getattr(diff, which)}))}")))
+        facts = diff.runs.get(which)
+        out.print(Text(safe(f"{which.upper()}: {describe_run(facts) if facts else getattr(diff, which)}")))
     s = diff.settings
     if s.judging:
         out.print("[yellow]The judging differs[/] (a flip may be the judge's, not the bot's):"

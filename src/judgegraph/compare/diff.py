@@ -38,7 +38,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from ..results import Verdict
-from ..runs import RunFile, read_run
+from ..runs import RunFacts, RunFile, read_run
 from ..trust.statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
 from .settings import SettingsComparison, compare_settings
 from .statistics import EXACT_BELOW, McNemar, MeanDifference, mcnemar, paired_bootstrap
@@ -138,7 +138,7 @@ class RunDiff:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     exact_below: int = EXACT_BELOW
-    runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # "old"/"new" -> RunFile.facts() as JSON
+    runs: dict[str, RunFacts] = field(default_factory=dict)  # "old"/"new" -> RunFile.facts()
 
     @property
     def regressions(self) -> list[Pair]:
@@ -161,7 +161,7 @@ class RunDiff:
             return {**asdict(p), "delta": p.delta}
 
         return {
-            "old": self.old, "new": self.new, "runs": self.runs,
+            "old": self.old, "new": self.new, "runs": {k: f.to_json() for k, f in self.runs.items()},
             "settings": self.settings.to_json(),
             "metrics": {k: {**asdict(m), "old": {**asdict(m.old), "pass_rate": m.old.rate},
                             "new": {**asdict(m.new), "pass_rate": m.new.rate}} for k, m in self.metrics.items()},
@@ -181,21 +181,21 @@ def change_text(pair: Pair) -> str:
     return text
 
 
-def describe_run(facts: dict[str, Any]) -> str:
-    """One line about a run (:meth:`RunFile.facts` as JSON): its file, conversations and, from its header and
-    summary (else its lines), judgegraph version, judges, duration and cost."""
-    parts = [f"{facts.get('conversations', 0)} conversations"]
-    if not facts.get("header"):
+def describe_run(facts: RunFacts) -> str:
+    """One line about a run (:meth:`RunFile.facts`): its file, conversations and, from its header and summary
+    (else its lines), judgegraph version, judges, duration and cost."""
+    parts = [f"{facts.conversations} conversations"]
+    if not facts.header:
         parts.append("no header")
-    if facts.get("version"):
-        parts.append(f"judgegraph {facts['version']}")
-    if facts.get("judge_names"):
-        parts.append("judge " + ", ".join(facts["judge_names"]))
-    if isinstance(facts.get("duration_s"), (int, float)):
-        parts.append(f"{facts['duration_s']:.1f} s")
-    if isinstance(facts.get("cost_usd"), (int, float)):
-        parts.append(f"${facts['cost_usd']:.4f}")
-    return f"{facts.get('path')} ({', '.join(parts)})"
+    if facts.version:
+        parts.append(f"judgegraph {facts.version}")
+    if facts.judge_names:
+        parts.append("judge " + ", ".join(facts.judge_names))
+    if facts.duration_s is not None:
+        parts.append(f"{facts.duration_s:.1f} s")
+    if facts.cost_usd is not None:
+        parts.append(f"${facts.cost_usd:.4f}")
+    return f"{facts.path} ({', '.join(parts)})"
 
 
 def _side(result: dict[str, Any]) -> Side:
@@ -331,7 +331,7 @@ def compare(old: RunFile, new: RunFile, *, metrics: Iterable[str] | None = None,
             notes.append(f"{side} ({run.path}) judged {run.rejudged} conversation(s) again: the latest line of each "
                          "is compared")
     return RunDiff(old.path, new.path, pairs, summaries, compare_settings(old, new), [*old.problems, *new.problems],
-                   notes, runs={"old": old.facts().to_json(), "new": new.facts().to_json()})
+                   notes, runs={"old": old.facts(), "new": new.facts()})
 
 
 def diff_runs(old: str | Path, new: str | Path, *, metrics: Iterable[str] | None = None,
