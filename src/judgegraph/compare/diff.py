@@ -48,7 +48,6 @@ Kind = Literal["regressed", "fixed", "unchanged", "errored", "recovered", "still
 #: every kind of pair, in the order a report lists them (what needs a look first)
 KINDS: tuple[Kind, ...] = ("regressed", "errored", "fixed", "recovered", "still_error", "now_not_applicable",
                            "was_not_applicable", "new", "missing", "unchanged")
-JUDGED = frozenset({"passed", "failed", "not_applicable"})
 
 
 @dataclass(frozen=True)
