@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from ..results import Verdict
+from ..results import Verdict, metric_key
 from ..runs import RunFacts, RunFile, read_run
 from ..trust.statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
 from .settings import SettingsComparison, compare_settings
@@ -280,10 +280,6 @@ def _results(run: RunFile, metrics: list[str]) -> dict[tuple[str, str], tuple[di
     return out
 
 
-def _norm(name: str) -> str:
-    return name.strip().lower().replace("-", "_")
-
-
 def _pass_rate(results: Iterable[dict[str, Any]]) -> PassRate:
     statuses = [_side(r).status for r in results]
     return PassRate(statuses.count("passed"), statuses.count("failed"), statuses.count("error"),
@@ -293,8 +289,8 @@ def _pass_rate(results: Iterable[dict[str, Any]]) -> PassRate:
 def compare(old: RunFile, new: RunFile, *, metrics: Iterable[str] | None = None,
             resamples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED, level: float = 0.95) -> RunDiff:
     """The diff of two runs already read (:func:`~judgegraph.runs.read_run`); see the module."""
-    wanted = None if metrics is None else {_norm(m) for m in metrics}
-    names = [m for m in dict.fromkeys([*old.metrics, *new.metrics]) if wanted is None or _norm(m) in wanted]
+    wanted = None if metrics is None else {metric_key(m) for m in metrics}
+    names = [m for m in dict.fromkeys([*old.metrics, *new.metrics]) if wanted is None or metric_key(m) in wanted]
     a = _results(old, old.metrics or names)
     b = _results(new, new.metrics or names)
     pairs: list[Pair] = []

@@ -11,7 +11,6 @@ element; the page's script renders every value with ``textContent``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -121,6 +120,8 @@ def _turns_by_id(inputs: Sequence[str | Path]) -> tuple[dict[str, list[TurnText]
 def _recorded_inputs(results: RunFile) -> list[Path]:
     """The input files the run's header names that are still here unchanged (same SHA-256): the turns a run
     judged, with no ``--input``. A path is tried as written, then beside the results file."""
+    from ..runheader import file_sha256
+
     found = []
     entries = results.header.inputs if results.header is not None else None
     for entry in entries if isinstance(entries, list) else []:
@@ -128,23 +129,21 @@ def _recorded_inputs(results: RunFile) -> list[Path]:
             continue
         want = entry["sha256"].removeprefix("sha256:").lower()
         for candidate in (Path(entry["path"]), Path(results.path).parent / entry["path"]):
-            try:
-                if candidate.is_file() and _sha256(candidate) == want:
-                    found.append(candidate)
-                    break
-            except OSError:
-                continue
+            if candidate.is_file() and file_sha256(candidate) == want:
+                found.append(candidate)
+                break
     return found
 
 
 def _judged_inputs(files: Sequence[RunFile], inputs: Sequence[str | Path], problems: list[str]) -> list[bool]:
     """Per run, whether ``inputs`` may be what it judged: its header names no input, or names these files'
     contents (SHA-256). A run that judged other files gets none of their turns (another version's replies), said."""
+    from ..runheader import file_sha256
+
     if not inputs:
         return [False] * len(files)
-    try:
-        mine = {_sha256(Path(p)) for p in inputs}
-    except OSError:
+    mine = {file_sha256(p) for p in inputs}
+    if None in mine:  # a file that cannot be read: no judgement on it
         return [True] * len(files)
     out = []
     for f in files:
@@ -155,14 +154,6 @@ def _judged_inputs(files: Sequence[RunFile], inputs: Sequence[str | Path], probl
             problems.append(f"--input {', '.join(map(str, inputs))} is not what {f.path} judged (its header names other "
                             "input files): their turns are not shown under that run")
     return out
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):  # streamed: an input file may be large
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _summary(conversations: list[Shown], metrics: list[str]) -> dict[str, MetricSummary]:

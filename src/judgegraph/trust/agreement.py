@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from ..results import metric_key
 from .labels import Label, LabelError, LabelSet, LabelValue, polarity, read_labels, review_labels, yes_no_error
 from .statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, Statistic, bootstrap_ci, confusion, figure
 
@@ -126,10 +127,6 @@ class AgreementReport:
             "label_errors": [{**asdict(e), "error": str(e)} for e in self.label_errors],
             "unreadable_results": self.unreadable,
         }
-
-
-def _norm(name: str) -> str:
-    return name.strip().lower().replace("-", "_")
 
 
 ResultsLike = str | Path | Iterable[Mapping[str, Any]] | Iterable[Any]
@@ -309,7 +306,7 @@ def agreement(results: ResultsLike, labels: str | Path | Iterable[Label] | Itera
                              resamples=resamples, seed=seed, level=level)
     if reviews:
         report.sources["reviews"] = str(results) if isinstance(results, (str, Path)) else "results"
-    wanted = None if metrics is None else {_norm(m) for m in metrics}
+    wanted = None if metrics is None else {metric_key(m) for m in metrics}
     index: dict[tuple[str, str], Mapping[str, Any]] = {}
     conversations: set[str] = set()
     for record in records:
@@ -319,12 +316,12 @@ def agreement(results: ResultsLike, labels: str | Path | Iterable[Label] | Itera
         conversations.add(cid)
         for key, result in (record.get("results") or {}).items():
             if isinstance(result, Mapping):
-                index[(cid, _norm(key))] = {**result, "key": key}
+                index[(cid, metric_key(key))] = {**result, "key": key}
     pairs: dict[tuple[str, str, str], Pair] = {}  # a later label on the same verdict replaces an earlier one
     for label in given:
-        if wanted is not None and _norm(label.metric) not in wanted:
+        if wanted is not None and metric_key(label.metric) not in wanted:
             continue
-        result = index.get((label.conversation_id, _norm(label.metric)))
+        result = index.get((label.conversation_id, metric_key(label.metric)))
         if result is None:
             why = (f"no {label.metric} result for this conversation" if label.conversation_id in conversations
                    else "no such conversation in the results")

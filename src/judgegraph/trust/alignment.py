@@ -39,7 +39,7 @@ from ..conversation import Conversation, as_conversation
 from ..judges import Judge, JudgeRequest, ModelLike, resolve_judge
 from ..judges.aligned import AlignedJudge, Alignment, Example
 from ..metrics import MetricSpec
-from ..results import MetricResult, Usage
+from ..results import MetricResult, Usage, metric_key
 from .agreement import MetricAgreement, Pair, agreement
 from .labels import Label, LabelSet, read_labels
 
@@ -132,10 +132,6 @@ class AlignmentReport:
 
 
 # -- labels and conversations ----------------------------------------------------------------------------------
-
-
-def _norm(name: str) -> str:
-    return name.strip().lower().replace("-", "_")
 
 
 def _label_set(labels: str | Path | Iterable[str | Path] | Iterable[Label] | LabelSet) -> LabelSet:
@@ -399,8 +395,8 @@ async def aalign(
     label_set = _label_set(labels)
     if label_set.errors:
         raise AlignmentError("labels that cannot be used:\n" + "\n".join(f"  {e}" for e in label_set.errors[:20]))
-    wanted = {_norm(name), _norm(metric_name)}
-    about = [lb for lb in label_set.labels if _norm(lb.metric) in wanted]
+    wanted = {metric_key(name), metric_key(metric_name)}
+    about = [lb for lb in label_set.labels if metric_key(lb.metric) in wanted]
     if not about:
         named = sorted({lb.metric for lb in label_set.labels})
         raise AlignmentError(f"no label is about {name} (the labels name {', '.join(named) or 'no metric'})")
