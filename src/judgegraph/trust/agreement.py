@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..results import metric_key
-from .labels import Label, LabelError, LabelSet, LabelValue, polarity, read_labels, review_labels, yes_no_error
+from .labels import Label, LabelError, LabelSet, LabelValue, polarity, review_labels, yes_no_error
 from .statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, Statistic, bootstrap_ci, confusion, figure
 
 Kind = Literal["categorical", "ordinal", "numeric"]
@@ -286,20 +286,10 @@ def agreement(results: ResultsLike, labels: str | Path | Iterable[Label] | Itera
     labels too; a label from ``labels`` on the same verdict replaces a review's. ``metrics``: only these.
     ``resamples`` (B), ``seed``, ``level``: the bootstrap intervals (see
     :func:`judgegraph.trust.statistics.bootstrap_ci`)."""
-    if isinstance(labels, (str, Path)):  # one file, not an iterable of its characters
-        labels = [labels]
     if isinstance(metrics, str):
         metrics = [metrics]
     records, unreadable = _records(results)
-    read = LabelSet()
-    if isinstance(labels, LabelSet):
-        read.extend(labels)
-    else:
-        for item in labels:
-            if isinstance(item, Label):
-                read.labels.append(item)
-            else:
-                read.extend(read_labels(item))
+    read = LabelSet.of(labels)
     given = (review_labels(records) if reviews else []) + read.labels
     report = AgreementReport(label_errors=read.errors, labels=len(given), sources=dict(read.formats),
                              unreadable=unreadable,

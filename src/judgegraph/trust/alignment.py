@@ -41,7 +41,7 @@ from ..judges.aligned import AlignedJudge, Alignment, Example
 from ..metrics import MetricSpec
 from ..results import MetricResult, Usage, metric_key
 from .agreement import MetricAgreement, Pair, agreement
-from .labels import Label, LabelSet, read_labels
+from .labels import Label, LabelSet
 
 __all__ = ["AlignmentError", "AlignmentReport", "DistilledGuidelines", "align", "aalign", "alignment_graph"]
 
@@ -132,20 +132,6 @@ class AlignmentReport:
 
 
 # -- labels and conversations ----------------------------------------------------------------------------------
-
-
-def _label_set(labels: str | Path | Iterable[str | Path] | Iterable[Label] | LabelSet) -> LabelSet:
-    if isinstance(labels, LabelSet):
-        return labels
-    if isinstance(labels, (str, Path)):
-        labels = [labels]
-    out = LabelSet()
-    for item in labels:
-        if isinstance(item, Label):
-            out.labels.append(item)
-        else:
-            out.extend(read_labels(item))
-    return out
 
 
 def _conversations(conversations: Iterable[Conversation | Mapping[str, Any] | str | Path]) -> list[Conversation]:
@@ -392,7 +378,7 @@ async def aalign(
     graph = build(judge)
     name = str(graph.name)  # the result key: a metric's graph names its results
     metric_name = _metric_name(metric, graph)
-    label_set = _label_set(labels)
+    label_set = LabelSet.of(labels)
     if label_set.errors:
         raise AlignmentError("labels that cannot be used:\n" + "\n".join(f"  {e}" for e in label_set.errors[:20]))
     wanted = {metric_key(name), metric_key(metric_name)}
