@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, cast
 
+from typing_extensions import TypedDict
+
 from ..conversation import Conversation, from_messages
 from ..judges import ModelLike
 from ..results import MetricResult
@@ -73,7 +75,7 @@ def find_conversation(inputs: Any = None, outputs: Any = None, reference_outputs
                              f" (or {', '.join(OUTPUT_KEYS[1:])}) or the reply as a string; got {got}")
         reply = _text_of(reply)
         messages = [*asked, reply if not isinstance(reply, str) else {"role": "assistant", "content": reply}]
-    fields: dict[str, Any] = {"id": conversation_id}
+    fields: dict[str, str] = {"id": conversation_id}
     ref = reference_outputs if isinstance(reference_outputs, dict) else {}
     outcome = ref.get("expected_outcome") or ref.get("outcome")
     if outcome:
@@ -83,11 +85,26 @@ def find_conversation(inputs: Any = None, outputs: Any = None, reference_outputs
     return from_messages(messages, **fields)
 
 
-def feedback(result: MetricResult) -> dict[str, Any]:
+class Feedback(TypedDict):
+    """One LangSmith evaluation result (``metadata``: the result's status, threshold, judge, errors, usage...)."""
+
+    key: str
+    score: float | None
+    value: object
+    comment: str
+    metadata: dict[str, Any]
+
+
+class Feedbacks(TypedDict):
+    """Several metrics' evaluation results, as LangSmith takes them from one evaluator."""
+
+    results: list[Feedback]
+
+
+def feedback(result: MetricResult) -> Feedback:
     """One LangSmith evaluation result from a metric result."""
     fb = result.to_feedback()
-    return {"key": fb["key"], "score": fb["score"], "value": fb["value"], "comment": fb["comment"],
-            "metadata": fb["extra"]}
+    return Feedback(key=fb["key"], score=fb["score"], value=fb["value"], comment=fb["comment"], metadata=fb["extra"])
 
 
 class Evaluator(Protocol):
@@ -97,10 +114,10 @@ class Evaluator(Protocol):
     __name__: str
 
     def __call__(self, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, *,
-                 run: Any = None, example: Any = None, **kwargs: Any) -> dict[str, Any]: ...
+                 run: Any = None, example: Any = None, **kwargs: Any) -> Feedback | Feedbacks: ...
 
     async def acall(self, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, *,
-                    run: Any = None, example: Any = None, **kwargs: Any) -> dict[str, Any]: ...
+                    run: Any = None, example: Any = None, **kwargs: Any) -> Feedback | Feedbacks: ...
 
 
 def as_evaluator(
@@ -120,7 +137,7 @@ def as_evaluator(
     in async code: the same graph runs under ``ainvoke``."""
     graph = judge_graph(metrics, model=model, scope=scope)
 
-    def args(inputs: Any, outputs: Any, reference_outputs: Any, run: Any, example: Any) -> dict[str, Any]:
+    def args(inputs: Any, outputs: Any, reference_outputs: Any, run: Any, example: Any) -> dict[str, Conversation]:
         if run is None and hasattr(inputs, "outputs") and hasattr(inputs, "inputs"):  # called as (run, example)
             run, example, inputs, outputs = inputs, outputs, None, None
         if run is not None:
@@ -132,16 +149,16 @@ def as_evaluator(
         cid = str(getattr(example, "id", "") or getattr(run, "id", "") or "")
         return {"conversation": find_conversation(inputs, outputs, reference_outputs, conversation_id=cid)}
 
-    def shape(results: dict[str, MetricResult]) -> dict[str, Any]:
+    def shape(results: dict[str, MetricResult]) -> Feedback | Feedbacks:
         items = [feedback(r) for r in results.values()]
-        return items[0] if len(items) == 1 else {"results": items}
+        return items[0] if len(items) == 1 else Feedbacks(results=items)
 
     def evaluator(inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, *,
-                  run: Any = None, example: Any = None, **_: Any) -> dict[str, Any]:
+                  run: Any = None, example: Any = None, **_: Any) -> Feedback | Feedbacks:
         return shape(graph.invoke(args(inputs, outputs, reference_outputs, run, example))["results"])
 
     async def acall(inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, *,
-                    run: Any = None, example: Any = None, **_: Any) -> dict[str, Any]:
+                    run: Any = None, example: Any = None, **_: Any) -> Feedback | Feedbacks:
         return shape((await graph.ainvoke(args(inputs, outputs, reference_outputs, run, example)))["results"])
 
     evaluator.__name__ = name or (graph.name if graph.name and graph.name != "judges" else "judgegraph")
