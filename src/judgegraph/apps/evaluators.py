@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, cast
 
-from typing_extensions import TypedDict
-
 from ..conversation import Conversation, from_messages
 from ..judges import ModelLike
 from ..results import MetricResult
@@ -85,26 +83,11 @@ def find_conversation(inputs: Any = None, outputs: Any = None, reference_outputs
     return from_messages(messages, **fields)
 
 
-class Feedback(TypedDict):
-    """One LangSmith evaluation result (``metadata``: the result's status, threshold, judge, errors, usage...)."""
-
-    key: str
-    score: float | None
-    value: object
-    comment: str
-    metadata: dict[str, Any]
-
-
-class Feedbacks(TypedDict):
-    """Several metrics' evaluation results, as LangSmith takes them from one evaluator."""
-
-    results: list[Feedback]
-
-
-def feedback(result: MetricResult) -> Feedback:
+def feedback(result: MetricResult) -> dict[str, Any]:
     """One LangSmith evaluation result from a metric result."""
     fb = result.to_feedback()
-    return Feedback(key=fb["key"], score=fb["score"], value=fb["value"], comment=fb["comment"], metadata=fb["extra"])
+    return {"key": fb["key"], "score": fb["score"], "value": fb["value"], "comment": fb["comment"],
+            "metadata": fb["extra"]}
 
 
 class Evaluator(Protocol):
@@ -114,10 +97,10 @@ class Evaluator(Protocol):
     __name__: str
 
     def __call__(self, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, *,
-                 run: Any = None, example: Any = None, **kwargs: Any) -> Feedback | Feedbacks: ...
+                 run: Any = None, example: Any = None, **kwargs: Any) -> dict[str, Any]: ...
 
     async def acall(self, inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, *,
-                    run: Any = None, example: Any = None, **kwargs: Any) -> Feedback | Feedbacks: ...
+                    run: Any = None, example: Any = None, **kwargs: Any) -> dict[str, Any]: ...
 
 
 def as_evaluator(
@@ -149,16 +132,16 @@ def as_evaluator(
         cid = str(getattr(example, "id", "") or getattr(run, "id", "") or "")
         return {"conversation": find_conversation(inputs, outputs, reference_outputs, conversation_id=cid)}
 
-    def shape(results: dict[str, MetricResult]) -> Feedback | Feedbacks:
+    def shape(results: dict[str, MetricResult]) -> dict[str, Any]:
         items = [feedback(r) for r in results.values()]
-        return items[0] if len(items) == 1 else Feedbacks(results=items)
+        return items[0] if len(items) == 1 else {"results": items}
 
     def evaluator(inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, *,
-                  run: Any = None, example: Any = None, **_: Any) -> Feedback | Feedbacks:
+                  run: Any = None, example: Any = None, **_: Any) -> dict[str, Any]:
         return shape(graph.invoke(args(inputs, outputs, reference_outputs, run, example))["results"])
 
     async def acall(inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, *,
-                    run: Any = None, example: Any = None, **_: Any) -> Feedback | Feedbacks:
+                    run: Any = None, example: Any = None, **_: Any) -> dict[str, Any]:
         return shape((await graph.ainvoke(args(inputs, outputs, reference_outputs, run, example)))["results"])
 
     evaluator.__name__ = name or (graph.name if graph.name and graph.name != "judges" else "judgegraph")
