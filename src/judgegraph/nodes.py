@@ -13,6 +13,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda, ensure_conf
 from langchain_core.runnables.utils import accepts_config
 from langgraph.graph import StateGraph
 from langgraph.types import Command, Send
+from typing_extensions import TypedDict
 
 from .conversation import Conversation
 from .judges.base import Judge, JudgeOutcome, JudgeRequest
@@ -21,7 +22,7 @@ from .replay import Steer, probe, steer_of
 from .results import JudgeAttempt, MetricResult, Review, Usage, Verdict
 from .scoring import make_result  # noqa: F401 - a building block of custom graphs, documented here
 from .state import conversation_of
-from .windows import check_window_size, exchanges, windows_from_exchanges
+from .windows import Window, check_window_size, exchanges, windows_from_exchanges
 
 T = TypeVar("T")
 V = TypeVar("V", bound=Verdict)
@@ -194,16 +195,23 @@ def calls_usage(state: Mapping[str, Any]) -> Usage:
     return Usage.total(a.usage for a in state.get("judge_calls") or [])
 
 
-def window_node(window_size: int, *, name: str = "window_turns") -> Callable[..., dict[str, Any]]:
+class Windowed(TypedDict):
+    """What the ``window_turns`` node writes."""
+
+    conversation: Conversation
+    windows: list[Window]
+
+
+def window_node(window_size: int, *, name: str = "window_turns") -> Callable[..., Windowed]:
     """A node: conversation → ``{"conversation", "windows"}`` (:mod:`judgegraph.windows`);
     a bad ``window_size`` is a ``ValueError`` when the graph is built."""
     check_window_size(window_size)
 
     # "Optional[RunnableConfig]": the spelling LangGraph recognises (under postponed annotations) to pass the config
-    def window_turns(state: Any, config: Optional[RunnableConfig] = None) -> dict[str, Any]:
+    def window_turns(state: Any, config: Optional[RunnableConfig] = None) -> Windowed:
         conversation = conversation_of(state)
         windows = windows_from_exchanges(conversation, exchanges(conversation), window_size)
-        return {"conversation": conversation, "windows": in_scope(windows, config)}
+        return Windowed(conversation=conversation, windows=in_scope(windows, config))
 
     return NodeLambda(window_turns, name=name)
 
@@ -245,16 +253,21 @@ def fan_out(
     return route
 
 
-def outcome_fields(outcome: JudgeOutcome) -> dict[str, Any]:
+class OutcomeFields(TypedDict):
+    """The :class:`~judgegraph.results.Verdict` fields a judge outcome fills."""
+
+    error: str | None
+    attempts: int
+    usage: Usage
+    score: float | None
+    transcript: list[JudgeAttempt]
+
+
+def outcome_fields(outcome: JudgeOutcome) -> OutcomeFields:
     """The :class:`~judgegraph.results.Verdict` fields a judge outcome fills
     (``error``, ``attempts``, ``usage``, ``score``, ``transcript``)."""
-    return {
-        "error": None if outcome.ok else (outcome.error or "no verdict"),
-        "attempts": outcome.attempts,
-        "usage": outcome.usage,
-        "score": outcome.score,
-        "transcript": outcome.transcript,
-    }
+    return OutcomeFields(error=None if outcome.ok else (outcome.error or "no verdict"), attempts=outcome.attempts,
+                         usage=outcome.usage, score=outcome.score, transcript=outcome.transcript)
 
 
 def scoring_edges(builder: StateGraph, sources: Sequence[str], *, review: bool, metric: str,
