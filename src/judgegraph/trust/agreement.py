@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..results import metric_key
+from ..runs import RunFile, read_run
 from .labels import Label, LabelError, LabelSet, LabelValue, polarity, review_labels, yes_no_error
 from .statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, Statistic, bootstrap_ci, confusion, figure
 
@@ -129,16 +130,14 @@ class AgreementReport:
         }
 
 
-ResultsLike = str | Path | Iterable[Mapping[str, Any]] | Iterable[Any]
+ResultsLike = str | Path | RunFile | Iterable[Mapping[str, Any]] | Iterable[Any]
 
 
 def _records(results: ResultsLike) -> tuple[list[dict[str, Any]], list[str]]:
-    """Results records (``judgegraph eval --out`` lines) from a path, records, or ConversationOutcome objects,
-    with the lines of a file that could not be read."""
-    if isinstance(results, (str, Path)):
-        from ..runs import read_run
-
-        run = read_run(results)
+    """Results records (``judgegraph eval --out`` lines) from a path, a run read, records, or ConversationOutcome
+    objects, with the lines of a file that could not be read."""
+    if isinstance(results, (str, Path, RunFile)):
+        run = results if isinstance(results, RunFile) else read_run(results)
         return [c.data() for c in run.conversations.values()], run.problems
     out = []
     for item in getattr(results, "outcomes", results):
@@ -280,7 +279,8 @@ def agreement(results: ResultsLike, labels: str | Path | Iterable[Label] | Itera
               seed: int = BOOTSTRAP_SEED, level: float = 0.95) -> AgreementReport:
     """How often the judges of ``results`` say what people said.
 
-    ``results``: a results file (``judgegraph eval --out``), its records, or ``ConversationOutcome`` objects.
+    ``results``: a results file (``judgegraph eval --out``) or its :class:`~judgegraph.runs.RunFile`, its records, or
+    ``ConversationOutcome`` objects.
     ``labels``: label files (any shape :func:`~judgegraph.trust.labels.read_labels` reads), :class:`Label`
     objects, or a :class:`LabelSet`. With ``reviews``, the review decisions stored in ``results`` are
     labels too; a label from ``labels`` on the same verdict replaces a review's. ``metrics``: only these.
