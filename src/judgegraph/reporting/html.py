@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import NotRequired, TypedDict
 
 from ..runs import ConversationLine, RunFile, read_run
-from .tables import MetricSummary, abbreviations, legend, matrix, runs_table, summary_table
+from .tables import MetricSummary, StatusCounts, abbreviations, legend, matrix, runs_table, summary_table
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -39,13 +39,9 @@ BINS = 10
 TurnText = dict[str, str]  # {"role", "content"}
 
 
-class Totals(TypedDict):
+class Totals(StatusCounts):
     """A run's line of totals: results per status, and what could not be judged or read."""
 
-    passed: int
-    failed: int
-    error: int
-    not_applicable: int
     conversations: int
     results: int
     judge_errors: int

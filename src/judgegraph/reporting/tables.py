@@ -18,16 +18,21 @@ from typing_extensions import TypedDict
 from ..runs import ConversationLine
 from .compare import Comparison, RunFacts, differs_in
 
-__all__ = ["MetricSummary", "abbreviations", "histogram_svg", "legend", "matrix", "runs_table", "summary_table"]
+__all__ = ["MetricSummary", "StatusCounts", "abbreviations", "histogram_svg", "legend", "matrix", "runs_table", "summary_table"]
 
 
-class MetricSummary(TypedDict):
-    """A metric's row of the summary table: its results per status, judge errors, score histogram and mean."""
+class StatusCounts(TypedDict):
+    """Results per status."""
 
     passed: int
     failed: int
     error: int
     not_applicable: int
+
+
+class MetricSummary(StatusCounts):
+    """A metric's row of the summary table: its results per status, judge errors, score histogram and mean."""
+
     judge_errors: int
     histogram: list[int]  # results per score bin, 0 to 1 in BINS bins
     mean_score: float | None
