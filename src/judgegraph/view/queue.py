@@ -126,9 +126,9 @@ class LabelsFile:
         """What ``annotator`` said of each item (their latest label), from ``read`` (else the file as it is)."""
         return {label_key(lb): str(lb.value) for lb in (read or self.read()).labels if lb.annotator == annotator}
 
-    def append(self, item: Item, label: str, annotator: str) -> dict[str, Any]:
+    def append(self, item: Item, label: str, annotator: str) -> dict[str, str | int]:
         """Append one label (one line, one write, locked, fsynced) and return the record written."""
-        record: dict[str, Any] = {"conversation_id": item.conversation_id, "metric": item.metric}
+        record: dict[str, str | int] = {"conversation_id": item.conversation_id, "metric": item.metric}
         if item.turn is not None:
             record["turn"] = item.turn
         elif item.verdict_id is not None:
