@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .loaders.yaml_safe import line_at
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 __all__ = ["Config", "ConfigError", "load_config"]
 
@@ -100,7 +103,7 @@ RENAMED = {"strict": "strict_mode", "inputs": "files"}
 PATHS = frozenset({"out", "html", "junit", "cache", "offline_rule"})
 
 
-def _message(error: dict[str, Any]) -> tuple[tuple[int | str, ...], str]:
+def _message(error: ErrorDetails) -> tuple[tuple[int | str, ...], str]:
     """A pydantic error as (its key path, a sentence); union branches folded into one path."""
     loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p in ("str", "int") or "[" in str(p)))
     if error["type"] == "extra_forbidden":
@@ -161,7 +164,7 @@ def load_config(path: str | Path) -> tuple[Config, dict[str, Any]]:
         config = Config.model_validate(data)
     except ValidationError as exc:
         lines = []
-        errors: list[dict[str, Any]] = [dict(e) for e in exc.errors()]
+        errors = exc.errors()
         branches = [e for e in errors if "str" in e["loc"][1:] or any("[" in str(p) for p in e["loc"])]
         if any(e["type"] != "string_type" for e in branches):  # a mapping item's own error, not "not a string"
             errors = [e for e in errors if not (e["type"] == "string_type" and "str" in e["loc"][1:])]

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterable
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -41,26 +40,15 @@ class Results:
     an older file; ``conversations`` in input order; ``input_errors``)."""
 
     run: RunFile
+    path: str = field(init=False)
+    header: HeaderLine | None = field(init=False)
+    summary: SummaryLine | None = field(init=False)
+    input_errors: list[InputErrorLine] = field(init=False)
+    conversations: list[ConversationLine] = field(init=False)
 
-    @property
-    def path(self) -> str:
-        return self.run.path
-
-    @property
-    def header(self) -> HeaderLine | None:
-        return self.run.header
-
-    @property
-    def summary(self) -> SummaryLine | None:
-        return self.run.summary
-
-    @property
-    def input_errors(self) -> list[InputErrorLine]:
-        return self.run.input_errors
-
-    @cached_property
-    def conversations(self) -> list[ConversationLine]:
-        return self.run.in_input_order()
+    def __post_init__(self) -> None:
+        self.path, self.header, self.summary = self.run.path, self.run.header, self.run.summary
+        self.input_errors, self.conversations = self.run.input_errors, self.run.in_input_order()
 
     def rows(self) -> list[dict[str, object]]:
         """One row per conversation × metric (a failed run with no result: one row, metric None)."""

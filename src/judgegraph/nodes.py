@@ -195,16 +195,23 @@ def calls_usage(state: Mapping[str, Any]) -> Usage:
     return Usage.total(a.usage for a in state.get("judge_calls") or [])
 
 
-def window_node(window_size: int, *, name: str = "window_turns") -> Callable[..., dict[str, Any]]:
+class Windowed(TypedDict):
+    """What the ``window_turns`` node writes."""
+
+    conversation: Conversation
+    windows: list[Window]
+
+
+def window_node(window_size: int, *, name: str = "window_turns") -> Callable[..., Windowed]:
     """A node: conversation → ``{"conversation", "windows"}`` (:mod:`judgegraph.windows`);
     a bad ``window_size`` is a ``ValueError`` when the graph is built."""
     check_window_size(window_size)
 
     # "Optional[RunnableConfig]": the spelling LangGraph recognises (under postponed annotations) to pass the config
-    def window_turns(state: Any, config: Optional[RunnableConfig] = None) -> dict[str, Any]:
+    def window_turns(state: Any, config: Optional[RunnableConfig] = None) -> Windowed:
         conversation = conversation_of(state)
         windows = windows_from_exchanges(conversation, exchanges(conversation), window_size)
-        return {"conversation": conversation, "windows": in_scope(windows, config)}
+        return Windowed(conversation=conversation, windows=in_scope(windows, config))
 
     return NodeLambda(window_turns, name=name)
 
@@ -279,16 +286,21 @@ def window_graph(
     return builder
 
 
-def outcome_fields(outcome: JudgeOutcome) -> dict[str, Any]:
+class OutcomeFields(TypedDict):
+    """The :class:`~judgegraph.results.Verdict` fields a judge outcome fills."""
+
+    error: str | None
+    attempts: int
+    usage: Usage
+    score: float | None
+    transcript: list[JudgeAttempt]
+
+
+def outcome_fields(outcome: JudgeOutcome) -> OutcomeFields:
     """The :class:`~judgegraph.results.Verdict` fields a judge outcome fills
     (``error``, ``attempts``, ``usage``, ``score``, ``transcript``)."""
-    return {
-        "error": None if outcome.ok else (outcome.error or "no verdict"),
-        "attempts": outcome.attempts,
-        "usage": outcome.usage,
-        "score": outcome.score,
-        "transcript": outcome.transcript,
-    }
+    return OutcomeFields(error=None if outcome.ok else (outcome.error or "no verdict"), attempts=outcome.attempts,
+                         usage=outcome.usage, score=outcome.score, transcript=outcome.transcript)
 
 
 def scoring_edges(builder: StateGraph, sources: Sequence[str], *, review: bool, metric: str,

@@ -128,11 +128,4 @@ def create_report_graph(
     return compile_graph(build_report_graph(graphs), name, compile, create_report_graph)
 
 
-__all__ = [
-    "MetricLike",
-    "build_metric",
-    "build_report_graph",
-    "check_unique_names",
-    "create_report_graph",
-    "metric_graphs",
-]
+__all__ = ["MetricLike", "build_metric", "build_report_graph", "check_unique_names", "create_report_graph", "metric_graphs"]

@@ -205,3 +205,9 @@ def merge_calls(left: list[JudgeAttempt] | None, right: list[JudgeAttempt] | Non
     key), so a graph run again on a thread keeps each request once."""
     incoming = {a.request for a in right or [] if a.request}
     return [a for a in left or [] if not a.request or a.request not in incoming] + list(right or [])
+
+
+def metric_key(name: str) -> str:
+    """A metric's name as results, labels and ``--metric`` are matched by: case, spaces around and ``-``/``_``
+    ignored."""
+    return name.strip().lower().replace("-", "_")

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 from langchain_core.runnables import Runnable, RunnableBranch, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
+from typing_extensions import TypedDict
 
 from .answers import YesNo
 from .conversation import RetrievalNode
@@ -259,19 +260,32 @@ def verification_request(
 # -- steps (public nodes) ----------------------------------------------------------
 
 
-def _call(step: str, state: dict[str, Any], outcome: JudgeOutcome) -> JudgeCall:
+class StepInput(TypedDict, total=False):
+    """What the statement steps read from the state of the metric they are in."""
+
+    where: str  # where the judgement is, named in its call record
+    retrieval_context: Sequence[RetrievalNode | str | dict[str, object]]
+    node_indices: Sequence[int] | None  # the nodes to extract (None: all)
+    statements: Sequence[Statement | str]
+    user_message: str
+    context: Sequence[tuple[str, str]]  # the earlier messages, (role, content)
+    verdicts: Sequence[StatementVerdict]
+
+
+def _call(step: str, state: StepInput, outcome: JudgeOutcome) -> JudgeCall:
     return JudgeCall(
         step=step, where=state.get("where", ""), usage=outcome.usage, attempts=outcome.attempts,
         error=None if outcome.ok else (outcome.error or "no answer"), cached=outcome.cached,
     )
 
 
-def _unless_empty(step: Runnable, is_empty: Callable[[Any], bool], empty: dict[str, Any], name: str) -> Runnable:
-    """``step``, except that an input with nothing to do returns ``empty`` with no judge call."""
-    return RunnableBranch((is_empty, lambda _: dict(empty)), step).with_config(run_name=name)
+def _unless_empty(step: Runnable, is_empty: Callable[[StepInput], bool], writes: str, name: str) -> Runnable:
+    """``step``, except that an input with nothing to do writes an empty ``writes`` and ``calls``, with no judge
+    call."""
+    return RunnableBranch((is_empty, lambda _: {writes: [], "calls": []}), step).with_config(run_name=name)
 
 
-def _selected(state: dict[str, Any]) -> tuple[list[RetrievalNode], list[int]]:
+def _selected(state: StepInput) -> tuple[list[RetrievalNode], list[int]]:
     nodes = _node_texts(state.get("retrieval_context"))
     indices = state.get("node_indices")
     return nodes, list(range(len(nodes))) if indices is None else list(indices)
@@ -281,11 +295,9 @@ def extract_statements_step(judge: Judge, *, name: str = "extract_statements") -
     """A node splitting ``retrieval_context`` (optionally ``node_indices``) into ``statements``
     in one request (offline: sentences), writing ``calls`` too: give both an ``operator.add``
     reducer in a fan-out."""
-    empty: dict[str, Any] = {"statements": [], "calls": []}
-
     if judge.kind == "offline":
 
-        def split(state: dict[str, Any]) -> dict[str, Any]:
+        def split(state: StepInput) -> dict[str, Any]:
             nodes, indices = _selected(state)
             statements = [
                 Statement(text=text, node=i, index=k, source=nodes[i].source)
@@ -296,11 +308,11 @@ def extract_statements_step(judge: Judge, *, name: str = "extract_statements") -
 
         return RunnableLambda(split, name=name)
 
-    def build(state: dict[str, Any]) -> JudgeRequest:
+    def build(state: StepInput) -> JudgeRequest:
         nodes, indices = _selected(state)
         return extraction_request([nodes[i].context for i in indices])
 
-    def finish(state: dict[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(state: StepInput, outcome: JudgeOutcome) -> dict[str, Any]:
         call = _call(EXTRACT_STEP, state, outcome)
         if not outcome.ok:
             return {"statements": [], "calls": [call]}
@@ -312,10 +324,10 @@ def extract_statements_step(judge: Judge, *, name: str = "extract_statements") -
         ]
         return {"statements": statements, "calls": [call]}
 
-    return _unless_empty(judge_step(name, judge, build, finish), lambda s: not _selected(s)[1], empty, name)
+    return _unless_empty(judge_step(name, judge, build, finish), lambda s: not _selected(s)[1], "statements", name)
 
 
-def _statements(state: dict[str, Any]) -> list[Statement]:
+def _statements(state: StepInput) -> list[Statement]:
     return [s if isinstance(s, Statement) else Statement(text=str(s), node=0, index=i)
             for i, s in enumerate(state.get("statements") or [])]
 
@@ -324,11 +336,11 @@ def judge_statements_step(judge: Judge, *, name: str = "judge_statements") -> Ru
     """A node judging ``statements`` against ``user_message`` (with optional ``context``) in one
     request; writes ``verdicts`` (``verdict`` None on a judge error) and ``calls``."""
 
-    def build(state: dict[str, Any]) -> JudgeRequest:
+    def build(state: StepInput) -> JudgeRequest:
         return judgement_request([s.text for s in _statements(state)], state.get("user_message", ""),
                                  state.get("context") or ())
 
-    def finish(state: dict[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(state: StepInput, outcome: JudgeOutcome) -> dict[str, Any]:
         call = _call(JUDGE_STEP, state, outcome)
         answers = outcome.value.verdicts if outcome.ok else None  # type: ignore[union-attr]
         verdicts = []
@@ -343,22 +355,21 @@ def judge_statements_step(judge: Judge, *, name: str = "judge_statements") -> Ru
             ))
         return {"verdicts": verdicts, "calls": [call]}
 
-    empty: dict[str, Any] = {"verdicts": [], "calls": []}
-    return _unless_empty(judge_step(name, judge, build, finish), lambda s: not s.get("statements"), empty, name)
+    return _unless_empty(judge_step(name, judge, build, finish), lambda s: not s.get("statements"), "verdicts", name)
 
 
 def verify_step(judge: Judge, *, name: str = "verify_verdict") -> Runnable:
     """A node taking a second look at the "no" ``verdicts`` in one request; writes ``verified``
     (``flipped`` when "no" became "yes"; empty when the look failed) and ``calls``."""
 
-    def looked_at(state: dict[str, Any]) -> list[StatementVerdict]:
+    def looked_at(state: StepInput) -> list[StatementVerdict]:
         return [v for v in state.get("verdicts") or [] if v.verdict == "no"]
 
-    def build(state: dict[str, Any]) -> JudgeRequest:
+    def build(state: StepInput) -> JudgeRequest:
         return verification_request([(v.statement, v.reason) for v in looked_at(state)],
                                     state.get("user_message", ""), state.get("context") or ())
 
-    def finish(state: dict[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(state: StepInput, outcome: JudgeOutcome) -> dict[str, Any]:
         call = _call(VERIFY_STEP, state, outcome)
         if not outcome.ok:
             return {"verified": [], "calls": [call]}
@@ -371,6 +382,5 @@ def verify_step(judge: Judge, *, name: str = "verify_verdict") -> Runnable:
         ]
         return {"verified": verified, "calls": [call]}
 
-    empty: dict[str, Any] = {"verified": [], "calls": []}
-    return _unless_empty(judge_step(name, judge, build, finish), lambda s: not looked_at(s), empty, name)
+    return _unless_empty(judge_step(name, judge, build, finish), lambda s: not looked_at(s), "verified", name)
 

@@ -68,11 +68,11 @@ def judge_for(s: JudgeSettings) -> Judge:
     """The judge the settings name: an LLM judge for ``model`` (at ``base_url``), else the offline judge."""
     from .judges import resolve_judge
 
-    client: dict[str, Any] = {"base_url": s.base_url} if s.base_url else {}
+    client: dict[str, str] = {"base_url": s.base_url} if s.base_url else {}
     return resolve_judge(s.model, max_tries=s.max_tries, **client) if s.model else resolve_judge()
 
 
-def options_for(metric: str, s: JudgeSettings) -> dict[str, Any]:
+def options_for(metric: str, s: JudgeSettings) -> dict[str, float | bool]:
     """The settings a metric's factory takes (a metric with no window has no ``window_size``)."""
     import inspect
 
@@ -113,14 +113,14 @@ def configurable(
     def settings_now() -> JudgeSettings:
         return resolved(get_runtime(JudgeSettings).context)
 
-    def run(state: StudioState) -> dict[str, Any]:
+    def run(state: StudioState) -> MetricOutput:
         out = graph_for(settings_now()).invoke(_inputs(state))
-        return {"results": out.get("results") or {}}
+        return MetricOutput(results=out.get("results") or {})
 
-    async def arun(state: StudioState) -> dict[str, Any]:
+    async def arun(state: StudioState) -> MetricOutput:
         graph = await asyncio.to_thread(graph_for, settings_now())  # building reads prompt files, loads clients
         out = await graph.ainvoke(_inputs(state))
-        return {"results": out.get("results") or {}}
+        return MetricOutput(results=out.get("results") or {})
 
     builder = StateGraph(StudioState, context_schema=JudgeSettings, input_schema=MetricInput,
                          output_schema=MetricOutput)
@@ -132,8 +132,13 @@ def configurable(
     return graph
 
 
-def _inputs(state: StudioState) -> dict[str, Any]:
-    return {k: state[k] for k in ("conversation", "messages") if state.get(k) is not None}
+def _inputs(state: StudioState) -> MetricInput:
+    given = MetricInput()
+    if state.get("conversation") is not None:
+        given["conversation"] = state["conversation"]
+    if state.get("messages") is not None:
+        given["messages"] = state["messages"]
+    return given
 
 
 __all__ = ["JudgeSettings", "configurable", "judge_for", "metric_builder", "options_for", "resolved"]

@@ -252,12 +252,13 @@ def test_krippendorff_alpha_on_krippendorff_s_own_example():
 
 
 def test_a_label_names_its_turn_when_that_names_the_verdict_alone_else_its_verdict_id(tmp_path):
+    from judgegraph.runs import ConversationLine
     from judgegraph.view.queue import build_queue
 
     verdicts = [{"id": "0", "turns": [1], "verdict": "yes"}, {"id": "1", "turns": [3], "verdict": "no"},
                 {"id": "2", "turns": [1, 3], "verdict": "no"}, {"id": "3", "turns": [5], "verdict": None}]
-    records = [{"conversation_id": "c", "results": {"m": {"verdicts": verdicts, "passed": False}}},
-               {"conversation_id": "d", "results": {"r": {"verdicts": [], "passed": True, "score": 1.0}}}]
+    records = [ConversationLine(conversation_id="c", results={"m": {"verdicts": verdicts, "passed": False}}),
+               ConversationLine(conversation_id="d", results={"r": {"verdicts": [], "passed": True, "score": 1.0}})]
     items = {i.verdict_id or i.metric: i for i in build_queue(records, "random")}
     assert set(items) == {"0", "1", "2", "r"}  # a verdict the judge could not give is not labelled
     assert items["0"].turn == 2 and items["0"].key == ("c", "m", "turn 2")

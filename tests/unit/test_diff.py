@@ -350,7 +350,6 @@ def test_diff_and_the_html_report_read_the_same_run_facts(tmp_path):
     # one derivation (judgegraph.runs.RunFile.facts): before, diff read judges, cost and duration only from the header
     # and summary and the HTML report also from the lines, so a file without them had a judge and a cost on one only
     from judgegraph.compare.diff import describe_run
-    from judgegraph.reporting.compare import run_facts
     from judgegraph.runs import read_run
 
     summary = {"type": "summary", "duration_s": 12.5, "cost_usd": 0.02, "pass_rate": {METRIC: 0.75},
@@ -359,12 +358,13 @@ def test_diff_and_the_html_report_read_the_same_run_facts(tmp_path):
     bare = write(tmp_path / "bare.jsonl", [{**r, "cost_usd": 0.001} for r in NEW])  # no header, no summary
     diff = diff_runs(full, bare)
     for side, path in (("old", full), ("new", bare)):
-        assert diff.runs[side] == run_facts(read_run(path), "").to_json()
+        assert diff.runs[side] == read_run(path).facts()
+        assert diff.to_json()["runs"][side] == read_run(path).facts().to_json()
     old, new = diff.runs["old"], diff.runs["new"]
-    assert (old["header"], old["version"], old["judge_names"], old["duration_s"], old["cost_usd"], old["calls"]) == (
+    assert (old.header, old.version, old.judge_names, old.duration_s, old.cost_usd, old.calls) == (
         True, "0.9.0", ["llm:gpt-4.1-mini"], 12.5, 0.02, 9)
-    assert old["source"]["judges"] == "header" and old["source"]["pass_rate"] == "summary"
-    assert (new["header"], new["judge_names"], new["cost_usd"], new["source"]["cost_usd"]) == (
+    assert old.source["judges"] == "header" and old.source["pass_rate"] == "summary"
+    assert (new.header, new.judge_names, new.cost_usd, new.source["cost_usd"]) == (
         False, ["llm:gpt-4.1-mini"], pytest.approx(0.01), "lines")
     assert describe_run(new) == f"{bare} (10 conversations, no header, judge llm:gpt-4.1-mini, $0.0100)"
     assert describe_run(old) == f"{full} (10 conversations, judgegraph 0.9.0, judge llm:gpt-4.1-mini, 12.5 s, $0.0200)"

@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.reporting.compare import compare_runs, differs_in, run_facts, run_labels
+from judgegraph.reporting.compare import compare_runs, differs_in, run_labels
 from judgegraph.reporting.html import report_data, write_report
 from judgegraph.runs import ConversationLine, HeaderLine, RunFile, read_run
 from tests.kit.results import HOSTILE_REASON, QUOTED_ID, write_sample_run, write_two_runs
@@ -74,7 +74,7 @@ def test_run_facts_from_header_and_summary_else_lines_else_unknown(tmp_path):
     _, old, new = write_two_runs(tmp_path)
     a, b = read_run(old), read_run(new)
     assert b.problems == [] and b.header is not None and b.summary is not None  # header/summary lines are records
-    facts_a, facts_b = run_facts(a, "A"), run_facts(b, "B")
+    facts_a, facts_b = a.facts("A"), b.facts("B")
     assert facts_b.version == "9.9.9" and facts_b.duration_s == 125.0
     assert facts_b.judges == ["gpt-4.1-mini · temperature 0 · prompts judge 0123456789ab"]
     assert facts_b.cost_usd == 0.0123 and facts_b.pass_rate == {"turn_relevancy": 0.875, "knowledge_retention": 1.0}
@@ -91,11 +91,11 @@ def test_run_facts_from_header_and_summary_else_lines_else_unknown(tmp_path):
     header = HeaderLine.model_validate({**b.header.data(), "metrics": [
         {"name": "turn-relevancy", "options": {"threshold": 0.7}}, {"name": "knowledge_retention", "options": {"threshold": 0.6}}]})
     b = RunFile(b.path, header, b.summary, b.conversations)  # the facts are computed once per RunFile
-    assert run_facts(b, "B").thresholds == {"turn_relevancy": 0.7, "knowledge_retention": 0.6}
-    assert b.thresholds == run_facts(b, "B").thresholds and b.pass_rate == facts_b.pass_rate  # properties of the record
+    assert b.facts("B").thresholds == {"turn_relevancy": 0.7, "knowledge_retention": 0.6}
+    assert b.thresholds == b.facts("B").thresholds and b.pass_rate == facts_b.pass_rate  # properties of the record
     # per-line costs add up when there is no summary
     b = RunFile(b.path, header, None, b.conversations)
-    assert run_facts(b, "B").cost_usd == pytest.approx(0.008) and run_facts(b, "B").source["cost_usd"] == "lines"
+    assert b.facts("B").cost_usd == pytest.approx(0.008) and b.facts("B").source["cost_usd"] == "lines"
 
 
 def test_run_labels():
@@ -111,7 +111,7 @@ def test_a_resumed_run_keeps_its_first_header_and_last_summary(tmp_path):
     parsed = read_run(path)
     assert parsed.header is not None and parsed.summary is not None
     assert parsed.header.data() == lines[0] and parsed.summary.data() == lines[-1] and parsed.problems == []
-    assert run_facts(parsed, "A").duration_s == 2.0
+    assert parsed.facts("A").duration_s == 2.0
 
 
 class _Page(HTMLParser):
@@ -236,7 +236,7 @@ def test_without_input_each_run_shows_the_turns_its_header_names_when_unchanged(
 
 def test_pass_rate_from_lines_counts_errors_as_the_summary_record_does():
     run = _run("r", _line("a"), _line("b", "failed", 0.1), _line("c", "error", None), _line("d", "not_applicable", None))
-    facts = run_facts(run, "A")
+    facts = run.facts("A")
     assert facts.pass_rate == {"m": pytest.approx(1 / 3)} and facts.source["pass_rate"] == "lines"
 
 
@@ -250,7 +250,7 @@ def test_a_jury_and_an_offline_run_read_in_human_words_everywhere_a_person_reads
               "aggregate": "majority", "quorum": 2, "jurors": jurors}, "prompts": {}}]}
     jury = tmp_path / "jury.jsonl"
     jury.write_text("\n".join(json.dumps(r) for r in (header, _line("c1"))) + "\n")
-    (judge,) = run_facts(read_run(str(jury)), "A").judges
+    (judge,) = read_run(str(jury)).facts("A").judges
     assert judge == ("jury of 3: gpt-4.1-mini, gpt-4.1-nano, gpt-4o-mini (majority, quorum 2) · 3 tries · "
                      "temperature 0 · timeout 120 s · 3 retries")
     chats = tmp_path / "chats.jsonl"

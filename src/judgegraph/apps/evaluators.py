@@ -73,7 +73,7 @@ def find_conversation(inputs: Any = None, outputs: Any = None, reference_outputs
                              f" (or {', '.join(OUTPUT_KEYS[1:])}) or the reply as a string; got {got}")
         reply = _text_of(reply)
         messages = [*asked, reply if not isinstance(reply, str) else {"role": "assistant", "content": reply}]
-    fields: dict[str, Any] = {"id": conversation_id}
+    fields: dict[str, str] = {"id": conversation_id}
     ref = reference_outputs if isinstance(reference_outputs, dict) else {}
     outcome = ref.get("expected_outcome") or ref.get("outcome")
     if outcome:
@@ -120,7 +120,7 @@ def as_evaluator(
     in async code: the same graph runs under ``ainvoke``."""
     graph = judge_graph(metrics, model=model, scope=scope)
 
-    def args(inputs: Any, outputs: Any, reference_outputs: Any, run: Any, example: Any) -> dict[str, Any]:
+    def args(inputs: Any, outputs: Any, reference_outputs: Any, run: Any, example: Any) -> dict[str, Conversation]:
         if run is None and hasattr(inputs, "outputs") and hasattr(inputs, "inputs"):  # called as (run, example)
             run, example, inputs, outputs = inputs, outputs, None, None
         if run is not None:

@@ -21,23 +21,23 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph.state import CompiledStateGraph
 
 from ..nodes import SCOPE_KEY
+from ..state import MetricInput
 
 
 def latest_config(config: RunnableConfig | None) -> RunnableConfig:
     """``config`` with the latest scope set."""
-    base: dict[str, Any] = dict(config or {})
-    base["configurable"] = {**(base.get("configurable") or {}), SCOPE_KEY: "latest"}
-    return base  # type: ignore[return-value]
+    base = config or RunnableConfig()
+    return {**base, "configurable": {**(base.get("configurable") or {}), SCOPE_KEY: "latest"}}
 
 
 def latest_runner(graph: CompiledStateGraph) -> RunnableLambda:
     """A runnable ``{"conversation": Conversation} → {"results": ...}`` judging
     only the latest exchange with ``graph`` (see the module docs)."""
 
-    def run(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    def run(state: MetricInput, config: RunnableConfig) -> dict[str, Any]:
         return graph.invoke(state, latest_config(config))
 
-    async def arun(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    async def arun(state: MetricInput, config: RunnableConfig) -> dict[str, Any]:
         return await graph.ainvoke(state, latest_config(config))
 
     return RunnableLambda(run, afunc=arun, name=graph.name)

@@ -28,6 +28,7 @@ from langgraph.graph.state import CompiledStateGraph
 from ..judges import ModelLike
 from ..metrics import MetricNotFound, MetricSpec, canonical_name, get_metric, registry
 from ..results import MetricResult
+from ..state import MetricInput
 from .messages import Scope, to_conversation
 from .metrics import MetricLike, judge_graph
 
@@ -70,12 +71,12 @@ def judge_node(
             return {results_key: {k: r.to_feedback() for k, r in results.items()}}
         return {results_key: {k: r.model_dump(mode="json") for k, r in results.items()}}
 
-    def prepare(state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
+    def prepare(state: Mapping[str, Any], config: RunnableConfig | None) -> MetricInput:
         if messages_key not in state:
             raise KeyError(f"judge_node: the state has no {messages_key!r} key (state keys: {sorted(state)});"
                            " pass messages_key= to name the key holding the messages")
         cid = conversation_id or str(((config or {}).get("configurable") or {}).get("thread_id") or "")
-        return {"conversation": to_conversation(state[messages_key], id=cid)}
+        return MetricInput(conversation=to_conversation(state[messages_key], id=cid))
 
     def run(state: Mapping[str, Any], config: RunnableConfig | None = None) -> dict[str, Any]:
         return shape(graph.invoke(prepare(state, config))["results"])

@@ -45,7 +45,6 @@ def register(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..runs import NotAResultsFile
     from ..trust.agreement import agreement
-    from ..trust.labels import LabelSet, read_labels
 
     out, err = consoles()
     if args.bootstrap < 0:
@@ -54,11 +53,8 @@ def run(args: argparse.Namespace) -> int:
     if args.min_kappa is not None and not -1.0 <= args.min_kappa <= 1.0:  # NaN too: it would pass every gate
         err.print(f"[red]error:[/] --min-kappa must be between -1 and 1, got {args.min_kappa}")
         return EXIT_USAGE
-    labels = LabelSet()
     try:
-        for path in args.labels:
-            labels.extend(read_labels(path))
-        report = agreement(args.results, labels, reviews=args.reviews, metrics=args.metrics,
+        report = agreement(args.results, args.labels, reviews=args.reviews, metrics=args.metrics,
                            resamples=args.bootstrap, seed=args.seed)
     except NotAResultsFile as exc:
         return common.refuse_results(exc)
@@ -89,14 +85,10 @@ def add_to_report(results: str, labels: list[str], page: Path) -> int:
     labels that match no verdict or cannot be used (named), or a labels file that cannot be read."""
     from ..reporting.agreement import add_agreement_section
     from ..trust.agreement import agreement
-    from ..trust.labels import LabelSet, read_labels
 
     _, err = consoles()
-    read = LabelSet()
     try:
-        for path in labels:
-            read.extend(read_labels(path))
-        report = agreement(results, read)
+        report = agreement(results, labels)
     except OSError as exc:
         err.print(f"[red]error:[/] {markup_safe(exc.filename or '')}: {markup_safe(exc.strerror or exc)} "
                   "(the report has no agreement section)")

@@ -40,10 +40,12 @@ def read_text_option(flag: str, path: str | Path) -> str:
 
 
 def add_results_command(sub: Subparsers, name: str, run: Callable[[argparse.Namespace], int], *, help: str,
-                        description: str, results: str) -> argparse.ArgumentParser:
-    """The parser of a command that reads a results file (``RESULTS``, help ``results``), running ``run``."""
+                        description: str, nargs: str | None = None, **files: str) -> argparse.ArgumentParser:
+    """The parser of a command that reads results files, running ``run``: one positional per keyword of ``files``
+    (``results="help"``: ``RESULTS``; ``old=..., new=...``: ``OLD NEW``), each taking ``nargs``."""
     p = sub.add_parser(name, help=help, description=description)
-    p.add_argument("results", metavar="RESULTS", help=results)
+    for dest, text in files.items():
+        p.add_argument(dest, metavar=dest.upper(), nargs=nargs, help=text)
     p.set_defaults(run=run)
     return p
 

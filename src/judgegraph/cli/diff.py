@@ -61,6 +61,7 @@ def _bad_numbers(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from ..compare.diff import compare
+    from ..results import metric_key
     from ..runs import NotAResultsFile, read_run
 
     out, err = consoles()
@@ -76,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
     old, new = runs
     if args.metrics:
         known = list(dict.fromkeys([*old.metrics, *new.metrics]))
-        norm = {m.strip().lower().replace("-", "_") for m in known}
-        unknown = [m for m in args.metrics if m.strip().lower().replace("-", "_") not in norm]
+        norm = {metric_key(m) for m in known}
+        unknown = [m for m in args.metrics if metric_key(m) not in norm]
         if unknown:
             err.print(f"[red]error:[/] no {markup_safe(', '.join(unknown))} results in either file "
                       f"(metrics: {markup_safe(', '.join(known) or 'none')})")
@@ -144,7 +145,8 @@ def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
     from ..compare.markdown import mean_text, side_text
 
     for which in ("old", "new"):
-        out.print(Text(safe(f"{which.upper()}: {describe_run(diff.runs.get(which, {'path': getattr(diff, which)}))}")))
+        facts = diff.runs.get(which)
+        out.print(Text(safe(f"{which.upper()}: {describe_run(facts) if facts else getattr(diff, which)}")))
     s = diff.settings
     if s.judging:
         out.print("[yellow]The judging differs[/] (a flip may be the judge's, not the bot's):"

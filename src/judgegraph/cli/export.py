@@ -7,22 +7,20 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, fail, refuse_results
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, fail, refuse_results
 
 if TYPE_CHECKING:
     from .common import Subparsers
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser("export", help="a results file as CSV or Parquet (a row per conversation x metric)",
-                       description="Write a results file as a table, in input order: one row per conversation x "
-                                   "metric (--verdicts: one per verdict). Parquet needs pip install "
-                                   "'judgegraph[export]'.")
-    p.add_argument("results", metavar="RESULTS", help="a results file (judgegraph eval --out)")
+    p = add_results_command(sub, "export", run, help="a results file as CSV or Parquet (a row per conversation x metric)",
+                            description="Write a results file as a table, in input order: one row per conversation x "
+                                        "metric (--verdicts: one per verdict). Parquet needs pip install "
+                                        "'judgegraph[export]'.", results="a results file (judgegraph eval --out)")
     p.add_argument("--format", choices=["csv", "parquet"], default="csv", help="the table format (default csv)")
     p.add_argument("--out", metavar="FILE", help="where to write it, - for stdout (default: RESULTS with .csv / .parquet)")
     p.add_argument("--verdicts", action="store_true", help="one row per verdict instead of per result")
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

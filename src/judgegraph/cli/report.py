@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, fail, refuse_results
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, fail, refuse_results
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -19,13 +19,12 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser("report", help="write an HTML report (one offline file) from results files",
-                       description="Write one self-contained HTML page (no network, no server) from RESULTS, the JSONL "
-                                   "file `judgegraph eval` writes. Given several, the runs side by side: conversations "
-                                   "matched by id, a column per run and metric, 'only differences', failures first.")
-    p.add_argument("results", metavar="RESULTS", nargs="+",
-                   help="results JSONL (judgegraph eval --out); two or more: compared side by side")
-    p.set_defaults(run=run)
+    p = add_results_command(sub, "report", run, help="write an HTML report (one offline file) from results files",
+                            description="Write one self-contained HTML page (no network, no server) from RESULTS, the "
+                                        "JSONL file `judgegraph eval` writes. Given several, the runs side by side: "
+                                        "conversations matched by id, a column per run and metric, 'only differences', "
+                                        "failures first.",
+                            nargs="+", results="results JSONL (judgegraph eval --out); two or more: compared side by side")
     p.add_argument("-o", "--out", default="judgegraph-report.html", help="HTML file to write (default %(default)s)")
     p.add_argument("--input", action="append", dest="inputs", default=[], metavar="FILE",
                    help="the judged input file(s), to show every turn (repeatable)")

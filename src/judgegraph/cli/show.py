@@ -22,11 +22,8 @@ def register(sub: Subparsers) -> None:
     sh.add_argument("--window", metavar="N", type=int, help="the verdict of window N (default: every verdict)")
 
 
-def _norm(name: str) -> str:
-    return name.strip().lower().replace("-", "_")
-
-
 def run(args: argparse.Namespace) -> int:
+    from ..results import metric_key
     from ..runs import NotAResultsFile, read_run
     from ..transcripts import transcript_of
 
@@ -51,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             return fail(f"conversation {record.conversation_id!r} has no metric results")
         key: str | None = next(iter(results))
     else:
-        key = next((k for k in results if _norm(k) == _norm(args.metric)), None)
+        key = next((k for k in results if metric_key(k) == metric_key(args.metric)), None)
     if key is None:
         return fail(f"conversation {record.conversation_id!r} has no {args.metric!r} result "
                     f"(metrics: {', '.join(results) or 'none'})")

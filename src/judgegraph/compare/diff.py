@@ -37,8 +37,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from ..results import Verdict
-from ..runs import RunFile, read_run
+from ..results import Verdict, metric_key
+from ..runs import RunFacts, RunFile, read_run
 from ..trust.statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
 from .settings import SettingsComparison, compare_settings
 from .statistics import EXACT_BELOW, McNemar, MeanDifference, mcnemar, paired_bootstrap
@@ -48,7 +48,6 @@ Kind = Literal["regressed", "fixed", "unchanged", "errored", "recovered", "still
 #: every kind of pair, in the order a report lists them (what needs a look first)
 KINDS: tuple[Kind, ...] = ("regressed", "errored", "fixed", "recovered", "still_error", "now_not_applicable",
                            "was_not_applicable", "new", "missing", "unchanged")
-JUDGED = frozenset({"passed", "failed", "not_applicable"})
 
 
 @dataclass(frozen=True)
@@ -138,7 +137,7 @@ class RunDiff:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     exact_below: int = EXACT_BELOW
-    runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # "old"/"new" -> RunFile.facts() as JSON
+    runs: dict[str, RunFacts] = field(default_factory=dict)  # "old"/"new" -> RunFile.facts()
 
     @property
     def regressions(self) -> list[Pair]:
@@ -161,7 +160,7 @@ class RunDiff:
             return {**asdict(p), "delta": p.delta}
 
         return {
-            "old": self.old, "new": self.new, "runs": self.runs,
+            "old": self.old, "new": self.new, "runs": {k: f.to_json() for k, f in self.runs.items()},
             "settings": self.settings.to_json(),
             "metrics": {k: {**asdict(m), "old": {**asdict(m.old), "pass_rate": m.old.rate},
                             "new": {**asdict(m.new), "pass_rate": m.new.rate}} for k, m in self.metrics.items()},
@@ -181,21 +180,21 @@ def change_text(pair: Pair) -> str:
     return text
 
 
-def describe_run(facts: dict[str, Any]) -> str:
-    """One line about a run (:meth:`RunFile.facts` as JSON): its file, conversations and, from its header and
-    summary (else its lines), judgegraph version, judges, duration and cost."""
-    parts = [f"{facts.get('conversations', 0)} conversations"]
-    if not facts.get("header"):
+def describe_run(facts: RunFacts) -> str:
+    """One line about a run (:meth:`RunFile.facts`): its file, conversations and, from its header and summary
+    (else its lines), judgegraph version, judges, duration and cost."""
+    parts = [f"{facts.conversations} conversations"]
+    if not facts.header:
         parts.append("no header")
-    if facts.get("version"):
-        parts.append(f"judgegraph {facts['version']}")
-    if facts.get("judge_names"):
-        parts.append("judge " + ", ".join(facts["judge_names"]))
-    if isinstance(facts.get("duration_s"), (int, float)):
-        parts.append(f"{facts['duration_s']:.1f} s")
-    if isinstance(facts.get("cost_usd"), (int, float)):
-        parts.append(f"${facts['cost_usd']:.4f}")
-    return f"{facts.get('path')} ({', '.join(parts)})"
+    if facts.version:
+        parts.append(f"judgegraph {facts.version}")
+    if facts.judge_names:
+        parts.append("judge " + ", ".join(facts.judge_names))
+    if facts.duration_s is not None:
+        parts.append(f"{facts.duration_s:.1f} s")
+    if facts.cost_usd is not None:
+        parts.append(f"${facts.cost_usd:.4f}")
+    return f"{facts.path} ({', '.join(parts)})"
 
 
 def _side(result: dict[str, Any]) -> Side:
@@ -281,10 +280,6 @@ def _results(run: RunFile, metrics: list[str]) -> dict[tuple[str, str], tuple[di
     return out
 
 
-def _norm(name: str) -> str:
-    return name.strip().lower().replace("-", "_")
-
-
 def _pass_rate(results: Iterable[dict[str, Any]]) -> PassRate:
     statuses = [_side(r).status for r in results]
     return PassRate(statuses.count("passed"), statuses.count("failed"), statuses.count("error"),
@@ -294,8 +289,8 @@ def _pass_rate(results: Iterable[dict[str, Any]]) -> PassRate:
 def compare(old: RunFile, new: RunFile, *, metrics: Iterable[str] | None = None,
             resamples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED, level: float = 0.95) -> RunDiff:
     """The diff of two runs already read (:func:`~judgegraph.runs.read_run`); see the module."""
-    wanted = None if metrics is None else {_norm(m) for m in metrics}
-    names = [m for m in dict.fromkeys([*old.metrics, *new.metrics]) if wanted is None or _norm(m) in wanted]
+    wanted = None if metrics is None else {metric_key(m) for m in metrics}
+    names = [m for m in dict.fromkeys([*old.metrics, *new.metrics]) if wanted is None or metric_key(m) in wanted]
     a = _results(old, old.metrics or names)
     b = _results(new, new.metrics or names)
     pairs: list[Pair] = []
@@ -331,7 +326,7 @@ def compare(old: RunFile, new: RunFile, *, metrics: Iterable[str] | None = None,
             notes.append(f"{side} ({run.path}) judged {run.rejudged} conversation(s) again: the latest line of each "
                          "is compared")
     return RunDiff(old.path, new.path, pairs, summaries, compare_settings(old, new), [*old.problems, *new.problems],
-                   notes, runs={"old": old.facts().to_json(), "new": new.facts().to_json()})
+                   notes, runs={"old": old.facts(), "new": new.facts()})
 
 
 def diff_runs(old: str | Path, new: str | Path, *, metrics: Iterable[str] | None = None,

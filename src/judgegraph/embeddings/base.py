@@ -5,13 +5,33 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import threading
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 __all__ = ["Embedder", "LangChainEmbedder", "as_embedder", "check_vectors", "cosines", "embeddings_name", "unit_rows"]
+
+T = TypeVar("T")
+
+
+def process_wide(make: Callable[[], T]) -> Callable[[], T]:
+    """``make`` as a getter of one object per process: made on the first call, once even when threads race."""
+    lock = threading.Lock()
+    made: list[T] = []
+
+    @functools.wraps(make)
+    def get() -> T:
+        if not made:
+            with lock:
+                if not made:
+                    made.append(make())
+        return made[0]
+
+    return get
 
 
 @runtime_checkable

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from .base import unit_rows
+from .base import process_wide, unit_rows
 
 __all__ = ["EMBEDDING_DIM", "MODEL_NAME", "MODEL_PACKAGE", "MODEL_PACKAGE_VERSION", "MODEL_SHA256", "MiniLMEmbeddings",
            "OfflineModelUnavailable", "get_default_embeddings", "locate_model_dir", "model_cache_dir"]
@@ -581,15 +581,7 @@ class MiniLMEmbeddings(Embeddings):
         return f"MiniLMEmbeddings(model_dir={str(where)!r}, loaded={self.loaded})"
 
 
-_default: MiniLMEmbeddings | None = None
-_default_lock = threading.Lock()
-
-
+@process_wide
 def get_default_embeddings() -> MiniLMEmbeddings:
     """The process-wide shared :class:`MiniLMEmbeddings` (weights load on first use)."""
-    global _default
-    if _default is None:
-        with _default_lock:
-            if _default is None:
-                _default = MiniLMEmbeddings()
-    return _default
+    return MiniLMEmbeddings()

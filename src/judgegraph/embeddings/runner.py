@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
 
 from ..judges.limiter import CallLimiter
 from ..judges.redact import Redactor
-from .base import Embedder, as_embedder, check_vectors, unit_rows
+from .base import Embedder, as_embedder, check_vectors, process_wide, unit_rows
 from .batching import BatchingEncoder
 
 __all__ = ["EmbeddingRunner", "get_default_encoder", "get_default_runner"]
@@ -66,20 +65,12 @@ class EmbeddingRunner:
         return f"EmbeddingRunner({self.name}, batching={self.batcher is not None})"
 
 
-_default: EmbeddingRunner | None = None
-_default_lock = threading.Lock()
-
-
+@process_wide
 def get_default_runner() -> EmbeddingRunner:
     """The process-wide batching runner over the shared MiniLM (nothing loads before the first request)."""
-    global _default
-    if _default is None:
-        with _default_lock:
-            if _default is None:
-                from .minilm import get_default_embeddings
+    from .minilm import get_default_embeddings
 
-                _default = EmbeddingRunner(get_default_embeddings(), batching=True, name="minilm")
-    return _default
+    return EmbeddingRunner(get_default_embeddings(), batching=True, name="minilm")
 
 
 def get_default_encoder() -> BatchingEncoder:

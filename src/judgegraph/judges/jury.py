@@ -43,13 +43,13 @@ class _State(TypedDict, total=False):
 def _juror_node(jury: Jury, index: int) -> RunnableLambda:
     juror, repeat = jury.jurors[index], jury.repeats[index]
 
-    def answer(outcome: JudgeOutcome) -> dict[str, Any]:
-        return {"answers": [(index, JurorAnswer(juror.name, repeat, _named(outcome, juror.name)))]}
+    def answer(outcome: JudgeOutcome) -> _State:
+        return _State(answers=[(index, JurorAnswer(juror.name, repeat, _named(outcome, juror.name)))])
 
-    def run(state: _State) -> dict[str, Any]:
+    def run(state: _State) -> _State:
         return answer(juror.run(state["request"]))
 
-    async def arun(state: _State) -> dict[str, Any]:
+    async def arun(state: _State) -> _State:
         return answer(await juror.arun(state["request"]))
 
     return RunnableLambda(run, afunc=arun, name=jury.node_names[index])
@@ -138,9 +138,9 @@ class Jury(Judge):
         # checkpointer=False: a jury runs inside a metric's node and never checkpoints (its state holds requests)
         return builder.compile(checkpointer=False, name="jury")
 
-    def _aggregate_node(self, state: _State) -> dict[str, Any]:
+    def _aggregate_node(self, state: _State) -> _State:
         answers = [a for _, a in sorted(state.get("answers") or [], key=lambda pair: pair[0])]
-        return {"outcome": self.decide(state["request"], answers)}
+        return _State(outcome=self.decide(state["request"], answers))
 
     def decide(self, request: JudgeRequest, answers: Sequence[JurorAnswer]) -> JudgeOutcome:
         """The jury's outcome from its jurors' (in juror order): the aggregate of those that answered

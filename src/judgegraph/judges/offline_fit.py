@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..conversation import Conversation
+from ..results import metric_key
 from .offline_rule import FEATURES, OfflineRule, feature_steps
 from .offline_scoring import DEFAULT_THRESHOLD
 
@@ -81,7 +82,7 @@ def read_labels(path: str | os.PathLike[str], *, field: str = "label", metric: s
             if "conversation_id" in rec and "id" not in rec:  # judgegraph's labels JSONL (docs/agreement.md)
                 if rec.get("verdict_id") is not None:
                     raise LabelsError(f"{where}: field 'verdict_id': the offline fit labels replies by 'turn'")
-                if metric is not None and isinstance(rec.get("metric"), str) and _metric_key(rec["metric"]) != _metric_key(metric):
+                if metric is not None and isinstance(rec.get("metric"), str) and metric_key(rec["metric"]) != metric_key(metric):
                     continue
                 rec = {**rec, "id": rec["conversation_id"]}
             cid, turn, value = rec.get("id"), rec.get("turn"), rec.get(field)
@@ -98,10 +99,6 @@ def read_labels(path: str | os.PathLike[str], *, field: str = "label", metric: s
     if not out:
         raise LabelsError(f"{path}: no labels" + (f" for {metric}" if metric else ""))
     return out
-
-
-def _metric_key(name: str) -> str:
-    return name.strip().lower().replace("-", "_")
 
 
 _OPS: dict[str, Callable[[float, float], bool]] = {

@@ -8,6 +8,7 @@ reads nor writes it."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ..conversation import Conversation
@@ -15,12 +16,12 @@ from ..probe import no_answer
 from .base import InputError, LoadedConversation
 from .langgraph_threads import (
     CONTEXT_KEY,
-    FORMAT,
     MESSAGES_KEY,
     ThreadError,
     ThreadInfo,
     _parse_time,
     conversation_from_values,
+    loaded_thread,
     matches,
     thread_metadata,
 )
@@ -118,12 +119,7 @@ def load_server(url: str, thread_ids: Sequence[str] | None = None, *, assistant:
         else:
             listed = server_threads(sdk, assistant=assistant, metadata=metadata)
         for info in listed:
-            try:
-                conversation = read_thread(sdk, info, context_key=context_key, messages_key=messages_key)
-            except ThreadError as exc:
-                yield exc.input_error(url)
-                continue
-            yield LoadedConversation(conversation=conversation, source=f"{FORMAT}:{url}#{info.thread_id}",
-                                     format=FORMAT)
+            yield loaded_thread(url, info.thread_id,
+                                partial(read_thread, sdk, info, context_key=context_key, messages_key=messages_key))
     except (LangGraphError, httpx.HTTPError, OSError) as exc:  # the server stopped answering part-way: what was read is judged
         yield InputError(url, None, None, None, f"the LangGraph server failed: {type(exc).__name__}: {exc}")

@@ -23,10 +23,11 @@ What is read (docs/threads.md):
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -237,16 +238,27 @@ def load_checkpointer(checkpointer: BaseCheckpointSaver[Any], where: str, thread
         yield InputError(where, None, None, None, f"cannot list the threads: {type(exc).__name__}: {exc}")
         return
     for tid in ids:
-        try:
-            conversation = from_thread(checkpointer, tid, context_key=context_key, messages_key=messages_key)
-        except ThreadError as exc:
-            yield exc.input_error(where)
-            continue
-        except Exception as exc:  # noqa: BLE001 - a checkpoint the saver cannot read back: that thread only
-            yield InputError(where, None, None, "thread", f"thread {tid!r}: unreadable checkpoint: "
-                             f"{type(exc).__name__}: {exc}")
-            continue
-        yield LoadedConversation(conversation=conversation, source=f"{FORMAT}:{where}#{tid}", format=FORMAT)
+        yield loaded_thread(where, tid, partial(_checkpointed, checkpointer, tid, context_key, messages_key))
+
+
+def _checkpointed(checkpointer: BaseCheckpointSaver[Any], tid: str, context_key: str | None,
+                  messages_key: str) -> Conversation:
+    try:
+        return from_thread(checkpointer, tid, context_key=context_key, messages_key=messages_key)
+    except ThreadError:
+        raise
+    except Exception as exc:  # a checkpoint the saver cannot read back: that thread only
+        raise ThreadError(tid, "thread", f"unreadable checkpoint: {type(exc).__name__}: {exc}") from exc
+
+
+def loaded_thread(where: str, tid: str, read: Callable[[], Conversation]) -> LoadedConversation | InputError:
+    """Thread ``tid`` of ``where`` (a checkpointer or server) read by ``read``: a conversation, or the
+    :class:`InputError` naming why it cannot be read."""
+    try:
+        conversation = read()
+    except ThreadError as exc:
+        return exc.input_error(where)
+    return LoadedConversation(conversation=conversation, source=f"{FORMAT}:{where}#{tid}", format=FORMAT)
 
 
 # --------------------------------------------------------------------------- --checkpointer SPEC

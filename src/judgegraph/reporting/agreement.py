@@ -81,18 +81,11 @@ def agreement_section(report: AgreementReport) -> str:
     out.append("</table>")
     for m in report.metrics.values():
         out.extend(_metric(m))
-    if report.unmatched:
-        out.append("<h3>Labels that match no verdict</h3><ul>")
-        out.extend(f"<li>{_e(u)}</li>" for u in report.unmatched)
-        out.append("</ul>")
-    if report.unreadable:
-        out.append("<h3>Results lines that could not be read</h3><ul>")
-        out.extend(f"<li>{_e(line)}</li>" for line in report.unreadable)
-        out.append("</ul>")
-    if report.label_errors:
-        out.append("<h3>Label records that could not be used</h3><ul>")
-        out.extend(f"<li>{_e(e)}</li>" for e in report.label_errors)
-        out.append("</ul>")
+    for title, problems in (("Labels that match no verdict", report.unmatched),
+                            ("Results lines that could not be read", report.unreadable),
+                            ("Label records that could not be used", report.label_errors)):
+        if problems:
+            out.append(f"<h3>{title}</h3><ul>" + "".join(f"<li>{_e(x)}</li>" for x in problems) + "</ul>")
     out.append("</section>")
     return "\n".join(out)
 

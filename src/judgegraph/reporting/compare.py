@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..runs import ConversationLine, RunFacts, RunFile
 
-__all__ = ["Comparison", "Row", "RunFacts", "compare_runs", "differs_in", "is_failing", "run_facts", "run_labels"]
+__all__ = ["Comparison", "Row", "RunFacts", "compare_runs", "differs_in", "is_failing", "run_labels"]
 
 #: statuses that put a conversation among the failures
 FAILING = ("failed", "error")
@@ -56,12 +56,6 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def run_facts(results: RunFile, label: str) -> RunFacts:
-    """The facts of one run (:meth:`judgegraph.runs.RunFile.facts`): header and last summary first, then what its
-    lines show."""
-    return results.facts(label)
-
-
 def is_failing(record: ConversationLine | None) -> bool:
     """A conversation line to look at first: its run failed, or a result failed, is an error or holds judge
     errors (an absent line is not: it is a difference)."""
@@ -96,7 +90,7 @@ def compare_runs(runs: Sequence[RunFile]) -> Comparison:
     """The runs' conversations matched by id (:func:`judgegraph.runs.read_run` reads an id judged again as its
     latest line)."""
     labels = run_labels(len(runs))
-    facts = [run_facts(r, label) for r, label in zip(runs, labels)]
+    facts = [r.facts(label) for r, label in zip(runs, labels)]
     by_id: dict[str, list[ConversationLine | None]] = {}
     order: dict[str, int] = {}
     positions: dict[str, int] = {}

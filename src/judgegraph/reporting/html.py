@@ -11,7 +11,6 @@ element; the page's script renders every value with ``textContent``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -23,7 +22,10 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import NotRequired, TypedDict
+
 from ..runs import ConversationLine, RunFile, read_run
+from .tables import MetricSummary, StatusCounts, abbreviations, legend, matrix, runs_table, summary_table
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -34,6 +36,57 @@ __all__ = ["ReportFile", "recorded_turns", "render_report", "report_data", "repo
 
 STATUSES = ("passed", "failed", "error", "not_applicable")
 BINS = 10
+TurnText = dict[str, str]  # {"role", "content"}
+
+
+class Totals(StatusCounts):
+    """A run's line of totals: results per status, and what could not be judged or read."""
+
+    conversations: int
+    results: int
+    judge_errors: int
+    run_errors: int
+    input_errors: int
+    unreadable_lines: int
+
+
+class Shown(TypedDict):
+    """What the page keeps of a conversation line (comparing runs: with that run's turns)."""
+
+    source: object
+    error: object
+    results: dict[str, dict[str, Any]]
+    turns: NotRequired[list[TurnText] | None]
+
+
+class PageConversation(TypedDict, total=False):
+    """A conversation of the page: one run's line (``source``, ``error``, ``results``), or ``runs`` side by side."""
+
+    id: str
+    position: int
+    failing: bool
+    differs: bool
+    turns: list[TurnText] | None  # None comparing runs: each run has its own
+    source: object
+    error: object
+    results: dict[str, dict[str, Any]]
+    runs: list[Shown | None]  # one entry per run (None where it has no line)
+
+
+class ReportData(TypedDict):
+    """The JSON the page renders (:func:`report_data`); ``summary`` and ``totals`` of one run also at the top."""
+
+    compare: bool
+    source: str | list[str]
+    inputs: list[str]
+    generated: str
+    metrics: list[str]
+    runs: list[dict[str, Any]]  # each run's RunFacts (to_json), with its "summary" and "totals"
+    conversations: list[PageConversation]
+    input_errors: list[dict[str, Any]]  # the input error lines as written (comparing runs: with their "runs")
+    problems: list[str]
+    summary: NotRequired[dict[str, MetricSummary]]
+    totals: NotRequired[Totals]
 
 
 @dataclass
@@ -46,7 +99,7 @@ class ReportFile:
     runs: int = 1  # results files shown side by side
 
 
-def _turns_by_id(inputs: Sequence[str | Path]) -> tuple[dict[str, list[dict[str, str]]], list[str]]:
+def _turns_by_id(inputs: Sequence[str | Path]) -> tuple[dict[str, list[TurnText]], list[str]]:
     """The conversations' turns from the input files, by conversation id."""
     if not inputs:
         return {}, []
@@ -63,6 +116,8 @@ def _turns_by_id(inputs: Sequence[str | Path]) -> tuple[dict[str, list[dict[str,
 def _recorded_inputs(results: RunFile) -> list[Path]:
     """The input files the run's header names that are still here unchanged (same SHA-256): the turns a run
     judged, with no ``--input``. A path is tried as written, then beside the results file."""
+    from ..runheader import file_sha256
+
     found = []
     entries = results.header.inputs if results.header is not None else None
     for entry in entries if isinstance(entries, list) else []:
@@ -70,23 +125,21 @@ def _recorded_inputs(results: RunFile) -> list[Path]:
             continue
         want = entry["sha256"].removeprefix("sha256:").lower()
         for candidate in (Path(entry["path"]), Path(results.path).parent / entry["path"]):
-            try:
-                if candidate.is_file() and _sha256(candidate) == want:
-                    found.append(candidate)
-                    break
-            except OSError:
-                continue
+            if candidate.is_file() and file_sha256(candidate) == want:
+                found.append(candidate)
+                break
     return found
 
 
 def _judged_inputs(files: Sequence[RunFile], inputs: Sequence[str | Path], problems: list[str]) -> list[bool]:
     """Per run, whether ``inputs`` may be what it judged: its header names no input, or names these files'
     contents (SHA-256). A run that judged other files gets none of their turns (another version's replies), said."""
+    from ..runheader import file_sha256
+
     if not inputs:
         return [False] * len(files)
-    try:
-        mine = {_sha256(Path(p)) for p in inputs}
-    except OSError:
+    mine = {file_sha256(p) for p in inputs}
+    if None in mine:  # a file that cannot be read: no judgement on it
         return [True] * len(files)
     out = []
     for f in files:
@@ -99,18 +152,10 @@ def _judged_inputs(files: Sequence[RunFile], inputs: Sequence[str | Path], probl
     return out
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):  # streamed: an input file may be large
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _summary(conversations: list[dict[str, Any]], metrics: list[str]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+def _summary(conversations: list[Shown], metrics: list[str]) -> dict[str, MetricSummary]:
+    out: dict[str, MetricSummary] = {}
     for m in metrics:
-        counts = {s: 0 for s in STATUSES}
+        counts = dict.fromkeys(STATUSES, 0)
         hist = [0] * BINS
         scores: list[float] = []
         judge_errors = 0
@@ -118,30 +163,31 @@ def _summary(conversations: list[dict[str, Any]], metrics: list[str]) -> dict[st
             r = c["results"].get(m)
             if not r:
                 continue
-            counts[r.get("status")] = counts.get(r.get("status"), 0) + 1
+            if r.get("status") in counts:  # read_run names any other status; None: a result without one
+                counts[r["status"]] += 1
             judge_errors += len(r.get("errors") or [])
             score = r.get("score")
             if isinstance(score, (int, float)) and 0.0 <= score <= 1.0:
                 scores.append(float(score))
                 hist[min(int(score * BINS), BINS - 1)] += 1
-        out[m] = {**counts, "judge_errors": judge_errors, "histogram": hist,
-                  "mean_score": sum(scores) / len(scores) if scores else None}
+        out[m] = MetricSummary(passed=counts["passed"], failed=counts["failed"], error=counts["error"],
+                               not_applicable=counts["not_applicable"], judge_errors=judge_errors, histogram=hist,
+                               mean_score=sum(scores) / len(scores) if scores else None)
     return out
 
 
-def _totals(results: RunFile, conversations: list[dict[str, Any]], metrics: list[str],
-            summary: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    totals: dict[str, Any] = {s: sum(summary[m][s] for m in metrics if m in summary) for s in STATUSES}
-    totals.update(
-        conversations=len(conversations), results=sum(len(c["results"]) for c in conversations),
-        judge_errors=sum(summary[m]["judge_errors"] for m in metrics if m in summary),
-        run_errors=sum(1 for c in conversations if c.get("error")), input_errors=len(results.input_errors),
-        unreadable_lines=len(results.problems),
-    )
-    return totals
+def _totals(results: RunFile, conversations: list[Shown], summary: dict[str, MetricSummary]) -> Totals:
+    def total(key: str) -> int:
+        return sum(s[key] for s in summary.values())  # type: ignore[literal-required]  # one of the int keys
+
+    return Totals(passed=total("passed"), failed=total("failed"), error=total("error"),
+                  not_applicable=total("not_applicable"), conversations=len(conversations),
+                  results=sum(len(c["results"]) for c in conversations), judge_errors=total("judge_errors"),
+                  run_errors=sum(1 for c in conversations if c.get("error")), input_errors=len(results.input_errors),
+                  unreadable_lines=len(results.problems))
 
 
-def _shown(record: ConversationLine | None) -> dict[str, Any]:
+def _shown(record: ConversationLine | None) -> Shown:
     """What the page keeps of a conversation line."""
     if record is None:
         return {"source": None, "error": None, "results": {}}
@@ -150,19 +196,19 @@ def _shown(record: ConversationLine | None) -> dict[str, Any]:
 
 def _input_errors(files: Sequence[RunFile], labels: Sequence[str]) -> list[dict[str, Any]]:
     """The runs' input errors, each once, with the labels of the runs that met it."""
-    seen: dict[tuple[object, ...], dict[str, Any]] = {}
+    seen: dict[tuple[str, ...], tuple[dict[str, Any], list[str]]] = {}
     for f, label in zip(files, labels):
         for line in f.input_errors:
             e = line.data()
             key = tuple(str(e.get(k)) for k in ("file", "line", "record", "field", "message", "error"))
-            entry = seen.setdefault(key, {**e, "runs": []})
-            if label not in entry["runs"]:
-                entry["runs"].append(label)
-    return list(seen.values())
+            runs = seen.setdefault(key, (e, []))[1]
+            if label not in runs:
+                runs.append(label)
+    return [{**e, "runs": runs} for e, runs in seen.values()]
 
 
 def report_data(results: RunFile | Sequence[RunFile], *,
-                inputs: Sequence[str | Path] = ()) -> tuple[dict[str, Any], list[str]]:
+                inputs: Sequence[str | Path] = ()) -> tuple[ReportData, list[str]]:
     """The JSON the page renders, and the problems met building it.
 
     One results file: ``conversations`` hold each line's ``results``, ``error`` and ``source``. Several: the runs
@@ -176,21 +222,23 @@ def report_data(results: RunFile | Sequence[RunFile], *,
     problems = [p for f in files for p in f.problems] + problems
     comparison = compare_runs(files)
     compare = len(files) > 1
-    own_turns: list[dict[str, list[dict[str, str]]]] = []  # each run's turns from its header's inputs
+    own_turns: list[dict[str, list[TurnText]]] = []  # each run's turns from its header's inputs
     for f in files:
         recorded = _recorded_inputs(f) if not inputs or compare else []
         own_turns.append(_turns_by_id(recorded)[0] if recorded else {})
     given = _judged_inputs(files, inputs, problems) if compare else [True]
     runs: list[dict[str, Any]] = []
+    summaries, totals = [], []
     for i, (f, facts) in enumerate(zip(files, comparison.runs)):
         own = [_shown(record) for row in comparison.rows if (record := row.records[i]) is not None]
-        summary = _summary(own, [m for m in comparison.metrics if any(m in c["results"] for c in own)])
-        runs.append({**facts.to_json(), "summary": summary, "totals": _totals(f, own, list(summary), summary)})
-    conversations: list[dict[str, Any]] = []
+        summaries.append(_summary(own, [m for m in comparison.metrics if any(m in c["results"] for c in own)]))
+        totals.append(_totals(f, own, summaries[-1]))
+        runs.append({**facts.to_json(), "summary": summaries[-1], "totals": totals[-1]})
+    conversations: list[PageConversation] = []
     for row in comparison.rows:
         cid = row.conversation_id
-        shown: dict[str, Any] = {"id": cid, "position": row.position, "failing": row.failing,
-                                 "differs": row.differs, "turns": turns.get(cid) or own_turns[0].get(cid)}
+        shown = PageConversation(id=cid, position=row.position, failing=row.failing, differs=row.differs,
+                                 turns=turns.get(cid) or own_turns[0].get(cid))
         if compare:  # each run's own turns, else --input's when that run judged them: never one run's under another
             shown["turns"] = None
             shown["runs"] = [None if r is None else {**_shown(r), "turns": own.get(cid) or (turns.get(cid) if fits
@@ -199,19 +247,16 @@ def report_data(results: RunFile | Sequence[RunFile], *,
         else:
             shown.update(_shown(row.records[0]))
         conversations.append(shown)
-    data: dict[str, Any] = {
-        "compare": compare,
-        "source": files[0].path if not compare else [f.path for f in files],
-        "inputs": [str(p) for p in inputs],
-        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "metrics": comparison.metrics,
-        "runs": runs,
-        "conversations": conversations,
-        "input_errors": _input_errors(files, [r["label"] for r in runs]) if compare else [e.data() for e in files[0].input_errors],
-        "problems": problems,
-    }
+    data = ReportData(
+        compare=compare, source=files[0].path if not compare else [f.path for f in files],
+        inputs=[str(p) for p in inputs], generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        metrics=comparison.metrics, runs=runs, conversations=conversations,
+        input_errors=_input_errors(files, [r.label for r in comparison.runs]) if compare
+        else [e.data() for e in files[0].input_errors],
+        problems=problems,
+    )
     if not compare:
-        data["summary"], data["totals"] = runs[0]["summary"], runs[0]["totals"]
+        data["summary"], data["totals"] = summaries[0], totals[0]
     return data, problems
 
 
@@ -274,22 +319,21 @@ def _default_report_graph(metrics: list[str], *, llm: bool) -> CompiledStateGrap
 _PLACEHOLDER = re.compile(r"\{\{(TITLE|META|CSS|JS|DATA|GRAPHS|RUNS|SUMMARY|PROBLEMS|INPUT_ERRORS|FILTERS|LEGEND|MATRIX|KEY)\}\}")
 
 
-def _totals_text(t: dict[str, Any]) -> str:
+def _totals_text(t: Totals) -> str:
     return (f"{t['conversations']} conversations, {t['results']} results: {t['passed']} passed, {t['failed']} failed, "
             f"{t['error']} errors, {t['not_applicable']} n/a; {t['judge_errors']} judge errors, {t['run_errors']} "
             f"failed runs, {t['input_errors']} input errors"
             + (f", {t['unreadable_lines']} unreadable results lines" if t["unreadable_lines"] else "") + ".")
 
 
-def _tables(data: dict[str, Any]) -> dict[str, str]:
+def _tables(data: ReportData) -> dict[str, str]:
     """The parts of the page Python writes (escaped), so it reads with JavaScript off."""
     from .compare import Comparison, Row, RunFacts
-    from .tables import abbreviations, legend, matrix, runs_table, summary_table
 
     fields = RunFacts.__dataclass_fields__
     runs = [RunFacts(**{k: v for k, v in r.items() if k in fields}) for r in data["runs"]]
     compare = bool(data["compare"])
-    def line(cid: str, shown: dict[str, Any] | None) -> ConversationLine | None:
+    def line(cid: str, shown: Shown | PageConversation | None) -> ConversationLine | None:
         return None if shown is None else ConversationLine(conversation_id=cid, source=shown["source"],
                                                            error=shown["error"], results=shown["results"])
 
@@ -323,7 +367,7 @@ def _tables(data: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def render_report(data: dict[str, Any], *, svgs: Sequence[str] = (), title: str = "judgegraph report") -> str:
+def render_report(data: ReportData, *, svgs: Sequence[str] = (), title: str = "judgegraph report") -> str:
     """The HTML page for ``data`` (see :func:`report_data`) with ``svgs`` drawn in it."""
     parts = {
         "TITLE": escape(title),
@@ -340,7 +384,7 @@ def render_report(data: dict[str, Any], *, svgs: Sequence[str] = (), title: str 
 
 def report_html(runs: Sequence[RunFile], *, inputs: Sequence[str | Path] = (),
                 graphs: Iterable[Drawable] | None = None, title: str | None = None,
-                ) -> tuple[str, dict[str, Any], list[str]]:
+                ) -> tuple[str, ReportData, list[str]]:
     """The report page of ``runs`` (one, or several side by side), the data it renders (:func:`report_data`) and
     the problems met building it: what :func:`write_report` writes, and what ``judgegraph view`` serves."""
     data, problems = report_data(runs, inputs=inputs)

@@ -13,10 +13,29 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from typing_extensions import TypedDict
+
 from ..runs import ConversationLine
 from .compare import Comparison, RunFacts, differs_in
 
-__all__ = ["abbreviations", "histogram_svg", "legend", "matrix", "runs_table", "summary_table"]
+__all__ = ["MetricSummary", "StatusCounts", "abbreviations", "histogram_svg", "legend", "matrix", "runs_table", "summary_table"]
+
+
+class StatusCounts(TypedDict):
+    """Results per status."""
+
+    passed: int
+    failed: int
+    error: int
+    not_applicable: int
+
+
+class MetricSummary(StatusCounts):
+    """A metric's row of the summary table: its results per status, judge errors, score histogram and mean."""
+
+    judge_errors: int
+    histogram: list[int]  # results per score bin, 0 to 1 in BINS bins
+    mean_score: float | None
 
 STATUS_LABEL = {"passed": "passed", "failed": "failed", "error": "error", "not_applicable": "n/a"}
 SOURCE_NOTE = {"header": "from the run's header record", "summary": "from the run's summary record",
@@ -143,7 +162,7 @@ def histogram_svg(counts: Sequence[int]) -> str:
     return "".join(parts)
 
 
-def summary_table(runs: Sequence[RunFacts], summaries: Sequence[dict[str, dict[str, Any]]], metrics: Sequence[str]) -> str:
+def summary_table(runs: Sequence[RunFacts], summaries: Sequence[dict[str, MetricSummary]], metrics: Sequence[str]) -> str:
     """Per metric (and run, when more than one): the status counts, judge errors, mean score and histogram."""
     many = len(runs) > 1
     head = ("<tr><th>metric</th>" + ("<th>run</th>" if many else "")

@@ -23,7 +23,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .labels import Label, LabelError, LabelSet, LabelValue, polarity, read_labels, review_labels, yes_no_error
+from ..results import metric_key
+from ..runs import RunFile, read_run
+from .labels import Label, LabelError, LabelSet, LabelValue, polarity, review_labels, yes_no_error
 from .statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, Statistic, bootstrap_ci, confusion, figure
 
 Kind = Literal["categorical", "ordinal", "numeric"]
@@ -128,20 +130,14 @@ class AgreementReport:
         }
 
 
-def _norm(name: str) -> str:
-    return name.strip().lower().replace("-", "_")
-
-
-ResultsLike = str | Path | Iterable[Mapping[str, Any]] | Iterable[Any]
+ResultsLike = str | Path | RunFile | Iterable[Mapping[str, Any]] | Iterable[Any]
 
 
 def _records(results: ResultsLike) -> tuple[list[dict[str, Any]], list[str]]:
-    """Results records (``judgegraph eval --out`` lines) from a path, records, or ConversationOutcome objects,
-    with the lines of a file that could not be read."""
-    if isinstance(results, (str, Path)):
-        from ..runs import read_run
-
-        run = read_run(results)
+    """Results records (``judgegraph eval --out`` lines) from a path, a run read, records, or ConversationOutcome
+    objects, with the lines of a file that could not be read."""
+    if isinstance(results, (str, Path, RunFile)):
+        run = results if isinstance(results, RunFile) else read_run(results)
         return [c.data() for c in run.conversations.values()], run.problems
     out = []
     for item in getattr(results, "outcomes", results):
@@ -283,33 +279,24 @@ def agreement(results: ResultsLike, labels: str | Path | Iterable[Label] | Itera
               seed: int = BOOTSTRAP_SEED, level: float = 0.95) -> AgreementReport:
     """How often the judges of ``results`` say what people said.
 
-    ``results``: a results file (``judgegraph eval --out``), its records, or ``ConversationOutcome`` objects.
+    ``results``: a results file (``judgegraph eval --out``) or its :class:`~judgegraph.runs.RunFile`, its records, or
+    ``ConversationOutcome`` objects.
     ``labels``: label files (any shape :func:`~judgegraph.trust.labels.read_labels` reads), :class:`Label`
     objects, or a :class:`LabelSet`. With ``reviews``, the review decisions stored in ``results`` are
     labels too; a label from ``labels`` on the same verdict replaces a review's. ``metrics``: only these.
     ``resamples`` (B), ``seed``, ``level``: the bootstrap intervals (see
     :func:`judgegraph.trust.statistics.bootstrap_ci`)."""
-    if isinstance(labels, (str, Path)):  # one file, not an iterable of its characters
-        labels = [labels]
     if isinstance(metrics, str):
         metrics = [metrics]
     records, unreadable = _records(results)
-    read = LabelSet()
-    if isinstance(labels, LabelSet):
-        read.extend(labels)
-    else:
-        for item in labels:
-            if isinstance(item, Label):
-                read.labels.append(item)
-            else:
-                read.extend(read_labels(item))
+    read = LabelSet.of(labels)
     given = (review_labels(records) if reviews else []) + read.labels
     report = AgreementReport(label_errors=read.errors, labels=len(given), sources=dict(read.formats),
                              unreadable=unreadable,
                              resamples=resamples, seed=seed, level=level)
     if reviews:
         report.sources["reviews"] = str(results) if isinstance(results, (str, Path)) else "results"
-    wanted = None if metrics is None else {_norm(m) for m in metrics}
+    wanted = None if metrics is None else {metric_key(m) for m in metrics}
     index: dict[tuple[str, str], Mapping[str, Any]] = {}
     conversations: set[str] = set()
     for record in records:
@@ -319,12 +306,12 @@ def agreement(results: ResultsLike, labels: str | Path | Iterable[Label] | Itera
         conversations.add(cid)
         for key, result in (record.get("results") or {}).items():
             if isinstance(result, Mapping):
-                index[(cid, _norm(key))] = {**result, "key": key}
+                index[(cid, metric_key(key))] = {**result, "key": key}
     pairs: dict[tuple[str, str, str], Pair] = {}  # a later label on the same verdict replaces an earlier one
     for label in given:
-        if wanted is not None and _norm(label.metric) not in wanted:
+        if wanted is not None and metric_key(label.metric) not in wanted:
             continue
-        result = index.get((label.conversation_id, _norm(label.metric)))
+        result = index.get((label.conversation_id, metric_key(label.metric)))
         if result is None:
             why = (f"no {label.metric} result for this conversation" if label.conversation_id in conversations
                    else "no such conversation in the results")

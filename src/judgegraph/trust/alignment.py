@@ -33,15 +33,15 @@ from typing import Any, cast
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
 from ..conversation import Conversation, as_conversation
 from ..judges import Judge, JudgeRequest, ModelLike, resolve_judge
 from ..judges.aligned import AlignedJudge, Alignment, Example
 from ..metrics import MetricSpec
-from ..results import MetricResult, Usage
+from ..results import MetricResult, Usage, metric_key
 from .agreement import MetricAgreement, Pair, agreement
-from .labels import Label, LabelSet, read_labels
+from .labels import Label, LabelSet
 
 __all__ = ["AlignmentError", "AlignmentReport", "DistilledGuidelines", "align", "aalign", "alignment_graph"]
 
@@ -71,13 +71,41 @@ class DistilledGuidelines(BaseModel):
 # -- the report ------------------------------------------------------------------------------------------------
 
 
-def figures(m: MetricAgreement | None) -> dict[str, Any]:  # Any: JSON numbers, lists, None
+class Figures(TypedDict):
+    """One agreement's figures (trust/agreement's), as the report and the alignment file hold them."""
+
+    n: int
+    agreement: float | None
+    kappa: float | None
+    judge_errors: int
+    weighted_kappa: NotRequired[float | None]  # ordinal labels
+    spearman: NotRequired[float | None]  # ordinal and numeric labels
+    intervals: NotRequired[dict[str, list[float]]]  # figure -> [low, high]
+
+
+class TrainFigures(TypedDict):
+    conversations: int
+    labels: int
+    plain: Figures  # the plain judge's agreement on the train labels
+    disagreements: int
+
+
+class HeldOutFigures(TypedDict):
+    conversations: int
+    labels: int
+    before: Figures  # the plain judge's
+    after: Figures  # the aligned judge's
+
+
+def figures(m: MetricAgreement | None) -> Figures:
     """The figures of one agreement (trust/agreement's): n, % agreement, kappa (and the ordinal/numeric ones)."""
     if m is None:
-        return {"n": 0, "agreement": None, "kappa": None, "judge_errors": 0}
-    out: dict[str, Any] = {"n": m.n, "agreement": m.agreement, "kappa": m.kappa, "judge_errors": len(m.judge_errors)}
-    for name in m.figures:
-        out[name] = getattr(m, name)
+        return Figures(n=0, agreement=None, kappa=None, judge_errors=0)
+    out = Figures(n=m.n, agreement=m.agreement, kappa=m.kappa, judge_errors=len(m.judge_errors))
+    if "weighted_kappa" in m.figures:
+        out["weighted_kappa"] = m.weighted_kappa
+    if "spearman" in m.figures:
+        out["spearman"] = m.spearman
     out["intervals"] = {k: [v.low, v.high] for k, v in m.intervals.items()}
     return out
 
@@ -94,8 +122,8 @@ class AlignmentReport:
     metric: str
     alignment: Alignment
     judge: AlignedJudge
-    train: dict[str, Any]  # conversations, labels, figures of the plain judge
-    held_out: dict[str, Any]  # conversations, labels, "before" and "after" figures
+    train: TrainFigures
+    held_out: HeldOutFigures
     usage: dict[str, Usage]  # "train", "distil", "held_out_plain", "held_out_aligned"
     unmatched: list[str] = field(default_factory=list)  # labels that match no conversation or verdict, with why
     judge_errors: list[str] = field(default_factory=list)  # verdicts the judge could not make, where and why
@@ -132,24 +160,6 @@ class AlignmentReport:
 
 
 # -- labels and conversations ----------------------------------------------------------------------------------
-
-
-def _norm(name: str) -> str:
-    return name.strip().lower().replace("-", "_")
-
-
-def _label_set(labels: str | Path | Iterable[str | Path] | Iterable[Label] | LabelSet) -> LabelSet:
-    if isinstance(labels, LabelSet):
-        return labels
-    if isinstance(labels, (str, Path)):
-        labels = [labels]
-    out = LabelSet()
-    for item in labels:
-        if isinstance(item, Label):
-            out.labels.append(item)
-        else:
-            out.extend(read_labels(item))
-    return out
 
 
 def _conversations(conversations: Iterable[Conversation | Mapping[str, Any] | str | Path]) -> list[Conversation]:
@@ -396,11 +406,11 @@ async def aalign(
     graph = build(judge)
     name = str(graph.name)  # the result key: a metric's graph names its results
     metric_name = _metric_name(metric, graph)
-    label_set = _label_set(labels)
+    label_set = LabelSet.of(labels)
     if label_set.errors:
         raise AlignmentError("labels that cannot be used:\n" + "\n".join(f"  {e}" for e in label_set.errors[:20]))
-    wanted = {_norm(name), _norm(metric_name)}
-    about = [lb for lb in label_set.labels if _norm(lb.metric) in wanted]
+    wanted = {metric_key(name), metric_key(metric_name)}
+    about = [lb for lb in label_set.labels if metric_key(lb.metric) in wanted]
     if not about:
         named = sorted({lb.metric for lb in label_set.labels})
         raise AlignmentError(f"no label is about {name} (the labels name {', '.join(named) or 'no metric'})")
@@ -444,10 +454,10 @@ async def aalign(
                    for p in (m.judge_errors if m else [])]
     report = AlignmentReport(
         metric=alignment.metric, alignment=alignment, judge=aligned,
-        train={"conversations": len(train_ids), "labels": len(train_labels), "plain": figures(comparison),
-               "disagreements": len(comparison.disagreements)},
-        held_out={"conversations": len(held_ids), "labels": len(held_labels), "before": figures(before),
-                  "after": figures(after)},
+        train=TrainFigures(conversations=len(train_ids), labels=len(train_labels), plain=figures(comparison),
+                           disagreements=len(comparison.disagreements)),
+        held_out=HeldOutFigures(conversations=len(held_ids), labels=len(held_labels), before=figures(before),
+                                after=figures(after)),
         usage={"train": state.get("train_usage") or Usage(), "distil": state.get("distil_usage") or Usage(),
                "held_out_plain": Usage.total(r.usage for r in held_plain.values()),
                "held_out_aligned": Usage.total(r.usage for r in held_aligned.values())},

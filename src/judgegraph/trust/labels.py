@@ -91,6 +91,20 @@ class LabelSet:
         self.errors.extend(other.errors)
         self.formats.update(other.formats)
 
+    @classmethod
+    def of(cls, labels: str | Path | Iterable[str | Path] | Iterable[Label] | LabelSet) -> LabelSet:
+        """``labels`` as one set: label files (any shape :func:`read_labels` reads), :class:`Label` objects, or a
+        set (itself)."""
+        if isinstance(labels, LabelSet):
+            return labels
+        out = cls()
+        for item in [labels] if isinstance(labels, (str, Path)) else labels:  # one file, not its characters
+            if isinstance(item, Label):
+                out.labels.append(item)
+            else:
+                out.extend(read_labels(item))
+        return out
+
 
 class _Bad(ValueError):
     def __init__(self, field: str | None, message: str) -> None:

@@ -94,12 +94,6 @@ def bradley_terry(wins: FloatArray, *, prior: float = 1.0, tolerance: float = TO
     return out
 
 
-def win_probability(theta: FloatArray) -> FloatArray:
-    """``P[i, j]``: the probability that i beats j under strengths ``theta``."""
-    out: FloatArray = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))
-    return out
-
-
 @dataclass(frozen=True)
 class StrengthIntervals:
     """Percentile bootstrap intervals of each version's log-strength (``low[i]``, ``high[i]``)."""

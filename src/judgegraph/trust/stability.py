@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..judges.base import Judge, JudgeOutcome, JudgeRequest
-from ..results import MetricResult, Review, Verdict, Vote
+from ..results import MetricResult, Review, Verdict, Vote, metric_key
 from .statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, fleiss_bootstrap_ci, fleiss_kappa, rating_table
 
 if TYPE_CHECKING:
@@ -461,7 +461,7 @@ ResultsLike = str | Path | Iterable[Mapping[str, Any]]
 
 
 def _wanted(metrics: Iterable[str] | None) -> set[str] | None:
-    return None if metrics is None else {m.strip().lower().replace("-", "_") for m in metrics}
+    return None if metrics is None else {metric_key(m) for m in metrics}
 
 
 def _metric_results(results: ResultsLike | Iterable[MetricResult]) -> tuple[list[MetricResult], list[str]]:
@@ -500,7 +500,7 @@ def stability(results: ResultsLike | Iterable[MetricResult], *, rescore: Rescore
     and conversation, and each metric's jury agreement. ``rescore``: see :func:`result_stability`."""
     every, problems = _metric_results(results)
     wanted = _wanted(metrics)
-    read = [r for r in every if wanted is None or r.key.lower().replace("-", "_") in wanted]
+    read = [r for r in every if wanted is None or metric_key(r.key) in wanted]
     by_metric: dict[str, list[MetricResult]] = {}
     for r in read:
         by_metric.setdefault(r.key, []).append(r)

@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from ..runs import NotAResultsFile
 from .queue import STRATEGIES, LabelsFile, Strategy, build_queue
-from .runs import Library, Run, conversation_records
+from .runs import Library, Run
 from .trend import trends
 
 TOKEN_COOKIE = "judgegraph_token"
@@ -121,7 +121,7 @@ def create_app(settings: Settings) -> Starlette:
         strategy = cast(Strategy, request.query_params.get("strategy", "disagreement"))
         if run is None or strategy not in STRATEGIES:
             return run, [], strategy
-        return run, build_queue(conversation_records(library.read(run.key)), strategy), strategy
+        return run, build_queue(library.read(run.key).conversations.values(), strategy), strategy
 
     def context(run: Run, conversation_id: str) -> list[dict[str, str]]:
         from ..reporting.html import recorded_turns
@@ -190,7 +190,7 @@ def create_app(settings: Settings) -> Starlette:
             from ..trust.agreement import agreement
 
             whole = library.read(run.key)
-            judge = agreement(conversation_records(whole), read, reviews=False, resamples=0)
+            judge = agreement(whole, read, reviews=False, resamples=0)
             entries = whole.header.inputs if whole.header is not None else None
             inputs = [str(e["path"]) for e in entries if isinstance(e, dict) and e.get("path")] \
                 if isinstance(entries, list) else []

@@ -15,11 +15,13 @@ import json
 import os
 import random
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from ..runs import ConversationLine
 from ..trust.labels import Label, LabelError, LabelSet, read_labels
 
 Strategy = Literal["disagreement", "random", "failures"]
@@ -71,14 +73,15 @@ def _why(verdict: dict[str, Any], result: dict[str, Any]) -> tuple[int, str]:
     return 3, ""
 
 
-def build_queue(conversations: list[dict[str, Any]], strategy: Strategy = "disagreement", seed: int = 0) -> list[Item]:
-    """The items of ``conversations`` (results records) in the order ``strategy`` puts them: ``random`` (shuffled
+def build_queue(conversations: Iterable[ConversationLine], strategy: Strategy = "disagreement",
+                seed: int = 0) -> list[Item]:
+    """The items of ``conversations`` (a run's conversation lines) in the order ``strategy`` puts them: ``random`` (shuffled
     with ``seed``), ``disagreement`` (jurors split or repeats differ, then near the threshold, then failures, then
     the rest, each group shuffled with ``seed``), ``failures`` (only failing verdicts and results)."""
     items: list[Item] = []
     for record in conversations:
-        cid = str(record["conversation_id"])
-        for metric, result in (record.get("results") or {}).items():
+        cid = record.conversation_id
+        for metric, result in record.results.items():
             verdicts = [v for v in result.get("verdicts") or [] if isinstance(v, dict) and v.get("id") is not None
                         and v.get("verdict") in ("yes", "no")]
             if verdicts:
@@ -123,9 +126,9 @@ class LabelsFile:
         """What ``annotator`` said of each item (their latest label), from ``read`` (else the file as it is)."""
         return {label_key(lb): str(lb.value) for lb in (read or self.read()).labels if lb.annotator == annotator}
 
-    def append(self, item: Item, label: str, annotator: str) -> dict[str, Any]:
+    def append(self, item: Item, label: str, annotator: str) -> dict[str, str | int]:
         """Append one label (one line, one write, locked, fsynced) and return the record written."""
-        record: dict[str, Any] = {"conversation_id": item.conversation_id, "metric": item.metric}
+        record: dict[str, str | int] = {"conversation_id": item.conversation_id, "metric": item.metric}
         if item.turn is not None:
             record["turn"] = item.turn
         elif item.verdict_id is not None:

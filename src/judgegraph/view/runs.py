@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..runs import NotAResultsFile, RunFacts, RunFile, first_record, is_results_file, read_run
 
@@ -100,9 +99,3 @@ class Library:
         if self._full is None or self._full[:2] != (key, stamp):
             self._full = key, stamp, read_run(key)
         return self._full[2]
-
-
-def conversation_records(run: RunFile) -> list[dict[str, Any]]:
-    """The run's conversation lines as results records (what ``trust.agreement.agreement`` reads)."""
-    return [{"type": "conversation", "conversation_id": c.conversation_id, "results": c.results, "error": c.error}
-            for c in run.conversations.values()]
