@@ -546,10 +546,13 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
         cached = f" ({u.cached_input_tokens} in from the provider's prompt cache)" if u.cached_input_tokens else ""
         cost = (f"calls {u.calls}, tokens {u.input_tokens} in / {u.output_tokens} out"
                 f"{' (estimated)' if u.estimated else ''}{cached}, {_fmt_cost(summary.cost_usd)}")
-        if (listed := getattr(summary, "list_cost_usd", None)) is not None:
-            cost += f" at batch price (list price {_fmt_cost(listed)})"
-        if (batches := getattr(summary, "batches", None)) is not None:
-            cost += f", {len(batches)} batches"
+        if args.batch:
+            from ..batch import BatchSummary
+
+            if isinstance(summary, BatchSummary):
+                if (listed := summary.list_cost_usd) is not None:
+                    cost += f" at batch price (list price {_fmt_cost(listed)})"
+                cost += f", {len(summary.batches)} batches"
         if judge.cache is not None and (hits := judge.cache.hits + (judge.cache.disk.hits if judge.cache.disk else 0)):
             cost += f", {hits} answers from the cache"
     else:
@@ -567,8 +570,8 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     if summary.interrupted:
         out.print(f"[yellow]interrupted[/]: written, {common.plural(summary.conversations, 'conversation')} above; "
                   f"continue with the same command and --resume.")
-    if problem := getattr(summary, "problem", None):
-        out.print(f"[red]batch:[/] {markup_safe(problem)}", soft_wrap=True)
+    if summary.problem:
+        out.print(f"[red]batch:[/] {markup_safe(summary.problem)}", soft_wrap=True)
     if args.html:
         from .report import html_after_eval
 
