@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -54,12 +54,15 @@ def filter_transcripts(record: dict[str, Any], mode: str) -> dict[str, Any]:
 
 
 class ResultsWriter:
-    """Appends one JSON line per conversation and input error, flushed at once; ``cost``
-    gives each line's ``cost_usd``."""
+    """The one writer of results files (eval, workers, Ray, batch, watch, rejudge, pairwise, simulate): one JSON
+    line per record, flushed at once; :meth:`outcome` and :meth:`input_error` write the run's own lines (``cost``
+    gives each line's ``cost_usd``), :meth:`write` any record (a header, a summary, a batch, a comparison),
+    :meth:`copy` a line of another results file as it was. ``errors``: how a lone surrogate is written
+    (``surrogateescape``: a byte read that way goes back as it was)."""
 
     def __init__(self, path: str | Path, *, mode: str = "w", transcripts: str = "full",
                  skip_input_errors: set[tuple[object, ...]] | None = None,
-                 cost: Callable[[Usage], float | None] | None = None) -> None:
+                 cost: Callable[[Usage], float | None] | None = None, errors: str = "backslashreplace") -> None:
         if transcripts not in TRANSCRIPT_MODES:
             raise ValueError(f"transcripts must be one of {', '.join(TRANSCRIPT_MODES)}, got {transcripts!r}")
         self.path = Path(path)
@@ -69,12 +72,16 @@ class ResultsWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # A lone surrogate (from "\udfff" in the input) cannot be encoded as UTF-8:
         # written as the JSON escape "\udfff" it reads back as the same string.
-        self._fh: IO[str] = self.path.open(mode, encoding="utf-8", errors="backslashreplace")
+        self._fh: IO[str] = self.path.open(mode, encoding="utf-8", errors=errors)
         self._failed = False
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: Mapping[str, Any]) -> None:
+        self.copy(json.dumps(record, ensure_ascii=False))
+
+    def copy(self, line: str) -> None:
+        """``line`` (a JSON record's text) as a line of the file."""
         try:
-            self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._fh.write(line if line.endswith("\n") else line + "\n")
             self._fh.flush()
         except OSError as exc:  # a full disk, /dev/full: the lines written before stay
             self._failed = True
@@ -125,6 +132,13 @@ def check_out_path(out: str | Path, inputs: list[str | Path]) -> None:
             same = False
         if same:
             raise ResultsFileError(f"--out {out} is one of the input files; writing results there would destroy it")
+
+
+def check_writable(out: str | Path) -> None:
+    """Open ``out`` for appending (creating it and its folder): :class:`OSError` when it cannot be written."""
+    p = Path(out)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.open("a", encoding="utf-8").close()
 
 
 def is_nonempty(path: str | Path) -> bool:

@@ -234,12 +234,10 @@ def _out_error(args: argparse.Namespace) -> str | None:
 
 def _out_unwritable(args: argparse.Namespace) -> str | None:
     """Open ``--out`` for appending (creating it), the last check before any work."""
-    from pathlib import Path
+    from ..resultsfile import check_writable
 
-    p = Path(args.out)
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.open("a", encoding="utf-8").close()
+        check_writable(args.out)
     except OSError as exc:
         return f"cannot write --out {args.out}: {exc.strerror or exc}"
     return None

@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+from contextlib import closing
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -118,7 +119,7 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
              settings: dict[str, Any], conversations: dict[str, Conversation], rubric: str | None, prompt: Prompt | None,
              options: dict[str, Any]) -> int:
     """Write ``--out``: RESULTS with the chosen verdicts judged again (the caller holds ``--out``'s lock)."""
-    from ..resultsfile import elide_duplicates, restore_elided
+    from ..resultsfile import ResultsWriter, elide_duplicates, restore_elided
     from ..runheader import rejudge_header
     from ..runs import read_header
     from ..steering import RejudgeError, rejudge_result
@@ -142,8 +143,8 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
         argv=["judgegraph", *sys.argv[1:]])
     # surrogateescape: a byte that is not UTF-8 is copied back as it was
     with results_path.open(encoding="utf-8", errors="surrogateescape") as src, \
-            tmp.open("w", encoding="utf-8", errors="surrogateescape") as dst:
-        dst.write(json.dumps(header, ensure_ascii=False) + "\n")  # its own header: what was re-judged, how, from what
+            closing(ResultsWriter(tmp, errors="surrogateescape")) as dst:
+        dst.write(header)  # its own header: what was re-judged, how, from what
         for lineno, line in enumerate(src, 1):
             record, where = None, f"{args.results}:{lineno}"
             try:
@@ -176,8 +177,8 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
                     failed = failed or new.status == "failed"
                     changed.append(f"{cid}: {common.score_text(old.get('score'))} → {common.score_text(new.score)}"
                                    f" ({new.status})")
-                    line = json.dumps(elide_duplicates(record), ensure_ascii=False) + "\n"
-            dst.write(line if line.endswith("\n") else line + "\n")
+                    line = json.dumps(elide_duplicates(record), ensure_ascii=False)
+            dst.copy(line)
     os.replace(tmp, args.out)
     for cid in sorted(wanted - seen):
         problem(f"conversation {cid!r} has no {metric} result in {args.results}")
