@@ -448,6 +448,36 @@ class OpenRun:
         """The summary line of a finished run (a stopped one is finished by its resume)."""
         self.writer.write(runheader.run_summary(self.summary, self.start.started, prices))
 
+    async def execute(self, plan: MetricPlan, read: Callable[[bool], Iterable[Item]], answering: Answering,
+                      stop: asyncio.Event, *, skip: set[str] | None = None, max_conversations: int = 32,
+                      on_outcome: Callable[[ConversationOutcome], None] | None = None,
+                      on_input_error: Callable[[InputError], None] | None = None) -> RunSummary:
+        """The one run loop: each pass ``answering`` yields reads its conversations (``read(first pass)``),
+        judges them (:func:`evaluate_async`) and writes each finished one and each input error. A conversation
+        written is added to ``skip`` (when given), which the next passes pass over. The writer stays open."""
+
+        def wrote(outcome: ConversationOutcome) -> None:
+            self.writer.outcome(outcome)
+            if skip is not None:
+                skip.add(outcome.conversation_id)
+            if on_outcome:
+                on_outcome(outcome)
+
+        def bad(error: InputError) -> None:
+            self.writer.input_error(error)
+            if on_input_error:
+                on_input_error(error)
+
+        async with contextlib.aclosing(answering(self, stop)) as passes:
+            first = True
+            async for judge in passes:
+                await evaluate_async(read(first), plan, max_conversations=max_conversations, on_outcome=wrote,
+                                     on_input_error=bad, summary=self.summary, stop=stop, judge_one=judge,
+                                     skip=frozenset() if skip is None else skip)
+                first = False
+        self.summary.interrupted = self.summary.interrupted or stop.is_set()
+        return self.summary
+
 
 #: How one conversation is judged (worker processes, Ray, the Batch API); None: not finished in this pass.
 JudgeOne = Callable[[LoadedConversation], Awaitable["ConversationOutcome | None"]]
@@ -524,25 +554,9 @@ async def evaluate_to_file(
         read = iter_inputs(run.paths, seen=set()) if run.paths else iter(items)
         return read if first else (i for i in read if not isinstance(i, InputError))  # said by the first pass
 
-    def wrote(outcome: ConversationOutcome) -> None:
-        run.writer.outcome(outcome)
-        run.done.add(outcome.conversation_id)
-        if on_outcome:
-            on_outcome(outcome)
-
-    def bad(error: InputError) -> None:
-        run.writer.input_error(error)
-        if on_input_error:
-            on_input_error(error)
-
     try:
-        async with contextlib.aclosing((answering or _live(judge_one))(run, stop)) as passes:
-            first = True
-            async for judge in passes:
-                await evaluate_async(stream(first), plan, max_conversations=max_conversations, on_outcome=wrote,
-                                     on_input_error=bad, summary=summary, skip=run.done, stop=stop, judge_one=judge)
-                first = False
-        summary.interrupted = summary.interrupted or stop.is_set()
+        await run.execute(plan, stream, answering or live(judge_one), stop, skip=run.done,
+                          max_conversations=max_conversations, on_outcome=on_outcome, on_input_error=on_input_error)
         if summary.complete:  # a stopped or failed run is finished by its resume
             run.finish(summary.prices)
         return summary
@@ -550,8 +564,8 @@ async def evaluate_to_file(
         run.writer.close()
 
 
-def _live(judge_one: JudgeOne | None) -> Answering:
-    """Answering in one pass, by ``judge_one`` (None: here)."""
+def live(judge_one: JudgeOne | None = None) -> Answering:
+    """Answering in one pass, by ``judge_one`` (None: here; worker processes, Ray: :mod:`judgegraph.scale`)."""
 
     async def one_pass(_run: OpenRun, _stop: asyncio.Event) -> AsyncGenerator[JudgeOne | None, None]:
         yield judge_one
