@@ -269,7 +269,7 @@ def test_python_api_and_dry_run_at_batch_price(inputs, tmp_path, env):
         assert judge.via is None  # the judge is given back as it was
     assert summary.exit_code == 0 and summary.conversations == 2 and summary.usage.calls == 5
     assert summary.cost_usd == pytest.approx(summary.list_cost_usd / 2)
-    assert [b["status"] for b in summary.batches] == ["completed"]
+    assert [b.status for b in summary.batches] == ["completed"]
     assert any("completed, 5/5 done" in line for line in lines)
     dry = judgegraph(inputs, "--model", "openai:gpt-4.1-mini", "--dry-run", "--batch", env=env)
     assert dry.returncode == 0 and "batch price, 0.5 of list" in dry.stdout

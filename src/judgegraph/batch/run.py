@@ -36,7 +36,8 @@ from ..runner import (
     evaluate_to_file,
     judge_conversation,
 )
-from ..runs.read import records as iter_records
+from ..runs import BatchLine, NotAResultsFile, read_run
+from ..runs.record import number as _number
 from .answers import BatchAnswers, PendingWatch
 from .client import BatchClient, BatchState, NoBatchAPI, chunks
 
@@ -65,7 +66,7 @@ class BatchSummary(RunSummary):
     state) and the answered usage priced at the list price too (``list_prices``); its ``problem``: a
     failed or expired batch."""
 
-    batches: list[dict[str, Any]] = field(default_factory=list)
+    batches: list[BatchLine] = field(default_factory=list)
     list_prices: Prices | None = None
 
     @property
@@ -143,14 +144,17 @@ class _RunDisk:
         return getattr(self._disk, name)
 
 
-def _recorded(out: str | Path) -> dict[str, dict[str, Any]]:
-    """The batches a results file records: id → its last record, in the order first recorded."""
-    found: dict[str, dict[str, Any]] = {}
-    if not Path(out).exists():
+def _recorded(out: str | Path) -> dict[str, BatchLine]:
+    """The batches a results file records: id → its records merged (the last state), in the order first recorded."""
+    found: dict[str, BatchLine] = {}
+    try:
+        lines = read_run(out, keep_transcripts=False).batches
+    except NotAResultsFile:
         return found
-    for _, record in iter_records(out):
-        if record.get("type") == RECORD and isinstance(record.get("id"), str):
-            found[record["id"]] = {**found.get(record["id"], {}), **record}
+    for line in lines:
+        if isinstance(line.id, str):
+            found[line.id] = BatchLine.model_validate({**(found[line.id].data() if line.id in found else {}),
+                                                       **line.data()})
     return found
 
 
@@ -214,9 +218,9 @@ class BatchAnswering:
             j.via = self.answers.via
         try:
             for batch_id, record in recorded.items():  # a resumed run collects what it sent before
-                if record.get("status") not in ("failed", "cancelled", GONE) and not stop.is_set():
+                if record.status not in ("failed", "cancelled", GONE) and not stop.is_set():
                     await self._collect_recorded(batch_id, record)
-            rounds = itertools.count(max((int(r.get("round") or 0) for r in recorded.values()), default=0) + 1)
+            rounds = itertools.count(max((int(_number(r.round) or 0) for r in recorded.values()), default=0) + 1)
             while not stop.is_set():
                 number = next(rounds)
                 self.answers.final = self.rounds >= self.max_rounds and self.problem is None
@@ -238,12 +242,12 @@ class BatchAnswering:
             for j in self.judges:
                 j.via, j.cache = None, caches[id(j)]
 
-    async def _collect_recorded(self, batch_id: str, record: dict[str, Any]) -> None:
+    async def _collect_recorded(self, batch_id: str, record: BatchLine) -> None:
         try:
-            await self.collect(batch_id, int(record.get("round") or 0), int(record.get("requests") or 0),
-                               ended=record.get("status") in ("completed", "expired"))
+            await self.collect(batch_id, int(_number(record.round) or 0), int(_number(record.requests) or 0),
+                               ended=record.status in ("completed", "expired"))
         except openai.NotFoundError:  # deleted at the provider (or another endpoint): its requests are sent again
-            self.writer.write({"type": RECORD, "id": batch_id, "round": record.get("round"), "status": GONE})
+            self.writer.write({"type": RECORD, "id": batch_id, "round": record.round, "status": GONE})
             self.say(f"batch {batch_id} is unknown to the endpoint (404): its requests are sent again")
 
     async def send(self, bodies: dict[str, dict[str, Any]], number: int, judge: str) -> None:
@@ -289,8 +293,8 @@ class BatchAnswering:
             if state.errors:
                 record["errors"] = [self.redact(e) for e in state.errors]
             self.writer.write(record)
-        self.summary.batches.append({"id": state.id, "round": number, "status": state.status,
-                                     "requests": requests, "completed": state.completed, "failed": state.failed})
+        self.summary.batches.append(BatchLine(id=state.id, round=number, status=state.status, requests=requests,
+                                              completed=state.completed, failed=state.failed))
         if state.status != "completed" and self.problem is None and not ended:  # an earlier run reported it
             why = f": {'; '.join(self.redact(e) for e in state.errors[:3])}" if state.errors else ""
             self.problem = (f"batch {state.id} {state.status}{why}; {state.completed} of {state.total or requests} "
