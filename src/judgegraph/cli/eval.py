@@ -12,16 +12,14 @@ from . import common
 from .common import EXIT_ERRORS, base_url, markup_safe, os_error_message, safe, usage_error
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
     from rich.console import Console
-    from rich.progress import Progress, TaskID
 
     from ..judges import Judge
     from ..loaders import InputError, LoadedConversation
     from ..pricing import Prices
     from ..runner import ConversationOutcome, MetricPlan, RunSummary
-    from .causes import FailureCauses
     from .common import Subparsers
 
 
@@ -479,24 +477,33 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
         with Progress(SpinnerColumn(), TextColumn("judging"), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, disable=args.no_progress, transient=True) as progress:
             task = progress.add_task("judging", total=None)
-            if args.batch:
-                return await _batch(args, plan, stream, prices, progress, task, causes, stop, err)
+            summary, answering, resumed = None, None, ""
+            read: Iterable[LoadedConversation | InputError] | Callable[[], Iterable[LoadedConversation | InputError]]
+            read = stream
+            if args.batch:  # the judge's batch API answers; each pass reads the inputs again (docs/batch.md)
+                from ..batch import BatchAnswering, BatchSummary
+
+                summary = BatchSummary(judge=plan.judge.name, keep_outcomes=keep, max_rows=args.max_rows,
+                                       prices=prices.batch() if prices else None, list_prices=prices)
+                answering = BatchAnswering(plan, summary, poll_s=args.batch_poll,
+                                           say=lambda line: err.print(markup_safe(line))).passes
+                read, resumed = _read_again(args, stream), "; its batches are collected, not sent again"
             spec = PlanSpec(args.metrics, _judge_settings(args), plan.overrides, plan.per_metric)
-            async with judge_pool(spec, workers=_workers(args, _input_bytes(args), judge.kind),
-                                  ray=args.ray) as judge_one:  # None: judged in this process
+            workers = 1 if args.batch else _workers(args, _input_bytes(args), judge.kind)
+            async with judge_pool(spec, workers=workers, ray=args.ray) as judge_one:  # None: judged in this process
                 return await evaluate_to_file(
-                    stream, plan, args.out, resume=args.resume, retry_errors=args.retry_errors, overwrite=args.overwrite,
-                    transcripts=args.transcripts,
-                    prices=prices, max_conversations=max(4, args.concurrency * 2), keep_outcomes=keep,
-                    max_rows=args.max_rows,
+                    read, plan, args.out, resume=args.resume, retry_errors=args.retry_errors, overwrite=args.overwrite,
+                    transcripts=args.transcripts, prices=summary.prices if summary else prices,
+                    max_conversations=max(4, args.concurrency * 2), keep_outcomes=keep, max_rows=args.max_rows,
                     on_outcome=lambda o: causes.add(o.results.values(), then=lambda: progress.advance(task)),
                     on_input_error=lambda e: err.print(f"[red]input error:[/] {markup_safe(e)}"),
                     on_resumed=lambda state: err.print(
                         f"resuming {markup_safe(args.out)}: {common.plural(len(state.done), 'conversation')} already judged"
                         + (f", {state.retried} with errors to judge again" if state.retried else "")
                         + (", a torn last line cut off" if state.torn else "")
-                        + (f", unreadable lines left as they are: {state.bad_lines[:5]}" if state.bad_lines else "")),
-                    stop=stop, judge_one=judge_one, header=args.header)
+                        + (f", unreadable lines left as they are: {state.bad_lines[:5]}" if state.bad_lines else "")
+                        + resumed),
+                    stop=stop, judge_one=judge_one, answering=answering, summary=summary, header=args.header)
 
     from ..batch.client import BatchWaitTimeout
     from ..scale.limits import ScaleStartError
@@ -589,28 +596,11 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     return summary.exit_code
 
 
-async def _batch(args: argparse.Namespace, plan: MetricPlan, stream: Iterator[LoadedConversation | InputError],
-                 prices: Prices | None, progress: Progress, task: TaskID, causes: FailureCauses, stop: asyncio.Event,
-                 err: Console) -> RunSummary:
-    """The run through the judge's batch API (docs/batch.md): each pass reads the inputs again."""
-    from ..batch import evaluate_batch_to_file
-
+def _read_again(args: argparse.Namespace, stream: Iterator[LoadedConversation | InputError]
+                ) -> Callable[[], Iterator[LoadedConversation | InputError]]:
+    """The inputs of each pass of a ``--batch`` run: ``stream``, then read afresh."""
     first = [stream]
-
-    def read() -> Iterator[LoadedConversation | InputError]:
-        return first.pop() if first else _inputs(args)[0]
-
-    return await evaluate_batch_to_file(
-        read, plan, args.out, resume=args.resume, retry_errors=args.retry_errors, overwrite=args.overwrite,
-        transcripts=args.transcripts, prices=prices, max_conversations=max(4, args.concurrency * 2),
-        keep_outcomes=bool(args.log_assessments), max_rows=args.max_rows, poll_s=args.batch_poll, header=args.header,
-        on_outcome=lambda o: causes.add(o.results.values(), then=lambda: progress.advance(task)),
-        on_input_error=lambda e: err.print(f"[red]input error:[/] {markup_safe(e)}"),
-        on_resumed=lambda state: err.print(f"resuming {markup_safe(args.out)}: "
-                                           f"{common.plural(len(state.done), 'conversation')} already judged; its "
-                                           "batches are collected, not sent again"),
-        on_batch=lambda line: err.print(markup_safe(line)),
-        stop=stop)
+    return lambda: first.pop() if first else _inputs(args)[0]
 
 
 def _batch_api_errors() -> tuple[type[BaseException], ...]:
