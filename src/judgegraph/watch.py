@@ -69,17 +69,23 @@ class ThreadSource(Protocol):
         ...
 
 
-@dataclass
-class CheckpointerThreads:
-    """The threads of a checkpointer run by ``assistant`` with ``metadata`` (both optional; ``where`` names it in
-    sources and errors)."""
+@dataclass(kw_only=True)
+class _Filtered:
+    """Which threads of a source are watched (run by ``assistant`` with ``metadata``, both optional) and how
+    a thread reads as a conversation."""
 
-    checkpointer: BaseCheckpointSaver[Any]
-    where: str
     assistant: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     context_key: str | None = CONTEXT_KEY
     messages_key: str = MESSAGES_KEY
+
+
+@dataclass
+class CheckpointerThreads(_Filtered):
+    """The threads of a checkpointer (``where`` names it in sources and errors)."""
+
+    checkpointer: BaseCheckpointSaver[Any]
+    where: str
 
     def threads(self) -> Iterator[ThreadInfo]:
         return (t for t in checkpointer_threads(self.checkpointer) if matches(t, self.assistant, self.metadata))
@@ -91,15 +97,11 @@ class CheckpointerThreads:
 
 
 @dataclass
-class ServerThreads:
-    """The threads of a LangGraph server, run by ``assistant`` with ``metadata`` (both optional)."""
+class ServerThreads(_Filtered):
+    """The threads of a LangGraph server."""
 
     client: SyncLangGraphClient
     where: str
-    assistant: str | None = None
-    metadata: dict[str, str] = field(default_factory=dict)
-    context_key: str | None = CONTEXT_KEY
-    messages_key: str = MESSAGES_KEY
 
     def threads(self) -> Iterator[ThreadInfo]:
         from .loaders.langgraph_server import server_threads
