@@ -528,19 +528,14 @@ async def evaluate_to_file(
     judge_one: JudgeOne | None = None, answering: Answering | None = None, summary: RunSummary | None = None,
     header: Mapping[str, Any] | None = None,
 ) -> RunSummary:
-    """Judge ``inputs`` (paths, loaded items, or a function giving the items afresh) into the results file
-    ``out``: the one run loop, whatever answers the judge's requests. The run is opened once
-    (:func:`open_run`); ``resume`` skips (but counts) what ``out`` holds complete, after cutting a torn
-    last line; with ``retry_errors`` errored conversations are judged again. A
-    non-empty ``out`` without ``resume`` needs ``overwrite``. ``transcripts``:
-    ``full`` | ``errors`` | ``none``. How requests are answered: here (default), ``judge_one`` (worker
-    processes, Ray: :func:`judgegraph.scale.judge_pool`), or ``answering``, pass by pass (the Batch API:
-    :func:`judgegraph.batch.evaluate_batch_to_file`): each pass reads the inputs again and writes the
-    conversations it finished. ``summary``: the run's counters (default a :class:`RunSummary`).
-    ``header``: the run's header record (:func:`judgegraph.runheader.run_header`; by default one built from
-    ``plan`` and the inputs), the file's first line; a finished run ends with a summary record. Resuming a
-    file whose header differs in what decides a verdict raises :class:`~judgegraph.runheader.RunSettingsChanged`
-    naming each difference; a file without a header resumes as before."""
+    """Judge ``inputs`` (paths, loaded items, or a function giving the items afresh) into the results file ``out``:
+    the run opened once (:func:`open_run`: ``resume`` skips but counts what ``out`` holds complete, with
+    ``retry_errors`` errored conversations judged again; a non-empty ``out`` without ``resume`` needs
+    ``overwrite``; ``header``, by default one built from ``plan`` and the inputs, is its first line or is checked
+    against the resumed file's) and executed by the one loop (:meth:`OpenRun.execute`), whatever answers the
+    judge's requests: here, ``judge_one`` (worker processes, Ray: :func:`judgegraph.scale.judge_pool`) or
+    ``answering``, pass by pass (the Batch API: :func:`judgegraph.batch.evaluate_batch_to_file`). ``transcripts``:
+    ``full`` | ``errors`` | ``none``; ``summary``: the run's counters. A finished run ends with a summary record."""
     given = inputs if callable(inputs) or isinstance(inputs, Iterator) else list(inputs)
     if summary is None:
         summary = RunSummary(judge=plan.judge.name, keep_outcomes=keep_outcomes, max_rows=max_rows, prices=prices)

@@ -4,15 +4,7 @@
 from __future__ import annotations
 
 from .client import BatchClient, BatchState, NoBatchAPI
-from .run import (
-    DEFAULT_MAX_ROUNDS,
-    DEFAULT_POLL_S,
-    BatchAnswering,
-    BatchSummary,
-    batch_client,
-    batch_judges,
-    evaluate_batch_to_file,
-)
+from .run import DEFAULT_MAX_ROUNDS, DEFAULT_POLL_S, BatchSummary, batch_client, batch_judges, evaluate_batch_to_file
 
-__all__ = ["DEFAULT_MAX_ROUNDS", "DEFAULT_POLL_S", "BatchAnswering", "BatchClient", "BatchState", "BatchSummary", "NoBatchAPI",
+__all__ = ["DEFAULT_MAX_ROUNDS", "DEFAULT_POLL_S", "BatchClient", "BatchState", "BatchSummary", "NoBatchAPI",
            "batch_client", "batch_judges", "evaluate_batch_to_file"]

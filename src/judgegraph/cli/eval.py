@@ -481,7 +481,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
             read: Iterable[LoadedConversation | InputError] | Callable[[], Iterable[LoadedConversation | InputError]]
             read = stream
             if args.batch:  # the judge's batch API answers; each pass reads the inputs again (docs/batch.md)
-                from ..batch import BatchAnswering, BatchSummary
+                from ..batch.run import BatchAnswering, BatchSummary
 
                 summary = BatchSummary(judge=plan.judge.name, keep_outcomes=keep, max_rows=args.max_rows,
                                        prices=prices.batch() if prices else None, list_prices=prices)
