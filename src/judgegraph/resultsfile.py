@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .loaders import InputError
     from .results import Usage
     from .runner import ConversationOutcome
+    from .runs import HeaderLine
 
 TRANSCRIPT_MODES: tuple[str, ...] = ("full", "errors", "none")
 
@@ -117,7 +118,7 @@ class ResumeState:
     torn: bool = False  # a partial last line (a kill mid-write) was cut off
     bad_lines: list[int] = field(default_factory=list)  # unreadable complete lines (left in place, ignored)
     retried: int = 0  # conversation lines with errors taken out to be judged again (retry_errors)
-    header: dict[str, Any] | None = None  # the file's run header (None: an older file, written without one)
+    header: HeaderLine | None = None  # the file's run header (None: an older file, written without one)
 
 
 def check_out_path(out: str | Path, inputs: list[str | Path]) -> None:
