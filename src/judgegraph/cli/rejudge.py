@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from ..judges import resolve_judge
     from ..loaders import load_files
     from ..metrics import MetricNotFound, canonical_name, get_metric
+    from ..resultsfile import ResultsFileError, check_out_path
     from ..steering import RejudgeError, as_prompt
 
     try:
@@ -83,8 +84,10 @@ def run(args: argparse.Namespace) -> int:
     results_path = Path(args.results)
     if not results_path.is_file():
         return _say(f"results file {args.results!r} not found")
-    if Path(args.out).resolve() == results_path.resolve():
-        return _say("--out must be a new file, not RESULTS itself")
+    try:  # not a directory, RESULTS or an input
+        check_out_path(args.out, [results_path, *args.inputs])
+    except ResultsFileError as exc:
+        return _say(exc)
     if refused := common.out_refused(args):
         return _say(refused)
     try:
