@@ -121,8 +121,10 @@ class ResumeState:
     header: HeaderLine | None = None  # the file's run header (None: an older file, written without one)
 
 
-def check_out_path(out: str | Path, inputs: list[str | Path]) -> None:
-    """Refuse an ``--out`` that is a directory or one of the input files."""
+def check_out_path(out: str | Path, inputs: list[str | Path], *, resume: bool | None = None,
+                   overwrite: bool = False) -> None:
+    """Refuse an ``--out`` that is a directory or one of the input files and, when ``resume`` is given, a file
+    holding results neither resumed nor overwritten."""
     p = Path(out)
     if p.is_dir():
         raise ResultsFileError(f"--out {out} is a directory; give a file path such as {p / 'results.jsonl'}")
@@ -133,6 +135,9 @@ def check_out_path(out: str | Path, inputs: list[str | Path]) -> None:
             same = False
         if same:
             raise ResultsFileError(f"--out {out} is one of the input files; writing results there would destroy it")
+    if resume is False and not overwrite and is_nonempty(p):
+        raise ResultsFileError(f"{out} already holds results: pass --resume to continue that run, or --overwrite to "
+                               "replace it (or choose another --out)")
 
 
 def check_writable(out: str | Path) -> None:

@@ -28,7 +28,7 @@ from .metrics import DEFAULT_METRICS, canonical_name, get_metric
 from .pricing import Prices
 from .report import build_metric, check_unique_names, create_report_graph
 from .results import JudgeErrorInfo, MetricResult, Usage
-from .resultsfile import ResultsFileError, ResultsWriter, ResumeState, check_out_path, is_nonempty, scan_results
+from .resultsfile import ResultsFileError, ResultsWriter, ResumeState, check_out_path, scan_results
 from .scoring import build_result
 from .state import MetricInput, MetricOutput, MetricState, conversation_of
 
@@ -500,9 +500,7 @@ def open_run(inputs: Iterable[object], plan: MetricPlan, out: str | Path, summar
     if retry_errors and not resume:
         raise ResultsFileError("retry_errors needs resume")
     paths = [i for i in inputs if isinstance(i, (str, Path))]
-    check_out_path(out, paths)
-    if is_nonempty(out) and not resume and not overwrite:
-        raise ResultsFileError(f"{out} already holds results; resume it (--resume) or replace it (--overwrite)")
+    check_out_path(out, paths, resume=resume, overwrite=overwrite)
     start = runheader.start_run(out, plan, paths, header, resume=resume)
     state: ResumeState | None = None
     if resume:

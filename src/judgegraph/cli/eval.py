@@ -211,15 +211,12 @@ def _unusable_inputs(files: list[str]) -> list[str]:
 def _out_error(args: argparse.Namespace) -> str | None:
     """``--out`` checked before any work: not an input, not a directory, and not
     a results file that would be lost (unless --resume / --overwrite)."""
-    from ..resultsfile import ResultsFileError, check_out_path, is_nonempty
+    from ..resultsfile import ResultsFileError, check_out_path
 
-    try:
-        check_out_path(args.out, args.files)
+    try:  # a dry run writes nothing
+        check_out_path(args.out, args.files, resume=args.resume, overwrite=args.overwrite or args.dry_run)
     except ResultsFileError as exc:
         return str(exc)
-    if is_nonempty(args.out) and not args.resume and not args.overwrite and not args.dry_run:  # a dry run writes nothing
-        return (f"{args.out} already holds results: pass --resume to continue that run, "
-                "or --overwrite to replace it (or choose another --out)")
     from pathlib import Path
 
     for flag, value in (("--junit", args.junit), ("--html", args.html)):  # written after the run: checked before it
