@@ -141,10 +141,12 @@ def check_out_path(out: str | Path, inputs: list[str | Path], *, resume: bool | 
 
 
 def check_writable(out: str | Path) -> None:
-    """Open ``out`` for appending (creating it and its folder): :class:`OSError` when it cannot be written."""
-    p = Path(out)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.open("a", encoding="utf-8").close()
+    """Open ``out`` for appending (creating it and its folder): :class:`ResultsFileError` when it cannot be written."""
+    try:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).open("a", encoding="utf-8").close()
+    except OSError as exc:
+        raise ResultsFileError(f"cannot write --out {out}: {exc.strerror or exc}") from None
 
 
 def is_nonempty(path: str | Path) -> bool:

@@ -227,17 +227,6 @@ def _out_error(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _out_unwritable(args: argparse.Namespace) -> str | None:
-    """Open ``--out`` for appending (creating it), the last check before any work."""
-    from ..resultsfile import check_writable
-
-    try:
-        check_writable(args.out)
-    except OSError as exc:
-        return f"cannot write --out {args.out}: {exc.strerror or exc}"
-    return None
-
-
 def _jurors(args: argparse.Namespace, judge: Judge) -> list[str]:
     """The judge's jurors' names, one per repeat (a judge alone: itself); a dry run's judge stands for the first
     model only, so its jury is read from the command line."""
@@ -328,8 +317,13 @@ def run(args: argparse.Namespace) -> int:
     args.header = eval_header(args, plan, _judge_settings(args))
     if refused := resume_refused(args, args.header, err):
         return usage_error(err, refused)
-    if not args.dry_run and (unwritable := _out_unwritable(args)):
-        return usage_error(err, unwritable)
+    from ..resultsfile import ResultsFileError, check_writable
+
+    try:  # the last check before any work (a dry run writes nothing)
+        if not args.dry_run:
+            check_writable(args.out)
+    except ResultsFileError as exc:
+        return usage_error(err, exc)
     held, locked = common.lock_out(args)
     if locked:
         return usage_error(err, locked)
