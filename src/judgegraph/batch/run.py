@@ -195,9 +195,7 @@ class BatchAnswering:
         self.client = client or batch_client(plan.judge, check=False)
         self.answers = BatchAnswers(max_retries=max(getattr(self.judges[0], "max_retries", 3), 0))
         self.say: Callable[[str], None] = say or (lambda _line: None)
-        self.redact: Callable[[str], str] = self.judges[0].redact
         self.rounds = 0  # rounds of batches this run submitted (a round is split over several past 50,000 requests)
-        self.problem: str | None = None
         self.stop = asyncio.Event()
 
     async def judge_one(self, item: LoadedConversation) -> ConversationOutcome | None:
@@ -223,18 +221,17 @@ class BatchAnswering:
             rounds = itertools.count(max((int(_number(r.round) or 0) for r in recorded.values()), default=0) + 1)
             while not stop.is_set():
                 number = next(rounds)
-                self.answers.final = self.rounds >= self.max_rounds and self.problem is None
+                self.answers.final = self.rounds >= self.max_rounds and self.summary.problem is None
                 for j in self.judges:  # a pass's own cache: what an earlier pass judged is judged again and counted
                     if j.cache is not None:
                         j.cache = JudgeCache(j.cache.maxsize, disk=cast("DiskCache | None", disks.get(id(j))))
                 self.summary.unfinished = 0
                 yield self.judge_one
                 bodies = self.answers.take_pending()
-                if not bodies or self.answers.final or self.problem is not None or stop.is_set():
+                if not bodies or self.answers.final or self.summary.problem is not None or stop.is_set():
                     break
                 await self.send(bodies, number, self.plan.judge.name)
-            self.summary.problem = self.problem
-            if self.answers.given_up and self.problem is None:
+            if self.answers.given_up and self.summary.problem is None:
                 self.summary.problem = (f"{self.answers.given_up} requests still had no answer after "
                                         f"{self.max_rounds} batches (max_rounds): their conversations are written "
                                         "with those judge errors")
@@ -291,13 +288,13 @@ class BatchAnswering:
                 record["cost_usd"] = self.summary.list_prices.batch().cost(usage)
                 record["list_cost_usd"] = self.summary.list_prices.cost(usage)
             if state.errors:
-                record["errors"] = [self.redact(e) for e in state.errors]
+                record["errors"] = [self.judges[0].redact(e) for e in state.errors]
             self.writer.write(record)
         self.summary.batches.append(BatchLine(id=state.id, round=number, status=state.status, requests=requests,
                                               completed=state.completed, failed=state.failed))
-        if state.status != "completed" and self.problem is None and not ended:  # an earlier run reported it
-            why = f": {'; '.join(self.redact(e) for e in state.errors[:3])}" if state.errors else ""
-            self.problem = (f"batch {state.id} {state.status}{why}; {state.completed} of {state.total or requests} "
+        if state.status != "completed" and self.summary.problem is None and not ended:  # an earlier run reported it
+            why = f": {'; '.join(self.judges[0].redact(e) for e in state.errors[:3])}" if state.errors else ""
+            self.summary.problem = (f"batch {state.id} {state.status}{why}; {state.completed} of {state.total or requests} "
                             "requests answered and used; --resume sends the rest")
 
     def _load(self, state: BatchState) -> Usage:
