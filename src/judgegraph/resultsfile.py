@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .loaders import InputError
     from .results import Usage
     from .runner import ConversationOutcome
+    from .runs import HeaderLine
 
 TRANSCRIPT_MODES: tuple[str, ...] = ("full", "errors", "none")
 
@@ -54,12 +55,15 @@ def filter_transcripts(record: dict[str, Any], mode: str) -> dict[str, Any]:
 
 
 class ResultsWriter:
-    """Appends one JSON line per conversation and input error, flushed at once; ``cost``
-    gives each line's ``cost_usd``."""
+    """The one writer of results files (eval, workers, Ray, batch, watch, rejudge, pairwise, simulate): one JSON
+    line per record, flushed at once; :meth:`outcome` and :meth:`input_error` write the run's own lines (``cost``
+    gives each line's ``cost_usd``), :meth:`write` any record (a header, a summary, a batch, a comparison),
+    :meth:`copy` a line of another results file as it was. ``errors``: how a lone surrogate is written
+    (``surrogateescape``: a byte read that way goes back as it was)."""
 
     def __init__(self, path: str | Path, *, mode: str = "w", transcripts: str = "full",
                  skip_input_errors: set[tuple[object, ...]] | None = None,
-                 cost: Callable[[Usage], float | None] | None = None) -> None:
+                 cost: Callable[[Usage], float | None] | None = None, errors: str = "backslashreplace") -> None:
         if transcripts not in TRANSCRIPT_MODES:
             raise ValueError(f"transcripts must be one of {', '.join(TRANSCRIPT_MODES)}, got {transcripts!r}")
         self.path = Path(path)
@@ -69,12 +73,16 @@ class ResultsWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # A lone surrogate (from "\udfff" in the input) cannot be encoded as UTF-8:
         # written as the JSON escape "\udfff" it reads back as the same string.
-        self._fh: IO[str] = self.path.open(mode, encoding="utf-8", errors="backslashreplace")
+        self._fh: IO[str] = self.path.open(mode, encoding="utf-8", errors=errors)
         self._failed = False
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: Mapping[str, Any]) -> None:
+        self.copy(json.dumps(record, ensure_ascii=False))
+
+    def copy(self, line: str) -> None:
+        """``line`` (a JSON record's text) as a line of the file."""
         try:
-            self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._fh.write(line if line.endswith("\n") else line + "\n")
             self._fh.flush()
         except OSError as exc:  # a full disk, /dev/full: the lines written before stay
             self._failed = True
@@ -110,11 +118,13 @@ class ResumeState:
     torn: bool = False  # a partial last line (a kill mid-write) was cut off
     bad_lines: list[int] = field(default_factory=list)  # unreadable complete lines (left in place, ignored)
     retried: int = 0  # conversation lines with errors taken out to be judged again (retry_errors)
-    header: dict[str, Any] | None = None  # the file's run header (None: an older file, written without one)
+    header: HeaderLine | None = None  # the file's run header (None: an older file, written without one)
 
 
-def check_out_path(out: str | Path, inputs: list[str | Path]) -> None:
-    """Refuse an ``--out`` that is a directory or one of the input files."""
+def check_out_path(out: str | Path, inputs: list[str | Path], *, resume: bool | None = None,
+                   overwrite: bool = False) -> None:
+    """Refuse an ``--out`` that is a directory or one of the input files and, when ``resume`` is given, a file
+    holding results neither resumed nor overwritten."""
     p = Path(out)
     if p.is_dir():
         raise ResultsFileError(f"--out {out} is a directory; give a file path such as {p / 'results.jsonl'}")
@@ -125,6 +135,18 @@ def check_out_path(out: str | Path, inputs: list[str | Path]) -> None:
             same = False
         if same:
             raise ResultsFileError(f"--out {out} is one of the input files; writing results there would destroy it")
+    if resume is False and not overwrite and is_nonempty(p):
+        raise ResultsFileError(f"{out} already holds results: pass --resume to continue that run, or --overwrite to "
+                               "replace it (or choose another --out)")
+
+
+def check_writable(out: str | Path) -> None:
+    """Open ``out`` for appending (creating it and its folder): :class:`ResultsFileError` when it cannot be written."""
+    try:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).open("a", encoding="utf-8").close()
+    except OSError as exc:
+        raise ResultsFileError(f"cannot write --out {out}: {exc.strerror or exc}") from None
 
 
 def is_nonempty(path: str | Path) -> bool:

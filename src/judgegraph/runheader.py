@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .judges.base import Judge
     from .pricing import Prices
     from .runner import MetricPlan, RunSummary
+    from .runs import HeaderLine
 
 __all__ = [
     "FORMAT",
@@ -431,7 +432,7 @@ class RunStart:
     resumed), whether the file starts afresh (``fresh``: the header is its first line) and when it started."""
 
     header: dict[str, Any]
-    old: dict[str, Any] | None
+    old: HeaderLine | None
     fresh: bool
     started: datetime
 
@@ -453,7 +454,7 @@ def start_run(out: str | Path, plan: MetricPlan, inputs: Sequence[str | Path], h
     head = dict(header) if header is not None else run_header(plan, inputs=inputs, started_at=started)
     from .runs import read_header
 
-    old = line.data() if resume and (line := read_header(out)) is not None else None
-    if old is not None and (changed := differences(old, head)):
+    old = read_header(out) if resume else None
+    if old is not None and (changed := differences(old.data(), head)):
         raise RunSettingsChanged(out, changed)
     return RunStart(head, old, not (resume and is_nonempty(out)), started)

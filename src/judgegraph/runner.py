@@ -7,14 +7,15 @@ outcomes in any order, :mod:`judgegraph.resultsfile` writes and resumes the file
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import gc
 import itertools
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -27,7 +28,7 @@ from .metrics import DEFAULT_METRICS, canonical_name, get_metric
 from .pricing import Prices
 from .report import build_metric, check_unique_names, create_report_graph
 from .results import JudgeErrorInfo, MetricResult, Usage
-from .resultsfile import ResultsFileError, ResultsWriter, ResumeState, check_out_path, is_nonempty, scan_results
+from .resultsfile import ResultsFileError, ResultsWriter, ResumeState, check_out_path, scan_results
 from .scoring import build_result
 from .state import MetricInput, MetricOutput, MetricState, conversation_of
 
@@ -35,6 +36,8 @@ __all__ = [
     "ConversationOutcome",
     "MetricPlan",
     "ResultsFileError",
+    "Answering",
+    "JudgeOne",
     "ResultsWriter",
     "RunSummary",
     "evaluate_async",
@@ -47,6 +50,8 @@ __all__ = [
 DEFAULT_ROWS = 50
 #: Input errors a summary keeps whole (the rest are counted).
 KEPT_INPUT_ERRORS = 1000
+
+Item = LoadedConversation | InputError
 
 
 @dataclass
@@ -113,6 +118,8 @@ class RunSummary:
     failed_runs: int = 0
     usage: Usage = field(default_factory=Usage)
     interrupted: bool = False
+    problem: str | None = None  # why the run ended before every conversation was judged (a failed batch): exit 3
+    unfinished: int = 0  # conversations left for a --resume (their judge requests not all answered)
     _rows: list[tuple[int, ConversationOutcome]] = field(default_factory=list, repr=False)
     _seq: Iterator[int] = field(default_factory=lambda: itertools.count(-(10**12)), repr=False)
 
@@ -173,13 +180,18 @@ class RunSummary:
         return sum(self.statuses.values())
 
     @property
+    def complete(self) -> bool:
+        """Every conversation judged: the run is finished (a summary line ends its file)."""
+        return not self.interrupted and self.problem is None and not self.unfinished
+
+    @property
     def exit_code(self) -> int:
         """0 passed; 1 a threshold failed; 3 something could not be judged, or nothing
-        was (an empty input is never a pass); 130 stopped by Ctrl-C."""
+        was (an empty input is never a pass), or the run could not finish (``problem``); 130 stopped by Ctrl-C."""
         if self.interrupted:
             return 130
         if (self.input_error_count or self.judge_errors or self.count("error") or self.failed_runs
-                or not self.conversations):
+                or not self.conversations or self.problem):
             return 3
         if self.count("failed"):
             return 1
@@ -345,12 +357,14 @@ async def evaluate_async(
     on_outcome: Callable[[ConversationOutcome], None] | None = None,
     on_input_error: Callable[[InputError], None] | None = None, summary: RunSummary | None = None,
     skip: set[str] | frozenset[str] = frozenset(), stop: asyncio.Event | None = None,
-    judge_one: Callable[[LoadedConversation], Awaitable[ConversationOutcome]] | None = None,
+    judge_one: JudgeOne | None = None,
 ) -> RunSummary:
     """Judge ``items`` lazily, at most ``max_conversations`` at once, passing over
     ids in ``skip``. Setting ``stop`` starts nothing new and cancels (neither
     writes nor counts) what is in flight. ``judge_one`` (default
-    :func:`judge_conversation`) is how worker pools (:mod:`judgegraph.scale`) plug in."""
+    :func:`judge_conversation`) is how a conversation is answered elsewhere (worker processes, Ray:
+    :mod:`judgegraph.scale`; the Batch API: :mod:`judgegraph.batch`); its None is a conversation not
+    finished in this pass (neither counted nor passed on)."""
     if max_conversations < 1:
         raise ValueError(f"max_conversations must be >= 1, got {max_conversations}")
     summary = summary if summary is not None else RunSummary(judge=plan.judge.name)
@@ -358,13 +372,15 @@ async def evaluate_async(
     stopper = asyncio.ensure_future(stop.wait())
     work = judge_one or functools.partial(judge_conversation, plan=plan)
     positions = itertools.count()  # every conversation of the input, skipped ones too: its place in the inputs
-    order: dict[asyncio.Task[ConversationOutcome], int] = {}  # its place in the input: rows are shown in this order
-    pending: set[asyncio.Task[ConversationOutcome]] = set()
+    order: dict[asyncio.Task[ConversationOutcome | None], int] = {}  # its place in the input: rows in this order
+    pending: set[asyncio.Task[ConversationOutcome | None]] = set()
 
-    def finish(done: set[asyncio.Task[ConversationOutcome]]) -> None:
+    def finish(done: set[asyncio.Task[ConversationOutcome | None]]) -> None:
         for task in done:
-            outcome = task.result()
-            outcome.position = order.pop(task, None)
+            outcome, position = task.result(), order.pop(task, None)
+            if outcome is None:  # not finished in this pass
+                continue
+            outcome.position = position
             summary.add(outcome, order=outcome.position)
             if on_outcome:
                 on_outcome(outcome)
@@ -432,6 +448,43 @@ class OpenRun:
         """The summary line of a finished run (a stopped one is finished by its resume)."""
         self.writer.write(runheader.run_summary(self.summary, self.start.started, prices))
 
+    async def execute(self, plan: MetricPlan, read: Callable[[bool], Iterable[Item]], answering: Answering,
+                      stop: asyncio.Event, *, skip: set[str] | None = None, max_conversations: int = 32,
+                      on_outcome: Callable[[ConversationOutcome], None] | None = None,
+                      on_input_error: Callable[[InputError], None] | None = None) -> RunSummary:
+        """The one run loop: each pass ``answering`` yields reads its conversations (``read(first pass)``),
+        judges them (:func:`evaluate_async`) and writes each finished one and each input error. A conversation
+        written is added to ``skip`` (when given), which the next passes pass over. The writer stays open."""
+
+        def wrote(outcome: ConversationOutcome) -> None:
+            self.writer.outcome(outcome)
+            if skip is not None:
+                skip.add(outcome.conversation_id)
+            if on_outcome:
+                on_outcome(outcome)
+
+        def bad(error: InputError) -> None:
+            self.writer.input_error(error)
+            if on_input_error:
+                on_input_error(error)
+
+        async with contextlib.aclosing(answering(self, stop)) as passes:
+            first = True
+            async for judge in passes:
+                await evaluate_async(read(first), plan, max_conversations=max_conversations, on_outcome=wrote,
+                                     on_input_error=bad, summary=self.summary, stop=stop, judge_one=judge,
+                                     skip=frozenset() if skip is None else skip)
+                first = False
+        self.summary.interrupted = self.summary.interrupted or stop.is_set()
+        return self.summary
+
+
+#: How one conversation is judged (worker processes, Ray, the Batch API); None: not finished in this pass.
+JudgeOne = Callable[[LoadedConversation], Awaitable["ConversationOutcome | None"]]
+#: How a run's judge requests are answered: given the opened run and its stop event, yields each pass's
+#: ``judge_one`` (None: here) until no pass is needed (:func:`evaluate_to_file`).
+Answering = Callable[["OpenRun", asyncio.Event], AsyncGenerator["JudgeOne | None", None]]
+
 
 def open_run(inputs: Iterable[object], plan: MetricPlan, out: str | Path, summary: RunSummary, *,
              resume: bool = False, retry_errors: bool = False, overwrite: bool = False, transcripts: str = "full",
@@ -447,9 +500,7 @@ def open_run(inputs: Iterable[object], plan: MetricPlan, out: str | Path, summar
     if retry_errors and not resume:
         raise ResultsFileError("retry_errors needs resume")
     paths = [i for i in inputs if isinstance(i, (str, Path))]
-    check_out_path(out, paths)
-    if is_nonempty(out) and not resume and not overwrite:
-        raise ResultsFileError(f"{out} already holds results; resume it (--resume) or replace it (--overwrite)")
+    check_out_path(out, paths, resume=resume, overwrite=overwrite)
     start = runheader.start_run(out, plan, paths, header, resume=resume)
     state: ResumeState | None = None
     if resume:
@@ -465,48 +516,51 @@ def open_run(inputs: Iterable[object], plan: MetricPlan, out: str | Path, summar
 
 
 async def evaluate_to_file(
-    inputs: Iterable[str | Path] | Iterable[LoadedConversation | InputError], plan: MetricPlan, out: str | Path, *,
+    inputs: Iterable[str | Path | Item] | Callable[[], Iterable[Item]],
+    plan: MetricPlan, out: str | Path, *,
     resume: bool = False, retry_errors: bool = False, overwrite: bool = False, transcripts: str = "full",
     prices: Prices | None = None, max_conversations: int = 32, keep_outcomes: bool = True, max_rows: int = DEFAULT_ROWS,
     on_outcome: Callable[[ConversationOutcome], None] | None = None,
     on_input_error: Callable[[InputError], None] | None = None,
     on_resumed: Callable[[ResumeState], None] | None = None, stop: asyncio.Event | None = None,
-    judge_one: Callable[[LoadedConversation], Awaitable[ConversationOutcome]] | None = None,
+    judge_one: JudgeOne | None = None, answering: Answering | None = None, summary: RunSummary | None = None,
     header: Mapping[str, Any] | None = None,
 ) -> RunSummary:
-    """Judge ``inputs`` (paths or loaded items) into the results file ``out`` (:func:`open_run`).
-    ``resume`` skips (but counts) what ``out`` holds complete, after cutting a torn
-    last line; with ``retry_errors`` errored conversations are judged again. A
-    non-empty ``out`` without ``resume`` needs ``overwrite``. ``transcripts``:
-    ``full`` | ``errors`` | ``none``. ``judge_one``: how a conversation is judged elsewhere (worker processes, Ray);
-    the Batch API's run is :func:`judgegraph.batch.evaluate_batch_to_file`, on the same :func:`open_run`.
-    ``header``: the run's header record (:func:`judgegraph.runheader.run_header`; by default one built from
-    ``plan`` and the inputs), the file's first line; a finished run ends with a summary record. Resuming a
-    file whose header differs in what decides a verdict raises :class:`~judgegraph.runheader.RunSettingsChanged`
-    naming each difference; a file without a header resumes as before."""
-    items = list(inputs) if not isinstance(inputs, Iterator) else inputs
-    summary = RunSummary(judge=plan.judge.name, keep_outcomes=keep_outcomes, max_rows=max_rows, prices=prices)
-    run = open_run(items if isinstance(items, list) else [], plan, out, summary, resume=resume,
+    """Judge ``inputs`` (paths, loaded items, or a function giving the items afresh) into the results file ``out``:
+    the run opened once (:func:`open_run`: ``resume`` skips but counts what ``out`` holds complete, with
+    ``retry_errors`` errored conversations judged again; a non-empty ``out`` without ``resume`` needs
+    ``overwrite``; ``header``, by default one built from ``plan`` and the inputs, is its first line or is checked
+    against the resumed file's) and executed by the one loop (:meth:`OpenRun.execute`), whatever answers the
+    judge's requests: here, ``judge_one`` (worker processes, Ray: :func:`judgegraph.scale.judge_pool`) or
+    ``answering``, pass by pass (the Batch API: :func:`judgegraph.batch.evaluate_batch_to_file`). ``transcripts``:
+    ``full`` | ``errors`` | ``none``; ``summary``: the run's counters. A finished run ends with a summary record."""
+    given = inputs if callable(inputs) or isinstance(inputs, Iterator) else list(inputs)
+    if summary is None:
+        summary = RunSummary(judge=plan.judge.name, keep_outcomes=keep_outcomes, max_rows=max_rows, prices=prices)
+    run = open_run(given if isinstance(given, list) else [], plan, out, summary, resume=resume,
                    retry_errors=retry_errors, overwrite=overwrite, transcripts=transcripts,
                    cost=prices.cost if prices else None, header=header, on_resumed=on_resumed)
-    stream = iter_inputs(run.paths, seen=set()) if run.paths else iter(items)
+    stop = stop if stop is not None else asyncio.Event()
 
-    def wrote(outcome: ConversationOutcome) -> None:
-        run.writer.outcome(outcome)
-        if on_outcome:
-            on_outcome(outcome)
-
-    def bad(error: InputError) -> None:
-        run.writer.input_error(error)
-        if on_input_error:
-            on_input_error(error)
+    def stream(first: bool) -> Iterator[Item]:
+        items = given() if callable(given) else cast("Iterable[Item]", given)  # no paths: loaded items
+        read = iter_inputs(run.paths, seen=set()) if run.paths else iter(items)
+        return read if first else (i for i in read if not isinstance(i, InputError))  # said by the first pass
 
     try:
-        await evaluate_async(stream, plan, max_conversations=max_conversations, on_outcome=wrote,
-                             on_input_error=bad, summary=summary, skip=run.done, stop=stop, judge_one=judge_one)
-        if not summary.interrupted:  # a finished run; a stopped one is finished by its resume
-            run.finish(prices)
+        await run.execute(plan, stream, answering or live(judge_one), stop, skip=run.done,
+                          max_conversations=max_conversations, on_outcome=on_outcome, on_input_error=on_input_error)
+        if summary.complete:  # a stopped or failed run is finished by its resume
+            run.finish(summary.prices)
         return summary
     finally:
         run.writer.close()
 
+
+def live(judge_one: JudgeOne | None = None) -> Answering:
+    """Answering in one pass, by ``judge_one`` (None: here; worker processes, Ray: :mod:`judgegraph.scale`)."""
+
+    async def one_pass(_run: OpenRun, _stop: asyncio.Event) -> AsyncGenerator[JudgeOne | None, None]:
+        yield judge_one
+
+    return one_pass

@@ -22,7 +22,7 @@ import contextlib
 import hashlib
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
     from .pricing import Prices
     from .runheader import RunStart
-    from .runner import ConversationOutcome, MetricPlan, RunSummary
+    from .runner import ConversationOutcome, MetricPlan, OpenRun, RunSummary
 
 #: Judgements of a thread at most, when each one had judge errors.
 MAX_TRIES = 3
@@ -69,17 +69,23 @@ class ThreadSource(Protocol):
         ...
 
 
-@dataclass
-class CheckpointerThreads:
-    """The threads of a checkpointer run by ``assistant`` with ``metadata`` (both optional; ``where`` names it in
-    sources and errors)."""
+@dataclass(kw_only=True)
+class _Filtered:
+    """Which threads of a source are watched (run by ``assistant`` with ``metadata``, both optional) and how
+    a thread reads as a conversation."""
 
-    checkpointer: BaseCheckpointSaver[Any]
-    where: str
     assistant: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     context_key: str | None = CONTEXT_KEY
     messages_key: str = MESSAGES_KEY
+
+
+@dataclass
+class CheckpointerThreads(_Filtered):
+    """The threads of a checkpointer (``where`` names it in sources and errors)."""
+
+    checkpointer: BaseCheckpointSaver[Any]
+    where: str
 
     def threads(self) -> Iterator[ThreadInfo]:
         return (t for t in checkpointer_threads(self.checkpointer) if matches(t, self.assistant, self.metadata))
@@ -91,15 +97,11 @@ class CheckpointerThreads:
 
 
 @dataclass
-class ServerThreads:
-    """The threads of a LangGraph server, run by ``assistant`` with ``metadata`` (both optional)."""
+class ServerThreads(_Filtered):
+    """The threads of a LangGraph server."""
 
     client: SyncLangGraphClient
     where: str
-    assistant: str | None = None
-    metadata: dict[str, str] = field(default_factory=dict)
-    context_key: str | None = CONTEXT_KEY
-    messages_key: str = MESSAGES_KEY
 
     def threads(self) -> Iterator[ThreadInfo]:
         from .loaders.langgraph_server import server_threads
@@ -216,6 +218,7 @@ class Watch:
     start: RunStart | None = None
     polls: int = 0
     _read: dict[str, Conversation] = field(default_factory=dict, repr=False)
+    _final: list[tuple[Conversation, ConversationOutcome]] = field(default_factory=list, repr=False)
 
     def due(self) -> Iterator[LoadedConversation | InputError]:
         """One poll's threads to judge, read one at a time."""
@@ -247,57 +250,55 @@ class Watch:
                                  f"{type(exc).__name__}: {exc}")
 
     async def run(self, stop: asyncio.Event) -> RunSummary:
-        """Poll until ``stop`` is set or ``max_polls`` polls are done, ``interval`` seconds apart."""
+        """Poll until ``stop`` is set or ``max_polls`` polls are done, ``interval`` seconds apart: the runner's one
+        loop (:meth:`~judgegraph.runner.OpenRun.execute`), a pass per poll, its conversations the threads due."""
         from .resultsfile import ResultsWriter
         from .runheader import run_summary
-        from .runner import RunSummary, evaluate_async
+        from .runner import OpenRun, RunSummary
 
         start = self.start or begin(self.out, self.plan, self.source)
         summary = RunSummary(judge=self.plan.judge.name, keep_outcomes=False, max_rows=0, prices=self.prices)
         writer = ResultsWriter(self.out, mode="a", transcripts=self.transcripts,
                                cost=self.prices.cost if self.prices else None)
         start.write_header(writer)
+        run = OpenRun(start, summary, writer, [], set(), None)
         key = self.source.where
 
-        final: list[tuple[Conversation, ConversationOutcome]] = []
-
-        def wrote(outcome: ConversationOutcome) -> None:
-            writer.outcome(outcome)
+        def judged(outcome: ConversationOutcome) -> None:
             self.remembered.record(key, outcome.conversation_id, ok=_ok(outcome))
             conversation = self._read.pop(outcome.conversation_id, None)
             if conversation is not None and self.remembered.done(key, outcome.conversation_id):
-                final.append((conversation, outcome))
+                self._final.append((conversation, outcome))
             if self.on_outcome:
                 self.on_outcome(outcome)
 
-        def bad(error: InputError) -> None:
-            writer.input_error(error)
-            if self.on_input_error:
-                self.on_input_error(error)
-
         try:
-            while not stop.is_set():
-                self.polls += 1
-                before = summary.conversations
-                started = time.monotonic()
-                await evaluate_async(self.due(), self.plan, max_conversations=self.max_conversations,
-                                     on_outcome=wrote, on_input_error=bad, summary=summary, stop=stop)
-                self._read.clear()  # read but not judged (stopped): read again at the next poll
-                if self.on_judged is not None and final:
-                    await asyncio.to_thread(self.on_judged, final.copy())
-                    final.clear()
-                if self.on_poll:
-                    self.on_poll(self.polls, summary.conversations - before)
-                if stop.is_set() or (self.max_polls is not None and self.polls >= self.max_polls):
-                    break
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), max(0.0, self.interval - (time.monotonic() - started)))
-            summary.interrupted = stop.is_set()
+            await run.execute(self.plan, lambda _first: self.due(), self._polls, stop,
+                              max_conversations=self.max_conversations, on_outcome=judged,
+                              on_input_error=self.on_input_error)
             writer.write(run_summary(file_summary(self.out, self.plan.judge.name, self.prices), start.started,
                                      self.prices))
         finally:
             writer.close()
         return summary
+
+    async def _polls(self, run: OpenRun, stop: asyncio.Event) -> AsyncGenerator[None, None]:
+        """The watch's passes (:data:`~judgegraph.runner.Answering`, answered here): a poll each."""
+        while not stop.is_set():
+            self.polls += 1
+            before = run.summary.conversations
+            started = time.monotonic()
+            yield None
+            self._read.clear()  # read but not judged (stopped): read again at the next poll
+            if self.on_judged is not None and self._final:
+                await asyncio.to_thread(self.on_judged, self._final.copy())
+                self._final.clear()
+            if self.on_poll:
+                self.on_poll(self.polls, run.summary.conversations - before)
+            if stop.is_set() or (self.max_polls is not None and self.polls >= self.max_polls):
+                break
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), max(0.0, self.interval - (time.monotonic() - started)))
 
 
 def file_summary(path: str | Path, judge: str = "", prices: Prices | None = None) -> RunSummary:

@@ -269,7 +269,7 @@ def test_python_api_and_dry_run_at_batch_price(inputs, tmp_path, env):
         assert judge.via is None  # the judge is given back as it was
     assert summary.exit_code == 0 and summary.conversations == 2 and summary.usage.calls == 5
     assert summary.cost_usd == pytest.approx(summary.list_cost_usd / 2)
-    assert [b["status"] for b in summary.batches] == ["completed"]
+    assert [b.status for b in summary.batches] == ["completed"]
     assert any("completed, 5/5 done" in line for line in lines)
     dry = judgegraph(inputs, "--model", "openai:gpt-4.1-mini", "--dry-run", "--batch", env=env)
     assert dry.returncode == 0 and "batch price, 0.5 of list" in dry.stdout
@@ -327,3 +327,33 @@ def test_a_batch_run_has_the_run_header_and_summary_and_resume_refuses_other_set
         again = cli(inputs, out, server, "--resume", "--threshold", "0.9", env=env)
         assert again.returncode == 2 and "threshold" in again.stderr, again.stdout + again.stderr
         assert server.batches.created == created
+
+
+def test_a_batch_run_is_the_runners_one_loop_a_pass_per_batch_round(inputs, tmp_path, monkeypatch):
+    """Issue 25: the Batch API answers judge requests under runner.evaluate_to_file's loop (OpenRun.execute), not
+    a loop of its own; round 2 (the re-ask of an invalid reply) is a second pass of that loop."""
+    from judgegraph.runner import OpenRun
+
+    loops: list[int] = []
+    execute = OpenRun.execute
+
+    async def counted(self, plan, read, answering, stop, **kw):
+        async def passes(run, stop):
+            async for judge in answering(run, stop):
+                loops[-1] += 1
+                yield judge
+
+        loops.append(0)
+        return await execute(self, plan, read, passes, stop, **kw)
+
+    monkeypatch.setattr(OpenRun, "execute", counted)
+    with FakeOpenAIServer(ScriptedResponder([(reasks, NO), (reply_is("Paris"), [BROKEN, NO])], default=YES),
+                          batch_polls=0) as server:
+        judge = resolve_judge("openai:gpt-4.1-mini", base_url=server.base_url, cache=False)
+        summary = asyncio.run(evaluate_batch_to_file([inputs], MetricPlan(None, judge), tmp_path / "out.jsonl",
+                                                     poll_s=0.01))
+        assert server.batches.created == 2
+    assert loops == [3]  # a pass per round, and the last finding nothing left to ask
+    assert summary.exit_code == 0 and summary.conversations == 2 and summary.unfinished == 0
+    kinds = [r["type"] for r in map(json.loads, (tmp_path / "out.jsonl").read_text().splitlines())]
+    assert kinds[0] == "header" and kinds[-1] == "summary" and kinds.count("conversation") == 2

@@ -158,3 +158,18 @@ def test_rejudge_writes_its_own_header_and_diff_names_what_was_rejudged(files, c
     assert "re-judged" in out and "rubric" in out and "gpt-4.1" in out
     assert main(["show", str(new), "--conversation", "math", "--metric", "turn_relevancy"]) == 0
     assert "verdicts by two judges: llm:gpt-4.1: 1; llm:gpt-4.1-mini: 0, 2" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("target", ["results", "chats", "folder"])
+def test_rejudge_refuses_an_out_that_is_results_an_input_or_a_folder(files, capsys, target):
+    """rejudge's --out is checked as eval's (resultsfile.check_out_path): the conversations file given with --input
+    was not protected: with --overwrite the new file replaced it."""
+    tmp, conv = files
+    results = tmp / "results.jsonl"
+    results.write_text('{"type": "header"}\n', encoding="utf-8")
+    out = {"results": results, "chats": conv, "folder": tmp}[target]
+    before = conv.read_bytes()
+    status = main(["rejudge", str(results), "--input", str(conv), "-m", "turn-relevancy", "--rubric", "R",
+                   "--model", "gpt-4.1-mini", "--base-url", "http://127.0.0.1:9", "--out", str(out), "--overwrite"])
+    assert status == 2 and conv.read_bytes() == before
+    assert ("is a directory" if target == "folder" else "is one of the input files") in capsys.readouterr().err

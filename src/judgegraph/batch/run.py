@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union, cast
@@ -29,13 +29,15 @@ from ..resultsfile import ResultsWriter
 from ..runner import (
     DEFAULT_ROWS,
     ConversationOutcome,
+    JudgeOne,
     MetricPlan,
+    OpenRun,
     RunSummary,
-    evaluate_async,
+    evaluate_to_file,
     judge_conversation,
-    open_run,
 )
-from ..runs.read import records as iter_records
+from ..runs import BatchLine, NotAResultsFile, read_run
+from ..runs.record import number as _number
 from .answers import BatchAnswers, PendingWatch
 from .client import BatchClient, BatchState, NoBatchAPI, chunks
 
@@ -43,7 +45,6 @@ if TYPE_CHECKING:
     from ..judges.cache import DiskCache
     from ..judges.llm import LLMJudge
     from ..loaders import InputError, LoadedConversation
-    from ..resultsfile import ResumeState
 
 __all__ = ["BatchSummary", "NoBatchAPI", "batch_client", "batch_judges", "evaluate_batch_to_file"]
 
@@ -56,28 +57,21 @@ RECORD = "batch"
 GONE = "gone"
 
 Item = Union["LoadedConversation", "InputError"]
-Inputs = Union[Callable[[], Iterable[Item]], Iterable[Union[str, Path]], Iterable[Item]]
+Inputs = Union[Callable[[], Iterable[Item]], Iterable[Union[str, Path, Item]]]
 
 
 @dataclass
 class BatchSummary(RunSummary):
     """A :class:`~judgegraph.runner.RunSummary` with the run's batches (``batches``: each one's last
-    state), the answered usage priced at the list price too (``list_prices``), and ``problem``: why
-    the run stopped before every conversation was judged (a failed or expired batch); exit 3 then."""
+    state) and the answered usage priced at the list price too (``list_prices``); its ``problem``: a
+    failed or expired batch."""
 
-    batches: list[dict[str, Any]] = field(default_factory=list)
+    batches: list[BatchLine] = field(default_factory=list)
     list_prices: Prices | None = None
-    problem: str | None = None
-    unfinished: int = 0  # conversations left for a --resume (their requests not all answered)
 
     @property
     def list_cost_usd(self) -> float | None:
         return None if self.list_prices is None else self.list_prices.cost(self.usage)
-
-    @property
-    def exit_code(self) -> int:
-        code = super().exit_code
-        return 3 if self.problem and code in (0, 1) else code
 
 
 def batch_judges(judge: Judge) -> list[LLMJudge]:
@@ -150,125 +144,108 @@ class _RunDisk:
         return getattr(self._disk, name)
 
 
-def _replayable(inputs: Inputs) -> Callable[[], Iterable[Item]]:
-    """A way to read the inputs once per pass: paths are read again, items kept in a list."""
-    from ..runner import iter_inputs
-
-    if callable(inputs):
-        return inputs
-    items = list(inputs)
-    paths = [i for i in items if isinstance(i, (str, Path))]
-    if paths and len(paths) == len(items):
-        return lambda: iter_inputs(paths, seen=set())
-    return lambda: iter(cast("list[Item]", items))
-
-
-def _recorded(out: str | Path) -> dict[str, dict[str, Any]]:
-    """The batches a results file records: id → its last record, in the order first recorded."""
-    found: dict[str, dict[str, Any]] = {}
-    if not Path(out).exists():
+def _recorded(out: str | Path) -> dict[str, BatchLine]:
+    """The batches a results file records: id → its records merged (the last state), in the order first recorded."""
+    found: dict[str, BatchLine] = {}
+    try:
+        lines = read_run(out, keep_transcripts=False).batches
+    except NotAResultsFile:
         return found
-    for _, record in iter_records(out):
-        if record.get("type") == RECORD and isinstance(record.get("id"), str):
-            found[record["id"]] = {**found.get(record["id"], {}), **record}
+    for line in lines:
+        if isinstance(line.id, str):
+            found[line.id] = BatchLine.model_validate({**(found[line.id].data() if line.id in found else {}),
+                                                       **line.data()})
     return found
 
 
 async def evaluate_batch_to_file(
-    inputs: Inputs, plan: MetricPlan, out: str | Path, *, resume: bool = False, retry_errors: bool = False,
-    overwrite: bool = False, transcripts: str = "full", prices: Prices | None = None, max_conversations: int = 32,
-    keep_outcomes: bool = True, max_rows: int = DEFAULT_ROWS, poll_s: float = DEFAULT_POLL_S,
-    max_rounds: int = DEFAULT_MAX_ROUNDS, client: BatchClient | None = None,
-    on_outcome: Callable[[ConversationOutcome], None] | None = None,
-    on_input_error: Callable[[InputError], None] | None = None,
-    on_resumed: Callable[[ResumeState], None] | None = None,
-    on_batch: Callable[[str], None] | None = None, stop: asyncio.Event | None = None,
-    header: Mapping[str, Any] | None = None,
+    inputs: Inputs, plan: MetricPlan, out: str | Path, *, prices: Prices | None = None, keep_outcomes: bool = True,
+    max_rows: int = DEFAULT_ROWS, poll_s: float = DEFAULT_POLL_S, max_rounds: int = DEFAULT_MAX_ROUNDS,
+    client: BatchClient | None = None, on_batch: Callable[[str], None] | None = None, **options: Any,
 ) -> BatchSummary:
-    """:func:`~judgegraph.runner.evaluate_to_file` with the judge's requests sent through the Batch API
-    of its endpoint (see the module doc): the same results file, plus ``"batch"`` records. ``inputs``:
-    paths, items, or a function giving the items afresh (each pass reads them again). ``prices``: list
-    prices (the summary's are :meth:`~judgegraph.pricing.Prices.batch`'s). ``poll_s``: the first wait
-    between polls. ``on_batch``: a line per batch event (submitted, progress, ended). ``header``: the
-    run header, as :func:`~judgegraph.runner.evaluate_to_file` writes and checks it."""
-    if max_rounds < 1:
-        raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
-    judges = batch_judges(plan.judge)
-    client = client or batch_client(plan.judge, check=False)
-    given: Inputs = inputs if callable(inputs) else cast("list[Item]", list(inputs))  # read once: checked, kept
+    """:func:`~judgegraph.runner.evaluate_to_file` (its ``options``: resume, stop, header, ...) with the
+    judge's requests answered by the Batch API of its endpoint (:class:`BatchAnswering`, see the module
+    doc): the same run and results file, plus ``"batch"`` records. ``inputs``: paths, items, or a
+    function giving the items afresh (each pass reads them again). ``prices``: list prices (the
+    summary's are :meth:`~judgegraph.pricing.Prices.batch`'s). ``poll_s``: the first wait between
+    polls. ``on_batch``: a line per batch event (submitted, progress, ended)."""
     summary = BatchSummary(judge=plan.judge.name, keep_outcomes=keep_outcomes, max_rows=max_rows,
                            prices=prices.batch() if prices else None, list_prices=prices)
-    opened = open_run([] if callable(given) else given, plan, out, summary, resume=resume, retry_errors=retry_errors,
-                      overwrite=overwrite, transcripts=transcripts,
-                      cost=summary.prices.cost if summary.prices else None, header=header, on_resumed=on_resumed)
-    read, writer, done = _replayable(given), opened.writer, opened.done
-    recorded = _recorded(out) if resume else {}
-    answers = BatchAnswers(max_retries=max(getattr(judges[0], "max_retries", 3), 0))
-    disks: dict[int, _RunDisk] = {}
-    caches = {id(j): j.cache for j in judges}  # given back after the run
-    for j in judges:
-        j.via = answers.via
-        if j.cache is not None and j.cache.disk is not None:
-            disks[id(j)] = _RunDisk(j.cache.disk)
-    stop = stop if stop is not None else asyncio.Event()
-    say = on_batch or (lambda _line: None)
-    run = _BatchRun(client, answers, writer, summary, say, stop, poll_s, prices, judges[0].redact)
-    try:
-        for batch_id, record in recorded.items():  # a resumed run collects what it sent before
-            if record.get("status") in ("failed", "cancelled", GONE):
-                continue
-            try:
-                await run.collect(batch_id, int(record.get("round") or 0), int(record.get("requests") or 0),
-                                  ended=record.get("status") in ("completed", "expired"))
-            except openai.NotFoundError:  # deleted at the provider (or another endpoint): its requests are sent again
-                writer.write({"type": RECORD, "id": batch_id, "round": record.get("round"), "status": GONE})
-                say(f"batch {batch_id} is unknown to the endpoint (404): its requests are sent again")
-            if stop.is_set():
-                break
-        rounds = itertools.count(max((int(r.get("round") or 0) for r in recorded.values()), default=0) + 1)
-        first = True
-        while not stop.is_set():
-            number = next(rounds)
-            answers.final = run.rounds >= max_rounds and run.problem is None
-            for j in judges:  # a pass's own cache: what an earlier pass judged is judged again and counted here
-                if j.cache is not None:
-                    disk = disks.get(id(j))
-                    j.cache = JudgeCache(j.cache.maxsize, disk=cast("DiskCache | None", disk))
-            left = await _pass(read(), plan, done, summary, writer, answers, first=first,
-                               max_conversations=max_conversations, stop=stop, on_outcome=on_outcome,
-                               on_input_error=on_input_error)
-            first = False
-            summary.unfinished = left
-            bodies = answers.take_pending()
-            if not bodies or answers.final or run.problem is not None or stop.is_set():
-                break
-            await run.send(bodies, number, plan.judge.name)
-        summary.problem = run.problem
-        if answers.given_up and summary.problem is None:
-            summary.problem = (f"{answers.given_up} requests still had no answer after {max_rounds} batches "
-                               "(max_rounds): their conversations are written with those judge errors")
-        if stop.is_set():
-            summary.interrupted = True
-        elif summary.problem is None and not summary.unfinished:  # finished: a stopped or failed run is by its resume
-            opened.finish(summary.prices)
-    finally:
-        for j in judges:
-            j.via, j.cache = None, caches[id(j)]
-        writer.close()
+    answering = BatchAnswering(plan, summary, client=client, poll_s=poll_s, max_rounds=max_rounds, say=on_batch)
+    given = inputs if callable(inputs) else list(inputs)  # read once per pass
+    await evaluate_to_file(given, plan, out, prices=summary.prices, summary=summary, answering=answering.passes,
+                           **options)
     return summary
 
 
-class _BatchRun:
-    """The batches of one run: sending, waiting, collecting, recording."""
+class BatchAnswering:
+    """The Batch API as the way a run's judge requests are answered (``answering=`` of
+    :func:`~judgegraph.runner.evaluate_to_file`): a pass judges with the answers so far, its
+    unanswered requests go into the next batch; sending, waiting, collecting, recording."""
 
-    def __init__(self, client: BatchClient, answers: BatchAnswers, writer: ResultsWriter, summary: BatchSummary,
-                 say: Callable[[str], None], stop: asyncio.Event, poll_s: float, prices: Prices | None,
-                 redact: Callable[[str], str]) -> None:
-        self.client, self.answers, self.writer, self.summary = client, answers, writer, summary
-        self.say, self.stop, self.poll_s, self.prices = say, stop, poll_s, prices
-        self.redact: Callable[[str], str] = redact
+    writer: ResultsWriter  # the run's (set when its passes start)
+
+    def __init__(self, plan: MetricPlan, summary: BatchSummary, *, client: BatchClient | None = None,
+                 poll_s: float = DEFAULT_POLL_S, max_rounds: int = DEFAULT_MAX_ROUNDS,
+                 say: Callable[[str], None] | None = None) -> None:
+        if max_rounds < 1:
+            raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
+        self.judges = batch_judges(plan.judge)
+        self.plan, self.summary, self.poll_s, self.max_rounds = plan, summary, poll_s, max_rounds
+        self.client = client or batch_client(plan.judge, check=False)
+        self.answers = BatchAnswers(max_retries=max(getattr(self.judges[0], "max_retries", 3), 0))
+        self.say: Callable[[str], None] = say or (lambda _line: None)
         self.rounds = 0  # rounds of batches this run submitted (a round is split over several past 50,000 requests)
-        self.problem: str | None = None
+        self.stop = asyncio.Event()
+
+    async def judge_one(self, item: LoadedConversation) -> ConversationOutcome | None:
+        """The conversation judged with the answers so far; None when a request of it waits for a batch."""
+        with PendingWatch() as watch:
+            outcome = await judge_conversation(item, self.plan)
+        self.summary.unfinished += bool(watch.keys)
+        return None if watch.keys else outcome
+
+    async def passes(self, run: OpenRun, stop: asyncio.Event) -> AsyncGenerator[JudgeOne | None, None]:
+        """The run's passes: what an earlier run sent is collected first, then each pass's requests are
+        sent as a batch and its answers awaited before the next pass, at most ``max_rounds`` batches."""
+        self.writer, self.stop = run.writer, stop
+        recorded = _recorded(run.writer.path) if run.resumed is not None else {}
+        disks = {id(j): _RunDisk(j.cache.disk) for j in self.judges if j.cache is not None and j.cache.disk is not None}
+        caches = {id(j): j.cache for j in self.judges}  # given back after the run
+        for j in self.judges:
+            j.via = self.answers.via
+        try:
+            for batch_id, record in recorded.items():  # a resumed run collects what it sent before
+                if record.status not in ("failed", "cancelled", GONE) and not stop.is_set():
+                    await self._collect_recorded(batch_id, record)
+            rounds = itertools.count(max((int(_number(r.round) or 0) for r in recorded.values()), default=0) + 1)
+            while not stop.is_set():
+                number = next(rounds)
+                self.answers.final = self.rounds >= self.max_rounds and self.summary.problem is None
+                for j in self.judges:  # a pass's own cache: what an earlier pass judged is judged again and counted
+                    if j.cache is not None:
+                        j.cache = JudgeCache(j.cache.maxsize, disk=cast("DiskCache | None", disks.get(id(j))))
+                self.summary.unfinished = 0
+                yield self.judge_one
+                bodies = self.answers.take_pending()
+                if not bodies or self.answers.final or self.summary.problem is not None or stop.is_set():
+                    break
+                await self.send(bodies, number, self.plan.judge.name)
+            if self.answers.given_up and self.summary.problem is None:
+                self.summary.problem = (f"{self.answers.given_up} requests still had no answer after "
+                                        f"{self.max_rounds} batches (max_rounds): their conversations are written "
+                                        "with those judge errors")
+        finally:
+            for j in self.judges:
+                j.via, j.cache = None, caches[id(j)]
+
+    async def _collect_recorded(self, batch_id: str, record: BatchLine) -> None:
+        try:
+            await self.collect(batch_id, int(_number(record.round) or 0), int(_number(record.requests) or 0),
+                               ended=record.status in ("completed", "expired"))
+        except openai.NotFoundError:  # deleted at the provider (or another endpoint): its requests are sent again
+            self.writer.write({"type": RECORD, "id": batch_id, "round": record.round, "status": GONE})
+            self.say(f"batch {batch_id} is unknown to the endpoint (404): its requests are sent again")
 
     async def send(self, bodies: dict[str, dict[str, Any]], number: int, judge: str) -> None:
         states = []
@@ -307,17 +284,17 @@ class _BatchRun:
                 "completed": state.completed, "failed": state.failed, "output_file_id": state.output_file_id,
                 "error_file_id": state.error_file_id, "usage": usage.model_dump(mode="json"),
             }
-            if self.prices is not None:
-                record["cost_usd"] = self.prices.batch().cost(usage)
-                record["list_cost_usd"] = self.prices.cost(usage)
+            if self.summary.list_prices is not None:
+                record["cost_usd"] = self.summary.list_prices.batch().cost(usage)
+                record["list_cost_usd"] = self.summary.list_prices.cost(usage)
             if state.errors:
-                record["errors"] = [self.redact(e) for e in state.errors]
+                record["errors"] = [self.judges[0].redact(e) for e in state.errors]
             self.writer.write(record)
-        self.summary.batches.append({"id": state.id, "round": number, "status": state.status,
-                                     "requests": requests, "completed": state.completed, "failed": state.failed})
-        if state.status != "completed" and self.problem is None and not ended:  # an earlier run reported it
-            why = f": {'; '.join(self.redact(e) for e in state.errors[:3])}" if state.errors else ""
-            self.problem = (f"batch {state.id} {state.status}{why}; {state.completed} of {state.total or requests} "
+        self.summary.batches.append(BatchLine(id=state.id, round=number, status=state.status, requests=requests,
+                                              completed=state.completed, failed=state.failed))
+        if state.status != "completed" and self.summary.problem is None and not ended:  # an earlier run reported it
+            why = f": {'; '.join(self.judges[0].redact(e) for e in state.errors[:3])}" if state.errors else ""
+            self.summary.problem = (f"batch {state.id} {state.status}{why}; {state.completed} of {state.total or requests} "
                             "requests answered and used; --resume sends the rest")
 
     def _load(self, state: BatchState) -> Usage:
@@ -335,42 +312,3 @@ class _BatchRun:
             else:
                 self.answers.add_failure(line.custom_id, line.status, line.message)
         return usage
-
-
-async def _pass(stream: Iterable[Item], plan: MetricPlan, done: set[str], summary: BatchSummary,
-                writer: ResultsWriter, answers: BatchAnswers, *, first: bool, max_conversations: int,
-                stop: asyncio.Event, on_outcome: Callable[[ConversationOutcome], None] | None,
-                on_input_error: Callable[[InputError], None] | None) -> int:
-    """Judge every conversation not in ``done`` with the answers so far; write the final ones (added
-    to ``done``), and input errors on the first pass. The conversations left unfinished."""
-    unfinished: set[str] = set()  # conversation ids (unique in a pass: a repeated one is an input error)
-
-    async def judge_one(item: LoadedConversation) -> ConversationOutcome:
-        with PendingWatch() as watch:
-            outcome = await judge_conversation(item, plan)
-        if watch.keys:
-            unfinished.add(outcome.conversation_id)
-        return outcome
-
-    def wrote(outcome: ConversationOutcome) -> None:
-        if outcome.conversation_id in unfinished:
-            return
-        writer.outcome(outcome)
-        summary.add(outcome, order=outcome.position)  # its place in the inputs: the table shows input order
-        done.add(outcome.conversation_id)
-        if on_outcome:
-            on_outcome(outcome)
-
-    def bad(error: InputError) -> None:
-        if not first:
-            return
-        writer.input_error(error)
-        summary.add_input_error(error)
-        if on_input_error:
-            on_input_error(error)
-
-    scratch = RunSummary(keep_outcomes=False, max_rows=0)
-    await evaluate_async(iter(stream), plan, max_conversations=max_conversations,
-                         on_outcome=wrote, on_input_error=bad, summary=scratch, skip=done, stop=stop,
-                         judge_one=judge_one)
-    return len(unfinished)

@@ -12,16 +12,14 @@ from . import common
 from .common import EXIT_ERRORS, base_url, markup_safe, os_error_message, safe, usage_error
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
     from rich.console import Console
-    from rich.progress import Progress, TaskID
 
     from ..judges import Judge
     from ..loaders import InputError, LoadedConversation
     from ..pricing import Prices
     from ..runner import ConversationOutcome, MetricPlan, RunSummary
-    from .causes import FailureCauses
     from .common import Subparsers
 
 
@@ -213,15 +211,12 @@ def _unusable_inputs(files: list[str]) -> list[str]:
 def _out_error(args: argparse.Namespace) -> str | None:
     """``--out`` checked before any work: not an input, not a directory, and not
     a results file that would be lost (unless --resume / --overwrite)."""
-    from ..resultsfile import ResultsFileError, check_out_path, is_nonempty
+    from ..resultsfile import ResultsFileError, check_out_path
 
-    try:
-        check_out_path(args.out, args.files)
+    try:  # a dry run writes nothing
+        check_out_path(args.out, args.files, resume=args.resume, overwrite=args.overwrite or args.dry_run)
     except ResultsFileError as exc:
         return str(exc)
-    if is_nonempty(args.out) and not args.resume and not args.overwrite and not args.dry_run:  # a dry run writes nothing
-        return (f"{args.out} already holds results: pass --resume to continue that run, "
-                "or --overwrite to replace it (or choose another --out)")
     from pathlib import Path
 
     for flag, value in (("--junit", args.junit), ("--html", args.html)):  # written after the run: checked before it
@@ -229,19 +224,6 @@ def _out_error(args: argparse.Namespace) -> str | None:
             return f"{flag} {value} is a directory; give a file path such as {Path(value) / 'report'}"
         if value and any(parent.exists() and not parent.is_dir() for parent in Path(value).parents):
             return f"{flag} {value}: a folder on its path is a file"
-    return None
-
-
-def _out_unwritable(args: argparse.Namespace) -> str | None:
-    """Open ``--out`` for appending (creating it), the last check before any work."""
-    from pathlib import Path
-
-    p = Path(args.out)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.open("a", encoding="utf-8").close()
-    except OSError as exc:
-        return f"cannot write --out {args.out}: {exc.strerror or exc}"
     return None
 
 
@@ -335,8 +317,13 @@ def run(args: argparse.Namespace) -> int:
     args.header = eval_header(args, plan, _judge_settings(args))
     if refused := resume_refused(args, args.header, err):
         return usage_error(err, refused)
-    if not args.dry_run and (unwritable := _out_unwritable(args)):
-        return usage_error(err, unwritable)
+    from ..resultsfile import ResultsFileError, check_writable
+
+    try:  # the last check before any work (a dry run writes nothing)
+        if not args.dry_run:
+            check_writable(args.out)
+    except ResultsFileError as exc:
+        return usage_error(err, exc)
     held, locked = common.lock_out(args)
     if locked:
         return usage_error(err, locked)
@@ -481,24 +468,33 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
         with Progress(SpinnerColumn(), TextColumn("judging"), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, disable=args.no_progress, transient=True) as progress:
             task = progress.add_task("judging", total=None)
-            if args.batch:
-                return await _batch(args, plan, stream, prices, progress, task, causes, stop, err)
+            summary, answering, resumed = None, None, ""
+            read: Iterable[LoadedConversation | InputError] | Callable[[], Iterable[LoadedConversation | InputError]]
+            read = stream
+            if args.batch:  # the judge's batch API answers; each pass reads the inputs again (docs/batch.md)
+                from ..batch.run import BatchAnswering, BatchSummary
+
+                summary = BatchSummary(judge=plan.judge.name, keep_outcomes=keep, max_rows=args.max_rows,
+                                       prices=prices.batch() if prices else None, list_prices=prices)
+                answering = BatchAnswering(plan, summary, poll_s=args.batch_poll,
+                                           say=lambda line: err.print(markup_safe(line))).passes
+                read, resumed = _read_again(args, stream), "; its batches are collected, not sent again"
             spec = PlanSpec(args.metrics, _judge_settings(args), plan.overrides, plan.per_metric)
-            async with judge_pool(spec, workers=_workers(args, _input_bytes(args), judge.kind),
-                                  ray=args.ray) as judge_one:  # None: judged in this process
+            workers = 1 if args.batch else _workers(args, _input_bytes(args), judge.kind)
+            async with judge_pool(spec, workers=workers, ray=args.ray) as judge_one:  # None: judged in this process
                 return await evaluate_to_file(
-                    stream, plan, args.out, resume=args.resume, retry_errors=args.retry_errors, overwrite=args.overwrite,
-                    transcripts=args.transcripts,
-                    prices=prices, max_conversations=max(4, args.concurrency * 2), keep_outcomes=keep,
-                    max_rows=args.max_rows,
+                    read, plan, args.out, resume=args.resume, retry_errors=args.retry_errors, overwrite=args.overwrite,
+                    transcripts=args.transcripts, prices=summary.prices if summary else prices,
+                    max_conversations=max(4, args.concurrency * 2), keep_outcomes=keep, max_rows=args.max_rows,
                     on_outcome=lambda o: causes.add(o.results.values(), then=lambda: progress.advance(task)),
                     on_input_error=lambda e: err.print(f"[red]input error:[/] {markup_safe(e)}"),
                     on_resumed=lambda state: err.print(
                         f"resuming {markup_safe(args.out)}: {common.plural(len(state.done), 'conversation')} already judged"
                         + (f", {state.retried} with errors to judge again" if state.retried else "")
                         + (", a torn last line cut off" if state.torn else "")
-                        + (f", unreadable lines left as they are: {state.bad_lines[:5]}" if state.bad_lines else "")),
-                    stop=stop, judge_one=judge_one, header=args.header)
+                        + (f", unreadable lines left as they are: {state.bad_lines[:5]}" if state.bad_lines else "")
+                        + resumed),
+                    stop=stop, judge_one=judge_one, answering=answering, summary=summary, header=args.header)
 
     from ..scale.limits import ScaleStartError
 
@@ -551,10 +547,13 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
         cached = f" ({u.cached_input_tokens} in from the provider's prompt cache)" if u.cached_input_tokens else ""
         cost = (f"calls {u.calls}, tokens {u.input_tokens} in / {u.output_tokens} out"
                 f"{' (estimated)' if u.estimated else ''}{cached}, {_fmt_cost(summary.cost_usd)}")
-        if (listed := getattr(summary, "list_cost_usd", None)) is not None:
-            cost += f" at batch price (list price {_fmt_cost(listed)})"
-        if (batches := getattr(summary, "batches", None)) is not None:
-            cost += f", {len(batches)} batches"
+        if args.batch:
+            from ..batch import BatchSummary
+
+            if isinstance(summary, BatchSummary):
+                if (listed := summary.list_cost_usd) is not None:
+                    cost += f" at batch price (list price {_fmt_cost(listed)})"
+                cost += f", {len(summary.batches)} batches"
         if judge.cache is not None and (hits := judge.cache.hits + (judge.cache.disk.hits if judge.cache.disk else 0)):
             cost += f", {hits} answers from the cache"
     else:
@@ -572,8 +571,8 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     if summary.interrupted:
         out.print(f"[yellow]interrupted[/]: written, {common.plural(summary.conversations, 'conversation')} above; "
                   f"continue with the same command and --resume.")
-    if problem := getattr(summary, "problem", None):
-        out.print(f"[red]batch:[/] {markup_safe(problem)}", soft_wrap=True)
+    if summary.problem:
+        out.print(f"[red]batch:[/] {markup_safe(summary.problem)}", soft_wrap=True)
     if args.html:
         from .report import html_after_eval
 
@@ -593,28 +592,11 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     return summary.exit_code
 
 
-async def _batch(args: argparse.Namespace, plan: MetricPlan, stream: Iterator[LoadedConversation | InputError],
-                 prices: Prices | None, progress: Progress, task: TaskID, causes: FailureCauses, stop: asyncio.Event,
-                 err: Console) -> RunSummary:
-    """The run through the judge's batch API (docs/batch.md): each pass reads the inputs again."""
-    from ..batch import evaluate_batch_to_file
-
+def _read_again(args: argparse.Namespace, stream: Iterator[LoadedConversation | InputError]
+                ) -> Callable[[], Iterator[LoadedConversation | InputError]]:
+    """The inputs of each pass of a ``--batch`` run: ``stream``, then read afresh."""
     first = [stream]
-
-    def read() -> Iterator[LoadedConversation | InputError]:
-        return first.pop() if first else _inputs(args)[0]
-
-    return await evaluate_batch_to_file(
-        read, plan, args.out, resume=args.resume, retry_errors=args.retry_errors, overwrite=args.overwrite,
-        transcripts=args.transcripts, prices=prices, max_conversations=max(4, args.concurrency * 2),
-        keep_outcomes=bool(args.log_assessments), max_rows=args.max_rows, poll_s=args.batch_poll, header=args.header,
-        on_outcome=lambda o: causes.add(o.results.values(), then=lambda: progress.advance(task)),
-        on_input_error=lambda e: err.print(f"[red]input error:[/] {markup_safe(e)}"),
-        on_resumed=lambda state: err.print(f"resuming {markup_safe(args.out)}: "
-                                           f"{common.plural(len(state.done), 'conversation')} already judged; its "
-                                           "batches are collected, not sent again"),
-        on_batch=lambda line: err.print(markup_safe(line)),
-        stop=stop)
+    return lambda: first.pop() if first else _inputs(args)[0]
 
 
 def _batch_api_errors() -> tuple[type[BaseException], ...]:

@@ -105,9 +105,8 @@ def run(args: argparse.Namespace) -> int:
     from ..apps.pairwise import compare_pairwise
 
     out, err = common.consoles()
-    for check in (common.check_numbers, _bad_flags):
-        if bad := check(args):
-            return usage_error(err, bad)
+    if bad := common.check_numbers(args) or _bad_flags(args):
+        return usage_error(err, bad)
     try:
         criteria = _criteria(args)
         judge = _judge(args)

@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+from contextlib import closing
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from ..judges import resolve_judge
     from ..loaders import load_files
     from ..metrics import MetricNotFound, canonical_name, get_metric
+    from ..resultsfile import ResultsFileError, check_out_path
     from ..steering import RejudgeError, as_prompt
 
     try:
@@ -82,8 +84,10 @@ def run(args: argparse.Namespace) -> int:
     results_path = Path(args.results)
     if not results_path.is_file():
         return _say(f"results file {args.results!r} not found")
-    if Path(args.out).resolve() == results_path.resolve():
-        return _say("--out must be a new file, not RESULTS itself")
+    try:  # not a directory, RESULTS or an input
+        check_out_path(args.out, [results_path, *args.inputs])
+    except ResultsFileError as exc:
+        return _say(exc)
     if refused := common.out_refused(args):
         return _say(refused)
     try:
@@ -118,7 +122,7 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
              settings: dict[str, Any], conversations: dict[str, Conversation], rubric: str | None, prompt: Prompt | None,
              options: dict[str, Any]) -> int:
     """Write ``--out``: RESULTS with the chosen verdicts judged again (the caller holds ``--out``'s lock)."""
-    from ..resultsfile import elide_duplicates, restore_elided
+    from ..resultsfile import ResultsWriter, elide_duplicates, restore_elided
     from ..runheader import rejudge_header
     from ..runs import read_header
     from ..steering import RejudgeError, rejudge_result
@@ -142,8 +146,8 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
         argv=["judgegraph", *sys.argv[1:]])
     # surrogateescape: a byte that is not UTF-8 is copied back as it was
     with results_path.open(encoding="utf-8", errors="surrogateescape") as src, \
-            tmp.open("w", encoding="utf-8", errors="surrogateescape") as dst:
-        dst.write(json.dumps(header, ensure_ascii=False) + "\n")  # its own header: what was re-judged, how, from what
+            closing(ResultsWriter(tmp, errors="surrogateescape")) as dst:
+        dst.write(header)  # its own header: what was re-judged, how, from what
         for lineno, line in enumerate(src, 1):
             record, where = None, f"{args.results}:{lineno}"
             try:
@@ -176,8 +180,8 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
                     failed = failed or new.status == "failed"
                     changed.append(f"{cid}: {common.score_text(old.get('score'))} → {common.score_text(new.score)}"
                                    f" ({new.status})")
-                    line = json.dumps(elide_duplicates(record), ensure_ascii=False) + "\n"
-            dst.write(line if line.endswith("\n") else line + "\n")
+                    line = json.dumps(elide_duplicates(record), ensure_ascii=False)
+            dst.copy(line)
     os.replace(tmp, args.out)
     for cid in sorted(wanted - seen):
         problem(f"conversation {cid!r} has no {metric} result in {args.results}")

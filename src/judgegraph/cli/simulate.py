@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import common
-from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, usage_error
+from .common import EXIT_OK, usage_error
 
 if TYPE_CHECKING:
     from .common import Subparsers
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(err, locked)
     from datetime import datetime, timezone
 
-    from ..apps.simulate.runfile import simulation_header, simulation_summary
+    from ..apps.simulate.runfile import simulation_counts, simulation_header, simulation_summary
 
     started = datetime.now(timezone.utc)
     header = simulation_header(
@@ -133,7 +133,6 @@ def run(args: argparse.Namespace) -> int:
 
         write_junit(args.out, args.junit)
 
-    results = [res for r in runs for res in r.results.values()]
     if not args.quiet:
         table = Table(title="judgegraph simulations")
         for col in ("scenario", "ended", "turns", "metric", "score", "result", "reason"):
@@ -146,14 +145,10 @@ def run(args: argparse.Namespace) -> int:
                 head = (r.scenario.id, how, str(r.turns)) if i == 0 else ("", "", "")
                 table.add_row(*head, res.key, common.score_text(res.score), res.status, res.reason)
         out.print(table)
-    count = {s: sum(1 for res in results if res.status == s) for s in ("passed", "failed", "error")}
-    judge_errors = sum(len(res.errors) for res in results)
-    failed_runs = [r for r in runs if r.error]
+    counts = simulation_counts(runs)
     ended = {s: sum(1 for r in runs if r.status == s) for s in sorted({r.status for r in runs})}
-    calls = sum(r.user_usage.calls for r in runs) + sum(res.usage.calls for res in results)
     out.print(f"{len(runs)} conversations ({', '.join(f'{n} {s}' for s, n in ended.items())}); "
-              f"{len(results)} results: {count['passed']} passed, {count['failed']} failed, {count['error']} errors; "
-              f"{judge_errors} judge errors, {len(failed_runs)} failed runs; {calls} LLM calls. results: {args.out}")
-    if failed_runs or judge_errors or count["error"]:
-        return EXIT_ERRORS
-    return EXIT_FAILED if count["failed"] else EXIT_OK
+              f"{counts.result_count} results: {counts.count('passed')} passed, {counts.count('failed')} failed, "
+              f"{counts.count('error')} errors; {counts.judge_errors} judge errors, {counts.failed_runs} failed runs; "
+              f"{counts.usage.calls} LLM calls. results: {args.out}")
+    return counts.exit_code if runs else EXIT_OK

@@ -96,9 +96,8 @@ def run(args: argparse.Namespace) -> int:
     from ..runner import MetricPlan
 
     out, err = common.consoles()
-    for check in (common.check_numbers, _bad):
-        if bad := check(args):
-            return usage_error(err, bad)
+    if bad := common.check_numbers(args) or _bad(args):
+        return usage_error(err, bad)
     try:
         judge = resolve_judge(**common.judge_settings(args, args.model, args.concurrency))
         plan = MetricPlan(args.metrics, judge, common.metric_options(args))

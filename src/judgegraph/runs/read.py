@@ -143,15 +143,6 @@ def non_finite_field(value: object) -> str | None:
     return None
 
 
-def records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, JSON object) of every line of a results file that reads by the rule above (elided texts
-    restored), streamed; the others are skipped unsaid. For a resume's and a batch's own look at a file; to read a
-    file to show, compare or score it, :func:`read_run` (which names them)."""
-    for n, record in _lines(path):
-        if not isinstance(record, str):
-            yield n, restore_elided(record) if record["type"] == "conversation" else record
-
-
 _MODELS: dict[str, type[HeaderLine | SummaryLine | InputErrorLine | BatchLine]] = {"header": HeaderLine, "summary": SummaryLine, "input_error": InputErrorLine, "batch": BatchLine}
 
 

@@ -153,7 +153,11 @@ class BatchLine(_Line):
 
     type: Literal["batch"] = "batch"
     id: object = None
-    status: object = None  # and round, requests, ...
+    round: object = None  # the pass whose requests it holds
+    status: object = None
+    requests: object = None
+    completed: object = None
+    failed: object = None  # and usage, cost_usd, ...
 
 
 class ConversationLine(_Line):

@@ -20,6 +20,7 @@ from .graph import PROMPT_VALUES
 
 if TYPE_CHECKING:
     from ...judges import Judge
+    from ...runner import RunSummary
     from . import SimulationResult
 
 #: How a header names the simulated user among its judges (the metrics' judge may be the same model).
@@ -58,18 +59,26 @@ def simulation_header(scenarios: str | Path, user: Judge, *, judge: Judge | None
     return header
 
 
-def simulation_summary(runs: Sequence[SimulationResult], started: datetime, *, judge: str = "",
-                       ended_at: datetime | None = None) -> dict[str, Any]:
-    """The summary record of ``runs``: :func:`judgegraph.runheader.run_summary` of their results, its ``usage``
-    the user's calls and the judge's, and ``simulation``: how the conversations ended and the user's own usage."""
-    from ...runheader import run_summary
+def simulation_counts(runs: Sequence[SimulationResult], judge: str = "") -> RunSummary:
+    """The counts of ``runs`` as a run's (results, judge errors, failed runs, exit status); its ``usage`` every
+    LLM call of the run: the user's and the judge's."""
     from ...runner import ConversationOutcome, RunSummary
 
     summary = RunSummary(judge=judge, keep_outcomes=False, max_rows=0)
     for r in runs:
         summary.add(ConversationOutcome(r.scenario.id, "simulate", dict(r.results), r.error))
+    summary.usage = summary.usage + Usage.total(r.user_usage for r in runs)
+    return summary
+
+
+def simulation_summary(runs: Sequence[SimulationResult], started: datetime, *, judge: str = "",
+                       ended_at: datetime | None = None) -> dict[str, Any]:
+    """The summary record of ``runs``: :func:`judgegraph.runheader.run_summary` of :func:`simulation_counts`,
+    and ``simulation``: how the conversations ended and the user's own usage."""
+    from ...runheader import run_summary
+
+    summary = simulation_counts(runs, judge)
     user = Usage.total(r.user_usage for r in runs)
-    summary.usage = summary.usage + user
     ended: dict[str, int] = {}
     for r in runs:
         ended[r.status] = ended.get(r.status, 0) + 1
