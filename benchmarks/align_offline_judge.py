@@ -5,7 +5,7 @@ rated 0/1/2 by people; CC BY 4.0; see its README) from ``--data`` (default
 ``../shared/data/conture`` beside the repository; the data is never copied
 into the project). For each positive rule (``rating >= 1`` and ``rating >= 2``)
 it fits the offline judge's rule exactly as ``judgegraph align --model offline``
-does (:func:`judgegraph.judges.offline_fit.fit_rule`: dialogue-level seeded
+does (:func:`judgegraph.trust.offline_fit.fit_rule`: dialogue-level seeded
 split, 30 % of dialogues held out, model chosen by grouped cross-validation on
 the rest) and prints, on the held-out dialogues only:
 
@@ -31,7 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from judgegraph.judges.offline import EmbeddingJudge
-from judgegraph.judges.offline_fit import (
+from judgegraph.loaders.files import load_conversations
+from judgegraph.metrics.relevancy import turn_inputs
+from judgegraph.trust.offline_fit import (
     feature_matrix,
     file_sha256,
     fit_rule,
@@ -40,8 +42,6 @@ from judgegraph.judges.offline_fit import (
     parse_positive,
     read_labels,
 )
-from judgegraph.loaders.files import load_conversations
-from judgegraph.metrics.relevancy import turn_inputs
 
 REPO = Path(__file__).resolve().parents[1]
 #: ../shared/data/conture beside the repository (/work/shared for /work/main; one more level up for a worktree)

@@ -22,12 +22,12 @@ import os
 import _loopback  # noqa: F401 - puts the repository root on sys.path (tests.kit)
 from cache_share import support_conversations
 
+from judgegraph.cost.pricing import prices_for
+from judgegraph.data.results import Usage
 from judgegraph.judges.cache_hints import SeenPrefixes
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
 from judgegraph.metrics import get_metric
-from judgegraph.pricing import prices_for
-from judgegraph.results import Usage
 from tests.kit.anthropic_server import AnthropicRequest, FakeAnthropicServer
 
 MODEL = "claude-sonnet-4-5"

@@ -23,8 +23,8 @@ from pathlib import Path
 import _loopback  # noqa: F401 - puts the repository root on sys.path, for tests.kit
 from _loopback import parcel_conversations
 
-from judgegraph.pricing import prices_for
-from judgegraph.results import Usage
+from judgegraph.cost.pricing import prices_for
+from judgegraph.data.results import Usage
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
 
 MODEL = "openai:gpt-4.1-mini"

@@ -1,5 +1,5 @@
 """The share of judge input tokens a provider's prefix cache would serve, before and after the cache-friendly
-prompt layout (docs/cost_cache.md), by OpenAI's rule (judgegraph.prefixcache: prefixes of at least 1,024
+prompt layout (docs/cost_cache.md), by OpenAI's rule (judgegraph.providers.prefixcache: prefixes of at least 1,024
 tokens already sent, in steps of 128), the rule of issue 20's table.
 
 The set: 40 support conversations of 30 exchanges, replies of ~800 characters, generated deterministically.
@@ -25,17 +25,17 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from judgegraph.conversation import Conversation
+from judgegraph.core.nodes import conversation_json, render_messages
+from judgegraph.cost.pricing import prices_for
+from judgegraph.data.conversation import Conversation
+from judgegraph.data.prompts import Prompt, load_prompt, parse_prompt
+from judgegraph.data.results import Usage
+from judgegraph.data.windows import sliding_windows
 from judgegraph.metrics.relevancy import DEFAULT_RUBRIC_STEP, JUDGE_STEP, TurnVerdict, turn_request
 from judgegraph.metrics.session.guidelines import JUDGE_STEP as GUIDELINE_STEP
 from judgegraph.metrics.session.guidelines import GuidelineJudgement
-from judgegraph.nodes import conversation_json, render_messages
-from judgegraph.prefixcache import PrefixCache, chat_parts, request_tokens
-from judgegraph.pricing import prices_for
-from judgegraph.prompts import Prompt, load_prompt, parse_prompt
 from judgegraph.providers.openai import strict_json_schema
-from judgegraph.results import Usage
-from judgegraph.windows import sliding_windows
+from judgegraph.providers.prefixcache import PrefixCache, chat_parts, request_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The last commit before the cache-friendly layout (the prompts as they were): the default "before".

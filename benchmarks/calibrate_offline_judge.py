@@ -66,7 +66,7 @@ def load_conversations(path: Path = DATA) -> list[dict]:
 
 
 def windows(conversation: dict, window_size: int = WINDOW_SIZE) -> list[Item]:
-    """One item per exchange; mirrors ``judgegraph.windows.sliding_windows``.
+    """One item per exchange; mirrors ``judgegraph.data.windows.sliding_windows``.
 
     An exchange is the user turn(s) followed by the assistant turn(s) answering
     them (consecutive user turns / assistant turns are joined with a blank

@@ -20,11 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from judgegraph.core.statements import split_sentences
+from judgegraph.data.results import Usage
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.metrics.contextual import ContextualSettings, build_turn_contextual_relevancy_graph
-from judgegraph.results import Usage
-from judgegraph.statements import split_sentences
 
 TOPICS = [
     ("returns", "Can I still return the {thing} I bought {when}? It does not fit well."),

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import _loopback  # noqa: F401 - puts the repository root on sys.path, for tests.kit
 
-from judgegraph.reporting.html import write_report
+from judgegraph.outputs.html import write_report
 from tests.kit.results import write_sample_run
 
 

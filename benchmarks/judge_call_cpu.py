@@ -26,11 +26,11 @@ import time
 
 from _loopback import with_server  # benchmarks/ beside this script
 
-from judgegraph.conversation import Conversation
+from judgegraph.data.conversation import Conversation
 from judgegraph.judges import resolve_judge
 from judgegraph.loaders import LoadedConversation
 from judgegraph.metrics.relevancy import TurnVerdict
-from judgegraph.runner import MetricPlan, evaluate_async
+from judgegraph.runs.runner import MetricPlan, evaluate_async
 from tests.kit.openai_server import FakeOpenAIServer, structured
 
 
@@ -57,9 +57,9 @@ def conversations(n: int, exchanges: int, tag: str) -> list[LoadedConversation]:
 
 
 async def measure(args, base_url):
+    from judgegraph.data.prompts import load_prompt
+    from judgegraph.data.windows import sliding_windows
     from judgegraph.metrics.relevancy import turn_request
-    from judgegraph.prompts import load_prompt
-    from judgegraph.windows import sliding_windows
 
     judge = resolve_judge(model="openai:bench-judge", base_url=base_url, max_concurrency=args.concurrency, cache=False)
     plan = MetricPlan(["turn_relevancy"], judge, {"window_size": args.window_size})

@@ -32,11 +32,11 @@ from pathlib import Path
 import _loopback  # noqa: F401 - puts the repository root on sys.path for tests.kit
 
 from judgegraph.cli import main
+from judgegraph.data.results import MetricResult, Vote
 from judgegraph.loaders import load_files
-from judgegraph.results import MetricResult, Vote
-from judgegraph.resultsfile import ResultsWriter
-from judgegraph.runner import ConversationOutcome
 from judgegraph.runs import read_run as read_results
+from judgegraph.runs.resultsfile import ResultsWriter
+from judgegraph.runs.runner import ConversationOutcome
 from judgegraph.trust.stability import graph_rescorer, merge_runs, read_stability
 from tests.kit.openai_server import ChatRequest, FakeOpenAIServer, Reply, structured
 

@@ -18,8 +18,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from judgegraph import Jury
+from judgegraph.data.prompts import Prompt
 from judgegraph.judges import Judge, JudgeOutcome, JudgeRequest
-from judgegraph.prompts import Prompt
 
 
 class Answer(BaseModel):

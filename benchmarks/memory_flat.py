@@ -129,8 +129,8 @@ def main() -> int:
 def in_process(n: int, *, cache: bool) -> int:
     import asyncio
 
-    from judgegraph.dryrun import DryRunJudge
-    from judgegraph.runner import MetricPlan, evaluate_to_file
+    from judgegraph.cost.dryrun import DryRunJudge
+    from judgegraph.runs.runner import MetricPlan, evaluate_to_file
 
     marks: list[tuple[int, int]] = []
     done = 0

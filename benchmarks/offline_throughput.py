@@ -93,11 +93,11 @@ def make_judge(mode: str):
 def worker(mode: str, conversations: int) -> None:
     import resource
 
-    from judgegraph.conversation import Conversation
+    from judgegraph.data.conversation import Conversation
     from judgegraph.embeddings.minilm import get_default_embeddings
     from judgegraph.judges.base import JudgeCache
     from judgegraph.loaders import LoadedConversation
-    from judgegraph.runner import MetricPlan, evaluate_async
+    from judgegraph.runs.runner import MetricPlan, evaluate_async
 
     rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
     rows = rows[:conversations] if conversations > 0 else rows
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
 
     first = runs[(modes[0], "idle")][0]
     print(f"\nlabelled set: {first['windows']} windows; medians over {args.rounds} rounds\n")
-    header = f"{'mode':16s} {'cond':5s} {'windows/s':>10s} {'CPU/window':>11s} {'peak RSS':>9s} {'batches':>8s} {'max batch':>9s}"
+    header = f"{'mode':16s} {'cond':5s} {'data/windows/s':>10s} {'CPU/window':>11s} {'peak RSS':>9s} {'batches':>8s} {'max batch':>9s}"
     print(header)
     print("-" * len(header))
     for mode in modes:

@@ -27,11 +27,11 @@ from collections import Counter
 import _loopback  # noqa: F401 - puts the repository root on sys.path, for tests.kit
 from langchain_openai import ChatOpenAI
 
-from judgegraph.conversation import Conversation
+from judgegraph.data.conversation import Conversation
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
 from judgegraph.loaders import LoadedConversation
-from judgegraph.runner import MetricPlan, evaluate_async
+from judgegraph.runs.runner import MetricPlan, evaluate_async
 from tests.kit.openai_server import FakeOpenAIServer, structured
 
 TOPICS = ["refund", "password", "delivery", "invoice", "upgrade", "warranty", "roaming", "booking"]
@@ -72,9 +72,9 @@ def serve(latency: float, conn) -> None:
 async def bare_client(items, model, concurrency, window_size):
     """The floor of this harness: the same prompts sent straight through
     ``with_structured_output`` under a semaphore, with no graph around them."""
+    from judgegraph.data.prompts import load_prompt
+    from judgegraph.data.windows import sliding_windows
     from judgegraph.metrics.relevancy import TurnVerdict, turn_request
-    from judgegraph.prompts import load_prompt
-    from judgegraph.windows import sliding_windows
 
     rubric = load_prompt("turn_relevancy/rubric").template.strip()
     prompts = [turn_request(w, rubric=rubric).render() for it in items for w in sliding_windows(it.conversation, window_size)]

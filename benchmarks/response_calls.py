@@ -30,10 +30,10 @@ import time
 import _loopback  # noqa: F401 - puts the repository root on sys.path, for tests.kit
 from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
+from judgegraph.data.results import Usage
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
 from judgegraph.metrics.response import create_response_relevancy_judge, questions_request
-from judgegraph.results import Usage
 from tests.kit.openai_server import FakeOpenAIServer, structured
 
 TOPICS = ["refund", "password reset", "delivery", "invoice", "plan upgrade", "warranty", "roaming", "booking",

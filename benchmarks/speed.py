@@ -35,10 +35,10 @@ from _loopback import ROOT, parcel_conversations, with_server  # benchmarks/ bes
 
 START_CPU = time.process_time()
 
-from judgegraph.conversation import Conversation  # noqa: E402
+from judgegraph.data.conversation import Conversation  # noqa: E402
 from judgegraph.judges import resolve_judge  # noqa: E402 - the imports are part of start-up
 from judgegraph.loaders import LoadedConversation  # noqa: E402
-from judgegraph.runner import MetricPlan, evaluate_async  # noqa: E402
+from judgegraph.runs.runner import MetricPlan, evaluate_async  # noqa: E402
 from tests.kit.openai_server import FakeOpenAIServer, schema_responder  # noqa: E402
 
 

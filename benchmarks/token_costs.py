@@ -16,7 +16,7 @@ Modes are rows: :data:`MODES` is a list of :class:`Mode` (a label, the metric op
 settings); a mode needing another run path sets ``run`` ("dense 10 + batch" runs through
 ``judgegraph.batch``: the loopback server's ``/v1/files`` and ``/v1/batches``). Columns are :data:`COLUMNS`:
 "cacheable" is the share of input tokens the server reported as served from its prefix cache by OpenAI's
-rule (prefixes of at least 1,024 tokens already sent, in 128-token steps: ``judgegraph.prefixcache``), and
+rule (prefixes of at least 1,024 tokens already sent, in 128-token steps: ``judgegraph.providers.prefixcache``), and
 "$" prices them as a provider does: uncached input at the input price, cached input at the cached price,
 output at the output price; batch rows at the batch prices.
 """
@@ -34,13 +34,13 @@ from typing import Any
 
 import _loopback
 
-from judgegraph.conversation import Conversation
+from judgegraph.cost.pricing import prices_for
+from judgegraph.data.conversation import Conversation
+from judgegraph.data.results import Usage
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
 from judgegraph.loaders import LoadedConversation
-from judgegraph.pricing import prices_for
-from judgegraph.results import Usage
-from judgegraph.runner import MetricPlan, evaluate_async
+from judgegraph.runs.runner import MetricPlan, evaluate_async
 from tests.kit.dense_answerer import MARK, RelevanceAnswerer
 from tests.kit.openai_server import FakeOpenAIServer
 

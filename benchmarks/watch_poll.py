@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from judgegraph.loaders.langgraph_threads import open_checkpointer
-from judgegraph.watch import CheckpointerThreads, Remembered, Watch
+from judgegraph.runs.watch import CheckpointerThreads, Remembered, Watch
 
 
 def write_threads(path: Path, n: int) -> None:

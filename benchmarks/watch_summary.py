@@ -1,4 +1,4 @@
-"""What the summary a ``judgegraph watch`` appends when it ends costs (:func:`judgegraph.watch.file_summary`: the
+"""What the summary a ``judgegraph watch`` appends when it ends costs (:func:`judgegraph.runs.watch.file_summary`: the
 whole results file read, each thread counted by its last judgement): time and Python memory (tracemalloc peak)
 against the number of judged threads in the file. Each line is one thread's turn-relevancy result with five verdicts,
 each with its transcript (a 3,000-character prompt, a 300-character reply), as ``--transcripts full`` keeps them.
@@ -19,8 +19,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from judgegraph.results import JudgeAttempt, MetricResult, Usage, Verdict
-from judgegraph.watch import file_summary
+from judgegraph.data.results import JudgeAttempt, MetricResult, Usage, Verdict
+from judgegraph.runs.watch import file_summary
 
 
 def line(thread: str) -> str:

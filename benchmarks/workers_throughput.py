@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _loopback as loopback
 from relevancy_throughput import make_conversations, responder
 
-from judgegraph.runner import evaluate_async
+from judgegraph.runs.runner import evaluate_async
 from judgegraph.scale import PlanSpec, WorkerPool
 from tests.kit.openai_server import FakeOpenAIServer
 

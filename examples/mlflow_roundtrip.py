@@ -115,7 +115,7 @@ def main() -> int:
 
     from judgegraph.integrations.mlflow import load_sessions, log_assessments
     from judgegraph.judges import resolve_judge
-    from judgegraph.runner import MetricPlan, evaluate_async
+    from judgegraph.runs.runner import MetricPlan, evaluate_async
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

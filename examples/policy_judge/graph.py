@@ -4,7 +4,7 @@ from the policy it retrieved?
     START → window_turns ─Send per reply→ extract_claims → plan_checks ─Send per claim→ verify_claim → reduce_score → END
             (no reply: → reduce_score)                      (no claim to check: → reduce_score)
 
-* ``window_turns`` (``judgegraph.nodes.window_node``): one window per
+* ``window_turns`` (``judgegraph.core.nodes.window_node``): one window per
   exchange; its target is the reply, the earlier exchanges are context.
 * ``extract_claims`` (an LLM step, ``judge_step``): the reply's checkable
   claims, made self-contained with the window's earlier messages.
@@ -13,12 +13,12 @@ from the policy it retrieved?
   the others are sent to ``verify_claim``.
 * ``verify_claim`` (an LLM step, one per claim, concurrently): supported or
   unsupported by the reply's own ``retrieval_context``.
-* ``reduce_score`` (``judgegraph.nodes.make_result``): score = supported
+* ``reduce_score`` (``judgegraph.core.nodes.make_result``): score = supported
   claims / judged claims; a failed extraction or check is a judge error,
   reported and left out of the score.
 
 The prompts are this folder's own files (``prompts/*.md``), loaded with
-``judgegraph.prompts.parse_prompt``; conversation content fills their
+``judgegraph.data.prompts.parse_prompt``; conversation content fills their
 placeholders as data, in one pass.
 """
 
@@ -35,15 +35,23 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, field_validator
 from typing_extensions import TypedDict, Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from judgegraph.compiling import CompileOptions, compile_graph
-from judgegraph.conversation import Conversation
+from judgegraph.core.compiling import CompileOptions, compile_graph
+from judgegraph.core.nodes import (
+    fan_out,
+    judge_step,
+    make_result,
+    outcome_fields,
+    render_messages,
+    score_node,
+    window_node,
+)
+from judgegraph.core.scoring import WindowOptions
+from judgegraph.core.state import MetricInput, MetricOutput
+from judgegraph.data.conversation import Conversation
+from judgegraph.data.prompts import Prompt, parse_prompt
+from judgegraph.data.results import MetricResult, Usage, Verdict, merge_results
+from judgegraph.data.windows import Exchange, Window
 from judgegraph.judges import JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
-from judgegraph.nodes import fan_out, judge_step, make_result, outcome_fields, render_messages, score_node, window_node
-from judgegraph.prompts import Prompt, parse_prompt
-from judgegraph.results import MetricResult, Usage, Verdict, merge_results
-from judgegraph.scoring import WindowOptions
-from judgegraph.state import MetricInput, MetricOutput
-from judgegraph.windows import Exchange, Window
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 EXTRACT_STEP = "policy_judge/extract_claims"

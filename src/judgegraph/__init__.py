@@ -21,9 +21,11 @@ if TYPE_CHECKING:
     from .apps.node import judge_node, route_on_verdict, verdict_reason
     from .apps.pairwise import PairwiseReport, compare_pairwise
     from .apps.simulate import Scenario, asimulate, simulate
-    from .compiling import CompileOptions
-    from .conversation import Conversation, RetrievalNode, ToolCall, Turn, from_messages
-    from .export import load_results
+    from .core.compiling import CompileOptions
+    from .core.scoring import build_result
+    from .data.conversation import Conversation, RetrievalNode, ToolCall, Turn, from_messages
+    from .data.results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict
+    from .data.windows import exchanges, sliding_windows
     from .judges import CallLimiter, Judge, JudgeCache, ModelLike, NeedsLLMJudge, load_aligned, resolve_judge
     from .judges.aligned import AlignedJudge
     from .judges.jury import Jury
@@ -35,36 +37,34 @@ if TYPE_CHECKING:
     from .metrics import create_metric
     from .metrics.custom import make_judge
     from .metrics.pairwise import Criterion, create_pairwise_judge
+    from .outputs.export import load_results
     from .report import build_report_graph, create_report_graph
-    from .results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict
-    from .scoring import build_result
     from .trust.agreement import agreement
     from .trust.alignment import align
-    from .windows import exchanges, sliding_windows
 
 _EXPORTS = {
-    "Conversation": "conversation",
-    "Turn": "conversation",
-    "RetrievalNode": "conversation",
-    "ToolCall": "conversation",
-    "from_messages": "conversation",
-    "MetricResult": "results",
-    "Verdict": "results",
-    "WindowVerdict": "results",
-    "JudgeErrorInfo": "results",
-    "Usage": "results",
-    "build_result": "scoring",
+    "Conversation": "data.conversation",
+    "Turn": "data.conversation",
+    "RetrievalNode": "data.conversation",
+    "ToolCall": "data.conversation",
+    "from_messages": "data.conversation",
+    "MetricResult": "data.results",
+    "Verdict": "data.results",
+    "WindowVerdict": "data.results",
+    "JudgeErrorInfo": "data.results",
+    "Usage": "data.results",
+    "build_result": "core.scoring",
     "make_judge": "metrics.custom",
     "create_metric": "metrics",
     "create_report_graph": "report",
     "build_report_graph": "report",
-    "CompileOptions": "compiling",
+    "CompileOptions": "core.compiling",
     "load_file": "loaders",
     "load_files": "loaders",
     "load_conversations": "loaders",
     "from_thread": "loaders.langgraph_threads",
-    "exchanges": "windows",
-    "sliding_windows": "windows",
+    "exchanges": "data.windows",
+    "sliding_windows": "data.windows",
     "Judge": "judges",
     "ModelLike": "judges",
     "NeedsLLMJudge": "judges",
@@ -91,7 +91,7 @@ _EXPORTS = {
     "align": "trust.alignment",
     "AlignedJudge": "judges.aligned",
     "load_aligned": "judges",
-    "load_results": "export",
+    "load_results": "outputs.export",
 }
 
 

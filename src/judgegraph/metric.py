@@ -14,9 +14,7 @@ These are the core's own objects, re-exported: importing this module builds noth
 
 from __future__ import annotations
 
-from .judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
-from .metrics import ENTRY_POINT_GROUP, MetricSpec, create_metric
-from .nodes import (
+from .core.nodes import (
     WindowTask,
     conversation_json,
     fan_out,
@@ -31,9 +29,7 @@ from .nodes import (
     window_graph,
     window_node,
 )
-from .prompts import Prompt, load_prompt, parse_prompt
-from .results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict, merge_verdicts
-from .scoring import (
+from .core.scoring import (
     JudgeOptions,
     MetricOptions,
     ScoringPolicy,
@@ -46,8 +42,12 @@ from .scoring import (
     option,
     share_reason,
 )
-from .state import MetricInput, MetricOutput, MetricState, conversation_of
-from .windows import Exchange, Window, exchanges, sliding_windows
+from .core.state import MetricInput, MetricOutput, MetricState, conversation_of
+from .data.prompts import Prompt, load_prompt, parse_prompt
+from .data.results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict, merge_verdicts
+from .data.windows import Exchange, Window, exchanges, sliding_windows
+from .judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, require_tasks, resolve_judge
+from .metrics import ENTRY_POINT_GROUP, MetricSpec, create_metric
 
 __all__ = [
     "ENTRY_POINT_GROUP", "Exchange", "Judge", "JudgeErrorInfo", "JudgeOptions", "JudgeOutcome", "JudgeRequest",

@@ -13,10 +13,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from .compiling import CompileOptions, check_options, compile_graph
+from .core.compiling import CompileOptions, check_options, compile_graph
+from .core.state import MetricInput, MetricOutput, MetricState, conversation_of
 from .judges import ModelLike, resolve_judge
 from .metrics import MetricSpec, build_metric, canonical_name
-from .state import MetricInput, MetricOutput, MetricState, conversation_of
 
 #: A metric as every composing function takes it: a name (``"turn_relevancy"``,
 #: ``"turn-relevancy"``) or import path (``"mypkg.judges:politeness"``), a

@@ -1,7 +1,7 @@
 """Re-judge chosen verdicts of any metric with a changed rubric, prompt or
 judge, paying only for those verdicts (``docs/steering.md``).
 
-The graph runs again with a :class:`~judgegraph.replay.Steer` in its config, so
+The graph runs again with a :class:`~judgegraph.core.replay.Steer` in its config, so
 only the chosen verdicts' requests go to the judge (the unit is a request:
 choosing one of five statements judged together re-judges the five).
 """
@@ -19,11 +19,11 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateSnapshot
 from typing_extensions import Required, TypedDict, Unpack
 
-from .conversation import Conversation, as_conversation
+from .core.replay import Steer, answers_of, with_steer
+from .data.conversation import Conversation, as_conversation
+from .data.prompts import Prompt, parse_prompt
+from .data.results import MetricResult, Verdict
 from .judges import ModelLike, resolve_judge
-from .prompts import Prompt, parse_prompt
-from .replay import Steer, answers_of, with_steer
-from .results import MetricResult, Verdict
 
 if TYPE_CHECKING:
     from .judges.base import Judge
@@ -38,7 +38,7 @@ PromptLike = Prompt | str | os.PathLike[str] | None
 
 
 def as_prompt(prompt: PromptLike) -> Prompt | None:
-    """A :class:`~judgegraph.prompts.Prompt` from a prompt or a path, for the steps that write verdicts."""
+    """A :class:`~judgegraph.data.prompts.Prompt` from a prompt or a path, for the steps that write verdicts."""
     if prompt is None or isinstance(prompt, Prompt):
         return prompt
     path = Path(prompt)

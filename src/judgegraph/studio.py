@@ -21,8 +21,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import get_runtime
 from typing_extensions import NotRequired, TypedDict
 
-from .results import MetricResult, merge_results
-from .state import MetricInput, MetricOutput
+from .core.state import MetricInput, MetricOutput
+from .data.results import MetricResult, merge_results
 
 if TYPE_CHECKING:
     from .judges.base import Judge

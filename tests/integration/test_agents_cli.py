@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.reporting.html import report_data
+from judgegraph.outputs.html import report_data
 from judgegraph.runs import read_run
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 
+from judgegraph.cost.pricing import prices_for
+from judgegraph.data.results import Usage
 from judgegraph.judges.llm import LLMJudge
 from judgegraph.judges.scripted import ScriptedRequest
 from judgegraph.metrics import get_metric
 from judgegraph.metrics.relevancy import TurnVerdict
-from judgegraph.pricing import prices_for
-from judgegraph.results import Usage
 from tests.kit.anthropic_server import AnthropicRequest, FakeAnthropicServer
 from tests.kit.openai_server import FakeOpenAIServer, structured
 from tests.unit.metric_cases import CASES, CONVERSATION, IDS, answer

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from judgegraph.batch import NoBatchAPI, batch_judges, evaluate_batch_to_file
+from judgegraph.cost.pricing import prices_for
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
-from judgegraph.pricing import prices_for
-from judgegraph.runner import MetricPlan
 from judgegraph.runs import is_results_file, read_run
+from judgegraph.runs.runner import MetricPlan
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
 
 pytestmark = pytest.mark.integration
@@ -332,7 +332,7 @@ def test_a_batch_run_has_the_run_header_and_summary_and_resume_refuses_other_set
 def test_a_batch_run_is_the_runners_one_loop_a_pass_per_batch_round(inputs, tmp_path, monkeypatch):
     """Issue 25: the Batch API answers judge requests under runner.evaluate_to_file's loop (OpenRun.execute), not
     a loop of its own; round 2 (the re-ask of an invalid reply) is a second pass of that loop."""
-    from judgegraph.runner import OpenRun
+    from judgegraph.runs.runner import OpenRun
 
     loops: list[int] = []
     execute = OpenRun.execute

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from judgegraph.results import Usage
+from judgegraph.data.results import Usage
 from tests.integration.test_cached_tokens_cli import conversation_lines, write_long_chats
 from tests.kit.anthropic_server import AnthropicRequest, FakeAnthropicServer
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from judgegraph.pricing import Prices
-from judgegraph.results import Usage
+from judgegraph.cost.pricing import Prices
+from judgegraph.data.results import Usage
 from tests.kit.openai_server import FakeOpenAIServer, structured
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.reporting.html import report_data
+from judgegraph.outputs.html import report_data
 from judgegraph.runs import read_run
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 from tests.unit.metric_cases import CASES, CONVERSATION, IDS, ROOT, answer

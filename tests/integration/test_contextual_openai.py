@@ -9,9 +9,9 @@ import json
 import pytest
 from langchain_openai import ChatOpenAI
 
+from judgegraph.core.statements import EXTRACT_STEP
 from judgegraph.judges import resolve_judge
 from judgegraph.metrics.contextual import create_turn_contextual_relevancy_judge
-from judgegraph.statements import EXTRACT_STEP
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
 
 pytestmark = pytest.mark.integration

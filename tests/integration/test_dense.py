@@ -1,4 +1,4 @@
-"""Dense mode (judgegraph.dense) through the real client path and the loopback server: one call
+"""Dense mode (judgegraph.core._dense) through the real client path and the loopback server: one call
 judges several windows, with the verdicts of the per-window mode; only failed items are asked again."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 
 from judgegraph.embeddings import EmbeddingRunner, resolve_embeddings
 from judgegraph.judges import resolve_judge
-from judgegraph.runner import MetricPlan, evaluate_to_file
+from judgegraph.runs.runner import MetricPlan, evaluate_to_file
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, echo_headers, structured
 
 SECRET = "sk-test-EMBEDSECRET-0123456789abcdef"

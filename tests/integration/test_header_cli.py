@@ -249,7 +249,7 @@ def test_export_without_the_extra_is_a_clear_usage_error(run, tmp_path, monkeypa
     assert main(["export", str(out), *argv, "--out", str(tmp_path / "x.parquet")]) == 2
     assert "pip install 'judgegraph[export]'" in capsys.readouterr().err
     assert not (tmp_path / "x.parquet").exists()
-    from judgegraph.export import ExportExtraMissing
+    from judgegraph.outputs.export import ExportExtraMissing
 
     if missing == "pandas":
         with pytest.raises(ExportExtraMissing, match="judgegraph\\[export\\]"):

@@ -1,4 +1,4 @@
-"""One header comparison (judgegraph.runheader.compare_headers) behind `eval --resume` and `judgegraph diff`: a
+"""One header comparison (judgegraph.runs.header.compare_headers) behind `eval --resume` and `judgegraph diff`: a
 results file whose header differs from this run's in one key of each class is refused by `--resume` (exit 2, the
 difference named) unless the key is a speed setting or the judgegraph version, and `diff` names every one of them
 (a speed setting marked as such)."""

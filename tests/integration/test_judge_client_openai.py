@@ -252,7 +252,7 @@ def test_a_changed_rubric_or_prompt_file_misses(tmp_path, monkeypatch):
         assert run(rubric="Relevant means on topic.") == 6
         prompts = tmp_path / "prompts" / "turn_relevancy"
         prompts.mkdir(parents=True)
-        from judgegraph.prompts import load_prompt
+        from judgegraph.data.prompts import load_prompt
 
         original = load_prompt("turn_relevancy/judge_turn").path.read_text()
         (prompts / "judge_turn.md").write_text(original.replace("First give a short reason", "Give a short reason"))
@@ -273,8 +273,8 @@ def test_only_valid_answers_are_stored(tmp_path):
 def test_the_request_on_the_wire_is_the_strict_json_schema_structured_output_sends():
     from openai.lib._pydantic import to_strict_json_schema  # the SDK's own, as with_structured_output sends it
 
+    from judgegraph.core.statements import StatementVerdicts
     from judgegraph.metrics.relevancy import TurnVerdict
-    from judgegraph.statements import StatementVerdicts
 
     with FakeOpenAIServer(ScriptedResponder([], default=YES)) as server:
         judged("openai:judge-model", base_url=server.base_url, cache=False)

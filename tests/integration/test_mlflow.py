@@ -23,7 +23,7 @@ from judgegraph.cli import main
 from judgegraph.integrations.mlflow import load_sessions, log_assessments
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
-from judgegraph.runner import MetricPlan, evaluate_async
+from judgegraph.runs.runner import MetricPlan, evaluate_async
 
 pytestmark = pytest.mark.integration
 
@@ -298,7 +298,7 @@ def test_feedback_comes_from_to_feedback(mlflow_uri, logged):
     """name = key, rationale = comment, value = the declared value (else score, else passed), metadata = extra."""
     from mlflow import MlflowClient
 
-    from judgegraph.results import MetricResult
+    from judgegraph.data.results import MetricResult
 
     sessions = load_sessions(mlflow_uri, logged["experiment"])
     declared = MetricResult(key="outcome", score=1.0, passed=True, threshold=0.5, value="resolved", reason="Done.",

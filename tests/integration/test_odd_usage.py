@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
+from judgegraph.cost.pricing import Prices
+from judgegraph.data.results import Usage
 from judgegraph.judges import JudgeRequest, resolve_judge
 from judgegraph.judges.llm import count_tokens
 from judgegraph.metrics.relevancy import TurnVerdict
-from judgegraph.pricing import Prices
-from judgegraph.results import Usage
 from tests.kit.openai_server import ChatRequest, FakeOpenAIServer, Reply, error, structured
 
 pytestmark = pytest.mark.integration

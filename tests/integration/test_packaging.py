@@ -21,7 +21,7 @@ def test_wheel_carries_prompts_and_reads_them_when_installed(tmp_path):
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
                    check=True, timeout=300)
-    code = ("import judgegraph.prompts as p; q = p.load_prompt('turn_relevancy/judge_turn'); "
+    code = ("import judgegraph.data.prompts as p; q = p.load_prompt('turn_relevancy/judge_turn'); "
             "print(q.path); assert 'site' in str(q.path), q.path")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(target)},
                          capture_output=True, text=True, timeout=60)

@@ -138,7 +138,7 @@ def run_on_two_actors(address: str, monkeypatch, signum: int, **pool_options):
     import asyncio
     import threading
 
-    from judgegraph.runner import evaluate_to_file, iter_inputs
+    from judgegraph.runs.runner import evaluate_to_file, iter_inputs
     from judgegraph.scale import PlanSpec, RayPool
 
     for key, value in RAY_ENV.items():

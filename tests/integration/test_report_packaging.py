@@ -19,14 +19,14 @@ def test_wheel_carries_the_report_assets_and_writes_a_report_when_installed(tmp_
                    check=True, timeout=300)
     (wheel,) = tmp_path.glob("judgegraph-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {f"judgegraph/reporting/assets/{a}" for a in ASSETS} <= names
+    assert {f"judgegraph/outputs/assets/{a}" for a in ASSETS} <= names
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
                    check=True, timeout=300)
     results = tmp_path / "r.jsonl"
     results.write_text(json.dumps({"type": "conversation", "conversation_id": "c1", "source": "x:1",
                                    "results": {}, "error": None}) + "\n")
-    code = ("import judgegraph.reporting.html as h, sys; m = h.write_report(sys.argv[1], sys.argv[2], graphs=[]); "
+    code = ("import judgegraph.outputs.html as h, sys; m = h.write_report(sys.argv[1], sys.argv[2], graphs=[]); "
             "print(h.__file__)")
     out = subprocess.run([sys.executable, "-c", code, str(results), str(tmp_path / "r.html")], check=False, cwd=tmp_path,
                          env={"PYTHONPATH": str(target)}, capture_output=True, text=True, timeout=120)

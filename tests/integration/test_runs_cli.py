@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.pricing import TABLE_DATE
+from judgegraph.cost.pricing import TABLE_DATE
 from tests.kit.openai_server import FakeOpenAIServer, structured
 
 pytestmark = pytest.mark.integration
@@ -281,12 +281,12 @@ def test_markup_and_escape_sequences_from_data_are_printed_literally(tmp_path, c
 
 
 def test_an_internal_failure_exits_4_without_a_traceback(tmp_path, capsys, monkeypatch):
-    import judgegraph.runner
+    import judgegraph.runs.runner
 
     async def broken(*args, **kwargs):
         raise RuntimeError("boom [/] \x1b[2J")
 
-    monkeypatch.setattr(judgegraph.runner, "evaluate_to_file", broken)
+    monkeypatch.setattr(judgegraph.runs.runner, "evaluate_to_file", broken)
     chats = write_chats(tmp_path / "chats.jsonl", 1)
     assert main(["eval", str(chats), "--out", str(tmp_path / "r.jsonl"), "--no-progress"]) == 4
     err = capsys.readouterr().err

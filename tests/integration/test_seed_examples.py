@@ -8,7 +8,7 @@ import pytest
 
 from judgegraph.judges import resolve_judge
 from judgegraph.loaders import load_file
-from judgegraph.runner import MetricPlan, evaluate_async
+from judgegraph.runs.runner import MetricPlan, evaluate_async
 
 pytestmark = pytest.mark.integration
 SEEDS = Path(__file__).resolve().parents[1] / "data" / "seed_examples.yaml"

@@ -6,11 +6,11 @@ import json
 import pytest
 
 from judgegraph.cli import main
+from judgegraph.data.results import MetricResult
 from judgegraph.loaders import load_files
-from judgegraph.results import MetricResult
-from judgegraph.resultsfile import ResultsWriter
-from judgegraph.runner import ConversationOutcome
 from judgegraph.runs import read_run
+from judgegraph.runs.resultsfile import ResultsWriter
+from judgegraph.runs.runner import ConversationOutcome
 from judgegraph.trust.stability import graph_rescorer, merge_runs
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 

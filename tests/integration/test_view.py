@@ -235,7 +235,7 @@ def test_krippendorff_alpha_on_krippendorff_s_own_example():
     missing values; alpha = 0.743. Also against the reference implementation, to 1e-9."""
     krippendorff = pytest.importorskip("krippendorff", reason="the reference implementation is in the test extra")
     np = pytest.importorskip("numpy")
-    from judgegraph.trust.statistics import krippendorff_alpha
+    from judgegraph.stats.raters import krippendorff_alpha
 
     nan = None
     observers = [[1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],

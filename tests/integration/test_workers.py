@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.conversation import Conversation
+from judgegraph.data.conversation import Conversation
 from judgegraph.loaders import LoadedConversation
-from judgegraph.runner import evaluate_async, evaluate_to_file
+from judgegraph.runs.runner import evaluate_async, evaluate_to_file
 from judgegraph.scale import PlanSpec, WorkerPool, evaluate
 from tests.kit.openai_server import FakeOpenAIServer, structured
 

@@ -5,7 +5,7 @@
 1.7.10) posts to ``/v1/messages`` the schema as a tool (``tools=[{"name", "description", "input_schema"}]``)
 with ``tool_choice={"type": "tool", "name": ...}``, and parses the reply's ``tool_use`` content block
 (``{"type": "tool_use", "id", "name", "input"}``) into the schema. The reply's ``usage`` carries Anthropic's
-cache counts by Anthropic's rule, as :mod:`judgegraph.prefixcache` implements it for the dry run too
+cache counts by Anthropic's rule, as :mod:`judgegraph.providers.prefixcache` implements it for the dry run too
 (:func:`~judgegraph.providers.anthropic.marked_parts`, :class:`~judgegraph.providers.anthropic.MarkedCache`), over the requests
 served so far:
 
@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from judgegraph.prefixcache import request_tokens
 from judgegraph.providers import cache_rule
 from judgegraph.providers.anthropic import MarkedCache, block_text, marked_parts
+from judgegraph.providers.prefixcache import request_tokens
 
 #: Anthropic's error type for each status this server is asked to send.
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",

@@ -1,5 +1,5 @@
 """A scripted relevance judge for both modes of turn relevancy: per window (``<reply_to_judge>``) and
-dense (``<exchanges>`` + ``<items>``, judgegraph.dense). Each verdict depends only on the reply it
+dense (``<exchanges>`` + ``<items>``, judgegraph.core._dense). Each verdict depends only on the reply it
 names, so a faithful dense mode gives the per-window verdicts exactly.
 
 The label: a reply holding ``OFFTOPIC`` is irrelevant ("no"), any other relevant ("yes").

@@ -60,7 +60,7 @@ from typing import Any, Literal
 
 from judgegraph.judges.schema_example import example_from_schema
 from judgegraph.judges.tokens import count_tokens, encoding
-from judgegraph.prefixcache import PrefixCache, chat_parts, request_tokens
+from judgegraph.providers.prefixcache import PrefixCache, chat_parts, request_tokens
 
 __all__ = [
     "ChatRequest",
@@ -357,7 +357,7 @@ class ScriptedResponder:
 def schema_responder(request: ChatRequest) -> Reply:
     """Default responder (used by the CLI): a schema-conforming object for structured
     requests (``{}`` for json_object), ``"ok"`` for plain-text ones; a dense request
-    (judgegraph.dense: ``items`` whose ``item`` is one of 1..N) gets one item per number."""
+    (judgegraph.core._dense: ``items`` whose ``item`` is one of 1..N) gets one item per number."""
     if request.wants == "text":
         return text("ok")
     item = ((request.schema or {}).get("properties", {}).get("items") or {}).get("items")
@@ -857,7 +857,7 @@ def _model_obj(model_id: str) -> dict[str, Any]:
 
 def _prefix_tokens(request: ChatRequest) -> list[int]:
     """The request as a provider's prefix cache sees it: the output schema (response_format or tools),
-    then every message's role and content (judgegraph.prefixcache)."""
+    then every message's role and content (judgegraph.providers.prefixcache)."""
     raw = request.raw
     shape = raw.get("response_format") or raw.get("tools")
     schema = json.dumps(shape, sort_keys=True) if shape else None

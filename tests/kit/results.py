@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from judgegraph.results import JudgeErrorInfo, MetricResult, Status, Usage, Verdict, WindowVerdict
+from judgegraph.data.results import JudgeErrorInfo, MetricResult, Status, Usage, Verdict, WindowVerdict
 
 __all__ = ["HOSTILE_IMG", "HOSTILE_REASON", "HOSTILE_SCRIPT", "QUOTED_ID", "sample_run", "two_runs", "write_sample_run",
            "write_runs", "write_two_runs"]

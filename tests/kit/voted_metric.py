@@ -12,9 +12,9 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from judgegraph.results import Vote, WindowVerdict
-from judgegraph.scoring import make_result
-from judgegraph.state import MetricInput, MetricOutput, MetricState, conversation_of
+from judgegraph.core.scoring import make_result
+from judgegraph.core.state import MetricInput, MetricOutput, MetricState, conversation_of
+from judgegraph.data.results import Vote, WindowVerdict
 
 NAME = "voted"
 JUDGE = "llm:scripted-repeats"

@@ -58,7 +58,7 @@ def answer(verdict: str = "yes") -> Callable[[ScriptedRequest], dict[str, Any]]:
         reason = f"Scripted {verdict}."
         if name == "TurnVerdict":
             return {"reason": reason, "verdict": verdict}
-        if name.startswith("DenseTurnVerdict"):  # dense mode (judgegraph.dense): one entry per listed item
+        if name.startswith("DenseTurnVerdict"):  # dense mode (judgegraph.core._dense): one entry per listed item
             listed = text.split("<items>")[-1].split("</items>")[0]
             return {"items": [{"item": int(k), "reason": reason, "verdict": verdict}
                               for k in re.findall(r'^\{"item": (\d+)', listed, re.M)]}

@@ -130,7 +130,7 @@ def test_a_label_file_label_replaces_a_review_of_the_same_verdict(tmp_path):
 
 
 def test_the_html_section_tells_an_undefined_kappa_from_a_figure_the_kind_has_not():
-    from judgegraph.reporting.agreement import agreement_section
+    from judgegraph.outputs.agreement import agreement_section
 
     result = _turn_relevancy("yes")
     labels = [Label("capabilities", "turn_relevancy", "yes", verdict_id=v.id) for v in result.verdicts]

@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from judgegraph.trust.statistics import (
+from judgegraph.stats.raters import (
     bootstrap_ci,
     cohen_kappa,
     confusion,

@@ -13,8 +13,8 @@ from metric_cases import CASES, CONVERSATION, IDS, Case, model
 from judgegraph import ScriptedChatModel, make_judge, resolve_judge
 from judgegraph.judges import load_aligned
 from judgegraph.judges.aligned import AlignedJudge, Alignment, Example, read_alignment
-from judgegraph.judges.offline_fit import read_labels as read_offline_labels
 from judgegraph.trust.alignment import AlignmentError, align
+from judgegraph.trust.offline_fit import read_labels as read_offline_labels
 
 GUIDE = "GUIDELINE-7f3: a greeting that offers help is relevant."
 EXAMPLE = "EXAMPLE-c41: Hello, how can I help?"
@@ -179,6 +179,6 @@ def test_examples_are_bounded_in_count_and_characters(tmp_path):
 
 
 def test_an_aligned_judge_is_priced_as_its_model():
-    from judgegraph.pricing import lookup
+    from judgegraph.cost.pricing import lookup
 
     assert lookup("llm:gpt-4.1-mini+aligned-438230fe10c8") == lookup("gpt-4.1-mini") is not None

@@ -1,11 +1,11 @@
-"""Verdict fields read what real servers send (judgegraph.answers)."""
+"""Verdict fields read what real servers send (judgegraph.data.answers)."""
 
 from typing import Annotated, Literal
 
 import pytest
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
-from judgegraph.answers import YesNo, leading_choice, read_choice
+from judgegraph.data.answers import YesNo, leading_choice, read_choice
 from judgegraph.metrics.relevancy import TurnVerdict
 
 

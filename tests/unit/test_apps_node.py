@@ -10,9 +10,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from judgegraph.apps import judge_node, route_on_verdict, verdict_reason
+from judgegraph.data.results import MetricResult
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.metrics.relevancy import create_turn_relevancy_judge
-from judgegraph.results import MetricResult
 
 YES = {"reason": "It answers the question.", "verdict": "yes"}
 NO = {"reason": "It talks about Paris, not arithmetic.", "verdict": "no"}

@@ -23,7 +23,7 @@ from judgegraph.apps import (
     JudgementFailed, Scenario, as_evaluator, assert_judged, asimulate, create_simulator, judge_graph, judge_node,
     junit_from_results, route_on_verdict, simulate, verdict_reason, write_junit,
 )
-from judgegraph.results import MetricResult
+from judgegraph.data.results import MetricResult
 
 
 class State(MessagesState):

@@ -272,9 +272,9 @@ def test_a_forked_child_gets_its_own_worker():
 
 
 def _labelled_requests() -> list[JudgeRequest]:
-    from judgegraph.conversation import Conversation
+    from judgegraph.data.conversation import Conversation
+    from judgegraph.data.windows import sliding_windows
     from judgegraph.metrics.relevancy import turn_request
-    from judgegraph.windows import sliding_windows
 
     requests = []
     for line in DATA.read_text(encoding="utf-8").splitlines():

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
+from judgegraph.data.prompts import PLACEHOLDER, Prompt, load_prompt, parse_prompt
 from judgegraph.judges.cache_hints import SeenPrefixes, prompt_message, split_rendered, stable_boundary
-from judgegraph.prompts import PLACEHOLDER, Prompt, load_prompt, parse_prompt
 from tests.unit.metric_cases import model as scripted_model
 from tests.unit.test_prompt_layout import NOT_REQUESTS, _steps
 

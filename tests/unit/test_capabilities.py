@@ -13,12 +13,12 @@ from metric_cases import CASES, CONVERSATION, IDS, LATEST_TURNS, Case, model
 
 from judgegraph.apps import judge_node
 from judgegraph.apps.latest import latest_runner
-from judgegraph.conversation import as_conversation
-from judgegraph.dryrun import DryRunJudge
+from judgegraph.cost.dryrun import DryRunJudge
+from judgegraph.data.conversation import as_conversation
+from judgegraph.data.results import MetricResult
 from judgegraph.metrics import get_metric
-from judgegraph.results import MetricResult
+from judgegraph.outputs.transcripts import transcript_of
 from judgegraph.steering import rejudge, rejudge_result
-from judgegraph.transcripts import transcript_of
 
 
 def run(case: Case, verdict: str = "yes", **options):

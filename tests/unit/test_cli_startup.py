@@ -57,6 +57,6 @@ def test_an_offline_eval_loads_no_provider_sdk_and_no_batch_package(tmp_path):
         mods = loaded("eval", str(convs), "--out", str(tmp_path / "r.jsonl"), "--quiet")
     finally:
         os.chdir(cwd)
-    assert "judgegraph.runner" in mods  # the run happened
+    assert "judgegraph.runs.runner" in mods  # the run happened
     assert (tmp_path / "r.jsonl").read_text().count('"type": "conversation"') == 1
     assert not {m for m in mods if m.startswith(("judgegraph.batch", "openai", "anthropic", "langchain_openai", "langchain_anthropic"))}

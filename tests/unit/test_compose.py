@@ -19,7 +19,7 @@ from judgegraph.loaders import LoadedConversation
 from judgegraph.metrics import create_metric, get_metric
 from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
 from judgegraph.report import create_report_graph, metric_graphs
-from judgegraph.runner import MetricPlan, evaluate_async
+from judgegraph.runs.runner import MetricPlan, evaluate_async
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "judgegraph"
 YES = {"reason": "on topic", "verdict": "yes"}
@@ -191,7 +191,7 @@ def test_the_latest_scope_reaches_every_metric_of_a_composed_judge():
 def test_the_runner_caches_one_report_per_distinct_metric_set():
     judge = resolve_judge(fake())
     plan = MetricPlan(["turn_relevancy"], judge)
-    from judgegraph.conversation import as_conversation
+    from judgegraph.data.conversation import as_conversation
 
     items = [LoadedConversation(as_conversation({**CONV, "id": f"c{i}"}), f"mem:{i}", "judgegraph", {})
              for i in range(3)]

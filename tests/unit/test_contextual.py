@@ -15,18 +15,7 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
-from judgegraph.judges import resolve_judge
-from judgegraph.judges.offline import STATEMENT_THRESHOLD, EmbeddingJudge, statement_scores
-from judgegraph.judges.scripted import ScriptedChatModel
-from judgegraph.loaders import load_file
-from judgegraph.metrics import get_metric
-from judgegraph.metrics.contextual import (
-    OFFLINE_MODE,
-    ContextualSettings,
-    build_turn_contextual_relevancy_graph,
-    create_turn_contextual_relevancy_judge,
-)
-from judgegraph.statements import (
+from judgegraph.core.statements import (
     EXTRACT_STEP,
     JUDGE_STEP,
     VERIFY_STEP,
@@ -38,6 +27,17 @@ from judgegraph.statements import (
     judge_statements_step,
     split_sentences,
     verify_step,
+)
+from judgegraph.judges import resolve_judge
+from judgegraph.judges.offline import STATEMENT_THRESHOLD, EmbeddingJudge, statement_scores
+from judgegraph.judges.scripted import ScriptedChatModel
+from judgegraph.loaders import load_file
+from judgegraph.metrics import get_metric
+from judgegraph.metrics.contextual import (
+    OFFLINE_MODE,
+    ContextualSettings,
+    build_turn_contextual_relevancy_graph,
+    create_turn_contextual_relevancy_judge,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -318,7 +318,7 @@ def test_schemas_check_every_number_and_clean_statements():
 
 
 def get_schema_for_llm():
-    from judgegraph.statements import verdicts_schema
+    from judgegraph.core.statements import verdicts_schema
 
     return verdicts_schema(3).model_json_schema()
 

@@ -1,5 +1,5 @@
 """Every capability of tests/unit/test_capabilities.py, run again over the metrics that have a dense
-mode (judgegraph.dense) with ``dense=2``: verdicts with transcripts, review, re-judging (one verdict: one
+mode (judgegraph.core._dense) with ``dense=2``: verdicts with transcripts, review, re-judging (one verdict: one
 call for its window alone), the latest scope, the dry run."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import pytest
 import test_capabilities as caps
 from metric_cases import CONVERSATION, Case, model
 
-from judgegraph.conversation import as_conversation
+from judgegraph.data.conversation import as_conversation
 from judgegraph.metrics import get_metric
+from judgegraph.outputs.transcripts import transcript_of
 from judgegraph.steering import rejudge_result
-from judgegraph.transcripts import transcript_of
 
 
 def dense_case(name: str) -> Case:

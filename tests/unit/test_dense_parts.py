@@ -1,4 +1,4 @@
-"""The pieces of dense mode (judgegraph.dense): the answer schema, reading items one by one, the request."""
+"""The pieces of dense mode (judgegraph.core._dense): the answer schema, reading items one by one, the request."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from judgegraph.conversation import as_conversation
-from judgegraph.dense import DensePlan, answer_schema, blocks, check_dense, dense_request, read_items
+from judgegraph.core._dense import DensePlan, answer_schema, blocks, check_dense, dense_request, read_items
+from judgegraph.data.conversation import as_conversation
+from judgegraph.data.windows import sliding_windows
 from judgegraph.metrics.relevancy import TurnVerdict
 from judgegraph.providers.openai import strict_json_schema
-from judgegraph.windows import sliding_windows
 
 PLAN = DensePlan(size=3, step="turn_relevancy/judge_dense", task="turn_relevance_dense", item_schema=TurnVerdict,
                  shared=lambda w: {"rubric": "Relevant means on topic.", "system": "(none)"})

@@ -12,7 +12,7 @@ from markdown_it import MarkdownIt
 
 from judgegraph.compare import diff_runs
 from judgegraph.compare.markdown import to_markdown
-from judgegraph.results import JudgeErrorInfo, MetricResult, WindowVerdict
+from judgegraph.data.results import JudgeErrorInfo, MetricResult, WindowVerdict
 
 METRIC = "turn_relevancy"
 
@@ -170,7 +170,7 @@ def header(model="gpt-4.1-mini", temperature=0.0, prompt="3f2a9c1b7d4e", thresho
 def test_a_jurors_timeout_is_a_speed_setting_to_diff_as_to_resume(tmp_path):
     # one comparison (runheader.compare_headers): before, diff counted a juror's timeout as a judging change
     # while --resume let it change
-    from judgegraph.runheader import differences
+    from judgegraph.runs.header import differences
 
     def jury(timeout, repeat=1):
         h = header()

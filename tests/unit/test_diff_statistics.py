@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest, bootstrap, chi2
 
-from judgegraph.compare.statistics import EXACT_BELOW, mcnemar, paired_bootstrap
+from judgegraph.stats.paired import EXACT_BELOW, mcnemar, paired_bootstrap
 
 
 @pytest.mark.parametrize(("b", "c"), [(1, 0), (0, 1), (3, 3), (5, 1), (0, 7), (12, 12), (20, 4), (13, 11), (1, 23)])

@@ -12,8 +12,8 @@ from typing_extensions import TypedDict
 from judgegraph.cli import main
 from judgegraph.judges import NoModel
 from judgegraph.metrics import create_metric
+from judgegraph.outputs.drawing import PngUnavailable, draw_png, draw_svg, graph_layout
 from judgegraph.report import create_report_graph
-from judgegraph.reporting.drawing import PngUnavailable, draw_png, draw_svg, graph_layout
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 

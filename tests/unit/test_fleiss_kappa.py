@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
-from judgegraph.trust.statistics import fleiss_bootstrap_ci, fleiss_kappa, rating_table, resample_indices
+from judgegraph.stats.raters import fleiss_bootstrap_ci, fleiss_kappa, rating_table, resample_indices
 
 #: The worked example of Wikipedia's "Fleiss' kappa" article: 10 items, 14 raters, 5 categories;
 #: by hand P̄ = 0.378, P̄e = 0.213, kappa = (0.378 - 0.213) / (1 - 0.213) = 0.210.

@@ -7,7 +7,7 @@ import re
 from html.parser import HTMLParser
 
 from judgegraph.cli import main
-from judgegraph.reporting.html import report_data, write_report
+from judgegraph.outputs.html import report_data, write_report
 from judgegraph.runs import read_run
 from tests.kit.results import HOSTILE_IMG, HOSTILE_SCRIPT, write_sample_run
 

@@ -101,7 +101,7 @@ def test_the_checker_sees_a_circle_and_an_upward_import():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
     graph = import_graph()
     assert "judgegraph.cli.common" in graph["judgegraph.cli.eval"]  # in-function and module-level both read
-    assert "judgegraph.runner" in graph["judgegraph.batch.run"]
+    assert "judgegraph.runs.runner" in graph["judgegraph.batch.run"]
 
 
 def test_no_import_circles():
@@ -129,3 +129,66 @@ def test_no_module_outside_the_metrics_imports_a_metric_but_its_own_app_or_comma
             if target.rpartition(".")[2] != module.rpartition(".")[2]:  # apps/pairwise, cli/pairwise: its own
                 upward.append(f"{module} -> {target}")
     assert sorted(upward) == []
+
+
+# -- the layers (written by relayout.py from its LAYERS; docs/architecture.md shows the same table) --
+
+#: The layers, lowest first: a module may import its own layer and the ones below it, never one above.
+#: A module belongs to the layer of its longest prefix here (``judgegraph`` alone: the root's lazy table).
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("package root", ("judgegraph",)),
+    ("data", ("judgegraph.data",)),
+    ("judging", ("judgegraph.providers", "judgegraph.judges", "judgegraph.embeddings")),
+    ("core", ("judgegraph.core",)),
+    ("metrics", ("judgegraph.metrics",)),
+    ("composition", ("judgegraph.report", "judgegraph.steering", "judgegraph.studio", "judgegraph.metric")),
+    ("cost", ("judgegraph.cost",)),
+    ("inputs", ("judgegraph.loaders",)),
+    ("runs", ("judgegraph.runs", "judgegraph.batch", "judgegraph.scale")),
+    ("statistics", ("judgegraph.stats",)),
+    ("trust and compare", ("judgegraph.trust", "judgegraph.compare")),
+    ("outputs", ("judgegraph.outputs",)),
+    ("integrations", ("judgegraph.apps", "judgegraph.integrations", "judgegraph.view")),
+    ("command line", ("judgegraph.cli",)),
+]
+
+
+def layer_of(module: str) -> int | None:
+    """The index in LAYERS of ``module``'s layer (its longest matching prefix), None when no layer holds it."""
+    best: tuple[int, int] | None = None
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or (prefix != "judgegraph" and module.startswith(prefix + "."))) and (
+                    best is None or len(prefix) > best[0]):
+                best = (len(prefix), index)
+    return None if best is None else best[1]
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a lower layer into a higher one, named ``module (layer) -> module (layer)``. The root
+    package is imported by all (``__version__``) and imports at attribute access only: the lazy face of them all."""
+    found = []
+    for module, targets in graph.items():
+        if module == "judgegraph":
+            continue
+        here = layer_of(module)
+        for target in targets:
+            there = layer_of(target)
+            if here is not None and there is not None and there > here:
+                found.append(f"{module} ({LAYERS[here][0]}) -> {target} ({LAYERS[there][0]})")
+    return sorted(found)
+
+
+def test_the_layer_check_sees_an_upward_import():
+    graph = {"judgegraph.core.nodes": {"judgegraph.cli.eval"}, "judgegraph.cli.eval": {"judgegraph.core.nodes"}}
+    assert upward_imports(graph) == ["judgegraph.core.nodes (core) -> judgegraph.cli.eval (command line)"]
+
+
+def test_every_module_has_a_layer():
+    assert sorted(m for m in MODULES if layer_of(m) is None) == []
+
+
+def test_nothing_imports_a_higher_layer():
+    assert upward_imports(import_graph()) == []
+
+# -- end of the layers --

@@ -8,6 +8,8 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
+from judgegraph.data.prompts import load_prompt, parse_prompt
+from judgegraph.data.results import JudgeAttempt, Verdict
 from judgegraph.judges import JudgeRequest, resolve_judge
 from judgegraph.judges.base import JudgeOutcome
 from judgegraph.judges.cache import DiskCache, JudgeCache
@@ -15,8 +17,6 @@ from judgegraph.judges.limiter import CallLimiter, RateBucket
 from judgegraph.judges.replies import lenient_parse
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.metrics.relevancy import TurnVerdict
-from judgegraph.prompts import load_prompt, parse_prompt
-from judgegraph.results import JudgeAttempt, Verdict
 
 YES = {"reason": "ok", "verdict": "yes"}
 

@@ -14,11 +14,11 @@ from metric_cases import CASES, CONVERSATION, IDS, answer
 from pydantic import BaseModel
 
 from judgegraph import Jury, ScriptedChatModel, resolve_judge
+from judgegraph.core.statements import verdicts_schema
 from judgegraph.judges import JudgeRequest
 from judgegraph.judges.llm import LLMJudge
 from judgegraph.judges.verdicts import combine
 from judgegraph.metrics import get_metric
-from judgegraph.statements import verdicts_schema
 
 
 def juror(name: str, verdict: str = "yes") -> ScriptedChatModel:
@@ -104,7 +104,7 @@ class _YesNo(BaseModel):
 
 
 def _prompt():
-    from judgegraph.prompts import Prompt
+    from judgegraph.data.prompts import Prompt
 
     return Prompt(name="t", template="Is it relevant?", documented=frozenset())
 
@@ -248,7 +248,7 @@ def test_repeats_are_keyed_apart_so_no_cache_entry_serves_two():
 
 
 def test_rejudging_a_verdict_with_a_jury_gives_it_votes():
-    from judgegraph.conversation import as_conversation
+    from judgegraph.data.conversation import as_conversation
     from judgegraph.steering import rejudge_result
 
     old = turn_relevancy(juror("first", "yes"))

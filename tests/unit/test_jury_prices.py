@@ -3,7 +3,7 @@ tests/integration/test_jury_server.py)."""
 
 import pytest
 
-from judgegraph.pricing import jury_prices, prices_for
+from judgegraph.cost.pricing import jury_prices, prices_for
 
 
 def test_a_jury_is_priced_as_the_sum_of_its_jurors_shares():
@@ -11,7 +11,7 @@ def test_a_jury_is_priced_as_the_sum_of_its_jurors_shares():
     assert mini is not None and big is not None
     assert jury_prices(["llm:gpt-4.1-mini"] * 3) == mini  # repeats of one model: its prices
     both = jury_prices(["llm:gpt-4.1-mini", "llm:gpt-4.1"])
-    from judgegraph.results import Usage
+    from judgegraph.data.results import Usage
 
     usage = Usage(calls=2, input_tokens=2000, output_tokens=200)  # each juror got 1,000 in, 100 out
     half = Usage(calls=1, input_tokens=1000, output_tokens=100)

@@ -10,8 +10,8 @@ from judgegraph import ScriptedChatModel
 from judgegraph.judges import resolve_judge
 from judgegraph.loaders.langgraph_postgres import postgres_dsn, postgres_name
 from judgegraph.loaders.langgraph_threads import checkpointer_name, checkpointer_spec_error
-from judgegraph.runheader import run_header
-from judgegraph.runner import MetricPlan
+from judgegraph.runs.header import run_header
+from judgegraph.runs.runner import MetricPlan
 
 
 def test_which_values_name_a_postgres_database():

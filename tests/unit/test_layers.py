@@ -75,9 +75,9 @@ def test_wheel_ships_prompts_and_no_test_kit(tmp_path):
 #: The modules every metric is built on or run by: they may use the registry (``judgegraph.metrics``:
 #: ``get_metric``, ``MetricSpec``, ``DEFAULT_METRICS``) but no metric module, and name no metric.
 GENERIC = [
-    "nodes.py", "statements.py", "runner.py", "report.py", "results.py", "state.py", "windows.py", "conversation.py",
-    "replay.py", "steering.py", "transcripts.py", "resultsfile.py", "loaders/base.py",
-    "judges/*.py", "embeddings/*.py", "reporting/*.py", "scale/*.py",
+    "core/nodes.py", "core/statements.py", "runs/runner.py", "report.py", "data/results.py", "core/state.py", "data/windows.py", "data/conversation.py",
+    "core/replay.py", "steering.py", "outputs/transcripts.py", "runs/resultsfile.py", "loaders/base.py",
+    "judges/*.py", "embeddings/*.py", "outputs/*.py", "scale/*.py",
 ]
 #: Every built-in metric's name, from the registry.
 METRIC_NAMES = tuple(built_ins())
@@ -158,7 +158,7 @@ def test_generic_modules_import_no_metric_module_and_name_no_metric():
 def test_runner_knows_no_input_format():
     """promptfoo's rules (its ``not-`` negation) live with its loader: the runner and the report graph
     import no format module and hold no format's rule, only the generic hook (``result_transform``)."""
-    for name in ("runner.py", "report.py"):
+    for name in ("runs/runner.py", "report.py"):
         path = PACKAGE / name
         assert not [i for i in _imports(path) if "formats" in i or "promptfoo" in i], name
         words = set()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from judgegraph.conversation import Conversation
+from judgegraph.data.conversation import Conversation
 from judgegraph.loaders import (
     InputError,
     InputFormatError,

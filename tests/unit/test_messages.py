@@ -1,9 +1,9 @@
-"""LangChain messages → Conversation (judgegraph.conversation.from_messages)."""
+"""LangChain messages → Conversation (judgegraph.data.conversation.from_messages)."""
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage, messages_to_dict
 
-from judgegraph.conversation import from_messages
+from judgegraph.data.conversation import from_messages
 
 MESSAGES = [
     SystemMessage("You are a weather bot."),

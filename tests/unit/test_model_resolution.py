@@ -74,4 +74,4 @@ def test_provider_knowledge_lives_in_the_provider_modules():
 
     src = Path(judgegraph.__file__).parent
     naming = sorted(str(p.relative_to(src)) for p in src.rglob("*.py") if "anthropic" in p.read_text("utf-8").lower())
-    assert set(naming) <= {"providers/anthropic.py", "providers/__init__.py", "pricing.py"}, naming
+    assert set(naming) <= {"providers/anthropic.py", "providers/__init__.py", "cost/pricing.py"}, naming

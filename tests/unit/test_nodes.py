@@ -1,4 +1,4 @@
-"""The public building blocks of judgegraph.nodes, and the composed policy
+"""The public building blocks of judgegraph.core.nodes, and the composed policy
 judge example (examples/policy_judge) built from them."""
 
 import asyncio
@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from langgraph.types import Send
 
-from judgegraph.conversation import Conversation
+from judgegraph.core.nodes import fan_out, judge_step, make_result, outcome_fields, window_node
+from judgegraph.data.conversation import Conversation
+from judgegraph.data.results import Usage, Verdict
 from judgegraph.judges import JudgeOutcome, JudgeRequest
 from judgegraph.judges.base import Judge
 from judgegraph.loaders import load_conversations
-from judgegraph.nodes import fan_out, judge_step, make_result, outcome_fields, window_node
-from judgegraph.results import Usage, Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples"))
@@ -155,7 +155,7 @@ def test_generic_blocks_never_import_a_metric():
     import subprocess
     import sys
 
-    code = ("import sys, judgegraph.nodes, judgegraph.statements, judgegraph.state, judgegraph.results; "
+    code = ("import sys, judgegraph.core.nodes, judgegraph.core.statements, judgegraph.core.state, judgegraph.data.results; "
             "print(sorted(m for m in sys.modules if m.startswith('judgegraph.metrics')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

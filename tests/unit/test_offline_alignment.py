@@ -19,7 +19,10 @@ import pytest
 from judgegraph.cli import main
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.offline import EmbeddingJudge
-from judgegraph.judges.offline_fit import (
+from judgegraph.judges.offline_rule import OfflineRule, load_rule
+from judgegraph.loaders.files import load_conversations
+from judgegraph.metrics.relevancy import turn_inputs
+from judgegraph.trust.offline_fit import (
     LabelsError,
     auc,
     feature_matrix,
@@ -28,9 +31,6 @@ from judgegraph.judges.offline_fit import (
     parse_positive,
     read_labels,
 )
-from judgegraph.judges.offline_rule import OfflineRule, load_rule
-from judgegraph.loaders.files import load_conversations
-from judgegraph.metrics.relevancy import turn_inputs
 
 WORDS = ("apple banana cherry delta engine forest garden harbor island jungle kettle lemon mango needle ocean "
          "pepper quartz river saddle tiger umbrella violin walnut yellow zebra anchor bridge candle dragon eagle").split()
@@ -93,7 +93,7 @@ def test_the_fitted_rule_beats_the_default_on_held_out_dialogues(tmp_path: Path)
 
 
 def test_the_split_keeps_each_dialogue_on_one_side(tmp_path: Path) -> None:
-    from judgegraph.judges.offline_fit import split_groups
+    from judgegraph.trust.offline_fit import split_groups
 
     groups = [f"d{i // 3}" for i in range(120)]
     test = split_groups(groups, seed=4)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgegraph.conversation import Conversation
+from judgegraph.data.conversation import Conversation
 from judgegraph.judges import offline_scoring as rule
 from judgegraph.judges.offline_scoring import (
     CONTEXT_WEIGHT,
@@ -215,7 +215,7 @@ def test_labelled_set_shape() -> None:
 
 
 def test_calibration_windows_mirror_the_library() -> None:
-    from judgegraph.windows import sliding_windows
+    from judgegraph.data.windows import sliding_windows
 
     cal = _load_calibration()
     for row in cal.load_conversations(DATA):

@@ -10,15 +10,22 @@ from pathlib import Path
 import pytest
 
 import judgegraph
-from judgegraph.conversation import Conversation
+from judgegraph.data.conversation import Conversation
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import LoadedConversation
-from judgegraph.runner import ConversationOutcome, MetricPlan, OpenRun, RunSummary, evaluate_async, evaluate_to_file
+from judgegraph.runs.runner import (
+    ConversationOutcome,
+    MetricPlan,
+    OpenRun,
+    RunSummary,
+    evaluate_async,
+    evaluate_to_file,
+)
 
 SRC = Path(judgegraph.__file__).parent
 #: files opened for writing that are not results files: a CSV/Parquet export, a downloaded model wheel
-NOT_RESULTS = {"export.py", "embeddings/minilm.py"}
+NOT_RESULTS = {"outputs/export.py", "embeddings/minilm.py"}
 YES = {"reason": "on topic", "verdict": "yes"}
 
 
@@ -48,7 +55,7 @@ def test_no_module_but_resultsfile_opens_a_file_for_writing():
     offenders = {}
     for path in SRC.rglob("*.py"):
         rel = path.relative_to(SRC).as_posix()
-        if rel in NOT_RESULTS or rel == "resultsfile.py":
+        if rel in NOT_RESULTS or rel == "runs/resultsfile.py":
             continue
         if lines := _write_opens(ast.parse(path.read_text(encoding="utf-8"))):
             offenders[rel] = lines
@@ -123,7 +130,7 @@ def test_watch_runs_in_the_runners_loop_a_pass_per_poll(tmp_path, monkeypatch):
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from judgegraph.watch import CheckpointerThreads, Remembered, Watch
+    from judgegraph.runs.watch import CheckpointerThreads, Remembered, Watch
     from tests.kit.agent import build_agent
 
     saver = InMemorySaver()
@@ -150,7 +157,7 @@ def test_watch_runs_in_the_runners_loop_a_pass_per_poll(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("mode", ["w", "a"])
 def test_the_writer_copies_a_line_byte_for_byte_with_surrogateescape(tmp_path, mode):
-    from judgegraph.resultsfile import ResultsWriter
+    from judgegraph.runs.resultsfile import ResultsWriter
 
     raw = b'{"type": "note", "text": "caf\xe9"}\n'
     writer = ResultsWriter(tmp_path / "r.jsonl", mode=mode, errors="surrogateescape")

@@ -152,7 +152,7 @@ def test_an_eval_results_file_is_refused_line_by_line_and_a_simulate_file_is_rea
     assert "holds verdicts only" in version.errors[0]
     simulated = tmp_path / "sim.jsonl"
     from judgegraph.apps.simulate import Scenario, SimulationResult
-    from judgegraph.conversation import Conversation
+    from judgegraph.data.conversation import Conversation
 
     line = SimulationResult(scenario=Scenario(id="c1", goal="reset my password"), status="goal_reached",
                             conversation=Conversation.model_validate(chat("c1", GOOD))).to_record()

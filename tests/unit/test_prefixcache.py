@@ -1,10 +1,10 @@
-"""The prompt-cache rules (judgegraph.prefixcache). OpenAI's: a prefix already sent is served when it is at least
+"""The prompt-cache rules (judgegraph.providers.prefixcache). OpenAI's: a prefix already sent is served when it is at least
 1,024 tokens long, in steps of 128 tokens; any earlier request counts, not only the one before. Anthropic's: only
 a prefix marked ``cache_control``, written from the model's minimum, then read."""
 
 from __future__ import annotations
 
-from judgegraph.prefixcache import PrefixCache, cacheable_share, chat_parts, request_tokens
+from judgegraph.providers.prefixcache import PrefixCache, cacheable_share, chat_parts, request_tokens
 
 
 def test_a_shared_prefix_is_served_in_steps_of_128_from_1024_tokens():

@@ -9,8 +9,7 @@ import json
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from judgegraph.judges.llm import _usage
-from judgegraph.pricing import (
+from judgegraph.cost.pricing import (
     PRICES,
     TABLE_DATE,
     PriceFileError,
@@ -20,7 +19,8 @@ from judgegraph.pricing import (
     prices_for,
     user_prices,
 )
-from judgegraph.results import Usage
+from judgegraph.data.results import Usage
+from judgegraph.judges.llm import _usage
 
 
 def test_cached_input_tokens_are_priced_at_the_cached_price():

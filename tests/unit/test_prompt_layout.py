@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from judgegraph.prompts import PLACEHOLDER, load_prompt, prompt_dirs
+from judgegraph.data.prompts import PLACEHOLDER, load_prompt, prompt_dirs
 
 #: Prompts that are not one judge request: the aligned judge's preamble (the request follows it), the rubric
 #: (a value), and the custom judge's template (the author's instructions; the data is appended to it).

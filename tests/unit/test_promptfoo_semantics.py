@@ -9,13 +9,13 @@ import tracemalloc
 import pytest
 import yaml
 
+from judgegraph.data.results import MetricResult
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import load_file
 from judgegraph.loaders.formats.promptfoo_rules import negate_result
 from judgegraph.loaders.limits import Limits
-from judgegraph.results import MetricResult
-from judgegraph.runner import MetricPlan, evaluate_async
+from judgegraph.runs.runner import MetricPlan, evaluate_async
 
 YES = {"reason": "It answers the question.", "verdict": "yes"}
 NO = {"reason": "It talks about something else.", "verdict": "no"}
@@ -246,7 +246,7 @@ def test_inline_rubric_with_messages_placeholder_is_refused(tmp_path):
     ({"config": {"windowSize": 2.5}}, "assert.0.config.windowSize", "windowSize must be a whole number >= 1, got 2.5"),
 ])
 def test_a_bad_threshold_or_window_size_is_the_message_a_metric_gives_at_its_field(tmp_path, assertion, field, message):
-    # checked by judgegraph.scoring, as the metric's own settings are: one message (the file's field named)
+    # checked by judgegraph.core.scoring, as the metric's own settings are: one message (the file's field named)
     path = write(tmp_path, pf_test("bad", {"type": "conversation-relevance", **assertion}))
     [error] = load_file(path).errors
     assert (error.field, error.message) == (f"tests.0.{field}", f"{message} [promptfoo format]")

@@ -5,10 +5,10 @@ import re
 import pytest
 
 import judgegraph.metrics
-from judgegraph.conversation import Conversation
+from judgegraph.data.conversation import Conversation
+from judgegraph.data.prompts import PromptError, load_prompt, parse_prompt, prompt_dirs
+from judgegraph.data.windows import sliding_windows
 from judgegraph.metrics.relevancy import DEFAULT_RUBRIC_STEP, JUDGE_STEP, turn_request
-from judgegraph.prompts import PromptError, load_prompt, parse_prompt, prompt_dirs
-from judgegraph.windows import sliding_windows
 
 
 def all_prompt_names() -> list[str]:
@@ -20,7 +20,7 @@ def _declared():
     """Each module with prompt steps declares PROMPT_VALUES: {step: values its node passes}."""
     values = {}
     metrics = [m.name for m in pkgutil.walk_packages(judgegraph.metrics.__path__, "judgegraph.metrics.")]
-    for name in metrics + ["judgegraph.statements", "judgegraph.apps.simulate.graph", "judgegraph.judges.aligned",
+    for name in metrics + ["judgegraph.core.statements", "judgegraph.apps.simulate.graph", "judgegraph.judges.aligned",
                            "judgegraph.trust.alignment"]:
         try:
             mod = importlib.import_module(name)

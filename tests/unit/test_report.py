@@ -2,7 +2,7 @@
 import pytest
 
 import judgegraph.report as report_mod
-from judgegraph.conversation import as_conversation
+from judgegraph.data.conversation import as_conversation
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
 from judgegraph.report import create_report_graph
@@ -49,7 +49,7 @@ def test_conversation_is_validated_once(monkeypatch):
 def test_messages_in_are_converted_once_for_every_metric():
     from langchain_core.messages import AIMessage, HumanMessage
 
-    from judgegraph.conversation import from_messages
+    from judgegraph.data.conversation import from_messages
 
     messages = [HumanMessage(t.content) if t.role == "user" else AIMessage(t.content)
                 for t in as_conversation(CONV).turns if t.role in ("user", "assistant")]

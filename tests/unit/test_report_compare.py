@@ -10,8 +10,8 @@ from html.parser import HTMLParser
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.reporting.compare import compare_runs, differs_in, run_labels
-from judgegraph.reporting.html import report_data, write_report
+from judgegraph.outputs.compare import compare_runs, differs_in, run_labels
+from judgegraph.outputs.html import report_data, write_report
 from judgegraph.runs import ConversationLine, HeaderLine, RunFile, read_run
 from tests.kit.results import HOSTILE_REASON, QUOTED_ID, write_sample_run, write_two_runs
 

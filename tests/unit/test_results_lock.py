@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from judgegraph.resultsfile import ResultsFileLocked, lock_results
+from judgegraph.runs.resultsfile import ResultsFileLocked, lock_results
 
 
 def test_a_second_lock_on_the_same_results_file_is_refused_with_the_holders_pid(tmp_path):
@@ -41,7 +41,7 @@ def test_a_stale_sidecar_left_by_a_killed_run_does_not_block(tmp_path):
     (b"y" * 30 + b"\n" + b"x" * 50, b"y" * 30 + b"\n"),
 ])
 def test_a_torn_tail_is_cut_reading_only_the_end(tmp_path, content, kept):
-    from judgegraph.resultsfile import cut_torn_tail
+    from judgegraph.runs.resultsfile import cut_torn_tail
 
     path = tmp_path / "r.jsonl"
     path.write_bytes(content)

@@ -9,9 +9,9 @@ from judgegraph import (
     create_turn_contextual_relevancy_judge,
     create_turn_relevancy_judge,
 )
+from judgegraph.core.nodes import apply_review
+from judgegraph.data.results import WindowVerdict, merge_verdicts
 from judgegraph.judges.scripted import ScriptedChatModel
-from judgegraph.nodes import apply_review
-from judgegraph.results import WindowVerdict, merge_verdicts
 
 YES = {"reason": "on topic", "verdict": "yes"}
 NO = {"reason": "about tulips", "verdict": "no"}

@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from judgegraph.export import load_results
+from judgegraph.data.prompts import load_prompt
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import LoadedConversation
-from judgegraph.prompts import load_prompt
-from judgegraph.resultsfile import ResultsFileError
-from judgegraph.runheader import RunSettingsChanged, differences, metric_prompts, run_header
-from judgegraph.runner import MetricPlan, judge_conversation
-from judgegraph.runner import evaluate_to_file as run_to_file
+from judgegraph.outputs.export import load_results
 from judgegraph.runs import read_run
+from judgegraph.runs.header import RunSettingsChanged, differences, metric_prompts, run_header
+from judgegraph.runs.resultsfile import ResultsFileError
+from judgegraph.runs.runner import MetricPlan, judge_conversation
+from judgegraph.runs.runner import evaluate_to_file as run_to_file
 from tests.unit.test_runner import NO, YES, item
 
 

@@ -9,14 +9,15 @@ import json
 
 import pytest
 
-from judgegraph.conversation import Conversation
+from judgegraph.cost.pricing import lookup, prices_for
+from judgegraph.data.conversation import Conversation
+from judgegraph.data.results import JudgeAttempt, MetricResult, Usage, Verdict
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import InputError, LoadedConversation
-from judgegraph.pricing import lookup, prices_for
-from judgegraph.results import JudgeAttempt, MetricResult, Usage, Verdict
-from judgegraph.resultsfile import ResultsFileError, ResultsWriter, filter_transcripts, scan_results
-from judgegraph.runner import (
+from judgegraph.outputs.transcripts import transcript_of
+from judgegraph.runs.resultsfile import ResultsFileError, ResultsWriter, filter_transcripts, scan_results
+from judgegraph.runs.runner import (
     ConversationOutcome,
     MetricPlan,
     RunSummary,
@@ -24,7 +25,6 @@ from judgegraph.runner import (
     evaluate_to_file,
     judge_conversation,
 )
-from judgegraph.transcripts import transcript_of
 
 YES = {"reason": "on topic", "verdict": "yes"}
 NO = {"reason": "off topic", "verdict": "no"}

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from judgegraph.apps.pairwise import read_version
-from judgegraph.export import load_results
+from judgegraph.outputs.export import load_results
 from judgegraph.runs import ConversationLine, HeaderLine, read_run
 from judgegraph.trust.agreement import _records
 

@@ -1,12 +1,12 @@
-"""The one options model and the one scoring engine (judgegraph.scoring)."""
+"""The one options model and the one scoring engine (judgegraph.core.scoring)."""
 
 from __future__ import annotations
 
 import pytest
 from metric_cases import CASES, CONVERSATION, IDS, answer, model
 
-from judgegraph.results import JudgeErrorInfo, Usage, Verdict
-from judgegraph.scoring import ScoringPolicy, check_threshold, share_reason
+from judgegraph.core.scoring import ScoringPolicy, check_threshold, share_reason
+from judgegraph.data.results import JudgeErrorInfo, Usage, Verdict
 
 BUILT_IN = [c for c in CASES if c.name not in ("resolves_issue", "reply_language")]
 BUILT_IN_IDS = [c.name for c in BUILT_IN]

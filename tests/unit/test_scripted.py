@@ -8,7 +8,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
 import judgegraph
-from judgegraph.dryrun import DryRunJudge, RecordingChatModel
+from judgegraph.cost.dryrun import DryRunJudge, RecordingChatModel
 from judgegraph.judges.llm import LLMJudge
 from judgegraph.judges.scripted import ScriptedChatModel, ScriptedRequest
 from judgegraph.judges.tokens import count_tokens, prompt_tokens
@@ -90,7 +90,7 @@ def test_a_dry_run_counts_what_the_real_run_would_send():
 
 
 def test_a_placeholder_answer_is_made_once_per_schema_and_given_as_a_fresh_copy():
-    from judgegraph.dryrun import placeholder_answer
+    from judgegraph.cost.dryrun import placeholder_answer
 
     first = placeholder_answer(Answer)
     first["reason"] = "changed by a caller"

@@ -406,9 +406,9 @@ def test_offline_judge_is_refused_when_the_metric_is_built(name):
 def test_the_runner_turns_needs_llm_into_that_metrics_error_result(name):
     import asyncio
 
-    from judgegraph.conversation import as_conversation
+    from judgegraph.data.conversation import as_conversation
     from judgegraph.loaders import LoadedConversation
-    from judgegraph.runner import MetricPlan, evaluate_async
+    from judgegraph.runs.runner import MetricPlan, evaluate_async
 
     _, kw = FACTORIES[name]
     plan = MetricPlan([name, "turn_relevancy"], resolve_judge(EmbeddingJudge()), kw)

@@ -9,11 +9,11 @@ import pytest
 from metric_cases import CASES, CONVERSATION, IDS, model
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
-from judgegraph.conversation import as_conversation
-from judgegraph.results import MetricResult, Verdict, Vote, WindowVerdict
-from judgegraph.resultsfile import ResultsWriter
-from judgegraph.runner import ConversationOutcome
-from judgegraph.scoring import make_result
+from judgegraph.core.scoring import make_result
+from judgegraph.data.conversation import as_conversation
+from judgegraph.data.results import MetricResult, Verdict, Vote, WindowVerdict
+from judgegraph.runs.resultsfile import ResultsWriter
+from judgegraph.runs.runner import ConversationOutcome
 from judgegraph.trust.stability import (
     as_repeated,
     flipped,

@@ -86,7 +86,7 @@ def test_bad_requests_are_clear_errors():
 
 
 def test_rejudge_result_keeps_the_other_verdicts_without_calls():
-    from judgegraph.conversation import as_conversation
+    from judgegraph.data.conversation import as_conversation
 
     first = ScriptedChatModel(rules=[("Paris", [{"reason": "Off topic.", "verdict": "no"}])], default=YES,
                               section="reply_to_judge")

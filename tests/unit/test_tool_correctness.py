@@ -10,7 +10,7 @@ import pytest
 from metric_cases import answer
 
 from judgegraph import ScriptedChatModel
-from judgegraph.conversation import Conversation
+from judgegraph.data.conversation import Conversation
 from judgegraph.metrics.tools import create_tool_correctness_judge
 
 SF, LONDON, SAN_FRANCISCO = {"city": "SF"}, {"city": "London"}, {"city": "San Francisco"}
@@ -270,7 +270,7 @@ def test_langchain_messages_with_a_reference_from_langchain_tool_calls(mode):
     as the reference AI message's own tool calls ({"id", "name", "args"})."""
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-    from judgegraph.conversation import from_messages
+    from judgegraph.data.conversation import from_messages
 
     reference = AIMessage(content="Let me check that for you!",
                           tool_calls=[{"id": "4321", "name": "get_weather", "args": {"city": "San Francisco"}}])

@@ -6,7 +6,7 @@ import json
 from datetime import datetime, timedelta, timezone
 
 from judgegraph.loaders.langgraph_threads import ThreadInfo
-from judgegraph.watch import MAX_TRIES, Remembered, is_due, sampled
+from judgegraph.runs.watch import MAX_TRIES, Remembered, is_due, sampled
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -58,8 +58,8 @@ def test_a_watch_judges_each_thread_once_and_retries_judge_errors_up_to_max_trie
 
     from judgegraph.judges import resolve_judge
     from judgegraph.judges.scripted import ScriptedChatModel
-    from judgegraph.runner import MetricPlan
-    from judgegraph.watch import CheckpointerThreads, Watch
+    from judgegraph.runs.runner import MetricPlan
+    from judgegraph.runs.watch import CheckpointerThreads, Watch
     from tests.kit.agent import build_agent
 
     saver = InMemorySaver()
@@ -103,9 +103,9 @@ def test_a_restart_with_other_judging_settings_is_refused_naming_them_and_speed_
 
     from judgegraph.judges import resolve_judge
     from judgegraph.judges.scripted import ScriptedChatModel
-    from judgegraph.runheader import RunSettingsChanged
-    from judgegraph.runner import MetricPlan
-    from judgegraph.watch import CheckpointerThreads, begin
+    from judgegraph.runs.header import RunSettingsChanged
+    from judgegraph.runs.runner import MetricPlan
+    from judgegraph.runs.watch import CheckpointerThreads, begin
 
     source = CheckpointerThreads(InMemorySaver(), "memory")
     judge = resolve_judge(model=ScriptedChatModel(default={"reason": "ok", "verdict": "yes"}), cache=False)

@@ -1,7 +1,7 @@
 import pytest
 
-from judgegraph.conversation import Conversation
-from judgegraph.windows import exchanges, sliding_windows
+from judgegraph.data.conversation import Conversation
+from judgegraph.data.windows import exchanges, sliding_windows
 
 
 def conv(*turns):

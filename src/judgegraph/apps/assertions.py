@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.nodes import quote, turn_label
+from ..data.results import MetricResult
 from ..judges import ModelLike
-from ..nodes import quote, turn_label
-from ..results import MetricResult
 from . import listeners
 from .messages import Scope, to_conversation
 from .metrics import MetricLike, judge_graph

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, cast
 
-from ..conversation import Conversation, from_messages
+from ..data.conversation import Conversation, from_messages
+from ..data.results import MetricResult
 from ..judges import ModelLike
-from ..results import MetricResult
 from .messages import Scope
 from .metrics import MetricLike, judge_graph
 

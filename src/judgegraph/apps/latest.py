@@ -3,9 +3,9 @@ earlier turns of that window as its context, one judgement per step — without
 changing the metric.
 
 The metric runs with the latest scope in its config
-(``configurable[judgegraph.nodes.SCOPE_KEY] = "latest"``): the building
-blocks that split a conversation per exchange (:func:`judgegraph.nodes.window_node`,
-and every metric's own splitting through :func:`judgegraph.nodes.in_scope`)
+(``configurable[judgegraph.core.nodes.SCOPE_KEY] = "latest"``): the building
+blocks that split a conversation per exchange (:func:`judgegraph.core.nodes.window_node`,
+and every metric's own splitting through :func:`judgegraph.core.nodes.in_scope`)
 keep only the last one, so the judge sees exactly the request the metric's own
 last window makes when it judges the whole conversation. A metric that reads
 the whole conversation (session judges, conversation-level custom judges)
@@ -20,8 +20,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph.state import CompiledStateGraph
 
-from ..nodes import SCOPE_KEY
-from ..state import MetricInput
+from ..core.nodes import SCOPE_KEY
+from ..core.state import MetricInput
 
 
 def latest_config(config: RunnableConfig | None) -> RunnableConfig:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..conversation import Conversation, as_conversation, from_messages
+from ..data.conversation import Conversation, as_conversation, from_messages
 
 #: What a judge looks at: every exchange, or only the latest one (:mod:`judgegraph.apps.latest`).
 Scope = Literal["conversation", "latest"]
@@ -15,7 +15,7 @@ def to_conversation(value: Any, **fields: Any) -> Conversation:  # Any: checked 
     """A :class:`Conversation` from a Conversation, a dict in judgegraph's
     format (``{"turns": [...]}``), a ``{"messages": [...]}`` dict, or a list of
     LangChain messages / their dicts / ``{"role", "content"}`` dicts
-    (:func:`judgegraph.conversation.from_messages`)."""
+    (:func:`judgegraph.data.conversation.from_messages`)."""
     if isinstance(value, Conversation):
         return value.model_copy(update=fields) if fields else value
     if isinstance(value, dict) and "messages" in value and "turns" not in value:

@@ -25,10 +25,10 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END
 from langgraph.graph.state import CompiledStateGraph
 
+from ..core.state import MetricInput
+from ..data.results import MetricResult
 from ..judges import ModelLike
 from ..metrics import MetricNotFound, MetricSpec, canonical_name, get_metric, registry
-from ..results import MetricResult
-from ..state import MetricInput
 from .messages import Scope, to_conversation
 from .metrics import MetricLike, judge_graph
 

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from ..conversation import Conversation
+from ..data.conversation import Conversation
+from ..data.results import MetricResult
 from ..judges import ModelLike, resolve_judge
 from ..metrics.pairwise import Criterion, CriterionOutcome, as_criteria, create_pairwise_judge, outcomes_of
-from ..results import MetricResult
 from ..runs import NotAResultsFile, is_results_file, read_run
 from ..trust.preference import Rate, bootstrap_strengths, bradley_terry, wilson
 

@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING, Any, Union, cast
 
 import openai
 
+from ..cost.pricing import Prices
+from ..data.results import Usage
 from ..judges import Judge, JudgeCache
-from ..pricing import Prices
-from ..results import Usage
-from ..resultsfile import ResultsWriter
-from ..runner import (
+from ..runs import BatchLine, NotAResultsFile, read_run
+from ..runs.record import number as _number
+from ..runs.resultsfile import ResultsWriter
+from ..runs.runner import (
     DEFAULT_ROWS,
     ConversationOutcome,
     JudgeOne,
@@ -36,8 +38,6 @@ from ..runner import (
     evaluate_to_file,
     judge_conversation,
 )
-from ..runs import BatchLine, NotAResultsFile, read_run
-from ..runs.record import number as _number
 from .answers import BatchAnswers, PendingWatch
 from .client import BatchClient, BatchState, NoBatchAPI, chunks
 
@@ -62,7 +62,7 @@ Inputs = Union[Callable[[], Iterable[Item]], Iterable[Union[str, Path, Item]]]
 
 @dataclass
 class BatchSummary(RunSummary):
-    """A :class:`~judgegraph.runner.RunSummary` with the run's batches (``batches``: each one's last
+    """A :class:`~judgegraph.runs.runner.RunSummary` with the run's batches (``batches``: each one's last
     state) and the answered usage priced at the list price too (``list_prices``); its ``problem``: a
     failed or expired batch."""
 
@@ -163,11 +163,11 @@ async def evaluate_batch_to_file(
     max_rows: int = DEFAULT_ROWS, poll_s: float = DEFAULT_POLL_S, max_rounds: int = DEFAULT_MAX_ROUNDS,
     client: BatchClient | None = None, on_batch: Callable[[str], None] | None = None, **options: Any,
 ) -> BatchSummary:
-    """:func:`~judgegraph.runner.evaluate_to_file` (its ``options``: resume, stop, header, ...) with the
+    """:func:`~judgegraph.runs.runner.evaluate_to_file` (its ``options``: resume, stop, header, ...) with the
     judge's requests answered by the Batch API of its endpoint (:class:`BatchAnswering`, see the module
     doc): the same run and results file, plus ``"batch"`` records. ``inputs``: paths, items, or a
     function giving the items afresh (each pass reads them again). ``prices``: list prices (the
-    summary's are :meth:`~judgegraph.pricing.Prices.batch`'s). ``poll_s``: the first wait between
+    summary's are :meth:`~judgegraph.cost.pricing.Prices.batch`'s). ``poll_s``: the first wait between
     polls. ``on_batch``: a line per batch event (submitted, progress, ended)."""
     summary = BatchSummary(judge=plan.judge.name, keep_outcomes=keep_outcomes, max_rows=max_rows,
                            prices=prices.batch() if prices else None, list_prices=prices)
@@ -180,7 +180,7 @@ async def evaluate_batch_to_file(
 
 class BatchAnswering:
     """The Batch API as the way a run's judge requests are answered (``answering=`` of
-    :func:`~judgegraph.runner.evaluate_to_file`): a pass judges with the answers so far, its
+    :func:`~judgegraph.runs.runner.evaluate_to_file`): a pass judges with the answers so far, its
     unanswered requests go into the next batch; sending, waiting, collecting, recording."""
 
     writer: ResultsWriter  # the run's (set when its passes start)

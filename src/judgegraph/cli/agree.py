@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_report(report, out)
     if args.html:
-        from ..reporting.agreement import write_agreement_page
+        from ..outputs.agreement import write_agreement_page
 
         try:
             write_agreement_page(report, args.html, title=f"Agreement: {args.results}")
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 def add_to_report(results: str, labels: list[str], page: Path) -> int:
     """``judgegraph report RESULTS --labels FILE``: the agreement section in the page just written; exit 3 for
     labels that match no verdict or cannot be used (named), or a labels file that cannot be read."""
-    from ..reporting.agreement import add_agreement_section
+    from ..outputs.agreement import add_agreement_section
     from ..trust.agreement import agreement
 
     _, err = consoles()

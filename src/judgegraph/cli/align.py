@@ -1,6 +1,6 @@
 """``judgegraph align``: fit a judge's decision to human labels (docs/alignment.md).
 
-``--model offline`` fits the offline judge's rule (:mod:`judgegraph.judges.offline_fit`,
+``--model offline`` fits the offline judge's rule (:mod:`judgegraph.trust.offline_fit`,
 docs/offline_alignment.md) and writes ``offline-rule-<hash12>.json`` in ``--out``, used by
 ``judgegraph eval --offline-rule FILE``. Any other ``--model`` aligns that LLM judge
 (:mod:`judgegraph.trust.alignment`) and writes ``aligned-<metric>-<hash12>.json``, used by
@@ -19,8 +19,8 @@ from .common import EXIT_ERRORS, EXIT_OK, consoles, markup_safe, usage_error
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..judges.offline_fit import LabelValue
     from ..judges.offline_rule import OfflineRule
+    from ..trust.offline_fit import LabelValue
     from .common import Subparsers
 
 def offline_alignable() -> dict[str, int]:
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(err, f"the offline judge aligns {', '.join(sorted(alignable))}, not {args.metric} "
                                 "(an LLM judge aligns any metric: --model M)")
     args.metric = canonical_name(args.metric).replace("_", "-")
-    from ..judges.offline_fit import parse_positive
+    from ..trust.offline_fit import parse_positive
 
     try:
         positive = parse_positive(args.positive)
@@ -117,8 +117,8 @@ def _fit(args: argparse.Namespace, positive: Callable[[LabelValue], bool], windo
     import numpy as np
 
     from ..judges.offline import EmbeddingJudge
-    from ..judges.offline_fit import feature_matrix, file_sha256, fit_rule, group_of, label_cases, read_labels
     from ..loaders.files import load_conversations
+    from ..trust.offline_fit import feature_matrix, file_sha256, fit_rule, group_of, label_cases, read_labels
 
     labels = read_labels(args.labels, field=args.label_field, metric=args.metric)
     conversations = load_conversations(args.files)

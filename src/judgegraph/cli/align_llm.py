@@ -19,7 +19,7 @@ from .common import EXIT_ERRORS, EXIT_OK, markup_safe, usage_error
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..conversation import Conversation
+    from ..data.conversation import Conversation
     from ..trust.alignment import AlignmentReport
     from ..trust.labels import Label
 
@@ -56,9 +56,9 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 def _labels(args: argparse.Namespace, conversations: list[Conversation]) -> list[Label] | str:
     """The labels file, as labels JSONL (docs/agreement.md) or the offline fit's ``{"id", "turn", "label"}``
     lines (about ``-m``'s metric; no turn: the last reply); a string says why it cannot be used."""
-    from ..judges.offline_fit import LabelsError
-    from ..judges.offline_fit import read_labels as read_id_labels
     from ..trust.labels import Label, label_value, read_labels, shape_of
+    from ..trust.offline_fit import LabelsError
+    from ..trust.offline_fit import read_labels as read_id_labels
 
     try:
         with open(args.labels, encoding="utf-8") as fh:

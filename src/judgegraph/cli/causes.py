@@ -7,7 +7,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from ..results import MetricResult
+from ..data.results import MetricResult
 
 #: What the LLM judge adds around the first fatal error when it stops sending.
 _STOPPED = re.compile(r"^judge stopped: (?P<cause>.*) \(no further requests are sent\)$", re.S)

@@ -9,12 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ..safetext import safe as safe  # the commands print data with common.safe
+from ..data.safetext import safe as safe  # the commands print data with common.safe
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..resultsfile import ResultsLock
+    from ..runs.resultsfile import ResultsLock
 
     #: what each subcommand module's ``register`` adds its parser to
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -70,7 +70,7 @@ def add_judge_options(p: argparse.ArgumentParser, *, model: str, base_url: str, 
         p.add_argument("--concurrency", type=int, default=16, help=f"{concurrency} (default %(default)s)")
         p.add_argument("--max-tries", type=int, default=3,
                        help="asks per judgement when the model's output is invalid (default %(default)s)")
-        from ..aggregates import AGGREGATES
+        from ..data.aggregates import AGGREGATES
 
         p.add_argument("--aggregate", choices=AGGREGATES,
                        help="how a jury's answers make one (default majority; docs/juries.md)")
@@ -120,8 +120,8 @@ BOUNDED_OPTIONS: dict[str, tuple[float, bool, str]] = {
 
 def check_numbers(args: argparse.Namespace) -> str | None:
     """What is wrong with the number options the command has (and ``--base-url``), or None; checked before any
-    work, and as metrics check theirs (:mod:`judgegraph.scoring`): the same message, naming the flag."""
-    from ..scoring import check_threshold, check_whole
+    work, and as metrics check theirs (:mod:`judgegraph.core.scoring`): the same message, naming the flag."""
+    from ..core.scoring import check_threshold, check_whole
 
     def flag(name: str) -> str:
         return "--" + name.replace("_", "-")
@@ -183,7 +183,7 @@ def metric_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def out_refused(args: argparse.Namespace) -> str | None:
     """A non-empty ``--out`` is replaced only with ``--overwrite``."""
-    from ..resultsfile import is_nonempty
+    from ..runs.resultsfile import is_nonempty
 
     if is_nonempty(args.out) and not args.overwrite:
         return f"{args.out} already holds results: pass --overwrite to replace it (or choose another --out)"
@@ -193,7 +193,7 @@ def out_refused(args: argparse.Namespace) -> str | None:
 def lock_out(args: argparse.Namespace) -> tuple[ResultsLock | None, str | None]:
     """``--out`` locked for the whole run, its folder made (a dry run writes nothing: no lock): (the lock, None),
     or (None, why) when another run holds it or it cannot be locked."""
-    from ..resultsfile import ResultsFileError, lock_results
+    from ..runs.resultsfile import ResultsFileError, lock_results
 
     if getattr(args, "dry_run", False):
         return None, None

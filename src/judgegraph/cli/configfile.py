@@ -30,8 +30,8 @@ def explicit_dests(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]
 def apply_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """Fill ``args`` from ``args.config`` where the command line did not set a value; keeps the file's
     data in ``args.config_data`` and each metric's own options in ``args.per_metric``.
-    :class:`~judgegraph.config.ConfigError` when the file is unreadable or invalid."""
-    from ..config import config_arguments, load_config
+    :class:`~judgegraph.runs.config.ConfigError` when the file is unreadable or invalid."""
+    from ..runs.config import config_arguments, load_config
 
     config, data = load_config(args.config)
     values, per_metric = config_arguments(config, args.config)

@@ -61,7 +61,7 @@ def _bad_numbers(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from ..compare.diff import compare
-    from ..results import metric_key
+    from ..data.results import metric_key
     from ..runs import NotAResultsFile, read_run
 
     out, err = consoles()

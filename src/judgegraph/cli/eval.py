@@ -16,15 +16,15 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
+    from ..cost.pricing import Prices
     from ..judges import Judge
     from ..loaders import InputError, LoadedConversation
-    from ..pricing import Prices
-    from ..runner import ConversationOutcome, MetricPlan, RunSummary
+    from ..runs.runner import ConversationOutcome, MetricPlan, RunSummary
     from .common import Subparsers
 
 
 def dense_refused(metrics: list[str] | None, judge: Judge) -> None:
-    """``--dense`` needs an LLM judge and a metric with dense mode (judgegraph.dense says which and why): a
+    """``--dense`` needs an LLM judge and a metric with dense mode (judgegraph.core._dense says which and why): a
     ``ValueError`` otherwise."""
     from ..metrics import get_metric, registry
 
@@ -181,7 +181,7 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
         return "--rpm and --tpm pace live calls; a batch is paced by the provider: leave them out with --batch"
     if args.batch and not args.batch_poll > 0:
         return f"--batch-poll must be > 0 seconds, got {args.batch_poll}"
-    from ..pricing import PriceFileError, user_prices
+    from ..cost.pricing import PriceFileError, user_prices
 
     try:
         user_prices(getattr(args, "prices", None))
@@ -211,7 +211,7 @@ def _unusable_inputs(files: list[str]) -> list[str]:
 def _out_error(args: argparse.Namespace) -> str | None:
     """``--out`` checked before any work: not an input, not a directory, and not
     a results file that would be lost (unless --resume / --overwrite)."""
-    from ..resultsfile import ResultsFileError, check_out_path
+    from ..runs.resultsfile import ResultsFileError, check_out_path
 
     try:  # a dry run writes nothing
         check_out_path(args.out, args.files, resume=args.resume, overwrite=args.overwrite or args.dry_run)
@@ -231,7 +231,7 @@ def _jurors(args: argparse.Namespace, judge: Judge) -> list[str]:
     """The judge's jurors' names, one per repeat (a judge alone: itself); a dry run's judge stands for the first
     model only, so its jury is read from the command line."""
     if args.dry_run and args.model:
-        from ..dryrun import DryRunJudge
+        from ..cost.dryrun import DryRunJudge
 
         return [DryRunJudge.name_for(m) for m in getattr(args, "models", None) or [args.model]] * (args.repeat or 1)
     return [j.name for j in getattr(judge, "jurors", None) or [judge]]
@@ -239,7 +239,7 @@ def _jurors(args: argparse.Namespace, judge: Judge) -> list[str]:
 
 def _prices(args: argparse.Namespace, judge: Judge) -> Prices | None:
     """The judge's prices; a jury's, each juror's share at its own prices (pricing.jury_prices)."""
-    from ..pricing import jury_prices, user_prices
+    from ..cost.pricing import jury_prices, user_prices
 
     if judge.kind != "llm":
         return None
@@ -267,11 +267,11 @@ def _fmt_cost(dollars: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..runner import MetricPlan
+    from ..runs.runner import MetricPlan
 
     out, err = common.consoles()
     if args.config:
-        from ..config import ConfigError
+        from ..runs.config import ConfigError
         from .configfile import apply_config
 
         try:
@@ -285,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
             return usage_error(err, bad)
     try:
         if args.dry_run and args.model:  # sends nothing: no client is built, so no key is needed
-            from ..dryrun import DryRunJudge
+            from ..cost.dryrun import DryRunJudge
 
             judge: Judge = DryRunJudge.for_model(args.model, max_tries=args.max_tries)
         else:
@@ -317,7 +317,7 @@ def run(args: argparse.Namespace) -> int:
     args.header = eval_header(args, plan, _judge_settings(args))
     if refused := resume_refused(args, args.header, err):
         return usage_error(err, refused)
-    from ..resultsfile import ResultsFileError, check_writable
+    from ..runs.resultsfile import ResultsFileError, check_writable
 
     try:  # the last check before any work (a dry run writes nothing)
         if not args.dry_run:
@@ -359,7 +359,7 @@ def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | Inp
     import itertools
 
     from ..loaders import InputError
-    from ..runner import iter_inputs
+    from ..runs.runner import iter_inputs
 
     seen: set[str] = set()
     sessions: list[LoadedConversation] = []
@@ -390,8 +390,8 @@ def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | Inp
 def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console, err: Console) -> int:
     from rich.table import Table
 
-    from ..resultsfile import scan_results
-    from ..runner import RunSummary, evaluate_async
+    from ..runs.resultsfile import scan_results
+    from ..runs.runner import RunSummary, evaluate_async
 
     done: set[str] = set()
     if args.resume:
@@ -409,7 +409,7 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
     if judge.kind != "llm":
         out.print(f"{head}; the offline judge makes no LLM calls: nothing to pay. No call was made.")
         return status
-    from ..dryrun import DryRunJudge, StepCost
+    from ..cost.dryrun import DryRunJudge, StepCost
 
     dry = cast(DryRunJudge, plan.judge)  # an LLM judge in a dry run is the DryRunJudge run() built
     prices = _prices(args, judge)
@@ -430,7 +430,7 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
     row("total", est.total, _fmt_cost(est.cost_usd()), style="bold")
     out.print(table)
     out.print(f"basis: {markup_safe(est.basis)}.")
-    if est.cache_line:  # by the provider's rule (judgegraph.prefixcache), or "unknown"
+    if est.cache_line:  # by the provider's rule (judgegraph.providers.prefixcache), or "unknown"
         out.print(markup_safe(est.cache_line))
     if jurors > 1:
         out.print(f"a jury: each judgement asks {jurors} jurors (models × repeats); the table counts every one.")
@@ -442,7 +442,7 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
 
 async def _judge_nothing(item: LoadedConversation) -> ConversationOutcome:
     """A dry run of the offline judge, which costs nothing: conversations are counted, none is judged."""
-    from ..runner import ConversationOutcome
+    from ..runs.runner import ConversationOutcome
 
     return ConversationOutcome(item.conversation.id, item.source)
 
@@ -451,7 +451,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.text import Text
 
-    from ..runner import evaluate_to_file
+    from ..runs.runner import evaluate_to_file
     from ..scale import PlanSpec, judge_pool
     from .causes import FailureCauses
 
@@ -630,7 +630,7 @@ def _print_table(out: Console, summary: RunSummary) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..runner import result_priority
+    from ..runs.runner import result_priority
 
     table = Table(title="judgegraph results", show_lines=False)
     for col in ("conversation", "metric", "score", "result", "reason"):

@@ -24,7 +24,7 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..export import EXPORT_MISSING, ExportExtraMissing, load_results
+    from ..outputs.export import EXPORT_MISSING, ExportExtraMissing, load_results
     from ..runs import NotAResultsFile
 
     source = Path(args.results)

@@ -36,7 +36,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--model", action="append", dest="models", metavar="MODEL",
                    help="repeated (or with --repeat): also draw the jury every judge step asks (docs/juries.md)")
     p.add_argument("--repeat", type=int, metavar="N", help="with --model: draw a jury of N repeats")
-    from ..aggregates import AGGREGATES
+    from ..data.aggregates import AGGREGATES
 
     p.add_argument("--aggregate", default="majority", choices=AGGREGATES,
                    help="with --model: the jury's aggregation (its name)")
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         return fail("--format png needs -o FILE")
     # a report is drawn with its metrics' subgraphs expanded
     drawable = graph.get_graph(xray=1 if len(args.metrics) > 1 else False)
-    from ..reporting.drawing import PngUnavailable, draw_png, draw_svg
+    from ..outputs.drawing import PngUnavailable, draw_png, draw_svg
 
     try:
         jury = _jury(args)

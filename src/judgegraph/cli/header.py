@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..runner import MetricPlan
+    from ..runs.runner import MetricPlan
 
 
 def eval_header(args: argparse.Namespace, plan: MetricPlan, judge_settings: dict[str, Any]) -> dict[str, Any]:
     """The header record of this ``eval`` run (argv, config and settings redacted)."""
-    from ..runheader import run_header
+    from ..runs.header import run_header
 
     sources = ([{"path": args.mlflow_uri, "experiment": args.experiment, "sha256": None}]
                if getattr(args, "mlflow_uri", None) else [])
@@ -25,9 +25,9 @@ def eval_header(args: argparse.Namespace, plan: MetricPlan, judge_settings: dict
 def resume_refused(args: argparse.Namespace, header: dict[str, Any], err: Console) -> str | None:
     """With ``--resume`` of a non-empty ``--out``: why it is refused (the settings differ from its
     header, each difference named), or None; a file without a header resumes, with a warning."""
-    from ..resultsfile import is_nonempty
-    from ..runheader import differences
     from ..runs import read_header
+    from ..runs.header import differences
+    from ..runs.resultsfile import is_nonempty
 
     if not args.resume or not is_nonempty(args.out):
         return None

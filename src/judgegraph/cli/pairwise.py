@@ -82,7 +82,7 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
         return "--cache and --no-cache cannot be used together"
     if args.bootstrap < 0:
         return f"--bootstrap must be 0 or more, got {args.bootstrap}"
-    from ..pricing import PriceFileError, user_prices
+    from ..cost.pricing import PriceFileError, user_prices
 
     try:
         user_prices(args.prices)
@@ -91,7 +91,7 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
     if not args.model:
         return "pairwise needs an LLM judge: pass --model (e.g. openai:gpt-4.1-mini); the offline judge cannot compare"
     if args.out and not args.dry_run:
-        from ..resultsfile import ResultsFileError, check_out_path
+        from ..runs.resultsfile import ResultsFileError, check_out_path
 
         try:
             check_out_path(args.out, list(args.files))
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
               + ", ".join(markup_safe(c.name) for c in criteria), highlight=False)
     writer = None
     if args.out and not args.dry_run:
-        from ..resultsfile import ResultsWriter
+        from ..runs.resultsfile import ResultsWriter
 
         writer = ResultsWriter(args.out)
 
@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _judge(args: argparse.Namespace) -> Judge:
     if args.dry_run:  # sends nothing: no client is built, so no key is needed
-        from ..dryrun import DryRunJudge
+        from ..cost.dryrun import DryRunJudge
 
         return DryRunJudge.for_model(args.model, max_tries=args.max_tries)
     from ..judges import resolve_judge
@@ -224,8 +224,8 @@ def print_report(report: PairwiseReport, out: Console) -> None:
 def _dry_run(args: argparse.Namespace, judge: Judge, report: PairwiseReport, out: Console, err: Console) -> int:
     from typing import cast
 
-    from ..dryrun import DryRunJudge
-    from ..pricing import prices_for, user_prices
+    from ..cost.dryrun import DryRunJudge
+    from ..cost.pricing import prices_for, user_prices
 
     dry = cast(DryRunJudge, judge)
     est = dry.estimate(prices_for(judge.name, args.price_in, args.price_out, user_prices(args.prices)))

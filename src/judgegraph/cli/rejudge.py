@@ -18,10 +18,10 @@ from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ..conversation import Conversation
+    from ..data.conversation import Conversation
+    from ..data.prompts import Prompt
+    from ..data.results import MetricResult
     from ..judges import Judge
-    from ..prompts import Prompt
-    from ..results import MetricResult
     from .common import Subparsers
 
 
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from ..judges import resolve_judge
     from ..loaders import load_files
     from ..metrics import MetricNotFound, canonical_name, get_metric
-    from ..resultsfile import ResultsFileError, check_out_path
+    from ..runs.resultsfile import ResultsFileError, check_out_path
     from ..steering import RejudgeError, as_prompt
 
     try:
@@ -122,9 +122,9 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
              settings: dict[str, Any], conversations: dict[str, Conversation], rubric: str | None, prompt: Prompt | None,
              options: dict[str, Any]) -> int:
     """Write ``--out``: RESULTS with the chosen verdicts judged again (the caller holds ``--out``'s lock)."""
-    from ..resultsfile import ResultsWriter, elide_duplicates, restore_elided
-    from ..runheader import rejudge_header
     from ..runs import read_header
+    from ..runs.header import rejudge_header
+    from ..runs.resultsfile import ResultsWriter, elide_duplicates, restore_elided
     from ..steering import RejudgeError, rejudge_result
 
     wanted = set(args.conversations or [])

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from langgraph.graph.state import CompiledStateGraph
 
-    from ..reporting.html import ReportFile
+    from ..outputs.html import ReportFile
     from .common import Subparsers
 
 
@@ -35,7 +35,7 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..reporting.html import write_report
+    from ..outputs.html import write_report
     from ..runs import NotAResultsFile
 
     try:
@@ -66,7 +66,7 @@ def report_written(made: ReportFile) -> int:
 def html_after_eval(args: argparse.Namespace, graphs: Sequence[CompiledStateGraph]) -> int:
     """``judgegraph eval --html FILE``: the report of the results just written, with the
     report graphs as they ran (a graph given twice is drawn once)."""
-    from ..reporting.html import write_report
+    from ..outputs.html import write_report
 
     distinct = list({id(graph): graph for graph in graphs}.values())
     try:

@@ -23,9 +23,9 @@ def register(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..results import metric_key
+    from ..data.results import metric_key
+    from ..outputs.transcripts import transcript_of
     from ..runs import NotAResultsFile, read_run
-    from ..transcripts import transcript_of
 
     try:
         run = read_run(args.results)

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from ..judges import resolve_judge
     from ..metrics import get_metric
     from ..report import metric_graphs
-    from ..runner import ResultsWriter
+    from ..runs.runner import ResultsWriter
 
     out, err = common.consoles()
     if bad := common.check_numbers(args) or common.guidelines_missing(args) or common.out_refused(args):

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from ..conversation import Conversation
+    from ..data.conversation import Conversation
     from ..trust.stability import MetricStability, StabilityReport
     from .common import Subparsers
 
@@ -45,7 +45,7 @@ def register(sub: Subparsers) -> None:
 
 def _conversations(paths: list[str], err: Console) -> Iterator[Conversation]:
     from ..loaders import InputError
-    from ..runner import iter_inputs
+    from ..runs.runner import iter_inputs
 
     for item in iter_inputs(paths):
         if isinstance(item, InputError):

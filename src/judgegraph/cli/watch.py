@@ -1,4 +1,4 @@
-"""``judgegraph watch``: judge an agent's threads once they have ended (:mod:`judgegraph.watch`; docs/threads.md)."""
+"""``judgegraph watch``: judge an agent's threads once they have ended (:mod:`judgegraph.runs.watch`; docs/threads.md)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from ..conversation import Conversation
-    from ..runheader import RunStart
-    from ..runner import ConversationOutcome, MetricPlan, RunSummary
-    from ..watch import ThreadSource
+    from ..data.conversation import Conversation
+    from ..runs.header import RunStart
+    from ..runs.runner import ConversationOutcome, MetricPlan, RunSummary
+    from ..runs.watch import ThreadSource
     from .common import Subparsers
 
 
@@ -93,7 +93,7 @@ def _bad(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from ..judges import resolve_judge
-    from ..runner import MetricPlan
+    from ..runs.runner import MetricPlan
 
     out, err = common.consoles()
     if bad := common.check_numbers(args) or _bad(args):
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console) -> ThreadSource | None:
     """The threads watched, or None (said on ``err``) when the checkpointer or server cannot be read."""
-    from ..watch import CheckpointerThreads, ServerThreads
+    from ..runs.watch import CheckpointerThreads, ServerThreads
     from .threads_option import metadata_filter
 
     if args.checkpointer:
@@ -146,7 +146,7 @@ def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console)
 
 
 def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out: Console, err: Console) -> int:
-    from ..watch import Remembered, Watch
+    from ..runs.watch import Remembered, Watch
 
     state = Path(args.state) if args.state else Path(f"{args.out}.watched.sqlite")
     start, refused = _begin(args, source, plan, err)
@@ -207,11 +207,11 @@ def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out
 
 def _begin(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan,
            err: Console) -> tuple[RunStart, None] | tuple[None, str]:
-    """The watch's start (:func:`judgegraph.watch.begin`), or why ``--out`` is refused: it was made with other
+    """The watch's start (:func:`judgegraph.runs.watch.begin`), or why ``--out`` is refused: it was made with other
     settings (each difference named, as ``eval --resume`` names them). A file without a header goes on, with a
     warning."""
-    from ..runheader import RunSettingsChanged
-    from ..watch import begin
+    from ..runs.header import RunSettingsChanged
+    from ..runs.watch import begin
     from .header import settings_refused, warn_headerless
 
     watched = {"idle": args.idle, "sample": args.sample, "seed": args.seed, "transcripts": args.transcripts}

@@ -24,7 +24,7 @@ For every pair judged on both sides, each verdict whose label changed (matched b
 one side counts too) is listed with both judges' verdicts and reasons. Per metric: the pass rates of each
 run (passed / (passed + failed + errors) over all its results, as its summary line counts them), the counts,
 McNemar's test on the paired pass/fail results and a paired bootstrap interval of the mean score difference
-(:mod:`judgegraph.compare.statistics`).
+(:mod:`judgegraph.stats.paired`).
 The settings comparison (:mod:`judgegraph.compare.settings`) says when the judging itself differs.
 """
 
@@ -37,11 +37,11 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from ..results import Verdict, metric_key
+from ..data.results import Verdict, metric_key
 from ..runs import RunFacts, RunFile, read_run
-from ..trust.statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
+from ..stats.paired import EXACT_BELOW, McNemar, MeanDifference, mcnemar, paired_bootstrap
+from ..stats.raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
 from .settings import SettingsComparison, compare_settings
-from .statistics import EXACT_BELOW, McNemar, MeanDifference, mcnemar, paired_bootstrap
 
 Kind = Literal["regressed", "fixed", "unchanged", "errored", "recovered", "still_error", "now_not_applicable",
                "was_not_applicable", "new", "missing"]

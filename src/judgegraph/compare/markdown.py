@@ -10,9 +10,9 @@ rest counted (``--json`` has everything).
 
 from __future__ import annotations
 
-from ..safetext import safe
+from ..data.safetext import safe
+from ..stats.paired import MeanDifference
 from .diff import Pair, RunDiff, Side, VerdictSide, change_text, describe_run
-from .statistics import MeanDifference
 
 #: characters of a data text shown in one cell (the rest cut, marked "…")
 CELL_CHARS = 300

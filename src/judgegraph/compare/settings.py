@@ -1,7 +1,7 @@
 """Did the two runs judge alike? What differs between their judges, prompts and metric options.
 
 From the run headers when both files have one, by the comparison ``--resume`` uses too
-(:func:`judgegraph.runheader.compare_headers`: judges with their settings and prompt hashes, metrics with
+(:func:`judgegraph.runs.header.compare_headers`: judges with their settings and prompt hashes, metrics with
 their options, the run's options, judgegraph version, inputs; a judge's speed settings shown apart, as
 they change how fast it is asked, not what it answers); without a header on either side those are
 "unknown: no header".
@@ -16,8 +16,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..runheader import Difference, compare_headers
 from ..runs import RunFile
+from ..runs.header import Difference, compare_headers
 
 __all__ = ["JUDGE_KINDS", "Difference", "SettingsComparison", "compare_settings"]
 
@@ -58,7 +58,7 @@ class SettingsComparison:
 
 
 def _header_differences(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[Difference], list[str]]:
-    """The headers' differences (:func:`judgegraph.runheader.compare_headers`, the one ``--resume`` uses), the
+    """The headers' differences (:func:`judgegraph.runs.header.compare_headers`, the one ``--resume`` uses), the
     inputs as a note: NEW judged the new version's conversations."""
     found = compare_headers(old, new)
     notes = (["the input files differ (as expected when NEW judged the new version's conversations)"]

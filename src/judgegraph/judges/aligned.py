@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..prompts import Prompt, load_prompt
+from ..data.prompts import Prompt, load_prompt
 from .base import Endpoint, Judge, JudgeOutcome, JudgeRequest
 from .cache import JudgeCache
 

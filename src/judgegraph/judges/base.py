@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, SecretStr
 
-from ..prompts import Prompt, load_prompt
-from ..results import JudgeAttempt, Usage
+from ..data.prompts import Prompt, load_prompt
+from ..data.results import JudgeAttempt, Usage
 from .cache import CachedAnswer, DiskCache, JudgeCache
 
 __all__ = ["DiskCache", "Judge", "JudgeCache", "JudgeOutcome", "JudgeRequest", "JurorAnswer"]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from langchain_core.messages import HumanMessage
 
-from ..prompts import PLACEHOLDER, Prompt
+from ..data.prompts import PLACEHOLDER, Prompt
 
 if TYPE_CHECKING:
     from ..providers import Provider

@@ -24,7 +24,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send
 from typing_extensions import TypedDict
 
-from ..results import JudgeAttempt, Usage, Verdict, Vote
+from ..data.results import JudgeAttempt, Usage, Verdict, Vote
 from .base import Endpoint, Judge, JudgeOutcome, JudgeRequest, JurorAnswer
 from .verdicts import AGGREGATES, Aggregate, combine
 

@@ -22,8 +22,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel
 
 from .. import providers
+from ..data.results import JudgeAttempt, Usage
 from ..providers import DEFAULT_TIMEOUT_S, ModelConfigError, resolve_model
-from ..results import JudgeAttempt, Usage
 from .base import Endpoint, Judge, JudgeOutcome, JudgeRequest
 from .cache_hints import SeenPrefixes, first_message
 from .limiter import CallLimiter
@@ -553,7 +553,7 @@ class LLMJudge(Judge):
     def prepare(self, request: JudgeRequest) -> None:
         """The prompt file and the tokenizer (re-asks and unreported usage count tokens)."""
         if request.prompt is None:
-            from ..prompts import load_prompt
+            from ..data.prompts import load_prompt
 
             load_prompt(request.step)
         _encoding()

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
-from ..results import Usage
+from ..data.results import Usage
 from .base import Judge, JudgeOutcome, JudgeRequest
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 The offline judge's default rule is a threshold on one cosine similarity
 (:mod:`.offline_scoring`). ``judgegraph align --model offline`` fits a better
-one from human labels (:mod:`judgegraph.judges.offline_fit`): a logistic
+one from human labels (:mod:`judgegraph.trust.offline_fit`): a logistic
 regression over a few features of the embeddings and the conversation, or a
 threshold on the default score when that does as well. The rule is saved as
 ``offline-rule-<hash12>.json`` and used with ``judgegraph eval --offline-rule

@@ -33,7 +33,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from ..aggregates import AGGREGATES, Aggregate
+from ..data.aggregates import AGGREGATES, Aggregate
 
 __all__ = ["AGGREGATES", "Aggregate", "combine", "decisions"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judgegraph.conversation import Conversation
+from judgegraph.data.conversation import Conversation
 
 from .limits import Limits, Path_
 

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from judgegraph.conversation import Conversation
+from judgegraph.data.conversation import Conversation
 
 from . import yaml_safe
 from .base import Ctx, InputError, LoadedConversation, LoadResult, Path_, RecordErrors

@@ -11,8 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..conversation import Conversation
-from ..probe import no_answer
+from ..data.conversation import Conversation
 from .base import InputError, LoadedConversation
 from .langgraph_threads import (
     CONTEXT_KEY,
@@ -25,6 +24,7 @@ from .langgraph_threads import (
     matches,
     thread_metadata,
 )
+from .probe import no_answer
 
 if TYPE_CHECKING:
     from langgraph_sdk.client import SyncLangGraphClient

@@ -13,7 +13,7 @@ What is read (docs/threads.md):
 
 * ``values[messages_key]`` (default ``messages``, as ``MessagesState`` names it; ``--messages-key`` on the command
   line): LangChain messages (objects or their JSON dumps); an AI message's ``tool_calls`` keep the output of the
-  ``ToolMessage`` with the same ``tool_call_id`` (:func:`judgegraph.conversation.from_messages`).
+  ``ToolMessage`` with the same ``tool_call_id`` (:func:`judgegraph.data.conversation.from_messages`).
 * Retrieval context: a message's own ``additional_kwargs["retrieval_context"]`` (as ``from_messages`` reads it),
   and the state key ``context_key`` (default ``documents``: a list of strings, LangChain ``Document`` objects or their
   dumps), which holds what the agent retrieved last: it is given to the thread's last assistant reply, unless that
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ..conversation import Conversation, RetrievalNode, Turn, _message_objects, from_messages
+from ..data.conversation import Conversation, RetrievalNode, Turn, _message_objects, from_messages
 from .base import InputError, LoadedConversation
 
 if TYPE_CHECKING:

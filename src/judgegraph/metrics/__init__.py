@@ -1,6 +1,6 @@
 """Metric graphs and the registry the CLI resolves metric names with.
 
-A metric is a :class:`MetricSpec` plus a graph built from :mod:`judgegraph.nodes`
+A metric is a :class:`MetricSpec` plus a graph built from :mod:`judgegraph.core.nodes`
 (docs/architecture.md). The registry is every ``METRIC_SPECS`` of this package's modules
 (a new metric is a new module) and every entry point in the group :data:`ENTRY_POINT_GROUP`
 of an installed package (docs/guide/custom.md). A name containing ``:`` is an import path to a custom metric.
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from ..scoring import JudgeOptions
+from ..core.scoring import JudgeOptions
 
 if TYPE_CHECKING:
     from ..judges import ModelLike
@@ -45,7 +45,7 @@ Capability = Literal["offline_rule"]
 @dataclass(frozen=True)
 class MetricSpec:
     """A metric, declared once: its ``name``, a one-line ``summary``, its options (the fields of its ``settings``
-    class, a :class:`~judgegraph.scoring.JudgeOptions`: typed, with defaults and help, checked once), what it
+    class, a :class:`~judgegraph.core.scoring.JudgeOptions`: typed, with defaults and help, checked once), what it
     ``needs``, its ``scope`` (``"exchange"``: the latest scope judges the last one; ``"conversation"``: a session
     judge), ``build`` (settings → the uncompiled graph), ``defaults`` over the settings' own, the judge ``tasks``
     only an LLM judge answers and its ``capabilities``. From it come its ``factory``
@@ -108,7 +108,7 @@ class MetricSpec:
         None: the offline judge), the settings from ``options`` (checked once; ``name`` the result's key) and
         compiled with the rest, LangGraph's compile options (an unknown keyword is a ``TypeError`` naming the
         closest valid one). A metric whose ``tasks`` the judge cannot answer is :class:`NeedsLLMJudge`."""
-        from ..compiling import check_options, compile_graph
+        from ..core.compiling import check_options, compile_graph
         from ..judges import require_tasks, resolve_judge
 
         fields = self.fields()

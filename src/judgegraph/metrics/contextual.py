@@ -20,13 +20,11 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ..conversation import RetrievalNode
-from ..nodes import Node, quote, scoring_edges, turn_label, window_node, with_transcript
-from ..results import JudgeErrorInfo, Usage, merge_verdicts
-from ..scoring import WindowOptions, option, strict
-from ..state import MetricInput, MetricOutput, MetricState, conversation_of
-from ..statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
-from ..statements import (
+from ..core.nodes import Node, quote, scoring_edges, turn_label, window_node, with_transcript
+from ..core.scoring import WindowOptions, option, strict
+from ..core.state import MetricInput, MetricOutput, MetricState, conversation_of
+from ..core.statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
+from ..core.statements import (
     JudgeCall,
     Statement,
     StatementVerdict,
@@ -34,7 +32,9 @@ from ..statements import (
     judge_statements_step,
     verify_step,
 )
-from ..windows import Window
+from ..data.conversation import RetrievalNode
+from ..data.results import JudgeErrorInfo, Usage, merge_verdicts
+from ..data.windows import Window
 from . import MetricSpec
 
 METRIC = "turn_contextual_relevancy"

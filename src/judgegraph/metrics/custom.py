@@ -19,13 +19,13 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validator
 
-from ..conversation import Conversation
+from ..core.nodes import Node, conversation_json, judge_step, outcome_fields, score_node, scoring_edges
+from ..core.scoring import JudgeOptions, Tally, option
+from ..core.state import MetricInput, MetricOutput, MetricState, conversation_of
+from ..data.conversation import Conversation
+from ..data.prompts import Prompt, load_prompt, parse_prompt
+from ..data.results import MetricResult, Verdict, merge_verdicts
 from ..judges import JudgeOutcome, JudgeRequest, ModelLike
-from ..nodes import Node, conversation_json, judge_step, outcome_fields, score_node, scoring_edges
-from ..prompts import Prompt, load_prompt, parse_prompt
-from ..results import MetricResult, Verdict, merge_verdicts
-from ..scoring import JudgeOptions, Tally, option
-from ..state import MetricInput, MetricOutput, MetricState, conversation_of
 from . import MetricSpec
 
 STEP = "custom_judge/judge_conversation"

@@ -5,7 +5,7 @@ reply's claims supported by the retrieval context and tool results the chatbot h
     START → window_turns ─Send per reply with sources→ extract_claims ─Send→ judge_claims
           → reduce_score → END
 
-``extract_claims`` is the generic statement extraction (:func:`judgegraph.statements.extract_statements_step`)
+``extract_claims`` is the generic statement extraction (:func:`judgegraph.core.statements.extract_statements_step`)
 over the reply's text; ``judge_claims`` judges all of a reply's claims against its sources in one
 request: "yes" (supported), "no" (contradicted) or "idk" (neither). As deepeval counts, a reply's
 score is the share of claims not contradicted ("idk" counts as faithful unless
@@ -26,16 +26,16 @@ from langgraph.types import Command, Send
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ..answers import read_choice
-from ..conversation import Conversation
+from ..core.nodes import Node, calls_usage, judge_step, quote, score_node, turn_label, window_graph, window_node
+from ..core.scoring import Tally, WindowOptions, check_flag, clause, option
+from ..core.state import MetricState
+from ..core.statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
+from ..core.statements import Statement, extract_statements_step
+from ..data.answers import read_choice
+from ..data.conversation import Conversation
+from ..data.results import MetricResult, Verdict, merge_verdicts
+from ..data.windows import Window
 from ..judges import JudgeOutcome, JudgeRequest
-from ..nodes import Node, calls_usage, judge_step, quote, score_node, turn_label, window_graph, window_node
-from ..results import MetricResult, Verdict, merge_verdicts
-from ..scoring import Tally, WindowOptions, check_flag, clause, option
-from ..state import MetricState
-from ..statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
-from ..statements import Statement, extract_statements_step
-from ..windows import Window
 from . import MetricSpec
 
 METRIC = "turn_faithfulness"

@@ -19,13 +19,13 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
 
-from ..answers import YesNo
-from ..conversation import Conversation
+from ..core.nodes import judge_step, outcome_fields, quote, turn_label
+from ..core.scoring import Tally, clause
+from ..core.state import MetricState, conversation_of
+from ..data.answers import YesNo
+from ..data.conversation import Conversation
+from ..data.results import MetricResult, Verdict
 from ..judges import JudgeOutcome, JudgeRequest
-from ..nodes import judge_step, outcome_fields, quote, turn_label
-from ..results import MetricResult, Verdict
-from ..scoring import Tally, clause
-from ..state import MetricState, conversation_of
 from .session.common import SessionSettings, cited_turns, has_user, session_graph, session_spec
 
 JUDGE_STEP = "goal_completion/judge_goal"

@@ -31,13 +31,13 @@ from langgraph.types import Send
 from pydantic import BaseModel, BeforeValidator, Field
 from typing_extensions import NotRequired, TypedDict
 
-from ..answers import read_choice
-from ..conversation import Conversation, as_conversation
+from ..core.nodes import conversation_json, judge_step, outcome_fields, scoring_edges, with_transcript
+from ..core.scoring import JudgeOptions, Tally, option
+from ..core.state import MetricOutput
+from ..data.answers import read_choice
+from ..data.conversation import Conversation, as_conversation
+from ..data.results import JudgeAttempt, MetricResult, Verdict, merge_calls, merge_results, merge_verdicts
 from ..judges import JudgeOutcome, JudgeRequest
-from ..nodes import conversation_json, judge_step, outcome_fields, scoring_edges, with_transcript
-from ..results import JudgeAttempt, MetricResult, Verdict, merge_calls, merge_results, merge_verdicts
-from ..scoring import JudgeOptions, Tally, option
-from ..state import MetricOutput
 from . import MetricSpec
 
 STEP = "pairwise/judge_pair"

@@ -4,7 +4,7 @@ semantics): one graph, two presets.
     START → window_turns ─Send per window→ judge_turn → reduce_score [→ write_reason] → END
 
 Score = relevant / judged windows; ``reason="llm"`` adds one call writing the reason.
-``dense=N`` judges N consecutive windows per call (:mod:`judgegraph.dense`): ``judge_turn``
+``dense=N`` judges N consecutive windows per call (:mod:`judgegraph.core._dense`): ``judge_turn``
 takes a block of windows and writes one verdict per window.
 """
 
@@ -17,11 +17,8 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, StateGraph
 from pydantic import BaseModel, Field
 
-from ..answers import YesNo
-from ..conversation import Conversation
-from ..dense import DensePlan, check_dense, dense_step, fan_out_blocks
-from ..judges import JudgeOutcome, JudgeRequest
-from ..nodes import (
+from ..core._dense import DensePlan, check_dense, dense_step, fan_out_blocks
+from ..core.nodes import (
     Node,
     WindowTask,
     judge_step,
@@ -32,11 +29,14 @@ from ..nodes import (
     turn_label,
     window_graph,
 )
-from ..prompts import Prompt, load_prompt
-from ..results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_verdicts
-from ..scoring import WindowOptions, option, share_reason
-from ..state import MetricInput, MetricOutput, MetricState
-from ..windows import Window
+from ..core.scoring import WindowOptions, option, share_reason
+from ..core.state import MetricInput, MetricOutput, MetricState
+from ..data.answers import YesNo
+from ..data.conversation import Conversation
+from ..data.prompts import Prompt, load_prompt
+from ..data.results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_verdicts
+from ..data.windows import Window
+from ..judges import JudgeOutcome, JudgeRequest
 from . import MetricSpec
 
 JUDGE_STEP = "turn_relevancy/judge_turn"

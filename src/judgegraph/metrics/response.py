@@ -22,17 +22,17 @@ from langgraph.types import Command, Send
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ..conversation import Conversation
+from ..core.nodes import Node, in_scope, judge_step, quote, score_node, scoring_edges, turn_label
+from ..core.scoring import MetricOptions, check_whole, option
+from ..core.state import MetricInput, MetricOutput, MetricState, conversation_of
+from ..data.conversation import Conversation
+from ..data.results import MetricResult, Verdict, Vote, merge_verdicts
+from ..data.windows import Exchange, exchanges
 from ..embeddings.base import cosines, embeddings_name
 from ..embeddings.resolve import resolve_embeddings
 from ..embeddings.runner import EmbeddingRunner
 from ..judges import JudgeOutcome, JudgeRequest
 from ..judges.base import JurorAnswer
-from ..nodes import Node, in_scope, judge_step, quote, score_node, scoring_edges, turn_label
-from ..results import MetricResult, Verdict, Vote, merge_verdicts
-from ..scoring import MetricOptions, check_whole, option
-from ..state import MetricInput, MetricOutput, MetricState, conversation_of
-from ..windows import Exchange, exchanges
 from . import MetricSpec
 
 GENERATE_STEP = "response_relevancy/generate_questions"

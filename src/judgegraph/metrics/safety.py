@@ -19,10 +19,7 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
-from ..answers import YesNo, read_choice
-from ..conversation import Conversation
-from ..judges import JudgeOutcome, JudgeRequest
-from ..nodes import (
+from ..core.nodes import (
     Node,
     WindowTask,
     judge_step,
@@ -33,10 +30,13 @@ from ..nodes import (
     turn_label,
     window_graph,
 )
-from ..results import MetricResult, WindowVerdict, merge_verdicts
-from ..scoring import WindowOptions, all_good, clause, option, share_reason
-from ..state import MetricState
-from ..windows import Window
+from ..core.scoring import WindowOptions, all_good, clause, option, share_reason
+from ..core.state import MetricState
+from ..data.answers import YesNo, read_choice
+from ..data.conversation import Conversation
+from ..data.results import MetricResult, WindowVerdict, merge_verdicts
+from ..data.windows import Window
+from ..judges import JudgeOutcome, JudgeRequest
 from . import MetricSpec
 
 METRIC = "conversational_safety"

@@ -23,10 +23,7 @@ from langgraph.types import Send
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from ..answers import YesNo
-from ..conversation import Conversation, ToolCall
-from ..judges import JudgeOutcome, JudgeRequest
-from ..nodes import (
+from ..core.nodes import (
     in_scope,
     judge_step,
     latest_scope,
@@ -36,12 +33,15 @@ from ..nodes import (
     scoring_edges,
     turn_label,
 )
-from ..replay import steer_of
-from ..results import MetricResult, Verdict, merge_verdicts
-from ..scoring import WindowOptions, clause, option, share_reason
-from ..state import MetricInput, MetricOutput, MetricState, conversation_of
-from ..toolref import ExpectedCall, expected_of, parse_arguments
-from ..windows import Exchange, exchanges, windows_from_exchanges
+from ..core.replay import steer_of
+from ..core.scoring import WindowOptions, clause, option, share_reason
+from ..core.state import MetricInput, MetricOutput, MetricState, conversation_of
+from ..data.answers import YesNo
+from ..data.conversation import Conversation, ToolCall
+from ..data.results import MetricResult, Verdict, merge_verdicts
+from ..data.toolref import ExpectedCall, expected_of, parse_arguments
+from ..data.windows import Exchange, exchanges, windows_from_exchanges
+from ..judges import JudgeOutcome, JudgeRequest
 from . import MetricSpec
 
 JUDGE_STEP = "tool_correctness/judge_calls"

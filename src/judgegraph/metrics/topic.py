@@ -22,9 +22,7 @@ from langgraph.types import Send
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ..conversation import Conversation
-from ..judges import JudgeOutcome, JudgeRequest
-from ..nodes import (
+from ..core.nodes import (
     Node,
     calls_usage,
     judge_step,
@@ -35,10 +33,12 @@ from ..nodes import (
     window_graph,
     window_node,
 )
-from ..results import JudgeErrorInfo, MetricResult, Verdict, merge_verdicts
-from ..scoring import Tally, WindowOptions, clause, option
-from ..state import MetricState
-from ..windows import Window
+from ..core.scoring import Tally, WindowOptions, clause, option
+from ..core.state import MetricState
+from ..data.conversation import Conversation
+from ..data.results import JudgeErrorInfo, MetricResult, Verdict, merge_verdicts
+from ..data.windows import Window
+from ..judges import JudgeOutcome, JudgeRequest
 from . import MetricSpec
 
 METRIC = "topic_adherence"

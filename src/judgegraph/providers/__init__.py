@@ -25,11 +25,11 @@ if TYPE_CHECKING:
     from langchain_core.messages import HumanMessage
     from pydantic import BaseModel
 
+    from ..data.prompts import Prompt
     from ..judges.base import Endpoint
     from ..judges.cache_hints import SeenPrefixes
     from ..judges.scripted import ScriptedRequest
-    from ..prefixcache import CacheRule
-    from ..prompts import Prompt
+    from .prefixcache import CacheRule
 
 __all__ = ["PROVIDERS", "ModelConfigError", "Provider", "cache_rule", "default_rule", "get", "of_model", "register",
            "resolve_model", "server_url",
@@ -128,7 +128,7 @@ class Provider:
 
     def cache_rule(self, name: str) -> CacheRule:
         """Its prompt cache's rule for model ``name`` (the dry run's estimate; docs/cost_cache.md)."""
-        from ..prefixcache import CacheRule
+        from .prefixcache import CacheRule
 
         return CacheRule(self.name, "unknown")
 
@@ -243,7 +243,7 @@ def resolve_model(model: str | BaseChatModel, *, base_url: str | None = None, ap
 def cache_rule(model: str) -> CacheRule:
     """The prompt-cache rule of the provider of ``model`` (``provider:name``; a bare name is the default
     provider's, as the judge reads it: :func:`split_model`); an ``unknown`` rule for a provider not registered."""
-    from ..prefixcache import CacheRule
+    from .prefixcache import CacheRule
 
     prefix, name = split_model(model)
     found = get(prefix)

@@ -15,16 +15,16 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..prefixcache import CacheRule, request_tokens
 from . import ModelConfigError, Provider
+from .prefixcache import CacheRule, request_tokens
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import HumanMessage
 
+    from ..data.prompts import Prompt
     from ..judges.cache_hints import SeenPrefixes
     from ..judges.scripted import ScriptedRequest
-    from ..prompts import Prompt
 
 #: The cache hint Anthropic reads on a content block: cache the prefix up to and including it (5 minutes).
 EPHEMERAL = {"type": "ephemeral"}

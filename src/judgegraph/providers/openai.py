@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
-from ..prefixcache import MIN_PREFIX_TOKENS, CacheRule, PrefixCache, chat_parts
-from ..prefixcache import request_tokens as tokens
 from . import Provider
+from .prefixcache import MIN_PREFIX_TOKENS, CacheRule, PrefixCache, chat_parts
+from .prefixcache import request_tokens as tokens
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -133,7 +133,7 @@ def _response_format(schema: type[BaseModel]) -> str:
 
 
 def request_tokens(request: ScriptedRequest) -> list[int]:
-    """A recorded request as the prefix cache sees it (:func:`judgegraph.prefixcache.chat_parts`)."""
+    """A recorded request as the prefix cache sees it (:func:`judgegraph.providers.prefixcache.chat_parts`)."""
     from ..judges.tokens import ROLES
 
     schema = request.schema

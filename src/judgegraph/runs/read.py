@@ -15,7 +15,7 @@ A file none of whose lines is a results line (a conversations file, a labels fil
 path that cannot be read are refused: :class:`NotAResultsFile`, one message naming the file, which every command
 prints with exit status 3 (an input it cannot use, as ``eval`` counts a missing input file).
 
-(A resume's own scan, :func:`judgegraph.resultsfile.scan_results`, stays lenient: it skips what it cannot read,
+(A resume's own scan, :func:`judgegraph.runs.resultsfile.scan_results`, stays lenient: it skips what it cannot read,
 and repairs a torn tail.)
 """
 
@@ -32,7 +32,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..resultsfile import restore_elided
 from .record import (
     RECORD_TYPES,
     STATUSES,
@@ -44,6 +43,7 @@ from .record import (
     UsageLine,
     number,
 )
+from .resultsfile import restore_elided
 
 __all__ = ["NotAResultsFile", "RunFacts", "RunFile", "first_record", "is_results_file", "read_header", "read_run"]
 

@@ -2,8 +2,8 @@
 there. Every model keeps the fields it does not name (``extra="allow"``): a file written by a newer or older
 judgegraph reads, and a line written back is the line read.
 
-Who writes what: ``header`` and ``summary`` (:mod:`judgegraph.runheader`, for eval, workers, Ray, batch, watch,
-rejudge); ``conversation`` (:class:`judgegraph.resultsfile.ResultsWriter`; ``simulate`` adds ``conversation`` and
+Who writes what: ``header`` and ``summary`` (:mod:`judgegraph.runs.header`, for eval, workers, Ray, batch, watch,
+rejudge); ``conversation`` (:class:`judgegraph.runs.resultsfile.ResultsWriter`; ``simulate`` adds ``conversation`` and
 ``simulation``, ``watch`` appends a thread again when it retries it); ``input_error`` (the writer, one per record
 of the inputs that could not be read); ``batch`` (an ``eval --batch`` run, docs/batch.md).
 ``pairwise --out`` writes ``pairwise`` lines: a file of its own, not a results file (:class:`PairwiseLine`).
@@ -21,7 +21,7 @@ __all__ = ["RECORD_TYPES", "STATUSES", "BatchLine", "ConversationLine", "HeaderL
 RecordType = Literal["header", "conversation", "input_error", "summary", "batch"]
 #: the record types a results file holds
 RECORD_TYPES: tuple[str, ...] = get_args(RecordType)
-#: a metric result's statuses (judgegraph.results.Status)
+#: a metric result's statuses (judgegraph.data.results.Status)
 STATUSES = frozenset({"passed", "failed", "error", "not_applicable"})
 
 
@@ -96,7 +96,7 @@ def _setting(name: str, value: object) -> str | None:
 
 
 class HeaderLine(_Line):
-    """The run header: the first line of a run (:func:`judgegraph.runheader.run_header`)."""
+    """The run header: the first line of a run (:func:`judgegraph.runs.header.run_header`)."""
 
     type: Literal["header"] = "header"
     judgegraph: object = None  # its version

@@ -33,7 +33,7 @@ from typing import Any
 from typing_extensions import Self
 
 from ..loaders import LoadedConversation
-from ..runner import ConversationOutcome
+from ..runs.runner import ConversationOutcome
 from .limits import ScaleStartError
 from .spec import PlanSpec
 from .workers import HEARTBEAT_S, MAX_WORKER_DEATHS, START_TIMEOUT_S, silence_limit
@@ -52,7 +52,7 @@ class JudgeActor:
         return f"{socket.gethostname()}:{os.getpid()}"
 
     async def judge(self, item: LoadedConversation) -> ConversationOutcome:
-        from ..runner import judge_conversation
+        from ..runs.runner import judge_conversation
 
         return await judge_conversation(item, self.plan)
 

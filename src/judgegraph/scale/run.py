@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..loaders import InputError, LoadedConversation
-from ..runner import ConversationOutcome, RunSummary, evaluate_async
+from ..runs.runner import ConversationOutcome, RunSummary, evaluate_async
 from .spec import PlanSpec
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ async def aevaluate(
     """Judge ``items`` with the plan ``spec`` describes, on ``workers`` local
     processes or on a Ray cluster (:func:`judge_pool`). The judge budget in
     ``spec`` (``max_concurrency``, rates) is the total of the whole run.
-    ``run_options`` go to :func:`judgegraph.runner.evaluate_async`."""
+    ``run_options`` go to :func:`judgegraph.runs.runner.evaluate_async`."""
     plan = spec.build()  # in the parent too: names the judge, and a bad setting fails before any worker starts
     plan.check()
     concurrency = int(spec.judge.get("max_concurrency") or 16)

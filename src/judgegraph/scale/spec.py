@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .limits import split_budget, usable_workers
 
 if TYPE_CHECKING:
-    from ..runner import MetricPlan
+    from ..runs.runner import MetricPlan
 
 
 @dataclass(frozen=True)
@@ -47,9 +47,9 @@ class PlanSpec:
         return "offline" if self.judge.get("model") is None else "llm"
 
     def build(self) -> MetricPlan:
-        """The :class:`~judgegraph.runner.MetricPlan` these settings describe."""
+        """The :class:`~judgegraph.runs.runner.MetricPlan` these settings describe."""
         from ..judges import resolve_judge
-        from ..runner import MetricPlan
+        from ..runs.runner import MetricPlan
 
         return MetricPlan(self.metrics, resolve_judge(**self.judge), self.overrides, self.per_metric)
 

@@ -42,7 +42,7 @@ from typing import Any
 from typing_extensions import Self
 
 from ..loaders import LoadedConversation
-from ..runner import ConversationOutcome
+from ..runs.runner import ConversationOutcome
 from .limits import ScaleStartError
 from .spec import PlanSpec
 
@@ -114,7 +114,7 @@ def worker_main(fd: int) -> None:
 
 
 async def _serve(conn: Connection, spec: PlanSpec) -> None:
-    from ..runner import judge_conversation
+    from ..runs.runner import judge_conversation
 
     try:
         plan = spec.build()

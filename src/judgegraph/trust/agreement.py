@@ -23,10 +23,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ..results import metric_key
+from ..data.results import metric_key
 from ..runs import RunFile, read_run
+from ..stats.raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, Statistic, bootstrap_ci, confusion, figure
 from .labels import Label, LabelError, LabelSet, LabelValue, polarity, review_labels, yes_no_error
-from .statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, Statistic, bootstrap_ci, confusion, figure
 
 Kind = Literal["categorical", "ordinal", "numeric"]
 #: the figures of each kind of label
@@ -285,7 +285,7 @@ def agreement(results: ResultsLike, labels: str | Path | Iterable[Label] | Itera
     objects, or a :class:`LabelSet`. With ``reviews``, the review decisions stored in ``results`` are
     labels too; a label from ``labels`` on the same verdict replaces a review's. ``metrics``: only these.
     ``resamples`` (B), ``seed``, ``level``: the bootstrap intervals (see
-    :func:`judgegraph.trust.statistics.bootstrap_ci`)."""
+    :func:`judgegraph.stats.raters.bootstrap_ci`)."""
     if isinstance(metrics, str):
         metrics = [metrics]
     records, unreadable = _records(results)

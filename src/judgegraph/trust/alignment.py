@@ -35,11 +35,11 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict
 
-from ..conversation import Conversation, as_conversation
+from ..data.conversation import Conversation, as_conversation
+from ..data.results import MetricResult, Usage, metric_key
 from ..judges import Judge, JudgeRequest, ModelLike, resolve_judge
 from ..judges.aligned import AlignedJudge, Alignment, Example
 from ..metrics import MetricSpec
-from ..results import MetricResult, Usage, metric_key
 from .agreement import MetricAgreement, Pair, agreement
 from .labels import Label, LabelSet
 
@@ -389,7 +389,7 @@ async def aalign(
     **judge_settings: Any,  # Any: resolve_judge's keyword arguments (base_url, timeout, cache ...)
 ) -> AlignmentReport:
     """:func:`align`, awaited."""
-    from ..judges.offline_fit import group_of, split_groups
+    from .offline_fit import group_of, split_groups
 
     if not 0 <= test_fraction < 1:
         raise ValueError(f"test_fraction must be >= 0 and < 1, got {test_fraction}")

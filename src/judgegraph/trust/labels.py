@@ -2,7 +2,7 @@
 
 A :class:`Label` says what a person decided for one metric of one
 conversation: for one verdict (its ``turn``, 1-based as everywhere in
-judgegraph, or its ``verdict_id``, :attr:`judgegraph.results.Verdict.id`), or
+judgegraph, or its ``verdict_id``, :attr:`judgegraph.data.results.Verdict.id`), or
 for the whole result when it names neither. :func:`read_labels` reads a file in
 any of these shapes (found from its records):
 

@@ -1,7 +1,7 @@
 """Stability across repeats and a jury's agreement, computed from the votes behind verdicts (``docs/stability.md``).
 
 A verdict judged several times (``--repeat N``: one judge, repeats 0..N-1) or by several judges (a jury) keeps
-each answer as a :class:`~judgegraph.results.Vote`. From those records alone:
+each answer as a :class:`~judgegraph.data.results.Vote`. From those records alone:
 
 * per metric and conversation (:class:`ResultStability`): how many verdicts *flipped* (one judge's repeats gave
   different labels), the metric's score in each repeat and their spread, whether each repeat passed, and a label,
@@ -31,12 +31,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..data.results import MetricResult, Review, Verdict, Vote, metric_key
 from ..judges.base import Judge, JudgeOutcome, JudgeRequest
-from ..results import MetricResult, Review, Verdict, Vote, metric_key
-from .statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, fleiss_bootstrap_ci, fleiss_kappa, rating_table
+from ..stats.raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, fleiss_bootstrap_ci, fleiss_kappa, rating_table
 
 if TYPE_CHECKING:
-    from ..conversation import Conversation
+    from ..data.conversation import Conversation
 
 Label = Literal["stable", "flaky"]
 #: How a result's per-repeat scores were found: every repeat answered alike ("identical"), or the metric's own

@@ -100,7 +100,7 @@ def create_app(settings: Settings) -> Starlette:
         return page("runs.html", runs=runs, metrics=metrics, problems=problems, trends=trends(runs, metrics))
 
     async def report(request: Request) -> Response:
-        from ..reporting.html import report_html
+        from ..outputs.html import report_html
 
         runs, _ = library.runs()
         known = {r.key for r in runs}
@@ -124,7 +124,7 @@ def create_app(settings: Settings) -> Starlette:
         return run, build_queue(library.read(run.key).conversations.values(), strategy), strategy
 
     def context(run: Run, conversation_id: str) -> list[dict[str, str]]:
-        from ..reporting.html import recorded_turns
+        from ..outputs.html import recorded_turns
 
         if run.key not in turns_cache:
             turns_cache.clear()

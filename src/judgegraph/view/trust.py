@@ -1,13 +1,13 @@
 """Agreement between people who labelled the same items: Krippendorff's alpha over everyone, Cohen's kappa per
-pair of annotators, and the items they disagree on (the statistics are :mod:`judgegraph.trust.statistics`')."""
+pair of annotators, and the items they disagree on (the statistics are :mod:`judgegraph.stats.raters`')."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
 
+from ..stats.raters import cohen_kappa, krippendorff_alpha
 from ..trust.labels import Label
-from ..trust.statistics import cohen_kappa, krippendorff_alpha
 from .queue import label_key
 
 

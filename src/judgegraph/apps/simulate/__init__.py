@@ -12,9 +12,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import Required, TypedDict, Unpack
 
-from ...conversation import Conversation
+from ...data.conversation import Conversation
+from ...data.results import MetricResult, Usage
 from ...judges import ModelLike
-from ...results import MetricResult, Usage
 from ..metrics import MetricLike
 from .app import AppLike
 from .graph import SimulationState, build_simulator, conversation_of, create_simulator

@@ -21,11 +21,11 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict
 
-from ...conversation import Conversation, from_messages
+from ...core.nodes import render_messages
+from ...data.conversation import Conversation, from_messages
+from ...data.results import MetricResult, Usage, merge_results
 from ...judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
 from ...metrics import MetricSpec
-from ...nodes import render_messages
-from ...results import MetricResult, Usage, merge_results
 from ..metrics import MetricLike, judge_graph
 from .app import AppLike, as_app, new_messages
 from .personas import Persona, PersonaStage

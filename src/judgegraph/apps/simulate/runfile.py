@@ -1,6 +1,6 @@
 """The run header and summary records of a simulation's results file (``judgegraph simulate --out``), so the
 simulated conversations open in ``judgegraph diff`` and ``report`` with the settings that made them
-(:mod:`judgegraph.runheader`, docs/runs.md).
+(:mod:`judgegraph.runs.header`, docs/runs.md).
 
 The header is an ``eval`` header (metrics, their options, the metrics' judge) whose ``judges`` also name the
 simulated user (its model, settings and prompt hashes: another user model is another run) and whose ``inputs``
@@ -15,12 +15,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...results import Usage
+from ...data.results import Usage
 from .graph import PROMPT_VALUES
 
 if TYPE_CHECKING:
     from ...judges import Judge
-    from ...runner import RunSummary
+    from ...runs.runner import RunSummary
     from . import SimulationResult
 
 #: How a header names the simulated user among its judges (the metrics' judge may be the same model).
@@ -29,7 +29,7 @@ USER_PREFIX = "simulated user "
 
 def user_prompts() -> dict[str, str]:
     """``{step: sha256[:12]}`` of the simulated user's prompt files (plain and adversarial)."""
-    from ...runheader import prompt_hashes
+    from ...runs.header import prompt_hashes
 
     return prompt_hashes(PROMPT_VALUES)
 
@@ -43,8 +43,8 @@ def simulation_header(scenarios: str | Path, user: Judge, *, judge: Judge | None
     """The header of a simulation of ``scenarios`` (a file) with the simulated ``user``, judged by ``judge`` with
     ``metrics`` (none: only simulated). ``app`` (``module:attr``) and its ``app_file`` are recorded as an input
     (with the file's sha256); ``argv`` and the settings are redacted as an eval header's are."""
-    from ...runheader import file_sha256, run_header
-    from ...runner import MetricPlan
+    from ...runs.header import file_sha256, run_header
+    from ...runs.runner import MetricPlan
 
     sources = [] if app is None else [{"path": str(app_file or app), "app": app,
                                        "sha256": file_sha256(app_file) if app_file else None}]
@@ -62,7 +62,7 @@ def simulation_header(scenarios: str | Path, user: Judge, *, judge: Judge | None
 def simulation_counts(runs: Sequence[SimulationResult], judge: str = "") -> RunSummary:
     """The counts of ``runs`` as a run's (results, judge errors, failed runs, exit status); its ``usage`` every
     LLM call of the run: the user's and the judge's."""
-    from ...runner import ConversationOutcome, RunSummary
+    from ...runs.runner import ConversationOutcome, RunSummary
 
     summary = RunSummary(judge=judge, keep_outcomes=False, max_rows=0)
     for r in runs:
@@ -73,9 +73,9 @@ def simulation_counts(runs: Sequence[SimulationResult], judge: str = "") -> RunS
 
 def simulation_summary(runs: Sequence[SimulationResult], started: datetime, *, judge: str = "",
                        ended_at: datetime | None = None) -> dict[str, Any]:
-    """The summary record of ``runs``: :func:`judgegraph.runheader.run_summary` of :func:`simulation_counts`,
+    """The summary record of ``runs``: :func:`judgegraph.runs.header.run_summary` of :func:`simulation_counts`,
     and ``simulation``: how the conversations ended and the user's own usage."""
-    from ...runheader import run_summary
+    from ...runs.header import run_summary
 
     summary = simulation_counts(runs, judge)
     user = Usage.total(r.user_usage for r in runs)

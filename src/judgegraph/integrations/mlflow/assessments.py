@@ -2,7 +2,7 @@
 
 :func:`log_assessments` writes one feedback per metric result on the
 session's first trace, built from :meth:`MetricResult.to_feedback()
-<judgegraph.results.MetricResult.to_feedback>` and marked as a session
+<judgegraph.data.results.MetricResult.to_feedback>` and marked as a session
 assessment (``metadata["mlflow.trace.session"]``, as MLflow's own session
 judges mark theirs), and one feedback per verdict (``<metric>/turn``) on the
 trace the verdict is about. A judge error is written as feedback carrying an
@@ -17,15 +17,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
-from ...conversation import Conversation, as_conversation
+from ...data.conversation import Conversation, as_conversation
 from ...loaders import LoadedConversation
 from .common import FIRST_TRACE_KEY, SESSION_ID_KEY, SESSION_KEY, TRACE_ID_KEY, import_mlflow, unreachable
 
 if TYPE_CHECKING:
     from mlflow.entities import Assessment, AssessmentSource, Feedback
 
-    from ...results import MetricResult, Verdict
-    from ...runner import ConversationOutcome, RunSummary
+    from ...data.results import MetricResult, Verdict
+    from ...runs.runner import ConversationOutcome, RunSummary
 
 #: What :func:`log_assessments` reads results from (see there).
 Outcomes: TypeAlias = Union["RunSummary", Iterable["ConversationOutcome | MetricResult"],

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-from ...probe import no_answer
+from ...loaders.probe import no_answer
 
 SESSION_KEY = "mlflow.trace.session"  # MLflow's trace metadata key for the session (and session assessments)
 TRACE_ID_KEY = "mlflow_trace_id"  # turn metadata: the trace the turn was read from

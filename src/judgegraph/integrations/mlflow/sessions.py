@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...conversation import Conversation
+from ...data.conversation import Conversation
 from ...loaders import InputError, LoadedConversation
 from .common import FIRST_TRACE_KEY, PART_KEY, SESSION_ID_KEY, SESSION_KEY, TRACE_ID_KEY, import_mlflow, unreachable
 from .messages import Msg, Unreadable, new_messages, pick, reply_message, request_messages

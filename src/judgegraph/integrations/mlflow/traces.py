@@ -16,8 +16,8 @@ from .assessments import AssessmentLog, log_assessments
 from .common import FIRST_TRACE_KEY, SESSION_ID_KEY, SESSION_KEY, TRACE_ID_KEY, import_mlflow, unreachable
 
 if TYPE_CHECKING:
-    from ...conversation import Conversation
-    from ...runner import ConversationOutcome
+    from ...data.conversation import Conversation
+    from ...runs.runner import ConversationOutcome
 
 #: The name of the traces :func:`log_conversation_traces` logs.
 TRACE_NAME = "judgegraph"

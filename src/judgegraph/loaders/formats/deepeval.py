@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgegraph.conversation import Conversation
+from judgegraph.data.conversation import Conversation
 
 from ..base import Ctx, Path_, RecordErrors, check_keys, clean_id, merge_meta, pick, validate
 from .judgegraph import JUDGEGRAPH_KEYS, JUDGEGRAPH_TURN_KEYS

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judgegraph.conversation import Conversation
+from judgegraph.data.conversation import Conversation
 
 from ..base import Ctx, RecordErrors, check_keys, clean_id, pick, validate
 

@@ -1,7 +1,7 @@
 """LangChain messages: a record ``{"messages": [...]}`` whose messages are
 ``messages_to_dict`` dumps (``{"type": "human", "data": {...}}``) or
 ``BaseMessage.model_dump()`` dicts (``{"type": "ai", "content": ..., ...}``),
-converted by :func:`judgegraph.conversation.from_messages` (LangChain's own
+converted by :func:`judgegraph.data.conversation.from_messages` (LangChain's own
 ``messages_from_dict`` / ``convert_to_messages``, no hand-written map)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judgegraph.conversation import Conversation, from_messages
+from judgegraph.data.conversation import Conversation, from_messages
 
 from ..base import Ctx, Path_, RecordErrors, clean_id, fail, merge_meta, record_messages
 

@@ -6,7 +6,7 @@ import json
 from contextlib import suppress
 from typing import Any
 
-from judgegraph.conversation import Conversation
+from judgegraph.data.conversation import Conversation
 
 from ..base import Ctx, Path_, RecordErrors, check_keys, clean_id, fail, merge_meta, record_messages, validate
 

@@ -8,8 +8,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from judgegraph.conversation import Conversation
-from judgegraph.scoring import check_threshold, check_whole
+from judgegraph.core.scoring import check_threshold, check_whole
+from judgegraph.data.conversation import Conversation
 
 from ..base import Ctx, Path_, RecordErrors, check_keys, fail, merge_meta, validate
 from ..limits import FileTooLarge, NotARegularFile, read_small_file

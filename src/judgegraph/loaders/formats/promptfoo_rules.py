@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from judgegraph.results import MetricResult
+from judgegraph.data.results import MetricResult
 
 #: A function applied to a metric's result before it is written (e.g. promptfoo's negation).
 ResultTransform = Callable[[MetricResult], MetricResult]

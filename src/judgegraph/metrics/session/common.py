@@ -13,12 +13,12 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, model_validator
 
-from ...conversation import Conversation
+from ...core.nodes import conversation_json, judge_step, scoring_edges, with_transcript
+from ...core.scoring import MetricOptions, ScoringPolicy, all_good, share_reason
+from ...core.state import MetricInput, MetricOutput, MetricState, conversation_of
+from ...data.conversation import Conversation
+from ...data.results import JudgeErrorInfo, MetricResult, Usage
 from ...judges import JudgeOutcome, JudgeRequest
-from ...nodes import conversation_json, judge_step, scoring_edges, with_transcript
-from ...results import JudgeErrorInfo, MetricResult, Usage
-from ...scoring import MetricOptions, ScoringPolicy, all_good, share_reason
-from ...state import MetricInput, MetricOutput, MetricState, conversation_of
 from .. import MetricSpec, Need
 
 REDUCE = "reduce_score"
@@ -105,7 +105,7 @@ def conversation_request(
     task: str, step: str, schema: type[BaseModel]
 ) -> Callable[[Mapping[str, Any]], JudgeRequest]:
     """A judge step's ``build`` that shows the judge the whole conversation
-    (``{conversation}``, :func:`judgegraph.nodes.conversation_json`)."""
+    (``{conversation}``, :func:`judgegraph.core.nodes.conversation_json`)."""
 
     def build(state: Mapping[str, Any]) -> JudgeRequest:
         transcript = conversation_json(conversation_of(state))

@@ -17,12 +17,12 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ...answers import YesNo
-from ...conversation import Conversation
+from ...core.nodes import judge_step, outcome_fields, quote, turn_label
+from ...core.scoring import clause
+from ...data.answers import YesNo
+from ...data.conversation import Conversation
+from ...data.results import MetricResult, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
-from ...nodes import judge_step, outcome_fields, quote, turn_label
-from ...results import MetricResult, Verdict, merge_verdicts
-from ...scoring import clause
 from .common import ExtractState, SessionSettings, cited_turns, extract_step, has_user, session_graph, session_spec
 
 EXTRACT_STEP = "conversation_completeness/extract_goals"

@@ -15,13 +15,13 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from pydantic import BeforeValidator, Field
 
-from ...answers import read_choice
-from ...conversation import Conversation
+from ...core.nodes import judge_step, outcome_fields, turn_label
+from ...core.scoring import Tally
+from ...core.state import MetricState, conversation_of
+from ...data.answers import read_choice
+from ...data.conversation import Conversation
+from ...data.results import MetricResult, Verdict
 from ...judges import JudgeOutcome
-from ...nodes import judge_step, outcome_fields, turn_label
-from ...results import MetricResult, Verdict
-from ...scoring import Tally
-from ...state import MetricState, conversation_of
 from .common import (
     CitingJudgement,
     SessionSettings,

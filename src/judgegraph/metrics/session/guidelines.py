@@ -18,13 +18,13 @@ from langgraph.graph import StateGraph
 from pydantic import BeforeValidator, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ...answers import read_choice
-from ...conversation import Conversation
+from ...core.nodes import judge_step, outcome_fields, quote, turn_label
+from ...core.scoring import Tally, clause, option
+from ...core.state import MetricState
+from ...data.answers import read_choice
+from ...data.conversation import Conversation
+from ...data.results import MetricResult, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
-from ...nodes import judge_step, outcome_fields, quote, turn_label
-from ...results import MetricResult, Verdict, merge_verdicts
-from ...scoring import Tally, clause, option
-from ...state import MetricState
 from .common import CitingJudgement, SessionSettings, cited_turns, role_indices, session_graph, session_spec
 
 JUDGE_STEP = "conversational_guidelines/judge_guideline"

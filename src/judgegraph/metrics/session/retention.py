@@ -18,12 +18,12 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, BeforeValidator, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ...answers import YesNo, read_choice
-from ...conversation import Conversation
+from ...core.nodes import conversation_json, judge_step, outcome_fields, quote
+from ...core.scoring import clause
+from ...data.answers import YesNo, read_choice
+from ...data.conversation import Conversation
+from ...data.results import MetricResult, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
-from ...nodes import conversation_json, judge_step, outcome_fields, quote
-from ...results import MetricResult, Verdict, merge_verdicts
-from ...scoring import clause
 from .common import (
     CitingJudgement,
     ExtractState,

@@ -18,13 +18,13 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ...answers import YesNo
-from ...conversation import Conversation
+from ...core.nodes import judge_step, quote
+from ...core.scoring import check_whole, clause, option
+from ...core.state import MetricState
+from ...data.answers import YesNo
+from ...data.conversation import Conversation
+from ...data.results import MetricResult, Usage, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
-from ...nodes import judge_step, quote
-from ...results import MetricResult, Usage, Verdict, merge_verdicts
-from ...scoring import check_whole, clause, option
-from ...state import MetricState
 from .common import SessionSettings, session_graph, session_spec
 
 JUDGE_STEP = "role_adherence/judge_turns"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .results import Usage
+from ..data.results import Usage
 
 #: Token counts above this (10^15, far beyond any run) are not priced: the cost is unknown.
 MAX_PRICED_TOKENS = 10**15

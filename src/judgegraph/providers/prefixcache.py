@@ -31,7 +31,7 @@ STEP_TOKENS = 128
 def request_tokens(parts: Iterable[str]) -> list[int]:
     """The token ids of a request given as its parts in the order sent (the schema, then each message's role
     and content), each part encoded on its own (cl100k)."""
-    from .judges.tokens import encoding
+    from ..judges.tokens import encoding
 
     enc = encoding()
     out: list[int] = []

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .loaders.yaml_safe import line_at
+from ..loaders.yaml_safe import line_at
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
@@ -134,8 +134,8 @@ def _dotted(loc: tuple[int | str, ...]) -> str:
 def load_config(path: str | Path) -> tuple[Config, dict[str, Any]]:
     """The validated config and its data as written (for the run header); :class:`ConfigError`
     naming ``FILE:LINE: key: what is wrong`` for an unreadable, invalid or unknown setting."""
-    from .loaders.limits import Limits
-    from .loaders.yaml_safe import compose, construct
+    from ..loaders.limits import Limits
+    from ..loaders.yaml_safe import compose, construct
 
     p = Path(path)
     try:
@@ -180,7 +180,7 @@ def load_config(path: str | Path) -> tuple[Config, dict[str, Any]]:
 
 
 def _refused(data: object, loc: tuple[int | str, ...] = ()) -> tuple[tuple[int | str, ...], str] | None:
-    from .loaders.limits import Refused
+    from ..loaders.limits import Refused
 
     if isinstance(data, Refused):
         return loc, data.message
@@ -193,7 +193,7 @@ def _refused(data: object, loc: tuple[int | str, ...] = ()) -> tuple[tuple[int |
 
 def _check_metrics(config: Config, root: yaml.Node | None, path: str | Path) -> None:
     """Each metric named in ``metrics:`` exists, and takes the options given to it alone."""
-    from .metrics import get_metric
+    from ..metrics import get_metric
 
     for i, item in enumerate(config.metrics):
         named = {item: OwnOptions()} if isinstance(item, str) else item
@@ -223,7 +223,7 @@ def _names(options: frozenset[str]) -> str:
 
 def _check_thresholds(config: Config, root: yaml.Node | None, path: str | Path) -> None:
     """Each metric in ``thresholds:`` exists and has a threshold."""
-    from .metrics import get_metric
+    from ..metrics import get_metric
 
     for name in config.thresholds:
         where = f"{path}:{line_at(root, ('thresholds', name)) or 1}: thresholds.{name}"
@@ -241,7 +241,7 @@ def _rel(base: Path, value: str) -> str:
 
 def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """``eval``'s argument values the config sets (by destination), and each metric's own options."""
-    from .metrics import canonical_name
+    from ..metrics import canonical_name
 
     base = Path(path).parent
     values: dict[str, Any] = {}

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .loaders import InputError
-    from .results import Usage
+    from ..data.results import Usage
+    from ..loaders import InputError
+    from . import HeaderLine
     from .runner import ConversationOutcome
-    from .runs import HeaderLine
 
 TRANSCRIPT_MODES: tuple[str, ...] = ("full", "errors", "none")
 

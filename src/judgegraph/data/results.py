@@ -53,7 +53,7 @@ class JudgeAttempt(BaseModel):
     cached: bool = False  # answered from the judge cache: no request was sent
     request: str | None = None  # the request's key (JudgeRequest.cache_key): the same request has the same key
     system_fingerprint: str | None = None  # the provider's backend configuration, when it reports one (OpenAI)
-    shared: bool = False  # one request behind several verdicts (a dense call, judgegraph.dense): usage counted once
+    shared: bool = False  # one request behind several verdicts (a dense call, judgegraph.core._dense): usage counted once
 
 
 class JudgeErrorInfo(BaseModel):

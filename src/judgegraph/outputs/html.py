@@ -116,7 +116,7 @@ def _turns_by_id(inputs: Sequence[str | Path]) -> tuple[dict[str, list[TurnText]
 def _recorded_inputs(results: RunFile) -> list[Path]:
     """The input files the run's header names that are still here unchanged (same SHA-256): the turns a run
     judged, with no ``--input``. A path is tried as written, then beside the results file."""
-    from ..runheader import file_sha256
+    from ..runs.header import file_sha256
 
     found = []
     entries = results.header.inputs if results.header is not None else None
@@ -134,7 +134,7 @@ def _recorded_inputs(results: RunFile) -> list[Path]:
 def _judged_inputs(files: Sequence[RunFile], inputs: Sequence[str | Path], problems: list[str]) -> list[bool]:
     """Per run, whether ``inputs`` may be what it judged: its header names no input, or names these files'
     contents (SHA-256). A run that judged other files gets none of their turns (another version's replies), said."""
-    from ..runheader import file_sha256
+    from ..runs.header import file_sha256
 
     if not inputs:
         return [False] * len(files)
@@ -268,7 +268,7 @@ def _json_for_script(data: object) -> str:
 
 
 def _asset(name: str) -> str:
-    return resources.files("judgegraph.reporting").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
+    return resources.files("judgegraph.outputs").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def _graph_svgs(metrics: list[str], graphs: Iterable[Drawable] | None, *, llm: bool = False) -> list[str]:

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..stats.raters import Interval
     from ..trust.agreement import AgreementReport, MetricAgreement
-    from ..trust.statistics import Interval
 
 __all__ = ["add_agreement_section", "agreement_section", "render_agreement_page", "write_agreement_page"]
 

@@ -1,6 +1,6 @@
 """How every metric scores: the option bases all metrics share (one ``ValueError``
 for a bad option everywhere) and the one engine from verdicts to a
-:class:`~judgegraph.results.MetricResult` (:class:`ScoringPolicy`, :func:`build_result`).
+:class:`~judgegraph.data.results.MetricResult` (:class:`ScoringPolicy`, :func:`build_result`).
 """
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .results import JudgeErrorInfo, MetricResult, Usage, Verdict
-from .windows import check_window_size
+from ..data.results import JudgeErrorInfo, MetricResult, Usage, Verdict
+from ..data.windows import check_window_size
 
 if TYPE_CHECKING:
-    from .conversation import Conversation
-    from .judges.base import Judge
+    from ..data.conversation import Conversation
+    from ..judges.base import Judge
 
 
 def check_threshold(value: object, option: str = "threshold") -> float:
@@ -349,7 +349,7 @@ def make_result(
     usage: Usage | None = None,
     min_judged: float | None = None,
 ) -> MetricResult:
-    """Verdicts → a :class:`~judgegraph.results.MetricResult` through a :class:`ScoringPolicy`
+    """Verdicts → a :class:`~judgegraph.data.results.MetricResult` through a :class:`ScoringPolicy`
     of these fields; ``reason`` may be ``(score, threshold, verdicts) -> str``."""
     fn = reason
     writer = (lambda t: fn(t.score, t.threshold, t.verdicts)) if callable(fn) else fn

@@ -92,7 +92,7 @@ def prompt_dirs() -> list[Path]:
 
 @cache
 def _package_dirs() -> tuple[Path, ...]:
-    here = Path(__file__).resolve().parent  # resolved once: a prompt is looked up per request
+    here = Path(__file__).resolve().parents[1]  # resolved once: a prompt is looked up per request
     return here / "prompts", here.parent.parent / "prompts"  # inside a built wheel; editable: <repo>/src/judgegraph
 
 

@@ -24,7 +24,7 @@ from typing import Literal
 
 import numpy as np
 
-from ..trust.statistics import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, resample_chunks
+from .raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, resample_chunks
 
 #: discordant pairs below which McNemar's p-value is the exact binomial one
 EXACT_BELOW = 25

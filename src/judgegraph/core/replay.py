@@ -16,9 +16,9 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from .judges.base import Judge, JudgeOutcome, JudgeRequest
-from .prompts import Prompt
-from .results import JudgeAttempt, MetricResult, Verdict
+from ..data.prompts import Prompt
+from ..data.results import JudgeAttempt, MetricResult, Verdict
+from ..judges.base import Judge, JudgeOutcome, JudgeRequest
 
 STEER_KEY = "judgegraph_steer"
 PROBE = "(steering probe: no call made)"

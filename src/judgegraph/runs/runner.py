@@ -1,7 +1,7 @@
 """Run metrics over many conversations, streamed, a bounded number in flight,
 each one's results written when done (docs/runs.md). For distributed callers:
 :func:`judge_conversation` is the unit of work, :class:`RunSummary` takes
-outcomes in any order, :mod:`judgegraph.resultsfile` writes and resumes the file.
+outcomes in any order, :mod:`judgegraph.runs.resultsfile` writes and resumes the file.
 """
 
 from __future__ import annotations
@@ -20,17 +20,17 @@ from typing import Any, cast
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from . import runheader
-from .judges import Judge, NeedsLLMJudge
-from .loaders import InputError, LoadedConversation, ResultTransform, id_stems, iter_records, result_transform
-from .loaders.limits import Limits
-from .metrics import DEFAULT_METRICS, canonical_name, get_metric
-from .pricing import Prices
-from .report import build_metric, check_unique_names, create_report_graph
-from .results import JudgeErrorInfo, MetricResult, Usage
+from ..core.scoring import build_result
+from ..core.state import MetricInput, MetricOutput, MetricState, conversation_of
+from ..cost.pricing import Prices
+from ..data.results import JudgeErrorInfo, MetricResult, Usage
+from ..judges import Judge, NeedsLLMJudge
+from ..loaders import InputError, LoadedConversation, ResultTransform, id_stems, iter_records, result_transform
+from ..loaders.limits import Limits
+from ..metrics import DEFAULT_METRICS, canonical_name, get_metric
+from ..report import build_metric, check_unique_names, create_report_graph
+from . import header as runheader
 from .resultsfile import ResultsFileError, ResultsWriter, ResumeState, check_out_path, scan_results
-from .scoring import build_result
-from .state import MetricInput, MetricOutput, MetricState, conversation_of
 
 __all__ = [
     "ConversationOutcome",
@@ -492,7 +492,7 @@ def open_run(inputs: Iterable[object], plan: MetricPlan, out: str | Path, summar
              on_resumed: Callable[[ResumeState], None] | None = None) -> OpenRun:
     """Open a run on ``out``, once for every way a run is answered (here, worker processes, Ray, the Batch API):
     the ``--out`` checks (not a directory or an input; a file holding results needs ``resume`` or ``overwrite``),
-    the header (checked against the resumed file's: :class:`~judgegraph.runheader.RunSettingsChanged`), the
+    the header (checked against the resumed file's: :class:`~judgegraph.runs.header.RunSettingsChanged`), the
     resumed file scanned (a torn last line cut, with ``retry_errors`` errored lines taken out) and counted into
     ``summary``, and the writer (``cost``: a line's cost from its usage)."""
     if resume and overwrite:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .nodes import turn_label
+from ..core.nodes import turn_label
 
 if TYPE_CHECKING:
-    from .results import JudgeAttempt, MetricResult
+    from ..data.results import JudgeAttempt, MetricResult
 
 
 def _as_dict(obj: object) -> dict[str, Any]:

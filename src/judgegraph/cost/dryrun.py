@@ -20,16 +20,16 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
-from .judges import Judge, JudgeCache, JudgeOutcome, JudgeRequest
-from .judges.limiter import CallLimiter
-from .judges.llm import LLMJudge
-from .judges.schema_example import example_from_schema
-from .judges.scripted import ScriptedChatModel, ScriptedRequest
-from .judges.tokens import prompt_tokens
-from .prefixcache import CacheRule
+from ..data.results import Usage
+from ..judges import Judge, JudgeCache, JudgeOutcome, JudgeRequest
+from ..judges.limiter import CallLimiter
+from ..judges.llm import LLMJudge
+from ..judges.schema_example import example_from_schema
+from ..judges.scripted import ScriptedChatModel, ScriptedRequest
+from ..judges.tokens import prompt_tokens
+from ..providers import cache_rule, default_rule
+from ..providers.prefixcache import CacheRule
 from .pricing import Prices
-from .providers import cache_rule, default_rule
-from .results import Usage
 
 #: Output tokens assumed per judge call (a short reason and a verdict as JSON).
 ASSUMED_OUTPUT_TOKENS = 100
@@ -86,7 +86,7 @@ class RecordingChatModel(ScriptedChatModel):
     def model_post_init(self, context: Any) -> None:
         """The provider's cache counter, made once: the bound copies (one per schema) share it."""
         super().model_post_init(context)
-        from .providers import get
+        from ..providers import get
 
         found = get(self.rule.provider)
         if found is not None and self.rule.kind != "unknown":
@@ -118,7 +118,7 @@ class RecordingChatModel(ScriptedChatModel):
                 counts["input_tokens"] += tokens
                 if served:
                     counts["cached_input_tokens"] += served
-                # a dense call (judgegraph.dense) answers one verdict per item: its output is counted per item
+                # a dense call (judgegraph.core._dense) answers one verdict per item: its output is counted per item
                 items = answer.get("items") if getattr(request.schema, "dense", False) else None
                 if isinstance(items, list) and len(items) > 1:
                     counts["more_answers"] += len(items) - 1
@@ -179,7 +179,7 @@ class DryRunJudge(Judge):
     def __init__(self, name: str, *, max_tries: int = 3, rule: CacheRule | None = None) -> None:
         self.name = name
         self.max_tries = max_tries
-        self.cache_rule = rule or default_rule()  # the provider's prompt cache (judgegraph.prefixcache)
+        self.cache_rule = rule or default_rule()  # the provider's prompt cache (judgegraph.providers.prefixcache)
         self.chat = RecordingChatModel(rule=self.cache_rule)
         self._inner = _RecordingLLMJudge(self.chat, max_tries=max_tries, limiter=CallLimiter(64))
         self.cache = JudgeCache()  # identical requests are made once, as in the real run
@@ -193,7 +193,7 @@ class DryRunJudge(Judge):
     @staticmethod
     def name_for(model: str) -> str:
         """The name the LLM judge of ``model`` has (``llm:gpt-4.1-mini``), which prices are looked up by."""
-        from .providers import split_model
+        from ..providers import split_model
 
         return f"llm:{split_model(model)[1]}"
 
@@ -232,7 +232,7 @@ class StepCost:
     calls: int
     input_tokens: int
     answers: int | None = None  # verdicts answered (a dense call answers several); None: one per call
-    #: Of ``input_tokens``, what the provider's prompt cache would serve (judgegraph.prefixcache: its rule).
+    #: Of ``input_tokens``, what the provider's prompt cache would serve (judgegraph.providers.prefixcache: its rule).
     cached_input_tokens: int = 0
 
     @property

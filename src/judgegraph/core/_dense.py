@@ -1,8 +1,8 @@
 """Dense judge calls: one request returns the verdicts of several windows of one conversation
 (docs/cost.md, "Dense mode"). Opt-in per metric (``dense=N``, ``--dense N``).
 
-A windowed metric sends one request per window (:func:`judgegraph.nodes.judge_step` after
-:func:`judgegraph.nodes.window_node`), and consecutive windows overlap: with window 10 each
+A windowed metric sends one request per window (:func:`judgegraph.core.nodes.judge_step` after
+:func:`judgegraph.core.nodes.window_node`), and consecutive windows overlap: with window 10 each
 exchange is sent up to ten times. Dense mode groups ``N`` consecutive windows of a conversation
 (a *block*) into one request that holds the exchanges they span once, then one *item* per window
 naming the exchange whose reply it judges and the exchanges that are its context — the window's
@@ -38,12 +38,12 @@ from langgraph.types import Command, Send
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from typing_extensions import TypedDict
 
-from .judges.base import Judge, JudgeOutcome, JudgeRequest
-from .judges.schema_example import example_from_schema
+from ..data.results import JudgeAttempt, Usage, Verdict
+from ..data.windows import Window
+from ..judges.base import Judge, JudgeOutcome, JudgeRequest
+from ..judges.schema_example import example_from_schema
 from .nodes import NodeLambda, StateUpdate, WindowTask, judge_step
 from .replay import probe, steer_of
-from .results import JudgeAttempt, Usage, Verdict
-from .windows import Window
 
 
 class BlockTask(TypedDict, total=False):
@@ -269,7 +269,7 @@ def _with_kept(update: Any, kept: list[Any]) -> Any:
 
 def dense_step(name: str, judge: Judge, plan: DensePlan,
                finish: Callable[[WindowTask, JudgeOutcome], StateUpdate]) -> RunnableLambda:
-    """A node taking a :class:`BlockTask`: one :func:`~judgegraph.nodes.judge_step` request for the
+    """A node taking a :class:`BlockTask`: one :func:`~judgegraph.core.nodes.judge_step` request for the
     block, each window's verdict made by ``finish`` (the metric's per-window one) from its item, then
     one follow-up request per round for the items missing or invalid."""
     def build(task: BlockTask) -> JudgeRequest:
@@ -281,7 +281,7 @@ def dense_step(name: str, judge: Judge, plan: DensePlan,
     step = judge_step(name, judge, build, unpack_block)
 
     def steered(task: BlockTask, config: RunnableConfig) -> tuple[BlockTask, list[Any]]:
-        """Under a re-judge (:class:`~judgegraph.replay.Steer` with chosen verdicts): the windows to ask
+        """Under a re-judge (:class:`~judgegraph.core.replay.Steer` with chosen verdicts): the windows to ask
         and the verdicts kept as they are, so re-judging one verdict asks for its window alone."""
         steer = steer_of(config)
         if steer is None or steer.chosen is None:

@@ -1,6 +1,6 @@
 """Building blocks for metric graphs, public so custom judges can reuse them
 (docs/custom_judges.md walks through a whole graph). Statement steps live in
-:mod:`judgegraph.statements`.
+:mod:`judgegraph.core.statements`.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send
 from typing_extensions import TypedDict
 
-from .conversation import Conversation
-from .judges.base import Judge, JudgeOutcome, JudgeRequest
-from .judges.jury import with_votes
+from ..data.conversation import Conversation
+from ..data.results import JudgeAttempt, MetricResult, Review, Usage, Verdict
+from ..data.windows import Window, check_window_size, exchanges, windows_from_exchanges
+from ..judges.base import Judge, JudgeOutcome, JudgeRequest
+from ..judges.jury import with_votes
 from .replay import Steer, probe, steer_of
-from .results import JudgeAttempt, MetricResult, Review, Usage, Verdict
 from .scoring import make_result  # noqa: F401 - a building block of custom graphs, documented here
 from .state import MetricInput, MetricOutput, conversation_of
-from .windows import Window, check_window_size, exchanges, windows_from_exchanges
 
 T = TypeVar("T")
 V = TypeVar("V", bound=Verdict)
@@ -46,7 +46,7 @@ def judge_step(
     Every attempt is stamped with the request's key; a jury's outcome puts each juror's answer on the
     verdicts as ``votes`` (:func:`~judgegraph.judges.jury.with_votes`); an update holding no
     verdict (an extraction) gets the transcript as ``judge_calls``, so every
-    request behind a result is kept. A :class:`~judgegraph.replay.Steer` in the
+    request behind a result is kept. A :class:`~judgegraph.core.replay.Steer` in the
     config may keep verdicts, replay answers or replace the prompt (re-judging)."""
 
     def before(task: Any, config: RunnableConfig | None) -> tuple[Steer | None, JudgeRequest, Any]:
@@ -203,7 +203,7 @@ class Windowed(TypedDict):
 
 
 def window_node(window_size: int, *, name: str = "window_turns") -> Callable[..., Windowed]:
-    """A node: conversation → ``{"conversation", "windows"}`` (:mod:`judgegraph.windows`);
+    """A node: conversation → ``{"conversation", "windows"}`` (:mod:`judgegraph.data.windows`);
     a bad ``window_size`` is a ``ValueError`` when the graph is built."""
     check_window_size(window_size)
 
@@ -263,7 +263,7 @@ def window_graph(
     settings: Any, schema: type, steps: Sequence[tuple[str, Any]], reduce: Any, *, windows: Any = None,
     route: Callable[[Any], list[Send] | str] | None = None, end: bool = True,
 ) -> StateGraph:
-    """The shape of a metric judged window by window (``settings``: its :class:`~judgegraph.scoring.WindowOptions`;
+    """The shape of a metric judged window by window (``settings``: its :class:`~judgegraph.core.scoring.WindowOptions`;
     ``schema``: its state)::
 
         START → window_turns ─Send per window→ steps[0] [→ steps[1]] [→ review_verdicts] → reduce_score [→ END]
@@ -287,7 +287,7 @@ def window_graph(
 
 
 class OutcomeFields(TypedDict):
-    """The :class:`~judgegraph.results.Verdict` fields a judge outcome fills."""
+    """The :class:`~judgegraph.data.results.Verdict` fields a judge outcome fills."""
 
     error: str | None
     attempts: int
@@ -297,7 +297,7 @@ class OutcomeFields(TypedDict):
 
 
 def outcome_fields(outcome: JudgeOutcome) -> OutcomeFields:
-    """The :class:`~judgegraph.results.Verdict` fields a judge outcome fills
+    """The :class:`~judgegraph.data.results.Verdict` fields a judge outcome fills
     (``error``, ``attempts``, ``usage``, ``score``, ``transcript``)."""
     return OutcomeFields(error=None if outcome.ok else (outcome.error or "no verdict"), attempts=outcome.attempts,
                          usage=outcome.usage, score=outcome.score, transcript=outcome.transcript)

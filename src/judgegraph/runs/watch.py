@@ -8,7 +8,7 @@ remembered in a small SQLite file (:class:`Remembered`), not in memory, so a res
 A thread whose judgement had judge errors is tried again at the next polls, up to
 :data:`MAX_TRIES` times in all.
 
-The results file begins with a run header (:mod:`judgegraph.runheader`) when the watch finds it new or empty; a
+The results file begins with a run header (:mod:`judgegraph.runs.header`) when the watch finds it new or empty; a
 restart on a file made with other settings (metrics, their options, the judge, its prompts, the threads watched) is
 refused, naming each difference, as ``eval --resume`` refuses one. Each time a watch ends (a signal, ``--once``,
 ``--max-polls``) it appends a summary record of the whole file (:func:`file_summary`): a file watched across
@@ -28,9 +28,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .conversation import Conversation
-from .loaders import InputError, LoadedConversation
-from .loaders.langgraph_threads import (
+from ..data.conversation import Conversation
+from ..loaders import InputError, LoadedConversation
+from ..loaders.langgraph_threads import (
     CONTEXT_KEY,
     FORMAT,
     MESSAGES_KEY,
@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph_sdk.client import SyncLangGraphClient
 
-    from .pricing import Prices
-    from .runheader import RunStart
+    from ..cost.pricing import Prices
+    from .header import RunStart
     from .runner import ConversationOutcome, MetricPlan, OpenRun, RunSummary
 
 #: Judgements of a thread at most, when each one had judge errors.
@@ -104,12 +104,12 @@ class ServerThreads(_Filtered):
     where: str
 
     def threads(self) -> Iterator[ThreadInfo]:
-        from .loaders.langgraph_server import server_threads
+        from ..loaders.langgraph_server import server_threads
 
         return server_threads(self.client, assistant=self.assistant, metadata=self.metadata)
 
     def read(self, info: ThreadInfo) -> LoadedConversation:
-        from .loaders.langgraph_server import read_thread
+        from ..loaders.langgraph_server import read_thread
 
         conversation = read_thread(self.client, info, context_key=self.context_key, messages_key=self.messages_key)
         return LoadedConversation(conversation, f"{FORMAT}:{self.where}#{info.thread_id}", FORMAT)
@@ -176,10 +176,10 @@ def begin(out: str | Path, plan: MetricPlan, source: ThreadSource, *, argv: list
           judge_settings: dict[str, Any] | None = None, watched: dict[str, Any] | None = None) -> RunStart:
     """How a watch begins its results file ``out``, checked before any poll: this watch's header (``argv``,
     ``judge_settings`` and the ``watched`` settings recorded in it) against the file's;
-    :class:`~judgegraph.runheader.RunSettingsChanged` names each difference. A torn last line (a watcher killed
+    :class:`~judgegraph.runs.header.RunSettingsChanged` names each difference. A torn last line (a watcher killed
     while writing it) is cut off first, so the lines appended next read cleanly."""
+    from .header import run_header, start_run
     from .resultsfile import cut_torn_tail
-    from .runheader import run_header, start_run
 
     where: dict[str, Any] = {"path": source.where, "sha256": None, "kind": "langgraph threads"}
     for key in ("assistant", "metadata"):
@@ -251,9 +251,9 @@ class Watch:
 
     async def run(self, stop: asyncio.Event) -> RunSummary:
         """Poll until ``stop`` is set or ``max_polls`` polls are done, ``interval`` seconds apart: the runner's one
-        loop (:meth:`~judgegraph.runner.OpenRun.execute`), a pass per poll, its conversations the threads due."""
+        loop (:meth:`~judgegraph.runs.runner.OpenRun.execute`), a pass per poll, its conversations the threads due."""
+        from .header import run_summary
         from .resultsfile import ResultsWriter
-        from .runheader import run_summary
         from .runner import OpenRun, RunSummary
 
         start = self.start or begin(self.out, self.plan, self.source)
@@ -283,7 +283,7 @@ class Watch:
         return summary
 
     async def _polls(self, run: OpenRun, stop: asyncio.Event) -> AsyncGenerator[None, None]:
-        """The watch's passes (:data:`~judgegraph.runner.Answering`, answered here): a poll each."""
+        """The watch's passes (:data:`~judgegraph.runs.runner.Answering`, answered here): a poll each."""
         while not stop.is_set():
             self.polls += 1
             before = run.summary.conversations
@@ -305,8 +305,8 @@ def file_summary(path: str | Path, judge: str = "", prices: Prices | None = None
     """The counts of a watch's whole results file (read by :func:`judgegraph.runs.read_run`), every restart
     included: each thread once, by its last judgement (a thread judged again after judge errors counts as that
     retry came out), and the usage of every judgement (the retried ones cost too)."""
+    from . import NotAResultsFile, read_run
     from .runner import ConversationOutcome, RunSummary
-    from .runs import NotAResultsFile, read_run
 
     summary = RunSummary(judge=judge, keep_outcomes=False, max_rows=0, prices=prices)
     try:

@@ -15,11 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
-from .answers import YesNo
-from .conversation import RetrievalNode
-from .judges.base import Judge, JudgeOutcome, JudgeRequest
+from ..data.answers import YesNo
+from ..data.conversation import RetrievalNode
+from ..data.results import Usage, Verdict
+from ..judges.base import Judge, JudgeOutcome, JudgeRequest
 from .nodes import judge_step, render_messages
-from .results import Usage, Verdict
 
 PROMPTS = "statements"
 EXTRACT_STEP = f"{PROMPTS}/extract_statements"

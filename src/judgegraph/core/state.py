@@ -11,8 +11,8 @@ from typing import Annotated, Any
 
 from typing_extensions import NotRequired, TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from .conversation import Conversation, as_conversation, from_messages
-from .results import JudgeAttempt, MetricResult, merge_calls, merge_results
+from ..data.conversation import Conversation, as_conversation, from_messages
+from ..data.results import JudgeAttempt, MetricResult, merge_calls, merge_results
 
 
 class MetricInput(TypedDict):
@@ -31,7 +31,7 @@ class MetricState(TypedDict, total=False):
     messages: list[Any]
     results: Annotated[dict[str, MetricResult], merge_results]
     #: Requests of judge steps whose update holds no verdict (extractions, ...): the score node puts them in
-    #: the result's ``transcript`` (:func:`judgegraph.nodes.judge_step` fills it).
+    #: the result's ``transcript`` (:func:`judgegraph.core.nodes.judge_step` fills it).
     judge_calls: Annotated[list[JudgeAttempt], merge_calls]
 
 

@@ -6,7 +6,7 @@ Steps, all numpy (no scikit-learn):
    per line; docs/offline_alignment.md) and :func:`parse_positive` turns a
    ``--positive`` rule (``">=2"``, ``"==yes"``) into which labels count as relevant;
 2. :func:`label_cases` finds each labelled reply's window exactly as the
-   metric being aligned builds it (:func:`judgegraph.windows.sliding_windows`
+   metric being aligned builds it (:func:`judgegraph.data.windows.sliding_windows`
    and the metric's own request inputs, given by the caller), so the features
    are computed on what the judge will see;
 3. :func:`feature_matrix` computes :data:`~.offline_rule.FEATURES` per case;
@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from ..conversation import Conversation
-from ..results import metric_key
-from .offline_rule import FEATURES, OfflineRule, feature_steps
-from .offline_scoring import DEFAULT_THRESHOLD
+from ..data.conversation import Conversation
+from ..data.results import metric_key
+from ..judges.offline_rule import FEATURES, OfflineRule, feature_steps
+from ..judges.offline_scoring import DEFAULT_THRESHOLD
 
 __all__ = [
     "Case", "Label", "LabelsError", "auc", "cohen_kappa", "feature_matrix", "fit_rule", "label_cases",
@@ -112,7 +112,7 @@ def parse_positive(rule: str | None) -> Callable[[LabelValue], bool]:
     string labels. ``ValueError`` for a rule, ``TypeError`` for a label it
     cannot judge."""
     if rule is None:
-        from ..trust.labels import YES_NO_WORDS, polarity
+        from .labels import YES_NO_WORDS, polarity
 
         def default(value: LabelValue) -> bool:
             if (word := polarity(value)) is not None:
@@ -160,7 +160,7 @@ def label_cases(conversations: Iterable[Conversation], labels: Sequence[Label], 
     """One :class:`Case` per label, from the window the aligned metric judges that reply in;
     ``inputs_of(window)`` gives the inputs the metric's request carries (``reply``, ``latest_user``, ``context``). :class:`LabelsError` (file, line, field) for an unknown
     conversation, a turn that is not an assistant reply, or a label ``positive`` cannot judge."""
-    from ..windows import sliding_windows
+    from ..data.windows import sliding_windows
 
     by_id = {c.id: c for c in conversations}
     windows: dict[str, dict[int, Any]] = {}  # Any: Window

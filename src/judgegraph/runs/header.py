@@ -22,14 +22,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .judges.redact import Redactor
+from ..judges.redact import Redactor
 from .resultsfile import ResultsFileError, ResultsWriter, is_nonempty
 
 if TYPE_CHECKING:
-    from .judges.base import Judge
-    from .pricing import Prices
+    from ..cost.pricing import Prices
+    from ..judges.base import Judge
+    from . import HeaderLine
     from .runner import MetricPlan, RunSummary
-    from .runs import HeaderLine
 
 __all__ = [
     "FORMAT",
@@ -76,7 +76,7 @@ def iso(moment: datetime) -> str:
 
 
 def version() -> str:
-    from . import __version__
+    from .. import __version__
 
     return __version__
 
@@ -100,7 +100,7 @@ def short_hash(data: bytes) -> str:
 def metric_prompts(names: Iterable[str]) -> dict[str, str]:
     """``{step: sha256[:12]}`` of each prompt file the metrics ``names`` use: the steps their
     module declares in ``PROMPT_VALUES`` (a custom metric's module may declare its own)."""
-    from .metrics import get_metric
+    from ..metrics import get_metric
 
     steps: set[str] = set()
     for name in names:
@@ -119,7 +119,7 @@ def metric_prompts(names: Iterable[str]) -> dict[str, str]:
 
 def prompt_hashes(steps: Iterable[str]) -> dict[str, str]:
     """``{step: sha256[:12]}`` of each prompt file among ``steps`` (a step with no file is left out)."""
-    from .prompts import PromptError, load_prompt
+    from ..data.prompts import PromptError, load_prompt
 
     out: dict[str, str] = {}
     for step in sorted(steps):
@@ -178,7 +178,7 @@ def run_header(plan: MetricPlan, *, inputs: Sequence[str | Path] = (), argv: Seq
     """The header record of a run of ``plan`` over the files ``inputs`` (each with its sha256)
     and other ``sources`` (e.g. an MLflow experiment, ``{"path": uri, "experiment": ...}``).
     ``argv``, ``config`` and ``judge_settings`` are redacted: no key or header reaches the file."""
-    from .metrics import DEFAULT_METRICS
+    from ..metrics import DEFAULT_METRICS
 
     redact = Redactor.for_model(getattr(plan.judge, "model", None))
 
@@ -452,7 +452,7 @@ def start_run(out: str | Path, plan: MetricPlan, inputs: Sequence[str | Path], h
     resumed: :class:`RunSettingsChanged` names each difference in what decides a verdict."""
     started = now()
     head = dict(header) if header is not None else run_header(plan, inputs=inputs, started_at=started)
-    from .runs import read_header
+    from . import read_header
 
     old = read_header(out) if resume else None
     if old is not None and (changed := differences(old.data(), head)):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from .runs import ConversationLine, HeaderLine, InputErrorLine, RunFile, SummaryLine, read_run
+from ..runs import ConversationLine, HeaderLine, InputErrorLine, RunFile, SummaryLine, read_run
 
 if TYPE_CHECKING:
     import pandas
