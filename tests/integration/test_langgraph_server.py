@@ -105,15 +105,20 @@ def test_llm_judge_with_a_re_asked_reply_and_run_time_settings(server, openai_se
     async def go():
         client = get_client(url=url)
         thread = await client.threads.create()
-        return await client.runs.wait(
+        out = await client.runs.wait(
             thread["thread_id"], "turn_relevancy", input={"conversation": MATH},
             context={"model": "gpt-4.1-mini", "base_url": openai_server.base_url, "threshold": 0.9})
+        return out, len(await client.runs.list(thread["thread_id"]))
 
-    out = run(go())
+    out, runs = run(go())
     res = out["results"]["turn_relevancy"]
     assert res["judge"] == "llm:gpt-4.1-mini" and res["threshold"] == 0.9
     assert [v["verdict"] for v in res["verdicts"]] == ["yes", "no"]
-    assert res["verdicts"][1]["attempts"] == 2  # re-asked after the malformed reply
+    paris = res["verdicts"][1]
+    if runs == 1:
+        assert paris["attempts"] == 2  # re-asked after the malformed reply
+    else:  # the SDK sent the run again (a busy machine): the second run's verdict is the judge cache's answer
+        assert paris["attempts"] == 0 and [a["cached"] for a in paris["transcript"]] == [True]
     assert res["score"] == 0.5 and res["status"] == "failed" and not res["errors"]
     assert openai_server.calls["/v1/chat/completions"] - before == 3
     check_log(log)
