@@ -292,12 +292,15 @@ def run(args: argparse.Namespace) -> int:
             from ..judges import resolve_judge
 
             judge = resolve_judge(**_judge_settings(args))
-        plan = MetricPlan(args.metrics, judge, {
+        flags = {
             **common.metric_options(args), "strict_mode": args.strict_mode, "reason": args.reason,
             "rubric": common.read_rubric(args.rubric), "verify": args.verify, "n_questions": args.n_questions,
             "dense": args.dense,
             "embeddings": args.embeddings, "embeddings_base_url": args.base_url if args.embeddings else None,
-        }, getattr(args, "per_metric", None))
+        }  # over the config file's options no flag gives
+        plan = MetricPlan(args.metrics, judge, {**getattr(args, "config_options", {}),
+                                                **{k: v for k, v in flags.items() if v is not None}},
+                          getattr(args, "per_metric", None))
         plan.check()
         if args.reason == "llm" and judge.kind != "llm":
             raise ValueError("--reason llm needs an LLM judge (--model)")

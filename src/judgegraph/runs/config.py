@@ -1,5 +1,6 @@
-"""``judgegraph.yaml``: a run's settings in a file (``judgegraph eval --config FILE``), validated
-by a pydantic model; an error names the file, the line and the key. The command line overrides
+"""``judgegraph.yaml``: a run's settings in a file (``judgegraph eval --config FILE``), its sections validated
+by a pydantic model and the metrics' options by the metrics' own declarations (:func:`refusal`); an error names
+the file, the line and the key. The command line overrides
 the file (docs/runs.md has the reference; ``judgegraph init`` writes a commented starter file).
 
 Relative paths in the file (inputs, outputs, the cache, the offline rule) are read from the
@@ -9,8 +10,10 @@ file's folder, as the file is read wherever the command runs.
 from __future__ import annotations
 
 import difflib
+import re
+from dataclasses import MISSING
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -19,6 +22,8 @@ from ..loaders.yaml_safe import line_at
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
+
+    from ..metrics import MetricSpec
 
 __all__ = ["Config", "ConfigError", "load_config"]
 
@@ -29,28 +34,6 @@ class ConfigError(ValueError):
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class MetricOptions(_Section):
-    """Options of the metrics: every metric's (``options:``), or one metric's (in ``metrics:``)."""
-
-    threshold: float | None = Field(default=None, ge=0, le=1)
-    window_size: int | None = Field(default=None, ge=1)
-    min_judged: float | None = Field(default=None, ge=0, le=1)
-    strict: bool | None = None
-    reason: Literal["deterministic", "llm", "none"] | None = None
-    rubric: str | None = None
-    verify: bool | None = None
-    n_questions: int | None = Field(default=None, ge=1)
-    guidelines: list[str] | None = None
-    role: str | None = None
-
-
-class OwnOptions(MetricOptions):
-    """One metric's options in ``metrics:``: those above, and any other its spec declares (a plugin's own;
-    checked against ``MetricSpec.options`` by ``_check_metrics``, their values by the metric's factory)."""
-
-    model_config = ConfigDict(extra="allow")
 
 
 class JudgeSection(_Section):
@@ -88,10 +71,12 @@ class Config(_Section):
     """The whole file. ``metrics``: names, or ``{name: {option: value}}`` for a metric's own options."""
 
     inputs: list[str] = Field(default_factory=list)
-    metrics: list[Union[str, dict[str, OwnOptions]]] = Field(default_factory=list)
+    metrics: list[Union[str, dict[str, Optional[dict[str, Any]]]]] = Field(default_factory=list)
     #: ``{metric: threshold}``: a shorthand for a metric's own ``threshold`` option
-    thresholds: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
-    options: MetricOptions = Field(default_factory=MetricOptions)
+    thresholds: dict[str, Any] = Field(default_factory=dict)
+    #: options of every metric that takes them; these and a metric's own are checked by the metrics' declarations
+    #: (:func:`_check_options`), not here
+    options: dict[str, Any] = Field(default_factory=dict)
     judge: JudgeSection = Field(default_factory=JudgeSection)
     outputs: OutputsSection = Field(default_factory=OutputsSection)
     run: RunSection = Field(default_factory=RunSection)
@@ -119,8 +104,6 @@ def _known(loc: tuple[int | str, ...]) -> str:
         annotation = field.annotation if field is not None else None
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             model = annotation
-        else:
-            model = MetricOptions  # inside metrics: a metric's options
     return ", ".join(model.model_fields)
 
 
@@ -174,8 +157,7 @@ def load_config(path: str | Path) -> tuple[Config, dict[str, Any]]:
                 message = f"unknown key (known here: {_known(loc)})"
             lines.append(f"{path}:{line_at(root, loc) or 1}: {_dotted(loc)}: {message}")
         raise ConfigError("invalid config file:\n  " + "\n  ".join(dict.fromkeys(lines))) from None
-    _check_metrics(config, root, path)
-    _check_thresholds(config, root, path)
+    _check_options(config, root, path)
     return config, data
 
 
@@ -191,48 +173,120 @@ def _refused(data: object, loc: tuple[int | str, ...] = ()) -> tuple[tuple[int |
     return None
 
 
-def _check_metrics(config: Config, root: yaml.Node | None, path: str | Path) -> None:
-    """Each metric named in ``metrics:`` exists, and takes the options given to it alone."""
-    from ..metrics import get_metric
-
-    for i, item in enumerate(config.metrics):
-        named = {item: OwnOptions()} if isinstance(item, str) else item
-        if len(named) != 1:
-            raise ConfigError(f"{path}:{line_at(root, ('metrics', i)) or 1}: metrics[{i}]: a metric is a name, or one "
-                              "name with its options ({turn-relevancy: {threshold: 0.8}}), got "
-                              f"{len(named)} names in one item")
-        for name, opts in named.items():
-            try:
-                spec = get_metric(name)
-            except KeyError as exc:
-                raise ConfigError(f"{path}:{line_at(root, ('metrics', i)) or 1}: metrics[{i}]: {exc}") from None
-            for key in opts.model_fields_set:
-                if RENAMED.get(key, key) not in spec.options:
-                    close = difflib.get_close_matches(key, _names(spec.options).split(", "), n=1)
-                    what = (f"unknown key ({f'did you mean {close[0]}? ' if close else ''}{name} takes:"
-                            if key in (opts.model_extra or {}) else f"{name} takes no {key} (it takes:")
-                    raise ConfigError(f"{path}:{line_at(root, ('metrics', i, name, key)) or 1}: metrics[{i}].{name}.{key}:"
-                                      f" {what} {_names(spec.options)})")
+def _metrics(config: Config) -> list[tuple[int, str, dict[str, Any]]]:
+    """``metrics:`` as (its item's index, the metric's name, the options given to it alone)."""
+    return [(i, name, dict(opts or {})) for i, item in enumerate(config.metrics)
+            for name, opts in ({item: {}} if isinstance(item, str) else item).items()]
 
 
-def _names(options: frozenset[str]) -> str:
-    """A metric's options as the config file spells them."""
-    back = {v: k for k, v in RENAMED.items()}
-    return ", ".join(sorted(back.get(o, o) for o in options)) or "none"
+def _check_options(config: Config, root: yaml.Node | None, path: str | Path) -> None:
+    """The metrics named exist, and each option given (``options:``, a metric's own in ``metrics:``, a metric's
+    ``thresholds:``) is one its metric declares, with a value its settings accept (:func:`refusal`): else a
+    :class:`ConfigError` naming ``FILE:LINE: key: why`` (an unknown option, the nearest known one)."""
+    from ..metrics import built_ins, get_metric
 
+    def error(loc: tuple[int | str, ...], message: str) -> ConfigError:
+        return ConfigError(f"{path}:{line_at(root, loc) or 1}: {_dotted(loc)}: {message}")
 
-def _check_thresholds(config: Config, root: yaml.Node | None, path: str | Path) -> None:
-    """Each metric in ``thresholds:`` exists and has a threshold."""
-    from ..metrics import get_metric
-
-    for name in config.thresholds:
-        where = f"{path}:{line_at(root, ('thresholds', name)) or 1}: thresholds.{name}"
+    def spec_of(loc: tuple[int | str, ...], name: str) -> MetricSpec:
         try:
-            spec = get_metric(name)
+            return get_metric(name)
         except KeyError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
+            raise error(loc, str(exc)) from None
+
+    named = []
+    for i, name, opts in _metrics(config):
+        if len(config.metrics[i]) != 1 and not isinstance(config.metrics[i], str):
+            raise error(("metrics", i), "a metric is a name, or one name with its options ({turn-relevancy: "
+                        "{threshold: 0.8}}), got " f"{len(config.metrics[i])} names in one item")
+        spec = spec_of(("metrics", i), name)
+        named.append(spec)
+        for key in opts:
+            if _option(key) not in spec.options:
+                known = _names(spec.options)
+                close = difflib.get_close_matches(key, known, n=1)
+                what = (f"{name} takes no {key} (it takes:" if _option(key) in _every_option() else
+                        f"unknown key ({f'did you mean {close[0]}? ' if close else ''}{name} takes:")
+                raise error(("metrics", i, name, key), f"{what} {', '.join(known) or 'none'})")
+        if bad := refusal(spec, {_option(k): v for k, v in opts.items()}):
+            raise error(("metrics", i, name, *([_spelling(bad[0])] if bad[0] else [])), bad[1])
+    for name, value in config.thresholds.items():
+        spec = spec_of(("thresholds", name), name)
         if "threshold" not in spec.options:
-            raise ConfigError(f"{where}: {name} takes no threshold")
+            raise error(("thresholds", name), f"{name} takes no threshold")
+        if bad := refusal(spec, {"threshold": value}):
+            raise error(("thresholds", name), bad[1])
+    specs = [*built_ins().values(), *named]  # options: every metric that takes one, of those a run may choose
+    for key, value in config.options.items():
+        takers = [s for s in specs if _option(key) in s.options]
+        if not takers:
+            known = sorted({o for s in specs for o in _names(s.options)})
+            close = difflib.get_close_matches(key, known, n=1)
+            raise error(("options", key), f"unknown key ({f'did you mean {close[0]}? ' if close else ''}"
+                        f"known here: {', '.join(known)})")
+        for spec in takers:
+            if bad := refusal(spec, {_option(key): value}):
+                raise error(("options", key), bad[1])
+
+
+def refusal(spec: MetricSpec, given: dict[str, Any]) -> tuple[str | None, str] | None:
+    """What the metric's settings refuse of the options ``given`` (by the settings' names): (the option, why), or
+    (None, why) for the options together; None when they are accepted, or when the metric cannot be checked
+    without what the run gives (its judge, options of the command line: a required one missing). Checked as the
+    factory checks them (the settings' own ``check``), the run's judge stood for by an LLM judge."""
+    from ..judges.base import Judge
+
+    if spec.settings is None:  # a spec of the older form: its factory checks its options
+        return None
+
+    class Placeholder(Judge):
+        name, kind = "placeholder", "llm"
+
+        def judge(self, request: Any) -> Any:
+            raise NotImplementedError
+
+    def check(values: dict[str, Any]) -> str | None:
+        values = {k: values[k] if k in values else spec.default(k) for k in spec.fields()}
+        try:
+            spec.settings(name=spec.name, judge=Placeholder(),  # type: ignore[misc]
+                          **{k: v for k, v in values.items() if v is not MISSING})
+        except (ValueError, TypeError) as exc:
+            return str(exc) or type(exc).__name__
+        return None
+
+    if (why := check(given)) is None:
+        return None
+    for key in sorted(given, key=lambda k: _position(k, why)):
+        if _position(key, why) < len(why) or check({k: v for k, v in given.items() if k != key}) is None:
+            return key, why  # the option the message names, or the one without which the rest are accepted
+    return None if check({}) is not None else (None, why)
+
+
+def _position(option: str, why: str) -> int:
+    """Where a check's message names ``option`` (its singular too: "guideline 2 must ..."), else its length."""
+    found = re.search(rf"\b{re.escape(option.removesuffix('s'))}", why)
+    return found.start() if found else len(why)
+
+
+def _option(key: str) -> str:
+    """A config file's option as the metrics' declarations name it."""
+    return RENAMED.get(key, key)
+
+
+def _spelling(option: str) -> str:
+    """A declared option as the config file spells it."""
+    return {v: k for k, v in RENAMED.items()}.get(option, option)
+
+
+def _names(options: frozenset[str]) -> list[str]:
+    """A metric's options as the config file spells them."""
+    return sorted(_spelling(o) for o in options)
+
+
+def _every_option() -> frozenset[str]:
+    from ..metrics import known_options
+
+    return known_options()
 
 
 def _rel(base: Path, value: str) -> str:
@@ -240,7 +294,8 @@ def _rel(base: Path, value: str) -> str:
 
 
 def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """``eval``'s argument values the config sets (by destination), and each metric's own options."""
+    """``eval``'s argument values the config sets (by destination; ``options:`` by the metrics' option names),
+    and each metric's own options."""
     from ..metrics import canonical_name
 
     base = Path(path).parent
@@ -249,17 +304,16 @@ def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, Any], 
         values["files"] = [_rel(base, f) for f in config.inputs]
     names: list[str] = []
     per_metric: dict[str, dict[str, Any]] = {}
-    for item in config.metrics:
-        for name, opts in ({item: OwnOptions()} if isinstance(item, str) else item).items():
-            names.append(name)
-            if own := _options(opts):
-                per_metric[name] = own
+    for _, name, opts in _metrics(config):
+        names.append(name)
+        if own := _given(opts):
+            per_metric[name] = own
     for name, threshold in config.thresholds.items():
         key = next((n for n in per_metric if canonical_name(n) == canonical_name(name)), name)
         per_metric.setdefault(key, {}).setdefault("threshold", threshold)  # a metric's own option says it too
     if names:
         values["metrics"] = names
-    values.update(_options(config.options))
+    values.update(_given(config.options))
     for section in (config.judge, config.outputs, config.run):
         for key in section.model_fields_set:
             value = getattr(section, key)
@@ -268,5 +322,5 @@ def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, Any], 
     return values, per_metric
 
 
-def _options(opts: MetricOptions) -> dict[str, Any]:
-    return {RENAMED.get(k, k): getattr(opts, k) for k in opts.model_fields_set if getattr(opts, k) is not None}
+def _given(opts: dict[str, Any]) -> dict[str, Any]:
+    return {_option(k): v for k, v in opts.items() if v is not None}
