@@ -233,14 +233,18 @@ def refusal(spec: MetricSpec, given: dict[str, Any]) -> tuple[str | None, str] |
     """What the metric's settings refuse of the options ``given`` (by the settings' names): (the option, why), or
     (None, why) for the options together; None when they are accepted, or when the metric cannot be checked
     without what the run gives (its judge, options of the command line: a required one missing). Checked as the
-    factory checks them (the settings' own ``check``), the run's judge stood for by an LLM judge."""
-    from ..judges.base import Judge
+    factory checks them (the settings' own ``check``), the run's judge stood for by an LLM judge with a server of its
+    own (what needs the run's judge, keys or command line is checked by the run)."""
+    from pydantic import SecretStr
+
+    from ..judges.base import Endpoint, Judge
 
     if spec.settings is None:  # a spec of the older form: its factory checks its options
         return None
 
-    class Placeholder(Judge):
+    class Placeholder(Judge):  # an LLM judge at a server of its own (embeddings beside it need no key): never called
         name, kind = "placeholder", "llm"
+        endpoint = Endpoint("http://127.0.0.1/v1", SecretStr("placeholder"))  # type: ignore[assignment]
 
         def judge(self, request: Any) -> Any:
             raise NotImplementedError
