@@ -82,8 +82,9 @@ class Config(_Section):
     run: RunSection = Field(default_factory=RunSection)
 
 
-#: Config option -> eval's argument name, where they differ.
+#: Config option -> eval's argument name (a metric option's declared name), where they differ; and back.
 RENAMED = {"strict": "strict_mode", "inputs": "files"}
+BACK = {v: k for k, v in RENAMED.items()}
 #: Path-valued keys, read relative to the config file's folder.
 PATHS = frozenset({"out", "html", "junit", "cache", "offline_rule"})
 
@@ -181,12 +182,25 @@ def _metrics(config: Config) -> list[tuple[int, str, dict[str, Any]]]:
 
 def _check_options(config: Config, root: yaml.Node | None, path: str | Path) -> None:
     """The metrics named exist, and each option given (``options:``, a metric's own in ``metrics:``, a metric's
-    ``thresholds:``) is one its metric declares, with a value its settings accept (:func:`refusal`): else a
-    :class:`ConfigError` naming ``FILE:LINE: key: why`` (an unknown option, the nearest known one)."""
-    from ..metrics import built_ins, get_metric
+    ``thresholds:``) is one its metric declares (else the nearest), with a value its settings accept
+    (:func:`refusal`): else a :class:`ConfigError` naming ``FILE:LINE: key: why``."""
+    from ..metrics import built_ins, get_metric, known_options
 
     def error(loc: tuple[int | str, ...], message: str) -> ConfigError:
         return ConfigError(f"{path}:{line_at(root, loc) or 1}: {_dotted(loc)}: {message}")
+
+    def check(loc: tuple[int | str, ...], specs: list[MetricSpec], given: dict[str, Any], takes: str) -> None:
+        for key in given:  # an option no metric of ``specs`` declares, then a value a metric taking it refuses
+            if not any(RENAMED.get(key, key) in s.options for s in specs):
+                known = sorted({BACK.get(o, o) for s in specs for o in s.options})
+                close = difflib.get_close_matches(key, known, n=1)
+                what = (f"{takes[:-1]} no {key} (it takes:" if RENAMED.get(key, key) in known_options() and
+                        len(specs) == 1 else f"unknown key ({f'did you mean {close[0]}? ' if close else ''}{takes}")
+                raise error((*loc, key), f"{what} {', '.join(known) or 'none'})")
+        for spec in specs:
+            mine = {RENAMED.get(k, k): v for k, v in given.items() if RENAMED.get(k, k) in spec.options}
+            if bad := refusal(spec, mine):
+                raise error((*loc, *([BACK.get(bad[0], bad[0])] if bad[0] else [])), bad[1])
 
     def spec_of(loc: tuple[int | str, ...], name: str) -> MetricSpec:
         try:
@@ -195,38 +209,19 @@ def _check_options(config: Config, root: yaml.Node | None, path: str | Path) -> 
             raise error(loc, str(exc)) from None
 
     named = []
-    for i, name, opts in _metrics(config):
-        if len(config.metrics[i]) != 1 and not isinstance(config.metrics[i], str):
+    for i, item in enumerate(config.metrics):
+        if not isinstance(item, str) and len(item) != 1:
             raise error(("metrics", i), "a metric is a name, or one name with its options ({turn-relevancy: "
-                        "{threshold: 0.8}}), got " f"{len(config.metrics[i])} names in one item")
-        spec = spec_of(("metrics", i), name)
-        named.append(spec)
-        for key in opts:
-            if _option(key) not in spec.options:
-                known = _names(spec.options)
-                close = difflib.get_close_matches(key, known, n=1)
-                what = (f"{name} takes no {key} (it takes:" if _option(key) in _every_option() else
-                        f"unknown key ({f'did you mean {close[0]}? ' if close else ''}{name} takes:")
-                raise error(("metrics", i, name, key), f"{what} {', '.join(known) or 'none'})")
-        if bad := refusal(spec, {_option(k): v for k, v in opts.items()}):
-            raise error(("metrics", i, name, *([_spelling(bad[0])] if bad[0] else [])), bad[1])
+                        "{threshold: 0.8}}), got " f"{len(item)} names in one item")
+        for name, opts in ({item: {}} if isinstance(item, str) else item).items():
+            named.append(spec_of(("metrics", i), name))
+            check(("metrics", i, name), named[-1:], opts or {}, f"{name} takes:")
     for name, value in config.thresholds.items():
-        spec = spec_of(("thresholds", name), name)
-        if "threshold" not in spec.options:
+        if "threshold" not in (spec := spec_of(("thresholds", name), name)).options:
             raise error(("thresholds", name), f"{name} takes no threshold")
         if bad := refusal(spec, {"threshold": value}):
             raise error(("thresholds", name), bad[1])
-    specs = [*built_ins().values(), *named]  # options: every metric that takes one, of those a run may choose
-    for key, value in config.options.items():
-        takers = [s for s in specs if _option(key) in s.options]
-        if not takers:
-            known = sorted({o for s in specs for o in _names(s.options)})
-            close = difflib.get_close_matches(key, known, n=1)
-            raise error(("options", key), f"unknown key ({f'did you mean {close[0]}? ' if close else ''}"
-                        f"known here: {', '.join(known)})")
-        for spec in takers:
-            if bad := refusal(spec, {_option(key): value}):
-                raise error(("options", key), bad[1])
+    check(("options",), [*built_ins().values(), *named], config.options, "known here:")
 
 
 def refusal(spec: MetricSpec, given: dict[str, Any]) -> tuple[str | None, str] | None:
@@ -244,7 +239,7 @@ def refusal(spec: MetricSpec, given: dict[str, Any]) -> tuple[str | None, str] |
 
     class Placeholder(Judge):  # an LLM judge at a server of its own (embeddings beside it need no key): never called
         name, kind = "placeholder", "llm"
-        endpoint = Endpoint("http://127.0.0.1/v1", SecretStr("placeholder"))  # type: ignore[assignment]
+        endpoint = Endpoint("http://127.0.0.1/v1", SecretStr("placeholder"))
 
         def judge(self, request: Any) -> Any:
             raise NotImplementedError
@@ -270,27 +265,6 @@ def _position(option: str, why: str) -> int:
     """Where a check's message names ``option`` (its singular too: "guideline 2 must ..."), else its length."""
     found = re.search(rf"\b{re.escape(option.removesuffix('s'))}", why)
     return found.start() if found else len(why)
-
-
-def _option(key: str) -> str:
-    """A config file's option as the metrics' declarations name it."""
-    return RENAMED.get(key, key)
-
-
-def _spelling(option: str) -> str:
-    """A declared option as the config file spells it."""
-    return {v: k for k, v in RENAMED.items()}.get(option, option)
-
-
-def _names(options: frozenset[str]) -> list[str]:
-    """A metric's options as the config file spells them."""
-    return sorted(_spelling(o) for o in options)
-
-
-def _every_option() -> frozenset[str]:
-    from ..metrics import known_options
-
-    return known_options()
 
 
 def _rel(base: Path, value: str) -> str:
@@ -327,4 +301,4 @@ def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, Any], 
 
 
 def _given(opts: dict[str, Any]) -> dict[str, Any]:
-    return {_option(k): v for k, v in opts.items() if v is not None}
+    return {RENAMED.get(k, k): v for k, v in opts.items() if v is not None}
