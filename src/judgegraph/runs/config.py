@@ -99,13 +99,8 @@ def _message(error: ErrorDetails) -> tuple[tuple[int | str, ...], str]:
 
 def _known(loc: tuple[int | str, ...]) -> str:
     """The keys allowed where ``loc`` points (for an unknown key's message)."""
-    model: type[BaseModel] = Config
-    for part in loc[:-1]:
-        field = model.model_fields.get(str(part)) if isinstance(part, str) else None
-        annotation = field.annotation if field is not None else None
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            model = annotation
-    return ", ".join(model.model_fields)
+    field = Config.model_fields.get(str(loc[0])) if len(loc) > 1 else None  # a section's key, else the file's
+    return ", ".join((field.annotation if field else Config).model_fields)  # type: ignore[union-attr]
 
 
 def _dotted(loc: tuple[int | str, ...]) -> str:
@@ -174,12 +169,6 @@ def _refused(data: object, loc: tuple[int | str, ...] = ()) -> tuple[tuple[int |
     return None
 
 
-def _metrics(config: Config) -> list[tuple[int, str, dict[str, Any]]]:
-    """``metrics:`` as (its item's index, the metric's name, the options given to it alone)."""
-    return [(i, name, dict(opts or {})) for i, item in enumerate(config.metrics)
-            for name, opts in ({item: {}} if isinstance(item, str) else item).items()]
-
-
 def _check_options(config: Config, root: yaml.Node | None, path: str | Path) -> None:
     """The metrics named exist, and each option given (``options:``, a metric's own in ``metrics:``, a metric's
     ``thresholds:``) is one its metric declares (else the nearest), with a value its settings accept
@@ -225,11 +214,9 @@ def _check_options(config: Config, root: yaml.Node | None, path: str | Path) -> 
 
 
 def refusal(spec: MetricSpec, given: dict[str, Any]) -> tuple[str | None, str] | None:
-    """What the metric's settings refuse of the options ``given`` (by the settings' names): (the option, why), or
-    (None, why) for the options together; None when they are accepted, or when the metric cannot be checked
-    without what the run gives (its judge, options of the command line: a required one missing). Checked as the
-    factory checks them (the settings' own ``check``), the run's judge stood for by an LLM judge with a server of its
-    own (what needs the run's judge, keys or command line is checked by the run)."""
+    """What the metric's settings refuse of the options ``given`` (by their declared names), as its factory checks
+    them: (the option, why), (None, why) for them together, or None. What needs the run (its judge, keys, the command
+    line's options) is the run's to check: the judge is stood for by an LLM judge with a server of its own."""
     from pydantic import SecretStr
 
     from ..judges.base import Endpoint, Judge
@@ -237,7 +224,7 @@ def refusal(spec: MetricSpec, given: dict[str, Any]) -> tuple[str | None, str] |
     if spec.settings is None:  # a spec of the older form: its factory checks its options
         return None
 
-    class Placeholder(Judge):  # an LLM judge at a server of its own (embeddings beside it need no key): never called
+    class Placeholder(Judge):  # never called; embeddings beside its server need no key
         name, kind = "placeholder", "llm"
         endpoint = Endpoint("http://127.0.0.1/v1", SecretStr("placeholder"))
 
@@ -255,16 +242,10 @@ def refusal(spec: MetricSpec, given: dict[str, Any]) -> tuple[str | None, str] |
 
     if (why := check(given)) is None:
         return None
-    for key in sorted(given, key=lambda k: _position(k, why)):
-        if _position(key, why) < len(why) or check({k: v for k, v in given.items() if k != key}) is None:
-            return key, why  # the option the message names, or the one without which the rest are accepted
+    named = {k: found.start() for k in given if (found := re.search(rf"\b{re.escape(k.removesuffix('s'))}", why))}
+    if named:  # the option the message names first (its singular too: "guideline 2 must ...")
+        return min(named, key=named.__getitem__), why
     return None if check({}) is not None else (None, why)
-
-
-def _position(option: str, why: str) -> int:
-    """Where a check's message names ``option`` (its singular too: "guideline 2 must ..."), else its length."""
-    found = re.search(rf"\b{re.escape(option.removesuffix('s'))}", why)
-    return found.start() if found else len(why)
 
 
 def _rel(base: Path, value: str) -> str:
@@ -282,9 +263,9 @@ def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, Any], 
         values["files"] = [_rel(base, f) for f in config.inputs]
     names: list[str] = []
     per_metric: dict[str, dict[str, Any]] = {}
-    for _, name, opts in _metrics(config):
+    for name, opts in (p for item in config.metrics for p in ({item: {}} if isinstance(item, str) else item).items()):
         names.append(name)
-        if own := _given(opts):
+        if own := _given(opts or {}):
             per_metric[name] = own
     for name, threshold in config.thresholds.items():
         key = next((n for n in per_metric if canonical_name(n) == canonical_name(name)), name)
