@@ -159,7 +159,7 @@ def test_thresholds_in_the_config_set_each_metric_s_threshold(tmp_path, monkeypa
     assert {c["results"]["turn_relevancy"]["threshold"] for c in convs} == {0.7}
     (tmp_path / "judgegraph.yaml").write_text(config.replace("turn-relevancy: 0.7", "user-frustration: 2"))
     assert main(["eval", "--config", "judgegraph.yaml", "-q", "--no-progress", "--overwrite"]) == 2
-    assert "judgegraph.yaml:4: thresholds.user-frustration: threshold must be between 0 and 1, got 2" in capsys.readouterr().err
+    assert "judgegraph.yaml:4: thresholds.user-frustration.threshold: threshold must be between 0 and 1, got 2" in capsys.readouterr().err
 
 
 def test_the_same_input_under_another_path_resumes(run, capsys, monkeypatch):

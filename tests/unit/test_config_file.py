@@ -75,7 +75,7 @@ def test_a_plugin_s_own_option_in_options_reaches_it(plugin, tmp_path, monkeypat
     ("metrics:\n  - turn-relevancy: {strict: maybe}\n",
      "judgegraph.yaml:2: metrics[0].turn-relevancy.strict: strict_mode must be True or False, got 'maybe'"),
     ("thresholds:\n  goal-completion: high\n",
-     "judgegraph.yaml:2: thresholds.goal-completion: threshold must be a number between 0 and 1, got 'high'"),
+     "judgegraph.yaml:2: thresholds.goal-completion.threshold: threshold must be a number between 0 and 1, got 'high'"),
 ])
 def test_a_bad_value_of_a_built_in_option_names_file_line_field_and_why(tmp_path, text, message):
     assert refused(tmp_path, text).startswith(message)

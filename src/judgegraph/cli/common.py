@@ -172,16 +172,14 @@ def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency:
 
 
 def metric_options(args: argparse.Namespace, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The metric options the flags give: a flag whose destination is an option a metric declares forwards it
-    (:func:`judgegraph.metrics.known_options`; ``skip``: a destination that means another thing to the command),
-    ``@FILE`` read for ``--guideline``, ``--topic`` and ``--rubric`` (ValueError: unreadable)."""
+    """The metric options the flags give: a flag whose destination is an option a metric declares forwards it (``skip``:
+    one meaning another thing to the command), ``@FILE`` read for --guideline, --topic, --rubric (ValueError)."""
     from ..metrics import known_options
 
     read: dict[str, Callable[[Any], Any]] = {"guidelines": read_guidelines, "rubric": read_rubric,
                                              "topics": lambda v: read_guidelines(v, "--topic")}
-    given = {k: read.get(k, lambda v: v)(getattr(args, k)) for k in sorted(known_options() - set(skip))
-             if getattr(args, k, None) is not None}
-    return {k: v for k, v in given.items() if v is not None}
+    return {k: read.get(k, lambda v: v)(getattr(args, k)) for k in sorted(known_options() - set(skip))
+            if getattr(args, k, None) is not None}
 
 
 def out_refused(args: argparse.Namespace) -> str | None:

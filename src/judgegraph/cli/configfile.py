@@ -40,12 +40,9 @@ def apply_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> N
     after = argv[argv.index(args.command) + 1:] if args.command in argv else argv
     given = explicit_dests(parser, after)
     dests = {action.dest for action in parser._actions}
-    args.config_options = {}
-    for dest, value in values.items():
-        if dest not in dests:
-            args.config_options[dest] = value
-        elif dest not in given:
-            setattr(args, dest, value)
+    args.config_options = {k: v for k, v in values.items() if k not in dests}
+    for dest in dests.intersection(values) - given:
+        setattr(args, dest, values[dest])
     for name, opts in per_metric.items():  # a flag given on the command line wins over a metric's own option too
         per_metric[name] = {k: v for k, v in opts.items() if k not in given}
     args.per_metric = {k: v for k, v in per_metric.items() if v}

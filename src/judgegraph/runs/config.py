@@ -1,17 +1,13 @@
-"""``judgegraph.yaml``: a run's settings in a file (``judgegraph eval --config FILE``), its sections validated
-by a pydantic model and the metrics' options by the metrics' own declarations (:func:`refusal`); an error names
-the file, the line and the key. The command line overrides
-the file (docs/runs.md has the reference; ``judgegraph init`` writes a commented starter file).
-
-Relative paths in the file (inputs, outputs, the cache, the offline rule) are read from the
-file's folder, as the file is read wherever the command runs.
+"""``judgegraph.yaml``: a run's settings in a file (``judgegraph eval --config FILE``), its sections validated by a
+pydantic model and the metrics' options by the metrics' declarations (:func:`refusal`); an error names the file, the
+line and the key. The command line overrides the file (docs/runs.md; ``judgegraph init`` writes a starter file).
+Relative paths in the file (inputs, outputs, the cache, the offline rule) are read from the file's folder.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import MISSING
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 
@@ -97,12 +93,6 @@ def _message(error: ErrorDetails) -> tuple[tuple[int | str, ...], str]:
     return loc, error["msg"].replace("Input should be", "expected").replace("Value error, ", "")
 
 
-def _known(loc: tuple[int | str, ...]) -> str:
-    """The keys allowed where ``loc`` points (for an unknown key's message)."""
-    field = Config.model_fields.get(str(loc[0])) if len(loc) > 1 else None  # a section's key, else the file's
-    return ", ".join((field.annotation if field else Config).model_fields)  # type: ignore[union-attr]
-
-
 def _dotted(loc: tuple[int | str, ...]) -> str:
     out = ""
     for part in loc:
@@ -149,8 +139,9 @@ def load_config(path: str | Path) -> tuple[Config, dict[str, Any]]:
             errors = [e for e in errors if not (e["type"] == "string_type" and "str" in e["loc"][1:])]
         for error in errors:
             loc, message = _message(error)
-            if message == "unknown key":
-                message = f"unknown key (known here: {_known(loc)})"
+            if message == "unknown key":  # the keys of its section (or of the file)
+                known = (f.annotation if (f := Config.model_fields.get(str(loc[0]))) and len(loc) > 1 else Config)
+                message = f"unknown key (known here: {', '.join(known.model_fields)})"  # type: ignore[union-attr]
             lines.append(f"{path}:{line_at(root, loc) or 1}: {_dotted(loc)}: {message}")
         raise ConfigError("invalid config file:\n  " + "\n  ".join(dict.fromkeys(lines))) from None
     _check_options(config, root, path)
@@ -205,11 +196,8 @@ def _check_options(config: Config, root: yaml.Node | None, path: str | Path) -> 
         for name, opts in ({item: {}} if isinstance(item, str) else item).items():
             named.append(spec_of(("metrics", i), name))
             check(("metrics", i, name), named[-1:], opts or {}, f"{name} takes:")
-    for name, value in config.thresholds.items():
-        if "threshold" not in (spec := spec_of(("thresholds", name), name)).options:
-            raise error(("thresholds", name), f"{name} takes no threshold")
-        if bad := refusal(spec, {"threshold": value}):
-            raise error(("thresholds", name), bad[1])
+    for name, value in config.thresholds.items():  # a metric's threshold, for short
+        check(("thresholds", name), [spec_of(("thresholds", name), name)], {"threshold": value}, f"{name} takes:")
     check(("options",), [*built_ins().values(), *named], config.options, "known here:")
 
 
@@ -232,10 +220,8 @@ def refusal(spec: MetricSpec, given: dict[str, Any]) -> tuple[str | None, str] |
             raise NotImplementedError
 
     def check(values: dict[str, Any]) -> str | None:
-        values = {k: values[k] if k in values else spec.default(k) for k in spec.fields()}
         try:
-            spec.settings(name=spec.name, judge=Placeholder(),  # type: ignore[misc]
-                          **{k: v for k, v in values.items() if v is not MISSING})
+            spec.factory(model=Placeholder(), **values)
         except (ValueError, TypeError) as exc:
             return str(exc) or type(exc).__name__
         return None
@@ -265,8 +251,7 @@ def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, Any], 
     per_metric: dict[str, dict[str, Any]] = {}
     for name, opts in (p for item in config.metrics for p in ({item: {}} if isinstance(item, str) else item).items()):
         names.append(name)
-        if own := _given(opts or {}):
-            per_metric[name] = own
+        per_metric.update({name: own} if (own := _given(opts or {})) else {})
     for name, threshold in config.thresholds.items():
         key = next((n for n in per_metric if canonical_name(n) == canonical_name(name)), name)
         per_metric.setdefault(key, {}).setdefault("threshold", threshold)  # a metric's own option says it too
