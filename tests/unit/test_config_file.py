@@ -107,3 +107,22 @@ def test_a_bad_option_value_is_a_usage_error(tmp_path, monkeypatch, capsys):
     assert main(["eval", "--config", "judgegraph.yaml", "-q", "--no-progress"]) == 2
     assert "judgegraph.yaml:3: options.mode: mode must be 'precision', 'recall' or 'f1'" in capsys.readouterr().err
     assert not (tmp_path / "judgegraph-results.jsonl").exists()
+
+
+@pytest.mark.parametrize("config, flags, expected", [
+    ("options:\n  arguments: ignore\n  mode: recall\n", [], {"arguments": "ignore"}),  # options: no flag gives
+    ("options:\n  arguments: ignore\n", ["--tool-arguments", "exact"], {"arguments": "exact"}),  # the flag wins
+    ("metrics:\n  - tool-correctness: {arguments: ignore}\n", ["--tool-arguments", "exact"], {"arguments": "exact"}),
+])
+def test_a_flag_and_the_config_file_meet_on_the_declared_option(tmp_path, monkeypatch, config, flags, expected):
+    """--tool-arguments forwards the declared option ``arguments``: the file's ``arguments:`` is that option too."""
+    monkeypatch.chdir(tmp_path)
+    turns = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]
+    (tmp_path / "chats.jsonl").write_text(json.dumps({"id": "c1", "turns": turns}) + "\n", encoding="utf-8")
+    (tmp_path / "judgegraph.yaml").write_text(config, encoding="utf-8")
+    argv = ["eval", "chats.jsonl", "--config", "judgegraph.yaml", "-q", "--no-progress", *flags]
+    assert main([*argv, "-m", "tool-correctness", "-m", "topic-adherence"]) in (0, 1, 3)
+    head = json.loads((tmp_path / "judgegraph-results.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    options = {m["name"]: m["options"] for m in head["metrics"]}
+    assert options["tool_correctness"] == expected
+    assert options["topic_adherence"] == ({"mode": "recall"} if "mode" in config else {})
