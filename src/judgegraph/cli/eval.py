@@ -294,7 +294,8 @@ def run(args: argparse.Namespace) -> int:
             judge = resolve_judge(**_judge_settings(args))
         plan = MetricPlan(args.metrics, judge, {  # the flags over the config file's options no flag gives
             **getattr(args, "config_options", {}), **common.metric_options(args),
-            **({"embeddings_base_url": args.base_url} if args.embeddings else {})}, getattr(args, "per_metric", None))
+            **({"embeddings_base_url": args.base_url} if args.embeddings and args.base_url else {})},
+            getattr(args, "per_metric", None))
         plan.check()
         if args.reason == "llm" and judge.kind != "llm":
             raise ValueError("--reason llm needs an LLM judge (--model)")
