@@ -159,7 +159,7 @@ def test_thresholds_in_the_config_set_each_metric_s_threshold(tmp_path, monkeypa
     assert {c["results"]["turn_relevancy"]["threshold"] for c in convs} == {0.7}
     (tmp_path / "judgegraph.yaml").write_text(config.replace("turn-relevancy: 0.7", "user-frustration: 2"))
     assert main(["eval", "--config", "judgegraph.yaml", "-q", "--no-progress", "--overwrite"]) == 2
-    assert "judgegraph.yaml:4: thresholds.user-frustration: expected less than or equal to 1" in capsys.readouterr().err
+    assert "judgegraph.yaml:4: thresholds.user-frustration.threshold: threshold must be between 0 and 1, got 2" in capsys.readouterr().err
 
 
 def test_the_same_input_under_another_path_resumes(run, capsys, monkeypatch):
@@ -181,7 +181,7 @@ def test_an_out_given_on_the_command_line_overrides_the_config(tmp_path, monkeyp
 
 @pytest.mark.parametrize("text, message", [
     ("inputs: [chats.jsonl]\njudge:\n  modle: openai:x\n", "judgegraph.yaml:3: judge.modle: unknown key (known here: model,"),
-    ("inputs: [chats.jsonl]\noptions:\n  threshold: 1.5\n", "judgegraph.yaml:3: options.threshold: expected less than or equal to 1"),
+    ("inputs: [chats.jsonl]\noptions:\n  threshold: 1.5\n", "judgegraph.yaml:3: options.threshold: threshold must be between 0 and 1, got 1.5"),
     ("inputs: chats.jsonl\n", "judgegraph.yaml:1: inputs: expected a valid list"),
     ("inputs: [chats.jsonl]\nmetrics:\n  - turn-relevancy\n  - nosuch\n", "judgegraph.yaml:4: metrics[1]: unknown metric 'nosuch'"),
     ("metrics:\n  - user-frustration: {window_size: 2}\n",

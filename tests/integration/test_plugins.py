@@ -157,6 +157,18 @@ def test_a_config_file_s_option_the_plugin_does_not_take_is_a_usage_error(venv, 
     assert bad.returncode == 2 and "reply-tone.tones: unknown key (did you mean tone? reply-tone takes: " in bad.stderr
 
 
+def test_a_config_file_s_bad_value_of_the_plugin_s_option_names_file_line_and_field(venv, tmp_path):
+    """Checked by the plugin's own declaration before any work (no call, nothing written)."""
+    config = tmp_path / "judgegraph.yaml"
+    config.write_text(f"outputs: {{out: {tmp_path / 'r.jsonl'}}}\nmetrics:\n  - reply-tone: {{tone: ' '}}\n",
+                      encoding="utf-8")
+    bad = judgegraph(venv, "eval", CHATS, "--config", config)
+    assert bad.returncode == 2, bad.stderr
+    assert (f"{config}:3: metrics[0].reply-tone.tone: reply_tone: tone is a text such as 'formal', got ' '"
+            in " ".join(bad.stderr.split())), bad.stderr
+    assert not (tmp_path / "r.jsonl").exists()
+
+
 def test_the_dry_run_counts_the_plugin_metric(venv):
     run = judgegraph(venv, "eval", CHATS, "-m", "reply-tone", "--model", "openai:gpt-4.1-mini", "--dry-run")
     assert run.returncode == 0, run.stderr

@@ -92,7 +92,7 @@ def add_metric_options(p: argparse.ArgumentParser, *, role: str, guideline: str 
     p.add_argument("--role", help=role)
     p.add_argument("--trajectory", choices=("strict", "unordered", "subset", "superset"),
                    help="tool-correctness: how expected_tools is matched (docs/agents.md; default unordered)")
-    p.add_argument("--tool-arguments", choices=("exact", "ignore", "llm"), dest="tool_arguments",
+    p.add_argument("--tool-arguments", choices=("exact", "ignore", "llm"), dest="arguments",
                    help="tool-correctness: how arguments are compared (default exact)")
     p.add_argument("--topic", action="append", dest="topics", metavar="TEXT",
                    help="topic-adherence: an allowed topic, repeatable; @FILE reads one per line (default: each "
@@ -171,14 +171,15 @@ def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency:
                 **jury)
 
 
-def metric_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The metric options given, of those every command takes alike (ValueError: a ``--guideline @FILE`` unread)."""
-    given = {"threshold": getattr(args, "threshold", None), "window_size": getattr(args, "window_size", None),
-             "min_judged": getattr(args, "min_judged", None),
-             "guidelines": read_guidelines(args.guidelines), "role": args.role,
-             "trajectory": getattr(args, "trajectory", None), "arguments": getattr(args, "tool_arguments", None),
-             "topics": read_guidelines(getattr(args, "topics", None), "--topic")}
-    return {k: v for k, v in given.items() if v is not None}
+def metric_options(args: argparse.Namespace, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The metric options the flags give: a flag whose destination is an option a metric declares forwards it (``skip``:
+    one meaning another thing to the command), ``@FILE`` read for --guideline, --topic, --rubric (ValueError)."""
+    from ..metrics import known_options
+
+    read: dict[str, Callable[[Any], Any]] = {"guidelines": read_guidelines, "rubric": read_rubric,
+                                             "topics": lambda v: read_guidelines(v, "--topic")}
+    return {k: read.get(k, lambda v: v)(getattr(args, k)) for k in sorted(known_options() - set(skip))
+            if getattr(args, k, None) is not None}
 
 
 def out_refused(args: argparse.Namespace) -> str | None:

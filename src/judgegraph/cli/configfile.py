@@ -29,7 +29,8 @@ def explicit_dests(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]
 
 def apply_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """Fill ``args`` from ``args.config`` where the command line did not set a value; keeps the file's
-    data in ``args.config_data`` and each metric's own options in ``args.per_metric``.
+    data in ``args.config_data``, each metric's own options in ``args.per_metric`` and the ``options:`` no flag
+    gives in ``args.config_options``.
     :class:`~judgegraph.runs.config.ConfigError` when the file is unreadable or invalid."""
     from ..runs.config import config_arguments, load_config
 
@@ -38,9 +39,10 @@ def apply_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> N
     argv = list(getattr(args, "argv", None) or [])
     after = argv[argv.index(args.command) + 1:] if args.command in argv else argv
     given = explicit_dests(parser, after)
-    for dest, value in values.items():
-        if dest not in given:
-            setattr(args, dest, value)
+    dests = {action.dest for action in parser._actions}
+    args.config_options = {k: v for k, v in values.items() if k not in dests}
+    for dest in dests.intersection(values) - given:
+        setattr(args, dest, values[dest])
     for name, opts in per_metric.items():  # a flag given on the command line wins over a metric's own option too
         per_metric[name] = {k: v for k, v in opts.items() if k not in given}
     args.per_metric = {k: v for k, v in per_metric.items() if v}

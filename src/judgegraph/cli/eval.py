@@ -292,12 +292,10 @@ def run(args: argparse.Namespace) -> int:
             from ..judges import resolve_judge
 
             judge = resolve_judge(**_judge_settings(args))
-        plan = MetricPlan(args.metrics, judge, {
-            **common.metric_options(args), "strict_mode": args.strict_mode, "reason": args.reason,
-            "rubric": common.read_rubric(args.rubric), "verify": args.verify, "n_questions": args.n_questions,
-            "dense": args.dense,
-            "embeddings": args.embeddings, "embeddings_base_url": args.base_url if args.embeddings else None,
-        }, getattr(args, "per_metric", None))
+        plan = MetricPlan(args.metrics, judge, {  # the flags over the config file's options no flag gives
+            **getattr(args, "config_options", {}), **common.metric_options(args),
+            **({"embeddings_base_url": args.base_url} if args.embeddings and args.base_url else {})},
+            getattr(args, "per_metric", None))
         plan.check()
         if args.reason == "llm" and judge.kind != "llm":
             raise ValueError("--reason llm needs an LLM judge (--model)")

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         rubric = common.read_rubric(args.rubric)
         prompt = as_prompt(args.prompt)
-        options = common.metric_options(args)
+        options = common.metric_options(args, skip=("rubric",))  # --rubric: the new rubric the verdicts are steered by
     except UnicodeDecodeError as exc:
         return _say(f"--prompt {args.prompt}: not valid UTF-8 (byte {exc.start + 1})")
     except (OSError, ValueError, RejudgeError) as exc:

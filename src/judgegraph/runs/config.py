@@ -1,16 +1,15 @@
-"""``judgegraph.yaml``: a run's settings in a file (``judgegraph eval --config FILE``), validated
-by a pydantic model; an error names the file, the line and the key. The command line overrides
-the file (docs/runs.md has the reference; ``judgegraph init`` writes a commented starter file).
-
-Relative paths in the file (inputs, outputs, the cache, the offline rule) are read from the
-file's folder, as the file is read wherever the command runs.
+"""``judgegraph.yaml``: a run's settings in a file (``judgegraph eval --config FILE``), its sections validated by a
+pydantic model and the metrics' options by the metrics' declarations (:func:`refusal`); an error names the file, the
+line and the key. The command line overrides the file (docs/runs.md; ``judgegraph init`` writes a starter file).
+Relative paths in the file (inputs, outputs, the cache, the offline rule) are read from the file's folder.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -19,6 +18,8 @@ from ..loaders.yaml_safe import line_at
 
 if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
+
+    from ..metrics import MetricSpec
 
 __all__ = ["Config", "ConfigError", "load_config"]
 
@@ -29,28 +30,6 @@ class ConfigError(ValueError):
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class MetricOptions(_Section):
-    """Options of the metrics: every metric's (``options:``), or one metric's (in ``metrics:``)."""
-
-    threshold: float | None = Field(default=None, ge=0, le=1)
-    window_size: int | None = Field(default=None, ge=1)
-    min_judged: float | None = Field(default=None, ge=0, le=1)
-    strict: bool | None = None
-    reason: Literal["deterministic", "llm", "none"] | None = None
-    rubric: str | None = None
-    verify: bool | None = None
-    n_questions: int | None = Field(default=None, ge=1)
-    guidelines: list[str] | None = None
-    role: str | None = None
-
-
-class OwnOptions(MetricOptions):
-    """One metric's options in ``metrics:``: those above, and any other its spec declares (a plugin's own;
-    checked against ``MetricSpec.options`` by ``_check_metrics``, their values by the metric's factory)."""
-
-    model_config = ConfigDict(extra="allow")
 
 
 class JudgeSection(_Section):
@@ -88,17 +67,20 @@ class Config(_Section):
     """The whole file. ``metrics``: names, or ``{name: {option: value}}`` for a metric's own options."""
 
     inputs: list[str] = Field(default_factory=list)
-    metrics: list[Union[str, dict[str, OwnOptions]]] = Field(default_factory=list)
+    metrics: list[Union[str, dict[str, Optional[dict[str, Any]]]]] = Field(default_factory=list)
     #: ``{metric: threshold}``: a shorthand for a metric's own ``threshold`` option
-    thresholds: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
-    options: MetricOptions = Field(default_factory=MetricOptions)
+    thresholds: dict[str, Any] = Field(default_factory=dict)
+    #: options of every metric that takes them; these and a metric's own are checked by the metrics' declarations
+    #: (:func:`_check_options`), not here
+    options: dict[str, Any] = Field(default_factory=dict)
     judge: JudgeSection = Field(default_factory=JudgeSection)
     outputs: OutputsSection = Field(default_factory=OutputsSection)
     run: RunSection = Field(default_factory=RunSection)
 
 
-#: Config option -> eval's argument name, where they differ.
+#: Config option -> eval's argument name (a metric option's declared name), where they differ; and back.
 RENAMED = {"strict": "strict_mode", "inputs": "files"}
+BACK = {v: k for k, v in RENAMED.items()}
 #: Path-valued keys, read relative to the config file's folder.
 PATHS = frozenset({"out", "html", "junit", "cache", "offline_rule"})
 
@@ -109,19 +91,6 @@ def _message(error: ErrorDetails) -> tuple[tuple[int | str, ...], str]:
     if error["type"] == "extra_forbidden":
         return loc, "unknown key"
     return loc, error["msg"].replace("Input should be", "expected").replace("Value error, ", "")
-
-
-def _known(loc: tuple[int | str, ...]) -> str:
-    """The keys allowed where ``loc`` points (for an unknown key's message)."""
-    model: type[BaseModel] = Config
-    for part in loc[:-1]:
-        field = model.model_fields.get(str(part)) if isinstance(part, str) else None
-        annotation = field.annotation if field is not None else None
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            model = annotation
-        else:
-            model = MetricOptions  # inside metrics: a metric's options
-    return ", ".join(model.model_fields)
 
 
 def _dotted(loc: tuple[int | str, ...]) -> str:
@@ -170,12 +139,12 @@ def load_config(path: str | Path) -> tuple[Config, dict[str, Any]]:
             errors = [e for e in errors if not (e["type"] == "string_type" and "str" in e["loc"][1:])]
         for error in errors:
             loc, message = _message(error)
-            if message == "unknown key":
-                message = f"unknown key (known here: {_known(loc)})"
+            if message == "unknown key":  # the keys of its section (or of the file)
+                known = (f.annotation if (f := Config.model_fields.get(str(loc[0]))) and len(loc) > 1 else Config)
+                message = f"unknown key (known here: {', '.join(known.model_fields)})"  # type: ignore[union-attr]
             lines.append(f"{path}:{line_at(root, loc) or 1}: {_dotted(loc)}: {message}")
         raise ConfigError("invalid config file:\n  " + "\n  ".join(dict.fromkeys(lines))) from None
-    _check_metrics(config, root, path)
-    _check_thresholds(config, root, path)
+    _check_options(config, root, path)
     return config, data
 
 
@@ -191,48 +160,78 @@ def _refused(data: object, loc: tuple[int | str, ...] = ()) -> tuple[tuple[int |
     return None
 
 
-def _check_metrics(config: Config, root: yaml.Node | None, path: str | Path) -> None:
-    """Each metric named in ``metrics:`` exists, and takes the options given to it alone."""
-    from ..metrics import get_metric
+def _check_options(config: Config, root: yaml.Node | None, path: str | Path) -> None:
+    """The metrics named exist, and each option given (``options:``, a metric's own in ``metrics:``, a metric's
+    ``thresholds:``) is one its metric declares (else the nearest), with a value its settings accept
+    (:func:`refusal`): else a :class:`ConfigError` naming ``FILE:LINE: key: why``."""
+    from ..metrics import built_ins, get_metric, known_options
 
-    for i, item in enumerate(config.metrics):
-        named = {item: OwnOptions()} if isinstance(item, str) else item
-        if len(named) != 1:
-            raise ConfigError(f"{path}:{line_at(root, ('metrics', i)) or 1}: metrics[{i}]: a metric is a name, or one "
-                              "name with its options ({turn-relevancy: {threshold: 0.8}}), got "
-                              f"{len(named)} names in one item")
-        for name, opts in named.items():
-            try:
-                spec = get_metric(name)
-            except KeyError as exc:
-                raise ConfigError(f"{path}:{line_at(root, ('metrics', i)) or 1}: metrics[{i}]: {exc}") from None
-            for key in opts.model_fields_set:
-                if RENAMED.get(key, key) not in spec.options:
-                    close = difflib.get_close_matches(key, _names(spec.options).split(", "), n=1)
-                    what = (f"unknown key ({f'did you mean {close[0]}? ' if close else ''}{name} takes:"
-                            if key in (opts.model_extra or {}) else f"{name} takes no {key} (it takes:")
-                    raise ConfigError(f"{path}:{line_at(root, ('metrics', i, name, key)) or 1}: metrics[{i}].{name}.{key}:"
-                                      f" {what} {_names(spec.options)})")
+    def error(loc: tuple[int | str, ...], message: str) -> ConfigError:
+        return ConfigError(f"{path}:{line_at(root, loc) or 1}: {_dotted(loc)}: {message}")
 
+    def check(loc: tuple[int | str, ...], specs: list[MetricSpec], given: dict[str, Any], takes: str) -> None:
+        for key in given:  # an option no metric of ``specs`` declares, then a value a metric taking it refuses
+            if not any(RENAMED.get(key, key) in s.options for s in specs):
+                known = sorted({BACK.get(o, o) for s in specs for o in s.options})
+                close = difflib.get_close_matches(key, known, n=1)
+                what = (f"{takes[:-1]} no {key} (it takes:" if RENAMED.get(key, key) in known_options() and
+                        len(specs) == 1 else f"unknown key ({f'did you mean {close[0]}? ' if close else ''}{takes}")
+                raise error((*loc, key), f"{what} {', '.join(known) or 'none'})")
+        for spec in specs:
+            mine = {RENAMED.get(k, k): v for k, v in given.items() if RENAMED.get(k, k) in spec.options}
+            if bad := refusal(spec, mine):
+                raise error((*loc, *([BACK.get(bad[0], bad[0])] if bad[0] else [])), bad[1])
 
-def _names(options: frozenset[str]) -> str:
-    """A metric's options as the config file spells them."""
-    back = {v: k for k, v in RENAMED.items()}
-    return ", ".join(sorted(back.get(o, o) for o in options)) or "none"
-
-
-def _check_thresholds(config: Config, root: yaml.Node | None, path: str | Path) -> None:
-    """Each metric in ``thresholds:`` exists and has a threshold."""
-    from ..metrics import get_metric
-
-    for name in config.thresholds:
-        where = f"{path}:{line_at(root, ('thresholds', name)) or 1}: thresholds.{name}"
+    def spec_of(loc: tuple[int | str, ...], name: str) -> MetricSpec:
         try:
-            spec = get_metric(name)
+            return get_metric(name)
         except KeyError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-        if "threshold" not in spec.options:
-            raise ConfigError(f"{where}: {name} takes no threshold")
+            raise error(loc, str(exc)) from None
+
+    named = []
+    for i, item in enumerate(config.metrics):
+        if not isinstance(item, str) and len(item) != 1:
+            raise error(("metrics", i), "a metric is a name, or one name with its options ({turn-relevancy: "
+                        "{threshold: 0.8}}), got " f"{len(item)} names in one item")
+        for name, opts in ({item: {}} if isinstance(item, str) else item).items():
+            named.append(spec_of(("metrics", i), name))
+            check(("metrics", i, name), named[-1:], opts or {}, f"{name} takes:")
+    for name, value in config.thresholds.items():  # a metric's threshold, for short
+        check(("thresholds", name), [spec_of(("thresholds", name), name)], {"threshold": value}, f"{name} takes:")
+    check(("options",), [*built_ins().values(), *named], config.options, "known here:")
+
+
+def refusal(spec: MetricSpec, given: dict[str, Any]) -> tuple[str | None, str] | None:
+    """What the metric's settings refuse of the options ``given`` (by their declared names), as its factory checks
+    them: (the option, why), (None, why) for them together, or None. What needs the run (its judge, keys, the command
+    line's options) is the run's to check: the judge is stood for by an LLM judge with a server of its own."""
+    from pydantic import SecretStr
+
+    from ..judges.base import Endpoint, Judge
+
+    if spec.settings is None:  # a spec of the older form: its factory checks its options
+        return None
+
+    class Placeholder(Judge):  # never called; embeddings beside its server need no key
+        name, kind = "placeholder", "llm"
+        endpoint = Endpoint("http://127.0.0.1/v1", SecretStr("placeholder"))
+
+        def judge(self, request: Any) -> Any:
+            raise NotImplementedError
+
+    def check(values: dict[str, Any]) -> str | None:
+        try:
+            spec.factory(model=Placeholder(), **values)
+        except (ValueError, TypeError) as exc:
+            return str(exc) or type(exc).__name__
+        return None
+
+    if (why := check(given)) is None:
+        return None
+    named = {k: found.start() for k in given if (found := re.search(rf"\b{re.escape(k.removesuffix('s'))}", why))}
+    if named:  # the option the message names first (its singular too: "guideline 2 must ...")
+        return min(named, key=named.__getitem__), why
+    return None if check({}) is not None else (None, why)
 
 
 def _rel(base: Path, value: str) -> str:
@@ -240,7 +239,8 @@ def _rel(base: Path, value: str) -> str:
 
 
 def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """``eval``'s argument values the config sets (by destination), and each metric's own options."""
+    """``eval``'s argument values the config sets (by destination; ``options:`` by the metrics' option names),
+    and each metric's own options."""
     from ..metrics import canonical_name
 
     base = Path(path).parent
@@ -249,17 +249,15 @@ def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, Any], 
         values["files"] = [_rel(base, f) for f in config.inputs]
     names: list[str] = []
     per_metric: dict[str, dict[str, Any]] = {}
-    for item in config.metrics:
-        for name, opts in ({item: OwnOptions()} if isinstance(item, str) else item).items():
-            names.append(name)
-            if own := _options(opts):
-                per_metric[name] = own
+    for name, opts in (p for item in config.metrics for p in ({item: {}} if isinstance(item, str) else item).items()):
+        names.append(name)
+        per_metric.update({name: own} if (own := _given(opts or {})) else {})
     for name, threshold in config.thresholds.items():
         key = next((n for n in per_metric if canonical_name(n) == canonical_name(name)), name)
         per_metric.setdefault(key, {}).setdefault("threshold", threshold)  # a metric's own option says it too
     if names:
         values["metrics"] = names
-    values.update(_options(config.options))
+    values.update(_given(config.options))
     for section in (config.judge, config.outputs, config.run):
         for key in section.model_fields_set:
             value = getattr(section, key)
@@ -268,5 +266,5 @@ def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, Any], 
     return values, per_metric
 
 
-def _options(opts: MetricOptions) -> dict[str, Any]:
-    return {RENAMED.get(k, k): getattr(opts, k) for k in opts.model_fields_set if getattr(opts, k) is not None}
+def _given(opts: dict[str, Any]) -> dict[str, Any]:
+    return {RENAMED.get(k, k): v for k, v in opts.items() if v is not None}
