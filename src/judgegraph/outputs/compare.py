@@ -61,7 +61,7 @@ def is_failing(record: ConversationLine | None) -> bool:
     errors (an absent line is not: it is a difference)."""
     if record is None:
         return False
-    return bool(record.error) or any(r.get("status") in FAILING or r.get("errors") for r in record.results.values())
+    return bool(record.error) or any(r.failing for r in record.results.values())
 
 
 def _outcome(record: ConversationLine | None, metric: str) -> tuple[object, ...]:
@@ -71,8 +71,8 @@ def _outcome(record: ConversationLine | None, metric: str) -> tuple[object, ...]
     result = record.results.get(metric)
     if result is None:
         return ("run error", True) if record.error else ("none",)
-    score = _number(result.get("score"))
-    return (result.get("status"), None if score is None else round(score, 6))
+    score = result.number
+    return (result.status, None if score is None else round(score, 6))
 
 
 def differs_in(records: Sequence[ConversationLine | None], metric: str) -> bool:

@@ -191,7 +191,7 @@ def _shown(record: ConversationLine | None) -> Shown:
     """What the page keeps of a conversation line."""
     if record is None:
         return {"source": None, "error": None, "results": {}}
-    return {"source": record.source, "error": record.error, "results": record.results}
+    return {"source": record.source, "error": record.error, "results": {k: r.data() for k, r in record.results.items()}}
 
 
 def _input_errors(files: Sequence[RunFile], labels: Sequence[str]) -> list[dict[str, Any]]:
@@ -388,7 +388,7 @@ def report_html(runs: Sequence[RunFile], *, inputs: Sequence[str | Path] = (),
     """The report page of ``runs`` (one, or several side by side), the data it renders (:func:`report_data`) and
     the problems met building it: what :func:`write_report` writes, and what ``judgegraph view`` serves."""
     data, problems = report_data(runs, inputs=inputs)
-    llm = any(str(r.get("judge", "")).startswith("llm") for f in runs for c in f.conversations.values()
+    llm = any(str(r.judge or "").startswith("llm") for f in runs for c in f.conversations.values()
               for r in c.results.values())
     names = [Path(f.path).name for f in runs]
     default = f"judgegraph report: {names[0]}" if len(names) == 1 else "judgegraph report: " + " vs ".join(names)
