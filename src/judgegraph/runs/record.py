@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 __all__ = ["RECORD_TYPES", "STATUSES", "BatchLine", "ConversationLine", "ErrorLine", "HeaderLine", "InputErrorLine",
-           "PairwiseLine", "RecordType", "ResultLine", "SummaryLine", "UsageLine", "VerdictLine"]
+           "PairwiseLine", "RecordType", "ResultLine", "SummaryLine", "UsageLine", "VerdictLine", "VoteLine"]
 
 RecordType = Literal["header", "conversation", "input_error", "summary", "batch"]
 #: the record types a results file holds
@@ -203,6 +203,17 @@ class ErrorLine(_Ordered):
     attempts: int | None = None
 
 
+class VoteLine(_Ordered):
+    """One juror's (or repeat's) answer behind a verdict (:class:`judgegraph.data.results.Vote`)."""
+
+    judge: str | None = None
+    repeat: int | None = None
+    verdict: str | None = None
+    score: int | float | None = None
+    reason: str | None = None
+    error: str | None = None
+
+
 class VerdictLine(_Ordered):
     """One verdict of a metric result (:class:`judgegraph.data.results.Verdict` as dumped, a metric's own fields
     kept): its id, the turns (0-based) it is about, the verdict (None: the judge failed), why, and what it cost."""
@@ -216,8 +227,16 @@ class VerdictLine(_Ordered):
     usage: UsageLine | None = None
     transcript: list[dict[str, Any]] | None = None  # the requests as sent and answered (JudgeAttempt), shown as read
     review: dict[str, Any] | None = None
-    votes: list[dict[str, Any]] | None = None
+    votes: list[VoteLine] = []
     id: str | int | None = None  # None in a file written before ids were stored
+    reply: str | None = None  # the judged reply (a window verdict's)
+
+    @property
+    def split(self) -> str | None:
+        """Why its votes disagree (``jurors split``, ``flaky across repeats``); None when they agree."""
+        if len({v.verdict for v in self.votes} - {None}) < 2:
+            return None
+        return "jurors split" if len({v.judge for v in self.votes}) > 1 else "flaky across repeats"
 
     @property
     def turn_numbers(self) -> list[int]:
