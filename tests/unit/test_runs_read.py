@@ -69,7 +69,7 @@ def test_every_command_reads_a_results_file_by_the_same_rule(tmp_path):
     expected = [f"{path}:{n}: {why}" for n, why in BAD]
     records, problems = _records(path)  # agree, stability
     assert problems == expected
-    assert [r.get("conversation_id") for r in records if r["type"] == "conversation"] == ["a", "b"]
+    assert [r.conversation_id for r in records] == ["a", "b"]
     run = read_run(path)  # diff
     assert run.problems == expected and list(run.conversations) == ["a", "b"]
     assert run.conversations["a"].results["m"].status == "failed" and run.rejudged == 1

@@ -43,6 +43,7 @@ from .record import (
     SummaryLine,
     UsageLine,
     number,
+    wrong_field,
 )
 from .resultsfile import restore_elided
 
@@ -344,8 +345,7 @@ def read_run(path: str | Path, *, keep_transcripts: bool = True, keep_replaced: 
             try:
                 conv = ConversationLine.model_validate({**record, "line": n})
             except ValidationError as exc:  # the fields conversation_problem checks cannot fail here
-                first = exc.errors()[0]
-                run.problems.append(f"{path}:{n}: field '{'.'.join(map(str, first['loc']))}': {first['msg']}")
+                run.problems.append(f"{path}:{n}: {wrong_field(exc)}")
                 continue
             if (earlier := run.conversations.get(conv.conversation_id)) is not None:
                 conv.replaces = (*earlier.replaces, earlier.line)

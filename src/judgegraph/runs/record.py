@@ -18,13 +18,14 @@ from pydantic import (
     ConfigDict,
     PrivateAttr,
     SerializerFunctionWrapHandler,
+    ValidationError,
     ValidatorFunctionWrapHandler,
     model_serializer,
     model_validator,
 )
 
 __all__ = ["RECORD_TYPES", "STATUSES", "BatchLine", "ConversationLine", "ErrorLine", "HeaderLine", "InputErrorLine",
-           "PairwiseLine", "RecordType", "ResultLine", "SummaryLine", "UsageLine", "VerdictLine", "VoteLine"]
+           "PairwiseLine", "RecordType", "ResultLine", "ReviewLine", "SummaryLine", "UsageLine", "VerdictLine", "VoteLine"]
 
 RecordType = Literal["header", "conversation", "input_error", "summary", "batch"]
 #: the record types a results file holds
@@ -214,6 +215,15 @@ class VoteLine(_Ordered):
     error: str | None = None
 
 
+class ReviewLine(_Ordered):
+    """A person's decision on a verdict, with what the judge had said (:class:`judgegraph.data.results.Review`)."""
+
+    by: str | None = None
+    judge_verdict: str | None = None
+    judge_reason: str | None = None
+    note: str | None = None
+
+
 class VerdictLine(_Ordered):
     """One verdict of a metric result (:class:`judgegraph.data.results.Verdict` as dumped, a metric's own fields
     kept): its id, the turns (0-based) it is about, the verdict (None: the judge failed), why, and what it cost."""
@@ -226,7 +236,7 @@ class VerdictLine(_Ordered):
     attempts: int | None = None
     usage: UsageLine | None = None
     transcript: list[dict[str, Any]] | None = None  # the requests as sent and answered (JudgeAttempt), shown as read
-    review: dict[str, Any] | None = None
+    review: ReviewLine | None = None
     votes: list[VoteLine] = []
     id: str | int | None = None  # None in a file written before ids were stored
     reply: str | None = None  # the judged reply (a window verdict's)
@@ -340,6 +350,12 @@ class PairwiseLine(_Line):
     """A line ``judgegraph pairwise --out`` writes: not part of a results file."""
 
     type: Literal["pairwise"] = "pairwise"
+
+
+def wrong_field(exc: ValidationError) -> str:
+    """What a line's validation found, naming the field (``field 'results.m.passed': why``)."""
+    first = exc.errors()[0]
+    return f"field '{'.'.join(map(str, first['loc']))}': {first['msg']}"
 
 
 def number(value: object) -> float | None:
