@@ -16,10 +16,6 @@ from ..runs import ConversationLine, RunFacts, RunFile
 
 __all__ = ["Comparison", "Row", "RunFacts", "compare_runs", "differs_in", "is_failing", "run_labels"]
 
-#: statuses that put a conversation among the failures
-FAILING = ("failed", "error")
-
-
 @dataclass
 class Row:
     """One conversation across the runs: its line in each run (None when absent)."""
@@ -50,10 +46,6 @@ def run_labels(n: int) -> list[str]:
                 break
         out.append(label)
     return out
-
-
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def is_failing(record: ConversationLine | None) -> bool:

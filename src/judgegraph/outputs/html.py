@@ -332,8 +332,8 @@ def _tables(data: ReportData) -> dict[str, str]:
     runs = [RunFacts(**{k: v for k, v in r.items() if k in fields}) for r in data["runs"]]
     compare = bool(data["compare"])
     def line(cid: str, shown: Shown | PageConversation | None) -> ConversationLine | None:
-        return None if shown is None else ConversationLine(conversation_id=cid, source=shown["source"],
-                                                           error=shown["error"], results=shown["results"])
+        return None if shown is None else ConversationLine.model_validate(
+            {"conversation_id": cid, "source": shown["source"], "error": shown["error"], "results": shown["results"]})
 
     rows = [Row(c["id"], [line(c["id"], r) for r in (c["runs"] if compare else [c])], c["position"], c["differs"],
                 c["failing"]) for c in data["conversations"]]
