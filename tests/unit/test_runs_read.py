@@ -9,7 +9,7 @@ from pathlib import Path
 
 from judgegraph.apps.pairwise import read_version
 from judgegraph.outputs.export import load_results
-from judgegraph.runs import ConversationLine, HeaderLine, read_run
+from judgegraph.runs import ConversationLine, HeaderLine, ResultLine, VerdictLine, read_run
 from judgegraph.trust.agreement import _records
 
 
@@ -57,8 +57,8 @@ def test_the_reader_reads_typed_lines_and_names_every_bad_line(tmp_path):
     assert [(c.line, c.conversation_id) for c in run.conversations.values()] == [(10, "a"), (11, "b")]
     # a conversation judged again (a watch's retry) is read as its latest line, in its first line's place
     first = run.conversations["a"]
-    assert first.results["m"]["score"] == 0.0 and first.replaces == (2,) and run.rejudged == 1
-    assert first.results["m"]["verdicts"] == [] and first.results["m"]["errors"] == []
+    assert first.results["m"].score == 0.0 and first.replaces == (2,) and run.rejudged == 1
+    assert first.results["m"].verdicts == [] and first.results["m"].errors == []
     assert first.data()["conversation"] == {"id": "a", "turns": [{"role": "user", "content": "hi"}]}
 
 
@@ -69,12 +69,47 @@ def test_every_command_reads_a_results_file_by_the_same_rule(tmp_path):
     expected = [f"{path}:{n}: {why}" for n, why in BAD]
     records, problems = _records(path)  # agree, stability
     assert problems == expected
-    assert [r.get("conversation_id") for r in records if r["type"] == "conversation"] == ["a", "b"]
+    assert [r.conversation_id for r in records] == ["a", "b"]
     run = read_run(path)  # diff
     assert run.problems == expected and list(run.conversations) == ["a", "b"]
-    assert run.conversations["a"].results["m"]["status"] == "failed" and run.rejudged == 1
+    assert run.conversations["a"].results["m"].status == "failed" and run.rejudged == 1
     report = read_run(path)  # report
     assert report.problems == expected and list(report.conversations) == ["a", "b"]
     assert load_results(path).run.problems == expected  # export, show, junit
     version = read_version(path)  # pairwise, on a file whose lines carry the conversation
     assert version.errors == expected and list(version.conversations) == ["a", "b"]
+
+
+def test_a_result_and_its_verdicts_read_as_typed_lines_and_write_back_as_read(tmp_path):
+    # before, a result was a raw dict: every reader dug in it with .get and computed pass/fail, ids and counts itself
+    new = {"key": "m", "score": 1, "threshold": 0.5, "passed": True, "status": "passed", "reason": "ok",
+           "verdicts": [{"turns": [0, 2], "verdict": "yes", "reason": "r", "usage": {"calls": 1, "input_tokens": 3},
+                         "window": 2, "id": "3"}],
+           "errors": [{"where": "window 1", "step": "m/judge", "message": "timeout", "attempts": 2}],
+           "usage": {"calls": 2, "input_tokens": 5, "output_tokens": 1}, "details": {"x": [1]}, "custom": "kept"}
+    old = {"passed": False, "score": 0.0, "verdicts": [{"window": 4, "verdict": "no"}, {"turns": [1], "verdict": "yes"}]}
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join(json.dumps(conversation(c, results={"m": r})) for c, r in (("a", new), ("b", old))) + "\n",
+                    encoding="utf-8")
+    run = read_run(path)
+    a, b = run.conversations["a"].results["m"], run.conversations["b"].results["m"]
+    assert isinstance(a, ResultLine) and isinstance(a.verdicts[0], VerdictLine)
+    assert (a.status, a.outcome, a.score, a.judged, a.failing) == ("passed", "passed", 1, True, True)  # a judge error
+    assert a.verdicts[0].key == "3" and a.verdicts[0].turn_numbers == [1, 3] and a.verdicts[0].decided
+    assert a.errors[0].message == "timeout" and a.usage is not None and a.usage.tokens == 6
+    # a result written before results had a status, and verdicts before ids were stored, still read
+    assert (b.status, b.outcome, b.judged, b.failing) == (None, "failed", False, False)
+    assert [v.key for v in b.verdicts] == ["4", "2"] and not b.verdicts[1].decided
+    # a line written back is the line read: keys in their order, ints kept ints, unknown fields kept (an absent
+    # errors list read as empty, as the reader always filled it in)
+    assert [json.dumps(c.data()) for c in run.conversations.values()] == [
+        json.dumps(conversation(c, results={"m": r})) for c, r in (("a", new), ("b", {**old, "errors": []}))]
+
+
+def test_a_result_field_of_the_wrong_type_is_a_bad_line_naming_the_field(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(conversation("a", results={"m": {"status": "passed", "passed": "yes"}})) + "\n"
+                    + json.dumps(conversation("b")) + "\n", encoding="utf-8")
+    run = read_run(path)
+    assert list(run.conversations) == ["b"]
+    assert run.problems == [f"{path}:1: field 'results.m.passed': Input should be a valid boolean"]

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..runs import RunFile, read_run
+from ..runs import ConversationLine, InputErrorLine, ResultLine, RunFile, read_run
 
 SUITE = "judgegraph"
 
@@ -61,43 +61,51 @@ def _case(suite: ET.Element, classname: str, name: str, body: str = "") -> ET.El
     return case
 
 
-def _number(value: Any) -> str:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"{value:.2f}"
-    return "—" if value is None else str(value)
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
 
 
-def _result_case(suite: ET.Element, cid: str, key: str, r: dict[str, Any]) -> str:
-    score, threshold = _number(r.get("score")), _number(r.get("threshold"))
-    body = f"score {score} threshold {threshold} judge {r.get('judge', '')}\n{r.get('reason', '')}"
-    case = _case(suite, cid, key, body)
-    errors = r.get("errors") or []
-    status = r.get("status")
-    if status == "failed":
-        el = ET.SubElement(case, "failure", type="threshold", message=f"score {score} < threshold {threshold}")
-        el.text = r.get("reason", "")
+def _result_case(suite: ET.Element, cid: str, key: str, r: ResultLine) -> str:
+    score, threshold, reason = _number(r.score), _number(r.threshold), r.reason or ""
+    case = _case(suite, cid, key, f"score {score} threshold {threshold} judge {r.judge or ''}\n{reason}")
+    if r.status == "failed":
+        ET.SubElement(case, "failure", type="threshold", message=f"score {score} < threshold {threshold}").text = reason
         return "failure"
-    if status == "error" or errors:
-        n = len(errors)
+    if r.status == "error" or r.errors:
+        n = len(r.errors)
         el = ET.SubElement(case, "error", type="judge_error",
-                           message=f"{n} judgement(s) could not be made" if n else (r.get("reason") or "not judged"))
-        el.text = "\n".join(f"{e.get('where')} ({e.get('step')}): {e.get('message')}" for e in errors) or r.get(
-            "reason", "")
+                           message=f"{n} judgement(s) could not be made" if n else (reason or "not judged"))
+        el.text = "\n".join(f"{e.where} ({e.step}): {e.message}" for e in r.errors) or reason
         return "error"
-    if status == "not_applicable":
-        ET.SubElement(case, "skipped", message=r.get("reason") or "nothing to judge")
+    if r.status == "not_applicable":
+        ET.SubElement(case, "skipped", message=reason or "nothing to judge")
         return "skipped"
     return "passed"
 
 
-def junit_from_results(records: Iterable[dict[str, Any]], *, name: str = SUITE) -> ET.ElementTree:
-    """A JUnit ``<testsuites>`` tree from results records (every text fit for XML 1.0)."""
-    root = ET.Element("testsuites", name=name)
-    suite = ET.SubElement(root, "testsuite", name=name)
-    counts: Counter[str] = Counter()  # per outcome: passed, failure, error, skipped
+def _lines(records: RunFile | Iterable[dict[str, Any]]) -> list[InputErrorLine | ConversationLine]:
+    """A run's input errors and conversation lines; records given as dicts read as the same typed lines."""
+    if isinstance(records, RunFile):
+        return [*records.input_errors, *records.conversations.values()]
+    out: list[InputErrorLine | ConversationLine] = []
     for rec in records:
         kind = rec.get("type", "conversation")
         if kind == "input_error":
+            out.append(InputErrorLine.model_validate(rec))
+        elif kind == "conversation":
+            out.append(ConversationLine.model_validate({**rec, "conversation_id": str(rec.get("conversation_id") or ""),
+                                                        "results": rec.get("results") or {}}))
+    return out
+
+
+def junit_from_results(records: RunFile | Iterable[dict[str, Any]], *, name: str = SUITE) -> ET.ElementTree:
+    """A JUnit ``<testsuites>`` tree from a run read, or its records as dicts (every text fit for XML 1.0)."""
+    root = ET.Element("testsuites", name=name)
+    suite = ET.SubElement(root, "testsuite", name=name)
+    counts: Counter[str] = Counter()  # per outcome: passed, failure, error, skipped
+    for line in _lines(records):
+        if isinstance(line, InputErrorLine):
+            rec = line.data()
             where = f"{rec.get('file')}:{rec.get('line')}" if rec.get("line") else str(rec.get("file"))
             where += f" {rec['field']}" if rec.get("field") else ""
             case = _case(suite, "input", where)
@@ -105,14 +113,12 @@ def junit_from_results(records: Iterable[dict[str, Any]], *, name: str = SUITE) 
                 str(rec.get("error") or "")
             counts["error"] += 1
             continue
-        if kind != "conversation":
-            continue
-        cid = str(rec.get("conversation_id") or rec.get("source") or "conversation")
-        for key, r in (rec.get("results") or {}).items():
+        cid = str(line.conversation_id or line.source or "conversation")
+        for key, r in line.results.items():
             counts[_result_case(suite, cid, key, r)] += 1
-        if rec.get("error"):
+        if error := line.run_error:
             case = _case(suite, cid, "run")
-            ET.SubElement(case, "error", type="run_error", message=str(rec["error"])).text = str(rec["error"])
+            ET.SubElement(case, "error", type="run_error", message=error).text = error
             counts["error"] += 1
     for el in (root, suite):
         el.set("tests", str(counts.total()))
@@ -123,19 +129,13 @@ def junit_from_results(records: Iterable[dict[str, Any]], *, name: str = SUITE) 
     return ET.ElementTree(root)
 
 
-def run_records(run: RunFile) -> list[dict[str, Any]]:
-    """A run's input errors and conversation lines (each as written), as :func:`junit_from_results` reads them."""
-    return [*(e.data() for e in run.input_errors), *(c.data() for c in run.conversations.values())]
-
-
 def write_junit(results: str | Path | RunFile | Iterable[dict[str, Any]], path: str | Path, *,
                 name: str = SUITE) -> Path:
     """Write JUnit XML for ``results`` (a results JSONL path read by :func:`judgegraph.runs.read_run`, a
     :class:`~judgegraph.runs.RunFile`, or records) to ``path``."""
     if isinstance(results, (str, Path)):
         results = read_run(results)
-    records = run_records(results) if isinstance(results, RunFile) else list(results)
-    tree = junit_from_results(records, name=name)
+    tree = junit_from_results(results if isinstance(results, RunFile) else list(results), name=name)
     ET.indent(tree)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"conversation {record.conversation_id!r} has no {args.metric!r} result "
                     f"(metrics: {', '.join(results) or 'none'})")
     try:
-        text = transcript_of(results[key], args.window)
+        text = transcript_of(results[key].data(), args.window)
     except LookupError as exc:
         return fail(str(exc.args[0] if exc.args else exc))
     print(safe(text))

@@ -35,10 +35,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
-from ..data.results import Verdict, metric_key
-from ..runs import RunFacts, RunFile, read_run
+from ..data.results import metric_key
+from ..runs import ResultLine, RunFacts, RunFile, VerdictLine, read_run
+from ..runs.record import number
 from ..stats.paired import EXACT_BELOW, McNemar, MeanDifference, mcnemar, paired_bootstrap
 from ..stats.raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
 from .settings import SettingsComparison, compare_settings
@@ -197,17 +196,8 @@ def describe_run(facts: RunFacts) -> str:
     return f"{facts.path} ({', '.join(parts)})"
 
 
-def _side(result: dict[str, Any]) -> Side:
-    status = result.get("status")
-    if status is None:  # written before results had a status
-        passed = result.get("passed")
-        status = "passed" if passed is True else "failed" if passed is False else \
-            "error" if result.get("errors") else "not_applicable"
-    score = result.get("score")
-    threshold = result.get("threshold")
-    return Side(str(status), float(score) if score is not None else None,
-                float(threshold) if isinstance(threshold, (int, float)) else None,
-                str(result.get("judge") or ""), str(result.get("reason") or ""))
+def _side(result: ResultLine) -> Side:
+    return Side(result.outcome, result.number, number(result.threshold), result.judge or "", result.reason or "")
 
 
 def _kind(old: Side | None, new: Side | None) -> Kind:
@@ -229,58 +219,40 @@ def _kind(old: Side | None, new: Side | None) -> Kind:
     return "regressed" if o == "passed" else "fixed"
 
 
-def _verdict_id(verdict: dict[str, Any]) -> str:
-    if verdict.get("id") is not None:
-        return str(verdict["id"])
-    try:  # written before ids were stored: the id the verdict's fields give (its window, its turns)
-        return Verdict.model_validate(verdict).id
-    except ValidationError:
-        return "?"
+def _verdict_side(verdict: VerdictLine) -> VerdictSide:
+    return VerdictSide(verdict.verdict, number(verdict.score), verdict.reason or "", verdict.error or None)
 
 
-def _turns(verdict: dict[str, Any]) -> list[int]:
-    turns = verdict.get("turns")
-    return [t + 1 for t in turns if isinstance(t, int)] if isinstance(turns, list) else []
-
-
-def _verdict_side(verdict: dict[str, Any]) -> VerdictSide:
-    label, score = verdict.get("verdict"), verdict.get("score")
-    return VerdictSide(None if label is None else str(label),
-                       float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
-                       str(verdict.get("reason") or ""), str(verdict["error"]) if verdict.get("error") else None)
-
-
-def verdict_changes(old: dict[str, Any], new: dict[str, Any]) -> list[VerdictChange]:
+def verdict_changes(old: ResultLine, new: ResultLine) -> list[VerdictChange]:
     """The verdicts of two results of one metric whose label (or error) differs, matched by ``Verdict.id``."""
-    before = {_verdict_id(v): v for v in old.get("verdicts") or []}
-    after = {_verdict_id(v): v for v in new.get("verdicts") or []}
+    before = {v.key: v for v in old.verdicts}
+    after = {v.key: v for v in new.verdicts}
     out = []
     for vid in [*before, *(k for k in after if k not in before)]:
         o, n = before.get(vid), after.get(vid)
         os_, ns = (_verdict_side(o) if o is not None else None), (_verdict_side(n) if n is not None else None)
         if os_ is not None and ns is not None and (os_.verdict, bool(os_.error)) == (ns.verdict, bool(ns.error)):
             continue
-        out.append(VerdictChange(vid, _turns(n if n is not None else o or {}), os_, ns))
+        out.append(VerdictChange(vid, (n or o or VerdictLine()).turn_numbers, os_, ns))
     return out
 
 
-def _results(run: RunFile, metrics: list[str]) -> dict[tuple[str, str], tuple[dict[str, Any], int]]:
+def _results(run: RunFile, metrics: list[str]) -> dict[tuple[str, str], tuple[ResultLine, int]]:
     """(metric, conversation id) -> (result, position); a conversation whose run failed has an error result for
     each of ``metrics`` it lacks."""
-    out: dict[tuple[str, str], tuple[dict[str, Any], int]] = {}
+    out: dict[tuple[str, str], tuple[ResultLine, int]] = {}
     for cid, conv in run.conversations.items():
         position = conv.order if conv.place is None else conv.place
         for key, result in conv.results.items():
             out[(key, cid)] = (result, position)
         if conv.run_error:
             for key in metrics:
-                out.setdefault((key, cid), ({"status": "error", "score": None,
-                                             "reason": f"the run of this conversation failed: {conv.run_error}"},
-                                            position))
+                out.setdefault((key, cid), (ResultLine(status="error", reason="the run of this conversation "
+                                                       f"failed: {conv.run_error}"), position))
     return out
 
 
-def _pass_rate(results: Iterable[dict[str, Any]]) -> PassRate:
+def _pass_rate(results: Iterable[ResultLine]) -> PassRate:
     statuses = [_side(r).status for r in results]
     return PassRate(statuses.count("passed"), statuses.count("failed"), statuses.count("error"),
                     statuses.count("not_applicable"))
@@ -300,7 +272,7 @@ def compare(old: RunFile, new: RunFile, *, metrics: Iterable[str] | None = None,
             continue
         o, n = a.get(key), b.get(key)
         so, sn = (_side(o[0]) if o else None), (_side(n[0]) if n else None)
-        pair = Pair(metric, cid, _kind(so, sn), so, sn, (n or o or ({}, 0))[1])
+        pair = Pair(metric, cid, _kind(so, sn), so, sn, (n or o or (None, 0))[1])
         if o and n and so is not None and sn is not None and "error" not in (so.status, sn.status):
             pair.verdicts = verdict_changes(o[0], n[0])
         pairs.append(pair)

@@ -71,7 +71,7 @@ def _observed(run: RunFile, field_name: str) -> dict[str, list[Any]]:
     seen: dict[str, dict[str, Any]] = {}
     for conv in run.conversations.values():
         for key, result in conv.results.items():
-            value = result.get(field_name)
+            value = getattr(result, field_name)
             seen.setdefault(key, {})[json.dumps(value, sort_keys=True)] = value
     return {k: list(v.values()) for k, v in seen.items()}
 

@@ -16,10 +16,6 @@ from ..runs import ConversationLine, RunFacts, RunFile
 
 __all__ = ["Comparison", "Row", "RunFacts", "compare_runs", "differs_in", "is_failing", "run_labels"]
 
-#: statuses that put a conversation among the failures
-FAILING = ("failed", "error")
-
-
 @dataclass
 class Row:
     """One conversation across the runs: its line in each run (None when absent)."""
@@ -52,16 +48,12 @@ def run_labels(n: int) -> list[str]:
     return out
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def is_failing(record: ConversationLine | None) -> bool:
     """A conversation line to look at first: its run failed, or a result failed, is an error or holds judge
     errors (an absent line is not: it is a difference)."""
     if record is None:
         return False
-    return bool(record.error) or any(r.get("status") in FAILING or r.get("errors") for r in record.results.values())
+    return bool(record.error) or any(r.failing for r in record.results.values())
 
 
 def _outcome(record: ConversationLine | None, metric: str) -> tuple[object, ...]:
@@ -71,8 +63,8 @@ def _outcome(record: ConversationLine | None, metric: str) -> tuple[object, ...]
     result = record.results.get(metric)
     if result is None:
         return ("run error", True) if record.error else ("none",)
-    score = _number(result.get("score"))
-    return (result.get("status"), None if score is None else round(score, 6))
+    score = result.number
+    return (result.status, None if score is None else round(score, 6))
 
 
 def differs_in(records: Sequence[ConversationLine | None], metric: str) -> bool:

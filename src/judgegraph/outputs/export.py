@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from ..runs import ConversationLine, HeaderLine, InputErrorLine, RunFile, SummaryLine, read_run
+from ..runs import ConversationLine, HeaderLine, InputErrorLine, RunFile, SummaryLine, UsageLine, read_run
 
 if TYPE_CHECKING:
     import pandas
@@ -59,12 +59,10 @@ class Results:
             if not rec.results:
                 out.append({c: base.get(c) for c in RESULT_COLUMNS} | {"status": "error" if rec.error else None})
             for metric, r in rec.results.items():
-                usage = r.get("usage") or {}
-                row = {**base, "metric": metric, "status": r.get("status"), "score": r.get("score"),
-                       "threshold": r.get("threshold"), "passed": r.get("passed"), "judge": r.get("judge"),
-                       "judge_errors": len(r.get("errors") or []), "reason": r.get("reason"),
-                       "calls": usage.get("calls"), "input_tokens": usage.get("input_tokens"),
-                       "output_tokens": usage.get("output_tokens")}
+                usage = r.usage or UsageLine()
+                row = {**base, "metric": metric, "status": r.status, "score": r.score, "threshold": r.threshold,
+                       "passed": r.passed, "judge": r.judge, "judge_errors": len(r.errors), "reason": r.reason,
+                       "calls": usage.calls, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
                 out.append({c: row.get(c) for c in RESULT_COLUMNS})
         return out
 
@@ -73,8 +71,8 @@ class Results:
         out = []
         for rec in self.conversations:
             for metric, r in rec.results.items():
-                for i, verdict in enumerate(r.get("verdicts") or []):
-                    flat = {k: v for k, v in verdict.items()
+                for i, verdict in enumerate(r.verdicts):
+                    flat = {k: v for k, v in verdict.data().items()
                             if k not in NESTED and (v is None or isinstance(v, (str, int, float, bool)))}
                     out.append({"position": rec.position, "conversation_id": rec.conversation_id,
                                 "metric": metric, "verdict_index": i, **flat})

@@ -152,7 +152,7 @@ def _judged_inputs(files: Sequence[RunFile], inputs: Sequence[str | Path], probl
     return out
 
 
-def _summary(conversations: list[Shown], metrics: list[str]) -> dict[str, MetricSummary]:
+def _summary(conversations: list[ConversationLine], metrics: list[str]) -> dict[str, MetricSummary]:
     out: dict[str, MetricSummary] = {}
     for m in metrics:
         counts = dict.fromkeys(STATUSES, 0)
@@ -160,15 +160,13 @@ def _summary(conversations: list[Shown], metrics: list[str]) -> dict[str, Metric
         scores: list[float] = []
         judge_errors = 0
         for c in conversations:
-            r = c["results"].get(m)
-            if not r:
+            if (r := c.results.get(m)) is None:
                 continue
-            if r.get("status") in counts:  # read_run names any other status; None: a result without one
-                counts[r["status"]] += 1
-            judge_errors += len(r.get("errors") or [])
-            score = r.get("score")
-            if isinstance(score, (int, float)) and 0.0 <= score <= 1.0:
-                scores.append(float(score))
+            if r.status in counts:  # read_run names any other status; None: a result without one
+                counts[r.status] += 1
+            judge_errors += len(r.errors)
+            if (score := r.number) is not None and 0.0 <= score <= 1.0:
+                scores.append(score)
                 hist[min(int(score * BINS), BINS - 1)] += 1
         out[m] = MetricSummary(passed=counts["passed"], failed=counts["failed"], error=counts["error"],
                                not_applicable=counts["not_applicable"], judge_errors=judge_errors, histogram=hist,
@@ -176,14 +174,14 @@ def _summary(conversations: list[Shown], metrics: list[str]) -> dict[str, Metric
     return out
 
 
-def _totals(results: RunFile, conversations: list[Shown], summary: dict[str, MetricSummary]) -> Totals:
+def _totals(results: RunFile, conversations: list[ConversationLine], summary: dict[str, MetricSummary]) -> Totals:
     def total(key: str) -> int:
         return sum(s[key] for s in summary.values())  # type: ignore[literal-required]  # one of the int keys
 
     return Totals(passed=total("passed"), failed=total("failed"), error=total("error"),
                   not_applicable=total("not_applicable"), conversations=len(conversations),
-                  results=sum(len(c["results"]) for c in conversations), judge_errors=total("judge_errors"),
-                  run_errors=sum(1 for c in conversations if c.get("error")), input_errors=len(results.input_errors),
+                  results=sum(len(c.results) for c in conversations), judge_errors=total("judge_errors"),
+                  run_errors=sum(1 for c in conversations if c.error), input_errors=len(results.input_errors),
                   unreadable_lines=len(results.problems))
 
 
@@ -191,7 +189,7 @@ def _shown(record: ConversationLine | None) -> Shown:
     """What the page keeps of a conversation line."""
     if record is None:
         return {"source": None, "error": None, "results": {}}
-    return {"source": record.source, "error": record.error, "results": record.results}
+    return {"source": record.source, "error": record.error, "results": {k: r.data() for k, r in record.results.items()}}
 
 
 def _input_errors(files: Sequence[RunFile], labels: Sequence[str]) -> list[dict[str, Any]]:
@@ -230,8 +228,8 @@ def report_data(results: RunFile | Sequence[RunFile], *,
     runs: list[dict[str, Any]] = []
     summaries, totals = [], []
     for i, (f, facts) in enumerate(zip(files, comparison.runs)):
-        own = [_shown(record) for row in comparison.rows if (record := row.records[i]) is not None]
-        summaries.append(_summary(own, [m for m in comparison.metrics if any(m in c["results"] for c in own)]))
+        own = [record for row in comparison.rows if (record := row.records[i]) is not None]
+        summaries.append(_summary(own, [m for m in comparison.metrics if any(m in c.results for c in own)]))
         totals.append(_totals(f, own, summaries[-1]))
         runs.append({**facts.to_json(), "summary": summaries[-1], "totals": totals[-1]})
     conversations: list[PageConversation] = []
@@ -334,8 +332,8 @@ def _tables(data: ReportData) -> dict[str, str]:
     runs = [RunFacts(**{k: v for k, v in r.items() if k in fields}) for r in data["runs"]]
     compare = bool(data["compare"])
     def line(cid: str, shown: Shown | PageConversation | None) -> ConversationLine | None:
-        return None if shown is None else ConversationLine(conversation_id=cid, source=shown["source"],
-                                                           error=shown["error"], results=shown["results"])
+        return None if shown is None else ConversationLine.model_validate(
+            {"conversation_id": cid, "source": shown["source"], "error": shown["error"], "results": shown["results"]})
 
     rows = [Row(c["id"], [line(c["id"], r) for r in (c["runs"] if compare else [c])], c["position"], c["differs"],
                 c["failing"]) for c in data["conversations"]]
@@ -388,7 +386,7 @@ def report_html(runs: Sequence[RunFile], *, inputs: Sequence[str | Path] = (),
     """The report page of ``runs`` (one, or several side by side), the data it renders (:func:`report_data`) and
     the problems met building it: what :func:`write_report` writes, and what ``judgegraph view`` serves."""
     data, problems = report_data(runs, inputs=inputs)
-    llm = any(str(r.get("judge", "")).startswith("llm") for f in runs for c in f.conversations.values()
+    llm = any(str(r.judge or "").startswith("llm") for f in runs for c in f.conversations.values()
               for r in c.results.values())
     names = [Path(f.path).name for f in runs]
     default = f"judgegraph report: {names[0]}" if len(names) == 1 else "judgegraph report: " + " vs ".join(names)

@@ -205,10 +205,9 @@ def _matrix_cell(record: ConversationLine | None, metric: str, run: int, label: 
     result = record.results.get(metric)
     if result is None:
         return f'<td {attrs}>—</td>'
-    status = result.get("status")
-    score = result.get("score")
-    sort = f' data-score="{score:.6f}"' if isinstance(score, (int, float)) and not isinstance(score, bool) else ""
-    errors = len(result.get("errors") or [])
+    status, score = result.status, result.score
+    sort = f' data-score="{score:.6f}"' if score is not None else ""
+    errors = len(result.errors)
     err = f'<div class="judge-error small">{errors} judge err</div>' if errors else ""
     title = f' title="run {_e(label)}: {_e(metric)}"' if compare else ""
     return (f'<td {attrs} data-status="{_e(status)}"{sort}{title}><span class="status {_e(status or "none")}">'

@@ -20,10 +20,12 @@ from .record import (
     InputErrorLine,
     PairwiseLine,
     RecordType,
+    ResultLine,
     SummaryLine,
     UsageLine,
+    VerdictLine,
 )
 
 __all__ = ["NOT_RESULTS", "RECORD_TYPES", "STATUSES", "BatchLine", "ConversationLine", "HeaderLine",
-           "InputErrorLine", "NotAResultsFile", "PairwiseLine", "RecordType", "RunFacts", "RunFile", "SummaryLine",
-           "UsageLine", "conversation_problem", "first_record", "is_results_file", "read_header", "read_run"]
+           "InputErrorLine", "NotAResultsFile", "PairwiseLine", "RecordType", "ResultLine", "RunFacts", "RunFile", "SummaryLine",
+           "UsageLine", "VerdictLine", "conversation_problem", "first_record", "is_results_file", "read_header", "read_run"]

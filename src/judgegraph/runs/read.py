@@ -39,9 +39,11 @@ from .record import (
     ConversationLine,
     HeaderLine,
     InputErrorLine,
+    ResultLine,
     SummaryLine,
     UsageLine,
     number,
+    wrong_field,
 )
 from .resultsfile import restore_elided
 
@@ -186,7 +188,7 @@ class RunFile:
     batches: list[BatchLine] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # FILE:LINE: why, for every line left out
     #: the results of the lines a later line of the same id replaced (kept when asked: their judgements cost too)
-    replaced: list[dict[str, dict[str, Any]]] = field(default_factory=list)
+    replaced: list[dict[str, ResultLine]] = field(default_factory=list)
 
     @property
     def rejudged(self) -> int:
@@ -213,7 +215,7 @@ class RunFile:
             seen.update(dict.fromkeys(self.header.metric_names()))
         return list(seen)
 
-    def _results(self, metric: str) -> list[dict[str, Any]]:
+    def _results(self, metric: str) -> list[ResultLine]:
         return [c.results[metric] for c in self.conversations.values() if metric in c.results]
 
     @cached_property
@@ -235,7 +237,7 @@ class RunFile:
             known("judges", [j.describe() for j in entries], "header")
             facts.judge_names = [j.name for j in entries]
         else:
-            seen = [r.get("judge") for m in metrics for r in self._results(m)]
+            seen = [r.judge for m in metrics for r in self._results(m)]
             if names := list(dict.fromkeys(j for j in seen if isinstance(j, str))):
                 known("judges", names, "lines")
                 facts.judge_names = list(names)
@@ -245,7 +247,7 @@ class RunFile:
         elif metrics:
             thresholds: dict[str, float | None] = {}
             for m in metrics:
-                values = {number(r.get("threshold")) for r in self._results(m)} - {None}
+                values = {number(r.threshold) for r in self._results(m)} - {None}
                 thresholds[m] = values.pop() if len(values) == 1 else None
             known("thresholds", thresholds, "lines")
         if isinstance(summary.pass_rate, dict) and summary.pass_rate:
@@ -253,7 +255,7 @@ class RunFile:
         elif metrics:
             rates: dict[str, float | None] = {}
             for m in metrics:
-                judged = [r.get("status") for r in self._results(m) if r.get("status") in ("passed", "failed", "error")]
+                judged = [r.status for r in self._results(m) if r.judged]
                 rates[m] = sum(s == "passed" for s in judged) / len(judged) if judged else None
             known("pass_rate", rates, "lines")
         costs = [v for c in self.conversations.values() if (v := number(c.cost_usd)) is not None]
@@ -264,8 +266,7 @@ class RunFile:
         if number(summary.duration_s) is not None:
             known("duration_s", number(summary.duration_s), "summary")
         usage, where = summary.usage_line(), "summary"
-        if usage is None and (usages := [UsageLine.model_validate(r["usage"]) for m in metrics
-                                         for r in self._results(m) if isinstance(r.get("usage"), dict)]):
+        if usage is None and (usages := [r.usage for m in metrics for r in self._results(m) if r.usage]):
             usage, where = UsageLine(calls=sum(u.calls or 0 for u in usages),
                                      input_tokens=sum(u.input_tokens or 0 for u in usages),
                                      output_tokens=sum(u.output_tokens or 0 for u in usages)), "lines"
@@ -344,7 +345,7 @@ def read_run(path: str | Path, *, keep_transcripts: bool = True, keep_replaced: 
             try:
                 conv = ConversationLine.model_validate({**record, "line": n})
             except ValidationError as exc:  # the fields conversation_problem checks cannot fail here
-                run.problems.append(f"{path}:{n}: {exc.errors()[0].get('msg')}")
+                run.problems.append(f"{path}:{n}: {wrong_field(exc)}")
                 continue
             if (earlier := run.conversations.get(conv.conversation_id)) is not None:
                 conv.replaces = (*earlier.replaces, earlier.line)

@@ -13,16 +13,29 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
-__all__ = ["RECORD_TYPES", "STATUSES", "BatchLine", "ConversationLine", "HeaderLine", "InputErrorLine",
-           "PairwiseLine", "RecordType", "SummaryLine", "UsageLine"]
+__all__ = ["RECORD_TYPES", "STATUSES", "BatchLine", "ConversationLine", "ErrorLine", "HeaderLine", "InputErrorLine",
+           "PairwiseLine", "RecordType", "ResultLine", "ReviewLine", "SummaryLine", "UsageLine", "VerdictLine", "VoteLine"]
 
 RecordType = Literal["header", "conversation", "input_error", "summary", "batch"]
 #: the record types a results file holds
 RECORD_TYPES: tuple[str, ...] = get_args(RecordType)
 #: a metric result's statuses (judgegraph.data.results.Status)
 STATUSES = frozenset({"passed", "failed", "error", "not_applicable"})
+#: the statuses a pass rate counts (``not_applicable`` is not judged)
+JUDGED = frozenset({"passed", "failed", "error"})
+#: the statuses that make a result one to look at first
+FAILING = frozenset({"failed", "error"})
 
 
 class _Line(BaseModel):
@@ -33,12 +46,34 @@ class _Line(BaseModel):
         return self.model_dump(exclude_unset=True)
 
 
+class _Ordered(_Line):
+    """A line written back with its keys in the order read (a nested part of a conversation line: its dumps are
+    compared byte for byte), strict so no value is coerced on the way (a wrong type is a named bad line)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    _keys: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember(cls, data: object, handler: ValidatorFunctionWrapHandler) -> _Ordered:
+        line: _Ordered = handler(data)
+        if isinstance(data, dict):
+            line._keys = tuple(data)
+        return line
+
+    @model_serializer(mode="wrap")
+    def _in_order(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        out: dict[str, object] = handler(self)
+        order = {k: i for i, k in enumerate(self._keys)}
+        return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
+
+
 class UsageLine(_Line):
     """Judge calls and tokens (a summary's, or a metric result's)."""
 
-    calls: float | None = None
-    input_tokens: float | None = None
-    output_tokens: float | None = None
+    calls: int | float | None = None
+    input_tokens: int | float | None = None
+    output_tokens: int | float | None = None
 
     @property
     def tokens(self) -> int:
@@ -160,6 +195,123 @@ class BatchLine(_Line):
     failed: object = None  # and usage, cost_usd, ...
 
 
+class ErrorLine(_Ordered):
+    """A judgement that could not be made (:class:`judgegraph.data.results.JudgeErrorInfo`)."""
+
+    where: str | None = None
+    step: str | None = None
+    message: str | None = None
+    attempts: int | None = None
+
+
+class VoteLine(_Ordered):
+    """One juror's (or repeat's) answer behind a verdict (:class:`judgegraph.data.results.Vote`)."""
+
+    judge: str | None = None
+    repeat: int | None = None
+    verdict: str | None = None
+    score: int | float | None = None
+    reason: str | None = None
+    error: str | None = None
+
+
+class ReviewLine(_Ordered):
+    """A person's decision on a verdict, with what the judge had said (:class:`judgegraph.data.results.Review`)."""
+
+    by: str | None = None
+    judge_verdict: str | None = None
+    judge_reason: str | None = None
+    note: str | None = None
+
+
+class VerdictLine(_Ordered):
+    """One verdict of a metric result (:class:`judgegraph.data.results.Verdict` as dumped, a metric's own fields
+    kept): its id, the turns (0-based) it is about, the verdict (None: the judge failed), why, and what it cost."""
+
+    turns: list[int] | None = None
+    verdict: str | None = None
+    reason: str | None = None
+    score: int | float | None = None
+    error: str | None = None
+    attempts: int | None = None
+    usage: UsageLine | None = None
+    transcript: list[dict[str, Any]] | None = None  # the requests as sent and answered (JudgeAttempt), shown as read
+    review: ReviewLine | None = None
+    votes: list[VoteLine] = []
+    id: str | int | None = None  # None in a file written before ids were stored
+    reply: str | None = None  # the judged reply (a window verdict's)
+
+    @property
+    def split(self) -> str | None:
+        """Why its votes disagree (``jurors split``, ``flaky across repeats``); None when they agree."""
+        if len({v.verdict for v in self.votes} - {None}) < 2:
+            return None
+        return "jurors split" if len({v.judge for v in self.votes}) > 1 else "flaky across repeats"
+
+    @property
+    def turn_numbers(self) -> list[int]:
+        """The turns it is about, 1-based as a person reads them."""
+        return [t + 1 for t in self.turns or []]
+
+    @property
+    def key(self) -> str:
+        """Its id; in a file written before ids were stored, the id its fields give (its window, its turns)."""
+        if self.id is not None:
+            return str(self.id)
+        if (window := (self.__pydantic_extra__ or {}).get("window")) is not None:
+            return str(window)
+        return ",".join(map(str, self.turn_numbers)) or "conversation"
+
+    @property
+    def decided(self) -> bool:
+        """It has an id and a yes/no verdict (one a person can review)."""
+        return self.id is not None and self.verdict in ("yes", "no")
+
+
+class ResultLine(_Ordered):
+    """A metric's result in a conversation line (:class:`judgegraph.data.results.MetricResult` as dumped); every
+    field optional, as an older file may lack it."""
+
+    key: str | None = None
+    conversation_id: str | None = None
+    score: int | float | None = None
+    threshold: int | float | None = None
+    passed: bool | None = None
+    status: str | None = None  # one of STATUSES (read_run checks), None in an older file
+    reason: str | None = None
+    judge: str | None = None
+    strict_mode: bool | None = None
+    value: object = None
+    verdicts: list[VerdictLine] = []
+    errors: list[ErrorLine] = []
+    usage: UsageLine | None = None
+    details: dict[str, Any] | None = None
+    transcript: list[dict[str, Any]] | None = None
+
+    @property
+    def outcome(self) -> str:
+        """Its status; in a file written before results had one, the status its ``passed`` and errors give."""
+        if self.status is not None:
+            return self.status
+        return ("passed" if self.passed is True else "failed" if self.passed is False
+                else "error" if self.errors else "not_applicable")
+
+    @property
+    def judged(self) -> bool:
+        """Its status counts in a pass rate (passed, failed or a judge error; not ``not_applicable``)."""
+        return self.status in JUDGED
+
+    @property
+    def failing(self) -> bool:
+        """One to look at first: failed, an error, or holding judge errors."""
+        return self.status in FAILING or bool(self.errors)
+
+    @property
+    def number(self) -> float | None:
+        """Its score as a float (None: none)."""
+        return number(self.score)
+
+
 class ConversationLine(_Line):
     """A conversation judged: its id, place in the inputs, the run's error (the whole conversation failed),
     its results by metric (each a JSON object with ``verdicts`` and ``errors`` lists) and its cost. ``simulate``
@@ -170,7 +322,7 @@ class ConversationLine(_Line):
     position: object = None
     source: object = None
     error: object = None
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, ResultLine] = {}
     cost_usd: object = None
     conversation: object = None
     #: the file line it was read from, and the earlier lines of the same id it replaced (not written)
@@ -198,6 +350,12 @@ class PairwiseLine(_Line):
     """A line ``judgegraph pairwise --out`` writes: not part of a results file."""
 
     type: Literal["pairwise"] = "pairwise"
+
+
+def wrong_field(exc: ValidationError) -> str:
+    """What a line's validation found, naming the field (``field 'results.m.passed': why``)."""
+    first = exc.errors()[0]
+    return f"field '{'.'.join(map(str, first['loc']))}': {first['msg']}"
 
 
 def number(value: object) -> float | None:

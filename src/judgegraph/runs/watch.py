@@ -320,7 +320,8 @@ def file_summary(path: str | Path, judge: str = "", prices: Prices | None = None
             continue
     for results in run.replaced:
         try:
-            summary.usage = summary.usage + ConversationOutcome.from_json({"results": results}).usage
+            summary.usage = summary.usage + ConversationOutcome.from_json(
+                {"results": {k: r.data() for k, r in results.items()}}).usage
         except ValueError:
             continue
     return summary

@@ -23,8 +23,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from ..data.results import metric_key
-from ..runs import RunFile, read_run
+from ..runs import ConversationLine, ResultLine, RunFile, VerdictLine, read_run
+from ..runs.record import wrong_field
 from ..stats.raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, Statistic, bootstrap_ci, confusion, figure
 from .labels import Label, LabelError, LabelSet, LabelValue, polarity, review_labels, yes_no_error
 
@@ -133,28 +136,32 @@ class AgreementReport:
 ResultsLike = str | Path | RunFile | Iterable[Mapping[str, Any]] | Iterable[Any]
 
 
-def _records(results: ResultsLike) -> tuple[list[dict[str, Any]], list[str]]:
-    """Results records (``judgegraph eval --out`` lines) from a path, a run read, records, or ConversationOutcome
-    objects, with the lines of a file that could not be read."""
+def _records(results: ResultsLike) -> tuple[list[ConversationLine], list[str]]:
+    """The conversation lines of a path, a run read, records, or ConversationOutcome objects, with the lines of a
+    file (or the records) that could not be read."""
     if isinstance(results, (str, Path, RunFile)):
         run = results if isinstance(results, RunFile) else read_run(results)
-        return [c.data() for c in run.conversations.values()], run.problems
-    out = []
-    for item in getattr(results, "outcomes", results):
+        return list(run.conversations.values()), run.problems
+    out, problems = [], []
+    for i, item in enumerate(getattr(results, "outcomes", results)):
         if isinstance(item, Mapping):
-            out.append(dict(item))
+            record = dict(item)
         elif hasattr(item, "to_json"):
-            out.append({"type": "conversation", **item.to_json()})
+            record = {"type": "conversation", **item.to_json()}
         else:
             raise TypeError(f"agreement: cannot read results from {type(item).__name__}")
-    return out, []
+        if record.get("type", "conversation") == "conversation":
+            try:
+                out.append(ConversationLine.model_validate({**record, "type": "conversation"}))
+            except ValidationError as exc:
+                problems.append(f"record {i + 1}: {wrong_field(exc)}")
+    return out, problems
 
 
-def _judge_value(verdict: Mapping[str, Any]) -> tuple[object, str]:
-    review = verdict.get("review")
-    if isinstance(review, Mapping):
-        return review.get("judge_verdict"), str(review.get("judge_reason") or "")
-    return verdict.get("verdict"), str(verdict.get("reason") or "")
+def _judge_value(verdict: VerdictLine) -> tuple[object, str]:
+    if (review := verdict.review) is not None:
+        return review.judge_verdict, review.judge_reason or ""
+    return verdict.verdict, verdict.reason or ""
 
 
 def _judge_label(value: object) -> LabelValue | None:
@@ -168,46 +175,40 @@ def _judge_label(value: object) -> LabelValue | None:
     return str(value)
 
 
-def _turns(verdict: Mapping[str, Any]) -> list[int]:
-    """A verdict's 0-based turn indices, as read from a results file (anything else in the list is left out)."""
-    turns = verdict.get("turns")
-    return [t for t in turns if isinstance(t, int) and not isinstance(t, bool)] if isinstance(turns, list) else []
-
-
-def _match(label: Label, result: Mapping[str, Any]) -> tuple[Pair | None, str]:
-    verdicts = [v for v in result.get("verdicts") or [] if isinstance(v, Mapping)]
+def _match(label: Label, key: str, result: ResultLine) -> tuple[Pair | None, str]:
+    verdicts = result.verdicts
 
     def pair(verdict_id: str, turns: list[int], judge: object, reason: str) -> Pair:
-        return Pair(label.conversation_id, str(result.get("key")), verdict_id, turns, label.value, _judge_label(judge),
+        return Pair(label.conversation_id, key, verdict_id, turns, label.value, _judge_label(judge),
                     reason, label.source, label.person, label.note)
 
     if label.verdict_id is None and label.turn is None:  # the whole result
         if isinstance(label.value, float):
-            judge: object = result.get("score")
+            judge: object = result.score
         else:
-            judge = result.get("value")
-            if judge is None and result.get("passed") is not None:
-                judge = "yes" if result["passed"] else "no"
-        return pair("result", [], judge, str(result.get("reason") or "")), ""
+            judge = result.value
+            if judge is None and result.passed is not None:
+                judge = "yes" if result.passed else "no"
+        return pair("result", [], judge, result.reason or ""), ""
     if label.verdict_id is not None:
-        found = [v for v in verdicts if str(v.get("id")) == label.verdict_id]
+        found = [v for v in verdicts if str(v.id) == label.verdict_id]
         if not found:
-            ids = ", ".join(str(v.get("id")) for v in verdicts[:8]) or "none"
+            ids = ", ".join(str(v.id) for v in verdicts[:8]) or "none"
             return None, f"no verdict {label.verdict_id!r} (verdicts: {ids}{', ...' if len(verdicts) > 8 else ''})"
     else:
         index = (label.turn or 0) - 1
-        about = [v for v in verdicts if index in _turns(v)]
-        ending = [v for v in about if max(_turns(v)) == index]
+        about = [v for v in verdicts if index in (v.turns or [])]
+        ending = [v for v in about if max(v.turns or []) == index]
         found = ending or about
         if not found:
-            ids = ", ".join(str(v.get("id")) for v in verdicts[:8]) or "none"
+            ids = ", ".join(str(v.id) for v in verdicts[:8]) or "none"
             return None, f"no verdict is about turn {label.turn} (verdicts: {ids}{', ...' if len(verdicts) > 8 else ''})"
         if len(found) > 1:
             return None, (f"{len(found)} verdicts are about turn {label.turn} "
-                          f"({', '.join(str(v.get('id')) for v in found[:8])}): give its verdict_id")
+                          f"({', '.join(str(v.id) for v in found[:8])}): give its verdict_id")
     verdict = found[0]
     judge_label, reason = _judge_value(verdict)
-    return pair(str(verdict.get("id")), [t + 1 for t in _turns(verdict)], judge_label, reason), ""
+    return pair(str(verdict.id), verdict.turn_numbers, judge_label, reason), ""
 
 
 def _yes_no(metric: str, pairs: list[Pair], errors: list[LabelError]) -> list[Pair]:
@@ -297,27 +298,23 @@ def agreement(results: ResultsLike, labels: str | Path | Iterable[Label] | Itera
     if reviews:
         report.sources["reviews"] = str(results) if isinstance(results, (str, Path)) else "results"
     wanted = None if metrics is None else {metric_key(m) for m in metrics}
-    index: dict[tuple[str, str], Mapping[str, Any]] = {}
+    index: dict[tuple[str, str], tuple[str, ResultLine]] = {}
     conversations: set[str] = set()
     for record in records:
-        if record.get("type", "conversation") != "conversation":
-            continue
-        cid = str(record.get("conversation_id"))
-        conversations.add(cid)
-        for key, result in (record.get("results") or {}).items():
-            if isinstance(result, Mapping):
-                index[(cid, metric_key(key))] = {**result, "key": key}
+        conversations.add(record.conversation_id)
+        for key, result in record.results.items():
+            index[(record.conversation_id, metric_key(key))] = key, result
     pairs: dict[tuple[str, str, str], Pair] = {}  # a later label on the same verdict replaces an earlier one
     for label in given:
         if wanted is not None and metric_key(label.metric) not in wanted:
             continue
-        result = index.get((label.conversation_id, metric_key(label.metric)))
-        if result is None:
+        found = index.get((label.conversation_id, metric_key(label.metric)))
+        if found is None:
             why = (f"no {label.metric} result for this conversation" if label.conversation_id in conversations
                    else "no such conversation in the results")
             report.unmatched.append(Unmatched(label, why))
             continue
-        matched, why = _match(label, result)
+        matched, why = _match(label, *found)
         if matched is None:
             report.unmatched.append(Unmatched(label, why))
         else:

@@ -34,9 +34,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..loaders.base import InputError
+
+if TYPE_CHECKING:
+    from ..runs import ConversationLine
 
 LabelValue = str | float
 Source = Literal["labels", "mlflow", "langsmith"]
@@ -376,22 +379,11 @@ def read_labels(path: str | Path) -> LabelSet:
     return out
 
 
-def review_labels(records: Iterable[dict[str, Any]]) -> list[Label]:
-    """The review decisions of results records (``judgegraph eval --out`` lines) as labels: a reviewed
-    verdict's ``verdict`` is the person's decision (``review.judge_verdict`` what the judge had said)."""
-    out: list[Label] = []
-    for record in records:
-        if record.get("type") != "conversation":
-            continue
-        for key, result in (record.get("results") or {}).items():
-            if not isinstance(result, dict):
-                continue
-            for verdict in result.get("verdicts") or []:
-                review = verdict.get("review") if isinstance(verdict, dict) else None
-                if not isinstance(review, dict) or verdict.get("verdict") is None or verdict.get("id") is None:
-                    continue
-                out.append(Label(conversation_id=str(record.get("conversation_id")), metric=key,
-                                 value=label_value(verdict["verdict"]), verdict_id=str(verdict["id"]),
-                                 source="review", by=str(review.get("by") or "human"),
-                                 note=str(review.get("note") or "")))
-    return out
+def review_labels(records: Iterable[ConversationLine]) -> list[Label]:
+    """The review decisions of a run's conversation lines (:attr:`judgegraph.runs.RunFile.conversations`) as
+    labels: a reviewed verdict's ``verdict`` is the person's decision (``review.judge_verdict`` what the judge had
+    said)."""
+    return [Label(conversation_id=record.conversation_id, metric=key, value=label_value(v.verdict),
+                  verdict_id=str(v.id), source="review", by=v.review.by or "human", note=v.review.note or "")
+            for record in records for key, result in record.results.items() for v in result.verdicts
+            if v.review is not None and v.verdict is not None and v.id is not None]

@@ -19,9 +19,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from ..runs import ConversationLine
+from ..runs import ConversationLine, ResultLine, VerdictLine
+from ..runs.record import number
 from ..trust.labels import Label, LabelError, LabelSet, read_labels
 
 Strategy = Literal["disagreement", "random", "failures"]
@@ -59,16 +60,14 @@ def label_key(label: Label) -> tuple[str, str, str]:
                                                  else f"turn {label.turn}" if label.turn is not None else "result")
 
 
-def _why(verdict: dict[str, Any], result: dict[str, Any]) -> tuple[int, str]:
-    """How much a disagreement-first queue wants this verdict first (lower first) and why."""
-    votes = [v.get("verdict") for v in verdict.get("votes") or [] if isinstance(v, dict)]
-    if len({v for v in votes if v is not None}) > 1:
-        judges = {v.get("judge") for v in verdict.get("votes") or [] if isinstance(v, dict)}
-        return 0, "jurors split" if len(judges) > 1 else "flaky across repeats"
-    score, threshold = result.get("score"), result.get("threshold")
-    if isinstance(score, (int, float)) and isinstance(threshold, (int, float)) and abs(score - threshold) <= NEAR:
+def _why(verdict: VerdictLine | None, result: ResultLine) -> tuple[int, str]:
+    """How much a disagreement-first queue wants this verdict (None: the result itself) first (lower first) and why."""
+    if verdict is not None and (split := verdict.split):
+        return 0, split
+    score, threshold = result.number, number(result.threshold)
+    if score is not None and threshold is not None and abs(score - threshold) <= NEAR:
         return 1, "near the threshold"
-    if verdict.get("verdict") == "no" or result.get("passed") is False:
+    if (verdict is not None and verdict.verdict == "no") or result.passed is False:
         return 2, "a failure"
     return 3, ""
 
@@ -82,21 +81,17 @@ def build_queue(conversations: Iterable[ConversationLine], strategy: Strategy = 
     for record in conversations:
         cid = record.conversation_id
         for metric, result in record.results.items():
-            verdicts = [v for v in result.get("verdicts") or [] if isinstance(v, dict) and v.get("id") is not None
-                        and v.get("verdict") in ("yes", "no")]
-            if verdicts:
-                ends = Counter(max(t) for v in result.get("verdicts") or [] if isinstance(v, dict)
-                               and (t := [x for x in v.get("turns") or [] if isinstance(x, int)]))
+            if verdicts := [v for v in result.verdicts if v.decided]:
+                ends = Counter(max(v.turns) for v in result.verdicts if v.turns)
                 for v in verdicts:
                     priority, why = _why(v, result)
-                    turns = [t + 1 for t in v.get("turns") or [] if isinstance(t, int)]
-                    items.append(Item(cid, metric, str(v["id"]), turns, str(v.get("reply") or ""), v.get("verdict"),
-                                      str(v.get("reason") or ""), why, priority,
-                                      max(turns) if turns and ends[max(turns) - 1] == 1 else None))
-            elif result.get("passed") is not None:
-                priority, why = _why({"verdict": "yes" if result["passed"] else "no"}, result)
-                items.append(Item(cid, metric, None, [], "", "yes" if result["passed"] else "no",
-                                  str(result.get("reason") or ""), why, priority))
+                    turns = v.turn_numbers
+                    items.append(Item(cid, metric, v.key, turns, v.reply or "", v.verdict, v.reason or "", why,
+                                      priority, max(turns) if turns and ends[max(turns) - 1] == 1 else None))
+            elif result.passed is not None:
+                priority, why = _why(None, result)
+                items.append(Item(cid, metric, None, [], "", "yes" if result.passed else "no", result.reason or "",
+                                  why, priority))
     random.Random(seed).shuffle(items)
     if strategy == "failures":
         return [i for i in items if i.judge == "no"]

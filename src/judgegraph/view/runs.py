@@ -35,9 +35,8 @@ def _mean_scores(run: RunFile) -> dict[str, float | None]:
     scores: dict[str, list[float]] = {m: [] for m in run.metrics}
     for conv in run.conversations.values():
         for metric, result in conv.results.items():
-            score = result.get("score")
-            if isinstance(score, (int, float)) and not isinstance(score, bool):
-                scores.setdefault(metric, []).append(float(score))
+            if (score := result.number) is not None:
+                scores.setdefault(metric, []).append(score)
     return {m: (sum(s) / len(s) if s else None) for m, s in scores.items()}
 
 
