@@ -88,7 +88,7 @@ def eval_run(chats: Path, out: Path, responder: Callable[[ChatRequest], Reply], 
 
 
 def read_run(path: Path) -> dict[str, MetricResult]:
-    return {cid: MetricResult.model_validate(conv.results[METRIC])
+    return {cid: MetricResult.model_validate(conv.results[METRIC].data())
             for cid, conv in read_results(path).conversations.items()}
 
 

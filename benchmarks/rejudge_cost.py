@@ -75,7 +75,7 @@ def main() -> None:
         base = calls()
         _, wall_full = quiet(["eval", str(data), "-m", "turn-relevancy", *llm, "--rubric", rubric, "--out",
                               str(Path(tmp) / "full.jsonl"), "-q", "--no-progress"])
-        judged = sum(c.results["turn_relevancy"]["usage"]["calls"]
+        judged = sum(c.results["turn_relevancy"].usage.calls
                      for c in read_run(Path(tmp) / "full.jsonl").conversations.values())
         rows.append(("eval again, new rubric", calls() - base, wall_full))
         assert judged == calls() - base, (judged, calls() - base)

@@ -45,7 +45,7 @@ def judged(tmp_path_factory):
         with FakeOpenAIServer(responder) as server:
             assert main(["eval", str(chats), "--model", "gpt-4.1-mini", "--base-url", server.base_url,
                          "--window-size", "1", "--no-cache", "--out", str(out), "-q", "--no-progress"]) == 1
-        runs.append({cid: MetricResult.model_validate(conv.results["turn_relevancy"])
+        runs.append({cid: MetricResult.model_validate(conv.results["turn_relevancy"].data())
                      for cid, conv in read_run(out).conversations.items()})
     conversations = {c.conversation.id: c.conversation for c in load_files([chats]).conversations}
     merged = tmp / "merged.jsonl"

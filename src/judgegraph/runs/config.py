@@ -208,6 +208,7 @@ def refusal(spec: MetricSpec, given: dict[str, Any]) -> tuple[str | None, str] |
     from pydantic import SecretStr
 
     from ..judges.base import Endpoint, Judge
+    from ..metrics import build_metric
 
     if spec.settings is None:  # a spec of the older form: its factory checks its options
         return None
@@ -221,7 +222,7 @@ def refusal(spec: MetricSpec, given: dict[str, Any]) -> tuple[str | None, str] |
 
     def check(values: dict[str, Any]) -> str | None:
         try:
-            spec.factory(model=Placeholder(), **values)
+            build_metric(spec, Placeholder(), **values)
         except (ValueError, TypeError) as exc:
             return str(exc) or type(exc).__name__
         return None
