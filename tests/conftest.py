@@ -27,3 +27,25 @@ def bare_env():
     settings) plus PASSED_TO_SUBPROCESSES when set, so the subprocess runs the
     judgegraph under test, not whichever one is installed, with this test's cache."""
     return {"PATH": "/usr/bin:/bin", **{k: os.environ[k] for k in PASSED_TO_SUBPROCESSES if os.environ.get(k)}}
+
+
+@pytest.fixture
+def loop_passes(monkeypatch) -> list[int]:
+    """The passes of each run through the runner's one loop (``OpenRun.execute``), an entry per run: the loop
+    counted as it runs, whatever answers its judge requests (here, workers, Ray, the Batch API, a watch's polls)."""
+    from judgegraph.runs.runner import OpenRun
+
+    loops: list[int] = []
+    execute = OpenRun.execute
+
+    async def counted(self, plan, read, answering, stop, **kw):
+        async def passes(run, stop):
+            async for judge in answering(run, stop):
+                loops[-1] += 1
+                yield judge
+
+        loops.append(0)
+        return await execute(self, plan, read, passes, stop, **kw)
+
+    monkeypatch.setattr(OpenRun, "execute", counted)
+    return loops

@@ -329,31 +329,16 @@ def test_a_batch_run_has_the_run_header_and_summary_and_resume_refuses_other_set
         assert server.batches.created == created
 
 
-def test_a_batch_run_is_the_runners_one_loop_a_pass_per_batch_round(inputs, tmp_path, monkeypatch):
+def test_a_batch_run_is_the_runners_one_loop_a_pass_per_batch_round(inputs, tmp_path, loop_passes):
     """Issue 25: the Batch API answers judge requests under runner.evaluate_to_file's loop (OpenRun.execute), not
     a loop of its own; round 2 (the re-ask of an invalid reply) is a second pass of that loop."""
-    from judgegraph.runs.runner import OpenRun
-
-    loops: list[int] = []
-    execute = OpenRun.execute
-
-    async def counted(self, plan, read, answering, stop, **kw):
-        async def passes(run, stop):
-            async for judge in answering(run, stop):
-                loops[-1] += 1
-                yield judge
-
-        loops.append(0)
-        return await execute(self, plan, read, passes, stop, **kw)
-
-    monkeypatch.setattr(OpenRun, "execute", counted)
     with FakeOpenAIServer(ScriptedResponder([(reasks, NO), (reply_is("Paris"), [BROKEN, NO])], default=YES),
                           batch_polls=0) as server:
         judge = resolve_judge("openai:gpt-4.1-mini", base_url=server.base_url, cache=False)
         summary = asyncio.run(evaluate_batch_to_file([inputs], MetricPlan(None, judge), tmp_path / "out.jsonl",
                                                      poll_s=0.01))
         assert server.batches.created == 2
-    assert loops == [3]  # a pass per round, and the last finding nothing left to ask
+    assert loop_passes == [3]  # a pass per round, and the last finding nothing left to ask
     assert summary.exit_code == 0 and summary.conversations == 2 and summary.unfinished == 0
     kinds = [r["type"] for r in map(json.loads, (tmp_path / "out.jsonl").read_text().splitlines())]
     assert kinds[0] == "header" and kinds[-1] == "summary" and kinds.count("conversation") == 2

@@ -126,7 +126,7 @@ def test_passes_read_the_inputs_again_and_skip_what_an_earlier_pass_wrote(tmp_pa
     assert judged == ["a"] and len(errors) == 1 and summary.input_error_count == 1 and summary.conversations == 1
 
 
-def test_watch_runs_in_the_runners_loop_a_pass_per_poll(tmp_path, monkeypatch):
+def test_watch_runs_in_the_runners_loop_a_pass_per_poll(tmp_path, loop_passes):
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -135,24 +135,11 @@ def test_watch_runs_in_the_runners_loop_a_pass_per_poll(tmp_path, monkeypatch):
 
     saver = InMemorySaver()
     build_agent(saver).invoke({"messages": [HumanMessage("Weather in Paris?")]}, {"configurable": {"thread_id": "t"}})
-    loops: list[int] = []
-    execute = OpenRun.execute
-
-    async def counted(self, plan, read, answering, stop, **kw):
-        async def passes(run, stop):
-            async for judge in answering(run, stop):
-                loops[-1] += 1
-                yield judge
-
-        loops.append(0)
-        return await execute(self, plan, read, passes, stop, **kw)
-
-    monkeypatch.setattr(OpenRun, "execute", counted)
     watch = Watch(CheckpointerThreads(saver, "memory"), _plan(), tmp_path / "w.jsonl", Remembered(tmp_path / "s.db"),
                   idle=0, interval=0.01, max_polls=3)
     summary = asyncio.run(watch.run(asyncio.Event()))
     watch.remembered.close()
-    assert loops == [3] and summary.conversations == 1
+    assert loop_passes == [3] and summary.conversations == 1
 
 
 @pytest.mark.parametrize("mode", ["w", "a"])
