@@ -28,7 +28,7 @@ T = TypeVar("T")
 V = TypeVar("V", bound=Verdict)
 
 #: What a node returns: a state update, or a ``Command`` (an update and where to go next).
-StateUpdate = Union[dict[str, Any], Command]
+StateUpdate = Union[Mapping[str, Any], Command]
 
 #: A person's review decisions (:func:`apply_review`): ``{verdict id: {"verdict": ..., "reason": ...}}`` or
 #: ``{verdict id: "yes"}``, or a list of ``{"id", "verdict", "reason"}`` records; None or empty: no change.
