@@ -83,7 +83,7 @@ def session_graph(
             return REDUCE
         return send(state) if tasks and len(steps) == 1 else first
 
-    def reduce_score(state: Any) -> dict[str, Any]:
+    def reduce_score(state: Any) -> MetricState:
         conversation = conversation_of(state)
         result = (score(state, conversation) if applies(conversation)
                   else settings.policy().conclude(conversation, status="not_applicable", reason=not_applicable))
