@@ -97,7 +97,7 @@ def _judge_goal(settings: SessionSettings) -> RunnableLambda:
         return JudgeRequest(task="goal_completion", step=JUDGE_STEP, schema=GoalCompletionJudgement,
                             values={"conversation": agent_transcript(conversation), "goal": goal or INFER})
 
-    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> GoalState:
         conversation = conversation_of(state)
         goal, source = stated_goal(conversation)
         value = outcome.value if outcome.ok else None

@@ -165,7 +165,7 @@ class ExtractState(MetricState, total=False):
 
 def extract_step(
     settings: SessionSettings, node: str, task: str, step: str, schema: type[BaseModel],
-    read: Callable[[Any, Conversation], dict[str, Any]], **empty: Any,
+    read: Callable[[Any, Conversation], ExtractState], **empty: Any,
 ) -> RunnableLambda:
     """An extract-then-judge judge's first step, one call over the conversation: its
     update is ``empty`` replaced by ``read(answer, conversation)``, with ``extract_usage``
