@@ -73,6 +73,17 @@ def steer_for(old: MetricResult | None, verdicts: list[Verdict], chosen: frozens
                  values={} if rubric is None else {"rubric": rubric}, judge=judge, review=review)
 
 
+class Rejudged(TypedDict, total=False):
+    """A re-judged result's ``details["rejudged"]``."""
+
+    verdicts: Required[list[str]]  # the ids judged again
+    judge: Required[str]
+    judges: dict[str, list[str]]  # judge -> the ids it judged, when the result holds two judges' verdicts
+    windows: list[int]
+    rubric: str
+    prompt: str
+
+
 def _finish(new: MetricResult | None, steer: Steer, judge_name: str | None, rubric: str | None,
             prompt: PromptLike, old_judge: str | None = None) -> MetricResult | None:
     """``new`` with ``details.rejudged``: the verdicts judged again, by which judge, with which rubric or prompt;
@@ -83,12 +94,12 @@ def _finish(new: MetricResult | None, steer: Steer, judge_name: str | None, rubr
         raise RejudgeError(f"metric {new.key!r} has no rubric to change: give a prompt file instead")
     # the verdicts a judge step wrote, and those a later node made from a new answer (they differ from the kept)
     done = sorted(steer.rejudged | {v.id for v in new.verdicts if steer.keep.get(v.id) is not v})
-    how: dict[str, Any] = {"verdicts": done, "judge": judge_name or (steer.judge.name if steer.judge else "")}
+    how: Rejudged = {"verdicts": done, "judge": judge_name or (steer.judge.name if steer.judge else "")}
     kept = [v.id for v in new.verdicts if v.id not in done]
     if kept and old_judge and old_judge != how["judge"]:  # the verdicts came from two judges: say which from which
         how["judges"] = {how["judge"]: done, old_judge: kept}
-    windows = [getattr(v, "window", None) for v in new.verdicts if v.id in steer.rejudged]
-    windows = [w for w in windows if w is not None]
+    windows: list[int] = [w for v in new.verdicts
+                          if v.id in steer.rejudged and (w := getattr(v, "window", None)) is not None]
     if windows:
         how["windows"] = sorted(windows)
     if rubric is not None:

@@ -19,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, cast
 
+from typing_extensions import TypedDict
+
 from ..data.conversation import Conversation, from_messages
-from ..data.results import MetricResult
+from ..data.results import FeedbackExtra, MetricResult
 from ..judges import ModelLike
 from .messages import Scope
 from .metrics import MetricLike, judge_graph
@@ -83,7 +85,21 @@ def find_conversation(inputs: Any = None, outputs: Any = None, reference_outputs
     return from_messages(messages, **fields)
 
 
-def feedback(result: MetricResult) -> dict[str, Any]:
+class EvaluationResult(TypedDict):
+    """LangSmith's evaluation result."""
+
+    key: str
+    score: float | None
+    value: Any
+    comment: str
+    metadata: FeedbackExtra
+
+
+class EvaluationResults(TypedDict):
+    results: list[EvaluationResult]
+
+
+def feedback(result: MetricResult) -> EvaluationResult:
     """One LangSmith evaluation result from a metric result."""
     fb = result.to_feedback()
     return {"key": fb["key"], "score": fb["score"], "value": fb["value"], "comment": fb["comment"],
@@ -132,16 +148,16 @@ def as_evaluator(
         cid = str(getattr(example, "id", "") or getattr(run, "id", "") or "")
         return {"conversation": find_conversation(inputs, outputs, reference_outputs, conversation_id=cid)}
 
-    def shape(results: dict[str, MetricResult]) -> dict[str, Any]:
+    def shape(results: dict[str, MetricResult]) -> EvaluationResult | EvaluationResults:
         items = [feedback(r) for r in results.values()]
         return items[0] if len(items) == 1 else {"results": items}
 
     def evaluator(inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, *,
-                  run: Any = None, example: Any = None, **_: Any) -> dict[str, Any]:
+                  run: Any = None, example: Any = None, **_: Any) -> EvaluationResult | EvaluationResults:
         return shape(graph.invoke(args(inputs, outputs, reference_outputs, run, example))["results"])
 
     async def acall(inputs: Any = None, outputs: Any = None, reference_outputs: Any = None, *,
-                    run: Any = None, example: Any = None, **_: Any) -> dict[str, Any]:
+                    run: Any = None, example: Any = None, **_: Any) -> EvaluationResult | EvaluationResults:
         return shape((await graph.ainvoke(args(inputs, outputs, reference_outputs, run, example)))["results"])
 
     evaluator.__name__ = name or (graph.name if graph.name and graph.name != "judges" else "judgegraph")

@@ -16,11 +16,32 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pytest
+from typing_extensions import TypedDict
 
-_KEY = pytest.StashKey[dict[str, Any]]()
+if TYPE_CHECKING:
+    from ..data.results import MetricResult
+
+
+class Tally(TypedDict):
+    """What the run's :func:`~judgegraph.apps.assert_judged` calls judged."""
+
+    conversations: int
+    metrics: defaultdict[str, defaultdict[str, int]]  # metric -> status -> results
+    calls: int
+    tokens: int
+    judge_errors: int
+
+
+class _Entry(TypedDict):
+    tally: Tally
+    record: Callable[[str, dict[str, MetricResult]], None]  # the listener filling it
+
+
+_KEY = pytest.StashKey[_Entry]()
 _URL = pytest.StashKey[str | None]()
 
 
@@ -40,10 +61,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_URL] = os.environ.get("OPENAI_BASE_URL")
         os.environ["OPENAI_BASE_URL"] = url
 
-    tally: dict[str, Any] = {"conversations": 0, "metrics": defaultdict(lambda: defaultdict(int)),
+    tally: Tally = {"conversations": 0, "metrics": defaultdict(lambda: defaultdict(int)),
                              "calls": 0, "tokens": 0, "judge_errors": 0}
 
-    def record(conversation_id: str, results: dict[str, Any]) -> None:
+    def record(conversation_id: str, results: dict[str, MetricResult]) -> None:
         tally["conversations"] += 1
         for key, r in results.items():
             tally["metrics"][key][r.status] += 1
@@ -51,7 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
             tally["tokens"] += r.usage.total_tokens
             tally["judge_errors"] += len(r.errors)
 
-    config.stash[_KEY] = {"tally": tally, "record": record}
+    config.stash[_KEY] = _Entry(tally=tally, record=record)
     listeners.append(record)
 
 

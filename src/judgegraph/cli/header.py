@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ..runs.header import HeaderRecord
     from ..runs.runner import MetricPlan
 
 
-def eval_header(args: argparse.Namespace, plan: MetricPlan, judge_settings: dict[str, Any]) -> dict[str, Any]:
+def eval_header(args: argparse.Namespace, plan: MetricPlan, judge_settings: dict[str, Any]) -> HeaderRecord:
     """The header record of this ``eval`` run (argv, config and settings redacted)."""
     from ..runs.header import run_header
 
@@ -22,7 +23,7 @@ def eval_header(args: argparse.Namespace, plan: MetricPlan, judge_settings: dict
                       config=getattr(args, "config_data", None), judge_settings=judge_settings, sources=sources)
 
 
-def resume_refused(args: argparse.Namespace, header: dict[str, Any], err: Console) -> str | None:
+def resume_refused(args: argparse.Namespace, header: HeaderRecord, err: Console) -> str | None:
     """With ``--resume`` of a non-empty ``--out``: why it is refused (the settings differ from its
     header, each difference named), or None; a file without a header resumes, with a warning."""
     from ..runs import read_header

@@ -142,9 +142,22 @@ def render_exchanges(block: Sequence[Window]) -> str:
     return "\n".join(rows)
 
 
-def item_rows(block: Sequence[Window]) -> list[dict[str, Any]]:
+class DenseItem(TypedDict):
+    """One item of a dense request (1-based numbers, as the judge reads them)."""
+
+    item: int
+    exchange: int
+    reply_turns: list[int]
+    context_exchanges: str  # "F to L" or "none"
+
+
+class Verdicts(TypedDict):
+    verdicts: list[Verdict]
+
+
+def item_rows(block: Sequence[Window]) -> list[DenseItem]:
     """One item per window: the exchange whose reply is judged and its context exchanges (its window's own)."""
-    rows = []
+    rows: list[DenseItem] = []
     for k, w in enumerate(block, start=1):
         first, last = w.exchanges[0].index + 1, w.target.index + 1
         rows.append({"item": k, "exchange": last, "reply_turns": [t + 1 for t in w.target.reply_turn_indices],
@@ -199,14 +212,14 @@ def shared_transcript(outcome: JudgeOutcome) -> list[JudgeAttempt]:
 
 
 def unpack(plan: DensePlan, task: BlockTask, outcome: JudgeOutcome,
-           finish: Callable[[WindowTask, JudgeOutcome], StateUpdate]) -> dict[str, Any]:
+           finish: Callable[[WindowTask, JudgeOutcome], StateUpdate]) -> Verdicts:
     """The block's per-window updates, merged: each window's verdict from its item, made by the
     metric's own ``finish``; the request's usage on the first verdict only."""
     block = task["block"]
     transcript = shared_transcript(outcome)
     final = task.get("reask", 0) >= plan.reasks
     good, bad = read_items(plan, len(block), outcome.value if outcome.ok else None)
-    verdicts: list[Any] = []
+    verdicts: list[Verdict] = []
     for k, window in enumerate(block, start=1):
         first = k == 1
         each = replace(outcome, usage=outcome.usage if first else Usage(), attempts=outcome.attempts if first else 0,
@@ -220,7 +233,7 @@ def unpack(plan: DensePlan, task: BlockTask, outcome: JudgeOutcome,
             each = replace(each, value=None, error=why if final else MISSING + why)
         update = finish({"window": window}, each)
         inner = update.update if isinstance(update, Command) else update
-        verdicts.extend(cast("dict[str, Any]", inner).get("verdicts") or [])
+        verdicts.extend(cast("Mapping[str, Any]", inner).get("verdicts") or [])
     return {"verdicts": verdicts}
 
 

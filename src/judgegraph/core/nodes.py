@@ -22,13 +22,13 @@ from ..judges.base import Judge, JudgeOutcome, JudgeRequest
 from ..judges.jury import with_votes
 from .replay import Steer, probe, steer_of
 from .scoring import make_result  # noqa: F401 - a building block of custom graphs, documented here
-from .state import MetricInput, MetricOutput, conversation_of
+from .state import MetricInput, MetricOutput, MetricState, conversation_of
 
 T = TypeVar("T")
 V = TypeVar("V", bound=Verdict)
 
 #: What a node returns: a state update, or a ``Command`` (an update and where to go next).
-StateUpdate = Union[dict[str, Any], Command]
+StateUpdate = Union[Mapping[str, Any], Command]
 
 #: A person's review decisions (:func:`apply_review`): ``{verdict id: {"verdict": ..., "reason": ...}}`` or
 #: ``{verdict id: "yes"}``, or a list of ``{"id", "verdict", "reason"}`` records; None or empty: no change.
@@ -165,7 +165,7 @@ def conversation_json(conversation: Conversation, *, numbered: bool = True) -> s
 class Node(Protocol):
     """What the node factories here return: a function of the graph state (LangGraph's own node protocol)."""
 
-    def __call__(self, state: Any) -> dict[str, Any]: ...
+    def __call__(self, state: Any) -> MetricState: ...
 
 
 def score_node(
@@ -174,7 +174,7 @@ def score_node(
     """The ``reduce_score`` node: ``score(state, conversation, verdicts)`` as ``results[name]``,
     the verdicts sorted by ``order`` (None: as the state holds them)."""
 
-    def reduce_score(state: Any) -> dict[str, Any]:
+    def reduce_score(state: Any) -> MetricState:
         held = state.get("verdicts") or []
         verdicts = list(held) if order is None else sorted(held, key=order)
         return {"results": {name: with_transcript(score(state, conversation_of(state), verdicts), state)}}

@@ -17,7 +17,7 @@ from typing_extensions import TypedDict
 
 from ..data.answers import YesNo
 from ..data.conversation import RetrievalNode
-from ..data.results import Usage, Verdict
+from ..data.results import JudgeAttempt, Usage, Verdict
 from ..judges.base import Judge, JudgeOutcome, JudgeRequest
 from .nodes import judge_step, render_messages
 
@@ -272,6 +272,16 @@ class StepInput(TypedDict, total=False):
     verdicts: Sequence[StatementVerdict]
 
 
+class StepUpdate(TypedDict, total=False):
+    """What the statement steps write (``judge_calls``: added by :func:`~judgegraph.core.nodes.judge_step`)."""
+
+    statements: list[Statement]
+    verdicts: list[StatementVerdict]
+    verified: list[StatementVerdict]
+    calls: list[JudgeCall]
+    judge_calls: list[JudgeAttempt]
+
+
 def _call(step: str, state: StepInput, outcome: JudgeOutcome) -> JudgeCall:
     return JudgeCall(
         step=step, where=state.get("where", ""), usage=outcome.usage, attempts=outcome.attempts,
@@ -297,7 +307,7 @@ def extract_statements_step(judge: Judge, *, name: str = "extract_statements") -
     reducer in a fan-out."""
     if judge.kind == "offline":
 
-        def split(state: StepInput) -> dict[str, Any]:
+        def split(state: StepInput) -> StepUpdate:
             nodes, indices = _selected(state)
             statements = [
                 Statement(text=text, node=i, index=k, source=nodes[i].source)
@@ -312,7 +322,7 @@ def extract_statements_step(judge: Judge, *, name: str = "extract_statements") -
         nodes, indices = _selected(state)
         return extraction_request([nodes[i].context for i in indices])
 
-    def finish(state: StepInput, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(state: StepInput, outcome: JudgeOutcome) -> StepUpdate:
         call = _call(EXTRACT_STEP, state, outcome)
         if not outcome.ok:
             return {"statements": [], "calls": [call]}
@@ -340,7 +350,7 @@ def judge_statements_step(judge: Judge, *, name: str = "judge_statements") -> Ru
         return judgement_request([s.text for s in _statements(state)], state.get("user_message", ""),
                                  state.get("context") or ())
 
-    def finish(state: StepInput, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(state: StepInput, outcome: JudgeOutcome) -> StepUpdate:
         call = _call(JUDGE_STEP, state, outcome)
         answers = outcome.value.verdicts if outcome.ok else None  # type: ignore[union-attr]
         verdicts = []
@@ -369,7 +379,7 @@ def verify_step(judge: Judge, *, name: str = "verify_verdict") -> Runnable:
         return verification_request([(v.statement, v.reason) for v in looked_at(state)],
                                     state.get("user_message", ""), state.get("context") or ())
 
-    def finish(state: StepInput, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(state: StepInput, outcome: JudgeOutcome) -> StepUpdate:
         call = _call(VERIFY_STEP, state, outcome)
         if not outcome.ok:
             return {"verified": [], "calls": [call]}

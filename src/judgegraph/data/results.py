@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, computed_field
+from typing_extensions import TypedDict
 
 Status = Literal["passed", "failed", "error", "not_applicable"]
 
@@ -172,7 +173,7 @@ class MetricResult(BaseModel):
     #: behind the result.
     transcript: list[JudgeAttempt] = Field(default_factory=list)
 
-    def to_feedback(self) -> dict[str, Any]:
+    def to_feedback(self) -> Feedback:
         """The result as one feedback record ``{key, score, value, comment, extra}``: the shape LangSmith
         takes (``Client.create_feedback(run_id, **fb)``) and MLflow's writer maps to an assessment.
         ``value`` is the judge's declared value where the metric has one, else whether it passed."""
@@ -193,6 +194,28 @@ class MetricResult(BaseModel):
                 "usage": self.usage.model_dump(),
             },
         }
+
+
+class FeedbackExtra(TypedDict):
+    status: Status
+    passed: bool | None
+    threshold: float | None
+    strict_mode: bool
+    judge: str
+    conversation_id: str
+    judge_errors: int
+    errors: list[dict[str, Any]]  # JudgeErrorInfo dumps
+    usage: dict[str, int | bool]  # a Usage dump
+
+
+class Feedback(TypedDict):
+    """A result as one feedback record (:meth:`MetricResult.to_feedback`)."""
+
+    key: str
+    score: float | None
+    value: Any
+    comment: str
+    extra: FeedbackExtra
 
 
 def merge_results(left: dict[str, MetricResult] | None, right: dict[str, MetricResult] | None) -> dict[str, MetricResult]:

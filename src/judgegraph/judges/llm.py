@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, UsageMetadata
 from pydantic import BaseModel
 
 from .. import providers
@@ -88,7 +88,7 @@ def _token_count(value: object) -> int | None:
     return value if isinstance(value, int) and 0 <= value <= MAX_REPORTED_TOKENS else None
 
 
-def _cached_tokens(meta: dict[str, Any], input_tokens: int) -> int:
+def _cached_tokens(meta: UsageMetadata, input_tokens: int) -> int:
     """The input tokens the provider served from its prompt cache: LangChain's
     ``input_token_details.cache_read`` (each provider's cached-token count, as its LangChain model reports it);
     0 when absent or not a count within ``input_tokens``."""
@@ -100,7 +100,7 @@ def _cached_tokens(meta: dict[str, Any], input_tokens: int) -> int:
 def _usage(raw: BaseMessage | None, prompt_messages: list[BaseMessage], *, reported: bool = True) -> Usage:
     """The reply's reported usage, else counted with tiktoken and ``estimated``: a reply's
     accounting never ends a run nor costs its verdict."""
-    meta = getattr(raw, "usage_metadata", None) if reported else None
+    meta: UsageMetadata | None = getattr(raw, "usage_metadata", None) if reported else None
     if meta and isinstance(meta, dict):
         counts = _token_count(meta.get("input_tokens", 0)), _token_count(meta.get("output_tokens", 0))
         if counts[0] is not None and counts[1] is not None:

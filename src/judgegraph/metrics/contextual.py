@@ -28,6 +28,7 @@ from ..core.statements import (
     JudgeCall,
     Statement,
     StatementVerdict,
+    StepUpdate,
     extract_statements_step,
     judge_statements_step,
     verify_step,
@@ -86,6 +87,20 @@ class ContextualState(MetricState, total=False):
     calls: Annotated[list[JudgeCall], operator.add]
 
 
+class TurnRow(TypedDict):
+    """One exchange in the result's ``details["turns"]``."""
+
+    exchange: int
+    turns: list[int]  # 1-based
+    label: str
+    status: Literal["scored", "not judged", "no context"]
+    score: float | None
+    nodes: int
+    statements: int
+    judged: int
+    relevant: int
+
+
 class ExtractTask(TypedDict):
     turn: TurnContext
     retrieval_context: list[RetrievalNode]  # every node of the turn (flat over its assistant turns)
@@ -128,7 +143,7 @@ class ContextualSettings(WindowOptions):
             raise ValueError("verify=True needs an LLM judge (pass model=...)")
 
 
-def _then(step: Runnable, route: Callable[[Any, dict[str, Any]], Any], name: str) -> RunnableLambda:
+def _then(step: Runnable, route: Callable[[Any, StepUpdate], Any], name: str) -> RunnableLambda:
     """``step``, then ``route(task, update)`` (a state update or a Command)."""
 
     def run(task: Any) -> Any:
@@ -140,10 +155,10 @@ def _then(step: Runnable, route: Callable[[Any, dict[str, Any]], Any], name: str
     return RunnableLambda(run, afunc=arun, name=name)
 
 
-def _window_turns(settings: ContextualSettings) -> Callable[..., dict[str, Any]]:
+def _window_turns(settings: ContextualSettings) -> Callable[..., ContextualState]:
     windows = window_node(settings.window_size)
 
-    def window_turns(state: ContextualState, config: RunnableConfig) -> dict[str, Any]:
+    def window_turns(state: ContextualState, config: RunnableConfig) -> ContextualState:
         out = windows(state, config)
         return {"conversation": out["conversation"], "turn_contexts": [turn_context(w) for w in out["windows"]]}
 
@@ -187,7 +202,7 @@ def _judge_where(turn: TurnContext, group: list[Statement], per: JudgePer) -> st
 
 
 def _extract_node(settings: ContextualSettings) -> RunnableLambda:
-    def route(task: ExtractTask, update: dict[str, Any]) -> Command:
+    def route(task: ExtractTask, update: StepUpdate) -> Command:
         turn = task["turn"]
         statements = []
         for s in update["statements"]:  # node index in the flat list → (turn, index in that turn)
@@ -210,7 +225,7 @@ def _judge_node(settings: ContextualSettings) -> Runnable:
     if not settings.verify:
         return step
 
-    def route(task: JudgeTask, update: dict[str, Any]) -> Command:
+    def route(task: JudgeTask, update: StepUpdate) -> Command:
         verify = VerifyTask(turn=task["turn"], verdicts=update["verdicts"], user_message=task["user_message"],
                             context=task["context"], where=task["where"])
         return Command(update=update, goto=[Send("verify_verdict", verify)])
@@ -219,7 +234,7 @@ def _judge_node(settings: ContextualSettings) -> Runnable:
 
 
 def contextual_reason(
-    score: float | None, threshold: float | None, turns: list[dict[str, Any]], verdicts: list[StatementVerdict],
+    score: float | None, threshold: float | None, turns: list[TurnRow], verdicts: list[StatementVerdict],
     *, max_nodes: int = 8,
 ) -> str:
     """The deterministic reason: the score, each node with irrelevant statements (one quoted),
@@ -278,11 +293,11 @@ def final_verdicts(state: ContextualState) -> list[StatementVerdict]:
 
 
 def _reduce_score(settings: ContextualSettings) -> Node:
-    def reduce_score(state: ContextualState) -> dict[str, Any]:
+    def reduce_score(state: ContextualState) -> ContextualState:
         conversation = conversation_of(state)
         verdicts = final_verdicts(state)
         calls = state.get("calls") or []
-        turns: list[dict[str, Any]] = []
+        turns: list[TurnRow] = []
         for turn in state.get("turn_contexts") or []:
             mine = [v for v in verdicts if v.exchange == turn.exchange]
             judged = [v for v in mine if v.verdict is not None]
@@ -294,7 +309,7 @@ def _reduce_score(settings: ContextualSettings) -> Node:
                 "score": relevant / len(judged) if scored else None, "nodes": len(turn.nodes), "statements": len(mine),
                 "judged": len(judged), "relevant": relevant,
             })
-        scores = [t["score"] for t in turns if t["status"] == "scored"]
+        scores = [s for t in turns if (s := t["score"]) is not None]  # the scored turns
         with_context = [t for t in turns if t["status"] != "no context"]
         score = sum(scores) / len(scores) if scores else None
         status: Literal["error", "not_applicable"] | None = (

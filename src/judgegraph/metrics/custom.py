@@ -300,7 +300,7 @@ def _judge_conversation(settings: CustomJudgeSettings) -> RunnableLambda:
     def build(state: CustomJudgeState) -> JudgeRequest:
         return request_for(settings, conversation_of(state))
 
-    def finish(state: CustomJudgeState, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(state: CustomJudgeState, outcome: JudgeOutcome) -> CustomJudgeState:
         value = outcome.value if outcome.ok else None
         verdict = FeedbackVerdict(
             verdict=None if value is None else settings.feedback.label(value.value),  # type: ignore[attr-defined]

@@ -30,7 +30,7 @@ from ..core.nodes import Node, calls_usage, judge_step, quote, score_node, turn_
 from ..core.scoring import Tally, WindowOptions, check_flag, clause, option
 from ..core.state import MetricState
 from ..core.statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
-from ..core.statements import Statement, extract_statements_step
+from ..core.statements import Statement, StepUpdate, extract_statements_step
 from ..data.answers import read_choice
 from ..data.conversation import Conversation
 from ..data.results import MetricResult, Verdict, merge_verdicts
@@ -182,10 +182,10 @@ def claims_request(claims: Sequence[str], sources: Sequence[Source]) -> JudgeReq
     )
 
 
-def _window_turns(settings: FaithfulnessSettings) -> Callable[..., dict[str, Any]]:
+def _window_turns(settings: FaithfulnessSettings) -> Callable[..., FaithfulnessState]:
     windows = window_node(settings.window_size)  # the scope (all, or the latest) is the window node's
 
-    def window_turns(state: FaithfulnessState, config: RunnableConfig) -> dict[str, Any]:
+    def window_turns(state: FaithfulnessState, config: RunnableConfig) -> FaithfulnessState:
         out = windows(state, config)
         replies = [ReplySources(w.index, w.target.reply_turn_indices, w.target.reply_text, sources_of(w))
                    for w in out["windows"] if w.target.reply_turn_indices]
@@ -203,10 +203,10 @@ def _fan_out(state: FaithfulnessState) -> list[Send] | str:
 def _extract_claims(settings: FaithfulnessSettings) -> RunnableLambda:
     step = extract_statements_step(settings.judge, name="extract_claims")
 
-    def route(task: ExtractTask, update: dict[str, Any]) -> Command:
+    def route(task: ExtractTask, update: StepUpdate) -> Command:
         reply = task["reply"]
         failed = [c for c in update.get("calls") or [] if c.error]
-        kept: dict[str, Any] = {"judge_calls": update.get("judge_calls") or []}
+        kept: FaithfulnessState = {"judge_calls": update.get("judge_calls") or []}
         if failed:  # the extraction failed: one verdict says so, never counted
             kept["verdicts"] = [ClaimVerdict(exchange=reply.exchange, index=0, turns=list(reply.turns),
                                              error=failed[0].error, attempts=failed[0].attempts)]
@@ -226,7 +226,7 @@ def _judge_claims(settings: FaithfulnessSettings) -> Runnable:
     def build(task: JudgeTask) -> JudgeRequest:
         return claims_request([s.text for s in task["statements"]], task["reply"].sources)
 
-    def finish(task: JudgeTask, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(task: JudgeTask, outcome: JudgeOutcome) -> FaithfulnessState:
         reply = task["reply"]
         answers = outcome.value.verdicts if outcome.ok else None  # type: ignore[union-attr]
         verdicts = []

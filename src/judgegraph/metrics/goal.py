@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
+from typing_extensions import NotRequired, TypedDict
 
 from ..core.nodes import judge_step, outcome_fields, quote, turn_label
 from ..core.scoring import Tally, clause
@@ -54,12 +55,25 @@ def stated_goal(conversation: Conversation) -> tuple[str | None, str]:
     return None, "inferred"
 
 
+class CallRow(TypedDict):
+    name: str
+    arguments: Any
+    output: Any
+
+
+class TurnRow(TypedDict):
+    turn: int  # 1-based
+    role: str
+    content: str
+    tool_calls: NotRequired[list[CallRow]]
+
+
 def agent_transcript(conversation: Conversation) -> str:
     """The conversation as JSON ``{turn, role, content}`` rows (1-based turns), an assistant turn's
     tool calls (name, arguments, output) included: a prompt value, never template source."""
-    rows: list[dict[str, Any]] = []
+    rows: list[TurnRow] = []
     for i, t in enumerate(conversation.turns):
-        row: dict[str, Any] = {"turn": i + 1, "role": t.role, "content": t.content}
+        row: TurnRow = {"turn": i + 1, "role": t.role, "content": t.content}
         if t.tool_calls:
             row["tool_calls"] = [{"name": c.name, "arguments": c.arguments, "output": c.output} for c in t.tool_calls]
         rows.append(row)
@@ -97,7 +111,7 @@ def _judge_goal(settings: SessionSettings) -> RunnableLambda:
         return JudgeRequest(task="goal_completion", step=JUDGE_STEP, schema=GoalCompletionJudgement,
                             values={"conversation": agent_transcript(conversation), "goal": goal or INFER})
 
-    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> GoalState:
         conversation = conversation_of(state)
         goal, source = stated_goal(conversation)
         value = outcome.value if outcome.ok else None

@@ -251,7 +251,7 @@ def _judge_pair(settings: PairwiseSettings) -> RunnableLambda:
         return JudgeRequest(task=TASK, step=STEP, schema=PairJudgement, values={
             "criterion": task["text"], "conversation_a": task["first"], "conversation_b": task["second"]})
 
-    def finish(task: PairTask, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(task: PairTask, outcome: JudgeOutcome) -> PairState:
         value = outcome.value if outcome.ok else None
         said = getattr(value, "winner", None)
         return {"verdicts": [PairVerdict(
@@ -308,7 +308,7 @@ def build_pairwise_graph(settings: PairwiseSettings) -> StateGraph:
     order = {(c.name, o): i for i, (c, o) in enumerate((c, o) for c in settings.chosen for o in ORDERS)}
     score = _score(settings)
 
-    def reduce_score(state: Any) -> dict[str, Any]:
+    def reduce_score(state: Any) -> PairState:
         """``results[name]``: the verdicts in criterion and order order, scored (the conversation named: ``a``)."""
         verdicts = sorted(state.get("verdicts") or [], key=lambda v: order.get((v.criterion, v.order), len(order)))
         return {"results": {settings.name: with_transcript(score(state, pair_of(state)[0], verdicts), state)}}

@@ -117,7 +117,7 @@ def _judge_turn(settings: RelevancySettings) -> RunnableLambda:
     def build(task: WindowTask) -> JudgeRequest:
         return turn_request(task["window"], rubric=rubric)
 
-    def finish(task: WindowTask, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(task: WindowTask, outcome: JudgeOutcome) -> RelevancyState:
         window = task["window"]
         value = outcome.value if outcome.ok else None
         verdict = WindowVerdict(
@@ -186,18 +186,13 @@ def _write_reason(settings: RelevancySettings) -> RunnableLambda:
             },
         )
 
-    def finish(state: RelevancyState, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(state: RelevancyState, outcome: JudgeOutcome) -> RelevancyState:
         result = state["results"][settings.name]
-        update: dict[str, Any] = {"usage": result.usage + outcome.usage,
-                                  "transcript": [*result.transcript, *outcome.transcript]}
-        if outcome.ok:
-            update["reason"] = outcome.value.reason  # type: ignore[union-attr]
-        else:
-            update["errors"] = [
-                *result.errors,
-                JudgeErrorInfo(where="reason", step=REASON_STEP, message=outcome.error or "", attempts=outcome.attempts),
-            ]
-        return {"results": {settings.name: result.model_copy(update=update)}}
+        said = ({"reason": outcome.value.reason} if outcome.ok else  # type: ignore[union-attr]
+                {"errors": [*result.errors, JudgeErrorInfo(where="reason", step=REASON_STEP, message=outcome.error or "",
+                                                           attempts=outcome.attempts)]})
+        return {"results": {settings.name: result.model_copy(update={
+            "usage": result.usage + outcome.usage, "transcript": [*result.transcript, *outcome.transcript], **said})}}
 
     return judge_step("write_reason", settings.judge, build, finish)
 

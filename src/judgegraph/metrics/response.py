@@ -26,7 +26,7 @@ from ..core.nodes import Node, in_scope, judge_step, quote, score_node, scoring_
 from ..core.scoring import MetricOptions, check_whole, option
 from ..core.state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..data.conversation import Conversation
-from ..data.results import MetricResult, Verdict, Vote, merge_verdicts
+from ..data.results import JudgeAttempt, MetricResult, Usage, Verdict, Vote, merge_verdicts
 from ..data.windows import Exchange, exchanges
 from ..embeddings.base import cosines, embeddings_name
 from ..embeddings.resolve import resolve_embeddings
@@ -132,10 +132,41 @@ class ExchangeVerdict(Verdict):
     step: str | None = None  # the step that failed, when ``error`` is set
 
 
+class Skipped(TypedDict):
+    exchange: int
+    turns: list[int]
+    why: str
+
+
+class Question(TypedDict):
+    question: str
+    noncommittal: bool
+
+
+class JurorQuestions(TypedDict):
+    judge: str
+    repeat: int
+    questions: list[Question]
+    error: str | None
+
+
+class Generation(TypedDict):
+    """What generate_questions produced for one exchange."""
+
+    exchange: int
+    questions: list[Question]
+    reason: str
+    error: str | None
+    attempts: int
+    usage: Usage
+    transcript: list[JudgeAttempt]
+    jurors: list[JurorQuestions]  # a jury's: each juror's, scored alike
+
+
 class ResponseRelevancyState(MetricState, total=False):
     exchanges: list[Exchange]
-    skipped: list[dict[str, Any]]
-    generations: Annotated[list[dict[str, Any]], operator.add]  # what generate_questions produced, per exchange
+    skipped: list[Skipped]
+    generations: Annotated[list[Generation], operator.add]  # what generate_questions produced, per exchange
     verdicts: Annotated[list[ExchangeVerdict], merge_verdicts]
 
 
@@ -147,7 +178,7 @@ class ExchangeTask(TypedDict):
 
 
 class EmbedTask(ExchangeTask):
-    generation: dict[str, Any]  # questions, reason, error, attempts, usage
+    generation: Generation
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -179,10 +210,10 @@ def _reply_text(ex: Exchange) -> str:
     return "\n\n".join(t.turn.content for t in ex.assistant if t.turn.content.strip())
 
 
-def split_exchanges(state: ResponseRelevancyState, config: RunnableConfig) -> dict[str, Any]:
+def split_exchanges(state: ResponseRelevancyState, config: RunnableConfig) -> ResponseRelevancyState:
     conversation = conversation_of(state)
     exs = in_scope(exchanges(conversation), config)
-    skipped = []
+    skipped: list[Skipped] = []
     for ex in exs:
         why = ("no user message before the reply (the assistant spoke first): nothing to compare it with"
                if not ex.user_text.strip() else None if _reply_text(ex) else "the reply has no text")
@@ -221,17 +252,11 @@ def _generate_questions(settings: ResponseRelevancySettings) -> RunnableLambda:
 
     def finish(task: ExchangeTask, outcome: JudgeOutcome) -> Command:
         value = outcome.value if outcome.ok else None
-        record = {
-            "exchange": task["exchange"],
-            "questions": [q.model_dump() for q in getattr(value, "questions", [])],
-            "reason": getattr(value, "reason", ""),
-            "error": None if value is not None else (outcome.error or "no questions"),
-            "attempts": outcome.attempts,
-            "usage": outcome.usage,
-            "transcript": outcome.transcript,
-            "jurors": [_juror_questions(j) for j in outcome.jurors],  # a jury's: each juror's, scored alike
-        }
-        update: dict[str, Any] = {"generations": [record]}
+        record = Generation(
+            exchange=task["exchange"], questions=_questions(value), reason=getattr(value, "reason", ""),
+            error=None if value is not None else (outcome.error or "no questions"), attempts=outcome.attempts,
+            usage=outcome.usage, transcript=outcome.transcript, jurors=[_juror_questions(j) for j in outcome.jurors])
+        update: ResponseRelevancyState = {"generations": [record]}
         if value is None:  # the exchange's verdict is this judge error (embed_questions writes it again, no call)
             update["verdicts"] = [_verdict(task, settings.threshold, error=record["error"], step=GENERATE_STEP,
                                            attempts=outcome.attempts, usage=outcome.usage,
@@ -250,14 +275,17 @@ def _verdict(task: ExchangeTask, threshold: float, **kw: Any) -> ExchangeVerdict
                            response=task["response"], verdict=verdict, **kw)
 
 
-def _juror_questions(juror: JurorAnswer) -> dict[str, Any]:
+def _questions(value: Any) -> list[Question]:
+    return [Question(question=q.question, noncommittal=q.noncommittal) for q in getattr(value, "questions", [])]
+
+
+def _juror_questions(juror: JurorAnswer) -> JurorQuestions:
     value = juror.outcome.value if juror.outcome.ok else None
-    return {"judge": juror.judge, "repeat": juror.repeat,
-            "questions": [q.model_dump() for q in getattr(value, "questions", [])],
+    return {"judge": juror.judge, "repeat": juror.repeat, "questions": _questions(value),
             "error": None if value is not None else (juror.outcome.error or "no questions")}
 
 
-def _votes(jurors: list[dict[str, Any]], sims: list[float], threshold: float) -> list[Vote]:
+def _votes(jurors: list[JurorQuestions], sims: list[float], threshold: float) -> list[Vote]:
     """Each juror's vote: its own questions scored as the verdict's are (``sims``: theirs, in order)."""
     votes = []
     for juror in jurors:
@@ -273,11 +301,11 @@ def _votes(jurors: list[dict[str, Any]], sims: list[float], threshold: float) ->
 
 
 def _embedding_node(name: str, runner: EmbeddingRunner, texts_of: Callable[[Any], list[str] | None],
-                    finish: Callable[[Any, list[str] | None, Any], dict[str, Any]]) -> RunnableLambda:
+                    finish: Callable[[Any, list[str] | None, Any], ResponseRelevancyState]) -> RunnableLambda:
     """A node: one embeddings call for ``texts_of(task)`` (None: no call), then
     ``finish(task, texts, vectors)``; a failed call's exception is given as ``vectors``."""
 
-    def run(task: Any) -> dict[str, Any]:
+    def run(task: Any) -> ResponseRelevancyState:
         texts = texts_of(task)
         try:
             vectors: Any = None if texts is None else runner.embed(texts)
@@ -285,7 +313,7 @@ def _embedding_node(name: str, runner: EmbeddingRunner, texts_of: Callable[[Any]
             vectors = exc
         return finish(task, texts, vectors)
 
-    async def arun(task: Any) -> dict[str, Any]:
+    async def arun(task: Any) -> ResponseRelevancyState:
         texts = texts_of(task)
         try:
             vectors: Any = None if texts is None else await runner.aembed(texts)
@@ -309,11 +337,11 @@ def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunne
         if gen["error"] is not None:
             return None
         return [task["user_input"], *(q["question"] for q in gen["questions"]),
-                *(q["question"] for j in gen.get("jurors") or () for q in j["questions"])]
+                *(q["question"] for j in gen["jurors"] for q in j["questions"])]
 
-    def finish(task: EmbedTask, texts: list[str] | None, vectors: Any) -> dict[str, Any]:
+    def finish(task: EmbedTask, texts: list[str] | None, vectors: Any) -> ResponseRelevancyState:
         gen = task["generation"]
-        base = {"attempts": gen["attempts"], "usage": gen["usage"], "transcript": gen.get("transcript") or []}
+        base = {"attempts": gen["attempts"], "usage": gen["usage"], "transcript": gen["transcript"]}
         if texts is None:  # the generation failed: reported, no embeddings call
             return {"verdicts": [_verdict(task, settings.threshold, error=gen["error"], step=GENERATE_STEP, **base)]}
         questions = [q["question"] for q in gen["questions"]]
@@ -325,7 +353,7 @@ def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunne
         except Exception as exc:  # noqa: BLE001 - an embeddings failure is a judge error for this exchange
             return {"verdicts": [_verdict(task, settings.threshold, error=runner.describe(exc),
                                           step=EMBED_STEP, **common)]}
-        sims, votes = sims[:len(questions)], _votes(gen.get("jurors") or [], sims[len(questions):], settings.threshold)
+        sims, votes = sims[:len(questions)], _votes(gen["jurors"], sims[len(questions):], settings.threshold)
         mean = sum(sims) / len(sims)
         score = 0.0 if all(flags) else max(0.0, mean)
         return {"verdicts": [_verdict(task, settings.threshold, similarities=sims, mean_cosine=mean,
@@ -337,7 +365,7 @@ def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunne
 def _embed_response(settings: ResponseRelevancySettings, runner: EmbeddingRunner) -> RunnableLambda:
     """The offline fallback: cosine(response, input), one embeddings call per exchange."""
 
-    def finish(task: ExchangeTask, texts: list[str] | None, vectors: Any) -> dict[str, Any]:
+    def finish(task: ExchangeTask, texts: list[str] | None, vectors: Any) -> ResponseRelevancyState:
         try:
             (sim,) = _similarities(vectors)
         except Exception as exc:  # noqa: BLE001
@@ -352,7 +380,7 @@ def _embed_response(settings: ResponseRelevancySettings, runner: EmbeddingRunner
 
 def deterministic_reason(
     score: float | None, settings: ResponseRelevancySettings, verdicts: list[ExchangeVerdict],
-    skipped: list[dict[str, Any]],
+    skipped: list[Skipped],
 ) -> str:
     prefix = "Offline: cosine(response, input), no question generation without an LLM. " if settings.offline else ""
     valid = [v for v in verdicts if v.verdict is not None]

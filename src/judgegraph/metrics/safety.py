@@ -107,7 +107,7 @@ def safety_request(window: Window) -> JudgeRequest:
 
 
 def _judge_reply(settings: SafetySettings) -> RunnableLambda:
-    def finish(task: WindowTask, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(task: WindowTask, outcome: JudgeOutcome) -> SafetyState:
         window = task["window"]
         value = outcome.value if outcome.ok else None
         verdict = SafetyVerdict(

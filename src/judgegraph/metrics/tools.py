@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal, Optional
+from typing import Annotated, Any, ClassVar, Literal, Optional, cast
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
@@ -195,13 +195,21 @@ class ToolVerdict(Verdict):
     verdict: Literal["yes", "no"] | None = None
 
 
+class ReferenceCall(TypedDict):
+    """An :class:`ExpectedCall` as plain data (a Send payload)."""
+
+    name: str
+    arguments: Any
+    step: int
+
+
 class CheckTask(TypedDict):
     check: str
     by: Literal["reference", "arguments", "judge"]
     turns: list[int]
     calls: list[dict[str, Any]]  # ToolCall dumps (a Send payload stays plain data)
     steps: list[int]  # each call's step: the index of the assistant turn (message) that made it
-    expected: list[dict[str, Any]] | None
+    expected: list[ReferenceCall] | None
     context: str  # earlier turns, for the judge
     user_message: str
     reply: str
@@ -265,7 +273,7 @@ def _exchange_reference(ex: Exchange) -> list[ExpectedCall] | None:
     return out
 
 
-def _dump(calls: Sequence[ExpectedCall]) -> list[dict[str, Any]]:
+def _dump(calls: Sequence[ExpectedCall]) -> list[ReferenceCall]:
     return [{"name": c.name, "arguments": c.arguments, "step": c.step} for c in calls]
 
 
@@ -288,11 +296,11 @@ def _needs_judge(calls: Sequence[ToolCall], steps: Sequence[int], reference: Seq
     return m.ok and any(r.arguments is not None for _, r in m.pairs)
 
 
-def _plan(settings: ToolSettings) -> Callable[..., dict[str, Any]]:
+def _plan(settings: ToolSettings) -> Callable[..., ToolState]:
     by_arguments = settings.arguments == "llm"
 
     # "Optional[RunnableConfig]": the spelling LangGraph recognises to pass the config
-    def plan_checks(state: ToolState, config: Optional[RunnableConfig] = None) -> dict[str, Any]:
+    def plan_checks(state: ToolState, config: Optional[RunnableConfig] = None) -> ToolState:
         conversation = conversation_of(state)
         exs = exchanges(conversation)
         windows = in_scope(windows_from_exchanges(conversation, exs, settings.window_size), config)
@@ -354,7 +362,7 @@ def _verdict(task: CheckTask, **fields: Any) -> ToolVerdict:
 def _check_reference(settings: ToolSettings) -> RunnableLambda:
     same = settings.comparator()
 
-    def check_reference(task: CheckTask, config: RunnableConfig) -> dict[str, Any]:
+    def check_reference(task: CheckTask, config: RunnableConfig) -> ToolState:
         calls, expected = _task_calls(task)
         m = match_trajectory(calls, expected, settings.trajectory, same, task["steps"])
         verdict = _verdict(task, verdict="yes" if m.ok else "no", reason=match_reason(m, settings.trajectory, calls,
@@ -362,7 +370,7 @@ def _check_reference(settings: ToolSettings) -> RunnableLambda:
         steer = steer_of(config)  # re-judging: a verdict not chosen is kept as it was, a chosen one checked again
         if steer is not None:
             if verdict.id in steer.keep and steer.chosen is not None and verdict.id not in steer.chosen:
-                return {"verdicts": [steer.keep[verdict.id]]}
+                return {"verdicts": [cast(ToolVerdict, steer.keep[verdict.id])]}
             steer.note({"verdicts": [verdict]})
         return {"verdicts": [verdict]}
 
@@ -385,7 +393,7 @@ def _judge_arguments(settings: ToolSettings) -> RunnableLambda:
                             values={"user_message": task["user_message"] or "(the whole conversation)",
                                     "pairs": "\n\n".join(listed) or "(no pair has reference arguments)"})
 
-    def finish(task: CheckTask, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(task: CheckTask, outcome: JudgeOutcome) -> ToolState:
         m, calls, expected = pairs(task)
         value = outcome.value if outcome.ok else None
         verdict = getattr(value, "verdict", None)
@@ -403,7 +411,7 @@ def _judge_calls(settings: ToolSettings) -> RunnableLambda:
             "context": task["context"], "user_message": task["user_message"] or "(none: the assistant spoke first)",
             "calls": _calls_block(calls), "reply": task["reply"]})
 
-    def finish(task: CheckTask, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(task: CheckTask, outcome: JudgeOutcome) -> ToolState:
         value = outcome.value if outcome.ok else None
         return {"verdicts": [_verdict(task, verdict=getattr(value, "verdict", None),
                                       reason=getattr(value, "reason", ""), **outcome_fields(outcome))]}

@@ -12,7 +12,7 @@ true positives = allowed and answered, false positives = not allowed and answere
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -151,10 +151,10 @@ def topic_request(window: Window, topics: Sequence[str]) -> JudgeRequest:
     )
 
 
-def _windows(settings: TopicSettings) -> Any:
+def _windows(settings: TopicSettings) -> Callable[..., TopicState]:
     windows = window_node(settings.window_size)
 
-    def window_turns(state: TopicState, config: RunnableConfig) -> dict[str, Any]:
+    def window_turns(state: TopicState, config: RunnableConfig) -> TopicState:
         out = windows(state, config)
         try:
             topics = topics_of(settings, out["conversation"]) or []
@@ -176,7 +176,7 @@ def _judge_topics(settings: TopicSettings) -> RunnableLambda:
     def build(task: TopicTask) -> JudgeRequest:
         return topic_request(task["window"], task["topics"])
 
-    def finish(task: TopicTask, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(task: TopicTask, outcome: JudgeOutcome) -> TopicState:
         window = task["window"]
         turns = list(window.target.reply_turn_indices) or list(window.target.turn_indices)
         common: dict[str, Any] = {"window": window.index, "turns": turns, "reply": window.target.reply_text,

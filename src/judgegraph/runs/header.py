@@ -20,7 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+from typing_extensions import TypedDict
 
 from ..judges.redact import Redactor
 from .resultsfile import ResultsFileError, ResultsWriter, is_nonempty
@@ -158,8 +160,52 @@ def _option(value: Any) -> Any:
     return value
 
 
+class JudgeRecord(TypedDict):
+    """A header's judge."""
+
+    name: str
+    settings: Any  # the settings it was built with and uses, as JSON, redacted
+    prompts: dict[str, str]  # prompt step -> sha256[:12]
+
+
+class MetricRecord(TypedDict):
+    name: str
+    options: dict[str, Any]  # option -> its JSON value (a long string as its hash), redacted
+
+
+class HeaderRecord(TypedDict, total=False):
+    """The first line of a run's results file (read back as :class:`~judgegraph.runs.record.HeaderLine`)."""
+
+    type: str  # "header"
+    format: int
+    judgegraph: str
+    started_at: str
+    argv: list[str] | None
+    config: Any  # the --config file's data, redacted
+    metrics: list[MetricRecord]
+    metrics_from_inputs: bool
+    options: dict[str, Any]
+    judges: list[JudgeRecord]
+    inputs: list[Any]  # {"path", "sha256"} per input file, and other sources (an MLflow experiment, an app)
+    rejudged: Any  # a rejudge's: what was judged again, from which file, by which judge, rubric or prompt
+    watch: Any  # a watch's own settings (judgegraph watch)
+
+
+class SummaryRecord(TypedDict):
+    """The last line of a finished run (read back as :class:`~judgegraph.runs.record.SummaryLine`)."""
+
+    type: str  # "summary"
+    ended_at: str
+    duration_s: float
+    conversations: int
+    usage: Any  # a Usage as JSON
+    cost_usd: float | None
+    pass_rate: dict[str, float | None]
+    statuses: dict[str, dict[str, int]]
+
+
 def _judge_record(judge: Judge, settings: Mapping[str, Any] | None, redact: Redactor,
-                  metrics: Sequence[str]) -> dict[str, Any]:
+                  metrics: Sequence[str]) -> JudgeRecord:
     """A header's judge: its name, the settings it was built with and uses (redacted), the prompts of ``metrics``."""
     own = getattr(judge, "settings", None)  # what the judge uses: an LLM's temperature, a jury's jurors
     kept = {k: v for k, v in {**(settings or {}), **(own if isinstance(own, Mapping) else {})}.items()
@@ -174,7 +220,7 @@ def _judge_record(judge: Judge, settings: Mapping[str, Any] | None, redact: Reda
 
 def run_header(plan: MetricPlan, *, inputs: Sequence[str | Path] = (), argv: Sequence[str] | None = None,
                config: Mapping[str, Any] | None = None, judge_settings: Mapping[str, Any] | None = None,
-               sources: Sequence[Mapping[str, Any]] = (), started_at: datetime | None = None) -> dict[str, Any]:
+               sources: Sequence[Mapping[str, Any]] = (), started_at: datetime | None = None) -> HeaderRecord:
     """The header record of a run of ``plan`` over the files ``inputs`` (each with its sha256)
     and other ``sources`` (e.g. an MLflow experiment, ``{"path": uri, "experiment": ...}``).
     ``argv``, ``config`` and ``judge_settings`` are redacted: no key or header reaches the file."""
@@ -185,7 +231,7 @@ def run_header(plan: MetricPlan, *, inputs: Sequence[str | Path] = (), argv: Seq
     def options(given: Mapping[str, Any]) -> dict[str, Any]:
         return {k: _redacted(_option(v), redact) for k, v in sorted(_jsonable(given).items())}
 
-    metrics = [{"name": name, "options": options(opts)} for name, opts in plan.options_by_metric(defaults=True).items()]
+    metrics: list[MetricRecord] = [{"name": name, "options": options(opts)} for name, opts in plan.options_by_metric(defaults=True).items()]
     return {
         "type": "header", "format": FORMAT, "judgegraph": version(),
         "started_at": iso(started_at or now()),
@@ -203,15 +249,15 @@ def run_header(plan: MetricPlan, *, inputs: Sequence[str | Path] = (), argv: Seq
 def rejudge_header(old: Mapping[str, Any] | None, *, source: str | Path, metric: str, judge: Judge,
                    judge_settings: Mapping[str, Any] | None = None, rubric: str | None = None,
                    prompt: str | Path | None = None, conversations: Sequence[str] = (),
-                   verdicts: Sequence[str] = (), argv: Sequence[str] | None = None) -> dict[str, Any]:
+                   verdicts: Sequence[str] = (), argv: Sequence[str] | None = None) -> HeaderRecord:
     """The header of a ``judgegraph rejudge`` output: the input's header (``old``; a bare one when the input had
     none) with the re-judging judge added to ``judges``, a changed rubric as the metric's ``rubric`` option, and
     ``rejudged`` recording what was judged again, from which file (path and sha256), with which judge, rubric or
     prompt (path and hash), so ``judgegraph diff`` names it (:func:`compare_headers`). Redacted as a run header."""
     redact = Redactor.for_model(getattr(judge, "model", None))
-    header: dict[str, Any] = {**(old or {"type": "header", "format": FORMAT, "metrics": [], "judges": []})}
-    header.update(type="header", judgegraph=version(), started_at=iso(now()),
-                  argv=None if argv is None else [redact(str(a)) for a in argv])
+    header = cast("HeaderRecord", {**(old or {"type": "header", "format": FORMAT, "metrics": [], "judges": []})})
+    header.update({"type": "header", "judgegraph": version(), "started_at": iso(now()),
+                   "argv": None if argv is None else [redact(str(a)) for a in argv]})
     entry = _judge_record(judge, judge_settings, redact, [metric])
     prompt_hash = (file_sha256(prompt) or "")[:12] or None if prompt is not None else None
     judges = [j for j in header.get("judges") or [] if isinstance(j, Mapping) and j.get("name") != judge.name]
@@ -254,7 +300,7 @@ def pass_rates(summary: RunSummary) -> dict[str, float | None]:
 
 
 def run_summary(summary: RunSummary, started_at: datetime, prices: Prices | None = None,
-                ended_at: datetime | None = None) -> dict[str, Any]:
+                ended_at: datetime | None = None) -> SummaryRecord:
     """The summary record of a finished run (the whole file: resumed conversations included)."""
     end = ended_at or now()
     return {
@@ -451,7 +497,7 @@ def start_run(out: str | Path, plan: MetricPlan, inputs: Sequence[str | Path], h
     """``header`` (default: one built from ``plan`` and ``inputs``), checked against the header of ``out`` when
     resumed: :class:`RunSettingsChanged` names each difference in what decides a verdict."""
     started = now()
-    head = dict(header) if header is not None else run_header(plan, inputs=inputs, started_at=started)
+    head = dict(header if header is not None else run_header(plan, inputs=inputs, started_at=started))
     from . import read_header
 
     old = read_header(out) if resume else None

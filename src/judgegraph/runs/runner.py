@@ -298,7 +298,7 @@ def _chain(name: str, *nodes: tuple[str, Any]) -> CompiledStateGraph:
 def _then(metric: CompiledStateGraph, key: str, transform: ResultTransform) -> CompiledStateGraph:
     """``metric`` followed by ``transform`` on its result ``key``."""
 
-    def apply(state: MetricState) -> dict[str, Any]:
+    def apply(state: MetricState) -> MetricState:
         return {"results": {key: transform(state["results"][key])}}
 
     return _chain(key, ("metric", metric), ("transform", apply))
@@ -307,7 +307,7 @@ def _then(metric: CompiledStateGraph, key: str, transform: ResultTransform) -> C
 def unavailable_metric(name: str, judge: Judge, message: str) -> CompiledStateGraph:
     """A one-node graph whose result is ``name``'s error ``message``; no call is made."""
 
-    def reduce_score(state: MetricState) -> dict[str, Any]:
+    def reduce_score(state: MetricState) -> MetricState:
         error = JudgeErrorInfo(where="conversation", step=name, message=message)
         result = build_result(name, conversation_of(state), judge=judge, threshold=None, status="error",
                               reason=message, errors=[error])

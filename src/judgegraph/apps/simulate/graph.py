@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict
 
 from ...core.nodes import render_messages
+from ...core.state import MetricInput, MetricOutput
 from ...data.conversation import Conversation, from_messages
 from ...data.results import MetricResult, Usage, merge_results
 from ...judges import Judge, JudgeOutcome, JudgeRequest, ModelLike, resolve_judge
@@ -102,7 +103,7 @@ def user_request(scenario: Scenario, messages: Sequence[BaseMessage], turns_left
     })
 
 
-def _staged(scenario: Scenario, turn: int, update: dict[str, Any]) -> dict[str, Any]:
+def _staged(scenario: Scenario, turn: int, update: SimulationState) -> SimulationState:
     """``update`` with the persona's stage when it adds user message ``turn``."""
     persona = scenario.adversary
     if persona is None or "messages" not in update:
@@ -122,7 +123,7 @@ def build_simulator(
     def limit(state: SimulationState) -> int:
         return scenario_of(state).max_turns or max_turns
 
-    def user_update(state: SimulationState, outcome: JudgeOutcome | None) -> dict[str, Any]:
+    def user_update(state: SimulationState, outcome: JudgeOutcome | None) -> SimulationState:
         turns = state.get("turns", 0)
         scenario = scenario_of(state)
         if outcome is None:  # the scenario's opening line
@@ -130,9 +131,9 @@ def build_simulator(
                                                  "turns": turns + 1, "status": "running"})
         return _staged(scenario, turns + 1, turn_update(state, outcome))
 
-    def turn_update(state: SimulationState, outcome: JudgeOutcome) -> dict[str, Any]:
+    def turn_update(state: SimulationState, outcome: JudgeOutcome) -> SimulationState:
         turns = state.get("turns", 0)
-        update: dict[str, Any] = {"user_usage": outcome.usage}
+        update: SimulationState = {"user_usage": outcome.usage}
         if not outcome.ok:
             return {**update, "status": "user_error", "errors": [f"simulated user: {outcome.error}"]}
         turn: UserTurn = outcome.value  # type: ignore[assignment]
@@ -151,11 +152,11 @@ def build_simulator(
         turns = state.get("turns", 0)
         return user_request(scenario_of(state), state.get("messages") or [], limit(state) - turns, turns + 1)
 
-    def simulate_user(state: SimulationState) -> dict[str, Any]:
+    def simulate_user(state: SimulationState) -> SimulationState:
         req = request(state)
         return user_update(state, None if req is None else user.run(req))
 
-    async def asimulate_user(state: SimulationState) -> dict[str, Any]:
+    async def asimulate_user(state: SimulationState) -> SimulationState:
         req = request(state)
         return user_update(state, None if req is None else await user.arun(req))
 
@@ -165,16 +166,16 @@ def build_simulator(
         config: RunnableConfig = {"configurable": {"thread_id": f"simulate-{scenario_of(state).id}"}}
         return ({"messages": sent} if takes_state else sent), config, sent
 
-    def app_update(sent: list[BaseMessage], out: Any) -> dict[str, Any]:
+    def app_update(sent: list[BaseMessage], out: Any) -> SimulationState:
         try:
-            reply = new_messages(sent, out)
+            reply = cast("list[AnyMessage]", new_messages(sent, out))  # add_messages takes any BaseMessage
         except (TypeError, ValueError) as exc:
             return {"status": "app_error", "errors": [f"app: {exc}"]}
         if not any(isinstance(m, AIMessage) for m in reply):
             return {"messages": reply, "status": "app_error", "errors": ["app: no assistant message in the reply"]}
         return {"messages": reply}
 
-    def call_app(state: SimulationState) -> dict[str, Any]:
+    def call_app(state: SimulationState) -> SimulationState:
         inp, config, sent = app_call(state)
         try:
             out = runnable.invoke(inp, config)
@@ -182,7 +183,7 @@ def build_simulator(
             return {"status": "app_error", "errors": [f"app: {type(exc).__name__}: {exc}"]}
         return app_update(sent, out)
 
-    async def acall_app(state: SimulationState) -> dict[str, Any]:
+    async def acall_app(state: SimulationState) -> SimulationState:
         inp, config, sent = app_call(state)
         try:
             out = await runnable.ainvoke(inp, config)
@@ -190,7 +191,7 @@ def build_simulator(
             return {"status": "app_error", "errors": [f"app: {type(exc).__name__}: {exc}"]}
         return app_update(sent, out)
 
-    def check_stop(state: SimulationState) -> dict[str, Any]:
+    def check_stop(state: SimulationState) -> SimulationState:
         at_limit = state.get("status") not in STOPPED and state.get("turns", 0) >= limit(state)
         return {"status": "max_turns"} if at_limit else {}
 
@@ -216,11 +217,11 @@ def build_simulator(
     return builder
 
 
-def _judge_input(state: SimulationState) -> dict[str, Any]:
+def _judge_input(state: SimulationState) -> MetricInput:
     return {"conversation": conversation_of(state)}
 
 
-def _results(out: dict[str, Any]) -> dict[str, Any]:
+def _results(out: MetricOutput) -> SimulationState:
     return {"results": out["results"]}
 
 

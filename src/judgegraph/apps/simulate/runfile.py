@@ -20,6 +20,7 @@ from .graph import PROMPT_VALUES
 
 if TYPE_CHECKING:
     from ...judges import Judge
+    from ...runs.header import HeaderRecord, JudgeRecord
     from ...runs.runner import RunSummary
     from . import SimulationResult
 
@@ -39,7 +40,7 @@ def simulation_header(scenarios: str | Path, user: Judge, *, judge: Judge | None
                       app: str | None = None, app_file: str | Path | None = None, max_turns: int | None = None,
                       argv: Sequence[str] | None = None, user_settings: Mapping[str, Any] | None = None,
                       judge_settings: Mapping[str, Any] | None = None, started_at: datetime | None = None,
-                      ) -> dict[str, Any]:
+                      ) -> HeaderRecord:
     """The header of a simulation of ``scenarios`` (a file) with the simulated ``user``, judged by ``judge`` with
     ``metrics`` (none: only simulated). ``app`` (``module:attr``) and its ``app_file`` are recorded as an input
     (with the file's sha256); ``argv`` and the settings are redacted as an eval header's are."""
@@ -52,7 +53,7 @@ def simulation_header(scenarios: str | Path, user: Judge, *, judge: Judge | None
     header = run_header(plan, inputs=[scenarios], argv=argv, judge_settings=judge_settings, sources=sources,
                         started_at=started_at)
     own = run_header(MetricPlan(None, user), judge_settings={**(user_settings or {}), "max_turns": max_turns})
-    simulated = {**own["judges"][0], "name": USER_PREFIX + user.name, "prompts": user_prompts()}
+    simulated: JudgeRecord = {**own["judges"][0], "name": USER_PREFIX + user.name, "prompts": user_prompts()}
     header["judges"] = [*(header["judges"] if metrics else []), simulated]
     if not metrics:
         header["metrics"], header["metrics_from_inputs"] = [], False

@@ -144,8 +144,8 @@ def log_assessments(
             fb = result.to_feedback()
             name = fb["key"] or key
             source = _source(result.judge, source_id)
-            extra = dict(fb["extra"])
-            if len(extra.get("errors") or []) > MAX_ERRORS_IN_METADATA:
+            extra = fb["extra"].copy()
+            if len(extra["errors"]) > MAX_ERRORS_IN_METADATA:
                 extra["errors"] = extra["errors"][:MAX_ERRORS_IN_METADATA]
             meta = {**_meta(score=fb["score"], **extra, judgegraph_version=__version__), **session_mark}
             value = _value(result, fb)

@@ -83,7 +83,7 @@ def session_graph(
             return REDUCE
         return send(state) if tasks and len(steps) == 1 else first
 
-    def reduce_score(state: Any) -> dict[str, Any]:
+    def reduce_score(state: Any) -> MetricState:
         conversation = conversation_of(state)
         result = (score(state, conversation) if applies(conversation)
                   else settings.policy().conclude(conversation, status="not_applicable", reason=not_applicable))
@@ -165,7 +165,7 @@ class ExtractState(MetricState, total=False):
 
 def extract_step(
     settings: SessionSettings, node: str, task: str, step: str, schema: type[BaseModel],
-    read: Callable[[Any, Conversation], dict[str, Any]], **empty: Any,
+    read: Callable[[Any, Conversation], ExtractState], **empty: Any,
 ) -> RunnableLambda:
     """An extract-then-judge judge's first step, one call over the conversation: its
     update is ``empty`` replaced by ``read(answer, conversation)``, with ``extract_usage``

@@ -10,7 +10,7 @@ The steps and rules: docs/session_judges.md.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
@@ -76,7 +76,7 @@ class CompletenessState(ExtractState, total=False):
     verdicts: Annotated[list[GoalVerdict], merge_verdicts]
 
 
-def _goals(value: Goals, conversation: Conversation) -> dict[str, Any]:
+def _goals(value: Goals, conversation: Conversation) -> CompletenessState:
     """The extracted requests, blank ones dropped and repeated ones merged."""
     goals: list[GoalItem] = []
     seen: dict[str, GoalItem] = {}
@@ -100,7 +100,7 @@ def _judge_goal(settings: SessionSettings) -> RunnableLambda:
         return JudgeRequest(task="goal_satisfaction", step=JUDGE_STEP, schema=GoalJudgement,
                             values={"conversation": task["transcript"], "request": task["request"], "asked_in": asked})
 
-    def finish(task: GoalTask, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(task: GoalTask, outcome: JudgeOutcome) -> CompletenessState:
         value = outcome.value if outcome.ok else None
         answered = cited_turns(getattr(value, "answered_in_turns", []), task["conversation"], ("assistant",))
         return {"verdicts": [GoalVerdict(

@@ -9,7 +9,7 @@ One call answers "none", "resolved" or "unresolved" (docs/session_judges.md).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
@@ -72,7 +72,7 @@ class FrustrationState(MetricState, total=False):
 def _judge_frustration(settings: SessionSettings) -> RunnableLambda:
     build = conversation_request("user_frustration", JUDGE_STEP, FrustrationJudgement)
 
-    def finish(state: FrustrationState, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(state: FrustrationState, outcome: JudgeOutcome) -> FrustrationState:
         conversation = conversation_of(state)
         value = outcome.value if outcome.ok else None
         frustrated = cited_turns(getattr(value, "frustrated_turns", []), conversation, ("user",))

@@ -99,7 +99,7 @@ def _judge_guideline(settings: GuidelineSettings) -> RunnableLambda:
         return JudgeRequest(task="guideline_adherence", step=JUDGE_STEP, schema=GuidelineJudgement,
                             values={"conversation": task["transcript"], "guideline": task["guideline"]})
 
-    def finish(task: GuidelineTask, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(task: GuidelineTask, outcome: JudgeOutcome) -> GuidelinesState:
         value = outcome.value if outcome.ok else None
         violating = cited_turns(getattr(value, "violating_turns", []), task["conversation"], ("assistant",))
         return {"verdicts": [GuidelineVerdict(

@@ -117,7 +117,7 @@ def _has_replies(conversation: Conversation) -> bool:
     return bool(users) and any(i > users[0] for i in role_indices(conversation, "assistant"))
 
 
-def _facts(value: Facts, conversation: Conversation) -> dict[str, Any]:
+def _facts(value: Facts, conversation: Conversation) -> RetentionState:
     """The extracted facts, each tied to the user turn that stated it; the others are counted as dropped."""
     facts: list[FactItem] = []
     dropped = 0
@@ -147,7 +147,7 @@ def _check_turn(settings: SessionSettings) -> RunnableLambda:
             "conversation": conversation_json(upto), "facts": facts, "turn": str(task["turn"] + 1),
         })
 
-    def finish(task: TurnTask, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(task: TurnTask, outcome: JudgeOutcome) -> RetentionState:
         conversation = task["conversation"]
         value = outcome.value if outcome.ok else None
         lapses = []

@@ -106,7 +106,7 @@ def _judge_turns(settings: RoleSettings) -> RunnableLambda:
             "turns": ", ".join(str(t + 1) for t in task["turns"]),
         })
 
-    def finish(task: BatchTask, outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(task: BatchTask, outcome: JudgeOutcome) -> RoleState:
         conversation = task["conversation"]
         answers: dict[int, TurnRole] = {}
         if outcome.ok:
