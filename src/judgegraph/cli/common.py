@@ -99,6 +99,16 @@ def add_metric_options(p: argparse.ArgumentParser, *, role: str, guideline: str 
                         "conversation's metadata.reference_topics)")
 
 
+def add_report_options(p: argparse.ArgumentParser, *, bootstrap: str = "bootstrap resamples",
+                       json: str | None = "print the report as JSON on stdout") -> None:
+    """``--bootstrap`` (``bootstrap``: its help; checked by :func:`check_numbers`), ``--seed`` and, when ``json``
+    (its help) is given, ``--json``: the options of a command that prints a report with bootstrap intervals."""
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="B", help=f"{bootstrap} (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
+    if json is not None:
+        p.add_argument("--json", action="store_true", help=json)
+
+
 def add_out_options(p: argparse.ArgumentParser, group: argparse._ActionsContainer | None = None, **out: Any) -> None:
     """``--out`` (``out``: its default or ``required``, help ...) and ``--overwrite`` (in ``group`` if given)."""
     p.add_argument("--out", **out)
@@ -139,6 +149,8 @@ def check_numbers(args: argparse.Namespace) -> str | None:
                 check_threshold(getattr(args, name), flag(name))
     except ValueError as exc:
         return str(exc)
+    if (resamples := getattr(args, "bootstrap", None)) is not None and resamples < 0:
+        return f"--bootstrap must be 0 or more, got {resamples}"
     for name, (low, strict, unit) in BOUNDED_OPTIONS.items():
         value = getattr(args, name, None)
         if value is not None and not (value > low if strict else value >= low):  # NaN fails too
