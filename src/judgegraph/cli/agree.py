@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
 from . import common
@@ -59,10 +58,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     if report.labels == 0 and not report.label_errors:
         return usage_error(err, "no labels: give --labels FILE, or review verdicts first (docs/agreement.md)")
-    if args.json:
-        print(json.dumps(report.to_json(), ensure_ascii=False, indent=1))
-    else:
-        print_report(report, out)
+    common.show_report(args, report, print_report, out)
     if args.html:
         from ..outputs.agreement import write_agreement_page
 

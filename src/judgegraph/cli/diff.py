@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import re
 from typing import TYPE_CHECKING
 
 from . import common
@@ -37,13 +35,7 @@ def register(sub: Subparsers) -> None:
     out.add_argument("--markdown", action="store_true", help="print the diff as Markdown (a pull-request comment)")
     p.add_argument("--max-rows", type=int, default=50, metavar="N",
                    help="changed results and verdicts listed per table (default %(default)s; --json lists all)")
-    common.add_report_options(p, bootstrap="paired bootstrap resamples", json=None)
-
-
-def json_text(data: object) -> str:
-    """``data`` as JSON text that can be written as UTF-8: a lone surrogate read from a results file (JSON
-    ``"\\udfff"``) is written as that same escape, so the output reads back as the same strings."""
-    return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", json.dumps(data, ensure_ascii=False, indent=1))
+    common.add_report_options(p, bootstrap="paired bootstrap resamples", json_help=None)
 
 
 def _bad_numbers(args: argparse.Namespace) -> str | None:
@@ -81,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     diff = compare(old, new, metrics=args.metrics, resamples=args.bootstrap, seed=args.seed)
     if args.json:
-        print(json_text(diff.to_json()))
+        print(common.json_text(diff.to_json()))
     elif args.markdown:
         from ..compare.markdown import to_markdown
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
 from . import common
@@ -131,10 +130,7 @@ def run(args: argparse.Namespace) -> int:
     _problems(report, err)
     if args.dry_run:
         return _dry_run(args, judge, report, out, err)
-    if args.json:
-        print(json.dumps(report.to_json(), ensure_ascii=False, indent=1))
-    else:
-        print_report(report, out)
+    common.show_report(args, report, print_report, out)
     if args.out:
         err.print(f"comparisons: {markup_safe(args.out)}")
     return _status(report, err)

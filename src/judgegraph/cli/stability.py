@@ -4,7 +4,6 @@ judges agree (docs/stability.md)."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -71,10 +70,7 @@ def run(args: argparse.Namespace) -> int:
                                 options=options, resamples=args.bootstrap, seed=args.seed)
     except NotAResultsFile as exc:
         return common.refuse_results(exc)
-    if args.json:
-        print(json.dumps(report.to_json(), ensure_ascii=False, indent=1))
-    else:
-        print_report(report, out)
+    common.show_report(args, report, print_report, out)
     for line in report.unreadable:
         err.print(f"[yellow]unreadable results line:[/] {markup_safe(line)}")
     if args.metrics and not report.metrics:
