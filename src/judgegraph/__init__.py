@@ -10,8 +10,9 @@ metric registry: a new metric needs no line here (typed where it is defined,
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -42,58 +43,33 @@ if TYPE_CHECKING:
     from .trust.agreement import agreement
     from .trust.alignment import align
 
-_EXPORTS = {
-    "Conversation": "data.conversation",
-    "Turn": "data.conversation",
-    "RetrievalNode": "data.conversation",
-    "ToolCall": "data.conversation",
-    "from_messages": "data.conversation",
-    "MetricResult": "data.results",
-    "Verdict": "data.results",
-    "WindowVerdict": "data.results",
-    "JudgeErrorInfo": "data.results",
-    "Usage": "data.results",
-    "build_result": "core.scoring",
-    "make_judge": "metrics.custom",
-    "create_metric": "metrics",
-    "create_report_graph": "report",
-    "build_report_graph": "report",
-    "CompileOptions": "core.compiling",
-    "load_file": "loaders",
-    "load_files": "loaders",
-    "load_conversations": "loaders",
-    "from_thread": "loaders.langgraph_threads",
-    "exchanges": "data.windows",
-    "sliding_windows": "data.windows",
-    "Judge": "judges",
-    "ModelLike": "judges",
-    "NeedsLLMJudge": "judges",
-    "resolve_judge": "judges",
-    "JudgeCache": "judges",
-    "CallLimiter": "judges",
-    "LLMJudge": "judges.llm",
-    "Jury": "judges.jury",
-    "EmbeddingJudge": "judges.offline",
-    "ScriptedChatModel": "judges.scripted",
-    "judge_node": "apps.node",
-    "route_on_verdict": "apps.node",
-    "verdict_reason": "apps.node",
-    "as_evaluator": "apps.evaluators",
-    "assert_judged": "apps.assertions",
-    "simulate": "apps.simulate",
-    "asimulate": "apps.simulate",
-    "Scenario": "apps.simulate",
-    "agreement": "trust.agreement",
-    "create_pairwise_judge": "metrics.pairwise",
-    "Criterion": "metrics.pairwise",
-    "compare_pairwise": "apps.pairwise",
-    "PairwiseReport": "apps.pairwise",
-    "align": "trust.alignment",
-    "AlignedJudge": "judges.aligned",
-    "load_aligned": "judges",
-    "load_results": "outputs.export",
-}
-
+_EXPORTS, _import = lazy_exports(__name__, {
+    "data.conversation": ("Conversation", "Turn", "RetrievalNode", "ToolCall", "from_messages"),
+    "data.results": ("MetricResult", "Verdict", "WindowVerdict", "JudgeErrorInfo", "Usage"),
+    "core.scoring": ("build_result",),
+    "metrics.custom": ("make_judge",),
+    "metrics": ("create_metric",),
+    "report": ("create_report_graph", "build_report_graph"),
+    "core.compiling": ("CompileOptions",),
+    "loaders": ("load_file", "load_files", "load_conversations"),
+    "loaders.langgraph_threads": ("from_thread",),
+    "data.windows": ("exchanges", "sliding_windows"),
+    "judges": ("Judge", "ModelLike", "NeedsLLMJudge", "resolve_judge", "JudgeCache", "CallLimiter", "load_aligned"),
+    "judges.llm": ("LLMJudge",),
+    "judges.jury": ("Jury",),
+    "judges.offline": ("EmbeddingJudge",),
+    "judges.scripted": ("ScriptedChatModel",),
+    "apps.node": ("judge_node", "route_on_verdict", "verdict_reason"),
+    "apps.evaluators": ("as_evaluator",),
+    "apps.assertions": ("assert_judged",),
+    "apps.simulate": ("simulate", "asimulate", "Scenario"),
+    "trust.agreement": ("agreement",),
+    "metrics.pairwise": ("create_pairwise_judge", "Criterion"),
+    "apps.pairwise": ("compare_pairwise", "PairwiseReport"),
+    "trust.alignment": ("align",),
+    "judges.aligned": ("AlignedJudge",),
+    "outputs.export": ("load_results",),
+})
 
 
 def _metric_factories() -> dict[str, Any]:
@@ -105,12 +81,12 @@ def _metric_factories() -> dict[str, Any]:
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
-        return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+        return _import(name)
     if name == "__all__":  # the public names: the table above and the metrics' factories
         return sorted([*_EXPORTS, *_metric_factories()])
     if name.startswith("create_") and name in (factories := _metric_factories()):
         return factories[name]
-    raise AttributeError(f"module 'judgegraph' has no attribute {name!r}")
+    return _import(name)  # AttributeError
 
 
 def __dir__() -> list[str]:

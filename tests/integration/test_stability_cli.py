@@ -139,3 +139,26 @@ def test_the_gate_re_scores_a_flaky_failure_from_the_inputs_and_finds_it_passed_
     assert [(r.conversation_id, r.passed) for r in gate.flipped] == [("wobbly", [False, True, False])]
     blind = gate_for_run(merged)  # no inputs: wobbly is not known to hold, and not counted either
     assert [r.conversation_id for r in blind.unknown] == ["wobbly"] and len(blind.holding) == 1
+
+
+@pytest.mark.parametrize("command", [["stability"], ["agree", "--no-reviews", "--labels", "LABELS"]])
+def test_json_of_a_results_file_holding_a_lone_surrogate_writes_its_escape(judged, tmp_path, bare_env, command):
+    """A conversation id can hold a lone surrogate (JSON "\\udfff", from the input): ``--json`` writes the same
+    escape, as ``diff --json`` does (one JSON writer, common.json_text), and reads back as the same id."""
+    import subprocess
+    import sys
+
+    _, merged, _ = judged
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text(merged.read_text(encoding="utf-8").replace('"steady"', '"odd\\udfffid"'), encoding="utf-8")
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"conversation_id": "odd\udfffid", "metric": "turn_relevancy", "turn": 2,
+                                  "label": "no"}) + "\n", encoding="utf-8")  # the judge said yes: a disagreement
+    argv = [str(labels) if a == "LABELS" else a for a in command]
+    done = subprocess.run([sys.executable, "-m", "judgegraph.cli", command[0], str(odd), *argv[1:], "--json"],
+                          capture_output=True, env=bare_env, timeout=120)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    assert "odd\\udfffid" in done.stdout.decode("utf-8")
+    report = json.loads(done.stdout)
+    found = report["results"] if command[0] == "stability" else report["metrics"]["turn_relevancy"]["disagreements"]
+    assert "odd\udfffid" in {r["conversation_id"] for r in found}

@@ -74,7 +74,7 @@ def answer(verdict: str = "yes") -> Callable[[ScriptedRequest], dict[str, Any]]:
                               for i in range(1, schema.expected_nodes + 1)]}
         if name == "StatementVerdicts":
             return {"verdicts": [{"statement": i, "reason": reason, "verdict": verdict}
-                                 for i in range(1, schema.expected_statements + 1)]}
+                                 for i in range(1, schema.expected + 1)]}
         if name == "Goals":
             return {"goals": [{"request": "Know the Saturday opening hours.", "asked_in_turns": [2]},
                               {"request": "Return a book.", "asked_in_turns": [4]}]}
@@ -105,7 +105,7 @@ def answer(verdict: str = "yes") -> Callable[[ScriptedRequest], dict[str, Any]]:
             return {"reason": reason, "categories": [] if yes else ["violence"], "verdict": verdict}
         if name == "ClaimVerdicts":
             return {"verdicts": [{"claim": i, "reason": reason, "verdict": verdict}
-                                 for i in range(1, schema.expected_claims + 1)]}
+                                 for i in range(1, schema.expected + 1)]}
         if name.endswith("Feedback"):  # make_judge: a bool value
             return {"reason": reason, "value": yes}
         # Any other schema (the example metric's, a new metric's): a valid answer, a yes/no verdict this polarity.
@@ -127,9 +127,8 @@ class _Counts:
     def __init__(self, text: str) -> None:
         self.expected_nodes = len(re.findall(r"^\[node \d+\]$", text, re.M))
         listed = text.split("<statements>")[-1].split("</statements>")[0] if "<statements>" in text else ""
-        self.expected_statements = len(re.findall(r"^\d+\. ", listed, re.M))
         claims = text.split("<claims>")[-1].split("</claims>")[0] if "<claims>" in text else ""
-        self.expected_claims = len(re.findall(r"^\d+\. ", claims, re.M))
+        self.expected = len(re.findall(r"^\d+\. ", listed or claims, re.M))  # the numbered statements or claims
         found = re.search(r"exactly (\d+) questions", text)
         self.n_questions = int(found.group(1)) if found else 3
 

@@ -136,7 +136,7 @@ def test_no_module_outside_the_metrics_imports_a_metric_but_its_own_app_or_comma
 #: The layers, lowest first: a module may import its own layer and the ones below it, never one above.
 #: A module belongs to the layer of its longest prefix here (``judgegraph`` alone: the root's lazy table).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("package root", ("judgegraph",)),
+    ("package root", ("judgegraph", "judgegraph._lazy")),
     ("data", ("judgegraph.data",)),
     ("judging", ("judgegraph.providers", "judgegraph.judges", "judgegraph.embeddings")),
     ("core", ("judgegraph.core",)),

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from importlib import import_module
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what type checkers and editors see: the names below, as they are at run time
     from .assertions import JudgementFailed as JudgementFailed
@@ -38,21 +39,14 @@ if TYPE_CHECKING:  # what type checkers and editors see: the names below, as the
 
 #: Each public name and its module, imported when first used (the imports above say the same to type checkers:
 #: tests/unit/test_apps_typing.py checks that they agree).
-_EXPORTS = {
-    "judge_node": "node",
-    "route_on_verdict": "node",
-    "verdict_reason": "node",
-    "judge_graph": "metrics",
-    "as_evaluator": "evaluators",
-    "assert_judged": "assertions",
-    "JudgementFailed": "assertions",
-    "write_junit": "junit",
-    "junit_from_results": "junit",
-    "simulate": "simulate",
-    "asimulate": "simulate",
-    "Scenario": "simulate",
-    "create_simulator": "simulate",
-}
+_EXPORTS, __getattr__ = lazy_exports(__name__, {
+    "node": ("judge_node", "route_on_verdict", "verdict_reason"),
+    "metrics": ("judge_graph",),
+    "evaluators": ("as_evaluator",),
+    "assertions": ("assert_judged", "JudgementFailed"),
+    "junit": ("write_junit", "junit_from_results"),
+    "simulate": ("simulate", "asimulate", "Scenario", "create_simulator"),
+})
 
 __all__ = list(_EXPORTS)
 
@@ -60,12 +54,6 @@ __all__ = list(_EXPORTS)
 #: :func:`assert_judged`. The pytest plugin's summary listens here (kept in this
 #: light module so loading the plugin imports no LangChain).
 listeners: list[Callable[[str, dict[str, Any]], None]] = []
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _AppsModule(ModuleType):

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
 from . import common
-from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_results_command, consoles, markup_safe, safe
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, add_results_command, consoles, markup_safe, safe, usage_error
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -36,9 +35,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--min-kappa", type=float, metavar="X",
                    help="exit 1 when a metric's kappa (weighted kappa for ordinal labels, Spearman for numbers) is "
                         "below X or undefined")
-    p.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap resamples (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    common.add_report_options(p)
     p.add_argument("--html", metavar="OUT", help="also write the report as one HTML page")
 
 
@@ -47,12 +44,10 @@ def run(args: argparse.Namespace) -> int:
     from ..trust.agreement import agreement
 
     out, err = consoles()
-    if args.bootstrap < 0:
-        err.print(f"[red]error:[/] --bootstrap must be 0 or more, got {args.bootstrap}")
-        return EXIT_USAGE
+    if (bad := common.check_numbers(args)) is not None:
+        return usage_error(err, bad)
     if args.min_kappa is not None and not -1.0 <= args.min_kappa <= 1.0:  # NaN too: it would pass every gate
-        err.print(f"[red]error:[/] --min-kappa must be between -1 and 1, got {args.min_kappa}")
-        return EXIT_USAGE
+        return usage_error(err, f"--min-kappa must be between -1 and 1, got {args.min_kappa}")
     try:
         report = agreement(args.results, args.labels, reviews=args.reviews, metrics=args.metrics,
                            resamples=args.bootstrap, seed=args.seed)
@@ -62,12 +57,8 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"[red]error:[/] {markup_safe(exc.filename or '')}: {markup_safe(exc.strerror or exc)}")
         return EXIT_ERRORS
     if report.labels == 0 and not report.label_errors:
-        err.print("[red]error:[/] no labels: give --labels FILE, or review verdicts first (docs/agreement.md)")
-        return EXIT_USAGE
-    if args.json:
-        print(json.dumps(report.to_json(), ensure_ascii=False, indent=1))
-    else:
-        print_report(report, out)
+        return usage_error(err, "no labels: give --labels FILE, or review verdicts first (docs/agreement.md)")
+    common.show_report(args, report, print_report, out)
     if args.html:
         from ..outputs.agreement import write_agreement_page
 

@@ -118,10 +118,7 @@ def run_llm(args: argparse.Namespace, out: Console, err: Console) -> int:
         return EXIT_ERRORS
     except (ValueError, TypeError) as exc:  # a model that cannot be built (no key, no base URL)
         return usage_error(err, exc)
-    if args.json:
-        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
-    else:
-        _print(out, report)
+    common.show_report(args, report, _print, out)
     if report.worse:
         err.print(f"[yellow]warning:[/] {markup_safe(report.worse)}")
     for problem in report.judge_errors[:20]:
@@ -139,7 +136,7 @@ def _fmt(value: object) -> str:
     return "—" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
-def _print(out: Console, report: AlignmentReport) -> None:
+def _print(report: AlignmentReport, out: Console) -> None:
     from rich.table import Table
 
     held = report.held_out

@@ -4,10 +4,12 @@ common (``add_*``, checked once by :func:`check_numbers`), and option readers.""
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from ..data.safetext import safe as safe  # the commands print data with common.safe
 
@@ -99,6 +101,37 @@ def add_metric_options(p: argparse.ArgumentParser, *, role: str, guideline: str 
                         "conversation's metadata.reference_topics)")
 
 
+def add_report_options(p: argparse.ArgumentParser, *, bootstrap: str = "bootstrap resamples",
+                       json_help: str | None = "print the report as JSON on stdout") -> None:
+    """``--bootstrap`` (``bootstrap``: its help; checked by :func:`check_numbers`), ``--seed`` and, when ``json_help``
+    (its help) is given, ``--json``: the options of a command that prints a report with bootstrap intervals."""
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="B", help=f"{bootstrap} (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
+    if json_help is not None:
+        p.add_argument("--json", action="store_true", help=json_help)
+
+
+def json_text(data: object) -> str:
+    """``data`` as JSON text that can be written as UTF-8: a lone surrogate read from a results file (JSON
+    ``"\\udfff"``) is written as that same escape, so the output reads back as the same strings."""
+    return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", json.dumps(data, ensure_ascii=False, indent=1))
+
+
+class _Report(Protocol):
+    def to_json(self) -> Any: ...
+
+
+R = TypeVar("R", bound=_Report)
+
+
+def show_report(args: argparse.Namespace, report: R, table: Callable[[R, Console], None], out: Console) -> None:
+    """``report`` on stdout: its ``to_json()`` as :func:`json_text` with ``--json``, else drawn by ``table``."""
+    if args.json:
+        print(json_text(report.to_json()))
+    else:
+        table(report, out)
+
+
 def add_out_options(p: argparse.ArgumentParser, group: argparse._ActionsContainer | None = None, **out: Any) -> None:
     """``--out`` (``out``: its default or ``required``, help ...) and ``--overwrite`` (in ``group`` if given)."""
     p.add_argument("--out", **out)
@@ -139,6 +172,8 @@ def check_numbers(args: argparse.Namespace) -> str | None:
                 check_threshold(getattr(args, name), flag(name))
     except ValueError as exc:
         return str(exc)
+    if (resamples := getattr(args, "bootstrap", None)) is not None and resamples < 0:
+        return f"--bootstrap must be 0 or more, got {resamples}"
     for name, (low, strict, unit) in BOUNDED_OPTIONS.items():
         value = getattr(args, name, None)
         if value is not None and not (value > low if strict else value >= low):  # NaN fails too

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
-import re
 from typing import TYPE_CHECKING
 
+from . import common
 from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, consoles, markup_safe, refuse_results, safe
 
 if TYPE_CHECKING:
@@ -17,17 +16,16 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> None:
-    p = sub.add_parser(
-        "diff", help="compare two results files: fixed, regressed, pass rates, McNemar, score deltas",
+    p = common.add_results_command(
+        sub, "diff", run, help="compare two results files: fixed, regressed, pass rates, McNemar, score deltas",
         description="Compare the results of OLD and NEW (two `judgegraph eval --out` files) per metric and "
                     "conversation, matched by id: regressed, fixed, unchanged, errors, new, missing, score deltas, "
                     "each changed verdict with both judges' reasons; per metric the pass rates, McNemar's test and "
                     "a paired bootstrap interval of the mean score difference; and whether the two runs were "
                     "judged alike (run headers). Exit 1 with --fail-on-regression when a result regressed, 3 when a "
                     "file or line cannot be read (or, gating, NEW could not judge a result), 2 for a bad command "
-                    "line.")
-    p.add_argument("old", metavar="OLD", help="results of the old version (judgegraph eval --out)")
-    p.add_argument("new", metavar="NEW", help="results of the new version")
+                    "line.",
+        old="results of the old version (judgegraph eval --out)", new="results of the new version")
     p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="NAME", help="only this metric (repeatable)")
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any result regressed (CI gate)")
     p.add_argument("--max-regressions", type=int, metavar="N",
@@ -37,21 +35,12 @@ def register(sub: Subparsers) -> None:
     out.add_argument("--markdown", action="store_true", help="print the diff as Markdown (a pull-request comment)")
     p.add_argument("--max-rows", type=int, default=50, metavar="N",
                    help="changed results and verdicts listed per table (default %(default)s; --json lists all)")
-    p.add_argument("--bootstrap", type=int, default=1000, metavar="B",
-                   help="paired bootstrap resamples (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
-    p.set_defaults(run=run)
-
-
-def json_text(data: object) -> str:
-    """``data`` as JSON text that can be written as UTF-8: a lone surrogate read from a results file (JSON
-    ``"\\udfff"``) is written as that same escape, so the output reads back as the same strings."""
-    return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", json.dumps(data, ensure_ascii=False, indent=1))
+    common.add_report_options(p, bootstrap="paired bootstrap resamples", json_help=None)
 
 
 def _bad_numbers(args: argparse.Namespace) -> str | None:
-    if args.bootstrap < 0:
-        return f"--bootstrap must be 0 or more, got {args.bootstrap}"
+    if (bad := common.check_numbers(args)) is not None:
+        return bad
     if args.max_regressions is not None and args.max_regressions < 0:
         return f"--max-regressions must be 0 or more, got {args.max_regressions}"
     if args.max_rows < 1:
@@ -66,8 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
     out, err = consoles()
     if (why := _bad_numbers(args)) is not None:
-        err.print(f"[red]error:[/] {markup_safe(why)}")
-        return EXIT_USAGE
+        return common.usage_error(err, why)
     runs = []
     for path in (args.old, args.new):
         try:
@@ -85,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     diff = compare(old, new, metrics=args.metrics, resamples=args.bootstrap, seed=args.seed)
     if args.json:
-        print(json_text(diff.to_json()))
+        print(common.json_text(diff.to_json()))
     elif args.markdown:
         from ..compare.markdown import to_markdown
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
 from . import common
@@ -53,10 +52,7 @@ def register(sub: Subparsers) -> None:
                    help="a price table (JSON or YAML) overriding the built-in one (default: $JUDGEGRAPH_PRICES)")
     common.add_out_options(p, metavar="FILE", help="also write every comparison (both orders' verdicts, reasons and "
                                                   "transcripts) as JSONL")
-    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
-    p.add_argument("--bootstrap", type=int, default=1000, metavar="B",
-                   help="bootstrap resamples of the ranking (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
+    common.add_report_options(p, bootstrap="bootstrap resamples of the ranking")
     p.set_defaults(run=run)
 
 
@@ -80,8 +76,6 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
         return "the same file is given twice: each version needs its own file"
     if args.cache and args.no_cache:
         return "--cache and --no-cache cannot be used together"
-    if args.bootstrap < 0:
-        return f"--bootstrap must be 0 or more, got {args.bootstrap}"
     from ..cost.pricing import PriceFileError, user_prices
 
     try:
@@ -136,10 +130,7 @@ def run(args: argparse.Namespace) -> int:
     _problems(report, err)
     if args.dry_run:
         return _dry_run(args, judge, report, out, err)
-    if args.json:
-        print(json.dumps(report.to_json(), ensure_ascii=False, indent=1))
-    else:
-        print_report(report, out)
+    common.show_report(args, report, print_report, out)
     if args.out:
         err.print(f"comparisons: {markup_safe(args.out)}")
     return _status(report, err)

@@ -4,12 +4,11 @@ judges agree (docs/stability.md)."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import common
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, consoles, markup_safe, safe
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, consoles, markup_safe, safe, usage_error
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -38,9 +37,7 @@ def register(sub: Subparsers) -> None:
     common.add_metric_options(p, scored=False, role="role-adherence: the role the results were judged with, if given",
                               guideline="conversational-guidelines: the guidelines the results were judged with"
                                         " (results do not record them), repeatable; @FILE reads one per line")
-    p.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap resamples (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    common.add_report_options(p)
 
 
 def _conversations(paths: list[str], err: Console) -> Iterator[Conversation]:
@@ -59,26 +56,21 @@ def run(args: argparse.Namespace) -> int:
     from ..trust.stability import read_stability
 
     out, err = consoles()
-    if args.bootstrap < 0:
-        err.print(f"[red]error:[/] --bootstrap must be 0 or more, got {args.bootstrap}")
-        return EXIT_USAGE
+    if (bad := common.check_numbers(args)) is not None:
+        return usage_error(err, bad)
     for path in args.inputs:
         if not Path(path).is_file():
             return common.refuse_results(f"{path}: no such file")
     try:
         options = common.metric_options(args)
     except (OSError, ValueError) as exc:
-        err.print(f"[red]error:[/] {markup_safe(exc)}")
-        return EXIT_USAGE
+        return usage_error(err, exc)
     try:
         report = read_stability(args.results, _conversations(args.inputs, err), metrics=args.metrics,
                                 options=options, resamples=args.bootstrap, seed=args.seed)
     except NotAResultsFile as exc:
         return common.refuse_results(exc)
-    if args.json:
-        print(json.dumps(report.to_json(), ensure_ascii=False, indent=1))
-    else:
-        print_report(report, out)
+    common.show_report(args, report, print_report, out)
     for line in report.unreadable:
         err.print(f"[yellow]unreadable results line:[/] {markup_safe(line)}")
     if args.metrics and not report.metrics:

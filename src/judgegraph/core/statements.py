@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from functools import cache
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from langchain_core.runnables import Runnable, RunnableBranch, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -21,6 +21,7 @@ from ..data.results import JudgeAttempt, Usage, Verdict
 from ..judges.base import Judge, JudgeOutcome, JudgeRequest
 from .nodes import judge_step, render_messages
 
+NV = TypeVar("NV", bound="NumberedVerdicts")
 PROMPTS = "statements"
 EXTRACT_STEP = f"{PROMPTS}/extract_statements"
 JUDGE_STEP = f"{PROMPTS}/judge_statements"
@@ -109,24 +110,40 @@ class StatementJudgement(BaseModel):
     similarity: SkipJsonSchema[float | None] = None
 
 
-class StatementVerdicts(BaseModel):
-    """The answer of ``judge_statements`` and ``verify_verdict``: one entry per
-    statement, numbered from 1 (:func:`verdicts_schema` checks the count)."""
+class NumberedVerdicts(BaseModel):
+    """An answer judging numbered items in one request: ``verdicts``, one entry per item naming its number (1 to
+    ``expected``) in the field ``numbered_by``, sorted by it; :func:`numbered` makes the subclass that checks the
+    count (a missing, unknown or repeated number is a validation error the judge is re-asked with)."""
 
-    verdicts: list[StatementJudgement] = Field(description="One entry per statement, in order.")
-    expected_statements: ClassVar[int | None] = None
+    numbered_by: ClassVar[str]
+    expected: ClassVar[int | None] = None
 
     @classmethod
     def placeholder(cls) -> dict[str, Any]:
-        """A valid answer: one "yes" per statement."""
-        return {"verdicts": [{"statement": i, "reason": "placeholder", "verdict": "yes"}
-                             for i in range(1, (cls.expected_statements or 1) + 1)]}
+        """A valid answer: one "yes" per item (what a dry run answers)."""
+        return {"verdicts": [{cls.numbered_by: i, "reason": "placeholder", "verdict": "yes"}
+                             for i in range(1, (cls.expected or 1) + 1)]}
 
     @model_validator(mode="after")
-    def _complete(self) -> StatementVerdicts:
-        _check_numbers([v.statement for v in self.verdicts], self.expected_statements, "statement")
-        self.verdicts = sorted(self.verdicts, key=lambda v: v.statement)
+    def _complete(self) -> NumberedVerdicts:
+        verdicts = sorted(getattr(self, "verdicts"), key=lambda v: getattr(v, self.numbered_by))  # noqa: B009
+        _check_numbers([getattr(v, self.numbered_by) for v in verdicts], self.expected, self.numbered_by)
+        setattr(self, "verdicts", verdicts)  # noqa: B010 - each subclass declares its own entry type
         return self
+
+
+@cache
+def numbered(schema: type[NV], count: int) -> type[NV]:
+    """``schema`` (a :class:`NumberedVerdicts`) requiring exactly ``count`` entries."""
+    return type(schema.__name__, (schema,), {"expected": count, "__module__": schema.__module__})
+
+
+class StatementVerdicts(NumberedVerdicts):
+    """The answer of ``judge_statements`` and ``verify_verdict``: one entry per
+    statement, numbered from 1 (:func:`verdicts_schema` checks the count)."""
+
+    numbered_by: ClassVar[str] = "statement"
+    verdicts: list[StatementJudgement] = Field(description="One entry per statement, in order.")
 
 
 def _join(numbers: Sequence[int]) -> str:
@@ -154,10 +171,9 @@ def extraction_schema(nodes: int) -> type[ExtractedStatements]:
     return type("ExtractedStatements", (ExtractedStatements,), {"expected_nodes": nodes, "__module__": __name__})
 
 
-@cache
 def verdicts_schema(statements: int) -> type[StatementVerdicts]:
     """:class:`StatementVerdicts` that requires exactly ``statements`` entries."""
-    return type("StatementVerdicts", (StatementVerdicts,), {"expected_statements": statements, "__module__": __name__})
+    return numbered(StatementVerdicts, statements)
 
 
 class Statement(BaseModel):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, Union, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._lazy import lazy_exports
 from .base import Endpoint, Judge, JudgeOutcome, JudgeRequest
 from .cache import DiskCache, JudgeCache, default_cache_path
 from .limiter import CallLimiter, RateBucket
@@ -166,13 +167,7 @@ def _single(config: JudgeConfig) -> Judge:
                     max_reply_bytes=config.max_reply_bytes, **client)
 
 
-def __getattr__(name: str) -> Any:
-    """``Jury`` (:mod:`.jury`, which imports LangGraph) on first use."""
-    if name == "Jury":
-        from .jury import Jury
-
-        return Jury
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+_, __getattr__ = lazy_exports(__name__, {"jury": ("Jury",)})  # jury imports LangGraph: on first use
 
 
 def _make_cache(judge: Judge, cache: bool | str | os.PathLike[str] | None) -> JudgeCache | None:

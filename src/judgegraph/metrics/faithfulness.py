@@ -17,20 +17,19 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Annotated, Any, ClassVar, Literal
 
 from langchain_core.runnables import Runnable, RunnableBranch, RunnableConfig, RunnableLambda
 from langgraph.graph import StateGraph
 from langgraph.types import Command, Send
-from pydantic import BaseModel, BeforeValidator, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ..core.nodes import Node, calls_usage, judge_step, quote, score_node, turn_label, window_graph, window_node
 from ..core.scoring import Tally, WindowOptions, check_flag, clause, option
 from ..core.state import MetricState
 from ..core.statements import PROMPT_VALUES as STATEMENT_PROMPT_VALUES
-from ..core.statements import Statement, StepUpdate, extract_statements_step
+from ..core.statements import NumberedVerdicts, Statement, StepUpdate, extract_statements_step, numbered
 from ..data.answers import read_choice
 from ..data.conversation import Conversation
 from ..data.results import MetricResult, Verdict, merge_verdicts
@@ -51,32 +50,16 @@ class ClaimJudgement(BaseModel):
     verdict: ClaimLabel = Field(description="'yes' supported by the sources, 'no' contradicted, 'idk' neither.")
 
 
-class ClaimVerdicts(BaseModel):
+class ClaimVerdicts(NumberedVerdicts):
     """The answer of ``judge_claims``: one entry per claim, numbered from 1 (:func:`claims_schema` checks the count)."""
 
+    numbered_by: ClassVar[str] = "claim"
     verdicts: list[ClaimJudgement] = Field(description="One entry per claim, in order.")
-    expected_claims: ClassVar[int | None] = None
-
-    @classmethod
-    def placeholder(cls) -> dict[str, Any]:
-        """A valid answer: one "yes" per claim (what a dry run answers)."""
-        return {"verdicts": [{"claim": i, "reason": "placeholder", "verdict": "yes"}
-                             for i in range(1, (cls.expected_claims or 1) + 1)]}
-
-    @model_validator(mode="after")
-    def _complete(self) -> ClaimVerdicts:
-        if self.expected_claims is not None:
-            seen = [v.claim for v in self.verdicts]
-            if sorted(seen) != list(range(1, self.expected_claims + 1)):
-                raise ValueError(f"give exactly one entry for each claim 1 to {self.expected_claims}, got {seen}")
-        self.verdicts = sorted(self.verdicts, key=lambda v: v.claim)
-        return self
 
 
-@cache
 def claims_schema(claims: int) -> type[ClaimVerdicts]:
     """:class:`ClaimVerdicts` that requires exactly ``claims`` entries."""
-    return type("ClaimVerdicts", (ClaimVerdicts,), {"expected_claims": claims, "__module__": __name__})
+    return numbered(ClaimVerdicts, claims)
 
 
 class ClaimVerdict(Verdict):

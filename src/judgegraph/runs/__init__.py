@@ -1,31 +1,7 @@
 """A run's record: the typed lines of a results file (:mod:`.record`) and the one reader, :func:`read_run`."""
 
-from .read import (
-    NOT_RESULTS,
-    NotAResultsFile,
-    RunFacts,
-    RunFile,
-    conversation_problem,
-    first_record,
-    is_results_file,
-    read_header,
-    read_run,
-)
-from .record import (
-    RECORD_TYPES,
-    STATUSES,
-    BatchLine,
-    ConversationLine,
-    HeaderLine,
-    InputErrorLine,
-    PairwiseLine,
-    RecordType,
-    ResultLine,
-    SummaryLine,
-    UsageLine,
-    VerdictLine,
-)
+from . import read, record
+from .read import *  # noqa: F403 - the package exports each module's public names, listed there
+from .record import *  # noqa: F403
 
-__all__ = ["NOT_RESULTS", "RECORD_TYPES", "STATUSES", "BatchLine", "ConversationLine", "HeaderLine",
-           "InputErrorLine", "NotAResultsFile", "PairwiseLine", "RecordType", "ResultLine", "RunFacts", "RunFile", "SummaryLine",
-           "UsageLine", "VerdictLine", "conversation_problem", "first_record", "is_results_file", "read_header", "read_run"]
+__all__ = [*read.__all__, *record.__all__]

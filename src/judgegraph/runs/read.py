@@ -47,7 +47,8 @@ from .record import (
 )
 from .resultsfile import restore_elided
 
-__all__ = ["NotAResultsFile", "RunFacts", "RunFile", "first_record", "is_results_file", "read_header", "read_run"]
+__all__ = ["NOT_RESULTS", "NotAResultsFile", "RunFacts", "RunFile", "conversation_problem", "first_record",
+           "is_results_file", "read_header", "read_run"]
 
 
 class NotAResultsFile(ValueError):

@@ -7,8 +7,9 @@ Nothing here imports Ray unless a Ray run is asked for.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the real types for type checkers; at run time each is imported on first use
     from .limits import split_budget
@@ -17,22 +18,12 @@ if TYPE_CHECKING:  # the real types for type checkers; at run time each is impor
     from .spec import PlanSpec, auto_workers
     from .workers import WorkerPool
 
-_EXPORTS = {
-    "PlanSpec": "spec",
-    "auto_workers": "spec",
-    "split_budget": "limits",
-    "WorkerPool": "workers",
-    "RayPool": "ray_backend",
-    "aevaluate": "run",
-    "evaluate": "run",
-    "judge_pool": "run",
-}
-
+_EXPORTS, __getattr__ = lazy_exports(__name__, {
+    "spec": ("PlanSpec", "auto_workers"),
+    "limits": ("split_budget",),
+    "workers": ("WorkerPool",),
+    "ray_backend": ("RayPool",),
+    "run": ("aevaluate", "evaluate", "judge_pool"),
+})
 __all__ = ["PlanSpec", "RayPool", "WorkerPool", "aevaluate", "auto_workers", "evaluate", "judge_pool",
            "split_budget"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
-    raise AttributeError(f"module 'judgegraph.scale' has no attribute {name!r}")

@@ -78,7 +78,7 @@ def cohen_kappa(human: Sequence[object], judge: Sequence[object], labels: Sequen
     return None if np.isnan(value) else value
 
 
-def _ranks(x: FloatArray) -> FloatArray:
+def ranks(x: FloatArray) -> FloatArray:
     """Average ranks (1-based) along the last axis of ``x``, ties sharing the mean of their ranks: the values
     become dense codes offset per row, so one sort and two searches rank every row at once."""
     n = x.shape[-1]
@@ -107,8 +107,8 @@ def spearman(human: Sequence[float], judge: Sequence[float]) -> float | None:
     """Spearman's rho between the two raters' numbers; None when fewer than 2 pairs or one side is constant."""
     if len(human) < 2:
         return None
-    a = _ranks(np.asarray(human, dtype=np.float64))
-    b = _ranks(np.asarray(judge, dtype=np.float64))
+    a = ranks(np.asarray(human, dtype=np.float64))
+    b = ranks(np.asarray(judge, dtype=np.float64))
     value = float(_pearson_rows(a, b))
     return None if np.isnan(value) else value
 
@@ -166,7 +166,7 @@ def _figures(statistic: Statistic, human: Sequence[object], judge: Sequence[obje
     if statistic == "spearman":
         a = np.asarray(human, dtype=np.float64)[idx]
         b = np.asarray(judge, dtype=np.float64)[idx]
-        return _pearson_rows(_ranks(a), _ranks(b))
+        return _pearson_rows(ranks(a), ranks(b))
     k = len(labels)
     h, j = _codes(human, labels)[idx], _codes(judge, labels)[idx]
     if statistic == "agreement":

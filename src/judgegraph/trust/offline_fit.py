@@ -37,6 +37,7 @@ from ..data.conversation import Conversation
 from ..data.results import metric_key
 from ..judges.offline_rule import FEATURES, OfflineRule, feature_steps
 from ..judges.offline_scoring import DEFAULT_THRESHOLD
+from ..stats import raters
 
 __all__ = [
     "Case", "Label", "LabelsError", "auc", "cohen_kappa", "feature_matrix", "fit_rule", "label_cases",
@@ -224,42 +225,26 @@ def feature_matrix(cases: Sequence[Case], encode: Encode) -> np.ndarray:
 # -- figures -------------------------------------------------------------------------
 
 
-def _ranks(x: np.ndarray) -> np.ndarray:
-    order = np.argsort(x, kind="mergesort")
-    ranks = np.empty(len(x), dtype=np.float64)
-    xs = x[order]
-    i = 0
-    while i < len(x):
-        j = i
-        while j + 1 < len(x) and xs[j + 1] == xs[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
 def auc(scores: np.ndarray, positive: np.ndarray) -> float:
     """Area under the ROC curve (ties count half); NaN with one class only."""
     pos = np.asarray(positive, dtype=bool)
     n1, n0 = int(pos.sum()), int((~pos).sum())
     if not n1 or not n0:
         return float("nan")
-    r = _ranks(np.asarray(scores, dtype=np.float64))
+    r = raters.ranks(np.asarray(scores, dtype=np.float64))
     return float((r[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    rx, ry = _ranks(np.asarray(x, dtype=np.float64)), _ranks(np.asarray(y, dtype=np.float64))
-    if rx.std() == 0 or ry.std() == 0:
-        return float("nan")
-    return float(np.corrcoef(rx, ry)[0, 1])
+    """:func:`judgegraph.stats.raters.spearman`, NaN when undefined."""
+    value = raters.spearman(np.asarray(x, dtype=np.float64).tolist(), np.asarray(y, dtype=np.float64).tolist())
+    return float("nan") if value is None else value
 
 
 def cohen_kappa(pred: np.ndarray, truth: np.ndarray) -> float:
-    pred, truth = np.asarray(pred, dtype=bool), np.asarray(truth, dtype=bool)
-    po = float((pred == truth).mean())
-    pe = float(pred.mean() * truth.mean() + (1 - pred.mean()) * (1 - truth.mean()))
-    return float("nan") if pe == 1 else (po - pe) / (1 - pe)
+    """:func:`judgegraph.stats.raters.cohen_kappa` of two yes/no arrays, NaN when undefined."""
+    value = raters.cohen_kappa(np.asarray(pred, dtype=bool).tolist(), np.asarray(truth, dtype=bool).tolist(), [False, True])
+    return float("nan") if value is None else value
 
 
 def balanced_accuracy(pred: np.ndarray, truth: np.ndarray) -> float:
