@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from langchain_core.runnables import Runnable, RunnableBranch, RunnableConfig, RunnableLambda
 from langgraph.graph import StateGraph
