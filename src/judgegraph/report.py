@@ -13,6 +13,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from typing_extensions import Unpack  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
+from . import _renamed
 from .core.compiling import CompileOptions, check_options, compile_graph
 from .core.state import MetricInput, MetricOutput, MetricState, conversation_of
 from .judges import ModelLike, resolve_judge
@@ -94,7 +95,7 @@ def prepare(state: ReportState) -> dict[str, Any]:
     return {"conversation": conversation_of(state)}
 
 
-def build_report_graph(metrics: Sequence[CompiledStateGraph]) -> StateGraph:
+def report_builder(metrics: Sequence[CompiledStateGraph]) -> StateGraph:
     """The uncompiled report graph over compiled metric graphs (unique names, :func:`check_unique_names`)."""
     if not metrics:
         raise ValueError("no metric given: a report needs at least one metric")
@@ -125,7 +126,8 @@ def create_report_graph(
     built by :func:`metric_graphs` with one shared judge from ``model`` and ``options[name]``)."""
     check_options(compile, create_report_graph)  # a misspelt keyword first, before any metric is built
     graphs = metric_graphs(metrics, model=model, options=options)
-    return compile_graph(build_report_graph(graphs), name, compile, create_report_graph)
+    return compile_graph(report_builder(graphs), name, compile, create_report_graph)
 
 
-__all__ = ["MetricLike", "build_metric", "build_report_graph", "check_unique_names", "create_report_graph", "metric_graphs"]
+__getattr__ = _renamed(__name__, [report_builder])  # build_report_graph: deprecated, renamed in 0.2
+__all__ = ["MetricLike", "build_metric", "check_unique_names", "create_report_graph", "metric_graphs", "report_builder"]

@@ -49,7 +49,7 @@ class MetricSpec:
     ``needs``, its ``scope`` (``"exchange"``: the latest scope judges the last one; ``"conversation"``: a session
     judge), ``build`` (settings → the uncompiled graph), ``defaults`` over the settings' own, the judge ``tasks``
     only an LLM judge answers and its ``capabilities``. From it come its ``factory``
-    (``create_<name>_judge(*, model=None, **options, name=..., **compile)``, signature and docstring included:
+    (``create_<name>_metric(*, model=None, **options, name=..., **compile)``, signature and docstring included:
     :meth:`create`), ``options`` (those the command line and input files give), ``judgegraph metrics NAME``, its
     entry in the registry and in the docs.
 
@@ -67,7 +67,7 @@ class MetricSpec:
     defaults: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     tasks: tuple[str, ...] = ()
     doc: str = ""
-    factory_name: str = ""  # default: create_<name>_judge
+    factory_name: str = ""  # default: create_<name>_metric
     capabilities: frozenset[Capability] = frozenset()
 
     def __post_init__(self) -> None:
@@ -125,7 +125,7 @@ class MetricSpec:
 
 
 def _generated_factory(spec: MetricSpec) -> Callable[..., CompiledStateGraph]:
-    """``create_<name>_judge``: :meth:`MetricSpec.create` with the options as keyword parameters (the signature and
+    """``create_<name>_metric``: :meth:`MetricSpec.create` with the options as keyword parameters (the signature and
     docstring ``help()`` and ``inspect.signature`` show), defined in the module of the spec's ``build``."""
     def factory(*, model: ModelLike = None, **options: Any) -> CompiledStateGraph:
         return spec.create(model, **options)
@@ -141,7 +141,7 @@ def _generated_factory(spec: MetricSpec) -> Callable[..., CompiledStateGraph]:
     params += [inspect.Parameter("name", kw, default=empty if name is MISSING else name, annotation=str),
                inspect.Parameter("compile", inspect.Parameter.VAR_KEYWORD, annotation="Unpack[CompileOptions]")]
     factory.__signature__ = inspect.Signature(params, return_annotation=CompiledStateGraph)  # type: ignore[attr-defined]
-    factory.__name__ = factory.__qualname__ = spec.factory_name or f"create_{spec.name}_judge"
+    factory.__name__ = factory.__qualname__ = spec.factory_name or f"create_{spec.name}_metric"
     factory.__module__ = getattr(spec.build, "__module__", __name__)
     options = "\n".join(f"- ``{n}`` ({_show(spec.default(n))}): {f.metadata.get('help', '')}" for n, f in fields.items())
     factory.__doc__ = "\n\n".join(p for p in (

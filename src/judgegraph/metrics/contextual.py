@@ -20,6 +20,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
+from .. import _renamed
 from ..core.nodes import Node, quote, scoring_edges, turn_label, window_node, with_transcript
 from ..core.scoring import WindowOptions, option, strict
 from ..core.state import MetricInput, MetricOutput, MetricState, conversation_of
@@ -374,7 +375,8 @@ TURN_CONTEXTUAL_RELEVANCY = MetricSpec(
     needs=frozenset({"retrieval_context"}),
     summary="Share of retrieved statements relevant to each turn's user message (deepeval; each node judged once)")
 METRIC_SPECS = [TURN_CONTEXTUAL_RELEVANCY]
-create_turn_contextual_relevancy_judge = TURN_CONTEXTUAL_RELEVANCY.factory
+create_turn_contextual_relevancy_metric = TURN_CONTEXTUAL_RELEVANCY.factory
+__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
 PROMPT_VALUES = STATEMENT_PROMPT_VALUES
@@ -385,6 +387,6 @@ __all__ = [
     "TurnContext",
     "build_turn_contextual_relevancy_graph",
     "contextual_reason",
-    "create_turn_contextual_relevancy_judge",
+    "create_turn_contextual_relevancy_metric",
     "turn_context",
 ]

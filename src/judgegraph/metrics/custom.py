@@ -19,6 +19,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validator
 
+from .. import _renamed
 from ..core.nodes import Node, conversation_json, judge_step, outcome_fields, score_node, scoring_edges
 from ..core.scoring import JudgeOptions, Tally, option
 from ..core.state import MetricInput, MetricOutput, MetricState, conversation_of
@@ -360,19 +361,20 @@ CUSTOM_JUDGE = MetricSpec(
     "custom_judge", settings=CustomJudgeSettings, build=build_custom_graph, tasks=(TASK,), needs=frozenset({"llm"}),
     scope="conversation", summary="A judge of whole conversations from instructions (MLflow's make_judge).",
     doc="``feedback_type`` gives the answer's type and its score; ``model`` must be an LLM judge"
-        " (docs/custom_judges.md).", factory_name="make_judge", defaults={"name": MISSING})
+        " (docs/custom_judges.md).", factory_name="make_metric", defaults={"name": MISSING})
 
 
 _create = CUSTOM_JUDGE.factory
 
 
-def make_judge(*, model: ModelLike = None, **options: Any) -> CompiledStateGraph:
+def make_metric(*, model: ModelLike = None, **options: Any) -> CompiledStateGraph:
     if "instructions" in options:
         check_instructions(options["instructions"])  # template errors before any model is built
     return _create(model=_model_string(model), **options)
 
 
-make_judge.__doc__, make_judge.__signature__ = _create.__doc__, _create.__signature__  # type: ignore[attr-defined]
+make_metric.__doc__, make_metric.__signature__ = _create.__doc__, _create.__signature__  # type: ignore[attr-defined]
+__getattr__ = _renamed(__name__, [make_metric])  # make_judge: deprecated, renamed in 0.2
 
 
 __all__ = [
@@ -386,5 +388,5 @@ __all__ = [
     "expectations_of",
     "feedback_schema",
     "feedback_spec",
-    "make_judge",
+    "make_metric",
 ]

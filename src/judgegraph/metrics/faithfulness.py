@@ -25,6 +25,7 @@ from langgraph.types import Command, Send
 from pydantic import BaseModel, BeforeValidator, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
+from .. import _renamed
 from ..core.nodes import Node, calls_usage, judge_step, quote, score_node, turn_label, window_graph, window_node
 from ..core.scoring import Tally, WindowOptions, check_flag, clause, option
 from ..core.state import MetricState
@@ -309,7 +310,8 @@ TURN_FAITHFULNESS = MetricSpec(
         " ``window_size`` exchanges, up to the reply); the mean over replies with sources of the share of claims not"
         " contradicted.")
 METRIC_SPECS = [TURN_FAITHFULNESS]
-create_turn_faithfulness_judge = TURN_FAITHFULNESS.factory
+create_turn_faithfulness_metric = TURN_FAITHFULNESS.factory
+__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py); the
 #: extraction is the statements' own step.
@@ -323,7 +325,7 @@ __all__ = [
     "Source",
     "build_turn_faithfulness_graph",
     "claims_request",
-    "create_turn_faithfulness_judge",
+    "create_turn_faithfulness_metric",
     "reply_scores",
     "sources_of",
 ]

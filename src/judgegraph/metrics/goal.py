@@ -20,6 +20,7 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict
 
+from .. import _renamed
 from ..core.nodes import judge_step, outcome_fields, quote, turn_label
 from ..core.scoring import Tally, clause
 from ..core.state import MetricState, conversation_of
@@ -163,7 +164,8 @@ GOAL_COMPLETION = session_spec(
         ' is given). Value "yes"/"no"; score 1 or 0; the turn of the verdict is where the goal was reached or lost. One'
         ' call.')
 METRIC_SPECS = [GOAL_COMPLETION]
-create_goal_completion_judge = GOAL_COMPLETION.factory
+create_goal_completion_metric = GOAL_COMPLETION.factory
+__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
 
 
 
@@ -177,6 +179,6 @@ __all__ = [
     "METRIC_SPECS",
     "agent_transcript",
     "build_goal_graph",
-    "create_goal_completion_judge",
+    "create_goal_completion_metric",
     "stated_goal",
 ]

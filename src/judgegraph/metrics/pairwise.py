@@ -31,6 +31,7 @@ from langgraph.types import Send
 from pydantic import BaseModel, BeforeValidator, Field
 from typing_extensions import NotRequired, TypedDict
 
+from .. import _renamed
 from ..core.nodes import conversation_json, judge_step, outcome_fields, scoring_edges, with_transcript
 from ..core.scoring import JudgeOptions, Tally, option
 from ..core.state import MetricOutput
@@ -328,7 +329,8 @@ PAIRWISE = MetricSpec(
     doc="Input ``{\"a\": conversation, \"b\": conversation}``; output ``{\"results\": {name: MetricResult}}``."
         " Calls: 2 per criterion. Needs an LLM judge: the offline judge cannot compare (NeedsLLMJudge).")
 #: Not in the registry (it judges a pair, not a conversation): apps/pairwise.py and ``judgegraph pairwise`` run it.
-create_pairwise_judge = PAIRWISE.factory
+create_pairwise_metric = PAIRWISE.factory
+__getattr__ = _renamed(__name__, [PAIRWISE])  # create_<name>_judge: deprecated, renamed in 0.2
 
 
 def outcomes_of(result: MetricResult) -> list[CriterionOutcome]:
@@ -338,4 +340,4 @@ def outcomes_of(result: MetricResult) -> list[CriterionOutcome]:
 
 
 __all__ = ["CRITERIA", "Criterion", "CriterionOutcome", "PairJudgement", "PairVerdict", "PairwiseSettings",
-           "as_criteria", "build_pairwise_graph", "create_pairwise_judge", "decide", "outcomes_of"]
+           "as_criteria", "build_pairwise_graph", "create_pairwise_metric", "decide", "outcomes_of"]

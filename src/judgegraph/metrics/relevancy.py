@@ -17,6 +17,7 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, StateGraph
 from pydantic import BaseModel, Field
 
+from .. import _renamed
 from ..core._dense import DensePlan, check_dense, dense_step, fan_out_blocks
 from ..core.nodes import (
     Node,
@@ -220,8 +221,9 @@ CONVERSATION_RELEVANCE = MetricSpec(
     doc="promptfoo's semantics: one window per input/output pair holding it and up to ``window_size - 1`` earlier"
         " pairs; ``rubric`` is promptfoo's ``rubricPrompt``.")
 METRIC_SPECS = [TURN_RELEVANCY, CONVERSATION_RELEVANCE]
-create_turn_relevancy_judge = TURN_RELEVANCY.factory
-create_conversation_relevance_judge = CONVERSATION_RELEVANCE.factory
+create_turn_relevancy_metric = TURN_RELEVANCY.factory
+create_conversation_relevance_metric = CONVERSATION_RELEVANCE.factory
+__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
 PROMPT_VALUES = {
@@ -238,8 +240,8 @@ __all__ = [
     "RelevancyState",
     "TurnVerdict",
     "build_relevancy_graph",
-    "create_conversation_relevance_judge",
-    "create_turn_relevancy_judge",
+    "create_conversation_relevance_metric",
+    "create_turn_relevancy_metric",
     "deterministic_reason",
     "turn_request",
 ]

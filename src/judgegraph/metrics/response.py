@@ -22,6 +22,7 @@ from langgraph.types import Command, Send
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
+from .. import _renamed
 from ..core.nodes import Node, in_scope, judge_step, quote, score_node, scoring_edges, turn_label
 from ..core.scoring import MetricOptions, check_whole, option
 from ..core.state import MetricInput, MetricOutput, MetricState, conversation_of
@@ -487,7 +488,8 @@ RESPONSE_RELEVANCY = MetricSpec(
     summary="Does each reply answer what was asked? Mean cosine of N questions written from the reply to the "
             "user's message (ragas); offline: cosine(reply, message)")
 METRIC_SPECS = [RESPONSE_RELEVANCY]
-create_response_relevancy_judge = RESPONSE_RELEVANCY.factory
+create_response_relevancy_metric = RESPONSE_RELEVANCY.factory
+__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
 PROMPT_VALUES = {GENERATE_STEP: {"n_questions", "response"}}
@@ -500,7 +502,7 @@ __all__ = [
     "ResponseRelevancySettings",
     "ResponseRelevancyState",
     "build_response_relevancy_graph",
-    "create_response_relevancy_judge",
+    "create_response_relevancy_metric",
     "normalise_question",
     "questions_request",
     "questions_schema",

@@ -19,6 +19,7 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
+from .. import _renamed
 from ..core.nodes import (
     Node,
     WindowTask,
@@ -156,7 +157,8 @@ CONVERSATIONAL_SAFETY = MetricSpec(
     METRIC, settings=SafetySettings, build=build_safety_graph, needs=frozenset({"llm"}), tasks=(TASK,),
     summary="Is any reply harmful, unsafe or against policy? per-turn safe/unsafe with categories (MLflow; LLM judge)")
 METRIC_SPECS = [CONVERSATIONAL_SAFETY]
-create_conversational_safety_judge = CONVERSATIONAL_SAFETY.factory
+create_conversational_safety_metric = CONVERSATIONAL_SAFETY.factory
+__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
 PROMPT_VALUES = {JUDGE_STEP: {"system", "context", "user_message", "reply"}}
@@ -167,6 +169,6 @@ __all__ = [
     "SafetySettings",
     "SafetyVerdict",
     "build_safety_graph",
-    "create_conversational_safety_judge",
+    "create_conversational_safety_metric",
     "safety_request",
 ]

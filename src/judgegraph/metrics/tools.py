@@ -23,6 +23,7 @@ from langgraph.types import Send
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
+from .. import _renamed
 from ..core.nodes import (
     in_scope,
     judge_step,
@@ -475,7 +476,8 @@ TOOL_CORRECTNESS = MetricSpec(
     doc="The reference is ``expected_tools`` in the metadata of the exchange's turns, or of the conversation for the"
         " whole trajectory. Score = right checks / checked; a reference check makes no call.")
 METRIC_SPECS = [TOOL_CORRECTNESS]
-create_tool_correctness_judge = TOOL_CORRECTNESS.factory
+create_tool_correctness_metric = TOOL_CORRECTNESS.factory
+__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
 PROMPT_VALUES = {
@@ -493,6 +495,6 @@ __all__ = [
     "ToolVerdict",
     "build_tool_graph",
     "call_text",
-    "create_tool_correctness_judge",
+    "create_tool_correctness_metric",
     "match_trajectory",
 ]

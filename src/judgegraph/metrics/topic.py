@@ -22,6 +22,7 @@ from langgraph.types import Send
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
+from .. import _renamed
 from ..core.nodes import (
     Node,
     calls_usage,
@@ -306,7 +307,8 @@ TOPIC_ADHERENCE = MetricSpec(
     METRIC, settings=TopicSettings, build=build_topic_graph, needs=frozenset({"llm"}), tasks=(TASK,),
     summary="Answers the allowed topics, refuses the others: ragas's precision/recall/F1 over topics (LLM judge)")
 METRIC_SPECS = [TOPIC_ADHERENCE]
-create_topic_adherence_judge = TOPIC_ADHERENCE.factory
+create_topic_adherence_metric = TOPIC_ADHERENCE.factory
+__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
 
 #: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
 PROMPT_VALUES = {JUDGE_STEP: {"topics", "system", "context", "user_message", "reply"}}
@@ -318,7 +320,7 @@ __all__ = [
     "TopicVerdict",
     "build_topic_graph",
     "counts",
-    "create_topic_adherence_judge",
+    "create_topic_adherence_metric",
     "score_topics",
     "topic_request",
 ]

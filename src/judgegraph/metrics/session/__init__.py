@@ -5,17 +5,18 @@ offline one the factory raises :class:`~judgegraph.judges.NeedsLLMJudge`.
 
 from __future__ import annotations
 
+from ... import _renamed
 from .common import SessionSettings
-from .completeness import GoalVerdict, build_completeness_graph, create_conversation_completeness_judge
-from .frustration import FrustrationVerdict, build_frustration_graph, create_user_frustration_judge
+from .completeness import GoalVerdict, build_completeness_graph, create_conversation_completeness_metric
+from .frustration import FrustrationVerdict, build_frustration_graph, create_user_frustration_metric
 from .guidelines import (
     GuidelineSettings,
     GuidelineVerdict,
     build_guidelines_graph,
-    create_conversational_guidelines_judge,
+    create_conversational_guidelines_metric,
 )
-from .retention import LapseInfo, RetentionVerdict, build_retention_graph, create_knowledge_retention_judge
-from .role import RoleSettings, RoleVerdict, build_role_graph, create_role_adherence_judge
+from .retention import LapseInfo, RetentionVerdict, build_retention_graph, create_knowledge_retention_metric
+from .role import RoleSettings, RoleVerdict, build_role_graph, create_role_adherence_metric
 
 __all__ = [
     "FrustrationVerdict",
@@ -32,9 +33,10 @@ __all__ = [
     "build_guidelines_graph",
     "build_retention_graph",
     "build_role_graph",
-    "create_conversation_completeness_judge",
-    "create_conversational_guidelines_judge",
-    "create_knowledge_retention_judge",
-    "create_role_adherence_judge",
-    "create_user_frustration_judge",
+    "create_conversation_completeness_metric",
+    "create_conversational_guidelines_metric",
+    "create_knowledge_retention_metric",
+    "create_role_adherence_metric",
+    "create_user_frustration_metric",
 ]
+__getattr__ = _renamed(__name__, [n for n in __all__ if n.startswith("create_")])  # renamed in 0.2

@@ -17,6 +17,7 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
+from ... import _renamed
 from ...core.nodes import judge_step, outcome_fields, quote, turn_label
 from ...core.scoring import clause
 from ...data.answers import YesNo
@@ -149,7 +150,8 @@ CONVERSATION_COMPLETENESS = session_spec(
     doc='Value "yes"/"no" (every judged request satisfied); score = satisfied / judged requests. Calls: 1 extraction'
         ' + 1 per request.')
 METRIC_SPECS = [CONVERSATION_COMPLETENESS]
-create_conversation_completeness_judge = CONVERSATION_COMPLETENESS.factory
+create_conversation_completeness_metric = CONVERSATION_COMPLETENESS.factory
+__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
 
 
 PROMPT_VALUES = {

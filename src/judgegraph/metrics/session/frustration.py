@@ -15,6 +15,7 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from pydantic import BeforeValidator, Field
 
+from ... import _renamed
 from ...core.nodes import judge_step, outcome_fields, turn_label
 from ...core.scoring import Tally
 from ...core.state import MetricState, conversation_of
@@ -126,7 +127,8 @@ USER_FRUSTRATION = session_spec(
     doc='Value "none" | "resolved" | "unresolved"; score 1.0 / 0.5 / 0.0; passes unless "unresolved" (threshold'
         ' 0.5); strict mode: only "none" passes. One call.')
 METRIC_SPECS = [USER_FRUSTRATION]
-create_user_frustration_judge = USER_FRUSTRATION.factory
+create_user_frustration_metric = USER_FRUSTRATION.factory
+__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
 
 
 PROMPT_VALUES = {JUDGE_STEP: {"conversation"}}

@@ -18,6 +18,7 @@ from langgraph.graph import StateGraph
 from pydantic import BeforeValidator, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
+from ... import _renamed
 from ...core.nodes import judge_step, outcome_fields, quote, turn_label
 from ...core.scoring import Tally, clause, option
 from ...core.state import MetricState
@@ -155,7 +156,8 @@ CONVERSATIONAL_GUIDELINES = session_spec(
     summary="Did the assistant follow each given guideline? yes/no, share followed (LLM judge)",
     doc="Score = followed / applicable guidelines, one call per guideline, concurrently.")
 METRIC_SPECS = [CONVERSATIONAL_GUIDELINES]
-create_conversational_guidelines_judge = CONVERSATIONAL_GUIDELINES.factory
+create_conversational_guidelines_metric = CONVERSATIONAL_GUIDELINES.factory
+__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
 
 
 PROMPT_VALUES = {JUDGE_STEP: {"conversation", "guideline"}}

@@ -18,6 +18,7 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, BeforeValidator, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
+from ... import _renamed
 from ...core.nodes import conversation_json, judge_step, outcome_fields, quote
 from ...core.scoring import clause
 from ...data.answers import YesNo, read_choice
@@ -209,7 +210,8 @@ KNOWLEDGE_RETENTION = session_spec(
     doc='Value "yes"/"no" (no judged turn has a lapse); score = assistant turns that retained / assistant turns'
         ' judged. Calls: 1 extraction + 1 per assistant turn after the first fact.')
 METRIC_SPECS = [KNOWLEDGE_RETENTION]
-create_knowledge_retention_judge = KNOWLEDGE_RETENTION.factory
+create_knowledge_retention_metric = KNOWLEDGE_RETENTION.factory
+__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
 
 
 PROMPT_VALUES = {

@@ -18,6 +18,7 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
+from ... import _renamed
 from ...core.nodes import judge_step, quote
 from ...core.scoring import check_whole, clause, option
 from ...core.state import MetricState
@@ -161,7 +162,8 @@ ROLE_ADHERENCE = session_spec(
     "role_adherence", build_role_graph, TASKS, settings=RoleSettings,
     summary="Does each reply stay within the chatbot role? yes/no, share in role (LLM judge)")
 METRIC_SPECS = [ROLE_ADHERENCE]
-create_role_adherence_judge = ROLE_ADHERENCE.factory
+create_role_adherence_metric = ROLE_ADHERENCE.factory
+__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
 
 
 PROMPT_VALUES = {JUDGE_STEP: {"role", "conversation", "turns"}}
