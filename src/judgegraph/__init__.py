@@ -76,7 +76,7 @@ _EXPORTS, _import = lazy_exports(__name__, {
 })
 
 #: Renamed in 0.2 (issue 26: "judge" is the model that answers): a metric graph's factory is ``create_<name>_metric``
-#: (was ``create_<name>_judge``), ``make_metric`` was ``make_judge``; and these, new name → old name.
+#: (was ``create_<name>_judge``; ``make_metric`` was ``make_judge``: renamed in 0.2); and these, new name → old name.
 RENAMED_FROM = {"report_builder": "build_report_graph"}  # renamed in 0.2
 
 
