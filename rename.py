@@ -29,7 +29,8 @@ KEEP_FILES = {"tests/unit/test_renamed.py"}
 KEEP_LINE = re.compile(r"renamed in 0\.2", re.I)
 
 EDGE_L, EDGE_R = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"  # "_" is an edge: test_make_judge_works is renamed too
-FACTORY = re.compile(EDGE_L + r"create_(?!(?:async_)?llm_as_judge)([a-z0-9_]+?)_judge" + EDGE_R)
+#: ``<name>``, ``{name}`` (an f-string's) stand for a metric's name too
+FACTORY = re.compile(EDGE_L + r"create_(?!(?:async_)?llm_as_judge)((?:[a-z0-9_]|\{[^{}]*\}|<[^<>]*>)+?)_judge" + EDGE_R)
 MAKE = re.compile(EDGE_L + r"make_judge" + EDGE_R)
 REPORT = re.compile(EDGE_L + r"build_report_graph" + EDGE_R)
 MLFLOWS = re.compile(r"(MLflow's\s*`*|mlflow\.genai\.judges\.|mlflow\.genai\.)$")
