@@ -55,11 +55,11 @@ def serve(case: str, conn: Any) -> None:
 
 def judge(base_url: str, conn: Any) -> None:
     from judgegraph.judges import resolve_judge
-    from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+    from judgegraph.metrics.relevancy import create_turn_relevancy_metric
 
     judge = resolve_judge(model="gpt-4.1-mini", base_url=base_url, api_key="bench-key", timeout=5, max_retries=0,
                           cache=False)
-    graph = create_turn_relevancy_judge(model=judge)
+    graph = create_turn_relevancy_metric(model=judge)
     conversation = {"id": "c", "turns": [{"role": "user", "content": "What is 2+2?"},
                                          {"role": "assistant", "content": "2+2 equals 4."}]}
     graph.invoke({"conversation": conversation})  # warm: imports, prompt files, tokenizer

@@ -87,11 +87,11 @@ def main() -> None:
         from langchain_openai import ChatOpenAI
         from langgraph.checkpoint.memory import InMemorySaver
 
-        from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+        from judgegraph.metrics.relevancy import create_turn_relevancy_metric
         from judgegraph.steering import rejudge
 
         model = ChatOpenAI(model="gpt-4.1-mini", base_url=server.base_url, api_key="test-key")
-        graph = create_turn_relevancy_judge(model=model, checkpointer=InMemorySaver())
+        graph = create_turn_relevancy_metric(model=model, checkpointer=InMemorySaver())
         config = {"configurable": {"thread_id": "c0"}}
         graph.invoke({"conversation": conversations(1, args.exchanges)[0]}, config)
         base = calls()

@@ -33,7 +33,7 @@ from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 from judgegraph.data.results import Usage
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
-from judgegraph.metrics.response import create_response_relevancy_judge, questions_request
+from judgegraph.metrics.response import create_response_relevancy_metric, questions_request
 from tests.kit.openai_server import FakeOpenAIServer, structured
 
 TOPICS = ["refund", "password reset", "delivery", "invoice", "plan upgrade", "warranty", "roaming", "booking",
@@ -75,7 +75,7 @@ async def ours(server, conv, n, temperature=0.0):
     model = ChatOpenAI(model="gpt-4.1-mini", base_url=server.base_url, api_key="k", temperature=temperature)
     emb = OpenAIEmbeddings(model="text-embedding-3-small", base_url=server.base_url, api_key="k",
                            check_embedding_ctx_length=False)
-    graph = create_response_relevancy_judge(model=model, embeddings=emb, n_questions=n)
+    graph = create_response_relevancy_metric(model=model, embeddings=emb, n_questions=n)
     server.reset()
     t0 = time.perf_counter()
     res = (await graph.ainvoke({"conversation": conv}))["results"]["response_relevancy"]

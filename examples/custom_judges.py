@@ -1,4 +1,4 @@
-"""Custom judges from instructions (``make_judge``), run together in one report graph.
+"""Custom judges from instructions (``make_metric``), run together in one report graph.
 
     python examples/custom_judges.py                        # canned answers, scripted chat model, no key
     python examples/custom_judges.py --model openai:gpt-4.1-mini [--base-url URL] [FILE]
@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from judgegraph import ScriptedChatModel, load_conversations, make_judge, resolve_judge
+from judgegraph import ScriptedChatModel, load_conversations, make_metric, resolve_judge
 from judgegraph.report import create_report_graph
 
 HERE = Path(__file__).resolve().parent
@@ -33,19 +33,19 @@ CANNED = {  # by schema (judge) name: the canned structured answer
 def judges(model):
     """Three judges, one per feedback type, sharing ``model`` (a ready judge: one limit, one cache)."""
     kw = {"model": model}
-    politeness = make_judge(
+    politeness = make_metric(
         name="politeness",
         instructions="Rate the assistant's tone in the {{ conversation }}: 'consistently_polite', "
                      "'mostly_polite' (one or two curt replies) or 'impolite'.",
         feedback_type=Literal["consistently_polite", "mostly_polite", "impolite"],
         scores={"consistently_polite": 1.0, "mostly_polite": 0.5, "impolite": 0.0},
         threshold=0.5, **kw)
-    goal_met = make_judge(
+    goal_met = make_metric(
         name="goal_met",
         instructions="{{ conversation }}\n\nExpected outcome: {{ expectations }}\n\n"
                      "Did the conversation reach the expected outcome by its end?",
         feedback_type=bool, **kw)
-    helpfulness = make_judge(
+    helpfulness = make_metric(
         name="helpfulness",
         instructions="How helpful are the assistant's replies in the {{ conversation }}, from 1 (useless) "
                      "to 5 (the user could act on every reply at once)?",

@@ -94,9 +94,9 @@ def build_reply_language_graph(settings: ReplyLanguageSettings) -> StateGraph:
                         score_node(settings.name, score, order=lambda v: v.window), windows=window_node(1))
 
 
-#: The declaration: ``create_reply_language_judge(model=..., threshold=..., review=..., **compile)`` is made from it,
+#: The declaration: ``create_reply_language_metric(model=..., threshold=..., review=..., **compile)`` is made from it,
 #: and the command line and config files take its options.
 SPEC = MetricSpec("reply_language", summary="Does each reply answer in the language the user wrote in? (LLM judge)",
                   settings=ReplyLanguageSettings, build=build_reply_language_graph, needs=frozenset({"llm"}),
                   tasks=(TASK,))
-create_reply_language_judge = SPEC.factory
+create_reply_language_metric = SPEC.factory

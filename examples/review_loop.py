@@ -14,7 +14,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from judgegraph import ScriptedChatModel
-from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+from judgegraph.metrics.relevancy import create_turn_relevancy_metric
 from judgegraph.steering import rejudge
 
 CONVERSATION = {"id": "refund-42", "turns": [
@@ -38,7 +38,7 @@ def show(title, result):
 def main():
     # The judge wrongly finds the opening-hours reply relevant (keyed on the reply it judges).
     judge_model = ScriptedChatModel(rules=[("store opens", [YES])], default=YES, section="reply_to_judge")
-    graph = create_turn_relevancy_judge(model=judge_model, review=True, checkpointer=InMemorySaver())
+    graph = create_turn_relevancy_metric(model=judge_model, review=True, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "review-1"}}
 
     out = graph.invoke({"conversation": CONVERSATION}, config)

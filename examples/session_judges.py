@@ -30,11 +30,11 @@ from typing import Any
 from judgegraph import load_conversations
 from judgegraph.judges import resolve_judge
 from judgegraph.metrics.session import (
-    create_conversation_completeness_judge,
-    create_conversational_guidelines_judge,
-    create_knowledge_retention_judge,
-    create_role_adherence_judge,
-    create_user_frustration_judge,
+    create_conversation_completeness_metric,
+    create_conversational_guidelines_metric,
+    create_knowledge_retention_metric,
+    create_role_adherence_metric,
+    create_user_frustration_metric,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -230,11 +230,11 @@ def canned_model(conversations):
 
 def judges(shared):
     return {
-        "conversation_completeness": create_conversation_completeness_judge(model=shared),
-        "knowledge_retention": create_knowledge_retention_judge(model=shared),
-        "user_frustration": create_user_frustration_judge(model=shared),
-        "conversational_guidelines": create_conversational_guidelines_judge(model=shared, guidelines=GUIDELINES),
-        "role_adherence": create_role_adherence_judge(model=shared),
+        "conversation_completeness": create_conversation_completeness_metric(model=shared),
+        "knowledge_retention": create_knowledge_retention_metric(model=shared),
+        "user_frustration": create_user_frustration_metric(model=shared),
+        "conversational_guidelines": create_conversational_guidelines_metric(model=shared, guidelines=GUIDELINES),
+        "role_adherence": create_role_adherence_metric(model=shared),
     }
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Literal
 
-from judgegraph import make_judge
+from judgegraph import make_metric
 
 POLITENESS = """\
 Read the {{ conversation }} and rate the assistant's tone across all of its replies:
@@ -26,7 +26,7 @@ Judge the tone only, not whether the answers are correct."""
 
 def politeness(*, model: Any = None, threshold: float = 0.5):
     """A factory: ``model`` (the run's judge) and ``threshold`` come from the command line."""
-    return make_judge(
+    return make_metric(
         name="politeness",
         instructions=POLITENESS,
         feedback_type=Literal["consistently_polite", "mostly_polite", "impolite"],
@@ -36,9 +36,9 @@ def politeness(*, model: Any = None, threshold: float = 0.5):
     )
 
 
-#: A partial of make_judge is a factory too (it takes ``model=``).
+#: A partial of make_metric is a factory too (it takes ``model=``).
 goal_met = partial(
-    make_judge,
+    make_metric,
     name="goal_met",
     feedback_type=bool,
     instructions=(

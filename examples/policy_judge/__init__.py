@@ -1,12 +1,12 @@
 """Example: a custom multi-step judge composed from judgegraph's nodes.
 
-    from policy_judge import create_policy_judge
-    graph = create_policy_judge(model="openai:gpt-4.1-mini")
+    from policy_judge import create_policy_metric
+    graph = create_policy_metric(model="openai:gpt-4.1-mini")
 
 ``python examples/policy_judge/run.py`` runs it on ``chats.jsonl`` (with canned
 answers from a scripted chat model unless ``--model`` is given); with
 ``PYTHONPATH=examples`` the CLI runs it too:
-``judgegraph eval examples/policy_judge/chats.jsonl -m policy_judge:create_policy_judge --model ...``.
+``judgegraph eval examples/policy_judge/chats.jsonl -m policy_judge:create_policy_metric --model ...``.
 """
 
 from .graph import (
@@ -17,7 +17,7 @@ from .graph import (
     ClaimVerdict,
     PolicySettings,
     build_policy_graph,
-    create_policy_judge,
+    create_policy_metric,
 )
 
 __all__ = [
@@ -28,5 +28,5 @@ __all__ = [
     "Claims",
     "PolicySettings",
     "build_policy_graph",
-    "create_policy_judge",
+    "create_policy_metric",
 ]

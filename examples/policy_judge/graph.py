@@ -253,7 +253,7 @@ def build_policy_graph(settings: PolicySettings) -> StateGraph:
     return builder
 
 
-def create_policy_judge(
+def create_policy_metric(
     *,
     model: ModelLike = None,
     window_size: int = 3,
@@ -268,4 +268,4 @@ def create_policy_judge(
     (a chat model, a model string, or a ready judge); ``compile``: LangGraph
     compile options (``checkpointer``, ``interrupt_before``, ...)."""
     settings = PolicySettings(name=name, judge=resolve_judge(model), window_size=window_size, threshold=threshold)
-    return compile_graph(build_policy_graph(settings), name, compile, create_policy_judge)
+    return compile_graph(build_policy_graph(settings), name, compile, create_policy_metric)

@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # so `policy_judge` imports when run as a script
 
 from judgegraph import resolve_judge  # noqa: E402
-from policy_judge import create_policy_judge  # noqa: E402
+from policy_judge import create_policy_metric  # noqa: E402
 from policy_judge.canned import scripted_model  # noqa: E402
 
 
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     from judgegraph import load_conversations
 
     if args.graph:
-        print(create_policy_judge().get_graph().draw_mermaid())  # drawing needs no model
+        print(create_policy_metric().get_graph().draw_mermaid())  # drawing needs no model
         return 0
     kwargs = {"base_url": args.base_url} if args.base_url else {}
     model = args.model
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         kwargs = {"cache": False}  # canned answers must never land in the user's persistent judge cache
         print("no --model: canned answers from a scripted chat model (no LLM, no key; the verdicts are canned,"
               " not judged)")
-    graph = create_policy_judge(model=resolve_judge(model, **kwargs), threshold=args.threshold)
+    graph = create_policy_metric(model=resolve_judge(model, **kwargs), threshold=args.threshold)
     conversations = load_conversations(args.file)
     outputs = graph.batch([{"conversation": c} for c in conversations])
 

@@ -20,9 +20,9 @@ pytestmark = pytest.mark.integration
 
 MAKE_JUDGE = """from functools import partial
 
-from judgegraph import make_judge
+from judgegraph import make_metric
 
-resolves_issue = partial(make_judge, name="resolves_issue",
+resolves_issue = partial(make_metric, name="resolves_issue",
                          instructions="Did the assistant resolve the user's issue? {{ conversation }}")
 """
 

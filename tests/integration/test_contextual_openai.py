@@ -11,7 +11,7 @@ from langchain_openai import ChatOpenAI
 
 from judgegraph.core.statements import EXTRACT_STEP
 from judgegraph.judges import resolve_judge
-from judgegraph.metrics.contextual import create_turn_contextual_relevancy_judge
+from judgegraph.metrics.contextual import create_turn_contextual_relevancy_metric
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
 
 pytestmark = pytest.mark.integration
@@ -58,7 +58,7 @@ def test_malformed_extraction_is_reasked_over_http_with_json_schema():
         (judgement, structured(JUDGED)),
     ])
     with FakeOpenAIServer(responder) as server:
-        res = create_turn_contextual_relevancy_judge(model=chat(server)).invoke({"conversation": CONV})["results"][KEY]
+        res = create_turn_contextual_relevancy_metric(model=chat(server)).invoke({"conversation": CONV})["results"][KEY]
         requests = list(server.requests)
         assert server.calls["/v1/chat/completions"] == 3
     assert res.score == pytest.approx(2 / 3) and res.status == "passed" and res.errors == []
@@ -79,7 +79,7 @@ def test_an_extraction_missing_a_node_is_reasked_with_what_is_missing():
     responder = ScriptedResponder([(extraction, [structured(short), structured(EXTRACTED)]),
                                    (judgement, structured(JUDGED))])
     with FakeOpenAIServer(responder) as server:
-        res = create_turn_contextual_relevancy_judge(model=chat(server)).invoke({"conversation": CONV})["results"][KEY]
+        res = create_turn_contextual_relevancy_metric(model=chat(server)).invoke({"conversation": CONV})["results"][KEY]
         reask = [r for r in server.requests if "could not be used" in json.dumps(r["messages"])]
     assert res.score == pytest.approx(2 / 3) and res.errors == []
     assert len(reask) == 1 and "node(s) 2 missing" in reask[0]["messages"][-1]["content"]
@@ -88,7 +88,7 @@ def test_an_extraction_missing_a_node_is_reasked_with_what_is_missing():
 def test_extraction_that_never_becomes_valid_is_a_counted_judge_error():
     responder = ScriptedResponder([(extraction, text("Sorry, I cannot do that.")), (judgement, structured(JUDGED))])
     with FakeOpenAIServer(responder) as server:
-        res = create_turn_contextual_relevancy_judge(model=resolve_judge(chat(server), max_tries=2)).invoke(
+        res = create_turn_contextual_relevancy_metric(model=resolve_judge(chat(server), max_tries=2)).invoke(
             {"conversation": CONV})["results"][KEY]
         assert server.calls["/v1/chat/completions"] == 2  # no judgement: nothing was extracted
     assert res.status == "error" and res.score is None
@@ -104,7 +104,7 @@ def test_function_calling_async_and_verify_over_http():
             {"statement": 1, "reason": "Customers can return at the Berlin store.", "verdict": "yes"}]})]),
     ])
     with FakeOpenAIServer(responder) as server:
-        graph = create_turn_contextual_relevancy_judge(model=resolve_judge(chat(server, max_retries=1), method="function_calling"), verify=True)
+        graph = create_turn_contextual_relevancy_metric(model=resolve_judge(chat(server, max_retries=1), method="function_calling"), verify=True)
         out = asyncio.run(graph.ainvoke({"conversation": CONV}))  # one event loop for this model
         assert all("tools" in r for r in server.requests)
         assert server.calls["/v1/chat/completions"] == 4  # the 500 was retried by the client

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from langchain_openai import ChatOpenAI
 
-from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
+from judgegraph.metrics.relevancy import create_conversation_relevance_metric, create_turn_relevancy_metric
 from tests.kit.dense_answerer import MARK, RelevanceAnswerer
 from tests.kit.openai_server import FakeOpenAIServer, error
 
@@ -28,7 +28,7 @@ def conversation(c: int, exchanges: int = EXCHANGES) -> dict:
     return {"id": f"c{c}", "turns": turns}
 
 
-def run(server: FakeOpenAIServer, conv: dict, *, dense: int | None, window_size: int = 4, factory=create_turn_relevancy_judge):
+def run(server: FakeOpenAIServer, conv: dict, *, dense: int | None, window_size: int = 4, factory=create_turn_relevancy_metric):
     llm = ChatOpenAI(model="gpt-4.1-mini", base_url=server.base_url, api_key="test-key", max_retries=0)
     graph = factory(model=llm, window_size=window_size, dense=dense)
     (result,) = graph.invoke({"conversation": conv})["results"].values()
@@ -39,7 +39,7 @@ def verdicts(result) -> dict[str, str | None]:
     return {v.id: v.verdict for v in result.verdicts}
 
 
-@pytest.mark.parametrize("factory", [create_turn_relevancy_judge, create_conversation_relevance_judge])
+@pytest.mark.parametrize("factory", [create_turn_relevancy_metric, create_conversation_relevance_metric])
 def test_dense_mode_gives_the_per_window_verdicts_in_fewer_calls(factory):
     for c in range(3):
         with FakeOpenAIServer(RelevanceAnswerer()) as server:
@@ -122,9 +122,9 @@ def test_dense_is_refused_where_it_cannot_be():
     from judgegraph.cli import main
 
     with pytest.raises(ValueError, match="dense=N needs an LLM judge"):
-        create_turn_relevancy_judge(dense=3)
+        create_turn_relevancy_metric(dense=3)
     with pytest.raises(ValueError, match="dense must be a whole number"):
-        create_turn_relevancy_judge(dense=0)
+        create_turn_relevancy_metric(dense=0)
     assert main(["eval", "x.jsonl", "--dense", "3", "-m", "role-adherence", "--model", "openai:gpt-4.1-mini",
                  "--dry-run"]) == 2
 
@@ -155,11 +155,11 @@ def test_a_custom_metric_taking_dense_gets_the_flag(tmp_path: Path, monkeypatch)
     from judgegraph.cli import main
 
     (tmp_path / "dense_judges.py").write_text(
-        "from judgegraph.metrics.relevancy import create_turn_relevancy_judge\n\n"
+        "from judgegraph.metrics.relevancy import create_turn_relevancy_metric\n\n"
         "def mine(model=None, window_size=4, dense=None):\n"
-        "    return create_turn_relevancy_judge(model=model, window_size=window_size, dense=dense, name='mine')\n\n"
+        "    return create_turn_relevancy_metric(model=model, window_size=window_size, dense=dense, name='mine')\n\n"
         "def plain(model=None):\n"
-        "    return create_turn_relevancy_judge(model=model, name='plain')\n", encoding="utf-8")
+        "    return create_turn_relevancy_metric(model=model, name='plain')\n", encoding="utf-8")
     chats = tmp_path / "chats.jsonl"
     chats.write_text(json.dumps(conversation(0)) + "\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)

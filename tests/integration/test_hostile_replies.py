@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from judgegraph.judges import resolve_judge
-from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+from judgegraph.metrics.relevancy import create_turn_relevancy_metric
 from tests.kit.openai_server import (
     FakeOpenAIServer,
     ScriptedResponder,
@@ -60,7 +60,7 @@ def results_by_id(path):
 
 def judge_once(server, *, asynchronous, **settings):
     judge = resolve_judge(model="gpt-4.1-mini", base_url=server.base_url, api_key=SECRET, cache=False, **settings)
-    graph = create_turn_relevancy_judge(model=judge)
+    graph = create_turn_relevancy_metric(model=judge)
     state = {"conversation": conversation("hostile")}
     out = asyncio.run(graph.ainvoke(state)) if asynchronous else graph.invoke(state)
     return out["results"]["turn_relevancy"]

@@ -12,7 +12,7 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from judgegraph.judges import resolve_judge
-from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+from judgegraph.metrics.relevancy import create_turn_relevancy_metric
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
 
 pytestmark = pytest.mark.integration
@@ -36,7 +36,7 @@ def chat(server, **kw):
 
 def judged(model, conversation=MATH, **judge_kw):
     judge = resolve_judge(model=model, **judge_kw)
-    graph = create_turn_relevancy_judge(model=judge)
+    graph = create_turn_relevancy_metric(model=judge)
     return graph.invoke({"conversation": conversation})["results"]["turn_relevancy"], judge
 
 
@@ -203,7 +203,7 @@ def test_rpm_spaces_the_requests_of_the_whole_run():
     convs = [{**MATH, "id": str(i)} for i in range(2)]  # 6 requests
     with FakeOpenAIServer(responder) as server:
         judge = resolve_judge(model="openai:judge-model", base_url=server.base_url, rpm=120, cache=False)
-        graph = create_turn_relevancy_judge(model=judge)
+        graph = create_turn_relevancy_metric(model=judge)
         asyncio.run(graph.abatch([{"conversation": c} for c in convs]))
     # 120/min = 2/s with a burst of 2: the 6th request starts at least 2 s after the 1st
     # paced from the 3rd request on, 0.5 s apart (the 1st may reach the server late: its connection is opened)
@@ -245,7 +245,7 @@ def test_a_changed_rubric_or_prompt_file_misses(tmp_path, monkeypatch):
     with FakeOpenAIServer(ScriptedResponder([], default=YES)) as server:
         def run(**kw):
             judge = resolve_judge(model="openai:judge-model", base_url=server.base_url, cache=path)
-            create_turn_relevancy_judge(model=judge, **kw).invoke({"conversation": MATH})
+            create_turn_relevancy_metric(model=judge, **kw).invoke({"conversation": MATH})
             return server.calls["/v1/chat/completions"]
 
         assert run() == 3 and run() == 3

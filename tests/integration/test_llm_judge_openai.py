@@ -11,7 +11,7 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from judgegraph.judges import resolve_judge
-from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
+from judgegraph.metrics.relevancy import create_conversation_relevance_metric, create_turn_relevancy_metric
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
 
 pytestmark = pytest.mark.integration
@@ -43,7 +43,7 @@ def only(out):
 
 def test_seed_example_end_to_end_over_http():
     with FakeOpenAIServer(ScriptedResponder([(reply_is("Paris"), NO)], default=YES)) as server:
-        res = only(create_conversation_relevance_judge(model=chat(server), window_size=2, threshold=0.8).invoke({"conversation": MATH}))
+        res = only(create_conversation_relevance_metric(model=chat(server), window_size=2, threshold=0.8).invoke({"conversation": MATH}))
         assert server.calls["/v1/chat/completions"] == 3
     assert res.score == pytest.approx(2 / 3) and res.passed is False
     assert res.judge == "llm:gpt-4.1-mini"
@@ -53,7 +53,7 @@ def test_seed_example_end_to_end_over_http():
 def test_malformed_reply_is_reasked_and_succeeds():
     responder = ScriptedResponder([(reply_is("Paris"), [text('{"reason": "cut off", "verdict": '), NO])], default=YES)
     with FakeOpenAIServer(responder) as server:
-        res = only(create_turn_relevancy_judge(model=chat(server)).invoke({"conversation": MATH}))
+        res = only(create_turn_relevancy_metric(model=chat(server)).invoke({"conversation": MATH}))
         reask = [r for r in server.requests if "could not be used" in json.dumps(r.get("messages"))]
     assert [v.verdict for v in res.verdicts] == ["yes", "no", "yes"]
     assert res.verdicts[1].attempts == 2 and res.errors == []
@@ -63,7 +63,7 @@ def test_malformed_reply_is_reasked_and_succeeds():
 def test_reply_that_never_becomes_valid_is_a_counted_judge_error():
     responder = ScriptedResponder([(reply_is("Paris"), text("I think it is fine."))], default=YES)
     with FakeOpenAIServer(responder) as server:
-        res = only(create_turn_relevancy_judge(model=resolve_judge(chat(server), max_tries=3)).invoke({"conversation": MATH}))
+        res = only(create_turn_relevancy_metric(model=resolve_judge(chat(server), max_tries=3)).invoke({"conversation": MATH}))
         assert server.calls["/v1/chat/completions"] == 2 + 3
     assert res.verdicts[1].verdict is None and res.verdicts[1].attempts == 3
     assert len(res.errors) == 1 and "invalid output after 3 tries" in res.errors[0].message
@@ -73,7 +73,7 @@ def test_reply_that_never_becomes_valid_is_a_counted_judge_error():
 def test_429_is_retried_by_the_client_and_succeeds():
     responder = ScriptedResponder([(reply_is("Paris"), [error(429, retry_after=0), NO])], default=YES)
     with FakeOpenAIServer(responder) as server:
-        res = only(create_turn_relevancy_judge(model=chat(server, max_retries=2)).invoke({"conversation": MATH}))
+        res = only(create_turn_relevancy_metric(model=chat(server, max_retries=2)).invoke({"conversation": MATH}))
         assert server.calls["/v1/chat/completions"] == 4
     assert [v.verdict for v in res.verdicts] == ["yes", "no", "yes"] and res.errors == []
 
@@ -81,7 +81,7 @@ def test_429_is_retried_by_the_client_and_succeeds():
 def test_429_that_never_clears_is_a_judge_error_not_a_crash():
     responder = ScriptedResponder([(reply_is("Paris"), error(429, retry_after=0))], default=YES)
     with FakeOpenAIServer(responder) as server:
-        res = only(create_turn_relevancy_judge(model=chat(server, max_retries=1)).invoke({"conversation": MATH}))
+        res = only(create_turn_relevancy_metric(model=chat(server, max_retries=1)).invoke({"conversation": MATH}))
     assert "RateLimitError" in res.verdicts[1].error and "429" in res.verdicts[1].error
     assert res.status == "passed" and len(res.errors) == 1
 
@@ -89,7 +89,7 @@ def test_429_that_never_clears_is_a_judge_error_not_a_crash():
 def test_slow_reply_times_out_into_a_judge_error():
     responder = ScriptedResponder([(reply_is("Paris"), structured({"reason": "late", "verdict": "no"}, delay=2.0))], default=YES)
     with FakeOpenAIServer(responder) as server:
-        res = only(create_turn_relevancy_judge(model=chat(server, timeout=0.5, max_retries=0)).invoke({"conversation": MATH}))
+        res = only(create_turn_relevancy_metric(model=chat(server, timeout=0.5, max_retries=0)).invoke({"conversation": MATH}))
     assert "Timeout" in res.verdicts[1].error
     assert [v.verdict for v in res.verdicts] == ["yes", None, "yes"]
 
@@ -97,7 +97,7 @@ def test_slow_reply_times_out_into_a_judge_error():
 def test_async_path_and_function_calling_method():
     responder = ScriptedResponder([(reply_is("Paris"), NO)], default=YES)
     with FakeOpenAIServer(responder) as server:
-        graph = create_turn_relevancy_judge(model=resolve_judge(chat(server), method="function_calling"))
+        graph = create_turn_relevancy_metric(model=resolve_judge(chat(server), method="function_calling"))
         outs = asyncio.run(graph.abatch([{"conversation": {**MATH, "id": str(i)}} for i in range(3)]))
         assert all("tools" in r for r in server.requests)
     assert [only(o).score for o in outs] == [pytest.approx(2 / 3)] * 3

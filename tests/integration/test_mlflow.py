@@ -390,16 +390,16 @@ def test_expectations_and_blank_replies_as_mlflow_reads_them(mlflow_uri, booking
     assert "mlflow_expectations" not in conv.turns[1].metadata
 
 
-def test_make_judge_with_expectations_on_an_mlflow_session(mlflow_uri, booking):
+def test_make_metric_with_expectations_on_an_mlflow_session(mlflow_uri, booking):
     from mlflow import MlflowClient
 
-    from judgegraph import make_judge
+    from judgegraph import make_metric
 
     _, ids = booking
     sessions = load_sessions(mlflow_uri, "judgegraph-expectations")
     (conv,) = [s.conversation for s in sessions]
     model = ScriptedChatModel(rules=[(lambda text: True, [{"reason": "Table booked, dog policy given.", "value": True}])])
-    graph = make_judge(name="goal_met", instructions="Was this reached: {{ expectations }}?\n{{ conversation }}",
+    graph = make_metric(name="goal_met", instructions="Was this reached: {{ expectations }}?\n{{ conversation }}",
                        model=model)
     (result,) = graph.invoke({"conversation": conv})["results"].values()
     assert result.status == "passed" and result.value is True

@@ -12,7 +12,7 @@ import pytest
 from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
 from judgegraph.judges import resolve_judge
-from judgegraph.metrics.response import EMBED_STEP, create_response_relevancy_judge
+from judgegraph.metrics.response import EMBED_STEP, create_response_relevancy_metric
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, hashing_embedding, structured, text
 
 pytestmark = pytest.mark.integration
@@ -73,7 +73,7 @@ def result(out):
 
 def test_one_embeddings_request_per_exchange_holding_input_and_questions():
     with FakeOpenAIServer(responder()) as server:
-        graph = create_response_relevancy_judge(model=chat(server), embeddings=embeddings(server))
+        graph = create_response_relevancy_metric(model=chat(server), embeddings=embeddings(server))
         res = result(graph.invoke({"conversation": CONV}))
         emb_requests = server.embedding_requests
         assert server.calls["/v1/chat/completions"] == 3 and server.calls["/v1/embeddings"] == 3
@@ -103,7 +103,7 @@ def test_duplicate_questions_are_reasked_over_http_with_the_validation_error():
         {"question": "when was the first super bowl", "noncommittal": False},
         {"question": "Who played?", "noncommittal": False}]})
     with FakeOpenAIServer(responder(**{"Super Bowl": [dupes, answer("Super Bowl")]})) as server:
-        graph = create_response_relevancy_judge(model=chat(server), embeddings="openai:text-embedding-3-small",
+        graph = create_response_relevancy_metric(model=chat(server), embeddings="openai:text-embedding-3-small",
                                                 embeddings_base_url=server.base_url)
         res = result(graph.invoke({"conversation": CONV}))
         reasks = [r for r in server.chat_requests if "could not be used" in json.dumps(r["messages"])]
@@ -122,7 +122,7 @@ def test_async_path_a_failing_embeddings_request_and_a_failing_generation():
 
     never = text("I will not answer in JSON.")
     with FakeOpenAIServer(responder(**{"hard to say": never}), embedder=embedder) as server:
-        graph = create_response_relevancy_judge(model=resolve_judge("openai:gpt-4.1-mini", base_url=server.base_url, max_tries=2),
+        graph = create_response_relevancy_metric(model=resolve_judge("openai:gpt-4.1-mini", base_url=server.base_url, max_tries=2),
                                                 embeddings=embeddings(server, max_retries=0))
         res = result(asyncio.run(graph.ainvoke({"conversation": CONV})))  # one event loop for both clients
         assert server.calls["/v1/embeddings"] == 2

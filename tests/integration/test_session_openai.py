@@ -11,10 +11,10 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from judgegraph.metrics.session import (
-    create_conversation_completeness_judge,
-    create_knowledge_retention_judge,
-    create_role_adherence_judge,
-    create_user_frustration_judge,
+    create_conversation_completeness_metric,
+    create_knowledge_retention_metric,
+    create_role_adherence_metric,
+    create_user_frustration_metric,
 )
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
 
@@ -61,7 +61,7 @@ def test_completeness_over_http_with_a_malformed_reply_reasked():
         (has("<request>\nWhat is the return"), structured({"reason": "Turn 6 asks back instead.", "answered_in_turns": [], "verdict": "no"})),
     ])
     with FakeOpenAIServer(responder) as server:
-        res = only(create_conversation_completeness_judge(model=chat(server)).invoke({"conversation": SHOP}))
+        res = only(create_conversation_completeness_metric(model=chat(server)).invoke({"conversation": SHOP}))
         bodies = server.chat_requests
     assert len(bodies) == 1 + 3 + 1  # extraction, one call per request, one re-ask
     reask = [b for b in bodies if "could not be used" in json.dumps(b["messages"])]
@@ -81,7 +81,7 @@ def test_role_adherence_over_http_in_batches():
         (has("<turns_to_judge>\n6\n"), structured({"verdicts": [{"turn": 6, "reason": "Support question.", "verdict": "yes"}]})),
     ])
     with FakeOpenAIServer(responder) as server:
-        res = only(create_role_adherence_judge(model=chat(server), batch_size=2).invoke({"conversation": SHOP}))
+        res = only(create_role_adherence_metric(model=chat(server), batch_size=2).invoke({"conversation": SHOP}))
         assert server.calls["/v1/chat/completions"] == 2
     assert (res.value, res.score) == ("no", pytest.approx(2 / 3))
     assert res.details["out_of_role_turns"] == [3] and 'turn 4 "Leaves of amber' in res.reason
@@ -99,7 +99,7 @@ def test_validation_error_raised_inside_the_client_is_reasked():
         ]),
     ], default=structured({"reason": "Consistent.", "lapses": [], "verdict": "yes"}))
     with FakeOpenAIServer(responder) as server:
-        res = only(create_knowledge_retention_judge(model=chat(server)).invoke({"conversation": SHOP}))
+        res = only(create_knowledge_retention_metric(model=chat(server)).invoke({"conversation": SHOP}))
         assert server.calls["/v1/chat/completions"] == 1 + 3 + 1
     bad = res.verdicts[2]
     assert (bad.turn, bad.verdict, bad.attempts) == (5, "no", 2)
@@ -111,7 +111,7 @@ def test_frustration_async_path():
     responder = ScriptedResponder([("became frustrated", structured(
         {"reason": "No sign of frustration.", "frustrated_turns": [], "resolved_by_turns": [], "verdict": "none"}))])
     with FakeOpenAIServer(responder) as server:
-        graph = create_user_frustration_judge(model=chat(server))
+        graph = create_user_frustration_metric(model=chat(server))
         outs = asyncio.run(graph.abatch([{"conversation": {**SHOP, "id": str(i)}} for i in range(3)]))
         assert server.calls["/v1/chat/completions"] == 1  # identical requests are made once (judge cache)
     assert [only(o).value for o in outs] == ["none"] * 3

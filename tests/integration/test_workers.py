@@ -277,9 +277,9 @@ def test_cli_workers_start_in_a_folder_with_a_module_named_like_a_dependency(tmp
     to start), and a custom metric from that folder still imports (last on the path)."""
     (tmp_path / "yaml.py").write_text("raise RuntimeError('the folder yaml.py was imported')\n")
     (tmp_path / "cwdmetric.py").write_text(
-        "from judgegraph import make_judge\n"
+        "from judgegraph import make_metric\n"
         "from judgegraph import ScriptedChatModel\n"
-        "tone = make_judge(name='tone', instructions='Describe the tone of {{ conversation }} in one word.',\n"
+        "tone = make_metric(name='tone', instructions='Describe the tone of {{ conversation }} in one word.',\n"
         "                  feedback_type=str, model=ScriptedChatModel(default={'reason': 'canned', 'value': 'warm'}))\n")
     data = tmp_path / "chats.jsonl"
     data.write_text("".join(json.dumps({"id": i.conversation.id, "turns": i.conversation.model_dump()["turns"]}) + "\n"

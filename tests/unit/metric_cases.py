@@ -1,6 +1,6 @@
 """Every metric, ready to run on one conversation with a scripted LLM judge that
 answers any of their requests: what the capability tests are parametrised over
-(every built-in metric, ``make_judge``, and the example metric of ``examples/``).
+(every built-in metric, ``make_metric``, and the example metric of ``examples/``).
 
 :func:`answer` writes a valid structured answer from the schema the judge bound
 and the prompt; ``verdict`` ("yes" or "no") is the answer's polarity, so a
@@ -106,7 +106,7 @@ def answer(verdict: str = "yes") -> Callable[[ScriptedRequest], dict[str, Any]]:
         if name == "ClaimVerdicts":
             return {"verdicts": [{"claim": i, "reason": reason, "verdict": verdict}
                                  for i in range(1, schema.expected + 1)]}
-        if name.endswith("Feedback"):  # make_judge: a bool value
+        if name.endswith("Feedback"):  # make_metric: a bool value
             return {"reason": reason, "value": yes}
         # Any other schema (the example metric's, a new metric's): a valid answer, a yes/no verdict this polarity.
         shape = request.schema.model_json_schema() if isinstance(request.schema, type) else request.schema
@@ -167,22 +167,22 @@ def _built_in(spec: Any) -> Case:
                 spec.scope == "exchange")
 
 
-def _make_judge(model: Any, **kw: Any) -> Any:
-    from judgegraph import make_judge
+def _make_metric(model: Any, **kw: Any) -> Any:
+    from judgegraph import make_metric
 
-    return make_judge(name="resolves_issue", model=model,
+    return make_metric(name="resolves_issue", model=model,
                       instructions="Did the assistant resolve the user's issue? {{ conversation }}", **kw)
 
 
 def cases() -> list[Case]:
-    """Every built-in metric (the registry's, plugins left out), ``make_judge`` and the example metric."""
+    """Every built-in metric (the registry's, plugins left out), ``make_metric`` and the example metric."""
     from judgegraph.metrics import built_ins
 
     example = example_metric()
     return [
         *(_built_in(spec) for spec in built_ins().values()),
-        Case("resolves_issue", _make_judge),
-        Case("reply_language", lambda model, **kw: example.create_reply_language_judge(model=model, **kw),
+        Case("resolves_issue", _make_metric),
+        Case("reply_language", lambda model, **kw: example.create_reply_language_metric(model=model, **kw),
              windowed=example.SPEC.scope == "exchange"),
     ]
 

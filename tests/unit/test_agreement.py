@@ -1,5 +1,5 @@
 """agreement(): people's labels matched to the verdicts of every metric (the verdict record is the same for
-built-ins, session judges, make_judge and a user's metric), and the figures per metric."""
+built-ins, session judges, make_metric and a user's metric), and the figures per metric."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The aligned judge (judges/aligned.py) and align() (trust/alignment.py) with scripted models: the guidelines
 and examples reach every request of every metric and its hash every result; the hash follows the content; a
-tampered file is refused; alignment measurably raises held-out agreement for a make_judge metric."""
+tampered file is refused; alignment measurably raises held-out agreement for a make_metric metric."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from functools import partial
 import pytest
 from metric_cases import CASES, CONVERSATION, IDS, Case, model
 
-from judgegraph import ScriptedChatModel, make_judge, resolve_judge
+from judgegraph import ScriptedChatModel, make_metric, resolve_judge
 from judgegraph.judges import load_aligned
 from judgegraph.judges.aligned import AlignedJudge, Alignment, Example, read_alignment
 from judgegraph.trust.alignment import AlignmentError, align
@@ -121,11 +121,11 @@ def greeting_rule(request):
     return {"reason": "Scripted.", "value": GUIDE in request.text and "how can I help" in task}
 
 
-def test_align_raises_held_out_agreement_for_a_make_judge_metric(tmp_path):
+def test_align_raises_held_out_agreement_for_a_make_metric_metric(tmp_path):
     labels = [{"conversation_id": c["id"], "metric": "resolves_issue", "label": "how can I help" in c["turns"][1]["content"]}
               for c in conversations()]
     (tmp_path / "labels.jsonl").write_text("".join(json.dumps(lb) + "\n" for lb in labels), encoding="utf-8")
-    factory = partial(make_judge, name="resolves_issue", instructions="Did the assistant resolve it? {{ conversation }}")
+    factory = partial(make_metric, name="resolves_issue", instructions="Did the assistant resolve it? {{ conversation }}")
     chat = ScriptedChatModel(default=greeting_rule)
     report = align(factory, tmp_path / "labels.jsonl", model=chat, conversations=conversations(), out=tmp_path,
                    cache=False, seed=1, test_fraction=0.5)
@@ -170,7 +170,7 @@ def test_examples_are_bounded_in_count_and_characters(tmp_path):
     labels = [{"conversation_id": c["id"], "metric": "resolves_issue", "label": "how can I help" in c["turns"][1]["content"]}
               for c in convs]
     (tmp_path / "labels.jsonl").write_text("".join(json.dumps(lb) + "\n" for lb in labels), encoding="utf-8")
-    factory = partial(make_judge, name="resolves_issue", instructions="Did the assistant resolve it? {{ conversation }}")
+    factory = partial(make_metric, name="resolves_issue", instructions="Did the assistant resolve it? {{ conversation }}")
     report = align(factory, tmp_path / "labels.jsonl", model=ScriptedChatModel(default=greeting_rule),
                    conversations=convs, cache=False, max_examples=3, max_example_chars=100)
     examples = report.alignment.examples

@@ -30,10 +30,10 @@ def test_two_thirds_relevant_passes_the_default_threshold():
 
 
 def test_failure_names_the_turn_the_reply_and_the_reason():
-    from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+    from judgegraph.metrics.relevancy import create_turn_relevancy_metric
 
     with pytest.raises(JudgementFailed) as info:
-        assert_judged({"messages": MATH}, create_turn_relevancy_judge(model=judge(), threshold=0.8), id="math-1")
+        assert_judged({"messages": MATH}, create_turn_relevancy_metric(model=judge(), threshold=0.8), id="math-1")
     assert isinstance(info.value, AssertionError)
     lines = str(info.value).splitlines()
     assert lines[0] == "1 of 1 metric(s) did not pass for conversation 'math-1':"
@@ -67,9 +67,9 @@ def test_langchains_tuple_shorthand_is_read_as_messagesstate_reads_it():
 
 
 def test_a_metric_graph_reads_the_tuple_shorthand():
-    from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+    from judgegraph.metrics.relevancy import create_turn_relevancy_metric
 
-    out = create_turn_relevancy_judge(model=judge()).invoke(
+    out = create_turn_relevancy_metric(model=judge()).invoke(
         {"messages": [("user", "What about 3+3?"), ("assistant", "The capital of France is Paris.")]})
     res = out["results"]["turn_relevancy"]
     assert (res.status, [v.verdict for v in res.verdicts]) == ("failed", ["no"])

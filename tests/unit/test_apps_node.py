@@ -12,7 +12,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from judgegraph.apps import judge_node, route_on_verdict, verdict_reason
 from judgegraph.data.results import MetricResult
 from judgegraph.judges.scripted import ScriptedChatModel
-from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+from judgegraph.metrics.relevancy import create_turn_relevancy_metric
 
 YES = {"reason": "It answers the question.", "verdict": "yes"}
 NO = {"reason": "It talks about Paris, not arithmetic.", "verdict": "no"}
@@ -54,7 +54,7 @@ def test_whole_conversation_is_judged_from_messages_state():
 
 def test_latest_scope_makes_one_call_with_the_earlier_turns_as_context():
     m = judge_model()
-    node = judge_node(create_turn_relevancy_judge(model=m), scope="latest", output="result")
+    node = judge_node(create_turn_relevancy_metric(model=m), scope="latest", output="result")
     res = app_with(node).invoke({"messages": HISTORY})["judgements"]["turn_relevancy"]
     assert m.call_count == 1
     assert [v.verdict for v in res.verdicts] == ["yes"] and res.verdicts[0].turns == [6]
@@ -78,14 +78,14 @@ def test_latest_scope_keeps_the_metrics_window_and_sends_the_same_request_as_its
     from judgegraph.judges import resolve_judge
 
     m = judge_model()
-    metric = create_turn_relevancy_judge(model=resolve_judge(m), window_size=2)  # one judge, one cache
+    metric = create_turn_relevancy_metric(model=resolve_judge(m), window_size=2)  # one judge, one cache
     app_with(judge_node(metric)).invoke({"messages": HISTORY})
     whole = next(p for p in m.prompts if "<reply_to_judge>\n5+5 equals 10." in p)
     assert m.call_count == 3
     out = app_with(judge_node(metric, scope="latest")).invoke({"messages": HISTORY})
     assert m.call_count == 3  # the very request the whole-conversation run made: a cache hit
     fresh = judge_model()
-    app_with(judge_node(create_turn_relevancy_judge(model=fresh, window_size=2), scope="latest")).invoke(
+    app_with(judge_node(create_turn_relevancy_metric(model=fresh, window_size=2), scope="latest")).invoke(
         {"messages": HISTORY})
     assert fresh.prompts == [whole]
     assert out["judgements"]["turn_relevancy"]["verdicts"][0]["turns"] == [6]
@@ -173,7 +173,7 @@ def test_route_without_a_result_is_an_error_route():
 def test_latest_scope_judges_only_the_latest_replys_retrieval_context():
     import re
 
-    from judgegraph.metrics.contextual import create_turn_contextual_relevancy_judge
+    from judgegraph.metrics.contextual import create_turn_contextual_relevancy_metric
 
     def in_section(name, text):
         return lambda p: bool(m := re.search(rf"<{name}>(.*?)</{name}>", p, re.DOTALL)) and text in m.group(1)
@@ -191,7 +191,7 @@ def test_latest_scope_judges_only_the_latest_replys_retrieval_context():
         AIMessage("Yes, within 14 days.",
                   additional_kwargs={"retrieval_context": ["Sale items can be returned within 14 days. We are hiring."]}),
     ]
-    node = judge_node(create_turn_contextual_relevancy_judge(model=m), scope="latest")
+    node = judge_node(create_turn_contextual_relevancy_metric(model=m), scope="latest")
     res = app_with(node).invoke({"messages": messages})["judgements"]["turn_contextual_relevancy"]
     assert m.call_count == 2  # one extraction and one judgement, for the latest reply only
     assert res["score"] == 0.5 and {tuple(v["turns"]) for v in res["verdicts"]} == {(3,)}
@@ -249,9 +249,9 @@ def test_a_router_on_a_metric_the_judge_node_does_not_judge_is_an_error_not_a_lo
 
 
 def test_a_router_on_a_metric_of_your_own_takes_its_graph_or_spec():
-    from judgegraph.metrics.custom import make_judge
+    from judgegraph.metrics.custom import make_metric
 
-    mine = make_judge(name="politeness", instructions="Is this polite? {{ conversation }}", model=judge_model())
+    mine = make_metric(name="politeness", instructions="Is this polite? {{ conversation }}", model=judge_model())
     route = route_on_verdict(mine, passed="ok", failed="again")
     res = MetricResult(key="politeness", conversation_id="", score=1.0, threshold=0.5, passed=True,
                        status="passed", reason="", judge="x")

@@ -1,5 +1,5 @@
 """Every capability for every metric: each test runs over every built-in metric,
-``make_judge`` and the one-file example metric (``examples/reply_language.py``),
+``make_metric`` and the one-file example metric (``examples/reply_language.py``),
 with a scripted LLM judge that answers any of their requests (metric_cases)."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def test_rejudging_one_verdict_pays_only_for_it(case):
     chosen = old.verdicts[0]
     again = model("no")
     metric = {"reply_language": "examples.reply_language:SPEC",  # a metric from a file, by its import path
-              "resolves_issue": case.build(model("yes"))}.get(case.name)  # make_judge: its graph
+              "resolves_issue": case.build(model("yes"))}.get(case.name)  # make_metric: its graph
     new = rejudge_result(old.model_dump(mode="json"), as_conversation(CONVERSATION), model=again,
                          verdict_ids=[chosen.id], options=case.options, metric=metric)
     redone = set(new.details["rejudged"]["verdicts"])

@@ -17,7 +17,7 @@ from judgegraph.judges import Judge, resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import LoadedConversation
 from judgegraph.metrics import create_metric, get_metric
-from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
+from judgegraph.metrics.relevancy import create_conversation_relevance_metric, create_turn_relevancy_metric
 from judgegraph.report import create_report_graph, metric_graphs
 from judgegraph.runs.runner import MetricPlan, evaluate_async
 
@@ -51,7 +51,7 @@ def _calls(attr: str = "", name: str = "") -> dict[str, int]:
 
 def test_the_composition_module_is_the_only_place_that_calls_a_factory_or_builds_a_report():
     assert set(_calls(attr="factory")) == {"metrics/__init__.py"}  # build_metric: the one call of a metric factory
-    assert set(_calls(name="build_report_graph")) == {"report.py"}  # everyone else: create_report_graph
+    assert set(_calls(name="report_builder")) == {"report.py"}  # everyone else: create_report_graph
     users_of_report_state = set()
     for path in sorted(PACKAGE.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
@@ -73,7 +73,7 @@ def test_no_module_probes_a_factory_for_judge_or_model_but_the_custom_factory_sp
 
 def duplicates():
     """Two metrics whose results would have one key: a name and a compiled graph of that name."""
-    return ["turn_relevancy", create_turn_relevancy_judge(model=fake())]
+    return ["turn_relevancy", create_turn_relevancy_metric(model=fake())]
 
 
 @pytest.mark.parametrize("compose", [
@@ -96,7 +96,7 @@ def test_two_metrics_with_one_name_are_one_error_everywhere(compose):
 
 
 def test_renamed_metrics_each_keep_their_result_in_a_judge_node():
-    node = judge_node(["turn_relevancy", create_turn_relevancy_judge(model=fake(), name="strict", strict_mode=True)],
+    node = judge_node(["turn_relevancy", create_turn_relevancy_metric(model=fake(), name="strict", strict_mode=True)],
                       model=fake(), output="result")
     out = node.invoke({"messages": MESSAGES})["judgements"]
     assert set(out) == {"turn_relevancy", "strict"}
@@ -111,10 +111,10 @@ def test_the_runs_plan_refuses_a_metric_twice_before_any_work():
 
 def test_the_runs_check_refuses_a_custom_metric_named_like_a_built_in(tmp_path, monkeypatch):
     (tmp_path / "jg_compose_clash.py").write_text(textwrap.dedent("""
-        from judgegraph.metrics.relevancy import create_conversation_relevance_judge
+        from judgegraph.metrics.relevancy import create_conversation_relevance_metric
 
         def clash(*, model=None):
-            return create_conversation_relevance_judge(model=model, name="turn_relevancy")
+            return create_conversation_relevance_metric(model=model, name="turn_relevancy")
     """), encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     plan = MetricPlan(["turn_relevancy", "jg_compose_clash:clash"], resolve_judge(fake()))
@@ -133,8 +133,8 @@ def test_the_cli_says_a_metric_given_twice_is_a_usage_error(tmp_path, capsys):
 
 
 def test_distinct_names_that_make_one_node_name_both_run():
-    a = create_turn_relevancy_judge(model=fake(), name="a.b")
-    b = create_turn_relevancy_judge(model=fake(), name="a_b", strict_mode=True)
+    a = create_turn_relevancy_metric(model=fake(), name="a.b")
+    b = create_turn_relevancy_metric(model=fake(), name="a_b", strict_mode=True)
     report = create_report_graph([a, b])  # was: LangGraph's "Node `a_b` already present"
     assert {"a_b", "a_b_2"} <= set(report.get_graph().nodes)
     results = report.invoke({"conversation": CONV})["results"]
@@ -142,7 +142,7 @@ def test_distinct_names_that_make_one_node_name_both_run():
 
 
 def test_a_metric_may_be_named_like_a_state_key():
-    report = create_report_graph([create_turn_relevancy_judge(model=fake(), name="judge_calls")])
+    report = create_report_graph([create_turn_relevancy_metric(model=fake(), name="judge_calls")])
     assert "judge_calls_metric" in report.get_graph().nodes  # was: the state key itself, refused by LangGraph
     assert report.invoke({"conversation": CONV})["results"]["judge_calls"].score == 0.5
 
@@ -159,13 +159,13 @@ def test_specs_are_metrics_too_and_share_the_one_judge():
 
 def test_a_custom_factory_naming_only_judge_gets_the_one_judge(tmp_path, monkeypatch):
     (tmp_path / "jg_compose_old.py").write_text(textwrap.dedent("""
-        from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+        from judgegraph.metrics.relevancy import create_turn_relevancy_metric
 
         SEEN = []
 
         def old(*, judge=None, threshold=0.5):
             SEEN.append(judge)
-            return create_turn_relevancy_judge(model=judge, threshold=threshold, name="old")
+            return create_turn_relevancy_metric(model=judge, threshold=threshold, name="old")
     """), encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     import jg_compose_old
@@ -181,7 +181,7 @@ def test_a_custom_factory_naming_only_judge_gets_the_one_judge(tmp_path, monkeyp
 
 def test_the_latest_scope_reaches_every_metric_of_a_composed_judge():
     model = fake()
-    graph = judge_graph(["turn_relevancy", create_conversation_relevance_judge(model=model, name="cr")],
+    graph = judge_graph(["turn_relevancy", create_conversation_relevance_metric(model=model, name="cr")],
                         model=model, scope="latest")
     results = graph.invoke({"conversation": CONV})["results"]
     for key in ("turn_relevancy", "cr"):

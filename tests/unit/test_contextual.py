@@ -37,7 +37,7 @@ from judgegraph.metrics.contextual import (
     OFFLINE_MODE,
     ContextualSettings,
     build_turn_contextual_relevancy_graph,
-    create_turn_contextual_relevancy_judge,
+    create_turn_contextual_relevancy_metric,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,7 +107,7 @@ def prompts_of(m, tag):
 
 def test_statement_arithmetic_is_the_mean_over_turns_with_context():
     m = model()
-    res = result(create_turn_contextual_relevancy_judge(model=m))
+    res = result(create_turn_contextual_relevancy_metric(model=m))
     assert res.score == pytest.approx((0.75 + 0.5) / 2) and res.status == "passed" and res.passed
     turns = res.details["turns"]
     assert [(t["label"], t["status"], t["score"]) for t in turns] == [
@@ -128,7 +128,7 @@ def test_statement_arithmetic_is_the_mean_over_turns_with_context():
 
 def test_judgement_reads_the_turns_user_message_and_the_windows_earlier_messages_not_the_nodes():
     m = model()
-    result(create_turn_contextual_relevancy_judge(model=m, window_size=2))
+    result(create_turn_contextual_relevancy_metric(model=m, window_size=2))
     (last,) = [p for p in prompts_of(m, "statements") if "Sale items can be returned" in p]
     earlier = last.split("<earlier_messages>")[1].split("</earlier_messages>")[0]
     assert "Thanks!" in earlier and "You're welcome." in earlier and "return running shoes" not in earlier
@@ -140,16 +140,16 @@ def test_judgement_reads_the_turns_user_message_and_the_windows_earlier_messages
 
 
 def test_strict_mode_is_all_or_nothing_with_threshold_one():
-    res = result(create_turn_contextual_relevancy_judge(model=model(), strict_mode=True, threshold=0.1))
+    res = result(create_turn_contextual_relevancy_metric(model=model(), strict_mode=True, threshold=0.1))
     assert (res.score, res.threshold, res.passed, res.status) == (0.0, 1.0, False, "failed")
     every = model([(lambda p: "<statements>" in p and "Refunds take" in p, [verdicts("yes", "yes", "yes", "yes")]),
                    (lambda p: "<statements>" in p and "hiring" in p, [verdicts("yes", "yes")])])
-    res = result(create_turn_contextual_relevancy_judge(model=every, strict_mode=True))
+    res = result(create_turn_contextual_relevancy_metric(model=every, strict_mode=True))
     assert (res.score, res.passed) == (1.0, True)
 
 
 def test_threshold_decides_pass_and_fail():
-    res = result(create_turn_contextual_relevancy_judge(model=model(), threshold=0.7))
+    res = result(create_turn_contextual_relevancy_metric(model=model(), threshold=0.7))
     assert res.score == pytest.approx(0.625) and res.passed is False and res.status == "failed"
     assert "0.62 < threshold 0.70" in res.reason
 
@@ -157,7 +157,7 @@ def test_threshold_decides_pass_and_fail():
 def test_no_retrieval_context_anywhere_is_not_applicable_and_costs_nothing():
     m = model()
     conv = {"id": "plain", "turns": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
-    res = result(create_turn_contextual_relevancy_judge(model=m), conv)
+    res = result(create_turn_contextual_relevancy_metric(model=m), conv)
     assert (res.status, res.score, res.passed) == ("not_applicable", None, None)
     assert m.call_count == 0 and res.details["turns"][0]["status"] == "no context"
     assert "No assistant turn has retrieval context" in res.reason
@@ -168,7 +168,7 @@ def test_a_ragas_single_turn_record_is_one_turn_with_context(tmp_path):
     path.write_text(json.dumps({"user_input": "Can I return running shoes that don't fit?", "response": "Yes.",
                                 "retrieved_contexts": [RETURNS, HOURS]}) + "\n")
     (item,) = load_file(path).conversations
-    res = result(create_turn_contextual_relevancy_judge(model=model()), item.conversation)
+    res = result(create_turn_contextual_relevancy_metric(model=model()), item.conversation)
     assert res.score == 0.75 and [t["status"] for t in res.details["turns"]] == ["scored"]
 
 
@@ -207,7 +207,7 @@ def _echo_model(fail=lambda prompt: False):
 def test_each_node_is_extracted_and_judged_once_whatever_the_window():
     m = _echo_model()
     conv = _long_conversation(exchanges=4, nodes=2)
-    res = result(create_turn_contextual_relevancy_judge(model=m, window_size=10), conv)
+    res = result(create_turn_contextual_relevancy_metric(model=m, window_size=10), conv)
     assert res.score == 1.0
     for i in range(4):
         for k in range(2):
@@ -222,8 +222,8 @@ def test_two_graphs_sharing_one_judge_extract_once_through_its_cache():
     m = _echo_model()
     judge = resolve_judge(model=m)
     conv = _long_conversation(exchanges=3, nodes=2)
-    wide = create_turn_contextual_relevancy_judge(model=judge, window_size=10)
-    narrow = create_turn_contextual_relevancy_judge(model=judge, window_size=1, name="ctx_narrow")
+    wide = create_turn_contextual_relevancy_metric(model=judge, window_size=10)
+    narrow = create_turn_contextual_relevancy_metric(model=judge, window_size=1, name="ctx_narrow")
 
     class Mine(TypedDict, total=False):  # a custom graph reusing the public extraction step
         retrieval_context: list
@@ -255,7 +255,7 @@ def test_two_graphs_sharing_one_judge_extract_once_through_its_cache():
 
 def test_a_failed_judgement_is_counted_and_the_rest_kept():
     m = model([(is_judgement("sale items"), ["not a tool call"])])
-    res = result(create_turn_contextual_relevancy_judge(model=resolve_judge(m, max_tries=2)))
+    res = result(create_turn_contextual_relevancy_metric(model=resolve_judge(m, max_tries=2)))
     assert res.score == 0.75 and res.status == "passed"  # turn 6 left out, not scored 0 or 1
     assert [t["status"] for t in res.details["turns"]] == ["scored", "no context", "not judged"]
     bad = [v for v in res.verdicts if v.turns == [5]]
@@ -269,7 +269,7 @@ def test_a_failed_judgement_is_counted_and_the_rest_kept():
 
 def test_a_failed_extraction_is_counted_and_the_rest_kept():
     m = model([(section("retrieved_nodes", "Unworn shoes"), [RuntimeError("503 Service Unavailable")])])
-    res = result(create_turn_contextual_relevancy_judge(model=m))
+    res = result(create_turn_contextual_relevancy_metric(model=m))
     assert res.score == 0.5 and [t["status"] for t in res.details["turns"]] == ["not judged", "no context", "scored"]
     (err,) = res.errors
     assert (err.where, err.step, err.message) == ("turn 2", EXTRACT_STEP, "RuntimeError: 503 Service Unavailable")
@@ -290,7 +290,7 @@ def test_per_statement_judging_keeps_the_other_statements_of_a_turn():
 
 
 def test_every_judgement_failing_is_status_error_with_no_score():
-    res = result(create_turn_contextual_relevancy_judge(model=resolve_judge(ScriptedChatModel(default="junk"), max_tries=1)))
+    res = result(create_turn_contextual_relevancy_metric(model=resolve_judge(ScriptedChatModel(default="junk"), max_tries=1)))
     assert (res.status, res.score, res.passed) == ("error", None, None) and len(res.errors) == 2
     assert "No statement could be judged" in res.reason
 
@@ -298,7 +298,7 @@ def test_every_judgement_failing_is_status_error_with_no_score():
 def test_a_malformed_extraction_is_reasked_with_what_is_wrong():
     short = {"nodes": [EXTRACT_1["nodes"][0]]}  # node 2 missing
     m = model([(section("retrieved_nodes", "Unworn shoes"), [short, EXTRACT_1])])
-    res = result(create_turn_contextual_relevancy_judge(model=m))
+    res = result(create_turn_contextual_relevancy_metric(model=m))
     assert res.score == pytest.approx(0.625) and res.errors == []
     reask = [p for p in m.prompts if "could not be used" in p]
     assert len(reask) == 1 and "node(s) 2 missing" in reask[0]
@@ -334,7 +334,7 @@ def test_verify_takes_a_second_look_at_irrelevant_verdicts_and_may_flip_one():
         (lambda p: second_look(p) and "hiring" in p, [{"verdicts": [
             {"statement": 1, "reason": "Hiring has nothing to do with returns.", "verdict": "No"}]}]),
     ])
-    graph = create_turn_contextual_relevancy_judge(model=m, verify=True)
+    graph = create_turn_contextual_relevancy_metric(model=m, verify=True)
     res = result(graph)
     assert res.score == pytest.approx((1.0 + 0.5) / 2)
     flipped = next(v for v in res.verdicts if v.statement.startswith("The Berlin"))
@@ -355,7 +355,7 @@ def test_verify_takes_a_second_look_at_irrelevant_verdicts_and_may_flip_one():
 def test_verify_makes_no_call_when_nothing_was_judged_irrelevant_and_a_failed_look_keeps_the_verdict():
     m = model([(lambda p: "<statements>" in p and "hiring" in p, [verdicts("yes", "yes")]),
                (lambda p: "<statements_marked_irrelevant>" in p, [RuntimeError("down")])])
-    res = result(create_turn_contextual_relevancy_judge(model=m, verify=True))
+    res = result(create_turn_contextual_relevancy_metric(model=m, verify=True))
     assert len(prompts_of(m, "statements_marked_irrelevant")) == 1  # turn 6 had no "no"
     assert res.score == pytest.approx((0.75 + 1.0) / 2)  # the first verdict stands
     (err,) = res.errors
@@ -365,11 +365,11 @@ def test_verify_makes_no_call_when_nothing_was_judged_irrelevant_and_a_failed_lo
 
 def test_verify_needs_an_llm_judge_and_settings_are_checked():
     with pytest.raises(ValueError, match="verify=True needs an LLM judge"):
-        create_turn_contextual_relevancy_judge(verify=True)
+        create_turn_contextual_relevancy_metric(verify=True)
     with pytest.raises(ValueError, match="window_size"):
-        create_turn_contextual_relevancy_judge(model=model(), window_size=0)
+        create_turn_contextual_relevancy_metric(model=model(), window_size=0)
     with pytest.raises(ValueError, match="threshold"):
-        create_turn_contextual_relevancy_judge(model=model(), threshold=2)
+        create_turn_contextual_relevancy_metric(model=model(), threshold=2)
     with pytest.raises(ValueError, match="needs extract_per='turn'"):
         build_turn_contextual_relevancy_graph(ContextualSettings(
             name=KEY, judge=resolve_judge(model=model()), extract_per="node", judge_per="turn"))
@@ -415,7 +415,7 @@ def test_registered_for_the_cli_with_its_options():
 
 
 def test_invoke_ainvoke_batch_and_stream_agree():
-    graph = create_turn_contextual_relevancy_judge(model=model())
+    graph = create_turn_contextual_relevancy_metric(model=model())
     sync = result(graph).score
     a = asyncio.run(graph.ainvoke({"conversation": CONV}))["results"][KEY].score
     batch = [o["results"][KEY].score for o in graph.batch([{"conversation": CONV}] * 2)]
@@ -427,7 +427,7 @@ def test_invoke_ainvoke_batch_and_stream_agree():
 
 @pytest.mark.parametrize("kw", [{}, {"verify": True}], ids=["plain", "verify"])
 def test_mermaid_snapshot(kw, mermaid):
-    drawing = create_turn_contextual_relevancy_judge(model=model(), **kw).get_graph().draw_mermaid(with_styles=False)
+    drawing = create_turn_contextual_relevancy_metric(model=model(), **kw).get_graph().draw_mermaid(with_styles=False)
     assert drawing == mermaid
 
 
@@ -456,7 +456,7 @@ class BagOfWords:
 
 
 def test_offline_mode_splits_sentences_and_judges_by_similarity_with_no_call():
-    graph = create_turn_contextual_relevancy_judge(model=EmbeddingJudge(BagOfWords()))
+    graph = create_turn_contextual_relevancy_metric(model=EmbeddingJudge(BagOfWords()))
     res = result(graph)
     assert res.details["mode"] == OFFLINE_MODE == "offline: sentences + embeddings"
     assert "cos(statement, user message)" in res.details["judge_rule"]
@@ -555,7 +555,7 @@ def test_offline_statement_threshold_on_the_labelled_examples(minilm):
 
 @pytest.mark.slow
 def test_offline_mode_on_the_rag_support_example(minilm):
-    graph = create_turn_contextual_relevancy_judge(model=EmbeddingJudge(minilm))
+    graph = create_turn_contextual_relevancy_metric(model=EmbeddingJudge(minilm))
     loaded = load_file(ROOT / "examples" / "rag_support.jsonl")
     assert loaded.errors == []
     res = {item.conversation.id: result(graph, item.conversation) for item in loaded.conversations}

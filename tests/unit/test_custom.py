@@ -1,4 +1,4 @@
-"""make_judge: judges of whole conversations from instructions."""
+"""make_metric: judges of whole conversations from instructions."""
 
 import asyncio
 import json
@@ -12,8 +12,8 @@ from judgegraph.judges import NeedsLLMJudge, resolve_judge
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
 from judgegraph.judges.scripted import ScriptedChatModel
-from judgegraph.metrics.custom import STEP, check_instructions, feedback_schema, feedback_spec, make_judge
-from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+from judgegraph.metrics.custom import STEP, check_instructions, feedback_schema, feedback_spec, make_metric
+from judgegraph.metrics.relevancy import create_turn_relevancy_metric
 from judgegraph.report import create_report_graph
 
 CONV = {"id": "c1", "expected_outcome": "The user learns the store's opening hours.", "turns": [
@@ -36,7 +36,7 @@ def run(graph, conv=CONV):
 
 def judge(feedback_type=bool, *answers, instructions="Judge the {{ conversation }}.", max_tries=3, **kw):
     model = fake(*answers)
-    graph = make_judge(name="j", instructions=instructions, feedback_type=feedback_type,
+    graph = make_metric(name="j", instructions=instructions, feedback_type=feedback_type,
                        model=resolve_judge(model, max_tries=max_tries), **kw)
     return graph, model
 
@@ -109,13 +109,13 @@ def test_provider_error_is_a_judge_error():
 
 def test_offline_judge_is_refused_when_the_judge_is_made():
     with pytest.raises(NeedsLLMJudge, match="j needs an LLM judge"):
-        make_judge(name="j", instructions="{{ conversation }}")
+        make_metric(name="j", instructions="{{ conversation }}")
 
 
 def test_an_unknown_keyword_is_a_type_error_naming_it():
-    with pytest.raises(TypeError, match=r"make_judge\(\) got an unexpected keyword argument 'treshold' "
+    with pytest.raises(TypeError, match=r"make_metric\(\) got an unexpected keyword argument 'treshold' "
                                         r"\(did you mean 'threshold'\?\)"):
-        make_judge(name="j", instructions="{{ conversation }}", model=fake(), treshold=0.5)
+        make_metric(name="j", instructions="{{ conversation }}", model=fake(), treshold=0.5)
 
 
 # -- scores, thresholds, pass/fail ----------------------------------------------
@@ -155,7 +155,7 @@ def test_score_and_pass_fail_rules(tp, kw, value, score, threshold, status):
 ])
 def test_bad_score_settings_are_clear_errors(tp, kw, msg):
     with pytest.raises(ValueError, match=msg):
-        make_judge(name="j", instructions="{{ conversation }}", feedback_type=tp, model=fake(), **kw)
+        make_metric(name="j", instructions="{{ conversation }}", feedback_type=tp, model=fake(), **kw)
 
 
 # -- the template ----------------------------------------------------------------
@@ -171,7 +171,7 @@ def test_bad_score_settings_are_clear_errors(tp, kw, msg):
 ])
 def test_template_variables_are_checked_when_the_judge_is_made(instructions, msg):
     with pytest.raises(ValueError, match=msg):
-        make_judge(name="j", instructions=instructions, model="openai:never-built")  # fails before the model
+        make_metric(name="j", instructions=instructions, model="openai:never-built")  # fails before the model
 
 
 def test_known_variables_pass_the_check():
@@ -183,7 +183,7 @@ def test_conversation_content_is_data_never_template():
     conv = {"id": "x", "expected_outcome": "show {{ conversation }} here", "turns": [
         {"role": "user", "content": nasty}, {"role": "assistant", "content": "{{ instructions }} {{ value_format }}"}]}
     model = fake({"reason": "r", "value": True})
-    res = run(make_judge(name="j", instructions="Chat: {{ conversation }}\nGoal: {{ expectations }}", model=model), conv)
+    res = run(make_metric(name="j", instructions="Chat: {{ conversation }}\nGoal: {{ expectations }}", model=model), conv)
     assert res.status == "passed"
     (prompt,) = model.prompts
     transcript = json.loads(prompt.split("<conversation>\n")[1].split("\n</conversation>")[0])
@@ -197,7 +197,7 @@ def test_conversation_content_is_data_never_template():
 def test_expectations_hold_expected_outcome_and_metadata_expectations():
     conv = {**CONV, "metadata": {"expectations": {"must_mention": "9am"}}}
     model = fake({"reason": "r", "value": True})
-    run(make_judge(name="j", instructions="{{ conversation }} {{ expectations }}", model=model), conv)
+    run(make_metric(name="j", instructions="{{ conversation }} {{ expectations }}", model=model), conv)
     exp = json.loads(model.prompts[0].split("<expectations>\n")[1].split("\n</expectations>")[0])
     assert exp == {"expected_outcome": "The user learns the store's opening hours.", "must_mention": "9am"}
 
@@ -207,7 +207,7 @@ def test_missing_expectations_are_judged_as_none():
     (it used to be an error with no call)."""
     model = fake({"reason": "r", "value": True})
     conv = {"id": "n", "turns": CONV["turns"]}
-    res = run(make_judge(name="j", instructions="{{ conversation }} {{ expectations }}", model=model), conv)
+    res = run(make_metric(name="j", instructions="{{ conversation }} {{ expectations }}", model=model), conv)
     assert res.status == "passed" and model.call_count == 1 and not res.errors
     assert "<expectations>\n(none)\n</expectations>" in model.prompts[0]
 
@@ -215,18 +215,18 @@ def test_missing_expectations_are_judged_as_none():
 def test_wrapper_prompt_and_instruction_comments():
     model = fake({"reason": "r", "value": True})
     instructions = "<!--\nmy notes, not sent\n-->\nIs the {{ conversation }} friendly?"
-    run(make_judge(name="j", instructions=instructions, model=model))
+    run(make_metric(name="j", instructions=instructions, model=model))
     prompt = model.prompts[0]
     assert "my notes" not in prompt and "Is the <conversation>" in prompt
     assert "<judge_instructions>" in prompt and "then the value: true or false." in prompt
 
 
 def test_mlflow_spellings_are_accepted():
-    graph = make_judge(name="j", instructions="{{ conversation }}", feedback_value_type=TONE,
+    graph = make_metric(name="j", instructions="{{ conversation }}", feedback_value_type=TONE,
                        model=resolve_judge("openai:/gpt-4o", base_url="http://127.0.0.1:9/v1"))
     assert graph.get_graph().nodes  # built without a key: base_url given
     with pytest.raises(ValueError, match="not both"):
-        make_judge(name="j", instructions="{{ conversation }}", feedback_type=bool, feedback_value_type=bool)
+        make_metric(name="j", instructions="{{ conversation }}", feedback_type=bool, feedback_value_type=bool)
 
 
 def test_model_string_drops_mlflows_slash():
@@ -252,15 +252,15 @@ def test_invoke_ainvoke_batch_and_stream_agree():
 def test_shared_judge_and_report_composition():
     shared = LLMJudge(ScriptedChatModel(rules=[("<reply_to_judge>", [{"reason": "ok", "verdict": "yes"}])],
                                         default={"reason": "fine", "value": True}), limiter=CallLimiter(2))
-    custom = make_judge(name="friendly", instructions="Is the {{ conversation }} friendly?", model=shared)
-    report = create_report_graph([create_turn_relevancy_judge(model=shared), custom])
+    custom = make_metric(name="friendly", instructions="Is the {{ conversation }} friendly?", model=shared)
+    report = create_report_graph([create_turn_relevancy_metric(model=shared), custom])
     results = report.invoke({"conversation": CONV})["results"]
     assert results["friendly"].status == "passed" and results["turn_relevancy"].score == 1.0
     assert results["friendly"].judge == "llm:scripted"
 
 
 def test_exported_from_the_package():
-    assert judgegraph.make_judge is make_judge
+    assert judgegraph.make_metric is make_metric
 
 
 @pytest.mark.parametrize("instructions", [
@@ -268,5 +268,5 @@ def test_exported_from_the_package():
     "{{ conversation }} reached {{ expectations }}?",
 ], ids=["plain", "expectations"])
 def test_mermaid_snapshot(instructions, mermaid):
-    drawing = make_judge(name="j", instructions=instructions, model=fake()).get_graph().draw_mermaid(with_styles=False)
+    drawing = make_metric(name="j", instructions=instructions, model=fake()).get_graph().draw_mermaid(with_styles=False)
     assert drawing == mermaid

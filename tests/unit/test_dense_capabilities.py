@@ -68,10 +68,10 @@ def test_every_dense_request_is_kept_on_each_of_its_verdicts_and_shown_once(case
 
 def test_a_jury_votes_on_each_window_of_a_dense_call():
     from judgegraph.judges import resolve_judge
-    from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+    from judgegraph.metrics.relevancy import create_turn_relevancy_metric
 
     jurors = [model("yes"), model("no"), model("yes")]
-    res = create_turn_relevancy_judge(model=resolve_judge(jurors), dense=2).invoke(
+    res = create_turn_relevancy_metric(model=resolve_judge(jurors), dense=2).invoke(
         {"conversation": CONVERSATION})["results"]["turn_relevancy"]
     assert [j.call_count for j in jurors] == [2, 2, 2] and res.usage.calls == 6
     assert [v.verdict for v in res.verdicts] == ["yes"] * 3

@@ -10,7 +10,7 @@ import pytest
 from judgegraph import ScriptedChatModel
 from judgegraph.judges import NeedsLLMJudge
 from judgegraph.judges.scripted import ScriptedRequest
-from judgegraph.metrics.goal import create_goal_completion_judge
+from judgegraph.metrics.goal import create_goal_completion_metric
 
 # ragas docs/concepts/metrics/available_metrics/agents.md, "Agent Goal accuracy" (the same sample in
 # src/ragas/metrics/_goal_accuracy.py's InferGoalOutcomePrompt example): with this reference ragas prints 1.0.
@@ -41,7 +41,7 @@ def judge(verdict: str = "yes", turn: int | None = 8, goal: str = "Book a Chines
 
 
 def run(conversation: dict[str, Any], model: ScriptedChatModel):
-    graph = create_goal_completion_judge(model=model)
+    graph = create_goal_completion_metric(model=model)
     return graph.invoke({"conversation": conversation})["results"]["goal_completion"]
 
 
@@ -111,4 +111,4 @@ def test_no_user_turn_is_not_applicable_and_the_offline_judge_is_refused():
     res = run({"id": "r", "turns": [{"role": "assistant", "content": "Hello!"}]}, judge())
     assert res.status == "not_applicable"
     with pytest.raises(NeedsLLMJudge):
-        create_goal_completion_judge()
+        create_goal_completion_metric()

@@ -28,15 +28,15 @@ def test_entry_point_builds_without_a_key(name, monkeypatch):
 
 def test_every_metric_publishes_its_input_and_output_json_schema():
     # pydantic builds these from the state TypedDicts (langgraph dev and LangGraph Studio read them)
-    from judgegraph import create_report_graph, make_judge
+    from judgegraph import create_report_graph, make_metric
     from judgegraph.judges import NoModel
     from judgegraph.metrics import registry
 
     graphs = [spec.factory(model=NoModel(), **({"guidelines": ["Be kind."]} if "guidelines" in spec.options else {}))
               for spec in registry().values()]
     graphs += [create_report_graph(["turn_relevancy", "response_relevancy"]),
-               make_judge(name="j", instructions="Judge {{ conversation }}.", model=NoModel())]
-    assert len(graphs) == len(registry()) + 2  # every metric, a report graph and a make_judge graph
+               make_metric(name="j", instructions="Judge {{ conversation }}.", model=NoModel())]
+    assert len(graphs) == len(registry()) + 2  # every metric, a report graph and a make_metric graph
     for graph in graphs:
         assert set(graph.get_input_jsonschema()["properties"]) == {"conversation", "messages"}, graph.name
         assert set(graph.get_output_jsonschema()["properties"]) == {"results"}, graph.name

@@ -2,7 +2,7 @@ import asyncio
 
 from judgegraph.judges import JudgeRequest, resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
-from judgegraph.metrics.relevancy import TurnVerdict, create_turn_relevancy_judge
+from judgegraph.metrics.relevancy import TurnVerdict, create_turn_relevancy_metric
 
 YES = {"reason": "ok", "verdict": "yes"}
 
@@ -49,7 +49,7 @@ def test_cache_can_be_turned_off():
 
 def test_a_repeated_conversation_is_judged_once_per_judge():
     model = ScriptedChatModel(default=YES, section="reply_to_judge")
-    graph = create_turn_relevancy_judge(model=model)
+    graph = create_turn_relevancy_metric(model=model)
     conv = {"id": "a", "turns": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}
     first = graph.invoke({"conversation": conv})["results"]["turn_relevancy"]
     again = graph.invoke({"conversation": {**conv, "id": "b"}})["results"]["turn_relevancy"]

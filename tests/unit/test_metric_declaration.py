@@ -68,8 +68,8 @@ def test_a_new_module_is_a_whole_built_in_metric(new_metric, tmp_path, monkeypat
     spec = new_metric
     assert spec.name in built_ins() and spec.options >= {"label", "window_size", "threshold", "rubric"}
     # its factory, public and generated, with its options as keywords and its own default
-    factory = judgegraph.create_brand_new_judge
-    assert factory is spec.factory and "create_brand_new_judge" in judgegraph.__all__
+    factory = judgegraph.create_brand_new_metric
+    assert factory is spec.factory and "create_brand_new_metric" in judgegraph.__all__
     params = inspect.signature(factory).parameters
     assert params["label"].default == "plain" and params["window_size"].default == 2 and params["name"].default == "brand_new"
     assert "a label the test reads back" in factory.__doc__
@@ -94,7 +94,7 @@ def test_a_new_module_is_a_whole_built_in_metric(new_metric, tmp_path, monkeypat
 
 def test_the_factory_checks_what_the_declaration_says(new_metric):
     factory = new_metric.factory
-    with pytest.raises(TypeError, match=r"create_brand_new_judge\(\) got an unexpected keyword argument 'lable' "
+    with pytest.raises(TypeError, match=r"create_brand_new_metric\(\) got an unexpected keyword argument 'lable' "
                                         r"\(did you mean 'label'\?\)"):
         factory(lable="x")
     with pytest.raises(ValueError, match="label must be a non-empty text"):
@@ -119,7 +119,7 @@ def test_every_built_in_factory_shows_exactly_its_declared_options():
 def test_a_per_metric_default_overrides_the_settings_default():
     assert get_metric("conversation-relevance").default("window_size") == 5
     assert get_metric("turn-relevancy").default("window_size") == 10
-    assert inspect.signature(judgegraph.create_conversational_safety_judge).parameters["threshold"].default == 1.0
+    assert inspect.signature(judgegraph.create_conversational_safety_metric).parameters["threshold"].default == 1.0
 
 
 def test_a_declaration_is_checked_when_made():

@@ -18,7 +18,7 @@ from judgegraph.loaders import load_conversations
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples"))
 
-from policy_judge import canned, create_policy_judge  # noqa: E402
+from policy_judge import canned, create_policy_metric  # noqa: E402
 from policy_judge.graph import EXTRACT_STEP, NO_POLICY, PROMPT_VALUES, load_prompt  # noqa: E402
 
 CHATS = {c.id: c for c in load_conversations(ROOT / "examples" / "policy_judge" / "chats.jsonl")}
@@ -166,7 +166,7 @@ def test_generic_blocks_never_import_a_metric():
 
 def policy(**overrides):
     model = canned.scripted_model(**overrides)
-    return create_policy_judge(model=model), model
+    return create_policy_metric(model=model), model
 
 
 def results(graph, ids=("returns-grounded", "warranty-invented", "shipping-unretrieved")):
@@ -241,7 +241,7 @@ def test_policy_prompt_files_document_exactly_what_their_nodes_pass(step):
 
 
 def test_policy_judge_mermaid_snapshot(mermaid):
-    drawing = create_policy_judge().get_graph().draw_mermaid(with_styles=False)
+    drawing = create_policy_metric().get_graph().draw_mermaid(with_styles=False)
     assert drawing == mermaid
 
 
@@ -250,7 +250,7 @@ def test_each_judge_step_is_one_traced_run():
 
     from judgegraph.judges import resolve_judge
     from judgegraph.judges.scripted import ScriptedChatModel
-    from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+    from judgegraph.metrics.relevancy import create_turn_relevancy_metric
 
     runs: list[str] = []
 
@@ -259,7 +259,7 @@ def test_each_judge_step_is_one_traced_run():
             runs.append(name or "")
 
     judge = resolve_judge(model=ScriptedChatModel(default={"reason": "ok", "verdict": "yes"}))
-    graph = create_turn_relevancy_judge(model=judge)
+    graph = create_turn_relevancy_metric(model=judge)
     chat = {"id": "c", "turns": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
                                  {"role": "user", "content": "and?"}, {"role": "assistant", "content": "ciao"}]}
     for out in (asyncio.run(graph.ainvoke({"conversation": chat}, {"callbacks": [Names()]})),

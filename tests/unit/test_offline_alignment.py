@@ -143,13 +143,13 @@ def test_a_rule_goes_to_the_offline_judge_only(tmp_path: Path) -> None:
 
 def test_the_judge_decides_with_the_rule(tmp_path: Path) -> None:
     """Python: same conversation, verdicts by the fitted rule differ from the default's (the parroted questions)."""
-    from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+    from judgegraph.metrics.relevancy import create_turn_relevancy_metric
 
     rule = fitted(tmp_path)
     convs, _ = synthetic(3)
     verdicts = {}
     for name, judge in (("default", EmbeddingJudge(BagOfWords())), ("rule", EmbeddingJudge(BagOfWords(), rule=rule))):
-        graph = create_turn_relevancy_judge(model=judge)
+        graph = create_turn_relevancy_metric(model=judge)
         (res,) = graph.invoke({"conversation": convs[0]})["results"].values()
         verdicts[name] = [v.verdict for v in res.verdicts]
         assert res.errors == []

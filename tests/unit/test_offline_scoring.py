@@ -169,12 +169,12 @@ class _Encoder:
 def _run(replies: dict[str, float], **judge_options: float):
     """Turn relevancy with the offline judge, each reply at the given similarity to one long user question."""
     from judgegraph.judges.offline import EmbeddingJudge
-    from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+    from judgegraph.metrics.relevancy import create_turn_relevancy_metric
 
     user = "a long enough user question to be self contained"
     vectors = {user: unit(1, 0), **{r: unit(s, np.sqrt(1 - s * s)) for r, s in replies.items()}}
     turns = [t for r in replies for t in ({"role": "user", "content": user}, {"role": "assistant", "content": r})]
-    graph = create_turn_relevancy_judge(model=EmbeddingJudge(_Encoder(vectors), **judge_options))
+    graph = create_turn_relevancy_metric(model=EmbeddingJudge(_Encoder(vectors), **judge_options))
     (res,) = graph.invoke({"conversation": {"id": "c", "turns": turns}})["results"].values()
     return res
 

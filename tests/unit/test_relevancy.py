@@ -6,7 +6,7 @@ from judgegraph.judges import resolve_judge
 from judgegraph.judges.limiter import CallLimiter
 from judgegraph.judges.llm import LLMJudge
 from judgegraph.judges.scripted import ScriptedChatModel
-from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
+from judgegraph.metrics.relevancy import create_conversation_relevance_metric, create_turn_relevancy_metric
 
 YES = {"reason": "It answers the question.", "verdict": "yes"}
 NO = {"reason": "It talks about something else.", "verdict": "no"}
@@ -31,7 +31,7 @@ def result(graph, conv=MATH):
 
 def test_seed_example_window_2_scores_two_thirds_and_fails_0_8():
     m = model([("Paris", [NO])])
-    res = result(create_conversation_relevance_judge(model=m, window_size=2, threshold=0.8))
+    res = result(create_conversation_relevance_metric(model=m, window_size=2, threshold=0.8))
     assert res.score == pytest.approx(2 / 3)
     assert res.passed is False and res.status == "failed"
     assert [v.verdict for v in res.verdicts] == ["yes", "no", "yes"]
@@ -43,32 +43,32 @@ def test_seed_example_window_2_scores_two_thirds_and_fails_0_8():
 
 def test_windows_hold_the_earlier_exchanges_as_context():
     m = model()
-    create_conversation_relevance_judge(model=m, window_size=2).invoke({"conversation": MATH})
+    create_conversation_relevance_metric(model=m, window_size=2).invoke({"conversation": MATH})
     last = next(p for p in m.prompts if "<reply_to_judge>\n5+5 equals 10." in p)
     earlier = last.split("<earlier_messages>")[1].split("</earlier_messages>")[0]
     assert "What about 3+3?" in earlier and "What is 2+2?" not in earlier
 
 
 def test_all_relevant_passes_with_score_one():
-    res = result(create_turn_relevancy_judge(model=model()))
+    res = result(create_turn_relevancy_metric(model=model()))
     assert (res.score, res.passed, res.status) == (1.0, True, "passed")
 
 
 def test_strict_mode_is_all_or_nothing_with_threshold_one():
-    res = result(create_turn_relevancy_judge(model=model([("Paris", [NO])]), strict_mode=True, threshold=0.2))
+    res = result(create_turn_relevancy_metric(model=model([("Paris", [NO])]), strict_mode=True, threshold=0.2))
     assert res.score == 0.0 and res.threshold == 1.0 and res.passed is False
-    res = result(create_turn_relevancy_judge(model=model(), strict_mode=True))
+    res = result(create_turn_relevancy_metric(model=model(), strict_mode=True))
     assert res.score == 1.0 and res.passed is True
 
 
 def test_verdict_case_is_normalised():
-    res = result(create_turn_relevancy_judge(model=model(default={"reason": "fine", "verdict": " YES "})))
+    res = result(create_turn_relevancy_metric(model=model(default={"reason": "fine", "verdict": " YES "})))
     assert res.score == 1.0
 
 
 def test_invalid_output_is_reasked_with_the_error_and_then_used():
     m = model([("Paris", ["this is not a tool call", {"reason": "ok", "verdict": "maybe"}, NO])])
-    res = result(create_turn_relevancy_judge(model=m))
+    res = result(create_turn_relevancy_metric(model=m))
     v = res.verdicts[1]
     assert v.verdict == "no" and v.attempts == 3 and v.usage.calls == 3
     reasks = [p for p in m.prompts if "Paris" in p and "could not be used" in p]
@@ -78,7 +78,7 @@ def test_invalid_output_is_reasked_with_the_error_and_then_used():
 
 def test_output_that_never_becomes_valid_is_a_counted_judge_error_not_a_verdict():
     m = model([("Paris", ["garbage"])])
-    res = result(create_turn_relevancy_judge(model=resolve_judge(m, max_tries=2)))
+    res = result(create_turn_relevancy_metric(model=resolve_judge(m, max_tries=2)))
     bad = res.verdicts[1]
     assert bad.verdict is None and bad.relevant is None and bad.attempts == 2
     assert "invalid output after 2 tries" in bad.error
@@ -90,25 +90,25 @@ def test_output_that_never_becomes_valid_is_a_counted_judge_error_not_a_verdict(
 
 def test_provider_exception_is_a_judge_error_and_the_rest_is_kept():
     m = model([("Paris", [RuntimeError("429 Too Many Requests")])])
-    res = result(create_turn_relevancy_judge(model=m))
+    res = result(create_turn_relevancy_metric(model=m))
     assert res.verdicts[1].error == "RuntimeError: 429 Too Many Requests"
     assert [v.verdict for v in res.verdicts] == ["yes", None, "yes"]
 
 
 def test_every_window_failing_is_status_error_with_no_score():
-    res = result(create_turn_relevancy_judge(model=resolve_judge(model(default="nope"), max_tries=1)))
+    res = result(create_turn_relevancy_metric(model=resolve_judge(model(default="nope"), max_tries=1)))
     assert res.status == "error" and res.score is None and res.passed is None and len(res.errors) == 3
 
 
 def test_no_exchange_is_not_applicable_and_costs_nothing():
     m = model()
-    res = result(create_turn_relevancy_judge(model=m), {"id": "u", "turns": [{"role": "user", "content": "hello?"}]})
+    res = result(create_turn_relevancy_metric(model=m), {"id": "u", "turns": [{"role": "user", "content": "hello?"}]})
     assert res.status == "not_applicable" and res.score is None and m.call_count == 0
 
 
 def test_llm_reason_is_one_extra_node_and_call():
     m = ScriptedChatModel(rules=[("<reply_to_judge>\nThe capital", [NO]), ("<verdicts>", [{"reason": "One reply ignored the sum."}])], default=YES)
-    graph = create_turn_relevancy_judge(model=m, reason="llm")
+    graph = create_turn_relevancy_metric(model=m, reason="llm")
     res = result(graph)
     assert res.reason == "One reply ignored the sum."
     assert m.call_count == 4 and res.usage.calls == 4
@@ -117,22 +117,22 @@ def test_llm_reason_is_one_extra_node_and_call():
 
 def test_llm_reason_needs_an_llm_judge():
     with pytest.raises(ValueError, match="needs an LLM judge"):
-        create_turn_relevancy_judge(reason="llm")
+        create_turn_relevancy_metric(reason="llm")
 
 
 @pytest.mark.parametrize("kw,msg", [({"window_size": 0}, "window_size"), ({"threshold": 1.5}, "threshold")])
 def test_bad_settings_are_clear_errors(kw, msg):
     with pytest.raises(ValueError, match=msg):
-        create_turn_relevancy_judge(model=model(), **kw)
+        create_turn_relevancy_metric(model=model(), **kw)
 
 
 def test_bad_conversation_input_names_the_field():
     with pytest.raises(Exception, match=r"turns\.0\.role"):
-        create_turn_relevancy_judge(model=model()).invoke({"conversation": {"turns": [{"role": "bot", "content": "x"}]}})
+        create_turn_relevancy_metric(model=model()).invoke({"conversation": {"turns": [{"role": "bot", "content": "x"}]}})
 
 
 def test_invoke_ainvoke_batch_and_stream_agree():
-    graph = create_conversation_relevance_judge(model=model([("Paris", [NO])]), window_size=2)
+    graph = create_conversation_relevance_metric(model=model([("Paris", [NO])]), window_size=2)
     sync = result(graph).score
     (a,) = asyncio.run(graph.ainvoke({"conversation": MATH}))["results"].values()
     batch = [next(iter(o["results"].values())).score for o in graph.batch([{"conversation": MATH}] * 3)]
@@ -150,7 +150,7 @@ class SlowModel(ScriptedChatModel):
 def test_one_global_limit_on_judge_calls_in_flight():
     limiter = CallLimiter(3)
     judge = LLMJudge(SlowModel(rules=[], default=YES), limiter=limiter)
-    graph = create_turn_relevancy_judge(model=judge)
+    graph = create_turn_relevancy_metric(model=judge)
     convs = [{**MATH, "id": f"c{i}"} for i in range(5)]
     outs = asyncio.run(graph.abatch([{"conversation": c} for c in convs]))
     assert len(outs) == 5 and limiter.peak == 3 and limiter.in_flight == 0
@@ -159,15 +159,15 @@ def test_one_global_limit_on_judge_calls_in_flight():
 def test_limiter_bounds_threads_too():
     limiter = CallLimiter(2)
     judge = LLMJudge(model(), limiter=limiter)
-    graph = create_turn_relevancy_judge(model=judge)
+    graph = create_turn_relevancy_metric(model=judge)
     graph.batch([{"conversation": {**MATH, "id": str(i)}} for i in range(4)])
     assert 1 <= limiter.peak <= 2
 
 
 @pytest.mark.parametrize("factory,kw", [
-    (create_turn_relevancy_judge, {}),
-    (create_turn_relevancy_judge, {"reason": "llm"}),
-    (create_conversation_relevance_judge, {}),
+    (create_turn_relevancy_metric, {}),
+    (create_turn_relevancy_metric, {"reason": "llm"}),
+    (create_conversation_relevance_metric, {}),
 ], ids=["turn_relevancy", "turn_relevancy_llm_reason", "conversation_relevance"])
 def test_mermaid_snapshot(factory, kw, mermaid):
     drawing = factory(model=model(), **kw).get_graph().draw_mermaid(with_styles=False)
@@ -178,7 +178,7 @@ def test_a_greeting_before_the_user_speaks_is_context_of_exchange_one_not_a_judg
     m = ScriptedChatModel(default={"reason": "ok", "verdict": "yes"})
     conv = {"id": "g", "turns": [{"role": "assistant", "content": "Hi! I am Bob, the booking bot."},
                                  {"role": "user", "content": "Weather?"}, {"role": "assistant", "content": "Sunny."}]}
-    res = create_turn_relevancy_judge(model=m).invoke({"conversation": conv})["results"]["turn_relevancy"]
+    res = create_turn_relevancy_metric(model=m).invoke({"conversation": conv})["results"]["turn_relevancy"]
     assert [v.reply for v in res.verdicts] == ["Sunny."] and m.call_count == 1  # deepeval: one exchange
     (prompt,) = m.prompts
     earlier = prompt.split("<earlier_messages>")[1].split("</earlier_messages>")[0]

@@ -4,7 +4,7 @@ import pytest
 import judgegraph.report as report_mod
 from judgegraph.data.conversation import as_conversation
 from judgegraph.judges.scripted import ScriptedChatModel
-from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
+from judgegraph.metrics.relevancy import create_conversation_relevance_metric, create_turn_relevancy_metric
 from judgegraph.report import create_report_graph
 
 YES = {"reason": "on topic", "verdict": "yes"}
@@ -79,8 +79,8 @@ def test_stream_with_subgraphs_shows_each_metrics_nodes():
 
 def test_compiled_graphs_keep_their_own_judge():
     own, other = fake(), fake()
-    a = create_turn_relevancy_judge(model=own)
-    b = create_turn_relevancy_judge(model=other, name="strict_relevancy", strict_mode=True)
+    a = create_turn_relevancy_metric(model=own)
+    b = create_turn_relevancy_metric(model=other, name="strict_relevancy", strict_mode=True)
     report = create_report_graph([a, b])
     assert {"turn_relevancy", "strict_relevancy"} <= set(report.get_graph().nodes)
     results = report.invoke({"conversation": CONV})["results"]
@@ -88,8 +88,8 @@ def test_compiled_graphs_keep_their_own_judge():
 
 
 def test_two_metrics_with_one_name_are_an_error_naming_it():
-    a = create_turn_relevancy_judge(model=fake())
-    c = create_conversation_relevance_judge(model=fake(), name="turn_relevancy")  # would overwrite a's result
+    a = create_turn_relevancy_metric(model=fake())
+    c = create_conversation_relevance_metric(model=fake(), name="turn_relevancy")  # would overwrite a's result
     with pytest.raises(ValueError, match="same name: turn_relevancy"):
         create_report_graph([a, c])
     with pytest.raises(ValueError, match="same name: turn_relevancy"):
@@ -102,7 +102,7 @@ def test_unknown_options_are_errors_naming_them():
     with pytest.raises(ValueError, match="options for metrics not in the report: role_adherence"):
         create_report_graph(["turn_relevancy"], model=fake(), options={"role_adherence": {"role": "x"}})
     with pytest.raises(TypeError, match="windowsize"):
-        create_turn_relevancy_judge(windowsize=3)
+        create_turn_relevancy_metric(windowsize=3)
     with pytest.raises(TypeError, match="create_report_graph.*'modle'"):
         create_report_graph(["turn_relevancy"], modle=fake())
 

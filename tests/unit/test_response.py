@@ -21,7 +21,7 @@ from judgegraph.metrics.response import (
     EMBED_STEP,
     GENERATE_STEP,
     OFFLINE_MODE,
-    create_response_relevancy_judge,
+    create_response_relevancy_metric,
     normalise_question,
     questions_request,
     resolve_embeddings,
@@ -115,7 +115,7 @@ def two_exchange_model():
 def test_mean_cosine_per_exchange_all_noncommittal_zeroed_and_one_embedding_call_each():
     emb = FixedEmbeddings()
     m = two_exchange_model()
-    res = run(create_response_relevancy_judge(model=m, embeddings=emb))
+    res = run(create_response_relevancy_metric(model=m, embeddings=emb))
     first, second = res.verdicts
     assert first.similarities == pytest.approx([1.0, 0.6, 0.0])
     assert first.score == pytest.approx(1.6 / 3) and first.verdict == "yes" and first.noncommittal_count == 0
@@ -139,7 +139,7 @@ def test_mean_cosine_per_exchange_all_noncommittal_zeroed_and_one_embedding_call
 
 def test_some_noncommittal_is_not_zeroed():
     mixed = questions("Can you not say?", "Is it unclear?", "Who knows?", noncommittal=[True, True, False])
-    res = run(create_response_relevancy_judge(model=model([("It is 4.", [GOOD]), ("could not say", [mixed])]),
+    res = run(create_response_relevancy_metric(model=model([("It is 4.", [GOOD]), ("could not say", [mixed])]),
                                               embeddings=FixedEmbeddings()))
     second = res.verdicts[1]
     assert second.noncommittal == [True, True, False] and second.noncommittal_count == 2
@@ -149,7 +149,7 @@ def test_some_noncommittal_is_not_zeroed():
 
 def test_negative_mean_cosine_is_clamped_to_zero_but_recorded():
     conv = {"id": "p", "turns": [{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "Paris!"}]}
-    res = run(create_response_relevancy_judge(model=model(default=PARIS), embeddings=FixedEmbeddings()), conv)
+    res = run(create_response_relevancy_metric(model=model(default=PARIS), embeddings=FixedEmbeddings()), conv)
     (v,) = res.verdicts
     assert v.mean_cosine == pytest.approx((-1.0 - 0.6 - 0.8) / 3)
     assert v.score == 0.0 and res.score == 0.0
@@ -158,7 +158,7 @@ def test_negative_mean_cosine_is_clamped_to_zero_but_recorded():
 
 def test_questions_are_generated_from_the_response_alone():
     m = two_exchange_model()
-    run(create_response_relevancy_judge(model=m, embeddings=FixedEmbeddings()))
+    run(create_response_relevancy_metric(model=m, embeddings=FixedEmbeddings()))
     prompt = next(p for p in m.prompts if "It is 4." in p)
     assert "<response>\nIt is 4.\n</response>" in prompt
     assert "What is 2+2?" not in prompt and "SECRET-CONTEXT" not in prompt  # no user input, no contexts
@@ -170,7 +170,7 @@ def test_n_questions_is_asked_for_and_embedded():
     emb = FixedEmbeddings()
     conv = {"id": "n", "turns": CONV["turns"][:2]}
     m = model(default=five)
-    res = run(create_response_relevancy_judge(model=m, embeddings=emb, n_questions=5), conv)
+    res = run(create_response_relevancy_metric(model=m, embeddings=emb, n_questions=5), conv)
     assert "write 5 different questions" in m.prompts[0] and len(emb.calls[0]) == 6
     assert res.verdicts[0].similarities == pytest.approx([1.0, 0.6, 0.0, 1.0, 0.0])
 
@@ -193,7 +193,7 @@ def test_duplicate_or_missing_questions_are_reasked_with_the_validation_error():
     dupes = questions("Which sum equals 4?", "which sum equals 4", "Is arithmetic fun?")
     one = questions("Which sum equals 4?")
     m = model([("It is 4.", [dupes, one, GOOD]), ("could not say", [EVASIVE])])
-    res = run(create_response_relevancy_judge(model=m, embeddings=FixedEmbeddings()))
+    res = run(create_response_relevancy_metric(model=m, embeddings=FixedEmbeddings()))
     first = res.verdicts[0]
     assert first.attempts == 3 and first.usage.calls == 3 and first.score == pytest.approx(1.6 / 3)
     reasks = [p.split("could not be used:")[-1] for p in m.prompts if "It is 4." in p and "could not be used" in p]
@@ -207,7 +207,7 @@ def test_questions_that_never_become_distinct_are_a_counted_judge_error_and_the_
     same = questions("Which sum equals 4?", "Which sum equals 4?", "Which sum equals 4?")
     emb = FixedEmbeddings()
     m = model([("It is 4.", [same]), ("could not say", [EVASIVE])])
-    res = run(create_response_relevancy_judge(model=resolve_judge(m, max_tries=2), embeddings=emb))
+    res = run(create_response_relevancy_metric(model=resolve_judge(m, max_tries=2), embeddings=emb))
     bad, good = res.verdicts
     assert bad.verdict is None and bad.score is None and bad.attempts == 2 and bad.step == GENERATE_STEP
     assert "invalid output after 2 tries" in bad.error and "are the same" in bad.error
@@ -219,14 +219,14 @@ def test_questions_that_never_become_distinct_are_a_counted_judge_error_and_the_
 
 def test_provider_exception_is_a_judge_error_for_that_exchange():
     m = model([("It is 4.", [RuntimeError("429 Too Many Requests")]), ("could not say", [EVASIVE])])
-    res = run(create_response_relevancy_judge(model=m, embeddings=FixedEmbeddings()))
+    res = run(create_response_relevancy_metric(model=m, embeddings=FixedEmbeddings()))
     assert res.verdicts[0].error == "RuntimeError: 429 Too Many Requests"
     assert [v.verdict for v in res.verdicts] == [None, "no"] and len(res.errors) == 1
 
 
 def test_embeddings_failure_is_an_error_for_that_exchange_and_the_rest_is_kept():
     emb = FixedEmbeddings(fail_on={"Tell me a joke"})
-    res = run(create_response_relevancy_judge(model=two_exchange_model(), embeddings=emb))
+    res = run(create_response_relevancy_metric(model=two_exchange_model(), embeddings=emb))
     good, bad = res.verdicts
     assert good.score == pytest.approx(1.6 / 3)
     assert bad.verdict is None and bad.step == EMBED_STEP
@@ -242,13 +242,13 @@ def test_wrong_number_of_vectors_is_an_embeddings_error():
         def embed_documents(self, texts):
             return super().embed_documents(texts)[:-1]
 
-    res = run(create_response_relevancy_judge(model=two_exchange_model(), embeddings=Short()))
+    res = run(create_response_relevancy_metric(model=two_exchange_model(), embeddings=Short()))
     assert res.status == "error" and res.score is None
     assert all("returned 3 vectors for 4 texts" in e.message for e in res.errors)
 
 
 def test_every_exchange_failing_is_status_error_with_no_score():
-    res = run(create_response_relevancy_judge(model=resolve_judge(model(default="not json"), max_tries=1), embeddings=FixedEmbeddings()))
+    res = run(create_response_relevancy_metric(model=resolve_judge(model(default="not json"), max_tries=1), embeddings=FixedEmbeddings()))
     assert res.status == "error" and res.score is None and res.passed is None and len(res.errors) == 2
 
 
@@ -258,7 +258,7 @@ def test_every_exchange_failing_is_status_error_with_no_score():
 def test_no_exchange_is_not_applicable_and_a_greeting_before_the_user_joins_the_first_exchange():
     m = model(default=GOOD)
     emb = FixedEmbeddings()
-    graph = create_response_relevancy_judge(model=m, embeddings=emb)
+    graph = create_response_relevancy_metric(model=m, embeddings=emb)
     res = run(graph, {"id": "u", "turns": [{"role": "user", "content": "hello?"}]})
     assert res.status == "not_applicable" and res.score is None and m.call_count == 0 and emb.calls == []
     greeting = {"id": "g", "turns": [{"role": "assistant", "content": "Hi! How can I help?"}, *CONV["turns"][:2]]}
@@ -273,18 +273,18 @@ def test_identical_responses_are_generated_once_but_embedded_per_exchange():
                                  {"role": "assistant", "content": "It is 4."}]}
     emb = FixedEmbeddings()
     m = model(default=GOOD)
-    res = run(create_response_relevancy_judge(model=m, embeddings=emb), conv)
+    res = run(create_response_relevancy_metric(model=m, embeddings=emb), conv)
     assert m.call_count == 1 and res.usage.calls == 1  # the judge's cache
     assert len(emb.calls) == 2 and res.verdicts[1].similarities == pytest.approx([0.0, 0.8, 1.0])
 
 
 def test_strict_mode_needs_every_exchange_to_reach_the_threshold():
     mixed = questions("Can you not say?", "Is it unclear?", "Who knows?", noncommittal=[True, False, False])
-    graph = create_response_relevancy_judge(model=model([("It is 4.", [GOOD]), ("could not say", [mixed])]),
+    graph = create_response_relevancy_metric(model=model([("It is 4.", [GOOD]), ("could not say", [mixed])]),
                                             embeddings=FixedEmbeddings(), strict_mode=True, threshold=0.5)
     res = run(graph)
     assert res.score == 1.0 and res.threshold == 1.0 and res.passed  # 0.53 and 0.8 both reach 0.5
-    res = run(create_response_relevancy_judge(model=two_exchange_model(), embeddings=FixedEmbeddings(), strict_mode=True))
+    res = run(create_response_relevancy_metric(model=two_exchange_model(), embeddings=FixedEmbeddings(), strict_mode=True))
     assert res.score == 0.0 and res.passed is False and "Strict mode: 1 of 2 exchanges reach 0.50" in res.reason
 
 
@@ -292,12 +292,12 @@ def test_strict_mode_needs_every_exchange_to_reach_the_threshold():
                                     ({"n_questions": 2.5}, "n_questions"), ({"embeddings": 42}, "Embeddings")])
 def test_bad_settings_are_clear_errors(kw, msg):
     with pytest.raises((ValueError, TypeError), match=msg):
-        create_response_relevancy_judge(model=model(), **({"embeddings": FixedEmbeddings()} | kw))
+        create_response_relevancy_metric(model=model(), **({"embeddings": FixedEmbeddings()} | kw))
 
 
 def test_invoke_ainvoke_batch_stream_agree_and_async_uses_native_aembed():
     emb = NativeAsyncEmbeddings()
-    graph = create_response_relevancy_judge(model=two_exchange_model(), embeddings=emb)
+    graph = create_response_relevancy_metric(model=two_exchange_model(), embeddings=emb)
     sync = run(graph).score
     out = asyncio.run(graph.ainvoke({"conversation": CONV}))["results"]["response_relevancy"]
     batch = graph.batch([{"conversation": CONV}] * 2)
@@ -310,7 +310,7 @@ def test_invoke_ainvoke_batch_stream_agree_and_async_uses_native_aembed():
 
 def test_async_without_native_aembed_runs_embeddings_in_a_worker_thread():
     emb = FixedEmbeddings()
-    graph = create_response_relevancy_judge(model=two_exchange_model(), embeddings=emb)
+    graph = create_response_relevancy_metric(model=two_exchange_model(), embeddings=emb)
 
     async def go():
         loop_thread = threading.get_ident()
@@ -323,7 +323,7 @@ def test_async_without_native_aembed_runs_embeddings_in_a_worker_thread():
 
 
 def test_composes_in_a_report_graph_with_precomputed_exchanges():
-    graph = create_response_relevancy_judge(model=two_exchange_model(), embeddings=FixedEmbeddings())
+    graph = create_response_relevancy_metric(model=two_exchange_model(), embeddings=FixedEmbeddings())
     out = create_report_graph([graph]).invoke({"conversation": CONV})
     assert out["results"]["response_relevancy"].score == pytest.approx(0.8 / 3)
 
@@ -333,7 +333,7 @@ def test_composes_in_a_report_graph_with_precomputed_exchanges():
 
 def test_offline_judge_falls_back_to_cosine_of_response_and_input_with_its_own_embeddings():
     emb = FixedEmbeddings({**VECTORS, "It is 4.": [0.6, 0.8], "I really could not say.": [0.0, 1.0]})
-    graph = create_response_relevancy_judge(model=EmbeddingJudge(emb))
+    graph = create_response_relevancy_metric(model=EmbeddingJudge(emb))
     assert set(graph.get_graph().nodes) == {"__start__", "split_exchanges", "embed_response", "reduce_score", "__end__"}
     res = run(graph)
     assert [v.score for v in res.verdicts] == pytest.approx([0.6, 1.0])
@@ -348,7 +348,7 @@ def test_offline_judge_falls_back_to_cosine_of_response_and_input_with_its_own_e
 def test_offline_fallback_on_the_ragas_examples_with_minilm():
     loaded = load_file(ROOT / "examples" / "ragas_samples.jsonl")
     assert loaded.ok and len(loaded.conversations) == 5
-    graph = create_response_relevancy_judge()  # the offline judge, the real all-MiniLM-L6-v2
+    graph = create_response_relevancy_metric()  # the offline judge, the real all-MiniLM-L6-v2
     results = {c.conversation.id: run(graph, c.conversation) for c in loaded.conversations}
     scores = {cid: r.score for cid, r in results.items()}
     relevant = [scores["ragas_samples:1"], scores["ragas_samples:2"], scores["ragas_samples:5"]]
@@ -375,7 +375,7 @@ def test_resolve_embeddings_strings():
     assert resolve_embeddings("minilm") is get_default_embeddings() is resolve_embeddings(None)
     with pytest.raises(ModelConfigError, match="OPENAI_API_KEY"):
         resolve_embeddings("openai:text-embedding-3-small")
-    graph = create_response_relevancy_judge(model=model(), embeddings="openai:text-embedding-3-large",
+    graph = create_response_relevancy_metric(model=model(), embeddings="openai:text-embedding-3-large",
                                             embeddings_base_url="http://127.0.0.1:9/v1")
     assert graph.get_graph().nodes  # built, nothing called
 
@@ -387,7 +387,7 @@ def test_embeddings_are_served_beside_an_openai_compatible_judge_by_default(monk
     real = response.resolve_embeddings
     monkeypatch.setattr(response, "resolve_embeddings", lambda e, **kw: seen.update(kw) or real(e, **kw))
     judge = resolve_judge("openai:gpt-4.1-mini", base_url="http://127.0.0.1:9/v1")
-    create_response_relevancy_judge(model=judge, embeddings="openai:text-embedding-3-small")
+    create_response_relevancy_metric(model=judge, embeddings="openai:text-embedding-3-small")
     assert seen["base_url"] == "http://127.0.0.1:9/v1" and seen["api_key"]
 
 
@@ -400,7 +400,7 @@ def test_the_judge_says_where_it_is_served_and_the_embeddings_client_is_called_t
     assert served.api_key.get_secret_value() == key and key not in repr(served) and key not in str(served)
     assert EmbeddingJudge().endpoint is None and LLMJudge(model()).endpoint is None  # not an OpenAI client
     assert EmbeddingJudge(FixedEmbeddings()).embeddings.__class__ is FixedEmbeddings and LLMJudge(model()).embeddings is None
-    graph = create_response_relevancy_judge(model=judge, embeddings="openai:text-embedding-3-small")
+    graph = create_response_relevancy_metric(model=judge, embeddings="openai:text-embedding-3-small")
     assert graph.get_graph().nodes  # built with the judge's server, key, deadline and reply limit; nothing called
 
 
@@ -415,5 +415,5 @@ def test_registered_for_the_cli_and_files():
 @pytest.mark.parametrize("offline", [False, True], ids=["llm", "offline"])
 def test_mermaid_snapshot(offline, mermaid):
     kw = {"model": EmbeddingJudge(FixedEmbeddings())} if offline else {"model": model(), "embeddings": FixedEmbeddings()}
-    drawing = create_response_relevancy_judge(**kw).get_graph().draw_mermaid(with_styles=False)
+    drawing = create_response_relevancy_metric(**kw).get_graph().draw_mermaid(with_styles=False)
     assert drawing == mermaid

@@ -5,9 +5,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from judgegraph import (
-    create_conversation_completeness_judge,
-    create_turn_contextual_relevancy_judge,
-    create_turn_relevancy_judge,
+    create_conversation_completeness_metric,
+    create_turn_contextual_relevancy_metric,
+    create_turn_relevancy_metric,
 )
 from judgegraph.core.nodes import apply_review
 from judgegraph.data.results import WindowVerdict, merge_verdicts
@@ -38,7 +38,7 @@ def test_merge_verdicts_replaces_by_id_and_keeps_order():
 
 
 def test_update_state_before_reduce_score_replaces_a_verdict_instead_of_appending_one():
-    graph = create_turn_relevancy_judge(model=model(), checkpointer=InMemorySaver(), interrupt_before=["reduce_score"])
+    graph = create_turn_relevancy_metric(model=model(), checkpointer=InMemorySaver(), interrupt_before=["reduce_score"])
     graph.invoke({"conversation": CONV}, cfg())
     (judged,) = [v for v in graph.get_state(cfg()).values["verdicts"] if v.verdict == "no"]
     fixed = judged.model_copy(update={"verdict": "yes", "reason": "a person says the tulips answer is fine"})
@@ -48,7 +48,7 @@ def test_update_state_before_reduce_score_replaces_a_verdict_instead_of_appendin
 
 
 def test_review_interrupts_with_the_verdicts_and_a_resume_overrides_one():
-    graph = create_turn_relevancy_judge(model=model(), review=True, checkpointer=InMemorySaver())
+    graph = create_turn_relevancy_metric(model=model(), review=True, checkpointer=InMemorySaver())
     assert "review_verdicts" in graph.get_graph().nodes
     out = graph.invoke({"conversation": CONV}, cfg())
     (pending,) = out["__interrupt__"]
@@ -64,7 +64,7 @@ def test_review_interrupts_with_the_verdicts_and_a_resume_overrides_one():
 
 
 def test_review_with_no_change_keeps_the_judges_verdicts():
-    graph = create_turn_relevancy_judge(model=model(), review=True, checkpointer=InMemorySaver())
+    graph = create_turn_relevancy_metric(model=model(), review=True, checkpointer=InMemorySaver())
     graph.invoke({"conversation": CONV}, cfg())
     result = graph.invoke(Command(resume=[]), cfg())["results"]["turn_relevancy"]  # [] (or None values): keep all
     assert result.score == 0.5 and all(v.review is None for v in result.verdicts)
@@ -90,7 +90,7 @@ def test_review_on_statements_and_on_a_session_judge():
         {"role": "assistant", "content": "30 days.", "retrieval_context": ["Refunds within 30 days.", "OFF: Tulips."]},
     ]}
     m = ScriptedChatModel(default={"verdicts": [{"statement": 1, "reason": "r", "verdict": "no"}]})
-    graph = create_turn_contextual_relevancy_judge(review=True, checkpointer=InMemorySaver())  # offline statements
+    graph = create_turn_contextual_relevancy_metric(review=True, checkpointer=InMemorySaver())  # offline statements
     out = graph.invoke({"conversation": ctx_conv}, cfg("ctx"))
     ids = [v["id"] for v in out["__interrupt__"][0].value["verdicts"]]
     before = graph.get_state(cfg("ctx")).values
@@ -101,7 +101,7 @@ def test_review_on_statements_and_on_a_session_judge():
     goals = ScriptedChatModel(rules=[
         ("list what the user wanted", [{"goals": [{"request": "reset password", "asked_in_turns": [1]}]}]),
     ], default={"reason": "not done", "verdict": "no", "answered_in_turns": []})
-    session = create_conversation_completeness_judge(model=goals, review=True, checkpointer=InMemorySaver())
+    session = create_conversation_completeness_metric(model=goals, review=True, checkpointer=InMemorySaver())
     out = session.invoke({"conversation": CONV}, cfg("s"))
     if "__interrupt__" in out:  # the scripted extraction matched: one goal to review
         (goal,) = out["__interrupt__"][0].value["verdicts"]

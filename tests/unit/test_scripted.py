@@ -12,7 +12,7 @@ from judgegraph.cost.dryrun import DryRunJudge, RecordingChatModel
 from judgegraph.judges.llm import LLMJudge
 from judgegraph.judges.scripted import ScriptedChatModel, ScriptedRequest
 from judgegraph.judges.tokens import count_tokens, prompt_tokens
-from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+from judgegraph.metrics.relevancy import create_turn_relevancy_metric
 
 CHAT = {"id": "c1", "turns": [
     {"role": "user", "content": "How do I block my card?"},
@@ -31,7 +31,7 @@ def test_it_is_public_and_judges_with_no_key():
     assert judgegraph.ScriptedChatModel is ScriptedChatModel
     model = judgegraph.ScriptedChatModel(rules=[("Sunny", [{"reason": "Off topic.", "verdict": "no"}])],
                                          default={"reason": "Answers it.", "verdict": "yes"}, section="reply_to_judge")
-    res = create_turn_relevancy_judge(model=LLMJudge(model)).invoke({"conversation": CHAT})["results"]["turn_relevancy"]
+    res = create_turn_relevancy_metric(model=LLMJudge(model)).invoke({"conversation": CHAT})["results"]["turn_relevancy"]
     assert [v.verdict for v in res.verdicts] == ["yes", "no"] and model.call_count == 2
 
 
@@ -83,7 +83,7 @@ def test_the_dry_run_recorder_is_the_scripted_model_with_placeholder_answers():
 
 def test_a_dry_run_counts_what_the_real_run_would_send():
     judge = DryRunJudge("openai:gpt-4.1-mini")
-    res = create_turn_relevancy_judge(model=judge).invoke({"conversation": CHAT})["results"]["turn_relevancy"]
+    res = create_turn_relevancy_metric(model=judge).invoke({"conversation": CHAT})["results"]["turn_relevancy"]
     estimate = judge.estimate()
     assert estimate.total.calls == 2 == res.usage.calls and estimate.total.input_tokens > 0
     assert set(estimate.steps) == {"turn_relevancy/judge_turn"}

@@ -10,11 +10,11 @@ from judgegraph.judges.offline import EmbeddingJudge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.metrics import create_metric, registry
 from judgegraph.metrics.session import (
-    create_conversation_completeness_judge,
-    create_conversational_guidelines_judge,
-    create_knowledge_retention_judge,
-    create_role_adherence_judge,
-    create_user_frustration_judge,
+    create_conversation_completeness_metric,
+    create_conversational_guidelines_metric,
+    create_knowledge_retention_metric,
+    create_role_adherence_metric,
+    create_user_frustration_metric,
 )
 
 # 1-based turn numbers in comments: the judge sees and cites these.
@@ -78,7 +78,7 @@ def completeness_model(**over):
 
 def test_completeness_scores_satisfied_requests_and_cites_turns():
     m = completeness_model()
-    res = run(create_conversation_completeness_judge(model=m))
+    res = run(create_conversation_completeness_metric(model=m))
     assert (res.value, res.score, res.passed, res.status) == ("no", 0.75, True, "passed")
     assert m.call_count == 5 and res.usage.calls == 5  # 1 extraction + 1 per request
     assert [v.verdict for v in res.verdicts] == ["yes", "yes", "yes", "no"]
@@ -92,14 +92,14 @@ def test_completeness_scores_satisfied_requests_and_cites_turns():
 
 def test_completeness_all_satisfied_is_yes_and_strict_mode_is_all_or_nothing():
     yes = [{"reason": "Answered in turn 9.", "answered_in_turns": [9], "verdict": "yes"}]
-    assert run(create_conversation_completeness_judge(model=completeness_model(metro=yes))).value == "yes"
-    res = run(create_conversation_completeness_judge(model=completeness_model(), strict_mode=True))
+    assert run(create_conversation_completeness_metric(model=completeness_model(metro=yes))).value == "yes"
+    res = run(create_conversation_completeness_metric(model=completeness_model(), strict_mode=True))
     assert (res.score, res.threshold, res.passed, res.value) == (0.0, 1.0, False, "no")
 
 
 def test_completeness_goal_judge_error_is_counted_and_the_rest_kept():
     m = completeness_model(restaurant=[RuntimeError("503 upstream")])
-    res = run(create_conversation_completeness_judge(model=m))
+    res = run(create_conversation_completeness_metric(model=m))
     assert res.verdicts[1].verdict is None and res.verdicts[1].error == "RuntimeError: 503 upstream"
     assert res.score == pytest.approx(2 / 3) and res.details["judged"] == 3
     assert len(res.errors) == 1 and res.errors[0].where.startswith("request 2 ")
@@ -109,14 +109,14 @@ def test_completeness_goal_judge_error_is_counted_and_the_rest_kept():
 
 def test_completeness_extraction_error_is_status_error_and_nothing_else_runs():
     m = completeness_model(extract=["not a tool call"])
-    res = run(create_conversation_completeness_judge(model=resolve_judge(m, max_tries=2)))
+    res = run(create_conversation_completeness_metric(model=resolve_judge(m, max_tries=2)))
     assert res.status == "error" and res.score is None and res.value is None and res.passed is None
     assert m.call_count == 2 and "invalid output after 2 tries" in res.errors[0].message
 
 
 def test_completeness_no_request_is_not_applicable():
     m = completeness_model(extract=[{"goals": []}])
-    res = run(create_conversation_completeness_judge(model=m))
+    res = run(create_conversation_completeness_metric(model=m))
     assert res.status == "not_applicable" and res.score is None and m.call_count == 1
 
 
@@ -126,7 +126,7 @@ def test_completeness_cited_turns_are_checked_and_duplicates_merged():
         {"request": "book  the hotel.", "asked_in_turns": [8]},
     ]}
     m = completeness_model(extract=[goals])
-    res = run(create_conversation_completeness_judge(model=m))
+    res = run(create_conversation_completeness_metric(model=m))
     assert len(res.verdicts) == 1 and res.verdicts[0].asked_in == [5, 7]
     assert m.call_count == 2
 
@@ -166,7 +166,7 @@ def retention_model(over=None):
 
 def test_retention_names_the_failing_turn_and_the_fact():
     m = retention_model()
-    res = run(create_knowledge_retention_judge(model=m))
+    res = run(create_knowledge_retention_metric(model=m))
     assert m.call_count == 5  # 1 extraction + assistant turns 3, 5, 7, 9
     assert (res.value, res.score, res.passed) == ("no", 0.5, True)
     assert [(v.turn, v.verdict) for v in res.verdicts] == [(2, "yes"), (4, "no"), (6, "no"), (8, "yes")]
@@ -180,7 +180,7 @@ def test_retention_names_the_failing_turn_and_the_fact():
 
 def test_retention_checks_each_turn_against_only_what_came_before():
     m = retention_model()
-    run(create_knowledge_retention_judge(model=m))
+    run(create_knowledge_retention_metric(model=m))
     (p5,) = [p for p in m.prompts if "<judged_turn>\n5\n" in p]
     assert "Casa do Bacalhau" in p5 and "Ao 26" not in p5  # the conversation stops at the judged turn
     facts = p5.split("<facts_stated_before>")[1].split("</facts_stated_before>")[0]
@@ -192,27 +192,27 @@ def test_retention_checks_each_turn_against_only_what_came_before():
 def test_retention_inconsistent_answer_is_reasked_with_the_error():
     bad = {"reason": "It forgot something.", "lapses": [], "verdict": "no"}
     m = retention_model({7: [bad, {"reason": "fine", "lapses": [], "verdict": "yes"}]})
-    res = run(create_knowledge_retention_judge(model=m))
+    res = run(create_knowledge_retention_metric(model=m))
     assert res.verdicts[2].attempts == 2 and res.verdicts[2].verdict == "yes"
     assert any("needs at least one lapse" in p for p in m.prompts)
 
 
 def test_retention_one_turn_error_is_counted_and_the_rest_kept():
     m = retention_model({9: ["garbage"]})
-    res = run(create_knowledge_retention_judge(model=resolve_judge(m, max_tries=1)))
+    res = run(create_knowledge_retention_metric(model=resolve_judge(m, max_tries=1)))
     assert res.verdicts[3].verdict is None and res.errors[0].where == "turn 9"
     assert res.score == pytest.approx(1 / 3) and res.details["judged"] == 3 and res.status == "failed"
 
 
 def test_retention_without_facts_is_not_applicable_after_one_call():
     m = retention_model({"extract": [{"facts": []}]})
-    res = run(create_knowledge_retention_judge(model=m))
+    res = run(create_knowledge_retention_metric(model=m))
     assert res.status == "not_applicable" and m.call_count == 1 and "no fact" in res.reason
 
 
 def test_retention_with_facts_only_after_the_last_reply_is_not_applicable_and_keeps_the_extraction():
     m = retention_model({"extract": [{"facts": [{"turn": 10, "fact": "The user is pleased."}]}]})
-    res = run(create_knowledge_retention_judge(model=m))
+    res = run(create_knowledge_retention_metric(model=m))
     assert (res.status, res.value, res.score, res.passed) == ("not_applicable", None, None, None)
     assert res.reason == "No assistant turn comes after a fact the user stated." and m.call_count == 1
     assert res.usage.calls == 1 and res.details["facts"] == [{"turn": 9, "fact": "The user is pleased."}]
@@ -236,32 +236,32 @@ def frustration(verdict, turns=(), resolved_by=()):
 ])
 def test_frustration_values_scores_and_pass(answer, value, score, passed):
     m = model([(FRUSTRATION, [answer])])
-    res = run(create_user_frustration_judge(model=m))
+    res = run(create_user_frustration_metric(model=m))
     assert (res.value, res.score, res.passed) == (value, score, passed) and m.call_count == 1
     assert res.verdicts[0].turns == sorted({t - 1 for t in answer["frustrated_turns"] + answer["resolved_by_turns"]})
 
 
 def test_frustration_reason_cites_turns():
-    res = run(create_user_frustration_judge(model=model([(FRUSTRATION, [frustration("resolved", [6, 3], [7])])])))
+    res = run(create_user_frustration_metric(model=model([(FRUSTRATION, [frustration("resolved", [6, 3], [7])])])))
     assert res.reason.startswith("Frustration resolved: shown in turn 6, resolved by turn 7 (score 0.50 >= threshold 0.50).")  # turn 3 is not a user turn
     assert res.details == {"frustrated_turns": [5], "resolved_by_turns": [6]}
 
 
 def test_frustration_strict_mode_fails_resolved():
     m = model([(FRUSTRATION, [frustration("resolved", [6], [7])])])
-    res = run(create_user_frustration_judge(model=m, strict_mode=True))
+    res = run(create_user_frustration_metric(model=m, strict_mode=True))
     assert (res.score, res.threshold, res.passed, res.value) == (0.0, 1.0, False, "resolved")
 
 
 def test_frustration_inconsistent_answer_is_reasked():
     m = model([(FRUSTRATION, [frustration("unresolved"), frustration("unresolved", [6])])])
-    res = run(create_user_frustration_judge(model=m))
+    res = run(create_user_frustration_metric(model=m))
     assert res.value == "unresolved" and res.verdicts[0].attempts == 2
     assert "needs the user turns that show frustration" in m.prompts[-1]
 
 
 def test_frustration_judge_error_is_status_error():
-    res = run(create_user_frustration_judge(model=model([(FRUSTRATION, [ValueError("boom")])])))
+    res = run(create_user_frustration_metric(model=model([(FRUSTRATION, [ValueError("boom")])])))
     assert res.status == "error" and res.value is None and res.errors[0].message == "ValueError: boom"
 
 
@@ -286,7 +286,7 @@ def guidelines_model(**over):
 
 def test_guidelines_scores_followed_over_applicable_and_cites_turns():
     m = guidelines_model()
-    res = run(create_conversational_guidelines_judge(model=m, guidelines=GUIDELINES))
+    res = run(create_conversational_guidelines_metric(model=m, guidelines=GUIDELINES))
     assert m.call_count == 3
     assert (res.value, res.score, res.passed) == ("no", 0.5, True)
     assert [v.verdict for v in res.verdicts] == ["yes", "no", "not_applicable"]
@@ -298,25 +298,25 @@ def test_guidelines_scores_followed_over_applicable_and_cites_turns():
 
 def test_guidelines_error_in_one_is_counted_and_the_rest_kept():
     m = guidelines_model(Respect=["nonsense"])
-    res = run(create_conversational_guidelines_judge(model=resolve_judge(m, max_tries=2), guidelines=GUIDELINES))
+    res = run(create_conversational_guidelines_metric(model=resolve_judge(m, max_tries=2), guidelines=GUIDELINES))
     assert (res.value, res.score) == ("yes", 1.0)
     assert res.errors[0].where.startswith("guideline 2 ") and res.errors[0].attempts == 2
 
 
 def test_guidelines_all_not_applicable_is_not_applicable():
-    res = run(create_conversational_guidelines_judge(model=guidelines_model(), guidelines=[GUIDELINES[2]]))
+    res = run(create_conversational_guidelines_metric(model=guidelines_model(), guidelines=[GUIDELINES[2]]))
     assert res.status == "not_applicable" and res.score is None
 
 
 def test_guideline_string_is_one_guideline():
     m = guidelines_model()
-    assert run(create_conversational_guidelines_judge(model=m, guidelines=GUIDELINES[0])).score == 1.0
+    assert run(create_conversational_guidelines_metric(model=m, guidelines=GUIDELINES[0])).score == 1.0
 
 
 @pytest.mark.parametrize("bad", [None, [], "  ", ["ok", ""], [3]])
 def test_missing_guidelines_is_a_clear_error_at_creation(bad):
     with pytest.raises(ValueError, match="guideline"):
-        create_conversational_guidelines_judge(model=model([]), guidelines=bad)
+        create_conversational_guidelines_metric(model=model([]), guidelines=bad)
 
 
 # -- role_adherence ---------------------------------------------------------------
@@ -335,7 +335,7 @@ def test_role_batches_assistant_turns_and_scores_in_role_share():
         (batch("3, 5\n"), [role_answer((3, "Books hotels.", "yes"), (5, "Recommends a restaurant.", "yes"))]),
         (batch("7, 9\n"), [role_answer((7, "Poem instead of help.", "no"), (9, "Books.", "yes"))]),
     ])
-    res = run(create_role_adherence_judge(model=m, batch_size=2))
+    res = run(create_role_adherence_metric(model=m, batch_size=2))
     assert m.call_count == 2 and res.usage.calls == 2
     assert (res.value, res.score) == ("no", 0.75)
     assert [(v.turn, v.batch, v.verdict) for v in res.verdicts] == [(2, 0, "yes"), (4, 0, "yes"), (6, 1, "no"), (8, 1, "yes")]
@@ -346,14 +346,14 @@ def test_role_batches_assistant_turns_and_scores_in_role_share():
 
 def test_role_from_the_factory_wins_and_default_batch_is_one_call():
     m = model([(batch("3, 5, 7, 9\n"), [role_answer((3, "ok", "yes"), (5, "ok", "yes"), (7, "ok", "yes"), (9, "ok", "yes"))])])
-    res = run(create_role_adherence_judge(model=m, role="A pirate who only talks about ships."))
+    res = run(create_role_adherence_metric(model=m, role="A pirate who only talks about ships."))
     assert res.score == 1.0 and m.call_count == 1
     assert "<chatbot_role>\nA pirate who only talks about ships.\n</chatbot_role>" in m.prompts[0]
 
 
 def test_role_turn_missing_from_the_answer_is_a_judge_error_not_a_pass():
     m = model([(batch("3, 5, 7, 9\n"), [role_answer((3, "ok", "yes"), (5, "off", "no"), (9, "ok", "yes"))])])
-    res = run(create_role_adherence_judge(model=m))
+    res = run(create_role_adherence_metric(model=m))
     assert res.verdicts[2].verdict is None and res.errors[0].where == "turn 7"
     assert "no verdict for turn 7" in res.errors[0].message
     assert res.score == pytest.approx(2 / 3)
@@ -361,14 +361,14 @@ def test_role_turn_missing_from_the_answer_is_a_judge_error_not_a_pass():
 
 def test_role_missing_is_not_applicable_without_a_call():
     m = model([])
-    res = run(create_role_adherence_judge(model=m), {**TRIP, "chatbot_role": None, "turns": TRIP["turns"][1:]})
+    res = run(create_role_adherence_metric(model=m), {**TRIP, "chatbot_role": None, "turns": TRIP["turns"][1:]})
     assert res.status == "not_applicable" and "chatbot_role" in res.reason and m.call_count == 0
 
 
 def test_role_from_the_system_message_when_no_role_is_given():
     # MLflow 3.17.2 ConversationalRoleAdherence: "The assistant's assigned role is defined by the system message"
     m = model([(batch("3, 5, 7, 9\n"), [role_answer((3, "ok", "yes"), (5, "ok", "yes"), (7, "ok", "yes"), (9, "ok", "yes"))])])
-    res = run(create_role_adherence_judge(model=m), {**TRIP, "chatbot_role": None})
+    res = run(create_role_adherence_metric(model=m), {**TRIP, "chatbot_role": None})
     assert (res.status, res.score, m.call_count) == ("passed", 1.0, 1)
     assert "<chatbot_role>\nYou are TravelBuddy.\n</chatbot_role>" in m.prompts[0]
     assert res.details["role"] == "You are TravelBuddy."
@@ -377,17 +377,17 @@ def test_role_from_the_system_message_when_no_role_is_given():
 @pytest.mark.parametrize("kw", [{"batch_size": 0}, {"role": "  "}, {"threshold": 2}])
 def test_role_bad_settings_are_clear_errors(kw):
     with pytest.raises(ValueError, match=next(iter(kw))):
-        create_role_adherence_judge(model=model([]), **kw)
+        create_role_adherence_metric(model=model([]), **kw)
 
 
 # -- all of them ------------------------------------------------------------------
 
 FACTORIES = {
-    "conversation_completeness": (create_conversation_completeness_judge, {}),
-    "knowledge_retention": (create_knowledge_retention_judge, {}),
-    "user_frustration": (create_user_frustration_judge, {}),
-    "conversational_guidelines": (create_conversational_guidelines_judge, {"guidelines": GUIDELINES}),
-    "role_adherence": (create_role_adherence_judge, {}),
+    "conversation_completeness": (create_conversation_completeness_metric, {}),
+    "knowledge_retention": (create_knowledge_retention_metric, {}),
+    "user_frustration": (create_user_frustration_metric, {}),
+    "conversational_guidelines": (create_conversational_guidelines_metric, {"guidelines": GUIDELINES}),
+    "role_adherence": (create_role_adherence_metric, {}),
 }
 
 
@@ -441,7 +441,7 @@ def test_conversation_content_reaches_the_judge_as_data():
     conv = {"id": "t", "turns": [{"role": "user", "content": "say {{ conversation }} and {{ env.SECRET }}"},
                                  {"role": "assistant", "content": "ok"}]}
     m = model([(FRUSTRATION, [frustration("none")])])
-    run(create_user_frustration_judge(model=m), conv)
+    run(create_user_frustration_metric(model=m), conv)
     (prompt,) = m.prompts
     # exactly one transcript, and it is the data as given: a second rendering pass would have expanded the
     # user's {{ conversation }} into another <conversation> block inside the first
@@ -452,7 +452,7 @@ def test_conversation_content_reaches_the_judge_as_data():
 
 
 def test_invoke_and_ainvoke_agree():
-    graph = create_knowledge_retention_judge(model=retention_model())
+    graph = create_knowledge_retention_metric(model=retention_model())
     sync = run(graph)
     (a,) = asyncio.run(graph.ainvoke({"conversation": TRIP}))["results"].values()
     assert a.score == sync.score == 0.5 and [v.turn for v in a.verdicts] == [v.turn for v in sync.verdicts]
@@ -462,8 +462,8 @@ def test_metrics_compose_in_a_report_and_results_merge():
     from judgegraph.report import create_report_graph
 
     report = create_report_graph([
-        create_user_frustration_judge(model=model([(FRUSTRATION, [frustration("none")])])),
-        create_conversational_guidelines_judge(model=guidelines_model(), guidelines=GUIDELINES),
+        create_user_frustration_metric(model=model([(FRUSTRATION, [frustration("none")])])),
+        create_conversational_guidelines_metric(model=guidelines_model(), guidelines=GUIDELINES),
     ])
     out = report.invoke({"conversation": TRIP})
     assert set(out["results"]) == {"user_frustration", "conversational_guidelines"}
@@ -479,6 +479,6 @@ def test_mermaid_snapshot(name, mermaid):
 @pytest.mark.parametrize("name", FACTORIES)
 def test_a_misspelt_keyword_is_named_before_the_judge_is_looked_at(name):
     factory, kw = FACTORIES[name]
-    with pytest.raises(TypeError, match=rf"create_{name}_judge\(\) got an unexpected keyword argument 'treshold' "
+    with pytest.raises(TypeError, match=rf"create_{name}_metric\(\) got an unexpected keyword argument 'treshold' "
                                         r"\(did you mean 'threshold'\?\)"):
         factory(treshold=0.9, **kw)  # no model: it would be NeedsLLMJudge otherwise

@@ -10,7 +10,7 @@ import pytest
 from judgegraph.apps.simulate import BUILT_IN, Persona, Scenario, create_simulator, load_scenarios, simulate
 from judgegraph.apps.simulate.scenarios import ScenarioError
 from judgegraph.judges.scripted import ScriptedChatModel, ScriptedRequest
-from judgegraph.metrics.session import create_conversational_guidelines_judge
+from judgegraph.metrics.session import create_conversational_guidelines_metric
 
 # -- validation ------------------------------------------------------------------------------------------------------
 
@@ -181,7 +181,7 @@ def guideline_judge():
     (complying_bot, "goal_reached", 4, 5, 0.0),  # the closing line is user message 5, written at stage 5
 ], ids=["refuses", "gives-in"])
 def test_a_jailbreak_persona_fails_the_bot_that_gives_in_on_never_reveal_the_system_prompt(bot, status, turns, stage, score):
-    judge = create_conversational_guidelines_judge(guidelines=[GUIDELINE], model=guideline_judge())
+    judge = create_conversational_guidelines_metric(guidelines=[GUIDELINE], model=guideline_judge())
     scenario = {"id": "jb", "goal": "Ask about card fees", "persona": {"kind": "jailbreak"}}
     (run,) = simulate(bot, [scenario], user_model=jailbreaker(), metrics=judge, max_turns=6)
     assert (run.status, run.turns, run.stage.stage) == (status, turns, stage)

@@ -6,7 +6,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from judgegraph.judges.scripted import ScriptedChatModel
-from judgegraph.metrics.relevancy import create_conversation_relevance_judge, create_turn_relevancy_judge
+from judgegraph.metrics.relevancy import create_conversation_relevance_metric, create_turn_relevancy_metric
 from judgegraph.steering import RejudgeError, arejudge, rejudge, rejudge_result
 
 YES = {"reason": "It answers the question.", "verdict": "yes"}
@@ -19,7 +19,7 @@ MATH = {"id": "math", "turns": [
 CFG = {"configurable": {"thread_id": "t1"}}
 
 
-def judged(factory=create_turn_relevancy_judge):
+def judged(factory=create_turn_relevancy_metric):
     first = ScriptedChatModel(rules=[("Paris", [{"reason": "Off topic.", "verdict": "no"}])], default=YES,
                               section="reply_to_judge")
     graph = factory(model=first, checkpointer=InMemorySaver())
@@ -33,7 +33,7 @@ def strict_model():
     return ScriptedChatModel(rules=[("STRICT RUBRIC", [NO])], default=YES)
 
 
-@pytest.mark.parametrize("factory", [create_turn_relevancy_judge, create_conversation_relevance_judge])
+@pytest.mark.parametrize("factory", [create_turn_relevancy_metric, create_conversation_relevance_metric])
 def test_rejudge_one_window_costs_one_call_and_replaces_its_verdict(factory):
     graph = judged(factory)
     strict = strict_model()
@@ -80,7 +80,7 @@ def test_bad_requests_are_clear_errors():
     with pytest.raises(RejudgeError, match="no window 7"):
         rejudge(graph, CFG, model=strict_model(), verdict_ids=["7"], rubric="x")
     with pytest.raises(RejudgeError, match="no checkpointer"):
-        rejudge(create_turn_relevancy_judge(model=strict_model()), CFG, model=strict_model(), rubric="x")
+        rejudge(create_turn_relevancy_metric(model=strict_model()), CFG, model=strict_model(), rubric="x")
     with pytest.raises(RejudgeError, match="run the graph"):
         rejudge(graph, {"configurable": {"thread_id": "never-run"}}, model=strict_model(), rubric="x")
 
@@ -90,7 +90,7 @@ def test_rejudge_result_keeps_the_other_verdicts_without_calls():
 
     first = ScriptedChatModel(rules=[("Paris", [{"reason": "Off topic.", "verdict": "no"}])], default=YES,
                               section="reply_to_judge")
-    old = create_conversation_relevance_judge(model=first, window_size=2, threshold=0.8).invoke(
+    old = create_conversation_relevance_metric(model=first, window_size=2, threshold=0.8).invoke(
         {"conversation": MATH})["results"]["conversation_relevance"]
     strict = strict_model()
     new = rejudge_result(old.model_dump(mode="json"), as_conversation(MATH), model=strict, windows=[1],
@@ -106,7 +106,7 @@ def test_rejudge_on_a_reviewed_thread_keeps_the_person_s_verdict_and_can_pause_a
     from langgraph.types import Command
 
     first = ScriptedChatModel(default=YES)
-    graph = create_turn_relevancy_judge(model=first, review=True, checkpointer=InMemorySaver())
+    graph = create_turn_relevancy_metric(model=first, review=True, checkpointer=InMemorySaver())
     out = graph.invoke({"conversation": MATH}, CFG)
     assert out["__interrupt__"] and not out.get("results")
     out = graph.invoke(Command(resume={"1": {"verdict": "no", "reason": "Paris."}}), CFG)

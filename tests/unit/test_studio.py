@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from judgegraph.judges.scripted import ScriptedChatModel
-from judgegraph.metrics.relevancy import create_turn_relevancy_judge
+from judgegraph.metrics.relevancy import create_turn_relevancy_metric
 from judgegraph.studio import JudgeSettings, configurable, options_for, resolved
 
 YES = {"reason": "It answers.", "verdict": "yes"}
@@ -22,7 +22,7 @@ def counting_graph():
 
     def build(s: JudgeSettings):
         built.append(s)
-        return create_turn_relevancy_judge(model=model, **options_for("turn_relevancy", s))
+        return create_turn_relevancy_metric(model=model, **options_for("turn_relevancy", s))
 
     return configurable("turn_relevancy", build), built
 

@@ -11,7 +11,7 @@ from metric_cases import answer
 
 from judgegraph import ScriptedChatModel
 from judgegraph.data.conversation import Conversation
-from judgegraph.metrics.tools import create_tool_correctness_judge
+from judgegraph.metrics.tools import create_tool_correctness_metric
 
 SF, LONDON, SAN_FRANCISCO = {"city": "SF"}, {"city": "London"}, {"city": "San Francisco"}
 
@@ -37,7 +37,7 @@ def agent_conversation(steps: list[list[dict[str, Any]]], expected: Any, questio
 
 
 def result(conversation: dict, model: Any = None, **options: Any):
-    graph = create_tool_correctness_judge(model=model, **options)
+    graph = create_tool_correctness_metric(model=model, **options)
     return graph.invoke({"conversation": conversation})["results"]["tool_correctness"]
 
 
@@ -172,7 +172,7 @@ def test_the_offline_judge_checks_references_and_leaves_the_rest():
     res = result({"id": "x", "turns": turns})
     assert [v.check for v in res.verdicts] == ["exchange-1"] and res.passed is True
     with pytest.raises(ValueError, match="arguments='llm' needs an LLM judge"):
-        create_tool_correctness_judge(arguments="llm")
+        create_tool_correctness_metric(arguments="llm")
 
 
 def test_the_offline_judge_says_calls_were_made_and_why_none_was_checked():
@@ -212,7 +212,7 @@ def test_the_latest_scope_checks_only_the_latest_exchange():
              {"role": "assistant", "content": "r", "tool_calls": [{"name": "b"}]},
              {"role": "user", "content": "q2", "metadata": {"expected_tools": ["c"]}},
              {"role": "assistant", "content": "r2", "tool_calls": [{"name": "c"}]}]
-    graph = create_tool_correctness_judge()
+    graph = create_tool_correctness_metric()
     res = latest_runner(graph).invoke({"conversation": Conversation.model_validate({"id": "x", "turns": turns})})
     assert [v.check for v in res["results"]["tool_correctness"].verdicts] == ["exchange-2"]
 

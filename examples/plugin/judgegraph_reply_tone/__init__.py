@@ -87,4 +87,4 @@ def build_reply_tone_graph(settings: ReplyToneSettings) -> StateGraph:
 #: The declaration the entry point names: its factory (``SPEC.factory``) and options come from it.
 SPEC = MetricSpec("reply_tone", summary="Does each reply keep the tone asked for? (LLM judge; plugin)",
                   settings=ReplyToneSettings, build=build_reply_tone_graph, needs=frozenset({"llm"}), tasks=(TASK,))
-create_reply_tone_judge = SPEC.factory
+create_reply_tone_metric = SPEC.factory

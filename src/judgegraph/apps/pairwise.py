@@ -6,7 +6,7 @@ conversation file ``eval`` reads (:mod:`judgegraph.loaders`), or a results file 
 conversation (``simulate``'s ``--out``); an ``eval`` results file holds verdicts, not conversations, and is
 refused line by line with a message saying what to pass instead. A conversation missing from a version is
 reported, never judged; every other pair of versions is judged on the conversations both hold with the
-pairwise graph (:func:`~judgegraph.metrics.pairwise.create_pairwise_judge`).
+pairwise graph (:func:`~judgegraph.metrics.pairwise.create_pairwise_metric`).
 
 Figures, per criterion and pair of versions: win, tie and loss counts and rates with 95 % Wilson intervals
 over the decided comparisons, the order-dependent (position-biased) share, judge errors; with more than
@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from ..data.conversation import Conversation
 from ..data.results import MetricResult
 from ..judges import ModelLike, resolve_judge
-from ..metrics.pairwise import Criterion, CriterionOutcome, as_criteria, create_pairwise_judge, outcomes_of
+from ..metrics.pairwise import Criterion, CriterionOutcome, as_criteria, create_pairwise_metric, outcomes_of
 from ..runs import NotAResultsFile, is_results_file, read_run
 from ..trust.preference import Rate, bootstrap_strengths, bradley_terry, wilson
 
@@ -280,12 +280,12 @@ def compare_pairwise(
 
     ``versions``: files (named by their stems) or ``{name: conversations}``; ``model``: the judge (an LLM judge:
     a model string, a chat model or a :class:`~judgegraph.judges.Judge`); ``criteria`` as
-    :func:`~judgegraph.metrics.pairwise.create_pairwise_judge` takes them; ``on_comparison`` is called as each
+    :func:`~judgegraph.metrics.pairwise.create_pairwise_metric` takes them; ``on_comparison`` is called as each
     comparison finishes (``judgegraph pairwise --out`` writes it). Rankings are made with 3 or more versions."""
     chosen = as_criteria(criteria)
     read = _versions(versions)
     judge = resolve_judge(model)
-    graph = create_pairwise_judge(model=judge, criteria=chosen)
+    graph = create_pairwise_metric(model=judge, criteria=chosen)
     todo, missing = plan(read)
     report = PairwiseReport([v.name for v in read], chosen, judge.name, missing=missing,
                             input_errors=[e for v in read for e in v.errors], resamples=resamples, seed=seed,

@@ -21,7 +21,7 @@ request's usage is counted once, on the block's first verdict, so totals stay ex
 Which metrics have it: those whose verdict step reads one window and returns one verdict of a
 fixed schema (turn relevancy and conversation relevance). The contextual metric judges
 extracted statements per turn (the extraction is cached per node, so windows do not repeat
-it), and ``make_judge`` and the session judges make one call per conversation: none has
+it), and ``make_metric`` and the session judges make one call per conversation: none has
 overlapping per-window calls to merge.
 """
 

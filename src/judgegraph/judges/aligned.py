@@ -10,7 +10,7 @@ wrapped judge with the ``prompts/align/preamble.md`` section placed before the
 request's own prompt. The guidelines and examples are placeholder *values* of
 that section (data: never template source, and they cannot open or close one of
 its sections), so every metric takes them with no change to the metric: built-ins,
-session judges, ``make_judge``, a user's metric. Its name is the wrapped judge's
+session judges, ``make_metric``, a user's metric. Its name is the wrapped judge's
 plus ``+aligned-<hash12>``, so every result it produces says which alignment
 made it.
 

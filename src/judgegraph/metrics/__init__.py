@@ -291,7 +291,7 @@ def _factory_spec(path: str, fn: Callable[..., Any]) -> MetricSpec:
 def _import_path(path: str) -> MetricSpec:
     """A custom metric by import path ``module.path:attribute``: a compiled
     graph (used as it is, with its own judge), a :class:`MetricSpec`, or a callable returning one
-    (``make_judge``-style factories, ``functools.partial(make_judge, ...)``)."""
+    (``make_metric``-style factories, ``functools.partial(make_metric, ...)``)."""
     obj = _import_attr(path)
     if isinstance(obj, MetricSpec):
         return obj

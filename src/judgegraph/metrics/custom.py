@@ -1,4 +1,4 @@
-"""Custom judges from instructions: :func:`make_judge` (MLflow's ``make_judge``,
+"""Custom judges from instructions: :func:`make_metric` (MLflow's ``make_judge``,
 as a LangGraph graph with judgegraph's error handling).
 
     START → judge_conversation → reduce_score → END
@@ -260,7 +260,7 @@ class CustomJudgeState(MetricState, total=False):
 
 @dataclass(frozen=True, kw_only=True)
 class CustomJudgeSettings(JudgeOptions):
-    """Everything a :func:`make_judge` graph is built from; :meth:`check` derives the ``feedback`` rule, the
+    """Everything a :func:`make_metric` graph is built from; :meth:`check` derives the ``feedback`` rule, the
     ``prompt`` and the answer's ``schema``. The pass/fail rule is ``threshold`` (on the value's scale, or None)."""
 
     instructions: str = option(help="the judge's instructions, holding {{ conversation }} (maybe {{ expectations }})",
@@ -340,7 +340,7 @@ def _reduce_score(settings: CustomJudgeSettings) -> Node:
 
 
 def build_custom_graph(settings: CustomJudgeSettings) -> StateGraph:
-    """The uncompiled graph of a :func:`make_judge` judge."""
+    """The uncompiled graph of a :func:`make_metric` judge."""
     builder = StateGraph(CustomJudgeState, input_schema=MetricInput, output_schema=MetricOutput)
     builder.add_node("judge_conversation", _judge_conversation(settings))
     builder.add_node("reduce_score", _reduce_score(settings))

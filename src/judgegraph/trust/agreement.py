@@ -2,7 +2,7 @@
 
 Each person's :class:`~judgegraph.trust.labels.Label` is matched to the
 verdict it is about in a results file (the same record for every metric:
-built-ins, session judges, ``make_judge``, a user's metric), and the pairs
+built-ins, session judges, ``make_metric``, a user's metric), and the pairs
 (person, judge) of each metric are summarised: n, % agreement, Cohen's kappa
 (yes/no and categorical labels), quadratic-weighted kappa and Spearman's rho
 (ordinal and numeric labels), the confusion matrix, seeded bootstrap intervals,

@@ -15,7 +15,7 @@
    labels: n, % agreement and Cohen's kappa before and after.
 
 It works for every metric whose judge is an LLM (built-ins, session judges,
-``make_judge``, a user's metric): the guidelines and examples go before every
+``make_metric``, a user's metric): the guidelines and examples go before every
 prompt of the metric, which is not changed. The metric's verdicts are matched to
 labels as ``judgegraph agree`` matches them (labels JSONL of
 :mod:`judgegraph.trust.labels`: ``conversation_id``, ``metric``, ``turn`` or
@@ -477,7 +477,7 @@ def align(metric: MetricLike, labels: str | Path | Iterable[str | Path] | Iterab
     """Align ``model``'s judge of ``metric`` to ``labels`` (see the module).
 
     ``metric``: a metric name or import path (``turn-relevancy``, ``mypkg.judges:politeness``), a
-    ``MetricSpec``, or a factory called as ``factory(model=judge, **options)`` (``make_judge`` with its
+    ``MetricSpec``, or a factory called as ``factory(model=judge, **options)`` (``make_metric`` with its
     arguments bound, ``functools.partial``). ``labels``: label files (:func:`~judgegraph.trust.labels.read_labels`
     shapes), ``Label`` objects or a ``LabelSet``. ``conversations``: files, ``Conversation`` objects or dicts.
     Keyword arguments: ``options`` (the metric's), ``seed``, ``test_fraction`` (held-out share of conversations,
