@@ -8,10 +8,15 @@ Prints CPU ms per call (process CPU time / calls) for three layers:
 
 * ``runner``: turn relevancy through ``evaluate_async`` (what ``judgegraph eval`` does);
 * ``judge``: ``LLMJudge.arun`` on prepared requests (no graph);
-* ``client``: the bare ``with_structured_output(...).ainvoke`` (the floor: no judgegraph).
+* ``client``: the bare langchain-openai call the judge makes (the floor: no judgegraph): ``ChatOpenAI`` bound
+  once to the strict ``response_format`` (the same request on the wire), ``ainvoke``, the reply validated by the
+  schema. (Before, this layer timed ``with_structured_output(...).ainvoke``, which the judge does not use:
+  langchain-openai sends it through the SDK's ``chat.completions.parse`` and LangChain's parser chain, about
+  twice the CPU; so the "floor" read above the judge layer.)
 
     python benchmarks/judge_call_cpu.py                  # 1,000 windows, 5 ms latency, concurrency 32
     python benchmarks/judge_call_cpu.py --profile        # and a pyinstrument profile of the judge layer
+    python benchmarks/judge_call_cpu.py --profile runner # ... of the runner layer
 
 Target (issue 13 §1): runner <= 6 ms of client CPU per call on the 2-core dev machine.
 """
@@ -23,8 +28,10 @@ import asyncio
 import json
 import sys
 import time
+from contextlib import contextmanager
 
 from _loopback import with_server  # benchmarks/ beside this script
+from langchain_core.messages import HumanMessage
 
 from judgegraph.data.conversation import Conversation
 from judgegraph.judges import resolve_judge
@@ -56,6 +63,22 @@ def conversations(n: int, exchanges: int, tag: str) -> list[LoadedConversation]:
     return out
 
 
+@contextmanager
+def profiled(on: bool, into: dict, layer: str):
+    """A pyinstrument profile of the block when ``on`` (its timings then are the profiler's too)."""
+    if not on:
+        yield
+        return
+    from pyinstrument import Profiler
+
+    into[layer] = profiler = Profiler(async_mode="disabled")  # the loop thread's own stacks: CPU, not awaited time
+    profiler.start()
+    try:
+        yield
+    finally:
+        profiler.stop()
+
+
 async def measure(args, base_url):
     from judgegraph.data.prompts import load_prompt
     from judgegraph.data.windows import sliding_windows
@@ -68,8 +91,10 @@ async def measure(args, base_url):
 
     await evaluate_async(conversations(2, 2, "warmup"), plan)  # the SDK imports much of itself on the first call
     items = conversations(n_conv, args.exchanges, "runner")
+    profilers = {}
     c0, t0 = time.process_time(), time.perf_counter()
-    summary = await evaluate_async(items, plan, max_conversations=max(4, args.concurrency * 2))
+    with profiled(args.profile == "runner", profilers, "runner"):
+        summary = await evaluate_async(items, plan, max_conversations=max(4, args.concurrency * 2))
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     calls = summary.usage.calls
     figures["runner"] = (calls, cpu, wall, summary.judge_errors)
@@ -77,32 +102,29 @@ async def measure(args, base_url):
     rubric = load_prompt("turn_relevancy/rubric").template.strip()
     requests = [turn_request(w, rubric=rubric) for it in conversations(n_conv, args.exchanges, "judge")
                 for w in sliding_windows(it.conversation, args.window_size)]
-    profiler = None
-    if args.profile:
-        from pyinstrument import Profiler
-
-        profiler = Profiler(async_mode="enabled")
-        profiler.start()
     c0, t0 = time.process_time(), time.perf_counter()
-    outs = await asyncio.gather(*(judge.arun(r) for r in requests))
+    with profiled(args.profile == "judge", profilers, "judge"):
+        outs = await asyncio.gather(*(judge.arun(r) for r in requests))
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
-    if profiler is not None:
-        profiler.stop()
     figures["judge"] = (len(outs), cpu, wall, sum(1 for o in outs if not o.ok))
 
-    prompts = [r.render() + " (client)" for r in requests]
-    runnable = judge.model.with_structured_output(TurnVerdict, include_raw=True)
+    prompts = [[HumanMessage(r.render() + " (client)")] for r in requests]
+    runnable = judge.provider.structured(judge.model, TurnVerdict, None)  # what the judge sends through
     sem = asyncio.Semaphore(args.concurrency)
 
     async def one(p):
         async with sem:
-            return await runnable.ainvoke(p)
+            reply = await runnable.ainvoke(p)
+        try:
+            return TurnVerdict.model_validate_json(reply.text)
+        except ValueError:
+            return None
 
     c0, t0 = time.process_time(), time.perf_counter()
     raw = await asyncio.gather(*(one(p) for p in prompts))
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
-    figures["client"] = (len(raw), cpu, wall, sum(1 for r in raw if r.get("parsed") is None))
-    return figures, profiler
+    figures["client"] = (len(raw), cpu, wall, sum(1 for r in raw if r is None))
+    return figures, profilers.get(args.profile)
 
 
 def main() -> int:
@@ -112,7 +134,8 @@ def main() -> int:
     ap.add_argument("--window-size", type=int, default=3)
     ap.add_argument("--latency", type=float, default=0.005, help="seconds per call at the server (default 0.005)")
     ap.add_argument("--concurrency", type=int, default=32)
-    ap.add_argument("--profile", action="store_true", help="print a pyinstrument profile of the judge layer")
+    ap.add_argument("--profile", nargs="?", const="judge", choices=("runner", "judge"),
+                    help="print a pyinstrument profile of one layer (default: judge)")
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     args = ap.parse_args()
 
