@@ -258,9 +258,9 @@ def router(route: Callable[[Any], T], name: str | None = None) -> Callable[[Any]
     this one runs on the event loop, sync and async. Callable as the function."""
     if isinstance(route, NodeLambda):
         return route
-    called = name or str(getattr(route, "__name__", "route"))
-    route.__name__ = route.__qualname__ = called
-    return cast("Callable[[Any], T]", NodeLambda(route, name=called))
+    if name:  # a closure named for what it routes (fan_out_windows ...)
+        route.__name__ = route.__qualname__ = name
+    return cast("Callable[[Any], T]", NodeLambda(route, name=name or str(getattr(route, "__name__", "route"))))
 
 
 class WindowTask(TypedDict):
