@@ -4,17 +4,17 @@ The loopback OpenAI-compatible server runs in its own process (as a real
 endpoint would), so this process's CPU time is the judge client's alone:
 LangGraph scheduling, LangChain runnables and callbacks, structured-output
 parsing, pydantic validation, transcripts, the cache, the HTTP client.
-Prints CPU ms per call (process CPU time / calls) for three layers:
+Prints CPU ms per call (process CPU time / calls) for each layer:
 
 * ``runner``: turn relevancy through ``evaluate_async`` (what ``judgegraph eval`` does);
-* ``judge``: ``LLMJudge.arun`` on prepared requests (no graph);
 * ``graph``: the runner again with a judge that answers at once (no client, no server): judgegraph's own CPU per
   call (graph, runner, judge step), and ``writer``: the results writer per conversation (ms per conversation);
+* ``judge``: ``LLMJudge.arun`` on prepared requests (no graph);
 * ``client``: the bare langchain-openai call the judge makes (the floor: no judgegraph): ``ChatOpenAI`` bound
   once to the strict ``response_format`` (the same request on the wire), ``ainvoke``, the reply validated by the
-  schema. (Before, this layer timed ``with_structured_output(...).ainvoke``, which the judge does not use:
-  langchain-openai sends it through the SDK's ``chat.completions.parse`` and LangChain's parser chain, about
-  twice the CPU; so the "floor" read above the judge layer.)
+  schema. (Until 00fdddd this layer timed ``with_structured_output(...).ainvoke``, which the judge does not use:
+  langchain-openai sends it through the SDK's ``chat.completions.parse`` and LangChain's parser chain; the
+  "floor" read 14.70 ms against the judge layer's 5.04.)
 
     python benchmarks/judge_call_cpu.py                  # 1,000 windows, 5 ms latency, concurrency 32
     python benchmarks/judge_call_cpu.py --profile        # and a pyinstrument profile of the judge layer
