@@ -4,16 +4,23 @@ The loopback OpenAI-compatible server runs in its own process (as a real
 endpoint would), so this process's CPU time is the judge client's alone:
 LangGraph scheduling, LangChain runnables and callbacks, structured-output
 parsing, pydantic validation, transcripts, the cache, the HTTP client.
-Prints CPU ms per call (process CPU time / calls) for three layers:
+Prints CPU ms per call (process CPU time / calls) for each layer:
 
 * ``runner``: turn relevancy through ``evaluate_async`` (what ``judgegraph eval`` does);
+* ``graph``: the runner again with a judge that answers at once (no client, no server): judgegraph's own CPU per
+  call (graph, runner, judge step), and ``writer``: the results writer per conversation (ms per conversation);
 * ``judge``: ``LLMJudge.arun`` on prepared requests (no graph);
-* ``client``: the bare ``with_structured_output(...).ainvoke`` (the floor: no judgegraph).
+* ``client``: the bare langchain-openai call the judge makes (the floor: no judgegraph): ``ChatOpenAI`` bound
+  once to the strict ``response_format`` (the same request on the wire), ``ainvoke``, the reply validated by the
+  schema. (Until 00fdddd this layer timed ``with_structured_output(...).ainvoke``, which the judge does not use:
+  langchain-openai sends it through the SDK's ``chat.completions.parse`` and LangChain's parser chain; the
+  "floor" read 14.70 ms against the judge layer's 5.04.)
 
     python benchmarks/judge_call_cpu.py                  # 1,000 windows, 5 ms latency, concurrency 32
     python benchmarks/judge_call_cpu.py --profile        # and a pyinstrument profile of the judge layer
+    python benchmarks/judge_call_cpu.py --profile runner # ... of the runner layer
 
-Target (issue 13 §1): runner <= 6 ms of client CPU per call on the 2-core dev machine.
+Target (issue 28): runner <= 3 ms of CPU per call on the 2-core dev machine; the client floor is its lower bound.
 """
 
 from __future__ import annotations
@@ -22,14 +29,21 @@ import argparse
 import asyncio
 import json
 import sys
+import tempfile
 import time
+from contextlib import contextmanager
+from pathlib import Path
 
 from _loopback import with_server  # benchmarks/ beside this script
+from langchain_core.messages import HumanMessage
 
 from judgegraph.data.conversation import Conversation
-from judgegraph.judges import resolve_judge
+from judgegraph.data.results import JudgeAttempt, Usage
+from judgegraph.judges import JudgeOutcome, JudgeRequest, resolve_judge
+from judgegraph.judges.base import Judge
 from judgegraph.loaders import LoadedConversation
 from judgegraph.metrics.relevancy import TurnVerdict
+from judgegraph.runs.resultsfile import ResultsWriter
 from judgegraph.runs.runner import MetricPlan, evaluate_async
 from tests.kit.openai_server import FakeOpenAIServer, structured
 
@@ -56,6 +70,38 @@ def conversations(n: int, exchanges: int, tag: str) -> list[LoadedConversation]:
     return out
 
 
+class Instant(Judge):
+    """Answers every request at once, as the LLM judge's outcome looks (one attempt, its transcript)."""
+
+    name, kind = "llm:instant", "llm"
+
+    def judge(self, request: JudgeRequest) -> JudgeOutcome:
+        value = TurnVerdict(reason="The reply answers the question.", verdict="yes")
+        usage = Usage(calls=1, input_tokens=len(request.rendered) // 4, output_tokens=12)
+        attempt = JudgeAttempt(step=request.step, messages=[{"role": "user", "content": request.rendered}],
+                               reply=value.model_dump_json(), latency_s=0.0, usage=usage, model="instant")
+        return JudgeOutcome(value, None, 1, usage, transcript=[attempt])
+
+    async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
+        return self.judge(request)
+
+
+@contextmanager
+def profiled(on: bool, into: dict, layer: str):
+    """A pyinstrument profile of the block when ``on`` (its timings then are the profiler's too)."""
+    if not on:
+        yield
+        return
+    from pyinstrument import Profiler
+
+    into[layer] = profiler = Profiler(async_mode="disabled")  # the loop thread's own stacks: CPU, not awaited time
+    profiler.start()
+    try:
+        yield
+    finally:
+        profiler.stop()
+
+
 async def measure(args, base_url):
     from judgegraph.data.prompts import load_prompt
     from judgegraph.data.windows import sliding_windows
@@ -68,41 +114,55 @@ async def measure(args, base_url):
 
     await evaluate_async(conversations(2, 2, "warmup"), plan)  # the SDK imports much of itself on the first call
     items = conversations(n_conv, args.exchanges, "runner")
+    profilers = {}
     c0, t0 = time.process_time(), time.perf_counter()
-    summary = await evaluate_async(items, plan, max_conversations=max(4, args.concurrency * 2))
+    with profiled(args.profile == "runner", profilers, "runner"):
+        summary = await evaluate_async(items, plan, max_conversations=max(4, args.concurrency * 2))
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     calls = summary.usage.calls
     figures["runner"] = (calls, cpu, wall, summary.judge_errors)
 
+    instant = MetricPlan(["turn_relevancy"], Instant(), {"window_size": args.window_size})
+    await evaluate_async(conversations(2, 2, "warmup"), instant)
+    outcomes: list = []
+    c0, t0 = time.process_time(), time.perf_counter()
+    summary = await evaluate_async(conversations(n_conv, args.exchanges, "graph"), instant, on_outcome=outcomes.append,
+                                   max_conversations=max(4, args.concurrency * 2))
+    figures["graph"] = (summary.usage.calls, time.process_time() - c0, time.perf_counter() - t0, summary.judge_errors)
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = ResultsWriter(Path(tmp) / "results.jsonl")
+        c0, t0 = time.process_time(), time.perf_counter()
+        for outcome in outcomes:
+            writer.outcome(outcome)
+        figures["writer"] = (len(outcomes), time.process_time() - c0, time.perf_counter() - t0, 0)
+        writer.close()
+
     rubric = load_prompt("turn_relevancy/rubric").template.strip()
     requests = [turn_request(w, rubric=rubric) for it in conversations(n_conv, args.exchanges, "judge")
                 for w in sliding_windows(it.conversation, args.window_size)]
-    profiler = None
-    if args.profile:
-        from pyinstrument import Profiler
-
-        profiler = Profiler(async_mode="enabled")
-        profiler.start()
     c0, t0 = time.process_time(), time.perf_counter()
-    outs = await asyncio.gather(*(judge.arun(r) for r in requests))
+    with profiled(args.profile == "judge", profilers, "judge"):
+        outs = await asyncio.gather(*(judge.arun(r) for r in requests))
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
-    if profiler is not None:
-        profiler.stop()
     figures["judge"] = (len(outs), cpu, wall, sum(1 for o in outs if not o.ok))
 
-    prompts = [r.render() + " (client)" for r in requests]
-    runnable = judge.model.with_structured_output(TurnVerdict, include_raw=True)
+    prompts = [[HumanMessage(r.render() + " (client)")] for r in requests]
+    runnable = judge.provider.structured(judge.model, TurnVerdict, None)  # what the judge sends through
     sem = asyncio.Semaphore(args.concurrency)
 
     async def one(p):
         async with sem:
-            return await runnable.ainvoke(p)
+            reply = await runnable.ainvoke(p)
+        try:
+            return TurnVerdict.model_validate_json(reply.text)
+        except ValueError:
+            return None
 
     c0, t0 = time.process_time(), time.perf_counter()
     raw = await asyncio.gather(*(one(p) for p in prompts))
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
-    figures["client"] = (len(raw), cpu, wall, sum(1 for r in raw if r.get("parsed") is None))
-    return figures, profiler
+    figures["client"] = (len(raw), cpu, wall, sum(1 for r in raw if r is None))
+    return figures, profilers.get(args.profile)
 
 
 def main() -> int:
@@ -112,7 +172,8 @@ def main() -> int:
     ap.add_argument("--window-size", type=int, default=3)
     ap.add_argument("--latency", type=float, default=0.005, help="seconds per call at the server (default 0.005)")
     ap.add_argument("--concurrency", type=int, default=32)
-    ap.add_argument("--profile", action="store_true", help="print a pyinstrument profile of the judge layer")
+    ap.add_argument("--profile", nargs="?", const="judge", choices=("runner", "judge"),
+                    help="print a pyinstrument profile of one layer (default: judge)")
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     args = ap.parse_args()
 
@@ -124,8 +185,11 @@ def main() -> int:
         print(f"{layer:<8} {calls:>6} {errors:>6} {cpu:>7.2f} {wall:>7.2f} {calls / wall:>8.1f} {per:>12.2f}")
         out[f"{layer}_cpu_ms_per_call"] = round(per, 2)
         out[f"{layer}_calls_per_s"] = round(calls / wall, 1)
-    target = out["runner_cpu_ms_per_call"] <= 6.0
-    print(f"target (runner <= 6 ms client CPU per call): {'MET' if target else 'NOT MET'}")
+    print("(writer: per conversation, not per call)")
+    print(f"runner / client floor: {out['runner_cpu_ms_per_call'] / out['client_cpu_ms_per_call']:.2f} "
+          "(ratios of one run: the machine's load changes every figure alike)")
+    target = out["runner_cpu_ms_per_call"] <= 3.0
+    print(f"target (issue 28: runner <= 3 ms CPU per call): {'MET' if target else 'NOT MET'}")
     if args.json:
         print(json.dumps(out))
     if profiler is not None:

@@ -2,13 +2,18 @@
 judge example (examples/policy_judge) built from them."""
 
 import asyncio
+import operator
 import sys
+import threading
 from pathlib import Path
+from typing import Annotated
 
 import pytest
+from langgraph.graph import START, StateGraph
 from langgraph.types import Send
+from typing_extensions import TypedDict
 
-from judgegraph.core.nodes import fan_out, judge_step, make_result, outcome_fields, window_node
+from judgegraph.core.nodes import fan_out, judge_step, make_result, outcome_fields, router, window_node
 from judgegraph.data.conversation import Conversation
 from judgegraph.data.results import Usage, Verdict
 from judgegraph.judges import JudgeOutcome, JudgeRequest
@@ -60,6 +65,32 @@ def test_fan_out_sends_one_task_per_item_or_routes_to_empty():
     assert route({"items": [], "mode": 1}) == "reduce" and route({"mode": 1}) == "reduce"
     sends = route({"items": ["a", "b"], "mode": 7})
     assert sends == [Send("judge", {"mode": 7, "item": "a"}), Send("judge", {"mode": 7, "item": "b"})]
+
+
+@pytest.mark.parametrize("make", [
+    lambda extra: fan_out("each", "items", item="item", empty="done", extra=extra),
+    lambda extra: router(lambda s: [Send("each", {**extra(s), "item": x}) for x in s["items"]]),
+], ids=["fan_out", "router"])
+def test_a_router_runs_on_the_event_loop_thread_under_an_async_run(make):
+    """LangGraph runs a plain sync router in a worker thread under ``ainvoke`` (a thread hop per conversation);
+    fan_out's and router's run where the graph runs, and still route."""
+    seen: list[threading.Thread] = []
+
+    def extra(state):
+        seen.append(threading.current_thread())
+        return {}
+
+    class State(TypedDict, total=False):
+        items: list[int]
+        got: Annotated[list[int], operator.add]
+
+    builder = StateGraph(State)
+    builder.add_node("each", lambda task: {"got": [task["item"] * 10]})
+    builder.add_node("done", lambda state: {})
+    builder.add_conditional_edges(START, make(extra), ["each", "done"])
+    out = asyncio.run(builder.compile().ainvoke({"items": [1, 2, 3]}))
+    assert sorted(out["got"]) == [10, 20, 30]
+    assert seen and set(seen) == {threading.main_thread()}
 
 
 # -- judge_step / outcome_fields ---------------------------------------------------------

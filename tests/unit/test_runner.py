@@ -95,6 +95,15 @@ def test_the_summary_keeps_counters_and_a_bounded_set_of_rows_failures_first():
     assert ids == sorted(ids, key=lambda c: int(c[1:]))  # shown in input order
 
 
+def test_a_summarys_repr_holds_its_counters_not_every_verdict():
+    """asyncio.run (3.11) reprs the main task's result as it ends: a library run's summary with every outcome
+    would be walked whole there."""
+    summary = asyncio.run(evaluate_async([item(i, "answer") for i in range(6)], plan()))
+    assert len(summary.outcomes) == 6
+    shown = repr(summary)
+    assert "conversations=6" in shown and "MetricResult" not in shown and "c3" not in shown
+
+
 def test_nothing_judged_is_never_a_pass():
     assert RunSummary().exit_code == 3
     summary = asyncio.run(evaluate_async([InputError("f.jsonl", None, None, None, "empty")], plan()))

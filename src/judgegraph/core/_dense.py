@@ -42,7 +42,7 @@ from ..data.results import JudgeAttempt, Usage, Verdict
 from ..data.windows import Window
 from ..judges.base import Judge, JudgeOutcome, JudgeRequest
 from ..judges.schema_example import example_from_schema
-from .nodes import NodeLambda, StateUpdate, WindowTask, judge_step
+from .nodes import NodeLambda, StateUpdate, WindowTask, judge_step, router
 from .replay import probe, steer_of
 
 
@@ -352,8 +352,7 @@ def fan_out_blocks(target: str, size: int, *, empty: str) -> Callable[[Mapping[s
         found = blocks(state.get("windows") or [], size)
         return [Send(target, BlockTask(block=b)) for b in found] if found else empty
 
-    route.__name__ = route.__qualname__ = "fan_out_blocks"
-    return route
+    return router(route, "fan_out_blocks")
 
 
 #: The placeholders every dense prompt takes besides its plan's shared values.

@@ -249,8 +249,18 @@ def fan_out(
         shared = dict(extra(state)) if extra else {}
         return [Send(target, {**shared, item: x}) for x in items]
 
-    route.__name__ = route.__qualname__ = f"fan_out_{key}"
-    return route
+    return router(route, f"fan_out_{key}")
+
+
+def router(route: Callable[[Any], T], name: str | None = None) -> Callable[[Any], T]:
+    """``route`` (a function of the state) as a :class:`NodeLambda`, for ``add_conditional_edges``: LangGraph
+    runs a plain sync router in a worker thread under an async run (one thread hop per conversation, issue 28);
+    this one runs on the event loop, sync and async. Callable as the function."""
+    if isinstance(route, NodeLambda):
+        return route
+    if name:  # a closure named for what it routes (fan_out_windows ...)
+        route.__name__ = route.__qualname__ = name
+    return cast("Callable[[Any], T]", NodeLambda(route, name=name or str(getattr(route, "__name__", "route"))))
 
 
 class WindowTask(TypedDict):
@@ -278,7 +288,7 @@ def window_graph(
         builder.add_node(name, node, destinations=(after,) if after else None)
     builder.add_node("reduce_score", reduce)
     builder.add_edge(START, "window_turns")
-    route = route or fan_out(first, "windows", item="window", empty="reduce_score")
+    route = router(route) if route else fan_out(first, "windows", item="window", empty="reduce_score")
     builder.add_conditional_edges("window_turns", route, [first, "reduce_score"])
     scoring_edges(builder, [last], review=settings.review, metric=settings.name)
     if end:

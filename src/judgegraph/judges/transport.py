@@ -84,6 +84,9 @@ class _Bounded:
 
     def __init__(self, inner: Any, core: ModuleType) -> None:
         self._inner, self._core = inner, core
+        if (info := getattr(inner, "get_extra_info", None)) is not None:
+            # the inner stream's own method: httpcore's pool asks every idle connection on every request
+            self.get_extra_info = info
 
     def __getattr__(self, name: str) -> Any:  # close, aclose, sleep, get_extra_info: as they are
         return getattr(self._inner, name)

@@ -107,7 +107,8 @@ class RunSummary:
     keep_outcomes: bool = True
     max_rows: int = DEFAULT_ROWS
     prices: Prices | None = None
-    outcomes: list[ConversationOutcome] = field(default_factory=list)
+    # not in the repr: Python 3.11's asyncio.run reprs the main task, result included, as it ends (every verdict)
+    outcomes: list[ConversationOutcome] = field(default_factory=list, repr=False)
     input_errors: list[InputError] = field(default_factory=list)
     input_error_count: int = 0
     conversations: int = 0
