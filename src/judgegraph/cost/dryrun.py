@@ -63,6 +63,16 @@ def _placeholder_json(schema: type[BaseModel]) -> str:
     return json.dumps(_placeholder(schema))
 
 
+@lru_cache(maxsize=256)
+def _parsed_placeholder(schema: type[BaseModel]) -> BaseModel | None:
+    """The placeholder as ``schema`` reads it (one instance, handed to every request of the schema: an answer
+    is only read), or None when the schema refuses it."""
+    try:
+        return schema.model_validate(placeholder_answer(schema))
+    except ValidationError:
+        return None
+
+
 def _placeholder(schema: type[BaseModel] | dict[str, Any]) -> dict[str, Any]:
     own = getattr(schema, "placeholder", None)
     if isinstance(schema, type) and callable(own):
@@ -104,16 +114,19 @@ class RecordingChatModel(ScriptedChatModel):
         return 0 if self._served is None else self._served(request, tokens)
 
     def respond(self, request: ScriptedRequest) -> dict[str, Any]:
-        return self.record(_step.get(), request)
+        self.record(_step.get(), request)
+        return placeholder_answer(request.schema) if request.schema is not None else {}
 
-    def record(self, step: str, request: ScriptedRequest) -> dict[str, Any]:
-        """``request`` counted against ``step``; its placeholder answer."""
+    def record(self, step: str, request: ScriptedRequest) -> None:
+        """``request`` counted against ``step`` (answered by its schema's placeholder)."""
         tokens = prompt_tokens(request.messages, self._count)
         reask = any(m.type == "ai" for m in request.messages)
         served = 0 if reask else self.served(request, tokens)
+        schema = request.schema
+        # a dense call (judgegraph.core._dense) answers one verdict per item: its output is counted per item
+        items = placeholder_answer(schema).get("items") if getattr(schema, "dense", False) else None
         with self._lock:
             counts = self._counts.setdefault(step, Counter())
-            answer = placeholder_answer(request.schema) if request.schema is not None else {}
             if reask:
                 # A re-ask: the placeholder did not pass the metric's own checks. Not a
                 # call the real run would make; what follows this step is not counted.
@@ -123,11 +136,8 @@ class RecordingChatModel(ScriptedChatModel):
                 counts["input_tokens"] += tokens
                 if served:
                     counts["cached_input_tokens"] += served
-                # a dense call (judgegraph.core._dense) answers one verdict per item: its output is counted per item
-                items = answer.get("items") if getattr(request.schema, "dense", False) else None
                 if isinstance(items, list) and len(items) > 1:
                     counts["more_answers"] += len(items) - 1
-        return answer
 
     def _usage(self, request: ScriptedRequest, reply: Any) -> dict[str, int]:
         return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
@@ -232,9 +242,8 @@ class DryRunJudge(Judge):
         schema, inner = request.schema, self._inner
         if not isinstance(schema, type) or inner.breaker.reason:
             return None
-        try:
-            parsed = schema.model_validate(placeholder_answer(schema))
-        except ValidationError:
+        parsed = _parsed_placeholder(schema)
+        if parsed is None:
             return None
         text = request.rendered
         if inner._too_long(text) is not None:

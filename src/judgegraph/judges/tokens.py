@@ -4,6 +4,7 @@ estimate, limit and dry run counts the same way.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -37,6 +38,11 @@ def prompt_tokens(messages: list[BaseMessage], count: Callable[[str], int] = cou
     return 3 + sum(3 + count(ROLES.get(m.type, m.type)) + count(m.text) for m in messages)
 
 
+#: Where a text is cut into pieces: a newline followed by a character that is not whitespace (``re``'s ``\\s``
+#: is ``str.isspace``, a superset of the pre-tokenizer's whitespace: a cut it misses is only a longer piece).
+_CUT = re.compile(r"\n(?=\S)")
+
+
 class PieceCounter:
     """:func:`count_tokens`, each distinct piece of a text counted once (the dry run counts many prompts that
     share their template's lines and the turns of a conversation, in several windows and metrics). A piece ends
@@ -51,23 +57,13 @@ class PieceCounter:
 
     def __call__(self, text: str) -> int:
         known = self._known
-        if (n := known.get(text)) is not None:
-            return n
         if len(known) >= self.maxsize:
             known.clear()
-        lines = text.split("\n")
-        total, start = 0, 0
-        for i in range(1, len(lines)):
-            head = lines[i][:1]
-            if head and not head.isspace():  # a cut after the newline ending lines[i - 1]
-                total += self._piece("\n".join(lines[start:i]) + "\n")
-                start = i
-        total += self._piece("\n".join(lines[start:]))
-        known[text] = total
+        *heads, last = _CUT.split(text)
+        total = 0
+        for piece in [*(head + "\n" for head in heads), last]:  # the split takes the newline ending each head
+            n = known.get(piece)
+            if n is None:
+                n = known[piece] = count_tokens(piece)
+            total += n
         return total
-
-    def _piece(self, piece: str) -> int:
-        n = self._known.get(piece)
-        if n is None:
-            n = self._known[piece] = count_tokens(piece) if piece else 0
-        return n
