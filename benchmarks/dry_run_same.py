@@ -23,12 +23,13 @@ METRICS = ["turn-relevancy", "conversation-relevance", "turn-contextual-relevanc
 MODELS = ["openai:gpt-4.1-mini", "anthropic:claude-sonnet-4-5"]
 
 
-def cases() -> list[list[str]]:
+def cases(all_metrics: bool = True) -> list[list[str]]:
     files = sorted(str(p.relative_to(ROOT)) for p in [*ROOT.glob("examples/*.jsonl"), *ROOT.glob("benchmarks/data/*.jsonl")])
     out = []
     for model in MODELS:
         for f in files:
             out.append([f, "--model", model])  # the file's own metrics, or the defaults
+        for f in files if all_metrics else ():
             out.append([f, "--model", model, *(a for m in METRICS for a in ("-m", m))])  # a row per metric and step
         out.append([files[0], "--model", model, "-m", "turn-relevancy", "--dense", "3"])
     return out
@@ -46,9 +47,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--old", required=True, help="the src folder of the tree before")
     ap.add_argument("--new", default=str(ROOT / "src"), help="the src folder of the tree after (default: this one)")
+    ap.add_argument("--quick", action="store_true", help="each file's own metrics only, not every metric too")
     args = ap.parse_args()
     same = 0
-    all_cases = cases()
+    all_cases = cases(not args.quick)
     for case in all_cases:
         old, new = figures(args.old, case), figures(args.new, case)
         same += old == new
