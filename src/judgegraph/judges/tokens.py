@@ -51,7 +51,7 @@ class PieceCounter:
     run of whitespace in the text alone as in the whole), so the pieces' tokens add up to the text's exactly.
     At most ``maxsize`` pieces are remembered (then forgotten all at once: memory stays bounded)."""
 
-    def __init__(self, maxsize: int = 200_000) -> None:
+    def __init__(self, maxsize: int = 50_000) -> None:
         self.maxsize = maxsize
         self._known: dict[str, int] = {}
 
