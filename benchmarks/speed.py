@@ -14,6 +14,7 @@ counted: this process's is judgegraph's alone).
 
     python benchmarks/speed.py                               # 200 × 10 exchanges, dense 10, 16 in flight
     python benchmarks/speed.py --dry-run-conversations 200000 --json
+    python benchmarks/speed.py --dry-run-only --dry-run-conversations 20000   # the dry run alone, .jsonl and .json
 
 Targets (issue 28): <= 3 ms CPU per call per window, <= 1 ms per window dense, <= 1.2x the bound at 100 ms x 16,
 200,000 conversations dry-run in under a minute. CPU figures on a shared machine vary from run to run: compare
@@ -95,13 +96,17 @@ async def run_modes(args: argparse.Namespace, url: str, latency: float, startup:
     return rows
 
 
-def dry_run(n: int) -> dict:
-    """``judgegraph eval --dry-run`` over ``n`` conversations of two exchanges, in a subprocess."""
+def dry_run(n: int, fmt: str = "jsonl") -> dict:
+    """``judgegraph eval --dry-run`` over ``n`` conversations of two exchanges (a ``.jsonl`` file, or the same as
+    one ``.json`` array), in a subprocess: its CPU, wall time and peak RSS."""
     with tempfile.TemporaryDirectory() as tmp:
-        data = Path(tmp) / "chats.jsonl"
+        data = Path(tmp) / f"chats.{fmt}"
         with data.open("w") as f:
-            for c in parcel_conversations(n, 2):
-                f.write(json.dumps(c) + "\n")
+            if fmt == "json":
+                f.write("[\n" + ",\n".join(json.dumps(c) for c in parcel_conversations(n, 2)) + "\n]\n")
+            else:
+                for c in parcel_conversations(n, 2):
+                    f.write(json.dumps(c) + "\n")
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "judgegraph.cli", "eval", str(data), "--model",
@@ -112,9 +117,23 @@ def dry_run(n: int) -> dict:
     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"the dry run failed ({done.returncode}): {done.stderr[-2000:]}")
-    return {"conversations": n, "wall_s": round(wall, 1), "cpu_s": round(used, 1),
-            "conversations_per_s": round(n / wall), "peak_rss_mb": round(after.ru_maxrss / 1024),
-            "s_for_200000": round(200_000 * wall / n)}
+    return {"conversations": n, "format": fmt, "wall_s": round(wall, 1), "cpu_s": round(used, 1),
+            "conversations_per_s": round(n / wall), "cpu_ms_per_conversation": round(1000 * used / n, 3),
+            "peak_rss_mb": round(after.ru_maxrss / 1024), "s_for_200000": round(200_000 * wall / n)}
+
+
+def dry_runs(args: argparse.Namespace) -> list[dict]:
+    """The dry run over each format asked, printed as it goes."""
+    rows = []
+    for fmt in ["jsonl", "json"] if args.dry_run_format == "both" else [args.dry_run_format]:
+        dry = dry_run(args.dry_run_conversations, fmt)
+        rows.append(dry)
+        print(f"dry run (.{fmt}): {dry['conversations']} conversations of 2 exchanges in {dry['wall_s']} s wall, "
+              f"{dry['cpu_s']} s CPU ({dry['cpu_ms_per_conversation']} ms a conversation, start-up included): "
+              f"{dry['conversations_per_s']} conversations/s, peak RSS {dry['peak_rss_mb']} MB "
+              + ("(200,000: measured)" if dry["conversations"] == 200_000 else
+                 f"(200,000 would take about {dry['s_for_200000']} s)"))
+    return rows
 
 
 def main() -> int:
@@ -126,8 +145,16 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=16, help="calls in flight (default 16)")
     ap.add_argument("--latency", type=float, default=0.1, help="seconds per call for the bound (default 0.1)")
     ap.add_argument("--dry-run-conversations", type=int, default=5000, help="0: no dry run (default 5000)")
+    ap.add_argument("--dry-run-format", choices=["jsonl", "json", "both"], default="both",
+                    help="the dry run's input: a .jsonl file, a .json array or both (default)")
+    ap.add_argument("--dry-run-only", action="store_true", help="only the dry run (no server, no judge calls)")
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     args = ap.parse_args()
+    if args.dry_run_only:
+        rows = dry_runs(args)
+        if args.json:
+            print(json.dumps({"dry_run": rows}))
+        return 0
 
     startup: dict = {}
     rows, _ = with_server(serve, (0.0,), lambda url: asyncio.run(run_modes(args, url, 0.0, startup)))
@@ -144,11 +171,7 @@ def main() -> int:
               f"{r['cpu_x_bound'] if r['cpu_x_bound'] is not None else '-':>11} {r['rss_mb']:>6}")
     out: dict = {"startup": startup, "modes": rows}
     if args.dry_run_conversations:
-        dry = dry_run(args.dry_run_conversations)
-        out["dry_run"] = dry
-        print(f"dry run: {dry['conversations']} conversations of 2 exchanges in {dry['wall_s']} s wall, {dry['cpu_s']} s"
-              f" CPU: {dry['conversations_per_s']} conversations/s, peak RSS {dry['peak_rss_mb']} MB"
-              f" (200,000 would take about {dry['s_for_200000']} s)")
+        out["dry_run"] = dry_runs(args)
     if args.json:
         print(json.dumps(out))
     return 0

@@ -396,8 +396,14 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
         done = scan_results(args.out, repair=False, retry_errors=args.retry_errors).done
     stream, _ = _inputs(args)
     summary = RunSummary(keep_outcomes=False, max_rows=0)
+    if judge.kind == "llm":  # each metric's requests made by its own nodes, without the graph's run when it can
+        from ..cost.dryrun import DryRunConversations
+
+        judge_one: Any = DryRunConversations(plan)
+    else:
+        judge_one = _judge_nothing
     asyncio.run(evaluate_async(stream, plan, skip=done, summary=summary, max_conversations=max(4, args.concurrency * 2),
-                               judge_one=None if judge.kind == "llm" else _judge_nothing))
+                               judge_one=judge_one))
     for e in summary.input_errors:
         err.print(f"[red]input error:[/] {markup_safe(e)}")
     status = EXIT_ERRORS if summary.input_error_count or not (summary.conversations or done) else 0

@@ -22,11 +22,12 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
 from ..data.results import Usage
 from ..judges import Judge, JudgeCache, JudgeOutcome, JudgeRequest
+from ..judges.cache_hints import first_message
 from ..judges.limiter import CallLimiter
 from ..judges.llm import LLMJudge
 from ..judges.schema_example import example_from_schema
 from ..judges.scripted import ScriptedChatModel, ScriptedRequest
-from ..judges.tokens import prompt_tokens
+from ..judges.tokens import PieceCounter, prompt_tokens
 from ..providers import cache_rule, default_rule
 from ..providers.prefixcache import CacheRule
 from .pricing import Prices
@@ -62,6 +63,16 @@ def _placeholder_json(schema: type[BaseModel]) -> str:
     return json.dumps(_placeholder(schema))
 
 
+@lru_cache(maxsize=256)
+def _parsed_placeholder(schema: type[BaseModel]) -> BaseModel | None:
+    """The placeholder as ``schema`` reads it (one instance, handed to every request of the schema: an answer
+    is only read), or None when the schema refuses it."""
+    try:
+        return schema.model_validate(placeholder_answer(schema))
+    except ValidationError:
+        return None
+
+
 def _placeholder(schema: type[BaseModel] | dict[str, Any]) -> dict[str, Any]:
     own = getattr(schema, "placeholder", None)
     if isinstance(schema, type) and callable(own):
@@ -82,6 +93,7 @@ class RecordingChatModel(ScriptedChatModel):
     _counts: dict[str, Counter[str]] = PrivateAttr(default_factory=dict)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)  # requests arrive on several threads
     _served: Callable[[ScriptedRequest, int], int] | None = PrivateAttr(default=None)
+    _count: PieceCounter = PrivateAttr(default_factory=PieceCounter)  # the prompts' shared lines counted once
 
     def model_post_init(self, context: Any) -> None:
         """The provider's cache counter, made once: the bound copies (one per schema) share it."""
@@ -102,13 +114,19 @@ class RecordingChatModel(ScriptedChatModel):
         return 0 if self._served is None else self._served(request, tokens)
 
     def respond(self, request: ScriptedRequest) -> dict[str, Any]:
-        step = _step.get()
-        tokens = prompt_tokens(request.messages)
+        self.record(_step.get(), request)
+        return placeholder_answer(request.schema) if request.schema is not None else {}
+
+    def record(self, step: str, request: ScriptedRequest) -> None:
+        """``request`` counted against ``step`` (answered by its schema's placeholder)."""
+        tokens = prompt_tokens(request.messages, self._count)
         reask = any(m.type == "ai" for m in request.messages)
         served = 0 if reask else self.served(request, tokens)
+        schema = request.schema
+        # a dense call (judgegraph.core._dense) answers one verdict per item: its output is counted per item
+        items = placeholder_answer(schema).get("items") if getattr(schema, "dense", False) else None
         with self._lock:
             counts = self._counts.setdefault(step, Counter())
-            answer = placeholder_answer(request.schema) if request.schema is not None else {}
             if reask:
                 # A re-ask: the placeholder did not pass the metric's own checks. Not a
                 # call the real run would make; what follows this step is not counted.
@@ -118,11 +136,8 @@ class RecordingChatModel(ScriptedChatModel):
                 counts["input_tokens"] += tokens
                 if served:
                     counts["cached_input_tokens"] += served
-                # a dense call (judgegraph.core._dense) answers one verdict per item: its output is counted per item
-                items = answer.get("items") if getattr(request.schema, "dense", False) else None
                 if isinstance(items, list) and len(items) > 1:
                     counts["more_answers"] += len(items) - 1
-        return answer
 
     def _usage(self, request: ScriptedRequest, reply: Any) -> dict[str, int]:
         return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
@@ -201,6 +216,8 @@ class DryRunJudge(Judge):
         self._inner.prepare(request)
 
     def judge(self, request: JudgeRequest) -> JudgeOutcome:
+        if (answered := self._answered(request)) is not None:
+            return answered
         token = _step.set(request.step)
         try:
             return self._inner.judge(request)
@@ -208,11 +225,32 @@ class DryRunJudge(Judge):
             _step.reset(token)
 
     async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
+        if (answered := self._answered(request)) is not None:
+            return answered
         token = _step.set(request.step)
         try:
             return await self._inner.ajudge(request)
         finally:
             _step.reset(token)
+
+    def _answered(self, request: JudgeRequest) -> JudgeOutcome | None:
+        """What the recording LLM judge does for a request its placeholder answers at the first ask, without its
+        chat machinery: the same first message (judges.cache_hints), counted by :meth:`RecordingChatModel.record`,
+        and the placeholder as the answer (no transcript: a dry run keeps no results). None for the rest
+        (a placeholder the schema refuses: re-asks; a prompt over the judge's limit: its error), which take
+        the judge's whole path."""
+        schema, inner = request.schema, self._inner
+        if not isinstance(schema, type) or inner.breaker.reason:
+            return None
+        parsed = _parsed_placeholder(schema)
+        if parsed is None:
+            return None
+        text = request.rendered
+        if inner._too_long(text) is not None:
+            return None
+        message = first_message(inner.provider, request.template, request.values, text, inner.seen_prefixes)
+        self.chat.record(request.step, ScriptedRequest(text=message.text, messages=[message], schema=schema))
+        return JudgeOutcome(parsed, None, 1, Usage(calls=1))
 
     def estimate(self, prices: Prices | None = None, *, jurors: int = 1) -> CostEstimate:
         """What the recorded requests cost; ``jurors``: how many jurors (models × repeats) each is sent to, every
@@ -308,3 +346,99 @@ class CostEstimate:
                     f"every input token priced as input; docs/cost_cache.md).")
         return (f"prefix cache: {total.cached_input_tokens} of {total.input_tokens} input tokens cacheable"
                 f" ({total.cached_input_tokens / total.input_tokens:.0%}, {rule.short}; docs/cost_cache.md).")
+
+
+# --------------------------------------------------------------------------- the run without LangGraph's loop
+
+
+@dataclass(frozen=True)
+class _WindowSteps:
+    """A metric graph of the window shape (``START → window_turns ─Send→ <judge step> → reduce_score → END``,
+    :func:`judgegraph.core.nodes.window_graph`), as its own node functions: what the dry run calls for a
+    conversation in place of the graph's run (the same requests, built by the same nodes)."""
+
+    windows: Any  # the window_turns node
+    route: Callable[[dict[str, Any]], Any]  # its router: a list of Send, or the node to go to when none
+    judge: Any  # the judge_step node
+    name: str
+
+    def run(self, conversation: Any) -> None:
+        state: dict[str, Any] = {"conversation": conversation}
+        state.update(self.windows.invoke(state))
+        sent = self.route(state)
+        for send in sent if isinstance(sent, list) else ():
+            self.judge.invoke(send.arg)
+
+
+def window_steps(graph: Any) -> _WindowSteps | None:
+    """``graph``'s nodes when it is a metric of the window shape made of judgegraph's own nodes, its one judge
+    step a ``judge_step`` (so every request comes from that node and nothing after it asks the judge); None for
+    any other graph (a user's own shape, a review or reason step, a transform), which the dry run runs whole."""
+    from langgraph.graph import END, START
+
+    builder = getattr(graph, "builder", None)
+    if builder is None or getattr(graph, "checkpointer", None) or graph.interrupt_before_nodes \
+            or graph.interrupt_after_nodes or builder.waiting_edges:
+        return None
+    nodes = dict(builder.nodes)
+    steps = set(nodes) - {"window_turns", "reduce_score"}
+    if len(steps) != 1 or len(nodes) != 3 or set(builder.branches) != {"window_turns"} \
+            or len(builder.branches["window_turns"]) != 1:
+        return None
+    step = steps.pop()
+    if builder.edges != {(START, "window_turns"), (step, "reduce_score"), ("reduce_score", END)} or nodes[step].ends:
+        return None
+    (branch,) = builder.branches["window_turns"].values()
+    route = getattr(branch.path, "func", None)
+
+    def own(runnable: Any, qualname: str | None = None) -> bool:
+        func = getattr(runnable, "func", None)
+        return (getattr(func, "__module__", "") or "").startswith("judgegraph.") and (
+            qualname is None or getattr(func, "__qualname__", "") == qualname)
+
+    windows, judge, reduce = (nodes[n].runnable for n in ("window_turns", step, "reduce_score"))
+    if route is None or not (getattr(route, "__module__", "") or "").startswith("judgegraph.") \
+            or not own(windows) or not own(judge, "judge_step.<locals>.run") \
+            or not own(reduce, "score_node.<locals>.reduce_score"):
+        return None
+    return _WindowSteps(windows, route, judge, graph.name or step)
+
+
+class DryRunConversations:
+    """How a dry run answers each conversation (``evaluate_async``'s ``judge_one``): each metric of the window
+    shape by its own nodes, called in turn (:func:`window_steps`: the requests the graph makes, without its
+    run), each other metric by its graph, as the run does."""
+
+    def __init__(self, plan: Any) -> None:
+        self.plan = plan
+        self._metrics: dict[int, list[tuple[Any, _WindowSteps | None]]] = {}
+
+    def metrics(self, run: Any) -> list[tuple[Any, _WindowSteps | None]]:
+        """The metric graphs of ``run`` (a metric graph, or a report of several), each with its steps."""
+        found = self._metrics.get(id(run))
+        if found is None:
+            from ..report import prepare
+
+            nodes = dict(run.builder.nodes) if getattr(run, "builder", None) is not None else {}
+            is_report = "prepare" in nodes and getattr(nodes["prepare"].runnable, "func", None) is prepare
+            graphs = [spec.runnable for name, spec in nodes.items() if name != "prepare"] if is_report else [run]
+            found = self._metrics[id(run)] = [(g, window_steps(g)) for g in graphs]
+        return found
+
+    async def __call__(self, item: Any) -> Any:
+        from ..runs.runner import ConversationOutcome, judge_conversation
+
+        run = self.plan.graph_for(item)
+        metrics = self.metrics(run)
+        if all(steps is None for _, steps in metrics):
+            return await judge_conversation(item, self.plan)  # today's path, whole
+        outcome = ConversationOutcome(item.conversation.id, item.source)
+        try:
+            for graph, steps in metrics:
+                if steps is not None:
+                    steps.run(item.conversation)
+                else:
+                    await graph.ainvoke({"conversation": item.conversation})
+        except Exception as exc:  # noqa: BLE001 - one conversation's failure is reported, the run goes on
+            outcome.error = f"{type(exc).__name__}: {exc}"
+        return outcome

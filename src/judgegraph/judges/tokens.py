@@ -4,6 +4,8 @@ estimate, limit and dry run counts the same way.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -29,7 +31,39 @@ def count_tokens(text: str) -> int:
     return len(encoding().encode(text, disallowed_special=()))
 
 
-def prompt_tokens(messages: list[BaseMessage]) -> int:
+def prompt_tokens(messages: list[BaseMessage], count: Callable[[str], int] = count_tokens) -> int:
     """Input tokens of a chat request, by OpenAI's accounting: 3 per message
-    plus its role and content, plus 3 to prime the reply."""
-    return 3 + sum(3 + count_tokens(ROLES.get(m.type, m.type)) + count_tokens(m.text) for m in messages)
+    plus its role and content, plus 3 to prime the reply (``count``: how a text is counted, e.g. a
+    :class:`PieceCounter`'s, the same figure)."""
+    return 3 + sum(3 + count(ROLES.get(m.type, m.type)) + count(m.text) for m in messages)
+
+
+#: Where a text is cut into pieces: a newline followed by a character that is not whitespace (``re``'s ``\\s``
+#: is ``str.isspace``, a superset of the pre-tokenizer's whitespace: a cut it misses is only a longer piece).
+_CUT = re.compile(r"\n(?=\S)")
+
+
+class PieceCounter:
+    """:func:`count_tokens`, each distinct piece of a text counted once (the dry run counts many prompts that
+    share their template's lines and the turns of a conversation, in several windows and metrics). A piece ends
+    after a newline followed by a character that is not whitespace: cl100k's pre-tokenizer never joins such a
+    newline with what follows (no pattern of it crosses from a newline into a non-space, and a newline ends its
+    run of whitespace in the text alone as in the whole), so the pieces' tokens add up to the text's exactly.
+    At most ``maxsize`` pieces are remembered (then forgotten all at once: memory stays bounded)."""
+
+    def __init__(self, maxsize: int = 50_000) -> None:
+        self.maxsize = maxsize
+        self._known: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        known = self._known
+        if len(known) >= self.maxsize:
+            known.clear()
+        *heads, last = _CUT.split(text)
+        total = 0
+        for piece in [*(head + "\n" for head in heads), last]:  # the split takes the newline ending each head
+            n = known.get(piece)
+            if n is None:
+                n = known[piece] = count_tokens(piece)
+            total += n
+        return total

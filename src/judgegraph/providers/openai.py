@@ -104,7 +104,17 @@ class OpenAI(Provider):
         """The automatic prefix rule over the requests as sent: the strict schema, then each message (at most
         the messages' own tokens)."""
         cache = PrefixCache(rule.min_tokens)
-        return lambda request, tokens: min(tokens, cache.serve(request_tokens(request)))
+
+        def served(request: ScriptedRequest, tokens: int) -> int:
+            # A request shorter than the minimum is served nothing, and remembering it changes nothing served
+            # later: a later prefix long enough to be served was sent whole by a request as long (which
+            # remembered every boundary of it). So its parts (``tokens`` less 3 a message and 3 for the reply,
+            # plus the schema's) are not encoded again.
+            if tokens - 3 - 3 * len(request.messages) + _schema_tokens(request.schema) < rule.min_tokens:
+                return 0
+            return min(tokens, cache.serve(request_tokens(request)))
+
+        return served
 
 
 provider = OpenAI()
@@ -130,6 +140,22 @@ def _response_format(schema: type[BaseModel]) -> str:
     shape = {"type": "json_schema",
              "json_schema": {"name": schema.__name__, "schema": strict_json_schema(schema), "strict": True}}
     return json.dumps(shape, sort_keys=True)
+
+
+def _schema_tokens(schema: Any) -> int:
+    """The tokens of ``schema`` as :func:`request_tokens` sends it."""
+    from ..judges.tokens import count_tokens
+
+    if isinstance(schema, type):
+        return _format_tokens(schema)
+    return count_tokens(json.dumps(schema, sort_keys=True)) if schema else 0
+
+
+@lru_cache(maxsize=256)
+def _format_tokens(schema: type[BaseModel]) -> int:
+    from ..judges.tokens import count_tokens
+
+    return count_tokens(_response_format(schema))
 
 
 def request_tokens(request: ScriptedRequest) -> list[int]:
