@@ -59,7 +59,7 @@ PRELOAD = (
 # Read by the interpreter or by a library at import time: a zygote serves only environments that agree with its
 # own on these (anything else is read by the CLI when it runs, from the child's os.environ).
 _STARTUP_PREFIXES = ("PYTHON", "LC_", "HF_", "OMP_", "OPENBLAS_", "MKL_", "TOKENIZERS_")
-_STARTUP_NAMES = ("LANG", "LANGUAGE", "PATH")
+_STARTUP_NAMES = ("LANG", "LANGUAGE")
 
 
 def _startup(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
