@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from tests.conftest import PASSED_TO_SUBPROCESSES
+from tests.kit import cli
 from tests.kit.openai_server import FakeOpenAIServer, schema_responder
 
 pytestmark = pytest.mark.integration
@@ -93,8 +94,7 @@ def folder(tmp_path_factory):
     where = tmp_path_factory.mktemp("newuser")
     shutil.copytree(ROOT / "examples", where / "examples")
     env = {"PATH": "/usr/bin:/bin", **{k: os.environ[k] for k in PASSED_TO_SUBPROCESSES if os.environ.get(k)}}
-    first = subprocess.run([sys.executable, "-m", "judgegraph.cli", "eval", "examples/support_chats.jsonl",
-                            "--no-progress"], cwd=where, env=env, capture_output=True, text=True, timeout=300)
+    first = cli.run(["eval", "examples/support_chats.jsonl", "--no-progress"], cwd=where, env=env, timeout=300)
     assert first.returncode in (0, 1), first.stdout + first.stderr
     for name in ("old-results.jsonl", "new-results.jsonl", "main-results.jsonl", "pr-results.jsonl"):
         shutil.copy(where / "judgegraph-results.jsonl", where / name)
@@ -102,10 +102,9 @@ def folder(tmp_path_factory):
         shutil.copy(where / "examples" / "support_chats.jsonl", where / name)
     shutil.copy(where / "examples" / "support_labels.jsonl", where / "labels.jsonl")
     with FakeOpenAIServer(schema_responder) as server:  # results.jsonl: an LLM judge's run, asked three times
-        made = subprocess.run([sys.executable, "-m", "judgegraph.cli", "eval", "chats.jsonl", "--model",
-                               "openai:gpt-4.1-mini", "--repeat", "3", "--out", "results.jsonl", "--no-progress"],
-                              cwd=where, capture_output=True, text=True, timeout=300,
-                              env={**env, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test"})
+        made = cli.run(["eval", "chats.jsonl", "--model", "openai:gpt-4.1-mini", "--repeat", "3", "--out", "results.jsonl",
+                        "--no-progress"], cwd=where, timeout=300,
+                       env={**env, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test"})
     assert made.returncode in (0, 1), made.stdout + made.stderr
     return where, env
 
