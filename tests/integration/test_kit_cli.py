@@ -15,27 +15,34 @@ import pytest
 from tests.kit import cli
 
 pytestmark = pytest.mark.integration
+JUDGE = ["--model", "openai:judge", "--base-url", "http://127.0.0.1:9/v1", "--no-progress"]  # never reached
 
 
 @pytest.mark.parametrize("argv", [
     ["--version"],                                  # 0
     ["no-such-command"],                            # 2, argparse's message names the program "judgegraph"
-    ["eval", "missing.jsonl", "--no-progress"],     # 3, the path as given, relative to the working directory
+    ["eval", "missing.jsonl", *JUDGE],              # 3, the path as given
+    ["eval", "bad.jsonl", *JUDGE],                  # 3, a file of the working directory, its line and field named
     ["diff", "a.jsonl"],                            # 2, a subcommand's usage line
 ])
 def test_a_forked_run_says_and_exits_what_a_fresh_interpreter_does(tmp_path, bare_env, argv):
     env = {**bare_env, "HOME": str(tmp_path)}
-    fresh = subprocess.run([sys.executable, "-m", "judgegraph.cli", *argv], cwd=tmp_path, env=env,
+    for where in ("fresh", "forked"):  # two like folders: a run may leave a results file behind
+        (tmp_path / where).mkdir()
+        (tmp_path / where / "bad.jsonl").write_text('{"id": "c1", "turns": "not a list"}\n', encoding="utf-8")
+    fresh = subprocess.run([sys.executable, "-m", "judgegraph.cli", *argv], cwd=tmp_path / "fresh", env=env,
                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
-    forked = cli.run(argv, cwd=tmp_path, env=env, timeout=120)
+    forked = cli.run(argv, cwd=tmp_path / "forked", env=env, timeout=120)
     assert (forked.returncode, forked.stdout, forked.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
     assert forked.args == [sys.executable, "-m", "judgegraph.cli", *argv]
+    if "bad.jsonl" in argv:
+        assert "bad.jsonl:1: turns:" in forked.stderr, forked.stderr
 
 
 def test_each_run_gets_its_own_directory_environment_and_pid(tmp_path, bare_env):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    runs = [cli.start(["eval", "missing.jsonl", "--no-progress"], cwd=tmp_path / d, env={**bare_env, "HOME": str(d)})
+    runs = [cli.start(["eval", "missing.jsonl", *JUDGE], cwd=tmp_path / d, env={**bare_env, "HOME": str(d)})
             for d in ("a", "b")]
     assert len({r.pid for r in runs}) == 2
     for run in runs:
