@@ -214,8 +214,7 @@ def test_json_and_markdown_of_data_with_a_lone_surrogate_and_escapes(runs, tmp_p
     odd.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")  # ASCII: "\udfff" escaped
     outputs = {}
     for fmt in ("--json", "--markdown", None):
-        done = cli.run(["diff", str(old), str(odd),
-                        *([fmt] if fmt else [])], env=bare_env, timeout=120)
+        done = cli.run(["diff", str(old), str(odd), *([fmt] if fmt else [])], env=bare_env, timeout=120, text=False)
         assert done.returncode == 0, done.stderr.decode(errors="replace")
         outputs[fmt] = done.stdout.decode("utf-8")
     ids = {p["conversation_id"] for p in json.loads(outputs["--json"])["pairs"]}
