@@ -6,8 +6,6 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -119,15 +117,15 @@ def test_a_site_page_s_commands_run_in_order_as_written(folder, tmp_path, monkey
 @pytest.mark.slow
 @pytest.mark.parametrize("doc, index, code", python_examples(), ids=[f"{d}:{i}" for d, i, _ in python_examples()])
 def test_a_documented_python_example_runs_as_written(folder, tmp_path, doc, index, code):
-    """In a fresh interpreter, in a copy of the new user's folder, the loopback server as the judge."""
+    """As ``python -c CODE`` (forked by the test kit), in a copy of the new user's folder, the loopback server as
+    the judge."""
     where, env = folder
     run = shutil.copytree(where, tmp_path / "run")
     with FakeOpenAIServer(schema_responder) as server:
-        proc = subprocess.run([sys.executable, "-c", code], cwd=run, capture_output=True, text=True, timeout=300,
-                              env={**env, "PYTHONPATH": f"{env.get('PYTHONPATH', '')}:{ROOT}",
-                                   "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test",
-                                   "JUDGEGRAPH_JUDGE_CACHE": str(tmp_path / "cache.sqlite")},
-                              stdin=subprocess.DEVNULL)
+        proc = cli.run([], code=code, cwd=run, timeout=300,
+                       env={**env, "PYTHONPATH": f"{env.get('PYTHONPATH', '')}:{ROOT}",
+                            "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test",
+                            "JUDGEGRAPH_JUDGE_CACHE": str(tmp_path / "cache.sqlite")})
     assert proc.returncode == 0, f"{doc} python block {index}:\n{code[:500]}\n{proc.stderr[-2500:]}"
 
 

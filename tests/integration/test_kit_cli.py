@@ -73,3 +73,17 @@ def test_a_signal_reaches_the_run_and_a_timeout_kills_it(tmp_path, bare_env):
         assert run.returncode == 130, stdout + stderr  # Ctrl-C: the CLI's own status, so its handler ran
         with pytest.raises(subprocess.TimeoutExpired):
             cli.run([*args, "--overwrite"], env={**bare_env, "HOME": str(tmp_path)}, timeout=3)
+
+
+@pytest.mark.parametrize("code", [
+    "import os, sys; print(__name__, sys.argv, os.getcwd(), os.environ.get('ONLY_HERE')); sys.exit(5)",
+    "import sys; sys.exit('a message')",                        # status 1, the message on stderr
+    "def f():\n    raise ValueError('boom')\nf()",             # the traceback, status 1
+    "import json, sys; print(json.loads(sys.stdin.read())['x'])",
+])
+def test_python_c_forked_runs_as_a_fresh_interpreter_does(tmp_path, bare_env, code):
+    env = {**bare_env, "HOME": str(tmp_path), "ONLY_HERE": "yes"}
+    fresh = subprocess.run([sys.executable, "-c", code, "an arg"], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=120, input='{"x": 1}')
+    forked = cli.run(["an arg"], code=code, cwd=tmp_path, env=env, timeout=120, input='{"x": 1}')
+    assert (forked.returncode, forked.stdout, forked.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)

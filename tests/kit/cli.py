@@ -15,6 +15,7 @@ status 1; an uncaught KeyboardInterrupt: killed by SIGINT). Signals reach the ch
 and SIGKILL behave as for a real process.
 
 ``run(args, env=, cwd=, input=, timeout=)`` returns a :class:`subprocess.CompletedProcess` (text by default);
+with ``code=``, the child runs ``python -c CODE ARGS`` instead (a documented Python block, say), in a new ``__main__``;
 ``start(...)`` returns a :class:`Started`, Popen-like (``pid``, ``poll``, ``wait``, ``communicate``,
 ``send_signal``, ``terminate``, ``kill``, ``returncode``, ``stdout``/``stderr`` as text so far).
 
@@ -198,8 +199,10 @@ class Started:
 
 
 def start(args: Sequence[str | os.PathLike[str]], *, env: Mapping[str, str] | None = None,
-          cwd: str | os.PathLike[str] | None = None, input: str | bytes | None = None, text: bool = True) -> Started:
-    """Start ``python -m judgegraph.cli *args`` (forked from a zygote) and return at once."""
+          cwd: str | os.PathLike[str] | None = None, input: str | bytes | None = None, text: bool = True,
+          code: str | None = None) -> Started:
+    """Start ``python -m judgegraph.cli *args`` (forked from a zygote) and return at once; with ``code``,
+    ``python -c CODE *args`` instead."""
     argv = [os.fspath(a) for a in args]
     env = dict(os.environ if env is None else env)
     stdin, out, err = (tempfile.TemporaryFile() for _ in range(3))
@@ -207,17 +210,19 @@ def start(args: Sequence[str | os.PathLike[str]], *, env: Mapping[str, str] | No
         if input is not None:
             stdin.write(input.encode() if isinstance(input, str) else input)
             stdin.seek(0)
-        request = {"argv": argv, "env": env, "cwd": os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())}
+        request = {"argv": argv, "env": env, "cwd": os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd()),
+                   "code": code}
         pid, reply = _zygote_for(env).fork(request, [stdin.fileno(), out.fileno(), err.fileno()])
-    return Started([*ARGV0, *argv], pid, reply, out, err, text)
+    return Started([*(ARGV0 if code is None else [sys.executable, "-c", code]), *argv], pid, reply, out, err, text)
 
 
 def run(args: Sequence[str | os.PathLike[str]], *, env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None, input: str | bytes | None = None, timeout: float | None = None,
-        text: bool = True) -> subprocess.CompletedProcess[Any]:
-    """``subprocess.run([sys.executable, "-m", "judgegraph.cli", *args], capture_output=True, check=False, ...)``:
-    on a timeout the child is killed and :class:`subprocess.TimeoutExpired` raised, as ``subprocess.run`` does."""
-    with start(args, env=env, cwd=cwd, input=input, text=text) as proc:
+        text: bool = True, code: str | None = None) -> subprocess.CompletedProcess[Any]:
+    """``subprocess.run([sys.executable, "-m", "judgegraph.cli", *args], capture_output=True, check=False, ...)``
+    (with ``code``: ``[sys.executable, "-c", code, *args]``): on a timeout the child is killed and
+    :class:`subprocess.TimeoutExpired` raised, as ``subprocess.run`` does."""
+    with start(args, env=env, cwd=cwd, input=input, text=text, code=code) as proc:
         try:
             stdout, stderr = proc.communicate(timeout)
         except subprocess.TimeoutExpired:
@@ -322,22 +327,33 @@ def _child(request: dict[str, Any], fds: list[int], close: tuple[int, ...]) -> N
         sys.stdin = sys.__stdin__ = stream(0, sys.__stdin__)
         sys.stdout = sys.__stdout__ = stream(1, sys.__stdout__)
         sys.stderr = sys.__stderr__ = stream(2, sys.__stderr__)
-        sys.argv = ["-m", *request["argv"]]  # runpy sets argv[0] to the module's file, as -m does
-        sys.orig_argv = [*ARGV0, *request["argv"]]
-        sys.path[0] = request["cwd"]  # -m puts the working directory first
+        if request["code"] is None:
+            sys.argv = ["-m", *request["argv"]]  # runpy sets argv[0] to the module's file, as -m does
+            sys.orig_argv = [*ARGV0, *request["argv"]]
+            sys.path[0] = request["cwd"]  # -m puts the working directory first
+        else:
+            sys.argv = ["-c", *request["argv"]]
+            sys.orig_argv = [sys.executable, "-c", request["code"], *request["argv"]]
+            sys.path[0] = ""  # -c: the working directory, as it is when imported from
         importlib.invalidate_caches()
-        status = _run_cli()
+        status = _run(request["code"])
     finally:
         os._exit(status)
 
 
-def _run_cli() -> int:
+def _run(code: str | None) -> int:
     import runpy
     import signal
+    import types
 
     status, interrupted = 0, False
     try:
-        runpy.run_module("judgegraph.cli", run_name="__main__", alter_sys=True)
+        if code is None:
+            runpy.run_module("judgegraph.cli", run_name="__main__", alter_sys=True)
+        else:  # as -c runs it: in a new __main__
+            main = sys.modules["__main__"] = types.ModuleType("__main__")
+            main.__dict__["__builtins__"] = __builtins__
+            exec(compile(code, "<string>", "exec"), main.__dict__)
     except SystemExit as exc:
         if exc.code is None:
             status = 0
@@ -346,11 +362,11 @@ def _run_cli() -> int:
         else:
             print(exc.code, file=sys.stderr)
             status = 1
-    except KeyboardInterrupt:
-        sys.excepthook(*sys.exc_info())  # type: ignore[arg-type]
+    except KeyboardInterrupt as exc:
+        _print_uncaught(exc)
         interrupted = True
-    except BaseException:  # noqa: BLE001 - what the interpreter does with an uncaught exception
-        sys.excepthook(*sys.exc_info())  # type: ignore[arg-type]
+    except BaseException as exc:  # noqa: BLE001 - what the interpreter does with an uncaught exception
+        _print_uncaught(exc)
         status = 1
     # The interpreter's shutdown: non-daemon threads (and executors) joined, then the atexit handlers, then flush.
     threading._shutdown()  # type: ignore[attr-defined]
@@ -364,6 +380,12 @@ def _run_cli() -> int:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     return status & 0xFF
+
+
+def _print_uncaught(exc: BaseException) -> None:
+    """The traceback the interpreter prints, from the code run on (this module's frame left out)."""
+    tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+    sys.excepthook(type(exc), exc.with_traceback(tb), tb)
 
 
 if __name__ == "__main__":
