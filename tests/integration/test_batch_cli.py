@@ -7,8 +7,6 @@ import asyncio
 import json
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -272,12 +270,11 @@ def test_python_api_and_dry_run_at_batch_price(inputs, tmp_path, env):
 
 
 def test_the_documented_python_snippet_runs_as_written(inputs, tmp_path, env):
-    """docs/batch.md's snippet, in a fresh interpreter, against the loopback server (OPENAI_BASE_URL)."""
+    """docs/batch.md's snippet, as `python -c` (forked by the test kit), against the loopback server (OPENAI_BASE_URL)."""
     snippet = re.search(r"```python\n(.*?)```", (ROOT / "docs/batch.md").read_text(), re.S).group(1)
     (tmp_path / "chats.jsonl").write_text(inputs.read_text())
     with FakeOpenAIServer(ScriptedResponder([(reply_is("Paris"), NO)], default=YES), batch_polls=0) as server:
-        proc = subprocess.run([sys.executable, "-c", snippet], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=120, env={**env, "OPENAI_BASE_URL": server.base_url})
+        proc = cli.run([], code=snippet, cwd=tmp_path, timeout=120, env={**env, "OPENAI_BASE_URL": server.base_url})
         assert server.batches.created == 1
     assert proc.returncode == 0, proc.stdout + proc.stderr
     code, paid, listed = proc.stdout.split()[-3:]

@@ -229,7 +229,7 @@ def run(args: Sequence[str | os.PathLike[str]], *, env: Mapping[str, str] | None
             proc.kill()
             proc.wait()
             raise
-    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    return subprocess.CompletedProcess(proc.args, proc.wait(), stdout, stderr)
 
 
 # --- the zygote (this file run as a script: `python tests/kit/cli.py CONTROL_FD`) ---------------------------------
@@ -260,7 +260,7 @@ def _zygote(control_fd: int) -> None:
     running: dict[int, socket.socket] = {}
     try:
         while True:
-            ready, _, _ = select.select([control, wake_r], [], [])
+            ready, _, _ = select.select([control.fileno(), wake_r], [], [])
             if wake_r in ready:
                 while True:
                     try:
@@ -278,7 +278,7 @@ def _zygote(control_fd: int) -> None:
                 except OSError:  # the test process went away
                     pass
                 reply.close()
-            if control in ready:
+            if control.fileno() in ready:
                 msg, fds, _, _ = socket.recv_fds(control, 1 << 22, 4)
                 if not msg:
                     break  # the test process closed its end: it is done with us
@@ -324,9 +324,10 @@ def _child(request: dict[str, Any], fds: list[int], close: tuple[int, ...]) -> N
             return io.TextIOWrapper(raw, encoding=old.encoding, errors=old.errors, line_buffering=old.line_buffering,
                                     write_through=old.write_through)
 
-        sys.stdin = sys.__stdin__ = stream(0, sys.__stdin__)
-        sys.stdout = sys.__stdout__ = stream(1, sys.__stdout__)
-        sys.stderr = sys.__stderr__ = stream(2, sys.__stderr__)
+        for fd, name in enumerate(("stdin", "stdout", "stderr")):  # sys.__stdout__ too: the process's own streams
+            new = stream(fd, getattr(sys, f"__{name}__"))
+            setattr(sys, name, new)
+            setattr(sys, f"__{name}__", new)
         if request["code"] is None:
             sys.argv = ["-m", *request["argv"]]  # runpy sets argv[0] to the module's file, as -m does
             sys.orig_argv = [*ARGV0, *request["argv"]]
