@@ -48,6 +48,7 @@ def records(path):
 def test_a_dead_port_ends_the_run_within_seconds_with_exit_3(tmp_path):
     url = f"http://127.0.0.1:{dead_port()}/v1"
     out = tmp_path / "r.jsonl"
+    assert cli.run(["--version"], env=home(tmp_path)).returncode == 0  # the kit's zygote up: what is timed is the run
     started = time.monotonic()
     proc = cli.run(["eval", str(conversations(tmp_path)), "--model", "judge-model", "--base-url", url, "--out", str(out),
                     "--no-progress", "--max-retries", "5"], env=home(tmp_path))
