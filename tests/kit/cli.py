@@ -284,7 +284,8 @@ def _zygote(control_fd: int) -> None:
                     break  # the test process closed its end: it is done with us
                 pid = os.fork()
                 if pid == 0:
-                    _child(json.loads(msg), fds, (control.fileno(), wake_r, wake_w))
+                    _child(json.loads(msg), fds, (control.fileno(), wake_r, wake_w,
+                                                  *(r.fileno() for r in running.values())))  # not the others' sockets
                 reply = socket.socket(fileno=fds[0])
                 for fd in fds[1:]:
                     os.close(fd)
