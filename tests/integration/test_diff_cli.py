@@ -191,12 +191,12 @@ def test_the_command_in_a_subprocess(runs, bare_env):
 
 
 def test_the_docs_python_snippet_runs_as_written(runs, tmp_path, bare_env):
-    from tests.integration.test_documented_snippets import ROOT, python_block, run_python
+    from tests.integration.test_documented_snippets import ROOT, python_block
 
     for path, name in zip(runs, ("old-results.jsonl", "new-results.jsonl")):
         (tmp_path / name).write_bytes(path.read_bytes())
     snippet = python_block(ROOT / "docs" / "diff.md", "from judgegraph.compare import diff_runs")
-    done = run_python(snippet, bare_env, tmp_path)
+    done = cli.run([], code=snippet, env=bare_env, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert lines[0] == "turn_relevancy password-reset 1.0 -> 0.3333333333333333"
