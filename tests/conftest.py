@@ -13,6 +13,21 @@ os.environ.pop("OPENAI_API_KEY", None)
 PASSED_TO_SUBPROCESSES = ("PYTHONPATH", "JUDGEGRAPH_JUDGE_CACHE", "JUDGEGRAPH_CACHE_DIR", "HF_HUB_OFFLINE")
 
 
+# pytest-xdist runs a file on one worker (--dist=loadfile) and, with --no-loadscope-reorder, hands files out in
+# the order collected: the files that take longest (their own servers, worker processes, a cluster, a browser, the
+# docs' every example) start first, so none of them starts last and holds the run while the other workers idle.
+LONGEST_FIRST = (
+    "test_docs_examples.py", "test_workers.py", "test_mlflow.py", "test_plugins.py", "test_benchmarks_run.py",
+    "test_batching_encoder.py", "test_ray.py", "test_threads_server.py", "test_apps_typing.py", "test_runs_cli.py",
+    "test_batch_cli.py", "test_threads_postgres.py", "test_html_browser.py", "test_view_browser.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
 @pytest.fixture(autouse=True)
 def _judge_cache_per_test(tmp_path_factory, monkeypatch):
     """The persistent judge cache (on by default for LLM judges at temperature 0)

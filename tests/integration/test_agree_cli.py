@@ -2,12 +2,11 @@
 the exit statuses of a CI gate (1 below --min-kappa, 3 for labels matching no verdict, 2 for usage errors)."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from judgegraph.cli import main
+from tests.kit import cli
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 
 pytestmark = pytest.mark.integration
@@ -131,8 +130,8 @@ def test_html_page_escapes_reasons_and_the_real_command_runs(results, tmp_path):
     path = write_labels(tmp_path / "labels.jsonl", [
         {"conversation_id": "math", "metric": "turn_relevancy", "turn": 4, "label": "yes", "note": "<i>fine</i>"}])
     page = tmp_path / "agree.html"
-    done = subprocess.run([sys.executable, "-m", "judgegraph.cli", "agree", str(results), "--labels", str(path),
-                           "--html", str(page), "--bootstrap", "100"], capture_output=True, text=True, timeout=120)
+    done = cli.run(["agree", str(results), "--labels", str(path), "--html", str(page), "--bootstrap", "100"],
+                   timeout=120)
     assert done.returncode == 0, done.stderr
     html = page.read_text(encoding="utf-8")
     assert '<section id="agreement">' in html and "B = 100" in html
@@ -170,8 +169,7 @@ def test_the_readme_s_try_it_commands_run_with_the_offline_judge_as_written(tmp_
     assert [argv[1] for argv in lines] == ["eval", "agree"]
     for argv in lines:
         argv = [str(root / a) if a.startswith("examples/") else a for a in argv[1:]]
-        done = subprocess.run([sys.executable, "-m", "judgegraph.cli", *argv], capture_output=True, text=True,
-                              timeout=300, env=bare_env, cwd=tmp_path, stdin=subprocess.DEVNULL)
+        done = cli.run(argv, timeout=300, env=bare_env, cwd=tmp_path)
         assert done.returncode == 0, done.stdout + done.stderr
     assert "turn_relevancy" in done.stdout and "unmatched" not in done.stderr
 

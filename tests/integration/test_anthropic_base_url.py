@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from judgegraph.judges import resolve_judge
 from judgegraph.metrics import get_metric
+from tests.kit import cli
 from tests.kit.anthropic_server import AnthropicError, AnthropicRequest, FakeAnthropicServer
 
 pytestmark = [pytest.mark.integration,
@@ -53,11 +53,9 @@ def free_port() -> int:
 def eval_cli(tmp_path: Path, env: dict[str, str], base_url: str, *extra: str) -> subprocess.CompletedProcess[str]:
     chats = tmp_path / "chats.jsonl"
     chats.write_text(json.dumps(CONVERSATION) + "\n", encoding="utf-8")
-    return subprocess.run([sys.executable, "-m", "judgegraph.cli", "eval", str(chats), "-m", "turn-relevancy",
-                           "--model", MODEL, "--base-url", base_url, "--no-progress", "--overwrite",
-                           "--out", str(tmp_path / "r.jsonl"), *extra],
-                          env={**env, "ANTHROPIC_API_KEY": KEY}, capture_output=True, text=True, check=False,
-                          timeout=120)
+    return cli.run(["eval", str(chats), "-m", "turn-relevancy", "--model", MODEL, "--base-url", base_url,
+                    "--no-progress", "--overwrite", "--out", str(tmp_path / "r.jsonl"), *extra],
+                   env={**env, "ANTHROPIC_API_KEY": KEY}, timeout=120)
 
 
 def everything_written(tmp_path: Path, done: subprocess.CompletedProcess[str]) -> str:

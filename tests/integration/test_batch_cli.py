@@ -7,8 +7,6 @@ import asyncio
 import json
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.runs import is_results_file, read_run
 from judgegraph.runs.runner import MetricPlan
+from tests.kit import cli
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
 
 pytestmark = pytest.mark.integration
@@ -55,16 +54,11 @@ def inputs(tmp_path):
     return path
 
 
-def judgegraph(*args, env, timeout=120):
-    return subprocess.run([sys.executable, "-m", "judgegraph.cli", "eval", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def cli(inputs, out, server, *extra, env, batch=True, timeout=120):
+def batch_eval(inputs, out, server, *extra, env, batch=True, timeout=120):
     flags = ["--batch", "--batch-poll", "0.01"] if batch else []
-    return judgegraph(inputs, "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--out", out,
-                      "--no-progress", *([] if "--cache" in extra else ["--no-cache"]), *flags, *extra, env=env,
-                      timeout=timeout)
+    return cli.run(["eval", inputs, "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--out", out,
+                    "--no-progress", *([] if "--cache" in extra else ["--no-cache"]), *flags, *extra], env=env,
+                   timeout=timeout)
 
 
 def records(out, kind):
@@ -85,9 +79,9 @@ def env(bare_env, tmp_path):
 def test_a_batch_run_gives_the_verdicts_of_a_live_run(inputs, tmp_path, env):
     rules = [(reasks, NO), (reply_is("Paris"), [BROKEN, NO])]  # Paris: invalid once, then "no"
     with FakeOpenAIServer(ScriptedResponder(rules, default=YES)) as live:
-        lived = cli(inputs, tmp_path / "live.jsonl", live, env=env, batch=False)
+        lived = batch_eval(inputs, tmp_path / "live.jsonl", live, env=env, batch=False)
     with FakeOpenAIServer(ScriptedResponder(rules, default=YES)) as server:
-        batched = cli(inputs, tmp_path / "batch.jsonl", server, env=env)
+        batched = batch_eval(inputs, tmp_path / "batch.jsonl", server, env=env)
         assert server.calls["/v1/chat/completions"] == 0  # every request went through a batch
         assert server.batches.created == 2  # the re-ask of the invalid reply: a follow-up batch
     assert lived.returncode == batched.returncode == 0, batched.stdout + batched.stderr
@@ -116,8 +110,8 @@ def test_a_batch_run_gives_the_verdicts_of_a_live_run(inputs, tmp_path, env):
 def test_the_judge_cache_serves_a_rerun_without_a_batch(inputs, tmp_path, env):
     cache = ["--cache", tmp_path / "cache.sqlite"]
     with FakeOpenAIServer(ScriptedResponder([(reasks, NO), (reply_is("Paris"), [BROKEN, NO])], default=YES)) as server:
-        first = cli(inputs, tmp_path / "a.jsonl", server, *cache, env=env)
-        again = cli(inputs, tmp_path / "b.jsonl", server, *cache, env=env)
+        first = batch_eval(inputs, tmp_path / "a.jsonl", server, *cache, env=env)
+        again = batch_eval(inputs, tmp_path / "b.jsonl", server, *cache, env=env)
         assert server.batches.created == 2  # the first run's two; the rerun sends none
     assert first.returncode == again.returncode == 0, first.stdout + first.stderr + again.stdout + again.stderr
     assert "calls 6," in first.stdout  # answers of the first batch, served to the second pass, still counted
@@ -128,7 +122,7 @@ def test_the_judge_cache_serves_a_rerun_without_a_batch(inputs, tmp_path, env):
 
 def test_invalid_replies_are_reasked_in_follow_up_batches_up_to_max_tries(inputs, tmp_path, env):
     with FakeOpenAIServer(ScriptedResponder([(reply_is("Paris"), BROKEN)], default=YES)) as server:
-        proc = cli(inputs, tmp_path / "out.jsonl", server, "--max-tries", "3", env=env)
+        proc = batch_eval(inputs, tmp_path / "out.jsonl", server, "--max-tries", "3", env=env)
         sent = server.requests
         created = server.batches.created
     assert proc.returncode == 3, proc.stdout + proc.stderr  # a judge error: counted, never a verdict
@@ -146,10 +140,10 @@ def test_killed_after_submit_then_resumed_collects_without_resubmitting(inputs, 
     out = tmp_path / "out.jsonl"
     with FakeOpenAIServer(ScriptedResponder([(reply_is("Paris"), NO)], default=YES)) as server:
         server.batches.hold.set()  # the batch stays in progress until the first run is killed
-        args = [sys.executable, "-m", "judgegraph.cli", "eval", str(inputs), "--model", "openai:gpt-4.1-mini",
+        args = ["eval", str(inputs), "--model", "openai:gpt-4.1-mini",
                 "--base-url", server.base_url, "--out", str(out), "--no-progress", "--no-cache", "--batch",
                 "--batch-poll", "0.01"]
-        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = cli.start(args, env=env)
         try:
             for _ in range(600):  # at most 60 s
                 if out.exists() and '"type": "batch"' in out.read_text():
@@ -163,7 +157,7 @@ def test_killed_after_submit_then_resumed_collects_without_resubmitting(inputs, 
             assert "left running at the provider: --resume collects it" in stderr
         assert records(out, "batch")[0]["status"] == "submitted" and not records(out, "conversation")
         server.batches.hold.clear()
-        resumed = cli(inputs, out, server, "--resume", env=env)
+        resumed = batch_eval(inputs, out, server, "--resume", env=env)
         assert server.batches.created == 1  # collected, not sent again
         assert server.calls["/v1/files"] == 1
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -176,7 +170,7 @@ def test_a_recorded_batch_the_endpoint_no_longer_knows_is_sent_again(inputs, tmp
     out.write_text(json.dumps({"type": "batch", "id": "batch_deleted", "round": 1, "status": "submitted",
                                "requests": 5}) + "\n")
     with FakeOpenAIServer(ScriptedResponder([(reply_is("Paris"), NO)], default=YES)) as server:
-        proc = cli(inputs, out, server, "--resume", env=env)
+        proc = batch_eval(inputs, out, server, "--resume", env=env)
         assert server.batches.created == 1
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "batch_deleted is unknown to the endpoint (404)" in proc.stderr
@@ -188,13 +182,13 @@ def test_a_failed_batch_exits_3_and_loses_nothing(inputs, tmp_path, env):
     out = tmp_path / "out.jsonl"
     with FakeOpenAIServer(ScriptedResponder([(reasks, NO), (reply_is("Paris"), BROKEN)], default=YES)) as server:
         server.batches.outcomes = ["completed", "failed"]  # the follow-up batch (the re-ask) fails
-        proc = cli(inputs, out, server, env=env)
+        proc = batch_eval(inputs, out, server, env=env)
         assert proc.returncode == 3, proc.stdout + proc.stderr
         assert "failed" in proc.stdout and "--resume sends the rest" in proc.stdout
         assert set(verdicts(out)) == {"hello"}  # judged from the first batch, written
         assert [r["status"] for r in records(out, "batch")] == ["submitted", "completed", "submitted", "failed"]
         assert "invalid_request" in records(out, "batch")[-1]["errors"][0]
-        resumed = cli(inputs, out, server, "--resume", env=env)
+        resumed = batch_eval(inputs, out, server, "--resume", env=env)
         assert server.batches.created == 3  # the first batch collected again, only the failed one's request resent
         last = server.batches.batches[list(server.batches.batches)[-1]]["request_counts"]
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -207,12 +201,12 @@ def test_an_expired_batch_keeps_its_answers_and_resume_sends_the_rest(inputs, tm
     out = tmp_path / "out.jsonl"
     with FakeOpenAIServer(ScriptedResponder([(reply_is("Paris"), NO)], default=YES)) as server:
         server.batches.outcomes = ["expired"]  # 2 of its 5 requests answered, 3 expired
-        proc = cli(inputs, out, server, env=env)
+        proc = batch_eval(inputs, out, server, env=env)
         assert proc.returncode == 3, proc.stdout + proc.stderr
         assert "expired" in proc.stdout
         (ended,) = [r for r in records(out, "batch") if r["status"] == "expired"]
         assert (ended["completed"], ended["failed"]) == (2, 3)
-        resumed = cli(inputs, out, server, "--resume", env=env)
+        resumed = batch_eval(inputs, out, server, "--resume", env=env)
         assert server.batches.created == 2
         second = server.batches.batches[list(server.batches.batches)[-1]]["request_counts"]
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -223,7 +217,7 @@ def test_an_expired_batch_keeps_its_answers_and_resume_sends_the_rest(inputs, tm
 def test_requests_in_the_error_file_are_retried_or_counted(inputs, tmp_path, env):
     rules = [(reply_is("Paris"), [error(500), NO]), (reply_is("Goodbye"), error(400, "bad request"))]
     with FakeOpenAIServer(ScriptedResponder(rules, default=YES)) as server:
-        proc = cli(inputs, tmp_path / "out.jsonl", server, env=env)
+        proc = batch_eval(inputs, tmp_path / "out.jsonl", server, env=env)
         assert server.batches.created == 2  # the 500 sent again in a follow-up batch; the 400 is not
     assert proc.returncode == 3, proc.stdout + proc.stderr  # the 400: a judge error, counted
     got = verdicts(tmp_path / "out.jsonl")
@@ -234,10 +228,10 @@ def test_requests_in_the_error_file_are_retried_or_counted(inputs, tmp_path, env
 
 
 def test_no_batch_api_is_said_at_once_with_exit_2(inputs, tmp_path, env):
-    offline = judgegraph(inputs, "--batch", "--out", tmp_path / "a.jsonl", "--no-progress", env=env)
+    offline = cli.run(["eval", inputs, "--batch", "--out", tmp_path / "a.jsonl", "--no-progress"], env=env)
     assert offline.returncode == 2 and "nothing to batch" in offline.stderr
     with FakeOpenAIServer(batch_api=False) as server:  # an OpenAI-compatible server without /v1/batches
-        proc = cli(inputs, tmp_path / "b.jsonl", server, env=env)
+        proc = batch_eval(inputs, tmp_path / "b.jsonl", server, env=env)
         assert server.calls["/v1/chat/completions"] == 0 and server.calls["/v1/files"] == 0
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "has no batch API (GET /v1/batches answered 404)" in proc.stderr
@@ -271,17 +265,16 @@ def test_python_api_and_dry_run_at_batch_price(inputs, tmp_path, env):
     assert summary.cost_usd == pytest.approx(summary.list_cost_usd / 2)
     assert [b.status for b in summary.batches] == ["completed"]
     assert any("completed, 5/5 done" in line for line in lines)
-    dry = judgegraph(inputs, "--model", "openai:gpt-4.1-mini", "--dry-run", "--batch", env=env)
+    dry = cli.run(["eval", inputs, "--model", "openai:gpt-4.1-mini", "--dry-run", "--batch"], env=env)
     assert dry.returncode == 0 and "batch price, 0.5 of list" in dry.stdout
 
 
 def test_the_documented_python_snippet_runs_as_written(inputs, tmp_path, env):
-    """docs/batch.md's snippet, in a fresh interpreter, against the loopback server (OPENAI_BASE_URL)."""
+    """docs/batch.md's snippet, as `python -c` (forked by the test kit), against the loopback server (OPENAI_BASE_URL)."""
     snippet = re.search(r"```python\n(.*?)```", (ROOT / "docs/batch.md").read_text(), re.S).group(1)
     (tmp_path / "chats.jsonl").write_text(inputs.read_text())
     with FakeOpenAIServer(ScriptedResponder([(reply_is("Paris"), NO)], default=YES), batch_polls=0) as server:
-        proc = subprocess.run([sys.executable, "-c", snippet], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=120, env={**env, "OPENAI_BASE_URL": server.base_url})
+        proc = cli.run([], code=snippet, cwd=tmp_path, timeout=120, env={**env, "OPENAI_BASE_URL": server.base_url})
         assert server.batches.created == 1
     assert proc.returncode == 0, proc.stdout + proc.stderr
     code, paid, listed = proc.stdout.split()[-3:]
@@ -318,13 +311,13 @@ def test_a_batch_run_has_the_run_header_and_summary_and_resume_refuses_other_set
     --resume with another threshold is refused before any batch is sent."""
     out = tmp_path / "batch.jsonl"
     with FakeOpenAIServer(ScriptedResponder([], default=YES)) as server:
-        done = cli(inputs, out, server, env=env)
+        done = batch_eval(inputs, out, server, env=env)
         assert done.returncode == 0, done.stdout + done.stderr
         lines = [json.loads(line) for line in out.read_text().splitlines()]
         assert lines[0]["type"] == "header" and lines[-1]["type"] == "summary"
         assert lines[0]["judges"][0]["name"].endswith("gpt-4.1-mini") and lines[-1]["conversations"] == 2
         created = server.batches.created
-        again = cli(inputs, out, server, "--resume", "--threshold", "0.9", env=env)
+        again = batch_eval(inputs, out, server, "--resume", "--threshold", "0.9", env=env)
         assert again.returncode == 2 and "threshold" in again.stderr, again.stdout + again.stderr
         assert server.batches.created == created
 

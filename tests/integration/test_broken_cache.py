@@ -6,13 +6,12 @@ import json
 import os
 import random
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from judgegraph.judges.cache import DiskCache
+from tests.kit import cli
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 
 pytestmark = pytest.mark.integration
@@ -33,10 +32,9 @@ def conversations(tmp_path: Path) -> Path:
     return path
 
 
-def cli(*args: str, home: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": str(home), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "judgegraph.cli", *args], capture_output=True, text=True,
-                          check=False, timeout=180, env=env)
+def at_home(home: Path) -> dict[str, str]:
+    """This process's environment with HOME at ``home``."""
+    return {**os.environ, "HOME": str(home)}
 
 
 def full_cache(path: Path, n: int = 300) -> Path:
@@ -118,8 +116,8 @@ def test_a_broken_cache_file_is_warned_about_once_and_every_conversation_is_judg
     before = cache.read_bytes() if cache.is_file() else None
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(ScriptedResponder([], default=YES)) as server:
-        proc = cli("eval", str(conversations(tmp_path)), "--model", "judge-model", "--base-url", server.base_url,
-                   "--cache", str(cache), "--out", str(out), "--no-progress", home=tmp_path)
+        proc = cli.run(["eval", str(conversations(tmp_path)), "--model", "judge-model", "--base-url", server.base_url,
+                        "--cache", str(cache), "--out", str(out), "--no-progress"], env=at_home(tmp_path))
         calls = server.calls["/v1/chat/completions"]
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = judged(out)
@@ -138,10 +136,8 @@ def test_an_unwritable_default_cache_folder_is_warned_about_and_judging_goes_on(
     env = {k: v for k, v in os.environ.items() if k not in ("JUDGEGRAPH_JUDGE_CACHE", "JUDGEGRAPH_CACHE_DIR")}
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(ScriptedResponder([], default=YES)) as server:
-        proc = subprocess.run([sys.executable, "-m", "judgegraph.cli", "eval", str(conversations(tmp_path)),
-                               "--model", "judge-model", "--base-url", server.base_url, "--out", str(out),
-                               "--no-progress"], capture_output=True, text=True, check=False, timeout=180,
-                              env={**env, "HOME": str(tmp_path)})
+        proc = cli.run(["eval", str(conversations(tmp_path)), "--model", "judge-model", "--base-url", server.base_url,
+                        "--out", str(out), "--no-progress"], env={**env, "HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(judged(out)) == N_CONVERSATIONS
     assert proc.stderr.count("warning: judge cache") == 1
@@ -151,13 +147,13 @@ def test_an_unwritable_default_cache_folder_is_warned_about_and_judging_goes_on(
 @pytest.mark.parametrize("make", [garbage, truncated, page_corrupt], ids=lambda f: f.__name__)
 def test_cache_info_reports_a_damaged_file_and_clear_replaces_it(tmp_path, make):
     cache = make(tmp_path)
-    info = cli("cache", "info", "--cache", str(cache), home=tmp_path)
+    info = cli.run(["cache", "info", "--cache", str(cache)], env=at_home(tmp_path))
     assert info.returncode == 3, info.stdout + info.stderr
     assert str(cache) in info.stderr and "cache clear" in info.stderr and "internal error" not in info.stderr
-    cleared = cli("cache", "clear", "--cache", str(cache), home=tmp_path)
+    cleared = cli.run(["cache", "clear", "--cache", str(cache)], env=at_home(tmp_path))
     assert cleared.returncode == 0, cleared.stdout + cleared.stderr
     assert "damaged" in cleared.stdout and not cache.exists()
-    after = cli("cache", "info", "--cache", str(cache), home=tmp_path)
+    after = cli.run(["cache", "info", "--cache", str(cache)], env=at_home(tmp_path))
     assert after.returncode == 0 and "no file yet" in after.stdout
 
 
@@ -166,7 +162,7 @@ def test_cache_info_and_clear_refuse_what_is_not_a_cache_and_leave_it_alone(tmp_
     cache = make(tmp_path)
     before = cache.read_bytes() if cache.is_file() else None
     for action in ("info", "clear"):
-        proc = cli("cache", action, "--cache", str(cache), home=tmp_path)
+        proc = cli.run(["cache", action, "--cache", str(cache)], env=at_home(tmp_path))
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert str(cache) in proc.stderr and "not a judge cache" in proc.stderr
     assert cache.exists() and (before is None or cache.read_bytes() == before)

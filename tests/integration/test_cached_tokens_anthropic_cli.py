@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from judgegraph.data.results import Usage
 from tests.integration.test_cached_tokens_cli import conversation_lines, write_long_chats
+from tests.kit import cli
 from tests.kit.anthropic_server import AnthropicRequest, FakeAnthropicServer
 
 pytestmark = [pytest.mark.integration,
@@ -36,13 +35,13 @@ def dry_and_real(tmp_path: Path, env: dict[str, str], model: str) -> tuple[str, 
     out = tmp_path / "r.jsonl"
     guidelines = [arg for g in GUIDELINES for arg in ("--guideline", g)]
     with FakeAnthropicServer(followed) as server:
-        args = [sys.executable, "-m", "judgegraph.cli", "eval", str(chats), "-m", "conversational-guidelines",
+        args = ["eval", str(chats), "-m", "conversational-guidelines",
                 *guidelines, "--model", model, "--base-url", server.base_url, "--no-progress", "--no-cache",
                 "--concurrency", "1", "--workers", "1", "--out", str(out), "--overwrite"]
-        dry = subprocess.run([*args, "--dry-run"], env=env, capture_output=True, text=True, check=False, timeout=120)
+        dry = cli.run([*args, "--dry-run"], env=env, timeout=120)
         assert dry.returncode == 0, dry.stderr
         assert not server.requests  # the dry run sent nothing
-        real = subprocess.run([*args, "-q"], env=env, capture_output=True, text=True, check=False, timeout=120)
+        real = cli.run([*args, "-q"], env=env, timeout=120)
         assert real.returncode == 0, real.stdout + real.stderr
     usages = [Usage.model_validate(r["results"]["conversational_guidelines"]["usage"]) for r in conversation_lines(out)]
     return " ".join(dry.stdout.split()), usages, server
@@ -79,9 +78,9 @@ def test_a_model_s_higher_minimum_caches_nothing_in_both(tmp_path, bare_env):
 @pytest.mark.parametrize("model", ["google_genai:gemini-2.5-flash", "mistralai:mistral-large-latest"])
 def test_a_provider_with_no_known_rule_is_unknown_not_openai_s_figure(tmp_path, bare_env, model):
     chats = write_long_chats(tmp_path / "chats.jsonl")
-    dry = subprocess.run([sys.executable, "-m", "judgegraph.cli", "eval", str(chats), "-m", "turn-relevancy",
-                          "--model", model, "--dry-run", "--out", str(tmp_path / "r.jsonl")],
-                         env=bare_env, capture_output=True, text=True, check=False, timeout=120)
+    dry = cli.run(["eval", str(chats), "-m", "turn-relevancy",
+                   "--model", model, "--dry-run", "--out", str(tmp_path / "r.jsonl")],
+                  env=bare_env, timeout=120)
     assert dry.returncode == 0, dry.stderr
     said = " ".join(dry.stdout.split())
     provider = model.split(":")[0]
@@ -93,9 +92,9 @@ def test_a_provider_with_no_known_rule_is_unknown_not_openai_s_figure(tmp_path, 
 def test_pairwise_says_unknown_for_a_provider_with_no_known_rule(tmp_path, bare_env):
     a = write_long_chats(tmp_path / "a.jsonl", n=1, exchanges=2)
     b = write_long_chats(tmp_path / "b.jsonl", n=1, exchanges=2)
-    done = subprocess.run([sys.executable, "-m", "judgegraph.cli", "pairwise", str(a), str(b), "--model",
-                           "google_genai:gemini-2.5-flash", "--dry-run"],
-                          env=bare_env, capture_output=True, text=True, check=False, timeout=120)
+    done = cli.run(["pairwise", str(a), str(b), "--model",
+                    "google_genai:gemini-2.5-flash", "--dry-run"],
+                   env=bare_env, timeout=120)
     assert done.returncode == 0, done.stderr
     said = " ".join(done.stdout.split())
     assert "cacheable tokens unknown: no prompt-cache rule known for provider 'google_genai'" in said, said

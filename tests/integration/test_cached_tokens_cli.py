@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from judgegraph.cost.pricing import Prices
 from judgegraph.data.results import Usage
+from tests.kit import cli
 from tests.kit.openai_server import FakeOpenAIServer, structured
 
 pytestmark = pytest.mark.integration
@@ -33,10 +32,6 @@ def write_long_chats(path: Path, n: int = 2, exchanges: int = 6) -> Path:
     return path
 
 
-def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "judgegraph.cli", "eval", *args]
-
-
 def conversation_lines(path: Path) -> list[dict]:
     return [r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if r["type"] == "conversation"]
 
@@ -48,13 +43,13 @@ def test_cached_tokens_reach_usage_cost_and_the_dry_run(tmp_path, bare_env):
                                                    "source": "test table"}}))
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(lambda req: structured({"reason": "on topic", "verdict": "yes"})) as server:
-        args = cli(str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--no-progress",
-                   "--no-cache", "--concurrency", "1", "--prices", str(prices), "--out", str(out))
-        dry = subprocess.run([*args, "--dry-run"], env=bare_env, capture_output=True, text=True, check=False,
-                             timeout=120)
+        args = ["eval", str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--no-progress",
+                "--no-cache", "--concurrency", "1", "--prices", str(prices), "--out", str(out)]
+        dry = cli.run([*args, "--dry-run"], env=bare_env,
+                      timeout=120)
         assert dry.returncode == 0, dry.stderr
         server.prefix_cache = type(server.prefix_cache)()  # the dry run sent nothing; start the real run afresh
-        real = subprocess.run([*args, "-q"], env=bare_env, capture_output=True, text=True, check=False, timeout=120)
+        real = cli.run([*args, "-q"], env=bare_env, timeout=120)
         assert real.returncode == 0, real.stderr
     records = conversation_lines(out)
     usages = [Usage.model_validate(r["results"]["turn_relevancy"]["usage"]) for r in records]
@@ -72,9 +67,9 @@ def test_cached_tokens_reach_usage_cost_and_the_dry_run(tmp_path, bare_env):
     assert f"{cached} in from the provider's prompt cache" in " ".join(real.stdout.split())  # the run's summary
     long0 = next(r for r in records if r["conversation_id"] == "long0")  # lines come in the order judged
     window = next(v for v in long0["results"]["turn_relevancy"]["verdicts"] if v["usage"]["cached_input_tokens"])
-    shown = subprocess.run([sys.executable, "-m", "judgegraph.cli", "show", str(out), "--conversation", "long0",
-                            "--metric", "turn-relevancy", "--window", str(window["window"])],
-                           env=bare_env, capture_output=True, text=True, check=False, timeout=120)
+    shown = cli.run(["show", str(out), "--conversation", "long0",
+                     "--metric", "turn-relevancy", "--window", str(window["window"])],
+                    env=bare_env, timeout=120)
     assert shown.returncode == 0, shown.stderr
     shown_text = " ".join(shown.stdout.split())  # the console wraps long lines
     assert f"{window['usage']['cached_input_tokens']} in from the provider's prompt cache" in shown_text
@@ -85,10 +80,9 @@ def test_a_bad_price_file_is_a_usage_error_before_any_call(tmp_path, bare_env):
     prices = tmp_path / "prices.yaml"
     prices.write_text("gpt-4.1-mini:\n  input: 0.4\n  outptu: 1.6\n")
     with FakeOpenAIServer() as server:
-        run = subprocess.run(cli(str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url,
-                                 "--no-progress", "--out", str(tmp_path / "r.jsonl")),
-                             env={**bare_env, "JUDGEGRAPH_PRICES": str(prices)}, capture_output=True, text=True,
-                             check=False, timeout=120)
+        run = cli.run(["eval", str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url,
+                       "--no-progress", "--out", str(tmp_path / "r.jsonl")],
+                      env={**bare_env, "JUDGEGRAPH_PRICES": str(prices)}, timeout=120)
         assert server.calls["/v1/chat/completions"] == 0
     assert run.returncode == 2, run.stderr
     message = " ".join(run.stderr.split())
@@ -101,13 +95,11 @@ def test_pairwise_takes_a_price_file_and_refuses_a_bad_one(tmp_path, bare_env):
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
     good.write_text(json.dumps({"gpt-4.1-mini": {"input": 1000, "output": 1000}}))
     bad.write_text(json.dumps({"gpt-4.1-mini": {"input": 1000}}))
-    base = [sys.executable, "-m", "judgegraph.cli", "pairwise", str(a), str(b), "--model", "openai:gpt-4.1-mini",
+    base = ["pairwise", str(a), str(b), "--model", "openai:gpt-4.1-mini",
             "--dry-run"]
-    refused = subprocess.run([*base, "--prices", str(bad)], env=bare_env, capture_output=True, text=True,
-                             check=False, timeout=120)
+    refused = cli.run([*base, "--prices", str(bad)], env=bare_env, timeout=120)
     assert refused.returncode == 2 and "'output'" in " ".join(refused.stderr.split()), refused.stderr
-    priced = subprocess.run([*base, "--prices", str(good)], env=bare_env, capture_output=True, text=True,
-                            check=False, timeout=120)
+    priced = cli.run([*base, "--prices", str(good)], env=bare_env, timeout=120)
     assert priced.returncode == 0, priced.stderr
     dollars = re.search(r"\$([0-9.]+)\. No call was made", " ".join(priced.stdout.split()))
     assert dollars and float(dollars.group(1)) > 1, priced.stdout  # $1,000 per million tokens: the file's price

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from judgegraph.cli import main
+from tests.kit import cli
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,13 +132,10 @@ def test_guidelines_and_role_reach_the_judge(tmp_path, bare_env):
     rules = tmp_path / "rules.txt"
     rules.write_text("Never ask for the card number.\n\nAlways offer a human agent.\n")
     with FakeOpenAIServer(responder) as server:
-        proc = subprocess.run(
-            [sys.executable, "-m", "judgegraph.cli", "eval", str(EX / "session_chats.jsonl"), "-q", "--no-progress",
-             "-m", "conversational-guidelines", "--guideline", "Apologise for problems.", "--guideline", f"@{rules}",
-             "-m", "role-adherence", "--role", "A cheerful pirate.",
-             "--model", "openai:judge", "--base-url", server.base_url, "--out", str(tmp_path / "r.jsonl")],
-            capture_output=True, text=True, timeout=120, env={**bare_env, "HOME": str(tmp_path)},
-        )
+        proc = cli.run(["eval", str(EX / "session_chats.jsonl"), "-q", "--no-progress",
+                        "-m", "conversational-guidelines", "--guideline", "Apologise for problems.", "--guideline", f"@{rules}",
+                        "-m", "role-adherence", "--role", "A cheerful pirate.",
+                        "--model", "openai:judge", "--base-url", server.base_url, "--out", str(tmp_path / "r.jsonl")], timeout=120, env={**bare_env, "HOME": str(tmp_path)})
         bodies = json.dumps(server.requests)
     assert proc.returncode == 0, proc.stdout + proc.stderr  # judged, every conversation passed; 3 would be errors
     for text in ("Apologise for problems.", "Never ask for the card number.", "Always offer a human agent.", "A cheerful pirate."):
@@ -156,12 +154,9 @@ def test_response_relevancy_with_llm_questions_and_server_embeddings(tmp_path, b
 
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(responder) as server:
-        proc = subprocess.run(
-            [sys.executable, "-m", "judgegraph.cli", "eval", str(EX / "ragas_samples.jsonl"), "-q", "--no-progress",
-             "-m", "response-relevancy", "--n-questions", "3", "--embeddings", "openai:text-embedding-3-small",
-             "--model", "openai:judge", "--base-url", server.base_url, "--out", str(out)],
-            capture_output=True, text=True, timeout=120, env={**bare_env, "HOME": str(tmp_path)},
-        )
+        proc = cli.run(["eval", str(EX / "ragas_samples.jsonl"), "-q", "--no-progress",
+                        "-m", "response-relevancy", "--n-questions", "3", "--embeddings", "openai:text-embedding-3-small",
+                        "--model", "openai:judge", "--base-url", server.base_url, "--out", str(out)], timeout=120, env={**bare_env, "HOME": str(tmp_path)})
         chats, embeds = server.calls["/v1/chat/completions"], server.calls["/v1/embeddings"]
     assert proc.returncode in (0, 1), proc.stderr
     rows = [r for r in records(out) if r["type"] == "conversation"]

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from langchain_openai import ChatOpenAI
 
 from judgegraph.metrics.relevancy import create_conversation_relevance_metric, create_turn_relevancy_metric
+from tests.kit import cli
 from tests.kit.dense_answerer import MARK, RelevanceAnswerer
 from tests.kit.openai_server import FakeOpenAIServer, error
 
@@ -134,12 +133,12 @@ def test_dry_run_counts_the_dense_calls_the_run_then_makes(tmp_path: Path, bare_
     chats.write_text("".join(json.dumps(conversation(c)) + "\n" for c in range(4)), encoding="utf-8")
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(RelevanceAnswerer()) as server:
-        args = [sys.executable, "-m", "judgegraph.cli", "eval", str(chats), "--model", "openai:gpt-4.1-mini",
+        args = ["eval", str(chats), "--model", "openai:gpt-4.1-mini",
                 "--base-url", server.base_url, "--no-progress", "--window-size", "4", "--dense", "4", "--out", str(out)]
-        dry = subprocess.run([*args, "--dry-run"], env=bare_env, capture_output=True, text=True, check=False, timeout=120)
+        dry = cli.run([*args, "--dry-run"], env=bare_env, timeout=120)
         assert dry.returncode == 0, dry.stderr
         assert server.calls["/v1/chat/completions"] == 0
-        real = subprocess.run([*args, "-q"], env=bare_env, capture_output=True, text=True, check=False, timeout=120)
+        real = cli.run([*args, "-q"], env=bare_env, timeout=120)
         calls = server.calls["/v1/chat/completions"]
     assert real.returncode in (0, 1), real.stderr
     total = re.search(r"total\W+(\d+)\W+(\d+)\W+~(\d+)", dry.stdout)

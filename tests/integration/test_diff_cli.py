@@ -3,8 +3,6 @@ a new version of a support bot's conversations, and the loopback OpenAI server a
 figures (checked against scipy), the judge change, the CI gate's exit statuses, JSON and Markdown."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +11,7 @@ from scipy.stats import binomtest, bootstrap
 
 from judgegraph.cli import main
 from judgegraph.compare import diff_runs
+from tests.kit import cli
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured, text
 
 pytestmark = pytest.mark.integration
@@ -186,19 +185,18 @@ def test_another_judge_is_named_and_its_errors_hold_the_gate(runs, tmp_path, cap
 
 def test_the_command_in_a_subprocess(runs, bare_env):
     old, new = runs
-    done = subprocess.run([sys.executable, "-m", "judgegraph.cli", "diff", str(old), str(new), "--fail-on-regression"],
-                          capture_output=True, text=True, env=bare_env, timeout=120)
+    done = cli.run(["diff", str(old), str(new), "--fail-on-regression"], env=bare_env, timeout=120)
     assert done.returncode == 1, done.stderr
     assert "password-reset" in done.stdout and "regressed" in done.stderr
 
 
 def test_the_docs_python_snippet_runs_as_written(runs, tmp_path, bare_env):
-    from tests.integration.test_documented_snippets import ROOT, python_block, run_python
+    from tests.integration.test_documented_snippets import ROOT, python_block
 
     for path, name in zip(runs, ("old-results.jsonl", "new-results.jsonl")):
         (tmp_path / name).write_bytes(path.read_bytes())
     snippet = python_block(ROOT / "docs" / "diff.md", "from judgegraph.compare import diff_runs")
-    done = run_python(snippet, bare_env, tmp_path)
+    done = cli.run([], code=snippet, env=bare_env, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert lines[0] == "turn_relevancy password-reset 1.0 -> 0.3333333333333333"
@@ -216,8 +214,7 @@ def test_json_and_markdown_of_data_with_a_lone_surrogate_and_escapes(runs, tmp_p
     odd.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")  # ASCII: "\udfff" escaped
     outputs = {}
     for fmt in ("--json", "--markdown", None):
-        done = subprocess.run([sys.executable, "-m", "judgegraph.cli", "diff", str(old), str(odd),
-                               *([fmt] if fmt else [])], capture_output=True, env=bare_env, timeout=120)
+        done = cli.run(["diff", str(old), str(odd), *([fmt] if fmt else [])], env=bare_env, timeout=120, text=False)
         assert done.returncode == 0, done.stderr.decode(errors="replace")
         outputs[fmt] = done.stdout.decode("utf-8")
     ids = {p["conversation_id"] for p in json.loads(outputs["--json"])["pairs"]}

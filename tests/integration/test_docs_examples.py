@@ -6,14 +6,13 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.conftest import PASSED_TO_SUBPROCESSES
+from tests.kit import cli
 from tests.kit.openai_server import FakeOpenAIServer, schema_responder
 
 pytestmark = pytest.mark.integration
@@ -93,8 +92,7 @@ def folder(tmp_path_factory):
     where = tmp_path_factory.mktemp("newuser")
     shutil.copytree(ROOT / "examples", where / "examples")
     env = {"PATH": "/usr/bin:/bin", **{k: os.environ[k] for k in PASSED_TO_SUBPROCESSES if os.environ.get(k)}}
-    first = subprocess.run([sys.executable, "-m", "judgegraph.cli", "eval", "examples/support_chats.jsonl",
-                            "--no-progress"], cwd=where, env=env, capture_output=True, text=True, timeout=300)
+    first = cli.run(["eval", "examples/support_chats.jsonl", "--no-progress"], cwd=where, env=env, timeout=300)
     assert first.returncode in (0, 1), first.stdout + first.stderr
     for name in ("old-results.jsonl", "new-results.jsonl", "main-results.jsonl", "pr-results.jsonl"):
         shutil.copy(where / "judgegraph-results.jsonl", where / name)
@@ -102,10 +100,9 @@ def folder(tmp_path_factory):
         shutil.copy(where / "examples" / "support_chats.jsonl", where / name)
     shutil.copy(where / "examples" / "support_labels.jsonl", where / "labels.jsonl")
     with FakeOpenAIServer(schema_responder) as server:  # results.jsonl: an LLM judge's run, asked three times
-        made = subprocess.run([sys.executable, "-m", "judgegraph.cli", "eval", "chats.jsonl", "--model",
-                               "openai:gpt-4.1-mini", "--repeat", "3", "--out", "results.jsonl", "--no-progress"],
-                              cwd=where, capture_output=True, text=True, timeout=300,
-                              env={**env, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test"})
+        made = cli.run(["eval", "chats.jsonl", "--model", "openai:gpt-4.1-mini", "--repeat", "3", "--out", "results.jsonl",
+                        "--no-progress"], cwd=where, timeout=300,
+                       env={**env, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test"})
     assert made.returncode in (0, 1), made.stdout + made.stderr
     return where, env
 
@@ -120,15 +117,15 @@ def test_a_site_page_s_commands_run_in_order_as_written(folder, tmp_path, monkey
 @pytest.mark.slow
 @pytest.mark.parametrize("doc, index, code", python_examples(), ids=[f"{d}:{i}" for d, i, _ in python_examples()])
 def test_a_documented_python_example_runs_as_written(folder, tmp_path, doc, index, code):
-    """In a fresh interpreter, in a copy of the new user's folder, the loopback server as the judge."""
+    """As ``python -c CODE`` (forked by the test kit), in a copy of the new user's folder, the loopback server as
+    the judge."""
     where, env = folder
     run = shutil.copytree(where, tmp_path / "run")
     with FakeOpenAIServer(schema_responder) as server:
-        proc = subprocess.run([sys.executable, "-c", code], cwd=run, capture_output=True, text=True, timeout=300,
-                              env={**env, "PYTHONPATH": f"{env.get('PYTHONPATH', '')}:{ROOT}",
-                                   "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test",
-                                   "JUDGEGRAPH_JUDGE_CACHE": str(tmp_path / "cache.sqlite")},
-                              stdin=subprocess.DEVNULL)
+        proc = cli.run([], code=code, cwd=run, timeout=300,
+                       env={**env, "PYTHONPATH": f"{env.get('PYTHONPATH', '')}:{ROOT}",
+                            "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test",
+                            "JUDGEGRAPH_JUDGE_CACHE": str(tmp_path / "cache.sqlite")})
     assert proc.returncode == 0, f"{doc} python block {index}:\n{code[:500]}\n{proc.stderr[-2500:]}"
 
 

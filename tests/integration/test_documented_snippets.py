@@ -1,14 +1,13 @@
 """The README's and docs' own snippets, run as a new user would run them: copied
-out of the Markdown, in a fresh interpreter, against the loopback OpenAI server."""
+out of the Markdown, as `python -c` (forked by the test kit), against the loopback OpenAI server."""
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.kit import cli
 from tests.kit.openai_server import FakeOpenAIServer, schema_responder
 
 pytestmark = pytest.mark.integration
@@ -22,11 +21,6 @@ def python_block(markdown: Path, starts: str) -> str:
         if block.startswith(starts):
             return block
     raise AssertionError(f"no python block starting {starts!r} in {markdown}")
-
-
-def run_python(code: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=300, stdin=subprocess.DEVNULL)
 
 
 CHATBOT = '''
@@ -43,7 +37,7 @@ def test_docs_apps_simulate_snippet_runs_as_written(tmp_path, bare_env):
     with FakeOpenAIServer(schema_responder) as server:
         env = {**bare_env, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key",
                "JUDGEGRAPH_JUDGE_CACHE": str(tmp_path / "judge-cache.sqlite")}
-        proc = run_python(CHATBOT + snippet, env, tmp_path)
+        proc = cli.run([], code=CHATBOT + snippet, env=env, cwd=tmp_path, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert server.calls["/v1/chat/completions"] > 0
     line = proc.stdout.strip().splitlines()[0]
@@ -63,6 +57,6 @@ def test_readme_apps_import_line_gives_the_function(tmp_path, bare_env):
     with FakeOpenAIServer(schema_responder) as server:
         env = {**bare_env, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key",
                "JUDGEGRAPH_JUDGE_CACHE": str(tmp_path / "judge-cache.sqlite")}
-        proc = run_python(code, env, tmp_path)
+        proc = cli.run([], code=code, env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == ["max_turns"]

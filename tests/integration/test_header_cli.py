@@ -13,6 +13,7 @@ import pytest
 from judgegraph import __version__, load_results
 from judgegraph.cli import main
 from judgegraph.cli.init import STARTER
+from tests.kit import cli
 
 pytestmark = pytest.mark.integration
 
@@ -272,13 +273,12 @@ def test_the_html_report_of_a_file_with_a_header_shows_input_order(run, tmp_path
 def test_the_docs_load_results_snippet_runs_as_written(run, tmp_path, bare_env):
     import re
     import shutil
-    import subprocess
 
     _, out, _ = run
     docs = (Path(__file__).resolve().parents[2] / "docs" / "runs.md").read_text(encoding="utf-8")
     (block,) = [b for b in re.findall(r"```python\n(.*?)```", docs, re.S) if b.startswith("from judgegraph import load")]
     shutil.copy(out, tmp_path / "results.jsonl")
-    proc = subprocess.run([sys.executable, "-c", block + "\nprint(len(df), results.summary.conversations)"],
-                          env=bare_env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    proc = cli.run([], code=block + "\nprint(len(df), results.summary.conversations)", env=bare_env, cwd=tmp_path,
+                   timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split()[-2:] == ["4", "4"]

@@ -7,13 +7,12 @@ reported judge error within the judge's limits; the run goes on."""
 import asyncio
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from judgegraph.judges import resolve_judge
 from judgegraph.metrics.relevancy import create_turn_relevancy_metric
+from tests.kit import cli
 from tests.kit.openai_server import (
     FakeOpenAIServer,
     ScriptedResponder,
@@ -43,10 +42,9 @@ def write_conversations(tmp_path, tags):
     return path
 
 
-def cli(*args, tmp_path, env_extra=None, timeout=120):
-    env = {**os.environ, "HOME": str(tmp_path), "JUDGEGRAPH_CACHE_DIR": str(tmp_path / "cache"), **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "judgegraph.cli", *args], capture_output=True, text=True, check=False,
-                          timeout=timeout, env=env)
+def env_at(tmp_path, **extra):
+    """This process's environment with HOME and the model cache in the test's folder."""
+    return {**os.environ, "HOME": str(tmp_path), "JUDGEGRAPH_CACHE_DIR": str(tmp_path / "cache"), **extra}
 
 
 def results_by_id(path):
@@ -88,9 +86,9 @@ def test_cli_timeout_is_a_deadline_for_a_trickled_reply(tmp_path):
     out = tmp_path / "r.jsonl"
     responder = ScriptedResponder([("SLOW", trickle(VERDICT, interval=0.5))], default=YES)
     with FakeOpenAIServer(responder) as server:
-        proc = cli("eval", str(write_conversations(tmp_path, ["SLOW", "fine"])), "--model", "judge-model",
-                   "--base-url", server.base_url, "--timeout", "2", "--max-retries", "0", "--no-cache",
-                   "--out", str(out), "--no-progress", tmp_path=tmp_path)
+        proc = cli.run(["eval", str(write_conversations(tmp_path, ["SLOW", "fine"])), "--model", "judge-model",
+                        "--base-url", server.base_url, "--timeout", "2", "--max-retries", "0", "--no-cache",
+                        "--out", str(out), "--no-progress"], env=env_at(tmp_path))
     assert proc.returncode == 3, proc.stdout + proc.stderr
     results = results_by_id(out)
     assert results["fine"]["status"] != "error"
@@ -109,9 +107,9 @@ def test_huge_gzip_bomb_and_endless_replies_are_judge_errors_naming_the_limit_an
         ("ENDLESS", endless(max_seconds=30)),         # chunked, never ends
     ], default=YES)
     with FakeOpenAIServer(responder) as server:
-        proc = cli("eval", str(write_conversations(tmp_path, ["HUGE", "ok1", "BOMB", "ok2", "ENDLESS"])),
-                   "--model", "judge-model", "--base-url", server.base_url, "--no-cache", "--concurrency", "2",
-                   "--out", str(out), "--no-progress", tmp_path=tmp_path)
+        proc = cli.run(["eval", str(write_conversations(tmp_path, ["HUGE", "ok1", "BOMB", "ok2", "ENDLESS"])),
+                        "--model", "judge-model", "--base-url", server.base_url, "--no-cache", "--concurrency", "2",
+                        "--out", str(out), "--no-progress"], env=env_at(tmp_path))
         hostile_calls = {tag: responder.hits[tag] for tag in ("HUGE", "BOMB", "ENDLESS")}
     assert proc.returncode == 3, proc.stdout + proc.stderr
     results = results_by_id(out)
@@ -134,8 +132,8 @@ def test_a_gzip_bomb_is_cut_on_the_decoded_bytes_with_a_configurable_limit(async
 
 
 def test_max_reply_bytes_zero_is_a_usage_error(tmp_path):
-    proc = cli("eval", str(write_conversations(tmp_path, ["a"])), "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-               "--max-reply-bytes", "0", "--out", str(tmp_path / "r.jsonl"), tmp_path=tmp_path)
+    proc = cli.run(["eval", str(write_conversations(tmp_path, ["a"])), "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                    "--max-reply-bytes", "0", "--out", str(tmp_path / "r.jsonl")], env=env_at(tmp_path))
     assert proc.returncode == 2 and "--max-reply-bytes" in proc.stderr
 
 
@@ -146,9 +144,9 @@ def test_an_error_body_echoing_the_headers_leaves_no_key_in_results_report_or_ca
     out, html, cache = tmp_path / "r.jsonl", tmp_path / "report.html", tmp_path / "jc.sqlite"
     responder = ScriptedResponder([("ECHO400", echo_headers(400)), ("ECHO500", echo_headers(500))], default=YES)
     with FakeOpenAIServer(responder) as server:
-        proc = cli("eval", str(write_conversations(tmp_path, ["ECHO400", "ok", "ECHO500"])), "--model", "judge-model",
-                   "--base-url", server.base_url, "--max-retries", "1", "--cache", str(cache), "--html", str(html),
-                   "--out", str(out), "--no-progress", tmp_path=tmp_path, env_extra={"OPENAI_API_KEY": SECRET})
+        proc = cli.run(["eval", str(write_conversations(tmp_path, ["ECHO400", "ok", "ECHO500"])), "--model", "judge-model",
+                        "--base-url", server.base_url, "--max-retries", "1", "--cache", str(cache), "--html", str(html),
+                        "--out", str(out), "--no-progress"], env=env_at(tmp_path, OPENAI_API_KEY=SECRET))
         echoed = responder.hits["ECHO400"] + responder.hits["ECHO500"]
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert echoed == 1 + 2  # the 400 once; the 500 retried once
@@ -171,9 +169,9 @@ def test_a_successful_reply_echoing_the_headers_leaves_no_key_in_results_report_
     echo = echo_headers(200, {"reason": "Fine. Request headers were {headers}", "verdict": "yes"})
     responder = ScriptedResponder([("ECHO200", echo)], default=YES)
     with FakeOpenAIServer(responder) as server:
-        proc = cli("eval", str(write_conversations(tmp_path, ["ECHO200", "ok"])), "--model", "judge-model",
-                   "--base-url", server.base_url, "--cache", str(cache), "--html", str(html), "--out", str(out),
-                   "--no-progress", tmp_path=tmp_path, env_extra={"OPENAI_API_KEY": SECRET})
+        proc = cli.run(["eval", str(write_conversations(tmp_path, ["ECHO200", "ok"])), "--model", "judge-model",
+                        "--base-url", server.base_url, "--cache", str(cache), "--html", str(html), "--out", str(out),
+                        "--no-progress"], env=env_at(tmp_path, OPENAI_API_KEY=SECRET))
         assert responder.hits["ECHO200"] == 1
     assert proc.returncode == 0, proc.stdout + proc.stderr
     verdict = results_by_id(out)["ECHO200"]["verdicts"][0]

@@ -4,13 +4,12 @@ the loopback OpenAI-compatible server."""
 import json
 import os
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.kit import cli
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured
 
 pytestmark = pytest.mark.integration
@@ -30,10 +29,9 @@ def conversations(tmp_path, n=20):
     return path
 
 
-def cli(*args, tmp_path, timeout=180):
-    env = {**os.environ, "HOME": str(tmp_path)}
-    return subprocess.run([sys.executable, "-m", "judgegraph.cli", *args], capture_output=True, text=True, check=False,
-                          timeout=timeout, env=env)
+def home(tmp_path):
+    """This process's environment with HOME in the test's folder (where the default judge cache would go)."""
+    return {**os.environ, "HOME": str(tmp_path)}
 
 
 def dead_port() -> int:
@@ -50,9 +48,10 @@ def records(path):
 def test_a_dead_port_ends_the_run_within_seconds_with_exit_3(tmp_path):
     url = f"http://127.0.0.1:{dead_port()}/v1"
     out = tmp_path / "r.jsonl"
+    assert cli.run(["--version"], env=home(tmp_path)).returncode == 0  # the kit's zygote up: what is timed is the run
     started = time.monotonic()
-    proc = cli("eval", str(conversations(tmp_path)), "--model", "judge-model", "--base-url", url, "--out", str(out),
-               "--no-progress", "--max-retries", "5", tmp_path=tmp_path)
+    proc = cli.run(["eval", str(conversations(tmp_path)), "--model", "judge-model", "--base-url", url, "--out", str(out),
+                    "--no-progress", "--max-retries", "5"], env=home(tmp_path))
     elapsed = time.monotonic() - started
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert elapsed < 20
@@ -66,8 +65,8 @@ def test_a_dead_port_ends_the_run_within_seconds_with_exit_3(tmp_path):
 def test_a_401_server_is_asked_once_not_retried(tmp_path):
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(ScriptedResponder([], default=error(401))) as server:
-        proc = cli("eval", str(conversations(tmp_path)), "--model", "judge-model", "--base-url", server.base_url,
-                   "--out", str(out), "--no-progress", "--concurrency", "1", tmp_path=tmp_path)
+        proc = cli.run(["eval", str(conversations(tmp_path)), "--model", "judge-model", "--base-url", server.base_url,
+                        "--out", str(out), "--no-progress", "--concurrency", "1"], env=home(tmp_path))
         calls = server.calls["/v1/chat/completions"]
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert calls == 1
@@ -80,11 +79,11 @@ def test_rerun_makes_zero_calls_with_identical_results_and_cache_subcommand(tmp_
     with FakeOpenAIServer(ScriptedResponder([], default=YES)) as server:
         args = ["eval", str(data), "--model", "judge-model", "--base-url", server.base_url, "--no-progress",
                 "--cache", str(cache)]
-        first = cli(*args, "--out", str(tmp_path / "1.jsonl"), tmp_path=tmp_path)
+        first = cli.run([*args, "--out", str(tmp_path / "1.jsonl")], env=home(tmp_path))
         n1 = server.calls["/v1/chat/completions"]
-        second = cli(*args, "--out", str(tmp_path / "2.jsonl"), tmp_path=tmp_path)
+        second = cli.run([*args, "--out", str(tmp_path / "2.jsonl")], env=home(tmp_path))
         n2 = server.calls["/v1/chat/completions"] - n1
-        third = cli(*args[:-2], "--no-cache", "--out", str(tmp_path / "3.jsonl"), tmp_path=tmp_path)
+        third = cli.run([*args[:-2], "--no-cache", "--out", str(tmp_path / "3.jsonl")], env=home(tmp_path))
         n3 = server.calls["/v1/chat/completions"] - n1 - n2
     assert first.returncode == second.returncode == third.returncode == 0, first.stderr + second.stderr
     assert n1 == 15 and n2 == 0 and n3 == 15
@@ -98,18 +97,18 @@ def test_rerun_makes_zero_calls_with_identical_results_and_cache_subcommand(tmp_
     verdict = next(r for r in records(tmp_path / "2.jsonl") if r["type"] == "conversation")["results"]
     assert next(iter(verdict.values()))["verdicts"][0]["transcript"][0]["cached"] is True
 
-    info = cli("cache", "info", "--cache", str(cache), tmp_path=tmp_path)
+    info = cli.run(["cache", "info", "--cache", str(cache)], env=home(tmp_path))
     assert info.returncode == 0 and "15 answers" in info.stdout and "judge-model" in info.stdout
-    cleared = cli("cache", "clear", "--cache", str(cache), tmp_path=tmp_path)
+    cleared = cli.run(["cache", "clear", "--cache", str(cache)], env=home(tmp_path))
     assert cleared.returncode == 0 and "15 answers removed" in cleared.stdout
-    assert "0 answers" in cli("cache", "info", "--cache", str(cache), tmp_path=tmp_path).stdout
+    assert "0 answers" in cli.run(["cache", "info", "--cache", str(cache)], env=home(tmp_path)).stdout
 
 
 @pytest.mark.parametrize("flag, value", [("--timeout", "0"), ("--max-retries", "-1"), ("--rpm", "0"), ("--tpm", "nan"),
                                          ("--max-prompt-tokens", "0")])
 def test_bad_judge_settings_are_usage_errors(tmp_path, flag, value):
-    proc = cli("eval", str(conversations(tmp_path, 1)), "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-               flag, value, "--out", str(tmp_path / "r.jsonl"), tmp_path=tmp_path)
+    proc = cli.run(["eval", str(conversations(tmp_path, 1)), "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                    flag, value, "--out", str(tmp_path / "r.jsonl")], env=home(tmp_path))
     assert proc.returncode == 2 and flag in proc.stderr
 
 
@@ -125,8 +124,8 @@ def test_rpm_on_the_command_line_paces_the_whole_run(tmp_path):
         return YES
 
     with FakeOpenAIServer(responder) as server:
-        proc = cli("eval", str(conversations(tmp_path, n=2)), "--model", "judge-model", "--base-url", server.base_url,
-                   "--rpm", "120", "--no-cache", "--out", str(tmp_path / "r.jsonl"), "--no-progress", tmp_path=tmp_path)
+        proc = cli.run(["eval", str(conversations(tmp_path, n=2)), "--model", "judge-model", "--base-url", server.base_url,
+                        "--rpm", "120", "--no-cache", "--out", str(tmp_path / "r.jsonl"), "--no-progress"], env=home(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # 6 requests at 120/min (2 a second, a burst of 2): the last starts at least 2 s after the first
     # paced from the 3rd request on, 0.5 s apart (the 1st may reach the server late: its connection is opened)

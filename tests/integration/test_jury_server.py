@@ -4,8 +4,6 @@ seeds on the wire, the provider's system_fingerprint in transcripts, and the CLI
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ import pytest
 from judgegraph import resolve_judge
 from judgegraph.cli import main
 from judgegraph.metrics import get_metric
+from tests.kit import cli
 from tests.kit.openai_server import ChatRequest, FakeOpenAIServer, error, schema_responder, structured
 
 pytestmark = pytest.mark.integration
@@ -71,11 +70,9 @@ def test_a_repeat_at_temperature_0_of_a_model_with_no_seed_warns_once():
 def test_cli_jury_keeps_every_vote_tolerates_a_dead_juror_and_names_itself(tmp_path, bare_env):
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(by_model) as server:
-        proc = subprocess.run(
-            [sys.executable, "-m", "judgegraph.cli", "eval", str(CHATS), "-q", "--no-progress", "--no-cache",
-             "--model", "openai:a", "--model", "openai:b", "--model", "openai:c", "--base-url", server.base_url,
-             "--out", str(out)],
-            capture_output=True, text=True, timeout=120, env={**bare_env, "HOME": str(tmp_path)})
+        proc = cli.run(["eval", str(CHATS), "-q", "--no-progress", "--no-cache",
+                        "--model", "openai:a", "--model", "openai:b", "--model", "openai:c", "--base-url", server.base_url,
+                        "--out", str(out)], timeout=120, env={**bare_env, "HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = [r["results"]["turn_relevancy"] for r in conversation_lines(out)]
     assert results and {r["judge"] for r in results} == {"jury(majority):llm:a,llm:b,llm:c"}
@@ -90,11 +87,9 @@ def test_cli_jury_keeps_every_vote_tolerates_a_dead_juror_and_names_itself(tmp_p
 def test_cli_repeat_gives_numbered_votes_and_seeds_in_transcripts(tmp_path, bare_env):
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(flaky) as server:
-        proc = subprocess.run(
-            [sys.executable, "-m", "judgegraph.cli", "eval", str(CHATS), "-q", "--no-progress", "--no-cache",
-             "--model", "openai:judge", "--base-url", server.base_url, "--repeat", "3", "--aggregate", "unanimous",
-             "--out", str(out)],
-            capture_output=True, text=True, timeout=120, env={**bare_env, "HOME": str(tmp_path)})
+        proc = cli.run(["eval", str(CHATS), "-q", "--no-progress", "--no-cache",
+                        "--model", "openai:judge", "--base-url", server.base_url, "--repeat", "3", "--aggregate", "unanimous",
+                        "--out", str(out)], timeout=120, env={**bare_env, "HOME": str(tmp_path)})
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr  # unanimous: repeat 1 says no, so the verdict is no
     for row in conversation_lines(out):
         for v in row["results"]["turn_relevancy"]["verdicts"]:
@@ -141,10 +136,8 @@ def test_a_dry_run_of_a_jury_counts_every_juror_and_repeat_each_at_its_own_price
 def test_a_live_run_with_repeat_prices_every_juror_at_the_model_s_listed_price(tmp_path, bare_env):
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(schema_responder) as server:
-        proc = subprocess.run(
-            [sys.executable, "-m", "judgegraph.cli", "eval", str(CHATS), "--no-progress", "--no-cache",
-             "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--repeat", "3", "--out", str(out)],
-            capture_output=True, text=True, timeout=120, env={**bare_env, "HOME": str(tmp_path)})
+        proc = cli.run(["eval", str(CHATS), "--no-progress", "--no-cache",
+                        "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--repeat", "3", "--out", str(out)], timeout=120, env={**bare_env, "HOME": str(tmp_path)})
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     assert "cost unknown" not in proc.stdout + proc.stderr  # was: "no price for this model" for gpt-4.1-mini
     rows = [json.loads(line) for line in out.read_text().splitlines()]

@@ -3,8 +3,6 @@ server on 127.0.0.1 that speaks the OpenAI chat completions API."""
 
 import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ from langchain_openai import ChatOpenAI
 
 from judgegraph.judges import resolve_judge
 from judgegraph.metrics.relevancy import create_conversation_relevance_metric, create_turn_relevancy_metric
+from tests.kit import cli
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, error, structured, text
 
 pytestmark = pytest.mark.integration
@@ -107,11 +106,8 @@ def test_cli_with_model_and_base_url(tmp_path, bare_env):
     responder = ScriptedResponder([(reply_is("Paris"), NO)], default=YES)
     out = tmp_path / "results.jsonl"
     with FakeOpenAIServer(responder) as server:
-        proc = subprocess.run(
-            [sys.executable, "-m", "judgegraph.cli", "eval", str(ROOT / "examples/promptfoo_tests.yaml"),
-             "--model", "openai:judge-model", "--base-url", server.base_url, "--out", str(out), "--no-progress"],
-            capture_output=True, text=True, timeout=120, env={**bare_env, "HOME": str(tmp_path)},
-        )
+        proc = cli.run(["eval", str(ROOT / "examples/promptfoo_tests.yaml"),
+                        "--model", "openai:judge-model", "--base-url", server.base_url, "--out", str(out), "--no-progress"], timeout=120, env={**bare_env, "HOME": str(tmp_path)})
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the 2+2 conversation fails its 0.8 threshold
     assert "judge: llm:judge-model" in proc.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]

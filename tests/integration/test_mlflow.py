@@ -24,6 +24,7 @@ from judgegraph.integrations.mlflow import load_sessions, log_assessments
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.runs.runner import MetricPlan, evaluate_async
+from tests.kit import cli
 
 pytestmark = pytest.mark.integration
 
@@ -438,11 +439,8 @@ def test_cli_round_trip(mlflow_uri, tmp_path):
     finally:
         mlflow.set_tracking_uri(previous)
     out = tmp_path / "r.jsonl"
-    proc = subprocess.run(
-        [sys.executable, "-m", "judgegraph.cli", "eval", "--mlflow-uri", mlflow_uri, "--experiment", "judgegraph-cli",
-         "--log-assessments", "--out", str(out), "--no-progress"],
-        capture_output=True, text=True, env={**os.environ, **QUIET}, timeout=120, check=False,
-    )
+    proc = cli.run(["eval", "--mlflow-uri", mlflow_uri, "--experiment", "judgegraph-cli", "--log-assessments",
+                    "--out", str(out), "--no-progress"], env={**os.environ, **QUIET}, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "cli-session" in proc.stdout and "3 assessments written to MLflow (1 session-level, 2 per-turn)" in proc.stdout
     (row,) = [r for line in out.read_text().splitlines() if (r := json.loads(line))["type"] == "conversation"]
@@ -537,13 +535,13 @@ def test_watch_logs_each_judged_thread_as_a_trace_with_its_verdicts(mlflow_uri, 
     out = tmp_path / "w.jsonl"
     env = {**os.environ, **QUIET, "HOME": str(tmp_path)}
     with FakeOpenAIServer(schema_responder) as server:
-        argv = [sys.executable, "-m", "judgegraph.cli", "watch", "--checkpointer", f"sqlite:{db}", "--idle", "0",
+        argv = ["watch", "--checkpointer", f"sqlite:{db}", "--idle", "0",
                 "--once", "-m", "turn-relevancy", "--model", "openai:judge", "--base-url", server.base_url,
                 "--out", str(out), "--log-assessments", "--mlflow-uri", mlflow_uri, "--experiment", "judgegraph-watch"]
-        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=180, check=False)
+        done = cli.run(argv, env=env, timeout=180)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "5 assessments written to MLflow (2 session-level, 3 per-turn)" in done.stderr, done.stderr
-        again = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=180, check=False)
+        again = cli.run(argv, env=env, timeout=180)
         assert again.returncode == 0 and "MLflow" not in again.stderr, again.stdout + again.stderr
 
     client = MlflowClient(mlflow_uri)

@@ -5,20 +5,16 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.kit import cli
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 EX = ROOT / "examples"
-
-
-def judgegraph(*argv: str, env: dict[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "judgegraph.cli", *argv], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=cwd, stdin=subprocess.DEVNULL)
 
 
 def readme_command(starts: str) -> list[str]:
@@ -35,22 +31,22 @@ def test_dry_run_needs_no_key_and_leaves_an_existing_results_file_alone(tmp_path
     out.write_text('{"type": "conversation", "conversation_id": "old", "results": {}}\n')
     before = out.read_bytes()
     assert "OPENAI_API_KEY" not in bare_env
-    proc = judgegraph("eval", str(EX / "support_chats.jsonl"), "--model", "openai:gpt-4.1-mini", "--dry-run",
-                      "--out", str(out), env=bare_env, cwd=tmp_path)
+    proc = cli.run(["eval", str(EX / "support_chats.jsonl"), "--model", "openai:gpt-4.1-mini", "--dry-run",
+                    "--out", str(out)], env=bare_env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"total\W+20\W+\d+", proc.stdout), proc.stdout  # 20 windows in the six example conversations
     assert "prices: $0.4 in / $1.6 out" in proc.stdout  # the real judge's name: its price is found
     assert "No call was made." in proc.stdout
     assert out.read_bytes() == before
-    offline = judgegraph("eval", str(EX / "support_chats.jsonl"), "--dry-run", "--out", str(out), env=bare_env,
-                         cwd=tmp_path)
+    offline = cli.run(["eval", str(EX / "support_chats.jsonl"), "--dry-run", "--out", str(out)], env=bare_env,
+                      cwd=tmp_path)
     assert offline.returncode == 0, offline.stdout + offline.stderr
     assert "6 conversations to judge" in offline.stdout and out.read_bytes() == before
 
 
 def test_dry_run_still_checks_the_judge_options(tmp_path, bare_env):
-    proc = judgegraph("eval", str(EX / "support_chats.jsonl"), "--base-url", "http://127.0.0.1:1/v1", "--dry-run",
-                      env=bare_env, cwd=tmp_path)
+    proc = cli.run(["eval", str(EX / "support_chats.jsonl"), "--base-url", "http://127.0.0.1:1/v1", "--dry-run"],
+                   env=bare_env, cwd=tmp_path)
     assert proc.returncode == 2 and "--base-url needs --model" in proc.stderr
 
 
@@ -61,7 +57,7 @@ def test_the_readme_html_command_runs_twice(tmp_path, bare_env):
     (tmp_path / "examples").mkdir()
     shutil.copy(EX / "support_chats.jsonl", tmp_path / "examples")
     for _ in range(2):
-        proc = judgegraph(*argv[1:], "--no-progress", env=bare_env, cwd=tmp_path)
+        proc = cli.run([*argv[1:], "--no-progress"], env=bare_env, cwd=tmp_path)
         assert proc.returncode in (0, 1), proc.stdout + proc.stderr  # 1: a conversation failed its threshold
         assert (tmp_path / "report.html").stat().st_size > 0
     lines = (tmp_path / "judgegraph-results.jsonl").read_text().splitlines()
@@ -75,11 +71,11 @@ def test_the_readme_html_command_runs_twice(tmp_path, bare_env):
 ], ids=["graph", "eval"])
 def test_a_missing_guideline_is_asked_for_as_the_command_line_flag(tmp_path, bare_env, argv):
     """It used to say `needs guidelines=[...]` (Python) to a command line user."""
-    proc = judgegraph(*argv, env=bare_env, cwd=tmp_path)
+    proc = cli.run([*argv], env=bare_env, cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "conversational-guidelines needs at least one --guideline TEXT" in proc.stderr
     assert "guidelines=[" not in proc.stderr
-    drawn = judgegraph("graph", "conversational-guidelines", "--guideline", "Be kind.", env=bare_env, cwd=tmp_path)
+    drawn = cli.run(["graph", "conversational-guidelines", "--guideline", "Be kind."], env=bare_env, cwd=tmp_path)
     assert drawn.returncode == 0 and "judge_guideline" in drawn.stdout
 
 
@@ -89,8 +85,8 @@ def test_openai_base_url_is_honoured_and_shown_when_no_base_url_flag_is_given(tm
 
     with FakeOpenAIServer(lambda request: structured({"reason": "On topic.", "verdict": "yes"})) as server:
         env = {**bare_env, "OPENAI_BASE_URL": server.base_url}
-        proc = judgegraph("eval", str(EX / "support_chats.jsonl"), "--model", "openai:gpt-4.1-mini", "-q",
-                          "--no-progress", "--out", "r.jsonl", env=env, cwd=tmp_path)
+        proc = cli.run(["eval", str(EX / "support_chats.jsonl"), "--model", "openai:gpt-4.1-mini", "-q",
+                        "--no-progress", "--out", "r.jsonl"], env=env, cwd=tmp_path)
         calls, url = server.calls["/v1/chat/completions"], server.base_url
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert calls == 20
@@ -121,12 +117,12 @@ def test_the_documented_rejudge_command_runs_as_written(tmp_path, bare_env, doc)
     first = readme_command("pip install -e . && judgegraph eval")
     first = first[first.index("&&") + 1:]
     assert first == ["judgegraph", "eval", "examples/support_chats.jsonl"]
-    made = judgegraph(*first[1:], "--no-progress", env=bare_env, cwd=tmp_path)
+    made = cli.run([*first[1:], "--no-progress"], env=bare_env, cwd=tmp_path)
     assert made.returncode in (0, 1), made.stdout + made.stderr
     argv = bash_command(ROOT / doc, "judgegraph rejudge judgegraph-results.jsonl")
     strict = structured({"reason": "Trivia, not the tracking link.", "verdict": "no"})
     with FakeOpenAIServer(lambda request: strict) as server:
-        proc = judgegraph(*argv[1:], env={**bare_env, "OPENAI_BASE_URL": server.base_url}, cwd=tmp_path)
+        proc = cli.run([*argv[1:]], env={**bare_env, "OPENAI_BASE_URL": server.base_url}, cwd=tmp_path)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     assert "re-judged with" in proc.stdout and "  shipping-delay: 0.67 → " in proc.stdout
     assert (tmp_path / "rejudged.jsonl").is_file()

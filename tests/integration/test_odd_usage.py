@@ -3,8 +3,6 @@ odd usage numbers sent by the loopback OpenAI-compatible server."""
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -13,6 +11,7 @@ from judgegraph.data.results import Usage
 from judgegraph.judges import JudgeRequest, resolve_judge
 from judgegraph.judges.llm import count_tokens
 from judgegraph.metrics.relevancy import TurnVerdict
+from tests.kit import cli
 from tests.kit.openai_server import ChatRequest, FakeOpenAIServer, Reply, error, structured
 
 pytestmark = pytest.mark.integration
@@ -84,10 +83,9 @@ def test_one_absurd_usage_block_among_40_conversations_loses_nothing(tmp_path, b
 
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(responder) as server:
-        proc = subprocess.run([sys.executable, "-m", "judgegraph.cli", "eval", str(path), "--model", "gpt-4.1-mini",
-                               "--base-url", server.base_url, "--no-cache", "--out", str(out), "--no-progress"],
-                              capture_output=True, text=True, check=False, timeout=180,
-                              env={**bare_env, "HOME": str(tmp_path)})
+        proc = cli.run(["eval", str(path), "--model", "gpt-4.1-mini",
+                        "--base-url", server.base_url, "--no-cache", "--out", str(out), "--no-progress"], timeout=180,
+                       env={**bare_env, "HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     convs = [r for r in lines if r["type"] == "conversation"]

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from judgegraph.cli import main
+from tests.kit import cli
 from tests.kit.openai_server import ChatRequest, FakeOpenAIServer, Reply, ScriptedResponder, error, structured
 
 pytestmark = pytest.mark.integration
@@ -188,9 +187,8 @@ def test_unreadable_input_and_an_eval_results_file_exit_3_naming_the_file(files,
 def test_the_command_runs_as_a_subprocess(files, bare_env):
     v1, v2, _ = files
     with FakeOpenAIServer(ScriptedResponder(default=fair)) as server:
-        proc = subprocess.run([sys.executable, "-m", "judgegraph.cli", "pairwise", str(v1), str(v2), "--model",
-                               "openai:judge", "--base-url", server.base_url],
-                              capture_output=True, text=True, timeout=120, env=bare_env)
+        proc = cli.run(["pairwise", str(v1), str(v2), "--model",
+                        "openai:judge", "--base-url", server.base_url], timeout=120, env=bare_env)
     assert proc.returncode == 0, proc.stderr
     assert "v1 vs v2" in proc.stdout and "100% [51%, 100%]" in proc.stdout
 

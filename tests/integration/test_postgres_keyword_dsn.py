@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import secrets
-import subprocess
-import sys
 
 import pytest
 
 from judgegraph.loaders.langgraph_postgres import postgres_name
 from tests.integration.test_threads_postgres import read_only_threads, write_threads
+from tests.kit import cli
 from tests.kit.openai_server import FakeOpenAIServer, schema_responder
 from tests.kit.postgres import USER
 
@@ -25,11 +24,6 @@ def keywords(server, db: str, *, user: str = USER, password: str | None = None) 
     value = password if password is not None else server.password
     quoted = "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
     return f"host=127.0.0.1 port={server.port} dbname={db} user={user} password={quoted}"
-
-
-def cli(command, *args, env):
-    return subprocess.run([sys.executable, "-m", "judgegraph.cli", command, *args], capture_output=True, text=True,
-                          timeout=120, env=env, check=False)
 
 
 def test_postgres_name_redacts_a_keyword_password_in_every_quoting():
@@ -53,10 +47,10 @@ def test_eval_reads_a_keyword_dsn_read_only_and_never_writes_the_password(postgr
     out, html = tmp_path / "r.jsonl", tmp_path / "r.html"
     env = {**bare_env, "HOME": str(tmp_path)}
     with FakeOpenAIServer(schema_responder) as server:
-        done = cli("eval", "--no-progress", "--checkpointer", spec, "-m", "turn-relevancy", "--model", "openai:judge",
-                   "--base-url", server.base_url, "--out", str(out), "--html", str(html), env=env)
-        watched = cli("watch", "--once", "--idle", "0", "--checkpointer", spec, "-m", "turn-relevancy", "--model",
-                      "openai:judge", "--base-url", server.base_url, "--out", str(tmp_path / "w.jsonl"), env=env)
+        done = cli.run(["eval", "--no-progress", "--checkpointer", spec, "-m", "turn-relevancy", "--model", "openai:judge",
+                        "--base-url", server.base_url, "--out", str(out), "--html", str(html)], env=env)
+        watched = cli.run(["watch", "--once", "--idle", "0", "--checkpointer", spec, "-m", "turn-relevancy", "--model",
+                           "openai:judge", "--base-url", server.base_url, "--out", str(tmp_path / "w.jsonl")], env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert watched.returncode == 0, watched.stdout + watched.stderr
     records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
@@ -87,11 +81,11 @@ def test_a_quoted_password_with_spaces_and_quotes_is_read_and_redacted(postgres_
     out = tmp_path / "r.jsonl"
     env = {**bare_env, "HOME": str(tmp_path)}
     with FakeOpenAIServer(schema_responder) as server:
-        done = cli("eval", "--no-progress", "--checkpointer", spec, "-m", "turn-relevancy", "--model", "openai:judge",
-                   "--base-url", server.base_url, "--out", str(out), env=env)
-        wrong = cli("eval", "--no-progress", "--overwrite", "--checkpointer", spec.replace("\\\\ ", "\\\\ x"), "-m",
-                    "turn-relevancy", "--model", "openai:judge", "--base-url", server.base_url, "--out", str(out),
-                    env=env)
+        done = cli.run(["eval", "--no-progress", "--checkpointer", spec, "-m", "turn-relevancy", "--model", "openai:judge",
+                        "--base-url", server.base_url, "--out", str(out)], env=env)
+        wrong = cli.run(["eval", "--no-progress", "--overwrite", "--checkpointer", spec.replace("\\\\ ", "\\\\ x"), "-m",
+                         "turn-relevancy", "--model", "openai:judge", "--base-url", server.base_url, "--out", str(out)],
+                        env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert wrong.returncode == 3 and "password authentication failed" in wrong.stderr, wrong.stdout + wrong.stderr
     secret = password.rsplit(" ", 1)[1]  # the part no other text holds
@@ -102,7 +96,7 @@ def test_a_quoted_password_with_spaces_and_quotes_is_read_and_redacted(postgres_
 def test_a_keyword_dsn_libpq_refuses_is_a_usage_error_without_the_password(tmp_path, bare_env):
     env = {**bare_env, "HOME": str(tmp_path)}
     judge = ["--model", "openai:judge", "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "r.jsonl")]
-    done = cli("eval", "--checkpointer", "postgres:password=s3cret-Value host", *judge, env=env)
+    done = cli.run(["eval", "--checkpointer", "postgres:password=s3cret-Value host", *judge], env=env)
     assert done.returncode == 2, done.stdout + done.stderr
     said = " ".join(done.stderr.split())
     assert 'missing "=" after "host"' in said and "libpq keywords" in said and "password=[REDACTED]" in said

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import pytest
 
 from judgegraph.cli import main
 from judgegraph.cost.pricing import TABLE_DATE
+from tests.kit import cli
 from tests.kit.openai_server import FakeOpenAIServer, structured
 
 pytestmark = pytest.mark.integration
@@ -44,10 +43,6 @@ def responder(request):
     return structured({"reason": "judged", "verdict": "no" if off else "yes"})
 
 
-def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "judgegraph.cli", "eval", *args]
-
-
 def conversation_lines(path: Path) -> list[dict]:
     lines = path.read_text(encoding="utf-8").splitlines()
     records = [json.loads(line) for line in lines]  # every line valid JSON
@@ -58,7 +53,7 @@ def scores(path: Path) -> dict[str, float]:
     return {r["conversation_id"]: r["results"]["turn_relevancy"]["score"] for r in conversation_lines(path)}
 
 
-def wait_for_lines(path: Path, n: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+def wait_for_lines(path: Path, n: int, proc: cli.Started, timeout: float = 60) -> None:
     """Wait for ``n`` lines after the run header (the file's first line)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -75,16 +70,16 @@ def test_kill_9_then_resume_gives_every_conversation_once_with_the_scores_of_a_f
     killed_cache = ["--cache", str(tmp_path / "killed.sqlite")]  # the killed run and its resume share one cache
     with FakeOpenAIServer(responder, latency=0.03) as server:
         full = tmp_path / "full.jsonl"
-        done = subprocess.run(cli(str(chats), *common, "--base-url", server.base_url, "--out", str(full),
-                                  "--cache", str(tmp_path / "full.sqlite")),
-                              env=bare_env, capture_output=True, text=True, check=False, timeout=180)
+        done = cli.run(["eval", str(chats), *common, "--base-url", server.base_url, "--out", str(full),
+                        "--cache", str(tmp_path / "full.sqlite")],
+                       env=bare_env, timeout=180)
         assert done.returncode == 1, done.stderr  # the off-topic replies fail their threshold
         one_run = server.calls["/v1/chat/completions"]
         server.reset()
 
         out = tmp_path / "killed.jsonl"
-        proc = subprocess.Popen(cli(str(chats), *common, *killed_cache, "--base-url", server.base_url, "--out", str(out)),
-                                env=bare_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = cli.start(["eval", str(chats), *common, *killed_cache, "--base-url", server.base_url, "--out", str(out)],
+                         env=bare_env)
         wait_for_lines(out, 8, proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
@@ -92,12 +87,12 @@ def test_kill_9_then_resume_gives_every_conversation_once_with_the_scores_of_a_f
         # a torn last line, as a kill mid-write leaves it, must be repaired by the resume
         with out.open("a", encoding="utf-8") as fh:
             fh.write('{"type": "conversation", "conversation_id": "c0')
-        again = subprocess.run(cli(str(chats), *common, "--base-url", server.base_url, "--out", str(out)),
-                               env=bare_env, capture_output=True, text=True, check=False, timeout=60)
+        again = cli.run(["eval", str(chats), *common, "--base-url", server.base_url, "--out", str(out)],
+                        env=bare_env, timeout=60)
         assert again.returncode == 2 and "--resume" in again.stderr  # never truncated without asking
-        resumed = subprocess.run(cli(str(chats), *common, *killed_cache, "--base-url", server.base_url, "--out", str(out),
-                                     "--resume"),
-                                 env=bare_env, capture_output=True, text=True, check=False, timeout=180)
+        resumed = cli.run(["eval", str(chats), *common, *killed_cache, "--base-url", server.base_url, "--out", str(out),
+                           "--resume"],
+                          env=bare_env, timeout=180)
         both_runs = server.calls["/v1/chat/completions"]
     assert resumed.returncode == 1, resumed.stderr
     ids = [r["conversation_id"] for r in conversation_lines(out)]
@@ -115,9 +110,9 @@ def test_ctrl_c_stops_cleanly_with_a_summary_and_resume_finishes(tmp_path, bare_
     chats = write_chats(tmp_path / "chats.jsonl", 40)
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(responder, latency=0.05) as server:
-        args = cli(str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "2",
-                   "--no-progress", "-q", "--out", str(out))
-        proc = subprocess.Popen(args, env=bare_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        args = ["eval", str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "2",
+                "--no-progress", "-q", "--out", str(out)]
+        proc = cli.start(args, env=bare_env)
         wait_for_lines(out, 4, proc)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
@@ -126,7 +121,7 @@ def test_ctrl_c_stops_cleanly_with_a_summary_and_resume_finishes(tmp_path, bare_
         written = conversation_lines(out)
         assert 4 <= len(written) < 40 and out.read_bytes().endswith(b"\n")
         assert re.search(rf"\b{len(written)} conversations?\b", stdout)  # the summary counts what finished
-        done = subprocess.run([*args, "--resume"], env=bare_env, capture_output=True, text=True, check=False, timeout=180)
+        done = cli.run([*args, "--resume"], env=bare_env, timeout=180)
     assert done.returncode == 1, done.stderr
     assert sorted(r["conversation_id"] for r in conversation_lines(out)) == [f"c{i:03d}" for i in range(40)]
 
@@ -136,9 +131,9 @@ def test_sigterm_stops_like_ctrl_c_with_a_summary_and_exit_143(tmp_path, bare_en
     chats = write_chats(tmp_path / "chats.jsonl", 40)
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(responder, latency=0.05) as server:
-        args = cli(str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "2",
-                   "--workers", workers, "--no-cache", "--no-progress", "-q", "--out", str(out))
-        proc = subprocess.Popen(args, env=bare_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        args = ["eval", str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "2",
+                "--workers", workers, "--no-cache", "--no-progress", "-q", "--out", str(out)]
+        proc = cli.start(args, env=bare_env)
         wait_for_lines(out, 1, proc)
         proc.send_signal(signal.SIGTERM)  # the old run died at once: no summary, status -15
         stdout, stderr = proc.communicate(timeout=60)
@@ -152,16 +147,16 @@ def test_sigterm_stops_like_ctrl_c_with_a_summary_and_exit_143(tmp_path, bare_en
 def test_a_second_run_on_the_same_out_is_refused_at_once_while_the_first_holds_it(tmp_path, bare_env):
     chats = write_chats(tmp_path / "chats.jsonl", 60)
     out = tmp_path / "r.jsonl"
-    with FakeOpenAIServer(responder, latency=0.6) as server:
-        args = cli(str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "2",
-                   "--no-cache", "--no-progress", "-q", "--out", str(out))
-        # ~36 s: 120 calls of 0.6 s, 2 at a time (the two refused runs start Python twice meanwhile: on a busy
-        # machine that took more than 18 s)
-        first = subprocess.Popen(args, env=bare_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with FakeOpenAIServer(responder, latency=0.25) as server:
+        args = ["eval", str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "2",
+                "--no-cache", "--no-progress", "-q", "--out", str(out)]
+        # ~15 s: 120 calls of 0.25 s, 2 at a time, while the two refused runs (forked from the kit's pre-imported
+        # zygote, not fresh interpreters) take about a second each; `alive` below fails the test if not
+        first = cli.start(args, env=bare_env)
         wait_for_lines(out, 1, first)
         calls = server.calls["/v1/chat/completions"]
         # --resume and --overwrite both pass the "already holds results" check: the lock refuses them
-        seconds = [subprocess.run([*args, flag], env=bare_env, capture_output=True, text=True, check=False, timeout=120)
+        seconds = [cli.run([*args, flag], env=bare_env, timeout=120)
                    for flag in ("--resume", "--overwrite")]
         alive = first.poll() is None
         stdout, stderr = first.communicate(timeout=120)
@@ -182,15 +177,15 @@ def test_the_lock_of_a_killed_run_does_not_block_the_resume(tmp_path, bare_env):
     chats = write_chats(tmp_path / "chats.jsonl", 40)
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(responder, latency=0.05) as server:
-        args = cli(str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "2",
-                   "--no-progress", "-q", "--out", str(out))
-        proc = subprocess.Popen(args, env=bare_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        args = ["eval", str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--concurrency", "2",
+                "--no-progress", "-q", "--out", str(out)]
+        proc = cli.start(args, env=bare_env)
         wait_for_lines(out, 1, proc)
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
         assert (tmp_path / "r.jsonl.lock").exists()  # left behind by the kill, but no longer locked (the OS let go)
-        resumed = subprocess.run([*args, "--resume"], env=bare_env, capture_output=True, text=True, check=False,
-                                 timeout=180)
+        resumed = cli.run([*args, "--resume"], env=bare_env,
+                          timeout=180)
     assert resumed.returncode == 1, resumed.stderr
     assert sorted(r["conversation_id"] for r in conversation_lines(out)) == [f"c{i:03d}" for i in range(40)]
 
@@ -199,12 +194,12 @@ def test_dry_run_counts_the_calls_and_input_tokens_the_run_then_makes(tmp_path, 
     chats = write_chats(tmp_path / "chats.jsonl", 12)
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(responder) as server:
-        args = cli(str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--no-progress",
-                   "--out", str(out))
-        dry = subprocess.run([*args, "--dry-run"], env=bare_env, capture_output=True, text=True, check=False, timeout=120)
+        args = ["eval", str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url, "--no-progress",
+                "--out", str(out)]
+        dry = cli.run([*args, "--dry-run"], env=bare_env, timeout=120)
         assert dry.returncode == 0, dry.stderr
         assert server.calls["/v1/chat/completions"] == 0 and not out.exists()  # no call, no file
-        real = subprocess.run([*args, "-q"], env=bare_env, capture_output=True, text=True, check=False, timeout=120)
+        real = cli.run([*args, "-q"], env=bare_env, timeout=120)
         calls = server.calls["/v1/chat/completions"]
     total = re.search(r"total\W+(\d+)\W+(\d+)\W+~(\d+)\W+\$([0-9.]+)", dry.stdout)
     assert total, dry.stdout
@@ -222,11 +217,11 @@ def test_dry_run_counts_the_calls_and_input_tokens_the_run_then_makes(tmp_path, 
 def test_dry_run_prices_from_the_command_line_and_unknown_models(tmp_path, bare_env):
     chats = write_chats(tmp_path / "chats.jsonl", 2)
     with FakeOpenAIServer(responder) as server:
-        base = cli(str(chats), "--base-url", server.base_url, "--dry-run", "--out", str(tmp_path / "r.jsonl"))
-        unknown = subprocess.run([*base, "--model", "openai:my-local-model"], env=bare_env, capture_output=True, text=True, check=False,
-                                 timeout=120)
-        given = subprocess.run([*base, "--model", "openai:my-local-model", "--price-in", "1000000",
-                                "--price-out", "0"], env=bare_env, capture_output=True, text=True, check=False, timeout=120)
+        base = ["eval", str(chats), "--base-url", server.base_url, "--dry-run", "--out", str(tmp_path / "r.jsonl")]
+        unknown = cli.run([*base, "--model", "openai:my-local-model"], env=bare_env,
+                          timeout=120)
+        given = cli.run([*base, "--model", "openai:my-local-model", "--price-in", "1000000",
+                         "--price-out", "0"], env=bare_env, timeout=120)
     assert unknown.returncode == 0 and "cost unknown" in unknown.stdout
     tokens = int(re.search(r"total\W+\d+\W+(\d+)", given.stdout).group(1))
     assert f"${tokens:.2f}" in given.stdout  # $1M per million tokens: a dollar a token
@@ -297,15 +292,15 @@ def test_show_prints_the_transcript_kept_with_the_results(tmp_path, bare_env):
     chats = write_chats(tmp_path / "chats.jsonl", 3)
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(responder) as server:
-        run = subprocess.run(cli(str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url,
-                                 "--no-progress", "-q", "--out", str(out)), env=bare_env, capture_output=True, text=True, check=False,
-                             timeout=120)
+        run = cli.run(["eval", str(chats), "--model", "openai:gpt-4.1-mini", "--base-url", server.base_url,
+                       "--no-progress", "-q", "--out", str(out)], env=bare_env,
+                      timeout=120)
     assert run.returncode == 1, run.stderr
-    show = subprocess.run([sys.executable, "-m", "judgegraph.cli", "show", str(out), "--conversation", "c000",
-                           "--metric", "turn-relevancy", "--window", "1"], env=bare_env, capture_output=True, text=True, check=False,
-                          timeout=60)
+    show = cli.run(["show", str(out), "--conversation", "c000",
+                    "--metric", "turn-relevancy", "--window", "1"], env=bare_env,
+                   timeout=60)
     assert show.returncode == 0, show.stderr
     assert "c000" in show.stdout and "window 1" in show.stdout and "verdict: no" in show.stdout
-    missing = subprocess.run([sys.executable, "-m", "judgegraph.cli", "show", str(out), "--conversation", "nope"],
-                             env=bare_env, capture_output=True, text=True, check=False, timeout=60)
+    missing = cli.run(["show", str(out), "--conversation", "nope"],
+                      env=bare_env, timeout=60)
     assert missing.returncode == 2 and "c000" in missing.stderr

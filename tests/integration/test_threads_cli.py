@@ -7,16 +7,16 @@ from __future__ import annotations
 import json
 import socket
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 from langchain_core.messages import HumanMessage
 
+from tests.kit import cli
 from tests.kit.agent import build_agent
 from tests.kit.openai_server import FakeOpenAIServer, schema_responder
 
 pytestmark = pytest.mark.integration
+EVAL = ["eval", "--no-progress"]
 sqlite_saver = pytest.importorskip("langgraph.checkpoint.sqlite", reason="pip install 'judgegraph[threads]'")
 
 
@@ -27,11 +27,6 @@ def agent_file(path, threads):
         for q in questions:
             app.invoke({"messages": [HumanMessage(q)]}, {"configurable": {"thread_id": tid}})
     return conn, app
-
-
-def eval_cli(*args, env, timeout=120):
-    return subprocess.run([sys.executable, "-m", "judgegraph.cli", "eval", "--no-progress", *args],
-                          capture_output=True, text=True, timeout=timeout, env=env, check=False)
 
 
 def records(path):
@@ -56,8 +51,8 @@ def test_every_thread_of_a_sqlite_file_is_judged_and_a_bad_one_is_an_input_error
     conn.close()
     out = tmp_path / "r.jsonl"
     with FakeOpenAIServer(schema_responder) as server:
-        done = eval_cli("--checkpointer", f"sqlite:{db}", "-m", "turn-relevancy", "--model", "openai:judge",
-                        "--base-url", server.base_url, "--out", str(out), env={**bare_env, "HOME": str(tmp_path)})
+        done = cli.run([*EVAL, "--checkpointer", f"sqlite:{db}", "-m", "turn-relevancy", "--model", "openai:judge",
+                        "--base-url", server.base_url, "--out", str(out)], env={**bare_env, "HOME": str(tmp_path)})
     assert done.returncode == 3, done.stdout + done.stderr  # judged, and one input error
     assert "thread 'n': the thread's state has no 'messages'" in done.stderr
     rows = records(out)
@@ -71,8 +66,8 @@ def test_every_thread_of_a_sqlite_file_is_judged_and_a_bad_one_is_an_input_error
 
     one = tmp_path / "one.jsonl"
     with FakeOpenAIServer(schema_responder) as server:
-        done = eval_cli("--checkpointer", f"sqlite:{db}", "--thread", "t2", "-m", "turn-relevancy", "--model",
-                        "openai:judge", "--base-url", server.base_url, "--out", str(one),
+        done = cli.run([*EVAL, "--checkpointer", f"sqlite:{db}", "--thread", "t2", "-m", "turn-relevancy", "--model",
+                        "openai:judge", "--base-url", server.base_url, "--out", str(one)],
                         env={**bare_env, "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stdout + done.stderr
     assert [r["conversation_id"] for r in records(one) if r["type"] == "conversation"] == ["t2"]
@@ -87,10 +82,10 @@ def test_source_mistakes_are_usage_errors_and_a_missing_file_an_input_error(tmp_
         (["--checkpointer", f"sqlite:{tmp_path}/a", "--langgraph-url", "http://x"], "exclude each other"),
         (["--langgraph-url", "http://127.0.0.1:1", "--metadata", "novalue"], "expected KEY=VALUE"),
     ]:
-        done = eval_cli(*argv, "--out", str(out), env=env)
+        done = cli.run([*EVAL, *argv, "--out", str(out)], env=env)
         assert done.returncode == 2 and msg in done.stderr, (argv, done.stderr)
-    done = eval_cli("--checkpointer", f"sqlite:{tmp_path}/missing.sqlite", "--model", "openai:judge", "--base-url",
-                    "http://127.0.0.1:9/v1", "--out", str(out), env=env)
+    done = cli.run([*EVAL, "--checkpointer", f"sqlite:{tmp_path}/missing.sqlite", "--model", "openai:judge",
+                    "--base-url", "http://127.0.0.1:9/v1", "--out", str(out)], env=env)
     assert done.returncode == 3 and "no such SqliteSaver file" in done.stderr, done.stderr
 
 
@@ -98,14 +93,11 @@ def test_an_unreachable_langgraph_server_is_exit_3_with_a_clear_message(tmp_path
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    done = eval_cli("--langgraph-url", f"http://127.0.0.1:{port}", "--model", "openai:judge", "--base-url",
-                    "http://127.0.0.1:9/v1", "--out", str(tmp_path / "r.jsonl"), env={**bare_env, "HOME": str(tmp_path)})
+    done = cli.run([*EVAL, "--langgraph-url", f"http://127.0.0.1:{port}", "--model", "openai:judge", "--base-url",
+                    "http://127.0.0.1:9/v1", "--out", str(tmp_path / "r.jsonl")],
+                   env={**bare_env, "HOME": str(tmp_path)})
     assert done.returncode == 3, done.stdout + done.stderr
     assert f"cannot reach the LangGraph server at http://127.0.0.1:{port}" in done.stderr
-
-
-def watch_cli(*args):
-    return [sys.executable, "-m", "judgegraph.cli", "watch", *args]
 
 
 def test_watch_judges_a_sqlite_file_s_idle_threads_once_and_stops_on_sigterm(tmp_path, bare_env):
@@ -119,12 +111,11 @@ def test_watch_judges_a_sqlite_file_s_idle_threads_once_and_stops_on_sigterm(tmp
     with FakeOpenAIServer(schema_responder) as server:
         args = ["--checkpointer", f"sqlite:{db}", "--idle", "0", "-m", "turn-relevancy", "--model", "openai:judge",
                 "--base-url", server.base_url, "--out", str(out)]
-        done = subprocess.run(watch_cli(*args, "--once"), capture_output=True, text=True, timeout=120, env=env)
+        done = cli.run(["watch", *args, "--once"], env=env)
         assert done.returncode == 0, done.stdout + done.stderr
         assert [r["conversation_id"] for r in records(out)] == ["t1"]
         # the agent goes on writing while a watcher polls: only the new thread is judged, then SIGTERM stops it
-        proc = subprocess.Popen(watch_cli(*args, "--interval", "0.3", "--max-polls", "1000"), env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = cli.start(["watch", *args, "--interval", "0.3", "--max-polls", "1000"], env=env)
         try:
             app.invoke({"messages": [HumanMessage("Weather?")]}, {"configurable": {"thread_id": "t2"}})
             deadline = time.monotonic() + 60
@@ -149,21 +140,14 @@ def test_watch_usage_and_an_unreachable_server(tmp_path, bare_env):
     env = {**bare_env, "HOME": str(tmp_path)}
     for argv, msg in [([], "watch needs --checkpointer"), (["--langgraph-url", "http://x", "--sample", "0"], "--sample"),
                       (["--langgraph-url", "http://x", "--once", "--max-polls", "3"], "--once is --max-polls 1")]:
-        done = subprocess.run(watch_cli(*argv, "--out", str(tmp_path / "w.jsonl")), capture_output=True, text=True,
-                              timeout=60, env=env)
+        done = cli.run(["watch", *argv, "--out", str(tmp_path / "w.jsonl")], env=env)
         assert done.returncode == 2 and msg in done.stderr, (argv, done.stderr)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    done = subprocess.run(watch_cli("--langgraph-url", f"http://127.0.0.1:{port}", "--once", "--model", "openai:j",
-                                    "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "w.jsonl")),
-                          capture_output=True, text=True, timeout=60, env=env)
+    done = cli.run(["watch", "--langgraph-url", f"http://127.0.0.1:{port}", "--once", "--model", "openai:j",
+                    "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "w.jsonl")], env=env)
     assert done.returncode == 3 and f"cannot reach the LangGraph server at http://127.0.0.1:{port}" in done.stderr
-
-
-def cli(*args, env, timeout=120):
-    return subprocess.run([sys.executable, "-m", "judgegraph.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, check=False)
 
 
 def test_a_watch_file_has_one_header_refuses_other_settings_and_opens_in_every_reader_after_restarts(tmp_path,
@@ -185,7 +169,7 @@ def test_a_watch_file_has_one_header_refuses_other_settings_and_opens_in_every_r
     with FakeOpenAIServer(schema_responder) as server:
         args = ["--checkpointer", f"sqlite:{db}", "--idle", "0", "-m", "turn-relevancy", "--model", "openai:judge",
                 "--base-url", server.base_url, "--out", str(out), "--once"]
-        done = cli("watch", *args, env=env)
+        done = cli.run(["watch", *args], env=env)
         assert done.returncode == 0, done.stdout + done.stderr
         first = lines()
         assert [r["type"] for r in first] == ["header", "conversation", "summary"]
@@ -198,44 +182,44 @@ def test_a_watch_file_has_one_header_refuses_other_settings_and_opens_in_every_r
         for changed, named in ((["--threshold", "0.9"], "metric turn_relevancy option threshold changed"),
                                (["--model", "openai:other"], "judge llm:judge changed: llm:judge → llm:other")):
             given = [*args, *changed] if changed[0] != "--model" else [*args[:6], *changed, *args[8:]]
-            refused = cli("watch", *given, env=env)
+            refused = cli.run(["watch", *given], env=env)
             assert refused.returncode == 2, refused.stdout + refused.stderr
             assert "was made with other settings" in refused.stderr and named in refused.stderr, refused.stderr
         assert out.read_bytes() == before  # nothing judged, nothing written
 
-        done = cli("watch", *args, "--concurrency", "3", env=env)  # how fast it asks may change
+        done = cli.run(["watch", *args, "--concurrency", "3"], env=env)  # how fast it asks may change
         assert done.returncode == 0, done.stdout + done.stderr
         app.invoke({"messages": [HumanMessage("Weather in Rome?")]}, {"configurable": {"thread_id": "t3"}})
-        done = cli("watch", *args, env=env)
+        done = cli.run(["watch", *args], env=env)
         assert done.returncode == 0, done.stdout + done.stderr
     conn.close()
     kinds = [r["type"] for r in lines()]
     assert kinds == ["header", "conversation", "summary", "conversation", "summary", "conversation", "summary"]
     assert lines()[-1]["conversations"] == 3 and lines()[-1]["statuses"] == {"turn_relevancy": {"passed": 3}}
 
-    report = cli("report", str(out), "-o", str(tmp_path / "r.html"), env=env)
+    report = cli.run(["report", str(out), "-o", str(tmp_path / "r.html")], env=env)
     assert report.returncode == 0, report.stdout + report.stderr
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert all(t in html for t in ("t1", "t2", "t3")) and "llm:judge" in html
 
-    diff = cli("diff", "--json", str(out), str(out), env=env)
+    diff = cli.run(["diff", "--json", str(out), str(out)], env=env)
     assert diff.returncode == 0, diff.stdout + diff.stderr
     figures = json.loads(diff.stdout)
     assert "t3" in diff.stdout and figures["settings"]["same_judging"] is True, diff.stdout[:2000]
 
-    export = cli("export", str(out), "--out", str(tmp_path / "w.csv"), env=env)
+    export = cli.run(["export", str(out), "--out", str(tmp_path / "w.csv")], env=env)
     assert export.returncode == 0, export.stdout + export.stderr
     with (tmp_path / "w.csv").open(encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert sorted(r["conversation_id"] for r in rows) == ["t1", "t2", "t3"]
 
-    show = cli("show", str(out), "--conversation", "t3", env=env)
+    show = cli.run(["show", str(out), "--conversation", "t3"], env=env)
     assert show.returncode == 0 and "Weather in Rome?" in show.stdout, show.stdout + show.stderr
 
     labels = tmp_path / "labels.jsonl"
     labels.write_text("".join(json.dumps({"conversation_id": t, "metric": "turn_relevancy", "label": True}) + "\n"
                               for t in ("t1", "t2", "t3")), encoding="utf-8")
-    agree = cli("agree", str(out), "--labels", str(labels), "--json", env=env)
+    agree = cli.run(["agree", str(out), "--labels", str(labels), "--json"], env=env)
     assert agree.returncode == 0, agree.stdout + agree.stderr
     assert '"n": 3' in agree.stdout, agree.stdout[:2000]
 
@@ -250,12 +234,12 @@ def test_eval_and_watch_read_the_messages_under_messages_key(tmp_path, bare_env)
     env = {**bare_env, "HOME": str(tmp_path)}
     with FakeOpenAIServer(schema_responder) as server:
         judge = ["-m", "turn-relevancy", "--model", "openai:judge", "--base-url", server.base_url]
-        plain = eval_cli("--checkpointer", f"sqlite:{db}", *judge, "--out", str(tmp_path / "plain.jsonl"), env=env)
-        done = eval_cli("--checkpointer", f"sqlite:{db}", "--messages-key", "history", *judge,
-                        "--out", str(tmp_path / "e.jsonl"), env=env)
-        watched = subprocess.run(watch_cli("--checkpointer", f"sqlite:{db}", "--messages-key", "history", "--idle", "0",
-                                           "--once", *judge, "--out", str(tmp_path / "w.jsonl")),
-                                 capture_output=True, text=True, timeout=120, env=env)
+        plain = cli.run([*EVAL, "--checkpointer", f"sqlite:{db}", *judge, "--out", str(tmp_path / "plain.jsonl")],
+                        env=env)
+        done = cli.run([*EVAL, "--checkpointer", f"sqlite:{db}", "--messages-key", "history", *judge,
+                        "--out", str(tmp_path / "e.jsonl")], env=env)
+        watched = cli.run(["watch", "--checkpointer", f"sqlite:{db}", "--messages-key", "history", "--idle", "0",
+                           "--once", *judge, "--out", str(tmp_path / "w.jsonl")], env=env)
     assert plain.returncode == 3 and "--messages-key" in plain.stderr, plain.stderr
     # one of each: the words agree with the counts
     assert "1 conversation, 1 result: 1 passed, 0 failed, 0 errors, 0 n/a; 0 judge errors, 0 input errors." in done.stdout

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 
 import pytest
 from langchain_core.messages import HumanMessage
 
 from judgegraph.loaders import LoadedConversation
 from judgegraph.loaders.langgraph_threads import checkpointer_threads, from_thread, load_checkpointer, open_checkpointer
+from tests.kit import cli
 from tests.kit.agent import build_agent
 from tests.kit.openai_server import FakeOpenAIServer, schema_responder
 from tests.unit.test_langgraph_threads import check_agent_thread
@@ -48,11 +47,6 @@ def write_threads(dsn, threads):
             for q in questions:
                 app.invoke({"messages": [HumanMessage(q)]}, {"configurable": {"thread_id": tid}})
         return {tid: from_thread(app, tid) for tid in threads}
-
-
-def cli(command, *args, env, timeout=120):
-    return subprocess.run([sys.executable, "-m", "judgegraph.cli", command, *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, check=False)
 
 
 def lines(path):
@@ -92,9 +86,9 @@ def test_eval_checkpointer_postgres_judges_the_threads_and_never_writes_the_pass
     out, html = tmp_path / "r.jsonl", tmp_path / "r.html"
     env = {**bare_env, "HOME": str(tmp_path)}
     with FakeOpenAIServer(schema_responder) as server:
-        done = cli("eval", "--no-progress", "--checkpointer", f"postgres:{postgres_dsn}", "-m", "turn-relevancy",
-                   "--model", "openai:judge", "--base-url", server.base_url, "--out", str(out), "--html", str(html),
-                   env=env)
+        done = cli.run(["eval", "--no-progress", "--checkpointer", f"postgres:{postgres_dsn}", "-m", "turn-relevancy",
+                        "--model", "openai:judge", "--base-url", server.base_url, "--out", str(out), "--html", str(html)],
+                       env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     records = lines(out)
     judged = {r["conversation_id"]: r for r in records if r["type"] == "conversation"}
@@ -115,9 +109,9 @@ def test_watch_once_judges_a_postgres_database_s_idle_threads(postgres_dsn, post
     with FakeOpenAIServer(schema_responder) as server:
         args = ["--checkpointer", f"postgres:{postgres_dsn}", "--idle", "0", "-m", "turn-relevancy", "--model",
                 "openai:judge", "--base-url", server.base_url, "--out", str(out), "--once"]
-        first = cli("watch", *args, env=env)
+        first = cli.run(["watch", *args], env=env)
         write_threads(postgres_dsn, {"t2": ["Weather?"]})
-        second = cli("watch", *args, env=env)  # remembered: only the new thread
+        second = cli.run(["watch", *args], env=env)  # remembered: only the new thread
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     judged = [r for r in lines(out) if r["type"] == "conversation"]
     assert [r["conversation_id"] for r in judged] == ["t1", "t2"]
@@ -134,7 +128,7 @@ def test_postgres_mistakes_say_what_is_wrong_without_the_password(postgres_dsn, 
     env = {**bare_env, "HOME": str(tmp_path)}
     out = tmp_path / "r.jsonl"
     judge = ["--model", "openai:judge", "--base-url", "http://127.0.0.1:9/v1", "--out", str(out)]
-    done = cli("eval", "--checkpointer", "postgres:x", *judge, env=env)
+    done = cli.run(["eval", "--checkpointer", "postgres:x", *judge], env=env)
     assert done.returncode == 2 and "expected postgres:postgres://USER@HOST:PORT/DB" in done.stderr, done.stderr
     password = postgres_server.password
     wrong = postgres_dsn.replace(password, password + "-wrong")
@@ -143,10 +137,10 @@ def test_postgres_mistakes_say_what_is_wrong_without_the_password(postgres_dsn, 
         nowhere = postgres_dsn.replace(f":{postgres_server.port}/", f":{s.getsockname()[1]}/")
     for dsn, said in [(postgres_dsn, "relation \"checkpoints\" does not exist"),  # an empty database: no setup()
                       (wrong, "password authentication failed"), (nowhere, "Connection refused")]:
-        done = cli("eval", "--no-progress", "--overwrite", "--checkpointer", f"postgres:{dsn}", *judge, env=env)
+        done = cli.run(["eval", "--no-progress", "--overwrite", "--checkpointer", f"postgres:{dsn}", *judge], env=env)
         assert done.returncode == 3, done.stdout + done.stderr
         assert "cannot read a PostgresSaver database" in done.stderr and said in done.stderr, done.stderr
         assert password not in done.stderr + done.stdout + out.read_text(encoding="utf-8")
-        done = cli("watch", "--once", "--checkpointer", f"postgres:{dsn}", *judge, env=env)
+        done = cli.run(["watch", "--once", "--checkpointer", f"postgres:{dsn}", *judge], env=env)
         assert done.returncode == 3 and said in done.stderr, done.stdout + done.stderr
         assert password not in done.stderr + done.stdout

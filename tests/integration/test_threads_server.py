@@ -6,8 +6,6 @@ nothing again."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import pytest
 pytest.importorskip("langgraph_api", reason="needs the studio extra: pip install 'judgegraph[studio]'")
 from langgraph_sdk import get_sync_client
 
+from tests.kit import cli
 from tests.kit.langgraph_dev import ServerFailed, langgraph_dev
 from tests.kit.openai_server import FakeOpenAIServer, schema_responder
 
@@ -66,11 +65,6 @@ def wait_idle(url, tid, seconds):
     pytest.fail(f"thread {tid} not idle after {WAIT}s")
 
 
-def cli(command, *args, env, tmp_path, timeout=120):
-    return subprocess.run([sys.executable, "-m", "judgegraph.cli", command, *args], capture_output=True, text=True,
-                          timeout=timeout, env={**env, "HOME": str(tmp_path)}, check=False)
-
-
 def judged(path):
     if not path.exists():
         return []
@@ -83,24 +77,24 @@ def test_eval_reads_the_server_s_threads_with_their_tool_calls(server, judge, tm
     mine = new_thread(url, "Weather in Paris?", "And tomorrow?", metadata={"team": "eval-test"})
     other = new_thread(url, "Weather?", metadata={"team": "other"})
     out = tmp_path / "r.jsonl"
-    done = cli("eval", "--langgraph-url", url, "--assistant", "agent", "--metadata", "team=eval-test",
-               "-m", "turn-relevancy", "--model", "openai:judge", "--base-url", judge.base_url, "--out", str(out),
-               "--no-progress", env=bare_env, tmp_path=tmp_path)
+    done = cli.run(["eval", "--langgraph-url", url, "--assistant", "agent", "--metadata", "team=eval-test",
+                    "-m", "turn-relevancy", "--model", "openai:judge", "--base-url", judge.base_url, "--out", str(out),
+                    "--no-progress"], env={**bare_env, "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [r for line in out.read_text().splitlines() if (r := json.loads(line))["type"] == "conversation"]
     assert [r["conversation_id"] for r in rows] == [mine]
     assert rows[0]["source"] == f"langgraph:{url}#{mine}"
     assert len(rows[0]["results"]["turn_relevancy"]["verdicts"]) == 2  # the two replies
     one = tmp_path / "one.jsonl"
-    done = cli("eval", "--langgraph-url", url, "--thread", other, "--thread", "no-such-thread", "-m", "turn-relevancy",
-               "--model", "openai:judge", "--base-url", judge.base_url, "--out", str(one), "--no-progress",
-               env=bare_env, tmp_path=tmp_path)
+    done = cli.run(["eval", "--langgraph-url", url, "--thread", other, "--thread", "no-such-thread", "-m", "turn-relevancy",
+                    "--model", "openai:judge", "--base-url", judge.base_url, "--out", str(one), "--no-progress"],
+                   env={**bare_env, "HOME": str(tmp_path)})
     assert done.returncode == 3, done.stdout + done.stderr  # one judged, one input error
     assert judged(one) == [other]
     assert "thread 'no-such-thread': the server refused it" in done.stderr  # not a UUID
     missing = "00000000-0000-4000-8000-000000000000"
-    done = cli("eval", "--langgraph-url", url, "--thread", missing, "--model", "openai:judge", "--base-url",
-               judge.base_url, "--out", str(tmp_path / "none.jsonl"), env=bare_env, tmp_path=tmp_path)
+    done = cli.run(["eval", "--langgraph-url", url, "--thread", missing, "--model", "openai:judge", "--base-url",
+                    judge.base_url, "--out", str(tmp_path / "none.jsonl")], env={**bare_env, "HOME": str(tmp_path)})
     assert done.returncode == 3 and f"thread {missing!r}: the server has no such thread" in done.stderr, done.stderr
     assert "BlockingError" not in log.read_text()
 
@@ -131,19 +125,19 @@ def test_watch_judges_each_new_thread_once_across_polls_and_restarts(server, jud
     args = ["--langgraph-url", url, "--assistant", "agent", "--metadata", "team=watch-test", "--idle", "1",
             "-m", "turn-relevancy", "--model", "openai:judge", "--base-url", judge.base_url, "--out", str(out)]
     # two polls in one process: the second judges nothing again
-    done = cli("watch", *args, "--max-polls", "2", "--interval", "0.5", env=bare_env, tmp_path=tmp_path)
+    done = cli.run(["watch", *args, "--max-polls", "2", "--interval", "0.5"], env={**bare_env, "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "poll 1: 1 thread judged" in done.stderr and "poll 2: 0 threads judged" in done.stderr
     assert judged(out) == [first]
     # a restart remembers (the state file beside --out); a new thread, once idle, is the only one judged
     busy = new_thread(url, "Weather?", metadata=tag)
-    done = cli("watch", *args, "--idle", "3600", "--once", env=bare_env, tmp_path=tmp_path)
+    done = cli.run(["watch", *args, "--idle", "3600", "--once"], env={**bare_env, "HOME": str(tmp_path)})
     assert done.returncode == 0 and judged(out) == [first], done.stderr  # not idle for an hour: not yet
     wait_idle(url, busy, 1)
-    done = cli("watch", *args, "--once", env=bare_env, tmp_path=tmp_path)
+    done = cli.run(["watch", *args, "--once"], env={**bare_env, "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stdout + done.stderr
     assert judged(out) == [first, busy]
-    done = cli("watch", *args, "--once", env=bare_env, tmp_path=tmp_path)
+    done = cli.run(["watch", *args, "--once"], env={**bare_env, "HOME": str(tmp_path)})
     assert "poll 1: 0 threads judged" in done.stderr and judged(out) == [first, busy]
     assert (tmp_path / "watch.jsonl.watched.sqlite").is_file()
     assert "BlockingError" not in log.read_text()

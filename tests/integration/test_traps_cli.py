@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.kit import cli
 
 CHATS = [{"id": "c1", "turns": [{"role": "user", "content": "Hi, when do you open on Saturdays?"},
                                 {"role": "assistant", "content": "We open at 9 am on Saturdays."}]}]
 
 
-def judgegraph(*args: str, env: dict, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "judgegraph.cli", *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, check=False, timeout=300)
-
-
 def test_repeat_with_the_offline_judge_warns_in_one_plain_line(tmp_path: Path, bare_env):
     chats = tmp_path / "chats.jsonl"
     chats.write_text("".join(json.dumps(c) + "\n" for c in CHATS))
-    done = judgegraph("eval", str(chats), "--repeat", "3", "--out", str(tmp_path / "r.jsonl"), "-q", "--no-progress",
-                      env=bare_env)
+    done = cli.run(["eval", str(chats), "--repeat", "3", "--out", str(tmp_path / "r.jsonl"), "-q", "--no-progress"],
+                   env=bare_env)
     assert done.returncode in (0, 1), done.stderr
     warned = [line for line in done.stderr.splitlines() if "cannot vary" in line]
     assert warned == ["warning: --repeat with offline:all-MiniLM-L6-v2: this judge cannot vary (no seed), every repeat "
@@ -31,14 +26,14 @@ def test_repeat_with_the_offline_judge_warns_in_one_plain_line(tmp_path: Path, b
 def test_init_s_file_run_unedited_in_an_empty_folder_judges_its_sample_conversations(tmp_path: Path, bare_env):
     """The starter file names chats.jsonl: init writes two sample conversations there when there is none, so the
     file runs as written (before: an empty table and exit 3); a chats.jsonl of the user's own is never replaced."""
-    assert judgegraph("init", env=bare_env, cwd=tmp_path).returncode == 0
-    done = judgegraph("eval", "--config", "judgegraph.yaml", "--no-progress", env=bare_env, cwd=tmp_path)
+    assert cli.run(["init"], env=bare_env, cwd=tmp_path).returncode == 0
+    done = cli.run(["eval", "--config", "judgegraph.yaml", "--no-progress"], env=bare_env, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 conversations, 2 results: 2 passed" in " ".join(done.stdout.split() + done.stderr.split())
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "chats.jsonl").write_text(json.dumps(CHATS[0]) + "\n")
-    assert judgegraph("init", env=bare_env, cwd=mine).returncode == 0
+    assert cli.run(["init"], env=bare_env, cwd=mine).returncode == 0
     assert (mine / "chats.jsonl").read_text() == json.dumps(CHATS[0]) + "\n"
 
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -23,6 +21,7 @@ import pytest
 
 from judgegraph.cli import main
 from tests.integration.test_html_browser import CHROMEDRIVER, CHROMIUM, _chromium
+from tests.kit import cli
 from tests.kit.results import HOSTILE_IMG, HOSTILE_SCRIPT, write_runs
 
 pytestmark = pytest.mark.integration
@@ -44,19 +43,21 @@ class Server:
 
     def __init__(self, args: list[str], env: dict[str, str], host: str = "127.0.0.1") -> None:
         self.port = free_port()
-        self.proc = subprocess.Popen([sys.executable, "-m", "judgegraph.cli", "view", *args, "--host", host,
-                                      "--port", str(self.port)], env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        self.url = self.proc.stdout.readline().strip().split(": ", 1)[1]  # type: ignore[union-attr]
-        self.base = f"http://127.0.0.1:{self.port}"
+        self.proc = cli.start(["view", *args, "--host", host, "--port", str(self.port)], env=env)
         deadline = time.monotonic() + 60
+        while "\n" not in self.proc.stdout:  # its first line: the address to open
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"judgegraph view did not start: {self.proc.stderr}")
+            time.sleep(0.05)
+        self.url = self.proc.stdout.splitlines()[0].strip().split(": ", 1)[1]
+        self.base = f"http://127.0.0.1:{self.port}"
         while True:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
                 return
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"judgegraph view did not start: {self.proc.stderr.read()}") from None  # type: ignore[union-attr]
+                    raise RuntimeError(f"judgegraph view did not start: {self.proc.stderr}") from None
                 time.sleep(0.1)
 
     def kill(self) -> None:
@@ -194,8 +195,7 @@ def test_without_the_token_a_server_on_another_host_answers_403(run, tmp_path, b
 def test_a_port_in_use_is_exit_3_and_a_port_that_is_not_one_exit_2(run, tmp_path, bare_env):
     server = Server([str(run), "--labels", str(tmp_path / "labels.jsonl")], bare_env)
     try:
-        second = subprocess.run([sys.executable, "-m", "judgegraph.cli", "view", str(run), "--port", str(server.port)],
-                                env=bare_env, capture_output=True, text=True, timeout=120)
+        second = cli.run(["view", str(run), "--port", str(server.port)], env=bare_env, timeout=120)
         assert second.returncode == 3 and f"could not serve on 127.0.0.1:{server.port}" in second.stderr
     finally:
         server.kill()
