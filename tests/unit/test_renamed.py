@@ -1,4 +1,4 @@
-"""Names renamed in 0.2 (issue 26 item 3; old names kept by rename.py's sweep in this file only): each old name is
+"""Names renamed in 0.2 (issue 26 item 3; the one file where the rename sweep kept the old names): each old name is
 still importable from every place it was, is the new name's object, warns once naming the new name, and is in
 neither ``__all__`` nor ``dir()``."""
 
