@@ -9,7 +9,7 @@ import random
 import pytest
 from metric_cases import CASES, CONVERSATION, IDS
 
-from judgegraph.cost.dryrun import DryRunConversations, DryRunJudge, window_steps
+from judgegraph.cost.dryrun import DryRunJudge, window_steps
 from judgegraph.data.conversation import as_conversation
 from judgegraph.judges.scripted import ScriptedRequest
 from judgegraph.judges.tokens import PieceCounter, count_tokens
@@ -17,6 +17,7 @@ from judgegraph.loaders import LoadedConversation
 from judgegraph.metrics import build_metric
 from judgegraph.providers import cache_rule, get
 from judgegraph.providers.prefixcache import PrefixCache
+from judgegraph.runs.dry import DryRunConversations
 from judgegraph.runs.runner import MetricPlan, judge_conversation
 
 

@@ -397,7 +397,7 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
     stream, _ = _inputs(args)
     summary = RunSummary(keep_outcomes=False, max_rows=0)
     if judge.kind == "llm":  # each metric's requests made by its own nodes, without the graph's run when it can
-        from ..cost.dryrun import DryRunConversations
+        from ..runs.dry import DryRunConversations
 
         judge_one: Any = DryRunConversations(plan)
     else:

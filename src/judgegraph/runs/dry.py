@@ -1,0 +1,47 @@
+"""How a dry run answers each conversation (``judgegraph eval --dry-run``): the requests counted by the metrics'
+own nodes where :func:`judgegraph.cost.dryrun.window_steps` can, by their graphs' runs elsewhere."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..cost.dryrun import _WindowSteps, window_steps
+from .runner import ConversationOutcome, judge_conversation
+
+
+class DryRunConversations:
+    """How a dry run answers each conversation (``evaluate_async``'s ``judge_one``): each metric of the window
+    shape by its own nodes, called in turn (:func:`judgegraph.cost.dryrun.window_steps`: the requests the graph makes, without its
+    run), each other metric by its graph, as the run does."""
+
+    def __init__(self, plan: Any) -> None:
+        self.plan = plan
+        self._metrics: dict[int, list[tuple[Any, _WindowSteps | None]]] = {}
+
+    def metrics(self, run: Any) -> list[tuple[Any, _WindowSteps | None]]:
+        """The metric graphs of ``run`` (a metric graph, or a report of several), each with its steps."""
+        found = self._metrics.get(id(run))
+        if found is None:
+            from ..report import prepare
+
+            nodes = dict(run.builder.nodes) if getattr(run, "builder", None) is not None else {}
+            is_report = "prepare" in nodes and getattr(nodes["prepare"].runnable, "func", None) is prepare
+            graphs = [spec.runnable for name, spec in nodes.items() if name != "prepare"] if is_report else [run]
+            found = self._metrics[id(run)] = [(g, window_steps(g)) for g in graphs]
+        return found
+
+    async def __call__(self, item: Any) -> Any:
+        run = self.plan.graph_for(item)
+        metrics = self.metrics(run)
+        if all(steps is None for _, steps in metrics):
+            return await judge_conversation(item, self.plan)  # today's path, whole
+        outcome = ConversationOutcome(item.conversation.id, item.source)
+        try:
+            for graph, steps in metrics:
+                if steps is not None:
+                    steps.run(item.conversation)
+                else:
+                    await graph.ainvoke({"conversation": item.conversation})
+        except Exception as exc:  # noqa: BLE001 - one conversation's failure is reported, the run goes on
+            outcome.error = f"{type(exc).__name__}: {exc}"
+        return outcome
