@@ -193,12 +193,12 @@ def _time(value: object) -> str:
     raise _Bad("time", f"must be an ISO 8601 time (2026-11-28T22:15:03Z), got {json.dumps(value, default=str)[:80]}")
 
 
-def _from_labels_record(record: dict[str, Any], source: str, field: str = "label", metric: str | None = None) -> Label:
-    """A labels JSONL record, or the offline fit's (``id`` for ``conversation_id``; the metric ``metric``)."""
-    cid = "id" if "id" in record and "conversation_id" not in record else "conversation_id"
+def _from_labels_record(record: dict[str, Any], source: str, field: str, metric: str | None, ids: bool) -> Label:
+    """A labels JSONL record, or (``ids``) the offline fit's: ``id`` for ``conversation_id``, ``metric`` its metric."""
+    cid = "id" if ids else "conversation_id"
     names = LABEL_FIELDS - {"label", "conversation_id"} | {field, cid}
     unknown = sorted(set(record) - names)
-    if unknown and cid == "conversation_id":  # the offline fit's lines may carry more (a data set's scale, raters)
+    if unknown and not ids:  # the offline fit's lines may carry more (a data set's scale, raters)
         raise _Bad(unknown[0], f"unknown field (a label has {', '.join(sorted(names))})")
     if field not in record:
         raise _Bad(field, "missing")
@@ -209,7 +209,7 @@ def _from_labels_record(record: dict[str, Any], source: str, field: str = "label
     verdict_id = None if record.get("verdict_id") is None else _text(record, "verdict_id")
     if turn is not None and verdict_id is not None:
         raise _Bad("turn", "give a turn or a verdict_id, not both")
-    if "metric" not in record and cid == "id" and metric is not None:
+    if ids and "metric" not in record and metric is not None:
         record = {**record, "metric": metric}
     return Label(conversation_id=_text(record, cid), metric=_text(record, "metric"),
                  value=label_value(record[field], field), turn=turn, verdict_id=verdict_id, source=source,
@@ -377,7 +377,7 @@ def read_labels(path: str | Path, *, field: str = "label", metric: str | None = 
             if kind != shape:
                 raise _Bad(None, f"a {kind} record in a file of {shape} records")
             if kind in ("labels", "ids"):
-                out.labels.append(_from_labels_record(item, where, field, metric))
+                out.labels.append(_from_labels_record(item, where, field, metric, kind == "ids"))
             elif kind == "langsmith":
                 if (label := _from_langsmith(item, where)) is not None:
                     out.labels.append(label)
