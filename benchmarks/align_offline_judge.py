@@ -33,15 +33,8 @@ import numpy as np
 from judgegraph.judges.offline import EmbeddingJudge
 from judgegraph.loaders.files import load_conversations
 from judgegraph.metrics.relevancy import turn_inputs
-from judgegraph.trust.offline_fit import (
-    feature_matrix,
-    file_sha256,
-    fit_rule,
-    group_of,
-    label_cases,
-    parse_positive,
-    read_labels,
-)
+from judgegraph.trust.labels import read_labels, usable
+from judgegraph.trust.offline_fit import feature_matrix, file_sha256, fit_rule, group_of, label_cases, parse_positive
 
 REPO = Path(__file__).resolve().parents[1]
 #: ../shared/data/conture beside the repository (/work/shared for /work/main; one more level up for a worktree)
@@ -63,10 +56,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no ConTurE data in {args.data} (see --data)", file=sys.stderr)
         return 2
     conversations = load_conversations(conversations_path)
-    labels = read_labels(labels_path, field="rating")
-    print(f"ConTurE: {len(labels)} rated replies, {len({group_of(x.id, GROUP) for x in labels})} dialogues; "
+    read = read_labels(labels_path, field="rating", metric="turn-relevancy")
+    labels = usable(read)
+    print(f"ConTurE: {len(labels)} rated replies, {len({group_of(x.conversation_id, GROUP) for x in labels})} dialogues; "
           f"labels sha256 {file_sha256(labels_path)[:12]}")
-    cases = label_cases(conversations, labels, labels_path=str(labels_path), positive=parse_positive(">=2"), inputs_of=turn_inputs,
+    cases = label_cases(conversations, read, labels_path=str(labels_path), positive=parse_positive(">=2"), inputs_of=turn_inputs,
                         window_size=10)
     x = feature_matrix(cases, EmbeddingJudge().encoder.encode)
     rating = np.array([float(c.value) for c in cases])  # type: ignore[arg-type]

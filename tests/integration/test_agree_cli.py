@@ -183,3 +183,24 @@ def test_an_unreadable_results_line_is_named_and_exit_3_the_rest_still_compared(
     assert json.loads(captured.out)["metrics"]["turn_relevancy"]["n"] == 5
     n = len(results.read_text(encoding="utf-8").splitlines()) + 1  # after the header, 2 conversations, the summary
     assert f"{torn}:{n}: a torn last line" in captured.err  # named as torn, as diff and report name it
+
+
+@pytest.mark.parametrize(("line", "field", "why"), [  # where the offline fit's reader and agree's disagreed
+    ({"turn": "2"}, "turn", "must be a turn number (1-based)"),  # agree read it, the offline fit refused it
+    ({"label": ""}, "label", "must be a non-empty string"),  # the offline fit read it, agree refused it
+    ({"rater": "ann"}, "rater", "unknown field"),  # the offline fit read it, agree refused it
+    ({"conversation_id": 7}, "conversation_id", "must be the conversation id (a string)"),  # agree read it as "7"
+])
+def test_a_labels_file_is_refused_alike_by_every_command_that_reads_labels(results, tmp_path, capsys, line, field,
+                                                                         why):
+    good = {"conversation_id": "math", "metric": "turn_relevancy", "turn": 2, "label": "yes"}
+    path = write_labels(tmp_path / "labels.jsonl", [good, {**good, "turn": 4, **line}])
+    where = f"{path}:2: {field}: {why}"
+    chats = str(results.parent / "chats.jsonl")
+    for argv in (["agree", str(results), "--labels", str(path)],
+                 ["align", chats, "-m", "turn-relevancy", "--labels", str(path), "--model", "offline",
+                  "--out", str(tmp_path / "rule")],
+                 ["align", chats, "-m", "turn-relevancy", "--labels", str(path), "--model", "gpt-4.1-mini",
+                  "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "aligned")]):
+        assert main(argv) == 3, argv
+        assert where in " ".join(capsys.readouterr().err.split()), argv

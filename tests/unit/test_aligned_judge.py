@@ -14,7 +14,8 @@ from judgegraph import ScriptedChatModel, make_metric, resolve_judge
 from judgegraph.judges import load_aligned
 from judgegraph.judges.aligned import AlignedJudge, Alignment, Example, read_alignment
 from judgegraph.trust.alignment import AlignmentError, align
-from judgegraph.trust.offline_fit import read_labels as read_offline_labels
+from judgegraph.trust.labels import read_labels
+from judgegraph.trust.offline_fit import label_cases, parse_positive
 
 GUIDE = "GUIDELINE-7f3: a greeting that offers help is relevant."
 EXAMPLE = "EXAMPLE-c41: Hello, how can I help?"
@@ -159,8 +160,17 @@ def test_the_offline_fit_reads_judgegraph_s_labels_format_too(tmp_path):
     new.write_text('{"conversation_id": "c1", "metric": "turn_relevancy", "turn": 2, "label": "yes"}\n'
                    '{"conversation_id": "c9", "metric": "role_adherence", "label": "no"}\n'
                    '{"conversation_id": "c2", "metric": "turn-relevancy", "label": 0}\n', encoding="utf-8")
-    strip = [(lb.id, lb.turn, lb.value) for lb in read_offline_labels(old)]
-    assert [(lb.id, lb.turn, lb.value) for lb in read_offline_labels(new, metric="turn-relevancy")] == strip
+    convs = tmp_path / "convs.jsonl"
+    convs.write_text("".join(json.dumps(c) + "\n" for c in conversations()), encoding="utf-8")
+
+    def cases(path, metric):
+        from judgegraph.loaders.files import load_conversations
+        from judgegraph.metrics.relevancy import turn_inputs
+
+        return [(c.conversation, c.turn, c.value) for c in label_cases(
+            load_conversations(convs), read_labels(path, metric=metric), labels_path=str(path),
+            positive=parse_positive(None), inputs_of=turn_inputs, metric=metric)]
+    assert cases(old, "turn-relevancy") == cases(new, "turn-relevancy") == [("c1", 2, "yes"), ("c2", 2, 0.0)]
 
 
 def test_examples_are_bounded_in_count_and_characters(tmp_path):

@@ -21,7 +21,7 @@ def test_labels_jsonl_reads_turns_verdict_ids_results_and_bools(tmp_path):
         {"conversation_id": "c1", "metric": "turn_relevancy", "turn": 4, "label": "no", "by": "ann"},
         {"conversation_id": "c1", "metric": "role_adherence", "verdict_id": "3", "label": True},
         "",
-        {"conversation_id": 7, "metric": "rating", "label": 4},
+        {"conversation_id": "7", "metric": "rating", "label": 4},
     ]))
     assert got.errors == [] and got.formats == {str(tmp_path / "l.jsonl"): "labels"}
     assert got.labels == [
@@ -39,6 +39,9 @@ def test_labels_jsonl_reads_turns_verdict_ids_results_and_bools(tmp_path):
     ({"conversation_id": "c", "metric": "m", "label": "yes", "turn": 2, "verdict_id": "2"}, "turn", "not both"),
     ({"conversation_id": "c", "metric": "m", "label": "yes", "turns": [2]}, "turns", "unknown field"),
     ({"conversation_id": "c", "metric": "m", "label": 1e999}, "label", "not a finite number"),
+    # where the offline fit's reader was the stricter, the one reader is too
+    ({"conversation_id": 7, "metric": "m", "label": "yes"}, "conversation_id", "must be the conversation id (a string)"),
+    ({"conversation_id": "c", "metric": "m", "label": "yes", "turn": "2"}, "turn", "must be a turn number (1-based)"),
 ])
 def test_a_bad_label_record_names_file_line_and_field_and_the_others_are_kept(tmp_path, record, field, message):
     path = write(tmp_path / "l.jsonl", [{"conversation_id": "c", "metric": "m", "label": "yes"}, record, "{oops"])

@@ -1,6 +1,10 @@
 """Reading MLflow sessions without a server: history de-duplication, blank
 messages and the expectations rule, on plain TraceRecords (build_sessions)."""
 
+import json
+
+import pytest
+
 from judgegraph.integrations.mlflow import ExpectationRecord, TraceRecord, build_sessions, new_messages
 from judgegraph.integrations.mlflow.messages import Msg
 
@@ -88,3 +92,30 @@ def test_expectations_rule_without_a_server():
     assert convs["solo"].metadata["expectations"] == {"expected_response": "a"}
     assert "mlflow_expectations" not in convs["solo"].turns[-1].metadata
     assert "expectations" not in convs["plain"].metadata
+
+
+@pytest.mark.parametrize(("content", "where", "why"), [  # where the MLflow reader and the OpenAI loader disagreed
+    ([{"type": "text", "text": None}], "content.0.text", "a text part needs a string 'text'"),
+    (["q1", 7], "content.1", "content part must be an object (got int)"),
+    ({"text": "q1"}, "content", "content must be a string or a list of parts (got dict)"),
+])
+def test_message_content_is_read_alike_in_an_mlflow_trace_and_an_openai_chat_file(tmp_path, content, where, why):
+    from judgegraph.loaders import load_files
+
+    messages = [{"role": "user", "content": content}, {"role": "assistant", "content": "r1"}]
+    (error,) = build_sessions([TraceRecord("tr-1", None, 1, {"messages": messages[:1]}, "r1")]).errors
+    assert (error.field, error.message) == (f"request.messages.0.{where}", why)
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(json.dumps({"id": "c1", "messages": messages}) + "\n", encoding="utf-8")
+    (error,) = load_files([str(chat)]).errors
+    assert (error.field, error.message) == (f"messages.0.{where}", f"{why} [openai format]")
+
+
+def test_the_text_parts_of_a_content_list_are_joined_alike():
+    from judgegraph.loaders.formats.openai import content_text
+
+    parts = ["a", {"type": "input_text", "text": "b"}, {"type": "image_url", "image_url": {"url": "x"}},
+             {"type": "output_text", "text": "c"}]
+    (session,) = build_sessions([TraceRecord("tr-1", None, 1, {"messages": [{"role": "user", "content": parts}]},
+                                             "r1")])
+    assert session.conversation.turns[0].content == content_text(parts) == "a\nb\nc"

@@ -22,15 +22,8 @@ from judgegraph.judges.offline import EmbeddingJudge
 from judgegraph.judges.offline_rule import OfflineRule, load_rule
 from judgegraph.loaders.files import load_conversations
 from judgegraph.metrics.relevancy import turn_inputs
-from judgegraph.trust.offline_fit import (
-    LabelsError,
-    auc,
-    feature_matrix,
-    fit_rule,
-    label_cases,
-    parse_positive,
-    read_labels,
-)
+from judgegraph.trust.labels import read_labels
+from judgegraph.trust.offline_fit import LabelsError, auc, feature_matrix, fit_rule, label_cases, parse_positive
 
 WORDS = ("apple banana cherry delta engine forest garden harbor island jungle kettle lemon mango needle ocean "
          "pepper quartz river saddle tiger umbrella violin walnut yellow zebra anchor bridge candle dragon eagle").split()
@@ -75,7 +68,7 @@ def write(tmp_path: Path, convs: list[dict], labels: list[dict]) -> tuple[Path, 
 
 def fitted(tmp_path: Path) -> OfflineRule:
     cpath, lpath = write(tmp_path, *synthetic())
-    cases = label_cases(load_conversations(cpath), read_labels(lpath), labels_path=str(lpath),
+    cases = label_cases(load_conversations(cpath), read_labels(lpath, metric="turn-relevancy"), labels_path=str(lpath),
                         positive=parse_positive(None), inputs_of=turn_inputs)
     x = feature_matrix(cases, BagOfWords().encode)
     return fit_rule(x, np.array([c.relevant for c in cases]), [c.conversation for c in cases], seed=0)
@@ -181,28 +174,35 @@ def test_the_eval_flag_changes_verdicts_and_names_the_rule(tmp_path: Path) -> No
 
 @pytest.mark.parametrize(("line", "message"), [
     ("not json", "labels.jsonl:2: not JSON"),
-    ('{"turn": 2, "label": "yes"}', "labels.jsonl:2: field 'id'"),
-    ('{"id": "d0", "turn": 0, "label": "yes"}', "labels.jsonl:2: field 'turn': expected a whole number >= 1"),
-    ('{"id": "d0", "turn": 4, "label": null}', "labels.jsonl:2: field 'label'"),
-    ('{"id": "d0", "turn": 2, "label": "no"}', "labels.jsonl:2: fields 'id', 'turn': 'd0' turn 2 was labelled on line 1"),
+    ('{"id": 3, "turn": 2, "label": "yes"}', "labels.jsonl:2: id: must be the conversation id (a string), got 3"),
+    ('{"turn": 2, "label": "yes"}', "labels.jsonl:2: a labels record in a file of ids records"),
+    ('{"id": "d0", "turn": 0, "label": "yes"}', "labels.jsonl:2: turn: must be a turn number (1-based), got 0"),
+    ('{"id": "d0", "turn": "4", "label": "yes"}', 'labels.jsonl:2: turn: must be a turn number (1-based), got "4"'),
+    ('{"id": "d0", "turn": 4, "label": null}', "labels.jsonl:2: label: must be a non-empty string"),
+    ('{"id": "d0", "turn": 4, "label": ""}', "labels.jsonl:2: label: must be a non-empty string"),
+    ('{"id": "d0", "turn": 4, "verdict_id": "1/1", "label": "no"}', "labels.jsonl:2: turn: give a turn or a verdict_id"),
+    ('{"id": "d0", "verdict_id": "1/1", "label": "no"}', "labels.jsonl:2: verdict_id: the offline fit labels replies by 'turn'"),
+    ('{"id": "d0", "turn": 2, "label": "no"}', "labels.jsonl:2: id, turn: 'd0' turn 2 was labelled at "),
 ])
 def test_a_bad_labels_file_names_line_and_field(tmp_path: Path, line: str, message: str) -> None:
-    path = tmp_path / "labels.jsonl"
+    convs, _ = synthetic(1)
+    cpath, path = write(tmp_path, convs, [])
     path.write_text('{"id": "d0", "turn": 2, "label": "yes"}\n' + line + "\n")
     with pytest.raises(LabelsError, match=re.escape(message)):
-        read_labels(path)
+        label_cases(load_conversations(cpath), read_labels(path, metric="turn-relevancy"), labels_path=str(path),
+                    positive=parse_positive(None), inputs_of=turn_inputs)
 
 
 @pytest.mark.parametrize(("label", "message"), [
-    ({"id": "zz", "turn": 2, "label": "yes"}, "labels.jsonl:1: field 'id': no conversation 'zz'"),
-    ({"id": "d0", "turn": 1, "label": "yes"}, "labels.jsonl:1: field 'turn': turn 1 of 'd0' is not an assistant reply"),
-    ({"id": "d0", "turn": 2, "label": "maybe"}, 'labels.jsonl:1: field \'label\': "maybe" is not a yes/no word'),
+    ({"id": "zz", "turn": 2, "label": "yes"}, "labels.jsonl:1: id: no conversation 'zz'"),
+    ({"id": "d0", "turn": 1, "label": "yes"}, "labels.jsonl:1: turn: turn 1 of 'd0' is not an assistant reply"),
+    ({"id": "d0", "turn": 2, "label": "maybe"}, 'labels.jsonl:1: label: "maybe" is not a yes/no word'),
 ])
 def test_labels_that_match_no_reply_name_line_and_field(tmp_path: Path, label: dict, message: str) -> None:
     convs, _ = synthetic(1)
     cpath, lpath = write(tmp_path, convs, [label])
     with pytest.raises(LabelsError, match=re.escape(message)):
-        label_cases(load_conversations(cpath), read_labels(lpath), labels_path=str(lpath), positive=parse_positive(None), inputs_of=turn_inputs)
+        label_cases(load_conversations(cpath), read_labels(lpath, metric="turn-relevancy"), labels_path=str(lpath), positive=parse_positive(None), inputs_of=turn_inputs)
 
 
 def test_positive_rules() -> None:
@@ -241,7 +241,7 @@ def test_align_command_writes_the_rule_and_its_exit_codes(tmp_path: Path, capsys
     # bad input: a labels line naming no conversation; labels of one class only
     lpath.write_text(json.dumps({"id": "nope", "label": "yes"}) + "\n")
     assert main(["align", str(cpath), "--labels", str(lpath), "--out", str(out)]) == 3
-    assert "labels.jsonl:1: field 'id'" in capsys.readouterr().err
+    assert "labels.jsonl:1: id: no conversation 'nope'" in capsys.readouterr().err
     lpath.write_text("".join(json.dumps({**x, "label": "yes"}) + "\n" for x in labels))
     assert main(["align", str(cpath), "--labels", str(lpath), "--out", str(out)]) == 3
     assert "all of one class" in capsys.readouterr().err

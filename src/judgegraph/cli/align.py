@@ -118,12 +118,14 @@ def _fit(args: argparse.Namespace, positive: Callable[[LabelValue], bool], windo
 
     from ..judges.offline import EmbeddingJudge
     from ..loaders.files import load_conversations
-    from ..trust.offline_fit import feature_matrix, file_sha256, fit_rule, group_of, label_cases, read_labels
+    from ..trust.labels import read_labels
+    from ..trust.offline_fit import feature_matrix, file_sha256, fit_rule, group_of, label_cases
 
     labels = read_labels(args.labels, field=args.label_field, metric=args.metric)
     conversations = load_conversations(args.files)
     cases = label_cases(conversations, labels, labels_path=args.labels, positive=positive,
-                        inputs_of=lambda w: w.offline_inputs(), window_size=window)
+                        inputs_of=lambda w: w.offline_inputs(), window_size=window, metric=args.metric,
+                        label_field=args.label_field)
     encoder = EmbeddingJudge().encoder
     x = feature_matrix(cases, encoder.encode)
     truth = np.array([c.relevant for c in cases])

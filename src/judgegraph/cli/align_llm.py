@@ -10,7 +10,6 @@ distilling call that failed, or judge errors (the file is still written then).
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING, Any
 
 from . import common
@@ -54,33 +53,25 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _labels(args: argparse.Namespace, conversations: list[Conversation]) -> list[Label] | str:
-    """The labels file, as labels JSONL (docs/agreement.md) or the offline fit's ``{"id", "turn", "label"}``
-    lines (about ``-m``'s metric; no turn: the last reply); a string says why it cannot be used."""
-    from ..trust.labels import Label, label_value, read_labels, shape_of
-    from ..trust.offline_fit import LabelsError
-    from ..trust.offline_fit import read_labels as read_id_labels
+    """The labels file (any shape :func:`judgegraph.trust.labels.read_labels` reads; the offline fit's
+    ``{"id", "turn", "label"}`` lines are about ``-m``'s metric, no turn: the last reply); a string says why it
+    cannot be used."""
+    from dataclasses import replace
+
+    from ..trust.labels import LabelsError, read_labels, usable
 
     try:
-        with open(args.labels, encoding="utf-8") as fh:
-            first = next((line for line in fh if line.strip()), "")
-        head = json.loads(first) if first.strip().startswith("{") else None
-    except (OSError, UnicodeDecodeError) as exc:
-        return f"cannot read --labels {args.labels}: {getattr(exc, 'strerror', None) or exc}"
-    except ValueError:
-        head = None
-    if isinstance(head, dict) and "id" in head and "conversation_id" not in head and shape_of(head) == "labels":
-        try:
-            rows = read_id_labels(args.labels, field=args.label_field)
-        except (LabelsError, OSError) as exc:
-            return str(exc)
-        last = {c.id: max((i + 1 for i, t in enumerate(c.turns) if t.role == "assistant"), default=None)
-                for c in conversations}
-        return [Label(r.id, args.metric, label_value(r.value), r.turn if r.turn is not None else last.get(r.id),
-                      source=f"{args.labels}:{r.line}") for r in rows]
-    read = read_labels(args.labels)
-    if read.errors:
-        return "labels that cannot be used:\n" + "\n".join(f"  {e}" for e in read.errors[:20])
-    return read.labels
+        read = read_labels(args.labels, field=args.label_field, metric=args.metric)
+        labels = usable(read)
+    except OSError as exc:
+        return f"cannot read --labels {args.labels}: {exc.strerror or exc}"
+    except LabelsError as exc:
+        return str(exc)
+    if read.formats.get(str(args.labels)) != "ids":
+        return labels
+    last = {c.id: max((i + 1 for i, t in enumerate(c.turns) if t.role == "assistant"), default=None)
+            for c in conversations}
+    return [replace(label, turn=last.get(label.conversation_id)) if label.turn is None else label for label in labels]
 
 
 def run_llm(args: argparse.Namespace, out: Console, err: Console) -> int:

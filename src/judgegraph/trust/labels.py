@@ -9,6 +9,8 @@ any of these shapes (found from its records):
 * **labels JSONL** (judgegraph's own; docs/agreement.md): one object a line,
   ``{"conversation_id", "metric", "turn" | "verdict_id", "label", "by"?, "note"?, "annotator"?, "time"?}``
   (``annotator``: the person's name, as ``judgegraph view`` writes it; ``time``: when, ISO 8601);
+  or the offline fit's lines (docs/offline_alignment.md), ``{"id", "turn"?, "label"}``: ``id`` for
+  ``conversation_id`` and the metric the reader is given; ``field=`` names the label's field in both;
 * **MLflow assessments**: a JSON list (or JSONL) of traces as ``Trace.to_dict()``
   writes them (their ``info.assessments``) or of assessments as
   ``Assessment.to_dictionary()`` writes them; only ``HUMAN`` sources count, and a person's override of
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
     from ..runs import ConversationLine
 
 LabelValue = str | float
-Source = Literal["labels", "mlflow", "langsmith"]
+Source = Literal["labels", "ids", "mlflow", "langsmith"]
 
 #: a metadata key MLflow sets on an assessment (and a trace) of a session: its id
 MLFLOW_SESSION_KEY = "mlflow.trace.session"
@@ -79,6 +81,10 @@ class Label:
 #: A label record that cannot be used: where (file, line, record), which field, why — the input error of
 #: every reader, so it prints the same way.
 LabelError = InputError
+
+
+class LabelsError(ValueError):
+    """A labels file a command cannot use: its message names the file, line and field (``FILE:LINE: field: why``)."""
 
 
 @dataclass
@@ -154,8 +160,6 @@ def label_value(value: object, where: str = "label") -> LabelValue:
 
 
 def _turn(value: object, where: str) -> int:
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise _Bad(where, f"must be a turn number (1-based), got {json.dumps(value, default=str)[:80]}")
     return value
@@ -189,18 +193,26 @@ def _time(value: object) -> str:
     raise _Bad("time", f"must be an ISO 8601 time (2026-11-28T22:15:03Z), got {json.dumps(value, default=str)[:80]}")
 
 
-def _from_labels_record(record: dict[str, Any], source: str) -> Label:
-    unknown = sorted(set(record) - LABEL_FIELDS)
-    if unknown:
-        raise _Bad(unknown[0], f"unknown field (a label has {', '.join(sorted(LABEL_FIELDS))})")
-    if "label" not in record:
-        raise _Bad("label", "missing")
+def _from_labels_record(record: dict[str, Any], source: str, field: str, metric: str | None, ids: bool) -> Label:
+    """A labels JSONL record, or (``ids``) the offline fit's: ``id`` for ``conversation_id``, ``metric`` its metric."""
+    cid = "id" if ids else "conversation_id"
+    names = LABEL_FIELDS - {"label", "conversation_id"} | {field, cid}
+    unknown = sorted(set(record) - names)
+    if unknown and not ids:  # the offline fit's lines may carry more (a data set's scale, raters)
+        raise _Bad(unknown[0], f"unknown field (a label has {', '.join(sorted(names))})")
+    if field not in record:
+        raise _Bad(field, "missing")
+    if not isinstance(record.get(cid), str):  # a conversation id is a string, as in every conversations file
+        raise _Bad(cid, "missing" if record.get(cid) is None else f"must be the conversation id (a string), "
+                   f"got {json.dumps(record[cid], default=str)[:80]}")
     turn = None if record.get("turn") is None else _turn(record["turn"], "turn")
     verdict_id = None if record.get("verdict_id") is None else _text(record, "verdict_id")
     if turn is not None and verdict_id is not None:
         raise _Bad("turn", "give a turn or a verdict_id, not both")
-    return Label(conversation_id=_text(record, "conversation_id"), metric=_text(record, "metric"),
-                 value=label_value(record["label"]), turn=turn, verdict_id=verdict_id, source=source,
+    if ids and "metric" not in record and metric is not None:
+        record = {**record, "metric": metric}
+    return Label(conversation_id=_text(record, cid), metric=_text(record, "metric"),
+                 value=label_value(record[field], field), turn=turn, verdict_id=verdict_id, source=source,
                  by=str(record.get("by") or ""), note=str(record.get("note") or ""),
                  annotator="" if record.get("annotator") is None else _text(record, "annotator"),
                  time="" if record.get("time") is None else _time(record["time"]))
@@ -312,7 +324,7 @@ def shape_of(record: dict[str, Any]) -> Source:
         return "mlflow"
     if "key" in record and ("run_id" in record or "feedback_source" in record or "trace_id" in record):
         return "langsmith"
-    return "labels"
+    return "ids" if "id" in record and "conversation_id" not in record else "labels"
 
 
 def _records(path: Path) -> Iterator[tuple[int | None, int, object]]:
@@ -345,9 +357,11 @@ def _records(path: Path) -> Iterator[tuple[int | None, int, object]]:
         index += 1
 
 
-def read_labels(path: str | Path) -> LabelSet:
-    """Every label of ``path`` (labels JSONL, MLflow traces/assessments, or LangSmith feedback; see the module).
-    Records that cannot be used are listed in ``errors``. A missing or unreadable file raises ``OSError``."""
+def read_labels(path: str | Path, *, field: str = "label", metric: str | None = None) -> LabelSet:
+    """Every label of ``path`` (labels JSONL, the offline fit's lines, MLflow traces/assessments, or LangSmith
+    feedback; see the module): the one reader of a labels file, for every command. ``field``: the label's field in
+    a labels JSONL line; ``metric``: the metric of the lines that name none (the offline fit's). Records that cannot be used are listed in ``errors``. A missing or unreadable file raises
+    ``OSError``."""
     p = Path(path)
     out = LabelSet()
     shape: Source | None = None
@@ -362,8 +376,8 @@ def read_labels(path: str | Path) -> LabelSet:
             shape = shape or kind
             if kind != shape:
                 raise _Bad(None, f"a {kind} record in a file of {shape} records")
-            if kind == "labels":
-                out.labels.append(_from_labels_record(item, where))
+            if kind in ("labels", "ids"):
+                out.labels.append(_from_labels_record(item, where, field, metric, kind == "ids"))
             elif kind == "langsmith":
                 if (label := _from_langsmith(item, where)) is not None:
                     out.labels.append(label)
@@ -377,6 +391,14 @@ def read_labels(path: str | Path) -> LabelSet:
             out.errors.append(LabelError(str(p), line, index, bad.field, bad.message))
     out.formats[str(p)] = shape or "labels"
     return out
+
+
+def usable(read: LabelSet) -> list[Label]:
+    """``read``'s labels, for a command that needs every record: :class:`LabelsError` naming the ones that cannot
+    be used (``FILE:LINE: field: why``, one a line, 20 at most)."""
+    if read.errors:
+        raise LabelsError("labels that cannot be used:\n" + "\n".join(f"  {e}" for e in read.errors[:20]))
+    return read.labels
 
 
 def review_labels(records: Iterable[ConversationLine]) -> list[Label]:

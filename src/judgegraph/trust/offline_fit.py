@@ -2,8 +2,8 @@
 
 Steps, all numpy (no scikit-learn):
 
-1. :func:`read_labels` reads a labels file (JSONL, one ``{"id", "turn", "label"}``
-   per line; docs/offline_alignment.md) and :func:`parse_positive` turns a
+1. :func:`judgegraph.trust.labels.read_labels` reads a labels file (the offline fit's
+   ``{"id", "turn", "label"}`` lines, docs/offline_alignment.md, or any labels file) and :func:`parse_positive` turns a
    ``--positive`` rule (``">=2"``, ``"==yes"``) into which labels count as relevant;
 2. :func:`label_cases` finds each labelled reply's window exactly as the
    metric being aligned builds it (:func:`judgegraph.data.windows.sliding_windows`
@@ -22,7 +22,6 @@ Steps, all numpy (no scikit-learn):
 from __future__ import annotations
 
 import json
-import math
 import operator
 import os
 import re
@@ -38,68 +37,17 @@ from ..data.results import metric_key
 from ..judges.offline_rule import FEATURES, OfflineRule, feature_steps
 from ..judges.offline_scoring import DEFAULT_THRESHOLD
 from ..stats import raters
+from .labels import LabelsError, LabelSet, usable
 
 __all__ = [
-    "Case", "Label", "LabelsError", "auc", "cohen_kappa", "feature_matrix", "fit_rule", "label_cases",
-    "parse_positive", "read_labels", "spearman", "split_groups",
+    "Case", "LabelsError", "auc", "cohen_kappa", "feature_matrix", "fit_rule", "label_cases",
+    "parse_positive", "spearman", "split_groups",
 ]
 
 Encode = Callable[[list[str]], np.ndarray]
 #: What a label may be in the file.
 LabelValue = bool | int | float | str
 L2_GRID = (0.1, 1.0, 10.0, 100.0)
-
-
-class LabelsError(ValueError):
-    """A labels file problem, naming the file, line and field."""
-
-
-@dataclass(frozen=True)
-class Label:
-    id: str
-    turn: int | None  # 1-based position in the conversation's turns; None: its last assistant reply
-    value: LabelValue
-    line: int
-
-
-def read_labels(path: str | os.PathLike[str], *, field: str = "label", metric: str | None = None) -> list[Label]:
-    """The labels of a JSONL file: ``{"id": str, "turn": int >= 1 (optional), field: bool|number|str}``
-    per line (blank lines skipped), or judgegraph's labels JSONL (:mod:`judgegraph.trust.labels`:
-    ``conversation_id`` for ``id``, and a ``metric``: with ``metric`` given, the lines about another metric
-    are skipped). :class:`LabelsError` names the line and field of the first bad one."""
-    out: list[Label] = []
-    seen: dict[tuple[str, int | None], int] = {}
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise LabelsError(f"{where}: not JSON ({exc.msg})") from None
-            if not isinstance(rec, dict):
-                raise LabelsError(f"{where}: expected an object with 'id', 'turn' and {field!r}")
-            if "conversation_id" in rec and "id" not in rec:  # judgegraph's labels JSONL (docs/agreement.md)
-                if rec.get("verdict_id") is not None:
-                    raise LabelsError(f"{where}: field 'verdict_id': the offline fit labels replies by 'turn'")
-                if metric is not None and isinstance(rec.get("metric"), str) and metric_key(rec["metric"]) != metric_key(metric):
-                    continue
-                rec = {**rec, "id": rec["conversation_id"]}
-            cid, turn, value = rec.get("id"), rec.get("turn"), rec.get(field)
-            if not isinstance(cid, str) or not cid:
-                raise LabelsError(f"{where}: field 'id': expected the conversation id (a string), got {cid!r}")
-            if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int) or turn < 1):
-                raise LabelsError(f"{where}: field 'turn': expected a whole number >= 1 (1-based), got {turn!r}")
-            if isinstance(value, float) and not math.isfinite(value) or not isinstance(value, (bool, int, float, str)):
-                raise LabelsError(f"{where}: field {field!r}: expected a number, true/false or a word, got {value!r}")
-            if (cid, turn) in seen:
-                raise LabelsError(f"{where}: fields 'id', 'turn': {cid!r} turn {turn} was labelled on line {seen[cid, turn]}")
-            seen[cid, turn] = n
-            out.append(Label(cid, turn, value, n))
-    if not out:
-        raise LabelsError(f"{path}: no labels" + (f" for {metric}" if metric else ""))
-    return out
 
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -155,36 +103,47 @@ class Case:
     relevant: bool
 
 
-def label_cases(conversations: Iterable[Conversation], labels: Sequence[Label], *, labels_path: str,
+def label_cases(conversations: Iterable[Conversation], labels: LabelSet, *, labels_path: str,
                 positive: Callable[[LabelValue], bool], inputs_of: Callable[[Any], dict[str, Any]],
-                window_size: int = 10) -> list[Case]:
+                window_size: int = 10, metric: str | None = None, label_field: str = "label") -> list[Case]:
     """One :class:`Case` per label, from the window the aligned metric judges that reply in;
     ``inputs_of(window)`` gives the inputs the metric's request carries (``reply``, ``latest_user``, ``context``). :class:`LabelsError` (file, line, field) for an unknown
-    conversation, a turn that is not an assistant reply, or a label ``positive`` cannot judge."""
+    conversation, a turn that is not an assistant reply, a verdict id, a reply labelled twice, or a label
+    ``positive`` cannot judge; for any record :func:`~judgegraph.trust.labels.read_labels` could not use, each named."""
     from ..data.windows import sliding_windows
 
+    about = [lab for lab in usable(labels) if metric is None or metric_key(lab.metric) == metric_key(metric)]
+    if not about:
+        raise LabelsError(f"{labels_path}: no labels" + (f" for {metric}" if metric else ""))
+    id_field = "id" if labels.formats.get(str(labels_path)) == "ids" else "conversation_id"
     by_id = {c.id: c for c in conversations}
     windows: dict[str, dict[int, Any]] = {}  # Any: Window
+    seen: dict[tuple[str, int | None], str] = {}
     cases = []
-    for lab in labels:
-        where = f"{labels_path}:{lab.line}"
-        conv = by_id.get(lab.id)
+    for lab in about:
+        where, cid = lab.source, lab.conversation_id
+        if lab.verdict_id is not None:
+            raise LabelsError(f"{where}: verdict_id: the offline fit labels replies by 'turn'")
+        if (cid, lab.turn) in seen:
+            raise LabelsError(f"{where}: {id_field}, turn: {cid!r} turn {lab.turn} was labelled at {seen[cid, lab.turn]}")
+        seen[cid, lab.turn] = where
+        conv = by_id.get(cid)
         if conv is None:
-            raise LabelsError(f"{where}: field 'id': no conversation {lab.id!r} in the conversation files")
-        if lab.id not in windows:
-            windows[lab.id] = {i + 1: w for w in sliding_windows(conv, window_size) for i in w.target.reply_turn_indices}
-        by_turn = windows[lab.id]
+            raise LabelsError(f"{where}: {id_field}: no conversation {cid!r} in the conversation files")
+        if cid not in windows:
+            windows[cid] = {i + 1: w for w in sliding_windows(conv, window_size) for i in w.target.reply_turn_indices}
+        by_turn = windows[cid]
         turn = lab.turn if lab.turn is not None else max(by_turn, default=0)
         window = by_turn.get(turn)
         if window is None:
-            raise LabelsError(f"{where}: field 'turn': turn {turn} of {lab.id!r} is not an assistant reply "
+            raise LabelsError(f"{where}: turn: turn {turn} of {cid!r} is not an assistant reply "
                               f"(its replies are turns {sorted(by_turn) or 'none'}, 1-based)")
         try:
             relevant = positive(lab.value)
         except TypeError as exc:
-            raise LabelsError(f"{where}: field 'label': {exc}") from None
+            raise LabelsError(f"{where}: {label_field}: {exc}") from None
         inputs = inputs_of(window)
-        cases.append(Case(lab.id, max(i + 1 for i in window.target.reply_turn_indices), inputs["reply"],
+        cases.append(Case(cid, max(i + 1 for i in window.target.reply_turn_indices), inputs["reply"],
                           inputs["latest_user"], tuple(inputs["context"]), lab.value, relevant))
     return cases
 

@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ...loaders.formats.openai import tool_call
+from ...loaders.base import RecordErrors
+from ...loaders.formats.openai import content_text, tool_call
 
 T = TypeVar("T")
 
@@ -54,24 +55,13 @@ class Msg:
 
 
 def _text(value: object, path: str) -> str:
-    """Message content: a string, or a list of parts whose text parts are joined."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and isinstance(value.get("text"), str):
-        return value["text"]
-    if isinstance(value, list):
-        texts = []
-        for part in value:
-            if isinstance(part, str):
-                texts.append(part)
-            elif isinstance(part, dict) and part.get("type", "text") in ("text", "input_text", "output_text") \
-                    and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-            # image, audio, file, refusal ... parts are skipped
-        return "\n".join(texts)
-    raise Unreadable(path, f"content must be a string or a list of parts (got {type(value).__name__})")
+    """Message content, read as an OpenAI chat file's (:func:`~judgegraph.loaders.formats.openai.content_text`)."""
+    try:
+        return content_text(value)
+    except RecordErrors as exc:
+        where, message = exc.problems[0]
+        raise Unreadable("".join([path, *(f".{p}" for p in where)]),
+                         message) from None
 
 
 def _tool_call(raw: object) -> dict[str, Any] | None:

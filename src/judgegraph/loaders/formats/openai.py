@@ -19,7 +19,12 @@ OPENAI_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "t
                 "developer": "system", "function": "tool"}
 
 
-def _openai_content(value: object, path: Path_) -> str:
+def content_text(value: object, path: Path_ = ()) -> str:
+    """An OpenAI-style message ``content`` as text: a string, or a list of parts whose text parts (``text``,
+    ``input_text``, ``output_text``; a bare string) are joined by newlines, image, audio, file and refusal parts
+    skipped; None is empty. The one reader of it (an OpenAI chat file, an MLflow trace's messages);
+    :class:`~judgegraph.loaders.base.RecordErrors` at ``path`` (a part that is not an object, a text part
+    without a string ``text``, a content that is neither a string nor a list)."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -35,7 +40,6 @@ def _openai_content(value: object, path: Path_) -> str:
                     if not isinstance(text, str):
                         raise fail(path + (j, "text"), "a text part needs a string 'text'")
                     texts.append(text)
-                # image_url, input_audio, file, refusal, ... parts are skipped
             else:
                 raise fail(path + (j,), f"content part must be an object (got {type(part).__name__})")
         return "\n".join(texts)
@@ -91,7 +95,7 @@ def from_openai(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, 
             problems.append((path + ("content",), "Field required"))
             continue
         try:
-            content = _openai_content(msg.get("content"), path + ("content",))
+            content = content_text(msg.get("content"), path + ("content",))
             calls = msg.get("tool_calls") or []
             if not isinstance(calls, list):
                 raise fail(path + ("tool_calls",), "must be a list")
