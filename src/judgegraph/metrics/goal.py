@@ -20,7 +20,6 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict
 
-from .. import _renamed
 from ..core.nodes import judge_step, outcome_fields, quote, turn_label
 from ..core.scoring import Tally, clause
 from ..core.state import MetricState, conversation_of
@@ -28,6 +27,7 @@ from ..data.answers import YesNo
 from ..data.conversation import Conversation
 from ..data.results import MetricResult, Verdict
 from ..judges import JudgeOutcome, JudgeRequest
+from . import renamed
 from .session.common import SessionSettings, cited_turns, has_user, session_graph, session_spec
 
 JUDGE_STEP = "goal_completion/judge_goal"
@@ -162,21 +162,15 @@ GOAL_COMPLETION = session_spec(
     "Did the conversation reach its stated (or inferred) goal, and at which turn? (ragas; LLM judge)",
     doc='The goal is ``expected_outcome`` (or metadata ``goal``, ``reference``, ``expectations``; inferred when none'
         ' is given). Value "yes"/"no"; score 1 or 0; the turn of the verdict is where the goal was reached or lost. One'
-        ' call.')
-METRIC_SPECS = [GOAL_COMPLETION]
+        ' call.',
+    prompt_values={JUDGE_STEP: {"conversation", "goal"}})
 create_goal_completion_metric = GOAL_COMPLETION.factory
-__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
-
-
-
-#: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
-PROMPT_VALUES = {JUDGE_STEP: {"conversation", "goal"}}
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2
 
 __all__ = [
     "GoalCompletionJudgement",
     "GoalCompletionVerdict",
     "GoalState",
-    "METRIC_SPECS",
     "agent_transcript",
     "build_goal_graph",
     "create_goal_completion_metric",

@@ -19,7 +19,6 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
-from .. import _renamed
 from ..core.nodes import (
     Node,
     WindowTask,
@@ -38,7 +37,7 @@ from ..data.conversation import Conversation
 from ..data.results import MetricResult, WindowVerdict, merge_verdicts
 from ..data.windows import Window
 from ..judges import JudgeOutcome, JudgeRequest
-from . import MetricSpec
+from . import MetricSpec, renamed
 
 METRIC = "conversational_safety"
 JUDGE_STEP = "conversational_safety/judge_reply"
@@ -155,13 +154,10 @@ def build_safety_graph(settings: SafetySettings) -> StateGraph:
 
 CONVERSATIONAL_SAFETY = MetricSpec(
     METRIC, settings=SafetySettings, build=build_safety_graph, needs=frozenset({"llm"}), tasks=(TASK,),
-    summary="Is any reply harmful, unsafe or against policy? per-turn safe/unsafe with categories (MLflow; LLM judge)")
-METRIC_SPECS = [CONVERSATIONAL_SAFETY]
+    summary="Is any reply harmful, unsafe or against policy? per-turn safe/unsafe with categories (MLflow; LLM judge)",
+    prompt_values={JUDGE_STEP: {"system", "context", "user_message", "reply"}})
 create_conversational_safety_metric = CONVERSATIONAL_SAFETY.factory
-__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
-
-#: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
-PROMPT_VALUES = {JUDGE_STEP: {"system", "context", "user_message", "reply"}}
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2
 
 __all__ = [
     "CATEGORIES",

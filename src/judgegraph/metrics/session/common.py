@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, ClassVar, get_origin
 
@@ -39,12 +40,13 @@ YES_NO = frozenset({"yes", "no"})
 
 def session_spec(name: str, build: Callable[[Any], StateGraph], tasks: Iterable[str], summary: str, *,
                  settings: type[SessionSettings] = SessionSettings, doc: str = "",
-                 needs: frozenset[Need] = frozenset()) -> MetricSpec:
+                 needs: frozenset[Need] = frozenset(),
+                 prompt_values: Mapping[str, AbstractSet[str]] | None = None) -> MetricSpec:
     """A session judge's declaration: it reads the whole conversation (scope ``"conversation"``) and needs an LLM
     judge answering ``tasks`` (:class:`~judgegraph.judges.NeedsLLMJudge` otherwise)."""
     wanted: frozenset[Need] = frozenset({"llm", *needs})
     return MetricSpec(name, summary=summary, settings=settings, build=build, tasks=tuple(tasks), doc=doc,
-                      needs=wanted, scope="conversation")
+                      needs=wanted, scope="conversation", prompt_values=prompt_values or {})
 
 
 #: One judge call's input per task: ``tasks(state, conversation)`` (see :func:`session_graph`).

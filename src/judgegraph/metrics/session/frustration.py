@@ -15,7 +15,6 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from pydantic import BeforeValidator, Field
 
-from ... import _renamed
 from ...core.nodes import judge_step, outcome_fields, turn_label
 from ...core.scoring import Tally
 from ...core.state import MetricState, conversation_of
@@ -23,6 +22,7 @@ from ...data.answers import read_choice
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Verdict
 from ...judges import JudgeOutcome
+from .. import renamed
 from .common import (
     CitingJudgement,
     SessionSettings,
@@ -125,10 +125,7 @@ USER_FRUSTRATION = session_spec(
     "user_frustration", build_frustration_graph, TASKS,
     "Was the user frustrated, and was it resolved? none/resolved/unresolved (LLM judge)",
     doc='Value "none" | "resolved" | "unresolved"; score 1.0 / 0.5 / 0.0; passes unless "unresolved" (threshold'
-        ' 0.5); strict mode: only "none" passes. One call.')
-METRIC_SPECS = [USER_FRUSTRATION]
+        ' 0.5); strict mode: only "none" passes. One call.',
+    prompt_values={JUDGE_STEP: {"conversation"}})
 create_user_frustration_metric = USER_FRUSTRATION.factory
-__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
-
-
-PROMPT_VALUES = {JUDGE_STEP: {"conversation"}}
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2
