@@ -42,8 +42,8 @@ def build(settings: NewSettings):
     return build_relevancy_graph(settings)
 
 
-METRIC_SPECS = [MetricSpec("brand_new", summary="A metric added as one module (test)", settings=NewSettings,
-                           build=build, defaults={"window_size": 2})]
+SPEC = MetricSpec("brand_new", summary="A metric added as one module (test)", settings=NewSettings,
+                  build=build, defaults={"window_size": 2})
 '''
 
 
