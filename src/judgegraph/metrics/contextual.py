@@ -10,6 +10,16 @@ node is extracted and judged once, whatever the window size.
 
 from __future__ import annotations
 
+__all__ = [
+    "ContextualSettings",
+    "ContextualState",
+    "TurnContext",
+    "build_turn_contextual_relevancy_graph",
+    "contextual_reason",
+    "create_turn_contextual_relevancy_metric",
+    "turn_context",
+]
+
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -376,13 +386,3 @@ TURN_CONTEXTUAL_RELEVANCY = MetricSpec(
     prompt_values=STATEMENT_PROMPT_VALUES)
 create_turn_contextual_relevancy_metric = TURN_CONTEXTUAL_RELEVANCY.factory
 __getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2
-
-__all__ = [
-    "ContextualSettings",
-    "ContextualState",
-    "TurnContext",
-    "build_turn_contextual_relevancy_graph",
-    "contextual_reason",
-    "create_turn_contextual_relevancy_metric",
-    "turn_context",
-]

@@ -9,6 +9,20 @@ rendered (docs/custom_judges.md).
 
 from __future__ import annotations
 
+__all__ = [
+    "CustomJudgeSettings",
+    "CustomJudgeState",
+    "FeedbackSpec",
+    "FeedbackVerdict",
+    "build_custom_graph",
+    "build_prompt",
+    "check_instructions",
+    "expectations_of",
+    "feedback_schema",
+    "feedback_spec",
+    "make_metric",
+]
+
 import json
 import re
 from dataclasses import MISSING, dataclass, field
@@ -372,18 +386,3 @@ def make_metric(*, model: ModelLike = None, **options: Any) -> CompiledStateGrap
 
 make_metric.__doc__, make_metric.__signature__ = _create.__doc__, _create.__signature__  # type: ignore[attr-defined]
 __getattr__ = renamed(__name__)  # make_judge: deprecated, renamed in 0.2
-
-
-__all__ = [
-    "CustomJudgeSettings",
-    "CustomJudgeState",
-    "FeedbackSpec",
-    "FeedbackVerdict",
-    "build_custom_graph",
-    "build_prompt",
-    "check_instructions",
-    "expectations_of",
-    "feedback_schema",
-    "feedback_spec",
-    "make_metric",
-]

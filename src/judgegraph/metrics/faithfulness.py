@@ -14,6 +14,19 @@ score is the share of claims not contradicted ("idk" counts as faithful unless
 
 from __future__ import annotations
 
+__all__ = [
+    "ClaimVerdict",
+    "ClaimVerdicts",
+    "FaithfulnessSettings",
+    "ReplySources",
+    "Source",
+    "build_turn_faithfulness_graph",
+    "claims_request",
+    "create_turn_faithfulness_metric",
+    "reply_scores",
+    "sources_of",
+]
+
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -311,16 +324,3 @@ TURN_FAITHFULNESS = MetricSpec(
     prompt_values={JUDGE_STEP: {"sources", "claims"}, **STATEMENT_PROMPT_VALUES})
 create_turn_faithfulness_metric = TURN_FAITHFULNESS.factory
 __getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2
-
-__all__ = [
-    "ClaimVerdict",
-    "ClaimVerdicts",
-    "FaithfulnessSettings",
-    "ReplySources",
-    "Source",
-    "build_turn_faithfulness_graph",
-    "claims_request",
-    "create_turn_faithfulness_metric",
-    "reply_scores",
-    "sources_of",
-]

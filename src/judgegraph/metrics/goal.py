@@ -11,6 +11,16 @@ Where the goal is read and every difference: docs/agents.md.
 
 from __future__ import annotations
 
+__all__ = [
+    "GoalCompletionJudgement",
+    "GoalCompletionVerdict",
+    "GoalState",
+    "agent_transcript",
+    "build_goal_graph",
+    "create_goal_completion_metric",
+    "stated_goal",
+]
+
 import json
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal
@@ -166,13 +176,3 @@ GOAL_COMPLETION = session_spec(
     prompt_values={JUDGE_STEP: {"conversation", "goal"}})
 create_goal_completion_metric = GOAL_COMPLETION.factory
 __getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2
-
-__all__ = [
-    "GoalCompletionJudgement",
-    "GoalCompletionVerdict",
-    "GoalState",
-    "agent_transcript",
-    "build_goal_graph",
-    "create_goal_completion_metric",
-    "stated_goal",
-]

@@ -20,6 +20,9 @@ never failing a run).
 
 from __future__ import annotations
 
+__all__ = ["CRITERIA", "Criterion", "CriterionOutcome", "PairJudgement", "PairVerdict", "PairwiseSettings",
+           "as_criteria", "build_pairwise_graph", "create_pairwise_metric", "decide", "outcomes_of"]
+
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -336,7 +339,3 @@ def outcomes_of(result: MetricResult) -> list[CriterionOutcome]:
     """The criteria outcomes a pairwise result holds (``details["criteria"]``)."""
     return [CriterionOutcome(str(c["criterion"]), c.get("outcome"), bool(c.get("order_dependent")),
                              int(c.get("errors") or 0)) for c in result.details.get("criteria") or []]
-
-
-__all__ = ["CRITERIA", "Criterion", "CriterionOutcome", "PairJudgement", "PairVerdict", "PairwiseSettings",
-           "as_criteria", "build_pairwise_graph", "create_pairwise_metric", "decide", "outcomes_of"]

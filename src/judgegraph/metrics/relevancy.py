@@ -10,6 +10,19 @@ takes a block of windows and writes one verdict per window.
 
 from __future__ import annotations
 
+__all__ = [
+    "MetricInput",
+    "MetricOutput",
+    "RelevancySettings",
+    "RelevancyState",
+    "TurnVerdict",
+    "build_relevancy_graph",
+    "create_conversation_relevance_metric",
+    "create_turn_relevancy_metric",
+    "deterministic_reason",
+    "turn_request",
+]
+
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -225,16 +238,3 @@ CONVERSATION_RELEVANCE = MetricSpec(
 create_turn_relevancy_metric = TURN_RELEVANCY.factory
 create_conversation_relevance_metric = CONVERSATION_RELEVANCE.factory
 __getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2
-
-__all__ = [
-    "MetricInput",
-    "MetricOutput",
-    "RelevancySettings",
-    "RelevancyState",
-    "TurnVerdict",
-    "build_relevancy_graph",
-    "create_conversation_relevance_metric",
-    "create_turn_relevancy_metric",
-    "deterministic_reason",
-    "turn_request",
-]

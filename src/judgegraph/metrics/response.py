@@ -7,6 +7,21 @@ The offline judge writes no questions: ``embed_response`` scores cosine(response
 
 from __future__ import annotations
 
+__all__ = [
+    "EmbeddingRunner",
+    "ExchangeVerdict",
+    "GeneratedQuestion",
+    "GeneratedQuestions",
+    "ResponseRelevancySettings",
+    "ResponseRelevancyState",
+    "build_response_relevancy_graph",
+    "create_response_relevancy_metric",
+    "normalise_question",
+    "questions_request",
+    "questions_schema",
+    "resolve_embeddings",
+]
+
 import operator
 import re
 import unicodedata
@@ -489,18 +504,3 @@ RESPONSE_RELEVANCY = MetricSpec(
     prompt_values={GENERATE_STEP: {"n_questions", "response"}})
 create_response_relevancy_metric = RESPONSE_RELEVANCY.factory
 __getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2
-
-__all__ = [
-    "EmbeddingRunner",
-    "ExchangeVerdict",
-    "GeneratedQuestion",
-    "GeneratedQuestions",
-    "ResponseRelevancySettings",
-    "ResponseRelevancyState",
-    "build_response_relevancy_graph",
-    "create_response_relevancy_metric",
-    "normalise_question",
-    "questions_request",
-    "questions_schema",
-    "resolve_embeddings",
-]

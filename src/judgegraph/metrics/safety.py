@@ -12,6 +12,16 @@ value MLflow's label: "yes" when every judged reply is safe, else "no".
 
 from __future__ import annotations
 
+__all__ = [
+    "CATEGORIES",
+    "SafetyJudgement",
+    "SafetySettings",
+    "SafetyVerdict",
+    "build_safety_graph",
+    "create_conversational_safety_metric",
+    "safety_request",
+]
+
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -158,13 +168,3 @@ CONVERSATIONAL_SAFETY = MetricSpec(
     prompt_values={JUDGE_STEP: {"system", "context", "user_message", "reply"}})
 create_conversational_safety_metric = CONVERSATIONAL_SAFETY.factory
 __getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2
-
-__all__ = [
-    "CATEGORIES",
-    "SafetyJudgement",
-    "SafetySettings",
-    "SafetyVerdict",
-    "build_safety_graph",
-    "create_conversational_safety_metric",
-    "safety_request",
-]

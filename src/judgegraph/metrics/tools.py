@@ -12,6 +12,20 @@ docs/agents.md. Score = share of checked exchanges whose calls are right.
 
 from __future__ import annotations
 
+__all__ = [
+    "ArgumentJudgement",
+    "CheckTask",
+    "Match",
+    "ToolCallJudgement",
+    "ToolSettings",
+    "ToolState",
+    "ToolVerdict",
+    "build_tool_graph",
+    "call_text",
+    "create_tool_correctness_metric",
+    "match_trajectory",
+]
+
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -478,17 +492,3 @@ TOOL_CORRECTNESS = MetricSpec(
                    ARGUMENTS_STEP: {"user_message", "pairs"}})
 create_tool_correctness_metric = TOOL_CORRECTNESS.factory
 __getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2
-
-__all__ = [
-    "ArgumentJudgement",
-    "CheckTask",
-    "Match",
-    "ToolCallJudgement",
-    "ToolSettings",
-    "ToolState",
-    "ToolVerdict",
-    "build_tool_graph",
-    "call_text",
-    "create_tool_correctness_metric",
-    "match_trajectory",
-]

@@ -12,6 +12,18 @@ true positives = allowed and answered, false positives = not allowed and answere
 
 from __future__ import annotations
 
+__all__ = [
+    "Counts",
+    "TopicJudgement",
+    "TopicSettings",
+    "TopicVerdict",
+    "build_topic_graph",
+    "counts",
+    "create_topic_adherence_metric",
+    "score_topics",
+    "topic_request",
+]
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
@@ -308,15 +320,3 @@ TOPIC_ADHERENCE = MetricSpec(
     prompt_values={JUDGE_STEP: {"topics", "system", "context", "user_message", "reply"}})
 create_topic_adherence_metric = TOPIC_ADHERENCE.factory
 __getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2
-
-__all__ = [
-    "Counts",
-    "TopicJudgement",
-    "TopicSettings",
-    "TopicVerdict",
-    "build_topic_graph",
-    "counts",
-    "create_topic_adherence_metric",
-    "score_topics",
-    "topic_request",
-]
