@@ -22,7 +22,7 @@ __all__ = [
 ]
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
@@ -30,15 +30,23 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict
 
-from ..core.nodes import judge_step, outcome_fields, quote, turn_label
+from ..core.nodes import quote, turn_label
 from ..core.scoring import Tally, clause
 from ..core.state import MetricState, conversation_of
 from ..data.answers import YesNo
 from ..data.conversation import Conversation
-from ..data.results import MetricResult, Verdict
-from ..judges import JudgeOutcome, JudgeRequest
+from ..data.results import Verdict
+from ..judges import JudgeRequest
 from . import renamed
-from .session.common import SessionSettings, cited_turns, has_user, session_graph, session_spec
+from .session.common import (
+    SessionSettings,
+    cited_turns,
+    has_user,
+    session_graph,
+    session_spec,
+    verdict_score,
+    verdict_step,
+)
 
 JUDGE_STEP = "goal_completion/judge_goal"
 TASKS = ("goal_completion",)
@@ -122,25 +130,20 @@ def _judge_goal(settings: SessionSettings) -> RunnableLambda:
         return JudgeRequest(task="goal_completion", step=JUDGE_STEP, schema=GoalCompletionJudgement,
                             values={"conversation": agent_transcript(conversation), "goal": goal or INFER})
 
-    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> GoalState:
-        conversation = conversation_of(state)
-        goal, source = stated_goal(conversation)
-        value = outcome.value if outcome.ok else None
-        cited = getattr(value, "turn", None)
-        turns = cited_turns([cited] if cited is not None else [], conversation, ("assistant",))
-        verdict = GoalCompletionVerdict(
-            verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""), turns=turns,
-            goal=goal or str(getattr(value, "user_goal", "")), goal_source=source,
-            end_state=getattr(value, "end_state", ""), **outcome_fields(outcome))
-        return {"conversation": conversation, "verdicts": [verdict]}
-
-    return judge_step("judge_goal", settings.judge, build, finish)
+    return verdict_step(settings, "judge_goal", build, _verdict)
 
 
-def _reason(t: Tally) -> str:
-    if not t.judged:
-        return "The conversation could not be judged (judge error); see errors."
-    (v,) = t.judged
+def _verdict(conversation: Conversation, value: Any, fields: Mapping[str, Any]) -> GoalCompletionVerdict:
+    goal, source = stated_goal(conversation)
+    cited = getattr(value, "turn", None)
+    turns = cited_turns([cited] if cited is not None else [], conversation, ("assistant",))
+    return GoalCompletionVerdict(
+        verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""), turns=turns,
+        goal=goal or str(getattr(value, "user_goal", "")), goal_source=source,
+        end_state=getattr(value, "end_state", ""), **fields)
+
+
+def _reason(t: Tally, v: GoalCompletionVerdict) -> str:
     where = f" in {turn_label(v.turns)}" if v.turns else ""
     head = f"Goal reached{where}" if v.verdict == "yes" else f"Goal not reached (lost{where})" if where else \
         "Goal not reached"
@@ -148,22 +151,17 @@ def _reason(t: Tally) -> str:
     return f"{head}{t.gate}: {goal}; end state {quote(v.end_state, 80)}. {clause(v.reason)}."
 
 
-def _score(settings: SessionSettings) -> Callable[[GoalState, Conversation], MetricResult]:
-    policy = settings.policy(step=JUDGE_STEP, reason=_reason, where=lambda v: "conversation",
-                             value=lambda t: t.judged[0].verdict if t.judged else None)
-
-    def scored(state: GoalState, conversation: Conversation) -> MetricResult:
-        (v,) = state["verdicts"]
-        details = {"goal": v.goal, "goal_source": v.goal_source, "end_state": v.end_state,
-                   ("reached_in_turn" if v.verdict == "yes" else "lost_in_turn"): v.turns[0] + 1 if v.turns else None}
-        return policy.result(conversation, [v], details=details if v.verdict else {"goal_source": v.goal_source})
-
-    return scored
+def _details(v: GoalCompletionVerdict) -> dict[str, Any]:
+    if not v.verdict:
+        return {"goal_source": v.goal_source}
+    return {"goal": v.goal, "goal_source": v.goal_source, "end_state": v.end_state,
+            ("reached_in_turn" if v.verdict == "yes" else "lost_in_turn"): v.turns[0] + 1 if v.turns else None}
 
 
 def build_goal_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    return session_graph(settings, GoalState, [("judge_goal", _judge_goal(settings))], _score(settings),
+    return session_graph(settings, GoalState, [("judge_goal", _judge_goal(settings))],
+                         verdict_score(settings, JUDGE_STEP, _reason, _details),
                          applies=has_user, not_applicable="No user turn: there is no user goal to reach.")
 
 
