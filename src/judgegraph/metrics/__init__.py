@@ -182,14 +182,6 @@ def built_ins() -> dict[str, MetricSpec]:
     return specs
 
 
-def renamed(module: str) -> Callable[[str], Any]:
-    """A metric module's ``__getattr__``: each of its ``*_metric`` factories under its old name (``*_judge``,
-    renamed in 0.2), with a ``DeprecationWarning`` (:func:`judgegraph._renamed`)."""
-    from .. import _renamed
-
-    return _renamed(module, lambda: [n for n, v in vars(sys.modules[module]).items()
-                                     if n.endswith("_metric") and callable(v)])
-
 
 @lru_cache(maxsize=1)
 def _plugins() -> dict[str, MetricSpec]:

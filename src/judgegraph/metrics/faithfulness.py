@@ -48,7 +48,8 @@ from ..data.conversation import Conversation
 from ..data.results import MetricResult, Verdict, merge_verdicts
 from ..data.windows import Window
 from ..judges import JudgeOutcome, JudgeRequest
-from . import MetricSpec, renamed
+from . import MetricSpec
+from ._renamed import renamed
 
 METRIC = "turn_faithfulness"
 JUDGE_STEP = "turn_faithfulness/judge_claims"

@@ -23,7 +23,7 @@ from ...data.answers import YesNo
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
-from .. import renamed
+from .._renamed import renamed
 from .common import ExtractState, SessionSettings, cited_turns, extract_step, has_user, session_graph, session_spec
 
 EXTRACT_STEP = "conversation_completeness/extract_goals"

@@ -25,7 +25,7 @@ from ...data.answers import read_choice
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
-from .. import renamed
+from .._renamed import renamed
 from .common import CitingJudgement, SessionSettings, cited_turns, role_indices, session_graph, session_spec
 
 JUDGE_STEP = "conversational_guidelines/judge_guideline"

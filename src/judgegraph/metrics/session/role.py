@@ -25,7 +25,7 @@ from ...data.answers import YesNo
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Usage, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
-from .. import renamed
+from .._renamed import renamed
 from .common import SessionSettings, session_graph, session_spec
 
 JUDGE_STEP = "role_adherence/judge_turns"
