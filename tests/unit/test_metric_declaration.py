@@ -24,7 +24,7 @@ NEW_METRIC = '''
 from dataclasses import dataclass
 
 from judgegraph.metric import MetricSpec, option
-from judgegraph.metrics.relevancy import RelevancySettings, build_relevancy_graph
+from judgegraph.metrics.relevancy import TURN_RELEVANCY, RelevancySettings, build_relevancy_graph
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,8 +42,10 @@ def build(settings: NewSettings):
     return build_relevancy_graph(settings)
 
 
-METRIC_SPECS = [MetricSpec("brand_new", summary="A metric added as one module (test)", settings=NewSettings,
-                           build=build, defaults={"window_size": 2})]
+SPEC = MetricSpec("brand_new", summary="A metric added as one module (test)", settings=NewSettings,
+                  build=build, defaults={"window_size": 2}, prompt_values={"brand_new/judge": {"label"}})
+_DRAFT = MetricSpec("draft_metric", settings=NewSettings, build=build)  # a private name: not registered
+
 '''
 
 
@@ -66,6 +68,13 @@ def new_metric(tmp_path, monkeypatch):
 
 def test_a_new_module_is_a_whole_built_in_metric(new_metric, tmp_path, monkeypatch, capsys):
     spec = new_metric
+    # the registry takes the specs the module defines under public names: not one it imports (TURN_RELEVANCY, still
+    # the relevancy module's, in its place), not one bound to a private name; the module lists none of them by hand
+    names = list(built_ins())
+    assert names[-1] == "brand_new" and names.count("turn_relevancy") == 1 and "draft_metric" not in names
+    assert names.index("turn_relevancy") < names.index("conversation_relevance") < names.index("brand_new")
+    assert not hasattr(sys.modules["judgegraph.metrics.brand_new"], "METRIC_SPECS")
+    assert spec.prompt_values == {"brand_new/judge": {"label"}}
     assert spec.name in built_ins() and spec.options >= {"label", "window_size", "threshold", "rubric"}
     # its factory, public and generated, with its options as keywords and its own default
     factory = judgegraph.create_brand_new_metric

@@ -8,6 +8,8 @@ import judgegraph.metrics
 from judgegraph.data.conversation import Conversation
 from judgegraph.data.prompts import PromptError, load_prompt, parse_prompt, prompt_dirs
 from judgegraph.data.windows import sliding_windows
+from judgegraph.metric import MetricSpec
+from judgegraph.metrics import registry
 from judgegraph.metrics.relevancy import DEFAULT_RUBRIC_STEP, JUDGE_STEP, turn_request
 
 
@@ -17,18 +19,18 @@ def all_prompt_names() -> list[str]:
 
 
 def _declared():
-    """Each module with prompt steps declares PROMPT_VALUES: {step: values its node passes}."""
+    """{step: values its node passes}: each metric's ``prompt_values`` (the registry's, plugins included, and the
+    specs not in it, bound to private names: pairwise, custom), and the PROMPT_VALUES of the modules with prompt steps
+    that are no metric."""
     values = {}
-    metrics = [m.name for m in pkgutil.walk_packages(judgegraph.metrics.__path__, "judgegraph.metrics.")]
-    for name in metrics + ["judgegraph.core.statements", "judgegraph.apps.simulate.graph", "judgegraph.judges.aligned",
-                           "judgegraph.trust.alignment"]:
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
-        values.update(getattr(mod, "PROMPT_VALUES", {}))
+    modules = [importlib.import_module(m.name)
+               for m in pkgutil.walk_packages(judgegraph.metrics.__path__, "judgegraph.metrics.")]
+    specs = [*registry().values(), *(v for m in modules for v in vars(m).values() if isinstance(v, MetricSpec))]
+    for spec in specs:
+        values.update(spec.prompt_values)
+    for name in ["judgegraph.core.statements", "judgegraph.apps.simulate.graph", "judgegraph.judges.aligned",
+                 "judgegraph.trust.alignment"]:
+        values.update(importlib.import_module(name).PROMPT_VALUES)
     return values
 
 

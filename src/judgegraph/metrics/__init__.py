@@ -1,7 +1,7 @@
 """Metric graphs and the registry the CLI resolves metric names with.
 
 A metric is a :class:`MetricSpec` plus a graph built from :mod:`judgegraph.core.nodes`
-(docs/architecture.md). The registry is every ``METRIC_SPECS`` of this package's modules
+(docs/architecture.md). The registry is every MetricSpec bound to a public name in this package's modules
 (a new metric is a new module) and every entry point in the group :data:`ENTRY_POINT_GROUP`
 of an installed package (docs/guide/custom.md). A name containing ``:`` is an import path to a custom metric.
 """
@@ -17,6 +17,7 @@ import pkgutil
 import sys
 import warnings
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import MISSING, Field, dataclass, field
 from functools import lru_cache
 from importlib.metadata import entry_points
@@ -48,7 +49,8 @@ class MetricSpec:
     class, a :class:`~judgegraph.core.scoring.JudgeOptions`: typed, with defaults and help, checked once), what it
     ``needs``, its ``scope`` (``"exchange"``: the latest scope judges the last one; ``"conversation"``: a session
     judge), ``build`` (settings → the uncompiled graph), ``defaults`` over the settings' own, the judge ``tasks``
-    only an LLM judge answers and its ``capabilities``. From it come its ``factory``
+    only an LLM judge answers, its ``capabilities`` and ``prompt_values`` (``{prompt step: the values its node
+    passes}``: the run header hashes these files, tests/unit/test_prompts.py checks their placeholders). From it come its ``factory``
     (``create_<name>_metric(*, model=None, **options, name=..., **compile)``, signature and docstring included:
     :meth:`create`), ``options`` (those the command line and input files give), ``judgegraph metrics NAME``, its
     entry in the registry and in the docs.
@@ -69,6 +71,7 @@ class MetricSpec:
     doc: str = ""
     factory_name: str = ""  # default: create_<name>_metric
     capabilities: frozenset[Capability] = frozenset()
+    prompt_values: Mapping[str, AbstractSet[str]] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "needs", frozenset(self.needs))
@@ -168,13 +171,16 @@ def _hints(cls: type | None) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def built_ins() -> dict[str, MetricSpec]:
-    """judgegraph's own metrics: the ``METRIC_SPECS`` of every module of this package and its subpackages."""
+    """judgegraph's own metrics: in every module of this package and its subpackages, each MetricSpec it defines
+    bound to a public name, in order (one bound to a private name, e.g. pairwise's, is not in the registry)."""
     specs: dict[str, MetricSpec] = {}
     for module in pkgutil.walk_packages(__path__, f"{__name__}."):
         mod = importlib.import_module(module.name)
-        for spec in getattr(mod, "METRIC_SPECS", ()):
-            specs[spec.name] = spec
+        for key, spec in vars(mod).items():
+            if isinstance(spec, MetricSpec) and not key.startswith("_") and spec.factory.__module__ == mod.__name__:
+                specs[spec.name] = spec
     return specs
+
 
 
 @lru_cache(maxsize=1)

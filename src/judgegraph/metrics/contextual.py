@@ -10,6 +10,16 @@ node is extracted and judged once, whatever the window size.
 
 from __future__ import annotations
 
+__all__ = [
+    "ContextualSettings",
+    "ContextualState",
+    "TurnContext",
+    "build_turn_contextual_relevancy_graph",
+    "contextual_reason",
+    "create_turn_contextual_relevancy_metric",
+    "turn_context",
+]
+
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +30,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from .. import _renamed
 from ..core.nodes import Node, quote, scoring_edges, turn_label, window_node, with_transcript
 from ..core.scoring import WindowOptions, option, strict
 from ..core.state import MetricInput, MetricOutput, MetricState, conversation_of
@@ -38,6 +47,7 @@ from ..data.conversation import RetrievalNode
 from ..data.results import JudgeErrorInfo, Usage, merge_verdicts
 from ..data.windows import Window
 from . import MetricSpec
+from ._renamed import renamed
 
 METRIC = "turn_contextual_relevancy"
 
@@ -373,20 +383,7 @@ def build_turn_contextual_relevancy_graph(settings: ContextualSettings) -> State
 TURN_CONTEXTUAL_RELEVANCY = MetricSpec(
     METRIC, settings=ContextualSettings, build=build_turn_contextual_relevancy_graph,
     needs=frozenset({"retrieval_context"}),
-    summary="Share of retrieved statements relevant to each turn's user message (deepeval; each node judged once)")
-METRIC_SPECS = [TURN_CONTEXTUAL_RELEVANCY]
+    summary="Share of retrieved statements relevant to each turn's user message (deepeval; each node judged once)",
+    prompt_values=STATEMENT_PROMPT_VALUES)
 create_turn_contextual_relevancy_metric = TURN_CONTEXTUAL_RELEVANCY.factory
-__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
-
-#: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
-PROMPT_VALUES = STATEMENT_PROMPT_VALUES
-
-__all__ = [
-    "ContextualSettings",
-    "ContextualState",
-    "TurnContext",
-    "build_turn_contextual_relevancy_graph",
-    "contextual_reason",
-    "create_turn_contextual_relevancy_metric",
-    "turn_context",
-]
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

@@ -9,6 +9,20 @@ rendered (docs/custom_judges.md).
 
 from __future__ import annotations
 
+__all__ = [
+    "CustomJudgeSettings",
+    "CustomJudgeState",
+    "FeedbackSpec",
+    "FeedbackVerdict",
+    "build_custom_graph",
+    "build_prompt",
+    "check_instructions",
+    "expectations_of",
+    "feedback_schema",
+    "feedback_spec",
+    "make_metric",
+]
+
 import json
 import re
 from dataclasses import MISSING, dataclass, field
@@ -19,7 +33,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validator
 
-from .. import _renamed
 from ..core.nodes import Node, conversation_json, judge_step, outcome_fields, score_node, scoring_edges
 from ..core.scoring import JudgeOptions, Tally, option
 from ..core.state import MetricInput, MetricOutput, MetricState, conversation_of
@@ -28,15 +41,13 @@ from ..data.prompts import Prompt, load_prompt, parse_prompt
 from ..data.results import MetricResult, Verdict, merge_verdicts
 from ..judges import JudgeOutcome, JudgeRequest, ModelLike
 from . import MetricSpec
+from ._renamed import renamed
 
 STEP = "custom_judge/judge_conversation"
 TASK = "custom_judge"
 VARIABLES = ("conversation", "expectations")
 _MLFLOW_SINGLE_TURN = {"inputs", "outputs", "trace"}
 _ANY_VARIABLE = re.compile(r"\{\{(.*?)\}\}", re.S)
-
-#: The values the wrapper prompt file takes (checked by tests/unit/test_prompts.py).
-PROMPT_VALUES = {STEP: {"instructions", "value_format"}}
 
 Kind = Literal["bool", "int", "float", "str", "literal"]
 
@@ -357,14 +368,15 @@ def _model_string(model: Any) -> Any:
     return model
 
 
-CUSTOM_JUDGE = MetricSpec(
+_CUSTOM_JUDGE = MetricSpec(  # not in the registry (a private name): make_metric builds it
     "custom_judge", settings=CustomJudgeSettings, build=build_custom_graph, tasks=(TASK,), needs=frozenset({"llm"}),
     scope="conversation", summary="A judge of whole conversations from instructions (MLflow's make_judge).",
     doc="``feedback_type`` gives the answer's type and its score; ``model`` must be an LLM judge"
-        " (docs/custom_judges.md).", factory_name="make_metric", defaults={"name": MISSING})
+        " (docs/custom_judges.md).", factory_name="make_metric", defaults={"name": MISSING},
+    prompt_values={STEP: {"instructions", "value_format"}})
 
 
-_create = CUSTOM_JUDGE.factory
+_create = _CUSTOM_JUDGE.factory
 
 
 def make_metric(*, model: ModelLike = None, **options: Any) -> CompiledStateGraph:
@@ -374,19 +386,4 @@ def make_metric(*, model: ModelLike = None, **options: Any) -> CompiledStateGrap
 
 
 make_metric.__doc__, make_metric.__signature__ = _create.__doc__, _create.__signature__  # type: ignore[attr-defined]
-__getattr__ = _renamed(__name__, [make_metric])  # make_judge: deprecated, renamed in 0.2
-
-
-__all__ = [
-    "CustomJudgeSettings",
-    "CustomJudgeState",
-    "FeedbackSpec",
-    "FeedbackVerdict",
-    "build_custom_graph",
-    "build_prompt",
-    "check_instructions",
-    "expectations_of",
-    "feedback_schema",
-    "feedback_spec",
-    "make_metric",
-]
+__getattr__ = renamed(__name__)  # make_judge: deprecated, renamed in 0.2

@@ -14,6 +14,19 @@ score is the share of claims not contradicted ("idk" counts as faithful unless
 
 from __future__ import annotations
 
+__all__ = [
+    "ClaimVerdict",
+    "ClaimVerdicts",
+    "FaithfulnessSettings",
+    "ReplySources",
+    "Source",
+    "build_turn_faithfulness_graph",
+    "claims_request",
+    "create_turn_faithfulness_metric",
+    "reply_scores",
+    "sources_of",
+]
+
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,7 +38,6 @@ from langgraph.types import Command, Send
 from pydantic import BaseModel, BeforeValidator, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from .. import _renamed
 from ..core.nodes import Node, calls_usage, judge_step, quote, score_node, turn_label, window_graph, window_node
 from ..core.scoring import Tally, WindowOptions, check_flag, clause, option
 from ..core.state import MetricState
@@ -37,6 +49,7 @@ from ..data.results import MetricResult, Verdict, merge_verdicts
 from ..data.windows import Window
 from ..judges import JudgeOutcome, JudgeRequest
 from . import MetricSpec
+from ._renamed import renamed
 
 METRIC = "turn_faithfulness"
 JUDGE_STEP = "turn_faithfulness/judge_claims"
@@ -308,24 +321,7 @@ TURN_FAITHFULNESS = MetricSpec(
             " judge)",
     doc="Each reply's claims judged against the retrieval context and tool results of its window (the last"
         " ``window_size`` exchanges, up to the reply); the mean over replies with sources of the share of claims not"
-        " contradicted.")
-METRIC_SPECS = [TURN_FAITHFULNESS]
+        " contradicted.",
+    prompt_values={JUDGE_STEP: {"sources", "claims"}, **STATEMENT_PROMPT_VALUES})
 create_turn_faithfulness_metric = TURN_FAITHFULNESS.factory
-__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
-
-#: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py); the
-#: extraction is the statements' own step.
-PROMPT_VALUES = {JUDGE_STEP: {"sources", "claims"}, **STATEMENT_PROMPT_VALUES}
-
-__all__ = [
-    "ClaimVerdict",
-    "ClaimVerdicts",
-    "FaithfulnessSettings",
-    "ReplySources",
-    "Source",
-    "build_turn_faithfulness_graph",
-    "claims_request",
-    "create_turn_faithfulness_metric",
-    "reply_scores",
-    "sources_of",
-]
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

@@ -11,8 +11,18 @@ Where the goal is read and every difference: docs/agents.md.
 
 from __future__ import annotations
 
+__all__ = [
+    "GoalCompletionJudgement",
+    "GoalCompletionVerdict",
+    "GoalState",
+    "agent_transcript",
+    "build_goal_graph",
+    "create_goal_completion_metric",
+    "stated_goal",
+]
+
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
@@ -20,15 +30,23 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict
 
-from .. import _renamed
-from ..core.nodes import judge_step, outcome_fields, quote, turn_label
+from ..core.nodes import quote, turn_label
 from ..core.scoring import Tally, clause
 from ..core.state import MetricState, conversation_of
 from ..data.answers import YesNo
 from ..data.conversation import Conversation
-from ..data.results import MetricResult, Verdict
-from ..judges import JudgeOutcome, JudgeRequest
-from .session.common import SessionSettings, cited_turns, has_user, session_graph, session_spec
+from ..data.results import Verdict
+from ..judges import JudgeRequest
+from ._renamed import renamed
+from .session.common import (
+    SessionSettings,
+    cited_turns,
+    has_user,
+    session_graph,
+    session_spec,
+    verdict_score,
+    verdict_step,
+)
 
 JUDGE_STEP = "goal_completion/judge_goal"
 TASKS = ("goal_completion",)
@@ -112,25 +130,20 @@ def _judge_goal(settings: SessionSettings) -> RunnableLambda:
         return JudgeRequest(task="goal_completion", step=JUDGE_STEP, schema=GoalCompletionJudgement,
                             values={"conversation": agent_transcript(conversation), "goal": goal or INFER})
 
-    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> GoalState:
-        conversation = conversation_of(state)
-        goal, source = stated_goal(conversation)
-        value = outcome.value if outcome.ok else None
-        cited = getattr(value, "turn", None)
-        turns = cited_turns([cited] if cited is not None else [], conversation, ("assistant",))
-        verdict = GoalCompletionVerdict(
-            verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""), turns=turns,
-            goal=goal or str(getattr(value, "user_goal", "")), goal_source=source,
-            end_state=getattr(value, "end_state", ""), **outcome_fields(outcome))
-        return {"conversation": conversation, "verdicts": [verdict]}
-
-    return judge_step("judge_goal", settings.judge, build, finish)
+    return verdict_step(settings, "judge_goal", build, _verdict)
 
 
-def _reason(t: Tally) -> str:
-    if not t.judged:
-        return "The conversation could not be judged (judge error); see errors."
-    (v,) = t.judged
+def _verdict(conversation: Conversation, value: Any, fields: Mapping[str, Any]) -> GoalCompletionVerdict:
+    goal, source = stated_goal(conversation)
+    cited = getattr(value, "turn", None)
+    turns = cited_turns([cited] if cited is not None else [], conversation, ("assistant",))
+    return GoalCompletionVerdict(
+        verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""), turns=turns,
+        goal=goal or str(getattr(value, "user_goal", "")), goal_source=source,
+        end_state=getattr(value, "end_state", ""), **fields)
+
+
+def _reason(t: Tally, v: GoalCompletionVerdict) -> str:
     where = f" in {turn_label(v.turns)}" if v.turns else ""
     head = f"Goal reached{where}" if v.verdict == "yes" else f"Goal not reached (lost{where})" if where else \
         "Goal not reached"
@@ -138,22 +151,17 @@ def _reason(t: Tally) -> str:
     return f"{head}{t.gate}: {goal}; end state {quote(v.end_state, 80)}. {clause(v.reason)}."
 
 
-def _score(settings: SessionSettings) -> Callable[[GoalState, Conversation], MetricResult]:
-    policy = settings.policy(step=JUDGE_STEP, reason=_reason, where=lambda v: "conversation",
-                             value=lambda t: t.judged[0].verdict if t.judged else None)
-
-    def scored(state: GoalState, conversation: Conversation) -> MetricResult:
-        (v,) = state["verdicts"]
-        details = {"goal": v.goal, "goal_source": v.goal_source, "end_state": v.end_state,
-                   ("reached_in_turn" if v.verdict == "yes" else "lost_in_turn"): v.turns[0] + 1 if v.turns else None}
-        return policy.result(conversation, [v], details=details if v.verdict else {"goal_source": v.goal_source})
-
-    return scored
+def _details(v: GoalCompletionVerdict) -> dict[str, Any]:
+    if not v.verdict:
+        return {"goal_source": v.goal_source}
+    return {"goal": v.goal, "goal_source": v.goal_source, "end_state": v.end_state,
+            ("reached_in_turn" if v.verdict == "yes" else "lost_in_turn"): v.turns[0] + 1 if v.turns else None}
 
 
 def build_goal_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    return session_graph(settings, GoalState, [("judge_goal", _judge_goal(settings))], _score(settings),
+    return session_graph(settings, GoalState, [("judge_goal", _judge_goal(settings))],
+                         verdict_score(settings, JUDGE_STEP, _reason, _details),
                          applies=has_user, not_applicable="No user turn: there is no user goal to reach.")
 
 
@@ -162,23 +170,7 @@ GOAL_COMPLETION = session_spec(
     "Did the conversation reach its stated (or inferred) goal, and at which turn? (ragas; LLM judge)",
     doc='The goal is ``expected_outcome`` (or metadata ``goal``, ``reference``, ``expectations``; inferred when none'
         ' is given). Value "yes"/"no"; score 1 or 0; the turn of the verdict is where the goal was reached or lost. One'
-        ' call.')
-METRIC_SPECS = [GOAL_COMPLETION]
+        ' call.',
+    prompt_values={JUDGE_STEP: {"conversation", "goal"}})
 create_goal_completion_metric = GOAL_COMPLETION.factory
-__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
-
-
-
-#: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
-PROMPT_VALUES = {JUDGE_STEP: {"conversation", "goal"}}
-
-__all__ = [
-    "GoalCompletionJudgement",
-    "GoalCompletionVerdict",
-    "GoalState",
-    "METRIC_SPECS",
-    "agent_transcript",
-    "build_goal_graph",
-    "create_goal_completion_metric",
-    "stated_goal",
-]
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

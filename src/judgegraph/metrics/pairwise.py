@@ -20,6 +20,9 @@ never failing a run).
 
 from __future__ import annotations
 
+__all__ = ["CRITERIA", "Criterion", "CriterionOutcome", "PairJudgement", "PairVerdict", "PairwiseSettings",
+           "as_criteria", "build_pairwise_graph", "create_pairwise_metric", "decide", "outcomes_of"]
+
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +34,6 @@ from langgraph.types import Send
 from pydantic import BaseModel, BeforeValidator, Field
 from typing_extensions import NotRequired, TypedDict
 
-from .. import _renamed
 from ..core.nodes import conversation_json, judge_step, outcome_fields, scoring_edges, with_transcript
 from ..core.scoring import JudgeOptions, Tally, option
 from ..core.state import MetricOutput
@@ -40,11 +42,10 @@ from ..data.conversation import Conversation, as_conversation
 from ..data.results import JudgeAttempt, MetricResult, Verdict, merge_calls, merge_results, merge_verdicts
 from ..judges import JudgeOutcome, JudgeRequest
 from . import MetricSpec
+from ._renamed import renamed
 
 STEP = "pairwise/judge_pair"
 TASK = "pairwise"
-#: The values the prompt file takes (checked by tests/unit/test_prompts.py).
-PROMPT_VALUES = {STEP: {"criterion", "conversation_a", "conversation_b"}}
 
 Order = Literal["ab", "ba"]
 Outcome = Literal["a", "b", "tie"]
@@ -323,21 +324,19 @@ def build_pairwise_graph(settings: PairwiseSettings) -> StateGraph:
     return builder
 
 
-PAIRWISE = MetricSpec(
+_PAIRWISE = MetricSpec(
     "pairwise", settings=PairwiseSettings, build=build_pairwise_graph, tasks=(TASK,), needs=frozenset({"llm"}),
     summary="Which of two versions' conversations is better, per criterion, judged in both orders (module doc).",
     doc="Input ``{\"a\": conversation, \"b\": conversation}``; output ``{\"results\": {name: MetricResult}}``."
-        " Calls: 2 per criterion. Needs an LLM judge: the offline judge cannot compare (NeedsLLMJudge).")
-#: Not in the registry (it judges a pair, not a conversation): apps/pairwise.py and ``judgegraph pairwise`` run it.
-create_pairwise_metric = PAIRWISE.factory
-__getattr__ = _renamed(__name__, [PAIRWISE])  # create_<name>_judge: deprecated, renamed in 0.2
+        " Calls: 2 per criterion. Needs an LLM judge: the offline judge cannot compare (NeedsLLMJudge).",
+    prompt_values={STEP: {"criterion", "conversation_a", "conversation_b"}})
+#: Not in the registry (it judges a pair, not a conversation; a private name): apps/pairwise.py and
+#: ``judgegraph pairwise`` run it.
+create_pairwise_metric = _PAIRWISE.factory
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2
 
 
 def outcomes_of(result: MetricResult) -> list[CriterionOutcome]:
     """The criteria outcomes a pairwise result holds (``details["criteria"]``)."""
     return [CriterionOutcome(str(c["criterion"]), c.get("outcome"), bool(c.get("order_dependent")),
                              int(c.get("errors") or 0)) for c in result.details.get("criteria") or []]
-
-
-__all__ = ["CRITERIA", "Criterion", "CriterionOutcome", "PairJudgement", "PairVerdict", "PairwiseSettings",
-           "as_criteria", "build_pairwise_graph", "create_pairwise_metric", "decide", "outcomes_of"]

@@ -10,6 +10,19 @@ takes a block of windows and writes one verdict per window.
 
 from __future__ import annotations
 
+__all__ = [
+    "MetricInput",
+    "MetricOutput",
+    "RelevancySettings",
+    "RelevancyState",
+    "TurnVerdict",
+    "build_relevancy_graph",
+    "create_conversation_relevance_metric",
+    "create_turn_relevancy_metric",
+    "deterministic_reason",
+    "turn_request",
+]
+
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -17,7 +30,6 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, StateGraph
 from pydantic import BaseModel, Field
 
-from .. import _renamed
 from ..core._dense import DensePlan, check_dense, dense_step, fan_out_blocks
 from ..core.nodes import (
     Node,
@@ -39,6 +51,7 @@ from ..data.results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_ve
 from ..data.windows import Window
 from ..judges import JudgeOutcome, JudgeRequest
 from . import MetricSpec
+from ._renamed import renamed
 
 JUDGE_STEP = "turn_relevancy/judge_turn"
 REASON_STEP = "turn_relevancy/write_reason"
@@ -213,35 +226,16 @@ def build_relevancy_graph(settings: RelevancySettings) -> StateGraph:
 
 TURN_RELEVANCY = MetricSpec(
     "turn_relevancy", summary="Is each assistant reply relevant to its window of the conversation? (deepeval; window 10)",
-    settings=RelevancySettings, build=build_relevancy_graph, capabilities=frozenset({"offline_rule"}))
+    settings=RelevancySettings, build=build_relevancy_graph, capabilities=frozenset({"offline_rule"}),
+    prompt_values={JUDGE_STEP: {"rubric", "system", "context", "user_message", "reply"},
+                   REASON_STEP: {"score", "threshold", "verdicts"}, DEFAULT_RUBRIC_STEP: set(),
+                   DENSE_STEP: {"rubric", "system", "exchanges", "items"}})
 CONVERSATION_RELEVANCE = MetricSpec(
     "conversation_relevance", settings=RelevancySettings, build=build_relevancy_graph, defaults={"window_size": 5},
-    capabilities=frozenset({"offline_rule"}),
+    capabilities=frozenset({"offline_rule"}), prompt_values=TURN_RELEVANCY.prompt_values,
     summary="Share of replies relevant in sliding windows of input/output pairs (promptfoo; window 5)",
     doc="promptfoo's semantics: one window per input/output pair holding it and up to ``window_size - 1`` earlier"
         " pairs; ``rubric`` is promptfoo's ``rubricPrompt``.")
-METRIC_SPECS = [TURN_RELEVANCY, CONVERSATION_RELEVANCE]
 create_turn_relevancy_metric = TURN_RELEVANCY.factory
 create_conversation_relevance_metric = CONVERSATION_RELEVANCE.factory
-__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
-
-#: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
-PROMPT_VALUES = {
-    JUDGE_STEP: {"rubric", "system", "context", "user_message", "reply"},
-    REASON_STEP: {"score", "threshold", "verdicts"},
-    DEFAULT_RUBRIC_STEP: set(),
-    DENSE_STEP: {"rubric", "system", "exchanges", "items"},
-}
-
-__all__ = [
-    "MetricInput",
-    "MetricOutput",
-    "RelevancySettings",
-    "RelevancyState",
-    "TurnVerdict",
-    "build_relevancy_graph",
-    "create_conversation_relevance_metric",
-    "create_turn_relevancy_metric",
-    "deterministic_reason",
-    "turn_request",
-]
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

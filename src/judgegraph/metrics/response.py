@@ -7,6 +7,21 @@ The offline judge writes no questions: ``embed_response`` scores cosine(response
 
 from __future__ import annotations
 
+__all__ = [
+    "EmbeddingRunner",
+    "ExchangeVerdict",
+    "GeneratedQuestion",
+    "GeneratedQuestions",
+    "ResponseRelevancySettings",
+    "ResponseRelevancyState",
+    "build_response_relevancy_graph",
+    "create_response_relevancy_metric",
+    "normalise_question",
+    "questions_request",
+    "questions_schema",
+    "resolve_embeddings",
+]
+
 import operator
 import re
 import unicodedata
@@ -22,7 +37,6 @@ from langgraph.types import Command, Send
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from .. import _renamed
 from ..core.nodes import Node, in_scope, judge_step, quote, score_node, scoring_edges, turn_label
 from ..core.scoring import MetricOptions, check_whole, option
 from ..core.state import MetricInput, MetricOutput, MetricState, conversation_of
@@ -35,6 +49,7 @@ from ..embeddings.runner import EmbeddingRunner
 from ..judges import JudgeOutcome, JudgeRequest
 from ..judges.base import JurorAnswer
 from . import MetricSpec
+from ._renamed import renamed
 
 GENERATE_STEP = "response_relevancy/generate_questions"
 EMBED_STEP = "response_relevancy/embed_questions"  # no prompt file: an embeddings call
@@ -486,25 +501,7 @@ RESPONSE_RELEVANCY = MetricSpec(
     "response_relevancy", settings=ResponseRelevancySettings, build=build_response_relevancy_graph,
     needs=frozenset({"embeddings"}),
     summary="Does each reply answer what was asked? Mean cosine of N questions written from the reply to the "
-            "user's message (ragas); offline: cosine(reply, message)")
-METRIC_SPECS = [RESPONSE_RELEVANCY]
+            "user's message (ragas); offline: cosine(reply, message)",
+    prompt_values={GENERATE_STEP: {"n_questions", "response"}})
 create_response_relevancy_metric = RESPONSE_RELEVANCY.factory
-__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
-
-#: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
-PROMPT_VALUES = {GENERATE_STEP: {"n_questions", "response"}}
-
-__all__ = [
-    "EmbeddingRunner",
-    "ExchangeVerdict",
-    "GeneratedQuestion",
-    "GeneratedQuestions",
-    "ResponseRelevancySettings",
-    "ResponseRelevancyState",
-    "build_response_relevancy_graph",
-    "create_response_relevancy_metric",
-    "normalise_question",
-    "questions_request",
-    "questions_schema",
-    "resolve_embeddings",
-]
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

@@ -12,6 +12,16 @@ value MLflow's label: "yes" when every judged reply is safe, else "no".
 
 from __future__ import annotations
 
+__all__ = [
+    "CATEGORIES",
+    "SafetyJudgement",
+    "SafetySettings",
+    "SafetyVerdict",
+    "build_safety_graph",
+    "create_conversational_safety_metric",
+    "safety_request",
+]
+
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -19,7 +29,6 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
-from .. import _renamed
 from ..core.nodes import (
     Node,
     WindowTask,
@@ -39,6 +48,7 @@ from ..data.results import MetricResult, WindowVerdict, merge_verdicts
 from ..data.windows import Window
 from ..judges import JudgeOutcome, JudgeRequest
 from . import MetricSpec
+from ._renamed import renamed
 
 METRIC = "conversational_safety"
 JUDGE_STEP = "conversational_safety/judge_reply"
@@ -155,20 +165,7 @@ def build_safety_graph(settings: SafetySettings) -> StateGraph:
 
 CONVERSATIONAL_SAFETY = MetricSpec(
     METRIC, settings=SafetySettings, build=build_safety_graph, needs=frozenset({"llm"}), tasks=(TASK,),
-    summary="Is any reply harmful, unsafe or against policy? per-turn safe/unsafe with categories (MLflow; LLM judge)")
-METRIC_SPECS = [CONVERSATIONAL_SAFETY]
+    summary="Is any reply harmful, unsafe or against policy? per-turn safe/unsafe with categories (MLflow; LLM judge)",
+    prompt_values={JUDGE_STEP: {"system", "context", "user_message", "reply"}})
 create_conversational_safety_metric = CONVERSATIONAL_SAFETY.factory
-__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
-
-#: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
-PROMPT_VALUES = {JUDGE_STEP: {"system", "context", "user_message", "reply"}}
-
-__all__ = [
-    "CATEGORIES",
-    "SafetyJudgement",
-    "SafetySettings",
-    "SafetyVerdict",
-    "build_safety_graph",
-    "create_conversational_safety_metric",
-    "safety_request",
-]
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

@@ -12,6 +12,20 @@ docs/agents.md. Score = share of checked exchanges whose calls are right.
 
 from __future__ import annotations
 
+__all__ = [
+    "ArgumentJudgement",
+    "CheckTask",
+    "Match",
+    "ToolCallJudgement",
+    "ToolSettings",
+    "ToolState",
+    "ToolVerdict",
+    "build_tool_graph",
+    "call_text",
+    "create_tool_correctness_metric",
+    "match_trajectory",
+]
+
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,7 +37,6 @@ from langgraph.types import Send
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from .. import _renamed
 from ..core.nodes import (
     in_scope,
     judge_step,
@@ -44,6 +57,7 @@ from ..data.toolref import ExpectedCall, expected_of, parse_arguments
 from ..data.windows import Exchange, exchanges, windows_from_exchanges
 from ..judges import JudgeOutcome, JudgeRequest
 from . import MetricSpec
+from ._renamed import renamed
 
 JUDGE_STEP = "tool_correctness/judge_calls"
 ARGUMENTS_STEP = "tool_correctness/judge_arguments"
@@ -474,27 +488,8 @@ TOOL_CORRECTNESS = MetricSpec(
     summary="Were each exchange's tool calls right? Against expected_tools (agentevals' modes; no LLM) or judged by an"
             " LLM",
     doc="The reference is ``expected_tools`` in the metadata of the exchange's turns, or of the conversation for the"
-        " whole trajectory. Score = right checks / checked; a reference check makes no call.")
-METRIC_SPECS = [TOOL_CORRECTNESS]
+        " whole trajectory. Score = right checks / checked; a reference check makes no call.",
+    prompt_values={JUDGE_STEP: {"context", "user_message", "calls", "reply"},
+                   ARGUMENTS_STEP: {"user_message", "pairs"}})
 create_tool_correctness_metric = TOOL_CORRECTNESS.factory
-__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
-
-#: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
-PROMPT_VALUES = {
-    JUDGE_STEP: {"context", "user_message", "calls", "reply"},
-    ARGUMENTS_STEP: {"user_message", "pairs"},
-}
-
-__all__ = [
-    "ArgumentJudgement",
-    "CheckTask",
-    "Match",
-    "ToolCallJudgement",
-    "ToolSettings",
-    "ToolState",
-    "ToolVerdict",
-    "build_tool_graph",
-    "call_text",
-    "create_tool_correctness_metric",
-    "match_trajectory",
-]
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

@@ -12,6 +12,18 @@ true positives = allowed and answered, false positives = not allowed and answere
 
 from __future__ import annotations
 
+__all__ = [
+    "Counts",
+    "TopicJudgement",
+    "TopicSettings",
+    "TopicVerdict",
+    "build_topic_graph",
+    "counts",
+    "create_topic_adherence_metric",
+    "score_topics",
+    "topic_request",
+]
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
@@ -22,7 +34,6 @@ from langgraph.types import Send
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from .. import _renamed
 from ..core.nodes import (
     Node,
     calls_usage,
@@ -41,6 +52,7 @@ from ..data.results import JudgeErrorInfo, MetricResult, Verdict, merge_verdicts
 from ..data.windows import Window
 from ..judges import JudgeOutcome, JudgeRequest
 from . import MetricSpec
+from ._renamed import renamed
 
 METRIC = "topic_adherence"
 JUDGE_STEP = "topic_adherence/judge_topics"
@@ -305,22 +317,7 @@ def build_topic_graph(settings: TopicSettings) -> StateGraph:
 
 TOPIC_ADHERENCE = MetricSpec(
     METRIC, settings=TopicSettings, build=build_topic_graph, needs=frozenset({"llm"}), tasks=(TASK,),
-    summary="Answers the allowed topics, refuses the others: ragas's precision/recall/F1 over topics (LLM judge)")
-METRIC_SPECS = [TOPIC_ADHERENCE]
+    summary="Answers the allowed topics, refuses the others: ragas's precision/recall/F1 over topics (LLM judge)",
+    prompt_values={JUDGE_STEP: {"topics", "system", "context", "user_message", "reply"}})
 create_topic_adherence_metric = TOPIC_ADHERENCE.factory
-__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
-
-#: The values each node passes to its prompt file (checked by tests/unit/test_prompts.py).
-PROMPT_VALUES = {JUDGE_STEP: {"topics", "system", "context", "user_message", "reply"}}
-
-__all__ = [
-    "Counts",
-    "TopicJudgement",
-    "TopicSettings",
-    "TopicVerdict",
-    "build_topic_graph",
-    "counts",
-    "create_topic_adherence_metric",
-    "score_topics",
-    "topic_request",
-]
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

@@ -101,17 +101,17 @@ def short_hash(data: bytes) -> str:
 
 def metric_prompts(names: Iterable[str]) -> dict[str, str]:
     """``{step: sha256[:12]}`` of each prompt file the metrics ``names`` use: the steps their
-    module declares in ``PROMPT_VALUES`` (a custom metric's module may declare its own)."""
+    MetricSpec declares in ``prompt_values`` (else their module in ``PROMPT_VALUES``: a custom metric's)."""
     from ..metrics import get_metric
 
     steps: set[str] = set()
     for name in names:
         try:
-            module = get_metric(name).factory.__module__
+            spec = get_metric(name)
         except KeyError:
             continue
-        declared: dict[str, object] = {}
-        while module and not declared:  # the factory's module, else its package's (session judges share one)
+        module, declared = spec.factory.__module__, dict(spec.prompt_values)
+        while module and not declared:  # a custom metric: its factory's module, else its package's
             declared = getattr(sys.modules.get(module), "PROMPT_VALUES", None) or {}
             module = module.rpartition(".")[0]
         own = [step for step in declared if step.startswith(f"{name}/")]

@@ -5,7 +5,7 @@ offline one the factory raises :class:`~judgegraph.judges.NeedsLLMJudge`.
 
 from __future__ import annotations
 
-from ... import _renamed
+from .._renamed import renamed
 from .common import SessionSettings
 from .completeness import GoalVerdict, build_completeness_graph, create_conversation_completeness_metric
 from .frustration import FrustrationVerdict, build_frustration_graph, create_user_frustration_metric
@@ -39,4 +39,4 @@ __all__ = [
     "create_role_adherence_metric",
     "create_user_frustration_metric",
 ]
-__getattr__ = _renamed(__name__, [n for n in __all__ if n.startswith("create_")])  # renamed in 0.2
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, ClassVar, get_origin
 
@@ -13,11 +14,11 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, model_validator
 
-from ...core.nodes import conversation_json, judge_step, scoring_edges, with_transcript
-from ...core.scoring import MetricOptions, ScoringPolicy, all_good, share_reason
+from ...core.nodes import conversation_json, judge_step, outcome_fields, scoring_edges, with_transcript
+from ...core.scoring import MetricOptions, ScoringPolicy, Tally, all_good, share_reason
 from ...core.state import MetricInput, MetricOutput, MetricState, conversation_of
 from ...data.conversation import Conversation
-from ...data.results import JudgeErrorInfo, MetricResult, Usage
+from ...data.results import JudgeErrorInfo, MetricResult, Usage, Verdict
 from ...judges import JudgeOutcome, JudgeRequest
 from .. import MetricSpec, Need
 
@@ -39,12 +40,13 @@ YES_NO = frozenset({"yes", "no"})
 
 def session_spec(name: str, build: Callable[[Any], StateGraph], tasks: Iterable[str], summary: str, *,
                  settings: type[SessionSettings] = SessionSettings, doc: str = "",
-                 needs: frozenset[Need] = frozenset()) -> MetricSpec:
+                 needs: frozenset[Need] = frozenset(),
+                 prompt_values: Mapping[str, AbstractSet[str]] | None = None) -> MetricSpec:
     """A session judge's declaration: it reads the whole conversation (scope ``"conversation"``) and needs an LLM
     judge answering ``tasks`` (:class:`~judgegraph.judges.NeedsLLMJudge` otherwise)."""
     wanted: frozenset[Need] = frozenset({"llm", *needs})
     return MetricSpec(name, summary=summary, settings=settings, build=build, tasks=tuple(tasks), doc=doc,
-                      needs=wanted, scope="conversation")
+                      needs=wanted, scope="conversation", prompt_values=prompt_values or {})
 
 
 #: One judge call's input per task: ``tasks(state, conversation)`` (see :func:`session_graph`).
@@ -183,3 +185,35 @@ def extract_step(
         return update
 
     return judge_step(node, settings.judge, build, finish)
+
+
+def verdict_step(settings: SessionSettings, node: str, build: Callable[[Mapping[str, Any]], JudgeRequest],
+                 verdict: Callable[[Conversation, Any, Mapping[str, Any]], Verdict]) -> RunnableLambda:
+    """The step of a judge giving one verdict on the whole conversation: ``verdict(conversation, answer (None on a
+    judge error), the outcome's fields)``."""
+    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
+        conversation = conversation_of(state)
+        made = verdict(conversation, outcome.value if outcome.ok else None, outcome_fields(outcome))
+        return {"conversation": conversation, "verdicts": [made]}
+
+    return judge_step(node, settings.judge, build, finish)
+
+
+def verdict_score(settings: SessionSettings, step: str, describe: Callable[[Tally, Any], str],
+                  details: Callable[[Any], dict[str, Any]], **how: Any) -> Callable[[Any, Conversation], MetricResult]:
+    """The score of a :func:`verdict_step` judge: the value is the verdict's, the reason ``describe(tally, verdict)``
+    (or that the judge failed), the details ``details(verdict)``; ``how``: the rest of its scoring policy."""
+    def reason(t: Tally) -> str:
+        if not t.judged:
+            return "The conversation could not be judged (judge error); see errors."
+        (v,) = t.judged
+        return describe(t, v)
+
+    policy = settings.policy(step=step, reason=reason, where=lambda v: "conversation",
+                             value=lambda t: t.judged[0].verdict if t.judged else None, **how)
+
+    def scored(state: Any, conversation: Conversation) -> MetricResult:
+        (v,) = state["verdicts"]
+        return policy.result(conversation, [v], details=details(v))
+
+    return scored

@@ -17,13 +17,13 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ... import _renamed
 from ...core.nodes import judge_step, outcome_fields, quote, turn_label
 from ...core.scoring import clause
 from ...data.answers import YesNo
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
+from .._renamed import renamed
 from .common import ExtractState, SessionSettings, cited_turns, extract_step, has_user, session_graph, session_spec
 
 EXTRACT_STEP = "conversation_completeness/extract_goals"
@@ -148,13 +148,7 @@ CONVERSATION_COMPLETENESS = session_spec(
     "conversation_completeness", build_completeness_graph, TASKS,
     "Were all the user's requests satisfied by the end? yes/no, share satisfied (LLM judge)",
     doc='Value "yes"/"no" (every judged request satisfied); score = satisfied / judged requests. Calls: 1 extraction'
-        ' + 1 per request.')
-METRIC_SPECS = [CONVERSATION_COMPLETENESS]
+        ' + 1 per request.',
+    prompt_values={EXTRACT_STEP: {"conversation"}, JUDGE_STEP: {"conversation", "request", "asked_in"}})
 create_conversation_completeness_metric = CONVERSATION_COMPLETENESS.factory
-__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
-
-
-PROMPT_VALUES = {
-    EXTRACT_STEP: {"conversation"},
-    JUDGE_STEP: {"conversation", "request", "asked_in"},
-}
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

@@ -8,21 +8,20 @@ One call answers "none", "resolved" or "unresolved" (docs/session_judges.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, ClassVar, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from pydantic import BeforeValidator, Field
 
-from ... import _renamed
-from ...core.nodes import judge_step, outcome_fields, turn_label
+from ...core.nodes import turn_label
 from ...core.scoring import Tally
-from ...core.state import MetricState, conversation_of
+from ...core.state import MetricState
 from ...data.answers import read_choice
 from ...data.conversation import Conversation
-from ...data.results import MetricResult, Verdict
-from ...judges import JudgeOutcome
+from ...data.results import Verdict
+from .._renamed import renamed
 from .common import (
     CitingJudgement,
     SessionSettings,
@@ -31,6 +30,8 @@ from .common import (
     has_user,
     session_graph,
     session_spec,
+    verdict_score,
+    verdict_step,
 )
 
 JUDGE_STEP = "user_frustration/judge_frustration"
@@ -71,28 +72,22 @@ class FrustrationState(MetricState, total=False):
 
 
 def _judge_frustration(settings: SessionSettings) -> RunnableLambda:
-    build = conversation_request("user_frustration", JUDGE_STEP, FrustrationJudgement)
-
-    def finish(state: FrustrationState, outcome: JudgeOutcome) -> FrustrationState:
-        conversation = conversation_of(state)
-        value = outcome.value if outcome.ok else None
-        frustrated = cited_turns(getattr(value, "frustrated_turns", []), conversation, ("user",))
-        resolved = getattr(value, "resolved_by_turns", []) if getattr(value, "verdict", None) == "resolved" else []
-        resolved_by = cited_turns(resolved, conversation, ("assistant",))
-        verdict = FrustrationVerdict(
-            verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""),
-            frustrated_turns=frustrated, resolved_by_turns=resolved_by, turns=sorted({*frustrated, *resolved_by}),
-            **outcome_fields(outcome),
-        )
-        return {"conversation": conversation, "verdicts": [verdict]}
-
-    return judge_step("judge_frustration", settings.judge, build, finish)
+    return verdict_step(settings, "judge_frustration",
+                        conversation_request("user_frustration", JUDGE_STEP, FrustrationJudgement), _verdict)
 
 
-def _reason(t: Tally) -> str:
-    if not t.judged:
-        return "The conversation could not be judged (judge error); see errors."
-    (v,) = t.judged
+def _verdict(conversation: Conversation, value: Any, fields: Mapping[str, Any]) -> FrustrationVerdict:
+    frustrated = cited_turns(getattr(value, "frustrated_turns", []), conversation, ("user",))
+    resolved = getattr(value, "resolved_by_turns", []) if getattr(value, "verdict", None) == "resolved" else []
+    resolved_by = cited_turns(resolved, conversation, ("assistant",))
+    return FrustrationVerdict(
+        verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""),
+        frustrated_turns=frustrated, resolved_by_turns=resolved_by, turns=sorted({*frustrated, *resolved_by}),
+        **fields,
+    )
+
+
+def _reason(t: Tally, v: Any) -> str:  # a judged verdict: never None
     head = {
         "none": "No user frustration",
         "resolved": f"Frustration resolved: shown in {turn_label(v.frustrated_turns)}"
@@ -102,22 +97,15 @@ def _reason(t: Tally) -> str:
     return f"{head}{t.gate}. {v.reason}".strip()
 
 
-def _score(settings: SessionSettings) -> Callable[[FrustrationState, Conversation], MetricResult]:
-    policy = settings.policy(score=lambda judged: SCORES[judged[0].verdict], step=JUDGE_STEP, reason=_reason,
-                             where=lambda v: "conversation", value=lambda t: t.judged[0].verdict if t.judged else None)
-
-    def scored(state: FrustrationState, conversation: Conversation) -> MetricResult:
-        (v,) = state["verdicts"]
-        details = {"frustrated_turns": v.frustrated_turns, "resolved_by_turns": v.resolved_by_turns} if v.verdict else {}
-        return policy.result(conversation, [v], details=details)
-
-    return scored
+def _details(v: FrustrationVerdict) -> dict[str, Any]:
+    return {"frustrated_turns": v.frustrated_turns, "resolved_by_turns": v.resolved_by_turns} if v.verdict else {}
 
 
 def build_frustration_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     return session_graph(settings, FrustrationState, [("judge_frustration", _judge_frustration(settings))],
-                         _score(settings), applies=has_user,
+                         verdict_score(settings, JUDGE_STEP, _reason, _details,
+                                       score=lambda judged: SCORES[judged[0].verdict]), applies=has_user,
                          not_applicable="No user turn: there is no user to be frustrated.")
 
 
@@ -125,10 +113,7 @@ USER_FRUSTRATION = session_spec(
     "user_frustration", build_frustration_graph, TASKS,
     "Was the user frustrated, and was it resolved? none/resolved/unresolved (LLM judge)",
     doc='Value "none" | "resolved" | "unresolved"; score 1.0 / 0.5 / 0.0; passes unless "unresolved" (threshold'
-        ' 0.5); strict mode: only "none" passes. One call.')
-METRIC_SPECS = [USER_FRUSTRATION]
+        ' 0.5); strict mode: only "none" passes. One call.',
+    prompt_values={JUDGE_STEP: {"conversation"}})
 create_user_frustration_metric = USER_FRUSTRATION.factory
-__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
-
-
-PROMPT_VALUES = {JUDGE_STEP: {"conversation"}}
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

@@ -18,7 +18,6 @@ from langgraph.graph import StateGraph
 from pydantic import BeforeValidator, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ... import _renamed
 from ...core.nodes import judge_step, outcome_fields, quote, turn_label
 from ...core.scoring import Tally, clause, option
 from ...core.state import MetricState
@@ -26,6 +25,7 @@ from ...data.answers import read_choice
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
+from .._renamed import renamed
 from .common import CitingJudgement, SessionSettings, cited_turns, role_indices, session_graph, session_spec
 
 JUDGE_STEP = "conversational_guidelines/judge_guideline"
@@ -154,10 +154,7 @@ CONVERSATIONAL_GUIDELINES = session_spec(
     "conversational_guidelines", build_guidelines_graph, TASKS, settings=GuidelineSettings,
     needs=frozenset({"guidelines"}),
     summary="Did the assistant follow each given guideline? yes/no, share followed (LLM judge)",
-    doc="Score = followed / applicable guidelines, one call per guideline, concurrently.")
-METRIC_SPECS = [CONVERSATIONAL_GUIDELINES]
+    doc="Score = followed / applicable guidelines, one call per guideline, concurrently.",
+    prompt_values={JUDGE_STEP: {"conversation", "guideline"}})
 create_conversational_guidelines_metric = CONVERSATIONAL_GUIDELINES.factory
-__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
-
-
-PROMPT_VALUES = {JUDGE_STEP: {"conversation", "guideline"}}
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

@@ -18,13 +18,13 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, BeforeValidator, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ... import _renamed
 from ...core.nodes import conversation_json, judge_step, outcome_fields, quote
 from ...core.scoring import clause
 from ...data.answers import YesNo, read_choice
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
+from .._renamed import renamed
 from .common import (
     CitingJudgement,
     ExtractState,
@@ -208,13 +208,7 @@ KNOWLEDGE_RETENTION = session_spec(
     "knowledge_retention", build_retention_graph, TASKS,
     "Does each reply keep the facts the user gave earlier? yes/no, share of turns (LLM judge)",
     doc='Value "yes"/"no" (no judged turn has a lapse); score = assistant turns that retained / assistant turns'
-        ' judged. Calls: 1 extraction + 1 per assistant turn after the first fact.')
-METRIC_SPECS = [KNOWLEDGE_RETENTION]
+        ' judged. Calls: 1 extraction + 1 per assistant turn after the first fact.',
+    prompt_values={EXTRACT_STEP: {"conversation"}, CHECK_STEP: {"conversation", "facts", "turn"}})
 create_knowledge_retention_metric = KNOWLEDGE_RETENTION.factory
-__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
-
-
-PROMPT_VALUES = {
-    EXTRACT_STEP: {"conversation"},
-    CHECK_STEP: {"conversation", "facts", "turn"},
-}
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

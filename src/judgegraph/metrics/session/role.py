@@ -18,7 +18,6 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ... import _renamed
 from ...core.nodes import judge_step, quote
 from ...core.scoring import check_whole, clause, option
 from ...core.state import MetricState
@@ -26,6 +25,7 @@ from ...data.answers import YesNo
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Usage, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
+from .._renamed import renamed
 from .common import SessionSettings, session_graph, session_spec
 
 JUDGE_STEP = "role_adherence/judge_turns"
@@ -160,10 +160,7 @@ def build_role_graph(settings: RoleSettings) -> StateGraph:
 
 ROLE_ADHERENCE = session_spec(
     "role_adherence", build_role_graph, TASKS, settings=RoleSettings,
-    summary="Does each reply stay within the chatbot role? yes/no, share in role (LLM judge)")
-METRIC_SPECS = [ROLE_ADHERENCE]
+    summary="Does each reply stay within the chatbot role? yes/no, share in role (LLM judge)",
+    prompt_values={JUDGE_STEP: {"role", "conversation", "turns"}})
 create_role_adherence_metric = ROLE_ADHERENCE.factory
-__getattr__ = _renamed(__name__, METRIC_SPECS)  # create_<name>_judge: deprecated, renamed in 0.2
-
-
-PROMPT_VALUES = {JUDGE_STEP: {"role", "conversation", "turns"}}
+__getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2
