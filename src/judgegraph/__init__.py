@@ -80,15 +80,15 @@ _EXPORTS, _import = lazy_exports(__name__, {
 RENAMED_FROM = {"report_builder": "build_report_graph"}  # renamed in 0.2
 
 
-def _renamed(module: str, new: Iterable[Any] | Callable[[], Iterable[Any]],
+def _renamed(module: str, new: Iterable[str] | Callable[[], Iterable[str]],
              fallback: Callable[[str], Any] | None = None, stacklevel: int = 2) -> Callable[[str], Any]:
-    """A module's ``__getattr__`` serving the old names of ``new``, its names renamed in 0.2 (names, objects, a
-    MetricSpec for its factory; or a function giving them, called only for a name that may be old): the old name is
-    the new name's object, with one ``DeprecationWarning`` naming the new name; it is in neither ``__all__`` nor
-    ``dir()``. Other names go to ``fallback``."""
+    """A module's ``__getattr__`` serving the old names of ``new``, its names renamed in 0.2 (or a function giving
+    them, called only for a name that may be old): the old name is the new name's object, with one
+    ``DeprecationWarning`` naming the new name; it is in neither ``__all__`` nor ``dir()``. Other names go to
+    ``fallback``."""
     def __getattr__(name: str) -> Any:
         if name.endswith("_judge") or name in RENAMED_FROM.values():
-            names = [getattr(getattr(n, "factory", n), "__name__", n) for n in (new() if callable(new) else new)]
+            names = new() if callable(new) else new
             old = {RENAMED_FROM.get(n) or n.removesuffix("_metric") + "_judge": n for n in names
                    if n in RENAMED_FROM or n.endswith("_metric")}
             # ``from package import name`` asks importlib's hasattr first, then the importer: it alone is warned

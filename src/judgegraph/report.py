@@ -129,5 +129,5 @@ def create_report_graph(
     return compile_graph(report_builder(graphs), name, compile, create_report_graph)
 
 
-__getattr__ = _renamed(__name__, [report_builder])  # build_report_graph: deprecated, renamed in 0.2
+__getattr__ = _renamed(__name__, ["report_builder"])  # build_report_graph: deprecated, renamed in 0.2
 __all__ = ["MetricLike", "build_metric", "check_unique_names", "create_report_graph", "metric_graphs", "report_builder"]
