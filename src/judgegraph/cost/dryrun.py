@@ -352,7 +352,7 @@ class CostEstimate:
 
 
 @dataclass(frozen=True)
-class _WindowSteps:
+class WindowSteps:
     """A metric graph of the window shape (``START → window_turns ─Send→ <judge step> → reduce_score → END``,
     :func:`judgegraph.core.nodes.window_graph`), as its own node functions: what the dry run calls for a
     conversation in place of the graph's run (the same requests, built by the same nodes)."""
@@ -370,7 +370,7 @@ class _WindowSteps:
             self.judge.invoke(send.arg)
 
 
-def window_steps(graph: Any) -> _WindowSteps | None:
+def window_steps(graph: Any) -> WindowSteps | None:
     """``graph``'s nodes when it is a metric of the window shape made of judgegraph's own nodes, its one judge
     step a ``judge_step`` (so every request comes from that node and nothing after it asks the judge); None for
     any other graph (a user's own shape, a review or reason step, a transform), which the dry run runs whole."""
@@ -401,4 +401,4 @@ def window_steps(graph: Any) -> _WindowSteps | None:
             or not own(windows) or not own(judge, "judge_step.<locals>.run") \
             or not own(reduce, "score_node.<locals>.reduce_score"):
         return None
-    return _WindowSteps(windows, route, judge, graph.name or step)
+    return WindowSteps(windows, route, judge, graph.name or step)

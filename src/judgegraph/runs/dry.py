@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cost.dryrun import _WindowSteps, window_steps
+from ..cost.dryrun import WindowSteps, window_steps
 from .runner import ConversationOutcome, judge_conversation
 
 
@@ -16,9 +16,9 @@ class DryRunConversations:
 
     def __init__(self, plan: Any) -> None:
         self.plan = plan
-        self._metrics: dict[int, list[tuple[Any, _WindowSteps | None]]] = {}
+        self._metrics: dict[int, list[tuple[Any, WindowSteps | None]]] = {}
 
-    def metrics(self, run: Any) -> list[tuple[Any, _WindowSteps | None]]:
+    def metrics(self, run: Any) -> list[tuple[Any, WindowSteps | None]]:
         """The metric graphs of ``run`` (a metric graph, or a report of several), each with its steps."""
         found = self._metrics.get(id(run))
         if found is None:
