@@ -47,6 +47,7 @@ from ..core.nodes import (
 )
 from ..core.scoring import Tally, WindowOptions, clause, option
 from ..core.state import MetricState
+from ..core.verdicts import exchange_values
 from ..data.conversation import Conversation
 from ..data.results import JudgeErrorInfo, MetricResult, Verdict, merge_verdicts
 from ..data.windows import Window
@@ -155,9 +156,7 @@ def topic_request(window: Window, topics: Sequence[str]) -> JudgeRequest:
         schema=TopicJudgement,
         values={
             "topics": "\n".join(f"- {t}" for t in topics),
-            "system": "\n\n".join(window.system) or "(none)",
-            "context": render_messages(context, empty="(none: this is the first exchange)"),
-            "user_message": target.user_text or "(none: the assistant spoke first)",
+            **exchange_values(target.user_text, context, window.system),
             "reply": render_messages(reply, empty="(no reply)"),
         },
         inputs={"topics": list(topics), "latest_user": target.user_text, "reply": target.reply_text},
