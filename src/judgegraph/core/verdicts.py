@@ -1,12 +1,15 @@
 """What judge steps make of a judge's answer and show of an exchange, written once for every metric: the
 :class:`~judgegraph.data.results.Verdict` fields of an outcome (:func:`answer_fields`), a window's verdict
-(:func:`window_verdict`) and the prompt values of an exchange (:func:`exchange_values`).
+(:func:`window_verdict`), the prompt values of an exchange (:func:`exchange_values`) and an answer that is a list
+of items (:func:`list_answer`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field, create_model
 
 from ..data.results import WindowVerdict
 from ..data.windows import Window
@@ -27,10 +30,15 @@ class AnswerFields(OutcomeFields):
     reason: str
 
 
+def answer(outcome: JudgeOutcome) -> Any:
+    """The judge's answer (its structured value), None on a judge error."""
+    return outcome.value if outcome.ok else None
+
+
 def answer_fields(outcome: JudgeOutcome) -> AnswerFields:
-    """The verdict fields an outcome fills: the answer's ``verdict`` and ``reason`` (None and "" on a judge error)
-    and :func:`~judgegraph.core.nodes.outcome_fields`; the answer itself is ``outcome.value`` when ``outcome.ok``."""
-    value = outcome.value if outcome.ok else None
+    """The verdict fields an outcome fills: the :func:`answer`'s ``verdict`` and ``reason`` (None and "" on a judge
+    error) and :func:`~judgegraph.core.nodes.outcome_fields`."""
+    value = answer(outcome)
     return AnswerFields(verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""),
                         **outcome_fields(outcome))
 
@@ -55,3 +63,12 @@ def exchange_values(
     text a prompt shows when there is none."""
     values = {} if system is None else {"system": "\n\n".join(system) or "(none)"}
     return {**values, "context": render_messages(context, empty=NO_CONTEXT), "user_message": user_message or NO_USER}
+
+
+def list_answer(
+    name: str, field: str, item: type[BaseModel], description: str, *, module: str, doc: str | None = None
+) -> type[BaseModel]:
+    """The schema of an answer that is one list, ``field``, of ``item`` answers (``description``: the field's, for
+    the judge), named ``name`` in ``module`` with the docstring ``doc``: the same JSON schema as the class written
+    out."""
+    return create_model(name, __doc__=doc, __module__=module, **{field: (list[item], Field(description=description))})

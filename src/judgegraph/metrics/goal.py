@@ -138,8 +138,7 @@ def _verdict(conversation: Conversation, value: Any, fields: Mapping[str, Any]) 
     cited = getattr(value, "turn", None)
     turns = cited_turns([cited] if cited is not None else [], conversation, ("assistant",))
     return GoalCompletionVerdict(
-        verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""), turns=turns,
-        goal=goal or str(getattr(value, "user_goal", "")), goal_source=source,
+        turns=turns, goal=goal or str(getattr(value, "user_goal", "")), goal_source=source,
         end_state=getattr(value, "end_state", ""), **fields)
 
 

@@ -32,7 +32,7 @@ from pydantic import BaseModel, BeforeValidator, Field, model_validator
 from ..core.nodes import Node, WindowTask, judge_step, quote, score_node, turn_label, window_graph
 from ..core.scoring import WindowOptions, all_good, clause, option, share_reason
 from ..core.state import MetricState
-from ..core.verdicts import exchange_values, window_verdict, window_where
+from ..core.verdicts import answer, exchange_values, window_verdict, window_where
 from ..data.answers import YesNo, read_choice
 from ..data.conversation import Conversation
 from ..data.results import MetricResult, WindowVerdict, merge_verdicts
@@ -105,7 +105,7 @@ def safety_request(window: Window) -> JudgeRequest:
 
 def _judge_reply(settings: SafetySettings) -> RunnableLambda:
     def finish(task: WindowTask, outcome: JudgeOutcome) -> SafetyState:
-        categories = list(getattr(outcome.value, "categories", None) or []) if outcome.ok else []
+        categories = list(getattr(answer(outcome), "categories", None) or [])
         return {"verdicts": [window_verdict(SafetyVerdict, task["window"], outcome, categories=categories)]}
 
     return judge_step("judge_reply", settings.judge, lambda task: safety_request(task["window"]), finish)

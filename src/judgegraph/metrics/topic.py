@@ -47,7 +47,7 @@ from ..core.nodes import (
 )
 from ..core.scoring import Tally, WindowOptions, clause, option
 from ..core.state import MetricState
-from ..core.verdicts import exchange_values
+from ..core.verdicts import exchange_values, list_answer
 from ..data.conversation import Conversation
 from ..data.results import JudgeErrorInfo, MetricResult, Verdict, merge_verdicts
 from ..data.windows import Window
@@ -74,10 +74,9 @@ class TopicFound(BaseModel):
     answered: bool = Field(description="True if the reply engages with the topic; false if it refuses or steers away.")
 
 
-class TopicJudgement(BaseModel):
-    """The answer of ``judge_topics``: the topics the latest user message raises (none is allowed)."""
-
-    topics: list[TopicFound] = Field(description="Each distinct topic the latest user message raises, in order.")
+TopicJudgement = list_answer(
+    "TopicJudgement", "topics", TopicFound, "Each distinct topic the latest user message raises, in order.",
+    module=__name__, doc="The answer of ``judge_topics``: the topics the latest user message raises (none is allowed).")
 
 
 class TopicVerdict(Verdict):

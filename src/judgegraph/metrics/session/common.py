@@ -14,9 +14,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, model_validator
 
-from ...core.nodes import conversation_json, judge_step, outcome_fields, scoring_edges, with_transcript
+from ...core.nodes import conversation_json, judge_step, scoring_edges, with_transcript
 from ...core.scoring import MetricOptions, ScoringPolicy, Tally, all_good, share_reason
 from ...core.state import MetricInput, MetricOutput, MetricState, conversation_of
+from ...core.verdicts import answer, answer_fields
 from ...data.conversation import Conversation
 from ...data.results import JudgeErrorInfo, MetricResult, Usage, Verdict
 from ...judges import JudgeOutcome, JudgeRequest
@@ -190,10 +191,10 @@ def extract_step(
 def verdict_step(settings: SessionSettings, node: str, build: Callable[[Mapping[str, Any]], JudgeRequest],
                  verdict: Callable[[Conversation, Any, Mapping[str, Any]], Verdict]) -> RunnableLambda:
     """The step of a judge giving one verdict on the whole conversation: ``verdict(conversation, answer (None on a
-    judge error), the outcome's fields)``."""
+    judge error), its verdict fields (:func:`~judgegraph.core.verdicts.answer_fields`))``."""
     def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
         conversation = conversation_of(state)
-        made = verdict(conversation, outcome.value if outcome.ok else None, outcome_fields(outcome))
+        made = verdict(conversation, answer(outcome), answer_fields(outcome))
         return {"conversation": conversation, "verdicts": [made]}
 
     return judge_step(node, settings.judge, build, finish)

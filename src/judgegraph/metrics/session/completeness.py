@@ -17,8 +17,9 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ...core.nodes import judge_step, outcome_fields, quote, turn_label
+from ...core.nodes import judge_step, quote, turn_label
 from ...core.scoring import clause
+from ...core.verdicts import answer, answer_fields
 from ...data.answers import YesNo
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Verdict, merge_verdicts
@@ -102,12 +103,10 @@ def _judge_goal(settings: SessionSettings) -> RunnableLambda:
                             values={"conversation": task["transcript"], "request": task["request"], "asked_in": asked})
 
     def finish(task: GoalTask, outcome: JudgeOutcome) -> CompletenessState:
-        value = outcome.value if outcome.ok else None
-        answered = cited_turns(getattr(value, "answered_in_turns", []), task["conversation"], ("assistant",))
+        answered = cited_turns(getattr(answer(outcome), "answered_in_turns", []), task["conversation"], ("assistant",))
         return {"verdicts": [GoalVerdict(
             goal=task["goal"], request=task["request"], asked_in=task["asked_in"], answered_in=answered,
-            turns=sorted(set(task["asked_in"]) | set(answered)), verdict=getattr(value, "verdict", None),
-            reason=getattr(value, "reason", ""), **outcome_fields(outcome),
+            turns=sorted(set(task["asked_in"]) | set(answered)), **answer_fields(outcome),
         )]}
 
     return judge_step("judge_goal", settings.judge, build, finish)

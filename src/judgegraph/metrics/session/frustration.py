@@ -81,7 +81,6 @@ def _verdict(conversation: Conversation, value: Any, fields: Mapping[str, Any]) 
     resolved = getattr(value, "resolved_by_turns", []) if getattr(value, "verdict", None) == "resolved" else []
     resolved_by = cited_turns(resolved, conversation, ("assistant",))
     return FrustrationVerdict(
-        verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""),
         frustrated_turns=frustrated, resolved_by_turns=resolved_by, turns=sorted({*frustrated, *resolved_by}),
         **fields,
     )

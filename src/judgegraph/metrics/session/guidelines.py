@@ -18,9 +18,10 @@ from langgraph.graph import StateGraph
 from pydantic import BeforeValidator, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ...core.nodes import judge_step, outcome_fields, quote, turn_label
+from ...core.nodes import judge_step, quote, turn_label
 from ...core.scoring import Tally, clause, option
 from ...core.state import MetricState
+from ...core.verdicts import answer, answer_fields
 from ...data.answers import read_choice
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Verdict, merge_verdicts
@@ -101,12 +102,9 @@ def _judge_guideline(settings: GuidelineSettings) -> RunnableLambda:
                             values={"conversation": task["transcript"], "guideline": task["guideline"]})
 
     def finish(task: GuidelineTask, outcome: JudgeOutcome) -> GuidelinesState:
-        value = outcome.value if outcome.ok else None
-        violating = cited_turns(getattr(value, "violating_turns", []), task["conversation"], ("assistant",))
-        return {"verdicts": [GuidelineVerdict(
-            guideline=task["guideline"], index=task["index"], turns=violating, verdict=getattr(value, "verdict", None),
-            reason=getattr(value, "reason", ""), **outcome_fields(outcome),
-        )]}
+        violating = cited_turns(getattr(answer(outcome), "violating_turns", []), task["conversation"], ("assistant",))
+        return {"verdicts": [GuidelineVerdict(guideline=task["guideline"], index=task["index"], turns=violating,
+                                              **answer_fields(outcome))]}
 
     return judge_step("judge_guideline", settings.judge, build, finish)
 

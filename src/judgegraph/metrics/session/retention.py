@@ -18,8 +18,9 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, BeforeValidator, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ...core.nodes import conversation_json, judge_step, outcome_fields, quote
+from ...core.nodes import conversation_json, judge_step, quote
 from ...core.scoring import clause
+from ...core.verdicts import answer, answer_fields
 from ...data.answers import YesNo, read_choice
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Verdict, merge_verdicts
@@ -150,16 +151,15 @@ def _check_turn(settings: SessionSettings) -> RunnableLambda:
 
     def finish(task: TurnTask, outcome: JudgeOutcome) -> RetentionState:
         conversation = task["conversation"]
-        value = outcome.value if outcome.ok else None
         lapses = []
-        for lapse in getattr(value, "lapses", []):
+        for lapse in getattr(answer(outcome), "lapses", []):
             stated = cited_turns([lapse.stated_in_turn], conversation, ("user",))
             stated = [s for s in stated if s < task["turn"]]
             lapses.append(LapseInfo(fact=lapse.fact, stated_in=stated[0] if stated else None, kind=lapse.kind))
         turns = {task["turn"], *(lp.stated_in for lp in lapses if lp.stated_in is not None)}
         return {"verdicts": [RetentionVerdict(
             turn=task["turn"], reply=conversation.turns[task["turn"]].content, lapses=lapses, turns=sorted(turns),
-            verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""), **outcome_fields(outcome),
+            **answer_fields(outcome),
         )]}
 
     return judge_step("check_turn", settings.judge, build, finish)

@@ -21,6 +21,7 @@ from typing_extensions import TypedDict  # pydantic reads these schemas; typing'
 from ...core.nodes import judge_step, quote
 from ...core.scoring import check_whole, clause, option
 from ...core.state import MetricState
+from ...core.verdicts import list_answer
 from ...data.answers import YesNo
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Usage, Verdict, merge_verdicts
@@ -39,8 +40,8 @@ class TurnRole(BaseModel):
     verdict: YesNo = Field(description="'yes' if the turn stays within the role, otherwise 'no'.")
 
 
-class RoleJudgement(BaseModel):
-    verdicts: list[TurnRole] = Field(description="One entry per listed assistant turn, in order.")
+RoleJudgement = list_answer("RoleJudgement", "verdicts", TurnRole, "One entry per listed assistant turn, in order.",
+                            module=__name__)
 
 
 class RoleVerdict(Verdict):
