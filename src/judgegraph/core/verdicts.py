@@ -71,4 +71,5 @@ def list_answer(
     """The schema of an answer that is one list, ``field``, of ``item`` answers (``description``: the field's, for
     the judge), named ``name`` in ``module`` with the docstring ``doc``: the same JSON schema as the class written
     out."""
-    return create_model(name, __doc__=doc, __module__=module, **{field: (list[item], Field(description=description))})
+    fields: dict[str, Any] = {field: (list[item], Field(description=description))}  # type: ignore[valid-type]
+    return create_model(name, __doc__=doc, __module__=module, **fields)

@@ -314,9 +314,9 @@ def _judge_conversation(settings: CustomJudgeSettings) -> RunnableLambda:
         return request_for(settings, conversation_of(state))
 
     def finish(state: CustomJudgeState, outcome: JudgeOutcome) -> CustomJudgeState:
-        value = answer(outcome)
-        said, label = (None, None) if value is None else (value.value, settings.feedback.label(value.value))
-        return {"verdicts": [FeedbackVerdict(value=said, **{**answer_fields(outcome), "verdict": label})]}
+        value, fields = answer(outcome), answer_fields(outcome)
+        fields["verdict"] = None if value is None else settings.feedback.label(value.value)  # the value's label
+        return {"verdicts": [FeedbackVerdict(value=None if value is None else value.value, **fields)]}
 
     return judge_step("judge_conversation", settings.judge, build, finish)
 

@@ -255,9 +255,9 @@ def _judge_pair(settings: PairwiseSettings) -> RunnableLambda:
             "criterion": task["text"], "conversation_a": task["first"], "conversation_b": task["second"]})
 
     def finish(task: PairTask, outcome: JudgeOutcome) -> PairState:
-        said = getattr(answer(outcome), "winner", None)
-        return {"verdicts": [PairVerdict(criterion=task["criterion"], order=task["order"], said=said, **{
-            **answer_fields(outcome), "verdict": None if said is None else version_of(said, task["order"])})]}
+        said, fields = getattr(answer(outcome), "winner", None), answer_fields(outcome)
+        fields["verdict"] = None if said is None else version_of(said, task["order"])  # the version, not the place
+        return {"verdicts": [PairVerdict(criterion=task["criterion"], order=task["order"], said=said, **fields)]}
 
     return judge_step("judge_pair", settings.judge, build, finish)
 

@@ -405,7 +405,8 @@ def _judge_arguments(settings: ToolSettings) -> RunnableLambda:
         fields = answer_fields(outcome)
         names = match_reason(m, settings.trajectory, calls, expected).removesuffix(": they match.")
         reason = f"{names}: the tools match; the arguments, judged: {clause(fields['reason'])}."
-        return {"verdicts": [_verdict(task, **{**fields, "reason": reason if fields["verdict"] else ""})]}
+        fields["reason"] = reason if fields["verdict"] else ""
+        return {"verdicts": [_verdict(task, **fields)]}
 
     return judge_step("judge_arguments", settings.judge, build, finish)
 

@@ -13,6 +13,7 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, model_validator
+from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ...core.nodes import conversation_json, judge_step, scoring_edges, with_transcript
 from ...core.scoring import MetricOptions, ScoringPolicy, Tally, all_good, share_reason
@@ -51,7 +52,7 @@ def session_spec(name: str, build: Callable[[Any], StateGraph], tasks: Iterable[
 
 
 #: One judge call's input per task: ``tasks(state, conversation)`` (see :func:`session_graph`).
-Tasks = Callable[[Any, Conversation], list[dict[str, Any]]]  # Any: the judge's own state (a TypedDict)
+Tasks = Callable[[Any, Conversation], Sequence[Mapping[str, object]]]  # Any: the judge's own state (a TypedDict)
 
 
 def session_graph(
@@ -175,7 +176,7 @@ def extract_step(
     (a failed call is ``extract_errors``)."""
     build = conversation_request(task, step, schema)
 
-    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:  # the metric's own keys too
         conversation = conversation_of(state)
         update: dict[str, Any] = {"conversation": conversation, "extract_usage": outcome.usage, **empty}
         if outcome.ok:
@@ -188,11 +189,18 @@ def extract_step(
     return judge_step(node, settings.judge, build, finish)
 
 
+class VerdictUpdate(TypedDict):
+    """What a :func:`verdict_step` writes: the conversation read and its one verdict."""
+
+    conversation: Conversation
+    verdicts: list[Verdict]
+
+
 def verdict_step(settings: SessionSettings, node: str, build: Callable[[Mapping[str, Any]], JudgeRequest],
                  verdict: Callable[[Conversation, Any, Mapping[str, Any]], Verdict]) -> RunnableLambda:
     """The step of a judge giving one verdict on the whole conversation: ``verdict(conversation, answer (None on a
     judge error), its verdict fields (:func:`~judgegraph.core.verdicts.answer_fields`))``."""
-    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> VerdictUpdate:
         conversation = conversation_of(state)
         made = verdict(conversation, answer(outcome), answer_fields(outcome))
         return {"conversation": conversation, "verdicts": [made]}

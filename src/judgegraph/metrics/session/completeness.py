@@ -139,7 +139,7 @@ def build_completeness_graph(settings: SessionSettings) -> StateGraph:
         [("extract_goals", extract_step(settings, "extract_goals", "goal_extraction", EXTRACT_STEP, Goals, _goals, goals=[])),
          ("judge_goal", _judge_goal(settings))], _score(settings),
         applies=has_user, not_applicable="No user turn: the user asked for nothing.",
-        tasks=lambda state, _: [dict(g) for g in state.get("goals") or []],
+        tasks=lambda state, _: state.get("goals") or [],
     )
 
 

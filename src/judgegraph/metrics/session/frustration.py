@@ -96,7 +96,7 @@ def _reason(t: Tally, v: Any) -> str:  # a judged verdict: never None
     return f"{head}{t.gate}. {v.reason}".strip()
 
 
-def _details(v: FrustrationVerdict) -> dict[str, Any]:
+def _details(v: FrustrationVerdict) -> dict[str, list[int]]:
     return {"frustrated_turns": v.frustrated_turns, "resolved_by_turns": v.resolved_by_turns} if v.verdict else {}
 
 

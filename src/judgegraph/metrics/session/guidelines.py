@@ -132,7 +132,7 @@ def _score(settings: GuidelineSettings) -> Callable[[GuidelinesState, Conversati
 
     def score(state: GuidelinesState, conversation: Conversation) -> MetricResult:
         t = policy.tally(sorted(state.get("verdicts") or [], key=lambda v: v.index))
-        details: dict[str, Any] = {"guidelines": len(t.verdicts), "judged": len(t.judged),
+        details: dict[str, int] = {"guidelines": len(t.verdicts), "judged": len(t.judged),
                                    "not_applicable": len(_skipped(t))}
         return policy.result(conversation, t, details=details if not t.judged and not t.errors
                              else {**details, "followed": t.good})

@@ -11,7 +11,7 @@ Each assistant turn is checked for *lapses* against the facts stated before it
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
@@ -94,9 +94,12 @@ class FactItem(TypedDict):
     fact: str
 
 
-class TurnTask(TypedDict):
+class TurnItem(TypedDict):
     turn: int
     facts: list[FactItem]
+
+
+class TurnTask(TurnItem):
     conversation: Conversation
 
 
@@ -135,9 +138,9 @@ def _facts(value: Facts, conversation: Conversation) -> RetentionState:
     return {"facts": sorted(facts, key=lambda f: f["turn"]), "dropped_facts": dropped}
 
 
-def turn_tasks(state: RetentionState, conversation: Conversation) -> list[dict[str, Any]]:
+def turn_tasks(state: RetentionState, conversation: Conversation) -> list[TurnItem]:
     facts = state.get("facts") or []
-    return [{"turn": t, "facts": [f for f in facts if f["turn"] < t]} for t in judged_turns(conversation, facts)]
+    return [TurnItem(turn=t, facts=[f for f in facts if f["turn"] < t]) for t in judged_turns(conversation, facts)]
 
 
 def _check_turn(settings: SessionSettings) -> RunnableLambda:

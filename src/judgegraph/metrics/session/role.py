@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
@@ -82,10 +82,13 @@ def assistant_turns(conversation: Conversation) -> list[int]:
     return [i for i, t in enumerate(conversation.turns) if t.role == "assistant" and t.content.strip()]
 
 
-class BatchTask(TypedDict):
+class Batch(TypedDict):
     batch: int
     turns: list[int]
     role: str
+
+
+class BatchTask(Batch):
     conversation: Conversation
     transcript: str
 
@@ -94,11 +97,11 @@ class RoleState(MetricState, total=False):
     verdicts: Annotated[list[RoleVerdict], merge_verdicts]
 
 
-def batches(settings: RoleSettings, conversation: Conversation) -> list[dict[str, Any]]:
+def batches(settings: RoleSettings, conversation: Conversation) -> list[Batch]:
     role, turns, size = role_of(settings, conversation), assistant_turns(conversation), settings.batch_size
     if role is None:
         return []
-    return [{"batch": b, "turns": turns[s: s + size], "role": role} for b, s in enumerate(range(0, len(turns), size))]
+    return [Batch(batch=b, turns=turns[s: s + size], role=role) for b, s in enumerate(range(0, len(turns), size))]
 
 
 def _judge_turns(settings: RoleSettings) -> RunnableLambda:
