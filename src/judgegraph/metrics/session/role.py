@@ -27,10 +27,9 @@ from ...data.conversation import Conversation
 from ...data.results import MetricResult, Usage, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
 from .._renamed import renamed
-from .common import SessionSettings, session_graph, session_spec
+from .common import SessionSettings, Step, session_graph, session_spec
 
-JUDGE_STEP = "role_adherence/judge_turns"
-TASKS = ("role_adherence",)
+JUDGE = Step("role_adherence/judge_turns", "role_adherence", {"role", "conversation", "turns"})
 DEFAULT_BATCH_SIZE = 8
 
 
@@ -106,7 +105,7 @@ def batches(settings: RoleSettings, conversation: Conversation) -> list[Batch]:
 
 def _judge_turns(settings: RoleSettings) -> RunnableLambda:
     def build(task: BatchTask) -> JudgeRequest:
-        return JudgeRequest(task="role_adherence", step=JUDGE_STEP, schema=RoleJudgement, values={
+        return JUDGE.request(RoleJudgement, {
             "role": task["role"], "conversation": task["transcript"],
             "turns": ", ".join(str(t + 1) for t in task["turns"]),
         })
@@ -130,11 +129,11 @@ def _judge_turns(settings: RoleSettings) -> RunnableLambda:
             ))
         return {"verdicts": out}
 
-    return judge_step("judge_turns", settings.judge, build, finish)
+    return judge_step(JUDGE.node, settings.judge, build, finish)
 
 
 def _score(settings: RoleSettings) -> Callable[[RoleState, Conversation], MetricResult]:
-    policy = settings.share("assistant turns in role", bad="Out of role", unit="turn(s) ", step=JUDGE_STEP,
+    policy = settings.share("assistant turns in role", bad="Out of role", unit="turn(s) ", step=JUDGE.step,
                             where=lambda v: f"turn {v.turn + 1}",
                             describe=lambda v: f"turn {v.turn + 1} {quote(v.reply, 50)}: {clause(v.reason)}")
 
@@ -155,7 +154,7 @@ def _score(settings: RoleSettings) -> Callable[[RoleState, Conversation], Metric
 
 def build_role_graph(settings: RoleSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    return session_graph(settings, RoleState, [("judge_turns", _judge_turns(settings))], _score(settings),
+    return session_graph(settings, RoleState, [(JUDGE.node, _judge_turns(settings))], _score(settings),
                          applies=lambda conversation: role_of(settings, conversation) is not None,
                          tasks=lambda _, conversation: batches(settings, conversation),
                          not_applicable="No chatbot role to judge against: pass role=... (CLI: the role option), or"
@@ -163,8 +162,7 @@ def build_role_graph(settings: RoleSettings) -> StateGraph:
 
 
 ROLE_ADHERENCE = session_spec(
-    "role_adherence", build_role_graph, TASKS, settings=RoleSettings,
-    summary="Does each reply stay within the chatbot role? yes/no, share in role (LLM judge)",
-    prompt_values={JUDGE_STEP: {"role", "conversation", "turns"}})
+    "role_adherence", build_role_graph, [JUDGE], settings=RoleSettings,
+    summary="Does each reply stay within the chatbot role? yes/no, share in role (LLM judge)")
 create_role_adherence_metric = ROLE_ADHERENCE.factory
 __getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2
