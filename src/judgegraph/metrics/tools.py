@@ -37,9 +37,18 @@ from langgraph.types import Send
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from ..core.nodes import in_scope, judge_step, latest_scope, render_messages, score_node, scoring_edges, turn_label
+from ..core.nodes import (
+    Node,
+    in_scope,
+    judge_step,
+    latest_scope,
+    render_messages,
+    score_node,
+    scoring_edges,
+    turn_label,
+)
 from ..core.replay import steer_of
-from ..core.scoring import WindowOptions, clause, option, share_reason
+from ..core.scoring import WindowOptions, all_good, clause, option, share_reason
 from ..core.state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..core.verdicts import NO_CONTEXT, NO_USER, answer_fields
 from ..data.answers import YesNo
@@ -430,9 +439,9 @@ def _where(v: ToolVerdict) -> str:
     return "the whole conversation" if v.check == "conversation" else f"{v.check} ({turn_label(v.turns)})"
 
 
-def _reduce_score(settings: ToolSettings) -> Any:
+def _reduce_score(settings: ToolSettings) -> Node:
     policy = settings.policy(
-        step=JUDGE_STEP, where=_where, value=lambda t: None if not t.judged else "no" if t.bad else "yes",
+        step=JUDGE_STEP, where=_where, value=all_good,
         reason=share_reason("tool-call checks right", bad="Wrong", unit="check(s) ",
                             describe=lambda v: f"{_where(v)}: {clause(v.reason)}",
                             empty="No tool call to check: no exchange called a tool or had a reference."))
