@@ -146,8 +146,6 @@ def topics_of(settings: TopicSettings, conversation: Conversation) -> list[str] 
 
 def topic_request(window: Window, topics: Sequence[str]) -> JudgeRequest:
     target = window.target
-    context = [(it.turn.role, it.turn.content) for ex in (*window.context, target) for it in ex.turns
-               if ex is not target or it in target.opening]
     reply = [(it.turn.role, it.turn.content) for it in sorted((*target.assistant, *target.tool), key=lambda t: t.index)]
     return JudgeRequest(
         task=TASK,
@@ -155,7 +153,7 @@ def topic_request(window: Window, topics: Sequence[str]) -> JudgeRequest:
         schema=TopicJudgement,
         values={
             "topics": "\n".join(f"- {t}" for t in topics),
-            **exchange_values(target.user_text, context, window.system),
+            **exchange_values(target.user_text, window.context_messages(), window.system),
             "reply": render_messages(reply, empty="(no reply)"),
         },
         inputs={"topics": list(topics), "latest_user": target.user_text, "reply": target.reply_text},
