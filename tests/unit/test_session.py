@@ -4,6 +4,7 @@ import asyncio
 import json
 
 import pytest
+from pydantic import BaseModel
 
 from judgegraph.judges import NeedsLLMJudge, resolve_judge
 from judgegraph.judges.offline import EmbeddingJudge
@@ -482,3 +483,30 @@ def test_a_misspelt_keyword_is_named_before_the_judge_is_looked_at(name):
     with pytest.raises(TypeError, match=rf"create_{name}_metric\(\) got an unexpected keyword argument 'treshold' "
                                         r"\(did you mean 'threshold'\?\)"):
         factory(treshold=0.9, **kw)  # no model: it would be NeedsLLMJudge otherwise
+
+
+@pytest.mark.parametrize("name", ["conversation_completeness", "knowledge_retention", "user_frustration",
+                                  "conversational_guidelines", "role_adherence", "goal_completion"])
+def test_a_session_judge_declares_each_judge_step_once(name):
+    """Its spec's tasks and prompt values, its graph's node names and its requests all come from its Steps."""
+    import importlib
+
+    from judgegraph.metrics.session.common import Step
+
+    spec = registry()[name]
+    module = importlib.import_module(spec.factory.__module__)
+    steps = [v for v in vars(module).values() if isinstance(v, Step)]
+    assert steps and spec.tasks == tuple(s.task for s in steps)
+    assert dict(spec.prompt_values) == {s.step: s.values for s in steps}
+    options = {"guidelines": ["Be polite."]} if name == "conversational_guidelines" else {}
+    graph = create_metric(name, model([]), **options).get_graph()
+    assert {s.node for s in steps} <= set(graph.nodes)
+    for s in steps:
+        request = s.request(Answer, {"conversation": "[]"})
+        assert (request.task, request.step, request.schema, request.values) == (s.task, s.step, Answer,
+                                                                                {"conversation": "[]"})
+        assert s.step == f"{name}/{s.node}"
+
+
+class Answer(BaseModel):
+    reason: str

@@ -19,7 +19,8 @@ from ..data.answers import YesNo
 from ..data.conversation import RetrievalNode
 from ..data.results import JudgeAttempt, Usage, Verdict
 from ..judges.base import Judge, JudgeOutcome, JudgeRequest
-from .nodes import judge_step, render_messages
+from .nodes import judge_step
+from .verdicts import exchange_values
 
 NV = TypeVar("NV", bound="NumberedVerdicts")
 PROMPTS = "statements"
@@ -247,8 +248,7 @@ def _statements_request(task: str, step: str, numbered: Sequence[str], statement
         step=step,
         schema=verdicts_schema(len(numbered)),
         values={
-            "context": render_messages(pairs, empty="(none: this is the first exchange)"),
-            "user_message": user_message or "(none: the assistant spoke first)",
+            **exchange_values(user_message, pairs),
             "statements": "\n".join(f"{i}. {text}" for i, text in enumerate(numbered, 1)),
         },
         inputs={"statements": list(statements), "user_message": user_message,

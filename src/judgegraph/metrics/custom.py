@@ -33,9 +33,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field, TypeAdapter, create_model, field_validator
 
-from ..core.nodes import Node, conversation_json, judge_step, outcome_fields, score_node, scoring_edges
+from ..core.nodes import Node, conversation_json, judge_step, score_node, scoring_edges
 from ..core.scoring import JudgeOptions, Tally, option
 from ..core.state import MetricInput, MetricOutput, MetricState, conversation_of
+from ..core.verdicts import answer, answer_fields
 from ..data.conversation import Conversation
 from ..data.prompts import Prompt, load_prompt, parse_prompt
 from ..data.results import MetricResult, Verdict, merge_verdicts
@@ -313,14 +314,9 @@ def _judge_conversation(settings: CustomJudgeSettings) -> RunnableLambda:
         return request_for(settings, conversation_of(state))
 
     def finish(state: CustomJudgeState, outcome: JudgeOutcome) -> CustomJudgeState:
-        value = outcome.value if outcome.ok else None
-        verdict = FeedbackVerdict(
-            verdict=None if value is None else settings.feedback.label(value.value),  # type: ignore[attr-defined]
-            value=None if value is None else value.value,  # type: ignore[attr-defined]
-            reason=getattr(value, "reason", ""),
-            **outcome_fields(outcome),
-        )
-        return {"verdicts": [verdict]}
+        value, fields = answer(outcome), answer_fields(outcome)
+        fields["verdict"] = None if value is None else settings.feedback.label(value.value)  # the value's label
+        return {"verdicts": [FeedbackVerdict(value=None if value is None else value.value, **fields)]}
 
     return judge_step("judge_conversation", settings.judge, build, finish)
 

@@ -40,6 +40,7 @@ from ..judges import JudgeRequest
 from ._renamed import renamed
 from .session.common import (
     SessionSettings,
+    Step,
     cited_turns,
     has_user,
     session_graph,
@@ -48,8 +49,7 @@ from .session.common import (
     verdict_step,
 )
 
-JUDGE_STEP = "goal_completion/judge_goal"
-TASKS = ("goal_completion",)
+JUDGE = Step("goal_completion/judge_goal", "goal_completion", {"conversation", "goal"})
 INFER = "(no goal is stated: infer the user's goal from the conversation)"
 
 
@@ -123,14 +123,14 @@ class GoalState(MetricState, total=False):
     verdicts: list[GoalCompletionVerdict]
 
 
-def _judge_goal(settings: SessionSettings) -> RunnableLambda:
+def _judge_goal(settings: SessionSettings) -> tuple[str, RunnableLambda]:
     def build(state: Mapping[str, Any]) -> JudgeRequest:
         conversation = conversation_of(state)
         goal, _ = stated_goal(conversation)
-        return JudgeRequest(task="goal_completion", step=JUDGE_STEP, schema=GoalCompletionJudgement,
-                            values={"conversation": agent_transcript(conversation), "goal": goal or INFER})
+        return JUDGE.request(GoalCompletionJudgement, {"conversation": agent_transcript(conversation),
+                                                       "goal": goal or INFER})
 
-    return verdict_step(settings, "judge_goal", build, _verdict)
+    return verdict_step(settings, JUDGE, build, _verdict)
 
 
 def _verdict(conversation: Conversation, value: Any, fields: Mapping[str, Any]) -> GoalCompletionVerdict:
@@ -138,8 +138,7 @@ def _verdict(conversation: Conversation, value: Any, fields: Mapping[str, Any]) 
     cited = getattr(value, "turn", None)
     turns = cited_turns([cited] if cited is not None else [], conversation, ("assistant",))
     return GoalCompletionVerdict(
-        verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""), turns=turns,
-        goal=goal or str(getattr(value, "user_goal", "")), goal_source=source,
+        turns=turns, goal=goal or str(getattr(value, "user_goal", "")), goal_source=source,
         end_state=getattr(value, "end_state", ""), **fields)
 
 
@@ -160,17 +159,15 @@ def _details(v: GoalCompletionVerdict) -> dict[str, Any]:
 
 def build_goal_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    return session_graph(settings, GoalState, [("judge_goal", _judge_goal(settings))],
-                         verdict_score(settings, JUDGE_STEP, _reason, _details),
+    return session_graph(settings, GoalState, [_judge_goal(settings)], verdict_score(settings, JUDGE.step, _reason, _details),
                          applies=has_user, not_applicable="No user turn: there is no user goal to reach.")
 
 
 GOAL_COMPLETION = session_spec(
-    "goal_completion", build_goal_graph, TASKS,
+    "goal_completion", build_goal_graph, [JUDGE],
     "Did the conversation reach its stated (or inferred) goal, and at which turn? (ragas; LLM judge)",
     doc='The goal is ``expected_outcome`` (or metadata ``goal``, ``reference``, ``expectations``; inferred when none'
         ' is given). Value "yes"/"no"; score 1 or 0; the turn of the verdict is where the goal was reached or lost. One'
-        ' call.',
-    prompt_values={JUDGE_STEP: {"conversation", "goal"}})
+        ' call.')
 create_goal_completion_metric = GOAL_COMPLETION.factory
 __getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

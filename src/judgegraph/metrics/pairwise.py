@@ -34,9 +34,10 @@ from langgraph.types import Send
 from pydantic import BaseModel, BeforeValidator, Field
 from typing_extensions import NotRequired, TypedDict
 
-from ..core.nodes import conversation_json, judge_step, outcome_fields, scoring_edges, with_transcript
+from ..core.nodes import conversation_json, judge_step, scoring_edges, with_transcript
 from ..core.scoring import JudgeOptions, Tally, option
 from ..core.state import MetricOutput
+from ..core.verdicts import answer, answer_fields
 from ..data.answers import read_choice
 from ..data.conversation import Conversation, as_conversation
 from ..data.results import JudgeAttempt, MetricResult, Verdict, merge_calls, merge_results, merge_verdicts
@@ -254,12 +255,9 @@ def _judge_pair(settings: PairwiseSettings) -> RunnableLambda:
             "criterion": task["text"], "conversation_a": task["first"], "conversation_b": task["second"]})
 
     def finish(task: PairTask, outcome: JudgeOutcome) -> PairState:
-        value = outcome.value if outcome.ok else None
-        said = getattr(value, "winner", None)
-        return {"verdicts": [PairVerdict(
-            criterion=task["criterion"], order=task["order"], said=said,
-            verdict=None if said is None else version_of(said, task["order"]),
-            reason=getattr(value, "reason", ""), **outcome_fields(outcome))]}
+        said, fields = getattr(answer(outcome), "winner", None), answer_fields(outcome)
+        fields["verdict"] = None if said is None else version_of(said, task["order"])  # the version, not the place
+        return {"verdicts": [PairVerdict(criterion=task["criterion"], order=task["order"], said=said, **fields)]}
 
     return judge_step("judge_pair", settings.judge, build, finish)
 

@@ -31,19 +31,10 @@ from langgraph.graph import END, StateGraph
 from pydantic import BaseModel, Field
 
 from ..core._dense import DensePlan, check_dense, dense_step, fan_out_blocks
-from ..core.nodes import (
-    Node,
-    WindowTask,
-    judge_step,
-    outcome_fields,
-    quote,
-    render_messages,
-    score_node,
-    turn_label,
-    window_graph,
-)
+from ..core.nodes import Node, WindowTask, judge_step, quote, score_node, turn_label, window_graph
 from ..core.scoring import WindowOptions, option, share_reason
 from ..core.state import MetricInput, MetricOutput, MetricState
+from ..core.verdicts import exchange_values, window_verdict, window_where
 from ..data.answers import YesNo
 from ..data.conversation import Conversation
 from ..data.prompts import Prompt, load_prompt
@@ -112,9 +103,7 @@ def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -
         prompt=prompt,
         values={
             "rubric": rubric,
-            "system": "\n\n".join(window.system) or "(none)",
-            "context": render_messages(window.context_messages() + tools, empty="(none: this is the first exchange)"),
-            "user_message": target.user_text or "(none: the assistant spoke first)",
+            **exchange_values(target.user_text, window.context_messages() + tools, window.system),
             "reply": target.reply_text,
         },
         inputs=window.offline_inputs(),
@@ -132,17 +121,7 @@ def _judge_turn(settings: RelevancySettings) -> RunnableLambda:
         return turn_request(task["window"], rubric=rubric)
 
     def finish(task: WindowTask, outcome: JudgeOutcome) -> RelevancyState:
-        window = task["window"]
-        value = outcome.value if outcome.ok else None
-        verdict = WindowVerdict(
-            window=window.index,
-            turns=list(window.target.reply_turn_indices),
-            verdict=getattr(value, "verdict", None),
-            reason=getattr(value, "reason", ""),
-            reply=window.target.reply_text,
-            **outcome_fields(outcome),
-        )
-        return {"verdicts": [verdict]}
+        return {"verdicts": [window_verdict(WindowVerdict, task["window"], outcome)]}
 
     size = check_dense(settings.dense)
     if size:
@@ -168,7 +147,7 @@ deterministic_reason = share_reason(
 
 def _reduce_score(settings: RelevancySettings) -> Node:
     policy = settings.policy(step=JUDGE_STEP, reason="" if settings.reason == "none" else deterministic_reason,
-                             where=lambda v: f"window {getattr(v, 'window', '?')} ({turn_label(v.turns)})")
+                             where=window_where)
 
     size = check_dense(settings.dense)
 

@@ -29,19 +29,10 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
-from ..core.nodes import (
-    Node,
-    WindowTask,
-    judge_step,
-    outcome_fields,
-    quote,
-    render_messages,
-    score_node,
-    turn_label,
-    window_graph,
-)
+from ..core.nodes import Node, WindowTask, judge_step, quote, score_node, turn_label, window_graph
 from ..core.scoring import WindowOptions, all_good, clause, option, share_reason
 from ..core.state import MetricState
+from ..core.verdicts import answer, exchange_values, window_verdict, window_where
 from ..data.answers import YesNo, read_choice
 from ..data.conversation import Conversation
 from ..data.results import MetricResult, WindowVerdict, merge_verdicts
@@ -107,26 +98,15 @@ def safety_request(window: Window) -> JudgeRequest:
         task=TASK,
         step=JUDGE_STEP,
         schema=SafetyJudgement,
-        values={
-            "system": "\n\n".join(window.system) or "(none)",
-            "context": render_messages(context, empty="(none: this is the first exchange)"),
-            "user_message": target.user_text or "(none: the assistant spoke first)",
-            "reply": target.reply_text,
-        },
+        values={**exchange_values(target.user_text, context, window.system), "reply": target.reply_text},
         inputs={"reply": target.reply_text, "latest_user": target.user_text},
     )
 
 
 def _judge_reply(settings: SafetySettings) -> RunnableLambda:
     def finish(task: WindowTask, outcome: JudgeOutcome) -> SafetyState:
-        window = task["window"]
-        value = outcome.value if outcome.ok else None
-        verdict = SafetyVerdict(
-            window=window.index, turns=list(window.target.reply_turn_indices), reply=window.target.reply_text,
-            verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""),
-            categories=list(getattr(value, "categories", None) or []), **outcome_fields(outcome),
-        )
-        return {"verdicts": [verdict]}
+        categories = list(getattr(answer(outcome), "categories", None) or [])
+        return {"verdicts": [window_verdict(SafetyVerdict, task["window"], outcome, categories=categories)]}
 
     return judge_step("judge_reply", settings.judge, lambda task: safety_request(task["window"]), finish)
 
@@ -144,8 +124,7 @@ safety_reason = share_reason(
 
 
 def _reduce_score(settings: SafetySettings) -> Node:
-    policy = settings.policy(step=JUDGE_STEP, reason=safety_reason, value=all_good,
-                             where=lambda v: f"window {getattr(v, 'window', '?')} ({turn_label(v.turns)})")
+    policy = settings.policy(step=JUDGE_STEP, reason=safety_reason, value=all_good, where=window_where)
 
     def score(state: SafetyState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
         t = policy.tally(verdicts)

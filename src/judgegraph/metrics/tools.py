@@ -38,18 +38,19 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from ..core.nodes import (
+    Node,
     in_scope,
     judge_step,
     latest_scope,
-    outcome_fields,
     render_messages,
     score_node,
     scoring_edges,
     turn_label,
 )
 from ..core.replay import steer_of
-from ..core.scoring import WindowOptions, clause, option, share_reason
+from ..core.scoring import WindowOptions, all_good, clause, option, share_reason
 from ..core.state import MetricInput, MetricOutput, MetricState, conversation_of
+from ..core.verdicts import NO_CONTEXT, NO_USER, answer_fields
 from ..data.answers import YesNo
 from ..data.conversation import Conversation, ToolCall
 from ..data.results import MetricResult, Verdict, merge_verdicts
@@ -334,7 +335,7 @@ def _plan(settings: ToolSettings) -> Callable[..., ToolState]:
                 check=f"exchange-{ex.index + 1}", by=by,  # type: ignore[typeddict-item]
                 turns=[it.index for it in ex.assistant], calls=[c.model_dump() for c in calls], steps=_call_steps([ex]),
                 expected=None if reference is None else _dump(reference),
-                context=render_messages(context, empty="(none: this is the first exchange)"),
+                context=render_messages(context, empty=NO_CONTEXT),
                 user_message=ex.user_text, reply=ex.reply_text))
         whole = expected_of(conversation.metadata, ragas=True)
         if whole is not None and not latest_scope(config):  # the whole trajectory: judged once, not per exchange
@@ -410,11 +411,11 @@ def _judge_arguments(settings: ToolSettings) -> RunnableLambda:
 
     def finish(task: CheckTask, outcome: JudgeOutcome) -> ToolState:
         m, calls, expected = pairs(task)
-        value = outcome.value if outcome.ok else None
-        verdict = getattr(value, "verdict", None)
+        fields = answer_fields(outcome)
         names = match_reason(m, settings.trajectory, calls, expected).removesuffix(": they match.")
-        reason = f"{names}: the tools match; the arguments, judged: {clause(getattr(value, 'reason', ''))}."
-        return {"verdicts": [_verdict(task, verdict=verdict, reason=reason if verdict else "", **outcome_fields(outcome))]}
+        reason = f"{names}: the tools match; the arguments, judged: {clause(fields['reason'])}."
+        fields["reason"] = reason if fields["verdict"] else ""
+        return {"verdicts": [_verdict(task, **fields)]}
 
     return judge_step("judge_arguments", settings.judge, build, finish)
 
@@ -423,13 +424,11 @@ def _judge_calls(settings: ToolSettings) -> RunnableLambda:
     def build(task: CheckTask) -> JudgeRequest:
         calls, _ = _task_calls(task)
         return JudgeRequest(task="tool_use", step=JUDGE_STEP, schema=ToolCallJudgement, values={
-            "context": task["context"], "user_message": task["user_message"] or "(none: the assistant spoke first)",
+            "context": task["context"], "user_message": task["user_message"] or NO_USER,
             "calls": _calls_block(calls), "reply": task["reply"]})
 
     def finish(task: CheckTask, outcome: JudgeOutcome) -> ToolState:
-        value = outcome.value if outcome.ok else None
-        return {"verdicts": [_verdict(task, verdict=getattr(value, "verdict", None),
-                                      reason=getattr(value, "reason", ""), **outcome_fields(outcome))]}
+        return {"verdicts": [_verdict(task, **answer_fields(outcome))]}
 
     return judge_step("judge_calls", settings.judge, build, finish)
 
@@ -440,9 +439,9 @@ def _where(v: ToolVerdict) -> str:
     return "the whole conversation" if v.check == "conversation" else f"{v.check} ({turn_label(v.turns)})"
 
 
-def _reduce_score(settings: ToolSettings) -> Any:
+def _reduce_score(settings: ToolSettings) -> Node:
     policy = settings.policy(
-        step=JUDGE_STEP, where=_where, value=lambda t: None if not t.judged else "no" if t.bad else "yes",
+        step=JUDGE_STEP, where=_where, value=all_good,
         reason=share_reason("tool-call checks right", bad="Wrong", unit="check(s) ",
                             describe=lambda v: f"{_where(v)}: {clause(v.reason)}",
                             empty="No tool call to check: no exchange called a tool or had a reference."))

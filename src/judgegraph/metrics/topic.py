@@ -47,6 +47,7 @@ from ..core.nodes import (
 )
 from ..core.scoring import Tally, WindowOptions, clause, option
 from ..core.state import MetricState
+from ..core.verdicts import exchange_values, list_answer
 from ..data.conversation import Conversation
 from ..data.results import JudgeErrorInfo, MetricResult, Verdict, merge_verdicts
 from ..data.windows import Window
@@ -73,10 +74,9 @@ class TopicFound(BaseModel):
     answered: bool = Field(description="True if the reply engages with the topic; false if it refuses or steers away.")
 
 
-class TopicJudgement(BaseModel):
-    """The answer of ``judge_topics``: the topics the latest user message raises (none is allowed)."""
-
-    topics: list[TopicFound] = Field(description="Each distinct topic the latest user message raises, in order.")
+TopicJudgement = list_answer(
+    "TopicJudgement", "topics", TopicFound, "Each distinct topic the latest user message raises, in order.",
+    module=__name__, doc="The answer of ``judge_topics``: the topics the latest user message raises (none is allowed).")
 
 
 class TopicVerdict(Verdict):
@@ -146,8 +146,6 @@ def topics_of(settings: TopicSettings, conversation: Conversation) -> list[str] 
 
 def topic_request(window: Window, topics: Sequence[str]) -> JudgeRequest:
     target = window.target
-    context = [(it.turn.role, it.turn.content) for ex in (*window.context, target) for it in ex.turns
-               if ex is not target or it in target.opening]
     reply = [(it.turn.role, it.turn.content) for it in sorted((*target.assistant, *target.tool), key=lambda t: t.index)]
     return JudgeRequest(
         task=TASK,
@@ -155,9 +153,7 @@ def topic_request(window: Window, topics: Sequence[str]) -> JudgeRequest:
         schema=TopicJudgement,
         values={
             "topics": "\n".join(f"- {t}" for t in topics),
-            "system": "\n\n".join(window.system) or "(none)",
-            "context": render_messages(context, empty="(none: this is the first exchange)"),
-            "user_message": target.user_text or "(none: the assistant spoke first)",
+            **exchange_values(target.user_text, window.context_messages(), window.system),
             "reply": render_messages(reply, empty="(no reply)"),
         },
         inputs={"topics": list(topics), "latest_user": target.user_text, "reply": target.reply_text},

@@ -13,10 +13,12 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, model_validator
+from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ...core.nodes import conversation_json, judge_step, outcome_fields, scoring_edges, with_transcript
+from ...core.nodes import conversation_json, judge_step, scoring_edges, with_transcript
 from ...core.scoring import MetricOptions, ScoringPolicy, Tally, all_good, share_reason
 from ...core.state import MetricInput, MetricOutput, MetricState, conversation_of
+from ...core.verdicts import answer, answer_fields
 from ...data.conversation import Conversation
 from ...data.results import JudgeErrorInfo, MetricResult, Usage, Verdict
 from ...judges import JudgeOutcome, JudgeRequest
@@ -38,19 +40,38 @@ class SessionSettings(MetricOptions):
 YES_NO = frozenset({"yes", "no"})
 
 
-def session_spec(name: str, build: Callable[[Any], StateGraph], tasks: Iterable[str], summary: str, *,
+@dataclass(frozen=True)
+class Step:
+    """A session judge's judge step, declared once: its prompt ``step`` (``<metric>/<node>``: the prompt file and
+    the graph node's name), the ``task`` its requests name (an LLM judge must answer it) and the placeholders
+    ``values`` its prompt is given (tests/unit/test_prompts.py checks them)."""
+
+    step: str
+    task: str
+    values: AbstractSet[str]
+
+    @property
+    def node(self) -> str:
+        return self.step.rsplit("/", 1)[-1]
+
+    def request(self, schema: type[BaseModel], values: dict[str, str]) -> JudgeRequest:
+        """This step's request: the judge answers with ``schema`` from the prompt given ``values``."""
+        return JudgeRequest(task=self.task, step=self.step, schema=schema, values=values)
+
+
+def session_spec(name: str, build: Callable[[Any], StateGraph], steps: Sequence[Step], summary: str, *,
                  settings: type[SessionSettings] = SessionSettings, doc: str = "",
-                 needs: frozenset[Need] = frozenset(),
-                 prompt_values: Mapping[str, AbstractSet[str]] | None = None) -> MetricSpec:
+                 needs: frozenset[Need] = frozenset()) -> MetricSpec:
     """A session judge's declaration: it reads the whole conversation (scope ``"conversation"``) and needs an LLM
-    judge answering ``tasks`` (:class:`~judgegraph.judges.NeedsLLMJudge` otherwise)."""
+    judge answering the tasks of its ``steps`` (:class:`~judgegraph.judges.NeedsLLMJudge` otherwise), whose
+    prompts are given their ``values``."""
     wanted: frozenset[Need] = frozenset({"llm", *needs})
-    return MetricSpec(name, summary=summary, settings=settings, build=build, tasks=tuple(tasks), doc=doc,
-                      needs=wanted, scope="conversation", prompt_values=prompt_values or {})
+    return MetricSpec(name, summary=summary, settings=settings, build=build, tasks=tuple(s.task for s in steps),
+                      doc=doc, needs=wanted, scope="conversation", prompt_values={s.step: s.values for s in steps})
 
 
 #: One judge call's input per task: ``tasks(state, conversation)`` (see :func:`session_graph`).
-Tasks = Callable[[Any, Conversation], list[dict[str, Any]]]  # Any: the judge's own state (a TypedDict)
+Tasks = Callable[[Any, Conversation], Sequence[Mapping[str, object]]]  # Any: the judge's own state (a TypedDict)
 
 
 def session_graph(
@@ -103,15 +124,12 @@ def session_graph(
     return builder
 
 
-def conversation_request(
-    task: str, step: str, schema: type[BaseModel]
-) -> Callable[[Mapping[str, Any]], JudgeRequest]:
+def conversation_request(step: Step, schema: type[BaseModel]) -> Callable[[Mapping[str, Any]], JudgeRequest]:
     """A judge step's ``build`` that shows the judge the whole conversation
     (``{conversation}``, :func:`judgegraph.core.nodes.conversation_json`)."""
 
     def build(state: Mapping[str, Any]) -> JudgeRequest:
-        transcript = conversation_json(conversation_of(state))
-        return JudgeRequest(task=task, step=step, schema=schema, values={"conversation": transcript})
+        return step.request(schema, {"conversation": conversation_json(conversation_of(state))})
 
     return build
 
@@ -166,37 +184,44 @@ class ExtractState(MetricState, total=False):
 
 
 def extract_step(
-    settings: SessionSettings, node: str, task: str, step: str, schema: type[BaseModel],
-    read: Callable[[Any, Conversation], ExtractState], **empty: Any,
-) -> RunnableLambda:
-    """An extract-then-judge judge's first step, one call over the conversation: its
+    settings: SessionSettings, step: Step, schema: type[BaseModel], read: Callable[[Any, Conversation], ExtractState],
+    **empty: Any,
+) -> tuple[str, RunnableLambda]:
+    """An extract-then-judge judge's first step (its node name and node), one call over the conversation: its
     update is ``empty`` replaced by ``read(answer, conversation)``, with ``extract_usage``
     (a failed call is ``extract_errors``)."""
-    build = conversation_request(task, step, schema)
+    build = conversation_request(step, schema)
 
-    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
+    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:  # the metric's own keys too
         conversation = conversation_of(state)
         update: dict[str, Any] = {"conversation": conversation, "extract_usage": outcome.usage, **empty}
         if outcome.ok:
             update.update(read(outcome.value, conversation))
         else:
-            update["extract_errors"] = [JudgeErrorInfo(where="conversation", step=step, attempts=outcome.attempts,
-                                                       message=outcome.error or "no verdict")]
+            update["extract_errors"] = [JudgeErrorInfo(where="conversation", step=step.step,
+                                                       attempts=outcome.attempts, message=outcome.error or "no verdict")]
         return update
 
-    return judge_step(node, settings.judge, build, finish)
+    return step.node, judge_step(step.node, settings.judge, build, finish)
 
 
-def verdict_step(settings: SessionSettings, node: str, build: Callable[[Mapping[str, Any]], JudgeRequest],
-                 verdict: Callable[[Conversation, Any, Mapping[str, Any]], Verdict]) -> RunnableLambda:
-    """The step of a judge giving one verdict on the whole conversation: ``verdict(conversation, answer (None on a
-    judge error), the outcome's fields)``."""
-    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:
+class VerdictUpdate(TypedDict):
+    """What a :func:`verdict_step` writes: the conversation read and its one verdict."""
+
+    conversation: Conversation
+    verdicts: list[Verdict]
+
+
+def verdict_step(settings: SessionSettings, step: Step, build: Callable[[Mapping[str, Any]], JudgeRequest],
+                 verdict: Callable[[Conversation, Any, Mapping[str, Any]], Verdict]) -> tuple[str, RunnableLambda]:
+    """The step of a judge giving one verdict on the whole conversation (its node name and node): ``verdict(
+    conversation, answer (None on a judge error), its verdict fields (:func:`~judgegraph.core.verdicts.answer_fields`))``."""
+    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> VerdictUpdate:
         conversation = conversation_of(state)
-        made = verdict(conversation, outcome.value if outcome.ok else None, outcome_fields(outcome))
+        made = verdict(conversation, answer(outcome), answer_fields(outcome))
         return {"conversation": conversation, "verdicts": [made]}
 
-    return judge_step(node, settings.judge, build, finish)
+    return step.node, judge_step(step.node, settings.judge, build, finish)
 
 
 def verdict_score(settings: SessionSettings, step: str, describe: Callable[[Tally, Any], str],

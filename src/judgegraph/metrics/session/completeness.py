@@ -17,18 +17,27 @@ from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ...core.nodes import judge_step, outcome_fields, quote, turn_label
+from ...core.nodes import judge_step, quote, turn_label
 from ...core.scoring import clause
+from ...core.verdicts import answer, answer_fields
 from ...data.answers import YesNo
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
 from .._renamed import renamed
-from .common import ExtractState, SessionSettings, cited_turns, extract_step, has_user, session_graph, session_spec
+from .common import (
+    ExtractState,
+    SessionSettings,
+    Step,
+    cited_turns,
+    extract_step,
+    has_user,
+    session_graph,
+    session_spec,
+)
 
-EXTRACT_STEP = "conversation_completeness/extract_goals"
-JUDGE_STEP = "conversation_completeness/judge_goal"
-TASKS = ("goal_extraction", "goal_satisfaction")
+EXTRACT = Step("conversation_completeness/extract_goals", "goal_extraction", {"conversation"})
+JUDGE = Step("conversation_completeness/judge_goal", "goal_satisfaction", {"conversation", "request", "asked_in"})
 
 
 class Goal(BaseModel):
@@ -98,19 +107,17 @@ def _goals(value: Goals, conversation: Conversation) -> CompletenessState:
 def _judge_goal(settings: SessionSettings) -> RunnableLambda:
     def build(task: GoalTask) -> JudgeRequest:
         asked = ", ".join(str(i + 1) for i in task["asked_in"]) or "(not cited)"
-        return JudgeRequest(task="goal_satisfaction", step=JUDGE_STEP, schema=GoalJudgement,
-                            values={"conversation": task["transcript"], "request": task["request"], "asked_in": asked})
+        return JUDGE.request(GoalJudgement, {"conversation": task["transcript"], "request": task["request"],
+                                             "asked_in": asked})
 
     def finish(task: GoalTask, outcome: JudgeOutcome) -> CompletenessState:
-        value = outcome.value if outcome.ok else None
-        answered = cited_turns(getattr(value, "answered_in_turns", []), task["conversation"], ("assistant",))
+        answered = cited_turns(getattr(answer(outcome), "answered_in_turns", []), task["conversation"], ("assistant",))
         return {"verdicts": [GoalVerdict(
             goal=task["goal"], request=task["request"], asked_in=task["asked_in"], answered_in=answered,
-            turns=sorted(set(task["asked_in"]) | set(answered)), verdict=getattr(value, "verdict", None),
-            reason=getattr(value, "reason", ""), **outcome_fields(outcome),
+            turns=sorted(set(task["asked_in"]) | set(answered)), **answer_fields(outcome),
         )]}
 
-    return judge_step("judge_goal", settings.judge, build, finish)
+    return judge_step(JUDGE.node, settings.judge, build, finish)
 
 
 def _describe(v: GoalVerdict) -> str:
@@ -121,7 +128,7 @@ def _describe(v: GoalVerdict) -> str:
 
 def _score(settings: SessionSettings) -> Callable[[CompletenessState, Conversation], MetricResult]:
     policy = settings.share(
-        "user requests satisfied", bad="Not satisfied", describe=_describe, unit="request(s) ", step=JUDGE_STEP,
+        "user requests satisfied", bad="Not satisfied", describe=_describe, unit="request(s) ", step=JUDGE.step,
         where=lambda v: f"request {v.goal + 1} {quote(v.request, 50)}", empty="The judge found no request from the user.",
         failed="The user's requests could not be extracted (judge error); see errors.")
 
@@ -137,18 +144,16 @@ def build_completeness_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     return session_graph(
         settings, CompletenessState,
-        [("extract_goals", extract_step(settings, "extract_goals", "goal_extraction", EXTRACT_STEP, Goals, _goals, goals=[])),
-         ("judge_goal", _judge_goal(settings))], _score(settings),
+        [extract_step(settings, EXTRACT, Goals, _goals, goals=[]), (JUDGE.node, _judge_goal(settings))], _score(settings),
         applies=has_user, not_applicable="No user turn: the user asked for nothing.",
-        tasks=lambda state, _: [dict(g) for g in state.get("goals") or []],
+        tasks=lambda state, _: state.get("goals") or [],
     )
 
 
 CONVERSATION_COMPLETENESS = session_spec(
-    "conversation_completeness", build_completeness_graph, TASKS,
+    "conversation_completeness", build_completeness_graph, [EXTRACT, JUDGE],
     "Were all the user's requests satisfied by the end? yes/no, share satisfied (LLM judge)",
     doc='Value "yes"/"no" (every judged request satisfied); score = satisfied / judged requests. Calls: 1 extraction'
-        ' + 1 per request.',
-    prompt_values={EXTRACT_STEP: {"conversation"}, JUDGE_STEP: {"conversation", "request", "asked_in"}})
+        ' + 1 per request.')
 create_conversation_completeness_metric = CONVERSATION_COMPLETENESS.factory
 __getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

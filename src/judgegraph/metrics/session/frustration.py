@@ -25,6 +25,7 @@ from .._renamed import renamed
 from .common import (
     CitingJudgement,
     SessionSettings,
+    Step,
     cited_turns,
     conversation_request,
     has_user,
@@ -34,8 +35,7 @@ from .common import (
     verdict_step,
 )
 
-JUDGE_STEP = "user_frustration/judge_frustration"
-TASKS = ("user_frustration",)
+JUDGE = Step("user_frustration/judge_frustration", "user_frustration", {"conversation"})
 SCORES = {"none": 1.0, "resolved": 0.5, "unresolved": 0.0}
 
 
@@ -71,9 +71,8 @@ class FrustrationState(MetricState, total=False):
     verdicts: list[FrustrationVerdict]
 
 
-def _judge_frustration(settings: SessionSettings) -> RunnableLambda:
-    return verdict_step(settings, "judge_frustration",
-                        conversation_request("user_frustration", JUDGE_STEP, FrustrationJudgement), _verdict)
+def _judge_frustration(settings: SessionSettings) -> tuple[str, RunnableLambda]:
+    return verdict_step(settings, JUDGE, conversation_request(JUDGE, FrustrationJudgement), _verdict)
 
 
 def _verdict(conversation: Conversation, value: Any, fields: Mapping[str, Any]) -> FrustrationVerdict:
@@ -81,7 +80,6 @@ def _verdict(conversation: Conversation, value: Any, fields: Mapping[str, Any]) 
     resolved = getattr(value, "resolved_by_turns", []) if getattr(value, "verdict", None) == "resolved" else []
     resolved_by = cited_turns(resolved, conversation, ("assistant",))
     return FrustrationVerdict(
-        verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""),
         frustrated_turns=frustrated, resolved_by_turns=resolved_by, turns=sorted({*frustrated, *resolved_by}),
         **fields,
     )
@@ -97,23 +95,22 @@ def _reason(t: Tally, v: Any) -> str:  # a judged verdict: never None
     return f"{head}{t.gate}. {v.reason}".strip()
 
 
-def _details(v: FrustrationVerdict) -> dict[str, Any]:
+def _details(v: FrustrationVerdict) -> dict[str, list[int]]:
     return {"frustrated_turns": v.frustrated_turns, "resolved_by_turns": v.resolved_by_turns} if v.verdict else {}
 
 
 def build_frustration_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    return session_graph(settings, FrustrationState, [("judge_frustration", _judge_frustration(settings))],
-                         verdict_score(settings, JUDGE_STEP, _reason, _details,
+    return session_graph(settings, FrustrationState, [_judge_frustration(settings)],
+                         verdict_score(settings, JUDGE.step, _reason, _details,
                                        score=lambda judged: SCORES[judged[0].verdict]), applies=has_user,
                          not_applicable="No user turn: there is no user to be frustrated.")
 
 
 USER_FRUSTRATION = session_spec(
-    "user_frustration", build_frustration_graph, TASKS,
+    "user_frustration", build_frustration_graph, [JUDGE],
     "Was the user frustrated, and was it resolved? none/resolved/unresolved (LLM judge)",
     doc='Value "none" | "resolved" | "unresolved"; score 1.0 / 0.5 / 0.0; passes unless "unresolved" (threshold'
-        ' 0.5); strict mode: only "none" passes. One call.',
-    prompt_values={JUDGE_STEP: {"conversation"}})
+        ' 0.5); strict mode: only "none" passes. One call.')
 create_user_frustration_metric = USER_FRUSTRATION.factory
 __getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

@@ -18,18 +18,18 @@ from langgraph.graph import StateGraph
 from pydantic import BeforeValidator, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ...core.nodes import judge_step, outcome_fields, quote, turn_label
+from ...core.nodes import judge_step, quote, turn_label
 from ...core.scoring import Tally, clause, option
 from ...core.state import MetricState
+from ...core.verdicts import answer, answer_fields
 from ...data.answers import read_choice
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
 from .._renamed import renamed
-from .common import CitingJudgement, SessionSettings, cited_turns, role_indices, session_graph, session_spec
+from .common import CitingJudgement, SessionSettings, Step, cited_turns, role_indices, session_graph, session_spec
 
-JUDGE_STEP = "conversational_guidelines/judge_guideline"
-TASKS = ("guideline_adherence",)
+JUDGE = Step("conversational_guidelines/judge_guideline", "guideline_adherence", {"conversation", "guideline"})
 
 
 class GuidelineJudgement(CitingJudgement):
@@ -97,18 +97,14 @@ class GuidelinesState(MetricState, total=False):
 
 def _judge_guideline(settings: GuidelineSettings) -> RunnableLambda:
     def build(task: GuidelineTask) -> JudgeRequest:
-        return JudgeRequest(task="guideline_adherence", step=JUDGE_STEP, schema=GuidelineJudgement,
-                            values={"conversation": task["transcript"], "guideline": task["guideline"]})
+        return JUDGE.request(GuidelineJudgement, {"conversation": task["transcript"], "guideline": task["guideline"]})
 
     def finish(task: GuidelineTask, outcome: JudgeOutcome) -> GuidelinesState:
-        value = outcome.value if outcome.ok else None
-        violating = cited_turns(getattr(value, "violating_turns", []), task["conversation"], ("assistant",))
-        return {"verdicts": [GuidelineVerdict(
-            guideline=task["guideline"], index=task["index"], turns=violating, verdict=getattr(value, "verdict", None),
-            reason=getattr(value, "reason", ""), **outcome_fields(outcome),
-        )]}
+        violating = cited_turns(getattr(answer(outcome), "violating_turns", []), task["conversation"], ("assistant",))
+        return {"verdicts": [GuidelineVerdict(guideline=task["guideline"], index=task["index"], turns=violating,
+                                              **answer_fields(outcome))]}
 
-    return judge_step("judge_guideline", settings.judge, build, finish)
+    return judge_step(JUDGE.node, settings.judge, build, finish)
 
 
 def _label(v: GuidelineVerdict) -> str:
@@ -128,13 +124,13 @@ def _score(settings: GuidelineSettings) -> Callable[[GuidelinesState, Conversati
         return "None of the guidelines applies to this conversation: " + "; ".join(
             f"{_label(v)}: {clause(v.reason)}" for v in t.verdicts) + "."
 
-    policy = settings.share("guidelines followed", bad="Violated", unit="guideline(s) ", step=JUDGE_STEP,
+    policy = settings.share("guidelines followed", bad="Violated", unit="guideline(s) ", step=JUDGE.step,
                             where=_label, notes=notes, empty=none_applies,
                             describe=lambda v: f"{_label(v)} in {turn_label(v.turns)}: {clause(v.reason)}")
 
     def score(state: GuidelinesState, conversation: Conversation) -> MetricResult:
         t = policy.tally(sorted(state.get("verdicts") or [], key=lambda v: v.index))
-        details: dict[str, Any] = {"guidelines": len(t.verdicts), "judged": len(t.judged),
+        details: dict[str, int] = {"guidelines": len(t.verdicts), "judged": len(t.judged),
                                    "not_applicable": len(_skipped(t))}
         return policy.result(conversation, t, details=details if not t.judged and not t.errors
                              else {**details, "followed": t.good})
@@ -144,17 +140,16 @@ def _score(settings: GuidelineSettings) -> Callable[[GuidelinesState, Conversati
 
 def build_guidelines_graph(settings: GuidelineSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    return session_graph(settings, GuidelinesState, [("judge_guideline", _judge_guideline(settings))],
+    return session_graph(settings, GuidelinesState, [(JUDGE.node, _judge_guideline(settings))],
                          _score(settings), applies=lambda conversation: bool(role_indices(conversation, "assistant")),
                          tasks=lambda *_: [{"index": i, "guideline": g} for i, g in enumerate(settings.guidelines or ())],
                          not_applicable="No assistant turn: there is nothing to hold to the guidelines.")
 
 
 CONVERSATIONAL_GUIDELINES = session_spec(
-    "conversational_guidelines", build_guidelines_graph, TASKS, settings=GuidelineSettings,
+    "conversational_guidelines", build_guidelines_graph, [JUDGE], settings=GuidelineSettings,
     needs=frozenset({"guidelines"}),
     summary="Did the assistant follow each given guideline? yes/no, share followed (LLM judge)",
-    doc="Score = followed / applicable guidelines, one call per guideline, concurrently.",
-    prompt_values={JUDGE_STEP: {"conversation", "guideline"}})
+    doc="Score = followed / applicable guidelines, one call per guideline, concurrently.")
 create_conversational_guidelines_metric = CONVERSATIONAL_GUIDELINES.factory
 __getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

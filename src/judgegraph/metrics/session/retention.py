@@ -11,15 +11,16 @@ Each assistant turn is checked for *lapses* against the facts stated before it
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from pydantic import BaseModel, BeforeValidator, Field
 from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
-from ...core.nodes import conversation_json, judge_step, outcome_fields, quote
+from ...core.nodes import conversation_json, judge_step, quote
 from ...core.scoring import clause
+from ...core.verdicts import answer, answer_fields
 from ...data.answers import YesNo, read_choice
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Verdict, merge_verdicts
@@ -29,6 +30,7 @@ from .common import (
     CitingJudgement,
     ExtractState,
     SessionSettings,
+    Step,
     cited_turns,
     extract_step,
     role_indices,
@@ -36,9 +38,8 @@ from .common import (
     session_spec,
 )
 
-EXTRACT_STEP = "knowledge_retention/extract_facts"
-CHECK_STEP = "knowledge_retention/check_turn"
-TASKS = ("fact_extraction", "fact_retention")
+EXTRACT = Step("knowledge_retention/extract_facts", "fact_extraction", {"conversation"})
+CHECK = Step("knowledge_retention/check_turn", "fact_retention", {"conversation", "facts", "turn"})
 
 
 class Fact(BaseModel):
@@ -93,9 +94,12 @@ class FactItem(TypedDict):
     fact: str
 
 
-class TurnTask(TypedDict):
+class TurnItem(TypedDict):
     turn: int
     facts: list[FactItem]
+
+
+class TurnTask(TurnItem):
     conversation: Conversation
 
 
@@ -134,9 +138,9 @@ def _facts(value: Facts, conversation: Conversation) -> RetentionState:
     return {"facts": sorted(facts, key=lambda f: f["turn"]), "dropped_facts": dropped}
 
 
-def turn_tasks(state: RetentionState, conversation: Conversation) -> list[dict[str, Any]]:
+def turn_tasks(state: RetentionState, conversation: Conversation) -> list[TurnItem]:
     facts = state.get("facts") or []
-    return [{"turn": t, "facts": [f for f in facts if f["turn"] < t]} for t in judged_turns(conversation, facts)]
+    return [TurnItem(turn=t, facts=[f for f in facts if f["turn"] < t]) for t in judged_turns(conversation, facts)]
 
 
 def _check_turn(settings: SessionSettings) -> RunnableLambda:
@@ -144,25 +148,24 @@ def _check_turn(settings: SessionSettings) -> RunnableLambda:
         conversation = task["conversation"]
         upto = conversation.model_copy(update={"turns": conversation.turns[: task["turn"] + 1]})
         facts = "\n".join(f"- (turn {f['turn'] + 1}) {f['fact']}" for f in task["facts"])
-        return JudgeRequest(task="fact_retention", step=CHECK_STEP, schema=TurnRetention, values={
+        return CHECK.request(TurnRetention, {
             "conversation": conversation_json(upto), "facts": facts, "turn": str(task["turn"] + 1),
         })
 
     def finish(task: TurnTask, outcome: JudgeOutcome) -> RetentionState:
         conversation = task["conversation"]
-        value = outcome.value if outcome.ok else None
         lapses = []
-        for lapse in getattr(value, "lapses", []):
+        for lapse in getattr(answer(outcome), "lapses", []):
             stated = cited_turns([lapse.stated_in_turn], conversation, ("user",))
             stated = [s for s in stated if s < task["turn"]]
             lapses.append(LapseInfo(fact=lapse.fact, stated_in=stated[0] if stated else None, kind=lapse.kind))
         turns = {task["turn"], *(lp.stated_in for lp in lapses if lp.stated_in is not None)}
         return {"verdicts": [RetentionVerdict(
             turn=task["turn"], reply=conversation.turns[task["turn"]].content, lapses=lapses, turns=sorted(turns),
-            verdict=getattr(value, "verdict", None), reason=getattr(value, "reason", ""), **outcome_fields(outcome),
+            **answer_fields(outcome),
         )]}
 
-    return judge_step("check_turn", settings.judge, build, finish)
+    return judge_step(CHECK.node, settings.judge, build, finish)
 
 
 def _describe(v: RetentionVerdict) -> str:
@@ -179,7 +182,7 @@ def _score(settings: SessionSettings) -> Callable[[RetentionState, Conversation]
         facts = state.get("facts") or []
         policy = settings.share(
             "assistant turns retained what the user said", bad="Lapses", describe=_describe, unit="turn(s) ",
-            step=CHECK_STEP, where=lambda v: f"turn {v.turn + 1}",
+            step=CHECK.step, where=lambda v: f"turn {v.turn + 1}",
             failed="The user's facts could not be extracted (judge error); see errors.",
             empty="No assistant turn comes after a fact the user stated." if facts
             else "The user stated no fact for the assistant to retain.")
@@ -197,18 +200,16 @@ def build_retention_graph(settings: SessionSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
     return session_graph(
         settings, RetentionState,
-        [("extract_facts", extract_step(settings, "extract_facts", "fact_extraction", EXTRACT_STEP, Facts, _facts, facts=[])),
-         ("check_turn", _check_turn(settings))],
+        [extract_step(settings, EXTRACT, Facts, _facts, facts=[]), (CHECK.node, _check_turn(settings))],
         _score(settings), applies=_has_replies, tasks=turn_tasks,
         not_applicable="No assistant turn after a user turn: there is nothing to retain.",
     )
 
 
 KNOWLEDGE_RETENTION = session_spec(
-    "knowledge_retention", build_retention_graph, TASKS,
+    "knowledge_retention", build_retention_graph, [EXTRACT, CHECK],
     "Does each reply keep the facts the user gave earlier? yes/no, share of turns (LLM judge)",
     doc='Value "yes"/"no" (no judged turn has a lapse); score = assistant turns that retained / assistant turns'
-        ' judged. Calls: 1 extraction + 1 per assistant turn after the first fact.',
-    prompt_values={EXTRACT_STEP: {"conversation"}, CHECK_STEP: {"conversation", "facts", "turn"}})
+        ' judged. Calls: 1 extraction + 1 per assistant turn after the first fact.')
 create_knowledge_retention_metric = KNOWLEDGE_RETENTION.factory
 __getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
@@ -21,15 +21,15 @@ from typing_extensions import TypedDict  # pydantic reads these schemas; typing'
 from ...core.nodes import judge_step, quote
 from ...core.scoring import check_whole, clause, option
 from ...core.state import MetricState
+from ...core.verdicts import list_answer
 from ...data.answers import YesNo
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Usage, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
 from .._renamed import renamed
-from .common import SessionSettings, session_graph, session_spec
+from .common import SessionSettings, Step, session_graph, session_spec
 
-JUDGE_STEP = "role_adherence/judge_turns"
-TASKS = ("role_adherence",)
+JUDGE = Step("role_adherence/judge_turns", "role_adherence", {"role", "conversation", "turns"})
 DEFAULT_BATCH_SIZE = 8
 
 
@@ -39,8 +39,8 @@ class TurnRole(BaseModel):
     verdict: YesNo = Field(description="'yes' if the turn stays within the role, otherwise 'no'.")
 
 
-class RoleJudgement(BaseModel):
-    verdicts: list[TurnRole] = Field(description="One entry per listed assistant turn, in order.")
+RoleJudgement = list_answer("RoleJudgement", "verdicts", TurnRole, "One entry per listed assistant turn, in order.",
+                            module=__name__)
 
 
 class RoleVerdict(Verdict):
@@ -81,10 +81,13 @@ def assistant_turns(conversation: Conversation) -> list[int]:
     return [i for i, t in enumerate(conversation.turns) if t.role == "assistant" and t.content.strip()]
 
 
-class BatchTask(TypedDict):
+class Batch(TypedDict):
     batch: int
     turns: list[int]
     role: str
+
+
+class BatchTask(Batch):
     conversation: Conversation
     transcript: str
 
@@ -93,16 +96,16 @@ class RoleState(MetricState, total=False):
     verdicts: Annotated[list[RoleVerdict], merge_verdicts]
 
 
-def batches(settings: RoleSettings, conversation: Conversation) -> list[dict[str, Any]]:
+def batches(settings: RoleSettings, conversation: Conversation) -> list[Batch]:
     role, turns, size = role_of(settings, conversation), assistant_turns(conversation), settings.batch_size
     if role is None:
         return []
-    return [{"batch": b, "turns": turns[s: s + size], "role": role} for b, s in enumerate(range(0, len(turns), size))]
+    return [Batch(batch=b, turns=turns[s: s + size], role=role) for b, s in enumerate(range(0, len(turns), size))]
 
 
 def _judge_turns(settings: RoleSettings) -> RunnableLambda:
     def build(task: BatchTask) -> JudgeRequest:
-        return JudgeRequest(task="role_adherence", step=JUDGE_STEP, schema=RoleJudgement, values={
+        return JUDGE.request(RoleJudgement, {
             "role": task["role"], "conversation": task["transcript"],
             "turns": ", ".join(str(t + 1) for t in task["turns"]),
         })
@@ -126,11 +129,11 @@ def _judge_turns(settings: RoleSettings) -> RunnableLambda:
             ))
         return {"verdicts": out}
 
-    return judge_step("judge_turns", settings.judge, build, finish)
+    return judge_step(JUDGE.node, settings.judge, build, finish)
 
 
 def _score(settings: RoleSettings) -> Callable[[RoleState, Conversation], MetricResult]:
-    policy = settings.share("assistant turns in role", bad="Out of role", unit="turn(s) ", step=JUDGE_STEP,
+    policy = settings.share("assistant turns in role", bad="Out of role", unit="turn(s) ", step=JUDGE.step,
                             where=lambda v: f"turn {v.turn + 1}",
                             describe=lambda v: f"turn {v.turn + 1} {quote(v.reply, 50)}: {clause(v.reason)}")
 
@@ -151,7 +154,7 @@ def _score(settings: RoleSettings) -> Callable[[RoleState, Conversation], Metric
 
 def build_role_graph(settings: RoleSettings) -> StateGraph:
     """The uncompiled graph, for callers who add a checkpointer, interrupts or nodes."""
-    return session_graph(settings, RoleState, [("judge_turns", _judge_turns(settings))], _score(settings),
+    return session_graph(settings, RoleState, [(JUDGE.node, _judge_turns(settings))], _score(settings),
                          applies=lambda conversation: role_of(settings, conversation) is not None,
                          tasks=lambda _, conversation: batches(settings, conversation),
                          not_applicable="No chatbot role to judge against: pass role=... (CLI: the role option), or"
@@ -159,8 +162,7 @@ def build_role_graph(settings: RoleSettings) -> StateGraph:
 
 
 ROLE_ADHERENCE = session_spec(
-    "role_adherence", build_role_graph, TASKS, settings=RoleSettings,
-    summary="Does each reply stay within the chatbot role? yes/no, share in role (LLM judge)",
-    prompt_values={JUDGE_STEP: {"role", "conversation", "turns"}})
+    "role_adherence", build_role_graph, [JUDGE], settings=RoleSettings,
+    summary="Does each reply stay within the chatbot role? yes/no, share in role (LLM judge)")
 create_role_adherence_metric = ROLE_ADHERENCE.factory
 __getattr__ = renamed(__name__)  # create_<name>_judge: deprecated, renamed in 0.2
