@@ -16,7 +16,8 @@ from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import InputError, LoadedConversation
 from judgegraph.outputs.transcripts import transcript_of
-from judgegraph.runs.resultsfile import ResultsFileError, ResultsWriter, filter_transcripts, scan_results
+from judgegraph.runs import filter_transcripts, scan_results
+from judgegraph.runs.resultsfile import ResultsFileError, ResultsWriter
 from judgegraph.runs.runner import (
     ConversationOutcome,
     MetricPlan,

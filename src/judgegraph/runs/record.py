@@ -11,6 +11,7 @@ of the inputs that could not be read); ``batch`` (an ``eval --batch`` run, docs/
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal, get_args
 
 from pydantic import (
@@ -25,7 +26,8 @@ from pydantic import (
 )
 
 __all__ = ["RECORD_TYPES", "STATUSES", "BatchLine", "ConversationLine", "ErrorLine", "HeaderLine", "InputErrorLine",
-           "PairwiseLine", "RecordType", "ResultLine", "ReviewLine", "SummaryLine", "UsageLine", "VerdictLine", "VoteLine"]
+           "PairwiseLine", "RecordType", "ResultLine", "ReviewLine", "SummaryLine", "UsageLine", "VerdictLine", "VoteLine",
+           "elide_duplicates", "filter_transcripts", "restore_elided"]
 
 RecordType = Literal["header", "conversation", "input_error", "summary", "batch"]
 #: the record types a results file holds
@@ -361,3 +363,100 @@ def wrong_field(exc: ValidationError) -> str:
 def number(value: object) -> float | None:
     """``value`` when it is a number (not a bool), as a float; else None."""
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _attempt_failed(attempt: object) -> bool:
+    return bool(attempt.get("error")) if isinstance(attempt, dict) else bool(getattr(attempt, "error", None))
+
+
+def filter_transcripts(record: dict[str, Any], mode: str) -> dict[str, Any]:
+    """Keep ``record``'s transcripts (each verdict's and the result's own) whole
+    (``full``), only for failed or re-asked judgements (``errors``), or none
+    (``none``). Changes ``record`` in place."""
+    if mode == "full":
+        return record
+    for result in (record.get("results") or {}).values():
+        if not isinstance(result, dict):
+            continue
+        for verdict in result.get("verdicts") or []:
+            if not isinstance(verdict, dict) or "transcript" not in verdict:
+                continue
+            keep = mode == "errors" and (verdict.get("error") or any(_attempt_failed(a) for a in verdict["transcript"]))
+            if not keep:
+                verdict["transcript"] = []
+        if isinstance(result.get("transcript"), list):
+            result["transcript"] = [a for a in result["transcript"] if mode == "errors" and _attempt_failed(a)]
+    return record
+
+
+#: a verdict reason at least this long is stored once per results line
+ELIDE_MIN_CHARS = 256
+
+
+def _verdicts(result: object) -> list[Any]:
+    verdicts = result.get("verdicts") if isinstance(result, dict) else None
+    return verdicts if isinstance(verdicts, list) else []
+
+
+def _escaped(reason: str, escape: object) -> str:
+    """``reason`` as it sits inside a JSON string of the judge's reply."""
+    return json.dumps(reason, ensure_ascii=escape == "ascii")[1:-1]
+
+
+def elide_duplicates(record: dict[str, Any]) -> dict[str, Any]:
+    """Store each verdict reason of :data:`ELIDE_MIN_CHARS` or more once, in its
+    verdict: cut out of the raw reply (``reply_elided``) and the result's reason
+    (``reason_elided``) where they hold it verbatim (a 20 MB reason took 40-60 MB
+    of the line). In place; :func:`restore_elided` gives the exact texts back."""
+    for result in (record.get("results") or {}).values():
+        cuts: list[dict[str, int]] = []
+        for i, verdict in enumerate(_verdicts(result)):
+            reason = verdict.get("reason") if isinstance(verdict, dict) else None
+            if not isinstance(reason, str) or len(reason) < ELIDE_MIN_CHARS:
+                continue
+            text = result.get("reason")
+            if isinstance(text, str) and (at := text.find(reason)) >= 0:
+                result["reason"] = text[:at] + text[at + len(reason):]
+                cuts.append({"at": at, "verdict": i})
+            for attempt in verdict.get("transcript") or []:
+                reply = attempt.get("reply") if isinstance(attempt, dict) else None
+                if not isinstance(reply, str) or "reply_elided" in attempt:
+                    continue
+                for escape in ("json", "ascii"):
+                    esc = _escaped(reason, escape)
+                    if (at := reply.find(esc)) >= 0:
+                        attempt["reply"] = reply[:at] + reply[at + len(esc):]
+                        attempt["reply_elided"] = {"at": at, "escape": escape}
+                        break
+        if cuts:
+            result["reason_elided"] = cuts
+    return record
+
+
+def restore_elided(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with every text :func:`elide_duplicates` cut put back, exactly
+    (in place). A marker that does not fit (a file edited by hand) is dropped."""
+    results = record.get("results")
+    for result in (results.values() if isinstance(results, dict) else ()):
+        verdicts = _verdicts(result)
+        for verdict in verdicts:
+            reason = verdict.get("reason") if isinstance(verdict, dict) else None
+            for attempt in (verdict.get("transcript") or []) if isinstance(verdict, dict) else ():
+                cut = attempt.pop("reply_elided", None) if isinstance(attempt, dict) else None
+                reply = attempt.get("reply") if isinstance(attempt, dict) else None
+                if isinstance(cut, dict) and isinstance(reason, str) and isinstance(reply, str):
+                    at = cut.get("at")
+                    if isinstance(at, int) and 0 <= at <= len(reply):
+                        attempt["reply"] = reply[:at] + _escaped(reason, cut.get("escape")) + reply[at:]
+        cuts = result.pop("reason_elided", None) if isinstance(result, dict) else None
+        if isinstance(cuts, list) and isinstance(result.get("reason"), str):
+            text = result["reason"]
+            for cut in reversed(cuts):
+                try:
+                    at, reason = cut["at"], verdicts[cut["verdict"]]["reason"]
+                except (KeyError, TypeError, IndexError):
+                    continue
+                if isinstance(at, int) and isinstance(reason, str) and 0 <= at <= len(text):
+                    text = text[:at] + reason + text[at:]
+            result["reason"] = text
+    return record
