@@ -16,8 +16,8 @@ from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import InputError, LoadedConversation
 from judgegraph.outputs.transcripts import transcript_of
-from judgegraph.runs import filter_transcripts, scan_results
-from judgegraph.runs.resultsfile import ResultsFileError, ResultsWriter
+from judgegraph.runs import filter_transcripts
+from judgegraph.runs.resultsfile import ResultsFileError, ResultsWriter, scan_results
 from judgegraph.runs.runner import (
     ConversationOutcome,
     MetricPlan,

@@ -388,7 +388,7 @@ def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | Inp
 def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console, err: Console) -> int:
     from rich.table import Table
 
-    from ..runs.read import scan_results
+    from ..runs.resultsfile import scan_results
     from ..runs.runner import RunSummary, evaluate_async
 
     done: set[str] = set()

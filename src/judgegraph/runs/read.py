@@ -15,8 +15,9 @@ A file none of whose lines is a results line (a conversations file, a labels fil
 path that cannot be read are refused: :class:`NotAResultsFile`, one message naming the file, which every command
 prints with exit status 3 (an input it cannot use, as ``eval`` counts a missing input file).
 
-A resume reads its file with the same line reader, leniently (:func:`scan_results`): it passes over what it
-cannot read, counts a repeated id once (its first line), and repairs a torn tail.
+A resume reads its file with the same line reader (:func:`read_lines`, :func:`parse_line`), leniently
+(:func:`judgegraph.runs.resultsfile.scan_results`): it passes over what it cannot read, counts a repeated id once
+(its first line), and repairs a torn tail.
 """
 
 from __future__ import annotations
@@ -24,8 +25,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -49,7 +49,7 @@ from .record import (
 )
 
 __all__ = ["NOT_RESULTS", "NotAResultsFile", "RunFacts", "RunFile", "conversation_problem", "first_record",
-           "is_results_file", "read_header", "read_run", "scan_results"]
+           "is_results_file", "read_header", "read_run"]
 
 
 class NotAResultsFile(ValueError):
@@ -101,7 +101,7 @@ def conversation_problem(record: dict[str, Any]) -> str | None:
     return None
 
 
-def _parse(raw: bytes) -> dict[str, Any] | str:
+def parse_line(raw: bytes) -> dict[str, Any] | str:
     """A line as its JSON object, or why it is not one."""
     try:
         text = raw.decode("utf-8")
@@ -305,8 +305,8 @@ class RunFile:
         return self._facts.calls, self._facts.tokens
 
 
-def _lines(path: str | Path) -> Iterator[tuple[int, int, bytes]]:
-    """Each line of ``path``: its number, the byte offset after it, its bytes (what :func:`_parse` reads)."""
+def read_lines(path: str | Path) -> Iterator[tuple[int, int, bytes]]:
+    """Each line of ``path``: its number, the byte offset after it, its bytes (what :func:`parse_line` reads)."""
     with Path(path).open("rb") as fh:
         for n, raw in enumerate(fh, start=1):
             yield n, fh.tell(), raw
@@ -320,10 +320,10 @@ def read_run(path: str | Path, *, keep_transcripts: bool = True, keep_replaced: 
     run = RunFile(str(path))
     readable, first_bad = 0, ""
     try:
-        for n, _, raw in _lines(path):
+        for n, _, raw in read_lines(path):
             if not raw.strip():
                 continue
-            if isinstance(record := _parse(raw), str):
+            if isinstance(record := parse_line(raw), str):
                 run.problems.append(f"{path}:{n}: {record}")
                 first_bad = first_bad or f"line {n}: {record}"
                 continue
@@ -407,79 +407,13 @@ def read_header(path: str | Path) -> HeaderLine | None:
     """The header of a results file (its first readable line, when that is a header), or None (none, or the
     file cannot be read): a resume's lenient look, not a refusal."""
     try:
-        for _, _, raw in _lines(path):
+        for _, _, raw in read_lines(path):
             if not raw.strip():
                 continue
-            if isinstance(record := _parse(raw), str):
+            if isinstance(record := parse_line(raw), str):
                 return None
             return HeaderLine.model_validate(record) if record["type"] == "header" else None
     except OSError:
         return None
     return None
 
-
-def input_error_key(record: dict[str, Any]) -> tuple[object, ...]:
-    return (record.get("file"), record.get("line"), record.get("record"), record.get("field"), record.get("message"))
-
-
-@dataclass
-class ResumeState:
-    """What an existing results file already holds (:func:`scan_results`)."""
-
-    done: set[str] = field(default_factory=set)  # conversation ids complete in the file
-    input_errors: set[tuple[object, ...]] = field(default_factory=set)
-    torn: bool = False  # a partial last line (a kill mid-write) was cut off
-    bad_lines: list[int] = field(default_factory=list)  # lines read_run leaves out (left in place, ignored)
-    retried: int = 0  # conversation lines with errors taken out to be judged again (retry_errors)
-    header: HeaderLine | None = None  # the file's run header (None: an older file, written without one)
-
-
-def has_errors(record: dict[str, Any]) -> bool:
-    """A conversation line whose run failed or that holds judge errors."""
-    return bool(record.get("error")) or any(r.get("status") == "error" or r["errors"] for r in record["results"].values())
-
-
-def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] | None = None,
-                 *, repair: bool = True, retry_errors: bool = False) -> ResumeState:
-    """Read a results file for a resume, line by line as :func:`read_run` does: a line it leaves out goes to
-    ``bad_lines`` (left in place), a torn last line is cut off when ``repair``, each conversation to ``on_record``
-    (not kept), an id read again counted once (its first line). ``retry_errors`` takes errored conversation lines
-    out (an atomic rewrite)."""
-    state = ResumeState()
-    p = Path(path)
-    if not p.exists():
-        return state
-    good_end = 0
-    drop: set[int] = set()  # lines a rewrite leaves out: those with errors, and repeated conversations
-    for n, end, raw in _lines(p):
-        if not raw.endswith(b"\n"):
-            state.torn = True
-            break
-        good_end = end
-        if not raw.strip():
-            continue
-        if isinstance(record := _parse(raw), str):
-            state.bad_lines.append(n)
-        elif record["type"] == "input_error":
-            state.input_errors.add(input_error_key(record))
-        elif record["type"] == "conversation":
-            if record["conversation_id"] in state.done:
-                drop.add(n)  # never counted twice, even in a file written by hand
-            elif retry_errors and has_errors(record):
-                state.retried += 1
-                drop.add(n)
-            else:
-                state.done.add(record["conversation_id"])
-                if on_record is not None:
-                    on_record(restore_elided(record))
-    if state.retried and repair:  # the file without the lines dropped (and a torn tail), moved into place
-        tmp = p.with_name(p.name + ".resume-tmp")
-        with tmp.open("wb") as dst:
-            dst.writelines(raw for n, end, raw in _lines(p) if end <= good_end and n not in drop)
-            dst.flush()
-            os.fsync(dst.fileno())
-        os.replace(tmp, p)
-    elif state.torn and repair:
-        with p.open("r+b") as fh:
-            fh.truncate(good_end)
-    return state

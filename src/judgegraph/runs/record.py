@@ -206,35 +206,35 @@ class ErrorLine(_Ordered):
     attempts: int | None = None
 
 
-class VoteLine(_Ordered):
+class _Answer(_Ordered):
+    """A judge's answer: its verdict (None: the judge failed, ``error`` says why), score and reason."""
+
+    verdict: str | None = None
+    score: int | float | None = None
+    reason: str | None = None
+    error: str | None = None
+
+
+class VoteLine(_Answer):
     """One juror's (or repeat's) answer behind a verdict (:class:`judgegraph.data.results.Vote`)."""
 
     judge: str | None = None
     repeat: int | None = None
-    verdict: str | None = None
-    score: int | float | None = None
-    reason: str | None = None
-    error: str | None = None
 
 
 class ReviewLine(_Ordered):
-    """A person's decision on a verdict, with what the judge had said (:class:`judgegraph.data.results.Review`)."""
+    """A person's decision on a verdict (:class:`judgegraph.data.results.Review`): what the judge had said, typed
+    (agreement reads it); who decided (``by``) and their ``note`` kept as written."""
 
-    by: str | None = None
     judge_verdict: str | None = None
     judge_reason: str | None = None
-    note: str | None = None
 
 
-class VerdictLine(_Ordered):
+class VerdictLine(_Answer):
     """One verdict of a metric result (:class:`judgegraph.data.results.Verdict` as dumped, a metric's own fields
     kept): its id, the turns (0-based) it is about, the verdict (None: the judge failed), why, and what it cost."""
 
     turns: list[int] | None = None
-    verdict: str | None = None
-    reason: str | None = None
-    score: int | float | None = None
-    error: str | None = None
     attempts: int | None = None
     usage: UsageLine | None = None
     transcript: list[dict[str, Any]] | None = None  # the requests as sent and answered (JudgeAttempt), shown as read

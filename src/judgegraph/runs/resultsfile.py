@@ -9,11 +9,12 @@ import contextlib
 import json
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from .read import input_error_key
-from .record import elide_duplicates, filter_transcripts
+from .read import parse_line, read_lines
+from .record import HeaderLine, elide_duplicates, filter_transcripts, restore_elided
 
 if TYPE_CHECKING:
     from ..data.results import Usage
@@ -80,6 +81,73 @@ class ResultsWriter:
         except OSError:
             if not self._failed:  # else the write's own error is the one reported
                 raise
+
+
+def input_error_key(record: dict[str, Any]) -> tuple[object, ...]:
+    return (record.get("file"), record.get("line"), record.get("record"), record.get("field"), record.get("message"))
+
+
+@dataclass
+class ResumeState:
+    """What an existing results file already holds (:func:`scan_results`)."""
+
+    done: set[str] = field(default_factory=set)  # conversation ids complete in the file
+    input_errors: set[tuple[object, ...]] = field(default_factory=set)
+    torn: bool = False  # a partial last line (a kill mid-write) was cut off
+    bad_lines: list[int] = field(default_factory=list)  # lines read_run leaves out (left in place, ignored)
+    retried: int = 0  # conversation lines with errors taken out to be judged again (retry_errors)
+    header: HeaderLine | None = None  # the file's run header (None: an older file, written without one)
+
+
+def has_errors(record: dict[str, Any]) -> bool:
+    """A conversation line whose run failed or that holds judge errors."""
+    return bool(record.get("error")) or any(r.get("status") == "error" or r["errors"] for r in record["results"].values())
+
+
+def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] | None = None,
+                 *, repair: bool = True, retry_errors: bool = False) -> ResumeState:
+    """Read a results file for a resume with :func:`~judgegraph.runs.read_run`'s line reader: a line it leaves out
+    goes to ``bad_lines`` (left in place), a torn last line is cut off when ``repair``, each conversation to
+    ``on_record`` (not kept), an id read again counted once (its first line). ``retry_errors`` takes errored
+    conversation lines out (an atomic rewrite)."""
+    state = ResumeState()
+    p = Path(path)
+    if not p.exists():
+        return state
+    good_end = 0
+    drop: set[int] = set()  # lines a rewrite leaves out: those with errors, and repeated conversations
+    for n, end, raw in read_lines(p):
+        if not raw.endswith(b"\n"):
+            state.torn = True
+            break
+        good_end = end
+        if not raw.strip():
+            continue
+        if isinstance(record := parse_line(raw), str):
+            state.bad_lines.append(n)
+        elif record["type"] == "input_error":
+            state.input_errors.add(input_error_key(record))
+        elif record["type"] == "conversation":
+            if record["conversation_id"] in state.done:
+                drop.add(n)  # never counted twice, even in a file written by hand
+            elif retry_errors and has_errors(record):
+                state.retried += 1
+                drop.add(n)
+            else:
+                state.done.add(record["conversation_id"])
+                if on_record is not None:
+                    on_record(restore_elided(record))
+    if state.retried and repair:  # the file without the lines dropped (and a torn tail), moved into place
+        tmp = p.with_name(p.name + ".resume-tmp")
+        with tmp.open("wb") as dst:
+            dst.writelines(line for i, at, line in read_lines(p) if at <= good_end and i not in drop)
+            dst.flush()
+            os.fsync(dst.fileno())
+        os.replace(tmp, p)
+    elif state.torn and repair:
+        with p.open("r+b") as fh:
+            fh.truncate(good_end)
+    return state
 
 
 def check_out_path(out: str | Path, inputs: list[str | Path], *, resume: bool | None = None,

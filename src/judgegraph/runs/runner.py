@@ -30,8 +30,7 @@ from ..loaders.limits import Limits
 from ..metrics import DEFAULT_METRICS, canonical_name, get_metric
 from ..report import build_metric, check_unique_names, create_report_graph
 from . import header as runheader
-from .read import ResumeState, scan_results
-from .resultsfile import ResultsFileError, ResultsWriter, check_out_path
+from .resultsfile import ResultsFileError, ResultsWriter, ResumeState, check_out_path, scan_results
 
 __all__ = [
     "ConversationOutcome",
