@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from ..data.results import metric_key
 from ..runs import ResultLine, RunFacts, RunFile, VerdictLine, read_run
@@ -154,8 +154,8 @@ class RunDiff:
         return sorted((p for p in self.pairs if p.kind != "unchanged" or p.verdicts),
                       key=lambda p: (rank[p.kind], p.position, p.conversation_id, p.metric))
 
-    def to_json(self) -> dict[str, Any]:
-        def pair(p: Pair) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
+        def pair(p: Pair) -> dict[str, object]:
             return {**asdict(p), "delta": p.delta}
 
         return {

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from pydantic import JsonValue
 from typing_extensions import TypedDict
 
 from ..judges.redact import Redactor
@@ -170,7 +171,7 @@ class JudgeRecord(TypedDict):
 
 class MetricRecord(TypedDict):
     name: str
-    options: dict[str, Any]  # option -> its JSON value (a long string as its hash), redacted
+    options: dict[str, JsonValue]  # option -> its JSON value (a long string as its hash), redacted
 
 
 class HeaderRecord(TypedDict, total=False):
@@ -184,7 +185,7 @@ class HeaderRecord(TypedDict, total=False):
     config: Any  # the --config file's data, redacted
     metrics: list[MetricRecord]
     metrics_from_inputs: bool
-    options: dict[str, Any]
+    options: dict[str, JsonValue]
     judges: list[JudgeRecord]
     inputs: list[Any]  # {"path", "sha256"} per input file, and other sources (an MLflow experiment, an app)
     rejudged: Any  # a rejudge's: what was judged again, from which file, by which judge, rubric or prompt
@@ -228,7 +229,7 @@ def run_header(plan: MetricPlan, *, inputs: Sequence[str | Path] = (), argv: Seq
 
     redact = Redactor.for_model(getattr(plan.judge, "model", None))
 
-    def options(given: Mapping[str, Any]) -> dict[str, Any]:
+    def options(given: Mapping[str, object]) -> dict[str, JsonValue]:
         return {k: _redacted(_option(v), redact) for k, v in sorted(_jsonable(given).items())}
 
     metrics: list[MetricRecord] = [{"name": name, "options": options(opts)} for name, opts in plan.options_by_metric(defaults=True).items()]
@@ -312,7 +313,7 @@ def run_summary(summary: RunSummary, started_at: datetime, prices: Prices | None
     }
 
 
-def _judging(settings: object) -> dict[str, Any]:
+def _judging(settings: object) -> dict[str, object]:
     """The settings that decide verdicts (a jury's jurors by name, repeat and their own such settings)."""
     if not isinstance(settings, Mapping):
         return {}
@@ -477,7 +478,7 @@ class RunStart:
     """How a run begins its results file: its ``header``, the one the file already holds (``old``, when
     resumed), whether the file starts afresh (``fresh``: the header is its first line) and when it started."""
 
-    header: dict[str, Any]
+    header: Mapping[str, object]
     old: HeaderLine | None
     fresh: bool
     started: datetime
