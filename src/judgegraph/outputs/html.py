@@ -120,12 +120,8 @@ def _recorded_inputs(results: RunFile) -> list[Path]:
     from ..runs.header import file_sha256
 
     found = []
-    entries = results.header.inputs if results.header is not None else None
-    for entry in entries if isinstance(entries, list) else []:
-        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str) or not isinstance(entry.get("sha256"), str):
-            continue
-        want = entry["sha256"].removeprefix("sha256:").lower()
-        for candidate in (Path(entry["path"]), Path(results.path).parent / entry["path"]):
+    for path, want in (results.header.input_files() if results.header is not None else {}).items():
+        for candidate in (Path(path), Path(results.path).parent / path):
             if candidate.is_file() and file_sha256(candidate) == want:
                 found.append(candidate)
                 break
@@ -144,8 +140,7 @@ def _judged_inputs(files: Sequence[RunFile], inputs: Sequence[str | Path], probl
         return [True] * len(files)
     out = []
     for f in files:
-        judged = {str(e["sha256"]).removeprefix("sha256:").lower() for e in (getattr(f.header, "inputs", None) or [])
-                  if isinstance(e, dict) and e.get("sha256")}
+        judged = set(f.header.input_files().values()) if f.header is not None else set()
         out.append(not judged or mine <= judged)
         if not out[-1]:
             problems.append(f"--input {', '.join(map(str, inputs))} is not what {f.path} judged (its header names other "

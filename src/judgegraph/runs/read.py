@@ -26,7 +26,7 @@ import itertools
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -280,8 +280,7 @@ class RunFile:
     def facts(self, label: str = "") -> RunFacts:
         """What the file says about its run (the HTML report's runs table, ``diff``'s run lines): conversations,
         judgegraph version, start, judges, thresholds, pass rates, cost, duration, judge calls and tokens."""
-        facts = self._facts
-        return RunFacts(**{**{k: getattr(facts, k) for k in facts.__dataclass_fields__}, "label": label})
+        return replace(self._facts, label=label)
 
     @property
     def pass_rate(self) -> dict[str, float | None]:

@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-__all__ = ["RECORD_TYPES", "STATUSES", "BatchLine", "ConversationLine", "ErrorLine", "HeaderLine", "InputErrorLine",
+__all__ = ["RECORD_TYPES", "STATUSES", "AttemptLine", "BatchLine", "ConversationLine", "ErrorLine", "HeaderLine", "InputErrorLine",
            "PairwiseLine", "RecordType", "ResultLine", "ReviewLine", "SummaryLine", "UsageLine", "VerdictLine", "VoteLine",
            "elide_duplicates", "filter_transcripts", "restore_elided"]
 
@@ -76,6 +76,7 @@ class UsageLine(_Line):
     calls: int | float | None = None
     input_tokens: int | float | None = None
     output_tokens: int | float | None = None
+    cached_input_tokens: int | float | None = None  # of input_tokens, served from the provider's prompt cache
 
     @property
     def tokens(self) -> int:
@@ -147,6 +148,12 @@ class HeaderLine(_Line):
         entries = self.judges if isinstance(self.judges, list) else []
         return [JudgeEntry.model_validate(j) for j in entries if isinstance(j, dict) and isinstance(j.get("name"), str)]
 
+    def input_files(self) -> dict[str, str]:
+        """The input files it names with their hashes: path -> sha256 (hex, lowercase)."""
+        entries = self.inputs if isinstance(self.inputs, list) else []
+        return {e["path"]: e["sha256"].removeprefix("sha256:").lower() for e in entries
+                if isinstance(e, dict) and isinstance(e.get("path"), str) and isinstance(e.get("sha256"), str)}
+
     def metric_names(self) -> list[str]:
         entries = self.metrics if isinstance(self.metrics, list) else []
         return [m["name"] for m in entries if isinstance(m, dict) and isinstance(m.get("name"), str)]
@@ -206,6 +213,22 @@ class ErrorLine(_Ordered):
     attempts: int | None = None
 
 
+class AttemptLine(_Ordered):
+    """One request behind a verdict, as sent and answered (:class:`judgegraph.data.results.JudgeAttempt`)."""
+
+    step: str | None = None
+    messages: list[dict[str, object]] = []  # [{"role", "content"}] exactly as sent
+    reply: str | None = None
+    error: str | None = None
+    latency_s: int | float | None = None
+    usage: UsageLine | None = None
+    model: str | None = None
+    settings: dict[str, object] | None = None
+    cached: bool | None = None  # answered from the judge cache
+    request: str | None = None  # the request's key: the same request has the same key
+    shared: bool | None = None  # one request behind several verdicts (dense mode)
+
+
 class _Answer(_Ordered):
     """A judge's answer: its verdict (None: the judge failed, ``error`` says why), score and reason."""
 
@@ -237,7 +260,7 @@ class VerdictLine(_Answer):
     turns: list[int] | None = None
     attempts: int | None = None
     usage: UsageLine | None = None
-    transcript: list[dict[str, Any]] | None = None  # the requests as sent and answered (JudgeAttempt), shown as read
+    transcript: list[AttemptLine] | None = None  # the requests as sent and answered
     review: ReviewLine | None = None
     votes: list[VoteLine] = []
     id: str | int | None = None  # None in a file written before ids were stored
@@ -288,7 +311,7 @@ class ResultLine(_Ordered):
     errors: list[ErrorLine] = []
     usage: UsageLine | None = None
     details: dict[str, Any] | None = None
-    transcript: list[dict[str, Any]] | None = None
+    transcript: list[AttemptLine] | None = None  # requests no single verdict owns (an extraction)
 
     @property
     def outcome(self) -> str:
