@@ -26,6 +26,7 @@ from pydantic import JsonValue
 from typing_extensions import TypedDict
 
 from ..judges.redact import Redactor
+from .record import pass_rate
 from .resultsfile import ResultsFileError, ResultsWriter, is_nonempty
 
 if TYPE_CHECKING:
@@ -292,12 +293,8 @@ def _rejudged_text(value: object) -> str | None:
 
 
 def pass_rates(summary: RunSummary) -> dict[str, float | None]:
-    """Per metric: passed / (passed + failed + error); None when none was judged (all n/a)."""
-    out: dict[str, float | None] = {}
-    for metric, counts in summary.by_metric.items():
-        judged = counts["passed"] + counts["failed"] + counts["error"]
-        out[metric] = round(counts["passed"] / judged, 6) if judged else None
-    return out
+    """Per metric: :func:`~judgegraph.runs.record.pass_rate` of its results (rounded); None when none was judged."""
+    return {m: None if (rate := pass_rate(counts)) is None else round(rate, 6) for m, counts in summary.by_metric.items()}
 
 
 def run_summary(summary: RunSummary, started_at: datetime, prices: Prices | None = None,

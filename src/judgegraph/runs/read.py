@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -44,6 +45,7 @@ from .record import (
     SummaryLine,
     UsageLine,
     number,
+    pass_rate,
     restore_elided,
     wrong_field,
 )
@@ -145,9 +147,6 @@ def non_finite_field(value: object) -> str | None:
         elif isinstance(item, list):
             stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(item))))
     return None
-
-
-_MODELS: dict[str, type[HeaderLine | SummaryLine | InputErrorLine | BatchLine]] = {"header": HeaderLine, "summary": SummaryLine, "input_error": InputErrorLine, "batch": BatchLine}
 
 
 @dataclass
@@ -255,10 +254,7 @@ class RunFile:
         if isinstance(summary.pass_rate, dict) and summary.pass_rate:
             known("pass_rate", {str(m): number(v) for m, v in summary.pass_rate.items()}, "summary")
         elif metrics:
-            rates: dict[str, float | None] = {}
-            for m in metrics:
-                judged = [r.status for r in self._results(m) if r.judged]
-                rates[m] = sum(s == "passed" for s in judged) / len(judged) if judged else None
+            rates = {m: pass_rate(Counter(r.status for r in self._results(m) if r.status)) for m in metrics}
             known("pass_rate", rates, "lines")
         costs = [v for c in self.conversations.values() if (v := number(c.cost_usd)) is not None]
         if "cost_usd" in summary.model_fields_set:
@@ -328,16 +324,15 @@ def read_run(path: str | Path, *, keep_transcripts: bool = True, keep_replaced: 
                 continue
             readable += 1
             kind = record["type"]
+            if kind == "header":
+                run.header = run.header or HeaderLine.model_validate(record)
+            elif kind == "summary":
+                run.summary = SummaryLine.model_validate(record)
+            elif kind == "input_error":
+                run.input_errors.append(InputErrorLine.model_validate(record))
+            elif kind == "batch":
+                run.batches.append(BatchLine.model_validate(record))
             if kind != "conversation":
-                line = _MODELS[kind].model_validate(record)
-                if isinstance(line, HeaderLine):
-                    run.header = run.header or line
-                elif isinstance(line, SummaryLine):
-                    run.summary = line
-                elif isinstance(line, InputErrorLine):
-                    run.input_errors.append(line)
-                elif isinstance(line, BatchLine):
-                    run.batches.append(line)
                 continue
             restore_elided(record)
             if not keep_transcripts:

@@ -12,6 +12,7 @@ of the inputs that could not be read); ``batch`` (an ``eval --batch`` run, docs/
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from pydantic import (
@@ -375,6 +376,14 @@ class PairwiseLine(_Line):
     """A line ``judgegraph pairwise --out`` writes: not part of a results file."""
 
     type: Literal["pairwise"] = "pairwise"
+
+
+def pass_rate(statuses: Mapping[str, int]) -> float | None:
+    """Results per status as a pass rate: passed / (passed + failed + error), as a run's summary line counts it (a
+    result the judge could not judge is not a pass, so a run never looks better for failing to judge; n/a is left
+    out). None: nothing judged."""
+    judged = sum(statuses.get(s, 0) for s in JUDGED)
+    return statuses.get("passed", 0) / judged if judged else None
 
 
 def wrong_field(exc: ValidationError) -> str:
