@@ -56,7 +56,7 @@ class Shown(TypedDict):
 
     source: object
     error: object
-    results: dict[str, dict[str, Any]]
+    results: dict[str, dict[str, object]]  # each metric's result as written
     turns: NotRequired[list[TurnText] | None]
 
 
@@ -70,7 +70,7 @@ class PageConversation(TypedDict, total=False):
     turns: list[TurnText] | None  # None comparing runs: each run has its own
     source: object
     error: object
-    results: dict[str, dict[str, Any]]
+    results: dict[str, dict[str, object]]  # each metric's result as written
     runs: list[Shown | None]  # one entry per run (None where it has no line)
 
 

@@ -205,19 +205,23 @@ class BatchLine(_Line):
     failed: object = None  # and usage, cost_usd, ...
 
 
-class ErrorLine(_Ordered):
+class _Step(_Ordered):
+    """What happened at one prompt step of a judge (``step``: e.g. ``turn_relevancy/judge_turn``)."""
+
+    step: str | None = None
+
+
+class ErrorLine(_Step):
     """A judgement that could not be made (:class:`judgegraph.data.results.JudgeErrorInfo`)."""
 
     where: str | None = None
-    step: str | None = None
     message: str | None = None
     attempts: int | None = None
 
 
-class AttemptLine(_Ordered):
+class AttemptLine(_Step):
     """One request behind a verdict, as sent and answered (:class:`judgegraph.data.results.JudgeAttempt`)."""
 
-    step: str | None = None
     messages: list[dict[str, object]] = []  # [{"role", "content"}] exactly as sent
     reply: str | None = None
     error: str | None = None
@@ -247,11 +251,12 @@ class VoteLine(_Answer):
 
 
 class ReviewLine(_Ordered):
-    """A person's decision on a verdict (:class:`judgegraph.data.results.Review`): what the judge had said, typed
-    (agreement reads it); who decided (``by``) and their ``note`` kept as written."""
+    """A person's decision on a verdict, with what the judge had said (:class:`judgegraph.data.results.Review`)."""
 
+    by: str | None = None
     judge_verdict: str | None = None
     judge_reason: str | None = None
+    note: str | None = None
 
 
 class VerdictLine(_Answer):

@@ -83,7 +83,8 @@ class ResultsWriter:
                 raise
 
 
-def input_error_key(record: dict[str, Any]) -> tuple[object, ...]:
+def input_error_key(record: Mapping[str, object]) -> tuple[object, ...]:
+    """What identifies an input error line (a resume writes each once)."""
     return (record.get("file"), record.get("line"), record.get("record"), record.get("field"), record.get("message"))
 
 
