@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from judgegraph.cli import main
-from judgegraph.runs.resultsfile import elide_duplicates, restore_elided
+from judgegraph.runs import elide_duplicates, restore_elided
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,8 @@ from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import InputError, LoadedConversation
 from judgegraph.outputs.transcripts import transcript_of
-from judgegraph.runs.resultsfile import ResultsFileError, ResultsWriter, filter_transcripts, scan_results
+from judgegraph.runs import filter_transcripts, read_run
+from judgegraph.runs.resultsfile import ResultsFileError, ResultsWriter, scan_results
 from judgegraph.runs.runner import (
     ConversationOutcome,
     MetricPlan,
@@ -155,6 +156,24 @@ def test_scan_reports_bad_lines_and_never_counts_an_id_twice(tmp_path):
     state = scan_results(out, seen.append)
     assert state.done == {"a"} and len(seen) == 1 and state.bad_lines == [2] and not state.torn
     assert state.input_errors == {("f", 3, 2, None, "bad")}
+
+
+def test_a_resume_passes_over_exactly_the_lines_read_run_leaves_out(tmp_path):
+    """One line reader (issue 25): the resume's scan and read_run agree on which lines are bad; the scan counts
+    the rest and cuts the torn tail that read_run names."""
+    out = tmp_path / "r.jsonl"
+    lines = [b'{"type": "header", "metrics": []}', b'{"type": "conversation", "conversation_id": "a"}',
+             b'{"type": "mystery"}', b'{"type": "conversation", "conversation_id": "b", "results": [1]}',
+             b"not json", b'{"type": "conversation", "conversation_id": "c", "score": 1e999}', b"\xff\xfe",
+             b'{"type": "input_error", "file": "f", "line": 2, "message": "bad"}']
+    out.write_bytes(b"\n".join(lines) + b'\n{"type": "conversation", "conv')
+    run = read_run(out)
+    named = sorted(int(p.removeprefix(f"{out}:").split(":")[0]) for p in run.problems if "torn" not in p)
+    state = scan_results(out, repair=False)
+    assert state.bad_lines == named == [3, 4, 5, 6, 7] and state.torn and state.done == set(run.conversations) == {"a"}
+    assert state.input_errors == {("f", 2, None, None, "bad")}
+    scan_results(out)  # the repair cuts the torn line only
+    assert out.read_bytes() == b"\n".join(lines) + b"\n"
 
 
 def _attempt(text: str, reply: str | None, error: str | None = None) -> dict:

@@ -15,9 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableBinding
@@ -138,27 +140,24 @@ class BatchCall:
                             f"(got {type(model).__name__})")
         self.answers, self.runnable = answers, runnable
 
-    def invoke(self, messages: list[BaseMessage]) -> BaseMessage:
+    @contextmanager
+    def _answered(self) -> Iterator[None]:
         call = _Call(self.answers)
         with answered_by(call):
             try:
-                reply: BaseMessage = self.runnable.invoke(messages)
+                yield
             except Exception as exc:
                 if call.error is not None:  # the SDK's error for the stand-in's refusal: the refusal itself
                     raise call.error from exc
                 raise
-        return reply
+
+    def invoke(self, messages: list[BaseMessage]) -> BaseMessage:
+        with self._answered():
+            return cast("BaseMessage", self.runnable.invoke(messages))
 
     async def ainvoke(self, messages: list[BaseMessage]) -> BaseMessage:
-        call = _Call(self.answers)
-        with answered_by(call):
-            try:
-                reply: BaseMessage = await self.runnable.ainvoke(messages)
-            except Exception as exc:
-                if call.error is not None:
-                    raise call.error from exc
-                raise
-        return reply
+        with self._answered():
+            return cast("BaseMessage", await self.runnable.ainvoke(messages))
 
 
 class _Call:

@@ -55,15 +55,13 @@ class BatchState:
     errors: list[str] = field(default_factory=list)  # why a batch failed (its input file's errors)
 
     @classmethod
-    def of(cls, batch: Any) -> BatchState:
-        counts = getattr(batch, "request_counts", None)
-        errors = getattr(getattr(batch, "errors", None), "data", None) or []
-        return cls(id=str(batch.id), status=str(batch.status), total=int(getattr(counts, "total", 0) or 0),
-                   completed=int(getattr(counts, "completed", 0) or 0), failed=int(getattr(counts, "failed", 0) or 0),
-                   output_file_id=getattr(batch, "output_file_id", None),
-                   error_file_id=getattr(batch, "error_file_id", None),
-                   errors=[f"{getattr(e, 'code', None) or 'error'}"
-                           f"{f' (line {e.line})' if getattr(e, 'line', None) else ''}: {getattr(e, 'message', '')}"
+    def of(cls, batch: openai.types.Batch) -> BatchState:
+        counts = batch.request_counts
+        errors = batch.errors.data or [] if batch.errors else []
+        return cls(id=batch.id, status=batch.status, total=counts.total if counts else 0,
+                   completed=counts.completed if counts else 0, failed=counts.failed if counts else 0,
+                   output_file_id=batch.output_file_id, error_file_id=batch.error_file_id,
+                   errors=[f"{e.code or 'error'}{f' (line {e.line})' if e.line else ''}: {e.message or ''}"
                            for e in errors][:20])
 
     @property

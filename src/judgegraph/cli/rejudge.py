@@ -122,9 +122,9 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
              settings: dict[str, Any], conversations: dict[str, Conversation], rubric: str | None, prompt: Prompt | None,
              options: dict[str, Any]) -> int:
     """Write ``--out``: RESULTS with the chosen verdicts judged again (the caller holds ``--out``'s lock)."""
-    from ..runs import read_header
+    from ..runs import elide_duplicates, read_header, restore_elided
     from ..runs.header import rejudge_header
-    from ..runs.resultsfile import ResultsWriter, elide_duplicates, restore_elided
+    from ..runs.resultsfile import ResultsWriter
     from ..steering import RejudgeError, rejudge_result
 
     wanted = set(args.conversations or [])

@@ -33,11 +33,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from ..data.results import metric_key
 from ..runs import ResultLine, RunFacts, RunFile, VerdictLine, read_run
-from ..runs.record import number
+from ..runs.record import number, pass_rate
 from ..stats.paired import EXACT_BELOW, McNemar, MeanDifference, mcnemar, paired_bootstrap
 from ..stats.raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
 from .settings import SettingsComparison, compare_settings
@@ -107,11 +107,8 @@ class PassRate:
 
     @property
     def rate(self) -> float | None:
-        """passed / (passed + failed + errors), as the run's summary line counts it: a result the judge could not
-        judge is not a pass, so a run never looks better for failing to judge; n/a is left out. None: nothing
-        judged."""
-        judged = self.passed + self.failed + self.errors
-        return self.passed / judged if judged else None
+        """:func:`~judgegraph.runs.record.pass_rate`: passed / (passed + failed + errors); None: nothing judged."""
+        return pass_rate({"passed": self.passed, "failed": self.failed, "error": self.errors})
 
 
 @dataclass
@@ -154,8 +151,8 @@ class RunDiff:
         return sorted((p for p in self.pairs if p.kind != "unchanged" or p.verdicts),
                       key=lambda p: (rank[p.kind], p.position, p.conversation_id, p.metric))
 
-    def to_json(self) -> dict[str, Any]:
-        def pair(p: Pair) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
+        def pair(p: Pair) -> dict[str, object]:
             return {**asdict(p), "delta": p.delta}
 
         return {

@@ -23,6 +23,7 @@ _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "|": "&#124;
              "@": "@&#8203;"}
 #: Markdown punctuation written with a backslash: emphasis, links, images, headings, strikethrough
 _BACKSLASHED = frozenset("\\*_[](){}#~!")
+_CELL = str.maketrans({**_ENTITIES, **{ch: "\\" + ch for ch in _BACKSLASHED}, "\n": "<br>"})
 
 
 def cell(text: object, limit: int = CELL_CHARS) -> str:
@@ -30,18 +31,7 @@ def cell(text: object, limit: int = CELL_CHARS) -> str:
     s = str(text)
     if len(s) > limit:
         s = s[:limit] + "…"
-    s = safe(s.replace("\r\n", "\n").replace("\r", "\n"))
-    out = []
-    for ch in s:
-        if ch in _ENTITIES:
-            out.append(_ENTITIES[ch])
-        elif ch in _BACKSLASHED:
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("<br>")
-        else:
-            out.append(ch)
-    return "".join(out)
+    return safe(s.replace("\r\n", "\n").replace("\r", "\n")).translate(_CELL)
 
 
 def rate_text(rate: float | None) -> str:

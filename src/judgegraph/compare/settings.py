@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..runs import RunFile
 from ..runs.header import Difference, compare_headers
@@ -51,24 +50,15 @@ class SettingsComparison:
         """The judge settings that only change how fast the judge is asked (concurrency, timeouts, ...)."""
         return [d for d in self.differences if d.speed]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"headers": {"old": self.headers[0], "new": self.headers[1]}, "same_judging": self.same_judging,
                 "unknown": self.unknown, "notes": self.notes,
                 "differences": [{**d.__dict__, "text": str(d)} for d in self.differences]}
 
 
-def _header_differences(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[Difference], list[str]]:
-    """The headers' differences (:func:`judgegraph.runs.header.compare_headers`, the one ``--resume`` uses), the
-    inputs as a note: NEW judged the new version's conversations."""
-    found = compare_headers(old, new)
-    notes = (["the input files differ (as expected when NEW judged the new version's conversations)"]
-             if any(d.what == "input" for d in found) else [])
-    return [d for d in found if d.what != "input"], notes
-
-
-def _observed(run: RunFile, field_name: str) -> dict[str, list[Any]]:
+def _observed(run: RunFile, field_name: str) -> dict[str, list[object]]:
     """Per metric, the distinct values of a result field over the file's results, in order."""
-    seen: dict[str, dict[str, Any]] = {}
+    seen: dict[str, dict[str, object]] = {}
     for conv in run.conversations.values():
         for key, result in conv.results.items():
             value = getattr(result, field_name)
@@ -82,7 +72,7 @@ def _results_differences(old: RunFile, new: RunFile) -> list[Difference]:
         o, n = _observed(old, field_name), _observed(new, field_name)
         for metric in (m for m in o if m in n):
             if o[metric] != n[metric]:
-                def one(values: list[Any]) -> Any:
+                def one(values: list[object]) -> object:
                     return values[0] if len(values) == 1 else values
 
                 out.append(Difference(what, metric, one(o[metric]), one(n[metric]), source="results"))
@@ -93,7 +83,10 @@ def compare_settings(old: RunFile, new: RunFile) -> SettingsComparison:
     """What differs between how ``old`` and ``new`` were judged (see the module)."""
     cmp = SettingsComparison(headers=(old.header is not None, new.header is not None))
     if old.header is not None and new.header is not None:
-        cmp.differences, cmp.notes = _header_differences(old.header.data(), new.header.data())
+        found = compare_headers(old.header.data(), new.header.data())  # the comparison --resume uses
+        cmp.differences = [d for d in found if d.what != "input"]  # NEW judged the new version's conversations
+        if len(cmp.differences) < len(found):
+            cmp.notes.append("the input files differ (as expected when NEW judged the new version's conversations)")
     else:
         missing = " and ".join(side for side, run in (("OLD", old), ("NEW", new)) if run.header is None)
         cmp.unknown = f"unknown: no header in {missing}"

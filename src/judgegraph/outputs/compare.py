@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from string import ascii_uppercase
 
 from ..runs import ConversationLine, RunFacts, RunFile
 
@@ -36,16 +37,10 @@ class Comparison:
 
 def run_labels(n: int) -> list[str]:
     """Short column labels: A, B, ..., Z, AA, AB, ..."""
-    out = []
-    for i in range(n):
-        label, k = "", i
-        while True:
-            label = chr(ord("A") + k % 26) + label
-            k = k // 26 - 1
-            if k < 0:
-                break
-        out.append(label)
-    return out
+    def label(i: int) -> str:
+        return (label(i // 26 - 1) if i >= 26 else "") + ascii_uppercase[i % 26]
+
+    return [label(i) for i in range(n)]
 
 
 def is_failing(record: ConversationLine | None) -> bool:

@@ -30,6 +30,7 @@ from .tables import MetricSummary, StatusCounts, abbreviations, legend, matrix, 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
+    from .compare import Comparison
     from .drawing import Drawable
 
 __all__ = ["ReportFile", "recorded_turns", "render_report", "report_data", "report_html", "write_report"]
@@ -55,7 +56,7 @@ class Shown(TypedDict):
 
     source: object
     error: object
-    results: dict[str, dict[str, Any]]
+    results: dict[str, dict[str, object]]  # each metric's result as written
     turns: NotRequired[list[TurnText] | None]
 
 
@@ -69,7 +70,7 @@ class PageConversation(TypedDict, total=False):
     turns: list[TurnText] | None  # None comparing runs: each run has its own
     source: object
     error: object
-    results: dict[str, dict[str, Any]]
+    results: dict[str, dict[str, object]]  # each metric's result as written
     runs: list[Shown | None]  # one entry per run (None where it has no line)
 
 
@@ -119,12 +120,8 @@ def _recorded_inputs(results: RunFile) -> list[Path]:
     from ..runs.header import file_sha256
 
     found = []
-    entries = results.header.inputs if results.header is not None else None
-    for entry in entries if isinstance(entries, list) else []:
-        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str) or not isinstance(entry.get("sha256"), str):
-            continue
-        want = entry["sha256"].removeprefix("sha256:").lower()
-        for candidate in (Path(entry["path"]), Path(results.path).parent / entry["path"]):
+    for path, want in (results.header.input_files() if results.header is not None else {}).items():
+        for candidate in (Path(path), Path(results.path).parent / path):
             if candidate.is_file() and file_sha256(candidate) == want:
                 found.append(candidate)
                 break
@@ -143,8 +140,7 @@ def _judged_inputs(files: Sequence[RunFile], inputs: Sequence[str | Path], probl
         return [True] * len(files)
     out = []
     for f in files:
-        judged = {str(e["sha256"]).removeprefix("sha256:").lower() for e in (getattr(f.header, "inputs", None) or [])
-                  if isinstance(e, dict) and e.get("sha256")}
+        judged = set(f.header.input_files().values()) if f.header is not None else set()
         out.append(not judged or mine <= judged)
         if not out[-1]:
             problems.append(f"--input {', '.join(map(str, inputs))} is not what {f.path} judged (its header names other "
@@ -216,9 +212,13 @@ def report_data(results: RunFile | Sequence[RunFile], *,
     from .compare import compare_runs
 
     files = [results] if isinstance(results, RunFile) else list(results)
+    return _report_data(files, compare_runs(files), inputs)
+
+
+def _report_data(files: list[RunFile], comparison: Comparison,
+                 inputs: Sequence[str | Path]) -> tuple[ReportData, list[str]]:
     turns, problems = _turns_by_id(inputs)
     problems = [p for f in files for p in f.problems] + problems
-    comparison = compare_runs(files)
     compare = len(files) > 1
     own_turns: list[dict[str, list[TurnText]]] = []  # each run's turns from its header's inputs
     for f in files:
@@ -324,20 +324,9 @@ def _totals_text(t: Totals) -> str:
             + (f", {t['unreadable_lines']} unreadable results lines" if t["unreadable_lines"] else "") + ".")
 
 
-def _tables(data: ReportData) -> dict[str, str]:
+def _tables(data: ReportData, comparison: Comparison) -> dict[str, str]:
     """The parts of the page Python writes (escaped), so it reads with JavaScript off."""
-    from .compare import Comparison, Row, RunFacts
-
-    fields = RunFacts.__dataclass_fields__
-    runs = [RunFacts(**{k: v for k, v in r.items() if k in fields}) for r in data["runs"]]
-    compare = bool(data["compare"])
-    def line(cid: str, shown: Shown | PageConversation | None) -> ConversationLine | None:
-        return None if shown is None else ConversationLine.model_validate(
-            {"conversation_id": cid, "source": shown["source"], "error": shown["error"], "results": shown["results"]})
-
-    rows = [Row(c["id"], [line(c["id"], r) for r in (c["runs"] if compare else [c])], c["position"], c["differs"],
-                c["failing"]) for c in data["conversations"]]
-    metrics = data["metrics"]
+    runs, metrics, compare = comparison.runs, comparison.metrics, data["compare"]
     short = abbreviations(metrics, columns=len(metrics) * len(runs))
     key = [f"<dt>{escape(a)}</dt><dd>{escape(m)}</dd>" for m, a in short.items() if a != m]
     totals = [(f"run {r['label']}: " if compare else "") + _totals_text(r["totals"]) for r in data["runs"]]
@@ -360,20 +349,21 @@ def _tables(data: ReportData) -> dict[str, str]:
             for e in data["input_errors"]),
         "FILTERS": filters,
         "LEGEND": legend(compare),
-        "MATRIX": matrix(Comparison(runs, metrics, rows), short),
+        "MATRIX": matrix(comparison, short),
         "KEY": f'<dl class="key">{"".join(key)}</dl>' if key else "",
     }
 
 
-def render_report(data: ReportData, *, svgs: Sequence[str] = (), title: str = "judgegraph report") -> str:
-    """The HTML page for ``data`` (see :func:`report_data`) with ``svgs`` drawn in it."""
+def render_report(data: ReportData, comparison: Comparison, *, svgs: Sequence[str] = (),
+                  title: str = "judgegraph report") -> str:
+    """The HTML page for ``data`` (see :func:`report_data`) of the runs ``comparison`` matched, ``svgs`` drawn in it."""
     parts = {
         "TITLE": escape(title),
         "CSS": _asset("report.css"),
         "JS": _asset("report.js"),
         "DATA": _json_for_script(data),
         "GRAPHS": "\n".join(svgs) if svgs else '<p class="muted">no graph</p>',
-        **_tables(data),
+        **_tables(data, comparison),
     }
     html = _PLACEHOLDER.sub(lambda m: parts[m.group(1)], _asset("report.html"))  # one pass: no value is re-read
     return html.replace("<section id=\"input-errors\" hidden>", "<section id=\"input-errors\">", 1) \
@@ -385,12 +375,15 @@ def report_html(runs: Sequence[RunFile], *, inputs: Sequence[str | Path] = (),
                 ) -> tuple[str, ReportData, list[str]]:
     """The report page of ``runs`` (one, or several side by side), the data it renders (:func:`report_data`) and
     the problems met building it: what :func:`write_report` writes, and what ``judgegraph view`` serves."""
-    data, problems = report_data(runs, inputs=inputs)
+    from .compare import compare_runs
+
+    comparison = compare_runs(runs)
+    data, problems = _report_data(list(runs), comparison, inputs)
     llm = any(str(r.judge or "").startswith("llm") for f in runs for c in f.conversations.values()
               for r in c.results.values())
     names = [Path(f.path).name for f in runs]
     default = f"judgegraph report: {names[0]}" if len(names) == 1 else "judgegraph report: " + " vs ".join(names)
-    html = render_report(data, svgs=_graph_svgs(data["metrics"], graphs, llm=llm), title=title or default)
+    html = render_report(data, comparison, svgs=_graph_svgs(data["metrics"], graphs, llm=llm), title=title or default)
     return html, data, problems
 
 

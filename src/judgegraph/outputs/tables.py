@@ -187,14 +187,11 @@ def legend(compare: bool) -> str:
     items = [("passed", "passed", "the score reached the threshold"), ("failed", "failed", "below the threshold"),
              ("error", "error", "the judge could not decide: counted apart, never as a pass or a fail"),
              ("not_applicable", "n/a", "nothing to judge")]
-    if compare:
-        items.append(("missing", "missing", "the run has no line for this conversation"))
-        return ('<p class="legend">' + " ".join(f'<span class="status {cls}">{label}</span> <span class="muted">'
-                                                f"{_e(note)}</span>" for cls, label, note in items)
-                + ' <span class="differs-mark">≠ differs</span> <span class="muted">the runs disagree on the '
-                  "conversation (shaded: the metrics where they do)</span></p>")
+    items += [("missing", "missing", "the run has no line for this conversation")] if compare else []
+    differs = (' <span class="differs-mark">≠ differs</span> <span class="muted">the runs disagree on the '
+               "conversation (shaded: the metrics where they do)</span>") if compare else ""
     return ('<p class="legend">' + " ".join(f'<span class="status {cls}">{label}</span> <span class="muted">{_e(note)}'
-                                            "</span>" for cls, label, note in items) + "</p>")
+                                            "</span>" for cls, label, note in items) + differs + "</p>")
 
 
 def _matrix_cell(record: ConversationLine | None, metric: str, run: int, label: str, compare: bool,

@@ -67,12 +67,12 @@ class Config(_Section):
     """The whole file. ``metrics``: names, or ``{name: {option: value}}`` for a metric's own options."""
 
     inputs: list[str] = Field(default_factory=list)
-    metrics: list[Union[str, dict[str, Optional[dict[str, Any]]]]] = Field(default_factory=list)
+    metrics: list[Union[str, dict[str, Optional[dict[str, object]]]]] = Field(default_factory=list)
     #: ``{metric: threshold}``: a shorthand for a metric's own ``threshold`` option
-    thresholds: dict[str, Any] = Field(default_factory=dict)
+    thresholds: dict[str, object] = Field(default_factory=dict)
     #: options of every metric that takes them; these and a metric's own are checked by the metrics' declarations
     #: (:func:`_check_options`), not here
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, object] = Field(default_factory=dict)
     judge: JudgeSection = Field(default_factory=JudgeSection)
     outputs: OutputsSection = Field(default_factory=OutputsSection)
     run: RunSection = Field(default_factory=RunSection)
@@ -100,7 +100,7 @@ def _dotted(loc: tuple[int | str, ...]) -> str:
     return out or "(the file)"
 
 
-def load_config(path: str | Path) -> tuple[Config, dict[str, Any]]:
+def load_config(path: str | Path) -> tuple[Config, dict[str, object]]:
     """The validated config and its data as written (for the run header); :class:`ConfigError`
     naming ``FILE:LINE: key: what is wrong`` for an unreadable, invalid or unknown setting."""
     from ..loaders.limits import Limits
@@ -169,7 +169,7 @@ def _check_options(config: Config, root: yaml.Node | None, path: str | Path) -> 
     def error(loc: tuple[int | str, ...], message: str) -> ConfigError:
         return ConfigError(f"{path}:{line_at(root, loc) or 1}: {_dotted(loc)}: {message}")
 
-    def check(loc: tuple[int | str, ...], specs: list[MetricSpec], given: dict[str, Any], takes: str) -> None:
+    def check(loc: tuple[int | str, ...], specs: list[MetricSpec], given: dict[str, object], takes: str) -> None:
         for key in given:  # an option no metric of ``specs`` declares, then a value a metric taking it refuses
             if not any(RENAMED.get(key, key) in s.options for s in specs):
                 known = sorted({BACK.get(o, o) for s in specs for o in s.options})
@@ -201,7 +201,7 @@ def _check_options(config: Config, root: yaml.Node | None, path: str | Path) -> 
     check(("options",), [*built_ins().values(), *named], config.options, "known here:")
 
 
-def refusal(spec: MetricSpec, given: dict[str, Any]) -> tuple[str | None, str] | None:
+def refusal(spec: MetricSpec, given: dict[str, object]) -> tuple[str | None, str] | None:
     """What the metric's settings refuse of the options ``given`` (by their declared names), as its factory checks
     them: (the option, why), (None, why) for them together, or None. What needs the run (its judge, keys, the command
     line's options) is the run's to check: the judge is stood for by an LLM judge with a server of its own."""
@@ -220,7 +220,7 @@ def refusal(spec: MetricSpec, given: dict[str, Any]) -> tuple[str | None, str] |
         def judge(self, request: Any) -> Any:
             raise NotImplementedError
 
-    def check(values: dict[str, Any]) -> str | None:
+    def check(values: dict[str, object]) -> str | None:
         try:
             build_metric(spec, Placeholder(), **values)
         except (ValueError, TypeError) as exc:
@@ -239,17 +239,17 @@ def _rel(base: Path, value: str) -> str:
     return value if base == Path(".") or Path(value).is_absolute() else str(base / value)
 
 
-def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, object], dict[str, dict[str, object]]]:
     """``eval``'s argument values the config sets (by destination; ``options:`` by the metrics' option names),
     and each metric's own options."""
     from ..metrics import canonical_name
 
     base = Path(path).parent
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     if config.inputs:
         values["files"] = [_rel(base, f) for f in config.inputs]
     names: list[str] = []
-    per_metric: dict[str, dict[str, Any]] = {}
+    per_metric: dict[str, dict[str, object]] = {}
     for name, opts in (p for item in config.metrics for p in ({item: {}} if isinstance(item, str) else item).items()):
         names.append(name)
         per_metric.update({name: own} if (own := _given(opts or {})) else {})
@@ -267,5 +267,5 @@ def config_arguments(config: Config, path: str | Path) -> tuple[dict[str, Any], 
     return values, per_metric
 
 
-def _given(opts: dict[str, Any]) -> dict[str, Any]:
+def _given(opts: dict[str, object]) -> dict[str, object]:
     return {RENAMED.get(k, k): v for k, v in opts.items() if v is not None}

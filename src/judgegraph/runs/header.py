@@ -22,9 +22,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from pydantic import JsonValue
 from typing_extensions import TypedDict
 
 from ..judges.redact import Redactor
+from .record import pass_rate
 from .resultsfile import ResultsFileError, ResultsWriter, is_nonempty
 
 if TYPE_CHECKING:
@@ -170,7 +172,7 @@ class JudgeRecord(TypedDict):
 
 class MetricRecord(TypedDict):
     name: str
-    options: dict[str, Any]  # option -> its JSON value (a long string as its hash), redacted
+    options: dict[str, JsonValue]  # option -> its JSON value (a long string as its hash), redacted
 
 
 class HeaderRecord(TypedDict, total=False):
@@ -184,7 +186,7 @@ class HeaderRecord(TypedDict, total=False):
     config: Any  # the --config file's data, redacted
     metrics: list[MetricRecord]
     metrics_from_inputs: bool
-    options: dict[str, Any]
+    options: dict[str, JsonValue]
     judges: list[JudgeRecord]
     inputs: list[Any]  # {"path", "sha256"} per input file, and other sources (an MLflow experiment, an app)
     rejudged: Any  # a rejudge's: what was judged again, from which file, by which judge, rubric or prompt
@@ -228,7 +230,7 @@ def run_header(plan: MetricPlan, *, inputs: Sequence[str | Path] = (), argv: Seq
 
     redact = Redactor.for_model(getattr(plan.judge, "model", None))
 
-    def options(given: Mapping[str, Any]) -> dict[str, Any]:
+    def options(given: Mapping[str, object]) -> dict[str, JsonValue]:
         return {k: _redacted(_option(v), redact) for k, v in sorted(_jsonable(given).items())}
 
     metrics: list[MetricRecord] = [{"name": name, "options": options(opts)} for name, opts in plan.options_by_metric(defaults=True).items()]
@@ -291,12 +293,8 @@ def _rejudged_text(value: object) -> str | None:
 
 
 def pass_rates(summary: RunSummary) -> dict[str, float | None]:
-    """Per metric: passed / (passed + failed + error); None when none was judged (all n/a)."""
-    out: dict[str, float | None] = {}
-    for metric, counts in summary.by_metric.items():
-        judged = counts["passed"] + counts["failed"] + counts["error"]
-        out[metric] = round(counts["passed"] / judged, 6) if judged else None
-    return out
+    """Per metric: :func:`~judgegraph.runs.record.pass_rate` of its results (rounded); None when none was judged."""
+    return {m: None if (rate := pass_rate(counts)) is None else round(rate, 6) for m, counts in summary.by_metric.items()}
 
 
 def run_summary(summary: RunSummary, started_at: datetime, prices: Prices | None = None,
@@ -312,7 +310,7 @@ def run_summary(summary: RunSummary, started_at: datetime, prices: Prices | None
     }
 
 
-def _judging(settings: object) -> dict[str, Any]:
+def _judging(settings: object) -> dict[str, object]:
     """The settings that decide verdicts (a jury's jurors by name, repeat and their own such settings)."""
     if not isinstance(settings, Mapping):
         return {}
@@ -477,7 +475,7 @@ class RunStart:
     """How a run begins its results file: its ``header``, the one the file already holds (``old``, when
     resumed), whether the file starts afresh (``fresh``: the header is its first line) and when it started."""
 
-    header: dict[str, Any]
+    header: Mapping[str, object]
     old: HeaderLine | None
     fresh: bool
     started: datetime

@@ -15,8 +15,9 @@ A file none of whose lines is a results line (a conversations file, a labels fil
 path that cannot be read are refused: :class:`NotAResultsFile`, one message naming the file, which every command
 prints with exit status 3 (an input it cannot use, as ``eval`` counts a missing input file).
 
-(A resume's own scan, :func:`judgegraph.runs.resultsfile.scan_results`, stays lenient: it skips what it cannot read,
-and repairs a torn tail.)
+A resume reads its file with the same line reader (:func:`read_lines`, :func:`parse_line`), leniently
+(:func:`judgegraph.runs.resultsfile.scan_results`): it passes over what it cannot read, counts a repeated id once
+(its first line), and repairs a torn tail.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -43,9 +45,10 @@ from .record import (
     SummaryLine,
     UsageLine,
     number,
+    pass_rate,
+    restore_elided,
     wrong_field,
 )
-from .resultsfile import restore_elided
 
 __all__ = ["NOT_RESULTS", "NotAResultsFile", "RunFacts", "RunFile", "conversation_problem", "first_record",
            "is_results_file", "read_header", "read_run"]
@@ -100,7 +103,7 @@ def conversation_problem(record: dict[str, Any]) -> str | None:
     return None
 
 
-def _parse(raw: bytes) -> dict[str, Any] | str:
+def parse_line(raw: bytes) -> dict[str, Any] | str:
     """A line as its JSON object, or why it is not one."""
     try:
         text = raw.decode("utf-8")
@@ -144,9 +147,6 @@ def non_finite_field(value: object) -> str | None:
         elif isinstance(item, list):
             stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(item))))
     return None
-
-
-_MODELS: dict[str, type[HeaderLine | SummaryLine | InputErrorLine | BatchLine]] = {"header": HeaderLine, "summary": SummaryLine, "input_error": InputErrorLine, "batch": BatchLine}
 
 
 @dataclass
@@ -254,10 +254,7 @@ class RunFile:
         if isinstance(summary.pass_rate, dict) and summary.pass_rate:
             known("pass_rate", {str(m): number(v) for m, v in summary.pass_rate.items()}, "summary")
         elif metrics:
-            rates: dict[str, float | None] = {}
-            for m in metrics:
-                judged = [r.status for r in self._results(m) if r.judged]
-                rates[m] = sum(s == "passed" for s in judged) / len(judged) if judged else None
+            rates = {m: pass_rate(Counter(r.status for r in self._results(m) if r.status)) for m in metrics}
             known("pass_rate", rates, "lines")
         costs = [v for c in self.conversations.values() if (v := number(c.cost_usd)) is not None]
         if "cost_usd" in summary.model_fields_set:
@@ -279,8 +276,7 @@ class RunFile:
     def facts(self, label: str = "") -> RunFacts:
         """What the file says about its run (the HTML report's runs table, ``diff``'s run lines): conversations,
         judgegraph version, start, judges, thresholds, pass rates, cost, duration, judge calls and tokens."""
-        facts = self._facts
-        return RunFacts(**{**{k: getattr(facts, k) for k in facts.__dataclass_fields__}, "label": label})
+        return replace(self._facts, label=label)
 
     @property
     def pass_rate(self) -> dict[str, float | None]:
@@ -304,11 +300,11 @@ class RunFile:
         return self._facts.calls, self._facts.tokens
 
 
-def _lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
+def read_lines(path: str | Path) -> Iterator[tuple[int, int, bytes]]:
+    """Each line of ``path``: its number, the byte offset after it, its bytes (what :func:`parse_line` reads)."""
     with Path(path).open("rb") as fh:
         for n, raw in enumerate(fh, start=1):
-            if raw.strip():
-                yield n, _parse(raw)
+            yield n, fh.tell(), raw
 
 
 def read_run(path: str | Path, *, keep_transcripts: bool = True, keep_replaced: bool = False) -> RunFile:
@@ -319,23 +315,24 @@ def read_run(path: str | Path, *, keep_transcripts: bool = True, keep_replaced: 
     run = RunFile(str(path))
     readable, first_bad = 0, ""
     try:
-        for n, record in _lines(path):
-            if isinstance(record, str):
+        for n, _, raw in read_lines(path):
+            if not raw.strip():
+                continue
+            if isinstance(record := parse_line(raw), str):
                 run.problems.append(f"{path}:{n}: {record}")
                 first_bad = first_bad or f"line {n}: {record}"
                 continue
             readable += 1
             kind = record["type"]
+            if kind == "header":
+                run.header = run.header or HeaderLine.model_validate(record)
+            elif kind == "summary":
+                run.summary = SummaryLine.model_validate(record)
+            elif kind == "input_error":
+                run.input_errors.append(InputErrorLine.model_validate(record))
+            elif kind == "batch":
+                run.batches.append(BatchLine.model_validate(record))
             if kind != "conversation":
-                line = _MODELS[kind].model_validate(record)
-                if isinstance(line, HeaderLine):
-                    run.header = run.header or line
-                elif isinstance(line, SummaryLine):
-                    run.summary = line
-                elif isinstance(line, InputErrorLine):
-                    run.input_errors.append(line)
-                elif isinstance(line, BatchLine):
-                    run.batches.append(line)
                 continue
             restore_elided(record)
             if not keep_transcripts:
@@ -404,10 +401,13 @@ def read_header(path: str | Path) -> HeaderLine | None:
     """The header of a results file (its first readable line, when that is a header), or None (none, or the
     file cannot be read): a resume's lenient look, not a refusal."""
     try:
-        for _, record in _lines(path):
-            if isinstance(record, str):
+        for _, _, raw in read_lines(path):
+            if not raw.strip():
+                continue
+            if isinstance(record := parse_line(raw), str):
                 return None
             return HeaderLine.model_validate(record) if record["type"] == "header" else None
     except OSError:
         return None
     return None
+

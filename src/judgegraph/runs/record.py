@@ -11,6 +11,8 @@ of the inputs that could not be read); ``batch`` (an ``eval --batch`` run, docs/
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from pydantic import (
@@ -24,8 +26,9 @@ from pydantic import (
     model_validator,
 )
 
-__all__ = ["RECORD_TYPES", "STATUSES", "BatchLine", "ConversationLine", "ErrorLine", "HeaderLine", "InputErrorLine",
-           "PairwiseLine", "RecordType", "ResultLine", "ReviewLine", "SummaryLine", "UsageLine", "VerdictLine", "VoteLine"]
+__all__ = ["RECORD_TYPES", "STATUSES", "AttemptLine", "BatchLine", "ConversationLine", "ErrorLine", "HeaderLine", "InputErrorLine",
+           "PairwiseLine", "RecordType", "ResultLine", "ReviewLine", "SummaryLine", "UsageLine", "VerdictLine", "VoteLine",
+           "elide_duplicates", "filter_transcripts", "restore_elided"]
 
 RecordType = Literal["header", "conversation", "input_error", "summary", "batch"]
 #: the record types a results file holds
@@ -74,6 +77,7 @@ class UsageLine(_Line):
     calls: int | float | None = None
     input_tokens: int | float | None = None
     output_tokens: int | float | None = None
+    cached_input_tokens: int | float | None = None  # of input_tokens, served from the provider's prompt cache
 
     @property
     def tokens(self) -> int:
@@ -145,6 +149,12 @@ class HeaderLine(_Line):
         entries = self.judges if isinstance(self.judges, list) else []
         return [JudgeEntry.model_validate(j) for j in entries if isinstance(j, dict) and isinstance(j.get("name"), str)]
 
+    def input_files(self) -> dict[str, str]:
+        """The input files it names with their hashes: path -> sha256 (hex, lowercase)."""
+        entries = self.inputs if isinstance(self.inputs, list) else []
+        return {e["path"]: e["sha256"].removeprefix("sha256:").lower() for e in entries
+                if isinstance(e, dict) and isinstance(e.get("path"), str) and isinstance(e.get("sha256"), str)}
+
     def metric_names(self) -> list[str]:
         entries = self.metrics if isinstance(self.metrics, list) else []
         return [m["name"] for m in entries if isinstance(m, dict) and isinstance(m.get("name"), str)]
@@ -195,24 +205,49 @@ class BatchLine(_Line):
     failed: object = None  # and usage, cost_usd, ...
 
 
-class ErrorLine(_Ordered):
+class _Step(_Ordered):
+    """What happened at one prompt step of a judge (``step``: e.g. ``turn_relevancy/judge_turn``)."""
+
+    step: str | None = None
+
+
+class ErrorLine(_Step):
     """A judgement that could not be made (:class:`judgegraph.data.results.JudgeErrorInfo`)."""
 
     where: str | None = None
-    step: str | None = None
     message: str | None = None
     attempts: int | None = None
 
 
-class VoteLine(_Ordered):
-    """One juror's (or repeat's) answer behind a verdict (:class:`judgegraph.data.results.Vote`)."""
+class AttemptLine(_Step):
+    """One request behind a verdict, as sent and answered (:class:`judgegraph.data.results.JudgeAttempt`)."""
 
-    judge: str | None = None
-    repeat: int | None = None
+    messages: list[dict[str, object]] = []  # [{"role", "content"}] exactly as sent
+    reply: str | None = None
+    error: str | None = None
+    latency_s: int | float | None = None
+    usage: UsageLine | None = None
+    model: str | None = None
+    settings: dict[str, object] | None = None
+    cached: bool | None = None  # answered from the judge cache
+    request: str | None = None  # the request's key: the same request has the same key
+    shared: bool | None = None  # one request behind several verdicts (dense mode)
+
+
+class _Answer(_Ordered):
+    """A judge's answer: its verdict (None: the judge failed, ``error`` says why), score and reason."""
+
     verdict: str | None = None
     score: int | float | None = None
     reason: str | None = None
     error: str | None = None
+
+
+class VoteLine(_Answer):
+    """One juror's (or repeat's) answer behind a verdict (:class:`judgegraph.data.results.Vote`)."""
+
+    judge: str | None = None
+    repeat: int | None = None
 
 
 class ReviewLine(_Ordered):
@@ -224,18 +259,14 @@ class ReviewLine(_Ordered):
     note: str | None = None
 
 
-class VerdictLine(_Ordered):
+class VerdictLine(_Answer):
     """One verdict of a metric result (:class:`judgegraph.data.results.Verdict` as dumped, a metric's own fields
     kept): its id, the turns (0-based) it is about, the verdict (None: the judge failed), why, and what it cost."""
 
     turns: list[int] | None = None
-    verdict: str | None = None
-    reason: str | None = None
-    score: int | float | None = None
-    error: str | None = None
     attempts: int | None = None
     usage: UsageLine | None = None
-    transcript: list[dict[str, Any]] | None = None  # the requests as sent and answered (JudgeAttempt), shown as read
+    transcript: list[AttemptLine] | None = None  # the requests as sent and answered
     review: ReviewLine | None = None
     votes: list[VoteLine] = []
     id: str | int | None = None  # None in a file written before ids were stored
@@ -286,7 +317,7 @@ class ResultLine(_Ordered):
     errors: list[ErrorLine] = []
     usage: UsageLine | None = None
     details: dict[str, Any] | None = None
-    transcript: list[dict[str, Any]] | None = None
+    transcript: list[AttemptLine] | None = None  # requests no single verdict owns (an extraction)
 
     @property
     def outcome(self) -> str:
@@ -352,6 +383,14 @@ class PairwiseLine(_Line):
     type: Literal["pairwise"] = "pairwise"
 
 
+def pass_rate(statuses: Mapping[str, int]) -> float | None:
+    """Results per status as a pass rate: passed / (passed + failed + error), as a run's summary line counts it (a
+    result the judge could not judge is not a pass, so a run never looks better for failing to judge; n/a is left
+    out). None: nothing judged."""
+    judged = sum(statuses.get(s, 0) for s in JUDGED)
+    return statuses.get("passed", 0) / judged if judged else None
+
+
 def wrong_field(exc: ValidationError) -> str:
     """What a line's validation found, naming the field (``field 'results.m.passed': why``)."""
     first = exc.errors()[0]
@@ -361,3 +400,100 @@ def wrong_field(exc: ValidationError) -> str:
 def number(value: object) -> float | None:
     """``value`` when it is a number (not a bool), as a float; else None."""
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _attempt_failed(attempt: object) -> bool:
+    return bool(attempt.get("error")) if isinstance(attempt, dict) else bool(getattr(attempt, "error", None))
+
+
+def filter_transcripts(record: dict[str, Any], mode: str) -> dict[str, Any]:
+    """Keep ``record``'s transcripts (each verdict's and the result's own) whole
+    (``full``), only for failed or re-asked judgements (``errors``), or none
+    (``none``). Changes ``record`` in place."""
+    if mode == "full":
+        return record
+    for result in (record.get("results") or {}).values():
+        if not isinstance(result, dict):
+            continue
+        for verdict in result.get("verdicts") or []:
+            if not isinstance(verdict, dict) or "transcript" not in verdict:
+                continue
+            keep = mode == "errors" and (verdict.get("error") or any(_attempt_failed(a) for a in verdict["transcript"]))
+            if not keep:
+                verdict["transcript"] = []
+        if isinstance(result.get("transcript"), list):
+            result["transcript"] = [a for a in result["transcript"] if mode == "errors" and _attempt_failed(a)]
+    return record
+
+
+#: a verdict reason at least this long is stored once per results line
+ELIDE_MIN_CHARS = 256
+
+
+def _verdicts(result: object) -> list[Any]:
+    verdicts = result.get("verdicts") if isinstance(result, dict) else None
+    return verdicts if isinstance(verdicts, list) else []
+
+
+def _escaped(reason: str, escape: object) -> str:
+    """``reason`` as it sits inside a JSON string of the judge's reply."""
+    return json.dumps(reason, ensure_ascii=escape == "ascii")[1:-1]
+
+
+def elide_duplicates(record: dict[str, Any]) -> dict[str, Any]:
+    """Store each verdict reason of :data:`ELIDE_MIN_CHARS` or more once, in its
+    verdict: cut out of the raw reply (``reply_elided``) and the result's reason
+    (``reason_elided``) where they hold it verbatim (a 20 MB reason took 40-60 MB
+    of the line). In place; :func:`restore_elided` gives the exact texts back."""
+    for result in (record.get("results") or {}).values():
+        cuts: list[dict[str, int]] = []
+        for i, verdict in enumerate(_verdicts(result)):
+            reason = verdict.get("reason") if isinstance(verdict, dict) else None
+            if not isinstance(reason, str) or len(reason) < ELIDE_MIN_CHARS:
+                continue
+            text = result.get("reason")
+            if isinstance(text, str) and (at := text.find(reason)) >= 0:
+                result["reason"] = text[:at] + text[at + len(reason):]
+                cuts.append({"at": at, "verdict": i})
+            for attempt in verdict.get("transcript") or []:
+                reply = attempt.get("reply") if isinstance(attempt, dict) else None
+                if not isinstance(reply, str) or "reply_elided" in attempt:
+                    continue
+                for escape in ("json", "ascii"):
+                    esc = _escaped(reason, escape)
+                    if (at := reply.find(esc)) >= 0:
+                        attempt["reply"] = reply[:at] + reply[at + len(esc):]
+                        attempt["reply_elided"] = {"at": at, "escape": escape}
+                        break
+        if cuts:
+            result["reason_elided"] = cuts
+    return record
+
+
+def restore_elided(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with every text :func:`elide_duplicates` cut put back, exactly
+    (in place). A marker that does not fit (a file edited by hand) is dropped."""
+    results = record.get("results")
+    for result in (results.values() if isinstance(results, dict) else ()):
+        verdicts = _verdicts(result)
+        for verdict in verdicts:
+            reason = verdict.get("reason") if isinstance(verdict, dict) else None
+            for attempt in (verdict.get("transcript") or []) if isinstance(verdict, dict) else ():
+                cut = attempt.pop("reply_elided", None) if isinstance(attempt, dict) else None
+                reply = attempt.get("reply") if isinstance(attempt, dict) else None
+                if isinstance(cut, dict) and isinstance(reason, str) and isinstance(reply, str):
+                    at = cut.get("at")
+                    if isinstance(at, int) and 0 <= at <= len(reply):
+                        attempt["reply"] = reply[:at] + _escaped(reason, cut.get("escape")) + reply[at:]
+        cuts = result.pop("reason_elided", None) if isinstance(result, dict) else None
+        if isinstance(cuts, list) and isinstance(result.get("reason"), str):
+            text = result["reason"]
+            for cut in reversed(cuts):
+                try:
+                    at, reason = cut["at"], verdicts[cut["verdict"]]["reason"]
+                except (KeyError, TypeError, IndexError):
+                    continue
+                if isinstance(at, int) and isinstance(reason, str) and 0 <= at <= len(text):
+                    text = text[:at] + reason + text[at:]
+            result["reason"] = text
+    return record

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from .read import parse_line, read_lines
+from .record import HeaderLine, elide_duplicates, filter_transcripts, restore_elided
+
 if TYPE_CHECKING:
     from ..data.results import Usage
     from ..loaders import InputError
-    from . import HeaderLine
     from .runner import ConversationOutcome
 
 TRANSCRIPT_MODES: tuple[str, ...] = ("full", "errors", "none")
@@ -24,34 +26,6 @@ TRANSCRIPT_MODES: tuple[str, ...] = ("full", "errors", "none")
 
 class ResultsFileError(ValueError):
     """The results file cannot be used as asked (exists without resume, is an input, a directory...)."""
-
-
-def _input_error_key(record: dict[str, Any]) -> tuple[object, ...]:
-    return (record.get("file"), record.get("line"), record.get("record"), record.get("field"), record.get("message"))
-
-
-def _attempt_failed(attempt: object) -> bool:
-    return bool(attempt.get("error")) if isinstance(attempt, dict) else bool(getattr(attempt, "error", None))
-
-
-def filter_transcripts(record: dict[str, Any], mode: str) -> dict[str, Any]:
-    """Keep ``record``'s transcripts (each verdict's and the result's own) whole
-    (``full``), only for failed or re-asked judgements (``errors``), or none
-    (``none``). Changes ``record`` in place."""
-    if mode == "full":
-        return record
-    for result in (record.get("results") or {}).values():
-        if not isinstance(result, dict):
-            continue
-        for verdict in result.get("verdicts") or []:
-            if not isinstance(verdict, dict) or "transcript" not in verdict:
-                continue
-            keep = mode == "errors" and (verdict.get("error") or any(_attempt_failed(a) for a in verdict["transcript"]))
-            if not keep:
-                verdict["transcript"] = []
-        if isinstance(result.get("transcript"), list):
-            result["transcript"] = [a for a in result["transcript"] if mode == "errors" and _attempt_failed(a)]
-    return record
 
 
 class ResultsWriter:
@@ -98,7 +72,7 @@ class ResultsWriter:
     def input_error(self, error: InputError) -> None:
         record = {"type": "input_error", "file": error.file, "line": error.line, "record": error.record,
                   "field": error.field, "message": error.message, "error": str(error)}
-        if _input_error_key(record) not in self._skip:  # already in the resumed file
+        if input_error_key(record) not in self._skip:  # already in the resumed file
             self.write(record)
 
     def close(self) -> None:
@@ -109,16 +83,72 @@ class ResultsWriter:
                 raise
 
 
+def input_error_key(record: Mapping[str, object]) -> tuple[object, ...]:
+    """What identifies an input error line (a resume writes each once)."""
+    return (record.get("file"), record.get("line"), record.get("record"), record.get("field"), record.get("message"))
+
+
 @dataclass
 class ResumeState:
-    """What an existing results file already holds."""
+    """What an existing results file already holds (:func:`scan_results`)."""
 
     done: set[str] = field(default_factory=set)  # conversation ids complete in the file
     input_errors: set[tuple[object, ...]] = field(default_factory=set)
     torn: bool = False  # a partial last line (a kill mid-write) was cut off
-    bad_lines: list[int] = field(default_factory=list)  # unreadable complete lines (left in place, ignored)
+    bad_lines: list[int] = field(default_factory=list)  # lines read_run leaves out (left in place, ignored)
     retried: int = 0  # conversation lines with errors taken out to be judged again (retry_errors)
     header: HeaderLine | None = None  # the file's run header (None: an older file, written without one)
+
+
+def has_errors(record: dict[str, Any]) -> bool:
+    """A conversation line whose run failed or that holds judge errors."""
+    return bool(record.get("error")) or any(r.get("status") == "error" or r["errors"] for r in record["results"].values())
+
+
+def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] | None = None,
+                 *, repair: bool = True, retry_errors: bool = False) -> ResumeState:
+    """Read a results file for a resume with :func:`~judgegraph.runs.read_run`'s line reader: a line it leaves out
+    goes to ``bad_lines`` (left in place), a torn last line is cut off when ``repair``, each conversation to
+    ``on_record`` (not kept), an id read again counted once (its first line). ``retry_errors`` takes errored
+    conversation lines out (an atomic rewrite)."""
+    state = ResumeState()
+    p = Path(path)
+    if not p.exists():
+        return state
+    good_end = 0
+    drop: set[int] = set()  # lines a rewrite leaves out: those with errors, and repeated conversations
+    for n, end, raw in read_lines(p):
+        if not raw.endswith(b"\n"):
+            state.torn = True
+            break
+        good_end = end
+        if not raw.strip():
+            continue
+        if isinstance(record := parse_line(raw), str):
+            state.bad_lines.append(n)
+        elif record["type"] == "input_error":
+            state.input_errors.add(input_error_key(record))
+        elif record["type"] == "conversation":
+            if record["conversation_id"] in state.done:
+                drop.add(n)  # never counted twice, even in a file written by hand
+            elif retry_errors and has_errors(record):
+                state.retried += 1
+                drop.add(n)
+            else:
+                state.done.add(record["conversation_id"])
+                if on_record is not None:
+                    on_record(restore_elided(record))
+    if state.retried and repair:  # the file without the lines dropped (and a torn tail), moved into place
+        tmp = p.with_name(p.name + ".resume-tmp")
+        with tmp.open("wb") as dst:
+            dst.writelines(line for i, at, line in read_lines(p) if at <= good_end and i not in drop)
+            dst.flush()
+            os.fsync(dst.fileno())
+        os.replace(tmp, p)
+    elif state.torn and repair:
+        with p.open("r+b") as fh:
+            fh.truncate(good_end)
+    return state
 
 
 def check_out_path(out: str | Path, inputs: list[str | Path], *, resume: bool | None = None,
@@ -154,59 +184,6 @@ def is_nonempty(path: str | Path) -> bool:
     return p.is_file() and p.stat().st_size > 0
 
 
-def has_errors(record: dict[str, Any]) -> bool:
-    """A conversation line whose run failed or that holds judge errors."""
-    if record.get("error"):
-        return True
-    return any(r.get("status") == "error" or r.get("errors") for r in (record.get("results") or {}).values()
-               if isinstance(r, dict))
-
-
-def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] | None = None,
-                 *, repair: bool = True, retry_errors: bool = False) -> ResumeState:
-    """Read a results file for a resume: a torn last line is cut off when ``repair``,
-    invalid lines go to ``bad_lines``, each record to ``on_record`` (not kept).
-    ``retry_errors`` takes errored conversation lines out (an atomic rewrite)."""
-    state = ResumeState()
-    p = Path(path)
-    if not p.exists():
-        return state
-    good_end = 0
-    drop: set[int] = set()  # lines a rewrite leaves out: those with errors, and repeated conversations
-    with p.open("rb") as fh:
-        offset = 0
-        for lineno, raw in enumerate(fh, start=1):
-            offset += len(raw)
-            if not raw.endswith(b"\n"):
-                state.torn = True
-                break
-            good_end = offset
-            if not raw.strip():
-                continue
-            if (record := _record(raw)) is None:
-                state.bad_lines.append(lineno)
-                continue
-            if record.get("type") == "conversation" and isinstance(record.get("conversation_id"), str):
-                if record["conversation_id"] in state.done:
-                    drop.add(lineno)
-                    continue  # never counted twice, even in a file written by hand
-                if retry_errors and has_errors(record):
-                    state.retried += 1
-                    drop.add(lineno)
-                    continue
-                state.done.add(record["conversation_id"])
-                if on_record is not None:
-                    on_record(restore_elided(record))
-            elif record.get("type") == "input_error":
-                state.input_errors.add(_input_error_key(record))
-    if state.retried and repair:
-        _rewrite_without(p, drop, good_end)
-    elif state.torn and repair:
-        with p.open("r+b") as fh:
-            fh.truncate(good_end)
-    return state
-
-
 def cut_torn_tail(path: str | Path, chunk: int = 1 << 16) -> bool:
     """Cut a last line that has no newline (a writer killed while writing it) off the file at ``path``, reading
     only the file's end; True when there was one. A file that does not exist is left alone."""
@@ -229,105 +206,6 @@ def cut_torn_tail(path: str | Path, chunk: int = 1 << 16) -> bool:
         if end:
             fh.truncate(0)  # one line, torn
         return end > 0
-
-
-def _rewrite_without(p: Path, drop: set[int], end: int) -> None:
-    """The file without the lines ``drop`` numbers (and without a torn tail after
-    byte ``end``), written beside it and moved into place: never half a file."""
-    tmp = p.with_name(p.name + ".resume-tmp")
-    with p.open("rb") as src, tmp.open("wb") as dst:
-        offset = 0
-        for lineno, raw in enumerate(src, start=1):
-            offset += len(raw)
-            if offset > end:
-                break
-            if lineno not in drop:
-                dst.write(raw)
-        dst.flush()
-        os.fsync(dst.fileno())
-    os.replace(tmp, p)
-
-
-def _record(raw: bytes) -> dict[str, Any] | None:
-    """A results line as its JSON object; None when it is not one (RecursionError: nested too deeply)."""
-    try:
-        record = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-    except (ValueError, RecursionError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
-#: a verdict reason at least this long is stored once per results line
-ELIDE_MIN_CHARS = 256
-
-
-def _verdicts(result: object) -> list[Any]:
-    verdicts = result.get("verdicts") if isinstance(result, dict) else None
-    return verdicts if isinstance(verdicts, list) else []
-
-
-def _escaped(reason: str, escape: object) -> str:
-    """``reason`` as it sits inside a JSON string of the judge's reply."""
-    return json.dumps(reason, ensure_ascii=escape == "ascii")[1:-1]
-
-
-def elide_duplicates(record: dict[str, Any]) -> dict[str, Any]:
-    """Store each verdict reason of :data:`ELIDE_MIN_CHARS` or more once, in its
-    verdict: cut out of the raw reply (``reply_elided``) and the result's reason
-    (``reason_elided``) where they hold it verbatim (a 20 MB reason took 40-60 MB
-    of the line). In place; :func:`restore_elided` gives the exact texts back."""
-    for result in (record.get("results") or {}).values():
-        cuts: list[dict[str, int]] = []
-        for i, verdict in enumerate(_verdicts(result)):
-            reason = verdict.get("reason") if isinstance(verdict, dict) else None
-            if not isinstance(reason, str) or len(reason) < ELIDE_MIN_CHARS:
-                continue
-            text = result.get("reason")
-            if isinstance(text, str) and (at := text.find(reason)) >= 0:
-                result["reason"] = text[:at] + text[at + len(reason):]
-                cuts.append({"at": at, "verdict": i})
-            for attempt in verdict.get("transcript") or []:
-                reply = attempt.get("reply") if isinstance(attempt, dict) else None
-                if not isinstance(reply, str) or "reply_elided" in attempt:
-                    continue
-                for escape in ("json", "ascii"):
-                    esc = _escaped(reason, escape)
-                    if (at := reply.find(esc)) >= 0:
-                        attempt["reply"] = reply[:at] + reply[at + len(esc):]
-                        attempt["reply_elided"] = {"at": at, "escape": escape}
-                        break
-        if cuts:
-            result["reason_elided"] = cuts
-    return record
-
-
-def restore_elided(record: dict[str, Any]) -> dict[str, Any]:
-    """``record`` with every text :func:`elide_duplicates` cut put back, exactly
-    (in place). A marker that does not fit (a file edited by hand) is dropped."""
-    results = record.get("results")
-    for result in (results.values() if isinstance(results, dict) else ()):
-        verdicts = _verdicts(result)
-        for verdict in verdicts:
-            reason = verdict.get("reason") if isinstance(verdict, dict) else None
-            for attempt in (verdict.get("transcript") or []) if isinstance(verdict, dict) else ():
-                cut = attempt.pop("reply_elided", None) if isinstance(attempt, dict) else None
-                reply = attempt.get("reply") if isinstance(attempt, dict) else None
-                if isinstance(cut, dict) and isinstance(reason, str) and isinstance(reply, str):
-                    at = cut.get("at")
-                    if isinstance(at, int) and 0 <= at <= len(reply):
-                        attempt["reply"] = reply[:at] + _escaped(reason, cut.get("escape")) + reply[at:]
-        cuts = result.pop("reason_elided", None) if isinstance(result, dict) else None
-        if isinstance(cuts, list) and isinstance(result.get("reason"), str):
-            text = result["reason"]
-            for cut in reversed(cuts):
-                try:
-                    at, reason = cut["at"], verdicts[cut["verdict"]]["reason"]
-                except (KeyError, TypeError, IndexError):
-                    continue
-                if isinstance(at, int) and isinstance(reason, str) and 0 <= at <= len(text):
-                    text = text[:at] + reason + text[at:]
-            result["reason"] = text
-    return record
 
 
 class ResultsFileLocked(ResultsFileError):

@@ -72,7 +72,7 @@ class ConversationOutcome:
         }
 
     @classmethod
-    def from_json(cls, record: dict[str, Any]) -> ConversationOutcome:
+    def from_json(cls, record: Mapping[str, Any]) -> ConversationOutcome:
         """An outcome read back from a results line."""
         return cls(
             conversation_id=str(record.get("conversation_id")),
@@ -203,8 +203,8 @@ class MetricPlan:
     """Which metric graphs run for a conversation, options from overrides over the
     input file's own over defaults; one compiled graph per distinct option set."""
 
-    def __init__(self, metrics: list[str] | None, judge: Judge, overrides: dict[str, Any] | None = None,
-                 per_metric: dict[str, dict[str, Any]] | None = None) -> None:
+    def __init__(self, metrics: list[str] | None, judge: Judge, overrides: Mapping[str, object] | None = None,
+                 per_metric: Mapping[str, Mapping[str, object]] | None = None) -> None:
         self.metrics = [canonical_name(m) for m in metrics] if metrics else None
         for m in self.metrics or []:
             get_metric(m)  # unknown names fail before any work
@@ -224,7 +224,7 @@ class MetricPlan:
         if graphs:
             create_report_graph(graphs)
 
-    def options_by_metric(self, *, defaults: bool = False) -> dict[str, dict[str, Any]]:
+    def options_by_metric(self, *, defaults: bool = False) -> dict[str, dict[str, object]]:
         """The options each chosen metric is built with (those it takes, of the overrides and its own);
         the input files' own options come on top, per conversation (:meth:`metric_options`). With
         ``defaults``, no metric chosen means the default metrics (when the inputs name none)."""
@@ -235,16 +235,16 @@ class MetricPlan:
                          if k in spec.options}
         return out
 
-    def build(self, name: str, options: dict[str, Any]) -> CompiledStateGraph:
+    def build(self, name: str, options: Mapping[str, object]) -> CompiledStateGraph:
         """The metric graph, or one giving its error result when it needs an LLM judge the run lacks."""
         try:
             return build_metric(name, self.judge, **options)
         except NeedsLLMJudge as exc:
             return unavailable_metric(name, self.judge, str(exc))
 
-    def metric_options(self, item: LoadedConversation) -> list[tuple[str, dict[str, Any]]]:
-        """(metric, options) per assertion the file asks for, with its ``name`` key and
-        ``transform`` (promptfoo's ``not-``) where needed."""
+    def metric_options(self, item: LoadedConversation) -> list[tuple[str, dict[str, object], ResultTransform | None]]:
+        """(metric, options, transform) per assertion the file asks for: the options with its ``name`` key where
+        needed, the transform of its result (promptfoo's ``not-``) or None."""
         asked = [a for a in (item.assertions or (item.options,)) if a.get("metric")]
         names = self.metrics or list(dict.fromkeys(canonical_name(a["metric"]) for a in asked)) or list(DEFAULT_METRICS)
         chosen = []
@@ -257,9 +257,7 @@ class MetricPlan:
                 opts.update({k: v for k, v in self.per_metric.get(name, {}).items() if k in spec.options})
                 if file_opts.get("key"):
                     opts["name"] = file_opts["key"]
-                if transform := result_transform(file_opts):
-                    opts["transform"] = transform
-                chosen.append((name, opts))
+                chosen.append((name, opts, result_transform(file_opts)))
         return chosen
 
     @property
@@ -278,13 +276,12 @@ class MetricPlan:
 
     def _key(self, item: LoadedConversation) -> str:
         chosen = self.metric_options(item)
-        key = repr([(name, sorted(opts.items())) for name, opts in chosen])
+        key = repr([(name, sorted(opts.items()), transform) for name, opts, transform in chosen])
         if key not in self._graphs:
             metrics = []
-            for name, opts in chosen:
-                transform = opts.pop("transform", None)
+            for name, opts, transform in chosen:
                 graph = self.build(name, opts)
-                metrics.append(_then(graph, opts.get("name", name), transform) if transform else graph)
+                metrics.append(_then(graph, str(opts.get("name", name)), transform) if transform else graph)
             self._graphs[key] = create_report_graph(metrics)
             self._runs[key] = metrics[0] if len(metrics) == 1 else self._graphs[key]
         return key

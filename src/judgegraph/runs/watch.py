@@ -22,7 +22,7 @@ import contextlib
 import hashlib
 import sqlite3
 import time
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -173,7 +173,7 @@ def _ok(outcome: ConversationOutcome) -> bool:
 
 
 def begin(out: str | Path, plan: MetricPlan, source: ThreadSource, *, argv: list[str] | None = None,
-          judge_settings: dict[str, Any] | None = None, watched: dict[str, Any] | None = None) -> RunStart:
+          judge_settings: Mapping[str, object] | None = None, watched: Mapping[str, object] | None = None) -> RunStart:
     """How a watch begins its results file ``out``, checked before any poll: this watch's header (``argv``,
     ``judge_settings`` and the ``watched`` settings recorded in it) against the file's;
     :class:`~judgegraph.runs.header.RunSettingsChanged` names each difference. A torn last line (a watcher killed
@@ -181,7 +181,7 @@ def begin(out: str | Path, plan: MetricPlan, source: ThreadSource, *, argv: list
     from .header import run_header, start_run
     from .resultsfile import cut_torn_tail
 
-    where: dict[str, Any] = {"path": source.where, "sha256": None, "kind": "langgraph threads"}
+    where: dict[str, object] = {"path": source.where, "sha256": None, "kind": "langgraph threads"}
     for key in ("assistant", "metadata"):
         if value := getattr(source, key, None):
             where[key] = value
