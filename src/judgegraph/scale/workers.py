@@ -33,7 +33,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -76,6 +76,29 @@ def silence_limit(judge_settings: Mapping[str, object]) -> float:
 
 class WorkerLost(RuntimeError):
     """The worker holding a conversation died or was killed as silent."""
+
+
+async def resend_on_death(item: LoadedConversation,
+                          send: Callable[[LoadedConversation, bool], Awaitable[ConversationOutcome | None]],
+                          *, none_left: str, died: str) -> ConversationOutcome:
+    """``item`` judged by ``send(item, suspect)`` (a pool's one try: None when no worker is left), sent again
+    when the worker holding it dies (``send`` raises :class:`WorkerLost`), as a suspect after the first death,
+    until :data:`MAX_WORKER_DEATHS` deaths: then, or when no worker is left (``none_left``), a failed outcome
+    with the causes (``died``: what the deaths were, "worker processes died with ...")."""
+    deaths: list[str] = []
+    while True:
+        try:
+            outcome = await send(item, bool(deaths))
+        except WorkerLost as exc:
+            deaths.append(str(exc))
+            if len(deaths) >= MAX_WORKER_DEATHS:
+                return ConversationOutcome(item.conversation.id, item.source, error=(
+                    f"not sent again: {len(deaths)} {died}: {'; '.join(deaths)}"))
+            continue
+        if outcome is None:
+            return ConversationOutcome(item.conversation.id, item.source, error=none_left
+                                       + (f" ({deaths[-1]})" if deaths else ""))
+        return outcome
 
 
 # --------------------------------------------------------------------------- worker process
@@ -386,39 +409,34 @@ class WorkerPool:
             await self._wake.wait()
 
     async def judge(self, item: LoadedConversation) -> ConversationOutcome:
-        deaths: list[str] = []
-        while True:
-            w = await self._pick(suspect=bool(deaths))
-            if w is None:
-                return ConversationOutcome(item.conversation.id, item.source, error="no worker process left"
-                                           + (f" ({deaths[-1]})" if deaths else ""))
-            job = next(self._ids)
-            try:
-                data = pickle.dumps((job, item), protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as exc:  # noqa: BLE001 - this conversation's error; the run goes on
-                return ConversationOutcome(item.conversation.id, item.source,
-                                           error=f"cannot send to a worker: {type(exc).__name__}: {exc}")
-            fut: asyncio.Future[ConversationOutcome] = asyncio.get_running_loop().create_future()
-            w.jobs[job] = fut  # w is alive now, on this loop: its death (also on this loop) fails fut
-            suspect = bool(deaths)
-            w.suspects += suspect
-            w.outbox.put(data)
-            try:
-                return await fut
-            except WorkerLost as exc:
-                deaths.append(str(exc))
-                if len(deaths) >= MAX_WORKER_DEATHS:
-                    return ConversationOutcome(item.conversation.id, item.source, error=(
-                        f"not sent again: {len(deaths)} worker processes died with this conversation in flight "
-                        f"(the second time as the only one there that had been on a dying worker before): "
-                        f"{'; '.join(deaths)}"))
-            except asyncio.CancelledError:
-                w.jobs.pop(job, None)
-                raise
-            finally:
-                if suspect:
-                    w.suspects -= 1
-                    self._wake.set()
+        return await resend_on_death(item, self._send, none_left="no worker process left", died=(
+            "worker processes died with this conversation in flight "
+            "(the second time as the only one there that had been on a dying worker before)"))
+
+    async def _send(self, item: LoadedConversation, suspect: bool) -> ConversationOutcome | None:
+        """One try of :meth:`judge` (:func:`resend_on_death`)."""
+        w = await self._pick(suspect)
+        if w is None:
+            return None
+        job = next(self._ids)
+        try:
+            data = pickle.dumps((job, item), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001 - this conversation's error; the run goes on
+            return ConversationOutcome(item.conversation.id, item.source,
+                                       error=f"cannot send to a worker: {type(exc).__name__}: {exc}")
+        fut: asyncio.Future[ConversationOutcome] = asyncio.get_running_loop().create_future()
+        w.jobs[job] = fut  # w is alive now, on this loop: its death (also on this loop) fails fut
+        w.suspects += suspect
+        w.outbox.put(data)
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            w.jobs.pop(job, None)
+            raise
+        finally:
+            if suspect:
+                w.suspects -= 1
+                self._wake.set()
 
     async def close(self, timeout: float = 30.0) -> None:
         """Workers finish what they hold and exit; when the run was stopped
