@@ -36,31 +36,40 @@ MAX_ITERATIONS = 100_000
 
 @dataclass(frozen=True)
 class Rate:
-    """``count`` of ``n`` with its Wilson interval (``low``, ``high``) at ``level``; rate None when n is 0."""
+    """``count`` successes in ``n`` trials with the Wilson score interval of the rate (``low``, ``high``; ``z``: the
+    normal quantile, 1.96 for 95 %); rate, low and high are None when n is 0."""
 
     count: float
     n: int
-    low: float | None
-    high: float | None
-    level: float = 0.95
+    z: float = Z95
 
     @property
     def rate(self) -> float | None:
-        return None if self.n == 0 else self.count / self.n
+        return None if self.n <= 0 else self.count / self.n
+
+    @property
+    def low(self) -> float | None:
+        return self._bounds()[0]
+
+    @property
+    def high(self) -> float | None:
+        return self._bounds()[1]
+
+    def _bounds(self) -> tuple[float | None, float | None]:
+        if self.n <= 0:
+            return None, None
+        p, z, n = self.count / self.n, self.z, self.n
+        denom = 1.0 + z * z / n
+        centre = (p + z * z / (2 * n)) / denom
+        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+        return max(0.0, centre - half), min(1.0, centre + half)
 
     def to_json(self) -> dict[str, float | int | None]:
         return {"count": self.count, "n": self.n, "rate": self.rate, "low": self.low, "high": self.high}
 
 
-def wilson(count: float, n: int, z: float = Z95) -> Rate:
-    """The Wilson score interval of ``count`` successes in ``n`` trials (``z``: the normal quantile, 1.96 for 95 %)."""
-    if n <= 0:
-        return Rate(count, 0, None, None)
-    p = count / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return Rate(count, n, max(0.0, centre - half), min(1.0, centre + half))
+#: the Wilson score interval of ``count`` successes in ``n`` trials: ``wilson(count, n, z=Z95)``
+wilson = Rate
 
 
 def with_prior(wins: FloatArray, prior: float) -> FloatArray:
