@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +166,7 @@ class Ranked:
     high: float | None
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "strength": self.strength, "low": self.low, "high": self.high}
+        return asdict(self)
 
 
 @dataclass

@@ -27,7 +27,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -318,8 +318,7 @@ class JurorFigures:
         return self.with_majority / self.compared if self.compared else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"judge": self.judge, "votes": self.votes, "failed": self.failed, "compared": self.compared,
-                "with_majority": self.with_majority, "agreement": self.agreement}
+        return {**asdict(self), "agreement": self.agreement}
 
 
 @dataclass(frozen=True)
@@ -338,9 +337,7 @@ class JuryAgreement:
         ci = self.interval
         return {"metric": self.metric, "jurors": [j.to_json() for j in self.jurors], "items": self.items,
                 "left_out": self.left_out, "labels": self.labels, "fleiss_kappa": self.kappa,
-                "interval": None if ci is None else {"low": ci.low, "high": ci.high, "level": ci.level,
-                                                      "samples": ci.samples, "resamples": ci.resamples,
-                                                      "seed": ci.seed}}
+                "interval": None if ci is None else asdict(ci)}
 
 
 def jury_agreement(metric: str, verdicts: Iterable[Verdict], *, resamples: int = BOOTSTRAP_SAMPLES,
