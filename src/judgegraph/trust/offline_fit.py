@@ -308,7 +308,7 @@ def fit_rule(x: np.ndarray, truth: np.ndarray, groups: Sequence[str], *, seed: i
         w, b, mean, scale = _logistic(xt, yt.astype(float), chosen_l2)
         rule = OfflineRule("logistic", FEATURES, round(threshold, 4), tuple(round(float(v), 6) for v in w),
                            round(b, 6), tuple(round(float(v), 6) for v in mean), tuple(round(float(v), 6) for v in scale))
-    held: dict[str, Any] = {}  # Any: JSON figures
+    held: dict[str, dict[str, float]] = {}  # rule -> its held-out figures
     if test.any():
         xs, ys = x[test], truth[test]
         ords = ordinal[test] if ordinal is not None else None
