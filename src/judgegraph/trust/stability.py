@@ -33,7 +33,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..data.results import MetricResult, Review, Verdict, Vote, metric_key
 from ..judges.base import Judge, JudgeOutcome, JudgeRequest
+from ..runs import RunFile
 from ..stats.raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, fleiss_bootstrap_ci, fleiss_kappa, rating_table
+from .agreement import ResultsLike, conversation_lines
 
 if TYPE_CHECKING:
     from ..data.conversation import Conversation
@@ -454,9 +456,6 @@ class StabilityReport:
                 "results": [r.to_json() for r in self.results if r.has_repeats], "unreadable": self.unreadable}
 
 
-ResultsLike = str | Path | Iterable[Mapping[str, Any]]
-
-
 def _wanted(metrics: Iterable[str] | None) -> set[str] | None:
     return None if metrics is None else {metric_key(m) for m in metrics}
 
@@ -464,29 +463,18 @@ def _wanted(metrics: Iterable[str] | None) -> set[str] | None:
 def _metric_results(results: ResultsLike | Iterable[MetricResult]) -> tuple[list[MetricResult], list[str]]:
     """Every metric result of ``results`` (a results file, its records, or MetricResult objects), and the
     lines or results that could not be read."""
-    if isinstance(results, (str, Path)):
-        from ..runs import read_run
-
-        run = read_run(results)
-        records, problems = [c.data() for c in run.conversations.values()], run.problems
-    else:
-        records, problems, out = [], [], []
-        for item in results:
-            if isinstance(item, MetricResult):
-                out.append(item)
-            else:
-                records.append(dict(item))
-        if out:
-            return out, problems
+    if not isinstance(results, (str, Path, RunFile)):
+        results = list(results)
+        if results and isinstance(results[0], MetricResult):
+            return results, []
+    lines, problems = conversation_lines(results)
     read: list[MetricResult] = []
-    for record in records:
-        if record.get("type", "conversation") != "conversation":
-            continue  # a header, a summary, an input error
-        for key, raw in (record.get("results") or {}).items():
+    for line in lines:
+        for key, raw in line.results.items():
             try:
-                read.append(MetricResult.model_validate(raw))
+                read.append(MetricResult.model_validate(raw.data()))
             except ValueError as exc:
-                problems.append(f"conversation {record.get('conversation_id')!r}, {key}: not a metric result ({exc})")
+                problems.append(f"conversation {line.conversation_id!r}, {key}: not a metric result ({exc})")
     return read, problems
 
 
