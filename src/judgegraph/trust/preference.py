@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ..stats.raters import resample_chunks
+
 FloatArray = npt.NDArray[np.float64]
 
 #: the normal quantile of a two-sided 95 % interval
@@ -123,14 +125,9 @@ def bootstrap_strengths(per_conversation: FloatArray, *, prior: float = 1.0, res
     m = per_conversation.shape[0]
     if m == 0 or resamples <= 0:
         return None
-    idx = np.random.default_rng(seed).integers(0, m, size=(resamples, m))
     k = per_conversation.shape[-1]
-    thetas = []
-    step = max(1, (1 << 20) // max(1, m * k * k))
-    for start in range(0, resamples, step):
-        chunk = idx[start:start + step]
-        thetas.append(bradley_terry(per_conversation[chunk].sum(axis=1), prior=prior))
-    values = np.concatenate(thetas)
+    values = np.concatenate([bradley_terry(per_conversation[idx].sum(axis=1), prior=prior)
+                             for idx in resample_chunks(m, resamples, seed, (1 << 20) // max(1, k * k))])
     tail = (1.0 - level) / 2.0 * 100.0
     low, high = np.percentile(values, [tail, 100.0 - tail], axis=0)
     return StrengthIntervals([float(x) for x in low], [float(x) for x in high], level, resamples, seed)
