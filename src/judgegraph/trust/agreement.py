@@ -121,7 +121,7 @@ class AgreementReport:
                 out.append(f"{m.metric}: {name} {value:.3f} < {min_kappa:g}")
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "labels": self.labels,
             "sources": self.sources,

@@ -144,7 +144,7 @@ class AlignmentReport:
                 f"{100 * after['agreement']:.1f} % agreement vs {100 * before['agreement']:.1f} % (n={after['n']}"
                 f"{kappa}); read its guidelines before using it, or keep the plain judge")
 
-    def to_json(self) -> dict[str, Any]:  # Any: JSON values
+    def to_json(self) -> dict[str, object]:  # Any: JSON values
         return {"metric": self.metric, "worse": self.worse, "model": self.alignment.model, "judge": self.judge.name,
                 "sha256": self.alignment.hash, "file": str(self.path) if self.path else None,
                 "guidelines": list(self.alignment.guidelines), "examples": len(self.alignment.examples),

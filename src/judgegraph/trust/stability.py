@@ -231,7 +231,7 @@ class ResultStability:
             return None
         return all(p is False for p in self.passed)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"metric": self.metric, "conversation_id": self.conversation_id, "status": self.status,
                 "repeats": self.repeats, "verdicts": self.verdicts, "flipped": self.flipped,
                 "flip_rate": self.flip_rate, "failed_votes": self.failed_votes, "scores": self.scores,
@@ -319,7 +319,7 @@ class JurorFigures:
     def agreement(self) -> float | None:
         return self.with_majority / self.compared if self.compared else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {**asdict(self), "agreement": self.agreement}
 
 
@@ -335,7 +335,7 @@ class JuryAgreement:
     kappa: float | None
     interval: Interval | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         ci = self.interval
         return {"metric": self.metric, "jurors": [j.to_json() for j in self.jurors], "items": self.items,
                 "left_out": self.left_out, "labels": self.labels, "fleiss_kappa": self.kappa,
@@ -432,7 +432,7 @@ class MetricStability:
         """Failures that hold in every repeat (a failure judged once holds)."""
         return [r for r in self.failures if r.failure_holds]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"metric": self.metric, "results": len(self.results), "with_repeats": len(self.repeated),
                 "verdicts": self.verdicts, "flipped": self.flipped, "flip_rate": self.flip_rate,
                 "stable": self.count("stable"), "flaky": self.count("flaky"), "mean_spread": self.mean_spread,
@@ -451,7 +451,7 @@ class StabilityReport:
     def results(self) -> list[ResultStability]:
         return [r for m in self.metrics.values() for r in m.results]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"metrics": {k: m.to_json() for k, m in self.metrics.items()},
                 "results": [r.to_json() for r in self.results if r.has_repeats], "unreadable": self.unreadable}
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...data.conversation import Conversation
+from ...data.conversation import Conversation, Turn
 from ...loaders import InputError, LoadedConversation
 from .common import FIRST_TRACE_KEY, PART_KEY, SESSION_ID_KEY, SESSION_KEY, TRACE_ID_KEY, import_mlflow, unreachable
 from .messages import Msg, Unreadable, new_messages, pick, reply_message, request_messages
@@ -139,10 +139,10 @@ def _expectations(trace: Trace) -> tuple[ExpectationRecord, ...]:
     return tuple(out)
 
 
-def _turn(msg: Msg, trace_id: str, part: str, **extra: Any) -> dict[str, Any]:
+def _turn(msg: Msg, trace_id: str, part: str, **extra: Any) -> Turn:
     meta = {TRACE_ID_KEY: trace_id, PART_KEY: part, **dict(msg.meta), **extra}
-    return {"role": msg.role, "content": msg.content, "tool_calls": [dict(c) for c in msg.tool_calls],
-            "metadata": meta}
+    return Turn.model_validate({"role": msg.role, "content": msg.content, "metadata": meta,
+                                "tool_calls": [dict(c) for c in msg.tool_calls]})
 
 
 def session_expectations(sid: str | None, records: list[TraceRecord]) -> dict[str, Any]:
@@ -192,7 +192,7 @@ def build_sessions(
     out = SessionList(experiment_id=experiment_id)
     for sid, recs in units:
         out.traces += len(recs)
-        turns: list[dict[str, Any]] = []
+        turns: list[Turn] = []
         prior: list[Msg] = []
         used: list[str] = []
         blank: list[str] = []
