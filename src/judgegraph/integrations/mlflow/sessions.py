@@ -145,7 +145,7 @@ def _turn(msg: Msg, trace_id: str, part: str, **extra: Any) -> Turn:
                                 "tool_calls": [dict(c) for c in msg.tool_calls]})
 
 
-def session_expectations(sid: str | None, records: list[TraceRecord]) -> dict[str, Any]:
+def session_expectations(sid: str | None, records: list[TraceRecord]) -> dict[str, object]:
     """A conversation's expectations, ``{name: value}``, from its traces (in time order).
 
     * A session: its human expectations marked session-level (metadata
@@ -155,7 +155,7 @@ def session_expectations(sid: str | None, records: list[TraceRecord]) -> dict[st
     * A trace of its own (no session): its human expectations, as MLflow's
       judges read a single trace's.
     Other sources (``CODE``, ``LLM_JUDGE``) are not ground truth and are skipped, as MLflow does."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for rec in records:
         for exp in rec.expectations:
             if exp.source == EXPECTATION_SOURCE and (exp.session_level or sid is None):
@@ -163,7 +163,7 @@ def session_expectations(sid: str | None, records: list[TraceRecord]) -> dict[st
     return out
 
 
-def _trace_expectations(rec: TraceRecord) -> dict[str, Any]:
+def _trace_expectations(rec: TraceRecord) -> dict[str, object]:
     """A trace's own (not session-level) human expectations, kept on its reply turn."""
     return {e.name: e.value for e in rec.expectations if e.source == EXPECTATION_SOURCE and not e.session_level}
 
@@ -234,7 +234,7 @@ def build_sessions(
                                              f"{where}nothing to judge: every message is blank"))
             continue
         cid = sid if sid is not None else recs[0].trace_id
-        metadata: dict[str, Any] = {
+        metadata: dict[str, object] = {
             "mlflow_experiment": experiment,
             "mlflow_experiment_id": experiment_id,
             SESSION_ID_KEY: sid,
