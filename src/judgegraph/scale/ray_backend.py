@@ -36,7 +36,7 @@ from ..loaders import LoadedConversation
 from ..runs.runner import ConversationOutcome
 from .limits import ScaleStartError
 from .spec import PlanSpec
-from .workers import HEARTBEAT_S, START_TIMEOUT_S, WorkerLost, resend_on_death, silence_limit
+from .workers import HEARTBEAT_S, START_TIMEOUT_S, WorkerLost, least_busy, resend_on_death, silence_limit
 
 RAY_MISSING = "--ray needs Ray: pip install 'judgegraph[ray]'"
 
@@ -162,7 +162,8 @@ class RayPool:
 
     async def _send(self, item: LoadedConversation, suspect: bool) -> ConversationOutcome | None:
         """One try of :meth:`judge` (:func:`.workers.resend_on_death`)."""
-        i = await self._pick(suspect)
+        i = await least_busy(lambda: list(range(len(self.actors))), self.in_flight.__getitem__,
+                             lambda i: self.suspects[i] > 0, suspect, self._wake)
         if i is None:
             return None
         actor = self.actors[i]
@@ -182,20 +183,6 @@ class RayPool:
             self.in_flight[i] -= 1
             self.suspects[i] -= suspect
             self._wake.set()
-
-    async def _pick(self, suspect: bool) -> int | None:
-        """The actor with the fewest conversations in flight; a suspect (a
-        conversation that was on an actor that died) only goes to an actor
-        holding no other suspect, so that when it dies too, the suspect alone is
-        blamed (as :meth:`.workers.WorkerPool._pick`)."""
-        while True:
-            if not self.actors:
-                return None
-            free = [i for i in range(len(self.actors)) if not (suspect and self.suspects[i])]
-            if free:
-                return min(free, key=self.in_flight.__getitem__)
-            self._wake.clear()
-            await self._wake.wait()
 
     async def _watchdog(self) -> None:
         """Ping every actor with work in flight; one that does not answer within

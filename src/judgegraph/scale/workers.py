@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, TypeVar
 
 from typing_extensions import Self
 
@@ -45,6 +45,8 @@ from ..loaders import LoadedConversation
 from ..runs.runner import ConversationOutcome
 from .limits import ScaleStartError
 from .spec import PlanSpec
+
+T = TypeVar("T")
 
 #: How long a worker may take to import and build its judge before the run gives up on it.
 START_TIMEOUT_S = 120.0
@@ -76,6 +78,23 @@ def silence_limit(judge_settings: Mapping[str, object]) -> float:
 
 class WorkerLost(RuntimeError):
     """The worker holding a conversation died or was killed as silent."""
+
+
+async def least_busy(choices: Callable[[], list[T]], load: Callable[[T], int], holds_suspect: Callable[[T], bool],
+                     suspect: bool, wake: asyncio.Event) -> T | None:
+    """The live worker (of ``choices()``) with the least ``load`` (None: none is left). A suspect — a conversation
+    that was on a worker that died — only goes to a worker holding no other suspect, waiting (on ``wake``) for one
+    if need be: when that worker dies too, the suspect alone is blamed for it, so one poison input never fails the
+    conversations that happened to share its workers."""
+    while True:
+        live = choices()
+        if not live:
+            return None
+        free = [c for c in live if not (suspect and holds_suspect(c))]
+        if free:
+            return min(free, key=load)
+        wake.clear()
+        await wake.wait()
 
 
 async def resend_on_death(item: LoadedConversation,
@@ -391,23 +410,6 @@ class WorkerPool:
                     self._kill(w, f"sent nothing for {now - w.last_heard:.0f} s with {len(w.jobs)} conversations "
                                   f"in flight (limit {self.silent_after:.0f} s) and was killed")
 
-    async def _pick(self, suspect: bool) -> _Worker | None:
-        """The live worker with the fewest conversations in flight (None: none is
-        left). A suspect — a conversation that was on a worker that died — only
-        goes to a worker holding no other suspect, waiting for one if need be:
-        when that worker dies too, the suspect alone is blamed for it, so one
-        poison input never fails the conversations that happened to share its
-        workers."""
-        while True:
-            live = [w for w in self._workers if w.alive]
-            if not live:
-                return None
-            free = [w for w in live if not w.suspects] if suspect else live
-            if free:
-                return min(free, key=lambda w: len(w.jobs))
-            self._wake.clear()
-            await self._wake.wait()
-
     async def judge(self, item: LoadedConversation) -> ConversationOutcome:
         return await resend_on_death(item, self._send, none_left="no worker process left", died=(
             "worker processes died with this conversation in flight "
@@ -415,7 +417,8 @@ class WorkerPool:
 
     async def _send(self, item: LoadedConversation, suspect: bool) -> ConversationOutcome | None:
         """One try of :meth:`judge` (:func:`resend_on_death`)."""
-        w = await self._pick(suspect)
+        w = await least_busy(lambda: [w for w in self._workers if w.alive], lambda w: len(w.jobs),
+                             lambda w: w.suspects > 0, suspect, self._wake)
         if w is None:
             return None
         job = next(self._ids)
