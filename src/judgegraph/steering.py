@@ -176,10 +176,10 @@ def _latest(config: RunnableConfig) -> RunnableConfig:
     return {**config, "configurable": conf}
 
 
-def result_options(result: MetricResult, takes: Iterable[str]) -> dict[str, Any]:
+def result_options(result: MetricResult, takes: Iterable[str]) -> dict[str, object]:
     """The options ``result`` was computed with, among those its metric ``takes``."""
     known = set(takes)
-    opts: dict[str, Any] = {}
+    opts: dict[str, object] = {}
     if "threshold" in known and result.threshold is not None and not result.strict_mode:
         opts["threshold"] = result.threshold
     if "strict_mode" in known and result.strict_mode:

@@ -10,7 +10,7 @@ from pathlib import Path
 from judgegraph.apps.pairwise import read_version
 from judgegraph.outputs.export import load_results
 from judgegraph.runs import ConversationLine, HeaderLine, ResultLine, VerdictLine, read_run
-from judgegraph.trust.agreement import _records
+from judgegraph.trust.agreement import conversation_lines
 
 
 def conversation(cid: str, **extra: object) -> dict[str, object]:
@@ -67,7 +67,7 @@ def test_every_command_reads_a_results_file_by_the_same_rule(tmp_path):
     # skipped the 'pairwise' line, pairwise skipped a list line unsaid and read the infinite number; the torn line was "not JSON" to agree and report, torn to diff
     path = bad_file(tmp_path / "r.jsonl")
     expected = [f"{path}:{n}: {why}" for n, why in BAD]
-    records, problems = _records(path)  # agree, stability
+    records, problems = conversation_lines(path)  # agree, stability
     assert problems == expected
     assert [r.conversation_id for r in records] == ["a", "b"]
     run = read_run(path)  # diff

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what type checkers and editors see: the names below, as they are at run time
+    from ..data.results import MetricResult
     from .assertions import JudgementFailed as JudgementFailed
     from .assertions import assert_judged as assert_judged
     from .evaluators import as_evaluator as as_evaluator
@@ -53,7 +54,7 @@ __all__ = list(_EXPORTS)
 #: Called with ``(conversation id, {metric: MetricResult})`` after every
 #: :func:`assert_judged`. The pytest plugin's summary listens here (kept in this
 #: light module so loading the plugin imports no LangChain).
-listeners: list[Callable[[str, dict[str, Any]], None]] = []
+listeners: list[Callable[[str, dict[str, MetricResult]], None]] = []
 
 
 class _AppsModule(ModuleType):

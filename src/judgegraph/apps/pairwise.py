@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +127,7 @@ class Comparison:
         """The version name that won criterion ``o`` (None: a tie or undecided)."""
         return self.a if o.outcome == "a" else self.b if o.outcome == "b" else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"type": "pairwise", "conversation_id": self.conversation_id, "a": self.a, "b": self.b,
                 "outcomes": [{**o.to_json(), "winner": self.winner(o)} for o in self.outcomes],
                 "error": self.error, "result": None if self.result is None else self.result.model_dump(mode="json")}
@@ -150,7 +150,7 @@ class PairSummary:
     def n(self) -> int:
         return self.ties.n
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"a": self.a, "b": self.b, "criterion": self.criterion, "n": self.n, "a_wins": self.a_wins.to_json(),
                 "ties": self.ties.to_json(), "b_wins": self.b_wins.to_json(),
                 "order_dependent": self.order_dependent.to_json(), "undecided": self.undecided}
@@ -165,8 +165,8 @@ class Ranked:
     low: float | None
     high: float | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "strength": self.strength, "low": self.low, "high": self.high}
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
 
 
 @dataclass
@@ -196,7 +196,7 @@ class PairwiseReport:
         decided = [o for c in self.comparisons for o in c.outcomes if o.outcome is not None]
         return wilson(sum(o.order_dependent for o in decided), len(decided))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         bias = self.position_bias
         return {
             "versions": self.versions, "judge": self.judge,

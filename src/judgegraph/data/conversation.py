@@ -6,9 +6,9 @@ Loaders turn every file format into these; metrics never see the formats.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .toolref import check_metadata
 
@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 
 Role = Literal["user", "assistant", "system", "tool"]
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
+#: a conversation's or a turn's metadata: a bad ``expected_tools`` in it is an input error naming its field
+#: (docs/agents.md)
+Metadata = Annotated[dict[str, Any], AfterValidator(check_metadata)]
 
 
 class RetrievalNode(BaseModel):
@@ -53,7 +56,7 @@ class Turn(BaseModel):
     tool_calls: list[ToolCall] = Field(
         default_factory=list, validation_alias=AliasChoices("tool_calls", "toolsCalled", "tools_called")
     )
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Metadata = Field(default_factory=dict)
 
     @field_validator("retrieval_context", mode="before")
     @classmethod
@@ -71,12 +74,6 @@ class Turn(BaseModel):
     def _no_tool_calls(cls, value: Any) -> Any:
         return [] if value is None else value
 
-    @field_validator("metadata")
-    @classmethod
-    def _reference_tools(cls, value: dict[str, Any]) -> dict[str, Any]:
-        check_metadata(value)  # a bad expected_tools is an input error naming its field (docs/agents.md)
-        return value
-
 
 class Conversation(BaseModel):
     """A whole chat session to be judged."""
@@ -91,13 +88,7 @@ class Conversation(BaseModel):
     chatbot_role: str | None = Field(
         default=None, validation_alias=AliasChoices("chatbot_role", "chatbotRole")
     )
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("metadata")
-    @classmethod
-    def _reference_tools(cls, value: dict[str, Any]) -> dict[str, Any]:
-        check_metadata(value)
-        return value
+    metadata: Metadata = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _has_turns(self) -> Conversation:

@@ -89,11 +89,12 @@ def parse_expected(value: object, where: str = EXPECTED_KEY) -> list[ExpectedCal
     return calls
 
 
-def check_metadata(metadata: Mapping[str, Any]) -> None:
-    """A ``ValueError`` when ``metadata`` holds an ``expected_tools`` of a bad shape."""
+def check_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """``metadata``, or a ``ValueError`` when it holds an ``expected_tools`` of a bad shape."""
     for key in (EXPECTED_KEY, RAGAS_KEY):
         if metadata.get(key) is not None:
             parse_expected(metadata[key], key)
+    return metadata
 
 
 def expected_of(metadata: Mapping[str, Any], *, ragas: bool = False) -> list[ExpectedCall] | None:

@@ -224,12 +224,11 @@ def validate(data: dict[str, Any], renames: list[tuple[Path_, Path_]] | None = N
         ) from None
 
 
-def merge_meta(target: dict[str, Any], value: object, path: Path_) -> None:
-    if value is None:
-        return
-    if not isinstance(value, dict):
+def metadata(value: object, path: Path_) -> dict[str, Any]:
+    """A record's metadata object at ``path`` (a copy; None: empty), else a record error naming ``path``."""
+    if value is not None and not isinstance(value, dict):
         raise fail(path, f"must be an object (got {type(value).__name__})")
-    target.update(value)
+    return dict(value or {})
 
 
 def pick(obj: dict[str, Any], path: Path_, *names: str) -> tuple[str | None, Any]:

@@ -23,7 +23,7 @@ from .base import Ctx, InputError, LoadedConversation, LoadResult, Path_, Record
 from .detect import convert
 from .formats.langchain import is_langchain_message
 from .formats.promptfoo import test_assertions
-from .jsonstream import JsonArray, JsonSyntaxError, NotUtf8
+from .jsonstream import WHITESPACE, JsonArray, JsonSyntaxError, NotUtf8
 from .limits import CHUNK_BYTES, Limits, Refused, TooLong, check_record, read_lines
 
 EXTENSIONS: dict[str, str] = {".jsonl": "jsonl", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
@@ -351,9 +351,6 @@ def _yaml_lines(root: yaml.Node | None) -> Callable[[Path_], int | None]:
     return line_of
 
 
-_WS = re.compile(r"[ \t\n\r]*")
-
-
 def _iter_json_array(stream: JsonArray, f: _File) -> Iterator[LoadedConversation | InputError]:
     """The records of a ``.json`` list, decoded one by one as the file is read
     (:class:`JsonArray`): memory holds one record, never the file. A file that
@@ -399,20 +396,20 @@ def _json_lines(text: str, value: object) -> Callable[[Path_], int | None]:
     ``tests`` or ``conversations`` list, and its top-level keys, are located."""
     newlines = [m.start() for m in re.finditer("\n", text)]
     dec = json.JSONDecoder()
-    starts: dict[Path_, int] = {(): _WS.match(text).end()}  # type: ignore[union-attr]
+    starts: dict[Path_, int] = {(): WHITESPACE.match(text).end()}  # type: ignore[union-attr]
 
     def scan(i: int, prefix: Path_, keyed: bool) -> None:  # where each member of the object or list at i starts
-        i, n = _WS.match(text, i + 1).end(), 0  # type: ignore[union-attr]
+        i, n = WHITESPACE.match(text, i + 1).end(), 0  # type: ignore[union-attr]
         while text[i] not in "]}":
             name: str | int = n
             if keyed:
                 name, i = dec.raw_decode(text, i)
-                i = _WS.match(text, _WS.match(text, i).end() + 1).end()  # type: ignore[union-attr]  # past ':'
+                i = WHITESPACE.match(text, WHITESPACE.match(text, i).end() + 1).end()  # type: ignore[union-attr]  # past ':'
             starts[prefix + (name,)] = i
             _, i = dec.raw_decode(text, i)
-            i = _WS.match(text, i).end()  # type: ignore[union-attr]
+            i = WHITESPACE.match(text, i).end()  # type: ignore[union-attr]
             if text[i] == ",":
-                i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+                i = WHITESPACE.match(text, i + 1).end()  # type: ignore[union-attr]
             n += 1
 
     key = next((k for k in ("tests", "conversations") if isinstance(value.get(k), list)),

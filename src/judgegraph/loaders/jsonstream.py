@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 CHUNK_CHARS = 1 << 20
-_WS = re.compile(r"[ \t\n\r]*")
+#: JSON white space (a run of it, maybe empty)
+WHITESPACE = re.compile(r"[ \t\n\r]*")
 _SIGNIFICANT = re.compile(r'["\[\]{}]')  # outside a string: what changes the depth
 _IN_STRING = re.compile(r'["\\]')  # inside a string: its end, or an escape
 _SCALAR_END = re.compile(r"[,\]\s]")
@@ -117,7 +118,7 @@ class JsonArray:
     def peek(self) -> str | None:
         """The next character after white space, or None at the end of the file."""
         while True:
-            self.pos = _WS.match(self.buf, self.pos).end()  # type: ignore[union-attr]
+            self.pos = WHITESPACE.match(self.buf, self.pos).end()  # type: ignore[union-attr]
             if self.pos < len(self.buf):
                 return self.buf[self.pos]
             if not self._more():

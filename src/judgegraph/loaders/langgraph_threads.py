@@ -38,6 +38,7 @@ from .base import InputError, LoadedConversation
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
+    from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
 FORMAT = "langgraph"
@@ -173,7 +174,7 @@ def _parse_time(value: object) -> datetime | None:
     return None
 
 
-def _config(thread_id: str) -> dict[str, Any]:
+def _config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 
 
@@ -186,7 +187,7 @@ def from_thread(graph_or_checkpointer: object, thread_id: str, *, context_key: s
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
     if isinstance(graph_or_checkpointer, BaseCheckpointSaver):
-        tup = graph_or_checkpointer.get_tuple(_config(thread_id))  # type: ignore[arg-type]
+        tup = graph_or_checkpointer.get_tuple(_config(thread_id))
         if tup is None:
             raise ThreadError(thread_id, "thread", "the checkpointer has no checkpoint for this thread")
         info = ThreadInfo(thread_id, _parse_time(tup.checkpoint.get("ts")), dict(tup.metadata or {}))

@@ -36,7 +36,7 @@ from ..loaders import LoadedConversation
 from ..runs.runner import ConversationOutcome
 from .limits import ScaleStartError
 from .spec import PlanSpec
-from .workers import HEARTBEAT_S, MAX_WORKER_DEATHS, START_TIMEOUT_S, silence_limit
+from .workers import HEARTBEAT_S, START_TIMEOUT_S, WorkerLost, least_busy, resend_on_death, silence_limit
 
 RAY_MISSING = "--ray needs Ray: pip install 'judgegraph[ray]'"
 
@@ -157,48 +157,32 @@ class RayPool:
             self.replaced += 1
 
     async def judge(self, item: LoadedConversation) -> ConversationOutcome:
-        died = self._ray.exceptions.RayActorError
-        deaths: list[str] = []
-        while True:
-            i = await self._pick(suspect=bool(deaths))
-            if i is None:
-                return ConversationOutcome(item.conversation.id, item.source, error="the Ray pool is closed"
-                                           + (f" ({deaths[-1]})" if deaths else ""))
-            actor = self.actors[i]
-            suspect = bool(deaths)
-            self.in_flight[i] += 1
-            self.suspects[i] += suspect
-            try:
-                return await actor.judge.remote(item)
-            except died as exc:  # the actor is gone: replace it, send the conversation again
-                why = (self._killed[id(actor)][1] if id(actor) in self._killed
-                       else f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
-                deaths.append(f"Ray actor {i} {why}")
-                self._replace(i, actor)
-                if len(deaths) >= MAX_WORKER_DEATHS:
-                    return ConversationOutcome(item.conversation.id, item.source, error=(
-                        f"not sent again: {len(deaths)} Ray actors died with this conversation in flight "
-                        f"(it may be what kills them): {'; '.join(deaths)}"))
-            except Exception as exc:  # noqa: BLE001 - this conversation's error, the run goes on
-                return ConversationOutcome(item.conversation.id, item.source, error=f"{type(exc).__name__}: {exc}")
-            finally:
-                self.in_flight[i] -= 1
-                self.suspects[i] -= suspect
-                self._wake.set()
+        return await resend_on_death(item, self._send, none_left="the Ray pool is closed",
+                                     died="Ray actors died with this conversation in flight (it may be what kills them)")
 
-    async def _pick(self, suspect: bool) -> int | None:
-        """The actor with the fewest conversations in flight; a suspect (a
-        conversation that was on an actor that died) only goes to an actor
-        holding no other suspect, so that when it dies too, the suspect alone is
-        blamed (as :meth:`.workers.WorkerPool._pick`)."""
-        while True:
-            if not self.actors:
-                return None
-            free = [i for i in range(len(self.actors)) if not (suspect and self.suspects[i])]
-            if free:
-                return min(free, key=self.in_flight.__getitem__)
-            self._wake.clear()
-            await self._wake.wait()
+    async def _send(self, item: LoadedConversation, suspect: bool) -> ConversationOutcome | None:
+        """One try of :meth:`judge` (:func:`.workers.resend_on_death`)."""
+        i = await least_busy(lambda: list(range(len(self.actors))), self.in_flight.__getitem__,
+                             lambda i: self.suspects[i] > 0, suspect, self._wake)
+        if i is None:
+            return None
+        actor = self.actors[i]
+        self.in_flight[i] += 1
+        self.suspects[i] += suspect
+        try:
+            outcome: ConversationOutcome = await actor.judge.remote(item)
+            return outcome
+        except self._ray.exceptions.RayActorError as exc:  # the actor is gone: replace it, send the conversation again
+            why = (self._killed[id(actor)][1] if id(actor) in self._killed
+                   else f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+            self._replace(i, actor)
+            raise WorkerLost(f"Ray actor {i} {why}") from exc
+        except Exception as exc:  # noqa: BLE001 - this conversation's error, the run goes on
+            return ConversationOutcome(item.conversation.id, item.source, error=f"{type(exc).__name__}: {exc}")
+        finally:
+            self.in_flight[i] -= 1
+            self.suspects[i] -= suspect
+            self._wake.set()
 
     async def _watchdog(self) -> None:
         """Ping every actor with work in flight; one that does not answer within

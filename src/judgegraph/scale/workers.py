@@ -33,11 +33,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, TypeVar
 
 from typing_extensions import Self
 
@@ -45,6 +45,8 @@ from ..loaders import LoadedConversation
 from ..runs.runner import ConversationOutcome
 from .limits import ScaleStartError
 from .spec import PlanSpec
+
+T = TypeVar("T")
 
 #: How long a worker may take to import and build its judge before the run gives up on it.
 START_TIMEOUT_S = 120.0
@@ -76,6 +78,46 @@ def silence_limit(judge_settings: Mapping[str, object]) -> float:
 
 class WorkerLost(RuntimeError):
     """The worker holding a conversation died or was killed as silent."""
+
+
+async def least_busy(choices: Callable[[], list[T]], load: Callable[[T], int], holds_suspect: Callable[[T], bool],
+                     suspect: bool, wake: asyncio.Event) -> T | None:
+    """The live worker (of ``choices()``) with the least ``load`` (None: none is left). A suspect — a conversation
+    that was on a worker that died — only goes to a worker holding no other suspect, waiting (on ``wake``) for one
+    if need be: when that worker dies too, the suspect alone is blamed for it, so one poison input never fails the
+    conversations that happened to share its workers."""
+    while True:
+        live = choices()
+        if not live:
+            return None
+        free = [c for c in live if not (suspect and holds_suspect(c))]
+        if free:
+            return min(free, key=load)
+        wake.clear()
+        await wake.wait()
+
+
+async def resend_on_death(item: LoadedConversation,
+                          send: Callable[[LoadedConversation, bool], Awaitable[ConversationOutcome | None]],
+                          *, none_left: str, died: str) -> ConversationOutcome:
+    """``item`` judged by ``send(item, suspect)`` (a pool's one try: None when no worker is left), sent again
+    when the worker holding it dies (``send`` raises :class:`WorkerLost`), as a suspect after the first death,
+    until :data:`MAX_WORKER_DEATHS` deaths: then, or when no worker is left (``none_left``), a failed outcome
+    with the causes (``died``: what the deaths were, "worker processes died with ...")."""
+    deaths: list[str] = []
+    while True:
+        try:
+            outcome = await send(item, bool(deaths))
+        except WorkerLost as exc:
+            deaths.append(str(exc))
+            if len(deaths) >= MAX_WORKER_DEATHS:
+                return ConversationOutcome(item.conversation.id, item.source, error=(
+                    f"not sent again: {len(deaths)} {died}: {'; '.join(deaths)}"))
+            continue
+        if outcome is None:
+            return ConversationOutcome(item.conversation.id, item.source, error=none_left
+                                       + (f" ({deaths[-1]})" if deaths else ""))
+        return outcome
 
 
 # --------------------------------------------------------------------------- worker process
@@ -368,57 +410,36 @@ class WorkerPool:
                     self._kill(w, f"sent nothing for {now - w.last_heard:.0f} s with {len(w.jobs)} conversations "
                                   f"in flight (limit {self.silent_after:.0f} s) and was killed")
 
-    async def _pick(self, suspect: bool) -> _Worker | None:
-        """The live worker with the fewest conversations in flight (None: none is
-        left). A suspect — a conversation that was on a worker that died — only
-        goes to a worker holding no other suspect, waiting for one if need be:
-        when that worker dies too, the suspect alone is blamed for it, so one
-        poison input never fails the conversations that happened to share its
-        workers."""
-        while True:
-            live = [w for w in self._workers if w.alive]
-            if not live:
-                return None
-            free = [w for w in live if not w.suspects] if suspect else live
-            if free:
-                return min(free, key=lambda w: len(w.jobs))
-            self._wake.clear()
-            await self._wake.wait()
-
     async def judge(self, item: LoadedConversation) -> ConversationOutcome:
-        deaths: list[str] = []
-        while True:
-            w = await self._pick(suspect=bool(deaths))
-            if w is None:
-                return ConversationOutcome(item.conversation.id, item.source, error="no worker process left"
-                                           + (f" ({deaths[-1]})" if deaths else ""))
-            job = next(self._ids)
-            try:
-                data = pickle.dumps((job, item), protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as exc:  # noqa: BLE001 - this conversation's error; the run goes on
-                return ConversationOutcome(item.conversation.id, item.source,
-                                           error=f"cannot send to a worker: {type(exc).__name__}: {exc}")
-            fut: asyncio.Future[ConversationOutcome] = asyncio.get_running_loop().create_future()
-            w.jobs[job] = fut  # w is alive now, on this loop: its death (also on this loop) fails fut
-            suspect = bool(deaths)
-            w.suspects += suspect
-            w.outbox.put(data)
-            try:
-                return await fut
-            except WorkerLost as exc:
-                deaths.append(str(exc))
-                if len(deaths) >= MAX_WORKER_DEATHS:
-                    return ConversationOutcome(item.conversation.id, item.source, error=(
-                        f"not sent again: {len(deaths)} worker processes died with this conversation in flight "
-                        f"(the second time as the only one there that had been on a dying worker before): "
-                        f"{'; '.join(deaths)}"))
-            except asyncio.CancelledError:
-                w.jobs.pop(job, None)
-                raise
-            finally:
-                if suspect:
-                    w.suspects -= 1
-                    self._wake.set()
+        return await resend_on_death(item, self._send, none_left="no worker process left", died=(
+            "worker processes died with this conversation in flight "
+            "(the second time as the only one there that had been on a dying worker before)"))
+
+    async def _send(self, item: LoadedConversation, suspect: bool) -> ConversationOutcome | None:
+        """One try of :meth:`judge` (:func:`resend_on_death`)."""
+        w = await least_busy(lambda: [w for w in self._workers if w.alive], lambda w: len(w.jobs),
+                             lambda w: w.suspects > 0, suspect, self._wake)
+        if w is None:
+            return None
+        job = next(self._ids)
+        try:
+            data = pickle.dumps((job, item), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001 - this conversation's error; the run goes on
+            return ConversationOutcome(item.conversation.id, item.source,
+                                       error=f"cannot send to a worker: {type(exc).__name__}: {exc}")
+        fut: asyncio.Future[ConversationOutcome] = asyncio.get_running_loop().create_future()
+        w.jobs[job] = fut  # w is alive now, on this loop: its death (also on this loop) fails fut
+        w.suspects += suspect
+        w.outbox.put(data)
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            w.jobs.pop(job, None)
+            raise
+        finally:
+            if suspect:
+                w.suspects -= 1
+                self._wake.set()
 
     async def close(self, timeout: float = 30.0) -> None:
         """Workers finish what they hold and exit; when the run was stopped

@@ -121,7 +121,7 @@ class AgreementReport:
                 out.append(f"{m.metric}: {name} {value:.3f} < {min_kappa:g}")
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "labels": self.labels,
             "sources": self.sources,
@@ -136,7 +136,7 @@ class AgreementReport:
 ResultsLike = str | Path | RunFile | Iterable[Mapping[str, Any]] | Iterable[Any]
 
 
-def _records(results: ResultsLike) -> tuple[list[ConversationLine], list[str]]:
+def conversation_lines(results: ResultsLike) -> tuple[list[ConversationLine], list[str]]:
     """The conversation lines of a path, a run read, records, or ConversationOutcome objects, with the lines of a
     file (or the records) that could not be read."""
     if isinstance(results, (str, Path, RunFile)):
@@ -289,7 +289,7 @@ def agreement(results: ResultsLike, labels: str | Path | Iterable[Label] | Itera
     :func:`judgegraph.stats.raters.bootstrap_ci`)."""
     if isinstance(metrics, str):
         metrics = [metrics]
-    records, unreadable = _records(results)
+    records, unreadable = conversation_lines(results)
     read = LabelSet.of(labels)
     given = (review_labels(records) if reviews else []) + read.labels
     report = AgreementReport(label_errors=read.errors, labels=len(given), sources=dict(read.formats),

@@ -110,11 +110,6 @@ def figures(m: MetricAgreement | None) -> Figures:
     return out
 
 
-def _usage_json(u: Usage) -> dict[str, Any]:
-    return {"calls": u.calls, "input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
-            "estimated": u.estimated}
-
-
 @dataclass
 class AlignmentReport:
     """What :func:`align` made and measured."""
@@ -149,13 +144,13 @@ class AlignmentReport:
                 f"{100 * after['agreement']:.1f} % agreement vs {100 * before['agreement']:.1f} % (n={after['n']}"
                 f"{kappa}); read its guidelines before using it, or keep the plain judge")
 
-    def to_json(self) -> dict[str, Any]:  # Any: JSON values
+    def to_json(self) -> dict[str, object]:  # Any: JSON values
         return {"metric": self.metric, "worse": self.worse, "model": self.alignment.model, "judge": self.judge.name,
                 "sha256": self.alignment.hash, "file": str(self.path) if self.path else None,
                 "guidelines": list(self.alignment.guidelines), "examples": len(self.alignment.examples),
                 "distil_reason": self.distil_reason, "train": self.train, "held_out": self.held_out,
-                "usage": {k: _usage_json(v) for k, v in self.usage.items()},
-                "alignment_cost": _usage_json(self.cost), "unmatched": self.unmatched,
+                "usage": {k: v.model_dump() for k, v in self.usage.items()},
+                "alignment_cost": self.cost.model_dump(), "unmatched": self.unmatched,
                 "judge_errors": self.judge_errors}
 
 
@@ -464,7 +459,7 @@ async def aalign(
         unmatched=unmatched + list(state.get("unmatched") or []) + more, judge_errors=errors,
         distil_reason=str(state.get("distil_reason") or ""), train_ids=train_ids, held_out_ids=held_ids)
     fit = {"seed": seed, "test_fraction": test_fraction, "group": group, "result_key": name,
-           "train": report.train, "held_out": report.held_out, "alignment_cost": _usage_json(report.cost)}
+           "train": report.train, "held_out": report.held_out, "alignment_cost": report.cost.model_dump()}
     report.alignment = Alignment(alignment.metric, alignment.model, alignment.guidelines, alignment.examples, fit)
     if out is not None:
         report.path = report.alignment.save(out)

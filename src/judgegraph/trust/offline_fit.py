@@ -25,7 +25,7 @@ import json
 import operator
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -275,7 +275,7 @@ def _folds(groups: Sequence[str], k: int, seed: int) -> np.ndarray:
 
 def fit_rule(x: np.ndarray, truth: np.ndarray, groups: Sequence[str], *, seed: int = 0, test_fraction: float = 0.3,
              folds: int = 5, ordinal: np.ndarray | None = None,
-             provenance: dict[str, Any] | None = None) -> OfflineRule:  # Any: JSON values
+             provenance: Mapping[str, object] | None = None) -> OfflineRule:
     """The rule chosen and fitted on the train dialogues; its ``fit`` holds the
     cross-validation table and the held-out figures of the default and fitted rules."""
     truth = np.asarray(truth, dtype=bool)
@@ -308,7 +308,7 @@ def fit_rule(x: np.ndarray, truth: np.ndarray, groups: Sequence[str], *, seed: i
         w, b, mean, scale = _logistic(xt, yt.astype(float), chosen_l2)
         rule = OfflineRule("logistic", FEATURES, round(threshold, 4), tuple(round(float(v), 6) for v in w),
                            round(b, 6), tuple(round(float(v), 6) for v in mean), tuple(round(float(v), 6) for v in scale))
-    held: dict[str, Any] = {}  # Any: JSON figures
+    held: dict[str, dict[str, float]] = {}  # rule -> its held-out figures
     if test.any():
         xs, ys = x[test], truth[test]
         ords = ordinal[test] if ordinal is not None else None

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ..stats.raters import resample_chunks
+
 FloatArray = npt.NDArray[np.float64]
 
 #: the normal quantile of a two-sided 95 % interval
@@ -36,31 +38,40 @@ MAX_ITERATIONS = 100_000
 
 @dataclass(frozen=True)
 class Rate:
-    """``count`` of ``n`` with its Wilson interval (``low``, ``high``) at ``level``; rate None when n is 0."""
+    """``count`` successes in ``n`` trials with the Wilson score interval of the rate (``low``, ``high``; ``z``: the
+    normal quantile, 1.96 for 95 %); rate, low and high are None when n is 0."""
 
     count: float
     n: int
-    low: float | None
-    high: float | None
-    level: float = 0.95
+    z: float = Z95
 
     @property
     def rate(self) -> float | None:
-        return None if self.n == 0 else self.count / self.n
+        return None if self.n <= 0 else self.count / self.n
+
+    @property
+    def low(self) -> float | None:
+        return self._bounds()[0]
+
+    @property
+    def high(self) -> float | None:
+        return self._bounds()[1]
+
+    def _bounds(self) -> tuple[float | None, float | None]:
+        if self.n <= 0:
+            return None, None
+        p, z, n = self.count / self.n, self.z, self.n
+        denom = 1.0 + z * z / n
+        centre = (p + z * z / (2 * n)) / denom
+        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+        return max(0.0, centre - half), min(1.0, centre + half)
 
     def to_json(self) -> dict[str, float | int | None]:
         return {"count": self.count, "n": self.n, "rate": self.rate, "low": self.low, "high": self.high}
 
 
-def wilson(count: float, n: int, z: float = Z95) -> Rate:
-    """The Wilson score interval of ``count`` successes in ``n`` trials (``z``: the normal quantile, 1.96 for 95 %)."""
-    if n <= 0:
-        return Rate(count, 0, None, None)
-    p = count / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return Rate(count, n, max(0.0, centre - half), min(1.0, centre + half))
+#: the Wilson score interval of ``count`` successes in ``n`` trials: ``wilson(count, n, z=Z95)``
+wilson = Rate
 
 
 def with_prior(wins: FloatArray, prior: float) -> FloatArray:
@@ -114,14 +125,9 @@ def bootstrap_strengths(per_conversation: FloatArray, *, prior: float = 1.0, res
     m = per_conversation.shape[0]
     if m == 0 or resamples <= 0:
         return None
-    idx = np.random.default_rng(seed).integers(0, m, size=(resamples, m))
     k = per_conversation.shape[-1]
-    thetas = []
-    step = max(1, (1 << 20) // max(1, m * k * k))
-    for start in range(0, resamples, step):
-        chunk = idx[start:start + step]
-        thetas.append(bradley_terry(per_conversation[chunk].sum(axis=1), prior=prior))
-    values = np.concatenate(thetas)
+    values = np.concatenate([bradley_terry(per_conversation[idx].sum(axis=1), prior=prior)
+                             for idx in resample_chunks(m, resamples, seed, (1 << 20) // max(1, k * k))])
     tail = (1.0 - level) / 2.0 * 100.0
     low, high = np.percentile(values, [tail, 100.0 - tail], axis=0)
     return StrengthIntervals([float(x) for x in low], [float(x) for x in high], level, resamples, seed)

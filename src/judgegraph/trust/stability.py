@@ -27,13 +27,15 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..data.results import MetricResult, Review, Verdict, Vote, metric_key
 from ..judges.base import Judge, JudgeOutcome, JudgeRequest
+from ..runs import RunFile
 from ..stats.raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, fleiss_bootstrap_ci, fleiss_kappa, rating_table
+from .agreement import ResultsLike, conversation_lines
 
 if TYPE_CHECKING:
     from ..data.conversation import Conversation
@@ -229,7 +231,7 @@ class ResultStability:
             return None
         return all(p is False for p in self.passed)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"metric": self.metric, "conversation_id": self.conversation_id, "status": self.status,
                 "repeats": self.repeats, "verdicts": self.verdicts, "flipped": self.flipped,
                 "flip_rate": self.flip_rate, "failed_votes": self.failed_votes, "scores": self.scores,
@@ -317,9 +319,8 @@ class JurorFigures:
     def agreement(self) -> float | None:
         return self.with_majority / self.compared if self.compared else None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"judge": self.judge, "votes": self.votes, "failed": self.failed, "compared": self.compared,
-                "with_majority": self.with_majority, "agreement": self.agreement}
+    def to_json(self) -> dict[str, object]:
+        return {**asdict(self), "agreement": self.agreement}
 
 
 @dataclass(frozen=True)
@@ -334,13 +335,11 @@ class JuryAgreement:
     kappa: float | None
     interval: Interval | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         ci = self.interval
         return {"metric": self.metric, "jurors": [j.to_json() for j in self.jurors], "items": self.items,
                 "left_out": self.left_out, "labels": self.labels, "fleiss_kappa": self.kappa,
-                "interval": None if ci is None else {"low": ci.low, "high": ci.high, "level": ci.level,
-                                                      "samples": ci.samples, "resamples": ci.resamples,
-                                                      "seed": ci.seed}}
+                "interval": None if ci is None else asdict(ci)}
 
 
 def jury_agreement(metric: str, verdicts: Iterable[Verdict], *, resamples: int = BOOTSTRAP_SAMPLES,
@@ -433,7 +432,7 @@ class MetricStability:
         """Failures that hold in every repeat (a failure judged once holds)."""
         return [r for r in self.failures if r.failure_holds]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"metric": self.metric, "results": len(self.results), "with_repeats": len(self.repeated),
                 "verdicts": self.verdicts, "flipped": self.flipped, "flip_rate": self.flip_rate,
                 "stable": self.count("stable"), "flaky": self.count("flaky"), "mean_spread": self.mean_spread,
@@ -452,12 +451,9 @@ class StabilityReport:
     def results(self) -> list[ResultStability]:
         return [r for m in self.metrics.values() for r in m.results]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"metrics": {k: m.to_json() for k, m in self.metrics.items()},
                 "results": [r.to_json() for r in self.results if r.has_repeats], "unreadable": self.unreadable}
-
-
-ResultsLike = str | Path | Iterable[Mapping[str, Any]]
 
 
 def _wanted(metrics: Iterable[str] | None) -> set[str] | None:
@@ -467,29 +463,18 @@ def _wanted(metrics: Iterable[str] | None) -> set[str] | None:
 def _metric_results(results: ResultsLike | Iterable[MetricResult]) -> tuple[list[MetricResult], list[str]]:
     """Every metric result of ``results`` (a results file, its records, or MetricResult objects), and the
     lines or results that could not be read."""
-    if isinstance(results, (str, Path)):
-        from ..runs import read_run
-
-        run = read_run(results)
-        records, problems = [c.data() for c in run.conversations.values()], run.problems
-    else:
-        records, problems, out = [], [], []
-        for item in results:
-            if isinstance(item, MetricResult):
-                out.append(item)
-            else:
-                records.append(dict(item))
-        if out:
-            return out, problems
+    if not isinstance(results, (str, Path, RunFile)):
+        results = list(results)
+        if results and isinstance(results[0], MetricResult):
+            return results, []
+    lines, problems = conversation_lines(results)
     read: list[MetricResult] = []
-    for record in records:
-        if record.get("type", "conversation") != "conversation":
-            continue  # a header, a summary, an input error
-        for key, raw in (record.get("results") or {}).items():
+    for line in lines:
+        for key, raw in line.results.items():
             try:
-                read.append(MetricResult.model_validate(raw))
+                read.append(MetricResult.model_validate(raw.data()))
             except ValueError as exc:
-                problems.append(f"conversation {record.get('conversation_id')!r}, {key}: not a metric result ({exc})")
+                problems.append(f"conversation {line.conversation_id!r}, {key}: not a metric result ({exc})")
     return read, problems
 
 

@@ -13,7 +13,6 @@ import secrets
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any, cast
 
 from jinja2 import Environment, PackageLoader
@@ -22,7 +21,8 @@ from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from ..runs import NotAResultsFile
 from .queue import STRATEGIES, LabelsFile, Strategy, build_queue
@@ -107,10 +107,7 @@ def create_app(settings: Settings) -> Starlette:
         keys = request.query_params.getlist("run")
         if not keys or len(keys) > 2 or any(k not in known for k in keys):
             return PlainTextResponse("pick one run, or two to compare, from the runs page", status_code=404)
-        try:
-            html = report_html([library.read(k) for k in keys])[0]
-        except NotAResultsFile as exc:
-            return PlainTextResponse(str(exc), status_code=404)
+        html = report_html([library.read(k) for k in keys])[0]  # not a results file: ``unreadable`` (404)
         # the report carries its own Content-Security-Policy (inline script and style, nothing fetched)
         return HTMLResponse(html, headers={"Content-Security-Policy": "default-src 'none'; script-src 'unsafe-inline'; "
                                            "style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'"})
@@ -200,17 +197,11 @@ def create_app(settings: Settings) -> Starlette:
         return page("trust.html", run=run, runs=runs, people=people, judge=judge, command=command,
                     problems=problems, label_errors=[str(e) for e in read.errors], labels_file=settings.labels)
 
-    async def asset(request: Request) -> Response:
-        name = request.path_params["name"]
-        if name not in ("view.js", "view.css"):
-            return PlainTextResponse("not found", status_code=404)
-        text = resources.files("judgegraph.view").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
-        return Response(text, media_type="text/javascript" if name.endswith(".js") else "text/css")
-
     async def unreadable(request: Request, exc: Exception) -> Response:
         return PlainTextResponse(str(exc), status_code=404)  # a run that changed into something unreadable
 
     return Starlette(exception_handlers={NotAResultsFile: unreadable}, routes=[Route("/", index), Route("/run", report), Route("/compare", report),
                              Route("/label", label_page, methods=["GET"]), Route("/label", label_post, methods=["POST"]),
-                             Route("/trust", trust), Route("/assets/{name}", asset)],
+                             Route("/trust", trust),
+                             Mount("/assets", StaticFiles(packages=[("judgegraph.view", "assets")]))],
                      middleware=[Middleware(Guard, settings=settings)])

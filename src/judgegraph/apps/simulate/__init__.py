@@ -51,10 +51,10 @@ class SimulationResult(BaseModel):
         """Why the conversation ended early (app or simulated-user failure), else None."""
         return "; ".join(self.errors) or None
 
-    def to_record(self, source: str = "simulate") -> dict[str, Any]:
+    def to_record(self, source: str = "simulate") -> dict[str, object]:
         """A results-JSONL line (the ``judgegraph eval`` shape) carrying the
         simulated conversation and how the simulation went."""
-        simulation: dict[str, Any] = {
+        simulation: dict[str, object] = {
             "status": self.status, "turns": self.turns, "user_usage": self.user_usage.model_dump(),
             "scenario": self.scenario.model_dump(mode="json", exclude_defaults=True)}
         if self.stages:

@@ -73,7 +73,7 @@ def simulation_counts(runs: Sequence[SimulationResult], judge: str = "") -> RunS
 
 
 def simulation_summary(runs: Sequence[SimulationResult], started: datetime, *, judge: str = "",
-                       ended_at: datetime | None = None) -> dict[str, Any]:
+                       ended_at: datetime | None = None) -> dict[str, object]:
     """The summary record of ``runs``: :func:`judgegraph.runs.header.run_summary` of :func:`simulation_counts`,
     and ``simulation``: how the conversations ended and the user's own usage."""
     from ...runs.header import run_summary

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...data.conversation import Conversation
+from ...data.conversation import Conversation, Turn
 from ...loaders import InputError, LoadedConversation
 from .common import FIRST_TRACE_KEY, PART_KEY, SESSION_ID_KEY, SESSION_KEY, TRACE_ID_KEY, import_mlflow, unreachable
 from .messages import Msg, Unreadable, new_messages, pick, reply_message, request_messages
@@ -139,13 +139,13 @@ def _expectations(trace: Trace) -> tuple[ExpectationRecord, ...]:
     return tuple(out)
 
 
-def _turn(msg: Msg, trace_id: str, part: str, **extra: Any) -> dict[str, Any]:
+def _turn(msg: Msg, trace_id: str, part: str, **extra: Any) -> Turn:
     meta = {TRACE_ID_KEY: trace_id, PART_KEY: part, **dict(msg.meta), **extra}
-    return {"role": msg.role, "content": msg.content, "tool_calls": [dict(c) for c in msg.tool_calls],
-            "metadata": meta}
+    return Turn.model_validate({"role": msg.role, "content": msg.content, "metadata": meta,
+                                "tool_calls": [dict(c) for c in msg.tool_calls]})
 
 
-def session_expectations(sid: str | None, records: list[TraceRecord]) -> dict[str, Any]:
+def session_expectations(sid: str | None, records: list[TraceRecord]) -> dict[str, object]:
     """A conversation's expectations, ``{name: value}``, from its traces (in time order).
 
     * A session: its human expectations marked session-level (metadata
@@ -155,7 +155,7 @@ def session_expectations(sid: str | None, records: list[TraceRecord]) -> dict[st
     * A trace of its own (no session): its human expectations, as MLflow's
       judges read a single trace's.
     Other sources (``CODE``, ``LLM_JUDGE``) are not ground truth and are skipped, as MLflow does."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for rec in records:
         for exp in rec.expectations:
             if exp.source == EXPECTATION_SOURCE and (exp.session_level or sid is None):
@@ -163,7 +163,7 @@ def session_expectations(sid: str | None, records: list[TraceRecord]) -> dict[st
     return out
 
 
-def _trace_expectations(rec: TraceRecord) -> dict[str, Any]:
+def _trace_expectations(rec: TraceRecord) -> dict[str, object]:
     """A trace's own (not session-level) human expectations, kept on its reply turn."""
     return {e.name: e.value for e in rec.expectations if e.source == EXPECTATION_SOURCE and not e.session_level}
 
@@ -192,7 +192,7 @@ def build_sessions(
     out = SessionList(experiment_id=experiment_id)
     for sid, recs in units:
         out.traces += len(recs)
-        turns: list[dict[str, Any]] = []
+        turns: list[Turn] = []
         prior: list[Msg] = []
         used: list[str] = []
         blank: list[str] = []
@@ -234,7 +234,7 @@ def build_sessions(
                                              f"{where}nothing to judge: every message is blank"))
             continue
         cid = sid if sid is not None else recs[0].trace_id
-        metadata: dict[str, Any] = {
+        metadata: dict[str, object] = {
             "mlflow_experiment": experiment,
             "mlflow_experiment_id": experiment_id,
             SESSION_ID_KEY: sid,

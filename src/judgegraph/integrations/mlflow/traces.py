@@ -10,7 +10,7 @@ session read from MLflow: one feedback per metric result and one per verdict (``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .assessments import AssessmentLog, log_assessments
 from .common import FIRST_TRACE_KEY, SESSION_ID_KEY, SESSION_KEY, TRACE_ID_KEY, import_mlflow, unreachable
@@ -38,11 +38,6 @@ def experiment_id(tracking_uri: str, experiment: str) -> str:
         except Exception:  # noqa: BLE001 - no experiment with that id: one is created with that name
             pass
     return str(found.experiment_id) if found is not None else str(client.create_experiment(experiment))
-
-
-def _outputs(outcome: ConversationOutcome) -> dict[str, Any]:
-    return {"error": outcome.error} if outcome.error else {
-        "results": {k: {"status": r.status, "score": r.score} for k, r in outcome.results.items()}}
 
 
 def log_conversation_traces(tracking_uri: str, experiment: str,
@@ -74,7 +69,8 @@ def log_conversation_traces(tracking_uri: str, experiment: str,
                     TRACE_NAME, span_type="CHAT_MODEL", experiment_id=exp_id,
                     inputs={"messages": [{"role": t.role, "content": t.content} for t in conv.turns]},
                     metadata={SESSION_KEY: conv.id, SOURCE_KEY: outcome.source})
-                span.end(outputs=_outputs(outcome))
+                span.end(outputs={"error": outcome.error} if outcome.error else {"results": {
+                    k: {"status": r.status, "score": r.score} for k, r in outcome.results.items()}})
             except Exception as exc:  # noqa: BLE001 - reported, the other conversations go on
                 log.failures.append(f"{conv.id}: cannot log its trace: {type(exc).__name__}: {exc}")
                 continue

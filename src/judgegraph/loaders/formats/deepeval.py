@@ -6,7 +6,7 @@ from typing import Any
 
 from judgegraph.data.conversation import Conversation
 
-from ..base import Ctx, Path_, RecordErrors, check_keys, clean_id, merge_meta, pick, validate
+from ..base import Ctx, Path_, RecordErrors, check_keys, clean_id, metadata, pick, validate
 from .judgegraph import JUDGEGRAPH_KEYS, JUDGEGRAPH_TURN_KEYS
 
 # deepeval ConversationalTestCase keys that judgegraph's own format does not have,
@@ -68,10 +68,9 @@ def _deepeval_tool(raw: object, path: Path_) -> object:  # a non-object is left 
 
 def _metadata(obj: dict[str, Any], path: Path_, fields: dict[str, str | None]) -> dict[str, Any]:
     """``metadata`` and ``additional_metadata`` merged, plus the deepeval-only ``fields`` that are set."""
-    meta: dict[str, Any] = {}
-    merge_meta(meta, obj.get("metadata"), path + ("metadata",))
+    meta = metadata(obj.get("metadata"), path + ("metadata",))
     _, extra = pick(obj, path, "additional_metadata", "additionalMetadata")
-    merge_meta(meta, extra, path + ("additional_metadata",))
+    meta.update(metadata(extra, path + ("additional_metadata",)))
     meta.update((key, obj[name]) for name, key in fields.items()
                 if key and obj.get(name) is not None and obj[name] is not False)
     return meta

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from judgegraph.data.conversation import Conversation, from_messages
 
-from ..base import Ctx, Path_, RecordErrors, clean_id, fail, merge_meta, record_messages
+from ..base import Ctx, Path_, RecordErrors, clean_id, fail, metadata, record_messages
 
 LANGCHAIN_KEYS = ("messages", "id", "metadata", "chatbot_role", "expected_outcome")
 #: ``type`` of the message dicts LangChain writes (``model_dump`` / ``messages_to_dict``).
@@ -43,8 +43,7 @@ def from_langchain(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[st
             problems.append((("messages", i), _problem(exc)))
     if problems:
         raise RecordErrors(problems)
-    meta: dict[str, Any] = {}
-    merge_meta(meta, rec.get("metadata"), ("metadata",))
+    meta = metadata(rec.get("metadata"), ("metadata",))
     fields: dict[str, Any] = {"id": clean_id(rec.get("id"), ctx, ("id",)), "metadata": meta}
     for key in ("chatbot_role", "expected_outcome"):
         if rec.get(key) is not None:

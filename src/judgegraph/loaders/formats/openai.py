@@ -8,7 +8,7 @@ from typing import Any
 
 from judgegraph.data.conversation import Conversation
 
-from ..base import Ctx, Path_, RecordErrors, check_keys, clean_id, fail, merge_meta, record_messages, validate
+from ..base import Ctx, Path_, RecordErrors, check_keys, clean_id, fail, metadata, record_messages, validate
 
 OPENAI_KEYS = ("messages", "id", "metadata", "tools", "functions", "parallel_tool_calls")
 OPENAI_MESSAGE_KEYS = (
@@ -73,8 +73,7 @@ def _openai_tool_call(raw: object, path: Path_) -> dict[str, Any]:
 def from_openai(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, Any]]:
     messages = record_messages(rec, OPENAI_KEYS)
     problems: list[tuple[Path_, str]] = []
-    meta: dict[str, Any] = {}
-    merge_meta(meta, rec.get("metadata"), ("metadata",))
+    meta = metadata(rec.get("metadata"), ("metadata",))
     for key in ("tools", "functions", "parallel_tool_calls"):
         if rec.get(key) is not None:
             meta[key] = rec[key]

@@ -11,7 +11,7 @@ from typing import Any
 from judgegraph.core.scoring import check_threshold, check_whole
 from judgegraph.data.conversation import Conversation
 
-from ..base import Ctx, Path_, RecordErrors, check_keys, fail, merge_meta, validate
+from ..base import Ctx, Path_, RecordErrors, check_keys, fail, metadata, validate
 from ..limits import FileTooLarge, NotARegularFile, read_small_file
 
 PROMPTFOO_TEST_KEYS = ("vars", "assert", "description", "output", "options", "provider", "threshold")
@@ -275,8 +275,7 @@ def from_promptfoo(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[st
     assertions = test_assertions(rec, default, ctx, variables)
     options = {**assertions[0], "assertions": assertions}
 
-    meta: dict[str, Any] = {}
-    merge_meta(meta, rec.get("metadata"), ("metadata",))
+    meta = metadata(rec.get("metadata"), ("metadata",))
     description = rec.get("description")
     if description is not None:
         meta["description"] = description

@@ -7,7 +7,7 @@ from typing import Any
 
 from judgegraph.data.conversation import Conversation
 
-from ..base import Ctx, Path_, RecordErrors, check_keys, clean_id, fail, merge_meta, pick, validate
+from ..base import Ctx, Path_, RecordErrors, check_keys, clean_id, fail, metadata, pick, validate
 
 # ragas SingleTurnSample / MultiTurnSample keys (and the older 0.1 names), mapped to
 # the metadata key they are kept under (None: converted, not kept as metadata).
@@ -66,8 +66,7 @@ def from_ragas(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, A
     problems = check_keys(rec, RAGAS_KEYS, ())
     if problems:
         raise RecordErrors(problems)
-    meta: dict[str, Any] = {}
-    merge_meta(meta, rec.get("metadata"), ("metadata",))
+    meta = metadata(rec.get("metadata"), ("metadata",))
     for key, meta_key in RAGAS_KEYS.items():
         if meta_key and rec.get(key) is not None:
             meta[meta_key] = rec[key]
