@@ -172,7 +172,7 @@ async def measure(args, base_url):
     from judgegraph.providers.openai import strict_json_schema
 
     sdk = AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0,
-                      http_client=judge.model.http_async_client)  # type: ignore[attr-defined]
+                      http_client=judge.model.http_async_client)
     fmt = {"type": "json_schema",
            "json_schema": {"name": "TurnVerdict", "schema": strict_json_schema(TurnVerdict), "strict": True}}
 
