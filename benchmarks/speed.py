@@ -18,7 +18,7 @@ counted: this process's is judgegraph's alone).
 
 Targets (issue 28): <= 3 ms CPU per call per window, <= 1 ms per window dense, <= 1.2x the bound at 100 ms x 16,
 200,000 conversations dry-run in under a minute. CPU figures on a shared machine vary from run to run: compare
-figures of one run (benchmarks/judge_call_cpu.py prints the client floor beside them).
+figures of one run (benchmarks/judge_call_cpu.py prints the bare client's and the raw SDK's beside them).
 """
 
 from __future__ import annotations

@@ -49,3 +49,31 @@ def test_the_environment_proxy_is_kept_unless_no_proxy_covers_the_host(monkeypat
     monkeypatch.setenv("no_proxy", "localhost,127.0.0.1")
     assert _proxy_for("https://api.openai.com/v1") == "http://proxy.internal:3128"
     assert _proxy_for("https://127.0.0.1:8000/v1") is None
+
+
+def test_an_idle_connection_is_readable_as_httpcore_says_when_the_server_sends_or_closes():
+    """``is_readable`` (asked of every idle connection on every request) from the socket looked up once: the
+    same answer as the stream's own, idle, with data waiting, at the server's close and after the client's."""
+    import socket
+
+    import anyio
+
+    from judgegraph.judges.transport import _Bounded, sdk_httpx
+
+    core = __import__(sdk_httpx().__name__.replace("httpx", "httpcore"))
+
+    async def main():
+        with socket.create_server(("127.0.0.1", 0)) as server:
+            backend = _Bounded(core.AnyIOBackend(), core)
+            stream = await backend.connect_tcp("127.0.0.1", server.getsockname()[1])
+            peer, _ = server.accept()
+            seen = []
+            for then in (lambda: None, lambda: peer.sendall(b"x"), peer.close):
+                then()
+                await anyio.sleep(0.05)
+                seen.append((stream.get_extra_info("is_readable"), stream._inner.get_extra_info("is_readable")))
+            await stream.aclose()
+            seen.append((stream.get_extra_info("is_readable"), True))
+            return seen
+
+    assert anyio.run(main) == [(False, False), (True, True), (True, True), (True, True)]

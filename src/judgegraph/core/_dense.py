@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, cast
 
@@ -134,10 +134,14 @@ def span_of(block: Sequence[Window]) -> list[Any]:
     return [seen[i] for i in sorted(seen)]
 
 
+#: ``json.dumps(..., ensure_ascii=False)`` without a new encoder per call (json.dumps makes one per call when given
+#: an option): the same text.
+_dumps = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def render_exchanges(block: Sequence[Window]) -> str:
     """The exchanges as data: one JSON object per line, ``{exchange, turn, role, content}`` (1-based)."""
-    rows = [json.dumps({"exchange": ex.index + 1, "turn": it.index + 1, "role": it.turn.role,
-                        "content": it.turn.content}, ensure_ascii=False)
+    rows = [_dumps({"exchange": ex.index + 1, "turn": it.index + 1, "role": it.turn.role, "content": it.turn.content})
             for ex in span_of(block) for it in ex.turns]
     return "\n".join(rows)
 
@@ -173,7 +177,7 @@ def dense_request(plan: DensePlan, block: Sequence[Window]) -> JudgeRequest:
         step=plan.step,
         schema=answer_schema(plan.item_schema, len(block)),
         values={**plan.shared(block[0]), "exchanges": render_exchanges(block),
-                "items": "\n".join(json.dumps(i, ensure_ascii=False) for i in items)},
+                "items": "\n".join(map(_dumps, items))},
         inputs={"dense_items": items},
     )
 
@@ -221,16 +225,18 @@ def unpack(plan: DensePlan, task: BlockTask, outcome: JudgeOutcome,
     good, bad = read_items(plan, len(block), outcome.value if outcome.ok else None)
     verdicts: list[Verdict] = []
     for k, window in enumerate(block, start=1):
-        first = k == 1
-        each = replace(outcome, usage=outcome.usage if first else Usage(), attempts=outcome.attempts if first else 0,
-                       transcript=transcript, jurors=[])
+        value, error = None, outcome.error
         if not outcome.ok:
-            each = replace(each, value=None)
+            pass
         elif k in good:
-            each = replace(each, value=good[k], error=None)
+            value, error = good[k], None
         else:
             why = f"the dense answer's {bad[k]} (exchange {window.target.index + 1})"
-            each = replace(each, value=None, error=why if final else MISSING + why)
+            error = why if final else MISSING + why
+        first = k == 1  # one outcome per window, made at once (dataclasses.replace costs as much as the rest)
+        each = JudgeOutcome(value=value, error=error, attempts=outcome.attempts if first else 0,
+                            usage=outcome.usage if first else Usage(), score=outcome.score, cached=outcome.cached,
+                            transcript=transcript, jurors=[])
         update = finish({"window": window}, each)
         inner = update.update if isinstance(update, Command) else update
         verdicts.extend(cast("Mapping[str, Any]", inner).get("verdicts") or [])

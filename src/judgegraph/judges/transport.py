@@ -14,6 +14,7 @@ import functools
 import importlib
 import inspect
 import os
+import select
 import ssl
 import time
 import urllib.request
@@ -44,6 +45,10 @@ _STAND_IN: contextvars.ContextVar[StandIn | None] = contextvars.ContextVar("judg
 
 #: The clients :func:`openai_http_clients` made (their transport is the one a stand-in can answer in).
 _MADE: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+_UNSEEN = object()
+_poll = getattr(select, "poll", None)  # not on Windows: there the inner stream's own check
 
 
 class ReplyTooLarge(Exception):
@@ -84,12 +89,24 @@ class _Bounded:
 
     def __init__(self, inner: Any, core: ModuleType) -> None:
         self._inner, self._core = inner, core
-        if (info := getattr(inner, "get_extra_info", None)) is not None:
-            # the inner stream's own method: httpcore's pool asks every idle connection on every request
-            self.get_extra_info = info
+        self._socket: Any = _UNSEEN
 
-    def __getattr__(self, name: str) -> Any:  # close, aclose, sleep, get_extra_info: as they are
+    def __getattr__(self, name: str) -> Any:  # close, aclose, sleep: as they are
         return getattr(self._inner, name)
+
+    def get_extra_info(self, info: str) -> Any:
+        """The inner stream's, but ``is_readable`` (httpcore's pool asks it of every idle connection on every
+        request) polls the socket looked up once: anyio builds a dict of a stream's attributes per look-up."""
+        if info != "is_readable" or _poll is None:
+            return self._inner.get_extra_info(info)
+        if self._socket is _UNSEEN:
+            self._socket = self._inner.get_extra_info("socket")
+        fd = -1 if self._socket is None else self._socket.fileno()
+        if fd < 0:  # closed: as httpcore says, readable (the next read returns b"")
+            return True
+        poll = _poll()
+        poll.register(fd, select.POLLIN)
+        return bool(poll.poll(0))
 
     def _wrap(self, made: Any) -> Any:
         if not inspect.isawaitable(made):
