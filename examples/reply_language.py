@@ -28,12 +28,12 @@ from judgegraph.metric import (
     judge_step,
     merge_verdicts,
     option,
-    outcome_fields,
     parse_prompt,
     score_node,
     turn_label,
     window_graph,
     window_node,
+    window_verdict,
 )
 
 STEP, TASK = "reply_language/judge_language", "reply_language"
@@ -80,11 +80,7 @@ def build_reply_language_graph(settings: ReplyLanguageSettings) -> StateGraph:
                             values={"user_message": target.user_text, "reply": target.reply_text})
 
     def finish(task: WindowTask, outcome: JudgeOutcome) -> dict[str, Any]:
-        window, value = task["window"], outcome.value if outcome.ok else None
-        verdict = WindowVerdict(window=window.index, turns=list(window.target.reply_turn_indices),
-                                reply=window.target.reply_text, verdict=getattr(value, "verdict", None),
-                                reason=getattr(value, "reason", ""), **outcome_fields(outcome))
-        return {"verdicts": [verdict]}
+        return {"verdicts": [window_verdict(WindowVerdict, task["window"], outcome)]}
 
     def score(state: Any, conversation: Any, verdicts: list[Any]) -> Any:
         return policy.result(conversation, verdicts)

@@ -3,9 +3,11 @@
 A metric is declared once, by a :class:`MetricSpec`: its name, summary, needs and scope, its options (the fields
 of its settings class, a :class:`MetricOptions` or :class:`WindowOptions` subclass whose fields are made with
 :func:`option`: typed, with a default and help, checked once in ``check``) and ``build``, settings → a LangGraph
-graph built from the blocks below; its factory, command-line options and docs come from it: ``window_node`` splits the conversation, ``fan_out`` sends one task per window,
-``judge_step`` asks the judge (:class:`JudgeRequest` in, :class:`JudgeOutcome` out), ``scoring_edges`` adds the
-optional review, ``score_node`` and ``make_result`` (the :class:`ScoringPolicy`) turn verdicts into a result.
+graph built from the blocks below; its factory, command-line options and docs come from it: ``window_node``
+splits the conversation, ``fan_out`` sends one task per window, ``judge_step`` asks the judge
+(:class:`JudgeRequest` in, :class:`JudgeOutcome` out), ``window_verdict`` (or ``answer_fields``) turns an answer
+into a verdict, ``scoring_edges`` adds the optional review, ``score_node`` and ``make_result`` (the
+:class:`ScoringPolicy`) turn verdicts into a result.
 :func:`create_metric` builds any metric's graph by name or spec. Another package adds its metrics through an entry
 point in the group ``judgegraph.metrics`` naming a :class:`MetricSpec` (:data:`ENTRY_POINT_GROUP`).
 
@@ -43,6 +45,7 @@ from .core.scoring import (
     share_reason,
 )
 from .core.state import MetricInput, MetricOutput, MetricState, conversation_of
+from .core.verdicts import answer_fields, window_verdict
 from .data.prompts import Prompt, load_prompt, parse_prompt
 from .data.results import JudgeErrorInfo, MetricResult, Usage, Verdict, WindowVerdict, merge_verdicts
 from .data.windows import Exchange, Window, exchanges, sliding_windows
@@ -52,9 +55,9 @@ from .metrics import ENTRY_POINT_GROUP, MetricSpec, create_metric
 __all__ = [
     "ENTRY_POINT_GROUP", "Exchange", "Judge", "JudgeErrorInfo", "JudgeOptions", "JudgeOutcome", "JudgeRequest",
     "MetricInput", "MetricOptions", "MetricOutput", "MetricResult", "MetricSpec", "MetricState", "ModelLike", "Prompt",
-    "ScoringPolicy", "Tally", "Usage", "Verdict", "Window", "WindowOptions", "WindowTask", "WindowVerdict", "check_flag",
+    "ScoringPolicy", "Tally", "Usage", "Verdict", "Window", "WindowOptions", "WindowTask", "WindowVerdict", "answer_fields", "check_flag",
     "check_threshold", "check_whole", "conversation_json", "conversation_of", "create_metric", "exchanges", "fan_out",
     "in_scope", "judge_step", "load_prompt", "make_result", "merge_verdicts", "option", "outcome_fields",
     "parse_prompt", "quote", "render_messages", "require_tasks", "resolve_judge", "score_node", "scoring_edges",
-    "share_reason", "sliding_windows", "turn_label", "window_graph", "window_node",
+    "share_reason", "sliding_windows", "turn_label", "window_graph", "window_node", "window_verdict",
 ]
