@@ -82,20 +82,29 @@ def add_judge_options(p: argparse.ArgumentParser, *, model: str, base_url: str, 
                        help="judge every request N times with distinct seeds, majority kept (docs/juries.md)")
 
 
+#: The flag of a metric option whose name is not the option's (``--guideline`` is ``-o guidelines=``...).
+FLAGS = {"guidelines": "--guideline", "topics": "--topic", "arguments": "--tool-arguments", "strict_mode": "--strict"}
+#: ``-o``'s help: the one flag every metric's options are given by, from its declaration (docs/metric_options.md).
+OPTION_HELP = ("a metric's option, repeatable: NAME=VALUE, typed and checked by the metric's declaration (a list "
+               "option repeated; @FILE reads a text, or a list one item a line); `judgegraph metrics METRIC` lists "
+               "them; an option no metric of the run (-m) declares is refused")
+
+
 def add_metric_options(p: argparse.ArgumentParser, *, role: str, guideline: str = "", scored: bool = True) -> None:
-    """``--threshold`` and ``--window-size`` (when ``scored``), ``--guideline`` and ``--role`` (``role`` its help)."""
+    """``-o NAME=VALUE`` for any metric's option and the flags that give one (each the same as ``-o`` with the option
+    its destination names, :func:`metric_options`): ``--threshold``, ``--window-size`` and ``--min-judged`` (when
+    ``scored``), ``--guideline``, ``--role`` (``role`` its help), ``--trajectory``, ``--tool-arguments``, ``--topic``."""
+    p.add_argument("-o", "--option", action="append", dest="option_pairs", metavar="NAME=VALUE", help=OPTION_HELP)
     if scored:
-        p.add_argument("--threshold", type=float, help="passing score, 0..1")
-        p.add_argument("--window-size", type=int, help="exchanges per sliding window")
+        p.add_argument("--threshold", type=float, help="passing score, 0..1 (-o threshold=)")
+        p.add_argument("--window-size", type=int, help="exchanges per sliding window (-o window_size=)")
         p.add_argument("--min-judged", type=float, metavar="FRACTION", help="a result whose verdicts were judged "
                        "less than this share of the time (the rest judge errors) is an error, not a score (0..1)")
     p.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
                    help=guideline or "conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
     p.add_argument("--role", help=role)
-    p.add_argument("--trajectory", choices=("strict", "unordered", "subset", "superset"),
-                   help="tool-correctness: how expected_tools is matched (docs/agents.md; default unordered)")
-    p.add_argument("--tool-arguments", choices=("exact", "ignore", "llm"), dest="arguments",
-                   help="tool-correctness: how arguments are compared (default exact)")
+    p.add_argument("--trajectory", help="tool-correctness: how expected_tools is matched (-o trajectory=; docs/agents.md)")
+    p.add_argument("--tool-arguments", dest="arguments", help="tool-correctness: how arguments are compared (-o arguments=)")
     p.add_argument("--topic", action="append", dest="topics", metavar="TEXT",
                    help="topic-adherence: an allowed topic, repeatable; @FILE reads one per line (default: each "
                         "conversation's metadata.reference_topics)")
@@ -207,14 +216,44 @@ def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency:
 
 
 def metric_options(args: argparse.Namespace, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The metric options the flags give: a flag whose destination is an option a metric declares forwards it (``skip``:
-    one meaning another thing to the command), ``@FILE`` read for --guideline, --topic, --rubric (ValueError)."""
-    from ..metrics import known_options
+    """The metric options the command line gives, by their declared names: each ``-o NAME=VALUE`` and each flag that
+    is one (its destination an option's name; ``skip``: one meaning another thing to the command), typed and checked by
+    the declarations (:meth:`~judgegraph.metrics.MetricSpec.typed`) of the run's metrics (``-m``; none named: every
+    metric's), ``@FILE`` read for a text or a list (one item a line). A ValueError naming the option, and the run's
+    metrics when none of them declares it (:func:`~judgegraph.metrics.undeclared`, as a config file's options)."""
+    from ..metrics import get_metric, registry, undeclared
 
-    read: dict[str, Callable[[Any], Any]] = {"guidelines": read_guidelines, "rubric": read_rubric,
-                                             "topics": lambda v: read_guidelines(v, "--topic")}
-    return {k: read.get(k, lambda v: v)(getattr(args, k)) for k in sorted(known_options() - set(skip))
-            if getattr(args, k, None) is not None}
+    named = getattr(args, "metrics", None) or ([args.metric] if isinstance(getattr(args, "metric", None), str) else [])
+    specs = [get_metric(m) for m in named] or list(registry().values())
+    takes = f"{', '.join(m.replace('_', '-') for m in named)} take{'s' if len(named) == 1 else ''}:" if named else "known here:"
+    flags = {o for s in registry().values() for o in s.options} - set(skip)
+    given = [(k, v, FLAGS.get(k, "--" + k.replace("_", "-"))) for k in sorted(flags) if (v := getattr(args, k, None)) is not None]
+    for pair in getattr(args, "option_pairs", None) or ():
+        key, eq, text = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not eq or not key:
+            raise ValueError(f"-o {pair}: expected NAME=VALUE, e.g. -o threshold=0.8 (judgegraph metrics METRIC lists them)")
+        if why := undeclared(key, specs, takes):
+            raise ValueError(f"-o {key}: {why}")
+        given.append((key, text, f"-o {key}"))
+    out: dict[str, Any] = {}
+    for key, value, flag in given:
+        spec = next(s for s in [*specs, *registry().values()] if key in s.options)
+        for text in value if isinstance(value, list) else [value]:  # a flag given again (--guideline) is a list
+            if not isinstance(text, str):  # a number or a switch the flag's parser typed
+                out[key] = text
+                continue
+            typed = spec.typed(key, text)
+            if text.startswith("@") and isinstance(typed, (str, list)):
+                body = read_text_option(flag, text[1:])
+                typed = [line.strip() for line in body.splitlines() if line.strip()] if isinstance(typed, list) else body
+            out[key] = [*out.get(key, []), *typed] if isinstance(typed, list) else typed
+    from ..runs.config import refusal
+
+    for spec in specs:  # checked as a config file's are: by each metric taking them, before any work
+        if (mine := {k: v for k, v in out.items() if k in spec.options}) and (bad := refusal(spec, mine)):
+            raise ValueError(bad[1])
+    return out
 
 
 def out_refused(args: argparse.Namespace) -> str | None:
@@ -282,16 +321,13 @@ GUIDELINES_NEEDED = ("conversational-guidelines needs at least one --guideline T
 
 
 def guidelines_missing(args: argparse.Namespace) -> str | None:
-    """What is wrong with ``--guideline``, checked before any work: a ``@FILE`` that cannot be read, or
-    :data:`GUIDELINES_NEEDED` when the metrics (``-m``) include conversational-guidelines and none is given."""
+    """:data:`GUIDELINES_NEEDED` when the metrics (``-m``) include conversational-guidelines and no guideline is given
+    (``--guideline`` or ``-o guidelines=``), checked before any work; else None."""
     from ..metrics import canonical_name
 
-    try:
-        guidelines = read_guidelines(args.guidelines)
-        read_guidelines(getattr(args, "topics", None), "--topic")  # an unreadable --topic @FILE, before any work
-    except ValueError as exc:
-        return str(exc)
-    if not guidelines and any(canonical_name(m) == "conversational_guidelines" for m in args.metrics or ()):
+    given = getattr(args, "guidelines", None) or any(
+        p.replace("-", "_").startswith("guidelines=") for p in getattr(args, "option_pairs", None) or ())
+    if not given and any(canonical_name(m) == "conversational_guidelines" for m in args.metrics or ()):
         return GUIDELINES_NEEDED
     return None
 

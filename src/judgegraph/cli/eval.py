@@ -48,7 +48,7 @@ def register(sub: Subparsers) -> None:
     common.add_metric_options(ev, role="role-adherence: the chatbot's role (default: each conversation's "
                                        "chatbot_role, else its system message)")
     ev.add_argument("--strict", action="store_true", default=None, dest="strict_mode", help="score 1 or 0, threshold 1")
-    ev.add_argument("--reason", choices=["deterministic", "llm", "none"], help="how the reason is written (default deterministic: no extra call)")
+    ev.add_argument("--reason", help="how the reason is written: deterministic (no extra call), llm or none (-o reason=)")
     ev.add_argument("--rubric", help="custom relevance rubric text, or @FILE to read it from a file")
     ev.add_argument("--dense", type=int, metavar="N", help="turn-relevancy, conversation-relevance: judge N windows "
                     "of a conversation per call, fewer tokens on long conversations (docs/cost.md)")
@@ -292,14 +292,14 @@ def run(args: argparse.Namespace) -> int:
             from ..judges import resolve_judge
 
             judge = resolve_judge(**_judge_settings(args))
-        plan = MetricPlan(args.metrics, judge, {  # the flags over the config file's options no flag gives
-            **getattr(args, "config_options", {}), **common.metric_options(args),
-            **({"embeddings_base_url": args.base_url} if args.embeddings and args.base_url else {})},
+        options = {**getattr(args, "config_options", {}), **common.metric_options(args)}  # flags over the file's
+        plan = MetricPlan(args.metrics, judge, {
+            **options, **({"embeddings_base_url": args.base_url} if args.embeddings and args.base_url else {})},
             getattr(args, "per_metric", None))
         plan.check()
-        if args.reason == "llm" and judge.kind != "llm":
+        if options.get("reason") == "llm" and judge.kind != "llm":
             raise ValueError("--reason llm needs an LLM judge (--model)")
-        if args.dense and args.dense > 1:
+        if (options.get("dense") or 0) > 1:
             dense_refused(args.metrics, judge)
     except (KeyError, ValueError, TypeError, OSError) as exc:
         return usage_error(err, exc)
