@@ -222,6 +222,7 @@ def metric_options(args: argparse.Namespace, *, skip: tuple[str, ...] = ()) -> d
     metric's), ``@FILE`` read for a text or a list (one item a line). A ValueError naming the option, and the run's
     metrics when none of them declares it (:func:`~judgegraph.metrics.undeclared`, as a config file's options)."""
     from ..metrics import get_metric, registry, undeclared
+    from ..runs.config import RENAMED, refusal
 
     named = getattr(args, "metrics", None) or ([args.metric] if isinstance(getattr(args, "metric", None), str) else [])
     specs = [get_metric(m) for m in named] or list(registry().values())
@@ -233,9 +234,9 @@ def metric_options(args: argparse.Namespace, *, skip: tuple[str, ...] = ()) -> d
         key = key.strip().replace("-", "_")
         if not eq or not key:
             raise ValueError(f"-o {pair}: expected NAME=VALUE, e.g. -o threshold=0.8 (judgegraph metrics METRIC lists them)")
-        if why := undeclared(key, specs, takes):
+        if why := undeclared(key, specs, takes, RENAMED):  # named as a config file names it (strict: strict_mode)
             raise ValueError(f"-o {key}: {why}")
-        given.append((key, text, f"-o {key}"))
+        given.append((RENAMED.get(key, key), text, f"-o {key}"))
     out: dict[str, Any] = {}
     for key, value, flag in given:
         spec = next(s for s in [*specs, *registry().values()] if key in s.options)
@@ -248,8 +249,6 @@ def metric_options(args: argparse.Namespace, *, skip: tuple[str, ...] = ()) -> d
                 body = read_text_option(flag, text[1:])
                 typed = [line.strip() for line in body.splitlines() if line.strip()] if isinstance(typed, list) else body
             out[key] = [*out.get(key, []), *typed] if isinstance(typed, list) else typed
-    from ..runs.config import refusal
-
     for spec in specs:  # checked as a config file's are: by each metric taking them, before any work
         if (mine := {k: v for k, v in out.items() if k in spec.options}) and (bad := refusal(spec, mine)):
             raise ValueError(bad[1])
