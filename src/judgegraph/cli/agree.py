@@ -1,4 +1,10 @@
-"""``judgegraph agree``: how often the judges of a results file say what people said (docs/agreement.md)."""
+"""``judgegraph agree``: agreement of the judges with people's labels (kappa, confusion, disagreements)
+
+Compare the verdicts of RESULTS with people's labels: a labels JSONL file, an MLflow assessments export, a LangSmith
+feedback export (--labels), and the review decisions stored in RESULTS. Per metric: n, % agreement, Cohen's kappa,
+weighted kappa / Spearman, a confusion matrix, bootstrap intervals and every disagreement. Exit 1 below --min-kappa,
+3 when a label matches no verdict or a label record is unusable. (docs/agreement.md)
+"""
 
 from __future__ import annotations
 
@@ -18,14 +24,7 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> None:
-    p = add_results_command(
-        sub, "agree", run, help="agreement of the judges with people's labels (kappa, confusion, disagreements)",
-        description="Compare the verdicts of RESULTS with people's labels: a labels JSONL file, an MLflow "
-                    "assessments export, a LangSmith feedback export (--labels), and the review decisions stored "
-                    "in RESULTS. Per metric: n, % agreement, Cohen's kappa, weighted kappa / Spearman, a confusion "
-                    "matrix, bootstrap intervals and every disagreement. Exit 1 below --min-kappa, 3 when a label "
-                    "matches no verdict or a label record is unusable.",
-        results="results JSONL (judgegraph eval --out)")
+    p = add_results_command(sub, run, results="results JSONL (judgegraph eval --out)")
     p.add_argument("--labels", action="append", default=[], metavar="FILE",
                    help="people's labels (labels JSONL, MLflow traces/assessments JSON, LangSmith feedback JSON); "
                         "repeatable")

@@ -4,6 +4,7 @@ common (``add_*``, checked once by :func:`check_numbers`), and option readers.""
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import re
 import sys
@@ -41,11 +42,14 @@ def read_text_option(flag: str, path: str | Path) -> str:
         raise ValueError(f"{flag} {path}: cannot read it: {exc.strerror or exc}") from None
 
 
-def add_results_command(sub: Subparsers, name: str, run: Callable[[argparse.Namespace], int], *, help: str,
-                        description: str, nargs: str | None = None, **files: str) -> argparse.ArgumentParser:
-    """The parser of a command that reads results files, running ``run``: one positional per keyword of ``files``
+def add_results_command(sub: Subparsers, run: Callable[[argparse.Namespace], int], *, nargs: str | None = None,
+                        **files: str) -> argparse.ArgumentParser:
+    """The parser of a command that reads results files, running ``run``: named, helped and described by ``run``'s
+    module docstring (``"``judgegraph NAME``: HELP"``, then the description), one positional per keyword of ``files``
     (``results="help"``: ``RESULTS``; ``old=..., new=...``: ``OLD NEW``), each taking ``nargs``."""
-    p = sub.add_parser(name, help=help, description=description)
+    head, _, description = inspect.cleandoc(sys.modules[run.__module__].__doc__ or "").partition("\n\n")
+    usage, _, help = " ".join(head.split()).partition(": ")
+    p = sub.add_parser(usage.strip("`").split()[1], help=help, description=" ".join(description.split()))
     for dest, text in files.items():
         p.add_argument(dest, metavar=dest.upper(), nargs=nargs, help=text)
     p.set_defaults(run=run)

@@ -1,4 +1,11 @@
-"""``judgegraph diff OLD NEW``: did the new version get better? Two results files compared (docs/diff.md)."""
+"""``judgegraph diff``: compare two results files: fixed, regressed, pass rates, McNemar, score deltas
+
+Compare the results of OLD and NEW (two `judgegraph eval --out` files) per metric and conversation, matched by id:
+regressed, fixed, unchanged, errors, new, missing, score deltas, each changed verdict with both judges' reasons; per
+metric the pass rates, McNemar's test and a paired bootstrap interval of the mean score difference; and whether the
+two runs were judged alike (run headers). Exit 1 with --fail-on-regression when a result regressed, 3 when a file or
+line cannot be read (or, gating, NEW could not judge a result), 2 for a bad command line. (docs/diff.md)
+"""
 
 from __future__ import annotations
 
@@ -16,16 +23,7 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> None:
-    p = common.add_results_command(
-        sub, "diff", run, help="compare two results files: fixed, regressed, pass rates, McNemar, score deltas",
-        description="Compare the results of OLD and NEW (two `judgegraph eval --out` files) per metric and "
-                    "conversation, matched by id: regressed, fixed, unchanged, errors, new, missing, score deltas, "
-                    "each changed verdict with both judges' reasons; per metric the pass rates, McNemar's test and "
-                    "a paired bootstrap interval of the mean score difference; and whether the two runs were "
-                    "judged alike (run headers). Exit 1 with --fail-on-regression when a result regressed, 3 when a "
-                    "file or line cannot be read (or, gating, NEW could not judge a result), 2 for a bad command "
-                    "line.",
-        old="results of the old version (judgegraph eval --out)", new="results of the new version")
+    p = common.add_results_command(sub, run, old="results of the old version (judgegraph eval --out)", new="results of the new version")
     p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="NAME", help="only this metric (repeatable)")
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any result regressed (CI gate)")
     p.add_argument("--max-regressions", type=int, metavar="N",

@@ -1,5 +1,11 @@
-"""``judgegraph stability``: how stable the judges of a results file are across repeats, and how far a jury's
-judges agree (docs/stability.md)."""
+"""``judgegraph stability``: flip rate and score spread across repeats (--repeat), a jury's Fleiss kappa
+
+How stable the judges of RESULTS are: per metric, the share of verdicts whose repeats disagree (flip rate), the
+spread of the metric's score across repeats, how many conversations are stable or flaky and how many failures hold
+in every repeat; for a jury, Fleiss' kappa with a bootstrap interval and each juror's agreement with the majority
+and failed votes. Results judged once say so. Re-scoring a repeat whose verdicts differ runs the metric's own graph
+on the conversation: give the inputs with --input. (docs/stability.md)
+"""
 
 from __future__ import annotations
 
@@ -21,15 +27,7 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> None:
-    p = add_results_command(
-        sub, "stability", run, help="flip rate and score spread across repeats (--repeat), a jury's Fleiss kappa",
-        description="How stable the judges of RESULTS are: per metric, the share of verdicts whose repeats disagree "
-                    "(flip rate), the spread of the metric's score across repeats, how many conversations are "
-                    "stable or flaky and how many failures hold in every repeat; for a jury, Fleiss' kappa with a "
-                    "bootstrap interval and each juror's agreement with the majority and failed votes. Results "
-                    "judged once say so. Re-scoring a repeat whose verdicts differ runs the metric's own graph on "
-                    "the conversation: give the inputs with --input.",
-        results="results JSONL (judgegraph eval --out)")
+    p = add_results_command(sub, run, results="results JSONL (judgegraph eval --out)")
     p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC", help="only this metric (repeatable)")
     p.add_argument("--input", action="append", dest="inputs", default=[], metavar="FILE",
                    help="the conversations the results were judged from (repeatable): the score of each repeat is "
