@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 def register(sub: Subparsers) -> None:
     p = add_results_command(sub, run, results="results JSONL (judgegraph eval --out)")
+    p.set_defaults(checks=(common.check_numbers,))
     p.add_argument("--labels", action="append", default=[], metavar="FILE",
                    help="people's labels (labels JSONL, MLflow traces/assessments JSON, LangSmith feedback JSON); "
                         "repeatable")
@@ -43,8 +44,6 @@ def run(args: argparse.Namespace) -> int:
     from ..trust.agreement import agreement
 
     out, err = consoles()
-    if (bad := common.check_numbers(args)) is not None:
-        return usage_error(err, bad)
     if args.min_kappa is not None and not -1.0 <= args.min_kappa <= 1.0:  # NaN too: it would pass every gate
         return usage_error(err, f"--min-kappa must be between -1 and 1, got {args.min_kappa}")
     try:

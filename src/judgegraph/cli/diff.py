@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 def register(sub: Subparsers) -> None:
     p = common.add_results_command(sub, run, old="results of the old version (judgegraph eval --out)", new="results of the new version")
+    p.set_defaults(checks=(_bad_numbers,))
     p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="NAME", help="only this metric (repeatable)")
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any result regressed (CI gate)")
     p.add_argument("--max-regressions", type=int, metavar="N",
@@ -52,8 +53,6 @@ def run(args: argparse.Namespace) -> int:
     from ..runs import NotAResultsFile, read_run
 
     out, err = consoles()
-    if (why := _bad_numbers(args)) is not None:
-        return common.usage_error(err, why)
     runs = []
     for path in (args.old, args.new):
         try:

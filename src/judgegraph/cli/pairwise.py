@@ -53,7 +53,7 @@ def register(sub: Subparsers) -> None:
     common.add_out_options(p, metavar="FILE", help="also write every comparison (both orders' verdicts, reasons and "
                                                   "transcripts) as JSONL")
     common.add_report_options(p, bootstrap="bootstrap resamples of the ranking")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, checks=(common.check_numbers, _bad_flags))
 
 
 def _criteria(args: argparse.Namespace) -> list[Criterion]:
@@ -99,8 +99,6 @@ def run(args: argparse.Namespace) -> int:
     from ..apps.pairwise import compare_pairwise
 
     out, err = common.consoles()
-    if bad := common.check_numbers(args) or _bad_flags(args):
-        return usage_error(err, bad)
     try:
         criteria = _criteria(args)
         judge = _judge(args)

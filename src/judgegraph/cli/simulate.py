@@ -44,7 +44,7 @@ def register(sub: Subparsers) -> None:
                                                            "(re-judge them later with judgegraph eval FILE)")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per conversation × metric")
     p.add_argument("-q", "--quiet", action="store_true", help="no table, only the summary line")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, checks=(common.check_numbers, common.guidelines_missing, common.out_refused))
 
 
 def import_app(spec: str) -> Any:  # Any: whatever object the user's module holds
@@ -82,8 +82,6 @@ def run(args: argparse.Namespace) -> int:
     from ..runs.runner import ResultsWriter
 
     out, err = common.consoles()
-    if bad := common.check_numbers(args) or common.guidelines_missing(args) or common.out_refused(args):
-        return usage_error(err, bad)
     user_url = common.base_url(args.base_url, args.user_model)  # --base-url, else $OPENAI_BASE_URL for an OpenAI model
     user_kw: dict[str, Any] = {"base_url": user_url} if user_url else {}
     try:

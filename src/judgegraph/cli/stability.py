@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 def register(sub: Subparsers) -> None:
     p = add_results_command(sub, run, results="results JSONL (judgegraph eval --out)")
+    p.set_defaults(checks=(common.check_numbers,))
     p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC", help="only this metric (repeatable)")
     p.add_argument("--input", action="append", dest="inputs", default=[], metavar="FILE",
                    help="the conversations the results were judged from (repeatable): the score of each repeat is "
@@ -54,8 +55,6 @@ def run(args: argparse.Namespace) -> int:
     from ..trust.stability import read_stability
 
     out, err = consoles()
-    if (bad := common.check_numbers(args)) is not None:
-        return usage_error(err, bad)
     for path in args.inputs:
         if not Path(path).is_file():
             return common.refuse_results(f"{path}: no such file")

@@ -55,7 +55,7 @@ def register(sub: Subparsers) -> None:
                     "trace carrying its verdicts as assessments (docs/mlflow.md)")
     ml.add_argument("--mlflow-uri", metavar="URI", help="MLflow tracking URI, e.g. http://127.0.0.1:5000")
     ml.add_argument("--experiment", metavar="NAME", help="experiment the traces go to (created if missing)")
-    w.set_defaults(run=run)
+    w.set_defaults(run=run, checks=(common.check_numbers, _bad))
 
 
 def _bad(args: argparse.Namespace) -> str | None:
@@ -96,8 +96,6 @@ def run(args: argparse.Namespace) -> int:
     from ..runs.runner import MetricPlan
 
     out, err = common.consoles()
-    if bad := common.check_numbers(args) or _bad(args):
-        return usage_error(err, bad)
     try:
         judge = resolve_judge(**common.judge_settings(args, args.model, args.concurrency))
         plan = MetricPlan(args.metrics, judge, common.metric_options(args))
