@@ -324,12 +324,17 @@ GUIDELINES_NEEDED = ("conversational-guidelines needs at least one --guideline T
 
 
 def guidelines_missing(args: argparse.Namespace) -> str | None:
-    """:data:`GUIDELINES_NEEDED` when the metrics (``-m``) include conversational-guidelines and no guideline is given
-    (``--guideline`` or ``-o guidelines=``), checked before any work; else None."""
+    """What is wrong with ``--guideline``, checked before any work: a ``@FILE`` that cannot be read, or
+    :data:`GUIDELINES_NEEDED` when the metrics (``-m``) include conversational-guidelines and none is given (with
+    ``--guideline`` or ``-o guidelines=``)."""
     from ..metrics import canonical_name
 
-    given = getattr(args, "guidelines", None) or any(
-        p.replace("-", "_").startswith("guidelines=") for p in getattr(args, "option_pairs", None) or ())
+    try:
+        guidelines = read_guidelines(args.guidelines)
+        read_guidelines(getattr(args, "topics", None), "--topic")  # an unreadable --topic @FILE, before any work
+    except ValueError as exc:
+        return str(exc)
+    given = guidelines or any(p.replace("-", "_").startswith("guidelines=") for p in getattr(args, "option_pairs", None) or ())
     if not given and any(canonical_name(m) == "conversational_guidelines" for m in args.metrics or ()):
         return GUIDELINES_NEEDED
     return None
