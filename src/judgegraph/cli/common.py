@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 from ..data.safetext import safe as safe  # the commands print data with common.safe
 
 if TYPE_CHECKING:
+    import asyncio
+
     from rich.console import Console
 
     from ..runs.resultsfile import ResultsLock
@@ -378,6 +380,31 @@ def os_error_message(exc: OSError) -> str:
 
 
 EXIT_INTERNAL, EXIT_INTERRUPTED = 4, 130
+#: The exit status of a run stopped by SIGTERM (128 + 15, as a shell reports it);
+#: everything finished is written and the summary printed, as after Ctrl-C (130).
+EXIT_TERMINATED = 143
+
+
+def stop_on_signals(stop: asyncio.Event, err: Console, stopped_by: list[int], stopping: str) -> None:
+    """Ctrl-C, or SIGTERM (``kill``, a service manager, a CI timeout), sets ``stop`` (the run abandons what is in
+    flight, writes everything finished and prints its summary), notes the signal in ``stopped_by`` and says it is
+    ``stopping`` on ``err``. The same signal again ends the process at once (a second Ctrl-C raises
+    KeyboardInterrupt; a second SIGTERM takes its default action). Outside the main thread: no signals."""
+    import asyncio
+    import contextlib
+    import signal
+
+    loop = asyncio.get_running_loop()
+
+    def handle(sig: int, said: str, again: str) -> None:
+        stopped_by.append(sig)
+        stop.set()
+        loop.remove_signal_handler(sig)
+        err.print(f"[yellow]{said}:[/] {stopping} ({again} again to stop at once)")
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, handle, signal.SIGINT, "interrupted", "Ctrl-C")
+        loop.add_signal_handler(signal.SIGTERM, handle, signal.SIGTERM, "terminated", "SIGTERM")
 
 
 def fail(message: object, status: int = EXIT_USAGE, prefix: str = "error") -> int:

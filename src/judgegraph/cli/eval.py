@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import signal
 from typing import TYPE_CHECKING, Any, cast
 
@@ -467,8 +466,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
 
     async def main() -> RunSummary:
         stop = asyncio.Event()
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread, no signals
-            _stop_on_signals(asyncio.get_running_loop(), stop, err, stopped_by)
+        common.stop_on_signals(stop, err, stopped_by, "finishing the results file")
         with Progress(SpinnerColumn(), TextColumn("judging"), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, disable=args.no_progress, transient=True) as progress:
             task = progress.add_task("judging", total=None)
@@ -588,7 +586,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     if unwritten and summary.exit_code < EXIT_ERRORS:  # the results are written, not all that was asked with them
         return EXIT_ERRORS
     if signal.SIGTERM in stopped_by and summary.interrupted:
-        return EXIT_TERMINATED
+        return common.EXIT_TERMINATED
     if args.gate == "stable" and not summary.interrupted:
         from .stability import gate_exit
 
@@ -607,26 +605,6 @@ def _batch_api_errors() -> tuple[type[BaseException], ...]:
     import openai
 
     return (openai.APIError,)
-
-
-#: The exit status of a run stopped by SIGTERM (128 + 15, as a shell reports it);
-#: everything finished is written and the summary printed, as after Ctrl-C (130).
-EXIT_TERMINATED = 143
-
-
-def _stop_on_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, err: Console, stopped_by: list[int]) -> None:
-    """Ctrl-C, or SIGTERM (``kill``, a service manager, a CI timeout), stops the run: conversations in flight are
-    abandoned, everything finished is written, the summary printed. The same signal again ends the process at once
-    (a second Ctrl-C raises KeyboardInterrupt; a second SIGTERM takes its default action)."""
-
-    def handle(sig: int, said: str, again: str) -> None:
-        stopped_by.append(sig)
-        stop.set()
-        loop.remove_signal_handler(sig)
-        err.print(f"[yellow]{said}:[/] finishing the results file ({again} again to stop at once)")
-
-    loop.add_signal_handler(signal.SIGINT, handle, signal.SIGINT, "interrupted", "Ctrl-C")
-    loop.add_signal_handler(signal.SIGTERM, handle, signal.SIGTERM, "terminated", "SIGTERM")
 
 
 def _print_table(out: Console, summary: RunSummary) -> None:

@@ -174,10 +174,7 @@ def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out
 
     async def main() -> RunSummary:
         stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread: no signals
-            for sig, name in ((signal.SIGINT, "interrupted"), (signal.SIGTERM, "terminated")):
-                loop.add_signal_handler(sig, _stopper(loop, stop, sig, name, err, stopped_by))
+        common.stop_on_signals(stop, err, stopped_by, "stopping the watch, the judged threads are written")
         return await watch.run(stop)
 
     err.print(f"watching {markup_safe(source.where)}: threads idle for {args.idle:g}s"
@@ -193,9 +190,7 @@ def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out
               f"{common.plural(summary.input_error_count, 'input error')}. results: {markup_safe(args.out)}",
               highlight=False, soft_wrap=True)
     if summary.interrupted:
-        from .eval import EXIT_TERMINATED
-
-        return EXIT_TERMINATED if signal.SIGTERM in stopped_by else EXIT_INTERRUPTED
+        return common.EXIT_TERMINATED if signal.SIGTERM in stopped_by else EXIT_INTERRUPTED
     if unlogged:
         err.print(f"[red]MLflow:[/] {len(unlogged)} writes failed (the verdicts are in {markup_safe(args.out)})")
     if summary.input_error_count or summary.judge_errors or summary.count("error") or summary.failed_runs or unlogged:
@@ -239,15 +234,3 @@ def _mlflow_writer(args: argparse.Namespace, err: Console,
 
     return write
 
-
-def _stopper(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, sig: int, name: str, err: Console,
-             stopped_by: list[int]) -> Callable[[], None]:
-    """A signal handler: stop polling, finish writing (the same signal again ends the process at once)."""
-
-    def handle() -> None:
-        stopped_by.append(sig)
-        stop.set()
-        loop.remove_signal_handler(sig)
-        err.print(f"[yellow]{name}:[/] stopping the watch (the judged threads are written)")
-
-    return handle
