@@ -118,13 +118,11 @@ def _fig(value: float | None, interval: object = None, computed: bool = True) ->
 
 def print_report(report: AgreementReport, out: Console) -> None:
     """The report as terminal tables: the figures per metric, then each metric's confusion matrix and disagreements."""
-    from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"agreement with people ({report.labels} labels; {report.level:.0%} bootstrap intervals, "
-                        f"B={report.resamples}, seed {report.seed})")
-    for col in ("metric", "kind", "n", "agreement", "kappa", "weighted kappa", "spearman", "judge errors"):
-        table.add_column(col, justify="left" if col in ("metric", "kind") else "right")
+    table = common.table("metric", "kind", "n", "agreement", "kappa", "weighted kappa", "spearman", "judge errors",
+                         left=("metric", "kind"), title=f"agreement with people ({report.labels} labels; "
+                         f"{report.level:.0%} bootstrap intervals, B={report.resamples}, seed {report.seed})")
     for m in report.metrics.values():
         table.add_row(Text(safe(m.metric)), m.kind, str(m.n),
                       *(_fig(getattr(m, k), m.intervals.get(k), k in m.figures)
@@ -148,9 +146,9 @@ def _print_metric(m: MetricAgreement, out: Console) -> None:
             matrix.add_row(Text(safe(label)), *(str(c) for c in row))
         out.print(matrix)
     if m.disagreements or m.judge_errors:
-        listed = Table(title=f"{markup_safe(m.metric)}: {len(m.disagreements)} disagreements")
-        for col in ("conversation", "turn", "verdict", "person", "judge", "judge's reason", "label from"):
-            listed.add_column(col, overflow="fold", max_width=60 if col == "judge's reason" else None)
+        listed = common.table("conversation", "turn", "verdict", "person", "judge", "judge's reason", "label from",
+                              fold=True, wide=("judge's reason",), title=f"{markup_safe(m.metric)}: "
+                              f"{len(m.disagreements)} disagreements")
         for p in [*m.disagreements, *m.judge_errors]:
             listed.add_row(Text(safe(p.conversation_id)), ",".join(map(str, p.turns)) or "—", Text(safe(p.verdict_id)),
                            Text(safe(p.human)), Text(safe("(judge error)" if p.judge is None else p.judge)),

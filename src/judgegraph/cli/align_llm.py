@@ -128,13 +128,11 @@ def _fmt(value: object) -> str:
 
 
 def _print(report: AlignmentReport, out: Console) -> None:
-    from rich.table import Table
 
     held = report.held_out
-    table = Table(title=f"{report.metric}: agreement with {held['labels']} held-out labels "
-                        f"({held['conversations']} conversations)")
-    for col in ("judge", "n", "% agreement", "kappa", "judge errors"):
-        table.add_column(col, justify="left" if col == "judge" else "right")
+    table = common.table("judge", "n", "% agreement", "kappa", "judge errors", left=("judge",),
+                         title=f"{report.metric}: agreement with {held['labels']} held-out labels "
+                               f"({held['conversations']} conversations)")
     for name, fig in (("plain " + report.judge.inner.name, held["before"]), ("aligned " + report.judge.name, held["after"])):
         pct = None if fig["agreement"] is None else f"{100 * fig['agreement']:.1f}%"
         table.add_row(markup_safe(name), str(fig["n"]), pct or "—", _fmt(fig["kappa"]), str(fig["judge_errors"]))

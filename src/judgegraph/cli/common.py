@@ -8,7 +8,7 @@ import inspect
 import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from rich.console import Console
+    from rich.table import Table
 
     from ..runs.resultsfile import ResultsLock
 
@@ -292,6 +293,22 @@ def consoles() -> tuple[Console, Console]:
 
     out = Console()
     return out if out.is_terminal else Console(width=160), Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+def table(*columns: str, left: Collection[str] = (), fold: bool = False, wide: Collection[str] = (), width: int = 60,
+          **kw: Any) -> Table:
+    """A rich table (``kw``: its title, caption...) of ``columns``: the columns not in ``left`` hold numbers,
+    right-justified; with ``fold``, every column folds its text instead, those in ``wide`` (a reason, a note) at most
+    ``width`` wide."""
+    from rich.table import Table
+
+    drawn = Table(**kw)
+    for col in columns:
+        if fold:
+            drawn.add_column(col, overflow="fold", max_width=width if col in wide else None)
+        else:
+            drawn.add_column(col, justify="left" if col in left else "right")
+    return drawn
 
 
 def score_text(score: float | None) -> str:

@@ -123,7 +123,6 @@ def _rate(rate: float | None) -> str:
 def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
     """The diff as terminal tables: how the judging differs, a summary per metric, the changed results, and
     each changed verdict with both judges' reasons."""
-    from rich.table import Table
     from rich.text import Text
 
     from ..compare.diff import change_text, describe_run
@@ -149,12 +148,11 @@ def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
         out.print(Text(safe(f"note: {note}")))
     scores = next(iter(diff.metrics.values())).scores if diff.metrics else None
     level = f"{scores.level:.0%}" if scores else "95%"
-    table = Table(title="per metric", caption=f"McNemar: exact binomial below {diff.exact_below} discordant pairs, "
-                  f"else χ² with continuity correction; score Δ: NEW - OLD, paired bootstrap {level} interval"
-                  + (f" (B={scores.resamples}, seed {scores.seed})" if scores else ""))
-    for col in ("metric", "pass rate OLD → NEW", "regressed", "fixed", "unchanged", "NEW errors", "other",
-                "McNemar p", "mean score Δ [CI]"):
-        table.add_column(col, justify="left" if col == "metric" else "right")
+    table = common.table("metric", "pass rate OLD → NEW", "regressed", "fixed", "unchanged", "NEW errors", "other",
+                         "McNemar p", "mean score Δ [CI]", left=("metric",), title="per metric",
+                         caption=f"McNemar: exact binomial below {diff.exact_below} discordant pairs, else χ² with "
+                         f"continuity correction; score Δ: NEW - OLD, paired bootstrap {level} interval"
+                         + (f" (B={scores.resamples}, seed {scores.seed})" if scores else ""))
     for m in diff.metrics.values():
         c = m.counts
         other = sum(c[k] for k in ("recovered", "now_not_applicable", "was_not_applicable", "new", "missing"))
@@ -165,20 +163,19 @@ def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
     out.print(table)
     changed = [p for p in diff.changed() if p.kind != "unchanged"]
     if changed:
-        listed = Table(title=f"changed results ({len(changed)}" + (f", first {max_rows})" if len(changed) > max_rows
-                                                                  else ")"))
-        for col in ("metric", "conversation", "change", "OLD", "NEW", "Δ score"):
-            listed.add_column(col, overflow="fold")
+        listed = common.table("metric", "conversation", "change", "OLD", "NEW", "Δ score", fold=True,
+                              title=f"changed results ({len(changed)}" + (f", first {max_rows})" if len(changed) >
+                                                                          max_rows else ")"))
         for p in changed[:max_rows]:
             listed.add_row(Text(safe(p.metric)), Text(safe(p.conversation_id)), change_text(p),
                            side_text(p.old), side_text(p.new), "—" if p.delta is None else f"{p.delta:+.2f}")
         out.print(listed)
     flips = [(p, v) for p in diff.changed() for v in p.verdicts]
     if flips:
-        verdicts = Table(title=f"changed verdicts ({len(flips)}" + (f", first {max_rows})" if len(flips) > max_rows
-                                                                    else ")"))
-        for col in ("metric", "conversation", "verdict", "OLD", "OLD judge's reason", "NEW", "NEW judge's reason"):
-            verdicts.add_column(col, overflow="fold", max_width=50 if "reason" in col else None)
+        verdicts = common.table("metric", "conversation", "verdict", "OLD", "OLD judge's reason", "NEW",
+                                "NEW judge's reason", fold=True, wide=("OLD judge's reason", "NEW judge's reason"),
+                                width=50, title=f"changed verdicts ({len(flips)}"
+                                + (f", first {max_rows})" if len(flips) > max_rows else ")"))
         for p, v in flips[:max_rows]:
             cells = []
             for side in (v.old, v.new):

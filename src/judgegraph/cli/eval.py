@@ -385,7 +385,6 @@ def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | Inp
 
 
 def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console, err: Console) -> int:
-    from rich.table import Table
 
     from ..runs.resultsfile import scan_results
     from ..runs.runner import RunSummary, evaluate_async
@@ -418,9 +417,8 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
     prices = _prices(args, judge)
     jurors = len(_jurors(args, judge))  # each asked every request: the first one's requests, that many times
     est = dry.estimate(prices.batch() if prices is not None and args.batch else prices, jurors=jurors)
-    table = Table(title=head)
-    for col in ("metric / step", "calls", "input tokens", "output tokens (est.)", "cost"):
-        table.add_column(col, justify="left" if col.startswith("metric") else "right")
+    table = common.table("metric / step", "calls", "input tokens", "output tokens (est.)", "cost",
+                         left=("metric / step",), title=head)
 
     def row(label: str, c: StepCost, cost: str = "", style: str = "") -> None:
         table.add_row(label, str(c.calls), str(c.input_tokens), f"~{c.output_tokens}", cost, style=style)
@@ -609,14 +607,12 @@ def _batch_api_errors() -> tuple[type[BaseException], ...]:
 
 def _print_table(out: Console, summary: RunSummary) -> None:
     """At most ``--max-rows`` rows (a row a conversation × metric), errors and failures first, in input order."""
-    from rich.table import Table
     from rich.text import Text
 
     from ..runs.runner import result_priority
 
-    table = Table(title="judgegraph results", show_lines=False)
-    for col in ("conversation", "metric", "score", "result", "reason"):
-        table.add_column(col, overflow="fold", max_width=70 if col == "reason" else None)
+    table = common.table("conversation", "metric", "score", "result", "reason", fold=True, wide=("reason",), width=70,
+                         title="judgegraph results", show_lines=False)
     style = {"passed": "green", "failed": "red", "error": "magenta", "not_applicable": "dim"}
     rows: list[tuple[int, tuple[Any, ...]]] = []  # (priority, cells), in input order
     for o in summary.rows:

@@ -196,11 +196,10 @@ def print_report(report: PairwiseReport, out: Console) -> None:
                       _rate(p.ties), _rate(p.a_wins), _rate(p.order_dependent), str(p.undecided))
     out.print(table)
     for criterion, ranked in report.rankings.items():
-        ranking = Table(title=f"ranking on {markup_safe(criterion)} (Bradley-Terry)",
-                        caption=f"log-strength, ties half a win; 95% bootstrap over conversations, "
-                                f"B={report.resamples}, seed {report.seed}")
-        for col in ("rank", "version", "strength", "interval"):
-            ranking.add_column(col, justify="left" if col == "version" else "right")
+        ranking = common.table("rank", "version", "strength", "interval", left=("version",),
+                               title=f"ranking on {markup_safe(criterion)} (Bradley-Terry)",
+                               caption=f"log-strength, ties half a win; 95% bootstrap over conversations, "
+                                       f"B={report.resamples}, seed {report.seed}")
         for i, r in enumerate(ranked, start=1):
             interval = "—" if r.low is None or r.high is None else f"[{r.low:+.2f}, {r.high:+.2f}]"
             ranking.add_row(str(i), Text(safe(r.version)), f"{r.strength:+.2f}", interval)

@@ -72,7 +72,6 @@ def _module_file(spec: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.table import Table
 
     from ..apps.simulate import load_scenarios, simulate
     from ..apps.simulate.graph import user_judge
@@ -132,9 +131,8 @@ def run(args: argparse.Namespace) -> int:
         write_junit(args.out, args.junit)
 
     if not args.quiet:
-        table = Table(title="judgegraph simulations")
-        for col in ("scenario", "ended", "turns", "metric", "score", "result", "reason"):
-            table.add_column(col, overflow="fold", max_width=60 if col == "reason" else None)
+        table = common.table("scenario", "ended", "turns", "metric", "score", "result", "reason", fold=True,
+                             wide=("reason",), title="judgegraph simulations")
         for r in runs:
             how = f"{r.status} (stage {r.stage.stage}/{r.stage.of})" if r.stage else r.status
             if not r.results:
