@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
+    from ..judges import Judge
     from ..runs.resultsfile import ResultsLock
 
     #: what each subcommand module's ``register`` adds its parser to
@@ -168,8 +169,9 @@ BOUNDED_OPTIONS: dict[str, tuple[float, bool, str]] = {
 
 
 def check_numbers(args: argparse.Namespace) -> str | None:
-    """What is wrong with the number options the command has (and ``--base-url``), or None; checked before any
-    work, and as metrics check theirs (:mod:`judgegraph.core.scoring`): the same message, naming the flag."""
+    """What is wrong with the number options the command has (and ``--base-url``, ``--cache`` with ``--no-cache``,
+    the price table), or None; checked before any work, and as metrics check theirs (:mod:`judgegraph.core.scoring`):
+    the same message, naming the flag."""
     from ..core.scoring import check_threshold, check_whole
 
     def flag(name: str) -> str:
@@ -194,11 +196,39 @@ def check_numbers(args: argparse.Namespace) -> str | None:
         value = getattr(args, name, None)
         if value is not None and not (value > low if strict else value >= low):  # NaN fails too
             return f"{flag(name)} must be {'>' if strict else '>='} {low}{unit}, got {value}"
+    if getattr(args, "cache", None) and getattr(args, "no_cache", False):
+        return "--cache and --no-cache cannot be used together"
+    if hasattr(args, "prices"):  # --prices, else $JUDGEGRAPH_PRICES
+        from ..cost.pricing import PriceFileError, user_prices
+
+        try:
+            user_prices(args.prices)
+        except PriceFileError as exc:
+            return str(exc)
     return bad_base_url(getattr(args, "base_url", None))
 
 
 #: The LLM judge client flags (``eval``'s "judge client" group), by attribute: given to ``resolve_judge``.
 JUDGE_CLIENT = ("timeout", "max_retries", "rpm", "tpm", "max_prompt_tokens", "max_reply_bytes")
+
+
+def make_judge(args: argparse.Namespace, settings: dict[str, Any]) -> Judge:
+    """The command's judge, ``resolve_judge(**settings)``; a ``--dry-run`` with ``--model``'s sends nothing (no
+    client is built, so no key is needed)."""
+    if getattr(args, "dry_run", False) and args.model:
+        from ..cost.dryrun import DryRunJudge
+
+        return DryRunJudge.for_model(args.model, max_tries=args.max_tries)
+    from ..judges import resolve_judge
+
+    return resolve_judge(**settings)
+
+
+def cost_text(dollars: float | None, spec: str = "") -> str:
+    """A cost in dollars as the commands print it (``spec``: its format; default 4 decimals below $1, else 2)."""
+    if dollars is None:
+        return "cost unknown (no price for this model: --price-in/--price-out)"
+    return f"${dollars:{spec or ('.4f' if dollars < 1 else '.2f')}}"
 
 
 def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency: int) -> dict[str, Any]:

@@ -168,8 +168,6 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
     """eval's flags that go together or exclude each other, checked before any work (the numbers: check_numbers)."""
     if args.workers != "auto" and args.workers > args.concurrency:
         return f"--workers {args.workers} cannot share --concurrency {args.concurrency} (each needs at least 1)"
-    if args.cache and args.no_cache:
-        return "--cache and --no-cache cannot be used together"
     if args.retry_errors and not args.resume:
         return "--retry-errors goes with --resume (it judges again what the results file holds with errors)"
     if args.resume and args.overwrite:
@@ -180,12 +178,6 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
         return "--rpm and --tpm pace live calls; a batch is paced by the provider: leave them out with --batch"
     if args.batch and not args.batch_poll > 0:
         return f"--batch-poll must be > 0 seconds, got {args.batch_poll}"
-    from ..cost.pricing import PriceFileError, user_prices
-
-    try:
-        user_prices(getattr(args, "prices", None))
-    except PriceFileError as exc:
-        return str(exc)
     return None
 
 
@@ -259,12 +251,6 @@ def _no_batch_api(args: argparse.Namespace, judge: Judge) -> str | None:
     return None
 
 
-def _fmt_cost(dollars: float | None) -> str:
-    if dollars is None:
-        return "cost unknown (no price for this model: --price-in/--price-out)"
-    return f"${dollars:.4f}" if dollars < 1 else f"${dollars:.2f}"
-
-
 def run(args: argparse.Namespace) -> int:
     from ..runs.runner import MetricPlan
 
@@ -283,14 +269,7 @@ def run(args: argparse.Namespace) -> int:
         if bad := check(args):
             return usage_error(err, bad)
     try:
-        if args.dry_run and args.model:  # sends nothing: no client is built, so no key is needed
-            from ..cost.dryrun import DryRunJudge
-
-            judge: Judge = DryRunJudge.for_model(args.model, max_tries=args.max_tries)
-        else:
-            from ..judges import resolve_judge
-
-            judge = resolve_judge(**_judge_settings(args))
+        judge = common.make_judge(args, _judge_settings(args))
         options = {**getattr(args, "config_options", {}), **common.metric_options(args)}  # flags over the file's
         plan = MetricPlan(args.metrics, judge, {
             **options, **({"embeddings_base_url": args.base_url} if args.embeddings and args.base_url else {})},
@@ -424,11 +403,11 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
         table.add_row(label, str(c.calls), str(c.input_tokens), f"~{c.output_tokens}", cost, style=style)
 
     for metric, cost in est.by_metric().items():
-        row(metric, cost, _fmt_cost(est.cost_usd(cost)))
+        row(metric, cost, common.cost_text(est.cost_usd(cost)))
         steps = {step: c for step, c in est.steps.items() if step.startswith(metric + "/")}
         for step, c in steps.items() if len(steps) > 1 else ():
             row(f"  {step.split('/', 1)[1]}", c)
-    row("total", est.total, _fmt_cost(est.cost_usd()), style="bold")
+    row("total", est.total, common.cost_text(est.cost_usd()), style="bold")
     out.print(table)
     out.print(f"basis: {markup_safe(est.basis)}.")
     if est.cache_line:  # by the provider's rule (judgegraph.providers.prefixcache), or "unknown"
@@ -546,13 +525,13 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     if judge.kind == "llm":
         cached = f" ({u.cached_input_tokens} in from the provider's prompt cache)" if u.cached_input_tokens else ""
         cost = (f"calls {u.calls}, tokens {u.input_tokens} in / {u.output_tokens} out"
-                f"{' (estimated)' if u.estimated else ''}{cached}, {_fmt_cost(summary.cost_usd)}")
+                f"{' (estimated)' if u.estimated else ''}{cached}, {common.cost_text(summary.cost_usd)}")
         if args.batch:
             from ..batch import BatchSummary
 
             if isinstance(summary, BatchSummary):
                 if (listed := summary.list_cost_usd) is not None:
-                    cost += f" at batch price (list price {_fmt_cost(listed)})"
+                    cost += f" at batch price (list price {common.cost_text(listed)})"
                 cost += f", {len(summary.batches)} batches"
         if judge.cache is not None and (hits := judge.cache.hits + (judge.cache.disk.hits if judge.cache.disk else 0)):
             cost += f", {hits} answers from the cache"

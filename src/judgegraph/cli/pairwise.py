@@ -74,14 +74,6 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
         return f"pairwise needs two or more files (one per version), got {len(args.files)}"
     if len(set(args.files)) != len(args.files):
         return "the same file is given twice: each version needs its own file"
-    if args.cache and args.no_cache:
-        return "--cache and --no-cache cannot be used together"
-    from ..cost.pricing import PriceFileError, user_prices
-
-    try:
-        user_prices(args.prices)
-    except PriceFileError as exc:
-        return str(exc)
     if not args.model:
         return "pairwise needs an LLM judge: pass --model (e.g. openai:gpt-4.1-mini); the offline judge cannot compare"
     if args.out and not args.dry_run:
@@ -101,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     out, err = common.consoles()
     try:
         criteria = _criteria(args)
-        judge = _judge(args)
+        judge = common.make_judge(args, common.judge_settings(args, args.model, args.concurrency))
     except (KeyError, ValueError, TypeError) as exc:
         return usage_error(err, exc)
     err.print(f"judge: [bold]{markup_safe(judge.name)}[/]; criteria: "
@@ -132,16 +124,6 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         err.print(f"comparisons: {markup_safe(args.out)}")
     return _status(report, err)
-
-
-def _judge(args: argparse.Namespace) -> Judge:
-    if args.dry_run:  # sends nothing: no client is built, so no key is needed
-        from ..cost.dryrun import DryRunJudge
-
-        return DryRunJudge.for_model(args.model, max_tries=args.max_tries)
-    from ..judges import resolve_judge
-
-    return resolve_judge(**common.judge_settings(args, args.model, args.concurrency))
 
 
 def _problems(report: PairwiseReport, err: Console) -> None:
@@ -225,6 +207,5 @@ def _dry_run(args: argparse.Namespace, judge: Judge, report: PairwiseReport, out
               f"orders = {planned} judge calls; counted {total.calls} calls (identical requests are made once), "
               f"{total.input_tokens} input tokens ({est.cached_words}), "
               f"~{total.output_tokens} output tokens, "
-              + ("cost unknown (no price for this model: --price-in/--price-out)" if cost is None
-                 else f"${cost:.4f}") + ". No call was made.", highlight=False)
+              + common.cost_text(cost, ".4f") + ". No call was made.", highlight=False)
     return EXIT_ERRORS if report.input_errors or not n else EXIT_OK
