@@ -44,9 +44,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     from ..report import build_metric
 
     spec = get_metric(args.metric)
-    given = {"window_size": args.window_size, "guidelines": common.read_guidelines(args.guidelines), "role": args.role,
-             "topics": common.read_guidelines(args.topics, "--topic"), "embeddings": args.embeddings,
-             "embeddings_base_url": args.base_url if args.embeddings else None}
+    given = {**common.metric_options(args), "embeddings_base_url": args.base_url if args.embeddings else None}
     options = {k: v for k, v in given.items() if v is not None and k in spec.options}
     build_metric(spec, NoModel(), **options)  # a missing guideline, a bad option: before any call
     return options
