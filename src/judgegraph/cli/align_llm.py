@@ -26,15 +26,9 @@ if TYPE_CHECKING:
 def _bad_numbers(args: argparse.Namespace) -> str | None:
     if args.positive:
         return "--positive is for --model offline (an LLM judge is compared with the labels as they are)"
-    for flag, value, least in (("--max-examples", args.max_examples, 0), ("--max-guidelines", args.max_guidelines, 0),
-                               ("--max-example-chars", args.max_example_chars, 80), ("--concurrency", args.concurrency, 1)):
-        if value < least:
-            return f"{flag} must be >= {least}, got {value}"
-    if args.concurrency > common.MAX_CONCURRENCY:
-        return f"--concurrency must be at most {common.MAX_CONCURRENCY}, got {args.concurrency}"
-    if args.window_size is not None and args.window_size < 1:
-        return f"--window-size must be >= 1, got {args.window_size}"
-    return common.bad_base_url(args.base_url)
+    if args.max_example_chars < 80:
+        return f"--max-example-chars must be >= 80, got {args.max_example_chars}"
+    return common.check_numbers(args)
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:

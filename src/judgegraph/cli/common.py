@@ -159,13 +159,15 @@ def add_out_options(p: argparse.ArgumentParser, group: argparse._ActionsContaine
 #: (``--concurrency`` and ``--max-calls``: :data:`MAX_CONCURRENCY`); ``--workers auto`` is resolved later.
 WHOLE_OPTIONS: dict[str, int | None] = dict.fromkeys(
     ("max_tries", "max_turns", "window_size", "dense", "repeat", "quorum", "n_questions", "max_traces", "max_prompt_tokens", "max_reply_bytes",
-     "workers"))
+     "workers", "max_polls"))
 WHOLE_OPTIONS.update(concurrency=MAX_CONCURRENCY, max_calls=MAX_CONCURRENCY)
 #: Other number options, by attribute: (the bound, whether the bound itself is refused, the unit).
 BOUNDED_OPTIONS: dict[str, tuple[float, bool, str]] = {
     "timeout": (0, True, ""), "rpm": (0, True, ""), "tpm": (0, True, ""), "max_retries": (0, False, ""),
     "max_rows": (0, False, ""), "price_in": (0, False, " dollars per million tokens"),
-    "price_out": (0, False, " dollars per million tokens")}
+    "price_out": (0, False, " dollars per million tokens"), "idle": (0, False, " seconds"), "interval": (0, True, " seconds"),
+    "batch_poll": (0, True, " seconds"), "max_regressions": (0, False, ""), "max_examples": (0, False, ""),
+    "max_guidelines": (0, False, "")}
 
 
 def check_numbers(args: argparse.Namespace) -> str | None:

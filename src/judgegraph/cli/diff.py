@@ -40,8 +40,6 @@ def register(sub: Subparsers) -> None:
 def _bad_numbers(args: argparse.Namespace) -> str | None:
     if (bad := common.check_numbers(args)) is not None:
         return bad
-    if args.max_regressions is not None and args.max_regressions < 0:
-        return f"--max-regressions must be 0 or more, got {args.max_regressions}"
     if args.max_rows < 1:
         return f"--max-rows must be 1 or more, got {args.max_rows}"
     return None

@@ -176,8 +176,6 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
         return "--batch judges in this process (the provider does the work): --workers and --ray do not apply"
     if args.batch and (args.rpm or args.tpm):
         return "--rpm and --tpm pace live calls; a batch is paced by the provider: leave them out with --batch"
-    if args.batch and not args.batch_poll > 0:
-        return f"--batch-poll must be > 0 seconds, got {args.batch_poll}"
     return None
 
 

@@ -65,14 +65,8 @@ def _bad(args: argparse.Namespace) -> str | None:
         return "watch needs --checkpointer sqlite:PATH or --langgraph-url URL"
     if bad := thread_source_error(args):
         return bad
-    if not args.idle >= 0:
-        return f"--idle must be >= 0 seconds, got {args.idle}"
     if not 0 < args.sample <= 1:
         return f"--sample must be > 0 and <= 1, got {args.sample}"
-    if not args.interval > 0:
-        return f"--interval must be > 0 seconds, got {args.interval}"
-    if args.max_polls is not None and args.max_polls < 1:
-        return f"--max-polls must be >= 1, got {args.max_polls}"
     if args.once and args.max_polls not in (None, 1):
         return "--once is --max-polls 1: give one of them"
     if Path(args.out).is_dir():
