@@ -152,3 +152,10 @@ def test_every_option_flag_names_an_option_a_metric_declares():
                           "--n-questions") for s in a.option_strings)}
     assert len(flags) == 14 and flags <= declared, flags - declared
     assert dataclasses.is_dataclass(registry()["turn_relevancy"].settings)
+
+
+def test_metrics_name_shows_an_option_s_choices_from_its_literal(capsys):
+    """What ``-o trajectory=`` takes, read from the declaration's type (the flag's help no longer copies it)."""
+    assert main(["metrics", "tool-correctness"]) == 0
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.split()[0] == "trajectory"]
+    assert line.endswith("(strict | unordered | subset | superset)")

@@ -104,18 +104,31 @@ class MetricSpec:
         if self.settings is None:
             return [(name, "", "") for name in sorted(self.options)]
         fields = self.fields()
-        return [(n, _show(self.default(n)), fields[n].metadata.get("help", "")) for n in fields if n in self.options]
+        return [(n, _show(self.default(n)), fields[n].metadata.get("help", "")
+                 + (f" ({' | '.join(choices)})" if (choices := self.choices(n)) else "")) for n in fields if n in self.options]
+
+    def _kinds(self, option: str) -> tuple[Any, ...]:
+        """The types an option's declaration allows (a union's members; ``None`` left in)."""
+        import typing
+        from types import UnionType
+
+        hint = _hints(self.settings).get(option)
+        return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, UnionType) else (hint,)
+
+    def choices(self, option: str) -> list[str]:
+        """The values an option's ``Literal`` type allows (none: any value of its type)."""
+        import typing
+
+        return [c for k in self._kinds(option) if typing.get_origin(k) is Literal for c in typing.get_args(k)]
 
     def typed(self, option: str, text: str) -> Any:
         """The command line's ``text`` for ``option`` (``-o NAME=VALUE``) as its declared type: a number, true or
         false, one of a ``Literal``'s values (another: a ``ValueError`` naming them), ``[text]`` for a list; a text
         that is not of the type is returned as it is, for the settings' check to refuse with its own message."""
         import typing
-        from types import UnionType
 
-        hint = _hints(self.settings).get(option)
-        kinds = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, UnionType) else (hint,)
-        if choices := [c for k in kinds if typing.get_origin(k) is Literal for c in typing.get_args(k)]:
+        kinds = self._kinds(option)
+        if choices := self.choices(option):
             if text in choices:
                 return text
             raise ValueError(f"{option} must be one of {', '.join(choices)}, got {text!r}")
