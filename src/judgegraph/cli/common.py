@@ -260,15 +260,18 @@ def metric_options(args: argparse.Namespace, *, skip: tuple[str, ...] = ()) -> d
     the declarations (:meth:`~judgegraph.metrics.MetricSpec.typed`) of the run's metrics (``-m``; none named: every
     metric's), ``@FILE`` read for a text or a list (one item a line). A ValueError naming the option, and the run's
     metrics when none of them declares it (:func:`~judgegraph.metrics.undeclared`, as a config file's options)."""
-    from ..metrics import get_metric, registry, undeclared
+    from ..metrics import built_ins, get_metric, known_options, registry, undeclared
     from ..runs.config import RENAMED, refusal
 
+    pairs = getattr(args, "option_pairs", None) or ()
+    given = [(k, v, FLAGS.get(k, "--" + k.replace("_", "-"))) for k in sorted(known_options() - set(skip))
+             if (v := getattr(args, k, None)) is not None]  # a flag gives a built-in's option: no plugin loaded for it
+    if not given and not pairs:
+        return {}
     named = getattr(args, "metrics", None) or ([args.metric] if isinstance(getattr(args, "metric", None), str) else [])
-    specs = [get_metric(m) for m in named] or list(registry().values())
+    specs = [get_metric(m) for m in named] or list((registry() if pairs else built_ins()).values())
     takes = f"{', '.join(m.replace('_', '-') for m in named)} take{'s' if len(named) == 1 else ''}:" if named else "known here:"
-    flags = {o for s in registry().values() for o in s.options} - set(skip)
-    given = [(k, v, FLAGS.get(k, "--" + k.replace("_", "-"))) for k in sorted(flags) if (v := getattr(args, k, None)) is not None]
-    for pair in getattr(args, "option_pairs", None) or ():
+    for pair in pairs:
         key, eq, text = pair.partition("=")
         key = key.strip().replace("-", "_")
         if not eq or not key:
@@ -278,7 +281,7 @@ def metric_options(args: argparse.Namespace, *, skip: tuple[str, ...] = ()) -> d
         given.append((RENAMED.get(key, key), text, f"-o {key}"))
     out: dict[str, Any] = {}
     for key, value, flag in given:
-        spec = next(s for s in [*specs, *registry().values()] if key in s.options)
+        spec = next(s for s in [*specs, *built_ins().values()] if key in s.options)
         for text in value if isinstance(value, list) else [value]:  # a flag given again (--guideline) is a list
             if not isinstance(text, str):  # a number or a switch the flag's parser typed
                 out[key] = text
