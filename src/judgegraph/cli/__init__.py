@@ -16,17 +16,7 @@ import warnings
 from importlib import import_module
 from typing import TextIO
 
-from .common import (
-    EXIT_ERRORS,
-    EXIT_FAILED,
-    EXIT_INTERNAL,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_USAGE,
-    fail,
-    markup_safe,
-    safe,
-)
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, markup_safe, safe
 
 __all__ = ["EXIT_ERRORS", "EXIT_FAILED", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -65,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv  # the command line, for the run header (redacted there)
     for check in getattr(args, "checks", ()):  # the command's checks of its flags, before any work (exit 2)
         if bad := check(args):
-            return fail(bad)
+            print(f"error: {safe(bad)}", file=sys.stderr)
+            return EXIT_USAGE
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _plain_warning

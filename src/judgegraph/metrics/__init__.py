@@ -285,8 +285,7 @@ def undeclared(option: str, specs: Sequence[MetricSpec], takes: str, renamed: Ma
     back = {v: k for k, v in renamed.items()}
     known = sorted({back.get(o, o) for s in specs for o in s.options})
     close = difflib.get_close_matches(option, known, n=1)
-    everyone = frozenset().union(*(s.options for s in registry().values()))
-    what = (f"{takes[:-1]} no {option} (it takes:" if renamed.get(option, option) in everyone and len(specs) == 1
+    what = (f"{takes[:-1]} no {option} (it takes:" if renamed.get(option, option) in known_options() and len(specs) == 1
             else f"unknown key ({f'did you mean {close[0]}? ' if close else ''}{takes}")
     return f"{what} {', '.join(known) or 'none'})"
 
