@@ -53,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser(argv).parse_args(argv)
     args.argv = argv  # the command line, for the run header (redacted there)
+    for check in getattr(args, "checks", ()):  # the command's checks of its flags, before any work (exit 2)
+        if bad := check(args):
+            print(f"error: {safe(bad)}", file=sys.stderr)
+            return EXIT_USAGE
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _plain_warning

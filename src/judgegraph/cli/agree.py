@@ -1,4 +1,10 @@
-"""``judgegraph agree``: how often the judges of a results file say what people said (docs/agreement.md)."""
+"""``judgegraph agree``: agreement of the judges with people's labels (kappa, confusion, disagreements)
+
+Compare the verdicts of RESULTS with people's labels: a labels JSONL file, an MLflow assessments export, a LangSmith
+feedback export (--labels), and the review decisions stored in RESULTS. Per metric: n, % agreement, Cohen's kappa,
+weighted kappa / Spearman, a confusion matrix, bootstrap intervals and every disagreement. Exit 1 below --min-kappa,
+3 when a label matches no verdict or a label record is unusable. (docs/agreement.md)
+"""
 
 from __future__ import annotations
 
@@ -18,14 +24,8 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> None:
-    p = add_results_command(
-        sub, "agree", run, help="agreement of the judges with people's labels (kappa, confusion, disagreements)",
-        description="Compare the verdicts of RESULTS with people's labels: a labels JSONL file, an MLflow "
-                    "assessments export, a LangSmith feedback export (--labels), and the review decisions stored "
-                    "in RESULTS. Per metric: n, % agreement, Cohen's kappa, weighted kappa / Spearman, a confusion "
-                    "matrix, bootstrap intervals and every disagreement. Exit 1 below --min-kappa, 3 when a label "
-                    "matches no verdict or a label record is unusable.",
-        results="results JSONL (judgegraph eval --out)")
+    p = add_results_command(sub, run, results="results JSONL (judgegraph eval --out)")
+    p.set_defaults(checks=(common.check_numbers,))
     p.add_argument("--labels", action="append", default=[], metavar="FILE",
                    help="people's labels (labels JSONL, MLflow traces/assessments JSON, LangSmith feedback JSON); "
                         "repeatable")
@@ -44,8 +44,6 @@ def run(args: argparse.Namespace) -> int:
     from ..trust.agreement import agreement
 
     out, err = consoles()
-    if (bad := common.check_numbers(args)) is not None:
-        return usage_error(err, bad)
     if args.min_kappa is not None and not -1.0 <= args.min_kappa <= 1.0:  # NaN too: it would pass every gate
         return usage_error(err, f"--min-kappa must be between -1 and 1, got {args.min_kappa}")
     try:
@@ -120,13 +118,11 @@ def _fig(value: float | None, interval: object = None, computed: bool = True) ->
 
 def print_report(report: AgreementReport, out: Console) -> None:
     """The report as terminal tables: the figures per metric, then each metric's confusion matrix and disagreements."""
-    from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"agreement with people ({report.labels} labels; {report.level:.0%} bootstrap intervals, "
-                        f"B={report.resamples}, seed {report.seed})")
-    for col in ("metric", "kind", "n", "agreement", "kappa", "weighted kappa", "spearman", "judge errors"):
-        table.add_column(col, justify="left" if col in ("metric", "kind") else "right")
+    table = common.table("metric", "kind", "n", "agreement", "kappa", "weighted kappa", "spearman", "judge errors",
+                         left=("metric", "kind"), title=f"agreement with people ({report.labels} labels; "
+                         f"{report.level:.0%} bootstrap intervals, B={report.resamples}, seed {report.seed})")
     for m in report.metrics.values():
         table.add_row(Text(safe(m.metric)), m.kind, str(m.n),
                       *(_fig(getattr(m, k), m.intervals.get(k), k in m.figures)
@@ -150,9 +146,9 @@ def _print_metric(m: MetricAgreement, out: Console) -> None:
             matrix.add_row(Text(safe(label)), *(str(c) for c in row))
         out.print(matrix)
     if m.disagreements or m.judge_errors:
-        listed = Table(title=f"{markup_safe(m.metric)}: {len(m.disagreements)} disagreements")
-        for col in ("conversation", "turn", "verdict", "person", "judge", "judge's reason", "label from"):
-            listed.add_column(col, overflow="fold", max_width=60 if col == "judge's reason" else None)
+        listed = common.table("conversation", "turn", "verdict", "person", "judge", "judge's reason", "label from",
+                              fold=True, wide=("judge's reason",), title=f"{markup_safe(m.metric)}: "
+                              f"{len(m.disagreements)} disagreements")
         for p in [*m.disagreements, *m.judge_errors]:
             listed.add_row(Text(safe(p.conversation_id)), ",".join(map(str, p.turns)) or "—", Text(safe(p.verdict_id)),
                            Text(safe(p.human)), Text(safe("(judge error)" if p.judge is None else p.judge)),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from . import common
 from .common import EXIT_ERRORS, EXIT_OK, consoles, markup_safe, usage_error
 
 if TYPE_CHECKING:
@@ -65,6 +66,8 @@ def register(sub: Subparsers) -> None:
     llm.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     llm.add_argument("--no-cache", action="store_true", help="no judge cache: every judgement is asked "
                      "(default: answers at temperature 0 are kept on disk, so aligning again is cheaper)")
+    llm.add_argument("-o", "--option", action="append", dest="option_pairs", metavar="NAME=VALUE",
+                     help=common.OPTION_HELP)
     llm.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
                      help="conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
     llm.add_argument("--role", help="role-adherence: the chatbot's role")

@@ -26,15 +26,9 @@ if TYPE_CHECKING:
 def _bad_numbers(args: argparse.Namespace) -> str | None:
     if args.positive:
         return "--positive is for --model offline (an LLM judge is compared with the labels as they are)"
-    for flag, value, least in (("--max-examples", args.max_examples, 0), ("--max-guidelines", args.max_guidelines, 0),
-                               ("--max-example-chars", args.max_example_chars, 80), ("--concurrency", args.concurrency, 1)):
-        if value < least:
-            return f"{flag} must be >= {least}, got {value}"
-    if args.concurrency > common.MAX_CONCURRENCY:
-        return f"--concurrency must be at most {common.MAX_CONCURRENCY}, got {args.concurrency}"
-    if args.window_size is not None and args.window_size < 1:
-        return f"--window-size must be >= 1, got {args.window_size}"
-    return common.bad_base_url(args.base_url)
+    if args.max_example_chars < 80:
+        return f"--max-example-chars must be >= 80, got {args.max_example_chars}"
+    return common.check_numbers(args)
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -44,9 +38,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     from ..report import build_metric
 
     spec = get_metric(args.metric)
-    given = {"window_size": args.window_size, "guidelines": common.read_guidelines(args.guidelines), "role": args.role,
-             "topics": common.read_guidelines(args.topics, "--topic"), "embeddings": args.embeddings,
-             "embeddings_base_url": args.base_url if args.embeddings else None}
+    given = {**common.metric_options(args), "embeddings_base_url": args.base_url if args.embeddings else None}
     options = {k: v for k, v in given.items() if v is not None and k in spec.options}
     build_metric(spec, NoModel(), **options)  # a missing guideline, a bad option: before any call
     return options
@@ -128,13 +120,11 @@ def _fmt(value: object) -> str:
 
 
 def _print(report: AlignmentReport, out: Console) -> None:
-    from rich.table import Table
 
     held = report.held_out
-    table = Table(title=f"{report.metric}: agreement with {held['labels']} held-out labels "
-                        f"({held['conversations']} conversations)")
-    for col in ("judge", "n", "% agreement", "kappa", "judge errors"):
-        table.add_column(col, justify="left" if col == "judge" else "right")
+    table = common.table("judge", "n", "% agreement", "kappa", "judge errors", left=("judge",),
+                         title=f"{report.metric}: agreement with {held['labels']} held-out labels "
+                               f"({held['conversations']} conversations)")
     for name, fig in (("plain " + report.judge.inner.name, held["before"]), ("aligned " + report.judge.name, held["after"])):
         pct = None if fig["agreement"] is None else f"{100 * fig['agreement']:.1f}%"
         table.add_row(markup_safe(name), str(fig["n"]), pct or "—", _fmt(fig["kappa"]), str(fig["judge_errors"]))

@@ -4,18 +4,23 @@ common (``add_*``, checked once by :func:`check_numbers`), and option readers.""
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from ..data.safetext import safe as safe  # the commands print data with common.safe
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    import asyncio
 
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..judges import Judge
     from ..runs.resultsfile import ResultsLock
 
     #: what each subcommand module's ``register`` adds its parser to
@@ -41,11 +46,14 @@ def read_text_option(flag: str, path: str | Path) -> str:
         raise ValueError(f"{flag} {path}: cannot read it: {exc.strerror or exc}") from None
 
 
-def add_results_command(sub: Subparsers, name: str, run: Callable[[argparse.Namespace], int], *, help: str,
-                        description: str, nargs: str | None = None, **files: str) -> argparse.ArgumentParser:
-    """The parser of a command that reads results files, running ``run``: one positional per keyword of ``files``
+def add_results_command(sub: Subparsers, run: Callable[[argparse.Namespace], int], *, nargs: str | None = None,
+                        **files: str) -> argparse.ArgumentParser:
+    """The parser of a command that reads results files, running ``run``: named, helped and described by ``run``'s
+    module docstring (``"``judgegraph NAME``: HELP"``, then the description), one positional per keyword of ``files``
     (``results="help"``: ``RESULTS``; ``old=..., new=...``: ``OLD NEW``), each taking ``nargs``."""
-    p = sub.add_parser(name, help=help, description=description)
+    head, _, description = inspect.cleandoc(sys.modules[run.__module__].__doc__ or "").partition("\n\n")
+    usage, _, help = " ".join(head.split()).partition(": ")
+    p = sub.add_parser(usage.strip("`").split()[1], help=help, description=" ".join(description.split()))
     for dest, text in files.items():
         p.add_argument(dest, metavar=dest.upper(), nargs=nargs, help=text)
     p.set_defaults(run=run)
@@ -82,20 +90,29 @@ def add_judge_options(p: argparse.ArgumentParser, *, model: str, base_url: str, 
                        help="judge every request N times with distinct seeds, majority kept (docs/juries.md)")
 
 
+#: The flag of a metric option whose name is not the option's (``--guideline`` is ``-o guidelines=``...).
+FLAGS = {"guidelines": "--guideline", "topics": "--topic", "arguments": "--tool-arguments", "strict_mode": "--strict"}
+#: ``-o``'s help: the one flag every metric's options are given by, from its declaration (docs/metric_options.md).
+OPTION_HELP = ("a metric's option, repeatable: NAME=VALUE, typed and checked by the metric's declaration (a list "
+               "option repeated; @FILE reads a text, or a list one item a line); `judgegraph metrics METRIC` lists "
+               "them; an option no metric of the run (-m) declares is refused")
+
+
 def add_metric_options(p: argparse.ArgumentParser, *, role: str, guideline: str = "", scored: bool = True) -> None:
-    """``--threshold`` and ``--window-size`` (when ``scored``), ``--guideline`` and ``--role`` (``role`` its help)."""
+    """``-o NAME=VALUE`` for any metric's option and the flags that give one (each the same as ``-o`` with the option
+    its destination names, :func:`metric_options`): ``--threshold``, ``--window-size`` and ``--min-judged`` (when
+    ``scored``), ``--guideline``, ``--role`` (``role`` its help), ``--trajectory``, ``--tool-arguments``, ``--topic``."""
+    p.add_argument("-o", "--option", action="append", dest="option_pairs", metavar="NAME=VALUE", help=OPTION_HELP)
     if scored:
-        p.add_argument("--threshold", type=float, help="passing score, 0..1")
-        p.add_argument("--window-size", type=int, help="exchanges per sliding window")
+        p.add_argument("--threshold", type=float, help="passing score, 0..1 (-o threshold=)")
+        p.add_argument("--window-size", type=int, help="exchanges per sliding window (-o window_size=)")
         p.add_argument("--min-judged", type=float, metavar="FRACTION", help="a result whose verdicts were judged "
                        "less than this share of the time (the rest judge errors) is an error, not a score (0..1)")
     p.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
                    help=guideline or "conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
     p.add_argument("--role", help=role)
-    p.add_argument("--trajectory", choices=("strict", "unordered", "subset", "superset"),
-                   help="tool-correctness: how expected_tools is matched (docs/agents.md; default unordered)")
-    p.add_argument("--tool-arguments", choices=("exact", "ignore", "llm"), dest="arguments",
-                   help="tool-correctness: how arguments are compared (default exact)")
+    p.add_argument("--trajectory", help="tool-correctness: how expected_tools is matched (-o trajectory=; docs/agents.md)")
+    p.add_argument("--tool-arguments", dest="arguments", help="tool-correctness: how arguments are compared (-o arguments=)")
     p.add_argument("--topic", action="append", dest="topics", metavar="TEXT",
                    help="topic-adherence: an allowed topic, repeatable; @FILE reads one per line (default: each "
                         "conversation's metadata.reference_topics)")
@@ -142,18 +159,21 @@ def add_out_options(p: argparse.ArgumentParser, group: argparse._ActionsContaine
 #: (``--concurrency`` and ``--max-calls``: :data:`MAX_CONCURRENCY`); ``--workers auto`` is resolved later.
 WHOLE_OPTIONS: dict[str, int | None] = dict.fromkeys(
     ("max_tries", "max_turns", "window_size", "dense", "repeat", "quorum", "n_questions", "max_traces", "max_prompt_tokens", "max_reply_bytes",
-     "workers"))
+     "workers", "max_polls"))
 WHOLE_OPTIONS.update(concurrency=MAX_CONCURRENCY, max_calls=MAX_CONCURRENCY)
 #: Other number options, by attribute: (the bound, whether the bound itself is refused, the unit).
 BOUNDED_OPTIONS: dict[str, tuple[float, bool, str]] = {
     "timeout": (0, True, ""), "rpm": (0, True, ""), "tpm": (0, True, ""), "max_retries": (0, False, ""),
     "max_rows": (0, False, ""), "price_in": (0, False, " dollars per million tokens"),
-    "price_out": (0, False, " dollars per million tokens")}
+    "price_out": (0, False, " dollars per million tokens"), "idle": (0, False, " seconds"), "interval": (0, True, " seconds"),
+    "batch_poll": (0, True, " seconds"), "max_regressions": (0, False, ""), "max_examples": (0, False, ""),
+    "max_guidelines": (0, False, "")}
 
 
 def check_numbers(args: argparse.Namespace) -> str | None:
-    """What is wrong with the number options the command has (and ``--base-url``), or None; checked before any
-    work, and as metrics check theirs (:mod:`judgegraph.core.scoring`): the same message, naming the flag."""
+    """What is wrong with the number options the command has (and ``--base-url``, ``--cache`` with ``--no-cache``,
+    the price table), or None; checked before any work, and as metrics check theirs (:mod:`judgegraph.core.scoring`):
+    the same message, naming the flag."""
     from ..core.scoring import check_threshold, check_whole
 
     def flag(name: str) -> str:
@@ -178,11 +198,39 @@ def check_numbers(args: argparse.Namespace) -> str | None:
         value = getattr(args, name, None)
         if value is not None and not (value > low if strict else value >= low):  # NaN fails too
             return f"{flag(name)} must be {'>' if strict else '>='} {low}{unit}, got {value}"
+    if getattr(args, "cache", None) and getattr(args, "no_cache", False):
+        return "--cache and --no-cache cannot be used together"
+    if hasattr(args, "prices"):  # --prices, else $JUDGEGRAPH_PRICES
+        from ..cost.pricing import PriceFileError, user_prices
+
+        try:
+            user_prices(args.prices)
+        except PriceFileError as exc:
+            return str(exc)
     return bad_base_url(getattr(args, "base_url", None))
 
 
 #: The LLM judge client flags (``eval``'s "judge client" group), by attribute: given to ``resolve_judge``.
 JUDGE_CLIENT = ("timeout", "max_retries", "rpm", "tpm", "max_prompt_tokens", "max_reply_bytes")
+
+
+def make_judge(args: argparse.Namespace, settings: dict[str, Any]) -> Judge:
+    """The command's judge, ``resolve_judge(**settings)``; a ``--dry-run`` with ``--model``'s sends nothing (no
+    client is built, so no key is needed)."""
+    if getattr(args, "dry_run", False) and args.model:
+        from ..cost.dryrun import DryRunJudge
+
+        return DryRunJudge.for_model(args.model, max_tries=args.max_tries)
+    from ..judges import resolve_judge
+
+    return resolve_judge(**settings)
+
+
+def cost_text(dollars: float | None, spec: str = "") -> str:
+    """A cost in dollars as the commands print it (``spec``: its format; default 4 decimals below $1, else 2)."""
+    if dollars is None:
+        return "cost unknown (no price for this model: --price-in/--price-out)"
+    return f"${dollars:{spec or ('.4f' if dollars < 1 else '.2f')}}"
 
 
 def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency: int) -> dict[str, Any]:
@@ -207,14 +255,46 @@ def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency:
 
 
 def metric_options(args: argparse.Namespace, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The metric options the flags give: a flag whose destination is an option a metric declares forwards it (``skip``:
-    one meaning another thing to the command), ``@FILE`` read for --guideline, --topic, --rubric (ValueError)."""
-    from ..metrics import known_options
+    """The metric options the command line gives, by their declared names: each ``-o NAME=VALUE`` and each flag that
+    is one (its destination an option's name; ``skip``: one meaning another thing to the command), typed and checked by
+    the declarations (:meth:`~judgegraph.metrics.MetricSpec.typed`) of the run's metrics (``-m``; none named: every
+    metric's), ``@FILE`` read for a text or a list (one item a line). A ValueError naming the option, and the run's
+    metrics when none of them declares it (:func:`~judgegraph.metrics.undeclared`, as a config file's options)."""
+    from ..metrics import built_ins, get_metric, known_options, registry, undeclared
+    from ..runs.config import RENAMED, refusal
 
-    read: dict[str, Callable[[Any], Any]] = {"guidelines": read_guidelines, "rubric": read_rubric,
-                                             "topics": lambda v: read_guidelines(v, "--topic")}
-    return {k: read.get(k, lambda v: v)(getattr(args, k)) for k in sorted(known_options() - set(skip))
-            if getattr(args, k, None) is not None}
+    pairs = getattr(args, "option_pairs", None) or ()
+    given = [(k, v, FLAGS.get(k, "--" + k.replace("_", "-"))) for k in sorted(known_options() - set(skip))
+             if (v := getattr(args, k, None)) is not None]  # a flag gives a built-in's option: no plugin loaded for it
+    if not given and not pairs:
+        return {}
+    named = getattr(args, "metrics", None) or ([args.metric] if isinstance(getattr(args, "metric", None), str) else [])
+    specs = [get_metric(m) for m in named] or list((registry() if pairs else built_ins()).values())
+    takes = f"{', '.join(m.replace('_', '-') for m in named)} take{'s' if len(named) == 1 else ''}:" if named else "known here:"
+    for pair in pairs:
+        key, eq, text = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not eq or not key:
+            raise ValueError(f"-o {pair}: expected NAME=VALUE, e.g. -o threshold=0.8 (judgegraph metrics METRIC lists them)")
+        if why := undeclared(key, specs, takes, RENAMED):  # named as a config file names it (strict: strict_mode)
+            raise ValueError(f"-o {key}: {why}")
+        given.append((RENAMED.get(key, key), text, f"-o {key}"))
+    out: dict[str, Any] = {}
+    for key, value, flag in given:
+        spec = next(s for s in [*specs, *built_ins().values()] if key in s.options)
+        for text in value if isinstance(value, list) else [value]:  # a flag given again (--guideline) is a list
+            if not isinstance(text, str):  # a number or a switch the flag's parser typed
+                out[key] = text
+                continue
+            typed = spec.typed(key, text)
+            if text.startswith("@") and isinstance(typed, (str, list)):
+                body = read_text_option(flag, text[1:])
+                typed = [line.strip() for line in body.splitlines() if line.strip()] if isinstance(typed, list) else body
+            out[key] = [*out.get(key, []), *typed] if isinstance(typed, list) else typed
+    for spec in specs:  # checked as a config file's are: by each metric taking them, before any work
+        if (mine := {k: v for k, v in out.items() if k in spec.options}) and (bad := refusal(spec, mine)):
+            raise ValueError(bad[1])
+    return out
 
 
 def out_refused(args: argparse.Namespace) -> str | None:
@@ -250,6 +330,22 @@ def consoles() -> tuple[Console, Console]:
     return out if out.is_terminal else Console(width=160), Console(stderr=True, soft_wrap=True, highlight=False)
 
 
+def table(*columns: str, left: Collection[str] = (), fold: bool = False, wide: Collection[str] = (), width: int = 60,
+          **kw: Any) -> Table:
+    """A rich table (``kw``: its title, caption...) of ``columns``: the columns not in ``left`` hold numbers,
+    right-justified; with ``fold``, every column folds its text instead, those in ``wide`` (a reason, a note) at most
+    ``width`` wide."""
+    from rich.table import Table
+
+    drawn = Table(**kw)
+    for col in columns:
+        if fold:
+            drawn.add_column(col, overflow="fold", max_width=width if col in wide else None)
+        else:
+            drawn.add_column(col, justify="left" if col in left else "right")
+    return drawn
+
+
 def score_text(score: float | None) -> str:
     """A score as a table shows it."""
     return "—" if score is None else f"{score:.2f}"
@@ -283,7 +379,8 @@ GUIDELINES_NEEDED = ("conversational-guidelines needs at least one --guideline T
 
 def guidelines_missing(args: argparse.Namespace) -> str | None:
     """What is wrong with ``--guideline``, checked before any work: a ``@FILE`` that cannot be read, or
-    :data:`GUIDELINES_NEEDED` when the metrics (``-m``) include conversational-guidelines and none is given."""
+    :data:`GUIDELINES_NEEDED` when the metrics (``-m``) include conversational-guidelines and none is given (with
+    ``--guideline`` or ``-o guidelines=``)."""
     from ..metrics import canonical_name
 
     try:
@@ -291,7 +388,8 @@ def guidelines_missing(args: argparse.Namespace) -> str | None:
         read_guidelines(getattr(args, "topics", None), "--topic")  # an unreadable --topic @FILE, before any work
     except ValueError as exc:
         return str(exc)
-    if not guidelines and any(canonical_name(m) == "conversational_guidelines" for m in args.metrics or ()):
+    given = guidelines or any(p.replace("-", "_").startswith("guidelines=") for p in getattr(args, "option_pairs", None) or ())
+    if not given and any(canonical_name(m) == "conversational_guidelines" for m in args.metrics or ()):
         return GUIDELINES_NEEDED
     return None
 
@@ -334,6 +432,31 @@ def os_error_message(exc: OSError) -> str:
 
 
 EXIT_INTERNAL, EXIT_INTERRUPTED = 4, 130
+#: The exit status of a run stopped by SIGTERM (128 + 15, as a shell reports it);
+#: everything finished is written and the summary printed, as after Ctrl-C (130).
+EXIT_TERMINATED = 143
+
+
+def stop_on_signals(stop: asyncio.Event, err: Console, stopped_by: list[int], stopping: str) -> None:
+    """Ctrl-C, or SIGTERM (``kill``, a service manager, a CI timeout), sets ``stop`` (the run abandons what is in
+    flight, writes everything finished and prints its summary), notes the signal in ``stopped_by`` and says it is
+    ``stopping`` on ``err``. The same signal again ends the process at once (a second Ctrl-C raises
+    KeyboardInterrupt; a second SIGTERM takes its default action). Outside the main thread: no signals."""
+    import asyncio
+    import contextlib
+    import signal
+
+    loop = asyncio.get_running_loop()
+
+    def handle(sig: int, said: str, again: str) -> None:
+        stopped_by.append(sig)
+        stop.set()
+        loop.remove_signal_handler(sig)
+        err.print(f"[yellow]{said}:[/] {stopping} ({again} again to stop at once)")
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, handle, signal.SIGINT, "interrupted", "Ctrl-C")
+        loop.add_signal_handler(signal.SIGTERM, handle, signal.SIGTERM, "terminated", "SIGTERM")
 
 
 def fail(message: object, status: int = EXIT_USAGE, prefix: str = "error") -> int:

@@ -1,4 +1,11 @@
-"""``judgegraph diff OLD NEW``: did the new version get better? Two results files compared (docs/diff.md)."""
+"""``judgegraph diff``: compare two results files: fixed, regressed, pass rates, McNemar, score deltas
+
+Compare the results of OLD and NEW (two `judgegraph eval --out` files) per metric and conversation, matched by id:
+regressed, fixed, unchanged, errors, new, missing, score deltas, each changed verdict with both judges' reasons; per
+metric the pass rates, McNemar's test and a paired bootstrap interval of the mean score difference; and whether the
+two runs were judged alike (run headers). Exit 1 with --fail-on-regression when a result regressed, 3 when a file or
+line cannot be read (or, gating, NEW could not judge a result), 2 for a bad command line. (docs/diff.md)
+"""
 
 from __future__ import annotations
 
@@ -16,16 +23,8 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> None:
-    p = common.add_results_command(
-        sub, "diff", run, help="compare two results files: fixed, regressed, pass rates, McNemar, score deltas",
-        description="Compare the results of OLD and NEW (two `judgegraph eval --out` files) per metric and "
-                    "conversation, matched by id: regressed, fixed, unchanged, errors, new, missing, score deltas, "
-                    "each changed verdict with both judges' reasons; per metric the pass rates, McNemar's test and "
-                    "a paired bootstrap interval of the mean score difference; and whether the two runs were "
-                    "judged alike (run headers). Exit 1 with --fail-on-regression when a result regressed, 3 when a "
-                    "file or line cannot be read (or, gating, NEW could not judge a result), 2 for a bad command "
-                    "line.",
-        old="results of the old version (judgegraph eval --out)", new="results of the new version")
+    p = common.add_results_command(sub, run, old="results of the old version (judgegraph eval --out)", new="results of the new version")
+    p.set_defaults(checks=(_bad_numbers,))
     p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="NAME", help="only this metric (repeatable)")
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any result regressed (CI gate)")
     p.add_argument("--max-regressions", type=int, metavar="N",
@@ -41,8 +40,6 @@ def register(sub: Subparsers) -> None:
 def _bad_numbers(args: argparse.Namespace) -> str | None:
     if (bad := common.check_numbers(args)) is not None:
         return bad
-    if args.max_regressions is not None and args.max_regressions < 0:
-        return f"--max-regressions must be 0 or more, got {args.max_regressions}"
     if args.max_rows < 1:
         return f"--max-rows must be 1 or more, got {args.max_rows}"
     return None
@@ -54,8 +51,6 @@ def run(args: argparse.Namespace) -> int:
     from ..runs import NotAResultsFile, read_run
 
     out, err = consoles()
-    if (why := _bad_numbers(args)) is not None:
-        return common.usage_error(err, why)
     runs = []
     for path in (args.old, args.new):
         try:
@@ -126,7 +121,6 @@ def _rate(rate: float | None) -> str:
 def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
     """The diff as terminal tables: how the judging differs, a summary per metric, the changed results, and
     each changed verdict with both judges' reasons."""
-    from rich.table import Table
     from rich.text import Text
 
     from ..compare.diff import change_text, describe_run
@@ -152,12 +146,11 @@ def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
         out.print(Text(safe(f"note: {note}")))
     scores = next(iter(diff.metrics.values())).scores if diff.metrics else None
     level = f"{scores.level:.0%}" if scores else "95%"
-    table = Table(title="per metric", caption=f"McNemar: exact binomial below {diff.exact_below} discordant pairs, "
-                  f"else χ² with continuity correction; score Δ: NEW - OLD, paired bootstrap {level} interval"
-                  + (f" (B={scores.resamples}, seed {scores.seed})" if scores else ""))
-    for col in ("metric", "pass rate OLD → NEW", "regressed", "fixed", "unchanged", "NEW errors", "other",
-                "McNemar p", "mean score Δ [CI]"):
-        table.add_column(col, justify="left" if col == "metric" else "right")
+    table = common.table("metric", "pass rate OLD → NEW", "regressed", "fixed", "unchanged", "NEW errors", "other",
+                         "McNemar p", "mean score Δ [CI]", left=("metric",), title="per metric",
+                         caption=f"McNemar: exact binomial below {diff.exact_below} discordant pairs, else χ² with "
+                         f"continuity correction; score Δ: NEW - OLD, paired bootstrap {level} interval"
+                         + (f" (B={scores.resamples}, seed {scores.seed})" if scores else ""))
     for m in diff.metrics.values():
         c = m.counts
         other = sum(c[k] for k in ("recovered", "now_not_applicable", "was_not_applicable", "new", "missing"))
@@ -168,20 +161,19 @@ def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
     out.print(table)
     changed = [p for p in diff.changed() if p.kind != "unchanged"]
     if changed:
-        listed = Table(title=f"changed results ({len(changed)}" + (f", first {max_rows})" if len(changed) > max_rows
-                                                                  else ")"))
-        for col in ("metric", "conversation", "change", "OLD", "NEW", "Δ score"):
-            listed.add_column(col, overflow="fold")
+        listed = common.table("metric", "conversation", "change", "OLD", "NEW", "Δ score", fold=True,
+                              title=f"changed results ({len(changed)}" + (f", first {max_rows})" if len(changed) >
+                                                                          max_rows else ")"))
         for p in changed[:max_rows]:
             listed.add_row(Text(safe(p.metric)), Text(safe(p.conversation_id)), change_text(p),
                            side_text(p.old), side_text(p.new), "—" if p.delta is None else f"{p.delta:+.2f}")
         out.print(listed)
     flips = [(p, v) for p in diff.changed() for v in p.verdicts]
     if flips:
-        verdicts = Table(title=f"changed verdicts ({len(flips)}" + (f", first {max_rows})" if len(flips) > max_rows
-                                                                    else ")"))
-        for col in ("metric", "conversation", "verdict", "OLD", "OLD judge's reason", "NEW", "NEW judge's reason"):
-            verdicts.add_column(col, overflow="fold", max_width=50 if "reason" in col else None)
+        verdicts = common.table("metric", "conversation", "verdict", "OLD", "OLD judge's reason", "NEW",
+                                "NEW judge's reason", fold=True, wide=("OLD judge's reason", "NEW judge's reason"),
+                                width=50, title=f"changed verdicts ({len(flips)}"
+                                + (f", first {max_rows})" if len(flips) > max_rows else ")"))
         for p, v in flips[:max_rows]:
             cells = []
             for side in (v.old, v.new):

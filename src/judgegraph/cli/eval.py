@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import signal
 from typing import TYPE_CHECKING, Any, cast
 
@@ -48,7 +47,7 @@ def register(sub: Subparsers) -> None:
     common.add_metric_options(ev, role="role-adherence: the chatbot's role (default: each conversation's "
                                        "chatbot_role, else its system message)")
     ev.add_argument("--strict", action="store_true", default=None, dest="strict_mode", help="score 1 or 0, threshold 1")
-    ev.add_argument("--reason", choices=["deterministic", "llm", "none"], help="how the reason is written (default deterministic: no extra call)")
+    ev.add_argument("--reason", help="how the reason is written: deterministic (no extra call), llm or none (-o reason=)")
     ev.add_argument("--rubric", help="custom relevance rubric text, or @FILE to read it from a file")
     ev.add_argument("--dense", type=int, metavar="N", help="turn-relevancy, conversation-relevance: judge N windows "
                     "of a conversation per call, fewer tokens on long conversations (docs/cost.md)")
@@ -169,8 +168,6 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
     """eval's flags that go together or exclude each other, checked before any work (the numbers: check_numbers)."""
     if args.workers != "auto" and args.workers > args.concurrency:
         return f"--workers {args.workers} cannot share --concurrency {args.concurrency} (each needs at least 1)"
-    if args.cache and args.no_cache:
-        return "--cache and --no-cache cannot be used together"
     if args.retry_errors and not args.resume:
         return "--retry-errors goes with --resume (it judges again what the results file holds with errors)"
     if args.resume and args.overwrite:
@@ -179,14 +176,6 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
         return "--batch judges in this process (the provider does the work): --workers and --ray do not apply"
     if args.batch and (args.rpm or args.tpm):
         return "--rpm and --tpm pace live calls; a batch is paced by the provider: leave them out with --batch"
-    if args.batch and not args.batch_poll > 0:
-        return f"--batch-poll must be > 0 seconds, got {args.batch_poll}"
-    from ..cost.pricing import PriceFileError, user_prices
-
-    try:
-        user_prices(getattr(args, "prices", None))
-    except PriceFileError as exc:
-        return str(exc)
     return None
 
 
@@ -260,12 +249,6 @@ def _no_batch_api(args: argparse.Namespace, judge: Judge) -> str | None:
     return None
 
 
-def _fmt_cost(dollars: float | None) -> str:
-    if dollars is None:
-        return "cost unknown (no price for this model: --price-in/--price-out)"
-    return f"${dollars:.4f}" if dollars < 1 else f"${dollars:.2f}"
-
-
 def run(args: argparse.Namespace) -> int:
     from ..runs.runner import MetricPlan
 
@@ -284,22 +267,15 @@ def run(args: argparse.Namespace) -> int:
         if bad := check(args):
             return usage_error(err, bad)
     try:
-        if args.dry_run and args.model:  # sends nothing: no client is built, so no key is needed
-            from ..cost.dryrun import DryRunJudge
-
-            judge: Judge = DryRunJudge.for_model(args.model, max_tries=args.max_tries)
-        else:
-            from ..judges import resolve_judge
-
-            judge = resolve_judge(**_judge_settings(args))
-        plan = MetricPlan(args.metrics, judge, {  # the flags over the config file's options no flag gives
-            **getattr(args, "config_options", {}), **common.metric_options(args),
-            **({"embeddings_base_url": args.base_url} if args.embeddings and args.base_url else {})},
+        judge = common.make_judge(args, _judge_settings(args))
+        options = {**getattr(args, "config_options", {}), **common.metric_options(args)}  # flags over the file's
+        plan = MetricPlan(args.metrics, judge, {
+            **options, **({"embeddings_base_url": args.base_url} if args.embeddings and args.base_url else {})},
             getattr(args, "per_metric", None))
         plan.check()
-        if args.reason == "llm" and judge.kind != "llm":
+        if options.get("reason") == "llm" and judge.kind != "llm":
             raise ValueError("--reason llm needs an LLM judge (--model)")
-        if args.dense and args.dense > 1:
+        if (options.get("dense") or 0) > 1:
             dense_refused(args.metrics, judge)
     except (KeyError, ValueError, TypeError, OSError) as exc:
         return usage_error(err, exc)
@@ -386,7 +362,6 @@ def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | Inp
 
 
 def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console, err: Console) -> int:
-    from rich.table import Table
 
     from ..runs.resultsfile import scan_results
     from ..runs.runner import RunSummary, evaluate_async
@@ -419,19 +394,18 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
     prices = _prices(args, judge)
     jurors = len(_jurors(args, judge))  # each asked every request: the first one's requests, that many times
     est = dry.estimate(prices.batch() if prices is not None and args.batch else prices, jurors=jurors)
-    table = Table(title=head)
-    for col in ("metric / step", "calls", "input tokens", "output tokens (est.)", "cost"):
-        table.add_column(col, justify="left" if col.startswith("metric") else "right")
+    table = common.table("metric / step", "calls", "input tokens", "output tokens (est.)", "cost",
+                         left=("metric / step",), title=head)
 
     def row(label: str, c: StepCost, cost: str = "", style: str = "") -> None:
         table.add_row(label, str(c.calls), str(c.input_tokens), f"~{c.output_tokens}", cost, style=style)
 
     for metric, cost in est.by_metric().items():
-        row(metric, cost, _fmt_cost(est.cost_usd(cost)))
+        row(metric, cost, common.cost_text(est.cost_usd(cost)))
         steps = {step: c for step, c in est.steps.items() if step.startswith(metric + "/")}
         for step, c in steps.items() if len(steps) > 1 else ():
             row(f"  {step.split('/', 1)[1]}", c)
-    row("total", est.total, _fmt_cost(est.cost_usd()), style="bold")
+    row("total", est.total, common.cost_text(est.cost_usd()), style="bold")
     out.print(table)
     out.print(f"basis: {markup_safe(est.basis)}.")
     if est.cache_line:  # by the provider's rule (judgegraph.providers.prefixcache), or "unknown"
@@ -467,8 +441,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
 
     async def main() -> RunSummary:
         stop = asyncio.Event()
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread, no signals
-            _stop_on_signals(asyncio.get_running_loop(), stop, err, stopped_by)
+        common.stop_on_signals(stop, err, stopped_by, "finishing the results file")
         with Progress(SpinnerColumn(), TextColumn("judging"), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, disable=args.no_progress, transient=True) as progress:
             task = progress.add_task("judging", total=None)
@@ -550,13 +523,13 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     if judge.kind == "llm":
         cached = f" ({u.cached_input_tokens} in from the provider's prompt cache)" if u.cached_input_tokens else ""
         cost = (f"calls {u.calls}, tokens {u.input_tokens} in / {u.output_tokens} out"
-                f"{' (estimated)' if u.estimated else ''}{cached}, {_fmt_cost(summary.cost_usd)}")
+                f"{' (estimated)' if u.estimated else ''}{cached}, {common.cost_text(summary.cost_usd)}")
         if args.batch:
             from ..batch import BatchSummary
 
             if isinstance(summary, BatchSummary):
                 if (listed := summary.list_cost_usd) is not None:
-                    cost += f" at batch price (list price {_fmt_cost(listed)})"
+                    cost += f" at batch price (list price {common.cost_text(listed)})"
                 cost += f", {len(summary.batches)} batches"
         if judge.cache is not None and (hits := judge.cache.hits + (judge.cache.disk.hits if judge.cache.disk else 0)):
             cost += f", {hits} answers from the cache"
@@ -588,7 +561,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     if unwritten and summary.exit_code < EXIT_ERRORS:  # the results are written, not all that was asked with them
         return EXIT_ERRORS
     if signal.SIGTERM in stopped_by and summary.interrupted:
-        return EXIT_TERMINATED
+        return common.EXIT_TERMINATED
     if args.gate == "stable" and not summary.interrupted:
         from .stability import gate_exit
 
@@ -609,36 +582,14 @@ def _batch_api_errors() -> tuple[type[BaseException], ...]:
     return (openai.APIError,)
 
 
-#: The exit status of a run stopped by SIGTERM (128 + 15, as a shell reports it);
-#: everything finished is written and the summary printed, as after Ctrl-C (130).
-EXIT_TERMINATED = 143
-
-
-def _stop_on_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, err: Console, stopped_by: list[int]) -> None:
-    """Ctrl-C, or SIGTERM (``kill``, a service manager, a CI timeout), stops the run: conversations in flight are
-    abandoned, everything finished is written, the summary printed. The same signal again ends the process at once
-    (a second Ctrl-C raises KeyboardInterrupt; a second SIGTERM takes its default action)."""
-
-    def handle(sig: int, said: str, again: str) -> None:
-        stopped_by.append(sig)
-        stop.set()
-        loop.remove_signal_handler(sig)
-        err.print(f"[yellow]{said}:[/] finishing the results file ({again} again to stop at once)")
-
-    loop.add_signal_handler(signal.SIGINT, handle, signal.SIGINT, "interrupted", "Ctrl-C")
-    loop.add_signal_handler(signal.SIGTERM, handle, signal.SIGTERM, "terminated", "SIGTERM")
-
-
 def _print_table(out: Console, summary: RunSummary) -> None:
     """At most ``--max-rows`` rows (a row a conversation × metric), errors and failures first, in input order."""
-    from rich.table import Table
     from rich.text import Text
 
     from ..runs.runner import result_priority
 
-    table = Table(title="judgegraph results", show_lines=False)
-    for col in ("conversation", "metric", "score", "result", "reason"):
-        table.add_column(col, overflow="fold", max_width=70 if col == "reason" else None)
+    table = common.table("conversation", "metric", "score", "result", "reason", fold=True, wide=("reason",), width=70,
+                         title="judgegraph results", show_lines=False)
     style = {"passed": "green", "failed": "red", "error": "magenta", "not_applicable": "dim"}
     rows: list[tuple[int, tuple[Any, ...]]] = []  # (priority, cells), in input order
     for o in summary.rows:

@@ -1,4 +1,8 @@
-"""``judgegraph export``: a results file as CSV or Parquet, one row per conversation × metric."""
+"""``judgegraph export``: a results file as CSV or Parquet (a row per conversation x metric)
+
+Write a results file as a table, in input order: one row per conversation x metric (--verdicts: one per verdict).
+Parquet needs pip install 'judgegraph[export]'.
+"""
 
 from __future__ import annotations
 
@@ -14,10 +18,7 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> None:
-    p = add_results_command(sub, "export", run, help="a results file as CSV or Parquet (a row per conversation x metric)",
-                            description="Write a results file as a table, in input order: one row per conversation x "
-                                        "metric (--verdicts: one per verdict). Parquet needs pip install "
-                                        "'judgegraph[export]'.", results="a results file (judgegraph eval --out)")
+    p = add_results_command(sub, run, results="a results file (judgegraph eval --out)")
     p.add_argument("--format", choices=["csv", "parquet"], default="csv", help="the table format (default csv)")
     p.add_argument("--out", metavar="FILE", help="where to write it, - for stdout (default: RESULTS with .csv / .parquet)")
     p.add_argument("--verdicts", action="store_true", help="one row per verdict instead of per result")

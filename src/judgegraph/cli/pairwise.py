@@ -53,7 +53,7 @@ def register(sub: Subparsers) -> None:
     common.add_out_options(p, metavar="FILE", help="also write every comparison (both orders' verdicts, reasons and "
                                                   "transcripts) as JSONL")
     common.add_report_options(p, bootstrap="bootstrap resamples of the ranking")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, checks=(common.check_numbers, _bad_flags))
 
 
 def _criteria(args: argparse.Namespace) -> list[Criterion]:
@@ -74,14 +74,6 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
         return f"pairwise needs two or more files (one per version), got {len(args.files)}"
     if len(set(args.files)) != len(args.files):
         return "the same file is given twice: each version needs its own file"
-    if args.cache and args.no_cache:
-        return "--cache and --no-cache cannot be used together"
-    from ..cost.pricing import PriceFileError, user_prices
-
-    try:
-        user_prices(args.prices)
-    except PriceFileError as exc:
-        return str(exc)
     if not args.model:
         return "pairwise needs an LLM judge: pass --model (e.g. openai:gpt-4.1-mini); the offline judge cannot compare"
     if args.out and not args.dry_run:
@@ -99,11 +91,9 @@ def run(args: argparse.Namespace) -> int:
     from ..apps.pairwise import compare_pairwise
 
     out, err = common.consoles()
-    if bad := common.check_numbers(args) or _bad_flags(args):
-        return usage_error(err, bad)
     try:
         criteria = _criteria(args)
-        judge = _judge(args)
+        judge = common.make_judge(args, common.judge_settings(args, args.model, args.concurrency))
     except (KeyError, ValueError, TypeError) as exc:
         return usage_error(err, exc)
     err.print(f"judge: [bold]{markup_safe(judge.name)}[/]; criteria: "
@@ -134,16 +124,6 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         err.print(f"comparisons: {markup_safe(args.out)}")
     return _status(report, err)
-
-
-def _judge(args: argparse.Namespace) -> Judge:
-    if args.dry_run:  # sends nothing: no client is built, so no key is needed
-        from ..cost.dryrun import DryRunJudge
-
-        return DryRunJudge.for_model(args.model, max_tries=args.max_tries)
-    from ..judges import resolve_judge
-
-    return resolve_judge(**common.judge_settings(args, args.model, args.concurrency))
 
 
 def _problems(report: PairwiseReport, err: Console) -> None:
@@ -198,11 +178,10 @@ def print_report(report: PairwiseReport, out: Console) -> None:
                       _rate(p.ties), _rate(p.a_wins), _rate(p.order_dependent), str(p.undecided))
     out.print(table)
     for criterion, ranked in report.rankings.items():
-        ranking = Table(title=f"ranking on {markup_safe(criterion)} (Bradley-Terry)",
-                        caption=f"log-strength, ties half a win; 95% bootstrap over conversations, "
-                                f"B={report.resamples}, seed {report.seed}")
-        for col in ("rank", "version", "strength", "interval"):
-            ranking.add_column(col, justify="left" if col == "version" else "right")
+        ranking = common.table("rank", "version", "strength", "interval", left=("version",),
+                               title=f"ranking on {markup_safe(criterion)} (Bradley-Terry)",
+                               caption=f"log-strength, ties half a win; 95% bootstrap over conversations, "
+                                       f"B={report.resamples}, seed {report.seed}")
         for i, r in enumerate(ranked, start=1):
             interval = "—" if r.low is None or r.high is None else f"[{r.low:+.2f}, {r.high:+.2f}]"
             ranking.add_row(str(i), Text(safe(r.version)), f"{r.strength:+.2f}", interval)
@@ -228,6 +207,5 @@ def _dry_run(args: argparse.Namespace, judge: Judge, report: PairwiseReport, out
               f"orders = {planned} judge calls; counted {total.calls} calls (identical requests are made once), "
               f"{total.input_tokens} input tokens ({est.cached_words}), "
               f"~{total.output_tokens} output tokens, "
-              + ("cost unknown (no price for this model: --price-in/--price-out)" if cost is None
-                 else f"${cost:.4f}") + ". No call was made.", highlight=False)
+              + common.cost_text(cost, ".4f") + ". No call was made.", highlight=False)
     return EXIT_ERRORS if report.input_errors or not n else EXIT_OK

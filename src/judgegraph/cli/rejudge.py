@@ -1,5 +1,9 @@
-"""``judgegraph rejudge``: judge chosen verdicts of a results file again
-(:mod:`judgegraph.steering`); the rest is copied."""
+"""``judgegraph rejudge``: re-judge chosen verdicts of a results file with a new rubric, prompt or model
+
+Re-judge chosen verdicts of RESULTS (a judgegraph eval --out file) with a changed rubric, prompt or model. Verdicts
+not chosen are kept (no calls), and so are the answers they were judged from; each changed result is recomputed with
+its metric's own rules; every other line is copied as it is. Any metric, built-in or custom (-m module:attr). (docs/steering.md)
+"""
 
 from __future__ import annotations
 
@@ -30,13 +34,7 @@ _say = partial(common.fail, prefix="judgegraph rejudge")
 
 
 def register(sub: Subparsers) -> None:
-    p = common.add_results_command(
-        sub, "rejudge", run, help="re-judge chosen verdicts of a results file with a new rubric, prompt or model",
-        description="Re-judge chosen verdicts of RESULTS (a judgegraph eval --out file) with a changed rubric, "
-                    "prompt or model. Verdicts not chosen are kept (no calls), and so are the answers they were "
-                    "judged from; each changed result is recomputed with its metric's own rules; every other line "
-                    "is copied as it is. Any metric, built-in or custom (-m module:attr).",
-        results="results file (.jsonl) written by judgegraph eval")
+    p = common.add_results_command(sub, run, results="results file (.jsonl) written by judgegraph eval")
     p.add_argument("--input", required=True, metavar="FILE", action="append", dest="inputs",
                    help="the conversations the results were computed from (repeatable)")
     p.add_argument("-m", "--metric", required=True, metavar="METRIC", help="the metric whose verdicts are re-judged")

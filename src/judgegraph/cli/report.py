@@ -1,5 +1,9 @@
-"""``judgegraph report``: one self-contained HTML page from a results file, or
-several results files side by side."""
+"""``judgegraph report``: write an HTML report (one offline file) from results files
+
+Write one self-contained HTML page (no network, no server) from RESULTS, the JSONL file `judgegraph eval` writes.
+Given several, the runs side by side: conversations matched by id, a column per run and metric, 'only differences',
+failures first.
+"""
 
 from __future__ import annotations
 
@@ -19,12 +23,7 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> None:
-    p = add_results_command(sub, "report", run, help="write an HTML report (one offline file) from results files",
-                            description="Write one self-contained HTML page (no network, no server) from RESULTS, the "
-                                        "JSONL file `judgegraph eval` writes. Given several, the runs side by side: "
-                                        "conversations matched by id, a column per run and metric, 'only differences', "
-                                        "failures first.",
-                            nargs="+", results="results JSONL (judgegraph eval --out); two or more: compared side by side")
+    p = add_results_command(sub, run, nargs="+", results="results JSONL (judgegraph eval --out); two or more: compared side by side")
     p.add_argument("-o", "--out", default="judgegraph-report.html", help="HTML file to write (default %(default)s)")
     p.add_argument("--input", action="append", dest="inputs", default=[], metavar="FILE",
                    help="the judged input file(s), to show every turn (repeatable)")

@@ -1,4 +1,8 @@
-"""``judgegraph show``: print one verdict's judge transcript from a results file."""
+"""``judgegraph show``: print the judge transcript behind a verdict in a results file
+
+Print what the judge was sent (the exact prompt text, each attempt) and what it replied, for one conversation's
+metric (and one window) of a results file.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +16,7 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> None:
-    sh = add_results_command(sub, "show", run, help="print the judge transcript behind a verdict in a results file",
-                             description="Print what the judge was sent (the exact prompt text, each attempt) and "
-                                         "what it replied, for one conversation's metric (and one window) of a "
-                                         "results file.",
-                             results="a results file written by 'judgegraph eval --out'")
+    sh = add_results_command(sub, run, results="a results file written by 'judgegraph eval --out'")
     sh.add_argument("--conversation", metavar="ID", help="conversation id (default: the first in the file)")
     sh.add_argument("--metric", metavar="NAME", help="metric (default: the conversation's first)")
     sh.add_argument("--window", metavar="N", type=int, help="the verdict of window N (default: every verdict)")

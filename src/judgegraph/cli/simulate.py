@@ -44,7 +44,7 @@ def register(sub: Subparsers) -> None:
                                                            "(re-judge them later with judgegraph eval FILE)")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per conversation × metric")
     p.add_argument("-q", "--quiet", action="store_true", help="no table, only the summary line")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, checks=(common.check_numbers, common.guidelines_missing, common.out_refused))
 
 
 def import_app(spec: str) -> Any:  # Any: whatever object the user's module holds
@@ -72,7 +72,6 @@ def _module_file(spec: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.table import Table
 
     from ..apps.simulate import load_scenarios, simulate
     from ..apps.simulate.graph import user_judge
@@ -82,8 +81,6 @@ def run(args: argparse.Namespace) -> int:
     from ..runs.runner import ResultsWriter
 
     out, err = common.consoles()
-    if bad := common.check_numbers(args) or common.guidelines_missing(args) or common.out_refused(args):
-        return usage_error(err, bad)
     user_url = common.base_url(args.base_url, args.user_model)  # --base-url, else $OPENAI_BASE_URL for an OpenAI model
     user_kw: dict[str, Any] = {"base_url": user_url} if user_url else {}
     try:
@@ -134,9 +131,8 @@ def run(args: argparse.Namespace) -> int:
         write_junit(args.out, args.junit)
 
     if not args.quiet:
-        table = Table(title="judgegraph simulations")
-        for col in ("scenario", "ended", "turns", "metric", "score", "result", "reason"):
-            table.add_column(col, overflow="fold", max_width=60 if col == "reason" else None)
+        table = common.table("scenario", "ended", "turns", "metric", "score", "result", "reason", fold=True,
+                             wide=("reason",), title="judgegraph simulations")
         for r in runs:
             how = f"{r.status} (stage {r.stage.stage}/{r.stage.of})" if r.stage else r.status
             if not r.results:

@@ -1,5 +1,11 @@
-"""``judgegraph stability``: how stable the judges of a results file are across repeats, and how far a jury's
-judges agree (docs/stability.md)."""
+"""``judgegraph stability``: flip rate and score spread across repeats (--repeat), a jury's Fleiss kappa
+
+How stable the judges of RESULTS are: per metric, the share of verdicts whose repeats disagree (flip rate), the
+spread of the metric's score across repeats, how many conversations are stable or flaky and how many failures hold
+in every repeat; for a jury, Fleiss' kappa with a bootstrap interval and each juror's agreement with the majority
+and failed votes. Results judged once say so. Re-scoring a repeat whose verdicts differ runs the metric's own graph
+on the conversation: give the inputs with --input. (docs/stability.md)
+"""
 
 from __future__ import annotations
 
@@ -21,15 +27,8 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> None:
-    p = add_results_command(
-        sub, "stability", run, help="flip rate and score spread across repeats (--repeat), a jury's Fleiss kappa",
-        description="How stable the judges of RESULTS are: per metric, the share of verdicts whose repeats disagree "
-                    "(flip rate), the spread of the metric's score across repeats, how many conversations are "
-                    "stable or flaky and how many failures hold in every repeat; for a jury, Fleiss' kappa with a "
-                    "bootstrap interval and each juror's agreement with the majority and failed votes. Results "
-                    "judged once say so. Re-scoring a repeat whose verdicts differ runs the metric's own graph on "
-                    "the conversation: give the inputs with --input.",
-        results="results JSONL (judgegraph eval --out)")
+    p = add_results_command(sub, run, results="results JSONL (judgegraph eval --out)")
+    p.set_defaults(checks=(common.check_numbers,))
     p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC", help="only this metric (repeatable)")
     p.add_argument("--input", action="append", dest="inputs", default=[], metavar="FILE",
                    help="the conversations the results were judged from (repeatable): the score of each repeat is "
@@ -56,8 +55,6 @@ def run(args: argparse.Namespace) -> int:
     from ..trust.stability import read_stability
 
     out, err = consoles()
-    if (bad := common.check_numbers(args)) is not None:
-        return usage_error(err, bad)
     for path in args.inputs:
         if not Path(path).is_file():
             return common.refuse_results(f"{path}: no such file")
@@ -85,16 +82,14 @@ def _num(value: float | None, fmt: str = ".3f") -> str:
 
 def print_report(report: StabilityReport, out: Console) -> None:
     """The report as terminal tables: stability per metric, the flaky conversations, then each jury."""
-    from rich.table import Table
     from rich.text import Text
 
     if not report.metrics:
         out.print("no metric results in the file")
         return
-    table = Table(title="stability across repeats")
-    for col in ("metric", "results", "repeated", "verdicts", "flipped", "flip rate", "mean spread", "max spread",
-                "stable", "flaky", "failures", "hold in every repeat"):
-        table.add_column(col, justify="left" if col == "metric" else "right")
+    table = common.table("metric", "results", "repeated", "verdicts", "flipped", "flip rate", "mean spread",
+                         "max spread", "stable", "flaky", "failures", "hold in every repeat", left=("metric",),
+                         title="stability across repeats")
     for m in report.metrics.values():
         if not m.repeated:
             table.add_row(Text(safe(m.metric)), str(len(m.results)), "no repeats", *["—"] * 9)
@@ -112,15 +107,13 @@ def print_report(report: StabilityReport, out: Console) -> None:
 
 
 def _print_flaky(report: StabilityReport, out: Console) -> None:
-    from rich.table import Table
     from rich.text import Text
 
     flaky = [r for r in report.results if r.label == "flaky"]
     if not flaky:
         return
-    table = Table(title=f"{len(flaky)} flaky results")
-    for col in ("conversation", "metric", "status", "flipped", "score per repeat", "spread", "note"):
-        table.add_column(col, overflow="fold", max_width=50 if col == "note" else None)
+    table = common.table("conversation", "metric", "status", "flipped", "score per repeat", "spread", "note",
+                         fold=True, wide=("note",), width=50, title=f"{len(flaky)} flaky results")
     for r in flaky:
         scores = "unknown" if r.scores is None else " ".join(_num(s, ".2f") for s in r.scores)
         table.add_row(Text(safe(r.conversation_id)), Text(safe(r.metric)), r.status, f"{r.flipped}/{r.verdicts}",
@@ -129,7 +122,6 @@ def _print_flaky(report: StabilityReport, out: Console) -> None:
 
 
 def _print_jury(m: MetricStability, out: Console) -> None:
-    from rich.table import Table
     from rich.text import Text
 
     jury = m.jury
@@ -141,9 +133,7 @@ def _print_jury(m: MetricStability, out: Console) -> None:
     out.print(Text(f"{safe(m.metric)} jury: Fleiss' kappa {kappa}{interval} over {jury.items} verdicts"
                    + (f" ({jury.left_out} left out: a juror failed or was absent)" if jury.left_out else ""),
                    style="bold"), soft_wrap=True)
-    table = Table()
-    for col in ("juror", "votes", "failed", "agrees with the majority"):
-        table.add_column(col, justify="left" if col == "juror" else "right")
+    table = common.table("juror", "votes", "failed", "agrees with the majority", left=("juror",))
     for j in jury.jurors:
         share = "—" if j.agreement is None else f"{j.agreement:.1%} ({j.with_majority}/{j.compared})"
         table.add_row(Text(safe(j.judge)), str(j.votes), str(j.failed), share)

@@ -55,7 +55,7 @@ def register(sub: Subparsers) -> None:
                     "trace carrying its verdicts as assessments (docs/mlflow.md)")
     ml.add_argument("--mlflow-uri", metavar="URI", help="MLflow tracking URI, e.g. http://127.0.0.1:5000")
     ml.add_argument("--experiment", metavar="NAME", help="experiment the traces go to (created if missing)")
-    w.set_defaults(run=run)
+    w.set_defaults(run=run, checks=(common.check_numbers, _bad))
 
 
 def _bad(args: argparse.Namespace) -> str | None:
@@ -65,14 +65,8 @@ def _bad(args: argparse.Namespace) -> str | None:
         return "watch needs --checkpointer sqlite:PATH or --langgraph-url URL"
     if bad := thread_source_error(args):
         return bad
-    if not args.idle >= 0:
-        return f"--idle must be >= 0 seconds, got {args.idle}"
     if not 0 < args.sample <= 1:
         return f"--sample must be > 0 and <= 1, got {args.sample}"
-    if not args.interval > 0:
-        return f"--interval must be > 0 seconds, got {args.interval}"
-    if args.max_polls is not None and args.max_polls < 1:
-        return f"--max-polls must be >= 1, got {args.max_polls}"
     if args.once and args.max_polls not in (None, 1):
         return "--once is --max-polls 1: give one of them"
     if Path(args.out).is_dir():
@@ -96,8 +90,6 @@ def run(args: argparse.Namespace) -> int:
     from ..runs.runner import MetricPlan
 
     out, err = common.consoles()
-    if bad := common.check_numbers(args) or _bad(args):
-        return usage_error(err, bad)
     try:
         judge = resolve_judge(**common.judge_settings(args, args.model, args.concurrency))
         plan = MetricPlan(args.metrics, judge, common.metric_options(args))
@@ -176,10 +168,7 @@ def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out
 
     async def main() -> RunSummary:
         stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread: no signals
-            for sig, name in ((signal.SIGINT, "interrupted"), (signal.SIGTERM, "terminated")):
-                loop.add_signal_handler(sig, _stopper(loop, stop, sig, name, err, stopped_by))
+        common.stop_on_signals(stop, err, stopped_by, "stopping the watch, the judged threads are written")
         return await watch.run(stop)
 
     err.print(f"watching {markup_safe(source.where)}: threads idle for {args.idle:g}s"
@@ -195,9 +184,7 @@ def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out
               f"{common.plural(summary.input_error_count, 'input error')}. results: {markup_safe(args.out)}",
               highlight=False, soft_wrap=True)
     if summary.interrupted:
-        from .eval import EXIT_TERMINATED
-
-        return EXIT_TERMINATED if signal.SIGTERM in stopped_by else EXIT_INTERRUPTED
+        return common.EXIT_TERMINATED if signal.SIGTERM in stopped_by else EXIT_INTERRUPTED
     if unlogged:
         err.print(f"[red]MLflow:[/] {len(unlogged)} writes failed (the verdicts are in {markup_safe(args.out)})")
     if summary.input_error_count or summary.judge_errors or summary.count("error") or summary.failed_runs or unlogged:
@@ -241,15 +228,3 @@ def _mlflow_writer(args: argparse.Namespace, err: Console,
 
     return write
 
-
-def _stopper(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, sig: int, name: str, err: Console,
-             stopped_by: list[int]) -> Callable[[], None]:
-    """A signal handler: stop polling, finish writing (the same signal again ends the process at once)."""
-
-    def handle() -> None:
-        stopped_by.append(sig)
-        stop.set()
-        loop.remove_signal_handler(sig)
-        err.print(f"[yellow]{name}:[/] stopping the watch (the judged threads are written)")
-
-    return handle

@@ -16,7 +16,7 @@ import os
 import pkgutil
 import sys
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import MISSING, Field, dataclass, field
 from functools import lru_cache
@@ -104,7 +104,41 @@ class MetricSpec:
         if self.settings is None:
             return [(name, "", "") for name in sorted(self.options)]
         fields = self.fields()
-        return [(n, _show(self.default(n)), fields[n].metadata.get("help", "")) for n in fields if n in self.options]
+        return [(n, _show(self.default(n)), fields[n].metadata.get("help", "")
+                 + (f" ({' | '.join(choices)})" if (choices := self.choices(n)) else "")) for n in fields if n in self.options]
+
+    def _kinds(self, option: str) -> tuple[Any, ...]:
+        """The types an option's declaration allows (a union's members; ``None`` left in)."""
+        import typing
+        from types import UnionType
+
+        hint = _hints(self.settings).get(option)
+        return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, UnionType) else (hint,)
+
+    def choices(self, option: str) -> list[str]:
+        """The values an option's ``Literal`` type allows (none: any value of its type)."""
+        import typing
+
+        return [c for k in self._kinds(option) if typing.get_origin(k) is Literal for c in typing.get_args(k)]
+
+    def typed(self, option: str, text: str) -> Any:
+        """The command line's ``text`` for ``option`` (``-o NAME=VALUE``) as its declared type: a number, true or
+        false, one of a ``Literal``'s values (another: a ``ValueError`` naming them), ``[text]`` for a list; a text
+        that is not of the type is returned as it is, for the settings' check to refuse with its own message."""
+        import typing
+
+        kinds = self._kinds(option)
+        if choices := self.choices(option):
+            if text in choices:
+                return text
+            raise ValueError(f"{option} must be one of {', '.join(choices)}, got {text!r}")
+        for kind, read in ((bool, _BOOLS.__getitem__), (int, int), (float, float)):
+            if kind in kinds:
+                try:
+                    return read(text.strip().lower())
+                except (KeyError, ValueError):
+                    return text
+        return [text] if any(typing.get_origin(k) in (list, tuple, Sequence) for k in kinds) else text
 
     def create(self, model: ModelLike = None, **options: Any) -> CompiledStateGraph:
         """The metric's compiled graph: the judge made from ``model`` (a chat model, a model string, a Judge, or
@@ -151,6 +185,10 @@ def _generated_factory(spec: MetricSpec) -> Callable[..., CompiledStateGraph]:
         spec.summary, spec.doc, "``model``: a chat model, a model string or a Judge (None: the offline judge); ``name``:"
         " the result's key; ``compile``: LangGraph's compile options (a checkpointer, interrupts). Options:", options) if p)
     return factory
+
+
+#: How the command line writes true and false (as YAML does).
+_BOOLS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
 
 
 def _show(default: Any) -> str:
@@ -234,6 +272,22 @@ class MetricNotFound(KeyError):
 def known_options() -> frozenset[str]:
     """Every option a built-in metric takes from the command line and input files (what a custom factory may name)."""
     return frozenset().union(*(spec.options for spec in built_ins().values()))
+
+
+def undeclared(option: str, specs: Sequence[MetricSpec], takes: str, renamed: Mapping[str, str] | None = None
+               ) -> str | None:
+    """None when a metric of ``specs`` declares ``option`` (by its name in ``renamed``, if there); else why, the one
+    message of a config file's and the command line's (``-o``) options: ``takes`` (``"NAME takes:"``, ``"known
+    here:"``) and the options they declare, the nearest first."""
+    renamed = renamed or {}
+    if any(renamed.get(option, option) in s.options for s in specs):
+        return None
+    back = {v: k for k, v in renamed.items()}
+    known = sorted({back.get(o, o) for s in specs for o in s.options})
+    close = difflib.get_close_matches(option, known, n=1)
+    what = (f"{takes[:-1]} no {option} (it takes:" if renamed.get(option, option) in known_options() and len(specs) == 1
+            else f"unknown key ({f'did you mean {close[0]}? ' if close else ''}{takes}")
+    return f"{what} {', '.join(known) or 'none'})"
 
 
 def _import_attr(path: str) -> Any:

@@ -6,7 +6,6 @@ Relative paths in the file (inputs, outputs, the cache, the offline rule) are re
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Optional, Union
@@ -164,19 +163,15 @@ def _check_options(config: Config, root: yaml.Node | None, path: str | Path) -> 
     """The metrics named exist, and each option given (``options:``, a metric's own in ``metrics:``, a metric's
     ``thresholds:``) is one its metric declares (else the nearest), with a value its settings accept
     (:func:`refusal`): else a :class:`ConfigError` naming ``FILE:LINE: key: why``."""
-    from ..metrics import built_ins, get_metric, known_options
+    from ..metrics import built_ins, get_metric, undeclared
 
     def error(loc: tuple[int | str, ...], message: str) -> ConfigError:
         return ConfigError(f"{path}:{line_at(root, loc) or 1}: {_dotted(loc)}: {message}")
 
     def check(loc: tuple[int | str, ...], specs: list[MetricSpec], given: dict[str, object], takes: str) -> None:
         for key in given:  # an option no metric of ``specs`` declares, then a value a metric taking it refuses
-            if not any(RENAMED.get(key, key) in s.options for s in specs):
-                known = sorted({BACK.get(o, o) for s in specs for o in s.options})
-                close = difflib.get_close_matches(key, known, n=1)
-                what = (f"{takes[:-1]} no {key} (it takes:" if RENAMED.get(key, key) in known_options() and
-                        len(specs) == 1 else f"unknown key ({f'did you mean {close[0]}? ' if close else ''}{takes}")
-                raise error((*loc, key), f"{what} {', '.join(known) or 'none'})")
+            if why := undeclared(key, specs, takes, RENAMED):
+                raise error((*loc, key), why)
         for spec in specs:
             mine = {RENAMED.get(k, k): v for k, v in given.items() if RENAMED.get(k, k) in spec.options}
             if bad := refusal(spec, mine):
