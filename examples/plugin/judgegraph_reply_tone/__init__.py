@@ -26,12 +26,12 @@ from judgegraph.metric import (
     judge_step,
     merge_verdicts,
     option,
-    outcome_fields,
     parse_prompt,
     score_node,
     turn_label,
     window_graph,
     window_node,
+    window_verdict,
 )
 
 STEP, TASK = "reply_tone/judge_tone", "reply_tone"
@@ -72,10 +72,7 @@ def build_reply_tone_graph(settings: ReplyToneSettings) -> StateGraph:
                             values={"tone": settings.tone, "user_message": target.user_text, "reply": target.reply_text})
 
     def keep(task: WindowTask, outcome: JudgeOutcome) -> dict[str, Any]:
-        window, value = task["window"], outcome.value if outcome.ok else None
-        return {"verdicts": [WindowVerdict(window=window.index, turns=list(window.target.reply_turn_indices),
-                                           reply=window.target.reply_text, verdict=getattr(value, "verdict", None),
-                                           reason=getattr(value, "reason", ""), **outcome_fields(outcome))]}
+        return {"verdicts": [window_verdict(WindowVerdict, task["window"], outcome)]}
 
     def score(state: Any, conversation: Any, verdicts: list[Any]) -> Any:
         return policy.result(conversation, verdicts)
