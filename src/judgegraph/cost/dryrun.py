@@ -20,9 +20,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
+from ..core.nodes import DeclaredGraph, WindowSteps
 from ..data.results import Usage
 from ..judges import Judge, JudgeCache, JudgeOutcome, JudgeRequest
-from ..judges.cache_hints import first_message
 from ..judges.limiter import CallLimiter
 from ..judges.llm import LLMJudge
 from ..judges.schema_example import example_from_schema
@@ -235,20 +235,17 @@ class DryRunJudge(Judge):
 
     def _answered(self, request: JudgeRequest) -> JudgeOutcome | None:
         """What the recording LLM judge does for a request its placeholder answers at the first ask, without its
-        chat machinery: the same first message (judges.cache_hints), counted by :meth:`RecordingChatModel.record`,
-        and the placeholder as the answer (no transcript: a dry run keeps no results). None for the rest
-        (a placeholder the schema refuses: re-asks; a prompt over the judge's limit: its error), which take
-        the judge's whole path."""
-        schema, inner = request.schema, self._inner
-        if not isinstance(schema, type) or inner.breaker.reason:
-            return None
-        parsed = _parsed_placeholder(schema)
+        chat machinery: the same first message (:meth:`LLMJudge.first_request`), counted by
+        :meth:`RecordingChatModel.record`, and the placeholder as the answer (no transcript: a dry run keeps no
+        results). None for the rest (a placeholder the schema refuses: re-asks; a request that cannot be sent:
+        its error), which take the judge's whole path."""
+        schema = request.schema
+        parsed = _parsed_placeholder(schema) if isinstance(schema, type) else None
         if parsed is None:
             return None
-        text = request.rendered
-        if inner._too_long(text) is not None:
+        message = self._inner.first_request(request)
+        if isinstance(message, str):
             return None
-        message = first_message(inner.provider, request.template, request.values, text, inner.seen_prefixes)
         self.chat.record(request.step, ScriptedRequest(text=message.text, messages=[message], schema=schema))
         return JudgeOutcome(parsed, None, 1, Usage(calls=1))
 
@@ -351,54 +348,12 @@ class CostEstimate:
 # --------------------------------------------------------------------------- the run without LangGraph's loop
 
 
-@dataclass(frozen=True)
-class WindowSteps:
-    """A metric graph of the window shape (``START → window_turns ─Send→ <judge step> → reduce_score → END``,
-    :func:`judgegraph.core.nodes.window_graph`), as its own node functions: what the dry run calls for a
-    conversation in place of the graph's run (the same requests, built by the same nodes)."""
-
-    windows: Any  # the window_turns node
-    route: Callable[[dict[str, Any]], Any]  # its router: a list of Send, or the node to go to when none
-    judge: Any  # the judge_step node
-    name: str
-
-    def run(self, conversation: Any) -> None:
-        state: dict[str, Any] = {"conversation": conversation}
-        state.update(self.windows.invoke(state))
-        sent = self.route(state)
-        for send in sent if isinstance(sent, list) else ():
-            self.judge.invoke(send.arg)
-
-
 def window_steps(graph: Any) -> WindowSteps | None:
-    """``graph``'s nodes when it is a metric of the window shape made of judgegraph's own nodes, its one judge
-    step a ``judge_step`` (so every request comes from that node and nothing after it asks the judge); None for
-    any other graph (a user's own shape, a review or reason step, a transform), which the dry run runs whole."""
-    from langgraph.graph import END, START
-
+    """The steps ``graph`` was declared with when :func:`judgegraph.core.nodes.window_graph` built it (a metric whose
+    one step makes every request), unless it was compiled with a checkpointer or interrupts; None for any other
+    graph, which the dry run runs whole."""
     builder = getattr(graph, "builder", None)
-    if builder is None or getattr(graph, "checkpointer", None) or graph.interrupt_before_nodes \
-            or graph.interrupt_after_nodes or builder.waiting_edges:
+    if not isinstance(builder, DeclaredGraph) or not isinstance(builder.declared, WindowSteps) \
+            or graph.checkpointer or graph.interrupt_before_nodes or graph.interrupt_after_nodes:
         return None
-    nodes = dict(builder.nodes)
-    steps = set(nodes) - {"window_turns", "reduce_score"}
-    if len(steps) != 1 or len(nodes) != 3 or set(builder.branches) != {"window_turns"} \
-            or len(builder.branches["window_turns"]) != 1:
-        return None
-    step = steps.pop()
-    if builder.edges != {(START, "window_turns"), (step, "reduce_score"), ("reduce_score", END)} or nodes[step].ends:
-        return None
-    (branch,) = builder.branches["window_turns"].values()
-    route = getattr(branch.path, "func", None)
-
-    def own(runnable: Any, qualname: str | None = None) -> bool:
-        func = getattr(runnable, "func", None)
-        return (getattr(func, "__module__", "") or "").startswith("judgegraph.") and (
-            qualname is None or getattr(func, "__qualname__", "") == qualname)
-
-    windows, judge, reduce = (nodes[n].runnable for n in ("window_turns", step, "reduce_score"))
-    if route is None or not (getattr(route, "__module__", "") or "").startswith("judgegraph.") \
-            or not own(windows) or not own(judge, "judge_step.<locals>.run") \
-            or not own(reduce, "score_node.<locals>.reduce_score"):
-        return None
-    return WindowSteps(windows, route, judge, graph.name or step)
+    return builder.declared
