@@ -7,6 +7,7 @@ with one name are a ``ValueError``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Union
 
 from langgraph.graph import END, START, StateGraph
@@ -15,6 +16,7 @@ from typing_extensions import Unpack  # pydantic reads these schemas; typing's T
 
 from . import _renamed
 from .core.compiling import CompileOptions, check_options, compile_graph
+from .core.nodes import DeclaredGraph
 from .core.state import MetricInput, MetricOutput, MetricState, conversation_of
 from .judges import ModelLike, resolve_judge
 from .metrics import MetricSpec, build_metric, canonical_name
@@ -95,8 +97,17 @@ def prepare(state: ReportState) -> dict[str, Any]:
     return {"conversation": conversation_of(state)}
 
 
+@dataclass(frozen=True)
+class ReportMetrics:
+    """What :func:`report_builder` declares of its graph (:class:`~judgegraph.core.nodes.DeclaredGraph`): the
+    metric graphs it holds, each run from the prepared conversation."""
+
+    metrics: tuple[CompiledStateGraph, ...]
+
+
 def report_builder(metrics: Sequence[CompiledStateGraph]) -> StateGraph:
-    """The uncompiled report graph over compiled metric graphs (unique names, :func:`check_unique_names`)."""
+    """The uncompiled report graph over compiled metric graphs (unique names, :func:`check_unique_names`),
+    declaring them (:class:`ReportMetrics`)."""
     if not metrics:
         raise ValueError("no metric given: a report needs at least one metric")
     for graph in metrics:
@@ -104,13 +115,14 @@ def report_builder(metrics: Sequence[CompiledStateGraph]) -> StateGraph:
             raise TypeError(f"report metrics must be compiled graphs or metric names, got {type(graph).__name__}")
     names = [graph.name or "metric" for graph in metrics]
     check_unique_names(names)
-    builder = StateGraph(ReportState, input_schema=MetricInput, output_schema=MetricOutput)
+    builder = DeclaredGraph(ReportState, input_schema=MetricInput, output_schema=MetricOutput)
     builder.add_node("prepare", prepare)
     builder.add_edge(START, "prepare")
     for node, graph in zip(_node_names(names), metrics):
         builder.add_node(node, graph)
         builder.add_edge("prepare", node)
         builder.add_edge(node, END)
+    builder.declared = ReportMetrics(tuple(metrics))  # what the dry run runs one by one (runs/dry.py)
     return builder
 
 

@@ -76,7 +76,7 @@ def test_the_dry_run_recorder_is_the_scripted_model_with_placeholder_answers():
     assert reply.tool_calls[0]["name"] == "Answer" and reply.tool_calls[0]["args"] == {"reason": "ok", "verdict": "ok"}
     assert reply.usage_metadata == {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}  # nothing spent
     bound.invoke([*messages, AIMessage("bad"), HumanMessage("again")])  # a re-ask: refused, not counted
-    assert recorder._counts == {"unknown/unknown": {"calls": 1, "input_tokens": prompt_tokens(messages),
+    assert recorder.counts == {"unknown/unknown": {"calls": 1, "input_tokens": prompt_tokens(messages),
                                                     "refused": 1}}
     assert recorder.prompts == []  # a dry run over a big file keeps no prompt text
 

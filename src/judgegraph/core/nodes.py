@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Optional, Protocol, TypeVar, Union, cast
 
-from langchain_core.runnables import RunnableConfig, RunnableLambda, ensure_config
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, ensure_config
 from langchain_core.runnables.utils import accepts_config
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Send
@@ -263,6 +263,47 @@ def router(route: Callable[[Any], T], name: str | None = None) -> Callable[[Any]
     return cast("Callable[[Any], T]", NodeLambda(route, name=name or str(getattr(route, "__name__", "route"))))
 
 
+class DeclaredGraph(StateGraph):
+    """A ``StateGraph`` made by one of judgegraph's builders, holding what its builder declares of it in
+    :attr:`declared` (:func:`window_graph`: its :class:`WindowSteps`; :func:`judgegraph.report.report_builder`: the
+    metric graphs it holds), read through the compiled graph's public ``builder``. A node or edge added afterwards
+    (a caller extending a ``build_*``'s graph) drops it to None: the graph is no longer the one declared."""
+
+    declared: Any = None
+
+    def add_node(self, *args: Any, **kwargs: Any) -> Any:
+        self.declared = None
+        return super().add_node(*args, **kwargs)
+
+    def add_edge(self, *args: Any, **kwargs: Any) -> Any:
+        self.declared = None
+        return super().add_edge(*args, **kwargs)
+
+    def add_conditional_edges(self, *args: Any, **kwargs: Any) -> Any:
+        self.declared = None
+        return super().add_conditional_edges(*args, **kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class WindowSteps:
+    """A metric graph of the window shape whose one step makes every request (``START → window_turns ─Send→
+    <step> → reduce_score → END``), as :func:`window_graph` declares it when it builds one: its windowing node, its
+    router and its step. What the dry run (judgegraph.cost.dryrun) calls for a conversation in place of the graph's
+    run: the same requests, built by the same nodes."""
+
+    windows: Runnable
+    step: Runnable
+    route: Callable[[Any], Any]  # a list of Send, or the node to go to when none
+
+    def run(self, conversation: Any) -> None:
+        """The step called on each task the router sends for ``conversation`` (what the step returns is dropped)."""
+        state: dict[str, Any] = {"conversation": conversation}
+        state.update(self.windows.invoke(state))
+        sent = self.route(state)
+        for send in sent if isinstance(sent, list) else ():
+            self.step.invoke(send.arg)
+
+
 class WindowTask(TypedDict):
     """One per-window step's input (:func:`fan_out` over ``windows`` with ``item="window"``)."""
 
@@ -280,10 +321,16 @@ def window_graph(
 
     ``windows``: the windowing node (default :func:`window_node` of ``settings.window_size``); ``route``: the router
     from it (default one :class:`WindowTask` per window to the first step); a step's node reaches the next by its
-    own ``Command`` (declared as its destination); ``end=False`` leaves reduce_score's way out to the caller."""
+    own ``Command`` (declared as its destination); ``end=False`` leaves reduce_score's way out to the caller.
+
+    A graph of one step, no review and its end is declared (:class:`DeclaredGraph`) as its :class:`WindowSteps`, so
+    the dry run counts it by that step's requests: ``reduce`` scores the verdicts and asks no judge (a step
+    that does, such as turn_relevancy's ``write_reason``, is a node of its own added after, which drops the
+    declaration)."""
     first, last = steps[0][0], steps[-1][0]
-    builder: StateGraph = StateGraph(schema, input_schema=MetricInput, output_schema=MetricOutput)
-    builder.add_node("window_turns", windows or window_node(settings.window_size))
+    builder = DeclaredGraph(schema, input_schema=MetricInput, output_schema=MetricOutput)
+    windows = windows or window_node(settings.window_size)
+    builder.add_node("window_turns", windows)
     for (name, node), after in zip(steps, [*(n for n, _ in steps[1:]), None]):
         builder.add_node(name, node, destinations=(after,) if after else None)
     builder.add_node("reduce_score", reduce)
@@ -293,6 +340,10 @@ def window_graph(
     scoring_edges(builder, [last], review=settings.review, metric=settings.name)
     if end:
         builder.add_edge("reduce_score", END)
+    if end and not settings.review and len(steps) == 1:  # one step asks the judge: the dry run calls it alone
+        step = steps[0][1]  # a node as LangGraph takes it: a runnable or a function (of the state, and the config)
+        builder.declared = WindowSteps(windows if isinstance(windows, Runnable) else NodeLambda(windows, name="window_turns"),
+                                       step if isinstance(step, Runnable) else NodeLambda(step, name=first), route)
     return builder
 
 

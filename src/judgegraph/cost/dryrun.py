@@ -20,9 +20,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
+from ..core.nodes import DeclaredGraph, WindowSteps
 from ..data.results import Usage
 from ..judges import Judge, JudgeCache, JudgeOutcome, JudgeRequest
-from ..judges.cache_hints import first_message
 from ..judges.limiter import CallLimiter
 from ..judges.llm import LLMJudge
 from ..judges.schema_example import example_from_schema
@@ -90,19 +90,22 @@ class RecordingChatModel(ScriptedChatModel):
 
     model_name: str = "dry-run"
     rule: CacheRule = Field(default_factory=default_rule)
-    _counts: dict[str, Counter[str]] = PrivateAttr(default_factory=dict)
-    _lock: Any = PrivateAttr(default_factory=threading.Lock)  # requests arrive on several threads
-    _served: Callable[[ScriptedRequest, int], int] | None = PrivateAttr(default=None)
-    _count: PieceCounter = PrivateAttr(default_factory=PieceCounter)  # the prompts' shared lines counted once
+    _tally: _Tally = PrivateAttr()
 
     def model_post_init(self, context: Any) -> None:
-        """The provider's cache counter, made once: the bound copies (one per schema) share it."""
+        """The counts and the provider's cache counter, made once: the bound copies (one per schema) share them."""
         super().model_post_init(context)
         from ..providers import get
 
         found = get(self.rule.provider)
-        if found is not None and self.rule.kind != "unknown":
-            self._served = found.cache_counter(self.rule)
+        self._tally = _Tally(found.cache_counter(self.rule) if found is not None and self.rule.kind != "unknown"
+                             else None)
+
+    @property
+    def counts(self) -> dict[str, Counter[str]]:
+        """What was counted, by step: ``calls``, ``input_tokens``, ``cached_input_tokens``, ``more_answers``
+        (a dense call's verdicts after its first), ``refused`` (re-asks)."""
+        return self._tally.counts
 
     @property
     def marks_cache_control(self) -> bool:
@@ -111,7 +114,7 @@ class RecordingChatModel(ScriptedChatModel):
 
     def served(self, request: ScriptedRequest, tokens: int) -> int:
         """The input tokens of ``request`` the provider's cache would serve, by :attr:`rule` (then remembered)."""
-        return 0 if self._served is None else self._served(request, tokens)
+        return self._tally.served(request, tokens)
 
     def respond(self, request: ScriptedRequest) -> dict[str, Any]:
         self.record(_step.get(), request)
@@ -119,14 +122,38 @@ class RecordingChatModel(ScriptedChatModel):
 
     def record(self, step: str, request: ScriptedRequest) -> None:
         """``request`` counted against ``step`` (answered by its schema's placeholder)."""
-        tokens = prompt_tokens(request.messages, self._count)
+        self._tally.record(step, request)
+
+    def _usage(self, request: ScriptedRequest, reply: Any) -> dict[str, int]:
+        return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+
+    @property
+    def _llm_type(self) -> str:
+        return "judgegraph-dry-run"
+
+
+class _Tally:
+    """The recorder's counts, a plain object (a pydantic model's private attributes cost a lookup each, on every
+    request): the requests by step, the pieces' token counts, the provider's cache counter."""
+
+    def __init__(self, served: Callable[[ScriptedRequest, int], int] | None) -> None:
+        self.counts: dict[str, Counter[str]] = {}
+        self.lock = threading.Lock()  # requests arrive on several threads
+        self.count = PieceCounter()  # the prompts' shared lines counted once
+        self._served = served
+
+    def served(self, request: ScriptedRequest, tokens: int) -> int:
+        return 0 if self._served is None else self._served(request, tokens)
+
+    def record(self, step: str, request: ScriptedRequest) -> None:
+        tokens = prompt_tokens(request.messages, self.count)
         reask = any(m.type == "ai" for m in request.messages)
         served = 0 if reask else self.served(request, tokens)
         schema = request.schema
         # a dense call (judgegraph.core._dense) answers one verdict per item: its output is counted per item
         items = placeholder_answer(schema).get("items") if getattr(schema, "dense", False) else None
-        with self._lock:
-            counts = self._counts.setdefault(step, Counter())
+        with self.lock:
+            counts = self.counts.setdefault(step, Counter())
             if reask:
                 # A re-ask: the placeholder did not pass the metric's own checks. Not a
                 # call the real run would make; what follows this step is not counted.
@@ -138,13 +165,6 @@ class RecordingChatModel(ScriptedChatModel):
                     counts["cached_input_tokens"] += served
                 if isinstance(items, list) and len(items) > 1:
                     counts["more_answers"] += len(items) - 1
-
-    def _usage(self, request: ScriptedRequest, reply: Any) -> dict[str, int]:
-        return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
-
-    @property
-    def _llm_type(self) -> str:
-        return "judgegraph-dry-run"
 
 
 #: The usage a recorded reply reports: nothing was spent.
@@ -196,6 +216,7 @@ class DryRunJudge(Judge):
         self.max_tries = max_tries
         self.cache_rule = rule or default_rule()  # the provider's prompt cache (judgegraph.providers.prefixcache)
         self.chat = RecordingChatModel(rule=self.cache_rule)
+        self._tally = self.chat._tally
         self._inner = _RecordingLLMJudge(self.chat, max_tries=max_tries, limiter=CallLimiter(64))
         self.cache = JudgeCache()  # identical requests are made once, as in the real run
 
@@ -235,27 +256,24 @@ class DryRunJudge(Judge):
 
     def _answered(self, request: JudgeRequest) -> JudgeOutcome | None:
         """What the recording LLM judge does for a request its placeholder answers at the first ask, without its
-        chat machinery: the same first message (judges.cache_hints), counted by :meth:`RecordingChatModel.record`,
-        and the placeholder as the answer (no transcript: a dry run keeps no results). None for the rest
-        (a placeholder the schema refuses: re-asks; a prompt over the judge's limit: its error), which take
-        the judge's whole path."""
-        schema, inner = request.schema, self._inner
-        if not isinstance(schema, type) or inner.breaker.reason:
-            return None
-        parsed = _parsed_placeholder(schema)
+        chat machinery: the same first message (:meth:`LLMJudge.first_request`), counted by
+        :meth:`RecordingChatModel.record`, and the placeholder as the answer (no transcript: a dry run keeps no
+        results). None for the rest (a placeholder the schema refuses: re-asks; a request that cannot be sent:
+        its error), which take the judge's whole path."""
+        schema = request.schema
+        parsed = _parsed_placeholder(schema) if isinstance(schema, type) else None
         if parsed is None:
             return None
-        text = request.rendered
-        if inner._too_long(text) is not None:
+        message = self._inner.first_request(request)
+        if isinstance(message, str):
             return None
-        message = first_message(inner.provider, request.template, request.values, text, inner.seen_prefixes)
-        self.chat.record(request.step, ScriptedRequest(text=message.text, messages=[message], schema=schema))
+        self._tally.record(request.step, ScriptedRequest(text=request.rendered, messages=[message], schema=schema))
         return JudgeOutcome(parsed, None, 1, Usage(calls=1))
 
     def estimate(self, prices: Prices | None = None, *, jurors: int = 1) -> CostEstimate:
         """What the recorded requests cost; ``jurors``: how many jurors (models × repeats) each is sent to, every
         one the same request."""
-        counts = sorted(self.chat._counts.items())
+        counts = sorted(self.chat.counts.items())
         steps = {step: StepCost(c["calls"] * jurors, c["input_tokens"] * jurors,
                                 (c["calls"] + c["more_answers"]) * jurors if c["more_answers"] else None,
                                 cached_input_tokens=c["cached_input_tokens"] * jurors)
@@ -351,54 +369,12 @@ class CostEstimate:
 # --------------------------------------------------------------------------- the run without LangGraph's loop
 
 
-@dataclass(frozen=True)
-class WindowSteps:
-    """A metric graph of the window shape (``START → window_turns ─Send→ <judge step> → reduce_score → END``,
-    :func:`judgegraph.core.nodes.window_graph`), as its own node functions: what the dry run calls for a
-    conversation in place of the graph's run (the same requests, built by the same nodes)."""
-
-    windows: Any  # the window_turns node
-    route: Callable[[dict[str, Any]], Any]  # its router: a list of Send, or the node to go to when none
-    judge: Any  # the judge_step node
-    name: str
-
-    def run(self, conversation: Any) -> None:
-        state: dict[str, Any] = {"conversation": conversation}
-        state.update(self.windows.invoke(state))
-        sent = self.route(state)
-        for send in sent if isinstance(sent, list) else ():
-            self.judge.invoke(send.arg)
-
-
 def window_steps(graph: Any) -> WindowSteps | None:
-    """``graph``'s nodes when it is a metric of the window shape made of judgegraph's own nodes, its one judge
-    step a ``judge_step`` (so every request comes from that node and nothing after it asks the judge); None for
-    any other graph (a user's own shape, a review or reason step, a transform), which the dry run runs whole."""
-    from langgraph.graph import END, START
-
+    """The steps ``graph`` was declared with when :func:`judgegraph.core.nodes.window_graph` built it (a metric whose
+    one step makes every request), unless it was compiled with a checkpointer or interrupts; None for any other
+    graph, which the dry run runs whole."""
     builder = getattr(graph, "builder", None)
-    if builder is None or getattr(graph, "checkpointer", None) or graph.interrupt_before_nodes \
-            or graph.interrupt_after_nodes or builder.waiting_edges:
+    if not isinstance(builder, DeclaredGraph) or not isinstance(builder.declared, WindowSteps) \
+            or graph.checkpointer or graph.interrupt_before_nodes or graph.interrupt_after_nodes:
         return None
-    nodes = dict(builder.nodes)
-    steps = set(nodes) - {"window_turns", "reduce_score"}
-    if len(steps) != 1 or len(nodes) != 3 or set(builder.branches) != {"window_turns"} \
-            or len(builder.branches["window_turns"]) != 1:
-        return None
-    step = steps.pop()
-    if builder.edges != {(START, "window_turns"), (step, "reduce_score"), ("reduce_score", END)} or nodes[step].ends:
-        return None
-    (branch,) = builder.branches["window_turns"].values()
-    route = getattr(branch.path, "func", None)
-
-    def own(runnable: Any, qualname: str | None = None) -> bool:
-        func = getattr(runnable, "func", None)
-        return (getattr(func, "__module__", "") or "").startswith("judgegraph.") and (
-            qualname is None or getattr(func, "__qualname__", "") == qualname)
-
-    windows, judge, reduce = (nodes[n].runnable for n in ("window_turns", step, "reduce_score"))
-    if route is None or not (getattr(route, "__module__", "") or "").startswith("judgegraph.") \
-            or not own(windows) or not own(judge, "judge_step.<locals>.run") \
-            or not own(reduce, "score_node.<locals>.reduce_score"):
-        return None
-    return WindowSteps(windows, route, judge, graph.name or step)
+    return builder.declared

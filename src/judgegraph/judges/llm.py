@@ -396,6 +396,17 @@ class LLMJudge(Judge):
             payload.append({"repeat": self.repeat})
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
+    def first_request(self, request: JudgeRequest) -> BaseMessage | str:
+        """The first message of ``request`` as this judge sends it (one string, or the stable part marked for the
+        provider's cache: judges.cache_hints), or why it cannot be sent (the stopped judge's reason, a prompt over
+        ``max_prompt_tokens``). Its own path and the dry run's (cost.dryrun) begin here."""
+        if self.breaker.reason:
+            return self.breaker.reason
+        text = request.rendered
+        if (too_long := self._too_long(text)) is not None:
+            return too_long
+        return first_message(self.provider, request.template, request.values, text, self.seen_prefixes)
+
     def _too_long(self, text: str) -> str | None:
         limit = self.max_prompt_tokens
         if limit is None or len(text) * 4 <= limit or len(text.encode("utf-8", "surrogatepass")) <= limit:
@@ -419,14 +430,10 @@ class LLMJudge(Judge):
     def _attempts(self, request: JudgeRequest) -> _Steps:
         """The one implementation of a judgement, sync or async: yields ``(wait, messages)``,
         receives ``(result or exception, latency)``."""
-        if self.breaker.reason:
-            return JudgeOutcome(None, self.breaker.reason, 0)
-        text = request.rendered
-        if (too_long := self._too_long(text)) is not None:
-            return JudgeOutcome(None, too_long, 0)
-        # one string, or the stable part marked for the provider's cache (cache_hints)
-        messages: list[BaseMessage] = [first_message(self.provider, request.template, request.values, text,
-                                                     self.seen_prefixes)]
+        first = self.first_request(request)
+        if isinstance(first, str):
+            return JudgeOutcome(None, first, 0)
+        messages: list[BaseMessage] = [first]
         usage = Usage()
         transcript: list[JudgeAttempt] = []
         sent = asks = retries = 0

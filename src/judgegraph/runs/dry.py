@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cost.dryrun import WindowSteps, window_steps
+from ..core.nodes import DeclaredGraph, WindowSteps
+from ..cost.dryrun import window_steps
 from .runner import ConversationOutcome, judge_conversation
 
 
@@ -19,14 +20,15 @@ class DryRunConversations:
         self._metrics: dict[int, list[tuple[Any, WindowSteps | None]]] = {}
 
     def metrics(self, run: Any) -> list[tuple[Any, WindowSteps | None]]:
-        """The metric graphs of ``run`` (a metric graph, or a report of several), each with its steps."""
+        """The metric graphs of ``run`` (a metric graph, or a report of several: those it declares), each with its
+        steps."""
         found = self._metrics.get(id(run))
         if found is None:
-            from ..report import prepare
+            from ..report import ReportMetrics
 
-            nodes = dict(run.builder.nodes) if getattr(run, "builder", None) is not None else {}
-            is_report = "prepare" in nodes and getattr(nodes["prepare"].runnable, "func", None) is prepare
-            graphs = [spec.runnable for name, spec in nodes.items() if name != "prepare"] if is_report else [run]
+            builder = getattr(run, "builder", None)
+            held = builder.declared if isinstance(builder, DeclaredGraph) else None
+            graphs = list(held.metrics) if isinstance(held, ReportMetrics) else [run]
             found = self._metrics[id(run)] = [(g, window_steps(g)) for g in graphs]
         return found
 
