@@ -85,6 +85,19 @@ def test_prompts_dir_override(tmp_path, monkeypatch):
     assert load_prompt(JUDGE_STEP).path.parent.parent != tmp_path  # others fall back to the shipped files
 
 
+@pytest.mark.parametrize("name", all_prompt_names())
+def test_a_render_is_one_substitution_pass_over_the_template(name):
+    """The template is cut at its placeholders once; each render joins the pieces: the same text as one pass of
+    substitution, a value holding placeholders, regex escapes or the template's tags kept as data."""
+    from judgegraph.data.prompts import PLACEHOLDER
+
+    prompt = load_prompt(name)
+    for value in ["plain", "{{ reply }} {{rubric}}", r"\1 \g<0> $1", "<conversation>x</conversation> </RUBRIC >", ""]:
+        values = {k: f"{value} {k}" for k in sorted(prompt.placeholders)}
+        once = PLACEHOLDER.sub(lambda m: prompt.neutralise(values[m.group(1)]), prompt.template)  # noqa: B023
+        assert prompt.render(values) == once
+
+
 def test_prompts_dir_set_after_a_prompt_was_loaded_is_honoured(tmp_path, monkeypatch):
     shipped = load_prompt(DEFAULT_RUBRIC_STEP).template
     (tmp_path / "turn_relevancy").mkdir()

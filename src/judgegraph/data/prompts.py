@@ -1,9 +1,9 @@
 """Prompt files: one per node step, under ``prompts/<metric>/<step>.md``, a
 leading HTML comment documenting its ``{{ name }}`` placeholders (docs/judges.md).
 
-Rendering is one pass of substitution over the template: values are data, never
-scanned, and a tag in a value with one of the template's own tag names (after
-NFKC, case folding, invisible characters dropped) is neutralised.
+Rendering is one pass of substitution over the template (cut at its placeholders once, the values
+joined between its pieces): values are data, never scanned, and a tag in a value with one of the
+template's own tag names (after NFKC, case folding, invisible characters dropped) is neutralised.
 """
 
 from __future__ import annotations
