@@ -94,8 +94,7 @@ class Prompt:
         return _ANGLED.sub(lambda m: f"&lt;{m.group(1)}&gt;" if tag_name(m.group(1)) in tags else m.group(0), value)
 
 
-#: The folder of prompt overrides (docs/concepts/prompts.md), read at every lookup: setting it later takes effect.
-PROMPTS_DIR_VARIABLE = "JUDGEGRAPH_PROMPTS_DIR"
+PROMPTS_DIR_VARIABLE = "JUDGEGRAPH_PROMPTS_DIR"  # overrides, read at every lookup (docs/concepts/prompts.md)
 
 
 def prompt_dirs() -> list[Path]:
@@ -104,8 +103,7 @@ def prompt_dirs() -> list[Path]:
 
 @cache
 def _dirs(override: str | None) -> tuple[Path, ...]:
-    here = Path(__file__).resolve().parents[1]  # resolved once: a prompt is looked up per request
-    # inside a built wheel; editable: <repo>/src/judgegraph
+    here = Path(__file__).resolve().parents[1]  # resolved once; inside a wheel, or editable: <repo>/src/judgegraph
     return *([Path(override)] if override else []), here / "prompts", here.parent.parent / "prompts"
 
 
@@ -128,6 +126,5 @@ def _load(name: str, override: str | None) -> Prompt:
 
 
 def load_prompt(name: str) -> Prompt:
-    """Load ``prompts/<name>.md``, e.g. ``load_prompt("turn_relevancy/judge_turn")``: a file read once, its
-    folders those of :func:`prompt_dirs` (the override's environment variable read at each lookup)."""
+    """Load ``prompts/<name>.md``, e.g. ``load_prompt("turn_relevancy/judge_turn")`` (each file read once)."""
     return _load(name, os.environ.get(PROMPTS_DIR_VARIABLE) or None)

@@ -60,8 +60,7 @@ _KEY_JSON = json.JSONEncoder(sort_keys=True, default=str).encode
 
 
 def key_of(payload: list[Any]) -> str:
-    """The sha256 of ``payload`` as sorted JSON: a request's key (:meth:`JudgeRequest.cache_key`,
-    :meth:`Judge.cache_key`)."""
+    """The sha256 of ``payload`` as sorted JSON: a request's key (``JudgeRequest``'s and ``LLMJudge``'s)."""
     return hashlib.sha256(_KEY_JSON(payload).encode()).hexdigest()
 
 
