@@ -85,6 +85,30 @@ def test_prompts_dir_override(tmp_path, monkeypatch):
     assert load_prompt(JUDGE_STEP).path.parent.parent != tmp_path  # others fall back to the shipped files
 
 
+@pytest.mark.parametrize("name", all_prompt_names())
+def test_a_render_is_one_substitution_pass_over_the_template(name):
+    """The template is cut at its placeholders once; each render joins the pieces: the same text as one pass of
+    substitution, a value holding placeholders, regex escapes or the template's tags kept as data."""
+    from judgegraph.data.prompts import PLACEHOLDER
+
+    prompt = load_prompt(name)
+    for value in ["plain", "{{ reply }} {{rubric}}", r"\1 \g<0> $1", "<conversation>x</conversation> </RUBRIC >", ""]:
+        values = {k: f"{value} {k}" for k in sorted(prompt.placeholders)}
+        once = PLACEHOLDER.sub(lambda m: prompt.neutralise(values[m.group(1)]), prompt.template)  # noqa: B023
+        assert prompt.render(values) == once
+
+
+def test_prompts_dir_set_after_a_prompt_was_loaded_is_honoured(tmp_path, monkeypatch):
+    shipped = load_prompt(DEFAULT_RUBRIC_STEP).template
+    (tmp_path / "turn_relevancy").mkdir()
+    (tmp_path / "turn_relevancy" / "rubric.md").write_text("Only answers about dogs are relevant.")
+    monkeypatch.setenv("JUDGEGRAPH_PROMPTS_DIR", str(tmp_path))
+    assert load_prompt(DEFAULT_RUBRIC_STEP).template == "Only answers about dogs are relevant.\n"
+    assert prompt_dirs()[0] == tmp_path
+    monkeypatch.delenv("JUDGEGRAPH_PROMPTS_DIR")
+    assert load_prompt(DEFAULT_RUBRIC_STEP).template == shipped and tmp_path not in prompt_dirs()
+
+
 def test_simulated_user_node_passes_exactly_the_prompt_placeholders():
     from langchain_core.messages import AIMessage, HumanMessage
 

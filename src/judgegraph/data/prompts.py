@@ -1,9 +1,9 @@
 """Prompt files: one per node step, under ``prompts/<metric>/<step>.md``, a
 leading HTML comment documenting its ``{{ name }}`` placeholders (docs/judges.md).
 
-Rendering is one pass of substitution over the template: values are data, never
-scanned, and a tag in a value with one of the template's own tag names (after
-NFKC, case folding, invisible characters dropped) is neutralised.
+Rendering is one pass of substitution over the template (cut at its placeholders once, the values
+joined between its pieces): values are data, never scanned, and a tag in a value with one of the
+template's own tag names (after NFKC, case folding, invisible characters dropped) is neutralised.
 """
 
 from __future__ import annotations
@@ -58,19 +58,28 @@ class Prompt:
     documented: frozenset[str]
     path: Path | None = None
 
-    @property
+    @cached_property
+    def _pieces(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The template cut at its placeholders, once: its texts and, between each two, a placeholder's name."""
+        cut = PLACEHOLDER.split(self.template)
+        return tuple(cut[0::2]), tuple(cut[1::2])
+
+    @cached_property
     def placeholders(self) -> frozenset[str]:
-        return frozenset(PLACEHOLDER.findall(self.template))
+        return frozenset(self._pieces[1])
 
     def render(self, values: dict[str, str]) -> str:
-        missing = self.placeholders - values.keys()
-        extra = values.keys() - self.placeholders
-        if missing or extra:
+        if values.keys() != self.placeholders:
+            missing, extra = self.placeholders - values.keys(), values.keys() - self.placeholders
             raise PromptError(
                 f"prompt {self.name!r}: placeholders do not match the values given"
                 f" (missing {sorted(missing)}, unexpected {sorted(extra)})"
             )
-        return PLACEHOLDER.sub(lambda m: self.neutralise(str(values[m.group(1)])), self.template)
+        texts, names = self._pieces
+        out = [texts[0]]
+        for name, text in zip(names, texts[1:]):
+            out += self.neutralise(str(values[name])), text
+        return "".join(out)
 
     @cached_property
     def section_tags(self) -> frozenset[str]:
@@ -85,15 +94,17 @@ class Prompt:
         return _ANGLED.sub(lambda m: f"&lt;{m.group(1)}&gt;" if tag_name(m.group(1)) in tags else m.group(0), value)
 
 
+PROMPTS_DIR_VARIABLE = "JUDGEGRAPH_PROMPTS_DIR"  # overrides, read at every lookup (docs/concepts/prompts.md)
+
+
 def prompt_dirs() -> list[Path]:
-    env = os.environ.get("JUDGEGRAPH_PROMPTS_DIR")
-    return [*([Path(env)] if env else []), *_package_dirs()]
+    return list(_dirs(os.environ.get(PROMPTS_DIR_VARIABLE) or None))
 
 
 @cache
-def _package_dirs() -> tuple[Path, ...]:
-    here = Path(__file__).resolve().parents[1]  # resolved once: a prompt is looked up per request
-    return here / "prompts", here.parent.parent / "prompts"  # inside a built wheel; editable: <repo>/src/judgegraph
+def _dirs(override: str | None) -> tuple[Path, ...]:
+    here = Path(__file__).resolve().parents[1]  # resolved once; inside a wheel, or editable: <repo>/src/judgegraph
+    return *([Path(override)] if override else []), here / "prompts", here.parent.parent / "prompts"
 
 
 def parse_prompt(name: str, text: str, path: Path | None = None) -> Prompt:
@@ -105,7 +116,8 @@ def parse_prompt(name: str, text: str, path: Path | None = None) -> Prompt:
 
 
 @cache
-def _load(name: str, dirs: tuple[Path, ...]) -> Prompt:
+def _load(name: str, override: str | None) -> Prompt:
+    dirs = _dirs(override)
     for d in dirs:
         path = d / f"{name}.md"
         if path.is_file():
@@ -114,6 +126,5 @@ def _load(name: str, dirs: tuple[Path, ...]) -> Prompt:
 
 
 def load_prompt(name: str) -> Prompt:
-    """Load ``prompts/<name>.md``, e.g. ``load_prompt("turn_relevancy/judge_turn")``."""
-    return _load(name, tuple(prompt_dirs()))
-
+    """Load ``prompts/<name>.md``, e.g. ``load_prompt("turn_relevancy/judge_turn")`` (each file read once)."""
+    return _load(name, os.environ.get(PROMPTS_DIR_VARIABLE) or None)

@@ -51,9 +51,17 @@ class JudgeRequest:
 
     @cached_property
     def _key(self) -> str:
-        payload = [self.task, self.step, self.schema.__name__, self.values, self.inputs,
-                   self.prompt.template if self.prompt else None]
-        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+        return key_of([self.task, self.step, self.schema.__name__, self.values, self.inputs,
+                       self.prompt.template if self.prompt else None])
+
+
+#: ``json.dumps(payload, sort_keys=True, default=str)``'s encoder, made once (thread-safe: it keeps no state).
+_KEY_JSON = json.JSONEncoder(sort_keys=True, default=str).encode
+
+
+def key_of(payload: list[Any]) -> str:
+    """The sha256 of ``payload`` as sorted JSON: a request's key (``JudgeRequest``'s and ``LLMJudge``'s)."""
+    return hashlib.sha256(_KEY_JSON(payload).encode()).hexdigest()
 
 
 @dataclass

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import hashlib
 import json
 import random
 import sys
@@ -24,7 +23,7 @@ from pydantic import BaseModel
 from .. import providers
 from ..data.results import JudgeAttempt, Usage
 from ..providers import DEFAULT_TIMEOUT_S, ModelConfigError, resolve_model
-from .base import Endpoint, Judge, JudgeOutcome, JudgeRequest
+from .base import Endpoint, Judge, JudgeOutcome, JudgeRequest, key_of
 from .cache_hints import SeenPrefixes, first_message
 from .limiter import CallLimiter
 from .redact import Redactor
@@ -394,7 +393,7 @@ class LLMJudge(Judge):
         ]
         if self.repeat is not None:  # a repeat of a jury (``--repeat``): its own entry, seed or no seed
             payload.append({"repeat": self.repeat})
-        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+        return key_of(payload)
 
     def first_request(self, request: JudgeRequest) -> BaseMessage | str:
         """The first message of ``request`` as this judge sends it (one string, or the stable part marked for the
