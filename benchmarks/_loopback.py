@@ -36,11 +36,13 @@ def with_server(target: Callable[..., None], args: tuple[Any, ...], fn: Callable
             proc.terminate()
 
 
-def parcel_conversations(n: int, exchanges: int, late: Callable[[int], bool] = lambda i: False) -> list[dict]:
-    """``n`` made-up support conversations of ``exchanges`` exchanges each (a customer asking where a parcel is);
-    the ``i``-th reply of the set says "(late)" when ``late(i)``, for a scripted server to answer it otherwise."""
+def parcel_conversations(n: int, exchanges: int, late: Callable[[int], bool] = lambda i: False,
+                         first: int = 0) -> list[dict]:
+    """``n`` made-up support conversations of ``exchanges`` exchanges each (a customer asking where a parcel is),
+    numbered from ``first``; the ``i``-th reply of the set says "(late)" when ``late(i)``, for a scripted server to
+    answer it otherwise."""
     out = []
-    for c in range(n):
+    for c in range(first, first + n):
         turns = []
         for e in range(exchanges):
             turns += [{"role": "user", "content": f"Question {e} of customer {c}: where is parcel {c}-{e}?"},

@@ -96,20 +96,29 @@ async def run_modes(args: argparse.Namespace, url: str, latency: float, startup:
     return rows
 
 
+#: The command line in a child that prints its own peak RSS as it exits (/proc/self/status VmHWM: its own
+#: memory's high-water mark). Not getrusage(RUSAGE_CHILDREN): a child's ru_maxrss keeps the high-water mark of
+#: the process it was forked from across exec, so it said this process's own peak (the conversations it wrote).
+PEAK = ("import atexit, runpy, sys; atexit.register(lambda: sys.stderr.write(next(line for line in "
+        "open('/proc/self/status') if line.startswith('VmHWM:')))); sys.argv[0] = 'judgegraph'; "
+        "runpy.run_module('judgegraph.cli', run_name='__main__')")
+
+
 def dry_run(n: int, fmt: str = "jsonl") -> dict:
     """``judgegraph eval --dry-run`` over ``n`` conversations of two exchanges (a ``.jsonl`` file, or the same as
-    one ``.json`` array), in a subprocess: its CPU, wall time and peak RSS."""
+    one ``.json`` array), in a subprocess: its CPU, wall time and peak RSS (its own: :data:`PEAK`)."""
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / f"chats.{fmt}"
-        with data.open("w") as f:
-            if fmt == "json":
-                f.write("[\n" + ",\n".join(json.dumps(c) for c in parcel_conversations(n, 2)) + "\n]\n")
-            else:
-                for c in parcel_conversations(n, 2):
-                    f.write(json.dumps(c) + "\n")
+        with data.open("w") as f:  # a batch at a time: this process stays small
+            f.write("[\n" if fmt == "json" else "")
+            for start in range(0, n, 1000):
+                batch = [json.dumps(c) for c in parcel_conversations(min(1000, n - start), 2, first=start)]
+                f.write((",\n" if fmt == "json" and start else "") + (",\n" if fmt == "json" else "\n").join(batch)
+                        + ("" if fmt == "json" else "\n"))
+            f.write("\n]\n" if fmt == "json" else "")
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "judgegraph.cli", "eval", str(data), "--model",
+        done = subprocess.run([sys.executable, "-c", PEAK, "eval", str(data), "--model",
                                "openai:gpt-4.1-mini", "--dry-run", "-m", "turn_relevancy", "-q"],
                               cwd=str(ROOT), capture_output=True, text=True, check=False)
         wall = time.perf_counter() - t0
@@ -117,9 +126,11 @@ def dry_run(n: int, fmt: str = "jsonl") -> dict:
     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"the dry run failed ({done.returncode}): {done.stderr[-2000:]}")
+    peak = [line for line in done.stderr.splitlines() if line.startswith("VmHWM:")]
     return {"conversations": n, "format": fmt, "wall_s": round(wall, 1), "cpu_s": round(used, 1),
             "conversations_per_s": round(n / wall), "cpu_ms_per_conversation": round(1000 * used / n, 3),
-            "peak_rss_mb": round(after.ru_maxrss / 1024), "s_for_200000": round(200_000 * wall / n)}
+            "peak_rss_mb": round(int(peak[-1].split()[1]) / 1024) if peak else None,
+            "s_for_200000": round(200_000 * wall / n)}
 
 
 def dry_runs(args: argparse.Namespace) -> list[dict]:
