@@ -1,5 +1,5 @@
 """How long the command line takes to answer before any work: ``judgegraph --version`` and ``judgegraph eval --help``
-(neither imports a metric module: issue 28 keeps both under 0.5 s), and ``eval -o NAME=VALUE``'s resolution against
+(neither imports a metric module: issue 28 keeps both under 0.5 s), and ``eval --option NAME=VALUE``'s resolution against
 the metrics' declarations (the registry imported, the option typed and checked), each the median of N runs in a fresh
 interpreter. Prints wall and CPU seconds.
 
@@ -20,7 +20,7 @@ RESOLVE = ("from judgegraph.cli import parser; from judgegraph.cli.common import
 CASES = {
     "judgegraph --version": [sys.executable, "-m", "judgegraph.cli", "--version"],
     "judgegraph eval --help": [sys.executable, "-m", "judgegraph.cli", "eval", "--help"],
-    "eval -o mode=recall, resolved": [sys.executable, "-c", RESOLVE],
+    "eval --option mode=recall, resolved": [sys.executable, "-c", RESOLVE],
 }
 
 

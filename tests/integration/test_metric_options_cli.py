@@ -1,6 +1,6 @@
-"""``-o NAME=VALUE``: every metric's options on the command line, from their declarations (issue 26, item 1).
+"""``--option NAME=VALUE``: every metric's options on the command line, from their declarations (issue 26, item 1).
 
-Each option a metric declares for the command line can be given with ``-o`` and reaches the metric's settings;
+Each option a metric declares for the command line can be given with ``--option`` and reaches the metric's settings;
 an option no metric of the run declares, and a value the declaration refuses, are usage errors (exit 2) with the
 message a config file's ``metrics:`` entry gets. The plugin's own option: tests/integration/test_plugins.py."""
 
@@ -22,12 +22,19 @@ from judgegraph.runs.runner import MetricPlan
 pytestmark = pytest.mark.integration
 
 
-#: Options another goes with: ``-o`` given with them.
+#: Options another goes with: ``--option`` given with them.
 WITH = {"extract_per": ["judge_per=node"], "embeddings": ["embeddings_base_url=http://127.0.0.1:9/v1"]}
 
 
+@pytest.fixture(autouse=True)
+def _in_an_empty_folder(tmp_path, monkeypatch):
+    """Every run here starts in an empty folder: a results file left in the checkout (the README's first command
+    writes one) would be refused before the option is."""
+    monkeypatch.chdir(tmp_path)
+
+
 def _value(spec: MetricSpec, option: str) -> tuple[str, Any]:
-    """A text for ``-o option=TEXT`` that the declaration accepts, not the option's default, and what it reads as."""
+    """A text for ``--option option=TEXT`` that the declaration accepts, not the option's default, and what it reads as."""
     hint, default = _hints(spec.settings).get(option), spec.default(option)
     kinds = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
     if choices := [c for k in kinds if typing.get_origin(k) is typing.Literal for c in typing.get_args(k)]:
@@ -56,8 +63,8 @@ CASES = [pytest.param(name, option, id=f"{name}.{option}")
 def test_each_declared_option_given_with_o_reaches_the_metric_s_settings(metric, option, monkeypatch):
     spec = registry()[metric]
     text, expected = _value(spec, option)
-    with_ = [a for o in WITH.get(option, []) for a in ("-o", o)]
-    args = parser().parse_args(["eval", "-m", metric, "-o", f"{option.replace('_', '-')}={text}", *with_])
+    with_ = [a for o in WITH.get(option, []) for a in ("--option", o)]
+    args = parser().parse_args(["eval", "-m", metric, "--option", f"{option.replace('_', '-')}={text}", *with_])
     given = metric_options(args)
     made: list[Any] = []
     settings = spec.settings
@@ -75,37 +82,37 @@ def test_each_declared_option_given_with_o_reaches_the_metric_s_settings(metric,
 
 
 def test_a_name_no_metric_of_the_run_declares_is_refused_naming_the_metrics(capsys, tmp_path):
-    assert main(["eval", "x.jsonl", "-m", "turn-relevancy", "-m", "tool-correctness", "-o", "trajectry=strict",
+    assert main(["eval", "x.jsonl", "-m", "turn-relevancy", "-m", "tool-correctness", "--option", "trajectry=strict",
                  "--out", str(tmp_path / "r.jsonl")]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert ("-o trajectry: unknown key (did you mean trajectory? turn-relevancy, tool-correctness take: arguments, "
+    assert ("--option trajectry: unknown key (did you mean trajectory? turn-relevancy, tool-correctness take: arguments, "
             "dense, judge_unreferenced") in err
     assert not (tmp_path / "r.jsonl").exists()
 
 
 def test_an_option_of_another_metric_is_refused_as_a_config_file_s_is(capsys, tmp_path):
-    """The same option, in a config file's ``metrics:`` entry and with ``-o``: the same message."""
+    """The same option, in a config file's ``metrics:`` entry and with ``--option``: the same message."""
     config = tmp_path / "judgegraph.yaml"
     config.write_text("metrics:\n  - turn-relevancy: {guidelines: [x]}\n", encoding="utf-8")
     assert main(["eval", "x.jsonl", "--config", str(config)]) == 2
     from_file = " ".join(capsys.readouterr().err.split())
-    assert main(["eval", "x.jsonl", "-m", "turn-relevancy", "-o", "guidelines=x"]) == 2
+    assert main(["eval", "x.jsonl", "-m", "turn-relevancy", "--option", "guidelines=x"]) == 2
     from_o = " ".join(capsys.readouterr().err.split())
     why = "turn-relevancy takes no guidelines (it takes: dense, min_judged, reason, rubric, strict, threshold, window"
-    assert f"turn-relevancy.guidelines: {why}" in from_file and f"-o guidelines: {why}" in from_o
+    assert f"turn-relevancy.guidelines: {why}" in from_file and f"--option guidelines: {why}" in from_o
 
 
 @pytest.mark.parametrize(("given", "message"), [
-    (["-m", "tool-correctness", "-o", "trajectory=bogus"],
+    (["-m", "tool-correctness", "--option", "trajectory=bogus"],
      "trajectory must be one of strict, unordered, subset, superset, got 'bogus'"),
-    (["-m", "tool-correctness", "--trajectory", "bogus"],  # the flag is -o trajectory=
+    (["-m", "tool-correctness", "--trajectory", "bogus"],  # the flag is --option trajectory=
      "trajectory must be one of strict, unordered, subset, superset, got 'bogus'"),
-    (["-o", "threshold=abc"], "threshold must be a number between 0 and 1, got 'abc'"),  # no -m: checked all the same
-    (["-m", "topic-adherence", "-o", "mode=most"], "mode must be one of precision, recall, f1, got 'most'"),
-    (["-m", "turn-relevancy", "-o", "window-size=0"], "window_size must be a whole number >= 1, got 0"),
-    (["-o", "nosuch=1"], "-o nosuch: unknown key (known here: arguments, "),
-    (["-o", "threshold"], "-o threshold: expected NAME=VALUE, e.g. -o threshold=0.8"),
-    (["-m", "turn-relevancy", "-o", "strict=maybe"], "strict_mode must be True or False, got 'maybe'"),
+    (["--option", "threshold=abc"], "threshold must be a number between 0 and 1, got 'abc'"),  # no -m: checked all the same
+    (["-m", "topic-adherence", "--option", "mode=most"], "mode must be one of precision, recall, f1, got 'most'"),
+    (["-m", "turn-relevancy", "--option", "window-size=0"], "window_size must be a whole number >= 1, got 0"),
+    (["--option", "nosuch=1"], "--option nosuch: unknown key (known here: arguments, "),
+    (["--option", "threshold"], "--option threshold: expected NAME=VALUE, e.g. --option threshold=0.8"),
+    (["-m", "turn-relevancy", "--option", "strict=maybe"], "strict_mode must be True or False, got 'maybe'"),
 ])
 def test_a_bad_value_or_name_is_a_usage_error_with_the_declaration_s_message(given, message, capsys, tmp_path):
     assert main(["eval", "x.jsonl", *given, "--out", str(tmp_path / "r.jsonl")]) == 2
@@ -116,8 +123,8 @@ def test_a_bad_value_or_name_is_a_usage_error_with_the_declaration_s_message(giv
 def test_a_list_option_is_repeated_or_read_from_a_file_one_item_a_line(tmp_path):
     topics = tmp_path / "topics.txt"
     topics.write_text("shipping\n\nreturns\n", encoding="utf-8")
-    args = parser().parse_args(["eval", "-m", "topic-adherence", "-o", "topics=opening hours",
-                                "-o", f"topics=@{topics}", "--topic", "books", "-o", "mode=recall"])
+    args = parser().parse_args(["eval", "-m", "topic-adherence", "--option", "topics=opening hours",
+                                "--option", f"topics=@{topics}", "--topic", "books", "--option", "mode=recall"])
     assert metric_options(args) == {"topics": ["books", "opening hours", "shipping", "returns"], "mode": "recall"}
 
 
@@ -127,7 +134,7 @@ def test_o_over_a_config_file_s_own_option_of_a_metric(tmp_path, capsys):
 
     config = tmp_path / "judgegraph.yaml"
     config.write_text("metrics:\n  - turn-relevancy: {threshold: 0.9, window_size: 2}\n", encoding="utf-8")
-    argv = ["eval", "x.jsonl", "--config", str(config), "-o", "threshold=0.3"]
+    argv = ["eval", "x.jsonl", "--config", str(config), "--option", "threshold=0.3"]
     args = parser().parse_args(argv)
     args.argv = argv
     apply_config(args, args.parser)
@@ -139,11 +146,11 @@ def test_help_says_how_to_list_a_metric_s_options(capsys):
     with pytest.raises(SystemExit):
         main(["eval", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "-o NAME=VALUE, --option NAME=VALUE" in out and "`judgegraph metrics METRIC` lists them" in out
+    assert "--option NAME=VALUE a metric's option, repeatable" in out and "`judgegraph metrics METRIC` lists them" in out
 
 
 def test_every_option_flag_names_an_option_a_metric_declares():
-    """A flag kept beside ``-o`` (``--threshold``, ``--topic``...) is ``-o`` with its destination: a declared name."""
+    """A flag kept beside ``--option`` (``--threshold``, ``--topic``...) is ``--option`` with its destination: a declared name."""
     declared = {o for spec in registry().values() for o in spec.options}
     eval_parser = parser().parse_args(["eval"]).parser
     flags = {a.dest for a in eval_parser._actions
@@ -155,7 +162,7 @@ def test_every_option_flag_names_an_option_a_metric_declares():
 
 
 def test_metrics_name_shows_an_option_s_choices_from_its_literal(capsys):
-    """What ``-o trajectory=`` takes, read from the declaration's type (the flag's help no longer copies it)."""
+    """What ``--option trajectory=`` takes, read from the declaration's type (the flag's help no longer copies it)."""
     assert main(["metrics", "tool-correctness"]) == 0
     (line,) = [line for line in capsys.readouterr().out.splitlines() if line.split()[0] == "trajectory"]
     assert line.endswith("(strict | unordered | subset | superset)")

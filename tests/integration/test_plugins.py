@@ -210,19 +210,19 @@ def test_the_docs_section_runs_as_written(venv, tmp_path):
 
 
 def test_the_plugin_s_own_option_is_given_with_o_typed_and_checked_by_its_declaration(venv, tmp_path):
-    """``-o tone=formal`` reaches the plugin's settings (its prompt asks for that tone); a name it does not declare and
+    """``--option tone=formal`` reaches the plugin's settings (its prompt asks for that tone); a name it does not declare and
     a value its check refuses are usage errors with the messages its config file entry gets, before any work."""
     formal = ScriptedResponder([(lambda req: "keeps this tone: formal." in req.text, NO)], default=YES)
     out = tmp_path / "results.jsonl"
     with FakeOpenAIServer(formal) as server:
-        run = judgegraph(venv, "eval", CHATS, "-m", "reply-tone", "-o", "tone=formal", "--model", "openai:x",
+        run = judgegraph(venv, "eval", CHATS, "-m", "reply-tone", "--option", "tone=formal", "--model", "openai:x",
                          "--base-url", server.base_url, "--no-cache", "--out", out, "-q", "--no-progress")
         assert server.calls["/v1/chat/completions"] == EXCHANGES
     assert run.returncode == 1, run.stderr  # every reply judged not formal: every conversation fails
     assert {r["reply_tone"]["status"] for r in results(out).values()} == {"failed"}
-    unknown = judgegraph(venv, "eval", CHATS, "-m", "reply-tone", "-o", "tones=formal", "--out", tmp_path / "u.jsonl")
-    assert unknown.returncode == 2 and "-o tones: unknown key (did you mean tone? reply-tone takes: " in unknown.stderr
-    blank = judgegraph(venv, "eval", CHATS, "-m", "reply-tone", "-o", "tone= ", "--out", tmp_path / "b.jsonl")
+    unknown = judgegraph(venv, "eval", CHATS, "-m", "reply-tone", "--option", "tones=formal", "--out", tmp_path / "u.jsonl")
+    assert unknown.returncode == 2 and "--option tones: unknown key (did you mean tone? reply-tone takes: " in unknown.stderr
+    blank = judgegraph(venv, "eval", CHATS, "-m", "reply-tone", "--option", "tone= ", "--out", tmp_path / "b.jsonl")
     assert blank.returncode == 2
     assert "reply_tone: tone is a text such as 'formal', got ' '" in " ".join(blank.stderr.split()), blank.stderr
     assert not (tmp_path / "u.jsonl").exists() and not (tmp_path / "b.jsonl").exists()

@@ -66,7 +66,7 @@ def register(sub: Subparsers) -> None:
     llm.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     llm.add_argument("--no-cache", action="store_true", help="no judge cache: every judgement is asked "
                      "(default: answers at temperature 0 are kept on disk, so aligning again is cheaper)")
-    llm.add_argument("-o", "--option", action="append", dest="option_pairs", metavar="NAME=VALUE",
+    llm.add_argument("--option", action="append", dest="option_pairs", metavar="NAME=VALUE",
                      help=common.OPTION_HELP)
     llm.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
                      help="conversational-guidelines: a guideline, repeatable; @FILE reads one per line")

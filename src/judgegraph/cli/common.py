@@ -90,29 +90,29 @@ def add_judge_options(p: argparse.ArgumentParser, *, model: str, base_url: str, 
                        help="judge every request N times with distinct seeds, majority kept (docs/juries.md)")
 
 
-#: The flag of a metric option whose name is not the option's (``--guideline`` is ``-o guidelines=``...).
+#: The flag of a metric option whose name is not the option's (``--guideline`` is ``--option guidelines=``...).
 FLAGS = {"guidelines": "--guideline", "topics": "--topic", "arguments": "--tool-arguments", "strict_mode": "--strict"}
-#: ``-o``'s help: the one flag every metric's options are given by, from its declaration (docs/metric_options.md).
+#: ``--option``'s help: the one flag every metric's options are given by, from its declaration (docs/metric_options.md).
 OPTION_HELP = ("a metric's option, repeatable: NAME=VALUE, typed and checked by the metric's declaration (a list "
                "option repeated; @FILE reads a text, or a list one item a line); `judgegraph metrics METRIC` lists "
                "them; an option no metric of the run (-m) declares is refused")
 
 
 def add_metric_options(p: argparse.ArgumentParser, *, role: str, guideline: str = "", scored: bool = True) -> None:
-    """``-o NAME=VALUE`` for any metric's option and the flags that give one (each the same as ``-o`` with the option
+    """``--option NAME=VALUE`` for any metric's option and the flags that give one (each the same as ``--option`` with the option
     its destination names, :func:`metric_options`): ``--threshold``, ``--window-size`` and ``--min-judged`` (when
     ``scored``), ``--guideline``, ``--role`` (``role`` its help), ``--trajectory``, ``--tool-arguments``, ``--topic``."""
-    p.add_argument("-o", "--option", action="append", dest="option_pairs", metavar="NAME=VALUE", help=OPTION_HELP)
+    p.add_argument("--option", action="append", dest="option_pairs", metavar="NAME=VALUE", help=OPTION_HELP)
     if scored:
-        p.add_argument("--threshold", type=float, help="passing score, 0..1 (-o threshold=)")
-        p.add_argument("--window-size", type=int, help="exchanges per sliding window (-o window_size=)")
+        p.add_argument("--threshold", type=float, help="passing score, 0..1 (--option threshold=)")
+        p.add_argument("--window-size", type=int, help="exchanges per sliding window (--option window_size=)")
         p.add_argument("--min-judged", type=float, metavar="FRACTION", help="a result whose verdicts were judged "
                        "less than this share of the time (the rest judge errors) is an error, not a score (0..1)")
     p.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
                    help=guideline or "conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
     p.add_argument("--role", help=role)
-    p.add_argument("--trajectory", help="tool-correctness: how expected_tools is matched (-o trajectory=; docs/agents.md)")
-    p.add_argument("--tool-arguments", dest="arguments", help="tool-correctness: how arguments are compared (-o arguments=)")
+    p.add_argument("--trajectory", help="tool-correctness: how expected_tools is matched (--option trajectory=; docs/agents.md)")
+    p.add_argument("--tool-arguments", dest="arguments", help="tool-correctness: how arguments are compared (--option arguments=)")
     p.add_argument("--topic", action="append", dest="topics", metavar="TEXT",
                    help="topic-adherence: an allowed topic, repeatable; @FILE reads one per line (default: each "
                         "conversation's metadata.reference_topics)")
@@ -255,7 +255,7 @@ def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency:
 
 
 def metric_options(args: argparse.Namespace, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The metric options the command line gives, by their declared names: each ``-o NAME=VALUE`` and each flag that
+    """The metric options the command line gives, by their declared names: each ``--option NAME=VALUE`` and each flag that
     is one (its destination an option's name; ``skip``: one meaning another thing to the command), typed and checked by
     the declarations (:meth:`~judgegraph.metrics.MetricSpec.typed`) of the run's metrics (``-m``; none named: every
     metric's), ``@FILE`` read for a text or a list (one item a line). A ValueError naming the option, and the run's
@@ -275,10 +275,10 @@ def metric_options(args: argparse.Namespace, *, skip: tuple[str, ...] = ()) -> d
         key, eq, text = pair.partition("=")
         key = key.strip().replace("-", "_")
         if not eq or not key:
-            raise ValueError(f"-o {pair}: expected NAME=VALUE, e.g. -o threshold=0.8 (judgegraph metrics METRIC lists them)")
+            raise ValueError(f"--option {pair}: expected NAME=VALUE, e.g. --option threshold=0.8 (judgegraph metrics METRIC lists them)")
         if why := undeclared(key, specs, takes, RENAMED):  # named as a config file names it (strict: strict_mode)
-            raise ValueError(f"-o {key}: {why}")
-        given.append((RENAMED.get(key, key), text, f"-o {key}"))
+            raise ValueError(f"--option {key}: {why}")
+        given.append((RENAMED.get(key, key), text, f"--option {key}"))
     out: dict[str, Any] = {}
     for key, value, flag in given:
         spec = next(s for s in [*specs, *built_ins().values()] if key in s.options)
@@ -380,7 +380,7 @@ GUIDELINES_NEEDED = ("conversational-guidelines needs at least one --guideline T
 def guidelines_missing(args: argparse.Namespace) -> str | None:
     """What is wrong with ``--guideline``, checked before any work: a ``@FILE`` that cannot be read, or
     :data:`GUIDELINES_NEEDED` when the metrics (``-m``) include conversational-guidelines and none is given (with
-    ``--guideline`` or ``-o guidelines=``)."""
+    ``--guideline`` or ``--option guidelines=``)."""
     from ..metrics import canonical_name
 
     try:

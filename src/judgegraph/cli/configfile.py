@@ -38,7 +38,7 @@ def apply_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> N
     values, per_metric = config_arguments(config, args.config)
     argv = list(getattr(args, "argv", None) or [])
     after = argv[argv.index(args.command) + 1:] if args.command in argv else argv
-    given = explicit_dests(parser, after) | {p.partition("=")[0].strip().replace("-", "_")  # -o NAME=VALUE too
+    given = explicit_dests(parser, after) | {p.partition("=")[0].strip().replace("-", "_")  # --option NAME=VALUE too
                                              for p in getattr(args, "option_pairs", None) or ()}
     dests = {action.dest for action in parser._actions}
     args.config_options = {k: v for k, v in values.items() if k not in dests}

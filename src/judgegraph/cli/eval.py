@@ -47,7 +47,7 @@ def register(sub: Subparsers) -> None:
     common.add_metric_options(ev, role="role-adherence: the chatbot's role (default: each conversation's "
                                        "chatbot_role, else its system message)")
     ev.add_argument("--strict", action="store_true", default=None, dest="strict_mode", help="score 1 or 0, threshold 1")
-    ev.add_argument("--reason", help="how the reason is written: deterministic (no extra call), llm or none (-o reason=)")
+    ev.add_argument("--reason", help="how the reason is written: deterministic (no extra call), llm or none (--option reason=)")
     ev.add_argument("--rubric", help="custom relevance rubric text, or @FILE to read it from a file")
     ev.add_argument("--dense", type=int, metavar="N", help="turn-relevancy, conversation-relevance: judge N windows "
                     "of a conversation per call, fewer tokens on long conversations (docs/cost.md)")

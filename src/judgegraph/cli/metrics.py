@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def register(sub: Subparsers) -> None:
     p = sub.add_parser("metrics", help="list the metrics, or show a metric's options",
                        description="List the metrics (built-in and plugins'); with METRIC names, each one's options "
-                                   "(default, help, choices) as a config file's metrics: entry and -o NAME=VALUE take them.")
+                                   "(default, help, choices) as a config file's metrics: entry and --option NAME=VALUE take them.")
     p.add_argument("names", nargs="*", metavar="METRIC", help="show these metrics' options")
     p.set_defaults(run=run)
 

@@ -122,7 +122,7 @@ class MetricSpec:
         return [c for k in self._kinds(option) if typing.get_origin(k) is Literal for c in typing.get_args(k)]
 
     def typed(self, option: str, text: str) -> Any:
-        """The command line's ``text`` for ``option`` (``-o NAME=VALUE``) as its declared type: a number, true or
+        """The command line's ``text`` for ``option`` (``--option NAME=VALUE``) as its declared type: a number, true or
         false, one of a ``Literal``'s values (another: a ``ValueError`` naming them), ``[text]`` for a list; a text
         that is not of the type is returned as it is, for the settings' check to refuse with its own message."""
         import typing
@@ -277,7 +277,7 @@ def known_options() -> frozenset[str]:
 def undeclared(option: str, specs: Sequence[MetricSpec], takes: str, renamed: Mapping[str, str] | None = None
                ) -> str | None:
     """None when a metric of ``specs`` declares ``option`` (by its name in ``renamed``, if there); else why, the one
-    message of a config file's and the command line's (``-o``) options: ``takes`` (``"NAME takes:"``, ``"known
+    message of a config file's and the command line's (``--option``) options: ``takes`` (``"NAME takes:"``, ``"known
     here:"``) and the options they declare, the nearest first."""
     renamed = renamed or {}
     if any(renamed.get(option, option) in s.options for s in specs):
