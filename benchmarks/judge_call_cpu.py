@@ -152,18 +152,21 @@ async def measure(args, base_url):
     runnable = judge.provider.structured(judge.model, TurnVerdict, None)  # what the judge sends through
     sem = asyncio.Semaphore(args.concurrency)
 
-    async def one(p):
-        async with sem:
-            reply = await runnable.ainvoke(p)
-        try:
-            return TurnVerdict.model_validate_json(reply.text)
-        except ValueError:
-            return None
+    async def timed(layer, ask, text_of):
+        """Each prompt through ``ask`` (``sem`` in flight), the reply's ``text_of`` validated: ``figures[layer]``."""
+        async def one(p):
+            async with sem:
+                reply = await ask(p)
+            try:
+                return TurnVerdict.model_validate_json(text_of(reply))
+            except ValueError:
+                return None
 
-    c0, t0 = time.process_time(), time.perf_counter()
-    raw = await asyncio.gather(*(one(p) for p in prompts))
-    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
-    figures["client"] = (len(raw), cpu, wall, sum(1 for r in raw if r is None))
+        c0, t0 = time.process_time(), time.perf_counter()
+        raw = await asyncio.gather(*(one(p) for p in prompts))
+        figures[layer] = (len(raw), time.process_time() - c0, time.perf_counter() - t0, sum(1 for r in raw if r is None))
+
+    await timed("client", runnable.ainvoke, lambda reply: reply.text)
 
     # information only: the openai SDK alone on the same HTTP client, the same request body (not a target: the
     # judge is built on langchain-openai)
@@ -176,19 +179,11 @@ async def measure(args, base_url):
     fmt = {"type": "json_schema",
            "json_schema": {"name": "TurnVerdict", "schema": strict_json_schema(TurnVerdict), "strict": True}}
 
-    async def bare(p):
-        async with sem:
-            reply = await sdk.chat.completions.create(model="bench-judge", extra_body={"response_format": fmt},
-                                                      messages=[{"role": "user", "content": p[0].text + " sdk"}])
-        try:
-            return TurnVerdict.model_validate_json(reply.choices[0].message.content or "")
-        except ValueError:
-            return None
+    def bare(p):
+        return sdk.chat.completions.create(model="bench-judge", extra_body={"response_format": fmt},
+                                           messages=[{"role": "user", "content": p[0].text + " sdk"}])
 
-    c0, t0 = time.process_time(), time.perf_counter()
-    raw = await asyncio.gather(*(bare(p) for p in prompts))
-    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
-    figures["raw_sdk"] = (len(raw), cpu, wall, sum(1 for r in raw if r is None))
+    await timed("raw_sdk", bare, lambda reply: reply.choices[0].message.content or "")
     return figures, profilers.get(args.profile)
 
 
