@@ -7,7 +7,6 @@ message a config file's ``metrics:`` entry gets. The plugin's own option: tests/
 from __future__ import annotations
 
 import dataclasses
-import types
 import typing
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 from judgegraph import ScriptedChatModel
 from judgegraph.cli import main, parser
 from judgegraph.cli.common import metric_options
-from judgegraph.metrics import MetricSpec, _hints, registry
+from judgegraph.metrics import MetricSpec, registry
 from judgegraph.runs.runner import MetricPlan
 
 pytestmark = pytest.mark.integration
@@ -35,9 +34,8 @@ def _in_an_empty_folder(tmp_path, monkeypatch):
 
 def _value(spec: MetricSpec, option: str) -> tuple[str, Any]:
     """A text for ``--option option=TEXT`` that the declaration accepts, not the option's default, and what it reads as."""
-    hint, default = _hints(spec.settings).get(option), spec.default(option)
-    kinds = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-    if choices := [c for k in kinds if typing.get_origin(k) is typing.Literal for c in typing.get_args(k)]:
+    kinds, default = spec.kinds(option), spec.default(option)
+    if choices := spec.choices(option):
         chosen = next(c for c in choices if c != default)
         return chosen, chosen
     if bool in kinds:
@@ -100,6 +98,19 @@ def test_an_option_of_another_metric_is_refused_as_a_config_file_s_is(capsys, tm
     from_o = " ".join(capsys.readouterr().err.split())
     why = "turn-relevancy takes no guidelines (it takes: dense, min_judged, reason, rubric, strict, threshold, window"
     assert f"turn-relevancy.guidelines: {why}" in from_file and f"--option guidelines: {why}" in from_o
+
+
+def test_an_option_is_refused_before_the_out_file_as_a_config_file_s_is(capsys, tmp_path):
+    """Both routes are checked before ``--out``: a results file already there is not what is reported first."""
+    out = tmp_path / "r.jsonl"
+    out.write_text('{"kind": "header", "judgegraph": "1"}\n', encoding="utf-8")
+    config = tmp_path / "judgegraph.yaml"
+    config.write_text("metrics:\n  - turn-relevancy: {guidelines: [x]}\n", encoding="utf-8")
+    firsts = []
+    for given in (["--config", str(config)], ["-m", "turn-relevancy", "--option", "guidelines=x"]):
+        assert main(["eval", "x.jsonl", *given, "--out", str(out)]) == 2
+        firsts.append(" ".join(capsys.readouterr().err.split()))
+    assert all("takes no guidelines" in first and "already" not in first for first in firsts), firsts
 
 
 @pytest.mark.parametrize(("given", "message"), [

@@ -261,14 +261,19 @@ def run(args: argparse.Namespace) -> int:
             apply_config(args, args.parser)
         except ConfigError as exc:
             return usage_error(err, exc)
+    if bad := common.check_numbers(args):  # a flag's number, named as the flag
+        return usage_error(err, bad)
+    try:  # checked as early as a config file's options: the same refusal first, whatever else is wrong
+        options = {**getattr(args, "config_options", {}), **common.metric_options(args)}  # flags over the file's
+    except (KeyError, ValueError, TypeError, OSError) as exc:
+        return usage_error(err, exc)
     from .aligned_option import aligned_error
 
-    for check in (common.check_numbers, _bad_flags, _source_error, aligned_error, common.guidelines_missing, _out_error):
+    for check in (_bad_flags, _source_error, aligned_error, common.guidelines_missing, _out_error):
         if bad := check(args):
             return usage_error(err, bad)
     try:
         judge = common.make_judge(args, _judge_settings(args))
-        options = {**getattr(args, "config_options", {}), **common.metric_options(args)}  # flags over the file's
         plan = MetricPlan(args.metrics, judge, {
             **options, **({"embeddings_base_url": args.base_url} if args.embeddings and args.base_url else {})},
             getattr(args, "per_metric", None))

@@ -107,7 +107,7 @@ class MetricSpec:
         return [(n, _show(self.default(n)), fields[n].metadata.get("help", "")
                  + (f" ({' | '.join(choices)})" if (choices := self.choices(n)) else "")) for n in fields if n in self.options]
 
-    def _kinds(self, option: str) -> tuple[Any, ...]:
+    def kinds(self, option: str) -> tuple[Any, ...]:
         """The types an option's declaration allows (a union's members; ``None`` left in)."""
         import typing
         from types import UnionType
@@ -119,7 +119,7 @@ class MetricSpec:
         """The values an option's ``Literal`` type allows (none: any value of its type)."""
         import typing
 
-        return [c for k in self._kinds(option) if typing.get_origin(k) is Literal for c in typing.get_args(k)]
+        return [c for k in self.kinds(option) if typing.get_origin(k) is Literal for c in typing.get_args(k)]
 
     def typed(self, option: str, text: str) -> Any:
         """The command line's ``text`` for ``option`` (``--option NAME=VALUE``) as its declared type: a number, true or
@@ -127,7 +127,7 @@ class MetricSpec:
         that is not of the type is returned as it is, for the settings' check to refuse with its own message."""
         import typing
 
-        kinds = self._kinds(option)
+        kinds = self.kinds(option)
         if choices := self.choices(option):
             if text in choices:
                 return text
