@@ -39,6 +39,7 @@ class JudgeSettings:
     strict_mode: bool = False
     review: bool = False  # pause in review_verdicts so a person can override verdicts (needs a checkpointer)
     max_tries: int = 3  # asks per judgement when the model's reply is invalid
+    guidelines: str = ""  # one a line: what conversational_guidelines checks (it needs them); other metrics ignore it
 
 
 class StudioState(TypedDict):
@@ -72,16 +73,14 @@ def judge_for(s: JudgeSettings) -> Judge:
     return resolve_judge(s.model, max_tries=s.max_tries, **client) if s.model else resolve_judge()
 
 
-def options_for(metric: str, s: JudgeSettings) -> dict[str, float | bool]:
-    """The settings a metric's factory takes (a metric with no window has no ``window_size``)."""
-    import inspect
-
+def options_for(metric: str, s: JudgeSettings) -> dict[str, float | bool | list[str]]:
+    """The settings a metric declares (a metric with no window has no ``window_size``)."""
     from .metrics import get_metric
 
-    params = inspect.signature(get_metric(metric).factory).parameters
-    wanted = {"threshold": s.threshold, "window_size": s.window_size,
-              "strict_mode": s.strict_mode or None, "review": s.review or None}
-    return {k: v for k, v in wanted.items() if v is not None and k in params}
+    wanted = {"threshold": s.threshold, "window_size": s.window_size, "strict_mode": s.strict_mode or None,
+              "review": s.review or None, "guidelines": [g.strip() for g in s.guidelines.splitlines() if g.strip()] or None}
+    spec = get_metric(metric)
+    return {k: v for k, v in wanted.items() if v is not None and k in (spec.fields() if spec.settings else spec.options)}
 
 
 def metric_builder(metric: str) -> Builder:

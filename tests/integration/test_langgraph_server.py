@@ -17,6 +17,8 @@ from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structu
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
+GRAPHS = sorted(json.loads((ROOT / "langgraph.json").read_text(encoding="utf-8"))["graphs"])
+GUIDELINES = "Answer the question asked."  # conversational_guidelines needs its guidelines (JudgeSettings.guidelines)
 RUN_TIMEOUT = 60  # seconds per run
 YES = structured({"reason": "It answers the question.", "verdict": "yes"})
 NO = structured({"reason": "It is about Paris, not arithmetic.", "verdict": "no"})
@@ -74,27 +76,42 @@ def test_every_graph_is_served(server):
         return names, schemas
 
     names, schemas = run(go())
-    assert {"turn_relevancy", "conversation_relevance", "turn_contextual_relevancy", "response_relevancy",
-            "report"} <= names
+    assert set(GRAPHS) <= names
     context = schemas.get("context_schema") or schemas.get("config_schema") or {}
     assert {"model", "base_url", "threshold", "window_size", "review"} <= set(context.get("properties", {}))
 
 
-@pytest.mark.parametrize("graph", ["turn_relevancy", "conversation_relevance", "turn_contextual_relevancy",
-                                   "response_relevancy", "report"])
-def test_offline_judge_runs_every_graph(server, graph):
-    url, log = server
+def offline(graph):
+    """Whether the offline judge answers every task of the graph's metric (the report: the metrics it answers)."""
+    from judgegraph.judges import resolve_judge
+    from judgegraph.metrics import registry
 
-    async def go():
+    return graph == "report" or all(resolve_judge().supports(t) for t in registry()[graph].tasks)
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
+def test_every_graph_runs_offline_or_with_an_llm_judge(server, graph):
+    """Each graph langgraph.json serves (every metric of the registry and the report): with the offline judge when
+    it answers the metric, else with an LLM judge on a loopback server."""
+    url, log = server
+    from tests.kit.openai_server import schema_responder
+
+    async def go(context):
         client = get_client(url=url)
         thread = await client.threads.create()
-        return await client.runs.wait(thread["thread_id"], graph, input={"conversation": MATH})
+        return await client.runs.wait(thread["thread_id"], graph, input={"conversation": MATH},
+                                      context={"guidelines": GUIDELINES, **context})
 
-    out = run(go())
+    if offline(graph):
+        out, judge = run(go({})), "offline"
+    else:
+        with FakeOpenAIServer(schema_responder) as llm:
+            out, judge = run(go({"model": "gpt-4.1-mini", "base_url": llm.base_url})), "llm:gpt-4.1-mini"
     assert out["results"], out
+    assert graph == "report" or set(out["results"]) == {graph}
     for name, res in out["results"].items():
         assert res["status"] in ("passed", "failed", "not_applicable"), (name, res)
-        assert res["judge"].startswith("offline"), (name, res)
+        assert res["judge"].startswith(judge), (name, res)
     check_log(log)
 
 
@@ -179,13 +196,12 @@ def test_report_with_an_llm_judge_runs_every_metric_and_the_session_judges(serve
         client = get_client(url=url)
         thread = await client.threads.create()
         return await client.runs.wait(thread["thread_id"], "report", input={"conversation": MATH},
-                                      context={"model": "gpt-4.1-mini", "base_url": base_url})
+                                      context={"model": "gpt-4.1-mini", "base_url": base_url, "guidelines": GUIDELINES})
 
     with FakeOpenAIServer(schema_responder) as llm:
         out = run(go(llm.base_url))
         assert llm.calls["/v1/chat/completions"] > 5
-    assert {"turn_relevancy", "turn_contextual_relevancy", "response_relevancy", "conversation_completeness",
-            "knowledge_retention", "user_frustration"} <= set(out["results"])
+    assert set(out["results"]) == set(GRAPHS) - {"report"}  # every metric of the registry
     for name, res in out["results"].items():
         assert res["judge"] == "llm:gpt-4.1-mini", (name, res["judge"])
     check_log(log)

@@ -16,6 +16,15 @@ def test_every_graphs_file_is_listed():
     assert listed == {p.name for p in (ROOT / "graphs").glob("*.py")}
 
 
+def test_langgraph_json_serves_every_metric_of_the_registry_and_the_report():
+    from judgegraph.metrics import built_ins
+
+    missing = [f'"{name}": "./graphs/metrics.py:{name}"' for name in built_ins() if name not in ENTRIES]
+    assert not missing, f"langgraph.json (the LangGraph server reads graph ids from it alone) lacks: {missing}"
+    assert set(ENTRIES) == {*built_ins(), "report"}
+    assert all(ENTRIES[name] == f"./graphs/metrics.py:{name}" for name in built_ins())
+
+
 @pytest.mark.parametrize("name", sorted(ENTRIES))
 def test_entry_point_builds_without_a_key(name, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

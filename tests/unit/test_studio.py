@@ -73,7 +73,14 @@ def test_graphs_files_build_nothing_at_import(monkeypatch):
 
     monkeypatch.delenv("JUDGEGRAPH_MODEL", raising=False)
     root = Path(__file__).resolve().parents[2]
-    graph = runpy.run_path(str(root / "graphs" / "turn_relevancy.py"))["graph"]
-    assert graph.graph_for.__closure__ is not None
-    cache = next(c.cell_contents for c in graph.graph_for.__closure__ if isinstance(c.cell_contents, dict))
-    assert cache == {}
+    graphs = runpy.run_path(str(root / "graphs" / "metrics.py"))
+    for name in ("turn_relevancy", "conversational_guidelines"):
+        assert graphs[name].graph_for.__closure__ is not None
+        cache = next(c.cell_contents for c in graphs[name].graph_for.__closure__ if isinstance(c.cell_contents, dict))
+        assert cache == {}
+
+
+def test_the_guidelines_setting_reaches_the_metric_that_needs_them():
+    s = JudgeSettings(guidelines="Be brief.\n\n Answer in English. ")
+    assert options_for("conversational_guidelines", s) == {"guidelines": ["Be brief.", "Answer in English."]}
+    assert "guidelines" not in options_for("turn_relevancy", s)
