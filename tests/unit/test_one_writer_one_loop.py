@@ -152,3 +152,44 @@ def test_the_writer_copies_a_line_byte_for_byte_with_surrogateescape(tmp_path, m
     writer.copy(raw.decode("utf-8", errors="surrogateescape").rstrip("\n"))
     writer.close()
     assert (tmp_path / "r.jsonl").read_bytes() == b'{"type": "header"}\n' + raw
+
+
+def _loop_makers(tree: ast.AST) -> list[int]:
+    """Lines that make an event loop: ``asyncio.run(...)``, ``asyncio.Runner(...)``, ``new_event_loop()``."""
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and (node.func.attr in ("Runner", "new_event_loop") or (node.func.attr == "run" and isinstance(
+                node.func.value, ast.Name) and node.func.value.id == "asyncio"))]
+
+
+def test_every_event_loop_of_a_run_is_made_by_run_loop():
+    """eval, the dry run, watch, scale.evaluate, worker processes and align each made their own asyncio.run: one
+    helper (runs.runner.run_loop) makes them all, so every command runs on the same loop (uvloop when installed)."""
+    offenders = {}
+    for path in SRC.rglob("*.py"):
+        rel = path.relative_to(SRC).as_posix()
+        lines = _loop_makers(ast.parse(path.read_text(encoding="utf-8")))
+        if rel == "runs/runner.py":  # run_loop itself: asyncio.run, and the Runner with uvloop's loop factory
+            assert len(lines) == 3, lines
+        elif lines:
+            offenders[rel] = lines
+    assert offenders == {}
+    assert _loop_makers(ast.parse("asyncio.run(m())\nloop.run(x)\nasyncio.Runner()\nuvloop.new_event_loop()")) \
+        == [1, 3, 4]
+
+
+def test_run_loop_runs_on_uvloop_when_installed_and_on_asyncios_loop_without(monkeypatch):
+    import sys
+
+    from judgegraph.runs.runner import run_loop
+
+    async def main() -> tuple[str, RunSummary]:
+        summary = await evaluate_async([_item(0), _item(1)], _plan())
+        return type(asyncio.get_running_loop()).__module__, summary
+
+    uvloop = pytest.importorskip("uvloop")
+    module, summary = run_loop(main())
+    assert module.startswith("uvloop") == (sys.version_info >= (3, 11)) and uvloop
+    assert summary.conversations == 2 and summary.count("passed") == 2
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # not installed (Windows, or not wanted)
+    module, summary = run_loop(main())
+    assert module == "asyncio.unix_events" and summary.count("passed") == 2
