@@ -27,6 +27,7 @@ figures of one run (benchmarks/judge_call_cpu.py prints the bare client's and th
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import resource
 import subprocess
@@ -43,7 +44,7 @@ START_CPU = time.process_time()
 from judgegraph.data.conversation import Conversation  # noqa: E402
 from judgegraph.judges import resolve_judge  # noqa: E402 - the imports are part of start-up
 from judgegraph.loaders import LoadedConversation  # noqa: E402
-from judgegraph.runs.runner import MetricPlan, evaluate_async, run_loop  # noqa: E402
+from judgegraph.runs.runner import MetricPlan, evaluate_async  # noqa: E402
 from judgegraph.scale import PlanSpec  # noqa: E402
 from judgegraph.scale.run import aevaluate  # noqa: E402
 from tests.kit.openai_server import FakeOpenAIServer, schema_responder  # noqa: E402
@@ -195,9 +196,9 @@ def main() -> int:
         return 0
 
     startup: dict = {}
-    rows, _ = with_server(serve, (0.0,), lambda url: run_loop(run_modes(args, url, 0.0, startup)))
+    rows, _ = with_server(serve, (0.0,), lambda url: asyncio.run(run_modes(args, url, 0.0, startup)))
     if args.latency > 0:
-        slow, _ = with_server(serve, (args.latency,), lambda url: run_loop(run_modes(args, url, args.latency, None)))
+        slow, _ = with_server(serve, (args.latency,), lambda url: asyncio.run(run_modes(args, url, args.latency, None)))
         rows += slow
     print(f"start-up: {startup['cpu_s']:.2f} s CPU (imports and the first conversations), RSS {startup['rss_mb']:.0f} MB")
     print(f"{'mode':<10} {'latency':>7} {'calls':>6} {'errors':>6} {'cpu_s':>6} {'wall_s':>6} {'ms/call':>7} "

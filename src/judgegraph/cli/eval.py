@@ -364,7 +364,7 @@ def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | Inp
 def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console, err: Console) -> int:
 
     from ..runs.resultsfile import scan_results
-    from ..runs.runner import RunSummary, evaluate_async, run_loop
+    from ..runs.runner import RunSummary, evaluate_async
 
     done: set[str] = set()
     if args.resume:
@@ -377,8 +377,8 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
         judge_one: Any = DryRunConversations(plan)
     else:
         judge_one = _judge_nothing
-    run_loop(evaluate_async(stream, plan, skip=done, summary=summary, max_conversations=max(4, args.concurrency * 2),
-                            judge_one=judge_one))
+    asyncio.run(evaluate_async(stream, plan, skip=done, summary=summary, max_conversations=max(4, args.concurrency * 2),
+                               judge_one=judge_one))
     for e in summary.input_errors:
         err.print(f"[red]input error:[/] {markup_safe(e)}")
     status = EXIT_ERRORS if summary.input_error_count or not (summary.conversations or done) else 0
@@ -429,7 +429,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.text import Text
 
-    from ..runs.runner import evaluate_to_file, run_loop
+    from ..runs.runner import evaluate_to_file
     from ..scale import PlanSpec, judge_pool
     from .causes import FailureCauses
 
@@ -482,7 +482,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
         batch_wait = (BatchWaitTimeout,)
 
     try:
-        summary = run_loop(main())
+        summary = asyncio.run(main())
     except ScaleStartError as exc:
         err.print(f"[red]error:[/] {markup_safe(exc)}")
         return EXIT_ERRORS

@@ -138,7 +138,6 @@ def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console)
 
 
 def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out: Console, err: Console) -> int:
-    from ..runs.runner import run_loop
     from ..runs.watch import Remembered, Watch
 
     state = Path(args.state) if args.state else Path(f"{args.out}.watched.sqlite")
@@ -176,7 +175,7 @@ def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out
               + (f", a {args.sample:g} sample (seed {args.seed})" if args.sample < 1 else "")
               + f"; judged ones remembered in {markup_safe(state)}")
     try:
-        summary = run_loop(main())
+        summary = asyncio.run(main())
     finally:
         remembered.close()
     out.print(f"{common.plural(watch.polls, 'poll')}, {common.plural(summary.conversations, 'thread')} judged: "

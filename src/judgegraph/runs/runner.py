@@ -12,10 +12,10 @@ import functools
 import gc
 import itertools
 from collections import Counter
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -44,7 +44,6 @@ __all__ = [
     "evaluate_to_file",
     "iter_inputs",
     "judge_conversation",
-    "run_loop",
 ]
 
 #: Rows of outcomes a summary keeps to show (failures and errors first).
@@ -563,21 +562,3 @@ def live(judge_one: JudgeOne | None = None) -> Answering:
         yield judge_one
 
     return one_pass
-
-
-T = TypeVar("T")
-
-
-def run_loop(main: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(main)``: the one place a run's event loop is made (every command, :func:`judgegraph.evaluate`,
-    worker processes). On uvloop when it is installed (Linux, macOS; Python 3.11+): about a fifth less of
-    judgegraph's own CPU per judge call, the HTTP client's socket work done in C (docs/benchmarks.md); the
-    standard loop otherwise."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(main)
-    if not hasattr(asyncio, "Runner"):  # Python 3.10: no loop factory through asyncio's own API
-        return asyncio.run(main)
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        return runner.run(main)

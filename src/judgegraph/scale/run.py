@@ -4,12 +4,13 @@ instead of in this event loop."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..loaders import InputError, LoadedConversation
-from ..runs.runner import ConversationOutcome, RunSummary, evaluate_async, run_loop
+from ..runs.runner import ConversationOutcome, RunSummary, evaluate_async
 from .spec import PlanSpec
 
 if TYPE_CHECKING:
@@ -69,4 +70,4 @@ async def aevaluate(
 
 def evaluate(items: Iterable[LoadedConversation | InputError], spec: PlanSpec, **options: Any) -> RunSummary:
     """:func:`aevaluate` from synchronous code (not inside a running event loop)."""
-    return run_loop(aevaluate(items, spec, **options))
+    return asyncio.run(aevaluate(items, spec, **options))

@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 from typing_extensions import Self
 
 from ..loaders import LoadedConversation
-from ..runs.runner import ConversationOutcome, run_loop
+from ..runs.runner import ConversationOutcome
 from .limits import ScaleStartError
 from .spec import PlanSpec
 
@@ -148,7 +148,7 @@ def worker_main(fd: int) -> None:
     conn = Connection(fd)
     try:
         spec = conn.recv()
-        run_loop(_serve(conn, spec))
+        asyncio.run(_serve(conn, spec))
     except (EOFError, KeyboardInterrupt, BrokenPipeError, ConnectionResetError):
         pass  # the parent is gone (killed, even with -9): nobody to tell, exit quietly
     finally:

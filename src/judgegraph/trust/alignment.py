@@ -484,6 +484,4 @@ def align(metric: MetricLike, labels: str | Path | Iterable[str | Path] | Iterab
     Returns an :class:`AlignmentReport`: its ``judge`` is the aligned judge (any metric's ``model=``), its
     ``alignment`` what is written. ``AlignmentError``: labels that cannot be used or match nothing, or a
     distilling call that failed."""
-    from ..runs.runner import run_loop
-
-    return run_loop(aalign(metric, labels, model=model, conversations=conversations, **kwargs))
+    return asyncio.run(aalign(metric, labels, model=model, conversations=conversations, **kwargs))
