@@ -102,12 +102,15 @@ async def run_modes(args: argparse.Namespace, url: str, latency: float, startup:
         c0, t0 = cpu() + children_cpu(), time.perf_counter()
         summary = await aevaluate(items(args.conversations, args.exchanges, f"{mode}-{latency}"), spec,
                                   workers=args.workers)
-        rows.append(row(args, mode, latency, summary, cpu() + children_cpu() - c0, time.perf_counter() - t0))
+        rows.append(row(args, mode, latency, summary, cpu() + children_cpu() - c0, time.perf_counter() - t0,
+                        processes=args.workers))
     return rows
 
 
-def row(args: argparse.Namespace, mode: str, latency: float, summary: Any, used: float, wall: float) -> dict:
-    """One printed row: a mode's run of ``summary.usage.calls`` calls in ``used`` CPU seconds and ``wall`` seconds."""
+def row(args: argparse.Namespace, mode: str, latency: float, summary: Any, used: float, wall: float, *,
+        processes: int = 1) -> dict:
+    """One printed row: a mode's run of ``summary.usage.calls`` calls in ``used`` CPU seconds (of ``processes``
+    judging processes) and ``wall`` seconds."""
     calls, windows = summary.usage.calls, args.conversations * args.exchanges
     bound = calls * latency / args.concurrency
     return {"mode": mode, "latency_ms": round(latency * 1000), "calls": calls, "windows": windows,
@@ -117,9 +120,9 @@ def row(args: argparse.Namespace, mode: str, latency: float, summary: Any, used:
             "calls_per_s": round(calls / wall, 1), "bound_s": round(bound, 2),
             "x_bound": round(wall / bound, 2) if bound else None,
             # the least ratio this process's own CPU allows (wall >= CPU on one core): the x-bound figure
-            # on a core of its own, whatever else the machine runs (worker processes: their CPU over the cores)
-            "cpu_x_bound": round(max(used / max(1, args.workers if "workers" in mode else 1), bound) / bound, 2)
-            if bound else None, "rss_mb": round(rss_mb())}
+            # on a core of its own, whatever else the machine runs (worker processes: their CPU spread over them)
+            "cpu_x_bound": round(max(used / processes, bound) / bound, 2) if bound else None,
+            "rss_mb": round(rss_mb())}
 
 
 #: The command line in a child that prints its own peak RSS as it exits (/proc/self/status VmHWM: its own
