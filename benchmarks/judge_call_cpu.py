@@ -21,6 +21,7 @@ Prints CPU ms per call (process CPU time / calls) for each layer:
     python benchmarks/judge_call_cpu.py                  # 1,000 windows, 5 ms latency, concurrency 32
     python benchmarks/judge_call_cpu.py --profile        # and a pyinstrument profile of the judge layer
     python benchmarks/judge_call_cpu.py --profile runner # ... of the runner layer
+    python benchmarks/judge_call_cpu.py --loop uvloop    # every layer on uvloop's event loop (to compare)
 
 Target (issue 28): runner <= 3 ms of CPU per call on the 2-core dev machine.
 """
@@ -196,11 +197,21 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--profile", nargs="?", const="judge", choices=("runner", "judge"),
                     help="print a pyinstrument profile of one layer (default: judge)")
+    ap.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio",
+                    help="the event loop (default asyncio's, what judgegraph runs on; uvloop: to compare, if installed)")
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     args = ap.parse_args()
 
-    (figures, profiler), served = with_server(serve, (args.latency,), lambda url: asyncio.run(measure(args, url)))
-    out = {"latency_s": args.latency, "concurrency": args.concurrency, "server_calls": served}
+    def run(url: str):
+        if args.loop == "asyncio":
+            return asyncio.run(measure(args, url))
+        import uvloop
+
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:  # Python 3.11+
+            return runner.run(measure(args, url))
+
+    (figures, profiler), served = with_server(serve, (args.latency,), run)
+    out = {"latency_s": args.latency, "concurrency": args.concurrency, "loop": args.loop, "server_calls": served}
     print(f"{'layer':<8} {'calls':>6} {'errors':>6} {'cpu_s':>7} {'wall_s':>7} {'calls/s':>8} {'cpu_ms/call':>12}")
     for layer, (calls, cpu, wall, errors) in figures.items():
         per = 1000 * cpu / calls if calls else float("nan")

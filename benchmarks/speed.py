@@ -9,6 +9,9 @@ counted: this process's is judgegraph's alone).
   (user + sys over the calls) and per window, calls/s; at ``--latency`` (100 ms), the wall time against the latency
   bound (calls × latency / in flight), as a ratio, and ``CPU x bound``: max(CPU, bound) / bound, the least ratio
   this process's own CPU allows on a core of its own (the wall ratio is the shared machine's too);
+* ``2 workers`` (``--workers``, information): at ``--latency``, the per-window run with its conversations judged by
+  worker processes (``scale/workers.py``, what ``judgegraph eval --workers 2`` runs): wall time against the same bound,
+  CPU of this process and its workers together (``CPU x bound`` spreads it over the workers);
 * the dry run: ``judgegraph eval FILE --dry-run`` over ``--dry-run-conversations`` conversations of two exchanges in a
   subprocess: conversations/s, CPU and peak RSS.
 
@@ -32,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from _loopback import ROOT, parcel_conversations, with_server  # benchmarks/ beside this script
 
@@ -41,6 +45,8 @@ from judgegraph.data.conversation import Conversation  # noqa: E402
 from judgegraph.judges import resolve_judge  # noqa: E402 - the imports are part of start-up
 from judgegraph.loaders import LoadedConversation  # noqa: E402
 from judgegraph.runs.runner import MetricPlan, evaluate_async  # noqa: E402
+from judgegraph.scale import PlanSpec  # noqa: E402
+from judgegraph.scale.run import aevaluate  # noqa: E402
 from tests.kit.openai_server import FakeOpenAIServer, schema_responder  # noqa: E402
 
 
@@ -54,6 +60,12 @@ def serve(latency: float, conn) -> None:
 def cpu() -> float:
     """This process's user + sys CPU seconds."""
     used = resource.getrusage(resource.RUSAGE_SELF)
+    return used.ru_utime + used.ru_stime
+
+
+def children_cpu() -> float:
+    """The user + sys CPU seconds of this process's ended children (worker processes, once stopped)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     return used.ru_utime + used.ru_stime
 
 
@@ -81,19 +93,36 @@ async def run_modes(args: argparse.Namespace, url: str, latency: float, startup:
         c0, t0 = cpu(), time.perf_counter()
         summary = await evaluate_async(items(args.conversations, args.exchanges, f"{mode}-{latency}"), plan,
                                        max_conversations=args.concurrency * 2)
-        used, wall = cpu() - c0, time.perf_counter() - t0
-        calls, windows = summary.usage.calls, args.conversations * args.exchanges
-        bound = calls * latency / args.concurrency
-        rows.append({"mode": mode, "latency_ms": round(latency * 1000), "calls": calls, "windows": windows,
-                     "judge_errors": summary.judge_errors, "cpu_s": round(used, 2), "wall_s": round(wall, 2),
-                     "cpu_ms_per_call": round(1000 * used / calls, 2) if calls else None,
-                     "cpu_ms_per_window": round(1000 * used / windows, 2),
-                     "calls_per_s": round(calls / wall, 1), "bound_s": round(bound, 2),
-                     "x_bound": round(wall / bound, 2) if bound else None,
-                     # the least ratio this process's own CPU allows (wall >= CPU on one core): the x-bound figure
-                     # on a core of its own, whatever else the machine runs
-                     "cpu_x_bound": round(max(used, bound) / bound, 2) if bound else None, "rss_mb": round(rss_mb())})
+        rows.append(row(args, mode, latency, summary, cpu() - c0, time.perf_counter() - t0))
+    if latency and args.workers > 1:  # information: the run's judge work over worker processes (scale/workers.py)
+        spec = PlanSpec(["turn_relevancy"], {"model": "openai:bench-judge", "base_url": url,
+                                             "max_concurrency": args.concurrency, "cache": False},
+                        {"window_size": args.window_size})
+        mode = f"{args.workers} workers"
+        c0, t0 = cpu() + children_cpu(), time.perf_counter()
+        summary = await aevaluate(items(args.conversations, args.exchanges, f"{mode}-{latency}"), spec,
+                                  workers=args.workers)
+        rows.append(row(args, mode, latency, summary, cpu() + children_cpu() - c0, time.perf_counter() - t0,
+                        processes=args.workers))
     return rows
+
+
+def row(args: argparse.Namespace, mode: str, latency: float, summary: Any, used: float, wall: float, *,
+        processes: int = 1) -> dict:
+    """One printed row: a mode's run of ``summary.usage.calls`` calls in ``used`` CPU seconds (of ``processes``
+    judging processes) and ``wall`` seconds."""
+    calls, windows = summary.usage.calls, args.conversations * args.exchanges
+    bound = calls * latency / args.concurrency
+    return {"mode": mode, "latency_ms": round(latency * 1000), "calls": calls, "windows": windows,
+            "judge_errors": summary.judge_errors, "cpu_s": round(used, 2), "wall_s": round(wall, 2),
+            "cpu_ms_per_call": round(1000 * used / calls, 2) if calls else None,
+            "cpu_ms_per_window": round(1000 * used / windows, 2),
+            "calls_per_s": round(calls / wall, 1), "bound_s": round(bound, 2),
+            "x_bound": round(wall / bound, 2) if bound else None,
+            # the least ratio this process's own CPU allows (wall >= CPU on one core): the x-bound figure
+            # on a core of its own, whatever else the machine runs (worker processes: their CPU spread over them)
+            "cpu_x_bound": round(max(used / processes, bound) / bound, 2) if bound else None,
+            "rss_mb": round(rss_mb())}
 
 
 #: The command line in a child that prints its own peak RSS as it exits (/proc/self/status VmHWM: its own
@@ -155,6 +184,8 @@ def main() -> int:
     ap.add_argument("--dense", type=int, default=10, help="windows per dense call (default 10)")
     ap.add_argument("--concurrency", type=int, default=16, help="calls in flight (default 16)")
     ap.add_argument("--latency", type=float, default=0.1, help="seconds per call for the bound (default 0.1)")
+    ap.add_argument("--workers", type=int, default=2,
+                    help="at --latency, also per window over this many worker processes (information; 1: no such row)")
     ap.add_argument("--dry-run-conversations", type=int, default=5000, help="0: no dry run (default 5000)")
     ap.add_argument("--dry-run-format", choices=["jsonl", "json", "both"], default="both",
                     help="the dry run's input: a .jsonl file, a .json array or both (default)")

@@ -96,6 +96,37 @@ def test_the_summary_keeps_counters_and_a_bounded_set_of_rows_failures_first():
     assert ids == sorted(ids, key=lambda c: int(c[1:]))  # shown in input order
 
 
+def test_the_rows_kept_are_those_the_rule_keeps_in_any_order_of_adding():
+    """The kept rows (a heap since issue 28) are the rule's, written out here as the scan it replaced: the first
+    ``max_rows`` kept, then a row replaces the kept one of lowest priority (the latest of those) when its own
+    priority is higher. In input order: the highest priorities, the earliest of equal ones."""
+    import random
+
+    rng = random.Random(7)
+    outcomes = [ConversationOutcome(f"c{i}", "test", {"m": MetricResult.model_construct(
+        key="m", status=rng.choice(["passed", "failed", "error"]), errors=[], usage=Usage())},
+        error="boom" if i % 17 == 0 else None, position=i) for i in range(60)]
+
+    def scan(order: list[int]) -> list[str]:
+        kept: list[ConversationOutcome] = []
+        for i in order:
+            if len(kept) < 7:
+                kept.append(outcomes[i])
+                continue
+            low = min(range(7), key=lambda k: (kept[k].priority, -(kept[k].position or 0)))
+            if outcomes[i].priority > kept[low].priority:
+                kept[low] = outcomes[i]
+        return [o.conversation_id for o in sorted(kept, key=lambda o: o.position or 0)]
+
+    for order in (list(range(60)), rng.sample(range(60), 60), rng.sample(range(60), 60)):
+        summary = RunSummary(keep_outcomes=False, max_rows=7)
+        for i in order:
+            summary.add(outcomes[i], order=i)
+        assert [o.conversation_id for o in summary.rows] == scan(order) and summary.rows_left_out == 53
+    first = sorted(sorted(outcomes, key=lambda o: (-o.priority, o.position or 0))[:7], key=lambda o: o.position or 0)
+    assert scan(list(range(60))) == [o.conversation_id for o in first]
+
+
 def test_a_summarys_repr_holds_its_counters_not_every_verdict():
     """asyncio.run (3.11) reprs the main task's result as it ends: a library run's summary with every outcome
     would be walked whole there."""

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import functools
 import gc
+import heapq
 import itertools
 from collections import Counter
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Mapping
@@ -121,8 +122,9 @@ class RunSummary:
     interrupted: bool = False
     problem: str | None = None  # why the run ended before every conversation was judged (a failed batch): exit 3
     unfinished: int = 0  # conversations left for a --resume (their judge requests not all answered)
-    _rows: list[tuple[int, ConversationOutcome]] = field(default_factory=list, repr=False)
+    _rows: list[tuple[int, int, int, ConversationOutcome]] = field(default_factory=list, repr=False)  # a heap
     _seq: Iterator[int] = field(default_factory=lambda: itertools.count(-(10**12)), repr=False)
+    _ties: Iterator[int] = field(default_factory=itertools.count, repr=False)
 
     def add(self, outcome: ConversationOutcome, *, resumed: bool = False, order: int | None = None) -> None:
         """Count one finished conversation; ``order`` (its input position) sorts the rows."""
@@ -139,12 +141,13 @@ class RunSummary:
         seq = next(self._seq) if order is None else order
         if self.max_rows <= 0:
             return
+        # a heap whose top is the row a new one replaces: the lowest priority, the latest of those (issue 28: the
+        # scan of every kept row it replaces cost 0.07-0.13 ms of CPU a conversation, the heap 0.01)
+        row = (outcome.priority, -seq, next(self._ties), outcome)
         if len(self._rows) < self.max_rows:
-            self._rows.append((seq, outcome))
-            return
-        low = min(range(len(self._rows)), key=lambda i: (self._rows[i][1].priority, -self._rows[i][0]))
-        if outcome.priority > self._rows[low][1].priority:
-            self._rows[low] = (seq, outcome)
+            heapq.heappush(self._rows, row)
+        elif row[0] > self._rows[0][0]:
+            heapq.heapreplace(self._rows, row)
 
     def add_resumed(self, outcome: ConversationOutcome) -> None:
         """Count a conversation already in the resumed file, shown in its input place when the line has one."""
@@ -158,7 +161,7 @@ class RunSummary:
     @property
     def rows(self) -> list[ConversationOutcome]:
         """The outcomes kept to show, in input order (resumed ones first)."""
-        return [o for _, o in sorted(self._rows, key=lambda t: t[0])]
+        return [row[3] for row in sorted(self._rows, key=lambda row: -row[1])]
 
     @property
     def rows_left_out(self) -> int:
