@@ -17,8 +17,8 @@ PASSED_TO_SUBPROCESSES = ("PYTHONPATH", "JUDGEGRAPH_JUDGE_CACHE", "JUDGEGRAPH_CA
 # the order collected: the files that take longest (their own servers, worker processes, a cluster, a browser, the
 # docs' every example) start first, so none of them starts last and holds the run while the other workers idle.
 LONGEST_FIRST = (
-    "test_docs_examples.py", "test_workers.py", "test_mlflow.py", "test_plugins.py", "test_benchmarks_run.py",
-    "test_batching_encoder.py", "test_ray.py", "test_threads_server.py", "test_runs_cli.py",
+    "test_docs_examples.py", "test_workers.py", "test_mlflow.py", "test_benchmarks_run.py", "test_batching_encoder.py",
+    "test_ray.py", "test_plugins.py", "test_threads_server.py", "test_runs_cli.py",
     "test_batch_cli.py", "test_threads_postgres.py", "test_html_browser.py", "test_view_browser.py",
 )
 # ... and last: mypy over the documented app code, from a copy of the mypy cache that .ci/run's own mypy (beside the
