@@ -1,5 +1,5 @@
-"""The wheel ships the prompts and the HTML report's page, style and script, and an installed (non-editable)
-judgegraph reads its prompts and writes a report from them. One wheel, built and installed once for both (a wheel
+"""The wheel ships the prompts and the HTML report's page, style and script (and no test kit), and an installed
+(non-editable) judgegraph reads its prompts and writes a report from them. One wheel, built and installed once for both (a wheel
 build and an install are most of each test's time; the tests only read the wheel and run the installed copy)."""
 
 import json
@@ -26,6 +26,19 @@ def installed(tmp_path_factory) -> tuple[Path, Path]:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
                    check=True, timeout=300)
     return wheel, target
+
+
+def test_wheel_ships_prompts_and_no_test_kit(installed):
+    """(From tests/unit/test_layers.py: the wheel is built once, here.)"""
+    wheel, _ = installed
+    names = set(zipfile.ZipFile(wheel).namelist())
+    kit = sorted(n for n in names if n.startswith(("tests/", "judgegraph/testing/"))
+                 or n.endswith(("openai_server.py", "fake_chat.py")))
+    assert kit == []
+    prompts = {f"judgegraph/{p.relative_to(ROOT)}" for p in (ROOT / "prompts").rglob("*.md")}
+    assert prompts and prompts <= names
+    assert {"judgegraph/judges/scripted.py", "judgegraph/judges/schema_example.py",
+            "judgegraph/judges/tokens.py"} <= names
 
 
 def test_wheel_carries_prompts_and_reads_them_when_installed(installed, tmp_path):
