@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.stats import binomtest, bootstrap
 
 from judgegraph.cli import main
 from judgegraph.compare import diff_runs
@@ -90,6 +89,8 @@ def test_the_diff_of_two_offline_runs(runs):
 
 
 def test_json_figures_match_scipy(runs, capsys):
+    from scipy.stats import binomtest, bootstrap
+
     old, new = runs
     assert main(["diff", str(old), str(new), "--json", "--bootstrap", "500", "--seed", "11"]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -69,6 +69,15 @@ def documented() -> list[tuple[str, str]]:
                      if "# not run:" not in c]  # as in a page's bash block: the comment says why (a server)
 
 
+def once(shown: list[tuple[str, object]]) -> list[tuple[str, object]]:
+    """Each distinct command (or run of commands) once, with every place that shows it ("README+commands/eval"):
+    the same words in the same folder run the same way, so a repeat would only run it again."""
+    where: dict[object, list[str]] = {}
+    for doc, what in shown:
+        where.setdefault(what, []).append(doc)
+    return [("+".join(docs), what) for what, docs in where.items()]
+
+
 def python_blocks(markdown: str) -> list[str]:
     """The ```python blocks not marked `<!-- not run: why -->` on the line before."""
     return re.findall(r"(?<!-->\n)```python\n(.*?)```", markdown, re.S)
@@ -107,11 +116,16 @@ def folder(tmp_path_factory):
     return where, env
 
 
+def site_page_commands() -> list[tuple[str, object]]:
+    """Each site page's commands, in order; pages showing the same ones (scale.md details guide/scale.md) share a run."""
+    return once([(str(p.relative_to(ROOT / "docs")), tuple(judgegraph_commands(p.read_text(encoding="utf-8"))))
+                 for p in site_pages()])
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("page", site_pages(), ids=lambda p: str(p.relative_to(ROOT / "docs")))
-def test_a_site_page_s_commands_run_in_order_as_written(folder, tmp_path, monkeypatch, capsys, page):
-    run_commands(folder[0], tmp_path, monkeypatch, capsys, page.name,
-                 judgegraph_commands(page.read_text(encoding="utf-8")))
+@pytest.mark.parametrize("pages, commands", site_page_commands(), ids=[pages for pages, _ in site_page_commands()])
+def test_a_site_page_s_commands_run_in_order_as_written(folder, tmp_path, monkeypatch, capsys, pages, commands):
+    run_commands(folder[0], tmp_path, monkeypatch, capsys, pages, list(commands))
 
 
 @pytest.mark.slow
@@ -145,7 +159,7 @@ def test_the_readme_and_the_command_pages_show_commands():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("doc, command", documented(), ids=[f"{d}:{c[:60]}" for d, c in documented()])
+@pytest.mark.parametrize("doc, command", once(documented()), ids=[f"{d}:{c[:60]}" for d, c in once(documented())])
 def test_a_documented_command_runs_as_written(folder, tmp_path, monkeypatch, capsys, doc, command):
     """Each in its own copy of the folder: none sees another's files."""
     run_commands(folder[0], tmp_path, monkeypatch, capsys, doc, [command])

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PASSED_TO_SUBPROCESSES
+from tests.kit import cli
 from tests.kit.openai_server import FakeOpenAIServer, ScriptedResponder, structured
 
 pytestmark = pytest.mark.integration
@@ -92,10 +93,11 @@ def venv(tmp_path_factory) -> Path:
     return python
 
 
-def judgegraph(python: Path, *args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """The venv's judgegraph (its console script's entry, ``judgegraph.cli:main``)."""
-    return subprocess.run([python, "-m", "judgegraph.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=300, env=_env(), cwd=cwd)
+def judgegraph(python: Path, *args: str | Path, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    """The venv's judgegraph (its console script's entry, ``judgegraph.cli:main``): ``python -m judgegraph.cli``
+    forked from a zygote of the venv's own interpreter (tests/kit/cli.py), which has imported the CLI but read no
+    entry point, so each run finds the plugins as a fresh start does, without paying the imports again."""
+    return cli.run(list(map(str, args)), python=python, env=_env(**env), cwd=cwd, timeout=300)
 
 
 def warned(stderr: str) -> dict[str, int]:
@@ -200,9 +202,8 @@ def test_the_docs_section_runs_as_written(venv, tmp_path):
     (tmp_path / "tone.yaml").write_text(blocks["yaml"], encoding="utf-8")
     formal = ScriptedResponder([(lambda req: "keeps this tone: formal." in req.text, NO)], default=YES)
     with FakeOpenAIServer(formal) as server:
-        env = _env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test")
-        runs = [subprocess.run([venv, "-m", "judgegraph.cli", *shlex.split(line)[1:]], capture_output=True, text=True,
-                               timeout=300, env=env, cwd=tmp_path) for line in lines[1:]]
+        runs = [judgegraph(venv, *shlex.split(line)[1:], cwd=tmp_path, OPENAI_BASE_URL=server.base_url,
+                           OPENAI_API_KEY="sk-test") for line in lines[1:]]
         calls = server.calls["/v1/chat/completions"]
     assert [r.returncode for r in runs] == [0, 0, 1], [r.stderr for r in runs]
     assert calls == 2 * EXCHANGES, [r.stderr for r in runs]  # formal: not the example's tone

@@ -32,10 +32,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def ray_cluster():
     """``ray start --head --block`` in its own process group; stopped (the whole
-    group: GCS, raylet, workers) in teardown whatever happened."""
+    group: GCS, raylet, workers) in teardown whatever happened. One cluster for
+    the file's tests, as a user's cluster serves run after run: starting one is
+    most of a test's time, and each run brings its own actors (the CLI's end with
+    its process; a RayPool kills its own, and a test its stopped victim)."""
     port = free_port()
     temp = tempfile.mkdtemp(prefix="jgray", dir="/tmp")  # short: Ray's unix sockets live under it
     ray_bin = shutil.which("ray", path=os.path.dirname(sys.executable)) or "ray"

@@ -19,9 +19,12 @@ with ``code=``, the child runs ``python -c CODE ARGS`` instead (a documented Pyt
 ``start(...)`` returns a :class:`Started`, Popen-like (``pid``, ``poll``, ``wait``, ``communicate``,
 ``send_signal``, ``terminate``, ``kill``, ``returncode``, ``stdout``/``stderr`` as text so far).
 
+``python=`` runs them with another interpreter (a virtual environment's ``bin/python``: plugins installed into it),
+from a zygote of its own.
+
 Keep a real ``subprocess`` start where the start itself is under test: the console script, what a fresh
-interpreter imports (tests/unit/test_cli_startup.py, tests/unit/test_imports.py), a different interpreter or
-virtual environment (pip, packaging, plugins installed into a venv).
+interpreter imports (tests/unit/test_cli_startup.py, tests/unit/test_imports.py), an interpreter without this
+package's dependencies (pip, packaging).
 """
 
 from __future__ import annotations
@@ -68,10 +71,10 @@ def _startup(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
 
 
 class _Zygote:
-    def __init__(self, startup: tuple[tuple[str, str], ...]) -> None:
+    def __init__(self, python: str, startup: tuple[tuple[str, str], ...]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         with theirs:
-            self.proc = subprocess.Popen([sys.executable, __file__, str(theirs.fileno())], pass_fds=[theirs.fileno()],
+            self.proc = subprocess.Popen([python, __file__, str(theirs.fileno())], pass_fds=[theirs.fileno()],
                                          env=dict(startup), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         self.control = ours
         self.lock = threading.Lock()
@@ -97,7 +100,7 @@ class _Zygote:
             self.proc.wait()
 
 
-_zygotes: dict[tuple[tuple[str, str], ...], _Zygote] = {}
+_zygotes: dict[tuple[str, tuple[tuple[str, str], ...]], _Zygote] = {}
 _zygotes_lock = threading.Lock()
 
 
@@ -107,12 +110,12 @@ def _close_zygotes() -> None:
         zygote.close()
 
 
-def _zygote_for(env: Mapping[str, str]) -> _Zygote:
-    key = _startup(env)
+def _zygote_for(python: str, env: Mapping[str, str]) -> _Zygote:
+    key = (python, _startup(env))
     with _zygotes_lock:
         zygote = _zygotes.get(key)
         if zygote is None or not zygote.alive():
-            zygote = _zygotes[key] = _Zygote(key)
+            zygote = _zygotes[key] = _Zygote(*key)
         return zygote
 
 
@@ -200,10 +203,11 @@ class Started:
 
 def start(args: Sequence[str | os.PathLike[str]], *, env: Mapping[str, str] | None = None,
           cwd: str | os.PathLike[str] | None = None, input: str | bytes | None = None, text: bool = True,
-          code: str | None = None) -> Started:
+          code: str | None = None, python: str | os.PathLike[str] | None = None) -> Started:
     """Start ``python -m judgegraph.cli *args`` (forked from a zygote) and return at once; with ``code``,
-    ``python -c CODE *args`` instead."""
+    ``python -c CODE *args`` instead; ``python``: that interpreter's (this one's by default)."""
     argv = [os.fspath(a) for a in args]
+    executable = sys.executable if python is None else os.fspath(python)
     env = dict(os.environ if env is None else env)
     stdin, out, err = (tempfile.TemporaryFile() for _ in range(3))
     with stdin:
@@ -212,17 +216,18 @@ def start(args: Sequence[str | os.PathLike[str]], *, env: Mapping[str, str] | No
             stdin.seek(0)
         request = {"argv": argv, "env": env, "cwd": os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd()),
                    "code": code}
-        pid, reply = _zygote_for(env).fork(request, [stdin.fileno(), out.fileno(), err.fileno()])
-    return Started([*(ARGV0 if code is None else [sys.executable, "-c", code]), *argv], pid, reply, out, err, text)
+        pid, reply = _zygote_for(executable, env).fork(request, [stdin.fileno(), out.fileno(), err.fileno()])
+    return Started([executable, *(ARGV0[1:] if code is None else ["-c", code]), *argv], pid, reply, out, err, text)
 
 
 def run(args: Sequence[str | os.PathLike[str]], *, env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None, input: str | bytes | None = None, timeout: float | None = None,
-        text: bool = True, code: str | None = None) -> subprocess.CompletedProcess[Any]:
-    """``subprocess.run([sys.executable, "-m", "judgegraph.cli", *args], capture_output=True, check=False, ...)``
-    (with ``code``: ``[sys.executable, "-c", code, *args]``): on a timeout the child is killed and
-    :class:`subprocess.TimeoutExpired` raised, as ``subprocess.run`` does."""
-    with start(args, env=env, cwd=cwd, input=input, text=text, code=code) as proc:
+        text: bool = True, code: str | None = None,
+        python: str | os.PathLike[str] | None = None) -> subprocess.CompletedProcess[Any]:
+    """``subprocess.run([python, "-m", "judgegraph.cli", *args], capture_output=True, check=False, ...)``
+    (with ``code``: ``[python, "-c", code, *args]``; ``python``: this interpreter by default): on a timeout the child
+    is killed and :class:`subprocess.TimeoutExpired` raised, as ``subprocess.run`` does."""
+    with start(args, env=env, cwd=cwd, input=input, text=text, code=code, python=python) as proc:
         try:
             stdout, stderr = proc.communicate(timeout)
         except subprocess.TimeoutExpired:

@@ -10,7 +10,6 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from metric_cases import CASES, CONVERSATION, IDS, model
-from sklearn.metrics import cohen_kappa_score
 
 from judgegraph import agreement
 from judgegraph.trust import Label
@@ -26,6 +25,8 @@ def flipped(verdict):
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_agreement_of_every_metric_from_a_review_and_labels(case, tmp_path):
+    from sklearn.metrics import cohen_kappa_score
+
     graph = case.build(model("yes"), review=True, checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": uuid.uuid4().hex}}
     shown = graph.invoke({"conversation": CONVERSATION}, cfg)["__interrupt__"][0].value["verdicts"]
@@ -100,6 +101,7 @@ def test_a_label_on_a_verdict_the_judge_could_not_make_is_a_judge_error_not_a_di
 
 def test_ordinal_labels_get_weighted_kappa_and_spearman_and_result_level_numbers_compare_with_the_score():
     from scipy.stats import spearmanr
+    from sklearn.metrics import cohen_kappa_score
 
     records, labels = [], []
     humans, judges = [1, 2, 3, 4, 5, 3, 2], [1, 2, 4, 4, 3, 3, 1]

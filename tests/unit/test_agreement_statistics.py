@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import spearmanr
-from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from judgegraph.stats.raters import (
     bootstrap_ci,
@@ -25,6 +23,8 @@ ORDINAL = ([int(x) for x in RNG.integers(1, 6, 80)], [int(x) for x in RNG.intege
 
 @pytest.mark.parametrize("pair", [YES_NO, CATEGORIES, ORDINAL], ids=["yes-no", "categorical", "ordinal"])
 def test_kappa_and_confusion_match_scikit_learn(pair):
+    from sklearn.metrics import cohen_kappa_score, confusion_matrix
+
     human, judge = pair
     scale = sorted(set(human) | set(judge))
     assert cohen_kappa(human, judge, scale) == pytest.approx(cohen_kappa_score(human, judge), abs=1e-9)
@@ -35,6 +35,8 @@ def test_kappa_and_confusion_match_scikit_learn(pair):
 
 
 def test_kappa_of_a_judge_that_agrees_beyond_chance_is_high_and_one_that_inverts_is_negative():
+    from sklearn.metrics import cohen_kappa_score
+
     human = ["yes"] * 10 + ["no"] * 10
     assert cohen_kappa(human, human, ["no", "yes"]) == 1.0
     inverted = ["no" if h == "yes" else "yes" for h in human]
@@ -43,6 +45,8 @@ def test_kappa_of_a_judge_that_agrees_beyond_chance_is_high_and_one_that_inverts
 
 @pytest.mark.parametrize("pair", [ORDINAL, ([1, 2, 2, 3, 3, 3, 0.5], [2, 2, 3, 3, 1, 1, 0.25])], ids=["ordinal", "ties"])
 def test_spearman_matches_scipy_with_ties(pair):
+    from scipy.stats import spearmanr
+
     assert spearman(*pair) == pytest.approx(spearmanr(*pair).statistic, abs=1e-9)
 
 
@@ -54,6 +58,9 @@ def test_undefined_figures_are_none_not_numbers():
 
 @pytest.mark.parametrize("statistic", ["agreement", "kappa", "weighted_kappa", "spearman"])
 def test_bootstrap_interval_is_the_documented_percentiles_of_the_reference_figure_over_seeded_resamples(statistic):
+    from scipy.stats import spearmanr
+    from sklearn.metrics import cohen_kappa_score
+
     human, judge = ORDINAL
     scale = sorted(set(human) | set(judge))
     got = bootstrap_ci(statistic, human, judge, scale, resamples=200, seed=3)

@@ -3,13 +3,14 @@ continuity-corrected chi-square from 25) and the paired bootstrap interval of th
 
 import numpy as np
 import pytest
-from scipy.stats import binomtest, bootstrap, chi2
 
 from judgegraph.stats.paired import EXACT_BELOW, mcnemar, paired_bootstrap
 
 
 @pytest.mark.parametrize(("b", "c"), [(1, 0), (0, 1), (3, 3), (5, 1), (0, 7), (12, 12), (20, 4), (13, 11), (1, 23)])
 def test_mcnemar_below_25_discordant_pairs_is_the_exact_binomial_test(b, c):
+    from scipy.stats import binomtest
+
     assert b + c < EXACT_BELOW == 25
     result = mcnemar(b, c)
     assert result.method == "exact"
@@ -19,6 +20,8 @@ def test_mcnemar_below_25_discordant_pairs_is_the_exact_binomial_test(b, c):
 @pytest.mark.parametrize(("b", "c"), [(13, 12), (20, 5), (5, 20), (40, 10), (100, 100), (101, 100), (3, 60),
                                       (400, 350)])
 def test_mcnemar_from_25_discordant_pairs_is_the_continuity_corrected_chi_square(b, c):
+    from scipy.stats import chi2
+
     result = mcnemar(b, c)
     statistic = max(abs(b - c) - 1, 0) ** 2 / (b + c)
     assert result.method == "chi2-cc"
@@ -45,6 +48,8 @@ def _reference(old, new, resamples, seed, level):
 
 @pytest.mark.parametrize(("n", "seed", "resamples", "level"), [(8, 0, 1000, 0.95), (30, 7, 500, 0.9), (3, 1, 200, 0.99)])
 def test_paired_bootstrap_matches_scipy_and_a_plain_reference(n, seed, resamples, level):
+    from scipy.stats import bootstrap
+
     rng = np.random.default_rng(100 + n)
     old = rng.uniform(0, 1, n).round(3).tolist()
     new = (np.clip(np.asarray(old) + rng.normal(0.05, 0.2, n), 0, 1)).round(3).tolist()

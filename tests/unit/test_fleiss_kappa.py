@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from judgegraph.stats.raters import fleiss_bootstrap_ci, fleiss_kappa, rating_table, resample_indices
 
@@ -37,6 +36,8 @@ def _jury(items: int, raters: int, labels: list[str], agree: float) -> list[list
 @pytest.mark.parametrize("ratings", [_jury(50, 3, ["no", "yes"], 0.8), _jury(40, 5, ["a", "b", "c"], 0.5),
                                      _jury(30, 2, ["no", "yes"], 0.3), WORKED], ids=["3-yes-no", "5-of-3", "2-low", "wiki"])
 def test_matches_statsmodels(ratings):
+    from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
+
     table = ratings if isinstance(ratings[0][0], int) else rating_table(ratings, sorted({x for r in ratings for x in r}))
     assert fleiss_kappa(table) == pytest.approx(sm_fleiss_kappa(np.asarray(table), method="fleiss"), abs=1e-9)
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.optimize import minimize
-from scipy.stats import binomtest
 
 from judgegraph.trust.preference import bootstrap_strengths, bradley_terry, wilson, with_prior
 
 
 def scipy_bradley_terry(wins: np.ndarray, prior: float) -> np.ndarray:
     """The reference: maximise sum_ij w_ij * log(sigmoid(theta_i - theta_j)) with theta_0 = 0, then centre."""
+    from scipy.optimize import minimize
+
     w = with_prior(np.asarray(wins, dtype=float), prior)
     k = w.shape[0]
 
@@ -66,6 +66,8 @@ def test_ties_count_half_a_win_and_the_win_probability_reads_the_strengths():
 
 @pytest.mark.parametrize(("count", "n"), [(0, 1), (1, 1), (0, 10), (3, 10), (10, 10), (81, 263), (499, 1000)])
 def test_wilson_interval_matches_scipy(count, n):
+    from scipy.stats import binomtest
+
     ci = binomtest(count, n).proportion_ci(confidence_level=0.95, method="wilson")
     r = wilson(count, n)
     assert (r.low, r.high) == pytest.approx((ci.low, ci.high), abs=1e-9)

@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pytest
 from metric_cases import CASES, CONVERSATION, IDS, model
-from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from judgegraph.core.scoring import make_result
 from judgegraph.data.conversation import as_conversation
@@ -131,6 +130,8 @@ def jury_verdict(i: int, labels: dict[str, str | None]) -> WindowVerdict:
 
 
 def test_jury_kappa_matches_statsmodels_and_counts_failed_jurors():
+    from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
+
     rng = np.random.default_rng(5)
     verdicts, rows = [], []
     for i in range(30):
