@@ -9,6 +9,9 @@ Prints CPU ms per call (process CPU time / calls) for each layer:
 * ``runner``: turn relevancy through ``evaluate_async`` (what ``judgegraph eval`` does);
 * ``graph``: the runner again with a judge that answers at once (no client, no server): judgegraph's own CPU per
   call (graph, runner, judge step), and ``writer``: the results writer per conversation (ms per conversation);
+* ``langgraph``: for information: LangGraph alone running a graph of the same shape (a node, a ``Send`` task a
+  window, a list reducer, a reducing node) with nodes that do nothing, as many runs and tasks as ``graph``: the floor
+  a metric built as a LangGraph graph stands on; ``graph`` less ``langgraph`` is judgegraph's own;
 * ``judge``: ``LLMJudge.arun`` on prepared requests (no graph);
 * ``client``: the bare langchain-openai call the judge makes (no judgegraph): ``ChatOpenAI`` bound once to the
   strict ``response_format`` (the same request on the wire), ``ainvoke``, the reply validated by the schema. Not
@@ -31,14 +34,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import operator
 import sys
 import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Annotated
 
 from _loopback import with_server  # benchmarks/ beside this script
 from langchain_core.messages import HumanMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Send
+from typing_extensions import TypedDict
 
 from judgegraph.data.conversation import Conversation
 from judgegraph.data.results import JudgeAttempt, Usage
@@ -105,6 +113,43 @@ def profiled(on: bool, into: dict, layer: str):
         profiler.stop()
 
 
+class FloorState(TypedDict, total=False):
+    """The state of :func:`langgraph_floor`'s graph (at module level: LangGraph reads its hints)."""
+
+    windows: list[int]
+    verdicts: Annotated[list[int], operator.add]
+    score: float
+
+
+async def langgraph_floor(n_conv: int, windows: int, concurrency: int):
+    """LangGraph's own CPU for the graph's shape, no judgegraph: a node, one ``Send`` task a window to a node that
+    returns a verdict at once into a list reducer, a reducing node; ``n_conv`` runs of ``windows`` tasks,
+    ``concurrency`` at a time, as the runner drives them. What the ``graph`` layer costs beyond it is judgegraph's."""
+    async def judge(state: FloorState) -> FloorState:
+        return {"verdicts": state["windows"]}
+
+    g = StateGraph(FloorState)
+    g.add_node("window", lambda state: {})
+    g.add_node("judge", judge)
+    g.add_node("reduce", lambda state: {"score": sum(state["verdicts"]) / max(1, len(state["verdicts"]))})
+    g.add_edge(START, "window")
+    g.add_conditional_edges("window", lambda state: [Send("judge", {"windows": [w]}) for w in state["windows"]], ["judge"])
+    g.add_edge("judge", "reduce")
+    g.add_edge("reduce", END)
+    graph = g.compile()
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one():
+        async with sem:
+            return await graph.ainvoke({"windows": list(range(windows))})
+
+    await one()  # warm-up
+    c0, t0 = time.process_time(), time.perf_counter()
+    outs = await asyncio.gather(*(one() for _ in range(n_conv)))
+    return (n_conv * windows, time.process_time() - c0, time.perf_counter() - t0,
+            sum(1 for o in outs if len(o["verdicts"]) != windows))
+
+
 async def measure(args, base_url):
     from judgegraph.data.prompts import load_prompt
     from judgegraph.data.windows import sliding_windows
@@ -132,6 +177,7 @@ async def measure(args, base_url):
     summary = await evaluate_async(conversations(n_conv, args.exchanges, "graph"), instant, on_outcome=outcomes.append,
                                    max_conversations=max(4, args.concurrency * 2))
     figures["graph"] = (summary.usage.calls, time.process_time() - c0, time.perf_counter() - t0, summary.judge_errors)
+    figures["langgraph"] = await langgraph_floor(n_conv, summary.usage.calls // n_conv, args.concurrency)
     with tempfile.TemporaryDirectory() as tmp:
         writer = ResultsWriter(Path(tmp) / "results.jsonl")
         c0, t0 = time.process_time(), time.perf_counter()
