@@ -39,19 +39,30 @@ def conversations(n: int, exchanges: int = 3) -> list[LoadedConversation]:
 
 class Responder:
     """Verdicts keyed by content; counts calls in flight at the server (the
-    responder holds each request for ``hold`` seconds)."""
+    responder holds each request for ``hold`` seconds). With ``meet`` set, each
+    request is also held until more than ``meet`` are in flight at once (at most
+    ``MEET_WAIT`` seconds; once met, no request waits): two workers' shares are then
+    seen together whatever their start-up times, as the bound they share is."""
+
+    MEET_WAIT = 20.0
 
     def __init__(self, hold: float = 0.0) -> None:
         self.hold = hold
         self.lock = threading.Lock()
         self.in_flight = 0
         self.peak = 0
+        self.meet: int | None = None
+        self.met = threading.Event()
 
     def __call__(self, request):
         with self.lock:
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
+            if self.meet is not None and self.in_flight > self.meet:
+                self.met.set()
         try:
+            if self.meet is not None:
+                self.met.wait(self.MEET_WAIT)
             if self.hold:
                 time.sleep(self.hold)
             target = request.text.split("<reply_to_judge>")[-1]
@@ -84,6 +95,7 @@ def test_two_workers_give_the_results_of_one_process_under_one_global_bound():
         local = evaluate(items, spec)
         local_peak, responder.peak = responder.peak, 0
         calls = server.calls["/v1/chat/completions"]
+        responder.meet = 3  # a worker's calls wait for the other's: one started seconds later still overlaps
         scaled = evaluate(items, spec, workers=2)
         assert server.calls["/v1/chat/completions"] == 2 * calls
     assert comparable(scaled) == comparable(local)
