@@ -1,22 +1,7 @@
-"""An LLM judge aligned to people's labels: guidelines and labelled examples before every prompt.
-
-``judgegraph align -m METRIC --model M`` (:mod:`judgegraph.trust.alignment`)
-distils guidelines from the judge's disagreements with people and chooses
-labelled examples; :class:`Alignment` holds them, with the metric and the base
-model they were made for, and is written as ``aligned-<metric>-<hash12>.json``.
-
-:class:`AlignedJudge` wraps any judge: each request it is given goes to the
-wrapped judge with the ``prompts/align/preamble.md`` section placed before the
-request's own prompt. The guidelines and examples are placeholder *values* of
-that section (data: never template source, and they cannot open or close one of
-its sections), so every metric takes them with no change to the metric: built-ins,
-session judges, ``make_metric``, a user's metric. Its name is the wrapped judge's
-plus ``+aligned-<hash12>``, so every result it produces says which alignment
-made it.
-
-The hash (:attr:`Alignment.hash`) is the sha256 of what changes verdicts: the
-metric, the base model's name, the guidelines and the examples. A file whose
-``sha256`` does not match them (edited by hand, truncated) is refused.
+"""An LLM judge aligned to people's labels (docs/alignment.md): :class:`Alignment` (guidelines and labelled
+examples, made by ``judgegraph align``, kept as ``aligned-<metric>-<hash12>.json``) and :class:`AlignedJudge`,
+which places them before every prompt as placeholder *values* of ``prompts/align/preamble.md`` (data, never
+template source), so every metric takes them unchanged.
 """
 
 from __future__ import annotations

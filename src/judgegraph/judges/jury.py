@@ -1,14 +1,6 @@
-"""A jury: one judge made of several (jurors), so every metric can be judged by a jury with no
-change to the metric (docs/juries.md).
-
-For each request the jury asks every juror (concurrently under ``ainvoke``) and aggregates their
-answers over the request's structured-output schema (:mod:`.verdicts`): the per-request fan-out is a
-small LangGraph graph (one node per juror, reached by ``Send``, and an ``aggregate`` node), compiled
-once per jury and drawn by ``judgegraph graph --model a --model b``. A juror that fails is tolerated
-while ``quorum`` jurors answer; below it the outcome is a judge error, never a verdict. Each juror's
-outcome rides on the jury's (``JudgeOutcome.jurors``) and ``judge_step`` copies it onto the verdicts
-as ``Verdict.votes``. ``--repeat N`` is a jury of N repeats of one judge with distinct seeds
-(:meth:`Jury.repeat`).
+"""A jury: one judge made of several (jurors), so every metric can be judged by a jury unchanged (docs/juries.md).
+Each request is a small LangGraph graph (a node per juror, reached by ``Send``, then ``aggregate``); below
+``quorum`` answers the outcome is a judge error. ``--repeat N`` is a jury of N seeded repeats (:meth:`Jury.repeat`).
 """
 
 from __future__ import annotations

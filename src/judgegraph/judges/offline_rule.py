@@ -1,31 +1,7 @@
-"""A fitted decision rule for the offline judge, kept in a small JSON file.
-
-The offline judge's default rule is a threshold on one cosine similarity
-(:mod:`.offline_scoring`). ``judgegraph align --model offline`` fits a better
-one from human labels (:mod:`judgegraph.trust.offline_fit`): a logistic
-regression over a few features of the embeddings and the conversation, or a
-threshold on the default score when that does as well. The rule is saved as
-``offline-rule-<hash12>.json`` and used with ``judgegraph eval --offline-rule
-FILE`` or ``EmbeddingJudge(rule=...)`` / ``resolve_judge(None, rule=...)``.
-
-Features (:data:`FEATURES`), all from what the judge receives (the reply, the
-latest user message and the window's earlier messages):
-
-* ``score``: the default rule's score (:func:`.offline_scoring.relevance_steps`);
-* ``cos_user``: cos(reply, latest user message);
-* ``cos_prev_assistant``: cos(reply, previous assistant message), 0 if none;
-* ``cos_context``: cos(reply, mean of the earlier messages' vectors), 0 if none;
-* ``max_cos_earlier_reply``: the largest cos(reply, an earlier assistant
-  message) -- a repeated answer scores near 1; 0 if none;
-* ``repeats_earlier_reply``: 1 when the reply is, case and spacing aside, an
-  earlier assistant message;
-* ``log_reply_words`` / ``log_user_words``: log(1 + words);
-* ``reply_has_question``: 1 when the reply contains "?".
-
-The rule's hash (:attr:`OfflineRule.hash`) is the sha256 of its decision
-fields only (kind, features, standardisation, weights, threshold), so two
-files deciding alike share it and any change to a number changes it; it is
-part of the judge's name, so every result says which rule produced it.
+"""A fitted decision rule for the offline judge, kept as ``offline-rule-<hash12>.json`` (docs/offline_alignment.md):
+a threshold on one feature or a logistic regression over :data:`FEATURES` (that page's table), fitted from people's
+labels by ``judgegraph align --model offline``. Its hash covers only the decision fields, and is part of the judge's
+name, so every result says which rule produced it.
 """
 
 from __future__ import annotations

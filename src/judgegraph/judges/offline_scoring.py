@@ -1,30 +1,7 @@
-"""The offline judge's relevance rule: pure functions over sentence embeddings.
-
-Given the reply to judge, the latest user message and the earlier messages of
-the window, :func:`relevance_score` returns a cosine-similarity score; the
-offline judge calls the reply relevant when ``score >= DEFAULT_THRESHOLD``.
-
-The rule (chosen and calibrated on the dev half of
-``benchmarks/data/relevance_labelled.jsonl`` by
-``benchmarks/calibrate_offline_judge.py``, which prints the numbers behind
-every constant below):
-
-* normally the score is ``cos(reply, latest_user)``;
-* when the latest user message is a short follow-up (at most
-  :data:`FOLLOWUP_MAX_WORDS` words: "yes please", "why?", "the first one") it
-  means little on its own, so the score is
-  ``max(cos(reply, latest_user), CONTEXT_WEIGHT * cos(reply, previous_assistant + latest_user))``:
-  a reply that carries on from what the assistant just said or offered counts.
-
-Candidates that also penalised replies closer to an earlier user message than
-to the latest one, or replies repeating the previous answer, were no better on
-the dev split and are not used (see the calibration program's output).
-
-Only numpy is used; nothing is loaded at import time. ``encode`` is any
-callable mapping a list of texts to an ``(n, d)`` array of L2-normalised rows;
-all texts of one call to :func:`relevance_score` go through ONE ``encode`` call.
-:func:`relevance_steps` is the same rule as a generator (yield texts, receive
-vectors), so sync and async callers share it.
+"""The offline judge's relevance rule over sentence embeddings (docs/offline_judge.md): ``cos(reply, latest_user)``,
+or for a short follow-up ``max(cos(reply, latest_user), CONTEXT_WEIGHT * cos(reply, previous_assistant + latest_user))``;
+relevant from :data:`DEFAULT_THRESHOLD`. Constants calibrated by ``benchmarks/calibrate_offline_judge.py``.
+``encode`` maps a list of texts to an ``(n, d)`` array of L2-normalised rows, called once per score.
 """
 
 from __future__ import annotations
@@ -33,19 +10,8 @@ from collections.abc import Callable, Generator, Sequence
 
 import numpy as np
 
-__all__ = [
-    "CONTEXT_WEIGHT",
-    "DEFAULT_THRESHOLD",
-    "FOLLOWUP_MAX_WORDS",
-    "MAX_CONTEXT_CHARS",
-    "RULE",
-    "followup_query",
-    "is_short_followup",
-    "previous_assistant",
-    "previous_message",
-    "relevance_score",
-    "relevance_steps",
-]
+__all__ = ["CONTEXT_WEIGHT", "DEFAULT_THRESHOLD", "FOLLOWUP_MAX_WORDS", "MAX_CONTEXT_CHARS", "RULE", "followup_query",
+           "is_short_followup", "previous_assistant", "previous_message", "relevance_score", "relevance_steps"]
 
 Encode = Callable[[list[str]], np.ndarray]
 
@@ -101,14 +67,11 @@ def relevance_steps(reply: str, latest_user: str, context: list[str]) -> Generat
     their vectors, returns the score. :func:`relevance_score` drives it with a
     sync ``encode``; the offline judge drives the same generator sync or async
     through its batching encoder (:func:`judgegraph.embeddings.batching.drive`)."""
-    reply = reply.strip()
-    latest_user = latest_user.strip()
+    reply, latest_user = reply.strip(), latest_user.strip()
     if not reply:
         return 0.0
     previous = previous_assistant(context) if is_short_followup(latest_user) else ""
-    texts = [reply]
-    if latest_user:
-        texts.append(latest_user)
+    texts = [reply, *([latest_user] if latest_user else [])]
     if previous:
         texts.append(followup_query(previous, latest_user) if latest_user else previous)
     if len(texts) == 1:
@@ -116,26 +79,16 @@ def relevance_steps(reply: str, latest_user: str, context: list[str]) -> Generat
     vectors = np.asarray((yield texts), dtype=np.float32)
     if vectors.shape[0] != len(texts):
         raise ValueError(f"encode returned {vectors.shape[0]} vectors for {len(texts)} texts")
-    sims = vectors[1:] @ vectors[0]
-    if latest_user:
-        score = float(sims[0])
-        if previous:
-            score = max(score, CONTEXT_WEIGHT * float(sims[1]))
-    else:  # only the previous assistant message to relate the reply to
-        score = CONTEXT_WEIGHT * float(sims[0])
-    return score
+    sims = [float(s) for s in vectors[1:] @ vectors[0]]
+    if not latest_user:  # only the previous assistant message to relate the reply to
+        return CONTEXT_WEIGHT * sims[0]
+    return max(sims[0], CONTEXT_WEIGHT * sims[1]) if previous else sims[0]
 
 
 def relevance_score(encode: Encode, reply: str, latest_user: str, context: list[str]) -> float:
-    """Relevance of ``reply`` to ``latest_user`` given the window's earlier messages.
-
-    ``context`` holds the earlier messages of the window, oldest first, as
-    ``"user: ..."`` / ``"assistant: ..."`` strings. Returns a cosine similarity
-    (about -1..1; higher is more relevant). Edge cases, decided without calling
-    ``encode``: an empty reply scores 0.0; a reply with no user message and no
-    earlier assistant message to refer to (the assistant spoke first) scores 1.0,
-    as there is nothing it could be irrelevant to.
-    """
+    """Relevance of ``reply`` to ``latest_user`` (a cosine, about -1..1) given the window's earlier messages
+    (``context``: ``"user: ..."`` / ``"assistant: ..."`` strings, oldest first). Without calling ``encode``: an
+    empty reply scores 0.0, a reply with no user message and no earlier assistant message 1.0."""
     from ..embeddings.batching import drive
 
     return drive(relevance_steps(reply, latest_user, context), encode)

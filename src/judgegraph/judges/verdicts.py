@@ -1,26 +1,8 @@
-"""Aggregating several structured answers to one request into one (a jury's, :mod:`.jury`),
-generically over the answer's schema: no metric says how.
-
-An answer's *decisions* are its fields of a closed type, read from the schema's annotations:
-``Literal``, ``bool`` and ``Enum`` fields (categorical), ``int`` fields (whole numbers), ``float``
-fields (numbers), lists of those (one decision: cited turns ``[3, 5]``), and, inside lists of
-sub-models (a verdict per statement), each element's decisions, element by element, plus the list's
-length. Free text (``str``: reasons, extracted statements) is never compared. The aggregate is
-computed decision by decision (``mode``):
-
-- ``majority``: the value most answers give; a tie goes to the value given first in juror order.
-  A ``float`` takes the median.
-- ``mean``: ``int`` and ``float`` decisions take the mean (an ``int`` rounded half to even);
-  categorical ones the majority.
-- ``unanimous``: a yes/no decision (a ``bool``, or a string ``"yes"``) is yes only when every answer
-  says yes; else the majority of the other answers' values. Other decisions: the majority.
-- ``any``: a yes/no decision is yes when at least one answer says yes. Other decisions: the majority.
-
-The answer returned is the *representative*: the first answer (in juror order) agreeing with the
-aggregate on the most decisions (lists of the aggregate length first), its decisions set to the
-aggregate's and validated by the schema; its free text is its own. When the schema refuses the
-mix (a validator tying fields together), the representative is returned unchanged. An answer with no
-decision (an extraction) is the first answer.
+"""Aggregating several structured answers to one request into one (a jury's, :mod:`.jury`), generically over
+the answer's schema (docs/juries.md): the *decisions* are its fields of a closed type (``Literal``, ``bool``,
+``Enum``, ``int``, ``float``, lists of those, and those of sub-models in lists, plus the lists' lengths), free
+text is never compared. Each decision is aggregated by ``mode``; the answer returned is the *representative*:
+the first answer agreeing most with the aggregate, its decisions set to it (unchanged if the schema refuses).
 """
 
 from __future__ import annotations
@@ -28,6 +10,7 @@ from __future__ import annotations
 import enum
 import statistics
 import types
+from collections import Counter
 from collections.abc import Hashable, Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -96,14 +79,8 @@ def _key(value: Any) -> Hashable:
 
 def _majority(values: Sequence[Any]) -> Any:
     """The value given most often; a tie: the one given first."""
-    counts: dict[Hashable, int] = {}
-    first: dict[Hashable, Any] = {}
-    for v in values:
-        k = _key(v)
-        counts[k] = counts.get(k, 0) + 1
-        first.setdefault(k, v)
-    best = max(counts.values())
-    return next(first[k] for k in first if counts[k] == best)
+    keys = [_key(v) for v in values]
+    return values[keys.index(Counter(keys).most_common(1)[0][0])]  # most_common keeps first-seen order on ties
 
 
 def _yes(value: Any) -> bool:
