@@ -173,10 +173,8 @@ class DiskCache:
         cause = _describe(exc)
         self.problem = f"{doing}: {cause}"
         if self._conn is not None and self._pid == os.getpid():
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
-            except sqlite3.Error:
-                pass
         self._conn = None
         key = str(self.path)
         if key in _warned:
@@ -187,58 +185,49 @@ class DiskCache:
         log.warning("warning: judge cache %s %s (%s); judging goes on without the cache (answers already paid for"
                     " are kept). To fix: %s--cache PATH for another file, or --no-cache.", self.path, doing, cause, fix)
 
+    def _execute(self, doing: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any] | None:
+        """``sql``'s rows, under the lock; None when the cache is off, or the statement failed (that turns it off:
+        the file ``doing``, or "cannot be used" when it could not be opened)."""
+        with self._lock:
+            if self.problem is not None:
+                return None
+            try:
+                return self._connect().execute(sql, args).fetchall()
+            except (sqlite3.Error, OSError, _Foreign) as exc:
+                self._disable(exc, doing if self._conn is not None else "cannot be used")
+                return None
+
     def usable(self) -> bool:
         """Open the file now (``judgegraph eval`` does, to say up front when it
         cannot be used); False, after one warning, when it cannot."""
-        with self._lock:
-            if self.problem is None:
-                try:
-                    self._connect()
-                except (sqlite3.Error, OSError, _Foreign) as exc:
-                    self._disable(exc, "cannot be used")
-            return self.problem is None
+        self._execute("cannot be used", "SELECT 1")
+        return self.problem is None
 
     def get(self, key: str) -> CachedAnswer | None:
         """The stored answer, or None: not stored, or the cache is off (a
         failure here turns it off and counts as a miss)."""
+        rows = self._execute("could not be read", "SELECT value_json, reply, model, created FROM answers WHERE key = ?",
+                             (key,))
+        if rows is None:
+            return None
         with self._lock:
-            if self.problem is not None:
-                return None
-            try:
-                row = self._connect().execute(
-                    "SELECT value_json, reply, model, created FROM answers WHERE key = ?", (key,)).fetchone()
-            except (sqlite3.Error, OSError, _Foreign) as exc:
-                self._disable(exc, "could not be read" if self._conn is not None else "cannot be used")
-                return None
-            if row is None:
+            if not rows:
                 self.misses += 1
                 return None
             self.hits += 1
-            return CachedAnswer(*row)
+        return CachedAnswer(*rows[0])
 
     def put(self, key: str, value_json: str, *, reply: str | None, model: str = "", step: str = "") -> None:
         """Keep an answer; a failure turns the cache off, never loses the answer (the caller keeps it)."""
-        with self._lock:
-            if self.problem is not None:
-                return
-            try:
-                self._connect().execute(
-                    "INSERT OR REPLACE INTO answers (key, value_json, reply, model, step, created)"
-                    " VALUES (?, ?, ?, ?, ?, ?)", (key, value_json, reply, model, step, time.time()))
-            except (sqlite3.Error, OSError, _Foreign) as exc:
-                self._disable(exc, "could not be written" if self._conn is not None else "cannot be used")
-                return
-            self.stored += 1
+        done = self._execute("could not be written", "INSERT OR REPLACE INTO answers (key, value_json, reply, model,"
+                             " step, created) VALUES (?, ?, ?, ?, ?, ?)", (key, value_json, reply, model, step, time.time()))
+        if done is not None:
+            with self._lock:
+                self.stored += 1
 
     def forget(self, key: str) -> None:
         """Drop an answer (one that made a judge error); a failure turns the cache off."""
-        with self._lock:
-            if self.problem is not None:
-                return
-            try:
-                self._connect().execute("DELETE FROM answers WHERE key = ?", (key,))
-            except (sqlite3.Error, OSError, _Foreign) as exc:
-                self._disable(exc, "could not be written" if self._conn is not None else "cannot be used")
+        self._execute("could not be written", "DELETE FROM answers WHERE key = ?", (key,))
 
     @contextlib.contextmanager
     def _checked(self, what: str) -> Iterator[sqlite3.Connection]:
