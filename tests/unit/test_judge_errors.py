@@ -5,7 +5,7 @@ message (no credentials)."""
 import openai
 import pytest
 
-from judgegraph.judges.llm import _is_fatal, _is_transient, _retry_after, _transport_error
+from judgegraph.judges.llm import _is_fatal, _is_transient, _retry_after, describe_request_error
 from judgegraph.judges.redact import REDACTED, Redactor
 from judgegraph.judges.transport import ReplyTooLarge, sdk_httpx
 
@@ -26,7 +26,7 @@ def wrapped(cause: BaseException, outer: type = openai.APIConnectionError) -> Ba
     return exc
 
 
-def test_names_that_merely_look_like_transport_errors_are_not_taken_for_them():
+def test_names_that_merely_look_likedescribe_request_errors_are_not_taken_for_them():
     # the old classifier read class names: any "...Timeout..." was retried, any "ConnectError" stopped the judge
     looks_like_timeout = type("TimeoutBudgetExceeded", (Exception,), {})("a bug, not a timeout")
     looks_like_refused = type("ConnectError", (Exception,), {})("a bug in a plugin")
@@ -45,10 +45,10 @@ def test_status_errors_by_type_and_code(status, fatal, transient):
 
 def test_connection_errors_by_type():
     refused = wrapped(HTTPX.ConnectError("[Errno 111] Connection refused"))
-    assert _is_fatal(refused) and "connection refused" in _transport_error(refused, None, Redactor())
+    assert _is_fatal(refused) and "connection refused" in describe_request_error(refused, None, Redactor())
     timeout = wrapped(HTTPX.ReadTimeout("timed out"), openai.APITimeoutError)
     assert _is_transient(timeout) and not _is_fatal(timeout)
-    assert "deadline of 5 s" in _transport_error(timeout, 5.0, Redactor())
+    assert "deadline of 5 s" in describe_request_error(timeout, 5.0, Redactor())
     dropped = wrapped(HTTPX.RemoteProtocolError("Server disconnected without sending a response."))
     assert _is_transient(dropped) and not _is_fatal(dropped)
     assert _is_transient(ConnectionResetError("reset by peer"))
@@ -58,7 +58,7 @@ def test_a_reply_too_large_is_neither_retried_nor_fatal_and_names_the_limit():
     for exc in (ReplyTooLarge("reply over the size limit of 10 bytes (max_reply_bytes)"),
                 wrapped(ReplyTooLarge("reply over the size limit of 10 bytes (max_reply_bytes)"))):
         assert not _is_transient(exc) and not _is_fatal(exc)
-        assert _transport_error(exc, None, Redactor()).startswith("ReplyTooLarge: reply over the size limit of 10")
+        assert describe_request_error(exc, None, Redactor()).startswith("ReplyTooLarge: reply over the size limit of 10")
 
 
 def test_retry_after_is_read_from_the_reply():

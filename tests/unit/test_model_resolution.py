@@ -56,12 +56,12 @@ def test_every_provider_sdk_timeout_is_retried_and_named():
     anthropic = pytest.importorskip("anthropic")
     import httpx
 
-    from judgegraph.judges.llm import _is_fatal, _is_transient, _transport_error
+    from judgegraph.judges.llm import _is_fatal, _is_transient, describe_request_error
     from judgegraph.judges.redact import Redactor
 
     timeout = anthropic.APITimeoutError(request=httpx.Request("POST", "http://127.0.0.1:9/v1/messages"))
     assert _is_transient(timeout) and not _is_fatal(timeout)
-    assert "deadline of 5 s" in _transport_error(timeout, 5.0, Redactor())
+    assert "deadline of 5 s" in describe_request_error(timeout, 5.0, Redactor())
     dropped = anthropic.APIConnectionError(request=httpx.Request("POST", "http://127.0.0.1:9/v1/messages"))
     assert _is_transient(dropped)
 

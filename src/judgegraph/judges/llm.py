@@ -88,8 +88,7 @@ def _token_count(value: object) -> int | None:
 
 
 def _cached_tokens(meta: UsageMetadata, input_tokens: int) -> int:
-    """The input tokens the provider served from its prompt cache: LangChain's
-    ``input_token_details.cache_read`` (each provider's cached-token count, as its LangChain model reports it);
+    """The input tokens served from the provider's prompt cache (LangChain's ``input_token_details.cache_read``);
     0 when absent or not a count within ``input_tokens``."""
     details = meta.get("input_token_details")
     found = _token_count(details.get("cache_read", 0)) if isinstance(details, dict) else None
@@ -224,8 +223,8 @@ def _url(exc: BaseException, fallback: str) -> str:
     return next((str(url) for url in urls if url is not None), fallback)
 
 
-def _transport_error(exc: BaseException, deadline: float | None, redact: Redactor) -> str:
-    """One line for a failed request, credentials taken out before the cut to 300
+def describe_request_error(exc: BaseException, deadline: float | None, redact: Redactor) -> str:
+    """One line for a failed request (the embeddings runner's too), credentials taken out before the cut to 300
     characters (which could leave half a key); a timeout names its ``deadline``."""
     status = _status(exc)
     if (refusal := _too_large(exc)) is not None:
@@ -236,11 +235,6 @@ def _transport_error(exc: BaseException, deadline: float | None, redact: Redacto
     elif deadline is not None and _timed_out(exc):
         text = f"{text} (deadline of {deadline:g} s for the whole request)"
     return f"{type(exc).__name__}{f' (HTTP {status})' if status else ''}: {text}"
-
-
-#: The one line for a failed request, public for the other clients built on the
-#: judge's transport (the embeddings runner describes its errors with it).
-describe_request_error = _transport_error
 
 
 class Breaker:
@@ -343,10 +337,8 @@ class LLMJudge(Judge):
         return "seed" in (getattr(type(self.model), "model_fields", None) or {})
 
     def with_seed(self, seed: int, repeat: int) -> LLMJudge:
-        """This judge as repeat ``repeat`` of a jury (``--repeat``): its model sends ``seed`` when it
-        can (:attr:`seedable`), the temperature stays as set; the limiter, breaker and cache are
-        shared, and the cache key holds the repeat (and the seed, in the settings), so repeats are
-        never served from one entry."""
+        """This judge as repeat ``repeat`` of a jury (``--repeat``), its model sending ``seed`` when it can; the
+        limiter, breaker and cache are shared, but the cache key holds the repeat, so repeats never share an entry."""
         twin = copy.copy(self)
         twin.__dict__.pop("_prepared", None)
         twin.settings = dict(self.settings)
@@ -396,9 +388,8 @@ class LLMJudge(Judge):
         return key_of(payload)
 
     def first_request(self, request: JudgeRequest) -> BaseMessage | str:
-        """The first message of ``request`` as this judge sends it (one string, or the stable part marked for the
-        provider's cache: judges.cache_hints), or why it cannot be sent (the stopped judge's reason, a prompt over
-        ``max_prompt_tokens``). Its own path and the dry run's (cost.dryrun) begin here."""
+        """The first message of ``request`` as sent (with the provider's cache marks: judges.cache_hints), or why
+        it cannot be sent (the stopped judge's reason, a prompt over ``max_prompt_tokens``); the dry run's too."""
         if self.breaker.reason:
             return self.breaker.reason
         text = request.rendered
@@ -444,7 +435,7 @@ class LLMJudge(Judge):
                 return JudgeOutcome(None, self.breaker.reason, sent, usage, transcript=transcript)
             sent += 1
             if isinstance(result, BaseException) and not _is_invalid_output(result):
-                error = _transport_error(result, self.deadline, self.redact)
+                error = describe_request_error(result, self.deadline, self.redact)
                 transcript.append(self._attempt(request, messages, latency, error=error))
                 if _is_fatal(result):
                     url = self.redact(_url(result, self.base_url))
@@ -461,9 +452,7 @@ class LLMJudge(Judge):
                 return JudgeOutcome(None, f"{error}{suffix}", sent, usage, transcript=transcript)
             if isinstance(result, BaseMessage):  # a provider's own structured path: validated here
                 result = _read_reply(result, request.schema)
-            if isinstance(result, BaseException):
-                # Some clients parse inside the call (a json_schema path)
-                # and raise instead of returning a parsing error.
+            if isinstance(result, BaseException):  # a client that parses in the call (json_schema) raised
                 result = {"raw": AIMessage(_invalid_input(result)), "parsed": None, "parsing_error": result}
                 used = _usage(result["raw"], messages, reported=False)
             else:
@@ -493,9 +482,8 @@ class LLMJudge(Judge):
             messages = [*messages, AIMessage(reply or "(empty reply)"), HumanMessage(REASK.format(error=error))]
 
     def _without_credentials(self, parsed: BaseModel) -> BaseModel:
-        """The answer with every credential the judge holds taken out of its text: a server or proxy may echo
-        the request's headers inside a successful reply, and its reason would carry them into results, reports
-        and the cache. The answer itself when nothing was taken out."""
+        """The answer with every credential the judge holds taken out of its text (a proxy may echo the request's
+        headers inside a successful reply); the answer itself when nothing was taken out."""
         def scrub(value: Any) -> Any:
             if isinstance(value, str):
                 return self.redact(value)
@@ -510,8 +498,7 @@ class LLMJudge(Judge):
         return parsed if clean == dumped else type(parsed).model_validate(clean)
 
     def _advance(self, steps: _Steps, sent: tuple[Any, float] | None) -> tuple[float, list[BaseMessage]] | JudgeOutcome:
-        """The next request after ``sent``, or the outcome (the one place it leaves the
-        judge: its error redacted)."""
+        """The next request after ``sent``, or the outcome (its error redacted)."""
         try:
             return next(steps) if sent is None else steps.send(sent)
         except StopIteration as done:
@@ -570,16 +557,21 @@ def _schema_id(schema: type[BaseModel]) -> str:
     return json.dumps(schema.model_json_schema(), sort_keys=True)
 
 
-def _read_reply(raw: BaseMessage, schema: type[BaseModel]) -> dict[str, Any]:
-    """``with_structured_output(include_raw=True)``'s shape for a JSON reply."""
-    text = raw.text
-    refusal = (getattr(raw, "additional_kwargs", None) or {}).get("refusal")
-    if refusal and not text.strip():
-        return {"raw": raw, "parsed": None, "parsing_error": ValueError(f"the model refused: {refusal}")}
+def _answer(raw: BaseMessage, parse: Callable[[], BaseModel | None]) -> dict[str, Any]:
+    """``with_structured_output(include_raw=True)``'s shape: ``parse()``'s answer, or its ValueError (pydantic's
+    ValidationError and invalid JSON included) as ``parsing_error``."""
     try:
-        return {"raw": raw, "parsed": schema.model_validate_json(text), "parsing_error": None}
-    except ValueError as exc:  # pydantic's ValidationError, invalid JSON included
+        return {"raw": raw, "parsed": parse(), "parsing_error": None}
+    except ValueError as exc:
         return {"raw": raw, "parsed": None, "parsing_error": exc}
+
+
+def _read_reply(raw: BaseMessage, schema: type[BaseModel]) -> dict[str, Any]:
+    """A JSON reply read as ``with_structured_output`` reads it; an empty reply with a refusal is its error."""
+    refusal = (getattr(raw, "additional_kwargs", None) or {}).get("refusal")
+    if refusal and not raw.text.strip():
+        return {"raw": raw, "parsed": None, "parsing_error": ValueError(f"the model refused: {refusal}")}
+    return _answer(raw, lambda: schema.model_validate_json(raw.text))
 
 
 def _scripted(model: BaseChatModel) -> bool:
@@ -598,15 +590,15 @@ class _ToolAnswer:
 
     def _read(self, raw: BaseMessage) -> dict[str, Any]:
         calls = raw.tool_calls if isinstance(raw, AIMessage) else []
-        if not calls:
-            return {"raw": raw, "parsed": None, "parsing_error": None}
-        args = calls[0]["args"]
-        try:
-            if not isinstance(args, dict):
+
+        def parse() -> BaseModel | None:
+            if not calls:
+                return None
+            if not isinstance(args := calls[0]["args"], dict):
                 raise ValueError(f"Tool arguments must be specified as a dict, received: {args}")
-            return {"raw": raw, "parsed": self.schema(**args), "parsing_error": None}
-        except ValueError as exc:  # pydantic's ValidationError too
-            return {"raw": raw, "parsed": None, "parsing_error": exc}
+            return self.schema(**args)
+
+        return _answer(raw, parse)
 
     def invoke(self, messages: list[BaseMessage]) -> dict[str, Any]:
         return self._read(self.bound.invoke(messages))

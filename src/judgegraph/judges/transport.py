@@ -1,9 +1,7 @@
-"""The HTTP clients of an LLM judge built from a model string: every request
-has a deadline and every reply a size limit, whatever the server does.
-
-httpx's ``timeout`` bounds each socket operation, not a request, and a reply is
-read whole (a gzip bomb decodes to gigabytes); so the deadline is enforced under
-httpcore, on the socket, and the reply decoded here in bounded pieces (docs/judges.md).
+"""The HTTP clients of an LLM judge built from a model string: every request has a deadline and every reply a
+size limit, whatever the server does (docs/judges.md). httpx's ``timeout`` bounds each socket operation, not a
+request, and reads a reply whole (a gzip bomb decodes to gigabytes): so the deadline is enforced under httpcore,
+on the socket, and the reply decoded here in bounded pieces.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""Judge model providers: what judgegraph knows of each one lives in its module (docs/providers.md).
-
-A model string is ``provider:name`` (a bare name is an OpenAI model). A prefix in :data:`PROVIDERS` is built
-by its module's :class:`Provider`: the chat model and its HTTP clients, its key and where it is read, the
-server URL it honours without a key, the cache hints of its requests and its prompt-cache rule, its batch
-API, and the errors of its SDK. Any other prefix goes to LangChain's ``init_chat_model`` as it is. Nothing
-here imports a provider's SDK: a provider module is imported when a model names it, and its SDK when a
-model is built.
+"""Judge model providers (docs/providers.md): a model string is ``provider:name`` (a bare name is OpenAI's); a
+prefix in :data:`PROVIDERS` is built by its module's :class:`Provider`, any other goes to LangChain's
+``init_chat_model``. A provider module is imported when a model names it, its SDK when a model is built.
 """
 
 from __future__ import annotations

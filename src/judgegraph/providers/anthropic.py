@@ -1,8 +1,6 @@
-"""Anthropic (``anthropic:NAME``): ``langchain_anthropic.ChatAnthropic`` (``pip install 'judgegraph[anthropic]'``),
-the key in ``$ANTHROPIC_API_KEY``, a server at ``--base-url`` (an Anthropic Messages API one; a local server needs no
-key), else where ChatAnthropic itself looks (``$ANTHROPIC_BASE_URL``, else Anthropic's API); the ``cache_control``
-marks on the stable part of a prompt and the cache rule that reads them (docs/cost_cache.md); the SDK's errors.
-Neither the SDK nor langchain-anthropic is imported with this module.
+"""Anthropic (``anthropic:NAME``): ``ChatAnthropic`` (``pip install 'judgegraph[anthropic]'``, imported when a model
+is built), the key in ``$ANTHROPIC_API_KEY``, a server at ``--base-url`` (no key needed), the ``cache_control`` marks
+on a prompt's stable part and the cache rule that reads them (docs/cost_cache.md), the SDK's errors.
 """
 
 from __future__ import annotations
@@ -128,12 +126,10 @@ def request_body(request: ScriptedRequest) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- the cache_control rule
 
-#: The shortest prefix Anthropic caches, in tokens, by Claude model (family, version). From Anthropic's prompt
-#: caching documentation, "Cache limitations" (platform.claude.com/docs/en/build-with-claude/prompt-caching, as
-#: read through the search tool on 2026-11-26 in a mirror of that page; the same table is at
-#: docs.orq.ai/docs/ai-gateway/prompt-caching): 4,096 for Opus 4.6, Opus 4.5 and Haiku 4.5; 2,048 for Sonnet 4.6,
-#: Haiku 3.5 and Haiku 3; 1,024 for Sonnet 4.5, Opus 4.1, Opus 4, Sonnet 4, Sonnet 3.7 (and Opus 3, in the
-#: page's earlier text). "Shorter prompts cannot be cached, even if marked with cache_control."
+#: The shortest prefix Anthropic caches, in tokens, by Claude model (family, version): Anthropic's prompt caching
+#: documentation, "Cache limitations" (platform.claude.com/docs/en/build-with-claude/prompt-caching, read on
+#: 2026-11-26 in a mirror; the same table is at docs.orq.ai/docs/ai-gateway/prompt-caching; Opus 3 from the page's
+#: earlier text). "Shorter prompts cannot be cached, even if marked with cache_control."
 MIN_TOKENS: dict[tuple[str, str], int] = {
     ("opus", "4.6"): 4096, ("opus", "4.5"): 4096, ("haiku", "4.5"): 4096,
     ("sonnet", "4.6"): 2048, ("haiku", "3.5"): 2048, ("haiku", "3"): 2048,

@@ -1,9 +1,6 @@
-"""OpenAI and OpenAI-compatible servers (``openai:NAME``, or a bare name): ``ChatOpenAI`` on judgegraph's own
-HTTP clients (:mod:`judgegraph.judges.transport`: a deadline per request, a cap per reply), the key in
-``$OPENAI_API_KEY``, the server in ``--base-url`` or ``$OPENAI_BASE_URL`` (a local server needs no key), structured
-output as a strict ``response_format``, the automatic prefix-cache rule, the Batch API
-(:mod:`judgegraph.batch.client`) and the SDK's errors. The SDK and langchain-openai are imported when a model is
-built, not with this module.
+"""OpenAI and OpenAI-compatible servers (``openai:NAME``, or a bare name): ``ChatOpenAI`` on judgegraph's own HTTP
+clients (:mod:`judgegraph.judges.transport`), the key in ``$OPENAI_API_KEY``, the server in ``--base-url`` or
+``$OPENAI_BASE_URL`` (no key needed), a strict ``response_format``, the prefix-cache rule and the SDK's errors.
 """
 
 from __future__ import annotations
@@ -92,10 +89,8 @@ class OpenAI(Provider):
         same request on the wire as ``with_structured_output``, without its per-call cost, docs/judges.md)."""
         if method not in (None, "json_schema") or not is_chat_openai(model):
             return None
-        fmt = {"type": "json_schema",
-               "json_schema": {"name": schema.__name__, "schema": strict_json_schema(schema), "strict": True}}
         extra = dict(getattr(model, "extra_body", None) or {})
-        return model.bind(extra_body={**extra, "response_format": fmt})
+        return model.bind(extra_body={**extra, "response_format": json.loads(_response_format(schema))})
 
     def cache_rule(self, name: str) -> CacheRule:
         return CacheRule("openai", "prefix", MIN_PREFIX_TOKENS, title=self.title)
@@ -136,7 +131,7 @@ def strict_json_schema(schema: type[BaseModel]) -> dict[str, Any]:
 
 @lru_cache(maxsize=256)
 def _response_format(schema: type[BaseModel]) -> str:
-    """``schema`` as the LLM judge sends it (``response_format``), as JSON text."""
+    """``schema`` as the LLM judge sends it (a strict ``response_format``), as JSON text."""
     shape = {"type": "json_schema",
              "json_schema": {"name": schema.__name__, "schema": strict_json_schema(schema), "strict": True}}
     return json.dumps(shape, sort_keys=True)

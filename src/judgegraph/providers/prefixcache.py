@@ -1,16 +1,7 @@
-"""What a provider's prompt cache would serve, by the provider's own rule (docs/cost_cache.md). One
-implementation for the dry run, the loopback test servers and the benchmarks, so their figures agree.
-Each provider says its rule (:meth:`judgegraph.providers.Provider.cache_rule`; :func:`judgegraph.providers.cache_rule` finds a model's); the kinds:
-
-- ``prefix`` (:class:`PrefixCache`, the default provider's): automatic; a request's longest prefix already
-  sent in an earlier request is served from the cache when it is at least 1,024 tokens long, counted in steps
-  of 128 tokens. Every earlier request counts, not only the one before: a provider keeps prefixes for minutes,
-  across requests. The figure is an upper bound (a provider may route two requests to machines that do not
-  share a cache, or evict a prefix first).
-- ``marked``: only where the request asks (``cache_control`` marks, a Claude model's): the prefix up to
-  and including the last marked block is written when it is at least the model's minimum and read by a later
-  request with the same prefix.
-- ``unknown``: any other provider; nothing is estimated.
+"""What a provider's prompt cache would serve, by the provider's own rule (docs/cost_cache.md), one implementation
+for the dry run, the loopback test servers and the benchmarks. Kinds (:class:`CacheRule`): ``prefix`` (automatic:
+an earlier request's prefix of at least 1,024 tokens, in steps of 128; an upper bound), ``marked`` (only up to the
+last ``cache_control`` mark, from the model's minimum) and ``unknown`` (nothing estimated).
 """
 
 from __future__ import annotations
