@@ -1,16 +1,6 @@
-"""The offline judge: relevance from sentence embeddings, no LLM, no API key.
-
-It answers two tasks:
-
-* ``turn_relevance``: is the reply about what the user just asked, given the
-  window's earlier messages? (:mod:`.offline_scoring`);
-* ``statement_relevance`` (turn contextual relevancy): is each retrieved
-  statement relevant to the user's message? Cosine similarity of the
-  statement and the message, with the same short-follow-up rule, against
-  :data:`STATEMENT_THRESHOLD` (:func:`statement_scores`).
-
-Every other task (statement extraction, session judges, custom judges) returns
-a clear judge error saying it needs an LLM judge, and the rest of the run goes on.
+"""The offline judge (docs/offline_judge.md): relevance from sentence embeddings, no LLM, no key. It answers
+``turn_relevance`` (:mod:`.offline_scoring`) and ``statement_relevance`` (each retrieved statement against the
+user's message, :func:`statement_scores`); any other task is a judge error saying it needs an LLM judge.
 """
 
 from __future__ import annotations
@@ -85,14 +75,9 @@ def statement_scores(encode: Callable[[list[str]], np.ndarray], statements: list
 
 
 class EmbeddingJudge(Judge):
-    """The offline judge. Its texts go through the embeddings runner
-    (:class:`~judgegraph.embeddings.runner.EmbeddingRunner` with batching:
-    micro-batched across concurrent windows, each distinct text embedded once,
-    BLAS threads bounded): the process-wide one for the default MiniLM, its own
-    one for ``embeddings`` given here, or ``encoder`` (anything with ``encode``
-    and ``aencode``, e.g. a :class:`~judgegraph.embeddings.batching.BatchingEncoder`). :meth:`judge` and
-    :meth:`ajudge` drive the same scoring generator; async callers never block
-    the event loop."""
+    """The offline judge, embedding through a batching embeddings runner (the process-wide one for the default
+    MiniLM, its own for ``embeddings``) or ``encoder`` (anything with ``encode`` and ``aencode``); :meth:`judge`
+    and :meth:`ajudge` drive the same scoring generator."""
 
     kind = "offline"
 
@@ -145,11 +130,9 @@ class EmbeddingJudge(Judge):
 
     @property
     def threshold(self) -> float:
-        if self._threshold is None:
-            from .offline_scoring import DEFAULT_THRESHOLD
+        from .offline_scoring import DEFAULT_THRESHOLD
 
-            return DEFAULT_THRESHOLD
-        return self._threshold
+        return DEFAULT_THRESHOLD if self._threshold is None else self._threshold
 
     @property
     def rule(self) -> str:  # type: ignore[override]
@@ -181,10 +164,7 @@ class EmbeddingJudge(Judge):
         from .offline_scoring import relevance_steps
 
         score = float((yield from relevance_steps(inputs["reply"], inputs["latest_user"], list(inputs["context"]))))
-        relevant = score >= self.threshold
-        sign = ">=" if relevant else "<"
-        reason = f"embedding similarity {score:.2f} {sign} {self.threshold:.2f}"
-        value = request.schema.model_validate({"reason": reason, "verdict": "yes" if relevant else "no"})
+        value = request.schema.model_validate(_verdict("embedding similarity", score, self.threshold))
         return JudgeOutcome(value, None, 1, Usage(), score=score)
 
     @staticmethod
@@ -193,27 +173,16 @@ class EmbeddingJudge(Judge):
 
         inputs = request.inputs
         value = rule.value((yield from feature_steps(inputs["reply"], inputs["latest_user"], list(inputs["context"]))))
-        relevant = value >= rule.threshold
         what = rule.features[0] if rule.kind == "threshold" else "p(relevant)"
-        reason = f"rule {rule.short}: {what} {value:.2f} {'>=' if relevant else '<'} {rule.threshold:.2f}"
-        verdict = request.schema.model_validate({"reason": reason, "verdict": "yes" if relevant else "no"})
+        verdict = request.schema.model_validate(_verdict(f"rule {rule.short}: {what}", value, rule.threshold))
         return JudgeOutcome(verdict, None, 1, Usage(), score=value)
 
     @staticmethod
     def _statement_outcome(request: JudgeRequest, scores: list[float]) -> JudgeOutcome:
-        """``statement_relevance``: inputs ``statements`` (list of str),
-        ``user_message``, ``context``; the value is ``request.schema`` validated
-        from ``{"verdicts": [{"statement": n, "reason", "verdict", "similarity"}]}``."""
-        verdicts = []
-        for n, score in enumerate(scores, 1):
-            relevant = score >= STATEMENT_THRESHOLD
-            sign = ">=" if relevant else "<"
-            verdicts.append({
-                "statement": n,
-                "reason": f"embedding similarity {score:.2f} {sign} {STATEMENT_THRESHOLD:.2f}",
-                "verdict": "yes" if relevant else "no",
-                "similarity": score,
-            })
+        """``statement_relevance``'s value: ``request.schema`` validated from
+        ``{"verdicts": [{"statement": n, "reason", "verdict", "similarity"}]}``."""
+        verdicts = [{"statement": n, **_verdict("embedding similarity", score, STATEMENT_THRESHOLD), "similarity": score}
+                    for n, score in enumerate(scores, 1)]
         return JudgeOutcome(request.schema.model_validate({"verdicts": verdicts}), None, 1, Usage())
 
     @staticmethod
@@ -244,3 +213,9 @@ class EmbeddingJudge(Judge):
             return await adrive(self._steps(request), lambda texts: self.encoder.aencode(texts))
         except Exception as exc:  # noqa: BLE001 - reported and counted by the metric
             return self._error(exc)
+
+
+def _verdict(what: str, value: float, threshold: float) -> dict[str, str]:
+    """``{"reason", "verdict"}``: yes when ``value`` is at least ``threshold``, the reason saying so."""
+    relevant = value >= threshold
+    return {"reason": f"{what} {value:.2f} {'>=' if relevant else '<'} {threshold:.2f}", "verdict": "yes" if relevant else "no"}

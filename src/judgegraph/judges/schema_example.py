@@ -11,17 +11,9 @@ from typing import Any
 __all__ = ["example_from_schema"]
 
 _FORMAT_EXAMPLES = {
-    "date-time": "1970-01-01T00:00:00Z",
-    "date": "1970-01-01",
-    "time": "00:00:00",
-    "duration": "PT0S",
-    "uuid": "00000000-0000-0000-0000-000000000000",
-    "email": "ok@example.com",
-    "uri": "https://example.com/",
-    "url": "https://example.com/",
-    "ipv4": "127.0.0.1",
-    "ipv6": "::1",
-    "hostname": "example.com",
+    "date-time": "1970-01-01T00:00:00Z", "date": "1970-01-01", "time": "00:00:00", "duration": "PT0S",
+    "uuid": "00000000-0000-0000-0000-000000000000", "email": "ok@example.com", "uri": "https://example.com/",
+    "url": "https://example.com/", "ipv4": "127.0.0.1", "ipv6": "::1", "hostname": "example.com",
 }
 
 
@@ -86,15 +78,9 @@ def _example(schema: Any, root: Mapping[str, Any], stack: tuple[str, ...]) -> An
 
     typ = schema.get("type")
     if isinstance(typ, list):
-        non_null = [t for t in typ if t != "null"]
-        typ = non_null[0] if non_null else "null"
+        typ = next((t for t in typ if t != "null"), "null")
     if typ is None:
-        if "properties" in schema:
-            typ = "object"
-        elif "items" in schema or "prefixItems" in schema:
-            typ = "array"
-        else:
-            return "ok"
+        typ = "object" if "properties" in schema else "array" if "items" in schema or "prefixItems" in schema else None
 
     if typ == "object":
         props = schema.get("properties") or {}
@@ -117,9 +103,7 @@ def _example(schema: Any, root: Mapping[str, Any], stack: tuple[str, ...]) -> An
         return _number_example(schema, integer=typ == "integer")
     if typ == "boolean":
         return False
-    if typ == "null":
-        return None
-    return "ok"
+    return None if typ == "null" else "ok"
 
 
 def _number_example(schema: Mapping[str, Any], *, integer: bool) -> int | float:
