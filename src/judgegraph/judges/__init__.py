@@ -75,19 +75,11 @@ class JudgeConfig(BaseModel):
 
 def resolve_judge(model: ModelLike | Sequence[ModelLike] | JudgeConfig = None, **settings: Any) -> Judge:
     """The judge for a :class:`JudgeConfig`, or for ``model`` and the settings as keywords (its fields; any other
-    keyword is the chat model's own, e.g. ``base_url``, ``temperature``). ``model``: a :class:`Judge` as it is, a
-    chat model or string for an :class:`~judgegraph.judges.llm.LLMJudge`, None for the offline judge. ``cache``:
-    True caches in memory, and on disk at temperature 0; a path caches in that file; False neither. Build one here
-    and pass it as several metrics' ``model`` to share its limits and cache. ``rule``: the offline judge's fitted
-    decision rule or its file (docs/offline_alignment.md); ValueError with another judge. ``aligned``: an LLM
-    judge's alignment or its ``aligned-….json`` file (docs/alignment.md): an
-    :class:`~judgegraph.judges.aligned.AlignedJudge` around ``model``'s judge (ValueError: no LLM model, another
-    model than the file's, a tampered file).
-
-    A list of models is a jury (:class:`~judgegraph.judges.jury.Jury`, docs/juries.md): each built
-    with these settings, their answers aggregated by ``aggregate`` (``majority`` by default, ``mean``,
-    ``unanimous``, ``any``) while ``quorum`` of them answer (default: a majority). ``repeat`` N > 1
-    judges each request N times with distinct seeds (a jury of repeats, majority by default)."""
+    keyword is the chat model's own, e.g. ``base_url``): a :class:`Judge` as it is, an
+    :class:`~judgegraph.judges.llm.LLMJudge` for a chat model or string, the offline judge for None, a
+    :class:`~judgegraph.judges.jury.Jury` for a list of models or ``repeat`` N > 1 (docs/juries.md), an
+    :class:`~judgegraph.judges.aligned.AlignedJudge` with ``aligned``. Settings: docs/judges.md; ValueError for
+    settings that do not fit the judge (``rule`` for an LLM judge, ``aligned`` without one, a tampered file)."""
     if isinstance(model, JudgeConfig):
         if settings:
             raise TypeError(f"a JudgeConfig holds every setting: {', '.join(sorted(settings))} given beside it")

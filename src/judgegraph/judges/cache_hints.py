@@ -1,11 +1,6 @@
-"""Cache hints for providers that cache only where the request asks (docs/cost_cache.md).
-
-Every judge prompt is laid out stable-first: the instructions, the rubric and the shared data come first,
-what one call alone judges comes last, in the template's last section. A provider that caches only what a
-request marks (:meth:`judgegraph.providers.Provider.prompt_message`) gets the prompt split at the start of that
-last section (:func:`split_rendered`) and marks the stable part, so its cache is written (and later read) at
-the end of the stable part. The boundary is found on the template, never in the rendered text, so
-conversation content cannot move it. Any other chat model gets the prompt as one plain string.
+"""Cache hints for providers that cache only where the request asks (docs/cost_cache.md): every judge prompt is
+stable-first, so the prompt is split at the start of its template's last section (found on the template, never in
+the rendered text: conversation content cannot move it) and the provider marks the stable part.
 """
 
 from __future__ import annotations
@@ -45,9 +40,8 @@ def stable_boundary(template: str) -> int | None:
 
 def split_rendered(prompt: Prompt, values: dict[str, str], rendered: str) -> tuple[str, str] | None:
     """``rendered`` (``prompt`` rendered with ``values``) as its stable part and the part that changes, cut at
-    :func:`stable_boundary`; None when the template has no boundary, when a part would be only whitespace, or
-    when the two parts would not give back ``rendered`` exactly (the text sent never differs from the one
-    rendered)."""
+    :func:`stable_boundary`; None when there is no boundary, a part would be only whitespace, or the parts would not
+    give back ``rendered`` exactly."""
     cut = stable_boundary(prompt.template)
     if cut is None:
         return None
@@ -64,10 +58,8 @@ def split_rendered(prompt: Prompt, values: dict[str, str], rendered: str) -> tup
 
 
 class SeenPrefixes:
-    """The stable parts a judge has sent (as hashes; a run's repeats share it): a cache write may cost more than
-    the input (1.25 × at one provider), so a stable part is marked only from its second sending on, when a call has
-    shown it is shared (a guideline after the first, a re-ask, a repeat): a prefix no other call sends is never
-    written. Thread-safe; forgets everything past ``limit`` entries (a mark then comes one call later)."""
+    """The stable parts a judge has sent (hashes; shared by a run's repeats): a cache write may cost more than the
+    input, so a part is marked only from its second sending on. Thread-safe; forgets all past ``limit`` entries."""
 
     def __init__(self, limit: int = 100_000) -> None:
         self.limit = limit
@@ -88,9 +80,8 @@ class SeenPrefixes:
 
 def first_message(provider: Provider | None, prompt: Prompt, values: dict[str, str], rendered: str,
                   seen: SeenPrefixes | None = None) -> HumanMessage:
-    """The judge's first message: with ``provider``'s cache hints when it has any for this template (the stable
-    part marked, from its second sending when ``seen`` is given), else ``rendered`` as one string. Its ``.text``
-    is ``rendered`` either way (transcripts and token counts)."""
+    """The judge's first message: with ``provider``'s cache hints when it has any for this template, else
+    ``rendered`` as one string; its ``.text`` is ``rendered`` either way."""
     marked = provider.prompt_message(prompt, values, rendered, seen) if provider is not None else None
     return marked if marked is not None else HumanMessage(rendered)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import operator
 import warnings
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Annotated, Any
@@ -56,11 +57,9 @@ def _named(outcome: JudgeOutcome, juror: str) -> JudgeOutcome:
 
 
 class Jury(Judge):
-    """Several judges (``jurors``) answering each request, their answers aggregated (``aggregate``:
-    ``majority``, ``mean``, ``unanimous`` or ``any``, see :func:`~judgegraph.judges.verdicts.combine`).
-    ``quorum``: how many jurors must answer (default a majority, ``n // 2 + 1``); fewer is a judge
-    error naming each failure. ``repeats``: each juror's repeat number (``Vote.repeat``; default 0).
-    The jury caches nothing itself: each juror keeps its own cache, under its own keys."""
+    """Several judges (``jurors``) answering each request, their answers aggregated by ``aggregate``
+    (:func:`~judgegraph.judges.verdicts.combine`) while ``quorum`` answer (default a majority), else a judge error
+    naming each failure. ``repeats``: each juror's repeat number. Each juror keeps its own cache."""
 
     def __init__(self, jurors: Sequence[Judge], *, aggregate: str = "majority", quorum: int | None = None,
                  repeats: Sequence[int] | None = None, name: str | None = None) -> None:
@@ -132,9 +131,9 @@ class Jury(Judge):
 
     def _aggregate_node(self, state: _State) -> _State:
         answers = [a for _, a in sorted(state.get("answers") or [], key=lambda pair: pair[0])]
-        return _State(outcome=self.decide(state["request"], answers))
+        return _State(outcome=self.decide(answers))
 
-    def decide(self, request: JudgeRequest, answers: Sequence[JurorAnswer]) -> JudgeOutcome:
+    def decide(self, answers: Sequence[JurorAnswer]) -> JudgeOutcome:
         """The jury's outcome from its jurors' (in juror order): the aggregate of those that answered
         when at least ``quorum`` did, else a judge error naming every failure."""
         ok = [a for a in answers if a.outcome.ok]
@@ -199,9 +198,7 @@ def _names(jurors: Sequence[Judge], repeats: Sequence[int], times: int = 1) -> s
     """``llm:a,llm:b`` (repeats of the same juror folded: ``llm:a*3``)."""
     if times > 1:
         return ",".join(f"{j.name}*{times}" for j in jurors)
-    seen: dict[str, int] = {}
-    for j in jurors:
-        seen[j.name] = seen.get(j.name, 0) + 1
+    seen = Counter(j.name for j in jurors)
     if all(r == 0 for r in repeats) or len(seen) == len(jurors):
         return ",".join(j.name for j in jurors)
     return ",".join(f"{n}*{k}" if k > 1 else n for n, k in seen.items())

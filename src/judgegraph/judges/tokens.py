@@ -32,24 +32,20 @@ def count_tokens(text: str) -> int:
 
 
 def prompt_tokens(messages: list[BaseMessage], count: Callable[[str], int] = count_tokens) -> int:
-    """Input tokens of a chat request, by OpenAI's accounting: 3 per message
-    plus its role and content, plus 3 to prime the reply (``count``: how a text is counted, e.g. a
-    :class:`PieceCounter`'s, the same figure)."""
+    """Input tokens of a chat request, by OpenAI's accounting: 3 per message plus its role and content, plus 3 to
+    prime the reply (``count``: how a text is counted, e.g. a :class:`PieceCounter`)."""
     return 3 + sum(3 + count(ROLES.get(m.type, m.type)) + count(m.text) for m in messages)
 
 
-#: Where a text is cut into pieces: a newline followed by a character that is not whitespace (``re``'s ``\\s``
-#: is ``str.isspace``, a superset of the pre-tokenizer's whitespace: a cut it misses is only a longer piece).
+#: Where a text is cut into pieces (``\\s`` is a superset of the pre-tokenizer's whitespace: a missed cut is only a
+#: longer piece).
 _CUT = re.compile(r"\n(?=\S)")
 
 
 class PieceCounter:
-    """:func:`count_tokens`, each distinct piece of a text counted once (the dry run counts many prompts that
-    share their template's lines and the turns of a conversation, in several windows and metrics). A piece ends
-    after a newline followed by a character that is not whitespace: cl100k's pre-tokenizer never joins such a
-    newline with what follows (no pattern of it crosses from a newline into a non-space, and a newline ends its
-    run of whitespace in the text alone as in the whole), so the pieces' tokens add up to the text's exactly.
-    At most ``maxsize`` pieces are remembered (then forgotten all at once: memory stays bounded)."""
+    """:func:`count_tokens`, each distinct piece of a text counted once (the dry run's prompts share lines). A piece
+    ends after a newline followed by a non-space, which cl100k's pre-tokenizer never joins with what follows, so the
+    pieces' tokens add up to the text's exactly. At most ``maxsize`` pieces are remembered (then all forgotten)."""
 
     def __init__(self, maxsize: int = 50_000) -> None:
         self.maxsize = maxsize
