@@ -121,10 +121,9 @@ def _build(config: JudgeConfig) -> Judge:
         if repeat is not None and repeat > 1:
             return Jury.repeat(Jury(jurors), repeat, aggregate=aggregate, quorum=quorum)
         return Jury(jurors, aggregate=aggregate, quorum=quorum)
-    if isinstance(model, Judge):  # a ready judge keeps its own cache
-        return _single(config)
     made = _single(config)
-    made.cache = _make_cache(made, config.cache)
+    if not isinstance(model, Judge):  # a ready judge keeps its own cache
+        made.cache = _make_cache(made, config.cache)
     return made
 
 

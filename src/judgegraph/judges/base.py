@@ -1,6 +1,5 @@
-"""The judge interface: one :class:`JudgeRequest` in, one :class:`JudgeOutcome` out,
-sync or async. A judgement that could not be made is an outcome with ``error``
-set (reported and counted by the metric), never an exception.
+"""The judge interface: one :class:`JudgeRequest` in, one :class:`JudgeOutcome` out, sync or async. A judgement
+that could not be made is an outcome with ``error`` set (reported and counted by the metric), never an exception.
 """
 
 from __future__ import annotations
@@ -149,10 +148,7 @@ class Judge(ABC):
         return JudgeOutcome(value, None, 0, Usage(), cached=True, transcript=[attempt])
 
     def _persistent(self, request: JudgeRequest, key: str) -> JudgeOutcome | None:
-        disk = self.cache.disk if self.cache is not None else None
-        if disk is None:
-            return None
-        hit = disk.get(key)
+        hit = self.cache.disk.get(key) if self.cache is not None and self.cache.disk is not None else None
         if hit is None:
             return None
         try:

@@ -254,10 +254,6 @@ def _by_id(finish: Callable[[JudgeOutcome], Any], outcome: JudgeOutcome) -> dict
     except Exception:  # noqa: BLE001 - a finish that cannot take this outcome gives no votes, the rest go on
         return {}
     inner = update.update if isinstance(update, Command) else update
-    found: dict[str, Verdict] = {}
-    for value in (inner.values() if isinstance(inner, dict) else ()):
-        for x in value if isinstance(value, list) else [value]:
-            if isinstance(x, Verdict):
-                found[x.id] = x
-    return found
+    values = inner.values() if isinstance(inner, dict) else ()
+    return {x.id: x for value in values for x in (value if isinstance(value, list) else [value]) if isinstance(x, Verdict)}
 

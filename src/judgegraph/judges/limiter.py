@@ -1,6 +1,5 @@
-"""One bound on judge calls for a whole run, shared by sync and async callers:
-calls in flight (``max_in_flight``), and optionally requests and tokens per
-minute (``rpm``, ``tpm``)."""
+"""One bound on judge calls for a whole run, shared by sync and async callers: calls in flight
+(``max_in_flight``), and optionally requests and tokens per minute (``rpm``, ``tpm``)."""
 
 from __future__ import annotations
 

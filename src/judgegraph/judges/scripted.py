@@ -1,8 +1,5 @@
-"""A scripted chat model: answers chosen by what the prompt says, no LLM, no key
-(docs/judges.md, "Testing a judge with no model").
-
-Replies are chosen by the prompt, not by call order, because windows are judged
-concurrently and finish in any order. Also the base of the dry run's recorder.
+"""A scripted chat model (docs/judges.md, "Testing a judge with no model"): answers chosen by what the prompt
+says, not by call order (windows are judged concurrently); also the base of the dry run's recorder.
 """
 
 from __future__ import annotations
@@ -38,7 +35,7 @@ class ScriptedRequest:
     text: str
     """Every message's text, joined by blank lines (what the rules match)."""
     messages: list[BaseMessage]
-    schema: Any = None  # Any: whatever the caller bound (a pydantic class, a tool dict ...)
+    schema: Any = None
     """The output schema the caller bound (a pydantic class or a tool dict), or None."""
 
     @property
