@@ -40,13 +40,10 @@ def _verdict_shape(schema: type[BaseModel]) -> tuple[str, dict[str, str], str | 
                 return None  # two closed fields: a sentence cannot fill both
             verdict = (name, {a.lower(): a for a in args})
         elif ann is str:
-            if text_field is None:
-                text_field = name
+            text_field = text_field or name
         elif info.is_required():
             return None
-    if verdict is None:
-        return None
-    return verdict[0], verdict[1], text_field
+    return None if verdict is None else (*verdict, text_field)
 
 
 def _from_sentence(text: str, schema: type[BaseModel]) -> BaseModel | None:

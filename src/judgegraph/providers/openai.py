@@ -48,11 +48,9 @@ class OpenAI(Provider):
         key = self.api_key(api_key, base_url, f"model 'openai:{name}' needs OPENAI_API_KEY, or {WAYS};"
                            " leave the model out to use the offline judge")
         sync_client, async_client = openai_http_clients(base_url, timeout=timeout, max_reply_bytes=max_reply_bytes)
-        kwargs: dict[str, Any] = {"model": name, "timeout": timeout, "max_retries": max_retries,
-                                  "http_client": sync_client, "http_async_client": async_client}
-        if temperature is not None:
-            kwargs["temperature"] = temperature
-        return ChatOpenAI(api_key=key, base_url=base_url, **kwargs)
+        optional: dict[str, Any] = {"temperature": temperature} if temperature is not None else {}
+        return ChatOpenAI(model=name, api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries,
+                          http_client=sync_client, http_async_client=async_client, **optional)
 
     def embeddings(self, name: str, *, base_url: str | None, api_key: str | None, timeout: float | None,
                    max_reply_bytes: int) -> Any:
