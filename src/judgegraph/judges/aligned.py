@@ -7,22 +7,18 @@ template source), so every metric takes them unchanged.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..data.prompts import Prompt, load_prompt
-from .base import Endpoint, Judge, JudgeOutcome, JudgeRequest
+from .base import Endpoint, FittedFile, Judge, JudgeOutcome, JudgeRequest
 from .cache import JudgeCache
 
 __all__ = ["FORMAT", "PREAMBLE_STEP", "AlignedJudge", "Alignment", "Example", "read_alignment"]
 
 FORMAT = "judgegraph-aligned-judge"
-VERSION = 1
 PREAMBLE_STEP = "align/preamble"
 #: the placeholders of the preamble, as the test of every prompt file checks them
 PROMPT_VALUES = {PREAMBLE_STEP: frozenset({"alignment_guidelines", "alignment_examples"})}
@@ -67,7 +63,7 @@ class Example:
 
 
 @dataclass(frozen=True)
-class Alignment:
+class Alignment(FittedFile):
     """What an aligned judge adds to a metric's judge: guidelines and labelled examples.
     ``fit`` holds how they were made and their figures (not part of the hash)."""
 
@@ -77,19 +73,13 @@ class Alignment:
     examples: tuple[Example, ...]
     fit: dict[str, Any] = field(default_factory=dict, compare=False)  # Any: JSON figures and provenance
 
+    FORMAT: ClassVar[str] = FORMAT
+    WHAT: ClassVar[str] = "aligned judge"
+
     def decision(self) -> dict[str, Any]:  # Any: JSON values
         """The fields that change verdicts (what the hash covers)."""
         return {"metric": self.metric, "model": self.model, "guidelines": list(self.guidelines),
                 "examples": [e.to_json() for e in self.examples]}
-
-    @property
-    def hash(self) -> str:
-        text = json.dumps(self.decision(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-    @property
-    def short(self) -> str:
-        return self.hash[:12]
 
     @property
     def filename(self) -> str:
@@ -103,30 +93,12 @@ class Alignment:
         examples = "\n\n".join(e.render(i) for i, e in enumerate(self.examples, 1)) or "(none)"
         return {"alignment_guidelines": guidelines, "alignment_examples": examples}
 
-    def to_json(self) -> dict[str, Any]:  # Any: JSON values
-        return {"format": FORMAT, "version": VERSION, "sha256": self.hash, **self.decision(), "fit": self.fit}
-
-    def save(self, folder: str | os.PathLike[str]) -> Path:
-        """Write :attr:`filename` in ``folder`` (made if missing); returns its path."""
-        path = Path(folder) / self.filename
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        return path
 
 
 def read_alignment(path: str | os.PathLike[str]) -> Alignment:
     """Read an aligned-judge file; ``ValueError`` naming the file and field when it is not one, or when its
     ``sha256`` does not match its content (a hand edit, a truncated copy): a tampered file is refused."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not a JSON file ({exc})") from None
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ValueError(f"{path}: field 'format': not a judgegraph aligned judge (expected {FORMAT!r})")
-    if data.get("version") != VERSION:
-        raise ValueError(f"{path}: field 'version': {data.get('version')!r} is not supported (expected {VERSION})")
+    data = Alignment.read_json(path)
     for key in ("metric", "model"):
         if not isinstance(data.get(key), str) or not data[key]:
             raise ValueError(f"{path}: field {key!r}: must be a non-empty string")

@@ -8,10 +8,12 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, SecretStr
 
@@ -200,3 +202,54 @@ class Judge(ABC):
             return await asyncio.to_thread(self._keep, request, key, await self.ajudge(request))
 
         return await self.cache.aget_or_compute(key, compute)
+
+
+class FittedFile:
+    """What a fitted judge keeps in a JSON file (an alignment, an offline rule): ``format``, ``version``, ``sha256``
+    (of :meth:`decision` only: the fields that decide verdicts), the decision fields and ``fit`` (provenance)."""
+
+    FORMAT: ClassVar[str]
+    WHAT: ClassVar[str]  # what the file is, as an error names it
+    VERSION: ClassVar[int] = 1
+    fit: dict[str, Any]
+
+    def decision(self) -> dict[str, Any]:  # Any: JSON values
+        raise NotImplementedError
+
+    @property
+    def filename(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def hash(self) -> str:
+        text = json.dumps(self.decision(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    @property
+    def short(self) -> str:
+        return self.hash[:12]
+
+    def to_json(self) -> dict[str, Any]:  # Any: JSON values
+        return {"format": self.FORMAT, "version": self.VERSION, "sha256": self.hash, **self.decision(), "fit": self.fit}
+
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Write :attr:`filename` in ``folder`` (made if missing); returns its path."""
+        path = Path(folder) / self.filename
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def read_json(cls, path: str | os.PathLike[str]) -> dict[str, Any]:
+        """The file's JSON object, its format and version checked; ValueError naming the file (and field)."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path}: not a JSON file ({exc})") from None
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+        if not isinstance(data, dict) or data.get("format") != cls.FORMAT:
+            raise ValueError(f"{path}: field 'format': not a judgegraph {cls.WHAT} (expected {cls.FORMAT!r})")
+        if data.get("version") != cls.VERSION:
+            raise ValueError(f"{path}: field 'version': {data.get('version')!r} is not supported (expected {cls.VERSION})")
+        return data

@@ -6,23 +6,20 @@ name, so every result says which rule produced it.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from .base import FittedFile
 from .offline_scoring import relevance_steps
 
 __all__ = ["FEATURES", "FORMAT", "OfflineRule", "feature_steps", "load_rule"]
 
 FORMAT = "judgegraph-offline-rule"
-VERSION = 1
 FEATURES = (
     "score", "cos_user", "cos_prev_assistant", "cos_context", "max_cos_earlier_reply", "repeats_earlier_reply",
     "log_reply_words", "log_user_words", "reply_has_question",
@@ -81,11 +78,14 @@ def feature_steps(reply: str, latest_user: str, context: list[str]) -> Generator
 
 
 @dataclass(frozen=True)
-class OfflineRule:
+class OfflineRule(FittedFile):
     """A decision rule over :data:`FEATURES`. ``threshold`` kind: relevant when
     ``features[features_used[0]] >= threshold``. ``logistic`` kind: relevant when
     ``sigmoid(bias + sum(weights * (x - mean) / scale)) >= threshold``.
     ``fit`` holds what it was fitted on and its figures (not part of the hash)."""
+
+    FORMAT: ClassVar[str] = FORMAT
+    WHAT: ClassVar[str] = "offline rule"
 
     kind: Kind
     features: tuple[str, ...]
@@ -118,13 +118,8 @@ class OfflineRule:
                 "weights": list(self.weights), "bias": self.bias, "mean": list(self.mean), "scale": list(self.scale)}
 
     @property
-    def hash(self) -> str:
-        text = json.dumps(self.decision(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()
-
-    @property
-    def short(self) -> str:
-        return self.hash[:12]
+    def filename(self) -> str:
+        return f"offline-rule-{self.short}.json"
 
     def value(self, feats: dict[str, float]) -> float:
         """The number compared with the threshold: the feature, or the probability."""
@@ -139,28 +134,12 @@ class OfflineRule:
             return f"fitted rule {self.short}: {self.features[0]} >= {self.threshold:.3f}"
         return f"fitted rule {self.short}: logistic over {', '.join(self.features)}; p(relevant) >= {self.threshold:.3f}"
 
-    def to_json(self) -> dict[str, Any]:  # Any: JSON values
-        return {"format": FORMAT, "version": VERSION, "sha256": self.hash, **self.decision(), "fit": self.fit}
-
-    def save(self, folder: str | os.PathLike[str]) -> Path:
-        """Write ``offline-rule-<hash12>.json`` in ``folder`` (made if missing); returns its path."""
-        path = Path(folder) / f"offline-rule-{self.short}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
-        return path
 
 
 def load_rule(path: str | os.PathLike[str]) -> OfflineRule:
     """Read a rule file; ``ValueError`` naming the file and field when it is not one
     (a ``sha256`` that does not match its numbers, e.g. after a hand edit, included)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not JSON ({exc})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ValueError(f"{path}: field 'format': not a judgegraph offline rule (expected {FORMAT!r})")
-    if data.get("version") != VERSION:
-        raise ValueError(f"{path}: field 'version': {data.get('version')!r} is not supported (expected {VERSION})")
+    data = OfflineRule.read_json(path)
     try:
         rule = OfflineRule(kind=data["kind"], features=tuple(data["features"]), threshold=data["threshold"],
                            weights=tuple(data.get("weights", ())), bias=data.get("bias", 0.0),
