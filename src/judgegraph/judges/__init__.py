@@ -22,9 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CallLimiter", "DiskCache", "Endpoint", "Judge", "JudgeCache", "JudgeConfig", "JudgeOutcome", "JudgeRequest", "Jury",
-    "ModelLike",
-    "NeedsLLMJudge",
-    "NoModel", "RateBucket", "default_cache_path", "load_aligned", "require_tasks", "resolve_judge",
+    "ModelLike", "NeedsLLMJudge", "NoModel", "RateBucket", "default_cache_path", "load_aligned", "require_tasks",
+    "resolve_judge",
 ]
 
 #: What every metric factory's ``model`` takes: a ready :class:`Judge`, a chat

@@ -22,11 +22,9 @@ if TYPE_CHECKING:
 
 OFFLINE_TASKS = frozenset({"turn_relevance", "statement_relevance"})
 
-#: ``statement_relevance``: a statement is relevant when its score is at least
-#: this. A rough calibration on 36 labelled (message, statement) pairs written
-#: for it (tests/unit/test_contextual.py): every threshold from 0.28 to 0.32
-#: classifies 89 % of them right; 0.28 keeps more borderline-relevant
-#: conditions. An approximation: see docs/turn_contextual_relevancy.md.
+#: ``statement_relevance``: a statement is relevant from this score. Roughly calibrated on 36 labelled pairs
+#: (tests/unit/test_contextual.py: 0.28 to 0.32 classify 89 % right; 0.28 keeps more borderline-relevant
+#: conditions); an approximation: docs/turn_contextual_relevancy.md.
 STATEMENT_THRESHOLD = 0.28
 #: A user message of at most this many words is a short follow-up ("and sale
 #: items?"): the statement may also match the previous user message + it.

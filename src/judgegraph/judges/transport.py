@@ -62,12 +62,8 @@ def sdk_httpx() -> ModuleType:
     ``httpx2`` from openai 3 on): the clients given to it must be its own."""
     import openai
 
-    for cls in openai.DefaultHttpxClient.__mro__:
-        if cls.__name__ == "Client" and cls.__module__.split(".")[0] in ("httpx", "httpx2"):
-            return importlib.import_module(cls.__module__.split(".")[0])
-    import httpx
-
-    return httpx
+    roots = (c.__module__.split(".")[0] for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client")
+    return importlib.import_module(next((r for r in roots if r in ("httpx", "httpx2")), "httpx"))
 
 
 def _left(timeout: float | None, error: type[Exception]) -> float | None:

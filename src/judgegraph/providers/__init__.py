@@ -27,8 +27,7 @@ if TYPE_CHECKING:
     from .prefixcache import CacheRule
 
 __all__ = ["PROVIDERS", "ModelConfigError", "Provider", "cache_rule", "default_rule", "get", "of_model", "register",
-           "resolve_model", "server_url",
-           "split_model"]
+           "resolve_model", "server_url", "split_model"]
 
 #: Each built-in provider prefix and the module holding its :class:`Provider` (as ``provider``).
 PROVIDERS: dict[str, str] = {
