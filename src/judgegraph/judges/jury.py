@@ -131,9 +131,9 @@ class Jury(Judge):
 
     def _aggregate_node(self, state: _State) -> _State:
         answers = [a for _, a in sorted(state.get("answers") or [], key=lambda pair: pair[0])]
-        return _State(outcome=self.decide(answers))
+        return _State(outcome=self.decide(state["request"], answers))
 
-    def decide(self, answers: Sequence[JurorAnswer]) -> JudgeOutcome:
+    def decide(self, request: JudgeRequest, answers: Sequence[JurorAnswer]) -> JudgeOutcome:
         """The jury's outcome from its jurors' (in juror order): the aggregate of those that answered
         when at least ``quorum`` did, else a judge error naming every failure."""
         ok = [a for a in answers if a.outcome.ok]
