@@ -28,12 +28,8 @@ Kind = Literal["threshold", "logistic"]
 
 
 def _split(context: Sequence[str]) -> list[tuple[str, str]]:
-    out = []
-    for entry in context:
-        who, sep, content = entry.partition(":")
-        if sep and content.strip():
-            out.append((who.strip().lower(), content.strip()))
-    return out
+    parts = (entry.partition(":") for entry in context)
+    return [(who.strip().lower(), content.strip()) for who, sep, content in parts if sep and content.strip()]
 
 
 def _norm(text: str) -> str:

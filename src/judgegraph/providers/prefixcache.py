@@ -56,11 +56,7 @@ class PrefixCache:
         ``min_tokens``, else 0); the request is then remembered."""
         boundaries = self._boundaries(tokens)
         with self._lock:
-            hit = 0
-            for i, h in enumerate(boundaries):
-                if h not in self._seen:
-                    break
-                hit = i + 1
+            hit = next((i for i, h in enumerate(boundaries) if h not in self._seen), len(boundaries))
             self._seen.update(boundaries[hit:])
         served = hit * self.step
         return served if served >= self.min_tokens else 0
