@@ -46,8 +46,7 @@ from ..core.statements import (
 from ..data.conversation import RetrievalNode
 from ..data.results import JudgeErrorInfo, Usage, merge_verdicts
 from ..data.windows import Window
-from . import MetricSpec
-from ._renamed import renamed
+from . import MetricSpec, renamed
 
 METRIC = "turn_contextual_relevancy"
 

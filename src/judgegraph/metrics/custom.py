@@ -41,8 +41,7 @@ from ..data.conversation import Conversation
 from ..data.prompts import Prompt, load_prompt, parse_prompt
 from ..data.results import MetricResult, Verdict, merge_verdicts
 from ..judges import JudgeOutcome, JudgeRequest, ModelLike
-from . import MetricSpec
-from ._renamed import renamed
+from . import MetricSpec, renamed
 
 STEP = "custom_judge/judge_conversation"
 TASK = "custom_judge"

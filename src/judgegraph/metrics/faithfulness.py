@@ -48,8 +48,7 @@ from ..data.conversation import Conversation
 from ..data.results import MetricResult, Verdict, merge_verdicts
 from ..data.windows import Window
 from ..judges import JudgeOutcome, JudgeRequest
-from . import MetricSpec
-from ._renamed import renamed
+from . import MetricSpec, renamed
 
 METRIC = "turn_faithfulness"
 JUDGE_STEP = "turn_faithfulness/judge_claims"

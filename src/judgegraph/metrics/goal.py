@@ -37,7 +37,7 @@ from ..data.answers import YesNo
 from ..data.conversation import Conversation
 from ..data.results import Verdict
 from ..judges import JudgeRequest
-from ._renamed import renamed
+from . import renamed
 from .session.common import (
     SessionSettings,
     Step,

@@ -42,8 +42,7 @@ from ..data.answers import read_choice
 from ..data.conversation import Conversation, as_conversation
 from ..data.results import JudgeAttempt, MetricResult, Verdict, merge_calls, merge_results, merge_verdicts
 from ..judges import JudgeOutcome, JudgeRequest
-from . import MetricSpec
-from ._renamed import renamed
+from . import MetricSpec, renamed
 
 STEP = "pairwise/judge_pair"
 TASK = "pairwise"

@@ -38,8 +38,7 @@ from ..data.conversation import Conversation
 from ..data.results import MetricResult, WindowVerdict, merge_verdicts
 from ..data.windows import Window
 from ..judges import JudgeOutcome, JudgeRequest
-from . import MetricSpec
-from ._renamed import renamed
+from . import MetricSpec, renamed
 
 METRIC = "conversational_safety"
 JUDGE_STEP = "conversational_safety/judge_reply"
