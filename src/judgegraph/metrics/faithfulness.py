@@ -49,6 +49,7 @@ from ..data.results import MetricResult, Verdict, merge_verdicts
 from ..data.windows import Window
 from ..judges import JudgeOutcome, JudgeRequest
 from . import MetricSpec, renamed
+from .contextual import then_route
 
 METRIC = "turn_faithfulness"
 JUDGE_STEP = "turn_faithfulness/judge_claims"
@@ -64,15 +65,10 @@ class ClaimJudgement(BaseModel):
 
 
 class ClaimVerdicts(NumberedVerdicts):
-    """The answer of ``judge_claims``: one entry per claim, numbered from 1 (:func:`claims_schema` checks the count)."""
+    """The answer of ``judge_claims``: one entry per claim, numbered from 1 (:func:`claims_request` sets the count)."""
 
     numbered_by: ClassVar[str] = "claim"
     verdicts: list[ClaimJudgement] = Field(description="One entry per claim, in order.")
-
-
-def claims_schema(claims: int) -> type[ClaimVerdicts]:
-    """:class:`ClaimVerdicts` that requires exactly ``claims`` entries."""
-    return numbered(ClaimVerdicts, claims)
 
 
 class ClaimVerdict(Verdict):
@@ -170,10 +166,10 @@ class FaithfulnessSettings(WindowOptions):
 def claims_request(claims: Sequence[str], sources: Sequence[Source]) -> JudgeRequest:
     """Judge ``claims`` against ``sources`` (texts only: the same claims and sources share one cached judgement)."""
     rendered = "\n\n".join(f"[source {i}] {s.kind}, turn {s.turn + 1}\n{s.text}" for i, s in enumerate(sources, 1))
-    numbered = [" ".join(c.split()) for c in claims]
+    listed = [" ".join(c.split()) for c in claims]
     return JudgeRequest(
-        task=TASK, step=JUDGE_STEP, schema=claims_schema(len(numbered)),
-        values={"sources": rendered, "claims": "\n".join(f"{i}. {c}" for i, c in enumerate(numbered, 1))},
+        task=TASK, step=JUDGE_STEP, schema=numbered(ClaimVerdicts, len(listed)),  # exactly one verdict per claim
+        values={"sources": rendered, "claims": "\n".join(f"{i}. {c}" for i, c in enumerate(listed, 1))},
         inputs={"claims": list(claims), "sources": [s.text for s in sources]},
     )
 
@@ -209,13 +205,7 @@ def _extract_claims(settings: FaithfulnessSettings) -> RunnableLambda:
         judge = JudgeTask(reply=reply, statements=list(update.get("statements") or []), where=task["where"])
         return Command(update=kept, goto=[Send("judge_claims", judge)])
 
-    def run(task: ExtractTask) -> Command:
-        return route(task, step.invoke(task))
-
-    async def arun(task: ExtractTask) -> Command:
-        return route(task, await step.ainvoke(task))
-
-    return RunnableLambda(run, afunc=arun, name="extract_claims")
+    return then_route(step, route, "extract_claims")
 
 
 def _judge_claims(settings: FaithfulnessSettings) -> Runnable:
@@ -223,17 +213,13 @@ def _judge_claims(settings: FaithfulnessSettings) -> Runnable:
         return claims_request([s.text for s in task["statements"]], task["reply"].sources)
 
     def finish(task: JudgeTask, outcome: JudgeOutcome) -> FaithfulnessState:
-        reply = task["reply"]
-        answers = outcome.value.verdicts if outcome.ok else None  # type: ignore[union-attr]
-        verdicts = []
-        for i, s in enumerate(task["statements"]):
-            a = answers[i] if answers is not None else None
-            verdicts.append(ClaimVerdict(
-                exchange=reply.exchange, index=i, turns=list(reply.turns), claim=s.text,
-                verdict=a.verdict if a else None, reason=a.reason if a else "",
-                error=None if a else (outcome.error or "no verdict"), attempts=outcome.attempts,
-            ))
-        return {"verdicts": verdicts}
+        reply, statements = task["reply"], task["statements"]
+        answers = outcome.value.verdicts if outcome.ok else [None] * len(statements)  # type: ignore[union-attr]
+        error = None if outcome.ok else (outcome.error or "no verdict")
+        return {"verdicts": [ClaimVerdict(
+            exchange=reply.exchange, index=i, turns=list(reply.turns), claim=s.text, verdict=a.verdict if a else None,
+            reason=a.reason if a else "", error=error, attempts=outcome.attempts)
+            for i, (s, a) in enumerate(zip(statements, answers))]}
 
     step = judge_step("judge_claims", settings.judge, build, finish)
     return RunnableBranch((lambda task: not task.get("statements"), lambda _: {}), step).with_config(
@@ -296,12 +282,10 @@ def _reduce_score(settings: FaithfulnessSettings) -> Node:
                   "score": scores.get(r.exchange),
                   "status": "no sources" if not r.sources else "scored" if r.exchange in scores else "not judged"}
                  for r in replies]
-        details = {"penalize_ambiguous_claims": settings.penalize_ambiguous_claims,
-                   "window_size": settings.window_size, "turns": turns,
-                   "claims": len(verdicts), "judged": len(t.judged),
-                   "supported": sum(v.verdict == "yes" for v in t.judged),
-                   "contradicted": sum(v.verdict == "no" for v in t.judged),
-                   "ambiguous": sum(v.verdict == "idk" for v in t.judged)}
+        details = {"penalize_ambiguous_claims": settings.penalize_ambiguous_claims, "window_size": settings.window_size,
+                   "turns": turns, "claims": len(verdicts), "judged": len(t.judged),
+                   **{k: sum(v.verdict == label for v in t.judged)
+                      for k, label in (("supported", "yes"), ("contradicted", "no"), ("ambiguous", "idk"))}}
         return policy.result(conversation, t, usage=calls_usage(state), details=details)
 
     return score_node(settings.name, score, order=lambda v: (v.exchange, v.index))
