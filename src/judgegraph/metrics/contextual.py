@@ -38,6 +38,7 @@ from ..core.statements import (
     JudgeCall,
     Statement,
     StatementVerdict,
+    StepInput,
     StepUpdate,
     extract_statements_step,
     judge_statements_step,
@@ -109,26 +110,11 @@ class TurnRow(TypedDict):
     relevant: int
 
 
-class ExtractTask(TypedDict):
+class TurnTask(StepInput, total=False):
+    """A statement step's input for one turn (extraction: ``retrieval_context`` every node of the turn, flat over its
+    assistant turns, ``node_indices`` the ones it extracts)."""
+
     turn: TurnContext
-    retrieval_context: list[RetrievalNode]  # every node of the turn (flat over its assistant turns)
-    node_indices: list[int]  # the ones this task extracts
-    where: str
-
-
-class _Asked(TypedDict):
-    turn: TurnContext
-    user_message: str
-    context: list[tuple[str, str]]
-    where: str
-
-
-class JudgeTask(_Asked):
-    statements: list[Statement]
-
-
-class VerifyTask(_Asked):
-    verdicts: list[StatementVerdict]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -183,7 +169,7 @@ def _fan_out_extractions(settings: ContextualSettings) -> Callable[[ContextualSt
             per_turn = settings.extract_per == "turn"
             for g in [list(range(len(flat)))] if per_turn else [[i] for i in range(len(flat))]:
                 where = turn.label if per_turn else node_label(*turn.nodes[g[0]][:2])
-                sends.append(Send("extract_statements", ExtractTask(turn=turn, retrieval_context=flat, node_indices=g,
+                sends.append(Send("extract_statements", TurnTask(turn=turn, retrieval_context=flat, node_indices=g,
                                                                     where=where)))
         return sends or "reduce_score"
 
@@ -210,19 +196,19 @@ def _judge_where(turn: TurnContext, group: list[Statement], per: JudgePer) -> st
 
 
 def _extract_node(settings: ContextualSettings) -> RunnableLambda:
-    def route(task: ExtractTask, update: StepUpdate) -> Command:
+    def route(task: TurnTask, update: StepUpdate) -> Command:
         turn = task["turn"]
         statements = []
         for s in update["statements"]:  # node index in the flat list → (turn, index in that turn)
             t, n, _ = turn.nodes[s.node]
             statements.append(s.model_copy(update={"turn": t, "node": n, "exchange": turn.exchange}))
         tasks = [
-            JudgeTask(turn=turn, statements=g, user_message=turn.user_message, context=list(turn.context),
+            TurnTask(turn=turn, statements=g, user_message=turn.user_message, context=list(turn.context),
                       where=_judge_where(turn, g, settings.judge_per))
             for g in _group(statements, settings.judge_per)
         ]
         if not tasks:  # nothing extracted (a judge error): pass through, no call, so the pipeline stays in step
-            tasks = [JudgeTask(turn=turn, statements=[], user_message=turn.user_message, context=[], where=task["where"])]
+            tasks = [TurnTask(turn=turn, statements=[], user_message=turn.user_message, context=[], where=task["where"])]
         return Command(update={**update, "statements": statements}, goto=[Send("judge_statements", t) for t in tasks])
 
     return then_route(extract_statements_step(settings.judge), route, "extract_statements")
@@ -233,8 +219,8 @@ def _judge_node(settings: ContextualSettings) -> Runnable:
     if not settings.verify:
         return step
 
-    def route(task: JudgeTask, update: StepUpdate) -> Command:
-        verify = VerifyTask(turn=task["turn"], verdicts=update["verdicts"], user_message=task["user_message"],
+    def route(task: TurnTask, update: StepUpdate) -> Command:
+        verify = TurnTask(turn=task["turn"], verdicts=update["verdicts"], user_message=task["user_message"],
                             context=task["context"], where=task["where"])
         return Command(update=update, goto=[Send("verify_verdict", verify)])
 

@@ -28,7 +28,6 @@ from typing import Any, ClassVar, Literal
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
-from typing_extensions import NotRequired, TypedDict
 
 from ..core.nodes import quote, turn_label
 from ..core.scoring import Tally, clause
@@ -74,28 +73,13 @@ def stated_goal(conversation: Conversation) -> tuple[str | None, str]:
     return None, "inferred"
 
 
-class CallRow(TypedDict):
-    name: str
-    arguments: Any
-    output: Any
-
-
-class TurnRow(TypedDict):
-    turn: int  # 1-based
-    role: str
-    content: str
-    tool_calls: NotRequired[list[CallRow]]
-
-
 def agent_transcript(conversation: Conversation) -> str:
     """The conversation as JSON ``{turn, role, content}`` rows (1-based turns), an assistant turn's
     tool calls (name, arguments, output) included: a prompt value, never template source."""
-    rows: list[TurnRow] = []
+    rows = []
     for i, t in enumerate(conversation.turns):
-        row: TurnRow = {"turn": i + 1, "role": t.role, "content": t.content}
-        if t.tool_calls:
-            row["tool_calls"] = [{"name": c.name, "arguments": c.arguments, "output": c.output} for c in t.tool_calls]
-        rows.append(row)
+        calls = [{"name": c.name, "arguments": c.arguments, "output": c.output} for c in t.tool_calls]
+        rows.append({"turn": i + 1, "role": t.role, "content": t.content, **({"tool_calls": calls} if calls else {})})
     return json.dumps(rows, ensure_ascii=False, indent=1, default=str)
 
 
