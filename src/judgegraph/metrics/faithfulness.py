@@ -5,11 +5,8 @@ reply's claims supported by the retrieval context and tool results the chatbot h
     START → window_turns ─Send per reply with sources→ extract_claims ─Send→ judge_claims
           → reduce_score → END
 
-``extract_claims`` is the generic statement extraction (:func:`judgegraph.core.statements.extract_statements_step`)
-over the reply's text; ``judge_claims`` judges all of a reply's claims against its sources in one
-request: "yes" (supported), "no" (contradicted) or "idk" (neither). As deepeval counts, a reply's
-score is the share of claims not contradicted ("idk" counts as faithful unless
-``penalize_ambiguous_claims``); the score is the mean over the replies that had sources.
+A claim is "yes" (supported), "no" (contradicted) or "idk" (neither); a reply's score is the share of its claims
+not contradicted ("idk" unfaithful with ``penalize_ambiguous_claims``), the score their mean over replies with sources.
 """
 
 from __future__ import annotations

@@ -3,10 +3,8 @@
     START ─→ judge_goal → reduce_score → END
       └──(no user turn)──↗
 
-ragas' AgentGoalAccuracy semantics (binary: the end state, read from the replies and
-tool results, compared with the goal; with no stated goal the judge infers it, as
-AgentGoalAccuracyWithoutReference does), in one call that also cites the turn.
-Where the goal is read and every difference: docs/agents.md.
+ragas' AgentGoalAccuracy semantics (the goal inferred when none is stated), in one call that also cites the turn;
+where the goal is read and every difference: docs/agents.md.
 """
 
 from __future__ import annotations

@@ -3,9 +3,8 @@ semantics): one graph, two presets.
 
     START → window_turns ─Send per window→ judge_turn → reduce_score [→ write_reason] → END
 
-Score = relevant / judged windows; ``reason="llm"`` adds one call writing the reason.
-``dense=N`` judges N consecutive windows per call (:mod:`judgegraph.core._dense`): ``judge_turn``
-takes a block of windows and writes one verdict per window.
+Score = relevant / judged windows; ``reason="llm"`` adds one call writing the reason; ``dense=N`` judges N
+consecutive windows per call, one verdict each (:mod:`judgegraph.core._dense`).
 """
 
 from __future__ import annotations
