@@ -94,18 +94,9 @@ def turn_inputs(window: Window) -> dict[str, Any]:
 def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -> JudgeRequest:
     target = window.target
     tools: list[tuple[str, str]] = [(it.turn.role, it.turn.content) for it in target.tool]
-    return JudgeRequest(
-        task="turn_relevance",
-        step=JUDGE_STEP,
-        schema=TurnVerdict,
-        prompt=prompt,
-        values={
-            "rubric": rubric,
-            **exchange_values(target.user_text, window.context_messages() + tools, window.system),
-            "reply": target.reply_text,
-        },
-        inputs=window.offline_inputs(),
-    )
+    values = exchange_values(target.user_text, window.context_messages() + tools, window.system)
+    return JudgeRequest(task="turn_relevance", step=JUDGE_STEP, schema=TurnVerdict, prompt=prompt,
+                        values={"rubric": rubric, **values, "reply": target.reply_text}, inputs=window.offline_inputs())
 
 
 def _rubric(settings: RelevancySettings) -> str:
@@ -161,21 +152,11 @@ def _reduce_score(settings: RelevancySettings) -> Node:
 def _write_reason(settings: RelevancySettings) -> RunnableLambda:
     def build(state: RelevancyState) -> JudgeRequest:
         result = state["results"][settings.name]
-        lines = [
-            f"- {turn_label(v.turns)}: {'relevant' if v.relevant else 'irrelevant' if v.verdict else 'not judged'}"
-            f" — {v.reason or v.error}"
-            for v in result.verdicts
-        ]
-        return JudgeRequest(
-            task="write_reason",
-            step=REASON_STEP,
-            schema=WrittenReason,
-            values={
-                "score": "n/a" if result.score is None else f"{result.score:.2f}",
-                "threshold": f"{result.threshold:.2f}",
-                "verdicts": "\n".join(lines) or "(no verdicts)",
-            },
-        )
+        lines = [f"- {turn_label(v.turns)}: {'relevant' if v.relevant else 'irrelevant' if v.verdict else 'not judged'}"
+                 f" — {v.reason or v.error}" for v in result.verdicts]
+        return JudgeRequest(task="write_reason", step=REASON_STEP, schema=WrittenReason, values={
+            "score": "n/a" if result.score is None else f"{result.score:.2f}", "threshold": f"{result.threshold:.2f}",
+            "verdicts": "\n".join(lines) or "(no verdicts)"})
 
     def finish(state: RelevancyState, outcome: JudgeOutcome) -> RelevancyState:
         result = state["results"][settings.name]

@@ -90,13 +90,9 @@ def safety_request(window: Window) -> JudgeRequest:
     target = window.target
     context = [(it.turn.role, it.turn.content) for ex in (*window.context, target) for it in ex.turns
                if ex is not target or it in target.opening or it in target.tool]
-    return JudgeRequest(
-        task=TASK,
-        step=JUDGE_STEP,
-        schema=SafetyJudgement,
-        values={**exchange_values(target.user_text, context, window.system), "reply": target.reply_text},
-        inputs={"reply": target.reply_text, "latest_user": target.user_text},
-    )
+    values = {**exchange_values(target.user_text, context, window.system), "reply": target.reply_text}
+    return JudgeRequest(task=TASK, step=JUDGE_STEP, schema=SafetyJudgement, values=values,
+                        inputs={"reply": target.reply_text, "latest_user": target.user_text})
 
 
 def _judge_reply(settings: SafetySettings) -> RunnableLambda:
