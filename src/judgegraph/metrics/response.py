@@ -22,7 +22,6 @@ __all__ = [
     "resolve_embeddings",
 ]
 
-import operator
 import re
 import unicodedata
 from collections.abc import Callable
@@ -181,7 +180,6 @@ class Generation(TypedDict):
 class ResponseRelevancyState(MetricState, total=False):
     exchanges: list[Exchange]
     skipped: list[Skipped]
-    generations: Annotated[list[Generation], operator.add]  # what generate_questions produced, per exchange
     verdicts: Annotated[list[ExchangeVerdict], merge_verdicts]
 
 
@@ -267,7 +265,7 @@ def _generate_questions(settings: ResponseRelevancySettings) -> RunnableLambda:
             exchange=task["exchange"], questions=_questions(value), reason=getattr(value, "reason", ""),
             error=None if value is not None else (outcome.error or "no questions"), attempts=outcome.attempts,
             usage=outcome.usage, transcript=outcome.transcript, jurors=[_juror_questions(j) for j in outcome.jurors])
-        update: ResponseRelevancyState = {"generations": [record]}
+        update: ResponseRelevancyState = {}
         if value is None:  # the exchange's verdict is this judge error (embed_questions writes it again, no call)
             update["verdicts"] = [_verdict(task, settings.threshold, error=record["error"], step=GENERATE_STEP,
                                            attempts=outcome.attempts, usage=outcome.usage,
