@@ -378,11 +378,3 @@ def create_metric(metric: str | MetricSpec, model: ModelLike = None, **options: 
     (:func:`build_metric`)."""
     return build_metric(metric, model, **options)
 
-
-def renamed(module: str) -> Callable[[str], Any]:
-    """A metric module's ``__getattr__``: each of its ``*_metric`` factories under its old name (``*_judge``,
-    renamed in 0.2), with a ``DeprecationWarning`` (:func:`judgegraph._renamed`)."""
-    from .. import _renamed
-
-    return _renamed(module, lambda: [n for n, v in vars(sys.modules[module]).items()
-                                     if n.endswith("_metric") and callable(v)])

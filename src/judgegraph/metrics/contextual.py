@@ -47,7 +47,8 @@ from ..core.statements import (
 from ..data.conversation import RetrievalNode
 from ..data.results import JudgeErrorInfo, Usage, merge_verdicts
 from ..data.windows import Window
-from . import MetricSpec, renamed
+from . import MetricSpec
+from ._renamed import renamed
 
 METRIC = "turn_contextual_relevancy"
 

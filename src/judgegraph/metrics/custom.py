@@ -41,7 +41,8 @@ from ..data.conversation import Conversation
 from ..data.prompts import Prompt, load_prompt, parse_prompt
 from ..data.results import MetricResult, Verdict, merge_verdicts
 from ..judges import JudgeOutcome, JudgeRequest, ModelLike
-from . import MetricSpec, renamed
+from . import MetricSpec
+from ._renamed import renamed
 
 STEP = "custom_judge/judge_conversation"
 TASK = "custom_judge"

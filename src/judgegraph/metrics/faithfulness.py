@@ -45,7 +45,8 @@ from ..data.conversation import Conversation
 from ..data.results import MetricResult, Verdict, merge_verdicts
 from ..data.windows import Window
 from ..judges import JudgeOutcome, JudgeRequest
-from . import MetricSpec, renamed
+from . import MetricSpec
+from ._renamed import renamed
 from .contextual import then_route
 
 METRIC = "turn_faithfulness"

@@ -34,7 +34,7 @@ from ..data.answers import YesNo
 from ..data.conversation import Conversation
 from ..data.results import Verdict
 from ..judges import JudgeRequest
-from . import renamed
+from ._renamed import renamed
 from .session.common import (
     SessionSettings,
     Step,

@@ -31,7 +31,8 @@ from ..data.answers import read_choice
 from ..data.conversation import Conversation, as_conversation
 from ..data.results import JudgeAttempt, MetricResult, Verdict, merge_calls, merge_results, merge_verdicts
 from ..judges import JudgeOutcome, JudgeRequest
-from . import MetricSpec, renamed
+from . import MetricSpec
+from ._renamed import renamed
 
 STEP = "pairwise/judge_pair"
 TASK = "pairwise"

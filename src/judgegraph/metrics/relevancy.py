@@ -40,7 +40,8 @@ from ..data.prompts import Prompt, load_prompt
 from ..data.results import JudgeErrorInfo, MetricResult, WindowVerdict, merge_verdicts
 from ..data.windows import Window
 from ..judges import JudgeOutcome, JudgeRequest
-from . import MetricSpec, renamed
+from . import MetricSpec
+from ._renamed import renamed
 
 JUDGE_STEP = "turn_relevancy/judge_turn"
 REASON_STEP = "turn_relevancy/write_reason"

@@ -47,7 +47,8 @@ from ..embeddings.resolve import resolve_embeddings
 from ..embeddings.runner import EmbeddingRunner
 from ..judges import JudgeOutcome, JudgeRequest
 from ..judges.base import JurorAnswer
-from . import MetricSpec, renamed
+from . import MetricSpec
+from ._renamed import renamed
 
 GENERATE_STEP = "response_relevancy/generate_questions"
 EMBED_STEP = "response_relevancy/embed_questions"  # no prompt file: an embeddings call

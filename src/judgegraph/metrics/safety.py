@@ -35,7 +35,8 @@ from ..data.conversation import Conversation
 from ..data.results import MetricResult, WindowVerdict, merge_verdicts
 from ..data.windows import Window
 from ..judges import JudgeOutcome, JudgeRequest
-from . import MetricSpec, renamed
+from . import MetricSpec
+from ._renamed import renamed
 
 METRIC = "conversational_safety"
 JUDGE_STEP = "conversational_safety/judge_reply"

@@ -57,7 +57,8 @@ from ..data.results import MetricResult, Verdict, merge_verdicts
 from ..data.toolref import ExpectedCall, expected_of, parse_arguments
 from ..data.windows import Exchange, exchanges, windows_from_exchanges
 from ..judges import JudgeOutcome, JudgeRequest
-from . import MetricSpec, renamed
+from . import MetricSpec
+from ._renamed import renamed
 
 JUDGE_STEP = "tool_correctness/judge_calls"
 ARGUMENTS_STEP = "tool_correctness/judge_arguments"

@@ -49,7 +49,8 @@ from ..data.conversation import Conversation
 from ..data.results import JudgeErrorInfo, MetricResult, Verdict, merge_verdicts
 from ..data.windows import Window
 from ..judges import JudgeOutcome, JudgeRequest
-from . import MetricSpec, renamed
+from . import MetricSpec
+from ._renamed import renamed
 
 METRIC = "topic_adherence"
 JUDGE_STEP = "topic_adherence/judge_topics"

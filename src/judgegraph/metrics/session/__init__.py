@@ -5,7 +5,7 @@ offline one the factory raises :class:`~judgegraph.judges.NeedsLLMJudge`.
 
 from __future__ import annotations
 
-from .. import renamed
+from .._renamed import renamed
 from .common import SessionSettings
 from .completeness import GoalVerdict, build_completeness_graph, create_conversation_completeness_metric
 from .frustration import FrustrationVerdict, build_frustration_graph, create_user_frustration_metric

@@ -24,7 +24,7 @@ from ...data.answers import YesNo
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
-from .. import renamed
+from .._renamed import renamed
 from .common import (
     ExtractState,
     SessionSettings,

@@ -21,7 +21,7 @@ from ...core.state import MetricState
 from ...data.answers import read_choice
 from ...data.conversation import Conversation
 from ...data.results import Verdict
-from .. import renamed
+from .._renamed import renamed
 from .common import (
     CitingJudgement,
     SessionSettings,

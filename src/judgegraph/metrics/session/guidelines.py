@@ -26,7 +26,7 @@ from ...data.answers import read_choice
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
-from .. import renamed
+from .._renamed import renamed
 from .common import CitingJudgement, SessionSettings, Step, cited_turns, role_indices, session_graph, session_spec
 
 JUDGE = Step("conversational_guidelines/judge_guideline", "guideline_adherence", {"conversation", "guideline"})

@@ -25,7 +25,7 @@ from ...data.answers import YesNo, read_choice
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
-from .. import renamed
+from .._renamed import renamed
 from .common import (
     CitingJudgement,
     ExtractState,

@@ -26,7 +26,7 @@ from ...data.answers import YesNo
 from ...data.conversation import Conversation
 from ...data.results import MetricResult, Usage, Verdict, merge_verdicts
 from ...judges import JudgeOutcome, JudgeRequest
-from .. import renamed
+from .._renamed import renamed
 from .common import SessionSettings, Step, session_graph, session_spec
 
 JUDGE = Step("role_adherence/judge_turns", "role_adherence", {"role", "conversation", "turns"})
