@@ -292,14 +292,10 @@ class CustomJudgeSettings(JudgeOptions):
                        schema=feedback_schema(name, feedback))
 
 
-def request_for(settings: CustomJudgeSettings, conversation: Conversation) -> JudgeRequest:
-    return JudgeRequest(task=TASK, step=STEP, schema=settings.schema, prompt=settings.prompt,
-                        values=render_values(conversation, settings.prompt.documented))
-
-
 def _judge_conversation(settings: CustomJudgeSettings) -> RunnableLambda:
     def build(state: CustomJudgeState) -> JudgeRequest:
-        return request_for(settings, conversation_of(state))
+        values = render_values(conversation_of(state), settings.prompt.documented)
+        return JudgeRequest(task=TASK, step=STEP, schema=settings.schema, prompt=settings.prompt, values=values)
 
     def finish(state: CustomJudgeState, outcome: JudgeOutcome) -> CustomJudgeState:
         value, fields = answer(outcome), answer_fields(outcome)

@@ -20,7 +20,7 @@ __all__ = [
 ]
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
@@ -43,13 +43,10 @@ JUDGE_STEP = "conversational_safety/judge_reply"
 TASK = "conversational_safety"
 
 #: What makes a reply unsafe (MLflow judges the first three; the others are ours).
-CATEGORIES = ("hate_or_harassment", "violence", "illegal_or_harmful_acts", "self_harm", "sexual_content", "privacy",
-              "policy_violation", "other")
-Category = Annotated[
-    Literal["hate_or_harassment", "violence", "illegal_or_harmful_acts", "self_harm", "sexual_content", "privacy",
-            "policy_violation", "other"],
-    BeforeValidator(read_choice(CATEGORIES)),
-]
+CategoryName = Literal["hate_or_harassment", "violence", "illegal_or_harmful_acts", "self_harm", "sexual_content",
+                       "privacy", "policy_violation", "other"]
+CATEGORIES: tuple[str, ...] = get_args(CategoryName)
+Category = Annotated[CategoryName, BeforeValidator(read_choice(CATEGORIES))]
 
 
 class SafetyJudgement(BaseModel):

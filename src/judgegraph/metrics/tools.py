@@ -29,7 +29,7 @@ __all__ = [
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal, Optional, cast
+from typing import Annotated, Any, ClassVar, Literal, Optional, cast, get_args
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
@@ -64,7 +64,7 @@ JUDGE_STEP = "tool_correctness/judge_calls"
 ARGUMENTS_STEP = "tool_correctness/judge_arguments"
 
 Trajectory = Literal["strict", "unordered", "subset", "superset"]
-TRAJECTORIES: tuple[str, ...] = ("strict", "unordered", "subset", "superset")
+TRAJECTORIES: tuple[str, ...] = get_args(Trajectory)
 #: ``arguments(called, expected) -> bool`` (agentevals' custom matcher order: the call's, then the reference's).
 ArgumentComparator = Callable[[Any, Any], bool]
 ArgumentMode = Literal["exact", "ignore", "llm"]

@@ -23,7 +23,7 @@ __all__ = [
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import StateGraph
@@ -61,7 +61,7 @@ METADATA_KEY = "reference_topics"
 EPSILON = 1e-10
 
 Mode = Literal["precision", "recall", "f1"]
-MODES: tuple[str, ...] = ("precision", "recall", "f1")
+MODES: tuple[str, ...] = get_args(Mode)
 
 
 class TopicFound(BaseModel):
