@@ -106,27 +106,19 @@ def sources_of(window: Window) -> tuple[Source, ...]:
     """The retrieval context and tool results of the window's turns up to its target's last reply
     (a text given twice once): what the chatbot had when it wrote that reply."""
     last = max(window.target.reply_turn_indices, default=-1)
-    out: list[Source] = []
-    seen: set[str] = set()
-
-    def add(kind: str, turn: int, text: str) -> None:
-        text = text.strip()
-        if text and text not in seen:
-            seen.add(text)
-            out.append(Source(kind, turn, text))
-
+    found: dict[str, Source] = {}  # by text: the first turn holding it
     for it in sorted((it for ex in window.exchanges for it in ex.turns if it.index <= last), key=lambda t: t.index):
         turn = it.turn
-        for node in turn.retrieval_context:
-            add("retrieved", it.index, node.context)
-        for call in turn.tool_calls:
-            if call.output is not None:
-                output = call.output if isinstance(call.output, str) else json.dumps(call.output, default=str)
-                add(f"tool result ({call.name})", it.index, output)
+        texts = [("retrieved", node.context) for node in turn.retrieval_context]
+        texts += [(f"tool result ({c.name})", c.output if isinstance(c.output, str)
+                   else json.dumps(c.output, default=str)) for c in turn.tool_calls if c.output is not None]
         if turn.role == "tool":
             name = turn.metadata.get("name")
-            add(f"tool result ({name})" if isinstance(name, str) and name else "tool result", it.index, turn.content)
-    return tuple(out)
+            texts.append((f"tool result ({name})" if isinstance(name, str) and name else "tool result", turn.content))
+        for kind, text in texts:
+            if text.strip():
+                found.setdefault(text.strip(), Source(kind, it.index, text.strip()))
+    return tuple(found.values())
 
 
 class FaithfulnessState(MetricState, total=False):
