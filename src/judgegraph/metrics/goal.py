@@ -55,19 +55,15 @@ def stated_goal(conversation: Conversation) -> tuple[str | None, str]:
     (deepeval's ``expectedOutcome``; a simulated scenario's goal), metadata ``goal``, metadata
     ``reference`` (ragas), metadata ``expectations`` (MLflow: ``expected_outcome``, ``goal``,
     ``expected_output``, or a text); ``(None, "inferred")`` when none is."""
-    if conversation.expected_outcome and conversation.expected_outcome.strip():
-        return conversation.expected_outcome.strip(), "expected_outcome"
     meta = conversation.metadata
-    for key in ("goal", "reference"):
-        if isinstance(meta.get(key), str) and meta[key].strip():
-            return meta[key].strip(), f"metadata.{key}"
     expectations = meta.get("expectations")
-    if isinstance(expectations, str) and expectations.strip():
-        return expectations.strip(), "metadata.expectations"
-    if isinstance(expectations, Mapping):
-        for key in ("expected_outcome", "goal", "expected_output"):
-            if isinstance(expectations.get(key), str) and expectations[key].strip():
-                return expectations[key].strip(), f"metadata.expectations.{key}"
+    inside = expectations if isinstance(expectations, Mapping) else {}
+    found = [(conversation.expected_outcome, "expected_outcome"), (meta.get("goal"), "metadata.goal"),
+             (meta.get("reference"), "metadata.reference"), (expectations, "metadata.expectations")]
+    found += [(inside.get(k), f"metadata.expectations.{k}") for k in ("expected_outcome", "goal", "expected_output")]
+    for text, source in found:
+        if isinstance(text, str) and text.strip():
+            return text.strip(), source
     return None, "inferred"
 
 
