@@ -100,12 +100,8 @@ def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -
                         values={"rubric": rubric, **values, "reply": target.reply_text}, inputs=window.offline_inputs())
 
 
-def _rubric(settings: RelevancySettings) -> str:
-    return settings.rubric if settings.rubric is not None else load_prompt(DEFAULT_RUBRIC_STEP).template.strip()
-
-
 def _judge_turn(settings: RelevancySettings) -> RunnableLambda:
-    rubric = _rubric(settings)
+    rubric = settings.rubric if settings.rubric is not None else load_prompt(DEFAULT_RUBRIC_STEP).template.strip()
 
     def build(task: WindowTask) -> JudgeRequest:
         return turn_request(task["window"], rubric=rubric)
