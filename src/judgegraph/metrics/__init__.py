@@ -15,12 +15,14 @@ import inspect
 import os
 import pkgutil
 import sys
+import typing
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import MISSING, Field, dataclass, field
 from functools import lru_cache
 from importlib.metadata import entry_points
+from types import UnionType
 from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.graph import StateGraph
@@ -109,24 +111,17 @@ class MetricSpec:
 
     def kinds(self, option: str) -> tuple[Any, ...]:
         """The types an option's declaration allows (a union's members; ``None`` left in)."""
-        import typing
-        from types import UnionType
-
         hint = _hints(self.settings).get(option)
         return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, UnionType) else (hint,)
 
     def choices(self, option: str) -> list[str]:
         """The values an option's ``Literal`` type allows (none: any value of its type)."""
-        import typing
-
         return [c for k in self.kinds(option) if typing.get_origin(k) is Literal for c in typing.get_args(k)]
 
     def typed(self, option: str, text: str) -> Any:
         """The command line's ``text`` for ``option`` (``--option NAME=VALUE``) as its declared type: a number, true or
         false, one of a ``Literal``'s values (another: a ``ValueError`` naming them), ``[text]`` for a list; a text
         that is not of the type is returned as it is, for the settings' check to refuse with its own message."""
-        import typing
-
         kinds = self.kinds(option)
         if choices := self.choices(option):
             if text in choices:
@@ -197,8 +192,6 @@ def _show(default: Any) -> str:
 
 def _hints(cls: type | None) -> dict[str, Any]:
     """The settings' field types, evaluated (text where one cannot be: a name only type checkers import)."""
-    import typing
-
     from ..judges.base import Judge
 
     try:
@@ -218,7 +211,6 @@ def built_ins() -> dict[str, MetricSpec]:
             if isinstance(spec, MetricSpec) and not key.startswith("_") and spec.factory.__module__ == mod.__name__:
                 specs[spec.name] = spec
     return specs
-
 
 
 @lru_cache(maxsize=1)
@@ -256,9 +248,7 @@ def registry() -> dict[str, MetricSpec]:
 
 
 def canonical_name(name: str) -> str:
-    if ":" in name:
-        return name.strip()
-    return name.strip().lower().replace("-", "_")
+    return name.strip() if ":" in name else name.strip().lower().replace("-", "_")
 
 
 class MetricNotFound(KeyError):
@@ -333,13 +323,11 @@ def _factory_spec(path: str, fn: Callable[..., Any]) -> MetricSpec:
     options = frozenset(named & known)
 
     def factory(*, model: ModelLike = None, **opts: Any) -> CompiledStateGraph:
-        kwargs = {k: v for k, v in opts.items() if k in options}
-        if judge_arg == "model" and model is not None:
-            kwargs["model"] = model
-        elif judge_arg == "judge" and model is not None:
+        kwargs: dict[str, Any] = {k: v for k, v in opts.items() if k in options}
+        if judge_arg is not None and model is not None:
             from ..judges import resolve_judge
 
-            kwargs["judge"] = resolve_judge(model)
+            kwargs[judge_arg] = model if judge_arg == "model" else resolve_judge(model)
         graph = fn(**kwargs)
         if not isinstance(graph, CompiledStateGraph):
             raise TypeError(f"custom metric {path!r} returned {type(graph).__name__}, not a compiled graph")
@@ -389,3 +377,4 @@ def create_metric(metric: str | MetricSpec, model: ModelLike = None, **options: 
     from ``model`` and built with its own ``options``: the one public way to make a metric's graph
     (:func:`build_metric`)."""
     return build_metric(metric, model, **options)
+

@@ -38,6 +38,7 @@ from ..core.statements import (
     JudgeCall,
     Statement,
     StatementVerdict,
+    StepInput,
     StepUpdate,
     extract_statements_step,
     judge_statements_step,
@@ -76,12 +77,10 @@ class TurnContext:
 
 def turn_context(window: Window) -> TurnContext:
     target = window.target
-    context: list[tuple[str, str]] = []
     # earlier exchanges' user and assistant messages (tool output left out), then the target's opening greeting
-    for ex in window.context:
-        for it in sorted((*ex.opening, *ex.user, *ex.assistant), key=lambda t: t.index):
-            context.append((it.turn.role, it.turn.content))
-    context.extend((it.turn.role, it.turn.content) for it in target.opening)
+    shown = [it for ex in window.context
+             for it in sorted((*ex.opening, *ex.user, *ex.assistant), key=lambda t: t.index)]
+    context = [(it.turn.role, it.turn.content) for it in (*shown, *target.opening)]
     nodes = tuple((it.index, n, node) for it in target.assistant for n, node in enumerate(it.turn.retrieval_context))
     return TurnContext(target.index, target.reply_turn_indices, target.user_text, tuple(context), nodes)
 
@@ -112,26 +111,11 @@ class TurnRow(TypedDict):
     relevant: int
 
 
-class ExtractTask(TypedDict):
+class TurnTask(StepInput, total=False):
+    """A statement step's input for one turn (extraction: ``retrieval_context`` every node of the turn, flat over its
+    assistant turns, ``node_indices`` the ones it extracts)."""
+
     turn: TurnContext
-    retrieval_context: list[RetrievalNode]  # every node of the turn (flat over its assistant turns)
-    node_indices: list[int]  # the ones this task extracts
-    where: str
-
-
-class _Asked(TypedDict):
-    turn: TurnContext
-    user_message: str
-    context: list[tuple[str, str]]
-    where: str
-
-
-class JudgeTask(_Asked):
-    statements: list[Statement]
-
-
-class VerifyTask(_Asked):
-    verdicts: list[StatementVerdict]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,7 +138,7 @@ class ContextualSettings(WindowOptions):
             raise ValueError("verify=True needs an LLM judge (pass model=...)")
 
 
-def _then(step: Runnable, route: Callable[[Any, StepUpdate], Any], name: str) -> RunnableLambda:
+def then_route(step: Runnable, route: Callable[[Any, StepUpdate], Any], name: str) -> RunnableLambda:
     """``step``, then ``route(task, update)`` (a state update or a Command)."""
 
     def run(task: Any) -> Any:
@@ -186,7 +170,7 @@ def _fan_out_extractions(settings: ContextualSettings) -> Callable[[ContextualSt
             per_turn = settings.extract_per == "turn"
             for g in [list(range(len(flat)))] if per_turn else [[i] for i in range(len(flat))]:
                 where = turn.label if per_turn else node_label(*turn.nodes[g[0]][:2])
-                sends.append(Send("extract_statements", ExtractTask(turn=turn, retrieval_context=flat, node_indices=g,
+                sends.append(Send("extract_statements", TurnTask(turn=turn, retrieval_context=flat, node_indices=g,
                                                                     where=where)))
         return sends or "reduce_score"
 
@@ -213,22 +197,22 @@ def _judge_where(turn: TurnContext, group: list[Statement], per: JudgePer) -> st
 
 
 def _extract_node(settings: ContextualSettings) -> RunnableLambda:
-    def route(task: ExtractTask, update: StepUpdate) -> Command:
+    def route(task: TurnTask, update: StepUpdate) -> Command:
         turn = task["turn"]
         statements = []
         for s in update["statements"]:  # node index in the flat list → (turn, index in that turn)
             t, n, _ = turn.nodes[s.node]
             statements.append(s.model_copy(update={"turn": t, "node": n, "exchange": turn.exchange}))
         tasks = [
-            JudgeTask(turn=turn, statements=g, user_message=turn.user_message, context=list(turn.context),
+            TurnTask(turn=turn, statements=g, user_message=turn.user_message, context=list(turn.context),
                       where=_judge_where(turn, g, settings.judge_per))
             for g in _group(statements, settings.judge_per)
         ]
         if not tasks:  # nothing extracted (a judge error): pass through, no call, so the pipeline stays in step
-            tasks = [JudgeTask(turn=turn, statements=[], user_message=turn.user_message, context=[], where=task["where"])]
+            tasks = [TurnTask(turn=turn, statements=[], user_message=turn.user_message, context=[], where=task["where"])]
         return Command(update={**update, "statements": statements}, goto=[Send("judge_statements", t) for t in tasks])
 
-    return _then(extract_statements_step(settings.judge), route, "extract_statements")
+    return then_route(extract_statements_step(settings.judge), route, "extract_statements")
 
 
 def _judge_node(settings: ContextualSettings) -> Runnable:
@@ -236,12 +220,12 @@ def _judge_node(settings: ContextualSettings) -> Runnable:
     if not settings.verify:
         return step
 
-    def route(task: JudgeTask, update: StepUpdate) -> Command:
-        verify = VerifyTask(turn=task["turn"], verdicts=update["verdicts"], user_message=task["user_message"],
+    def route(task: TurnTask, update: StepUpdate) -> Command:
+        verify = TurnTask(turn=task["turn"], verdicts=update["verdicts"], user_message=task["user_message"],
                             context=task["context"], where=task["where"])
         return Command(update=update, goto=[Send("verify_verdict", verify)])
 
-    return _then(step, route, "judge_statements")
+    return then_route(step, route, "judge_statements")
 
 
 def contextual_reason(
@@ -273,23 +257,20 @@ def contextual_reason(
             by_node.setdefault((v.exchange, tuple(v.turns), v.node), []).append(v)
     bad = []
     for (_, turns_, node), vs in by_node.items():
-        no = [v for v in vs if v.verdict == "no"]
-        if no:
-            label = node_label(turns_[0] if turns_ else None, node)
+        if no := [v for v in vs if v.verdict == "no"]:
             src = f" ({no[0].source})" if no[0].source else ""
+            label = node_label(turns_[0] if turns_ else None, node)
             bad.append(f"{label}{src}: {len(no)} of {len(vs)} irrelevant, e.g. {quote(no[0].statement)} — {no[0].reason}")
     if bad:
         more = f"; and {len(bad) - max_nodes} more node(s)" if len(bad) > max_nodes else ""
         parts.append("Irrelevant: " + "; ".join(bad[:max_nodes]) + more + ".")
-    flipped = sum(v.flipped for v in verdicts)
-    if flipped:
+    if flipped := sum(v.flipped for v in verdicts):
         parts.append(f"{flipped} statement(s) first judged irrelevant were found relevant on a second look.")
     if no_context:
         parts.append(f"No retrieval context, left out of the mean: {', '.join(no_context)}.")
     if not_judged:
         parts.append(f"Not judged (judge error), left out of the mean: {', '.join(not_judged)}.")
-    unjudged = sum(1 for v in verdicts if v.verdict is None)
-    if unjudged and not not_judged:
+    if (unjudged := sum(1 for v in verdicts if v.verdict is None)) and not not_judged:
         parts.append(f"{unjudged} statement(s) not judged (judge error), left out.")
     return " ".join(parts)
 
@@ -325,30 +306,20 @@ def _reduce_score(settings: ContextualSettings) -> Node:
         score = sum(scores) / len(scores) if scores else None
         status: Literal["error", "not_applicable"] | None = (
             "not_applicable" if not with_context else "error" if not scores else None)
-        errors = [
-            JudgeErrorInfo(where=c.where, step=c.step, message=c.error, attempts=c.attempts) for c in calls if c.error
-        ]
+        errors = [JudgeErrorInfo(where=c.where, step=c.step, message=c.error, attempts=c.attempts)
+                  for c in calls if c.error]
         by_step: dict[str, Usage] = {}
         for c in calls:
             node = c.step.rsplit("/", 1)[-1]
             by_step[node] = by_step.get(node, Usage()) + c.usage
         details: dict[str, Any] = {
-            "mode": OFFLINE_MODE if settings.offline else LLM_MODE,
-            "window_size": settings.window_size,
-            "verify": settings.verify,
-            "extract_per": settings.extract_per,
-            "judge_per": settings.judge_per,
-            "turns": turns,
-            "turns_with_context": len(with_context),
-            "turns_scored": len(scores),
-            "statements": len(verdicts),
-            "judged": sum(1 for v in verdicts if v.verdict is not None),
-            "relevant": sum(1 for v in verdicts if v.verdict == "yes"),
-            "flipped": sum(1 for v in verdicts if v.flipped),
+            "mode": OFFLINE_MODE if settings.offline else LLM_MODE, "window_size": settings.window_size,
+            "verify": settings.verify, "extract_per": settings.extract_per, "judge_per": settings.judge_per,
+            "turns": turns, "turns_with_context": len(with_context), "turns_scored": len(scores),
+            "statements": len(verdicts), "judged": sum(1 for v in verdicts if v.verdict is not None),
+            "relevant": sum(1 for v in verdicts if v.verdict == "yes"), "flipped": sum(v.flipped for v in verdicts),
             "calls_by_step": {k: u.calls for k, u in by_step.items()},
-            "usage_by_step": {k: u.model_dump() for k, u in by_step.items()},
-            "cached": sum(1 for c in calls if c.cached),
-        }
+            "usage_by_step": {k: u.model_dump() for k, u in by_step.items()}, "cached": sum(c.cached for c in calls)}
         if settings.offline:
             details["judge_rule"] = getattr(settings.judge, "statement_rule", None) or settings.judge.rule
         shown, threshold = strict(score, settings.threshold, settings.strict_mode)

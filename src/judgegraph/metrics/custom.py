@@ -174,25 +174,18 @@ def feedback_schema(name: str, spec: FeedbackSpec) -> type[BaseModel]:
         value_type = Annotated[spec.type, Field(allow_inf_nan=False)]
     validators: dict[str, Any] = {}
     if spec.kind == "literal":
-        by_lower: dict[str, Any] = {}
-        for c in spec.choices:
-            if isinstance(c, str):
-                by_lower.setdefault(c.strip().lower(), []).append(c)
-
         def _normalise(cls: Any, value: Any) -> Any:
             if isinstance(value, str) and value not in spec.choices:
-                hits = by_lower.get(value.strip().lower(), [])
-                if len(hits) == 1:
-                    return hits[0]
+                key = value.strip().lower()
+                hits = [c for c in spec.choices if isinstance(c, str) and c.strip().lower() == key]
+                return hits[0] if len(hits) == 1 else value
             return value
 
         validators["_normalise"] = field_validator("value", mode="before")(classmethod(_normalise))
     return create_model(
-        _schema_name(name),
-        __validators__=validators or None,
+        _schema_name(name), __validators__=validators or None,
         reason=(str, Field(description="Your reasoning, before the value: what in the conversation supports it.")),
-        value=(value_type, Field(description=f"The judgement: {spec.description}.")),
-    )
+        value=(value_type, Field(description=f"The judgement: {spec.description}.")))
 
 
 def check_instructions(instructions: str) -> frozenset[str]:
@@ -299,19 +292,10 @@ class CustomJudgeSettings(JudgeOptions):
                        schema=feedback_schema(name, feedback))
 
 
-def request_for(settings: CustomJudgeSettings, conversation: Conversation) -> JudgeRequest:
-    return JudgeRequest(
-        task=TASK,
-        step=STEP,
-        schema=settings.schema,
-        values=render_values(conversation, settings.prompt.documented),
-        prompt=settings.prompt,
-    )
-
-
 def _judge_conversation(settings: CustomJudgeSettings) -> RunnableLambda:
     def build(state: CustomJudgeState) -> JudgeRequest:
-        return request_for(settings, conversation_of(state))
+        values = render_values(conversation_of(state), settings.prompt.documented)
+        return JudgeRequest(task=TASK, step=STEP, schema=settings.schema, prompt=settings.prompt, values=values)
 
     def finish(state: CustomJudgeState, outcome: JudgeOutcome) -> CustomJudgeState:
         value, fields = answer(outcome), answer_fields(outcome)

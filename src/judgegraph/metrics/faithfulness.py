@@ -5,11 +5,8 @@ reply's claims supported by the retrieval context and tool results the chatbot h
     START → window_turns ─Send per reply with sources→ extract_claims ─Send→ judge_claims
           → reduce_score → END
 
-``extract_claims`` is the generic statement extraction (:func:`judgegraph.core.statements.extract_statements_step`)
-over the reply's text; ``judge_claims`` judges all of a reply's claims against its sources in one
-request: "yes" (supported), "no" (contradicted) or "idk" (neither). As deepeval counts, a reply's
-score is the share of claims not contradicted ("idk" counts as faithful unless
-``penalize_ambiguous_claims``); the score is the mean over the replies that had sources.
+A claim is "yes" (supported), "no" (contradicted) or "idk" (neither); a reply's score is the share of its claims
+not contradicted ("idk" unfaithful with ``penalize_ambiguous_claims``), the score their mean over replies with sources.
 """
 
 from __future__ import annotations
@@ -50,6 +47,7 @@ from ..data.windows import Window
 from ..judges import JudgeOutcome, JudgeRequest
 from . import MetricSpec
 from ._renamed import renamed
+from .contextual import then_route
 
 METRIC = "turn_faithfulness"
 JUDGE_STEP = "turn_faithfulness/judge_claims"
@@ -65,15 +63,10 @@ class ClaimJudgement(BaseModel):
 
 
 class ClaimVerdicts(NumberedVerdicts):
-    """The answer of ``judge_claims``: one entry per claim, numbered from 1 (:func:`claims_schema` checks the count)."""
+    """The answer of ``judge_claims``: one entry per claim, numbered from 1 (:func:`claims_request` sets the count)."""
 
     numbered_by: ClassVar[str] = "claim"
     verdicts: list[ClaimJudgement] = Field(description="One entry per claim, in order.")
-
-
-def claims_schema(claims: int) -> type[ClaimVerdicts]:
-    """:class:`ClaimVerdicts` that requires exactly ``claims`` entries."""
-    return numbered(ClaimVerdicts, claims)
 
 
 class ClaimVerdict(Verdict):
@@ -113,27 +106,19 @@ def sources_of(window: Window) -> tuple[Source, ...]:
     """The retrieval context and tool results of the window's turns up to its target's last reply
     (a text given twice once): what the chatbot had when it wrote that reply."""
     last = max(window.target.reply_turn_indices, default=-1)
-    out: list[Source] = []
-    seen: set[str] = set()
-
-    def add(kind: str, turn: int, text: str) -> None:
-        text = text.strip()
-        if text and text not in seen:
-            seen.add(text)
-            out.append(Source(kind, turn, text))
-
+    found: dict[str, Source] = {}  # by text: the first turn holding it
     for it in sorted((it for ex in window.exchanges for it in ex.turns if it.index <= last), key=lambda t: t.index):
         turn = it.turn
-        for node in turn.retrieval_context:
-            add("retrieved", it.index, node.context)
-        for call in turn.tool_calls:
-            if call.output is not None:
-                output = call.output if isinstance(call.output, str) else json.dumps(call.output, default=str)
-                add(f"tool result ({call.name})", it.index, output)
+        texts = [("retrieved", node.context) for node in turn.retrieval_context]
+        texts += [(f"tool result ({c.name})", c.output if isinstance(c.output, str)
+                   else json.dumps(c.output, default=str)) for c in turn.tool_calls if c.output is not None]
         if turn.role == "tool":
             name = turn.metadata.get("name")
-            add(f"tool result ({name})" if isinstance(name, str) and name else "tool result", it.index, turn.content)
-    return tuple(out)
+            texts.append((f"tool result ({name})" if isinstance(name, str) and name else "tool result", turn.content))
+        for kind, text in texts:
+            if text.strip():
+                found.setdefault(text.strip(), Source(kind, it.index, text.strip()))
+    return tuple(found.values())
 
 
 class FaithfulnessState(MetricState, total=False):
@@ -171,10 +156,10 @@ class FaithfulnessSettings(WindowOptions):
 def claims_request(claims: Sequence[str], sources: Sequence[Source]) -> JudgeRequest:
     """Judge ``claims`` against ``sources`` (texts only: the same claims and sources share one cached judgement)."""
     rendered = "\n\n".join(f"[source {i}] {s.kind}, turn {s.turn + 1}\n{s.text}" for i, s in enumerate(sources, 1))
-    numbered = [" ".join(c.split()) for c in claims]
+    listed = [" ".join(c.split()) for c in claims]
     return JudgeRequest(
-        task=TASK, step=JUDGE_STEP, schema=claims_schema(len(numbered)),
-        values={"sources": rendered, "claims": "\n".join(f"{i}. {c}" for i, c in enumerate(numbered, 1))},
+        task=TASK, step=JUDGE_STEP, schema=numbered(ClaimVerdicts, len(listed)),  # exactly one verdict per claim
+        values={"sources": rendered, "claims": "\n".join(f"{i}. {c}" for i, c in enumerate(listed, 1))},
         inputs={"claims": list(claims), "sources": [s.text for s in sources]},
     )
 
@@ -210,13 +195,7 @@ def _extract_claims(settings: FaithfulnessSettings) -> RunnableLambda:
         judge = JudgeTask(reply=reply, statements=list(update.get("statements") or []), where=task["where"])
         return Command(update=kept, goto=[Send("judge_claims", judge)])
 
-    def run(task: ExtractTask) -> Command:
-        return route(task, step.invoke(task))
-
-    async def arun(task: ExtractTask) -> Command:
-        return route(task, await step.ainvoke(task))
-
-    return RunnableLambda(run, afunc=arun, name="extract_claims")
+    return then_route(step, route, "extract_claims")
 
 
 def _judge_claims(settings: FaithfulnessSettings) -> Runnable:
@@ -224,17 +203,13 @@ def _judge_claims(settings: FaithfulnessSettings) -> Runnable:
         return claims_request([s.text for s in task["statements"]], task["reply"].sources)
 
     def finish(task: JudgeTask, outcome: JudgeOutcome) -> FaithfulnessState:
-        reply = task["reply"]
-        answers = outcome.value.verdicts if outcome.ok else None  # type: ignore[union-attr]
-        verdicts = []
-        for i, s in enumerate(task["statements"]):
-            a = answers[i] if answers is not None else None
-            verdicts.append(ClaimVerdict(
-                exchange=reply.exchange, index=i, turns=list(reply.turns), claim=s.text,
-                verdict=a.verdict if a else None, reason=a.reason if a else "",
-                error=None if a else (outcome.error or "no verdict"), attempts=outcome.attempts,
-            ))
-        return {"verdicts": verdicts}
+        reply, statements = task["reply"], task["statements"]
+        answers = outcome.value.verdicts if outcome.ok else [None] * len(statements)  # type: ignore[union-attr]
+        error = None if outcome.ok else (outcome.error or "no verdict")
+        return {"verdicts": [ClaimVerdict(
+            exchange=reply.exchange, index=i, turns=list(reply.turns), claim=s.text, verdict=a.verdict if a else None,
+            reason=a.reason if a else "", error=error, attempts=outcome.attempts)
+            for i, (s, a) in enumerate(zip(statements, answers))]}
 
     step = judge_step("judge_claims", settings.judge, build, finish)
     return RunnableBranch((lambda task: not task.get("statements"), lambda _: {}), step).with_config(
@@ -297,12 +272,10 @@ def _reduce_score(settings: FaithfulnessSettings) -> Node:
                   "score": scores.get(r.exchange),
                   "status": "no sources" if not r.sources else "scored" if r.exchange in scores else "not judged"}
                  for r in replies]
-        details = {"penalize_ambiguous_claims": settings.penalize_ambiguous_claims,
-                   "window_size": settings.window_size, "turns": turns,
-                   "claims": len(verdicts), "judged": len(t.judged),
-                   "supported": sum(v.verdict == "yes" for v in t.judged),
-                   "contradicted": sum(v.verdict == "no" for v in t.judged),
-                   "ambiguous": sum(v.verdict == "idk" for v in t.judged)}
+        details = {"penalize_ambiguous_claims": settings.penalize_ambiguous_claims, "window_size": settings.window_size,
+                   "turns": turns, "claims": len(verdicts), "judged": len(t.judged),
+                   **{k: sum(v.verdict == label for v in t.judged)
+                      for k, label in (("supported", "yes"), ("contradicted", "no"), ("ambiguous", "idk"))}}
         return policy.result(conversation, t, usage=calls_usage(state), details=details)
 
     return score_node(settings.name, score, order=lambda v: (v.exchange, v.index))

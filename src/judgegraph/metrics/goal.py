@@ -3,10 +3,8 @@
     START ─→ judge_goal → reduce_score → END
       └──(no user turn)──↗
 
-ragas' AgentGoalAccuracy semantics (binary: the end state, read from the replies and
-tool results, compared with the goal; with no stated goal the judge infers it, as
-AgentGoalAccuracyWithoutReference does), in one call that also cites the turn.
-Where the goal is read and every difference: docs/agents.md.
+ragas' AgentGoalAccuracy semantics (the goal inferred when none is stated), in one call that also cites the turn;
+where the goal is read and every difference: docs/agents.md.
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ from typing import Any, ClassVar, Literal
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 from pydantic import BaseModel, Field
-from typing_extensions import NotRequired, TypedDict
 
 from ..core.nodes import quote, turn_label
 from ..core.scoring import Tally, clause
@@ -58,44 +55,25 @@ def stated_goal(conversation: Conversation) -> tuple[str | None, str]:
     (deepeval's ``expectedOutcome``; a simulated scenario's goal), metadata ``goal``, metadata
     ``reference`` (ragas), metadata ``expectations`` (MLflow: ``expected_outcome``, ``goal``,
     ``expected_output``, or a text); ``(None, "inferred")`` when none is."""
-    if conversation.expected_outcome and conversation.expected_outcome.strip():
-        return conversation.expected_outcome.strip(), "expected_outcome"
     meta = conversation.metadata
-    for key in ("goal", "reference"):
-        if isinstance(meta.get(key), str) and meta[key].strip():
-            return meta[key].strip(), f"metadata.{key}"
     expectations = meta.get("expectations")
-    if isinstance(expectations, str) and expectations.strip():
-        return expectations.strip(), "metadata.expectations"
-    if isinstance(expectations, Mapping):
-        for key in ("expected_outcome", "goal", "expected_output"):
-            if isinstance(expectations.get(key), str) and expectations[key].strip():
-                return expectations[key].strip(), f"metadata.expectations.{key}"
+    inside = expectations if isinstance(expectations, Mapping) else {}
+    found = [(conversation.expected_outcome, "expected_outcome"), (meta.get("goal"), "metadata.goal"),
+             (meta.get("reference"), "metadata.reference"), (expectations, "metadata.expectations")]
+    found += [(inside.get(k), f"metadata.expectations.{k}") for k in ("expected_outcome", "goal", "expected_output")]
+    for text, source in found:
+        if isinstance(text, str) and text.strip():
+            return text.strip(), source
     return None, "inferred"
-
-
-class CallRow(TypedDict):
-    name: str
-    arguments: Any
-    output: Any
-
-
-class TurnRow(TypedDict):
-    turn: int  # 1-based
-    role: str
-    content: str
-    tool_calls: NotRequired[list[CallRow]]
 
 
 def agent_transcript(conversation: Conversation) -> str:
     """The conversation as JSON ``{turn, role, content}`` rows (1-based turns), an assistant turn's
     tool calls (name, arguments, output) included: a prompt value, never template source."""
-    rows: list[TurnRow] = []
+    rows = []
     for i, t in enumerate(conversation.turns):
-        row: TurnRow = {"turn": i + 1, "role": t.role, "content": t.content}
-        if t.tool_calls:
-            row["tool_calls"] = [{"name": c.name, "arguments": c.arguments, "output": c.output} for c in t.tool_calls]
-        rows.append(row)
+        calls = [{"name": c.name, "arguments": c.arguments, "output": c.output} for c in t.tool_calls]
+        rows.append({"turn": i + 1, "role": t.role, "content": t.content, **({"tool_calls": calls} if calls else {})})
     return json.dumps(rows, ensure_ascii=False, indent=1, default=str)
 
 

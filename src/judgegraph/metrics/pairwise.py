@@ -2,20 +2,9 @@
 
     START ─Send per (criterion, order)→ judge_pair → reduce_score → END
 
-The graph reads ``{"a": conversation, "b": conversation}``: two versions of a
-chatbot on the same input. Each criterion is judged twice, once with ``a``
-shown first (order ``"ab"``) and once with ``b`` first (``"ba"``), so the
-judge's preference for a position cancels out: the two verdicts, put back in
-version terms, decide the criterion when they agree; when they disagree (the
-verdict moved with the order) the criterion is a **tie**, flagged
-``order_dependent``. A judge error in either order leaves the criterion
-undecided (``None``): reported, never a win.
-
-The result (``results[name]``) holds the verdicts (two per criterion, with
-their transcripts), ``value`` ``{criterion: "a" | "b" | "tie" | None}``,
-``details["criteria"]`` (outcome, order dependence, errors) and ``score``: the
-share of decided criteria ``b`` won, a tie counting half (no threshold: recorded,
-never failing a run).
+Each criterion is judged with ``a`` shown first (order ``"ab"``) and with ``b`` first (``"ba"``): it is decided
+when the two verdicts agree, else a tie flagged ``order_dependent``; a judge error in either order leaves it
+undecided (None). ``score``: the share of decided criteria ``b`` won, a tie counting half (no threshold).
 """
 
 from __future__ import annotations
@@ -152,9 +141,7 @@ def version_of(said: str, order: Order) -> Outcome:
     """The version a position answer names: in order "ab" A is a; in "ba" A is b."""
     if said == "tie":
         return "tie"
-    shown_first: Outcome = "a" if order == "ab" else "b"
-    shown_second: Outcome = "b" if order == "ab" else "a"
-    return shown_first if said == "A" else shown_second
+    return "a" if (said == "A") == (order == "ab") else "b"
 
 
 @dataclass(frozen=True)
@@ -168,8 +155,7 @@ class CriterionOutcome:
     errors: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"criterion": self.criterion, "outcome": self.outcome, "order_dependent": self.order_dependent,
-                "errors": self.errors}
+        return dataclasses.asdict(self)
 
 
 def decide(verdicts: Iterable[PairVerdict], criteria: Sequence[str]) -> list[CriterionOutcome]:
@@ -177,15 +163,11 @@ def decide(verdicts: Iterable[PairVerdict], criteria: Sequence[str]) -> list[Cri
     by: dict[tuple[str, str], PairVerdict] = {(v.criterion, v.order): v for v in verdicts}
     out = []
     for name in criteria:
-        pair = [by.get((name, order)) for order in ORDERS]
-        said = [v.verdict if v is not None else None for v in pair]
-        errors = sum(1 for s in said if s is None)
-        if errors:
+        said = [v.verdict if (v := by.get((name, order))) is not None else None for order in ORDERS]
+        if errors := said.count(None):
             out.append(CriterionOutcome(name, None, False, errors))
-        elif said[0] == said[1]:
-            out.append(CriterionOutcome(name, said[0], False, 0))
         else:
-            out.append(CriterionOutcome(name, "tie", True, 0))
+            out.append(CriterionOutcome(name, said[0] if said[0] == said[1] else "tie", said[0] != said[1], 0))
     return out
 
 

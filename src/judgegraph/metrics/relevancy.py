@@ -3,9 +3,8 @@ semantics): one graph, two presets.
 
     START → window_turns ─Send per window→ judge_turn → reduce_score [→ write_reason] → END
 
-Score = relevant / judged windows; ``reason="llm"`` adds one call writing the reason.
-``dense=N`` judges N consecutive windows per call (:mod:`judgegraph.core._dense`): ``judge_turn``
-takes a block of windows and writes one verdict per window.
+Score = relevant / judged windows; ``reason="llm"`` adds one call writing the reason; ``dense=N`` judges N
+consecutive windows per call, one verdict each (:mod:`judgegraph.core._dense`).
 """
 
 from __future__ import annotations
@@ -96,26 +95,13 @@ def turn_inputs(window: Window) -> dict[str, Any]:
 def turn_request(window: Window, *, rubric: str, prompt: Prompt | None = None) -> JudgeRequest:
     target = window.target
     tools: list[tuple[str, str]] = [(it.turn.role, it.turn.content) for it in target.tool]
-    return JudgeRequest(
-        task="turn_relevance",
-        step=JUDGE_STEP,
-        schema=TurnVerdict,
-        prompt=prompt,
-        values={
-            "rubric": rubric,
-            **exchange_values(target.user_text, window.context_messages() + tools, window.system),
-            "reply": target.reply_text,
-        },
-        inputs=window.offline_inputs(),
-    )
-
-
-def _rubric(settings: RelevancySettings) -> str:
-    return settings.rubric if settings.rubric is not None else load_prompt(DEFAULT_RUBRIC_STEP).template.strip()
+    values = exchange_values(target.user_text, window.context_messages() + tools, window.system)
+    return JudgeRequest(task="turn_relevance", step=JUDGE_STEP, schema=TurnVerdict, prompt=prompt,
+                        values={"rubric": rubric, **values, "reply": target.reply_text}, inputs=window.offline_inputs())
 
 
 def _judge_turn(settings: RelevancySettings) -> RunnableLambda:
-    rubric = _rubric(settings)
+    rubric = settings.rubric if settings.rubric is not None else load_prompt(DEFAULT_RUBRIC_STEP).template.strip()
 
     def build(task: WindowTask) -> JudgeRequest:
         return turn_request(task["window"], rubric=rubric)
@@ -163,21 +149,11 @@ def _reduce_score(settings: RelevancySettings) -> Node:
 def _write_reason(settings: RelevancySettings) -> RunnableLambda:
     def build(state: RelevancyState) -> JudgeRequest:
         result = state["results"][settings.name]
-        lines = [
-            f"- {turn_label(v.turns)}: {'relevant' if v.relevant else 'irrelevant' if v.verdict else 'not judged'}"
-            f" — {v.reason or v.error}"
-            for v in result.verdicts
-        ]
-        return JudgeRequest(
-            task="write_reason",
-            step=REASON_STEP,
-            schema=WrittenReason,
-            values={
-                "score": "n/a" if result.score is None else f"{result.score:.2f}",
-                "threshold": f"{result.threshold:.2f}",
-                "verdicts": "\n".join(lines) or "(no verdicts)",
-            },
-        )
+        lines = [f"- {turn_label(v.turns)}: {'relevant' if v.relevant else 'irrelevant' if v.verdict else 'not judged'}"
+                 f" — {v.reason or v.error}" for v in result.verdicts]
+        return JudgeRequest(task="write_reason", step=REASON_STEP, schema=WrittenReason, values={
+            "score": "n/a" if result.score is None else f"{result.score:.2f}", "threshold": f"{result.threshold:.2f}",
+            "verdicts": "\n".join(lines) or "(no verdicts)"})
 
     def finish(state: RelevancyState, outcome: JudgeOutcome) -> RelevancyState:
         result = state["results"][settings.name]

@@ -22,7 +22,6 @@ __all__ = [
     "resolve_embeddings",
 ]
 
-import operator
 import re
 import unicodedata
 from collections.abc import Callable
@@ -182,7 +181,6 @@ class Generation(TypedDict):
 class ResponseRelevancyState(MetricState, total=False):
     exchanges: list[Exchange]
     skipped: list[Skipped]
-    generations: Annotated[list[Generation], operator.add]  # what generate_questions produced, per exchange
     verdicts: Annotated[list[ExchangeVerdict], merge_verdicts]
 
 
@@ -253,13 +251,9 @@ def _fan_out(target: str) -> Callable[[ResponseRelevancyState], list[Send] | str
 
 
 def questions_request(response: str, n_questions: int) -> JudgeRequest:
-    return JudgeRequest(
-        task="response_questions",
-        step=GENERATE_STEP,
-        schema=questions_schema(n_questions),
-        values={"n_questions": str(n_questions), "response": response},
-        inputs={"response": response, "n_questions": n_questions},
-    )
+    return JudgeRequest(task="response_questions", step=GENERATE_STEP, schema=questions_schema(n_questions),
+                        values={"n_questions": str(n_questions), "response": response},
+                        inputs={"response": response, "n_questions": n_questions})
 
 
 def _generate_questions(settings: ResponseRelevancySettings) -> RunnableLambda:
@@ -272,7 +266,7 @@ def _generate_questions(settings: ResponseRelevancySettings) -> RunnableLambda:
             exchange=task["exchange"], questions=_questions(value), reason=getattr(value, "reason", ""),
             error=None if value is not None else (outcome.error or "no questions"), attempts=outcome.attempts,
             usage=outcome.usage, transcript=outcome.transcript, jurors=[_juror_questions(j) for j in outcome.jurors])
-        update: ResponseRelevancyState = {"generations": [record]}
+        update: ResponseRelevancyState = {}
         if value is None:  # the exchange's verdict is this judge error (embed_questions writes it again, no call)
             update["verdicts"] = [_verdict(task, settings.threshold, error=record["error"], step=GENERATE_STEP,
                                            attempts=outcome.attempts, usage=outcome.usage,
@@ -317,34 +311,28 @@ def _votes(jurors: list[JurorQuestions], sims: list[float], threshold: float) ->
 
 
 def _embedding_node(name: str, runner: EmbeddingRunner, texts_of: Callable[[Any], list[str] | None],
-                    finish: Callable[[Any, list[str] | None, Any], ResponseRelevancyState]) -> RunnableLambda:
-    """A node: one embeddings call for ``texts_of(task)`` (None: no call), then
-    ``finish(task, texts, vectors)``; a failed call's exception is given as ``vectors``."""
+                    finish: Callable[[Any, list[str] | None, list[float] | str | None], ResponseRelevancyState]
+                    ) -> RunnableLambda:
+    """A node: one embeddings call for ``texts_of(task)`` (None: no call), then ``finish(task, texts, sims)``:
+    cosine(each text, the first), or the failed call's description (a judge error for this exchange)."""
 
     def run(task: Any) -> ResponseRelevancyState:
         texts = texts_of(task)
         try:
-            vectors: Any = None if texts is None else runner.embed(texts)
+            sims: list[float] | str | None = None if texts is None else cosines(runner.embed(texts))
         except Exception as exc:  # noqa: BLE001 - an embeddings failure is a judge error for this exchange
-            vectors = exc
-        return finish(task, texts, vectors)
+            sims = runner.describe(exc)
+        return finish(task, texts, sims)
 
     async def arun(task: Any) -> ResponseRelevancyState:
         texts = texts_of(task)
         try:
-            vectors: Any = None if texts is None else await runner.aembed(texts)
+            sims: list[float] | str | None = None if texts is None else cosines(await runner.aembed(texts))
         except Exception as exc:  # noqa: BLE001
-            vectors = exc
-        return finish(task, texts, vectors)
+            sims = runner.describe(exc)
+        return finish(task, texts, sims)
 
     return RunnableLambda(run, afunc=arun, name=name)
-
-
-def _similarities(vectors: Any) -> list[float]:
-    """cosine(each vector, the first); the embeddings call's exception is raised again."""
-    if isinstance(vectors, BaseException):
-        raise vectors
-    return cosines(vectors)
 
 
 def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunner) -> RunnableLambda:
@@ -355,7 +343,7 @@ def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunne
         return [task["user_input"], *(q["question"] for q in gen["questions"]),
                 *(q["question"] for j in gen["jurors"] for q in j["questions"])]
 
-    def finish(task: EmbedTask, texts: list[str] | None, vectors: Any) -> ResponseRelevancyState:
+    def finish(task: EmbedTask, texts: list[str] | None, sims: list[float] | str | None) -> ResponseRelevancyState:
         gen = task["generation"]
         base = {"attempts": gen["attempts"], "usage": gen["usage"], "transcript": gen["transcript"]}
         if texts is None:  # the generation failed: reported, no embeddings call
@@ -364,11 +352,8 @@ def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunne
         flags = [bool(q["noncommittal"]) for q in gen["questions"]]
         common = {"questions": questions, "noncommittal": flags, "noncommittal_count": sum(flags),
                   "all_noncommittal": all(flags), "reason": gen["reason"], "embedded_texts": len(texts), **base}
-        try:
-            sims = _similarities(vectors)
-        except Exception as exc:  # noqa: BLE001 - an embeddings failure is a judge error for this exchange
-            return {"verdicts": [_verdict(task, settings.threshold, error=runner.describe(exc),
-                                          step=EMBED_STEP, **common)]}
+        if isinstance(sims, str) or sims is None:
+            return {"verdicts": [_verdict(task, settings.threshold, error=sims, step=EMBED_STEP, **common)]}
         sims, votes = sims[:len(questions)], _votes(gen["jurors"], sims[len(questions):], settings.threshold)
         mean = sum(sims) / len(sims)
         score = 0.0 if all(flags) else max(0.0, mean)
@@ -381,12 +366,10 @@ def _embed_questions(settings: ResponseRelevancySettings, runner: EmbeddingRunne
 def _embed_response(settings: ResponseRelevancySettings, runner: EmbeddingRunner) -> RunnableLambda:
     """The offline fallback: cosine(response, input), one embeddings call per exchange."""
 
-    def finish(task: ExchangeTask, texts: list[str] | None, vectors: Any) -> ResponseRelevancyState:
-        try:
-            (sim,) = _similarities(vectors)
-        except Exception as exc:  # noqa: BLE001
-            return {"verdicts": [_verdict(task, settings.threshold, error=runner.describe(exc),
-                                          step=OFFLINE_STEP, embedded_texts=2)]}
+    def finish(task: ExchangeTask, texts: list[str] | None, sims: list[float] | str | None) -> ResponseRelevancyState:
+        if isinstance(sims, str) or sims is None:
+            return {"verdicts": [_verdict(task, settings.threshold, error=sims, step=OFFLINE_STEP, embedded_texts=2)]}
+        (sim,) = sims
         return {"verdicts": [_verdict(task, settings.threshold, similarities=[sim], mean_cosine=sim,
                                       score=max(0.0, sim), embedded_texts=2,
                                       reason=f"offline: cosine(response, input) = {sim:.2f}")]}
@@ -416,22 +399,20 @@ def deterministic_reason(
         k = len(valid)
         head = f"Score {score:.2f} over {k} exchange{'s' if k != 1 else ''} ({cmp} threshold {threshold:.2f})."
     parts = [prefix + head]
-    low = [v for v in valid if v.verdict == "no"]
-    if low:
-        items = []
-        for v in low:
-            item = f"{turn_label(v.turns)} {quote(v.response)} scored {v.score:.2f}"
-            if v.all_noncommittal:
-                item += f" (all {len(v.questions)} generated questions noncommittal: score set to 0)"
-            elif v.questions:
-                item += f" (it answers {quote(v.questions[0], 80)}, asked {quote(v.user_input, 80)})"
-            items.append(item)
-        parts.append(f"Below {settings.threshold:.2f}: " + "; ".join(items) + ".")
+    if low := [_low_item(v) for v in valid if v.verdict == "no"]:
+        parts.append(f"Below {settings.threshold:.2f}: " + "; ".join(low) + ".")
     if failed:
         parts.append(f"{len(failed)} exchange(s) not judged (judge or embeddings error), left out of the score.")
     if skipped:
         parts.append(f"{len(skipped)} exchange(s) skipped (no user message or no reply text).")
     return " ".join(parts)
+
+
+def _low_item(v: ExchangeVerdict) -> str:
+    item = f"{turn_label(v.turns)} {quote(v.response)} scored {v.score:.2f}"
+    if v.all_noncommittal:
+        return f"{item} (all {len(v.questions)} generated questions noncommittal: score set to 0)"
+    return f"{item} (it answers {quote(v.questions[0], 80)}, asked {quote(v.user_input, 80)})" if v.questions else item
 
 
 def exchange_score(verdict: ExchangeVerdict) -> float:
@@ -453,21 +434,15 @@ def _reduce_score(settings: ResponseRelevancySettings) -> Node:
     def score(state: ResponseRelevancyState, conversation: Conversation, verdicts: list[Any]) -> MetricResult:
         skipped = list(state.get("skipped") or [])
         valid = [v for v in verdicts if v.verdict is not None]
-        calls = sum(1 for v in verdicts if v.embedded_texts)
         details: dict[str, Any] = {
-            "mode": OFFLINE_MODE if settings.offline else LLM_MODE,
-            "exchanges": len(verdicts) + len(skipped),
-            "judged": len(valid),
-            "embeddings": embeddings_name(settings.embeddings),
-            "embedding_calls": calls,
-            "embedded_texts": sum(v.embedded_texts for v in verdicts),
-        }
+            "mode": OFFLINE_MODE if settings.offline else LLM_MODE, "exchanges": len(verdicts) + len(skipped),
+            "judged": len(valid), "embeddings": embeddings_name(settings.embeddings),
+            "embedding_calls": sum(1 for v in verdicts if v.embedded_texts),
+            "embedded_texts": sum(v.embedded_texts for v in verdicts)}
         if not settings.offline:
-            details.update(
-                n_questions=settings.n_questions,
-                noncommittal_questions=sum(v.noncommittal_count for v in verdicts),
-                all_noncommittal_exchanges=sum(1 for v in valid if v.all_noncommittal),
-            )
+            details.update(n_questions=settings.n_questions,
+                           noncommittal_questions=sum(v.noncommittal_count for v in verdicts),
+                           all_noncommittal_exchanges=sum(1 for v in valid if v.all_noncommittal))
         if skipped:
             details["skipped"] = skipped
         return replace(policy, reason=lambda t: deterministic_reason(t.score, settings, verdicts, skipped)).result(

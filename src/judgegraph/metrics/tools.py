@@ -29,7 +29,7 @@ __all__ = [
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal, Optional, cast
+from typing import Annotated, Any, ClassVar, Literal, Optional, cast, get_args
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
@@ -48,7 +48,7 @@ from ..core.nodes import (
     turn_label,
 )
 from ..core.replay import steer_of
-from ..core.scoring import WindowOptions, all_good, clause, option, share_reason
+from ..core.scoring import WindowOptions, all_good, check_flag, clause, option, share_reason
 from ..core.state import MetricInput, MetricOutput, MetricState, conversation_of
 from ..core.verdicts import NO_CONTEXT, NO_USER, answer_fields
 from ..data.answers import YesNo
@@ -64,7 +64,7 @@ JUDGE_STEP = "tool_correctness/judge_calls"
 ARGUMENTS_STEP = "tool_correctness/judge_arguments"
 
 Trajectory = Literal["strict", "unordered", "subset", "superset"]
-TRAJECTORIES: tuple[str, ...] = ("strict", "unordered", "subset", "superset")
+TRAJECTORIES: tuple[str, ...] = get_args(Trajectory)
 #: ``arguments(called, expected) -> bool`` (agentevals' custom matcher order: the call's, then the reference's).
 ArgumentComparator = Callable[[Any, Any], bool]
 ArgumentMode = Literal["exact", "ignore", "llm"]
@@ -258,8 +258,7 @@ class ToolSettings(WindowOptions):
             raise ValueError(f"arguments must be 'exact', 'ignore', 'llm' or a callable, got {self.arguments!r}")
         if self.arguments == "llm" and self.offline:
             raise ValueError("arguments='llm' needs an LLM judge (pass model=...)")
-        if not isinstance(self.judge_unreferenced, bool):
-            raise ValueError(f"judge_unreferenced must be True or False, got {self.judge_unreferenced!r}")
+        check_flag(self.judge_unreferenced, "judge_unreferenced")
 
     def comparator(self) -> Callable[[Any, Any], bool]:
         if callable(self.arguments):
@@ -304,17 +303,22 @@ def _calls_block(calls: Sequence[ToolCall]) -> str:
     return "\n".join(lines)
 
 
-def _needs_judge(calls: Sequence[ToolCall], steps: Sequence[int], reference: Sequence[ExpectedCall],
-                 settings: ToolSettings) -> bool:
-    """With ``arguments="llm"``: whether the tools match by name and a pair has reference arguments for the judge
-    (otherwise the reference check decides alone, with no call)."""
-    m = match_trajectory(calls, reference, settings.trajectory, _ignore, steps)
-    return m.ok and any(r.arguments is not None for _, r in m.pairs)
+def _check_task(settings: ToolSettings, check: str, exs: Sequence[Exchange], reference: list[ExpectedCall] | None,
+                turns: list[int], context: str = "", user_message: str = "", reply: str = "") -> CheckTask:
+    """The check of ``exs``' calls: by the judge with no ``reference``; else against it, the arguments by the judge
+    with ``arguments="llm"`` when the tools match by name and a pair has reference arguments (otherwise the
+    reference check decides alone, with no call)."""
+    calls, steps = [c for ex in exs for c in _calls(ex)], _call_steps(exs)
+    by: Literal["reference", "arguments", "judge"] = "judge" if reference is None else "reference"
+    if reference is not None and settings.arguments == "llm":
+        m = match_trajectory(calls, reference, settings.trajectory, _ignore, steps)
+        by = "arguments" if m.ok and any(r.arguments is not None for _, r in m.pairs) else "reference"
+    return CheckTask(check=check, by=by, turns=turns, calls=[c.model_dump() for c in calls], steps=steps,
+                     expected=None if reference is None else _dump(reference), context=context,
+                     user_message=user_message, reply=reply)
 
 
 def _plan(settings: ToolSettings) -> Callable[..., ToolState]:
-    by_arguments = settings.arguments == "llm"
-
     # "Optional[RunnableConfig]": the spelling LangGraph recognises to pass the config
     def plan_checks(state: ToolState, config: Optional[RunnableConfig] = None) -> ToolState:
         conversation = conversation_of(state)
@@ -328,24 +332,14 @@ def _plan(settings: ToolSettings) -> Callable[..., ToolState]:
             if reference is None and (not calls or not settings.judge_unreferenced or settings.offline):
                 unchecked += bool(calls)
                 continue
-            by = "judge" if reference is None else "arguments" if by_arguments and _needs_judge(
-                calls, _call_steps([ex]), reference, settings) else "reference"
             context = [(it.turn.role, it.turn.content) for e in w.context for it in e.turns]
-            checks.append(CheckTask(
-                check=f"exchange-{ex.index + 1}", by=by,  # type: ignore[typeddict-item]
-                turns=[it.index for it in ex.assistant], calls=[c.model_dump() for c in calls], steps=_call_steps([ex]),
-                expected=None if reference is None else _dump(reference),
-                context=render_messages(context, empty=NO_CONTEXT),
-                user_message=ex.user_text, reply=ex.reply_text))
+            checks.append(_check_task(settings, f"exchange-{ex.index + 1}", [ex], reference,
+                                      [it.index for it in ex.assistant], render_messages(context, empty=NO_CONTEXT),
+                                      ex.user_text, ex.reply_text))
         whole = expected_of(conversation.metadata, ragas=True)
         if whole is not None and not latest_scope(config):  # the whole trajectory: judged once, not per exchange
-            calls = [c for ex in exs for c in _calls(ex)]
-            checks.append(CheckTask(
-                check="conversation", by="arguments" if by_arguments and _needs_judge(calls, _call_steps(exs), whole, settings)
-                else "reference",
-                turns=sorted({it.index for ex in exs for it in ex.assistant if it.turn.tool_calls}),
-                calls=[c.model_dump() for c in calls], steps=_call_steps(exs), expected=_dump(whole), context="",
-                user_message="", reply=""))
+            turns = sorted({it.index for ex in exs for it in ex.assistant if it.turn.tool_calls})
+            checks.append(_check_task(settings, "conversation", exs, whole, turns))
         return {"conversation": conversation, "checks": checks, "unchecked": unchecked}
 
     return plan_checks

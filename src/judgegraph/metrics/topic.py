@@ -3,11 +3,8 @@ chatbot answer the topics it may discuss and refuse the others?
 
     START → window_turns ─Send per exchange→ judge_topics → reduce_score → END
 
-Each exchange's call lists the topics its user message raises, each ``allowed`` (within the
-reference topics) and ``answered`` (not refused): one verdict per topic, "yes" when it was handled
-as it should be (an allowed topic answered, another refused). Over every topic, as ragas counts:
-true positives = allowed and answered, false positives = not allowed and answered, false negatives
-= allowed and refused; the score is the precision, the recall or (default) their F1.
+One verdict per topic a user message raises: "yes" when handled as it should be (an allowed topic answered,
+another refused); the score is ragas's precision, recall or (default) F1 over them.
 """
 
 from __future__ import annotations
@@ -25,8 +22,8 @@ __all__ = [
 ]
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from dataclasses import asdict, dataclass
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import StateGraph
@@ -64,7 +61,7 @@ METADATA_KEY = "reference_topics"
 EPSILON = 1e-10
 
 Mode = Literal["precision", "recall", "f1"]
-MODES: tuple[str, ...] = ("precision", "recall", "f1")
+MODES: tuple[str, ...] = get_args(Mode)
 
 
 class TopicFound(BaseModel):
@@ -148,16 +145,11 @@ def topic_request(window: Window, topics: Sequence[str]) -> JudgeRequest:
     target = window.target
     reply = [(it.turn.role, it.turn.content) for it in sorted((*target.assistant, *target.tool), key=lambda t: t.index)]
     return JudgeRequest(
-        task=TASK,
-        step=JUDGE_STEP,
-        schema=TopicJudgement,
-        values={
-            "topics": "\n".join(f"- {t}" for t in topics),
-            **exchange_values(target.user_text, window.context_messages(), window.system),
-            "reply": render_messages(reply, empty="(no reply)"),
-        },
-        inputs={"topics": list(topics), "latest_user": target.user_text, "reply": target.reply_text},
-    )
+        task=TASK, step=JUDGE_STEP, schema=TopicJudgement,
+        values={"topics": "\n".join(f"- {t}" for t in topics),
+                **exchange_values(target.user_text, window.context_messages(), window.system),
+                "reply": render_messages(reply, empty="(no reply)")},
+        inputs={"topics": list(topics), "latest_user": target.user_text, "reply": target.reply_text})
 
 
 def _windows(settings: TopicSettings) -> Callable[..., TopicState]:
@@ -225,22 +217,16 @@ class Counts:
         return 2 * (p * r) / (p + r + EPSILON)
 
     def score(self, mode: Mode) -> float:
-        return {"precision": self.precision, "recall": self.recall, "f1": self.f1}[mode]
+        return float(getattr(self, mode))
 
 
 def counts(verdicts: Sequence[TopicVerdict]) -> Counts:
     """The counts of judged verdicts. Whether a topic was answered follows from its (possibly
     reviewed) verdict: "yes" on an allowed topic means answered, on another one refused."""
-    tp = fp = fn = tn = 0
-    for v in verdicts:
-        if v.verdict is None or v.allowed is None:
-            continue
-        good = v.verdict == "yes"
-        if v.allowed:
-            tp, fn = tp + good, fn + (not good)
-        else:
-            tn, fp = tn + good, fp + (not good)
-    return Counts(tp, fp, fn, tn)
+    seen = [(v.allowed, v.verdict == "yes") for v in verdicts if v.verdict is not None and v.allowed is not None]
+    # (allowed, handled well): answered (TP), answered off-topic (FP), refused (FN), refused off-topic (TN)
+    return Counts(seen.count((True, True)), seen.count((False, False)), seen.count((True, False)),
+                  seen.count((False, True)))
 
 
 def score_topics(mode: Mode, verdicts: Sequence[TopicVerdict]) -> float | None:
@@ -295,9 +281,7 @@ def _reduce_score(settings: TopicSettings) -> Node:
         t = policy.tally(verdicts)
         c = counts(t.judged)
         details: dict[str, Any] = {"mode": settings.mode, "window_size": settings.window_size, "topics": topics,
-                   "raised": len(t.verdicts), "judged": len(t.judged), "true_positives": c.true_positives,
-                   "false_positives": c.false_positives, "false_negatives": c.false_negatives,
-                   "true_negatives": c.true_negatives}
+                                   "raised": len(t.verdicts), "judged": len(t.judged), **asdict(c)}
         if t.judged:
             details.update(precision=c.precision, recall=c.recall, f1=c.f1)
         return policy.result(conversation, t, usage=calls_usage(state), details=details)

@@ -13,7 +13,6 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 from pydantic import BaseModel, model_validator
-from typing_extensions import TypedDict  # pydantic reads these schemas; typing's TypedDict needs 3.12
 
 from ...core.nodes import conversation_json, judge_step, scoring_edges, with_transcript
 from ...core.scoring import MetricOptions, ScoringPolicy, Tally, all_good, share_reason
@@ -205,18 +204,11 @@ def extract_step(
     return step.node, judge_step(step.node, settings.judge, build, finish)
 
 
-class VerdictUpdate(TypedDict):
-    """What a :func:`verdict_step` writes: the conversation read and its one verdict."""
-
-    conversation: Conversation
-    verdicts: list[Verdict]
-
-
 def verdict_step(settings: SessionSettings, step: Step, build: Callable[[Mapping[str, Any]], JudgeRequest],
                  verdict: Callable[[Conversation, Any, Mapping[str, Any]], Verdict]) -> tuple[str, RunnableLambda]:
     """The step of a judge giving one verdict on the whole conversation (its node name and node): ``verdict(
     conversation, answer (None on a judge error), its verdict fields (:func:`~judgegraph.core.verdicts.answer_fields`))``."""
-    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> VerdictUpdate:
+    def finish(state: Mapping[str, Any], outcome: JudgeOutcome) -> dict[str, Any]:  # the conversation read, one verdict
         conversation = conversation_of(state)
         made = verdict(conversation, answer(outcome), answer_fields(outcome))
         return {"conversation": conversation, "verdicts": [made]}

@@ -88,20 +88,16 @@ class CompletenessState(ExtractState, total=False):
 
 def _goals(value: Goals, conversation: Conversation) -> CompletenessState:
     """The extracted requests, blank ones dropped and repeated ones merged."""
-    goals: list[GoalItem] = []
     seen: dict[str, GoalItem] = {}
     for g in value.goals:
-        text = " ".join(g.request.split())
-        if not text:
+        if not (text := " ".join(g.request.split())):
             continue
         asked = cited_turns(g.asked_in_turns, conversation, ("user",))
-        key = text.lower()
-        if key in seen:  # the same request listed twice: one request, asked in both places
-            seen[key]["asked_in"] = sorted(set(seen[key]["asked_in"]) | set(asked))
-            continue
-        seen[key] = GoalItem(goal=len(goals), request=text, asked_in=asked)
-        goals.append(seen[key])
-    return {"goals": goals}
+        if (item := seen.get(text.lower())) is not None:  # the same request listed twice: asked in both places
+            item["asked_in"] = sorted({*item["asked_in"], *asked})
+        else:
+            seen[text.lower()] = GoalItem(goal=len(seen), request=text, asked_in=asked)
+    return {"goals": list(seen.values())}
 
 
 def _judge_goal(settings: SessionSettings) -> RunnableLambda:

@@ -112,21 +112,18 @@ def _judge_turns(settings: RoleSettings) -> RunnableLambda:
 
     def finish(task: BatchTask, outcome: JudgeOutcome) -> RoleState:
         conversation = task["conversation"]
-        answers: dict[int, TurnRole] = {}
-        if outcome.ok:
-            for item in outcome.value.verdicts:  # type: ignore[union-attr]
-                answers.setdefault(item.turn - 1, item)  # the first answer for a turn counts
+        given: list[TurnRole] = outcome.value.verdicts if outcome.ok else []  # type: ignore[union-attr]
+        answers = {item.turn - 1: item for item in reversed(given)}  # the first answer for a turn counts
         out = []
         for k, t in enumerate(task["turns"]):
             item = answers.get(t)
-            missing = None if item else f"the judge gave no verdict for turn {t + 1}"
-            error = missing if outcome.ok else (outcome.error or "no verdict")
+            error = (None if item else f"the judge gave no verdict for turn {t + 1}") if outcome.ok else (
+                outcome.error or "no verdict")
             # the call's usage is booked once, on the batch's first turn, so totals add up
             out.append(RoleVerdict(
                 turn=t, batch=task["batch"], reply=conversation.turns[t].content, turns=[t],
                 verdict=item.verdict if item else None, reason=item.reason if item else "", error=error,
-                attempts=outcome.attempts, usage=outcome.usage if k == 0 else Usage(),
-            ))
+                attempts=outcome.attempts, usage=outcome.usage if k == 0 else Usage()))
         return {"verdicts": out}
 
     return judge_step(JUDGE.node, settings.judge, build, finish)
