@@ -1,23 +1,9 @@
-"""Worker processes: N processes, each with its own event loop and its own
-judge (rebuilt from settings), fed conversations by the parent.
+"""Worker processes, each with its own event loop and judge (rebuilt from settings), fed conversations by the
+parent, which keeps the run; supervision (deaths, silence, poison inputs) as docs/scale.md says.
 
-The parent keeps the run: it reads the input, skips what is done, dispatches
-each conversation to the worker with the fewest in flight, and writes each
-outcome as it arrives (``runner.evaluate_async`` with ``judge_one=pool.judge``).
-A worker judges a conversation with ``runner.judge_conversation`` — the same
-code as a one-process run — so results are the same.
-
-Supervision: a worker that dies, or that has work in flight and sends nothing
-(no result, no heartbeat) for longer than :func:`silence_limit`, is killed and
-replaced by a fresh one with the same share of the budget, and the
-conversations it held are sent again. A conversation that was in flight on
-:data:`MAX_WORKER_DEATHS` workers that died is not sent again: it is written as
-a failed run with the cause, so a poison input cannot kill workers forever.
-
-Wire protocol over one socket pair per worker (``multiprocessing.connection``,
-pickled): parent → worker first the worker's :class:`PlanSpec`, then ``(job_id, LoadedConversation)`` or ``None`` (finish and exit);
-worker → parent ``("ready", pid)``, ``("fatal", message)``, ``("beat",)`` (every
-:data:`HEARTBEAT_S` from its event loop) or ``("done", job_id, ConversationOutcome)``.
+Wire protocol over one socket pair per worker (pickled): parent → worker its :class:`PlanSpec`, then
+``(job_id, LoadedConversation)`` or ``None`` (finish and exit); worker → parent ``("ready", pid)``,
+``("fatal", message)``, ``("beat",)`` (every :data:`HEARTBEAT_S`) or ``("done", job_id, ConversationOutcome)``.
 """
 
 from __future__ import annotations
@@ -62,15 +48,9 @@ MIN_SILENCE_S = 10.0
 
 
 def silence_limit(judge_settings: Mapping[str, object]) -> float:
-    """How long a worker with conversations in flight may send nothing before it
-    is killed and replaced: twice the judge's request timeout (``timeout``,
-    default 120 s), at least :data:`MIN_SILENCE_S`.
-
-    Why that is safe: a worker's heartbeat comes from its event loop every
-    :data:`HEARTBEAT_S` while its judge calls wait on the network (they are
-    async), so a slow judge server never silences a worker. Silence means the
-    process is stopped, hung, or its loop blocked; a loop blocked for longer
-    than a judge request may take cannot even time out its own requests."""
+    """How long a worker with conversations in flight may send nothing before it is killed and replaced: twice the
+    judge's request timeout (``timeout``, default 120 s), at least :data:`MIN_SILENCE_S`. The heartbeat comes from
+    the event loop while judge calls wait, so only a stopped, hung or blocked worker is silent this long."""
     timeout = judge_settings.get("timeout")
     timeout = float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else DEFAULT_JUDGE_TIMEOUT_S
     return max(MIN_SILENCE_S, 2.0 * timeout)
@@ -126,10 +106,8 @@ async def resend_on_death(item: LoadedConversation,
 BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _GONE = "parent gone"  # the inbox's mark for a closed connection (``None`` is the parent's "finish")
 
-#: The worker's ``python -c`` program. ``-c`` puts the current directory first
-#: on ``sys.path``: a file there named like a dependency (``yaml.py``) would
-#: shadow it. It is taken off before anything is imported and put back LAST
-#: (as the parent does for ``-m module:attr`` custom metrics): it shadows nothing.
+#: The worker's ``python -c`` program: the current directory, which ``-c`` puts first on ``sys.path`` (a ``yaml.py``
+#: there would shadow a dependency), is moved last before anything is imported (as the parent does for ``-m``).
 BOOTSTRAP = ("import os, sys\n"
              "if sys.path and sys.path[0] in ('', os.getcwd()): del sys.path[0]\n"
              "sys.path.append(os.getcwd())\n"
@@ -137,12 +115,9 @@ BOOTSTRAP = ("import os, sys\n"
 
 
 def worker_main(fd: int) -> None:
-    """Entry point of a worker process: ``python -c BOOTSTRAP``, the
-    parent's end of a socket pair on ``FD``. A fresh interpreter, not a fork
-    (no copy of the parent's threads and open clients) and not
-    ``multiprocessing``'s spawn (which re-runs the caller's ``__main__``)."""
-    # Ctrl-C reaches the whole process group, and a service manager's SIGTERM may
-    # too: the parent decides (it finishes the results file, then stops its workers).
+    """Entry point of a worker process (``python -c BOOTSTRAP``, its socket on ``fd``): a fresh interpreter, not a
+    fork (no copy of the parent's threads and clients) nor ``multiprocessing``'s spawn (it re-runs ``__main__``)."""
+    # Ctrl-C and a service manager's SIGTERM reach the process group: the parent decides (it finishes the file first)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     conn = Connection(fd)
@@ -196,9 +171,8 @@ async def _serve(conn: Connection, spec: PlanSpec) -> None:
             except (OSError, ValueError):
                 raise
             except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable result: still report the conversation
-                conn.send(("done", job, ConversationOutcome(
-                    outcome.conversation_id, outcome.source,
-                    error=f"worker could not send the result: {type(exc).__name__}: {exc}")))
+                why = f"worker could not send the result: {type(exc).__name__}: {exc}"
+                conn.send(("done", job, ConversationOutcome(outcome.conversation_id, outcome.source, error=why)))
 
     while (msg := await inbox.get()) is not None:
         if msg is _GONE:  # nobody will read the results: stop now
@@ -227,9 +201,8 @@ def _spawn(spec: PlanSpec, env: dict[str, str]) -> tuple[subprocess.Popen[bytes]
 
 
 def worker_pythonpath(path: list[str], inherited: str = "") -> str:
-    """The workers' ``PYTHONPATH``: the parent's import path (a metric given as
-    module:factory must import in the worker too) without the current
-    directory, which the worker puts last itself (:data:`BOOTSTRAP`)."""
+    """The workers' ``PYTHONPATH``: the parent's import path (a ``module:factory`` metric must import there too)
+    without the current directory, which the worker puts last itself (:data:`BOOTSTRAP`)."""
     cwd = os.path.realpath(os.getcwd())
     kept = [p for p in path if p and os.path.realpath(p) != cwd]
     return os.pathsep.join(p for p in [*kept, inherited] if p)
@@ -258,23 +231,17 @@ class _Worker:
 
 
 class WorkerPool:
-    """``async with WorkerPool(spec, workers=N) as pool: await pool.judge(item)``.
-
-    The run's judge budget (``spec.judge["max_concurrency"]``, rates) is split
-    across the workers (:mod:`.limits`), so the total holds. A worker that dies,
-    or is silent for longer than ``silent_after`` (default :func:`silence_limit`)
-    with work in flight, is killed and replaced, and its conversations are sent
-    again (at most until :data:`MAX_WORKER_DEATHS` workers died holding one).
-    """
+    """``async with WorkerPool(spec, workers=N) as pool: await pool.judge(item)``: the run's judge budget split
+    across the workers (:mod:`.limits`); a worker dead, or silent for ``silent_after`` (default
+    :func:`silence_limit`) with work in flight, is replaced and its conversations sent again
+    (:func:`resend_on_death`). ``blas_threads``: numpy threads per worker (default cores // workers), unless
+    ``OMP_NUM_THREADS`` etc. are set already."""
 
     def __init__(self, spec: PlanSpec, *, workers: int, blas_threads: int | None = None,
                  silent_after: float | None = None) -> None:
-        """``blas_threads``: numpy threads per worker (default cores // workers),
-        unless ``OMP_NUM_THREADS`` etc. are set already."""
         self.shares = spec.shares(workers)
         self.workers = len(self.shares)
-        cpus = os.cpu_count() or 1
-        self.blas_threads = blas_threads or max(1, cpus // self.workers)
+        self.blas_threads = blas_threads or max(1, (os.cpu_count() or 1) // self.workers)
         self.silent_after = silent_after if silent_after is not None else silence_limit(spec.judge)
         self._workers: list[_Worker] = []
         self._ids = itertools.count()
@@ -295,13 +262,11 @@ class WorkerPool:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        env = dict(os.environ)
+        env = self._env = dict(os.environ)
         # numpy BLAS pools: one per worker, sized so N workers do not fight over the cores
         env.update({var: env.get(var, str(self.blas_threads)) for var in BLAS_VARS})
         env["PYTHONPATH"] = worker_pythonpath(sys.path, env.get("PYTHONPATH", ""))
-        self._env = env
-        for i in range(len(self.shares)):
-            self._workers.append(self._start_worker(i))
+        self._workers = [self._start_worker(i) for i in range(len(self.shares))]
         try:
             self.pids = list(await asyncio.wait_for(
                 asyncio.gather(*(w.started for w in self._workers if w.started)), START_TIMEOUT_S))
@@ -323,8 +288,8 @@ class WorkerPool:
 
     def _read(self, w: _Worker) -> None:
         """A thread per worker: results resolve the parent's futures on its loop."""
-        assert self._loop is not None
         loop = self._loop
+        assert loop is not None
         while True:
             try:
                 msg = w.conn.recv()
@@ -344,8 +309,7 @@ class WorkerPool:
 
     @staticmethod
     def _write(w: _Worker) -> None:
-        """A thread per worker sends its messages: a stopped worker whose socket
-        is full blocks this thread, never the parent's event loop."""
+        """A thread per worker sends its messages: a stopped worker's full socket blocks it, never the event loop."""
         while (data := w.outbox.get()) is not None:
             try:
                 w.conn.send_bytes(data)
@@ -388,8 +352,7 @@ class WorkerPool:
         self._wake.set()
 
     def _kill(self, w: _Worker, why: str) -> None:
-        """Kill a worker (SIGKILL: a stopped process takes no other signal); its
-        reader sees the end of the socket and :meth:`_lost` replaces it."""
+        """SIGKILL (a stopped process takes no other signal); its reader sees the socket end, :meth:`_lost` follows."""
         if w.killed_why is None:
             w.killed_why = why
         with suppress(OSError):
@@ -442,9 +405,8 @@ class WorkerPool:
                 self._wake.set()
 
     async def close(self, timeout: float = 30.0) -> None:
-        """Workers finish what they hold and exit; when the run was stopped
-        (conversations abandoned in flight) they are killed at once, and so are
-        workers silent for a few heartbeats (stopped, hung)."""
+        """Workers finish what they hold and exit; killed at once when the run was stopped (work abandoned in
+        flight) or when silent for a few heartbeats (stopped, hung)."""
         self._closing = True
         self._wake.set()  # suspects waiting for a worker: they find none left
         if self._watch is not None:
