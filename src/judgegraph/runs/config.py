@@ -1,8 +1,5 @@
-"""``judgegraph.yaml``: a run's settings in a file (``judgegraph eval --config FILE``), its sections validated by a
-pydantic model and the metrics' options by the metrics' declarations (:func:`refusal`); an error names the file, the
-line and the key. The command line overrides the file (docs/runs.md; ``judgegraph init`` writes a starter file).
-Relative paths in the file (inputs, outputs, the cache, the offline rule) are read from the file's folder.
-"""
+"""``judgegraph.yaml`` (``judgegraph eval --config FILE``; docs/runs.md): its sections validated by a pydantic model
+and the metrics' options by the metrics' declarations (:func:`refusal`), an error naming the file, line and key."""
 
 from __future__ import annotations
 
@@ -160,8 +157,7 @@ def _refused(data: object, loc: tuple[int | str, ...] = ()) -> tuple[tuple[int |
 
 
 def _check_options(config: Config, root: yaml.Node | None, path: str | Path) -> None:
-    """The metrics named exist, and each option given (``options:``, a metric's own in ``metrics:``, a metric's
-    ``thresholds:``) is one its metric declares (else the nearest), with a value its settings accept
+    """The metrics named exist, and each option given is one its metric declares with a value its settings accept
     (:func:`refusal`): else a :class:`ConfigError` naming ``FILE:LINE: key: why``."""
     from ..metrics import built_ins, get_metric, undeclared
 
@@ -197,9 +193,8 @@ def _check_options(config: Config, root: yaml.Node | None, path: str | Path) -> 
 
 
 def refusal(spec: MetricSpec, given: dict[str, object]) -> tuple[str | None, str] | None:
-    """What the metric's settings refuse of the options ``given`` (by their declared names), as its factory checks
-    them: (the option, why), (None, why) for them together, or None. What needs the run (its judge, keys, the command
-    line's options) is the run's to check: the judge is stood for by an LLM judge with a server of its own."""
+    """What the metric's factory refuses of the options ``given`` (by their declared names): (the option, why),
+    (None, why) for them together, or None; the run's judge stood for by a placeholder LLM judge."""
     from pydantic import SecretStr
 
     from ..judges.base import Endpoint, Judge
