@@ -26,19 +26,8 @@ if TYPE_CHECKING:
     from . import HeaderLine
     from .runner import MetricPlan, RunSummary
 
-__all__ = [
-    "FORMAT",
-    "Difference",
-    "RunSettingsChanged",
-    "compare_headers",
-    "differences",
-    "file_sha256",
-    "metric_prompts",
-    "prompt_hashes",
-    "run_header",
-    "run_summary",
-    "short_hash",
-]
+__all__ = ["FORMAT", "Difference", "RunSettingsChanged", "compare_headers", "differences", "file_sha256",
+           "metric_prompts", "prompt_hashes", "run_header", "run_summary", "short_hash"]
 
 #: The version of the header's layout.
 FORMAT = 1
@@ -426,10 +415,9 @@ def _refusal(d: Difference, judges: tuple[list[str], list[str]]) -> str:
 
     if d.what == "metric":
         return f"metric {d.name} {'added' if d.old is None else 'removed'}"
-    if d.what == "metric option":
-        return f"metric {d.owner} option {d.name} changed: {setting(d.old)} → {setting(d.new)}"
-    if d.what == "option":
-        return f"option {d.name} changed: {setting(d.old)} → {setting(d.new)}"
+    if d.what in ("metric option", "option"):
+        owner = f"metric {d.owner} " if d.what == "metric option" else ""
+        return f"{owner}option {d.name} changed: {setting(d.old)} → {setting(d.new)}"
     judge = d.owner or (judges[0][0] if judges[0] else "")
     if d.what == "judge":
         if len(judges[0]) == len(judges[1]) == 1:

@@ -182,20 +182,14 @@ class RunFile:
     def in_input_order(self) -> list[ConversationLine]:
         """The conversations in the order of the inputs (their ``position``); those without one (an older file)
         keep the file's order, after the others."""
-        def key(item: tuple[int, ConversationLine]) -> tuple[int, int, int]:
-            place = item[1].place
-            return (0, place, item[0]) if place is not None else (1, 0, item[0])
-
-        return [c for _, c in sorted(enumerate(self.conversations.values()), key=key)]
+        return sorted(self.conversations.values(), key=lambda c: (c.place is None, c.place or 0))  # a stable sort
 
     @cached_property
     def metrics(self) -> list[str]:
         """The metrics judged in this file, in order of first appearance (none: those its header names)."""
-        seen: dict[str, None] = {}
-        for conv in self.conversations.values():
-            seen.update(dict.fromkeys(conv.results))
+        seen = dict.fromkeys(m for conv in self.conversations.values() for m in conv.results)
         if not seen and self.header is not None:
-            seen.update(dict.fromkeys(self.header.metric_names()))
+            seen = dict.fromkeys(self.header.metric_names())
         return list(seen)
 
     def _results(self, metric: str) -> list[ResultLine]:
@@ -227,12 +221,9 @@ class RunFile:
         configured = header.thresholds()
         if metrics and all(configured.get(m) is not None for m in metrics):
             known("thresholds", {m: configured[m] for m in metrics}, "header")
-        elif metrics:
-            thresholds: dict[str, float | None] = {}
-            for m in metrics:
-                values = {number(r.threshold) for r in self._results(m)} - {None}
-                thresholds[m] = values.pop() if len(values) == 1 else None
-            known("thresholds", thresholds, "lines")
+        elif metrics:  # a metric's threshold when its lines agree on one
+            values = {m: {number(r.threshold) for r in self._results(m)} - {None} for m in metrics}
+            known("thresholds", {m: v.pop() if len(v) == 1 else None for m, v in values.items()}, "lines")
         if isinstance(summary.pass_rate, dict) and summary.pass_rate:
             known("pass_rate", {str(m): number(v) for m, v in summary.pass_rate.items()}, "summary")
         elif metrics:
@@ -247,9 +238,8 @@ class RunFile:
             known("duration_s", number(summary.duration_s), "summary")
         usage, where = summary.usage_line(), "summary"
         if usage is None and (usages := [r.usage for m in metrics for r in self._results(m) if r.usage]):
-            usage, where = UsageLine(calls=sum(u.calls or 0 for u in usages),
-                                     input_tokens=sum(u.input_tokens or 0 for u in usages),
-                                     output_tokens=sum(u.output_tokens or 0 for u in usages)), "lines"
+            keys = ("calls", "input_tokens", "output_tokens")
+            usage, where = UsageLine(**{k: sum(getattr(u, k) or 0 for u in usages) for k in keys}), "lines"
         if usage is not None:
             known("calls", int(usage.calls or 0), where)
             known("tokens", usage.tokens, where)

@@ -30,19 +30,8 @@ from ..report import build_metric, check_unique_names, create_report_graph
 from . import header as runheader
 from .resultsfile import ResultsFileError, ResultsWriter, ResumeState, check_out_path, scan_results
 
-__all__ = [
-    "ConversationOutcome",
-    "MetricPlan",
-    "ResultsFileError",
-    "Answering",
-    "JudgeOne",
-    "ResultsWriter",
-    "RunSummary",
-    "evaluate_async",
-    "evaluate_to_file",
-    "iter_inputs",
-    "judge_conversation",
-]
+__all__ = ["Answering", "ConversationOutcome", "JudgeOne", "MetricPlan", "ResultsFileError", "ResultsWriter",
+           "RunSummary", "evaluate_async", "evaluate_to_file", "iter_inputs", "judge_conversation"]
 
 #: Rows of outcomes a summary keeps to show (failures and errors first).
 DEFAULT_ROWS = 50
