@@ -173,19 +173,6 @@ class HeaderRecord(TypedDict, total=False):
     watch: Any  # a watch's own settings (judgegraph watch)
 
 
-class SummaryRecord(TypedDict):
-    """The last line of a finished run (read back as :class:`~judgegraph.runs.record.SummaryLine`)."""
-
-    type: str  # "summary"
-    ended_at: str
-    duration_s: float
-    conversations: int
-    usage: Any  # a Usage as JSON
-    cost_usd: float | None
-    pass_rate: dict[str, float | None]
-    statuses: dict[str, dict[str, int]]
-
-
 def _judge_record(judge: Judge, settings: Mapping[str, Any] | None, redact: Redactor,
                   metrics: Sequence[str]) -> JudgeRecord:
     """A header's judge: its name, the settings it was built with and uses (redacted), the prompts of ``metrics``."""
@@ -276,8 +263,9 @@ def pass_rates(summary: RunSummary) -> dict[str, float | None]:
 
 
 def run_summary(summary: RunSummary, started_at: datetime, prices: Prices | None = None,
-                ended_at: datetime | None = None) -> SummaryRecord:
-    """The summary record of a finished run (the whole file: resumed conversations included)."""
+                ended_at: datetime | None = None) -> dict[str, Any]:
+    """The summary record of a finished run, the whole file's (read back as
+    :class:`~judgegraph.runs.record.SummaryLine`)."""
     end = ended_at or now()
     return {
         "type": "summary", "ended_at": iso(end), "duration_s": round((end - started_at).total_seconds(), 3),
