@@ -89,11 +89,12 @@ def _message(error: ErrorDetails) -> tuple[tuple[int | str, ...], str]:
     return loc, error["msg"].replace("Input should be", "expected").replace("Value error, ", "")
 
 
-def _dotted(loc: tuple[int | str, ...]) -> str:
-    out = ""
+def _at(path: str | Path, root: yaml.Node | None, loc: tuple[int | str, ...], message: str) -> str:
+    """``FILE:LINE: key.path: message``, the line being where ``loc`` is in the file."""
+    dotted = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(the file)"
+        dotted += f"[{part}]" if isinstance(part, int) else (f".{part}" if dotted else str(part))
+    return f"{path}:{line_at(root, loc) or 1}: {dotted or '(the file)'}: {message}"
 
 
 def load_config(path: str | Path) -> tuple[Config, dict[str, object]]:
@@ -121,10 +122,8 @@ def load_config(path: str | Path) -> tuple[Config, dict[str, object]]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}:1: expected a mapping of settings (inputs:, metrics:, judge: ...), "
                           f"got {type(data).__name__}")
-    refused = _refused(data)
-    if refused is not None:
-        loc, message = refused
-        raise ConfigError(f"{path}:{line_at(root, loc) or 1}: {_dotted(loc)}: {message}")
+    if (refused := _refused(data)) is not None:
+        raise ConfigError(_at(path, root, *refused))
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
@@ -138,7 +137,7 @@ def load_config(path: str | Path) -> tuple[Config, dict[str, object]]:
             if message == "unknown key":  # the keys of its section (or of the file)
                 known = (f.annotation if (f := Config.model_fields.get(str(loc[0]))) and len(loc) > 1 else Config)
                 message = f"unknown key (known here: {', '.join(known.model_fields)})"  # type: ignore[union-attr]
-            lines.append(f"{path}:{line_at(root, loc) or 1}: {_dotted(loc)}: {message}")
+            lines.append(_at(path, root, loc, message))
         raise ConfigError("invalid config file:\n  " + "\n  ".join(dict.fromkeys(lines))) from None
     _check_options(config, root, path)
     return config, data
@@ -162,7 +161,7 @@ def _check_options(config: Config, root: yaml.Node | None, path: str | Path) -> 
     from ..metrics import built_ins, get_metric, undeclared
 
     def error(loc: tuple[int | str, ...], message: str) -> ConfigError:
-        return ConfigError(f"{path}:{line_at(root, loc) or 1}: {_dotted(loc)}: {message}")
+        return ConfigError(_at(path, root, loc, message))
 
     def check(loc: tuple[int | str, ...], specs: list[MetricSpec], given: dict[str, object], takes: str) -> None:
         for key in given:  # an option no metric of ``specs`` declares, then a value a metric taking it refuses
