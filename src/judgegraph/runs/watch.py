@@ -215,9 +215,8 @@ class Watch:
                 yield InputError(key, None, None, None, f"poll {self.polls}: cannot list the threads: "
                                  f"{type(exc).__name__}: {exc}")
                 return
-            if not is_due(info, self.idle) or not sampled(info.thread_id, self.sample, self.seed):
-                continue
-            if self.remembered.done(key, info.thread_id):
+            if (not is_due(info, self.idle) or not sampled(info.thread_id, self.sample, self.seed)
+                    or self.remembered.done(key, info.thread_id)):
                 continue
             try:
                 item = self.source.read(info)

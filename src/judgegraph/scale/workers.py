@@ -216,18 +216,18 @@ class _Worker:
     index: int
     process: subprocess.Popen[bytes]
     conn: Connection
+    started: asyncio.Future[int]  # its pid once it is ready
     spawned: float = field(default_factory=time.monotonic)
     last_heard: float = field(default_factory=time.monotonic)  # set by the reader thread
     jobs: dict[int, asyncio.Future[ConversationOutcome]] = field(default_factory=dict)
     suspects: int = 0  # conversations in flight here that were on a worker that died (at most 1)
-    started: asyncio.Future[int] | None = None
     alive: bool = True
     killed_why: str | None = None  # set when the parent kills it (silent, or too slow to start)
     outbox: queue.SimpleQueue[bytes | None] = field(default_factory=queue.SimpleQueue)
 
     @property
     def ready(self) -> bool:
-        return self.started is not None and self.started.done() and not self.started.exception()
+        return self.started.done() and not self.started.exception()
 
 
 class WorkerPool:
@@ -268,8 +268,8 @@ class WorkerPool:
         env["PYTHONPATH"] = worker_pythonpath(sys.path, env.get("PYTHONPATH", ""))
         self._workers = [self._start_worker(i) for i in range(len(self.shares))]
         try:
-            self.pids = list(await asyncio.wait_for(
-                asyncio.gather(*(w.started for w in self._workers if w.started)), START_TIMEOUT_S))
+            started = asyncio.gather(*(w.started for w in self._workers))
+            self.pids = list(await asyncio.wait_for(started, START_TIMEOUT_S))
         except (RuntimeError, asyncio.TimeoutError) as exc:
             await self.close()
             raise ScaleStartError(str(exc) or f"the workers did not start in {START_TIMEOUT_S:.0f} s") from exc
@@ -281,7 +281,7 @@ class WorkerPool:
     def _start_worker(self, index: int) -> _Worker:
         assert self._loop is not None
         proc, conn = _spawn(self.shares[index], self._env)
-        w = _Worker(index, proc, conn, started=self._loop.create_future())
+        w = _Worker(index, proc, conn, self._loop.create_future())
         threading.Thread(target=self._read, args=(w,), name=f"judgegraph-pool-{index}", daemon=True).start()
         threading.Thread(target=self._write, args=(w,), name=f"judgegraph-pool-{index}-out", daemon=True).start()
         return w
@@ -318,9 +318,9 @@ class WorkerPool:
 
     def _deliver(self, w: _Worker, msg: tuple[Any, ...]) -> None:
         kind = msg[0]
-        if kind == "ready" and w.started and not w.started.done():
+        if kind == "ready" and not w.started.done():
             w.started.set_result(msg[1])
-        elif kind == "fatal" and w.started and not w.started.done():
+        elif kind == "fatal" and not w.started.done():
             w.started.set_exception(RuntimeError(f"worker {w.index} could not start: {msg[1]}"))
         elif kind == "done":
             fut = w.jobs.pop(msg[1], None)
@@ -334,7 +334,7 @@ class WorkerPool:
         code = w.process.poll()
         why = (f"worker process {w.index} (pid {w.process.pid}) "
                + (w.killed_why or f"exited with code {code if code is not None else 'unknown'}"))
-        if w.started and not w.started.done():
+        if not w.started.done():
             w.started.set_exception(RuntimeError(f"{why} while starting"))
             if self._watch is not None:  # a replacement: nobody awaits its start (no "never retrieved" warning)
                 w.started.exception()
@@ -366,7 +366,7 @@ class WorkerPool:
             for w in list(self._workers):
                 if not w.alive or w.killed_why:
                     continue
-                if not w.ready and w.started is not None and not w.started.done():
+                if not w.started.done():
                     if now - w.spawned > START_TIMEOUT_S:
                         self._kill(w, f"did not start in {START_TIMEOUT_S:.0f} s and was killed")
                 elif w.jobs and now - w.last_heard > self.silent_after:
