@@ -292,11 +292,9 @@ class BatchAnswering:
         for line in self.client.results(state):
             if line.status == 200 and line.body is not None and not line.message:
                 self.answers.add_answer(line.custom_id, line.body)
-                reported = line.body.get("usage")
-                tokens = [reported.get(k) for k in ("prompt_tokens", "completion_tokens")] \
-                    if isinstance(reported, dict) else []
-                counts = [t for t in tokens if isinstance(t, int) and not isinstance(t, bool) and t >= 0]
-                if len(counts) == 2:
+                reported = line.body["usage"] if isinstance(line.body.get("usage"), dict) else {}
+                counts: list[Any] = [reported.get(k) for k in ("prompt_tokens", "completion_tokens")]
+                if all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in counts):
                     usage = usage + Usage(calls=1, input_tokens=counts[0], output_tokens=counts[1])
             else:
                 self.answers.add_failure(line.custom_id, line.status, line.message)
