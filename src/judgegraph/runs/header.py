@@ -226,7 +226,6 @@ def rejudge_header(old: Mapping[str, Any] | None, *, source: str | Path, metric:
     header.update({"type": "header", "judgegraph": version(), "started_at": iso(now()),
                    "argv": None if argv is None else [redact(str(a)) for a in argv]})
     entry = _judge_record(judge, judge_settings, redact, [metric])
-    prompt_hash = (file_sha256(prompt) or "")[:12] or None if prompt is not None else None
     judges = [j for j in header.get("judges") or [] if isinstance(j, Mapping) and j.get("name") != judge.name]
     header["judges"] = [*judges, entry]
     if rubric is not None:
@@ -236,7 +235,7 @@ def rejudge_header(old: Mapping[str, Any] | None, *, source: str | Path, metric:
     header["rejudged"] = {
         "from": {"path": str(source), "sha256": file_sha256(source)}, "metric": metric, "judge": judge.name,
         "rubric": None if rubric is None else redact(rubric),
-        "prompt": None if prompt is None else {"path": str(prompt), "sha256": prompt_hash},
+        "prompt": None if prompt is None else {"path": str(prompt), "sha256": (file_sha256(prompt) or "")[:12] or None},
         "conversations": sorted(conversations) or "all", "verdicts": list(verdicts) or "all"}
     return header
 
