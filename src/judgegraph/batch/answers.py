@@ -1,13 +1,7 @@
-"""Batch mode's side of the judge: each request an LLM judge would send is looked up in the
-answers of the run's batches; one not answered yet is recorded as pending (for the next batch)
-and its judgement fails for this pass only (docs/batch.md).
-
-A request is identified by its exact ``/v1/chat/completions`` body (model, settings, messages,
-response format), as the SDK sends it: it is read at the judge's own HTTP transport, which answers
-in place of the network (``judges/transport.py``, ``answered_by``). So a re-ask (the earlier messages,
-the reply, the validation error) is a new request that goes into a follow-up batch, and an answer is
-parsed by the chat model as a live reply and then goes through the judge's usual parsing,
-validation and re-ask path: the same as a live reply. Public LangChain APIs only.
+"""Batch mode's side of the judge: each request an LLM judge would send, read at its own HTTP transport
+(``judges/transport.py``) and identified by its exact body, is answered from the run's batches; one not answered
+yet is recorded as pending (for the next batch) and its judgement fails for this pass only (docs/batch.md). An
+answer goes through the judge's usual parsing, validation and re-ask path, as a live reply.
 """
 
 from __future__ import annotations
@@ -71,8 +65,8 @@ class Failure:
 
 @dataclass
 class BatchAnswers:
-    """The answers of a run's batches by request key, the failures, and the requests asked for
-    and not answered in the current pass (``pending``: key → body). Thread safe."""
+    """The answers of a run's batches by request key, the failures, and the requests asked for and not answered in
+    the current pass (``pending``: key → body). Thread safe."""
 
     max_retries: int = 3  # a request failed transiently is sent again in this many more batches
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> chat completion body
@@ -98,8 +92,8 @@ class BatchAnswers:
         return out
 
     def answer(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The chat completion that answers ``body``; else :class:`BatchRequestError` (it failed
-        for good) or :class:`BatchPending` (recorded for the next batch)."""
+        """The chat completion that answers ``body``; else :class:`BatchRequestError` (it failed for good) or
+        :class:`BatchPending` (recorded for the next batch)."""
         key = request_key(body)
         with self._lock:
             if (found := self.answers.get(key)) is not None:
@@ -124,11 +118,9 @@ class BatchAnswers:
 
 
 class BatchCall:
-    """A bound chat model's stand-in: ``invoke``/``ainvoke`` call it as usual, and the judge's HTTP
-    transport answers its ``/v1/chat/completions`` request from :class:`BatchAnswers` instead of the
-    network. The SDK sends the exact body a live call would (that body is the request's key) and
-    parses the stored completion as a live reply; a request pending or failed for good reaches
-    the judge as :class:`BatchPending` or :class:`BatchRequestError`, as raised by ``answer``."""
+    """A bound chat model's stand-in: ``invoke``/``ainvoke`` call it as usual, its HTTP transport answering from
+    :class:`BatchAnswers`; a request pending or failed for good reaches the judge as :class:`BatchPending` or
+    :class:`BatchRequestError`."""
 
     def __init__(self, answers: BatchAnswers, runnable: Any) -> None:
         model = runnable
@@ -161,8 +153,8 @@ class BatchCall:
 
 
 class _Call:
-    """One call's stand-in (:data:`~judgegraph.judges.transport.StandIn`): a chat completions
-    request answered from the batches; ``error``: why it was not (the SDK sees an HTTP 400)."""
+    """One call's stand-in (:data:`~judgegraph.judges.transport.StandIn`): a chat completions request answered from
+    the batches; ``error``: why it was not (the SDK sees an HTTP 400)."""
 
     def __init__(self, answers: BatchAnswers) -> None:
         self.answers = answers

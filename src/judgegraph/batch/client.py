@@ -1,8 +1,5 @@
-"""OpenAI's Batch API through the openai SDK: upload a JSONL of requests (``/v1/files``, purpose
-``batch``), create a batch (``/v1/batches``, window 24 h), poll it, download its output and error
-files. The base URL and key are the judge's (its :class:`~judgegraph.judges.base.Endpoint`); the
-key is only ever sent as the SDK sends it, never written (docs/batch.md).
-"""
+"""OpenAI's Batch API through the openai SDK: upload a JSONL of requests, create a batch (window 24 h), poll it,
+download its output and error files, at the judge's endpoint (its key only ever sent as the SDK sends it)."""
 
 from __future__ import annotations
 
@@ -130,8 +127,7 @@ class BatchClient:
     def wait(self, batch_id: str, *, poll_s: float, on_poll: Callable[[BatchState], None] | None = None,
              stop: Callable[[], bool] | None = None, max_wait_s: float = MAX_WAIT_S) -> BatchState | None:
         """Poll until the batch ends (its state), ``stop()`` is true (None), or ``max_wait_s`` pass
-        (:class:`BatchWaitTimeout`); the wait between polls doubles from ``poll_s`` to
-        :data:`MAX_POLL_INTERVAL_S`."""
+        (:class:`BatchWaitTimeout`); the wait between polls doubles from ``poll_s`` to :data:`MAX_POLL_INTERVAL_S`."""
         deadline = time.monotonic() + max_wait_s
         interval = max(poll_s, 0.001)
         while True:
@@ -154,10 +150,8 @@ class BatchClient:
 
     def results(self, state: BatchState) -> Iterator[ResultLine]:
         """Every line of the batch's output file, then of its error file."""
-        for file_id in (state.output_file_id, state.error_file_id):
-            if file_id:
-                text = self.client.files.content(file_id).text
-                yield from parse_results(text)
+        for file_id in filter(None, (state.output_file_id, state.error_file_id)):
+            yield from parse_results(self.client.files.content(file_id).text)
 
 
 def jsonl_line(custom_id: str, body: dict[str, Any]) -> bytes:

@@ -1,14 +1,7 @@
-"""A run judged through a batch API (``judgegraph eval --batch``, :func:`evaluate_batch_to_file`).
-
-The graphs run as in a live run; only the judge's requests go elsewhere. A *pass* judges every
-conversation not yet written with the answers the run's batches gave so far: a conversation whose
-requests are all answered is final and written as usual; a request without an answer is recorded
-(:mod:`.answers`) and its conversation left for a later pass. The recorded requests go into the next
-batch; when it ends, its answers are added and the next pass runs. Steps that depend on an answer
-(a re-ask of an invalid reply, the verdicts after an extraction) are thus asked in follow-up
-batches, a pass each, at most ``max_rounds`` batches. Every batch is a ``"batch"`` record of the
-results file when submitted and when it ends, so ``--resume`` collects them instead of sending the
-requests again (docs/batch.md).
+"""A run judged through a batch API (``judgegraph eval --batch``, :func:`evaluate_batch_to_file`; docs/batch.md):
+a *pass* judges every conversation not yet written with the answers so far; the requests it found unanswered
+(:mod:`.answers`) go into the next batch, whose answers the next pass uses, at most ``max_rounds`` batches. Each
+batch is a ``"batch"`` record of the results file, so ``--resume`` collects it instead of sending it again.
 """
 
 from __future__ import annotations
@@ -62,9 +55,8 @@ Inputs = Union[Callable[[], Iterable[Item]], Iterable[Union[str, Path, Item]]]
 
 @dataclass
 class BatchSummary(RunSummary):
-    """A :class:`~judgegraph.runs.runner.RunSummary` with the run's batches (``batches``: each one's last
-    state) and the answered usage priced at the list price too (``list_prices``); its ``problem``: a
-    failed or expired batch."""
+    """A :class:`~judgegraph.runs.runner.RunSummary` with the run's batches (each one's last state) and the list
+    prices (``list_prices``); its ``problem``: a failed or expired batch."""
 
     batches: list[BatchLine] = field(default_factory=list)
     list_prices: Prices | None = None
@@ -75,8 +67,8 @@ class BatchSummary(RunSummary):
 
 
 def batch_judges(judge: Judge) -> list[LLMJudge]:
-    """The LLM judges behind ``judge`` (itself, a jury's jurors, an aligned judge's model), each an
-    OpenAI chat model with structured output; :class:`NoBatchAPI` when one is not."""
+    """The LLM judges behind ``judge`` (itself, a jury's jurors, an aligned judge's model), each an OpenAI chat
+    model with structured output; :class:`NoBatchAPI` when one is not."""
     from ..judges.llm import LLMJudge
     from ..judges.transport import has_judge_transport
     from ..providers.openai import is_chat_openai as _is_openai_chat
@@ -113,8 +105,8 @@ def batch_judges(judge: Judge) -> list[LLMJudge]:
 
 
 def batch_client(judge: Judge, *, check: bool = True) -> BatchClient:
-    """The Batch API client of ``judge``'s endpoint, checked to answer (``GET /v1/batches``)
-    unless ``check`` is false; :class:`NoBatchAPI` says why there is none."""
+    """The Batch API client of ``judge``'s endpoint, checked to answer unless ``check`` is false;
+    :class:`NoBatchAPI` says why there is none."""
     judges = batch_judges(judge)
     endpoint = judges[0].endpoint
     if endpoint is None:
@@ -163,12 +155,10 @@ async def evaluate_batch_to_file(
     max_rows: int = DEFAULT_ROWS, poll_s: float = DEFAULT_POLL_S, max_rounds: int = DEFAULT_MAX_ROUNDS,
     client: BatchClient | None = None, on_batch: Callable[[str], None] | None = None, **options: Any,
 ) -> BatchSummary:
-    """:func:`~judgegraph.runs.runner.evaluate_to_file` (its ``options``: resume, stop, header, ...) with the
-    judge's requests answered by the Batch API of its endpoint (:class:`BatchAnswering`, see the module
-    doc): the same run and results file, plus ``"batch"`` records. ``inputs``: paths, items, or a
-    function giving the items afresh (each pass reads them again). ``prices``: list prices (the
-    summary's are :meth:`~judgegraph.cost.pricing.Prices.batch`'s). ``poll_s``: the first wait between
-    polls. ``on_batch``: a line per batch event (submitted, progress, ended)."""
+    """:func:`~judgegraph.runs.runner.evaluate_to_file` (its ``options``) with the judge's requests answered by the
+    Batch API of its endpoint (:class:`BatchAnswering`). ``prices``: list prices (the summary's are their
+    :meth:`~judgegraph.cost.pricing.Prices.batch`); ``poll_s``: the first wait between polls; ``on_batch``: a line
+    per batch event (submitted, progress, ended)."""
     summary = BatchSummary(judge=plan.judge.name, keep_outcomes=keep_outcomes, max_rows=max_rows,
                            prices=prices.batch() if prices else None, list_prices=prices)
     answering = BatchAnswering(plan, summary, client=client, poll_s=poll_s, max_rounds=max_rounds, say=on_batch)
@@ -180,8 +170,7 @@ async def evaluate_batch_to_file(
 
 class BatchAnswering:
     """The Batch API as the way a run's judge requests are answered (``answering=`` of
-    :func:`~judgegraph.runs.runner.evaluate_to_file`): a pass judges with the answers so far, its
-    unanswered requests go into the next batch; sending, waiting, collecting, recording."""
+    :func:`~judgegraph.runs.runner.evaluate_to_file`): sending, waiting, collecting, recording."""
 
     writer: ResultsWriter  # the run's (set when its passes start)
 
@@ -206,8 +195,8 @@ class BatchAnswering:
         return None if watch.keys else outcome
 
     async def passes(self, run: OpenRun, stop: asyncio.Event) -> AsyncGenerator[JudgeOne | None, None]:
-        """The run's passes: what an earlier run sent is collected first, then each pass's requests are
-        sent as a batch and its answers awaited before the next pass, at most ``max_rounds`` batches."""
+        """The run's passes: what an earlier run sent is collected first, then each pass's requests are sent as a
+        batch and its answers awaited before the next pass."""
         self.writer, self.stop = run.writer, stop
         recorded = _recorded(run.writer.path) if run.resumed is not None else {}
         disks = {id(j): _RunDisk(j.cache.disk) for j in self.judges if j.cache is not None and j.cache.disk is not None}
@@ -303,11 +292,9 @@ class BatchAnswering:
         for line in self.client.results(state):
             if line.status == 200 and line.body is not None and not line.message:
                 self.answers.add_answer(line.custom_id, line.body)
-                reported = line.body.get("usage")
-                tokens = [reported.get(k) for k in ("prompt_tokens", "completion_tokens")] \
-                    if isinstance(reported, dict) else []
-                counts = [t for t in tokens if isinstance(t, int) and not isinstance(t, bool) and t >= 0]
-                if len(counts) == 2:
+                reported = line.body["usage"] if isinstance(line.body.get("usage"), dict) else {}
+                counts: list[Any] = [reported.get(k) for k in ("prompt_tokens", "completion_tokens")]
+                if all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in counts):
                     usage = usage + Usage(calls=1, input_tokens=counts[0], output_tokens=counts[1])
             else:
                 self.answers.add_failure(line.custom_id, line.status, line.message)

@@ -1,8 +1,5 @@
-"""``judgegraph.yaml``: a run's settings in a file (``judgegraph eval --config FILE``), its sections validated by a
-pydantic model and the metrics' options by the metrics' declarations (:func:`refusal`); an error names the file, the
-line and the key. The command line overrides the file (docs/runs.md; ``judgegraph init`` writes a starter file).
-Relative paths in the file (inputs, outputs, the cache, the offline rule) are read from the file's folder.
-"""
+"""``judgegraph.yaml`` (``judgegraph eval --config FILE``; docs/runs.md): its sections validated by a pydantic model
+and the metrics' options by the metrics' declarations (:func:`refusal`), an error naming the file, line and key."""
 
 from __future__ import annotations
 
@@ -92,11 +89,12 @@ def _message(error: ErrorDetails) -> tuple[tuple[int | str, ...], str]:
     return loc, error["msg"].replace("Input should be", "expected").replace("Value error, ", "")
 
 
-def _dotted(loc: tuple[int | str, ...]) -> str:
-    out = ""
+def _at(path: str | Path, root: yaml.Node | None, loc: tuple[int | str, ...], message: str) -> str:
+    """``FILE:LINE: key.path: message``, the line being where ``loc`` is in the file."""
+    dotted = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(the file)"
+        dotted += f"[{part}]" if isinstance(part, int) else (f".{part}" if dotted else str(part))
+    return f"{path}:{line_at(root, loc) or 1}: {dotted or '(the file)'}: {message}"
 
 
 def load_config(path: str | Path) -> tuple[Config, dict[str, object]]:
@@ -124,10 +122,8 @@ def load_config(path: str | Path) -> tuple[Config, dict[str, object]]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}:1: expected a mapping of settings (inputs:, metrics:, judge: ...), "
                           f"got {type(data).__name__}")
-    refused = _refused(data)
-    if refused is not None:
-        loc, message = refused
-        raise ConfigError(f"{path}:{line_at(root, loc) or 1}: {_dotted(loc)}: {message}")
+    if (refused := _refused(data)) is not None:
+        raise ConfigError(_at(path, root, *refused))
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
@@ -141,7 +137,7 @@ def load_config(path: str | Path) -> tuple[Config, dict[str, object]]:
             if message == "unknown key":  # the keys of its section (or of the file)
                 known = (f.annotation if (f := Config.model_fields.get(str(loc[0]))) and len(loc) > 1 else Config)
                 message = f"unknown key (known here: {', '.join(known.model_fields)})"  # type: ignore[union-attr]
-            lines.append(f"{path}:{line_at(root, loc) or 1}: {_dotted(loc)}: {message}")
+            lines.append(_at(path, root, loc, message))
         raise ConfigError("invalid config file:\n  " + "\n  ".join(dict.fromkeys(lines))) from None
     _check_options(config, root, path)
     return config, data
@@ -160,13 +156,12 @@ def _refused(data: object, loc: tuple[int | str, ...] = ()) -> tuple[tuple[int |
 
 
 def _check_options(config: Config, root: yaml.Node | None, path: str | Path) -> None:
-    """The metrics named exist, and each option given (``options:``, a metric's own in ``metrics:``, a metric's
-    ``thresholds:``) is one its metric declares (else the nearest), with a value its settings accept
+    """The metrics named exist, and each option given is one its metric declares with a value its settings accept
     (:func:`refusal`): else a :class:`ConfigError` naming ``FILE:LINE: key: why``."""
     from ..metrics import built_ins, get_metric, undeclared
 
     def error(loc: tuple[int | str, ...], message: str) -> ConfigError:
-        return ConfigError(f"{path}:{line_at(root, loc) or 1}: {_dotted(loc)}: {message}")
+        return ConfigError(_at(path, root, loc, message))
 
     def check(loc: tuple[int | str, ...], specs: list[MetricSpec], given: dict[str, object], takes: str) -> None:
         for key in given:  # an option no metric of ``specs`` declares, then a value a metric taking it refuses
@@ -197,9 +192,8 @@ def _check_options(config: Config, root: yaml.Node | None, path: str | Path) -> 
 
 
 def refusal(spec: MetricSpec, given: dict[str, object]) -> tuple[str | None, str] | None:
-    """What the metric's settings refuse of the options ``given`` (by their declared names), as its factory checks
-    them: (the option, why), (None, why) for them together, or None. What needs the run (its judge, keys, the command
-    line's options) is the run's to check: the judge is stood for by an LLM judge with a server of its own."""
+    """What the metric's factory refuses of the options ``given`` (by their declared names): (the option, why),
+    (None, why) for them together, or None; the run's judge stood for by a placeholder LLM judge."""
     from pydantic import SecretStr
 
     from ..judges.base import Endpoint, Judge

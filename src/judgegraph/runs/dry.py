@@ -1,5 +1,4 @@
-"""How a dry run answers each conversation (``judgegraph eval --dry-run``): the requests counted by the metrics'
-own nodes where :func:`judgegraph.cost.dryrun.window_steps` can, by their graphs' runs elsewhere."""
+"""How a dry run (``judgegraph eval --dry-run``) answers each conversation."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ class DryRunConversations:
         self._metrics: dict[int, list[tuple[Any, WindowSteps | None]]] = {}
 
     def metrics(self, run: Any) -> list[tuple[Any, WindowSteps | None]]:
-        """The metric graphs of ``run`` (a metric graph, or a report of several: those it declares), each with its
-        steps."""
+        """The metric graphs of ``run`` (itself, or those a report declares), each with its steps."""
         found = self._metrics.get(id(run))
         if found is None:
             from ..report import ReportMetrics

@@ -1,15 +1,6 @@
-"""The run header and summary records of a results file (docs/runs.md).
-
-The first line of a results file is a ``header``: what made the run (judgegraph
-version, command line, config, metrics with their options, judges with their
-settings and prompt hashes, inputs with their hashes, start time); the last
-line of a finished run is a ``summary`` (end, duration, usage, cost, pass rate
-per metric). A resumed run appends another summary; readers take the last one.
-``--resume`` compares the header with the run's own and refuses a run whose
-settings differ (:func:`differences`), so a results file never mixes two
-settings; ``judgegraph diff`` shows every difference of the same comparison
-(:func:`compare_headers`). Older files have no header: every reader accepts that.
-"""
+"""The run header (what made the run) and summary (what it came to) records of a results file, and the one
+comparison of two headers, which ``--resume`` refuses on (:func:`differences`) and ``judgegraph diff`` shows
+(:func:`compare_headers`); docs/runs.md."""
 
 from __future__ import annotations
 
@@ -35,19 +26,8 @@ if TYPE_CHECKING:
     from . import HeaderLine
     from .runner import MetricPlan, RunSummary
 
-__all__ = [
-    "FORMAT",
-    "Difference",
-    "RunSettingsChanged",
-    "compare_headers",
-    "differences",
-    "file_sha256",
-    "metric_prompts",
-    "prompt_hashes",
-    "run_header",
-    "run_summary",
-    "short_hash",
-]
+__all__ = ["FORMAT", "Difference", "RunSettingsChanged", "compare_headers", "differences", "file_sha256",
+           "metric_prompts", "prompt_hashes", "run_header", "run_summary", "short_hash"]
 
 #: The version of the header's layout.
 FORMAT = 1
@@ -102,8 +82,8 @@ def short_hash(data: bytes) -> str:
 
 
 def metric_prompts(names: Iterable[str]) -> dict[str, str]:
-    """``{step: sha256[:12]}`` of each prompt file the metrics ``names`` use: the steps their
-    MetricSpec declares in ``prompt_values`` (else their module in ``PROMPT_VALUES``: a custom metric's)."""
+    """``{step: sha256[:12]}`` of each prompt file the metrics ``names`` use (their spec's ``prompt_values``, else
+    their module's ``PROMPT_VALUES``: a custom metric's)."""
     from ..metrics import get_metric
 
     steps: set[str] = set()
@@ -148,7 +128,7 @@ def _redacted(value: Any, redact: Redactor) -> Any:
 
 
 def _jsonable(value: Any) -> Any:
-    """Option values as JSON data (a path as its text, a rule or other object as its repr)."""
+    """``value`` as JSON data (a path as its text, another object as its ``str``)."""
     return json.loads(json.dumps(value, default=str))
 
 
@@ -193,19 +173,6 @@ class HeaderRecord(TypedDict, total=False):
     watch: Any  # a watch's own settings (judgegraph watch)
 
 
-class SummaryRecord(TypedDict):
-    """The last line of a finished run (read back as :class:`~judgegraph.runs.record.SummaryLine`)."""
-
-    type: str  # "summary"
-    ended_at: str
-    duration_s: float
-    conversations: int
-    usage: Any  # a Usage as JSON
-    cost_usd: float | None
-    pass_rate: dict[str, float | None]
-    statuses: dict[str, dict[str, int]]
-
-
 def _judge_record(judge: Judge, settings: Mapping[str, Any] | None, redact: Redactor,
                   metrics: Sequence[str]) -> JudgeRecord:
     """A header's judge: its name, the settings it was built with and uses (redacted), the prompts of ``metrics``."""
@@ -223,9 +190,8 @@ def _judge_record(judge: Judge, settings: Mapping[str, Any] | None, redact: Reda
 def run_header(plan: MetricPlan, *, inputs: Sequence[str | Path] = (), argv: Sequence[str] | None = None,
                config: Mapping[str, Any] | None = None, judge_settings: Mapping[str, Any] | None = None,
                sources: Sequence[Mapping[str, Any]] = (), started_at: datetime | None = None) -> HeaderRecord:
-    """The header record of a run of ``plan`` over the files ``inputs`` (each with its sha256)
-    and other ``sources`` (e.g. an MLflow experiment, ``{"path": uri, "experiment": ...}``).
-    ``argv``, ``config`` and ``judge_settings`` are redacted: no key or header reaches the file."""
+    """The header record of a run of ``plan`` over the files ``inputs`` (each with its sha256) and other ``sources``
+    (an MLflow experiment: ``{"path": uri, ...}``); ``argv``, ``config`` and ``judge_settings`` are redacted."""
     from ..metrics import DEFAULT_METRICS
 
     redact = Redactor.for_model(getattr(plan.judge, "model", None))
@@ -252,16 +218,14 @@ def rejudge_header(old: Mapping[str, Any] | None, *, source: str | Path, metric:
                    judge_settings: Mapping[str, Any] | None = None, rubric: str | None = None,
                    prompt: str | Path | None = None, conversations: Sequence[str] = (),
                    verdicts: Sequence[str] = (), argv: Sequence[str] | None = None) -> HeaderRecord:
-    """The header of a ``judgegraph rejudge`` output: the input's header (``old``; a bare one when the input had
-    none) with the re-judging judge added to ``judges``, a changed rubric as the metric's ``rubric`` option, and
-    ``rejudged`` recording what was judged again, from which file (path and sha256), with which judge, rubric or
-    prompt (path and hash), so ``judgegraph diff`` names it (:func:`compare_headers`). Redacted as a run header."""
+    """The header of a ``judgegraph rejudge`` output: the input's header (``old``, or a bare one) with the judge
+    added, a changed rubric as the metric's option, and ``rejudged``: what was judged again, from which file, with
+    which judge, rubric or prompt (hashed), which ``judgegraph diff`` names. Redacted as a run header."""
     redact = Redactor.for_model(getattr(judge, "model", None))
     header = cast("HeaderRecord", {**(old or {"type": "header", "format": FORMAT, "metrics": [], "judges": []})})
     header.update({"type": "header", "judgegraph": version(), "started_at": iso(now()),
                    "argv": None if argv is None else [redact(str(a)) for a in argv]})
     entry = _judge_record(judge, judge_settings, redact, [metric])
-    prompt_hash = (file_sha256(prompt) or "")[:12] or None if prompt is not None else None
     judges = [j for j in header.get("judges") or [] if isinstance(j, Mapping) and j.get("name") != judge.name]
     header["judges"] = [*judges, entry]
     if rubric is not None:
@@ -271,7 +235,7 @@ def rejudge_header(old: Mapping[str, Any] | None, *, source: str | Path, metric:
     header["rejudged"] = {
         "from": {"path": str(source), "sha256": file_sha256(source)}, "metric": metric, "judge": judge.name,
         "rubric": None if rubric is None else redact(rubric),
-        "prompt": None if prompt is None else {"path": str(prompt), "sha256": prompt_hash},
+        "prompt": None if prompt is None else {"path": str(prompt), "sha256": (file_sha256(prompt) or "")[:12] or None},
         "conversations": sorted(conversations) or "all", "verdicts": list(verdicts) or "all"}
     return header
 
@@ -298,8 +262,9 @@ def pass_rates(summary: RunSummary) -> dict[str, float | None]:
 
 
 def run_summary(summary: RunSummary, started_at: datetime, prices: Prices | None = None,
-                ended_at: datetime | None = None) -> SummaryRecord:
-    """The summary record of a finished run (the whole file: resumed conversations included)."""
+                ended_at: datetime | None = None) -> dict[str, Any]:
+    """The summary record of a finished run, the whole file's (read back as
+    :class:`~judgegraph.runs.record.SummaryLine`)."""
     end = ended_at or now()
     return {
         "type": "summary", "ended_at": iso(end), "duration_s": round((end - started_at).total_seconds(), 3),
@@ -327,13 +292,10 @@ def _describe(value: object) -> str:
 
 @dataclass(frozen=True)
 class Difference:
-    """One way two runs differ in how they were judged. ``what``: from the headers, ``judgegraph version``,
-    ``metric`` (judged on one side only), ``metric option``, ``option``, ``judge``, ``judge setting``, ``prompt``,
-    ``input``; from the results lines (``source="results"``), ``judge``, ``threshold``, ``strict mode``. ``name``:
-    which one (a metric, an option or setting key, a prompt step, an input path); ``owner``: the metric of an
-    option, the judge of a setting or prompt when the runs have several; ``old``/``new``: the values (None:
-    absent). ``speed``: a judge setting that only changes how fast the judge is asked (concurrency, rates,
-    timeouts, retries, the cache), which a ``--resume`` may change."""
+    """One way two runs differ in how they were judged: ``what`` (``metric option``, ``judge setting``, ``input``...;
+    ``source="results"`` when read from the results lines), ``name`` (which one), ``owner`` (the metric of an option,
+    the judge of a setting when there are several), ``old``/``new`` (None: absent). ``speed``: a judge setting that
+    only changes how fast the judge is asked, which a ``--resume`` may change."""
 
     what: str
     name: str
@@ -345,8 +307,7 @@ class Difference:
 
     @property
     def refuses_resume(self) -> bool:
-        """Whether ``--resume`` refuses it: what was judged, how, and on what; not the judgegraph version that
-        wrote the file, not a speed setting."""
+        """Whether ``--resume`` refuses it: not the judgegraph version, not a speed setting."""
         return self.source == "header" and not self.speed and self.what != "judgegraph version"
 
     def __str__(self) -> str:
@@ -413,10 +374,8 @@ def _input_differences(old: object, new: object) -> list[Difference]:
 
 
 def compare_headers(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Difference]:
-    """Every way the run headers ``old`` and ``new`` differ, the one comparison ``--resume`` (:func:`differences`:
-    refused on each :attr:`Difference.refuses_resume`) and ``judgegraph diff`` (all shown) use: the judgegraph
-    version, the judges (names, settings: those that decide verdicts and the speed ones, prompt hashes), the
-    metrics judged and their options, the run's options, the inputs. (The time and the command line may differ.)"""
+    """Every way the run headers ``old`` and ``new`` differ (the time and the command line may): the one comparison
+    ``--resume`` (:func:`differences`) and ``judgegraph diff`` use."""
     out: list[Difference] = []
     if old.get("judgegraph") != new.get("judgegraph"):
         out.append(Difference("judgegraph version", "", old.get("judgegraph"), new.get("judgegraph")))
@@ -443,10 +402,9 @@ def _refusal(d: Difference, judges: tuple[list[str], list[str]]) -> str:
 
     if d.what == "metric":
         return f"metric {d.name} {'added' if d.old is None else 'removed'}"
-    if d.what == "metric option":
-        return f"metric {d.owner} option {d.name} changed: {setting(d.old)} → {setting(d.new)}"
-    if d.what == "option":
-        return f"option {d.name} changed: {setting(d.old)} → {setting(d.new)}"
+    if d.what in ("metric option", "option"):
+        owner = f"metric {d.owner} " if d.what == "metric option" else ""
+        return f"{owner}option {d.name} changed: {setting(d.old)} → {setting(d.new)}"
     judge = d.owner or (judges[0][0] if judges[0] else "")
     if d.what == "judge":
         if len(judges[0]) == len(judges[1]) == 1:
@@ -465,15 +423,15 @@ def _refusal(d: Difference, judges: tuple[list[str], list[str]]) -> str:
 
 def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """What refuses a ``--resume`` of a file whose header is ``old`` by a run whose header is ``new``, each named
-    (:func:`compare_headers`, without the speed settings and the judgegraph version). Empty: it may continue."""
+    (empty: it may continue)."""
     judges = list(_by_name(old.get("judges"))), list(_by_name(new.get("judges")))
     return [_refusal(d, judges) for d in compare_headers(old, new) if d.refuses_resume]
 
 
 @dataclass(frozen=True)
 class RunStart:
-    """How a run begins its results file: its ``header``, the one the file already holds (``old``, when
-    resumed), whether the file starts afresh (``fresh``: the header is its first line) and when it started."""
+    """How a run begins its results file: its ``header``, the file's (``old``, when resumed), whether the file
+    starts afresh (``fresh``: the header is its first line) and when it started."""
 
     header: Mapping[str, object]
     old: HeaderLine | None
@@ -482,22 +440,22 @@ class RunStart:
 
     def write_header(self, writer: ResultsWriter) -> None:
         """The header as the first line of a fresh file; the writer is closed if that fails."""
-        if self.fresh:
-            try:
+        try:
+            if self.fresh:
                 writer.write(self.header)
-            except BaseException:
-                writer.close()
-                raise
+        except BaseException:
+            writer.close()
+            raise
 
 
 def start_run(out: str | Path, plan: MetricPlan, inputs: Sequence[str | Path], header: Mapping[str, Any] | None,
               *, resume: bool) -> RunStart:
     """``header`` (default: one built from ``plan`` and ``inputs``), checked against the header of ``out`` when
     resumed: :class:`RunSettingsChanged` names each difference in what decides a verdict."""
-    started = now()
-    head = dict(header if header is not None else run_header(plan, inputs=inputs, started_at=started))
     from . import read_header
 
+    started = now()
+    head = dict(header if header is not None else run_header(plan, inputs=inputs, started_at=started))
     old = read_header(out) if resume else None
     if old is not None and (changed := differences(old.data(), head)):
         raise RunSettingsChanged(out, changed)

@@ -1,23 +1,10 @@
-"""The one reader of a results file: :func:`read_run` reads any results file (``eval``, workers, Ray, ``--batch``,
-``watch``, ``rejudge``, ``simulate``) as a :class:`RunFile`.
+"""The one reader of a results file, any command's (docs/architecture.md, "One evaluation"): :func:`read_run`.
 
-One rule for a bad line in every command: **it is left out and named** (``FILE:LINE: why``, the why naming the
-field at fault), and the rest of the file is read; no line is dropped silently and none stops the reading. A line
-is bad when it is not UTF-8, not JSON (a last line without its newline, a run killed while writing it, is named as
-torn), nested too deeply, not an object, holds a number that is not finite (``1e999`` reads as infinity), has no
-``type`` or one no judgegraph writes, or is a conversation line whose fields are not what ``eval`` writes.
-
-A conversation id read again is **not** a bad line: the later line is a later judgement of the same conversation
-(``judgegraph watch`` appends one when it retries a thread whose judge failed) and replaces the earlier one,
-keeping the earlier one's place in the order; :attr:`ConversationLine.replaces` names the lines it replaced.
-
-A file none of whose lines is a results line (a conversations file, a labels file, garbage, an empty file) and a
-path that cannot be read are refused: :class:`NotAResultsFile`, one message naming the file, which every command
-prints with exit status 3 (an input it cannot use, as ``eval`` counts a missing input file).
-
-A resume reads its file with the same line reader (:func:`read_lines`, :func:`parse_line`), leniently
-(:func:`judgegraph.runs.resultsfile.scan_results`): it passes over what it cannot read, counts a repeated id once
-(its first line), and repairs a torn tail.
+A bad line (not UTF-8, not JSON, torn, too deep, not an object, a non-finite number, no known ``type``, a
+conversation line whose fields are not what ``eval`` writes) is left out and named ``FILE:LINE: why``; the rest is
+read. A conversation id read again is a later judgement (``watch`` retrying a thread): it replaces the earlier line
+and keeps its place. A file with no results line, or a path that cannot be read, is :class:`NotAResultsFile`.
+A resume reads with the same line reader (:func:`read_lines`, :func:`parse_line`), leniently.
 """
 
 from __future__ import annotations
@@ -76,9 +63,7 @@ def conversation_problem(record: dict[str, Any]) -> str | None:
     cid = record.get("conversation_id")
     if not isinstance(cid, str):
         return f"field 'conversation_id': expected a string, got {_type_name(cid)}"
-    if record.get("results") is None:
-        record["results"] = {}
-    results = record["results"]
+    results = record["results"] = {} if record.get("results") is None else record["results"]
     if not isinstance(results, dict):
         return f"field 'results': expected an object of metric results, got {_type_name(results)}"
     for metric, result in results.items():
@@ -135,8 +120,7 @@ def parse_line(raw: bytes) -> dict[str, Any] | str:
 NOT_RESULTS = "not a results file (written by judgegraph eval --out): no line of it is a results line"
 
 def non_finite_field(value: object) -> str | None:
-    """The dotted path of the first non-finite number in ``value`` (JSON ``1e999``
-    reads as ``inf``), or None: such a line is refused. Walks without recursion."""
+    """The dotted path of the first non-finite number in ``value`` (JSON ``1e999`` reads as ``inf``), or None."""
     stack: list[tuple[str, object]] = [("", value)]
     while stack:
         path, item = stack.pop()
@@ -177,9 +161,8 @@ class RunFacts:
 class RunFile:
     """A results file read (:func:`read_run`): its header and last summary (None in an older file), its
     conversations by id (the latest line of each, in the order ids were first read), its input errors and batches,
-    and a ``FILE:LINE: why`` for every line left out. What the run says about itself — metrics, judges,
-    thresholds, pass rates, usage, cost — are properties, each computed once: from the header and summary when the
-    file has them, else from the conversation lines (``facts().source`` says which)."""
+    and a ``FILE:LINE: why`` per line left out. What the run says about itself is computed once, from the header
+    and summary when the file has them, else from the conversation lines (``facts().source`` says which)."""
 
     path: str
     header: HeaderLine | None = None  # the first header record
@@ -199,21 +182,14 @@ class RunFile:
     def in_input_order(self) -> list[ConversationLine]:
         """The conversations in the order of the inputs (their ``position``); those without one (an older file)
         keep the file's order, after the others."""
-        def key(item: tuple[int, ConversationLine]) -> tuple[int, int, int]:
-            place = item[1].place
-            return (0, place, item[0]) if place is not None else (1, 0, item[0])
-
-        return [c for _, c in sorted(enumerate(self.conversations.values()), key=key)]
+        return sorted(self.conversations.values(), key=lambda c: (c.place is None, c.place or 0))  # a stable sort
 
     @cached_property
     def metrics(self) -> list[str]:
-        """The metrics judged in this file, in order of first appearance; when no line has a result (every run
-        failed), those its header names."""
-        seen: dict[str, None] = {}
-        for conv in self.conversations.values():
-            seen.update(dict.fromkeys(conv.results))
+        """The metrics judged in this file, in order of first appearance (none: those its header names)."""
+        seen = dict.fromkeys(m for conv in self.conversations.values() for m in conv.results)
         if not seen and self.header is not None:
-            seen.update(dict.fromkeys(self.header.metric_names()))
+            seen = dict.fromkeys(self.header.metric_names())
         return list(seen)
 
     def _results(self, metric: str) -> list[ResultLine]:
@@ -245,12 +221,9 @@ class RunFile:
         configured = header.thresholds()
         if metrics and all(configured.get(m) is not None for m in metrics):
             known("thresholds", {m: configured[m] for m in metrics}, "header")
-        elif metrics:
-            thresholds: dict[str, float | None] = {}
-            for m in metrics:
-                values = {number(r.threshold) for r in self._results(m)} - {None}
-                thresholds[m] = values.pop() if len(values) == 1 else None
-            known("thresholds", thresholds, "lines")
+        elif metrics:  # a metric's threshold when its lines agree on one
+            values = {m: {number(r.threshold) for r in self._results(m)} - {None} for m in metrics}
+            known("thresholds", {m: v.pop() if len(v) == 1 else None for m, v in values.items()}, "lines")
         if isinstance(summary.pass_rate, dict) and summary.pass_rate:
             known("pass_rate", {str(m): number(v) for m, v in summary.pass_rate.items()}, "summary")
         elif metrics:
@@ -265,9 +238,8 @@ class RunFile:
             known("duration_s", number(summary.duration_s), "summary")
         usage, where = summary.usage_line(), "summary"
         if usage is None and (usages := [r.usage for m in metrics for r in self._results(m) if r.usage]):
-            usage, where = UsageLine(calls=sum(u.calls or 0 for u in usages),
-                                     input_tokens=sum(u.input_tokens or 0 for u in usages),
-                                     output_tokens=sum(u.output_tokens or 0 for u in usages)), "lines"
+            keys = ("calls", "input_tokens", "output_tokens")
+            usage, where = UsageLine(**{k: sum(getattr(u, k) or 0 for u in usages) for k in keys}), "lines"
         if usage is not None:
             known("calls", int(usage.calls or 0), where)
             known("tokens", usage.tokens, where)
@@ -308,10 +280,8 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, int, bytes]]:
 
 
 def read_run(path: str | Path, *, keep_transcripts: bool = True, keep_replaced: bool = False) -> RunFile:
-    """The results file ``path`` as a :class:`RunFile` (module doc); :class:`NotAResultsFile` when it cannot be
-    read or no line of it is a results line. ``keep_transcripts=False`` drops the judge transcripts as it reads
-    (a comparison never shows them); ``keep_replaced`` keeps the results of the lines a later line of the same id
-    replaced (:attr:`RunFile.replaced`)."""
+    """The results file ``path`` as a :class:`RunFile` (module doc). ``keep_transcripts=False`` drops the judge
+    transcripts as it reads; ``keep_replaced`` keeps the results of replaced lines (:attr:`RunFile.replaced`)."""
     run = RunFile(str(path))
     readable, first_bad = 0, ""
     try:
@@ -359,19 +329,14 @@ def read_run(path: str | Path, *, keep_transcripts: bool = True, keep_replaced: 
         raise NotAResultsFile(path, "no such file") from None
     except OSError as exc:
         raise NotAResultsFile(path, f"cannot read it: {exc.strerror or exc}") from None
-    if not readable:
-        if _holds_conversations(path):
-            raise NotAResultsFile(path, "a conversations file (what `eval` reads), not a results file (`eval --out`): "
-                                        "to compare two versions' conversations, use `judgegraph pairwise FILE FILE "
-                                        "--model M`")
-        raise NotAResultsFile(path, f"{NOT_RESULTS} ({first_bad or 'the file is empty'})")
-    return run
-
-
-def _holds_conversations(path: str | Path) -> bool:
-    """Whether ``path``'s first record is a conversation (turns or messages), as input files hold them."""
-    record = first_record(path)
-    return isinstance(record, dict) and "type" not in record and ("turns" in record or "messages" in record)
+    if readable:
+        return run
+    first = first_record(path)
+    if isinstance(first, dict) and "type" not in first and ("turns" in first or "messages" in first):
+        raise NotAResultsFile(path, "a conversations file (what `eval` reads), not a results file (`eval --out`): "
+                                    "to compare two versions' conversations, use `judgegraph pairwise FILE FILE "
+                                    "--model M`")
+    raise NotAResultsFile(path, f"{NOT_RESULTS} ({first_bad or 'the file is empty'})")
 
 
 def first_record(path: str | Path) -> object:
@@ -387,8 +352,7 @@ def first_record(path: str | Path) -> object:
 
 
 def is_results_file(path: str | Path) -> bool:
-    """Whether ``path`` is a judgegraph results JSONL (its first record has a results record ``type``), read from
-    its first line only: for commands that take input files and must tell one apart."""
+    """Whether ``path`` is a results JSONL, from its first record only (for commands that take input files)."""
     p = Path(path)
     if p.suffix.lower() != ".jsonl" or not p.is_file():
         return False
@@ -398,8 +362,7 @@ def is_results_file(path: str | Path) -> bool:
 
 
 def read_header(path: str | Path) -> HeaderLine | None:
-    """The header of a results file (its first readable line, when that is a header), or None (none, or the
-    file cannot be read): a resume's lenient look, not a refusal."""
+    """The header of a results file (its first line, when that is a header), or None: a resume's lenient look."""
     try:
         for _, _, raw in read_lines(path):
             if not raw.strip():

@@ -1,12 +1,7 @@
 """The lines of a results file (``judgegraph eval --out``), typed: one pydantic model per ``type`` a writer puts
-there. Every model keeps the fields it does not name (``extra="allow"``): a file written by a newer or older
-judgegraph reads, and a line written back is the line read.
-
-Who writes what: ``header`` and ``summary`` (:mod:`judgegraph.runs.header`, for eval, workers, Ray, batch, watch,
-rejudge); ``conversation`` (:class:`judgegraph.runs.resultsfile.ResultsWriter`; ``simulate`` adds ``conversation`` and
-``simulation``, ``watch`` appends a thread again when it retries it); ``input_error`` (the writer, one per record
-of the inputs that could not be read); ``batch`` (an ``eval --batch`` run, docs/batch.md).
-``pairwise --out`` writes ``pairwise`` lines: a file of its own, not a results file (:class:`PairwiseLine`).
+there (``header`` and ``summary``: :mod:`judgegraph.runs.header`; the others:
+:class:`judgegraph.runs.resultsfile.ResultsWriter`). Every model keeps the fields it does not name
+(``extra="allow"``): a file written by a newer or older judgegraph reads, and a line written back is the line read.
 """
 
 from __future__ import annotations
@@ -50,8 +45,8 @@ class _Line(BaseModel):
 
 
 class _Ordered(_Line):
-    """A line written back with its keys in the order read (a nested part of a conversation line: its dumps are
-    compared byte for byte), strict so no value is coerced on the way (a wrong type is a named bad line)."""
+    """A nested part of a conversation line: written back with its keys in the order read, strict (a wrong type is
+    a named bad line, never coerced)."""
 
     model_config = ConfigDict(extra="allow", strict=True)
     _keys: tuple[str, ...] = PrivateAttr(default=())
@@ -146,28 +141,26 @@ class HeaderLine(_Line):
 
     def judge_entries(self) -> list[JudgeEntry]:
         """The judges the header names (entries without a name left out)."""
-        entries = self.judges if isinstance(self.judges, list) else []
-        return [JudgeEntry.model_validate(j) for j in entries if isinstance(j, dict) and isinstance(j.get("name"), str)]
+        return [JudgeEntry.model_validate(j) for j in _objects(self.judges, "name")]
 
     def input_files(self) -> dict[str, str]:
         """The input files it names with their hashes: path -> sha256 (hex, lowercase)."""
-        entries = self.inputs if isinstance(self.inputs, list) else []
-        return {e["path"]: e["sha256"].removeprefix("sha256:").lower() for e in entries
-                if isinstance(e, dict) and isinstance(e.get("path"), str) and isinstance(e.get("sha256"), str)}
+        return {e["path"]: e["sha256"].removeprefix("sha256:").lower() for e in _objects(self.inputs, "path")
+                if isinstance(e.get("sha256"), str)}
 
     def metric_names(self) -> list[str]:
-        entries = self.metrics if isinstance(self.metrics, list) else []
-        return [m["name"] for m in entries if isinstance(m, dict) and isinstance(m.get("name"), str)]
+        return [m["name"] for m in _objects(self.metrics, "name")]
 
     def thresholds(self) -> dict[str, float | None]:
         """Each metric's configured threshold, by metric name (``-`` read as ``_``)."""
-        entries = self.metrics if isinstance(self.metrics, list) else []
-        out: dict[str, float | None] = {}
-        for m in entries:
-            options = m.get("options") or {} if isinstance(m, dict) else None
-            if isinstance(options, dict):
-                out[str(m.get("name")).replace("-", "_")] = number(options.get("threshold"))
-        return out
+        return {str(m.get("name")).replace("-", "_"): number(options.get("threshold"))
+                for m in _objects(self.metrics) if isinstance(options := m.get("options") or {}, dict)}
+
+
+def _objects(value: object, name: str | None = None) -> list[dict[str, Any]]:
+    """The objects of a header's list (with a string ``name`` field, when given); anything else left out."""
+    items = value if isinstance(value, list) else []
+    return [i for i in items if isinstance(i, dict) and (name is None or isinstance(i.get(name), str))]
 
 
 class SummaryLine(_Line):
@@ -321,7 +314,7 @@ class ResultLine(_Ordered):
 
     @property
     def outcome(self) -> str:
-        """Its status; in a file written before results had one, the status its ``passed`` and errors give."""
+        """Its status; in an older file without one, the status its ``passed`` and errors give."""
         if self.status is not None:
             return self.status
         return ("passed" if self.passed is True else "failed" if self.passed is False
@@ -344,9 +337,8 @@ class ResultLine(_Ordered):
 
 
 class ConversationLine(_Line):
-    """A conversation judged: its id, place in the inputs, the run's error (the whole conversation failed),
-    its results by metric (each a JSON object with ``verdicts`` and ``errors`` lists) and its cost. ``simulate``
-    adds ``conversation`` (the turns) and ``simulation``."""
+    """A conversation judged: its id, place in the inputs, the run's error (the whole conversation failed), its
+    results by metric and its cost. ``simulate`` adds ``conversation`` (the turns) and ``simulation``."""
 
     type: Literal["conversation"] = "conversation"
     conversation_id: str
@@ -384,9 +376,8 @@ class PairwiseLine(_Line):
 
 
 def pass_rate(statuses: Mapping[str, int]) -> float | None:
-    """Results per status as a pass rate: passed / (passed + failed + error), as a run's summary line counts it (a
-    result the judge could not judge is not a pass, so a run never looks better for failing to judge; n/a is left
-    out). None: nothing judged."""
+    """passed / (passed + failed + error) of results per status (a judge error is never a pass; n/a is left out);
+    None: nothing judged."""
     judged = sum(statuses.get(s, 0) for s in JUDGED)
     return statuses.get("passed", 0) / judged if judged else None
 
@@ -407,9 +398,8 @@ def _attempt_failed(attempt: object) -> bool:
 
 
 def filter_transcripts(record: dict[str, Any], mode: str) -> dict[str, Any]:
-    """Keep ``record``'s transcripts (each verdict's and the result's own) whole
-    (``full``), only for failed or re-asked judgements (``errors``), or none
-    (``none``). Changes ``record`` in place."""
+    """Keep ``record``'s transcripts whole (``full``), only for failed or re-asked judgements (``errors``), or none
+    (``none``), in place."""
     if mode == "full":
         return record
     for result in (record.get("results") or {}).values():
@@ -441,10 +431,9 @@ def _escaped(reason: str, escape: object) -> str:
 
 
 def elide_duplicates(record: dict[str, Any]) -> dict[str, Any]:
-    """Store each verdict reason of :data:`ELIDE_MIN_CHARS` or more once, in its
-    verdict: cut out of the raw reply (``reply_elided``) and the result's reason
-    (``reason_elided``) where they hold it verbatim (a 20 MB reason took 40-60 MB
-    of the line). In place; :func:`restore_elided` gives the exact texts back."""
+    """Store each verdict reason of :data:`ELIDE_MIN_CHARS` or more once, in its verdict: cut out of the raw reply
+    (``reply_elided``) and the result's reason (``reason_elided``) where they hold it verbatim. In place;
+    :func:`restore_elided` gives the exact texts back."""
     for result in (record.get("results") or {}).values():
         cuts: list[dict[str, int]] = []
         for i, verdict in enumerate(_verdicts(result)):
@@ -471,8 +460,8 @@ def elide_duplicates(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def restore_elided(record: dict[str, Any]) -> dict[str, Any]:
-    """``record`` with every text :func:`elide_duplicates` cut put back, exactly
-    (in place). A marker that does not fit (a file edited by hand) is dropped."""
+    """``record`` with every text :func:`elide_duplicates` cut put back, exactly, in place (a marker that does not
+    fit, in a file edited by hand, is dropped)."""
     results = record.get("results")
     for result in (results.values() if isinstance(results, dict) else ()):
         verdicts = _verdicts(result)

@@ -1,7 +1,4 @@
-"""The results file: one JSON line per conversation (and per input error),
-flushed as each finishes, so a killed run keeps its work and resumes
-(docs/runs.md). Workers and the parent share the writer: one format.
-"""
+"""The results file's one writer, its resume scan, its ``--out`` checks and its lock (docs/runs.md)."""
 
 from __future__ import annotations
 
@@ -29,11 +26,9 @@ class ResultsFileError(ValueError):
 
 
 class ResultsWriter:
-    """The one writer of results files (eval, workers, Ray, batch, watch, rejudge, pairwise, simulate): one JSON
-    line per record, flushed at once; :meth:`outcome` and :meth:`input_error` write the run's own lines (``cost``
-    gives each line's ``cost_usd``), :meth:`write` any record (a header, a summary, a batch, a comparison),
-    :meth:`copy` a line of another results file as it was. ``errors``: how a lone surrogate is written
-    (``surrogateescape``: a byte read that way goes back as it was)."""
+    """The one writer of results files: one JSON line per record, flushed at once. ``cost``: each conversation
+    line's ``cost_usd``; ``errors``: how a lone surrogate is written (by default as the JSON escape ``\\udfff``,
+    read back as the same string; ``surrogateescape``: a byte read that way goes back as it was)."""
 
     def __init__(self, path: str | Path, *, mode: str = "w", transcripts: str = "full",
                  skip_input_errors: set[tuple[object, ...]] | None = None,
@@ -45,8 +40,6 @@ class ResultsWriter:
         self.cost = cost
         self._skip = skip_input_errors or set()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # A lone surrogate (from "\udfff" in the input) cannot be encoded as UTF-8:
-        # written as the JSON escape "\udfff" it reads back as the same string.
         self._fh: IO[str] = self.path.open(mode, encoding="utf-8", errors=errors)
         self._failed = False
 
@@ -107,10 +100,9 @@ def has_errors(record: dict[str, Any]) -> bool:
 
 def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] | None = None,
                  *, repair: bool = True, retry_errors: bool = False) -> ResumeState:
-    """Read a results file for a resume with :func:`~judgegraph.runs.read_run`'s line reader: a line it leaves out
-    goes to ``bad_lines`` (left in place), a torn last line is cut off when ``repair``, each conversation to
-    ``on_record`` (not kept), an id read again counted once (its first line). ``retry_errors`` takes errored
-    conversation lines out (an atomic rewrite)."""
+    """Read a results file for a resume with :func:`~judgegraph.runs.read_run`'s line reader, leniently: a bad line
+    to ``bad_lines`` (left in place), a torn last line cut off when ``repair``, each conversation to ``on_record``,
+    a repeated id counted once; ``retry_errors`` takes errored conversation lines out (an atomic rewrite)."""
     state = ResumeState()
     p = Path(path)
     if not p.exists():
@@ -153,8 +145,8 @@ def scan_results(path: str | Path, on_record: Callable[[dict[str, Any]], None] |
 
 def check_out_path(out: str | Path, inputs: list[str | Path], *, resume: bool | None = None,
                    overwrite: bool = False) -> None:
-    """Refuse an ``--out`` that is a directory or one of the input files and, when ``resume`` is given, a file
-    holding results neither resumed nor overwritten."""
+    """Refuse an ``--out`` that is a directory or an input and, when ``resume`` is given, a file holding results
+    neither resumed nor overwritten."""
     p = Path(out)
     if p.is_dir():
         raise ResultsFileError(f"--out {out} is a directory; give a file path such as {p / 'results.jsonl'}")
@@ -185,8 +177,8 @@ def is_nonempty(path: str | Path) -> bool:
 
 
 def cut_torn_tail(path: str | Path, chunk: int = 1 << 16) -> bool:
-    """Cut a last line that has no newline (a writer killed while writing it) off the file at ``path``, reading
-    only the file's end; True when there was one. A file that does not exist is left alone."""
+    """Cut a last line without its newline off the file at ``path`` (if any), reading only the file's end; True
+    when there was one."""
     p = Path(path)
     if not p.exists():
         return False
@@ -213,9 +205,8 @@ class ResultsFileLocked(ResultsFileError):
 
 
 class ResultsLock:
-    """A ``flock`` on the sidecar ``RESULTS.lock`` (holding the pid) for a whole
-    run (docs/runs.md). A sidecar, not the file: a resume may replace the
-    results file (a new inode) while the run holds it. None on Windows."""
+    """A ``flock`` on the sidecar ``RESULTS.lock`` (holding the pid) for a whole run: a sidecar, as a resume may
+    replace the results file (a new inode). None on Windows."""
 
     def __init__(self, results: str | Path) -> None:
         self.results = Path(results)

@@ -1,8 +1,5 @@
-"""Run metrics over many conversations, streamed, a bounded number in flight,
-each one's results written when done (docs/runs.md). For distributed callers:
-:func:`judge_conversation` is the unit of work, :class:`RunSummary` takes
-outcomes in any order, :mod:`judgegraph.runs.resultsfile` writes and resumes the file.
-"""
+"""Run metrics over many conversations, streamed, a bounded number in flight, each one's results written when done
+(docs/runs.md): :func:`judge_conversation` is the unit of work, :class:`RunSummary` takes outcomes in any order."""
 
 from __future__ import annotations
 
@@ -33,19 +30,8 @@ from ..report import build_metric, check_unique_names, create_report_graph
 from . import header as runheader
 from .resultsfile import ResultsFileError, ResultsWriter, ResumeState, check_out_path, scan_results
 
-__all__ = [
-    "ConversationOutcome",
-    "MetricPlan",
-    "ResultsFileError",
-    "Answering",
-    "JudgeOne",
-    "ResultsWriter",
-    "RunSummary",
-    "evaluate_async",
-    "evaluate_to_file",
-    "iter_inputs",
-    "judge_conversation",
-]
+__all__ = ["Answering", "ConversationOutcome", "JudgeOne", "MetricPlan", "ResultsFileError", "ResultsWriter",
+           "RunSummary", "evaluate_async", "evaluate_to_file", "iter_inputs", "judge_conversation"]
 
 #: Rows of outcomes a summary keeps to show (failures and errors first).
 DEFAULT_ROWS = 50
@@ -100,9 +86,8 @@ def result_priority(result: MetricResult) -> int:
 
 @dataclass
 class RunSummary:
-    """Counters over a run's conversations plus at most ``max_rows`` rows to show
-    (errors and failures first). ``outcomes`` holds this run's outcomes (not the
-    resumed) only with ``keep_outcomes``, e.g. for MLflow; the CLI keeps none."""
+    """Counters over a run's conversations plus at most ``max_rows`` rows to show (errors and failures first);
+    ``outcomes``: this run's outcomes (not the resumed), only with ``keep_outcomes`` (e.g. for MLflow)."""
 
     judge: str = ""
     keep_outcomes: bool = True
@@ -138,12 +123,10 @@ class RunSummary:
             self.usage = self.usage + r.usage
         if self.keep_outcomes and not resumed:  # judged in this run (MLflow writes must not repeat the resumed)
             self.outcomes.append(outcome)
-        seq = next(self._seq) if order is None else order
         if self.max_rows <= 0:
             return
-        # a heap whose top is the row a new one replaces: the lowest priority, the latest of those (issue 28: the
-        # scan of every kept row it replaces cost 0.07-0.13 ms of CPU a conversation, the heap 0.01)
-        row = (outcome.priority, -seq, next(self._ties), outcome)
+        # a heap whose top is the row a new one replaces: the lowest priority, the latest of those (issue 28)
+        row = (outcome.priority, -(next(self._seq) if order is None else order), next(self._ties), outcome)
         if len(self._rows) < self.max_rows:
             heapq.heappush(self._rows, row)
         elif row[0] > self._rows[0][0]:
@@ -190,8 +173,8 @@ class RunSummary:
 
     @property
     def exit_code(self) -> int:
-        """0 passed; 1 a threshold failed; 3 something could not be judged, or nothing
-        was (an empty input is never a pass), or the run could not finish (``problem``); 130 stopped by Ctrl-C."""
+        """0 passed; 1 a threshold failed; 3 something could not be judged, or nothing was, or the run could not
+        finish (``problem``); 130 stopped by Ctrl-C."""
         if self.interrupted:
             return 130
         if (self.input_error_count or self.judge_errors or self.count("error") or self.failed_runs
@@ -203,8 +186,8 @@ class RunSummary:
 
 
 class MetricPlan:
-    """Which metric graphs run for a conversation, options from overrides over the
-    input file's own over defaults; one compiled graph per distinct option set."""
+    """Which metric graphs run for a conversation, options from overrides over the input file's own over defaults;
+    one compiled graph per distinct option set."""
 
     def __init__(self, metrics: list[str] | None, judge: Judge, overrides: Mapping[str, object] | None = None,
                  per_metric: Mapping[str, Mapping[str, object]] | None = None) -> None:
@@ -220,17 +203,15 @@ class MetricPlan:
         self._runs: dict[str, CompiledStateGraph] = {}  # what runs: a report of one metric is that metric
 
     def check(self) -> None:
-        """Build each chosen metric (and their report) once, so a bad setting or two
-        metrics with one name is a usage error before any work, not an error in
-        every conversation. Needing an LLM judge is not: see :meth:`build`."""
+        """Build each chosen metric (and their report) once: a bad setting or two metrics with one name is a usage
+        error before any work (needing an LLM judge is not: see :meth:`build`)."""
         graphs = [self.build(name, opts) for name, opts in self.options_by_metric().items()]
         if graphs:
             create_report_graph(graphs)
 
     def options_by_metric(self, *, defaults: bool = False) -> dict[str, dict[str, object]]:
-        """The options each chosen metric is built with (those it takes, of the overrides and its own);
-        the input files' own options come on top, per conversation (:meth:`metric_options`). With
-        ``defaults``, no metric chosen means the default metrics (when the inputs name none)."""
+        """The options each chosen metric is built with (those it takes, of the overrides and its own); with
+        ``defaults``, no metric chosen means the default metrics."""
         out = {}
         for name in self.metrics or (list(DEFAULT_METRICS) if defaults else []):
             spec = get_metric(name)
@@ -255,9 +236,8 @@ class MetricPlan:
             spec = get_metric(name)
             mine = [a for a in asked if canonical_name(a["metric"]) == name]
             for file_opts in (mine if asked else [item.options]) or [{}]:
-                opts = {k: v for k, v in file_opts.items() if k in spec.options}
-                opts.update({k: v for k, v in self.overrides.items() if k in spec.options})
-                opts.update({k: v for k, v in self.per_metric.get(name, {}).items() if k in spec.options})
+                given = {**file_opts, **self.overrides, **self.per_metric.get(name, {})}
+                opts = {k: v for k, v in given.items() if k in spec.options}
                 if file_opts.get("key"):
                     opts["name"] = file_opts["key"]
                 chosen.append((name, opts, result_transform(file_opts)))
@@ -319,9 +299,8 @@ def unavailable_metric(name: str, judge: Judge, message: str) -> CompiledStateGr
 
 def iter_inputs(paths: Iterable[str | Path], *, seen: set[str] | None = None, limits: Limits | None = None,
                 allow_outside_files: bool | None = None) -> Iterator[LoadedConversation | InputError]:
-    """Every conversation of several files, read lazily (options go to
-    :func:`~judgegraph.loaders.iter_records`). An id seen in an earlier file, and
-    an empty file, are input errors: never a run that passes by judging nothing."""
+    """Every conversation of several files, read lazily (options go to :func:`~judgegraph.loaders.iter_records`);
+    an id seen in an earlier file, and an empty file, are input errors."""
     seen = set() if seen is None else seen
     paths = list(paths)
     stems = id_stems(paths)  # records without an id: named after their file, unique across the inputs
@@ -360,12 +339,9 @@ async def evaluate_async(
     skip: set[str] | frozenset[str] = frozenset(), stop: asyncio.Event | None = None,
     judge_one: JudgeOne | None = None,
 ) -> RunSummary:
-    """Judge ``items`` lazily, at most ``max_conversations`` at once, passing over
-    ids in ``skip``. Setting ``stop`` starts nothing new and cancels (neither
-    writes nor counts) what is in flight. ``judge_one`` (default
-    :func:`judge_conversation`) is how a conversation is answered elsewhere (worker processes, Ray:
-    :mod:`judgegraph.scale`; the Batch API: :mod:`judgegraph.batch`); its None is a conversation not
-    finished in this pass (neither counted nor passed on)."""
+    """Judge ``items`` lazily, at most ``max_conversations`` at once, passing over ids in ``skip``; setting ``stop``
+    starts nothing new and cancels (neither writes nor counts) what is in flight. ``judge_one`` (default
+    :func:`judge_conversation`): how a conversation is answered (:data:`JudgeOne`)."""
     if max_conversations < 1:
         raise ValueError(f"max_conversations must be >= 1, got {max_conversations}")
     summary = summary if summary is not None else RunSummary(judge=plan.judge.name)
@@ -377,21 +353,18 @@ async def evaluate_async(
     pending: set[asyncio.Task[ConversationOutcome | None]] = set()
 
     def finish(done: set[asyncio.Task[ConversationOutcome | None]]) -> None:
+        pending.difference_update(done)
         for task in done:
             outcome, position = task.result(), order.pop(task, None)
-            if outcome is None:  # not finished in this pass
-                continue
-            outcome.position = position
-            summary.add(outcome, order=outcome.position)
-            if on_outcome:
-                on_outcome(outcome)
+            if outcome is not None:  # else not finished in this pass
+                outcome.position = position
+                summary.add(outcome, order=position)
+                if on_outcome:
+                    on_outcome(outcome)
 
     async def wait_some() -> None:
-        nonlocal pending
         done, _ = await asyncio.wait({*pending, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        finished = {t for t in pending if t in done}
-        pending -= finished
-        finish(finished)
+        finish({t for t in pending if t in done})
 
     # What exists when the run starts (modules, compiled graphs, the judge's client) lives through it: kept out
     # of the collector's full passes while it runs (each one would walk it all again), given back at the end.
@@ -421,9 +394,7 @@ async def evaluate_async(
     finally:
         if stop.is_set():
             summary.interrupted = True
-        finished = {t for t in pending if t.done() and not t.cancelled()}
-        finish(finished)
-        pending -= finished
+        finish({t for t in pending if t.done() and not t.cancelled()})
         for task in pending:
             task.cancel()
         if pending:
@@ -435,8 +406,8 @@ async def evaluate_async(
 
 @dataclass
 class OpenRun:
-    """A run opened on its results file (:func:`open_run`): the header written (or the resumed file's checked),
-    what the file already holds counted into ``summary``, and the writer every line goes through."""
+    """A run opened on its results file (:func:`open_run`): its start, its counters, and the writer every line
+    goes through."""
 
     start: runheader.RunStart
     summary: RunSummary
@@ -453,9 +424,9 @@ class OpenRun:
                       stop: asyncio.Event, *, skip: set[str] | None = None, max_conversations: int = 32,
                       on_outcome: Callable[[ConversationOutcome], None] | None = None,
                       on_input_error: Callable[[InputError], None] | None = None) -> RunSummary:
-        """The one run loop: each pass ``answering`` yields reads its conversations (``read(first pass)``),
-        judges them (:func:`evaluate_async`) and writes each finished one and each input error. A conversation
-        written is added to ``skip`` (when given), which the next passes pass over. The writer stays open."""
+        """The one run loop: each pass ``answering`` yields reads its conversations (``read(first pass)``), judges
+        them (:func:`evaluate_async`) and writes each finished one (added to ``skip``, when given) and each input
+        error. The writer stays open."""
 
         def wrote(outcome: ConversationOutcome) -> None:
             self.writer.outcome(outcome)
@@ -470,12 +441,11 @@ class OpenRun:
                 on_input_error(error)
 
         async with contextlib.aclosing(answering(self, stop)) as passes:
-            first = True
+            count = itertools.count()
             async for judge in passes:
-                await evaluate_async(read(first), plan, max_conversations=max_conversations, on_outcome=wrote,
+                await evaluate_async(read(next(count) == 0), plan, max_conversations=max_conversations, on_outcome=wrote,
                                      on_input_error=bad, summary=self.summary, stop=stop, judge_one=judge,
                                      skip=frozenset() if skip is None else skip)
-                first = False
         self.summary.interrupted = self.summary.interrupted or stop.is_set()
         return self.summary
 
@@ -491,11 +461,9 @@ def open_run(inputs: Iterable[object], plan: MetricPlan, out: str | Path, summar
              resume: bool = False, retry_errors: bool = False, overwrite: bool = False, transcripts: str = "full",
              cost: Callable[[Usage], float | None] | None = None, header: Mapping[str, Any] | None = None,
              on_resumed: Callable[[ResumeState], None] | None = None) -> OpenRun:
-    """Open a run on ``out``, once for every way a run is answered (here, worker processes, Ray, the Batch API):
-    the ``--out`` checks (not a directory or an input; a file holding results needs ``resume`` or ``overwrite``),
-    the header (checked against the resumed file's: :class:`~judgegraph.runs.header.RunSettingsChanged`), the
-    resumed file scanned (a torn last line cut, with ``retry_errors`` errored lines taken out) and counted into
-    ``summary``, and the writer (``cost``: a line's cost from its usage)."""
+    """Open a run on ``out``, however its requests are answered: the ``--out`` checks, the header (checked against
+    the resumed file's: :class:`~judgegraph.runs.header.RunSettingsChanged`), the resumed file scanned (a torn last
+    line cut, with ``retry_errors`` errored lines taken out) and counted into ``summary``, and the writer."""
     if resume and overwrite:
         raise ResultsFileError("resume and overwrite exclude each other")
     if retry_errors and not resume:
@@ -528,13 +496,9 @@ async def evaluate_to_file(
     header: Mapping[str, Any] | None = None,
 ) -> RunSummary:
     """Judge ``inputs`` (paths, loaded items, or a function giving the items afresh) into the results file ``out``:
-    the run opened once (:func:`open_run`: ``resume`` skips but counts what ``out`` holds complete, with
-    ``retry_errors`` errored conversations judged again; a non-empty ``out`` without ``resume`` needs
-    ``overwrite``; ``header``, by default one built from ``plan`` and the inputs, is its first line or is checked
-    against the resumed file's) and executed by the one loop (:meth:`OpenRun.execute`), whatever answers the
-    judge's requests: here, ``judge_one`` (worker processes, Ray: :func:`judgegraph.scale.judge_pool`) or
-    ``answering``, pass by pass (the Batch API: :func:`judgegraph.batch.evaluate_batch_to_file`). ``transcripts``:
-    ``full`` | ``errors`` | ``none``; ``summary``: the run's counters. A finished run ends with a summary record."""
+    the run opened once (:func:`open_run`) and executed by the one loop (:meth:`OpenRun.execute`), its requests
+    answered here, by ``judge_one`` (:func:`judgegraph.scale.judge_pool`) or by ``answering``, pass by pass
+    (:func:`judgegraph.batch.evaluate_batch_to_file`). A finished run ends with a summary record."""
     given = inputs if callable(inputs) or isinstance(inputs, Iterator) else list(inputs)
     if summary is None:
         summary = RunSummary(judge=plan.judge.name, keep_outcomes=keep_outcomes, max_rows=max_rows, prices=prices)

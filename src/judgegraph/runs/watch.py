@@ -1,18 +1,7 @@
-"""Judge an agent's live threads as they end (``judgegraph watch``; docs/threads.md).
-
-Each poll lists the threads of a checkpointer (:class:`CheckpointerThreads`) or a LangGraph server
-(:class:`ServerThreads`), keeps those idle for at least ``idle`` seconds (a server's threads must also have the
-status ``idle`` or ``error``: not running, not waiting at an interrupt), a seeded sample of them, and judges each one
-not judged before. Results are appended to the results file as ``eval`` writes them; which threads were judged is
-remembered in a small SQLite file (:class:`Remembered`), not in memory, so a restart judges nothing twice.
-A thread whose judgement had judge errors is tried again at the next polls, up to
-:data:`MAX_TRIES` times in all.
-
-The results file begins with a run header (:mod:`judgegraph.runs.header`) when the watch finds it new or empty; a
-restart on a file made with other settings (metrics, their options, the judge, its prompts, the threads watched) is
-refused, naming each difference, as ``eval --resume`` refuses one. Each time a watch ends (a signal, ``--once``,
-``--max-polls``) it appends a summary record of the whole file (:func:`file_summary`): a file watched across
-restarts holds several, and readers take the last.
+"""Judge an agent's live threads as they end (``judgegraph watch``; docs/threads.md): each poll judges the threads
+of a checkpointer or a LangGraph server that have ended (:func:`is_due`), are in the sample (:func:`sampled`) and
+were not judged before (:class:`Remembered`, on disk: a restart judges nothing twice), into one results file with
+a run header (:func:`begin`) and, each time a watch ends, a summary of the whole file (:func:`file_summary`).
 """
 
 from __future__ import annotations
@@ -71,8 +60,7 @@ class ThreadSource(Protocol):
 
 @dataclass(kw_only=True)
 class _Filtered:
-    """Which threads of a source are watched (run by ``assistant`` with ``metadata``, both optional) and how
-    a thread reads as a conversation."""
+    """Which threads of a source are watched (``assistant``, ``metadata``) and how one reads as a conversation."""
 
     assistant: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
@@ -150,8 +138,7 @@ class Remembered:
 
 
 def sampled(thread_id: str, rate: float, seed: int) -> bool:
-    """Whether a thread is in the sample: a hash of (seed, thread id), so the same threads are chosen at every poll
-    and after a restart."""
+    """Whether a thread is in the sample: a hash of (seed, thread id), the same at every poll and restart."""
     if rate >= 1:
         return True
     digest = hashlib.sha256(f"{seed}\0{thread_id}".encode()).digest()
@@ -160,9 +147,7 @@ def sampled(thread_id: str, rate: float, seed: int) -> bool:
 
 def is_due(info: ThreadInfo, idle: float, now: datetime | None = None) -> bool:
     """Whether a thread has ended: not updated for ``idle`` seconds (and, on a server, not running or interrupted)."""
-    if info.status is not None and info.status not in ENDED:
-        return False
-    if info.updated_at is None:
+    if (info.status is not None and info.status not in ENDED) or info.updated_at is None:
         return False
     at = info.updated_at if info.updated_at.tzinfo else info.updated_at.replace(tzinfo=timezone.utc)
     return ((now or datetime.now(timezone.utc)) - at).total_seconds() >= idle
@@ -174,10 +159,8 @@ def _ok(outcome: ConversationOutcome) -> bool:
 
 def begin(out: str | Path, plan: MetricPlan, source: ThreadSource, *, argv: list[str] | None = None,
           judge_settings: Mapping[str, object] | None = None, watched: Mapping[str, object] | None = None) -> RunStart:
-    """How a watch begins its results file ``out``, checked before any poll: this watch's header (``argv``,
-    ``judge_settings`` and the ``watched`` settings recorded in it) against the file's;
-    :class:`~judgegraph.runs.header.RunSettingsChanged` names each difference. A torn last line (a watcher killed
-    while writing it) is cut off first, so the lines appended next read cleanly."""
+    """How a watch begins its results file ``out``, before any poll: a torn last line cut off, this watch's header
+    checked against the file's (:class:`~judgegraph.runs.header.RunSettingsChanged` names each difference)."""
     from .header import run_header, start_run
     from .resultsfile import cut_torn_tail
 
@@ -194,10 +177,9 @@ def begin(out: str | Path, plan: MetricPlan, source: ThreadSource, *, argv: list
 
 @dataclass
 class Watch:
-    """What one watcher judges and how (see the module doc). ``on_poll(n, judged)`` is told after each poll;
-    ``on_judged`` (e.g. a write-back to MLflow) after each poll too, in a worker thread, with the threads whose
-    judgement is final (not to be tried again), each with its conversation; ``start``: what :func:`begin`
-    returned (by default :meth:`run` calls it, with no command line)."""
+    """What one watcher judges and how. ``on_poll(n, judged)`` is told after each poll; ``on_judged`` (e.g. a
+    write-back to MLflow) too, in a worker thread, with the threads whose judgement is final and their
+    conversations; ``start``: what :func:`begin` returned (by default :meth:`run` calls it)."""
 
     source: ThreadSource
     plan: MetricPlan
@@ -233,9 +215,8 @@ class Watch:
                 yield InputError(key, None, None, None, f"poll {self.polls}: cannot list the threads: "
                                  f"{type(exc).__name__}: {exc}")
                 return
-            if not is_due(info, self.idle) or not sampled(info.thread_id, self.sample, self.seed):
-                continue
-            if self.remembered.done(key, info.thread_id):
+            if (not is_due(info, self.idle) or not sampled(info.thread_id, self.sample, self.seed)
+                    or self.remembered.done(key, info.thread_id)):
                 continue
             try:
                 item = self.source.read(info)
@@ -251,7 +232,7 @@ class Watch:
 
     async def run(self, stop: asyncio.Event) -> RunSummary:
         """Poll until ``stop`` is set or ``max_polls`` polls are done, ``interval`` seconds apart: the runner's one
-        loop (:meth:`~judgegraph.runs.runner.OpenRun.execute`), a pass per poll, its conversations the threads due."""
+        loop, a pass per poll."""
         from .header import run_summary
         from .resultsfile import ResultsWriter
         from .runner import OpenRun, RunSummary
@@ -302,9 +283,8 @@ class Watch:
 
 
 def file_summary(path: str | Path, judge: str = "", prices: Prices | None = None) -> RunSummary:
-    """The counts of a watch's whole results file (read by :func:`judgegraph.runs.read_run`), every restart
-    included: each thread once, by its last judgement (a thread judged again after judge errors counts as that
-    retry came out), and the usage of every judgement (the retried ones cost too)."""
+    """The counts of a watch's whole results file, every restart included: each thread once, by its last
+    judgement, and the usage of every judgement (the retried ones cost too)."""
     from . import NotAResultsFile, read_run
     from .runner import ConversationOutcome, RunSummary
 

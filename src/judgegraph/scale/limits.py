@@ -1,22 +1,13 @@
-"""One global budget split across workers.
-
-Every worker (a process or a Ray actor) gets a share of the run's judge-call
-budget: concurrency (calls in flight) and, when the judge has them, request
-and token rates. The shares add up to the total, so the sum over all workers
-can never exceed it, whatever the scheduling; work is dispatched dynamically
-(to the worker with the fewest conversations in flight), so no share sits idle
-while conversations wait. No service is asked per call: the bound costs nothing
-on the hot path.
-"""
+"""One global budget split across workers: each worker (a process or a Ray actor) gets a share of the run's
+concurrency and rates; the shares add up to the total, so the bound holds with no service asked per call."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-#: ``resolve_judge`` settings that are a budget of the whole run, split across
-#: workers. Integers are split into integer shares (the first workers get the
-#: remainder); rates are split evenly.
+#: ``resolve_judge`` settings that are a budget of the whole run: integers split into integer shares (the first
+#: workers get the remainder), rates evenly.
 INT_BUDGETS = ("max_concurrency",)
 RATE_BUDGETS = ("rpm", "tpm", "requests_per_minute", "tokens_per_minute")
 
@@ -34,8 +25,7 @@ def split_int(total: int, n: int) -> list[int]:
 
 
 def usable_workers(requested: int, judge_settings: Mapping[str, object]) -> int:
-    """At most one worker per unit of concurrency: a worker with a share of 0
-    could make no call at all."""
+    """At most one worker per unit of concurrency: a worker with a share of 0 could make no call at all."""
     if requested < 1:
         raise ValueError(f"workers must be >= 1, got {requested}")
     concurrency = judge_settings.get("max_concurrency")
@@ -43,20 +33,14 @@ def usable_workers(requested: int, judge_settings: Mapping[str, object]) -> int:
 
 
 def split_budget(judge_settings: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    """Per-worker judge settings: ``judge_settings`` with each budget replaced
-    by that worker's share. Other settings are copied unchanged."""
+    """Per-worker judge settings: ``judge_settings`` with each budget replaced by that worker's share."""
     shares = [dict(judge_settings) for _ in range(n)]
-    for key in INT_BUDGETS:
-        total = judge_settings.get(key)
-        if total is None:
-            continue
-        if total < n:
+    for key in (k for k in INT_BUDGETS if judge_settings.get(k) is not None):
+        if (total := judge_settings[key]) < n:
             raise ValueError(f"{key}={total} cannot be shared by {n} workers (each needs at least 1)")
         for share, part in zip(shares, split_int(int(total), n)):
             share[key] = part
-    for key in RATE_BUDGETS:
-        total = judge_settings.get(key)
-        if total is not None:
-            for share in shares:
-                share[key] = total / n
+    for key in (k for k in RATE_BUDGETS if judge_settings.get(k) is not None):
+        for share in shares:
+            share[key] = judge_settings[key] / n
     return shares

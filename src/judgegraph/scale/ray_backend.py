@@ -1,24 +1,7 @@
-"""A Ray cluster: one actor per worker slot on the cluster's nodes, each with
-one event loop and its own judge, rebuilt from settings.
-
-* Distribution: the driver (this process) dispatches each conversation to the
-  actor with the fewest in flight; outcomes come back as the actors finish
-  and the driver writes them (``runner.evaluate_async``), so there is one
-  results file, resume works as in a local run, and no actor writes files.
-* Global limits: the run's judge budget (``max_concurrency``, and ``rpm`` /
-  ``tpm`` when the judge has them) is split into one share per actor
-  (:mod:`.limits`); the shares add up to the total, so the bound holds across
-  the whole cluster with no per-call round trip to a limiter service.
-* Cache: each actor's judge uses its node's cache directory
-  (``JUDGEGRAPH_CACHE_DIR`` as seen on that node). Point it at a shared path
-  (NFS) to share one cache across nodes; otherwise each node has its own.
-* Failures, as with worker processes: an actor that dies (its node lost), or
-  does not answer a ping for :func:`.workers.silence_limit` with work in
-  flight, is replaced with the same share and its conversations sent again, up
-  to :data:`.workers.MAX_WORKER_DEATHS` deaths per conversation.
-
-Ray is imported only when a :class:`RayPool` starts. Usage statistics are off
-(``RAY_USAGE_STATS_ENABLED=0``) and no dashboard is started.
+"""A Ray cluster: one actor per worker slot, each with one event loop and its own judge rebuilt from settings, fed
+by the driver (this process), which keeps the run and writes the one results file; the budget is split as for worker
+processes (:mod:`.limits`), and a dead or silent actor is replaced as a worker is (docs/scale.md). Ray is imported
+only when a :class:`RayPool` starts; usage statistics are off and no dashboard is started.
 """
 
 from __future__ import annotations
@@ -42,8 +25,7 @@ RAY_MISSING = "--ray needs Ray: pip install 'judgegraph[ray]'"
 
 
 class JudgeActor:
-    """The actor class (made remote at start, so importing this module does not
-    import Ray). Its methods are async: Ray runs them on one event loop."""
+    """The actor class (made remote at start: importing this module does not import Ray); async methods."""
 
     def __init__(self, spec: PlanSpec) -> None:
         self.plan = spec.build()
@@ -80,13 +62,9 @@ def _check_reachable(address: str | None, timeout: float = 5.0) -> None:
 
 
 class RayPool:
-    """``async with RayPool(spec, address=...) as pool: await pool.judge(item)``.
-
-    ``address``: a cluster's ``HOST:PORT`` (or ``ray://...``); None finds one
-    as ``ray.init()`` does (``RAY_ADDRESS``, a cluster started on this machine,
-    else a new local one). ``workers``: how many actors (default: one per CPU
-    of the cluster, at most the run's concurrency), each taking ``num_cpus``.
-    """
+    """``async with RayPool(spec, address=...) as pool: await pool.judge(item)``. ``address``: ``HOST:PORT`` (or
+    ``ray://...``); None finds one as ``ray.init()`` does. ``workers``: how many actors (default: one per CPU of the
+    cluster, at most the run's concurrency), each taking ``num_cpus``."""
 
     def __init__(self, spec: PlanSpec, *, address: str | None = None, workers: int | None = None,
                  num_cpus: float = 1.0, silent_after: float | None = None) -> None:
@@ -150,8 +128,7 @@ class RayPool:
         return self._remote.options(num_cpus=self.num_cpus).remote(share)
 
     def _replace(self, i: int, dead: Any) -> None:
-        """Actor ``i`` is dead: a new one takes its slot and share (once, however
-        many of its calls report the death)."""
+        """Actor ``i`` is dead: a new one takes its slot and share (once, however many calls report the death)."""
         if self.actors and self.actors[i] is dead:
             self.actors[i] = self._new_actor(self._shares[i])
             self.replaced += 1
@@ -185,9 +162,8 @@ class RayPool:
             self._wake.set()
 
     async def _watchdog(self) -> None:
-        """Ping every actor with work in flight; one that does not answer within
-        ``silent_after`` (stopped, hung, its event loop blocked) is killed: its
-        calls then fail as a death and are sent again to its replacement."""
+        """Ping every actor with work in flight; one silent for ``silent_after`` is killed: its calls then fail as a
+        death and are sent again."""
         pinging: dict[int, asyncio.Task[None]] = {}
         while True:
             await asyncio.sleep(HEARTBEAT_S)

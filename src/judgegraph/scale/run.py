@@ -1,33 +1,26 @@
-"""The scaled run: the same runner (input, resume, writer and summary in this
-process), with each conversation judged by a worker process or a Ray actor
-instead of in this event loop."""
+"""The scaled run: the same runner in this process, each conversation judged by a worker process or a Ray actor."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..loaders import InputError, LoadedConversation
-from ..runs.runner import ConversationOutcome, RunSummary, evaluate_async
+from ..runs.runner import ConversationOutcome, JudgeOne, RunSummary, evaluate_async
 from .spec import PlanSpec
 
 if TYPE_CHECKING:
     from .ray_backend import RayPool
     from .workers import WorkerPool
 
-JudgeOne = Callable[[LoadedConversation], Awaitable[ConversationOutcome]]
-
 
 @asynccontextmanager
 async def judge_pool(spec: PlanSpec, *, workers: int | None = None,
                      ray: str | bool | None = None) -> AsyncIterator[JudgeOne | None]:
-    """The per-conversation work function for a runner's ``judge_one=``: a pool
-    of ``workers`` processes, or of Ray actors with ``ray`` (True: the cluster
-    ``ray.init()`` finds; a string: its address; ``workers`` actors, default one
-    per cluster CPU). None (judge in this process) for one local worker. The
-    pool stops when the block ends."""
+    """A runner's ``judge_one=``: a pool of ``workers`` processes, or of Ray actors with ``ray`` (True: the cluster
+    ``ray.init()`` finds; a string: its address); None (here) for one local worker. The pool stops with the block."""
     if not ray and (workers or 1) == 1:
         yield None
         return
@@ -55,10 +48,8 @@ async def aevaluate(
     on_input_error: Callable[[InputError], None] | None = None,
     **run_options: Any,
 ) -> RunSummary:
-    """Judge ``items`` with the plan ``spec`` describes, on ``workers`` local
-    processes or on a Ray cluster (:func:`judge_pool`). The judge budget in
-    ``spec`` (``max_concurrency``, rates) is the total of the whole run.
-    ``run_options`` go to :func:`judgegraph.runs.runner.evaluate_async`."""
+    """Judge ``items`` with the plan ``spec`` describes on ``workers`` processes or Ray (:func:`judge_pool`), its
+    budget the whole run's; ``run_options`` go to :func:`judgegraph.runs.runner.evaluate_async`."""
     plan = spec.build()  # in the parent too: names the judge, and a bad setting fails before any worker starts
     plan.check()
     concurrency = int(spec.judge.get("max_concurrency") or 16)

@@ -16,13 +16,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PlanSpec:
-    """``MetricPlan(metrics, resolve_judge(**judge), overrides, per_metric)``, as data.
-
-    ``judge`` holds :func:`judgegraph.judges.resolve_judge` keyword arguments:
-    ``model`` must be a string (``"openai:gpt-4.1-mini"``), a list of them (a jury) or None
-    (the offline judge); ``max_concurrency`` (and ``rpm`` / ``tpm`` when the judge takes
-    them) is the budget of the WHOLE run, split across workers.
-    """
+    """``MetricPlan(metrics, resolve_judge(**judge), overrides, per_metric)``, as data. ``judge``'s ``model`` is a
+    string, a list of them (a jury) or None (offline); its ``max_concurrency`` and rates are the WHOLE run's budget."""
 
     metrics: list[str] | None = None
     # Any: keyword arguments of several types, spread into resolve_judge(**) and MetricPlan's options
@@ -59,20 +54,12 @@ class PlanSpec:
         return [replace(self, judge=share) for share in split_budget(self.judge, n)]
 
 
-#: ``--workers auto`` starts processes only for inputs of at least this many
-#: bytes (~100 conversations of 10 exchanges): a worker takes 1-3 s to start
-#: (imports), which a short run does not win back.
+#: ``--workers auto`` starts processes only for inputs of at least this many bytes (~100 conversations of 10
+#: exchanges): a worker takes 1-3 s to start, which a short run does not win back.
 AUTO_MIN_INPUT_BYTES = 256 * 1024
 
 
 def auto_workers(kind: str = "llm", cpus: int | None = None) -> int:
-    """The default number of worker processes (for runs of at least
-    :data:`AUTO_MIN_INPUT_BYTES` of input), measured on a 2-core machine
-    (docs/scale.md). An LLM judge: one per core, up to 4 (each event loop is
-    bound by one core of client CPU, ~4 ms per call). The offline judge: 1 (its
-    batched encoder judged ~100 windows/s in one process and 0.87x that with 2
-    workers, each loading the model)."""
-    if kind == "offline":
-        return 1
-    cpus = cpus or os.cpu_count() or 1
-    return max(1, min(cpus, 4))
+    """The default number of worker processes (measured on 2 cores, docs/scale.md): for an LLM judge one per core,
+    up to 4 (each event loop is bound by one core of client CPU); for the offline judge 1 (2 workers were slower)."""
+    return 1 if kind == "offline" else max(1, min(cpus or os.cpu_count() or 1, 4))

@@ -1,23 +1,9 @@
-"""Worker processes: N processes, each with its own event loop and its own
-judge (rebuilt from settings), fed conversations by the parent.
+"""Worker processes, each with its own event loop and judge (rebuilt from settings), fed conversations by the
+parent, which keeps the run; supervision (deaths, silence, poison inputs) as docs/scale.md says.
 
-The parent keeps the run: it reads the input, skips what is done, dispatches
-each conversation to the worker with the fewest in flight, and writes each
-outcome as it arrives (``runner.evaluate_async`` with ``judge_one=pool.judge``).
-A worker judges a conversation with ``runner.judge_conversation`` — the same
-code as a one-process run — so results are the same.
-
-Supervision: a worker that dies, or that has work in flight and sends nothing
-(no result, no heartbeat) for longer than :func:`silence_limit`, is killed and
-replaced by a fresh one with the same share of the budget, and the
-conversations it held are sent again. A conversation that was in flight on
-:data:`MAX_WORKER_DEATHS` workers that died is not sent again: it is written as
-a failed run with the cause, so a poison input cannot kill workers forever.
-
-Wire protocol over one socket pair per worker (``multiprocessing.connection``,
-pickled): parent → worker first the worker's :class:`PlanSpec`, then ``(job_id, LoadedConversation)`` or ``None`` (finish and exit);
-worker → parent ``("ready", pid)``, ``("fatal", message)``, ``("beat",)`` (every
-:data:`HEARTBEAT_S` from its event loop) or ``("done", job_id, ConversationOutcome)``.
+Wire protocol over one socket pair per worker (pickled): parent → worker its :class:`PlanSpec`, then
+``(job_id, LoadedConversation)`` or ``None`` (finish and exit); worker → parent ``("ready", pid)``,
+``("fatal", message)``, ``("beat",)`` (every :data:`HEARTBEAT_S`) or ``("done", job_id, ConversationOutcome)``.
 """
 
 from __future__ import annotations
@@ -62,15 +48,9 @@ MIN_SILENCE_S = 10.0
 
 
 def silence_limit(judge_settings: Mapping[str, object]) -> float:
-    """How long a worker with conversations in flight may send nothing before it
-    is killed and replaced: twice the judge's request timeout (``timeout``,
-    default 120 s), at least :data:`MIN_SILENCE_S`.
-
-    Why that is safe: a worker's heartbeat comes from its event loop every
-    :data:`HEARTBEAT_S` while its judge calls wait on the network (they are
-    async), so a slow judge server never silences a worker. Silence means the
-    process is stopped, hung, or its loop blocked; a loop blocked for longer
-    than a judge request may take cannot even time out its own requests."""
+    """How long a worker with conversations in flight may send nothing before it is killed and replaced: twice the
+    judge's request timeout (``timeout``, default 120 s), at least :data:`MIN_SILENCE_S`. The heartbeat comes from
+    the event loop while judge calls wait, so only a stopped, hung or blocked worker is silent this long."""
     timeout = judge_settings.get("timeout")
     timeout = float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else DEFAULT_JUDGE_TIMEOUT_S
     return max(MIN_SILENCE_S, 2.0 * timeout)
@@ -126,10 +106,8 @@ async def resend_on_death(item: LoadedConversation,
 BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 _GONE = "parent gone"  # the inbox's mark for a closed connection (``None`` is the parent's "finish")
 
-#: The worker's ``python -c`` program. ``-c`` puts the current directory first
-#: on ``sys.path``: a file there named like a dependency (``yaml.py``) would
-#: shadow it. It is taken off before anything is imported and put back LAST
-#: (as the parent does for ``-m module:attr`` custom metrics): it shadows nothing.
+#: The worker's ``python -c`` program: the current directory, which ``-c`` puts first on ``sys.path`` (a ``yaml.py``
+#: there would shadow a dependency), is moved last before anything is imported (as the parent does for ``-m``).
 BOOTSTRAP = ("import os, sys\n"
              "if sys.path and sys.path[0] in ('', os.getcwd()): del sys.path[0]\n"
              "sys.path.append(os.getcwd())\n"
@@ -137,12 +115,9 @@ BOOTSTRAP = ("import os, sys\n"
 
 
 def worker_main(fd: int) -> None:
-    """Entry point of a worker process: ``python -c BOOTSTRAP``, the
-    parent's end of a socket pair on ``FD``. A fresh interpreter, not a fork
-    (no copy of the parent's threads and open clients) and not
-    ``multiprocessing``'s spawn (which re-runs the caller's ``__main__``)."""
-    # Ctrl-C reaches the whole process group, and a service manager's SIGTERM may
-    # too: the parent decides (it finishes the results file, then stops its workers).
+    """Entry point of a worker process (``python -c BOOTSTRAP``, its socket on ``fd``): a fresh interpreter, not a
+    fork (no copy of the parent's threads and clients) nor ``multiprocessing``'s spawn (it re-runs ``__main__``)."""
+    # Ctrl-C and a service manager's SIGTERM reach the process group: the parent decides (it finishes the file first)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     conn = Connection(fd)
@@ -196,9 +171,8 @@ async def _serve(conn: Connection, spec: PlanSpec) -> None:
             except (OSError, ValueError):
                 raise
             except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable result: still report the conversation
-                conn.send(("done", job, ConversationOutcome(
-                    outcome.conversation_id, outcome.source,
-                    error=f"worker could not send the result: {type(exc).__name__}: {exc}")))
+                why = f"worker could not send the result: {type(exc).__name__}: {exc}"
+                conn.send(("done", job, ConversationOutcome(outcome.conversation_id, outcome.source, error=why)))
 
     while (msg := await inbox.get()) is not None:
         if msg is _GONE:  # nobody will read the results: stop now
@@ -227,9 +201,8 @@ def _spawn(spec: PlanSpec, env: dict[str, str]) -> tuple[subprocess.Popen[bytes]
 
 
 def worker_pythonpath(path: list[str], inherited: str = "") -> str:
-    """The workers' ``PYTHONPATH``: the parent's import path (a metric given as
-    module:factory must import in the worker too) without the current
-    directory, which the worker puts last itself (:data:`BOOTSTRAP`)."""
+    """The workers' ``PYTHONPATH``: the parent's import path (a ``module:factory`` metric must import there too)
+    without the current directory, which the worker puts last itself (:data:`BOOTSTRAP`)."""
     cwd = os.path.realpath(os.getcwd())
     kept = [p for p in path if p and os.path.realpath(p) != cwd]
     return os.pathsep.join(p for p in [*kept, inherited] if p)
@@ -243,38 +216,32 @@ class _Worker:
     index: int
     process: subprocess.Popen[bytes]
     conn: Connection
+    started: asyncio.Future[int]  # its pid once it is ready
     spawned: float = field(default_factory=time.monotonic)
     last_heard: float = field(default_factory=time.monotonic)  # set by the reader thread
     jobs: dict[int, asyncio.Future[ConversationOutcome]] = field(default_factory=dict)
     suspects: int = 0  # conversations in flight here that were on a worker that died (at most 1)
-    started: asyncio.Future[int] | None = None
     alive: bool = True
     killed_why: str | None = None  # set when the parent kills it (silent, or too slow to start)
     outbox: queue.SimpleQueue[bytes | None] = field(default_factory=queue.SimpleQueue)
 
     @property
     def ready(self) -> bool:
-        return self.started is not None and self.started.done() and not self.started.exception()
+        return self.started.done() and not self.started.exception()
 
 
 class WorkerPool:
-    """``async with WorkerPool(spec, workers=N) as pool: await pool.judge(item)``.
-
-    The run's judge budget (``spec.judge["max_concurrency"]``, rates) is split
-    across the workers (:mod:`.limits`), so the total holds. A worker that dies,
-    or is silent for longer than ``silent_after`` (default :func:`silence_limit`)
-    with work in flight, is killed and replaced, and its conversations are sent
-    again (at most until :data:`MAX_WORKER_DEATHS` workers died holding one).
-    """
+    """``async with WorkerPool(spec, workers=N) as pool: await pool.judge(item)``: the run's judge budget split
+    across the workers (:mod:`.limits`); a worker dead, or silent for ``silent_after`` (default
+    :func:`silence_limit`) with work in flight, is replaced and its conversations sent again
+    (:func:`resend_on_death`). ``blas_threads``: numpy threads per worker (default cores // workers), unless
+    ``OMP_NUM_THREADS`` etc. are set already."""
 
     def __init__(self, spec: PlanSpec, *, workers: int, blas_threads: int | None = None,
                  silent_after: float | None = None) -> None:
-        """``blas_threads``: numpy threads per worker (default cores // workers),
-        unless ``OMP_NUM_THREADS`` etc. are set already."""
         self.shares = spec.shares(workers)
         self.workers = len(self.shares)
-        cpus = os.cpu_count() or 1
-        self.blas_threads = blas_threads or max(1, cpus // self.workers)
+        self.blas_threads = blas_threads or max(1, (os.cpu_count() or 1) // self.workers)
         self.silent_after = silent_after if silent_after is not None else silence_limit(spec.judge)
         self._workers: list[_Worker] = []
         self._ids = itertools.count()
@@ -295,16 +262,14 @@ class WorkerPool:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        env = dict(os.environ)
+        env = self._env = dict(os.environ)
         # numpy BLAS pools: one per worker, sized so N workers do not fight over the cores
         env.update({var: env.get(var, str(self.blas_threads)) for var in BLAS_VARS})
         env["PYTHONPATH"] = worker_pythonpath(sys.path, env.get("PYTHONPATH", ""))
-        self._env = env
-        for i in range(len(self.shares)):
-            self._workers.append(self._start_worker(i))
+        self._workers = [self._start_worker(i) for i in range(len(self.shares))]
         try:
-            self.pids = list(await asyncio.wait_for(
-                asyncio.gather(*(w.started for w in self._workers if w.started)), START_TIMEOUT_S))
+            started = asyncio.gather(*(w.started for w in self._workers))
+            self.pids = list(await asyncio.wait_for(started, START_TIMEOUT_S))
         except (RuntimeError, asyncio.TimeoutError) as exc:
             await self.close()
             raise ScaleStartError(str(exc) or f"the workers did not start in {START_TIMEOUT_S:.0f} s") from exc
@@ -316,15 +281,15 @@ class WorkerPool:
     def _start_worker(self, index: int) -> _Worker:
         assert self._loop is not None
         proc, conn = _spawn(self.shares[index], self._env)
-        w = _Worker(index, proc, conn, started=self._loop.create_future())
+        w = _Worker(index, proc, conn, self._loop.create_future())
         threading.Thread(target=self._read, args=(w,), name=f"judgegraph-pool-{index}", daemon=True).start()
         threading.Thread(target=self._write, args=(w,), name=f"judgegraph-pool-{index}-out", daemon=True).start()
         return w
 
     def _read(self, w: _Worker) -> None:
         """A thread per worker: results resolve the parent's futures on its loop."""
-        assert self._loop is not None
         loop = self._loop
+        assert loop is not None
         while True:
             try:
                 msg = w.conn.recv()
@@ -344,8 +309,7 @@ class WorkerPool:
 
     @staticmethod
     def _write(w: _Worker) -> None:
-        """A thread per worker sends its messages: a stopped worker whose socket
-        is full blocks this thread, never the parent's event loop."""
+        """A thread per worker sends its messages: a stopped worker's full socket blocks it, never the event loop."""
         while (data := w.outbox.get()) is not None:
             try:
                 w.conn.send_bytes(data)
@@ -354,9 +318,9 @@ class WorkerPool:
 
     def _deliver(self, w: _Worker, msg: tuple[Any, ...]) -> None:
         kind = msg[0]
-        if kind == "ready" and w.started and not w.started.done():
+        if kind == "ready" and not w.started.done():
             w.started.set_result(msg[1])
-        elif kind == "fatal" and w.started and not w.started.done():
+        elif kind == "fatal" and not w.started.done():
             w.started.set_exception(RuntimeError(f"worker {w.index} could not start: {msg[1]}"))
         elif kind == "done":
             fut = w.jobs.pop(msg[1], None)
@@ -370,7 +334,7 @@ class WorkerPool:
         code = w.process.poll()
         why = (f"worker process {w.index} (pid {w.process.pid}) "
                + (w.killed_why or f"exited with code {code if code is not None else 'unknown'}"))
-        if w.started and not w.started.done():
+        if not w.started.done():
             w.started.set_exception(RuntimeError(f"{why} while starting"))
             if self._watch is not None:  # a replacement: nobody awaits its start (no "never retrieved" warning)
                 w.started.exception()
@@ -388,8 +352,7 @@ class WorkerPool:
         self._wake.set()
 
     def _kill(self, w: _Worker, why: str) -> None:
-        """Kill a worker (SIGKILL: a stopped process takes no other signal); its
-        reader sees the end of the socket and :meth:`_lost` replaces it."""
+        """SIGKILL (a stopped process takes no other signal); its reader sees the socket end, :meth:`_lost` follows."""
         if w.killed_why is None:
             w.killed_why = why
         with suppress(OSError):
@@ -403,7 +366,7 @@ class WorkerPool:
             for w in list(self._workers):
                 if not w.alive or w.killed_why:
                     continue
-                if not w.ready and w.started is not None and not w.started.done():
+                if not w.started.done():
                     if now - w.spawned > START_TIMEOUT_S:
                         self._kill(w, f"did not start in {START_TIMEOUT_S:.0f} s and was killed")
                 elif w.jobs and now - w.last_heard > self.silent_after:
@@ -442,9 +405,8 @@ class WorkerPool:
                 self._wake.set()
 
     async def close(self, timeout: float = 30.0) -> None:
-        """Workers finish what they hold and exit; when the run was stopped
-        (conversations abandoned in flight) they are killed at once, and so are
-        workers silent for a few heartbeats (stopped, hung)."""
+        """Workers finish what they hold and exit; killed at once when the run was stopped (work abandoned in
+        flight) or when silent for a few heartbeats (stopped, hung)."""
         self._closing = True
         self._wake.set()  # suspects waiting for a worker: they find none left
         if self._watch is not None:
