@@ -1,31 +1,9 @@
 """Did the new version get better? :func:`diff_runs` compares two results files of ``judgegraph eval``.
 
-Each metric result of a conversation in OLD is matched with the same metric's result of the conversation
-with the same id in NEW, and classed (:data:`KINDS`):
-
-=====================  ===================================================================================
-``regressed``          passed in OLD, failed in NEW
-``fixed``              failed in OLD, passed in NEW
-``unchanged``          the same status on both sides (passed, failed or not applicable); the score may move
-``errored``            judged in OLD (passed, failed or n/a), an error in NEW: NEW could not judge it
-``recovered``          an error in OLD, judged in NEW
-``still_error``        an error on both sides
-``now_not_applicable`` passed or failed in OLD, nothing to judge in NEW (e.g. the replies are gone)
-``was_not_applicable`` nothing to judge in OLD, passed or failed in NEW
-``new``                only in NEW (a new conversation, or a metric OLD did not run)
-``missing``            only in OLD
-=====================  ===================================================================================
-
-An error is never a pass or a fail: a pair with an error on either side is in none of ``regressed``,
-``fixed`` or ``unchanged`` and in neither McNemar count. A conversation whose whole run failed
-(its line has ``error``) has an error result for each metric its file judged.
-
-For every pair judged on both sides, each verdict whose label changed (matched by ``Verdict.id``; one only on
-one side counts too) is listed with both judges' verdicts and reasons. Per metric: the pass rates of each
-run (passed / (passed + failed + errors) over all its results, as its summary line counts them), the counts,
-McNemar's test on the paired pass/fail results and a paired bootstrap interval of the mean score difference
-(:mod:`judgegraph.stats.paired`).
-The settings comparison (:mod:`judgegraph.compare.settings`) says when the judging itself differs.
+Each metric result of a conversation in OLD is paired with the same metric's result of the same conversation in
+NEW and classed (:data:`KINDS`; ``docs/diff.md`` has the table); an error is never a pass or a fail. Per pair: the
+verdicts whose label changed; per metric: pass rates, McNemar's test and a paired bootstrap of the mean score
+difference (:mod:`judgegraph.stats.paired`); the judging differences (:mod:`judgegraph.compare.settings`).
 """
 
 from __future__ import annotations

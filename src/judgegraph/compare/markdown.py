@@ -1,11 +1,6 @@
 """A :class:`~judgegraph.compare.diff.RunDiff` as Markdown for a pull-request comment (``judgegraph diff
---markdown``).
-
-Every text that comes from the data (conversation ids, reasons, judge names, metric names, paths) goes through
-:func:`cell`: it can neither break a table (``|``, newlines) nor become markup (HTML, code spans, emphasis,
-links, images) nor notify anyone (``@name`` is written ``@&#8203;name``, a zero-width space after the ``@``).
-Long texts are cut to :data:`CELL_CHARS` characters; at most ``max_rows`` rows are listed per table, the
-rest counted (``--json`` has everything).
+--markdown``). Every text from the data goes through :func:`cell`: it can neither break a table nor become markup
+nor notify anyone (``@name`` gets a zero-width space); long texts are cut and tables bounded (``--json`` has all).
 """
 
 from __future__ import annotations

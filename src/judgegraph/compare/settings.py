@@ -1,13 +1,6 @@
-"""Did the two runs judge alike? What differs between their judges, prompts and metric options.
-
-From the run headers when both files have one, by the comparison ``--resume`` uses too
-(:func:`judgegraph.runs.header.compare_headers`: judges with their settings and prompt hashes, metrics with
-their options, the run's options, judgegraph version, inputs; a judge's speed settings shown apart, as
-they change how fast it is asked, not what it answers); without a header on either side those are
-"unknown: no header".
-The results lines themselves always name each result's judge, threshold and strict mode: a difference
-there is reported for any file, header or not. When the judge, its settings or a prompt differ, a verdict
-that flipped may be the judge's doing, not the bot's.
+"""Did the two runs judge alike? What differs between their judges, prompts and metric options: from the run
+headers by the comparison ``--resume`` uses (:func:`judgegraph.runs.header.compare_headers`; "unknown: no header"
+without one), and from each results line's judge, threshold and strict mode, for any file (``docs/diff.md``).
 """
 
 from __future__ import annotations

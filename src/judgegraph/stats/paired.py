@@ -1,18 +1,6 @@
-"""Paired tests for two runs over the same conversations, in plain numpy and the standard library.
-
-* :func:`mcnemar` — McNemar's test of pass/fail on paired conversations. Only the discordant pairs count:
-  ``b`` passed in OLD and failed in NEW (regressed), ``c`` failed in OLD and passed in NEW (fixed). When
-  ``b + c`` is below :data:`EXACT_BELOW` (25, the usual rule: the chi-square approximation is poor for
-  few discordant pairs) the p-value is the exact two-sided binomial test of ``b`` out of ``b + c`` at
-  p = 1/2, as ``scipy.stats.binomtest(b, b + c).pvalue``; otherwise it is the chi-square test with
-  Edwards' continuity correction, ``(max(|b - c| - 1, 0))² / (b + c)`` on 1 degree of freedom, as
-  ``scipy.stats.chi2.sf``. No discordant pair: p = 1 (nothing changed).
-* :func:`paired_bootstrap` — a percentile bootstrap interval of the mean of ``new - old`` over paired
-  scores: the pairs (not each run separately) are resampled with replacement, ``resamples`` times,
-  seeded, as ``scipy.stats.bootstrap((old, new), paired=True, method="percentile")`` with
-  ``rng=numpy.random.default_rng(seed)`` draws them.
-
-The tests check both against scipy to 1e-9.
+"""Paired tests for two runs over the same conversations (``docs/diff.md``), in numpy and the standard library:
+McNemar's test of pass/fail (:func:`mcnemar`) and a paired bootstrap interval of the mean score difference
+(:func:`paired_bootstrap`); the tests check both against scipy to 1e-9.
 """
 
 from __future__ import annotations

@@ -1,23 +1,7 @@
-"""Agreement statistics between raters (a judge and a person, or the judges of a jury), in plain numpy.
-
-Each figure is the one scikit-learn / scipy compute (the tests check them to
-1e-9), written here so that judgegraph needs neither at run time:
-
-* :func:`cohen_kappa` — Cohen's kappa, unweighted or quadratic-weighted, as
-  ``sklearn.metrics.cohen_kappa_score`` (weights by the distance between the
-  positions of the two labels in ``labels``);
-* :func:`spearman` — Spearman's rank correlation with average ranks for ties,
-  as ``scipy.stats.spearmanr``;
-* :func:`confusion` — the confusion matrix, as ``sklearn.metrics.confusion_matrix``
-  (rows: the person's label, columns: the judge's);
-* :func:`fleiss_kappa` — Fleiss' kappa among several raters (a jury), as statsmodels'
-  ``fleiss_kappa``, with :func:`fleiss_bootstrap_ci` resampling items;
-* :func:`bootstrap_ci` — a percentile bootstrap interval over resampled pairs,
-  seeded, so the same labels always give the same interval.
-
-A figure that is not defined (kappa when both raters use one single label,
-Spearman when one side is constant) is ``None``, never a number that means
-nothing.
+"""Agreement statistics between raters (a judge and a person, or a jury's judges), in plain numpy: Cohen's
+kappa (plain and quadratic-weighted), Spearman's rho, the confusion matrix, Fleiss' kappa, Krippendorff's alpha
+and seeded percentile bootstrap intervals, each as scikit-learn / scipy / statsmodels compute it (the tests check
+them to 1e-9). A figure that is not defined is ``None``, never a number that means nothing.
 """
 
 from __future__ import annotations

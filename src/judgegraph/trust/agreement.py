@@ -1,18 +1,8 @@
-"""How often a judge says what people say: :func:`agreement`.
+"""How often a judge says what people say: :func:`agreement` (``docs/agreement.md``).
 
-Each person's :class:`~judgegraph.trust.labels.Label` is matched to the
-verdict it is about in a results file (the same record for every metric:
-built-ins, session judges, ``make_metric``, a user's metric), and the pairs
-(person, judge) of each metric are summarised: n, % agreement, Cohen's kappa
-(yes/no and categorical labels), quadratic-weighted kappa and Spearman's rho
-(ordinal and numeric labels), the confusion matrix, seeded bootstrap intervals,
-and every disagreement with the judge's reason beside the person's label.
-
-The judge's side of a reviewed verdict is what the judge had said
-(``review.judge_verdict``), not the person's decision that replaced it. A label
-on a verdict the judge could not make is counted in ``judge_errors``, never as
-agreement or disagreement. A label that matches no verdict is listed in
-``unmatched`` with the reason.
+Each :class:`~judgegraph.trust.labels.Label` is matched to the verdict it is about in a results file and each
+metric's (person, judge) pairs are summarised. The judge's side of a reviewed verdict is what the judge had said;
+a label on a verdict the judge could not make is a judge error, never an agreement or a disagreement.
 """
 
 from __future__ import annotations

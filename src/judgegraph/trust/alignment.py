@@ -1,32 +1,15 @@
 """Align an LLM judge to people's labels: :func:`align` (``judgegraph align -m METRIC --model M``).
 
-1. The labelled conversations are split, seeded and by conversation (or by the
-   dialogue ``group`` names), into a train and a held-out part.
-2. A small graph of its own (:func:`alignment_graph`: judge → compare → distil →
-   choose_examples) judges the train part with the plain metric, compares its
-   verdicts with the labels (:func:`~judgegraph.trust.agreement.agreement`),
-   asks the LLM for guidelines that correct the disagreements (one call,
-   ``prompts/align/distil_guidelines.md``, structured output; none when the
-   judge agreed everywhere), and chooses few-shot examples from the train labels
-   (every class, the disagreements first, a bounded count and size).
-3. The :class:`~judgegraph.judges.aligned.Alignment` built from them wraps the
-   judge (:class:`~judgegraph.judges.aligned.AlignedJudge`); the held-out part is
-   judged by the plain and the aligned judge and both are compared with its
-   labels: n, % agreement and Cohen's kappa before and after.
-
-It works for every metric whose judge is an LLM (built-ins, session judges,
-``make_metric``, a user's metric): the guidelines and examples go before every
-prompt of the metric, which is not changed. The metric's verdicts are matched to
-labels as ``judgegraph agree`` matches them (labels JSONL of
-:mod:`judgegraph.trust.labels`: ``conversation_id``, ``metric``, ``turn`` or
-``verdict_id``, ``label``).
+The labelled conversations are split into a train and a held-out part; :func:`alignment_graph` (judge → compare
+→ distil → choose_examples) turns the train part's disagreements into guidelines and few-shot examples, and the
+held-out part is judged by the plain and the aligned judge (steps, bounds and figures: ``docs/alignment.md``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -243,14 +226,10 @@ async def judge_all(build: Callable[[Judge], CompiledStateGraph], judge: Judge, 
     return results, errors
 
 
-def _records(name: str, results: Mapping[str, MetricResult]) -> list[dict[str, Any]]:
-    return [{"type": "conversation", "conversation_id": cid, "results": {name: r.model_dump(mode="json")}}
-            for cid, r in results.items()]
-
-
 def _compare(name: str, results: Mapping[str, MetricResult], labels: list[Label], *,
              resamples: int = 0) -> tuple[MetricAgreement | None, list[str]]:
-    report = agreement(_records(name, results), LabelSet(labels=list(labels)), reviews=False, resamples=resamples)
+    records = [{"conversation_id": cid, "results": {name: r.model_dump(mode="json")}} for cid, r in results.items()]
+    report = agreement(records, LabelSet(labels=list(labels)), reviews=False, resamples=resamples)
     if report.label_errors:  # a word outside the metric's vocabulary: compared, it would count as a disagreement
         raise AlignmentError("labels that cannot be used:\n" + "\n".join(f"  {e}" for e in report.label_errors[:20]))
     found = next(iter(report.metrics.values()), None)
@@ -332,15 +311,8 @@ def alignment_graph(job: _Job) -> CompiledStateGraph:
     def choose_examples(state: AlignState) -> AlignState:
         return {"examples": _choose(job, state.get("comparison"), state["train_results"])}
 
-    builder = StateGraph(AlignState)
-    builder.add_node("judge", judge)
-    builder.add_node("compare", compare)
-    builder.add_node("distil", distil)
-    builder.add_node("choose_examples", choose_examples)
+    builder = StateGraph(AlignState).add_sequence([judge, compare, distil, choose_examples])
     builder.add_edge(START, "judge")
-    builder.add_edge("judge", "compare")
-    builder.add_edge("compare", "distil")
-    builder.add_edge("distil", "choose_examples")
     builder.add_edge("choose_examples", END)
     return builder.compile(name="align")
 
@@ -458,9 +430,9 @@ async def aalign(
                "held_out_aligned": Usage.total(r.usage for r in held_aligned.values())},
         unmatched=unmatched + list(state.get("unmatched") or []) + more, judge_errors=errors,
         distil_reason=str(state.get("distil_reason") or ""), train_ids=train_ids, held_out_ids=held_ids)
-    fit = {"seed": seed, "test_fraction": test_fraction, "group": group, "result_key": name,
-           "train": report.train, "held_out": report.held_out, "alignment_cost": report.cost.model_dump()}
-    report.alignment = Alignment(alignment.metric, alignment.model, alignment.guidelines, alignment.examples, fit)
+    report.alignment = replace(alignment, fit={"seed": seed, "test_fraction": test_fraction, "group": group,
+                                               "result_key": name, "train": report.train, "held_out": report.held_out,
+                                               "alignment_cost": report.cost.model_dump()})
     if out is not None:
         report.path = report.alignment.save(out)
     return report

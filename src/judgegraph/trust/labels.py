@@ -1,30 +1,10 @@
-"""People's labels on judgegraph's verdicts, from every place they are kept.
+"""People's labels on judgegraph's verdicts, from every place they are kept (``docs/agreement.md``).
 
-A :class:`Label` says what a person decided for one metric of one
-conversation: for one verdict (its ``turn``, 1-based as everywhere in
-judgegraph, or its ``verdict_id``, :attr:`judgegraph.data.results.Verdict.id`), or
-for the whole result when it names neither. :func:`read_labels` reads a file in
-any of these shapes (found from its records):
-
-* **labels JSONL** (judgegraph's own; docs/agreement.md): one object a line,
-  ``{"conversation_id", "metric", "turn" | "verdict_id", "label", "by"?, "note"?, "annotator"?, "time"?}``
-  (``annotator``: the person's name, as ``judgegraph view`` writes it; ``time``: when, ISO 8601);
-  or the offline fit's lines (docs/offline_alignment.md), ``{"id", "turn"?, "label"}``: ``id`` for
-  ``conversation_id`` and the metric the reader is given; ``field=`` names the label's field in both;
-* **MLflow assessments**: a JSON list (or JSONL) of traces as ``Trace.to_dict()``
-  writes them (their ``info.assessments``) or of assessments as
-  ``Assessment.to_dictionary()`` writes them; only ``HUMAN`` sources count, and a person's override of
-  judgegraph's feedback (``mlflow.override_feedback``) labels what that feedback was about;
-* **LangSmith feedback**: a JSON list (or JSONL) of feedback records
-  (``key``, ``score``, ``value``, ``comment``, ``run_id``, ``feedback_source``,
-  ``extra``); feedback from a ``model`` source is a judge's, not a person's, and
-  is left out.
-
-:func:`review_labels` turns the review decisions stored in a results file
-(``Verdict.review``) into labels.
-
-A record that cannot be used is a :class:`LabelError` naming the file, line (or
-record) and field; the others are still read.
+A :class:`Label` is one person's decision for one metric of one conversation: on one verdict (its 1-based
+``turn`` or its ``verdict_id``) or on the whole result. :func:`read_labels` reads labels JSONL, the offline fit's
+lines, MLflow traces/assessments (``HUMAN`` sources only) and LangSmith feedback (a ``model`` source left out);
+:func:`review_labels` reads the review decisions of a results file. A record that cannot be used is a
+:class:`LabelError` naming the file, line (or record) and field; the others are still read.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
-"""Fit the offline judge's decision rule from human labels (``judgegraph align --model offline``).
+"""Fit the offline judge's decision rule from human labels (``judgegraph align --model offline``), in numpy.
 
-Steps, all numpy (no scikit-learn):
-
-1. :func:`judgegraph.trust.labels.read_labels` reads a labels file (the offline fit's
-   ``{"id", "turn", "label"}`` lines, docs/offline_alignment.md, or any labels file) and :func:`parse_positive` turns a
-   ``--positive`` rule (``">=2"``, ``"==yes"``) into which labels count as relevant;
-2. :func:`label_cases` finds each labelled reply's window exactly as the
-   metric being aligned builds it (:func:`judgegraph.data.windows.sliding_windows`
-   and the metric's own request inputs, given by the caller), so the features
-   are computed on what the judge will see;
-3. :func:`feature_matrix` computes :data:`~.offline_rule.FEATURES` per case;
-4. :func:`fit_rule` splits the cases by dialogue (seeded; all turns of one
-   dialogue on one side), chooses on the train part by grouped
-   cross-validation between a threshold on the default score and an
-   L2-regularised logistic regression over every feature (the pooled
-   out-of-fold AUC decides; ties go to the simpler), picks the threshold that
-   maximises the out-of-fold balanced accuracy, refits on the whole train
-   part, and measures the rule and the default rule on the held-out dialogues.
+:func:`label_cases` finds each labelled reply's window as the metric builds it, :func:`feature_matrix` computes
+the rule's features, and :func:`fit_rule` chooses between a threshold and a logistic regression by grouped
+cross-validation on the train dialogues and measures both on the held-out ones (``docs/offline_alignment.md``).
 """
 
 from __future__ import annotations
