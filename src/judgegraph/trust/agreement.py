@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from ..data.results import metric_key
-from ..runs import ConversationLine, ResultLine, RunFile, VerdictLine, read_run
+from ..runs import ConversationLine, ResultLine, RunFile, read_run
 from ..runs.record import wrong_field
 from ..stats.raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, Statistic, bootstrap_ci, confusion, figure
 from .labels import Label, LabelError, LabelSet, LabelValue, polarity, review_labels, yes_no_error
@@ -148,12 +148,6 @@ def conversation_lines(results: ResultsLike) -> tuple[list[ConversationLine], li
     return out, problems
 
 
-def _judge_value(verdict: VerdictLine) -> tuple[object, str]:
-    if (review := verdict.review) is not None:
-        return review.judge_verdict, review.judge_reason or ""
-    return verdict.verdict, verdict.reason or ""
-
-
 def _judge_label(value: object) -> LabelValue | None:
     """What the judge said, as labels are compared (a bool is yes/no, a number a float); None: it could not judge."""
     if value is None or isinstance(value, str):
@@ -180,25 +174,24 @@ def _match(label: Label, key: str, result: ResultLine) -> tuple[Pair | None, str
             if judge is None and result.passed is not None:
                 judge = "yes" if result.passed else "no"
         return pair("result", [], judge, result.reason or ""), ""
+    listed = f"(verdicts: {', '.join(str(v.id) for v in verdicts[:8]) or 'none'}{', ...' if len(verdicts) > 8 else ''})"
     if label.verdict_id is not None:
         found = [v for v in verdicts if str(v.id) == label.verdict_id]
         if not found:
-            ids = ", ".join(str(v.id) for v in verdicts[:8]) or "none"
-            return None, f"no verdict {label.verdict_id!r} (verdicts: {ids}{', ...' if len(verdicts) > 8 else ''})"
+            return None, f"no verdict {label.verdict_id!r} {listed}"
     else:
         index = (label.turn or 0) - 1
         about = [v for v in verdicts if index in (v.turns or [])]
-        ending = [v for v in about if max(v.turns or []) == index]
-        found = ending or about
+        found = [v for v in about if max(v.turns or []) == index] or about
         if not found:
-            ids = ", ".join(str(v.id) for v in verdicts[:8]) or "none"
-            return None, f"no verdict is about turn {label.turn} (verdicts: {ids}{', ...' if len(verdicts) > 8 else ''})"
+            return None, f"no verdict is about turn {label.turn} {listed}"
         if len(found) > 1:
             return None, (f"{len(found)} verdicts are about turn {label.turn} "
                           f"({', '.join(str(v.id) for v in found[:8])}): give its verdict_id")
-    verdict = found[0]
-    judge_label, reason = _judge_value(verdict)
-    return pair(str(verdict.id), verdict.turn_numbers, judge_label, reason), ""
+    verdict, review = found[0], found[0].review  # a reviewed verdict: what the judge had said
+    if review is not None:
+        return pair(str(verdict.id), verdict.turn_numbers, review.judge_verdict, review.judge_reason or ""), ""
+    return pair(str(verdict.id), verdict.turn_numbers, verdict.verdict, verdict.reason or ""), ""
 
 
 def _yes_no(metric: str, pairs: list[Pair], errors: list[LabelError]) -> list[Pair]:
@@ -283,8 +276,7 @@ def agreement(results: ResultsLike, labels: str | Path | Iterable[Label] | Itera
     read = LabelSet.of(labels)
     given = (review_labels(records) if reviews else []) + read.labels
     report = AgreementReport(label_errors=read.errors, labels=len(given), sources=dict(read.formats),
-                             unreadable=unreadable,
-                             resamples=resamples, seed=seed, level=level)
+                             unreadable=unreadable, resamples=resamples, seed=seed, level=level)
     if reviews:
         report.sources["reviews"] = str(results) if isinstance(results, (str, Path)) else "results"
     wanted = None if metrics is None else {metric_key(m) for m in metrics}

@@ -134,20 +134,6 @@ def label_cases(conversations: Iterable[Conversation], labels: LabelSet, *, labe
     return cases
 
 
-class _Cached:
-    """``encode`` with each distinct text embedded once."""
-
-    def __init__(self, encode: Encode) -> None:
-        self._encode = encode
-        self._vectors: dict[str, np.ndarray] = {}
-
-    def __call__(self, texts: list[str]) -> np.ndarray:
-        new = [t for t in dict.fromkeys(texts) if t not in self._vectors]
-        if new:
-            self._vectors.update(zip(new, np.asarray(self._encode(new), dtype=np.float32)))
-        return np.stack([self._vectors[t] for t in texts])
-
-
 def feature_matrix(cases: Sequence[Case], encode: Encode) -> np.ndarray:
     """``(len(cases), len(FEATURES))``; every distinct text embedded once, in one batch."""
     from ..embeddings.batching import drive
@@ -160,10 +146,13 @@ def feature_matrix(cases: Sequence[Case], encode: Encode) -> np.ndarray:
 
     for c in cases:  # a dry run with zero vectors: only the texts are collected, to embed them in one batch
         drive(feature_steps(c.reply, c.latest_user, list(c.context)), collect)
-    cached = _Cached(encode)
-    if texts:
-        cached(list(dict.fromkeys(texts)))
-    rows = [drive(feature_steps(c.reply, c.latest_user, list(c.context)), cached) for c in cases]
+    unique = list(dict.fromkeys(texts))
+    vectors = dict(zip(unique, np.asarray(encode(unique), dtype=np.float32))) if unique else {}
+
+    def embedded(batch: list[str]) -> np.ndarray:
+        return np.stack([vectors[t] for t in batch])
+
+    rows = [drive(feature_steps(c.reply, c.latest_user, list(c.context)), embedded) for c in cases]
     return np.array([[r[f] for f in FEATURES] for r in rows], dtype=np.float64)
 
 
