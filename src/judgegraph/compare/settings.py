@@ -59,16 +59,16 @@ def _observed(run: RunFile, field_name: str) -> dict[str, list[object]]:
     return {k: list(v.values()) for k, v in seen.items()}
 
 
+def _one(values: list[object]) -> object:
+    return values[0] if len(values) == 1 else values
+
+
 def _results_differences(old: RunFile, new: RunFile) -> list[Difference]:
     out: list[Difference] = []
     for what, field_name in (("judge", "judge"), ("threshold", "threshold"), ("strict mode", "strict_mode")):
         o, n = _observed(old, field_name), _observed(new, field_name)
-        for metric in (m for m in o if m in n):
-            if o[metric] != n[metric]:
-                def one(values: list[object]) -> object:
-                    return values[0] if len(values) == 1 else values
-
-                out.append(Difference(what, metric, one(o[metric]), one(n[metric]), source="results"))
+        out += [Difference(what, metric, _one(o[metric]), _one(n[metric]), source="results")
+                for metric in o if metric in n and o[metric] != n[metric]]
     return out
 
 
