@@ -6,7 +6,7 @@ them to 1e-9). A figure that is not defined is ``None``, never a number that mea
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -55,11 +55,7 @@ def _kappa_from_counts(counts: FloatArray, weights: Weights) -> FloatArray:
 def cohen_kappa(human: Sequence[object], judge: Sequence[object], labels: Sequence[object],
                 weights: Weights = "none") -> float | None:
     """Cohen's kappa between the two raters over ``labels`` (in scale order for ``quadratic``); None if undefined."""
-    if not human:
-        return None
-    counts = np.array(confusion(human, judge, labels), dtype=np.float64)
-    value = float(_kappa_from_counts(counts, weights))
-    return None if np.isnan(value) else value
+    return estimate("weighted_kappa" if weights == "quadratic" else "kappa", human, judge, labels)
 
 
 def ranks(x: FloatArray) -> FloatArray:
@@ -89,12 +85,7 @@ def _pearson_rows(a: FloatArray, b: FloatArray) -> FloatArray:
 
 def spearman(human: Sequence[float], judge: Sequence[float]) -> float | None:
     """Spearman's rho between the two raters' numbers; None when fewer than 2 pairs or one side is constant."""
-    if len(human) < 2:
-        return None
-    a = ranks(np.asarray(human, dtype=np.float64))
-    b = ranks(np.asarray(judge, dtype=np.float64))
-    value = float(_pearson_rows(a, b))
-    return None if np.isnan(value) else value
+    return estimate("spearman", human, judge)
 
 
 def percent_agreement(human: Sequence[object], judge: Sequence[object]) -> float | None:
@@ -176,14 +167,16 @@ def bootstrap_ci(statistic: Statistic, human: Sequence[object], judge: Sequence[
     return _interval(figures, level, resamples, seed)
 
 
-def figure(statistic: Statistic) -> Callable[..., float | None]:
-    """The point estimate of ``statistic``: ``figure(s)(human, judge, labels)``."""
+def estimate(statistic: Statistic, human: Sequence[object], judge: Sequence[object],
+             labels: Sequence[object] = ()) -> float | None:
+    """The point estimate of ``statistic`` over the pairs (the bootstrap's figure on the pairs as they are); None
+    where undefined (no pair; Spearman: fewer than 2)."""
     if statistic == "agreement":
-        return lambda h, j, labels=(): percent_agreement(h, j)
-    if statistic == "spearman":
-        return lambda h, j, labels=(): spearman(h, j)
-    weights: Weights = "quadratic" if statistic == "weighted_kappa" else "none"
-    return lambda h, j, labels: cohen_kappa(h, j, labels, weights)
+        return percent_agreement(human, judge)
+    if len(human) < (2 if statistic == "spearman" else 1):
+        return None
+    value = float(_figures(statistic, human, judge, labels, np.arange(len(human))[None, :])[0])
+    return None if np.isnan(value) else value
 
 
 # -- agreement among several raters (a jury) ------------------------------------------------------

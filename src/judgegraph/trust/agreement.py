@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from ..data.results import metric_key
 from ..runs import ConversationLine, ResultLine, RunFile, read_run
 from ..runs.record import wrong_field
-from ..stats.raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, Statistic, bootstrap_ci, confusion, figure
+from ..stats.raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, Statistic, bootstrap_ci, confusion, estimate
 from .labels import Label, LabelError, LabelSet, LabelValue, polarity, review_labels, yes_no_error
 
 Kind = Literal["categorical", "ordinal", "numeric"]
@@ -248,7 +248,7 @@ def summarise(metric: str, pairs: list[Pair], *, resamples: int = BOOTSTRAP_SAMP
     out = MetricAgreement(metric=metric, kind=kind, n=len(judged), agreement=None, judge_errors=errors,
                           disagreements=[p for p, h, j in zip(judged, human, judge) if h != j])
     for stat in FIGURES[kind]:
-        setattr(out, stat, figure(stat)(human, judge, scale) if judged else None)
+        setattr(out, stat, estimate(stat, human, judge, scale) if judged else None)
         interval = bootstrap_ci(stat, human, judge, scale, resamples=resamples, seed=seed, level=level)
         if interval is not None:
             out.intervals[stat] = interval
