@@ -6,8 +6,9 @@ them to 1e-9). A figure that is not defined is ``None``, never a number that mea
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -111,18 +112,25 @@ def resample_indices(n: int, resamples: int = BOOTSTRAP_SAMPLES, seed: int = BOO
     return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
 
 
-def _interval(values: FloatArray, level: float, resamples: int, seed: int) -> Interval | None:
+Statistic = Literal["agreement", "kappa", "weighted_kappa", "spearman"]
+#: pair indices held at once by the bootstrap (rows of resamples are drawn and scored a chunk at a time)
+CHUNK_ELEMENTS = 1 << 19
+
+
+def bootstrap(figures: Callable[[IntArray], FloatArray], n: int, *, resamples: int = BOOTSTRAP_SAMPLES,
+              seed: int = BOOTSTRAP_SEED, level: float = 0.95, chunk_elements: int = CHUNK_ELEMENTS) -> Interval | None:
+    """The percentile interval of ``figures(idx)`` (one figure per row of resampled indices, NaN where undefined)
+    over ``resamples`` seeded resamples of ``n`` items (:func:`resample_chunks`); None with no item, no resample or
+    no defined figure."""
+    if n == 0 or resamples <= 0:
+        return None
+    values = np.concatenate([figures(idx) for idx in resample_chunks(n, resamples, seed, chunk_elements)])
     defined = values[~np.isnan(values)]
     if defined.size == 0:
         return None
     tail = (1.0 - level) / 2.0 * 100.0
     low, high = np.percentile(defined, [tail, 100.0 - tail])
     return Interval(float(low), float(high), level, int(defined.size), resamples, seed)
-
-
-Statistic = Literal["agreement", "kappa", "weighted_kappa", "spearman"]
-#: pair indices held at once by the bootstrap (rows of resamples are drawn and scored a chunk at a time)
-CHUNK_ELEMENTS = 1 << 19
 
 
 def resample_chunks(n: int, resamples: int, seed: int, chunk_elements: int = CHUNK_ELEMENTS) -> Iterator[IntArray]:
@@ -159,12 +167,8 @@ def bootstrap_ci(statistic: Statistic, human: Sequence[object], judge: Sequence[
     replacement (:func:`resample_indices`), the figure is computed on each resample where it is defined,
     and the interval is the ``(1-level)/2`` and ``1-(1-level)/2`` percentiles (numpy's linear
     interpolation) of those figures. None when there are no pairs or the figure is never defined."""
-    n = len(human)
-    if n == 0 or resamples <= 0:
-        return None
-    figures = np.concatenate([_figures(statistic, human, judge, labels, idx)
-                              for idx in resample_chunks(n, resamples, seed, chunk_elements)])
-    return _interval(figures, level, resamples, seed)
+    return bootstrap(partial(_figures, statistic, human, judge, labels), len(human), resamples=resamples, seed=seed,
+                     level=level, chunk_elements=chunk_elements)
 
 
 def estimate(statistic: Statistic, human: Sequence[object], judge: Sequence[object],
@@ -229,12 +233,12 @@ def fleiss_bootstrap_ci(table: Sequence[Sequence[int]] | IntArray, *, resamples:
     """Percentile bootstrap interval of :func:`fleiss_kappa`, items (rows) resampled with replacement
     exactly as :func:`bootstrap_ci` resamples pairs (the same seeded draws); None when undefined."""
     counts = np.asarray(table, dtype=np.float64)
-    n = counts.shape[0] if counts.ndim == 2 else 0
-    if n == 0 or resamples <= 0:
-        return None
-    figures = np.concatenate([_fleiss_rows(counts[idx])
-                              for idx in resample_chunks(n, resamples, seed, max(1, chunk_elements // counts.shape[1]))])
-    return _interval(figures, level, resamples, seed)
+
+    def figures(idx: IntArray) -> FloatArray:
+        return _fleiss_rows(counts[idx])
+
+    return bootstrap(figures, counts.shape[0] if counts.ndim == 2 else 0, resamples=resamples, seed=seed, level=level,
+                     chunk_elements=max(1, chunk_elements // max(1, counts.shape[-1])))
 
 
 def krippendorff_alpha(units: Sequence[Sequence[object]]) -> float | None:

@@ -22,7 +22,7 @@ from ..data.conversation import Conversation, as_conversation
 from ..data.results import MetricResult, Usage, metric_key
 from ..judges import Judge, JudgeRequest, ModelLike, resolve_judge
 from ..judges.aligned import AlignedJudge, Alignment, Example
-from ..metrics import MetricSpec
+from ..metrics import MetricSpec, canonical_name
 from .agreement import MetricAgreement, Pair, agreement
 from .labels import Label, LabelSet
 
@@ -38,6 +38,8 @@ MAX_DISAGREEMENTS_SHOWN = 30
 MAX_EXAMPLE_TURNS = 6
 
 MetricLike = str | MetricSpec | Callable[..., CompiledStateGraph]
+LabelsLike = str | Path | Iterable[str | Path] | Iterable[Label] | LabelSet
+ConversationsLike = Iterable[Conversation | Mapping[str, Any] | str | Path]
 
 
 class AlignmentError(ValueError):
@@ -140,7 +142,7 @@ class AlignmentReport:
 # -- labels and conversations ----------------------------------------------------------------------------------
 
 
-def _conversations(conversations: Iterable[Conversation | Mapping[str, Any] | str | Path]) -> list[Conversation]:
+def _conversations(conversations: ConversationsLike) -> list[Conversation]:
     from ..loaders.files import load_conversations
 
     items = [conversations] if isinstance(conversations, (str, Path)) else list(conversations)
@@ -330,31 +332,11 @@ def _builder(metric: MetricLike, options: Mapping[str, Any]) -> Callable[[Judge]
     raise TypeError(f"a metric is a name, a MetricSpec or a factory taking model=, got {type(metric).__name__}")
 
 
-def _metric_name(metric: MetricLike, graph: CompiledStateGraph) -> str:
-    if isinstance(metric, str):
-        from ..metrics import canonical_name
-
-        return canonical_name(metric)
-    return metric.name if isinstance(metric, MetricSpec) else str(graph.name)
-
-
-async def aalign(
-    metric: MetricLike,
-    labels: str | Path | Iterable[str | Path] | Iterable[Label] | LabelSet,
-    *,
-    model: ModelLike,
-    conversations: Iterable[Conversation | Mapping[str, Any] | str | Path],
-    options: Mapping[str, Any] | None = None,
-    seed: int = 0,
-    test_fraction: float = 0.3,
-    group: str | None = None,
-    max_examples: int = MAX_EXAMPLES,
-    max_example_chars: int = MAX_EXAMPLE_CHARS,
-    max_guidelines: int = MAX_GUIDELINES,
-    concurrency: int = 16,
-    out: str | Path | None = None,
-    **judge_settings: Any,  # Any: resolve_judge's keyword arguments (base_url, timeout, cache ...)
-) -> AlignmentReport:
+async def aalign(metric: MetricLike, labels: LabelsLike, *, model: ModelLike, conversations: ConversationsLike,
+                 options: Mapping[str, Any] | None = None, seed: int = 0, test_fraction: float = 0.3,
+                 group: str | None = None, max_examples: int = MAX_EXAMPLES, max_example_chars: int = MAX_EXAMPLE_CHARS,
+                 max_guidelines: int = MAX_GUIDELINES, concurrency: int = 16, out: str | Path | None = None,
+                 **judge_settings: Any) -> AlignmentReport:  # Any: resolve_judge's keyword arguments (base_url ...)
     """:func:`align`, awaited."""
     from .offline_fit import group_of, split_groups
 
@@ -372,7 +354,8 @@ async def aalign(
     build = _builder(metric, dict(options or {}))
     graph = build(judge)
     name = str(graph.name)  # the result key: a metric's graph names its results
-    metric_name = _metric_name(metric, graph)
+    metric_name = canonical_name(metric) if isinstance(metric, str) else \
+        metric.name if isinstance(metric, MetricSpec) else name
     label_set = LabelSet.of(labels)
     if label_set.errors:
         raise AlignmentError("labels that cannot be used:\n" + "\n".join(f"  {e}" for e in label_set.errors[:20]))
@@ -438,8 +421,7 @@ async def aalign(
     return report
 
 
-def align(metric: MetricLike, labels: str | Path | Iterable[str | Path] | Iterable[Label] | LabelSet, *,
-          model: ModelLike, conversations: Iterable[Conversation | Mapping[str, Any] | str | Path],
+def align(metric: MetricLike, labels: LabelsLike, *, model: ModelLike, conversations: ConversationsLike,
           **kwargs: Any) -> AlignmentReport:  # Any: aalign's keyword arguments
     """Align ``model``'s judge of ``metric`` to ``labels`` (see the module).
 
