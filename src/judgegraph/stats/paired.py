@@ -32,29 +32,20 @@ class McNemar:
     p_value: float
 
 
-def binomial_two_sided(k: int, n: int) -> float:
-    """The exact two-sided p-value of ``k`` successes in ``n`` trials at p = 1/2: twice the smaller tail,
-    at most 1 (the distribution is symmetric, so this is scipy's "outcomes no more likely than k" rule)."""
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(k, n - k) + 1))
-    return min(1.0, 2 * tail / 2**n)
-
-
-def chi2_sf_1df(x: float) -> float:
-    """P(X > x) for a chi-square variable with one degree of freedom: ``erfc(sqrt(x / 2))``."""
-    return math.erfc(math.sqrt(max(x, 0.0) / 2.0))
-
-
 def mcnemar(regressed: int, fixed: int, *, exact_below: int = EXACT_BELOW) -> McNemar:
-    """McNemar's test on ``regressed`` (passed→failed) and ``fixed`` (failed→passed) pairs (see the module)."""
+    """McNemar's test on ``regressed`` (b: passed→failed) and ``fixed`` (c: failed→passed) pairs: below
+    ``exact_below`` discordant pairs the exact two-sided binomial test of b in b + c at p = 1/2 (as
+    ``scipy.stats.binomtest``), else the chi-square test with Edwards' continuity correction on 1 degree of freedom;
+    no discordant pair: p = 1."""
     n = regressed + fixed
     if n == 0:
         return McNemar(regressed, fixed, "none", None, 1.0)
-    if n < exact_below:
-        return McNemar(regressed, fixed, "exact", float(regressed), binomial_two_sided(regressed, n))
+    if n < exact_below:  # twice the smaller tail, at most 1 (the distribution is symmetric: scipy's rule)
+        tail = sum(math.comb(n, i) for i in range(min(regressed, fixed) + 1))
+        return McNemar(regressed, fixed, "exact", float(regressed), min(1.0, 2 * tail / 2**n))
     statistic = max(abs(regressed - fixed) - 1, 0) ** 2 / n
-    return McNemar(regressed, fixed, "chi2-cc", float(statistic), chi2_sf_1df(statistic))
+    # P(X > x) of a chi-square variable with one degree of freedom is erfc(sqrt(x / 2))
+    return McNemar(regressed, fixed, "chi2-cc", float(statistic), math.erfc(math.sqrt(statistic / 2.0)))
 
 
 @dataclass(frozen=True)

@@ -211,13 +211,11 @@ def _yes_no(metric: str, pairs: list[Pair], errors: list[LabelError]) -> list[Pa
 
 
 def _number(value: LabelValue | None) -> float | None:
-    if isinstance(value, float):
-        return value
     try:
-        number = float(value) if value is not None else None
-    except ValueError:
+        number = float(value)  # type: ignore[arg-type]  # None: a TypeError
+    except (TypeError, ValueError):
         return None
-    return number if number is not None and math.isfinite(number) else None
+    return number if math.isfinite(number) else None
 
 
 def _categorical(value: LabelValue) -> str:

@@ -118,9 +118,8 @@ def polarity(value: object) -> str | None:
     return "yes" if word in YES_WORDS else "no" if word in NO_WORDS else None
 
 
-def yes_no_error(label: Label | str, value: object, metric: str) -> LabelError:
-    """The error of a label outside the yes/no vocabulary of ``metric``'s verdicts, naming where and the word."""
-    where = label.source if isinstance(label, Label) else label
+def yes_no_error(where: str, value: object, metric: str) -> LabelError:
+    """The error of a label (read at ``where``) outside the yes/no vocabulary of ``metric``'s verdicts."""
     return LabelError(where or "labels", None, None, "label",
                       f"{json.dumps(value, default=str)} is not a word of {metric}'s yes/no verdicts"
                       f" ({YES_NO_WORDS})")
@@ -317,8 +316,7 @@ def _records(path: Path) -> Iterator[tuple[int | None, int, object]]:
         except (ValueError, RecursionError):
             whole = None  # JSONL (or broken): read line by line below
         if isinstance(whole, list):
-            for i, item in enumerate(whole):
-                yield None, i, item
+            yield from ((None, i, item) for i, item in enumerate(whole))
             return
         if isinstance(whole, dict):  # one record, maybe pretty-printed (a trace as Trace.to_json writes it)
             blank_lines = text[: len(text) - len(stripped)].count("\n")
@@ -340,8 +338,8 @@ def _records(path: Path) -> Iterator[tuple[int | None, int, object]]:
 def read_labels(path: str | Path, *, field: str = "label", metric: str | None = None) -> LabelSet:
     """Every label of ``path`` (labels JSONL, the offline fit's lines, MLflow traces/assessments, or LangSmith
     feedback; see the module): the one reader of a labels file, for every command. ``field``: the label's field in
-    a labels JSONL line; ``metric``: the metric of the lines that name none (the offline fit's). Records that cannot be used are listed in ``errors``. A missing or unreadable file raises
-    ``OSError``."""
+    a labels JSONL line; ``metric``: the metric of the lines that name none (the offline fit's). Records that
+    cannot be used are listed in ``errors``; a missing or unreadable file raises ``OSError``."""
     p = Path(path)
     out = LabelSet()
     shape: Source | None = None
