@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any, cast
 
@@ -270,13 +271,8 @@ def _choose(job: _Job, comparison: MetricAgreement | None, results: Mapping[str,
         example = Example(label.conversation_id, label.target, _excerpt(conversation, numbers, job.max_example_chars),
                           value, label.note[:200])
         candidates.setdefault(value.lower(), []).append(((label.conversation_id, last, value.lower()) in wrong, example))
-    queues = [sorted(items, key=lambda item: not item[0]) for _, items in sorted(candidates.items())]
-    chosen: list[Example] = []
-    while len(chosen) < job.max_examples and any(queues):
-        for queue in queues:
-            if queue and len(chosen) < job.max_examples:
-                chosen.append(queue.pop(0)[1])
-    return chosen
+    queues = [[ex for _, ex in sorted(items, key=lambda item: not item[0])] for _, items in sorted(candidates.items())]
+    return [ex for turn in zip_longest(*queues) for ex in turn if ex is not None][: job.max_examples]
 
 
 def alignment_graph(job: _Job) -> CompiledStateGraph:

@@ -255,8 +255,7 @@ def _from_assessment(record: dict[str, Any], source: str, session: str | None,
 def _from_mlflow(record: dict[str, Any], source: str) -> Iterator[Label | _Bad]:
     info = record.get("info")
     if isinstance(info, dict):  # a trace: its assessments, with its session
-        trace_meta = _dict(info.get("trace_metadata"))
-        session = trace_meta.get(MLFLOW_SESSION_KEY)
+        session = _dict(info.get("trace_metadata")).get(MLFLOW_SESSION_KEY)
         assessments = [a for a in info.get("assessments") or [] if isinstance(a, dict)]
         metadata = {a.get("assessment_id"): _dict(a.get("metadata")) for a in assessments}
         for i, assessment in enumerate(assessments):

@@ -229,16 +229,11 @@ def result_stability(result: MetricResult, rescore: Rescorer | None = None) -> R
     if rescore is None:
         return replace(base, note="the repeats differ and re-scoring them needs the conversation (the inputs:"
                                   " --input FILE)")
-    scores: list[float | None] = []
-    passed: list[bool | None] = []
     try:
-        for r in repeats:
-            new = rescore(result, [as_repeated(v, r) for v in verdicts])
-            scores.append(new.score)
-            passed.append(new.passed)
+        scored = [rescore(result, [as_repeated(v, r) for v in verdicts]) for r in repeats]
     except RescoreError as exc:
         return replace(base, note=f"not re-scored: {exc}")
-    return replace(base, scores=scores, passed=passed, rescored="rescored")
+    return replace(base, scores=[s.score for s in scored], passed=[s.passed for s in scored], rescored="rescored")
 
 
 def merge_runs(runs: Sequence[MetricResult], rescore: Rescorer | None = None) -> MetricResult:
@@ -261,10 +256,7 @@ def merge_runs(runs: Sequence[MetricResult], rescore: Rescorer | None = None) ->
         label = plurality([x.verdict for x in votes if x.verdict is not None], prefer=v.verdict)
         chosen = next((a for a in answers if a is not None and a.verdict == label), v)
         merged.append(chosen.model_copy(update={"votes": votes}))
-    if rescore is None:
-        return first.model_copy(update={"verdicts": merged})
-    scored = rescore(first, merged)
-    return scored.model_copy(update={"verdicts": merged})
+    return (first if rescore is None else rescore(first, merged)).model_copy(update={"verdicts": merged})
 
 
 # -- a jury ------------------------------------------------------------------------------------------
