@@ -92,10 +92,11 @@ class Case:
 def label_cases(conversations: Iterable[Conversation], labels: LabelSet, *, labels_path: str,
                 positive: Callable[[LabelValue], bool], inputs_of: Callable[[Any], dict[str, Any]],
                 window_size: int = 10, metric: str | None = None, label_field: str = "label") -> list[Case]:
-    """One :class:`Case` per label, from the window the aligned metric judges that reply in;
-    ``inputs_of(window)`` gives the inputs the metric's request carries (``reply``, ``latest_user``, ``context``). :class:`LabelsError` (file, line, field) for an unknown
-    conversation, a turn that is not an assistant reply, a verdict id, a reply labelled twice, or a label
-    ``positive`` cannot judge; for any record :func:`~judgegraph.trust.labels.read_labels` could not use, each named."""
+    """One :class:`Case` per label, from the window the aligned metric judges that reply in; ``inputs_of(window)``
+    gives the inputs the metric's request carries (``reply``, ``latest_user``, ``context``). :class:`LabelsError`
+    (file, line, field) for an unknown conversation, a turn that is not an assistant reply, a verdict id, a reply
+    labelled twice, a label ``positive`` cannot judge, or any record :func:`~judgegraph.trust.labels.read_labels`
+    could not use (each named)."""
     from ..data.windows import sliding_windows
 
     about = [lab for lab in usable(labels) if metric is None or metric_key(lab.metric) == metric_key(metric)]

@@ -63,8 +63,7 @@ wilson = Rate
 
 def with_prior(wins: FloatArray, prior: float) -> FloatArray:
     """``wins`` (``wins[..., i, j]``: i's wins over j) plus ``prior / 2`` to each side of every pair."""
-    k = wins.shape[-1]
-    return wins + (prior / 2.0) * (1.0 - np.eye(k))
+    return wins + (prior / 2.0) * (1.0 - np.eye(wins.shape[-1]))
 
 
 def bradley_terry(wins: FloatArray, *, prior: float = 1.0, tolerance: float = TOLERANCE,

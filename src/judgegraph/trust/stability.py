@@ -265,8 +265,7 @@ def merge_runs(runs: Sequence[MetricResult], rescore: Rescorer | None = None) ->
 def juror_label(votes: Sequence[Vote]) -> str | None:
     """One juror's label for a verdict: the plurality of its repeats (a tie: its earliest repeat's label among
     the tied); None when every repeat failed."""
-    ordered = sorted((v for v in votes if v.verdict is not None), key=lambda v: v.repeat)
-    labels = [v.verdict for v in ordered if v.verdict is not None]
+    labels = [v.verdict for v in sorted(votes, key=lambda v: v.repeat) if v.verdict is not None]
     return plurality(labels, prefer=labels[0]) if labels else None
 
 
