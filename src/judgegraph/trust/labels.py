@@ -206,10 +206,8 @@ def _dict(value: object) -> dict[str, Any]:
 def _meta(value: object) -> object:
     """MLflow keeps assessment metadata as strings (judgegraph JSON-encodes them): read one back."""
     if isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError):
             return json.loads(value)
-        except ValueError:
-            return value
     return value
 
 
@@ -225,8 +223,9 @@ def _from_assessment(record: dict[str, Any], source: str, session: str | None,
         raise _Bad("feedback", "an assessment needs a feedback or an expectation")
     if body.get("error"):
         return None  # a feedback carrying an error holds no label
+    body_name = "feedback" if "feedback" in record else "expectation"
     if body.get("value") is None:
-        raise _Bad("feedback.value" if "feedback" in record else "expectation.value", "missing")
+        raise _Bad(f"{body_name}.value", "missing")
     meta = {**(overridden or {}), **_dict(record.get("metadata"))}
     # a session's conversation id is the session id; a trace outside any session is a conversation of its own
     cid = meta.get("conversation_id") or meta.get(MLFLOW_SESSION_KEY) or session or record.get("trace_id")
@@ -245,7 +244,6 @@ def _from_assessment(record: dict[str, Any], source: str, session: str | None,
     name = _text(record, "assessment_name")
     if name.endswith("/turn") and turn is None and verdict_id is None:
         raise _Bad("metadata.turn", f"a per-turn assessment ({name}) needs the turn it labels")
-    body_name = "feedback" if "feedback" in record else "expectation"
     return Label(conversation_id=str(_meta(cid)), metric=_metric(name),
                  value=label_value(body["value"], f"{body_name}.value"), turn=turn,
                  verdict_id=None if verdict_id is None else str(verdict_id),
