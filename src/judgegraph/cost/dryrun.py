@@ -250,10 +250,10 @@ class DryRunJudge(Judge):
 
     def _answered(self, request: JudgeRequest) -> JudgeOutcome | None:
         """What the recording LLM judge does for a request its placeholder answers at the first ask, without its
-        chat machinery: the same first message (:meth:`LLMJudge.first_request`), counted by
-        :meth:`RecordingChatModel.record`, and the placeholder as the answer (no transcript: a dry run keeps no
-        results). None for the rest (a placeholder the schema refuses: re-asks; a request that cannot be sent:
-        its error), which take the judge's whole path."""
+        chat machinery: the same first message (:meth:`LLMJudge.first_request`), counted as the recorder counts it,
+        and the placeholder as the answer (no transcript: a dry run keeps no results). None for the rest (a
+        placeholder the schema refuses: re-asks; a request that cannot be sent: its error), which take the judge's
+        whole path."""
         schema = request.schema
         parsed = _parsed_placeholder(schema) if isinstance(schema, type) else None
         if parsed is None:

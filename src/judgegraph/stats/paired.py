@@ -12,7 +12,7 @@ from typing import Literal
 
 import numpy as np
 
-from .raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, resample_chunks
+from .raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, FloatArray, IntArray, bootstrap
 
 #: discordant pairs below which McNemar's p-value is the exact binomial one
 EXACT_BELOW = 25
@@ -66,11 +66,10 @@ class MeanDifference:
 
 def paired_bootstrap(old: Sequence[float], new: Sequence[float], *, resamples: int = BOOTSTRAP_SAMPLES,
                      seed: int = BOOTSTRAP_SEED, level: float = 0.95) -> MeanDifference:
-    """The mean score difference ``new - old`` and its percentile bootstrap interval over the pairs: row ``r``
-    of ``numpy.random.default_rng(seed).integers(0, n, size=(resamples, n))`` picks the pairs of resample
-    ``r`` (drawn a chunk of rows at a time from the one generator: the same rows), the interval is the
-    ``(1 - level) / 2`` and ``1 - (1 - level) / 2`` percentiles (linear interpolation) of the resampled
-    means."""
+    """The mean score difference ``new - old`` and its percentile bootstrap interval over the pairs
+    (:func:`judgegraph.stats.raters.bootstrap`: row ``r`` of ``numpy.random.default_rng(seed).integers(0, n,
+    size=(resamples, n))`` picks the pairs of resample ``r``; the ``(1 - level) / 2`` and ``1 - (1 - level) / 2``
+    percentiles, linear interpolation, of the resampled means)."""
     if len(old) != len(new):
         raise ValueError(f"paired scores: {len(old)} old and {len(new)} new")
     n = len(old)
@@ -79,10 +78,10 @@ def paired_bootstrap(old: Sequence[float], new: Sequence[float], *, resamples: i
     a = np.asarray(old, dtype=np.float64)
     b = np.asarray(new, dtype=np.float64)
     d = b - a
-    low = high = None
-    if n >= 2 and resamples > 0:
-        means = np.concatenate([d[idx].mean(axis=1) for idx in resample_chunks(n, resamples, seed)])
-        tail = (1.0 - level) / 2.0 * 100.0
-        lo, hi = np.percentile(means, [tail, 100.0 - tail])
-        low, high = float(lo), float(hi)
-    return MeanDifference(n, float(a.mean()), float(b.mean()), float(d.mean()), low, high, level, resamples, seed)
+
+    def means(idx: IntArray) -> FloatArray:
+        return d[idx].mean(axis=1)
+
+    ci = bootstrap(means, n if n >= 2 else 0, resamples=resamples, seed=seed, level=level)
+    return MeanDifference(n, float(a.mean()), float(b.mean()), float(d.mean()), None if ci is None else ci.low,
+                          None if ci is None else ci.high, level, resamples, seed)
