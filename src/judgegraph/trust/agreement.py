@@ -278,12 +278,8 @@ def agreement(results: ResultsLike, labels: str | Path | Iterable[Label] | Itera
     if reviews:
         report.sources["reviews"] = str(results) if isinstance(results, (str, Path)) else "results"
     wanted = None if metrics is None else {metric_key(m) for m in metrics}
-    index: dict[tuple[str, str], tuple[str, ResultLine]] = {}
-    conversations: set[str] = set()
-    for record in records:
-        conversations.add(record.conversation_id)
-        for key, result in record.results.items():
-            index[(record.conversation_id, metric_key(key))] = key, result
+    index = {(r.conversation_id, metric_key(key)): (key, result) for r in records for key, result in r.results.items()}
+    conversations = {r.conversation_id for r in records}
     pairs: dict[tuple[str, str, str], Pair] = {}  # a later label on the same verdict replaces an earlier one
     for label in given:
         if wanted is not None and metric_key(label.metric) not in wanted:
