@@ -1,31 +1,9 @@
 """Did the new version get better? :func:`diff_runs` compares two results files of ``judgegraph eval``.
 
-Each metric result of a conversation in OLD is matched with the same metric's result of the conversation
-with the same id in NEW, and classed (:data:`KINDS`):
-
-=====================  ===================================================================================
-``regressed``          passed in OLD, failed in NEW
-``fixed``              failed in OLD, passed in NEW
-``unchanged``          the same status on both sides (passed, failed or not applicable); the score may move
-``errored``            judged in OLD (passed, failed or n/a), an error in NEW: NEW could not judge it
-``recovered``          an error in OLD, judged in NEW
-``still_error``        an error on both sides
-``now_not_applicable`` passed or failed in OLD, nothing to judge in NEW (e.g. the replies are gone)
-``was_not_applicable`` nothing to judge in OLD, passed or failed in NEW
-``new``                only in NEW (a new conversation, or a metric OLD did not run)
-``missing``            only in OLD
-=====================  ===================================================================================
-
-An error is never a pass or a fail: a pair with an error on either side is in none of ``regressed``,
-``fixed`` or ``unchanged`` and in neither McNemar count. A conversation whose whole run failed
-(its line has ``error``) has an error result for each metric its file judged.
-
-For every pair judged on both sides, each verdict whose label changed (matched by ``Verdict.id``; one only on
-one side counts too) is listed with both judges' verdicts and reasons. Per metric: the pass rates of each
-run (passed / (passed + failed + errors) over all its results, as its summary line counts them), the counts,
-McNemar's test on the paired pass/fail results and a paired bootstrap interval of the mean score difference
-(:mod:`judgegraph.stats.paired`).
-The settings comparison (:mod:`judgegraph.compare.settings`) says when the judging itself differs.
+Each metric result of a conversation in OLD is paired with the same metric's result of the same conversation in
+NEW and classed (:data:`KINDS`; ``docs/diff.md`` has the table); an error is never a pass or a fail. Per pair: the
+verdicts whose label changed; per metric: pass rates, McNemar's test and a paired bootstrap of the mean score
+difference (:mod:`judgegraph.stats.paired`); the judging differences (:mod:`judgegraph.compare.settings`).
 """
 
 from __future__ import annotations
@@ -152,9 +130,6 @@ class RunDiff:
                       key=lambda p: (rank[p.kind], p.position, p.conversation_id, p.metric))
 
     def to_json(self) -> dict[str, object]:
-        def pair(p: Pair) -> dict[str, object]:
-            return {**asdict(p), "delta": p.delta}
-
         return {
             "old": self.old, "new": self.new, "runs": {k: f.to_json() for k, f in self.runs.items()},
             "settings": self.settings.to_json(),
@@ -162,7 +137,8 @@ class RunDiff:
                             "new": {**asdict(m.new), "pass_rate": m.new.rate}} for k, m in self.metrics.items()},
             "mcnemar_exact_below": self.exact_below,
             "regressions": len(self.regressions),
-            "pairs": [pair(p) for p in sorted(self.pairs, key=lambda p: (p.metric, p.position, p.conversation_id))],
+            "pairs": [{**asdict(p), "delta": p.delta}
+                      for p in sorted(self.pairs, key=lambda p: (p.metric, p.position, p.conversation_id))],
             "problems": self.problems, "notes": self.notes,
         }
 
@@ -179,18 +155,12 @@ def change_text(pair: Pair) -> str:
 def describe_run(facts: RunFacts) -> str:
     """One line about a run (:meth:`RunFile.facts`): its file, conversations and, from its header and summary
     (else its lines), judgegraph version, judges, duration and cost."""
-    parts = [f"{facts.conversations} conversations"]
-    if not facts.header:
-        parts.append("no header")
-    if facts.version:
-        parts.append(f"judgegraph {facts.version}")
-    if facts.judge_names:
-        parts.append("judge " + ", ".join(facts.judge_names))
-    if facts.duration_s is not None:
-        parts.append(f"{facts.duration_s:.1f} s")
-    if facts.cost_usd is not None:
-        parts.append(f"${facts.cost_usd:.4f}")
-    return f"{facts.path} ({', '.join(parts)})"
+    parts = [f"{facts.conversations} conversations", "" if facts.header else "no header",
+             f"judgegraph {facts.version}" if facts.version else "",
+             "judge " + ", ".join(facts.judge_names) if facts.judge_names else "",
+             "" if facts.duration_s is None else f"{facts.duration_s:.1f} s",
+             "" if facts.cost_usd is None else f"${facts.cost_usd:.4f}"]
+    return f"{facts.path} ({', '.join(p for p in parts if p)})"
 
 
 def _side(result: ResultLine) -> Side:
@@ -278,19 +248,19 @@ def compare(old: RunFile, new: RunFile, *, metrics: Iterable[str] | None = None,
         mine = [p for p in pairs if p.metric == metric]
         counts: dict[str, int] = {k: sum(p.kind == k for p in mine) for k in KINDS}
         scored = [(p.old.score, p.new.score) for p in mine if p.old is not None and p.new is not None
-                  and p.old.score is not None and p.new.score is not None and "error" not in (p.old.status, p.new.status)]
+                  and p.old.score is not None and p.new.score is not None
+                  and "error" not in (p.old.status, p.new.status)]
         summaries[metric] = MetricDiff(
-            metric,
-            _pass_rate(r for (m, _), (r, _) in a.items() if m == metric),
-            _pass_rate(r for (m, _), (r, _) in b.items() if m == metric),
-            counts,
+            metric, _pass_rate(r for (m, _), (r, _) in a.items() if m == metric),
+            _pass_rate(r for (m, _), (r, _) in b.items() if m == metric), counts,
             mcnemar(counts["regressed"], counts["fixed"]),
-            paired_bootstrap([s[0] for s in scored], [s[1] for s in scored],
-                             resamples=resamples, seed=seed, level=level))
+            paired_bootstrap([s[0] for s in scored], [s[1] for s in scored], resamples=resamples, seed=seed,
+                             level=level))
     notes: list[str] = []
     for run, side in ((old, "OLD"), (new, "NEW")):
         if run.input_errors:
-            notes.append(f"{side} ({run.path}) holds {len(run.input_errors)} input error(s): records it could not judge")
+            notes.append(f"{side} ({run.path}) holds {len(run.input_errors)} input error(s): records it could not"
+                         " judge")
         if run.rejudged:
             notes.append(f"{side} ({run.path}) judged {run.rejudged} conversation(s) again: the latest line of each "
                          "is compared")
@@ -304,8 +274,7 @@ def diff_runs(old: str | Path, new: str | Path, *, metrics: Iterable[str] | None
 
     ``metrics``: only these (names as ``-m`` takes them). ``resamples`` (B), ``seed``, ``level``: the paired
     bootstrap interval of the mean score difference. :class:`~judgegraph.runs.NotAResultsFile` when a file cannot
-    be read or is not a results file; lines that cannot
-    be used are named in :attr:`RunDiff.problems` and left out."""
-    if isinstance(metrics, str):
-        metrics = [metrics]
-    return compare(read_run(old, keep_transcripts=False), read_run(new, keep_transcripts=False), metrics=metrics, resamples=resamples, seed=seed, level=level)
+    be read or is not a results file; lines that cannot be used are named in :attr:`RunDiff.problems` and left out."""
+    return compare(read_run(old, keep_transcripts=False), read_run(new, keep_transcripts=False),
+                   metrics=[metrics] if isinstance(metrics, str) else metrics, resamples=resamples, seed=seed,
+                   level=level)

@@ -1,11 +1,6 @@
 """A :class:`~judgegraph.compare.diff.RunDiff` as Markdown for a pull-request comment (``judgegraph diff
---markdown``).
-
-Every text that comes from the data (conversation ids, reasons, judge names, metric names, paths) goes through
-:func:`cell`: it can neither break a table (``|``, newlines) nor become markup (HTML, code spans, emphasis,
-links, images) nor notify anyone (``@name`` is written ``@&#8203;name``, a zero-width space after the ``@``).
-Long texts are cut to :data:`CELL_CHARS` characters; at most ``max_rows`` rows are listed per table, the
-rest counted (``--json`` has everything).
+--markdown``). Every text from the data goes through :func:`cell`: it can neither break a table nor become markup
+nor notify anyone (``@name`` gets a zero-width space); long texts are cut and tables bounded (``--json`` has all).
 """
 
 from __future__ import annotations
@@ -75,13 +70,8 @@ def said(side: VerdictSide | None) -> tuple[str, str]:
 
 def _verdicts(pairs: list[Pair], max_rows: int) -> list[str]:
     changes = [(p, v) for p in pairs for v in p.verdicts]
-    rows = []
-    for p, v in changes[:max_rows]:
-        old, old_reason = said(v.old)
-        new, new_reason = said(v.new)
-        turns = ",".join(map(str, v.turns)) or "—"
-        rows.append([cell(p.metric), cell(p.conversation_id), cell(v.verdict_id), turns, old, old_reason, new,
-                     new_reason])
+    rows = [[cell(p.metric), cell(p.conversation_id), cell(v.verdict_id), ",".join(map(str, v.turns)) or "—",
+             *said(v.old), *said(v.new)] for p, v in changes[:max_rows]]
     return (_table(["metric", "conversation", "verdict", "turns", "OLD", "OLD judge's reason", "NEW",
                     "NEW judge's reason"], rows) + _more(len(rows), len(changes)))
 
@@ -100,22 +90,16 @@ def to_markdown(diff: RunDiff, *, max_rows: int = 50, max_chars: int = MAX_COMME
 
 
 def _render(diff: RunDiff, max_rows: int) -> str:
-    regressed = len(diff.regressions)
     lines = [f"### judgegraph diff: {cell(diff.old)} → {cell(diff.new)}", ""]
-    for side in ("old", "new"):
-        if side in diff.runs:
-            lines.append(f"- {side.upper()}: {cell(describe_run(diff.runs[side]))}")
-    lines.append("")
-    lines.append(f"**{regressed} regressed**, {sum(p.kind == 'fixed' for p in diff.pairs)} fixed, "
-                 f"{len(diff.undecided)} NEW could not judge, {len(diff.pairs)} results compared.")
-    lines.append("")
+    lines += [f"- {side.upper()}: {cell(describe_run(run))}" for side, run in diff.runs.items()]
+    lines += ["", f"**{len(diff.regressions)} regressed**, {sum(p.kind == 'fixed' for p in diff.pairs)} fixed, "
+                  f"{len(diff.undecided)} NEW could not judge, {len(diff.pairs)} results compared.", ""]
     s = diff.settings
     if s.judging:
         verb = "differs" if s.same_judging is False else "settings differ"
         lines.append(f"> **The judging {verb}** — a flip may be the judge's, not the bot's:")
         lines += [f"> - {cell(str(d))}" + (" (from the results lines)" if d.source == "results" else "")
-                  for d in s.judging]
-        lines.append("")
+                  for d in s.judging] + [""]
     if s.unknown:
         lines += [f"Judges, prompts and metric options: {cell(s.unknown)}.", ""]
     elif not s.judging:

@@ -1,13 +1,6 @@
-"""Did the two runs judge alike? What differs between their judges, prompts and metric options.
-
-From the run headers when both files have one, by the comparison ``--resume`` uses too
-(:func:`judgegraph.runs.header.compare_headers`: judges with their settings and prompt hashes, metrics with
-their options, the run's options, judgegraph version, inputs; a judge's speed settings shown apart, as
-they change how fast it is asked, not what it answers); without a header on either side those are
-"unknown: no header".
-The results lines themselves always name each result's judge, threshold and strict mode: a difference
-there is reported for any file, header or not. When the judge, its settings or a prompt differ, a verdict
-that flipped may be the judge's doing, not the bot's.
+"""Did the two runs judge alike? What differs between their judges, prompts and metric options: from the run
+headers by the comparison ``--resume`` uses (:func:`judgegraph.runs.header.compare_headers`; "unknown: no header"
+without one), and from each results line's judge, threshold and strict mode, for any file (``docs/diff.md``).
 """
 
 from __future__ import annotations
@@ -66,16 +59,16 @@ def _observed(run: RunFile, field_name: str) -> dict[str, list[object]]:
     return {k: list(v.values()) for k, v in seen.items()}
 
 
+def _one(values: list[object]) -> object:
+    return values[0] if len(values) == 1 else values
+
+
 def _results_differences(old: RunFile, new: RunFile) -> list[Difference]:
     out: list[Difference] = []
     for what, field_name in (("judge", "judge"), ("threshold", "threshold"), ("strict mode", "strict_mode")):
         o, n = _observed(old, field_name), _observed(new, field_name)
-        for metric in (m for m in o if m in n):
-            if o[metric] != n[metric]:
-                def one(values: list[object]) -> object:
-                    return values[0] if len(values) == 1 else values
-
-                out.append(Difference(what, metric, one(o[metric]), one(n[metric]), source="results"))
+        out += [Difference(what, metric, _one(o[metric]), _one(n[metric]), source="results")
+                for metric in o if metric in n and o[metric] != n[metric]]
     return out
 
 

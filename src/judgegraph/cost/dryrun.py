@@ -11,7 +11,8 @@ import copy
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -36,6 +37,16 @@ from .pricing import Prices
 ASSUMED_OUTPUT_TOKENS = 100
 
 _step: ContextVar[str] = ContextVar("judgegraph_dry_run_step", default="unknown/unknown")
+
+
+@contextmanager
+def _at_step(step: str) -> Iterator[None]:
+    """The requests made inside are counted against ``step``."""
+    token = _step.set(step)
+    try:
+        yield
+    finally:
+        _step.reset(token)
 
 
 def _at_least_one(schema: Any) -> Any:
@@ -112,20 +123,12 @@ class RecordingChatModel(ScriptedChatModel):
         """Whether the judge sends this model its prompts marked for its provider's cache (judges/cache_hints.py)."""
         return self.rule.kind == "marked"
 
-    def served(self, request: ScriptedRequest, tokens: int) -> int:
-        """The input tokens of ``request`` the provider's cache would serve, by :attr:`rule` (then remembered)."""
-        return self._tally.served(request, tokens)
-
     def respond(self, request: ScriptedRequest) -> dict[str, Any]:
-        self.record(_step.get(), request)
+        self._tally.record(_step.get(), request)
         return placeholder_answer(request.schema) if request.schema is not None else {}
 
-    def record(self, step: str, request: ScriptedRequest) -> None:
-        """``request`` counted against ``step`` (answered by its schema's placeholder)."""
-        self._tally.record(step, request)
-
     def _usage(self, request: ScriptedRequest, reply: Any) -> dict[str, int]:
-        return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+        return dict(_NO_USAGE)
 
     @property
     def _llm_type(self) -> str:
@@ -140,15 +143,12 @@ class _Tally:
         self.counts: dict[str, Counter[str]] = {}
         self.lock = threading.Lock()  # requests arrive on several threads
         self.count = PieceCounter()  # the prompts' shared lines counted once
-        self._served = served
-
-    def served(self, request: ScriptedRequest, tokens: int) -> int:
-        return 0 if self._served is None else self._served(request, tokens)
+        self.served = served
 
     def record(self, step: str, request: ScriptedRequest) -> None:
         tokens = prompt_tokens(request.messages, self.count)
         reask = any(m.type == "ai" for m in request.messages)
-        served = 0 if reask else self.served(request, tokens)
+        served = 0 if reask or self.served is None else self.served(request, tokens)
         schema = request.schema
         # a dense call (judgegraph.core._dense) answers one verdict per item: its output is counted per item
         items = placeholder_answer(schema).get("items") if getattr(schema, "dense", False) else None
@@ -239,27 +239,21 @@ class DryRunJudge(Judge):
     def judge(self, request: JudgeRequest) -> JudgeOutcome:
         if (answered := self._answered(request)) is not None:
             return answered
-        token = _step.set(request.step)
-        try:
+        with _at_step(request.step):
             return self._inner.judge(request)
-        finally:
-            _step.reset(token)
 
     async def ajudge(self, request: JudgeRequest) -> JudgeOutcome:
         if (answered := self._answered(request)) is not None:
             return answered
-        token = _step.set(request.step)
-        try:
+        with _at_step(request.step):
             return await self._inner.ajudge(request)
-        finally:
-            _step.reset(token)
 
     def _answered(self, request: JudgeRequest) -> JudgeOutcome | None:
         """What the recording LLM judge does for a request its placeholder answers at the first ask, without its
-        chat machinery: the same first message (:meth:`LLMJudge.first_request`), counted by
-        :meth:`RecordingChatModel.record`, and the placeholder as the answer (no transcript: a dry run keeps no
-        results). None for the rest (a placeholder the schema refuses: re-asks; a request that cannot be sent:
-        its error), which take the judge's whole path."""
+        chat machinery: the same first message (:meth:`LLMJudge.first_request`), counted as the recorder counts it,
+        and the placeholder as the answer (no transcript: a dry run keeps no results). None for the rest (a
+        placeholder the schema refuses: re-asks; a request that cannot be sent: its error), which take the judge's
+        whole path."""
         schema = request.schema
         parsed = _parsed_placeholder(schema) if isinstance(schema, type) else None
         if parsed is None:
@@ -295,6 +289,14 @@ class StepCost:
     def output_tokens(self) -> int:
         return (self.calls if self.answers is None else self.answers) * ASSUMED_OUTPUT_TOKENS
 
+    @staticmethod
+    def total_of(costs: Iterable[StepCost]) -> StepCost:
+        """The sum of ``costs``, with the verdicts they answered."""
+        costs = list(costs)
+        return StepCost(sum(c.calls for c in costs), sum(c.input_tokens for c in costs),
+                        sum(c.calls if c.answers is None else c.answers for c in costs),
+                        cached_input_tokens=sum(c.cached_input_tokens for c in costs))
+
 
 @dataclass
 class CostEstimate:
@@ -308,21 +310,14 @@ class CostEstimate:
     cache_rule: CacheRule = field(default_factory=default_rule)
 
     def by_metric(self) -> dict[str, StepCost]:
-        out: dict[str, StepCost] = {}
+        grouped: dict[str, list[StepCost]] = {}
         for step, c in self.steps.items():
-            metric = step.split("/", 1)[0]
-            prev = out.get(metric, StepCost(0, 0, 0))
-            out[metric] = StepCost(prev.calls + c.calls, prev.input_tokens + c.input_tokens,
-                                   (prev.answers or 0) + (c.calls if c.answers is None else c.answers),
-                                   cached_input_tokens=prev.cached_input_tokens + c.cached_input_tokens)
-        return out
+            grouped.setdefault(step.split("/", 1)[0], []).append(c)
+        return {metric: StepCost.total_of(costs) for metric, costs in grouped.items()}
 
     @property
     def total(self) -> StepCost:
-        steps = self.steps.values()
-        return StepCost(sum(c.calls for c in steps), sum(c.input_tokens for c in steps),
-                        sum(c.calls if c.answers is None else c.answers for c in steps),
-                        cached_input_tokens=sum(c.cached_input_tokens for c in steps))
+        return StepCost.total_of(self.steps.values())
 
     def usage(self, cost: StepCost | None = None) -> Usage:
         c = cost or self.total

@@ -34,56 +34,14 @@ PRICE_FIELDS = ("input", "output", "cached_input", "batch_input", "batch_output"
 
 
 @dataclass(frozen=True)
-class PriceEntry:
-    """One model's list prices, dollars per million tokens: input, output, cached input (a prompt-cache
-    read), and the Batch API's input and output; None where the source gives no such price."""
-
-    input: float
-    output: float
-    cached_input: float | None = None
-    batch_input: float | None = None
-    batch_output: float | None = None
-    source: str = ""
-
-
-def _entry(inp: float, out: float, cached: float | None, batch_in: float | None, batch_out: float | None,
-           key: str) -> PriceEntry:
-    return PriceEntry(inp, out, cached, batch_in, batch_out, f"{TABLE_SOURCE}, key {key!r}, checked {TABLE_DATE}")
-
-
-#: model name (without provider prefix) -> prices; the last field is the key in the source table.
-PRICES: dict[str, PriceEntry] = {
-    "gpt-5": _entry(1.25, 10.0, 0.125, 0.625, 5.0, "gpt-5"),
-    "gpt-5-mini": _entry(0.25, 2.0, 0.025, 0.125, 1.0, "gpt-5-mini"),
-    "gpt-5-nano": _entry(0.05, 0.4, 0.005, 0.025, 0.2, "gpt-5-nano"),
-    "gpt-5.1": _entry(1.25, 10.0, 0.125, 0.625, 5.0, "gpt-5.1"),
-    "gpt-4.1": _entry(2.0, 8.0, 0.5, 1.0, 4.0, "gpt-4.1"),
-    "gpt-4.1-mini": _entry(0.4, 1.6, 0.1, 0.2, 0.8, "gpt-4.1-mini"),
-    "gpt-4.1-nano": _entry(0.1, 0.4, 0.025, 0.05, 0.2, "gpt-4.1-nano"),
-    "gpt-4o": _entry(2.5, 10.0, 1.25, 1.25, 5.0, "gpt-4o"),
-    "gpt-4o-mini": _entry(0.15, 0.6, 0.075, 0.075, 0.3, "gpt-4o-mini"),
-    "o3": _entry(2.0, 8.0, 0.5, 1.0, 4.0, "o3"),
-    "o4-mini": _entry(1.1, 4.4, 0.275, 0.55, 2.2, "o4-mini"),
-    "claude-opus-4-5": _entry(5.0, 25.0, 0.5, 2.5, 12.5, "claude-opus-4-5"),
-    "claude-sonnet-4-5": _entry(3.0, 15.0, 0.3, 1.5, 7.5, "claude-sonnet-4-5"),
-    "claude-haiku-4-5": _entry(1.0, 5.0, 0.1, 0.5, 2.5, "claude-haiku-4-5"),
-    "gemini-2.5-pro": _entry(1.25, 10.0, 0.125, 0.625, 5.0, "gemini/gemini-2.5-pro"),
-    "gemini-2.5-flash": _entry(0.3, 2.5, 0.03, 0.15, 1.25, "gemini/gemini-2.5-flash"),
-}
-
-
-class PriceFileError(ValueError):
-    """A price file that cannot be used; the message names the file, the line, the model and the field."""
-
-
-@dataclass(frozen=True)
 class Prices:
-    """Dollars per million tokens; ``source`` says where they came from. Cached input tokens are priced at
-    ``cached_input`` (at ``input`` when no cached price is known)."""
+    """One model's prices, dollars per million tokens: input, output, cached input (a prompt-cache read; cached
+    input tokens are priced at ``input`` when None), and the Batch API's input and output (None where unknown);
+    ``source`` says where they came from."""
 
     input: float
     output: float
-    source: str
+    source: str = ""
     cached_input: float | None = None
     batch_input: float | None = None
     batch_output: float | None = None
@@ -115,13 +73,46 @@ class Prices:
         return f"${self.input:g} in / ${self.output:g} out per 1M tokens{cached} ({self.source})"
 
 
+#: A price table's entry (the built-in table's, a price file's) is a :class:`Prices`.
+PriceEntry = Prices
+
+
+def _entry(inp: float, out: float, cached: float, batch_in: float, batch_out: float, key: str) -> Prices:
+    return Prices(inp, out, f"{TABLE_SOURCE}, key {key!r}, checked {TABLE_DATE}", cached, batch_in, batch_out)
+
+
+#: model name (without provider prefix) -> prices; the last field is the key in the source table.
+PRICES: dict[str, Prices] = {
+    "gpt-5": _entry(1.25, 10.0, 0.125, 0.625, 5.0, "gpt-5"),
+    "gpt-5-mini": _entry(0.25, 2.0, 0.025, 0.125, 1.0, "gpt-5-mini"),
+    "gpt-5-nano": _entry(0.05, 0.4, 0.005, 0.025, 0.2, "gpt-5-nano"),
+    "gpt-5.1": _entry(1.25, 10.0, 0.125, 0.625, 5.0, "gpt-5.1"),
+    "gpt-4.1": _entry(2.0, 8.0, 0.5, 1.0, 4.0, "gpt-4.1"),
+    "gpt-4.1-mini": _entry(0.4, 1.6, 0.1, 0.2, 0.8, "gpt-4.1-mini"),
+    "gpt-4.1-nano": _entry(0.1, 0.4, 0.025, 0.05, 0.2, "gpt-4.1-nano"),
+    "gpt-4o": _entry(2.5, 10.0, 1.25, 1.25, 5.0, "gpt-4o"),
+    "gpt-4o-mini": _entry(0.15, 0.6, 0.075, 0.075, 0.3, "gpt-4o-mini"),
+    "o3": _entry(2.0, 8.0, 0.5, 1.0, 4.0, "o3"),
+    "o4-mini": _entry(1.1, 4.4, 0.275, 0.55, 2.2, "o4-mini"),
+    "claude-opus-4-5": _entry(5.0, 25.0, 0.5, 2.5, 12.5, "claude-opus-4-5"),
+    "claude-sonnet-4-5": _entry(3.0, 15.0, 0.3, 1.5, 7.5, "claude-sonnet-4-5"),
+    "claude-haiku-4-5": _entry(1.0, 5.0, 0.1, 0.5, 2.5, "claude-haiku-4-5"),
+    "gemini-2.5-pro": _entry(1.25, 10.0, 0.125, 0.625, 5.0, "gemini/gemini-2.5-pro"),
+    "gemini-2.5-flash": _entry(0.3, 2.5, 0.03, 0.15, 1.25, "gemini/gemini-2.5-flash"),
+}
+
+
+class PriceFileError(ValueError):
+    """A price file that cannot be used; the message names the file, the line, the model and the field."""
+
+
 def _bare(model: str) -> str:
     name = model.split(":", 1)[1] if ":" in model else model  # "llm:gpt-4.1-mini", "openai:gpt-4.1-mini"
     name = name.split("+", 1)[0]  # an aligned judge, "llm:gpt-4.1-mini+aligned-<hash12>": its model's price
     return name.strip().lower()
 
 
-def lookup(model: str, table: dict[str, PriceEntry] | None = None) -> PriceEntry | None:
+def lookup(model: str, table: dict[str, Prices] | None = None) -> Prices | None:
     """``table``'s (default: the built-in table's) prices for ``model``; a dated snapshot name such as
     ``gpt-4.1-mini-2025-04-14`` takes its base model's price."""
     table = PRICES if table is None else table
@@ -152,7 +143,7 @@ def _price(value: object, where: str, name: str, *, required: bool) -> float | N
     return float(value)
 
 
-def load_price_file(path: str | Path) -> dict[str, PriceEntry]:
+def load_price_file(path: str | Path) -> dict[str, Prices]:
     """A user's price table: JSON or YAML, ``{model: {input, output[, cached_input, batch_input, batch_output,
     source]}}``, dollars per million tokens. Raises :class:`PriceFileError` naming the file, line, model and
     field of the first problem."""
@@ -183,7 +174,7 @@ def load_price_file(path: str | Path) -> dict[str, PriceEntry]:
     if not isinstance(data, dict) or not data:
         raise PriceFileError(f"{p}: a price file is a mapping of model names to prices,"
                              ' e.g. {"gpt-4.1-mini": {"input": 0.4, "output": 1.6, "cached_input": 0.1}}')
-    out: dict[str, PriceEntry] = {}
+    out: dict[str, Prices] = {}
     for model, fields in data.items():
         at = _line_of(text, str(model))
         where = f"{p}{f', line {at}' if at else ''}, model {model!r}"
@@ -197,25 +188,20 @@ def load_price_file(path: str | Path) -> dict[str, PriceEntry]:
         source = fields.get("source", f"price file {p}")
         if not isinstance(source, str):
             raise PriceFileError(f"{where}: field 'source' must be text, got {source!r}")
-        inp = _price(fields.get("input"), where, "input", required=True)
-        outp = _price(fields.get("output"), where, "output", required=True)
-        assert inp is not None and outp is not None
-        out[_bare(model)] = PriceEntry(
-            inp, outp, _price(fields.get("cached_input"), where, "cached_input", required=False),
-            _price(fields.get("batch_input"), where, "batch_input", required=False),
-            _price(fields.get("batch_output"), where, "batch_output", required=False),
-            f"{source} (from {p})" if "source" in fields else source)
+        prices: Any = {name: _price(fields.get(name), where, name, required=name in ("input", "output"))
+                       for name in PRICE_FIELDS if name != "source"}
+        out[_bare(model)] = Prices(**prices, source=f"{source} (from {p})" if "source" in fields else source)
     return out
 
 
-def user_prices(path: str | Path | None = None) -> dict[str, PriceEntry] | None:
+def user_prices(path: str | Path | None = None) -> dict[str, Prices] | None:
     """The user's price table: ``path`` (``--prices``), else the file ``JUDGEGRAPH_PRICES`` names, else None."""
     chosen = path or os.environ.get(PRICES_ENV) or None
     return None if chosen is None else load_price_file(chosen)
 
 
 def prices_for(model: str, price_in: float | None = None, price_out: float | None = None,
-               table: dict[str, PriceEntry] | None = None) -> Prices | None:
+               table: dict[str, Prices] | None = None) -> Prices | None:
     """The prices for a judge model: the overrides where given, else the user's ``table``, else the built-in
     table; None when neither knows both."""
     entry = (lookup(model, table) if table else None) or lookup(model)
@@ -225,18 +211,16 @@ def prices_for(model: str, price_in: float | None = None, price_out: float | Non
         if price_in is None and price_out is None:
             return None
         return Prices(price_in or 0.0, price_out or 0.0, "given on the command line (the other price 0)")
-    listed = Prices(entry.input, entry.output, entry.source, entry.cached_input, entry.batch_input,
-                    entry.batch_output)
     if price_in is None and price_out is None:
-        return listed
-    return replace(listed, input=entry.input if price_in is None else price_in,
+        return entry
+    return replace(entry, input=entry.input if price_in is None else price_in,
                    output=entry.output if price_out is None else price_out,
                    cached_input=None if price_in is not None else entry.cached_input,
                    source=f"partly given on the command line, rest from {entry.source}")
 
 
 def jury_prices(models: list[str], price_in: float | None = None, price_out: float | None = None,
-                table: dict[str, PriceEntry] | None = None) -> Prices | None:
+                table: dict[str, Prices] | None = None) -> Prices | None:
     """A jury's prices (``models``: each juror's name, a repeat once per repeat). Every juror is asked every
     request, so the run's tokens are split evenly among them and each share is priced at its juror's own prices:
     the mean of their prices. Exact for the input tokens (each juror gets the same prompt) and for repeats of one

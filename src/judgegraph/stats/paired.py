@@ -1,18 +1,6 @@
-"""Paired tests for two runs over the same conversations, in plain numpy and the standard library.
-
-* :func:`mcnemar` — McNemar's test of pass/fail on paired conversations. Only the discordant pairs count:
-  ``b`` passed in OLD and failed in NEW (regressed), ``c`` failed in OLD and passed in NEW (fixed). When
-  ``b + c`` is below :data:`EXACT_BELOW` (25, the usual rule: the chi-square approximation is poor for
-  few discordant pairs) the p-value is the exact two-sided binomial test of ``b`` out of ``b + c`` at
-  p = 1/2, as ``scipy.stats.binomtest(b, b + c).pvalue``; otherwise it is the chi-square test with
-  Edwards' continuity correction, ``(max(|b - c| - 1, 0))² / (b + c)`` on 1 degree of freedom, as
-  ``scipy.stats.chi2.sf``. No discordant pair: p = 1 (nothing changed).
-* :func:`paired_bootstrap` — a percentile bootstrap interval of the mean of ``new - old`` over paired
-  scores: the pairs (not each run separately) are resampled with replacement, ``resamples`` times,
-  seeded, as ``scipy.stats.bootstrap((old, new), paired=True, method="percentile")`` with
-  ``rng=numpy.random.default_rng(seed)`` draws them.
-
-The tests check both against scipy to 1e-9.
+"""Paired tests for two runs over the same conversations (``docs/diff.md``), in numpy and the standard library:
+McNemar's test of pass/fail (:func:`mcnemar`) and a paired bootstrap interval of the mean score difference
+(:func:`paired_bootstrap`); the tests check both against scipy to 1e-9.
 """
 
 from __future__ import annotations
@@ -24,7 +12,7 @@ from typing import Literal
 
 import numpy as np
 
-from .raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, resample_chunks
+from .raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, FloatArray, IntArray, bootstrap
 
 #: discordant pairs below which McNemar's p-value is the exact binomial one
 EXACT_BELOW = 25
@@ -44,29 +32,20 @@ class McNemar:
     p_value: float
 
 
-def binomial_two_sided(k: int, n: int) -> float:
-    """The exact two-sided p-value of ``k`` successes in ``n`` trials at p = 1/2: twice the smaller tail,
-    at most 1 (the distribution is symmetric, so this is scipy's "outcomes no more likely than k" rule)."""
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(k, n - k) + 1))
-    return min(1.0, 2 * tail / 2**n)
-
-
-def chi2_sf_1df(x: float) -> float:
-    """P(X > x) for a chi-square variable with one degree of freedom: ``erfc(sqrt(x / 2))``."""
-    return math.erfc(math.sqrt(max(x, 0.0) / 2.0))
-
-
 def mcnemar(regressed: int, fixed: int, *, exact_below: int = EXACT_BELOW) -> McNemar:
-    """McNemar's test on ``regressed`` (passed→failed) and ``fixed`` (failed→passed) pairs (see the module)."""
+    """McNemar's test on ``regressed`` (b: passed→failed) and ``fixed`` (c: failed→passed) pairs: below
+    ``exact_below`` discordant pairs the exact two-sided binomial test of b in b + c at p = 1/2 (as
+    ``scipy.stats.binomtest``), else the chi-square test with Edwards' continuity correction on 1 degree of freedom;
+    no discordant pair: p = 1."""
     n = regressed + fixed
     if n == 0:
         return McNemar(regressed, fixed, "none", None, 1.0)
-    if n < exact_below:
-        return McNemar(regressed, fixed, "exact", float(regressed), binomial_two_sided(regressed, n))
+    if n < exact_below:  # twice the smaller tail, at most 1 (the distribution is symmetric: scipy's rule)
+        tail = sum(math.comb(n, i) for i in range(min(regressed, fixed) + 1))
+        return McNemar(regressed, fixed, "exact", float(regressed), min(1.0, 2 * tail / 2**n))
     statistic = max(abs(regressed - fixed) - 1, 0) ** 2 / n
-    return McNemar(regressed, fixed, "chi2-cc", float(statistic), chi2_sf_1df(statistic))
+    # P(X > x) of a chi-square variable with one degree of freedom is erfc(sqrt(x / 2))
+    return McNemar(regressed, fixed, "chi2-cc", float(statistic), math.erfc(math.sqrt(statistic / 2.0)))
 
 
 @dataclass(frozen=True)
@@ -87,11 +66,10 @@ class MeanDifference:
 
 def paired_bootstrap(old: Sequence[float], new: Sequence[float], *, resamples: int = BOOTSTRAP_SAMPLES,
                      seed: int = BOOTSTRAP_SEED, level: float = 0.95) -> MeanDifference:
-    """The mean score difference ``new - old`` and its percentile bootstrap interval over the pairs: row ``r``
-    of ``numpy.random.default_rng(seed).integers(0, n, size=(resamples, n))`` picks the pairs of resample
-    ``r`` (drawn a chunk of rows at a time from the one generator: the same rows), the interval is the
-    ``(1 - level) / 2`` and ``1 - (1 - level) / 2`` percentiles (linear interpolation) of the resampled
-    means."""
+    """The mean score difference ``new - old`` and its percentile bootstrap interval over the pairs
+    (:func:`judgegraph.stats.raters.bootstrap`: row ``r`` of ``numpy.random.default_rng(seed).integers(0, n,
+    size=(resamples, n))`` picks the pairs of resample ``r``; the ``(1 - level) / 2`` and ``1 - (1 - level) / 2``
+    percentiles, linear interpolation, of the resampled means)."""
     if len(old) != len(new):
         raise ValueError(f"paired scores: {len(old)} old and {len(new)} new")
     n = len(old)
@@ -100,10 +78,10 @@ def paired_bootstrap(old: Sequence[float], new: Sequence[float], *, resamples: i
     a = np.asarray(old, dtype=np.float64)
     b = np.asarray(new, dtype=np.float64)
     d = b - a
-    low = high = None
-    if n >= 2 and resamples > 0:
-        means = np.concatenate([d[idx].mean(axis=1) for idx in resample_chunks(n, resamples, seed)])
-        tail = (1.0 - level) / 2.0 * 100.0
-        lo, hi = np.percentile(means, [tail, 100.0 - tail])
-        low, high = float(lo), float(hi)
-    return MeanDifference(n, float(a.mean()), float(b.mean()), float(d.mean()), low, high, level, resamples, seed)
+
+    def means(idx: IntArray) -> FloatArray:
+        return d[idx].mean(axis=1)
+
+    ci = bootstrap(means, n if n >= 2 else 0, resamples=resamples, seed=seed, level=level)
+    return MeanDifference(n, float(a.mean()), float(b.mean()), float(d.mean()), None if ci is None else ci.low,
+                          None if ci is None else ci.high, level, resamples, seed)

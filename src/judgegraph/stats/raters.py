@@ -1,29 +1,14 @@
-"""Agreement statistics between raters (a judge and a person, or the judges of a jury), in plain numpy.
-
-Each figure is the one scikit-learn / scipy compute (the tests check them to
-1e-9), written here so that judgegraph needs neither at run time:
-
-* :func:`cohen_kappa` — Cohen's kappa, unweighted or quadratic-weighted, as
-  ``sklearn.metrics.cohen_kappa_score`` (weights by the distance between the
-  positions of the two labels in ``labels``);
-* :func:`spearman` — Spearman's rank correlation with average ranks for ties,
-  as ``scipy.stats.spearmanr``;
-* :func:`confusion` — the confusion matrix, as ``sklearn.metrics.confusion_matrix``
-  (rows: the person's label, columns: the judge's);
-* :func:`fleiss_kappa` — Fleiss' kappa among several raters (a jury), as statsmodels'
-  ``fleiss_kappa``, with :func:`fleiss_bootstrap_ci` resampling items;
-* :func:`bootstrap_ci` — a percentile bootstrap interval over resampled pairs,
-  seeded, so the same labels always give the same interval.
-
-A figure that is not defined (kappa when both raters use one single label,
-Spearman when one side is constant) is ``None``, never a number that means
-nothing.
+"""Agreement statistics between raters (a judge and a person, or a jury's judges), in plain numpy: Cohen's
+kappa (plain and quadratic-weighted), Spearman's rho, the confusion matrix, Fleiss' kappa, Krippendorff's alpha
+and seeded percentile bootstrap intervals, each as scikit-learn / scipy / statsmodels compute it (the tests check
+them to 1e-9). A figure that is not defined is ``None``, never a number that means nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -71,11 +56,7 @@ def _kappa_from_counts(counts: FloatArray, weights: Weights) -> FloatArray:
 def cohen_kappa(human: Sequence[object], judge: Sequence[object], labels: Sequence[object],
                 weights: Weights = "none") -> float | None:
     """Cohen's kappa between the two raters over ``labels`` (in scale order for ``quadratic``); None if undefined."""
-    if not human:
-        return None
-    counts = np.array(confusion(human, judge, labels), dtype=np.float64)
-    value = float(_kappa_from_counts(counts, weights))
-    return None if np.isnan(value) else value
+    return estimate("weighted_kappa" if weights == "quadratic" else "kappa", human, judge, labels)
 
 
 def ranks(x: FloatArray) -> FloatArray:
@@ -105,12 +86,7 @@ def _pearson_rows(a: FloatArray, b: FloatArray) -> FloatArray:
 
 def spearman(human: Sequence[float], judge: Sequence[float]) -> float | None:
     """Spearman's rho between the two raters' numbers; None when fewer than 2 pairs or one side is constant."""
-    if len(human) < 2:
-        return None
-    a = ranks(np.asarray(human, dtype=np.float64))
-    b = ranks(np.asarray(judge, dtype=np.float64))
-    value = float(_pearson_rows(a, b))
-    return None if np.isnan(value) else value
+    return estimate("spearman", human, judge)
 
 
 def percent_agreement(human: Sequence[object], judge: Sequence[object]) -> float | None:
@@ -136,18 +112,25 @@ def resample_indices(n: int, resamples: int = BOOTSTRAP_SAMPLES, seed: int = BOO
     return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
 
 
-def _interval(values: FloatArray, level: float, resamples: int, seed: int) -> Interval | None:
+Statistic = Literal["agreement", "kappa", "weighted_kappa", "spearman"]
+#: pair indices held at once by the bootstrap (rows of resamples are drawn and scored a chunk at a time)
+CHUNK_ELEMENTS = 1 << 19
+
+
+def bootstrap(figures: Callable[[IntArray], FloatArray], n: int, *, resamples: int = BOOTSTRAP_SAMPLES,
+              seed: int = BOOTSTRAP_SEED, level: float = 0.95, chunk_elements: int = CHUNK_ELEMENTS) -> Interval | None:
+    """The percentile interval of ``figures(idx)`` (one figure per row of resampled indices, NaN where undefined)
+    over ``resamples`` seeded resamples of ``n`` items (:func:`resample_chunks`); None with no item, no resample or
+    no defined figure."""
+    if n == 0 or resamples <= 0:
+        return None
+    values = np.concatenate([figures(idx) for idx in resample_chunks(n, resamples, seed, chunk_elements)])
     defined = values[~np.isnan(values)]
     if defined.size == 0:
         return None
     tail = (1.0 - level) / 2.0 * 100.0
     low, high = np.percentile(defined, [tail, 100.0 - tail])
     return Interval(float(low), float(high), level, int(defined.size), resamples, seed)
-
-
-Statistic = Literal["agreement", "kappa", "weighted_kappa", "spearman"]
-#: pair indices held at once by the bootstrap (rows of resamples are drawn and scored a chunk at a time)
-CHUNK_ELEMENTS = 1 << 19
 
 
 def resample_chunks(n: int, resamples: int, seed: int, chunk_elements: int = CHUNK_ELEMENTS) -> Iterator[IntArray]:
@@ -184,22 +167,20 @@ def bootstrap_ci(statistic: Statistic, human: Sequence[object], judge: Sequence[
     replacement (:func:`resample_indices`), the figure is computed on each resample where it is defined,
     and the interval is the ``(1-level)/2`` and ``1-(1-level)/2`` percentiles (numpy's linear
     interpolation) of those figures. None when there are no pairs or the figure is never defined."""
-    n = len(human)
-    if n == 0 or resamples <= 0:
-        return None
-    figures = np.concatenate([_figures(statistic, human, judge, labels, idx)
-                              for idx in resample_chunks(n, resamples, seed, chunk_elements)])
-    return _interval(figures, level, resamples, seed)
+    return bootstrap(partial(_figures, statistic, human, judge, labels), len(human), resamples=resamples, seed=seed,
+                     level=level, chunk_elements=chunk_elements)
 
 
-def figure(statistic: Statistic) -> Callable[..., float | None]:
-    """The point estimate of ``statistic``: ``figure(s)(human, judge, labels)``."""
+def estimate(statistic: Statistic, human: Sequence[object], judge: Sequence[object],
+             labels: Sequence[object] = ()) -> float | None:
+    """The point estimate of ``statistic`` over the pairs (the bootstrap's figure on the pairs as they are); None
+    where undefined (no pair; Spearman: fewer than 2)."""
     if statistic == "agreement":
-        return lambda h, j, labels=(): percent_agreement(h, j)
-    if statistic == "spearman":
-        return lambda h, j, labels=(): spearman(h, j)
-    weights: Weights = "quadratic" if statistic == "weighted_kappa" else "none"
-    return lambda h, j, labels: cohen_kappa(h, j, labels, weights)
+        return percent_agreement(human, judge)
+    if len(human) < (2 if statistic == "spearman" else 1):
+        return None
+    value = float(_figures(statistic, human, judge, labels, np.arange(len(human))[None, :])[0])
+    return None if np.isnan(value) else value
 
 
 # -- agreement among several raters (a jury) ------------------------------------------------------
@@ -252,12 +233,12 @@ def fleiss_bootstrap_ci(table: Sequence[Sequence[int]] | IntArray, *, resamples:
     """Percentile bootstrap interval of :func:`fleiss_kappa`, items (rows) resampled with replacement
     exactly as :func:`bootstrap_ci` resamples pairs (the same seeded draws); None when undefined."""
     counts = np.asarray(table, dtype=np.float64)
-    n = counts.shape[0] if counts.ndim == 2 else 0
-    if n == 0 or resamples <= 0:
-        return None
-    figures = np.concatenate([_fleiss_rows(counts[idx])
-                              for idx in resample_chunks(n, resamples, seed, max(1, chunk_elements // counts.shape[1]))])
-    return _interval(figures, level, resamples, seed)
+
+    def figures(idx: IntArray) -> FloatArray:
+        return _fleiss_rows(counts[idx])
+
+    return bootstrap(figures, counts.shape[0] if counts.ndim == 2 else 0, resamples=resamples, seed=seed, level=level,
+                     chunk_elements=max(1, chunk_elements // max(1, counts.shape[-1])))
 
 
 def krippendorff_alpha(units: Sequence[Sequence[object]]) -> float | None:

@@ -1,18 +1,8 @@
-"""How often a judge says what people say: :func:`agreement`.
+"""How often a judge says what people say: :func:`agreement` (``docs/agreement.md``).
 
-Each person's :class:`~judgegraph.trust.labels.Label` is matched to the
-verdict it is about in a results file (the same record for every metric:
-built-ins, session judges, ``make_metric``, a user's metric), and the pairs
-(person, judge) of each metric are summarised: n, % agreement, Cohen's kappa
-(yes/no and categorical labels), quadratic-weighted kappa and Spearman's rho
-(ordinal and numeric labels), the confusion matrix, seeded bootstrap intervals,
-and every disagreement with the judge's reason beside the person's label.
-
-The judge's side of a reviewed verdict is what the judge had said
-(``review.judge_verdict``), not the person's decision that replaced it. A label
-on a verdict the judge could not make is counted in ``judge_errors``, never as
-agreement or disagreement. A label that matches no verdict is listed in
-``unmatched`` with the reason.
+Each :class:`~judgegraph.trust.labels.Label` is matched to the verdict it is about in a results file and each
+metric's (person, judge) pairs are summarised. The judge's side of a reviewed verdict is what the judge had said;
+a label on a verdict the judge could not make is a judge error, never an agreement or a disagreement.
 """
 
 from __future__ import annotations
@@ -26,9 +16,9 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from ..data.results import metric_key
-from ..runs import ConversationLine, ResultLine, RunFile, VerdictLine, read_run
+from ..runs import ConversationLine, ResultLine, RunFile, read_run
 from ..runs.record import wrong_field
-from ..stats.raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, Statistic, bootstrap_ci, confusion, figure
+from ..stats.raters import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED, Interval, Statistic, bootstrap_ci, confusion, estimate
 from .labels import Label, LabelError, LabelSet, LabelValue, polarity, review_labels, yes_no_error
 
 Kind = Literal["categorical", "ordinal", "numeric"]
@@ -158,12 +148,6 @@ def conversation_lines(results: ResultsLike) -> tuple[list[ConversationLine], li
     return out, problems
 
 
-def _judge_value(verdict: VerdictLine) -> tuple[object, str]:
-    if (review := verdict.review) is not None:
-        return review.judge_verdict, review.judge_reason or ""
-    return verdict.verdict, verdict.reason or ""
-
-
 def _judge_label(value: object) -> LabelValue | None:
     """What the judge said, as labels are compared (a bool is yes/no, a number a float); None: it could not judge."""
     if value is None or isinstance(value, str):
@@ -190,25 +174,24 @@ def _match(label: Label, key: str, result: ResultLine) -> tuple[Pair | None, str
             if judge is None and result.passed is not None:
                 judge = "yes" if result.passed else "no"
         return pair("result", [], judge, result.reason or ""), ""
+    listed = f"(verdicts: {', '.join(str(v.id) for v in verdicts[:8]) or 'none'}{', ...' if len(verdicts) > 8 else ''})"
     if label.verdict_id is not None:
         found = [v for v in verdicts if str(v.id) == label.verdict_id]
         if not found:
-            ids = ", ".join(str(v.id) for v in verdicts[:8]) or "none"
-            return None, f"no verdict {label.verdict_id!r} (verdicts: {ids}{', ...' if len(verdicts) > 8 else ''})"
+            return None, f"no verdict {label.verdict_id!r} {listed}"
     else:
         index = (label.turn or 0) - 1
         about = [v for v in verdicts if index in (v.turns or [])]
-        ending = [v for v in about if max(v.turns or []) == index]
-        found = ending or about
+        found = [v for v in about if max(v.turns or []) == index] or about
         if not found:
-            ids = ", ".join(str(v.id) for v in verdicts[:8]) or "none"
-            return None, f"no verdict is about turn {label.turn} (verdicts: {ids}{', ...' if len(verdicts) > 8 else ''})"
+            return None, f"no verdict is about turn {label.turn} {listed}"
         if len(found) > 1:
             return None, (f"{len(found)} verdicts are about turn {label.turn} "
                           f"({', '.join(str(v.id) for v in found[:8])}): give its verdict_id")
-    verdict = found[0]
-    judge_label, reason = _judge_value(verdict)
-    return pair(str(verdict.id), verdict.turn_numbers, judge_label, reason), ""
+    verdict, review = found[0], found[0].review  # a reviewed verdict: what the judge had said
+    if review is not None:
+        return pair(str(verdict.id), verdict.turn_numbers, review.judge_verdict, review.judge_reason or ""), ""
+    return pair(str(verdict.id), verdict.turn_numbers, verdict.verdict, verdict.reason or ""), ""
 
 
 def _yes_no(metric: str, pairs: list[Pair], errors: list[LabelError]) -> list[Pair]:
@@ -228,13 +211,11 @@ def _yes_no(metric: str, pairs: list[Pair], errors: list[LabelError]) -> list[Pa
 
 
 def _number(value: LabelValue | None) -> float | None:
-    if isinstance(value, float):
-        return value
     try:
-        number = float(value) if value is not None else None
-    except ValueError:
+        number = float(value)  # type: ignore[arg-type]  # None: a TypeError
+    except (TypeError, ValueError):
         return None
-    return number if number is not None and math.isfinite(number) else None
+    return number if math.isfinite(number) else None
 
 
 def _categorical(value: LabelValue) -> str:
@@ -265,7 +246,7 @@ def summarise(metric: str, pairs: list[Pair], *, resamples: int = BOOTSTRAP_SAMP
     out = MetricAgreement(metric=metric, kind=kind, n=len(judged), agreement=None, judge_errors=errors,
                           disagreements=[p for p, h, j in zip(judged, human, judge) if h != j])
     for stat in FIGURES[kind]:
-        setattr(out, stat, figure(stat)(human, judge, scale) if judged else None)
+        setattr(out, stat, estimate(stat, human, judge, scale) if judged else None)
         interval = bootstrap_ci(stat, human, judge, scale, resamples=resamples, seed=seed, level=level)
         if interval is not None:
             out.intervals[stat] = interval
@@ -293,17 +274,12 @@ def agreement(results: ResultsLike, labels: str | Path | Iterable[Label] | Itera
     read = LabelSet.of(labels)
     given = (review_labels(records) if reviews else []) + read.labels
     report = AgreementReport(label_errors=read.errors, labels=len(given), sources=dict(read.formats),
-                             unreadable=unreadable,
-                             resamples=resamples, seed=seed, level=level)
+                             unreadable=unreadable, resamples=resamples, seed=seed, level=level)
     if reviews:
         report.sources["reviews"] = str(results) if isinstance(results, (str, Path)) else "results"
     wanted = None if metrics is None else {metric_key(m) for m in metrics}
-    index: dict[tuple[str, str], tuple[str, ResultLine]] = {}
-    conversations: set[str] = set()
-    for record in records:
-        conversations.add(record.conversation_id)
-        for key, result in record.results.items():
-            index[(record.conversation_id, metric_key(key))] = key, result
+    index = {(r.conversation_id, metric_key(key)): (key, result) for r in records for key, result in r.results.items()}
+    conversations = {r.conversation_id for r in records}
     pairs: dict[tuple[str, str, str], Pair] = {}  # a later label on the same verdict replaces an earlier one
     for label in given:
         if wanted is not None and metric_key(label.metric) not in wanted:

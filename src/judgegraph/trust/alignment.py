@@ -1,32 +1,16 @@
 """Align an LLM judge to people's labels: :func:`align` (``judgegraph align -m METRIC --model M``).
 
-1. The labelled conversations are split, seeded and by conversation (or by the
-   dialogue ``group`` names), into a train and a held-out part.
-2. A small graph of its own (:func:`alignment_graph`: judge → compare → distil →
-   choose_examples) judges the train part with the plain metric, compares its
-   verdicts with the labels (:func:`~judgegraph.trust.agreement.agreement`),
-   asks the LLM for guidelines that correct the disagreements (one call,
-   ``prompts/align/distil_guidelines.md``, structured output; none when the
-   judge agreed everywhere), and chooses few-shot examples from the train labels
-   (every class, the disagreements first, a bounded count and size).
-3. The :class:`~judgegraph.judges.aligned.Alignment` built from them wraps the
-   judge (:class:`~judgegraph.judges.aligned.AlignedJudge`); the held-out part is
-   judged by the plain and the aligned judge and both are compared with its
-   labels: n, % agreement and Cohen's kappa before and after.
-
-It works for every metric whose judge is an LLM (built-ins, session judges,
-``make_metric``, a user's metric): the guidelines and examples go before every
-prompt of the metric, which is not changed. The metric's verdicts are matched to
-labels as ``judgegraph agree`` matches them (labels JSONL of
-:mod:`judgegraph.trust.labels`: ``conversation_id``, ``metric``, ``turn`` or
-``verdict_id``, ``label``).
+The labelled conversations are split into a train and a held-out part; :func:`alignment_graph` (judge → compare
+→ distil → choose_examples) turns the train part's disagreements into guidelines and few-shot examples, and the
+held-out part is judged by the plain and the aligned judge (steps, bounds and figures: ``docs/alignment.md``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any, cast
 
@@ -39,7 +23,7 @@ from ..data.conversation import Conversation, as_conversation
 from ..data.results import MetricResult, Usage, metric_key
 from ..judges import Judge, JudgeRequest, ModelLike, resolve_judge
 from ..judges.aligned import AlignedJudge, Alignment, Example
-from ..metrics import MetricSpec
+from ..metrics import MetricSpec, canonical_name
 from .agreement import MetricAgreement, Pair, agreement
 from .labels import Label, LabelSet
 
@@ -55,6 +39,8 @@ MAX_DISAGREEMENTS_SHOWN = 30
 MAX_EXAMPLE_TURNS = 6
 
 MetricLike = str | MetricSpec | Callable[..., CompiledStateGraph]
+LabelsLike = str | Path | Iterable[str | Path] | Iterable[Label] | LabelSet
+ConversationsLike = Iterable[Conversation | Mapping[str, Any] | str | Path]
 
 
 class AlignmentError(ValueError):
@@ -157,7 +143,7 @@ class AlignmentReport:
 # -- labels and conversations ----------------------------------------------------------------------------------
 
 
-def _conversations(conversations: Iterable[Conversation | Mapping[str, Any] | str | Path]) -> list[Conversation]:
+def _conversations(conversations: ConversationsLike) -> list[Conversation]:
     from ..loaders.files import load_conversations
 
     items = [conversations] if isinstance(conversations, (str, Path)) else list(conversations)
@@ -243,14 +229,10 @@ async def judge_all(build: Callable[[Judge], CompiledStateGraph], judge: Judge, 
     return results, errors
 
 
-def _records(name: str, results: Mapping[str, MetricResult]) -> list[dict[str, Any]]:
-    return [{"type": "conversation", "conversation_id": cid, "results": {name: r.model_dump(mode="json")}}
-            for cid, r in results.items()]
-
-
 def _compare(name: str, results: Mapping[str, MetricResult], labels: list[Label], *,
              resamples: int = 0) -> tuple[MetricAgreement | None, list[str]]:
-    report = agreement(_records(name, results), LabelSet(labels=list(labels)), reviews=False, resamples=resamples)
+    records = [{"conversation_id": cid, "results": {name: r.model_dump(mode="json")}} for cid, r in results.items()]
+    report = agreement(records, LabelSet(labels=list(labels)), reviews=False, resamples=resamples)
     if report.label_errors:  # a word outside the metric's vocabulary: compared, it would count as a disagreement
         raise AlignmentError("labels that cannot be used:\n" + "\n".join(f"  {e}" for e in report.label_errors[:20]))
     found = next(iter(report.metrics.values()), None)
@@ -289,13 +271,8 @@ def _choose(job: _Job, comparison: MetricAgreement | None, results: Mapping[str,
         example = Example(label.conversation_id, label.target, _excerpt(conversation, numbers, job.max_example_chars),
                           value, label.note[:200])
         candidates.setdefault(value.lower(), []).append(((label.conversation_id, last, value.lower()) in wrong, example))
-    queues = [sorted(items, key=lambda item: not item[0]) for _, items in sorted(candidates.items())]
-    chosen: list[Example] = []
-    while len(chosen) < job.max_examples and any(queues):
-        for queue in queues:
-            if queue and len(chosen) < job.max_examples:
-                chosen.append(queue.pop(0)[1])
-    return chosen
+    queues = [[ex for _, ex in sorted(items, key=lambda item: not item[0])] for _, items in sorted(candidates.items())]
+    return [ex for turn in zip_longest(*queues) for ex in turn if ex is not None][: job.max_examples]
 
 
 def alignment_graph(job: _Job) -> CompiledStateGraph:
@@ -332,15 +309,8 @@ def alignment_graph(job: _Job) -> CompiledStateGraph:
     def choose_examples(state: AlignState) -> AlignState:
         return {"examples": _choose(job, state.get("comparison"), state["train_results"])}
 
-    builder = StateGraph(AlignState)
-    builder.add_node("judge", judge)
-    builder.add_node("compare", compare)
-    builder.add_node("distil", distil)
-    builder.add_node("choose_examples", choose_examples)
+    builder = StateGraph(AlignState).add_sequence([judge, compare, distil, choose_examples])
     builder.add_edge(START, "judge")
-    builder.add_edge("judge", "compare")
-    builder.add_edge("compare", "distil")
-    builder.add_edge("distil", "choose_examples")
     builder.add_edge("choose_examples", END)
     return builder.compile(name="align")
 
@@ -358,31 +328,11 @@ def _builder(metric: MetricLike, options: Mapping[str, Any]) -> Callable[[Judge]
     raise TypeError(f"a metric is a name, a MetricSpec or a factory taking model=, got {type(metric).__name__}")
 
 
-def _metric_name(metric: MetricLike, graph: CompiledStateGraph) -> str:
-    if isinstance(metric, str):
-        from ..metrics import canonical_name
-
-        return canonical_name(metric)
-    return metric.name if isinstance(metric, MetricSpec) else str(graph.name)
-
-
-async def aalign(
-    metric: MetricLike,
-    labels: str | Path | Iterable[str | Path] | Iterable[Label] | LabelSet,
-    *,
-    model: ModelLike,
-    conversations: Iterable[Conversation | Mapping[str, Any] | str | Path],
-    options: Mapping[str, Any] | None = None,
-    seed: int = 0,
-    test_fraction: float = 0.3,
-    group: str | None = None,
-    max_examples: int = MAX_EXAMPLES,
-    max_example_chars: int = MAX_EXAMPLE_CHARS,
-    max_guidelines: int = MAX_GUIDELINES,
-    concurrency: int = 16,
-    out: str | Path | None = None,
-    **judge_settings: Any,  # Any: resolve_judge's keyword arguments (base_url, timeout, cache ...)
-) -> AlignmentReport:
+async def aalign(metric: MetricLike, labels: LabelsLike, *, model: ModelLike, conversations: ConversationsLike,
+                 options: Mapping[str, Any] | None = None, seed: int = 0, test_fraction: float = 0.3,
+                 group: str | None = None, max_examples: int = MAX_EXAMPLES, max_example_chars: int = MAX_EXAMPLE_CHARS,
+                 max_guidelines: int = MAX_GUIDELINES, concurrency: int = 16, out: str | Path | None = None,
+                 **judge_settings: Any) -> AlignmentReport:  # Any: resolve_judge's keyword arguments (base_url ...)
     """:func:`align`, awaited."""
     from .offline_fit import group_of, split_groups
 
@@ -400,7 +350,8 @@ async def aalign(
     build = _builder(metric, dict(options or {}))
     graph = build(judge)
     name = str(graph.name)  # the result key: a metric's graph names its results
-    metric_name = _metric_name(metric, graph)
+    metric_name = canonical_name(metric) if isinstance(metric, str) else \
+        metric.name if isinstance(metric, MetricSpec) else name
     label_set = LabelSet.of(labels)
     if label_set.errors:
         raise AlignmentError("labels that cannot be used:\n" + "\n".join(f"  {e}" for e in label_set.errors[:20]))
@@ -458,16 +409,15 @@ async def aalign(
                "held_out_aligned": Usage.total(r.usage for r in held_aligned.values())},
         unmatched=unmatched + list(state.get("unmatched") or []) + more, judge_errors=errors,
         distil_reason=str(state.get("distil_reason") or ""), train_ids=train_ids, held_out_ids=held_ids)
-    fit = {"seed": seed, "test_fraction": test_fraction, "group": group, "result_key": name,
-           "train": report.train, "held_out": report.held_out, "alignment_cost": report.cost.model_dump()}
-    report.alignment = Alignment(alignment.metric, alignment.model, alignment.guidelines, alignment.examples, fit)
+    report.alignment = replace(alignment, fit={"seed": seed, "test_fraction": test_fraction, "group": group,
+                                               "result_key": name, "train": report.train, "held_out": report.held_out,
+                                               "alignment_cost": report.cost.model_dump()})
     if out is not None:
         report.path = report.alignment.save(out)
     return report
 
 
-def align(metric: MetricLike, labels: str | Path | Iterable[str | Path] | Iterable[Label] | LabelSet, *,
-          model: ModelLike, conversations: Iterable[Conversation | Mapping[str, Any] | str | Path],
+def align(metric: MetricLike, labels: LabelsLike, *, model: ModelLike, conversations: ConversationsLike,
           **kwargs: Any) -> AlignmentReport:  # Any: aalign's keyword arguments
     """Align ``model``'s judge of ``metric`` to ``labels`` (see the module).
 

@@ -1,30 +1,10 @@
-"""People's labels on judgegraph's verdicts, from every place they are kept.
+"""People's labels on judgegraph's verdicts, from every place they are kept (``docs/agreement.md``).
 
-A :class:`Label` says what a person decided for one metric of one
-conversation: for one verdict (its ``turn``, 1-based as everywhere in
-judgegraph, or its ``verdict_id``, :attr:`judgegraph.data.results.Verdict.id`), or
-for the whole result when it names neither. :func:`read_labels` reads a file in
-any of these shapes (found from its records):
-
-* **labels JSONL** (judgegraph's own; docs/agreement.md): one object a line,
-  ``{"conversation_id", "metric", "turn" | "verdict_id", "label", "by"?, "note"?, "annotator"?, "time"?}``
-  (``annotator``: the person's name, as ``judgegraph view`` writes it; ``time``: when, ISO 8601);
-  or the offline fit's lines (docs/offline_alignment.md), ``{"id", "turn"?, "label"}``: ``id`` for
-  ``conversation_id`` and the metric the reader is given; ``field=`` names the label's field in both;
-* **MLflow assessments**: a JSON list (or JSONL) of traces as ``Trace.to_dict()``
-  writes them (their ``info.assessments``) or of assessments as
-  ``Assessment.to_dictionary()`` writes them; only ``HUMAN`` sources count, and a person's override of
-  judgegraph's feedback (``mlflow.override_feedback``) labels what that feedback was about;
-* **LangSmith feedback**: a JSON list (or JSONL) of feedback records
-  (``key``, ``score``, ``value``, ``comment``, ``run_id``, ``feedback_source``,
-  ``extra``); feedback from a ``model`` source is a judge's, not a person's, and
-  is left out.
-
-:func:`review_labels` turns the review decisions stored in a results file
-(``Verdict.review``) into labels.
-
-A record that cannot be used is a :class:`LabelError` naming the file, line (or
-record) and field; the others are still read.
+A :class:`Label` is one person's decision for one metric of one conversation: on one verdict (its 1-based
+``turn`` or its ``verdict_id``) or on the whole result. :func:`read_labels` reads labels JSONL, the offline fit's
+lines, MLflow traces/assessments (``HUMAN`` sources only) and LangSmith feedback (a ``model`` source left out);
+:func:`review_labels` reads the review decisions of a results file. A record that cannot be used is a
+:class:`LabelError` naming the file, line (or record) and field; the others are still read.
 """
 
 from __future__ import annotations
@@ -138,9 +118,8 @@ def polarity(value: object) -> str | None:
     return "yes" if word in YES_WORDS else "no" if word in NO_WORDS else None
 
 
-def yes_no_error(label: Label | str, value: object, metric: str) -> LabelError:
-    """The error of a label outside the yes/no vocabulary of ``metric``'s verdicts, naming where and the word."""
-    where = label.source if isinstance(label, Label) else label
+def yes_no_error(where: str, value: object, metric: str) -> LabelError:
+    """The error of a label (read at ``where``) outside the yes/no vocabulary of ``metric``'s verdicts."""
     return LabelError(where or "labels", None, None, "label",
                       f"{json.dumps(value, default=str)} is not a word of {metric}'s yes/no verdicts"
                       f" ({YES_NO_WORDS})")
@@ -227,10 +206,8 @@ def _dict(value: object) -> dict[str, Any]:
 def _meta(value: object) -> object:
     """MLflow keeps assessment metadata as strings (judgegraph JSON-encodes them): read one back."""
     if isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError):
             return json.loads(value)
-        except ValueError:
-            return value
     return value
 
 
@@ -246,8 +223,9 @@ def _from_assessment(record: dict[str, Any], source: str, session: str | None,
         raise _Bad("feedback", "an assessment needs a feedback or an expectation")
     if body.get("error"):
         return None  # a feedback carrying an error holds no label
+    body_name = "feedback" if "feedback" in record else "expectation"
     if body.get("value") is None:
-        raise _Bad("feedback.value" if "feedback" in record else "expectation.value", "missing")
+        raise _Bad(f"{body_name}.value", "missing")
     meta = {**(overridden or {}), **_dict(record.get("metadata"))}
     # a session's conversation id is the session id; a trace outside any session is a conversation of its own
     cid = meta.get("conversation_id") or meta.get(MLFLOW_SESSION_KEY) or session or record.get("trace_id")
@@ -266,7 +244,6 @@ def _from_assessment(record: dict[str, Any], source: str, session: str | None,
     name = _text(record, "assessment_name")
     if name.endswith("/turn") and turn is None and verdict_id is None:
         raise _Bad("metadata.turn", f"a per-turn assessment ({name}) needs the turn it labels")
-    body_name = "feedback" if "feedback" in record else "expectation"
     return Label(conversation_id=str(_meta(cid)), metric=_metric(name),
                  value=label_value(body["value"], f"{body_name}.value"), turn=turn,
                  verdict_id=None if verdict_id is None else str(verdict_id),
@@ -276,8 +253,7 @@ def _from_assessment(record: dict[str, Any], source: str, session: str | None,
 def _from_mlflow(record: dict[str, Any], source: str) -> Iterator[Label | _Bad]:
     info = record.get("info")
     if isinstance(info, dict):  # a trace: its assessments, with its session
-        trace_meta = _dict(info.get("trace_metadata"))
-        session = trace_meta.get(MLFLOW_SESSION_KEY)
+        session = _dict(info.get("trace_metadata")).get(MLFLOW_SESSION_KEY)
         assessments = [a for a in info.get("assessments") or [] if isinstance(a, dict)]
         metadata = {a.get("assessment_id"): _dict(a.get("metadata")) for a in assessments}
         for i, assessment in enumerate(assessments):
@@ -337,8 +313,7 @@ def _records(path: Path) -> Iterator[tuple[int | None, int, object]]:
         except (ValueError, RecursionError):
             whole = None  # JSONL (or broken): read line by line below
         if isinstance(whole, list):
-            for i, item in enumerate(whole):
-                yield None, i, item
+            yield from ((None, i, item) for i, item in enumerate(whole))
             return
         if isinstance(whole, dict):  # one record, maybe pretty-printed (a trace as Trace.to_json writes it)
             blank_lines = text[: len(text) - len(stripped)].count("\n")
@@ -360,8 +335,8 @@ def _records(path: Path) -> Iterator[tuple[int | None, int, object]]:
 def read_labels(path: str | Path, *, field: str = "label", metric: str | None = None) -> LabelSet:
     """Every label of ``path`` (labels JSONL, the offline fit's lines, MLflow traces/assessments, or LangSmith
     feedback; see the module): the one reader of a labels file, for every command. ``field``: the label's field in
-    a labels JSONL line; ``metric``: the metric of the lines that name none (the offline fit's). Records that cannot be used are listed in ``errors``. A missing or unreadable file raises
-    ``OSError``."""
+    a labels JSONL line; ``metric``: the metric of the lines that name none (the offline fit's). Records that
+    cannot be used are listed in ``errors``; a missing or unreadable file raises ``OSError``."""
     p = Path(path)
     out = LabelSet()
     shape: Source | None = None

@@ -1,22 +1,8 @@
-"""Fit the offline judge's decision rule from human labels (``judgegraph align --model offline``).
+"""Fit the offline judge's decision rule from human labels (``judgegraph align --model offline``), in numpy.
 
-Steps, all numpy (no scikit-learn):
-
-1. :func:`judgegraph.trust.labels.read_labels` reads a labels file (the offline fit's
-   ``{"id", "turn", "label"}`` lines, docs/offline_alignment.md, or any labels file) and :func:`parse_positive` turns a
-   ``--positive`` rule (``">=2"``, ``"==yes"``) into which labels count as relevant;
-2. :func:`label_cases` finds each labelled reply's window exactly as the
-   metric being aligned builds it (:func:`judgegraph.data.windows.sliding_windows`
-   and the metric's own request inputs, given by the caller), so the features
-   are computed on what the judge will see;
-3. :func:`feature_matrix` computes :data:`~.offline_rule.FEATURES` per case;
-4. :func:`fit_rule` splits the cases by dialogue (seeded; all turns of one
-   dialogue on one side), chooses on the train part by grouped
-   cross-validation between a threshold on the default score and an
-   L2-regularised logistic regression over every feature (the pooled
-   out-of-fold AUC decides; ties go to the simpler), picks the threshold that
-   maximises the out-of-fold balanced accuracy, refits on the whole train
-   part, and measures the rule and the default rule on the held-out dialogues.
+:func:`label_cases` finds each labelled reply's window as the metric builds it, :func:`feature_matrix` computes
+the rule's features, and :func:`fit_rule` chooses between a threshold and a logistic regression by grouped
+cross-validation on the train dialogues and measures both on the held-out ones (``docs/offline_alignment.md``).
 """
 
 from __future__ import annotations
@@ -106,10 +92,11 @@ class Case:
 def label_cases(conversations: Iterable[Conversation], labels: LabelSet, *, labels_path: str,
                 positive: Callable[[LabelValue], bool], inputs_of: Callable[[Any], dict[str, Any]],
                 window_size: int = 10, metric: str | None = None, label_field: str = "label") -> list[Case]:
-    """One :class:`Case` per label, from the window the aligned metric judges that reply in;
-    ``inputs_of(window)`` gives the inputs the metric's request carries (``reply``, ``latest_user``, ``context``). :class:`LabelsError` (file, line, field) for an unknown
-    conversation, a turn that is not an assistant reply, a verdict id, a reply labelled twice, or a label
-    ``positive`` cannot judge; for any record :func:`~judgegraph.trust.labels.read_labels` could not use, each named."""
+    """One :class:`Case` per label, from the window the aligned metric judges that reply in; ``inputs_of(window)``
+    gives the inputs the metric's request carries (``reply``, ``latest_user``, ``context``). :class:`LabelsError`
+    (file, line, field) for an unknown conversation, a turn that is not an assistant reply, a verdict id, a reply
+    labelled twice, a label ``positive`` cannot judge, or any record :func:`~judgegraph.trust.labels.read_labels`
+    could not use (each named)."""
     from ..data.windows import sliding_windows
 
     about = [lab for lab in usable(labels) if metric is None or metric_key(lab.metric) == metric_key(metric)]
@@ -148,20 +135,6 @@ def label_cases(conversations: Iterable[Conversation], labels: LabelSet, *, labe
     return cases
 
 
-class _Cached:
-    """``encode`` with each distinct text embedded once."""
-
-    def __init__(self, encode: Encode) -> None:
-        self._encode = encode
-        self._vectors: dict[str, np.ndarray] = {}
-
-    def __call__(self, texts: list[str]) -> np.ndarray:
-        new = [t for t in dict.fromkeys(texts) if t not in self._vectors]
-        if new:
-            self._vectors.update(zip(new, np.asarray(self._encode(new), dtype=np.float32)))
-        return np.stack([self._vectors[t] for t in texts])
-
-
 def feature_matrix(cases: Sequence[Case], encode: Encode) -> np.ndarray:
     """``(len(cases), len(FEATURES))``; every distinct text embedded once, in one batch."""
     from ..embeddings.batching import drive
@@ -174,10 +147,13 @@ def feature_matrix(cases: Sequence[Case], encode: Encode) -> np.ndarray:
 
     for c in cases:  # a dry run with zero vectors: only the texts are collected, to embed them in one batch
         drive(feature_steps(c.reply, c.latest_user, list(c.context)), collect)
-    cached = _Cached(encode)
-    if texts:
-        cached(list(dict.fromkeys(texts)))
-    rows = [drive(feature_steps(c.reply, c.latest_user, list(c.context)), cached) for c in cases]
+    unique = list(dict.fromkeys(texts))
+    vectors = dict(zip(unique, np.asarray(encode(unique), dtype=np.float32))) if unique else {}
+
+    def embedded(batch: list[str]) -> np.ndarray:
+        return np.stack([vectors[t] for t in batch])
+
+    rows = [drive(feature_steps(c.reply, c.latest_user, list(c.context)), embedded) for c in cases]
     return np.array([[r[f] for f in FEATURES] for r in rows], dtype=np.float64)
 
 

@@ -1,20 +1,7 @@
-"""Preference statistics for pairwise judging, in plain numpy (docs/pairwise.md).
-
-* :func:`wilson` — the Wilson score interval of a proportion (a win, tie or loss
-  rate): it stays inside 0..1 and is sensible at 0 and at n, unlike the normal
-  approximation;
-* :func:`bradley_terry` — Bradley–Terry strengths by Hunter's (2004) MM algorithm
-  from a matrix of wins, a tie counted as half a win to each side;
-* :func:`bootstrap_strengths` — percentile bootstrap intervals of those strengths,
-  resampling whole conversations (every comparison of a conversation together).
-
-Strengths are log-strengths ``theta`` centred on 0: version ``i`` beats ``j`` with
-probability ``1 / (1 + exp(theta_j - theta_i))``. The maximum-likelihood strengths
-do not exist when one version wins (or loses) every comparison it is in, so each
-pair of versions gets ``prior`` virtual comparisons counted as ties (half a win
-each; default 1): with ``n`` real comparisons of a pair its pull is ``prior/(n+prior)``.
-The tests check :func:`bradley_terry` against ``scipy.optimize`` on the same
-likelihood to 1e-9.
+"""Preference statistics for pairwise judging, in plain numpy (``docs/pairwise.md``): the Wilson interval of a
+rate (:class:`Rate`), Bradley–Terry log-strengths centred on 0 by Hunter's MM algorithm with ``prior`` virtual
+ties per pair (:func:`bradley_terry`), and their bootstrap intervals over conversations
+(:func:`bootstrap_strengths`). The tests check them against scipy to 1e-9.
 """
 
 from __future__ import annotations
@@ -76,8 +63,7 @@ wilson = Rate
 
 def with_prior(wins: FloatArray, prior: float) -> FloatArray:
     """``wins`` (``wins[..., i, j]``: i's wins over j) plus ``prior / 2`` to each side of every pair."""
-    k = wins.shape[-1]
-    return wins + (prior / 2.0) * (1.0 - np.eye(k))
+    return wins + (prior / 2.0) * (1.0 - np.eye(wins.shape[-1]))
 
 
 def bradley_terry(wins: FloatArray, *, prior: float = 1.0, tolerance: float = TOLERANCE,

@@ -1,26 +1,6 @@
-"""Stability across repeats and a jury's agreement, computed from the votes behind verdicts (``docs/stability.md``).
-
-A verdict judged several times (``--repeat N``: one judge, repeats 0..N-1) or by several judges (a jury) keeps
-each answer as a :class:`~judgegraph.data.results.Vote`. From those records alone:
-
-* per metric and conversation (:class:`ResultStability`): how many verdicts *flipped* (one judge's repeats gave
-  different labels), the metric's score in each repeat and their spread, whether each repeat passed, and a label,
-  ``stable`` or ``flaky``;
-* per metric (:class:`MetricStability`): the pooled flip rate, the spread, stable/flaky counts, the failures that
-  hold in every repeat (:func:`stable_gate` fails CI on those only), and for a jury Fleiss' kappa with a bootstrap
-  interval, each juror's agreement with the majority and its failed votes (:class:`JuryAgreement`).
-
-**Re-scoring a repeat.** A repeat's score is the metric's own rule applied to the verdicts as that repeat answered
-them. No metric is named here: the rule is the metric's own reduce node, run by re-running its graph
-(:func:`graph_rescorer`) with every verdict kept as the repeat answered it and every other request (an
-extraction) answered from the result's transcript, a judge that refuses any call standing guard. That needs the
-conversation: a results file does not hold it, and the reduce nodes read more than the verdicts (a session judge
-checks whether the conversation applies, turn-contextual-relevancy reads the contexts of its turns). When every
-verdict's repeats answered alike (label and score) no re-scoring is needed: each repeat scored what the result
-scored. Otherwise, without the conversation (or for a result of the offline judge, whose graph would compute
-embeddings again; its repeats are deterministic anyway) the per-repeat scores are unknown and the figures stay at
-the verdict level (flips); such a failure is not counted as one that holds.
-"""
+"""Stability across repeats (``--repeat N``) and a jury's agreement, computed from the votes behind verdicts:
+flips, per-repeat scores re-scored by the metric's own graph, failures that hold in every repeat, Fleiss' kappa
+(``docs/stability.md`` says what each figure means and when a repeat cannot be re-scored)."""
 
 from __future__ import annotations
 
@@ -67,10 +47,6 @@ def juror_names(verdict: Verdict) -> list[str]:
     return list(dict.fromkeys(v.judge for v in verdict.votes))
 
 
-def _answer(vote: Vote) -> tuple[str | None, float | None]:
-    return vote.verdict, vote.score
-
-
 def flipped(verdict: Verdict) -> bool:
     """Whether one judge's repeats gave ``verdict`` different labels (failed repeats, which gave none, left out)."""
     labels: dict[str, set[str]] = {}
@@ -84,7 +60,7 @@ def _alike(verdict: Verdict) -> bool:
     """Every repeat of every juror answered ``verdict`` the same (label and score), none failed."""
     per_juror: dict[str, set[tuple[str | None, float | None]]] = {}
     for vote in verdict.votes:
-        per_juror.setdefault(vote.judge, set()).add(_answer(vote))
+        per_juror.setdefault(vote.judge, set()).add((vote.verdict, vote.score))
     return all(len(answers) == 1 and None not in {a for a, _ in answers} for answers in per_juror.values())
 
 
@@ -232,11 +208,8 @@ class ResultStability:
         return all(p is False for p in self.passed)
 
     def to_json(self) -> dict[str, object]:
-        return {"metric": self.metric, "conversation_id": self.conversation_id, "status": self.status,
-                "repeats": self.repeats, "verdicts": self.verdicts, "flipped": self.flipped,
-                "flip_rate": self.flip_rate, "failed_votes": self.failed_votes, "scores": self.scores,
-                "spread": self.spread, "passed": self.passed, "label": self.label, "rescored": self.rescored,
-                "failure_holds": self.failure_holds, "note": self.note}
+        return {**asdict(self), "flip_rate": self.flip_rate, "spread": self.spread, "label": self.label,
+                "failure_holds": self.failure_holds}
 
 
 def result_stability(result: MetricResult, rescore: Rescorer | None = None) -> ResultStability:
@@ -256,16 +229,11 @@ def result_stability(result: MetricResult, rescore: Rescorer | None = None) -> R
     if rescore is None:
         return replace(base, note="the repeats differ and re-scoring them needs the conversation (the inputs:"
                                   " --input FILE)")
-    scores: list[float | None] = []
-    passed: list[bool | None] = []
     try:
-        for r in repeats:
-            new = rescore(result, [as_repeated(v, r) for v in verdicts])
-            scores.append(new.score)
-            passed.append(new.passed)
+        scored = [rescore(result, [as_repeated(v, r) for v in verdicts]) for r in repeats]
     except RescoreError as exc:
         return replace(base, note=f"not re-scored: {exc}")
-    return replace(base, scores=scores, passed=passed, rescored="rescored")
+    return replace(base, scores=[s.score for s in scored], passed=[s.passed for s in scored], rescored="rescored")
 
 
 def merge_runs(runs: Sequence[MetricResult], rescore: Rescorer | None = None) -> MetricResult:
@@ -288,10 +256,7 @@ def merge_runs(runs: Sequence[MetricResult], rescore: Rescorer | None = None) ->
         label = plurality([x.verdict for x in votes if x.verdict is not None], prefer=v.verdict)
         chosen = next((a for a in answers if a is not None and a.verdict == label), v)
         merged.append(chosen.model_copy(update={"votes": votes}))
-    if rescore is None:
-        return first.model_copy(update={"verdicts": merged})
-    scored = rescore(first, merged)
-    return scored.model_copy(update={"verdicts": merged})
+    return (first if rescore is None else rescore(first, merged)).model_copy(update={"verdicts": merged})
 
 
 # -- a jury ------------------------------------------------------------------------------------------
@@ -300,8 +265,7 @@ def merge_runs(runs: Sequence[MetricResult], rescore: Rescorer | None = None) ->
 def juror_label(votes: Sequence[Vote]) -> str | None:
     """One juror's label for a verdict: the plurality of its repeats (a tie: its earliest repeat's label among
     the tied); None when every repeat failed."""
-    ordered = sorted((v for v in votes if v.verdict is not None), key=lambda v: v.repeat)
-    labels = [v.verdict for v in ordered if v.verdict is not None]
+    labels = [v.verdict for v in sorted(votes, key=lambda v: v.repeat) if v.verdict is not None]
     return plurality(labels, prefer=labels[0]) if labels else None
 
 
@@ -456,10 +420,6 @@ class StabilityReport:
                 "results": [r.to_json() for r in self.results if r.has_repeats], "unreadable": self.unreadable}
 
 
-def _wanted(metrics: Iterable[str] | None) -> set[str] | None:
-    return None if metrics is None else {metric_key(m) for m in metrics}
-
-
 def _metric_results(results: ResultsLike | Iterable[MetricResult]) -> tuple[list[MetricResult], list[str]]:
     """Every metric result of ``results`` (a results file, its records, or MetricResult objects), and the
     lines or results that could not be read."""
@@ -484,11 +444,11 @@ def stability(results: ResultsLike | Iterable[MetricResult], *, rescore: Rescore
     """The stability report of ``results`` (a results file, its records, or MetricResult objects): per metric
     and conversation, and each metric's jury agreement. ``rescore``: see :func:`result_stability`."""
     every, problems = _metric_results(results)
-    wanted = _wanted(metrics)
-    read = [r for r in every if wanted is None or metric_key(r.key) in wanted]
+    wanted = None if metrics is None else {metric_key(m) for m in metrics}
     by_metric: dict[str, list[MetricResult]] = {}
-    for r in read:
-        by_metric.setdefault(r.key, []).append(r)
+    for r in every:
+        if wanted is None or metric_key(r.key) in wanted:
+            by_metric.setdefault(r.key, []).append(r)
     report = StabilityReport(unreadable=problems)
     for key, group in by_metric.items():
         report.metrics[key] = MetricStability(
