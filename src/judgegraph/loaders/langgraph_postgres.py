@@ -1,15 +1,6 @@
-"""``--checkpointer postgres:DSN``: an agent's ``PostgresSaver`` database, read by ``eval`` and ``watch``.
-
-The DSN is a PostgreSQL URL (``postgres://USER@HOST:PORT/DB``, or ``postgresql://``), given as ``postgres:URL`` or as
-the URL itself, or libpq's keyword form given as ``postgres:'host=HOST port=PORT dbname=DB user=USER'`` (values with
-spaces quoted as libpq reads them: ``password='a b'``); both are parsed by psycopg's ``conninfo`` functions, as
-libpq parses them. The database is checked through ``PostgresSaver.from_conn_string``, then read by a
-``PostgresSaver`` on a one-connection pool whose sessions are read-only (``default_transaction_read_only``): the agent
-may be writing to it, and judgegraph never changes it (nor runs the saver's ``setup()`` migrations). A password in
-the DSN is never shown or written: :func:`postgres_name` is the name the run uses in sources, errors and the results
-file (the password as ``[REDACTED]``, in either form); libpq's ``PGPASSWORD`` or ``~/.pgpass`` keep it off the
-command line altogether (docs/threads.md).
-"""
+"""``--checkpointer postgres:DSN``: an agent's ``PostgresSaver`` database (a PostgreSQL URL or libpq's keyword
+form, parsed by psycopg's ``conninfo``), read through read-only sessions, never changed (no ``setup()``); the password
+never shown or written (:func:`postgres_name`; docs/threads.md)."""
 
 from __future__ import annotations
 
