@@ -94,7 +94,7 @@ def _messages(thread_id: str, values: Mapping[str, Any], key: str) -> list[BaseM
     return out
 
 
-def conversation_from_values(thread_id: str, values: Mapping[str, Any], *, context_key: str | None = CONTEXT_KEY,
+def conversation_from_values(thread_id: str, values: object, *, context_key: str | None = CONTEXT_KEY,
                              messages_key: str = MESSAGES_KEY, metadata: Mapping[str, Any] | None = None,
                              ) -> Conversation:
     """The conversation in a thread's state ``values`` (docs/threads.md); ``metadata`` goes on the conversation.

@@ -134,46 +134,33 @@ def _assertions(asserts: object, path: Path_, ctx: Ctx,
         window = (config or {}).get("windowSize")
         if window is not None:
             opts["window_size"] = _option(check_whole, window, p + ("config", "windowSize"))
-        if a.get("rubricPrompt") is not None:
-            opts["rubric"] = _read_rubric(a["rubricPrompt"], p + ("rubricPrompt",), ctx, variables)
-        model = _provider_id(a.get("provider"))
-        if model:
-            opts["model"] = model
-        out.append(opts)
+        out.append({**opts, **_judge_options(a, p, ctx, variables)})
     return out
 
 
-def _level_extra(level: dict[str, Any], path: Path_, ctx: Ctx, variables: dict[str, Any]) -> dict[str, Any]:
-    """A level's ``options.provider`` / ``options.rubricPrompt`` (apply to every assertion)."""
-    extra = level.get("options")
+def _judge_options(obj: object, path: Path_, ctx: Ctx, variables: dict[str, Any]) -> dict[str, Any]:
+    """The ``provider`` / ``rubricPrompt`` of an assertion or of a level's ``options``, as ``model`` / ``rubric``."""
     out: dict[str, Any] = {}
-    if isinstance(extra, dict):
-        model = _provider_id(extra.get("provider"))
-        if model:
+    if isinstance(obj, dict):
+        if model := _provider_id(obj.get("provider")):
             out["model"] = model
-        if extra.get("rubricPrompt") is not None:
-            out["rubric"] = _read_rubric(extra["rubricPrompt"], path + ("options", "rubricPrompt"), ctx, variables)
+        if obj.get("rubricPrompt") is not None:
+            out["rubric"] = _read_rubric(obj["rubricPrompt"], path + ("rubricPrompt",), ctx, variables)
     return out
 
 
 def test_assertions(rec: dict[str, Any], default: dict[str, Any], ctx: Ctx,
                     variables: dict[str, Any]) -> list[dict[str, Any]]:
-    """The assertions a test runs, as promptfoo runs them: ``defaultTest``'s
-    assertions **followed by** the test's own (promptfoo 0.121.20 concatenates
-    the two lists, ``prepareTestCaseForEval``; both run), unless the test sets
-    ``options.disableDefaultAsserts: true``. ``options`` merge key by key (the
-    test's winning, as promptfoo spreads them) and an assertion's own
-    ``provider`` / ``rubricPrompt`` win over them (promptfoo's
-    ``getFinalTest``). Each gets the result key it is written under: the first
-    plain one the metric's own name, ``not-conversation-relevance`` for a
-    negated one, ``#2``, ``#3`` ... after repeats."""
+    """The assertions a test runs, as promptfoo 0.121.20 runs them: ``defaultTest``'s then the test's own
+    (``prepareTestCaseForEval``) unless ``options.disableDefaultAsserts``; ``options`` merged key by key, the test's
+    winning, an assertion's own ``provider`` / ``rubricPrompt`` over both (``getFinalTest``). Result keys: the metric's
+    name, ``not-conversation-relevance`` when negated, ``#2``, ``#3`` ... after repeats."""
     own_options = rec.get("options")
     skip_default = isinstance(own_options, dict) and own_options.get("disableDefaultAsserts") is True
-    found = [] if skip_default or not default else _assertions(default.get("assert"), ("defaultTest", "assert"),
-                                                                ctx, variables)
+    found = [] if skip_default else _assertions(default.get("assert"), ("defaultTest", "assert"), ctx, variables)
     found += _assertions(rec.get("assert"), ("assert",), ctx, variables)
-    extra = {**(_level_extra(default, ("defaultTest",), ctx, variables) if default else {}),
-             **_level_extra(rec, (), ctx, variables)}
+    extra = {**_judge_options(default.get("options"), ("defaultTest", "options"), ctx, variables),
+             **_judge_options(rec.get("options"), ("options",), ctx, variables)}
     chosen = [{**extra, **a} for a in found or [{}]]
     seen: dict[str, int] = {}
     for opts in chosen:
