@@ -208,48 +208,27 @@ class JsonArray:
         """Move past the element at ``pos`` by counting brackets outside strings,
         reading on in chunks and dropping what was passed: never held whole."""
         if self.peek() not in ("[", "{", '"'):  # a number or a literal: it ends at a delimiter
-            while True:
-                m = _SCALAR_END.search(self.buf, self.pos)
-                if m is not None:
-                    self.pos = m.start()
-                    return
+            while (m := _SCALAR_END.search(self.buf, self.pos)) is None:
                 self.pos = len(self.buf)
                 if not self._more():
                     return
-        depth, in_string, escaped = 0, False, False
+            self.pos = m.start()
+            return
+        depth, in_string = 0, False
         while True:
-            i, n = self.pos, len(self.buf)
-            while i < n:
-                if escaped:
-                    escaped, i = False, i + 1
-                elif in_string:
-                    m = _IN_STRING.search(self.buf, i)
-                    if m is None:
-                        i = n
-                        break
-                    i = m.end()
-                    if m.group() == "\\":
-                        escaped = True
-                    else:
-                        in_string = False
-                        if depth == 0:
-                            self.pos = i
-                            return
-                else:
-                    m = _SIGNIFICANT.search(self.buf, i)
-                    if m is None:
-                        i = n
-                        break
-                    ch, i = m.group(), m.end()
-                    if ch == '"':
-                        in_string = True
-                    elif ch in "[{":
-                        depth += 1
-                    else:
-                        depth -= 1
-                        if depth == 0:
-                            self.pos = i
-                            return
-            self.pos = i
-            if not self._more():
-                raise self._fail("Unterminated value")
+            m = (_IN_STRING if in_string else _SIGNIFICANT).search(self.buf, self.pos)
+            if m is None or (m.group() == "\\" and m.end() == len(self.buf)):  # read on (an escape needs what follows)
+                self.pos = len(self.buf) if m is None else m.start()
+                if not self._more():
+                    self.pos = len(self.buf)
+                    raise self._fail("Unterminated value")
+                continue
+            ch, self.pos = m.group(), m.end()
+            if ch == "\\":
+                self.pos += 1  # the escaped character
+            elif ch == '"':
+                in_string = not in_string
+            else:
+                depth += 1 if ch in "[{" else -1
+            if depth == 0 and not in_string:
+                return
