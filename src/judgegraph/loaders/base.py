@@ -1,9 +1,5 @@
-"""Shared building blocks of the loaders: the public result types, where a
-record sits in its file (:class:`Ctx`), and the problems found in it
-(:class:`RecordErrors`, each a path inside the record and a message).
-
-Format modules raise :class:`RecordErrors`; :mod:`.detect` turns them into
-:class:`InputError` objects naming the file, line and field."""
+"""The loaders' result types, where a record sits in its file (:class:`Ctx`) and the problems found in it
+(:class:`RecordErrors`: a path inside the record and a message), which :mod:`.detect` turns into :class:`InputError` s."""
 
 from __future__ import annotations
 
@@ -22,18 +18,10 @@ from .limits import Limits, Path_
 
 MAX_ERRORS_PER_RECORD = 5
 
-# --------------------------------------------------------------------------- public types
-
-
 @dataclass(frozen=True)
 class InputError:
-    """One problem with an input file or one of its records.
-
-    ``line`` is 1-based; ``record`` is the 0-based index of the record in its
-    file (the list index for ``.json``/``.yaml``, the count of non-skipped
-    lines for ``.jsonl``). ``field`` is a dotted path inside the record, e.g.
-    ``turns.2.role`` (indexes are 0-based, like the JSON arrays they index).
-    """
+    """One problem with an input file or one of its records: ``line`` 1-based, ``record`` the record's 0-based index
+    in its file (``.jsonl``: among its non-skipped lines), ``field`` a dotted path inside it (``turns.2.role``)."""
 
     file: str
     line: int | None
@@ -116,9 +104,8 @@ def check_keys(obj: dict[str, Any], allowed: Iterable[str], path: Path_) -> list
 
 
 def record_messages(rec: dict[str, Any], allowed: Iterable[str]) -> list[Any]:
-    """The messages of a ``{"messages": [...], ...}`` record: RecordErrors
-    naming every key not in ``allowed`` and a ``messages`` that is not a
-    list; a RecordError for an empty list."""
+    """The messages of a ``{"messages": [...], ...}`` record; :class:`RecordErrors` for every key not in ``allowed``
+    and a ``messages`` that is not a non-empty list."""
     problems = check_keys(rec, allowed, ())
     messages = rec.get("messages")
     if not isinstance(messages, list):
@@ -161,9 +148,6 @@ def rename(path: Path_, renames: list[tuple[Path_, Path_]]) -> Path_:
     """Map a path of the normalised dict back to the path in the raw record."""
     best = max((r for r in renames if path[:len(r[0])] == r[0]), key=lambda r: len(r[0]), default=None)
     return path if best is None else best[1] + path[len(best[0]):]
-
-
-# --------------------------------------------------------------------------- internals: conversion
 
 
 @dataclass

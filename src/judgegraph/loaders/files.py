@@ -334,10 +334,8 @@ def _yaml_lines(root: yaml.Node | None) -> Callable[[Path_], int | None]:
 
 
 def _iter_json_array(stream: JsonArray, f: _File) -> Iterator[LoadedConversation | InputError]:
-    """The records of a ``.json`` list, decoded one by one as the file is read
-    (:class:`JsonArray`): memory holds one record, never the file. A file that
-    is one LangChain message list is one conversation (its messages are kept
-    until the list shows it is not one)."""
+    """The records of a ``.json`` list, decoded one by one (:class:`JsonArray`); a list of LangChain messages is one
+    conversation (its messages kept until the list shows it is not one)."""
     messages: list[tuple[int, Any]] = []  # (line, value) while every element is a LangChain message
     all_messages = True
 
@@ -373,9 +371,8 @@ def _iter_json_array(stream: JsonArray, f: _File) -> Iterator[LoadedConversation
 
 
 def _json_lines(text: str, value: object) -> Callable[[Path_], int | None]:
-    """Line of each record of a parsed .json document (records only, not fields).
-    Only an object is parsed whole (a list is streamed): the records of its
-    ``tests`` or ``conversations`` list, and its top-level keys, are located."""
+    """The line of each top-level key of a parsed .json object and of each record of its ``tests`` or
+    ``conversations`` list (records only, not fields: a list is streamed, never parsed whole)."""
     newlines = [m.start() for m in re.finditer("\n", text)]
     dec = json.JSONDecoder()
     starts: dict[Path_, int] = {(): WHITESPACE.match(text).end()}  # type: ignore[union-attr]

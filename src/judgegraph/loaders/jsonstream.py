@@ -1,13 +1,5 @@
-"""A ``.json`` list of records read one record at a time, never whole.
-
-:class:`JsonArray` reads the file in chunks into a buffer and decodes each
-element with :meth:`json.JSONDecoder.raw_decode`; the text of the records
-already decoded is dropped, so memory holds one record and one chunk whatever
-the file's size (a 200,000-conversation list costs what its JSONL twin does).
-A record too deep for the decoder, or whose text passes the size limit, is
-skipped by counting brackets outside strings, chunk by chunk, without keeping
-it; the records after it still load.
-"""
+"""A ``.json`` list of records read one record at a time, never whole (:class:`JsonArray`): memory holds one record
+and one chunk whatever the file's size; a record too deep or too big is skipped by counting brackets, unkept."""
 
 from __future__ import annotations
 
@@ -28,9 +20,8 @@ _SCALAR_END = re.compile(r"[,\]\s]")
 
 @dataclass(frozen=True)
 class Element:
-    """One element of the list: its index, its first line, and its value; or why
-    it was not decoded (``problem``: ``"deep"``, ``"big"`` or ``"invalid"``; it
-    was skipped)."""
+    """One element of the list: its index, its first line, its value, or why it was skipped undecoded
+    (``problem``: ``"deep"``, ``"big"`` or ``"invalid"``)."""
 
     index: int
     line: int
@@ -58,13 +49,8 @@ _BAD_BYTE = re.compile("[\udc80-\udcff]")  # a byte that was not UTF-8, as surro
 
 
 class JsonArray:
-    """The elements of the JSON list in a binary file, decoded one by one.
-
-    ``max_chars``: the most characters one element's text may hold before it is
-    skipped unread (its problem ``"big"``). Iterate to get :class:`Element`
-    objects; :class:`JsonSyntaxError` ends the list, and :class:`NotUtf8` when
-    the element being read holds a byte that is not UTF-8 (the elements before
-    it are read)."""
+    """The :class:`Element` s of the JSON list in a binary file, decoded one by one (one of more than ``max_chars``
+    characters skipped unread); :class:`JsonSyntaxError` or :class:`NotUtf8` ends the list."""
 
     def __init__(self, fh: BinaryIO, max_chars: int, chunk: int = CHUNK_CHARS, head: bytes = b"") -> None:
         self._read = getattr(fh, "read1", fh.read)  # read1: what is there, never waits for a whole chunk

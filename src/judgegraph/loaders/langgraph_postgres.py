@@ -99,11 +99,8 @@ def _read_only(conn: psycopg.Connection[Any]) -> None:
 
 @contextmanager
 def open_postgres(spec: str) -> Iterator[PostgresSaver]:
-    """The ``PostgresSaver`` of ``spec``, its sessions read-only. Raises ``OSError`` (its message free of the
-    password) for a server that cannot be reached or a database without the saver's tables.
-
-    The saver reads through a pool of one connection, checked before each use, so a ``watch`` outlives a restart of
-    the server: the polls while it is down are input errors, the next one reconnects."""
+    """The ``PostgresSaver`` of ``spec``, its sessions read-only, on a pool of one connection checked before each use
+    (a ``watch`` outlives a server restart). ``OSError`` (free of the password) when unreachable or not a saver's."""
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row

@@ -130,10 +130,8 @@ def thread_metadata(info: ThreadInfo, checkpoint_id: str | None) -> dict[str, An
 
 
 def matches(info: ThreadInfo, assistant: str | None, metadata: Mapping[str, str] | None) -> bool:
-    """Whether a thread is one asked for: run by ``assistant`` (its ``assistant_id`` or ``graph_id`` metadata, which
-    a LangGraph server sets on a thread's runs) and holding every ``metadata`` key with that value (compared as text).
-    A checkpointer's threads are matched on their latest checkpoint's metadata, which holds the run's
-    ``config["metadata"]``."""
+    """Whether a thread is one asked for: run by ``assistant`` (its ``assistant_id`` or ``graph_id`` metadata) and
+    holding every ``metadata`` key with that value (compared as text; a checkpointer's: its latest checkpoint's)."""
     if assistant and assistant not in (info.metadata.get("assistant_id"), info.metadata.get("graph_id")):
         return False
     return all(k in info.metadata and str(info.metadata[k]) == v for k, v in (metadata or {}).items())
@@ -152,10 +150,8 @@ def _config(thread_id: str) -> RunnableConfig:
 
 def from_thread(graph_or_checkpointer: object, thread_id: str, *, context_key: str | None = CONTEXT_KEY,
                 messages_key: str = MESSAGES_KEY) -> Conversation:
-    """The conversation of thread ``thread_id``: its latest checkpoint's messages (the state key ``messages_key``),
-    tool calls with their results and retrieval context (module doc). ``graph_or_checkpointer``: a compiled graph with a checkpointer
-    (``graph.get_state``: pending writes and delta channels resolved as LangGraph does) or a checkpointer itself
-    (``get_tuple``: the latest checkpoint's channel values). Raises :class:`ThreadError` (a ``ValueError``)."""
+    """The conversation of thread ``thread_id`` (docs/threads.md) read from a compiled graph with a checkpointer
+    (``graph.get_state``) or a checkpointer (``get_tuple``). Raises :class:`ThreadError` (a ``ValueError``)."""
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
     if isinstance(graph_or_checkpointer, BaseCheckpointSaver):

@@ -1,15 +1,6 @@
-"""Safe YAML: PyYAML's safe parser and constructor with a composer of our own
-that never recurses and never lets aliases expand past a limit.
-
-PyYAML's composer builds nodes recursively (a document nested 1,000 levels deep
-raises ``RecursionError``) and follows aliases freely (a 500-byte "billion
-laughs" file becomes gigabytes once anything walks or prints it). Here the node
-tree is built from the parser's events with an explicit stack; every node knows
-how many characters it expands to (aliases counted as often as they are used),
-and a collection nested past ``max_depth`` or expanding past
-``max_record_chars`` is replaced by a :class:`Refused` value naming the problem:
-the record holding it is refused, the rest of the file loads.
-"""
+"""Safe YAML: PyYAML's safe parser and constructor with a composer of our own that never recurses (PyYAML's does:
+``RecursionError`` at 1,000 levels) and counts what aliases expand to (a "billion laughs" file): a collection nested
+past ``max_depth`` or expanding past ``max_record_chars`` becomes a :class:`Refused` value, refusing its record only."""
 
 from __future__ import annotations
 

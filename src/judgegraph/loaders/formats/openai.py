@@ -20,11 +20,9 @@ OPENAI_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "t
 
 
 def content_text(value: object, path: Path_ = ()) -> str:
-    """An OpenAI-style message ``content`` as text: a string, or a list of parts whose text parts (``text``,
-    ``input_text``, ``output_text``; a bare string) are joined by newlines, image, audio, file and refusal parts
-    skipped; None is empty. The one reader of it (an OpenAI chat file, an MLflow trace's messages);
-    :class:`~judgegraph.loaders.base.RecordErrors` at ``path`` (a part that is not an object, a text part
-    without a string ``text``, a content that is neither a string nor a list)."""
+    """An OpenAI-style message ``content`` as text (the one reader: chat files, MLflow traces): a string, or its text
+    parts joined by newlines, other parts skipped; None is empty. :class:`~judgegraph.loaders.base.RecordErrors` at
+    ``path`` for a malformed content or part."""
     if value is None:
         return ""
     if isinstance(value, str):

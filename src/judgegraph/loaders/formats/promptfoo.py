@@ -32,11 +32,8 @@ def _as_text(value: object) -> str:
 
 
 def _render_prompt(template: str, variables: dict[str, Any]) -> str:
-    """Replace ``{{name}}`` / ``{{ name }}`` with the variable's value, in one pass.
-
-    Substituted values are never rendered again, so ``{{ env.SECRET }}`` inside a
-    value stays literal; placeholders naming unknown variables are left as-is.
-    """
+    """``{{name}}`` / ``{{ name }}`` replaced by the variable's value in one pass (a value is never rendered again);
+    unknown names left as they are."""
 
     def sub(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -61,10 +58,8 @@ _ANY_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
 
 
 def _read_rubric(value: Any, path: Path_, ctx: Ctx, variables: dict[str, Any]) -> str:
-    """A ``rubricPrompt``: ``file://`` read relative to the config file's folder
-    (never outside it unless allowed); promptfoo variables filled from the test's
-    vars in one pass; a placeholder that cannot be filled (``{{ messages }}``,
-    which promptfoo fills per window) is refused, never sent with its braces."""
+    """A ``rubricPrompt`` (``file://`` read from the config file's folder), the test's vars filled in one pass; a
+    placeholder that cannot be filled (``{{ messages }}``) is refused, never sent with its braces."""
     text = _as_text(value)
     if text.startswith("file://"):
         if ctx.folder is None:

@@ -1,11 +1,5 @@
-"""promptfoo's rules for a result, applied after the metric has run: a
-``not-`` assertion (``not-conversation-relevance``) inverts the metric's result.
-
-The promptfoo loader marks such an assertion ``negate: True`` (plain data: an
-input record stays JSON-able and picklable for worker processes);
-:func:`result_transform` turns an assertion into the function the runner
-applies to its result, so the runner never knows promptfoo.
-"""
+"""promptfoo's rules for a result, applied after the metric has run: a ``not-`` assertion inverts it. The loader marks
+the assertion ``negate: True`` (plain data, picklable); :func:`result_transform` gives the runner the function."""
 
 from __future__ import annotations
 
@@ -20,14 +14,9 @@ ResultTransform = Callable[[MetricResult], MetricResult]
 
 
 def negate_result(result: MetricResult) -> MetricResult:
-    """A negated assertion's result (promptfoo's ``not-`` rules for scored
-    assertions): passes only when the score is **strictly below** the
-    threshold — promptfoo 0.121.20 computes ``pass = (score >= threshold -
-    EPSILON) !== inverse``, so a score equal to the threshold fails the negated
-    assertion, and at threshold 0 it can never pass; the score becomes
-    ``1 - score``. A result that could not be judged (error, not applicable, no
-    score) is never flipped into a pass: it is returned as is, its reason
-    saying so."""
+    """A negated assertion's result: passes only when the score is strictly below the threshold (promptfoo 0.121.20:
+    ``pass = (score >= threshold - EPSILON) !== inverse``), the score becoming ``1 - score``. A result not judged
+    (error, not applicable, no score) is never flipped into a pass: returned as is, its reason saying so."""
     note = f"negated assertion {result.key!r}"
     if result.status in ("error", "not_applicable") or result.score is None or result.threshold is None:
         return result.model_copy(update={"reason": f"{note}: not flipped ({result.status}); {result.reason}",
@@ -44,7 +33,6 @@ def negate_result(result: MetricResult) -> MetricResult:
 
 
 def result_transform(assertion: Mapping[str, Any]) -> ResultTransform | None:
-    """What to apply to the result of the metric an input file's assertion
-    asks for (:attr:`~judgegraph.loaders.LoadedConversation.assertions`), or
-    None: :func:`negate_result` for a ``not-`` assertion."""
+    """What to apply to the result of an input file's assertion
+    (:attr:`~judgegraph.loaders.LoadedConversation.assertions`): :func:`negate_result` for a ``not-`` one, else None."""
     return negate_result if assertion.get("negate") else None
