@@ -231,6 +231,5 @@ def merge_calls(left: list[JudgeAttempt] | None, right: list[JudgeAttempt] | Non
 
 
 def metric_key(name: str) -> str:
-    """A metric's name as results, labels and ``--metric`` are matched by: case, spaces around and ``-``/``_``
-    ignored."""
+    """A metric's name as results, labels and ``--metric`` match it: case, spaces around and ``-``/``_`` ignored."""
     return name.strip().lower().replace("-", "_")

@@ -7,10 +7,8 @@ __all__ = ["safe"]
 
 
 def safe(text: object) -> str:
-    """Text from data (ids, replies, reasons, error messages, paths) made safe to
-    print: control characters (ANSI escapes included) and lone surrogates shown
-    as visible escapes, never sent raw to the terminal. Print the result as a
-    ``rich.text.Text`` (or escape it) so ``[bold]`` and ``[/]`` stay literal."""
+    """``text`` with control characters (ANSI escapes included) and lone surrogates shown as visible escapes. Print
+    the result as a ``rich.text.Text`` (or escape it) so ``[bold]`` and ``[/]`` stay literal."""
     s = str(text)
     if s.isprintable():
         return s

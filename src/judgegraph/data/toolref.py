@@ -1,12 +1,6 @@
-"""Reference tool calls (``expected_tools``) read from a conversation's or a turn's metadata.
-
-The shapes accepted (docs/agents.md): a tool name; deepeval's ``ToolCall`` dump
-(``name``, ``input_parameters``/``inputParameters``, ``output``, ``description``,
-``reasoning``); a LangChain tool call (``name``, ``args``); judgegraph's own
-(``name``, ``arguments``); an OpenAI tool call (``{"function": {"name", "arguments"}}``,
-arguments as a JSON string). Checked when a conversation is validated, so a bad
-shape is an input error naming the file, line and field.
-"""
+"""Reference tool calls (``expected_tools``) read from a conversation's or a turn's metadata, in any of the shapes
+docs/agents.md lists (a name; deepeval's, LangChain's, OpenAI's or judgegraph's tool call), checked when a
+conversation is validated so a bad one is an input error naming its file, line and field."""
 
 from __future__ import annotations
 

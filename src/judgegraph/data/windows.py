@@ -1,7 +1,5 @@
-"""Exchanges and sliding windows over a conversation (the rules: the README's
-table, tests/unit/test_windows.py). Window ``i`` holds the last
-``min(i + 1, window_size)`` exchanges; its *target* is its last exchange's reply.
-"""
+"""Exchanges and sliding windows over a conversation: window ``i`` holds the last ``min(i + 1, window_size)``
+exchanges, its *target* the last one's reply (the rules: tests/unit/test_windows.py)."""
 
 from __future__ import annotations
 

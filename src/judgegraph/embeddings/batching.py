@@ -1,9 +1,5 @@
-"""One encoder per process: micro-batching, a text → vector LRU, bounded BLAS threads.
-
-One window at a time, per-call numpy overhead and every window's own BLAS threads
-make the offline judge crawl; one worker thread embeds every waiting request's
-distinct texts in one call.
-"""
+"""One encoder per process (:class:`BatchingEncoder`): one worker thread embeds every waiting request's distinct texts
+in one call, with a text → vector LRU and bounded BLAS threads."""
 
 from __future__ import annotations
 
