@@ -100,9 +100,7 @@ class Conversation(BaseModel):
 
 def as_conversation(value: Conversation | dict[str, Any]) -> Conversation:
     """Accept a Conversation or a plain dict in judgegraph's own format."""
-    if isinstance(value, Conversation):
-        return value
-    return Conversation.model_validate(value)
+    return value if isinstance(value, Conversation) else Conversation.model_validate(value)
 
 
 #: Where a message may carry the retrieval context its reply was written from.

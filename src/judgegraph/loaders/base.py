@@ -91,11 +91,9 @@ def fail(path: Path_, message: str) -> RecordErrors:
 
 def unknown_key(key: object, allowed: Iterable[str]) -> str:
     allowed = list(allowed)
-    msg = f"unknown key {key!r}"
     close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
-    if close:
-        msg += f" (did you mean {close[0]!r}?)"
-    return msg + "; allowed: " + ", ".join(allowed)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown key {key!r}{hint}; allowed: {', '.join(allowed)}"
 
 
 def check_keys(obj: dict[str, Any], allowed: Iterable[str], path: Path_) -> list[tuple[Path_, str]]:
@@ -130,8 +128,7 @@ def pydantic_problems(exc: ValidationError) -> list[tuple[Path_, str]]:
             msg = f"unknown key {loc[-1]!r}" if loc else "unknown key"
         else:
             loc = tuple(s for s in loc if not (isinstance(s, str) and _TYPE_TAG.search(s)))
-            msg = err.get("msg", "invalid value")
-            msg = msg.removeprefix("Value error, ")
+            msg = err.get("msg", "invalid value").removeprefix("Value error, ")
             if kind == "literal_error":
                 msg += f" (got {err.get('input')!r})"
             elif kind.endswith("_type") and "input" in err:
@@ -181,9 +178,7 @@ class Ctx:
         return f"{self.file}#{self.record}"
 
     def error(self, path: Path_, message: str) -> InputError:
-        line = self.line
-        if self.line_of is not None:
-            line = self.line_of(self.base + path) or line
+        line = (self.line_of(self.base + path) if self.line_of else None) or self.line
         fld = ".".join(str(p) for p in self.prefix + path) or None
         return InputError(self.file, line, self.record, fld, message)
 
@@ -203,9 +198,7 @@ def validate(data: dict[str, Any], renames: list[tuple[Path_, Path_]] | None = N
     try:
         return Conversation.model_validate(data)
     except ValidationError as exc:
-        raise RecordErrors(
-            [(rename(p, renames or []), m) for p, m in pydantic_problems(exc)]
-        ) from None
+        raise RecordErrors([(rename(p, renames or []), m) for p, m in pydantic_problems(exc)]) from None
 
 
 def metadata(value: object, path: Path_) -> dict[str, Any]:
@@ -219,6 +212,4 @@ def pick(obj: dict[str, Any], path: Path_, *names: str) -> tuple[str | None, Any
     present = [n for n in names if n in obj]
     if len(present) > 1:
         raise fail(path + (present[1],), f"give only one of {', '.join(map(repr, present))}")
-    if not present:
-        return None, None
-    return present[0], obj[present[0]]
+    return (present[0], obj[present[0]]) if present else (None, None)
