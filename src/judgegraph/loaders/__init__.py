@@ -7,7 +7,7 @@ from __future__ import annotations
 from .base import InputError, InputFormatError, LoadedConversation, LoadResult
 from .detect import FORMATS, detect_format
 from .files import id_stems, iter_records, load_conversations, load_file, load_files
-from .formats.promptfoo_rules import ResultTransform, result_transform
+from .formats.promptfoo import ResultTransform, result_transform
 
 __all__ = [
     "FORMATS",

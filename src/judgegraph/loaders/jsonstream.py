@@ -68,8 +68,6 @@ class JsonArray:
         self._newline = -1  # where the last newline before self._line_at is, counted from the file's start
         self._broken = False  # the text stops before a byte that is not UTF-8
 
-    # -- the buffer
-
     def _more(self) -> bool:
         """Read one more chunk into the buffer (dropping what is done); False at the end of the file."""
         if self.eof:
@@ -117,8 +115,6 @@ class JsonArray:
         if self._broken and self.pos >= len(self.buf) - 6:
             return NotUtf8(self.line(len(self.buf)))
         return JsonSyntaxError(message, line, column)
-
-    # -- the list
 
     def __iter__(self) -> Iterator[Element]:
         if self.peek() != "[":

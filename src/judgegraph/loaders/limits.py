@@ -111,8 +111,6 @@ def _short(path: Path_, keep: int = 6) -> Path_:
     return path if len(path) <= keep else (*path[:keep], f"...({len(path) - keep} more levels)")
 
 
-# --------------------------------------------------------------------------- bounded reading
-
 CHUNK_BYTES = 1 << 16
 _CONTINUATION = bytes(range(0x80, 0xC0))  # UTF-8 bytes that do not start a character
 
