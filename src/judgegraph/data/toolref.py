@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,11 +34,9 @@ class ExpectedCall:
 def parse_arguments(value: Any) -> Any:
     """Arguments as compared: a JSON object string decoded, anything else as given."""
     if isinstance(value, str):
-        try:
+        with suppress(ValueError):
             decoded = json.loads(value)
-        except ValueError:
-            return value
-        return decoded if isinstance(decoded, dict) else value
+            return decoded if isinstance(decoded, dict) else value
     return value
 
 

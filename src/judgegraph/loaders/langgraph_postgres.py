@@ -85,14 +85,6 @@ def postgres_spec_error(spec: str) -> str | None:
     return None
 
 
-def _with_timeout(dsn: str) -> str:
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    if "connect_timeout" in conninfo_to_dict(dsn):
-        return dsn
-    return make_conninfo(dsn, connect_timeout=CONNECT_TIMEOUT)
-
-
 def _read_only(conn: psycopg.Connection[Any]) -> None:
     conn.execute("SET default_transaction_read_only = on")
 
@@ -103,10 +95,13 @@ def open_postgres(spec: str) -> Iterator[PostgresSaver]:
     (a ``watch`` outlives a server restart). ``OSError`` (free of the password) when unreachable or not a saver's."""
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool, PoolTimeout
 
-    dsn = _with_timeout(postgres_dsn(spec) or "")
+    dsn = postgres_dsn(spec) or ""
+    if "connect_timeout" not in conninfo_to_dict(dsn):
+        dsn = make_conninfo(dsn, connect_timeout=CONNECT_TIMEOUT)
     name = postgres_name(spec)
     redact = Redactor([p for p in (_password(dsn),) if p])
     try:  # once on a connection of its own, for a clear error (a pool that cannot connect only says it timed out)

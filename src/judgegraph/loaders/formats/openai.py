@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from contextlib import suppress
 from typing import Any
 
 from judgegraph.data.conversation import Conversation
+from judgegraph.data.toolref import parse_arguments
 
 from ..base import Ctx, Path_, RecordErrors, check_keys, clean_id, fail, metadata, record_messages, validate
 
@@ -48,9 +48,7 @@ def tool_call(name: str, args: object, call_id: object) -> dict[str, Any]:
     """A tool call as a turn holds it, from an OpenAI-style call: ``arguments``
     decoded when they are a JSON object in a string, other non-dict values kept as JSON text."""
     if isinstance(args, str):
-        with suppress(ValueError):
-            parsed = json.loads(args)
-            args = parsed if isinstance(parsed, dict) else args
+        args = parse_arguments(args)
     elif args is not None and not isinstance(args, dict):
         args = json.dumps(args)
     return {"name": name, "arguments": args, **({"id": str(call_id)} if call_id is not None else {})}
