@@ -126,12 +126,9 @@ class BatchingEncoder:
 
     def _lookup(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Cached vectors of ``texts`` (marked recently used); the caller holds the lock."""
-        found = {}
-        for text in texts:
-            vec = self._cache.get(text)
-            if vec is not None:
-                self._cache.move_to_end(text)
-                found[text] = vec
+        found = {text: self._cache[text] for text in texts if text in self._cache}
+        for text in found:
+            self._cache.move_to_end(text)
         return found
 
     def _remember(self, texts: Sequence[str], vectors: np.ndarray) -> None:

@@ -22,14 +22,10 @@ def detect_format(record: object) -> str:
     if not isinstance(record, dict):
         return "judgegraph"
     if "turns" in record:
-        if any(k in DEEPEVAL_CASE_KEYS for k in record):
-            return "deepeval"
-        turns = record["turns"]
-        if isinstance(turns, list) and any(
-            isinstance(t, dict) and any(k in DEEPEVAL_TURN_KEYS for k in t) for t in turns
-        ):
-            return "deepeval"
-        return "judgegraph"
+        turns = record["turns"] if isinstance(record["turns"], list) else []
+        deepeval = any(k in DEEPEVAL_CASE_KEYS for k in record) or any(
+            isinstance(t, dict) and any(k in DEEPEVAL_TURN_KEYS for k in t) for t in turns)
+        return "deepeval" if deepeval else "judgegraph"
     if "messages" in record:
         messages = record["messages"]
         first = next((m for m in messages if isinstance(m, dict)), None) if isinstance(messages, list) else None

@@ -96,9 +96,7 @@ def from_openai(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, 
                 raise fail(path + ("tool_calls",), "must be a list")
             tool_calls = [_openai_tool_call(c, path + ("tool_calls", j)) for j, c in enumerate(calls)]
             if isinstance(msg.get("function_call"), dict):
-                tool_calls.append(
-                    _openai_tool_call({"function": msg["function_call"]}, path + ("function_call",))
-                )
+                tool_calls.append(_openai_tool_call({"function": msg["function_call"]}, path + ("function_call",)))
         except RecordErrors as exc:
             problems.extend(exc.problems)
             continue

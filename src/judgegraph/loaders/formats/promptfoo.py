@@ -170,19 +170,13 @@ def test_assertions(rec: dict[str, Any], default: dict[str, Any], ctx: Ctx,
 
 
 def _first_prompt(doc: dict[str, Any] | None) -> str | None:
-    if not doc:
-        return None
-    prompts = doc.get("prompts")
+    prompts = (doc or {}).get("prompts")
     if isinstance(prompts, (str, dict)):
         prompts = [prompts]
-    if not isinstance(prompts, list) or not prompts:
-        return None
-    first = prompts[0]
+    first = prompts[0] if isinstance(prompts, list) and prompts else None
     if isinstance(first, dict):
         first = first.get("raw")
-    if not isinstance(first, str) or first.startswith("file://"):
-        return None
-    return first
+    return first if isinstance(first, str) and not first.startswith("file://") else None
 
 
 def from_promptfoo(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, Any]]:
