@@ -74,10 +74,8 @@ def from_ragas(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, A
     if ukey is None:
         raise fail(("user_input",), "Field required (the user's message; 'question' in older ragas)")
     if isinstance(user, list):
-        for unused in (rkey, ckey):
-            if unused is not None:
-                problems.append(((unused,), ("not used with a multi-turn user_input (a list of messages): the replies"
-                                          " are its 'ai' messages")))
+        problems += [((unused,), "not used with a multi-turn user_input (a list of messages): the replies are its 'ai'"
+                      " messages") for unused in (rkey, ckey) if unused is not None]
         if problems:
             raise RecordErrors(problems)
         if not user:
