@@ -13,7 +13,7 @@ from judgegraph.data.results import MetricResult
 from judgegraph.judges import resolve_judge
 from judgegraph.judges.scripted import ScriptedChatModel
 from judgegraph.loaders import load_file
-from judgegraph.loaders.formats.promptfoo_rules import negate_result
+from judgegraph.loaders.formats.promptfoo import negate_result
 from judgegraph.loaders.limits import Limits
 from judgegraph.runs.runner import MetricPlan, evaluate_async
 

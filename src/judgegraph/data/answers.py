@@ -1,7 +1,5 @@
-"""Types for the structured answers judges give: a verdict field reads any case,
-spacing or hyphenation, and a leading word that stands alone (``"No, off-topic."``,
-but not ``"No doubt, ..."``: re-asked), as docs/judges.md says.
-"""
+"""Types for judges' structured answers: a verdict field reads any case, spacing or hyphenation, and a leading word
+that stands alone (``"No, off-topic."``, not ``"No doubt, ..."``: re-asked; docs/judges.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""The conversation model: what every metric reads.
-
-Loaders turn every file format into these; metrics never see the formats.
-"""
+"""The conversation model every metric reads: loaders turn every file format into it."""
 
 from __future__ import annotations
 
@@ -103,9 +100,7 @@ class Conversation(BaseModel):
 
 def as_conversation(value: Conversation | dict[str, Any]) -> Conversation:
     """Accept a Conversation or a plain dict in judgegraph's own format."""
-    if isinstance(value, Conversation):
-        return value
-    return Conversation.model_validate(value)
+    return value if isinstance(value, Conversation) else Conversation.model_validate(value)
 
 
 #: Where a message may carry the retrieval context its reply was written from.
@@ -145,10 +140,8 @@ def _retrieval(message: BaseMessage) -> list[Any]:  # strings or dicts, as given
 
 
 def from_messages(messages: Iterable[BaseMessage | dict[str, Any]], **fields: Any) -> Conversation:
-    """A :class:`Conversation` from LangChain messages (objects, their dict dumps,
-    ``{"role", "content"}`` dicts or ``("user", "...")`` pairs): AI messages keep their ``tool_calls`` with the tool's output;
-    retrieval context is read from ``additional_kwargs["retrieval_context"]`` (or
-    ``response_metadata``); ``fields`` are the conversation's own (``id``, ``metadata``, ...)."""
+    """A :class:`Conversation` from LangChain messages (objects, dumps, ``{"role", "content"}`` dicts, pairs), tool
+    calls with their outputs, retrieval context from ``additional_kwargs`` / ``response_metadata``; ``fields``: ``id``..."""
     objs = _message_objects(list(messages))
     outputs = {call_id: m.text for m in objs if (call_id := getattr(m, "tool_call_id", None))}
     turns: list[Turn] = []

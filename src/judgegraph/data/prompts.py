@@ -1,10 +1,6 @@
-"""Prompt files: one per node step, under ``prompts/<metric>/<step>.md``, a
-leading HTML comment documenting its ``{{ name }}`` placeholders (docs/judges.md).
-
-Rendering is one pass of substitution over the template (cut at its placeholders once, the values
-joined between its pieces): values are data, never scanned, and a tag in a value with one of the
-template's own tag names (after NFKC, case folding, invisible characters dropped) is neutralised.
-"""
+"""Prompt files (``prompts/<metric>/<step>.md``, a leading HTML comment documenting the placeholders; docs/judges.md),
+rendered in one pass: values are data, never scanned, and a value's tag named like one of the template's is
+neutralised (compared after NFKC, case folding and invisible characters dropped)."""
 
 from __future__ import annotations
 

@@ -140,10 +140,7 @@ V = TypeVar("V", bound=Verdict)
 def merge_verdicts(left: list[V] | None, right: list[V] | None) -> list[V]:
     """Reducer for verdict lists: keyed by :attr:`Verdict.id`; a verdict whose
     id is already there replaces it (in place), a new one is added."""
-    merged = {v.id: v for v in left or []}
-    for v in right or []:
-        merged[v.id] = v
-    return list(merged.values())
+    return list({v.id: v for v in [*(left or []), *(right or [])]}.values())
 
 
 class WindowVerdict(Verdict):
@@ -231,6 +228,5 @@ def merge_calls(left: list[JudgeAttempt] | None, right: list[JudgeAttempt] | Non
 
 
 def metric_key(name: str) -> str:
-    """A metric's name as results, labels and ``--metric`` are matched by: case, spaces around and ``-``/``_``
-    ignored."""
+    """A metric's name as results, labels and ``--metric`` match it: case, spaces around and ``-``/``_`` ignored."""
     return name.strip().lower().replace("-", "_")

@@ -7,21 +7,13 @@ __all__ = ["safe"]
 
 
 def safe(text: object) -> str:
-    """Text from data (ids, replies, reasons, error messages, paths) made safe to
-    print: control characters (ANSI escapes included) and lone surrogates shown
-    as visible escapes, never sent raw to the terminal. Print the result as a
-    ``rich.text.Text`` (or escape it) so ``[bold]`` and ``[/]`` stay literal."""
+    """``text`` with control characters (ANSI escapes included) and lone surrogates shown as visible escapes. Print
+    the result as a ``rich.text.Text`` (or escape it) so ``[bold]`` and ``[/]`` stay literal."""
     s = str(text)
     if s.isprintable():
         return s
-    out = []
-    for ch in s:
-        if ch in "\n\t" or ch.isprintable() or ch == " ":
-            out.append(ch)
-        elif ord(ch) < 0x100:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) <= 0xFFFF:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    return "".join(out)
+    return "".join(
+        ch if ch in "\n\t " or ch.isprintable()
+        else f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else ch.encode("unicode_escape").decode("ascii")  # \uXXXX, \UXXXXXXXX
+        for ch in s
+    )

@@ -1,17 +1,12 @@
-"""Reference tool calls (``expected_tools``) read from a conversation's or a turn's metadata.
-
-The shapes accepted (docs/agents.md): a tool name; deepeval's ``ToolCall`` dump
-(``name``, ``input_parameters``/``inputParameters``, ``output``, ``description``,
-``reasoning``); a LangChain tool call (``name``, ``args``); judgegraph's own
-(``name``, ``arguments``); an OpenAI tool call (``{"function": {"name", "arguments"}}``,
-arguments as a JSON string). Checked when a conversation is validated, so a bad
-shape is an input error naming the file, line and field.
-"""
+"""Reference tool calls (``expected_tools``) read from a conversation's or a turn's metadata, in any of the shapes
+docs/agents.md lists (a name; deepeval's, LangChain's, OpenAI's or judgegraph's tool call), checked when a
+conversation is validated so a bad one is an input error naming its file, line and field."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,11 +34,9 @@ class ExpectedCall:
 def parse_arguments(value: Any) -> Any:
     """Arguments as compared: a JSON object string decoded, anything else as given."""
     if isinstance(value, str):
-        try:
+        with suppress(ValueError):
             decoded = json.loads(value)
-        except ValueError:
-            return value
-        return decoded if isinstance(decoded, dict) else value
+            return decoded if isinstance(decoded, dict) else value
     return value
 
 

@@ -1,7 +1,5 @@
-"""Exchanges and sliding windows over a conversation (the rules: the README's
-table, tests/unit/test_windows.py). Window ``i`` holds the last
-``min(i + 1, window_size)`` exchanges; its *target* is its last exchange's reply.
-"""
+"""Exchanges and sliding windows over a conversation: window ``i`` holds the last ``min(i + 1, window_size)``
+exchanges, its *target* the last one's reply (the rules: tests/unit/test_windows.py)."""
 
 from __future__ import annotations
 
@@ -77,13 +75,8 @@ class Window:
 
     def transcript(self, *, include_target_reply: bool = True) -> list[tuple[str, str]]:
         """(role, content) pairs in order, tool turns included."""
-        out: list[tuple[str, str]] = []
-        for ex in self.exchanges:
-            for it in ex.turns:
-                if ex is self.target and it in ex.assistant and not include_target_reply:
-                    continue
-                out.append((it.turn.role, it.turn.content))
-        return out
+        return [(it.turn.role, it.turn.content) for ex in self.exchanges for it in ex.turns
+                if include_target_reply or ex is not self.target or it not in ex.assistant]
 
 
 def check_window_size(window_size: int) -> int:

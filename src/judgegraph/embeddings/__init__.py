@@ -1,7 +1,5 @@
-"""Embeddings: the one interface (``Embedder``), the one runner (``EmbeddingRunner``,
-with ``batching`` the micro-batching ``BatchingEncoder``), ``resolve_embeddings`` for a
-setting, and ``MiniLMEmbeddings``, all-MiniLM-L6-v2 run with numpy. Nothing is loaded
-at import time."""
+"""Embeddings: the interface (``Embedder``), the runner (``EmbeddingRunner``, batching with ``BatchingEncoder``),
+``resolve_embeddings`` and ``MiniLMEmbeddings`` (all-MiniLM-L6-v2 with numpy). Nothing loads at import time."""
 
 from judgegraph.embeddings.base import Embedder, LangChainEmbedder, as_embedder, cosines, embeddings_name
 from judgegraph.embeddings.batching import BatchingEncoder, EncoderStats

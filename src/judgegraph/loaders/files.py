@@ -56,15 +56,9 @@ class _File:
 
 
 def id_stems(paths: Iterable[str | Path]) -> dict[str, str]:
-    """What the generated ids of each input file start with (``STEM:LINE`` or
-    ``STEM#RECORD`` for a record without an id), for files read together.
-
-    A file's stem (its name without the extension), unless another input of the
-    same run has the same stem: then the path relative to the common folder of
-    those files, without the extension (``a/chats`` and ``b/chats``), or with it
-    when that still collides (``chats.json`` and ``chats.jsonl``). The same
-    inputs give the same ids on every run (``--resume`` finds them); the same
-    file given twice keeps one stem (its records are duplicates)."""
+    """What the generated ids (``STEM:LINE``, ``STEM#RECORD``) of each of files read together start with: the file's
+    stem, unless another input has the same: then its path from those files' common folder, without the extension
+    (``a/chats``, ``b/chats``) or with it when that still collides. Stable across runs (``--resume`` finds them)."""
     files = {str(path): os.path.abspath(path) for path in paths}  # the path as given -> its absolute path
     by_stem: dict[str, set[str]] = {}
     for full in files.values():
@@ -84,8 +78,7 @@ def id_stems(paths: Iterable[str | Path]) -> dict[str, str]:
 
 def _options(limits: Limits | None, allow_outside_files: bool | None) -> _Options:
     if allow_outside_files is None:
-        allow_outside_files = os.environ.get("JUDGEGRAPH_ALLOW_OUTSIDE_FILES", "").strip().lower() in (
-            "1", "true", "yes")
+        allow_outside_files = os.environ.get("JUDGEGRAPH_ALLOW_OUTSIDE_FILES", "").strip().lower() in ("1", "true", "yes")
     if limits is None:
         try:
             limits = Limits.from_env()
@@ -96,16 +89,9 @@ def _options(limits: Limits | None, allow_outside_files: bool | None) -> _Option
 
 def iter_records(path: str | Path, *, limits: Limits | None = None, allow_outside_files: bool | None = None,
                  id_stem: str | None = None) -> Iterator[LoadedConversation | InputError]:
-    """Yield every conversation of one file, or an :class:`InputError` per problem.
-
-    Lazy: a ``.jsonl`` file is read one line at a time. Duplicate conversation ids
-    inside the file are reported (the later ones). ``limits`` caps record size and
-    nesting (default :meth:`Limits.from_env`); ``allow_outside_files`` lets a
-    promptfoo ``file://`` reference leave the config file's folder (default: the
-    ``JUDGEGRAPH_ALLOW_OUTSIDE_FILES`` environment variable, else no).
-    ``id_stem`` names the records without an id (default the file's stem; files
-    read together take theirs from :func:`id_stems`).
-    """
+    """Every conversation of one file, read lazily, or an :class:`InputError` per problem (a repeated id included).
+    ``limits`` default to :meth:`Limits.from_env`; ``allow_outside_files`` (default ``JUDGEGRAPH_ALLOW_OUTSIDE_FILES``)
+    lets a promptfoo ``file://`` leave the file's folder; ``id_stem`` names records without an id (:func:`id_stems`)."""
     yield from _iter_file(path, {}, replace(_options(limits, allow_outside_files), stem=id_stem))
 
 
@@ -208,13 +194,9 @@ def _iter_jsonl(f: _File) -> Iterator[LoadedConversation | InputError]:
 
 
 def _head(fh: BinaryIO) -> bytes:
-    """The first bytes of a file, up to its first character that is not white
-    space (or a byte-order mark): enough to tell a list from anything else."""
+    """The first bytes of a file, up to its first character that is not white space (or a byte-order mark)."""
     head = b""
-    while not head.lstrip(b" \t\r\n\xef\xbb\xbf"):
-        data = fh.read1(CHUNK_BYTES) if hasattr(fh, "read1") else fh.read(CHUNK_BYTES)
-        if not data:
-            break
+    while not head.lstrip(b" \t\r\n\xef\xbb\xbf") and (data := getattr(fh, "read1", fh.read)(CHUNK_BYTES)):
         head += data
     return head
 
@@ -352,10 +334,8 @@ def _yaml_lines(root: yaml.Node | None) -> Callable[[Path_], int | None]:
 
 
 def _iter_json_array(stream: JsonArray, f: _File) -> Iterator[LoadedConversation | InputError]:
-    """The records of a ``.json`` list, decoded one by one as the file is read
-    (:class:`JsonArray`): memory holds one record, never the file. A file that
-    is one LangChain message list is one conversation (its messages are kept
-    until the list shows it is not one)."""
+    """The records of a ``.json`` list, decoded one by one (:class:`JsonArray`); a list of LangChain messages is one
+    conversation (its messages kept until the list shows it is not one)."""
     messages: list[tuple[int, Any]] = []  # (line, value) while every element is a LangChain message
     all_messages = True
 
@@ -391,9 +371,8 @@ def _iter_json_array(stream: JsonArray, f: _File) -> Iterator[LoadedConversation
 
 
 def _json_lines(text: str, value: object) -> Callable[[Path_], int | None]:
-    """Line of each record of a parsed .json document (records only, not fields).
-    Only an object is parsed whole (a list is streamed): the records of its
-    ``tests`` or ``conversations`` list, and its top-level keys, are located."""
+    """The line of each top-level key of a parsed .json object and of each record of its ``tests`` or
+    ``conversations`` list (records only, not fields: a list is streamed, never parsed whole)."""
     newlines = [m.start() for m in re.finditer("\n", text)]
     dec = json.JSONDecoder()
     starts: dict[Path_, int] = {(): WHITESPACE.match(text).end()}  # type: ignore[union-attr]

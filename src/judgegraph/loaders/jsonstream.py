@@ -1,13 +1,5 @@
-"""A ``.json`` list of records read one record at a time, never whole.
-
-:class:`JsonArray` reads the file in chunks into a buffer and decodes each
-element with :meth:`json.JSONDecoder.raw_decode`; the text of the records
-already decoded is dropped, so memory holds one record and one chunk whatever
-the file's size (a 200,000-conversation list costs what its JSONL twin does).
-A record too deep for the decoder, or whose text passes the size limit, is
-skipped by counting brackets outside strings, chunk by chunk, without keeping
-it; the records after it still load.
-"""
+"""A ``.json`` list of records read one record at a time, never whole (:class:`JsonArray`): memory holds one record
+and one chunk whatever the file's size; a record too deep or too big is skipped by counting brackets, unkept."""
 
 from __future__ import annotations
 
@@ -28,9 +20,8 @@ _SCALAR_END = re.compile(r"[,\]\s]")
 
 @dataclass(frozen=True)
 class Element:
-    """One element of the list: its index, its first line, and its value; or why
-    it was not decoded (``problem``: ``"deep"``, ``"big"`` or ``"invalid"``; it
-    was skipped)."""
+    """One element of the list: its index, its first line, its value, or why it was skipped undecoded
+    (``problem``: ``"deep"``, ``"big"`` or ``"invalid"``)."""
 
     index: int
     line: int
@@ -58,13 +49,8 @@ _BAD_BYTE = re.compile("[\udc80-\udcff]")  # a byte that was not UTF-8, as surro
 
 
 class JsonArray:
-    """The elements of the JSON list in a binary file, decoded one by one.
-
-    ``max_chars``: the most characters one element's text may hold before it is
-    skipped unread (its problem ``"big"``). Iterate to get :class:`Element`
-    objects; :class:`JsonSyntaxError` ends the list, and :class:`NotUtf8` when
-    the element being read holds a byte that is not UTF-8 (the elements before
-    it are read)."""
+    """The :class:`Element` s of the JSON list in a binary file, decoded one by one (one of more than ``max_chars``
+    characters skipped unread); :class:`JsonSyntaxError` or :class:`NotUtf8` ends the list."""
 
     def __init__(self, fh: BinaryIO, max_chars: int, chunk: int = CHUNK_CHARS, head: bytes = b"") -> None:
         self._read = getattr(fh, "read1", fh.read)  # read1: what is there, never waits for a whole chunk
@@ -81,8 +67,6 @@ class JsonArray:
         self._dropped = 0  # characters dropped from the front of the buffer so far
         self._newline = -1  # where the last newline before self._line_at is, counted from the file's start
         self._broken = False  # the text stops before a byte that is not UTF-8
-
-    # -- the buffer
 
     def _more(self) -> bool:
         """Read one more chunk into the buffer (dropping what is done); False at the end of the file."""
@@ -131,8 +115,6 @@ class JsonArray:
         if self._broken and self.pos >= len(self.buf) - 6:
             return NotUtf8(self.line(len(self.buf)))
         return JsonSyntaxError(message, line, column)
-
-    # -- the list
 
     def __iter__(self) -> Iterator[Element]:
         if self.peek() != "[":
@@ -208,48 +190,27 @@ class JsonArray:
         """Move past the element at ``pos`` by counting brackets outside strings,
         reading on in chunks and dropping what was passed: never held whole."""
         if self.peek() not in ("[", "{", '"'):  # a number or a literal: it ends at a delimiter
-            while True:
-                m = _SCALAR_END.search(self.buf, self.pos)
-                if m is not None:
-                    self.pos = m.start()
-                    return
+            while (m := _SCALAR_END.search(self.buf, self.pos)) is None:
                 self.pos = len(self.buf)
                 if not self._more():
                     return
-        depth, in_string, escaped = 0, False, False
+            self.pos = m.start()
+            return
+        depth, in_string = 0, False
         while True:
-            i, n = self.pos, len(self.buf)
-            while i < n:
-                if escaped:
-                    escaped, i = False, i + 1
-                elif in_string:
-                    m = _IN_STRING.search(self.buf, i)
-                    if m is None:
-                        i = n
-                        break
-                    i = m.end()
-                    if m.group() == "\\":
-                        escaped = True
-                    else:
-                        in_string = False
-                        if depth == 0:
-                            self.pos = i
-                            return
-                else:
-                    m = _SIGNIFICANT.search(self.buf, i)
-                    if m is None:
-                        i = n
-                        break
-                    ch, i = m.group(), m.end()
-                    if ch == '"':
-                        in_string = True
-                    elif ch in "[{":
-                        depth += 1
-                    else:
-                        depth -= 1
-                        if depth == 0:
-                            self.pos = i
-                            return
-            self.pos = i
-            if not self._more():
-                raise self._fail("Unterminated value")
+            m = (_IN_STRING if in_string else _SIGNIFICANT).search(self.buf, self.pos)
+            if m is None or (m.group() == "\\" and m.end() == len(self.buf)):  # read on (an escape needs what follows)
+                self.pos = len(self.buf) if m is None else m.start()
+                if not self._more():
+                    self.pos = len(self.buf)
+                    raise self._fail("Unterminated value")
+                continue
+            ch, self.pos = m.group(), m.end()
+            if ch == "\\":
+                self.pos += 1  # the escaped character
+            elif ch == '"':
+                in_string = not in_string
+            else:
+                depth += 1 if ch in "[{" else -1
+            if depth == 0 and not in_string:
+                return

@@ -1,15 +1,6 @@
-"""``--checkpointer postgres:DSN``: an agent's ``PostgresSaver`` database, read by ``eval`` and ``watch``.
-
-The DSN is a PostgreSQL URL (``postgres://USER@HOST:PORT/DB``, or ``postgresql://``), given as ``postgres:URL`` or as
-the URL itself, or libpq's keyword form given as ``postgres:'host=HOST port=PORT dbname=DB user=USER'`` (values with
-spaces quoted as libpq reads them: ``password='a b'``); both are parsed by psycopg's ``conninfo`` functions, as
-libpq parses them. The database is checked through ``PostgresSaver.from_conn_string``, then read by a
-``PostgresSaver`` on a one-connection pool whose sessions are read-only (``default_transaction_read_only``): the agent
-may be writing to it, and judgegraph never changes it (nor runs the saver's ``setup()`` migrations). A password in
-the DSN is never shown or written: :func:`postgres_name` is the name the run uses in sources, errors and the results
-file (the password as ``[REDACTED]``, in either form); libpq's ``PGPASSWORD`` or ``~/.pgpass`` keep it off the
-command line altogether (docs/threads.md).
-"""
+"""``--checkpointer postgres:DSN``: an agent's ``PostgresSaver`` database (a PostgreSQL URL or libpq's keyword
+form, parsed by psycopg's ``conninfo``), read through read-only sessions, never changed (no ``setup()``); the password
+never shown or written (:func:`postgres_name`; docs/threads.md)."""
 
 from __future__ import annotations
 
@@ -94,31 +85,23 @@ def postgres_spec_error(spec: str) -> str | None:
     return None
 
 
-def _with_timeout(dsn: str) -> str:
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    if "connect_timeout" in conninfo_to_dict(dsn):
-        return dsn
-    return make_conninfo(dsn, connect_timeout=CONNECT_TIMEOUT)
-
-
 def _read_only(conn: psycopg.Connection[Any]) -> None:
     conn.execute("SET default_transaction_read_only = on")
 
 
 @contextmanager
 def open_postgres(spec: str) -> Iterator[PostgresSaver]:
-    """The ``PostgresSaver`` of ``spec``, its sessions read-only. Raises ``OSError`` (its message free of the
-    password) for a server that cannot be reached or a database without the saver's tables.
-
-    The saver reads through a pool of one connection, checked before each use, so a ``watch`` outlives a restart of
-    the server: the polls while it is down are input errors, the next one reconnects."""
+    """The ``PostgresSaver`` of ``spec``, its sessions read-only, on a pool of one connection checked before each use
+    (a ``watch`` outlives a server restart). ``OSError`` (free of the password) when unreachable or not a saver's."""
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool, PoolTimeout
 
-    dsn = _with_timeout(postgres_dsn(spec) or "")
+    dsn = postgres_dsn(spec) or ""
+    if "connect_timeout" not in conninfo_to_dict(dsn):
+        dsn = make_conninfo(dsn, connect_timeout=CONNECT_TIMEOUT)
     name = postgres_name(spec)
     redact = Redactor([p for p in (_password(dsn),) if p])
     try:  # once on a connection of its own, for a clear error (a pool that cannot connect only says it timed out)

@@ -1,9 +1,5 @@
-"""A LangGraph server's threads (``langgraph dev`` or a deployment) as conversations, through ``langgraph_sdk``:
-``threads.search`` lists them (paged, newest update first), ``threads.get_state`` reads each one's values, which
-:func:`.langgraph_threads.conversation_from_values` turns into a conversation (docs/threads.md).
-
-The SDK takes its API key from ``LANGGRAPH_API_KEY`` / ``LANGSMITH_API_KEY`` as it always does; judgegraph neither
-reads nor writes it."""
+"""A LangGraph server's threads as conversations, through ``langgraph_sdk`` (``threads.search``, ``threads.get_state``;
+docs/threads.md). The SDK reads its own API key (``LANGGRAPH_API_KEY`` / ``LANGSMITH_API_KEY``); judgegraph never does."""
 
 from __future__ import annotations
 
@@ -80,8 +76,6 @@ def read_thread(sdk: SyncLangGraphClient, info: ThreadInfo, *, context_key: str 
     except NotFoundError:
         raise ThreadError(info.thread_id, "thread", "the server has no such thread") from None
     values = state.get("values") or {}
-    if not isinstance(values, Mapping):
-        raise ThreadError(info.thread_id, "values", f"expected the state's values as an object, got {type(values).__name__}")
     checkpoint_id = (state.get("checkpoint") or {}).get("checkpoint_id")
     return conversation_from_values(info.thread_id, values, context_key=context_key, messages_key=messages_key,
                                     metadata=thread_metadata(info, checkpoint_id))

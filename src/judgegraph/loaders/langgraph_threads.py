@@ -1,30 +1,12 @@
-"""An agent's LangGraph thread as a conversation: read where the agent keeps it.
-
-* :func:`from_thread` reads one thread's latest state from a compiled graph (``graph.get_state``) or from any
-  checkpointer (``checkpointer.get_tuple``: ``InMemorySaver``, ``SqliteSaver``, ``PostgresSaver`` ... all through
-  the public ``BaseCheckpointSaver`` API).
-* :func:`checkpointer_threads` lists a checkpointer's threads (``checkpointer.list``), newest last, and
-  :func:`load_checkpointer` yields them as :class:`~judgegraph.loaders.LoadedConversation` items (or an
-  :class:`~judgegraph.loaders.InputError` naming the thread and the field) for ``judgegraph eval --checkpointer``.
-* :func:`conversation_from_values` is what both use, and what the LangGraph server reader
-  (:mod:`.langgraph_server`) uses on a thread state read over HTTP.
-
-What is read (docs/threads.md):
-
-* ``values[messages_key]`` (default ``messages``, as ``MessagesState`` names it; ``--messages-key`` on the command
-  line): LangChain messages (objects or their JSON dumps); an AI message's ``tool_calls`` keep the output of the
-  ``ToolMessage`` with the same ``tool_call_id`` (:func:`judgegraph.data.conversation.from_messages`).
-* Retrieval context: a message's own ``additional_kwargs["retrieval_context"]`` (as ``from_messages`` reads it),
-  and the state key ``context_key`` (default ``documents``: a list of strings, LangChain ``Document`` objects or their
-  dumps), which holds what the agent retrieved last: it is given to the thread's last assistant reply, unless that
-  reply carries its own.
-"""
+"""An agent's LangGraph thread as a conversation, read from a compiled graph or any checkpointer through the
+public ``BaseCheckpointSaver`` API (:func:`from_thread`, :func:`load_checkpointer`); :func:`conversation_from_values`
+is what they and the server reader (:mod:`.langgraph_server`) make of a state. What is read: docs/threads.md."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -73,9 +55,6 @@ class ThreadInfo:
     status: str | None = None
 
 
-# --------------------------------------------------------------------------- state -> conversation
-
-
 def _documents(thread_id: str, key: str, value: object) -> list[RetrievalNode]:
     """The retrieval context in the state key ``key``: strings, ``Document`` objects or their dumps."""
     items = value if isinstance(value, (list, tuple)) else [value]
@@ -115,10 +94,10 @@ def _messages(thread_id: str, values: Mapping[str, Any], key: str) -> list[BaseM
     return out
 
 
-def conversation_from_values(thread_id: str, values: Mapping[str, Any], *, context_key: str | None = CONTEXT_KEY,
+def conversation_from_values(thread_id: str, values: object, *, context_key: str | None = CONTEXT_KEY,
                              messages_key: str = MESSAGES_KEY, metadata: Mapping[str, Any] | None = None,
                              ) -> Conversation:
-    """The conversation in a thread's state ``values`` (see the module doc); ``metadata`` goes on the conversation.
+    """The conversation in a thread's state ``values`` (docs/threads.md); ``metadata`` goes on the conversation.
     Raises :class:`ThreadError` naming the field for a state that cannot be read."""
     if not isinstance(values, Mapping):
         raise ThreadError(thread_id, "values", f"expected the state's values as a mapping, got {type(values).__name__}")
@@ -151,27 +130,18 @@ def thread_metadata(info: ThreadInfo, checkpoint_id: str | None) -> dict[str, An
 
 
 def matches(info: ThreadInfo, assistant: str | None, metadata: Mapping[str, str] | None) -> bool:
-    """Whether a thread is one asked for: run by ``assistant`` (its ``assistant_id`` or ``graph_id`` metadata, which
-    a LangGraph server sets on a thread's runs) and holding every ``metadata`` key with that value (compared as text).
-    A checkpointer's threads are matched on their latest checkpoint's metadata, which holds the run's
-    ``config["metadata"]``."""
+    """Whether a thread is one asked for: run by ``assistant`` (its ``assistant_id`` or ``graph_id`` metadata) and
+    holding every ``metadata`` key with that value (compared as text; a checkpointer's: its latest checkpoint's)."""
     if assistant and assistant not in (info.metadata.get("assistant_id"), info.metadata.get("graph_id")):
         return False
     return all(k in info.metadata and str(info.metadata[k]) == v for k, v in (metadata or {}).items())
 
 
-# --------------------------------------------------------------------------- one thread
-
-
 def _parse_time(value: object) -> datetime | None:
-    if isinstance(value, datetime):
-        return value
-    if isinstance(value, str) and value:
-        try:
+    if isinstance(value, str):
+        with suppress(ValueError):
             return datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    return None
+    return value if isinstance(value, datetime) else None
 
 
 def _config(thread_id: str) -> RunnableConfig:
@@ -180,10 +150,8 @@ def _config(thread_id: str) -> RunnableConfig:
 
 def from_thread(graph_or_checkpointer: object, thread_id: str, *, context_key: str | None = CONTEXT_KEY,
                 messages_key: str = MESSAGES_KEY) -> Conversation:
-    """The conversation of thread ``thread_id``: its latest checkpoint's messages (the state key ``messages_key``),
-    tool calls with their results and retrieval context (module doc). ``graph_or_checkpointer``: a compiled graph with a checkpointer
-    (``graph.get_state``: pending writes and delta channels resolved as LangGraph does) or a checkpointer itself
-    (``get_tuple``: the latest checkpoint's channel values). Raises :class:`ThreadError` (a ``ValueError``)."""
+    """The conversation of thread ``thread_id`` (docs/threads.md) read from a compiled graph with a checkpointer
+    (``graph.get_state``) or a checkpointer (``get_tuple``). Raises :class:`ThreadError` (a ``ValueError``)."""
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
     if isinstance(graph_or_checkpointer, BaseCheckpointSaver):
@@ -204,9 +172,6 @@ def from_thread(graph_or_checkpointer: object, thread_id: str, *, context_key: s
         raise TypeError(f"expected a compiled LangGraph graph or a checkpointer, got {type(graph_or_checkpointer).__name__}")
     return conversation_from_values(thread_id, values, context_key=context_key, messages_key=messages_key,
                                     metadata=thread_metadata(info, checkpoint_id))
-
-
-# --------------------------------------------------------------------------- every thread of a checkpointer
 
 
 def checkpointer_threads(checkpointer: BaseCheckpointSaver[Any]) -> list[ThreadInfo]:
@@ -260,9 +225,6 @@ def loaded_thread(where: str, tid: str, read: Callable[[], Conversation]) -> Loa
     except ThreadError as exc:
         return exc.input_error(where)
     return LoadedConversation(conversation=conversation, source=f"{FORMAT}:{where}#{tid}", format=FORMAT)
-
-
-# --------------------------------------------------------------------------- --checkpointer SPEC
 
 
 def checkpointer_name(spec: str) -> str:

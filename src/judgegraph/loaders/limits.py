@@ -1,14 +1,6 @@
-"""Limits that keep one bad record from breaking a run: nesting depth, record
-size (after YAML alias expansion), and text that is not valid Unicode; and the
-bounded readers that hold at most a limit's worth of a line or a referenced
-file before refusing it (:func:`read_lines`, :func:`read_small_file`).
-
-A record over a limit is refused with an error naming its field; the other
-records of the file still load. The defaults suit real conversations (a
-conversation of a few megabytes, tool arguments nested a few levels); raise them
-with ``Limits(...)`` (Python) or the ``JUDGEGRAPH_MAX_RECORD_CHARS`` /
-``JUDGEGRAPH_MAX_DEPTH`` environment variables (read when a file is opened).
-"""
+"""Limits that keep one bad record from breaking a run (nesting depth, size after YAML aliases, invalid Unicode;
+``Limits(...)`` or ``JUDGEGRAPH_MAX_RECORD_CHARS`` / ``JUDGEGRAPH_MAX_DEPTH``), and readers that hold at most a limit's
+worth of a line or a referenced file (:func:`read_lines`, :func:`read_small_file`)."""
 
 from __future__ import annotations
 
@@ -71,11 +63,8 @@ def _surrogate(text: str) -> int | None:
 
 
 def check_record(value: object, limits: Limits) -> list[tuple[Path_, str]]:
-    """Problems that make a parsed record unsafe to use, each with its path.
-
-    Walks the value without recursion, so any nesting is reported, never a
-    ``RecursionError``. Shared sub-objects (YAML aliases) are counted each time
-    they are reached, up to the size limit, which bounds the walk."""
+    """Problems that make a parsed record unsafe to use, each with its path; walked without recursion, shared parts
+    (YAML aliases) counted each time they are reached, up to the size limit."""
     problems: list[tuple[Path_, str]] = []
     refused: set[int] = set()  # each refused part once, however many aliases reach it
     chars = 0
@@ -122,8 +111,6 @@ def _short(path: Path_, keep: int = 6) -> Path_:
     return path if len(path) <= keep else (*path[:keep], f"...({len(path) - keep} more levels)")
 
 
-# --------------------------------------------------------------------------- bounded reading
-
 CHUNK_BYTES = 1 << 16
 _CONTINUATION = bytes(range(0x80, 0xC0))  # UTF-8 bytes that do not start a character
 
@@ -141,13 +128,8 @@ class TooLong:
 
 
 def read_lines(fh: BinaryIO, max_chars: int, chunk: int = CHUNK_BYTES) -> Iterator[tuple[int, bytes | TooLong]]:
-    """(line number, line) for each line of a binary file, its newline kept.
-
-    A line of more than ``max_chars`` characters (its newline not counted) is
-    yielded as :class:`TooLong` as soon as that is known: reads are sized so that
-    at most ``max_chars + 1`` characters of it are held (``max_chars + 1`` bytes
-    for ASCII, at most 4 bytes a character), then the rest of it is skipped in
-    chunks, never kept. A file that is one line of gigabytes costs a chunk."""
+    """(line number, line) for each line of a binary file, its newline kept; a line of more than ``max_chars``
+    characters is :class:`TooLong` once its ``max_chars + 1``-th is read, the rest skipped in chunks, never kept."""
     for lineno in itertools.count(1):
         parts: list[bytes] = []
         chars = 0
@@ -180,19 +162,18 @@ class FileTooLarge(Exception):
         self.size = size
 
 
-def read_small_file(path: str | Path, max_bytes: int) -> bytes:
-    """The bytes of a regular file of at most ``max_bytes``, read without waiting
-    and without holding more than ``max_bytes + 1`` bytes.
+_KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFDIR: "a directory", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
 
-    Opened non-blocking (a FIFO would otherwise wait for a writer) and checked
-    with ``fstat`` on the open descriptor: a FIFO, device, socket or directory is
-    :class:`NotARegularFile` at once; a file larger than ``max_bytes`` (by its
-    size, or by what reading finds if it grew) is :class:`FileTooLarge`."""
+
+def read_small_file(path: str | Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` (else :class:`FileTooLarge`), opened non-blocking and
+    checked with ``fstat``: a FIFO, device, socket or directory is :class:`NotARegularFile` at once, never waited on."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise NotARegularFile(f"is {_kind(info.st_mode)}, not a regular file")
+            raise NotARegularFile(f"is {_KINDS.get(stat.S_IFMT(info.st_mode), 'not a regular file')}, not a regular file")
         if info.st_size > max_bytes:
             raise FileTooLarge(info.st_size)
         with os.fdopen(fd, "rb", closefd=False) as fh:
@@ -203,11 +184,3 @@ def read_small_file(path: str | Path, max_bytes: int) -> bytes:
     finally:
         os.close(fd)
 
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISDIR, "a directory"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"

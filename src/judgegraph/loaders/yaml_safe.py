@@ -1,15 +1,6 @@
-"""Safe YAML: PyYAML's safe parser and constructor with a composer of our own
-that never recurses and never lets aliases expand past a limit.
-
-PyYAML's composer builds nodes recursively (a document nested 1,000 levels deep
-raises ``RecursionError``) and follows aliases freely (a 500-byte "billion
-laughs" file becomes gigabytes once anything walks or prints it). Here the node
-tree is built from the parser's events with an explicit stack; every node knows
-how many characters it expands to (aliases counted as often as they are used),
-and a collection nested past ``max_depth`` or expanding past
-``max_record_chars`` is replaced by a :class:`Refused` value naming the problem:
-the record holding it is refused, the rest of the file loads.
-"""
+"""Safe YAML: PyYAML's safe parser and constructor with a composer of our own that never recurses (PyYAML's does:
+``RecursionError`` at 1,000 levels) and counts what aliases expand to (a "billion laughs" file): a collection nested
+past ``max_depth`` or expanding past ``max_record_chars`` becomes a :class:`Refused` value, refusing its record only."""
 
 from __future__ import annotations
 
@@ -68,9 +59,7 @@ def line_at(node: yaml.Node | None, path: Iterable[int | str]) -> int | None:
 
 
 def compose(text: str, limits: Limits) -> yaml.Node | None:
-    """The single document of ``text`` as a node tree (None: no document).
-
-    Raises ``yaml.YAMLError`` (with marks) for bad YAML, like PyYAML does."""
+    """The single document of ``text`` as a node tree (None: no document); ``yaml.YAMLError`` for bad YAML."""
     loader = _Constructor(text)
     try:
         return _compose(loader, limits)
@@ -79,8 +68,7 @@ def compose(text: str, limits: Limits) -> yaml.Node | None:
 
 
 def construct(node: yaml.Node) -> Any:
-    """Python values from a node tree made by :func:`compose` (never recursive
-    on collections: PyYAML's constructor defers children through generators)."""
+    """Python values from a node tree made by :func:`compose` (PyYAML's constructor does not recurse on collections)."""
     loader = _Constructor("")
     try:
         return loader.construct_document(node)
@@ -90,17 +78,12 @@ def construct(node: yaml.Node) -> Any:
 
 def _compose(loader: yaml.SafeLoader, limits: Limits) -> yaml.Node | None:
     anchors: dict[str, yaml.Node] = {}
-    size: dict[int, int] = {}  # id(node) -> characters it expands to
-    keep: list[yaml.Node] = []  # keeps ids stable
-    stack: list[list[Any]] = []  # [collection node being built, its pending mapping key or None]
+    size: dict[yaml.Node, int] = {}  # characters a node expands to (nodes hash by identity)
+    stack: list[list[Any]] = []  # [collection node being built, its pending mapping key or None, its anchor]
     root: yaml.Node | None = None
     skip = 0  # depth inside a collection being skipped (too deep)
     skipped_at: yaml.Node | None = None
     documents = 0
-
-    def sized(node: yaml.Node, chars: int) -> None:
-        size[id(node)] = chars
-        keep.append(node)
 
     def add(node: yaml.Node) -> None:
         nonlocal root
@@ -119,16 +102,16 @@ def _compose(loader: yaml.SafeLoader, limits: Limits) -> yaml.Node | None:
 
     def close(node: yaml.Node) -> yaml.Node:
         if isinstance(node, yaml.SequenceNode):
-            chars = 1 + sum(size.get(id(n), 0) for n in node.value)
+            chars = 1 + sum(size.get(n, 0) for n in node.value)
         else:
-            chars = 1 + sum(size.get(id(k), 0) + size.get(id(v), 0) for k, v in node.value)
+            chars = 1 + sum(size.get(k, 0) + size.get(v, 0) for k, v in node.value)
         if chars > limits.max_record_chars:
             node = _refused(node, (
                 f"expands to more than {limits.max_record_chars:,} characters (YAML aliases repeat it): "
                 "refused; raise JUDGEGRAPH_MAX_RECORD_CHARS if it is genuine"
             ))
             chars = len(node.value)
-        sized(node, chars)
+        size[node] = chars
         return node
 
     while loader.check_event():
@@ -149,7 +132,7 @@ def _compose(loader: yaml.SafeLoader, limits: Limits) -> yaml.Node | None:
                 skip -= 1
                 if skip == 0 and skipped_at is not None:
                     node = _refused(skipped_at, f"nested more than {limits.max_depth} levels deep: refused")
-                    sized(node, len(node.value))
+                    size[node] = len(node.value)
                     add(node)
             continue
         if isinstance(event, yaml.AliasEvent):
@@ -165,7 +148,7 @@ def _compose(loader: yaml.SafeLoader, limits: Limits) -> yaml.Node | None:
         if isinstance(event, yaml.ScalarEvent):
             tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit) if event.tag in (None, "!") else event.tag
             node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
-            sized(node, len(event.value) + 1)
+            size[node] = len(event.value) + 1
             if event.anchor is not None:
                 anchors[event.anchor] = node
             add(node)
@@ -180,15 +163,13 @@ def _compose(loader: yaml.SafeLoader, limits: Limits) -> yaml.Node | None:
             node = kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
             if event.anchor is not None:
                 anchors[event.anchor] = node
-            stack.append([node, None])
+            stack.append([node, None, event.anchor])
             continue
         if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            node, _ = stack.pop()
+            node, _, anchor = stack.pop()
             node.end_mark = event.end_mark
             closed = close(node)
-            if closed is not node:
-                for name, anchored in anchors.items():
-                    if anchored is node:
-                        anchors[name] = closed
+            if anchor is not None and anchors[anchor] is node:  # not redefined inside it
+                anchors[anchor] = closed
             add(closed)
     return root

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from judgegraph.data.conversation import Conversation
@@ -9,51 +10,26 @@ from judgegraph.data.conversation import Conversation
 from ..base import Ctx, Path_, RecordErrors, check_keys, clean_id, metadata, pick, validate
 from .judgegraph import JUDGEGRAPH_KEYS, JUDGEGRAPH_TURN_KEYS
 
-# deepeval ConversationalTestCase keys that judgegraph's own format does not have,
-# mapped to the snake_case name used in metadata (None: handled specially).
+
+def _both_spellings(*keys: str) -> dict[str, str | None]:
+    """deepeval keys kept in the metadata, in snake_case and camelCase, each mapped to its metadata key."""
+    def camel(key: str) -> str:
+        return key if key.startswith("_") else re.sub(r"_([a-z])", lambda m: m.group(1).upper(), key)
+
+    return {spelling: key.lstrip("_") for key in keys for spelling in (key, camel(key))}
+
+
+# deepeval keys that judgegraph's own format does not have, mapped to the metadata key they are kept under
+# (None: converted, not kept as metadata); deepeval 4's model_dump() writes the flags, kept only when set.
 DEEPEVAL_CASE_KEYS: dict[str, str | None] = {
-    "name": None,
-    "scenario": "scenario",
-    "expectedOutcome": None,
-    "chatbotRole": None,
-    "user_description": "user_description",
-    "userDescription": "user_description",
-    "context": "context",
-    "additional_metadata": None,
-    "additionalMetadata": None,
-    "comments": "comments",
-    "tags": "tags",
-    "mcp_servers": "mcp_servers",
-    "mcpServers": "mcp_servers",
-    # deepeval 4: ConversationalTestCase.model_dump() writes these too (flags kept only when set)
-    "multimodal": "multimodal",
-    "voice": "voice",
-    "flaky": "flaky",
-    "expected_labels": "expected_labels",
-    "expectedLabels": "expected_labels",
-    "_dataset_rank": "dataset_rank",
-    "_dataset_alias": "dataset_alias",
-    "_dataset_id": "dataset_id",
+    **dict.fromkeys(("name", "expectedOutcome", "chatbotRole", "additional_metadata", "additionalMetadata")),
+    **_both_spellings("scenario", "user_description", "context", "comments", "tags", "mcp_servers", "multimodal",
+                      "voice", "flaky", "expected_labels", "_dataset_rank", "_dataset_alias", "_dataset_id"),
 }
 DEEPEVAL_TURN_KEYS: dict[str, str | None] = {
-    "retrievalContext": None,
-    "tools_called": None,
-    "toolsCalled": None,
-    "user_id": "user_id",
-    "userId": "user_id",
-    "additional_metadata": None,
-    "additionalMetadata": None,
-    "mcp_tools_called": "mcp_tools_called",
-    "mcpToolsCalled": "mcp_tools_called",
-    "mcp_resources_called": "mcp_resources_called",
-    "mcpResourcesCalled": "mcp_resources_called",
-    "mcp_prompts_called": "mcp_prompts_called",
-    # deepeval 4 voice turns
-    "audio": "audio",
-    "latency_ms": "latency_ms",
-    "latencyMs": "latency_ms",
-    "interrupted": "interrupted",
-    "mcpPromptsCalled": "mcp_prompts_called",
+    **dict.fromkeys(("retrievalContext", "tools_called", "toolsCalled", "additional_metadata", "additionalMetadata")),
+    **_both_spellings("user_id", "mcp_tools_called", "mcp_resources_called", "mcp_prompts_called", "audio",
+                      "latency_ms", "interrupted"),
 }
 
 

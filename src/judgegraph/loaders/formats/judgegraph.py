@@ -16,19 +16,14 @@ JUDGEGRAPH_TURN_KEYS = ("role", "content", "retrieval_context", "tool_calls", "m
 def from_judgegraph(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, Any]]:
     # unknown keys first, with a "did you mean" hint (pydantic only says "extra")
     problems = check_keys(rec, [*JUDGEGRAPH_KEYS, "conversation_id"], ())
-    turns = rec.get("turns")
-    if isinstance(turns, list):
-        for i, turn in enumerate(turns):
-            if isinstance(turn, dict):
-                problems.extend(check_keys(turn, JUDGEGRAPH_TURN_KEYS, ("turns", i)))
     data = {k: v for k, v in rec.items() if k in JUDGEGRAPH_KEYS}
     id_key, id_value = pick(rec, (), "id", "conversation_id")
     data["id"] = clean_id(id_value, ctx, (id_key or "id",))
-    if isinstance(turns, list):
-        data["turns"] = [
-            {k: v for k, v in t.items() if k in JUDGEGRAPH_TURN_KEYS} if isinstance(t, dict) else t
-            for t in turns
-        ]
+    if isinstance(turns := rec.get("turns"), list):
+        data["turns"] = [{k: v for k, v in t.items() if k in JUDGEGRAPH_TURN_KEYS} if isinstance(t, dict) else t
+                         for t in turns]
+        problems += [p for i, t in enumerate(turns) if isinstance(t, dict)
+                     for p in check_keys(t, JUDGEGRAPH_TURN_KEYS, ("turns", i))]
     try:
         conv = validate(data, [(("id",), (id_key or "id",))])
     except RecordErrors as exc:

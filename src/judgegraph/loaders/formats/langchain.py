@@ -1,8 +1,5 @@
-"""LangChain messages: a record ``{"messages": [...]}`` whose messages are
-``messages_to_dict`` dumps (``{"type": "human", "data": {...}}``) or
-``BaseMessage.model_dump()`` dicts (``{"type": "ai", "content": ..., ...}``),
-converted by :func:`judgegraph.data.conversation.from_messages` (LangChain's own
-``messages_from_dict`` / ``convert_to_messages``, no hand-written map)."""
+"""LangChain messages: a record ``{"messages": [...]}`` of ``messages_to_dict`` or ``model_dump()`` dumps, converted
+by :func:`judgegraph.data.conversation.from_messages` (LangChain's own readers)."""
 
 from __future__ import annotations
 

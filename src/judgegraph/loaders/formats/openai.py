@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from contextlib import suppress
 from typing import Any
 
 from judgegraph.data.conversation import Conversation
+from judgegraph.data.toolref import parse_arguments
 
 from ..base import Ctx, Path_, RecordErrors, check_keys, clean_id, fail, metadata, record_messages, validate
 
@@ -20,11 +20,9 @@ OPENAI_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "t
 
 
 def content_text(value: object, path: Path_ = ()) -> str:
-    """An OpenAI-style message ``content`` as text: a string, or a list of parts whose text parts (``text``,
-    ``input_text``, ``output_text``; a bare string) are joined by newlines, image, audio, file and refusal parts
-    skipped; None is empty. The one reader of it (an OpenAI chat file, an MLflow trace's messages);
-    :class:`~judgegraph.loaders.base.RecordErrors` at ``path`` (a part that is not an object, a text part
-    without a string ``text``, a content that is neither a string nor a list)."""
+    """An OpenAI-style message ``content`` as text (the one reader: chat files, MLflow traces): a string, or its text
+    parts joined by newlines, other parts skipped; None is empty. :class:`~judgegraph.loaders.base.RecordErrors` at
+    ``path`` for a malformed content or part."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -50,9 +48,7 @@ def tool_call(name: str, args: object, call_id: object) -> dict[str, Any]:
     """A tool call as a turn holds it, from an OpenAI-style call: ``arguments``
     decoded when they are a JSON object in a string, other non-dict values kept as JSON text."""
     if isinstance(args, str):
-        with suppress(ValueError):
-            parsed = json.loads(args)
-            args = parsed if isinstance(parsed, dict) else args
+        args = parse_arguments(args)
     elif args is not None and not isinstance(args, dict):
         args = json.dumps(args)
     return {"name": name, "arguments": args, **({"id": str(call_id)} if call_id is not None else {})}
@@ -100,9 +96,7 @@ def from_openai(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, 
                 raise fail(path + ("tool_calls",), "must be a list")
             tool_calls = [_openai_tool_call(c, path + ("tool_calls", j)) for j, c in enumerate(calls)]
             if isinstance(msg.get("function_call"), dict):
-                tool_calls.append(
-                    _openai_tool_call({"function": msg["function_call"]}, path + ("function_call",))
-                )
+                tool_calls.append(_openai_tool_call({"function": msg["function_call"]}, path + ("function_call",)))
         except RecordErrors as exc:
             problems.extend(exc.problems)
             continue

@@ -1,15 +1,18 @@
-"""promptfoo tests: ``vars._conversation`` (or a single prompt/output) and the
-``conversation-relevance`` assertion's options."""
+"""promptfoo tests: ``vars._conversation`` (or a single prompt/output) and the ``conversation-relevance``
+assertion's options; and promptfoo's rule for a result, applied after the metric has run: a ``not-`` assertion, marked
+``negate: True`` by the loader (plain data, picklable), inverts it (:func:`result_transform`)."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from judgegraph.core.scoring import check_threshold, check_whole
 from judgegraph.data.conversation import Conversation
+from judgegraph.data.results import MetricResult
 
 from ..base import Ctx, Path_, RecordErrors, check_keys, fail, metadata, validate
 from ..limits import FileTooLarge, NotARegularFile, read_small_file
@@ -32,11 +35,8 @@ def _as_text(value: object) -> str:
 
 
 def _render_prompt(template: str, variables: dict[str, Any]) -> str:
-    """Replace ``{{name}}`` / ``{{ name }}`` with the variable's value, in one pass.
-
-    Substituted values are never rendered again, so ``{{ env.SECRET }}`` inside a
-    value stays literal; placeholders naming unknown variables are left as-is.
-    """
+    """``{{name}}`` / ``{{ name }}`` replaced by the variable's value in one pass (a value is never rendered again);
+    unknown names left as they are."""
 
     def sub(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -61,10 +61,8 @@ _ANY_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
 
 
 def _read_rubric(value: Any, path: Path_, ctx: Ctx, variables: dict[str, Any]) -> str:
-    """A ``rubricPrompt``: ``file://`` read relative to the config file's folder
-    (never outside it unless allowed); promptfoo variables filled from the test's
-    vars in one pass; a placeholder that cannot be filled (``{{ messages }}``,
-    which promptfoo fills per window) is refused, never sent with its braces."""
+    """A ``rubricPrompt`` (``file://`` read from the config file's folder), the test's vars filled in one pass; a
+    placeholder that cannot be filled (``{{ messages }}``) is refused, never sent with its braces."""
     text = _as_text(value)
     if text.startswith("file://"):
         if ctx.folder is None:
@@ -134,46 +132,33 @@ def _assertions(asserts: object, path: Path_, ctx: Ctx,
         window = (config or {}).get("windowSize")
         if window is not None:
             opts["window_size"] = _option(check_whole, window, p + ("config", "windowSize"))
-        if a.get("rubricPrompt") is not None:
-            opts["rubric"] = _read_rubric(a["rubricPrompt"], p + ("rubricPrompt",), ctx, variables)
-        model = _provider_id(a.get("provider"))
-        if model:
-            opts["model"] = model
-        out.append(opts)
+        out.append({**opts, **_judge_options(a, p, ctx, variables)})
     return out
 
 
-def _level_extra(level: dict[str, Any], path: Path_, ctx: Ctx, variables: dict[str, Any]) -> dict[str, Any]:
-    """A level's ``options.provider`` / ``options.rubricPrompt`` (apply to every assertion)."""
-    extra = level.get("options")
+def _judge_options(obj: object, path: Path_, ctx: Ctx, variables: dict[str, Any]) -> dict[str, Any]:
+    """The ``provider`` / ``rubricPrompt`` of an assertion or of a level's ``options``, as ``model`` / ``rubric``."""
     out: dict[str, Any] = {}
-    if isinstance(extra, dict):
-        model = _provider_id(extra.get("provider"))
-        if model:
+    if isinstance(obj, dict):
+        if model := _provider_id(obj.get("provider")):
             out["model"] = model
-        if extra.get("rubricPrompt") is not None:
-            out["rubric"] = _read_rubric(extra["rubricPrompt"], path + ("options", "rubricPrompt"), ctx, variables)
+        if obj.get("rubricPrompt") is not None:
+            out["rubric"] = _read_rubric(obj["rubricPrompt"], path + ("rubricPrompt",), ctx, variables)
     return out
 
 
 def test_assertions(rec: dict[str, Any], default: dict[str, Any], ctx: Ctx,
                     variables: dict[str, Any]) -> list[dict[str, Any]]:
-    """The assertions a test runs, as promptfoo runs them: ``defaultTest``'s
-    assertions **followed by** the test's own (promptfoo 0.121.20 concatenates
-    the two lists, ``prepareTestCaseForEval``; both run), unless the test sets
-    ``options.disableDefaultAsserts: true``. ``options`` merge key by key (the
-    test's winning, as promptfoo spreads them) and an assertion's own
-    ``provider`` / ``rubricPrompt`` win over them (promptfoo's
-    ``getFinalTest``). Each gets the result key it is written under: the first
-    plain one the metric's own name, ``not-conversation-relevance`` for a
-    negated one, ``#2``, ``#3`` ... after repeats."""
+    """The assertions a test runs, as promptfoo 0.121.20 runs them: ``defaultTest``'s then the test's own
+    (``prepareTestCaseForEval``) unless ``options.disableDefaultAsserts``; ``options`` merged key by key, the test's
+    winning, an assertion's own ``provider`` / ``rubricPrompt`` over both (``getFinalTest``). Result keys: the metric's
+    name, ``not-conversation-relevance`` when negated, ``#2``, ``#3`` ... after repeats."""
     own_options = rec.get("options")
     skip_default = isinstance(own_options, dict) and own_options.get("disableDefaultAsserts") is True
-    found = [] if skip_default or not default else _assertions(default.get("assert"), ("defaultTest", "assert"),
-                                                                ctx, variables)
+    found = [] if skip_default else _assertions(default.get("assert"), ("defaultTest", "assert"), ctx, variables)
     found += _assertions(rec.get("assert"), ("assert",), ctx, variables)
-    extra = {**(_level_extra(default, ("defaultTest",), ctx, variables) if default else {}),
-             **_level_extra(rec, (), ctx, variables)}
+    extra = {**_judge_options(default.get("options"), ("defaultTest", "options"), ctx, variables),
+             **_judge_options(rec.get("options"), ("options",), ctx, variables)}
     chosen = [{**extra, **a} for a in found or [{}]]
     seen: dict[str, int] = {}
     for opts in chosen:
@@ -185,19 +170,13 @@ def test_assertions(rec: dict[str, Any], default: dict[str, Any], ctx: Ctx,
 
 
 def _first_prompt(doc: dict[str, Any] | None) -> str | None:
-    if not doc:
-        return None
-    prompts = doc.get("prompts")
+    prompts = (doc or {}).get("prompts")
     if isinstance(prompts, (str, dict)):
         prompts = [prompts]
-    if not isinstance(prompts, list) or not prompts:
-        return None
-    first = prompts[0]
+    first = prompts[0] if isinstance(prompts, list) and prompts else None
     if isinstance(first, dict):
         first = first.get("raw")
-    if not isinstance(first, str) or first.startswith("file://"):
-        return None
-    return first
+    return first if isinstance(first, str) and not first.startswith("file://") else None
 
 
 def from_promptfoo(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, Any]]:
@@ -285,3 +264,32 @@ def from_promptfoo(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[st
     conv_id = (_slug(description) if isinstance(description, str) else "") or ctx.fallback_id
     data = {"id": conv_id, "turns": turns, "metadata": meta}
     return validate(data, renames), options
+
+
+#: A function applied to a metric's result before it is written (e.g. promptfoo's negation).
+ResultTransform = Callable[[MetricResult], MetricResult]
+
+
+def negate_result(result: MetricResult) -> MetricResult:
+    """A negated assertion's result: passes only when the score is strictly below the threshold (promptfoo 0.121.20:
+    ``pass = (score >= threshold - EPSILON) !== inverse``), the score becoming ``1 - score``. A result not judged
+    (error, not applicable, no score) is never flipped into a pass: returned as is, its reason saying so."""
+    note = f"negated assertion {result.key!r}"
+    if result.status in ("error", "not_applicable") or result.score is None or result.threshold is None:
+        return result.model_copy(update={"reason": f"{note}: not flipped ({result.status}); {result.reason}",
+                                         "details": {**result.details, "negated": True}})
+    passed = not result.score >= result.threshold - sys.float_info.epsilon  # promptfoo's Number.EPSILON
+    return result.model_copy(update={
+        "score": 1.0 - result.score,
+        "passed": passed,
+        "status": "passed" if passed else "failed",
+        "reason": (f"{note}: passes when the metric's score {result.score:.2f} is below the threshold "
+                   f"{result.threshold:g} — {'it is' if passed else 'it is not'}; the metric said: {result.reason}"),
+        "details": {**result.details, "negated": True, "metric_score": result.score, "metric_passed": result.passed},
+    })
+
+
+def result_transform(assertion: Mapping[str, Any]) -> ResultTransform | None:
+    """What to apply to the result of an input file's assertion
+    (:attr:`~judgegraph.loaders.LoadedConversation.assertions`): :func:`negate_result` for a ``not-`` one, else None."""
+    return negate_result if assertion.get("negate") else None

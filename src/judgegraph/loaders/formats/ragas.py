@@ -59,10 +59,8 @@ def _ragas_messages(messages: list[Any], path: Path_) -> tuple[list[dict[str, An
 
 
 def from_ragas(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, Any]]:
-    """A ragas sample. Single-turn (``user_input`` a string): one user turn and
-    one assistant turn holding ``retrieved_contexts``. Multi-turn (``user_input``
-    a list of ragas messages): one turn per message. Other ragas fields
-    (``reference``, ``ground_truth``, ...) are kept in the metadata."""
+    """A ragas sample: single-turn (a user turn, an assistant turn holding ``retrieved_contexts``) or multi-turn (a turn
+    per message of ``user_input``); its other fields (``reference``, ...) kept in the metadata."""
     problems = check_keys(rec, RAGAS_KEYS, ())
     if problems:
         raise RecordErrors(problems)
@@ -76,10 +74,8 @@ def from_ragas(rec: dict[str, Any], ctx: Ctx) -> tuple[Conversation, dict[str, A
     if ukey is None:
         raise fail(("user_input",), "Field required (the user's message; 'question' in older ragas)")
     if isinstance(user, list):
-        for unused in (rkey, ckey):
-            if unused is not None:
-                problems.append(((unused,), ("not used with a multi-turn user_input (a list of messages): the replies"
-                                          " are its 'ai' messages")))
+        problems += [((unused,), "not used with a multi-turn user_input (a list of messages): the replies are its 'ai'"
+                      " messages") for unused in (rkey, ckey) if unused is not None]
         if problems:
             raise RecordErrors(problems)
         if not user:
