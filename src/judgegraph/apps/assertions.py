@@ -24,8 +24,7 @@ from ..core.nodes import quote, turn_label
 from ..data.results import MetricResult
 from ..judges import ModelLike
 from . import listeners
-from .messages import Scope, to_conversation
-from .metrics import MetricLike, judge_graph
+from .metrics import MetricLike, Scope, judge_graph, to_conversation
 
 #: Verdict values that count against a metric (turn-level "no", user frustration "unresolved").
 NEGATIVE = frozenset({"no", "unresolved"})

@@ -24,8 +24,7 @@ from typing_extensions import TypedDict
 from ..data.conversation import Conversation, from_messages
 from ..data.results import FeedbackExtra, MetricResult
 from ..judges import ModelLike
-from .messages import Scope
-from .metrics import MetricLike, judge_graph
+from .metrics import MetricLike, Scope, judge_graph
 
 OUTPUT_KEYS = ("output", "answer", "response", "content")
 QUESTION_KEYS = ("question", "input", "query")

@@ -29,8 +29,7 @@ from ..core.state import MetricInput
 from ..data.results import MetricResult
 from ..judges import ModelLike
 from ..metrics import MetricNotFound, MetricSpec, canonical_name, get_metric, registry
-from .messages import Scope, to_conversation
-from .metrics import MetricLike, judge_graph
+from .metrics import MetricLike, Scope, judge_graph, to_conversation
 
 
 def judge_node(
@@ -56,7 +55,7 @@ def judge_node(
     window, one judgement per metric step, for online evaluation after each
     turn. Session-level metrics (completeness, frustration, ...) always read
     the whole conversation. In the latest scope the judge gets the very
-    request the metric's own last window makes (:mod:`judgegraph.apps.latest`).
+    request the metric's own last window makes (:func:`judgegraph.apps.metrics.latest_runner`).
     Works under ``invoke`` and ``ainvoke`` alike. ``conversation_id``
     defaults to the run's ``thread_id`` when there is one. ``output``: what is
     written per metric (see the module docs)."""
