@@ -1,18 +1,5 @@
-"""pytest assertions: judge a conversation in a test and fail with a message
-that names the failing turns and the judge's reasons.
-
-    from judgegraph.apps import assert_judged
-
-    def test_support_bot_stays_on_topic():
-        messages = support_bot.invoke({"messages": [("user", "How do I block my card?")]})["messages"]
-        assert_judged(messages, ["turn_relevancy", "conversation_completeness"], model="openai:gpt-4.1-mini")
-
-A metric that fails its threshold raises :class:`JudgementFailed` (an
-``AssertionError``); so does one the judge could not judge (status
-``"error"``: a judge error is never a pass). ``not_applicable`` (nothing to
-judge) passes unless ``allow_not_applicable=False``. With the ``judgegraph``
-pytest plugin (installed with the package) every judged conversation is also
-counted in the session's summary.
+"""pytest assertions: :func:`assert_judged` judges a conversation in a test and fails with a message that names
+the failing turns and the judge's reasons; a judge error fails too, never passes (docs/apps.md).
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
-"""judgegraph metrics as LangSmith and openevals-style evaluators.
-
-    from langsmith import evaluate
-    evaluate(target, data="support-chats", evaluators=[as_evaluator("turn_relevancy", model="openai:gpt-4.1-mini")])
-
-    relevancy = as_evaluator("turn_relevancy", model=judge_llm)
-    relevancy(inputs={"messages": [...]}, outputs={"messages": [...]})       # openevals convention
-    relevancy(run, example)                                                   # LangSmith's older (run, example)
-
-Where the conversation is found in ``inputs``/``outputs``/``reference_outputs`` (a LangGraph app's
-``MessagesState``, a list of messages, or a single reply after the input messages) is the table of
-docs/apps.md, "LangSmith and openevals-style evaluators". The evaluator returns
-:meth:`MetricResult.to_feedback` as ``{key, score, value, comment, metadata}`` (``{"results": [...]}``
-with several metrics); a judge error is status ``"error"`` with score None, never a pass or a fail.
+"""judgegraph metrics as LangSmith and openevals-style evaluators (:func:`as_evaluator`); where the conversation is
+found in ``inputs``/``outputs``/``reference_outputs`` is the table of docs/apps.md, "LangSmith and openevals-style
+evaluators". A judge error is status ``"error"`` with score None, never a pass or a fail.
 """
 
 from __future__ import annotations

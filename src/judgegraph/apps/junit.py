@@ -1,23 +1,7 @@
-"""JUnit XML from judgegraph results, for CI systems that read it.
-
-One ``<testcase>`` per conversation × metric (``classname`` the conversation
-id, ``name`` the metric):
-
-* status ``failed`` → ``<failure type="threshold">`` with the reason;
-* status ``error``, or any judge error inside a result (some judgement could
-  not be made) → ``<error type="judge_error">`` listing the errors — never
-  a pass or a failure;
-* ``not_applicable`` → ``<skipped>``;
-* a conversation whose run failed → one ``<testcase name="run">`` with an
-  ``<error type="run_error">``; a bad input record → a ``<testcase>`` in class
-  ``input`` with an ``<error type="input_error">`` naming file, line and field.
-
-The input is the results JSONL that ``judgegraph eval --out`` writes (or its
-records as dicts), so it can be made after any run: ``judgegraph eval ...
---junit report.xml``, or :func:`write_junit` from Python. Conversation text
-is escaped as XML character data, never markup; a character XML 1.0 cannot hold
-(a control character such as ESC, a lone surrogate, U+FFFE/U+FFFF) is written as
-a visible escape (``\\x1b``), so the file always parses.
+"""JUnit XML from judgegraph results, for CI systems that read it (docs/apps.md, "pytest and CI"): one ``<testcase>``
+per conversation × metric; a failed threshold is a ``<failure>``, a judge error an ``<error>`` (never a pass or a
+failure), ``not_applicable`` a ``<skipped>``; a failed run and a bad input record are ``<error>`` cases of their own.
+A character XML 1.0 cannot hold is written as a visible escape (``\\x1b``), so the file always parses.
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
-"""A judge as a node of your own LangGraph graph, and a guardrail that routes
-on its verdict.
-
-    builder = StateGraph(State)                       # State: MessagesState + judgements
-    builder.add_node("chatbot", chatbot)
-    builder.add_node("judge", judge_node("turn_relevancy", model=judge_llm, scope="latest"))
-    builder.add_node("regenerate", regenerate)        # reads verdict_reason(state, "turn_relevancy")
-    builder.add_edge(START, "chatbot")
-    builder.add_edge("chatbot", "judge")
-    route = route_on_verdict("turn_relevancy", passed=END, failed="regenerate")
-    builder.add_conditional_edges("judge", route, route.destinations)
-
-The node writes ``{metric name: result}`` to ``results_key`` (declare it in your state, e.g.
-``judgements: dict[str, Any]``): plain JSON by default (``MetricResult.model_dump(mode="json")``, which
-survives any checkpointer and LangGraph's API server), or ``output="result"`` / ``"feedback"``
-(docs/apps.md, "A judge as a node"). The routers and :func:`verdict_reason` read all three forms.
+"""A judge as a node of your own LangGraph graph (:func:`judge_node`), and a guardrail that routes on its verdict
+(:func:`route_on_verdict`, :func:`verdict_reason`): docs/apps.md, "A judge as a node". The node writes
+``{metric name: result}`` to ``results_key`` as plain JSON, a ``MetricResult`` or a feedback record; the routers
+read all three forms.
 """
 
 from __future__ import annotations

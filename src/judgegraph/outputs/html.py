@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -151,22 +152,15 @@ def _judged_inputs(files: Sequence[RunFile], inputs: Sequence[str | Path], probl
 def _summary(conversations: list[ConversationLine], metrics: list[str]) -> dict[str, MetricSummary]:
     out: dict[str, MetricSummary] = {}
     for m in metrics:
-        counts = dict.fromkeys(STATUSES, 0)
+        got = [r for c in conversations if (r := c.results.get(m)) is not None]
+        counts = Counter(r.status for r in got)  # read_run names any other status; None: a result without one
+        scores = [score for r in got if (score := r.number) is not None and 0.0 <= score <= 1.0]
         hist = [0] * BINS
-        scores: list[float] = []
-        judge_errors = 0
-        for c in conversations:
-            if (r := c.results.get(m)) is None:
-                continue
-            if r.status in counts:  # read_run names any other status; None: a result without one
-                counts[r.status] += 1
-            judge_errors += len(r.errors)
-            if (score := r.number) is not None and 0.0 <= score <= 1.0:
-                scores.append(score)
-                hist[min(int(score * BINS), BINS - 1)] += 1
+        for score in scores:
+            hist[min(int(score * BINS), BINS - 1)] += 1
         out[m] = MetricSummary(passed=counts["passed"], failed=counts["failed"], error=counts["error"],
-                               not_applicable=counts["not_applicable"], judge_errors=judge_errors, histogram=hist,
-                               mean_score=sum(scores) / len(scores) if scores else None)
+                               not_applicable=counts["not_applicable"], judge_errors=sum(len(r.errors) for r in got),
+                               histogram=hist, mean_score=sum(scores) / len(scores) if scores else None)
     return out
 
 
@@ -220,18 +214,14 @@ def _report_data(files: list[RunFile], comparison: Comparison,
     turns, problems = _turns_by_id(inputs)
     problems = [p for f in files for p in f.problems] + problems
     compare = len(files) > 1
-    own_turns: list[dict[str, list[TurnText]]] = []  # each run's turns from its header's inputs
-    for f in files:
-        recorded = _recorded_inputs(f) if not inputs or compare else []
-        own_turns.append(_turns_by_id(recorded)[0] if recorded else {})
+    # each run's turns from its header's inputs
+    own_turns = [_turns_by_id(_recorded_inputs(f))[0] if not inputs or compare else {} for f in files]
     given = _judged_inputs(files, inputs, problems) if compare else [True]
     runs: list[dict[str, Any]] = []
-    summaries, totals = [], []
     for i, (f, facts) in enumerate(zip(files, comparison.runs)):
         own = [record for row in comparison.rows if (record := row.records[i]) is not None]
-        summaries.append(_summary(own, [m for m in comparison.metrics if any(m in c.results for c in own)]))
-        totals.append(_totals(f, own, summaries[-1]))
-        runs.append({**facts.to_json(), "summary": summaries[-1], "totals": totals[-1]})
+        summary = _summary(own, [m for m in comparison.metrics if any(m in c.results for c in own)])
+        runs.append({**facts.to_json(), "summary": summary, "totals": _totals(f, own, summary)})
     conversations: list[PageConversation] = []
     for row in comparison.rows:
         cid = row.conversation_id
@@ -254,7 +244,7 @@ def _report_data(files: list[RunFile], comparison: Comparison,
         problems=problems,
     )
     if not compare:
-        data["summary"], data["totals"] = summaries[0], totals[0]
+        data["summary"], data["totals"] = runs[0]["summary"], runs[0]["totals"]
     return data, problems
 
 
