@@ -30,12 +30,8 @@ def xml_text(text: str) -> str:
 def _clean(root: ET.Element) -> None:
     """Every text, tail and attribute of the tree made fit for XML 1.0."""
     for el in root.iter():
-        for name, value in el.attrib.items():
-            el.set(name, xml_text(value))
-        if el.text:
-            el.text = xml_text(el.text)
-        if el.tail:
-            el.tail = xml_text(el.tail)
+        el.attrib.update({name: xml_text(value) for name, value in el.attrib.items()})
+        el.text, el.tail = el.text and xml_text(el.text), el.tail and xml_text(el.tail)
 
 
 def _case(suite: ET.Element, classname: str, name: str, body: str = "") -> ET.Element:
@@ -105,10 +101,8 @@ def junit_from_results(records: RunFile | Iterable[dict[str, Any]], *, name: str
             ET.SubElement(case, "error", type="run_error", message=error).text = error
             counts["error"] += 1
     for el in (root, suite):
-        el.set("tests", str(counts.total()))
-        el.set("failures", str(counts["failure"]))
-        el.set("errors", str(counts["error"]))
-        el.set("skipped", str(counts["skipped"]))
+        el.attrib.update(tests=str(counts.total()), failures=str(counts["failure"]), errors=str(counts["error"]),
+                         skipped=str(counts["skipped"]))
     _clean(root)
     return ET.ElementTree(root)
 
