@@ -60,12 +60,10 @@ listeners: list[Callable[[str, dict[str, MetricResult]], None]] = []
 class _AppsModule(ModuleType):
     """This package, with ``simulate`` always the function.
 
-    The function lives in the subpackage of the same name, and importing a
-    submodule binds its name on the parent package: without this,
-    ``from judgegraph.apps import simulate`` would give the module once
-    ``judgegraph.apps.simulate`` had been imported (by that very line, or by
-    anything before it). The subpackage stays importable for its other names
-    (``from judgegraph.apps.simulate import Scenario``)."""
+    The function lives in the subpackage of the same name, and importing a submodule binds its name on the parent
+    package: without this, ``from judgegraph.apps import simulate`` would give the module once
+    ``judgegraph.apps.simulate`` had been imported (by that very line, or by anything before it). The subpackage
+    stays importable for its other names (``from judgegraph.apps.simulate import Scenario``)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "simulate" and isinstance(value, ModuleType):

@@ -26,8 +26,8 @@ class JudgementFailed(AssertionError):
 
 
 def describe(result: MetricResult) -> list[str]:
-    """Readable lines for a result that did not pass: the score against the
-    threshold, every failing verdict with its turns and reason, every judge error."""
+    """Readable lines for a result that did not pass: the score against the threshold, every failing verdict with
+    its turns and reason, every judge error."""
     score = "no score" if result.score is None else f"score {result.score:.2f}"
     threshold = "" if result.threshold is None else f" (threshold {result.threshold:.2f})"
     lines = [f"{result.key}: {result.status}, {score}{threshold}"]
@@ -52,13 +52,10 @@ def assert_judged(
     allow_not_applicable: bool = True,
     **fields: Any,
 ) -> dict[str, MetricResult]:
-    """Judge ``conversation`` (messages, a ``{"messages": ...}`` dict, a
-    Conversation or a judgegraph conversation dict) with ``metrics`` (names
-    built with ``model``, or compiled graphs) and raise
-    :class:`JudgementFailed` naming each metric that did not pass, its failing
-    turns and the judge's reasons. Returns the results when all pass.
-    ``fields`` set conversation fields (``id``, ``chatbot_role``,
-    ``expected_outcome``)."""
+    """Judge ``conversation`` (messages, a ``{"messages": ...}`` dict, a Conversation or a judgegraph conversation
+    dict) with ``metrics`` (names built with ``model``, or compiled graphs) and raise :class:`JudgementFailed`
+    naming each metric that did not pass, its failing turns and the judge's reasons. Returns the results when all
+    pass. ``fields`` set conversation fields (``id``, ``chatbot_role``, ``expected_outcome``)."""
     conv = to_conversation(conversation, **fields)
     results: dict[str, MetricResult] = judge_graph(metrics, model=model, scope=scope).invoke(
         {"conversation": conv})["results"]

@@ -114,14 +114,12 @@ def as_evaluator(
     scope: Scope = "conversation",
     name: str | None = None,
 ) -> Evaluator:
-    """An evaluator for ``langsmith.evaluate(..., evaluators=[...])`` and for
-    direct openevals-style calls (``inputs=``, ``outputs=``,
-    ``reference_outputs=``); also callable as ``evaluator(run, example)``.
+    """An evaluator for ``langsmith.evaluate(..., evaluators=[...])`` and for direct openevals-style calls
+    (``inputs=``, ``outputs=``, ``reference_outputs=``); also callable as ``evaluator(run, example)``.
 
-    ``metrics``: a metric name, a compiled metric graph, or a list of them
-    (names are built with ``model``). ``scope="latest"`` judges only the last
-    exchange (one window). Use ``aevaluate`` / ``await evaluator.acall(...)``
-    in async code: the same graph runs under ``ainvoke``."""
+    ``metrics``: a metric name, a compiled metric graph, or a list of them (names are built with ``model``).
+    ``scope="latest"`` judges only the last exchange (one window). Use ``aevaluate`` / ``await
+    evaluator.acall(...)`` in async code: the same graph runs under ``ainvoke``."""
     graph = judge_graph(metrics, model=model, scope=scope)
 
     def args(inputs: Any, outputs: Any, reference_outputs: Any, run: Any, example: Any) -> dict[str, Conversation]:

@@ -31,22 +31,13 @@ def judge_node(
     output: Literal["dict", "result", "feedback"] = "dict",
     name: str = "judge",
 ) -> RunnableLambda:
-    """A node for ``StateGraph.add_node`` that judges the messages in
-    ``state[messages_key]`` (LangChain messages or their dicts) and writes
-    ``{results_key: {metric: MetricResult}}``.
+    """A node for ``StateGraph.add_node`` that judges the messages in ``state[messages_key]`` (LangChain messages
+    or their dicts) and writes ``{results_key: {metric: result}}`` (docs/apps.md, "A judge as a node").
 
-    ``metrics``: a metric name, a compiled metric graph, or a list of them
-    (names are built with ``model``: a chat model, a ``"provider:model"``
-    string, a Judge, or None for the offline judge). ``scope="conversation"``
-    judges every exchange; ``scope="latest"`` judges only the last
-    user→assistant exchange, with the earlier messages as its context — one
-    window, one judgement per metric step, for online evaluation after each
-    turn. Session-level metrics (completeness, frustration, ...) always read
-    the whole conversation. In the latest scope the judge gets the very
-    request the metric's own last window makes (:func:`judgegraph.apps.metrics.latest_runner`).
-    Works under ``invoke`` and ``ainvoke`` alike. ``conversation_id``
-    defaults to the run's ``thread_id`` when there is one. ``output``: what is
-    written per metric (see the module docs)."""
+    ``metrics``: a metric name, a compiled metric graph, or a list of them (names are built with ``model``).
+    ``scope="latest"`` judges only the last user→assistant exchange, with the earlier messages as its context
+    (session-level metrics always read the whole conversation). ``conversation_id`` defaults to the run's
+    ``thread_id``; ``output``: what is written per metric (the module docs). Works under invoke and ainvoke."""
     if output not in ("dict", "result", "feedback"):
         raise ValueError(f"output must be 'dict', 'result' or 'feedback', got {output!r}")
     graph = judge_graph(metrics, model=model, scope=scope)
@@ -111,8 +102,8 @@ def _result(state: Mapping[str, Any], metric: str, results_key: str) -> MetricRe
 
 
 class VerdictRouter(Protocol):
-    """What :func:`route_on_verdict` returns: a router of the state to the next node's name, with
-    ``destinations``, the nodes it can go to (``add_conditional_edges``' path map)."""
+    """What :func:`route_on_verdict` returns: a router of the state to the next node's name, with ``destinations``,
+    the nodes it can go to (``add_conditional_edges``' path map)."""
 
     destinations: list[str]
 
@@ -128,19 +119,14 @@ def route_on_verdict(
     error: str | None = None,
     not_applicable: str | None = None,
 ) -> VerdictRouter:
-    """A router for ``add_conditional_edges`` on ``metric``'s result in
-    ``state[results_key]``: its status picks the next node.
+    """A router for ``add_conditional_edges`` on ``metric``'s result in ``state[results_key]``: its status picks
+    the next node. ``error`` (the judge could not judge, or no result) defaults to the ``failed`` node, so a
+    guardrail fails closed; ``not_applicable`` (nothing to judge) defaults to ``passed``. The router's
+    ``destinations`` is the path map to pass along.
 
-    ``passed`` / ``failed``: where a passing / failing result goes. ``error``
-    (the judge could not judge, or no result): default the ``failed`` node, so a
-    guardrail fails closed — a judge error is never taken as a pass.
-    ``not_applicable`` (nothing to judge, e.g. no reply yet): default ``passed``.
-    The returned function has ``destinations``, the path map to pass along.
-
-    ``metric``: a metric name (as :func:`judge_node` takes it: ``turn-relevancy`` is ``turn_relevancy``), or for
-    a metric of your own its compiled graph or spec. An unknown name is a ``ValueError`` here, when the graph is
-    built; a state whose ``results_key`` holds other metrics' results but not this one's is a ``KeyError`` (the
-    judge node does not judge it: routing on would loop)."""
+    ``metric``: as :func:`result_key` takes it. An unknown name is a ``ValueError`` here, when the graph is built;
+    a state whose ``results_key`` holds other metrics' results but not this one's is a ``KeyError`` (the judge
+    node does not judge it: routing on would loop)."""
     key = result_key(metric)
     targets = {"passed": passed, "failed": failed, "error": error or failed,
                "not_applicable": not_applicable or passed}

@@ -1,7 +1,6 @@
-"""Runs side by side: the facts of each run (judge, thresholds, pass rate, cost,
-duration: :meth:`judgegraph.runs.RunFile.facts`, as ``judgegraph diff`` reads
-them) and its conversations matched by id across runs, for the HTML report.
-A conversation absent from a run is a ``None`` cell and counts as a difference.
+"""Runs side by side: the facts of each run (judge, thresholds, pass rate, cost, duration:
+:meth:`judgegraph.runs.RunFile.facts`, as ``judgegraph diff`` reads them) and its conversations matched by id across
+runs, for the HTML report. A conversation absent from a run is a ``None`` cell and counts as a difference.
 
     comparison = compare_runs([read_run("old.jsonl"), read_run("new.jsonl")])
     [row.conversation_id for row in comparison.rows if row.differs]

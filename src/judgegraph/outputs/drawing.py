@@ -1,10 +1,8 @@
-"""Graph pictures with no network and no system packages: SVG laid out by
-grandalf (pure Python, a Sugiyama layered layout), PNG through resvg-py when
-installed (``pip install 'judgegraph[png]'``).
+"""Graph pictures with no network and no system packages: SVG laid out by grandalf (pure Python, a Sugiyama layered
+layout), PNG through resvg-py when installed (``pip install 'judgegraph[png]'``).
 
-``draw_svg(graph)`` takes a compiled graph or the ``langchain_core`` drawable
-graph ``compiled.get_graph(xray=...)`` returns. Node ids of an x-rayed graph
-are ``"<subgraph>:<node>"``; every subgraph (a report's metrics) is drawn as a
+``draw_svg(graph)`` takes a compiled graph or the ``langchain_core`` drawable graph ``compiled.get_graph(xray=...)``
+returns. Node ids of an x-rayed graph are ``"<subgraph>:<node>"``; every subgraph (a report's metrics) is drawn as a
 labelled group around its nodes. Conditional edges are dashed.
 """
 
@@ -218,8 +216,8 @@ def _f(v: float) -> str:
 
 
 def draw_svg(graph: Drawable, *, title: str | None = None, id_prefix: str = "jg") -> str:
-    """An SVG document of ``graph``: a labelled box per node, an arrow per
-    edge (dashed when conditional), a labelled frame per subgraph."""
+    """An SVG document of ``graph``: a labelled box per node, an arrow per edge (dashed when conditional), a
+    labelled frame per subgraph."""
     lay = graph_layout(graph)
     name = title if title is not None else str(getattr(graph, "name", "") or "graph")
     marker = f"{id_prefix}-arrow"

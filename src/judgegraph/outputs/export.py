@@ -1,9 +1,8 @@
 """A results file as a table: :func:`load_results` (Python) and ``judgegraph export`` (CSV, Parquet).
 
-One row per conversation × metric (and, asked for, one per verdict), in input order (each
-conversation line's ``position``; a file without positions keeps its own order). CSV needs
-nothing more; ``to_pandas`` and Parquet need the ``export`` extra (``pip install
-'judgegraph[export]'``: pandas and pyarrow).
+One row per conversation × metric (and, asked for, one per verdict), in input order (each conversation line's
+``position``; a file without positions keeps its own order). CSV needs nothing more; ``to_pandas`` and Parquet need
+the ``export`` extra (``pip install 'judgegraph[export]'``: pandas and pyarrow).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """One self-contained HTML file from a results JSONL file.
 
-The page works offline: CSS and script are inlined, nothing is fetched (a
-Content-Security-Policy forbids it). The data travels as JSON inside
-``<script type="application/json">`` with ``<``, ``>`` and ``&`` written as
-``\\u003c``/``\\u003e``/``\\u0026``, so no conversation text can close the
-element; the page's script renders every value with ``textContent``.
+The page works offline: CSS and script are inlined, nothing is fetched (a Content-Security-Policy forbids it). The
+data travels as JSON inside ``<script type="application/json">`` with ``<``, ``>`` and ``&`` written as
+``\\u003c``/``\\u003e``/``\\u0026``, so no conversation text can close the element; the page's script renders every
+value with ``textContent``.
 
     write_report("judgegraph-results.jsonl", "report.html", inputs=["chats.jsonl"])
 """
@@ -260,8 +259,8 @@ def _asset(name: str) -> str:
 
 
 def _graph_svgs(metrics: list[str], graphs: Iterable[Drawable] | None, *, llm: bool = False) -> list[str]:
-    """SVG pictures of the given compiled graphs; without any, the report graph of
-    ``metrics`` as registered (default options), when they can be built."""
+    """SVG pictures of the given compiled graphs; without any, the report graph of ``metrics`` as registered
+    (default options), when they can be built."""
     from .drawing import draw_svg
 
     chosen = list(graphs) if graphs is not None else []
@@ -278,8 +277,8 @@ def _graph_svgs(metrics: list[str], graphs: Iterable[Drawable] | None, *, llm: b
 
 
 def _default_report_graph(metrics: list[str], *, llm: bool) -> CompiledStateGraph | str:
-    """The report graph of the results' metric names (built for an LLM judge when
-    ``llm``, else the offline one), or why it cannot be drawn."""
+    """The report graph of the results' metric names (built for an LLM judge when ``llm``, else the offline one), or
+    why it cannot be drawn."""
     from ..judges import NoModel
     from ..metrics import get_metric
     from ..report import create_report_graph
@@ -391,12 +390,12 @@ def write_report(
     graphs: Iterable[Drawable] | None = None,
     title: str | None = None,
 ) -> ReportFile:
-    """Write the HTML report of the results file ``results`` to ``out``; given several
-    results files, the runs side by side (matched by conversation id).
+    """Write the HTML report of the results file ``results`` to ``out``; given several results files, the runs side
+    by side (matched by conversation id).
 
-    ``inputs``: the input files, to show every turn (results hold only the
-    judged replies). ``graphs``: compiled graphs to draw (``judgegraph eval``
-    passes the ones it ran); by default the results' metrics with default options."""
+    ``inputs``: the input files, to show every turn (results hold only the judged replies). ``graphs``: compiled
+    graphs to draw (``judgegraph eval`` passes the ones it ran); by default the results' metrics with default
+    options."""
     paths = [results] if isinstance(results, (str, Path)) else list(results)
     parsed = [read_run(p) for p in paths]
     html, data, problems = report_html(parsed, inputs=inputs, graphs=graphs, title=title)

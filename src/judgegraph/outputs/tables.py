@@ -1,10 +1,9 @@
-"""The report's tables written as HTML by Python, so the page reads with
-JavaScript off: the runs' facts, the per-metric summary with labelled
-histograms, and the conversations × runs × metrics matrix (failures first).
-The page's script only sorts, filters and opens conversations.
+"""The report's tables written as HTML by Python, so the page reads with JavaScript off: the runs' facts, the
+per-metric summary with labelled histograms, and the conversations × runs × metrics matrix (failures first). The
+page's script only sorts, filters and opens conversations.
 
-Every value from data (paths, ids, metric and judge names, errors) goes
-through :func:`html.escape`; numbers are formatted here.
+Every value from data (paths, ids, metric and judge names, errors) goes through :func:`html.escape`; numbers are
+formatted here.
 """
 
 from __future__ import annotations
@@ -51,8 +50,8 @@ def _score(value: object) -> str:
 
 
 def abbreviations(metrics: Sequence[str], *, columns: int) -> dict[str, str]:
-    """A short name per metric (its words' initials, longer where two would clash) when ``columns``
-    matrix columns would not fit a screen with whole names; else the names themselves."""
+    """A short name per metric (its words' initials, longer where two would clash) when ``columns`` matrix columns
+    would not fit a screen with whole names; else the names themselves."""
     if len(metrics) <= 3 and columns <= 6:
         return {m: m for m in metrics}
     out: dict[str, str] = {}

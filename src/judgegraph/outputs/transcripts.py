@@ -1,5 +1,5 @@
-"""Reading judge transcripts back: what the judge was asked and answered for one
-verdict (``transcript_of(result, window=3)``; from the shell: ``judgegraph show``).
+"""Reading judge transcripts back: what the judge was asked and answered for one verdict (``transcript_of(result,
+window=3)``; from the shell: ``judgegraph show``).
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ def format_attempts(attempts: Sequence[AttemptLine]) -> str:
 
 
 def transcript_of(result: MetricResult | ResultLine | Mapping[str, object], window: int | None = None) -> str:
-    """A result's judge transcripts as text (all verdicts, or that of ``window``): per attempt,
-    the exact prompt sent, then the raw reply."""
+    """A result's judge transcripts as text (all verdicts, or that of ``window``): per attempt, the exact prompt
+    sent, then the raw reply."""
     line = _line(result)
     parts = [f"{line.conversation_id} · {line.key} · score {line.score} · {line.status}"]
     rejudged = (line.details or {}).get("rejudged") or {}

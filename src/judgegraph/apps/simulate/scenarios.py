@@ -1,6 +1,5 @@
-"""Scenarios for the conversation simulator: who the simulated user is, what
-they want, and the situation they are in; read from Python or from a file
-(JSONL, JSON list, YAML list) with errors naming the file, line and field."""
+"""Scenarios for the conversation simulator: who the simulated user is, what they want, and the situation they are
+in; read from Python or from a file (JSONL, JSON list, YAML list) with errors naming the file, line and field."""
 
 from __future__ import annotations
 
@@ -90,9 +89,8 @@ def validate(records: Sequence[tuple[Any, Callable[[tuple[int | str, ...]], Wher
 
 
 def as_scenarios(items: Any) -> list[Scenario]:
-    """Scenarios from Scenario objects, dicts, or a single one of either; ids
-    default to ``scenario-N``. A bad record is a :class:`ScenarioError` naming
-    ``scenario[INDEX].FIELD``, every bad record at once."""
+    """Scenarios from Scenario objects, dicts, or a single one of either; ids default to ``scenario-N``. A bad
+    record is a :class:`ScenarioError` naming ``scenario[INDEX].FIELD``, every bad record at once."""
     if isinstance(items, (Scenario, dict)):
         items = [items]
 
