@@ -32,16 +32,14 @@ def _key(message: Any) -> tuple[str, str]:
     return turn.role, turn.content
 
 
-# Any: what LangSmith or an openevals-style caller passes (dicts, messages, runs), read by the mapping above
+# Any: what LangSmith or an openevals-style caller passes (dicts, messages, runs), read as docs/apps.md's table says
 def find_conversation(inputs: Any = None, outputs: Any = None, reference_outputs: Any = None,
                       *, conversation_id: str = "") -> Conversation:
-    """The conversation an evaluator judges (the mapping above). As in openevals (whose evaluators take
+    """The conversation an evaluator judges (the table in docs/apps.md). As in openevals (whose evaluators take
     ``inputs``/``outputs``/``reference_outputs`` as a string or a dict), a string is the question, the reply and
     the expected outcome."""
     inputs = {"input": inputs} if isinstance(inputs, str) else inputs or {}
     outputs = {"output": outputs} if isinstance(outputs, str) else outputs
-    if isinstance(reference_outputs, str):
-        reference_outputs = {"expected_outcome": reference_outputs}
     asked = _messages(inputs)
     if not asked:
         question = next((inputs[k] for k in QUESTION_KEYS if isinstance(inputs, dict) and inputs.get(k)), None)
@@ -63,14 +61,11 @@ def find_conversation(inputs: Any = None, outputs: Any = None, reference_outputs
                              f" (or {', '.join(OUTPUT_KEYS[1:])}) or the reply as a string; got {got}")
         reply = _text_of(reply)
         messages = [*asked, reply if not isinstance(reply, str) else {"role": "assistant", "content": reply}]
-    fields: dict[str, str] = {"id": conversation_id}
-    ref = reference_outputs if isinstance(reference_outputs, dict) else {}
-    outcome = ref.get("expected_outcome") or ref.get("outcome")
-    if outcome:
-        fields["expected_outcome"] = str(outcome)
-    if ref.get("chatbot_role"):
-        fields["chatbot_role"] = str(ref["chatbot_role"])
-    return from_messages(messages, **fields)
+    ref = {"expected_outcome": reference_outputs} if isinstance(reference_outputs, str) else reference_outputs
+    ref = ref if isinstance(ref, dict) else {}
+    wanted = {"expected_outcome": ref.get("expected_outcome") or ref.get("outcome"),
+              "chatbot_role": ref.get("chatbot_role")}
+    return from_messages(messages, id=conversation_id, **{k: str(v) for k, v in wanted.items() if v})
 
 
 class EvaluationResult(TypedDict):

@@ -23,8 +23,6 @@ from ..metrics.pairwise import Criterion, CriterionOutcome, as_criteria, create_
 from ..runs import NotAResultsFile, is_results_file, read_run
 from ..trust.preference import Rate, bootstrap_strengths, bradley_terry, wilson
 
-# -- reading the versions ------------------------------------------------------------
-
 
 @dataclass
 class Version:
@@ -71,8 +69,8 @@ def _results_conversations(path: Path) -> Iterator[Conversation | str]:
 
 
 def read_version(path: str | Path, name: str | None = None) -> Version:
-    """One version from a conversation file or a results file that carries the conversations (module doc);
-    problems (unreadable file, bad record, repeated id) are collected in ``errors``, never raised."""
+    """One version from a conversation file or a results file that carries the conversations (docs/pairwise.md,
+    "Inputs"); problems (unreadable file, bad record, repeated id) are collected in ``errors``, never raised."""
     from ..loaders import InputError, iter_records
 
     p = Path(path)
@@ -93,9 +91,6 @@ def read_version(path: str | Path, name: str | None = None) -> Version:
     except OSError as exc:
         version.errors.append(f"{path}: cannot read file: {exc.strerror or exc}")
     return version
-
-
-# -- the comparisons -----------------------------------------------------------------
 
 
 @dataclass

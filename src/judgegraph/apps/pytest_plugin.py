@@ -5,7 +5,6 @@ summary of what :func:`~judgegraph.apps.assert_judged` judged (docs/apps.md).
 
 from __future__ import annotations
 
-import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -37,7 +36,7 @@ class Tally:
 
 
 _KEY = pytest.StashKey[Tally]()
-_URL = pytest.StashKey[str | None]()
+_ENV = pytest.StashKey[pytest.MonkeyPatch]()  # undoes --judgegraph-base-url's $OPENAI_BASE_URL
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,8 +52,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     url = config.getoption("--judgegraph-base-url", None)
     if url:
-        config.stash[_URL] = os.environ.get("OPENAI_BASE_URL")
-        os.environ["OPENAI_BASE_URL"] = url
+        config.stash[_ENV] = env = pytest.MonkeyPatch()
+        env.setenv("OPENAI_BASE_URL", url)
     config.stash[_KEY] = tally = Tally()
     listeners.append(tally.record)
 
@@ -62,12 +61,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     from . import listeners
 
-    if _URL in config.stash:  # the run's own $OPENAI_BASE_URL, as it was
-        before = config.stash[_URL]
-        if before is None:
-            os.environ.pop("OPENAI_BASE_URL", None)
-        else:
-            os.environ["OPENAI_BASE_URL"] = before
+    if _ENV in config.stash:  # the run's own $OPENAI_BASE_URL, as it was
+        config.stash[_ENV].undo()
     tally = config.stash.get(_KEY, None)
     if tally and tally.record in listeners:
         listeners.remove(tally.record)

@@ -45,9 +45,7 @@ def run_labels(n: int) -> list[str]:
 def is_failing(record: ConversationLine | None) -> bool:
     """A conversation line to look at first: its run failed, or a result failed, is an error or holds judge
     errors (an absent line is not: it is a difference)."""
-    if record is None:
-        return False
-    return bool(record.error) or any(r.failing for r in record.results.values())
+    return record is not None and (bool(record.error) or any(r.failing for r in record.results.values()))
 
 
 def _outcome(record: ConversationLine | None, metric: str) -> tuple[object, ...]:
@@ -67,9 +65,7 @@ def differs_in(records: Sequence[ConversationLine | None], metric: str) -> bool:
 
 
 def _differs(records: Sequence[ConversationLine | None], metrics: Sequence[str]) -> bool:
-    if len(records) < 2:
-        return False
-    return any(differs_in(records, m) for m in metrics) or len({r is None for r in records}) > 1
+    return len(records) > 1 and (any(differs_in(records, m) for m in metrics) or len({r is None for r in records}) > 1)
 
 
 def compare_runs(runs: Sequence[RunFile]) -> Comparison:

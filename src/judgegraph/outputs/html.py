@@ -164,12 +164,11 @@ def _summary(conversations: list[ConversationLine], metrics: list[str]) -> dict[
 
 
 def _totals(results: RunFile, conversations: list[ConversationLine], summary: dict[str, MetricSummary]) -> Totals:
-    def total(key: str) -> int:
-        return sum(s[key] for s in summary.values())  # type: ignore[literal-required]  # one of the int keys
-
-    return Totals(passed=total("passed"), failed=total("failed"), error=total("error"),
-                  not_applicable=total("not_applicable"), conversations=len(conversations),
-                  results=sum(len(c.results) for c in conversations), judge_errors=total("judge_errors"),
+    keys = (*STATUSES, "judge_errors")  # the int keys
+    total = {k: sum(s[k] for s in summary.values()) for k in keys}  # type: ignore[literal-required]
+    return Totals(passed=total["passed"], failed=total["failed"], error=total["error"],
+                  not_applicable=total["not_applicable"], conversations=len(conversations),
+                  results=sum(len(c.results) for c in conversations), judge_errors=total["judge_errors"],
                   run_errors=sum(1 for c in conversations if c.error), input_errors=len(results.input_errors),
                   unreadable_lines=len(results.problems))
 

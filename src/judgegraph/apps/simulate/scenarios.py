@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Union
 
@@ -62,11 +63,11 @@ class ScenarioError(ValueError):
         super().__init__("\n".join(self.problems))
 
 
+@dataclass
 class Unreadable:
     """A record that could not even be parsed (its problem is reported with the others)."""
 
-    def __init__(self, message: str) -> None:
-        self.message = message
+    message: str
 
 
 def validate(records: Sequence[tuple[Any, Callable[[tuple[int | str, ...]], Where]]]) -> list[Scenario]:
