@@ -260,17 +260,14 @@ def compare_pairwise(
                             prior=prior)
     inputs = [{"a": a.conversations[cid], "b": b.conversations[cid]} for cid, a, b in todo]
     done: dict[int, Comparison] = {}
-    if inputs:
-        for i, out in graph.batch_as_completed(inputs, config={"max_concurrency": concurrency},
-                                               return_exceptions=True):
-            cid, a, b = todo[i]
-            if isinstance(out, BaseException):
-                made = Comparison(cid, a.name, b.name, error=f"{type(out).__name__}: {out}")
-            else:
-                made = Comparison(cid, a.name, b.name, result=out["results"][graph.name])
-            done[i] = made
-            if on_comparison is not None:
-                on_comparison(made)
+    for i, out in graph.batch_as_completed(inputs, config={"max_concurrency": concurrency}, return_exceptions=True):
+        cid, a, b = todo[i]
+        if isinstance(out, BaseException):
+            done[i] = Comparison(cid, a.name, b.name, error=f"{type(out).__name__}: {out}")
+        else:
+            done[i] = Comparison(cid, a.name, b.name, result=out["results"][graph.name])
+        if on_comparison is not None:
+            on_comparison(done[i])
     report.comparisons = [done[i] for i in sorted(done)]
     report.pairs = summarise(report.comparisons, report.versions, chosen)
     if len(read) > 2:

@@ -268,11 +268,8 @@ def _graph_svgs(metrics: list[str], graphs: Iterable[Drawable] | None, *, llm: b
         if isinstance(built, str):
             return [f'<p class="muted">{escape(built)}</p>']
         chosen = [built]
-    svgs = []
-    for i, g in enumerate(chosen):
-        drawable = g.get_graph(xray=1) if hasattr(g, "get_graph") else g
-        svgs.append(draw_svg(drawable, title=getattr(g, "name", None) or "report", id_prefix=f"jg{i}"))
-    return svgs
+    return [draw_svg(g.get_graph(xray=1) if hasattr(g, "get_graph") else g, title=getattr(g, "name", None) or "report",
+                     id_prefix=f"jg{i}") for i, g in enumerate(chosen)]
 
 
 def _default_report_graph(metrics: list[str], *, llm: bool) -> CompiledStateGraph | str:

@@ -4,6 +4,7 @@ in; read from Python or from a file (JSONL, JSON list, YAML list) with errors na
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,11 +99,9 @@ def as_scenarios(items: Any) -> list[Scenario]:
     def place(i: int) -> Callable[[tuple[int | str, ...]], Where]:
         return lambda loc: (None, None, ".".join(part for part in (f"scenario[{i}]", field_path(loc)) if part))
 
-    out = []
-    for i, s in enumerate(validate([(item, place(i)) for i, item in enumerate(items)])):
-        out.append(s if s.id else s.model_copy(update={"id": f"scenario-{i + 1}"}))
-    ids = [s.id for s in out]
-    dup = sorted({i for i in ids if ids.count(i) > 1})
+    scenarios = validate([(item, place(i)) for i, item in enumerate(items)])
+    out = [s if s.id else s.model_copy(update={"id": f"scenario-{i + 1}"}) for i, s in enumerate(scenarios)]
+    dup = sorted(i for i, n in Counter(s.id for s in out).items() if n > 1)
     if dup:
         raise ValueError(f"scenario ids must be unique; repeated: {', '.join(dup)}")
     return out
