@@ -36,8 +36,7 @@ def describe(result: MetricResult) -> list[str]:
             reply = getattr(v, "reply", "") or ""
             what = f" {quote(reply, 80)}" if reply else ""
             lines.append(f"  - {turn_label(v.turns)}{what}: {v.reason or v.verdict}")
-    for e in result.errors:
-        lines.append(f"  - judge error at {e.where} ({e.step}): {e.message}")
+    lines += [f"  - judge error at {e.where} ({e.step}): {e.message}" for e in result.errors]
     if len(lines) == 1 and result.reason:
         lines.append(f"  {result.reason}")
     return lines

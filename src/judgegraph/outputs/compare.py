@@ -29,6 +29,8 @@ class Row:
 
 @dataclass
 class Comparison:
+    """The runs' facts, their metrics, and a :class:`Row` per conversation."""
+
     runs: list[RunFacts]
     metrics: list[str]
     rows: list[Row]  # failures first, then input order

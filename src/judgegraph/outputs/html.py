@@ -92,6 +92,8 @@ class ReportData(TypedDict):
 
 @dataclass
 class ReportFile:
+    """What :func:`write_report` wrote: the page, its size and the problems met."""
+
     path: Path
     bytes: int
     conversations: int
