@@ -12,7 +12,7 @@ from langgraph.types import Command
 from metric_cases import CASES, CONVERSATION, IDS, LATEST_TURNS, Case, model
 
 from judgegraph.apps import judge_node
-from judgegraph.apps.latest import latest_runner
+from judgegraph.apps.metrics import latest_runner
 from judgegraph.cost.dryrun import DryRunJudge
 from judgegraph.data.conversation import as_conversation
 from judgegraph.data.results import MetricResult

@@ -206,7 +206,7 @@ def test_a_conversation_reference_checks_the_whole_trajectory_once():
 
 
 def test_the_latest_scope_checks_only_the_latest_exchange():
-    from judgegraph.apps.latest import latest_runner
+    from judgegraph.apps.metrics import latest_runner
 
     turns = [{"role": "user", "content": "q", "metadata": {"expected_tools": ["a"]}},
              {"role": "assistant", "content": "r", "tool_calls": [{"name": "b"}]},

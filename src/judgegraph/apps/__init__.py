@@ -1,16 +1,6 @@
-"""Judges inside LangChain and LangGraph apps.
-
-* :func:`judge_node` — a judge as a node of your own ``StateGraph`` (whole
-  conversation, or only the latest exchange after each turn);
-  :func:`route_on_verdict` and :func:`verdict_reason` — a guardrail that routes
-  on the verdict and hands the judge's reason to a regenerate node;
-* :func:`as_evaluator` — a LangSmith / openevals-style evaluator;
-* :func:`assert_judged` — a pytest assertion (plus the ``judgegraph`` pytest
-  plugin); :func:`write_junit` — JUnit XML for CI;
-* :func:`simulate` — a simulated user talks to your chatbot, then the
-  conversations are judged.
-
-Everything is imported lazily; nothing is built at import time.
+"""Judges inside LangChain and LangGraph apps: judge nodes and guardrails, LangSmith / openevals-style evaluators,
+pytest assertions, JUnit XML and simulated users (the table of docs/apps.md). Everything is imported lazily; nothing
+is built at import time.
 """
 
 from __future__ import annotations
@@ -60,12 +50,10 @@ listeners: list[Callable[[str, dict[str, MetricResult]], None]] = []
 class _AppsModule(ModuleType):
     """This package, with ``simulate`` always the function.
 
-    The function lives in the subpackage of the same name, and importing a
-    submodule binds its name on the parent package: without this,
-    ``from judgegraph.apps import simulate`` would give the module once
-    ``judgegraph.apps.simulate`` had been imported (by that very line, or by
-    anything before it). The subpackage stays importable for its other names
-    (``from judgegraph.apps.simulate import Scenario``)."""
+    The function lives in the subpackage of the same name, and importing a submodule binds its name on the parent
+    package: without this, ``from judgegraph.apps import simulate`` would give the module once
+    ``judgegraph.apps.simulate`` had been imported (by that very line, or by anything before it). The subpackage
+    stays importable for its other names (``from judgegraph.apps.simulate import Scenario``)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "simulate" and isinstance(value, ModuleType):

@@ -1,18 +1,5 @@
-"""pytest assertions: judge a conversation in a test and fail with a message
-that names the failing turns and the judge's reasons.
-
-    from judgegraph.apps import assert_judged
-
-    def test_support_bot_stays_on_topic():
-        messages = support_bot.invoke({"messages": [("user", "How do I block my card?")]})["messages"]
-        assert_judged(messages, ["turn_relevancy", "conversation_completeness"], model="openai:gpt-4.1-mini")
-
-A metric that fails its threshold raises :class:`JudgementFailed` (an
-``AssertionError``); so does one the judge could not judge (status
-``"error"``: a judge error is never a pass). ``not_applicable`` (nothing to
-judge) passes unless ``allow_not_applicable=False``. With the ``judgegraph``
-pytest plugin (installed with the package) every judged conversation is also
-counted in the session's summary.
+"""pytest assertions: :func:`assert_judged` judges a conversation in a test and fails with a message that names
+the failing turns and the judge's reasons; a judge error fails too, never passes (docs/apps.md).
 """
 
 from __future__ import annotations
@@ -24,8 +11,7 @@ from ..core.nodes import quote, turn_label
 from ..data.results import MetricResult
 from ..judges import ModelLike
 from . import listeners
-from .messages import Scope, to_conversation
-from .metrics import MetricLike, judge_graph
+from .metrics import MetricLike, Scope, judge_graph, to_conversation
 
 #: Verdict values that count against a metric (turn-level "no", user frustration "unresolved").
 NEGATIVE = frozenset({"no", "unresolved"})
@@ -40,8 +26,8 @@ class JudgementFailed(AssertionError):
 
 
 def describe(result: MetricResult) -> list[str]:
-    """Readable lines for a result that did not pass: the score against the
-    threshold, every failing verdict with its turns and reason, every judge error."""
+    """Readable lines for a result that did not pass: the score against the threshold, every failing verdict with
+    its turns and reason, every judge error."""
     score = "no score" if result.score is None else f"score {result.score:.2f}"
     threshold = "" if result.threshold is None else f" (threshold {result.threshold:.2f})"
     lines = [f"{result.key}: {result.status}, {score}{threshold}"]
@@ -50,8 +36,7 @@ def describe(result: MetricResult) -> list[str]:
             reply = getattr(v, "reply", "") or ""
             what = f" {quote(reply, 80)}" if reply else ""
             lines.append(f"  - {turn_label(v.turns)}{what}: {v.reason or v.verdict}")
-    for e in result.errors:
-        lines.append(f"  - judge error at {e.where} ({e.step}): {e.message}")
+    lines += [f"  - judge error at {e.where} ({e.step}): {e.message}" for e in result.errors]
     if len(lines) == 1 and result.reason:
         lines.append(f"  {result.reason}")
     return lines
@@ -66,13 +51,10 @@ def assert_judged(
     allow_not_applicable: bool = True,
     **fields: Any,
 ) -> dict[str, MetricResult]:
-    """Judge ``conversation`` (messages, a ``{"messages": ...}`` dict, a
-    Conversation or a judgegraph conversation dict) with ``metrics`` (names
-    built with ``model``, or compiled graphs) and raise
-    :class:`JudgementFailed` naming each metric that did not pass, its failing
-    turns and the judge's reasons. Returns the results when all pass.
-    ``fields`` set conversation fields (``id``, ``chatbot_role``,
-    ``expected_outcome``)."""
+    """Judge ``conversation`` (messages, a ``{"messages": ...}`` dict, a Conversation or a judgegraph conversation
+    dict) with ``metrics`` (names built with ``model``, or compiled graphs) and raise :class:`JudgementFailed`
+    naming each metric that did not pass, its failing turns and the judge's reasons. Returns the results when all
+    pass. ``fields`` set conversation fields (``id``, ``chatbot_role``, ``expected_outcome``)."""
     conv = to_conversation(conversation, **fields)
     results: dict[str, MetricResult] = judge_graph(metrics, model=model, scope=scope).invoke(
         {"conversation": conv})["results"]

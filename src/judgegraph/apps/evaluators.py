@@ -1,17 +1,6 @@
-"""judgegraph metrics as LangSmith and openevals-style evaluators.
-
-    from langsmith import evaluate
-    evaluate(target, data="support-chats", evaluators=[as_evaluator("turn_relevancy", model="openai:gpt-4.1-mini")])
-
-    relevancy = as_evaluator("turn_relevancy", model=judge_llm)
-    relevancy(inputs={"messages": [...]}, outputs={"messages": [...]})       # openevals convention
-    relevancy(run, example)                                                   # LangSmith's older (run, example)
-
-Where the conversation is found in ``inputs``/``outputs``/``reference_outputs`` (a LangGraph app's
-``MessagesState``, a list of messages, or a single reply after the input messages) is the table of
-docs/apps.md, "LangSmith and openevals-style evaluators". The evaluator returns
-:meth:`MetricResult.to_feedback` as ``{key, score, value, comment, metadata}`` (``{"results": [...]}``
-with several metrics); a judge error is status ``"error"`` with score None, never a pass or a fail.
+"""judgegraph metrics as LangSmith and openevals-style evaluators (:func:`as_evaluator`); where the conversation is
+found in ``inputs``/``outputs``/``reference_outputs`` is the table of docs/apps.md, "LangSmith and openevals-style
+evaluators". A judge error is status ``"error"`` with score None, never a pass or a fail.
 """
 
 from __future__ import annotations
@@ -24,8 +13,7 @@ from typing_extensions import TypedDict
 from ..data.conversation import Conversation, from_messages
 from ..data.results import FeedbackExtra, MetricResult
 from ..judges import ModelLike
-from .messages import Scope
-from .metrics import MetricLike, judge_graph
+from .metrics import MetricLike, Scope, judge_graph
 
 OUTPUT_KEYS = ("output", "answer", "response", "content")
 QUESTION_KEYS = ("question", "input", "query")
@@ -44,16 +32,14 @@ def _key(message: Any) -> tuple[str, str]:
     return turn.role, turn.content
 
 
-# Any: what LangSmith or an openevals-style caller passes (dicts, messages, runs), read by the mapping above
+# Any: what LangSmith or an openevals-style caller passes (dicts, messages, runs), read as docs/apps.md's table says
 def find_conversation(inputs: Any = None, outputs: Any = None, reference_outputs: Any = None,
                       *, conversation_id: str = "") -> Conversation:
-    """The conversation an evaluator judges (the mapping above). As in openevals (whose evaluators take
+    """The conversation an evaluator judges (the table in docs/apps.md). As in openevals (whose evaluators take
     ``inputs``/``outputs``/``reference_outputs`` as a string or a dict), a string is the question, the reply and
     the expected outcome."""
     inputs = {"input": inputs} if isinstance(inputs, str) else inputs or {}
     outputs = {"output": outputs} if isinstance(outputs, str) else outputs
-    if isinstance(reference_outputs, str):
-        reference_outputs = {"expected_outcome": reference_outputs}
     asked = _messages(inputs)
     if not asked:
         question = next((inputs[k] for k in QUESTION_KEYS if isinstance(inputs, dict) and inputs.get(k)), None)
@@ -75,14 +61,11 @@ def find_conversation(inputs: Any = None, outputs: Any = None, reference_outputs
                              f" (or {', '.join(OUTPUT_KEYS[1:])}) or the reply as a string; got {got}")
         reply = _text_of(reply)
         messages = [*asked, reply if not isinstance(reply, str) else {"role": "assistant", "content": reply}]
-    fields: dict[str, str] = {"id": conversation_id}
-    ref = reference_outputs if isinstance(reference_outputs, dict) else {}
-    outcome = ref.get("expected_outcome") or ref.get("outcome")
-    if outcome:
-        fields["expected_outcome"] = str(outcome)
-    if ref.get("chatbot_role"):
-        fields["chatbot_role"] = str(ref["chatbot_role"])
-    return from_messages(messages, **fields)
+    ref = {"expected_outcome": reference_outputs} if isinstance(reference_outputs, str) else reference_outputs
+    ref = ref if isinstance(ref, dict) else {}
+    wanted = {"expected_outcome": ref.get("expected_outcome") or ref.get("outcome"),
+              "chatbot_role": ref.get("chatbot_role")}
+    return from_messages(messages, id=conversation_id, **{k: str(v) for k, v in wanted.items() if v})
 
 
 class EvaluationResult(TypedDict):
@@ -126,14 +109,12 @@ def as_evaluator(
     scope: Scope = "conversation",
     name: str | None = None,
 ) -> Evaluator:
-    """An evaluator for ``langsmith.evaluate(..., evaluators=[...])`` and for
-    direct openevals-style calls (``inputs=``, ``outputs=``,
-    ``reference_outputs=``); also callable as ``evaluator(run, example)``.
+    """An evaluator for ``langsmith.evaluate(..., evaluators=[...])`` and for direct openevals-style calls
+    (``inputs=``, ``outputs=``, ``reference_outputs=``); also callable as ``evaluator(run, example)``.
 
-    ``metrics``: a metric name, a compiled metric graph, or a list of them
-    (names are built with ``model``). ``scope="latest"`` judges only the last
-    exchange (one window). Use ``aevaluate`` / ``await evaluator.acall(...)``
-    in async code: the same graph runs under ``ainvoke``."""
+    ``metrics``: a metric name, a compiled metric graph, or a list of them (names are built with ``model``).
+    ``scope="latest"`` judges only the last exchange (one window). Use ``aevaluate`` / ``await
+    evaluator.acall(...)`` in async code: the same graph runs under ``ainvoke``."""
     graph = judge_graph(metrics, model=model, scope=scope)
 
     def args(inputs: Any, outputs: Any, reference_outputs: Any, run: Any, example: Any) -> dict[str, Conversation]:

@@ -1,23 +1,7 @@
-"""JUnit XML from judgegraph results, for CI systems that read it.
-
-One ``<testcase>`` per conversation × metric (``classname`` the conversation
-id, ``name`` the metric):
-
-* status ``failed`` → ``<failure type="threshold">`` with the reason;
-* status ``error``, or any judge error inside a result (some judgement could
-  not be made) → ``<error type="judge_error">`` listing the errors — never
-  a pass or a failure;
-* ``not_applicable`` → ``<skipped>``;
-* a conversation whose run failed → one ``<testcase name="run">`` with an
-  ``<error type="run_error">``; a bad input record → a ``<testcase>`` in class
-  ``input`` with an ``<error type="input_error">`` naming file, line and field.
-
-The input is the results JSONL that ``judgegraph eval --out`` writes (or its
-records as dicts), so it can be made after any run: ``judgegraph eval ...
---junit report.xml``, or :func:`write_junit` from Python. Conversation text
-is escaped as XML character data, never markup; a character XML 1.0 cannot hold
-(a control character such as ESC, a lone surrogate, U+FFFE/U+FFFF) is written as
-a visible escape (``\\x1b``), so the file always parses.
+"""JUnit XML from judgegraph results, for CI systems that read it (docs/apps.md, "pytest and CI"): one ``<testcase>``
+per conversation × metric; a failed threshold is a ``<failure>``, a judge error an ``<error>`` (never a pass or a
+failure), ``not_applicable`` a ``<skipped>``; a failed run and a bad input record are ``<error>`` cases of their own.
+A character XML 1.0 cannot hold is written as a visible escape (``\\x1b``), so the file always parses.
 """
 
 from __future__ import annotations
@@ -46,12 +30,8 @@ def xml_text(text: str) -> str:
 def _clean(root: ET.Element) -> None:
     """Every text, tail and attribute of the tree made fit for XML 1.0."""
     for el in root.iter():
-        for name, value in el.attrib.items():
-            el.set(name, xml_text(value))
-        if el.text:
-            el.text = xml_text(el.text)
-        if el.tail:
-            el.tail = xml_text(el.tail)
+        el.attrib.update({name: xml_text(value) for name, value in el.attrib.items()})
+        el.text, el.tail = el.text and xml_text(el.text), el.tail and xml_text(el.tail)
 
 
 def _case(suite: ET.Element, classname: str, name: str, body: str = "") -> ET.Element:
@@ -121,10 +101,8 @@ def junit_from_results(records: RunFile | Iterable[dict[str, Any]], *, name: str
             ET.SubElement(case, "error", type="run_error", message=error).text = error
             counts["error"] += 1
     for el in (root, suite):
-        el.set("tests", str(counts.total()))
-        el.set("failures", str(counts["failure"]))
-        el.set("errors", str(counts["error"]))
-        el.set("skipped", str(counts["skipped"]))
+        el.attrib.update(tests=str(counts.total()), failures=str(counts["failure"]), errors=str(counts["error"]),
+                         skipped=str(counts["skipped"]))
     _clean(root)
     return ET.ElementTree(root)
 

@@ -1,19 +1,7 @@
-"""A judge as a node of your own LangGraph graph, and a guardrail that routes
-on its verdict.
-
-    builder = StateGraph(State)                       # State: MessagesState + judgements
-    builder.add_node("chatbot", chatbot)
-    builder.add_node("judge", judge_node("turn_relevancy", model=judge_llm, scope="latest"))
-    builder.add_node("regenerate", regenerate)        # reads verdict_reason(state, "turn_relevancy")
-    builder.add_edge(START, "chatbot")
-    builder.add_edge("chatbot", "judge")
-    route = route_on_verdict("turn_relevancy", passed=END, failed="regenerate")
-    builder.add_conditional_edges("judge", route, route.destinations)
-
-The node writes ``{metric name: result}`` to ``results_key`` (declare it in your state, e.g.
-``judgements: dict[str, Any]``): plain JSON by default (``MetricResult.model_dump(mode="json")``, which
-survives any checkpointer and LangGraph's API server), or ``output="result"`` / ``"feedback"``
-(docs/apps.md, "A judge as a node"). The routers and :func:`verdict_reason` read all three forms.
+"""A judge as a node of your own LangGraph graph (:func:`judge_node`), and a guardrail that routes on its verdict
+(:func:`route_on_verdict`, :func:`verdict_reason`): docs/apps.md, "A judge as a node". The node writes
+``{metric name: result}`` to ``results_key`` as plain JSON, a ``MetricResult`` or a feedback record; the routers
+read all three forms.
 """
 
 from __future__ import annotations
@@ -29,8 +17,7 @@ from ..core.state import MetricInput
 from ..data.results import MetricResult
 from ..judges import ModelLike
 from ..metrics import MetricNotFound, MetricSpec, canonical_name, get_metric, registry
-from .messages import Scope, to_conversation
-from .metrics import MetricLike, judge_graph
+from .metrics import MetricLike, Scope, judge_graph, to_conversation
 
 
 def judge_node(
@@ -44,22 +31,13 @@ def judge_node(
     output: Literal["dict", "result", "feedback"] = "dict",
     name: str = "judge",
 ) -> RunnableLambda:
-    """A node for ``StateGraph.add_node`` that judges the messages in
-    ``state[messages_key]`` (LangChain messages or their dicts) and writes
-    ``{results_key: {metric: MetricResult}}``.
+    """A node for ``StateGraph.add_node`` that judges the messages in ``state[messages_key]`` (LangChain messages
+    or their dicts) and writes ``{results_key: {metric: result}}`` (docs/apps.md, "A judge as a node").
 
-    ``metrics``: a metric name, a compiled metric graph, or a list of them
-    (names are built with ``model``: a chat model, a ``"provider:model"``
-    string, a Judge, or None for the offline judge). ``scope="conversation"``
-    judges every exchange; ``scope="latest"`` judges only the last
-    user→assistant exchange, with the earlier messages as its context — one
-    window, one judgement per metric step, for online evaluation after each
-    turn. Session-level metrics (completeness, frustration, ...) always read
-    the whole conversation. In the latest scope the judge gets the very
-    request the metric's own last window makes (:mod:`judgegraph.apps.latest`).
-    Works under ``invoke`` and ``ainvoke`` alike. ``conversation_id``
-    defaults to the run's ``thread_id`` when there is one. ``output``: what is
-    written per metric (see the module docs)."""
+    ``metrics``: a metric name, a compiled metric graph, or a list of them (names are built with ``model``).
+    ``scope="latest"`` judges only the last user→assistant exchange, with the earlier messages as its context
+    (session-level metrics always read the whole conversation). ``conversation_id`` defaults to the run's
+    ``thread_id``; ``output``: what is written per metric (the module docs). Works under invoke and ainvoke."""
     if output not in ("dict", "result", "feedback"):
         raise ValueError(f"output must be 'dict', 'result' or 'feedback', got {output!r}")
     graph = judge_graph(metrics, model=model, scope=scope)
@@ -124,8 +102,8 @@ def _result(state: Mapping[str, Any], metric: str, results_key: str) -> MetricRe
 
 
 class VerdictRouter(Protocol):
-    """What :func:`route_on_verdict` returns: a router of the state to the next node's name, with
-    ``destinations``, the nodes it can go to (``add_conditional_edges``' path map)."""
+    """What :func:`route_on_verdict` returns: a router of the state to the next node's name, with ``destinations``,
+    the nodes it can go to (``add_conditional_edges``' path map)."""
 
     destinations: list[str]
 
@@ -141,19 +119,14 @@ def route_on_verdict(
     error: str | None = None,
     not_applicable: str | None = None,
 ) -> VerdictRouter:
-    """A router for ``add_conditional_edges`` on ``metric``'s result in
-    ``state[results_key]``: its status picks the next node.
+    """A router for ``add_conditional_edges`` on ``metric``'s result in ``state[results_key]``: its status picks
+    the next node. ``error`` (the judge could not judge, or no result) defaults to the ``failed`` node, so a
+    guardrail fails closed; ``not_applicable`` (nothing to judge) defaults to ``passed``. The router's
+    ``destinations`` is the path map to pass along.
 
-    ``passed`` / ``failed``: where a passing / failing result goes. ``error``
-    (the judge could not judge, or no result): default the ``failed`` node, so a
-    guardrail fails closed — a judge error is never taken as a pass.
-    ``not_applicable`` (nothing to judge, e.g. no reply yet): default ``passed``.
-    The returned function has ``destinations``, the path map to pass along.
-
-    ``metric``: a metric name (as :func:`judge_node` takes it: ``turn-relevancy`` is ``turn_relevancy``), or for
-    a metric of your own its compiled graph or spec. An unknown name is a ``ValueError`` here, when the graph is
-    built; a state whose ``results_key`` holds other metrics' results but not this one's is a ``KeyError`` (the
-    judge node does not judge it: routing on would loop)."""
+    ``metric``: as :func:`result_key` takes it. An unknown name is a ``ValueError`` here, when the graph is built;
+    a state whose ``results_key`` holds other metrics' results but not this one's is a ``KeyError`` (the judge
+    node does not judge it: routing on would loop)."""
     key = result_key(metric)
     targets = {"passed": passed, "failed": failed, "error": error or failed,
                "not_applicable": not_applicable or passed}

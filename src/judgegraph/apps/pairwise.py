@@ -1,21 +1,13 @@
 """Compare versions of a chatbot pairwise: ``judgegraph pairwise A.jsonl B.jsonl [C.jsonl ...]`` and
-:func:`compare_pairwise` (docs/pairwise.md).
-
-Each version is a file of conversations for the same inputs, matched by conversation id. Read: any
-conversation file ``eval`` reads (:mod:`judgegraph.loaders`), or a results file whose lines carry the
-conversation (``simulate``'s ``--out``); an ``eval`` results file holds verdicts, not conversations, and is
-refused line by line with a message saying what to pass instead. A conversation missing from a version is
-reported, never judged; every other pair of versions is judged on the conversations both hold with the
-pairwise graph (:func:`~judgegraph.metrics.pairwise.create_pairwise_metric`).
-
-Figures, per criterion and pair of versions: win, tie and loss counts and rates with 95 % Wilson intervals
-over the decided comparisons, the order-dependent (position-biased) share, judge errors; with more than
-two versions a Bradley–Terry ranking with bootstrap intervals (:mod:`judgegraph.trust.preference`).
+:func:`compare_pairwise` (docs/pairwise.md). Each version is a file of conversations for the same inputs, matched
+by conversation id; every pair of versions is judged on the conversations both hold, and summarised per criterion
+(win/tie/loss rates with Wilson intervals; with more than two versions, a Bradley–Terry ranking).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,11 +22,6 @@ from ..judges import ModelLike, resolve_judge
 from ..metrics.pairwise import Criterion, CriterionOutcome, as_criteria, create_pairwise_metric, outcomes_of
 from ..runs import NotAResultsFile, is_results_file, read_run
 from ..trust.preference import Rate, bootstrap_strengths, bradley_terry, wilson
-
-#: record types a judgegraph results file holds (a file whose first record is one of them is read as results)
-
-
-# -- reading the versions ------------------------------------------------------------
 
 
 @dataclass
@@ -82,8 +69,8 @@ def _results_conversations(path: Path) -> Iterator[Conversation | str]:
 
 
 def read_version(path: str | Path, name: str | None = None) -> Version:
-    """One version from a conversation file or a results file that carries the conversations (module doc);
-    problems (unreadable file, bad record, repeated id) are collected in ``errors``, never raised."""
+    """One version from a conversation file or a results file that carries the conversations (docs/pairwise.md,
+    "Inputs"); problems (unreadable file, bad record, repeated id) are collected in ``errors``, never raised."""
     from ..loaders import InputError, iter_records
 
     p = Path(path)
@@ -104,9 +91,6 @@ def read_version(path: str | Path, name: str | None = None) -> Version:
     except OSError as exc:
         version.errors.append(f"{path}: cannot read file: {exc.strerror or exc}")
     return version
-
-
-# -- the comparisons -----------------------------------------------------------------
 
 
 @dataclass
@@ -217,14 +201,11 @@ def summarise(comparisons: Sequence[Comparison], versions: Sequence[str], criter
     for a, b in itertools.combinations(versions, 2):
         mine = [c for c in comparisons if (c.a, c.b) == (a, b)]
         for criterion in criteria:
-            got = [o for c in mine for o in c.outcomes if o.criterion == criterion.name]
-            decided = [o for o in got if o.outcome is not None]
-            n = len(decided)
-            count = {k: sum(o.outcome == k for o in decided) for k in ("a", "b", "tie")}
-            undecided = len(mine) - n
+            decided = [o for c in mine for o in c.outcomes if o.criterion == criterion.name and o.outcome is not None]
+            n, count = len(decided), Counter(o.outcome for o in decided)
             out.append(PairSummary(a, b, criterion.name, wilson(count["a"], n), wilson(count["tie"], n),
                                    wilson(count["b"], n), wilson(sum(o.order_dependent for o in decided), n),
-                                   undecided))
+                                   len(mine) - n))
     return out
 
 
@@ -237,15 +218,10 @@ def wins_by_conversation(comparisons: Sequence[Comparison], versions: Sequence[s
     for c in comparisons:
         i, j, r = index[c.a], index[c.b], row[c.conversation_id]
         for o in c.outcomes:
-            if o.criterion != criterion or o.outcome is None:
-                continue
-            if o.outcome == "a":
-                w[r, i, j] += 1.0
-            elif o.outcome == "b":
-                w[r, j, i] += 1.0
-            else:
-                w[r, i, j] += 0.5
-                w[r, j, i] += 0.5
+            if o.criterion == criterion and o.outcome is not None:
+                share = {"a": 1.0, "b": 0.0}.get(o.outcome, 0.5)  # a tie: half a win each
+                w[r, i, j] += share
+                w[r, j, i] += 1.0 - share
     return w
 
 
@@ -258,16 +234,6 @@ def rank(comparisons: Sequence[Comparison], versions: Sequence[str], criterion: 
     ranked = [Ranked(v, float(theta[i]), intervals.low[i] if intervals else None,
                      intervals.high[i] if intervals else None) for i, v in enumerate(versions)]
     return sorted(ranked, key=lambda r: -r.strength)
-
-
-def plan(versions: Sequence[Version]) -> tuple[list[tuple[str, Version, Version]], dict[str, list[str]]]:
-    """The (conversation id, version a, version b) to judge, every pair of versions in the order given and the
-    conversations of the earlier one in input order; and each id missing from some version (not judged there)."""
-    todo = [(cid, a, b) for a, b in itertools.combinations(versions, 2)
-            for cid in a.conversations if cid in b.conversations]
-    ids = list(dict.fromkeys(cid for v in versions for cid in v.conversations))
-    missing = {cid: [v.name for v in versions if cid not in v.conversations] for cid in ids}
-    return todo, {cid: names for cid, names in missing.items() if names}
 
 
 def compare_pairwise(
@@ -286,23 +252,22 @@ def compare_pairwise(
     read = _versions(versions)
     judge = resolve_judge(model)
     graph = create_pairwise_metric(model=judge, criteria=chosen)
-    todo, missing = plan(read)
+    todo = [(cid, a, b) for a, b in itertools.combinations(read, 2) for cid in a.conversations if cid in b.conversations]
+    ids = dict.fromkeys(cid for v in read for cid in v.conversations)  # in input order
+    missing = {cid: lacking for cid in ids if (lacking := [v.name for v in read if cid not in v.conversations])}
     report = PairwiseReport([v.name for v in read], chosen, judge.name, missing=missing,
                             input_errors=[e for v in read for e in v.errors], resamples=resamples, seed=seed,
                             prior=prior)
     inputs = [{"a": a.conversations[cid], "b": b.conversations[cid]} for cid, a, b in todo]
     done: dict[int, Comparison] = {}
-    if inputs:
-        for i, out in graph.batch_as_completed(inputs, config={"max_concurrency": concurrency},
-                                               return_exceptions=True):
-            cid, a, b = todo[i]
-            if isinstance(out, BaseException):
-                made = Comparison(cid, a.name, b.name, error=f"{type(out).__name__}: {out}")
-            else:
-                made = Comparison(cid, a.name, b.name, result=out["results"][graph.name])
-            done[i] = made
-            if on_comparison is not None:
-                on_comparison(made)
+    for i, out in graph.batch_as_completed(inputs, config={"max_concurrency": concurrency}, return_exceptions=True):
+        cid, a, b = todo[i]
+        if isinstance(out, BaseException):
+            done[i] = Comparison(cid, a.name, b.name, error=f"{type(out).__name__}: {out}")
+        else:
+            done[i] = Comparison(cid, a.name, b.name, result=out["results"][graph.name])
+        if on_comparison is not None:
+            on_comparison(done[i])
     report.comparisons = [done[i] for i in sorted(done)]
     report.pairs = summarise(report.comparisons, report.versions, chosen)
     if len(read) > 2:

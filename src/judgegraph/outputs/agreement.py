@@ -99,6 +99,7 @@ def render_agreement_page(report: AgreementReport, title: str = "Agreement with 
 
 
 def write_agreement_page(report: AgreementReport, out: str | Path, title: str = "Agreement with people") -> Path:
+    """Write :func:`render_agreement_page` to ``out``."""
     path = Path(out)
     path.write_text(render_agreement_page(report, title), encoding="utf-8", errors="backslashreplace")
     return path

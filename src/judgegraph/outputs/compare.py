@@ -1,7 +1,6 @@
-"""Runs side by side: the facts of each run (judge, thresholds, pass rate, cost,
-duration: :meth:`judgegraph.runs.RunFile.facts`, as ``judgegraph diff`` reads
-them) and its conversations matched by id across runs, for the HTML report.
-A conversation absent from a run is a ``None`` cell and counts as a difference.
+"""Runs side by side: the facts of each run (judge, thresholds, pass rate, cost, duration:
+:meth:`judgegraph.runs.RunFile.facts`, as ``judgegraph diff`` reads them) and its conversations matched by id across
+runs, for the HTML report. A conversation absent from a run is a ``None`` cell and counts as a difference.
 
     comparison = compare_runs([read_run("old.jsonl"), read_run("new.jsonl")])
     [row.conversation_id for row in comparison.rows if row.differs]
@@ -30,6 +29,8 @@ class Row:
 
 @dataclass
 class Comparison:
+    """The runs' facts, their metrics, and a :class:`Row` per conversation."""
+
     runs: list[RunFacts]
     metrics: list[str]
     rows: list[Row]  # failures first, then input order
@@ -46,9 +47,7 @@ def run_labels(n: int) -> list[str]:
 def is_failing(record: ConversationLine | None) -> bool:
     """A conversation line to look at first: its run failed, or a result failed, is an error or holds judge
     errors (an absent line is not: it is a difference)."""
-    if record is None:
-        return False
-    return bool(record.error) or any(r.failing for r in record.results.values())
+    return record is not None and (bool(record.error) or any(r.failing for r in record.results.values()))
 
 
 def _outcome(record: ConversationLine | None, metric: str) -> tuple[object, ...]:
@@ -68,9 +67,7 @@ def differs_in(records: Sequence[ConversationLine | None], metric: str) -> bool:
 
 
 def _differs(records: Sequence[ConversationLine | None], metrics: Sequence[str]) -> bool:
-    if len(records) < 2:
-        return False
-    return any(differs_in(records, m) for m in metrics) or len({r is None for r in records}) > 1
+    return len(records) > 1 and (any(differs_in(records, m) for m in metrics) or len({r is None for r in records}) > 1)
 
 
 def compare_runs(runs: Sequence[RunFile]) -> Comparison:

@@ -1,10 +1,8 @@
-"""Graph pictures with no network and no system packages: SVG laid out by
-grandalf (pure Python, a Sugiyama layered layout), PNG through resvg-py when
-installed (``pip install 'judgegraph[png]'``).
+"""Graph pictures with no network and no system packages: SVG laid out by grandalf (pure Python, a Sugiyama layered
+layout), PNG through resvg-py when installed (``pip install 'judgegraph[png]'``).
 
-``draw_svg(graph)`` takes a compiled graph or the ``langchain_core`` drawable
-graph ``compiled.get_graph(xray=...)`` returns. Node ids of an x-rayed graph
-are ``"<subgraph>:<node>"``; every subgraph (a report's metrics) is drawn as a
+``draw_svg(graph)`` takes a compiled graph or the ``langchain_core`` drawable graph ``compiled.get_graph(xray=...)``
+returns. Node ids of an x-rayed graph are ``"<subgraph>:<node>"``; every subgraph (a report's metrics) is drawn as a
 labelled group around its nodes. Conditional edges are dashed.
 """
 
@@ -117,23 +115,15 @@ def graph_layout(graph: Drawable) -> Layout:
     from grandalf.routing import route_with_lines
 
     g = _drawable(graph)
-    nodes = list(g.nodes.values())
     vertices: dict[str, Any] = {}  # grandalf's, untyped
-    for node in nodes:
+    for node in g.nodes.values():
         label = _label(node)
-        v = Vertex(node.id)
-        v.view = SimpleNamespace(w=max(len(label) * CHAR_W + 2 * PAD_X, 60.0), h=BOX_H, xy=(0.0, 0.0))
-        vertices[node.id] = v
-    edges: list[tuple[Any, Any]] = []
-    self_loops = []
-    for e in g.edges:
-        if e.source == e.target:
-            self_loops.append(e)
-            continue
-        ge = Edge(vertices[e.source], vertices[e.target], data=e)
+        v = vertices[node.id] = Vertex(node.id)
+        v.view = SimpleNamespace(w=max(len(label) * CHAR_W + 2 * PAD_X, 60.0), h=BOX_H, xy=(0.0, 0.0), label=label)
+    edges = [Edge(vertices[e.source], vertices[e.target], data=e) for e in g.edges if e.source != e.target]
+    for ge in edges:
         ge.view = _EdgeView()
-        edges.append((ge, e))
-    core = Graph(list(vertices.values()), [ge for ge, _ in edges])
+    core = Graph(list(vertices.values()), edges)
 
     out = Layout()
     offset_x = 0.0
@@ -153,24 +143,20 @@ def graph_layout(graph: Drawable) -> Layout:
             ge.view.pts = [(x + shift, y) for x, y in ge.view.pts]
         offset_x = max(v.view.xy[0] + v.view.w / 2 for v in component.sV) + 60
 
-    by_id = {n.id: n for n in nodes}
     for node_id, v in vertices.items():
         x, y = v.view.xy
-        out.boxes.append(Box(node_id, _label(by_id[node_id]), x, y, v.view.w, BOX_H,
+        out.boxes.append(Box(node_id, v.view.label, x, y, v.view.w, BOX_H,
                              terminal=node_id.rsplit(":", 1)[-1] in ("__start__", "__end__")))
-    for ge, e in edges:
-        pts = list(ge.view.pts) or [vertices[e.source].view.xy, vertices[e.target].view.xy]
-        tx, ty = vertices[e.target].view.xy
-        sx, sy = vertices[e.source].view.xy
-        if _dist(pts[0], (tx, ty)) < _dist(pts[0], (sx, sy)):  # an edge grandalf inverted to break a cycle
-            pts.reverse()
+    loops = [(e, None) for e in g.edges if e.source == e.target]
+    for e, route in [(ge.data, ge.view.pts) for ge in edges] + loops:
+        (sx, sy), (tx, ty), w = vertices[e.source].view.xy, vertices[e.target].view.xy, vertices[e.source].view.w
+        if route is None:  # a loop: a small arc on the node's right
+            pts = [(sx + w / 2, sy - 6), (sx + w / 2 + 26, sy - 10), (sx + w / 2 + 26, sy + 10), (sx + w / 2, sy + 6)]
+        else:
+            pts = list(route) or [(sx, sy), (tx, ty)]
+            if _dist(pts[0], (tx, ty)) < _dist(pts[0], (sx, sy)):  # an edge grandalf inverted to break a cycle
+                pts.reverse()
         out.lines.append(Line(e.source, e.target, pts, bool(e.conditional), "" if e.data is None else str(e.data)))
-    for e in self_loops:
-        x, y = vertices[e.source].view.xy
-        w = vertices[e.source].view.w
-        out.lines.append(Line(e.source, e.target,
-                              [(x + w / 2, y - 6), (x + w / 2 + 26, y - 10), (x + w / 2 + 26, y + 10), (x + w / 2, y + 6)],
-                              bool(e.conditional), "" if e.data is None else str(e.data)))
 
     # a group per subgraph prefix, outer groups around inner ones
     members: dict[str, list[Box]] = {}
@@ -218,8 +204,8 @@ def _f(v: float) -> str:
 
 
 def draw_svg(graph: Drawable, *, title: str | None = None, id_prefix: str = "jg") -> str:
-    """An SVG document of ``graph``: a labelled box per node, an arrow per
-    edge (dashed when conditional), a labelled frame per subgraph."""
+    """An SVG document of ``graph``: a labelled box per node, an arrow per edge (dashed when conditional), a
+    labelled frame per subgraph."""
     lay = graph_layout(graph)
     name = title if title is not None else str(getattr(graph, "name", "") or "graph")
     marker = f"{id_prefix}-arrow"

@@ -1,16 +1,16 @@
 """A results file as a table: :func:`load_results` (Python) and ``judgegraph export`` (CSV, Parquet).
 
-One row per conversation × metric (and, asked for, one per verdict), in input order (each
-conversation line's ``position``; a file without positions keeps its own order). CSV needs
-nothing more; ``to_pandas`` and Parquet need the ``export`` extra (``pip install
-'judgegraph[export]'``: pandas and pyarrow).
+One row per conversation × metric (and, asked for, one per verdict), in input order (each conversation line's
+``position``; a file without positions keeps its own order). CSV needs nothing more; ``to_pandas`` and Parquet need
+the ``export`` extra (``pip install 'judgegraph[export]'``: pandas and pyarrow).
 """
 
 from __future__ import annotations
 
 import csv
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -40,15 +40,11 @@ class Results:
     an older file; ``conversations`` in input order; ``input_errors``)."""
 
     run: RunFile
-    path: str = field(init=False)
-    header: HeaderLine | None = field(init=False)
-    summary: SummaryLine | None = field(init=False)
-    input_errors: list[InputErrorLine] = field(init=False)
-    conversations: list[ConversationLine] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.path, self.header, self.summary = self.run.path, self.run.header, self.run.summary
-        self.input_errors, self.conversations = self.run.input_errors, self.run.in_input_order()
+    path: str
+    header: HeaderLine | None
+    summary: SummaryLine | None
+    input_errors: list[InputErrorLine]
+    conversations: list[ConversationLine]
 
     def rows(self) -> list[dict[str, object]]:
         """One row per conversation × metric (a failed run with no result: one row, metric None)."""
@@ -91,16 +87,11 @@ class Results:
         """Write the rows as CSV (UTF-8, a header row) to the file ``path`` (or an open text stream); the number
         of rows written."""
         rows = self.verdict_rows() if verdicts else self.rows()
-        if not isinstance(path, (str, Path)):
-            return self._write_csv(path, rows, verdicts)
-        with Path(path).open("w", encoding="utf-8", newline="") as fh:
-            return self._write_csv(fh, rows, verdicts)
-
-    @staticmethod
-    def _write_csv(fh: IO[str], rows: list[dict[str, object]], verdicts: bool) -> int:
-        writer = csv.DictWriter(fh, fieldnames=_columns(rows, () if verdicts else RESULT_COLUMNS))
-        writer.writeheader()
-        writer.writerows(rows)
+        with (Path(path).open("w", encoding="utf-8", newline="") if isinstance(path, (str, Path))
+              else nullcontext(path)) as fh:
+            writer = csv.DictWriter(fh, fieldnames=_columns(rows, () if verdicts else RESULT_COLUMNS))
+            writer.writeheader()
+            writer.writerows(rows)
         return len(rows)
 
     def to_parquet(self, path: str | Path | IO[bytes], *, verdicts: bool = False) -> int:
@@ -115,14 +106,12 @@ class Results:
 
 
 def _columns(rows: Iterable[dict[str, object]], first: Iterable[str]) -> list[str]:
-    cols = list(first)
-    for row in rows:
-        cols.extend(k for k in row if k not in cols)
-    return cols
+    return list(dict.fromkeys([*first, *(k for row in rows for k in row)]))
 
 
 def load_results(path: str | Path) -> Results:
     """Read a results file (``judgegraph eval --out``) with :func:`judgegraph.runs.read_run`: header, last
     summary, conversations in input order, input errors (:class:`~judgegraph.runs.NotAResultsFile` when it is
     not one). Unreadable lines are left out (``judgegraph report`` names them; ``Results.run.problems``)."""
-    return Results(read_run(path))
+    run = read_run(path)
+    return Results(run, run.path, run.header, run.summary, run.input_errors, run.in_input_order())

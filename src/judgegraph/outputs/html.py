@@ -1,10 +1,9 @@
 """One self-contained HTML file from a results JSONL file.
 
-The page works offline: CSS and script are inlined, nothing is fetched (a
-Content-Security-Policy forbids it). The data travels as JSON inside
-``<script type="application/json">`` with ``<``, ``>`` and ``&`` written as
-``\\u003c``/``\\u003e``/``\\u0026``, so no conversation text can close the
-element; the page's script renders every value with ``textContent``.
+The page works offline: CSS and script are inlined, nothing is fetched (a Content-Security-Policy forbids it). The
+data travels as JSON inside ``<script type="application/json">`` with ``<``, ``>`` and ``&`` written as
+``\\u003c``/``\\u003e``/``\\u0026``, so no conversation text can close the element; the page's script renders every
+value with ``textContent``.
 
     write_report("judgegraph-results.jsonl", "report.html", inputs=["chats.jsonl"])
 """
@@ -13,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -92,6 +92,8 @@ class ReportData(TypedDict):
 
 @dataclass
 class ReportFile:
+    """What :func:`write_report` wrote: the page, its size and the problems met."""
+
     path: Path
     bytes: int
     conversations: int
@@ -151,32 +153,24 @@ def _judged_inputs(files: Sequence[RunFile], inputs: Sequence[str | Path], probl
 def _summary(conversations: list[ConversationLine], metrics: list[str]) -> dict[str, MetricSummary]:
     out: dict[str, MetricSummary] = {}
     for m in metrics:
-        counts = dict.fromkeys(STATUSES, 0)
+        got = [r for c in conversations if (r := c.results.get(m)) is not None]
+        counts = Counter(r.status for r in got)  # read_run names any other status; None: a result without one
+        scores = [score for r in got if (score := r.number) is not None and 0.0 <= score <= 1.0]
         hist = [0] * BINS
-        scores: list[float] = []
-        judge_errors = 0
-        for c in conversations:
-            if (r := c.results.get(m)) is None:
-                continue
-            if r.status in counts:  # read_run names any other status; None: a result without one
-                counts[r.status] += 1
-            judge_errors += len(r.errors)
-            if (score := r.number) is not None and 0.0 <= score <= 1.0:
-                scores.append(score)
-                hist[min(int(score * BINS), BINS - 1)] += 1
+        for score in scores:
+            hist[min(int(score * BINS), BINS - 1)] += 1
         out[m] = MetricSummary(passed=counts["passed"], failed=counts["failed"], error=counts["error"],
-                               not_applicable=counts["not_applicable"], judge_errors=judge_errors, histogram=hist,
-                               mean_score=sum(scores) / len(scores) if scores else None)
+                               not_applicable=counts["not_applicable"], judge_errors=sum(len(r.errors) for r in got),
+                               histogram=hist, mean_score=sum(scores) / len(scores) if scores else None)
     return out
 
 
 def _totals(results: RunFile, conversations: list[ConversationLine], summary: dict[str, MetricSummary]) -> Totals:
-    def total(key: str) -> int:
-        return sum(s[key] for s in summary.values())  # type: ignore[literal-required]  # one of the int keys
-
-    return Totals(passed=total("passed"), failed=total("failed"), error=total("error"),
-                  not_applicable=total("not_applicable"), conversations=len(conversations),
-                  results=sum(len(c.results) for c in conversations), judge_errors=total("judge_errors"),
+    keys = (*STATUSES, "judge_errors")  # the int keys
+    total = {k: sum(s[k] for s in summary.values()) for k in keys}  # type: ignore[literal-required]
+    return Totals(passed=total["passed"], failed=total["failed"], error=total["error"],
+                  not_applicable=total["not_applicable"], conversations=len(conversations),
+                  results=sum(len(c.results) for c in conversations), judge_errors=total["judge_errors"],
                   run_errors=sum(1 for c in conversations if c.error), input_errors=len(results.input_errors),
                   unreadable_lines=len(results.problems))
 
@@ -220,18 +214,14 @@ def _report_data(files: list[RunFile], comparison: Comparison,
     turns, problems = _turns_by_id(inputs)
     problems = [p for f in files for p in f.problems] + problems
     compare = len(files) > 1
-    own_turns: list[dict[str, list[TurnText]]] = []  # each run's turns from its header's inputs
-    for f in files:
-        recorded = _recorded_inputs(f) if not inputs or compare else []
-        own_turns.append(_turns_by_id(recorded)[0] if recorded else {})
+    # each run's turns from its header's inputs
+    own_turns = [_turns_by_id(_recorded_inputs(f))[0] if not inputs or compare else {} for f in files]
     given = _judged_inputs(files, inputs, problems) if compare else [True]
     runs: list[dict[str, Any]] = []
-    summaries, totals = [], []
     for i, (f, facts) in enumerate(zip(files, comparison.runs)):
         own = [record for row in comparison.rows if (record := row.records[i]) is not None]
-        summaries.append(_summary(own, [m for m in comparison.metrics if any(m in c.results for c in own)]))
-        totals.append(_totals(f, own, summaries[-1]))
-        runs.append({**facts.to_json(), "summary": summaries[-1], "totals": totals[-1]})
+        summary = _summary(own, [m for m in comparison.metrics if any(m in c.results for c in own)])
+        runs.append({**facts.to_json(), "summary": summary, "totals": _totals(f, own, summary)})
     conversations: list[PageConversation] = []
     for row in comparison.rows:
         cid = row.conversation_id
@@ -254,7 +244,7 @@ def _report_data(files: list[RunFile], comparison: Comparison,
         problems=problems,
     )
     if not compare:
-        data["summary"], data["totals"] = summaries[0], totals[0]
+        data["summary"], data["totals"] = runs[0]["summary"], runs[0]["totals"]
     return data, problems
 
 
@@ -270,8 +260,8 @@ def _asset(name: str) -> str:
 
 
 def _graph_svgs(metrics: list[str], graphs: Iterable[Drawable] | None, *, llm: bool = False) -> list[str]:
-    """SVG pictures of the given compiled graphs; without any, the report graph of
-    ``metrics`` as registered (default options), when they can be built."""
+    """SVG pictures of the given compiled graphs; without any, the report graph of ``metrics`` as registered
+    (default options), when they can be built."""
     from .drawing import draw_svg
 
     chosen = list(graphs) if graphs is not None else []
@@ -280,16 +270,13 @@ def _graph_svgs(metrics: list[str], graphs: Iterable[Drawable] | None, *, llm: b
         if isinstance(built, str):
             return [f'<p class="muted">{escape(built)}</p>']
         chosen = [built]
-    svgs = []
-    for i, g in enumerate(chosen):
-        drawable = g.get_graph(xray=1) if hasattr(g, "get_graph") else g
-        svgs.append(draw_svg(drawable, title=getattr(g, "name", None) or "report", id_prefix=f"jg{i}"))
-    return svgs
+    return [draw_svg(g.get_graph(xray=1) if hasattr(g, "get_graph") else g, title=getattr(g, "name", None) or "report",
+                     id_prefix=f"jg{i}") for i, g in enumerate(chosen)]
 
 
 def _default_report_graph(metrics: list[str], *, llm: bool) -> CompiledStateGraph | str:
-    """The report graph of the results' metric names (built for an LLM judge when
-    ``llm``, else the offline one), or why it cannot be drawn."""
+    """The report graph of the results' metric names (built for an LLM judge when ``llm``, else the offline one), or
+    why it cannot be drawn."""
     from ..judges import NoModel
     from ..metrics import get_metric
     from ..report import create_report_graph
@@ -401,12 +388,12 @@ def write_report(
     graphs: Iterable[Drawable] | None = None,
     title: str | None = None,
 ) -> ReportFile:
-    """Write the HTML report of the results file ``results`` to ``out``; given several
-    results files, the runs side by side (matched by conversation id).
+    """Write the HTML report of the results file ``results`` to ``out``; given several results files, the runs side
+    by side (matched by conversation id).
 
-    ``inputs``: the input files, to show every turn (results hold only the
-    judged replies). ``graphs``: compiled graphs to draw (``judgegraph eval``
-    passes the ones it ran); by default the results' metrics with default options."""
+    ``inputs``: the input files, to show every turn (results hold only the judged replies). ``graphs``: compiled
+    graphs to draw (``judgegraph eval`` passes the ones it ran); by default the results' metrics with default
+    options."""
     paths = [results] if isinstance(results, (str, Path)) else list(results)
     parsed = [read_run(p) for p in paths]
     html, data, problems = report_html(parsed, inputs=inputs, graphs=graphs, title=title)

@@ -1,10 +1,9 @@
-"""The report's tables written as HTML by Python, so the page reads with
-JavaScript off: the runs' facts, the per-metric summary with labelled
-histograms, and the conversations × runs × metrics matrix (failures first).
-The page's script only sorts, filters and opens conversations.
+"""The report's tables written as HTML by Python, so the page reads with JavaScript off: the runs' facts, the
+per-metric summary with labelled histograms, and the conversations × runs × metrics matrix (failures first). The
+page's script only sorts, filters and opens conversations.
 
-Every value from data (paths, ids, metric and judge names, errors) goes
-through :func:`html.escape`; numbers are formatted here.
+Every value from data (paths, ids, metric and judge names, errors) goes through :func:`html.escape`; numbers are
+formatted here.
 """
 
 from __future__ import annotations
@@ -51,8 +50,8 @@ def _score(value: object) -> str:
 
 
 def abbreviations(metrics: Sequence[str], *, columns: int) -> dict[str, str]:
-    """A short name per metric (its words' initials, longer where two would clash) when ``columns``
-    matrix columns would not fit a screen with whole names; else the names themselves."""
+    """A short name per metric (its words' initials, longer where two would clash) when ``columns`` matrix columns
+    would not fit a screen with whole names; else the names themselves."""
     if len(metrics) <= 3 and columns <= 6:
         return {m: m for m in metrics}
     out: dict[str, str] = {}
@@ -69,8 +68,7 @@ def abbreviations(metrics: Sequence[str], *, columns: int) -> dict[str, str]:
     return out
 
 
-def _unknown() -> str:
-    return '<span class="muted unknown">unknown</span>'
+UNKNOWN = '<span class="muted unknown">unknown</span>'
 
 
 def _cell(fact: str, run: RunFacts, body: str) -> str:
@@ -81,15 +79,9 @@ def _cell(fact: str, run: RunFacts, body: str) -> str:
 
 
 def _per_metric(values: dict[str, float | None], metrics: Sequence[str], fmt: str) -> str:
-    if not values:
-        return _unknown()
-    items = []
-    for m in metrics:
-        if m in values:
-            v = values[m]
-            shown = "unknown" if v is None else fmt.format(v)
-            items.append(f'<li><span class="muted">{_e(m)}</span> {_e(shown)}</li>')
-    return f'<ul class="facts">{"".join(items)}</ul>' if items else _unknown()
+    shown = {m: "unknown" if values[m] is None else fmt.format(values[m]) for m in metrics if m in values}
+    items = "".join(f'<li><span class="muted">{_e(m)}</span> {_e(v)}</li>' for m, v in shown.items())
+    return f'<ul class="facts">{items}</ul>' if items else UNKNOWN
 
 
 def _duration(seconds: float) -> str:
@@ -106,7 +98,7 @@ def _cost(run: RunFacts) -> str:
     if run.calls == 0:
         offline = run.judge_names and all("offline" in j and "llm:" not in j for j in run.judge_names)
         return "no cost (offline judge)" if offline else "no cost (no judge calls)"
-    return _unknown()
+    return UNKNOWN
 
 
 def runs_table(runs: Sequence[RunFacts], metrics: Sequence[str]) -> str:
@@ -115,16 +107,16 @@ def runs_table(runs: Sequence[RunFacts], metrics: Sequence[str]) -> str:
     rows: list[tuple[str, str, Any]] = [
         ("results file", "path", lambda r: f'<span class="path">{_e(r.path)}</span>'),
         ("conversations", "conversations", lambda r: _e(r.conversations)),
-        ("judge", "judges", lambda r: "<br>".join(_e(j) for j in r.judges) if r.judges else _unknown()),
+        ("judge", "judges", lambda r: "<br>".join(_e(j) for j in r.judges) if r.judges else UNKNOWN),
         ("thresholds", "thresholds", lambda r: _per_metric(r.thresholds, metrics, "{:.2f}")),
         ("pass rate", "pass_rate", lambda r: _per_metric({m: None if v is None else 100 * v
                                                           for m, v in r.pass_rate.items()}, metrics, "{:.0f}%")),
         ("cost", "cost_usd", _cost),
         ("judge calls / tokens", "calls",
-         lambda r: _unknown() if r.calls is None else f"{r.calls:,} / {r.tokens or 0:,}"),
-        ("duration", "duration_s", lambda r: _unknown() if r.duration_s is None else _e(_duration(r.duration_s))),
-        ("started", "started_at", lambda r: _e(r.started_at) if r.started_at else _unknown()),
-        ("judgegraph", "version", lambda r: _e(r.version) if r.version else _unknown()),
+         lambda r: UNKNOWN if r.calls is None else f"{r.calls:,} / {r.tokens or 0:,}"),
+        ("duration", "duration_s", lambda r: UNKNOWN if r.duration_s is None else _e(_duration(r.duration_s))),
+        ("started", "started_at", lambda r: _e(r.started_at) if r.started_at else UNKNOWN),
+        ("judgegraph", "version", lambda r: _e(r.version) if r.version else UNKNOWN),
     ]
     body = "".join(f'<tr data-fact="{fact}"><th scope="row">{name}</th>'
                    + "".join(_cell(fact, r, render(r)) for r in runs) + "</tr>" for name, fact, render in rows)

@@ -1,5 +1,5 @@
-"""Reading judge transcripts back: what the judge was asked and answered for one
-verdict (``transcript_of(result, window=3)``; from the shell: ``judgegraph show``).
+"""Reading judge transcripts back: what the judge was asked and answered for one verdict (``transcript_of(result,
+window=3)``; from the shell: ``judgegraph show``).
 """
 
 from __future__ import annotations
@@ -59,19 +59,13 @@ def format_attempts(attempts: Sequence[AttemptLine]) -> str:
     lines: list[str] = []
     for i, a in enumerate(attempts, start=1):
         usage = a.usage or UsageLine()
-        facts = [a.step or "", a.model or ""]
-        if a.latency_s is not None:
-            facts.append(f"{a.latency_s:.2f}s")
-        facts.append(f"{usage.input_tokens or 0} tokens in / {usage.output_tokens or 0} out")
-        if usage.cached_input_tokens:
-            facts.append(f"{usage.cached_input_tokens} in from the provider's prompt cache")
-        if a.cached:
-            facts.append("from the cache (no call)")
-        if a.shared:
-            facts.append("shared: one request for several verdicts (dense mode)")
-        if a.settings:
-            facts.append(", ".join(f"{k}={v}" for k, v in sorted(a.settings.items())))
-        lines.append(f"── attempt {i}: {' · '.join(f for f in facts if f)}")
+        facts = [a.step, a.model, a.latency_s is not None and f"{a.latency_s:.2f}s",
+                 f"{usage.input_tokens or 0} tokens in / {usage.output_tokens or 0} out",
+                 usage.cached_input_tokens and f"{usage.cached_input_tokens} in from the provider's prompt cache",
+                 a.cached and "from the cache (no call)",
+                 a.shared and "shared: one request for several verdicts (dense mode)",
+                 a.settings and ", ".join(f"{k}={v}" for k, v in sorted(a.settings.items()))]
+        lines.append(f"── attempt {i}: {' · '.join(str(f) for f in facts if f)}")
         for m in a.messages:
             lines += [f"[{m.get('role', '?')}]", str(m.get("content", ""))]
         lines += ["[reply]", a.reply if a.reply is not None else "(no reply)"]
@@ -81,8 +75,8 @@ def format_attempts(attempts: Sequence[AttemptLine]) -> str:
 
 
 def transcript_of(result: MetricResult | ResultLine | Mapping[str, object], window: int | None = None) -> str:
-    """A result's judge transcripts as text (all verdicts, or that of ``window``): per attempt,
-    the exact prompt sent, then the raw reply."""
+    """A result's judge transcripts as text (all verdicts, or that of ``window``): per attempt, the exact prompt
+    sent, then the raw reply."""
     line = _line(result)
     parts = [f"{line.conversation_id} · {line.key} · score {line.score} · {line.status}"]
     rejudged = (line.details or {}).get("rejudged") or {}

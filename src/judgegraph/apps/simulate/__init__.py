@@ -1,6 +1,5 @@
-"""Simulated conversations: a simulated user (an LLM with a persona, a goal
-and a scenario) talks to your chatbot until the goal is reached, the user
-gives up, or a turn limit; then the conversation is judged. The simulator is a
+"""Simulated conversations: a simulated user (an LLM with a persona, a goal and a scenario) talks to your chatbot
+until the goal is reached, the user gives up, or a turn limit; then the conversation is judged. The simulator is a
 LangGraph graph (:func:`create_simulator`; an example: docs/apps.md).
 """
 
@@ -52,8 +51,8 @@ class SimulationResult(BaseModel):
         return "; ".join(self.errors) or None
 
     def to_record(self, source: str = "simulate") -> dict[str, object]:
-        """A results-JSONL line (the ``judgegraph eval`` shape) carrying the
-        simulated conversation and how the simulation went."""
+        """A results-JSONL line (the ``judgegraph eval`` shape) carrying the simulated conversation and how the
+        simulation went."""
         simulation: dict[str, object] = {
             "status": self.status, "turns": self.turns, "user_usage": self.user_usage.model_dump(),
             "scenario": self.scenario.model_dump(mode="json", exclude_defaults=True)}
@@ -124,9 +123,9 @@ def _plan(app: AppLike, scenarios: Scenarios, options: SimulateOptions, caller: 
 
 
 def simulate(app: AppLike, scenarios: Scenarios, **options: Unpack[SimulateOptions]) -> list[SimulationResult]:
-    """Simulate one conversation per scenario with ``app`` (a graph, Runnable or callable over
-    messages), ``max_concurrency`` at a time, each judged with ``metrics``. A failed scenario
-    keeps its messages, is still judged and says why in ``errors``; results in input order."""
+    """Simulate one conversation per scenario with ``app`` (a graph, Runnable or callable over messages),
+    ``max_concurrency`` at a time, each judged with ``metrics``. A failed scenario keeps its messages, is still
+    judged and says why in ``errors``; results in input order."""
     graph, items, configs = _plan(app, scenarios, options, "simulate")
     outs = graph.batch([{"scenario": s} for s in items], configs, return_exceptions=True)
     return [_result(s, o) for s, o in zip(items, outs)]

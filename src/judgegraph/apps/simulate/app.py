@@ -1,5 +1,5 @@
-"""The chatbot under simulation (a graph over ``{"messages"}``, a Runnable, a sync
-or async callable), called with the whole conversation so far."""
+"""The chatbot under simulation (a graph over ``{"messages"}``, a Runnable, a sync or async callable), called with
+the whole conversation so far."""
 
 from __future__ import annotations
 
@@ -18,9 +18,8 @@ REPLY_KEYS = ("output", "answer", "response", "content")
 
 
 def new_messages(sent: list[BaseMessage], out: Any) -> list[BaseMessage]:
-    """The app's reply as messages: a message, a string, a list of messages
-    (the whole conversation when it is longer than what was sent, else only
-    the new ones), ``{"messages": [...]}`` (the same rule), or a dict with
+    """The app's reply as messages: a message, a string, a list of messages (the whole conversation when it is
+    longer than what was sent, else only the new ones), ``{"messages": [...]}`` (the same rule), or a dict with
     ``output`` / ``answer`` / ``response`` / ``content``."""
     if isinstance(out, BaseMessage):
         return [out]

@@ -69,8 +69,8 @@ def scenario_of(state: SimulationState) -> Scenario:
 
 
 def conversation_of(state: SimulationState) -> Conversation:
-    """The simulated conversation, with the scenario's goal as its expected outcome and its
-    ``metadata`` (where a metric may read per-conversation inputs, e.g. ``reference_topics``)."""
+    """The simulated conversation, with the scenario's goal as its expected outcome and its ``metadata`` (where a
+    metric may read per-conversation inputs, e.g. ``reference_topics``)."""
     s = scenario_of(state)
     return from_messages(state.get("messages") or [], id=s.id, expected_outcome=s.expected_outcome or s.goal,
                          chatbot_role=s.chatbot_role, metadata=dict(s.metadata))
@@ -88,8 +88,8 @@ def persona_stage(persona: Persona, turn: int) -> PersonaStage:
 
 
 def user_request(scenario: Scenario, messages: Sequence[BaseMessage], turns_left: int, turn: int = 1) -> JudgeRequest:
-    """The simulated user's call for user message ``turn`` (1-based): the plain prompt, or the
-    adversarial one with the persona's stage for that turn."""
+    """The simulated user's call for user message ``turn`` (1-based): the plain prompt, or the adversarial one with
+    the persona's stage for that turn."""
     persona = scenario.adversary
     common = {"goal": scenario.goal, "scenario": scenario.scenario or "(nothing more)",
               "conversation": _seen_by_user(messages), "turns_left": str(turns_left)}
@@ -226,8 +226,8 @@ def _results(out: MetricOutput) -> SimulationState:
 
 
 def user_judge(user_model: ModelLike, *, judge: Judge | None = None, max_tries: int = 3, **model_kwargs: Any) -> Judge:
-    """The simulated user's model as a Judge sharing the metrics judge's limiter; never cached,
-    so repeated scenarios may differ."""
+    """The simulated user's model as a Judge sharing the metrics judge's limiter; never cached, so repeated
+    scenarios may differ."""
     if isinstance(user_model, Judge):
         return user_model
     if user_model is None:
@@ -245,8 +245,8 @@ def create_simulator(
 ) -> CompiledStateGraph:
     """The compiled simulator for ``app``: ``invoke({"scenario": {...}})``.
 
-    ``user_model`` plays the user; ``metrics`` (names built with ``model``, the
-    judge, or compiled graphs) judge each finished conversation in the same run."""
+    ``user_model`` plays the user; ``metrics`` (names built with ``model``, the judge, or compiled graphs) judge
+    each finished conversation in the same run."""
     names = [metrics] if isinstance(metrics, (str, MetricSpec, CompiledStateGraph)) else list(metrics or [])
     judge = resolve_judge(model) if any(not isinstance(m, CompiledStateGraph) for m in names) else None
     graph = judge_graph(names, model=judge) if names else None  # the metrics share the judge built here

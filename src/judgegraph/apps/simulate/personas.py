@@ -1,12 +1,10 @@
-"""Adversarial personas: simulated users who push a chatbot off its rails, one
-stage further each turn (docs/apps.md, "Adversarial users").
+"""Adversarial personas: simulated users who push a chatbot off its rails, one stage further each turn
+(docs/apps.md, "Adversarial users").
 
-A persona is data in a scenario: ``persona: {kind: jailbreak}`` is a built-in,
-and any field given overrides the built-in's (``description``, ``objective``,
-``escalation``, ``turns_per_stage``; ``topics`` for ``topic_drift``);
-``kind: custom`` has no built-in and needs its own ``objective`` and
-``escalation``. The escalation steps are values put into the simulated user's
-prompt, never template source.
+A persona is data in a scenario: ``persona: {kind: jailbreak}`` is a built-in, and any field given overrides the
+built-in's (``description``, ``objective``, ``escalation``, ``turns_per_stage``; ``topics`` for ``topic_drift``);
+``kind: custom`` has no built-in and needs its own ``objective`` and ``escalation``. The escalation steps are values
+put into the simulated user's prompt, never template source.
 """
 
 from __future__ import annotations
@@ -81,8 +79,8 @@ def drift_steps(topics: list[str]) -> tuple[str, ...]:
 
 
 class Persona(BaseModel):
-    """A simulated user who escalates: stage ``n`` shapes user message ``n``
-    (``turns_per_stage`` messages a stage; the last stage repeats)."""
+    """A simulated user who escalates: stage ``n`` shapes user message ``n`` (``turns_per_stage`` messages a stage;
+    the last stage repeats)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -135,8 +133,8 @@ class Persona(BaseModel):
 
 
 class PersonaStage(BaseModel):
-    """The stage a user message was written at: ``turn`` is the message's 1-based
-    number among user messages, ``stage`` the 1-based stage of ``of``."""
+    """The stage a user message was written at: ``turn`` is the message's 1-based number among user messages,
+    ``stage`` the 1-based stage of ``of``."""
 
     turn: int
     stage: int

@@ -10,6 +10,7 @@ hold the scenarios file and the app's module, each with its sha256. The summary 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -80,8 +81,6 @@ def simulation_summary(runs: Sequence[SimulationResult], started: datetime, *, j
 
     summary = simulation_counts(runs, judge)
     user = Usage.total(r.user_usage for r in runs)
-    ended: dict[str, int] = {}
-    for r in runs:
-        ended[r.status] = ended.get(r.status, 0) + 1
+    ended = Counter(r.status for r in runs)
     return {**run_summary(summary, started, ended_at=ended_at),
             "simulation": {"ended": dict(sorted(ended.items())), "user_usage": user.model_dump(mode="json")}}

@@ -1,11 +1,12 @@
-"""Scenarios for the conversation simulator: who the simulated user is, what
-they want, and the situation they are in; read from Python or from a file
-(JSONL, JSON list, YAML list) with errors naming the file, line and field."""
+"""Scenarios for the conversation simulator: who the simulated user is, what they want, and the situation they are
+in; read from Python or from a file (JSONL, JSON list, YAML list) with errors naming the file, line and field."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Union
 
@@ -63,11 +64,11 @@ class ScenarioError(ValueError):
         super().__init__("\n".join(self.problems))
 
 
+@dataclass
 class Unreadable:
     """A record that could not even be parsed (its problem is reported with the others)."""
 
-    def __init__(self, message: str) -> None:
-        self.message = message
+    message: str
 
 
 def validate(records: Sequence[tuple[Any, Callable[[tuple[int | str, ...]], Where]]]) -> list[Scenario]:
@@ -90,20 +91,17 @@ def validate(records: Sequence[tuple[Any, Callable[[tuple[int | str, ...]], Wher
 
 
 def as_scenarios(items: Any) -> list[Scenario]:
-    """Scenarios from Scenario objects, dicts, or a single one of either; ids
-    default to ``scenario-N``. A bad record is a :class:`ScenarioError` naming
-    ``scenario[INDEX].FIELD``, every bad record at once."""
+    """Scenarios from Scenario objects, dicts, or a single one of either; ids default to ``scenario-N``. A bad
+    record is a :class:`ScenarioError` naming ``scenario[INDEX].FIELD``, every bad record at once."""
     if isinstance(items, (Scenario, dict)):
         items = [items]
 
     def place(i: int) -> Callable[[tuple[int | str, ...]], Where]:
         return lambda loc: (None, None, ".".join(part for part in (f"scenario[{i}]", field_path(loc)) if part))
 
-    out = []
-    for i, s in enumerate(validate([(item, place(i)) for i, item in enumerate(items)])):
-        out.append(s if s.id else s.model_copy(update={"id": f"scenario-{i + 1}"}))
-    ids = [s.id for s in out]
-    dup = sorted({i for i in ids if ids.count(i) > 1})
+    scenarios = validate([(item, place(i)) for i, item in enumerate(items)])
+    out = [s if s.id else s.model_copy(update={"id": f"scenario-{i + 1}"}) for i, s in enumerate(scenarios)]
+    dup = sorted(i for i, n in Counter(s.id for s in out).items() if n > 1)
     if dup:
         raise ValueError(f"scenario ids must be unique; repeated: {', '.join(dup)}")
     return out
