@@ -20,7 +20,7 @@ from ..data.results import JudgeAttempt, MetricResult, Review, Usage, Verdict
 from ..data.windows import Window, check_window_size, exchanges, windows_from_exchanges
 from ..judges.base import Judge, JudgeOutcome, JudgeRequest
 from ..judges.jury import with_votes
-from .replay import Steer, probe, steer_of
+from .replay import Steer, probe, steer_of, verdicts_of
 from .scoring import make_result  # noqa: F401 - a building block of custom graphs, documented here
 from .state import MetricInput, MetricOutput, MetricState, conversation_of
 
@@ -114,8 +114,7 @@ class NodeLambda(RunnableLambda):
 
 
 def _has_error(update: StateUpdate) -> bool:
-    inner = update.update if isinstance(update, Command) else update
-    return isinstance(inner, dict) and any(isinstance(v, Verdict) and v.error for v in inner.get("verdicts") or ())
+    return any(isinstance(v, Verdict) and v.error for v in verdicts_of(update))
 
 
 def with_calls(update: StateUpdate, transcript: list[JudgeAttempt]) -> StateUpdate:
