@@ -5,7 +5,7 @@ no MLflow needed."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from ...loaders.base import RecordErrors
@@ -163,11 +163,11 @@ def reply_message(value: object, path: str = "response", depth: int = 0) -> Msg:
         if isinstance(choices, list) and choices and isinstance(choices[0], dict):
             first = choices[0]
             if isinstance(first.get("message"), dict):
-                return _as_assistant(_message({"role": "assistant", **first["message"]}, f"{path}.choices.0.message"))
+                return _message({**first["message"], "role": "assistant"}, f"{path}.choices.0.message")
             if isinstance(first.get("text"), str):
                 return Msg("assistant", first["text"])
         if _is_message(value):
-            return _as_assistant(_message(value, path))
+            return replace(_message(value, path), role="assistant")
         if isinstance(value.get("messages"), list):
             return _last_assistant(_messages(value["messages"], f"{path}.messages"), f"{path}.messages")
         if isinstance(value.get("output"), list):  # OpenAI Responses API
@@ -177,10 +177,6 @@ def reply_message(value: object, path: str = "response", depth: int = 0) -> Msg:
     if value is None:
         raise Unreadable(path, "the trace has no outputs")
     raise Unreadable(path, f"cannot read a reply from a {type(value).__name__}")
-
-
-def _as_assistant(msg: Msg) -> Msg:
-    return msg if msg.role == "assistant" else Msg("assistant", msg.content, msg.tool_calls, msg.meta)
 
 
 def _last_assistant(msgs: list[Msg], path: str) -> Msg:
@@ -198,9 +194,6 @@ def pick(value: object, key: str | None, path: str) -> Any:
         raise Unreadable(path, f"no {key!r} in the trace's {'inputs' if path == 'request' else 'outputs'} "
                                 f"(has: {keys})")
     return value[key]
-
-
-# --------------------------------------------------------------------------- history de-duplication
 
 
 def new_messages(prior: list[Msg], request: list[Msg]) -> tuple[list[Msg], bool]:

@@ -27,16 +27,10 @@ EXPECTATION_SOURCE = "HUMAN"  # MLflow's judges read only human expectations (re
 
 
 class SessionList(list[LoadedConversation]):
-    """What :func:`load_sessions` returns: a ``list`` of
-    :class:`~judgegraph.loaders.LoadedConversation` (one per session, oldest
-    first) with the problems found on the side, like
-    :class:`~judgegraph.loaders.LoadResult`:
-
-    * ``errors``: one :class:`~judgegraph.loaders.InputError` per unreadable
-      trace (``file`` = tracking URI, ``record`` = trace id, ``field`` =
-      ``request`` / ``response`` / ``experiment``);
-    * ``experiment_id``, ``traces`` (how many traces were read).
-    """
+    """What :func:`load_sessions` returns: one :class:`~judgegraph.loaders.LoadedConversation` per session, oldest
+    first, and on the side ``errors`` (an :class:`~judgegraph.loaders.InputError` per unreadable trace: ``file`` the
+    tracking URI, ``record`` the trace id, ``field`` ``request`` / ``response`` / ``experiment``), ``experiment_id``
+    and ``traces`` (how many were read)."""
 
     def __init__(self, items: Iterable[LoadedConversation] = (), *, errors: list[InputError] | None = None,
                  experiment_id: str | None = None, traces: int = 0) -> None:
@@ -46,17 +40,15 @@ class SessionList(list[LoadedConversation]):
         self.traces = traces
 
 
-# --------------------------------------------------------------------------- MLflow access
-
-
-def _experiment_id(client: MlflowClient, experiment: str) -> str | None:
-    exp = client.get_experiment_by_name(experiment)
-    if exp is None and str(experiment).isdigit():
+def find_experiment(client: MlflowClient, experiment: str) -> str | None:
+    """The id of the experiment named ``experiment``, else of the one whose id it is; None when there is none."""
+    found = client.get_experiment_by_name(experiment)
+    if found is None and str(experiment).isdigit():
         try:
-            exp = client.get_experiment(str(experiment))
-        except Exception:  # noqa: BLE001 - not found
-            exp = None
-    return None if exp is None else exp.experiment_id
+            found = client.get_experiment(str(experiment))
+        except Exception:  # noqa: BLE001 - no experiment with that id
+            found = None
+    return None if found is None else str(found.experiment_id)
 
 
 def _search(client: MlflowClient, experiment_id: str, filter_string: str | None, limit: int | None) -> list[Trace]:
@@ -74,9 +66,6 @@ def _search(client: MlflowClient, experiment_id: str, filter_string: str | None,
         if not token or not len(page):
             break
     return out
-
-
-# --------------------------------------------------------------------------- traces -> records
 
 
 @dataclass(frozen=True)
@@ -258,9 +247,6 @@ def _order(rec: TraceRecord) -> tuple[int, str]:
     return (rec.timestamp_ns, rec.trace_id)
 
 
-# --------------------------------------------------------------------------- load_sessions
-
-
 def load_sessions(
     tracking_uri: str,
     experiment: str,
@@ -282,12 +268,9 @@ def load_sessions(
     why = unreachable(tracking_uri)
     if why:
         return SessionList(errors=[InputError(tracking_uri, None, None, None, why)])
-    import_mlflow()
-    from mlflow import MlflowClient
-
-    client = MlflowClient(tracking_uri)
+    client = import_mlflow().MlflowClient(tracking_uri)
     try:
-        experiment_id = _experiment_id(client, experiment)
+        experiment_id = find_experiment(client, experiment)
     except Exception as exc:  # noqa: BLE001 - reported as an input error, like an unreadable file
         why = f"cannot read experiment {experiment!r}: {exc}"
         return SessionList(errors=[InputError(tracking_uri, None, None, "experiment", why)])
