@@ -96,21 +96,17 @@ def answer_schema(item_schema: type[BaseModel], items: int) -> type[BaseModel]:
     return model
 
 
-def span_of(block: Sequence[Window]) -> list[Any]:
-    """The exchanges the block's windows hold, each once, in order."""
-    seen = {ex.index: ex for w in block for ex in w.exchanges}
-    return [seen[i] for i in sorted(seen)]
-
-
 #: ``json.dumps(..., ensure_ascii=False)`` without a new encoder per call (json.dumps makes one per call when given
 #: an option): the same text.
 _dumps = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def render_exchanges(block: Sequence[Window]) -> str:
-    """The exchanges as data: one JSON object per line, ``{exchange, turn, role, content}`` (1-based)."""
-    rows = [_dumps({"exchange": ex.index + 1, "turn": it.index + 1, "role": it.turn.role, "content": it.turn.content})
-            for ex in span_of(block) for it in ex.turns]
+    """The exchanges the block's windows hold, each once, in order, as data: one JSON object per line,
+    ``{exchange, turn, role, content}`` (1-based)."""
+    span = {ex.index: ex for w in block for ex in w.exchanges}
+    rows = [_dumps({"exchange": i + 1, "turn": it.index + 1, "role": it.turn.role, "content": it.turn.content})
+            for i in sorted(span) for it in span[i].turns]
     return "\n".join(rows)
 
 

@@ -64,7 +64,7 @@ def judge_step(
         outcome = dataclasses.replace(outcome, transcript=[a.model_copy(update={"request": key})
                                                            for a in outcome.transcript])
         update = finish(task, outcome)
-        if outcome.ok and _has_error(update):  # an answer that made a judge error is never replayed
+        if outcome.ok and any(isinstance(v, Verdict) and v.error for v in verdicts_of(update)):  # never replayed
             (steer and steer.judge or judge).forget(request)
         if outcome.jurors:  # a jury's: each juror's answer as the verdicts' votes
             update = with_votes(update, outcome.jurors, lambda juror: finish(task, juror))
@@ -107,10 +107,6 @@ class NodeLambda(RunnableLambda):
             return self.invoke(input, config)
         afunc = cast(Any, self.afunc)
         return await (afunc(input, ensure_config(config)) if self._takes_config else afunc(input))
-
-
-def _has_error(update: StateUpdate) -> bool:
-    return any(isinstance(v, Verdict) and v.error for v in verdicts_of(update))
 
 
 def with_calls(update: StateUpdate, transcript: list[JudgeAttempt]) -> StateUpdate:

@@ -224,10 +224,6 @@ class JudgeCall(BaseModel):
 # -- requests (public: build your own nodes from them) -----------------------------
 
 
-def _node_texts(value: Any) -> list[RetrievalNode]:
-    return [RetrievalNode(context=v) if isinstance(v, str) else RetrievalNode.model_validate(v) for v in value or []]
-
-
 def extraction_request(nodes: Sequence[str]) -> JudgeRequest:
     """Extract the statements of ``nodes`` (texts only: identical lists share one cached judgement)."""
     rendered = "\n\n".join(f"[node {i}]\n{text}" for i, text in enumerate(nodes, 1))
@@ -242,7 +238,7 @@ def extraction_request(nodes: Sequence[str]) -> JudgeRequest:
 
 def _statements_request(task: str, step: str, numbered: Sequence[str], statements: Sequence[str],
                         user_message: str, context: Sequence[tuple[str, str]]) -> JudgeRequest:
-    pairs = [(r, c) for r, c in context]
+    pairs = list(context)
     return JudgeRequest(
         task=task,
         step=step,
@@ -312,7 +308,8 @@ def _unless_empty(step: Runnable, is_empty: Callable[[StepInput], bool], writes:
 
 
 def _selected(state: StepInput) -> tuple[list[RetrievalNode], list[int]]:
-    nodes = _node_texts(state.get("retrieval_context"))
+    nodes = [RetrievalNode(context=v) if isinstance(v, str) else RetrievalNode.model_validate(v)
+             for v in state.get("retrieval_context") or []]
     indices = state.get("node_indices")
     return nodes, list(range(len(nodes))) if indices is None else list(indices)
 

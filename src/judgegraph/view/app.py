@@ -25,9 +25,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..runs import NotAResultsFile
-from .queue import STRATEGIES, LabelsFile, Strategy, build_queue
-from .runs import Library, Run
-from .trend import trends
+from .queue import STRATEGIES, LabelsFile, Strategy, build_queue, people_agreement
+from .runs import Library, Run, trends
 
 TOKEN_COOKIE = "judgegraph_token"
 LOOPBACK = "127.0.0.1"
@@ -175,8 +174,6 @@ def create_app(settings: Settings) -> Starlette:
         return JSONResponse({"written": record, "judge": items[i].judge, "reason": items[i].reason})
 
     async def trust(request: Request) -> Response:
-        from .trust import people_agreement
-
         runs, problems = library.runs()
         run = chosen(request, runs)
         read = labels.read()

@@ -152,11 +152,6 @@ def session_expectations(sid: str | None, records: list[TraceRecord]) -> dict[st
     return out
 
 
-def _trace_expectations(rec: TraceRecord) -> dict[str, object]:
-    """A trace's own (not session-level) human expectations, kept on its reply turn."""
-    return {e.name: e.value for e in rec.expectations if e.source == EXPECTATION_SOURCE and not e.session_level}
-
-
 def build_sessions(
     records: Iterable[TraceRecord],
     *,
@@ -211,7 +206,8 @@ def build_sessions(
             elif reply.blank:  # a whitespace-only reply is dropped, as MLflow's session judges drop it
                 blank.append(rec.trace_id)
             else:
-                own = _trace_expectations(rec)
+                own = {e.name: e.value for e in rec.expectations  # the trace's own: kept on its reply turn
+                       if e.source == EXPECTATION_SOURCE and not e.session_level}
                 added.append(_turn(reply, rec.trace_id, "response",
                                    **({TURN_EXPECTATIONS_KEY: own} if own and sid is not None else {})))
             if added:
