@@ -84,11 +84,6 @@ def _iter_results(outcomes: Outcomes) -> Iterator[tuple[str, dict[str, MetricRes
         yield cid, results, None
 
 
-def _conversations(sessions: Iterable[LoadedConversation | Conversation]) -> dict[str, Conversation]:
-    convs = [item.conversation if isinstance(item, LoadedConversation) else as_conversation(item) for item in sessions]
-    return {conv.id: conv for conv in convs}
-
-
 def _source(judge: str, source_id: str | None) -> AssessmentSource:
     from mlflow.entities import AssessmentSource, AssessmentSourceType
 
@@ -122,7 +117,8 @@ def log_assessments(
     if why:
         log.failures.append(why)
         return log
-    convs = _conversations(sessions)
+    convs = {c.id: c for c in (s.conversation if isinstance(s, LoadedConversation) else as_conversation(s)
+                               for s in sessions)}
     jobs: list[tuple[str, str, Feedback]] = []  # (kind, trace id, feedback)
 
     for cid, results, run_error in _iter_results(outcomes):

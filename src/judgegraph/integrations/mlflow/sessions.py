@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from ...data.conversation import Conversation, Turn
@@ -163,18 +164,12 @@ def build_sessions(
 ) -> SessionList:
     """Group trace records into sessions and build one conversation per session
     (see :func:`load_sessions`). Pure: no MLflow needed."""
-    groups: dict[str, list[TraceRecord]] = {}
-    units: list[tuple[str | None, list[TraceRecord]]] = []  # (session id, its traces); None: a trace of its own
-    for rec in records:
-        if rec.session:
-            groups.setdefault(rec.session, []).append(rec)
-        else:
-            units.append((None, [rec]))
-    units += [(sid, sorted(recs, key=_order)) for sid, recs in groups.items()]
-    units.sort(key=lambda u: _order(u[1][0]))
-
+    units: dict[str | tuple[str], list[TraceRecord]] = {}  # a session's traces by its id; (trace id,): one alone
+    for rec in sorted(records, key=attrgetter("timestamp_ns", "trace_id")):
+        units.setdefault(rec.session or (rec.trace_id,), []).append(rec)
     out = SessionList(experiment_id=experiment_id)
-    for sid, recs in units:
+    for unit, recs in units.items():
+        sid = unit if isinstance(unit, str) else None
         out.traces += len(recs)
         turns: list[Turn] = []
         prior: list[Msg] = []
@@ -226,21 +221,13 @@ def build_sessions(
             FIRST_TRACE_KEY: recs[0].trace_id,  # where session-level assessments go
             "mlflow_trace_ids": used,
         }
-        if blank:
-            metadata["mlflow_blank_replies"] = blank
-        if unanswered:
-            metadata["mlflow_no_response"] = unanswered  # traces whose user message has no reply (e.g. ERROR)
-        expectations = session_expectations(sid, recs)
-        if expectations:
-            metadata[EXPECTATIONS_KEY] = expectations
+        optional = {"mlflow_blank_replies": blank, "mlflow_no_response": unanswered,  # no reply (e.g. ERROR)
+                    EXPECTATIONS_KEY: session_expectations(sid, recs)}
+        metadata.update({k: v for k, v in optional.items() if v})
         conversation = Conversation.model_validate({"id": cid, "turns": turns, "metadata": metadata})
         out.append(LoadedConversation(conversation=conversation, source=f"mlflow:{experiment}/{cid}",
                                       format=FORMAT, options={}))
     return out
-
-
-def _order(rec: TraceRecord) -> tuple[int, str]:
-    return (rec.timestamp_ns, rec.trace_id)
 
 
 def load_sessions(
