@@ -120,12 +120,8 @@ def _export(name: str) -> Any:
     return _import(name)  # AttributeError
 
 
-_old_or_new = _renamed(__name__, lambda: ["make_metric", "create_pairwise_metric", "report_builder", *_metric_factories()],
-                       _export, stacklevel=3)
-
-
-def __getattr__(name: str) -> Any:
-    return _old_or_new(name)
+__getattr__ = _renamed(__name__, lambda: ["make_metric", "create_pairwise_metric", "report_builder", *_metric_factories()],
+                       _export)
 
 
 def __dir__() -> list[str]:

@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
@@ -132,12 +132,8 @@ def configurable(
 
 
 def _inputs(state: StudioState) -> MetricInput:
-    given = MetricInput()
-    if state.get("conversation") is not None:
-        given["conversation"] = state["conversation"]
-    if state.get("messages") is not None:
-        given["messages"] = state["messages"]
-    return given
+    given = {k: state[k] for k in ("conversation", "messages") if state.get(k) is not None}
+    return cast(MetricInput, given)
 
 
 __all__ = ["JudgeSettings", "configurable", "judge_for", "metric_builder", "options_for", "resolved"]
