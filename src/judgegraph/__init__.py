@@ -1,12 +1,11 @@
 """judgegraph: LLM judges for chatbot conversations, built as LangGraph graphs.
 
-Everything is imported lazily: ``import judgegraph`` builds no model, loads no
-weights and opens no connection. Type checkers see the exports through the
-``TYPE_CHECKING`` imports below (the package ships ``py.typed``). Each built-in
-metric's factory (``create_turn_relevancy_metric``...) is exported too, read from the
-metric registry: a new metric needs no line here (typed where it is defined,
-``judgegraph.metrics.<module>``). Authors of metrics import from :mod:`judgegraph.metric`.
-Names renamed in 0.2 still work for one release, with a ``DeprecationWarning`` (:func:`_renamed`).
+Everything is imported lazily: ``import judgegraph`` builds no model, loads no weights and opens no connection. Type
+checkers see the exports through the ``TYPE_CHECKING`` imports below (the package ships ``py.typed``). Each built-in
+metric's factory (``create_turn_relevancy_metric``...) is exported too, read from the metric registry: a new metric
+needs no line here (typed where it is defined, ``judgegraph.metrics.<module>``). Authors of metrics import from
+:mod:`judgegraph.metric`. Names renamed in 0.2 still work for one release, with a ``DeprecationWarning``
+(:func:`_renamed`).
 """
 
 from __future__ import annotations

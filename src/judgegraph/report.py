@@ -1,7 +1,6 @@
-"""Where metrics are composed: the one place every consumer builds its metrics
-(:func:`build_metric`, :func:`metric_graphs`: one shared judge) and report graph
-(parallel subgraphs after ``prepare``), so all name results alike; two metrics
-with one name are a ``ValueError``.
+"""Where metrics are composed: the one place every consumer builds its metrics (:func:`build_metric`,
+:func:`metric_graphs`: one shared judge) and report graph (parallel subgraphs after ``prepare``), so all name results
+alike; two metrics with one name are a ``ValueError``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Graphs for LangGraph Studio and the LangGraph server, with run-time settings.
 
-The settings are the graph's ``context_schema`` (:class:`JudgeSettings`: a form in
-Studio; docs/steering.md). Each combination is built once, on first use (in a
-worker thread under async: building a judge reads files), nothing at import; the
-metric runs as a subgraph, so its checkpoints, interrupts and updates go through.
+The settings are the graph's ``context_schema`` (:class:`JudgeSettings`: a form in Studio; docs/steering.md). Each
+combination is built once, on first use (in a worker thread under async: building a judge reads files), nothing at
+import; the metric runs as a subgraph, so its checkpoints, interrupts and updates go through.
 """
 
 from __future__ import annotations

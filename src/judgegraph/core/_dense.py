@@ -38,11 +38,10 @@ class BlockTask(TypedDict, total=False):
 class DensePlan:
     """How a metric's per-window verdict step is made dense.
 
-    ``size``: windows per call (>= 2); ``step``: the dense prompt (``prompts/<metric>/judge_dense.md``,
-    placeholders ``exchanges``, ``items`` and those of ``shared``); ``task``: the request's task;
-    ``item_schema``: the per-window answer schema (each item is validated against it);
-    ``shared``: the values every window of the conversation has alike (rubric, system instructions);
-    ``reasks``: follow-up requests for items missing or invalid (default 1)."""
+    ``size``: windows per call (>= 2); ``step``: the dense prompt (``prompts/<metric>/judge_dense.md``, placeholders
+    ``exchanges``, ``items`` and those of ``shared``); ``task``: the request's task; ``item_schema``: the per-window
+    answer schema (each item is validated against it); ``shared``: the values every window of the conversation has
+    alike (rubric, system instructions); ``reasks``: follow-up requests for items missing or invalid (default 1)."""
 
     size: int
     step: str

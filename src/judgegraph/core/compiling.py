@@ -1,6 +1,5 @@
-"""Every metric factory's last step: compile with the caller's LangGraph options (a
-misspelt one is a ``TypeError``), registering judgegraph's state types with a
-checkpointer's default serializer (no "unregistered type" warning).
+"""Every metric factory's last step: compile with the caller's LangGraph options (a misspelt one is a ``TypeError``),
+registering judgegraph's state types with a checkpointer's default serializer (no "unregistered type" warning).
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""Building blocks for metric graphs, public so custom judges can reuse them
-(docs/custom_judges.md walks through a whole graph). Statement steps live in
-:mod:`judgegraph.core.statements`.
+"""Building blocks for metric graphs, public so custom judges can reuse them (docs/custom_judges.md walks through a
+whole graph). Statement steps live in :mod:`judgegraph.core.statements`.
 """
 
 from __future__ import annotations

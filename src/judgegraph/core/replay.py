@@ -1,9 +1,8 @@
 """Steering a metric's judge steps at run time, with no metric-specific code.
 
-A :class:`Steer` in ``configurable[STEER_KEY]`` is read by every judge step: one
-whose verdicts (found by calling its ``finish`` with a failed outcome) are all kept
-returns them, an extraction repeating a request gets the earlier answer, any other
-asks the judge. Nothing here names a node or a metric.
+A :class:`Steer` in ``configurable[STEER_KEY]`` is read by every judge step: one whose verdicts (found by calling its
+``finish`` with a failed outcome) are all kept returns them, an extraction repeating a request gets the earlier
+answer, any other asks the judge. Nothing here names a node or a metric.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""Generic statement steps: split retrieved texts, judge the statements against
-the user's message, take a second look at the "no" verdicts. Their prompts name
-no metric, so every graph built from them shares one cache entry per request.
+"""Generic statement steps: split retrieved texts, judge the statements against the user's message, take a second look
+at the "no" verdicts. Their prompts name no metric, so every graph built from them shares one cache entry per request.
 """
 
 from __future__ import annotations
@@ -315,9 +314,8 @@ def _selected(state: StepInput) -> tuple[list[RetrievalNode], list[int]]:
 
 
 def extract_statements_step(judge: Judge, *, name: str = "extract_statements") -> Runnable:
-    """A node splitting ``retrieval_context`` (optionally ``node_indices``) into ``statements``
-    in one request (offline: sentences), writing ``calls`` too: give both an ``operator.add``
-    reducer in a fan-out."""
+    """A node splitting ``retrieval_context`` (optionally ``node_indices``) into ``statements`` in one request
+    (offline: sentences), writing ``calls`` too: give both an ``operator.add`` reducer in a fan-out."""
     if judge.kind == "offline":
 
         def split(state: StepInput) -> StepUpdate:

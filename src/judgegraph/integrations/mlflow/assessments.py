@@ -1,13 +1,5 @@
-"""Writing: judgegraph's results back to MLflow as feedback assessments.
-
-:func:`log_assessments` writes one feedback per metric result on the
-session's first trace, built from :meth:`MetricResult.to_feedback()
-<judgegraph.data.results.MetricResult.to_feedback>` and marked as a session
-assessment (``metadata["mlflow.trace.session"]``, as MLflow's own session
-judges mark theirs), and one feedback per verdict (``<metric>/turn``) on the
-trace the verdict is about. A judge error is written as feedback carrying an
-error, never as a value.
-"""
+"""Writing: judgegraph's results back to MLflow as feedback assessments (:func:`log_assessments`); a judge error
+is written as feedback carrying an error, never as a value."""
 
 from __future__ import annotations
 
@@ -100,13 +92,13 @@ def log_assessments(
     per_turn: bool = True,
     max_workers: int = 4,
 ) -> AssessmentLog:
-    """Write judgegraph's results back to MLflow as feedback assessments: one per metric result on
-    the session's first trace (from :meth:`MetricResult.to_feedback`) and, with ``per_turn``, one per
-    verdict (``<metric>/turn``) on the trace of its last turn. A judge error is an ``AssessmentError``,
-    never a value; ``not_applicable`` results are not written; the source is ``LLM_JUDGE`` or ``CODE``
-    (the offline judge). ``outcomes``: a ``RunSummary``, outcomes, results, or ``{id: {metric:
-    result}}``; ``sessions``: what :func:`load_sessions` returned. Every field: docs/mlflow.md,
-    "What is written back". MLflow keeps every assessment: running this twice writes them twice."""
+    """Write judgegraph's results back to MLflow as feedback assessments: one per metric result on the session's
+    first trace (from :meth:`MetricResult.to_feedback`, marked ``mlflow.trace.session`` as MLflow's session judges
+    mark theirs) and, with ``per_turn``, one per verdict (``<metric>/turn``) on the trace of its last turn. A judge
+    error is an ``AssessmentError``, never a value; ``not_applicable`` results are not written; the source is
+    ``LLM_JUDGE`` or ``CODE`` (the offline judge). ``outcomes``: a ``RunSummary``, outcomes, results, or ``{id:
+    {metric: result}}``; ``sessions``: what :func:`load_sessions` returned. Every field: docs/mlflow.md, "What is
+    written back". MLflow keeps every assessment: running this twice writes them twice."""
     from ... import __version__
 
     import_mlflow()
@@ -178,9 +170,8 @@ def log_assessments(
 
 
 def _value(result: MetricResult, fb: Mapping[str, Any]) -> Any:
-    """One MLflow value: the metric's declared value, else the score, else passed.
-    (``to_feedback()["value"]`` is the declared value or passed: LangSmith keeps
-    the score apart, MLflow has one value.)"""
+    """One MLflow value: the metric's declared value, else the score, else passed. (``to_feedback()["value"]`` is the
+    declared value or passed: LangSmith keeps the score apart, MLflow has one value.)"""
     if getattr(result, "value", None) is not None:
         return fb["value"]
     return fb["score"] if fb["score"] is not None else fb["value"]

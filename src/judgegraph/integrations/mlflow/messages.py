@@ -1,6 +1,5 @@
-"""The shapes of a trace's request and response, read as chat messages, and
-the history de-duplication that adds only what a request brings new. Pure:
-no MLflow needed."""
+"""The shapes of a trace's request and response, read as chat messages, and the history de-duplication that adds only
+what a request brings new. Pure: no MLflow needed."""
 
 from __future__ import annotations
 
@@ -121,9 +120,8 @@ def request_messages(value: object, path: str = "request", depth: int = 0) -> li
 
 def _under_keys(value: dict[str, Any], keys: Sequence[str], path: str, depth: int, read: Callable[[Any, str, int], T],
                 unsure: str, option: str) -> T:
-    """``read`` of the first of ``keys`` that reads, else of the only entry
-    that can hold a message (:func:`_only_value`); else Unreadable(``unsure``,
-    naming the keys and the ``option`` that names the right one)."""
+    """``read`` of the first of ``keys`` that reads, else of the only entry that can hold a message
+    (:func:`_only_value`); else Unreadable(``unsure``, naming the keys and the ``option`` that names the right one)."""
     for key in keys:
         if key in value and isinstance(value[key], (str, list, dict)):
             try:
@@ -199,14 +197,11 @@ def pick(value: object, key: str | None, path: str) -> Any:
 def new_messages(prior: list[Msg], request: list[Msg]) -> tuple[list[Msg], bool]:
     """What a trace's request adds to the conversation so far.
 
-    The request's non-system messages are matched against the end of the
-    conversation: the longest prefix of the request that equals a suffix of
-    the conversation is history already there (a history trimmed at the
-    front still matches), and only what follows it is new. System messages
-    already in the conversation are not repeated. When the request holds an
-    assistant message but does not line up with the conversation at all (a
-    rewritten or summarised history), only the messages after its last
-    assistant message are taken, and the second value is True.
+    The request's non-system messages are matched against the end of the conversation: the longest prefix of the
+    request that equals a suffix of the conversation is history already there (a history trimmed at the front still
+    matches), and only what follows it is new. System messages already in the conversation are not repeated. When the
+    request holds an assistant message but does not line up with the conversation at all (a rewritten or summarised
+    history), only the messages after its last assistant message are taken, and the second value is True.
     """
     if not prior:
         return list(request), False

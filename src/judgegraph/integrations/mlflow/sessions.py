@@ -1,7 +1,6 @@
-"""Reading: an MLflow experiment's traces, grouped into sessions, as
-conversations (:func:`load_sessions`; :func:`build_sessions` on plain
-:class:`TraceRecord` values, without MLflow). :mod:`.messages` reads each
-trace's request and response."""
+"""Reading: an MLflow experiment's traces, grouped into sessions, as conversations (:func:`load_sessions`;
+:func:`build_sessions` on plain :class:`TraceRecord` values, without MLflow). :mod:`.messages` reads each trace's
+request and response."""
 
 from __future__ import annotations
 
@@ -71,9 +70,8 @@ def _search(client: MlflowClient, experiment_id: str, filter_string: str | None,
 
 @dataclass(frozen=True)
 class ExpectationRecord:
-    """An ``Expectation`` assessment of a trace: its name and value, whether it
-    is session-level (its metadata holds ``mlflow.trace.session``, as MLflow
-    writes and reads session expectations) and its source type."""
+    """An ``Expectation`` assessment of a trace: its name and value, whether it is session-level (its metadata holds
+    ``mlflow.trace.session``, as MLflow writes and reads session expectations) and its source type."""
 
     name: str
     value: Any  # Any: what the user stored (JSON)

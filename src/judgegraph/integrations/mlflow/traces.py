@@ -1,11 +1,6 @@
 """Writing judged conversations that did not come from MLflow (a LangGraph thread that ``judgegraph watch``
-judged) to an MLflow experiment: one trace per conversation, its verdicts as that trace's assessments.
-
-:func:`log_conversation_traces` logs each conversation as a trace (named :data:`TRACE_NAME`; its inputs the turns,
-its outputs the results; trace metadata ``mlflow.trace.session`` = the conversation id, so MLflow groups a thread's
-traces as one session), then writes the results with :func:`~.assessments.log_assessments`, exactly as for a
-session read from MLflow: one feedback per metric result and one per verdict (``<metric>/turn``), all on that trace.
-"""
+judged) to an MLflow experiment: one trace per conversation (:data:`TRACE_NAME`, its session the conversation id),
+its results as that trace's assessments, as for a session read from MLflow."""
 
 from __future__ import annotations
 
