@@ -144,10 +144,9 @@ def create_app(settings: Settings) -> Starlette:
                                                          len(items))
         i = min(i, len(items))
         item = items[i] if i < len(items) else None
-        shown: list[dict[str, str]] = []
-        if item is not None:
-            shown = context(run, item.conversation_id)
-            shown = shown[: max(item.turns)] if item.turns and shown else shown
+        shown = context(run, item.conversation_id) if item is not None else []
+        if item is not None and item.turns:
+            shown = shown[: max(item.turns)]
         spec = registry().get(item.metric) if item else None
         return page("label.html", item=item, i=i, n=len(items), labelled=sum(it.key in done for it in items),
                     given=done.get(item.key) if item else None, turns=shown,

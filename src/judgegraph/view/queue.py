@@ -1,12 +1,6 @@
 """The label queue: which judged turns (or conversation-level results) a person labels, in which order, the
-labels file those labels are appended to (never rewritten), and how far the people who label agree.
-
-A label is one JSON line in the labels format ``judgegraph agree`` and ``align`` read
-(:mod:`judgegraph.trust.labels`): ``conversation_id``, ``metric``, ``turn`` when it names the verdict alone (the
-offline fit of ``align`` reads labels by turn), else ``verdict_id`` (neither for a conversation-level result),
-``label`` (``yes`` / ``no``), ``annotator`` and ``time`` (when it was made,
-``2026-11-28T22:15:03Z``). Each is written with one ``write`` of the whole line under an exclusive lock,
-then flushed and fsynced: a killed server loses no label and leaves no torn line."""
+labels file those labels are appended to (never rewritten: one locked, fsynced ``write`` per line, in the labels
+format of :mod:`judgegraph.trust.labels`; docs/guide/view.md), and how far the people who label agree."""
 
 from __future__ import annotations
 
