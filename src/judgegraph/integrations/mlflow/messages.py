@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from ...loaders.base import RecordErrors
-from ...loaders.formats.openai import content_text, tool_call
+from ...loaders.formats.openai import OPENAI_ROLES, content_text, tool_call
 
 T = TypeVar("T")
 
@@ -18,8 +18,7 @@ REQUEST_KEYS = ("messages", "input", "question", "query", "prompt", "message", "
                 "user_message", "text", "content", "request", "inputs")
 RESPONSE_KEYS = ("output", "answer", "response", "content", "text", "result", "reply", "completion",
                  "generation", "message", "outputs")
-ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "model": "assistant",
-         "system": "system", "developer": "system", "tool": "tool", "function": "tool"}
+ROLES = {**OPENAI_ROLES, "human": "user", "ai": "assistant", "model": "assistant"}  # LangChain's and Gemini's too
 _DEPTH = 3  # how deep a wrapped value (``{"request": {"messages": [...]}}``) is unwrapped
 
 
