@@ -363,17 +363,13 @@ def judge_statements_step(judge: Judge, *, name: str = "judge_statements") -> Ru
 
     def finish(state: StepInput, outcome: JudgeOutcome) -> StepUpdate:
         call = _call(JUDGE_STEP, state, outcome)
-        answers = outcome.value.verdicts if outcome.ok else None  # type: ignore[union-attr]
-        verdicts = []
-        for i, s in enumerate(_statements(state)):
-            a = answers[i] if answers is not None else None
-            verdicts.append(StatementVerdict(
-                turns=[] if s.turn is None else [s.turn], exchange=s.exchange, node=s.node, index=s.index,
-                statement=s.text, source=s.source,
-                verdict=a.verdict if a else None, reason=a.reason if a else "",
-                score=a.similarity if a else None,
-                error=None if a else call.error, attempts=outcome.attempts,
-            ))
+        statements = _statements(state)
+        answers = outcome.value.verdicts if outcome.ok else [None] * len(statements)  # type: ignore[union-attr]
+        verdicts = [StatementVerdict(
+            turns=[] if s.turn is None else [s.turn], exchange=s.exchange, node=s.node, index=s.index,
+            statement=s.text, source=s.source, verdict=a.verdict if a else None, reason=a.reason if a else "",
+            score=a.similarity if a else None, error=None if a else call.error, attempts=outcome.attempts,
+        ) for s, a in zip(statements, answers)]
         return {"verdicts": verdicts, "calls": [call]}
 
     return _unless_empty(judge_step(name, judge, build, finish), lambda s: not s.get("statements"), "verdicts", name)
