@@ -183,14 +183,15 @@ def _last_assistant(msgs: list[Msg], path: str) -> Msg:
     return last
 
 
-def pick(value: object, key: str | None, path: str) -> Any:
+def pick(value: object, key: str | None, path: str) -> tuple[Any, str]:
+    """``value``, or its entry ``key`` (``request_key=``, ``response_key=``), and the path it is read at."""
     if key is None:
-        return value
+        return value, path
     if not isinstance(value, dict) or key not in value:
         keys = ", ".join(map(str, value)) if isinstance(value, dict) else type(value).__name__
         raise Unreadable(path, f"no {key!r} in the trace's {'inputs' if path == 'request' else 'outputs'} "
                                 f"(has: {keys})")
-    return value[key]
+    return value[key], f"{path}.{key}"
 
 
 def new_messages(prior: list[Msg], request: list[Msg]) -> tuple[list[Msg], bool]:

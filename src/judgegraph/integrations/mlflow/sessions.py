@@ -179,13 +179,10 @@ def build_sessions(
             try:
                 if not rec.has_root:
                     raise Unreadable("request", "the trace has no spans")
-                request = request_messages(pick(rec.inputs, request_key, "request"),
-                                           "request" if request_key is None else f"request.{request_key}")
+                request = request_messages(*pick(rec.inputs, request_key, "request"))
                 # no response (an ERROR trace, one cut short): the user's message stays in the conversation
                 # with no reply, as MLflow's resolve_conversation_from_session keeps it
-                reply = None if rec.outputs is None else reply_message(
-                    pick(rec.outputs, response_key, "response"),
-                    "response" if response_key is None else f"response.{response_key}")
+                reply = None if rec.outputs is None else reply_message(*pick(rec.outputs, response_key, "response"))
             except Unreadable as exc:
                 out.errors.append(InputError(tracking_uri, None, rec.trace_id, exc.field,  # type: ignore[arg-type]
                                              f"{where}{exc.message}"))
