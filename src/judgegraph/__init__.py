@@ -1,12 +1,11 @@
 """judgegraph: LLM judges for chatbot conversations, built as LangGraph graphs.
 
-Everything is imported lazily: ``import judgegraph`` builds no model, loads no
-weights and opens no connection. Type checkers see the exports through the
-``TYPE_CHECKING`` imports below (the package ships ``py.typed``). Each built-in
-metric's factory (``create_turn_relevancy_metric``...) is exported too, read from the
-metric registry: a new metric needs no line here (typed where it is defined,
-``judgegraph.metrics.<module>``). Authors of metrics import from :mod:`judgegraph.metric`.
-Names renamed in 0.2 still work for one release, with a ``DeprecationWarning`` (:func:`_renamed`).
+Everything is imported lazily: ``import judgegraph`` builds no model, loads no weights and opens no connection. Type
+checkers see the exports through the ``TYPE_CHECKING`` imports below (the package ships ``py.typed``). Each built-in
+metric's factory (``create_turn_relevancy_metric``...) is exported too, read from the metric registry: a new metric
+needs no line here (typed where it is defined, ``judgegraph.metrics.<module>``). Authors of metrics import from
+:mod:`judgegraph.metric`. Names renamed in 0.2 still work for one release, with a ``DeprecationWarning``
+(:func:`_renamed`).
 """
 
 from __future__ import annotations
@@ -81,7 +80,7 @@ RENAMED_FROM = {"report_builder": "build_report_graph"}  # renamed in 0.2
 
 
 def _renamed(module: str, new: Iterable[str] | Callable[[], Iterable[str]],
-             fallback: Callable[[str], Any] | None = None, stacklevel: int = 2) -> Callable[[str], Any]:
+             fallback: Callable[[str], Any] | None = None) -> Callable[[str], Any]:
     """A module's ``__getattr__`` serving the old names of ``new``, its names renamed in 0.2 (or a function giving
     them, called only for a name that may be old): the old name is the new name's object, with one
     ``DeprecationWarning`` naming the new name; it is in neither ``__all__`` nor ``dir()``. Other names go to
@@ -92,9 +91,9 @@ def _renamed(module: str, new: Iterable[str] | Callable[[], Iterable[str]],
             old = {RENAMED_FROM.get(n) or n.removesuffix("_metric") + "_judge": n for n in names
                    if n in RENAMED_FROM or n.endswith("_metric")}
             # ``from package import name`` asks importlib's hasattr first, then the importer: it alone is warned
-            if name in old and sys._getframe(stacklevel - 1).f_code.co_name != "_handle_fromlist":
+            if name in old and sys._getframe(1).f_code.co_name != "_handle_fromlist":
                 warnings.warn(f"{module}.{name} is deprecated (renamed in judgegraph 0.2, removed in 0.3): use "
-                              f"{module}.{old[name]}", DeprecationWarning, stacklevel=stacklevel)
+                              f"{module}.{old[name]}", DeprecationWarning, stacklevel=2)
             if name in old:
                 return getattr(sys.modules[module], old[name])
         if fallback is not None:
@@ -120,12 +119,8 @@ def _export(name: str) -> Any:
     return _import(name)  # AttributeError
 
 
-_old_or_new = _renamed(__name__, lambda: ["make_metric", "create_pairwise_metric", "report_builder", *_metric_factories()],
-                       _export, stacklevel=3)
-
-
-def __getattr__(name: str) -> Any:
-    return _old_or_new(name)
+__getattr__ = _renamed(__name__, lambda: ["make_metric", "create_pairwise_metric", "report_builder", *_metric_factories()],
+                       _export)
 
 
 def __dir__() -> list[str]:

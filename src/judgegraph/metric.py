@@ -1,17 +1,9 @@
-"""Everything a metric's author needs, in one public module (docs/guide/custom.md).
-
-A metric is declared once, by a :class:`MetricSpec`: its name, summary, needs and scope, its options (the fields
-of its settings class, a :class:`MetricOptions` or :class:`WindowOptions` subclass whose fields are made with
-:func:`option`: typed, with a default and help, checked once in ``check``) and ``build``, settings → a LangGraph
-graph built from the blocks below; its factory, command-line options and docs come from it: ``window_node``
-splits the conversation, ``fan_out`` sends one task per window, ``judge_step`` asks the judge
-(:class:`JudgeRequest` in, :class:`JudgeOutcome` out), ``window_verdict`` (or ``answer_fields``) turns an answer
-into a verdict, ``scoring_edges`` adds the optional review, ``score_node`` and ``make_result`` (the
-:class:`ScoringPolicy`) turn verdicts into a result.
-:func:`create_metric` builds any metric's graph by name or spec. Another package adds its metrics through an entry
-point in the group ``judgegraph.metrics`` naming a :class:`MetricSpec` (:data:`ENTRY_POINT_GROUP`).
-
-These are the core's own objects, re-exported: importing this module builds nothing.
+"""Everything a metric's author needs, in one public module (docs/guide/custom.md): the :class:`MetricSpec` that
+declares a metric once (its settings class, a :class:`MetricOptions` or :class:`WindowOptions` subclass whose
+fields are made with :func:`option`, and ``build``, settings → a LangGraph graph), and the blocks that graph is built
+from (``window_node``, ``fan_out``, ``judge_step``, ``window_verdict``, ``scoring_edges``, ``score_node``,
+``make_result``). Another package adds its metrics through an entry point in the group ``judgegraph.metrics``
+(:data:`ENTRY_POINT_GROUP`). These are the core's own objects, re-exported: importing this module builds nothing.
 """
 
 from __future__ import annotations

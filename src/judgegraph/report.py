@@ -1,7 +1,6 @@
-"""Where metrics are composed: the one place every consumer builds its metrics
-(:func:`build_metric`, :func:`metric_graphs`: one shared judge) and report graph
-(parallel subgraphs after ``prepare``), so all name results alike; two metrics
-with one name are a ``ValueError``.
+"""Where metrics are composed: the one place every consumer builds its metrics (:func:`build_metric`,
+:func:`metric_graphs`: one shared judge) and report graph (parallel subgraphs after ``prepare``), so all name results
+alike; two metrics with one name are a ``ValueError``.
 """
 
 from __future__ import annotations
@@ -79,15 +78,13 @@ def metric_graphs(
 def _node_names(names: Sequence[str]) -> list[str]:
     """A node name per metric: its name with ``:`` and ``.`` made ``_``, never a
     reserved name, and distinct even when two names map to one (``a.b``, ``a_b``)."""
-    taken: set[str] = set()
-    out = []
+    out: list[str] = []
     for name in names:
         base = name.replace(":", "_").replace(".", "_")
         base = f"{base}_metric" if base in RESERVED else base
         node, n = base, 2
-        while node in taken:
+        while node in out:
             node, n = f"{base}_{n}", n + 1
-        taken.add(node)
         out.append(node)
     return out
 

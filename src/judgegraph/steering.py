@@ -1,9 +1,8 @@
-"""Re-judge chosen verdicts of any metric with a changed rubric, prompt or
-judge, paying only for those verdicts (``docs/steering.md``).
+"""Re-judge chosen verdicts of any metric with a changed rubric, prompt or judge, paying only for those verdicts
+(``docs/steering.md``).
 
-The graph runs again with a :class:`~judgegraph.core.replay.Steer` in its config, so
-only the chosen verdicts' requests go to the judge (the unit is a request:
-choosing one of five statements judged together re-judges the five).
+The graph runs again with a :class:`~judgegraph.core.replay.Steer` in its config, so only the chosen verdicts'
+requests go to the judge (the unit is a request: choosing one of five statements judged together re-judges the five).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Graphs for LangGraph Studio and the LangGraph server, with run-time settings.
 
-The settings are the graph's ``context_schema`` (:class:`JudgeSettings`: a form in
-Studio; docs/steering.md). Each combination is built once, on first use (in a
-worker thread under async: building a judge reads files), nothing at import; the
-metric runs as a subgraph, so its checkpoints, interrupts and updates go through.
+The settings are the graph's ``context_schema`` (:class:`JudgeSettings`: a form in Studio; docs/steering.md). Each
+combination is built once, on first use (in a worker thread under async: building a judge reads files), nothing at
+import; the metric runs as a subgraph, so its checkpoints, interrupts and updates go through.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
@@ -132,12 +131,8 @@ def configurable(
 
 
 def _inputs(state: StudioState) -> MetricInput:
-    given = MetricInput()
-    if state.get("conversation") is not None:
-        given["conversation"] = state["conversation"]
-    if state.get("messages") is not None:
-        given["messages"] = state["messages"]
-    return given
+    given = {k: state[k] for k in ("conversation", "messages") if state.get(k) is not None}
+    return cast(MetricInput, given)
 
 
 __all__ = ["JudgeSettings", "configurable", "judge_for", "metric_builder", "options_for", "resolved"]

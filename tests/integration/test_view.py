@@ -18,8 +18,7 @@ from starlette.testclient import TestClient
 from judgegraph.cli import main
 from judgegraph.trust.labels import read_labels
 from judgegraph.view.app import Settings, create_app
-from judgegraph.view.queue import LabelsFile
-from judgegraph.view.trust import people_agreement
+from judgegraph.view.queue import LabelsFile, people_agreement
 from tests.kit.results import write_runs
 
 pytestmark = pytest.mark.integration

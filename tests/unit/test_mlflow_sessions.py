@@ -119,3 +119,17 @@ def test_the_text_parts_of_a_content_list_are_joined_alike():
     (session,) = build_sessions([TraceRecord("tr-1", None, 1, {"messages": [{"role": "user", "content": parts}]},
                                              "r1")])
     assert session.conversation.turns[0].content == content_text(parts) == "a\nb\nc"
+
+
+def test_request_and_response_keys_pick_the_argument_and_errors_name_its_path():
+    records = [
+        TraceRecord("tr-1", None, 1, {"question": "q1", "notes": "n"}, {"answer": "a1", "sources": ["x"]}),
+        TraceRecord("tr-2", None, 2, {"notes": "n"}, {"answer": "a2"}),  # no "question"
+        TraceRecord("tr-3", None, 3, {"question": {"a": 1, "b": 2}}, {"answer": "a3"}),  # nothing readable under it
+    ]
+    out = build_sessions(records, tracking_uri="http://mlflow", request_key="question", response_key="answer")
+    assert [[(t.role, t.content) for t in c.conversation.turns] for c in out] == [[("user", "q1"), ("assistant", "a1")]]
+    by_trace = {e.record: e for e in out.errors}
+    assert by_trace["tr-2"].field == "request"
+    assert "no 'question' in the trace's inputs (has: notes)" in str(by_trace["tr-2"])
+    assert by_trace["tr-3"].field == "request.question"

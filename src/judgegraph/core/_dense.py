@@ -1,28 +1,9 @@
-"""Dense judge calls: one request returns the verdicts of several windows of one conversation
-(docs/cost.md, "Dense mode"). Opt-in per metric (``dense=N``, ``--dense N``).
-
-A windowed metric sends one request per window (:func:`judgegraph.core.nodes.judge_step` after
-:func:`judgegraph.core.nodes.window_node`), and consecutive windows overlap: with window 10 each
-exchange is sent up to ten times. Dense mode groups ``N`` consecutive windows of a conversation
-(a *block*) into one request that holds the exchanges they span once, then one *item* per window
-naming the exchange whose reply it judges and the exchanges that are its context — the window's
-own earlier context, so each verdict is made on what the per-window request would show.
+"""Dense judge calls: one request returns the verdicts of several windows of one conversation (``dense=N``,
+``--dense N``): a *block* of N consecutive windows is sent as the exchanges they span, once, and one *item* per
+window; each item is read and validated alone, a failed one asked again with the block's other failed items.
+How it works, and which metrics have it and why: docs/cost.md, "Dense mode".
 
     START → window_turns ─Send per block→ judge_dense → reduce_score → END
-
-The answer is a list of items, each naming its item number and carrying the fields of the
-metric's per-window schema. Items are validated one by one: a valid item is its window's verdict;
-an item that is missing or does not validate is asked again, alone with the other failed items
-of its block, in one follow-up dense request (``DensePlan.reasks`` rounds); what still fails is a
-judge error for that window (reported and counted, never relevant or irrelevant). Each verdict
-keeps its own id and reason and, as its transcript, the shared request marked ``shared``; the
-request's usage is counted once, on the block's first verdict, so totals stay exact.
-
-Which metrics have it: those whose verdict step reads one window and returns one verdict of a
-fixed schema (turn relevancy and conversation relevance). The contextual metric judges
-extracted statements per turn (the extraction is cached per node, so windows do not repeat
-it), and ``make_metric`` and the session judges make one call per conversation: none has
-overlapping per-window calls to merge.
 """
 
 from __future__ import annotations
@@ -30,24 +11,24 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, cast
+from functools import lru_cache, partial
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langgraph.types import Command, Send
+from langgraph.types import Send
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from typing_extensions import TypedDict
 
-from ..data.results import JudgeAttempt, Usage, Verdict
+from ..data.results import Usage, Verdict
 from ..data.windows import Window
 from ..judges.base import Judge, JudgeOutcome, JudgeRequest
 from ..judges.schema_example import example_from_schema
 from .nodes import NodeLambda, StateUpdate, WindowTask, judge_step, router
-from .replay import probe, steer_of
+from .replay import probe, steer_of, verdicts_of
 
 
 class BlockTask(TypedDict, total=False):
-    """One dense request's windows (consecutive, of one conversation); ``final``: a re-ask (no further one)."""
+    """One dense request's windows (consecutive, of one conversation); ``reask``: its follow-up round (0: the first)."""
 
     block: list[Window]
     reask: int
@@ -57,11 +38,10 @@ class BlockTask(TypedDict, total=False):
 class DensePlan:
     """How a metric's per-window verdict step is made dense.
 
-    ``size``: windows per call (>= 2); ``step``: the dense prompt (``prompts/<metric>/judge_dense.md``,
-    placeholders ``exchanges``, ``items`` and those of ``shared``); ``task``: the request's task;
-    ``item_schema``: the per-window answer schema (each item is validated against it);
-    ``shared``: the values every window of the conversation has alike (rubric, system instructions);
-    ``reasks``: follow-up requests for items missing or invalid (default 1)."""
+    ``size``: windows per call (>= 2); ``step``: the dense prompt (``prompts/<metric>/judge_dense.md``, placeholders
+    ``exchanges``, ``items`` and those of ``shared``); ``task``: the request's task; ``item_schema``: the per-window
+    answer schema (each item is validated against it); ``shared``: the values every window of the conversation has
+    alike (rubric, system instructions); ``reasks``: follow-up requests for items missing or invalid (default 1)."""
 
     size: int
     step: str
@@ -78,11 +58,6 @@ def check_dense(dense: int | None) -> int | None:
     if isinstance(dense, bool) or not isinstance(dense, int) or dense < 1:
         raise ValueError(f"dense must be a whole number >= 1 (windows per judge call; 1 or None: off), got {dense!r}")
     return dense if dense > 1 else None
-
-
-# --------------------------------------------------------------------------- #
-# The answer schema
-# --------------------------------------------------------------------------- #
 
 
 @lru_cache(maxsize=256)
@@ -120,29 +95,17 @@ def answer_schema(item_schema: type[BaseModel], items: int) -> type[BaseModel]:
     return model
 
 
-# --------------------------------------------------------------------------- #
-# The request
-# --------------------------------------------------------------------------- #
-
-
-def span_of(block: Sequence[Window]) -> list[Any]:
-    """The exchanges the block's windows hold, each once, in order."""
-    seen: dict[int, Any] = {}
-    for w in block:
-        for ex in w.exchanges:
-            seen.setdefault(ex.index, ex)
-    return [seen[i] for i in sorted(seen)]
-
-
 #: ``json.dumps(..., ensure_ascii=False)`` without a new encoder per call (json.dumps makes one per call when given
 #: an option): the same text.
 _dumps = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def render_exchanges(block: Sequence[Window]) -> str:
-    """The exchanges as data: one JSON object per line, ``{exchange, turn, role, content}`` (1-based)."""
-    rows = [_dumps({"exchange": ex.index + 1, "turn": it.index + 1, "role": it.turn.role, "content": it.turn.content})
-            for ex in span_of(block) for it in ex.turns]
+    """The exchanges the block's windows hold, each once, in order, as data: one JSON object per line,
+    ``{exchange, turn, role, content}`` (1-based)."""
+    span = {ex.index: ex for w in block for ex in w.exchanges}
+    rows = [_dumps({"exchange": i + 1, "turn": it.index + 1, "role": it.turn.role, "content": it.turn.content})
+            for i in sorted(span) for it in span[i].turns]
     return "\n".join(rows)
 
 
@@ -182,10 +145,6 @@ def dense_request(plan: DensePlan, block: Sequence[Window]) -> JudgeRequest:
     )
 
 
-# --------------------------------------------------------------------------- #
-# The answer, per window
-# --------------------------------------------------------------------------- #
-
 #: The start of the error a window gets while its item can still be asked again.
 MISSING = "dense answer: "
 
@@ -211,44 +170,38 @@ def read_items(plan: DensePlan, n: int, value: BaseModel | None) -> tuple[dict[i
     return good, bad
 
 
-def shared_transcript(outcome: JudgeOutcome) -> list[JudgeAttempt]:
-    return [a.model_copy(update={"shared": True}) for a in outcome.transcript]
-
-
 def unpack(plan: DensePlan, task: BlockTask, outcome: JudgeOutcome,
            finish: Callable[[WindowTask, JudgeOutcome], StateUpdate]) -> Verdicts:
     """The block's per-window updates, merged: each window's verdict from its item, made by the
     metric's own ``finish``; the request's usage on the first verdict only."""
     block = task["block"]
-    transcript = shared_transcript(outcome)
+    transcript = [a.model_copy(update={"shared": True}) for a in outcome.transcript]
     final = task.get("reask", 0) >= plan.reasks
     good, bad = read_items(plan, len(block), outcome.value if outcome.ok else None)
     verdicts: list[Verdict] = []
     for k, window in enumerate(block, start=1):
-        value, error = None, outcome.error
-        if not outcome.ok:
-            pass
-        elif k in good:
-            value, error = good[k], None
-        else:
+        value, error = good.get(k), outcome.error
+        if outcome.ok and value is None:
             why = f"the dense answer's {bad[k]} (exchange {window.target.index + 1})"
             error = why if final else MISSING + why
         first = k == 1  # one outcome per window, made at once (dataclasses.replace costs as much as the rest)
         each = JudgeOutcome(value=value, error=error, attempts=outcome.attempts if first else 0,
                             usage=outcome.usage if first else Usage(), score=outcome.score, cached=outcome.cached,
                             transcript=transcript, jurors=[])
-        update = finish({"window": window}, each)
-        inner = update.update if isinstance(update, Command) else update
-        verdicts.extend(cast("Mapping[str, Any]", inner).get("verdicts") or [])
+        verdicts.extend(verdicts_of(finish({"window": window}, each)))
     return {"verdicts": verdicts}
 
 
+def _missing(v: Any) -> bool:
+    """Whether a verdict's item failed and may still be asked again."""
+    return isinstance(v, Verdict) and (v.error or "").startswith(MISSING)
+
+
 def _to_reask(plan: DensePlan, task: BlockTask, update: Any) -> list[Window]:
-    """The windows of ``task`` whose item is to be asked again."""
+    """The windows of ``task`` whose item is to be asked again (none once ``plan.reasks`` rounds are done)."""
     if task.get("reask", 0) >= plan.reasks or not isinstance(update, dict):
         return []
-    failed = {getattr(v, "window", None) for v in update.get("verdicts") or []
-              if isinstance(v, Verdict) and (v.error or "").startswith(MISSING)}
+    failed = {getattr(v, "window", None) for v in update.get("verdicts") or [] if _missing(v)}
     return [w for w in task["block"] if w.index in failed]
 
 
@@ -270,20 +223,13 @@ def _merge(update: Any, again: Any) -> Any:
     return {**update, **{k: x for k, x in again.items() if k != "verdicts"}, "verdicts": verdicts}
 
 
-def _final(update: Any) -> Any:
-    """Errors still marked for a re-ask, as plain judge errors (no re-ask left, e.g. a steered run)."""
+def _final(update: Any, kept: list[Any]) -> Any:
+    """The ``kept`` verdicts, then the update's, errors still marked for a re-ask made plain judge errors."""
     if not isinstance(update, dict):
         return update
-    fixed = [v.model_copy(update={"error": (v.error or "")[len(MISSING):]})
-             if isinstance(v, Verdict) and (v.error or "").startswith(MISSING) else v
+    fixed = [v.model_copy(update={"error": v.error[len(MISSING):]}) if _missing(v) else v
              for v in update.get("verdicts") or []]
-    return {**update, "verdicts": fixed}
-
-
-def _with_kept(update: Any, kept: list[Any]) -> Any:
-    if not kept or not isinstance(update, dict):
-        return update
-    return {**update, "verdicts": [*kept, *(update.get("verdicts") or [])]}
+    return {**update, "verdicts": [*kept, *fixed]}
 
 
 def dense_step(name: str, judge: Judge, plan: DensePlan,
@@ -294,10 +240,7 @@ def dense_step(name: str, judge: Judge, plan: DensePlan,
     def build(task: BlockTask) -> JudgeRequest:
         return dense_request(plan, task["block"])
 
-    def unpack_block(task: BlockTask, outcome: JudgeOutcome) -> StateUpdate:
-        return unpack(plan, task, outcome, finish)
-
-    step = judge_step(name, judge, build, unpack_block)
+    step = judge_step(name, judge, build, partial(unpack, plan, finish=finish))
 
     def steered(task: BlockTask, config: RunnableConfig) -> tuple[BlockTask, list[Any]]:
         """Under a re-judge (:class:`~judgegraph.core.replay.Steer` with chosen verdicts): the windows to ask
@@ -308,13 +251,11 @@ def dense_step(name: str, judge: Judge, plan: DensePlan,
         ask: list[Window] = []
         kept: list[Any] = []
         for window in task["block"]:
-            update = probe(finish, {"window": window})
-            inner = update.update if isinstance(update, Command) else update
-            ids = [v.id for v in (inner.get("verdicts") or [] if isinstance(inner, dict) else [])]
-            if ids and all(i in steer.keep for i in ids) and not any(i in steer.chosen for i in ids):
-                kept.extend(steer.keep[i] for i in ids)
-            else:
+            held = steer.kept(verdicts_of(probe(finish, {"window": window})))
+            if held is None:
                 ask.append(window)
+            else:
+                kept.extend(held)
         return {**task, "block": ask}, kept
 
     def run(task: BlockTask, config: RunnableConfig) -> Any:
@@ -322,26 +263,20 @@ def dense_step(name: str, judge: Judge, plan: DensePlan,
         if not task["block"]:
             return {"verdicts": kept}
         update = step.invoke(task, config)
-        for _ in range(plan.reasks):
-            again = _to_reask(plan, task, update)
-            if not again:
-                break
+        while again := _to_reask(plan, task, update):
             task = {"block": again, "reask": task.get("reask", 0) + 1}
             update = _merge(update, step.invoke(task, config))
-        return _with_kept(_final(update), kept)
+        return _final(update, kept)
 
     async def arun(task: BlockTask, config: RunnableConfig) -> Any:
         task, kept = steered(task, config)
         if not task["block"]:
             return {"verdicts": kept}
         update = await step.ainvoke(task, config)
-        for _ in range(plan.reasks):
-            again = _to_reask(plan, task, update)
-            if not again:
-                break
+        while again := _to_reask(plan, task, update):
             task = {"block": again, "reask": task.get("reask", 0) + 1}
             update = _merge(update, await step.ainvoke(task, config))
-        return _with_kept(_final(update), kept)
+        return _final(update, kept)
 
     return NodeLambda(run, afunc=arun, name=name)
 

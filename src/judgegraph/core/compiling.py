@@ -1,6 +1,5 @@
-"""Every metric factory's last step: compile with the caller's LangGraph options (a
-misspelt one is a ``TypeError``), registering judgegraph's state types with a
-checkpointer's default serializer (no "unregistered type" warning).
+"""Every metric factory's last step: compile with the caller's LangGraph options (a misspelt one is a ``TypeError``),
+registering judgegraph's state types with a checkpointer's default serializer (no "unregistered type" warning).
 """
 
 from __future__ import annotations
@@ -33,19 +32,15 @@ class CompileOptions(TypedDict, total=False):
 COMPILE_KEYS = frozenset(CompileOptions.__annotations__)
 
 
-def unexpected_keyword(factory: Callable[..., object], key: str) -> TypeError:
-    """``TypeError`` for an unknown keyword, naming the closest known one."""
-    known = [p for p in inspect.signature(factory).parameters if p != "compile"] + sorted(COMPILE_KEYS)
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return TypeError(f"{factory.__name__}() got an unexpected keyword argument {key!r}{hint}")
-
-
 def check_options(options: Mapping[str, object], factory: Callable[..., object]) -> None:
-    """A ``TypeError`` for a keyword in ``options`` that is not a compile option."""
+    """A ``TypeError`` for a keyword in ``options`` that is not a compile option, naming the closest known one."""
     for key in options:
-        if key not in COMPILE_KEYS:
-            raise unexpected_keyword(factory, key)
+        if key in COMPILE_KEYS:
+            continue
+        known = [p for p in inspect.signature(factory).parameters if p != "compile"] + sorted(COMPILE_KEYS)
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise TypeError(f"{factory.__name__}() got an unexpected keyword argument {key!r}{hint}")
 
 
 def compile_graph(

@@ -1,11 +1,11 @@
-"""Building blocks for metric graphs, public so custom judges can reuse them
-(docs/custom_judges.md walks through a whole graph). Statement steps live in
-:mod:`judgegraph.core.statements`.
+"""Building blocks for metric graphs, public so custom judges can reuse them (docs/custom_judges.md walks through a
+whole graph). Statement steps live in :mod:`judgegraph.core.statements`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Optional, Protocol, TypeVar, Union, cast
 
@@ -20,7 +20,7 @@ from ..data.results import JudgeAttempt, MetricResult, Review, Usage, Verdict
 from ..data.windows import Window, check_window_size, exchanges, windows_from_exchanges
 from ..judges.base import Judge, JudgeOutcome, JudgeRequest
 from ..judges.jury import with_votes
-from .replay import Steer, probe, steer_of
+from .replay import Steer, probe, steer_of, verdicts_of
 from .scoring import make_result  # noqa: F401 - a building block of custom graphs, documented here
 from .state import MetricInput, MetricOutput, MetricState, conversation_of
 
@@ -41,13 +41,10 @@ def judge_step(
     build: Callable[[T], JudgeRequest],
     finish: Callable[[T, JudgeOutcome], StateUpdate],
 ) -> RunnableLambda:
-    """A node: ``finish(input, judge(build(input)))``, sync and async.
-
-    Every attempt is stamped with the request's key; a jury's outcome puts each juror's answer on the
-    verdicts as ``votes`` (:func:`~judgegraph.judges.jury.with_votes`); an update holding no
-    verdict (an extraction) gets the transcript as ``judge_calls``, so every
-    request behind a result is kept. A :class:`~judgegraph.core.replay.Steer` in the
-    config may keep verdicts, replay answers or replace the prompt (re-judging)."""
+    """A node: ``finish(input, judge(build(input)))``, sync and async. Every attempt is stamped with the request's
+    key; a jury's jurors become the verdicts' ``votes``; an update holding no verdict (an extraction) gets the
+    transcript as ``judge_calls``; a :class:`~judgegraph.core.replay.Steer` in the config may keep verdicts,
+    replay answers or replace the prompt (re-judging)."""
 
     def before(task: Any, config: RunnableConfig | None) -> tuple[Steer | None, JudgeRequest, Any]:
         steer = steer_of(config)
@@ -66,7 +63,7 @@ def judge_step(
         outcome = dataclasses.replace(outcome, transcript=[a.model_copy(update={"request": key})
                                                            for a in outcome.transcript])
         update = finish(task, outcome)
-        if outcome.ok and _has_error(update):  # an answer that made a judge error is never replayed
+        if outcome.ok and any(isinstance(v, Verdict) and v.error for v in verdicts_of(update)):  # never replayed
             (steer and steer.judge or judge).forget(request)
         if outcome.jurors:  # a jury's: each juror's answer as the verdicts' votes
             update = with_votes(update, outcome.jurors, lambda juror: finish(task, juror))
@@ -89,10 +86,8 @@ def judge_step(
 
 class NodeLambda(RunnableLambda):
     """A graph node of a function of the state (and the config, when it takes one), sync and async, called
-    directly: LangGraph already runs each node as a traced task of the node's name with its config set, so
-    the lambda's own run (a second span of that name, its callback managers and config copies, a signature
-    check per call) is left out, and a node without ``afunc`` runs on the event loop, not in a worker
-    thread (its work is CPU only). The nodes on every judgement's path (issue 28). Callable as the function."""
+    directly: LangGraph already traces each node, so the lambda's own run (a second span, callback managers,
+    config copies) is left out, and a node without ``afunc`` runs on the event loop, not in a worker thread."""
 
     def __init__(self, func: Callable[..., Any], afunc: Callable[..., Any] | None = None, *, name: str) -> None:
         super().__init__(func, afunc, name=name)
@@ -111,11 +106,6 @@ class NodeLambda(RunnableLambda):
             return self.invoke(input, config)
         afunc = cast(Any, self.afunc)
         return await (afunc(input, ensure_config(config)) if self._takes_config else afunc(input))
-
-
-def _has_error(update: StateUpdate) -> bool:
-    inner = update.update if isinstance(update, Command) else update
-    return isinstance(inner, dict) and any(isinstance(v, Verdict) and v.error for v in inner.get("verdicts") or ())
 
 
 def with_calls(update: StateUpdate, transcript: list[JudgeAttempt]) -> StateUpdate:
@@ -155,8 +145,6 @@ def turn_label(indices: Iterable[int]) -> str:
 def conversation_json(conversation: Conversation, *, numbered: bool = True) -> str:
     """The conversation as a JSON list of ``{turn, role, content}`` (1-based turns
     for judges to cite): a prompt value, never template source."""
-    import json
-
     rows = [{**({"turn": i + 1} if numbered else {}), "role": t.role, "content": t.content}
             for i, t in enumerate(conversation.turns)]
     return json.dumps(rows, ensure_ascii=False, indent=1)
@@ -264,10 +252,9 @@ def router(route: Callable[[Any], T], name: str | None = None) -> Callable[[Any]
 
 
 class DeclaredGraph(StateGraph):
-    """A ``StateGraph`` made by one of judgegraph's builders, holding what its builder declares of it in
-    :attr:`declared` (:func:`window_graph`: its :class:`WindowSteps`; :func:`judgegraph.report.report_builder`: the
-    metric graphs it holds), read through the compiled graph's public ``builder``. A node or edge added afterwards
-    (a caller extending a ``build_*``'s graph) drops it to None: the graph is no longer the one declared."""
+    """A ``StateGraph`` holding what its builder declares of it in :attr:`declared` (:func:`window_graph`'s
+    :class:`WindowSteps`, ``report_builder``'s metric graphs), read through the compiled graph's ``builder``.
+    A node or edge added afterwards drops it to None: the graph is no longer the one declared."""
 
     declared: Any = None
 
@@ -286,10 +273,8 @@ class DeclaredGraph(StateGraph):
 
 @dataclasses.dataclass(frozen=True)
 class WindowSteps:
-    """A metric graph of the window shape whose one step makes every request (``START → window_turns ─Send→
-    <step> → reduce_score → END``), as :func:`window_graph` declares it when it builds one: its windowing node, its
-    router and its step. What the dry run (judgegraph.cost.dryrun) calls for a conversation in place of the graph's
-    run: the same requests, built by the same nodes."""
+    """A window-shaped metric graph whose one step makes every request (``START → window_turns ─Send→ <step> →
+    reduce_score → END``): what the dry run calls in place of the graph's run, the same requests by the same nodes."""
 
     windows: Runnable
     step: Runnable
@@ -319,14 +304,10 @@ def window_graph(
 
         START → window_turns ─Send per window→ steps[0] [→ steps[1]] [→ review_verdicts] → reduce_score [→ END]
 
-    ``windows``: the windowing node (default :func:`window_node` of ``settings.window_size``); ``route``: the router
-    from it (default one :class:`WindowTask` per window to the first step); a step's node reaches the next by its
-    own ``Command`` (declared as its destination); ``end=False`` leaves reduce_score's way out to the caller.
-
-    A graph of one step, no review and its end is declared (:class:`DeclaredGraph`) as its :class:`WindowSteps`, so
-    the dry run counts it by that step's requests: ``reduce`` scores the verdicts and asks no judge (a step
-    that does, such as turn_relevancy's ``write_reason``, is a node of its own added after, which drops the
-    declaration)."""
+    ``windows``: the windowing node (default :func:`window_node`); ``route``: the router from it (default one
+    :class:`WindowTask` per window to the first step); a step reaches the next by its own ``Command``;
+    ``end=False`` leaves reduce_score's way out to the caller. A graph of one step, no review and its end is
+    declared as its :class:`WindowSteps` (the dry run counts that step's requests; ``reduce`` asks no judge)."""
     first, last = steps[0][0], steps[-1][0]
     builder = DeclaredGraph(schema, input_schema=MetricInput, output_schema=MetricOutput)
     windows = windows or window_node(settings.window_size)

@@ -1,9 +1,8 @@
 """Steering a metric's judge steps at run time, with no metric-specific code.
 
-A :class:`Steer` in ``configurable[STEER_KEY]`` is read by every judge step: one
-whose verdicts (found by calling its ``finish`` with a failed outcome) are all kept
-returns them, an extraction repeating a request gets the earlier answer, any other
-asks the judge. Nothing here names a node or a metric.
+A :class:`Steer` in ``configurable[STEER_KEY]`` is read by every judge step: one whose verdicts (found by calling its
+``finish`` with a failed outcome) are all kept returns them, an extraction repeating a request gets the earlier
+answer, any other asks the judge. Nothing here names a node or a metric.
 """
 
 from __future__ import annotations
@@ -45,13 +44,11 @@ class Steer:
         """The request to send (prompt and values replaced) and what the step does instead of
         asking the judge, from ``probe`` (its update for a failed outcome): the kept verdicts, the
         earlier answer to the same request (a step writing no verdict), or None (ask the judge)."""
-        update = probe.update if isinstance(probe, Command) else probe
-        verdicts = update.get("verdicts") if isinstance(update, Mapping) else None
+        verdicts = verdicts_of(probe)
         if not verdicts:
             return self._values(request), self.answer(request)
-        ids = [v.id for v in verdicts]
-        if all(i in self.keep for i in ids) and self.chosen is not None and not any(i in self.chosen for i in ids):
-            return request, {"verdicts": [self.keep[i] for i in ids]}
+        if (kept := self.kept(verdicts)) is not None:
+            return request, {"verdicts": kept}
         request = self._values(request)
         if self.prompt is not None:
             unknown = self.prompt.placeholders - request.values.keys()
@@ -61,6 +58,13 @@ class Steer:
             request = dataclasses.replace(request, prompt=self.prompt, values={
                 k: v for k, v in request.values.items() if k in self.prompt.placeholders})
         return request, None
+
+    def kept(self, verdicts: list[Verdict]) -> list[Verdict] | None:
+        """The kept verdicts standing for ``verdicts`` (all kept, none chosen), else None: they are judged again."""
+        ids = [v.id for v in verdicts]
+        if ids and self.chosen is not None and all(i in self.keep and i not in self.chosen for i in ids):
+            return [self.keep[i] for i in ids]
+        return None
 
     def _values(self, request: JudgeRequest) -> JudgeRequest:
         mine = {k: v for k, v in self.values.items() if k in request.values}
@@ -82,9 +86,13 @@ class Steer:
 
     def note(self, update: Any) -> None:
         """Record the ids of the verdicts a step judged (again)."""
-        inner = update.update if isinstance(update, Command) else update
-        for v in (inner.get("verdicts") or []) if isinstance(inner, Mapping) else []:
-            self.rejudged.add(v.id)
+        self.rejudged.update(v.id for v in verdicts_of(update))
+
+
+def verdicts_of(update: Any) -> list[Any]:
+    """The verdicts a node's update (a state update or a ``Command``) writes."""
+    inner = update.update if isinstance(update, Command) else update
+    return list(inner.get("verdicts") or []) if isinstance(inner, Mapping) else []
 
 
 def steer_of(config: RunnableConfig | None) -> Steer | None:

@@ -48,11 +48,10 @@ def option(default: Any = MISSING, *, help: str, cli: bool = True) -> Any:
 
 @dataclass(frozen=True, kw_only=True)
 class JudgeOptions:
-    """What every metric's settings hold (``name``, ``judge``, ``review``), checked when made;
-    a subclass declares its own options as fields (:func:`option`) and checks them in :meth:`check`
-    (calling ``super().check()``), where it may also normalise a value (:meth:`normalise`).
-    These fields are the metric's declaration: its factory, its command-line options and its docs
-    come from them (:class:`judgegraph.metrics.MetricSpec`)."""
+    """What every metric's settings hold (``name``, ``judge``, ``review``), checked when made; a subclass declares its
+    own options as fields (:func:`option`) and checks them in :meth:`check` (calling ``super().check()``), where it
+    may also normalise a value (:meth:`normalise`). These fields are the metric's declaration: its factory, its
+    command-line options and its docs come from them (:class:`judgegraph.metrics.MetricSpec`)."""
 
     name: str
     judge: Judge
@@ -142,10 +141,9 @@ def build_result(
     usage: Usage | None = None,
     details: Mapping[str, Any] | None = None,
 ) -> MetricResult:
-    """The one place a :class:`MetricResult` is made (one set of status rules): a forced
-    ``status`` drops the score; no score is ``error`` with judge errors, else
-    ``not_applicable``; no threshold is ``not_applicable`` (never failing a run); else
-    ``passed`` when ``score >= threshold``."""
+    """The one place a :class:`MetricResult` is made (one set of status rules): a forced ``status`` drops the score;
+    no score is ``error`` with judge errors, else ``not_applicable``; no threshold is ``not_applicable`` (never
+    failing a run); else ``passed`` when ``score >= threshold``."""
     errors = list(errors)
     score, threshold = strict(score, threshold, strict_mode)
     if status is not None:
@@ -243,10 +241,9 @@ def all_good(t: Tally) -> str | None:
 
 @dataclass(frozen=True)
 class ScoringPolicy:
-    """How one metric turns verdicts into a result: the share of ``positive`` labels
-    among the ``counted`` ones (or ``score(judged)``); a verdict of None is a judge
-    error, listed, never scored; ``reason`` is a text, a writer of the :class:`Tally`,
-    or None for the share reason."""
+    """How one metric turns verdicts into a result: the share of ``positive`` labels among the ``counted`` ones (or
+    ``score(judged)``); a verdict of None is a judge error, listed, never scored; ``reason`` is a text, a writer of
+    the :class:`Tally`, or None for the share reason."""
 
     name: str
     judge: Judge | str

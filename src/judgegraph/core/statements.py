@@ -1,6 +1,5 @@
-"""Generic statement steps: split retrieved texts, judge the statements against
-the user's message, take a second look at the "no" verdicts. Their prompts name
-no metric, so every graph built from them shares one cache entry per request.
+"""Generic statement steps: split retrieved texts, judge the statements against the user's message, take a second look
+at the "no" verdicts. Their prompts name no metric, so every graph built from them shares one cache entry per request.
 """
 
 from __future__ import annotations
@@ -224,10 +223,6 @@ class JudgeCall(BaseModel):
 # -- requests (public: build your own nodes from them) -----------------------------
 
 
-def _node_texts(value: Any) -> list[RetrievalNode]:
-    return [RetrievalNode(context=v) if isinstance(v, str) else RetrievalNode.model_validate(v) for v in value or []]
-
-
 def extraction_request(nodes: Sequence[str]) -> JudgeRequest:
     """Extract the statements of ``nodes`` (texts only: identical lists share one cached judgement)."""
     rendered = "\n\n".join(f"[node {i}]\n{text}" for i, text in enumerate(nodes, 1))
@@ -242,7 +237,7 @@ def extraction_request(nodes: Sequence[str]) -> JudgeRequest:
 
 def _statements_request(task: str, step: str, numbered: Sequence[str], statements: Sequence[str],
                         user_message: str, context: Sequence[tuple[str, str]]) -> JudgeRequest:
-    pairs = [(r, c) for r, c in context]
+    pairs = list(context)
     return JudgeRequest(
         task=task,
         step=step,
@@ -312,15 +307,15 @@ def _unless_empty(step: Runnable, is_empty: Callable[[StepInput], bool], writes:
 
 
 def _selected(state: StepInput) -> tuple[list[RetrievalNode], list[int]]:
-    nodes = _node_texts(state.get("retrieval_context"))
+    nodes = [RetrievalNode(context=v) if isinstance(v, str) else RetrievalNode.model_validate(v)
+             for v in state.get("retrieval_context") or []]
     indices = state.get("node_indices")
     return nodes, list(range(len(nodes))) if indices is None else list(indices)
 
 
 def extract_statements_step(judge: Judge, *, name: str = "extract_statements") -> Runnable:
-    """A node splitting ``retrieval_context`` (optionally ``node_indices``) into ``statements``
-    in one request (offline: sentences), writing ``calls`` too: give both an ``operator.add``
-    reducer in a fan-out."""
+    """A node splitting ``retrieval_context`` (optionally ``node_indices``) into ``statements`` in one request
+    (offline: sentences), writing ``calls`` too: give both an ``operator.add`` reducer in a fan-out."""
     if judge.kind == "offline":
 
         def split(state: StepInput) -> StepUpdate:
@@ -368,17 +363,13 @@ def judge_statements_step(judge: Judge, *, name: str = "judge_statements") -> Ru
 
     def finish(state: StepInput, outcome: JudgeOutcome) -> StepUpdate:
         call = _call(JUDGE_STEP, state, outcome)
-        answers = outcome.value.verdicts if outcome.ok else None  # type: ignore[union-attr]
-        verdicts = []
-        for i, s in enumerate(_statements(state)):
-            a = answers[i] if answers is not None else None
-            verdicts.append(StatementVerdict(
-                turns=[] if s.turn is None else [s.turn], exchange=s.exchange, node=s.node, index=s.index,
-                statement=s.text, source=s.source,
-                verdict=a.verdict if a else None, reason=a.reason if a else "",
-                score=a.similarity if a else None,
-                error=None if a else call.error, attempts=outcome.attempts,
-            ))
+        statements = _statements(state)
+        answers = outcome.value.verdicts if outcome.ok else [None] * len(statements)  # type: ignore[union-attr]
+        verdicts = [StatementVerdict(
+            turns=[] if s.turn is None else [s.turn], exchange=s.exchange, node=s.node, index=s.index,
+            statement=s.text, source=s.source, verdict=a.verdict if a else None, reason=a.reason if a else "",
+            score=a.similarity if a else None, error=None if a else call.error, attempts=outcome.attempts,
+        ) for s, a in zip(statements, answers)]
         return {"verdicts": verdicts, "calls": [call]}
 
     return _unless_empty(judge_step(name, judge, build, finish), lambda s: not s.get("statements"), "verdicts", name)

@@ -68,8 +68,7 @@ def exchange_values(
 def list_answer(
     name: str, field: str, item: type[BaseModel], description: str, *, module: str, doc: str | None = None
 ) -> type[BaseModel]:
-    """The schema of an answer that is one list, ``field``, of ``item`` answers (``description``: the field's, for
-    the judge), named ``name`` in ``module`` with the docstring ``doc``: the same JSON schema as the class written
-    out."""
+    """The schema of an answer that is one list, ``field``, of ``item`` answers (``description``: the field's, for the
+    judge), named ``name`` in ``module`` with the docstring ``doc``: the same JSON schema as the class written out."""
     fields: dict[str, Any] = {field: (list[item], Field(description=description))}  # type: ignore[valid-type]
     return create_model(name, __doc__=doc, __module__=module, **fields)

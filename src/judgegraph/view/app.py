@@ -13,6 +13,7 @@ import secrets
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, cast
 
 from jinja2 import Environment, PackageLoader
@@ -25,9 +26,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..runs import NotAResultsFile
-from .queue import STRATEGIES, LabelsFile, Strategy, build_queue
-from .runs import Library, Run
-from .trend import trends
+from .queue import STRATEGIES, LabelsFile, Strategy, build_queue, people_agreement
+from .runs import Library, Run, trends
 
 TOKEN_COOKIE = "judgegraph_token"
 LOOPBACK = "127.0.0.1"
@@ -43,41 +43,34 @@ class Settings:
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
 
 
-class Guard(BaseHTTPMiddleware):
-    """The token, the host and the cross-site rules of the module docstring."""
-
-    def __init__(self, app: Any, settings: Settings) -> None:
-        super().__init__(app)
-        self.settings = settings
-
-    async def dispatch(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        s = self.settings
-        set_cookie = False
-        if s.token is None:
-            if request.url.hostname not in (LOOPBACK, "localhost"):
-                return PlainTextResponse("forbidden: unexpected Host", status_code=403)
-        else:
-            given = (request.headers.get("x-judgegraph-token") or request.cookies.get(TOKEN_COOKIE)
-                     or request.query_params.get("token") or "")
-            if not secrets.compare_digest(given.encode(), s.token.encode()):
-                return PlainTextResponse("forbidden: this server needs its token (printed when it started)",
-                                         status_code=403)
-            set_cookie = request.query_params.get("token") is not None
-        if request.method not in ("GET", "HEAD"):
-            site = request.headers.get("sec-fetch-site")
-            origin = request.headers.get("origin")
-            if site not in (None, "same-origin", "none") or (
-                    origin is not None and origin != f"{request.url.scheme}://{request.url.netloc}"):
-                return PlainTextResponse("forbidden: cross-site request", status_code=403)
-            if not secrets.compare_digest(request.headers.get("x-csrf-token", "").encode(), s.csrf.encode()):
-                return PlainTextResponse("forbidden: missing or wrong CSRF token", status_code=403)
-        response = await call_next(request)
-        if set_cookie and s.token is not None:
-            response.set_cookie(TOKEN_COOKIE, s.token, httponly=True, samesite="strict")
-        response.headers.setdefault("Content-Security-Policy", CSP)
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "no-referrer"
-        return response
+async def guard(s: Settings, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    """The token, the host and the cross-site rules of the module docstring (the app's middleware)."""
+    set_cookie = False
+    if s.token is None:
+        if request.url.hostname not in (LOOPBACK, "localhost"):
+            return PlainTextResponse("forbidden: unexpected Host", status_code=403)
+    else:
+        given = (request.headers.get("x-judgegraph-token") or request.cookies.get(TOKEN_COOKIE)
+                 or request.query_params.get("token") or "")
+        if not secrets.compare_digest(given.encode(), s.token.encode()):
+            return PlainTextResponse("forbidden: this server needs its token (printed when it started)",
+                                     status_code=403)
+        set_cookie = request.query_params.get("token") is not None
+    if request.method not in ("GET", "HEAD"):
+        site = request.headers.get("sec-fetch-site")
+        origin = request.headers.get("origin")
+        if site not in (None, "same-origin", "none") or (
+                origin is not None and origin != f"{request.url.scheme}://{request.url.netloc}"):
+            return PlainTextResponse("forbidden: cross-site request", status_code=403)
+        if not secrets.compare_digest(request.headers.get("x-csrf-token", "").encode(), s.csrf.encode()):
+            return PlainTextResponse("forbidden: missing or wrong CSRF token", status_code=403)
+    response = await call_next(request)
+    if set_cookie and s.token is not None:
+        response.set_cookie(TOKEN_COOKIE, s.token, httponly=True, samesite="strict")
+    response.headers.setdefault("Content-Security-Policy", CSP)
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response
 
 
 def create_app(settings: Settings) -> Starlette:
@@ -145,10 +138,9 @@ def create_app(settings: Settings) -> Starlette:
                                                          len(items))
         i = min(i, len(items))
         item = items[i] if i < len(items) else None
-        shown: list[dict[str, str]] = []
-        if item is not None:
-            shown = context(run, item.conversation_id)
-            shown = shown[: max(item.turns)] if item.turns and shown else shown
+        shown = context(run, item.conversation_id) if item is not None else []
+        if item is not None and item.turns:
+            shown = shown[: max(item.turns)]
         spec = registry().get(item.metric) if item else None
         return page("label.html", item=item, i=i, n=len(items), labelled=sum(it.key in done for it in items),
                     given=done.get(item.key) if item else None, turns=shown,
@@ -175,8 +167,6 @@ def create_app(settings: Settings) -> Starlette:
         return JSONResponse({"written": record, "judge": items[i].judge, "reason": items[i].reason})
 
     async def trust(request: Request) -> Response:
-        from .trust import people_agreement
-
         runs, problems = library.runs()
         run = chosen(request, runs)
         read = labels.read()
@@ -200,8 +190,8 @@ def create_app(settings: Settings) -> Starlette:
     async def unreadable(request: Request, exc: Exception) -> Response:
         return PlainTextResponse(str(exc), status_code=404)  # a run that changed into something unreadable
 
-    return Starlette(exception_handlers={NotAResultsFile: unreadable}, routes=[Route("/", index), Route("/run", report), Route("/compare", report),
-                             Route("/label", label_page, methods=["GET"]), Route("/label", label_post, methods=["POST"]),
-                             Route("/trust", trust),
-                             Mount("/assets", StaticFiles(packages=[("judgegraph.view", "assets")]))],
-                     middleware=[Middleware(Guard, settings=settings)])
+    routes = [Route("/", index), Route("/run", report), Route("/compare", report),
+              Route("/label", label_page, methods=["GET"]), Route("/label", label_post, methods=["POST"]),
+              Route("/trust", trust), Mount("/assets", StaticFiles(packages=[("judgegraph.view", "assets")]))]
+    return Starlette(routes=routes, exception_handlers={NotAResultsFile: unreadable},
+                     middleware=[Middleware(BaseHTTPMiddleware, dispatch=partial(guard, settings))])

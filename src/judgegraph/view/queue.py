@@ -1,12 +1,6 @@
-"""The label queue: which judged turns (or conversation-level results) a person labels, in which order, and the
-labels file those labels are appended to (never rewritten).
-
-A label is one JSON line in the labels format ``judgegraph agree`` and ``align`` read
-(:mod:`judgegraph.trust.labels`): ``conversation_id``, ``metric``, ``turn`` when it names the verdict alone (the
-offline fit of ``align`` reads labels by turn), else ``verdict_id`` (neither for a conversation-level result),
-``label`` (``yes`` / ``no``), ``annotator`` and ``time`` (when it was made,
-``2026-11-28T22:15:03Z``). Each is written with one ``write`` of the whole line under an exclusive lock,
-then flushed and fsynced: a killed server loses no label and leaves no torn line."""
+"""The label queue: which judged turns (or conversation-level results) a person labels, in which order, the
+labels file those labels are appended to (never rewritten: one locked, fsynced ``write`` per line, in the labels
+format of :mod:`judgegraph.trust.labels`; docs/guide/view.md), and how far the people who label agree."""
 
 from __future__ import annotations
 
@@ -16,8 +10,9 @@ import os
 import random
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from itertools import combinations
 from pathlib import Path
 from typing import Literal
 
@@ -132,16 +127,50 @@ class LabelsFile:
                       time=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            if os.fstat(fd).st_size:  # a line torn by something else: ours starts on a line of its own
-                with open(self.path, "rb") as fh:
-                    fh.seek(-1, os.SEEK_END)
-                    if fh.read(1) != b"\n":
-                        line = b"\n" + line
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":  # a line torn by something else: ours starts on its own
+                line = b"\n" + line
             os.write(fd, line)
             os.fsync(fd)
         finally:
             os.close(fd)  # closing releases the lock
         return record
+
+
+@dataclass
+class PairAgreement:
+    a: str
+    b: str
+    n: int
+    kappa: float | None
+
+
+@dataclass
+class PeopleAgreement:
+    annotators: list[str]
+    items: int  # items labelled by two people or more
+    alpha: float | None
+    pairs: list[PairAgreement] = field(default_factory=list)
+    disagreed: list[tuple[tuple[str, str, str], dict[str, str]]] = field(default_factory=list)
+
+
+def people_agreement(labels: list[Label]) -> PeopleAgreement:
+    """Each annotator's latest label per item; items labelled by several people are compared."""
+    from ..stats.raters import cohen_kappa, krippendorff_alpha  # numpy: imported when the page is asked for
+
+    by_item: dict[tuple[str, str, str], dict[str, str]] = {}
+    for lb in labels:
+        if lb.person:
+            by_item.setdefault(label_key(lb), {})[lb.person] = str(lb.value)
+    shared = {k: v for k, v in by_item.items() if len(v) > 1}
+    people = sorted({a for v in by_item.values() for a in v})
+    out = PeopleAgreement(people, len(shared), krippendorff_alpha([list(v.values()) for v in shared.values()]))
+    for a, b in combinations(people, 2):
+        both = [v for v in shared.values() if a in v and b in v]
+        scale = sorted({x for v in both for x in (v[a], v[b])})
+        out.pairs.append(PairAgreement(a, b, len(both), cohen_kappa([v[a] for v in both], [v[b] for v in both], scale)))
+    out.disagreed = [(k, v) for k, v in shared.items() if len(set(v.values())) > 1]
+    return out

@@ -1,5 +1,5 @@
 """The results files a viewer serves, found under its folders and read once each (again when the file changes),
-always through the one reader, :func:`judgegraph.runs.read_run`.
+always through the one reader, :func:`judgegraph.runs.read_run`, and each metric's trend across them.
 
 The one module of the viewer that reads results files: everything else asks it."""
 
@@ -25,12 +25,6 @@ class Run:
         return self.facts.started_at or ""
 
 
-def _scanned(path: Path) -> bool:
-    """Whether a ``.jsonl`` file found in a folder is shown: a results file, or one whose first record cannot be
-    read at all (named on the page as the CLI names it). Input and labels files are passed over."""
-    return is_results_file(path) or first_record(path) is None
-
-
 def _mean_scores(run: RunFile) -> dict[str, float | None]:
     scores: dict[str, list[float]] = {m: [] for m in run.metrics}
     for conv in run.conversations.values():
@@ -54,11 +48,13 @@ class Library:
         self._full: tuple[str, tuple[int, int], RunFile] | None = None  # the last run read whole (the label queue's)
 
     def files(self) -> list[Path]:
-        """The files given, and the results files (or unreadable ``.jsonl`` files) under the folders given."""
+        """The files given, and the results files under the folders given, or ``.jsonl`` files there whose first
+        record cannot be read at all (named on the page as the CLI names them); input and labels files are not."""
         found: list[Path] = []
         for p in self.paths:
             if p.is_dir():
-                found.extend(f for f in sorted(p.rglob("*.jsonl")) if f.is_file() and _scanned(f))
+                found.extend(f for f in sorted(p.rglob("*.jsonl"))
+                             if f.is_file() and (is_results_file(f) or first_record(f) is None))
             else:
                 found.append(p)  # read_run names a missing file
         return found
@@ -98,3 +94,51 @@ class Library:
         if self._full is None or self._full[:2] != (key, stamp):
             self._full = key, stamp, read_run(key)
         return self._full[2]
+
+
+#: The size of a trend's drawing (runs.html), in SVG units.
+WIDTH, HEIGHT, PAD = 640, 150, 24
+
+
+@dataclass
+class Point:
+    x: float
+    y: float
+    value: float
+    run: str
+    regression: bool = False  # lower than the run before
+
+
+@dataclass
+class Trend:
+    metric: str
+    pass_rate: list[Point] = field(default_factory=list)
+    mean_score: list[Point] = field(default_factory=list)
+
+    @staticmethod
+    def polyline(points: list[Point]) -> str:
+        return " ".join(f"{p.x:.1f},{p.y:.1f}" for p in points)
+
+    @property
+    def regressions(self) -> list[Point]:
+        return [p for p in self.pass_rate if p.regression]
+
+
+def _points(runs: list[Run], values: list[float | None]) -> list[Point]:
+    step = (WIDTH - 2 * PAD) / max(len(runs) - 1, 1)
+    out: list[Point] = []
+    for i, (run, value) in enumerate(zip(runs, values)):
+        if value is None:
+            continue
+        out.append(Point(PAD + i * step, HEIGHT - PAD - value * (HEIGHT - 2 * PAD), value, run.key,
+                         regression=bool(out) and value < out[-1].value - 1e-12))
+    return out
+
+
+def trends(newest_first: list[Run], metrics: list[str]) -> list[Trend]:
+    """One trend per metric, oldest run on the left; a pass rate lower than the run before is a regression."""
+    runs = list(reversed(newest_first))
+    return [Trend(m, _points(runs, [r.facts.pass_rate.get(m) for r in runs]),
+                  _points(runs, [min(max(s, 0.0), 1.0) if (s := r.mean_score.get(m)) is not None else None
+                                 for r in runs]))
+            for m in metrics]

@@ -1,16 +1,7 @@
-"""MLflow sessions in, assessments out.
-
-* Reading (:mod:`.sessions`, :mod:`.messages`): :func:`load_sessions`, an
-  experiment's traces as conversations, one per session.
-* Writing (:mod:`.assessments`): :func:`log_assessments`, results back as
-  MLflow feedback assessments.
-
-MLflow is imported only when these functions run (``pip install
-"judgegraph[mlflow]"``): importing this package needs no MLflow. Before
-importing it, ``MLFLOW_DISABLE_TELEMETRY`` is set to ``true`` unless you set it
-yourself, so reading and writing traces sends nothing beyond the tracking
-server you name.
-"""
+"""MLflow sessions in (:func:`load_sessions`: :mod:`.sessions`, :mod:`.messages`), assessments out
+(:func:`log_assessments`: :mod:`.assessments`); docs/mlflow.md. MLflow is imported only when these run
+(``pip install "judgegraph[mlflow]"``), ``MLFLOW_DISABLE_TELEMETRY`` set to ``true`` first unless you set it, so
+reading and writing traces sends nothing beyond the tracking server you name."""
 
 from .assessments import AssessmentLog, log_assessments
 from .common import SESSION_KEY, TRACE_ID_KEY

@@ -1,13 +1,5 @@
-"""Writing: judgegraph's results back to MLflow as feedback assessments.
-
-:func:`log_assessments` writes one feedback per metric result on the
-session's first trace, built from :meth:`MetricResult.to_feedback()
-<judgegraph.data.results.MetricResult.to_feedback>` and marked as a session
-assessment (``metadata["mlflow.trace.session"]``, as MLflow's own session
-judges mark theirs), and one feedback per verdict (``<metric>/turn``) on the
-trace the verdict is about. A judge error is written as feedback carrying an
-error, never as a value.
-"""
+"""Writing: judgegraph's results back to MLflow as feedback assessments (:func:`log_assessments`); a judge error
+is written as feedback carrying an error, never as a value."""
 
 from __future__ import annotations
 
@@ -84,11 +76,6 @@ def _iter_results(outcomes: Outcomes) -> Iterator[tuple[str, dict[str, MetricRes
         yield cid, results, None
 
 
-def _conversations(sessions: Iterable[LoadedConversation | Conversation]) -> dict[str, Conversation]:
-    convs = [item.conversation if isinstance(item, LoadedConversation) else as_conversation(item) for item in sessions]
-    return {conv.id: conv for conv in convs}
-
-
 def _source(judge: str, source_id: str | None) -> AssessmentSource:
     from mlflow.entities import AssessmentSource, AssessmentSourceType
 
@@ -105,13 +92,13 @@ def log_assessments(
     per_turn: bool = True,
     max_workers: int = 4,
 ) -> AssessmentLog:
-    """Write judgegraph's results back to MLflow as feedback assessments: one per metric result on
-    the session's first trace (from :meth:`MetricResult.to_feedback`) and, with ``per_turn``, one per
-    verdict (``<metric>/turn``) on the trace of its last turn. A judge error is an ``AssessmentError``,
-    never a value; ``not_applicable`` results are not written; the source is ``LLM_JUDGE`` or ``CODE``
-    (the offline judge). ``outcomes``: a ``RunSummary``, outcomes, results, or ``{id: {metric:
-    result}}``; ``sessions``: what :func:`load_sessions` returned. Every field: docs/mlflow.md,
-    "What is written back". MLflow keeps every assessment: running this twice writes them twice."""
+    """Write judgegraph's results back to MLflow as feedback assessments: one per metric result on the session's
+    first trace (from :meth:`MetricResult.to_feedback`, marked ``mlflow.trace.session`` as MLflow's session judges
+    mark theirs) and, with ``per_turn``, one per verdict (``<metric>/turn``) on the trace of its last turn. A judge
+    error is an ``AssessmentError``, never a value; ``not_applicable`` results are not written; the source is
+    ``LLM_JUDGE`` or ``CODE`` (the offline judge). ``outcomes``: a ``RunSummary``, outcomes, results, or ``{id:
+    {metric: result}}``; ``sessions``: what :func:`load_sessions` returned. Every field: docs/mlflow.md, "What is
+    written back". MLflow keeps every assessment: running this twice writes them twice."""
     from ... import __version__
 
     import_mlflow()
@@ -122,7 +109,8 @@ def log_assessments(
     if why:
         log.failures.append(why)
         return log
-    convs = _conversations(sessions)
+    convs = {c.id: c for c in (s.conversation if isinstance(s, LoadedConversation) else as_conversation(s)
+                               for s in sessions)}
     jobs: list[tuple[str, str, Feedback]] = []  # (kind, trace id, feedback)
 
     for cid, results, run_error in _iter_results(outcomes):
@@ -182,9 +170,8 @@ def log_assessments(
 
 
 def _value(result: MetricResult, fb: Mapping[str, Any]) -> Any:
-    """One MLflow value: the metric's declared value, else the score, else passed.
-    (``to_feedback()["value"]`` is the declared value or passed: LangSmith keeps
-    the score apart, MLflow has one value.)"""
+    """One MLflow value: the metric's declared value, else the score, else passed. (``to_feedback()["value"]`` is the
+    declared value or passed: LangSmith keeps the score apart, MLflow has one value.)"""
     if getattr(result, "value", None) is not None:
         return fb["value"]
     return fb["score"] if fb["score"] is not None else fb["value"]

@@ -1,6 +1,5 @@
-"""What reading and writing share: the MLflow keys judgegraph uses, importing
-MLflow on first use (telemetry off unless the user set it), and a quick check
-that a tracking server answers."""
+"""What reading and writing share: the MLflow keys judgegraph uses, importing MLflow on first use (telemetry off
+unless the user set it), and a quick check that a tracking server answers."""
 
 from __future__ import annotations
 

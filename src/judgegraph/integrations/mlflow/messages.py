@@ -1,15 +1,14 @@
-"""The shapes of a trace's request and response, read as chat messages, and
-the history de-duplication that adds only what a request brings new. Pure:
-no MLflow needed."""
+"""The shapes of a trace's request and response, read as chat messages, and the history de-duplication that adds only
+what a request brings new. Pure: no MLflow needed."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from ...loaders.base import RecordErrors
-from ...loaders.formats.openai import content_text, tool_call
+from ...loaders.formats.openai import OPENAI_ROLES, content_text, tool_call
 
 T = TypeVar("T")
 
@@ -19,8 +18,7 @@ REQUEST_KEYS = ("messages", "input", "question", "query", "prompt", "message", "
                 "user_message", "text", "content", "request", "inputs")
 RESPONSE_KEYS = ("output", "answer", "response", "content", "text", "result", "reply", "completion",
                  "generation", "message", "outputs")
-ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "model": "assistant",
-         "system": "system", "developer": "system", "tool": "tool", "function": "tool"}
+ROLES = {**OPENAI_ROLES, "human": "user", "ai": "assistant", "model": "assistant"}  # LangChain's and Gemini's too
 _DEPTH = 3  # how deep a wrapped value (``{"request": {"messages": [...]}}``) is unwrapped
 
 
@@ -121,9 +119,8 @@ def request_messages(value: object, path: str = "request", depth: int = 0) -> li
 
 def _under_keys(value: dict[str, Any], keys: Sequence[str], path: str, depth: int, read: Callable[[Any, str, int], T],
                 unsure: str, option: str) -> T:
-    """``read`` of the first of ``keys`` that reads, else of the only entry
-    that can hold a message (:func:`_only_value`); else Unreadable(``unsure``,
-    naming the keys and the ``option`` that names the right one)."""
+    """``read`` of the first of ``keys`` that reads, else of the only entry that can hold a message
+    (:func:`_only_value`); else Unreadable(``unsure``, naming the keys and the ``option`` that names the right one)."""
     for key in keys:
         if key in value and isinstance(value[key], (str, list, dict)):
             try:
@@ -163,11 +160,11 @@ def reply_message(value: object, path: str = "response", depth: int = 0) -> Msg:
         if isinstance(choices, list) and choices and isinstance(choices[0], dict):
             first = choices[0]
             if isinstance(first.get("message"), dict):
-                return _as_assistant(_message({"role": "assistant", **first["message"]}, f"{path}.choices.0.message"))
+                return _message({**first["message"], "role": "assistant"}, f"{path}.choices.0.message")
             if isinstance(first.get("text"), str):
                 return Msg("assistant", first["text"])
         if _is_message(value):
-            return _as_assistant(_message(value, path))
+            return replace(_message(value, path), role="assistant")
         if isinstance(value.get("messages"), list):
             return _last_assistant(_messages(value["messages"], f"{path}.messages"), f"{path}.messages")
         if isinstance(value.get("output"), list):  # OpenAI Responses API
@@ -179,10 +176,6 @@ def reply_message(value: object, path: str = "response", depth: int = 0) -> Msg:
     raise Unreadable(path, f"cannot read a reply from a {type(value).__name__}")
 
 
-def _as_assistant(msg: Msg) -> Msg:
-    return msg if msg.role == "assistant" else Msg("assistant", msg.content, msg.tool_calls, msg.meta)
-
-
 def _last_assistant(msgs: list[Msg], path: str) -> Msg:
     last = next((msg for msg in reversed(msgs) if msg.role == "assistant"), None)
     if last is None:
@@ -190,30 +183,25 @@ def _last_assistant(msgs: list[Msg], path: str) -> Msg:
     return last
 
 
-def pick(value: object, key: str | None, path: str) -> Any:
+def pick(value: object, key: str | None, path: str) -> tuple[Any, str]:
+    """``value``, or its entry ``key`` (``request_key=``, ``response_key=``), and the path it is read at."""
     if key is None:
-        return value
+        return value, path
     if not isinstance(value, dict) or key not in value:
         keys = ", ".join(map(str, value)) if isinstance(value, dict) else type(value).__name__
         raise Unreadable(path, f"no {key!r} in the trace's {'inputs' if path == 'request' else 'outputs'} "
                                 f"(has: {keys})")
-    return value[key]
-
-
-# --------------------------------------------------------------------------- history de-duplication
+    return value[key], f"{path}.{key}"
 
 
 def new_messages(prior: list[Msg], request: list[Msg]) -> tuple[list[Msg], bool]:
     """What a trace's request adds to the conversation so far.
 
-    The request's non-system messages are matched against the end of the
-    conversation: the longest prefix of the request that equals a suffix of
-    the conversation is history already there (a history trimmed at the
-    front still matches), and only what follows it is new. System messages
-    already in the conversation are not repeated. When the request holds an
-    assistant message but does not line up with the conversation at all (a
-    rewritten or summarised history), only the messages after its last
-    assistant message are taken, and the second value is True.
+    The request's non-system messages are matched against the end of the conversation: the longest prefix of the
+    request that equals a suffix of the conversation is history already there (a history trimmed at the front still
+    matches), and only what follows it is new. System messages already in the conversation are not repeated. When the
+    request holds an assistant message but does not line up with the conversation at all (a rewritten or summarised
+    history), only the messages after its last assistant message are taken, and the second value is True.
     """
     if not prior:
         return list(request), False

@@ -1,13 +1,13 @@
-"""Reading: an MLflow experiment's traces, grouped into sessions, as
-conversations (:func:`load_sessions`; :func:`build_sessions` on plain
-:class:`TraceRecord` values, without MLflow). :mod:`.messages` reads each
-trace's request and response."""
+"""Reading: an MLflow experiment's traces, grouped into sessions, as conversations (:func:`load_sessions`;
+:func:`build_sessions` on plain :class:`TraceRecord` values, without MLflow). :mod:`.messages` reads each trace's
+request and response."""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from ...data.conversation import Conversation, Turn
@@ -27,16 +27,10 @@ EXPECTATION_SOURCE = "HUMAN"  # MLflow's judges read only human expectations (re
 
 
 class SessionList(list[LoadedConversation]):
-    """What :func:`load_sessions` returns: a ``list`` of
-    :class:`~judgegraph.loaders.LoadedConversation` (one per session, oldest
-    first) with the problems found on the side, like
-    :class:`~judgegraph.loaders.LoadResult`:
-
-    * ``errors``: one :class:`~judgegraph.loaders.InputError` per unreadable
-      trace (``file`` = tracking URI, ``record`` = trace id, ``field`` =
-      ``request`` / ``response`` / ``experiment``);
-    * ``experiment_id``, ``traces`` (how many traces were read).
-    """
+    """What :func:`load_sessions` returns: one :class:`~judgegraph.loaders.LoadedConversation` per session, oldest
+    first, and on the side ``errors`` (an :class:`~judgegraph.loaders.InputError` per unreadable trace: ``file`` the
+    tracking URI, ``record`` the trace id, ``field`` ``request`` / ``response`` / ``experiment``), ``experiment_id``
+    and ``traces`` (how many were read)."""
 
     def __init__(self, items: Iterable[LoadedConversation] = (), *, errors: list[InputError] | None = None,
                  experiment_id: str | None = None, traces: int = 0) -> None:
@@ -46,17 +40,15 @@ class SessionList(list[LoadedConversation]):
         self.traces = traces
 
 
-# --------------------------------------------------------------------------- MLflow access
-
-
-def _experiment_id(client: MlflowClient, experiment: str) -> str | None:
-    exp = client.get_experiment_by_name(experiment)
-    if exp is None and str(experiment).isdigit():
+def find_experiment(client: MlflowClient, experiment: str) -> str | None:
+    """The id of the experiment named ``experiment``, else of the one whose id it is; None when there is none."""
+    found = client.get_experiment_by_name(experiment)
+    if found is None and str(experiment).isdigit():
         try:
-            exp = client.get_experiment(str(experiment))
-        except Exception:  # noqa: BLE001 - not found
-            exp = None
-    return None if exp is None else exp.experiment_id
+            found = client.get_experiment(str(experiment))
+        except Exception:  # noqa: BLE001 - no experiment with that id
+            found = None
+    return None if found is None else str(found.experiment_id)
 
 
 def _search(client: MlflowClient, experiment_id: str, filter_string: str | None, limit: int | None) -> list[Trace]:
@@ -76,14 +68,10 @@ def _search(client: MlflowClient, experiment_id: str, filter_string: str | None,
     return out
 
 
-# --------------------------------------------------------------------------- traces -> records
-
-
 @dataclass(frozen=True)
 class ExpectationRecord:
-    """An ``Expectation`` assessment of a trace: its name and value, whether it
-    is session-level (its metadata holds ``mlflow.trace.session``, as MLflow
-    writes and reads session expectations) and its source type."""
+    """An ``Expectation`` assessment of a trace: its name and value, whether it is session-level (its metadata holds
+    ``mlflow.trace.session``, as MLflow writes and reads session expectations) and its source type."""
 
     name: str
     value: Any  # Any: what the user stored (JSON)
@@ -163,11 +151,6 @@ def session_expectations(sid: str | None, records: list[TraceRecord]) -> dict[st
     return out
 
 
-def _trace_expectations(rec: TraceRecord) -> dict[str, object]:
-    """A trace's own (not session-level) human expectations, kept on its reply turn."""
-    return {e.name: e.value for e in rec.expectations if e.source == EXPECTATION_SOURCE and not e.session_level}
-
-
 def build_sessions(
     records: Iterable[TraceRecord],
     *,
@@ -179,18 +162,12 @@ def build_sessions(
 ) -> SessionList:
     """Group trace records into sessions and build one conversation per session
     (see :func:`load_sessions`). Pure: no MLflow needed."""
-    groups: dict[str, list[TraceRecord]] = {}
-    units: list[tuple[str | None, list[TraceRecord]]] = []  # (session id, its traces); None: a trace of its own
-    for rec in records:
-        if rec.session:
-            groups.setdefault(rec.session, []).append(rec)
-        else:
-            units.append((None, [rec]))
-    units += [(sid, sorted(recs, key=_order)) for sid, recs in groups.items()]
-    units.sort(key=lambda u: _order(u[1][0]))
-
+    units: dict[str | tuple[str], list[TraceRecord]] = {}  # a session's traces by its id; (trace id,): one alone
+    for rec in sorted(records, key=attrgetter("timestamp_ns", "trace_id")):
+        units.setdefault(rec.session or (rec.trace_id,), []).append(rec)
     out = SessionList(experiment_id=experiment_id)
-    for sid, recs in units:
+    for unit, recs in units.items():
+        sid = unit if isinstance(unit, str) else None
         out.traces += len(recs)
         turns: list[Turn] = []
         prior: list[Msg] = []
@@ -202,13 +179,10 @@ def build_sessions(
             try:
                 if not rec.has_root:
                     raise Unreadable("request", "the trace has no spans")
-                request = request_messages(pick(rec.inputs, request_key, "request"),
-                                           "request" if request_key is None else f"request.{request_key}")
+                request = request_messages(*pick(rec.inputs, request_key, "request"))
                 # no response (an ERROR trace, one cut short): the user's message stays in the conversation
                 # with no reply, as MLflow's resolve_conversation_from_session keeps it
-                reply = None if rec.outputs is None else reply_message(
-                    pick(rec.outputs, response_key, "response"),
-                    "response" if response_key is None else f"response.{response_key}")
+                reply = None if rec.outputs is None else reply_message(*pick(rec.outputs, response_key, "response"))
             except Unreadable as exc:
                 out.errors.append(InputError(tracking_uri, None, rec.trace_id, exc.field,  # type: ignore[arg-type]
                                              f"{where}{exc.message}"))
@@ -222,7 +196,8 @@ def build_sessions(
             elif reply.blank:  # a whitespace-only reply is dropped, as MLflow's session judges drop it
                 blank.append(rec.trace_id)
             else:
-                own = _trace_expectations(rec)
+                own = {e.name: e.value for e in rec.expectations  # the trace's own: kept on its reply turn
+                       if e.source == EXPECTATION_SOURCE and not e.session_level}
                 added.append(_turn(reply, rec.trace_id, "response",
                                    **({TURN_EXPECTATIONS_KEY: own} if own and sid is not None else {})))
             if added:
@@ -241,24 +216,13 @@ def build_sessions(
             FIRST_TRACE_KEY: recs[0].trace_id,  # where session-level assessments go
             "mlflow_trace_ids": used,
         }
-        if blank:
-            metadata["mlflow_blank_replies"] = blank
-        if unanswered:
-            metadata["mlflow_no_response"] = unanswered  # traces whose user message has no reply (e.g. ERROR)
-        expectations = session_expectations(sid, recs)
-        if expectations:
-            metadata[EXPECTATIONS_KEY] = expectations
+        optional = {"mlflow_blank_replies": blank, "mlflow_no_response": unanswered,  # no reply (e.g. ERROR)
+                    EXPECTATIONS_KEY: session_expectations(sid, recs)}
+        metadata.update({k: v for k, v in optional.items() if v})
         conversation = Conversation.model_validate({"id": cid, "turns": turns, "metadata": metadata})
         out.append(LoadedConversation(conversation=conversation, source=f"mlflow:{experiment}/{cid}",
                                       format=FORMAT, options={}))
     return out
-
-
-def _order(rec: TraceRecord) -> tuple[int, str]:
-    return (rec.timestamp_ns, rec.trace_id)
-
-
-# --------------------------------------------------------------------------- load_sessions
 
 
 def load_sessions(
@@ -282,12 +246,9 @@ def load_sessions(
     why = unreachable(tracking_uri)
     if why:
         return SessionList(errors=[InputError(tracking_uri, None, None, None, why)])
-    import_mlflow()
-    from mlflow import MlflowClient
-
-    client = MlflowClient(tracking_uri)
+    client = import_mlflow().MlflowClient(tracking_uri)
     try:
-        experiment_id = _experiment_id(client, experiment)
+        experiment_id = find_experiment(client, experiment)
     except Exception as exc:  # noqa: BLE001 - reported as an input error, like an unreadable file
         why = f"cannot read experiment {experiment!r}: {exc}"
         return SessionList(errors=[InputError(tracking_uri, None, None, "experiment", why)])

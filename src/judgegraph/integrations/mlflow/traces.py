@@ -1,11 +1,6 @@
 """Writing judged conversations that did not come from MLflow (a LangGraph thread that ``judgegraph watch``
-judged) to an MLflow experiment: one trace per conversation, its verdicts as that trace's assessments.
-
-:func:`log_conversation_traces` logs each conversation as a trace (named :data:`TRACE_NAME`; its inputs the turns,
-its outputs the results; trace metadata ``mlflow.trace.session`` = the conversation id, so MLflow groups a thread's
-traces as one session), then writes the results with :func:`~.assessments.log_assessments`, exactly as for a
-session read from MLflow: one feedback per metric result and one per verdict (``<metric>/turn``), all on that trace.
-"""
+judged) to an MLflow experiment: one trace per conversation (:data:`TRACE_NAME`, its session the conversation id),
+its results as that trace's assessments, as for a session read from MLflow."""
 
 from __future__ import annotations
 
@@ -14,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .assessments import AssessmentLog, log_assessments
 from .common import FIRST_TRACE_KEY, SESSION_ID_KEY, SESSION_KEY, TRACE_ID_KEY, import_mlflow, unreachable
+from .sessions import find_experiment
 
 if TYPE_CHECKING:
     from ...data.conversation import Conversation
@@ -27,17 +23,8 @@ SOURCE_KEY = "judgegraph.source"
 
 def experiment_id(tracking_uri: str, experiment: str) -> str:
     """The id of the experiment named ``experiment`` (created when there is none); an id is taken as it is."""
-    import_mlflow()
-    from mlflow import MlflowClient
-
-    client = MlflowClient(tracking_uri)
-    found = client.get_experiment_by_name(experiment)
-    if found is None and experiment.isdigit():
-        try:
-            return str(client.get_experiment(experiment).experiment_id)
-        except Exception:  # noqa: BLE001 - no experiment with that id: one is created with that name
-            pass
-    return str(found.experiment_id) if found is not None else str(client.create_experiment(experiment))
+    client = import_mlflow().MlflowClient(tracking_uri)
+    return find_experiment(client, experiment) or str(client.create_experiment(experiment))
 
 
 def log_conversation_traces(tracking_uri: str, experiment: str,
