@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         report = agreement(args.results, args.labels, reviews=args.reviews, metrics=args.metrics,
                            resamples=args.bootstrap, seed=args.seed)
     except NotAResultsFile as exc:
-        return common.refuse_results(exc)
+        return common.fail(exc, EXIT_ERRORS)
     except OSError as exc:  # a labels file that cannot be read: an input, as a results file (exit 3)
         err.print(f"[red]error:[/] {markup_safe(exc.filename or '')}: {markup_safe(exc.strerror or exc)}")
         return EXIT_ERRORS

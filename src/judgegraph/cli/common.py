@@ -10,23 +10,26 @@ import re
 import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..data.safetext import safe as safe  # the commands print data with common.safe
 
 if TYPE_CHECKING:
     import asyncio
+    from contextlib import AbstractContextManager
 
     from rich.console import Console
     from rich.table import Table
 
     from ..judges import Judge
-    from ..runs.resultsfile import ResultsLock
 
     #: what each subcommand module's ``register`` adds its parser to
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ERRORS = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ERRORS, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+#: The exit status of a run stopped by SIGTERM (128 + 15, as a shell reports it);
+#: everything finished is written and the summary printed, as after Ctrl-C (130).
+EXIT_TERMINATED = 143
 
 #: the most judge calls (``--concurrency``) or simulated conversations a command runs at
 #: once: each one in flight holds its conversation, prompt and reply in memory (measured:
@@ -134,14 +137,7 @@ def json_text(data: object) -> str:
     return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", json.dumps(data, ensure_ascii=False, indent=1))
 
 
-class _Report(Protocol):
-    def to_json(self) -> Any: ...
-
-
-R = TypeVar("R", bound=_Report)
-
-
-def show_report(args: argparse.Namespace, report: R, table: Callable[[R, Console], None], out: Console) -> None:
+def show_report(args: argparse.Namespace, report: Any, table: Callable[[Any, Console], None], out: Console) -> None:
     """``report`` on stdout: its ``to_json()`` as :func:`json_text` with ``--json``, else drawn by ``table``."""
     if args.json:
         print(json_text(report.to_json()))
@@ -243,9 +239,11 @@ def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency:
     jury = {name: getattr(args, name) for name in ("repeat", "aggregate", "quorum") if getattr(args, name, None) is not None}
     if model is None:
         return {"cache": not no_cache, **rule, **jury}
+    from ..providers import server_url
+
     models = getattr(args, "models", None) or [model]
     kwargs: dict[str, Any] = {}  # Any: keyword arguments of several types, spread into resolve_judge(**)
-    if url := base_url(args.base_url, model):
+    if url := server_url(model, args.base_url):
         kwargs["base_url"] = url  # --base-url, else $OPENAI_BASE_URL
     kwargs.update({name: getattr(args, name) for name in JUDGE_CLIENT if getattr(args, name, None) is not None})
     cache: bool | str = False if no_cache else (getattr(args, "cache", None) or True)
@@ -287,9 +285,10 @@ def metric_options(args: argparse.Namespace, *, skip: tuple[str, ...] = ()) -> d
                 out[key] = text
                 continue
             typed = spec.typed(key, text)
-            if text.startswith("@") and isinstance(typed, (str, list)):
-                body = read_text_option(flag, text[1:])
-                typed = [line.strip() for line in body.splitlines() if line.strip()] if isinstance(typed, list) else body
+            if text.startswith("@") and isinstance(typed, list):
+                typed = read_guidelines([text], flag)
+            elif text.startswith("@") and isinstance(typed, str):
+                typed = read_text_option(flag, text[1:])
             out[key] = [*out.get(key, []), *typed] if isinstance(typed, list) else typed
     for spec in specs:  # checked as a config file's are: by each metric taking them, before any work
         if (mine := {k: v for k, v in out.items() if k in spec.options}) and (bad := refusal(spec, mine)):
@@ -306,20 +305,23 @@ def out_refused(args: argparse.Namespace) -> str | None:
     return None
 
 
-def lock_out(args: argparse.Namespace) -> tuple[ResultsLock | None, str | None]:
-    """``--out`` locked for the whole run, its folder made (a dry run writes nothing: no lock): (the lock, None),
-    or (None, why) when another run holds it or it cannot be locked."""
+def lock_out(args: argparse.Namespace) -> tuple[AbstractContextManager[object], str | None]:
+    """``--out`` locked, its folder made: (the lock, to hold in a ``with`` for the whole run, None), or (a lock that
+    holds nothing, why) when another run holds it or it cannot be locked; a dry run writes nothing: no lock."""
+    from contextlib import nullcontext
+
     from ..runs.resultsfile import ResultsFileError, lock_results
 
-    if getattr(args, "dry_run", False):
-        return None, None
+    why = None
     try:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        return lock_results(args.out), None
+        if not getattr(args, "dry_run", False):
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            return lock_results(args.out), None
     except ResultsFileError as exc:
-        return None, str(exc)
+        why = str(exc)
     except OSError as exc:
-        return None, f"cannot lock --out {args.out}: {exc.strerror or exc}"
+        why = f"cannot lock --out {args.out}: {exc.strerror or exc}"
+    return nullcontext(), why
 
 
 def consoles() -> tuple[Console, Console]:
@@ -357,17 +359,15 @@ def plural(count: int, word: str, many: str | None = None) -> str:
     return f"{count} {word if count == 1 else many or word + 's'}"
 
 
-def read_guidelines(values: list[str] | None, flag: str = "--guideline") -> list[str] | None:
-    """``--guideline`` (or ``flag``: ``--topic``) values: text, or ``@FILE`` for one per line."""
-    if not values:
-        return None
+def read_guidelines(values: list[str] | None, flag: str = "--guideline") -> list[str]:
+    """The items a repeatable text flag gives (``--guideline``, or ``flag``: ``--topic``, ``--criterion``...):
+    each value, or for ``@FILE`` the file's non-blank lines, stripped."""
     out: list[str] = []
-    for value in values:
-        if value.startswith("@"):
-            text = read_text_option(flag, value[1:])
-            out.extend(line.strip() for line in text.splitlines() if line.strip())
-        else:
+    for value in values or ():
+        if not value.startswith("@"):
             out.append(value)
+            continue
+        out.extend(line.strip() for line in read_text_option(flag, value[1:]).splitlines() if line.strip())
     return out
 
 
@@ -394,21 +394,6 @@ def guidelines_missing(args: argparse.Namespace) -> str | None:
     return None
 
 
-def base_url(flag: str | None, model: str | None) -> str | None:
-    """The server an LLM judge built from ``model`` talks to (:func:`judgegraph.providers.server_url`), so the
-    run header and errors can name it."""
-    from ..providers import server_url
-
-    return server_url(model, flag)
-
-
-def read_rubric(value: str | None) -> str | None:
-    """``--rubric`` value: text, or ``@FILE`` to read it from a file."""
-    if value and value.startswith("@"):
-        return read_text_option("--rubric", value[1:])
-    return value
-
-
 def bad_base_url(value: str | None) -> str | None:
     """What is wrong with a ``--base-url`` (checked before any work), or None."""
     if value is None:
@@ -429,12 +414,6 @@ def os_error_message(exc: OSError) -> str:
     """An environment error (full disk, unwritable path...) as one line naming the file."""
     text = exc.strerror or str(exc)
     return f"{exc.filename}: {text}" if exc.filename else text
-
-
-EXIT_INTERNAL, EXIT_INTERRUPTED = 4, 130
-#: The exit status of a run stopped by SIGTERM (128 + 15, as a shell reports it);
-#: everything finished is written and the summary printed, as after Ctrl-C (130).
-EXIT_TERMINATED = 143
 
 
 def stop_on_signals(stop: asyncio.Event, err: Console, stopped_by: list[int], stopping: str) -> None:
@@ -460,22 +439,16 @@ def stop_on_signals(stop: asyncio.Event, err: Console, stopped_by: list[int], st
 
 
 def fail(message: object, status: int = EXIT_USAGE, prefix: str = "error") -> int:
-    """Print ``prefix: message`` (:func:`safe`) on stderr; ``status``."""
+    """Print ``prefix: message`` (:func:`safe`) on stderr; ``status``. A file given as RESULTS that cannot be read
+    as one (:class:`judgegraph.runs.NotAResultsFile`) is ``fail(exc, EXIT_ERRORS)`` in every command."""
     print(f"{prefix}: {safe(message)}", file=sys.stderr)
     return status
 
 
-def refuse_results(exc: Exception | str) -> int:
-    """A file given as RESULTS that cannot be read as one (:class:`judgegraph.runs.NotAResultsFile`: missing,
-    unreadable, a conversations or labels file, garbage): the one message, naming the file, and the one exit
-    status (3, an input that cannot be used: as ``eval`` counts a missing input file) of every command."""
-    return fail(exc, EXIT_ERRORS)
-
-
-def usage_error(err: Console, message: object) -> int:
-    """Print ``message`` (data: never read as markup) as an error on ``err``; :data:`EXIT_USAGE`."""
+def usage_error(err: Console, message: object, status: int = EXIT_USAGE) -> int:
+    """Print ``message`` (data: never read as markup) as an error on ``err``; ``status``."""
     err.print(f"[red]error:[/] {markup_safe(message)}")
-    return EXIT_USAGE
+    return status
 
 
 def markup_safe(text: object) -> str:
@@ -483,3 +456,44 @@ def markup_safe(text: object) -> str:
     from rich.markup import escape
 
     return escape(safe(text))
+
+
+def add_aligned_option(p: argparse.ArgumentParser) -> None:
+    """``--aligned FILE`` of ``eval`` and ``rejudge`` (checked by :func:`aligned_error`; the judge is built by
+    ``resolve_judge(..., aligned=FILE)``, which :func:`judge_settings` passes it to, worker processes included)."""
+    p.add_argument("--aligned", metavar="FILE", help="judge with this aligned judge (judgegraph align --model M; "
+                   "docs/alignment.md): its guidelines and examples go before every prompt of its metric")
+
+
+def aligned_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``--aligned``, or None: a file that is not an aligned judge or was edited, no
+    ``--model``, or metrics other than the one it aligns. ``eval`` with no ``-m`` runs that metric."""
+    if not (path := getattr(args, "aligned", None)):
+        return None
+    from ..judges.aligned import read_alignment
+    from ..metrics import canonical_name
+
+    try:
+        alignment = read_alignment(path)
+    except ValueError as exc:
+        return f"--aligned {exc}"
+    if not args.model:
+        return f"--aligned needs --model: the model it was made for ({alignment.model})"
+    asked = getattr(args, "metrics", None) if hasattr(args, "metrics") else [args.metric]
+    if asked is None:
+        args.metrics = [alignment.metric]
+    elif [canonical_name(m) for m in asked] != [canonical_name(alignment.metric)]:
+        return (f"--aligned {path} aligns the judge of {alignment.metric}: judge that metric alone "
+                f"(-m {alignment.metric}), not {', '.join(asked)}")
+    return None
+
+
+def settings_refused(command: str, out: str, changed: list[str], advice: str) -> str:
+    """Why ``command`` will not add to ``out``: the file was made with other settings, each difference named."""
+    return (f"{command} refused: {out} was made with other settings, and one results file must hold one run:\n"
+            + "\n".join(f"  - {c}" for c in changed) + f"\n{advice}")
+
+
+def warn_headerless(err: Console, out: str, done: str) -> None:
+    """Say that ``out`` has no run header to check this run's settings against, and what is ``done`` anyway."""
+    err.print(f"[yellow]warning:[/] {markup_safe(out)} has no run header (an older judgegraph wrote it): {done}")

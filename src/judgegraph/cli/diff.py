@@ -13,7 +13,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from . import common
-from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, consoles, markup_safe, refuse_results, safe
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, consoles, fail, markup_safe, safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             runs.append(read_run(path, keep_transcripts=False))
         except NotAResultsFile as exc:
-            return refuse_results(exc)
+            return fail(exc, EXIT_ERRORS)
     old, new = runs
     if args.metrics:
         known = list(dict.fromkeys([*old.metrics, *new.metrics]))

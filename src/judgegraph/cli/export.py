@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, fail, refuse_results
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, fail
 
 if TYPE_CHECKING:
     from .common import Subparsers
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         results = load_results(source)
     except NotAResultsFile as exc:
-        return refuse_results(exc)
+        return fail(exc, EXIT_ERRORS)
     try:
         if args.format == "csv":
             count = results.to_csv(sys.stdout if to_stdout else out, verdicts=args.verdicts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from .common import EXIT_OK, add_results_command, fail, refuse_results, safe
+from .common import EXIT_ERRORS, EXIT_OK, add_results_command, fail, safe
 
 if TYPE_CHECKING:
     from .common import Subparsers
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         run = read_run(args.results)
     except NotAResultsFile as exc:
-        return refuse_results(exc)
+        return fail(exc, EXIT_ERRORS)
     ids = list(run.conversations)
     record = run.conversations.get(args.conversation) if args.conversation is not None else \
         next(iter(run.conversations.values()), None)

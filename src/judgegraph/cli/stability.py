@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     out, err = consoles()
     for path in args.inputs:
         if not Path(path).is_file():
-            return common.refuse_results(f"{path}: no such file")
+            return common.fail(f"{path}: no such file", EXIT_ERRORS)
     try:
         options = common.metric_options(args)
     except (OSError, ValueError) as exc:
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         report = read_stability(args.results, _conversations(args.inputs, err), metrics=args.metrics,
                                 options=options, resamples=args.bootstrap, seed=args.seed)
     except NotAResultsFile as exc:
-        return common.refuse_results(exc)
+        return common.fail(exc, EXIT_ERRORS)
     common.show_report(args, report, print_report, out)
     for line in report.unreadable:
         err.print(f"[yellow]unreadable results line:[/] {markup_safe(line)}")

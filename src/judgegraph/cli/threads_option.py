@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
@@ -56,6 +56,21 @@ def thread_source_error(args: argparse.Namespace) -> str | None:
     return None
 
 
+def unique(items: Iterable[LoadedConversation | InputError], where: str, field: str,
+           seen: set[str]) -> Iterator[LoadedConversation | InputError]:
+    """``items``, read lazily; a conversation whose id is ``seen`` already (judged from an earlier source) is an
+    input error at ``where``, as a duplicate is in files."""
+    from ..loaders import InputError
+
+    for item in items:
+        if not isinstance(item, InputError):
+            if (cid := item.conversation.id) in seen:
+                yield InputError(where, None, None, field, f"duplicate conversation id {cid!r}")
+                continue
+            seen.add(cid)
+        yield item
+
+
 def thread_inputs(args: argparse.Namespace, seen: set[str]) -> Iterator[LoadedConversation | InputError]:
     """The threads asked for, read one at a time (after the files); a thread id already judged from another source
     is a duplicate, as in files."""
@@ -84,11 +99,4 @@ def thread_inputs(args: argparse.Namespace, seen: set[str]) -> Iterator[LoadedCo
             items = load_server(args.langgraph_url, getattr(args, "threads", None), assistant=args.assistant,
                                 metadata=metadata_filter(args), context_key=args.context_key,
                                 messages_key=args.messages_key)
-        for item in items:
-            if not isinstance(item, InputError):
-                cid = item.conversation.id
-                if cid in seen:
-                    yield InputError(where, None, None, "thread", f"duplicate conversation id {cid!r}")
-                    continue
-                seen.add(cid)
-            yield item
+        yield from unique(items, where, "thread", seen)

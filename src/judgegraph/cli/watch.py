@@ -99,15 +99,9 @@ def run(args: argparse.Namespace) -> int:
     held, locked = common.lock_out(args)  # one watcher per results file
     if locked:
         return usage_error(err, locked)
-    try:
-        with contextlib.ExitStack() as stack:
-            source = _source(args, stack, err)
-            if source is None:
-                return EXIT_ERRORS
-            return _watch(args, source, plan, out, err)
-    finally:
-        if held is not None:
-            held.release()
+    with held, contextlib.ExitStack() as stack:
+        source = _source(args, stack, err)
+        return EXIT_ERRORS if source is None else _watch(args, source, plan, out, err)
 
 
 def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console) -> ThreadSource | None:
@@ -199,17 +193,16 @@ def _begin(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan,
     warning."""
     from ..runs.header import RunSettingsChanged
     from ..runs.watch import begin
-    from .header import settings_refused, warn_headerless
 
     watched = {"idle": args.idle, "sample": args.sample, "seed": args.seed, "transcripts": args.transcripts}
     try:
         start = begin(args.out, plan, source, argv=getattr(args, "argv", None), watched=watched,
                       judge_settings=common.judge_settings(args, args.model, args.concurrency))
     except RunSettingsChanged as exc:
-        return None, settings_refused("watch", args.out, exc.differences,
+        return None, common.settings_refused("watch", args.out, exc.differences,
                                       "watch with the settings of that file, or write to another --out")
     if start.old is None and not start.fresh:
-        warn_headerless(err, args.out, "appended to without checking that its metrics and judge are this watch's")
+        common.warn_headerless(err, args.out, "appended to without checking that its metrics and judge are this watch's")
     return start, None
 
 
