@@ -59,13 +59,8 @@ def register(sub: Subparsers) -> None:
 def _criteria(args: argparse.Namespace) -> list[Criterion]:
     from ..metrics.pairwise import as_criteria, criterion_named, own_criterion
 
-    chosen: list[Criterion] = [criterion_named(n) for n in args.criteria_names or ()]
-    for value in args.criteria_texts or ():
-        if value.startswith("@"):  # one criterion per line
-            text = common.read_text_option("--criterion", value[1:])
-            chosen += [own_criterion(line) for line in text.splitlines() if line.strip()]
-        else:
-            chosen.append(own_criterion(value))
+    chosen = [criterion_named(n) for n in args.criteria_names or ()]
+    chosen += [own_criterion(text) for text in common.read_guidelines(args.criteria_texts, "--criterion")]
     return as_criteria(chosen or ["helpfulness"])
 
 
@@ -197,15 +192,10 @@ def _dry_run(args: argparse.Namespace, judge: Judge, report: PairwiseReport, out
     from ..cost.dryrun import DryRunJudge
     from ..cost.pricing import prices_for, user_prices
 
-    dry = cast(DryRunJudge, judge)
-    est = dry.estimate(prices_for(judge.name, args.price_in, args.price_out, user_prices(args.prices)))
-    n = len(report.comparisons)
-    planned = 2 * n * len(report.criteria)
-    total = est.total
-    cost = est.cost_usd()
+    est = cast(DryRunJudge, judge).estimate(prices_for(judge.name, args.price_in, args.price_out, user_prices(args.prices)))
+    n, total = len(report.comparisons), est.total
     out.print(f"dry run: {n} comparisons (conversation × pair of versions) × {len(report.criteria)} criteria × 2 "
-              f"orders = {planned} judge calls; counted {total.calls} calls (identical requests are made once), "
-              f"{total.input_tokens} input tokens ({est.cached_words}), "
-              f"~{total.output_tokens} output tokens, "
-              + common.cost_text(cost, ".4f") + ". No call was made.", highlight=False)
+              f"orders = {2 * n * len(report.criteria)} judge calls; counted {total.calls} calls (identical requests "
+              f"are made once), {total.input_tokens} input tokens ({est.cached_words}), ~{total.output_tokens} output "
+              f"tokens, {common.cost_text(est.cost_usd(), '.4f')}. No call was made.", highlight=False)
     return EXIT_ERRORS if report.input_errors or not n else EXIT_OK

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import signal
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import common
 from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, markup_safe, safe, usage_error
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..data.conversation import Conversation
-    from ..runs.header import RunStart
     from ..runs.runner import ConversationOutcome, MetricPlan, RunSummary
     from ..runs.watch import ThreadSource
     from .common import Subparsers
@@ -91,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
 
     out, err = common.consoles()
     try:
-        judge = resolve_judge(**common.judge_settings(args, args.model, args.concurrency))
-        plan = MetricPlan(args.metrics, judge, common.metric_options(args))
+        settings = common.judge_settings(args, args.model, args.concurrency)
+        plan = MetricPlan(args.metrics, resolve_judge(**settings), common.metric_options(args))
         plan.check()
     except (KeyError, ValueError, TypeError, OSError) as exc:
         return usage_error(err, exc)
@@ -101,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(err, locked)
     with held, contextlib.ExitStack() as stack:
         source = _source(args, stack, err)
-        return EXIT_ERRORS if source is None else _watch(args, source, plan, out, err)
+        return EXIT_ERRORS if source is None else _watch(args, source, plan, settings, out, err)
 
 
 def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console) -> ThreadSource | None:
@@ -131,13 +130,20 @@ def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console)
                          context_key=args.context_key, messages_key=args.messages_key)
 
 
-def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out: Console, err: Console) -> int:
-    from ..runs.watch import Remembered, Watch
+def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, settings: dict[str, Any], out: Console,
+           err: Console) -> int:
+    from ..runs.header import RunSettingsChanged
+    from ..runs.watch import Remembered, Watch, begin
 
     state = Path(args.state) if args.state else Path(f"{args.out}.watched.sqlite")
-    start, refused = _begin(args, source, plan, err)
-    if start is None:
-        return usage_error(err, refused)
+    watched = {"idle": args.idle, "sample": args.sample, "seed": args.seed, "transcripts": args.transcripts}
+    try:  # --out made with other settings is refused, each difference named (as eval --resume names them)
+        start = begin(args.out, plan, source, argv=getattr(args, "argv", None), watched=watched, judge_settings=settings)
+    except RunSettingsChanged as exc:
+        return usage_error(err, common.settings_refused("watch", args.out, exc.differences,
+                                                        "watch with the settings of that file, or write to another --out"))
+    if start.old is None and not start.fresh:
+        common.warn_headerless(err, args.out, "appended to without checking that its metrics and judge are this watch's")
     if args.log_assessments:
         from ..integrations.mlflow.common import unreachable
 
@@ -184,26 +190,6 @@ def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out
     if summary.input_error_count or summary.judge_errors or summary.count("error") or summary.failed_runs or unlogged:
         return EXIT_ERRORS
     return EXIT_FAILED if summary.count("failed") else EXIT_OK
-
-
-def _begin(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan,
-           err: Console) -> tuple[RunStart, None] | tuple[None, str]:
-    """The watch's start (:func:`judgegraph.runs.watch.begin`), or why ``--out`` is refused: it was made with other
-    settings (each difference named, as ``eval --resume`` names them). A file without a header goes on, with a
-    warning."""
-    from ..runs.header import RunSettingsChanged
-    from ..runs.watch import begin
-
-    watched = {"idle": args.idle, "sample": args.sample, "seed": args.seed, "transcripts": args.transcripts}
-    try:
-        start = begin(args.out, plan, source, argv=getattr(args, "argv", None), watched=watched,
-                      judge_settings=common.judge_settings(args, args.model, args.concurrency))
-    except RunSettingsChanged as exc:
-        return None, common.settings_refused("watch", args.out, exc.differences,
-                                      "watch with the settings of that file, or write to another --out")
-    if start.old is None and not start.fresh:
-        common.warn_headerless(err, args.out, "appended to without checking that its metrics and judge are this watch's")
-    return start, None
 
 
 def _mlflow_writer(args: argparse.Namespace, err: Console,
