@@ -285,10 +285,8 @@ def metric_options(args: argparse.Namespace, *, skip: tuple[str, ...] = ()) -> d
                 out[key] = text
                 continue
             typed = spec.typed(key, text)
-            if text.startswith("@") and isinstance(typed, list):
-                typed = read_guidelines([text], flag)
-            elif text.startswith("@") and isinstance(typed, str):
-                typed = read_text_option(flag, text[1:])
+            if text.startswith("@") and isinstance(typed, (str, list)):
+                typed = read_guidelines([text], flag) if isinstance(typed, list) else read_text_option(flag, text[1:])
             out[key] = [*out.get(key, []), *typed] if isinstance(typed, list) else typed
     for spec in specs:  # checked as a config file's are: by each metric taking them, before any work
         if (mine := {k: v for k, v in out.items() if k in spec.options}) and (bad := refusal(spec, mine)):
@@ -371,16 +369,10 @@ def read_guidelines(values: list[str] | None, flag: str = "--guideline") -> list
     return out
 
 
-#: What a command line user is told when conversational-guidelines has no guideline (the library's own
-#: message speaks Python: ``guidelines=[...]``).
-GUIDELINES_NEEDED = ("conversational-guidelines needs at least one --guideline TEXT (repeatable; --guideline @FILE "
-                     "reads one guideline per line), e.g. --guideline 'Apologise when the user reports a problem.'")
-
-
 def guidelines_missing(args: argparse.Namespace) -> str | None:
-    """What is wrong with ``--guideline``, checked before any work: a ``@FILE`` that cannot be read, or
-    :data:`GUIDELINES_NEEDED` when the metrics (``-m``) include conversational-guidelines and none is given (with
-    ``--guideline`` or ``--option guidelines=``)."""
+    """What is wrong with ``--guideline``, checked before any work: a ``@FILE`` that cannot be read, or none given
+    (with ``--guideline`` or ``--option guidelines=``) when the metrics (``-m``) include conversational-guidelines
+    (said for the command line: the library's own message speaks Python, ``guidelines=[...]``)."""
     from ..metrics import canonical_name
 
     try:
@@ -390,7 +382,8 @@ def guidelines_missing(args: argparse.Namespace) -> str | None:
         return str(exc)
     given = guidelines or any(p.replace("-", "_").startswith("guidelines=") for p in getattr(args, "option_pairs", None) or ())
     if not given and any(canonical_name(m) == "conversational_guidelines" for m in args.metrics or ()):
-        return GUIDELINES_NEEDED
+        return ("conversational-guidelines needs at least one --guideline TEXT (repeatable; --guideline @FILE reads "
+                "one guideline per line), e.g. --guideline 'Apologise when the user reports a problem.'")
     return None
 
 

@@ -49,10 +49,8 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--format {args.format} {EXPORT_MISSING}", EXIT_USAGE)
     except OSError as exc:
         return fail(f"cannot write {out}: {exc.strerror or exc}", EXIT_ERRORS)
-    kind = "verdict" if args.verdicts else "result"
-    where = "stdout" if to_stdout else out
-    print(f"wrote {where}: {count} {kind} rows from {len(results.conversations)} conversations, in input order",
-          file=sys.stderr if to_stdout else sys.stdout)
+    print(f"wrote {'stdout' if to_stdout else out}: {count} {'verdict' if args.verdicts else 'result'} rows from "
+          f"{len(results.conversations)} conversations, in input order", file=sys.stderr if to_stdout else sys.stdout)
     for problem in results.run.problems:
         print(f"warning: {problem}", file=sys.stderr)
     return EXIT_ERRORS if results.run.problems else EXIT_OK

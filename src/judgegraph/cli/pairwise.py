@@ -12,7 +12,7 @@ from .common import EXIT_ERRORS, EXIT_OK, markup_safe, safe, usage_error
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..apps.pairwise import Comparison, PairwiseReport
+    from ..apps.pairwise import PairwiseReport
     from ..judges import Judge
     from ..metrics.pairwise import Criterion
     from ..trust.preference import Rate
@@ -84,6 +84,7 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from ..apps.pairwise import compare_pairwise
+    from ..runs.resultsfile import ResultsWriter
 
     out, err = common.consoles()
     try:
@@ -93,20 +94,11 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(err, exc)
     err.print(f"judge: [bold]{markup_safe(judge.name)}[/]; criteria: "
               + ", ".join(markup_safe(c.name) for c in criteria), highlight=False)
-    writer = None
-    if args.out and not args.dry_run:
-        from ..runs.resultsfile import ResultsWriter
-
-        writer = ResultsWriter(args.out)
-
-    def write(c: Comparison) -> None:
-        if writer is not None:
-            writer.write(c.to_json())
-
+    writer = ResultsWriter(args.out) if args.out and not args.dry_run else None
     try:
         report = compare_pairwise(args.files, model=judge, criteria=criteria, concurrency=args.concurrency,
                                   resamples=0 if args.dry_run else args.bootstrap, seed=args.seed,
-                                  on_comparison=write)
+                                  on_comparison=None if writer is None else lambda c: writer.write(c.to_json()))
     except (ValueError, TypeError) as exc:
         return usage_error(err, exc)
     finally:
@@ -114,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
             writer.close()
     _problems(report, err)
     if args.dry_run:
-        return _dry_run(args, judge, report, out, err)
+        return _dry_run(args, judge, report, out)
     common.show_report(args, report, print_report, out)
     if args.out:
         err.print(f"comparisons: {markup_safe(args.out)}")
@@ -186,7 +178,7 @@ def print_report(report: PairwiseReport, out: Console) -> None:
                   "(each counted as a tie)", highlight=False)
 
 
-def _dry_run(args: argparse.Namespace, judge: Judge, report: PairwiseReport, out: Console, err: Console) -> int:
+def _dry_run(args: argparse.Namespace, judge: Judge, report: PairwiseReport, out: Console) -> int:
     from typing import cast
 
     from ..cost.dryrun import DryRunJudge

@@ -108,26 +108,21 @@ def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console)
     from ..runs.watch import CheckpointerThreads, ServerThreads
     from .threads_option import metadata_filter
 
-    if args.checkpointer:
-        from ..loaders.langgraph_threads import checkpointer_name, open_checkpointer
-
-        name = checkpointer_name(args.checkpointer)
-        try:
-            saver = stack.enter_context(open_checkpointer(args.checkpointer))
-        except OSError as exc:
-            err.print(f"[red]error:[/] {markup_safe(name)}: {markup_safe(exc)}")
-            return None
-        return CheckpointerThreads(saver, name, assistant=args.assistant, metadata=metadata_filter(args),
-                                   context_key=args.context_key, messages_key=args.messages_key)
-    from ..loaders.langgraph_server import ServerUnreachable, client
-
+    kw: dict[str, Any] = {"assistant": args.assistant, "metadata": metadata_filter(args),
+                          "context_key": args.context_key, "messages_key": args.messages_key}
+    where = ""
     try:
-        sdk = client(args.langgraph_url)
-    except ServerUnreachable as exc:
-        err.print(f"[red]error:[/] {markup_safe(exc)}")
+        if args.checkpointer:
+            from ..loaders.langgraph_threads import checkpointer_name, open_checkpointer
+
+            where = checkpointer_name(args.checkpointer)
+            return CheckpointerThreads(stack.enter_context(open_checkpointer(args.checkpointer)), where, **kw)
+        from ..loaders.langgraph_server import client
+
+        return ServerThreads(client(args.langgraph_url), args.langgraph_url, **kw)
+    except OSError as exc:  # a server that does not answer: ServerUnreachable
+        err.print(f"[red]error:[/] {markup_safe(f'{where}: {exc}' if where else exc)}")
         return None
-    return ServerThreads(sdk, args.langgraph_url, assistant=args.assistant, metadata=metadata_filter(args),
-                         context_key=args.context_key, messages_key=args.messages_key)
 
 
 def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, settings: dict[str, Any], out: Console,
