@@ -65,13 +65,7 @@ def register(sub: Subparsers) -> None:
     llm.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     llm.add_argument("--no-cache", action="store_true", help="no judge cache: every judgement is asked "
                      "(default: answers at temperature 0 are kept on disk, so aligning again is cheaper)")
-    llm.add_argument("--option", action="append", dest="option_pairs", metavar="NAME=VALUE",
-                     help=common.OPTION_HELP)
-    llm.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
-                     help="conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
-    llm.add_argument("--role", help="role-adherence: the chatbot's role")
-    llm.add_argument("--topic", action="append", dest="topics", metavar="TEXT",
-                     help="topic-adherence: an allowed topic, repeatable; @FILE reads one per line")
+    common.add_metric_options(llm, scored=False, role="role-adherence: the chatbot's role")
     llm.add_argument("--embeddings", help="response-relevancy: embeddings model, e.g. openai:text-embedding-3-small "
                      "(default: the offline all-MiniLM-L6-v2); served at --base-url when given")
     p.set_defaults(run=run)

@@ -51,9 +51,8 @@ def read_text_option(flag: str, path: str | Path) -> str:
 
 def add_results_command(sub: Subparsers, run: Callable[[argparse.Namespace], int], *, nargs: str | None = None,
                         **files: str) -> argparse.ArgumentParser:
-    """The parser of a command that reads results files, running ``run``: named, helped and described by ``run``'s
-    module docstring (``"``judgegraph NAME``: HELP"``, then the description), one positional per keyword of ``files``
-    (``results="help"``: ``RESULTS``; ``old=..., new=...``: ``OLD NEW``), each taking ``nargs``."""
+    """The parser of a command that reads results files, running ``run``: named, helped and described by its module
+    docstring (``"``judgegraph NAME``: HELP"``, then the description), a positional per ``files`` keyword (``OLD NEW``)."""
     head, _, description = inspect.cleandoc(sys.modules[run.__module__].__doc__ or "").partition("\n\n")
     usage, _, help = " ".join(head.split()).partition(": ")
     p = sub.add_parser(usage.strip("`").split()[1], help=help, description=" ".join(description.split()))
@@ -95,17 +94,15 @@ def add_judge_options(p: argparse.ArgumentParser, *, model: str, base_url: str, 
 
 #: The flag of a metric option whose name is not the option's (``--guideline`` is ``--option guidelines=``...).
 FLAGS = {"guidelines": "--guideline", "topics": "--topic", "arguments": "--tool-arguments", "strict_mode": "--strict"}
-#: ``--option``'s help: the one flag every metric's options are given by, from its declaration (docs/metric_options.md).
-OPTION_HELP = ("a metric's option, repeatable: NAME=VALUE, typed and checked by the metric's declaration (a list "
-               "option repeated; @FILE reads a text, or a list one item a line); `judgegraph metrics METRIC` lists "
-               "them; an option no metric of the run (-m) declares is refused")
 
 
-def add_metric_options(p: argparse.ArgumentParser, *, role: str, guideline: str = "", scored: bool = True) -> None:
-    """``--option NAME=VALUE`` for any metric's option and the flags that give one (each the same as ``--option`` with the option
-    its destination names, :func:`metric_options`): ``--threshold``, ``--window-size`` and ``--min-judged`` (when
-    ``scored``), ``--guideline``, ``--role`` (``role`` its help), ``--trajectory``, ``--tool-arguments``, ``--topic``."""
-    p.add_argument("--option", action="append", dest="option_pairs", metavar="NAME=VALUE", help=OPTION_HELP)
+def add_metric_options(p: argparse._ActionsContainer, *, role: str, guideline: str = "", scored: bool = True) -> None:
+    """``--option NAME=VALUE`` for any metric's option, and the flags that give one (each the same as ``--option``
+    with the option its destination names, :func:`metric_options`); ``--threshold`` and the like when ``scored``."""
+    p.add_argument("--option", action="append", dest="option_pairs", metavar="NAME=VALUE", help="a metric's option, "
+                   "repeatable: NAME=VALUE, typed and checked by the metric's declaration (a list option repeated; "
+                   "@FILE reads a text, or a list one item a line); `judgegraph metrics METRIC` lists them; an option "
+                   "no metric of the run (-m) declares is refused")
     if scored:
         p.add_argument("--threshold", type=float, help="passing score, 0..1 (--option threshold=)")
         p.add_argument("--window-size", type=int, help="exchanges per sliding window (--option window_size=)")
@@ -168,8 +165,7 @@ BOUNDED_OPTIONS: dict[str, tuple[float, bool, str]] = {
 
 def check_numbers(args: argparse.Namespace) -> str | None:
     """What is wrong with the number options the command has (and ``--base-url``, ``--cache`` with ``--no-cache``,
-    the price table), or None; checked before any work, and as metrics check theirs (:mod:`judgegraph.core.scoring`):
-    the same message, naming the flag."""
+    the price table), or None: checked before any work, with the metrics' own message (:mod:`judgegraph.core.scoring`)."""
     from ..core.scoring import check_threshold, check_whole
 
     def flag(name: str) -> str:
@@ -332,9 +328,8 @@ def consoles() -> tuple[Console, Console]:
 
 def table(*columns: str, left: Collection[str] = (), fold: bool = False, wide: Collection[str] = (), width: int = 60,
           **kw: Any) -> Table:
-    """A rich table (``kw``: its title, caption...) of ``columns``: the columns not in ``left`` hold numbers,
-    right-justified; with ``fold``, every column folds its text instead, those in ``wide`` (a reason, a note) at most
-    ``width`` wide."""
+    """A rich table (``kw``: its title, caption...) of ``columns``, those not in ``left`` right-justified; with
+    ``fold``, every column folds its text instead, those in ``wide`` (a reason, a note) at most ``width`` wide."""
     from rich.table import Table
 
     drawn = Table(**kw)
@@ -352,8 +347,7 @@ def score_text(score: float | None) -> str:
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
-    """``"1 conversation"``, ``"2 conversations"``: a count with its word as a person writes it (``many``: the
-    plural when it is not ``word + "s"``)."""
+    """``"1 conversation"``, ``"2 conversations"`` (``many``: the plural when it is not ``word + "s"``)."""
     return f"{count} {word if count == 1 else many or word + 's'}"
 
 
@@ -410,10 +404,9 @@ def os_error_message(exc: OSError) -> str:
 
 
 def stop_on_signals(stop: asyncio.Event, err: Console, stopped_by: list[int], stopping: str) -> None:
-    """Ctrl-C, or SIGTERM (``kill``, a service manager, a CI timeout), sets ``stop`` (the run abandons what is in
-    flight, writes everything finished and prints its summary), notes the signal in ``stopped_by`` and says it is
-    ``stopping`` on ``err``. The same signal again ends the process at once (a second Ctrl-C raises
-    KeyboardInterrupt; a second SIGTERM takes its default action). Outside the main thread: no signals."""
+    """Ctrl-C or SIGTERM sets ``stop`` (the run writes everything finished and prints its summary), notes the signal
+    in ``stopped_by`` and says it is ``stopping`` on ``err``; the same signal again ends the process at once (a
+    second Ctrl-C raises KeyboardInterrupt, a second SIGTERM its default action). Outside the main thread: no signals."""
     import asyncio
     import contextlib
     import signal
