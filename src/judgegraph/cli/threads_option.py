@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..loaders import InputError, LoadedConversation
@@ -34,9 +34,11 @@ def add_thread_options(parser: argparse.ArgumentParser, *, threads: bool = True)
     return g
 
 
-def metadata_filter(args: argparse.Namespace) -> dict[str, str]:
-    """``--metadata KEY=VALUE`` pairs (checked by :func:`thread_source_error`)."""
-    return dict(item.split("=", 1) for item in args.metadata)
+def thread_filters(args: argparse.Namespace) -> dict[str, Any]:
+    """Which threads are read and how (``--assistant``, ``--metadata KEY=VALUE`` pairs checked by
+    :func:`thread_source_error`, the state keys), as the thread readers take them."""
+    return {"assistant": args.assistant, "metadata": dict(item.split("=", 1) for item in args.metadata),
+            "context_key": args.context_key, "messages_key": args.messages_key}
 
 
 def thread_source_error(args: argparse.Namespace) -> str | None:
@@ -90,13 +92,9 @@ def thread_inputs(args: argparse.Namespace, seen: set[str]) -> Iterator[LoadedCo
             except OSError as exc:
                 yield InputError(where, None, None, None, str(exc))
                 return
-            items = load_checkpointer(saver, where, args.threads, assistant=args.assistant,
-                                      metadata=metadata_filter(args), context_key=args.context_key,
-                                      messages_key=args.messages_key)
+            items = load_checkpointer(saver, where, args.threads, **thread_filters(args))
         else:
             from ..loaders.langgraph_server import load_server
 
-            items = load_server(args.langgraph_url, getattr(args, "threads", None), assistant=args.assistant,
-                                metadata=metadata_filter(args), context_key=args.context_key,
-                                messages_key=args.messages_key)
+            items = load_server(args.langgraph_url, args.threads, **thread_filters(args))
         yield from unique(items, where, "thread", seen)

@@ -106,11 +106,9 @@ def run(args: argparse.Namespace) -> int:
 def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console) -> ThreadSource | None:
     """The threads watched, or None (said on ``err``) when the checkpointer or server cannot be read."""
     from ..runs.watch import CheckpointerThreads, ServerThreads
-    from .threads_option import metadata_filter
+    from .threads_option import thread_filters
 
-    kw: dict[str, Any] = {"assistant": args.assistant, "metadata": metadata_filter(args),
-                          "context_key": args.context_key, "messages_key": args.messages_key}
-    where = ""
+    kw, where = thread_filters(args), ""
     try:
         if args.checkpointer:
             from ..loaders.langgraph_threads import checkpointer_name, open_checkpointer
