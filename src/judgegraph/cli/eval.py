@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import common
 from .common import EXIT_ERRORS, markup_safe, os_error_message, safe, usage_error
+from .configfile import apply_config
+from .threads_option import add_thread_options, thread_inputs, thread_source_error, unique
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -122,8 +124,6 @@ def register(sub: Subparsers) -> None:
     ml.add_argument("--response-key", metavar="KEY", help="key of the traced function's output holding the reply, when ambiguous")
     ev.add_argument("--config", metavar="FILE", help="settings from a judgegraph.yaml (judgegraph init writes one); "
                     "the command line overrides it (docs/runs.md)")
-    from .threads_option import add_thread_options
-
     add_thread_options(ev)
     ev.set_defaults(run=run, parser=ev)
 
@@ -257,7 +257,6 @@ def run(args: argparse.Namespace) -> int:
     out, err = common.consoles()
     if args.config:
         from ..runs.config import ConfigError
-        from .configfile import apply_config
 
         try:
             apply_config(args, args.parser)
@@ -337,7 +336,6 @@ def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | Inp
     import itertools
 
     from ..runs.runner import iter_inputs
-    from .threads_option import thread_inputs, unique
 
     seen: set[str] = set()
     sessions: list[LoadedConversation] = []
@@ -605,8 +603,6 @@ def _source_error(args: argparse.Namespace) -> str | None:
     """What is wrong with what is judged, and where: FILEs and/or MLflow, and the extras --mlflow-uri and --ray need."""
     if not args.mlflow_uri and (args.experiment or args.log_assessments or args.max_traces is not None):
         return "--experiment, --log-assessments and --max-traces need --mlflow-uri URI"
-    from .threads_option import thread_source_error
-
     if bad := thread_source_error(args):
         return bad
     if not args.files and not args.mlflow_uri and not args.checkpointer and not args.langgraph_url:

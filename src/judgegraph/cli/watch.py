@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import common
 from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, markup_safe, safe, usage_error
+from .threads_option import add_thread_options, thread_filters, thread_source_error
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -27,8 +28,6 @@ def register(sub: Subparsers) -> None:
     w = sub.add_parser("watch", help="judge a checkpointer's or LangGraph server's threads as they end",
                        description="Poll an agent's threads and judge each one once, when it has been idle for "
                                    "--idle seconds; results are appended to --out as eval writes them.")
-    from .threads_option import add_thread_options
-
     add_thread_options(w, threads=False)
     w.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC",
                    help="metric to run, repeatable (default turn-relevancy)")
@@ -58,8 +57,6 @@ def register(sub: Subparsers) -> None:
 
 
 def _bad(args: argparse.Namespace) -> str | None:
-    from .threads_option import thread_source_error
-
     if not (args.checkpointer or args.langgraph_url):
         return "watch needs --checkpointer sqlite:PATH or --langgraph-url URL"
     if bad := thread_source_error(args):
@@ -106,7 +103,6 @@ def run(args: argparse.Namespace) -> int:
 def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console) -> ThreadSource | None:
     """The threads watched, or None (said on ``err``) when the checkpointer or server cannot be read."""
     from ..runs.watch import CheckpointerThreads, ServerThreads
-    from .threads_option import thread_filters
 
     kw, where = thread_filters(args), ""
     try:
