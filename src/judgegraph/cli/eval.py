@@ -173,10 +173,15 @@ def _unusable_inputs(files: list[str]) -> list[str]:
 
     from ..runs import is_results_file
 
-    return [f"{name}: file not found" if not Path(name).exists() else
-            f"{name} is a judgegraph results file (verdicts, not conversations): see it with `judgegraph report "
-            f"{name}`, or judge chosen verdicts again with `judgegraph rejudge {name} --input CONVERSATIONS ...`"
-            for name in files if not Path(name).exists() or is_results_file(name)]
+    problems = []
+    for name in files:
+        if not Path(name).exists():
+            problems.append(f"{name}: file not found")
+        elif is_results_file(name):
+            problems.append(f"{name} is a judgegraph results file (verdicts, not conversations): see it with "
+                            f"`judgegraph report {name}`, or judge chosen verdicts again with `judgegraph rejudge "
+                            f"{name} --input CONVERSATIONS ...`")
+    return problems
 
 
 def _out_error(args: argparse.Namespace) -> str | None:
