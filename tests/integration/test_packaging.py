@@ -38,7 +38,8 @@ def test_wheel_ships_prompts_and_no_test_kit(installed):
     prompts = {f"judgegraph/{p.relative_to(ROOT)}" for p in (ROOT / "prompts").rglob("*.md")}
     assert prompts and prompts <= names
     assert {"judgegraph/judges/scripted.py", "judgegraph/judges/schema_example.py",
-            "judgegraph/judges/tokens.py"} <= names
+            "judgegraph/judges/tokens.py", "judgegraph/cli/starter/judgegraph.yaml",
+            "judgegraph/cli/starter/chats.jsonl"} <= names
 
 
 def test_wheel_carries_prompts_and_reads_them_when_installed(installed, tmp_path):

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from ..trust.agreement import AgreementReport, MetricAgreement
+    from ..trust.agreement import AgreementReport
     from .common import Subparsers
 
 
@@ -50,10 +50,9 @@ def run(args: argparse.Namespace) -> int:
         report = agreement(args.results, args.labels, reviews=args.reviews, metrics=args.metrics,
                            resamples=args.bootstrap, seed=args.seed)
     except NotAResultsFile as exc:
-        return common.refuse_results(exc)
+        return common.fail(exc, EXIT_ERRORS)
     except OSError as exc:  # a labels file that cannot be read: an input, as a results file (exit 3)
-        err.print(f"[red]error:[/] {markup_safe(exc.filename or '')}: {markup_safe(exc.strerror or exc)}")
-        return EXIT_ERRORS
+        return usage_error(err, f"{exc.filename or ''}: {exc.strerror or exc}", EXIT_ERRORS)
     if report.labels == 0 and not report.label_errors:
         return usage_error(err, "no labels: give --labels FILE, or review verdicts first (docs/agreement.md)")
     common.show_report(args, report, print_report, out)
@@ -63,8 +62,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             write_agreement_page(report, args.html, title=f"Agreement: {args.results}")
         except OSError as exc:
-            err.print(f"[red]error:[/] HTML report {markup_safe(args.html)}: {markup_safe(exc.strerror or exc)}")
-            return EXIT_ERRORS
+            return usage_error(err, f"HTML report {args.html}: {exc.strerror or exc}", EXIT_ERRORS)
         err.print(f"agreement report: {markup_safe(args.html)}")
     return verdict_of(report, args.min_kappa, err)
 
@@ -79,9 +77,8 @@ def add_to_report(results: str, labels: list[str], page: Path) -> int:
     try:
         report = agreement(results, labels)
     except OSError as exc:
-        err.print(f"[red]error:[/] {markup_safe(exc.filename or '')}: {markup_safe(exc.strerror or exc)} "
-                  "(the report has no agreement section)")
-        return EXIT_ERRORS
+        return usage_error(err, f"{exc.filename or ''}: {exc.strerror or exc} (the report has no agreement section)",
+                           EXIT_ERRORS)
     add_agreement_section(page, report)
     return verdict_of(report, None, err)
 
@@ -118,6 +115,7 @@ def _fig(value: float | None, interval: object = None, computed: bool = True) ->
 
 def print_report(report: AgreementReport, out: Console) -> None:
     """The report as terminal tables: the figures per metric, then each metric's confusion matrix and disagreements."""
+    from rich.table import Table
     from rich.text import Text
 
     table = common.table("metric", "kind", "n", "agreement", "kappa", "weighted kappa", "spearman", "judge errors",
@@ -130,28 +128,21 @@ def print_report(report: AgreementReport, out: Console) -> None:
                       str(len(m.judge_errors)))
     out.print(table)
     for m in report.metrics.values():
-        _print_metric(m, out)
-
-
-def _print_metric(m: MetricAgreement, out: Console) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    if m.confusion:
-        matrix = Table(title=f"{markup_safe(m.metric)}: person (rows) × judge (columns)")
-        matrix.add_column("person \\ judge")
-        for label in m.scale:
-            matrix.add_column(Text(safe(label)), justify="right")
-        for label, row in zip(m.scale, m.confusion):
-            matrix.add_row(Text(safe(label)), *(str(c) for c in row))
-        out.print(matrix)
-    if m.disagreements or m.judge_errors:
-        listed = common.table("conversation", "turn", "verdict", "person", "judge", "judge's reason", "label from",
-                              fold=True, wide=("judge's reason",), title=f"{markup_safe(m.metric)}: "
-                              f"{len(m.disagreements)} disagreements")
-        for p in [*m.disagreements, *m.judge_errors]:
-            listed.add_row(Text(safe(p.conversation_id)), ",".join(map(str, p.turns)) or "—", Text(safe(p.verdict_id)),
-                           Text(safe(p.human)), Text(safe("(judge error)" if p.judge is None else p.judge)),
-                           Text(safe(p.reason)), Text(safe(p.source)))
-        out.print(listed)
-
+        if m.confusion:
+            matrix = Table(title=f"{markup_safe(m.metric)}: person (rows) × judge (columns)")
+            matrix.add_column("person \\ judge")
+            for label in m.scale:
+                matrix.add_column(Text(safe(label)), justify="right")
+            for label, row in zip(m.scale, m.confusion):
+                matrix.add_row(Text(safe(label)), *(str(c) for c in row))
+            out.print(matrix)
+        if m.disagreements or m.judge_errors:
+            listed = common.table("conversation", "turn", "verdict", "person", "judge", "judge's reason", "label from",
+                                  fold=True, wide=("judge's reason",), title=f"{markup_safe(m.metric)}: "
+                                  f"{len(m.disagreements)} disagreements")
+            for p in [*m.disagreements, *m.judge_errors]:
+                listed.add_row(Text(safe(p.conversation_id)), ",".join(map(str, p.turns)) or "—",
+                               Text(safe(p.verdict_id)), Text(safe(p.human)),
+                               Text(safe("(judge error)" if p.judge is None else p.judge)), Text(safe(p.reason)),
+                               Text(safe(p.source)))
+            out.print(listed)

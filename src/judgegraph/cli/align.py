@@ -3,16 +3,18 @@
 ``--model offline`` fits the offline judge's rule (:mod:`judgegraph.trust.offline_fit`,
 docs/offline_alignment.md) and writes ``offline-rule-<hash12>.json`` in ``--out``, used by
 ``judgegraph eval --offline-rule FILE``. Any other ``--model`` aligns that LLM judge
-(:mod:`judgegraph.trust.alignment`) and writes ``aligned-<metric>-<hash12>.json``, used by
-``judgegraph eval --aligned FILE``. Exit 2: a bad command line; exit 3: a bad labels or
-conversations file (the message names the file, line and field), labels that match
-nothing or cannot be fitted, a distilling call that failed, judge errors.
+(:mod:`judgegraph.trust.alignment`), writes ``aligned-<metric>-<hash12>.json``, used by
+``judgegraph eval --aligned FILE``, and prints the agreement of the plain and the aligned judge with
+the held-out labels (a table, or ``--json``) and what alignment cost. Exit 2: a bad command line;
+exit 3: a bad labels or conversations file (the message names the file, line and field), labels
+that match nothing or cannot be fitted, a distilling call that failed, judge errors (an aligned
+judge's file is still written then).
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import common
 from .common import EXIT_ERRORS, EXIT_OK, consoles, markup_safe, usage_error
@@ -20,17 +22,14 @@ from .common import EXIT_ERRORS, EXIT_OK, consoles, markup_safe, usage_error
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from rich.console import Console
+
+    from ..data.conversation import Conversation
     from ..judges.offline_rule import OfflineRule
+    from ..trust.alignment import AlignmentReport
+    from ..trust.labels import Label
     from ..trust.offline_fit import LabelValue
     from .common import Subparsers
-
-def offline_alignable() -> dict[str, int]:
-    """The metrics whose verdicts the offline judge's rule is fitted to (their spec's ``offline_rule`` capability),
-    with their default window size: read from the registry."""
-    from ..metrics import registry
-
-    return {name.replace("_", "-"): spec.default("window_size") for name, spec in registry().items()
-            if "offline_rule" in spec.capabilities}
 
 
 def register(sub: Subparsers) -> None:
@@ -66,35 +65,28 @@ def register(sub: Subparsers) -> None:
     llm.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     llm.add_argument("--no-cache", action="store_true", help="no judge cache: every judgement is asked "
                      "(default: answers at temperature 0 are kept on disk, so aligning again is cheaper)")
-    llm.add_argument("--option", action="append", dest="option_pairs", metavar="NAME=VALUE",
-                     help=common.OPTION_HELP)
-    llm.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
-                     help="conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
-    llm.add_argument("--role", help="role-adherence: the chatbot's role")
-    llm.add_argument("--topic", action="append", dest="topics", metavar="TEXT",
-                     help="topic-adherence: an allowed topic, repeatable; @FILE reads one per line")
+    common.add_metric_options(llm, scored=False, role="role-adherence: the chatbot's role")
     llm.add_argument("--embeddings", help="response-relevancy: embeddings model, e.g. openai:text-embedding-3-small "
                      "(default: the offline all-MiniLM-L6-v2); served at --base-url when given")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..metrics import canonical_name, registry
+    from ..trust.offline_fit import parse_positive
+
     out, err = consoles()
     if not 0 <= args.test_fraction < 1:
         return usage_error(err, f"--test-fraction must be >= 0 and < 1, got {args.test_fraction}")
     if args.model != "offline":
-        from .align_llm import run_llm
-
-        return run_llm(args, out, err)
-    from ..metrics import canonical_name
-
-    alignable = offline_alignable()
-    if canonical_name(args.metric).replace("_", "-") not in alignable:
+        return _run_llm(args, out, err)
+    # the metrics whose verdicts the offline rule is fitted to (their spec's capability), with their default window
+    alignable = {name.replace("_", "-"): spec.default("window_size") for name, spec in registry().items()
+                 if "offline_rule" in spec.capabilities}
+    if (metric := canonical_name(args.metric).replace("_", "-")) not in alignable:
         return usage_error(err, f"the offline judge aligns {', '.join(sorted(alignable))}, not {args.metric} "
                                 "(an LLM judge aligns any metric: --model M)")
-    args.metric = canonical_name(args.metric).replace("_", "-")
-    from ..trust.offline_fit import parse_positive
-
+    args.metric = metric
     try:
         positive = parse_positive(args.positive)
     except ValueError as exc:
@@ -105,12 +97,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         rule = _fit(args, positive, window)
     except ValueError as exc:  # LabelsError, InputFormatError, one-class labels: bad input, exit 3
-        err.print(f"[red]error:[/] {markup_safe(exc)} (exit {EXIT_ERRORS})")
-        return EXIT_ERRORS
+        return usage_error(err, f"{exc} (exit {EXIT_ERRORS})", EXIT_ERRORS)
     path = rule.save(args.out)
-    held = rule.fit.get("held_out", {})
     out.print(f"rule {rule.short}: {markup_safe(rule.describe())}", highlight=False)
-    for name, fig in held.items():
+    for name, fig in rule.fit.get("held_out", {}).items():
         out.print(f"  held-out {name}: " + ", ".join(f"{k} {v}" for k, v in fig.items()), highlight=False)
     out.print(f"wrote {markup_safe(path)}; use it with: judgegraph eval --offline-rule {markup_safe(path)} ...", highlight=False)
     return EXIT_OK
@@ -137,3 +127,117 @@ def _fit(args: argparse.Namespace, positive: Callable[[LabelValue], bool], windo
                   "label_field": args.label_field, "positive": args.positive or "true/yes", "n_labels": len(cases)}
     return fit_rule(x, truth, [group_of(c.conversation, args.group) for c in cases], seed=args.seed,
                     test_fraction=args.test_fraction, provenance=provenance)
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The metric's options given on the command line (ValueError: a bad metric or option, a usage error)."""
+    from ..judges import NoModel
+    from ..metrics import get_metric
+    from ..report import build_metric
+
+    spec = get_metric(args.metric)
+    given = {**common.metric_options(args), "embeddings_base_url": args.base_url if args.embeddings else None}
+    options = {k: v for k, v in given.items() if v is not None and k in spec.options}
+    build_metric(spec, NoModel(), **options)  # a missing guideline, a bad option: before any call
+    return options
+
+
+def _labels(args: argparse.Namespace, conversations: list[Conversation]) -> list[Label] | str:
+    """The labels file (any shape :func:`judgegraph.trust.labels.read_labels` reads; the offline fit's
+    ``{"id", "turn", "label"}`` lines are about ``-m``'s metric, no turn: the last reply); a string says why it
+    cannot be used."""
+    from dataclasses import replace
+
+    from ..trust.labels import LabelsError, read_labels, usable
+
+    try:
+        read = read_labels(args.labels, field=args.label_field, metric=args.metric)
+        labels = usable(read)
+    except OSError as exc:
+        return f"cannot read --labels {args.labels}: {exc.strerror or exc}"
+    except LabelsError as exc:
+        return str(exc)
+    if read.formats.get(str(args.labels)) != "ids":
+        return labels
+    last = {c.id: max((i + 1 for i, t in enumerate(c.turns) if t.role == "assistant"), default=None)
+            for c in conversations}
+    return [replace(label, turn=last.get(label.conversation_id)) if label.turn is None else label for label in labels]
+
+
+def _run_llm(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """``judgegraph align --model M``: align an LLM judge to people's labels (:mod:`judgegraph.trust.alignment`)."""
+    from ..loaders import load_files
+    from ..metrics import MetricNotFound
+    from ..providers import server_url
+    from ..trust.alignment import AlignmentError, align
+
+    if args.positive:
+        return usage_error(err, "--positive is for --model offline (an LLM judge is compared with the labels as they are)")
+    if args.max_example_chars < 80:
+        return usage_error(err, f"--max-example-chars must be >= 80, got {args.max_example_chars}")
+    if (bad := common.check_numbers(args)) is not None:
+        return usage_error(err, bad)
+    try:
+        options = _options(args)
+    except (MetricNotFound, ValueError, TypeError) as exc:
+        return usage_error(err, exc)
+    loaded = load_files(args.files)
+    if loaded.errors:
+        for e in loaded.errors[:20]:
+            err.print(f"[red]input error:[/] {markup_safe(e)}")
+        return usage_error(err, f"{len(loaded.errors)} input errors: nothing was judged (exit {EXIT_ERRORS})", EXIT_ERRORS)
+    conversations = [c.conversation for c in loaded.conversations]
+    labels = _labels(args, conversations)
+    if isinstance(labels, str):
+        return usage_error(err, f"{labels} (exit {EXIT_ERRORS})", EXIT_ERRORS)
+    settings: dict[str, Any] = {"cache": not args.no_cache}
+    if url := server_url(args.model, args.base_url):
+        settings["base_url"] = url
+    try:
+        report = align(args.metric, labels, model=args.model, conversations=conversations, options=options,
+                       seed=args.seed, test_fraction=args.test_fraction, group=args.group,
+                       max_examples=args.max_examples, max_example_chars=args.max_example_chars,
+                       max_guidelines=args.max_guidelines, concurrency=args.concurrency, out=args.out, **settings)
+    except AlignmentError as exc:
+        return usage_error(err, f"{exc} (exit {EXIT_ERRORS})", EXIT_ERRORS)
+    except (ValueError, TypeError) as exc:  # a model that cannot be built (no key, no base URL)
+        return usage_error(err, exc)
+    common.show_report(args, report, _print, out)
+    if report.worse:
+        err.print(f"[yellow]warning:[/] {markup_safe(report.worse)}")
+    for problem in report.judge_errors[:20]:
+        err.print(f"[red]judge error:[/] {markup_safe(problem)}")
+    for label in report.unmatched[:10]:
+        err.print(f"[yellow]unmatched label:[/] {markup_safe(label)}")
+    if report.judge_errors:
+        return usage_error(err, f"{len(report.judge_errors)} judge errors: the figures leave those verdicts out "
+                                f"(exit {EXIT_ERRORS})", EXIT_ERRORS)
+    return EXIT_OK
+
+
+def _fmt(value: object) -> str:
+    return "—" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _print(report: AlignmentReport, out: Console) -> None:
+    held = report.held_out
+    table = common.table("judge", "n", "% agreement", "kappa", "judge errors", left=("judge",),
+                         title=f"{report.metric}: agreement with {held['labels']} held-out labels "
+                               f"({held['conversations']} conversations)")
+    for name, fig in (("plain " + report.judge.inner.name, held["before"]), ("aligned " + report.judge.name, held["after"])):
+        pct = None if fig["agreement"] is None else f"{100 * fig['agreement']:.1f}%"
+        table.add_row(markup_safe(name), str(fig["n"]), pct or "—", _fmt(fig["kappa"]), str(fig["judge_errors"]))
+    out.print(table)
+    train = report.train
+    out.print(f"train: {train['labels']} labels on {train['conversations']} conversations, "
+              f"{train['disagreements']} disagreements; {len(report.alignment.guidelines)} guidelines, "
+              f"{len(report.alignment.examples)} examples", highlight=False)
+    for i, g in enumerate(report.alignment.guidelines, 1):
+        out.print(f"  {i}. {markup_safe(g)}", highlight=False)
+    c = report.cost
+    held_cost = report.usage["held_out_plain"] + report.usage["held_out_aligned"]
+    out.print(f"alignment cost: {c.calls} calls, {c.input_tokens} tokens in / {c.output_tokens} out"
+              f"{' (estimated)' if c.estimated else ''}; the held-out measurement: {held_cost.calls} calls, "
+              f"{held_cost.input_tokens} in / {held_cost.output_tokens} out", highlight=False)
+    out.print(f"wrote {markup_safe(report.path)}; use it with: judgegraph eval -m {markup_safe(report.metric)} "
+              f"--model {markup_safe(report.alignment.model)} --aligned {markup_safe(report.path)} ...", highlight=False)

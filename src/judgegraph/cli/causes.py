@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from ..data.results import MetricResult
 
@@ -31,58 +32,43 @@ _FIXES: tuple[tuple[tuple[str, ...], str], ...] = (
 
 
 def cause_of(message: str) -> str:
-    """A judge error reduced to its cause, the same for the first failure and every one the breaker stopped."""
-    text = message.strip()
-    if (m := _STOPPED.match(text)) is not None:
-        text = m.group("cause")
-    return _REQUESTS.sub("", text)
-
-
-def fix_for(cause: str) -> str | None:
-    """What to do about ``cause``; None when it says so itself or nothing is known."""
+    """A judge error reduced to its cause (the same for the first failure and every one the breaker stopped), with
+    what to do about it when that is known and the cause does not say it itself (the offline model's message
+    names its own fixes)."""
+    cause = message.strip()
+    if (m := _STOPPED.match(cause)) is not None:
+        cause = m.group("cause")
+    cause = _REQUESTS.sub("", cause)
     low = cause.lower()
-    if "fix it" in low or "fix:" in low:  # e.g. the offline model's message names its own fixes
-        return None
-    for needles, fix in _FIXES:
-        if any(n in low for n in needles):
-            return fix
-    return None
+    fix = next((fix for needles, fix in _FIXES if any(n in low for n in needles)), None)
+    if fix is None or "fix it" in low or "fix:" in low:
+        return cause
+    return f"{cause.rstrip('.')}. Fix: {fix}."
 
 
+@dataclass
 class FailureCauses:
-    """Counts the distinct causes of the judge errors of a run (fed with every
-    finished conversation's results)."""
+    """Counts the distinct causes of the judge errors of a run (fed with every finished conversation's results)."""
 
-    def __init__(self) -> None:
-        self.causes: Counter[str] = Counter()
-        self.results = 0
-        self.results_failed = 0  # results that got no score at all because of judge errors
+    causes: Counter[str] = field(default_factory=Counter)
+    results: int = 0
+    results_failed: int = 0  # results that got no score at all because of judge errors
 
     def add(self, results: Iterable[MetricResult], then: Callable[[], None] | None = None) -> None:
         """Count the judge errors of one conversation's ``results``; then call ``then``."""
         for r in results:
             self.results += 1
             self.results_failed += r.status == "error" and bool(r.errors)
-            for e in r.errors:
-                self.causes[cause_of(e.message)] += 1
+            self.causes.update(cause_of(e.message) for e in r.errors)
         if then is not None:
             then()
 
     def report(self) -> str | None:
         """The causes as plain text (None when no judgement failed)."""
-        total = sum(self.causes.values())
-        if not total:
+        if not (total := sum(self.causes.values())):
             return None
         head = f"All {total} judgements failed" if self.results_failed == self.results else f"{total} judgements failed"
         if len(self.causes) == 1:
-            (cause,) = self.causes
-            return f"{head}: {_with_fix(cause)}"
-        lines = [f"{head}, for {len(self.causes)} causes:"]
-        for cause, n in self.causes.most_common():
-            lines.append(f"  {n} × {_with_fix(cause)}")
-        return "\n".join(lines)
-
-
-def _with_fix(cause: str) -> str:
-    fix = fix_for(cause)
-    return cause if fix is None else f"{cause.rstrip('.')}. Fix: {fix}."
+            return f"{head}: {next(iter(self.causes))}"
+        return "\n".join([f"{head}, for {len(self.causes)} causes:",
+                          *(f"  {n} × {cause}" for cause, n in self.causes.most_common())])

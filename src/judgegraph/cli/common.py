@@ -10,23 +10,26 @@ import re
 import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..data.safetext import safe as safe  # the commands print data with common.safe
 
 if TYPE_CHECKING:
     import asyncio
+    from contextlib import AbstractContextManager
 
     from rich.console import Console
     from rich.table import Table
 
     from ..judges import Judge
-    from ..runs.resultsfile import ResultsLock
 
     #: what each subcommand module's ``register`` adds its parser to
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ERRORS = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_ERRORS, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+#: The exit status of a run stopped by SIGTERM (128 + 15, as a shell reports it);
+#: everything finished is written and the summary printed, as after Ctrl-C (130).
+EXIT_TERMINATED = 143
 
 #: the most judge calls (``--concurrency``) or simulated conversations a command runs at
 #: once: each one in flight holds its conversation, prompt and reply in memory (measured:
@@ -48,9 +51,8 @@ def read_text_option(flag: str, path: str | Path) -> str:
 
 def add_results_command(sub: Subparsers, run: Callable[[argparse.Namespace], int], *, nargs: str | None = None,
                         **files: str) -> argparse.ArgumentParser:
-    """The parser of a command that reads results files, running ``run``: named, helped and described by ``run``'s
-    module docstring (``"``judgegraph NAME``: HELP"``, then the description), one positional per keyword of ``files``
-    (``results="help"``: ``RESULTS``; ``old=..., new=...``: ``OLD NEW``), each taking ``nargs``."""
+    """The parser of a command that reads results files, running ``run``: named, helped and described by its module
+    docstring (``"``judgegraph NAME``: HELP"``, then the description), a positional per ``files`` keyword (``OLD NEW``)."""
     head, _, description = inspect.cleandoc(sys.modules[run.__module__].__doc__ or "").partition("\n\n")
     usage, _, help = " ".join(head.split()).partition(": ")
     p = sub.add_parser(usage.strip("`").split()[1], help=help, description=" ".join(description.split()))
@@ -92,17 +94,15 @@ def add_judge_options(p: argparse.ArgumentParser, *, model: str, base_url: str, 
 
 #: The flag of a metric option whose name is not the option's (``--guideline`` is ``--option guidelines=``...).
 FLAGS = {"guidelines": "--guideline", "topics": "--topic", "arguments": "--tool-arguments", "strict_mode": "--strict"}
-#: ``--option``'s help: the one flag every metric's options are given by, from its declaration (docs/metric_options.md).
-OPTION_HELP = ("a metric's option, repeatable: NAME=VALUE, typed and checked by the metric's declaration (a list "
-               "option repeated; @FILE reads a text, or a list one item a line); `judgegraph metrics METRIC` lists "
-               "them; an option no metric of the run (-m) declares is refused")
 
 
-def add_metric_options(p: argparse.ArgumentParser, *, role: str, guideline: str = "", scored: bool = True) -> None:
-    """``--option NAME=VALUE`` for any metric's option and the flags that give one (each the same as ``--option`` with the option
-    its destination names, :func:`metric_options`): ``--threshold``, ``--window-size`` and ``--min-judged`` (when
-    ``scored``), ``--guideline``, ``--role`` (``role`` its help), ``--trajectory``, ``--tool-arguments``, ``--topic``."""
-    p.add_argument("--option", action="append", dest="option_pairs", metavar="NAME=VALUE", help=OPTION_HELP)
+def add_metric_options(p: argparse._ActionsContainer, *, role: str, guideline: str = "", scored: bool = True) -> None:
+    """``--option NAME=VALUE`` for any metric's option, and the flags that give one (each the same as ``--option``
+    with the option its destination names, :func:`metric_options`); ``--threshold`` and the like when ``scored``."""
+    p.add_argument("--option", action="append", dest="option_pairs", metavar="NAME=VALUE", help="a metric's option, "
+                   "repeatable: NAME=VALUE, typed and checked by the metric's declaration (a list option repeated; "
+                   "@FILE reads a text, or a list one item a line); `judgegraph metrics METRIC` lists them; an option "
+                   "no metric of the run (-m) declares is refused")
     if scored:
         p.add_argument("--threshold", type=float, help="passing score, 0..1 (--option threshold=)")
         p.add_argument("--window-size", type=int, help="exchanges per sliding window (--option window_size=)")
@@ -134,14 +134,7 @@ def json_text(data: object) -> str:
     return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", json.dumps(data, ensure_ascii=False, indent=1))
 
 
-class _Report(Protocol):
-    def to_json(self) -> Any: ...
-
-
-R = TypeVar("R", bound=_Report)
-
-
-def show_report(args: argparse.Namespace, report: R, table: Callable[[R, Console], None], out: Console) -> None:
+def show_report(args: argparse.Namespace, report: Any, table: Callable[[Any, Console], None], out: Console) -> None:
     """``report`` on stdout: its ``to_json()`` as :func:`json_text` with ``--json``, else drawn by ``table``."""
     if args.json:
         print(json_text(report.to_json()))
@@ -172,8 +165,7 @@ BOUNDED_OPTIONS: dict[str, tuple[float, bool, str]] = {
 
 def check_numbers(args: argparse.Namespace) -> str | None:
     """What is wrong with the number options the command has (and ``--base-url``, ``--cache`` with ``--no-cache``,
-    the price table), or None; checked before any work, and as metrics check theirs (:mod:`judgegraph.core.scoring`):
-    the same message, naming the flag."""
+    the price table), or None: checked before any work, with the metrics' own message (:mod:`judgegraph.core.scoring`)."""
     from ..core.scoring import check_threshold, check_whole
 
     def flag(name: str) -> str:
@@ -243,9 +235,11 @@ def judge_settings(args: argparse.Namespace, model: str | None, max_concurrency:
     jury = {name: getattr(args, name) for name in ("repeat", "aggregate", "quorum") if getattr(args, name, None) is not None}
     if model is None:
         return {"cache": not no_cache, **rule, **jury}
+    from ..providers import server_url
+
     models = getattr(args, "models", None) or [model]
     kwargs: dict[str, Any] = {}  # Any: keyword arguments of several types, spread into resolve_judge(**)
-    if url := base_url(args.base_url, model):
+    if url := server_url(model, args.base_url):
         kwargs["base_url"] = url  # --base-url, else $OPENAI_BASE_URL
     kwargs.update({name: getattr(args, name) for name in JUDGE_CLIENT if getattr(args, name, None) is not None})
     cache: bool | str = False if no_cache else (getattr(args, "cache", None) or True)
@@ -288,8 +282,7 @@ def metric_options(args: argparse.Namespace, *, skip: tuple[str, ...] = ()) -> d
                 continue
             typed = spec.typed(key, text)
             if text.startswith("@") and isinstance(typed, (str, list)):
-                body = read_text_option(flag, text[1:])
-                typed = [line.strip() for line in body.splitlines() if line.strip()] if isinstance(typed, list) else body
+                typed = read_guidelines([text], flag) if isinstance(typed, list) else read_text_option(flag, text[1:])
             out[key] = [*out.get(key, []), *typed] if isinstance(typed, list) else typed
     for spec in specs:  # checked as a config file's are: by each metric taking them, before any work
         if (mine := {k: v for k, v in out.items() if k in spec.options}) and (bad := refusal(spec, mine)):
@@ -306,20 +299,23 @@ def out_refused(args: argparse.Namespace) -> str | None:
     return None
 
 
-def lock_out(args: argparse.Namespace) -> tuple[ResultsLock | None, str | None]:
-    """``--out`` locked for the whole run, its folder made (a dry run writes nothing: no lock): (the lock, None),
-    or (None, why) when another run holds it or it cannot be locked."""
+def lock_out(args: argparse.Namespace) -> tuple[AbstractContextManager[object], str | None]:
+    """``--out`` locked, its folder made: (the lock, to hold in a ``with`` for the whole run, None), or (a lock that
+    holds nothing, why) when another run holds it or it cannot be locked; a dry run writes nothing: no lock."""
+    from contextlib import nullcontext
+
     from ..runs.resultsfile import ResultsFileError, lock_results
 
-    if getattr(args, "dry_run", False):
-        return None, None
+    why = None
     try:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        return lock_results(args.out), None
+        if not getattr(args, "dry_run", False):
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            return lock_results(args.out), None
     except ResultsFileError as exc:
-        return None, str(exc)
+        why = str(exc)
     except OSError as exc:
-        return None, f"cannot lock --out {args.out}: {exc.strerror or exc}"
+        why = f"cannot lock --out {args.out}: {exc.strerror or exc}"
+    return nullcontext(), why
 
 
 def consoles() -> tuple[Console, Console]:
@@ -332,9 +328,8 @@ def consoles() -> tuple[Console, Console]:
 
 def table(*columns: str, left: Collection[str] = (), fold: bool = False, wide: Collection[str] = (), width: int = 60,
           **kw: Any) -> Table:
-    """A rich table (``kw``: its title, caption...) of ``columns``: the columns not in ``left`` hold numbers,
-    right-justified; with ``fold``, every column folds its text instead, those in ``wide`` (a reason, a note) at most
-    ``width`` wide."""
+    """A rich table (``kw``: its title, caption...) of ``columns``, those not in ``left`` right-justified; with
+    ``fold``, every column folds its text instead, those in ``wide`` (a reason, a note) at most ``width`` wide."""
     from rich.table import Table
 
     drawn = Table(**kw)
@@ -352,35 +347,26 @@ def score_text(score: float | None) -> str:
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
-    """``"1 conversation"``, ``"2 conversations"``: a count with its word as a person writes it (``many``: the
-    plural when it is not ``word + "s"``)."""
+    """``"1 conversation"``, ``"2 conversations"`` (``many``: the plural when it is not ``word + "s"``)."""
     return f"{count} {word if count == 1 else many or word + 's'}"
 
 
-def read_guidelines(values: list[str] | None, flag: str = "--guideline") -> list[str] | None:
-    """``--guideline`` (or ``flag``: ``--topic``) values: text, or ``@FILE`` for one per line."""
-    if not values:
-        return None
+def read_guidelines(values: list[str] | None, flag: str = "--guideline") -> list[str]:
+    """The items a repeatable text flag gives (``--guideline``, or ``flag``: ``--topic``, ``--criterion``...):
+    each value, or for ``@FILE`` the file's non-blank lines, stripped."""
     out: list[str] = []
-    for value in values:
-        if value.startswith("@"):
-            text = read_text_option(flag, value[1:])
-            out.extend(line.strip() for line in text.splitlines() if line.strip())
-        else:
+    for value in values or ():
+        if not value.startswith("@"):
             out.append(value)
+            continue
+        out.extend(line.strip() for line in read_text_option(flag, value[1:]).splitlines() if line.strip())
     return out
 
 
-#: What a command line user is told when conversational-guidelines has no guideline (the library's own
-#: message speaks Python: ``guidelines=[...]``).
-GUIDELINES_NEEDED = ("conversational-guidelines needs at least one --guideline TEXT (repeatable; --guideline @FILE "
-                     "reads one guideline per line), e.g. --guideline 'Apologise when the user reports a problem.'")
-
-
 def guidelines_missing(args: argparse.Namespace) -> str | None:
-    """What is wrong with ``--guideline``, checked before any work: a ``@FILE`` that cannot be read, or
-    :data:`GUIDELINES_NEEDED` when the metrics (``-m``) include conversational-guidelines and none is given (with
-    ``--guideline`` or ``--option guidelines=``)."""
+    """What is wrong with ``--guideline``, checked before any work: a ``@FILE`` that cannot be read, or none given
+    (with ``--guideline`` or ``--option guidelines=``) when the metrics (``-m``) include conversational-guidelines
+    (said for the command line: the library's own message speaks Python, ``guidelines=[...]``)."""
     from ..metrics import canonical_name
 
     try:
@@ -390,23 +376,9 @@ def guidelines_missing(args: argparse.Namespace) -> str | None:
         return str(exc)
     given = guidelines or any(p.replace("-", "_").startswith("guidelines=") for p in getattr(args, "option_pairs", None) or ())
     if not given and any(canonical_name(m) == "conversational_guidelines" for m in args.metrics or ()):
-        return GUIDELINES_NEEDED
+        return ("conversational-guidelines needs at least one --guideline TEXT (repeatable; --guideline @FILE reads "
+                "one guideline per line), e.g. --guideline 'Apologise when the user reports a problem.'")
     return None
-
-
-def base_url(flag: str | None, model: str | None) -> str | None:
-    """The server an LLM judge built from ``model`` talks to (:func:`judgegraph.providers.server_url`), so the
-    run header and errors can name it."""
-    from ..providers import server_url
-
-    return server_url(model, flag)
-
-
-def read_rubric(value: str | None) -> str | None:
-    """``--rubric`` value: text, or ``@FILE`` to read it from a file."""
-    if value and value.startswith("@"):
-        return read_text_option("--rubric", value[1:])
-    return value
 
 
 def bad_base_url(value: str | None) -> str | None:
@@ -431,17 +403,10 @@ def os_error_message(exc: OSError) -> str:
     return f"{exc.filename}: {text}" if exc.filename else text
 
 
-EXIT_INTERNAL, EXIT_INTERRUPTED = 4, 130
-#: The exit status of a run stopped by SIGTERM (128 + 15, as a shell reports it);
-#: everything finished is written and the summary printed, as after Ctrl-C (130).
-EXIT_TERMINATED = 143
-
-
 def stop_on_signals(stop: asyncio.Event, err: Console, stopped_by: list[int], stopping: str) -> None:
-    """Ctrl-C, or SIGTERM (``kill``, a service manager, a CI timeout), sets ``stop`` (the run abandons what is in
-    flight, writes everything finished and prints its summary), notes the signal in ``stopped_by`` and says it is
-    ``stopping`` on ``err``. The same signal again ends the process at once (a second Ctrl-C raises
-    KeyboardInterrupt; a second SIGTERM takes its default action). Outside the main thread: no signals."""
+    """Ctrl-C or SIGTERM sets ``stop`` (the run writes everything finished and prints its summary), notes the signal
+    in ``stopped_by`` and says it is ``stopping`` on ``err``; the same signal again ends the process at once (a
+    second Ctrl-C raises KeyboardInterrupt, a second SIGTERM its default action). Outside the main thread: no signals."""
     import asyncio
     import contextlib
     import signal
@@ -460,22 +425,16 @@ def stop_on_signals(stop: asyncio.Event, err: Console, stopped_by: list[int], st
 
 
 def fail(message: object, status: int = EXIT_USAGE, prefix: str = "error") -> int:
-    """Print ``prefix: message`` (:func:`safe`) on stderr; ``status``."""
+    """Print ``prefix: message`` (:func:`safe`) on stderr; ``status``. A file given as RESULTS that cannot be read
+    as one (:class:`judgegraph.runs.NotAResultsFile`) is ``fail(exc, EXIT_ERRORS)`` in every command."""
     print(f"{prefix}: {safe(message)}", file=sys.stderr)
     return status
 
 
-def refuse_results(exc: Exception | str) -> int:
-    """A file given as RESULTS that cannot be read as one (:class:`judgegraph.runs.NotAResultsFile`: missing,
-    unreadable, a conversations or labels file, garbage): the one message, naming the file, and the one exit
-    status (3, an input that cannot be used: as ``eval`` counts a missing input file) of every command."""
-    return fail(exc, EXIT_ERRORS)
-
-
-def usage_error(err: Console, message: object) -> int:
-    """Print ``message`` (data: never read as markup) as an error on ``err``; :data:`EXIT_USAGE`."""
+def usage_error(err: Console, message: object, status: int = EXIT_USAGE) -> int:
+    """Print ``message`` (data: never read as markup) as an error on ``err``; ``status``."""
     err.print(f"[red]error:[/] {markup_safe(message)}")
-    return EXIT_USAGE
+    return status
 
 
 def markup_safe(text: object) -> str:
@@ -483,3 +442,44 @@ def markup_safe(text: object) -> str:
     from rich.markup import escape
 
     return escape(safe(text))
+
+
+def add_aligned_option(p: argparse.ArgumentParser) -> None:
+    """``--aligned FILE`` of ``eval`` and ``rejudge`` (checked by :func:`aligned_error`; the judge is built by
+    ``resolve_judge(..., aligned=FILE)``, which :func:`judge_settings` passes it to, worker processes included)."""
+    p.add_argument("--aligned", metavar="FILE", help="judge with this aligned judge (judgegraph align --model M; "
+                   "docs/alignment.md): its guidelines and examples go before every prompt of its metric")
+
+
+def aligned_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``--aligned``, or None: a file that is not an aligned judge or was edited, no
+    ``--model``, or metrics other than the one it aligns. ``eval`` with no ``-m`` runs that metric."""
+    if not (path := getattr(args, "aligned", None)):
+        return None
+    from ..judges.aligned import read_alignment
+    from ..metrics import canonical_name
+
+    try:
+        alignment = read_alignment(path)
+    except ValueError as exc:
+        return f"--aligned {exc}"
+    if not args.model:
+        return f"--aligned needs --model: the model it was made for ({alignment.model})"
+    asked = getattr(args, "metrics", None) if hasattr(args, "metrics") else [args.metric]
+    if asked is None:
+        args.metrics = [alignment.metric]
+    elif [canonical_name(m) for m in asked] != [canonical_name(alignment.metric)]:
+        return (f"--aligned {path} aligns the judge of {alignment.metric}: judge that metric alone "
+                f"(-m {alignment.metric}), not {', '.join(asked)}")
+    return None
+
+
+def settings_refused(command: str, out: str, changed: list[str], advice: str) -> str:
+    """Why ``command`` will not add to ``out``: the file was made with other settings, each difference named."""
+    return (f"{command} refused: {out} was made with other settings, and one results file must hold one run:\n"
+            + "\n".join(f"  - {c}" for c in changed) + f"\n{advice}")
+
+
+def warn_headerless(err: Console, out: str, done: str) -> None:
+    """Say that ``out`` has no run header to check this run's settings against, and what is ``done`` anyway."""
+    err.print(f"[yellow]warning:[/] {markup_safe(out)} has no run header (an older judgegraph wrote it): {done}")

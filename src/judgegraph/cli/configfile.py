@@ -4,27 +4,18 @@ from __future__ import annotations
 
 import argparse
 
-#: What the config gives that the command line cannot take back but by giving the flag itself.
-_SENTINEL = object()
-
 
 def explicit_dests(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
-    """The argument destinations ``argv`` sets itself (not left to their defaults)."""
-    marks = argparse.Namespace()
-    for action in parser._actions:
-        if action.dest is argparse.SUPPRESS:
-            continue
-        setattr(marks, action.dest, None if isinstance(action, argparse._AppendAction) else _SENTINEL)
-    parsed = parser.parse_args(argv, namespace=marks)
-    given = set()
-    for action in parser._actions:
-        value = getattr(parsed, action.dest, _SENTINEL)
-        if action.option_strings:
-            if value is not _SENTINEL and value is not None:
-                given.add(action.dest)
-        elif value:  # a positional: FILE arguments given
-            given.add(action.dest)
-    return given
+    """The argument destinations ``argv`` sets itself (not left to their defaults): ``argv`` parsed again with
+    every default suppressed, so only what it gives is set."""
+    defaults = [(action, action.default) for action in parser._actions]
+    try:
+        for action, _ in defaults:
+            action.default = argparse.SUPPRESS
+        return set(vars(parser.parse_args(argv)))
+    finally:
+        for action, default in defaults:
+            action.default = default
 
 
 def apply_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from . import common
-from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, EXIT_USAGE, consoles, markup_safe, refuse_results, safe
+from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_OK, consoles, fail, markup_safe, safe, usage_error
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -51,21 +51,13 @@ def run(args: argparse.Namespace) -> int:
     from ..runs import NotAResultsFile, read_run
 
     out, err = consoles()
-    runs = []
-    for path in (args.old, args.new):
-        try:
-            runs.append(read_run(path, keep_transcripts=False))
-        except NotAResultsFile as exc:
-            return refuse_results(exc)
-    old, new = runs
-    if args.metrics:
-        known = list(dict.fromkeys([*old.metrics, *new.metrics]))
-        norm = {metric_key(m) for m in known}
-        unknown = [m for m in args.metrics if metric_key(m) not in norm]
-        if unknown:
-            err.print(f"[red]error:[/] no {markup_safe(', '.join(unknown))} results in either file "
-                      f"(metrics: {markup_safe(', '.join(known) or 'none')})")
-            return EXIT_USAGE
+    try:
+        old, new = (read_run(path, keep_transcripts=False) for path in (args.old, args.new))
+    except NotAResultsFile as exc:
+        return fail(exc, EXIT_ERRORS)
+    known = list(dict.fromkeys([*old.metrics, *new.metrics]))
+    if unknown := [m for m in args.metrics or () if metric_key(m) not in {metric_key(k) for k in known}]:
+        return usage_error(err, f"no {', '.join(unknown)} results in either file (metrics: {', '.join(known) or 'none'})")
     diff = compare(old, new, metrics=args.metrics, resamples=args.bootstrap, seed=args.seed)
     if args.json:
         print(common.json_text(diff.to_json()))
@@ -97,18 +89,15 @@ def status_of(diff: RunDiff, args: argparse.Namespace, err: Console, conversatio
     if diff.problems:
         err.print(f"{len(diff.problems)} results lines could not be read: the diff leaves them out (exit {EXIT_ERRORS})")
         status = EXIT_ERRORS
-    gate = args.fail_on_regression or args.max_regressions is not None
-    if not gate:
+    if not args.fail_on_regression and args.max_regressions is None:  # no gate
         return status
-    allowed = args.max_regressions or 0
-    regressed, undecided = len(diff.regressions), diff.undecided
-    if undecided:
-        err.print(f"[red]{len(undecided)} results NEW could not judge[/] (a regression may hide there; exit "
+    if diff.undecided:
+        err.print(f"[red]{len(diff.undecided)} results NEW could not judge[/] (a regression may hide there; exit "
                   f"{EXIT_ERRORS})")
         return EXIT_ERRORS
     if status != EXIT_OK:
         return status
-    if regressed > allowed:
+    if (regressed := len(diff.regressions)) > (allowed := args.max_regressions or 0):
         err.print(f"[red]{regressed} results regressed[/] (at most {allowed} allowed): exit {EXIT_FAILED}")
         return EXIT_FAILED
     return EXIT_OK

@@ -8,7 +8,9 @@ import signal
 from typing import TYPE_CHECKING, Any, cast
 
 from . import common
-from .common import EXIT_ERRORS, base_url, markup_safe, os_error_message, safe, usage_error
+from .common import EXIT_ERRORS, markup_safe, os_error_message, safe, usage_error
+from .configfile import apply_config
+from .threads_option import add_thread_options, thread_inputs, thread_source_error, unique
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
     from ..cost.pricing import Prices
     from ..judges import Judge
     from ..loaders import InputError, LoadedConversation
+    from ..runs.header import HeaderRecord
     from ..runs.runner import ConversationOutcome, MetricPlan, RunSummary
     from .common import Subparsers
 
@@ -58,9 +61,7 @@ def register(sub: Subparsers) -> None:
                                          "(default: the offline all-MiniLM-L6-v2); served at --base-url when given")
     ev.add_argument("--offline-rule", metavar="FILE", help="the offline judge decides with this fitted rule "
                     "(judgegraph align; docs/offline_alignment.md)")
-    from .aligned_option import add_aligned_option
-
-    add_aligned_option(ev)
+    common.add_aligned_option(ev)
     ev.add_argument("--allow-outside-files", action="store_true", default=None, help="promptfoo file:// references may leave the config file's folder")
     jg = ev.add_argument_group("judge client", "LLM judge settings (docs/judges.md)")
     jg.add_argument("--timeout", type=float, metavar="S",
@@ -123,17 +124,8 @@ def register(sub: Subparsers) -> None:
     ml.add_argument("--response-key", metavar="KEY", help="key of the traced function's output holding the reply, when ambiguous")
     ev.add_argument("--config", metavar="FILE", help="settings from a judgegraph.yaml (judgegraph init writes one); "
                     "the command line overrides it (docs/runs.md)")
-    from .threads_option import add_thread_options
-
     add_thread_options(ev)
     ev.set_defaults(run=run, parser=ev)
-
-
-def _judge_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """``resolve_judge`` keyword arguments (data: worker processes rebuild the judge from them)."""
-    if args.model is None and args.base_url and not getattr(args, "embeddings", None):
-        raise ValueError("--base-url needs --model (the model name the server serves) or --embeddings")
-    return common.judge_settings(args, args.model, args.concurrency)
 
 
 def _workers_arg(text: str) -> int | str:
@@ -145,15 +137,8 @@ def _workers_arg(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
 
 
-def _input_bytes(args: argparse.Namespace) -> int:
-    """The size of the input files (the input is streamed: conversations are not counted before the run)."""
-    import os
-
-    return sum(os.path.getsize(f) for f in args.files if os.path.isfile(f))
-
-
 def _workers(args: argparse.Namespace, input_bytes: int, kind: str = "llm") -> int | None:
-    """``--workers``, with ``auto`` resolved (measured: docs/scale.md); None on
+    """``--workers``, with ``auto`` resolved from the size of the input files (measured: docs/scale.md); None on
     Ray: one actor per CPU of the cluster."""
     from ..scale.spec import AUTO_MIN_INPUT_BYTES, auto_workers
 
@@ -166,6 +151,8 @@ def _workers(args: argparse.Namespace, input_bytes: int, kind: str = "llm") -> i
 
 def _bad_flags(args: argparse.Namespace) -> str | None:
     """eval's flags that go together or exclude each other, checked before any work (the numbers: check_numbers)."""
+    if args.model is None and args.base_url and not args.embeddings:
+        return "--base-url needs --model (the model name the server serves) or --embeddings"
     if args.workers != "auto" and args.workers > args.concurrency:
         return f"--workers {args.workers} cannot share --concurrency {args.concurrency} (each needs at least 1)"
     if args.retry_errors and not args.resume:
@@ -200,14 +187,14 @@ def _unusable_inputs(files: list[str]) -> list[str]:
 def _out_error(args: argparse.Namespace) -> str | None:
     """``--out`` checked before any work: not an input, not a directory, and not
     a results file that would be lost (unless --resume / --overwrite)."""
+    from pathlib import Path
+
     from ..runs.resultsfile import ResultsFileError, check_out_path
 
     try:  # a dry run writes nothing
         check_out_path(args.out, args.files, resume=args.resume, overwrite=args.overwrite or args.dry_run)
     except ResultsFileError as exc:
         return str(exc)
-    from pathlib import Path
-
     for flag, value in (("--junit", args.junit), ("--html", args.html)):  # written after the run: checked before it
         if value and Path(value).is_dir():
             return f"{flag} {value} is a directory; give a file path such as {Path(value) / 'report'}"
@@ -232,7 +219,7 @@ def _prices(args: argparse.Namespace, judge: Judge) -> Prices | None:
 
     if judge.kind != "llm":
         return None
-    return jury_prices(_jurors(args, judge), args.price_in, args.price_out, user_prices(getattr(args, "prices", None)))
+    return jury_prices(_jurors(args, judge), args.price_in, args.price_out, user_prices(args.prices))
 
 
 def _no_batch_api(args: argparse.Namespace, judge: Judge) -> str | None:
@@ -249,13 +236,32 @@ def _no_batch_api(args: argparse.Namespace, judge: Judge) -> str | None:
     return None
 
 
+def _resume_refused(args: argparse.Namespace, header: HeaderRecord, err: Console) -> str | None:
+    """With ``--resume`` of a non-empty ``--out``: why it is refused (the settings differ from its
+    header, each difference named), or None; a file without a header resumes, with a warning."""
+    from ..runs import read_header
+    from ..runs.header import differences
+    from ..runs.resultsfile import is_nonempty
+
+    if not args.resume or not is_nonempty(args.out):
+        return None
+    if (line := read_header(args.out)) is None:
+        common.warn_headerless(err, args.out, "resumed without checking that its metrics, judge and inputs are this run's")
+        return None
+    if changed := differences(line.data(), header):
+        return common.settings_refused("--resume", args.out, changed, "run with the settings of that file, or "
+                                       "write the new run to another --out (or --overwrite it)")
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
+    from ..runs.header import run_header
+    from ..runs.resultsfile import ResultsFileError, check_writable
     from ..runs.runner import MetricPlan
 
     out, err = common.consoles()
     if args.config:
         from ..runs.config import ConfigError
-        from .configfile import apply_config
 
         try:
             apply_config(args, args.parser)
@@ -267,13 +273,12 @@ def run(args: argparse.Namespace) -> int:
         options = {**getattr(args, "config_options", {}), **common.metric_options(args)}  # flags over the file's
     except (KeyError, ValueError, TypeError, OSError) as exc:
         return usage_error(err, exc)
-    from .aligned_option import aligned_error
-
-    for check in (_bad_flags, _source_error, aligned_error, common.guidelines_missing, _out_error):
+    for check in (_bad_flags, _source_error, common.aligned_error, common.guidelines_missing, _out_error):
         if bad := check(args):
             return usage_error(err, bad)
     try:
-        judge = common.make_judge(args, _judge_settings(args))
+        settings = common.judge_settings(args, args.model, args.concurrency)  # data: workers rebuild the judge
+        judge = common.make_judge(args, settings)
         plan = MetricPlan(args.metrics, judge, {
             **options, **({"embeddings_base_url": args.base_url} if args.embeddings and args.base_url else {})},
             getattr(args, "per_metric", None))
@@ -291,13 +296,11 @@ def run(args: argparse.Namespace) -> int:
             err.print(f"[red]input error:[/] {markup_safe(problem)}")
         err.print(f"nothing was judged and nothing written (exit {EXIT_ERRORS})")
         return EXIT_ERRORS
-    from .header import eval_header, resume_refused
-
-    args.header = eval_header(args, plan, _judge_settings(args))
-    if refused := resume_refused(args, args.header, err):
+    sources = [{"path": args.mlflow_uri, "experiment": args.experiment, "sha256": None}] if args.mlflow_uri else []
+    args.header = run_header(plan, inputs=list(args.files), argv=getattr(args, "argv", None), sources=sources,
+                             config=getattr(args, "config_data", None), judge_settings=settings)
+    if refused := _resume_refused(args, args.header, err):
         return usage_error(err, refused)
-    from ..runs.resultsfile import ResultsFileError, check_writable
-
     try:  # the last check before any work (a dry run writes nothing)
         if not args.dry_run:
             check_writable(args.out)
@@ -306,38 +309,37 @@ def run(args: argparse.Namespace) -> int:
     held, locked = common.lock_out(args)
     if locked:
         return usage_error(err, locked)
+    _say_judge(args, judge, err)
+    with held:
+        return _dry_run(args, judge, plan, out, err) if args.dry_run else _run(args, judge, plan, settings, out, err)
 
+
+def _say_judge(args: argparse.Namespace, judge: Judge, err: Console) -> None:
+    """The judge of the run, where it is served, and its cache, on ``err``."""
     if judge.kind == "offline":
         err.print("judge: [bold]offline[/] all-MiniLM-L6-v2 sentence embeddings (no LLM, no API key; pass --model for an LLM judge)")
-    else:
-        url = getattr(judge, "base_url", "") or base_url(args.base_url, args.model)
-        err.print(f"judge: [bold]{markup_safe(judge.name)}[/]" + (f" at {markup_safe(url)}" if url else "")
-                  + (" (OPENAI_BASE_URL)" if url and not args.base_url else ""))
-        cache = getattr(judge, "jurors", [judge])[0].cache  # a jury's: its first juror's (each has its own)
-        disk = cache.disk if cache is not None else None
-        if args.dry_run:
-            pass  # nothing is sent, so no cache is opened
-        elif disk is None:
-            err.print("judge cache: off (on disk only at temperature 0)", markup=False)
-        elif disk.usable():  # not usable: one warning above says why and how to fix it
-            err.print(f"judge cache: {safe(disk.path)}", markup=False)
-        else:
-            err.print(f"judge cache: off for this run ({safe(disk.path)} {safe(disk.problem)})", markup=False)
+        return
+    from ..providers import server_url
+
+    url = getattr(judge, "base_url", "") or server_url(args.model, args.base_url)
+    err.print(f"judge: [bold]{markup_safe(judge.name)}[/]" + (f" at {markup_safe(url)}" if url else "")
+              + (" (OPENAI_BASE_URL)" if url and not args.base_url else ""))
+    disk = getattr(getattr(judge, "jurors", [judge])[0].cache, "disk", None)  # a jury's: its first juror's
     if args.dry_run:
-        return _dry_run(args, judge, plan, out, err)
-    try:
-        return _run(args, judge, plan, out, err)
-    finally:
-        if held is not None:
-            held.release()
+        return  # nothing is sent, so no cache is opened
+    if disk is None:
+        err.print("judge cache: off (on disk only at temperature 0)", markup=False)
+    elif disk.usable():  # not usable: one warning above says why and how to fix it
+        err.print(f"judge cache: {safe(disk.path)}", markup=False)
+    else:
+        err.print(f"judge cache: off for this run ({safe(disk.path)} {safe(disk.problem)})", markup=False)
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | InputError], list[LoadedConversation]]:
-    """The stream of conversations (files read as judged, then MLflow sessions)
-    and the sessions (kept for --log-assessments)."""
+    """The stream of conversations (files read as judged, then MLflow sessions, then LangGraph threads) and the
+    MLflow sessions (kept for --log-assessments)."""
     import itertools
 
-    from ..loaders import InputError
     from ..runs.runner import iter_inputs
 
     seen: set[str] = set()
@@ -349,41 +351,23 @@ def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | Inp
         loaded = load_sessions(args.mlflow_uri, args.experiment, session_key=args.session_key,
                                max_traces=args.max_traces, request_key=args.request_key, response_key=args.response_key)
         sessions, errors = list(loaded), list(loaded.errors)
-
-    def from_mlflow() -> Iterator[LoadedConversation | InputError]:
-        yield from errors
-        for item in sessions:
-            cid = item.conversation.id
-            if cid in seen:
-                yield InputError(args.mlflow_uri, None, None, "session", f"duplicate conversation id {cid!r}")
-                continue
-            seen.add(cid)
-            yield item
-
     files = iter_inputs(args.files, seen=seen, allow_outside_files=args.allow_outside_files)
-    from .threads_option import thread_inputs
-
-    return itertools.chain(files, from_mlflow(), thread_inputs(args, seen)), sessions
+    from_mlflow = unique([*errors, *sessions], args.mlflow_uri, "session", seen)
+    return itertools.chain(files, from_mlflow, thread_inputs(args, seen)), sessions
 
 
 def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console, err: Console) -> int:
-
+    from ..cost.dryrun import DryRunJudge, StepCost
+    from ..runs.dry import DryRunConversations
     from ..runs.resultsfile import scan_results
     from ..runs.runner import RunSummary, evaluate_async
 
-    done: set[str] = set()
-    if args.resume:
-        done = scan_results(args.out, repair=False, retry_errors=args.retry_errors).done
-    stream, _ = _inputs(args)
+    done = scan_results(args.out, repair=False, retry_errors=args.retry_errors).done if args.resume else set()
     summary = RunSummary(keep_outcomes=False, max_rows=0)
-    if judge.kind == "llm":  # each metric's requests made by its own nodes, without the graph's run when it can
-        from ..runs.dry import DryRunConversations
-
-        judge_one: Any = DryRunConversations(plan)
-    else:
-        judge_one = _judge_nothing
-    asyncio.run(evaluate_async(stream, plan, skip=done, summary=summary, max_conversations=max(4, args.concurrency * 2),
-                               judge_one=judge_one))
+    # an LLM judge's requests are made by each metric's own nodes, without the graph's run when it can
+    judge_one: Any = DryRunConversations(plan) if judge.kind == "llm" else _judge_nothing
+    asyncio.run(evaluate_async(_inputs(args)[0], plan, skip=done, summary=summary,
+                               max_conversations=max(4, args.concurrency * 2), judge_one=judge_one))
     for e in summary.input_errors:
         err.print(f"[red]input error:[/] {markup_safe(e)}")
     status = EXIT_ERRORS if summary.input_error_count or not (summary.conversations or done) else 0
@@ -393,8 +377,6 @@ def _dry_run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Cons
     if judge.kind != "llm":
         out.print(f"{head}; the offline judge makes no LLM calls: nothing to pay. No call was made.")
         return status
-    from ..cost.dryrun import DryRunJudge, StepCost
-
     dry = cast(DryRunJudge, plan.judge)  # an LLM judge in a dry run is the DryRunJudge run() built
     prices = _prices(args, judge)
     jurors = len(_jurors(args, judge))  # each asked every request: the first one's requests, that many times
@@ -430,7 +412,10 @@ async def _judge_nothing(item: LoadedConversation) -> ConversationOutcome:
     return ConversationOutcome(item.conversation.id, item.source)
 
 
-def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console, err: Console) -> int:
+def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, settings: dict[str, Any], out: Console,
+         err: Console) -> int:
+    import os
+
     from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.text import Text
 
@@ -443,6 +428,7 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     prices = _prices(args, judge)
     keep = bool(args.log_assessments)  # MLflow writes need every result; otherwise finished results are dropped
     stopped_by: list[int] = []  # the signals that stopped the run: SIGTERM has its own exit status
+    input_bytes = sum(os.path.getsize(f) for f in args.files if os.path.isfile(f))  # streamed: not counted before
 
     async def main() -> RunSummary:
         stop = asyncio.Event()
@@ -461,8 +447,8 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
                 answering = BatchAnswering(plan, summary, poll_s=args.batch_poll,
                                            say=lambda line: err.print(markup_safe(line))).passes
                 read, resumed = _read_again(args, stream), "; its batches are collected, not sent again"
-            spec = PlanSpec(args.metrics, _judge_settings(args), plan.overrides, plan.per_metric)
-            workers = 1 if args.batch else _workers(args, _input_bytes(args), judge.kind)
+            spec = PlanSpec(args.metrics, settings, plan.overrides, plan.per_metric)
+            workers = 1 if args.batch else _workers(args, input_bytes, judge.kind)
             async with judge_pool(spec, workers=workers, ray=args.ray) as judge_one:  # None: judged in this process
                 return await evaluate_to_file(
                     read, plan, args.out, resume=args.resume, retry_errors=args.retry_errors, overwrite=args.overwrite,
@@ -478,32 +464,12 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
                         + resumed),
                     stop=stop, judge_one=judge_one, answering=answering, summary=summary, header=args.header)
 
-    from ..scale.limits import ScaleStartError
-
-    batch_wait: tuple[type[BaseException], ...] = ()
-    if args.batch:  # the batch package imports the openai SDK: a run without --batch does not pay for it
-        from ..batch.client import BatchWaitTimeout
-
-        batch_wait = (BatchWaitTimeout,)
-
     try:
         summary = asyncio.run(main())
-    except ScaleStartError as exc:
-        err.print(f"[red]error:[/] {markup_safe(exc)}")
-        return EXIT_ERRORS
-    except batch_wait as exc:
-        err.print(f"[red]error:[/] {markup_safe(exc)}; what was judged is in {markup_safe(args.out)} "
-                  "(--resume --batch collects the batch when it ends)")
-        return EXIT_ERRORS
-    except _batch_api_errors() as exc:  # the Batch API failed past the SDK's retries: nothing judged is lost
-        err.print(f"[red]error:[/] the batch API failed: {markup_safe(type(exc).__name__)}: "
-                  f"{markup_safe(getattr(plan.judge, 'redact', str)(str(exc))[:300])}; what was judged is in "
-                  f"{markup_safe(args.out)} (--resume --batch goes on)")
-        return EXIT_ERRORS
-    except OSError as exc:  # a full disk, --out /dev/full: the lines written before stay in --out
-        err.print(f"[red]error:[/] the run could not complete: {markup_safe(os_error_message(exc))}; what was "
-                  f"written to {markup_safe(args.out)} before it is kept (--resume continues)")
-        return EXIT_ERRORS
+    except Exception as exc:
+        if (why := _stopped_by(exc, args, plan)) is None:
+            raise
+        return usage_error(err, why, EXIT_ERRORS)
     unwritten = False  # --junit, --html or the MLflow assessments could not be written
     if args.junit:
         from ..apps.junit import write_junit
@@ -574,17 +540,34 @@ def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, out: Console,
     return summary.exit_code
 
 
+def _stopped_by(exc: Exception, args: argparse.Namespace, plan: MetricPlan) -> str | None:
+    """What to say of ``exc``, which stopped the run, when it is not a bug (None): the lines written before it
+    stay in ``--out``, and ``--resume`` goes on."""
+    import openai
+
+    from ..scale.limits import ScaleStartError
+
+    if isinstance(exc, ScaleStartError):
+        return str(exc)
+    if args.batch:  # the batch package imports the openai SDK: a run without --batch does not pay for it
+        from ..batch.client import BatchWaitTimeout
+
+        if isinstance(exc, BatchWaitTimeout):
+            return f"{exc}; what was judged is in {args.out} (--resume --batch collects the batch when it ends)"
+    if isinstance(exc, openai.APIError):  # the Batch API failed past the SDK's retries: nothing judged is lost
+        return (f"the batch API failed: {type(exc).__name__}: {getattr(plan.judge, 'redact', str)(str(exc))[:300]}; "
+                f"what was judged is in {args.out} (--resume --batch goes on)")
+    if isinstance(exc, OSError):  # a full disk, --out /dev/full
+        return (f"the run could not complete: {os_error_message(exc)}; what was written to {args.out} before it is "
+                "kept (--resume continues)")
+    return None
+
+
 def _read_again(args: argparse.Namespace, stream: Iterator[LoadedConversation | InputError]
                 ) -> Callable[[], Iterator[LoadedConversation | InputError]]:
     """The inputs of each pass of a ``--batch`` run: ``stream``, then read afresh."""
     first = [stream]
     return lambda: first.pop() if first else _inputs(args)[0]
-
-
-def _batch_api_errors() -> tuple[type[BaseException], ...]:
-    import openai
-
-    return (openai.APIError,)
 
 
 def _print_table(out: Console, summary: RunSummary) -> None:
@@ -625,8 +608,6 @@ def _source_error(args: argparse.Namespace) -> str | None:
     """What is wrong with what is judged, and where: FILEs and/or MLflow, and the extras --mlflow-uri and --ray need."""
     if not args.mlflow_uri and (args.experiment or args.log_assessments or args.max_traces is not None):
         return "--experiment, --log-assessments and --max-traces need --mlflow-uri URI"
-    from .threads_option import thread_source_error
-
     if bad := thread_source_error(args):
         return bad
     if not args.files and not args.mlflow_uri and not args.checkpointer and not args.langgraph_url:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, fail, refuse_results
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, fail
 
 if TYPE_CHECKING:
     from .common import Subparsers
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         results = load_results(source)
     except NotAResultsFile as exc:
-        return refuse_results(exc)
+        return fail(exc, EXIT_ERRORS)
     try:
         if args.format == "csv":
             count = results.to_csv(sys.stdout if to_stdout else out, verdicts=args.verdicts)
@@ -49,10 +49,8 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--format {args.format} {EXPORT_MISSING}", EXIT_USAGE)
     except OSError as exc:
         return fail(f"cannot write {out}: {exc.strerror or exc}", EXIT_ERRORS)
-    kind = "verdict" if args.verdicts else "result"
-    where = "stdout" if to_stdout else out
-    print(f"wrote {where}: {count} {kind} rows from {len(results.conversations)} conversations, in input order",
-          file=sys.stderr if to_stdout else sys.stdout)
+    print(f"wrote {'stdout' if to_stdout else out}: {count} {'verdict' if args.verdicts else 'result'} rows from "
+          f"{len(results.conversations)} conversations, in input order", file=sys.stderr if to_stdout else sys.stdout)
     for problem in results.run.problems:
         print(f"warning: {problem}", file=sys.stderr)
     return EXIT_ERRORS if results.run.problems else EXIT_OK

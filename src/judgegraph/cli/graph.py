@@ -61,13 +61,6 @@ def _jury(args: argparse.Namespace) -> CompiledStateGraph | None:
     return graph
 
 
-def _format(args: argparse.Namespace) -> str:
-    if args.format:
-        return str(args.format)
-    suffix = Path(args.out).suffix.lower().lstrip(".") if args.out else ""
-    return {"svg": "svg", "png": "png", "mmd": "mermaid", "mermaid": "mermaid"}.get(suffix, "mermaid")
-
-
 def _build(args: argparse.Namespace) -> CompiledStateGraph:
     from ..judges import NoModel
     from ..metrics import get_metric
@@ -85,22 +78,18 @@ def _build(args: argparse.Namespace) -> CompiledStateGraph:
 
 
 def run(args: argparse.Namespace) -> int:
-    fmt = _format(args)
+    from ..outputs.drawing import PngUnavailable, draw_png, draw_svg
+
+    suffix = Path(args.out).suffix.lower().lstrip(".") if args.out else ""
+    fmt = args.format or {"svg": "svg", "png": "png", "mmd": "mermaid", "mermaid": "mermaid"}.get(suffix, "mermaid")
     try:
-        graph = _build(args)
+        graph, jury = _build(args), _jury(args)
     except (KeyError, ValueError, TypeError, OSError) as exc:
         return fail(exc.args[0] if exc.args else exc)
     if fmt == "png" and not args.out:
         return fail("--format png needs -o FILE")
     # a report is drawn with its metrics' subgraphs expanded
-    drawable = graph.get_graph(xray=1 if len(args.metrics) > 1 else False)
-    from ..outputs.drawing import PngUnavailable, draw_png, draw_svg
-
-    try:
-        jury = _jury(args)
-    except ValueError as exc:
-        return fail(exc)
-    pictures = [(graph, drawable, args.out)]
+    pictures = [(graph, graph.get_graph(xray=1 if len(args.metrics) > 1 else False), args.out)]
     if jury is not None:  # the jury each judge step asks, drawn beside the metric (its own picture)
         out = Path(args.out) if args.out else None
         pictures.append((jury, jury.get_graph(), str(out.with_name(f"{out.stem}.jury{out.suffix}")) if out else None))

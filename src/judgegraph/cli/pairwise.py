@@ -12,7 +12,7 @@ from .common import EXIT_ERRORS, EXIT_OK, markup_safe, safe, usage_error
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..apps.pairwise import Comparison, PairwiseReport
+    from ..apps.pairwise import PairwiseReport
     from ..judges import Judge
     from ..metrics.pairwise import Criterion
     from ..trust.preference import Rate
@@ -59,13 +59,8 @@ def register(sub: Subparsers) -> None:
 def _criteria(args: argparse.Namespace) -> list[Criterion]:
     from ..metrics.pairwise import as_criteria, criterion_named, own_criterion
 
-    chosen: list[Criterion] = [criterion_named(n) for n in args.criteria_names or ()]
-    for value in args.criteria_texts or ():
-        if value.startswith("@"):  # one criterion per line
-            text = common.read_text_option("--criterion", value[1:])
-            chosen += [own_criterion(line) for line in text.splitlines() if line.strip()]
-        else:
-            chosen.append(own_criterion(value))
+    chosen = [criterion_named(n) for n in args.criteria_names or ()]
+    chosen += [own_criterion(text) for text in common.read_guidelines(args.criteria_texts, "--criterion")]
     return as_criteria(chosen or ["helpfulness"])
 
 
@@ -89,6 +84,7 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from ..apps.pairwise import compare_pairwise
+    from ..runs.resultsfile import ResultsWriter
 
     out, err = common.consoles()
     try:
@@ -98,20 +94,11 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(err, exc)
     err.print(f"judge: [bold]{markup_safe(judge.name)}[/]; criteria: "
               + ", ".join(markup_safe(c.name) for c in criteria), highlight=False)
-    writer = None
-    if args.out and not args.dry_run:
-        from ..runs.resultsfile import ResultsWriter
-
-        writer = ResultsWriter(args.out)
-
-    def write(c: Comparison) -> None:
-        if writer is not None:
-            writer.write(c.to_json())
-
+    writer = ResultsWriter(args.out) if args.out and not args.dry_run else None
     try:
         report = compare_pairwise(args.files, model=judge, criteria=criteria, concurrency=args.concurrency,
                                   resamples=0 if args.dry_run else args.bootstrap, seed=args.seed,
-                                  on_comparison=write)
+                                  on_comparison=None if writer is None else lambda c: writer.write(c.to_json()))
     except (ValueError, TypeError) as exc:
         return usage_error(err, exc)
     finally:
@@ -119,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
             writer.close()
     _problems(report, err)
     if args.dry_run:
-        return _dry_run(args, judge, report, out, err)
+        return _dry_run(args, judge, report, out)
     common.show_report(args, report, print_report, out)
     if args.out:
         err.print(f"comparisons: {markup_safe(args.out)}")
@@ -191,21 +178,16 @@ def print_report(report: PairwiseReport, out: Console) -> None:
                   "(each counted as a tie)", highlight=False)
 
 
-def _dry_run(args: argparse.Namespace, judge: Judge, report: PairwiseReport, out: Console, err: Console) -> int:
+def _dry_run(args: argparse.Namespace, judge: Judge, report: PairwiseReport, out: Console) -> int:
     from typing import cast
 
     from ..cost.dryrun import DryRunJudge
     from ..cost.pricing import prices_for, user_prices
 
-    dry = cast(DryRunJudge, judge)
-    est = dry.estimate(prices_for(judge.name, args.price_in, args.price_out, user_prices(args.prices)))
-    n = len(report.comparisons)
-    planned = 2 * n * len(report.criteria)
-    total = est.total
-    cost = est.cost_usd()
+    est = cast(DryRunJudge, judge).estimate(prices_for(judge.name, args.price_in, args.price_out, user_prices(args.prices)))
+    n, total = len(report.comparisons), est.total
     out.print(f"dry run: {n} comparisons (conversation × pair of versions) × {len(report.criteria)} criteria × 2 "
-              f"orders = {planned} judge calls; counted {total.calls} calls (identical requests are made once), "
-              f"{total.input_tokens} input tokens ({est.cached_words}), "
-              f"~{total.output_tokens} output tokens, "
-              + common.cost_text(cost, ".4f") + ". No call was made.", highlight=False)
+              f"orders = {2 * n * len(report.criteria)} judge calls; counted {total.calls} calls (identical requests "
+              f"are made once), {total.input_tokens} input tokens ({est.cached_words}), ~{total.output_tokens} output "
+              f"tokens, {common.cost_text(est.cost_usd(), '.4f')}. No call was made.", highlight=False)
     return EXIT_ERRORS if report.input_errors or not n else EXIT_OK

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..data.prompts import Prompt
     from ..data.results import MetricResult
     from ..judges import Judge
+    from ..runs.header import HeaderRecord
     from .common import Subparsers
 
 
@@ -56,9 +57,7 @@ def register(sub: Subparsers) -> None:
     common.add_judge_options(p, model="LLM judge, e.g. openai:gpt-4.1-mini (needed: a rubric or prompt steers an LLM)",
                              base_url="OpenAI-compatible server for --model", concurrency="judge calls in flight at once")
     common.add_out_options(p, required=True, metavar="NEW.jsonl", help="where the new results file goes")
-    from .aligned_option import add_aligned_option
-
-    add_aligned_option(p)
+    common.add_aligned_option(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,56 +71,55 @@ def run(args: argparse.Namespace) -> int:
         spec = get_metric(args.metric)
     except MetricNotFound as exc:
         return _say(exc)
-    metric = spec.name if ":" not in args.metric else canonical_name(args.metric)
     if not args.model:
         return _say("re-judging asks an LLM judge: give --model (and --base-url for a local server)")
-    from .aligned_option import aligned_error
-
-    if (bad := common.check_numbers(args) or aligned_error(args)) is not None:
+    if (bad := common.check_numbers(args) or common.aligned_error(args)) is not None:
         return _say(bad)
-    results_path = Path(args.results)
-    if not results_path.is_file():
+    if not Path(args.results).is_file():
         return _say(f"results file {args.results!r} not found")
     try:  # not a directory, RESULTS or an input
-        check_out_path(args.out, [results_path, *args.inputs])
+        check_out_path(args.out, [args.results, *args.inputs])
     except ResultsFileError as exc:
         return _say(exc)
     if refused := common.out_refused(args):
         return _say(refused)
+    rubric = args.rubric
     try:
-        rubric = common.read_rubric(args.rubric)
+        if rubric and rubric.startswith("@"):
+            rubric = common.read_text_option("--rubric", rubric[1:])
         prompt = as_prompt(args.prompt)
         options = common.metric_options(args, skip=("rubric",))  # --rubric: the new rubric the verdicts are steered by
+        settings = common.judge_settings(args, args.model, args.concurrency)
+        judge = resolve_judge(**settings)
     except UnicodeDecodeError as exc:
         return _say(f"--prompt {args.prompt}: not valid UTF-8 (byte {exc.start + 1})")
     except (OSError, ValueError, RejudgeError) as exc:
         return _say(exc)
-    settings = common.judge_settings(args, args.model, args.concurrency)
-    try:
-        judge = resolve_judge(**settings)
-    except ValueError as exc:
-        return _say(exc)
-
     loaded = load_files(args.inputs)
     for err in loaded.errors:
         _say(f"input: {err}")
-    conversations = {c.conversation.id: c.conversation for c in loaded.conversations}
-
     held, locked = common.lock_out(args)
-    if held is None:
+    if locked:
         return _say(locked)
-    try:
-        return _rejudge(args, results_path, metric, spec.name, judge, settings, conversations, rubric, prompt, options)
-    finally:
-        held.release()
+    from ..runs import read_header
+    from ..runs.header import rejudge_header
+
+    metric = spec.name if ":" not in args.metric else canonical_name(args.metric)
+    header = rejudge_header(
+        old.data() if (old := read_header(args.results)) is not None else None, source=Path(args.results),
+        metric=metric, judge=judge, judge_settings=settings, rubric=rubric, prompt=args.prompt,
+        conversations=sorted(set(args.conversations or [])), verdicts=args.verdicts or (),
+        argv=["judgegraph", *sys.argv[1:]])
+    with held:
+        return _rejudge(args, header, metric, spec.name, judge, {c.conversation.id: c.conversation
+                                                                 for c in loaded.conversations}, rubric, prompt, options)
 
 
-def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: str, judge: Judge,
-             settings: dict[str, Any], conversations: dict[str, Conversation], rubric: str | None, prompt: Prompt | None,
+def _rejudge(args: argparse.Namespace, header: HeaderRecord, metric: str, name: str, judge: Judge,
+             conversations: dict[str, Conversation], rubric: str | None, prompt: Prompt | None,
              options: dict[str, Any]) -> int:
     """Write ``--out``: RESULTS with the chosen verdicts judged again (the caller holds ``--out``'s lock)."""
-    from ..runs import elide_duplicates, read_header, restore_elided
-    from ..runs.header import rejudge_header
+    from ..runs import elide_duplicates, restore_elided
     from ..runs.resultsfile import ResultsWriter
     from ..steering import RejudgeError, rejudge_result
 
@@ -137,13 +135,8 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
         _say(message)
 
     tmp = Path(f"{args.out}.tmp")
-    header = rejudge_header(
-        old.data() if (old := read_header(results_path)) is not None else None, source=results_path,
-        metric=metric, judge=judge, judge_settings=settings,
-        rubric=rubric, prompt=args.prompt, conversations=sorted(wanted), verdicts=args.verdicts or (),
-        argv=["judgegraph", *sys.argv[1:]])
     # surrogateescape: a byte that is not UTF-8 is copied back as it was
-    with results_path.open(encoding="utf-8", errors="surrogateescape") as src, \
+    with open(args.results, encoding="utf-8", errors="surrogateescape") as src, \
             closing(ResultsWriter(tmp, errors="surrogateescape")) as dst:
         dst.write(header)  # its own header: what was re-judged, how, from what
         for lineno, line in enumerate(src, 1):
@@ -193,12 +186,9 @@ def _rejudge(args: argparse.Namespace, results_path: Path, metric: str, name: st
 
 def _result_key(results: Mapping[str, object], metric: str, name: str) -> str | None:
     """The key of the metric's result in a results line (its name, or for an import path the one custom result)."""
-    for key in (metric, name):
-        if key in results:
-            return key
-    if ":" in metric and len(results) == 1:
-        return next(iter(results))
-    return None
+    if key := next((k for k in (metric, name) if k in results), None):
+        return key
+    return next(iter(results)) if ":" in metric and len(results) == 1 else None
 
 
 def new_calls(old: MetricResult | dict[str, Any], new: MetricResult | dict[str, Any]) -> int:

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, fail, refuse_results
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, fail
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         made = write_report(args.results, args.out, inputs=args.inputs, title=args.title)
     except NotAResultsFile as exc:
-        return refuse_results(exc)
+        return fail(exc, EXIT_ERRORS)
     except OSError as exc:  # no filename: a write that failed (a full disk), the page could not be completed
         return fail(f"{exc.filename or args.out}: {exc.strerror or exc}", EXIT_USAGE if exc.filename else EXIT_ERRORS)
     for problem in made.input_problems:

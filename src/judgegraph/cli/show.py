@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from .common import EXIT_OK, add_results_command, fail, refuse_results, safe
+from .common import EXIT_ERRORS, EXIT_OK, add_results_command, fail, safe
 
 if TYPE_CHECKING:
     from .common import Subparsers
@@ -30,25 +30,21 @@ def run(args: argparse.Namespace) -> int:
     try:
         run = read_run(args.results)
     except NotAResultsFile as exc:
-        return refuse_results(exc)
-    ids = list(run.conversations)
+        return fail(exc, EXIT_ERRORS)
     record = run.conversations.get(args.conversation) if args.conversation is not None else \
         next(iter(run.conversations.values()), None)
     if record is None:
         if args.conversation is None:
             return fail(f"{args.results} holds no conversation results")
         return fail(f"no conversation {args.conversation!r} in {args.results} "
-                    f"(first ids: {', '.join(ids[:10]) or 'none'})")
+                    f"(first ids: {', '.join(list(run.conversations)[:10]) or 'none'})")
     results = record.results
     if record.error and not results:
         print(safe(f"{record.conversation_id}: the run of this conversation failed: {record.error}"))
         return EXIT_OK
-    if args.metric is None:
-        if not results:
-            return fail(f"conversation {record.conversation_id!r} has no metric results")
-        key: str | None = next(iter(results))
-    else:
-        key = next((k for k in results if metric_key(k) == metric_key(args.metric)), None)
+    if args.metric is None and not results:
+        return fail(f"conversation {record.conversation_id!r} has no metric results")
+    key = next((k for k in results if args.metric is None or metric_key(k) == metric_key(args.metric)), None)
     if key is None:
         return fail(f"conversation {record.conversation_id!r} has no {args.metric!r} result "
                     f"(metrics: {', '.join(results) or 'none'})")

@@ -65,28 +65,28 @@ def import_app(spec: str) -> Any:  # Any: whatever object the user's module hold
     return obj
 
 
-def _module_file(spec: str) -> str | None:
-    """The file of the (imported) module of ``module:attr``, for its hash in the run header; None if it has none."""
-    module = sys.modules.get(spec.partition(":")[0])
-    return getattr(module, "__file__", None)
-
-
 def run(args: argparse.Namespace) -> int:
+    from datetime import datetime, timezone
 
     from ..apps.simulate import load_scenarios, simulate
     from ..apps.simulate.graph import user_judge
+    from ..apps.simulate.runfile import simulation_counts, simulation_header, simulation_summary
     from ..judges import resolve_judge
     from ..metrics import get_metric
+    from ..providers import server_url
     from ..report import metric_graphs
     from ..runs.runner import ResultsWriter
 
     out, err = common.consoles()
-    user_url = common.base_url(args.base_url, args.user_model)  # --base-url, else $OPENAI_BASE_URL for an OpenAI model
+    user_url = server_url(args.user_model, args.base_url)  # --base-url, else $OPENAI_BASE_URL for an OpenAI model
     user_kw: dict[str, Any] = {"base_url": user_url} if user_url else {}
+    settings = None
     try:
         app = import_app(args.app)
         scenarios = load_scenarios(args.scenarios)
-        judge = resolve_judge(**common.judge_settings(args, args.model, args.max_calls)) if args.metrics else None
+        if args.metrics:
+            settings = common.judge_settings(args, args.model, args.max_calls)
+        judge = resolve_judge(**settings) if settings else None
         user = user_judge(args.user_model, judge=judge, max_concurrency=args.max_calls, **user_kw)
         given = common.metric_options(args)
         options = {name: {k: v for k, v in given.items() if k in get_metric(name).options}
@@ -98,19 +98,15 @@ def run(args: argparse.Namespace) -> int:
     err.print(f"simulating {len(scenarios)} conversation(s) with {args.app} (user: {user.name}"
               f"{f'; judge: {judge.name}' if judge else ''})")
     held, locked = common.lock_out(args)  # a second run on the same --out is refused at once
-    if held is None:
+    if locked:
         return usage_error(err, locked)
-    from datetime import datetime, timezone
-
-    from ..apps.simulate.runfile import simulation_counts, simulation_header, simulation_summary
-
     started = datetime.now(timezone.utc)
     header = simulation_header(
         args.scenarios, user, judge=judge, metrics=args.metrics or [], options=given, app=args.app,
-        app_file=_module_file(args.app), max_turns=args.max_turns, argv=getattr(args, "argv", None),
-        user_settings=user_kw, judge_settings=common.judge_settings(args, args.model, args.max_calls) if judge else None,
+        app_file=getattr(sys.modules.get(args.app.partition(":")[0]), "__file__", None),  # hashed in the header
+        max_turns=args.max_turns, argv=getattr(args, "argv", None), user_settings=user_kw, judge_settings=settings,
         started_at=started)
-    try:
+    with held:
         runs = simulate(app, scenarios, user_model=user, metrics=metrics or None, max_turns=args.max_turns,
                         max_concurrency=args.concurrency)
         with closing(ResultsWriter(args.out)) as writer:
@@ -118,8 +114,6 @@ def run(args: argparse.Namespace) -> int:
             for r in runs:
                 writer.write(r.to_record(f"simulate:{args.scenarios}"))
             writer.write(simulation_summary(runs, started, judge=judge.name if judge else ""))
-    finally:
-        held.release()
     if args.conversations:
         path = Path(args.conversations)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -129,7 +123,6 @@ def run(args: argparse.Namespace) -> int:
         from ..apps.junit import write_junit
 
         write_junit(args.out, args.junit)
-
     if not args.quiet:
         table = common.table("scenario", "ended", "turns", "metric", "score", "result", "reason", fold=True,
                              wide=("reason",), title="judgegraph simulations")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import common
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, consoles, markup_safe, safe, usage_error
+from .common import EXIT_ERRORS, EXIT_OK, add_results_command, consoles, markup_safe, safe, usage_error
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..data.conversation import Conversation
-    from ..trust.stability import MetricStability, StabilityReport
+    from ..trust.stability import StabilityReport
     from .common import Subparsers
 
 
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     out, err = consoles()
     for path in args.inputs:
         if not Path(path).is_file():
-            return common.refuse_results(f"{path}: no such file")
+            return common.fail(f"{path}: no such file", EXIT_ERRORS)
     try:
         options = common.metric_options(args)
     except (OSError, ValueError) as exc:
@@ -66,13 +66,12 @@ def run(args: argparse.Namespace) -> int:
         report = read_stability(args.results, _conversations(args.inputs, err), metrics=args.metrics,
                                 options=options, resamples=args.bootstrap, seed=args.seed)
     except NotAResultsFile as exc:
-        return common.refuse_results(exc)
+        return common.fail(exc, EXIT_ERRORS)
     common.show_report(args, report, print_report, out)
     for line in report.unreadable:
         err.print(f"[yellow]unreadable results line:[/] {markup_safe(line)}")
     if args.metrics and not report.metrics:
-        err.print(f"[red]error:[/] no result of {markup_safe(', '.join(args.metrics))} in {markup_safe(args.results)}")
-        return EXIT_USAGE
+        return usage_error(err, f"no result of {', '.join(args.metrics)} in {args.results}")
     return EXIT_ERRORS if report.unreadable else EXIT_OK
 
 
@@ -99,45 +98,30 @@ def print_report(report: StabilityReport, out: Console) -> None:
                       str(m.flipped), _num(m.flip_rate), _num(m.mean_spread) + unknown, _num(m.max_spread) + unknown,
                       str(m.count("stable")), str(m.count("flaky")), str(len(m.failures)), str(len(m.holding)))
     out.print(table)
-    _print_flaky(report, out)
+    if flaky := [r for r in report.results if r.label == "flaky"]:
+        table = common.table("conversation", "metric", "status", "flipped", "score per repeat", "spread", "note",
+                             fold=True, wide=("note",), width=50, title=f"{len(flaky)} flaky results")
+        for r in flaky:
+            scores = "unknown" if r.scores is None else " ".join(_num(s, ".2f") for s in r.scores)
+            table.add_row(Text(safe(r.conversation_id)), Text(safe(r.metric)), r.status, f"{r.flipped}/{r.verdicts}",
+                          scores, _num(r.spread), Text(safe(r.note)))
+        out.print(table)
     for m in report.metrics.values():
-        _print_jury(m, out)
+        if (jury := m.jury) is None:
+            continue
+        kappa = _num(jury.kappa) if jury.kappa is not None else "undefined"
+        ci = jury.interval
+        interval = f" [{ci.low:.3f}, {ci.high:.3f}] ({ci.level:.0%}, B={ci.resamples})" if ci else ""
+        out.print(Text(f"{safe(m.metric)} jury: Fleiss' kappa {kappa}{interval} over {jury.items} verdicts"
+                       + (f" ({jury.left_out} left out: a juror failed or was absent)" if jury.left_out else ""),
+                       style="bold"), soft_wrap=True)
+        table = common.table("juror", "votes", "failed", "agrees with the majority", left=("juror",))
+        for j in jury.jurors:
+            share = "—" if j.agreement is None else f"{j.agreement:.1%} ({j.with_majority}/{j.compared})"
+            table.add_row(Text(safe(j.judge)), str(j.votes), str(j.failed), share)
+        out.print(table)
     if not any(m.jury for m in report.metrics.values()):
         out.print("jury: no verdict was judged by several judges (no jury figures)")
-
-
-def _print_flaky(report: StabilityReport, out: Console) -> None:
-    from rich.text import Text
-
-    flaky = [r for r in report.results if r.label == "flaky"]
-    if not flaky:
-        return
-    table = common.table("conversation", "metric", "status", "flipped", "score per repeat", "spread", "note",
-                         fold=True, wide=("note",), width=50, title=f"{len(flaky)} flaky results")
-    for r in flaky:
-        scores = "unknown" if r.scores is None else " ".join(_num(s, ".2f") for s in r.scores)
-        table.add_row(Text(safe(r.conversation_id)), Text(safe(r.metric)), r.status, f"{r.flipped}/{r.verdicts}",
-                      scores, _num(r.spread), Text(safe(r.note)))
-    out.print(table)
-
-
-def _print_jury(m: MetricStability, out: Console) -> None:
-    from rich.text import Text
-
-    jury = m.jury
-    if jury is None:
-        return
-    ci = jury.interval
-    kappa = _num(jury.kappa) if jury.kappa is not None else "undefined"
-    interval = f" [{ci.low:.3f}, {ci.high:.3f}] ({ci.level:.0%}, B={ci.resamples})" if ci else ""
-    out.print(Text(f"{safe(m.metric)} jury: Fleiss' kappa {kappa}{interval} over {jury.items} verdicts"
-                   + (f" ({jury.left_out} left out: a juror failed or was absent)" if jury.left_out else ""),
-                   style="bold"), soft_wrap=True)
-    table = common.table("juror", "votes", "failed", "agrees with the majority", left=("juror",))
-    for j in jury.jurors:
-        share = "—" if j.agreement is None else f"{j.agreement:.1%} ({j.with_majority}/{j.compared})"
-        table.add_row(Text(safe(j.judge)), str(j.votes), str(j.failed), share)
-    out.print(table)
 
 
 def gate_exit(args: argparse.Namespace, status: int, sessions: list[Conversation], out: Console, err: Console) -> int:

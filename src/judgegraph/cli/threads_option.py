@@ -5,9 +5,9 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..loaders import InputError, LoadedConversation
@@ -34,9 +34,11 @@ def add_thread_options(parser: argparse.ArgumentParser, *, threads: bool = True)
     return g
 
 
-def metadata_filter(args: argparse.Namespace) -> dict[str, str]:
-    """``--metadata KEY=VALUE`` pairs (checked by :func:`thread_source_error`)."""
-    return dict(item.split("=", 1) for item in args.metadata)
+def thread_filters(args: argparse.Namespace) -> dict[str, Any]:
+    """Which threads are read and how (``--assistant``, ``--metadata KEY=VALUE`` pairs checked by
+    :func:`thread_source_error`, the state keys), as the thread readers take them."""
+    return {"assistant": args.assistant, "metadata": dict(item.split("=", 1) for item in args.metadata),
+            "context_key": args.context_key, "messages_key": args.messages_key}
 
 
 def thread_source_error(args: argparse.Namespace) -> str | None:
@@ -54,6 +56,21 @@ def thread_source_error(args: argparse.Namespace) -> str | None:
     if args.langgraph_url and not args.langgraph_url.startswith(("http://", "https://")):
         return f"--langgraph-url {args.langgraph_url!r}: expected an http:// or https:// URL"
     return None
+
+
+def unique(items: Iterable[LoadedConversation | InputError], where: str, field: str,
+           seen: set[str]) -> Iterator[LoadedConversation | InputError]:
+    """``items``, read lazily; a conversation whose id is ``seen`` already (judged from an earlier source) is an
+    input error at ``where``, as a duplicate is in files."""
+    from ..loaders import InputError
+
+    for item in items:
+        if not isinstance(item, InputError):
+            if (cid := item.conversation.id) in seen:
+                yield InputError(where, None, None, field, f"duplicate conversation id {cid!r}")
+                continue
+            seen.add(cid)
+        yield item
 
 
 def thread_inputs(args: argparse.Namespace, seen: set[str]) -> Iterator[LoadedConversation | InputError]:
@@ -75,20 +92,9 @@ def thread_inputs(args: argparse.Namespace, seen: set[str]) -> Iterator[LoadedCo
             except OSError as exc:
                 yield InputError(where, None, None, None, str(exc))
                 return
-            items = load_checkpointer(saver, where, args.threads, assistant=args.assistant,
-                                      metadata=metadata_filter(args), context_key=args.context_key,
-                                      messages_key=args.messages_key)
+            items = load_checkpointer(saver, where, args.threads, **thread_filters(args))
         else:
             from ..loaders.langgraph_server import load_server
 
-            items = load_server(args.langgraph_url, getattr(args, "threads", None), assistant=args.assistant,
-                                metadata=metadata_filter(args), context_key=args.context_key,
-                                messages_key=args.messages_key)
-        for item in items:
-            if not isinstance(item, InputError):
-                cid = item.conversation.id
-                if cid in seen:
-                    yield InputError(where, None, None, "thread", f"duplicate conversation id {cid!r}")
-                    continue
-                seen.add(cid)
-            yield item
+            items = load_server(args.langgraph_url, args.threads, **thread_filters(args))
+        yield from unique(items, where, "thread", seen)

@@ -7,10 +7,11 @@ import asyncio
 import contextlib
 import signal
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import common
 from .common import EXIT_ERRORS, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, markup_safe, safe, usage_error
+from .threads_option import add_thread_options, thread_filters, thread_source_error
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..data.conversation import Conversation
-    from ..runs.header import RunStart
     from ..runs.runner import ConversationOutcome, MetricPlan, RunSummary
     from ..runs.watch import ThreadSource
     from .common import Subparsers
@@ -28,8 +28,6 @@ def register(sub: Subparsers) -> None:
     w = sub.add_parser("watch", help="judge a checkpointer's or LangGraph server's threads as they end",
                        description="Poll an agent's threads and judge each one once, when it has been idle for "
                                    "--idle seconds; results are appended to --out as eval writes them.")
-    from .threads_option import add_thread_options
-
     add_thread_options(w, threads=False)
     w.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC",
                    help="metric to run, repeatable (default turn-relevancy)")
@@ -59,8 +57,6 @@ def register(sub: Subparsers) -> None:
 
 
 def _bad(args: argparse.Namespace) -> str | None:
-    from .threads_option import thread_source_error
-
     if not (args.checkpointer or args.langgraph_url):
         return "watch needs --checkpointer sqlite:PATH or --langgraph-url URL"
     if bad := thread_source_error(args):
@@ -91,59 +87,52 @@ def run(args: argparse.Namespace) -> int:
 
     out, err = common.consoles()
     try:
-        judge = resolve_judge(**common.judge_settings(args, args.model, args.concurrency))
-        plan = MetricPlan(args.metrics, judge, common.metric_options(args))
+        settings = common.judge_settings(args, args.model, args.concurrency)
+        plan = MetricPlan(args.metrics, resolve_judge(**settings), common.metric_options(args))
         plan.check()
     except (KeyError, ValueError, TypeError, OSError) as exc:
         return usage_error(err, exc)
     held, locked = common.lock_out(args)  # one watcher per results file
     if locked:
         return usage_error(err, locked)
-    try:
-        with contextlib.ExitStack() as stack:
-            source = _source(args, stack, err)
-            if source is None:
-                return EXIT_ERRORS
-            return _watch(args, source, plan, out, err)
-    finally:
-        if held is not None:
-            held.release()
+    with held, contextlib.ExitStack() as stack:
+        source = _source(args, stack, err)
+        return EXIT_ERRORS if source is None else _watch(args, source, plan, settings, out, err)
 
 
 def _source(args: argparse.Namespace, stack: contextlib.ExitStack, err: Console) -> ThreadSource | None:
     """The threads watched, or None (said on ``err``) when the checkpointer or server cannot be read."""
     from ..runs.watch import CheckpointerThreads, ServerThreads
-    from .threads_option import metadata_filter
 
-    if args.checkpointer:
-        from ..loaders.langgraph_threads import checkpointer_name, open_checkpointer
-
-        name = checkpointer_name(args.checkpointer)
-        try:
-            saver = stack.enter_context(open_checkpointer(args.checkpointer))
-        except OSError as exc:
-            err.print(f"[red]error:[/] {markup_safe(name)}: {markup_safe(exc)}")
-            return None
-        return CheckpointerThreads(saver, name, assistant=args.assistant, metadata=metadata_filter(args),
-                                   context_key=args.context_key, messages_key=args.messages_key)
-    from ..loaders.langgraph_server import ServerUnreachable, client
-
+    kw, where = thread_filters(args), ""
     try:
-        sdk = client(args.langgraph_url)
-    except ServerUnreachable as exc:
-        err.print(f"[red]error:[/] {markup_safe(exc)}")
+        if args.checkpointer:
+            from ..loaders.langgraph_threads import checkpointer_name, open_checkpointer
+
+            where = checkpointer_name(args.checkpointer)
+            return CheckpointerThreads(stack.enter_context(open_checkpointer(args.checkpointer)), where, **kw)
+        from ..loaders.langgraph_server import client
+
+        return ServerThreads(client(args.langgraph_url), args.langgraph_url, **kw)
+    except OSError as exc:  # a server that does not answer: ServerUnreachable
+        err.print(f"[red]error:[/] {markup_safe(f'{where}: {exc}' if where else exc)}")
         return None
-    return ServerThreads(sdk, args.langgraph_url, assistant=args.assistant, metadata=metadata_filter(args),
-                         context_key=args.context_key, messages_key=args.messages_key)
 
 
-def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out: Console, err: Console) -> int:
-    from ..runs.watch import Remembered, Watch
+def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, settings: dict[str, Any], out: Console,
+           err: Console) -> int:
+    from ..runs.header import RunSettingsChanged
+    from ..runs.watch import Remembered, Watch, begin
 
     state = Path(args.state) if args.state else Path(f"{args.out}.watched.sqlite")
-    start, refused = _begin(args, source, plan, err)
-    if start is None:
-        return usage_error(err, refused)
+    watched = {"idle": args.idle, "sample": args.sample, "seed": args.seed, "transcripts": args.transcripts}
+    try:  # --out made with other settings is refused, each difference named (as eval --resume names them)
+        start = begin(args.out, plan, source, argv=getattr(args, "argv", None), watched=watched, judge_settings=settings)
+    except RunSettingsChanged as exc:
+        return usage_error(err, common.settings_refused("watch", args.out, exc.differences,
+                                                        "watch with the settings of that file, or write to another --out"))
+    if start.old is None and not start.fresh:
+        common.warn_headerless(err, args.out, "appended to without checking that its metrics and judge are this watch's")
     if args.log_assessments:
         from ..integrations.mlflow.common import unreachable
 
@@ -190,27 +179,6 @@ def _watch(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan, out
     if summary.input_error_count or summary.judge_errors or summary.count("error") or summary.failed_runs or unlogged:
         return EXIT_ERRORS
     return EXIT_FAILED if summary.count("failed") else EXIT_OK
-
-
-def _begin(args: argparse.Namespace, source: ThreadSource, plan: MetricPlan,
-           err: Console) -> tuple[RunStart, None] | tuple[None, str]:
-    """The watch's start (:func:`judgegraph.runs.watch.begin`), or why ``--out`` is refused: it was made with other
-    settings (each difference named, as ``eval --resume`` names them). A file without a header goes on, with a
-    warning."""
-    from ..runs.header import RunSettingsChanged
-    from ..runs.watch import begin
-    from .header import settings_refused, warn_headerless
-
-    watched = {"idle": args.idle, "sample": args.sample, "seed": args.seed, "transcripts": args.transcripts}
-    try:
-        start = begin(args.out, plan, source, argv=getattr(args, "argv", None), watched=watched,
-                      judge_settings=common.judge_settings(args, args.model, args.concurrency))
-    except RunSettingsChanged as exc:
-        return None, settings_refused("watch", args.out, exc.differences,
-                                      "watch with the settings of that file, or write to another --out")
-    if start.old is None and not start.fresh:
-        warn_headerless(err, args.out, "appended to without checking that its metrics and judge are this watch's")
-    return start, None
 
 
 def _mlflow_writer(args: argparse.Namespace, err: Console,
