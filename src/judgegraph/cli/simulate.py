@@ -4,14 +4,13 @@ conversations are judged and written with their results."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
-import os
 import sys
 from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import import_object
 from . import common
 from .common import EXIT_OK, usage_error
 
@@ -47,24 +46,6 @@ def register(sub: Subparsers) -> None:
     p.set_defaults(run=run, checks=(common.check_numbers, common.guidelines_missing, common.out_refused))
 
 
-def import_app(spec: str) -> Any:  # Any: whatever object the user's module holds
-    """``module:attr`` (attr may be dotted) → the object; the current directory is importable."""
-    module, sep, attr = spec.partition(":")
-    if not sep or not module or not attr:
-        raise ValueError(f"APP must be MODULE:APP, e.g. mybot:graph; got {spec!r}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        obj: Any = importlib.import_module(module)
-    except ImportError as exc:
-        raise ValueError(f"{spec}: module {module!r} could not be imported: {exc}") from exc
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ValueError(f"{spec}: {module!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    return obj
-
-
 def run(args: argparse.Namespace) -> int:
     from datetime import datetime, timezone
 
@@ -82,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     user_kw: dict[str, Any] = {"base_url": user_url} if user_url else {}
     settings = None
     try:
-        app = import_app(args.app)
+        app = import_object(args.app, "mybot:graph")
         scenarios = load_scenarios(args.scenarios)
         if args.metrics:
             settings = common.judge_settings(args, args.model, args.max_calls)

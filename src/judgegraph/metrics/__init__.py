@@ -12,9 +12,7 @@ import dataclasses
 import difflib
 import importlib
 import inspect
-import os
 import pkgutil
-import sys
 import typing
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from .._lazy import import_object
 from ..core.scoring import JudgeOptions
 
 if TYPE_CHECKING:
@@ -281,27 +280,10 @@ def undeclared(option: str, specs: Sequence[MetricSpec], takes: str, renamed: Ma
 
 
 def _import_attr(path: str) -> Any:
-    module, _, attr = path.partition(":")
-    if not module or not attr or not all(p.isidentifier() for p in module.split(".") + attr.split(".")):
-        raise MetricNotFound(f"custom metric {path!r}: expected module.path:attribute, e.g. mypkg.judges:politeness")
-    # Like uvicorn/gunicorn: a module in the current directory imports even when
-    # the console script did not put it on sys.path (last, so it shadows nothing).
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.append(cwd)
     try:
-        obj: Any = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        where = "" if exc.name != module.split(".")[0] else " (not on PYTHONPATH or in the current directory)"
-        raise MetricNotFound(f"custom metric {path!r} could not be imported: {exc}{where}") from exc
-    except Exception as exc:
-        raise MetricNotFound(f"custom metric {path!r}: importing {module!r} failed: {type(exc).__name__}: {exc}") from exc
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError as exc:
-            raise MetricNotFound(f"custom metric {path!r}: module {module!r} has no attribute {attr!r}") from exc
-    return obj
+        return import_object(path, "mypkg.judges:politeness")
+    except ValueError as exc:
+        raise MetricNotFound(f"custom metric {exc}") from exc
 
 
 def _factory_spec(path: str, fn: Callable[..., Any]) -> MetricSpec:
