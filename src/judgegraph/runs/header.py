@@ -11,19 +11,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic import JsonValue
-from typing_extensions import TypedDict
 
 from ..judges.redact import Redactor
-from .record import pass_rate
+from .record import HeaderLine, SummaryLine, pass_rate
 from .resultsfile import ResultsFileError, ResultsWriter, is_nonempty
 
 if TYPE_CHECKING:
     from ..cost.pricing import Prices
     from ..judges.base import Judge
-    from . import HeaderLine
     from .runner import MetricPlan, RunSummary
 
 __all__ = ["FORMAT", "Difference", "RunSettingsChanged", "compare_headers", "differences", "file_sha256",
@@ -142,35 +140,10 @@ def _option(value: Any) -> Any:
     return value
 
 
-class JudgeRecord(TypedDict):
-    """A header's judge."""
-
-    name: str
-    settings: Any  # the settings it was built with and uses, as JSON, redacted
-    prompts: dict[str, str]  # prompt step -> sha256[:12]
-
-
-class MetricRecord(TypedDict):
-    name: str
-    options: dict[str, JsonValue]  # option -> its JSON value (a long string as its hash), redacted
-
-
-class HeaderRecord(TypedDict, total=False):
-    """The first line of a run's results file (read back as :class:`~judgegraph.runs.record.HeaderLine`)."""
-
-    type: str  # "header"
-    format: int
-    judgegraph: str
-    started_at: str
-    argv: list[str] | None
-    config: Any  # the --config file's data, redacted
-    metrics: list[MetricRecord]
-    metrics_from_inputs: bool
-    options: dict[str, JsonValue]
-    judges: list[JudgeRecord]
-    inputs: list[Any]  # {"path", "sha256"} per input file, and other sources (an MLflow experiment, an app)
-    rejudged: Any  # a rejudge's: what was judged again, from which file, by which judge, rubric or prompt
-    watch: Any  # a watch's own settings (judgegraph watch)
+#: A header line's JSON object (its keys: :class:`~judgegraph.runs.record.HeaderLine`) and one of its judges
+#: (:class:`~judgegraph.runs.record.JudgeEntry`).
+HeaderRecord: TypeAlias = dict[str, Any]
+JudgeRecord: TypeAlias = dict[str, Any]
 
 
 def _judge_record(judge: Judge, settings: Mapping[str, Any] | None, redact: Redactor,
@@ -199,19 +172,17 @@ def run_header(plan: MetricPlan, *, inputs: Sequence[str | Path] = (), argv: Seq
     def options(given: Mapping[str, object]) -> dict[str, JsonValue]:
         return {k: _redacted(_option(v), redact) for k, v in sorted(_jsonable(given).items())}
 
-    metrics: list[MetricRecord] = [{"name": name, "options": options(opts)} for name, opts in plan.options_by_metric(defaults=True).items()]
-    return {
-        "type": "header", "format": FORMAT, "judgegraph": version(),
-        "started_at": iso(started_at or now()),
-        "argv": None if argv is None else [redact(str(a)) for a in argv],
-        "config": None if config is None else _redacted(_jsonable(config), redact),
-        "metrics": metrics,
-        "metrics_from_inputs": plan.metrics is None,  # the input files' assertions may choose others
-        "options": options(plan.overrides),
-        "judges": [_judge_record(plan.judge, judge_settings, redact, plan.metrics or list(DEFAULT_METRICS))],
-        "inputs": [{"path": str(p), "sha256": file_sha256(p)} for p in inputs]
-                  + [_redacted(_jsonable(s), redact) for s in sources],
-    }
+    return HeaderLine(
+        type="header", format=FORMAT, judgegraph=version(), started_at=iso(started_at or now()),
+        argv=None if argv is None else [redact(str(a)) for a in argv],
+        config=None if config is None else _redacted(_jsonable(config), redact),
+        metrics=[{"name": name, "options": options(opts)} for name, opts in plan.options_by_metric(defaults=True).items()],
+        metrics_from_inputs=plan.metrics is None,
+        options=options(plan.overrides),
+        judges=[_judge_record(plan.judge, judge_settings, redact, plan.metrics or list(DEFAULT_METRICS))],
+        inputs=[{"path": str(p), "sha256": file_sha256(p)} for p in inputs]
+               + [_redacted(_jsonable(s), redact) for s in sources],
+    ).data()
 
 
 def rejudge_header(old: Mapping[str, Any] | None, *, source: str | Path, metric: str, judge: Judge,
@@ -222,7 +193,7 @@ def rejudge_header(old: Mapping[str, Any] | None, *, source: str | Path, metric:
     added, a changed rubric as the metric's option, and ``rejudged``: what was judged again, from which file, with
     which judge, rubric or prompt (hashed), which ``judgegraph diff`` names. Redacted as a run header."""
     redact = Redactor.for_model(getattr(judge, "model", None))
-    header = cast("HeaderRecord", {**(old or {"type": "header", "format": FORMAT, "metrics": [], "judges": []})})
+    header = {**(old or {"type": "header", "format": FORMAT, "metrics": [], "judges": []})}
     header.update({"type": "header", "judgegraph": version(), "started_at": iso(now()),
                    "argv": None if argv is None else [redact(str(a)) for a in argv]})
     entry = _judge_record(judge, judge_settings, redact, [metric])
@@ -266,13 +237,12 @@ def run_summary(summary: RunSummary, started_at: datetime, prices: Prices | None
     """The summary record of a finished run, the whole file's (read back as
     :class:`~judgegraph.runs.record.SummaryLine`)."""
     end = ended_at or now()
-    return {
-        "type": "summary", "ended_at": iso(end), "duration_s": round((end - started_at).total_seconds(), 3),
-        "conversations": summary.conversations, "usage": summary.usage.model_dump(mode="json"),
-        "cost_usd": None if prices is None else prices.cost(summary.usage),
-        "pass_rate": pass_rates(summary),
-        "statuses": {m: dict(c) for m, c in summary.by_metric.items()},
-    }
+    return SummaryLine(
+        type="summary", ended_at=iso(end), duration_s=round((end - started_at).total_seconds(), 3),
+        conversations=summary.conversations, usage=summary.usage.model_dump(mode="json"),
+        cost_usd=None if prices is None else prices.cost(summary.usage), pass_rate=pass_rates(summary),
+        statuses={m: dict(c) for m, c in summary.by_metric.items()},
+    ).data()
 
 
 def _judging(settings: object) -> dict[str, object]:

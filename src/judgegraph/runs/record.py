@@ -21,6 +21,8 @@ from pydantic import (
     model_validator,
 )
 
+from ..data.results import Status
+
 __all__ = ["RECORD_TYPES", "STATUSES", "AttemptLine", "BatchLine", "ConversationLine", "ErrorLine", "HeaderLine", "InputErrorLine",
            "PairwiseLine", "RecordType", "ResultLine", "ReviewLine", "SummaryLine", "UsageLine", "VerdictLine", "VoteLine",
            "elide_duplicates", "filter_transcripts", "restore_elided"]
@@ -28,8 +30,8 @@ __all__ = ["RECORD_TYPES", "STATUSES", "AttemptLine", "BatchLine", "Conversation
 RecordType = Literal["header", "conversation", "input_error", "summary", "batch"]
 #: the record types a results file holds
 RECORD_TYPES: tuple[str, ...] = get_args(RecordType)
-#: a metric result's statuses (judgegraph.data.results.Status)
-STATUSES = frozenset({"passed", "failed", "error", "not_applicable"})
+#: a metric result's statuses
+STATUSES = frozenset(get_args(Status))
 #: the statuses a pass rate counts (``not_applicable`` is not judged)
 JUDGED = frozenset({"passed", "failed", "error"})
 #: the statuses that make a result one to look at first
@@ -130,14 +132,22 @@ def _setting(name: str, value: object) -> str | None:
 
 
 class HeaderLine(_Line):
-    """The run header: the first line of a run (:func:`judgegraph.runs.header.run_header`)."""
+    """The run header: the first line of a run (:func:`judgegraph.runs.header.run_header`), its keys in the order
+    written."""
 
     type: Literal["header"] = "header"
+    format: object = None  # judgegraph.runs.header.FORMAT
     judgegraph: object = None  # its version
     started_at: object = None
-    metrics: object = None  # [{"name", "options"}]
-    judges: object = None  # [{"name", "settings", "prompts"}]
-    inputs: object = None  # [{"path", "sha256"}]
+    argv: object = None  # redacted
+    config: object = None  # the --config file's data, redacted
+    metrics: object = None  # [{"name", "options"}]: option -> its JSON value (a long string as its hash), redacted
+    metrics_from_inputs: object = None  # the input files' assertions may choose other metrics
+    options: object = None
+    judges: object = None  # [{"name", "settings", "prompts"}]: settings redacted, prompt step -> sha256[:12]
+    inputs: object = None  # [{"path", "sha256"}] per input file, and other sources (an MLflow experiment, an app)
+    rejudged: object = None  # a rejudge's: what was judged again, from which file, by which judge, rubric or prompt
+    watch: object = None  # a watch's own settings (judgegraph watch)
 
     def judge_entries(self) -> list[JudgeEntry]:
         """The judges the header names (entries without a name left out)."""
@@ -167,11 +177,13 @@ class SummaryLine(_Line):
     """The summary a finished run appends (a resumed run appends another: the last one counts)."""
 
     type: Literal["summary"] = "summary"
+    ended_at: object = None
     duration_s: object = None
     conversations: object = None
     usage: object = None  # {"calls", "input_tokens", "output_tokens", ...}
     cost_usd: object = None
     pass_rate: object = None  # {metric: rate}
+    statuses: object = None  # {metric: {status: count}}
 
     def usage_line(self) -> UsageLine | None:
         if isinstance(self.usage, dict) and number(self.usage.get("calls")) is not None:
