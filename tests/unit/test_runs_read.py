@@ -5,11 +5,17 @@ that is not a results file is refused with one message and one exit status by ev
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
+
 from judgegraph.apps.pairwise import read_version
+from judgegraph.data import results
+from judgegraph.judges import resolve_judge
 from judgegraph.outputs.export import load_results
-from judgegraph.runs import ConversationLine, HeaderLine, ResultLine, VerdictLine, read_run
+from judgegraph.runs import ConversationLine, HeaderLine, ResultLine, VerdictLine, header, read_run, record
+from judgegraph.runs.runner import MetricPlan, RunSummary
 from judgegraph.trust.agreement import conversation_lines
 
 
@@ -113,3 +119,35 @@ def test_a_result_field_of_the_wrong_type_is_a_bad_line_naming_the_field(tmp_pat
     run = read_run(path)
     assert list(run.conversations) == ["b"]
     assert run.problems == [f"{path}:1: field 'results.m.passed': Input should be a valid boolean"]
+
+
+#: writing model -> its reading model, and the written fields the reader keeps as extra fields (not typed)
+WRITTEN_AND_READ = [
+    (results.Usage, record.UsageLine, {"estimated"}),
+    (results.JudgeErrorInfo, record.ErrorLine, set()),
+    (results.JudgeAttempt, record.AttemptLine, {"system_fingerprint"}),
+    (results.Vote, record.VoteLine, set()),
+    (results.Review, record.ReviewLine, set()),
+    (results.Verdict, record.VerdictLine, set()),
+    (results.WindowVerdict, record.VerdictLine, {"window"}),
+    (results.MetricResult, record.ResultLine, set()),
+]
+
+
+@pytest.mark.parametrize(("writer", "reader", "extra"), WRITTEN_AND_READ, ids=lambda x: getattr(x, "__name__", ""))
+def test_every_field_a_run_writes_is_one_its_reader_declares(writer, reader, extra):
+    # a results line is declared twice on purpose (a strict writer, a lenient reader: every field optional, kept
+    # in order, extra kept); this keeps the two lists of names from drifting apart
+    written = set(writer.model_fields) | set(writer.model_computed_fields)
+    assert written - set(reader.model_fields) == extra
+    assert not extra & set(reader.model_fields)
+
+
+def test_a_header_and_a_summary_are_written_with_their_reading_models_keys_in_order():
+    plan = MetricPlan(["turn_relevancy"], resolve_judge())
+    started = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    head = header.run_header(plan, inputs=[], argv=["eval"], started_at=started)
+    assert list(head) == [k for k in record.HeaderLine.model_fields if k not in ("rejudged", "watch")]
+    summary = header.run_summary(RunSummary(), started, ended_at=started)
+    assert list(summary) == list(record.SummaryLine.model_fields)
+    assert record.SummaryLine.model_validate(summary).data() == summary
