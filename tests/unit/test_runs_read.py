@@ -13,8 +13,10 @@ import pytest
 from judgegraph.apps.pairwise import read_version
 from judgegraph.data import results
 from judgegraph.judges import resolve_judge
+from judgegraph.loaders import InputError
 from judgegraph.outputs.export import load_results
 from judgegraph.runs import ConversationLine, HeaderLine, ResultLine, VerdictLine, header, read_run, record
+from judgegraph.runs.resultsfile import ResultsWriter
 from judgegraph.runs.runner import MetricPlan, RunSummary
 from judgegraph.trust.agreement import conversation_lines
 
@@ -143,7 +145,7 @@ def test_every_field_a_run_writes_is_one_its_reader_declares(writer, reader, ext
     assert not extra & set(reader.model_fields)
 
 
-def test_a_header_and_a_summary_are_written_with_their_reading_models_keys_in_order():
+def test_a_header_a_summary_and_an_input_error_are_written_with_their_reading_models_keys_in_order(tmp_path):
     plan = MetricPlan(["turn_relevancy"], resolve_judge())
     started = datetime(2026, 1, 1, tzinfo=timezone.utc)
     head = header.run_header(plan, inputs=[], argv=["eval"], started_at=started)
@@ -151,3 +153,9 @@ def test_a_header_and_a_summary_are_written_with_their_reading_models_keys_in_or
     summary = header.run_summary(RunSummary(), started, ended_at=started)
     assert list(summary) == list(record.SummaryLine.model_fields)
     assert record.SummaryLine.model_validate(summary).data() == summary
+    writer = ResultsWriter(tmp_path / "r.jsonl")
+    writer.input_error(InputError("in.jsonl", 3, 2, "turns", "expected a list"))
+    writer.close()
+    line = json.loads((tmp_path / "r.jsonl").read_text(encoding="utf-8"))
+    assert list(line) == list(record.InputErrorLine.model_fields)
+    assert line["error"] == "in.jsonl:3: turns: expected a list" and line["record"] == 2

@@ -195,7 +195,12 @@ class InputErrorLine(_Line):
     """A record of the inputs that could not be read: file, line, record, field, message."""
 
     type: Literal["input_error"] = "input_error"
-    error: object = None  # "FILE:LINE: field 'X': why" (and file, line, record, field, message apart)
+    file: object = None
+    line: object = None
+    record: object = None
+    field: object = None
+    message: object = None
+    error: object = None  # all of them in one text: "FILE:LINE: field 'X': why"
 
 
 class BatchLine(_Line):

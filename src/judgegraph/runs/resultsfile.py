@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .read import parse_line, read_lines
-from .record import HeaderLine, elide_duplicates, filter_transcripts, restore_elided
+from .record import HeaderLine, InputErrorLine, elide_duplicates, filter_transcripts, restore_elided
 
 if TYPE_CHECKING:
     from ..data.results import Usage
@@ -63,8 +63,8 @@ class ResultsWriter:
         self.write(elide_duplicates(filter_transcripts(record, self.transcripts)))
 
     def input_error(self, error: InputError) -> None:
-        record = {"type": "input_error", "file": error.file, "line": error.line, "record": error.record,
-                  "field": error.field, "message": error.message, "error": str(error)}
+        record = InputErrorLine(type="input_error", file=error.file, line=error.line, record=error.record,
+                                field=error.field, message=error.message, error=str(error)).data()
         if input_error_key(record) not in self._skip:  # already in the resumed file
             self.write(record)
 
