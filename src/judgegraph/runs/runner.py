@@ -99,7 +99,6 @@ class RunSummary:
     input_error_count: int = 0
     conversations: int = 0
     resumed: int = 0  # of ``conversations``: already complete in the results file
-    statuses: Counter[str] = field(default_factory=Counter)
     by_metric: dict[str, Counter[str]] = field(default_factory=dict)  # statuses per result key
     judge_errors: int = 0
     failed_runs: int = 0
@@ -117,7 +116,6 @@ class RunSummary:
         self.resumed += resumed
         self.failed_runs += bool(outcome.error)
         for key, r in outcome.results.items():
-            self.statuses[r.status] += 1
             self.by_metric.setdefault(key, Counter())[r.status] += 1
             self.judge_errors += len(r.errors)
             self.usage = self.usage + r.usage
@@ -160,11 +158,12 @@ class RunSummary:
         return None if self.prices is None else self.prices.cost(self.usage)
 
     def count(self, status: str) -> int:
-        return self.statuses[status]
+        """Results of every metric with ``status``."""
+        return sum(counts[status] for counts in self.by_metric.values())
 
     @property
     def result_count(self) -> int:
-        return sum(self.statuses.values())
+        return sum(sum(counts.values()) for counts in self.by_metric.values())
 
     @property
     def complete(self) -> bool:
