@@ -33,9 +33,9 @@ RECORD_TYPES: tuple[str, ...] = get_args(RecordType)
 #: a metric result's statuses
 STATUSES = frozenset(get_args(Status))
 #: the statuses a pass rate counts (``not_applicable`` is not judged)
-JUDGED = frozenset({"passed", "failed", "error"})
+JUDGED = STATUSES - {"not_applicable"}
 #: the statuses that make a result one to look at first
-FAILING = frozenset({"failed", "error"})
+FAILING = JUDGED - {"passed"}
 
 
 class _Line(BaseModel):
