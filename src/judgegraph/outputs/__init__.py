@@ -18,9 +18,10 @@ def templates() -> Environment:
     from jinja2 import Environment, PackageLoader
 
     from .compare import differs_in
+    from .drawing import num
     from .tables import STATUS_LABEL, cost, duration, histogram_svg, score
 
     env = Environment(loader=PackageLoader(__name__, "assets"), autoescape=True, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(score=score, duration=duration, cost=cost)
+    env.filters.update(score=score, duration=duration, cost=cost, num=num)
     env.globals.update(histogram=histogram_svg, differs_in=differs_in, STATUS_LABEL=STATUS_LABEL)
     return env
