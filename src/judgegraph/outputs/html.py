@@ -306,10 +306,11 @@ def render_report(data: ReportData, comparison: Comparison, *, svgs: Sequence[st
     """The HTML page for ``data`` (see :func:`report_data`) of the runs ``comparison`` matched, ``svgs`` drawn in it.
     The tables are written here too (``assets/report.html``), so the page reads with JavaScript off."""
     metrics = comparison.metrics
+    short = abbreviations(metrics, columns=len(metrics) * len(comparison.runs))
     return templates().get_template("report.html").render(
-        data=data, comparison=comparison, runs=comparison.runs, metrics=metrics, compare=data["compare"],
-        short=abbreviations(metrics, columns=len(metrics) * len(comparison.runs)), svgs=svgs, title=title,
-        css=_asset("report.css"), js=_asset("report.js"), json=_json_for_script(data))
+        data=data, comparison=comparison, runs=comparison.runs, metrics=metrics, compare=data["compare"], short=short,
+        key={m: a for m, a in short.items() if a != m}, svgs=svgs, title=title, css=_asset("report.css"),
+        js=_asset("report.js"), json=_json_for_script(data))
 
 
 def report_html(runs: Sequence[RunFile], *, inputs: Sequence[str | Path] = (),
