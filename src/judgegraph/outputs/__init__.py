@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 @cache
 def templates() -> Environment:
     """The Jinja templates of ``assets/``, loaded on first use, with autoescape on: every value is data, never
-    markup (what Python already wrote as markup is passed as ``Markup``)."""
+    markup or template text (what Python writes as markup itself, the page's JSON, CSS, script and SVG pictures, is
+    marked ``|safe`` where the template puts it)."""
     from jinja2 import Environment, PackageLoader
 
     from .compare import differs_in

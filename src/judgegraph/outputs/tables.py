@@ -65,6 +65,7 @@ def abbreviations(metrics: Sequence[str], *, columns: int) -> dict[str, str]:
 
 
 def duration(seconds: float) -> str:
+    """A run's duration as a person reads it: seconds below two minutes, then minutes, then hours."""
     if seconds < 120:
         return f"{seconds:.1f} s"
     minutes, s = divmod(int(round(seconds)), 60)
