@@ -12,7 +12,7 @@ import pytest
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
-ASSETS = ("report.html", "report.css", "report.js")
+ASSETS = ("report.html", "tables.html", "agreement.html", "graph.svg", "report.css", "report.js")
 
 
 @pytest.fixture(scope="module")

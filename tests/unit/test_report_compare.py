@@ -151,7 +151,7 @@ def test_the_comparison_page_keeps_hostile_content_as_data(tmp_path):
     # the id with quotes and markup: an attribute value and a text, read back exactly
     rows = [a for t, a in page.tags if t == "tr" and "row" in (a.get("class") or "")]
     assert QUOTED_ID in [a["data-id"] for a in rows]
-    assert html.count(QUOTED_ID) == 0 and "conv &quot;quoted&quot; &#x27;it&#x27; &lt;b&gt;" in html
+    assert html.count(QUOTED_ID) == 0 and "conv &#34;quoted&#34; &#39;it&#39; &lt;b&gt;" in html
     assert not re.search(r"\.innerHTML|outerHTML|insertAdjacentHTML|document\.write", html)
 
 
@@ -261,5 +261,5 @@ def test_a_jury_and_an_offline_run_read_in_human_words_everywhere_a_person_reads
     assert main(["report", str(out), "-o", str(page)]) in (0, 1)
     text = page.read_text()
     assert "no cost (offline judge)" in text and "offline all-MiniLM-L6-v2, asked 3 times (majority, quorum 2)" in text
-    for raw in ("cache=True", "jurors=", "{&#x27;", "{'", "repeat="):
+    for raw in ("cache=True", "jurors=", "{&#39;", "{'", "repeat="):
         assert raw not in text

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, TypeAlias, Union, cast
-from xml.sax.saxutils import escape, quoteattr
 
 __all__ = ["Drawable", "PngUnavailable", "draw_png", "draw_svg", "graph_layout"]
 
@@ -30,12 +29,6 @@ PAD_X = 14
 CLUSTER_PAD = 16
 CLUSTER_LABEL = 18
 MARGIN = 16
-
-# the shapes and colours, matching the Mermaid drawing's palette
-NODE_FILL = "#f2f0ff"
-END_FILL = "#bfb6fc"
-STROKE = "#4b3f99"
-CLUSTER_FILLS = ("#fbfaf3", "#f3f8fb", "#f7f3fb")
 
 
 class PngUnavailable(RuntimeError):
@@ -199,57 +192,19 @@ def _dist(a: tuple[float, float], b: tuple[float, float]) -> float:
     return (a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2
 
 
-def _f(v: float) -> str:
+def num(v: float) -> str:
+    """A coordinate as the SVG writes it: one decimal at most."""
     return f"{v:.1f}".rstrip("0").rstrip(".")
 
 
 def draw_svg(graph: Drawable, *, title: str | None = None, id_prefix: str = "jg") -> str:
     """An SVG document of ``graph``: a labelled box per node, an arrow per edge (dashed when conditional), a
-    labelled frame per subgraph."""
-    lay = graph_layout(graph)
+    labelled frame per subgraph (``assets/graph.svg``)."""
+    from . import templates
+
     name = title if title is not None else str(getattr(graph, "name", "") or "graph")
-    marker = f"{id_prefix}-arrow"
-    parts = [
-        (f'<svg xmlns="http://www.w3.org/2000/svg" class="judgegraph-graph" width="{_f(lay.width)}" '
-         f'height="{_f(lay.height)}" viewBox="0 0 {_f(lay.width)} {_f(lay.height)}" role="img" '
-         f'aria-label={quoteattr(name)} font-family="DejaVu Sans, Liberation Sans, Arial, sans-serif" '
-         f'font-size="{FONT_SIZE}">'),
-        f"<title>{escape(name)}</title>",
-        (f'<defs><marker id="{marker}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" '
-         f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{STROKE}"/></marker></defs>'),
-        '<rect width="100%" height="100%" fill="#ffffff"/>',
-    ]
-    for gr in lay.groups:
-        label = gr.name.rsplit(":", 1)[-1]
-        parts.append(
-            f'<g class="cluster" data-name={quoteattr(gr.name)}>'
-            f'<rect x="{_f(gr.x0)}" y="{_f(gr.y0)}" width="{_f(gr.x1 - gr.x0)}" height="{_f(gr.y1 - gr.y0)}" rx="6" '
-            f'fill="{CLUSTER_FILLS[gr.depth % len(CLUSTER_FILLS)]}" stroke="#9a93c9" stroke-width="1"/>'
-            f'<text x="{_f(gr.x0 + 8)}" y="{_f(gr.y0 + 15)}" font-weight="bold" fill="#333">{escape(label)}</text></g>'
-        )
-    for ln in lay.lines:
-        d = "M" + " L".join(f"{_f(x)},{_f(y)}" for x, y in ln.points)
-        dash = ' stroke-dasharray="5,4"' if ln.conditional else ""
-        parts.append(
-            f'<g class="edge" data-source={quoteattr(ln.source)} data-target={quoteattr(ln.target)}>'
-            f'<path d="{d}" fill="none" stroke="{STROKE}" stroke-width="1.3"{dash} marker-end="url(#{marker})"/>'
-        )
-        if ln.label:
-            mx, my = ln.points[len(ln.points) // 2]
-            parts.append(f'<text x="{_f(mx + 4)}" y="{_f(my)}" font-size="11" fill="#555">{escape(ln.label)}</text>')
-        parts.append("</g>")
-    for b in lay.boxes:
-        rx = b.h / 2 if b.terminal else 5
-        fill = END_FILL if b.id == "__end__" else ("#ffffff" if b.terminal else NODE_FILL)
-        parts.append(
-            f'<g class="node" data-id={quoteattr(b.id)}>'
-            f'<rect x="{_f(b.x - b.w / 2)}" y="{_f(b.y - b.h / 2)}" width="{_f(b.w)}" height="{_f(b.h)}" rx="{_f(rx)}" '
-            f'fill="{fill}" stroke="{STROKE}" stroke-width="1.2"/>'
-            f'<text x="{_f(b.x)}" y="{_f(b.y + FONT_SIZE * 0.35)}" text-anchor="middle" fill="#111">'
-            f"{escape(b.label)}</text></g>"
-        )
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
+    return templates().get_template("graph.svg").render(lay=graph_layout(graph), name=name, marker=f"{id_prefix}-arrow",
+                                                        font_size=FONT_SIZE) + "\n"
 
 
 def draw_png(graph_or_svg: Drawable | str, *, scale: float = 2.0) -> bytes:

@@ -11,7 +11,6 @@ value with ``textContent``.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
@@ -25,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import NotRequired, TypedDict
 
 from ..runs import ConversationLine, RunFile, read_run
-from .tables import MetricSummary, StatusCounts, abbreviations, legend, matrix, runs_table, summary_table
+from . import templates
+from .tables import MetricSummary, StatusCounts, abbreviations
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -301,60 +301,16 @@ def _default_report_graph(metrics: list[str], *, llm: bool) -> CompiledStateGrap
         return f"no graph: {exc}"
 
 
-_PLACEHOLDER = re.compile(r"\{\{(TITLE|META|CSS|JS|DATA|GRAPHS|RUNS|SUMMARY|PROBLEMS|INPUT_ERRORS|FILTERS|LEGEND|MATRIX|KEY)\}\}")
-
-
-def _totals_text(t: Totals) -> str:
-    return (f"{t['conversations']} conversations, {t['results']} results: {t['passed']} passed, {t['failed']} failed, "
-            f"{t['error']} errors, {t['not_applicable']} n/a; {t['judge_errors']} judge errors, {t['run_errors']} "
-            f"failed runs, {t['input_errors']} input errors"
-            + (f", {t['unreadable_lines']} unreadable results lines" if t["unreadable_lines"] else "") + ".")
-
-
-def _tables(data: ReportData, comparison: Comparison) -> dict[str, str]:
-    """The parts of the page Python writes (escaped), so it reads with JavaScript off."""
-    runs, metrics, compare = comparison.runs, comparison.metrics, data["compare"]
-    short = abbreviations(metrics, columns=len(metrics) * len(runs))
-    key = [f"<dt>{escape(a)}</dt><dd>{escape(m)}</dd>" for m, a in short.items() if a != m]
-    totals = [(f"run {r['label']}: " if compare else "") + _totals_text(r["totals"]) for r in data["runs"]]
-    meta = ("results: " + ", ".join(f"{r.label} = {r.path}" if compare else r.path for r in runs)
-            + (" · input: " + ", ".join(data["inputs"]) if data["inputs"] else "") + " · generated " + data["generated"])
-    differs = sum(1 for c in data["conversations"] if c["differs"])
-    filters = (f'<label><input type="checkbox" id="filter-differs"> only differences ({differs})</label>'
-               if compare else "")
-    return {
-        "META": escape(meta),
-        "RUNS": runs_table(runs, metrics),
-        "SUMMARY": (f'<p id="totals">{"<br>".join(escape(t) for t in totals)}</p>'
-                    + summary_table(runs, [r["summary"] for r in data["runs"]], metrics)),
-        "PROBLEMS": ('<ul class="problems">' + "".join(f'<li class="judge-error">{escape(p)}</li>'
-                                                        for p in data["problems"]) + "</ul>") if data["problems"] else "",
-        "INPUT_ERRORS": "".join(
-            "<tr>" + "".join(f"<td>{escape(str(e.get(k) if e.get(k) is not None else ''))}</td>"
-                             for k in ("file", "line", "record", "field")) + f"<td>{escape(str(e.get('message') or e.get('error') or ''))}"
-            + (f' <span class="muted">(run {escape(", ".join(e["runs"]))})</span>' if e.get("runs") else "") + "</td></tr>"
-            for e in data["input_errors"]),
-        "FILTERS": filters,
-        "LEGEND": legend(compare),
-        "MATRIX": matrix(comparison, short),
-        "KEY": f'<dl class="key">{"".join(key)}</dl>' if key else "",
-    }
-
-
 def render_report(data: ReportData, comparison: Comparison, *, svgs: Sequence[str] = (),
                   title: str = "judgegraph report") -> str:
-    """The HTML page for ``data`` (see :func:`report_data`) of the runs ``comparison`` matched, ``svgs`` drawn in it."""
-    parts = {
-        "TITLE": escape(title),
-        "CSS": _asset("report.css"),
-        "JS": _asset("report.js"),
-        "DATA": _json_for_script(data),
-        "GRAPHS": "\n".join(svgs) if svgs else '<p class="muted">no graph</p>',
-        **_tables(data, comparison),
-    }
-    html = _PLACEHOLDER.sub(lambda m: parts[m.group(1)], _asset("report.html"))  # one pass: no value is re-read
-    return html.replace("<section id=\"input-errors\" hidden>", "<section id=\"input-errors\">", 1) \
-        if data["input_errors"] else html
+    """The HTML page for ``data`` (see :func:`report_data`) of the runs ``comparison`` matched, ``svgs`` drawn in it.
+    The tables are written here too (``assets/report.html``), so the page reads with JavaScript off."""
+    metrics = comparison.metrics
+    short = abbreviations(metrics, columns=len(metrics) * len(comparison.runs))
+    return templates().get_template("report.html").render(
+        data=data, comparison=comparison, runs=comparison.runs, metrics=metrics, compare=data["compare"], short=short,
+        key={m: a for m, a in short.items() if a != m}, svgs=svgs, title=title, css=_asset("report.css"),
+        js=_asset("report.js"), json=_json_for_script(data))
 
 
 def report_html(runs: Sequence[RunFile], *, inputs: Sequence[str | Path] = (),
