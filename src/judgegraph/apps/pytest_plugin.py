@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 import pytest
 
@@ -78,11 +78,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     tally = config.stash.get(_KEY, None)
     if not tally or not tally.conversations:
         return
+    from ..data.results import Status  # here: the plugin loads in every pytest run, pydantic only when it reports
+
     tr = terminalreporter
     tr.write_sep("=", "judgegraph")
     tr.write_line(f"{tally.conversations} conversation(s) judged; {tally.judge_errors} judge error(s); "
                   f"{tally.calls} judge call(s), {tally.tokens} tokens")
     for key, counts in sorted(tally.metrics.items()):
-        parts = ", ".join(f"{counts[s]} {s.replace('_', ' ')}" for s in ("passed", "failed", "error", "not_applicable")
-                          if counts[s])
+        parts = ", ".join(f"{counts[s]} {s.replace('_', ' ')}" for s in get_args(Status) if counts[s])
         tr.write_line(f"  {key}: {parts}")

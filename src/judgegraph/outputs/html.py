@@ -19,10 +19,11 @@ from datetime import datetime, timezone
 from html import escape
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from typing_extensions import NotRequired, TypedDict
 
+from ..data.results import Status
 from ..runs import ConversationLine, RunFile, read_run
 from . import templates
 from .tables import MetricSummary, StatusCounts, abbreviations
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ReportFile", "recorded_turns", "render_report", "report_data", "report_html", "write_report"]
 
-STATUSES = ("passed", "failed", "error", "not_applicable")
+STATUSES: tuple[str, ...] = get_args(Status)
 BINS = 10
 TurnText = dict[str, str]  # {"role", "content"}
 
