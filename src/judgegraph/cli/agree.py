@@ -31,7 +31,7 @@ def register(sub: Subparsers) -> None:
                         "repeatable")
     p.add_argument("--no-reviews", dest="reviews", action="store_false",
                    help="ignore the review decisions stored in RESULTS")
-    p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="NAME", help="only this metric (repeatable)")
+    common.add_shared(p, "--metric")
     p.add_argument("--min-kappa", type=float, metavar="X",
                    help="exit 1 when a metric's kappa (weighted kappa for ordinal labels, Spearman for numbers) is "
                         "below X or undefined")

@@ -62,12 +62,11 @@ def register(sub: Subparsers) -> None:
                      help="characters of one example's conversation text at most (default 800)")
     llm.add_argument("--max-guidelines", type=int, default=8, metavar="N", help="guidelines at most (default 8)")
     llm.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once (default 16)")
-    llm.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    common.add_shared(llm, "--json")
     llm.add_argument("--no-cache", action="store_true", help="no judge cache: every judgement is asked "
                      "(default: answers at temperature 0 are kept on disk, so aligning again is cheaper)")
     common.add_metric_options(llm, scored=False, role="role-adherence: the chatbot's role")
-    llm.add_argument("--embeddings", help="response-relevancy: embeddings model, e.g. openai:text-embedding-3-small "
-                     "(default: the offline all-MiniLM-L6-v2); served at --base-url when given")
+    common.add_shared(llm, "--embeddings")
     p.set_defaults(run=run)
 
 

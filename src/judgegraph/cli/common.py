@@ -118,14 +118,42 @@ def add_metric_options(p: argparse._ActionsContainer, *, role: str, guideline: s
                         "conversation's metadata.reference_topics)")
 
 
-def add_report_options(p: argparse.ArgumentParser, *, bootstrap: str = "bootstrap resamples",
-                       json_help: str | None = "print the report as JSON on stdout") -> None:
-    """``--bootstrap`` (``bootstrap``: its help; checked by :func:`check_numbers`), ``--seed`` and, when ``json_help``
-    (its help) is given, ``--json``: the options of a command that prints a report with bootstrap intervals."""
+#: The flags that mean the same in every command that has them, declared once (:func:`add_shared`). A flag whose
+#: name means another thing in another command (``--seed``, ``--concurrency`` of simulate...) is declared there.
+SHARED: dict[str, dict[str, Any]] = {
+    "--metric": dict(action="append", dest="metrics", metavar="NAME", help="only this metric (repeatable)"),
+    "--json": dict(action="store_true", help="print the report as JSON on stdout"),
+    "--quiet": dict(action="store_true", help="no table, only the summary line"),
+    "--junit": dict(metavar="FILE", help="also write JUnit XML: a test case per conversation × metric"),
+    "--cache": dict(metavar="PATH", help="the persistent judge cache file (SQLite; default: "
+                    "$JUDGEGRAPH_CACHE_DIR/judge-cache.sqlite, used when the judge runs at temperature 0)"),
+    "--no-cache": dict(action="store_true", help="no judge cache at all: every judgement is asked"),
+    "--price-in": dict(type=float, metavar="USD", help="judge input price, dollars per million tokens"),
+    "--price-out": dict(type=float, metavar="USD", help="judge output price, dollars per million tokens"),
+    "--prices": dict(metavar="FILE", help="a price table (JSON or YAML) overriding the built-in one "
+                     "(default: $JUDGEGRAPH_PRICES); docs/cost_cache.md"),
+    "--transcripts": dict(choices=["full", "errors", "none"], default="full", help="what the results keep of each "
+                          "verdict's judge calls (default full; 'judgegraph show' reads them)"),
+    "--embeddings": dict(help="response-relevancy: embeddings model, e.g. openai:text-embedding-3-small "
+                         "(default: the offline all-MiniLM-L6-v2); served at --base-url when given"),
+    "--mlflow-uri": dict(metavar="URI", help="MLflow tracking URI, e.g. http://127.0.0.1:5000"),
+}
+SHORT = {"--metric": "-m", "--quiet": "-q"}
+
+
+def add_shared(p: argparse._ActionsContainer, *flags: str, **change: Any) -> None:
+    """Add these :data:`SHARED` flags to ``p`` (a parser or a group), each with ``change`` (a metavar...) applied."""
+    for flag in flags:
+        p.add_argument(*filter(None, (SHORT.get(flag), flag)), **{**SHARED[flag], **change})
+
+
+def add_report_options(p: argparse.ArgumentParser, *, bootstrap: str = "bootstrap resamples", json_flag: bool = True) -> None:
+    """``--bootstrap`` (``bootstrap``: its help; checked by :func:`check_numbers`), ``--seed`` and, when ``json_flag``,
+    ``--json``: the options of a command that prints a report with bootstrap intervals."""
     p.add_argument("--bootstrap", type=int, default=1000, metavar="B", help=f"{bootstrap} (default %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
-    if json_help is not None:
-        p.add_argument("--json", action="store_true", help=json_help)
+    if json_flag:
+        add_shared(p, "--json")
 
 
 def json_text(data: object) -> str:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def register(sub: Subparsers) -> None:
     p = common.add_results_command(sub, run, old="results of the old version (judgegraph eval --out)", new="results of the new version")
     p.set_defaults(checks=(_bad_numbers,))
-    p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="NAME", help="only this metric (repeatable)")
+    common.add_shared(p, "--metric")
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any result regressed (CI gate)")
     p.add_argument("--max-regressions", type=int, metavar="N",
                    help="exit 1 when more than N results regressed (implies the gate)")
@@ -34,7 +34,7 @@ def register(sub: Subparsers) -> None:
     out.add_argument("--markdown", action="store_true", help="print the diff as Markdown (a pull-request comment)")
     p.add_argument("--max-rows", type=int, default=50, metavar="N",
                    help="changed results and verdicts listed per table (default %(default)s; --json lists all)")
-    common.add_report_options(p, bootstrap="paired bootstrap resamples", json_help=None)
+    common.add_report_options(p, bootstrap="paired bootstrap resamples", json_flag=False)
 
 
 def _bad_numbers(args: argparse.Namespace) -> str | None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 def register(sub: Subparsers) -> None:
     p = add_results_command(sub, run, results="results JSONL (judgegraph eval --out)")
     p.set_defaults(checks=(common.check_numbers,))
-    p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC", help="only this metric (repeatable)")
+    common.add_shared(p, "--metric", metavar="METRIC")
     p.add_argument("--input", action="append", dest="inputs", default=[], metavar="FILE",
                    help="the conversations the results were judged from (repeatable): the score of each repeat is "
                         "then computed by the metric's own rule; without, only where every repeat answered alike")
