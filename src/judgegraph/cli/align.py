@@ -214,18 +214,14 @@ def _run_llm(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK
 
 
-def _fmt(value: object) -> str:
-    return "—" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
 def _print(report: AlignmentReport, out: Console) -> None:
     held = report.held_out
     table = common.table("judge", "n", "% agreement", "kappa", "judge errors", left=("judge",),
                          title=f"{report.metric}: agreement with {held['labels']} held-out labels "
                                f"({held['conversations']} conversations)")
     for name, fig in (("plain " + report.judge.inner.name, held["before"]), ("aligned " + report.judge.name, held["after"])):
-        pct = None if fig["agreement"] is None else f"{100 * fig['agreement']:.1f}%"
-        table.add_row(markup_safe(name), str(fig["n"]), pct or "—", _fmt(fig["kappa"]), str(fig["judge_errors"]))
+        table.add_row(markup_safe(name), str(fig["n"]), common.score_text(fig["agreement"], ".1%"),
+                      common.score_text(fig["kappa"], ".3f"), str(fig["judge_errors"]))
     out.print(table)
     train = report.train
     out.print(f"train: {train['labels']} labels on {train['conversations']} conversations, "

@@ -4,9 +4,11 @@ common (``add_*``, checked once by :func:`check_numbers`), and option readers.""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import re
+import signal
 import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -330,8 +332,6 @@ def out_refused(args: argparse.Namespace) -> str | None:
 def lock_out(args: argparse.Namespace) -> tuple[AbstractContextManager[object], str | None]:
     """``--out`` locked, its folder made: (the lock, to hold in a ``with`` for the whole run, None), or (a lock that
     holds nothing, why) when another run holds it or it cannot be locked; a dry run writes nothing: no lock."""
-    from contextlib import nullcontext
-
     from ..runs.resultsfile import ResultsFileError, lock_results
 
     why = None
@@ -343,7 +343,7 @@ def lock_out(args: argparse.Namespace) -> tuple[AbstractContextManager[object], 
         why = str(exc)
     except OSError as exc:
         why = f"cannot lock --out {args.out}: {exc.strerror or exc}"
-    return nullcontext(), why
+    return contextlib.nullcontext(), why
 
 
 def consoles() -> tuple[Console, Console]:
@@ -369,9 +369,9 @@ def table(*columns: str, left: Collection[str] = (), fold: bool = False, wide: C
     return drawn
 
 
-def score_text(score: float | None) -> str:
-    """A score as a table shows it."""
-    return "—" if score is None else f"{score:.2f}"
+def score_text(score: float | None, spec: str = ".2f") -> str:
+    """A score or another figure as a table shows it (``spec``: its format), ``—`` when there is none."""
+    return "—" if score is None else format(score, spec)
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
@@ -384,10 +384,10 @@ def read_guidelines(values: list[str] | None, flag: str = "--guideline") -> list
     each value, or for ``@FILE`` the file's non-blank lines, stripped."""
     out: list[str] = []
     for value in values or ():
-        if not value.startswith("@"):
+        if value.startswith("@"):
+            out.extend(line.strip() for line in read_text_option(flag, value[1:]).splitlines() if line.strip())
+        else:
             out.append(value)
-            continue
-        out.extend(line.strip() for line in read_text_option(flag, value[1:]).splitlines() if line.strip())
     return out
 
 
@@ -436,8 +436,6 @@ def stop_on_signals(stop: asyncio.Event, err: Console, stopped_by: list[int], st
     in ``stopped_by`` and says it is ``stopping`` on ``err``; the same signal again ends the process at once (a
     second Ctrl-C raises KeyboardInterrupt, a second SIGTERM its default action). Outside the main thread: no signals."""
     import asyncio
-    import contextlib
-    import signal
 
     loop = asyncio.get_running_loop()
 

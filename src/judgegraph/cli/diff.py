@@ -103,10 +103,6 @@ def status_of(diff: RunDiff, args: argparse.Namespace, err: Console, conversatio
     return EXIT_OK
 
 
-def _rate(rate: float | None) -> str:
-    return "—" if rate is None else f"{rate:.1%}"
-
-
 def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
     """The diff as terminal tables: how the judging differs, a summary per metric, the changed results, and
     each changed verdict with both judges' reasons."""
@@ -144,9 +140,9 @@ def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
         c = m.counts
         other = sum(c[k] for k in ("recovered", "now_not_applicable", "was_not_applicable", "new", "missing"))
         test = "—" if m.mcnemar.method == "none" else f"{m.mcnemar.p_value:.3g} ({m.mcnemar.method})"
-        table.add_row(Text(safe(m.metric)), f"{_rate(m.old.rate)} → {_rate(m.new.rate)}", str(c["regressed"]),
-                      str(c["fixed"]), str(c["unchanged"]), str(c["errored"] + c["still_error"]), str(other), test,
-                      mean_text(m.scores))
+        rates = " → ".join(common.score_text(side.rate, ".1%") for side in (m.old, m.new))
+        table.add_row(Text(safe(m.metric)), rates, str(c["regressed"]), str(c["fixed"]), str(c["unchanged"]),
+                      str(c["errored"] + c["still_error"]), str(other), test, mean_text(m.scores))
     out.print(table)
     changed = [p for p in diff.changed() if p.kind != "unchanged"]
     if changed:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
+import os
 import signal
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from . import common
@@ -160,8 +163,6 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
 def _unusable_inputs(files: list[str]) -> list[str]:
     """Input files that cannot be judged at all, each named: a path that is not there, or a judgegraph results
     file (:func:`judgegraph.runs.is_results_file`), which holds verdicts, not conversations."""
-    from pathlib import Path
-
     from ..runs import is_results_file
 
     problems = []
@@ -178,8 +179,6 @@ def _unusable_inputs(files: list[str]) -> list[str]:
 def _out_error(args: argparse.Namespace) -> str | None:
     """``--out`` checked before any work: not an input, not a directory, and not
     a results file that would be lost (unless --resume / --overwrite)."""
-    from pathlib import Path
-
     from ..runs.resultsfile import ResultsFileError, check_out_path
 
     try:  # a dry run writes nothing
@@ -329,8 +328,6 @@ def _say_judge(args: argparse.Namespace, judge: Judge, err: Console) -> None:
 def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | InputError], list[LoadedConversation]]:
     """The stream of conversations (files read as judged, then MLflow sessions, then LangGraph threads) and the
     MLflow sessions (kept for --log-assessments)."""
-    import itertools
-
     from ..runs.runner import iter_inputs
 
     seen: set[str] = set()
@@ -405,8 +402,6 @@ async def _judge_nothing(item: LoadedConversation) -> ConversationOutcome:
 
 def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, settings: dict[str, Any], out: Console,
          err: Console) -> int:
-    import os
-
     from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.text import Text
 
