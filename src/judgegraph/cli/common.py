@@ -127,8 +127,8 @@ SHARED: dict[str, dict[str, Any]] = {
     "--json": dict(action="store_true", help="print the report as JSON on stdout"),
     "--quiet": dict(action="store_true", help="no table, only the summary line"),
     "--junit": dict(metavar="FILE", help="also write JUnit XML: a test case per conversation × metric"),
-    "--cache": dict(metavar="PATH", help="the persistent judge cache file (SQLite; default: "
-                    "$JUDGEGRAPH_CACHE_DIR/judge-cache.sqlite, used when the judge runs at temperature 0)"),
+    "--cache": dict(metavar="PATH", help="the persistent judge cache file (SQLite; default: $JUDGEGRAPH_JUDGE_CACHE, "
+                    "else $JUDGEGRAPH_CACHE_DIR/judge-cache.sqlite; used when the judge runs at temperature 0)"),
     "--no-cache": dict(action="store_true", help="no judge cache at all: every judgement is asked"),
     "--price-in": dict(type=float, metavar="USD", help="judge input price, dollars per million tokens"),
     "--price-out": dict(type=float, metavar="USD", help="judge output price, dollars per million tokens"),
