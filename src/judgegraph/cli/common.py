@@ -110,8 +110,7 @@ def add_metric_options(p: argparse._ActionsContainer, *, role: str, guideline: s
         p.add_argument("--window-size", type=int, help="exchanges per sliding window (--option window_size=)")
         p.add_argument("--min-judged", type=float, metavar="FRACTION", help="a result whose verdicts were judged "
                        "less than this share of the time (the rest judge errors) is an error, not a score (0..1)")
-    p.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
-                   help=guideline or "conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
+    add_shared(p, "--guideline", help=guideline or SHARED["--guideline"]["help"])
     p.add_argument("--role", help=role)
     p.add_argument("--trajectory", help="tool-correctness: how expected_tools is matched (--option trajectory=; docs/agents.md)")
     p.add_argument("--tool-arguments", dest="arguments", help="tool-correctness: how arguments are compared (--option arguments=)")
@@ -139,6 +138,8 @@ SHARED: dict[str, dict[str, Any]] = {
     "--embeddings": dict(help="response-relevancy: embeddings model, e.g. openai:text-embedding-3-small "
                          "(default: the offline all-MiniLM-L6-v2); served at --base-url when given"),
     "--mlflow-uri": dict(metavar="URI", help="MLflow tracking URI, e.g. http://127.0.0.1:5000"),
+    "--guideline": dict(action="append", dest="guidelines", metavar="TEXT",
+                        help="conversational-guidelines: a guideline, repeatable; @FILE reads one per line"),
 }
 SHORT = {"--metric": "-m", "--quiet": "-q"}
 
