@@ -26,9 +26,7 @@ if TYPE_CHECKING:
 def register(sub: Subparsers) -> None:
     p = add_results_command(sub, run, results="results JSONL (judgegraph eval --out)")
     p.set_defaults(checks=(common.check_numbers,))
-    p.add_argument("--labels", action="append", default=[], metavar="FILE",
-                   help="people's labels (labels JSONL, MLflow traces/assessments JSON, LangSmith feedback JSON); "
-                        "repeatable")
+    common.add_shared(p, "--labels")
     p.add_argument("--no-reviews", dest="reviews", action="store_false",
                    help="ignore the review decisions stored in RESULTS")
     common.add_shared(p, "--metric")

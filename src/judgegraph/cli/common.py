@@ -138,6 +138,10 @@ SHARED: dict[str, dict[str, Any]] = {
     "--embeddings": dict(help="response-relevancy: embeddings model, e.g. openai:text-embedding-3-small "
                          "(default: the offline all-MiniLM-L6-v2); served at --base-url when given"),
     "--mlflow-uri": dict(metavar="URI", help="MLflow tracking URI, e.g. http://127.0.0.1:5000"),
+    "--input": dict(action="append", dest="inputs", default=[], metavar="FILE",
+                    help="the conversations the results were judged from (repeatable)"),
+    "--labels": dict(action="append", default=[], metavar="FILE", help="people's labels (labels JSONL, MLflow "
+                     "traces/assessments JSON, LangSmith feedback JSON); repeatable"),
     "--guideline": dict(action="append", dest="guidelines", metavar="TEXT",
                         help="conversational-guidelines: a guideline, repeatable; @FILE reads one per line"),
 }

@@ -30,9 +30,8 @@ def register(sub: Subparsers) -> None:
     p = add_results_command(sub, run, results="results JSONL (judgegraph eval --out)")
     p.set_defaults(checks=(common.check_numbers,))
     common.add_shared(p, "--metric", metavar="METRIC")
-    p.add_argument("--input", action="append", dest="inputs", default=[], metavar="FILE",
-                   help="the conversations the results were judged from (repeatable): the score of each repeat is "
-                        "then computed by the metric's own rule; without, only where every repeat answered alike")
+    common.add_shared(p, "--input", help="the conversations the results were judged from (repeatable): the score of "
+                      "each repeat is then computed by the metric's own rule; without, only where every repeat answered alike")
     common.add_metric_options(p, scored=False, role="role-adherence: the role the results were judged with, if given",
                               guideline="conversational-guidelines: the guidelines the results were judged with"
                                         " (results do not record them), repeatable; @FILE reads one per line")
