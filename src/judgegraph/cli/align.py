@@ -61,7 +61,7 @@ def register(sub: Subparsers) -> None:
     llm.add_argument("--max-example-chars", type=int, default=800, metavar="N",
                      help="characters of one example's conversation text at most (default 800)")
     llm.add_argument("--max-guidelines", type=int, default=8, metavar="N", help="guidelines at most (default 8)")
-    llm.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once (default 16)")
+    common.add_shared(llm, "--concurrency")
     common.add_shared(llm, "--json")
     llm.add_argument("--no-cache", action="store_true", help="no judge cache: every judgement is asked "
                      "(default: answers at temperature 0 are kept on disk, so aligning again is cheaper)")

@@ -81,7 +81,7 @@ def add_judge_options(p: argparse.ArgumentParser, *, model: str, base_url: str, 
     p.add_argument("--base-url", help=f"{base_url}; for a model of another built-in provider, that provider's server"
                    " (docs/providers.md)")
     if concurrency is not None:
-        p.add_argument("--concurrency", type=int, default=16, help=f"{concurrency} (default %(default)s)")
+        add_shared(p, "--concurrency", help=f"{concurrency} (default %(default)s)")
         p.add_argument("--max-tries", type=int, default=3,
                        help="asks per judgement when the model's output is invalid (default %(default)s)")
         from ..data.aggregates import AGGREGATES
@@ -123,6 +123,7 @@ def add_metric_options(p: argparse._ActionsContainer, *, role: str, guideline: s
 #: name means another thing in another command (``--seed``, ``--concurrency`` of simulate...) is declared there.
 SHARED: dict[str, dict[str, Any]] = {
     "--metric": dict(action="append", dest="metrics", metavar="NAME", help="only this metric (repeatable)"),
+    "--concurrency": dict(type=int, default=16, help="judge calls in flight at once (default %(default)s)"),
     "--json": dict(action="store_true", help="print the report as JSON on stdout"),
     "--quiet": dict(action="store_true", help="no table, only the summary line"),
     "--junit": dict(metavar="FILE", help="also write JUnit XML: a test case per conversation × metric"),
