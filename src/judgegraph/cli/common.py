@@ -1,10 +1,11 @@
-"""What several subcommands share: exit statuses, the options ``eval``, ``simulate`` and ``rejudge`` have in
-common (``add_*``, checked once by :func:`check_numbers`), and option readers."""
+"""What several subcommands share: exit statuses, the flags several commands have (declared once: :data:`SHARED`
+and the ``add_*`` groups; checked once by :func:`check_numbers`), and option readers."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import inspect
 import json
 import re
@@ -150,9 +151,10 @@ SHORT = {"--metric": "-m", "--quiet": "-q"}
 
 
 def add_shared(p: argparse._ActionsContainer, *flags: str, **change: Any) -> None:
-    """Add these :data:`SHARED` flags to ``p`` (a parser or a group), each with ``change`` (a metavar...) applied."""
+    """Add these :data:`SHARED` flags to ``p`` (a parser or a group), each with ``change`` (a metavar...) applied;
+    a copy of each, so no parsed command line shares a default list with another."""
     for flag in flags:
-        p.add_argument(*filter(None, (SHORT.get(flag), flag)), **{**SHARED[flag], **change})
+        p.add_argument(*filter(None, (SHORT.get(flag), flag)), **{**copy.deepcopy(SHARED[flag]), **change})
 
 
 def add_report_options(p: argparse.ArgumentParser, *, bootstrap: str = "bootstrap resamples", json_flag: bool = True) -> None:
