@@ -29,7 +29,7 @@ OTHER_MEANING = {
 
 
 @pytest.mark.parametrize("flag", sorted(SHARED))
-def test_a_shared_flag_is_in_several_commands_and_parsed_alike_in_each(flag):
+def test_a_shared_flag_is_in_several_commands_and_parsed_alike_in_each(flag: str) -> None:
     declared = parsing(argparse.ArgumentParser().add_argument(flag, **SHARED[flag]))
     having = {name: parsing(action) for name, sub in commands().items() for action in sub._actions
               if flag in action.option_strings}
@@ -38,7 +38,7 @@ def test_a_shared_flag_is_in_several_commands_and_parsed_alike_in_each(flag):
     assert set(having) - alike == OTHER_MEANING.get(flag, set())
 
 
-def test_two_parsed_command_lines_do_not_share_a_default_list():
+def test_two_parsed_command_lines_do_not_share_a_default_list() -> None:
     first = parser(["agree"]).parse_args(["agree", "results.jsonl"])
     second = parser(["agree"]).parse_args(["agree", "results.jsonl"])
     assert first.labels == second.labels == []
