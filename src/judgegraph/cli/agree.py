@@ -26,12 +26,10 @@ if TYPE_CHECKING:
 def register(sub: Subparsers) -> None:
     p = add_results_command(sub, run, results="results JSONL (judgegraph eval --out)")
     p.set_defaults(checks=(common.check_numbers,))
-    p.add_argument("--labels", action="append", default=[], metavar="FILE",
-                   help="people's labels (labels JSONL, MLflow traces/assessments JSON, LangSmith feedback JSON); "
-                        "repeatable")
+    common.add_shared(p, "--labels")
     p.add_argument("--no-reviews", dest="reviews", action="store_false",
                    help="ignore the review decisions stored in RESULTS")
-    p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="NAME", help="only this metric (repeatable)")
+    common.add_shared(p, "--metric")
     p.add_argument("--min-kappa", type=float, metavar="X",
                    help="exit 1 when a metric's kappa (weighted kappa for ordinal labels, Spearman for numbers) is "
                         "below X or undefined")

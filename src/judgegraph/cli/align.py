@@ -61,13 +61,12 @@ def register(sub: Subparsers) -> None:
     llm.add_argument("--max-example-chars", type=int, default=800, metavar="N",
                      help="characters of one example's conversation text at most (default 800)")
     llm.add_argument("--max-guidelines", type=int, default=8, metavar="N", help="guidelines at most (default 8)")
-    llm.add_argument("--concurrency", type=int, default=16, help="judge calls in flight at once (default 16)")
-    llm.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    common.add_shared(llm, "--concurrency")
+    common.add_shared(llm, "--json")
     llm.add_argument("--no-cache", action="store_true", help="no judge cache: every judgement is asked "
                      "(default: answers at temperature 0 are kept on disk, so aligning again is cheaper)")
     common.add_metric_options(llm, scored=False, role="role-adherence: the chatbot's role")
-    llm.add_argument("--embeddings", help="response-relevancy: embeddings model, e.g. openai:text-embedding-3-small "
-                     "(default: the offline all-MiniLM-L6-v2); served at --base-url when given")
+    common.add_shared(llm, "--embeddings")
     p.set_defaults(run=run)
 
 
@@ -215,18 +214,14 @@ def _run_llm(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK
 
 
-def _fmt(value: object) -> str:
-    return "—" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
 def _print(report: AlignmentReport, out: Console) -> None:
     held = report.held_out
     table = common.table("judge", "n", "% agreement", "kappa", "judge errors", left=("judge",),
                          title=f"{report.metric}: agreement with {held['labels']} held-out labels "
                                f"({held['conversations']} conversations)")
     for name, fig in (("plain " + report.judge.inner.name, held["before"]), ("aligned " + report.judge.name, held["after"])):
-        pct = None if fig["agreement"] is None else f"{100 * fig['agreement']:.1f}%"
-        table.add_row(markup_safe(name), str(fig["n"]), pct or "—", _fmt(fig["kappa"]), str(fig["judge_errors"]))
+        table.add_row(markup_safe(name), str(fig["n"]), common.score_text(fig["agreement"], ".1%"),
+                      common.score_text(fig["kappa"], ".3f"), str(fig["judge_errors"]))
     out.print(table)
     train = report.train
     out.print(f"train: {train['labels']} labels on {train['conversations']} conversations, "

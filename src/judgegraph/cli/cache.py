@@ -6,7 +6,7 @@ import argparse
 from functools import partial
 from typing import TYPE_CHECKING
 
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, fail, safe
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_shared, fail, safe
 
 if TYPE_CHECKING:
     from ..judges.cache import CacheFileError
@@ -20,8 +20,7 @@ def register(sub: Subparsers) -> None:
     p = sub.add_parser("cache", help="show or clear the persistent judge cache",
                        description="The SQLite file where valid LLM judge answers are kept between runs.")
     p.add_argument("action", choices=["info", "clear"], help="info: where it is and what it holds; clear: empty it")
-    p.add_argument("--cache", metavar="PATH", help="the cache file (default: $JUDGEGRAPH_JUDGE_CACHE, else "
-                                                   "$JUDGEGRAPH_CACHE_DIR/judge-cache.sqlite)")
+    add_shared(p, "--cache")
     p.set_defaults(run=run)
 
 

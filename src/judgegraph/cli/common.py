@@ -1,12 +1,15 @@
-"""What several subcommands share: exit statuses, the options ``eval``, ``simulate`` and ``rejudge`` have in
-common (``add_*``, checked once by :func:`check_numbers`), and option readers."""
+"""What several subcommands share: exit statuses, the flags several commands have (declared once: :data:`SHARED`
+and the ``add_*`` groups; checked once by :func:`check_numbers`), and option readers."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import copy
 import inspect
 import json
 import re
+import signal
 import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -79,7 +82,7 @@ def add_judge_options(p: argparse.ArgumentParser, *, model: str, base_url: str, 
     p.add_argument("--base-url", help=f"{base_url}; for a model of another built-in provider, that provider's server"
                    " (docs/providers.md)")
     if concurrency is not None:
-        p.add_argument("--concurrency", type=int, default=16, help=f"{concurrency} (default %(default)s)")
+        add_shared(p, "--concurrency", help=f"{concurrency} (default %(default)s)")
         p.add_argument("--max-tries", type=int, default=3,
                        help="asks per judgement when the model's output is invalid (default %(default)s)")
         from ..data.aggregates import AGGREGATES
@@ -108,8 +111,7 @@ def add_metric_options(p: argparse._ActionsContainer, *, role: str, guideline: s
         p.add_argument("--window-size", type=int, help="exchanges per sliding window (--option window_size=)")
         p.add_argument("--min-judged", type=float, metavar="FRACTION", help="a result whose verdicts were judged "
                        "less than this share of the time (the rest judge errors) is an error, not a score (0..1)")
-    p.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
-                   help=guideline or "conversational-guidelines: a guideline, repeatable; @FILE reads one per line")
+    add_shared(p, "--guideline", help=guideline or SHARED["--guideline"]["help"])
     p.add_argument("--role", help=role)
     p.add_argument("--trajectory", help="tool-correctness: how expected_tools is matched (--option trajectory=; docs/agents.md)")
     p.add_argument("--tool-arguments", dest="arguments", help="tool-correctness: how arguments are compared (--option arguments=)")
@@ -118,14 +120,50 @@ def add_metric_options(p: argparse._ActionsContainer, *, role: str, guideline: s
                         "conversation's metadata.reference_topics)")
 
 
-def add_report_options(p: argparse.ArgumentParser, *, bootstrap: str = "bootstrap resamples",
-                       json_help: str | None = "print the report as JSON on stdout") -> None:
-    """``--bootstrap`` (``bootstrap``: its help; checked by :func:`check_numbers`), ``--seed`` and, when ``json_help``
-    (its help) is given, ``--json``: the options of a command that prints a report with bootstrap intervals."""
+#: The flags that mean the same in every command that has them, declared once (:func:`add_shared`). A flag whose
+#: name means another thing in another command (``--seed``, ``--concurrency`` of simulate...) is declared there.
+SHARED: dict[str, dict[str, Any]] = {
+    "--metric": dict(action="append", dest="metrics", metavar="NAME", help="only this metric (repeatable)"),
+    "--concurrency": dict(type=int, default=16, help="judge calls in flight at once (default %(default)s)"),
+    "--json": dict(action="store_true", help="print the report as JSON on stdout"),
+    "--quiet": dict(action="store_true", help="no table, only the summary line"),
+    "--junit": dict(metavar="FILE", help="also write JUnit XML: a test case per conversation × metric"),
+    "--cache": dict(metavar="PATH", help="the persistent judge cache file (SQLite; default: $JUDGEGRAPH_JUDGE_CACHE, "
+                    "else $JUDGEGRAPH_CACHE_DIR/judge-cache.sqlite; used when the judge runs at temperature 0)"),
+    "--no-cache": dict(action="store_true", help="no judge cache at all: every judgement is asked"),
+    "--price-in": dict(type=float, metavar="USD", help="judge input price, dollars per million tokens"),
+    "--price-out": dict(type=float, metavar="USD", help="judge output price, dollars per million tokens"),
+    "--prices": dict(metavar="FILE", help="a price table (JSON or YAML) overriding the built-in one "
+                     "(default: $JUDGEGRAPH_PRICES); docs/cost_cache.md"),
+    "--transcripts": dict(choices=["full", "errors", "none"], default="full", help="what the results keep of each "
+                          "verdict's judge calls (default full; 'judgegraph show' reads them)"),
+    "--embeddings": dict(help="response-relevancy: embeddings model, e.g. openai:text-embedding-3-small "
+                         "(default: the offline all-MiniLM-L6-v2); served at --base-url when given"),
+    "--mlflow-uri": dict(metavar="URI", help="MLflow tracking URI, e.g. http://127.0.0.1:5000"),
+    "--input": dict(action="append", dest="inputs", default=[], metavar="FILE",
+                    help="the conversations the results were judged from (repeatable)"),
+    "--labels": dict(action="append", default=[], metavar="FILE", help="people's labels (labels JSONL, MLflow "
+                     "traces/assessments JSON, LangSmith feedback JSON); repeatable"),
+    "--guideline": dict(action="append", dest="guidelines", metavar="TEXT",
+                        help="conversational-guidelines: a guideline, repeatable; @FILE reads one per line"),
+}
+SHORT = {"--metric": "-m", "--quiet": "-q"}
+
+
+def add_shared(p: argparse._ActionsContainer, *flags: str, **change: Any) -> None:
+    """Add these :data:`SHARED` flags to ``p`` (a parser or a group), each with ``change`` (a metavar...) applied;
+    a copy of each, so no parsed command line shares a default list with another."""
+    for flag in flags:
+        p.add_argument(*filter(None, (SHORT.get(flag), flag)), **{**copy.deepcopy(SHARED[flag]), **change})
+
+
+def add_report_options(p: argparse.ArgumentParser, *, bootstrap: str = "bootstrap resamples", json_flag: bool = True) -> None:
+    """``--bootstrap`` (``bootstrap``: its help; checked by :func:`check_numbers`), ``--seed`` and, when ``json_flag``,
+    ``--json``: the options of a command that prints a report with bootstrap intervals."""
     p.add_argument("--bootstrap", type=int, default=1000, metavar="B", help=f"{bootstrap} (default %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
-    if json_help is not None:
-        p.add_argument("--json", action="store_true", help=json_help)
+    if json_flag:
+        add_shared(p, "--json")
 
 
 def json_text(data: object) -> str:
@@ -302,8 +340,6 @@ def out_refused(args: argparse.Namespace) -> str | None:
 def lock_out(args: argparse.Namespace) -> tuple[AbstractContextManager[object], str | None]:
     """``--out`` locked, its folder made: (the lock, to hold in a ``with`` for the whole run, None), or (a lock that
     holds nothing, why) when another run holds it or it cannot be locked; a dry run writes nothing: no lock."""
-    from contextlib import nullcontext
-
     from ..runs.resultsfile import ResultsFileError, lock_results
 
     why = None
@@ -315,7 +351,7 @@ def lock_out(args: argparse.Namespace) -> tuple[AbstractContextManager[object], 
         why = str(exc)
     except OSError as exc:
         why = f"cannot lock --out {args.out}: {exc.strerror or exc}"
-    return nullcontext(), why
+    return contextlib.nullcontext(), why
 
 
 def consoles() -> tuple[Console, Console]:
@@ -341,9 +377,9 @@ def table(*columns: str, left: Collection[str] = (), fold: bool = False, wide: C
     return drawn
 
 
-def score_text(score: float | None) -> str:
-    """A score as a table shows it."""
-    return "—" if score is None else f"{score:.2f}"
+def score_text(score: float | None, spec: str = ".2f") -> str:
+    """A score or another figure as a table shows it (``spec``: its format), ``—`` when there is none."""
+    return "—" if score is None else format(score, spec)
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
@@ -356,10 +392,10 @@ def read_guidelines(values: list[str] | None, flag: str = "--guideline") -> list
     each value, or for ``@FILE`` the file's non-blank lines, stripped."""
     out: list[str] = []
     for value in values or ():
-        if not value.startswith("@"):
+        if value.startswith("@"):
+            out.extend(line.strip() for line in read_text_option(flag, value[1:]).splitlines() if line.strip())
+        else:
             out.append(value)
-            continue
-        out.extend(line.strip() for line in read_text_option(flag, value[1:]).splitlines() if line.strip())
     return out
 
 
@@ -408,8 +444,6 @@ def stop_on_signals(stop: asyncio.Event, err: Console, stopped_by: list[int], st
     in ``stopped_by`` and says it is ``stopping`` on ``err``; the same signal again ends the process at once (a
     second Ctrl-C raises KeyboardInterrupt, a second SIGTERM its default action). Outside the main thread: no signals."""
     import asyncio
-    import contextlib
-    import signal
 
     loop = asyncio.get_running_loop()
 

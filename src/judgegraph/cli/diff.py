@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def register(sub: Subparsers) -> None:
     p = common.add_results_command(sub, run, old="results of the old version (judgegraph eval --out)", new="results of the new version")
     p.set_defaults(checks=(_bad_numbers,))
-    p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="NAME", help="only this metric (repeatable)")
+    common.add_shared(p, "--metric")
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any result regressed (CI gate)")
     p.add_argument("--max-regressions", type=int, metavar="N",
                    help="exit 1 when more than N results regressed (implies the gate)")
@@ -34,7 +34,7 @@ def register(sub: Subparsers) -> None:
     out.add_argument("--markdown", action="store_true", help="print the diff as Markdown (a pull-request comment)")
     p.add_argument("--max-rows", type=int, default=50, metavar="N",
                    help="changed results and verdicts listed per table (default %(default)s; --json lists all)")
-    common.add_report_options(p, bootstrap="paired bootstrap resamples", json_help=None)
+    common.add_report_options(p, bootstrap="paired bootstrap resamples", json_flag=False)
 
 
 def _bad_numbers(args: argparse.Namespace) -> str | None:
@@ -103,10 +103,6 @@ def status_of(diff: RunDiff, args: argparse.Namespace, err: Console, conversatio
     return EXIT_OK
 
 
-def _rate(rate: float | None) -> str:
-    return "—" if rate is None else f"{rate:.1%}"
-
-
 def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
     """The diff as terminal tables: how the judging differs, a summary per metric, the changed results, and
     each changed verdict with both judges' reasons."""
@@ -144,9 +140,9 @@ def print_diff(diff: RunDiff, out: Console, max_rows: int = 50) -> None:
         c = m.counts
         other = sum(c[k] for k in ("recovered", "now_not_applicable", "was_not_applicable", "new", "missing"))
         test = "—" if m.mcnemar.method == "none" else f"{m.mcnemar.p_value:.3g} ({m.mcnemar.method})"
-        table.add_row(Text(safe(m.metric)), f"{_rate(m.old.rate)} → {_rate(m.new.rate)}", str(c["regressed"]),
-                      str(c["fixed"]), str(c["unchanged"]), str(c["errored"] + c["still_error"]), str(other), test,
-                      mean_text(m.scores))
+        rates = " → ".join(common.score_text(side.rate, ".1%") for side in (m.old, m.new))
+        table.add_row(Text(safe(m.metric)), rates, str(c["regressed"]), str(c["fixed"]), str(c["unchanged"]),
+                      str(c["errored"] + c["still_error"]), str(other), test, mean_text(m.scores))
     out.print(table)
     changed = [p for p in diff.changed() if p.kind != "unchanged"]
     if changed:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
+import os
 import signal
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from . import common
@@ -57,8 +60,7 @@ def register(sub: Subparsers) -> None:
     ev.add_argument("--verify", action="store_true", default=None,
                     help="turn-contextual-relevancy: a second look at every 'irrelevant' statement verdict")
     ev.add_argument("--n-questions", type=int, help="response-relevancy: questions generated per reply (default 3)")
-    ev.add_argument("--embeddings", help="response-relevancy: embeddings model, e.g. openai:text-embedding-3-small "
-                                         "(default: the offline all-MiniLM-L6-v2); served at --base-url when given")
+    common.add_shared(ev, "--embeddings")
     ev.add_argument("--offline-rule", metavar="FILE", help="the offline judge decides with this fitted rule "
                     "(judgegraph align; docs/offline_alignment.md)")
     common.add_aligned_option(ev)
@@ -75,14 +77,12 @@ def register(sub: Subparsers) -> None:
                     help="a longer judge prompt is a judge error, not a call (default 120000)")
     jg.add_argument("--max-reply-bytes", type=int, metavar="N",
                     help="a longer judge reply (decoded) is cut off, a judge error (default 8388608: 8 MiB)")
-    jg.add_argument("--cache", metavar="PATH", help="the persistent judge cache file (SQLite; default: "
-                    "$JUDGEGRAPH_CACHE_DIR/judge-cache.sqlite, used when the judge runs at temperature 0)")
-    jg.add_argument("--no-cache", action="store_true", help="no judge cache at all: every judgement is asked")
+    common.add_shared(jg, "--cache", "--no-cache")
     runs = ev.add_argument_group("runs", "durable runs: resume, cost, transcripts (docs/runs.md)")
     common.add_out_options(ev, runs, default="judgegraph-results.jsonl",
                            help="where the full results go (default %(default)s)")
     ev.add_argument("--html", metavar="FILE", help="also write an HTML report of the results (judgegraph report)")
-    ev.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per conversation × metric")
+    common.add_shared(ev, "--junit")
     runs.add_argument("--resume", action="store_true",
                       help="continue the run in --out: conversations already there are neither judged nor written again")
     runs.add_argument("--retry-errors", action="store_true",
@@ -94,19 +94,13 @@ def register(sub: Subparsers) -> None:
                            "--resume collects a run's batches instead of sending them again (docs/batch.md)")
     runs.add_argument("--batch-poll", type=float, default=5.0, metavar="S",
                       help="with --batch: first wait between polls of a batch, doubled up to 60 s (default 5)")
-    runs.add_argument("--price-in", type=float, metavar="USD", help="judge input price, dollars per million tokens")
-    runs.add_argument("--price-out", type=float, metavar="USD", help="judge output price, dollars per million tokens")
-    runs.add_argument("--prices", metavar="FILE",
-                      help="a price table (JSON or YAML) overriding the built-in one (default: $JUDGEGRAPH_PRICES);"
-                           " docs/cost_cache.md")
-    runs.add_argument("--transcripts", choices=["full", "errors", "none"], default="full",
-                      help="what the results keep of each verdict's judge calls (default full; 'judgegraph show' reads them)")
+    common.add_shared(runs, "--price-in", "--price-out", "--prices", "--transcripts")
     runs.add_argument("--gate", choices=["stable"], help="stable: exit 1 only for failures that hold in every "
                       "repeat of a judge, not those that flipped (docs/stability.md)")
     runs.add_argument("--max-rows", type=int, default=50, metavar="N",
                       help="table rows at most, errors and failures first (default 50; all results are in --out)")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
-    ev.add_argument("-q", "--quiet", action="store_true", help="no table, only the summary line")
+    common.add_shared(ev, "--quiet")
     sc = ev.add_argument_group("scale", "judge on every core, or on a Ray cluster (docs/scale.md)")
     sc.add_argument("--workers", type=_workers_arg, default="auto", metavar="N",
                     help="worker processes, each with its own event loop; --concurrency is the total of all of them "
@@ -115,7 +109,7 @@ def register(sub: Subparsers) -> None:
                     help="run on a Ray cluster (pip install 'judgegraph[ray]'): ADDRESS such as 10.0.0.5:6379, or none "
                          "for the cluster ray.init() finds; --workers actors (default one per cluster CPU)")
     ml = ev.add_argument_group("MLflow", "judge the trace sessions of an MLflow experiment (pip install 'judgegraph[mlflow]')")
-    ml.add_argument("--mlflow-uri", metavar="URI", help="MLflow tracking URI, e.g. http://127.0.0.1:5000")
+    common.add_shared(ml, "--mlflow-uri")
     ml.add_argument("--experiment", metavar="NAME", help="experiment name (or id) whose traces are read")
     ml.add_argument("--log-assessments", action="store_true", help="write the results back to MLflow as assessments")
     ml.add_argument("--session-key", metavar="KEY", default="mlflow.trace.session", help="trace metadata key grouping traces into sessions (default %(default)s)")
@@ -169,8 +163,6 @@ def _bad_flags(args: argparse.Namespace) -> str | None:
 def _unusable_inputs(files: list[str]) -> list[str]:
     """Input files that cannot be judged at all, each named: a path that is not there, or a judgegraph results
     file (:func:`judgegraph.runs.is_results_file`), which holds verdicts, not conversations."""
-    from pathlib import Path
-
     from ..runs import is_results_file
 
     problems = []
@@ -187,8 +179,6 @@ def _unusable_inputs(files: list[str]) -> list[str]:
 def _out_error(args: argparse.Namespace) -> str | None:
     """``--out`` checked before any work: not an input, not a directory, and not
     a results file that would be lost (unless --resume / --overwrite)."""
-    from pathlib import Path
-
     from ..runs.resultsfile import ResultsFileError, check_out_path
 
     try:  # a dry run writes nothing
@@ -338,8 +328,6 @@ def _say_judge(args: argparse.Namespace, judge: Judge, err: Console) -> None:
 def _inputs(args: argparse.Namespace) -> tuple[Iterator[LoadedConversation | InputError], list[LoadedConversation]]:
     """The stream of conversations (files read as judged, then MLflow sessions, then LangGraph threads) and the
     MLflow sessions (kept for --log-assessments)."""
-    import itertools
-
     from ..runs.runner import iter_inputs
 
     seen: set[str] = set()
@@ -414,8 +402,6 @@ async def _judge_nothing(item: LoadedConversation) -> ConversationOutcome:
 
 def _run(args: argparse.Namespace, judge: Judge, plan: MetricPlan, settings: dict[str, Any], out: Console,
          err: Console) -> int:
-    import os
-
     from rich.progress import MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
     from rich.text import Text
 

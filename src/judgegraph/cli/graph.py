@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import EXIT_ERRORS, EXIT_OK, fail, guidelines_missing, read_guidelines
+from .common import EXIT_ERRORS, EXIT_OK, add_shared, fail, guidelines_missing, read_guidelines
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -27,8 +27,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--format", choices=FORMATS,
                    help="mermaid (default), svg, or png (pip install 'judgegraph[png]'); default: from -o's suffix")
     p.add_argument("-o", "--out", metavar="FILE", help="write the picture here (default: print Mermaid/SVG)")
-    p.add_argument("--guideline", action="append", dest="guidelines", metavar="TEXT",
-                   help="conversational-guidelines needs at least one to be built (repeatable)")
+    add_shared(p, "--guideline")
     p.add_argument("--verify", action="store_true", default=None,
                    help="turn-contextual-relevancy: draw the optional verify_verdict node")
     p.add_argument("--reason", choices=["deterministic", "llm", "none"],

@@ -41,15 +41,10 @@ def register(sub: Subparsers) -> None:
     common.add_judge_options(p, model="LLM judge, e.g. openai:gpt-4.1-mini (required: the offline judge cannot compare)",
                              base_url="OpenAI-compatible server for --model (vLLM, Ollama, llama.cpp)",
                              concurrency="judge calls in flight at once")
-    p.add_argument("--cache", metavar="PATH", help="the persistent judge cache file (SQLite; default: "
-                   "$JUDGEGRAPH_CACHE_DIR/judge-cache.sqlite, used when the judge runs at temperature 0)")
-    p.add_argument("--no-cache", action="store_true", help="no judge cache at all: every judgement is asked")
+    common.add_shared(p, "--cache", "--no-cache")
     p.add_argument("--dry-run", action="store_true",
                    help="print the judge calls (2 per pair per criterion), tokens and cost; make no call")
-    p.add_argument("--price-in", type=float, metavar="USD", help="judge input price, dollars per million tokens")
-    p.add_argument("--price-out", type=float, metavar="USD", help="judge output price, dollars per million tokens")
-    p.add_argument("--prices", metavar="FILE",
-                   help="a price table (JSON or YAML) overriding the built-in one (default: $JUDGEGRAPH_PRICES)")
+    common.add_shared(p, "--price-in", "--price-out", "--prices")
     common.add_out_options(p, metavar="FILE", help="also write every comparison (both orders' verdicts, reasons and "
                                                   "transcripts) as JSONL")
     common.add_report_options(p, bootstrap="bootstrap resamples of the ranking")

@@ -36,8 +36,7 @@ _say = partial(common.fail, prefix="judgegraph rejudge")
 
 def register(sub: Subparsers) -> None:
     p = common.add_results_command(sub, run, results="results file (.jsonl) written by judgegraph eval")
-    p.add_argument("--input", required=True, metavar="FILE", action="append", dest="inputs",
-                   help="the conversations the results were computed from (repeatable)")
+    common.add_shared(p, "--input", required=True, default=None)
     p.add_argument("-m", "--metric", required=True, metavar="METRIC", help="the metric whose verdicts are re-judged")
     p.add_argument("--conversation", action="append", dest="conversations", metavar="ID",
                    help="conversation to re-judge, repeatable (default: every conversation in RESULTS)")

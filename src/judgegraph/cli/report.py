@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, fail
+from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_results_command, add_shared, fail
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -25,12 +25,10 @@ if TYPE_CHECKING:
 def register(sub: Subparsers) -> None:
     p = add_results_command(sub, run, nargs="+", results="results JSONL (judgegraph eval --out); two or more: compared side by side")
     p.add_argument("-o", "--out", default="judgegraph-report.html", help="HTML file to write (default %(default)s)")
-    p.add_argument("--input", action="append", dest="inputs", default=[], metavar="FILE",
-                   help="the judged input file(s), to show every turn (repeatable)")
+    add_shared(p, "--input", help="the judged input file(s), to show every turn (repeatable)")
     p.add_argument("--title", help="page title (default: from the results file name)")
-    p.add_argument("--labels", action="append", default=[], metavar="FILE",
-                   help="people's labels: add a section of agreement with them (see judgegraph agree; repeatable; "
-                        "with several RESULTS, with the first)")
+    add_shared(p, "--labels", help="people's labels: add a section of agreement with them (see judgegraph agree; "
+                                   "repeatable; with several RESULTS, with the first)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -41,8 +41,7 @@ def register(sub: Subparsers) -> None:
                            help="results, one line per conversation with the conversation itself (default %(default)s)")
     p.add_argument("--conversations", metavar="FILE", help="also write the conversations as judgegraph JSONL "
                                                            "(re-judge them later with judgegraph eval FILE)")
-    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML: a test case per conversation × metric")
-    p.add_argument("-q", "--quiet", action="store_true", help="no table, only the summary line")
+    common.add_shared(p, "--junit", "--quiet")
     p.set_defaults(run=run, checks=(common.check_numbers, common.guidelines_missing, common.out_refused))
 
 

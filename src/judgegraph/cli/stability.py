@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import common
-from .common import EXIT_ERRORS, EXIT_OK, add_results_command, consoles, markup_safe, safe, usage_error
+from .common import EXIT_ERRORS, EXIT_OK, add_results_command, consoles, markup_safe, safe, score_text, usage_error
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -29,10 +29,9 @@ if TYPE_CHECKING:
 def register(sub: Subparsers) -> None:
     p = add_results_command(sub, run, results="results JSONL (judgegraph eval --out)")
     p.set_defaults(checks=(common.check_numbers,))
-    p.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC", help="only this metric (repeatable)")
-    p.add_argument("--input", action="append", dest="inputs", default=[], metavar="FILE",
-                   help="the conversations the results were judged from (repeatable): the score of each repeat is "
-                        "then computed by the metric's own rule; without, only where every repeat answered alike")
+    common.add_shared(p, "--metric", metavar="METRIC")
+    common.add_shared(p, "--input", help="the conversations the results were judged from (repeatable): the score of "
+                      "each repeat is then computed by the metric's own rule; without, only where every repeat answered alike")
     common.add_metric_options(p, scored=False, role="role-adherence: the role the results were judged with, if given",
                               guideline="conversational-guidelines: the guidelines the results were judged with"
                                         " (results do not record them), repeatable; @FILE reads one per line")
@@ -75,10 +74,6 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_ERRORS if report.unreadable else EXIT_OK
 
 
-def _num(value: float | None, fmt: str = ".3f") -> str:
-    return "—" if value is None else format(value, fmt)
-
-
 def print_report(report: StabilityReport, out: Console) -> None:
     """The report as terminal tables: stability per metric, the flaky conversations, then each jury."""
     from rich.text import Text
@@ -94,22 +89,23 @@ def print_report(report: StabilityReport, out: Console) -> None:
             table.add_row(Text(safe(m.metric)), str(len(m.results)), "no repeats", *["—"] * 9)
             continue
         unknown = f" ({m.unscored} unknown)" if m.unscored else ""  # spreads of results not re-scored
-        table.add_row(Text(safe(m.metric)), str(len(m.results)), str(len(m.repeated)), str(m.verdicts),
-                      str(m.flipped), _num(m.flip_rate), _num(m.mean_spread) + unknown, _num(m.max_spread) + unknown,
-                      str(m.count("stable")), str(m.count("flaky")), str(len(m.failures)), str(len(m.holding)))
+        spreads = [score_text(spread, ".3f") + unknown for spread in (m.mean_spread, m.max_spread)]
+        table.add_row(Text(safe(m.metric)), str(len(m.results)), str(len(m.repeated)), str(m.verdicts), str(m.flipped),
+                      score_text(m.flip_rate, ".3f"), *spreads, str(m.count("stable")), str(m.count("flaky")),
+                      str(len(m.failures)), str(len(m.holding)))
     out.print(table)
     if flaky := [r for r in report.results if r.label == "flaky"]:
         table = common.table("conversation", "metric", "status", "flipped", "score per repeat", "spread", "note",
                              fold=True, wide=("note",), width=50, title=f"{len(flaky)} flaky results")
         for r in flaky:
-            scores = "unknown" if r.scores is None else " ".join(_num(s, ".2f") for s in r.scores)
+            scores = "unknown" if r.scores is None else " ".join(score_text(s) for s in r.scores)
             table.add_row(Text(safe(r.conversation_id)), Text(safe(r.metric)), r.status, f"{r.flipped}/{r.verdicts}",
-                          scores, _num(r.spread), Text(safe(r.note)))
+                          scores, score_text(r.spread, ".3f"), Text(safe(r.note)))
         out.print(table)
     for m in report.metrics.values():
         if (jury := m.jury) is None:
             continue
-        kappa = _num(jury.kappa) if jury.kappa is not None else "undefined"
+        kappa = "undefined" if jury.kappa is None else f"{jury.kappa:.3f}"
         ci = jury.interval
         interval = f" [{ci.low:.3f}, {ci.high:.3f}] ({ci.level:.0%}, B={ci.resamples})" if ci else ""
         out.print(Text(f"{safe(m.metric)} jury: Fleiss' kappa {kappa}{interval} over {jury.items} verdicts"

@@ -46,12 +46,11 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--out", default="judgegraph-watch.jsonl", help="results file, appended to (default %(default)s)")
     p.add_argument("--state", metavar="PATH", help="the threads already judged (SQLite; default: --out's path + "
                    "'.watched.sqlite'): a restart judges none of them again")
-    p.add_argument("--transcripts", choices=["full", "errors", "none"], default="full",
-                   help="what the results keep of each verdict's judge calls (default full)")
+    common.add_shared(p, "--transcripts")
     ml = w.add_argument_group("MLflow", "write the verdicts to an MLflow experiment (pip install 'judgegraph[mlflow]')")
     ml.add_argument("--log-assessments", action="store_true", help="log each judged thread to --experiment as a "
                     "trace carrying its verdicts as assessments (docs/mlflow.md)")
-    ml.add_argument("--mlflow-uri", metavar="URI", help="MLflow tracking URI, e.g. http://127.0.0.1:5000")
+    common.add_shared(ml, "--mlflow-uri")
     ml.add_argument("--experiment", metavar="NAME", help="experiment the traces go to (created if missing)")
     w.set_defaults(run=run, checks=(common.check_numbers, _bad))
 
