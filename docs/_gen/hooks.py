@@ -46,7 +46,8 @@ def _options(sub: argparse.ArgumentParser) -> list[str]:
             continue
         default = action.default
         plain = default in (None, argparse.SUPPRESS, False) or isinstance(action, argparse._StoreTrueAction)
-        lines.append(f"| {_flags(action)} | {_cell(action.help or '')} | {'' if plain else f'`{default}`'} |")
+        help_text = sub._get_formatter()._expand_help(action) if action.help else ""  # %(default)s as --help shows it
+        lines.append(f"| {_flags(action)} | {_cell(help_text)} | {'' if plain else f'`{default}`'} |")
     return lines + [""]
 
 

@@ -206,6 +206,7 @@ def test_the_cli_reference_lists_every_subcommand_and_flag_help_shows(capsys):
     from judgegraph.cli import SUBCOMMANDS, main
 
     page = reference_hooks().cli_page()
+    assert "%(" not in page  # a help's %(default)s expanded, as --help shows it
     for name in SUBCOMMANDS:
         assert f"## judgegraph {name}\n" in page, name
         section = page.split(f"## judgegraph {name}\n", 1)[1].split("\n## judgegraph ", 1)[0]
