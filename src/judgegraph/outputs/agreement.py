@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import templates
+from .tables import templates
 
 if TYPE_CHECKING:
     from ..trust.agreement import AgreementReport

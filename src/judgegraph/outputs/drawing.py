@@ -192,15 +192,10 @@ def _dist(a: tuple[float, float], b: tuple[float, float]) -> float:
     return (a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2
 
 
-def num(v: float) -> str:
-    """A coordinate as the SVG writes it: one decimal at most."""
-    return f"{v:.1f}".rstrip("0").rstrip(".")
-
-
 def draw_svg(graph: Drawable, *, title: str | None = None, id_prefix: str = "jg") -> str:
     """An SVG document of ``graph``: a labelled box per node, an arrow per edge (dashed when conditional), a
     labelled frame per subgraph (``assets/graph.svg``)."""
-    from . import templates
+    from .tables import templates
 
     name = title if title is not None else str(getattr(graph, "name", "") or "graph")
     return templates().get_template("graph.svg").render(lay=graph_layout(graph), name=name, marker=f"{id_prefix}-arrow",

@@ -25,8 +25,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from ..data.results import Status
 from ..runs import ConversationLine, RunFile, read_run
-from . import templates
-from .tables import MetricSummary, StatusCounts, abbreviations
+from .tables import MetricSummary, StatusCounts, abbreviations, templates
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph

@@ -6,14 +6,18 @@ labelled histograms, and the conversations × runs × metrics matrix (failures f
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import TypedDict
 
-from . import templates
 from .compare import Comparison, RunFacts
 
-__all__ = ["MetricSummary", "StatusCounts", "abbreviations", "histogram_svg", "legend", "matrix", "runs_table", "summary_table"]
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
+__all__ = ["MetricSummary", "StatusCounts", "abbreviations", "histogram_svg", "legend", "matrix", "runs_table", "summary_table",
+           "templates"]
 
 
 class StatusCounts(TypedDict):
@@ -34,6 +38,27 @@ class MetricSummary(StatusCounts):
 
 
 STATUS_LABEL = {"passed": "passed", "failed": "failed", "error": "error", "not_applicable": "n/a"}
+
+
+@cache
+def templates() -> Environment:
+    """The Jinja templates of ``assets/`` (every HTML output's), loaded on first use, with autoescape on: every value
+    is data, never markup or template text (what Python writes as markup itself, the page's JSON, CSS, script and SVG
+    pictures, is marked ``|safe`` where the template puts it); the formatters below are its filters."""
+    from jinja2 import Environment, PackageLoader
+
+    from .compare import differs_in
+
+    env = Environment(loader=PackageLoader(__package__ or "judgegraph.outputs", "assets"), autoescape=True,
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(score=score, duration=duration, cost=cost, num=num)
+    env.globals.update(histogram=histogram_svg, differs_in=differs_in, STATUS_LABEL=STATUS_LABEL)
+    return env
+
+
+def num(v: float) -> str:
+    """A coordinate as the SVG writes it: one decimal at most."""
+    return f"{v:.1f}".rstrip("0").rstrip(".")
 
 
 def _macro(name: str) -> Any:
