@@ -440,11 +440,12 @@ class OpenRun:
                 on_input_error(error)
 
         async with contextlib.aclosing(answering(self, stop)) as passes:
-            count = itertools.count()
+            first = True
             async for judge in passes:
-                await evaluate_async(read(next(count) == 0), plan, max_conversations=max_conversations, on_outcome=wrote,
+                await evaluate_async(read(first), plan, max_conversations=max_conversations, on_outcome=wrote,
                                      on_input_error=bad, summary=self.summary, stop=stop, judge_one=judge,
                                      skip=frozenset() if skip is None else skip)
+                first = False
         self.summary.interrupted = self.summary.interrupted or stop.is_set()
         return self.summary
 
